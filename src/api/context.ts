@@ -1,0 +1,41 @@
+/** What route modules get to work with: the composition root builds one of these. */
+import type { Logger } from 'pino';
+import type { Config } from '../config';
+import type { Store } from '../store/types';
+import type { EventBus } from '../events/types';
+import type { Provider } from '../providers/types';
+import type { ResourceWriter } from '../resources/writer';
+import type { ApiKeyAuthenticator } from '../accounts/authenticator';
+import type { Agent } from '../agent/types';
+
+export interface ApiContext {
+  config: Config;
+  store: Store;
+  bus: EventBus;
+  provider: Provider;
+  writer: ResourceWriter;
+  authenticator: ApiKeyAuthenticator;
+  agent: Agent;
+  /** Key that signs list cursors, so a tampered cursor is recognised. */
+  cursorKey: Buffer;
+  logger: Logger;
+}
+
+/** Who is calling, once authenticated. */
+export interface Principal {
+  team: string;
+  user: string;
+  key: string;
+}
+
+declare module 'fastify' {
+  interface FastifyRequest {
+    principal?: Principal;
+  }
+  interface FastifyContextConfig {
+    /** The resource family a route serves: drives meta.provider on its answers and errors. */
+    family?: string;
+    /** Routes open without an API key. */
+    public?: boolean;
+  }
+}

@@ -1,0 +1,21 @@
+/** The response envelope of the spec: `{data, meta}` and `{error, meta}`. */
+import type { FastifyReply, FastifyRequest } from 'fastify';
+import type { ApiContext } from './context';
+
+export interface Meta {
+  persistence: string;
+  provider?: string;
+  next_cursor?: string | null;
+}
+
+/** meta for a request: persistence always, provider for provider-backed families. */
+export function metaFor(ctx: ApiContext, request: FastifyRequest, extra: Partial<Meta> = {}): Meta {
+  const family = request.routeOptions?.config?.family;
+  const meta: Meta = { persistence: ctx.store.persistence() };
+  if (family) meta.provider = ctx.provider.health(family);
+  return { ...meta, ...extra };
+}
+
+export function send(ctx: ApiContext, request: FastifyRequest, reply: FastifyReply, statusCode: number, data: unknown, extraMeta: Partial<Meta> = {}) {
+  return reply.code(statusCode).send({ data, meta: metaFor(ctx, request, extraMeta) });
+}

@@ -1,0 +1,100 @@
+/**
+ * The one place where failures become HTTP answers: ApiErrors keep their CONTRACT code,
+ * schema violations become 422 validation_failed naming every field, store failures
+ * become 503, and anything else a 500 with the request id and nothing of the internals.
+ */
+import type { FastifyError, FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
+import { ApiError, FieldError, persistenceUnavailable } from '../../lib/errors';
+import { StoreUnavailableError } from '../../store/types';
+import type { ApiContext } from '../context';
+import { metaFor } from '../envelope';
+
+interface AjvIssue {
+  instancePath: string;
+  keyword: string;
+  message?: string;
+  params: Record<string, unknown>;
+}
+
+const FRAMEWORK_ERRORS: Record<string, [number, string, string]> = {
+  FST_ERR_CTP_INVALID_MEDIA_TYPE: [415, 'unsupported_media_type', 'Send the body as application/json.'],
+  FST_ERR_CTP_INVALID_CONTENT_LENGTH: [400, 'invalid_json', 'The Content-Length does not match the body.'],
+  FST_ERR_CTP_BODY_TOO_LARGE: [413, 'payload_too_large', 'The body is larger than the service accepts.'],
+};
+
+/** `/a/b/0` -> `a.b[0]`, with the missing or unknown property appended where ajv names one. */
+function fieldOf(issue: AjvIssue, context: string | undefined): string {
+  const path = issue.instancePath
+    .split('/')
+    .filter(Boolean)
+    .map((part) => (/^\d+$/.test(part) ? `[${part}]` : `.${part}`))
+    .join('')
+    .replace(/^\./, '');
+  const property = (issue.params.missingProperty ?? issue.params.additionalProperty) as string | undefined;
+  const full = property ? (path ? `${path}.${property}` : property) : path;
+  return full || (context === 'body' ? 'body' : context ?? 'request');
+}
+
+function messageOf(issue: AjvIssue, method: string): string {
+  switch (issue.keyword) {
+    case 'required':
+      return 'is required';
+    case 'additionalProperties':
+      return method === 'PATCH' ? 'is not a field that can be updated' : 'is not a recognised field';
+    case 'enum':
+      return `must be one of: ${(issue.params.allowedValues as string[]).join(', ')}`;
+    default:
+      return issue.message ?? 'is invalid';
+  }
+}
+
+export function toFieldErrors(issues: AjvIssue[], context: string | undefined, method: string): FieldError[] {
+  const seen = new Map<string, FieldError>();
+  for (const issue of issues) {
+    // anyOf/oneOf wrappers repeat what their branches said.
+    if (issue.keyword === 'anyOf' || issue.keyword === 'oneOf' || issue.keyword === 'if') continue;
+    const field = fieldOf(issue, context);
+    if (!seen.has(field)) seen.set(field, { field, message: messageOf(issue, method) });
+  }
+  return [...seen.values()];
+}
+
+export function registerErrorHandling(app: FastifyInstance, ctx: ApiContext): void {
+  const errorMeta = (request: FastifyRequest) => {
+    const meta = metaFor(ctx, request);
+    return { ...meta, provider: meta.provider ?? 'connected' };
+  };
+
+  const sendError = (request: FastifyRequest, reply: FastifyReply, error: ApiError) => {
+    if (error.headers) reply.headers(error.headers);
+    if (error.status === 401) reply.header('WWW-Authenticate', 'Bearer realm="cloudplane"');
+    const body: Record<string, unknown> = { code: error.code, message: error.message };
+    if (error.details) body.details = error.details;
+    if (error.status >= 500) body.request_id = request.id;
+    return reply.code(error.status).send({ error: body, meta: errorMeta(request) });
+  };
+
+  app.setErrorHandler((err: FastifyError & { validation?: AjvIssue[]; validationContext?: string }, request, reply) => {
+    if (err instanceof ApiError) return sendError(request, reply, err);
+    if (err.validation) {
+      const details = toFieldErrors(err.validation, err.validationContext, request.method);
+      const apiError = new ApiError(422, 'validation_failed', `The request is invalid: ${details.map((d) => `${d.field} ${d.message}`).join('; ')}.`, details);
+      return sendError(request, reply, apiError);
+    }
+    if (err instanceof StoreUnavailableError) return sendError(request, reply, persistenceUnavailable());
+    if (err.code === 'FST_ERR_CTP_INVALID_JSON_BODY' || (err instanceof SyntaxError && err.statusCode === 400)) {
+      return sendError(request, reply, new ApiError(400, 'invalid_json', 'The body is not valid JSON.'));
+    }
+    const known = err.code ? FRAMEWORK_ERRORS[err.code] : undefined;
+    if (known) return sendError(request, reply, new ApiError(known[0], known[1], known[2]));
+    if (err.statusCode && err.statusCode >= 400 && err.statusCode < 500) {
+      return sendError(request, reply, new ApiError(err.statusCode, 'bad_request', err.message));
+    }
+    request.log.error({ err }, 'unexpected error');
+    return sendError(request, reply, new ApiError(500, 'internal_error', 'Something went wrong on our side. Quote the request id when reporting it.'));
+  });
+
+  app.setNotFoundHandler((request, reply) =>
+    sendError(request, reply, new ApiError(404, 'route_not_found', `No endpoint ${request.method} ${request.url.split('?')[0]}.`)),
+  );
+}

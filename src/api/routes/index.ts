@@ -1,0 +1,10 @@
+/** Route modules beyond the generic CRUD: actions, settings, agent, regions. */
+import type { FastifyInstance } from 'fastify';
+import type { ApiContext } from '../context';
+import { registerLoadBalancerRoutes } from './load-balancers';
+import { registerRegionRoutes } from './regions';
+
+export function registerRouteModules(app: FastifyInstance, ctx: ApiContext): void {
+  registerRegionRoutes(app, ctx);
+  registerLoadBalancerRoutes(app, ctx);
+}

@@ -1,0 +1,19 @@
+/** `cloudplane team create`: adds a team to a data directory while the service is stopped. */
+import type { Config } from '../config';
+import { EmbeddedStore } from '../store/embedded';
+import { ResourceWriter } from '../resources/writer';
+import { ApiKeyAuthenticator } from '../accounts/authenticator';
+import { createTeam, NewTeam } from '../accounts/bootstrap';
+
+export async function createTeamOffline(config: Config, name: string, ownerEmail: string): Promise<NewTeam> {
+  const store = new EmbeddedStore({ dataDir: config.dataDir });
+  await store.start();
+  try {
+    const writer = new ResourceWriter(store);
+    const authenticator = new ApiKeyAuthenticator(store, writer);
+    await authenticator.start();
+    return await createTeam(writer, authenticator, { teamName: name, ownerName: ownerEmail.split('@')[0], ownerEmail });
+  } finally {
+    await store.stop();
+  }
+}

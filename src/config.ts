@@ -1,0 +1,91 @@
+/**
+ * Every setting of the service, read once from the environment. README.md documents
+ * each variable; a malformed value stops start-up with a message naming it.
+ */
+import path from 'node:path';
+
+export interface SimulationConfig {
+  /** Base provisioning delay of the simulated provider. */
+  delayMs: number;
+  /** Per-family overrides of the delay, e.g. `vpn_gateway=8000`. */
+  delays: Record<string, number>;
+  /** Per-family probability (0..1) that a provider operation fails, e.g. `server=0.2,backend=0.5`. */
+  failures: Record<string, number>;
+}
+
+export interface Config {
+  host: string;
+  port: number;
+  dataDir: string;
+  bootstrapApiKey?: string;
+  logLevel: string;
+  rateLimitPerMinute: number;
+  deletedRetentionMs: number;
+  backendDrainMs: number;
+  resyncMs: number;
+  workersPerController: number;
+  regions: string[];
+  unavailableRegions: string[];
+  simulation: SimulationConfig;
+  agentLlm?: { url: string; model: string; apiKey?: string };
+}
+
+type Env = Record<string, string | undefined>;
+
+function int(env: Env, name: string, fallback: number, min = 0, max = Number.MAX_SAFE_INTEGER): number {
+  const raw = env[name];
+  if (raw === undefined || raw === '') return fallback;
+  const value = Number(raw);
+  if (!Number.isInteger(value) || value < min || value > max) {
+    throw new Error(`${name} must be an integer between ${min} and ${max}, got "${raw}"`);
+  }
+  return value;
+}
+
+function list(env: Env, name: string, fallback: string[]): string[] {
+  const raw = env[name];
+  if (raw === undefined) return fallback;
+  return raw.split(',').map((s) => s.trim()).filter(Boolean);
+}
+
+/** Parses `a=1,b=2.5` into a map of numbers within [min, max]. */
+function numberMap(env: Env, name: string, min: number, max: number): Record<string, number> {
+  const out: Record<string, number> = {};
+  for (const pair of list(env, name, [])) {
+    const [key, raw] = pair.split('=');
+    const value = Number(raw);
+    if (!key || raw === undefined || !Number.isFinite(value) || value < min || value > max) {
+      throw new Error(`${name}: "${pair}" is not of the form family=number with ${min} <= number <= ${max}`);
+    }
+    out[key.trim()] = value;
+  }
+  return out;
+}
+
+export const DEFAULT_REGIONS = ['fra1', 'ams3', 'lon1', 'nyc1', 'sfo3', 'sgp1'];
+
+export function loadConfig(env: Env = process.env): Config {
+  const llmUrl = env.CLOUDPLANE_AGENT_LLM_URL;
+  return {
+    host: env.CLOUDPLANE_HOST || '127.0.0.1',
+    port: int(env, 'CLOUDPLANE_PORT', 8080, 0, 65535),
+    dataDir: path.resolve(env.CLOUDPLANE_DATA_DIR || './data'),
+    bootstrapApiKey: env.CLOUDPLANE_BOOTSTRAP_API_KEY || undefined,
+    logLevel: env.CLOUDPLANE_LOG_LEVEL || 'info',
+    rateLimitPerMinute: int(env, 'CLOUDPLANE_RATE_LIMIT_PER_MINUTE', 1000, 1),
+    deletedRetentionMs: int(env, 'CLOUDPLANE_DELETED_RETENTION_SECONDS', 7 * 24 * 3600, 0) * 1000,
+    backendDrainMs: int(env, 'CLOUDPLANE_BACKEND_DRAIN_SECONDS', 30, 0) * 1000,
+    resyncMs: int(env, 'CLOUDPLANE_RESYNC_SECONDS', 30, 1) * 1000,
+    workersPerController: int(env, 'CLOUDPLANE_WORKERS', 4, 1, 64),
+    regions: list(env, 'CLOUDPLANE_REGIONS', DEFAULT_REGIONS),
+    unavailableRegions: list(env, 'CLOUDPLANE_REGIONS_UNAVAILABLE', []),
+    simulation: {
+      delayMs: int(env, 'CLOUDPLANE_SIM_DELAY_MS', 3000, 0),
+      delays: numberMap(env, 'CLOUDPLANE_SIM_DELAYS', 0, Number.MAX_SAFE_INTEGER),
+      failures: numberMap(env, 'CLOUDPLANE_SIM_FAILURES', 0, 1),
+    },
+    agentLlm: llmUrl
+      ? { url: llmUrl, model: env.CLOUDPLANE_AGENT_LLM_MODEL || 'gpt-4o-mini', apiKey: env.CLOUDPLANE_AGENT_LLM_API_KEY }
+      : undefined,
+  };
+}

@@ -1,0 +1,99 @@
+/**
+ * A work queue in the manner of client-go's: a key waiting in the queue is held once
+ * however often it is added; a key being processed is not handed to a second worker,
+ * and if it is added meanwhile it is processed again afterwards. Failed keys come back
+ * after an exponential backoff.
+ */
+export interface BackoffOptions {
+  baseMs: number;
+  maxMs: number;
+}
+
+export class WorkQueue {
+  private readonly queue: string[] = [];
+  private readonly queued = new Set<string>();
+  private readonly processing = new Set<string>();
+  private readonly dirtyWhileProcessing = new Set<string>();
+  private readonly timers = new Map<string, { at: number; timer: NodeJS.Timeout }>();
+  private readonly failures = new Map<string, number>();
+  private readonly waiters: Array<(key: string | null) => void> = [];
+  private shuttingDown = false;
+
+  constructor(private readonly backoff: BackoffOptions = { baseMs: 100, maxMs: 60_000 }) {}
+
+  get length(): number {
+    return this.queue.length;
+  }
+
+  add(key: string): void {
+    if (this.shuttingDown) return;
+    if (this.processing.has(key)) {
+      this.dirtyWhileProcessing.add(key);
+      return;
+    }
+    if (this.queued.has(key)) return;
+    const waiter = this.waiters.shift();
+    if (waiter) {
+      this.processing.add(key);
+      waiter(key);
+      return;
+    }
+    this.queued.add(key);
+    this.queue.push(key);
+  }
+
+  /** Adds the key after `ms`; an earlier pending add-after of the same key wins. */
+  addAfter(key: string, ms: number): void {
+    if (this.shuttingDown) return;
+    if (ms <= 0) return this.add(key);
+    const at = Date.now() + ms;
+    const existing = this.timers.get(key);
+    if (existing && existing.at <= at) return;
+    if (existing) clearTimeout(existing.timer);
+    const timer = setTimeout(() => {
+      this.timers.delete(key);
+      this.add(key);
+    }, ms);
+    timer.unref?.();
+    this.timers.set(key, { at, timer });
+  }
+
+  /** Re-adds a key that failed, after base * 2^failures (capped). */
+  addRateLimited(key: string): number {
+    const failures = this.failures.get(key) ?? 0;
+    this.failures.set(key, failures + 1);
+    const delay = Math.min(this.backoff.baseMs * 2 ** failures, this.backoff.maxMs);
+    this.addAfter(key, delay);
+    return delay;
+  }
+
+  /** Clears a key's failure count after it succeeded. */
+  forget(key: string): void {
+    this.failures.delete(key);
+  }
+
+  /** The next key to process, or null once shut down. */
+  get(): Promise<string | null> {
+    if (this.shuttingDown) return Promise.resolve(null);
+    const key = this.queue.shift();
+    if (key !== undefined) {
+      this.queued.delete(key);
+      this.processing.add(key);
+      return Promise.resolve(key);
+    }
+    return new Promise((resolve) => this.waiters.push(resolve));
+  }
+
+  /** Marks a key's processing as finished; re-queues it if it was added meanwhile. */
+  done(key: string): void {
+    this.processing.delete(key);
+    if (this.dirtyWhileProcessing.delete(key)) this.add(key);
+  }
+
+  shutDown(): void {
+    this.shuttingDown = true;
+    for (const { timer } of this.timers.values()) clearTimeout(timer);
+    this.timers.clear();
+    for (const waiter of this.waiters.splice(0)) waiter(null);
+  }
+}

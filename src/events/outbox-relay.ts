@@ -1,0 +1,90 @@
+/**
+ * Moves the events in resources' outboxes (status.pending_events) onto the bus, then
+ * removes them from the outbox. The bus ignores an event id it already has, so a crash
+ * after publishing but before the removal re-publishes harmlessly.
+ */
+import type { Logger } from 'pino';
+import type { Store, StoredObject } from '../store/types';
+import type { EventBus, CloudEvent } from './types';
+import { ConflictError, NotFoundError } from '../store/types';
+import { WorkQueue } from '../controllers/work-queue';
+import { eventsPublished } from '../metrics';
+
+type WithOutbox = StoredObject<unknown, { pending_events?: CloudEvent[] }>;
+
+const hasPending = (object: StoredObject<unknown, unknown>) =>
+  ((object as WithOutbox).status?.pending_events?.length ?? 0) > 0;
+
+export class OutboxRelay {
+  private readonly queue = new WorkQueue({ baseMs: 200, maxMs: 30_000 });
+  private unwatch: (() => void) | null = null;
+  private worker: Promise<void> | null = null;
+
+  constructor(
+    private readonly store: Store,
+    private readonly bus: EventBus,
+    private readonly kinds: string[],
+    private readonly logger: Logger,
+  ) {}
+
+  async start(): Promise<void> {
+    this.unwatch = this.store.watch((event) => {
+      if (event.type !== 'deleted' && hasPending(event.object)) this.queue.add(this.keyOf(event.object));
+    });
+    for (const kind of this.kinds) {
+      for (const object of await this.store.list(kind)) if (hasPending(object)) this.queue.add(this.keyOf(object));
+    }
+    this.worker = this.work();
+  }
+
+  async stop(): Promise<void> {
+    this.unwatch?.();
+    this.queue.shutDown();
+    await this.worker;
+  }
+
+  private keyOf(object: StoredObject<unknown, unknown>): string {
+    return `${object.meta.kind}/${object.meta.team}/${object.meta.id}`;
+  }
+
+  private async work(): Promise<void> {
+    for (;;) {
+      const key = await this.queue.get();
+      if (key === null) return;
+      try {
+        await this.relay(key);
+        this.queue.forget(key);
+      } catch (err) {
+        this.logger.warn({ err, key }, 'publishing outbox events failed; will retry');
+        this.queue.addRateLimited(key);
+      } finally {
+        this.queue.done(key);
+      }
+    }
+  }
+
+  private async relay(key: string): Promise<void> {
+    const [kind, team, id] = key.split('/');
+    for (;;) {
+      const object = (await this.store.get(kind, team, id)) as WithOutbox | undefined;
+      const pending = object?.status.pending_events ?? [];
+      if (!object || pending.length === 0) return;
+      for (const event of pending) {
+        await this.bus.publish(event);
+        eventsPublished.inc({ type: event.type });
+      }
+      const published = new Set(pending.map((e) => e.id));
+      try {
+        // Only the published events leave the outbox; any added meanwhile stay for the next pass.
+        const latest = (await this.store.get(kind, team, id)) as WithOutbox | undefined;
+        if (!latest) return;
+        const remaining = (latest.status.pending_events ?? []).filter((e) => !published.has(e.id));
+        await this.store.updateStatus({ ...latest, status: { ...latest.status, pending_events: remaining } });
+        if (remaining.length === 0) return;
+      } catch (err) {
+        if (err instanceof NotFoundError) return;
+        if (!(err instanceof ConflictError)) throw err;
+      }
+    }
+  }
+}

@@ -1,0 +1,33 @@
+/** The event envelope of CONTRACT.md and the bus that carries it. */
+export interface CloudEvent {
+  /** `evt_...`; the bus drops a second publish of the same id. */
+  id: string;
+  /** `<family>.<state or verb>`, e.g. `load_balancer.running`. */
+  type: string;
+  created_at: string;
+  team_id: string;
+  /** Who caused it: an API key id, a user id, or `system` for the reconcilers. */
+  actor: string;
+  /** The resource as the API shows it at that moment, without secrets. */
+  data: Record<string, unknown>;
+}
+
+export type EventHandler = (event: CloudEvent) => Promise<void>;
+
+export interface EventBus {
+  start(): Promise<void>;
+  stop(): Promise<void>;
+  /** Resolves once the event is durable. Publishing an id that was already published is a no-op. */
+  publish(event: CloudEvent): Promise<void>;
+  /**
+   * A durable consumer: `name` remembers how far it got across restarts. Each event is
+   * handed to `handler` in order, at least once; a handler that throws gets the same
+   * event again after a pause. Returns an unsubscribe.
+   */
+  subscribe(name: string, handler: EventHandler): () => void;
+  /** Events of a team created at or after `since`, oldest first. */
+  recent(team: string, since: string): Promise<CloudEvent[]>;
+}
+
+/** The category of an event type: `load_balancer` for `load_balancer.running`. */
+export const categoryOf = (type: string): string => type.slice(0, type.indexOf('.'));

@@ -1,0 +1,41 @@
+/**
+ * Errors are values with a CONTRACT.md code; src/api/plugins/errors.ts maps them to HTTP
+ * in one place.
+ */
+export interface FieldError {
+  field: string;
+  message: string;
+}
+
+export class ApiError extends Error {
+  constructor(
+    readonly status: number,
+    readonly code: string,
+    message: string,
+    readonly details?: FieldError[],
+    readonly headers?: Record<string, string>,
+  ) {
+    super(message);
+    this.name = 'ApiError';
+  }
+}
+
+export const notFound = (resource: string, id?: string) =>
+  new ApiError(404, `${resource}_not_found`, id ? `No ${resource.replace(/_/g, ' ')} with id ${id}.` : `The ${resource.replace(/_/g, ' ')} was not found.`);
+
+export const validationFailed = (details: FieldError[]) =>
+  new ApiError(422, 'validation_failed', `The request is invalid: ${details.map((d) => `${d.field} ${d.message}`).join('; ')}.`, details);
+
+export const fieldInvalid = (field: string, message: string) => validationFailed([{ field, message }]);
+
+export const domainError = (code: string, message: string, field?: string) =>
+  new ApiError(422, code, message, field ? [{ field, message }] : undefined);
+
+export const conflict = (code: string, message: string) => new ApiError(409, code, message);
+
+export const invalidState = (message: string) => conflict('invalid_state', message);
+
+export const resourceBusy = (message: string) => conflict('resource_busy', message);
+
+export const persistenceUnavailable = () =>
+  new ApiError(503, 'persistence_unavailable', 'The store of record cannot be reached; the write was not made. Retry later.');

@@ -1,0 +1,40 @@
+import { randomBytes } from 'node:crypto';
+
+const ID_ALPHABET = '0123456789abcdefghijklmnopqrstuvwxyz';
+const BASE62 = '0123456789ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz';
+/** Length of the random part of an id: inside CONTRACT's 16-26, ~103 bits of entropy. */
+const OPAQUE_LENGTH = 20;
+
+/** Uniform random string over `alphabet`, by rejection sampling (no modulo bias). */
+export function randomString(length: number, alphabet: string): string {
+  const limit = 256 - (256 % alphabet.length);
+  let out = '';
+  while (out.length < length) {
+    for (const byte of randomBytes(length * 2)) {
+      if (byte < limit) out += alphabet[byte % alphabet.length];
+      if (out.length === length) break;
+    }
+  }
+  return out;
+}
+
+/** A new resource id, `<prefix>_<opaque>` with a random, unguessable opaque part. */
+export function newId(prefix: string): string {
+  return `${prefix}_${randomString(OPAQUE_LENGTH, ID_ALPHABET)}`;
+}
+
+export function newApiKeySecret(): string {
+  return `cpk_${randomString(40, BASE62)}`;
+}
+
+const ID_PATTERN = /^([a-z]+)_([0-9a-z]{16,26})$/;
+
+export function isId(value: string, prefix?: string): boolean {
+  const m = ID_PATTERN.exec(value);
+  return m !== null && (prefix === undefined || m[1] === prefix);
+}
+
+/** Kubernetes object names cannot hold `_`: `lb_x7k2` is stored as `lb-x7k2`. */
+export function objectNameForId(id: string): string {
+  return id.replace('_', '-');
+}

@@ -1,0 +1,52 @@
+#!/usr/bin/env node
+/**
+ * The command line:
+ *   cloudplane [serve]                 run the service (embedded store and simulated provider by default)
+ *   cloudplane team create NAME EMAIL  add a team with its owner, print the owner's first API key
+ */
+import { loadConfig } from './config';
+import { createLogger } from './logger';
+import { startService } from './service';
+import { createTeamOffline } from './cli/team';
+
+async function serve(): Promise<void> {
+  const config = loadConfig();
+  const logger = createLogger(config.logLevel);
+  const service = await startService(config, logger);
+  const lines = [`Cloudplane is listening on ${service.url} (API under ${service.url}/api/v1, data in ${config.dataDir})`];
+  if (service.bootstrap) {
+    lines.push(
+      `First start: created team ${service.bootstrap.teamId}. Its API key, shown this once:`,
+      `  ${service.bootstrap.token}`,
+      `Try: curl -H "Authorization: Bearer ${service.bootstrap.token}" ${service.url}/api/v1/regions`,
+    );
+  }
+  process.stdout.write(`${lines.join('\n')}\n`);
+  let stopping = false;
+  const shutdown = async (signal: string) => {
+    if (stopping) return;
+    stopping = true;
+    logger.info({ signal }, 'shutting down');
+    await service.stop();
+    process.exit(0);
+  };
+  process.on('SIGINT', () => void shutdown('SIGINT'));
+  process.on('SIGTERM', () => void shutdown('SIGTERM'));
+}
+
+async function main(argv: string[]): Promise<void> {
+  const [command = 'serve', ...rest] = argv;
+  if (command === 'serve') return serve();
+  if (command === 'team' && rest[0] === 'create' && rest[1] && rest[2]) {
+    const created = await createTeamOffline(loadConfig(), rest[1], rest[2]);
+    process.stdout.write(`Created team ${created.teamId} with owner ${created.userId}. API key, shown this once:\n  ${created.token}\n`);
+    return;
+  }
+  process.stderr.write('usage: cloudplane [serve] | cloudplane team create NAME OWNER_EMAIL\n');
+  process.exit(2);
+}
+
+main(process.argv.slice(2)).catch((err) => {
+  process.stderr.write(`cloudplane: ${err instanceof Error ? err.message : String(err)}\n`);
+  process.exit(1);
+});

@@ -1,0 +1,160 @@
+/** Account families: the team, its users (the profile) and their API keys. */
+import { Type } from '@sinclair/typebox';
+import type { BaseStatus, FamilyDefinition, Resource } from './family';
+import { baseStatusProperties, IdOf, Timestamp, NullableTimestamp, strictObject } from './schema-kit';
+
+const TEAM_STATES = ['active'] as const;
+const USER_STATES = ['active'] as const;
+const KEY_STATES = ['active', 'revoked'] as const;
+
+const TeamName = Type.String({ minLength: 1, maxLength: 100, description: 'Team name.' });
+const UserName = Type.String({ minLength: 1, maxLength: 100, description: 'Display name.' });
+const Email = Type.String({ format: 'email', maxLength: 254, description: 'E-mail address.' });
+const KeyName = Type.String({ minLength: 1, maxLength: 100, description: 'Human-readable name of the key.' });
+
+export interface TeamSpec {
+  name: string;
+  owner_id: string;
+}
+export type Team = Resource<TeamSpec, BaseStatus>;
+
+export interface UserSpec {
+  name: string;
+  email: string;
+  role: 'owner' | 'member';
+}
+export type User = Resource<UserSpec, BaseStatus>;
+
+export interface ApiKeySpec {
+  name: string;
+  user_id: string;
+  /** The first characters of the key, to tell keys apart; not enough to use it. */
+  prefix: string;
+}
+export interface ApiKeyStatus extends BaseStatus {
+  revoked_at: string | null;
+}
+export type ApiKey = Resource<ApiKeySpec, ApiKeyStatus>;
+
+const stamps = (r: Resource) => ({ created_at: r.meta.createdAt, updated_at: r.meta.updatedAt });
+const noStatusFields = () => ({});
+
+export const teamFamily: FamilyDefinition<TeamSpec, BaseStatus> = {
+  name: 'team',
+  title: 'team',
+  kind: 'Team',
+  plural: 'teams',
+  shortNames: ['cpteam'],
+  path: 'settings/team',
+  idPrefix: 'team',
+  states: TEAM_STATES,
+  readyStates: ['active'],
+  providerBacked: false,
+  deletion: 'immediate',
+  creationEvent: 'created',
+  standardRoutes: false,
+  description: 'A team: the owner of every resource, key and user in it. In Kubernetes, a namespace.',
+  schemas: {
+    create: strictObject({ name: TeamName }),
+    update: strictObject({ name: Type.Optional(TeamName) }),
+    spec: strictObject({ name: TeamName, owner_id: IdOf('usr', 'The owner, who receives notices.') }),
+    status: strictObject(baseStatusProperties(TEAM_STATES)),
+    record: strictObject({
+      id: IdOf('team', 'Team id.'),
+      name: TeamName,
+      owner_id: IdOf('usr', 'The team owner.'),
+      created_at: Timestamp('Creation time.'),
+      updated_at: Timestamp('Last change.'),
+    }),
+  },
+  specFromCreate: (body) => ({ name: body.name, owner_id: body.owner_id }),
+  applyUpdate: (spec, patch) => ({ ...spec, ...patch }),
+  initialStatus: noStatusFields,
+  nameOf: (spec) => spec.name,
+  toRecord: (team) => ({ id: team.meta.id, name: team.spec.name, owner_id: team.spec.owner_id, ...stamps(team) }),
+};
+
+export const userFamily: FamilyDefinition<UserSpec, BaseStatus> = {
+  name: 'profile',
+  title: 'profile',
+  kind: 'User',
+  plural: 'users',
+  shortNames: ['cpuser'],
+  path: 'settings/profile',
+  idPrefix: 'usr',
+  states: USER_STATES,
+  readyStates: ['active'],
+  providerBacked: false,
+  deletion: 'immediate',
+  creationEvent: 'created',
+  standardRoutes: false,
+  description: 'A user of a team; the profile of the caller.',
+  schemas: {
+    create: strictObject({ name: UserName, email: Email }),
+    update: strictObject({ name: Type.Optional(UserName), email: Type.Optional(Email) }),
+    spec: strictObject({ name: UserName, email: Email, role: Type.String({ enum: ['owner', 'member'], description: 'owner or member.' }) }),
+    status: strictObject(baseStatusProperties(USER_STATES)),
+    record: strictObject({
+      id: IdOf('usr', 'User id.'),
+      name: UserName,
+      email: Email,
+      role: Type.String({ enum: ['owner', 'member'], description: 'owner or member.' }),
+      team_id: IdOf('team', 'The team of the user.'),
+      created_at: Timestamp('Creation time.'),
+      updated_at: Timestamp('Last change.'),
+    }),
+  },
+  specFromCreate: (body) => ({ name: body.name, email: body.email, role: body.role ?? 'member' }),
+  applyUpdate: (spec, patch) => ({ ...spec, ...patch }),
+  initialStatus: noStatusFields,
+  nameOf: (spec) => spec.name,
+  toRecord: (user) => ({ id: user.meta.id, name: user.spec.name, email: user.spec.email, role: user.spec.role, team_id: user.meta.team, ...stamps(user) }),
+};
+
+export const apiKeyFamily: FamilyDefinition<ApiKeySpec, ApiKeyStatus> = {
+  name: 'api_key',
+  title: 'API key',
+  kind: 'ApiKey',
+  plural: 'apikeys',
+  shortNames: ['cpkey'],
+  path: 'settings/api-keys',
+  idPrefix: 'key',
+  states: KEY_STATES,
+  readyStates: ['active'],
+  providerBacked: false,
+  deletion: 'immediate',
+  creationEvent: 'created',
+  standardRoutes: false,
+  description: 'An API key of a user. Only a hash of the key is kept, in a Secret; the key itself is shown once.',
+  schemas: {
+    create: strictObject({ name: KeyName }),
+    spec: strictObject({
+      name: KeyName,
+      user_id: IdOf('usr', 'The user the key acts for.'),
+      prefix: Type.String({ description: 'First characters of the key, to tell keys apart.' }),
+    }),
+    status: strictObject({ ...baseStatusProperties(KEY_STATES), revoked_at: NullableTimestamp('When the key was revoked.') }),
+    record: strictObject({
+      id: IdOf('key', 'API key id.'),
+      name: KeyName,
+      prefix: Type.String({ description: 'First characters of the key, to tell keys apart.' }),
+      status: Type.String({ enum: [...KEY_STATES], description: 'active or revoked.' }),
+      user_id: IdOf('usr', 'The user the key acts for.'),
+      created_at: Timestamp('Creation time.'),
+      updated_at: Timestamp('Last change.'),
+      revoked_at: NullableTimestamp('When the key was revoked; null while active.'),
+    }),
+  },
+  specFromCreate: (body) => ({ name: body.name, user_id: body.user_id, prefix: body.prefix }),
+  initialStatus: () => ({ revoked_at: null }),
+  nameOf: (spec) => spec.name,
+  toRecord: (key) => ({
+    id: key.meta.id,
+    name: key.spec.name,
+    prefix: key.spec.prefix,
+    status: key.status.status,
+    user_id: key.spec.user_id,
+    ...stamps(key),
+    revoked_at: key.status.revoked_at ?? null,
+  }),
+};

@@ -1,0 +1,96 @@
+/**
+ * What a resource family is, declared once: its schemas, rules, lifecycle and names.
+ * From a FamilyDefinition come request validation, the OpenAPI document, the CRD, the
+ * generic REST routes, the events of its state changes and its list behaviour.
+ */
+import { TObject } from '@sinclair/typebox';
+import type { CloudEvent } from '../events/types';
+import type { StoredObject } from '../store/types';
+import type { Config } from '../config';
+
+/** A Kubernetes-style condition (metav1.Condition), modelled on Crossplane's Ready and Synced. */
+export interface Condition {
+  type: 'Ready' | 'Synced';
+  status: 'True' | 'False' | 'Unknown';
+  reason: string;
+  message: string;
+  lastTransitionTime: string;
+  observedGeneration: number;
+}
+
+/** Status fields every family shares. */
+export interface BaseStatus {
+  status: string;
+  status_reason: string | null;
+  observed_generation: number;
+  /** Hash of the spec fields whose change is reported as `<family>.updated`. */
+  observed_config: string;
+  deleted_at: string | null;
+  conditions: Condition[];
+  /** Events of committed changes that are not yet on the bus (a transactional outbox). */
+  pending_events: CloudEvent[];
+}
+
+export type Resource<Spec = any, Status extends BaseStatus = BaseStatus> = StoredObject<Spec, Status>;
+
+/** What a family's rules may consult. */
+export interface RuleContext {
+  config: Config;
+}
+
+export interface FamilyDefinition<Spec = any, Status extends BaseStatus = any> {
+  /** Event category and error-code prefix: `load_balancer`. */
+  name: string;
+  /** Human name for messages: `load balancer`. */
+  title: string;
+  /** Custom resource kind and plural: `LoadBalancer`, `loadbalancers`. */
+  kind: string;
+  plural: string;
+  shortNames: string[];
+  /** Path segment under /api/v1: `load-balancers`. */
+  path: string;
+  idPrefix: string;
+  /** Every lifecycle state; the first is the state a new resource starts in. */
+  states: readonly string[];
+  /** States in which PATCH and DELETE answer 409 resource_busy. */
+  busyStates?: readonly string[];
+  /** States that are Ready=True. */
+  readyStates: readonly string[];
+  /** Whether responses carry meta.provider. */
+  providerBacked: boolean;
+  /** `immediate`: DELETE answers 200 with the resource `deleted`; `background`: 202 and `deleting`. */
+  deletion: 'immediate' | 'background';
+  /** False for families served by routes of their own (settings, agent) instead of the generic CRUD. */
+  standardRoutes?: boolean;
+  /** States whose change is reported as `<family>.<state>`; by default every state but the first. */
+  eventStates?: readonly string[];
+  /** Names unique per team (409 name_taken). */
+  uniqueNames?: boolean;
+  /** The event of creation; null when the first state's event stands for it (jobs: `job.queued`). */
+  creationEvent: string | null;
+  /** Spec fields changed by actions that report their own events, not `<family>.updated`. */
+  actionFields?: string[];
+  schemas: {
+    create: TObject;
+    update?: TObject;
+    spec: TObject;
+    status: TObject;
+    record: TObject;
+  };
+  /** Field descriptions and examples for docs, OpenAPI and kubectl explain. */
+  description: string;
+  /** The spec of a new resource from a validated create body; throws ApiError on a broken rule. */
+  specFromCreate(body: any, ctx: RuleContext): Spec;
+  /** The spec after a validated PATCH body; throws ApiError on a broken rule. */
+  applyUpdate?(spec: Spec, patch: any, ctx: RuleContext): Spec;
+  /** Family-specific fields of a new status. */
+  initialStatus(spec: Spec): Omit<Status, keyof BaseStatus>;
+  /** The resource as the API shows it. Never includes secrets. */
+  toRecord(resource: Resource<Spec, Status>): Record<string, unknown>;
+  /** Extra event verbs for a status change, e.g. `backend_attached`. */
+  extraEvents?(previous: Resource<Spec, Status> | undefined, next: Resource<Spec, Status>): string[];
+  /** The name used for sorting and uniqueness. */
+  nameOf(spec: Spec): string;
+}
+
+export type AnyFamily = FamilyDefinition<any, any>;

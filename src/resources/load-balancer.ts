@@ -1,0 +1,223 @@
+/** Load balancers: HTTP, HTTPS and TCP, with attached servers as backends. */
+import { Type } from '@sinclair/typebox';
+import { domainError, fieldInvalid } from '../lib/errors';
+import { assertRegionAvailable } from './regions';
+import type { BaseStatus, FamilyDefinition, Resource } from './family';
+import { baseRecordProperties, baseStatusProperties, IdOf, Region, ResourceName, strictObject } from './schema-kit';
+
+const STATES = ['creating', 'running', 'failed', 'deleted', 'destroyed'] as const;
+const ALGORITHMS = ['round_robin', 'least_connections', 'ip_hash'];
+const PROTOCOLS = ['http', 'https', 'tcp'];
+const BACKEND_STATES = ['healthy', 'unhealthy', 'draining'];
+
+export interface LoadBalancerSpec {
+  name: string;
+  region: string;
+  algorithm: string;
+  protocol: string;
+  port: number;
+  health_check_path: string;
+  sticky_sessions: boolean;
+  ssl_certificate_id: string | null;
+  backends: Array<{ server_id: string; port: number }>;
+}
+
+export interface ObservedBackend {
+  server_id: string;
+  port: number;
+  status: 'healthy' | 'unhealthy' | 'draining';
+  /** For a draining backend: when it leaves the list. */
+  drain_until: string | null;
+}
+
+export interface LoadBalancerStatus extends BaseStatus {
+  ipv4: string | null;
+  backends: ObservedBackend[];
+  operation: { name: string; started_at: string } | null;
+}
+
+export type LoadBalancer = Resource<LoadBalancerSpec, LoadBalancerStatus>;
+
+const Algorithm = Type.String({ enum: ALGORITHMS, description: 'Balancing algorithm: round_robin, least_connections or ip_hash.' });
+const Protocol = Type.String({ enum: PROTOCOLS, description: 'Frontend protocol: http, https or tcp.' });
+const Port = (description: string) => Type.Integer({ minimum: 1, maximum: 65535, description });
+const HealthCheckPath = Type.String({ minLength: 1, maxLength: 255, pattern: '^/', description: 'HTTP path the health check requests, starting with /.' });
+const Sticky = Type.Boolean({ description: 'Cookie-based session stickiness.' });
+const Certificate = Type.String({ minLength: 1, maxLength: 128, description: 'Certificate id for HTTPS termination; required when protocol is https.' });
+
+const BackendRef = strictObject({
+  server_id: IdOf('svr', 'The attached server.'),
+  port: Port('Backend port on the server.'),
+});
+
+const DEFAULT_PORTS: Record<string, number> = { http: 80, https: 443 };
+
+/** CONTRACT: https needs a certificate; http on 443 and https on 80 are invalid pairs. */
+function assertProtocolPort(protocol: string, port: number, certificate: string | null): void {
+  if ((protocol === 'http' && port === 443) || (protocol === 'https' && port === 80)) {
+    throw domainError('invalid_protocol_port', `Protocol ${protocol} cannot listen on port ${port}.`, 'port');
+  }
+  if (protocol === 'https' && !certificate) {
+    throw fieldInvalid('ssl_certificate_id', 'is required when protocol is https');
+  }
+}
+
+export const loadBalancerFamily: FamilyDefinition<LoadBalancerSpec, LoadBalancerStatus> = {
+  name: 'load_balancer',
+  title: 'load balancer',
+  kind: 'LoadBalancer',
+  plural: 'loadbalancers',
+  shortNames: ['cplb'],
+  path: 'load-balancers',
+  idPrefix: 'lb',
+  states: STATES,
+  readyStates: ['running'],
+  providerBacked: true,
+  deletion: 'immediate',
+  creationEvent: 'created',
+  actionFields: ['backends'],
+  description: 'A load balancer distributing HTTP, HTTPS or TCP traffic over attached servers.',
+  schemas: {
+    create: strictObject({
+      name: ResourceName(),
+      region: Region(),
+      algorithm: Type.Optional(Algorithm),
+      protocol: Type.Optional(Protocol),
+      port: Type.Optional(Port('Frontend port; default 80 for http, 443 for https, required for tcp.')),
+      health_check_path: Type.Optional(HealthCheckPath),
+      sticky_sessions: Type.Optional(Sticky),
+      ssl_certificate_id: Type.Optional(Certificate),
+    }),
+    update: strictObject({
+      algorithm: Type.Optional(Algorithm),
+      port: Type.Optional(Port('Frontend port.')),
+      protocol: Type.Optional(Protocol),
+      health_check_path: Type.Optional(HealthCheckPath),
+      sticky_sessions: Type.Optional(Sticky),
+      ssl_certificate_id: Type.Optional(Certificate),
+    }),
+    spec: strictObject({
+      name: ResourceName(),
+      region: Region(),
+      algorithm: Algorithm,
+      protocol: Protocol,
+      port: Port('Frontend port.'),
+      health_check_path: HealthCheckPath,
+      sticky_sessions: Sticky,
+      ssl_certificate_id: Type.Union([Certificate, Type.Null()]),
+      backends: Type.Array(BackendRef, { description: 'Servers attached as backends.' }),
+    }),
+    status: strictObject({
+      ...baseStatusProperties(STATES),
+      ipv4: Type.Union([Type.String(), Type.Null()], { description: 'Address allocated by the provider.' }),
+      backends: Type.Array(
+        strictObject({
+          server_id: Type.String(),
+          port: Type.Integer(),
+          status: Type.String({ enum: BACKEND_STATES }),
+          drain_until: Type.Union([Type.String(), Type.Null()]),
+        }),
+        { description: 'Backends as last observed, with health.' },
+      ),
+      operation: Type.Union([strictObject({ name: Type.String(), started_at: Type.String() }), Type.Null()], {
+        description: 'The provider operation in progress.',
+      }),
+    }),
+    record: strictObject({
+      ...baseRecordProperties('lb', STATES),
+      name: ResourceName(),
+      region: Region(),
+      algorithm: Algorithm,
+      protocol: Protocol,
+      port: Port('Frontend port.'),
+      ipv4: Type.Union([Type.String(), Type.Null()], { description: 'IPv4 address; null until the load balancer is running.' }),
+      health_check_path: HealthCheckPath,
+      sticky_sessions: Sticky,
+      ssl_certificate_id: Type.Union([Type.String(), Type.Null()], { description: 'Certificate for HTTPS termination, or null.' }),
+      backends: Type.Array(
+        strictObject({
+          server_id: Type.String({ description: 'Attached server.' }),
+          port: Type.Integer({ description: 'Backend port.' }),
+          status: Type.String({ enum: BACKEND_STATES, description: 'healthy, unhealthy or draining.' }),
+        }),
+      ),
+    }),
+  },
+
+  specFromCreate(body, { config }) {
+    assertRegionAvailable(config, body.region);
+    const protocol = body.protocol ?? 'http';
+    const port = body.port ?? DEFAULT_PORTS[protocol];
+    if (port === undefined) throw fieldInvalid('port', 'is required when protocol is tcp');
+    const certificate = body.ssl_certificate_id ?? null;
+    assertProtocolPort(protocol, port, certificate);
+    return {
+      name: body.name,
+      region: body.region,
+      algorithm: body.algorithm ?? 'round_robin',
+      protocol,
+      port,
+      health_check_path: body.health_check_path ?? '/health',
+      sticky_sessions: body.sticky_sessions ?? false,
+      ssl_certificate_id: certificate,
+      backends: [],
+    };
+  },
+
+  applyUpdate(spec, patch) {
+    const next = { ...spec, ...patch } as LoadBalancerSpec;
+    if (patch.protocol !== undefined && patch.port === undefined) {
+      // CONTRACT: the port is kept only if the new pair stays valid; else the protocol's default.
+      const pairValid = !((next.protocol === 'http' && next.port === 443) || (next.protocol === 'https' && next.port === 80));
+      if (!pairValid) next.port = DEFAULT_PORTS[next.protocol] ?? next.port;
+    }
+    assertProtocolPort(next.protocol, next.port, next.ssl_certificate_id);
+    return next;
+  },
+
+  initialStatus: () => ({ ipv4: null, backends: [], operation: null }),
+
+  nameOf: (spec) => spec.name,
+
+  toRecord(lb) {
+    const { spec, status, meta } = lb;
+    const observed = new Map((status.backends ?? []).map((b) => [b.server_id, b]));
+    const attached = new Set(spec.backends.map((b) => b.server_id));
+    const backends = [
+      ...spec.backends.map((b) => {
+        const seen = observed.get(b.server_id);
+        return { server_id: b.server_id, port: b.port, status: seen && seen.status !== 'draining' ? seen.status : 'unhealthy' };
+      }),
+      ...(status.backends ?? []).filter((b) => !attached.has(b.server_id)).map((b) => ({ server_id: b.server_id, port: b.port, status: 'draining' })),
+    ];
+    return {
+      id: meta.id,
+      name: spec.name,
+      status: status.status,
+      status_reason: status.status_reason ?? null,
+      region: spec.region,
+      algorithm: spec.algorithm,
+      protocol: spec.protocol,
+      port: spec.port,
+      ipv4: status.ipv4 ?? null,
+      health_check_path: spec.health_check_path,
+      sticky_sessions: spec.sticky_sessions,
+      ssl_certificate_id: spec.ssl_certificate_id ?? null,
+      backends,
+      created_at: meta.createdAt,
+      updated_at: meta.updatedAt,
+      deleted_at: status.deleted_at ?? null,
+    };
+  },
+
+  extraEvents(previous, next) {
+    const live = (lb: LoadBalancer | undefined) =>
+      new Set((lb?.status?.backends ?? []).filter((b) => b.status !== 'draining').map((b) => b.server_id));
+    const before = live(previous);
+    const after = live(next);
+    const events: string[] = [];
+    for (const id of after) if (!before.has(id)) events.push('backend_attached');
+    for (const id of before) if (!after.has(id)) events.push('backend_detached');
+    return events;
+  },
+};

@@ -1,0 +1,54 @@
+/** Schema pieces shared by every family, so that each rule is written once. */
+import { Type, TProperties } from '@sinclair/typebox';
+
+export const Timestamp = (description: string) => Type.String({ format: 'date-time', description });
+export const NullableTimestamp = (description: string) =>
+  Type.Union([Type.String({ format: 'date-time' }), Type.Null()], { description });
+export const Nullable = <T extends ReturnType<typeof Type.String>>(schema: T) => Type.Union([schema, Type.Null()], { description: schema.description });
+
+export const ResourceName = (description = 'Human-readable name, 2-40 characters.') =>
+  Type.String({ minLength: 2, maxLength: 40, pattern: '^\\S(.*\\S)?$', description });
+
+export const Region = (description = 'Region id from GET /api/v1/regions, e.g. fra1.') =>
+  Type.String({ minLength: 1, maxLength: 32, description });
+
+export const IdOf = (prefix: string, description: string) =>
+  Type.String({ pattern: `^${prefix}_[0-9a-z]{16,26}$`, description });
+
+export const ConditionSchema = Type.Object(
+  {
+    type: Type.String({ description: 'Ready or Synced.' }),
+    status: Type.String({ description: 'True, False or Unknown.' }),
+    reason: Type.String({ description: 'Machine-readable reason in CamelCase.' }),
+    message: Type.String({ description: 'Human-readable detail.' }),
+    lastTransitionTime: Type.String({ format: 'date-time', description: 'When status last changed.' }),
+    observedGeneration: Type.Integer({ description: 'The generation this condition describes.' }),
+  },
+  { additionalProperties: false },
+);
+
+/** Status fields every family has (BaseStatus), as a schema for the CRD. */
+export const baseStatusProperties = (states: readonly string[]) => ({
+  status: Type.String({ enum: [...states], description: `Lifecycle state: ${states.join(', ')}.` }),
+  status_reason: Type.Union([Type.String(), Type.Null()], { description: 'Why the resource is in its state, when it failed or is degraded.' }),
+  observed_generation: Type.Integer({ description: 'The spec generation the reconciler last acted on.' }),
+  observed_config: Type.String({ description: 'Hash of the configuration last applied.' }),
+  deleted_at: NullableTimestamp('When deletion was requested.'),
+  conditions: Type.Array(ConditionSchema, { description: 'Ready and Synced conditions.' }),
+  pending_events: Type.Array(Type.Object({}, { additionalProperties: true }), {
+    description: 'Events of committed changes not yet published to the event bus.',
+  }),
+});
+
+/** Record fields every family shows in API responses. */
+export const baseRecordProperties = (prefix: string, states: readonly string[]) => ({
+  id: IdOf(prefix, `Unique id, prefix ${prefix}.`),
+  status: Type.String({ enum: [...states], description: `Lifecycle state: ${states.join(', ')}.` }),
+  status_reason: Type.Union([Type.String(), Type.Null()], { description: 'Human-readable reason for a failed or degraded state; null otherwise.' }),
+  created_at: Timestamp('Creation time, ISO 8601 UTC.'),
+  updated_at: Timestamp('Time of the last change, ISO 8601 UTC.'),
+  deleted_at: NullableTimestamp('Time of deletion, ISO 8601 UTC; null unless deleted.'),
+});
+
+export const strictObject = <T extends TProperties>(properties: T, description?: string) =>
+  Type.Object(properties, { additionalProperties: false, description });

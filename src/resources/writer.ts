@@ -1,0 +1,82 @@
+/**
+ * Every write of a resource goes through here, from the API and from the reconcilers
+ * alike. A status write carries, in the same atomic write, the events it causes
+ * (status.pending_events, an outbox); the outbox relay publishes them. A crash between
+ * the write and the publish therefore loses no event, and the relay's retry cannot
+ * double one, because the bus drops a second publish of the same event id.
+ */
+import { ConflictError, Store } from '../store/types';
+import { newId } from '../lib/ids';
+import { notFound } from '../lib/errors';
+import type { AnyFamily, BaseStatus, Resource } from './family';
+import { buildEvents, conditionsFor, configHash } from './transitions';
+
+const MAX_CONFLICT_RETRIES = 20;
+
+/** Returns the status fields to change, or null when nothing needs writing. */
+export type StatusMutation<R extends Resource = Resource> = (resource: R) => Partial<BaseStatus> & Record<string, unknown> | null;
+
+export class ResourceWriter {
+  constructor(private readonly store: Store) {}
+
+  /** Creates a resource in its first state; its creation event is in the same write. */
+  async create(family: AnyFamily, team: string, spec: object, actor: string, id = newId(family.idPrefix)): Promise<Resource> {
+    const status: BaseStatus & Record<string, unknown> = {
+      ...family.initialStatus(spec),
+      status: family.states[0],
+      status_reason: null,
+      observed_generation: 1,
+      observed_config: configHash(family, spec as Record<string, unknown>),
+      deleted_at: null,
+      conditions: [],
+      pending_events: [],
+    };
+    const draft = { meta: { kind: family.kind, id, team, resourceVersion: '', generation: 1, createdAt: '', updatedAt: '', labels: {} }, spec, status } as Resource;
+    const now = new Date().toISOString();
+    draft.meta.createdAt = draft.meta.updatedAt = now;
+    status.conditions = conditionsFor(family, draft, status);
+    status.pending_events = buildEvents(family, undefined, draft, actor);
+    return (await this.store.create({ meta: { kind: family.kind, id, team }, spec, status })) as Resource;
+  }
+
+  /**
+   * Applies `mutate` to the latest version of the resource and writes the status,
+   * re-reading and retrying when another writer got there first.
+   */
+  async mutateStatus<R extends Resource>(family: AnyFamily, team: string, id: string, mutate: StatusMutation<R>, actor: string): Promise<R> {
+    for (let attempt = 0; ; attempt++) {
+      const current = (await this.store.get(family.kind, team, id)) as R | undefined;
+      if (!current) throw notFound(family.name, id);
+      const changes = mutate(current);
+      if (!changes) return current;
+      try {
+        return (await this.writeStatus(family, current, changes, actor)) as R;
+      } catch (err) {
+        if (!(err instanceof ConflictError) || attempt >= MAX_CONFLICT_RETRIES) throw err;
+      }
+    }
+  }
+
+  /** Writes the spec; a change of it is reconciled (and reported) by the family's reconciler. */
+  async mutateSpec<R extends Resource>(family: AnyFamily, team: string, id: string, mutate: (resource: R) => Record<string, unknown> | null): Promise<R> {
+    for (let attempt = 0; ; attempt++) {
+      const current = (await this.store.get(family.kind, team, id)) as R | undefined;
+      if (!current) throw notFound(family.name, id);
+      const spec = mutate(current);
+      if (!spec) return current;
+      try {
+        return (await this.store.update({ ...current, spec })) as R;
+      } catch (err) {
+        if (!(err instanceof ConflictError) || attempt >= MAX_CONFLICT_RETRIES) throw err;
+      }
+    }
+  }
+
+  private async writeStatus(family: AnyFamily, current: Resource, changes: Record<string, unknown>, actor: string): Promise<Resource> {
+    const status = { ...current.status, ...changes } as BaseStatus;
+    const next = { ...current, status } as Resource;
+    status.conditions = conditionsFor(family, next, status);
+    status.pending_events = [...(current.status.pending_events ?? []), ...buildEvents(family, current, next, actor)];
+    return (await this.store.updateStatus(next)) as Resource;
+  }
+}

@@ -1,0 +1,304 @@
+/**
+ * The embedded store: every object in memory, every write in an fsynced append log,
+ * compacted into a snapshot as the log grows. A write resolves only once it is on disk,
+ * and only then becomes visible to readers and watchers, so nothing that was seen or
+ * acknowledged can be lost by a crash.
+ */
+import fs from 'node:fs';
+import path from 'node:path';
+import { AppendLog, lockDataDir, writeFileDurable } from './append-log';
+import { nowIso } from '../lib/time';
+import {
+  AlreadyExistsError,
+  ConflictError,
+  NewObject,
+  NotFoundError,
+  PersistenceState,
+  Store,
+  StoredObject,
+  StoreUnavailableError,
+  WatchEvent,
+  WatchListener,
+} from './types';
+
+const SECRET_KIND = '__Secret';
+
+type LogRecord = { op: 'put'; o: StoredObject } | { op: 'del'; k: string };
+
+interface Snapshot {
+  revision: number;
+  objects: StoredObject[];
+}
+
+export interface EmbeddedStoreOptions {
+  dataDir: string;
+  /** Compact the log into a snapshot once it grows past this many bytes. */
+  compactBytes?: number;
+}
+
+const keyOf = (kind: string, team: string, id: string) => `${kind}/${team}/${id}`;
+
+function deepFreeze<T>(value: T): T {
+  if (value && typeof value === 'object' && !Object.isFrozen(value)) {
+    Object.freeze(value);
+    for (const child of Object.values(value as Record<string, unknown>)) deepFreeze(child);
+  }
+  return value;
+}
+
+export class EmbeddedStore implements Store {
+  private readonly objects = new Map<string, StoredObject>();
+  private readonly byKind = new Map<string, Map<string, StoredObject>>();
+  /**
+   * Writes handed to the log but not yet on disk, by key. A second write of the same key
+   * waits for the first to settle, so writes of one object are serialised and checked
+   * against committed state, and readers never see what is not yet durable.
+   */
+  private readonly inflight = new Map<string, Promise<void>>();
+  private readonly listeners = new Set<WatchListener>();
+  private readonly log: AppendLog;
+  private readonly snapshotFile: string;
+  private readonly compactBytes: number;
+  private revision = 0;
+  private unlock: (() => void) | null = null;
+  private writeFailure: Error | null = null;
+  private compacting: Promise<void> | null = null;
+
+  constructor(private readonly options: EmbeddedStoreOptions) {
+    this.log = new AppendLog(path.join(options.dataDir, 'store.log'));
+    this.snapshotFile = path.join(options.dataDir, 'store.snapshot.json');
+    this.compactBytes = options.compactBytes ?? 64 * 1024 * 1024;
+  }
+
+  async start(): Promise<void> {
+    this.unlock = lockDataDir(this.options.dataDir);
+    if (fs.existsSync(this.snapshotFile)) {
+      const snapshot = JSON.parse(fs.readFileSync(this.snapshotFile, 'utf8')) as Snapshot;
+      this.revision = snapshot.revision;
+      for (const object of snapshot.objects) this.apply(keyOf(object.meta.kind, object.meta.team, object.meta.id), object);
+    }
+    // Replaying puts of whole objects is idempotent, so a crash between writing the
+    // snapshot and truncating the log is harmless.
+    for (const record of this.log.open<LogRecord>()) {
+      if (record.op === 'put') {
+        const o = record.o;
+        this.apply(keyOf(o.meta.kind, o.meta.team, o.meta.id), o);
+        this.revision = Math.max(this.revision, Number(o.meta.resourceVersion));
+      } else {
+        this.apply(record.k, null);
+      }
+    }
+  }
+
+  async stop(): Promise<void> {
+    await this.compacting;
+    await this.log.close();
+    this.listeners.clear();
+    this.unlock?.();
+    this.unlock = null;
+  }
+
+  persistence(): PersistenceState {
+    return this.writeFailure ? 'stale' : 'synced';
+  }
+
+  async get<S, St>(kind: string, team: string, id: string): Promise<StoredObject<S, St> | undefined> {
+    return this.objects.get(keyOf(kind, team, id)) as StoredObject<S, St> | undefined;
+  }
+
+  async list<S, St>(kind: string, team?: string): Promise<StoredObject<S, St>[]> {
+    const all = [...(this.byKind.get(kind)?.values() ?? [])] as StoredObject<S, St>[];
+    return team === undefined ? all : all.filter((o) => o.meta.team === team);
+  }
+
+  async create<S, St>(input: NewObject<S, St>): Promise<StoredObject<S, St>> {
+    const key = keyOf(input.meta.kind, input.meta.team, input.meta.id);
+    await this.settle(key);
+    if (this.latest(key)) throw new AlreadyExistsError(input.meta.kind, input.meta.id);
+    const now = nowIso();
+    const object: StoredObject<S, St> = {
+      meta: {
+        kind: input.meta.kind,
+        id: input.meta.id,
+        team: input.meta.team,
+        labels: { ...(input.meta.labels ?? {}) },
+        generation: 1,
+        createdAt: now,
+        updatedAt: now,
+        resourceVersion: '',
+      },
+      spec: input.spec,
+      status: input.status,
+    };
+    return this.commit(key, object);
+  }
+
+  async update<S, St>(object: StoredObject<S, St>): Promise<StoredObject<S, St>> {
+    await this.settle(this.keyFor(object));
+    const current = this.current<S, St>(object);
+    const specChanged = JSON.stringify(current.spec) !== JSON.stringify(object.spec);
+    return this.commit(this.keyFor(object), {
+      meta: {
+        ...current.meta,
+        labels: { ...object.meta.labels },
+        generation: current.meta.generation + (specChanged ? 1 : 0),
+        updatedAt: nowIso(),
+      },
+      spec: object.spec,
+      status: current.status,
+    });
+  }
+
+  async updateStatus<S, St>(object: StoredObject<S, St>): Promise<StoredObject<S, St>> {
+    await this.settle(this.keyFor(object));
+    const current = this.current<S, St>(object);
+    return this.commit(this.keyFor(object), {
+      meta: { ...current.meta, updatedAt: nowIso() },
+      spec: current.spec,
+      status: object.status,
+    });
+  }
+
+  async requestDeletion<S, St>(kind: string, team: string, id: string): Promise<StoredObject<S, St>> {
+    await this.settle(keyOf(kind, team, id));
+    const current = this.latest(keyOf(kind, team, id)) as StoredObject<S, St> | undefined;
+    if (!current) throw new NotFoundError(kind, id);
+    if (current.meta.deletionTimestamp) return current;
+    const now = nowIso();
+    return this.commit(keyOf(kind, team, id), { ...current, meta: { ...current.meta, deletionTimestamp: now, updatedAt: now } });
+  }
+
+  async remove(kind: string, team: string, id: string, resourceVersion?: string): Promise<void> {
+    const key = keyOf(kind, team, id);
+    await this.settle(key);
+    const current = this.latest(key);
+    if (!current) throw new NotFoundError(kind, id);
+    if (resourceVersion !== undefined && current.meta.resourceVersion !== resourceVersion) throw new ConflictError(kind, id);
+    await this.write(key, null, { op: 'del', k: key });
+  }
+
+  watch(listener: WatchListener): () => void {
+    this.listeners.add(listener);
+    return () => this.listeners.delete(listener);
+  }
+
+  async getSecret(team: string, name: string): Promise<Record<string, string> | undefined> {
+    const object = await this.get<Record<string, string>, unknown>(SECRET_KIND, team, name);
+    return object ? { ...object.spec } : undefined;
+  }
+
+  async putSecret(team: string, name: string, data: Record<string, string>): Promise<void> {
+    await this.settle(keyOf(SECRET_KIND, team, name));
+    const existing = this.latest(keyOf(SECRET_KIND, team, name));
+    if (existing) await this.update({ ...existing, spec: data });
+    else await this.create({ meta: { kind: SECRET_KIND, team, id: name }, spec: data, status: {} });
+  }
+
+  async deleteSecret(team: string, name: string): Promise<void> {
+    if (this.latest(keyOf(SECRET_KIND, team, name))) await this.remove(SECRET_KIND, team, name);
+  }
+
+  async listSecrets(prefix: string): Promise<Array<{ team: string; name: string; data: Record<string, string> }>> {
+    const secrets = await this.list<Record<string, string>, unknown>(SECRET_KIND);
+    return secrets
+      .filter((s) => s.meta.id.startsWith(prefix))
+      .map((s) => ({ team: s.meta.team, name: s.meta.id, data: { ...s.spec } }));
+  }
+
+  private keyFor(object: StoredObject<unknown, unknown>): string {
+    return keyOf(object.meta.kind, object.meta.team, object.meta.id);
+  }
+
+  private latest(key: string): StoredObject | undefined {
+    return this.objects.get(key);
+  }
+
+  /** Waits until no write of `key` is in flight. */
+  private async settle(key: string): Promise<void> {
+    for (let write = this.inflight.get(key); write; write = this.inflight.get(key)) await write;
+  }
+
+  /** The latest version of `object`, checking that the caller wrote on top of it. */
+  private current<S, St>(object: StoredObject<S, St>): StoredObject<S, St> {
+    const current = this.latest(this.keyFor(object)) as StoredObject<S, St> | undefined;
+    if (!current) throw new NotFoundError(object.meta.kind, object.meta.id);
+    if (current.meta.resourceVersion !== object.meta.resourceVersion) throw new ConflictError(object.meta.kind, object.meta.id);
+    return current;
+  }
+
+  private async commit<S, St>(key: string, object: StoredObject<S, St>): Promise<StoredObject<S, St>> {
+    const stored = structuredClone(object) as unknown as StoredObject;
+    stored.meta.resourceVersion = String(++this.revision);
+    deepFreeze(stored);
+    await this.write(key, stored, { op: 'put', o: stored });
+    return stored as unknown as StoredObject<S, St>;
+  }
+
+  private async write(key: string, value: StoredObject | null, record: LogRecord): Promise<void> {
+    const appended = this.log.append(record);
+    const settled = appended.then(
+      () => undefined,
+      () => undefined,
+    );
+    this.inflight.set(key, settled);
+    try {
+      await appended;
+      this.writeFailure = null;
+    } catch (err) {
+      this.writeFailure = err as Error;
+      throw new StoreUnavailableError(err as Error);
+    } finally {
+      if (this.inflight.get(key) === settled) this.inflight.delete(key);
+    }
+    const previous = this.objects.get(key);
+    this.apply(key, value);
+    this.notify(value ? { type: previous ? 'modified' : 'added', object: value, previous } : previous ? { type: 'deleted', object: previous, previous } : null);
+    if (this.log.size > this.compactBytes && !this.compacting) {
+      this.compacting = new Promise((resolve) => setImmediate(resolve)).then(() => this.compact()).finally(() => {
+        this.compacting = null;
+      });
+    }
+  }
+
+  private apply(key: string, value: StoredObject | null): void {
+    const kind = key.slice(0, key.indexOf('/'));
+    if (value) {
+      this.objects.set(key, deepFreeze(value));
+      let forKind = this.byKind.get(kind);
+      if (!forKind) this.byKind.set(kind, (forKind = new Map()));
+      forKind.set(key, value);
+    } else {
+      this.objects.delete(key);
+      this.byKind.get(kind)?.delete(key);
+    }
+  }
+
+  private notify(event: WatchEvent | null): void {
+    if (!event) return;
+    for (const listener of this.listeners) {
+      try {
+        listener(event);
+      } catch {
+        // A listener's failure must not undo or hide a committed write.
+      }
+    }
+  }
+
+  /**
+   * Writes the committed state as a snapshot, then empties the log. Runs only at a
+   * moment when every logged write has been applied and none is in flight, and does
+   * the rest synchronously so that no write can slip in between.
+   */
+  private async compact(): Promise<void> {
+    for (let attempt = 0; attempt < 100; attempt++) {
+      await this.log.drain();
+      if (this.log.idle && this.inflight.size === 0) {
+        const snapshot: Snapshot = { revision: this.revision, objects: [...this.objects.values()] };
+        writeFileDurable(this.snapshotFile, JSON.stringify(snapshot));
+        this.log.truncateSync();
+        return;
+      }
+      await new Promise((resolve) => setImmediate(resolve));
+    }
+  }
+}

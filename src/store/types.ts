@@ -1,0 +1,106 @@
+/**
+ * The store of record. Two backends implement it: embedded (a data directory) and
+ * Kubernetes (custom resources). Controllers and the API are written against this
+ * interface only, and rely on Kubernetes semantics: resourceVersion preconditions,
+ * generation bumped by spec changes only, status written separately, and a watch.
+ */
+export interface ObjectMeta {
+  /** Family kind, e.g. `LoadBalancer`. */
+  kind: string;
+  /** Public id, e.g. `lb_x7k2...`. */
+  id: string;
+  /** Owning team id; a namespace in Kubernetes. */
+  team: string;
+  /** Opaque version of this object; changes on every write. */
+  resourceVersion: string;
+  /** Incremented on every change of the spec (not the status). */
+  generation: number;
+  createdAt: string;
+  updatedAt: string;
+  /** Set once deletion was asked for (like Kubernetes' deletionTimestamp); the object stays until removed. */
+  deletionTimestamp?: string;
+  labels: Record<string, string>;
+}
+
+export interface StoredObject<Spec = Record<string, unknown>, Status = Record<string, unknown>> {
+  meta: ObjectMeta;
+  spec: Spec;
+  status: Status;
+}
+
+export interface NewObject<Spec = Record<string, unknown>, Status = Record<string, unknown>> {
+  meta: Pick<ObjectMeta, 'kind' | 'id' | 'team'> & { labels?: Record<string, string> };
+  spec: Spec;
+  status: Status;
+}
+
+export type WatchEventType = 'added' | 'modified' | 'deleted';
+
+export interface WatchEvent {
+  type: WatchEventType;
+  object: StoredObject;
+  /** The object before this change; absent for `added`. */
+  previous?: StoredObject;
+}
+
+export type WatchListener = (event: WatchEvent) => void;
+
+/** `synced`: answered by the store of record; `stale`: from a cache; `unavailable`: neither. */
+export type PersistenceState = 'synced' | 'stale' | 'unavailable';
+
+export interface Store {
+  start(): Promise<void>;
+  stop(): Promise<void>;
+  get<S, St>(kind: string, team: string, id: string): Promise<StoredObject<S, St> | undefined>;
+  /** Every object of a kind, of one team or of all teams. */
+  list<S, St>(kind: string, team?: string): Promise<StoredObject<S, St>[]>;
+  /** Fails with AlreadyExistsError if the id is taken. */
+  create<S, St>(object: NewObject<S, St>): Promise<StoredObject<S, St>>;
+  /** Writes spec and labels; fails with ConflictError unless `meta.resourceVersion` is current. */
+  update<S, St>(object: StoredObject<S, St>): Promise<StoredObject<S, St>>;
+  /** Writes status only; fails with ConflictError unless `meta.resourceVersion` is current. */
+  updateStatus<S, St>(object: StoredObject<S, St>): Promise<StoredObject<S, St>>;
+  /** Asks for deletion: sets `meta.deletionTimestamp` once; reconcilers finish the job and remove(). */
+  requestDeletion<S, St>(kind: string, team: string, id: string): Promise<StoredObject<S, St>>;
+  /** Removes the object for good; with a resourceVersion, only if it is current. */
+  remove(kind: string, team: string, id: string, resourceVersion?: string): Promise<void>;
+  /** Every change of every kind after the call, in commit order. Returns an unsubscribe. */
+  watch(listener: WatchListener): () => void;
+  persistence(): PersistenceState;
+
+  /** Secrets (keys, key hashes) never live in a resource; in Kubernetes they are Secrets. */
+  getSecret(team: string, name: string): Promise<Record<string, string> | undefined>;
+  putSecret(team: string, name: string, data: Record<string, string>): Promise<void>;
+  deleteSecret(team: string, name: string): Promise<void>;
+  /** Secrets whose names start with `prefix`, across all teams. */
+  listSecrets(prefix: string): Promise<Array<{ team: string; name: string; data: Record<string, string> }>>;
+}
+
+export class ConflictError extends Error {
+  constructor(readonly kind: string, readonly id: string) {
+    super(`${kind} ${id} was modified concurrently`);
+    this.name = 'ConflictError';
+  }
+}
+
+export class NotFoundError extends Error {
+  constructor(readonly kind: string, readonly id: string) {
+    super(`${kind} ${id} does not exist`);
+    this.name = 'NotFoundError';
+  }
+}
+
+export class AlreadyExistsError extends Error {
+  constructor(readonly kind: string, readonly id: string) {
+    super(`${kind} ${id} already exists`);
+    this.name = 'AlreadyExistsError';
+  }
+}
+
+/** The store of record could not be reached; the write did not happen. */
+export class StoreUnavailableError extends Error {
+  constructor(cause?: Error) {
+    super(`store unavailable${cause ? `: ${cause.message}` : ''}`);
+    this.name = 'StoreUnavailableError';
+  }
+}

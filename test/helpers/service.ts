@@ -1,0 +1,99 @@
+/**
+ * Starts the real service (embedded store, simulated provider, real HTTP listener on a
+ * free loopback port) in a fresh data directory, and gives tests a small HTTP client.
+ */
+import fs from 'node:fs';
+import os from 'node:os';
+import path from 'node:path';
+import { loadConfig } from '../../src/config';
+import { createLogger } from '../../src/logger';
+import { startService, RunningService } from '../../src/service';
+
+export interface TestService {
+  service: RunningService;
+  url: string;
+  /** The bootstrap team's API key. */
+  key: string;
+  teamId: string;
+  dataDir: string;
+  api: (method: string, path: string, body?: unknown, options?: RequestOptions) => Promise<ApiResponse>;
+  stop: () => Promise<void>;
+}
+
+export interface RequestOptions {
+  key?: string | null;
+  headers?: Record<string, string>;
+  rawBody?: string;
+}
+
+export interface ApiResponse {
+  status: number;
+  headers: Headers;
+  body: any;
+}
+
+export function tempDataDir(): string {
+  return fs.mkdtempSync(path.join(os.tmpdir(), 'cloudplane-test-'));
+}
+
+/** Fast simulated delays unless a test asks otherwise. */
+export const FAST_ENV = { CLOUDPLANE_SIM_DELAY_MS: '50', CLOUDPLANE_LOG_LEVEL: 'silent' };
+
+export async function request(url: string, method: string, urlPath: string, body?: unknown, options: RequestOptions = {}): Promise<ApiResponse> {
+  const headers: Record<string, string> = { ...(options.headers ?? {}) };
+  if (options.key) headers.authorization = `Bearer ${options.key}`;
+  let payload: string | undefined = options.rawBody;
+  if (body !== undefined) {
+    payload = JSON.stringify(body);
+    headers['content-type'] ??= 'application/json';
+  }
+  const response = await fetch(`${url}${urlPath}`, { method, headers, body: payload });
+  const text = await response.text();
+  let parsed: unknown = text;
+  try {
+    parsed = text ? JSON.parse(text) : null;
+  } catch {
+    // Not JSON (e.g. /metrics); keep the text.
+  }
+  return { status: response.status, headers: response.headers, body: parsed };
+}
+
+export async function startTestService(env: Record<string, string> = {}, dataDir = tempDataDir()): Promise<TestService> {
+  const config = loadConfig({ ...FAST_ENV, CLOUDPLANE_PORT: '0', CLOUDPLANE_DATA_DIR: dataDir, ...env });
+  const service = await startService(config, createLogger(config.logLevel));
+  const key = env.CLOUDPLANE_BOOTSTRAP_API_KEY ?? service.bootstrap?.token;
+  if (!key) throw new Error('no bootstrap key: start tests in a fresh data directory or pass CLOUDPLANE_BOOTSTRAP_API_KEY');
+  return {
+    service,
+    url: service.url,
+    key,
+    teamId: service.bootstrap?.teamId ?? '',
+    dataDir,
+    api: (method, urlPath, body, options = {}) => request(service.url, method, urlPath, body, { key: options.key === undefined ? key : options.key, ...options }),
+    stop: () => service.stop(),
+  };
+}
+
+/** Polls `probe` until it returns a truthy value, or fails after `timeoutMs`. */
+export async function eventually<T>(probe: () => Promise<T | undefined | null | false>, timeoutMs = 10_000, intervalMs = 25): Promise<T> {
+  const deadline = Date.now() + timeoutMs;
+  let last: unknown;
+  for (;;) {
+    try {
+      const value = await probe();
+      if (value) return value;
+    } catch (err) {
+      last = err;
+    }
+    if (Date.now() > deadline) throw new Error(`condition not met within ${timeoutMs} ms${last ? `: ${String(last)}` : ''}`);
+    await new Promise((resolve) => setTimeout(resolve, intervalMs));
+  }
+}
+
+/** Waits until GET `path` shows `data.status === status`; returns the record. */
+export async function waitForStatus(t: TestService, urlPath: string, status: string, timeoutMs = 10_000): Promise<any> {
+  return eventually(async () => {
+    const res = await t.api('GET', urlPath);
+    return res.status === 200 && res.body.data.status === status ? res.body.data : null;
+  }, timeoutMs);
+}
