@@ -4,8 +4,10 @@ NODE_MODULES_STAMP := node_modules/.package-lock.json
 
 .PHONY: run test build lint crds bench clean deps
 
+# `npm install` rather than `npm ci`: npm 11 leaves other platforms' optional binaries
+# (@swc/core-darwin-*, ...) out of the lock file, and `npm ci` then refuses it.
 $(NODE_MODULES_STAMP): package.json package-lock.json
-	npm ci --no-audit --no-fund --loglevel=error
+	npm install --no-audit --no-fund --loglevel=error
 
 deps: $(NODE_MODULES_STAMP)
 
