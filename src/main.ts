@@ -14,7 +14,9 @@ async function serve(): Promise<void> {
   const logger = createLogger(config.logLevel);
   const service = await startService(config, logger);
   const lines = [`Cloudplane is listening on ${service.url} (API under ${service.url}/api/v1, data in ${config.dataDir})`];
-  if (service.bootstrap) {
+  if (service.bootstrap && service.bootstrap.token === config.bootstrapApiKey) {
+    lines.push(`First start: created team ${service.bootstrap.teamId}; it accepts the key from CLOUDPLANE_BOOTSTRAP_API_KEY.`);
+  } else if (service.bootstrap) {
     lines.push(
       `First start: created team ${service.bootstrap.teamId}. Its API key, shown this once:`,
       `  ${service.bootstrap.token}`,
