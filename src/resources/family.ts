@@ -62,6 +62,8 @@ export interface FamilyDefinition<Spec = any, Status extends BaseStatus = any> {
   deletion: 'immediate' | 'background';
   /** False for families served by routes of their own (settings, agent) instead of the generic CRUD. */
   standardRoutes?: boolean;
+  /** False for families without DELETE (jobs end by `cancel` and are kept as history). */
+  deletable?: boolean;
   /** States whose change is reported as `<family>.<state>`; by default every state but the first. */
   eventStates?: readonly string[];
   /** Names unique per team (409 name_taken). */

@@ -133,6 +133,8 @@ export function registerFamilyRoutes(app: FastifyInstance, ctx: ApiContext, fami
     });
   }
 
+  if (family.deletable === false) return;
+
   app.delete(`${base}/:id`, {
     config,
     schema: { tags, summary: `Delete a ${family.title}`, params: IdParams, response: { 200: envelopeOf(RecordSchema), 202: envelopeOf(RecordSchema), ...errorResponses } },
