@@ -21,6 +21,7 @@ run: build
 	node dist/src/main.js
 
 test: build
+	scripts/ensure-tools.sh
 	npx jest
 
 bench: build

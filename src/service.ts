@@ -12,6 +12,8 @@ import { createLogger } from './logger';
 import { EmbeddedStore } from './store/embedded';
 import { EmbeddedEventBus } from './events/embedded-bus';
 import { OutboxRelay } from './events/outbox-relay';
+import { NatsEventBus } from './events/nats-bus';
+import type { EventBus } from './events/types';
 import { SimulatedProvider } from './providers/simulated';
 import { ResourceWriter } from './resources/writer';
 import { families } from './resources/registry';
@@ -48,7 +50,9 @@ async function cursorKeyOf(store: Store): Promise<Buffer> {
 export async function startService(config: Config, logger: Logger = createLogger(config.logLevel)): Promise<RunningService> {
   const store = new EmbeddedStore({ dataDir: config.dataDir });
   await store.start();
-  const bus = new EmbeddedEventBus(path.join(config.dataDir, 'events'));
+  const bus: EventBus = config.nats
+    ? new NatsEventBus({ ...config.nats, logger })
+    : new EmbeddedEventBus(path.join(config.dataDir, 'events'));
   await bus.start();
   const provider = new SimulatedProvider(config.simulation);
   const writer = new ResourceWriter(store);

@@ -1,0 +1,25 @@
+#!/usr/bin/env bash
+# Installs the real components the tests run against, when they are missing:
+#   nats-server (JetStream) — Debian's package when apt is usable, else built from its
+#   Go module into ~/.cache/cloudplane/bin (outside the repo, reused between runs).
+set -euo pipefail
+CACHE_BIN="${CLOUDPLANE_TOOLS_BIN:-$HOME/.cache/cloudplane/bin}"
+NATS_SERVER_VERSION="v2.10.29"
+
+have() { command -v "$1" >/dev/null 2>&1 || [ -x "/usr/sbin/$1" ] || [ -x "$CACHE_BIN/$1" ]; }
+
+apt_install() {
+  if [ "$(id -u)" = 0 ] && command -v apt-get >/dev/null 2>&1; then
+    DEBIAN_FRONTEND=noninteractive apt-get install -y -qq "$@" >/dev/null 2>&1 && return 0
+    apt-get update -qq >/dev/null 2>&1 && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq "$@" >/dev/null 2>&1 && return 0
+  fi
+  return 1
+}
+
+if ! have nats-server; then
+  echo "installing nats-server..."
+  if ! apt_install nats-server; then
+    mkdir -p "$CACHE_BIN"
+    GOBIN="$CACHE_BIN" go install "github.com/nats-io/nats-server/v2@$NATS_SERVER_VERSION"
+  fi
+fi

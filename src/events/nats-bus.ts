@@ -1,0 +1,224 @@
+/**
+ * The NATS JetStream event bus of cluster mode. One stream holds every event under
+ * `<prefix>.<team>.<type>`, so a consumer can filter by team and type with subject
+ * wildcards. Publishing sets the event id as the message id: JetStream drops a second
+ * publish of the same id within the duplicate window, which is what makes the outbox
+ * relay's retry after a crash harmless. Each `subscribe` name is a durable consumer
+ * whose acknowledged position survives restarts of the service and of nats-server.
+ */
+import type { Logger } from 'pino';
+import {
+  AckPolicy,
+  connect,
+  DeliverPolicy,
+  JetStreamClient,
+  JetStreamManager,
+  JSONCodec,
+  JsMsg,
+  nanos,
+  NatsConnection,
+  RetentionPolicy,
+  StorageType,
+} from 'nats';
+import type { CloudEvent, EventBus, EventHandler } from './types';
+
+export interface NatsBusOptions {
+  servers: string[];
+  stream: string;
+  subjectPrefix: string;
+  /** How long JetStream remembers event ids to drop re-publishes. */
+  duplicateWindowMs: number;
+  /** How long the stream keeps events. */
+  maxAgeMs: number;
+  logger: Logger;
+}
+
+const codec = JSONCodec<CloudEvent>();
+const RETRY_BASE_MS = 250;
+const RETRY_MAX_MS = 30_000;
+/** Unacknowledged messages come back after this; handlers in progress extend it. */
+const ACK_WAIT_MS = 30_000;
+const RECONNECT_PAUSE_MS = 1_000;
+
+/** Subject tokens may not hold `.`, `*`, `>` or whitespace; team ids never do, but guard anyway. */
+const token = (value: string) => value.replace(/[.*>\s]/g, '_');
+
+export class NatsEventBus implements EventBus {
+  private nc: NatsConnection | null = null;
+  private js: JetStreamClient | null = null;
+  private jsm: JetStreamManager | null = null;
+  private readonly loops = new Map<string, { stop: () => void; done: Promise<void> }>();
+
+  constructor(private readonly o: NatsBusOptions) {}
+
+  async start(): Promise<void> {
+    this.nc = await connect({ servers: this.o.servers, name: 'cloudplane', maxReconnectAttempts: -1, reconnectTimeWait: 500 });
+    this.jsm = await this.nc.jetstreamManager();
+    this.js = this.nc.jetstream();
+    await this.ensureStream();
+  }
+
+  async stop(): Promise<void> {
+    for (const loop of this.loops.values()) loop.stop();
+    await Promise.all([...this.loops.values()].map((l) => l.done));
+    this.loops.clear();
+    if (this.nc) await this.nc.drain().catch(() => this.nc?.close());
+    this.nc = null;
+  }
+
+  /** Whether the connection to nats-server is up (for /readyz and meta). */
+  connected(): boolean {
+    return Boolean(this.nc && !this.nc.isClosed() && this.nc.info);
+  }
+
+  async publish(event: CloudEvent): Promise<void> {
+    const subject = `${this.o.subjectPrefix}.${token(event.team_id)}.${event.type}`;
+    await this.client().publish(subject, codec.encode(event), { msgID: event.id, expect: { streamName: this.o.stream } });
+  }
+
+  subscribe(name: string, handler: EventHandler): () => void {
+    if (this.loops.has(name)) throw new Error(`consumer ${name} is already subscribed`);
+    let stopped = false;
+    let current: { close(): Promise<void | Error> } | null = null;
+    const done = (async () => {
+      while (!stopped) {
+        try {
+          const consumer = await this.ensureConsumer(name);
+          const messages = await consumer.consume({ max_messages: 256 });
+          current = messages;
+          for await (const message of messages) {
+            if (stopped) break;
+            await this.handle(message, handler, () => stopped);
+          }
+        } catch (err) {
+          if (!stopped) this.o.logger.warn({ err, consumer: name }, 'event consumer interrupted; resuming');
+        }
+        if (!stopped) await sleep(RECONNECT_PAUSE_MS);
+      }
+    })();
+    this.loops.set(name, {
+      stop: () => {
+        stopped = true;
+        void current?.close();
+      },
+      done,
+    });
+    return () => {
+      this.loops.get(name)?.stop();
+      this.loops.delete(name);
+    };
+  }
+
+  /** Events of a team since a time, oldest first, read with a short-lived consumer. */
+  async recent(team: string, since: string): Promise<CloudEvent[]> {
+    const jsm = this.manager();
+    const info = await jsm.consumers.add(this.o.stream, {
+      ack_policy: AckPolicy.None,
+      deliver_policy: DeliverPolicy.StartTime,
+      opt_start_time: since,
+      filter_subject: `${this.o.subjectPrefix}.${token(team)}.>`,
+      inactive_threshold: nanos(30_000),
+      mem_storage: true,
+    });
+    const events: CloudEvent[] = [];
+    try {
+      let remaining = info.num_pending;
+      const consumer = await this.client().consumers.get(this.o.stream, info.name);
+      while (remaining > 0) {
+        const batch = await consumer.fetch({ max_messages: Math.min(remaining, 1000), expires: 5_000 });
+        let got = 0;
+        for await (const message of batch) {
+          events.push(codec.decode(message.data));
+          got++;
+        }
+        if (got === 0) break;
+        remaining -= got;
+      }
+    } finally {
+      await jsm.consumers.delete(this.o.stream, info.name).catch(() => undefined);
+    }
+    return events;
+  }
+
+  /**
+   * Runs the handler until it succeeds, retrying in place with backoff so a failing event
+   * holds up the ones after it (the order the embedded bus keeps too), then acknowledges.
+   */
+  private async handle(message: JsMsg, handler: EventHandler, isStopped: () => boolean): Promise<void> {
+    const event = codec.decode(message.data);
+    for (let attempt = 0; !isStopped(); attempt++) {
+      const keepAlive = setInterval(() => message.working(), ACK_WAIT_MS / 3);
+      try {
+        await handler(event);
+        message.ack();
+        return;
+      } catch (err) {
+        this.o.logger.warn({ err, eventId: event.id, type: event.type, attempt }, 'event handler failed; retrying');
+        await sleep(Math.min(RETRY_MAX_MS, RETRY_BASE_MS * 2 ** attempt));
+      } finally {
+        clearInterval(keepAlive);
+      }
+    }
+    // Stopping mid-retry: hand the event back at once for the next subscriber.
+    message.nak();
+  }
+
+  private async ensureStream(): Promise<void> {
+    const jsm = this.manager();
+    const config = {
+      name: this.o.stream,
+      subjects: [`${this.o.subjectPrefix}.>`],
+      storage: StorageType.File,
+      retention: RetentionPolicy.Limits,
+      duplicate_window: nanos(this.o.duplicateWindowMs),
+      max_age: nanos(this.o.maxAgeMs),
+    };
+    try {
+      await jsm.streams.info(this.o.stream);
+      await jsm.streams.update(this.o.stream, config);
+    } catch (err) {
+      if (!isNotFound(err)) throw err;
+      await jsm.streams.add(config);
+    }
+  }
+
+  private async ensureConsumer(name: string) {
+    const jsm = this.manager();
+    const durable = token(name);
+    try {
+      await jsm.consumers.info(this.o.stream, durable);
+    } catch (err) {
+      if (!isNotFound(err)) throw err;
+      await jsm.consumers.add(this.o.stream, {
+        durable_name: durable,
+        ack_policy: AckPolicy.Explicit,
+        deliver_policy: DeliverPolicy.All,
+        filter_subject: `${this.o.subjectPrefix}.>`,
+        ack_wait: nanos(ACK_WAIT_MS),
+        // Unlimited redelivery: an event is never dropped for having been retried.
+        max_deliver: -1,
+        max_ack_pending: 1000,
+      });
+    }
+    return this.client().consumers.get(this.o.stream, durable);
+  }
+
+  private client(): JetStreamClient {
+    if (!this.js) throw new Error('the NATS event bus is not started');
+    return this.js;
+  }
+
+  private manager(): JetStreamManager {
+    if (!this.jsm) throw new Error('the NATS event bus is not started');
+    return this.jsm;
+  }
+}
+
+function isNotFound(err: unknown): boolean {
+  const e = err as { code?: string; api_error?: { err_code?: number }; message?: string };
+  return e?.api_error?.err_code === 10059 || e?.api_error?.err_code === 10014 || e?.code === '404' || /not found/i.test(e?.message ?? '');
+}
+
+function sleep(ms: number): Promise<void> {
+  return new Promise((resolve) => setTimeout(resolve, ms));
+}
