@@ -28,6 +28,8 @@ export interface Config {
   unavailableRegions: string[];
   simulation: SimulationConfig;
   agentLlm?: { url: string; model: string; apiKey?: string };
+  /** How long events are kept and searchable in the audit log. */
+  eventRetentionMs: number;
   /** NATS JetStream for events (cluster mode); without it the embedded bus is used. */
   nats?: { servers: string[]; stream: string; subjectPrefix: string; duplicateWindowMs: number; maxAgeMs: number };
 }
@@ -69,6 +71,7 @@ export const DEFAULT_REGIONS = ['fra1', 'ams3', 'lon1', 'nyc1', 'sfo3', 'sgp1'];
 export function loadConfig(env: Env = process.env): Config {
   const llmUrl = env.CLOUDPLANE_AGENT_LLM_URL;
   const natsServers = list(env, 'CLOUDPLANE_NATS_URL', []);
+  const eventRetentionMs = int(env, 'CLOUDPLANE_EVENT_RETENTION_DAYS', 30, 1) * 86_400_000;
   return {
     host: env.CLOUDPLANE_HOST || '127.0.0.1',
     port: int(env, 'CLOUDPLANE_PORT', 8080, 0, 65535),
@@ -90,13 +93,14 @@ export function loadConfig(env: Env = process.env): Config {
     agentLlm: llmUrl
       ? { url: llmUrl, model: env.CLOUDPLANE_AGENT_LLM_MODEL || 'gpt-4o-mini', apiKey: env.CLOUDPLANE_AGENT_LLM_API_KEY }
       : undefined,
+    eventRetentionMs,
     nats: natsServers.length
       ? {
           servers: natsServers,
           stream: env.CLOUDPLANE_NATS_STREAM || 'CLOUDPLANE_EVENTS',
           subjectPrefix: env.CLOUDPLANE_NATS_SUBJECT_PREFIX || 'cloudplane.events',
           duplicateWindowMs: int(env, 'CLOUDPLANE_NATS_DUPLICATE_WINDOW_SECONDS', 3600, 1) * 1000,
-          maxAgeMs: int(env, 'CLOUDPLANE_EVENT_RETENTION_DAYS', 30, 1) * 86_400_000,
+          maxAgeMs: eventRetentionMs,
         }
       : undefined,
   };

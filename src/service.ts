@@ -25,6 +25,7 @@ import { buildApp } from './api/app';
 import type { ApiContext } from './api/context';
 import type { Store } from './store/types';
 import { createAgent } from './agent';
+import { AuditLog } from './audit/audit-log';
 
 export interface RunningService {
   app: FastifyInstance;
@@ -61,7 +62,9 @@ export async function startService(config: Config, logger: Logger = createLogger
   const bootstrap = await ensureBootstrap(store, writer, authenticator, config.bootstrapApiKey);
   const cursorKey = await cursorKeyOf(store);
   const agent = createAgent({ store, bus, config, logger, writer });
-  const ctx: ApiContext = { config, store, bus, provider, writer, authenticator, agent, cursorKey, logger };
+  const audit = new AuditLog(bus, config.eventRetentionMs);
+  audit.start();
+  const ctx: ApiContext = { config, store, bus, provider, writer, authenticator, agent, audit, cursorKey, logger };
 
   const relay = new OutboxRelay(store, bus, families.map((f) => f.kind), logger);
   await relay.start();
@@ -88,6 +91,7 @@ export async function startService(config: Config, logger: Logger = createLogger
       ready = false;
       await app.close();
       await agent.stop?.();
+      audit.stop();
       for (const controller of controllers) await controller.stop();
       await relay.stop();
       await bus.stop();

@@ -7,6 +7,7 @@ import type { Provider } from '../providers/types';
 import type { ResourceWriter } from '../resources/writer';
 import type { ApiKeyAuthenticator } from '../accounts/authenticator';
 import type { Agent } from '../agent/types';
+import type { AuditLog } from '../audit/audit-log';
 
 export interface ApiContext {
   config: Config;
@@ -16,6 +17,7 @@ export interface ApiContext {
   writer: ResourceWriter;
   authenticator: ApiKeyAuthenticator;
   agent: Agent;
+  audit: AuditLog;
   /** Key that signs list cursors, so a tampered cursor is recognised. */
   cursorKey: Buffer;
   logger: Logger;

@@ -26,6 +26,7 @@ export class EmbeddedEventBus implements EventBus {
   private readonly consumers = new Map<string, Consumer>();
   private savePositionsTimer: NodeJS.Timeout | null = null;
   private readonly publishing = new Map<string, Promise<void>>();
+  private readonly followers = new Set<(event: CloudEvent) => void>();
 
   constructor(dataDir: string) {
     fs.mkdirSync(dataDir, { recursive: true, mode: 0o700 });
@@ -54,6 +55,7 @@ export class EmbeddedEventBus implements EventBus {
     const done = this.log.append(event).then(() => {
       this.ids.add(event.id);
       this.events.push(event);
+      for (const follower of this.followers) follower(event);
       for (const name of this.consumers.keys()) this.pump(name);
     });
     this.publishing.set(event.id, done);
@@ -73,6 +75,12 @@ export class EmbeddedEventBus implements EventBus {
       if (consumer) consumer.stopped = true;
       this.consumers.delete(name);
     };
+  }
+
+  follow(since: string, handler: (event: CloudEvent) => void): () => void {
+    for (const event of this.events) if (event.created_at >= since) handler(event);
+    this.followers.add(handler);
+    return () => this.followers.delete(handler);
   }
 
   async recent(team: string, since: string): Promise<CloudEvent[]> {

@@ -109,6 +109,45 @@ export class NatsEventBus implements EventBus {
     };
   }
 
+  follow(since: string, handler: (event: CloudEvent) => void): () => void {
+    let stopped = false;
+    let current: { close(): Promise<void | Error> } | null = null;
+    let position: { seq: number } | null = null;
+    const done = (async () => {
+      while (!stopped) {
+        try {
+          // An ordered consumer: no server-side state, restarted from the last sequence seen.
+          const consumer = await this.client().consumers.get(this.o.stream, {
+            filterSubjects: `${this.o.subjectPrefix}.>`, // a string: nats-server 2.9 knows only filter_subject
+            ...(position ? { deliver_policy: DeliverPolicy.StartSequence, opt_start_seq: position.seq + 1 } : { deliver_policy: DeliverPolicy.StartTime, opt_start_time: since }),
+          });
+          const messages = await consumer.consume();
+          current = messages;
+          for await (const message of messages) {
+            if (stopped) break;
+            position = { seq: message.seq };
+            handler(codec.decode(message.data));
+          }
+        } catch (err) {
+          if (!stopped) this.o.logger.warn({ err }, 'event follower interrupted; resuming');
+        }
+        if (!stopped) await sleep(RECONNECT_PAUSE_MS);
+      }
+    })();
+    const key = `follow:${Math.random()}`;
+    this.loops.set(key, {
+      stop: () => {
+        stopped = true;
+        void current?.close();
+      },
+      done,
+    });
+    return () => {
+      this.loops.get(key)?.stop();
+      this.loops.delete(key);
+    };
+  }
+
   /** Events of a team since a time, oldest first, read with a short-lived consumer. */
   async recent(team: string, since: string): Promise<CloudEvent[]> {
     const jsm = this.manager();

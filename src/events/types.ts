@@ -27,6 +27,12 @@ export interface EventBus {
   subscribe(name: string, handler: EventHandler): () => void;
   /** Events of a team created at or after `since`, oldest first. */
   recent(team: string, since: string): Promise<CloudEvent[]>;
+  /**
+   * Every event from `since` on, then each new one as it is published, without a durable
+   * position: for consumers that keep a view of the stream in memory (the audit log).
+   * Returns a stop function.
+   */
+  follow(since: string, handler: (event: CloudEvent) => void): () => void;
 }
 
 /** The category of an event type: `load_balancer` for `load_balancer.running`. */

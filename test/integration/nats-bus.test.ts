@@ -107,3 +107,36 @@ describe('NATS JetStream event bus', () => {
     }
   });
 });
+
+describe('NATS JetStream event bus: follow', () => {
+  let server: NatsServer;
+  beforeAll(async () => {
+    server = await startNatsServer();
+  });
+  afterAll(async () => server.stop());
+
+  it('replays from a time, then follows new events, across a nats-server crash', async () => {
+    const bus = busFor(server);
+    await bus.start();
+    try {
+      const old = event('team_ffffffffffffffff', 'bucket.created', -60_000);
+      await bus.publish(old);
+      const since = new Date(Date.now() - 1000).toISOString();
+      const before = event('team_ffffffffffffffff', 'bucket.available');
+      await bus.publish(before);
+      const seen: string[] = [];
+      const stop = bus.follow(since, (e) => seen.push(e.id));
+      await eventually(async () => seen.includes(before.id));
+      await server.kill();
+      await server.restart();
+      const after = event('team_ffffffffffffffff', 'bucket.deleted');
+      await eventually(async () => bus.publish(after).then(() => true, () => false), 20_000, 200);
+      await eventually(async () => seen.includes(after.id), 20_000);
+      stop();
+      // The stream's time index is of publish time, so `old` (published just now) is replayed too.
+      expect(seen.filter((id) => id === before.id || id === after.id)).toEqual([before.id, after.id]);
+    } finally {
+      await bus.stop();
+    }
+  });
+});

@@ -1,0 +1,71 @@
+/** GET /api/v1/audit-log: the caller's team's events, searchable and paged like every list. */
+import type { FastifyInstance } from 'fastify';
+import { Type } from '@sinclair/typebox';
+import type { ApiContext } from '../context';
+import { send } from '../envelope';
+import { paginate } from '../list';
+import { envelopeOf, ErrorEnvelope, principalOf } from './families';
+import { fieldInvalid } from '../../lib/errors';
+
+const EventRecord = Type.Object(
+  {
+    id: Type.String({ description: 'Event id, prefix evt.' }),
+    type: Type.String({ description: '`<family>.<state or verb>`, e.g. load_balancer.running.' }),
+    created_at: Type.String({ format: 'date-time', description: 'When the change happened.' }),
+    team_id: Type.String({ description: 'The team the event belongs to.' }),
+    actor: Type.String({ description: 'The API key id that caused it, or `system` for the reconcilers.' }),
+    data: Type.Object({}, { additionalProperties: true, description: 'The resource as the API showed it at that moment, without secrets.' }),
+  },
+  { additionalProperties: false },
+);
+
+const DateTime = (description: string) => Type.String({ format: 'date-time', description });
+
+const AuditQuery = Type.Object(
+  {
+    type: Type.Optional(Type.String({ maxLength: 100, pattern: '^[a-z_]+\\.([a-z_]+|\\*)$', description: 'An exact event type, or `category.*`.' })),
+    resource_id: Type.Optional(Type.String({ maxLength: 64, description: 'Only events about this resource.' })),
+    actor: Type.Optional(Type.String({ maxLength: 64, description: 'Only events caused by this API key id, or `system`.' })),
+    since: Type.Optional(DateTime('Only events at or after this time.')),
+    until: Type.Optional(DateTime('Only events before this time.')),
+    q: Type.Optional(Type.String({ minLength: 1, maxLength: 200, description: 'Case-insensitive text anywhere in the event.' })),
+    cursor: Type.Optional(Type.String({ maxLength: 1024, description: 'Pagination cursor from meta.next_cursor of the previous page.' })),
+    limit: Type.Optional(Type.Integer({ minimum: 1, maximum: 100, default: 50, description: 'Results per page, 1-100, default 50.' })),
+    order: Type.Optional(Type.String({ enum: ['asc', 'desc'], description: 'By time; default desc (newest first).' })),
+  },
+  { additionalProperties: false },
+);
+
+export function registerAuditLogRoutes(app: FastifyInstance, ctx: ApiContext): void {
+  app.get('/api/v1/audit-log', {
+    schema: {
+      tags: ['audit log'],
+      summary: 'Search the events of the team',
+      description: 'Every event of the team within the retention period (CLOUDPLANE_EVENT_RETENTION_DAYS), newest first. All filters given must match.',
+      querystring: AuditQuery,
+      response: { 200: envelopeOf(Type.Array(EventRecord)), 401: ErrorEnvelope, 422: ErrorEnvelope, 429: ErrorEnvelope },
+    },
+    handler: async (request, reply) => {
+      const query = request.query as Record<string, string | number | undefined>;
+      const since = query.since as string | undefined;
+      const until = query.until as string | undefined;
+      if (since && until && Date.parse(since) >= Date.parse(until)) throw fieldInvalid('until', 'must be later than since');
+      const events = ctx.audit.search(principalOf(request).team, {
+        type: query.type as string | undefined,
+        resource_id: query.resource_id as string | undefined,
+        actor: query.actor as string | undefined,
+        since: since && new Date(since).toISOString(),
+        until: until && new Date(until).toISOString(),
+        q: query.q as string | undefined,
+      });
+      const rows = events.map((event) => ({ id: event.id, name: event.type, created_at: event.created_at, status: '', event }));
+      const { page, nextCursor } = paginate(
+        rows,
+        { cursor: query.cursor as string | undefined, limit: (query.limit as number | undefined) ?? 50, sort: 'created_at', order: (query.order as 'asc' | 'desc' | undefined) ?? 'desc' },
+        ctx.cursorKey,
+        [],
+      );
+      return send(ctx, request, reply, 200, page.map((row) => row.event), { next_cursor: nextCursor });
+    },
+  });
+}

@@ -1,0 +1,61 @@
+import { startTestService, TestService, waitForStatus, eventually } from '../helpers/service';
+
+describe('audit log', () => {
+  let t: TestService;
+  let lbId: string;
+  beforeAll(async () => {
+    t = await startTestService();
+    lbId = (await t.api('POST', '/api/v1/load-balancers', { name: 'audited-web', region: 'fra1' })).body.data.id;
+    await waitForStatus(t, `/api/v1/load-balancers/${lbId}`, 'running');
+    await t.api('POST', '/api/v1/load-balancers', { name: 'other', region: 'ams3' });
+    await t.api('DELETE', `/api/v1/load-balancers/${lbId}`);
+    await eventually(async () => (await t.api('GET', `/api/v1/audit-log?resource_id=${lbId}`)).body.data.length === 3);
+  });
+  afterAll(async () => t.stop());
+
+  it('finds the events of a resource, newest first, with the actor', async () => {
+    const res = await t.api('GET', `/api/v1/audit-log?resource_id=${lbId}`);
+    expect(res.status).toBe(200);
+    expect(res.body.data.map((e: any) => e.type)).toEqual(['load_balancer.deleted', 'load_balancer.running', 'load_balancer.created']);
+    const [, running, created] = res.body.data;
+    expect(running.actor).toBe('system');
+    expect(created.actor).toMatch(/^key_/);
+    expect(created).toMatchObject({ team_id: t.teamId, data: { id: lbId, name: 'audited-web' } });
+  });
+
+  it('filters by exact type, category wildcard, actor, free text and time', async () => {
+    const exact = await t.api('GET', '/api/v1/audit-log?type=load_balancer.created');
+    expect(exact.body.data.map((e: any) => e.data.name).sort()).toEqual(['audited-web', 'other']);
+    const wildcard = await t.api('GET', '/api/v1/audit-log?type=load_balancer.*');
+    expect(wildcard.body.data.length).toBeGreaterThanOrEqual(4);
+    expect(wildcard.body.data.every((e: any) => e.type.startsWith('load_balancer.'))).toBe(true);
+    const bySystem = await t.api('GET', '/api/v1/audit-log?actor=system&type=load_balancer.*');
+    expect(bySystem.body.data.every((e: any) => e.actor === 'system')).toBe(true);
+    const text = await t.api('GET', '/api/v1/audit-log?q=AUDITED');
+    expect(text.body.data.length).toBe(3);
+    const future = await t.api('GET', `/api/v1/audit-log?since=${encodeURIComponent(new Date(Date.now() + 60_000).toISOString())}`);
+    expect(future.body.data).toEqual([]);
+    const past = await t.api('GET', `/api/v1/audit-log?until=${encodeURIComponent('2000-01-01T00:00:00Z')}`);
+    expect(past.body.data).toEqual([]);
+  });
+
+  it('pages with a cursor and rejects bad queries', async () => {
+    const first = await t.api('GET', '/api/v1/audit-log?limit=2&order=asc');
+    expect(first.body.data).toHaveLength(2);
+    const all = await t.api('GET', '/api/v1/audit-log?limit=100&order=asc');
+    const second = await t.api('GET', `/api/v1/audit-log?limit=2&order=asc&cursor=${encodeURIComponent(first.body.meta.next_cursor)}`);
+    expect(second.body.data.map((e: any) => e.id)).toEqual(all.body.data.slice(2, 4).map((e: any) => e.id));
+    expect((await t.api('GET', '/api/v1/audit-log?cursor=nonsense')).body.error.code).toBe('invalid_cursor');
+    const bad = await t.api('GET', '/api/v1/audit-log?since=yesterday&limit=500');
+    expect(bad.status).toBe(422);
+    expect(bad.body.error.code).toBe('validation_failed');
+  });
+
+  it('shows only the caller team\'s events', async () => {
+    const { createTeam } = await import('../../src/accounts/bootstrap');
+    const other = await createTeam(t.service.ctx.writer, t.service.ctx.authenticator, { teamName: 'Other', ownerName: 'O', ownerEmail: 'o@example.com' });
+    const res = await t.api('GET', `/api/v1/audit-log?resource_id=${lbId}`, undefined, { key: other.token });
+    expect(res.status).toBe(200);
+    expect(res.body.data).toEqual([]);
+  });
+});
