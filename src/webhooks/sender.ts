@@ -1,0 +1,73 @@
+/**
+ * One HTTP attempt of a delivery: POST the raw body with its headers to the address the
+ * target guard checked, within the timeout. Success is a 2xx answer; a redirect is a
+ * failure (it is never followed: it could lead anywhere).
+ */
+import http from 'node:http';
+import https from 'node:https';
+import type { LookupFunction } from 'node:net';
+import { resolveTarget, TargetPolicy } from './target-guard';
+
+export interface AttemptResult {
+  ok: boolean;
+  status: number | null;
+  /** Human-readable reason of a failure; null on success. */
+  error: string | null;
+  retryAfter?: string;
+}
+
+const MAX_ERROR_BODY = 200;
+
+export async function sendDelivery(target: string, headers: Record<string, string>, body: string, timeoutMs: number, policy: TargetPolicy): Promise<AttemptResult> {
+  let resolved: Awaited<ReturnType<typeof resolveTarget>>;
+  try {
+    resolved = await resolveTarget(target, policy);
+  } catch (err) {
+    return { ok: false, status: null, error: `refused: ${(err as Error).message}` };
+  }
+  const { url, address, family } = resolved;
+  // Connect to the checked address whatever a second DNS lookup would say.
+  const pinned: LookupFunction = (_hostname, options, callback) => {
+    if ((options as { all?: boolean }).all) (callback as (e: null, a: Array<{ address: string; family: number }>) => void)(null, [{ address, family }]);
+    else callback(null, address, family);
+  };
+  const client = url.protocol === 'https:' ? https : http;
+  return new Promise<AttemptResult>((resolve) => {
+    let settled = false;
+    const finish = (result: AttemptResult) => {
+      if (settled) return;
+      settled = true;
+      clearTimeout(timer);
+      resolve(result);
+    };
+    const request = client.request(
+      url,
+      {
+        method: 'POST',
+        lookup: pinned,
+        headers: { ...headers, 'content-type': 'application/json', 'content-length': Buffer.byteLength(body), 'user-agent': 'Cloudplane-Webhooks/1' },
+      },
+      (response) => {
+        const status = response.statusCode ?? 0;
+        let text = '';
+        response.setEncoding('utf8');
+        response.on('data', (chunk: string) => {
+          if (text.length < MAX_ERROR_BODY) text += chunk;
+        });
+        response.on('end', () => {
+          const retryAfter = typeof response.headers['retry-after'] === 'string' ? response.headers['retry-after'] : undefined;
+          if (status >= 200 && status < 300) return finish({ ok: true, status, error: null });
+          const kind = status >= 300 && status < 400 ? 'redirect (not followed)' : 'status';
+          finish({ ok: false, status, error: `receiver answered ${kind} ${status}${text ? `: ${text.slice(0, MAX_ERROR_BODY)}` : ''}`, retryAfter });
+        });
+        response.on('error', (err) => finish({ ok: false, status, error: `reading the answer failed: ${err.message}` }));
+      },
+    );
+    const timer = setTimeout(() => {
+      request.destroy();
+      finish({ ok: false, status: null, error: `no answer within ${timeoutMs / 1000} s` });
+    }, timeoutMs);
+    request.on('error', (err) => finish({ ok: false, status: null, error: `connection failed: ${err.message}` }));
+    request.end(body);
+  });
+}
