@@ -6,6 +6,8 @@
 import fs from 'node:fs';
 import path from 'node:path';
 
+const NEWLINE = 0x0a;
+
 interface PendingAppend {
   line: string;
   resolve: () => void;
@@ -20,27 +22,27 @@ export class AppendLog {
 
   constructor(readonly file: string) {}
 
-  /** Opens the log and returns every complete record in it. */
+  /**
+   * Opens the log and returns every complete record in it. Works on the raw bytes, so the
+   * cost is linear in the size of the log (a newline byte never occurs inside a UTF-8
+   * multi-byte character).
+   */
   open<T>(): T[] {
     const records: T[] = [];
-    let content = '';
-    if (fs.existsSync(this.file)) content = fs.readFileSync(this.file, 'utf8');
+    const content = fs.existsSync(this.file) ? fs.readFileSync(this.file) : Buffer.alloc(0);
     let goodBytes = 0;
-    let start = 0;
-    while (start < content.length) {
-      const end = content.indexOf('\n', start);
+    while (goodBytes < content.length) {
+      const end = content.indexOf(NEWLINE, goodBytes);
       if (end === -1) break; // torn tail: the write of this line never completed
-      const line = content.slice(start, end);
       try {
-        records.push(JSON.parse(line) as T);
+        records.push(JSON.parse(content.toString('utf8', goodBytes, end)) as T);
       } catch {
-        if (content.indexOf('\n', end + 1) !== -1) {
-          throw new Error(`${this.file}: corrupt record in the middle of the log at byte ${Buffer.byteLength(content.slice(0, start))}`);
+        if (content.indexOf(NEWLINE, end + 1) !== -1) {
+          throw new Error(`${this.file}: corrupt record in the middle of the log at byte ${goodBytes}`);
         }
         break; // a torn last record
       }
-      start = end + 1;
-      goodBytes = Buffer.byteLength(content.slice(0, start));
+      goodBytes = end + 1;
     }
     this.fd = fs.openSync(this.file, fs.constants.O_RDWR | fs.constants.O_CREAT, 0o600);
     fs.ftruncateSync(this.fd, goodBytes);
@@ -56,7 +58,9 @@ export class AppendLog {
   append(record: unknown): Promise<void> {
     return new Promise<void>((resolve, reject) => {
       this.queue.push({ line: `${JSON.stringify(record)}\n`, resolve, reject });
-      if (!this.flushing) this.flushing = this.flushLoop();
+      // Start writing once the current turn is over, so that everything appended in it
+      // goes into the first batch rather than the first record alone.
+      if (!this.flushing) this.flushing = Promise.resolve().then(() => this.flushLoop());
     });
   }
 
@@ -95,6 +99,13 @@ export class AppendLog {
         this.bytes += buffer.length;
         for (const p of batch) p.resolve();
       } catch (err) {
+        // Cut off whatever part of the batch reached the file, so that a later, shorter
+        // batch written at the same offset cannot leave a remnant of this one behind it.
+        try {
+          fs.ftruncateSync(this.fd, this.bytes);
+        } catch {
+          // The next open() still cuts a torn tail; nothing more can be done here.
+        }
         for (const p of batch) p.reject(err as Error);
       }
     }
