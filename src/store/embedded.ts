@@ -113,68 +113,74 @@ export class EmbeddedStore implements Store {
 
   async create<S, St>(input: NewObject<S, St>): Promise<StoredObject<S, St>> {
     const key = keyOf(input.meta.kind, input.meta.team, input.meta.id);
-    await this.settle(key);
-    if (this.latest(key)) throw new AlreadyExistsError(input.meta.kind, input.meta.id);
-    const now = nowIso();
-    const object: StoredObject<S, St> = {
-      meta: {
-        kind: input.meta.kind,
-        id: input.meta.id,
-        team: input.meta.team,
-        labels: { ...(input.meta.labels ?? {}) },
-        generation: 1,
-        createdAt: now,
-        updatedAt: now,
-        resourceVersion: '',
-      },
-      spec: input.spec,
-      status: input.status,
-    };
-    return this.commit(key, object);
+    return this.exclusive(key, () => {
+      if (this.latest(key)) throw new AlreadyExistsError(input.meta.kind, input.meta.id);
+      const now = nowIso();
+      const object: StoredObject<S, St> = {
+        meta: {
+          kind: input.meta.kind,
+          id: input.meta.id,
+          team: input.meta.team,
+          labels: { ...(input.meta.labels ?? {}) },
+          generation: 1,
+          createdAt: now,
+          updatedAt: now,
+          resourceVersion: '',
+        },
+        spec: input.spec,
+        status: input.status,
+      };
+      return this.commit(key, object);
+    });
   }
 
   async update<S, St>(object: StoredObject<S, St>): Promise<StoredObject<S, St>> {
-    await this.settle(this.keyFor(object));
-    const current = this.current<S, St>(object);
-    const specChanged = JSON.stringify(current.spec) !== JSON.stringify(object.spec);
-    return this.commit(this.keyFor(object), {
-      meta: {
-        ...current.meta,
-        labels: { ...object.meta.labels },
-        generation: current.meta.generation + (specChanged ? 1 : 0),
-        updatedAt: nowIso(),
-      },
-      spec: object.spec,
-      status: current.status,
+    return this.exclusive(this.keyFor(object), () => {
+      const current = this.current<S, St>(object);
+      const specChanged = JSON.stringify(current.spec) !== JSON.stringify(object.spec);
+      return this.commit(this.keyFor(object), {
+        meta: {
+          ...current.meta,
+          labels: { ...object.meta.labels },
+          generation: current.meta.generation + (specChanged ? 1 : 0),
+          updatedAt: nowIso(),
+        },
+        spec: object.spec,
+        status: current.status,
+      });
     });
   }
 
   async updateStatus<S, St>(object: StoredObject<S, St>): Promise<StoredObject<S, St>> {
-    await this.settle(this.keyFor(object));
-    const current = this.current<S, St>(object);
-    return this.commit(this.keyFor(object), {
-      meta: { ...current.meta, updatedAt: nowIso() },
-      spec: current.spec,
-      status: object.status,
+    return this.exclusive(this.keyFor(object), () => {
+      const current = this.current<S, St>(object);
+      return this.commit(this.keyFor(object), {
+        meta: { ...current.meta, updatedAt: nowIso() },
+        spec: current.spec,
+        status: object.status,
+      });
     });
   }
 
   async requestDeletion<S, St>(kind: string, team: string, id: string): Promise<StoredObject<S, St>> {
-    await this.settle(keyOf(kind, team, id));
-    const current = this.latest(keyOf(kind, team, id)) as StoredObject<S, St> | undefined;
-    if (!current) throw new NotFoundError(kind, id);
-    if (current.meta.deletionTimestamp) return current;
-    const now = nowIso();
-    return this.commit(keyOf(kind, team, id), { ...current, meta: { ...current.meta, deletionTimestamp: now, updatedAt: now } });
+    const key = keyOf(kind, team, id);
+    return this.exclusive(key, async () => {
+      const current = this.latest(key) as StoredObject<S, St> | undefined;
+      if (!current) throw new NotFoundError(kind, id);
+      if (current.meta.deletionTimestamp) return current;
+      const now = nowIso();
+      return this.commit(key, { ...current, meta: { ...current.meta, deletionTimestamp: now, updatedAt: now } });
+    });
   }
 
   async remove(kind: string, team: string, id: string, resourceVersion?: string): Promise<void> {
     const key = keyOf(kind, team, id);
-    await this.settle(key);
-    const current = this.latest(key);
-    if (!current) throw new NotFoundError(kind, id);
-    if (resourceVersion !== undefined && current.meta.resourceVersion !== resourceVersion) throw new ConflictError(kind, id);
-    await this.write(key, null, { op: 'del', k: key });
+    return this.exclusive(key, () => {
+      const current = this.latest(key);
+      if (!current) throw new NotFoundError(kind, id);
+      if (resourceVersion !== undefined && current.meta.resourceVersion !== resourceVersion) throw new ConflictError(kind, id);
+      return this.write(key, null, { op: 'del', k: key });
+    });
   }
 
   watch(listener: WatchListener): () => void {
@@ -188,14 +194,20 @@ export class EmbeddedStore implements Store {
   }
 
   async putSecret(team: string, name: string, data: Record<string, string>): Promise<void> {
-    await this.settle(keyOf(SECRET_KIND, team, name));
-    const existing = this.latest(keyOf(SECRET_KIND, team, name));
-    if (existing) await this.update({ ...existing, spec: data });
-    else await this.create({ meta: { kind: SECRET_KIND, team, id: name }, spec: data, status: {} });
+    const key = keyOf(SECRET_KIND, team, name);
+    await this.exclusive(key, () => {
+      const existing = this.latest(key);
+      const now = nowIso();
+      const meta = existing
+        ? { ...existing.meta, generation: existing.meta.generation + 1, updatedAt: now }
+        : { kind: SECRET_KIND, id: name, team, labels: {}, generation: 1, createdAt: now, updatedAt: now, resourceVersion: '' };
+      return this.commit(key, { meta, spec: { ...data }, status: {} });
+    });
   }
 
   async deleteSecret(team: string, name: string): Promise<void> {
-    if (this.latest(keyOf(SECRET_KIND, team, name))) await this.remove(SECRET_KIND, team, name);
+    const key = keyOf(SECRET_KIND, team, name);
+    await this.exclusive(key, () => (this.latest(key) ? this.write(key, null, { op: 'del', k: key }) : Promise.resolve()));
   }
 
   async listSecrets(prefix: string): Promise<Array<{ team: string; name: string; data: Record<string, string> }>> {
@@ -213,9 +225,16 @@ export class EmbeddedStore implements Store {
     return this.objects.get(key);
   }
 
-  /** Waits until no write of `key` is in flight. */
-  private async settle(key: string): Promise<void> {
-    for (let write = this.inflight.get(key); write; write = this.inflight.get(key)) await write;
+  /**
+   * Runs `write` once no write of `key` is in flight. `write` must check committed state
+   * and hand its record to the log without awaiting anything first: the check and the
+   * append then happen in one synchronous step, which registers the write in `inflight`
+   * before any other writer of the key can look. (Waiting in a helper and checking after
+   * awaiting it would let every writer that waited pass the same check.)
+   */
+  private async exclusive<T>(key: string, write: () => Promise<T>): Promise<T> {
+    for (let pending = this.inflight.get(key); pending; pending = this.inflight.get(key)) await pending;
+    return write();
   }
 
   /** The latest version of `object`, checking that the caller wrote on top of it. */
