@@ -4,6 +4,9 @@
  * and if it is added meanwhile it is processed again afterwards. Failed keys come back
  * after an exponential backoff.
  */
+/** The longest delay a Node timer accepts (2^31 - 1 ms). */
+const MAX_TIMER_MS = 2_147_483_647;
+
 export interface BackoffOptions {
   baseMs: number;
   maxMs: number;
@@ -42,10 +45,15 @@ export class WorkQueue {
     this.queue.push(key);
   }
 
-  /** Adds the key after `ms`; an earlier pending add-after of the same key wins. */
+  /**
+   * Adds the key after `ms`; an earlier pending add-after of the same key wins. A delay
+   * beyond what a Node timer holds (about 24.8 days) is cut to that maximum: Node would
+   * otherwise fire it after 1 ms, and a long requeue (a retention period) would spin.
+   */
   addAfter(key: string, ms: number): void {
     if (this.shuttingDown) return;
     if (ms <= 0) return this.add(key);
+    ms = Math.min(ms, MAX_TIMER_MS);
     const at = Date.now() + ms;
     const existing = this.timers.get(key);
     if (existing && existing.at <= at) return;

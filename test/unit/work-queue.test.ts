@@ -1,0 +1,250 @@
+/**
+ * The controller runtime: the work queue's per-key guarantees and backoff, and the
+ * controller that feeds it from the store's watch and honours requeueAfter.
+ */
+import fs from 'node:fs';
+import os from 'node:os';
+import path from 'node:path';
+import { WorkQueue } from '../../src/controllers/work-queue';
+import { Controller, Reconciler } from '../../src/controllers/controller';
+import { EmbeddedStore } from '../../src/store/embedded';
+import { createLogger } from '../../src/logger';
+
+const sleep = (ms: number) => new Promise((resolve) => setTimeout(resolve, ms));
+
+/** Resolves with the next key, or with 'nothing' if none comes within `ms`. */
+const nextWithin = (queue: WorkQueue, ms: number) => Promise.race([queue.get(), sleep(ms).then(() => 'nothing')]);
+
+describe('WorkQueue', () => {
+  let queue: WorkQueue;
+  beforeEach(() => {
+    queue = new WorkQueue({ baseMs: 20, maxMs: 200 });
+  });
+  afterEach(() => queue.shutDown());
+
+  it('holds a waiting key once however often it is added, and hands keys out in order', async () => {
+    queue.add('a');
+    queue.add('b');
+    queue.add('a');
+    queue.add('a');
+    expect(queue.length).toBe(2);
+    expect(await queue.get()).toBe('a');
+    expect(await queue.get()).toBe('b');
+    expect(queue.length).toBe(0);
+  });
+
+  it('hands a key added later to a worker already waiting', async () => {
+    const waiting = queue.get();
+    queue.add('late');
+    expect(await waiting).toBe('late');
+  });
+
+  it('does not hand a key being processed to a second worker, and processes it again if it was added meanwhile', async () => {
+    queue.add('k');
+    expect(await queue.get()).toBe('k');
+    queue.add('k');
+    queue.add('k');
+    expect(queue.length).toBe(0);
+    const second = queue.get();
+    queue.add('other');
+    expect(await second).toBe('other'); // not 'k', which is still being processed
+    queue.done('other');
+    const third = queue.get();
+    expect(await Promise.race([third, sleep(30).then(() => 'nothing')])).toBe('nothing');
+    queue.done('k');
+    expect(await third).toBe('k'); // once, although it was added twice while processing
+    queue.done('k');
+    expect(await nextWithin(queue, 30)).toBe('nothing');
+  });
+
+  it('does not re-process a key that was not added while it was processed', async () => {
+    queue.add('once');
+    expect(await queue.get()).toBe('once');
+    queue.done('once');
+    expect(await nextWithin(queue, 30)).toBe('nothing');
+  });
+
+  it('backs off exponentially on failures, up to the cap, and starts over after forget', async () => {
+    const delays = Array.from({ length: 6 }, () => queue.addRateLimited('f'));
+    expect(delays).toEqual([20, 40, 80, 160, 200, 200]);
+    queue.forget('f');
+    expect(queue.addRateLimited('g')).toBe(20);
+    expect(queue.addRateLimited('f')).toBe(20);
+  });
+
+  it('brings a failed key back only after its backoff', async () => {
+    const slow = new WorkQueue({ baseMs: 60, maxMs: 1_000 });
+    slow.add('f');
+    expect(await slow.get()).toBe('f');
+    slow.done('f');
+    slow.addRateLimited('f'); // 60 ms
+    slow.addRateLimited('f'); // a second failure: 120 ms, but the earlier pending add wins
+    const started = Date.now();
+    expect(await slow.get()).toBe('f');
+    const waited = Date.now() - started;
+    expect(waited).toBeGreaterThanOrEqual(55);
+    expect(waited).toBeLessThan(115);
+    slow.done('f');
+    expect(await nextWithin(slow, 150)).toBe('nothing'); // the later add-after was absorbed
+    slow.shutDown();
+  });
+
+  it('keeps the earlier of two delayed adds of a key', async () => {
+    queue.addAfter('x', 400);
+    queue.addAfter('x', 30);
+    const started = Date.now();
+    expect(await queue.get()).toBe('x');
+    expect(Date.now() - started).toBeLessThan(300);
+    queue.done('x');
+    expect(await nextWithin(queue, 450)).toBe('nothing'); // the 400 ms timer was replaced, not kept
+  });
+
+  it('holds a delay longer than a Node timer can, instead of firing it at once', async () => {
+    queue.addAfter('retention', 30 * 24 * 3600 * 1000); // 30 days
+    expect(await nextWithin(queue, 50)).toBe('nothing');
+  });
+
+  it('adds at once for a delay of zero or less', async () => {
+    queue.addAfter('now', 0);
+    expect(queue.length).toBe(1);
+  });
+
+  it('answers null to waiting and later workers after shutdown, and ignores adds', async () => {
+    const waiting = queue.get();
+    queue.addAfter('timer', 10);
+    queue.shutDown();
+    expect(await waiting).toBeNull();
+    queue.add('ignored');
+    expect(queue.length).toBe(0);
+    expect(await queue.get()).toBeNull();
+    await sleep(20);
+    expect(queue.length).toBe(0);
+  });
+});
+
+describe('Controller', () => {
+  let dir: string;
+  let store: EmbeddedStore;
+  let controller: Controller | null = null;
+  const logger = createLogger('silent');
+  const thing = (id: string) => ({ meta: { kind: 'Widget', id, team: 'team_a' }, spec: { n: 0 }, status: {} });
+
+  beforeEach(async () => {
+    dir = fs.mkdtempSync(path.join(os.tmpdir(), 'cloudplane-ctrl-'));
+    store = new EmbeddedStore({ dataDir: dir });
+    await store.start();
+  });
+  afterEach(async () => {
+    await controller?.stop();
+    controller = null;
+    await store.stop();
+    fs.rmSync(dir, { recursive: true, force: true });
+  });
+
+  it('reconciles what exists at start and what the watch reports, never one key in two workers at once', async () => {
+    await store.create(thing('existing'));
+    const active = new Set<string>();
+    let overlap = false;
+    const calls: string[] = [];
+    const reconciler: Reconciler = {
+      kind: 'Widget',
+      async reconcile(team, id) {
+        if (active.has(id)) overlap = true;
+        active.add(id);
+        calls.push(`${team}/${id}`);
+        await sleep(15);
+        active.delete(id);
+      },
+    };
+    controller = new Controller(store, reconciler, { workers: 4, resyncMs: 60_000, logger });
+    await controller.start();
+    const created = await store.create(thing('busy'));
+    // A burst of changes of one object while it is being reconciled.
+    let current = created;
+    for (let n = 1; n <= 5; n++) {
+      current = await store.update({ ...current, spec: { n } });
+      await sleep(3);
+    }
+    await sleep(120);
+    expect(overlap).toBe(false);
+    expect(calls).toContain('team_a/existing');
+    const busyCalls = calls.filter((c) => c === 'team_a/busy').length;
+    expect(busyCalls).toBeGreaterThanOrEqual(2); // the changes during a pass are looked at again
+    expect(busyCalls).toBeLessThanOrEqual(6); // ... but coalesced, not once per change and worker
+    // Other kinds are not this controller's business.
+    const before = calls.length;
+    await store.create({ meta: { kind: 'Gadget', id: 'g', team: 'team_a' }, spec: {}, status: {} });
+    await sleep(30);
+    expect(calls.length).toBe(before);
+  });
+
+  it('looks at an object again after the requeueAfter the reconciler asked for', async () => {
+    const times: number[] = [];
+    controller = new Controller(
+      store,
+      {
+        kind: 'Widget',
+        async reconcile() {
+          times.push(Date.now());
+          return times.length < 3 ? { requeueAfterMs: 80 } : undefined;
+        },
+      },
+      { workers: 2, resyncMs: 60_000, logger },
+    );
+    await controller.start();
+    await store.create(thing('polled'));
+    await sleep(400);
+    expect(times).toHaveLength(3);
+    expect(times[1] - times[0]).toBeGreaterThanOrEqual(70);
+    expect(times[2] - times[1]).toBeGreaterThanOrEqual(70);
+  });
+
+  it('retries a failing reconcile with growing pauses until it succeeds', async () => {
+    const times: number[] = [];
+    controller = new Controller(
+      store,
+      {
+        kind: 'Widget',
+        async reconcile() {
+          times.push(Date.now());
+          if (times.length < 4) throw new Error('provider hiccup');
+        },
+      },
+      { workers: 1, resyncMs: 60_000, logger },
+    );
+    await controller.start();
+    await store.create(thing('flaky'));
+    // Default backoff: 100, 200, 400 ms after the first three failures.
+    await sleep(1_000);
+    expect(times).toHaveLength(4);
+    const gaps = times.slice(1).map((t, i) => t - times[i]);
+    expect(gaps[0]).toBeGreaterThanOrEqual(90);
+    expect(gaps[1]).toBeGreaterThanOrEqual(190);
+    expect(gaps[2]).toBeGreaterThanOrEqual(390);
+    await sleep(300);
+    expect(times).toHaveLength(4); // success ends the retries
+  });
+
+  it('stops its workers on stop, even with timers pending', async () => {
+    let calls = 0;
+    controller = new Controller(
+      store,
+      {
+        kind: 'Widget',
+        async reconcile() {
+          calls++;
+          return { requeueAfterMs: 20 };
+        },
+      },
+      { workers: 2, resyncMs: 60_000, logger },
+    );
+    await controller.start();
+    await store.create(thing('stopping'));
+    await sleep(30);
+    await controller.stop();
+    controller = null;
+    const after = calls;
+    await sleep(60);
+    expect(calls).toBe(after);
+  });
+});
