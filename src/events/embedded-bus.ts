@@ -101,6 +101,10 @@ export class EmbeddedEventBus implements EventBus {
           await new Promise((resolve) => setTimeout(resolve, RETRY_DELAY_MS));
           continue;
         }
+        // A consumer unsubscribed (or stopped) meanwhile no longer owns the position: a new
+        // subscriber of the name may be at this event already, and moving the position on
+        // from here would make it skip the next one. The event is handed out again instead.
+        if (consumer.stopped) break;
         this.positions[name] = (this.positions[name] ?? 0) + 1;
         this.scheduleSavePositions();
       }
