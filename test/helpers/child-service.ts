@@ -1,0 +1,91 @@
+/**
+ * Runs the real service as a child process (`node dist/src/main.js`, as `make run`
+ * does), so that a test can kill it with SIGKILL and start it again on the same data
+ * directory. `make test` builds dist/ first; when iterating, run `npx tsc -p .`.
+ */
+import fs from 'node:fs';
+import path from 'node:path';
+import { spawn, ChildProcess } from 'node:child_process';
+import { request, ApiResponse, RequestOptions } from './service';
+
+const MAIN = path.resolve(__dirname, '../../dist/src/main.js');
+const LISTENING = /listening on (http:\/\/\S+?) /;
+
+export interface ChildService {
+  child: ChildProcess;
+  url: string;
+  api: (method: string, path: string, body?: unknown, options?: RequestOptions) => Promise<ApiResponse>;
+  /** SIGKILL: no shutdown code runs, as in a crash or an OOM kill. Resolves once it is gone. */
+  kill(): Promise<void>;
+  /** SIGTERM: the graceful shutdown of main.ts. Resolves with the exit code. */
+  stop(): Promise<number | null>;
+  /** The last lines the process printed, for failure messages. */
+  output(): string;
+}
+
+export interface ChildOptions {
+  dataDir: string;
+  /** The API key of the first team (CLOUDPLANE_BOOTSTRAP_API_KEY), used by `api`. */
+  key: string;
+  env?: Record<string, string>;
+  startTimeoutMs?: number;
+}
+
+export async function startChildService(options: ChildOptions): Promise<ChildService> {
+  if (!fs.existsSync(MAIN)) throw new Error(`${MAIN} is missing: build first (make build, or npx tsc -p .)`);
+  const child = spawn(process.execPath, [MAIN], {
+    env: {
+      PATH: process.env.PATH ?? '',
+      CLOUDPLANE_PORT: '0',
+      CLOUDPLANE_HOST: '127.0.0.1',
+      CLOUDPLANE_DATA_DIR: options.dataDir,
+      CLOUDPLANE_BOOTSTRAP_API_KEY: options.key,
+      CLOUDPLANE_LOG_LEVEL: 'warn',
+      ...options.env,
+    },
+    stdio: ['ignore', 'pipe', 'pipe'],
+  });
+  const exited = new Promise<number | null>((resolve) => child.once('exit', (code) => resolve(code)));
+  const lines: string[] = [];
+  const remember = (chunk: Buffer) => {
+    lines.push(...chunk.toString('utf8').split('\n').filter(Boolean));
+    if (lines.length > 200) lines.splice(0, lines.length - 200);
+  };
+  child.stderr!.on('data', remember);
+
+  const url = await new Promise<string>((resolve, reject) => {
+    let buffered = '';
+    const timer = setTimeout(() => fail(new Error(`the service did not start within ${options.startTimeoutMs ?? 20_000} ms`)), options.startTimeoutMs ?? 20_000);
+    const onData = (chunk: Buffer) => {
+      remember(chunk);
+      buffered += chunk.toString('utf8');
+      const match = LISTENING.exec(buffered);
+      if (match) {
+        clearTimeout(timer);
+        resolve(match[1]);
+      }
+    };
+    const fail = (err: Error) => {
+      clearTimeout(timer);
+      child.kill('SIGKILL');
+      reject(new Error(`${err.message}\n${lines.join('\n')}`));
+    };
+    child.stdout!.on('data', onData);
+    void exited.then((code) => fail(new Error(`the service exited with code ${code} before listening`)));
+  });
+
+  return {
+    child,
+    url,
+    api: (method, urlPath, body, opts = {}) => request(url, method, urlPath, body, { key: opts.key === undefined ? options.key : opts.key, ...opts }),
+    async kill() {
+      if (child.exitCode === null && child.signalCode === null) child.kill('SIGKILL');
+      await exited;
+    },
+    async stop() {
+      if (child.exitCode === null && child.signalCode === null) child.kill('SIGTERM');
+      return exited;
+    },
+    output: () => lines.join('\n'),
+  };
+}
