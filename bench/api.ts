@@ -1,0 +1,245 @@
+/**
+ * API benchmark (`make bench`): the real service, started in-process through
+ * startService on a fresh data directory, under autocannon load for a few
+ * representative calls, next to a bare Fastify app answering one small JSON object
+ * (the ceiling a Fastify service can reach on this machine). Writes the figures to
+ * bench/results/api-<timestamp>.json and bench/results/api-latest.md.
+ *
+ * The load generator runs in a worker thread, so that it does not share an event loop
+ * with the server it measures. See bench/README.md for how to read the results.
+ */
+import fs from 'node:fs';
+import os from 'node:os';
+import path from 'node:path';
+import Fastify from 'fastify';
+import { loadConfig } from '../src/config';
+import { createLogger } from '../src/logger';
+import { startService } from '../src/service';
+
+/** The part of autocannon's API used here (the package ships no type declarations). */
+interface Histogram {
+  average: number;
+  stddev: number;
+  min: number;
+  max: number;
+  total?: number;
+  p50: number;
+  p97_5: number;
+  p99: number;
+}
+interface AutocannonResult {
+  requests: Histogram;
+  latency: Histogram;
+  throughput: Histogram;
+  duration: number;
+  errors: number;
+  timeouts: number;
+  non2xx: number;
+  statusCodeStats?: Record<string, { count: number }>;
+  '2xx': number;
+}
+interface AutocannonOptions {
+  url: string;
+  method?: string;
+  headers?: Record<string, string>;
+  body?: string;
+  connections: number;
+  duration: number;
+  workers?: number;
+}
+// eslint-disable-next-line @typescript-eslint/no-require-imports
+const autocannon = require('autocannon') as (options: AutocannonOptions) => Promise<AutocannonResult>;
+
+const DURATION_S = Number(process.env.BENCH_DURATION_S ?? 10);
+const WARMUP_S = Number(process.env.BENCH_WARMUP_S ?? 2);
+const CONNECTIONS = Number(process.env.BENCH_CONNECTIONS ?? 10);
+const PRECREATE = Number(process.env.BENCH_PRECREATE ?? 200);
+const RESULTS_DIR = path.resolve(__dirname, '..', '..', 'bench', 'results');
+const KEY = 'cpk_Bench0123456789abcdefghijABCDEFGHIJKLMNO';
+
+interface Scenario {
+  name: string;
+  method: 'GET' | 'POST';
+  url: string;
+  path: string;
+  headers?: Record<string, string>;
+  body?: string;
+}
+
+interface ScenarioResult {
+  name: string;
+  method: string;
+  path: string;
+  connections: number;
+  duration_s: number;
+  requests_total: number;
+  req_per_s_avg: number;
+  req_per_s_stddev: number;
+  latency_ms: { avg: number; p50: number; p97_5: number; p99: number; max: number };
+  errors: number;
+  timeouts: number;
+  non_2xx: number;
+  status_codes: Record<string, number>;
+}
+
+function machine() {
+  const cpus = os.cpus();
+  return {
+    cpu_model: cpus[0]?.model ?? 'unknown',
+    cpu_count: cpus.length,
+    total_memory_gb: Math.round((os.totalmem() / 1024 ** 3) * 10) / 10,
+    node: process.version,
+    platform: `${os.type()} ${os.release()} ${os.arch()}`,
+  };
+}
+
+async function run(scenario: Scenario): Promise<ScenarioResult> {
+  const options: AutocannonOptions = {
+    url: `${scenario.url}${scenario.path}`,
+    method: scenario.method,
+    headers: scenario.headers,
+    body: scenario.body,
+    connections: CONNECTIONS,
+    workers: 1,
+    duration: WARMUP_S,
+  };
+  if (WARMUP_S > 0) await autocannon(options);
+  const r = await autocannon({ ...options, duration: DURATION_S });
+  const round = (n: number) => Math.round(n * 100) / 100;
+  return {
+    name: scenario.name,
+    method: scenario.method,
+    path: scenario.path,
+    connections: CONNECTIONS,
+    duration_s: r.duration,
+    requests_total: r.requests.total ?? Math.round(r.requests.average * r.duration),
+    req_per_s_avg: round(r.requests.average),
+    req_per_s_stddev: round(r.requests.stddev),
+    latency_ms: { avg: round(r.latency.average), p50: r.latency.p50, p97_5: r.latency.p97_5, p99: r.latency.p99, max: r.latency.max },
+    errors: r.errors,
+    timeouts: r.timeouts,
+    non_2xx: r.non2xx,
+    status_codes: Object.fromEntries(Object.entries(r.statusCodeStats ?? {}).map(([code, s]) => [code, Number(s.count)])),
+  };
+}
+
+async function precreate(url: string, count: number): Promise<string[]> {
+  const ids: string[] = [];
+  const headers = { authorization: `Bearer ${KEY}`, 'content-type': 'application/json' };
+  for (let i = 0; i < count; i += 10) {
+    const batch = await Promise.all(
+      Array.from({ length: Math.min(10, count - i) }, async (_, j) => {
+        const res = await fetch(`${url}/api/v1/load-balancers`, { method: 'POST', headers, body: JSON.stringify({ name: `bench-${i + j}`, region: 'fra1' }) });
+        if (res.status !== 201) throw new Error(`pre-create answered ${res.status}: ${await res.text()}`);
+        return ((await res.json()) as { data: { id: string } }).data.id;
+      }),
+    );
+    ids.push(...batch);
+  }
+  // Measure a settled service: wait until the reconcilers have provisioned everything.
+  for (const deadline = Date.now() + 60_000; ; ) {
+    const res = await fetch(`${url}/api/v1/load-balancers?status=creating&limit=1`, { headers });
+    if (((await res.json()) as { data: unknown[] }).data.length === 0) break;
+    if (Date.now() > deadline) throw new Error('pre-created load balancers did not reach running in time');
+    await new Promise((resolve) => setTimeout(resolve, 200));
+  }
+  return ids;
+}
+
+function markdown(report: { started_at: string; machine: ReturnType<typeof machine>; load_average: { before: number[]; after: number[] }; settings: Record<string, unknown>; note: string; results: ScenarioResult[] }): string {
+  const m = report.machine;
+  const rows = report.results.map(
+    (r) =>
+      `| ${r.name} | \`${r.method} ${r.path}\` | ${r.req_per_s_avg.toFixed(0)} | ${r.latency_ms.p50} | ${r.latency_ms.p97_5} | ${r.latency_ms.p99} | ${r.latency_ms.max} | ${r.errors} | ${r.non_2xx} |`,
+  );
+  const load = (l: number[]) => l.map((x) => x.toFixed(2)).join(' / ');
+  return [
+    `# API benchmark, ${report.started_at}`,
+    '',
+    `Machine: ${m.cpu_model}, ${m.cpu_count} CPUs, ${m.total_memory_gb} GB RAM, ${m.platform}, Node ${m.node}.`,
+    `Settings: ${report.settings.connections} connections, ${report.settings.duration_s} s per row after a ${report.settings.warmup_s} s warm-up, load generated from a worker thread of the same process; ${report.settings.precreated} load balancers existed before the first row.`,
+    `Load average (1/5/15 min) before: ${load(report.load_average.before)}, after: ${load(report.load_average.after)}.`,
+    '',
+    `> ${report.note}`,
+    '',
+    '| row | request | req/s (avg) | p50 ms | p97.5 ms | p99 ms | max ms | errors | non-2xx |',
+    '|---|---|---:|---:|---:|---:|---:|---:|---:|',
+    ...rows,
+    '',
+    'The baseline is a bare Fastify app with one route returning a small JSON object, on the same machine in the same run: the ceiling for any Fastify service here. See bench/README.md.',
+    '',
+  ].join('\n');
+}
+
+async function main(): Promise<void> {
+  const startedAt = new Date();
+  const loadBefore = os.loadavg();
+  const dataDir = fs.mkdtempSync(path.join(os.tmpdir(), 'cloudplane-bench-'));
+  const config = loadConfig({
+    CLOUDPLANE_PORT: '0',
+    CLOUDPLANE_DATA_DIR: dataDir,
+    CLOUDPLANE_LOG_LEVEL: 'silent',
+    CLOUDPLANE_BOOTSTRAP_API_KEY: KEY,
+    CLOUDPLANE_RATE_LIMIT_PER_MINUTE: '1000000000',
+    CLOUDPLANE_SIM_DELAY_MS: '50',
+  });
+  const service = await startService(config, createLogger('silent'));
+
+  const baseline = Fastify({ logger: false });
+  baseline.get('/ping', async () => ({ ok: true, service: 'baseline', version: 1 }));
+  await baseline.listen({ host: '127.0.0.1', port: 0 });
+  const baselineAddress = baseline.server.address();
+  const baselineUrl = `http://127.0.0.1:${typeof baselineAddress === 'object' && baselineAddress ? baselineAddress.port : 0}`;
+
+  const results: ScenarioResult[] = [];
+  try {
+    process.stdout.write(`pre-creating ${PRECREATE} load balancers...\n`);
+    const ids = await precreate(service.url, PRECREATE);
+    const auth = { authorization: `Bearer ${KEY}` };
+    const scenarios: Scenario[] = [
+      { name: 'baseline: bare Fastify', method: 'GET', url: baselineUrl, path: '/ping' },
+      { name: 'get one load balancer', method: 'GET', url: service.url, path: `/api/v1/load-balancers/${ids[Math.floor(ids.length / 2)]}`, headers: auth },
+      { name: 'list load balancers', method: 'GET', url: service.url, path: '/api/v1/load-balancers?limit=50', headers: auth },
+      {
+        name: 'create a load balancer',
+        method: 'POST',
+        url: service.url,
+        path: '/api/v1/load-balancers',
+        headers: { ...auth, 'content-type': 'application/json' },
+        body: JSON.stringify({ name: 'bench-create', region: 'ams3' }),
+      },
+    ];
+    for (const scenario of scenarios) {
+      process.stdout.write(`${scenario.name}: ${WARMUP_S} s warm-up, ${DURATION_S} s measured...\n`);
+      const result = await run(scenario);
+      results.push(result);
+      process.stdout.write(`  ${result.req_per_s_avg.toFixed(0)} req/s, p50 ${result.latency_ms.p50} ms, p99 ${result.latency_ms.p99} ms, errors ${result.errors}, non-2xx ${result.non_2xx}\n`);
+    }
+  } finally {
+    await baseline.close();
+    await service.stop();
+    fs.rmSync(dataDir, { recursive: true, force: true });
+  }
+
+  const report = {
+    started_at: startedAt.toISOString(),
+    machine: machine(),
+    load_average: { before: loadBefore, after: os.loadavg() },
+    settings: { connections: CONNECTIONS, duration_s: DURATION_S, warmup_s: WARMUP_S, precreated: PRECREATE, load_generator: 'autocannon, 1 worker thread, same process' },
+    note:
+      process.env.BENCH_NOTE ??
+      'Run on a shared machine while other processes were running (see the load averages): the figures show orders of magnitude and relations between rows, not the ceiling of the hardware.',
+    results,
+  };
+  fs.mkdirSync(RESULTS_DIR, { recursive: true });
+  const stamp = startedAt.toISOString().replace(/[-:]/g, '').replace(/\.\d+Z$/, 'Z');
+  const jsonFile = path.join(RESULTS_DIR, `api-${stamp}.json`);
+  fs.writeFileSync(jsonFile, `${JSON.stringify(report, null, 2)}\n`);
+  fs.writeFileSync(path.join(RESULTS_DIR, 'api-latest.md'), markdown(report));
+  process.stdout.write(`\nwrote ${path.relative(process.cwd(), jsonFile)} and ${path.relative(process.cwd(), path.join(RESULTS_DIR, 'api-latest.md'))}\n`);
+}
+
+main().catch((err) => {
+  process.stderr.write(`bench failed: ${err instanceof Error ? err.stack : String(err)}\n`);
+  process.exit(1);
+});
