@@ -1,9 +1,307 @@
-// Placeholder until the agent lands in this change (replaced before commit).
+/**
+ * The agent: answers questions about the team's infrastructure from its real resources
+ * (the store) and events (the bus). A small set of rules recognises the questions it can
+ * answer exactly; when an OpenAI-compatible LLM is configured, the facts those rules
+ * gathered are handed to it as context to phrase the answer, and the rule-based answer
+ * stands whenever the LLM cannot be reached.
+ */
 import type { Agent } from './types';
 import type { AgentDeps } from './index';
+import type { AnyFamily, Resource } from '../resources/family';
+import type { CloudEvent } from '../events/types';
+import { categoryOf } from '../events/types';
+import { families } from '../resources/registry';
+import { messageFamily, Message } from '../resources/agent';
+
+const HOUR_MS = 3_600_000;
+const DAY_MS = 24 * HOUR_MS;
+const MAX_LINES = 50;
+const RECENT_EVENT_COUNT = 10;
+const LLM_TIMEOUT_MS = 20_000;
+const ID_IN_TEXT = /\b([a-z]+)_([0-9a-z]{16,26})\b/g;
+/** Families that are not infrastructure a user asks about in these words. */
+const NOT_ASKED_ABOUT = new Set(['team', 'profile', 'thread', 'message']);
+
+interface Item {
+  family: AnyFamily;
+  record: Record<string, unknown>;
+}
+
+interface Window {
+  sinceMs: number;
+  /** "in the last hour" */
+  phrase: string;
+}
+
+/** Words a user may call a family by: its title, plural, path, acronym and id prefix. */
+function phrasesOf(family: AnyFamily): string[] {
+  const title = family.title.toLowerCase();
+  const words = title.split(/\s+/);
+  const phrases = [title, `${title}s`, family.plural.toLowerCase(), family.name.replace(/_/g, ' '), family.path.split('/').pop()!.replace(/-/g, ' ')];
+  if (words.length > 1) phrases.push(words.map((w) => w[0]).join(''), `${words.map((w) => w[0]).join('')}s`);
+  if (family.idPrefix.length >= 3) phrases.push(family.idPrefix, `${family.idPrefix}s`);
+  return [...new Set(phrases)];
+}
+
+const escapeRegExp = (text: string) => text.replace(/[.*+?^${}()|[\]\\]/g, '\\$&');
+const hasWord = (text: string, phrase: string) => new RegExp(`\\b${escapeRegExp(phrase)}\\b`).test(text);
+
+const nameOf = (record: Record<string, unknown>) => (record.name ?? record.title ?? record.url ?? null) as string | null;
+const plural = (family: AnyFamily, count: number) => (count === 1 ? family.title : `${family.title}s`);
+
+function describe(item: Item): string {
+  const { record } = item;
+  const name = nameOf(record);
+  const details = [record.status, record.region, record.ipv4].filter((v) => typeof v === 'string' && v !== '');
+  const reason = record.status_reason ? ` — ${record.status_reason}` : '';
+  return `${record.id}${name ? ` "${name}"` : ''}: ${details.join(', ')}${reason}`;
+}
+
+function bulletList(lines: string[]): string {
+  const shown = lines.slice(0, MAX_LINES).map((line) => `- ${line}`);
+  if (lines.length > MAX_LINES) shown.push(`- … and ${lines.length - MAX_LINES} more`);
+  return shown.join('\n');
+}
+
+/** "last hour", "past 30 minutes", "last 2 days", "today"; null when the question names none. */
+function windowIn(question: string, now: number): Window | null {
+  const match = /\b(?:last|past)\s+(\d+)?\s*(minute|min|hour|hr|day|week)s?\b/.exec(question);
+  if (match) {
+    const count = match[1] ? Number(match[1]) : 1;
+    const unitMs = { minute: 60_000, min: 60_000, hour: HOUR_MS, hr: HOUR_MS, day: DAY_MS, week: 7 * DAY_MS }[match[2] as 'minute'];
+    const unit = { min: 'minute', hr: 'hour' }[match[2] as 'min'] ?? match[2];
+    return { sinceMs: now - count * unitMs, phrase: `in the last ${count === 1 ? unit : `${count} ${unit}s`}` };
+  }
+  if (/\btoday\b/.test(question)) {
+    const midnight = new Date(now);
+    midnight.setUTCHours(0, 0, 0, 0);
+    return { sinceMs: midnight.getTime(), phrase: 'today (UTC)' };
+  }
+  return null;
+}
+
 export class DataAgent implements Agent {
   constructor(readonly deps: AgentDeps) {}
-  async answer(): Promise<string> {
-    return 'not yet';
+
+  async answer(team: string, threadId: string, question: string): Promise<string> {
+    const facts = await this.ruleBasedAnswer(team, question);
+    if (!this.deps.config.agentLlm) return facts;
+    try {
+      return await this.askLlm(team, threadId, question, facts);
+    } catch (err) {
+      this.deps.logger.warn({ err: String(err) }, 'agent LLM unavailable; answering from the rules');
+      return facts;
+    }
+  }
+
+  /** The answer from the data alone: exact, and the facts an LLM gets to work with. */
+  async ruleBasedAnswer(team: string, rawQuestion: string): Promise<string> {
+    const question = rawQuestion.toLowerCase();
+    const words = question.replace(/[-_]/g, ' ');
+    const now = Date.now();
+    const mentioned = this.familiesMentioned(words);
+    const ids = [...rawQuestion.matchAll(ID_IN_TEXT)].map((m) => m[0].toLowerCase());
+
+    if (ids.length > 0) return (await Promise.all(ids.map((id) => this.describeId(team, id)))).join('\n\n');
+    if (/\b(fail(ed|ures?|ing|s)?|errors?|broken|went wrong|problems?|issues?)\b/.test(question)) {
+      return this.failures(team, mentioned, windowIn(question, now) ?? { sinceMs: now - HOUR_MS, phrase: 'in the last hour' });
+    }
+    const notState = /\b(?:not|isn'?t|aren'?t)\s+(\w+)/.exec(question);
+    if (notState || /\b(down|unhealthy|not ready|degraded)\b/.test(question)) return this.notReady(team, mentioned, notState?.[1]);
+    if (/\b(how many|count|number of)\b/.test(question)) return this.counts(team, mentioned);
+    if (/\b(events?|happened|activity|changes|changed|what'?s new|latest)\b/.test(question)) {
+      return this.recentEvents(team, mentioned, windowIn(question, now) ?? { sinceMs: now - DAY_MS, phrase: 'in the last 24 hours' });
+    }
+    if (mentioned.length > 0) return this.lists(team, mentioned, question);
+    if (/\b(status|overview|summary|everything|all|resources|inventory)\b/.test(question)) return this.counts(team, []);
+    return this.help();
+  }
+
+  private askableFamilies(): AnyFamily[] {
+    return families.filter((f) => !NOT_ASKED_ABOUT.has(f.name));
+  }
+
+  /** Families named in the question; a phrase inside a longer matched one does not count. */
+  private familiesMentioned(words: string): AnyFamily[] {
+    const hits = this.askableFamilies().flatMap((family) =>
+      phrasesOf(family)
+        .filter((phrase) => hasWord(words, phrase))
+        .map((phrase) => ({ family, phrase })),
+    );
+    const kept = hits.filter((hit) => !hits.some((other) => other.phrase.length > hit.phrase.length && other.phrase.includes(hit.phrase) && other.family !== hit.family));
+    return [...new Set(kept.map((hit) => hit.family))];
+  }
+
+  private async itemsOf(team: string, family: AnyFamily): Promise<Item[]> {
+    const resources = await this.deps.store.list(family.kind, team);
+    return resources
+      .map((r) => ({ family, record: family.toRecord(r as Resource) }))
+      .filter((item) => item.record.status !== 'destroyed')
+      .sort((a, b) => String(a.record.created_at).localeCompare(String(b.record.created_at)));
+  }
+
+  private async describeId(team: string, id: string): Promise<string> {
+    const prefix = id.slice(0, id.indexOf('_'));
+    const family = families.find((f) => f.idPrefix === prefix);
+    if (!family) return `${id} is not an id of anything I know (unknown prefix "${prefix}").`;
+    const resource = (await this.deps.store.get(family.kind, team, id)) as Resource | undefined;
+    if (!resource || resource.status.status === 'destroyed') return `I found no ${family.title} with id ${id} in your team.`;
+    const record = family.toRecord(resource);
+    const name = nameOf(record);
+    const lines = [`${id}${name ? ` "${name}"` : ''} is a ${family.title}; its status is ${record.status ?? resource.status.status}.`];
+    if (record.status_reason) lines.push(`Reason: ${record.status_reason}`);
+    const skip = new Set(['id', 'name', 'status', 'status_reason', 'created_at', 'updated_at', 'deleted_at']);
+    const details = Object.entries(record).filter(([key, value]) => !skip.has(key) && value !== null && ['string', 'number', 'boolean'].includes(typeof value));
+    if (details.length > 0) lines.push(details.map(([key, value]) => `${key}: ${value}`).join(', '));
+    lines.push(`Created ${record.created_at ?? resource.meta.createdAt}, last changed ${record.updated_at ?? resource.meta.updatedAt}.`);
+    const events = (await this.deps.bus.recent(team, resource.meta.createdAt)).filter((e) => e.data?.id === id);
+    if (events.length > 0) lines.push(`Its latest events:\n${bulletList(events.slice(-5).map((e) => `${e.created_at} ${e.type}`))}`);
+    return lines.join('\n');
+  }
+
+  private async failures(team: string, mentioned: AnyFamily[], window: Window): Promise<string> {
+    const scope = mentioned.length > 0 ? mentioned : this.askableFamilies();
+    const categories = new Set(scope.map((f) => f.name));
+    const since = new Date(window.sinceMs).toISOString();
+    const events = (await this.deps.bus.recent(team, since)).filter((e) => e.type.endsWith('.failed') && categories.has(categoryOf(e.type)));
+    const lines = new Map<string, string>();
+    for (const event of events) {
+      const family = scope.find((f) => f.name === categoryOf(event.type))!;
+      const data = event.data ?? {};
+      const name = nameOf(data);
+      const reason = data.status_reason ? ` — ${data.status_reason}` : '';
+      lines.set(String(data.id ?? event.id), `${family.title} ${data.id}${name ? ` "${name}"` : ''} failed at ${event.created_at}${reason}`);
+    }
+    const stillFailed: Item[] = [];
+    for (const family of scope) {
+      for (const item of await this.itemsOf(team, family)) {
+        if (item.record.status !== 'failed') continue;
+        const id = String(item.record.id);
+        if (String(item.record.updated_at) >= since) {
+          if (!lines.has(id)) lines.set(id, `${family.title} ${describe(item)} (failed at ${item.record.updated_at})`);
+        } else if (!lines.has(id)) stillFailed.push(item);
+      }
+    }
+    const earlier = stillFailed.length > 0 ? `\nStill failed from earlier:\n${bulletList(stillFailed.map((i) => `${i.family.title} ${describe(i)}`))}` : '';
+    if (lines.size === 0) return `Nothing failed ${window.phrase}.${earlier}`;
+    return `${lines.size} ${lines.size === 1 ? 'thing' : 'things'} failed ${window.phrase}:\n${bulletList([...lines.values()])}${earlier}`;
+  }
+
+  /** Resources not in `state` (a state of the family), or not ready when no such state is named. */
+  private async notReady(team: string, mentioned: AnyFamily[], state?: string): Promise<string> {
+    const scope = mentioned.length > 0 ? mentioned : this.askableFamilies();
+    const parts: string[] = [];
+    for (const family of scope) {
+      const wanted = state && family.states.includes(state) ? [state] : family.readyStates;
+      const items = (await this.itemsOf(team, family)).filter((i) => i.record.status !== 'deleted');
+      const off = items.filter((i) => !wanted.includes(String(i.record.status)));
+      if (mentioned.length === 0 && off.length === 0) continue;
+      const label = wanted.join(' or ');
+      parts.push(
+        off.length === 0
+          ? `All ${items.length} of your ${plural(family, 2)} are ${label}.`
+          : `${off.length} of your ${items.length} ${plural(family, items.length)} ${off.length === 1 ? 'is' : 'are'} not ${label}:\n${bulletList(off.map(describe))}`,
+      );
+    }
+    return parts.length > 0 ? parts.join('\n\n') : 'Everything you have is ready; nothing is in a state other than its normal one.';
+  }
+
+  private async counts(team: string, mentioned: AnyFamily[]): Promise<string> {
+    const scope = mentioned.length > 0 ? mentioned : this.askableFamilies();
+    const lines: string[] = [];
+    for (const family of scope) {
+      const items = await this.itemsOf(team, family);
+      const live = items.filter((i) => i.record.status !== 'deleted');
+      const deleted = items.length - live.length;
+      if (mentioned.length === 0 && items.length === 0) continue;
+      const byState = new Map<string, number>();
+      for (const item of live) byState.set(String(item.record.status), (byState.get(String(item.record.status)) ?? 0) + 1);
+      const breakdown = [...byState].map(([s, n]) => `${n} ${s}`).join(', ');
+      lines.push(
+        `You have ${live.length} ${plural(family, live.length)}${breakdown ? ` (${breakdown})` : ''}` +
+          (deleted > 0 ? `, plus ${deleted} deleted and kept for the retention period` : '') +
+          '.',
+      );
+    }
+    return lines.length > 0 ? lines.join('\n') : 'You have no resources yet.';
+  }
+
+  private async lists(team: string, mentioned: AnyFamily[], question: string): Promise<string> {
+    const parts: string[] = [];
+    for (const family of mentioned) {
+      const state = family.states.find((s) => hasWord(question, s));
+      const items = (await this.itemsOf(team, family)).filter((i) => (state ? i.record.status === state : i.record.status !== 'deleted'));
+      const what = `${state ? `${state} ` : ''}${plural(family, 2)}`;
+      parts.push(items.length === 0 ? `You have no ${what}.` : `Your ${what} (${items.length}):\n${bulletList(items.map(describe))}`);
+    }
+    return parts.join('\n\n');
+  }
+
+  private async recentEvents(team: string, mentioned: AnyFamily[], window: Window): Promise<string> {
+    const categories = mentioned.length > 0 ? new Set(mentioned.map((f) => f.name)) : null;
+    const events = (await this.deps.bus.recent(team, new Date(window.sinceMs).toISOString())).filter((e) => !categories || categories.has(categoryOf(e.type)));
+    if (events.length === 0) return `No events ${window.phrase}.`;
+    const newest = events.slice(-RECENT_EVENT_COUNT).reverse();
+    const line = (e: CloudEvent) => {
+      const name = nameOf(e.data ?? {});
+      return `${e.created_at} ${e.type} ${e.data?.id ?? ''}${name ? ` "${name}"` : ''}`;
+    };
+    const shown = events.length > newest.length ? `the newest ${newest.length} of ${events.length}` : `${events.length}`;
+    return `Events ${window.phrase} (${shown}, newest first):\n${bulletList(newest.map(line))}`;
+  }
+
+  private help(): string {
+    const names = this.askableFamilies().map((f) => `${f.title}s`);
+    return [
+      'I answer from your team\'s resources and events. You can ask me, for example:',
+      '- "Which load balancers are not running?"',
+      '- "Status of lb_…" (any resource id)',
+      '- "What failed in the last hour?"',
+      '- "How many servers do I have?"',
+      '- "List my VPN gateways"',
+      '- "Recent events" (or "events in the last 2 days")',
+      `I know about: ${names.join(', ')}.`,
+    ].join('\n');
+  }
+
+  /** Asks an OpenAI-compatible chat completion to phrase the answer from the gathered facts. */
+  private async askLlm(team: string, threadId: string, question: string, facts: string): Promise<string> {
+    const llm = this.deps.config.agentLlm!;
+    const inventory = await this.counts(team, []);
+    const history = await this.history(team, threadId);
+    const url = llm.url.replace(/\/+$/, '').endsWith('/chat/completions') ? llm.url : `${llm.url.replace(/\/+$/, '')}/chat/completions`;
+    const response = await fetch(url, {
+      method: 'POST',
+      headers: { 'content-type': 'application/json', ...(llm.apiKey ? { authorization: `Bearer ${llm.apiKey}` } : {}) },
+      signal: AbortSignal.timeout(LLM_TIMEOUT_MS),
+      body: JSON.stringify({
+        model: llm.model,
+        temperature: 0,
+        messages: [
+          {
+            role: 'system',
+            content:
+              'You are the assistant of a cloud control plane. Answer the user\'s question using only the facts given; ' +
+              'quote resource ids exactly; say so when the facts do not answer it.\n\n' +
+              `Inventory:\n${inventory}\n\nFacts for this question:\n${facts}`,
+          },
+          ...history,
+          { role: 'user', content: question },
+        ],
+      }),
+    });
+    if (!response.ok) throw new Error(`LLM answered HTTP ${response.status}`);
+    const body = (await response.json()) as { choices?: Array<{ message?: { content?: string } }> };
+    const content = body.choices?.[0]?.message?.content?.trim();
+    if (!content) throw new Error('LLM answer without content');
+    return content;
+  }
+
+  /** The thread so far (without the question being answered), for the LLM's context. */
+  private async history(team: string, threadId: string): Promise<Array<{ role: 'user' | 'assistant'; content: string }>> {
+    const messages = ((await this.deps.store.list(messageFamily.kind, team)) as Message[])
+      .filter((m) => m.spec.thread_id === threadId && m.spec.role !== 'event')
+      .sort((a, b) => a.meta.createdAt.localeCompare(b.meta.createdAt));
+    return messages.slice(-11, -1).map((m) => ({ role: m.spec.role as 'user' | 'assistant', content: m.spec.content }));
   }
 }

@@ -25,6 +25,21 @@ export interface SteadyResult {
   requeueAfterMs?: number;
 }
 
+/**
+ * A move between steady states carried out by a provider operation, such as a server's
+ * stop: from `from`, when `wanted`, the resource shows `via` while `operation` runs and
+ * ends in `to` (or `failed`).
+ */
+export interface OperatedMove {
+  from: string;
+  via: string;
+  to: string;
+  operation: string;
+  wanted(resource: Operated): boolean;
+  /** Further status fields once the move is done. */
+  done?(resource: Operated): Record<string, unknown>;
+}
+
 export interface LifecycleOptions {
   family: AnyFamily;
   /** The state a successful provisioning ends in: running, active or available. */
@@ -37,6 +52,7 @@ export interface LifecycleOptions {
   outputs?: (outputs: Record<string, unknown>) => Record<string, unknown>;
   /** Work on a resource that is provisioned and not being deleted. */
   steady?: (resource: Operated) => Promise<SteadyResult | void>;
+  moves?: OperatedMove[];
 }
 
 const SYSTEM = 'system';
@@ -56,8 +72,15 @@ export class LifecycleReconciler implements Reconciler {
     if (!resource) return;
     if (resource.meta.deletionTimestamp) return this.reconcileDeletion(resource);
     const state = resource.status.status;
+    if (state === 'deleted' || state === 'deleting') {
+      // The API writes the state first and then asks for deletion; finish what a crash interrupted.
+      await this.o.store.requestDeletion(this.kind, team, id);
+      return;
+    }
     if (state === this.o.family.states[0]) return this.provision(resource);
     if (NOT_STEADY.has(state)) return;
+    const move = this.o.moves?.find((m) => m.via === state || (m.from === state && resource.status.operation === null && m.wanted(resource)));
+    if (move) return this.runMove(resource, move);
     return this.reconcileSteady(resource);
   }
 
@@ -89,6 +112,17 @@ export class LifecycleReconciler implements Reconciler {
     );
   }
 
+  private runMove(resource: Operated, move: OperatedMove): Promise<ReconcileResult | void> {
+    const startChanges = resource.status.status === move.from ? { status: move.via, status_reason: null } : {};
+    return this.runOperation(
+      resource,
+      move.operation,
+      () => ({ status: move.to, status_reason: null, ...move.done?.(resource) }),
+      (reason) => ({ status: 'failed', status_reason: `${move.operation.replace(/_/g, ' ')} failed: ${reason}.` }),
+      startChanges,
+    );
+  }
+
   private async reconcileSteady(resource: Operated): Promise<ReconcileResult | void> {
     const { family } = this.o;
     const status = resource.status;
@@ -116,6 +150,7 @@ export class LifecycleReconciler implements Reconciler {
     if (status.status === 'destroyed') {
       // The destroyed event must reach the bus before the record disappears.
       if ((status.pending_events ?? []).length > 0) return { requeueAfterMs: OUTBOX_POLL_MS };
+      if (family.secret) await store.deleteSecret(meta.team, family.secret.secretName(meta.id));
       await store.remove(this.kind, meta.team, meta.id, meta.resourceVersion);
       return;
     }

@@ -79,6 +79,8 @@ export interface FamilyDefinition<Spec = any, Status extends BaseStatus = any> {
     status: TObject;
     record: TObject;
   };
+  /** A write-only secret of the family's request bodies. */
+  secret?: SecretField<Spec>;
   /** Field descriptions and examples for docs, OpenAPI and kubectl explain. */
   description: string;
   /** The spec of a new resource from a validated create body; throws ApiError on a broken rule. */
@@ -93,6 +95,22 @@ export interface FamilyDefinition<Spec = any, Status extends BaseStatus = any> {
   extraEvents?(previous: Resource<Spec, Status> | undefined, next: Resource<Spec, Status>): string[];
   /** The name used for sorting and uniqueness. */
   nameOf(spec: Spec): string;
+}
+
+/**
+ * A write-only secret a family accepts in its request bodies (a VPN pre-shared key). It is
+ * kept in a store secret, never in the resource: the spec holds only a version number that
+ * a rotation bumps, so the reconciler re-applies the key and `<family>.updated` is emitted.
+ */
+export interface SecretField<Spec = any> {
+  /** Body field of create and PATCH, e.g. `pre_shared_key`. */
+  field: string;
+  /** Name of the store secret of a resource. */
+  secretName(id: string): string;
+  /** The value to keep when the create body has none; null for none. */
+  generate?(spec: Spec): string | null;
+  /** Spec field counting rotations. */
+  versionField: keyof Spec & string;
 }
 
 export type AnyFamily = FamilyDefinition<any, any>;

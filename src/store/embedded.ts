@@ -46,6 +46,13 @@ function deepFreeze<T>(value: T): T {
   return value;
 }
 
+/** Whether a status write only drains the event outbox: not a change a client would call an update. */
+function outboxOnly(before: unknown, after: unknown): boolean {
+  const { pending_events: _a, ...restBefore } = (before ?? {}) as Record<string, unknown>;
+  const { pending_events: _b, ...restAfter } = (after ?? {}) as Record<string, unknown>;
+  return JSON.stringify(restBefore) === JSON.stringify(restAfter);
+}
+
 export class EmbeddedStore implements Store {
   private readonly objects = new Map<string, StoredObject>();
   private readonly byKind = new Map<string, Map<string, StoredObject>>();
@@ -155,7 +162,7 @@ export class EmbeddedStore implements Store {
     return this.exclusive(this.keyFor(object), () => {
       const current = this.current<S, St>(object);
       return this.commit(this.keyFor(object), {
-        meta: { ...current.meta, updatedAt: nowIso() },
+        meta: { ...current.meta, updatedAt: outboxOnly(current.status, object.status) ? current.meta.updatedAt : nowIso() },
         spec: current.spec,
         status: object.status,
       });

@@ -17,9 +17,11 @@ describe('audit log', () => {
     const res = await t.api('GET', `/api/v1/audit-log?resource_id=${lbId}`);
     expect(res.status).toBe(200);
     expect(res.body.data.map((e: any) => e.type)).toEqual(['load_balancer.deleted', 'load_balancer.running', 'load_balancer.created']);
-    const [, running, created] = res.body.data;
+    const [deleted, running, created] = res.body.data;
     expect(running.actor).toBe('system');
     expect(created.actor).toMatch(/^key_/);
+    // The caller who deleted it, not the reconciler that finished the job.
+    expect(deleted.actor).toBe(created.actor);
     expect(created).toMatchObject({ team_id: t.teamId, data: { id: lbId, name: 'audited-web' } });
   });
 

@@ -18,6 +18,9 @@ export function registerValidation(app: FastifyInstance): void {
   const coercing = makeAjv(true);
   app.setValidatorCompiler(({ schema, httpPart }) => (httpPart === 'body' ? strict : coercing).compile(schema));
 
+  // The API speaks JSON only: Fastify's built-in text/plain parser would let a text body
+  // through to validation (422) instead of answering 415.
+  app.removeContentTypeParser('text/plain');
   // An empty body with a JSON content type is no body at all (POST .../cancel with curl -H).
   const defaultJson = app.getDefaultJsonParser('error', 'error');
   app.addContentTypeParser('application/json', { parseAs: 'string' }, (request, body, done) => {

@@ -1,0 +1,174 @@
+/**
+ * The agent: threads of conversation, and their messages. Posting a message stores the
+ * question, asks the agent, and stores its answer; both come back in one 201.
+ */
+import type { FastifyInstance, FastifyRequest } from 'fastify';
+import { Type } from '@sinclair/typebox';
+import type { ApiContext } from '../context';
+import { send } from '../envelope';
+import { listQuerySchema, normaliseQuery, paginate } from '../list';
+import { envelopeOf, ErrorEnvelope, findResource, principalOf } from './families';
+import { messageFamily, MESSAGE_ROLES, Message, MessageRole, Thread, threadFamily } from '../../resources/agent';
+import { notFound } from '../../lib/errors';
+import { KeyedMutex } from '../../lib/mutex';
+import { sleep } from '../../lib/time';
+
+const tags = ['agent'];
+const ThreadParams = Type.Object({ id: Type.String({ maxLength: 64, description: 'Thread id.' }) });
+const MessageParams = Type.Object({
+  id: Type.String({ maxLength: 64, description: 'Thread id.' }),
+  message_id: Type.String({ maxLength: 64, description: 'Message id.' }),
+});
+const errors = { 401: ErrorEnvelope, 404: ErrorEnvelope, 415: ErrorEnvelope, 422: ErrorEnvelope, 429: ErrorEnvelope, 503: ErrorEnvelope };
+
+/** Messages are listed oldest first by default, the order a conversation is read in. */
+const MessageListQuery = Type.Object(
+  {
+    cursor: Type.Optional(Type.String({ maxLength: 1024, description: 'Pagination cursor from meta.next_cursor of the previous page.' })),
+    limit: Type.Optional(Type.Integer({ minimum: 1, maximum: 100, default: 50, description: 'Results per page, 1-100, default 50.' })),
+    role: Type.Optional(Type.String({ enum: [...MESSAGE_ROLES], description: 'Only messages of this role.' })),
+    sort: Type.Optional(Type.String({ enum: ['created_at'], description: 'Sort field: created_at (the only one; messages have no name).' })),
+    order: Type.Optional(Type.String({ enum: ['asc', 'desc'], description: 'Sort direction, default asc (oldest first), unlike other lists.' })),
+  },
+  { additionalProperties: false },
+);
+
+// One exchange at a time per thread, so questions and answers interleave in order.
+const threadLock = new KeyedMutex();
+
+export function registerAgentRoutes(app: FastifyInstance, ctx: ApiContext): void {
+  const base = `/api/v1/${threadFamily.path}`;
+  const ThreadRecord = threadFamily.schemas.record;
+  const MessageRecord = messageFamily.schemas.record;
+
+  app.get(base, {
+    schema: {
+      tags,
+      summary: 'List agent threads',
+      description: 'The team\'s threads; `sort=name` orders by title. Default order: newest first.',
+      querystring: listQuerySchema(threadFamily.states),
+      response: { 200: envelopeOf(Type.Array(ThreadRecord)), ...errors },
+    },
+    handler: async (request, reply) => {
+      const query = normaliseQuery(request.query as Record<string, unknown>);
+      const threads = await ctx.store.list<Thread['spec'], Thread['status']>(threadFamily.kind, principalOf(request).team);
+      const rows = threads.map((t) => ({ id: t.meta.id, name: t.spec.title, created_at: t.meta.createdAt, status: t.status.status, t }));
+      const { page, nextCursor } = paginate(rows, query, ctx.cursorKey);
+      return send(ctx, request, reply, 200, page.map((row) => threadFamily.toRecord(row.t)), { next_cursor: nextCursor });
+    },
+  });
+
+  app.post(base, {
+    schema: {
+      tags,
+      summary: 'Start an agent thread',
+      description: 'The body is optional; without a `title` the thread is called "New thread".',
+      body: threadFamily.schemas.create,
+      response: { 201: envelopeOf(ThreadRecord), ...errors },
+    },
+    // The body is optional: a request without one is an empty object, every field defaulted.
+    preValidation: async (request) => {
+      request.body ??= {};
+    },
+    handler: async (request, reply) => {
+      const { team, key } = principalOf(request);
+      const spec = threadFamily.specFromCreate(request.body ?? {}, { config: ctx.config });
+      const thread = (await ctx.writer.create(threadFamily, team, spec, key)) as Thread;
+      reply.header('Location', `${base}/${thread.meta.id}`);
+      return send(ctx, request, reply, 201, threadFamily.toRecord(thread));
+    },
+  });
+
+  app.get(`${base}/:id`, {
+    schema: { tags, summary: 'Get an agent thread', params: ThreadParams, response: { 200: envelopeOf(ThreadRecord), ...errors } },
+    handler: async (request, reply) => {
+      const { id } = request.params as { id: string };
+      const thread = await findResource<Thread>(ctx, threadFamily, principalOf(request).team, id);
+      return send(ctx, request, reply, 200, threadFamily.toRecord(thread));
+    },
+  });
+
+  app.get(`${base}/:id/messages`, {
+    schema: {
+      tags,
+      summary: 'List the messages of a thread',
+      description: 'Oldest first by default (order=asc), the order a conversation is read in; order=desc for newest first. `role` filters by author.',
+      params: ThreadParams,
+      querystring: MessageListQuery,
+      response: { 200: envelopeOf(Type.Array(MessageRecord)), ...errors },
+    },
+    handler: async (request, reply) => {
+      const { id } = request.params as { id: string };
+      const { team } = principalOf(request);
+      await findResource(ctx, threadFamily, team, id);
+      const raw = request.query as Record<string, unknown>;
+      // The role filter rides on the list's status filter, so a cursor is bound to it.
+      const query = { ...normaliseQuery({ ...raw, status: raw.role }), order: (raw.order as 'asc' | 'desc' | undefined) ?? 'asc' };
+      const rows = (await messagesOf(ctx, team, id)).map((m) => ({ id: m.meta.id, name: m.spec.role, created_at: m.meta.createdAt, status: m.spec.role, m }));
+      const { page, nextCursor } = paginate(rows, query, ctx.cursorKey, []);
+      return send(ctx, request, reply, 200, page.map((row) => messageFamily.toRecord(row.m)), { next_cursor: nextCursor });
+    },
+  });
+
+  app.get(`${base}/:id/messages/:message_id`, {
+    schema: { tags, summary: 'Get a message of a thread', params: MessageParams, response: { 200: envelopeOf(MessageRecord), ...errors } },
+    handler: async (request, reply) => {
+      const { id, message_id } = request.params as { id: string; message_id: string };
+      const { team } = principalOf(request);
+      await findResource(ctx, threadFamily, team, id);
+      const message = await ctx.store.get<Message['spec'], Message['status']>(messageFamily.kind, team, message_id);
+      if (!message || message.spec.thread_id !== id) throw notFound('message', message_id);
+      return send(ctx, request, reply, 200, messageFamily.toRecord(message as Message));
+    },
+  });
+
+  app.post(`${base}/:id/messages`, {
+    schema: {
+      tags,
+      summary: 'Ask the agent: answers 201 with data = [the user message, the agent\'s answer]',
+      description:
+        'Stores `content` as a user message, has the agent answer it from the team\'s resources and events, and stores the answer as an assistant message. ' +
+        'The response is 201 with `data` an array of the two messages, question first; `Location` names the user message.',
+      params: ThreadParams,
+      body: messageFamily.schemas.create,
+      response: { 201: envelopeOf(Type.Array(MessageRecord)), ...errors },
+    },
+    handler: async (request, reply) => {
+      const { id } = request.params as { id: string };
+      const { content } = request.body as { content: string };
+      const { team, key } = principalOf(request);
+      await findResource(ctx, threadFamily, team, id);
+      const [question, answer] = await threadLock.run(`${team}/${id}`, () => exchange(ctx, request, team, key, id, content));
+      reply.header('Location', `${base}/${id}/messages/${question.meta.id}`);
+      return send(ctx, request, reply, 201, [messageFamily.toRecord(question), messageFamily.toRecord(answer)]);
+    },
+  });
+}
+
+async function messagesOf(ctx: ApiContext, team: string, threadId: string): Promise<Message[]> {
+  const all = await ctx.store.list<Message['spec'], Message['status']>(messageFamily.kind, team);
+  return (all as Message[]).filter((m) => m.spec.thread_id === threadId);
+}
+
+async function exchange(ctx: ApiContext, request: FastifyRequest, team: string, key: string, threadId: string, content: string): Promise<[Message, Message]> {
+  const write = (role: MessageRole, text: string) => ctx.writer.create(messageFamily, team, { thread_id: threadId, role, content: text }, key) as Promise<Message>;
+  const question = await write('user', content);
+  let text: string;
+  try {
+    text = await ctx.agent.answer(team, threadId, content);
+  } catch (err) {
+    request.log.error({ err }, 'the agent failed to answer');
+    text = 'Sorry, I could not work out an answer just now. Please ask again in a moment.';
+  }
+  // The answer must sort after the question: a later millisecond, as ids break ties at random.
+  while (Date.now() <= Date.parse(question.meta.createdAt)) await sleep(1);
+  const answer = await write('assistant', text);
+  await ctx.writer.mutateStatus<Thread>(
+    threadFamily,
+    team,
+    threadId,
+    (thread) => ({ message_count: (thread.status.message_count ?? 0) + 2, last_message_at: answer.meta.createdAt }),
+    key,
+  );
+  return [question, answer];
+}

@@ -1,0 +1,55 @@
+/**
+ * Server actions: stop, start and reboot. Each records the wish in the spec and shows the
+ * move begun (stopping, starting, rebooting) at once; the reconciler completes it.
+ */
+import type { FastifyInstance } from 'fastify';
+import { Type } from '@sinclair/typebox';
+import type { ApiContext } from '../context';
+import { send } from '../envelope';
+import { assertChangeable, envelopeOf, ErrorEnvelope, findResource, principalOf } from './families';
+import { serverFamily as family, Server, ServerSpec } from '../../resources/server';
+import { invalidState, resourceBusy } from '../../lib/errors';
+
+const IdParams = Type.Object({ id: Type.String({ maxLength: 64 }) });
+const responses = { 200: envelopeOf(family.schemas.record), 404: ErrorEnvelope, 409: ErrorEnvelope };
+
+interface PowerAction {
+  name: 'stop' | 'start' | 'reboot';
+  summary: string;
+  from: string;
+  via: string;
+  wish(spec: ServerSpec): Partial<ServerSpec>;
+}
+
+const ACTIONS: PowerAction[] = [
+  { name: 'stop', summary: 'Stop a running server', from: 'running', via: 'stopping', wish: () => ({ power_state: 'off' }) },
+  { name: 'start', summary: 'Start a stopped server', from: 'stopped', via: 'starting', wish: () => ({ power_state: 'on' }) },
+  { name: 'reboot', summary: 'Reboot a running server', from: 'running', via: 'rebooting', wish: (spec) => ({ reboot_requests: (spec.reboot_requests ?? 0) + 1 }) },
+];
+
+function assertActionAllowed(server: Server, action: PowerAction): void {
+  assertChangeable(family, server);
+  const state = server.status.status;
+  if (state === 'creating') throw resourceBusy('The server is still being created; try again when it is running.');
+  if (state !== action.from) throw invalidState(`Cannot ${action.name} a server that is ${state}; it must be ${action.from}.`);
+}
+
+export function registerServerRoutes(app: FastifyInstance, ctx: ApiContext): void {
+  for (const action of ACTIONS) {
+    app.post(`/api/v1/${family.path}/:id/${action.name}`, {
+      config: { family: family.name },
+      schema: { tags: [family.title], summary: action.summary, params: IdParams, response: responses },
+      handler: async (request, reply) => {
+        const { id } = request.params as { id: string };
+        const { team, key } = principalOf(request);
+        assertActionAllowed(await findResource<Server>(ctx, family, team, id), action);
+        await ctx.writer.mutateSpec<Server>(family, team, id, (server) => {
+          assertActionAllowed(server, action);
+          return { ...server.spec, ...action.wish(server.spec) };
+        });
+        const moving = await ctx.writer.mutateStatus<Server>(family, team, id, (server) => (server.status.status === action.from ? { status: action.via, status_reason: null } : null), key);
+        return send(ctx, request, reply, 200, family.toRecord(moving));
+      },
+    });
+  }
+}

@@ -1,0 +1,32 @@
+/** VPN gateway actions: the live tunnel status. */
+import type { FastifyInstance } from 'fastify';
+import { Type } from '@sinclair/typebox';
+import type { ApiContext } from '../context';
+import { send } from '../envelope';
+import { envelopeOf, ErrorEnvelope, findResource, principalOf } from './families';
+import { tunnelStatsSchema, vpnGatewayFamily as family, VpnGateway } from '../../resources/vpn-gateway';
+
+const IdParams = Type.Object({ id: Type.String({ maxLength: 64 }) });
+
+export function registerVpnGatewayRoutes(app: FastifyInstance, ctx: ApiContext): void {
+  app.get(`/api/v1/${family.path}/:id/status`, {
+    config: { family: family.name },
+    schema: {
+      tags: [family.title],
+      summary: 'Live tunnel status',
+      description: 'Asks the provider for the tunnel state now. A gateway that is not active reports `down` with its last observed counters.',
+      params: IdParams,
+      response: { 200: envelopeOf(tunnelStatsSchema), 404: ErrorEnvelope },
+    },
+    handler: async (request, reply) => {
+      const { id } = request.params as { id: string };
+      const gateway = await findResource<VpnGateway>(ctx, family, principalOf(request).team, id);
+      const { status } = gateway;
+      const stats =
+        status.status === 'active'
+          ? await ctx.provider.tunnelStats(id, status.active_since ?? gateway.meta.createdAt)
+          : { tunnel_status: 'down' as const, bytes_sent: status.bytes_sent ?? 0, bytes_received: status.bytes_received ?? 0, last_handshake: status.last_handshake ?? null };
+      return send(ctx, request, reply, 200, stats);
+    },
+  });
+}

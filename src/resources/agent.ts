@@ -1,0 +1,124 @@
+/**
+ * Agent families: a thread of conversation with the agent, and its messages. Both are
+ * served by routes of their own (src/api/routes/agent.ts). Messages emit no events: a
+ * thread's conversation is not infrastructure, and the agent reads events itself.
+ */
+import { Type } from '@sinclair/typebox';
+import type { BaseStatus, FamilyDefinition, Resource } from './family';
+import { baseStatusProperties, IdOf, NullableTimestamp, strictObject, Timestamp } from './schema-kit';
+
+const THREAD_STATES = ['active'] as const;
+const MESSAGE_STATES = ['stored'] as const;
+export const MESSAGE_ROLES = ['user', 'assistant', 'event'] as const;
+export type MessageRole = (typeof MESSAGE_ROLES)[number];
+
+export const DEFAULT_THREAD_TITLE = 'New thread';
+
+const Title = Type.String({ minLength: 1, maxLength: 200, description: 'Title of the thread, 1-200 characters; default "New thread".' });
+const Question = Type.String({ minLength: 1, maxLength: 10_000, description: 'The question or message to the agent, 1-10000 characters.' });
+// Stored messages may be longer than a question: an answer can list many resources.
+const Content = Type.String({ minLength: 1, maxLength: 100_000, description: 'Text of the message.' });
+const Role = Type.String({ enum: [...MESSAGE_ROLES], description: 'Who wrote it: user (the caller), assistant (the agent) or event (a notice of an event).' });
+const MessageCount = Type.Integer({ minimum: 0, description: 'Number of messages in the thread.' });
+const LastMessageAt = NullableTimestamp('Time of the newest message; null while the thread is empty.');
+
+export interface ThreadSpec {
+  title: string;
+}
+export interface ThreadStatus extends BaseStatus {
+  message_count: number;
+  last_message_at: string | null;
+}
+export type Thread = Resource<ThreadSpec, ThreadStatus>;
+
+export interface MessageSpec {
+  thread_id: string;
+  role: MessageRole;
+  content: string;
+}
+export type Message = Resource<MessageSpec, BaseStatus>;
+
+export const threadFamily: FamilyDefinition<ThreadSpec, ThreadStatus> = {
+  name: 'thread',
+  title: 'agent thread',
+  kind: 'AgentThread',
+  plural: 'agentthreads',
+  shortNames: ['cpthread'],
+  path: 'agent/threads',
+  idPrefix: 'thr',
+  states: THREAD_STATES,
+  readyStates: ['active'],
+  providerBacked: false,
+  deletion: 'immediate',
+  creationEvent: 'created',
+  standardRoutes: false,
+  deletable: false,
+  description: 'A conversation with the agent, which answers questions from the team\'s resources and events.',
+  schemas: {
+    create: strictObject({ title: Type.Optional(Title) }),
+    spec: strictObject({ title: Title }),
+    status: strictObject({ ...baseStatusProperties(THREAD_STATES), message_count: MessageCount, last_message_at: LastMessageAt }),
+    record: strictObject({
+      id: IdOf('thr', 'Thread id, prefix thr.'),
+      title: Title,
+      message_count: MessageCount,
+      last_message_at: LastMessageAt,
+      created_at: Timestamp('Creation time, ISO 8601 UTC.'),
+      updated_at: Timestamp('Time of the last change (a new message), ISO 8601 UTC.'),
+    }),
+  },
+  specFromCreate: (body) => ({ title: body?.title ?? DEFAULT_THREAD_TITLE }),
+  initialStatus: () => ({ message_count: 0, last_message_at: null }),
+  nameOf: (spec) => spec.title,
+  toRecord: (thread) => ({
+    id: thread.meta.id,
+    title: thread.spec.title,
+    message_count: thread.status.message_count ?? 0,
+    last_message_at: thread.status.last_message_at ?? null,
+    created_at: thread.meta.createdAt,
+    // A thread changes only by new messages; the outbox relay's own writes are no change of it.
+    updated_at: thread.status.last_message_at ?? thread.meta.createdAt,
+  }),
+};
+
+export const messageFamily: FamilyDefinition<MessageSpec, BaseStatus> = {
+  name: 'message',
+  title: 'agent message',
+  kind: 'AgentMessage',
+  plural: 'agentmessages',
+  shortNames: ['cpmsg'],
+  path: 'agent/threads/{id}/messages',
+  idPrefix: 'msg',
+  states: MESSAGE_STATES,
+  readyStates: ['stored'],
+  providerBacked: false,
+  deletion: 'immediate',
+  // No creation event and no state events: messages are never on the bus.
+  creationEvent: null,
+  eventStates: [],
+  standardRoutes: false,
+  deletable: false,
+  description: 'A message of an agent thread: a question of the user, an answer of the agent, or an event notice.',
+  schemas: {
+    create: strictObject({ content: Question }),
+    spec: strictObject({ thread_id: IdOf('thr', 'The thread the message belongs to.'), role: Role, content: Content }),
+    status: strictObject(baseStatusProperties(MESSAGE_STATES)),
+    record: strictObject({
+      id: IdOf('msg', 'Message id, prefix msg.'),
+      thread_id: IdOf('thr', 'The thread the message belongs to.'),
+      role: Role,
+      content: Content,
+      created_at: Timestamp('When the message was written, ISO 8601 UTC.'),
+    }),
+  },
+  specFromCreate: (body) => ({ thread_id: body.thread_id, role: body.role, content: body.content }),
+  initialStatus: () => ({}),
+  nameOf: (spec) => spec.role,
+  toRecord: (message) => ({
+    id: message.meta.id,
+    thread_id: message.spec.thread_id,
+    role: message.spec.role,
+    content: message.spec.content,
+    created_at: message.meta.createdAt,
+  }),
+};

@@ -1,0 +1,143 @@
+/** Storage families: S3-style object storage buckets and NFS file shares. */
+import { Type } from '@sinclair/typebox';
+import { assertRegionAvailable } from './regions';
+import type { BaseStatus, FamilyDefinition, Resource } from './family';
+import { baseRecordProperties, baseStatusProperties, Region, ResourceName, strictObject } from './schema-kit';
+
+const STATES = ['creating', 'available', 'failed', 'deleted', 'destroyed'] as const;
+const Operation = Type.Union([strictObject({ name: Type.String(), started_at: Type.String() }), Type.Null()], { description: 'The provider operation in progress.' });
+
+export interface BucketSpec {
+  name: string;
+  region: string;
+  public: boolean;
+}
+export interface BucketStatus extends BaseStatus {
+  endpoint: string | null;
+  operation: { name: string; started_at: string } | null;
+}
+export type Bucket = Resource<BucketSpec, BucketStatus>;
+
+const BucketName = Type.String({
+  minLength: 3,
+  maxLength: 63,
+  pattern: '^[a-z0-9][a-z0-9-]*[a-z0-9]$',
+  description: 'Bucket name: 3-63 lowercase letters, digits and hyphens, starting and ending with a letter or digit; unique in the team.',
+});
+const Public = Type.Boolean({ description: 'Whether objects can be read without credentials.' });
+
+export const bucketFamily: FamilyDefinition<BucketSpec, BucketStatus> = {
+  name: 'bucket',
+  title: 'bucket',
+  kind: 'Bucket',
+  plural: 'buckets',
+  shortNames: ['cpbkt'],
+  path: 'object-storage',
+  idPrefix: 'bkt',
+  states: STATES,
+  readyStates: ['available'],
+  providerBacked: true,
+  deletion: 'immediate',
+  creationEvent: 'created',
+  uniqueNames: true,
+  description: 'An S3-compatible object storage bucket.',
+  schemas: {
+    create: strictObject({ name: BucketName, region: Region(), public: Type.Optional(Public) }),
+    spec: strictObject({ name: BucketName, region: Region(), public: Public }),
+    status: strictObject({
+      ...baseStatusProperties(STATES),
+      endpoint: Type.Union([Type.String(), Type.Null()], { description: 'S3 endpoint of the bucket.' }),
+      operation: Operation,
+    }),
+    record: strictObject({
+      ...baseRecordProperties('bkt', STATES),
+      name: BucketName,
+      region: Region(),
+      public: Public,
+      endpoint: Type.Union([Type.String(), Type.Null()], { description: 'S3 endpoint URL of the bucket; null until it is available.' }),
+    }),
+  },
+  specFromCreate(body, { config }) {
+    assertRegionAvailable(config, body.region);
+    return { name: body.name, region: body.region, public: body.public ?? false };
+  },
+  initialStatus: () => ({ endpoint: null, operation: null }),
+  nameOf: (spec) => spec.name,
+  toRecord: ({ meta, spec, status }) => ({
+    id: meta.id,
+    name: spec.name,
+    status: status.status,
+    status_reason: status.status_reason ?? null,
+    region: spec.region,
+    public: spec.public,
+    endpoint: status.endpoint ?? null,
+    created_at: meta.createdAt,
+    updated_at: meta.updatedAt,
+    deleted_at: status.deleted_at ?? null,
+  }),
+};
+
+export interface FileShareSpec {
+  name: string;
+  region: string;
+  size_gb: number;
+}
+export interface FileShareStatus extends BaseStatus {
+  mount_target: string | null;
+  operation: { name: string; started_at: string } | null;
+}
+export type FileShare = Resource<FileShareSpec, FileShareStatus>;
+
+const SizeGb = Type.Integer({ minimum: 10, maximum: 16384, description: 'Size in GB, 10-16384, default 100.' });
+
+export const fileShareFamily: FamilyDefinition<FileShareSpec, FileShareStatus> = {
+  name: 'file_share',
+  title: 'file share',
+  kind: 'FileShare',
+  plural: 'fileshares',
+  shortNames: ['cpfs'],
+  path: 'file-storage',
+  idPrefix: 'fs',
+  states: STATES,
+  readyStates: ['available'],
+  providerBacked: true,
+  deletion: 'immediate',
+  creationEvent: 'created',
+  description: 'An NFS file share mountable from the team network.',
+  schemas: {
+    create: strictObject({ name: ResourceName(), region: Region(), size_gb: Type.Optional(SizeGb) }),
+    spec: strictObject({ name: ResourceName(), region: Region(), size_gb: SizeGb }),
+    status: strictObject({
+      ...baseStatusProperties(STATES),
+      mount_target: Type.Union([Type.String(), Type.Null()], { description: 'NFS export to mount, host:/path.' }),
+      operation: Operation,
+    }),
+    record: strictObject({
+      ...baseRecordProperties('fs', STATES),
+      name: ResourceName(),
+      region: Region(),
+      size_gb: SizeGb,
+      protocol: Type.String({ enum: ['nfs'], description: 'Access protocol: nfs (NFSv4.1).' }),
+      mount_target: Type.Union([Type.String(), Type.Null()], { description: 'NFS export to mount (host:/path); null until the share is available.' }),
+    }),
+  },
+  specFromCreate(body, { config }) {
+    assertRegionAvailable(config, body.region);
+    return { name: body.name, region: body.region, size_gb: body.size_gb ?? 100 };
+  },
+  initialStatus: () => ({ mount_target: null, operation: null }),
+  nameOf: (spec) => spec.name,
+  toRecord: ({ meta, spec, status }) => ({
+    id: meta.id,
+    name: spec.name,
+    status: status.status,
+    status_reason: status.status_reason ?? null,
+    region: spec.region,
+    size_gb: spec.size_gb,
+    protocol: 'nfs',
+    mount_target: status.mount_target ?? null,
+    created_at: meta.createdAt,
+    updated_at: meta.updatedAt,
+    deleted_at: status.deleted_at ?? null,
+  }),
+};

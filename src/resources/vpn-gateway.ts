@@ -1,0 +1,209 @@
+/** Site-to-site VPN gateways: IPsec or WireGuard tunnels to a remote network. */
+import { Type } from '@sinclair/typebox';
+import { domainError } from '../lib/errors';
+import { blocksOverlap, parseIpv4Block } from '../lib/cidr';
+import { isPublicAddress } from '../lib/ip';
+import { randomString } from '../lib/ids';
+import { assertRegionAvailable } from './regions';
+import type { BaseStatus, FamilyDefinition, Resource } from './family';
+import { baseRecordProperties, baseStatusProperties, NullableTimestamp, Region, ResourceName, strictObject } from './schema-kit';
+
+const STATES = ['creating', 'active', 'failed', 'deleting', 'deleted', 'destroyed'] as const;
+const TUNNEL_TYPES = ['ipsec', 'wireguard'];
+const PSK_ALPHABET = 'ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789';
+/** Length of a generated pre-shared key: ~238 bits over base62. */
+const GENERATED_PSK_LENGTH = 40;
+
+export interface VpnGatewaySpec {
+  name: string;
+  region: string;
+  tunnel_type: string;
+  local_network_cidr: string;
+  remote_network_cidr: string;
+  remote_peer_ip: string;
+  /** Bumped by every rotation of the pre-shared key, which lives in a secret. */
+  psk_version: number;
+}
+
+export interface VpnGatewayStatus extends BaseStatus {
+  local_ip: string | null;
+  public_key: string | null;
+  /** When the tunnel came up: the base of its counters. */
+  active_since: string | null;
+  tunnel_status: 'up' | 'down';
+  bytes_sent: number;
+  bytes_received: number;
+  last_handshake: string | null;
+  operation: { name: string; started_at: string } | null;
+}
+
+export type VpnGateway = Resource<VpnGatewaySpec, VpnGatewayStatus>;
+
+const Cidr = (description: string) => Type.String({ minLength: 1, maxLength: 18, description });
+const TunnelType = Type.String({ maxLength: 32, description: 'Tunnel protocol: ipsec or wireguard.' });
+const PeerIp = Type.String({ minLength: 1, maxLength: 45, description: 'Public IPv4 address of the remote peer.' });
+const PreSharedKey = Type.String({
+  pattern: '^[\\x20-\\x7E]{16,128}$',
+  description: 'Pre-shared key, 16-128 printable ASCII characters. Write-only: never returned. Generated for IPsec when omitted.',
+});
+const TunnelStatus = Type.String({ enum: ['up', 'down'], description: 'Live tunnel state: up or down.' });
+const Counter = (description: string) => Type.Integer({ minimum: 0, description });
+
+export const tunnelStatsSchema = strictObject({
+  tunnel_status: TunnelStatus,
+  bytes_sent: Counter('Bytes sent through the tunnel since it came up.'),
+  bytes_received: Counter('Bytes received through the tunnel since it came up.'),
+  last_handshake: NullableTimestamp('Time of the last tunnel handshake; null before the first.'),
+});
+
+function blockOf(field: string, value: string) {
+  const block = parseIpv4Block(value);
+  if (!block) throw domainError('invalid_cidr', `${field} must be an IPv4 network address with a prefix, such as 10.8.0.0/16; "${value}" is not.`, field);
+  return block;
+}
+
+/** CONTRACT: both CIDRs are network addresses and do not overlap. */
+function assertNetworks(local: string, remote: string): void {
+  const localBlock = blockOf('local_network_cidr', local);
+  const remoteBlock = blockOf('remote_network_cidr', remote);
+  if (blocksOverlap(localBlock, remoteBlock)) {
+    throw domainError('invalid_cidr', `The remote network ${remote} overlaps the local network ${local}.`, 'remote_network_cidr');
+  }
+}
+
+export const vpnGatewayFamily: FamilyDefinition<VpnGatewaySpec, VpnGatewayStatus> = {
+  name: 'vpn_gateway',
+  title: 'VPN gateway',
+  kind: 'VpnGateway',
+  plural: 'vpngateways',
+  shortNames: ['cpvpn'],
+  path: 'vpn-gateways',
+  idPrefix: 'vpn',
+  states: STATES,
+  busyStates: ['creating', 'deleting'],
+  readyStates: ['active'],
+  providerBacked: true,
+  deletion: 'background',
+  creationEvent: 'created',
+  description: 'A site-to-site VPN gateway connecting the team network to a remote network over IPsec or WireGuard.',
+  secret: {
+    field: 'pre_shared_key',
+    secretName: (id) => `vpn-psk-${id}`,
+    generate: (spec) => (spec.tunnel_type === 'ipsec' ? randomString(GENERATED_PSK_LENGTH, PSK_ALPHABET) : null),
+    versionField: 'psk_version',
+  },
+  schemas: {
+    create: strictObject({
+      name: ResourceName(),
+      region: Region(),
+      tunnel_type: TunnelType,
+      remote_network_cidr: Cidr('CIDR block of the remote network, e.g. 192.168.10.0/24.'),
+      remote_peer_ip: PeerIp,
+      pre_shared_key: Type.Optional(PreSharedKey),
+      local_network_cidr: Type.Optional(Cidr('CIDR block of the local network; defaults to the team network (CLOUDPLANE_VPC_CIDR).')),
+    }),
+    update: strictObject({
+      name: Type.Optional(ResourceName()),
+      remote_network_cidr: Type.Optional(Cidr('CIDR block of the remote network.')),
+      pre_shared_key: Type.Optional(PreSharedKey),
+    }),
+    spec: strictObject({
+      name: ResourceName(),
+      region: Region(),
+      tunnel_type: Type.String({ enum: TUNNEL_TYPES, description: 'Tunnel protocol: ipsec or wireguard.' }),
+      local_network_cidr: Cidr('CIDR block of the local network.'),
+      remote_network_cidr: Cidr('CIDR block of the remote network.'),
+      remote_peer_ip: PeerIp,
+      psk_version: Type.Integer({ minimum: 0, description: 'Version of the pre-shared key; a rotation increments it. The key is in the Secret vpn-psk-<id>.' }),
+    }),
+    status: strictObject({
+      ...baseStatusProperties(STATES),
+      local_ip: Type.Union([Type.String(), Type.Null()], { description: 'Address of the gateway, allocated by the provider.' }),
+      public_key: Type.Union([Type.String(), Type.Null()], { description: 'WireGuard public key of the gateway; null for IPsec.' }),
+      active_since: NullableTimestamp('When the tunnel was first brought up.'),
+      tunnel_status: TunnelStatus,
+      bytes_sent: Counter('Bytes sent, as last observed.'),
+      bytes_received: Counter('Bytes received, as last observed.'),
+      last_handshake: NullableTimestamp('Last handshake, as last observed.'),
+      operation: Type.Union([strictObject({ name: Type.String(), started_at: Type.String() }), Type.Null()], { description: 'The provider operation in progress.' }),
+    }),
+    record: strictObject({
+      ...baseRecordProperties('vpn', STATES),
+      name: ResourceName(),
+      region: Region(),
+      tunnel_type: Type.String({ enum: TUNNEL_TYPES, description: 'ipsec or wireguard.' }),
+      local_network_cidr: Type.String({ description: 'CIDR block of the local network.' }),
+      remote_network_cidr: Type.String({ description: 'CIDR block of the remote network.' }),
+      remote_peer_ip: Type.String({ description: 'Public IPv4 address of the remote peer.' }),
+      local_ip: Type.Union([Type.String(), Type.Null()], { description: 'Address of the gateway; null until it is active.' }),
+      public_key: Type.Union([Type.String(), Type.Null()], { description: 'WireGuard public key of the gateway, for the peer; null for IPsec.' }),
+      tunnel_status: TunnelStatus,
+      bytes_sent: Counter('Bytes sent, as last observed; GET .../status for live figures.'),
+      bytes_received: Counter('Bytes received, as last observed.'),
+      last_handshake: NullableTimestamp('Last handshake, as last observed.'),
+    }),
+  },
+
+  specFromCreate(body, { config }) {
+    assertRegionAvailable(config, body.region);
+    if (!TUNNEL_TYPES.includes(body.tunnel_type)) {
+      throw domainError('invalid_tunnel_type', `tunnel_type must be ipsec or wireguard, not "${body.tunnel_type}".`, 'tunnel_type');
+    }
+    const local = body.local_network_cidr ?? config.vpcCidr;
+    assertNetworks(local, body.remote_network_cidr);
+    if (!/^\d{1,3}(\.\d{1,3}){3}$/.test(body.remote_peer_ip) || !isPublicAddress(body.remote_peer_ip)) {
+      throw domainError('invalid_peer_ip', `remote_peer_ip must be a public IPv4 address (not private, loopback, link-local or multicast); "${body.remote_peer_ip}" is not.`, 'remote_peer_ip');
+    }
+    return {
+      name: body.name,
+      region: body.region,
+      tunnel_type: body.tunnel_type,
+      local_network_cidr: local,
+      remote_network_cidr: body.remote_network_cidr,
+      remote_peer_ip: body.remote_peer_ip,
+      psk_version: 1,
+    };
+  },
+
+  applyUpdate(spec, patch) {
+    const next = { ...spec, ...patch } as VpnGatewaySpec;
+    if (patch.remote_network_cidr !== undefined) assertNetworks(next.local_network_cidr, next.remote_network_cidr);
+    return next;
+  },
+
+  initialStatus: () => ({
+    local_ip: null,
+    public_key: null,
+    active_since: null,
+    tunnel_status: 'down',
+    bytes_sent: 0,
+    bytes_received: 0,
+    last_handshake: null,
+    operation: null,
+  }),
+
+  nameOf: (spec) => spec.name,
+
+  toRecord({ meta, spec, status }) {
+    return {
+      id: meta.id,
+      name: spec.name,
+      status: status.status,
+      status_reason: status.status_reason ?? null,
+      region: spec.region,
+      tunnel_type: spec.tunnel_type,
+      local_network_cidr: spec.local_network_cidr,
+      remote_network_cidr: spec.remote_network_cidr,
+      remote_peer_ip: spec.remote_peer_ip,
+      local_ip: status.local_ip ?? null,
+      public_key: status.public_key ?? null,
+      tunnel_status: status.tunnel_status ?? 'down',
+      bytes_sent: status.bytes_sent ?? 0,
+      bytes_received: status.bytes_received ?? 0,
+      last_handshake: status.last_handshake ?? null,
+      created_at: meta.createdAt,
+      updated_at: meta.updatedAt,
+      deleted_at: status.deleted_at ?? null,
+    };
+  },
+};

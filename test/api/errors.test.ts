@@ -1,0 +1,186 @@
+/**
+ * Every error row of CONTRACT.md "Status codes and errors" that load balancers can hit,
+ * against the real service: status, error.code, and the {error, meta} envelope.
+ */
+import { ApiResponse, request, startTestService, TestService } from '../helpers/service';
+
+const LBS = '/api/v1/load-balancers';
+
+/** The CONTRACT envelope of an error: code and message, persistence and provider in meta. */
+function expectError(res: ApiResponse, status: number, code: string): void {
+  expect({ status: res.status, code: res.body?.error?.code }).toEqual({ status, code });
+  expect(typeof res.body.error.message).toBe('string');
+  expect(res.body.data).toBeUndefined();
+  expect(['synced', 'stale', 'unavailable']).toContain(res.body.meta.persistence);
+  expect(['connected', 'degraded', 'unavailable']).toContain(res.body.meta.provider);
+  expect(res.headers.get('content-type')).toMatch(/^application\/json/);
+}
+
+const fieldsOf = (res: ApiResponse): string[] => res.body.error.details.map((d: { field: string }) => d.field).sort();
+
+describe('API errors (load balancers)', () => {
+  let t: TestService;
+  beforeAll(async () => {
+    t = await startTestService({ CLOUDPLANE_REGIONS_UNAVAILABLE: 'sgp1' });
+  });
+  afterAll(async () => t.stop());
+
+  describe('bodies', () => {
+    it('answers 400 invalid_json to a broken JSON body', async () => {
+      const res = await t.api('POST', LBS, undefined, { rawBody: '{"name": "web", "region": ', headers: { 'content-type': 'application/json' } });
+      expectError(res, 400, 'invalid_json');
+    });
+
+    it.each(['application/x-www-form-urlencoded', 'text/html', 'text/plain'])('answers 415 unsupported_media_type to a %s body', async (contentType) => {
+      const res = await t.api('POST', LBS, undefined, { rawBody: 'name=web&region=fra1', headers: { 'content-type': contentType } });
+      expectError(res, 415, 'unsupported_media_type');
+    });
+  });
+
+  describe('credentials', () => {
+    const refusals: Array<[string, Record<string, string>]> = [
+      ['no Authorization header', {}],
+      ['a malformed Authorization header', { authorization: 'Basic dXNlcjpwYXNz' }],
+      ['an empty bearer', { authorization: 'Bearer ' }],
+      ['an unknown key', { authorization: `Bearer cpk_${'A1b2C3d4'.repeat(5)}` }],
+    ];
+    it.each(refusals)('answers 401 unauthorized with WWW-Authenticate: Bearer for %s', async (_what, headers) => {
+      const res = await t.api('GET', LBS, undefined, { key: null, headers });
+      expectError(res, 401, 'unauthorized');
+      expect(res.headers.get('www-authenticate')).toMatch(/^Bearer\b/);
+    });
+  });
+
+  describe('missing things', () => {
+    it('answers 404 load_balancer_not_found for an unknown id, on every verb', async () => {
+      const id = 'lb_0000000000000000';
+      expectError(await t.api('GET', `${LBS}/${id}`), 404, 'load_balancer_not_found');
+      expectError(await t.api('PATCH', `${LBS}/${id}`, { algorithm: 'ip_hash' }), 404, 'load_balancer_not_found');
+      expectError(await t.api('DELETE', `${LBS}/${id}`), 404, 'load_balancer_not_found');
+      expectError(await t.api('POST', `${LBS}/${id}/detach`, { server_id: 'svr_0000000000000000' }), 404, 'load_balancer_not_found');
+    });
+
+    it('answers 404 backend_not_found when detaching a server that is not attached', async () => {
+      const lb = (await t.api('POST', LBS, { name: 'detach-me', region: 'fra1' })).body.data;
+      const res = await t.api('POST', `${LBS}/${lb.id}/detach`, { server_id: 'svr_0000000000000000' });
+      expectError(res, 404, 'backend_not_found');
+    });
+
+    it('answers an unknown route under /api/v1 with a JSON 404 envelope', async () => {
+      const res = await t.api('GET', '/api/v1/no-such-family');
+      expectError(res, 404, 'route_not_found');
+    });
+  });
+
+  describe('schema violations', () => {
+    it('names every offending field at once: missing name and an out-of-range port', async () => {
+      const res = await t.api('POST', LBS, { region: 'fra1', port: 70000 });
+      expectError(res, 422, 'validation_failed');
+      expect(fieldsOf(res)).toEqual(['name', 'port']);
+      for (const detail of res.body.error.details) expect(detail.message).toEqual(expect.any(String));
+    });
+
+    it('names a wrongly typed field alongside a missing one', async () => {
+      const res = await t.api('POST', LBS, { name: 'typed', sticky_sessions: 'yes' });
+      expectError(res, 422, 'validation_failed');
+      expect(fieldsOf(res)).toEqual(['region', 'sticky_sessions']);
+    });
+
+    it('refuses an unknown field on create', async () => {
+      const res = await t.api('POST', LBS, { name: 'web', region: 'fra1', colour: 'blue' });
+      expectError(res, 422, 'validation_failed');
+      expect(fieldsOf(res)).toEqual(['colour']);
+    });
+
+    it('refuses a field that cannot be updated (region) in PATCH', async () => {
+      const lb = (await t.api('POST', LBS, { name: 'patch-me', region: 'fra1' })).body.data;
+      const res = await t.api('PATCH', `${LBS}/${lb.id}`, { region: 'ams3', port: 0 });
+      expectError(res, 422, 'validation_failed');
+      expect(fieldsOf(res)).toEqual(['port', 'region']);
+      const after = await t.api('GET', `${LBS}/${lb.id}`);
+      expect(after.body.data.region).toBe('fra1');
+    });
+  });
+
+  describe('domain rules', () => {
+    it.each([
+      ['http', 443],
+      ['https', 80],
+    ])('answers 422 invalid_protocol_port for %s on %i', async (protocol, port) => {
+      const res = await t.api('POST', LBS, { name: 'bad-pair', region: 'fra1', protocol, port, ssl_certificate_id: 'cert_1' });
+      expectError(res, 422, 'invalid_protocol_port');
+    });
+
+    it('answers 422 invalid_protocol_port when a PATCH makes the pair invalid', async () => {
+      const lb = (await t.api('POST', LBS, { name: 'pair', region: 'fra1' })).body.data;
+      expectError(await t.api('PATCH', `${LBS}/${lb.id}`, { port: 443 }), 422, 'invalid_protocol_port');
+    });
+
+    it('answers 422 region_unavailable for a region not in the catalog, or marked unavailable', async () => {
+      expectError(await t.api('POST', LBS, { name: 'nowhere', region: 'mars1' }), 422, 'region_unavailable');
+      expectError(await t.api('POST', LBS, { name: 'closed', region: 'sgp1' }), 422, 'region_unavailable');
+    });
+  });
+
+  describe('list parameters', () => {
+    let cursor: string;
+    beforeAll(async () => {
+      for (const name of ['page-a', 'page-b', 'page-c']) await t.api('POST', LBS, { name, region: 'ams3' });
+      const first = await t.api('GET', `${LBS}?limit=1&sort=created_at&order=desc`);
+      cursor = first.body.meta.next_cursor;
+      expect(cursor).toEqual(expect.any(String));
+    });
+
+    it('accepts its own cursor', async () => {
+      const next = await t.api('GET', `${LBS}?limit=1&sort=created_at&order=desc&cursor=${encodeURIComponent(cursor)}`);
+      expect(next.status).toBe(200);
+      expect(next.body.data).toHaveLength(1);
+    });
+
+    it('answers 422 invalid_cursor to a tampered cursor', async () => {
+      const flip = (c: string) => (c === 'A' ? 'B' : 'A');
+      const tampered = [
+        `${flip(cursor[0])}${cursor.slice(1)}`,
+        `${cursor.slice(0, -1)}${flip(cursor[cursor.length - 1])}`,
+        cursor.split('.')[0],
+        'not-a-cursor',
+      ];
+      for (const bad of tampered) {
+        const res = await t.api('GET', `${LBS}?limit=1&sort=created_at&order=desc&cursor=${encodeURIComponent(bad)}`);
+        expectError(res, 422, 'invalid_cursor');
+      }
+    });
+
+    it('answers 422 invalid_cursor to a cursor of another sort, order or filter', async () => {
+      for (const query of ['sort=name&order=desc', 'sort=created_at&order=asc', 'sort=created_at&order=desc&status=running']) {
+        const res = await t.api('GET', `${LBS}?limit=1&${query}&cursor=${encodeURIComponent(cursor)}`);
+        expectError(res, 422, 'invalid_cursor');
+      }
+    });
+
+    it.each(['limit=0', 'limit=101', 'limit=ten', 'sort=size', 'order=up', 'status=sleeping'])('answers 422 to %s', async (query) => {
+      const res = await t.api('GET', `${LBS}?${query}`);
+      expectError(res, 422, 'validation_failed');
+      expect(fieldsOf(res)).toEqual([query.split('=')[0]]);
+    });
+  });
+
+  describe('request ids', () => {
+    it('echoes the X-Request-Id the client sent, on success and on error', async () => {
+      const ok = await t.api('GET', LBS, undefined, { headers: { 'x-request-id': 'client-abc.123' } });
+      expect(ok.status).toBe(200);
+      expect(ok.headers.get('x-request-id')).toBe('client-abc.123');
+      const refused = await request(t.url, 'GET', LBS, undefined, { headers: { 'x-request-id': 'client-def-456' } });
+      expect(refused.status).toBe(401);
+      expect(refused.headers.get('x-request-id')).toBe('client-def-456');
+    });
+
+    it('generates a distinct X-Request-Id when none was sent', async () => {
+      const a = (await t.api('GET', LBS)).headers.get('x-request-id');
+      const b = (await t.api('GET', `${LBS}/lb_0000000000000000`)).headers.get('x-request-id');
+      expect(a).toMatch(/^\S{8,}$/);
+      expect(b).toMatch(/^\S{8,}$/);
+      expect(a).not.toBe(b);
+    });
+  });
+});

@@ -1,0 +1,69 @@
+import { startTestService, TestService, waitForStatus } from '../helpers/service';
+
+describe('object storage and file storage', () => {
+  let t: TestService;
+  beforeAll(async () => {
+    t = await startTestService();
+  });
+  afterAll(async () => t.stop());
+
+  it('creates a bucket that becomes available with an endpoint, and deletes it', async () => {
+    const created = await t.api('POST', '/api/v1/object-storage', { name: 'assets-1', region: 'ams3', public: true });
+    expect(created.status).toBe(201);
+    const bucket = created.body.data;
+    expect(bucket).toMatchObject({ name: 'assets-1', region: 'ams3', public: true, status: 'creating', endpoint: null });
+    expect(bucket.id).toMatch(/^bkt_/);
+    const available = await waitForStatus(t, `/api/v1/object-storage/${bucket.id}`, 'available');
+    expect(available.endpoint).toMatch(/^https:\/\//);
+    const deleted = await t.api('DELETE', `/api/v1/object-storage/${bucket.id}`);
+    expect(deleted.status).toBe(200);
+    expect(deleted.body.data.status).toBe('deleted');
+    // A deleted bucket's name can be taken again.
+    expect((await t.api('POST', '/api/v1/object-storage', { name: 'assets-1', region: 'ams3' })).status).toBe(201);
+  });
+
+  it('keeps bucket names unique per team, even under concurrent creates', async () => {
+    const results = await Promise.all([1, 2, 3, 4].map(() => t.api('POST', '/api/v1/object-storage', { name: 'unique-one', region: 'fra1' })));
+    expect(results.map((r) => r.status).sort()).toEqual([201, 409, 409, 409]);
+    expect(results.find((r) => r.status === 409)!.body.error.code).toBe('name_taken');
+  });
+
+  it.each(['ab', 'Upper-Case', '-leading', 'trailing-', 'under_score', 'a'.repeat(64)])('refuses the bucket name %s', async (name) => {
+    const res = await t.api('POST', '/api/v1/object-storage', { name, region: 'fra1' });
+    expect(res.status).toBe(422);
+    expect(res.body.error.code).toBe('validation_failed');
+    expect(res.body.error.details[0].field).toBe('name');
+  });
+
+  it('has no PATCH for buckets', async () => {
+    const bucket = (await t.api('POST', '/api/v1/object-storage', { name: 'nopatch', region: 'fra1' })).body.data;
+    const res = await t.api('PATCH', `/api/v1/object-storage/${bucket.id}`, { public: true });
+    expect(res.status).toBe(404);
+    expect(res.body.error).toBeDefined();
+  });
+
+  it('creates a file share with the default size and a mount target', async () => {
+    const created = await t.api('POST', '/api/v1/file-storage', { name: 'shared home', region: 'nyc1' });
+    expect(created.status).toBe(201);
+    expect(created.body.data).toMatchObject({ size_gb: 100, protocol: 'nfs', status: 'creating', mount_target: null });
+    expect(created.body.data.id).toMatch(/^fs_/);
+    const available = await waitForStatus(t, `/api/v1/file-storage/${created.body.data.id}`, 'available');
+    expect(available.mount_target).toMatch(/^10\.200\.\d+\.\d+:\/exports\/fs_/);
+    const missing = await t.api('GET', '/api/v1/file-storage/fs_0000000000000000');
+    expect(missing.body.error.code).toBe('file_share_not_found');
+  });
+
+  it.each([9, 16385, 10.5, '100'])('refuses size_gb %p', async (size_gb) => {
+    const res = await t.api('POST', '/api/v1/file-storage', { name: 'bad', region: 'fra1', size_gb });
+    expect(res.status).toBe(422);
+    expect(res.body.error.details.map((d: any) => d.field)).toContain('size_gb');
+  });
+
+  it('lists with status filter and sort by name', async () => {
+    for (const name of ['zeta', 'alpha', 'mid']) await t.api('POST', '/api/v1/file-storage', { name, region: 'fra1' });
+    const res = await t.api('GET', '/api/v1/file-storage?sort=name&order=asc&limit=100');
+    const names = res.body.data.map((s: any) => s.name);
+    expect(names).toEqual([...names].sort());
+    expect(res.body.meta.next_cursor).toBeNull();
+  });
+});
