@@ -38,6 +38,7 @@ export const baseStatusProperties = (states: readonly string[]) => ({
   pending_events: Type.Array(Type.Object({}, { additionalProperties: true }), {
     description: 'Events of committed changes not yet published to the event bus.',
   }),
+  updated_at: Type.Optional(NullableTimestamp('When the status last changed; kept here in cluster mode, where status writes cannot touch annotations.')),
 });
 
 /** Record fields every family shows in API responses. */

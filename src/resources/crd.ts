@@ -1,0 +1,171 @@
+/**
+ * The CustomResourceDefinition of each family, derived from its TypeBox spec and status
+ * schemas. Kubernetes only accepts structural schemas, so the JSON Schemas are rewritten:
+ * nullable unions become `nullable: true`, free objects preserve unknown fields, and
+ * keywords Kubernetes rejects or does not know are dropped.
+ */
+import type { AnyFamily } from './family';
+import { families } from './registry';
+
+export const CRD_GROUP = 'cloudplane.dev';
+export const CRD_VERSION = 'v1alpha1';
+/** The label that carries a resource's API id (`lb_...`). */
+export const ID_LABEL = `${CRD_GROUP}/id`;
+
+type Schema = Record<string, any>;
+
+/** Keywords a structural schema may carry, copied as they are. `default` is left out: it would have to validate. */
+const KEPT_KEYWORDS = [
+  'description',
+  'enum',
+  'minimum',
+  'maximum',
+  'exclusiveMinimum',
+  'exclusiveMaximum',
+  'multipleOf',
+  'minLength',
+  'maxLength',
+  'pattern',
+  'minItems',
+  'maxItems',
+  'minProperties',
+  'maxProperties',
+] as const;
+
+/** Formats kept; any other format (email, uri, ...) is validated by the API, not by Kubernetes. */
+const KEPT_FORMATS = new Set(['date-time']);
+
+const isNull = (schema: Schema) => schema.type === 'null';
+
+function copyKeywords(source: Schema, target: Schema): void {
+  for (const key of KEPT_KEYWORDS) if (source[key] !== undefined) target[key] = source[key];
+  if (typeof source.format === 'string' && KEPT_FORMATS.has(source.format)) target.format = source.format;
+}
+
+/** A union without null: literals of one type become an enum, string|integer becomes int-or-string. */
+function convertUnion(members: Schema[], outer: Schema, path: string): Schema {
+  if (members.length === 1) return convertSchema(members[0], path);
+  if (members.every((m) => m.const !== undefined)) {
+    const types = new Set(members.map((m) => m.type ?? typeof m.const));
+    if (types.size === 1) return { type: [...types][0], enum: members.map((m) => m.const) };
+  }
+  const types = new Set(members.map((m) => m.type));
+  if (types.size === 2 && types.has('string') && types.has('integer')) return { 'x-kubernetes-int-or-string': true };
+  // A union of object shapes (a tagged variant) cannot be structural; the API validates it instead.
+  if (members.every((m) => m.type === 'object')) return { type: 'object', 'x-kubernetes-preserve-unknown-fields': true };
+  // Any other mix (a string or a list of strings) has no structural type: Kubernetes keeps
+  // the value as it is and the API validates it.
+  return { 'x-kubernetes-preserve-unknown-fields': true, description: outer.description ?? `One of: ${[...types].join(', ')}.` };
+}
+
+/** One JSON Schema node (already free of TypeBox symbols) as a structural schema node. */
+export function convertSchema(schema: Schema, path = '$'): Schema {
+  const union: Schema[] | undefined = schema.anyOf ?? schema.oneOf;
+  if (union) {
+    const members = union.filter((m) => !isNull(m));
+    const converted = convertUnion(members, schema, path);
+    if (members.length < union.length) converted.nullable = true;
+    copyKeywords(schema, converted);
+    return converted;
+  }
+
+  const result: Schema = {};
+  if (schema.const !== undefined) {
+    result.type = schema.type ?? typeof schema.const;
+    result.enum = [schema.const];
+  } else if (schema.type !== undefined) {
+    if (Array.isArray(schema.type)) throw new Error(`${path}: a list of types has no structural CRD form`);
+    result.type = schema.type;
+  }
+  copyKeywords(schema, result);
+
+  if (result.type === undefined) {
+    // Any / Unknown: whatever JSON value the API stored.
+    result['x-kubernetes-preserve-unknown-fields'] = true;
+    return result;
+  }
+  if (result.type === 'array') {
+    result.items = schema.items ? convertSchema(schema.items, `${path}[]`) : { 'x-kubernetes-preserve-unknown-fields': true };
+  }
+  if (result.type === 'object') convertObject(schema, result, path);
+  return result;
+}
+
+function convertObject(schema: Schema, result: Schema, path: string): void {
+  const properties: Record<string, Schema> = schema.properties ?? {};
+  const names = Object.keys(properties);
+  if (names.length > 0) {
+    result.properties = Object.fromEntries(names.map((name) => [name, convertSchema(properties[name], `${path}.${name}`)]));
+    if (Array.isArray(schema.required) && schema.required.length > 0) result.required = [...schema.required];
+    return;
+  }
+  // A map (Type.Record) keeps its value schema; any other property-less object is free-form.
+  const mapValue = schema.patternProperties ? Object.values(schema.patternProperties)[0] : schema.additionalProperties;
+  if (mapValue && typeof mapValue === 'object') {
+    result.additionalProperties = convertSchema(mapValue as Schema, `${path}{}`);
+  } else {
+    result['x-kubernetes-preserve-unknown-fields'] = true;
+  }
+}
+
+/** TypeBox keeps its metadata under symbols; a JSON round trip leaves plain JSON Schema. */
+const plain = (schema: unknown): Schema => JSON.parse(JSON.stringify(schema));
+
+function printerColumns(family: AnyFamily): Schema[] {
+  const spec = plain(family.schemas.spec).properties ?? {};
+  const columns: Schema[] = [{ name: 'ID', type: 'string', jsonPath: `.metadata.labels.${ID_LABEL.replace(/\./g, '\\.')}` }];
+  if (spec.name) columns.push({ name: 'Name', type: 'string', jsonPath: '.spec.name' });
+  columns.push({ name: 'Status', type: 'string', jsonPath: '.status.status' });
+  if (spec.region) columns.push({ name: 'Region', type: 'string', jsonPath: '.spec.region' });
+  columns.push({ name: 'Age', type: 'date', jsonPath: '.metadata.creationTimestamp' });
+  return columns;
+}
+
+export function crdFor(family: AnyFamily): Schema {
+  const spec = convertSchema(plain(family.schemas.spec), `${family.kind}.spec`);
+  const status = convertSchema(plain(family.schemas.status), `${family.kind}.status`);
+  return {
+    apiVersion: 'apiextensions.k8s.io/v1',
+    kind: 'CustomResourceDefinition',
+    metadata: { name: `${family.plural}.${CRD_GROUP}` },
+    spec: {
+      group: CRD_GROUP,
+      // A team is a namespace: every resource lives in its team's.
+      scope: 'Namespaced',
+      names: {
+        kind: family.kind,
+        listKind: `${family.kind}List`,
+        plural: family.plural,
+        singular: family.kind.toLowerCase(),
+        shortNames: [...family.shortNames],
+        categories: ['cloudplane'],
+      },
+      versions: [
+        {
+          name: CRD_VERSION,
+          served: true,
+          storage: true,
+          subresources: { status: {} },
+          additionalPrinterColumns: printerColumns(family),
+          schema: {
+            openAPIV3Schema: {
+              type: 'object',
+              description: family.description,
+              properties: {
+                apiVersion: { type: 'string' },
+                kind: { type: 'string' },
+                metadata: { type: 'object' },
+                spec,
+                status,
+              },
+            },
+          },
+        },
+      ],
+    },
+  };
+}
+
+export function allCrds(): Schema[] {
+  return families.map(crdFor);
+}
