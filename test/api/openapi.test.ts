@@ -1,0 +1,95 @@
+/**
+ * The served OpenAPI document is a valid OpenAPI 3 document, lists every /api/v1 route
+ * the service registers, and documents a success response for every operation, so a
+ * client generated from it can reach the whole API.
+ */
+import SwaggerParser from '@apidevtools/swagger-parser';
+import { startTestService, TestService } from '../helpers/service';
+
+interface RegisteredRoute {
+  method: string;
+  url: string;
+}
+
+const ROUTE_LINE = /^([│ ]*)(?:├── |└── )(\S+)(?: \(([^)]*)\))?$/;
+
+/** Reads Fastify's route tree (printRoutes without common prefixes) back into method + URL pairs. */
+function registeredRoutes(tree: string): RegisteredRoute[] {
+  const parents: string[] = [];
+  const routes: RegisteredRoute[] = [];
+  for (const line of tree.split('\n')) {
+    const match = ROUTE_LINE.exec(line.trimEnd());
+    if (!match) continue;
+    const depth = match[1].length / 4;
+    parents.length = depth;
+    const url = (parents[depth - 1] ?? '') + match[2];
+    parents[depth] = url;
+    for (const method of (match[3] ?? '').split(',').map((m) => m.trim()).filter(Boolean)) routes.push({ method, url });
+  }
+  return routes;
+}
+
+/** `/api/v1/servers/:id/stop` -> `/api/v1/servers/{id}/stop`, the OpenAPI spelling. */
+function openApiPath(url: string): string {
+  return url.replace(/:([A-Za-z0-9_]+)/g, '{$1}');
+}
+
+describe('GET /api/v1/openapi.json', () => {
+  let svc: TestService;
+  let document: any;
+
+  beforeAll(async () => {
+    svc = await startTestService();
+    const response = await svc.api('GET', '/api/v1/openapi.json', undefined, { key: null });
+    expect(response.status).toBe(200);
+    document = response.body;
+  });
+
+  afterAll(async () => {
+    await svc.stop();
+  });
+
+  it('is a valid OpenAPI 3 document', async () => {
+    expect(document.openapi).toMatch(/^3\./);
+    // validate() dereferences in place: give it a copy so the other checks see the served document.
+    await expect(SwaggerParser.validate(structuredClone(document))).resolves.toBeDefined();
+  });
+
+  it('is checked by a validator that does reject a broken document', async () => {
+    const broken = structuredClone(document);
+    const [firstPath] = Object.keys(broken.paths);
+    broken.paths[firstPath].get = { responses: 'none' };
+    await expect(SwaggerParser.validate(broken)).rejects.toThrow();
+  });
+
+  it('lists every route registered under /api/v1', () => {
+    const routes = registeredRoutes(svc.service.app.printRoutes({ commonPrefix: false }))
+      .filter((route) => route.url.startsWith('/api/v1/') && route.url !== '/api/v1/openapi.json')
+      .filter((route) => route.method !== 'HEAD'); // Fastify adds HEAD to every GET by itself.
+
+    // The tree was read back correctly: Fastify knows every route parsed from it, and there are many.
+    expect(routes.length).toBeGreaterThan(30);
+    for (const route of routes) expect(svc.service.app.hasRoute({ method: route.method as 'GET', url: route.url })).toBe(true);
+
+    const missing = routes
+      .filter((route) => !document.paths?.[openApiPath(route.url)]?.[route.method.toLowerCase()])
+      .map((route) => `${route.method} ${openApiPath(route.url)}`);
+    expect(missing).toEqual([]);
+  });
+
+  it('documents at least one 2xx response for every operation', () => {
+    const methods = new Set(['get', 'put', 'post', 'patch', 'delete', 'options', 'head', 'trace']);
+    const withoutSuccess: string[] = [];
+    let operations = 0;
+    for (const [path, item] of Object.entries<Record<string, any>>(document.paths)) {
+      for (const [method, operation] of Object.entries(item)) {
+        if (!methods.has(method)) continue;
+        operations += 1;
+        const codes = Object.keys(operation.responses ?? {});
+        if (!codes.some((code) => /^2(\d\d|XX)$/.test(code))) withoutSuccess.push(`${method.toUpperCase()} ${path}`);
+      }
+    }
+    expect(operations).toBeGreaterThan(30);
+    expect(withoutSuccess).toEqual([]);
+  });
+});
