@@ -4,13 +4,28 @@
  */
 import type { AnyFamily } from './family';
 import { loadBalancerFamily } from './load-balancer';
+import { vpnGatewayFamily } from './vpn-gateway';
+import { serverFamily } from './server';
+import { bucketFamily, fileShareFamily } from './storage';
+import { jobFamily } from './job';
 import { apiKeyFamily, teamFamily, userFamily } from './accounts';
+import { messageFamily, threadFamily } from './agent';
+import { deliveryFamily, webhookFamily } from './webhook';
 
 export const families: AnyFamily[] = [
   loadBalancerFamily,
+  vpnGatewayFamily,
+  serverFamily,
+  bucketFamily,
+  fileShareFamily,
+  jobFamily,
   teamFamily,
   userFamily,
   apiKeyFamily,
+  threadFamily,
+  messageFamily,
+  webhookFamily,
+  deliveryFamily,
 ];
 
 export function familyByName(name: string): AnyFamily {

@@ -4,9 +4,21 @@ import type { ApiContext } from '../context';
 import { registerLoadBalancerRoutes } from './load-balancers';
 import { registerRegionRoutes } from './regions';
 import { registerAuditLogRoutes } from './audit-log';
+import { registerVpnGatewayRoutes } from './vpn-gateways';
+import { registerServerRoutes } from './servers';
+import { registerJobRoutes } from './jobs';
+import { registerSettingsRoutes } from './settings';
+import { registerAgentRoutes } from './agent';
+import { registerWebhookRoutes } from './webhooks';
 
 export function registerRouteModules(app: FastifyInstance, ctx: ApiContext): void {
   registerRegionRoutes(app, ctx);
   registerLoadBalancerRoutes(app, ctx);
   registerAuditLogRoutes(app, ctx);
+  registerVpnGatewayRoutes(app, ctx);
+  registerServerRoutes(app, ctx);
+  registerJobRoutes(app, ctx);
+  registerSettingsRoutes(app, ctx);
+  registerAgentRoutes(app, ctx);
+  registerWebhookRoutes(app, ctx);
 }

@@ -1,0 +1,229 @@
+/**
+ * Webhook subscriptions and their delivery history. A subscription has no reconciler, so
+ * every write settles its state and configuration hash in the same request (which emits
+ * `webhook.updated` with the caller as actor). The signing secret is shown by create and
+ * rotate-secret only.
+ */
+import type { FastifyInstance } from 'fastify';
+import { Type } from '@sinclair/typebox';
+import type { ApiContext } from '../context';
+import { send } from '../envelope';
+import { listQuerySchema, normaliseQuery, paginate } from '../list';
+import { assertChangeable, envelopeOf, ErrorEnvelope, findResource, principalOf } from './families';
+import { Delivery, deliveryFamily, Webhook, webhookFamily, WebhookSpec } from '../../resources/webhook';
+import { configHash } from '../../resources/transitions';
+import { notFound } from '../../lib/errors';
+import { newId } from '../../lib/ids';
+import { nowIso } from '../../lib/time';
+import { createSecret, deleteSecret, rotateSecret } from '../../webhooks/secrets';
+
+const errors = { 400: ErrorEnvelope, 401: ErrorEnvelope, 404: ErrorEnvelope, 409: ErrorEnvelope, 415: ErrorEnvelope, 422: ErrorEnvelope, 429: ErrorEnvelope, 503: ErrorEnvelope };
+const tags = ['webhook'];
+const IdParams = Type.Object({ id: Type.String({ maxLength: 64, description: 'Subscription id.' }) });
+const DeliveryParams = Type.Object({
+  id: Type.String({ maxLength: 64, description: 'Subscription id.' }),
+  delivery_id: Type.String({ maxLength: 64, description: 'Delivery id.' }),
+});
+const Record_ = webhookFamily.schemas.record;
+const DeliveryRecord = deliveryFamily.schemas.record;
+const WithSecret = Type.Object({
+  ...Record_.properties,
+  secret: Type.String({ description: 'The signing secret (`whsec_...`). Shown in this response only; store it now.' }),
+});
+
+/** The state the spec and the service's own verdict call for. */
+function stateOf(webhook: Webhook): 'active' | 'inactive' | 'deleted' {
+  if (webhook.status.status === 'deleted') return 'deleted';
+  return webhook.spec.active && !webhook.status.disabled_reason ? 'active' : 'inactive';
+}
+
+/** Brings status in line with the spec just written: state, and the hash whose change is `webhook.updated`. */
+function settle(ctx: ApiContext, team: string, id: string, actor: string, reenable = false): Promise<Webhook> {
+  return ctx.writer.mutateStatus<Webhook>(
+    webhookFamily,
+    team,
+    id,
+    (current) => {
+      const reset = reenable && current.status.status !== 'deleted' ? { disabled_reason: null, consecutive_failures: 0 } : {};
+      const next = { ...current, status: { ...current.status, ...reset } } as Webhook;
+      const changes = { ...reset, status: stateOf(next), observed_config: configHash(webhookFamily, current.spec as unknown as Record<string, unknown>), observed_generation: current.meta.generation };
+      const same = Object.entries(changes).every(([k, v]) => (current.status as unknown as Record<string, unknown>)[k] === v);
+      return same ? null : changes;
+    },
+    actor,
+  );
+}
+
+async function findDelivery(ctx: ApiContext, team: string, webhookId: string, deliveryId: string): Promise<Delivery> {
+  const delivery = (await ctx.store.get(deliveryFamily.kind, team, deliveryId)) as Delivery | undefined;
+  if (!delivery || delivery.spec.webhook_id !== webhookId) throw notFound('delivery', deliveryId);
+  return delivery;
+}
+
+export function registerWebhookRoutes(app: FastifyInstance, ctx: ApiContext): void {
+  const base = `/api/v1/${webhookFamily.path}`;
+  const rules = { config: ctx.config };
+
+  app.get(base, {
+    schema: { tags, summary: 'List webhook subscriptions', querystring: listQuerySchema(webhookFamily.states), response: { 200: envelopeOf(Type.Array(Record_)), ...errors } },
+    handler: async (request, reply) => {
+      const query = normaliseQuery(request.query as Record<string, unknown>);
+      const all = (await ctx.store.list(webhookFamily.kind, principalOf(request).team)) as Webhook[];
+      const rows = all.map((w) => ({ id: w.meta.id, name: w.spec.url, created_at: w.meta.createdAt, status: w.status.status, w }));
+      const { page, nextCursor } = paginate(rows, query, ctx.cursorKey);
+      return send(ctx, request, reply, 200, page.map((row) => webhookFamily.toRecord(row.w)), { next_cursor: nextCursor });
+    },
+  });
+
+  app.post(base, {
+    schema: {
+      tags,
+      summary: 'Create a webhook subscription',
+      description: 'The response holds the signing secret in `secret`, once.',
+      body: webhookFamily.schemas.create,
+      response: { 201: envelopeOf(WithSecret), ...errors },
+    },
+    handler: async (request, reply) => {
+      const { team, key } = principalOf(request);
+      const spec = webhookFamily.specFromCreate(request.body, rules);
+      const id = newId(webhookFamily.idPrefix);
+      // The secret exists before the subscription, so no delivery is ever made unsigned.
+      const secret = await createSecret(ctx.store, team, id);
+      let webhook: Webhook;
+      try {
+        webhook = (await ctx.writer.create(webhookFamily, team, spec, key, id)) as Webhook;
+      } catch (err) {
+        await deleteSecret(ctx.store, team, id);
+        throw err;
+      }
+      if (!spec.active) webhook = await settle(ctx, team, id, key);
+      reply.header('Location', `${base}/${id}`);
+      return send(ctx, request, reply, 201, { ...webhookFamily.toRecord(webhook), secret });
+    },
+  });
+
+  app.get(`${base}/:id`, {
+    schema: { tags, summary: 'Get a webhook subscription', params: IdParams, response: { 200: envelopeOf(Record_), ...errors } },
+    handler: async (request, reply) => {
+      const { id } = request.params as { id: string };
+      return send(ctx, request, reply, 200, webhookFamily.toRecord(await findResource<Webhook>(ctx, webhookFamily, principalOf(request).team, id)));
+    },
+  });
+
+  app.patch(`${base}/:id`, {
+    schema: {
+      tags,
+      summary: 'Update a webhook subscription',
+      description: '`active: true` re-enables a subscription the service disabled and resets consecutive_failures.',
+      params: IdParams,
+      body: webhookFamily.schemas.update!,
+      response: { 200: envelopeOf(Record_), ...errors },
+    },
+    handler: async (request, reply) => {
+      const { id } = request.params as { id: string };
+      const { team, key } = principalOf(request);
+      const patch = request.body as Partial<WebhookSpec>;
+      assertChangeable(webhookFamily, await findResource(ctx, webhookFamily, team, id));
+      await ctx.writer.mutateSpec<Webhook>(webhookFamily, team, id, (current) => {
+        assertChangeable(webhookFamily, current);
+        const spec = webhookFamily.applyUpdate!(current.spec, patch, rules);
+        return JSON.stringify(spec) === JSON.stringify(current.spec) ? null : (spec as unknown as Record<string, unknown>);
+      });
+      const updated = await settle(ctx, team, id, key, patch.active === true);
+      return send(ctx, request, reply, 200, webhookFamily.toRecord(updated));
+    },
+  });
+
+  app.delete(`${base}/:id`, {
+    schema: { tags, summary: 'Delete a webhook subscription', description: 'Deliveries stop at once; pending ones end as failed.', params: IdParams, response: { 200: envelopeOf(Record_), ...errors } },
+    handler: async (request, reply) => {
+      const { id } = request.params as { id: string };
+      const { team, key } = principalOf(request);
+      await findResource(ctx, webhookFamily, team, id);
+      const deleted = await ctx.writer.mutateStatus<Webhook>(
+        webhookFamily,
+        team,
+        id,
+        (current) => (current.status.status === 'deleted' ? null : { status: 'deleted', deleted_at: nowIso() }),
+        key,
+      );
+      // Nothing signs for a deleted subscription any more.
+      await deleteSecret(ctx.store, team, id);
+      return send(ctx, request, reply, 200, webhookFamily.toRecord(deleted));
+    },
+  });
+
+  app.post(`${base}/:id/rotate-secret`, {
+    schema: {
+      tags,
+      summary: 'Rotate the signing secret',
+      description: 'Returns the new secret in `secret`, once. The previous one keeps signing too for CLOUDPLANE_WEBHOOK_SECRET_OVERLAP_SECONDS (default 24 hours).',
+      params: IdParams,
+      response: { 200: envelopeOf(WithSecret), ...errors },
+    },
+    handler: async (request, reply) => {
+      const { id } = request.params as { id: string };
+      const { team } = principalOf(request);
+      const webhook = await findResource<Webhook>(ctx, webhookFamily, team, id);
+      assertChangeable(webhookFamily, webhook);
+      const secret = await rotateSecret(ctx.store, team, id, ctx.config.webhooks.secretOverlapMs);
+      return send(ctx, request, reply, 200, { ...webhookFamily.toRecord(webhook), secret });
+    },
+  });
+
+  app.get(`${base}/:id/deliveries`, {
+    schema: {
+      tags,
+      summary: 'Delivery history of a subscription',
+      querystring: listQuerySchema(deliveryFamily.states),
+      params: IdParams,
+      response: { 200: envelopeOf(Type.Array(DeliveryRecord)), ...errors },
+    },
+    handler: async (request, reply) => {
+      const { id } = request.params as { id: string };
+      const { team } = principalOf(request);
+      await findResource(ctx, webhookFamily, team, id);
+      const query = normaliseQuery(request.query as Record<string, unknown>);
+      const all = ((await ctx.store.list(deliveryFamily.kind, team)) as Delivery[]).filter((d) => d.spec.webhook_id === id);
+      const rows = all.map((d) => ({ id: d.meta.id, name: d.spec.event_type, created_at: d.meta.createdAt, status: d.status.status, d }));
+      const { page, nextCursor } = paginate(rows, query, ctx.cursorKey, []);
+      return send(ctx, request, reply, 200, page.map((row) => deliveryFamily.toRecord(row.d)), { next_cursor: nextCursor });
+    },
+  });
+
+  app.get(`${base}/:id/deliveries/:delivery_id`, {
+    schema: { tags, summary: 'Get a delivery', params: DeliveryParams, response: { 200: envelopeOf(DeliveryRecord), ...errors } },
+    handler: async (request, reply) => {
+      const { id, delivery_id } = request.params as { id: string; delivery_id: string };
+      const { team } = principalOf(request);
+      await findResource(ctx, webhookFamily, team, id);
+      return send(ctx, request, reply, 200, deliveryFamily.toRecord(await findDelivery(ctx, team, id, delivery_id)));
+    },
+  });
+
+  app.post(`${base}/:id/deliveries/:delivery_id/retry`, {
+    schema: {
+      tags,
+      summary: 'Retry a delivery now',
+      description:
+        'Makes one more attempt at once (202; the delivery is pending until it is made). A pending delivery keeps its schedule afterwards; a finished one gets this one attempt only.',
+      params: DeliveryParams,
+      response: { 202: envelopeOf(DeliveryRecord), ...errors },
+    },
+    handler: async (request, reply) => {
+      const { id, delivery_id } = request.params as { id: string; delivery_id: string };
+      const { team, key } = principalOf(request);
+      await findResource(ctx, webhookFamily, team, id);
+      await findDelivery(ctx, team, id, delivery_id);
+      // The dispatcher watches the store: a pending delivery due now is sent now.
+      const delivery = await ctx.writer.mutateStatus<Delivery>(
+        deliveryFamily,
+        team,
+        delivery_id,
+        (current) => ({ status: 'pending', next_retry_at: nowIso(), single_attempt: current.status.status !== 'pending' }),
+        key,
+      );
+      return send(ctx, request, reply, 202, deliveryFamily.toRecord(delivery));
+    },
+  });
+}

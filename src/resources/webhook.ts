@@ -1,0 +1,262 @@
+/**
+ * Webhook subscriptions and their deliveries (CONTRACT "Webhook deliveries"). Neither has
+ * a reconciler: the API and the dispatcher write them directly. The signing secret lives
+ * in the store secret `webhook-secret-<id>`, never in the resource.
+ */
+import { createHash } from 'node:crypto';
+import { Type } from '@sinclair/typebox';
+import { fieldInvalid, validationFailed, FieldError } from '../lib/errors';
+import { urlProblem } from '../webhooks/target-guard';
+import { MAX_ATTEMPTS } from '../webhooks/schedule';
+import type { WebhookFilter } from '../webhooks/matching';
+import type { BaseStatus, FamilyDefinition, Resource } from './family';
+import { baseStatusProperties, IdOf, NullableTimestamp, strictObject, Timestamp } from './schema-kit';
+import type { Config } from '../config';
+import { nowIso } from '../lib/time';
+
+const WEBHOOK_STATES = ['active', 'inactive', 'deleted'] as const;
+const DELIVERY_STATES = ['pending', 'succeeded', 'failed'] as const;
+export const DEFAULT_RATE_LIMIT_PER_MINUTE = 100;
+
+export interface WebhookSpec {
+  url: string;
+  events: string[];
+  filter: WebhookFilter | null;
+  /** What the owner asked for; an auto-disabled subscription is inactive whatever this says. */
+  active: boolean;
+  rate_limit_per_minute: number;
+}
+
+export interface WebhookStatus extends BaseStatus {
+  disabled_reason: string | null;
+  consecutive_failures: number;
+}
+
+export type Webhook = Resource<WebhookSpec, WebhookStatus>;
+
+export interface DeliverySpec {
+  webhook_id: string;
+  event_id: string;
+  event_type: string;
+  /** The event envelope exactly as sent on every attempt, fixed at creation. */
+  body: string;
+}
+
+export interface DeliveryStatus extends BaseStatus {
+  /** Attempts made so far. */
+  attempt: number;
+  first_attempt_at: string | null;
+  next_retry_at: string | null;
+  response_status: number | null;
+  error: string | null;
+  /** Set by a manual retry of a finished delivery: one attempt, then no schedule. */
+  single_attempt: boolean;
+}
+
+export type Delivery = Resource<DeliverySpec, DeliveryStatus>;
+
+export const webhookSecretName = (id: string) => `webhook-secret-${id}`;
+
+const EVENT_PATTERN = '^[a-z][a-z0-9_]*\\.([a-z][a-z0-9_]*|\\*)$';
+const FILTER_KEY = /^[a-z][a-z0-9_]*\.[a-z][a-z0-9_]*$/;
+
+const Url = Type.String({ minLength: 1, maxLength: 2048, description: 'HTTPS address that receives deliveries.' });
+const Events = Type.Array(Type.String({ pattern: EVENT_PATTERN, maxLength: 100 }), {
+  minItems: 1,
+  maxItems: 100,
+  description: 'Event types (`server.running`) or category patterns (`server.*`).',
+});
+const FilterValue = Type.Union([Type.String({ maxLength: 256 }), Type.Array(Type.String({ maxLength: 256 }), { maxItems: 100 })]);
+const Filter = Type.Union([Type.Record(Type.String(), FilterValue), Type.Null()], {
+  description: 'Keys `<category>.<field>` (e.g. `server.region`), each a string or an array of strings; a key applies to events of its category only.',
+});
+const Active = Type.Boolean({ description: 'Whether the subscription delivers. PATCH true re-enables a disabled one.' });
+const RateLimit = Type.Integer({ minimum: 1, maximum: 10_000, description: 'Deliveries per minute, 1-10000, default 100; more are queued, never dropped.' });
+
+function assertFilter(filter: unknown): void {
+  if (filter === null || filter === undefined) return;
+  const bad: FieldError[] = Object.keys(filter as object)
+    .filter((key) => !FILTER_KEY.test(key))
+    .map((key) => ({ field: `filter.${key}`, message: 'must be a key of the form <category>.<field>' }));
+  if (bad.length) throw validationFailed(bad);
+}
+
+function assertUrl(url: string, config: Config): void {
+  const problem = urlProblem(url, config.webhooks);
+  if (problem) throw fieldInvalid('url', problem);
+}
+
+export const webhookFamily: FamilyDefinition<WebhookSpec, WebhookStatus> = {
+  name: 'webhook',
+  title: 'webhook',
+  kind: 'WebhookSubscription',
+  plural: 'webhooksubscriptions',
+  shortNames: ['cpwh'],
+  path: 'webhooks',
+  idPrefix: 'wh',
+  states: WEBHOOK_STATES,
+  readyStates: ['active'],
+  providerBacked: false,
+  deletion: 'immediate',
+  standardRoutes: false,
+  creationEvent: 'created',
+  eventStates: ['deleted'],
+  description: 'A webhook subscription: events of the team that match it are delivered, signed, to its URL.',
+  schemas: {
+    create: strictObject({
+      url: Url,
+      events: Events,
+      filter: Type.Optional(Filter),
+      active: Type.Optional(Active),
+      rate_limit_per_minute: Type.Optional(RateLimit),
+    }),
+    update: strictObject({
+      url: Type.Optional(Url),
+      events: Type.Optional(Events),
+      filter: Type.Optional(Filter),
+      active: Type.Optional(Active),
+      rate_limit_per_minute: Type.Optional(RateLimit),
+    }),
+    spec: strictObject({ url: Url, events: Events, filter: Filter, active: Active, rate_limit_per_minute: RateLimit }),
+    status: strictObject({
+      ...baseStatusProperties(WEBHOOK_STATES),
+      disabled_reason: Type.Union([Type.String(), Type.Null()], { description: 'Why the service disabled the subscription.' }),
+      consecutive_failures: Type.Integer({ minimum: 0, description: 'Failed attempts in a row, across deliveries.' }),
+    }),
+    record: strictObject({
+      id: IdOf('wh', 'Subscription id.'),
+      url: Url,
+      events: Events,
+      filter: Filter,
+      active: Type.Boolean({ description: 'Whether events are delivered now: false when paused by the owner or disabled by the service.' }),
+      rate_limit_per_minute: RateLimit,
+      disabled_reason: Type.Union([Type.String(), Type.Null()], { description: 'Why the service disabled the subscription; null otherwise.' }),
+      consecutive_failures: Type.Integer({ minimum: 0, description: 'Failed attempts in a row across its deliveries; a success resets it.' }),
+      status: Type.String({ enum: [...WEBHOOK_STATES], description: 'active, inactive or deleted.' }),
+      created_at: Timestamp('Creation time.'),
+      updated_at: Timestamp('Last change.'),
+      deleted_at: NullableTimestamp('Time of deletion; null unless deleted.'),
+    }),
+  },
+
+  specFromCreate(body, { config }) {
+    assertUrl(body.url, config);
+    assertFilter(body.filter);
+    return {
+      url: body.url,
+      events: body.events,
+      filter: body.filter ?? null,
+      active: body.active ?? true,
+      rate_limit_per_minute: body.rate_limit_per_minute ?? DEFAULT_RATE_LIMIT_PER_MINUTE,
+    };
+  },
+
+  applyUpdate(spec, patch, { config }) {
+    if (patch.url !== undefined) assertUrl(patch.url, config);
+    if (patch.filter !== undefined) assertFilter(patch.filter);
+    return { ...spec, ...patch };
+  },
+
+  initialStatus: () => ({ disabled_reason: null, consecutive_failures: 0 }),
+
+  /** `disabled` when the service trips it; `updated` when the owner re-enables it (the spec may not change). */
+  extraEvents(previous, next) {
+    if (!previous) return [];
+    if (!previous.status.disabled_reason && next.status.disabled_reason) return ['disabled'];
+    const reenabled = previous.status.status === 'inactive' && next.status.status === 'active';
+    return reenabled && previous.status.observed_config === next.status.observed_config ? ['updated'] : [];
+  },
+
+  nameOf: (spec) => spec.url,
+
+  toRecord({ meta, spec, status }) {
+    return {
+      id: meta.id,
+      url: spec.url,
+      events: spec.events,
+      filter: spec.filter ?? null,
+      active: status.status === 'active',
+      rate_limit_per_minute: spec.rate_limit_per_minute,
+      disabled_reason: status.disabled_reason ?? null,
+      consecutive_failures: status.consecutive_failures ?? 0,
+      status: status.status,
+      created_at: meta.createdAt,
+      updated_at: meta.updatedAt,
+      deleted_at: status.deleted_at ?? null,
+    };
+  },
+};
+
+/** The same delivery id whenever (subscription, event) is processed again, e.g. after a crash. */
+export function deliveryIdFor(webhookId: string, eventId: string): string {
+  const digest = createHash('sha256').update(`${webhookId}/${eventId}`).digest('hex');
+  return `del_${BigInt(`0x${digest}`).toString(36).padStart(20, '0').slice(0, 20)}`;
+}
+
+export const deliveryFamily: FamilyDefinition<DeliverySpec, DeliveryStatus> = {
+  name: 'delivery',
+  title: 'delivery',
+  kind: 'WebhookDelivery',
+  plural: 'webhookdeliveries',
+  shortNames: ['cpdel'],
+  path: 'webhooks/deliveries',
+  idPrefix: 'del',
+  states: DELIVERY_STATES,
+  readyStates: ['succeeded'],
+  providerBacked: false,
+  deletion: 'immediate',
+  standardRoutes: false,
+  deletable: false,
+  // Deliveries are the consequence of events; events about them would feed back into webhooks.
+  creationEvent: null,
+  eventStates: [],
+  description: 'One event on its way to one webhook subscription, with its attempts.',
+  schemas: {
+    create: strictObject({}),
+    spec: strictObject({
+      webhook_id: IdOf('wh', 'The subscription.'),
+      event_id: IdOf('evt', 'The event delivered.'),
+      event_type: Type.String({ description: 'Type of the event.' }),
+      body: Type.String({ description: 'The event envelope as sent, byte for byte.' }),
+    }),
+    status: strictObject({
+      ...baseStatusProperties(DELIVERY_STATES),
+      attempt: Type.Integer({ minimum: 0, maximum: MAX_ATTEMPTS, description: 'Attempts made so far.' }),
+      first_attempt_at: NullableTimestamp('Time of the first attempt.'),
+      next_retry_at: NullableTimestamp('When the next attempt is due; null when none is left.'),
+      response_status: Type.Union([Type.Integer(), Type.Null()], { description: 'HTTP status of the last answer.' }),
+      error: Type.Union([Type.String(), Type.Null()], { description: 'Why the last attempt failed.' }),
+      single_attempt: Type.Boolean({ description: 'A manual retry of a finished delivery: one attempt, no further schedule.' }),
+    }),
+    record: strictObject({
+      id: IdOf('del', 'Delivery id; the same on every attempt (the webhook-id header).'),
+      webhook_id: IdOf('wh', 'The subscription.'),
+      event_id: IdOf('evt', 'The event delivered.'),
+      event_type: Type.String({ description: 'Type of the event.' }),
+      status: Type.String({ enum: [...DELIVERY_STATES], description: 'pending, succeeded or failed.' }),
+      attempt: Type.String({ pattern: '^\\d+/\\d+$', description: `Attempts made, as <n>/${MAX_ATTEMPTS}.` }),
+      next_retry_at: NullableTimestamp('When the next attempt is due; null once no retry is left.'),
+      response_status: Type.Union([Type.Integer(), Type.Null()], { description: 'HTTP status of the last answer; null if none came.' }),
+      error: Type.Union([Type.String(), Type.Null()], { description: 'Why the last attempt failed; null after a success.' }),
+      created_at: Timestamp('Creation time.'),
+      updated_at: Timestamp('Last change.'),
+    }),
+  },
+  specFromCreate: (body) => body,
+  // Due at once: the first attempt is immediate.
+  initialStatus: () => ({ attempt: 0, first_attempt_at: null, next_retry_at: nowIso(), response_status: null, error: null, single_attempt: false }),
+  nameOf: (spec) => spec.event_type,
+  toRecord: ({ meta, spec, status }) => ({
+    id: meta.id,
+    webhook_id: spec.webhook_id,
+    event_id: spec.event_id,
+    event_type: spec.event_type,
+    status: status.status,
+    attempt: `${status.attempt ?? 0}/${MAX_ATTEMPTS}`,
+    next_retry_at: status.next_retry_at ?? null,
+    response_status: status.response_status ?? null,
+    error: status.error ?? null,
+    created_at: meta.createdAt,
+    updated_at: meta.updatedAt,
+  }),
+};

@@ -1,0 +1,273 @@
+/**
+ * Outbound webhooks. A durable bus consumer turns each event into one delivery record per
+ * active matching subscription of the event's team; a scheduler sends every pending
+ * delivery when it is due, signed, and records the outcome and the next attempt.
+ *
+ * The store is the schedule: deliveries are found at start and through the store's watch
+ * (a manual retry or a re-enabled subscription is a store write), so a restart resumes
+ * exactly where the records say. A delivery's id is derived from (subscription, event),
+ * so an event handed over again after a crash finds its delivery instead of doubling it.
+ */
+import type { Logger } from 'pino';
+import { AlreadyExistsError, Store, WatchEvent } from '../store/types';
+import type { CloudEvent, EventBus } from '../events/types';
+import type { ResourceWriter } from '../resources/writer';
+import type { WebhookConfig } from '../config';
+import { Delivery, deliveryFamily, deliveryIdFor, Webhook, webhookFamily } from '../resources/webhook';
+import { subscriptionMatches } from './matching';
+import { nextAttemptAt, retryAfterMs } from './schedule';
+import { signDelivery } from './signing';
+import { sendDelivery, AttemptResult } from './sender';
+import { signingSecrets } from './secrets';
+import { TokenBuckets } from './rate-limiter';
+import { OwnerNotifier } from './notifier';
+
+const SYSTEM = 'system';
+const CONSUMER = 'webhooks';
+/** Node timers overflow past ~24.8 days; later attempts are re-armed on the way. */
+const MAX_TIMER_MS = 2 ** 31 - 1;
+
+export interface DispatcherDeps {
+  store: Store;
+  writer: ResourceWriter;
+  bus: EventBus;
+  config: WebhookConfig;
+  logger: Logger;
+}
+
+interface Key {
+  team: string;
+  id: string;
+}
+
+const keyOf = ({ team, id }: Key) => `${team}/${id}`;
+
+export class WebhookDispatcher {
+  private readonly timers = new Map<string, { due: number; timer: NodeJS.Timeout }>();
+  /** Deliveries due but waiting for their subscription's rate limit, per subscription. */
+  private readonly waiting = new Map<string, Key[]>();
+  private readonly pumps = new Map<string, NodeJS.Timeout>();
+  private readonly inFlight = new Map<string, Promise<void>>();
+  private readonly buckets: TokenBuckets;
+  private readonly notifier: OwnerNotifier;
+  private unsubscribe: (() => void) | null = null;
+  private unwatch: (() => void) | null = null;
+  private stopped = false;
+
+  constructor(private readonly deps: DispatcherDeps) {
+    this.buckets = new TokenBuckets(60_000 * deps.config.timeScale);
+    this.notifier = new OwnerNotifier(deps.store, deps.config, deps.logger);
+  }
+
+  async start(): Promise<void> {
+    this.unwatch = this.deps.store.watch((event) => this.onStoreChange(event));
+    for (const delivery of await this.deps.store.list<Delivery['spec'], Delivery['status']>(deliveryFamily.kind)) {
+      this.scheduleFromRecord(delivery as Delivery);
+    }
+    this.unsubscribe = this.deps.bus.subscribe(CONSUMER, (event) => this.onEvent(event));
+  }
+
+  async stop(): Promise<void> {
+    this.stopped = true;
+    this.unsubscribe?.();
+    this.unwatch?.();
+    for (const { timer } of this.timers.values()) clearTimeout(timer);
+    for (const timer of this.pumps.values()) clearTimeout(timer);
+    this.timers.clear();
+    this.pumps.clear();
+    this.waiting.clear();
+    // An attempt under way finishes (within the timeout) so its outcome is recorded.
+    await Promise.allSettled([...this.inFlight.values()]);
+    this.notifier.close();
+  }
+
+  /** The bus consumer: one delivery per active subscription the event matches. */
+  private async onEvent(event: CloudEvent): Promise<void> {
+    const { store, writer } = this.deps;
+    const webhooks = (await store.list<Webhook['spec'], Webhook['status']>(webhookFamily.kind, event.team_id)) as Webhook[];
+    const body = JSON.stringify(event);
+    for (const webhook of webhooks) {
+      if (webhook.status.status !== 'active' || !subscriptionMatches(webhook.spec, event)) continue;
+      const id = deliveryIdFor(webhook.meta.id, event.id);
+      const spec = { webhook_id: webhook.meta.id, event_id: event.id, event_type: event.type, body };
+      try {
+        const delivery = (await writer.create(deliveryFamily, event.team_id, spec, SYSTEM, id)) as Delivery;
+        this.scheduleFromRecord(delivery);
+      } catch (err) {
+        // Already made before a crash or a redelivery of the event: the record carries on.
+        if (!(err instanceof AlreadyExistsError)) throw err;
+      }
+    }
+  }
+
+  private onStoreChange({ type, object, previous }: WatchEvent): void {
+    if (this.stopped || type === 'deleted') return;
+    if (object.meta.kind === deliveryFamily.kind) {
+      this.scheduleFromRecord(object as unknown as Delivery);
+      return;
+    }
+    const wasActive = (previous as unknown as Webhook | undefined)?.status?.status === 'active';
+    if (object.meta.kind === webhookFamily.kind && !wasActive && (object as unknown as Webhook).status.status === 'active') {
+      void this.resumeHeld(object as unknown as Webhook);
+    }
+  }
+
+  /** A re-enabled subscription's pending deliveries were held; they go again now. */
+  private async resumeHeld(webhook: Webhook): Promise<void> {
+    const deliveries = (await this.deps.store.list(deliveryFamily.kind, webhook.meta.team)) as Delivery[];
+    for (const delivery of deliveries) {
+      if (delivery.spec.webhook_id === webhook.meta.id) this.scheduleFromRecord(delivery, true);
+    }
+  }
+
+  /** Arms a timer for a pending delivery at its next_retry_at; idempotent. */
+  private scheduleFromRecord(delivery: Delivery, force = false): void {
+    const key = { team: delivery.meta.team, id: delivery.meta.id };
+    const name = keyOf(key);
+    if (this.stopped || this.inFlight.has(name)) return;
+    const existing = this.timers.get(name);
+    if (delivery.status.status !== 'pending' || !delivery.status.next_retry_at) {
+      if (existing) clearTimeout(existing.timer);
+      this.timers.delete(name);
+      return;
+    }
+    const due = Date.parse(delivery.status.next_retry_at);
+    if (existing && existing.due === due && !force) return;
+    if (existing) clearTimeout(existing.timer);
+    const timer = setTimeout(() => {
+      this.timers.delete(name);
+      if (due > Date.now()) return this.scheduleFromRecord(delivery);
+      this.enqueue(delivery.spec.webhook_id, key);
+    }, Math.min(Math.max(0, due - Date.now()), MAX_TIMER_MS));
+    this.timers.set(name, { due, timer });
+  }
+
+  private enqueue(webhookId: string, key: Key): void {
+    const queue = this.waiting.get(webhookId) ?? [];
+    if (!queue.some((k) => keyOf(k) === keyOf(key))) queue.push(key);
+    this.waiting.set(webhookId, queue);
+    if (!this.pumps.has(webhookId)) void this.pump(webhookId, key.team);
+  }
+
+  /** Sends the subscription's due deliveries in order, as fast as its rate limit lets them. */
+  private async pump(webhookId: string, team: string): Promise<void> {
+    const queue = this.waiting.get(webhookId);
+    if (this.stopped || !queue || queue.length === 0) {
+      this.waiting.delete(webhookId);
+      return;
+    }
+    const webhook = (await this.deps.store.get(webhookFamily.kind, team, webhookId)) as Webhook | undefined;
+    const perMinute = webhook?.spec.rate_limit_per_minute ?? 1;
+    while (queue.length > 0 && !this.stopped) {
+      const waitMs = webhook && webhook.status.status === 'active' ? this.buckets.take(webhookId, perMinute) : 0;
+      if (waitMs > 0) {
+        this.pumps.set(
+          webhookId,
+          setTimeout(() => {
+            this.pumps.delete(webhookId);
+            void this.pump(webhookId, team);
+          }, waitMs),
+        );
+        return;
+      }
+      const key = queue.shift()!;
+      const name = keyOf(key);
+      if (this.inFlight.has(name)) continue;
+      const run = this.attempt(key)
+        .catch((err) => this.deps.logger.error({ delivery_id: key.id, err: (err as Error).message }, 'webhook delivery attempt could not be recorded'))
+        .finally(() => {
+          this.inFlight.delete(name);
+          void this.rescheduleAfterAttempt(key);
+        });
+      this.inFlight.set(name, run);
+    }
+    this.waiting.delete(webhookId);
+  }
+
+  /** The record written at the end of an attempt was ignored while it ran; look at it again. */
+  private async rescheduleAfterAttempt(key: Key): Promise<void> {
+    if (this.stopped) return;
+    const delivery = (await this.deps.store.get(deliveryFamily.kind, key.team, key.id)) as Delivery | undefined;
+    if (delivery) this.scheduleFromRecord(delivery);
+  }
+
+  /** One attempt of one delivery, and its outcome on the delivery and the subscription. */
+  private async attempt({ team, id }: Key): Promise<void> {
+    const { store, config, logger } = this.deps;
+    const delivery = (await store.get(deliveryFamily.kind, team, id)) as Delivery | undefined;
+    if (!delivery || delivery.status.status !== 'pending') return;
+    const webhook = (await store.get(webhookFamily.kind, team, delivery.spec.webhook_id)) as Webhook | undefined;
+    if (!webhook || webhook.status.status === 'deleted') {
+      await this.finish(delivery, { status: 'failed', next_retry_at: null, error: 'the subscription was deleted' });
+      return;
+    }
+    // Held while the subscription is inactive; re-enabling it resumes the delivery.
+    if (webhook.status.status !== 'active') return;
+
+    const now = Date.now();
+    const secrets = await signingSecrets(store, team, webhook.meta.id, now);
+    const headers = signDelivery(secrets, id, Math.floor(now / 1000), delivery.spec.body);
+    const result = await sendDelivery(webhook.spec.url, { ...headers }, delivery.spec.body, config.timeoutMs, config);
+    const attempt = delivery.status.attempt + 1;
+    const firstAt = delivery.status.first_attempt_at ? Date.parse(delivery.status.first_attempt_at) : now;
+    const next = result.ok || delivery.status.single_attempt ? null : nextAttemptAt(attempt, firstAt, now, config.timeScale, this.retryAfter(result, now));
+    const recorded = await this.finish(delivery, {
+      status: result.ok ? 'succeeded' : next === null ? 'failed' : 'pending',
+      attempt,
+      first_attempt_at: new Date(firstAt).toISOString(),
+      next_retry_at: next === null ? null : new Date(next).toISOString(),
+      response_status: result.status,
+      error: result.error,
+      single_attempt: false,
+    });
+    if (!recorded) return;
+    logger.debug({ delivery_id: id, webhook_id: webhook.meta.id, attempt, ok: result.ok, response_status: result.status }, 'webhook delivery attempt');
+    await this.countOutcome(webhook, result);
+  }
+
+  private retryAfter(result: AttemptResult, now: number): number | undefined {
+    if (result.status !== 429 && result.status !== 503) return undefined;
+    return retryAfterMs(result.retryAfter, now, this.deps.config.timeScale);
+  }
+
+  /** Writes an attempt's outcome unless another attempt of the same delivery got there first. */
+  private async finish(delivery: Delivery, changes: Partial<Delivery['status']>): Promise<boolean> {
+    let written = false;
+    await this.deps.writer.mutateStatus<Delivery>(
+      deliveryFamily,
+      delivery.meta.team,
+      delivery.meta.id,
+      (latest) => {
+        if (latest.status.attempt !== delivery.status.attempt || latest.status.status !== 'pending') return null;
+        written = true;
+        return changes;
+      },
+      SYSTEM,
+    );
+    return written;
+  }
+
+  /** consecutive_failures across the subscription's attempts; at the limit, it is disabled. */
+  private async countOutcome(webhook: Webhook, result: AttemptResult): Promise<void> {
+    const { writer, config } = this.deps;
+    let tripped: string | null = null;
+    const updated = await writer.mutateStatus<Webhook>(
+      webhookFamily,
+      webhook.meta.team,
+      webhook.meta.id,
+      (latest) => {
+        tripped = null;
+        if (result.ok) return latest.status.consecutive_failures === 0 ? null : { consecutive_failures: 0 };
+        const failures = latest.status.consecutive_failures + 1;
+        if (failures < config.disableAfter || latest.status.status !== 'active') return { consecutive_failures: failures };
+        tripped = `Disabled after ${failures} consecutive failed delivery attempts; the last: ${result.error ?? 'unknown error'}.`;
+        return { consecutive_failures: failures, status: 'inactive', disabled_reason: tripped };
+      },
+      SYSTEM,
+    );
+    if (tripped) {
+      this.buckets.forget(webhook.meta.id);
+      await this.notifier.webhookDisabled({ team: webhook.meta.team, webhookId: webhook.meta.id, url: updated.spec.url, reason: tripped });
+    }
+  }
+}

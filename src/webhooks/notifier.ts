@@ -1,0 +1,63 @@
+/**
+ * Tells a team's owner that the service disabled one of their webhook subscriptions,
+ * by e-mail through CLOUDPLANE_SMTP_URL; without an SMTP server configured, a warning
+ * in the log has to do.
+ */
+import nodemailer from 'nodemailer';
+import type { Logger } from 'pino';
+import type { Store } from '../store/types';
+import type { WebhookConfig } from '../config';
+import { teamFamily, userFamily, TeamSpec, UserSpec } from '../resources/accounts';
+
+export interface DisabledNotice {
+  team: string;
+  webhookId: string;
+  url: string;
+  reason: string;
+}
+
+export class OwnerNotifier {
+  private readonly transport: nodemailer.Transporter | null;
+
+  constructor(private readonly store: Store, private readonly config: WebhookConfig, private readonly logger: Logger) {
+    this.transport = config.smtpUrl ? nodemailer.createTransport(config.smtpUrl) : null;
+  }
+
+  async webhookDisabled(notice: DisabledNotice): Promise<void> {
+    const to = await this.ownerEmail(notice.team);
+    const log = { team: notice.team, webhook_id: notice.webhookId };
+    if (!this.transport || !to) {
+      this.logger.warn({ ...log, owner_email: to ?? null }, `webhook ${notice.webhookId} was disabled (${notice.reason}); no e-mail sent: ${this.transport ? 'the team has no owner e-mail' : 'CLOUDPLANE_SMTP_URL is not set'}`);
+      return;
+    }
+    try {
+      await this.transport.sendMail({
+        from: this.config.smtpFrom,
+        to,
+        subject: `Webhook ${notice.webhookId} was disabled`,
+        text: [
+          `Your webhook subscription ${notice.webhookId} to ${notice.url} was disabled.`,
+          '',
+          notice.reason,
+          '',
+          `Events are not queued for it until you re-enable it: PATCH /api/v1/webhooks/${notice.webhookId} with {"active": true}.`,
+        ].join('\n'),
+      });
+      this.logger.info(log, 'webhook disabled: owner notified by e-mail');
+    } catch (err) {
+      this.logger.warn({ ...log, err: (err as Error).message }, 'webhook disabled: the e-mail to the owner could not be sent');
+    }
+  }
+
+  close(): void {
+    this.transport?.close();
+  }
+
+  private async ownerEmail(team: string): Promise<string | undefined> {
+    const teamObject = await this.store.get<TeamSpec, unknown>(teamFamily.kind, team, team);
+    const ownerId = teamObject?.spec.owner_id;
+    if (!ownerId) return undefined;
+    const owner = await this.store.get<UserSpec, unknown>(userFamily.kind, team, ownerId);
+    return owner?.spec.email;
+  }
+}

@@ -1,0 +1,47 @@
+/**
+ * The signing secrets of a subscription, in the store secret `webhook-secret-<id>`:
+ * the current one, and after a rotation the previous one until its overlap ends, so
+ * receivers can switch over without rejecting a delivery.
+ */
+import type { Store } from '../store/types';
+import { webhookSecretName } from '../resources/webhook';
+import { newWebhookSecret } from './signing';
+
+interface StoredSecrets {
+  current: string;
+  previous: string;
+  /** Epoch milliseconds, as a string; '' without a previous secret. */
+  previous_expires_at: string;
+}
+
+/** Makes and keeps a first secret; returns it (to be shown once). */
+export async function createSecret(store: Store, team: string, webhookId: string): Promise<string> {
+  const current = newWebhookSecret();
+  const data: StoredSecrets = { current, previous: '', previous_expires_at: '' };
+  await store.putSecret(team, webhookSecretName(webhookId), { ...data });
+  return current;
+}
+
+/** Replaces the current secret; the old one keeps signing for `overlapMs`. Returns the new one. */
+export async function rotateSecret(store: Store, team: string, webhookId: string, overlapMs: number, now = Date.now()): Promise<string> {
+  const existing = (await store.getSecret(team, webhookSecretName(webhookId))) as StoredSecrets | undefined;
+  const current = newWebhookSecret();
+  const data: StoredSecrets =
+    existing?.current && overlapMs > 0
+      ? { current, previous: existing.current, previous_expires_at: String(now + overlapMs) }
+      : { current, previous: '', previous_expires_at: '' };
+  await store.putSecret(team, webhookSecretName(webhookId), { ...data });
+  return current;
+}
+
+/** Every secret that signs a delivery now, the current one first. */
+export async function signingSecrets(store: Store, team: string, webhookId: string, now = Date.now()): Promise<string[]> {
+  const data = (await store.getSecret(team, webhookSecretName(webhookId))) as StoredSecrets | undefined;
+  if (!data?.current) return [];
+  const previousLive = data.previous && Number(data.previous_expires_at) > now;
+  return previousLive ? [data.current, data.previous] : [data.current];
+}
+
+export function deleteSecret(store: Store, team: string, webhookId: string): Promise<void> {
+  return store.deleteSecret(team, webhookSecretName(webhookId));
+}

@@ -1,0 +1,208 @@
+import { SMTPServer } from 'smtp-server';
+import type { AddressInfo } from 'node:net';
+import { startTestService, TestService, eventually } from '../helpers/service';
+import { startReceiver, eventsOf, Receiver } from '../helpers/receiver';
+
+const WEBHOOK_ENV = {
+  CLOUDPLANE_WEBHOOK_ALLOW_HTTP: 'true',
+  CLOUDPLANE_WEBHOOK_ALLOW_PRIVATE_TARGETS: 'true',
+  CLOUDPLANE_WEBHOOK_TIME_SCALE: '0.001',
+  CLOUDPLANE_WEBHOOK_TIMEOUT_MS: '300',
+};
+
+const receivers: Receiver[] = [];
+async function receiver(...args: Parameters<typeof startReceiver>): Promise<Receiver> {
+  const r = await startReceiver(...args);
+  receivers.push(r);
+  return r;
+}
+afterAll(async () => Promise.all(receivers.map((r) => r.close())));
+
+async function subscribe(t: TestService, body: Record<string, unknown>) {
+  const res = await t.api('POST', '/api/v1/webhooks', body);
+  expect(res.status).toBe(201);
+  return res.body.data as { id: string; secret: string };
+}
+
+async function bucket(t: TestService, name: string) {
+  const res = await t.api('POST', '/api/v1/object-storage', { name, region: 'fra1' });
+  expect(res.status).toBe(201);
+  return res.body.data.id as string;
+}
+
+async function deliveriesOf(t: TestService, webhookId: string, query = '') {
+  const res = await t.api('GET', `/api/v1/webhooks/${webhookId}/deliveries?limit=100${query}`);
+  expect(res.status).toBe(200);
+  return res.body.data as any[];
+}
+
+describe('webhook retries, timeouts and rate limits', () => {
+  let t: TestService;
+  beforeAll(async () => {
+    t = await startTestService(WEBHOOK_ENV);
+  });
+  afterAll(async () => t.stop());
+
+  it('retries on the schedule up to 15 attempts with the same delivery id, then fails', async () => {
+    const r = await receiver(() => ({ status: 500 }));
+    const hook = await subscribe(t, { url: r.url, events: ['bucket.created'] });
+    await bucket(t, 'retry-all');
+    const seen: string[] = [];
+    const failed = await eventually(async () => {
+      const [delivery] = await deliveriesOf(t, hook.id);
+      if (delivery && !seen.includes(delivery.attempt)) seen.push(delivery.attempt);
+      return delivery?.status === 'failed' ? delivery : null;
+    }, 30_000, 10);
+    expect(failed).toMatchObject({ attempt: '15/15', next_retry_at: null, response_status: 500, event_type: 'bucket.created' });
+    expect(failed.error).toMatch(/500/);
+    expect(r.received).toHaveLength(15);
+    expect(new Set(r.received.map((x) => x.headers['webhook-id']))).toEqual(new Set([failed.id]));
+    // The attempt count only grows, as n/15.
+    const numbers = seen.map((a) => Number(a.split('/')[0]));
+    expect(numbers).toEqual([...numbers].sort((a, b) => a - b));
+    expect(seen.every((a) => /^\d+\/15$/.test(a))).toBe(true);
+    // Gaps follow 1, 5, 25, 125, 625, then 600 s, scaled by 0.001.
+    const gaps = r.received.slice(1).map((x, i) => x.at - r.received[i].at);
+    expect(gaps[3]).toBeGreaterThanOrEqual(120);
+    expect(gaps[4]).toBeGreaterThanOrEqual(600);
+    expect(gaps[5]).toBeGreaterThanOrEqual(580);
+    expect(gaps[0]).toBeLessThan(gaps[4]);
+    // The subscription's counter is written just after the delivery's last outcome.
+    const sub = await eventually(async () => {
+      const data = (await t.api('GET', `/api/v1/webhooks/${hook.id}`)).body.data;
+      return data.consecutive_failures === 15 ? data : null;
+    });
+    expect(sub).toMatchObject({ active: true, consecutive_failures: 15 });
+  }, 40_000);
+
+  it('waits as long as a 429 Retry-After asks', async () => {
+    const r = await receiver((_req, i) => (i === 0 ? { status: 429, headers: { 'retry-after': '300' } } : { status: 200 }));
+    const hook = await subscribe(t, { url: r.url, events: ['bucket.created'] });
+    await bucket(t, 'retry-after');
+    const pending = await eventually(async () => {
+      const [delivery] = await deliveriesOf(t, hook.id);
+      return delivery?.attempt === '1/15' ? delivery : null;
+    });
+    expect(pending).toMatchObject({ status: 'pending', response_status: 429 });
+    await eventually(async () => (await deliveriesOf(t, hook.id))[0]?.status === 'succeeded');
+    expect(r.received).toHaveLength(2);
+    // 300 s scaled by 0.001, where the schedule alone would wait 1 ms.
+    expect(r.received[1].at - r.received[0].at).toBeGreaterThanOrEqual(290);
+    const [done] = await deliveriesOf(t, hook.id);
+    expect(done).toMatchObject({ attempt: '2/15', response_status: 200, error: null });
+  });
+
+  it('counts a receiver that answers too slowly as a failure', async () => {
+    const r = await receiver((_req, i) => ({ status: 200, delayMs: i === 0 ? 1500 : 0 }));
+    const hook = await subscribe(t, { url: r.url, events: ['bucket.created'] });
+    await bucket(t, 'slow-one');
+    const first = await eventually(async () => {
+      const [delivery] = await deliveriesOf(t, hook.id);
+      return delivery?.attempt === '1/15' && delivery.status === 'pending' ? delivery : null;
+    });
+    expect(first.response_status).toBeNull();
+    expect(first.error).toMatch(/no answer within 0.3 s/);
+    const done = await eventually(async () => {
+      const [delivery] = await deliveriesOf(t, hook.id);
+      return delivery?.status === 'succeeded' ? delivery : null;
+    });
+    expect(done.attempt).toBe('2/15');
+  });
+
+  it('queues deliveries above the rate limit and loses none', async () => {
+    const r = await receiver();
+    // One per minute, and a minute is 60 ms at this time scale.
+    const hook = await subscribe(t, { url: r.url, events: ['bucket.*'], rate_limit_per_minute: 1 });
+    const ids = await Promise.all(Array.from({ length: 8 }, (_, i) => bucket(t, `rated-${i}`)));
+    await eventually(async () => r.received.length >= 16, 20_000);
+    await new Promise((resolve) => setTimeout(resolve, 200));
+    const events = eventsOf(r);
+    expect(events).toHaveLength(16);
+    expect(new Set(events.map((e) => e.id)).size).toBe(16);
+    expect(new Set(events.map((e) => e.data.id))).toEqual(new Set(ids));
+    const span = r.received[15].at - r.received[0].at;
+    expect(span).toBeGreaterThanOrEqual(15 * 60 * 0.9);
+    const gaps = r.received.slice(1).map((x, i) => x.at - r.received[i].at);
+    expect(Math.min(...gaps)).toBeGreaterThanOrEqual(40);
+    const history = await deliveriesOf(t, hook.id);
+    expect(history.every((d) => d.status === 'succeeded' && d.attempt === '1/15')).toBe(true);
+  });
+});
+
+describe('webhook auto-disable', () => {
+  let t: TestService;
+  let smtp: SMTPServer;
+  const mails: Array<{ to: string[]; text: string }> = [];
+
+  beforeAll(async () => {
+    smtp = new SMTPServer({
+      authOptional: true,
+      disabledCommands: ['STARTTLS', 'AUTH'],
+      logger: false,
+      onData(stream, session, callback) {
+        let text = '';
+        stream.setEncoding('utf8');
+        stream.on('data', (chunk: string) => (text += chunk));
+        stream.on('end', () => {
+          mails.push({ to: session.envelope.rcptTo.map((a) => a.address), text });
+          callback();
+        });
+      },
+    });
+    await new Promise<void>((resolve) => smtp.listen(0, '127.0.0.1', resolve));
+    const port = (smtp.server.address() as AddressInfo).port;
+    t = await startTestService({
+      ...WEBHOOK_ENV,
+      CLOUDPLANE_WEBHOOK_DISABLE_AFTER: '5',
+      CLOUDPLANE_SMTP_URL: `smtp://127.0.0.1:${port}`,
+      CLOUDPLANE_SMTP_FROM: 'Cloudplane <alerts@cloudplane.test>',
+    });
+  });
+  afterAll(async () => {
+    await t.stop();
+    await new Promise<void>((resolve) => smtp.close(() => resolve()));
+  });
+
+  it('disables a subscription after 5 consecutive failures, e-mails the owner, and is re-enabled by PATCH', async () => {
+    expect((await t.api('PATCH', '/api/v1/settings/profile', { email: 'owner@example.org' })).status).toBe(200);
+    let failing = true;
+    const r = await receiver(() => ({ status: failing ? 503 : 200 }));
+    const hook = await subscribe(t, { url: r.url, events: ['bucket.created'] });
+    await bucket(t, 'disable-1');
+    const disabled = await eventually(async () => {
+      const sub = (await t.api('GET', `/api/v1/webhooks/${hook.id}`)).body.data;
+      return sub.active === false ? sub : null;
+    }, 15_000);
+    expect(disabled.consecutive_failures).toBe(5);
+    expect(disabled.disabled_reason).toMatch(/5 consecutive failed/);
+    expect(r.received).toHaveLength(5);
+
+    const mail = await eventually(async () => mails.find((m) => m.text.includes(hook.id)));
+    expect(mail.to).toEqual(['owner@example.org']);
+    expect(mail.text).toMatch(/alerts@cloudplane\.test/);
+    expect(mail.text).not.toContain(hook.secret);
+
+    const types = await eventually(async () => {
+      const all = (await t.service.ctx.bus.recent(t.teamId, '1970-01-01T00:00:00Z')).filter((e) => e.data.id === hook.id).map((e) => e.type);
+      return all.includes('webhook.disabled') ? all : null;
+    });
+    expect(types).toEqual(['webhook.created', 'webhook.disabled']);
+
+    // Disabled: events are not queued and the held delivery is not attempted.
+    await bucket(t, 'disable-2');
+    await new Promise((resolve) => setTimeout(resolve, 300));
+    expect(r.received).toHaveLength(5);
+    expect(await deliveriesOf(t, hook.id)).toHaveLength(1);
+
+    failing = false;
+    const enabled = await t.api('PATCH', `/api/v1/webhooks/${hook.id}`, { active: true });
+    expect(enabled.body.data).toMatchObject({ active: true, disabled_reason: null, consecutive_failures: 0 });
+    const [delivery] = await eventually(async () => {
+      const list = await deliveriesOf(t, hook.id);
+      return list[0]?.status === 'succeeded' ? list : null;
+    });
+    expect(delivery.attempt).toBe('6/15');
+    await bucket(t, 'disable-3');
+    await eventually(async () => eventsOf(r).some((e) => e.data.name === 'disable-3'));
+  });
+});
