@@ -1,9 +1,17 @@
-/** Jest runs the TypeScript sources directly through swc (types are checked by `make lint`). */
+/**
+ * Jest runs the TypeScript sources directly through swc (types are checked by `make lint`).
+ * @kubernetes/client-node 1.x and a few of its dependencies ship only ES modules, which
+ * Jest's CommonJS runtime on Node 20 cannot require; swc compiles those to CommonJS too.
+ */
+const esmOnly = ['@kubernetes/client-node', 'openid-client', 'oauth4webapi', 'jose', 'jsonpath-plus', 'rfc4648'];
+const swc = ['@swc/jest', { jsc: { target: 'es2022', parser: { syntax: 'typescript' } }, module: { type: 'commonjs' } }];
+
 module.exports = {
   testEnvironment: 'node',
   roots: ['<rootDir>/test'],
   testMatch: ['**/*.test.ts'],
-  transform: { '^.+\\.ts$': ['@swc/jest', { jsc: { target: 'es2022', parser: { syntax: 'typescript' } }, module: { type: 'commonjs' } }] },
+  transform: { '^.+\\.ts$': swc, '^.+\\.m?js$': swc },
+  transformIgnorePatterns: [`/node_modules/(?!(${esmOnly.join('|')})/)`],
   testTimeout: 60000,
   maxWorkers: 2,
 };

@@ -23,3 +23,17 @@ if ! have nats-server; then
     GOBIN="$CACHE_BIN" go install "github.com/nats-io/nats-server/v2@$NATS_SERVER_VERSION"
   fi
 fi
+
+#   etcd — Debian's etcd-server, else built from its Go module into the same cache.
+ETCD_VERSION="v3.5.21"
+if ! have etcd; then
+  echo "installing etcd..."
+  if ! apt_install etcd-server; then
+    mkdir -p "$CACHE_BIN"
+    GOBIN="$CACHE_BIN" go install "go.etcd.io/etcd/server/v3@$ETCD_VERSION"
+    [ -x "$CACHE_BIN/server" ] && mv "$CACHE_BIN/server" "$CACHE_BIN/etcd"
+  fi
+fi
+
+#   kube-apiserver — built from the pinned Kubernetes release (cached outside the repo).
+"$(dirname "$0")/build-kube-apiserver.sh" >/dev/null

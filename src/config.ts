@@ -2,7 +2,9 @@
  * Every setting of the service, read once from the environment. README.md documents
  * each variable; a malformed value stops start-up with a message naming it.
  */
+import os from 'node:os';
 import path from 'node:path';
+import { parseIpv4Block } from './lib/cidr';
 
 export interface SimulationConfig {
   /** Base provisioning delay of the simulated provider. */
@@ -26,12 +28,34 @@ export interface Config {
   workersPerController: number;
   regions: string[];
   unavailableRegions: string[];
+  /** The team network a VPN gateway's local_network_cidr defaults to. */
+  vpcCidr: string;
   simulation: SimulationConfig;
   agentLlm?: { url: string; model: string; apiKey?: string };
   /** How long events are kept and searchable in the audit log. */
   eventRetentionMs: number;
+  /** Cluster mode: the store of record is the Kubernetes API (CLOUDPLANE_STORE=kubernetes). */
+  kubernetes?: { kubeconfigPath?: string; systemNamespace: string; leaseName: string; identity: string };
   /** NATS JetStream for events (cluster mode); without it the embedded bus is used. */
   nats?: { servers: string[]; stream: string; subjectPrefix: string; duplicateWindowMs: number; maxAgeMs: number };
+  webhooks: WebhookConfig;
+}
+
+export interface WebhookConfig {
+  /** http:// targets (tests, private installs); https only otherwise. */
+  allowHttp: boolean;
+  /** Private, loopback and link-local targets; refused otherwise (SSRF). */
+  allowPrivateTargets: boolean;
+  /** How long the previous secret keeps signing after a rotation. */
+  secretOverlapMs: number;
+  timeoutMs: number;
+  /** Multiplies every retry interval; 1 in production, small in tests. */
+  timeScale: number;
+  /** Consecutive failed attempts after which a subscription is disabled. */
+  disableAfter: number;
+  /** Where the notice of a disabled subscription is sent; without it, a warning is logged. */
+  smtpUrl?: string;
+  smtpFrom: string;
 }
 
 type Env = Record<string, string | undefined>;
@@ -43,6 +67,21 @@ function int(env: Env, name: string, fallback: number, min = 0, max = Number.MAX
   if (!Number.isInteger(value) || value < min || value > max) {
     throw new Error(`${name} must be an integer between ${min} and ${max}, got "${raw}"`);
   }
+  return value;
+}
+
+function bool(env: Env, name: string, fallback: boolean): boolean {
+  const raw = env[name];
+  if (raw === undefined || raw === '') return fallback;
+  if (raw !== 'true' && raw !== 'false') throw new Error(`${name} must be true or false, got "${raw}"`);
+  return raw === 'true';
+}
+
+function positiveNumber(env: Env, name: string, fallback: number): number {
+  const raw = env[name];
+  if (raw === undefined || raw === '') return fallback;
+  const value = Number(raw);
+  if (!Number.isFinite(value) || value <= 0) throw new Error(`${name} must be a number above 0, got "${raw}"`);
   return value;
 }
 
@@ -66,6 +105,18 @@ function numberMap(env: Env, name: string, min: number, max: number): Record<str
   return out;
 }
 
+function storeKind(env: Env): 'embedded' | 'kubernetes' {
+  const raw = env.CLOUDPLANE_STORE || 'embedded';
+  if (raw !== 'embedded' && raw !== 'kubernetes') throw new Error(`CLOUDPLANE_STORE must be embedded or kubernetes, got "${raw}"`);
+  return raw;
+}
+
+function cidr(env: Env, name: string, fallback: string): string {
+  const raw = env[name] || fallback;
+  if (!parseIpv4Block(raw)) throw new Error(`${name} must be an IPv4 network such as 10.10.0.0/16, got "${raw}"`);
+  return raw;
+}
+
 export const DEFAULT_REGIONS = ['fra1', 'ams3', 'lon1', 'nyc1', 'sfo3', 'sgp1'];
 
 export function loadConfig(env: Env = process.env): Config {
@@ -85,6 +136,7 @@ export function loadConfig(env: Env = process.env): Config {
     workersPerController: int(env, 'CLOUDPLANE_WORKERS', 4, 1, 64),
     regions: list(env, 'CLOUDPLANE_REGIONS', DEFAULT_REGIONS),
     unavailableRegions: list(env, 'CLOUDPLANE_REGIONS_UNAVAILABLE', []),
+    vpcCidr: cidr(env, 'CLOUDPLANE_VPC_CIDR', '10.10.0.0/16'),
     simulation: {
       delayMs: int(env, 'CLOUDPLANE_SIM_DELAY_MS', 3000, 0),
       delays: numberMap(env, 'CLOUDPLANE_SIM_DELAYS', 0, Number.MAX_SAFE_INTEGER),
@@ -94,6 +146,24 @@ export function loadConfig(env: Env = process.env): Config {
       ? { url: llmUrl, model: env.CLOUDPLANE_AGENT_LLM_MODEL || 'gpt-4o-mini', apiKey: env.CLOUDPLANE_AGENT_LLM_API_KEY }
       : undefined,
     eventRetentionMs,
+    webhooks: {
+      allowHttp: bool(env, 'CLOUDPLANE_WEBHOOK_ALLOW_HTTP', false),
+      allowPrivateTargets: bool(env, 'CLOUDPLANE_WEBHOOK_ALLOW_PRIVATE_TARGETS', false),
+      secretOverlapMs: int(env, 'CLOUDPLANE_WEBHOOK_SECRET_OVERLAP_SECONDS', 86_400, 0) * 1000,
+      timeoutMs: int(env, 'CLOUDPLANE_WEBHOOK_TIMEOUT_MS', 10_000, 1),
+      timeScale: positiveNumber(env, 'CLOUDPLANE_WEBHOOK_TIME_SCALE', 1),
+      disableAfter: int(env, 'CLOUDPLANE_WEBHOOK_DISABLE_AFTER', 50, 1),
+      smtpUrl: env.CLOUDPLANE_SMTP_URL || undefined,
+      smtpFrom: env.CLOUDPLANE_SMTP_FROM || 'Cloudplane <noreply@cloudplane.local>',
+    },
+    kubernetes: storeKind(env) === 'kubernetes'
+      ? {
+          kubeconfigPath: env.CLOUDPLANE_KUBECONFIG || undefined,
+          systemNamespace: env.CLOUDPLANE_SYSTEM_NAMESPACE || env.POD_NAMESPACE || 'cloudplane-system',
+          leaseName: env.CLOUDPLANE_LEASE_NAME || 'cloudplane-operator',
+          identity: env.POD_NAME || `${os.hostname()}-${process.pid}`,
+        }
+      : undefined,
     nats: natsServers.length
       ? {
           servers: natsServers,

@@ -9,7 +9,7 @@ import type { FastifyInstance } from 'fastify';
 import type { Logger } from 'pino';
 import type { Config } from './config';
 import { createLogger } from './logger';
-import { EmbeddedStore } from './store/embedded';
+import { createStore } from './store';
 import { EmbeddedEventBus } from './events/embedded-bus';
 import { OutboxRelay } from './events/outbox-relay';
 import { NatsEventBus } from './events/nats-bus';
@@ -26,6 +26,7 @@ import type { ApiContext } from './api/context';
 import type { Store } from './store/types';
 import { createAgent } from './agent';
 import { AuditLog } from './audit/audit-log';
+import { WebhookDispatcher } from './webhooks/dispatcher';
 
 export interface RunningService {
   app: FastifyInstance;
@@ -49,7 +50,7 @@ async function cursorKeyOf(store: Store): Promise<Buffer> {
 }
 
 export async function startService(config: Config, logger: Logger = createLogger(config.logLevel)): Promise<RunningService> {
-  const store = new EmbeddedStore({ dataDir: config.dataDir });
+  const store = createStore(config, logger);
   await store.start();
   const bus: EventBus = config.nats
     ? new NatsEventBus({ ...config.nats, logger })
@@ -72,6 +73,8 @@ export async function startService(config: Config, logger: Logger = createLogger
     (reconciler) => new Controller(store, reconciler, { workers: config.workersPerController, resyncMs: config.resyncMs, logger }),
   );
   for (const controller of controllers) await controller.start();
+  const webhooks = new WebhookDispatcher({ store, writer, bus, config: config.webhooks, logger });
+  await webhooks.start();
   await agent.start?.();
 
   let ready = false;
@@ -93,6 +96,7 @@ export async function startService(config: Config, logger: Logger = createLogger
       await agent.stop?.();
       audit.stop();
       for (const controller of controllers) await controller.stop();
+      await webhooks.stop();
       await relay.stop();
       await bus.stop();
       await store.stop();

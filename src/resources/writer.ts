@@ -21,22 +21,35 @@ export class ResourceWriter {
 
   /** Creates a resource in its first state; its creation event is in the same write. */
   async create(family: AnyFamily, team: string, spec: object, actor: string, id = newId(family.idPrefix)): Promise<Resource> {
+    const now = new Date().toISOString();
+    const draft = { meta: { kind: family.kind, id, team, resourceVersion: '', generation: 1, createdAt: now, updatedAt: now, labels: {} }, spec, status: {} } as Resource;
+    const status = this.firstStatus(family, draft, actor);
+    return (await this.store.create({ meta: { kind: family.kind, id, team }, spec, status })) as Resource;
+  }
+
+  /**
+   * Gives a resource made outside the API (kubectl, GitOps) the first status the API
+   * would have given it, with its creation event.
+   */
+  async initialize(family: AnyFamily, resource: Resource, actor: string): Promise<Resource> {
+    return (await this.store.updateStatus({ ...resource, status: this.firstStatus(family, resource, actor) })) as Resource;
+  }
+
+  private firstStatus(family: AnyFamily, resource: Resource, actor: string): BaseStatus {
     const status: BaseStatus & Record<string, unknown> = {
-      ...family.initialStatus(spec),
+      ...family.initialStatus(resource.spec),
       status: family.states[0],
       status_reason: null,
-      observed_generation: 1,
-      observed_config: configHash(family, spec as Record<string, unknown>),
+      observed_generation: resource.meta.generation,
+      observed_config: configHash(family, resource.spec as Record<string, unknown>),
       deleted_at: null,
       conditions: [],
       pending_events: [],
     };
-    const draft = { meta: { kind: family.kind, id, team, resourceVersion: '', generation: 1, createdAt: '', updatedAt: '', labels: {} }, spec, status } as Resource;
-    const now = new Date().toISOString();
-    draft.meta.createdAt = draft.meta.updatedAt = now;
-    status.conditions = conditionsFor(family, draft, status);
-    status.pending_events = buildEvents(family, undefined, draft, actor);
-    return (await this.store.create({ meta: { kind: family.kind, id, team }, spec, status })) as Resource;
+    const next = { ...resource, status } as Resource;
+    status.conditions = conditionsFor(family, next, status);
+    status.pending_events = buildEvents(family, undefined, next, actor);
+    return status;
   }
 
   /**

@@ -8,6 +8,10 @@ import path from 'node:path';
 import { loadConfig } from '../../src/config';
 import { createLogger } from '../../src/logger';
 import { startService, RunningService } from '../../src/service';
+import { clusterEnv, clusterMode, stopClusters } from './cluster';
+
+// In cluster mode every file's API servers go when its tests are done.
+if (clusterMode()) afterAll(() => stopClusters());
 
 export interface TestService {
   service: RunningService;
@@ -59,7 +63,8 @@ export async function request(url: string, method: string, urlPath: string, body
 }
 
 export async function startTestService(env: Record<string, string> = {}, dataDir = tempDataDir()): Promise<TestService> {
-  const config = loadConfig({ ...FAST_ENV, CLOUDPLANE_PORT: '0', CLOUDPLANE_DATA_DIR: dataDir, ...env });
+  const cluster = clusterMode() ? await clusterEnv(dataDir) : {};
+  const config = loadConfig({ ...FAST_ENV, CLOUDPLANE_PORT: '0', CLOUDPLANE_DATA_DIR: dataDir, ...cluster, ...env });
   const service = await startService(config, createLogger(config.logLevel));
   const key = env.CLOUDPLANE_BOOTSTRAP_API_KEY ?? service.bootstrap?.token;
   if (!key) throw new Error('no bootstrap key: start tests in a fresh data directory or pass CLOUDPLANE_BOOTSTRAP_API_KEY');

@@ -1,0 +1,42 @@
+/**
+ * How Cloudplane's identities map onto Kubernetes names (CONTRACT "Identifiers"): a team
+ * is a namespace (`team_x7k2` <-> `team-x7k2`), an object is named after its id with
+ * `_` turned into `-`, and the id itself is kept in a label, so objects created with
+ * kubectl under any other name still have one.
+ */
+import { objectNameForId } from '../../lib/ids';
+
+export const GROUP = 'cloudplane.dev';
+export const VERSION = 'v1alpha1';
+export const API_VERSION = `${GROUP}/${VERSION}`;
+export const ID_LABEL = `${GROUP}/id`;
+export const CREATED_AT_ANNOTATION = `${GROUP}/created-at`;
+export const UPDATED_AT_ANNOTATION = `${GROUP}/updated-at`;
+export const FINALIZER = `${GROUP}/finalizer`;
+export const SECRET_NAME_ANNOTATION = `${GROUP}/secret-name`;
+export const MANAGED_BY = 'app.kubernetes.io/managed-by=cloudplane';
+/** The team of service-wide data (the cursor signing key). */
+export const SYSTEM_TEAM = '__system';
+
+const TEAM_ID = /^team_([0-9a-z]{16,26})$/;
+const TEAM_NAMESPACE = /^team-([0-9a-z]{16,26})$/;
+
+export function namespaceOfTeam(team: string, systemNamespace: string): string {
+  if (team === SYSTEM_TEAM) return systemNamespace;
+  const m = TEAM_ID.exec(team);
+  return m ? `team-${m[1]}` : team;
+}
+
+/** The team a namespace stands for; a namespace that is no team's is a team of its own name. */
+export function teamOfNamespace(namespace: string, systemNamespace: string): string {
+  if (namespace === systemNamespace) return SYSTEM_TEAM;
+  const m = TEAM_NAMESPACE.exec(namespace);
+  return m ? `team_${m[1]}` : namespace;
+}
+
+export const objectName = objectNameForId;
+
+/** A Secret name from a store secret name: DNS-safe, with the original kept in an annotation. */
+export function secretObjectName(name: string): string {
+  return name.toLowerCase().replace(/[^a-z0-9.-]/g, '-').slice(0, 253);
+}

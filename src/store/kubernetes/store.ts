@@ -1,0 +1,538 @@
+/**
+ * The Kubernetes backend of the store: one custom resource per object (spec = what the
+ * user asked, status through the status subresource), teams as namespaces, secrets as
+ * Secrets. Reads and lists are served from a cache fed by robust watches; writes go to
+ * the API server with resourceVersion preconditions and update the cache with the
+ * answer, so a client reads its own writes at once.
+ *
+ * When the API server cannot be reached, reads keep answering from the cache
+ * (persistence `stale`) and writes fail with StoreUnavailableError (503).
+ */
+import { CoreV1Api, CustomObjectsApi, KubeConfig, Watch } from '@kubernetes/client-node';
+import type { Logger } from 'pino';
+import {
+  AlreadyExistsError,
+  ConflictError,
+  NewObject,
+  NotFoundError,
+  PersistenceState,
+  Store,
+  StoredObject,
+  StoreUnavailableError,
+  WatchEvent,
+  WatchListener,
+} from '../types';
+import { newId } from '../../lib/ids';
+import { nowIso } from '../../lib/time';
+import { CollectionWatcher, KubeObject } from './watcher';
+import {
+  API_VERSION,
+  CREATED_AT_ANNOTATION,
+  FINALIZER,
+  GROUP,
+  ID_LABEL,
+  MANAGED_BY,
+  namespaceOfTeam,
+  objectName,
+  SECRET_NAME_ANNOTATION,
+  secretObjectName,
+  teamOfNamespace,
+  UPDATED_AT_ANNOTATION,
+  VERSION,
+} from './names';
+
+export interface KindInfo {
+  kind: string;
+  plural: string;
+  idPrefix: string;
+}
+
+export interface KubernetesStoreOptions {
+  kubeConfig: KubeConfig;
+  kinds: KindInfo[];
+  /** Namespace of service-wide secrets (the cursor key). */
+  systemNamespace: string;
+  logger: Logger;
+  /** Watchdog limit; tests shorten it. */
+  watchSilenceLimitMs?: number;
+}
+
+interface SecretEntry {
+  team: string;
+  name: string;
+  data: Record<string, string>;
+  raw: KubeObject;
+}
+
+type Raw = KubeObject & { spec?: Record<string, unknown>; status?: Record<string, unknown> };
+
+const SECRET_LABEL = MANAGED_BY;
+
+/** Kubernetes answers with an HTTP code in `code`; a network failure has none. */
+function httpCode(err: unknown): number | undefined {
+  const code = (err as { code?: unknown })?.code;
+  return typeof code === 'number' ? code : undefined;
+}
+
+const laterOf = (a: string | undefined, b: string | undefined) => (!a ? b : !b ? a : a > b ? a : b);
+
+export class KubernetesStore implements Store {
+  private readonly custom: CustomObjectsApi;
+  private readonly core: CoreV1Api;
+  private readonly watchClient: Watch;
+  private readonly kinds = new Map<string, KindInfo>();
+  /** kind -> `team/id` -> the object, and the raw custom resource it came from. */
+  private readonly objects = new Map<string, Map<string, { object: StoredObject; raw: Raw }>>();
+  private readonly secrets = new Map<string, SecretEntry>();
+  private readonly listeners = new Set<WatchListener>();
+  private readonly watchers: CollectionWatcher[] = [];
+  private readonly knownNamespaces = new Set<string>();
+  /** Set when a request to the API server failed for lack of an answer; cleared by the next success. */
+  private unreachableSince: number | null = null;
+
+  constructor(private readonly o: KubernetesStoreOptions) {
+    this.custom = o.kubeConfig.makeApiClient(CustomObjectsApi);
+    this.core = o.kubeConfig.makeApiClient(CoreV1Api);
+    this.watchClient = new Watch(o.kubeConfig);
+    for (const info of o.kinds) {
+      this.kinds.set(info.kind, info);
+      this.objects.set(info.kind, new Map());
+    }
+  }
+
+  async start(): Promise<void> {
+    for (const info of this.kinds.values()) {
+      const watcher = new CollectionWatcher(
+        this.watchClient,
+        {
+          path: `/apis/${GROUP}/${VERSION}/${info.plural}`,
+          list: async () => {
+            const answer = (await this.call(() => this.custom.listClusterCustomObject({ group: GROUP, version: VERSION, plural: info.plural }))) as {
+              items: KubeObject[];
+              metadata: { resourceVersion: string };
+            };
+            return { items: answer.items, resourceVersion: answer.metadata.resourceVersion };
+          },
+        },
+        {
+          replace: (items) => this.replaceKind(info, items as Raw[]),
+          upsert: (raw) => this.upsert(info, raw as Raw),
+          remove: (raw) => this.removeRaw(info, raw as Raw),
+        },
+        this.o.logger,
+        { silenceLimitMs: this.o.watchSilenceLimitMs },
+      );
+      this.watchers.push(watcher);
+    }
+    const secretWatcher = new CollectionWatcher(
+      this.watchClient,
+      {
+        path: '/api/v1/secrets',
+        labelSelector: SECRET_LABEL,
+        list: async () => {
+          const answer = await this.call(() => this.core.listSecretForAllNamespaces({ labelSelector: SECRET_LABEL }));
+          return { items: answer.items as unknown as KubeObject[], resourceVersion: answer.metadata?.resourceVersion ?? '' };
+        },
+      },
+      {
+        replace: (items) => {
+          this.secrets.clear();
+          for (const item of items) this.upsertSecret(item);
+        },
+        upsert: (item) => this.upsertSecret(item),
+        remove: (item) => this.secrets.delete(this.secretKeyOf(item)),
+      },
+      this.o.logger,
+      { silenceLimitMs: this.o.watchSilenceLimitMs },
+    );
+    this.watchers.push(secretWatcher);
+    // Each watcher's start resolves after its first list: the cache is complete before serving.
+    await Promise.all(this.watchers.map((w) => w.start()));
+  }
+
+  async stop(): Promise<void> {
+    for (const watcher of this.watchers) watcher.stop();
+    this.listeners.clear();
+  }
+
+  persistence(): PersistenceState {
+    if (!this.watchers.every((w) => w.hasSynced())) return 'unavailable';
+    if (this.unreachableSince !== null) return 'stale';
+    return this.watchers.every((w) => w.healthy) ? 'synced' : 'stale';
+  }
+
+  /** Drops every watch and starts new ones (used after the API server came back). */
+  rewatch(): void {
+    for (const watcher of this.watchers) watcher.restartNow();
+  }
+
+  async get<S, St>(kind: string, team: string, id: string): Promise<StoredObject<S, St> | undefined> {
+    return this.objects.get(kind)?.get(`${team}/${id}`)?.object as StoredObject<S, St> | undefined;
+  }
+
+  async list<S, St>(kind: string, team?: string): Promise<StoredObject<S, St>[]> {
+    const all = [...(this.objects.get(kind)?.values() ?? [])].map((e) => e.object as StoredObject<S, St>);
+    return team === undefined ? all : all.filter((o) => o.meta.team === team);
+  }
+
+  async create<S, St>(input: NewObject<S, St>): Promise<StoredObject<S, St>> {
+    const info = this.info(input.meta.kind);
+    const namespace = this.namespaceOf(input.meta.team);
+    await this.ensureNamespace(namespace);
+    const now = nowIso();
+    const body: Raw = {
+      apiVersion: API_VERSION,
+      kind: info.kind,
+      metadata: {
+        name: objectName(input.meta.id),
+        namespace,
+        labels: { ...(input.meta.labels ?? {}), [ID_LABEL]: input.meta.id },
+        annotations: { [CREATED_AT_ANNOTATION]: now, [UPDATED_AT_ANNOTATION]: now },
+        finalizers: [FINALIZER],
+      },
+      spec: input.spec as Record<string, unknown>,
+    };
+    let created: Raw;
+    try {
+      created = (await this.call(() => this.custom.createNamespacedCustomObject({ group: GROUP, version: VERSION, namespace, plural: info.plural, body }))) as Raw;
+    } catch (err) {
+      if (httpCode(err) === 409) throw new AlreadyExistsError(info.kind, input.meta.id);
+      throw err;
+    }
+    // The status subresource ignores status on create: it is a second write.
+    created.status = { ...(input.status as Record<string, unknown>), updated_at: now };
+    const withStatus = (await this.call(() =>
+      this.custom.replaceNamespacedCustomObjectStatus({ group: GROUP, version: VERSION, namespace, plural: info.plural, name: created.metadata.name, body: created }),
+    )) as Raw;
+    return this.upsert(info, withStatus) as StoredObject<S, St>;
+  }
+
+  async update<S, St>(object: StoredObject<S, St>): Promise<StoredObject<S, St>> {
+    const { info, entry } = this.entryOf(object);
+    const raw = structuredClone(entry.raw);
+    raw.metadata.resourceVersion = object.meta.resourceVersion;
+    raw.metadata.labels = { ...object.meta.labels, [ID_LABEL]: object.meta.id };
+    raw.metadata.annotations = { ...((raw.metadata.annotations as Record<string, string>) ?? {}), [UPDATED_AT_ANNOTATION]: nowIso() };
+    raw.spec = object.spec as Record<string, unknown>;
+    const answer = await this.replace(info, object, () =>
+      this.custom.replaceNamespacedCustomObject({ group: GROUP, version: VERSION, namespace: raw.metadata.namespace!, plural: info.plural, name: raw.metadata.name, body: raw }),
+    );
+    return this.upsert(info, answer) as StoredObject<S, St>;
+  }
+
+  async updateStatus<S, St>(object: StoredObject<S, St>): Promise<StoredObject<S, St>> {
+    const { info, entry } = this.entryOf(object);
+    const raw = structuredClone(entry.raw);
+    raw.metadata.resourceVersion = object.meta.resourceVersion;
+    const previous = entry.raw.status ?? {};
+    const next = object.status as Record<string, unknown>;
+    // Draining the event outbox is not an update a client would see as one.
+    const updatedAt = outboxOnly(previous, next) ? (previous.updated_at as string | undefined) : nowIso();
+    raw.status = { ...next, updated_at: updatedAt ?? nowIso() };
+    const answer = await this.replace(info, object, () =>
+      this.custom.replaceNamespacedCustomObjectStatus({ group: GROUP, version: VERSION, namespace: raw.metadata.namespace!, plural: info.plural, name: raw.metadata.name, body: raw }),
+    );
+    return this.upsert(info, answer) as StoredObject<S, St>;
+  }
+
+  async requestDeletion<S, St>(kind: string, team: string, id: string): Promise<StoredObject<S, St>> {
+    const info = this.info(kind);
+    const entry = this.objects.get(kind)!.get(`${team}/${id}`);
+    if (!entry) throw new NotFoundError(kind, id);
+    if (entry.object.meta.deletionTimestamp) return entry.object as StoredObject<S, St>;
+    const where = { group: GROUP, version: VERSION, namespace: entry.raw.metadata.namespace!, plural: info.plural, name: entry.raw.metadata.name };
+    try {
+      await this.call(() => this.custom.deleteNamespacedCustomObject(where));
+      const fresh = (await this.call(() => this.custom.getNamespacedCustomObject(where))) as Raw;
+      return this.upsert(info, fresh) as StoredObject<S, St>;
+    } catch (err) {
+      if (httpCode(err) === 404) throw new NotFoundError(kind, id);
+      throw err;
+    }
+  }
+
+  async remove(kind: string, team: string, id: string, resourceVersion?: string): Promise<void> {
+    const info = this.info(kind);
+    const entry = this.objects.get(kind)!.get(`${team}/${id}`);
+    if (!entry) throw new NotFoundError(kind, id);
+    const where = { group: GROUP, version: VERSION, namespace: entry.raw.metadata.namespace!, plural: info.plural, name: entry.raw.metadata.name };
+    const raw = structuredClone(entry.raw);
+    raw.metadata.resourceVersion = resourceVersion ?? entry.object.meta.resourceVersion;
+    raw.metadata.finalizers = ((raw.metadata.finalizers as string[]) ?? []).filter((f) => f !== FINALIZER);
+    try {
+      // Without our finalizer an object already being deleted goes; otherwise delete it too.
+      await this.replace(info, entry.object, () => this.custom.replaceNamespacedCustomObject({ ...where, body: raw }));
+      if (!entry.object.meta.deletionTimestamp) await this.call(() => this.custom.deleteNamespacedCustomObject(where));
+    } catch (err) {
+      if (err instanceof NotFoundError || httpCode(err) === 404) return;
+      throw err;
+    }
+    this.removeRaw(info, entry.raw);
+  }
+
+  watch(listener: WatchListener): () => void {
+    this.listeners.add(listener);
+    return () => this.listeners.delete(listener);
+  }
+
+  async getSecret(team: string, name: string): Promise<Record<string, string> | undefined> {
+    const entry = this.secrets.get(`${team}/${name}`);
+    return entry ? { ...entry.data } : undefined;
+  }
+
+  async putSecret(team: string, name: string, data: Record<string, string>): Promise<void> {
+    const namespace = this.namespaceOf(team);
+    await this.ensureNamespace(namespace);
+    const existing = this.secrets.get(`${team}/${name}`);
+    const body = {
+      apiVersion: 'v1',
+      kind: 'Secret',
+      type: 'Opaque',
+      metadata: {
+        name: secretObjectName(name),
+        namespace,
+        labels: { 'app.kubernetes.io/managed-by': 'cloudplane' },
+        annotations: { [SECRET_NAME_ANNOTATION]: name },
+        ...(existing ? { resourceVersion: existing.raw.metadata.resourceVersion } : {}),
+      },
+      stringData: data,
+    };
+    const write = async (): Promise<KubeObject> =>
+      (existing
+        ? await this.call(() => this.core.replaceNamespacedSecret({ name: body.metadata.name, namespace, body: body as never }))
+        : await this.call(() => this.core.createNamespacedSecret({ namespace, body: body as never }))) as unknown as KubeObject;
+    let answer: KubeObject;
+    try {
+      answer = await write();
+    } catch (err) {
+      // Another writer got there first (or the cache lagged): write over what is there now.
+      if (httpCode(err) !== 409) throw err;
+      const current = (await this.call(() => this.core.readNamespacedSecret({ name: body.metadata.name, namespace }))) as unknown as KubeObject;
+      body.metadata = { ...body.metadata, resourceVersion: current.metadata.resourceVersion };
+      answer = (await this.call(() => this.core.replaceNamespacedSecret({ name: body.metadata.name, namespace, body: body as never }))) as unknown as KubeObject;
+    }
+    this.upsertSecret(answer);
+  }
+
+  async deleteSecret(team: string, name: string): Promise<void> {
+    const namespace = this.namespaceOf(team);
+    try {
+      await this.call(() => this.core.deleteNamespacedSecret({ name: secretObjectName(name), namespace }));
+    } catch (err) {
+      if (httpCode(err) !== 404) throw err;
+    }
+    this.secrets.delete(`${team}/${name}`);
+  }
+
+  async listSecrets(prefix: string): Promise<Array<{ team: string; name: string; data: Record<string, string> }>> {
+    return [...this.secrets.values()].filter((s) => s.name.startsWith(prefix)).map((s) => ({ team: s.team, name: s.name, data: { ...s.data } }));
+  }
+
+  // --- cache -----------------------------------------------------------------------
+
+  private info(kind: string): KindInfo {
+    const info = this.kinds.get(kind);
+    if (!info) throw new Error(`kind ${kind} is not served by this store`);
+    return info;
+  }
+
+  private entryOf(object: StoredObject<unknown, unknown>) {
+    const info = this.info(object.meta.kind);
+    const entry = this.objects.get(info.kind)!.get(`${object.meta.team}/${object.meta.id}`);
+    if (!entry) throw new NotFoundError(object.meta.kind, object.meta.id);
+    return { info, entry };
+  }
+
+  private namespaceOf(team: string): string {
+    return namespaceOfTeam(team, this.o.systemNamespace);
+  }
+
+  /** The id of a custom resource: its label, or one derived from a name like `lb-x7k2...`. */
+  private idOf(info: KindInfo, raw: Raw): string | null {
+    const label = (raw.metadata.labels as Record<string, string> | undefined)?.[ID_LABEL];
+    if (label) return label;
+    const m = new RegExp(`^${info.idPrefix}-([0-9a-z]{16,26})$`).exec(raw.metadata.name);
+    return m ? `${info.idPrefix}_${m[1]}` : null;
+  }
+
+  private toStored(info: KindInfo, raw: Raw, id: string): StoredObject {
+    const md = raw.metadata as KubeObject['metadata'] & {
+      labels?: Record<string, string>;
+      annotations?: Record<string, string>;
+      generation?: number;
+      creationTimestamp?: string | Date;
+      deletionTimestamp?: string | Date;
+    };
+    const iso = (value: string | Date | undefined) => (value === undefined ? undefined : new Date(value).toISOString());
+    const createdAt = md.annotations?.[CREATED_AT_ANNOTATION] ?? iso(md.creationTimestamp) ?? nowIso();
+    const { updated_at: statusUpdatedAt, ...status } = (raw.status ?? {}) as Record<string, unknown>;
+    const updatedAt = laterOf(laterOf(md.annotations?.[UPDATED_AT_ANNOTATION], statusUpdatedAt as string | undefined), createdAt)!;
+    const labels = { ...(md.labels ?? {}) };
+    delete labels[ID_LABEL];
+    return {
+      meta: {
+        kind: info.kind,
+        id,
+        team: teamOfNamespace(md.namespace ?? '', this.o.systemNamespace),
+        resourceVersion: md.resourceVersion ?? '',
+        generation: md.generation ?? 1,
+        createdAt,
+        updatedAt,
+        ...(md.deletionTimestamp ? { deletionTimestamp: iso(md.deletionTimestamp) } : {}),
+        labels,
+      },
+      spec: (raw.spec ?? {}) as Record<string, unknown>,
+      status: status,
+    };
+  }
+
+  /** Takes an object from the API server into the cache, unless the cache holds a newer one. */
+  private upsert(info: KindInfo, raw: Raw): StoredObject {
+    const id = this.idOf(info, raw);
+    if (!id) {
+      void this.assignId(info, raw);
+      return this.toStored(info, raw, `${info.idPrefix}_unassigned`);
+    }
+    const byKey = this.objects.get(info.kind)!;
+    const object = this.toStored(info, raw, id);
+    const key = `${object.meta.team}/${id}`;
+    const previous = byKey.get(key);
+    if (previous && isOlder(object.meta.resourceVersion, previous.object.meta.resourceVersion)) return previous.object;
+    if (previous && previous.object.meta.resourceVersion === object.meta.resourceVersion) return previous.object;
+    byKey.set(key, { object, raw });
+    this.notify({ type: previous ? 'modified' : 'added', object, previous: previous?.object });
+    return object;
+  }
+
+  private removeRaw(info: KindInfo, raw: Raw): void {
+    const id = this.idOf(info, raw);
+    if (!id) return;
+    const key = `${teamOfNamespace(raw.metadata.namespace ?? '', this.o.systemNamespace)}/${id}`;
+    const byKey = this.objects.get(info.kind)!;
+    const previous = byKey.get(key);
+    if (!previous) return;
+    byKey.delete(key);
+    this.notify({ type: 'deleted', object: previous.object, previous: previous.object });
+  }
+
+  /** After a relist: everything listed is current; whatever is cached but not listed is gone. */
+  private replaceKind(info: KindInfo, items: Raw[]): void {
+    const seen = new Set<string>();
+    for (const raw of items) {
+      const object = this.upsert(info, raw);
+      seen.add(`${object.meta.team}/${object.meta.id}`);
+    }
+    for (const [key, entry] of [...this.objects.get(info.kind)!]) {
+      if (!seen.has(key)) this.removeRaw(info, entry.raw);
+    }
+  }
+
+  /**
+   * A custom resource made with kubectl under a name that is no id gets one, kept in a
+   * label; the watch then brings it in. Several replicas racing are settled by the
+   * resourceVersion precondition.
+   */
+  private async assignId(info: KindInfo, raw: Raw): Promise<void> {
+    if (raw.metadata.deletionTimestamp) return;
+    const body = structuredClone(raw);
+    body.metadata.labels = { ...((raw.metadata.labels as Record<string, string>) ?? {}), [ID_LABEL]: newId(info.idPrefix) };
+    body.metadata.finalizers = [...new Set([...(((raw.metadata.finalizers as string[]) ?? [])), FINALIZER])];
+    try {
+      await this.custom.replaceNamespacedCustomObject({ group: GROUP, version: VERSION, namespace: raw.metadata.namespace!, plural: info.plural, name: raw.metadata.name, body });
+    } catch (err) {
+      if (httpCode(err) !== 409 && httpCode(err) !== 404) this.o.logger.warn({ kind: info.kind, name: raw.metadata.name, err: (err as Error).message }, 'could not assign an id');
+    }
+  }
+
+  private upsertSecret(raw: KubeObject): void {
+    const md = raw.metadata as KubeObject['metadata'] & { annotations?: Record<string, string> };
+    const name = md.annotations?.[SECRET_NAME_ANNOTATION];
+    if (!name) return;
+    const encoded = ((raw as { data?: Record<string, string> }).data ?? {}) as Record<string, string>;
+    const data = Object.fromEntries(Object.entries(encoded).map(([k, v]) => [k, Buffer.from(v, 'base64').toString('utf8')]));
+    const team = teamOfNamespace(md.namespace ?? '', this.o.systemNamespace);
+    this.secrets.set(`${team}/${name}`, { team, name, data, raw });
+  }
+
+  private secretKeyOf(raw: KubeObject): string {
+    const md = raw.metadata as KubeObject['metadata'] & { annotations?: Record<string, string> };
+    return `${teamOfNamespace(md.namespace ?? '', this.o.systemNamespace)}/${md.annotations?.[SECRET_NAME_ANNOTATION] ?? ''}`;
+  }
+
+  private notify(event: WatchEvent): void {
+    for (const listener of this.listeners) {
+      try {
+        listener(event);
+      } catch {
+        // A listener's failure must not undo or hide a committed write.
+      }
+    }
+  }
+
+  // --- API server ------------------------------------------------------------------
+
+  private async ensureNamespace(namespace: string): Promise<void> {
+    if (this.knownNamespaces.has(namespace)) return;
+    try {
+      await this.call(() => this.core.createNamespace({ body: { metadata: { name: namespace, labels: { 'app.kubernetes.io/managed-by': 'cloudplane' } } } }));
+    } catch (err) {
+      if (httpCode(err) !== 409) throw err;
+    }
+    this.knownNamespaces.add(namespace);
+  }
+
+  /** A replace with a resourceVersion precondition; a 409 refreshes the cache so the caller's retry reads the latest. */
+  private async replace(info: KindInfo, object: StoredObject<unknown, unknown>, request: () => Promise<unknown>): Promise<Raw> {
+    try {
+      return (await this.call(request)) as Raw;
+    } catch (err) {
+      const code = httpCode(err);
+      if (code === 409) {
+        await this.refresh(info, object).catch(() => undefined);
+        throw new ConflictError(info.kind, object.meta.id);
+      }
+      if (code === 404) throw new NotFoundError(info.kind, object.meta.id);
+      throw err;
+    }
+  }
+
+  private async refresh(info: KindInfo, object: StoredObject<unknown, unknown>): Promise<void> {
+    const entry = this.objects.get(info.kind)!.get(`${object.meta.team}/${object.meta.id}`);
+    if (!entry) return;
+    const fresh = (await this.call(() =>
+      this.custom.getNamespacedCustomObject({ group: GROUP, version: VERSION, namespace: entry.raw.metadata.namespace!, plural: info.plural, name: entry.raw.metadata.name }),
+    )) as Raw;
+    this.upsert(info, fresh);
+  }
+
+  /** Runs a request, telling an API server that does not answer (503) from one that says no. */
+  private async call<T>(request: () => Promise<T>): Promise<T> {
+    try {
+      const answer = await request();
+      if (this.unreachableSince !== null) {
+        this.unreachableSince = null;
+        this.rewatch();
+      }
+      return answer;
+    } catch (err) {
+      const code = httpCode(err);
+      if (code === undefined || code >= 500) {
+        this.unreachableSince ??= Date.now();
+        throw new StoreUnavailableError(err as Error);
+      }
+      this.unreachableSince = null;
+      throw err;
+    }
+  }
+}
+
+/** Kubernetes resourceVersions are etcd revisions in practice; compare them as numbers when they are. */
+function isOlder(candidate: string, current: string): boolean {
+  if (!/^\d+$/.test(candidate) || !/^\d+$/.test(current)) return false;
+  return BigInt(candidate) < BigInt(current);
+}
+
+function outboxOnly(before: Record<string, unknown>, after: Record<string, unknown>): boolean {
+  const strip = ({ pending_events: _p, updated_at: _u, ...rest }: Record<string, unknown>) => JSON.stringify(rest);
+  return strip(before) === strip(after);
+}

@@ -1,0 +1,165 @@
+/**
+ * A list-then-watch loop over one Kubernetes collection that does not give up. The
+ * client's own informer stops for good on some errors and can stall on a half-open
+ * connection; this one relists after 410 Gone, re-watches from the last resourceVersion
+ * after any error or close (with capped backoff), and a watchdog aborts a watch that has
+ * been silent for longer than the API server's bookmark interval allows.
+ */
+import { Watch } from '@kubernetes/client-node';
+import type { Logger } from 'pino';
+
+export interface KubeObject {
+  apiVersion?: string;
+  kind?: string;
+  metadata: { name: string; namespace?: string; resourceVersion?: string; [key: string]: unknown };
+  [key: string]: unknown;
+}
+
+export interface CollectionSource {
+  /** Path of the collection across namespaces, e.g. /apis/cloudplane.dev/v1alpha1/loadbalancers. */
+  path: string;
+  labelSelector?: string;
+  list(): Promise<{ items: KubeObject[]; resourceVersion: string }>;
+}
+
+export interface WatcherHandlers {
+  /** The full contents after a (re)list: the receiver reconciles its cache with it. */
+  replace(items: KubeObject[]): void;
+  upsert(object: KubeObject): void;
+  remove(object: KubeObject): void;
+}
+
+const MAX_BACKOFF_MS = 10_000;
+/** The API server sends a bookmark about once a minute; twice that without a word is a dead watch. */
+const SILENCE_LIMIT_MS = 150_000;
+/** Server-side timeout of one watch request, so watches are renewed even when all is well. */
+const WATCH_TIMEOUT_S = 300;
+
+export class CollectionWatcher {
+  private resourceVersion: string | null = null;
+  private abort: AbortController | null = null;
+  private stopped = false;
+  private failures = 0;
+  private lastHeard = 0;
+  private watchdog: NodeJS.Timeout | null = null;
+  private retryTimer: NodeJS.Timeout | null = null;
+  private synced = false;
+  /** Whether the watch is established (listed and watching); false while reconnecting. */
+  healthy = false;
+  private readonly silenceLimitMs: number;
+
+  constructor(
+    private readonly watch: Watch,
+    private readonly source: CollectionSource,
+    private readonly handlers: WatcherHandlers,
+    private readonly logger: Logger,
+    options: { silenceLimitMs?: number } = {},
+  ) {
+    this.silenceLimitMs = options.silenceLimitMs ?? SILENCE_LIMIT_MS;
+  }
+
+  /** Lists (retrying until it succeeds or stop()) and starts watching. */
+  async start(): Promise<void> {
+    this.watchdog = setInterval(() => this.checkSilence(), Math.min(this.silenceLimitMs, 10_000));
+    this.watchdog.unref();
+    await this.cycle();
+  }
+
+  hasSynced(): boolean {
+    return this.synced;
+  }
+
+  stop(): void {
+    this.stopped = true;
+    this.healthy = false;
+    if (this.watchdog) clearInterval(this.watchdog);
+    if (this.retryTimer) clearTimeout(this.retryTimer);
+    this.abort?.abort();
+  }
+
+  /** Drops the current watch at once and starts another (the API server came back, say). */
+  restartNow(): void {
+    this.abort?.abort();
+  }
+
+  private async cycle(): Promise<void> {
+    while (!this.stopped) {
+      try {
+        if (this.resourceVersion === null) await this.relist();
+        await this.startWatch();
+        return;
+      } catch (err) {
+        this.healthy = false;
+        await this.backoff(err as Error);
+      }
+    }
+  }
+
+  private async relist(): Promise<void> {
+    const { items, resourceVersion } = await this.source.list();
+    this.handlers.replace(items);
+    this.resourceVersion = resourceVersion;
+    this.synced = true;
+  }
+
+  private async startWatch(): Promise<void> {
+    const query: Record<string, string | number | boolean | undefined> = {
+      resourceVersion: this.resourceVersion ?? undefined,
+      allowWatchBookmarks: true,
+      timeoutSeconds: WATCH_TIMEOUT_S,
+      labelSelector: this.source.labelSelector,
+    };
+    this.lastHeard = Date.now();
+    let ended = false;
+    const controller = await this.watch.watch(
+      this.source.path,
+      query,
+      (phase, object) => this.onEvent(phase, object),
+      (err) => {
+        if (ended) return;
+        ended = true;
+        if (this.abort === controller) this.abort = null;
+        this.healthy = false;
+        if (this.stopped) return;
+        if (err && (err as { name?: string }).name !== 'AbortError') this.logger.warn({ path: this.source.path, err: (err as Error).message }, 'watch ended; re-establishing');
+        // Every end of a watch, clean or not, leads to a new one from the last version seen.
+        void this.backoff(err ? (err as Error) : null).then(() => this.cycle());
+      },
+    );
+    this.abort = controller;
+    this.healthy = true;
+    this.failures = 0;
+  }
+
+  private onEvent(phase: string, object: KubeObject & { code?: number; reason?: string }): void {
+    this.lastHeard = Date.now();
+    if (phase === 'ERROR') {
+      // 410 Gone: the version we watch from was compacted away; only a relist helps.
+      if (object?.code === 410 || object?.reason === 'Expired' || object?.reason === 'Gone') this.resourceVersion = null;
+      this.abort?.abort();
+      return;
+    }
+    const version = object?.metadata?.resourceVersion;
+    if (version) this.resourceVersion = version;
+    if (phase === 'BOOKMARK') return;
+    if (phase === 'DELETED') this.handlers.remove(object);
+    else if (phase === 'ADDED' || phase === 'MODIFIED') this.handlers.upsert(object);
+  }
+
+  private checkSilence(): void {
+    if (this.stopped || !this.abort) return;
+    if (Date.now() - this.lastHeard > this.silenceLimitMs) {
+      this.logger.warn({ path: this.source.path }, 'watch silent for too long; re-establishing');
+      this.lastHeard = Date.now();
+      this.abort.abort();
+    }
+  }
+
+  private backoff(err: Error | null): Promise<void> {
+    if (err && /\b410\b|Gone|Expired/.test(String(err.message))) this.resourceVersion = null;
+    const delay = err ? Math.min(MAX_BACKOFF_MS, 200 * 2 ** Math.min(this.failures++, 6)) : 0;
+    return new Promise((resolve) => {
+      this.retryTimer = setTimeout(resolve, delay);
+    });
+  }
+}

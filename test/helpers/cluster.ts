@@ -1,0 +1,59 @@
+/**
+ * Cluster mode for the API suites: with CLOUDPLANE_TEST_STORE=kubernetes, each test
+ * service's data directory gets its own real kube-apiserver (and etcd) with the CRDs
+ * installed, and the service runs with the Kubernetes store against it. Services started
+ * again on the same data directory find the same API server, as a restarted operator would.
+ */
+import { ApiextensionsV1Api, KubeConfig } from '@kubernetes/client-node';
+import { allCrds } from '../../src/resources/crd';
+import { KubeApiServer, startKubeApiServer } from './kube-apiserver';
+
+const clusters = new Map<string, Promise<KubeApiServer>>();
+const started: KubeApiServer[] = [];
+
+export const clusterMode = () => process.env.CLOUDPLANE_TEST_STORE === 'kubernetes';
+
+export function kubeConfigOf(server: KubeApiServer): KubeConfig {
+  const kc = new KubeConfig();
+  kc.loadFromString(server.kubeconfigYaml);
+  return kc;
+}
+
+/** Creates the CRDs and waits until the API server serves them. */
+export async function installCrds(server: KubeApiServer): Promise<void> {
+  const api = kubeConfigOf(server).makeApiClient(ApiextensionsV1Api);
+  for (const crd of allCrds()) await api.createCustomResourceDefinition({ body: crd as never });
+  const deadline = Date.now() + 30_000;
+  for (const crd of allCrds()) {
+    for (;;) {
+      const current = await api.readCustomResourceDefinition({ name: crd.metadata.name });
+      if (current.status?.conditions?.some((c) => c.type === 'Established' && c.status === 'True')) break;
+      if (Date.now() > deadline) throw new Error(`CRD ${crd.metadata.name} not established`);
+      await new Promise((r) => setTimeout(r, 100));
+    }
+  }
+}
+
+export function clusterFor(dataDir: string): Promise<KubeApiServer> {
+  let cluster = clusters.get(dataDir);
+  if (!cluster) {
+    cluster = startKubeApiServer().then(async (server) => {
+      started.push(server);
+      await installCrds(server);
+      return server;
+    });
+    clusters.set(dataDir, cluster);
+  }
+  return cluster;
+}
+
+/** The environment that points a service at its data directory's API server. */
+export async function clusterEnv(dataDir: string): Promise<Record<string, string>> {
+  const server = await clusterFor(dataDir);
+  return { CLOUDPLANE_STORE: 'kubernetes', CLOUDPLANE_KUBECONFIG: server.kubeconfigPath, CLOUDPLANE_SYSTEM_NAMESPACE: 'cloudplane-system' };
+}
+
+export async function stopClusters(): Promise<void> {
+  await Promise.all(started.splice(0).map((s) => s.stop()));
+  clusters.clear();
+}

@@ -1,0 +1,170 @@
+/**
+ * A real Kubernetes API server for tests, started the way envtest does it: etcd and
+ * kube-apiserver as child processes on free loopback ports, a static admin token, no
+ * controllers and no kubelet. kube-apiserver is built once from the Go module proxy
+ * (scripts/build-kube-apiserver.sh); etcd is Debian's etcd-server (scripts/ensure-tools.sh).
+ * The API server can be killed and restarted on the same port and etcd, so tests can
+ * check that watches survive it.
+ */
+import { ChildProcess, execFileSync, spawn } from 'node:child_process';
+import { generateKeyPairSync, randomBytes } from 'node:crypto';
+import fs from 'node:fs';
+import net from 'node:net';
+import os from 'node:os';
+import path from 'node:path';
+import https from 'node:https';
+
+export interface KubeApiServer {
+  url: string;
+  token: string;
+  /** A kubeconfig file for kubectl and @kubernetes/client-node. */
+  kubeconfigPath: string;
+  kubeconfigYaml: string;
+  /** Stops kube-apiserver only (etcd keeps the data). */
+  stopApiServer(): Promise<void>;
+  /** Starts kube-apiserver again on the same port. */
+  startApiServer(): Promise<void>;
+  stop(): Promise<void>;
+}
+
+const REPO = path.resolve(__dirname, '../..');
+
+export function kubeApiServerBinary(): string {
+  if (process.env.KUBE_APISERVER_BIN) return process.env.KUBE_APISERVER_BIN;
+  return execFileSync(path.join(REPO, 'scripts/build-kube-apiserver.sh'), { encoding: 'utf8', stdio: ['ignore', 'pipe', 'inherit'] }).trim();
+}
+
+export function etcdBinary(): string {
+  const candidates = [process.env.ETCD_BIN, path.join(os.homedir(), '.cache/cloudplane/bin/etcd'), '/usr/bin/etcd', '/usr/local/bin/etcd'];
+  const found = candidates.find((c) => c && fs.existsSync(c));
+  if (!found) throw new Error('etcd not found: run `make test` (it installs etcd-server) or scripts/ensure-tools.sh');
+  return found;
+}
+
+export async function freePort(): Promise<number> {
+  return new Promise((resolve, reject) => {
+    const server = net.createServer();
+    server.once('error', reject);
+    server.listen(0, '127.0.0.1', () => {
+      const { port } = server.address() as net.AddressInfo;
+      server.close(() => resolve(port));
+    });
+  });
+}
+
+function spawnLogged(binary: string, args: string[], logFile: string): ChildProcess {
+  const log = fs.openSync(logFile, 'a');
+  const child = spawn(binary, args, { stdio: ['ignore', log, log] });
+  fs.closeSync(log);
+  return child;
+}
+
+function get(url: string, token: string): Promise<number> {
+  return new Promise((resolve) => {
+    const req = https.get(url, { headers: { authorization: `Bearer ${token}` }, rejectUnauthorized: false, timeout: 2000 }, (res) => {
+      res.resume();
+      resolve(res.statusCode ?? 0);
+    });
+    req.on('error', () => resolve(0));
+    req.on('timeout', () => req.destroy());
+  });
+}
+
+async function waitUntil(what: string, probe: () => Promise<boolean>, child: ChildProcess, logFile: string, timeoutMs: number): Promise<void> {
+  const deadline = Date.now() + timeoutMs;
+  while (Date.now() < deadline) {
+    if (child.exitCode !== null) throw new Error(`${what} exited with ${child.exitCode}:\n${fs.readFileSync(logFile, 'utf8').slice(-3000)}`);
+    if (await probe()) return;
+    await new Promise((r) => setTimeout(r, 200));
+  }
+  throw new Error(`${what} not ready within ${timeoutMs} ms:\n${fs.readFileSync(logFile, 'utf8').slice(-3000)}`);
+}
+
+function stopChild(child: ChildProcess | undefined, signal: NodeJS.Signals = 'SIGTERM'): Promise<void> {
+  if (!child || child.exitCode !== null || child.signalCode !== null) return Promise.resolve();
+  return new Promise((resolve) => {
+    child.once('exit', () => resolve());
+    child.kill(signal);
+  });
+}
+
+export async function startKubeApiServer(): Promise<KubeApiServer> {
+  const dir = fs.mkdtempSync(path.join(os.tmpdir(), 'cloudplane-kube-'));
+  const [etcdPort, peerPort, apiPort] = [await freePort(), await freePort(), await freePort()];
+  const etcdUrl = `http://127.0.0.1:${etcdPort}`;
+  const etcdLog = path.join(dir, 'etcd.log');
+  const etcd = spawnLogged(
+    etcdBinary(),
+    ['--data-dir', path.join(dir, 'etcd'), '--listen-client-urls', etcdUrl, '--advertise-client-urls', etcdUrl, '--listen-peer-urls', `http://127.0.0.1:${peerPort}`, '--unsafe-no-fsync'],
+    etcdLog,
+  );
+  await waitUntil('etcd', async () => (await fetch(`${etcdUrl}/health`).then((r) => r.ok).catch(() => false)) as boolean, etcd, etcdLog, 30_000);
+
+  const token = randomBytes(24).toString('hex');
+  fs.writeFileSync(path.join(dir, 'tokens.csv'), `${token},admin,admin,system:masters\n`);
+  const { privateKey, publicKey } = generateKeyPairSync('rsa', { modulusLength: 2048 });
+  fs.writeFileSync(path.join(dir, 'sa.key'), privateKey.export({ type: 'pkcs8', format: 'pem' }));
+  fs.writeFileSync(path.join(dir, 'sa.pub'), publicKey.export({ type: 'spki', format: 'pem' }));
+  fs.mkdirSync(path.join(dir, 'certs'));
+  const binary = kubeApiServerBinary();
+  const apiArgs = [
+    '--etcd-servers', etcdUrl,
+    '--cert-dir', path.join(dir, 'certs'),
+    '--secure-port', String(apiPort),
+    '--bind-address', '127.0.0.1',
+    '--advertise-address', '127.0.0.1',
+    '--service-account-issuer', 'https://kubernetes.default.svc',
+    '--service-account-key-file', path.join(dir, 'sa.pub'),
+    '--service-account-signing-key-file', path.join(dir, 'sa.key'),
+    '--token-auth-file', path.join(dir, 'tokens.csv'),
+    '--authorization-mode', 'RBAC',
+    '--service-cluster-ip-range', '10.0.0.0/24',
+    '--disable-admission-plugins', 'ServiceAccount',
+    '--allow-privileged=true',
+  ];
+  const url = `https://127.0.0.1:${apiPort}`;
+  const apiLog = path.join(dir, 'kube-apiserver.log');
+  let api: ChildProcess | undefined;
+  const startApiServer = async () => {
+    api = spawnLogged(binary, apiArgs, apiLog);
+    await waitUntil('kube-apiserver', async () => (await get(`${url}/readyz`, token)) === 200, api, apiLog, 90_000);
+  };
+  await startApiServer();
+
+  const kubeconfigYaml = [
+    'apiVersion: v1',
+    'kind: Config',
+    'clusters:',
+    '- name: test',
+    '  cluster:',
+    `    server: ${url}`,
+    '    insecure-skip-tls-verify: true',
+    'users:',
+    '- name: admin',
+    '  user:',
+    `    token: ${token}`,
+    'contexts:',
+    '- name: test',
+    '  context:',
+    '    cluster: test',
+    '    user: admin',
+    'current-context: test',
+    '',
+  ].join('\n');
+  const kubeconfigPath = path.join(dir, 'kubeconfig');
+  fs.writeFileSync(kubeconfigPath, kubeconfigYaml, { mode: 0o600 });
+
+  return {
+    url,
+    token,
+    kubeconfigPath,
+    kubeconfigYaml,
+    stopApiServer: () => stopChild(api),
+    startApiServer,
+    async stop() {
+      await stopChild(api);
+      await stopChild(etcd);
+      fs.rmSync(dir, { recursive: true, force: true });
+    },
+  };
+}
