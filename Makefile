@@ -24,8 +24,39 @@ test: build
 	scripts/ensure-tools.sh
 	npx jest
 
+crds: build
+	node dist/src/cli/generate-crds.js
+
 bench: build
 	node dist/bench/api.js
 
 clean:
 	rm -rf dist
+
+# End-to-end on a throwaway kind cluster (needs Docker and kind; see test/e2e/README.md):
+# the image is built and loaded into kind, the chart installed, and test/e2e run through a
+# port-forward to the Service.
+KIND_CLUSTER ?= cloudplane-e2e
+KIND_IMAGE ?= cloudplane:e2e
+KIND_NAMESPACE ?= cloudplane-system
+KIND_LOCAL_PORT ?= 18080
+
+.PHONY: kind-e2e
+kind-e2e: deps
+	set -euo pipefail; \
+	helm="$$(scripts/build-helm.sh)"; \
+	kind get clusters | grep -qx '$(KIND_CLUSTER)' || kind create cluster --name '$(KIND_CLUSTER)' --wait 120s; \
+	context='kind-$(KIND_CLUSTER)'; \
+	docker build -t '$(KIND_IMAGE)' .; \
+	kind load docker-image '$(KIND_IMAGE)' --name '$(KIND_CLUSTER)'; \
+	key="cpk_$$(od -An -tx1 -N20 /dev/urandom | tr -d ' \n')"; \
+	"$$helm" upgrade --install cloudplane charts/cloudplane --kube-context "$$context" \
+	  --namespace '$(KIND_NAMESPACE)' --create-namespace \
+	  --set image.repository='$(word 1,$(subst :, ,$(KIND_IMAGE)))' --set image.tag='$(word 2,$(subst :, ,$(KIND_IMAGE)))' \
+	  --set image.pullPolicy=Never --set bootstrapApiKey="$$key"; \
+	kubectl --context "$$context" -n '$(KIND_NAMESPACE)' rollout restart deployment/cloudplane; \
+	kubectl --context "$$context" -n '$(KIND_NAMESPACE)' rollout status deployment/cloudplane --timeout=180s; \
+	kubectl --context "$$context" -n '$(KIND_NAMESPACE)' port-forward service/cloudplane '$(KIND_LOCAL_PORT)':80 >/dev/null 2>&1 & \
+	forward=$$!; trap 'kill $$forward' EXIT; \
+	for _ in $$(seq 60); do curl -fs 'http://127.0.0.1:$(KIND_LOCAL_PORT)/healthz' >/dev/null && break; sleep 1; done; \
+	CLOUDPLANE_E2E_URL='http://127.0.0.1:$(KIND_LOCAL_PORT)' CLOUDPLANE_E2E_API_KEY="$$key" npx jest test/e2e

@@ -1,0 +1,229 @@
+/**
+ * The Helm chart (charts/cloudplane): it lints, renders with default and custom values,
+ * runs the operator hardened and probed, grants exactly the least-privilege RBAC the
+ * operator needs, carries the generated CRDs, rejects values its schema forbids, and what
+ * it renders is accepted by a real kube-apiserver (CRDs applied, the rest dry-run on the
+ * server). helm is built once from its Go module (scripts/build-helm.sh).
+ */
+import { execFileSync, spawnSync } from 'node:child_process';
+import fs from 'node:fs';
+import os from 'node:os';
+import path from 'node:path';
+import { parse, parseAllDocuments } from 'yaml';
+import { startKubeApiServer, KubeApiServer } from '../helpers/kube-apiserver';
+
+const REPO = path.resolve(__dirname, '../..');
+const CHART = path.join(REPO, 'charts/cloudplane');
+const NAMESPACE = 'cloudplane-system';
+
+/** The helm binary, building it when it is missing; undefined if that is impossible here. */
+function findOrBuildHelm(): { helm?: string; why?: string } {
+  const cached = path.join(process.env.CLOUDPLANE_TOOLS_BIN ?? path.join(os.homedir(), '.cache/cloudplane/bin'), 'helm');
+  if (fs.existsSync(cached)) return { helm: cached };
+  const built = spawnSync(path.join(REPO, 'scripts/build-helm.sh'), { encoding: 'utf8', timeout: 15 * 60_000 });
+  const printed = built.stdout?.trim().split('\n').pop();
+  if (built.status === 0 && printed && fs.existsSync(printed)) return { helm: printed };
+  return { why: `scripts/build-helm.sh failed (${built.error?.message ?? `exit ${built.status}`}): ${(built.stderr ?? '').slice(-500)}` };
+}
+
+const { helm, why } = findOrBuildHelm();
+if (!helm) console.warn(`Skipping the Helm chart tests: no helm binary and it cannot be built here. ${why}`);
+const describeWithHelm = helm ? describe : describe.skip;
+
+function runHelm(args: string[]): { status: number | null; stdout: string; stderr: string } {
+  const result = spawnSync(helm!, args, { encoding: 'utf8', env: { ...process.env, KUBECONFIG: '/dev/null' } });
+  return { status: result.status, stdout: result.stdout, stderr: result.stderr };
+}
+
+/** `helm template` output, failing the test with helm's message when it refuses. */
+function render(sets: string[] = []): string {
+  const result = runHelm(['template', 'cp', CHART, '--namespace', NAMESPACE, ...sets.flatMap((s) => ['--set', s])]);
+  if (result.status !== 0) throw new Error(`helm template failed: ${result.stderr}`);
+  return result.stdout;
+}
+
+function manifests(rendered: string): any[] {
+  return parseAllDocuments(rendered).map((d) => d.toJS()).filter(Boolean);
+}
+
+function only(objects: any[], kind: string): any {
+  const found = objects.filter((o) => o.kind === kind);
+  expect(found).toHaveLength(1);
+  return found[0];
+}
+
+function envOf(container: any): Record<string, any> {
+  return Object.fromEntries(container.env.map((e: any) => [e.name, e.value ?? e.valueFrom]));
+}
+
+/** CRD plural names from crds/, the ones the operator owns. */
+function crdPlurals(): string[] {
+  return fs.readdirSync(path.join(REPO, 'crds')).filter((f) => f.endsWith('.yaml'))
+    .map((f) => parse(fs.readFileSync(path.join(REPO, 'crds', f), 'utf8')).spec.names.plural as string)
+    .sort();
+}
+
+/** Every (apiGroup, resource, verb) a rule list grants. */
+function grants(rules: any[]): Set<string> {
+  const out = new Set<string>();
+  for (const rule of rules) {
+    expect(rule.nonResourceURLs).toBeUndefined();
+    expect(rule.resourceNames).toBeUndefined();
+    for (const group of rule.apiGroups) for (const resource of rule.resources) for (const verb of rule.verbs) out.add(`${group}|${resource}|${verb}`);
+  }
+  return out;
+}
+
+function expectedGrants(): Set<string> {
+  const out = new Set<string>();
+  const add = (group: string, resources: string[], verbs: string[]) => {
+    for (const r of resources) for (const v of verbs) out.add(`${group}|${r}|${v}`);
+  };
+  const crud = ['get', 'list', 'watch', 'create', 'update', 'patch', 'delete'];
+  const plurals = crdPlurals();
+  add('cloudplane.dev', plurals, crud);
+  add('cloudplane.dev', plurals.map((p) => `${p}/status`), ['get', 'update', 'patch']);
+  add('cloudplane.dev', plurals.map((p) => `${p}/finalizers`), ['update']);
+  add('', ['secrets', 'namespaces'], crud);
+  add('coordination.k8s.io', ['leases'], ['get', 'list', 'watch', 'create', 'update', 'patch']);
+  add('batch', ['jobs'], ['get', 'list', 'watch', 'create', 'delete']);
+  add('', ['events'], ['create', 'patch']);
+  return out;
+}
+
+describeWithHelm('Helm chart charts/cloudplane', () => {
+  it('passes helm lint', () => {
+    const result = runHelm(['lint', CHART]);
+    expect(result.stderr).not.toMatch(/\[ERROR\]/);
+    expect(result.status).toBe(0);
+  });
+
+  it('carries exactly the generated CRDs (scripts/sync-chart-crds.sh copies them)', () => {
+    const generated = fs.readdirSync(path.join(REPO, 'crds')).filter((f) => f.endsWith('.yaml')).sort();
+    const inChart = fs.readdirSync(path.join(CHART, 'crds')).sort();
+    expect(inChart).toEqual(generated);
+    expect(generated.length).toBeGreaterThan(0);
+    for (const file of generated) {
+      expect(`${file}:\n${fs.readFileSync(path.join(CHART, 'crds', file), 'utf8')}`)
+        .toBe(`${file}:\n${fs.readFileSync(path.join(REPO, 'crds', file), 'utf8')}`);
+    }
+  });
+
+  it('runs the operator non-root, read-only, without capabilities, probed and bounded (default values)', () => {
+    const objects = manifests(render());
+    const deployment = only(objects, 'Deployment');
+    expect(deployment.spec.replicas).toBe(2);
+    const pod = deployment.spec.template.spec;
+    expect(pod.securityContext.runAsNonRoot).toBe(true);
+    expect(pod.containers).toHaveLength(1);
+    const [container] = pod.containers;
+    expect(container.securityContext).toMatchObject({
+      runAsNonRoot: true,
+      allowPrivilegeEscalation: false,
+      readOnlyRootFilesystem: true,
+      capabilities: { drop: ['ALL'] },
+    });
+    expect(container.securityContext.runAsUser ?? pod.securityContext.runAsUser).not.toBe(0);
+    expect(container.ports).toEqual([{ name: 'http', containerPort: 8080, protocol: 'TCP' }]);
+    expect(container.livenessProbe.httpGet).toEqual({ path: '/healthz', port: 'http' });
+    expect(container.readinessProbe.httpGet).toEqual({ path: '/readyz', port: 'http' });
+    for (const kind of ['requests', 'limits']) {
+      expect(container.resources[kind].cpu).toBeDefined();
+      expect(container.resources[kind].memory).toBeDefined();
+    }
+    expect(pod.serviceAccountName).toBe(only(objects, 'ServiceAccount').metadata.name);
+
+    const secret = only(objects, 'Secret');
+    const env = envOf(container);
+    expect(env).toMatchObject({
+      CLOUDPLANE_STORE: 'kubernetes',
+      CLOUDPLANE_HOST: '0.0.0.0',
+      CLOUDPLANE_PORT: '8080',
+      CLOUDPLANE_BOOTSTRAP_API_KEY: { secretKeyRef: { name: secret.metadata.name, key: 'bootstrap-api-key' } },
+      POD_NAME: { fieldRef: { fieldPath: 'metadata.name' } },
+      POD_NAMESPACE: { fieldRef: { fieldPath: 'metadata.namespace' } },
+    });
+    expect(env.CLOUDPLANE_NATS_URL).toBeUndefined();
+
+    // A generated key has the form the service accepts (CONTRACT.md: cpk_ + 32+ letters/digits).
+    expect(Buffer.from(secret.data['bootstrap-api-key'], 'base64').toString()).toMatch(/^cpk_[A-Za-z0-9]{32,}$/);
+
+    const service = only(objects, 'Service');
+    expect(service.spec.type).toBe('ClusterIP');
+    expect(service.spec.ports).toEqual([{ name: 'http', port: 80, targetPort: 'http', protocol: 'TCP' }]);
+    expect(service.spec.selector).toEqual(deployment.spec.selector.matchLabels);
+  });
+
+  it('takes replicas, the NATS url and a given bootstrap key from values', () => {
+    const key = `cpk_${'a1B2'.repeat(10)}`;
+    const objects = manifests(render(['replicas=3', 'nats.url=nats://nats.messaging:4222', `bootstrapApiKey=${key}`]));
+    const deployment = only(objects, 'Deployment');
+    expect(deployment.spec.replicas).toBe(3);
+    expect(envOf(deployment.spec.template.spec.containers[0]).CLOUDPLANE_NATS_URL).toBe('nats://nats.messaging:4222');
+    expect(Buffer.from(only(objects, 'Secret').data['bootstrap-api-key'], 'base64').toString()).toBe(key);
+  });
+
+  it('grants exactly the least-privilege RBAC rules, no wildcards, bound to its ServiceAccount', () => {
+    const objects = manifests(render());
+    const role = only(objects, 'ClusterRole');
+    for (const rule of role.rules) {
+      expect(rule.verbs).not.toContain('*');
+      expect(rule.resources).not.toContain('*');
+      expect(rule.apiGroups).not.toContain('*');
+    }
+    expect([...grants(role.rules)].sort()).toEqual([...expectedGrants()].sort());
+
+    const binding = only(objects, 'ClusterRoleBinding');
+    expect(binding.roleRef).toEqual({ apiGroup: 'rbac.authorization.k8s.io', kind: 'ClusterRole', name: role.metadata.name });
+    const account = only(objects, 'ServiceAccount');
+    expect(binding.subjects).toEqual([{ kind: 'ServiceAccount', name: account.metadata.name, namespace: NAMESPACE }]);
+  });
+
+  it('rejects values its schema forbids', () => {
+    for (const bad of ['replicas=abc', 'replicas=0', 'bootstrapApiKey=not-a-key', 'service.port=70000', 'unknownSetting=1']) {
+      const result = runHelm(['template', 'cp', CHART, '--set', bad]);
+      expect({ bad, status: result.status }).toEqual({ bad, status: 1 });
+      expect(result.stderr).toMatch(/values don't meet the specifications of the schema/);
+    }
+  });
+
+  describe('against a real kube-apiserver', () => {
+    let kube: KubeApiServer;
+    const kubectl = (args: string[]) =>
+      execFileSync('kubectl', ['--kubeconfig', kube.kubeconfigPath, ...args], { encoding: 'utf8', stdio: ['ignore', 'pipe', 'pipe'] });
+    const helmOnCluster = (args: string[]) =>
+      execFileSync(helm!, ['--kubeconfig', kube.kubeconfigPath, ...args], { encoding: 'utf8', stdio: ['ignore', 'pipe', 'pipe'] });
+
+    beforeAll(async () => {
+      kube = await startKubeApiServer();
+    }, 10 * 60_000);
+    afterAll(async () => kube?.stop());
+
+    it('accepts the CRDs for real and the rendered chart in a server-side dry run', () => {
+      kubectl(['apply', '--server-side', '-f', path.join(CHART, 'crds')]);
+      kubectl(['wait', '--for=condition=Established', '--timeout=60s', 'crd', '--all']);
+      kubectl(['create', 'namespace', NAMESPACE]);
+
+      const rendered = path.join(fs.mkdtempSync(path.join(os.tmpdir(), 'cloudplane-helm-')), 'rendered.yaml');
+      fs.writeFileSync(rendered, render(['replicas=3', 'nats.url=nats://nats:4222']));
+      const out = kubectl(['apply', '--server-side', '--dry-run=server', '-f', rendered]);
+      for (const kind of ['serviceaccount', 'secret', 'clusterrole', 'clusterrolebinding', 'service', 'deployment']) {
+        expect(out).toMatch(new RegExp(`^${kind}[^ ]*/cp-cloudplane serverside-applied \\(server dry run\\)$`, 'm'));
+      }
+      // Dry run: nothing but the namespace was created.
+      expect(kubectl(['get', 'deployments,secrets', '-n', NAMESPACE, '-o', 'name']).trim()).toBe('');
+    }, 120_000);
+
+    it('keeps a generated bootstrap key across helm upgrade', () => {
+      const namespace = 'cloudplane-upgrade';
+      const keyOf = () => Buffer.from(kubectl(['get', 'secret', 'cp-cloudplane', '-n', namespace, '-o', 'jsonpath={.data.bootstrap-api-key}']), 'base64').toString();
+      const install = helmOnCluster(['install', 'cp', CHART, '--namespace', namespace, '--create-namespace', '--skip-crds']);
+      expect(install).toMatch(/port-forward service\/cp-cloudplane 8080:80/);
+      const first = keyOf();
+      expect(first).toMatch(/^cpk_[A-Za-z0-9]{32,}$/);
+      helmOnCluster(['upgrade', 'cp', CHART, '--namespace', namespace, '--skip-crds', '--set', 'replicas=3']);
+      expect(keyOf()).toBe(first);
+      expect(kubectl(['get', 'deployment', 'cp-cloudplane', '-n', namespace, '-o', 'jsonpath={.spec.replicas}'])).toBe('3');
+    }, 120_000);
+  });
+});
