@@ -35,10 +35,23 @@ export interface Config {
   /** How long events are kept and searchable in the audit log. */
   eventRetentionMs: number;
   /** Cluster mode: the store of record is the Kubernetes API (CLOUDPLANE_STORE=kubernetes). */
-  kubernetes?: { kubeconfigPath?: string; systemNamespace: string; leaseName: string; identity: string };
+  kubernetes?: KubernetesConfig;
   /** NATS JetStream for events (cluster mode); without it the embedded bus is used. */
   nats?: { servers: string[]; stream: string; subjectPrefix: string; duplicateWindowMs: number; maxAgeMs: number };
   webhooks: WebhookConfig;
+}
+
+export interface KubernetesConfig {
+  kubeconfigPath?: string;
+  /** Namespace of the operator's own objects (the Lease, system secrets). */
+  systemNamespace: string;
+  leaseName: string;
+  /** This replica's name in the Lease. */
+  identity: string;
+  /** How long a leader's Lease holds without renewal before a standby takes over. */
+  leaseDurationMs: number;
+  /** Where jobs run: batch/v1 Jobs in the team namespace, or the simulated executor. */
+  jobDriver: 'kubernetes' | 'simulated';
 }
 
 export interface WebhookConfig {
@@ -111,6 +124,12 @@ function storeKind(env: Env): 'embedded' | 'kubernetes' {
   return raw;
 }
 
+function jobDriver(env: Env): 'kubernetes' | 'simulated' {
+  const raw = env.CLOUDPLANE_JOB_DRIVER || 'kubernetes';
+  if (raw !== 'kubernetes' && raw !== 'simulated') throw new Error(`CLOUDPLANE_JOB_DRIVER must be kubernetes or simulated, got "${raw}"`);
+  return raw;
+}
+
 function cidr(env: Env, name: string, fallback: string): string {
   const raw = env[name] || fallback;
   if (!parseIpv4Block(raw)) throw new Error(`${name} must be an IPv4 network such as 10.10.0.0/16, got "${raw}"`);
@@ -162,6 +181,8 @@ export function loadConfig(env: Env = process.env): Config {
           systemNamespace: env.CLOUDPLANE_SYSTEM_NAMESPACE || env.POD_NAMESPACE || 'cloudplane-system',
           leaseName: env.CLOUDPLANE_LEASE_NAME || 'cloudplane-operator',
           identity: env.POD_NAME || `${os.hostname()}-${process.pid}`,
+          leaseDurationMs: int(env, 'CLOUDPLANE_LEASE_DURATION_SECONDS', 15, 2, 300) * 1000,
+          jobDriver: jobDriver(env),
         }
       : undefined,
     nats: natsServers.length

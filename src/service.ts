@@ -14,7 +14,7 @@ import { EmbeddedEventBus } from './events/embedded-bus';
 import { OutboxRelay } from './events/outbox-relay';
 import { NatsEventBus } from './events/nats-bus';
 import type { EventBus } from './events/types';
-import { SimulatedProvider } from './providers/simulated';
+import { createProvider } from './providers';
 import { ResourceWriter } from './resources/writer';
 import { families } from './resources/registry';
 import { ApiKeyAuthenticator } from './accounts/authenticator';
@@ -56,7 +56,7 @@ export async function startService(config: Config, logger: Logger = createLogger
     ? new NatsEventBus({ ...config.nats, logger })
     : new EmbeddedEventBus(path.join(config.dataDir, 'events'));
   await bus.start();
-  const provider = new SimulatedProvider(config.simulation);
+  const provider = createProvider(config, logger);
   const writer = new ResourceWriter(store);
   const authenticator = new ApiKeyAuthenticator(store, writer);
   await authenticator.start();

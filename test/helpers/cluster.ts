@@ -50,7 +50,14 @@ export function clusterFor(dataDir: string): Promise<KubeApiServer> {
 /** The environment that points a service at its data directory's API server. */
 export async function clusterEnv(dataDir: string): Promise<Record<string, string>> {
   const server = await clusterFor(dataDir);
-  return { CLOUDPLANE_STORE: 'kubernetes', CLOUDPLANE_KUBECONFIG: server.kubeconfigPath, CLOUDPLANE_SYSTEM_NAMESPACE: 'cloudplane-system' };
+  // The test API server has no controller manager to run batch/v1 Jobs; the API suite runs
+  // jobs on the simulated executor, and test/integration covers the Job driver itself.
+  return {
+    CLOUDPLANE_STORE: 'kubernetes',
+    CLOUDPLANE_KUBECONFIG: server.kubeconfigPath,
+    CLOUDPLANE_SYSTEM_NAMESPACE: 'cloudplane-system',
+    CLOUDPLANE_JOB_DRIVER: 'simulated',
+  };
 }
 
 export async function stopClusters(): Promise<void> {
