@@ -37,3 +37,4 @@ fi
 
 #   kube-apiserver — built from the pinned Kubernetes release (cached outside the repo).
 "$(dirname "$0")/build-kube-apiserver.sh" >/dev/null
+"$(dirname "$0")/build-kubectl.sh" >/dev/null  # kubectl of the same release, for the kubectl tests
