@@ -1,6 +1,6 @@
 /**
  * The agent: answers questions about the team's infrastructure from its real resources
- * (the store) and events (the bus). A small set of rules recognises the questions it can
+ * (the store) and events (the audit log). A small set of rules recognises the questions it can
  * answer exactly; when an OpenAI-compatible LLM is configured, the facts those rules
  * gathered are handed to it as context to phrase the answer, and the rule-based answer
  * stands whenever the LLM cannot be reached.
@@ -10,17 +10,23 @@ import type { AgentDeps } from './index';
 import type { AnyFamily, Resource } from '../resources/family';
 import type { CloudEvent } from '../events/types';
 import { categoryOf } from '../events/types';
+import type { AuditLog } from '../audit/audit-log';
 import { families } from '../resources/registry';
 import { messageFamily, Message } from '../resources/agent';
+import type { AlertFeed } from './alert-feed';
+import { alertLine, alertOf, isAlert } from './alerts';
 
 const HOUR_MS = 3_600_000;
 const DAY_MS = 24 * HOUR_MS;
 const MAX_LINES = 50;
 const RECENT_EVENT_COUNT = 10;
+/** Events shown with a resource's status; "history of <id>" shows up to MAX_LINES. */
+const EVENTS_WITH_STATUS = 5;
 const LLM_TIMEOUT_MS = 20_000;
 const ID_IN_TEXT = /\b([a-z]+)_([0-9a-z]{16,26})\b/g;
 /** Families that are not infrastructure a user asks about in these words. */
 const NOT_ASKED_ABOUT = new Set(['team', 'profile', 'thread', 'message']);
+const CONVERSATION = new Set(['thread', 'message']);
 
 interface Item {
   family: AnyFamily;
@@ -63,6 +69,12 @@ function bulletList(lines: string[]): string {
   return shown.join('\n');
 }
 
+/** " — <why>" for an alert that says why; routine events carry no reason worth showing. */
+const reasonOf = (e: CloudEvent) => {
+  const reason = isAlert(e) ? (e.data?.status_reason ?? e.data?.disabled_reason) : null;
+  return reason ? ` — ${reason}` : '';
+};
+
 /** "last hour", "past 30 minutes", "last 2 days", "today"; null when the question names none. */
 function windowIn(question: string, now: number): Window | null {
   const match = /\b(?:last|past)\s+(\d+)?\s*(minute|min|hour|hr|day|week)s?\b/.exec(question);
@@ -81,7 +93,21 @@ function windowIn(question: string, now: number): Window | null {
 }
 
 export class DataAgent implements Agent {
-  constructor(readonly deps: AgentDeps) {}
+  constructor(
+    readonly deps: AgentDeps,
+    /** The team-scoped view of the event stream every answer about events comes from. */
+    private readonly audit: AuditLog,
+    private readonly feed: AlertFeed,
+  ) {}
+
+  /** Starts posting alerts; answering needs no start, so every replica answers. */
+  async start(): Promise<void> {
+    this.feed.start();
+  }
+
+  async stop(): Promise<void> {
+    this.feed.stop();
+  }
 
   async answer(team: string, threadId: string, question: string): Promise<string> {
     const facts = await this.ruleBasedAnswer(team, question);
@@ -102,7 +128,10 @@ export class DataAgent implements Agent {
     const mentioned = this.familiesMentioned(words);
     const ids = [...rawQuestion.matchAll(ID_IN_TEXT)].map((m) => m[0].toLowerCase());
 
-    if (ids.length > 0) return (await Promise.all(ids.map((id) => this.describeId(team, id)))).join('\n\n');
+    if (ids.length > 0) {
+      const wholeHistory = /\b(history|events?|happened|timeline|log)\b/.test(question);
+      return (await Promise.all(ids.map((id) => this.describeId(team, id, wholeHistory)))).join('\n\n');
+    }
     if (/\b(fail(ed|ures?|ing|s)?|errors?|broken|went wrong|problems?|issues?)\b/.test(question)) {
       return this.failures(team, mentioned, windowIn(question, now) ?? { sinceMs: now - HOUR_MS, phrase: 'in the last hour' });
     }
@@ -140,12 +169,20 @@ export class DataAgent implements Agent {
       .sort((a, b) => String(a.record.created_at).localeCompare(String(b.record.created_at)));
   }
 
-  private async describeId(team: string, id: string): Promise<string> {
+  private async describeId(team: string, id: string, wholeHistory: boolean): Promise<string> {
     const prefix = id.slice(0, id.indexOf('_'));
     const family = families.find((f) => f.idPrefix === prefix);
     if (!family) return `${id} is not an id of anything I know (unknown prefix "${prefix}").`;
+    const events = this.audit.search(team, { resource_id: id });
+    const shown = wholeHistory ? events.slice(-MAX_LINES) : events.slice(-EVENTS_WITH_STATUS);
+    const eventLines = bulletList(shown.map((e) => `${e.created_at} ${e.type}${e.actor ? ` by ${e.actor}` : ''}${reasonOf(e)}`));
+    const history = `${wholeHistory ? `Its history (${shown.length === events.length ? `${events.length} events` : `the latest ${shown.length} of ${events.length} events`}, oldest first)` : 'Its latest events'}:\n${eventLines}`;
     const resource = (await this.deps.store.get(family.kind, team, id)) as Resource | undefined;
-    if (!resource || resource.status.status === 'destroyed') return `I found no ${family.title} with id ${id} in your team.`;
+    if (!resource || resource.status.status === 'destroyed') {
+      // Gone from the store, but the audit log still remembers it for the retention period.
+      if (events.length > 0) return `The ${family.title} ${id} no longer exists. ${history}`;
+      return `I found no ${family.title} with id ${id} in your team.`;
+    }
     const record = family.toRecord(resource);
     const name = nameOf(record);
     const lines = [`${id}${name ? ` "${name}"` : ''} is a ${family.title}; its status is ${record.status ?? resource.status.status}.`];
@@ -154,8 +191,7 @@ export class DataAgent implements Agent {
     const details = Object.entries(record).filter(([key, value]) => !skip.has(key) && value !== null && ['string', 'number', 'boolean'].includes(typeof value));
     if (details.length > 0) lines.push(details.map(([key, value]) => `${key}: ${value}`).join(', '));
     lines.push(`Created ${record.created_at ?? resource.meta.createdAt}, last changed ${record.updated_at ?? resource.meta.updatedAt}.`);
-    const events = (await this.deps.bus.recent(team, resource.meta.createdAt)).filter((e) => e.data?.id === id);
-    if (events.length > 0) lines.push(`Its latest events:\n${bulletList(events.slice(-5).map((e) => `${e.created_at} ${e.type}`))}`);
+    if (events.length > 0) lines.push(history);
     return lines.join('\n');
   }
 
@@ -163,14 +199,10 @@ export class DataAgent implements Agent {
     const scope = mentioned.length > 0 ? mentioned : this.askableFamilies();
     const categories = new Set(scope.map((f) => f.name));
     const since = new Date(window.sinceMs).toISOString();
-    const events = (await this.deps.bus.recent(team, since)).filter((e) => e.type.endsWith('.failed') && categories.has(categoryOf(e.type)));
     const lines = new Map<string, string>();
-    for (const event of events) {
-      const family = scope.find((f) => f.name === categoryOf(event.type))!;
-      const data = event.data ?? {};
-      const name = nameOf(data);
-      const reason = data.status_reason ? ` — ${data.status_reason}` : '';
-      lines.set(String(data.id ?? event.id), `${family.title} ${data.id}${name ? ` "${name}"` : ''} failed at ${event.created_at}${reason}`);
+    for (const event of this.audit.search(team, { since })) {
+      const alert = alertOf(event);
+      if (alert && categories.has(categoryOf(event.type))) lines.set(String(event.data?.id ?? event.id), alertLine(event, alert));
     }
     const stillFailed: Item[] = [];
     for (const family of scope) {
@@ -239,12 +271,14 @@ export class DataAgent implements Agent {
 
   private async recentEvents(team: string, mentioned: AnyFamily[], window: Window): Promise<string> {
     const categories = mentioned.length > 0 ? new Set(mentioned.map((f) => f.name)) : null;
-    const events = (await this.deps.bus.recent(team, new Date(window.sinceMs).toISOString())).filter((e) => !categories || categories.has(categoryOf(e.type)));
+    // Without a family named, the conversation's own events (threads) would only drown the infrastructure's.
+    const wanted = (e: CloudEvent) => (categories ? categories.has(categoryOf(e.type)) : !CONVERSATION.has(categoryOf(e.type)));
+    const events = this.audit.search(team, { since: new Date(window.sinceMs).toISOString() }).filter(wanted);
     if (events.length === 0) return `No events ${window.phrase}.`;
     const newest = events.slice(-RECENT_EVENT_COUNT).reverse();
     const line = (e: CloudEvent) => {
       const name = nameOf(e.data ?? {});
-      return `${e.created_at} ${e.type} ${e.data?.id ?? ''}${name ? ` "${name}"` : ''}`;
+      return `${e.created_at} ${e.type} ${e.data?.id ?? ''}${name ? ` "${name}"` : ''}${reasonOf(e)}`;
     };
     const shown = events.length > newest.length ? `the newest ${newest.length} of ${events.length}` : `${events.length}`;
     return `Events ${window.phrase} (${shown}, newest first):\n${bulletList(newest.map(line))}`;
@@ -255,7 +289,7 @@ export class DataAgent implements Agent {
     return [
       'I answer from your team\'s resources and events. You can ask me, for example:',
       '- "Which load balancers are not running?"',
-      '- "Status of lb_…" (any resource id)',
+      '- "Status of lb_…" (any resource id), or "history of lb_…" for all its events',
       '- "What failed in the last hour?"',
       '- "How many servers do I have?"',
       '- "List my VPN gateways"',

@@ -1,0 +1,75 @@
+/**
+ * Which events are alerts, and how the agent words them. The event catalogue
+ * (CONTRACT.md "Events", docs/api.md) has two kinds of failure: a resource that ends in
+ * `failed` (`<family>.failed`: load balancers, VPN gateways, servers, buckets, file
+ * shares, jobs) and a webhook subscription the service switched off
+ * (`webhook.disabled`). Everything else is routine.
+ */
+import type { CloudEvent } from '../events/types';
+import { categoryOf } from '../events/types';
+import { families } from '../resources/registry';
+
+export interface Alert {
+  /** `load balancer lb_… "web"` */
+  subject: string;
+  /** `failed` or `was disabled` */
+  verb: string;
+  reason: string | null;
+  nextStep: string;
+}
+
+const API = '/api/v1';
+
+export function isAlert(event: CloudEvent): boolean {
+  return event.type.endsWith('.failed') || event.type === 'webhook.disabled';
+}
+
+/** The alert an event raises, or null for a routine event. */
+export function alertOf(event: CloudEvent): Alert | null {
+  if (!isAlert(event)) return null;
+  const category = categoryOf(event.type);
+  const family = families.find((f) => f.name === category);
+  const data = event.data ?? {};
+  const id = String(data.id ?? '');
+  const name = (data.name ?? data.url ?? null) as string | null;
+  const subject = `${family?.title ?? category.replace(/_/g, ' ')} ${id}${name ? ` "${name}"` : ''}`;
+  if (event.type === 'webhook.disabled') {
+    return {
+      subject,
+      verb: 'was disabled',
+      reason: (data.disabled_reason as string | null) ?? null,
+      nextStep:
+        `its deliveries have stopped. Check why the receiver refuses them (GET ${API}/webhooks/${id}/deliveries shows each attempt's answer), ` +
+        `fix it, then re-enable the subscription with PATCH ${API}/webhooks/${id} {"active": true}.`,
+    };
+  }
+  const reason = (data.status_reason as string | null) ?? null;
+  const exit = category === 'job' && typeof data.exit_code === 'number' ? ` with exit code ${data.exit_code}` : '';
+  return { subject, verb: `failed${exit}`, reason, nextStep: nextStepForFailure(category, family?.path ?? '', id, reason) };
+}
+
+function nextStepForFailure(category: string, path: string, id: string, reason: string | null): string {
+  if (category === 'job') return `check the job's command and image (GET ${API}/jobs/${id}), then create it again; a failed job is kept as history.`;
+  const recreate = `delete it (DELETE ${API}/${path}/${id}) and create it again`;
+  if (reason && /capacity|region/i.test(reason)) return `${recreate} in another region (GET ${API}/regions lists them).`;
+  if (category === 'vpn_gateway') return `check the remote peer address and the network ranges, then ${recreate}.`;
+  return `${recreate}; if it fails again, see GET ${API}/audit-log?resource_id=${id} for its history.`;
+}
+
+/** The message posted to the team's alert thread. */
+export function alertMessage(event: CloudEvent, alert: Alert): string {
+  const subject = alert.subject.charAt(0).toUpperCase() + alert.subject.slice(1);
+  return [
+    `${subject} ${alert.verb} at ${event.created_at}.`,
+    alert.reason ? `Reason: ${alert.reason}` : null,
+    `Next step: ${alert.nextStep}`,
+    `(event ${event.id}, ${event.type})`,
+  ]
+    .filter((line) => line !== null)
+    .join('\n');
+}
+
+/** One line of an answer listing what failed. */
+export function alertLine(event: CloudEvent, alert: Alert): string {
+  return `${alert.subject.charAt(0).toUpperCase() + alert.subject.slice(1)} ${alert.verb} at ${event.created_at}${alert.reason ? ` — ${alert.reason}` : ''}`;
+}
