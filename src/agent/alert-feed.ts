@@ -55,7 +55,7 @@ export class AlertFeed {
     const threadId = await this.ensureThread(event.team_id);
     let message: Message;
     try {
-      const spec = { thread_id: threadId, role: 'assistant', content: alertMessage(event, alert) };
+      const spec = { thread_id: threadId, role: 'event', content: alertMessage(event, alert) };
       message = (await this.writer.create(messageFamily, event.team_id, spec, 'system', messageIdFor(event.id))) as Message;
     } catch (err) {
       if (err instanceof AlreadyExistsError) return;

@@ -53,7 +53,7 @@ describe('agent feed', () => {
     const messages = await alertMessages(thread.id);
     expect(messages).toHaveLength(1);
     const [alert] = messages;
-    expect(alert).toMatchObject({ thread_id: thread.id, role: 'assistant' });
+    expect(alert).toMatchObject({ thread_id: thread.id, role: 'event' });
     expect(alert.content).toContain(`Server ${serverId} "doomed-svr" failed`);
     expect(alert.content).toContain('Reason: Provisioning failed: the provider ran out of capacity in this region');
     expect(alert.content).toContain(`Next step: delete it (DELETE /api/v1/servers/${serverId}) and create it again in another region`);
