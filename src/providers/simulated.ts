@@ -34,8 +34,12 @@ export class SimulatedProvider implements Provider {
   private readonly addressOwners = new Map<string, string>();
   readonly jobs: JobExecutor;
 
-  constructor(private readonly sim: SimulationConfig) {
-    this.jobs = new SimulatedJobExecutor(sim, (ok) => this.record('job', ok));
+  /** `jobs` replaces the simulated job executor (the batch/v1 Job driver in cluster mode); it gets the job family's health recorder. */
+  constructor(
+    private readonly sim: SimulationConfig,
+    jobs: (recordOutcome: (ok: boolean) => void) => JobExecutor = (recordOutcome) => new SimulatedJobExecutor(sim, recordOutcome),
+  ) {
+    this.jobs = jobs((ok) => this.record('job', ok));
   }
 
   health(family: string): ProviderHealth {

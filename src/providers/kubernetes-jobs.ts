@@ -1,0 +1,240 @@
+/**
+ * The cluster-mode job driver: each Cloudplane job runs as a batch/v1 Job in its team's
+ * namespace, named after the job id, one container with the job's image running
+ * `/bin/sh -c <command>` once (restartPolicy Never, backoffLimit 0). The Job's status,
+ * as the cluster's job controller writes it, is the run's status; the exit code comes
+ * from the Pod's terminated container when the Pod can be read.
+ *
+ * Nothing is kept here that a restart would lose, except two process-local shortcuts:
+ * which Jobs this process already created (to skip a create per poll) and which it
+ * cancelled (so observe can say `cancelled` rather than "missing"). The reconciler does
+ * not observe a cancelled job again, so losing the second one on restart costs nothing.
+ * Losing the first means a Job deleted behind our back while the operator was down is
+ * created again after the restart, instead of being reported as missing.
+ *
+ * The job family has no timeout, so the Job has no activeDeadlineSeconds.
+ */
+import { BatchV1Api, CoreV1Api, KubeConfig, V1Job, V1JobCondition, V1Pod } from '@kubernetes/client-node';
+import type { Logger } from 'pino';
+import { ID_LABEL, namespaceOfTeam, objectName } from '../store/kubernetes/names';
+import type { JobExecutor, JobRun, JobSpecForRun } from './types';
+
+export const CONTAINER_NAME = 'job';
+const MANAGED_BY_LABEL = 'app.kubernetes.io/managed-by';
+/** Set by the job controller on its Pods (the unprefixed label exists on every version). */
+const POD_JOB_NAME_LABEL = 'job-name';
+const JOB_NAME_ANNOTATION = 'cloudplane.dev/job-name';
+
+/** What a plan asks of the node; memory is limited at twice the request so a runaway job cannot starve the node. */
+const PLAN_RESOURCES: Record<string, { requests: Record<string, string>; limits: Record<string, string> }> = {
+  standard: { requests: { cpu: '500m', memory: '512Mi' }, limits: { memory: '1Gi' } },
+  performance: { requests: { cpu: '2', memory: '4Gi' }, limits: { memory: '8Gi' } },
+  // Extended resources are requested through limits (the request defaults to it).
+  gpu: { requests: { cpu: '4', memory: '16Gi' }, limits: { memory: '32Gi', 'nvidia.com/gpu': '1' } },
+};
+
+export interface KubernetesJobExecutorOptions {
+  kubeConfig: KubeConfig;
+  /** Namespace of the system team (see namespaceOfTeam). */
+  systemNamespace: string;
+  logger: Logger;
+  /** Feeds the provider's health: false when the API server did not answer, true when it did. */
+  recordOutcome?: (ok: boolean) => void;
+}
+
+/** Kubernetes answers with an HTTP code in `code`; a network failure has none. */
+function httpCode(err: unknown): number | undefined {
+  const code = (err as { code?: unknown })?.code;
+  return typeof code === 'number' ? code : undefined;
+}
+
+const iso = (d: Date | string | undefined): string | null => (d ? new Date(d).toISOString() : null);
+
+const isTrue = (conditions: V1JobCondition[], ...types: string[]) => conditions.find((c) => types.includes(c.type) && c.status === 'True');
+
+/** The batch/v1 Job that runs a Cloudplane job. */
+export function jobManifest(namespace: string, id: string, spec: JobSpecForRun): V1Job {
+  const labels = { [ID_LABEL]: id, [MANAGED_BY_LABEL]: 'cloudplane' };
+  return {
+    apiVersion: 'batch/v1',
+    kind: 'Job',
+    metadata: { name: objectName(id), namespace, labels, annotations: { [JOB_NAME_ANNOTATION]: spec.name } },
+    spec: {
+      // One attempt: a job is a command run once; a retry would run its side effects twice.
+      backoffLimit: 0,
+      completions: 1,
+      parallelism: 1,
+      // No ttlSecondsAfterFinished: the Job (and its Pod's exit code) stays until cleanup.
+      template: {
+        metadata: { labels },
+        spec: {
+          restartPolicy: 'Never',
+          // The team's command has no business with the cluster's API.
+          automountServiceAccountToken: false,
+          enableServiceLinks: false,
+          containers: [
+            {
+              name: CONTAINER_NAME,
+              image: spec.image,
+              command: ['/bin/sh', '-c'],
+              args: [spec.command],
+              resources: PLAN_RESOURCES[spec.plan] ?? PLAN_RESOURCES.standard,
+              securityContext: { allowPrivilegeEscalation: false },
+            },
+          ],
+        },
+      },
+    },
+  };
+}
+
+export class KubernetesJobExecutor implements JobExecutor {
+  private readonly batch: BatchV1Api;
+  private readonly core: CoreV1Api;
+  private readonly submitted = new Set<string>();
+  private readonly cancelled = new Map<string, string>();
+
+  constructor(private readonly o: KubernetesJobExecutorOptions) {
+    this.batch = o.kubeConfig.makeApiClient(BatchV1Api);
+    this.core = o.kubeConfig.makeApiClient(CoreV1Api);
+  }
+
+  async submit(team: string, id: string, spec: JobSpecForRun): Promise<void> {
+    const key = `${team}/${id}`;
+    if (this.submitted.has(key) || this.cancelled.has(key)) return;
+    const namespace = this.namespaceOf(team);
+    try {
+      await this.call(() => this.batch.createNamespacedJob({ namespace, body: jobManifest(namespace, id, spec) }));
+      this.o.logger.info({ team, id, namespace, job: objectName(id) }, 'batch/v1 Job created');
+    } catch (err) {
+      // Already there: created by this process before a restart, or by another replica.
+      if (httpCode(err) !== 409) throw err;
+    }
+    this.submitted.add(key);
+  }
+
+  async observe(team: string, id: string): Promise<JobRun> {
+    const key = `${team}/${id}`;
+    const namespace = this.namespaceOf(team);
+    const name = objectName(id);
+    let job: V1Job;
+    try {
+      job = await this.call(() => this.batch.readNamespacedJob({ name, namespace }));
+    } catch (err) {
+      if (httpCode(err) !== 404) throw err;
+      const cancelledAt = this.cancelled.get(key);
+      if (cancelledAt) return { state: 'cancelled', exit_code: null, started_at: null, finished_at: cancelledAt, reason: 'Cancelled on request.' };
+      return {
+        state: 'failed',
+        exit_code: null,
+        started_at: null,
+        finished_at: new Date().toISOString(),
+        reason: `the batch/v1 Job ${namespace}/${name} that runs this job no longer exists (deleted outside Cloudplane)`,
+      };
+    }
+    return this.runOf(job, namespace, name);
+  }
+
+  async cancel(team: string, id: string, cancelledAt: string): Promise<void> {
+    const key = `${team}/${id}`;
+    if (!this.cancelled.has(key)) this.cancelled.set(key, cancelledAt);
+    await this.delete(team, id);
+  }
+
+  async cleanup(team: string, id: string): Promise<void> {
+    await this.delete(team, id);
+    this.submitted.delete(`${team}/${id}`);
+    this.cancelled.delete(`${team}/${id}`);
+  }
+
+  private async runOf(job: V1Job, namespace: string, name: string): Promise<JobRun> {
+    const status = job.status ?? {};
+    const conditions = status.conditions ?? [];
+    const startedAt = iso(status.startTime);
+    // SuccessCriteriaMet and FailureTarget come first (1.31+); Complete and Failed follow once the Pods are gone.
+    const succeeded = isTrue(conditions, 'Complete', 'SuccessCriteriaMet');
+    if (succeeded) {
+      // A Job completes only when its container exited 0 (restartPolicy Never), so 0 is known without the Pod.
+      const terminated = await this.terminatedContainer(namespace, name);
+      return {
+        state: 'succeeded',
+        exit_code: terminated?.exitCode ?? 0,
+        started_at: startedAt ?? iso(terminated?.startedAt),
+        finished_at: iso(status.completionTime) ?? iso(succeeded.lastTransitionTime) ?? iso(terminated?.finishedAt),
+        reason: null,
+      };
+    }
+    const failed = isTrue(conditions, 'Failed', 'FailureTarget');
+    if (failed) {
+      // Without a readable Pod the code is unknown (the Pod may have never started, or been deleted): null, not a guess.
+      const terminated = await this.terminatedContainer(namespace, name);
+      const code = terminated?.exitCode ?? null;
+      return {
+        state: 'failed',
+        exit_code: code,
+        started_at: startedAt ?? iso(terminated?.startedAt),
+        finished_at: iso(failed.lastTransitionTime) ?? iso(terminated?.finishedAt) ?? new Date().toISOString(),
+        reason: failureReason(failed, code),
+      };
+    }
+    if (job.spec?.suspend) {
+      return { state: 'cancelled', exit_code: null, started_at: startedAt, finished_at: null, reason: `the batch/v1 Job ${namespace}/${name} was suspended` };
+    }
+    // Ready counts Pods whose container runs; active also counts Pods still pulling their image.
+    // Clusters older than `ready` (pre 1.24) only have active.
+    const running = status.ready !== undefined ? status.ready > 0 : (status.active ?? 0) > 0;
+    if (running) return { state: 'running', exit_code: null, started_at: startedAt ?? new Date().toISOString(), finished_at: null, reason: null };
+    return { state: 'queued', exit_code: null, started_at: null, finished_at: null, reason: null };
+  }
+
+  /** The job container's terminated state in the Job's most recent Pod, if the Pods can be read. */
+  private async terminatedContainer(namespace: string, jobName: string) {
+    let pods: V1Pod[];
+    try {
+      pods = (await this.call(() => this.core.listNamespacedPod({ namespace, labelSelector: `${POD_JOB_NAME_LABEL}=${jobName}` }))).items;
+    } catch (err) {
+      this.o.logger.warn({ namespace, job: jobName, err: (err as Error).message }, 'could not read the Pods of a finished Job; its exit code is unknown');
+      return undefined;
+    }
+    const states = pods
+      .flatMap((pod) => pod.status?.containerStatuses ?? [])
+      .filter((c) => c.name === CONTAINER_NAME)
+      .map((c) => c.state?.terminated ?? c.lastState?.terminated)
+      .filter((t): t is NonNullable<typeof t> => t !== undefined);
+    return states.sort((a, b) => (iso(b.finishedAt) ?? '').localeCompare(iso(a.finishedAt) ?? ''))[0];
+  }
+
+  private async delete(team: string, id: string): Promise<void> {
+    try {
+      // Background: the Job goes now and the garbage collector takes its Pods (Foreground would wait for them).
+      await this.call(() => this.batch.deleteNamespacedJob({ name: objectName(id), namespace: this.namespaceOf(team), propagationPolicy: 'Background' }));
+      this.o.logger.info({ team, id, job: objectName(id) }, 'batch/v1 Job deleted');
+    } catch (err) {
+      if (httpCode(err) !== 404) throw err;
+    }
+  }
+
+  private namespaceOf(team: string): string {
+    return namespaceOfTeam(team, this.o.systemNamespace);
+  }
+
+  /** Runs a request, telling the provider's health whether the API server answered. */
+  private async call<T>(request: () => Promise<T>): Promise<T> {
+    try {
+      const answer = await request();
+      this.o.recordOutcome?.(true);
+      return answer;
+    } catch (err) {
+      const code = httpCode(err);
+      this.o.recordOutcome?.(code !== undefined && code < 500);
+      throw err;
+    }
+  }
+}
+
+function failureReason(condition: V1JobCondition, exitCode: number | null): string {
+  if (exitCode !== null && exitCode !== 0) return `the command exited with code ${exitCode}`;
+  if (condition.reason === 'DeadlineExceeded') return 'the job ran longer than its deadline and was stopped';
+  const detail = [condition.reason, condition.message].filter(Boolean).join(': ');
+  return detail ? `the batch/v1 Job failed (${detail})` : 'the batch/v1 Job failed';
+}

@@ -1,0 +1,175 @@
+/**
+ * The batch/v1 Job driver in cluster mode: the real service on a real kube-apiserver runs
+ * each Cloudplane job as a batch/v1 Job. The test API server has no controller manager and
+ * no kubelet, so the test plays their part: it writes the Job's status through the status
+ * subresource, and the Job's Pod with its terminated container, as they would.
+ */
+import { BatchV1Api, CoreV1Api, V1Job, V1JobStatus } from '@kubernetes/client-node';
+import { clusterEnv, clusterFor, kubeConfigOf, stopClusters } from '../helpers/cluster';
+import { eventually, startTestService, tempDataDir, TestService, waitForStatus } from '../helpers/service';
+
+const IMAGE = 'docker.io/library/busybox:1.36';
+
+describe('batch/v1 Job driver', () => {
+  let t: TestService;
+  let batch: BatchV1Api;
+  let core: CoreV1Api;
+  let namespace: string;
+
+  beforeAll(async () => {
+    const dataDir = tempDataDir();
+    const kc = kubeConfigOf(await clusterFor(dataDir));
+    batch = kc.makeApiClient(BatchV1Api);
+    core = kc.makeApiClient(CoreV1Api);
+    t = await startTestService({ ...(await clusterEnv(dataDir)), CLOUDPLANE_JOB_DRIVER: 'kubernetes' }, dataDir);
+    namespace = t.teamId.replace('team_', 'team-');
+  }, 120_000);
+
+  afterAll(async () => {
+    await t?.stop();
+    await stopClusters();
+  });
+
+  /** Kubernetes keeps whole seconds; a time some seconds ago, as the API shows it. */
+  const secondsAgo = (s: number) => new Date(Math.floor(Date.now() / 1000) * 1000 - s * 1000);
+  const jobName = (id: string) => id.replace('_', '-');
+
+  async function createJob(command: string, plan = 'standard') {
+    const res = await t.api('POST', '/api/v1/jobs', { name: `job-${plan}-${Date.now() % 100000}`, command, image: IMAGE, plan });
+    expect(res.status).toBe(201);
+    const id: string = res.body.data.id;
+    const job = await eventually(() => batch.readNamespacedJob({ name: jobName(id), namespace }));
+    return { id, job };
+  }
+
+  /** Read-modify-write of the Job's status, as the job controller does it. */
+  async function writeJobStatus(id: string, status: V1JobStatus): Promise<void> {
+    const current = await batch.readNamespacedJob({ name: jobName(id), namespace });
+    await batch.replaceNamespacedJobStatus({ name: jobName(id), namespace, body: { ...current, status } as V1Job });
+  }
+
+  /** The Job's Pod with its container terminated, as the job controller and the kubelet leave it. */
+  async function writeTerminatedPod(job: V1Job, exitCode: number, startedAt: Date, finishedAt: Date): Promise<void> {
+    const template = job.spec!.template;
+    const pod = await core.createNamespacedPod({
+      namespace,
+      body: {
+        metadata: {
+          name: `${job.metadata!.name}-abcde`,
+          labels: { ...template.metadata!.labels, 'job-name': job.metadata!.name!, 'batch.kubernetes.io/job-name': job.metadata!.name! },
+          ownerReferences: [{ apiVersion: 'batch/v1', kind: 'Job', name: job.metadata!.name!, uid: job.metadata!.uid!, controller: true }],
+        },
+        spec: template.spec!,
+      },
+    });
+    const container = template.spec!.containers[0];
+    pod.status = {
+      phase: exitCode === 0 ? 'Succeeded' : 'Failed',
+      containerStatuses: [
+        {
+          name: container.name,
+          image: container.image!,
+          imageID: `${container.image}@sha256:${'0'.repeat(64)}`,
+          ready: false,
+          restartCount: 0,
+          state: { terminated: { exitCode, reason: exitCode === 0 ? 'Completed' : 'Error', startedAt, finishedAt } },
+        },
+      ],
+    };
+    await core.replaceNamespacedPodStatus({ name: pod.metadata!.name!, namespace, body: pod });
+  }
+
+  const running = (startTime: Date): V1JobStatus => ({ startTime, active: 1, ready: 1, terminating: 0, uncountedTerminatedPods: {} });
+
+  it('runs a job as a batch/v1 Job with its image and command, and follows it to success', async () => {
+    const command = 'echo hello && sleep 1';
+    const { id, job } = await createJob(command, 'performance');
+
+    expect(job.metadata!.labels).toMatchObject({ 'cloudplane.dev/id': id, 'app.kubernetes.io/managed-by': 'cloudplane' });
+    expect(job.spec).toMatchObject({ backoffLimit: 0, completions: 1, parallelism: 1 });
+    expect(job.spec!.ttlSecondsAfterFinished).toBeUndefined();
+    const pod = job.spec!.template.spec!;
+    expect(pod.restartPolicy).toBe('Never');
+    expect(pod.automountServiceAccountToken).toBe(false);
+    expect(pod.containers).toHaveLength(1);
+    expect(pod.containers[0]).toMatchObject({ image: IMAGE, command: ['/bin/sh', '-c'], args: [command] });
+    expect(pod.containers[0].resources!.requests).toEqual({ cpu: '2', memory: '4Gi' });
+    expect((await t.api('GET', `/api/v1/jobs/${id}`)).body.data).toMatchObject({ status: 'queued', started_at: null, exit_code: null });
+
+    const startTime = secondsAgo(4);
+    await writeJobStatus(id, running(startTime));
+    const shownRunning = await waitForStatus(t, `/api/v1/jobs/${id}`, 'running');
+    expect(shownRunning).toMatchObject({ started_at: startTime.toISOString(), finished_at: null, exit_code: null });
+
+    const completionTime = secondsAgo(1);
+    await writeTerminatedPod(job, 0, startTime, completionTime);
+    await writeJobStatus(id, {
+      startTime,
+      completionTime,
+      active: 0,
+      ready: 0,
+      succeeded: 1,
+      terminating: 0,
+      uncountedTerminatedPods: {},
+      conditions: [
+        { type: 'SuccessCriteriaMet', status: 'True', reason: 'CompletionsReached', lastTransitionTime: completionTime, lastProbeTime: completionTime },
+        { type: 'Complete', status: 'True', reason: 'CompletionsReached', lastTransitionTime: completionTime, lastProbeTime: completionTime },
+      ],
+    });
+    const done = await waitForStatus(t, `/api/v1/jobs/${id}`, 'completed');
+    expect(done).toMatchObject({ exit_code: 0, started_at: startTime.toISOString(), finished_at: completionTime.toISOString(), status_reason: null });
+  });
+
+  it('reports a failed Job with the exit code of its container', async () => {
+    const { id, job } = await createJob('exit 3');
+    const startTime = secondsAgo(3);
+    await writeJobStatus(id, running(startTime));
+    await waitForStatus(t, `/api/v1/jobs/${id}`, 'running');
+
+    const failedAt = secondsAgo(1);
+    await writeTerminatedPod(job, 3, startTime, failedAt);
+    await writeJobStatus(id, {
+      startTime,
+      active: 0,
+      ready: 0,
+      failed: 1,
+      terminating: 0,
+      uncountedTerminatedPods: {},
+      conditions: [
+        { type: 'FailureTarget', status: 'True', reason: 'BackoffLimitExceeded', message: 'Job has reached the specified backoff limit', lastTransitionTime: failedAt, lastProbeTime: failedAt },
+        { type: 'Failed', status: 'True', reason: 'BackoffLimitExceeded', message: 'Job has reached the specified backoff limit', lastTransitionTime: failedAt, lastProbeTime: failedAt },
+      ],
+    });
+    const failed = await waitForStatus(t, `/api/v1/jobs/${id}`, 'failed');
+    expect(failed).toMatchObject({ exit_code: 3, started_at: startTime.toISOString(), finished_at: failedAt.toISOString(), status_reason: 'the command exited with code 3' });
+  });
+
+  it('cancels a running job by deleting its Job', async () => {
+    const { id } = await createJob('sleep 3600');
+    await writeJobStatus(id, running(secondsAgo(2)));
+    await waitForStatus(t, `/api/v1/jobs/${id}`, 'running');
+
+    expect((await t.api('POST', `/api/v1/jobs/${id}/cancel`)).status).toBeLessThan(300);
+    const cancelled = await waitForStatus(t, `/api/v1/jobs/${id}`, 'cancelled');
+    expect(cancelled.finished_at).not.toBeNull();
+    await eventually(async () => {
+      try {
+        await batch.readNamespacedJob({ name: jobName(id), namespace });
+        return false;
+      } catch (err) {
+        return (err as { code?: number }).code === 404;
+      }
+    });
+  });
+
+  it('reports a job whose Job was deleted outside Cloudplane as failed, saying so', async () => {
+    const { id } = await createJob('sleep 3600');
+    await writeJobStatus(id, running(secondsAgo(2)));
+    await waitForStatus(t, `/api/v1/jobs/${id}`, 'running');
+
+    await batch.deleteNamespacedJob({ name: jobName(id), namespace, propagationPolicy: 'Background' });
+    const failed = await waitForStatus(t, `/api/v1/jobs/${id}`, 'failed');
+    expect(failed.exit_code).toBeNull();
+    expect(failed.status_reason).toMatch(/no longer exists/);
+  });
+});
