@@ -87,6 +87,7 @@ function expectedGrants(): Set<string> {
   add('', ['secrets', 'namespaces'], crud);
   add('coordination.k8s.io', ['leases'], ['get', 'list', 'watch', 'create', 'update', 'patch']);
   add('batch', ['jobs'], ['get', 'list', 'watch', 'create', 'delete']);
+  add('', ['pods'], ['get', 'list']);
   add('', ['events'], ['create', 'patch']);
   return out;
 }
