@@ -36,8 +36,17 @@ export interface NatsBusOptions {
 const codec = JSONCodec<CloudEvent>();
 const RETRY_BASE_MS = 250;
 const RETRY_MAX_MS = 30_000;
-/** Unacknowledged messages come back after this; handlers in progress extend it. */
-const ACK_WAIT_MS = 30_000;
+/**
+ * Unacknowledged messages come back after this; the handler in progress extends it. It is
+ * also how long the events a crashed instance had taken but not handled wait before they
+ * are handed out again, so it is short.
+ */
+const ACK_WAIT_MS = 5_000;
+/**
+ * Events pulled ahead of the handler. Their ack wait runs while they wait in the buffer, so
+ * the buffer must be handled well within ACK_WAIT_MS or they would be handed out twice.
+ */
+const PULL_BATCH = 32;
 const RECONNECT_PAUSE_MS = 1_000;
 
 /** Subject tokens may not hold `.`, `*`, `>` or whitespace; team ids never do, but guard anyway. */
@@ -84,11 +93,12 @@ export class NatsEventBus implements EventBus {
       while (!stopped) {
         try {
           const consumer = await this.ensureConsumer(name);
-          const messages = await consumer.consume({ max_messages: 256 });
+          const messages = await consumer.consume({ max_messages: PULL_BATCH });
           current = messages;
           for await (const message of messages) {
-            if (stopped) break;
-            await this.handle(message, handler, () => stopped);
+            // Pulled but not handled: back to the stream at once, not after the ack wait.
+            if (stopped) message.nak();
+            else await this.handle(message, handler, () => stopped);
           }
         } catch (err) {
           if (!stopped) this.o.logger.warn({ err, consumer: name }, 'event consumer interrupted; resuming');
@@ -225,7 +235,9 @@ export class NatsEventBus implements EventBus {
     const jsm = this.manager();
     const durable = token(name);
     try {
-      await jsm.consumers.info(this.o.stream, durable);
+      const info = await jsm.consumers.info(this.o.stream, durable);
+      // A consumer made by an earlier version keeps its ack wait until it is updated.
+      if (info.config.ack_wait !== nanos(ACK_WAIT_MS)) await jsm.consumers.update(this.o.stream, durable, { ack_wait: nanos(ACK_WAIT_MS) });
     } catch (err) {
       if (!isNotFound(err)) throw err;
       await jsm.consumers.add(this.o.stream, {
