@@ -1,5 +1,5 @@
 /** Prometheus metrics of the process, served at /metrics. */
-import { Counter, Histogram, Registry, collectDefaultMetrics } from 'prom-client';
+import { Counter, Gauge, Histogram, Registry, collectDefaultMetrics } from 'prom-client';
 
 export const registry = new Registry();
 collectDefaultMetrics({ register: registry });
@@ -38,5 +38,11 @@ export const eventsPublished = new Counter({
   name: 'cloudplane_events_published_total',
   help: 'Events published to the event bus, by type.',
   labelNames: ['type'] as const,
+  registers: [registry],
+});
+
+export const leaderGauge = new Gauge({
+  name: 'cloudplane_leader',
+  help: '1 while this replica holds the leader Lease and runs the reconcilers, else 0 (always 1 in embedded mode).',
   registers: [registry],
 });

@@ -2,6 +2,8 @@
  * The composition root: builds the store, event bus, provider, reconcilers, outbox
  * relay, agent and API for a configuration, starts them in order and stops them in
  * reverse. `make run`, the tests and the benchmarks all start the service through here.
+ * Every replica serves the API; only the leader (see controllers/leader-election.ts) runs
+ * the work that must happen once: reconcilers, the outbox relay, webhook deliveries.
  */
 import path from 'node:path';
 import { randomBytes } from 'node:crypto';
@@ -27,6 +29,10 @@ import type { Store } from './store/types';
 import { createAgent } from './agent';
 import { AuditLog } from './audit/audit-log';
 import { WebhookDispatcher } from './webhooks/dispatcher';
+import { CoordinationV1Api } from '@kubernetes/client-node';
+import { kubeConfigFor } from './store';
+import { LeaderCallbacks, LeaderElector, Leadership, SoleLeader } from './controllers/leader-election';
+import { leaderGauge } from './metrics';
 
 export interface RunningService {
   app: FastifyInstance;
@@ -62,20 +68,13 @@ export async function startService(config: Config, logger: Logger = createLogger
   await authenticator.start();
   const bootstrap = await ensureBootstrap(store, writer, authenticator, config.bootstrapApiKey);
   const cursorKey = await cursorKeyOf(store);
-  const agent = createAgent({ store, bus, config, logger, writer });
   const audit = new AuditLog(bus, config.eventRetentionMs);
   audit.start();
+  const agent = createAgent({ store, bus, config, logger, writer, audit });
   const ctx: ApiContext = { config, store, bus, provider, writer, authenticator, agent, audit, cursorKey, logger };
 
-  const relay = new OutboxRelay(store, bus, families.map((f) => f.kind), logger);
-  await relay.start();
-  const controllers = buildReconcilers({ store, writer, provider, config }).map(
-    (reconciler) => new Controller(store, reconciler, { workers: config.workersPerController, resyncMs: config.resyncMs, logger }),
-  );
-  for (const controller of controllers) await controller.start();
-  const webhooks = new WebhookDispatcher({ store, writer, bus, config: config.webhooks, logger });
-  await webhooks.start();
-  await agent.start?.();
+  const leadership = leadershipFor(config, logger, leaderWork({ store, bus, provider, writer, agent, config, logger }));
+  await leadership.start();
 
   let ready = false;
   const app = await buildApp(ctx, { isReady: () => ready });
@@ -93,13 +92,68 @@ export async function startService(config: Config, logger: Logger = createLogger
     async stop() {
       ready = false;
       await app.close();
-      await agent.stop?.();
+      await leadership.stop();
       audit.stop();
-      for (const controller of controllers) await controller.stop();
-      await webhooks.stop();
-      await relay.stop();
       await bus.stop();
       await store.stop();
     },
   };
+}
+
+type LeaderWorkDeps = Pick<ApiContext, 'store' | 'bus' | 'provider' | 'writer' | 'config' | 'logger'> & { agent: ReturnType<typeof createAgent> };
+
+/**
+ * What only the leader runs. Each term of leadership builds its parts anew, since a
+ * stopped work queue or dispatcher does not start again.
+ */
+function leaderWork({ store, bus, provider, writer, agent, config, logger }: LeaderWorkDeps): LeaderCallbacks {
+  let stopCurrent: (() => Promise<void>) | null = null;
+  return {
+    async onStartedLeading() {
+      const started: Array<{ stop(): Promise<void> }> = [];
+      stopCurrent = async () => {
+        for (const part of started.reverse()) await part.stop();
+      };
+      try {
+        const relay = new OutboxRelay(store, bus, families.map((f) => f.kind), logger);
+        await relay.start();
+        started.push(relay);
+        for (const reconciler of buildReconcilers({ store, writer, provider, config })) {
+          const controller = new Controller(store, reconciler, { workers: config.workersPerController, resyncMs: config.resyncMs, logger });
+          await controller.start();
+          started.push(controller);
+        }
+        const webhooks = new WebhookDispatcher({ store, writer, bus, config: config.webhooks, logger });
+        await webhooks.start();
+        started.push(webhooks);
+        await agent.start();
+        started.push(agent);
+      } catch (err) {
+        await stopCurrent();
+        stopCurrent = null;
+        throw err;
+      }
+      leaderGauge.set(1);
+    },
+    async onStoppedLeading() {
+      leaderGauge.set(0);
+      await stopCurrent?.();
+      stopCurrent = null;
+    },
+  };
+}
+
+function leadershipFor(config: Config, logger: Logger, work: LeaderCallbacks): Leadership {
+  leaderGauge.set(0);
+  if (!config.kubernetes) return new SoleLeader(work);
+  const { systemNamespace, leaseName, identity, leaseDurationMs } = config.kubernetes;
+  return new LeaderElector({
+    ...work,
+    api: kubeConfigFor(config.kubernetes).makeApiClient(CoordinationV1Api),
+    namespace: systemNamespace,
+    name: leaseName,
+    identity,
+    leaseDurationMs,
+    logger,
+  });
 }
