@@ -96,7 +96,10 @@ function convertObject(schema: Schema, result: Schema, path: string): void {
   const names = Object.keys(properties);
   if (names.length > 0) {
     result.properties = Object.fromEntries(names.map((name) => [name, convertSchema(properties[name], `${path}.${name}`)]));
-    if (Array.isArray(schema.required) && schema.required.length > 0) result.required = [...schema.required];
+    // A nullable field is not required: client-side `kubectl apply` drops null values, and
+    // an absent field reads as null.
+    const required = (Array.isArray(schema.required) ? schema.required : []).filter((name: string) => !result.properties[name].nullable);
+    if (required.length > 0) result.required = required;
     return;
   }
   // A map (Type.Record) keeps its value schema; any other property-less object is free-form.

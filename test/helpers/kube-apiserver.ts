@@ -20,7 +20,10 @@ export interface KubeApiServer {
   /** A kubeconfig file for kubectl and @kubernetes/client-node. */
   kubeconfigPath: string;
   kubeconfigYaml: string;
-  /** Stops kube-apiserver only (etcd keeps the data). */
+  /**
+   * Kills kube-apiserver only (etcd keeps the data), as a crash would: a graceful stop
+   * waits for open watches and takes over a minute.
+   */
   stopApiServer(): Promise<void>;
   /** Starts kube-apiserver again on the same port. */
   startApiServer(): Promise<void>;
@@ -159,10 +162,11 @@ export async function startKubeApiServer(): Promise<KubeApiServer> {
     token,
     kubeconfigPath,
     kubeconfigYaml,
-    stopApiServer: () => stopChild(api),
+    stopApiServer: () => stopChild(api, 'SIGKILL'),
     startApiServer,
     async stop() {
-      await stopChild(api);
+      // Nothing of this server is kept, so there is no point in its graceful shutdown.
+      await stopChild(api, 'SIGKILL');
       await stopChild(etcd);
       fs.rmSync(dir, { recursive: true, force: true });
     },

@@ -96,11 +96,7 @@ describe('kubectl against cluster mode', () => {
     expect(await kubectl('get', 'cloudplane', '-n', 'dry-run-only', '-o', 'name')).toBe('');
   });
 
-  // Known bug (src/resources/crd.ts): a nullable spec field stays in `required`, and
-  // client-side `kubectl apply` drops fields set to null from what it sends, so
-  // load-balancer.yaml (ssl_certificate_id: null) is refused with "Required value".
-  // Server-side apply and `kubectl create` keep the null. Flip to `test` once fixed.
-  test.failing('client-side kubectl apply --dry-run=server accepts every example', async () => {
+  test('client-side kubectl apply --dry-run=server accepts every example', async () => {
     const out = await kubectl('apply', '--dry-run=server', '-n', 'dry-run-only', '-f', EXAMPLES);
     const lines = out.trim().split('\n');
     expect(lines).toHaveLength(exampleFiles().length);

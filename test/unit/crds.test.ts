@@ -121,7 +121,14 @@ describe('CRD schemas', () => {
     });
     expect(convertSchema(plain(Type.Unknown()))).toEqual({ 'x-kubernetes-preserve-unknown-fields': true });
     expect(convertSchema(plain(Type.String({ format: 'email', default: 'x@y.z' })))).toEqual({ type: 'string' });
-    expect(() => convertSchema(plain(Type.Union([Type.String(), Type.Boolean()])), 'Thing.spec.x')).toThrow('Thing.spec.x');
+    // A mix with no structural type (a webhook filter value: string or list) is kept as sent.
+    expect(convertSchema(plain(Type.Union([Type.String(), Type.Array(Type.String())])))).toMatchObject({ 'x-kubernetes-preserve-unknown-fields': true });
+  });
+
+  it('leaves nullable fields out of required, since client-side kubectl apply drops nulls', () => {
+    const node = convertSchema(JSON.parse(JSON.stringify(Type.Object({ a: Type.String(), b: Type.Union([Type.String(), Type.Null()]) }))));
+    expect(node.required).toEqual(['a']);
+    expect(node.properties.b).toMatchObject({ type: 'string', nullable: true });
   });
 });
 
