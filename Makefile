@@ -2,7 +2,7 @@
 SHELL := /bin/bash
 NODE_MODULES_STAMP := node_modules/.package-lock.json
 
-.PHONY: run test build lint crds bench clean deps
+.PHONY: run test build lint crds bench bench-webhooks clean deps
 
 # `npm install` rather than `npm ci`: npm 11 leaves other platforms' optional binaries
 # (@swc/core-darwin-*, ...) out of the lock file, and `npm ci` then refuses it.
@@ -29,6 +29,9 @@ crds: build
 
 bench: build
 	node dist/bench/api.js
+
+bench-webhooks: build
+	node dist/bench/webhooks.js
 
 clean:
 	rm -rf dist

@@ -1,0 +1,343 @@
+/**
+ * Webhook benchmark (`make bench-webhooks`): the real service, started in-process through
+ * startService on a fresh data directory, with one subscription to `bucket.created` whose
+ * URL is a local receiver. Buckets are created through the API and every event's way is
+ * timed from its `created_at` (stamped by the resource write, the state change) to the
+ * delivery's arrival at the receiver. Beside it, in the same run, a bare HTTP POST loop
+ * sends a body of the same size to the same receiver: the ceiling of the HTTP leg alone.
+ *
+ * The receiver and the load generator each run in a worker thread, so neither shares an
+ * event loop with the service; they do share the CPUs. Writes
+ * bench/results/webhooks-<timestamp>.json and bench/results/webhooks-latest.md.
+ */
+import fs from 'node:fs';
+import http from 'node:http';
+import os from 'node:os';
+import path from 'node:path';
+import { Worker, isMainThread, parentPort, workerData } from 'node:worker_threads';
+import type { AddressInfo } from 'node:net';
+import { loadConfig } from '../src/config';
+import { createLogger } from '../src/logger';
+import { startService } from '../src/service';
+
+const DURATION_S = Number(process.env.BENCH_DURATION_S ?? 10);
+const CONNECTIONS = Number(process.env.BENCH_CONNECTIONS ?? 8);
+/** Creates per second of the paced row: light load, to show the pipeline's own latency. */
+const PACED_RATE = Number(process.env.BENCH_PACED_RATE ?? 50);
+const DRAIN_TIMEOUT_MS = 120_000;
+const RESULTS_DIR = path.resolve(__dirname, '..', '..', 'bench', 'results');
+const KEY = 'cpk_BenchWebhooks0123456789abcdefghijABCDEFG';
+/** The most a subscription may ask for; its token bucket starts with a minute's worth. */
+const RATE_LIMIT_PER_MINUTE = 10_000;
+
+// ---------------------------------------------------------------- worker threads
+
+/** Arrival of one request at the receiver. */
+interface Arrival {
+  at: number;
+  /** The event's created_at in ms, for deliveries; null for baseline POSTs. */
+  createdAt: number | null;
+  deliveryId: string | null;
+}
+
+type ReceiverCommand = { cmd: 'take' } | { cmd: 'close' };
+type LoadCommand =
+  | { cmd: 'closed'; connections: number; durationMs: number }
+  | { cmd: 'paced'; rate: number; durationMs: number }
+  | { cmd: 'post'; url: string; body: string; connections: number; durationMs: number };
+interface LoadResult {
+  ok: number;
+  failed: number;
+  /** Client-side round trips, ms. */
+  latencies: number[];
+  startedAt: number;
+  endedAt: number;
+}
+
+function receiverThread(): void {
+  let arrivals: Arrival[] = [];
+  const server = http.createServer((req, res) => {
+    const chunks: Buffer[] = [];
+    req.on('data', (c: Buffer) => chunks.push(c));
+    req.on('end', () => {
+      const at = Date.now();
+      const deliveryId = (req.headers['webhook-id'] as string | undefined) ?? null;
+      let createdAt: number | null = null;
+      if (deliveryId) createdAt = Date.parse(JSON.parse(Buffer.concat(chunks).toString('utf8')).created_at);
+      arrivals.push({ at, createdAt, deliveryId });
+      res.writeHead(200, { 'content-type': 'text/plain' });
+      res.end('ok');
+    });
+  });
+  server.keepAliveTimeout = 30_000;
+  server.listen(0, '127.0.0.1', () => parentPort!.postMessage({ port: (server.address() as AddressInfo).port }));
+  parentPort!.on('message', (message: ReceiverCommand) => {
+    if (message.cmd === 'take') {
+      parentPort!.postMessage(arrivals);
+      arrivals = [];
+    } else {
+      server.closeAllConnections();
+      server.close(() => process.exit(0));
+    }
+  });
+}
+
+function loadThread(): void {
+  const agent = new http.Agent({ keepAlive: true, maxSockets: 64 });
+  const post = (url: string, body: string, headers: Record<string, string>) =>
+    new Promise<number>((resolve, reject) => {
+      const req = http.request(url, { method: 'POST', agent, headers: { ...headers, 'content-type': 'application/json', 'content-length': Buffer.byteLength(body) } }, (res) => {
+        res.resume();
+        res.on('end', () => resolve(res.statusCode ?? 0));
+      });
+      req.on('error', reject);
+      req.end(body);
+    });
+  let n = 0;
+  const createBucket = () => post(workerData.serviceUrl, JSON.stringify({ name: `bench-${process.pid}-${n++}`, region: 'fra1' }), { authorization: `Bearer ${KEY}` });
+
+  parentPort!.on('message', async (command: LoadCommand) => {
+    const result: LoadResult = { ok: 0, failed: 0, latencies: [], startedAt: Date.now(), endedAt: 0 };
+    const deadline = result.startedAt + command.durationMs;
+    const one = async (send: () => Promise<number>, expected: number) => {
+      const t0 = performance.now();
+      try {
+        const status = await send();
+        if (status === expected) {
+          result.ok++;
+          result.latencies.push(performance.now() - t0);
+        } else result.failed++;
+      } catch {
+        result.failed++;
+      }
+    };
+    if (command.cmd === 'paced') {
+      const inFlight: Promise<void>[] = [];
+      for (let i = 0; ; i++) {
+        const due = result.startedAt + (i * 1000) / command.rate;
+        if (due >= deadline) break;
+        await new Promise((resolve) => setTimeout(resolve, Math.max(0, due - Date.now())));
+        inFlight.push(one(createBucket, 201));
+      }
+      await Promise.all(inFlight);
+    } else {
+      const send = command.cmd === 'post' ? () => post(command.url, command.body, {}) : createBucket;
+      const expected = command.cmd === 'post' ? 200 : 201;
+      await Promise.all(
+        Array.from({ length: command.connections }, async () => {
+          while (Date.now() < deadline) await one(send, expected);
+        }),
+      );
+    }
+    result.endedAt = Date.now();
+    parentPort!.postMessage(result);
+  });
+}
+
+// ---------------------------------------------------------------- main thread
+
+/** One command to a worker and its one answer (each worker handles one command at a time). */
+function ask<T>(worker: Worker, message: unknown): Promise<T> {
+  return new Promise((resolve) => {
+    worker.once('message', resolve);
+    worker.postMessage(message);
+  });
+}
+
+function percentile(sorted: number[], p: number): number {
+  if (sorted.length === 0) return NaN;
+  return sorted[Math.min(sorted.length - 1, Math.ceil((p / 100) * sorted.length) - 1)];
+}
+
+interface Row {
+  name: string;
+  load: string;
+  /** Requests (creates or bare POSTs) answered 2xx, and per second. */
+  requests_ok: number;
+  requests_failed: number;
+  requests_per_s: number;
+  /** Deliveries that reached the receiver, and per second from the first request to the last arrival. */
+  delivered: number;
+  delivered_per_s: number;
+  /** Milliseconds: state change to arrival for deliveries, client round trip for the bare POST loop. */
+  latency_ms: { p50: number; p99: number; max: number };
+  /** Time from the end of the load to the last delivery. */
+  drain_ms: number | null;
+}
+
+function machine() {
+  const cpus = os.cpus();
+  return {
+    cpu_model: cpus[0]?.model ?? 'unknown',
+    cpu_count: cpus.length,
+    total_memory_gb: Math.round((os.totalmem() / 1024 ** 3) * 10) / 10,
+    node: process.version,
+    platform: `${os.type()} ${os.release()} ${os.arch()}`,
+  };
+}
+
+const round = (n: number) => Math.round(n * 10) / 10;
+
+/** Runs one row of creates and waits until each acknowledged create's delivery has arrived. */
+async function deliveryRow(name: string, load: string, command: LoadCommand, loader: Worker, receiver: Worker): Promise<Row> {
+  await ask(receiver, { cmd: 'take' }); // start from an empty log
+  const result = await ask<LoadResult>(loader, command);
+  const arrivals: Arrival[] = [];
+  const deadline = Date.now() + DRAIN_TIMEOUT_MS;
+  while (arrivals.length < result.ok) {
+    if (Date.now() > deadline) throw new Error(`${name}: ${arrivals.length} of ${result.ok} deliveries arrived within ${DRAIN_TIMEOUT_MS} ms`);
+    await new Promise((resolve) => setTimeout(resolve, 100));
+    arrivals.push(...(await ask<Arrival[]>(receiver, { cmd: 'take' })));
+  }
+  const deliveries = arrivals.filter((a) => a.deliveryId);
+  const distinct = new Set(deliveries.map((a) => a.deliveryId)).size;
+  if (distinct !== deliveries.length) process.stdout.write(`  note: ${deliveries.length - distinct} repeated delivery ids\n`);
+  const latencies = deliveries.map((a) => a.at - a.createdAt!).sort((a, b) => a - b);
+  const lastArrival = Math.max(...deliveries.map((a) => a.at));
+  return {
+    name,
+    load,
+    requests_ok: result.ok,
+    requests_failed: result.failed,
+    requests_per_s: round(result.ok / ((result.endedAt - result.startedAt) / 1000)),
+    delivered: deliveries.length,
+    delivered_per_s: round(deliveries.length / ((lastArrival - result.startedAt) / 1000)),
+    latency_ms: { p50: percentile(latencies, 50), p99: percentile(latencies, 99), max: latencies[latencies.length - 1] },
+    drain_ms: Math.max(0, lastArrival - result.endedAt),
+  };
+}
+
+async function postRow(receiverUrl: string, body: string, loader: Worker, receiver: Worker): Promise<Row> {
+  await ask(receiver, { cmd: 'take' });
+  const result = await ask<LoadResult>(loader, { cmd: 'post', url: receiverUrl, body, connections: CONNECTIONS, durationMs: DURATION_S * 1000 });
+  const arrived = (await ask<Arrival[]>(receiver, { cmd: 'take' })).length;
+  const latencies = result.latencies.sort((a, b) => a - b);
+  const seconds = (result.endedAt - result.startedAt) / 1000;
+  return {
+    name: 'baseline: bare HTTP POST loop',
+    load: `${CONNECTIONS} connections, closed loop, ${DURATION_S} s, ${Buffer.byteLength(body)}-byte body`,
+    requests_ok: result.ok,
+    requests_failed: result.failed,
+    requests_per_s: round(result.ok / seconds),
+    delivered: arrived,
+    delivered_per_s: round(arrived / seconds),
+    latency_ms: { p50: round(percentile(latencies, 50)), p99: round(percentile(latencies, 99)), max: round(latencies[latencies.length - 1]) },
+    drain_ms: null,
+  };
+}
+
+function markdown(report: { started_at: string; machine: ReturnType<typeof machine>; load_average: { before: number[]; after: number[] }; settings: Record<string, unknown>; note: string; rows: Row[] }): string {
+  const m = report.machine;
+  const load = (l: number[]) => l.map((x) => x.toFixed(2)).join(' / ');
+  const rows = report.rows.map(
+    (r) =>
+      `| ${r.name} | ${r.load} | ${r.requests_per_s} | ${r.delivered} | ${r.delivered_per_s} | ${r.latency_ms.p50} | ${r.latency_ms.p99} | ${r.latency_ms.max} | ${r.drain_ms ?? '-'} | ${r.requests_failed} |`,
+  );
+  return [
+    `# Webhook benchmark, ${report.started_at}`,
+    '',
+    `Machine: ${m.cpu_model}, ${m.cpu_count} CPUs, ${m.total_memory_gb} GB RAM, ${m.platform}, Node ${m.node}.`,
+    `Service: in-process startService, ${report.settings.bus}, embedded store (fsynced), simulated provider (${report.settings.sim_delay_ms} ms), one subscription to \`bucket.created\` at ${RATE_LIMIT_PER_MINUTE}/min. Receiver and load generator in worker threads of the same process.`,
+    `Load average (1/5/15 min) before: ${load(report.load_average.before)}, after: ${load(report.load_average.after)}.`,
+    '',
+    `> ${report.note}`,
+    '',
+    '| row | load | requests/s | delivered | delivered/s | p50 ms | p99 ms | max ms | drain ms | failed requests |',
+    '|---|---|---:|---:|---:|---:|---:|---:|---:|---:|',
+    ...rows,
+    '',
+    '- Delivery rows: requests are `POST /api/v1/object-storage` (a durable create with its event in the outbox); latency runs from the event\'s `created_at` (stamped by the resource write) to the arrival of the delivery at the receiver, in whole ms; delivered/s counts from the first create to the last arrival; drain is how long the last deliveries came after the load stopped.',
+    '- Baseline row: the same receiver answering a bare POST loop with a body of a delivery\'s size; latency is the client\'s round trip. It is the ceiling of the HTTP leg alone on this machine in this run.',
+    '- See bench/README.md.',
+    '',
+  ].join('\n');
+}
+
+async function main(): Promise<void> {
+  const startedAt = new Date();
+  const loadBefore = os.loadavg();
+  const dataDir = fs.mkdtempSync(path.join(os.tmpdir(), 'cloudplane-bench-webhooks-'));
+  const natsUrl = process.env.BENCH_NATS_URL;
+  const simDelayMs = 50;
+  const config = loadConfig({
+    CLOUDPLANE_PORT: '0',
+    CLOUDPLANE_DATA_DIR: dataDir,
+    CLOUDPLANE_LOG_LEVEL: 'silent',
+    CLOUDPLANE_BOOTSTRAP_API_KEY: KEY,
+    CLOUDPLANE_RATE_LIMIT_PER_MINUTE: '1000000000',
+    CLOUDPLANE_SIM_DELAY_MS: String(simDelayMs),
+    CLOUDPLANE_WEBHOOK_ALLOW_HTTP: 'true',
+    CLOUDPLANE_WEBHOOK_ALLOW_PRIVATE_TARGETS: 'true',
+    ...(natsUrl ? { CLOUDPLANE_NATS_URL: natsUrl, CLOUDPLANE_NATS_STREAM: `BENCH_${Date.now()}` } : {}),
+  });
+  const service = await startService(config, createLogger('silent'));
+  const receiver = new Worker(__filename, { workerData: { role: 'receiver' } });
+  const loader = new Worker(__filename, { workerData: { role: 'load', serviceUrl: `${service.url}/api/v1/object-storage` } });
+  for (const worker of [receiver, loader]) {
+    worker.on('error', (err) => {
+      process.stderr.write(`bench worker failed: ${err.stack}\n`);
+      process.exit(1);
+    });
+  }
+  const rows: Row[] = [];
+  try {
+    const { port } = await new Promise<{ port: number }>((resolve) => receiver.once('message', resolve));
+    const receiverUrl = `http://127.0.0.1:${port}/hook`;
+    const res = await fetch(`${service.url}/api/v1/webhooks`, {
+      method: 'POST',
+      headers: { authorization: `Bearer ${KEY}`, 'content-type': 'application/json' },
+      body: JSON.stringify({ url: receiverUrl, events: ['bucket.created'], rate_limit_per_minute: RATE_LIMIT_PER_MINUTE }),
+    });
+    if (res.status !== 201) throw new Error(`subscribing answered ${res.status}: ${await res.text()}`);
+
+    // Warm-up: a few creates end to end, thrown away; one body is kept for the baseline's size.
+    await deliveryRow('warm-up', '', { cmd: 'closed', connections: 2, durationMs: 1000 }, loader, receiver);
+    const sample = await fetch(`${service.url}/api/v1/object-storage?limit=1`, { headers: { authorization: `Bearer ${KEY}` } });
+    const body = JSON.stringify({ id: 'evt_00000000000000000000', type: 'bucket.created', created_at: new Date().toISOString(), team_id: 'team_0000000000000000', actor: 'key_00000000000000000000', data: ((await sample.json()) as { data: unknown[] }).data[0] });
+
+    const plan: Array<() => Promise<Row>> = [
+      () => postRow(receiverUrl, body, loader, receiver),
+      () => deliveryRow('deliveries, paced', `${PACED_RATE} creates/s, open loop, ${DURATION_S} s`, { cmd: 'paced', rate: PACED_RATE, durationMs: DURATION_S * 1000 }, loader, receiver),
+      () => deliveryRow('deliveries, saturated', `${CONNECTIONS} connections creating, closed loop, ${DURATION_S} s`, { cmd: 'closed', connections: CONNECTIONS, durationMs: DURATION_S * 1000 }, loader, receiver),
+    ];
+    for (const run of plan) {
+      const row = await run();
+      rows.push(row);
+      process.stdout.write(`${row.name}: ${row.requests_per_s} req/s, ${row.delivered_per_s} delivered/s, p50 ${row.latency_ms.p50} ms, p99 ${row.latency_ms.p99} ms, failed ${row.requests_failed}\n`);
+    }
+  } finally {
+    await loader.terminate();
+    receiver.postMessage({ cmd: 'close' });
+    await new Promise((resolve) => receiver.once('exit', resolve));
+    await service.stop();
+    fs.rmSync(dataDir, { recursive: true, force: true });
+  }
+
+  const report = {
+    started_at: startedAt.toISOString(),
+    machine: machine(),
+    load_average: { before: loadBefore, after: os.loadavg() },
+    settings: { duration_s: DURATION_S, connections: CONNECTIONS, paced_rate: PACED_RATE, sim_delay_ms: simDelayMs, bus: natsUrl ? 'NATS JetStream bus' : 'embedded event bus', rate_limit_per_minute: RATE_LIMIT_PER_MINUTE },
+    note:
+      process.env.BENCH_NOTE ??
+      'Run on a shared 2-CPU machine while other processes were running (see the load averages): the figures show orders of magnitude and relations between rows, not the ceiling of the hardware.',
+    rows,
+  };
+  fs.mkdirSync(RESULTS_DIR, { recursive: true });
+  const stamp = startedAt.toISOString().replace(/[-:]/g, '').replace(/\.\d+Z$/, 'Z');
+  const jsonFile = path.join(RESULTS_DIR, `webhooks-${stamp}.json`);
+  fs.writeFileSync(jsonFile, `${JSON.stringify(report, null, 2)}\n`);
+  fs.writeFileSync(path.join(RESULTS_DIR, 'webhooks-latest.md'), markdown(report));
+  process.stdout.write(`\nwrote ${path.relative(process.cwd(), jsonFile)} and ${path.relative(process.cwd(), path.join(RESULTS_DIR, 'webhooks-latest.md'))}\n`);
+}
+
+if (isMainThread) {
+  main().catch((err) => {
+    process.stderr.write(`bench failed: ${err instanceof Error ? err.stack : String(err)}\n`);
+    process.exit(1);
+  });
+} else if (workerData.role === 'receiver') {
+  receiverThread();
+} else {
+  loadThread();
+}
