@@ -37,6 +37,12 @@ export function kubeApiServerBinary(): string {
   return execFileSync(path.join(REPO, 'scripts/build-kube-apiserver.sh'), { encoding: 'utf8', stdio: ['ignore', 'pipe', 'inherit'] }).trim();
 }
 
+/** kubectl of the same release (scripts/build-kubectl.sh), not whatever kubectl is on PATH. */
+export function kubectlBinary(): string {
+  if (process.env.KUBECTL_BIN) return process.env.KUBECTL_BIN;
+  return execFileSync(path.join(REPO, 'scripts/build-kubectl.sh'), { encoding: 'utf8', stdio: ['ignore', 'pipe', 'inherit'] }).trim();
+}
+
 export function etcdBinary(): string {
   const candidates = [process.env.ETCD_BIN, path.join(os.homedir(), '.cache/cloudplane/bin/etcd'), '/usr/bin/etcd', '/usr/local/bin/etcd'];
   const found = candidates.find((c) => c && fs.existsSync(c));

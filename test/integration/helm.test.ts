@@ -10,7 +10,7 @@ import fs from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
 import { parse, parseAllDocuments } from 'yaml';
-import { startKubeApiServer, KubeApiServer } from '../helpers/kube-apiserver';
+import { kubectlBinary, startKubeApiServer, KubeApiServer } from '../helpers/kube-apiserver';
 
 const REPO = path.resolve(__dirname, '../..');
 const CHART = path.join(REPO, 'charts/cloudplane');
@@ -113,7 +113,7 @@ describeWithHelm('Helm chart charts/cloudplane', () => {
   it('runs the operator non-root, read-only, without capabilities, probed and bounded (default values)', () => {
     const objects = manifests(render());
     const deployment = only(objects, 'Deployment');
-    expect(deployment.spec.replicas).toBe(2);
+    expect(deployment.spec.replicas).toBe(1);
     const pod = deployment.spec.template.spec;
     expect(pod.securityContext.runAsNonRoot).toBe(true);
     expect(pod.containers).toHaveLength(1);
@@ -164,6 +164,18 @@ describeWithHelm('Helm chart charts/cloudplane', () => {
     expect(Buffer.from(only(objects, 'Secret').data['bootstrap-api-key'], 'base64').toString()).toBe(key);
   });
 
+  it('passes the lease duration, job driver and extra env to the operator', () => {
+    const objects = manifests(render(['leaseDurationSeconds=30', 'jobDriver=simulated', 'extraEnv[0].name=CLOUDPLANE_SMTP_URL', 'extraEnv[0].value=smtp://mail:25']));
+    const env = envOf(only(objects, 'Deployment').spec.template.spec.containers[0]);
+    expect(env).toMatchObject({ CLOUDPLANE_LEASE_DURATION_SECONDS: '30', CLOUDPLANE_JOB_DRIVER: 'simulated', CLOUDPLANE_SMTP_URL: 'smtp://mail:25' });
+  });
+
+  it('refuses several replicas without NATS: the embedded bus would leave the others blind to events', () => {
+    const result = runHelm(['template', 'cp', CHART, '--set', 'replicas=2']);
+    expect(result.status).toBe(1);
+    expect(result.stderr).toMatch(/replicas > 1 needs nats.url/);
+  });
+
   it('grants exactly the least-privilege RBAC rules, no wildcards, bound to its ServiceAccount', () => {
     const objects = manifests(render());
     const role = only(objects, 'ClusterRole');
@@ -181,7 +193,7 @@ describeWithHelm('Helm chart charts/cloudplane', () => {
   });
 
   it('rejects values its schema forbids', () => {
-    for (const bad of ['replicas=abc', 'replicas=0', 'bootstrapApiKey=not-a-key', 'service.port=70000', 'unknownSetting=1']) {
+    for (const bad of ['replicas=abc', 'replicas=0', 'jobDriver=docker', 'leaseDurationSeconds=1', 'bootstrapApiKey=not-a-key', 'service.port=70000', 'unknownSetting=1']) {
       const result = runHelm(['template', 'cp', CHART, '--set', bad]);
       expect({ bad, status: result.status }).toEqual({ bad, status: 1 });
       expect(result.stderr).toMatch(/values don't meet the specifications of the schema/);
@@ -191,7 +203,7 @@ describeWithHelm('Helm chart charts/cloudplane', () => {
   describe('against a real kube-apiserver', () => {
     let kube: KubeApiServer;
     const kubectl = (args: string[]) =>
-      execFileSync('kubectl', ['--kubeconfig', kube.kubeconfigPath, ...args], { encoding: 'utf8', stdio: ['ignore', 'pipe', 'pipe'] });
+      execFileSync(kubectlBinary(), ['--kubeconfig', kube.kubeconfigPath, ...args], { encoding: 'utf8', stdio: ['ignore', 'pipe', 'pipe'] });
     const helmOnCluster = (args: string[]) =>
       execFileSync(helm!, ['--kubeconfig', kube.kubeconfigPath, ...args], { encoding: 'utf8', stdio: ['ignore', 'pipe', 'pipe'] });
 
@@ -222,7 +234,7 @@ describeWithHelm('Helm chart charts/cloudplane', () => {
       expect(install).toMatch(/port-forward service\/cp-cloudplane 8080:80/);
       const first = keyOf();
       expect(first).toMatch(/^cpk_[A-Za-z0-9]{32,}$/);
-      helmOnCluster(['upgrade', 'cp', CHART, '--namespace', namespace, '--skip-crds', '--set', 'replicas=3']);
+      helmOnCluster(['upgrade', 'cp', CHART, '--namespace', namespace, '--skip-crds', '--set', 'replicas=3', '--set', 'nats.url=nats://nats:4222']);
       expect(keyOf()).toBe(first);
       expect(kubectl(['get', 'deployment', 'cp-cloudplane', '-n', namespace, '-o', 'jsonpath={.spec.replicas}'])).toBe('3');
     }, 120_000);

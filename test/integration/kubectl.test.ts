@@ -8,7 +8,7 @@ import fs from 'node:fs';
 import path from 'node:path';
 import { families } from '../../src/resources/registry';
 import { installCrds } from '../helpers/cluster';
-import { KubeApiServer, startKubeApiServer } from '../helpers/kube-apiserver';
+import { KubeApiServer, kubectlBinary, startKubeApiServer } from '../helpers/kube-apiserver';
 import { eventually, startTestService, TestService, waitForStatus } from '../helpers/service';
 
 jest.setTimeout(120_000);
@@ -26,11 +26,6 @@ const EXAMPLES_BY_FILE = [
   { file: 'file-share.yaml', short: 'cpfs', name: 'shared-home', path: 'file-storage', ready: 'available' },
   { file: 'cloud-job.yaml', short: 'cpjob', name: 'nightly-report', path: 'jobs', ready: 'completed' },
 ];
-
-function kubectlBinary(): string {
-  if (process.env.KUBECTL_BIN) return process.env.KUBECTL_BIN;
-  return execFileSync(path.join(REPO, 'scripts/build-kubectl.sh'), { encoding: 'utf8', stdio: ['ignore', 'pipe', 'inherit'] }).trim();
-}
 
 let cluster: KubeApiServer;
 let t: TestService;
