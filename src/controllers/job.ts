@@ -30,6 +30,7 @@ function statusOfRun(run: JobRun): Partial<Job['status']> {
 
 export class JobReconciler implements Reconciler {
   readonly kind = jobFamily.kind;
+  private readonly cleaned = new Set<string>();
 
   constructor(
     private readonly store: Store,
@@ -46,15 +47,27 @@ export class JobReconciler implements Reconciler {
       if (!FINISHED_JOB_STATES.includes(job.status.status)) await this.write(job, () => ({ status: 'cancelled', finished_at: nowIso(), status_reason: 'Cancelled on request.' }));
       return;
     }
-    if (FINISHED_JOB_STATES.includes(job.status.status)) return;
+    if (FINISHED_JOB_STATES.includes(job.status.status)) return this.cleanupOnce(team, id);
     await this.executor.submit(team, id, job.spec, submittedAt);
     const next = statusOfRun(await this.executor.observe(team, id, job.spec, submittedAt));
     const forward = FINISHED_JOB_STATES.includes(next.status!) || ORDER.indexOf(next.status!) > ORDER.indexOf(job.status.status);
     if (forward) {
       await this.write(job, () => next);
-      if (FINISHED_JOB_STATES.includes(next.status!)) return;
+      if (FINISHED_JOB_STATES.includes(next.status!)) return this.cleanupOnce(team, id);
     }
     return { requeueAfterMs: POLL_MS };
+  }
+
+  /**
+   * The record keeps the outcome, so the run (a batch/v1 Job and its Pod) is freed once the
+   * outcome is written; after a restart, each finished job is checked once more in case the
+   * process died in between.
+   */
+  private async cleanupOnce(team: string, id: string): Promise<void> {
+    const key = `${team}/${id}`;
+    if (this.cleaned.has(key)) return;
+    await this.executor.cleanup(team, id);
+    this.cleaned.add(key);
   }
 
   /** Writes unless the job finished or was cancelled meanwhile. */

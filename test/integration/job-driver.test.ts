@@ -81,6 +81,16 @@ describe('batch/v1 Job driver', () => {
 
   const running = (startTime: Date): V1JobStatus => ({ startTime, active: 1, ready: 1, terminating: 0, uncountedTerminatedPods: {} });
 
+  const jobGone = (id: string) =>
+    eventually(async () => {
+      try {
+        await batch.readNamespacedJob({ name: jobName(id), namespace });
+        return false;
+      } catch (err) {
+        return (err as { code?: number }).code === 404;
+      }
+    });
+
   it('runs a job as a batch/v1 Job with its image and command, and follows it to success', async () => {
     const command = 'echo hello && sleep 1';
     const { id, job } = await createJob(command, 'performance');
@@ -118,6 +128,8 @@ describe('batch/v1 Job driver', () => {
     });
     const done = await waitForStatus(t, `/api/v1/jobs/${id}`, 'completed');
     expect(done).toMatchObject({ exit_code: 0, started_at: startTime.toISOString(), finished_at: completionTime.toISOString(), status_reason: null });
+    // The record keeps the outcome; the Job is freed once it is written.
+    await jobGone(id);
   });
 
   it('reports a failed Job with the exit code of its container', async () => {
@@ -152,14 +164,7 @@ describe('batch/v1 Job driver', () => {
     expect((await t.api('POST', `/api/v1/jobs/${id}/cancel`)).status).toBeLessThan(300);
     const cancelled = await waitForStatus(t, `/api/v1/jobs/${id}`, 'cancelled');
     expect(cancelled.finished_at).not.toBeNull();
-    await eventually(async () => {
-      try {
-        await batch.readNamespacedJob({ name: jobName(id), namespace });
-        return false;
-      } catch (err) {
-        return (err as { code?: number }).code === 404;
-      }
-    });
+    await jobGone(id);
   });
 
   it('reports a job whose Job was deleted outside Cloudplane as failed, saying so', async () => {

@@ -3,7 +3,7 @@
  * same release as the API server), a real kube-apiserver + etcd, and the real service on
  * the Kubernetes store: what users do with kubectl and what the API shows must agree.
  */
-import { execFile, execFileSync } from 'node:child_process';
+import { execFile } from 'node:child_process';
 import fs from 'node:fs';
 import path from 'node:path';
 import { families } from '../../src/resources/registry';
