@@ -87,6 +87,17 @@ export class KubernetesStore implements Store {
   private readonly listeners = new Set<WatchListener>();
   private readonly watchers: CollectionWatcher[] = [];
   private readonly knownNamespaces = new Set<string>();
+  /**
+   * `kind/team/id` of objects this store is creating: the watch may bring one in before
+   * its status (a second write) is there, and until then it is no one's to see.
+   */
+  private readonly creating = new Set<string>();
+  /**
+   * Objects and secrets this store removed, with the last resourceVersion seen: a watch
+   * event of an earlier version that arrives late must not bring them back. Cleared by a
+   * relist, which is authoritative.
+   */
+  private readonly tombstones = new Map<string, string>();
   /** Set when a request to the API server failed for lack of an answer; cleared by the next success. */
   private unreachableSince: number | null = null;
 
@@ -117,7 +128,7 @@ export class KubernetesStore implements Store {
         {
           replace: (items) => this.replaceKind(info, items as Raw[]),
           upsert: (raw) => this.upsert(info, raw as Raw),
-          remove: (raw) => this.removeRaw(info, raw as Raw),
+          remove: (raw) => this.watchedRemoval(info, raw as Raw),
         },
         this.o.logger,
         { silenceLimitMs: this.o.watchSilenceLimitMs },
@@ -137,10 +148,15 @@ export class KubernetesStore implements Store {
       {
         replace: (items) => {
           this.secrets.clear();
+          for (const key of [...this.tombstones.keys()]) if (key.startsWith('Secret/')) this.tombstones.delete(key);
           for (const item of items) this.upsertSecret(item);
         },
         upsert: (item) => this.upsertSecret(item),
-        remove: (item) => this.secrets.delete(this.secretKeyOf(item)),
+        remove: (item) => {
+          // The watch is in order and a deletion is an object's last event: no tombstone needed.
+          this.secrets.delete(this.secretKeyOf(item));
+          this.tombstones.delete(`Secret/${this.secretKeyOf(item)}`);
+        },
       },
       this.o.logger,
       { silenceLimitMs: this.o.watchSilenceLimitMs },
@@ -180,6 +196,7 @@ export class KubernetesStore implements Store {
     const namespace = this.namespaceOf(input.meta.team);
     await this.ensureNamespace(namespace);
     const now = nowIso();
+    const creatingKey = `${info.kind}/${input.meta.team}/${input.meta.id}`;
     const body: Raw = {
       apiVersion: API_VERSION,
       kind: info.kind,
@@ -192,19 +209,46 @@ export class KubernetesStore implements Store {
       },
       spec: input.spec as Record<string, unknown>,
     };
-    let created: Raw;
+    this.creating.add(creatingKey);
     try {
-      created = (await this.call(() => this.custom.createNamespacedCustomObject({ group: GROUP, version: VERSION, namespace, plural: info.plural, body }))) as Raw;
-    } catch (err) {
-      if (httpCode(err) === 409) throw new AlreadyExistsError(info.kind, input.meta.id);
-      throw err;
+      let created: Raw;
+      try {
+        created = (await this.call(() => this.custom.createNamespacedCustomObject({ group: GROUP, version: VERSION, namespace, plural: info.plural, body }))) as Raw;
+      } catch (err) {
+        if (httpCode(err) === 409) throw new AlreadyExistsError(info.kind, input.meta.id);
+        throw err;
+      }
+      // The status subresource ignores status on create: it is a second write.
+      const withStatus = { ...created, status: { ...(input.status as Record<string, unknown>), updated_at: now } };
+      try {
+        const answer = (await this.call(() =>
+          this.custom.replaceNamespacedCustomObjectStatus({ group: GROUP, version: VERSION, namespace, plural: info.plural, name: created.metadata.name, body: withStatus }),
+        )) as Raw;
+        this.creating.delete(creatingKey);
+        return this.upsert(info, answer) as StoredObject<S, St>;
+      } catch (err) {
+        // The create as a whole failed: take back its first half, so it is not adopted later
+        // as if kubectl had made it. Should even that fail, adoption initializes it.
+        this.creating.delete(creatingKey);
+        if (!(await this.discard(info, created).catch(() => false))) this.upsert(info, created);
+        throw err;
+      }
+    } finally {
+      this.creating.delete(creatingKey);
     }
-    // The status subresource ignores status on create: it is a second write.
-    created.status = { ...(input.status as Record<string, unknown>), updated_at: now };
-    const withStatus = (await this.call(() =>
-      this.custom.replaceNamespacedCustomObjectStatus({ group: GROUP, version: VERSION, namespace, plural: info.plural, name: created.metadata.name, body: created }),
-    )) as Raw;
-    return this.upsert(info, withStatus) as StoredObject<S, St>;
+  }
+
+  /** Deletes a custom resource at once, finalizer and all; true when it is gone. */
+  private async discard(info: KindInfo, created: Raw): Promise<boolean> {
+    const where = { group: GROUP, version: VERSION, namespace: created.metadata.namespace!, plural: info.plural, name: created.metadata.name };
+    const fresh = (await this.call(() => this.custom.getNamespacedCustomObject(where))) as Raw;
+    fresh.metadata.finalizers = ((fresh.metadata.finalizers as string[]) ?? []).filter((f) => f !== FINALIZER);
+    const answer = (await this.call(() => this.custom.replaceNamespacedCustomObject({ ...where, body: fresh }))) as Raw;
+    await this.call(() => this.custom.deleteNamespacedCustomObject(where)).catch((err) => {
+      if (httpCode(err) !== 404) throw err;
+    });
+    this.removeRaw(info, answer);
+    return true;
   }
 
   async update<S, St>(object: StoredObject<S, St>): Promise<StoredObject<S, St>> {
@@ -259,15 +303,15 @@ export class KubernetesStore implements Store {
     const raw = structuredClone(entry.raw);
     raw.metadata.resourceVersion = resourceVersion ?? entry.object.meta.resourceVersion;
     raw.metadata.finalizers = ((raw.metadata.finalizers as string[]) ?? []).filter((f) => f !== FINALIZER);
+    let last: Raw = entry.raw;
     try {
       // Without our finalizer an object already being deleted goes; otherwise delete it too.
-      await this.replace(info, entry.object, () => this.custom.replaceNamespacedCustomObject({ ...where, body: raw }));
+      last = await this.replace(info, entry.object, () => this.custom.replaceNamespacedCustomObject({ ...where, body: raw }));
       if (!entry.object.meta.deletionTimestamp) await this.call(() => this.custom.deleteNamespacedCustomObject(where));
     } catch (err) {
-      if (err instanceof NotFoundError || httpCode(err) === 404) return;
-      throw err;
+      if (!(err instanceof NotFoundError || httpCode(err) === 404)) throw err;
     }
-    this.removeRaw(info, entry.raw);
+    this.removeRaw(info, last);
   }
 
   watch(listener: WatchListener): () => void {
@@ -284,6 +328,7 @@ export class KubernetesStore implements Store {
     const namespace = this.namespaceOf(team);
     await this.ensureNamespace(namespace);
     const existing = this.secrets.get(`${team}/${name}`);
+    this.tombstones.delete(`Secret/${team}/${name}`);
     const body = {
       apiVersion: 'v1',
       kind: 'Secret',
@@ -316,12 +361,15 @@ export class KubernetesStore implements Store {
 
   async deleteSecret(team: string, name: string): Promise<void> {
     const namespace = this.namespaceOf(team);
+    let version = this.secrets.get(`${team}/${name}`)?.raw.metadata.resourceVersion ?? '0';
     try {
-      await this.call(() => this.core.deleteNamespacedSecret({ name: secretObjectName(name), namespace }));
+      const answer = (await this.call(() => this.core.deleteNamespacedSecret({ name: secretObjectName(name), namespace }))) as unknown as KubeObject;
+      version = laterVersion(version, answer?.metadata?.resourceVersion);
     } catch (err) {
       if (httpCode(err) !== 404) throw err;
     }
     this.secrets.delete(`${team}/${name}`);
+    this.tombstones.set(`Secret/${team}/${name}`, version);
   }
 
   async listSecrets(prefix: string): Promise<Array<{ team: string; name: string; data: Record<string, string> }>> {
@@ -396,6 +444,9 @@ export class KubernetesStore implements Store {
     const byKey = this.objects.get(info.kind)!;
     const object = this.toStored(info, raw, id);
     const key = `${object.meta.team}/${id}`;
+    if (this.creating.has(`${info.kind}/${key}`)) return object;
+    const removedAt = this.tombstones.get(`${info.kind}/${key}`);
+    if (removedAt !== undefined && !isOlder(removedAt, object.meta.resourceVersion)) return object;
     const previous = byKey.get(key);
     if (previous && isOlder(object.meta.resourceVersion, previous.object.meta.resourceVersion)) return previous.object;
     if (previous && previous.object.meta.resourceVersion === object.meta.resourceVersion) return previous.object;
@@ -410,13 +461,23 @@ export class KubernetesStore implements Store {
     const key = `${teamOfNamespace(raw.metadata.namespace ?? '', this.o.systemNamespace)}/${id}`;
     const byKey = this.objects.get(info.kind)!;
     const previous = byKey.get(key);
+    const tombstone = `${info.kind}/${key}`;
+    this.tombstones.set(tombstone, laterVersion(laterVersion(this.tombstones.get(tombstone) ?? '0', previous?.object.meta.resourceVersion), raw.metadata.resourceVersion));
     if (!previous) return;
     byKey.delete(key);
     this.notify({ type: 'deleted', object: previous.object, previous: previous.object });
   }
 
+  /** A deletion the watch reports is the object's last event: nothing older can follow it. */
+  private watchedRemoval(info: KindInfo, raw: Raw): void {
+    this.removeRaw(info, raw);
+    const id = this.idOf(info, raw);
+    if (id) this.tombstones.delete(`${info.kind}/${teamOfNamespace(raw.metadata.namespace ?? '', this.o.systemNamespace)}/${id}`);
+  }
+
   /** After a relist: everything listed is current; whatever is cached but not listed is gone. */
   private replaceKind(info: KindInfo, items: Raw[]): void {
+    for (const key of [...this.tombstones.keys()]) if (key.startsWith(`${info.kind}/`)) this.tombstones.delete(key);
     const seen = new Set<string>();
     for (const raw of items) {
       const object = this.upsert(info, raw);
@@ -451,6 +512,12 @@ export class KubernetesStore implements Store {
     const encoded = ((raw as { data?: Record<string, string> }).data ?? {}) as Record<string, string>;
     const data = Object.fromEntries(Object.entries(encoded).map(([k, v]) => [k, Buffer.from(v, 'base64').toString('utf8')]));
     const team = teamOfNamespace(md.namespace ?? '', this.o.systemNamespace);
+    const version = md.resourceVersion ?? '';
+    // A late watch event must not undo a write this store already saw answered, nor bring back a deleted secret.
+    const current = this.secrets.get(`${team}/${name}`);
+    if (current && !isNewer(version, current.raw.metadata.resourceVersion ?? '')) return;
+    const removedAt = this.tombstones.get(`Secret/${team}/${name}`);
+    if (removedAt !== undefined && !isOlder(removedAt, version)) return;
     this.secrets.set(`${team}/${name}`, { team, name, data, raw });
   }
 
@@ -530,6 +597,17 @@ export class KubernetesStore implements Store {
 function isOlder(candidate: string, current: string): boolean {
   if (!/^\d+$/.test(candidate) || !/^\d+$/.test(current)) return false;
   return BigInt(candidate) < BigInt(current);
+}
+
+/** Whether `candidate` is a later version than `current`; when they do not compare, take the candidate. */
+function isNewer(candidate: string, current: string): boolean {
+  if (!/^\d+$/.test(candidate) || !/^\d+$/.test(current)) return candidate !== current;
+  return BigInt(candidate) > BigInt(current);
+}
+
+/** The later of two resourceVersions (the first when they do not compare). */
+function laterVersion(a: string, b: string | undefined): string {
+  return b && isOlder(a, b) ? b : a;
 }
 
 function outboxOnly(before: Record<string, unknown>, after: Record<string, unknown>): boolean {

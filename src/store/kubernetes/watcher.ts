@@ -79,6 +79,12 @@ export class CollectionWatcher {
 
   /** Drops the current watch at once and starts another (the API server came back, say). */
   restartNow(): void {
+    this.dropWatch();
+  }
+
+  /** Aborts the current watch; the cache may be behind until the next one runs. */
+  private dropWatch(): void {
+    this.healthy = false;
     this.abort?.abort();
   }
 
@@ -119,7 +125,9 @@ export class CollectionWatcher {
         if (ended) return;
         ended = true;
         if (this.abort === controller) this.abort = null;
-        this.healthy = false;
+        // A watch the server closed at its timeout is renewed at once and the cache is no
+        // less current meanwhile; anything else leaves it behind until the next watch runs.
+        if (err) this.healthy = false;
         if (this.stopped) return;
         if (err && (err as { name?: string }).name !== 'AbortError') this.logger.warn({ path: this.source.path, err: (err as Error).message }, 'watch ended; re-establishing');
         // Every end of a watch, clean or not, leads to a new one from the last version seen.
@@ -136,7 +144,7 @@ export class CollectionWatcher {
     if (phase === 'ERROR') {
       // 410 Gone: the version we watch from was compacted away; only a relist helps.
       if (object?.code === 410 || object?.reason === 'Expired' || object?.reason === 'Gone') this.resourceVersion = null;
-      this.abort?.abort();
+      this.dropWatch();
       return;
     }
     const version = object?.metadata?.resourceVersion;
@@ -151,7 +159,7 @@ export class CollectionWatcher {
     if (Date.now() - this.lastHeard > this.silenceLimitMs) {
       this.logger.warn({ path: this.source.path }, 'watch silent for too long; re-establishing');
       this.lastHeard = Date.now();
-      this.abort.abort();
+      this.dropWatch();
     }
   }
 
@@ -160,6 +168,9 @@ export class CollectionWatcher {
     const delay = err ? Math.min(MAX_BACKOFF_MS, 200 * 2 ** Math.min(this.failures++, 6)) : 0;
     return new Promise((resolve) => {
       this.retryTimer = setTimeout(resolve, delay);
+      // Once started, retrying against a gone API server alone must not keep a process alive
+      // (the service's listener does); before the first list, start() is waiting on it.
+      if (this.synced) this.retryTimer.unref();
     });
   }
 }
