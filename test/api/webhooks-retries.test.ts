@@ -93,20 +93,25 @@ describe('webhook retries, timeouts and rate limits', () => {
   });
 
   it('counts a receiver that answers too slowly as a failure', async () => {
-    const r = await receiver((_req, i) => ({ status: 200, delayMs: i === 0 ? 1500 : 0 }));
+    // Slow until told otherwise: a fast answer right after the first timeout would leave
+    // the pending record visible for a millisecond only.
+    let slow = true;
+    const r = await receiver(() => ({ status: 200, delayMs: slow ? 1500 : 0 }));
     const hook = await subscribe(t, { url: r.url, events: ['bucket.created'] });
     await bucket(t, 'slow-one');
-    const first = await eventually(async () => {
+    const timedOut = await eventually(async () => {
       const [delivery] = await deliveriesOf(t, hook.id);
-      return delivery?.attempt === '1/15' && delivery.status === 'pending' ? delivery : null;
+      return delivery?.status === 'pending' && delivery.error ? delivery : null;
     });
-    expect(first.response_status).toBeNull();
-    expect(first.error).toMatch(/no answer within 0.3 s/);
+    expect(timedOut.response_status).toBeNull();
+    expect(timedOut.error).toMatch(/no answer within 0.3 s/);
+    slow = false;
     const done = await eventually(async () => {
       const [delivery] = await deliveriesOf(t, hook.id);
       return delivery?.status === 'succeeded' ? delivery : null;
     });
-    expect(done.attempt).toBe('2/15');
+    expect(Number(done.attempt.split('/')[0])).toBeGreaterThanOrEqual(2);
+    expect(done).toMatchObject({ response_status: 200, error: null });
   });
 
   it('queues deliveries above the rate limit and loses none', async () => {
