@@ -7,7 +7,7 @@ import { Type } from '@sinclair/typebox';
 import type { ApiContext } from '../context';
 import { send } from '../envelope';
 import { listQuerySchema, normaliseQuery, paginate } from '../list';
-import { envelopeOf, ErrorEnvelope, findResource, principalOf } from './families';
+import { envelopeOf, ErrorEnvelope, findResource, listVisible, principalOf } from './families';
 import { messageFamily, MESSAGE_ROLES, Message, MessageRole, Thread, threadFamily } from '../../resources/agent';
 import { notFound } from '../../lib/errors';
 import { KeyedMutex } from '../../lib/mutex';
@@ -51,7 +51,7 @@ export function registerAgentRoutes(app: FastifyInstance, ctx: ApiContext): void
     },
     handler: async (request, reply) => {
       const query = normaliseQuery(request.query as Record<string, unknown>);
-      const threads = await ctx.store.list<Thread['spec'], Thread['status']>(threadFamily.kind, principalOf(request).team);
+      const threads = await listVisible<Thread>(ctx, threadFamily.kind, principalOf(request).team);
       const rows = threads.map((t) => ({ id: t.meta.id, name: t.spec.title, created_at: t.meta.createdAt, status: t.status.status, t }));
       const { page, nextCursor } = paginate(rows, query, ctx.cursorKey);
       return send(ctx, request, reply, 200, page.map((row) => threadFamily.toRecord(row.t)), { next_cursor: nextCursor });
@@ -146,8 +146,7 @@ export function registerAgentRoutes(app: FastifyInstance, ctx: ApiContext): void
 }
 
 async function messagesOf(ctx: ApiContext, team: string, threadId: string): Promise<Message[]> {
-  const all = await ctx.store.list<Message['spec'], Message['status']>(messageFamily.kind, team);
-  return (all as Message[]).filter((m) => m.spec.thread_id === threadId);
+  return (await listVisible<Message>(ctx, messageFamily.kind, team)).filter((m) => m.spec.thread_id === threadId);
 }
 
 async function exchange(ctx: ApiContext, request: FastifyRequest, team: string, key: string, threadId: string, content: string): Promise<[Message, Message]> {

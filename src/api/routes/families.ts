@@ -51,10 +51,24 @@ const errorResponses = {
 export const principalOf = (request: FastifyRequest) => request.principal!;
 
 /** Reads a resource of the caller's team, or answers `<family>_not_found`. */
+/**
+ * Whether the API shows a stored object: not once destroyed, and not before it has a
+ * status (a custom resource made with kubectl gets its first status from adoption).
+ */
+export function isVisible(resource: { status?: { status?: string } } | undefined): boolean {
+  const state = resource?.status?.status;
+  return state !== undefined && state !== 'destroyed';
+}
+
 export async function findResource<R extends Resource = Resource>(ctx: ApiContext, family: AnyFamily, team: string, id: string): Promise<R> {
   const resource = (await ctx.store.get(family.kind, team, id)) as R | undefined;
-  if (!resource || resource.status?.status === 'destroyed') throw notFound(family.name, id);
+  if (!resource || !isVisible(resource)) throw notFound(family.name, id);
   return resource;
+}
+
+/** The team's objects of a family that the API shows. */
+export async function listVisible<R extends Resource = Resource>(ctx: ApiContext, kind: string, team: string): Promise<R[]> {
+  return ((await ctx.store.list(kind, team)) as unknown as R[]).filter(isVisible);
 }
 
 /** Refuses changes to a resource in a transient state, or one that is gone. */
@@ -118,7 +132,7 @@ export function registerFamilyRoutes(app: FastifyInstance, ctx: ApiContext, fami
     schema: { tags, summary: `List ${family.title}s`, querystring: listQuerySchema(family.states), response: { 200: envelopeOf(Type.Array(RecordSchema)), ...errorResponses } },
     handler: async (request, reply) => {
       const query = normaliseQuery(request.query as Record<string, unknown>);
-      const resources = await ctx.store.list<Record<string, unknown>, Resource['status']>(family.kind, principalOf(request).team);
+      const resources = await listVisible(ctx, family.kind, principalOf(request).team);
       const rows = resources.map((r) => ({ id: r.meta.id, name: family.nameOf(r.spec), created_at: r.meta.createdAt, status: r.status.status, r }));
       const { page, nextCursor } = paginate(rows, query, ctx.cursorKey);
       return send(ctx, request, reply, 200, page.map((row) => family.toRecord(row.r as Resource)), { next_cursor: nextCursor });

@@ -8,7 +8,7 @@ import { Type } from '@sinclair/typebox';
 import type { ApiContext } from '../context';
 import { send } from '../envelope';
 import { listQuerySchema, normaliseQuery, paginate } from '../list';
-import { envelopeOf, ErrorEnvelope, principalOf } from './families';
+import { envelopeOf, ErrorEnvelope, listVisible, principalOf } from './families';
 import { apiKeyFamily, teamFamily, userFamily, ApiKey } from '../../resources/accounts';
 import type { AnyFamily, Resource } from '../../resources/family';
 import { configHash } from '../../resources/transitions';
@@ -82,7 +82,7 @@ export function registerSettingsRoutes(app: FastifyInstance, ctx: ApiContext): v
     },
     handler: async (request, reply) => {
       const query = normaliseQuery(request.query as Record<string, unknown>);
-      const all = await ctx.store.list<ApiKey['spec'], ApiKey['status']>(apiKeyFamily.kind, principalOf(request).team);
+      const all = await listVisible<ApiKey>(ctx, apiKeyFamily.kind, principalOf(request).team);
       const rows = all.map((k) => ({ id: k.meta.id, name: k.spec.name, created_at: k.meta.createdAt, status: k.status.status, k }));
       const { page, nextCursor } = paginate(rows, query, ctx.cursorKey, ['revoked']);
       return send(ctx, request, reply, 200, page.map((row) => apiKeyFamily.toRecord(row.k as ApiKey)), { next_cursor: nextCursor });

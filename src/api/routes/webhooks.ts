@@ -9,7 +9,7 @@ import { Type } from '@sinclair/typebox';
 import type { ApiContext } from '../context';
 import { send } from '../envelope';
 import { listQuerySchema, normaliseQuery, paginate } from '../list';
-import { assertChangeable, envelopeOf, ErrorEnvelope, findResource, principalOf } from './families';
+import { assertChangeable, envelopeOf, ErrorEnvelope, findResource, isVisible, listVisible, principalOf } from './families';
 import { Delivery, deliveryFamily, Webhook, webhookFamily, WebhookSpec } from '../../resources/webhook';
 import { configHash } from '../../resources/transitions';
 import { notFound } from '../../lib/errors';
@@ -56,7 +56,7 @@ function settle(ctx: ApiContext, team: string, id: string, actor: string, reenab
 
 async function findDelivery(ctx: ApiContext, team: string, webhookId: string, deliveryId: string): Promise<Delivery> {
   const delivery = (await ctx.store.get(deliveryFamily.kind, team, deliveryId)) as Delivery | undefined;
-  if (!delivery || delivery.spec.webhook_id !== webhookId) throw notFound('delivery', deliveryId);
+  if (!delivery || !isVisible(delivery) || delivery.spec.webhook_id !== webhookId) throw notFound('delivery', deliveryId);
   return delivery;
 }
 
@@ -68,7 +68,7 @@ export function registerWebhookRoutes(app: FastifyInstance, ctx: ApiContext): vo
     schema: { tags, summary: 'List webhook subscriptions', querystring: listQuerySchema(webhookFamily.states), response: { 200: envelopeOf(Type.Array(Record_)), ...errors } },
     handler: async (request, reply) => {
       const query = normaliseQuery(request.query as Record<string, unknown>);
-      const all = (await ctx.store.list(webhookFamily.kind, principalOf(request).team)) as Webhook[];
+      const all = await listVisible<Webhook>(ctx, webhookFamily.kind, principalOf(request).team);
       const rows = all.map((w) => ({ id: w.meta.id, name: w.spec.url, created_at: w.meta.createdAt, status: w.status.status, w }));
       const { page, nextCursor } = paginate(rows, query, ctx.cursorKey);
       return send(ctx, request, reply, 200, page.map((row) => webhookFamily.toRecord(row.w)), { next_cursor: nextCursor });
@@ -184,7 +184,7 @@ export function registerWebhookRoutes(app: FastifyInstance, ctx: ApiContext): vo
       const { team } = principalOf(request);
       await findResource(ctx, webhookFamily, team, id);
       const query = normaliseQuery(request.query as Record<string, unknown>);
-      const all = ((await ctx.store.list(deliveryFamily.kind, team)) as Delivery[]).filter((d) => d.spec.webhook_id === id);
+      const all = (await listVisible<Delivery>(ctx, deliveryFamily.kind, team)).filter((d) => d.spec.webhook_id === id);
       const rows = all.map((d) => ({ id: d.meta.id, name: d.spec.event_type, created_at: d.meta.createdAt, status: d.status.status, d }));
       const { page, nextCursor } = paginate(rows, query, ctx.cursorKey, []);
       return send(ctx, request, reply, 200, page.map((row) => deliveryFamily.toRecord(row.d)), { next_cursor: nextCursor });
