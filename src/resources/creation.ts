@@ -1,0 +1,54 @@
+/**
+ * The parts of creating a resource that lie beyond its spec: a family's unique names and
+ * its generated secret. Shared by POST /api/v1/<family> and the adoption of custom
+ * resources made with kubectl, so both enforce and generate alike.
+ */
+import type { Store, StoredObject } from '../store/types';
+import { conflict } from '../lib/errors';
+import { KeyedMutex } from '../lib/mutex';
+import type { AnyFamily } from './family';
+
+const uniqueNameLock = new KeyedMutex();
+
+/**
+ * Whether an object holds its name: once shown (it has a status) and until deleted. A
+ * custom resource still waiting for adoption holds none, so two kubectl-made objects of
+ * the same name do not refuse each other: the first adopted keeps the name.
+ */
+function holdsName(object: StoredObject<unknown, { status?: string } | undefined>): boolean {
+  const state = object.status?.status;
+  return state !== undefined && state !== 'deleted' && state !== 'destroyed';
+}
+
+/**
+ * Runs `create` under the family's per-team name lock after checking that no other
+ * object (`self` excepted) holds the spec's name; throws 409 name_taken otherwise.
+ */
+export async function withUniqueName<R>(store: Store, family: AnyFamily, team: string, spec: unknown, self: string | undefined, create: () => Promise<R>): Promise<R> {
+  if (!family.uniqueNames) return create();
+  return uniqueNameLock.run(`${team}/${family.kind}`, async () => {
+    const name = family.nameOf(spec);
+    const objects = (await store.list(family.kind, team)) as StoredObject<unknown, { status?: string } | undefined>[];
+    const taken = objects.some((o) => o.meta.id !== self && family.nameOf(o.spec) === name && holdsName(o));
+    if (taken) throw conflict('name_taken', `A ${family.title} named "${name}" already exists in this team.`);
+    return create();
+  });
+}
+
+/**
+ * Keeps the family's secret of a new resource (`given`, else generated from the spec)
+ * before `write` makes the resource, so a reconciler always finds it; removes it again if
+ * the write fails. Without a secret to keep, only writes.
+ */
+export async function withNewSecret<R>(store: Store, family: AnyFamily, team: string, id: string, spec: unknown, given: string | undefined, write: () => Promise<R>): Promise<R> {
+  const value = family.secret ? (given ?? family.secret.generate?.(spec) ?? null) : null;
+  if (value === null) return write();
+  const name = family.secret!.secretName(id);
+  await store.putSecret(team, name, { value });
+  try {
+    return await write();
+  } catch (err) {
+    await store.deleteSecret(team, name);
+    throw err;
+  }
+}
