@@ -1,17 +1,23 @@
 /**
  * Resources created outside the API (kubectl apply, GitOps) arrive with a spec and no
- * status. Before a family's reconciler sees one, it gets the first status the API would
- * have given it, and its creation event. A grace period leaves the API's own second
- * write (the status, right after the create) the time to land first.
+ * status. Before a family's reconciler sees one, it is taken in as a POST of the same
+ * body would be: the family's create rules judge the spec (the CRD has only checked its
+ * shape), the defaults they fill in are written into the spec, a generated secret is
+ * kept, and it gets its first status and creation event. A spec the rules refuse starts
+ * `failed` with the API's error message and is never provisioned. A grace period leaves
+ * the API's own second write (the status, right after the create) the time to land first.
  */
 import type { Store } from '../store/types';
-import type { AnyFamily, Resource } from '../resources/family';
+import type { AnyFamily, Resource, RuleContext } from '../resources/family';
 import type { ResourceWriter } from '../resources/writer';
+import { withNewSecret, withUniqueName } from '../resources/creation';
+import { ApiError } from '../lib/errors';
 import type { ReconcileResult, Reconciler } from './controller';
 
 const ADOPTION_GRACE_MS = 5_000;
+const ACTOR = 'system';
 
-export function adopting(family: AnyFamily, inner: Reconciler, store: Store, writer: ResourceWriter): Reconciler {
+export function adopting(family: AnyFamily, inner: Reconciler, store: Store, writer: ResourceWriter, rules: RuleContext): Reconciler {
   return {
     kind: inner.kind,
     async reconcile(team: string, id: string): Promise<ReconcileResult | void> {
@@ -23,10 +29,43 @@ export function adopting(family: AnyFamily, inner: Reconciler, store: Store, wri
         }
         const age = Date.now() - Date.parse(resource.meta.createdAt);
         if (age < ADOPTION_GRACE_MS) return { requeueAfterMs: ADOPTION_GRACE_MS - age };
-        await writer.initialize(family, resource, 'system');
+        await adopt(family, resource, store, writer, rules);
         return;
       }
       return inner.reconcile(team, id);
     },
   };
+}
+
+async function adopt(family: AnyFamily, resource: Resource, store: Store, writer: ResourceWriter, rules: RuleContext): Promise<void> {
+  const { team, id } = resource.meta;
+  let judged = false;
+  try {
+    // The CR's spec is the create body; spec-only fields (psk_version, backends) are ignored by the rules.
+    const ruled = family.specFromCreate(resource.spec, rules) as Record<string, unknown>;
+    await withUniqueName(store, family, team, ruled, id, async () => {
+      judged = true;
+      const current = await writeDefaults(store, resource, ruled);
+      // Kept by an earlier pass that stopped before the status write: it is this resource's.
+      const kept = family.secret ? await store.getSecret(team, family.secret.secretName(id)) : undefined;
+      const initialize = () => writer.initialize(family, current, ACTOR);
+      await (kept ? initialize() : withNewSecret(store, family, team, id, current.spec, undefined, initialize));
+    });
+  } catch (err) {
+    // A broken rule is the resource's fault; a failed write (a conflict, the store away) is retried.
+    if (judged || !(err instanceof ApiError)) throw err;
+    await writer.initialize(family, resource, ACTOR, err.message);
+  }
+}
+
+/**
+ * Writes into the spec, once, the fields the rules fill in that the CR leaves out (as the
+ * API server's defaulting would); the values the CR gives are kept as they are.
+ */
+async function writeDefaults(store: Store, resource: Resource, ruled: Record<string, unknown>): Promise<Resource> {
+  const spec = resource.spec as Record<string, unknown>;
+  const missing = Object.keys(ruled).filter((field) => !(field in spec));
+  if (missing.length === 0) return resource;
+  const defaulted = { ...spec, ...Object.fromEntries(missing.map((field) => [field, ruled[field]])) };
+  return (await store.update({ ...resource, spec: defaulted })) as Resource;
 }

@@ -31,5 +31,5 @@ export function buildReconcilers(deps: ReconcilerDeps): Reconciler[] {
     new JobReconciler(deps.store, deps.writer, deps.provider.jobs),
   ];
   // Every reconciled family also takes in what kubectl created.
-  return reconcilers.map((r) => adopting(families.find((f) => f.kind === r.kind)!, r, deps.store, deps.writer));
+  return reconcilers.map((r) => adopting(families.find((f) => f.kind === r.kind)!, r, deps.store, deps.writer, { config: deps.config }));
 }

@@ -29,17 +29,19 @@ export class ResourceWriter {
 
   /**
    * Gives a resource made outside the API (kubectl, GitOps) the first status the API
-   * would have given it, with its creation event.
+   * would have given it, with its creation event. With a `refusal` (the message of the
+   * create rule it breaks) it starts `failed` instead, and is never provisioned.
    */
-  async initialize(family: AnyFamily, resource: Resource, actor: string): Promise<Resource> {
-    return (await this.store.updateStatus({ ...resource, status: this.firstStatus(family, resource, actor) })) as Resource;
+  async initialize(family: AnyFamily, resource: Resource, actor: string, refusal?: string): Promise<Resource> {
+    const status = this.firstStatus(family, resource, actor, refusal === undefined ? {} : { status: 'failed', status_reason: refusal });
+    return (await this.store.updateStatus({ ...resource, status })) as Resource;
   }
 
-  private firstStatus(family: AnyFamily, resource: Resource, actor: string): BaseStatus {
+  private firstStatus(family: AnyFamily, resource: Resource, actor: string, outcome: Partial<Pick<BaseStatus, 'status' | 'status_reason'>> = {}): BaseStatus {
     const status: BaseStatus & Record<string, unknown> = {
       ...family.initialStatus(resource.spec),
-      status: family.states[0],
-      status_reason: null,
+      status: outcome.status ?? family.states[0],
+      status_reason: outcome.status_reason ?? null,
       observed_generation: resource.meta.generation,
       observed_config: configHash(family, resource.spec as Record<string, unknown>),
       deleted_at: null,

@@ -1,0 +1,193 @@
+/**
+ * Adoption of custom resources made outside the API, on a real kube-apiserver with the
+ * real service in cluster mode: a CR is judged by the family's create rules as the same
+ * POST would be, gets the rules' defaults in its spec and its generated secret, or ends
+ * `failed` with the API's message. Every CR is created up front, so the adoption grace
+ * period is waited out once for all of them.
+ */
+import { CoreV1Api, CustomObjectsApi } from '@kubernetes/client-node';
+import { installCrds, kubeConfigOf } from '../helpers/cluster';
+import { KubeApiServer, startKubeApiServer } from '../helpers/kube-apiserver';
+import { eventually, startTestService, TestService, waitForStatus } from '../helpers/service';
+import { eventsOf, Receiver, startReceiver } from '../helpers/receiver';
+
+jest.setTimeout(60_000);
+
+const GROUP = 'cloudplane.dev';
+const VERSION = 'v1alpha1';
+const UNAVAILABLE_REGION = 'sgp1';
+/** Adoption waits 5 s after creation; the provider's simulated work adds little to that. */
+const SETTLE_MS = 30_000;
+
+let cluster: KubeApiServer;
+let t: TestService;
+let custom: CustomObjectsApi;
+let core: CoreV1Api;
+let namespace: string;
+let receiver: Receiver;
+
+const CRS = {
+  ipsec: {
+    plural: 'vpngateways',
+    kind: 'VpnGateway',
+    name: 'office-ipsec',
+    spec: { name: 'office-ipsec', region: 'fra1', tunnel_type: 'ipsec', local_network_cidr: '10.10.0.0/16', remote_network_cidr: '192.168.10.0/24', remote_peer_ip: '93.184.216.34', psk_version: 1 },
+  },
+  wireguard: {
+    plural: 'vpngateways',
+    kind: 'VpnGateway',
+    name: 'office-wg',
+    spec: { name: 'office-wg', region: 'fra1', tunnel_type: 'wireguard', local_network_cidr: '10.10.0.0/16', remote_network_cidr: '192.168.20.0/24', remote_peer_ip: '93.184.216.35', psk_version: 1 },
+  },
+  overlapping: {
+    plural: 'vpngateways',
+    kind: 'VpnGateway',
+    name: 'overlapping',
+    spec: { name: 'overlapping', region: 'fra1', tunnel_type: 'ipsec', local_network_cidr: '10.10.0.0/16', remote_network_cidr: '10.10.4.0/24', remote_peer_ip: '93.184.216.36', psk_version: 1 },
+  },
+  unavailable: {
+    plural: 'buckets',
+    kind: 'Bucket',
+    name: 'far-away',
+    spec: { name: 'far-away', region: UNAVAILABLE_REGION, public: false },
+  },
+  // ssl_certificate_id left out: client-side kubectl apply drops a null, and the CRD allows it.
+  defaulted: {
+    plural: 'loadbalancers',
+    kind: 'LoadBalancer',
+    name: 'no-cert',
+    spec: { name: 'no-cert', region: 'fra1', algorithm: 'round_robin', protocol: 'http', port: 80, health_check_path: '/health', sticky_sessions: false, backends: [] },
+  },
+  nameTaken: {
+    plural: 'buckets',
+    kind: 'Bucket',
+    name: 'twin',
+    spec: { name: 'api-made-first', region: 'fra1', public: false },
+  },
+} as const;
+type CrKey = keyof typeof CRS;
+
+const where = (key: CrKey) => ({ group: GROUP, version: VERSION, namespace, plural: CRS[key].plural, name: CRS[key].name });
+const read = async (key: CrKey): Promise<any> => custom.getNamespacedCustomObject(where(key));
+/** The API id the operator gave the CR, once it has a status (adopted). */
+const adoptedId = (key: CrKey) =>
+  eventually(async () => {
+    const object = await read(key);
+    return object.status?.status ? (object.metadata.labels?.[`${GROUP}/id`] as string) : null;
+  }, SETTLE_MS, 100);
+const secretName = (id: string) => `vpn-psk-${id.replace('_', '-')}`;
+
+beforeAll(async () => {
+  [cluster, receiver] = await Promise.all([startKubeApiServer(), startReceiver()]);
+  await installCrds(cluster);
+  t = await startTestService({
+    CLOUDPLANE_STORE: 'kubernetes',
+    CLOUDPLANE_KUBECONFIG: cluster.kubeconfigPath,
+    CLOUDPLANE_SYSTEM_NAMESPACE: 'cloudplane-system',
+    CLOUDPLANE_JOB_DRIVER: 'simulated',
+    CLOUDPLANE_SIM_DELAY_MS: '50',
+    CLOUDPLANE_REGIONS_UNAVAILABLE: UNAVAILABLE_REGION,
+    CLOUDPLANE_WEBHOOK_ALLOW_HTTP: 'true',
+    CLOUDPLANE_WEBHOOK_ALLOW_PRIVATE_TARGETS: 'true',
+  });
+  const kc = kubeConfigOf(cluster);
+  custom = kc.makeApiClient(CustomObjectsApi);
+  core = kc.makeApiClient(CoreV1Api);
+  namespace = t.teamId.replace('_', '-');
+  await core.createNamespace({ body: { metadata: { name: namespace } } }).catch((err: { code?: number }) => {
+    if (err.code !== 409) throw err;
+  });
+
+  const hook = await t.api('POST', '/api/v1/webhooks', { url: receiver.url, events: ['vpn_gateway.created', 'vpn_gateway.failed', 'bucket.created', 'bucket.failed'] });
+  expect(hook.status).toBe(201);
+  // The name the kubectl-made "twin" asks for is held already.
+  expect((await t.api('POST', '/api/v1/object-storage', { name: 'api-made-first', region: 'fra1' })).status).toBe(201);
+
+  for (const key of Object.keys(CRS) as CrKey[]) {
+    const { plural, kind, name, spec } = CRS[key];
+    await custom.createNamespacedCustomObject({ group: GROUP, version: VERSION, namespace, plural, body: { apiVersion: `${GROUP}/${VERSION}`, kind, metadata: { name }, spec } });
+  }
+}, 120_000);
+
+afterAll(async () => {
+  await t?.stop();
+  await cluster?.stop();
+  await receiver?.close();
+});
+
+describe('adoption of kubectl-made custom resources', () => {
+  test('an IPsec VPN gateway without a key gets a generated one in its Secret, psk_version 1, and the key shows nowhere else', async () => {
+    const id = await adoptedId('ipsec');
+    const record = await waitForStatus(t, `/api/v1/vpn-gateways/${id}`, 'active', SETTLE_MS);
+    expect(record.tunnel_type).toBe('ipsec');
+
+    const secret = await core.readNamespacedSecret({ name: secretName(id), namespace });
+    const key = Buffer.from(secret.data!.value, 'base64').toString('utf8');
+    expect(key).toMatch(/^[A-Za-z0-9]{40}$/);
+
+    const object = await read('ipsec');
+    expect(object.spec.psk_version).toBe(1);
+    expect(JSON.stringify(object)).not.toContain(key);
+    const one = await t.api('GET', `/api/v1/vpn-gateways/${id}`);
+    const list = await t.api('GET', '/api/v1/vpn-gateways?limit=100');
+    expect(JSON.stringify(one.body)).not.toContain(key);
+    expect(JSON.stringify(list.body)).not.toContain(key);
+    // Its creation event went out, without the key either.
+    const created = await eventually(async () => eventsOf(receiver).find((e) => e.type === 'vpn_gateway.created' && e.data.id === id));
+    expect(JSON.stringify(created)).not.toContain(key);
+  });
+
+  test('a WireGuard VPN gateway gets no key, as through the API', async () => {
+    const id = await adoptedId('wireguard');
+    await waitForStatus(t, `/api/v1/vpn-gateways/${id}`, 'active', SETTLE_MS);
+    await expect(core.readNamespacedSecret({ name: secretName(id), namespace })).rejects.toMatchObject({ code: 404 });
+  });
+
+  test('a CR in an unavailable region ends failed with the API\'s reason, a Crossplane-like condition and the failed event', async () => {
+    const refusedByApi = await t.api('POST', '/api/v1/object-storage', CRS.unavailable.spec);
+    expect(refusedByApi.status).toBe(422);
+    const reason: string = refusedByApi.body.error.message;
+    expect(reason).toContain(UNAVAILABLE_REGION);
+
+    const id = await adoptedId('unavailable');
+    const record = await waitForStatus(t, `/api/v1/object-storage/${id}`, 'failed', SETTLE_MS);
+    expect(record.status_reason).toBe(reason);
+    expect(record.endpoint).toBeNull();
+
+    const object = await read('unavailable');
+    expect(object.status.status_reason).toBe(reason);
+    expect(object.status.operation).toBeNull(); // nothing was started at the provider
+    const synced = object.status.conditions.find((c: { type: string }) => c.type === 'Synced');
+    expect(synced).toMatchObject({ status: 'False', reason: 'ReconcileError', message: reason });
+    expect(object.status.conditions.find((c: { type: string }) => c.type === 'Ready')).toMatchObject({ status: 'False', reason: 'Failed' });
+
+    const failed = await eventually(async () => eventsOf(receiver).find((e) => e.type === 'bucket.failed' && e.data.id === id));
+    expect(failed.data.status_reason).toBe(reason);
+  });
+
+  test('a VPN gateway whose networks overlap is refused with the API\'s message and gets no key', async () => {
+    const id = await adoptedId('overlapping');
+    const record = await waitForStatus(t, `/api/v1/vpn-gateways/${id}`, 'failed', SETTLE_MS);
+    expect(record.status_reason).toBe('The remote network 10.10.4.0/24 overlaps the local network 10.10.0.0/16.');
+    await expect(core.readNamespacedSecret({ name: secretName(id), namespace })).rejects.toMatchObject({ code: 404 });
+  });
+
+  test('a CR asking for a name another bucket holds is refused as name_taken', async () => {
+    const id = await adoptedId('nameTaken');
+    const record = await waitForStatus(t, `/api/v1/object-storage/${id}`, 'failed', SETTLE_MS);
+    expect(record.status_reason).toBe('A bucket named "api-made-first" already exists in this team.');
+  });
+
+  test('a valid CR without an optional field gets the default written into its spec and reaches its ready state', async () => {
+    const before = { ...CRS.defaulted.spec } as Record<string, unknown>;
+    expect('ssl_certificate_id' in before).toBe(false);
+    const id = await adoptedId('defaulted');
+    await waitForStatus(t, `/api/v1/load-balancers/${id}`, 'running', SETTLE_MS);
+
+    const object = await read('defaulted');
+    expect(object.spec).toEqual({ ...before, ssl_certificate_id: null });
+    // Written once, before the first status: the status has seen that generation.
+    expect(object.metadata.generation).toBe(2);
+    expect(object.status.observed_generation).toBe(2);
+  });
+});
