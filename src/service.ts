@@ -48,56 +48,60 @@ const SYSTEM_TEAM = '__system';
 
 /** The key that signs list cursors, made once and kept as a secret so cursors survive restarts. */
 async function cursorKeyOf(store: Store): Promise<Buffer> {
-  const existing = await store.getSecret(SYSTEM_TEAM, 'cursor-signing-key');
-  if (existing) return Buffer.from(existing.key, 'base64');
-  const key = randomBytes(32);
-  await store.putSecret(SYSTEM_TEAM, 'cursor-signing-key', { key: key.toString('base64') });
-  return key;
+  // Create-only: replicas starting at once end up with the same key.
+  const stored = await store.addSecret(SYSTEM_TEAM, 'cursor-signing-key', { key: randomBytes(32).toString('base64') });
+  return Buffer.from(stored.key, 'base64');
 }
 
 export async function startService(config: Config, logger: Logger = createLogger(config.logLevel)): Promise<RunningService> {
-  const store = createStore(config, logger);
-  await store.start();
-  const bus: EventBus = config.nats
-    ? new NatsEventBus({ ...config.nats, logger })
-    : new EmbeddedEventBus(path.join(config.dataDir, 'events'));
-  await bus.start();
-  const provider = createProvider(config, logger);
-  const writer = new ResourceWriter(store);
-  const authenticator = new ApiKeyAuthenticator(store, writer);
-  await authenticator.start();
-  const bootstrap = await ensureBootstrap(store, writer, authenticator, config.bootstrapApiKey);
-  const cursorKey = await cursorKeyOf(store);
-  const audit = new AuditLog(bus, config.eventRetentionMs);
-  audit.start();
-  const agent = createAgent({ store, bus, config, logger, writer, audit });
-  const ctx: ApiContext = { config, store, bus, provider, writer, authenticator, agent, audit, cursorKey, logger };
+  // What has started, to stop in reverse: on stop(), or when a later part fails to start
+  // (a half-started service must not keep watches, timers or the data directory open).
+  const started: Array<() => Promise<void> | void> = [];
+  const stopAll = async () => {
+    for (const stop of started.splice(0).reverse()) await stop();
+  };
+  try {
+    const store = createStore(config, logger);
+    await store.start();
+    started.push(() => store.stop());
+    const bus: EventBus = config.nats
+      ? new NatsEventBus({ ...config.nats, logger })
+      : new EmbeddedEventBus(path.join(config.dataDir, 'events'));
+    await bus.start();
+    started.push(() => bus.stop());
+    const provider = createProvider(config, logger);
+    const writer = new ResourceWriter(store);
+    const authenticator = new ApiKeyAuthenticator(store, writer);
+    await authenticator.start();
+    const bootstrap = await ensureBootstrap(store, writer, authenticator, config.bootstrapApiKey);
+    const cursorKey = await cursorKeyOf(store);
+    const audit = new AuditLog(bus, config.eventRetentionMs);
+    audit.start();
+    started.push(() => audit.stop());
+    const agent = createAgent({ store, bus, config, logger, writer, audit });
+    const ctx: ApiContext = { config, store, bus, provider, writer, authenticator, agent, audit, cursorKey, logger };
 
-  const leadership = leadershipFor(config, logger, leaderWork({ store, bus, provider, writer, agent, config, logger }));
-  await leadership.start();
+    const leadership = leadershipFor(config, logger, leaderWork({ store, bus, provider, writer, agent, config, logger }));
+    await leadership.start();
+    started.push(() => leadership.stop());
 
-  let ready = false;
-  const app = await buildApp(ctx, { isReady: () => ready });
-  await app.listen({ host: config.host, port: config.port });
-  ready = true;
-  const address = app.server.address();
-  const port = typeof address === 'object' && address ? address.port : config.port;
-  const host = config.host.includes(':') ? `[${config.host}]` : config.host;
-
-  return {
-    app,
-    ctx,
-    url: `http://${host}:${port}`,
-    bootstrap,
-    async stop() {
+    let ready = false;
+    const app = await buildApp(ctx, { isReady: () => ready });
+    started.push(async () => {
       ready = false;
       await app.close();
-      await leadership.stop();
-      audit.stop();
-      await bus.stop();
-      await store.stop();
-    },
-  };
+    });
+    await app.listen({ host: config.host, port: config.port });
+    ready = true;
+    const address = app.server.address();
+    const port = typeof address === 'object' && address ? address.port : config.port;
+    const host = config.host.includes(':') ? `[${config.host}]` : config.host;
+
+    return { app, ctx, url: `http://${host}:${port}`, bootstrap, stop: stopAll };
+  } catch (err) {
+    await stopAll().catch((stopErr) => logger.error({ err: (stopErr as Error).message }, 'could not stop what had started'));
+    throw err;
+  }
 }
 
 type LeaderWorkDeps = Pick<ApiContext, 'store' | 'bus' | 'provider' | 'writer' | 'config' | 'logger'> & { agent: ReturnType<typeof createAgent> };

@@ -3,7 +3,7 @@
  * creates the first team, its owner and a key, and hands the key back once to be printed.
  * The same function creates further teams for the `cloudplane team create` command.
  */
-import type { Store } from '../store/types';
+import { AlreadyExistsError, Store } from '../store/types';
 import type { ResourceWriter } from '../resources/writer';
 import { newId } from '../lib/ids';
 import { teamFamily, userFamily, Team } from '../resources/accounts';
@@ -25,30 +25,62 @@ export interface TeamInput {
   token?: string;
 }
 
-export async function createTeam(writer: ResourceWriter, authenticator: ApiKeyAuthenticator, input: TeamInput): Promise<NewTeam> {
-  const teamId = newId('team');
-  const userId = newId('usr');
+export async function createTeam(writer: ResourceWriter, authenticator: ApiKeyAuthenticator, input: TeamInput, ids = { teamId: newId('team'), userId: newId('usr') }): Promise<NewTeam> {
+  const { teamId, userId } = ids;
   const actor = 'system';
-  await writer.create(userFamily, teamId, { name: input.ownerName, email: input.ownerEmail, role: 'owner' }, actor, userId);
-  await writer.create(teamFamily, teamId, { name: input.teamName, owner_id: userId }, actor, teamId);
+  await createOrKeep(() => writer.create(userFamily, teamId, { name: input.ownerName, email: input.ownerEmail, role: 'owner' }, actor, userId));
+  await createOrKeep(() => writer.create(teamFamily, teamId, { name: input.teamName, owner_id: userId }, actor, teamId));
   const { key, token } = await authenticator.issue(teamId, userId, 'bootstrap', actor, input.token);
   return { teamId, userId, keyId: key.meta.id, token };
+}
+
+/** A record another replica (or an interrupted earlier start) already made is kept. */
+async function createOrKeep(create: () => Promise<unknown>): Promise<void> {
+  try {
+    await create();
+  } catch (err) {
+    if (!(err instanceof AlreadyExistsError)) throw err;
+  }
 }
 
 /**
  * Creates the first team on first start. With a configured bootstrap key that the
  * service does not know yet, the key is added to the first team's owner. Returns what
  * was created, for printing, or null when there was nothing to do.
+ *
+ * Replicas starting at once on an empty cluster agree on one first team: the ids are
+ * claimed with a create-only system secret, and only the replica whose claim won
+ * issues the key.
  */
 export async function ensureBootstrap(store: Store, writer: ResourceWriter, authenticator: ApiKeyAuthenticator, configuredKey?: string): Promise<NewTeam | null> {
   const teams = await store.list<Team['spec'], Team['status']>(teamFamily.kind);
   if (teams.length === 0) {
-    return createTeam(writer, authenticator, { teamName: 'My team', ownerName: 'Owner', ownerEmail: 'owner@example.com', token: configuredKey });
+    const proposal = { team_id: newId('team'), user_id: newId('usr') };
+    const claim = await store.addSecret(SYSTEM_TEAM, BOOTSTRAP_CLAIM, proposal);
+    const ids = { teamId: claim.team_id, userId: claim.user_id };
+    // A claim whose team never appears was left by a start that died: take it over.
+    if (claim.team_id === proposal.team_id || !(await firstTeam(store, 10_000))) {
+      return createTeam(writer, authenticator, FIRST_TEAM(configuredKey), ids);
+    }
   }
   if (configuredKey && !(await authenticator.knows(configuredKey))) {
-    const first = teams.sort((a, b) => a.meta.createdAt.localeCompare(b.meta.createdAt))[0];
+    const first = (await firstTeam(store, 0))!;
     const { key } = await authenticator.issue(first.meta.team, first.spec.owner_id, 'bootstrap', 'system', configuredKey);
     return { teamId: first.meta.team, userId: first.spec.owner_id, keyId: key.meta.id, token: configuredKey };
   }
   return null;
+}
+
+const SYSTEM_TEAM = '__system';
+const BOOTSTRAP_CLAIM = 'bootstrap-team';
+const FIRST_TEAM = (token?: string): TeamInput => ({ teamName: 'My team', ownerName: 'Owner', ownerEmail: 'owner@example.com', token });
+
+/** The oldest team, waiting up to `waitMs` for another replica to create the first one. */
+async function firstTeam(store: Store, waitMs: number): Promise<Team | undefined> {
+  for (let waited = 0; ; waited += 200) {
+    const teams = await store.list<Team['spec'], Team['status']>(teamFamily.kind);
+    if (teams.length > 0) return teams.sort((a, b) => a.meta.createdAt.localeCompare(b.meta.createdAt))[0] as Team;
+    if (waited >= waitMs) return undefined;
+    await new Promise((resolve) => setTimeout(resolve, 200));
+  }
 }

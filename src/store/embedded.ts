@@ -212,6 +212,22 @@ export class EmbeddedStore implements Store {
     });
   }
 
+  async addSecret(team: string, name: string, data: Record<string, string>): Promise<Record<string, string>> {
+    const key = keyOf(SECRET_KIND, team, name);
+    let stored = data;
+    await this.exclusive(key, async () => {
+      const existing = this.latest(key);
+      if (existing) {
+        stored = existing.spec as Record<string, string>;
+        return;
+      }
+      const now = nowIso();
+      const meta = { kind: SECRET_KIND, id: name, team, labels: {}, generation: 1, createdAt: now, updatedAt: now, resourceVersion: '' };
+      await this.commit(key, { meta, spec: { ...data }, status: {} });
+    });
+    return { ...stored };
+  }
+
   async deleteSecret(team: string, name: string): Promise<void> {
     const key = keyOf(SECRET_KIND, team, name);
     await this.exclusive(key, () => (this.latest(key) ? this.write(key, null, { op: 'del', k: key }) : Promise.resolve()));

@@ -71,6 +71,11 @@ export interface Store {
   /** Secrets (keys, key hashes) never live in a resource; in Kubernetes they are Secrets. */
   getSecret(team: string, name: string): Promise<Record<string, string> | undefined>;
   putSecret(team: string, name: string, data: Record<string, string>): Promise<void>;
+  /**
+   * Writes the secret unless it exists; returns what is stored, the first writer's data
+   * when several race (replicas starting at once must agree on one key).
+   */
+  addSecret(team: string, name: string, data: Record<string, string>): Promise<Record<string, string>>;
   deleteSecret(team: string, name: string): Promise<void>;
   /** Secrets whose names start with `prefix`, across all teams. */
   listSecrets(prefix: string): Promise<Array<{ team: string; name: string; data: Record<string, string> }>>;

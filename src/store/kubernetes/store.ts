@@ -329,19 +329,7 @@ export class KubernetesStore implements Store {
     await this.ensureNamespace(namespace);
     const existing = this.secrets.get(`${team}/${name}`);
     this.tombstones.delete(`Secret/${team}/${name}`);
-    const body = {
-      apiVersion: 'v1',
-      kind: 'Secret',
-      type: 'Opaque',
-      metadata: {
-        name: secretObjectName(name),
-        namespace,
-        labels: { 'app.kubernetes.io/managed-by': 'cloudplane' },
-        annotations: { [SECRET_NAME_ANNOTATION]: name },
-        ...(existing ? { resourceVersion: existing.raw.metadata.resourceVersion } : {}),
-      },
-      stringData: data,
-    };
+    const body = secretBody(name, namespace, data, existing?.raw.metadata.resourceVersion);
     const write = async (): Promise<KubeObject> =>
       (existing
         ? await this.call(() => this.core.replaceNamespacedSecret({ name: body.metadata.name, namespace, body: body as never }))
@@ -357,6 +345,25 @@ export class KubernetesStore implements Store {
       answer = (await this.call(() => this.core.replaceNamespacedSecret({ name: body.metadata.name, namespace, body: body as never }))) as unknown as KubeObject;
     }
     this.upsertSecret(answer);
+  }
+
+  async addSecret(team: string, name: string, data: Record<string, string>): Promise<Record<string, string>> {
+    const cached = await this.getSecret(team, name);
+    if (cached) return cached;
+    const namespace = this.namespaceOf(team);
+    await this.ensureNamespace(namespace);
+    const body = secretBody(name, namespace, data);
+    let answer: KubeObject;
+    try {
+      answer = (await this.call(() => this.core.createNamespacedSecret({ namespace, body: body as never }))) as unknown as KubeObject;
+    } catch (err) {
+      // Another replica made it first: its data wins.
+      if (httpCode(err) !== 409) throw err;
+      answer = (await this.call(() => this.core.readNamespacedSecret({ name: body.metadata.name, namespace }))) as unknown as KubeObject;
+    }
+    this.tombstones.delete(`Secret/${team}/${name}`);
+    this.upsertSecret(answer);
+    return decodedData(answer);
   }
 
   async deleteSecret(team: string, name: string): Promise<void> {
@@ -509,8 +516,7 @@ export class KubernetesStore implements Store {
     const md = raw.metadata as KubeObject['metadata'] & { annotations?: Record<string, string> };
     const name = md.annotations?.[SECRET_NAME_ANNOTATION];
     if (!name) return;
-    const encoded = ((raw as { data?: Record<string, string> }).data ?? {}) as Record<string, string>;
-    const data = Object.fromEntries(Object.entries(encoded).map(([k, v]) => [k, Buffer.from(v, 'base64').toString('utf8')]));
+    const data = decodedData(raw);
     const team = teamOfNamespace(md.namespace ?? '', this.o.systemNamespace);
     const version = md.resourceVersion ?? '';
     // A late watch event must not undo a write this store already saw answered, nor bring back a deleted secret.
@@ -613,4 +619,26 @@ function laterVersion(a: string, b: string | undefined): string {
 function outboxOnly(before: Record<string, unknown>, after: Record<string, unknown>): boolean {
   const strip = ({ pending_events: _p, updated_at: _u, ...rest }: Record<string, unknown>) => JSON.stringify(rest);
   return strip(before) === strip(after);
+}
+
+/** A Secret object holding one store secret; its store name rides in an annotation. */
+function secretBody(name: string, namespace: string, data: Record<string, string>, resourceVersion?: string) {
+  return {
+    apiVersion: 'v1',
+    kind: 'Secret',
+    type: 'Opaque',
+    metadata: {
+      name: secretObjectName(name),
+      namespace,
+      labels: { 'app.kubernetes.io/managed-by': 'cloudplane' },
+      annotations: { [SECRET_NAME_ANNOTATION]: name },
+      ...(resourceVersion ? { resourceVersion } : {}),
+    },
+    stringData: data,
+  };
+}
+
+function decodedData(raw: KubeObject): Record<string, string> {
+  const encoded = ((raw as { data?: Record<string, string> }).data ?? {}) as Record<string, string>;
+  return Object.fromEntries(Object.entries(encoded).map(([k, v]) => [k, Buffer.from(v, 'base64').toString('utf8')]));
 }
