@@ -126,6 +126,13 @@ function printerColumns(family: AnyFamily): Schema[] {
 
 export function crdFor(family: AnyFamily): Schema {
   const spec = convertSchema(plain(family.schemas.spec), `${family.kind}.spec`);
+  // A kubectl user writes what a POST body would hold: what the create rules default or
+  // the service sets (adoption fills them in) is not required of them.
+  const requiredOnCreate = new Set<string>(plain(family.schemas.create).required ?? []);
+  const required = (spec.required ?? []).filter((name: string) => requiredOnCreate.has(name));
+  if (required.length > 0) spec.required = required;
+  else delete spec.required;
+  spec.description ??= 'What was asked for: the fields of the POST body. Fields left out get the defaults the API would give them.';
   const status = convertSchema(plain(family.schemas.status), `${family.kind}.status`);
   return {
     apiVersion: 'apiextensions.k8s.io/v1',

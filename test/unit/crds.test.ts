@@ -132,6 +132,19 @@ describe('CRD schemas', () => {
   });
 });
 
+describe('CRD required fields', () => {
+  it('asks of a kubectl user what a POST body must hold, no more', () => {
+    for (const family of families) {
+      const specSchema = (crdFor(family) as any).spec.versions[0].schema.openAPIV3Schema.properties.spec;
+      const createRequired: string[] = JSON.parse(JSON.stringify(family.schemas.create)).required ?? [];
+      for (const name of specSchema.required ?? []) expect(`${family.kind}.${name}`).toBe(createRequired.includes(name) ? `${family.kind}.${name}` : 'required only on create');
+    }
+    const lb = (crdFor(familyByName('load_balancer')) as any).spec.versions[0].schema.openAPIV3Schema.properties.spec;
+    expect(lb.required).toEqual(expect.arrayContaining(['name', 'region']));
+    expect(lb.required).not.toContain('algorithm');
+  });
+});
+
 describe('CRD names', () => {
   const builtInKinds = new Set(BUILT_IN_KINDS.map((k) => k.toLowerCase()));
   const builtInShortNames = new Set(BUILT_IN_SHORT_NAMES);
