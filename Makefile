@@ -2,7 +2,7 @@
 SHELL := /bin/bash
 NODE_MODULES_STAMP := node_modules/.package-lock.json
 
-.PHONY: run test build lint crds bench bench-webhooks clean deps
+.PHONY: run test build lint crds bench bench-webhooks bench-cluster clean deps
 
 # `npm install` rather than `npm ci`: npm 11 leaves other platforms' optional binaries
 # (@swc/core-darwin-*, ...) out of the lock file, and `npm ci` then refuses it.
@@ -35,6 +35,11 @@ bench: build
 
 bench-webhooks: build
 	node dist/bench/webhooks.js
+
+# Cluster mode against a real kube-apiserver + etcd (built/installed like `make test` does).
+bench-cluster: build
+	scripts/ensure-tools.sh
+	node dist/bench/cluster.js
 
 clean:
 	rm -rf dist

@@ -1,0 +1,103 @@
+/**
+ * The operator under measurement in bench/cluster.ts, in a process of its own (forked
+ * with --expose-gc), so that its memory is its own and the load generator does not share
+ * its event loop. Configured by the environment like `make run`; driven over IPC:
+ *   { type: 'measure' }                     -> CPU time so far, memory after a forced GC
+ *   { type: 'reconciled', kind, count, timeoutMs }
+ *                                           -> ms from start until `count` reconcile passes of `kind`
+ *   { type: 'stop' }                        -> graceful stop (the Lease is released), then exit
+ * Mode `service` (default) runs startService; mode `store` only starts the Kubernetes store,
+ * i.e. the list + watch of every collection into the cache, to time that alone.
+ */
+import { performance } from 'node:perf_hooks';
+import { loadConfig } from '../src/config';
+import { createLogger } from '../src/logger';
+import { startService } from '../src/service';
+import { createStore } from '../src/store';
+import { reconcileCounter } from '../src/metrics';
+
+export type OperatorRequest =
+  | { type: 'measure' }
+  | { type: 'reconciled'; kind: string; count: number; timeoutMs: number }
+  | { type: 'stop' };
+
+export interface Measurement {
+  at: number;
+  cpu_ms: number;
+  rss_mb: number;
+  heap_used_mb: number;
+  heap_total_mb: number;
+  external_mb: number;
+}
+
+export type OperatorReply =
+  | { type: 'ready'; start_ms: number; url?: string; team_id?: string }
+  | { type: 'failed'; error: string }
+  | { type: 'measure'; measurement: Measurement }
+  | { type: 'reconciled'; ms_since_start: number | null; passes: number }
+  | { type: 'stopped'; stop_ms: number };
+
+const mb = (bytes: number) => Math.round((bytes / 1024 ** 2) * 10) / 10;
+const send = (reply: OperatorReply) => process.send!(reply);
+
+async function measure(): Promise<Measurement> {
+  const cpu = process.cpuUsage();
+  const gc = (globalThis as { gc?: () => void }).gc;
+  if (!gc) throw new Error('run with --expose-gc');
+  // Twice, with a turn of the event loop between: weak references and finalizers of the
+  // first collection are freed by the second.
+  gc();
+  await new Promise((resolve) => setImmediate(resolve));
+  gc();
+  const m = process.memoryUsage();
+  return { at: Date.now(), cpu_ms: (cpu.user + cpu.system) / 1000, rss_mb: mb(m.rss), heap_used_mb: mb(m.heapUsed), heap_total_mb: mb(m.heapTotal), external_mb: mb(m.external) };
+}
+
+async function passes(kind: string): Promise<number> {
+  const metric = await reconcileCounter.get();
+  return metric.values.filter((v) => v.labels.kind === kind).reduce((sum, v) => sum + v.value, 0);
+}
+
+async function main(): Promise<void> {
+  const mode = process.argv[2] ?? 'service';
+  const config = loadConfig(process.env);
+  const logger = createLogger(config.logLevel);
+  const t0 = performance.now();
+  let stop: () => Promise<void>;
+  if (mode === 'store') {
+    const store = createStore(config, logger);
+    await store.start();
+    stop = () => store.stop();
+    send({ type: 'ready', start_ms: performance.now() - t0 });
+  } else {
+    const service = await startService(config, logger);
+    stop = () => service.stop();
+    send({ type: 'ready', start_ms: performance.now() - t0, url: service.url, team_id: service.bootstrap?.teamId });
+  }
+
+  process.on('message', (request: OperatorRequest) => {
+    void (async () => {
+      if (request.type === 'measure') send({ type: 'measure', measurement: await measure() });
+      else if (request.type === 'reconciled') {
+        const deadline = Date.now() + request.timeoutMs;
+        let done = await passes(request.kind);
+        while (done < request.count && Date.now() < deadline) {
+          await new Promise((resolve) => setTimeout(resolve, 50));
+          done = await passes(request.kind);
+        }
+        send({ type: 'reconciled', ms_since_start: done >= request.count ? performance.now() - t0 : null, passes: done });
+      } else if (request.type === 'stop') {
+        const started = performance.now();
+        await stop();
+        send({ type: 'stopped', stop_ms: performance.now() - started });
+        process.disconnect();
+        process.exit(0);
+      }
+    })().catch((err: Error) => send({ type: 'failed', error: err.stack ?? err.message }));
+  });
+}
+
+main().catch((err: Error) => {
+  send({ type: 'failed', error: err.stack ?? err.message });
+  process.exit(1);
+});

@@ -1,0 +1,492 @@
+/**
+ * Cluster-mode benchmark (`make bench-cluster`): the operator on the Kubernetes store
+ * against a real kube-apiserver + etcd (test/helpers/kube-apiserver.ts), in a child
+ * process of its own (bench/cluster-operator.ts). It measures
+ *   1. how fast the reconcilers take load balancers from `creating` to `running`, created
+ *      through the API and created as custom resources (as kubectl would, then adopted);
+ *   2. the operator's memory with 0 and with BENCH_TOTAL (10 000) load balancers in its
+ *      cache, and how long a restarted operator takes to list and sync them.
+ * Writes bench/results/cluster-<timestamp>.json and bench/results/cluster-latest.md.
+ * See bench/README.md for how to read the results.
+ */
+import { execFileSync, fork, ChildProcess } from 'node:child_process';
+import fs from 'node:fs';
+import os from 'node:os';
+import path from 'node:path';
+import { performance } from 'node:perf_hooks';
+import { CoreV1Api, CustomObjectsApi, KubeConfig, Watch } from '@kubernetes/client-node';
+import { createLogger } from '../src/logger';
+import { CollectionWatcher, KubeObject } from '../src/store/kubernetes/watcher';
+import { GROUP, namespaceOfTeam, VERSION } from '../src/store/kubernetes/names';
+import { installCrds, kubeConfigOf } from '../test/helpers/cluster';
+import { KubeApiServer, startKubeApiServer } from '../test/helpers/kube-apiserver';
+import type { Measurement, OperatorReply, OperatorRequest } from './cluster-operator';
+
+const REPO = path.resolve(__dirname, '..', '..');
+const RESULTS_DIR = path.join(REPO, 'bench', 'results');
+const KEY = 'cpk_Bench0123456789abcdefghijABCDEFGHIJKLMNO';
+const SYSTEM_NAMESPACE = 'cloudplane-system';
+const PLURAL = 'loadbalancers';
+
+const env = (name: string, fallback: number) => Number(process.env[name] ?? fallback);
+const THROUGHPUT_N = env('BENCH_THROUGHPUT_N', 500);
+const TOTAL = env('BENCH_TOTAL', 10_000);
+const CONCURRENCY = env('BENCH_CONCURRENCY', 20);
+const WORKERS = env('BENCH_WORKERS', 4);
+/** A second API row with this many workers per controller (0: none), to see whether workers are the limit. */
+const MORE_WORKERS = env('BENCH_MORE_WORKERS', 16);
+const SIM_DELAY_MS = env('BENCH_SIM_DELAY_MS', 50);
+const SETTLE_S = env('BENCH_SETTLE_S', 10);
+const WAIT_TIMEOUT_S = env('BENCH_WAIT_TIMEOUT_S', 600);
+
+const log = (line: string) => process.stdout.write(`[${new Date().toISOString().slice(11, 19)}] ${line}\n`);
+const sleep = (ms: number) => new Promise((resolve) => setTimeout(resolve, ms));
+const round = (n: number, digits = 1) => Math.round(n * 10 ** digits) / 10 ** digits;
+
+/** The operator child process and a request/reply channel to it. */
+class Operator {
+  private constructor(
+    private readonly child: ChildProcess,
+    readonly ready: Extract<OperatorReply, { type: 'ready' }>,
+  ) {}
+
+  static async start(mode: 'service' | 'store', environment: Record<string, string>): Promise<Operator> {
+    const child = fork(path.join(__dirname, 'cluster-operator.js'), [mode], {
+      execArgv: ['--expose-gc'],
+      env: { PATH: process.env.PATH ?? '', ...environment },
+      stdio: ['ignore', 'inherit', 'inherit', 'ipc'],
+    });
+    const ready = await Operator.next(child, 'ready', 180_000);
+    return new Operator(child, ready);
+  }
+
+  private static next<T extends OperatorReply['type']>(child: ChildProcess, type: T, timeoutMs: number): Promise<Extract<OperatorReply, { type: T }>> {
+    return new Promise((resolve, reject) => {
+      const timer = setTimeout(() => finish(new Error(`the operator did not answer ${type} within ${timeoutMs} ms`)), timeoutMs);
+      const onMessage = (reply: OperatorReply) => {
+        if (reply.type === type) finish(null, reply as Extract<OperatorReply, { type: T }>);
+        else if (reply.type === 'failed') finish(new Error(`operator: ${reply.error}`));
+      };
+      const onExit = (code: number | null) => finish(new Error(`the operator exited (${code}) while waiting for ${type}`));
+      const finish = (err: Error | null, reply?: Extract<OperatorReply, { type: T }>) => {
+        clearTimeout(timer);
+        child.off('message', onMessage);
+        child.off('exit', onExit);
+        if (err) reject(err);
+        else resolve(reply!);
+      };
+      child.on('message', onMessage);
+      child.once('exit', onExit);
+    });
+  }
+
+  private ask<T extends OperatorReply['type']>(request: OperatorRequest, type: T, timeoutMs = 60_000) {
+    const reply = Operator.next(this.child, type, timeoutMs);
+    this.child.send(request);
+    return reply;
+  }
+
+  async measure(): Promise<Measurement> {
+    return (await this.ask({ type: 'measure' }, 'measure')).measurement;
+  }
+
+  /** Memory after a forced GC, and the CPU the process used over `seconds` of waiting. */
+  async settled(seconds: number): Promise<Measurement & { cpu_percent: number }> {
+    const first = await this.measure();
+    await sleep(seconds * 1000);
+    const last = await this.measure();
+    return { ...last, cpu_percent: round(((last.cpu_ms - first.cpu_ms) / (last.at - first.at)) * 100) };
+  }
+
+  async reconciled(kind: string, count: number, timeoutMs: number) {
+    return this.ask({ type: 'reconciled', kind, count, timeoutMs }, 'reconciled', timeoutMs + 10_000);
+  }
+
+  async stop(): Promise<number> {
+    const exited = new Promise((resolve) => this.child.once('exit', resolve));
+    const { stop_ms } = await this.ask({ type: 'stop' }, 'stopped', 120_000);
+    await exited;
+    return stop_ms;
+  }
+
+  kill(): void {
+    if (this.child.exitCode === null && this.child.signalCode === null) this.child.kill('SIGKILL');
+  }
+}
+
+/**
+ * Watches every load balancer (with the operator's own list-and-watch loop) and notes
+ * when each was first seen `running`, by this process's clock.
+ */
+class RunningTracker {
+  readonly runningAt = new Map<string, number>();
+  readonly failed = new Set<string>();
+  readonly seen = new Set<string>();
+  private readonly watcher: CollectionWatcher;
+
+  constructor(kc: KubeConfig) {
+    const custom = kc.makeApiClient(CustomObjectsApi);
+    const note = (object: KubeObject) => {
+      const name = object.metadata.name;
+      this.seen.add(name);
+      const status = (object.status as { status?: string } | undefined)?.status;
+      if (status === 'running' && !this.runningAt.has(name)) this.runningAt.set(name, performance.now());
+      if (status === 'failed') this.failed.add(name);
+    };
+    this.watcher = new CollectionWatcher(
+      new Watch(kc),
+      {
+        path: `/apis/${GROUP}/${VERSION}/${PLURAL}`,
+        list: async () => {
+          const answer = (await custom.listClusterCustomObject({ group: GROUP, version: VERSION, plural: PLURAL })) as { items: KubeObject[]; metadata: { resourceVersion: string } };
+          return { items: answer.items, resourceVersion: answer.metadata.resourceVersion };
+        },
+      },
+      { replace: (items) => items.forEach(note), upsert: note, remove: () => undefined },
+      createLogger('warn'),
+    );
+  }
+
+  start = () => this.watcher.start();
+  stop = () => this.watcher.stop();
+
+  /** Waits until every name is running (or failed); false on timeout. */
+  async waitAll(names: string[], timeoutMs: number, progress?: (running: number) => void): Promise<boolean> {
+    const deadline = Date.now() + timeoutMs;
+    let lastReport = Date.now();
+    for (;;) {
+      const running = names.filter((n) => this.runningAt.has(n) || this.failed.has(n)).length;
+      if (running === names.length) return true;
+      if (Date.now() > deadline) return false;
+      if (progress && Date.now() - lastReport > 15_000) {
+        progress(running);
+        lastReport = Date.now();
+      }
+      await sleep(100);
+    }
+  }
+}
+
+/** Runs `task` for 0..count-1 with at most `concurrency` at a time. */
+async function pool(count: number, concurrency: number, task: (i: number) => Promise<void>): Promise<void> {
+  let next = 0;
+  await Promise.all(
+    Array.from({ length: Math.min(concurrency, count) }, async () => {
+      while (next < count) await task(next++);
+    }),
+  );
+}
+
+function percentile(sorted: number[], p: number): number {
+  if (sorted.length === 0) return NaN;
+  return sorted[Math.min(sorted.length - 1, Math.max(0, Math.ceil((p / 100) * sorted.length) - 1))];
+}
+
+/** The manifest kubectl would send for examples/load-balancer.yaml, under another name. */
+function loadBalancerCr(name: string, namespace: string) {
+  return {
+    apiVersion: `${GROUP}/${VERSION}`,
+    kind: 'LoadBalancer',
+    metadata: { name, namespace },
+    spec: { name, region: 'fra1', algorithm: 'round_robin', protocol: 'http', port: 80, health_check_path: '/healthz', sticky_sessions: false, backends: [] },
+  };
+}
+
+interface ThroughputResult {
+  how: string;
+  workers: number;
+  count: number;
+  concurrency: number;
+  all_running: boolean;
+  running: number;
+  failed: number;
+  create_s: number;
+  creates_per_s: number;
+  first_create_to_last_running_s: number;
+  running_per_s: number;
+  latency_s: { p50: number; p99: number; max: number };
+}
+
+/**
+ * Creates `count` load balancers with `create` (which returns the custom resource's name)
+ * and measures from the first create to the last one running.
+ */
+async function throughput(how: string, workers: number, count: number, tracker: RunningTracker, create: (i: number) => Promise<string>): Promise<ThroughputResult> {
+  log(`${how}, ${workers} workers: creating ${count} load balancers, ${CONCURRENCY} at a time...`);
+  const sentAt = new Map<string, number>();
+  const start = performance.now();
+  await pool(count, CONCURRENCY, async (i) => {
+    const before = performance.now();
+    sentAt.set(await create(i), before);
+    if ((i + 1) % 2000 === 0) log(`  ${i + 1} created`);
+  });
+  const created = performance.now();
+  log(`  created in ${round((created - start) / 1000)} s; waiting until they are running...`);
+  const names = [...sentAt.keys()];
+  const allRunning = await tracker.waitAll(names, WAIT_TIMEOUT_S * 1000, (n) => log(`  ${n} of ${names.length} running`));
+  const latencies = names.filter((n) => tracker.runningAt.has(n)).map((n) => (tracker.runningAt.get(n)! - sentAt.get(n)!) / 1000).sort((a, b) => a - b);
+  const lastRunning = Math.max(...names.map((n) => tracker.runningAt.get(n) ?? 0));
+  const span = (lastRunning - start) / 1000;
+  const result: ThroughputResult = {
+    how,
+    workers,
+    count,
+    concurrency: CONCURRENCY,
+    all_running: allRunning,
+    running: latencies.length,
+    failed: names.filter((n) => tracker.failed.has(n)).length,
+    create_s: round((created - start) / 1000, 2),
+    creates_per_s: round(count / ((created - start) / 1000)),
+    first_create_to_last_running_s: round(span, 2),
+    running_per_s: round(latencies.length / span),
+    latency_s: { p50: round(percentile(latencies, 50), 2), p99: round(percentile(latencies, 99), 2), max: round(latencies[latencies.length - 1] ?? NaN, 2) },
+  };
+  log(`  ${result.running} running (${result.failed} failed) ${result.first_create_to_last_running_s} s after the first create: ${result.running_per_s}/s; create->running p50 ${result.latency_s.p50} s, p99 ${result.latency_s.p99} s`);
+  return result;
+}
+
+function machine() {
+  const cpus = os.cpus();
+  return {
+    cpu_model: cpus[0]?.model ?? 'unknown',
+    cpu_count: cpus.length,
+    total_memory_gb: Math.round((os.totalmem() / 1024 ** 3) * 10) / 10,
+    node: process.version,
+    platform: `${os.type()} ${os.release()} ${os.arch()}`,
+  };
+}
+
+/** Which commit was built, and which source files differed from it (others' work in progress). */
+function sourceState() {
+  const git = (...args: string[]) => execFileSync('git', args, { cwd: REPO, encoding: 'utf8' }).trim();
+  try {
+    return { commit: git('rev-parse', 'HEAD'), uncommitted_src: git('status', '--porcelain', '--', 'src').split('\n').filter(Boolean) };
+  } catch {
+    return { commit: 'unknown', uncommitted_src: [] };
+  }
+}
+
+type Memory = Measurement & { cpu_percent: number; load_balancers: number };
+
+interface Report {
+  started_at: string;
+  duration_s: number;
+  machine: ReturnType<typeof machine>;
+  source: ReturnType<typeof sourceState>;
+  load_average: { before: number[]; after: number[] };
+  settings: Record<string, unknown>;
+  note: string;
+  throughput: ThroughputResult[];
+  bulk: ThroughputResult;
+  memory: { empty: Memory; full: Memory; after_restart: Memory };
+  restart: { total_load_balancers: number; stop_ms: number; store_sync_ms: number; store_only_memory: Measurement; service_start_ms: number; first_pass_ms: number | null; first_pass_reconciles: number };
+}
+
+function markdown(r: Report): string {
+  const m = r.machine;
+  const load = (l: number[]) => l.map((x) => x.toFixed(2)).join(' / ');
+  const tRow = (t: ThroughputResult) =>
+    `| ${t.how} | ${t.workers} | ${t.count} | ${t.running}${t.failed ? ` (${t.failed} failed)` : ''} | ${t.create_s} | ${t.first_create_to_last_running_s} | **${t.running_per_s}** | ${t.latency_s.p50} | ${t.latency_s.p99} | ${t.latency_s.max} |`;
+  const mRow = (name: string, x: Memory) => `| ${name} | ${x.load_balancers} | ${x.rss_mb} | ${x.heap_used_mb} | ${x.heap_total_mb} | ${x.external_mb} | ${x.cpu_percent} |`;
+  const s = r.settings;
+  const rs = r.restart;
+  return [
+    `# Cluster-mode benchmark, ${r.started_at}`,
+    '',
+    `Machine: ${m.cpu_model}, ${m.cpu_count} CPUs, ${m.total_memory_gb} GB RAM, ${m.platform}, Node ${m.node}.`,
+    `Load average (1/5/15 min) before: ${load(r.load_average.before)}, after: ${load(r.load_average.after)}. The whole run took ${Math.round(r.duration_s)} s.`,
+    `Code: commit ${r.source.commit.slice(0, 12)}${r.source.uncommitted_src.length ? `, with uncommitted changes in ${r.source.uncommitted_src.length} src/ files (others' work in progress)` : ''}.`,
+    `Settings: kube-apiserver ${s.kube_apiserver} + etcd (--unsafe-no-fsync) on this machine; the operator in its own Node process, ${s.workers} workers per controller (the default; the workers column says where a row differs), simulated provider with a ${s.sim_delay_ms} ms delay (so the figures are the operator's and the API server's, not a provider's); creates ${s.concurrency} at a time from the benchmark process, which also watches every load balancer to see when it is \`running\`.`,
+    '',
+    `> ${r.note}`,
+    '',
+    '## Creating to running',
+    '',
+    '| created | workers | load balancers | running | create s | first create → last running s | running/s | create→running p50 s | p99 s | max s |',
+    '|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|',
+    ...r.throughput.map(tRow),
+    tRow(r.bulk),
+    '',
+    'Custom resources made without the API wait for adoption, which leaves the API its own second write for a grace period of 5 s after creation (src/controllers/adoption.ts): no custom resource made that way is `running` in under 5 s.',
+    '',
+    '## Memory of the operator',
+    '',
+    'After a forced garbage collection (node --expose-gc, two collections); CPU is the operator\'s own over the settle window before the measurement, with every load balancer running and re-checked by its reconciler every 10 s.',
+    '',
+    '| when | load balancers | RSS MB | V8 heap used MB | heap total MB | external MB | CPU % of one core |',
+    '|---|---:|---:|---:|---:|---:|---:|',
+    mRow('fresh start, empty cluster', r.memory.empty),
+    mRow(`after creating ${r.memory.full.load_balancers}`, r.memory.full),
+    mRow('restarted with them', r.memory.after_restart),
+    '',
+    `## Restart with ${rs.total_load_balancers} load balancers`,
+    '',
+    `- graceful stop of the operator (Lease released): ${Math.round(rs.stop_ms)} ms`,
+    `- the store alone, list + watch of every collection into the cache: **${Math.round(rs.store_sync_ms)} ms** (heap used ${rs.store_only_memory.heap_used_mb} MB, RSS ${rs.store_only_memory.rss_mb} MB)`,
+    `- the whole service (store sync, Lease, reconcilers queued, API listening): **${Math.round(rs.service_start_ms)} ms**`,
+    `- until ${rs.total_load_balancers} reconcile passes of LoadBalancer had run, from the same start: ${rs.first_pass_ms === null ? `not reached (${rs.first_pass_reconciles} passes)` : `${Math.round(rs.first_pass_ms)} ms`} (a pass over a running load balancer without backends writes nothing)`,
+    '',
+    'See bench/README.md.',
+    '',
+  ].join('\n');
+}
+
+async function ensureNamespace(kc: KubeConfig, name: string): Promise<void> {
+  await kc
+    .makeApiClient(CoreV1Api)
+    .createNamespace({ body: { metadata: { name } } })
+    .catch((err: { code?: number }) => {
+      if (err.code !== 409) throw err;
+    });
+}
+
+async function main(): Promise<void> {
+  const startedAt = new Date();
+  const t0 = performance.now();
+  const loadBefore = os.loadavg();
+  // Before anything else: what dist/ was just built from (others may commit during the run).
+  const source = sourceState();
+  // The helper finds the build script relative to its source; from dist/ it would not.
+  process.env.KUBE_APISERVER_BIN ??= execFileSync(path.join(REPO, 'scripts/build-kube-apiserver.sh'), { encoding: 'utf8', stdio: ['ignore', 'pipe', 'inherit'] }).trim();
+  const kubeVersion = path.basename(path.dirname(process.env.KUBE_APISERVER_BIN)).replace('kube-apiserver-', '');
+
+  log('starting etcd + kube-apiserver and installing the CRDs...');
+  const server: KubeApiServer = await startKubeApiServer();
+  const dataDir = fs.mkdtempSync(path.join(os.tmpdir(), 'cloudplane-bench-cluster-'));
+  const operators: Operator[] = [];
+  let tracker: RunningTracker | undefined;
+  try {
+    await installCrds(server);
+    const kc = kubeConfigOf(server);
+    const custom = kc.makeApiClient(CustomObjectsApi);
+    const operatorEnv: Record<string, string> = {
+      CLOUDPLANE_PORT: '0',
+      CLOUDPLANE_HOST: '127.0.0.1',
+      CLOUDPLANE_DATA_DIR: dataDir,
+      CLOUDPLANE_LOG_LEVEL: 'warn',
+      CLOUDPLANE_BOOTSTRAP_API_KEY: KEY,
+      CLOUDPLANE_RATE_LIMIT_PER_MINUTE: '1000000000',
+      CLOUDPLANE_STORE: 'kubernetes',
+      CLOUDPLANE_KUBECONFIG: server.kubeconfigPath,
+      CLOUDPLANE_SYSTEM_NAMESPACE: SYSTEM_NAMESPACE,
+      CLOUDPLANE_JOB_DRIVER: 'simulated',
+      CLOUDPLANE_SIM_DELAY_MS: String(SIM_DELAY_MS),
+      CLOUDPLANE_WORKERS: String(WORKERS),
+    };
+    const startOperator = async (mode: 'service' | 'store', workers = WORKERS) => {
+      const op = await Operator.start(mode, { ...operatorEnv, CLOUDPLANE_WORKERS: String(workers) });
+      operators.push(op);
+      return op;
+    };
+
+    log('starting the operator...');
+    let operator = await startOperator('service');
+    let url = operator.ready.url!;
+    const namespace = namespaceOfTeam(operator.ready.team_id!, SYSTEM_NAMESPACE);
+    await ensureNamespace(kc, namespace);
+    tracker = new RunningTracker(kc);
+    await tracker.start();
+    log(`measuring the empty operator (${SETTLE_S} s)...`);
+    const empty: Memory = { ...(await operator.settled(SETTLE_S)), load_balancers: tracker.seen.size };
+
+    const createViaApi = async (i: number) => {
+      const res = await fetch(`${url}/api/v1/load-balancers`, {
+        method: 'POST',
+        headers: { authorization: `Bearer ${KEY}`, 'content-type': 'application/json' },
+        body: JSON.stringify({ name: `api-${i}`, region: 'fra1' }),
+      });
+      if (res.status !== 201) throw new Error(`POST /api/v1/load-balancers answered ${res.status}: ${await res.text()}`);
+      return ((await res.json()) as { data: { id: string } }).data.id.replace('_', '-');
+    };
+    const createCr = (prefix: string) => async (i: number) => {
+      const name = `${prefix}-${i}`;
+      await custom.createNamespacedCustomObject({ group: GROUP, version: VERSION, namespace, plural: PLURAL, body: loadBalancerCr(name, namespace) });
+      return name;
+    };
+
+    const results: ThroughputResult[] = [];
+    results.push(await throughput('through the API (POST)', WORKERS, THROUGHPUT_N, tracker, createViaApi));
+    results.push(await throughput('as custom resources (kubectl-style, adopted)', WORKERS, THROUGHPUT_N, tracker, createCr('cr')));
+    if (MORE_WORKERS > 0) {
+      await operator.stop();
+      operator = await startOperator('service', MORE_WORKERS);
+      url = operator.ready.url!;
+      results.push(await throughput('through the API (POST)', MORE_WORKERS, THROUGHPUT_N, tracker, createViaApi));
+      await operator.stop();
+      operator = await startOperator('service');
+      url = operator.ready.url!;
+    }
+    const bulkCount = TOTAL - tracker.seen.size;
+    const bulk = await throughput(`as custom resources, in bulk up to ${TOTAL}`, WORKERS, bulkCount, tracker, createCr('bulk'));
+
+    log(`measuring the operator with ${tracker.seen.size} load balancers (${SETTLE_S} s)...`);
+    const full: Memory = { ...(await operator.settled(SETTLE_S)), load_balancers: tracker.seen.size };
+
+    log('restart: stopping the operator...');
+    const stopMs = await operator.stop();
+    log('timing the store alone...');
+    const storeOnly = await startOperator('store');
+    const storeMemory = await storeOnly.measure();
+    await storeOnly.stop();
+    log('starting the operator again...');
+    operator = await startOperator('service');
+    const firstPass = await operator.reconciled('LoadBalancer', tracker.seen.size, 180_000);
+    log(`  started in ${Math.round(operator.ready.start_ms)} ms; ${firstPass.passes} reconcile passes at ${Math.round(firstPass.ms_since_start ?? NaN)} ms`);
+    log(`measuring the restarted operator (${SETTLE_S} s)...`);
+    const afterRestart: Memory = { ...(await operator.settled(SETTLE_S)), load_balancers: tracker.seen.size };
+    await operator.stop();
+
+    const report: Report = {
+      started_at: startedAt.toISOString(),
+      duration_s: 0,
+      machine: machine(),
+      source,
+      load_average: { before: loadBefore, after: [] },
+      settings: {
+        kube_apiserver: kubeVersion,
+        workers: WORKERS,
+        more_workers: MORE_WORKERS,
+        sim_delay_ms: SIM_DELAY_MS,
+        concurrency: CONCURRENCY,
+        throughput_n: THROUGHPUT_N,
+        total: TOTAL,
+        settle_s: SETTLE_S,
+        wait_timeout_s: WAIT_TIMEOUT_S,
+        resource: 'LoadBalancer (no backends)',
+      },
+      note:
+        process.env.BENCH_NOTE ??
+        'Run on a shared 2-CPU machine, with etcd, kube-apiserver, the operator and the load generator all on it and other engineers\' processes beside them (see the load averages): orders of magnitude, not the ceiling of the hardware.',
+      throughput: results,
+      bulk,
+      memory: { empty, full, after_restart: afterRestart },
+      restart: {
+        total_load_balancers: tracker.seen.size,
+        stop_ms: stopMs,
+        store_sync_ms: storeOnly.ready.start_ms,
+        store_only_memory: storeMemory,
+        service_start_ms: operator.ready.start_ms,
+        first_pass_ms: firstPass.ms_since_start,
+        first_pass_reconciles: firstPass.passes,
+      },
+    };
+    report.load_average.after = os.loadavg();
+    report.duration_s = round((performance.now() - t0) / 1000);
+    fs.mkdirSync(RESULTS_DIR, { recursive: true });
+    const stamp = startedAt.toISOString().replace(/[-:]/g, '').replace(/\.\d+Z$/, 'Z');
+    const jsonFile = path.join(RESULTS_DIR, `cluster-${stamp}.json`);
+    fs.writeFileSync(jsonFile, `${JSON.stringify(report, null, 2)}\n`);
+    fs.writeFileSync(path.join(RESULTS_DIR, 'cluster-latest.md'), markdown(report));
+    log(`wrote ${path.relative(process.cwd(), jsonFile)} and bench/results/cluster-latest.md (${report.duration_s} s in all)`);
+  } finally {
+    tracker?.stop();
+    for (const op of operators) op.kill();
+    await server.stop();
+    fs.rmSync(dataDir, { recursive: true, force: true });
+  }
+}
+
+main().catch((err) => {
+  process.stderr.write(`bench failed: ${err instanceof Error ? err.stack : String(err)}\n`);
+  process.exit(1);
+});
