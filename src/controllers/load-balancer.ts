@@ -36,6 +36,8 @@ export function loadBalancerReconciler(base: Omit<LifecycleOptions, 'family' | '
       }
       const changed = JSON.stringify(next) !== JSON.stringify(lb.status.backends ?? []);
       const untilDrainEnds = nextDrainEnd === null ? HEALTH_CHECK_INTERVAL_MS : Math.max(1, nextDrainEnd - Date.now());
+      // Nothing to check or drain: an attach is a spec change and brings the next pass.
+      if (next.length === 0) return { changes: changed ? { backends: next } : null };
       return { changes: changed ? { backends: next } : null, requeueAfterMs: Math.min(HEALTH_CHECK_INTERVAL_MS, untilDrainEnds) };
     },
   });

@@ -157,7 +157,8 @@ export class CollectionWatcher {
   private checkSilence(): void {
     if (this.stopped || !this.abort) return;
     if (Date.now() - this.lastHeard > this.silenceLimitMs) {
-      this.logger.warn({ path: this.source.path }, 'watch silent for too long; re-establishing');
+      // Routine for a collection nobody writes to (the API server sends it no bookmarks).
+      this.logger.debug({ path: this.source.path }, 'watch silent for too long; re-establishing');
       this.lastHeard = Date.now();
       this.dropWatch();
     }
