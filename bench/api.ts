@@ -15,6 +15,7 @@ import Fastify from 'fastify';
 import { loadConfig } from '../src/config';
 import { createLogger } from '../src/logger';
 import { startService } from '../src/service';
+import { machine, writeResults } from './report';
 
 /** The part of autocannon's API used here (the package ships no type declarations). */
 interface Histogram {
@@ -54,7 +55,6 @@ const DURATION_S = Number(process.env.BENCH_DURATION_S ?? 10);
 const WARMUP_S = Number(process.env.BENCH_WARMUP_S ?? 2);
 const CONNECTIONS = Number(process.env.BENCH_CONNECTIONS ?? 10);
 const PRECREATE = Number(process.env.BENCH_PRECREATE ?? 200);
-const RESULTS_DIR = path.resolve(__dirname, '..', '..', 'bench', 'results');
 const KEY = 'cpk_Bench0123456789abcdefghijABCDEFGHIJKLMNO';
 
 interface Scenario {
@@ -80,17 +80,6 @@ interface ScenarioResult {
   timeouts: number;
   non_2xx: number;
   status_codes: Record<string, number>;
-}
-
-function machine() {
-  const cpus = os.cpus();
-  return {
-    cpu_model: cpus[0]?.model ?? 'unknown',
-    cpu_count: cpus.length,
-    total_memory_gb: Math.round((os.totalmem() / 1024 ** 3) * 10) / 10,
-    node: process.version,
-    platform: `${os.type()} ${os.release()} ${os.arch()}`,
-  };
 }
 
 async function run(scenario: Scenario): Promise<ScenarioResult> {
@@ -231,12 +220,8 @@ async function main(): Promise<void> {
       'Run on a shared machine while other processes were running (see the load averages): the figures show orders of magnitude and relations between rows, not the ceiling of the hardware.',
     results,
   };
-  fs.mkdirSync(RESULTS_DIR, { recursive: true });
-  const stamp = startedAt.toISOString().replace(/[-:]/g, '').replace(/\.\d+Z$/, 'Z');
-  const jsonFile = path.join(RESULTS_DIR, `api-${stamp}.json`);
-  fs.writeFileSync(jsonFile, `${JSON.stringify(report, null, 2)}\n`);
-  fs.writeFileSync(path.join(RESULTS_DIR, 'api-latest.md'), markdown(report));
-  process.stdout.write(`\nwrote ${path.relative(process.cwd(), jsonFile)} and ${path.relative(process.cwd(), path.join(RESULTS_DIR, 'api-latest.md'))}\n`);
+  const written = writeResults('api', startedAt, report, markdown(report));
+  process.stdout.write(`\nwrote ${written.jsonFile} and ${written.markdownFile}\n`);
 }
 
 main().catch((err) => {

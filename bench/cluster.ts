@@ -21,9 +21,9 @@ import { GROUP, namespaceOfTeam, VERSION } from '../src/store/kubernetes/names';
 import { installCrds, kubeConfigOf } from '../test/helpers/cluster';
 import { KubeApiServer, startKubeApiServer } from '../test/helpers/kube-apiserver';
 import type { Measurement, OperatorReply, OperatorRequest } from './cluster-operator';
+import { machine, writeResults } from './report';
 
 const REPO = path.resolve(__dirname, '..', '..');
-const RESULTS_DIR = path.join(REPO, 'bench', 'results');
 const KEY = 'cpk_Bench0123456789abcdefghijABCDEFGHIJKLMNO';
 const SYSTEM_NAMESPACE = 'cloudplane-system';
 const PLURAL = 'loadbalancers';
@@ -245,17 +245,6 @@ async function throughput(how: string, workers: number, count: number, tracker: 
   return result;
 }
 
-function machine() {
-  const cpus = os.cpus();
-  return {
-    cpu_model: cpus[0]?.model ?? 'unknown',
-    cpu_count: cpus.length,
-    total_memory_gb: Math.round((os.totalmem() / 1024 ** 3) * 10) / 10,
-    node: process.version,
-    platform: `${os.type()} ${os.release()} ${os.arch()}`,
-  };
-}
-
 /** Which commit was built, and which source files differed from it (others' work in progress). */
 function sourceState() {
   const git = (...args: string[]) => execFileSync('git', args, { cwd: REPO, encoding: 'utf8' }).trim();
@@ -472,12 +461,8 @@ async function main(): Promise<void> {
     };
     report.load_average.after = os.loadavg();
     report.duration_s = round((performance.now() - t0) / 1000);
-    fs.mkdirSync(RESULTS_DIR, { recursive: true });
-    const stamp = startedAt.toISOString().replace(/[-:]/g, '').replace(/\.\d+Z$/, 'Z');
-    const jsonFile = path.join(RESULTS_DIR, `cluster-${stamp}.json`);
-    fs.writeFileSync(jsonFile, `${JSON.stringify(report, null, 2)}\n`);
-    fs.writeFileSync(path.join(RESULTS_DIR, 'cluster-latest.md'), markdown(report));
-    log(`wrote ${path.relative(process.cwd(), jsonFile)} and bench/results/cluster-latest.md (${report.duration_s} s in all)`);
+    const written = writeResults('cluster', startedAt, report, markdown(report));
+    log(`wrote ${written.jsonFile} and ${written.markdownFile} (${report.duration_s} s in all)`);
   } finally {
     tracker?.stop();
     for (const op of operators) op.kill();

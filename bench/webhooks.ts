@@ -19,13 +19,13 @@ import type { AddressInfo } from 'node:net';
 import { loadConfig } from '../src/config';
 import { createLogger } from '../src/logger';
 import { startService } from '../src/service';
+import { machine, writeResults } from './report';
 
 const DURATION_S = Number(process.env.BENCH_DURATION_S ?? 10);
 const CONNECTIONS = Number(process.env.BENCH_CONNECTIONS ?? 8);
 /** Creates per second of the paced row: light load, to show the pipeline's own latency. */
 const PACED_RATE = Number(process.env.BENCH_PACED_RATE ?? 50);
 const DRAIN_TIMEOUT_MS = 120_000;
-const RESULTS_DIR = path.resolve(__dirname, '..', '..', 'bench', 'results');
 const KEY = 'cpk_BenchWebhooks0123456789abcdefghijABCDEFG';
 /** The most a subscription may ask for; its token bucket starts with a minute's worth. */
 const RATE_LIMIT_PER_MINUTE = 10_000;
@@ -163,17 +163,6 @@ interface Row {
   latency_ms: { p50: number; p99: number; max: number };
   /** Time from the end of the load to the last delivery. */
   drain_ms: number | null;
-}
-
-function machine() {
-  const cpus = os.cpus();
-  return {
-    cpu_model: cpus[0]?.model ?? 'unknown',
-    cpu_count: cpus.length,
-    total_memory_gb: Math.round((os.totalmem() / 1024 ** 3) * 10) / 10,
-    node: process.version,
-    platform: `${os.type()} ${os.release()} ${os.arch()}`,
-  };
 }
 
 const round = (n: number) => Math.round(n * 10) / 10;
@@ -323,12 +312,8 @@ async function main(): Promise<void> {
       'Run on a shared 2-CPU machine while other processes were running (see the load averages): the figures show orders of magnitude and relations between rows, not the ceiling of the hardware.',
     rows,
   };
-  fs.mkdirSync(RESULTS_DIR, { recursive: true });
-  const stamp = startedAt.toISOString().replace(/[-:]/g, '').replace(/\.\d+Z$/, 'Z');
-  const jsonFile = path.join(RESULTS_DIR, `webhooks-${stamp}.json`);
-  fs.writeFileSync(jsonFile, `${JSON.stringify(report, null, 2)}\n`);
-  fs.writeFileSync(path.join(RESULTS_DIR, 'webhooks-latest.md'), markdown(report));
-  process.stdout.write(`\nwrote ${path.relative(process.cwd(), jsonFile)} and ${path.relative(process.cwd(), path.join(RESULTS_DIR, 'webhooks-latest.md'))}\n`);
+  const written = writeResults('webhooks', startedAt, report, markdown(report));
+  process.stdout.write(`\nwrote ${written.jsonFile} and ${written.markdownFile}\n`);
 }
 
 if (isMainThread) {
