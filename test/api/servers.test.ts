@@ -1,9 +1,9 @@
-import { startTestService, TestService, waitForStatus, eventually } from '../helpers/service';
+import { startTestService, TestService, TRANSIENT_ENV, waitForStatus, eventually } from '../helpers/service';
 
 describe('servers', () => {
   let t: TestService;
   beforeAll(async () => {
-    t = await startTestService();
+    t = await startTestService(TRANSIENT_ENV);
   });
   afterAll(async () => t.stop());
 

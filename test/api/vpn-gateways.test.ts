@@ -1,11 +1,11 @@
-import { startTestService, TestService, waitForStatus, eventually } from '../helpers/service';
+import { startTestService, TestService, TRANSIENT_ENV, waitForStatus, eventually } from '../helpers/service';
 
 const valid = { name: 'office', region: 'fra1', tunnel_type: 'ipsec', remote_network_cidr: '192.168.10.0/24', remote_peer_ip: '8.8.4.4' };
 
 describe('VPN gateways', () => {
   let t: TestService;
   beforeAll(async () => {
-    t = await startTestService();
+    t = await startTestService(TRANSIENT_ENV);
   });
   afterAll(async () => t.stop());
 

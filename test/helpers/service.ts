@@ -43,6 +43,12 @@ export function tempDataDir(): string {
 /** Fast simulated delays unless a test asks otherwise. */
 export const FAST_ENV = { CLOUDPLANE_SIM_DELAY_MS: '50', CLOUDPLANE_LOG_LEVEL: 'silent' };
 
+/**
+ * For tests that assert a transient state (`stopping`, `deleting`) with the next request:
+ * 50 ms is shorter than one request on a loaded 2-core CI machine, so the state may be over.
+ */
+export const TRANSIENT_ENV = { CLOUDPLANE_SIM_DELAY_MS: '500' };
+
 export async function request(url: string, method: string, urlPath: string, body?: unknown, options: RequestOptions = {}): Promise<ApiResponse> {
   const headers: Record<string, string> = { ...(options.headers ?? {}) };
   if (options.key) headers.authorization = `Bearer ${options.key}`;
