@@ -6,14 +6,20 @@
 import fs from 'node:fs';
 import path from 'node:path';
 import { AppendLog, writeFileDurable } from '../store/append-log';
-import { CloudEvent, EventBus, EventHandler } from './types';
+import { CloudEvent, EventBus, EventHandler, SubscribeOptions } from './types';
 
 const RETRY_DELAY_MS = 500;
 const POSITION_SAVE_INTERVAL_MS = 200;
 
 interface Consumer {
   handler: EventHandler;
-  running: boolean;
+  concurrency: number;
+  /** Index of the next event to hand out. */
+  next: number;
+  /** Events in the handler now. */
+  inFlight: number;
+  /** Events past the saved position whose handler has finished (out of order). */
+  finished: Set<number>;
   stopped: boolean;
 }
 
@@ -66,9 +72,10 @@ export class EmbeddedEventBus implements EventBus {
     }
   }
 
-  subscribe(name: string, handler: EventHandler): () => void {
+  subscribe(name: string, handler: EventHandler, { concurrency = 1 }: SubscribeOptions = {}): () => void {
     if (this.consumers.has(name)) throw new Error(`consumer ${name} is already subscribed`);
-    this.consumers.set(name, { handler, running: false, stopped: false });
+    const next = this.positions[name] ?? 0;
+    this.consumers.set(name, { handler, concurrency: Math.max(1, concurrency), next, inFlight: 0, finished: new Set(), stopped: false });
     this.pump(name);
     return () => {
       const consumer = this.consumers.get(name);
@@ -87,30 +94,42 @@ export class EmbeddedEventBus implements EventBus {
     return this.events.filter((e) => e.team_id === team && e.created_at >= since);
   }
 
-  /** Hands the consumer every event past its position, one at a time, in order. */
-  private async pump(name: string): Promise<void> {
+  /** Hands the consumer the events past its position, up to its concurrency at once. */
+  private pump(name: string): void {
     const consumer = this.consumers.get(name);
-    if (!consumer || consumer.running) return;
-    consumer.running = true;
-    try {
-      while (!consumer.stopped && (this.positions[name] ?? 0) < this.events.length) {
-        const event = this.events[this.positions[name] ?? 0];
-        try {
-          await consumer.handler(event);
-        } catch {
-          await new Promise((resolve) => setTimeout(resolve, RETRY_DELAY_MS));
-          continue;
-        }
-        // A consumer unsubscribed (or stopped) meanwhile no longer owns the position: a new
-        // subscriber of the name may be at this event already, and moving the position on
-        // from here would make it skip the next one. The event is handed out again instead.
-        if (consumer.stopped) break;
-        this.positions[name] = (this.positions[name] ?? 0) + 1;
-        this.scheduleSavePositions();
-      }
-    } finally {
-      consumer.running = false;
+    if (!consumer) return;
+    while (!consumer.stopped && consumer.inFlight < consumer.concurrency && consumer.next < this.events.length) {
+      consumer.inFlight++;
+      void this.handOut(name, consumer, consumer.next++);
     }
+  }
+
+  /** Runs the handler on one event until it succeeds, then moves the position on if it can. */
+  private async handOut(name: string, consumer: Consumer, index: number): Promise<void> {
+    const event = this.events[index];
+    while (!consumer.stopped) {
+      try {
+        await consumer.handler(event);
+        break;
+      } catch {
+        await new Promise((resolve) => setTimeout(resolve, RETRY_DELAY_MS));
+      }
+    }
+    consumer.inFlight--;
+    // A consumer unsubscribed (or stopped) meanwhile no longer owns the position: a new
+    // subscriber of the name may be at this event already, and moving the position on
+    // from here would make it skip the next one. The event is handed out again instead.
+    if (consumer.stopped) return;
+    // The saved position only passes events that are all done, so a crash repeats the
+    // unfinished ones (and perhaps a few finished out of order), never skips one.
+    consumer.finished.add(index);
+    let position = this.positions[name] ?? 0;
+    while (consumer.finished.delete(position)) position++;
+    if (position !== (this.positions[name] ?? 0)) {
+      this.positions[name] = position;
+      this.scheduleSavePositions();
+    }
+    this.pump(name);
   }
 
   /** Positions are saved in batches; after a crash a consumer sees the last few events again. */

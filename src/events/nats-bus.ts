@@ -20,7 +20,7 @@ import {
   RetentionPolicy,
   StorageType,
 } from 'nats';
-import type { CloudEvent, EventBus, EventHandler } from './types';
+import type { CloudEvent, EventBus, EventHandler, SubscribeOptions } from './types';
 
 export interface NatsBusOptions {
   servers: string[];
@@ -85,24 +85,35 @@ export class NatsEventBus implements EventBus {
     await this.client().publish(subject, codec.encode(event), { msgID: event.id, expect: { streamName: this.o.stream } });
   }
 
-  subscribe(name: string, handler: EventHandler): () => void {
+  subscribe(name: string, handler: EventHandler, { concurrency = 1 }: SubscribeOptions = {}): () => void {
     if (this.loops.has(name)) throw new Error(`consumer ${name} is already subscribed`);
+    const limit = Math.max(1, concurrency);
     let stopped = false;
     let current: { close(): Promise<void | Error> } | null = null;
+    const active = new Set<Promise<void>>();
     const done = (async () => {
       while (!stopped) {
         try {
           const consumer = await this.ensureConsumer(name);
-          const messages = await consumer.consume({ max_messages: PULL_BATCH });
+          const messages = await consumer.consume({ max_messages: Math.max(PULL_BATCH, limit) });
           current = messages;
           for await (const message of messages) {
             // Pulled but not handled: back to the stream at once, not after the ack wait.
-            if (stopped) message.nak();
-            else await this.handle(message, handler, () => stopped);
+            if (stopped) {
+              message.nak();
+              continue;
+            }
+            const handling: Promise<void> = this.handle(message, handler, () => stopped)
+              .catch((err) => this.o.logger.warn({ err, consumer: name }, 'event could not be acknowledged; it will come again'))
+              .finally(() => active.delete(handling));
+            active.add(handling);
+            if (active.size >= limit) await Promise.race(active);
           }
         } catch (err) {
           if (!stopped) this.o.logger.warn({ err, consumer: name }, 'event consumer interrupted; resuming');
         }
+        // The handlers still running finish (or hand their event back) before a new pull.
+        await Promise.allSettled([...active]);
         if (!stopped) await sleep(RECONNECT_PAUSE_MS);
       }
     })();
@@ -191,7 +202,8 @@ export class NatsEventBus implements EventBus {
 
   /**
    * Runs the handler until it succeeds, retrying in place with backoff so a failing event
-   * holds up the ones after it (the order the embedded bus keeps too), then acknowledges.
+   * holds up the ones after it (with concurrency 1; the embedded bus does the same), then
+   * acknowledges.
    */
   private async handle(message: JsMsg, handler: EventHandler, isStopped: () => boolean): Promise<void> {
     const event = codec.decode(message.data);

@@ -14,6 +14,17 @@ export interface CloudEvent {
 
 export type EventHandler = (event: CloudEvent) => Promise<void>;
 
+export interface SubscribeOptions {
+  /**
+   * How many events the handler may have at once (default 1: strictly one after the
+   * other, in order). Above 1, events in flight together may finish in any order, and a
+   * handler that throws holds up only its own event; for handlers whose work on one event
+   * does not depend on the one before (the webhook dispatcher), so their writes share disk
+   * flushes instead of queuing for one each.
+   */
+  concurrency?: number;
+}
+
 export interface EventBus {
   start(): Promise<void>;
   stop(): Promise<void>;
@@ -21,10 +32,10 @@ export interface EventBus {
   publish(event: CloudEvent): Promise<void>;
   /**
    * A durable consumer: `name` remembers how far it got across restarts. Each event is
-   * handed to `handler` in order, at least once; a handler that throws gets the same
-   * event again after a pause. Returns an unsubscribe.
+   * handed to `handler` in order (see `concurrency`), at least once; a handler that throws
+   * gets the same event again after a pause. Returns an unsubscribe.
    */
-  subscribe(name: string, handler: EventHandler): () => void;
+  subscribe(name: string, handler: EventHandler, options?: SubscribeOptions): () => void;
   /** Events of a team created at or after `since`, oldest first. */
   recent(team: string, since: string): Promise<CloudEvent[]>;
   /**

@@ -24,6 +24,12 @@ import { OwnerNotifier } from './notifier';
 
 const SYSTEM = 'system';
 const CONSUMER = 'webhooks';
+/**
+ * Events turned into deliveries at once. Each costs a durable write; handled one by one
+ * they queue for a disk flush each and deliveries fall behind creates under load. Order
+ * is best-effort by CONTRACT.md (receivers sort by created_at), so they may overlap.
+ */
+const CONSUMER_CONCURRENCY = 32;
 /** Node timers overflow past ~24.8 days; later attempts are re-armed on the way. */
 const MAX_TIMER_MS = 2 ** 31 - 1;
 
@@ -64,7 +70,7 @@ export class WebhookDispatcher {
     for (const delivery of await this.deps.store.list<Delivery['spec'], Delivery['status']>(deliveryFamily.kind)) {
       this.scheduleFromRecord(delivery as Delivery);
     }
-    this.unsubscribe = this.deps.bus.subscribe(CONSUMER, (event) => this.onEvent(event));
+    this.unsubscribe = this.deps.bus.subscribe(CONSUMER, (event) => this.onEvent(event), { concurrency: CONSUMER_CONCURRENCY });
   }
 
   async stop(): Promise<void> {

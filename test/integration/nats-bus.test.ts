@@ -106,6 +106,42 @@ describe('NATS JetStream event bus', () => {
       await bus.stop();
     }
   });
+
+  it('with a concurrency, handles that many events at once, and a slow one holds up no other', async () => {
+    const team = 'team_gggggggggggggggg';
+    const bus = busFor(server);
+    await bus.start();
+    try {
+      const slow = event(team, 'job.running', 0);
+      await bus.publish(slow);
+      const rest = Array.from({ length: 11 }, (_, i) => event(team, 'job.completed', i + 1));
+      for (const e of rest) await bus.publish(e);
+      let release: () => void = () => undefined;
+      let inFlight = 0;
+      let most = 0;
+      const done: string[] = [];
+      bus.subscribe(
+        'parallel-test',
+        async (e) => {
+          if (e.team_id !== team) return;
+          most = Math.max(most, ++inFlight);
+          if (e.id === slow.id) await new Promise<void>((resolve) => (release = resolve));
+          else await new Promise((resolve) => setTimeout(resolve, 20));
+          inFlight--;
+          done.push(e.id);
+        },
+        { concurrency: 4 },
+      );
+      await eventually(async () => done.length === rest.length);
+      expect(done).not.toContain(slow.id);
+      release();
+      await eventually(async () => done.includes(slow.id));
+      expect(most).toBe(4);
+      expect(new Set(done)).toEqual(new Set([slow, ...rest].map((e) => e.id)));
+    } finally {
+      await bus.stop();
+    }
+  });
 });
 
 describe('NATS JetStream event bus: follow', () => {
