@@ -52,6 +52,8 @@ export interface KubernetesConfig {
   leaseDurationMs: number;
   /** Where jobs run: batch/v1 Jobs in the team namespace, or the simulated executor. */
   jobDriver: 'kubernetes' | 'simulated';
+  /** How long a job's image may keep failing to pull before the job fails. */
+  jobImagePullTimeoutMs: number;
 }
 
 export interface WebhookConfig {
@@ -183,6 +185,7 @@ export function loadConfig(env: Env = process.env): Config {
           identity: env.POD_NAME || `${os.hostname()}-${process.pid}`,
           leaseDurationMs: int(env, 'CLOUDPLANE_LEASE_DURATION_SECONDS', 15, 2, 300) * 1000,
           jobDriver: jobDriver(env),
+          jobImagePullTimeoutMs: int(env, 'CLOUDPLANE_JOB_IMAGE_PULL_TIMEOUT_SECONDS', 300, 1) * 1000,
         }
       : undefined,
     nats: natsServers.length

@@ -18,6 +18,7 @@ export function createProvider(config: Config, logger: Logger): Provider {
         systemNamespace: kubernetes.systemNamespace,
         logger: logger.child({ component: 'job-driver' }),
         recordOutcome,
+        imagePullTimeoutMs: kubernetes.jobImagePullTimeoutMs,
       }),
   );
 }

@@ -12,9 +12,13 @@
  * Losing the first means a Job deleted behind our back while the operator was down is
  * created again after the restart, instead of being reported as missing.
  *
- * The job family has no timeout, so the Job has no activeDeadlineSeconds.
+ * The job family has no timeout, so the Job has no activeDeadlineSeconds. An image that
+ * cannot be pulled never fails a Job by itself (the kubelet retries for ever), so while no
+ * Pod runs, the Pods' waiting state is read: a permanent reason (a malformed image name)
+ * fails the job at once, a failing pull once it has lasted imagePullTimeoutMs, counted from
+ * the Pod's own timestamps so that a restart of the operator does not reset it.
  */
-import { BatchV1Api, CoreV1Api, KubeConfig, V1Job, V1JobCondition, V1Pod } from '@kubernetes/client-node';
+import { BatchV1Api, CoreV1Api, KubeConfig, V1ContainerStateWaiting, V1Job, V1JobCondition, V1Pod } from '@kubernetes/client-node';
 import type { Logger } from 'pino';
 import { ID_LABEL, namespaceOfTeam, objectName } from '../store/kubernetes/names';
 import type { JobExecutor, JobRun, JobSpecForRun } from './types';
@@ -24,6 +28,15 @@ const MANAGED_BY_LABEL = 'app.kubernetes.io/managed-by';
 /** Set by the job controller on its Pods (the unprefixed label exists on every version). */
 const POD_JOB_NAME_LABEL = 'job-name';
 const JOB_NAME_ANNOTATION = 'cloudplane.dev/job-name';
+
+/** Waiting reasons of the kubelet that no retry can fix: the job fails at once. */
+const PERMANENT_IMAGE_REASONS: Record<string, string> = {
+  InvalidImageName: 'is not a valid image name',
+  ErrImageNeverPull: 'is not on the node and its pull policy forbids pulling it',
+};
+/** Waiting reasons of a pull that may still succeed (a registry down for a while): the job fails once they last too long. */
+const RETRIED_IMAGE_REASONS = new Set(['ErrImagePull', 'ImagePullBackOff', 'RegistryUnavailable', 'SignatureValidationFailed']);
+export const DEFAULT_IMAGE_PULL_TIMEOUT_MS = 300_000;
 
 /** What a plan asks of the node; memory is limited at twice the request so a runaway job cannot starve the node. */
 const PLAN_RESOURCES: Record<string, { requests: Record<string, string>; limits: Record<string, string> }> = {
@@ -40,6 +53,8 @@ export interface KubernetesJobExecutorOptions {
   logger: Logger;
   /** Feeds the provider's health: false when the API server did not answer, true when it did. */
   recordOutcome?: (ok: boolean) => void;
+  /** How long a Pod's image may keep failing to pull before the job fails (default 300 s). */
+  imagePullTimeoutMs?: number;
 }
 
 /** Kubernetes answers with an HTTP code in `code`; a network failure has none. */
@@ -182,20 +197,57 @@ export class KubernetesJobExecutor implements JobExecutor {
     }
     // Ready counts Pods whose container runs; active also counts Pods still pulling their image.
     // Clusters older than `ready` (pre 1.24) only have active.
-    const running = status.ready !== undefined ? status.ready > 0 : (status.active ?? 0) > 0;
+    const active = status.active ?? 0;
+    if (active > 0 && !((status.ready ?? 0) > 0)) {
+      const reason = await this.imagePullFailure(namespace, name);
+      if (reason) return { state: 'failed', exit_code: null, started_at: null, finished_at: new Date().toISOString(), reason };
+    }
+    const running = status.ready !== undefined ? status.ready > 0 : active > 0;
     if (running) return { state: 'running', exit_code: null, started_at: startedAt ?? new Date().toISOString(), finished_at: null, reason: null };
     return { state: 'queued', exit_code: null, started_at: null, finished_at: null, reason: null };
   }
 
-  /** The job container's terminated state in the Job's most recent Pod, if the Pods can be read. */
-  private async terminatedContainer(namespace: string, jobName: string) {
-    let pods: V1Pod[];
+  /**
+   * Why the job fails because its image cannot be pulled, or null while it may still be.
+   * The kubelet gives no time for the first failed pull, so the pull is timed from when the
+   * Pod was scheduled (the pull starts then), or from its creation on an older status.
+   */
+  private async imagePullFailure(namespace: string, jobName: string): Promise<string | null> {
+    const timeoutMs = this.o.imagePullTimeoutMs ?? DEFAULT_IMAGE_PULL_TIMEOUT_MS;
+    const pods = await this.podsOf(namespace, jobName);
+    for (const pod of pods ?? []) {
+      if (pod.metadata?.deletionTimestamp) continue;
+      const container = (pod.status?.containerStatuses ?? []).find((c) => c.name === CONTAINER_NAME);
+      const waiting = container?.state?.waiting;
+      if (!container || !waiting?.reason) continue;
+      // The image as the team wrote it (the status may show it normalized).
+      const image = pod.spec?.containers.find((c) => c.name === CONTAINER_NAME)?.image || container.image;
+      const permanent = PERMANENT_IMAGE_REASONS[waiting.reason];
+      if (permanent) return imageReason(image, permanent, waiting);
+      if (!RETRIED_IMAGE_REASONS.has(waiting.reason)) continue;
+      const scheduled = pod.status?.conditions?.find((c) => c.type === 'PodScheduled' && c.status === 'True')?.lastTransitionTime;
+      const since = scheduled ?? pod.metadata?.creationTimestamp;
+      if (!since) continue;
+      const failingMs = Date.now() - new Date(since).getTime();
+      if (failingMs >= timeoutMs) return imageReason(image, `could not be pulled in ${Math.round(timeoutMs / 1000)} s`, waiting);
+    }
+    return null;
+  }
+
+  /** The Job's Pods, or undefined (logged) when they cannot be read. */
+  private async podsOf(namespace: string, jobName: string): Promise<V1Pod[] | undefined> {
     try {
-      pods = (await this.call(() => this.core.listNamespacedPod({ namespace, labelSelector: `${POD_JOB_NAME_LABEL}=${jobName}` }))).items;
+      return (await this.call(() => this.core.listNamespacedPod({ namespace, labelSelector: `${POD_JOB_NAME_LABEL}=${jobName}` }))).items;
     } catch (err) {
-      this.o.logger.warn({ namespace, job: jobName, err: (err as Error).message }, 'could not read the Pods of a finished Job; its exit code is unknown');
+      this.o.logger.warn({ namespace, job: jobName, err: (err as Error).message }, 'could not read the Pods of a Job');
       return undefined;
     }
+  }
+
+  /** The job container's terminated state in the Job's most recent Pod, if the Pods can be read. */
+  private async terminatedContainer(namespace: string, jobName: string) {
+    const pods = await this.podsOf(namespace, jobName);
+    if (!pods) return undefined;
     const states = pods
       .flatMap((pod) => pod.status?.containerStatuses ?? [])
       .filter((c) => c.name === CONTAINER_NAME)
@@ -230,6 +282,12 @@ export class KubernetesJobExecutor implements JobExecutor {
       throw err;
     }
   }
+}
+
+/** e.g. `the image "busybx:1.36" could not be pulled in 300 s: Back-off pulling image ...`. */
+function imageReason(image: string, what: string, waiting: V1ContainerStateWaiting): string {
+  const detail = waiting.message || waiting.reason;
+  return `the image "${image}" ${what}: ${detail}`;
 }
 
 function failureReason(condition: V1JobCondition, exitCode: number | null): string {
