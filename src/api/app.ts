@@ -6,7 +6,7 @@
 import Fastify, { FastifyBaseLogger, FastifyInstance } from 'fastify';
 import swagger from '@fastify/swagger';
 import type { ApiContext } from './context';
-import { registerErrorHandling } from './plugins/errors';
+import { registerErrorHandling, sendFrameworkError } from './plugins/errors';
 import { registerValidation } from './plugins/validation';
 import { registerObservability, requestIdOf } from './plugins/observability';
 import { applyRateLimit, RateLimiter } from './plugins/rate-limit';
@@ -27,6 +27,11 @@ export async function buildApp(ctx: ApiContext, options: AppOptions = {}): Promi
     genReqId: (request) => requestIdOf(request.headers['x-request-id']),
     trustProxy: false,
     bodyLimit: 1024 * 1024,
+    // Past this, Fastify answers 414 before any hook or schema; Node's 16 KiB header
+    // limit bounds the URL anyway, and an id longer than the schema's 64 gets a 422.
+    routerOptions: { maxParamLength: 16 * 1024 },
+    // A path that is not valid percent-encoding never reaches a route: answer it in the envelope.
+    frameworkErrors: (err, request, reply) => sendFrameworkError(ctx, err, request, reply),
   });
 
   registerValidation(app);

@@ -51,6 +51,22 @@ describe('API errors (load balancers)', () => {
     });
   });
 
+  // Found by schemathesis (make fuzz): the router answered these itself, outside the envelope
+  // (414 FST_ERR_MAX_PARAM_LENGTH, 400 FST_ERR_BAD_URL), with no request id.
+  describe('URLs', () => {
+    it('answers 422 validation_failed naming id for an id longer than any id, not 414', async () => {
+      const res = await t.api('GET', `${LBS}/${'x'.repeat(300)}`);
+      expectError(res, 422, 'validation_failed');
+      expect(fieldsOf(res)).toEqual(['id']);
+    });
+
+    it('answers 400 bad_request in the envelope, with a request id, for a path that is not valid percent-encoding', async () => {
+      const res = await t.api('GET', `${LBS}/%E0%A4%A`);
+      expectError(res, 400, 'bad_request');
+      expect(res.headers.get('x-request-id')).toMatch(/^req_/);
+    });
+  });
+
   describe('missing things', () => {
     it('answers 404 load_balancer_not_found for an unknown id, on every verb', async () => {
       const id = 'lb_0000000000000000';

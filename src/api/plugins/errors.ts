@@ -59,6 +59,27 @@ export function toFieldErrors(issues: AjvIssue[], context: string | undefined, m
   return [...seen.values()];
 }
 
+/** What the router refuses before any hook runs (a path that is not valid percent-encoding). */
+const ROUTER_ERRORS: Record<string, [number, string]> = {
+  FST_ERR_BAD_URL: [400, 'A path segment of the URL is not valid percent-encoding.'],
+  FST_ERR_MAX_PARAM_LENGTH: [422, 'A path parameter of the URL is too long.'],
+};
+
+/**
+ * Fastify's frameworkErrors: these requests never reach a route or the onRequest hooks,
+ * so the request id and the envelope are set here.
+ */
+export function sendFrameworkError(ctx: ApiContext, err: FastifyError, request: FastifyRequest, reply: FastifyReply) {
+  const [status, message] = ROUTER_ERRORS[err.code] ?? [400, 'The request is not valid.'];
+  const code = status === 422 ? 'validation_failed' : 'bad_request';
+  const details = status === 422 ? [{ field: 'path', message: 'is too long' }] : undefined;
+  return reply
+    .code(status)
+    .header('X-Request-Id', request.id)
+    .header('Content-Type', 'application/json; charset=utf-8')
+    .send({ error: { code, message, ...(details ? { details } : {}) }, meta: { persistence: ctx.store.persistence(), provider: 'connected' } });
+}
+
 export function registerErrorHandling(app: FastifyInstance, ctx: ApiContext): void {
   const errorMeta = (request: FastifyRequest) => {
     const meta = metaFor(ctx, request);
