@@ -7,6 +7,7 @@ import Fastify, { FastifyBaseLogger, FastifyInstance } from 'fastify';
 import swagger from '@fastify/swagger';
 import type { ApiContext } from './context';
 import { registerErrorHandling, sendFrameworkError } from './plugins/errors';
+import { documentSharedErrors } from './plugins/error-responses';
 import { registerValidation } from './plugins/validation';
 import { registerObservability, requestIdOf } from './plugins/observability';
 import { applyRateLimit, RateLimiter } from './plugins/rate-limit';
@@ -36,6 +37,7 @@ export async function buildApp(ctx: ApiContext, options: AppOptions = {}): Promi
 
   registerValidation(app);
   registerErrorHandling(app, ctx);
+  documentSharedErrors(app);
   await app.register(swagger, {
     openapi: {
       openapi: '3.0.3',

@@ -92,4 +92,44 @@ describe('GET /api/v1/openapi.json', () => {
     expect(operations).toBeGreaterThan(30);
     expect(withoutSuccess).toEqual([]);
   });
+  // Found by schemathesis (make fuzz): these answers were real but missing from the document.
+  describe('documents every status the service answers', () => {
+    const documented = (method: string, path: string): string[] => Object.keys(document.paths[path][method.toLowerCase()].responses);
+
+    it.each([
+      ['GET', '/api/v1/regions', '/api/v1/regions'],
+      ['GET', '/api/v1/vpn-gateways/{id}/status', '/api/v1/vpn-gateways/vpn_0000000000000000/status'],
+      ['POST', '/api/v1/servers/{id}/stop', '/api/v1/servers/svr_0000000000000000/stop'],
+      ['POST', '/api/v1/jobs/{id}/cancel', '/api/v1/jobs/job_0000000000000000/cancel'],
+    ])('401 without a key on %s %s', async (method, path, url) => {
+      const res = await svc.api(method, url, undefined, { key: null });
+      expect(res.status).toBe(401);
+      expect(documented(method, path)).toContain('401');
+    });
+
+    it.each([
+      ['PATCH', '/api/v1/settings/profile'],
+      ['PATCH', '/api/v1/settings/team'],
+      ['POST', '/api/v1/settings/api-keys'],
+      ['POST', '/api/v1/agent/threads'],
+    ])('400 invalid_json for a broken body on %s %s', async (method, path) => {
+      const res = await svc.api(method, path, undefined, { rawBody: '\u0000', headers: { 'content-type': 'application/json' } });
+      expect({ status: res.status, code: res.body.error.code }).toEqual({ status: 400, code: 'invalid_json' });
+      expect(documented(method, path)).toContain('400');
+    });
+
+    it('lists the shared error statuses on every operation', () => {
+      const gaps: string[] = [];
+      for (const [path, item] of Object.entries<Record<string, any>>(document.paths)) {
+        for (const [method, operation] of Object.entries<any>(item)) {
+          const expected = ['400', '401', '429', '503'];
+          if (['post', 'put', 'patch', 'delete'].includes(method)) expected.push('413', '415', '422');
+          if (path.includes('{')) expected.push('404', '422');
+          const codes = Object.keys(operation.responses);
+          for (const code of expected) if (!codes.includes(code)) gaps.push(`${method.toUpperCase()} ${path} ${code}`);
+        }
+      }
+      expect(gaps).toEqual([]);
+    });
+  });
 });

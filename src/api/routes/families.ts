@@ -13,6 +13,7 @@ import { invalidState, notFound, resourceBusy } from '../../lib/errors';
 import { nowIso } from '../../lib/time';
 import { newId } from '../../lib/ids';
 import { withNewSecret, withUniqueName } from '../../resources/creation';
+import { ErrorEnvelope } from '../plugins/error-responses';
 
 const IdParams = Type.Object({ id: Type.String({ maxLength: 64, description: 'Resource id.' }) });
 
@@ -27,15 +28,7 @@ export const envelopeOf = (data: TSchema) =>
     }),
   });
 
-export const ErrorEnvelope = Type.Object({
-  error: Type.Object({
-    code: Type.String(),
-    message: Type.String(),
-    details: Type.Optional(Type.Array(Type.Object({ field: Type.String(), message: Type.String() }))),
-    request_id: Type.Optional(Type.String()),
-  }),
-  meta: Type.Object({ persistence: Type.String(), provider: Type.String() }),
-});
+export { ErrorEnvelope };
 
 const errorResponses = {
   400: ErrorEnvelope,
