@@ -6,10 +6,16 @@
  * kept, and it gets its first status and creation event. A spec the rules refuse starts
  * `failed` with the API's error message and is never provisioned. A grace period leaves
  * the API's own second write (the status, right after the create) the time to land first.
+ *
+ * A refused resource is judged again whenever its spec changes (kubectl apply/edit, a
+ * GitOps sync): fixing the manifest fixes the resource. What marks it is on the record,
+ * so a restart forgets nothing: its Synced condition's reason is SPEC_REFUSED (a provider
+ * failure says ReconcileError and is left alone), and its observed_generation is the
+ * generation that was judged.
  */
 import type { Store } from '../store/types';
 import type { AnyFamily, Resource, RuleContext } from '../resources/family';
-import type { ResourceWriter } from '../resources/writer';
+import { SPEC_REFUSED, type ResourceWriter } from '../resources/writer';
 import { withNewSecret, withUniqueName } from '../resources/creation';
 import { ApiError } from '../lib/errors';
 import type { ReconcileResult, Reconciler } from './controller';
@@ -32,11 +38,23 @@ export function adopting(family: AnyFamily, inner: Reconciler, store: Store, wri
         await adopt(family, resource, store, writer, rules);
         return;
       }
+      if (resource && refusedSpecChanged(resource)) {
+        await adopt(family, resource, store, writer, rules);
+        return;
+      }
       return inner.reconcile(team, id);
     },
   };
 }
 
+/** A resource adoption refused whose spec changed since it was judged (and is not being deleted). */
+function refusedSpecChanged(resource: Resource): boolean {
+  const { status, meta } = resource;
+  if (status.status !== 'failed' || meta.deletionTimestamp || meta.generation <= status.observed_generation) return false;
+  return (status.conditions ?? []).some((c) => c.type === 'Synced' && c.reason === SPEC_REFUSED);
+}
+
+/** Judges the spec as a POST of it would be; also a refused resource's changed spec, which then starts over. */
 async function adopt(family: AnyFamily, resource: Resource, store: Store, writer: ResourceWriter, rules: RuleContext): Promise<void> {
   const { team, id } = resource.meta;
   let judged = false;

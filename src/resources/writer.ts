@@ -13,6 +13,13 @@ import { buildEvents, conditionsFor, configHash } from './transitions';
 
 const MAX_CONFLICT_RETRIES = 20;
 
+/**
+ * Reason of the Synced condition of a resource whose spec the create rules refused when it
+ * was adopted (a provider failure says ReconcileError): what marks it for a new judgement
+ * once its spec changes.
+ */
+export const SPEC_REFUSED = 'SpecRefused';
+
 /** Returns the status fields to change, or null when nothing needs writing. */
 export type StatusMutation<R extends Resource = Resource> = (resource: R) => Partial<BaseStatus> & Record<string, unknown> | null;
 
@@ -30,27 +37,33 @@ export class ResourceWriter {
   /**
    * Gives a resource made outside the API (kubectl, GitOps) the first status the API
    * would have given it, with its creation event. With a `refusal` (the message of the
-   * create rule it breaks) it starts `failed` instead, and is never provisioned.
+   * create rule it breaks) it starts `failed` instead, is never provisioned, and its
+   * Synced condition says SPEC_REFUSED. A refused resource judged again (its spec was
+   * changed) starts over the same way; its events are then those of the change from
+   * `failed`, and a refusal again keeps the observed config, since none was applied.
    */
   async initialize(family: AnyFamily, resource: Resource, actor: string, refusal?: string): Promise<Resource> {
-    const status = this.firstStatus(family, resource, actor, refusal === undefined ? {} : { status: 'failed', status_reason: refusal });
+    const status = this.firstStatus(family, resource, actor, refusal);
     return (await this.store.updateStatus({ ...resource, status })) as Resource;
   }
 
-  private firstStatus(family: AnyFamily, resource: Resource, actor: string, outcome: Partial<Pick<BaseStatus, 'status' | 'status_reason'>> = {}): BaseStatus {
+  private firstStatus(family: AnyFamily, resource: Resource, actor: string, refusal?: string): BaseStatus {
+    const previous = resource.status?.status ? resource : undefined;
+    const refused = refusal !== undefined;
     const status: BaseStatus & Record<string, unknown> = {
       ...family.initialStatus(resource.spec),
-      status: outcome.status ?? family.states[0],
-      status_reason: outcome.status_reason ?? null,
+      status: refused ? 'failed' : family.states[0],
+      status_reason: refusal ?? null,
       observed_generation: resource.meta.generation,
-      observed_config: configHash(family, resource.spec as Record<string, unknown>),
+      observed_config: refused && previous ? previous.status.observed_config : configHash(family, resource.spec as Record<string, unknown>),
       deleted_at: null,
-      conditions: [],
+      conditions: previous?.status.conditions ?? [],
       pending_events: [],
     };
     const next = { ...resource, status } as Resource;
-    status.conditions = conditionsFor(family, next, status);
-    status.pending_events = buildEvents(family, undefined, next, actor);
+    status.conditions = conditionsFor(family, next, status).map((c) => (refused && c.type === 'Synced' ? { ...c, reason: SPEC_REFUSED } : c));
+    // Events not yet relayed stay in the outbox.
+    status.pending_events = [...(previous?.status.pending_events ?? []), ...buildEvents(family, previous, next, actor)];
     return status;
   }
 

@@ -2,8 +2,9 @@
  * Adoption of custom resources made outside the API, on a real kube-apiserver with the
  * real service in cluster mode: a CR is judged by the family's create rules as the same
  * POST would be, gets the rules' defaults in its spec and its generated secret, or ends
- * `failed` with the API's message. Every CR is created up front, so the adoption grace
- * period is waited out once for all of them.
+ * `failed` with the API's message; a refused CR whose spec is edited is judged again,
+ * one that failed at the provider is not. Every CR is created up front, so the adoption
+ * grace period is waited out once for all of them.
  */
 import { CoreV1Api, CustomObjectsApi } from '@kubernetes/client-node';
 import { installCrds, kubeConfigOf } from '../helpers/cluster';
@@ -64,6 +65,34 @@ const CRS = {
     name: 'twin',
     spec: { name: 'api-made-first', region: 'fra1', public: false },
   },
+  // Refused, then fixed with an edit of the spec.
+  fixable: {
+    plural: 'loadbalancers',
+    kind: 'LoadBalancer',
+    name: 'fix-me',
+    spec: { name: 'fix-me', region: UNAVAILABLE_REGION, algorithm: 'round_robin', protocol: 'http', port: 80, health_check_path: '/health', sticky_sessions: false, backends: [] },
+  },
+  // Refused, edited into another refusal, then fixed.
+  refusedTwice: {
+    plural: 'vpngateways',
+    kind: 'VpnGateway',
+    name: 'twice',
+    spec: { name: 'twice', region: 'fra1', tunnel_type: 'ipsec', local_network_cidr: '10.20.0.0/16', remote_network_cidr: '10.20.4.0/24', remote_peer_ip: '93.184.216.37', psk_version: 1 },
+  },
+  // Accepted, then failed at the provider (CLOUDPLANE_SIM_FAILURES): an edit does not start it over.
+  providerFailed: {
+    plural: 'fileshares',
+    kind: 'FileShare',
+    name: 'broken-share',
+    spec: { name: 'broken-share', region: 'fra1', size_gb: 100 },
+  },
+  // Refused; its fix is accepted and then fails at the provider too.
+  refusedShare: {
+    plural: 'fileshares',
+    kind: 'FileShare',
+    name: 'far-share',
+    spec: { name: 'far-share', region: UNAVAILABLE_REGION, size_gb: 100 },
+  },
 } as const;
 type CrKey = keyof typeof CRS;
 
@@ -75,6 +104,15 @@ const adoptedId = (key: CrKey) =>
     const object = await read(key);
     return object.status?.status ? (object.metadata.labels?.[`${GROUP}/id`] as string) : null;
   }, SETTLE_MS, 100);
+/** Changes the CR's spec as kubectl edit does: a replace of the object read, retried if the operator wrote in between. */
+const editSpec = (key: CrKey, changes: Record<string, unknown>) =>
+  eventually(async () => {
+    const object = await read(key);
+    const body = { ...object, spec: { ...object.spec, ...changes } };
+    return (await custom.replaceNamespacedCustomObject({ ...where(key), body })) as any;
+  }, 10_000, 100);
+const syncedOf = (object: any) => object.status.conditions.find((c: { type: string }) => c.type === 'Synced');
+const eventTypesOf = (id: string) => eventsOf(receiver).filter((e) => e.data.id === id).map((e) => e.type as string);
 const secretName = (id: string) => `vpn-psk-${id.replace('_', '-')}`;
 
 beforeAll(async () => {
@@ -87,6 +125,9 @@ beforeAll(async () => {
     CLOUDPLANE_JOB_DRIVER: 'simulated',
     CLOUDPLANE_SIM_DELAY_MS: '50',
     CLOUDPLANE_REGIONS_UNAVAILABLE: UNAVAILABLE_REGION,
+    CLOUDPLANE_SIM_FAILURES: 'file_share=1',
+    // Several waits poll the API at once; the per-key limit is not what this file tests.
+    CLOUDPLANE_RATE_LIMIT_PER_MINUTE: '100000',
     CLOUDPLANE_WEBHOOK_ALLOW_HTTP: 'true',
     CLOUDPLANE_WEBHOOK_ALLOW_PRIVATE_TARGETS: 'true',
   });
@@ -98,7 +139,10 @@ beforeAll(async () => {
     if (err.code !== 409) throw err;
   });
 
-  const hook = await t.api('POST', '/api/v1/webhooks', { url: receiver.url, events: ['vpn_gateway.created', 'vpn_gateway.failed', 'bucket.created', 'bucket.failed'] });
+  const hook = await t.api('POST', '/api/v1/webhooks', {
+    url: receiver.url,
+    events: ['vpn_gateway.created', 'vpn_gateway.failed', 'vpn_gateway.updated', 'vpn_gateway.active', 'bucket.created', 'bucket.failed', 'load_balancer.created', 'load_balancer.failed', 'load_balancer.updated', 'load_balancer.running'],
+  });
   expect(hook.status).toBe(201);
   // The name the kubectl-made "twin" asks for is held already.
   expect((await t.api('POST', '/api/v1/object-storage', { name: 'api-made-first', region: 'fra1' })).status).toBe(201);
@@ -158,7 +202,8 @@ describe('adoption of kubectl-made custom resources', () => {
     expect(object.status.status_reason).toBe(reason);
     expect(object.status.operation).toBeNull(); // nothing was started at the provider
     const synced = object.status.conditions.find((c: { type: string }) => c.type === 'Synced');
-    expect(synced).toMatchObject({ status: 'False', reason: 'ReconcileError', message: reason });
+    // SpecRefused, not a provider's ReconcileError: a change of the spec has it judged again.
+    expect(synced).toMatchObject({ status: 'False', reason: 'SpecRefused', message: reason });
     expect(object.status.conditions.find((c: { type: string }) => c.type === 'Ready')).toMatchObject({ status: 'False', reason: 'Failed' });
 
     const failed = await eventually(async () => eventsOf(receiver).find((e) => e.type === 'bucket.failed' && e.data.id === id));
@@ -189,5 +234,94 @@ describe('adoption of kubectl-made custom resources', () => {
     // Written once, before the first status: the status has seen that generation.
     expect(object.metadata.generation).toBe(2);
     expect(object.status.observed_generation).toBe(2);
+  });
+
+  test('a refused CR whose spec is fixed is judged again and proceeds as a fresh adoption: defaults, updated event, ready state', async () => {
+    const { backends: _backends, ...body } = CRS.fixable.spec;
+    const refusedByApi = await t.api('POST', '/api/v1/load-balancers', body);
+    expect(refusedByApi.status).toBe(422);
+    const id = await adoptedId('fixable');
+    const refused = await waitForStatus(t, `/api/v1/load-balancers/${id}`, 'failed', SETTLE_MS);
+    expect(refused.status_reason).toBe(refusedByApi.body.error.message);
+    const before = await read('fixable');
+    expect(syncedOf(before).reason).toBe('SpecRefused');
+    expect(before.status.observed_generation).toBe(before.metadata.generation);
+    expect('ssl_certificate_id' in before.spec).toBe(false); // a refusal writes no defaults
+    await eventually(async () => eventTypesOf(id).includes('load_balancer.failed'));
+
+    const edited = await editSpec('fixable', { region: 'fra1' });
+    const running = await waitForStatus(t, `/api/v1/load-balancers/${id}`, 'running', SETTLE_MS);
+    expect(running.region).toBe('fra1');
+    expect(running.status_reason).toBeNull();
+
+    const after = await read('fixable');
+    // The default is written into the spec once (a generation of its own), and the status has seen it.
+    expect(after.spec).toEqual({ ...CRS.fixable.spec, region: 'fra1', ssl_certificate_id: null });
+    expect(after.metadata.generation).toBe(edited.metadata.generation + 1);
+    expect(after.status.observed_generation).toBe(after.metadata.generation);
+    expect(syncedOf(after)).toMatchObject({ status: 'True', reason: 'ReconcileSuccess' });
+
+    // One creation event (the refusal's); the fix is an update, as a PATCH would be.
+    await eventually(async () => eventTypesOf(id).includes('load_balancer.running'));
+    const types = eventTypesOf(id);
+    expect(types.filter((type) => type === 'load_balancer.created')).toHaveLength(1);
+    expect(types.filter((type) => type === 'load_balancer.updated')).toHaveLength(1);
+  });
+
+  test('a fix that is still refused stays failed with the new message; the next fix gets the gateway its generated key', async () => {
+    const id = await adoptedId('refusedTwice');
+    const first = await waitForStatus(t, `/api/v1/vpn-gateways/${id}`, 'failed', SETTLE_MS);
+    expect(first.status_reason).toBe('The remote network 10.20.4.0/24 overlaps the local network 10.20.0.0/16.');
+
+    const stillBad = await editSpec('refusedTwice', { remote_network_cidr: '10.20.8.0/24' });
+    const newReason = 'The remote network 10.20.8.0/24 overlaps the local network 10.20.0.0/16.';
+    const refusedAgain = await eventually(async () => {
+      const object = await read('refusedTwice');
+      return object.status.status_reason === newReason ? object : null;
+    }, SETTLE_MS, 100);
+    expect(refusedAgain.status.status).toBe('failed');
+    expect(refusedAgain.status.observed_generation).toBe(stillBad.metadata.generation);
+    expect(syncedOf(refusedAgain)).toMatchObject({ status: 'False', reason: 'SpecRefused', message: newReason });
+    expect((await t.api('GET', `/api/v1/vpn-gateways/${id}`)).body.data.status_reason).toBe(newReason);
+    await expect(core.readNamespacedSecret({ name: secretName(id), namespace })).rejects.toMatchObject({ code: 404 });
+    // Staying failed is no state change, and nothing was applied: no event.
+    expect(eventTypesOf(id).filter((type) => type !== 'vpn_gateway.created' && type !== 'vpn_gateway.failed')).toEqual([]);
+
+    await editSpec('refusedTwice', { remote_network_cidr: '192.168.30.0/24' });
+    await waitForStatus(t, `/api/v1/vpn-gateways/${id}`, 'active', SETTLE_MS);
+    const secret = await core.readNamespacedSecret({ name: secretName(id), namespace });
+    const key = Buffer.from(secret.data!.value, 'base64').toString('utf8');
+    expect(key).toMatch(/^[A-Za-z0-9]{40}$/);
+    const updated = await eventually(async () => eventsOf(receiver).find((e) => e.type === 'vpn_gateway.updated' && e.data.id === id));
+    expect(JSON.stringify(updated)).not.toContain(key);
+  });
+
+  test('a resource that failed at the provider is not judged again when its spec changes', async () => {
+    const brokenId = await adoptedId('providerFailed');
+    const broken = await waitForStatus(t, `/api/v1/file-storage/${brokenId}`, 'failed', SETTLE_MS);
+    expect(broken.status_reason).toMatch(/^Provisioning failed: /);
+    const before = await read('providerFailed');
+    expect(syncedOf(before).reason).toBe('ReconcileError');
+
+    const refusedId = await adoptedId('refusedShare');
+    await waitForStatus(t, `/api/v1/file-storage/${refusedId}`, 'failed', SETTLE_MS);
+
+    // The provider-failed share is edited first; once the later edit of the refused one has
+    // been judged, accepted and provisioned (and failed there), the first edit was seen too.
+    const edited = await editSpec('providerFailed', { size_gb: 200 });
+    await editSpec('refusedShare', { region: 'fra1' });
+    const accepted = await eventually(async () => {
+      const object = await read('refusedShare');
+      return object.status.status === 'failed' && /^Provisioning failed: /.test(object.status.status_reason) ? object : null;
+    }, SETTLE_MS, 100);
+    expect(syncedOf(accepted).reason).toBe('ReconcileError');
+
+    const after = await read('providerFailed');
+    expect(after.metadata.generation).toBe(edited.metadata.generation);
+    expect(after.status.status).toBe('failed');
+    expect(after.status.status_reason).toBe(before.status.status_reason);
+    expect(after.status.observed_generation).toBe(before.status.observed_generation);
+    expect(after.status.operation).toBeNull();
+    expect(after.status.conditions).toEqual(before.status.conditions);
   });
 });
