@@ -15,7 +15,8 @@
  */
 import type { Store } from '../store/types';
 import type { AnyFamily, Resource, RuleContext } from '../resources/family';
-import { SPEC_REFUSED, type ResourceWriter } from '../resources/writer';
+import type { ResourceWriter } from '../resources/writer';
+import { SPEC_REFUSED } from '../resources/transitions';
 import { withNewSecret, withUniqueName } from '../resources/creation';
 import { ApiError } from '../lib/errors';
 import type { ReconcileResult, Reconciler } from './controller';

@@ -39,8 +39,18 @@ export function buildEvents(family: AnyFamily, previous: Resource | undefined, n
   return types.map((type) => ({ id: newId('evt'), type, created_at, team_id: next.meta.team, actor, data }));
 }
 
-/** Ready and Synced, recomputed from the state; a condition keeps its transition time while unchanged. */
-export function conditionsFor(family: AnyFamily, resource: Resource, status: BaseStatus): Condition[] {
+/**
+ * Reason of the Synced condition of a resource whose spec the create rules refused when it
+ * was adopted (a provider failure says ReconcileError): what marks it for a new judgement
+ * once its spec changes. It stays while the resource stays failed, whatever else is written.
+ */
+export const SPEC_REFUSED = 'SpecRefused';
+
+/**
+ * Ready and Synced, recomputed from the state; a condition keeps its transition time while
+ * unchanged. `refused`: this write is an adoption's refusal of the spec.
+ */
+export function conditionsFor(family: AnyFamily, resource: Resource, status: BaseStatus, refused = false): Condition[] {
   const now = nowIso();
   const generation = resource.meta.generation;
   const previous = new Map((status.conditions ?? []).map((c) => [c.type, c]));
@@ -53,9 +63,10 @@ export function conditionsFor(family: AnyFamily, resource: Resource, status: Bas
   const reason = state.charAt(0).toUpperCase() + state.slice(1);
   const ready = family.readyStates.includes(state) ? 'True' : 'False';
   const failed = state === 'failed';
+  const specRefused = failed && (refused || previous.get('Synced')?.reason === SPEC_REFUSED);
   const synced = failed ? 'False' : status.observed_generation >= generation ? 'True' : 'Unknown';
   return [
     make('Ready', ready, reason, status.status_reason ?? `The ${family.title} is ${state}.`),
-    make('Synced', synced, failed ? 'ReconcileError' : synced === 'True' ? 'ReconcileSuccess' : 'ReconcilePending', failed ? status.status_reason ?? 'Provisioning failed.' : ''),
+    make('Synced', synced, specRefused ? SPEC_REFUSED : failed ? 'ReconcileError' : synced === 'True' ? 'ReconcileSuccess' : 'ReconcilePending', failed ? status.status_reason ?? 'Provisioning failed.' : ''),
   ];
 }

@@ -13,13 +13,6 @@ import { buildEvents, conditionsFor, configHash } from './transitions';
 
 const MAX_CONFLICT_RETRIES = 20;
 
-/**
- * Reason of the Synced condition of a resource whose spec the create rules refused when it
- * was adopted (a provider failure says ReconcileError): what marks it for a new judgement
- * once its spec changes.
- */
-export const SPEC_REFUSED = 'SpecRefused';
-
 /** Returns the status fields to change, or null when nothing needs writing. */
 export type StatusMutation<R extends Resource = Resource> = (resource: R) => Partial<BaseStatus> & Record<string, unknown> | null;
 
@@ -38,7 +31,7 @@ export class ResourceWriter {
    * Gives a resource made outside the API (kubectl, GitOps) the first status the API
    * would have given it, with its creation event. With a `refusal` (the message of the
    * create rule it breaks) it starts `failed` instead, is never provisioned, and its
-   * Synced condition says SPEC_REFUSED. A refused resource judged again (its spec was
+   * Synced condition says SPEC_REFUSED (transitions.ts). A refused resource judged again (its spec was
    * changed) starts over the same way; its events are then those of the change from
    * `failed`, and a refusal again keeps the observed config, since none was applied.
    */
@@ -61,7 +54,7 @@ export class ResourceWriter {
       pending_events: [],
     };
     const next = { ...resource, status } as Resource;
-    status.conditions = conditionsFor(family, next, status).map((c) => (refused && c.type === 'Synced' ? { ...c, reason: SPEC_REFUSED } : c));
+    status.conditions = conditionsFor(family, next, status, refused);
     // Events not yet relayed stay in the outbox.
     status.pending_events = [...(previous?.status.pending_events ?? []), ...buildEvents(family, previous, next, actor)];
     return status;
