@@ -2,7 +2,7 @@
 SHELL := /bin/bash
 NODE_MODULES_STAMP := node_modules/.package-lock.json
 
-.PHONY: run test build lint crds bench bench-webhooks bench-cluster clean deps
+.PHONY: run test build lint crds bench bench-webhooks bench-cluster clean deps fuzz
 
 # `npm install` rather than `npm ci`: npm 11 leaves other platforms' optional binaries
 # (@swc/core-darwin-*, ...) out of the lock file, and `npm ci` then refuses it.
@@ -22,10 +22,18 @@ run: build
 
 # The API suite runs twice: on the embedded store (with everything else), then on the
 # Kubernetes store, each file against its own real etcd + kube-apiserver with the CRDs.
+# Last, a bounded fuzz run (about a minute) with a fixed seed, so a failure replays;
+# `make fuzz` draws a new seed each time.
 test: build
 	scripts/ensure-tools.sh
 	npx jest
 	CLOUDPLANE_TEST_STORE=kubernetes npx jest test/api
+	FUZZ_MAX_EXAMPLES=25 FUZZ_SEED=20261123 scripts/fuzz-api.sh
+
+# Schemathesis against the OpenAPI document the service serves (scripts/fuzz-api.sh):
+# no 500s, and every status, content type and body as documented. Report in bench/results/fuzz.
+fuzz: build
+	scripts/fuzz-api.sh
 
 crds: build
 	node dist/src/cli/generate-crds.js

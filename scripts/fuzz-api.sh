@@ -1,0 +1,107 @@
+#!/usr/bin/env bash
+# Fuzzes /api/v1 from the OpenAPI document the service itself serves, with schemathesis:
+# every operation gets generated valid and invalid requests, and each answer must not be a
+# 500, must use a status code, content type and body schema that the document declares.
+# The service runs on the embedded store with a throwaway data dir and a free port.
+#
+# Knobs (environment): FUZZ_MAX_EXAMPLES (per operation, default 30), FUZZ_SEED,
+# FUZZ_WORKERS (default 2), FUZZ_REPORT_DIR (default bench/results/fuzz, git-ignored),
+# FUZZ_PHASES (default examples,coverage,fuzzing,stateful). Extra arguments go to `st run`.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+
+SCHEMATHESIS_VERSION="4.32.5"
+VENV="${CLOUDPLANE_FUZZ_VENV:-$HOME/.cache/cloudplane/schemathesis-venv}"
+REPORT_DIR="${FUZZ_REPORT_DIR:-bench/results/fuzz}"
+MAX_EXAMPLES="${FUZZ_MAX_EXAMPLES:-30}"
+WORKERS="${FUZZ_WORKERS:-2}"
+PHASES="${FUZZ_PHASES:-examples,coverage,fuzzing,stateful}"
+
+# Python venv outside the repo, reused between runs; rebuilt when the pin changes.
+if [ "$("$VENV/bin/st" --version 2>/dev/null || true)" != "st, version $SCHEMATHESIS_VERSION" ]; then
+  echo "installing schemathesis $SCHEMATHESIS_VERSION into $VENV..."
+  if ! command -v python3 >/dev/null 2>&1 || ! python3 -c 'import ensurepip, venv' 2>/dev/null; then
+    # Debian ships venv/ensurepip apart from python3 (python3-venv).
+    if [ "$(id -u)" = 0 ] && command -v apt-get >/dev/null 2>&1; then
+      (apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq python3 python3-venv) >/dev/null 2>&1
+    fi
+  fi
+  rm -rf "$VENV"
+  mkdir -p "$(dirname "$VENV")"
+  python3 -m venv "$VENV"
+  "$VENV/bin/pip" install -q --disable-pip-version-check "schemathesis==$SCHEMATHESIS_VERSION"
+fi
+
+[ -f dist/src/main.js ] && [ -z "${FUZZ_REBUILD:-}" ] || npx tsc -p tsconfig.json
+
+data_dir="$(mktemp -d)"
+log="$data_dir/service.log"
+key="cpk_fuzz$(od -An -tx1 -N20 /dev/urandom | tr -d ' \n')"
+service_pid=""
+cleanup() {
+  if [ -n "$service_pid" ] && kill -0 "$service_pid" 2>/dev/null; then
+    kill "$service_pid" 2>/dev/null || true
+    wait "$service_pid" 2>/dev/null || true
+  fi
+  rm -rf "$data_dir"
+}
+trap cleanup EXIT
+
+# Port 0: the service binds a free port and prints its address. The caller's own
+# CLOUDPLANE_* settings (a store, NATS, regions) are left out: the run is on the defaults.
+for name in $(compgen -e | grep '^CLOUDPLANE_' || true); do [ "$name" = CLOUDPLANE_FUZZ_VENV ] || unset "$name"; done
+CLOUDPLANE_PORT=0 CLOUDPLANE_HOST=127.0.0.1 CLOUDPLANE_DATA_DIR="$data_dir/data" \
+CLOUDPLANE_BOOTSTRAP_API_KEY="$key" CLOUDPLANE_SIM_DELAY_MS=50 \
+CLOUDPLANE_RATE_LIMIT_PER_MINUTE=1000000 CLOUDPLANE_LOG_LEVEL="${FUZZ_LOG_LEVEL:-warn}" \
+  node dist/src/main.js >"$log" 2>&1 &
+service_pid=$!
+
+url=""
+for _ in $(seq 100); do
+  url="$(sed -n 's/^Cloudplane is listening on \(http:[^ ]*\).*/\1/p' "$log" | head -1)"
+  [ -n "$url" ] && break
+  kill -0 "$service_pid" 2>/dev/null || { cat "$log" >&2; echo "fuzz: the service did not start" >&2; exit 1; }
+  sleep 0.2
+done
+[ -n "$url" ] || { cat "$log" >&2; echo "fuzz: the service did not report its address" >&2; exit 1; }
+echo "fuzzing $url/api/v1 (max $MAX_EXAMPLES examples per operation, report in $REPORT_DIR)"
+
+mkdir -p "$REPORT_DIR"
+REPORT_DIR="$(cd "$REPORT_DIR" && pwd)"
+[ -f "$REPORT_DIR/.gitignore" ] || echo '*' >"$REPORT_DIR/.gitignore"  # reports are run output
+rm -f "$REPORT_DIR"/junit-*.xml "$REPORT_DIR"/ndjson-*.ndjson  # the last run's only
+
+seed_args=()
+[ -n "${FUZZ_SEED:-}" ] && seed_args=(--seed "$FUZZ_SEED")
+
+HOOKS_DIR="$(pwd)/scripts"  # fuzz_hooks.py: realistic regions and webhook URLs
+# From the report dir, so schemathesis keeps its replay cache (.schemathesis/) there:
+# `cd bench/results/fuzz && st replay <id>` reproduces a failure.
+run_st() {
+  (cd "$REPORT_DIR" && PYTHONPATH="$HOOKS_DIR" SCHEMATHESIS_HOOKS=fuzz_hooks "$VENV/bin/st" run "$url/api/v1/openapi.json" \
+    --header "Authorization: Bearer $key" \
+    --checks not_a_server_error,status_code_conformance,content_type_conformance,response_schema_conformance \
+    --max-examples "$MAX_EXAMPLES" \
+    --workers "$WORKERS" \
+    --request-timeout 10 \
+    --generation-database none \
+    --suppress-health-check all \
+    --no-color \
+    --report junit,ndjson --report-dir "$REPORT_DIR" \
+    "${seed_args[@]}" "$@")
+}
+
+# Revoking an API key may hit the very key the fuzzer uses (the stateful phase finds its
+# id through GET /settings/api-keys), so that operation runs on its own, last.
+REVOKE_PATH='/api/v1/settings/api-keys/{id}'
+status=0
+{
+  failed=0
+  run_st --phases "$PHASES" --exclude-path "$REVOKE_PATH" "$@" || failed=$?
+  run_st --phases "${PHASES/,stateful/}" --include-path "$REVOKE_PATH" "$@" || failed=$?
+  exit "$failed"
+} 2>&1 | tee "$REPORT_DIR/output.txt" || status=$?
+
+# Any 500 the run caused is in the service log with its stack: keep it next to the report.
+cp "$log" "$REPORT_DIR/service.log"
+exit "$status"
