@@ -54,6 +54,12 @@ export interface KubernetesConfig {
   jobDriver: 'kubernetes' | 'simulated';
   /** How long a job's image may keep failing to pull before the job fails. */
   jobImagePullTimeoutMs: number;
+  /**
+   * How long adoption leaves a custom resource the API created (status-pending label) and
+   * that has no status yet, before taking it in as kubectl's (the API crashed between its
+   * two writes). Unmarked ones are adopted at once.
+   */
+  adoptionGraceMs: number;
 }
 
 export interface WebhookConfig {
@@ -186,6 +192,7 @@ export function loadConfig(env: Env = process.env): Config {
           leaseDurationMs: int(env, 'CLOUDPLANE_LEASE_DURATION_SECONDS', 15, 2, 300) * 1000,
           jobDriver: jobDriver(env),
           jobImagePullTimeoutMs: int(env, 'CLOUDPLANE_JOB_IMAGE_PULL_TIMEOUT_SECONDS', 300, 1) * 1000,
+          adoptionGraceMs: int(env, 'CLOUDPLANE_ADOPTION_GRACE_SECONDS', 5, 1, 3600) * 1000,
         }
       : undefined,
     nats: natsServers.length

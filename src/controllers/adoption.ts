@@ -4,8 +4,11 @@
  * body would be: the family's create rules judge the spec (the CRD has only checked its
  * shape), the defaults they fill in are written into the spec, a generated secret is
  * kept, and it gets its first status and creation event. A spec the rules refuse starts
- * `failed` with the API's error message and is never provisioned. A grace period leaves
- * the API's own second write (the status, right after the create) the time to land first.
+ * `failed` with the API's error message and is never provisioned. It is adopted at once,
+ * unless the store marked it as made for the API (STATUS_PENDING_LABEL: in cluster mode a
+ * create is two writes, the status second): that one is left a grace for its status to
+ * land, then adopted all the same (the API crashed in between). A kubectl user who copies
+ * an API-made object's labels only delays its adoption by that grace.
  *
  * A refused resource is judged again whenever its spec changes (kubectl apply/edit, a
  * GitOps sync): fixing the manifest fixes the resource. What marks it is on the record,
@@ -19,12 +22,15 @@ import type { ResourceWriter } from '../resources/writer';
 import { SPEC_REFUSED } from '../resources/transitions';
 import { withNewSecret, withUniqueName } from '../resources/creation';
 import { ApiError } from '../lib/errors';
+import { STATUS_PENDING_LABEL } from '../store/kubernetes/names';
 import type { ReconcileResult, Reconciler } from './controller';
 
-const ADOPTION_GRACE_MS = 5_000;
+/** Without cluster settings (the embedded store writes status with the create, marks nothing). */
+const DEFAULT_GRACE_MS = 5_000;
 const ACTOR = 'system';
 
 export function adopting(family: AnyFamily, inner: Reconciler, store: Store, writer: ResourceWriter, rules: RuleContext): Reconciler {
+  const graceMs = rules.config.kubernetes?.adoptionGraceMs ?? DEFAULT_GRACE_MS;
   return {
     kind: inner.kind,
     async reconcile(team: string, id: string): Promise<ReconcileResult | void> {
@@ -34,8 +40,8 @@ export function adopting(family: AnyFamily, inner: Reconciler, store: Store, wri
           await store.remove(family.kind, team, id, resource.meta.resourceVersion);
           return;
         }
-        const age = Date.now() - Date.parse(resource.meta.createdAt);
-        if (age < ADOPTION_GRACE_MS) return { requeueAfterMs: ADOPTION_GRACE_MS - age };
+        const wait = statusPendingFor(resource, graceMs);
+        if (wait > 0) return { requeueAfterMs: wait };
         await adopt(family, resource, store, writer, rules);
         return;
       }
@@ -46,6 +52,15 @@ export function adopting(family: AnyFamily, inner: Reconciler, store: Store, wri
       return inner.reconcile(team, id);
     },
   };
+}
+
+/**
+ * How long a status-less resource is still left to the API's status write: none unless
+ * the store marked it at create, else what remains of the grace since its creation.
+ */
+function statusPendingFor(resource: Resource, graceMs: number): number {
+  if (resource.meta.labels?.[STATUS_PENDING_LABEL] !== 'true') return 0;
+  return graceMs - (Date.now() - Date.parse(resource.meta.createdAt));
 }
 
 /** A resource adoption refused whose spec changed since it was judged (and is not being deleted). */

@@ -3,22 +3,27 @@
  * real service in cluster mode: a CR is judged by the family's create rules as the same
  * POST would be, gets the rules' defaults in its spec and its generated secret, or ends
  * `failed` with the API's message; a refused CR whose spec is edited is judged again,
- * one that failed at the provider is not. Every CR is created up front, so the adoption
- * grace period is waited out once for all of them.
+ * one that failed at the provider is not. A kubectl-made CR is adopted at once; only one
+ * the store marked as the API's (left without its status, as by an API that crashed
+ * between its two writes) waits for the grace, set long here so that no clock is read.
  */
 import { CoreV1Api, CustomObjectsApi } from '@kubernetes/client-node';
 import { installCrds, kubeConfigOf } from '../helpers/cluster';
 import { KubeApiServer, startKubeApiServer } from '../helpers/kube-apiserver';
 import { eventually, startTestService, TestService, waitForStatus } from '../helpers/service';
 import { eventsOf, Receiver, startReceiver } from '../helpers/receiver';
+import { newId, objectNameForId } from '../../src/lib/ids';
 
 jest.setTimeout(60_000);
 
 const GROUP = 'cloudplane.dev';
 const VERSION = 'v1alpha1';
 const UNAVAILABLE_REGION = 'sgp1';
-/** Adoption waits 5 s after creation; the provider's simulated work adds little to that. */
+/** Adoption is immediate and the provider's simulated work short: far less than GRACE_S. */
 const SETTLE_MS = 30_000;
+/** Far longer than the whole file: what is adopted before it passed was not held back. */
+const GRACE_S = 600;
+const STATUS_PENDING = `${GROUP}/status-pending`;
 
 let cluster: KubeApiServer;
 let t: TestService;
@@ -96,6 +101,32 @@ const CRS = {
 } as const;
 type CrKey = keyof typeof CRS;
 
+/**
+ * Load balancers as the Kubernetes store creates them for the API (id name and label,
+ * status-pending mark, creation stamp, finalizer), whose status write never came: one
+ * just now, one longer ago than the grace (the API crashed between its two writes).
+ */
+const HALF_MADE = {
+  recent: { id: newId('lb'), name: 'crashed-just-now', ageMs: 0 },
+  old: { id: newId('lb'), name: 'crashed-long-ago', ageMs: 2 * GRACE_S * 1000 },
+} as const;
+const halfMadeBody = ({ id, name, ageMs }: (typeof HALF_MADE)[keyof typeof HALF_MADE]) => {
+  const at = new Date(Date.now() - ageMs).toISOString();
+  return {
+    apiVersion: `${GROUP}/${VERSION}`,
+    kind: 'LoadBalancer',
+    metadata: {
+      name: objectNameForId(id),
+      labels: { [`${GROUP}/id`]: id, [STATUS_PENDING]: 'true' },
+      annotations: { [`${GROUP}/created-at`]: at, [`${GROUP}/updated-at`]: at },
+      finalizers: [`${GROUP}/finalizer`],
+    },
+    spec: { ...CRS.defaulted.spec, name, ssl_certificate_id: null },
+  };
+};
+const readHalfMade = async (key: keyof typeof HALF_MADE): Promise<any> =>
+  custom.getNamespacedCustomObject({ group: GROUP, version: VERSION, namespace, plural: 'loadbalancers', name: objectNameForId(HALF_MADE[key].id) });
+
 const where = (key: CrKey) => ({ group: GROUP, version: VERSION, namespace, plural: CRS[key].plural, name: CRS[key].name });
 const read = async (key: CrKey): Promise<any> => custom.getNamespacedCustomObject(where(key));
 /** The API id the operator gave the CR, once it has a status (adopted). */
@@ -130,6 +161,7 @@ beforeAll(async () => {
     CLOUDPLANE_RATE_LIMIT_PER_MINUTE: '100000',
     CLOUDPLANE_WEBHOOK_ALLOW_HTTP: 'true',
     CLOUDPLANE_WEBHOOK_ALLOW_PRIVATE_TARGETS: 'true',
+    CLOUDPLANE_ADOPTION_GRACE_SECONDS: String(GRACE_S),
   });
   const kc = kubeConfigOf(cluster);
   custom = kc.makeApiClient(CustomObjectsApi);
@@ -147,6 +179,10 @@ beforeAll(async () => {
   // The name the kubectl-made "twin" asks for is held already.
   expect((await t.api('POST', '/api/v1/object-storage', { name: 'api-made-first', region: 'fra1' })).status).toBe(201);
 
+  // Before the kubectl-made CRs: those are adopted while the recent one still waits.
+  for (const half of Object.values(HALF_MADE)) {
+    await custom.createNamespacedCustomObject({ group: GROUP, version: VERSION, namespace, plural: 'loadbalancers', body: halfMadeBody(half) });
+  }
   for (const key of Object.keys(CRS) as CrKey[]) {
     const { plural, kind, name, spec } = CRS[key];
     await custom.createNamespacedCustomObject({ group: GROUP, version: VERSION, namespace, plural, body: { apiVersion: `${GROUP}/${VERSION}`, kind, metadata: { name }, spec } });
@@ -160,6 +196,38 @@ afterAll(async () => {
 });
 
 describe('adoption of kubectl-made custom resources', () => {
+  test('a kubectl-made CR is adopted well inside the grace; one the API left without its status waits for the grace, then is adopted as kubectl\'s', async () => {
+    // Created after the recent half-made CR, adopted within SETTLE_MS, far less than the grace.
+    const id = await adoptedId('wireguard');
+    expect((await t.api('GET', `/api/v1/vpn-gateways/${id}`)).status).toBe(200);
+
+    // Past its grace: taken in as kubectl's would be, first status, creation event and all.
+    const old = await waitForStatus(t, `/api/v1/load-balancers/${HALF_MADE.old.id}`, 'running', SETTLE_MS);
+    expect(old.name).toBe(HALF_MADE.old.name);
+    await eventually(async () => eventTypesOf(HALF_MADE.old.id).includes('load_balancer.created'));
+
+    // Within its grace, after both: no status yet, so the API does not show it.
+    expect((await readHalfMade('recent')).status?.status).toBeUndefined();
+    expect((await t.api('GET', `/api/v1/load-balancers/${HALF_MADE.recent.id}`)).status).toBe(404);
+    const listed = await t.api('GET', '/api/v1/load-balancers?limit=100');
+    const ids = listed.body.data.map((r: { id: string }) => r.id);
+    expect(ids).toContain(HALF_MADE.old.id);
+    expect(ids).not.toContain(HALF_MADE.recent.id);
+  });
+
+  test('the store marks what it creates for the API, and no response shows the mark', async () => {
+    const { backends: _backends, ...body } = CRS.defaulted.spec;
+    const created = await t.api('POST', '/api/v1/load-balancers', { ...body, name: 'made-by-the-api' });
+    expect(created.status).toBe(201);
+    const object: any = await custom.getNamespacedCustomObject({ group: GROUP, version: VERSION, namespace, plural: 'loadbalancers', name: objectNameForId(created.body.data.id) });
+    expect(object.metadata.labels[STATUS_PENDING]).toBe('true');
+    expect(typeof object.status.status).toBe('string'); // the mark stays, and is read no more
+
+    const one = await t.api('GET', `/api/v1/load-balancers/${created.body.data.id}`);
+    const list = await t.api('GET', '/api/v1/load-balancers?limit=100');
+    for (const answer of [created, one, list]) expect(JSON.stringify(answer.body)).not.toContain('status-pending');
+  });
+
   test('an IPsec VPN gateway without a key gets a generated one in its Secret, psk_version 1, and the key shows nowhere else', async () => {
     const id = await adoptedId('ipsec');
     const record = await waitForStatus(t, `/api/v1/vpn-gateways/${id}`, 'active', SETTLE_MS);

@@ -14,6 +14,13 @@ export const CREATED_AT_ANNOTATION = `${GROUP}/created-at`;
 export const UPDATED_AT_ANNOTATION = `${GROUP}/updated-at`;
 export const FINALIZER = `${GROUP}/finalizer`;
 export const SECRET_NAME_ANNOTATION = `${GROUP}/secret-name`;
+/**
+ * On a custom resource the store created for the API: its status is a second write, so
+ * until one is there adoption leaves it a grace instead of taking it for kubectl's. A
+ * label, not an annotation, because a StoredObject's meta carries labels; the API never
+ * shows them.
+ */
+export const STATUS_PENDING_LABEL = `${GROUP}/status-pending`;
 export const MANAGED_BY = 'app.kubernetes.io/managed-by=cloudplane';
 /** The team of service-wide data (the cursor signing key). */
 export const SYSTEM_TEAM = '__system';

@@ -36,6 +36,7 @@ import {
   objectName,
   SECRET_NAME_ANNOTATION,
   secretObjectName,
+  STATUS_PENDING_LABEL,
   teamOfNamespace,
   UPDATED_AT_ANNOTATION,
   VERSION,
@@ -203,7 +204,10 @@ export class KubernetesStore implements Store {
       metadata: {
         name: objectName(input.meta.id),
         namespace,
-        labels: { ...(input.meta.labels ?? {}), [ID_LABEL]: input.meta.id },
+        // Marked in the same write that creates it: no version of it is ever seen unmarked
+        // and status-less, so adoption cannot take it for kubectl's (nothing reads the mark
+        // once the status is there; the status write cannot touch metadata anyway).
+        labels: { ...(input.meta.labels ?? {}), [STATUS_PENDING_LABEL]: 'true', [ID_LABEL]: input.meta.id },
         annotations: { [CREATED_AT_ANNOTATION]: now, [UPDATED_AT_ANNOTATION]: now },
         finalizers: [FINALIZER],
       },
