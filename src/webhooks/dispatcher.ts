@@ -52,7 +52,8 @@ export class WebhookDispatcher {
   private readonly timers = new Map<string, { due: number; timer: NodeJS.Timeout }>();
   /** Deliveries due but waiting for their subscription's rate limit, per subscription. */
   private readonly waiting = new Map<string, Key[]>();
-  private readonly pumps = new Map<string, NodeJS.Timeout>();
+  /** One pump per subscription: running now (null) or waiting for a token (its timer). */
+  private readonly pumps = new Map<string, NodeJS.Timeout | null>();
   private readonly inFlight = new Map<string, Promise<void>>();
   private readonly buckets: TokenBuckets;
   private readonly notifier: OwnerNotifier;
@@ -78,7 +79,7 @@ export class WebhookDispatcher {
     this.unsubscribe?.();
     this.unwatch?.();
     for (const { timer } of this.timers.values()) clearTimeout(timer);
-    for (const timer of this.pumps.values()) clearTimeout(timer);
+    for (const timer of this.pumps.values()) if (timer) clearTimeout(timer);
     this.timers.clear();
     this.pumps.clear();
     this.waiting.clear();
@@ -157,9 +158,13 @@ export class WebhookDispatcher {
 
   /** Sends the subscription's due deliveries in order, as fast as its rate limit lets them. */
   private async pump(webhookId: string, team: string): Promise<void> {
+    // Claimed before the first await: deliveries falling due meanwhile join this pump's
+    // queue instead of starting a second pump on it.
+    this.pumps.set(webhookId, null);
     const queue = this.waiting.get(webhookId);
     if (this.stopped || !queue || queue.length === 0) {
       this.waiting.delete(webhookId);
+      this.pumps.delete(webhookId);
       return;
     }
     const webhook = (await this.deps.store.get(webhookFamily.kind, team, webhookId)) as Webhook | undefined;
@@ -167,13 +172,7 @@ export class WebhookDispatcher {
     while (queue.length > 0 && !this.stopped) {
       const waitMs = webhook && webhook.status.status === 'active' ? this.buckets.take(webhookId, perMinute) : 0;
       if (waitMs > 0) {
-        this.pumps.set(
-          webhookId,
-          setTimeout(() => {
-            this.pumps.delete(webhookId);
-            void this.pump(webhookId, team);
-          }, waitMs),
-        );
+        this.pumps.set(webhookId, setTimeout(() => void this.pump(webhookId, team), waitMs));
         return;
       }
       const key = queue.shift()!;
@@ -188,6 +187,7 @@ export class WebhookDispatcher {
       this.inFlight.set(name, run);
     }
     this.waiting.delete(webhookId);
+    this.pumps.delete(webhookId);
   }
 
   /** The record written at the end of an attempt was ignored while it ran; look at it again. */

@@ -127,8 +127,10 @@ describe('webhook retries, timeouts and rate limits', () => {
     expect(new Set(events.map((e) => e.data.id))).toEqual(new Set(ids));
     const span = r.received[15].at - r.received[0].at;
     expect(span).toBeGreaterThanOrEqual(15 * 60 * 0.9);
-    const gaps = r.received.slice(1).map((x, i) => x.at - r.received[i].at);
-    expect(Math.min(...gaps)).toBeGreaterThanOrEqual(40);
+    // No burst: at one a "minute" (60 ms), a 150 ms window holds 2 or 3 sends; arrivals may
+    // bunch a little more on a loaded machine (a send held up, the next on time), never all.
+    const inWindow = r.received.map((x) => r.received.filter((y) => y.at >= x.at && y.at < x.at + 150).length);
+    expect(Math.max(...inWindow)).toBeLessThanOrEqual(4);
     const history = await deliveriesOf(t, hook.id);
     expect(history.every((d) => d.status === 'succeeded' && d.attempt === '1/15')).toBe(true);
   });
