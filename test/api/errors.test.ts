@@ -86,6 +86,19 @@ describe('API errors (load balancers)', () => {
       const res = await t.api('GET', '/api/v1/no-such-family');
       expectError(res, 404, 'route_not_found');
     });
+
+    it('answers a known path under a method it does not take with 405 and Allow', async () => {
+      const lb = (await t.api('POST', LBS, { name: 'method-me', region: 'fra1' })).body.data;
+      const put = await t.api('PUT', `${LBS}/${lb.id}`, { name: 'x' });
+      expectError(put, 405, 'method_not_allowed');
+      expect(put.headers.get('allow')).toBe('DELETE, GET, HEAD, PATCH');
+      const list = await t.api('DELETE', LBS);
+      expectError(list, 405, 'method_not_allowed');
+      expect(list.headers.get('allow')).toBe('GET, HEAD, POST');
+      const action = await t.api('GET', `/api/v1/servers/svr_0000000000000000/reboot`);
+      expectError(action, 405, 'method_not_allowed');
+      expect(action.headers.get('allow')).toBe('POST');
+    });
   });
 
   describe('schema violations', () => {

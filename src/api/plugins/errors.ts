@@ -8,6 +8,7 @@ import { ApiError, FieldError, persistenceUnavailable } from '../../lib/errors';
 import { StoreUnavailableError } from '../../store/types';
 import type { ApiContext } from '../context';
 import { metaFor } from '../envelope';
+import { RouteMethods } from '../route-methods';
 
 interface AjvIssue {
   instancePath: string;
@@ -115,7 +116,13 @@ export function registerErrorHandling(app: FastifyInstance, ctx: ApiContext): vo
     return sendError(request, reply, new ApiError(500, 'internal_error', 'Something went wrong on our side. Quote the request id when reporting it.'));
   });
 
-  app.setNotFoundHandler((request, reply) =>
-    sendError(request, reply, new ApiError(404, 'route_not_found', `No endpoint ${request.method} ${request.url.split('?')[0]}.`)),
-  );
+  const routes = new RouteMethods();
+  app.addHook('onRoute', (route) => routes.add(route.url, route.method));
+  app.setNotFoundHandler((request, reply) => {
+    const path = request.url.split('?')[0];
+    const allowed = routes.allowed(path);
+    if (allowed.length === 0) return sendError(request, reply, new ApiError(404, 'route_not_found', `No endpoint ${request.method} ${path}.`));
+    reply.header('allow', allowed.join(', '));
+    return sendError(request, reply, new ApiError(405, 'method_not_allowed', `${path} answers ${allowed.join(', ')}, not ${request.method}.`));
+  });
 }
