@@ -12,13 +12,21 @@ import { eventsPublished } from '../metrics';
 
 type WithOutbox = StoredObject<unknown, { pending_events?: CloudEvent[] }>;
 
+/**
+ * Objects relayed at once. Each relay is a publish and a write, both durable; one worker
+ * waited for two disk flushes (or two API-server round trips) per object, and every
+ * state change of every resource passes here, so events reached the bus ever later under
+ * load. The queue never hands one key to two workers, so an object's events keep order.
+ */
+const RELAY_WORKERS = 8;
+
 const hasPending = (object: StoredObject<unknown, unknown>) =>
   ((object as WithOutbox).status?.pending_events?.length ?? 0) > 0;
 
 export class OutboxRelay {
   private readonly queue = new WorkQueue({ baseMs: 200, maxMs: 30_000 });
   private unwatch: (() => void) | null = null;
-  private worker: Promise<void> | null = null;
+  private workers: Promise<void[]> | null = null;
 
   constructor(
     private readonly store: Store,
@@ -34,13 +42,13 @@ export class OutboxRelay {
     for (const kind of this.kinds) {
       for (const object of await this.store.list(kind)) if (hasPending(object)) this.queue.add(this.keyOf(object));
     }
-    this.worker = this.work();
+    this.workers = Promise.all(Array.from({ length: RELAY_WORKERS }, () => this.work()));
   }
 
   async stop(): Promise<void> {
     this.unwatch?.();
     this.queue.shutDown();
-    await this.worker;
+    await this.workers;
   }
 
   private keyOf(object: StoredObject<unknown, unknown>): string {

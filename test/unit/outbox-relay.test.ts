@@ -1,0 +1,95 @@
+/**
+ * The outbox relay on the embedded store and bus: every event in an outbox reaches the bus
+ * once and leaves the outbox, and a slow publish of one object's events holds up no other
+ * object's (the relay used to work one object at a time).
+ */
+import fs from 'node:fs';
+import os from 'node:os';
+import path from 'node:path';
+import pino from 'pino';
+import { EmbeddedStore } from '../../src/store/embedded';
+import { EmbeddedEventBus } from '../../src/events/embedded-bus';
+import { OutboxRelay } from '../../src/events/outbox-relay';
+import type { CloudEvent } from '../../src/events/types';
+import { newId } from '../../src/lib/ids';
+
+const KIND = 'Bucket';
+const TEAM = 'team_relay00000000000000';
+
+/** The real bus, with a gate that holds the publish of chosen events until released. */
+class GatedBus extends EmbeddedEventBus {
+  readonly held = new Map<string, () => void>();
+  private readonly gates = new Map<string, Promise<void>>();
+  hold(eventId: string): void {
+    this.gates.set(eventId, new Promise<void>((resolve) => this.held.set(eventId, resolve)));
+  }
+  async publish(event: CloudEvent): Promise<void> {
+    await this.gates.get(event.id);
+    return super.publish(event);
+  }
+}
+
+const event = (objectId: string, type: string): CloudEvent => ({ id: newId('evt'), type, created_at: new Date().toISOString(), team_id: TEAM, actor: 'system', data: { id: objectId } });
+
+async function until(probe: () => Promise<boolean>, timeoutMs = 5_000): Promise<void> {
+  const deadline = Date.now() + timeoutMs;
+  while (!(await probe())) {
+    if (Date.now() > deadline) throw new Error('condition not met in time');
+    await new Promise((resolve) => setTimeout(resolve, 10));
+  }
+}
+
+describe('OutboxRelay', () => {
+  let dir: string;
+  let store: EmbeddedStore;
+  let bus: GatedBus;
+  let relay: OutboxRelay;
+  beforeEach(async () => {
+    dir = fs.mkdtempSync(path.join(os.tmpdir(), 'cloudplane-relay-'));
+    store = new EmbeddedStore({ dataDir: path.join(dir, 'store') });
+    await store.start();
+    bus = new GatedBus(path.join(dir, 'bus'));
+    await bus.start();
+    relay = new OutboxRelay(store, bus, [KIND], pino({ level: 'silent' }));
+  });
+  afterEach(async () => {
+    for (const release of bus.held.values()) release();
+    await relay.stop();
+    await bus.stop();
+    await store.stop();
+    fs.rmSync(dir, { recursive: true, force: true });
+  });
+
+  const published = async () => (await bus.recent(TEAM, '1970-01-01T00:00:00Z')).map((e) => e.id);
+  const outboxOf = async (id: string) => ((await store.get(KIND, TEAM, id))?.status as { pending_events: CloudEvent[] }).pending_events;
+
+  it('publishes each object\'s events in order and empties the outboxes, one slow publish holding up no other object', async () => {
+    const slow = event('bkt_slow', 'bucket.created');
+    bus.hold(slow.id);
+    await store.create({ meta: { kind: KIND, id: 'bkt_slow', team: TEAM }, spec: {}, status: { pending_events: [slow, event('bkt_slow', 'bucket.available')] } });
+    await relay.start();
+    const others = Array.from({ length: 5 }, (_, i) => [event(`bkt_${i}`, 'bucket.created'), event(`bkt_${i}`, 'bucket.available')]);
+    for (const [i, pending] of others.entries()) {
+      await store.create({ meta: { kind: KIND, id: `bkt_${i}`, team: TEAM }, spec: {}, status: { pending_events: pending } });
+    }
+
+    const otherIds = others.flat().map((e) => e.id);
+    await until(async () => {
+      const all = await published();
+      return otherIds.every((id) => all.includes(id));
+    });
+    for (let i = 0; i < others.length; i++) await until(async () => (await outboxOf(`bkt_${i}`)).length === 0);
+    expect(await published()).not.toContain(slow.id);
+    expect(await outboxOf('bkt_slow')).toHaveLength(2);
+
+    bus.held.get(slow.id)!();
+    await until(async () => (await outboxOf('bkt_slow')).length === 0);
+    const all = await published();
+    expect(all).toHaveLength(12);
+    // Within one object, the order of its outbox.
+    for (const pending of [...others, [slow]]) {
+      const positions = pending.map((e) => all.indexOf(e.id));
+      expect(positions).toEqual([...positions].sort((a, b) => a - b));
+    }
+  });
+});
