@@ -47,3 +47,22 @@ export const objectName = objectNameForId;
 export function secretObjectName(name: string): string {
   return name.toLowerCase().replace(/[^a-z0-9.-]/g, '-').slice(0, 253);
 }
+
+/** What the rightful owner of an id is judged by: a custom resource's immutable fields. */
+export interface IdClaimant {
+  metadata: { name: string; uid?: string; creationTimestamp?: string | Date; [key: string]: unknown };
+}
+
+/**
+ * Of custom resources of one kind and namespace that carry the same id (a manifest copied
+ * with its labels), the one the id belongs to: the one named after it, else the oldest
+ * (uid breaks a tie: timestamps have seconds only). Judged by immutable fields only, so
+ * every replica, before or after a restart, picks the same one from the same set.
+ */
+export function rightfulOwner<T extends IdClaimant>(id: string, claimants: T[]): T | undefined {
+  const named = claimants.find((c) => c.metadata.name === objectName(id));
+  if (named) return named;
+  const createdAt = (c: T) => (c.metadata.creationTimestamp === undefined ? Infinity : new Date(c.metadata.creationTimestamp).getTime());
+  const uid = (c: T) => c.metadata.uid ?? '';
+  return [...claimants].sort((a, b) => createdAt(a) - createdAt(b) || (uid(a) < uid(b) ? -1 : uid(a) > uid(b) ? 1 : 0))[0];
+}

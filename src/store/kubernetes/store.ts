@@ -34,6 +34,7 @@ import {
   MANAGED_BY,
   namespaceOfTeam,
   objectName,
+  rightfulOwner,
   SECRET_NAME_ANNOTATION,
   secretObjectName,
   STATUS_PENDING_LABEL,
@@ -94,6 +95,18 @@ export class KubernetesStore implements Store {
    */
   private readonly creating = new Set<string>();
   /**
+   * kind -> `namespace/name` -> the `team/id` each custom resource claims, and its latest
+   * version seen. A manifest copied with its labels makes two claim one id: only the
+   * rightful one (rightfulOwner) is cached under it, the other is given an id of its own.
+   */
+  private readonly claims = new Map<string, Map<string, { key: string; raw: Raw }>>();
+  /** kind -> `team/id` -> `namespace/name` of every custom resource claiming it. */
+  private readonly claimants = new Map<string, Map<string, Set<string>>>();
+  /** `kind/uid` -> the id a copy was judged not to own: it never gets it, not even once the owner is gone. */
+  private readonly disowned = new Map<string, string>();
+  /** `kind/uid` of copies being given an id of their own. */
+  private readonly relabeling = new Set<string>();
+  /**
    * Objects and secrets this store removed, with the last resourceVersion seen: a watch
    * event of an earlier version that arrives late must not bring them back. Cleared by a
    * relist, which is authoritative.
@@ -109,6 +122,8 @@ export class KubernetesStore implements Store {
     for (const info of o.kinds) {
       this.kinds.set(info.kind, info);
       this.objects.set(info.kind, new Map());
+      this.claims.set(info.kind, new Map());
+      this.claimants.set(info.kind, new Map());
     }
   }
 
@@ -449,66 +464,198 @@ export class KubernetesStore implements Store {
   private upsert(info: KindInfo, raw: Raw): StoredObject {
     const id = this.idOf(info, raw);
     if (!id) {
+      for (const key of this.claim(info, raw, null) ?? []) this.settle(info, key);
       void this.assignId(info, raw);
       return this.toStored(info, raw, `${info.idPrefix}_unassigned`);
     }
-    const byKey = this.objects.get(info.kind)!;
     const object = this.toStored(info, raw, id);
     const key = `${object.meta.team}/${id}`;
     if (this.creating.has(`${info.kind}/${key}`)) return object;
     const removedAt = this.tombstones.get(`${info.kind}/${key}`);
     if (removedAt !== undefined && !isOlder(removedAt, object.meta.resourceVersion)) return object;
+    for (const changed of this.claim(info, raw, key) ?? []) this.settle(info, changed);
+    const entry = this.objects.get(info.kind)!.get(key);
+    return entry && sameResource(entry.raw, raw) ? entry.object : object;
+  }
+
+  /**
+   * Records the id a custom resource claims (none: null). Answers the `team/id`s whose
+   * claimants changed, to be settled, or null for a version older than one already seen.
+   */
+  private claim(info: KindInfo, raw: Raw, key: string | null): string[] | null {
+    const name = nameKeyOf(raw);
+    const prior = this.claims.get(info.kind)!.get(name);
+    if (prior && isOlder(raw.metadata.resourceVersion ?? '', prior.raw.metadata.resourceVersion ?? '')) return null;
+    const changed = key ? [key] : [];
+    if (prior && prior.key !== key) {
+      this.unclaim(info, name);
+      changed.push(prior.key);
+    }
+    if (key) {
+      this.claims.get(info.kind)!.set(name, { key, raw });
+      const byKey = this.claimants.get(info.kind)!;
+      if (!byKey.has(key)) byKey.set(key, new Set());
+      byKey.get(key)!.add(name);
+    }
+    return changed;
+  }
+
+  private unclaim(info: KindInfo, name: string): void {
+    const prior = this.claims.get(info.kind)!.get(name);
+    if (!prior) return;
+    this.claims.get(info.kind)!.delete(name);
+    const names = this.claimants.get(info.kind)!.get(prior.key);
+    names?.delete(name);
+    if (names?.size === 0) this.claimants.get(info.kind)!.delete(prior.key);
+    this.disowned.delete(uidKeyOf(info, prior.raw));
+  }
+
+  /**
+   * Caches under an id the custom resource it belongs to, of all that claim it, and sets
+   * the others to get ids of their own: a copy is never served under its original's id.
+   */
+  private settle(info: KindInfo, key: string): void {
+    const id = key.slice(key.indexOf('/') + 1);
+    const claims = this.claims.get(info.kind)!;
+    const rivals = [...(this.claimants.get(info.kind)!.get(key) ?? [])].map((name) => claims.get(name)!.raw);
+    const owner = rightfulOwner(id, rivals.filter((raw) => this.disowned.get(uidKeyOf(info, raw)) !== id));
+    for (const raw of rivals) if (raw !== owner) this.disown(info, raw, id);
+    const byKey = this.objects.get(info.kind)!;
     const previous = byKey.get(key);
-    if (previous && isOlder(object.meta.resourceVersion, previous.object.meta.resourceVersion)) return previous.object;
-    if (previous && previous.object.meta.resourceVersion === object.meta.resourceVersion) return previous.object;
-    byKey.set(key, { object, raw });
-    this.notify({ type: previous ? 'modified' : 'added', object, previous: previous?.object });
-    return object;
+    const same = previous !== undefined && owner !== undefined && sameResource(previous.raw, owner);
+    if (same && !isNewer(owner.metadata.resourceVersion ?? '', previous.object.meta.resourceVersion)) return;
+    if (previous && !same) {
+      byKey.delete(key);
+      this.notify({ type: 'deleted', object: previous.object, previous: previous.object });
+    }
+    if (!owner) return;
+    const object = this.toStored(info, owner, id);
+    byKey.set(key, { object, raw: owner });
+    this.notify({ type: same ? 'modified' : 'added', object, previous: same ? previous.object : undefined });
   }
 
   private removeRaw(info: KindInfo, raw: Raw): void {
+    const name = nameKeyOf(raw);
+    const claim = this.claims.get(info.kind)!.get(name);
     const id = this.idOf(info, raw);
-    if (!id) return;
-    const key = `${teamOfNamespace(raw.metadata.namespace ?? '', this.o.systemNamespace)}/${id}`;
-    const byKey = this.objects.get(info.kind)!;
-    const previous = byKey.get(key);
+    const key = claim?.key ?? (id ? `${teamOfNamespace(raw.metadata.namespace ?? '', this.o.systemNamespace)}/${id}` : null);
+    if (claim && sameResource(claim.raw, raw)) this.unclaim(info, name);
+    if (!key) return;
+    const previous = this.objects.get(info.kind)!.get(key);
+    // A copy that never had the id leaves the id's owner and its tombstone alone.
+    if (!previous || sameResource(previous.raw, raw)) this.bury(info, key, raw.metadata.resourceVersion);
+    this.settle(info, key);
+  }
+
+  /** Marks `team/id` removed as of a version: a late event of an earlier one must not bring it back. */
+  private bury(info: KindInfo, key: string, version: string | undefined): void {
     const tombstone = `${info.kind}/${key}`;
-    this.tombstones.set(tombstone, laterVersion(laterVersion(this.tombstones.get(tombstone) ?? '0', previous?.object.meta.resourceVersion), raw.metadata.resourceVersion));
-    if (!previous) return;
-    byKey.delete(key);
-    this.notify({ type: 'deleted', object: previous.object, previous: previous.object });
+    const cached = this.objects.get(info.kind)!.get(key)?.object.meta.resourceVersion;
+    this.tombstones.set(tombstone, laterVersion(laterVersion(this.tombstones.get(tombstone) ?? '0', cached), version));
   }
 
   /** A deletion the watch reports is the object's last event: nothing older can follow it. */
   private watchedRemoval(info: KindInfo, raw: Raw): void {
-    this.removeRaw(info, raw);
     const id = this.idOf(info, raw);
-    if (id) this.tombstones.delete(`${info.kind}/${teamOfNamespace(raw.metadata.namespace ?? '', this.o.systemNamespace)}/${id}`);
+    const key = this.claims.get(info.kind)!.get(nameKeyOf(raw))?.key ?? (id ? `${teamOfNamespace(raw.metadata.namespace ?? '', this.o.systemNamespace)}/${id}` : null);
+    const cached = key ? this.objects.get(info.kind)!.get(key) : undefined;
+    const served = !cached || sameResource(cached.raw, raw);
+    this.removeRaw(info, raw);
+    if (key && served) this.tombstones.delete(`${info.kind}/${key}`);
   }
 
-  /** After a relist: everything listed is current; whatever is cached but not listed is gone. */
+  /**
+   * After a relist: everything listed is current; whatever is cached but not listed is
+   * gone. Every claim is recorded before any owner is chosen, so a copy listed before its
+   * original is not served under its id even for a moment.
+   */
   private replaceKind(info: KindInfo, items: Raw[]): void {
     for (const key of [...this.tombstones.keys()]) if (key.startsWith(`${info.kind}/`)) this.tombstones.delete(key);
-    const seen = new Set<string>();
+    const claims = this.claims.get(info.kind)!;
+    const byKey = this.objects.get(info.kind)!;
+    const changed = new Set<string>(byKey.keys());
+    const listed = new Set<string>();
     for (const raw of items) {
-      const object = this.upsert(info, raw);
-      seen.add(`${object.meta.team}/${object.meta.id}`);
+      listed.add(nameKeyOf(raw));
+      const id = this.idOf(info, raw);
+      const key = id ? `${teamOfNamespace(raw.metadata.namespace ?? '', this.o.systemNamespace)}/${id}` : null;
+      if (!id) void this.assignId(info, raw);
+      if (key && this.creating.has(`${info.kind}/${key}`)) continue;
+      for (const k of this.claim(info, raw, key) ?? []) changed.add(k);
     }
-    for (const [key, entry] of [...this.objects.get(info.kind)!]) {
-      if (!seen.has(key)) this.removeRaw(info, entry.raw);
+    for (const [name, claim] of [...claims]) {
+      if (listed.has(name)) continue;
+      const cached = byKey.get(claim.key);
+      if (cached && sameResource(cached.raw, claim.raw)) this.bury(info, claim.key, claim.raw.metadata.resourceVersion);
+      this.unclaim(info, name);
+      changed.add(claim.key);
+    }
+    for (const key of changed) this.settle(info, key);
+  }
+
+  /**
+   * A custom resource that carries an id another owns (a manifest copied with its labels)
+   * is made a kubectl-made object of its own. Being deleted, it only loses the finalizer it
+   * copied: nothing was provisioned for it, and no reconciler would ever remove it.
+   */
+  private disown(info: KindInfo, raw: Raw, id: string): void {
+    const uidKey = uidKeyOf(info, raw);
+    this.disowned.set(uidKey, id);
+    if (this.relabeling.has(uidKey)) return;
+    this.relabeling.add(uidKey);
+    void this.relabel(info, raw).finally(() => {
+      this.relabeling.delete(uidKey);
+      // A version that came in while this ran was passed over: try again on it.
+      const latest = this.claims.get(info.kind)!.get(nameKeyOf(raw));
+      if (latest && this.disowned.get(uidKey) === id && sameResource(latest.raw, raw) && latest.raw.metadata.resourceVersion !== raw.metadata.resourceVersion) {
+        this.disown(info, latest.raw, id);
+      }
+    });
+  }
+
+  /**
+   * Gives a copy a new id, as assignId does a kubectl-made object without one, and drops
+   * what it copied of its original's history so that adoption takes it in at once as new:
+   * the status-pending mark (it would wait for a status write that is not coming), the
+   * created-at and updated-at stamps (its own creationTimestamp is when it was made), and
+   * a status, should one have been written to it (first, by itself: the status subresource
+   * takes no metadata). Each write has the version read as precondition: of replicas doing
+   * it at once one succeeds, the others' 409 is dropped and the watch brings the result.
+   */
+  private async relabel(info: KindInfo, raw: Raw): Promise<void> {
+    const where = { group: GROUP, version: VERSION, namespace: raw.metadata.namespace!, plural: info.plural, name: raw.metadata.name };
+    const from = idLabelOf(raw);
+    try {
+      if (raw.metadata.deletionTimestamp) {
+        const finalizers = ((raw.metadata.finalizers as string[]) ?? []);
+        if (!finalizers.includes(FINALIZER)) return;
+        const body = structuredClone(raw);
+        body.metadata.finalizers = finalizers.filter((f) => f !== FINALIZER);
+        await this.custom.replaceNamespacedCustomObject({ ...where, body });
+        return;
+      }
+      let current = raw;
+      if (raw.status && Object.keys(raw.status).length > 0) {
+        const { status: _copied, ...statusless } = structuredClone(raw);
+        current = (await this.custom.replaceNamespacedCustomObjectStatus({ ...where, body: statusless })) as Raw;
+      }
+      const body = asOwnObject(current, newId(info.idPrefix));
+      await this.custom.replaceNamespacedCustomObject({ ...where, body });
+      this.o.logger.info({ kind: info.kind, namespace: where.namespace, name: where.name, copiedId: from, id: idLabelOf(body) }, 'gave a custom resource carrying another\'s id one of its own');
+    } catch (err) {
+      if (httpCode(err) !== 409 && httpCode(err) !== 404) this.o.logger.warn({ kind: info.kind, name: raw.metadata.name, err: (err as Error).message }, 'could not give a copied custom resource an id of its own');
     }
   }
 
   /**
    * A custom resource made with kubectl under a name that is no id gets one, kept in a
    * label; the watch then brings it in. Several replicas racing are settled by the
-   * resourceVersion precondition.
+   * resourceVersion precondition. (A status-pending mark or creation stamp on it was
+   * copied: the store puts them only on what it creates, with the id label.)
    */
   private async assignId(info: KindInfo, raw: Raw): Promise<void> {
     if (raw.metadata.deletionTimestamp) return;
-    const body = structuredClone(raw);
-    body.metadata.labels = { ...((raw.metadata.labels as Record<string, string>) ?? {}), [ID_LABEL]: newId(info.idPrefix) };
-    body.metadata.finalizers = [...new Set([...(((raw.metadata.finalizers as string[]) ?? [])), FINALIZER])];
+    const body = asOwnObject(raw, newId(info.idPrefix));
     try {
       await this.custom.replaceNamespacedCustomObject({ group: GROUP, version: VERSION, namespace: raw.metadata.namespace!, plural: info.plural, name: raw.metadata.name, body });
     } catch (err) {
@@ -601,6 +748,35 @@ export class KubernetesStore implements Store {
       throw err;
     }
   }
+}
+
+const idLabelOf = (raw: KubeObject) => (raw.metadata.labels as Record<string, string> | undefined)?.[ID_LABEL];
+
+/**
+ * A custom resource as a kubectl-made one with the id given: without what the store puts
+ * on the ones it creates, which on this one can only have been copied (the status-pending
+ * mark would hold its adoption back; its own creationTimestamp says when it was made).
+ */
+function asOwnObject(raw: Raw, id: string): Raw {
+  const body = structuredClone(raw);
+  const labels: Record<string, string> = { ...((body.metadata.labels as Record<string, string>) ?? {}), [ID_LABEL]: id };
+  delete labels[STATUS_PENDING_LABEL];
+  const annotations = { ...((body.metadata.annotations as Record<string, string>) ?? {}) };
+  delete annotations[CREATED_AT_ANNOTATION];
+  delete annotations[UPDATED_AT_ANNOTATION];
+  body.metadata.labels = labels;
+  body.metadata.annotations = annotations;
+  body.metadata.finalizers = [...new Set([...((body.metadata.finalizers as string[]) ?? []), FINALIZER])];
+  return body;
+}
+
+const nameKeyOf = (raw: KubeObject) => `${raw.metadata.namespace ?? ''}/${raw.metadata.name}`;
+const uidKeyOf = (info: KindInfo, raw: KubeObject) => `${info.kind}/${(raw.metadata.uid as string | undefined) ?? nameKeyOf(raw)}`;
+
+/** Two versions of one custom resource (not one deleted and made again under its name). */
+function sameResource(a: KubeObject, b: KubeObject): boolean {
+  const [ua, ub] = [a.metadata.uid, b.metadata.uid];
+  return ua && ub ? ua === ub : nameKeyOf(a) === nameKeyOf(b);
 }
 
 /** Kubernetes resourceVersions are etcd revisions in practice; compare them as numbers when they are. */
