@@ -49,8 +49,12 @@ describe('jobs', () => {
       return all.includes('job.cancelled') ? all : null;
     });
     expect(types).toEqual(['job.queued', 'job.running', 'job.cancelled']);
-    expect((await t.api('DELETE', `/api/v1/jobs/${job.id}`)).status).toBe(404);
-    expect((await t.api('PATCH', `/api/v1/jobs/${job.id}`, { name: 'x' })).status).toBe(404);
+    // Jobs are cancelled, never deleted or changed: the path takes GET only.
+    for (const res of [await t.api('DELETE', `/api/v1/jobs/${job.id}`), await t.api('PATCH', `/api/v1/jobs/${job.id}`, { name: 'x' })]) {
+      expect(res.status).toBe(405);
+      expect(res.body.error.code).toBe('method_not_allowed');
+      expect(res.headers.get('allow')).toBe('GET, HEAD');
+    }
   });
 
   it('validates the body', async () => {

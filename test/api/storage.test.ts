@@ -35,11 +35,12 @@ describe('object storage and file storage', () => {
     expect(res.body.error.details[0].field).toBe('name');
   });
 
-  it('has no PATCH for buckets', async () => {
+  it('has no PATCH for buckets: 405 with the methods the path takes', async () => {
     const bucket = (await t.api('POST', '/api/v1/object-storage', { name: 'nopatch', region: 'fra1' })).body.data;
     const res = await t.api('PATCH', `/api/v1/object-storage/${bucket.id}`, { public: true });
-    expect(res.status).toBe(404);
-    expect(res.body.error).toBeDefined();
+    expect(res.status).toBe(405);
+    expect(res.body.error.code).toBe('method_not_allowed');
+    expect(res.headers.get('allow')).toBe('DELETE, GET, HEAD');
   });
 
   it('creates a file share with the default size and a mount target', async () => {
