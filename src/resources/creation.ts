@@ -21,13 +21,15 @@ function holdsName(object: StoredObject<unknown, { status?: string } | undefined
 }
 
 /**
- * Runs `create` under the family's per-team name lock after checking that no other
- * object (`self` excepted) holds the spec's name; throws 409 name_taken otherwise.
+ * Runs `create` under a lock on the name after checking that no other object (`self`
+ * excepted) holds it; throws 409 name_taken otherwise. Only creates of the same name wait
+ * for each other (names are not changed after creation), so creates of different names
+ * share disk flushes instead of taking turns.
  */
 export async function withUniqueName<R>(store: Store, family: AnyFamily, team: string, spec: unknown, self: string | undefined, create: () => Promise<R>): Promise<R> {
   if (!family.uniqueNames) return create();
-  return uniqueNameLock.run(`${team}/${family.kind}`, async () => {
-    const name = family.nameOf(spec);
+  const name = family.nameOf(spec);
+  return uniqueNameLock.run(`${team}/${family.kind}/${name}`, async () => {
     const objects = (await store.list(family.kind, team)) as StoredObject<unknown, { status?: string } | undefined>[];
     const taken = objects.some((o) => o.meta.id !== self && family.nameOf(o.spec) === name && holdsName(o));
     if (taken) throw conflict('name_taken', `A ${family.title} named "${name}" already exists in this team.`);
