@@ -23,7 +23,7 @@ class GatedBus extends EmbeddedEventBus {
   hold(eventId: string): void {
     this.gates.set(eventId, new Promise<void>((resolve) => this.held.set(eventId, resolve)));
   }
-  async publish(event: CloudEvent): Promise<void> {
+  override async publish(event: CloudEvent): Promise<void> {
     await this.gates.get(event.id);
     return super.publish(event);
   }
