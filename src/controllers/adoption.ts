@@ -7,8 +7,9 @@
  * `failed` with the API's error message and is never provisioned. It is adopted at once,
  * unless the store marked it as made for the API (STATUS_PENDING_LABEL: in cluster mode a
  * create is two writes, the status second): that one is left a grace for its status to
- * land, then adopted all the same (the API crashed in between). A kubectl user who copies
- * an API-made object's labels only delays its adoption by that grace.
+ * land, then adopted all the same (the API crashed in between). A manifest copied from an
+ * API-made object loses the copied mark when the store gives it an id of its own, so it
+ * too is adopted at once.
  *
  * A refused resource is judged again whenever its spec changes (kubectl apply/edit, a
  * GitOps sync): fixing the manifest fixes the resource. What marks it is on the record,
