@@ -6,11 +6,9 @@
  */
 import type { AnyFamily } from './family';
 import { families } from './registry';
+import { GROUP as CRD_GROUP, VERSION as CRD_VERSION, ID_LABEL } from '../store/kubernetes/names';
 
-export const CRD_GROUP = 'cloudplane.dev';
-export const CRD_VERSION = 'v1alpha1';
-/** The label that carries a resource's API id (`lb_...`). */
-export const ID_LABEL = `${CRD_GROUP}/id`;
+export { CRD_GROUP };
 
 type Schema = Record<string, any>;
 
