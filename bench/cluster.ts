@@ -330,6 +330,8 @@ async function ensureNamespace(kc: KubeConfig, name: string): Promise<void> {
 }
 
 async function main(): Promise<void> {
+  // The three throughput rows create THROUGHPUT_N each; the bulk row makes up the rest.
+  if (TOTAL <= 3 * THROUGHPUT_N) throw new Error(`BENCH_TOTAL (${TOTAL}) must be more than the ${3 * THROUGHPUT_N} load balancers the throughput rows create`);
   const startedAt = new Date();
   const t0 = performance.now();
   const loadBefore = os.loadavg();
