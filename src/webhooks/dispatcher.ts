@@ -216,7 +216,7 @@ export class WebhookDispatcher {
     const result = await sendDelivery(webhook.spec.url, { ...headers }, delivery.spec.body, config.timeoutMs, config);
     const attempt = delivery.status.attempt + 1;
     const firstAt = delivery.status.first_attempt_at ? Date.parse(delivery.status.first_attempt_at) : now;
-    const next = result.ok || delivery.status.single_attempt ? null : nextAttemptAt(attempt, firstAt, now, config.timeScale, this.retryAfter(result, now));
+    const next = result.ok || delivery.status.single_attempt ? null : nextAttemptAt(attempt, firstAt, now, config.timeScale, this.retryNotBefore(result, Date.now()));
     const recorded = await this.finish(delivery, {
       status: result.ok ? 'succeeded' : next === null ? 'failed' : 'pending',
       attempt,
@@ -231,9 +231,11 @@ export class WebhookDispatcher {
     await this.countOutcome(webhook, result);
   }
 
-  private retryAfter(result: AttemptResult, now: number): number | undefined {
+  /** Retry-After counts from the answer (HTTP), not from when the attempt began. */
+  private retryNotBefore(result: AttemptResult, answeredAt: number): number | undefined {
     if (result.status !== 429 && result.status !== 503) return undefined;
-    return retryAfterMs(result.retryAfter, now, this.deps.config.timeScale);
+    const wait = retryAfterMs(result.retryAfter, answeredAt, this.deps.config.timeScale);
+    return wait === undefined ? undefined : answeredAt + wait;
   }
 
   /** Writes an attempt's outcome unless another attempt of the same delivery got there first. */

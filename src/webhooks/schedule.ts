@@ -10,12 +10,12 @@ const LATER_DELAY_S = 600;
 const GIVE_UP_AFTER_S = 24 * 3600;
 
 /** When the attempt after attempt number `attempt` (1-based) is due, or null when none is left. */
-export function nextAttemptAt(attempt: number, firstAttemptAt: number, lastAttemptAt: number, timeScale: number, retryAfterMs?: number): number | null {
+export function nextAttemptAt(attempt: number, firstAttemptAt: number, lastAttemptAt: number, timeScale: number, notBefore?: number): number | null {
   if (attempt >= MAX_ATTEMPTS) return null;
   const delayS = FIRST_DELAYS_S[attempt - 1] ?? LATER_DELAY_S;
   const scheduled = lastAttemptAt + delayS * 1000 * timeScale;
-  // A receiver's Retry-After (on 429 or 503) may push the next attempt later, never earlier.
-  const at = retryAfterMs !== undefined ? Math.max(scheduled, lastAttemptAt + retryAfterMs) : scheduled;
+  // A receiver's Retry-After (on 429 or 503; `notBefore`) may push the next attempt later, never earlier.
+  const at = notBefore !== undefined ? Math.max(scheduled, notBefore) : scheduled;
   return at - firstAttemptAt > GIVE_UP_AFTER_S * 1000 * timeScale ? null : at;
 }
 
