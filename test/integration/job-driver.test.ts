@@ -104,6 +104,20 @@ describe('batch/v1 Job driver', () => {
   /** The job controller's status while its Pod exists but its container does not run yet. */
   const pending = (startTime: Date): V1JobStatus => ({ startTime, active: 1, ready: 0, terminating: 0, uncountedTerminatedPods: {} });
   const running = (startTime: Date): V1JobStatus => ({ startTime, active: 1, ready: 1, terminating: 0, uncountedTerminatedPods: {} });
+  /** As the job controller writes a Job whose one Pod exited 0 (1.31+: SuccessCriteriaMet, then Complete). */
+  const completed = (startTime: Date, completionTime: Date): V1JobStatus => ({
+    startTime,
+    completionTime,
+    active: 0,
+    ready: 0,
+    succeeded: 1,
+    terminating: 0,
+    uncountedTerminatedPods: {},
+    conditions: [
+      { type: 'SuccessCriteriaMet', status: 'True', reason: 'CompletionsReached', lastTransitionTime: completionTime, lastProbeTime: completionTime },
+      { type: 'Complete', status: 'True', reason: 'CompletionsReached', lastTransitionTime: completionTime, lastProbeTime: completionTime },
+    ],
+  });
 
   const jobGone = (id: string) =>
     eventually(async () => {
@@ -137,19 +151,7 @@ describe('batch/v1 Job driver', () => {
 
     const completionTime = secondsAgo(1);
     await writeTerminatedPod(job, 0, startTime, completionTime);
-    await writeJobStatus(id, {
-      startTime,
-      completionTime,
-      active: 0,
-      ready: 0,
-      succeeded: 1,
-      terminating: 0,
-      uncountedTerminatedPods: {},
-      conditions: [
-        { type: 'SuccessCriteriaMet', status: 'True', reason: 'CompletionsReached', lastTransitionTime: completionTime, lastProbeTime: completionTime },
-        { type: 'Complete', status: 'True', reason: 'CompletionsReached', lastTransitionTime: completionTime, lastProbeTime: completionTime },
-      ],
-    });
+    await writeJobStatus(id, completed(startTime, completionTime));
     const done = await waitForStatus(t, `/api/v1/jobs/${id}`, 'completed');
     expect(done).toMatchObject({ exit_code: 0, started_at: startTime.toISOString(), finished_at: completionTime.toISOString(), status_reason: null });
     // The record keeps the outcome; the Job is freed once it is written.
@@ -262,19 +264,7 @@ describe('batch/v1 Job driver', () => {
     await waitForStatus(t, `/api/v1/jobs/${id}`, 'running');
     const completionTime = secondsAgo(0);
     await writeTerminatedPod(job, 0, startTime, completionTime);
-    await writeJobStatus(id, {
-      startTime,
-      completionTime,
-      active: 0,
-      ready: 0,
-      succeeded: 1,
-      terminating: 0,
-      uncountedTerminatedPods: {},
-      conditions: [
-        { type: 'SuccessCriteriaMet', status: 'True', reason: 'CompletionsReached', lastTransitionTime: completionTime, lastProbeTime: completionTime },
-        { type: 'Complete', status: 'True', reason: 'CompletionsReached', lastTransitionTime: completionTime, lastProbeTime: completionTime },
-      ],
-    });
+    await writeJobStatus(id, completed(startTime, completionTime));
     const done = await waitForStatus(t, `/api/v1/jobs/${id}`, 'completed');
     expect(done).toMatchObject({ exit_code: 0, status_reason: null });
   });
