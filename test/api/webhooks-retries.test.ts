@@ -61,11 +61,13 @@ describe('webhook retries, timeouts and rate limits', () => {
     const numbers = seen.map((a) => Number(a.split('/')[0]));
     expect(numbers).toEqual([...numbers].sort((a, b) => a - b));
     expect(seen.every((a) => /^\d+\/15$/.test(a))).toBe(true);
-    // Gaps follow 1, 5, 25, 125, 625, then 600 s, scaled by 0.001.
+    // Gaps follow 1, 5, 25, 125, 625, then 600 s, scaled by 0.001. The schedule counts from
+    // each attempt's start and these are arrival times, so one slow send (a loaded machine)
+    // shortens a gap by its latency: 10 % of slack (the exact schedule has unit tests).
     const gaps = r.received.slice(1).map((x, i) => x.at - r.received[i].at);
-    expect(gaps[3]).toBeGreaterThanOrEqual(120);
-    expect(gaps[4]).toBeGreaterThanOrEqual(600);
-    expect(gaps[5]).toBeGreaterThanOrEqual(580);
+    expect(gaps[3]).toBeGreaterThanOrEqual(125 * 0.9);
+    expect(gaps[4]).toBeGreaterThanOrEqual(625 * 0.9);
+    expect(gaps[5]).toBeGreaterThanOrEqual(600 * 0.9);
     expect(gaps[0]).toBeLessThan(gaps[4]);
     // The subscription's counter is written just after the delivery's last outcome.
     const sub = await eventually(async () => {
