@@ -49,9 +49,15 @@ export class JobReconciler implements Reconciler {
     }
     if (FINISHED_JOB_STATES.includes(job.status.status)) return this.cleanupOnce(team, id);
     await this.executor.submit(team, id, job.spec, submittedAt);
-    const next = statusOfRun(await this.executor.observe(team, id, job.spec, submittedAt));
+    const run = await this.executor.observe(team, id, job.spec, submittedAt);
+    const next = statusOfRun(run);
     const forward = FINISHED_JOB_STATES.includes(next.status!) || ORDER.indexOf(next.status!) > ORDER.indexOf(job.status.status);
     if (forward) {
+      // A run that started and ended between two looks still ran: record `running` (and
+      // emit job.running) before its end, so every job that ran shows the whole lifecycle.
+      if (job.status.status === 'queued' && next.status !== 'running' && run.started_at) {
+        await this.write(job, () => ({ status: 'running', started_at: run.started_at }));
+      }
       await this.write(job, () => next);
       if (FINISHED_JOB_STATES.includes(next.status!)) return this.cleanupOnce(team, id);
     }
