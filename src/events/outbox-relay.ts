@@ -27,8 +27,6 @@ type WithOutbox = StoredObject<unknown, { pending_events?: CloudEvent[] }>;
 const RELAY_WORKERS = 8;
 /** How long published events may stay in an outbox, to be removed together. */
 const CLEAR_DELAY_MS = 1_000;
-/** The most a stop waits for the outboxes still to be emptied. */
-const STOP_FLUSH_MS = 2_000;
 
 const pendingOf = (object: StoredObject<unknown, unknown> | undefined) => (object as WithOutbox | undefined)?.status?.pending_events ?? [];
 
@@ -62,17 +60,10 @@ export class OutboxRelay {
     this.workers = Promise.all(Array.from({ length: RELAY_WORKERS }, () => this.work()));
   }
 
-  /** Stops, first emptying the outboxes whose removal was still waiting: a clean stop leaves none. */
   async stop(): Promise<void> {
     this.unwatch?.();
     this.queue.shutDown();
     await this.workers;
-    const flush = Promise.allSettled([...this.published.keys()].map((key) => this.relay(key, true)));
-    // Bounded: a leader cut off from its store steps down without waiting on writes that hang.
-    const results = await Promise.race([flush, new Promise<null>((resolve) => setTimeout(resolve, STOP_FLUSH_MS, null).unref())]);
-    const failed = results === null ? this.published.size : results.filter((r) => r.status === 'rejected').length;
-    // Left behind, they are published again (and dropped by the bus as known) at the next start.
-    if (failed > 0) this.logger.warn({ outboxes: failed }, 'could not empty every outbox on stop');
   }
 
   private keyOf(object: StoredObject<unknown, unknown>): string {
@@ -95,8 +86,8 @@ export class OutboxRelay {
     }
   }
 
-  /** Publishes what is new in the object's outbox, and empties the outbox once that is due (or now). */
-  private async relay(key: string, now = false): Promise<void> {
+  /** Publishes what is new in the object's outbox, and empties the outbox once that is due. */
+  private async relay(key: string): Promise<void> {
     const [kind, team, id] = key.split('/');
     for (;;) {
       const object = await this.store.get(kind, team, id);
@@ -114,7 +105,7 @@ export class OutboxRelay {
         done.ids.add(event.id);
       }
       const wait = done.since + CLEAR_DELAY_MS - Date.now();
-      if (wait > 0 && !now) {
+      if (wait > 0) {
         this.queue.addAfter(key, wait);
         return;
       }
