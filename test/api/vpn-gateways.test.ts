@@ -89,6 +89,22 @@ describe('VPN gateways', () => {
     expect(res.body.meta.provider).toBeDefined();
   });
 
+  it('leaves an active gateway at rest: growing counters do not make it rewrite itself', async () => {
+    // Each status write brings a reconcile; counters that grow with every look used to be
+    // written on each, a loop that starved the API's own writes (DELETE answered 500).
+    const gw = (await t.api('POST', '/api/v1/vpn-gateways', { ...valid, name: 'quiet' })).body.data;
+    await waitForStatus(t, `/api/v1/vpn-gateways/${gw.id}`, 'active');
+    const settled = await eventually(async () => {
+      const stored = await t.service.ctx.store.get<unknown, { pending_events: unknown[] }>('VpnGateway', t.teamId, gw.id);
+      return stored && stored.status.pending_events.length === 0 ? stored : null;
+    });
+    await new Promise((r) => setTimeout(r, 1500));
+    const later = await t.service.ctx.store.get('VpnGateway', t.teamId, gw.id);
+    expect(later?.meta.resourceVersion).toBe(settled.meta.resourceVersion);
+    const live = await t.api('GET', `/api/v1/vpn-gateways/${gw.id}/status`);
+    expect(live.body.data.bytes_sent).toBeGreaterThan(0);
+  });
+
   it('refuses non-updatable fields and unknown ids', async () => {
     const gw = (await t.api('POST', '/api/v1/vpn-gateways', { ...valid, name: 'patchme' })).body.data;
     await waitForStatus(t, `/api/v1/vpn-gateways/${gw.id}`, 'active');

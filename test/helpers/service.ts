@@ -70,7 +70,9 @@ export async function request(url: string, method: string, urlPath: string, body
 
 export async function startTestService(env: Record<string, string> = {}, dataDir = tempDataDir()): Promise<TestService> {
   const cluster = clusterMode() ? await clusterEnv(dataDir) : {};
-  const config = loadConfig({ ...FAST_ENV, CLOUDPLANE_PORT: '0', CLOUDPLANE_DATA_DIR: dataDir, ...cluster, ...env });
+  // CLOUDPLANE_TEST_LOG_LEVEL (e.g. `error`) shows the services' logs when a test is being debugged.
+  const logLevel = process.env.CLOUDPLANE_TEST_LOG_LEVEL ? { CLOUDPLANE_LOG_LEVEL: process.env.CLOUDPLANE_TEST_LOG_LEVEL } : {};
+  const config = loadConfig({ ...FAST_ENV, CLOUDPLANE_PORT: '0', CLOUDPLANE_DATA_DIR: dataDir, ...cluster, ...env, ...logLevel });
   const service = await startService(config, createLogger(config.logLevel));
   const key = env.CLOUDPLANE_BOOTSTRAP_API_KEY ?? service.bootstrap?.token;
   if (!key) throw new Error('no bootstrap key: start tests in a fresh data directory or pass CLOUDPLANE_BOOTSTRAP_API_KEY');
