@@ -2,7 +2,8 @@
  * Every error row of CONTRACT.md "Status codes and errors" that load balancers can hit,
  * against the real service: status, error.code, and the {error, meta} envelope.
  */
-import { ApiResponse, request, startTestService, TestService } from '../helpers/service';
+import { ApiResponse, request, startTestService, TestService, waitForStatus } from '../helpers/service';
+import { ConflictError } from '../../src/store/types';
 
 const LBS = '/api/v1/load-balancers';
 
@@ -210,6 +211,25 @@ describe('API errors (load balancers)', () => {
       expect(a).toMatch(/^\S{8,}$/);
       expect(b).toMatch(/^\S{8,}$/);
       expect(a).not.toBe(b);
+    });
+  });
+
+  describe('concurrent writers', () => {
+    it('answers 409 resource_busy, not 500, when other writers win every retry, and changes nothing', async () => {
+      const lb = (await t.api('POST', LBS, { name: 'contended', region: 'fra1' })).body.data;
+      await waitForStatus(t, `${LBS}/${lb.id}`, 'running');
+      // Fault injection on the real store: every status write loses its race.
+      const store = t.service.ctx.store;
+      const real = store.updateStatus.bind(store);
+      store.updateStatus = async (object) => {
+        throw new ConflictError(object.meta.kind, object.meta.id);
+      };
+      try {
+        expectError(await t.api('DELETE', `${LBS}/${lb.id}`), 409, 'resource_busy');
+      } finally {
+        store.updateStatus = real;
+      }
+      expect((await t.api('GET', `${LBS}/${lb.id}`)).body.data.status).toBe('running');
     });
   });
 });

@@ -4,8 +4,8 @@
  * become 503, and anything else a 500 with the request id and nothing of the internals.
  */
 import type { FastifyError, FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
-import { ApiError, FieldError, persistenceUnavailable } from '../../lib/errors';
-import { StoreUnavailableError } from '../../store/types';
+import { ApiError, FieldError, persistenceUnavailable, resourceBusy } from '../../lib/errors';
+import { ConflictError, StoreUnavailableError } from '../../store/types';
 import type { ApiContext } from '../context';
 import { metaFor } from '../envelope';
 import { RouteMethods } from '../route-methods';
@@ -104,6 +104,12 @@ export function registerErrorHandling(app: FastifyInstance, ctx: ApiContext): vo
       return sendError(request, reply, apiError);
     }
     if (err instanceof StoreUnavailableError) return sendError(request, reply, persistenceUnavailable());
+    // The writer retries conflicts many times; one that still escapes means other writers
+    // kept winning: transient, and the client's retry is the right answer, not a 500.
+    if (err instanceof ConflictError) {
+      request.log.warn({ kind: err.kind, id: err.id }, 'write lost every retry to concurrent writers');
+      return sendError(request, reply, resourceBusy('The resource kept changing while this request tried to write it; retry the request.'));
+    }
     if (err.code === 'FST_ERR_CTP_INVALID_JSON_BODY' || (err instanceof SyntaxError && err.statusCode === 400)) {
       return sendError(request, reply, new ApiError(400, 'invalid_json', 'The body is not valid JSON.'));
     }
