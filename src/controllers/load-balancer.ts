@@ -6,6 +6,7 @@
 import { LifecycleReconciler, LifecycleOptions } from './lifecycle';
 import { loadBalancerFamily, LoadBalancer, ObservedBackend } from '../resources/load-balancer';
 import { addMs, nowIso } from '../lib/time';
+import { sameJson } from '../lib/canonical-json';
 
 const HEALTH_CHECK_INTERVAL_MS = 10_000;
 
@@ -34,7 +35,7 @@ export function loadBalancerReconciler(base: Omit<LifecycleOptions, 'family' | '
           nextDrainEnd = nextDrainEnd === null ? end : Math.min(nextDrainEnd, end);
         }
       }
-      const changed = JSON.stringify(next) !== JSON.stringify(lb.status.backends ?? []);
+      const changed = !sameJson(next, lb.status.backends ?? []);
       const untilDrainEnds = nextDrainEnd === null ? HEALTH_CHECK_INTERVAL_MS : Math.max(1, nextDrainEnd - Date.now());
       // Nothing to check or drain: an attach is a spec change and brings the next pass.
       if (next.length === 0) return { changes: changed ? { backends: next } : null };

@@ -3,6 +3,7 @@
  * object), so that API writes, reconciler writes and kubectl edits emit alike.
  */
 import { createHash } from 'node:crypto';
+import { canonicalJson } from '../lib/canonical-json';
 import { newId } from '../lib/ids';
 import { nowIso } from '../lib/time';
 import type { CloudEvent } from '../events/types';
@@ -10,8 +11,8 @@ import type { AnyFamily, BaseStatus, Condition, Resource } from './family';
 
 /** Hash of the spec fields whose change is a `<family>.updated`. */
 export function configHash(family: AnyFamily, spec: Record<string, unknown>): string {
-  const relevant = Object.fromEntries(Object.entries(spec).filter(([k]) => !(family.actionFields ?? []).includes(k)).sort());
-  return createHash('sha256').update(JSON.stringify(relevant)).digest('hex').slice(0, 16);
+  const relevant = Object.fromEntries(Object.entries(spec).filter(([k]) => !(family.actionFields ?? []).includes(k)));
+  return createHash('sha256').update(canonicalJson(relevant)).digest('hex').slice(0, 16);
 }
 
 export function stateEmitsEvent(family: AnyFamily, state: string): boolean {

@@ -8,6 +8,7 @@ import fs from 'node:fs';
 import path from 'node:path';
 import { AppendLog, lockDataDir, writeFileDurable } from './append-log';
 import { nowIso } from '../lib/time';
+import { sameJson } from '../lib/canonical-json';
 import {
   AlreadyExistsError,
   ConflictError,
@@ -50,7 +51,7 @@ function deepFreeze<T>(value: T): T {
 function outboxOnly(before: unknown, after: unknown): boolean {
   const { pending_events: _a, ...restBefore } = (before ?? {}) as Record<string, unknown>;
   const { pending_events: _b, ...restAfter } = (after ?? {}) as Record<string, unknown>;
-  return JSON.stringify(restBefore) === JSON.stringify(restAfter);
+  return sameJson(restBefore, restAfter);
 }
 
 export class EmbeddedStore implements Store {
@@ -144,7 +145,7 @@ export class EmbeddedStore implements Store {
   async update<S, St>(object: StoredObject<S, St>): Promise<StoredObject<S, St>> {
     return this.exclusive(this.keyFor(object), () => {
       const current = this.current<S, St>(object);
-      const specChanged = JSON.stringify(current.spec) !== JSON.stringify(object.spec);
+      const specChanged = !sameJson(current.spec, object.spec);
       return this.commit(this.keyFor(object), {
         meta: {
           ...current.meta,

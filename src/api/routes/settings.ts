@@ -12,6 +12,7 @@ import { envelopeOf, ErrorEnvelope, listVisible, principalOf } from './families'
 import { apiKeyFamily, teamFamily, userFamily, ApiKey } from '../../resources/accounts';
 import type { AnyFamily, Resource } from '../../resources/family';
 import { configHash } from '../../resources/transitions';
+import { sameJson } from '../../lib/canonical-json';
 import { findApiKey } from '../../accounts/authenticator';
 import { notFound } from '../../lib/errors';
 
@@ -25,7 +26,7 @@ const NewKeyRecord = Type.Object({
 async function updateAccount(ctx: ApiContext, family: AnyFamily, team: string, id: string, patch: Record<string, unknown>, actor: string): Promise<Resource> {
   await ctx.writer.mutateSpec(family, team, id, (current) => {
     const spec = family.applyUpdate!(current.spec, patch, { config: ctx.config });
-    return JSON.stringify(spec) === JSON.stringify(current.spec) ? null : spec;
+    return sameJson(spec, current.spec) ? null : spec;
   });
   return ctx.writer.mutateStatus(
     family,

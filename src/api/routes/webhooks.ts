@@ -13,6 +13,7 @@ import { assertChangeable, envelopeOf, ErrorEnvelope, findResource, isVisible, l
 import { Delivery, deliveryFamily, Webhook, webhookFamily, WebhookSpec } from '../../resources/webhook';
 import { configHash } from '../../resources/transitions';
 import { notFound } from '../../lib/errors';
+import { sameJson } from '../../lib/canonical-json';
 import { newId } from '../../lib/ids';
 import { nowIso } from '../../lib/time';
 import { createSecret, deleteSecret, rotateSecret } from '../../webhooks/secrets';
@@ -127,7 +128,7 @@ export function registerWebhookRoutes(app: FastifyInstance, ctx: ApiContext): vo
       await ctx.writer.mutateSpec<Webhook>(webhookFamily, team, id, (current) => {
         assertChangeable(webhookFamily, current);
         const spec = webhookFamily.applyUpdate!(current.spec, patch, rules);
-        return JSON.stringify(spec) === JSON.stringify(current.spec) ? null : (spec as unknown as Record<string, unknown>);
+        return sameJson(spec, current.spec) ? null : (spec as unknown as Record<string, unknown>);
       });
       const updated = await settle(ctx, team, id, key, patch.active === true);
       return send(ctx, request, reply, 200, webhookFamily.toRecord(updated));

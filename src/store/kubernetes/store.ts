@@ -25,6 +25,7 @@ import {
 import { newId } from '../../lib/ids';
 import { nowIso } from '../../lib/time';
 import { CollectionWatcher, KubeObject } from './watcher';
+import { sameJson } from '../../lib/canonical-json';
 import {
   API_VERSION,
   CREATED_AT_ANNOTATION,
@@ -797,8 +798,8 @@ function laterVersion(a: string, b: string | undefined): string {
 }
 
 function outboxOnly(before: Record<string, unknown>, after: Record<string, unknown>): boolean {
-  const strip = ({ pending_events: _p, updated_at: _u, ...rest }: Record<string, unknown>) => JSON.stringify(rest);
-  return strip(before) === strip(after);
+  const strip = ({ pending_events: _p, updated_at: _u, ...rest }: Record<string, unknown>) => rest;
+  return sameJson(strip(before), strip(after));
 }
 
 /** A Secret object holding one store secret; its store name rides in an annotation. */
