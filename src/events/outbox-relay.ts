@@ -19,6 +19,8 @@ type WithOutbox = StoredObject<unknown, { pending_events?: CloudEvent[] }>;
  * load. The queue never hands one key to two workers, so an object's events keep order.
  */
 const RELAY_WORKERS = 8;
+/** Lost races with other writers of an object before its relay goes back to the queue, with backoff. */
+const MAX_CONFLICTS_PER_PASS = 10;
 
 const hasPending = (object: StoredObject<unknown, unknown>) =>
   ((object as WithOutbox).status?.pending_events?.length ?? 0) > 0;
@@ -73,7 +75,7 @@ export class OutboxRelay {
 
   private async relay(key: string): Promise<void> {
     const [kind, team, id] = key.split('/');
-    for (;;) {
+    for (let conflicts = 0; ; ) {
       const object = (await this.store.get(kind, team, id)) as WithOutbox | undefined;
       const pending = object?.status.pending_events ?? [];
       if (!object || pending.length === 0) return;
@@ -91,7 +93,9 @@ export class OutboxRelay {
         if (remaining.length === 0) return;
       } catch (err) {
         if (err instanceof NotFoundError) return;
-        if (!(err instanceof ConflictError)) throw err;
+        // A few lost races are normal; past that, back off through the queue rather than
+        // spin (a store that fails without I/O would never let the event loop turn).
+        if (!(err instanceof ConflictError) || ++conflicts >= MAX_CONFLICTS_PER_PASS) throw err;
       }
     }
   }

@@ -218,10 +218,11 @@ describe('API errors (load balancers)', () => {
     it('answers 409 resource_busy, not 500, when other writers win every retry, and changes nothing', async () => {
       const lb = (await t.api('POST', LBS, { name: 'contended', region: 'fra1' })).body.data;
       await waitForStatus(t, `${LBS}/${lb.id}`, 'running');
-      // Fault injection on the real store: every status write loses its race.
+      // Fault injection on the real store: every status write of this one loses its race.
       const store = t.service.ctx.store;
       const real = store.updateStatus.bind(store);
       store.updateStatus = async (object) => {
+        if (object.meta.id !== lb.id) return real(object);
         throw new ConflictError(object.meta.kind, object.meta.id);
       };
       try {

@@ -8,6 +8,7 @@ import os from 'node:os';
 import path from 'node:path';
 import pino from 'pino';
 import { EmbeddedStore } from '../../src/store/embedded';
+import { ConflictError, StoredObject } from '../../src/store/types';
 import { EmbeddedEventBus } from '../../src/events/embedded-bus';
 import { OutboxRelay } from '../../src/events/outbox-relay';
 import type { CloudEvent } from '../../src/events/types';
@@ -29,6 +30,19 @@ class GatedBus extends EmbeddedEventBus {
   }
 }
 
+/** The real store, made to lose every status write to another writer while `losing` is set. */
+class LosingStore extends EmbeddedStore {
+  losing = false;
+  lost = 0;
+  override async updateStatus<S, St>(object: StoredObject<S, St>): Promise<StoredObject<S, St>> {
+    if (this.losing) {
+      this.lost++;
+      throw new ConflictError(object.meta.kind, object.meta.id);
+    }
+    return super.updateStatus(object);
+  }
+}
+
 const event = (objectId: string, type: string): CloudEvent => ({ id: newId('evt'), type, created_at: new Date().toISOString(), team_id: TEAM, actor: 'system', data: { id: objectId } });
 
 async function until(probe: () => Promise<boolean>, timeoutMs = 5_000): Promise<void> {
@@ -41,12 +55,12 @@ async function until(probe: () => Promise<boolean>, timeoutMs = 5_000): Promise<
 
 describe('OutboxRelay', () => {
   let dir: string;
-  let store: EmbeddedStore;
+  let store: LosingStore;
   let bus: GatedBus;
   let relay: OutboxRelay;
   beforeEach(async () => {
     dir = fs.mkdtempSync(path.join(os.tmpdir(), 'cloudplane-relay-'));
-    store = new EmbeddedStore({ dataDir: path.join(dir, 'store') });
+    store = new LosingStore({ dataDir: path.join(dir, 'store') });
     await store.start();
     bus = new GatedBus(path.join(dir, 'bus'));
     await bus.start();
@@ -91,5 +105,21 @@ describe('OutboxRelay', () => {
       const positions = pending.map((e) => all.indexOf(e.id));
       expect(positions).toEqual([...positions].sort((a, b) => a - b));
     }
+  });
+
+  it('backs off through its queue when it keeps losing the outbox write, instead of spinning', async () => {
+    const created = event('bkt_busy', 'bucket.created');
+    await store.create({ meta: { kind: KIND, id: 'bkt_busy', team: TEAM }, spec: {}, status: { pending_events: [created] } });
+    store.losing = true;
+    await relay.start();
+    // A relay retrying without pause never lets a timer fire (the losing write does no I/O):
+    // this wait would never end.
+    await new Promise((resolve) => setTimeout(resolve, 300));
+    const lostWhileLosing = store.lost;
+    expect(lostWhileLosing).toBeGreaterThan(0);
+    expect(lostWhileLosing).toBeLessThan(100);
+    store.losing = false;
+    await until(async () => (await outboxOf('bkt_busy')).length === 0);
+    expect(await published()).toEqual([created.id]);
   });
 });
