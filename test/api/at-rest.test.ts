@@ -5,13 +5,19 @@
  * the API server and etcd in cluster mode, and starves the API's own writes.
  */
 import { eventually, startTestService, TestService, waitForStatus } from '../helpers/service';
+import { Receiver, startReceiver } from '../helpers/receiver';
 
 describe('resources at rest', () => {
   let t: TestService;
+  let receiver: Receiver;
   beforeAll(async () => {
-    t = await startTestService();
+    receiver = await startReceiver();
+    t = await startTestService({ CLOUDPLANE_WEBHOOK_ALLOW_HTTP: 'true', CLOUDPLANE_WEBHOOK_ALLOW_PRIVATE_TARGETS: 'true' });
   });
-  afterAll(async () => t.stop());
+  afterAll(async () => {
+    await t.stop();
+    await receiver.close();
+  });
 
   it('writes nothing once every family is steady', async () => {
     const created: Array<{ kind: string; path: string; id: string; steady: string }> = [];
@@ -21,6 +27,7 @@ describe('resources at rest', () => {
       created.push({ kind, path, id: res.body.data.id, steady });
       return res.body.data.id as string;
     };
+    const hook = (await t.api('POST', '/api/v1/webhooks', { url: receiver.url, events: ['server.*', 'bucket.*'] })).body.data;
     const server = await make('Server', '/api/v1/servers', { name: 'app', region: 'fra1' }, 'running');
     const lb = await make('LoadBalancer', '/api/v1/load-balancers', { name: 'web', region: 'fra1' }, 'running');
     await make('VpnGateway', '/api/v1/vpn-gateways', { name: 'office', region: 'fra1', tunnel_type: 'wireguard', remote_network_cidr: '192.168.10.0/24', remote_peer_ip: '8.8.4.4' }, 'active');
@@ -31,6 +38,15 @@ describe('resources at rest', () => {
     await waitForStatus(t, `/api/v1/servers/${server}`, 'running');
     expect((await t.api('POST', `/api/v1/load-balancers/${lb}/attach`, { server_id: server, port: 8080 })).status).toBe(200);
     await eventually(async () => (await t.api('GET', `/api/v1/load-balancers/${lb}`)).body.data.backends?.[0]?.status === 'healthy');
+
+    // Deliveries succeed and are recorded: a kind of their own that must come to rest too.
+    const deliveryIds = await eventually(async () => {
+      const res = await t.api('GET', `/api/v1/webhooks/${hook.id}/deliveries`);
+      const done = res.body.data.filter((d: { status: string }) => d.status === 'succeeded');
+      return done.length >= 3 && done.length === res.body.data.length ? done.map((d: { id: string }) => d.id) : null;
+    });
+    created.push({ kind: 'WebhookSubscription', path: '/api/v1/webhooks', id: hook.id, steady: 'active' });
+    for (const id of deliveryIds) created.push({ kind: 'WebhookDelivery', path: '', id, steady: 'succeeded' });
 
     // Settled: every event relayed (the outbox drain is itself a write).
     const store = t.service.ctx.store;
