@@ -2,7 +2,7 @@
 SHELL := /bin/bash
 NODE_MODULES_STAMP := node_modules/.package-lock.json
 
-.PHONY: run test build lint crds bench bench-webhooks bench-cluster clean deps fuzz
+.PHONY: run test build lint crds bench bench-webhooks bench-cluster clean deps fuzz fuzz-kube
 
 # `npm install` rather than `npm ci`: npm 11 leaves other platforms' optional binaries
 # (@swc/core-darwin-*, ...) out of the lock file, and `npm ci` then refuses it.
@@ -34,6 +34,10 @@ test: build
 # no 500s, and every status, content type and body as documented. Report in bench/results/fuzz.
 fuzz: build
 	scripts/fuzz-api.sh
+
+# The same on the Kubernetes store, against a real etcd + kube-apiserver with the CRDs.
+fuzz-kube: build
+	FUZZ_STORE=kubernetes scripts/fuzz-api.sh
 
 crds: build
 	node dist/src/cli/generate-crds.js

@@ -2,9 +2,12 @@
 # Fuzzes /api/v1 from the OpenAPI document the service itself serves, with schemathesis:
 # every operation gets generated valid and invalid requests, and each answer must not be a
 # 500, must use a status code, content type and body schema that the document declares.
-# The service runs on the embedded store with a throwaway data dir and a free port.
+# The service runs on the embedded store with a throwaway data dir and a free port; with
+# FUZZ_STORE=kubernetes (`make fuzz-kube`) it runs on the Kubernetes store instead, against a
+# real etcd + kube-apiserver with the CRDs installed (test/helpers/fuzz-cluster.ts, stopped
+# at the end), so refusals of the API server that the embedded store never makes show up.
 #
-# Knobs (environment): FUZZ_MAX_EXAMPLES (per operation, default 30), FUZZ_SEED,
+# Knobs (environment): FUZZ_STORE (embedded, default, or kubernetes), FUZZ_MAX_EXAMPLES (per operation, default 30), FUZZ_SEED,
 # FUZZ_WORKERS (default 2), FUZZ_REPORT_DIR (default bench/results/fuzz, git-ignored),
 # FUZZ_PHASES (default examples,coverage,fuzzing,stateful). Extra arguments go to `st run`.
 set -euo pipefail
@@ -16,6 +19,8 @@ REPORT_DIR="${FUZZ_REPORT_DIR:-bench/results/fuzz}"
 MAX_EXAMPLES="${FUZZ_MAX_EXAMPLES:-30}"
 WORKERS="${FUZZ_WORKERS:-2}"
 PHASES="${FUZZ_PHASES:-examples,coverage,fuzzing,stateful}"
+STORE="${FUZZ_STORE:-embedded}"
+case "$STORE" in embedded|kubernetes) ;; *) echo "fuzz: FUZZ_STORE must be embedded or kubernetes, got \"$STORE\"" >&2; exit 2;; esac
 
 # Python venv outside the repo, reused between runs; rebuilt when the pin changes.
 if [ "$("$VENV/bin/st" --version 2>/dev/null || true)" != "st, version $SCHEMATHESIS_VERSION" ]; then
@@ -32,17 +37,22 @@ if [ "$("$VENV/bin/st" --version 2>/dev/null || true)" != "st, version $SCHEMATH
   "$VENV/bin/pip" install -q --disable-pip-version-check "schemathesis==$SCHEMATHESIS_VERSION"
 fi
 
-[ -f dist/src/main.js ] && [ -z "${FUZZ_REBUILD:-}" ] || npx tsc -p tsconfig.json
+[ -f dist/src/main.js ] && [ -f dist/test/helpers/fuzz-cluster.js ] && [ -z "${FUZZ_REBUILD:-}" ] || npx tsc -p tsconfig.json
 
 data_dir="$(mktemp -d)"
 log="$data_dir/service.log"
 key="cpk_fuzz$(od -An -tx1 -N20 /dev/urandom | tr -d ' \n')"
 service_pid=""
-cleanup() {
-  if [ -n "$service_pid" ] && kill -0 "$service_pid" 2>/dev/null; then
-    kill "$service_pid" 2>/dev/null || true
-    wait "$service_pid" 2>/dev/null || true
+cluster_pid=""
+stop_pid() {
+  if [ -n "$1" ] && kill -0 "$1" 2>/dev/null; then
+    kill "$1" 2>/dev/null || true
+    wait "$1" 2>/dev/null || true
   fi
+}
+cleanup() {
+  stop_pid "$service_pid"  # the service before its API server, so it stops cleanly
+  stop_pid "$cluster_pid"
   rm -rf "$data_dir"
 }
 trap cleanup EXIT
@@ -50,21 +60,39 @@ trap cleanup EXIT
 # Port 0: the service binds a free port and prints its address. The caller's own
 # CLOUDPLANE_* settings (a store, NATS, regions) are left out: the run is on the defaults.
 for name in $(compgen -e | grep '^CLOUDPLANE_' || true); do [ "$name" = CLOUDPLANE_FUZZ_VENV ] || unset "$name"; done
-CLOUDPLANE_PORT=0 CLOUDPLANE_HOST=127.0.0.1 CLOUDPLANE_DATA_DIR="$data_dir/data" \
+
+# Kubernetes store: the cluster helper prints the service's settings (store, kubeconfig,
+# system namespace, job driver, sim delay) as KEY=VALUE lines, then `ready`.
+store_env=()
+if [ "$STORE" = kubernetes ]; then
+  scripts/ensure-tools.sh
+  cluster_out="$data_dir/cluster.env"
+  node dist/test/helpers/fuzz-cluster.js >"$cluster_out" 2>"$data_dir/cluster.log" &
+  cluster_pid=$!
+  for _ in $(seq 900); do  # building kube-apiserver the first time takes long; cached after
+    grep -qx ready "$cluster_out" && break
+    kill -0 "$cluster_pid" 2>/dev/null || { cat "$data_dir/cluster.log" >&2; echo "fuzz: the kube-apiserver did not start" >&2; exit 1; }
+    sleep 0.2
+  done
+  grep -qx ready "$cluster_out" || { cat "$data_dir/cluster.log" >&2; echo "fuzz: the kube-apiserver was not ready in time" >&2; exit 1; }
+  mapfile -t store_env < <(grep '^CLOUDPLANE_[A-Z_]*=' "$cluster_out")
+fi
+
+env CLOUDPLANE_PORT=0 CLOUDPLANE_HOST=127.0.0.1 CLOUDPLANE_DATA_DIR="$data_dir/data" \
 CLOUDPLANE_BOOTSTRAP_API_KEY="$key" CLOUDPLANE_SIM_DELAY_MS=50 \
 CLOUDPLANE_RATE_LIMIT_PER_MINUTE=1000000 CLOUDPLANE_LOG_LEVEL="${FUZZ_LOG_LEVEL:-warn}" \
-  node dist/src/main.js >"$log" 2>&1 &
+  "${store_env[@]}" node dist/src/main.js >"$log" 2>&1 &
 service_pid=$!
 
 url=""
-for _ in $(seq 100); do
+for _ in $(seq 600); do  # the Kubernetes store lists and watches every family first
   url="$(sed -n 's/^Cloudplane is listening on \(http:[^ ]*\).*/\1/p' "$log" | head -1)"
   [ -n "$url" ] && break
   kill -0 "$service_pid" 2>/dev/null || { cat "$log" >&2; echo "fuzz: the service did not start" >&2; exit 1; }
   sleep 0.2
 done
 [ -n "$url" ] || { cat "$log" >&2; echo "fuzz: the service did not report its address" >&2; exit 1; }
-echo "fuzzing $url/api/v1 (max $MAX_EXAMPLES examples per operation, report in $REPORT_DIR)"
+echo "fuzzing $url/api/v1 on the $STORE store (max $MAX_EXAMPLES examples per operation, report in $REPORT_DIR)"
 
 mkdir -p "$REPORT_DIR"
 REPORT_DIR="$(cd "$REPORT_DIR" && pwd)"
