@@ -221,7 +221,8 @@ export const deliveryFamily: FamilyDefinition<DeliverySpec, DeliveryStatus> = {
     }),
     status: strictObject({
       ...baseStatusProperties(DELIVERY_STATES),
-      attempt: Type.Integer({ minimum: 0, maximum: MAX_ATTEMPTS, description: 'Attempts made so far.' }),
+      // No maximum: a manual retry of a finished delivery is one attempt past the schedule's.
+      attempt: Type.Integer({ minimum: 0, description: `Attempts made so far: up to ${MAX_ATTEMPTS} on the schedule, one more for each manual retry.` }),
       first_attempt_at: NullableTimestamp('Time of the first attempt.'),
       next_retry_at: NullableTimestamp('When the next attempt is due; null when none is left.'),
       response_status: Type.Union([Type.Integer(), Type.Null()], { description: 'HTTP status of the last answer.' }),

@@ -7,7 +7,9 @@ const WEBHOOK_ENV = {
   CLOUDPLANE_WEBHOOK_ALLOW_HTTP: 'true',
   CLOUDPLANE_WEBHOOK_ALLOW_PRIVATE_TARGETS: 'true',
   CLOUDPLANE_WEBHOOK_TIME_SCALE: '0.001',
-  CLOUDPLANE_WEBHOOK_TIMEOUT_MS: '300',
+  // Short enough for the slow-receiver test, long enough that a loaded CI machine's local
+  // receiver answers in time.
+  CLOUDPLANE_WEBHOOK_TIMEOUT_MS: '1000',
 };
 
 const receivers: Receiver[] = [];
@@ -75,6 +77,16 @@ describe('webhook retries, timeouts and rate limits', () => {
       return data.consecutive_failures === 15 ? data : null;
     });
     expect(sub).toMatchObject({ active: true, consecutive_failures: 15 });
+
+    // A manual retry makes one attempt past the schedule's 15, and the count says so (the
+    // Kubernetes store's CRD once capped it at 15: the write was refused, the delivery stuck).
+    expect((await t.api('POST', `/api/v1/webhooks/${hook.id}/deliveries/${failed.id}/retry`)).status).toBe(202);
+    const retried = await eventually(async () => {
+      const [delivery] = await deliveriesOf(t, hook.id);
+      return delivery?.status === 'failed' && delivery.attempt !== '15/15' ? delivery : null;
+    });
+    expect(retried).toMatchObject({ attempt: '16/15', next_retry_at: null, response_status: 500 });
+    expect(r.received).toHaveLength(16);
   }, 40_000);
 
   it('waits as long as a 429 Retry-After asks', async () => {
@@ -98,7 +110,7 @@ describe('webhook retries, timeouts and rate limits', () => {
     // Slow until told otherwise: a fast answer right after the first timeout would leave
     // the pending record visible for a millisecond only.
     let slow = true;
-    const r = await receiver(() => ({ status: 200, delayMs: slow ? 1500 : 0 }));
+    const r = await receiver(() => ({ status: 200, delayMs: slow ? 2500 : 0 }));
     const hook = await subscribe(t, { url: r.url, events: ['bucket.created'] });
     await bucket(t, 'slow-one');
     const timedOut = await eventually(async () => {
@@ -106,7 +118,7 @@ describe('webhook retries, timeouts and rate limits', () => {
       return delivery?.status === 'pending' && delivery.error ? delivery : null;
     });
     expect(timedOut.response_status).toBeNull();
-    expect(timedOut.error).toMatch(/no answer within 0.3 s/);
+    expect(timedOut.error).toMatch(/no answer within 1 s/);
     slow = false;
     const done = await eventually(async () => {
       const [delivery] = await deliveriesOf(t, hook.id);
@@ -121,20 +133,25 @@ describe('webhook retries, timeouts and rate limits', () => {
     // One per minute, and a minute is 60 ms at this time scale.
     const hook = await subscribe(t, { url: r.url, events: ['bucket.*'], rate_limit_per_minute: 1 });
     const ids = await Promise.all(Array.from({ length: 8 }, (_, i) => bucket(t, `rated-${i}`)));
-    await eventually(async () => r.received.length >= 16, 20_000);
+    // On a loaded machine an answer can still miss this file's 1 s timeout, and the delivery is
+    // rightly sent again under the same webhook-id: count deliveries by that id.
+    const firstOfEach = () => r.received.filter((x, i) => r.received.findIndex((y) => y.headers['webhook-id'] === x.headers['webhook-id']) === i);
+    await eventually(async () => firstOfEach().length >= 16, 20_000);
     await new Promise((resolve) => setTimeout(resolve, 200));
-    const events = eventsOf(r);
-    expect(events).toHaveLength(16);
+    const firsts = firstOfEach();
+    expect(firsts).toHaveLength(16);
+    const events = firsts.map((x) => JSON.parse(x.body));
     expect(new Set(events.map((e) => e.id)).size).toBe(16);
     expect(new Set(events.map((e) => e.data.id))).toEqual(new Set(ids));
-    const span = r.received[15].at - r.received[0].at;
+    const span = firsts[15].at - firsts[0].at;
     expect(span).toBeGreaterThanOrEqual(15 * 60 * 0.9);
     // No burst: at one a "minute" (60 ms), a 150 ms window holds 2 or 3 sends; arrivals may
     // bunch a little more on a loaded machine (a send held up, the next on time), never all.
-    const inWindow = r.received.map((x) => r.received.filter((y) => y.at >= x.at && y.at < x.at + 150).length);
+    const inWindow = firsts.map((x) => firsts.filter((y) => y.at >= x.at && y.at < x.at + 150).length);
     expect(Math.max(...inWindow)).toBeLessThanOrEqual(4);
     const history = await deliveriesOf(t, hook.id);
-    expect(history.every((d) => d.status === 'succeeded' && d.attempt === '1/15')).toBe(true);
+    expect(history).toHaveLength(16);
+    expect(history.every((d) => d.status === 'succeeded')).toBe(true);
   });
 });
 
