@@ -30,6 +30,13 @@ const CONSUMER = 'webhooks';
  * is best-effort by CONTRACT.md (receivers sort by created_at), so they may overlap.
  */
 const CONSUMER_CONCURRENCY = 32;
+/**
+ * After an attempt whose outcome could not be recorded (the store refused or could not
+ * take the write), the delivery is still pending and due: it waits this long before being
+ * sent again, doubling to the cap, rather than hammering the receiver while the store fails.
+ */
+const UNRECORDED_HOLD_MS = 1_000;
+const UNRECORDED_HOLD_MAX_MS = 5 * 60_000;
 /** Node timers overflow past ~24.8 days; later attempts are re-armed on the way. */
 const MAX_TIMER_MS = 2 ** 31 - 1;
 
@@ -55,6 +62,8 @@ export class WebhookDispatcher {
   /** One pump per subscription: running now (null) or waiting for a token (its timer). */
   private readonly pumps = new Map<string, NodeJS.Timeout | null>();
   private readonly inFlight = new Map<string, Promise<void>>();
+  /** Deliveries whose last attempts could not be recorded: how many in a row, and held until when. */
+  private readonly unrecorded = new Map<string, { failures: number; until: number }>();
   private readonly buckets: TokenBuckets;
   private readonly notifier: OwnerNotifier;
   private unsubscribe: (() => void) | null = null;
@@ -136,9 +145,10 @@ export class WebhookDispatcher {
     if (delivery.status.status !== 'pending' || !delivery.status.next_retry_at) {
       if (existing) clearTimeout(existing.timer);
       this.timers.delete(name);
+      this.unrecorded.delete(name);
       return;
     }
-    const due = Date.parse(delivery.status.next_retry_at);
+    const due = Math.max(Date.parse(delivery.status.next_retry_at), this.unrecorded.get(name)?.until ?? 0);
     if (existing && existing.due === due && !force) return;
     if (existing) clearTimeout(existing.timer);
     const timer = setTimeout(() => {
@@ -179,7 +189,13 @@ export class WebhookDispatcher {
       const name = keyOf(key);
       if (this.inFlight.has(name)) continue;
       const run = this.attempt(key)
-        .catch((err) => this.deps.logger.error({ delivery_id: key.id, err: (err as Error).message }, 'webhook delivery attempt could not be recorded'))
+        .then(() => void this.unrecorded.delete(name))
+        .catch((err) => {
+          const failures = (this.unrecorded.get(name)?.failures ?? 0) + 1;
+          const holdMs = Math.min(UNRECORDED_HOLD_MS * 2 ** (failures - 1), UNRECORDED_HOLD_MAX_MS);
+          this.unrecorded.set(name, { failures, until: Date.now() + holdMs });
+          this.deps.logger.error({ delivery_id: key.id, err: (err as Error).message, retry_in_ms: holdMs }, 'webhook delivery attempt could not be recorded');
+        })
         .finally(() => {
           this.inFlight.delete(name);
           void this.rescheduleAfterAttempt(key);

@@ -2,6 +2,7 @@ import { SMTPServer } from 'smtp-server';
 import type { AddressInfo } from 'node:net';
 import { startTestService, TestService, eventually } from '../helpers/service';
 import { startReceiver, eventsOf, Receiver } from '../helpers/receiver';
+import { StoreUnavailableError } from '../../src/store/types';
 
 const WEBHOOK_ENV = {
   CLOUDPLANE_WEBHOOK_ALLOW_HTTP: 'true',
@@ -126,6 +127,36 @@ describe('webhook retries, timeouts and rate limits', () => {
     });
     expect(Number(done.attempt.split('/')[0])).toBeGreaterThanOrEqual(2);
     expect(done).toMatchObject({ response_status: 200, error: null });
+  });
+
+  it('holds a delivery back, doubling the wait, while its attempts cannot be recorded, then records it', async () => {
+    const r = await receiver();
+    const hook = await subscribe(t, { url: r.url, events: ['bucket.created'] });
+    // Fault injection on the real store: no attempt of a delivery can be recorded. Each
+    // attempt reached the receiver, and a delivery left pending and due used to be resent at once.
+    const store = t.service.ctx.store;
+    const real = store.updateStatus.bind(store);
+    store.updateStatus = async (object) => {
+      const attempt = (object.status as { attempt?: number } | undefined)?.attempt ?? 0;
+      if (object.meta.kind === 'WebhookDelivery' && attempt > 0) throw new StoreUnavailableError(new Error('injected: the store cannot take writes'));
+      return real(object);
+    };
+    try {
+      await bucket(t, 'unrecorded');
+      await eventually(async () => r.received.length >= 1);
+      await new Promise((resolve) => setTimeout(resolve, 2500));
+      // Sent at once, then held 1 s, then 2 s: two or three sends in 2.5 s, not hundreds.
+      expect(r.received.length).toBeGreaterThanOrEqual(2);
+      expect(r.received.length).toBeLessThanOrEqual(3);
+    } finally {
+      store.updateStatus = real;
+    }
+    const done = await eventually(async () => {
+      const [delivery] = await deliveriesOf(t, hook.id);
+      return delivery?.status === 'succeeded' ? delivery : null;
+    }, 15_000);
+    expect(done).toMatchObject({ attempt: '1/15', response_status: 200 });
+    expect(new Set(r.received.map((x) => x.headers['webhook-id']))).toEqual(new Set([done.id]));
   });
 
   it('queues deliveries above the rate limit and loses none', async () => {
