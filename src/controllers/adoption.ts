@@ -43,13 +43,12 @@ export function adopting(family: AnyFamily, inner: Reconciler, store: Store, wri
         }
         const wait = statusPendingFor(resource, graceMs);
         if (wait > 0) return { requeueAfterMs: wait };
-        await adopt(family, resource, store, writer, rules);
-        return;
+        if (!(await adopt(family, resource, store, writer, rules))) return;
+      } else if (resource && refusedSpecChanged(resource)) {
+        if (!(await adopt(family, resource, store, writer, rules))) return;
       }
-      if (resource && refusedSpecChanged(resource)) {
-        await adopt(family, resource, store, writer, rules);
-        return;
-      }
+      // An accepted resource goes on to its first step in the same pass, not after every
+      // other resource of a bulk apply has been adopted.
       return inner.reconcile(team, id);
     },
   };
@@ -71,8 +70,11 @@ function refusedSpecChanged(resource: Resource): boolean {
   return (status.conditions ?? []).some((c) => c.type === 'Synced' && c.reason === SPEC_REFUSED);
 }
 
-/** Judges the spec as a POST of it would be; also a refused resource's changed spec, which then starts over. */
-async function adopt(family: AnyFamily, resource: Resource, store: Store, writer: ResourceWriter, rules: RuleContext): Promise<void> {
+/**
+ * Judges the spec as a POST of it would be; also a refused resource's changed spec, which
+ * then starts over. Answers whether the spec was accepted.
+ */
+async function adopt(family: AnyFamily, resource: Resource, store: Store, writer: ResourceWriter, rules: RuleContext): Promise<boolean> {
   const { team, id } = resource.meta;
   let judged = false;
   try {
@@ -86,10 +88,12 @@ async function adopt(family: AnyFamily, resource: Resource, store: Store, writer
       const initialize = () => writer.initialize(family, current, ACTOR);
       await (kept ? initialize() : withNewSecret(store, family, team, id, current.spec, undefined, initialize));
     });
+    return true;
   } catch (err) {
     // A broken rule is the resource's fault; a failed write (a conflict, the store away) is retried.
     if (judged || !(err instanceof ApiError)) throw err;
     await writer.initialize(family, resource, ACTOR, err.message);
+    return false;
   }
 }
 

@@ -84,12 +84,18 @@ export class LifecycleReconciler implements Reconciler {
     return this.reconcileSteady(resource);
   }
 
-  /** Starts `name` unless it is the operation in progress, then polls it. */
+  /**
+   * Starts `name` unless it is the operation in progress, then polls it, in the same pass:
+   * waiting for the start's own watch event would put the resource at the back of the
+   * queue, behind every other one (in a bulk apply, behind all the others' adoption).
+   */
   private async runOperation(resource: Operated, name: string, onDone: (outputs: Record<string, unknown>) => Record<string, unknown>, onFailed: (reason: string) => Record<string, unknown>, startChanges: Record<string, unknown> = {}): Promise<ReconcileResult | void> {
-    const op = resource.status.operation;
+    let op = resource.status.operation;
     if (!op || op.name !== name) {
-      await this.write(resource, () => ({ ...startChanges, operation: { name, started_at: nowIso() } }));
-      return;
+      const started = await this.write(resource, () => ({ ...startChanges, operation: { name, started_at: nowIso() } }));
+      // Another change came first (the write stood back): the next pass judges anew.
+      if (started.status.operation?.name !== name) return;
+      op = started.status.operation;
     }
     const result = await this.o.provider.operate(this.o.family.name, resource.meta.id, op, resource.spec);
     if (result.state === 'pending') return { requeueAfterMs: result.retryAfterMs };
