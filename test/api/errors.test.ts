@@ -103,6 +103,18 @@ describe('API errors (load balancers)', () => {
   });
 
   describe('schema violations', () => {
+    it('refuses text that is not valid Unicode (a lone surrogate) with 422, naming the field, and keeps pairs', async () => {
+      const json = (name: string, extra = '') => ({ rawBody: `{"name":"${name}","region":"fra1"${extra}}`, headers: { 'content-type': 'application/json' } });
+      const lone = await t.api('POST', LBS, undefined, json('web\\ud800'));
+      expectError(lone, 422, 'validation_failed');
+      expect(fieldsOf(lone)).toEqual(['name']);
+      expect(fieldsOf(await t.api('POST', LBS, undefined, json('web', ',"\\udc00":1')))).toEqual(['body']);
+      // An escaped surrogate pair is a real character (U+1F600) and stored as sent.
+      const paired = await t.api('POST', LBS, undefined, json('web \\ud83d\\ude00'));
+      expect(paired.status).toBe(201);
+      expect(paired.body.data.name).toBe('web \u{1F600}');
+    });
+
     it('names every offending field at once: missing name and an out-of-range port', async () => {
       const res = await t.api('POST', LBS, { region: 'fra1', port: 70000 });
       expectError(res, 422, 'validation_failed');

@@ -6,6 +6,7 @@
 import Ajv from 'ajv';
 import addFormats from 'ajv-formats';
 import type { FastifyInstance } from 'fastify';
+import { fieldInvalid } from '../../lib/errors';
 
 function makeAjv(coerceTypes: boolean): Ajv {
   const ajv = new Ajv({ allErrors: true, coerceTypes, removeAdditional: false, useDefaults: false, strict: false });
@@ -25,6 +26,37 @@ export function registerValidation(app: FastifyInstance): void {
   const defaultJson = app.getDefaultJsonParser('error', 'error');
   app.addContentTypeParser('application/json', { parseAs: 'string' }, (request, body, done) => {
     if (body === '') return done(null, undefined);
-    defaultJson(request, body as string, done);
+    defaultJson(request, body as string, (err, parsed) => {
+      if (err) return done(err, undefined);
+      const field = illFormedField(parsed, '');
+      if (field !== null) return done(fieldInvalid(field || 'body', 'is not valid Unicode (a lone surrogate)'), undefined);
+      done(null, parsed);
+    });
   });
+}
+
+/**
+ * The first field (or key) holding a lone UTF-16 surrogate, which JSON's \u escapes allow:
+ * the embedded store would keep it, the Kubernetes API server would turn it into U+FFFD,
+ * so the same request would store different text. Refused on both instead.
+ */
+const LONE_SURROGATE = /[\uD800-\uDBFF](?![\uDC00-\uDFFF])|(?<![\uD800-\uDBFF])[\uDC00-\uDFFF]/;
+
+function illFormedField(value: unknown, path: string): string | null {
+  if (typeof value === 'string') return LONE_SURROGATE.test(value) ? path : null;
+  if (Array.isArray(value)) {
+    for (const [i, item] of value.entries()) {
+      const found = illFormedField(item, `${path}[${i}]`);
+      if (found !== null) return found;
+    }
+    return null;
+  }
+  if (value === null || typeof value !== 'object') return null;
+  for (const [key, item] of Object.entries(value)) {
+    const field = path ? `${path}.${key}` : key;
+    if (LONE_SURROGATE.test(key)) return path || 'body';
+    const found = illFormedField(item, field);
+    if (found !== null) return found;
+  }
+  return null;
 }
