@@ -8,6 +8,7 @@ import swagger from '@fastify/swagger';
 import type { ApiContext } from './context';
 import { registerErrorHandling, sendFrameworkError } from './plugins/errors';
 import { documentSharedErrors } from './plugins/error-responses';
+import { assignOperationIds, linkOperations, OpenApiDocument } from './plugins/openapi-links';
 import { registerValidation } from './plugins/validation';
 import { registerObservability, requestIdOf } from './plugins/observability';
 import { applyRateLimit, RateLimiter } from './plugins/rate-limit';
@@ -38,7 +39,14 @@ export async function buildApp(ctx: ApiContext, options: AppOptions = {}): Promi
   registerValidation(app);
   registerErrorHandling(app, ctx);
   documentSharedErrors(app);
+  assignOperationIds(app);
   await app.register(swagger, {
+    // Links need every route's operationId, so they are added to the whole document.
+    transformObject: (document) => {
+      if (!('openapiObject' in document)) return document.swaggerObject;
+      linkOperations(document.openapiObject as unknown as OpenApiDocument);
+      return document.openapiObject;
+    },
     openapi: {
       openapi: '3.0.3',
       info: {

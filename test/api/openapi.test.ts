@@ -92,6 +92,66 @@ describe('GET /api/v1/openapi.json', () => {
     expect(operations).toBeGreaterThan(30);
     expect(withoutSuccess).toEqual([]);
   });
+  describe('operationIds and links', () => {
+    const methods = ['get', 'put', 'post', 'patch', 'delete'];
+    const operations = () =>
+      Object.entries<Record<string, any>>(document.paths).flatMap(([path, item]) =>
+        methods.filter((m) => item[m]).map((method) => ({ method, path, operation: item[method] })),
+      );
+
+    it('gives every operation a unique operationId', () => {
+      const ids = operations().map((o) => o.operation.operationId);
+      expect(ids.every((id) => typeof id === 'string' && id.length > 0)).toBe(true);
+      expect(new Set(ids).size).toBe(ids.length);
+      expect(document.paths['/api/v1/servers/{id}/stop'].post.operationId).toBe('postServersByIdStop');
+    });
+
+    it('links only to real operationIds, filling each of their path parameters', () => {
+      const byId = new Map(operations().map((o) => [o.operation.operationId, o]));
+      const broken: string[] = [];
+      let links = 0;
+      for (const { method, path, operation } of operations()) {
+        for (const [status, response] of Object.entries<any>(operation.responses)) {
+          for (const [name, link] of Object.entries<any>(response.links ?? {})) {
+            links += 1;
+            const target = byId.get(link.operationId);
+            const needed = [...(target?.path ?? '').matchAll(/\{([^}]+)\}/g)].map((m) => `path.${m[1]}`).sort();
+            if (!target || JSON.stringify(Object.keys(link.parameters).sort()) !== JSON.stringify(needed)) {
+              broken.push(`${method.toUpperCase()} ${path} ${status} -> ${name}`);
+            }
+          }
+        }
+      }
+      expect(links).toBeGreaterThan(30);
+      expect(broken).toEqual([]);
+    });
+
+    // The operations a fuzzer only ever reached with made-up ids before the links.
+    it.each([
+      ['/api/v1/load-balancers', '201', 'postLoadBalancersByIdAttach', '$response.body#/data/id'],
+      ['/api/v1/load-balancers', '201', 'postLoadBalancersByIdDetach', '$response.body#/data/id'],
+      ['/api/v1/load-balancers', '201', 'deleteLoadBalancersById', '$response.body#/data/id'],
+      ['/api/v1/servers', '201', 'postServersByIdStop', '$response.body#/data/id'],
+      ['/api/v1/servers', '201', 'postServersByIdStart', '$response.body#/data/id'],
+      ['/api/v1/servers', '201', 'postServersByIdReboot', '$response.body#/data/id'],
+      ['/api/v1/jobs', '201', 'postJobsByIdCancel', '$response.body#/data/id'],
+      ['/api/v1/settings/api-keys', '201', 'deleteSettingsApiKeysById', '$response.body#/data/id'],
+      ['/api/v1/vpn-gateways', '201', 'getVpnGatewaysByIdStatus', '$response.body#/data/id'],
+      ['/api/v1/webhooks/{id}/deliveries', '200', 'getWebhooksByIdDeliveriesByDeliveryId', '$response.body#/data/0/id'],
+      ['/api/v1/webhooks/{id}/deliveries', '200', 'postWebhooksByIdDeliveriesByDeliveryIdRetry', '$response.body#/data/0/id'],
+    ])('%s answers %s with a link to %s', (path, status, operationId, expression) => {
+      const operation = document.paths[path][status === '201' ? 'post' : 'get'];
+      const link = operation.responses[status].links?.[operationId];
+      expect(link?.operationId).toBe(operationId);
+      const own = Object.keys(link.parameters).find((name) => !path.includes(`{${name.slice('path.'.length)}}`));
+      expect(link.parameters[own!]).toBe(expression);
+    });
+
+    it('never links from the API key list, whose first key may be the caller\'s own', () => {
+      expect(document.paths['/api/v1/settings/api-keys'].get.responses['200'].links).toBeUndefined();
+    });
+  });
+
   // Found by schemathesis (make fuzz): these answers were real but missing from the document.
   describe('documents every status the service answers', () => {
     const documented = (method: string, path: string): string[] => Object.keys(document.paths[path][method.toLowerCase()].responses);
