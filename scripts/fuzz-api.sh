@@ -102,11 +102,11 @@ rm -f "$REPORT_DIR"/junit-*.xml "$REPORT_DIR"/ndjson-*.ndjson  # the last run's 
 seed_args=()
 [ -n "${FUZZ_SEED:-}" ] && seed_args=(--seed "$FUZZ_SEED")
 
-HOOKS_DIR="$(pwd)/scripts"  # fuzz_hooks.py: realistic regions and webhook URLs
+HOOKS_DIR="$(pwd)/scripts"  # fuzz_hooks.py: realistic ids, regions and webhook URLs; fuzz-schemathesis.toml: stateful phase size
 # From the report dir, so schemathesis keeps its replay cache (.schemathesis/) there:
 # `cd bench/results/fuzz && st replay <id>` reproduces a failure.
 run_st() {
-  (cd "$REPORT_DIR" && PYTHONPATH="$HOOKS_DIR" SCHEMATHESIS_HOOKS=fuzz_hooks "$VENV/bin/st" run "$url/api/v1/openapi.json" \
+  (cd "$REPORT_DIR" && PYTHONPATH="$HOOKS_DIR" SCHEMATHESIS_HOOKS=fuzz_hooks "$VENV/bin/st" --config-file "$HOOKS_DIR/fuzz-schemathesis.toml" run "$url/api/v1/openapi.json" \
     --header "Authorization: Bearer $key" \
     --checks not_a_server_error,status_code_conformance,content_type_conformance,response_schema_conformance \
     --max-examples "$MAX_EXAMPLES" \

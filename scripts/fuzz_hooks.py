@@ -7,6 +7,7 @@ the operations on them only ever see 404. One body in four keeps its generated v
 the refusals stay covered. The choice is a checksum of the body: a seed replays the same run.
 """
 import json
+import re
 import zlib
 
 import schemathesis
@@ -37,3 +38,44 @@ def map_body(ctx, body):
         body["remote_peer_ip"] = f"34.90.{pick % 256}.{1 + pick % 250}"
         body.pop("local_network_cidr", None)  # the team network by default
     return body
+
+
+# A load balancer's attach and detach take a server id in the body, which no link can fill
+# (a link carries one response's values, and the path id is the load balancer's). The ids
+# of servers this run created, and of those attached per load balancer, are kept here.
+_SERVERS: list[str] = []
+_ATTACHED: dict[str, list[str]] = {}
+_BACKEND_ACTION = re.compile(r"/api/v1/load-balancers/([^/]+)/(attach|detach)$")
+
+
+@schemathesis.hook
+def after_call(ctx, case, response):
+    if case.method != "POST" or response.status_code not in (200, 201):
+        return
+    try:
+        data = response.json().get("data") or {}
+    except (ValueError, AttributeError):
+        return
+    if case.operation.path == "/api/v1/servers" and isinstance(data.get("id"), str):
+        _SERVERS.append(data["id"])
+        del _SERVERS[:-50]
+    action = _BACKEND_ACTION.search(case.formatted_path)
+    if action and isinstance(case.body, dict):
+        attached = _ATTACHED.setdefault(action.group(1), [])
+        if action.group(2) == "attach":
+            attached.append(case.body.get("server_id"))
+        elif case.body.get("server_id") in attached:
+            attached.remove(case.body.get("server_id"))
+
+
+@schemathesis.hook
+def before_call(ctx, case, kwargs):
+    action = _BACKEND_ACTION.search(case.formatted_path)
+    if not action or not isinstance(case.body, dict) or not isinstance(case.body.get("server_id"), str):
+        return
+    pick = _pick(case.body)
+    if pick % 4 == 0:
+        return
+    known = _SERVERS if action.group(2) == "attach" else _ATTACHED.get(action.group(1)) or _SERVERS
+    if known:
+        case.body["server_id"] = known[pick % len(known)]
