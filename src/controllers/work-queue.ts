@@ -4,6 +4,8 @@
  * and if it is added meanwhile it is processed again afterwards. Failed keys come back
  * after an exponential backoff.
  */
+import { backoffMs } from '../lib/backoff';
+
 /** The longest delay a Node timer accepts (2^31 - 1 ms). */
 const MAX_TIMER_MS = 2_147_483_647;
 
@@ -70,7 +72,7 @@ export class WorkQueue {
   addRateLimited(key: string): number {
     const failures = this.failures.get(key) ?? 0;
     this.failures.set(key, failures + 1);
-    const delay = Math.min(this.backoff.baseMs * 2 ** failures, this.backoff.maxMs);
+    const delay = backoffMs(failures, this.backoff.baseMs, this.backoff.maxMs);
     this.addAfter(key, delay);
     return delay;
   }

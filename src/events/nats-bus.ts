@@ -21,6 +21,7 @@ import {
   StorageType,
 } from 'nats';
 import type { CloudEvent, EventBus, EventHandler, SubscribeOptions } from './types';
+import { backoffMs } from '../lib/backoff';
 
 export interface NatsBusOptions {
   servers: string[];
@@ -215,7 +216,7 @@ export class NatsEventBus implements EventBus {
         return;
       } catch (err) {
         this.o.logger.warn({ err, eventId: event.id, type: event.type, attempt }, 'event handler failed; retrying');
-        await sleep(Math.min(RETRY_MAX_MS, RETRY_BASE_MS * 2 ** attempt));
+        await sleep(backoffMs(attempt, RETRY_BASE_MS, RETRY_MAX_MS));
       } finally {
         clearInterval(keepAlive);
       }

@@ -8,8 +8,6 @@ import type { AnyFamily } from './family';
 import { families } from './registry';
 import { GROUP as CRD_GROUP, VERSION as CRD_VERSION, ID_LABEL } from '../store/kubernetes/names';
 
-export { CRD_GROUP };
-
 type Schema = Record<string, any>;
 
 /** Keywords a structural schema may carry, copied as they are. `default` is left out: it would have to validate. */

@@ -21,6 +21,7 @@ import { sendDelivery, AttemptResult } from './sender';
 import { signingSecrets } from './secrets';
 import { TokenBuckets } from './rate-limiter';
 import { OwnerNotifier } from './notifier';
+import { backoffMs } from '../lib/backoff';
 
 const SYSTEM = 'system';
 const CONSUMER = 'webhooks';
@@ -192,7 +193,7 @@ export class WebhookDispatcher {
         .then(() => void this.unrecorded.delete(name))
         .catch((err) => {
           const failures = (this.unrecorded.get(name)?.failures ?? 0) + 1;
-          const holdMs = Math.min(UNRECORDED_HOLD_MS * 2 ** (failures - 1), UNRECORDED_HOLD_MAX_MS);
+          const holdMs = backoffMs(failures - 1, UNRECORDED_HOLD_MS, UNRECORDED_HOLD_MAX_MS);
           this.unrecorded.set(name, { failures, until: Date.now() + holdMs });
           this.deps.logger.error({ delivery_id: key.id, err: (err as Error).message, retry_in_ms: holdMs }, 'webhook delivery attempt could not be recorded');
         })

@@ -35,7 +35,6 @@ describe('resources at rest', () => {
     await make('FileShare', '/api/v1/file-storage', { name: 'home', region: 'fra1' }, 'available');
     await make('CloudJob', '/api/v1/jobs', { name: 'once', command: 'true' }, 'completed');
     for (const { path, id, steady } of created) await waitForStatus(t, `${path}/${id}`, steady);
-    await waitForStatus(t, `/api/v1/servers/${server}`, 'running');
     expect((await t.api('POST', `/api/v1/load-balancers/${lb}/attach`, { server_id: server, port: 8080 })).status).toBe(200);
     await eventually(async () => (await t.api('GET', `/api/v1/load-balancers/${lb}`)).body.data.backends?.[0]?.status === 'healthy');
 

@@ -47,20 +47,29 @@ export function clusterFor(dataDir: string): Promise<KubeApiServer> {
   return cluster;
 }
 
+/**
+ * The settings that put a service on `server` as its store. The test API server has no
+ * controller manager to run batch/v1 Jobs: jobs run on the simulated executor, and
+ * test/integration/job-driver.test.ts covers the Job driver itself.
+ */
+export function storeEnvFor(server: KubeApiServer): Record<string, string> {
+  return {
+    CLOUDPLANE_STORE: 'kubernetes',
+    CLOUDPLANE_KUBECONFIG: server.kubeconfigPath,
+    CLOUDPLANE_SYSTEM_NAMESPACE: 'cloudplane-system',
+    CLOUDPLANE_JOB_DRIVER: 'simulated',
+  };
+}
+
 /** The environment that points a service at its data directory's API server. */
 export async function clusterEnv(dataDir: string): Promise<Record<string, string>> {
   const server = await clusterFor(dataDir);
-  // The test API server has no controller manager to run batch/v1 Jobs; the API suite runs
-  // jobs on the simulated executor, and test/integration covers the Job driver itself.
   return {
     // Every write here is a round trip to the API server and back through a watch, several
     // times slower than the embedded store's, and two of these clusters share two cores: a
     // transient state (stopping, deleting) must outlast the next request as it does there.
     CLOUDPLANE_SIM_DELAY_MS: '200',
-    CLOUDPLANE_STORE: 'kubernetes',
-    CLOUDPLANE_KUBECONFIG: server.kubeconfigPath,
-    CLOUDPLANE_SYSTEM_NAMESPACE: 'cloudplane-system',
-    CLOUDPLANE_JOB_DRIVER: 'simulated',
+    ...storeEnvFor(server),
   };
 }
 

@@ -8,7 +8,7 @@
  * between its two writes) waits for the grace, set long here so that no clock is read.
  */
 import { CoreV1Api, CustomObjectsApi } from '@kubernetes/client-node';
-import { installCrds, kubeConfigOf } from '../helpers/cluster';
+import { installCrds, kubeConfigOf, storeEnvFor } from '../helpers/cluster';
 import { KubeApiServer, startKubeApiServer } from '../helpers/kube-apiserver';
 import { eventually, startTestService, TestService, waitForStatus } from '../helpers/service';
 import { eventsOf, Receiver, startReceiver } from '../helpers/receiver';
@@ -150,10 +150,7 @@ beforeAll(async () => {
   [cluster, receiver] = await Promise.all([startKubeApiServer(), startReceiver()]);
   await installCrds(cluster);
   t = await startTestService({
-    CLOUDPLANE_STORE: 'kubernetes',
-    CLOUDPLANE_KUBECONFIG: cluster.kubeconfigPath,
-    CLOUDPLANE_SYSTEM_NAMESPACE: 'cloudplane-system',
-    CLOUDPLANE_JOB_DRIVER: 'simulated',
+    ...storeEnvFor(cluster),
     CLOUDPLANE_SIM_DELAY_MS: '50',
     CLOUDPLANE_REGIONS_UNAVAILABLE: UNAVAILABLE_REGION,
     CLOUDPLANE_SIM_FAILURES: 'file_share=1',

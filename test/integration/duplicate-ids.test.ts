@@ -16,7 +16,7 @@ import { createLogger } from '../../src/logger';
 import { KubernetesStore } from '../../src/store/kubernetes/store';
 import type { StoredObject } from '../../src/store/types';
 import { newId, objectNameForId } from '../../src/lib/ids';
-import { installCrds, kubeConfigOf } from '../helpers/cluster';
+import { installCrds, kubeConfigOf, storeEnvFor } from '../helpers/cluster';
 import { KubeApiServer, kubectlBinary, startKubeApiServer } from '../helpers/kube-apiserver';
 import { eventually, startTestService, TestService, waitForStatus } from '../helpers/service';
 
@@ -73,10 +73,7 @@ beforeAll(async () => {
   cluster = await startKubeApiServer();
   await installCrds(cluster);
   t = await startTestService({
-    CLOUDPLANE_STORE: 'kubernetes',
-    CLOUDPLANE_KUBECONFIG: cluster.kubeconfigPath,
-    CLOUDPLANE_SYSTEM_NAMESPACE: 'cloudplane-system',
-    CLOUDPLANE_JOB_DRIVER: 'simulated',
+    ...storeEnvFor(cluster),
     CLOUDPLANE_SIM_DELAY_MS: '50',
     CLOUDPLANE_ADOPTION_GRACE_SECONDS: String(GRACE_S),
     CLOUDPLANE_RATE_LIMIT_PER_MINUTE: '100000',

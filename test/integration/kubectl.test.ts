@@ -8,7 +8,7 @@ import fs from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
 import { families } from '../../src/resources/registry';
-import { installCrds } from '../helpers/cluster';
+import { installCrds, storeEnvFor } from '../helpers/cluster';
 import { KubeApiServer, kubectlBinary, startKubeApiServer } from '../helpers/kube-apiserver';
 import { eventually, startTestService, TestService, waitForStatus } from '../helpers/service';
 
@@ -56,10 +56,7 @@ beforeAll(async () => {
   await installCrds(cluster);
   t = await startTestService(
     {
-      CLOUDPLANE_STORE: 'kubernetes',
-      CLOUDPLANE_KUBECONFIG: cluster.kubeconfigPath,
-      CLOUDPLANE_SYSTEM_NAMESPACE: 'cloudplane-system',
-      CLOUDPLANE_JOB_DRIVER: 'simulated',
+      ...storeEnvFor(cluster),
       CLOUDPLANE_SIM_DELAY_MS: '50',
       CLOUDPLANE_DELETED_RETENTION_SECONDS: String(RETENTION_SECONDS),
       // Several waits poll the API at once; the per-key limit is not what this file tests.

@@ -4,7 +4,7 @@
  * key (a list cursor from one replica pages on another), the configured key valid on all.
  */
 import { startChildService, ChildService } from '../helpers/child-service';
-import { installCrds } from '../helpers/cluster';
+import { installCrds, storeEnvFor } from '../helpers/cluster';
 import { KubeApiServer, startKubeApiServer } from '../helpers/kube-apiserver';
 import { tempDataDir } from '../helpers/service';
 
@@ -32,10 +32,7 @@ test('three replicas starting at once make one first team and share one cursor k
         key: KEY,
         startTimeoutMs: 60_000,
         env: {
-          CLOUDPLANE_STORE: 'kubernetes',
-          CLOUDPLANE_KUBECONFIG: server.kubeconfigPath,
-          CLOUDPLANE_SYSTEM_NAMESPACE: 'cloudplane-system',
-          CLOUDPLANE_JOB_DRIVER: 'simulated',
+          ...storeEnvFor(server),
           CLOUDPLANE_SIM_DELAY_MS: '50',
           POD_NAME: `replica-${name}`,
         },

@@ -535,11 +535,21 @@ export class KubernetesStore implements Store {
     this.notify({ type: same ? 'modified' : 'added', object, previous: same ? previous.object : undefined });
   }
 
+  /** `team/id` of the id a custom resource carries, or null without one. */
+  private labelKeyOf(info: KindInfo, raw: Raw): string | null {
+    const id = this.idOf(info, raw);
+    return id ? `${teamOfNamespace(raw.metadata.namespace ?? '', this.o.systemNamespace)}/${id}` : null;
+  }
+
+  /** The `team/id` a custom resource is known under: the one it claimed, else its label's. */
+  private knownKeyOf(info: KindInfo, raw: Raw): string | null {
+    return this.claims.get(info.kind)!.get(nameKeyOf(raw))?.key ?? this.labelKeyOf(info, raw);
+  }
+
   private removeRaw(info: KindInfo, raw: Raw): void {
     const name = nameKeyOf(raw);
     const claim = this.claims.get(info.kind)!.get(name);
-    const id = this.idOf(info, raw);
-    const key = claim?.key ?? (id ? `${teamOfNamespace(raw.metadata.namespace ?? '', this.o.systemNamespace)}/${id}` : null);
+    const key = this.knownKeyOf(info, raw);
     if (claim && sameResource(claim.raw, raw)) this.unclaim(info, name);
     if (!key) return;
     const previous = this.objects.get(info.kind)!.get(key);
@@ -557,8 +567,7 @@ export class KubernetesStore implements Store {
 
   /** A deletion the watch reports is the object's last event: nothing older can follow it. */
   private watchedRemoval(info: KindInfo, raw: Raw): void {
-    const id = this.idOf(info, raw);
-    const key = this.claims.get(info.kind)!.get(nameKeyOf(raw))?.key ?? (id ? `${teamOfNamespace(raw.metadata.namespace ?? '', this.o.systemNamespace)}/${id}` : null);
+    const key = this.knownKeyOf(info, raw);
     const cached = key ? this.objects.get(info.kind)!.get(key) : undefined;
     const served = !cached || sameResource(cached.raw, raw);
     this.removeRaw(info, raw);
@@ -578,9 +587,8 @@ export class KubernetesStore implements Store {
     const listed = new Set<string>();
     for (const raw of items) {
       listed.add(nameKeyOf(raw));
-      const id = this.idOf(info, raw);
-      const key = id ? `${teamOfNamespace(raw.metadata.namespace ?? '', this.o.systemNamespace)}/${id}` : null;
-      if (!id) void this.assignId(info, raw);
+      const key = this.labelKeyOf(info, raw);
+      if (!key) void this.assignId(info, raw);
       if (key && this.creating.has(`${info.kind}/${key}`)) continue;
       for (const k of this.claim(info, raw, key) ?? []) changed.add(k);
     }

@@ -7,6 +7,7 @@
  */
 import { Watch } from '@kubernetes/client-node';
 import type { Logger } from 'pino';
+import { backoffMs } from '../../lib/backoff';
 
 export interface KubeObject {
   apiVersion?: string;
@@ -166,7 +167,7 @@ export class CollectionWatcher {
 
   private backoff(err: Error | null): Promise<void> {
     if (err && /\b410\b|Gone|Expired/.test(String(err.message))) this.resourceVersion = null;
-    const delay = err ? Math.min(MAX_BACKOFF_MS, 200 * 2 ** Math.min(this.failures++, 6)) : 0;
+    const delay = err ? backoffMs(this.failures++, 200, MAX_BACKOFF_MS) : 0;
     return new Promise((resolve) => {
       this.retryTimer = setTimeout(resolve, delay);
       // Once started, retrying against a gone API server alone must not keep a process alive
