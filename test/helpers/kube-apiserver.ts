@@ -61,6 +61,22 @@ export async function freePort(): Promise<number> {
   });
 }
 
+/**
+ * Runs `start` on freshly picked free ports, picking again when a child finds one taken: a
+ * port is free when picked, but another test file's cluster may bind it before this child does.
+ */
+async function onFreePorts<T>(count: number, start: (ports: number[]) => Promise<T>): Promise<T> {
+  for (let attempt = 1; ; attempt++) {
+    const ports: number[] = [];
+    for (let i = 0; i < count; i++) ports.push(await freePort());
+    try {
+      return await start(ports);
+    } catch (err) {
+      if (attempt >= 5 || !/address already in use/.test(String(err))) throw err;
+    }
+  }
+}
+
 function spawnLogged(binary: string, args: string[], logFile: string): ChildProcess {
   const log = fs.openSync(logFile, 'a');
   const child = spawn(binary, args, { stdio: ['ignore', log, log] });
@@ -99,15 +115,17 @@ function stopChild(child: ChildProcess | undefined, signal: NodeJS.Signals = 'SI
 
 export async function startKubeApiServer(): Promise<KubeApiServer> {
   const dir = fs.mkdtempSync(path.join(os.tmpdir(), 'cloudplane-kube-'));
-  const [etcdPort, peerPort, apiPort] = [await freePort(), await freePort(), await freePort()];
-  const etcdUrl = `http://127.0.0.1:${etcdPort}`;
   const etcdLog = path.join(dir, 'etcd.log');
-  const etcd = spawnLogged(
-    etcdBinary(),
-    ['--data-dir', path.join(dir, 'etcd'), '--listen-client-urls', etcdUrl, '--advertise-client-urls', etcdUrl, '--listen-peer-urls', `http://127.0.0.1:${peerPort}`, '--unsafe-no-fsync'],
-    etcdLog,
-  );
-  await waitUntil('etcd', async () => (await fetch(`${etcdUrl}/health`).then((r) => r.ok).catch(() => false)) as boolean, etcd, etcdLog, 30_000);
+  const { etcd, etcdUrl } = await onFreePorts(2, async ([etcdPort, peerPort]) => {
+    const etcdUrl = `http://127.0.0.1:${etcdPort}`;
+    const etcd = spawnLogged(
+      etcdBinary(),
+      ['--data-dir', path.join(dir, `etcd-${etcdPort}`), '--listen-client-urls', etcdUrl, '--advertise-client-urls', etcdUrl, '--listen-peer-urls', `http://127.0.0.1:${peerPort}`, '--unsafe-no-fsync'],
+      etcdLog,
+    );
+    await waitUntil('etcd', async () => (await fetch(`${etcdUrl}/health`).then((r) => r.ok).catch(() => false)) as boolean, etcd, etcdLog, 30_000);
+    return { etcd, etcdUrl };
+  });
 
   const token = randomBytes(24).toString('hex');
   fs.writeFileSync(path.join(dir, 'tokens.csv'), `${token},admin,admin,system:masters\n`);
@@ -116,7 +134,8 @@ export async function startKubeApiServer(): Promise<KubeApiServer> {
   fs.writeFileSync(path.join(dir, 'sa.pub'), publicKey.export({ type: 'spki', format: 'pem' }));
   fs.mkdirSync(path.join(dir, 'certs'));
   const binary = kubeApiServerBinary();
-  const apiArgs = [
+  let apiPort = 0;
+  const apiArgs = () => [
     '--etcd-servers', etcdUrl,
     '--cert-dir', path.join(dir, 'certs'),
     '--secure-port', String(apiPort),
@@ -131,14 +150,18 @@ export async function startKubeApiServer(): Promise<KubeApiServer> {
     '--disable-admission-plugins', 'ServiceAccount',
     '--allow-privileged=true',
   ];
-  const url = `https://127.0.0.1:${apiPort}`;
   const apiLog = path.join(dir, 'kube-apiserver.log');
   let api: ChildProcess | undefined;
+  // Started again on the same port (tests that stop and restart the API server).
   const startApiServer = async () => {
-    api = spawnLogged(binary, apiArgs, apiLog);
-    await waitUntil('kube-apiserver', async () => (await get(`${url}/readyz`, token)) === 200, api, apiLog, 90_000);
+    api = spawnLogged(binary, apiArgs(), apiLog);
+    await waitUntil('kube-apiserver', async () => (await get(`https://127.0.0.1:${apiPort}/readyz`, token)) === 200, api, apiLog, 90_000);
   };
-  await startApiServer();
+  await onFreePorts(1, async ([port]) => {
+    apiPort = port;
+    await startApiServer();
+  });
+  const url = `https://127.0.0.1:${apiPort}`;
 
   const kubeconfigYaml = [
     'apiVersion: v1',
