@@ -41,8 +41,24 @@ export const eventsPublished = new Counter({
   registers: [registry],
 });
 
+/** Where cloudplane_leader reads this replica's leadership from; set by the service. */
+let leading: () => boolean = () => false;
+
+/**
+ * Read from the elector when scraped, not set once the leader's work has started: a
+ * replica that holds the Lease is the leader while its reconcilers are still starting
+ * (seconds on a loaded machine), and a gauge set only after that showed no leader at all
+ * while the Lease named one.
+ */
 export const leaderGauge = new Gauge({
   name: 'cloudplane_leader',
-  help: '1 while this replica holds the leader Lease and runs the reconcilers, else 0 (always 1 in embedded mode).',
+  help: '1 while this replica holds the leader Lease (and so runs, or is starting, the reconcilers), else 0 (always 1 in embedded mode).',
   registers: [registry],
+  collect() {
+    this.set(leading() ? 1 : 0);
+  },
 });
+
+export function reportLeadership(isLeader: () => boolean): void {
+  leading = isLeader;
+}

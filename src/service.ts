@@ -32,7 +32,7 @@ import { WebhookDispatcher } from './webhooks/dispatcher';
 import { CoordinationV1Api } from '@kubernetes/client-node';
 import { kubeConfigFor } from './store';
 import { LeaderCallbacks, LeaderElector, Leadership, SoleLeader } from './controllers/leader-election';
-import { leaderGauge } from './metrics';
+import { reportLeadership } from './metrics';
 
 export interface RunningService {
   app: FastifyInstance;
@@ -137,10 +137,8 @@ function leaderWork({ store, bus, provider, writer, agent, config, logger }: Lea
         stopCurrent = null;
         throw err;
       }
-      leaderGauge.set(1);
     },
     async onStoppedLeading() {
-      leaderGauge.set(0);
       await stopCurrent?.();
       stopCurrent = null;
     },
@@ -148,7 +146,12 @@ function leaderWork({ store, bus, provider, writer, agent, config, logger }: Lea
 }
 
 function leadershipFor(config: Config, logger: Logger, work: LeaderCallbacks): Leadership {
-  leaderGauge.set(0);
+  const leadership = electionFor(config, logger, work);
+  reportLeadership(() => leadership.isLeader());
+  return leadership;
+}
+
+function electionFor(config: Config, logger: Logger, work: LeaderCallbacks): Leadership {
   if (!config.kubernetes) return new SoleLeader(work);
   const { systemNamespace, leaseName, identity, leaseDurationMs } = config.kubernetes;
   return new LeaderElector({
