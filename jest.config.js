@@ -14,4 +14,7 @@ module.exports = {
   transformIgnorePatterns: [`/node_modules/(?!(${esmOnly.join('|')})/)`],
   testTimeout: 60000,
   maxWorkers: 2,
+  // No process a test starts outlives the run (test/helpers/processes.ts).
+  globalSetup: '<rootDir>/test/helpers/jest-global-setup.ts',
+  globalTeardown: '<rootDir>/test/helpers/jest-global-teardown.ts',
 };

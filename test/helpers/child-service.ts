@@ -5,7 +5,8 @@
  */
 import fs from 'node:fs';
 import path from 'node:path';
-import { spawn, ChildProcess } from 'node:child_process';
+import type { ChildProcess } from 'node:child_process';
+import { spawnTracked } from './processes';
 import { request, ApiResponse, RequestOptions } from './service';
 
 const MAIN = path.resolve(__dirname, '../../dist/src/main.js');
@@ -33,7 +34,7 @@ export interface ChildOptions {
 
 export async function startChildService(options: ChildOptions): Promise<ChildService> {
   if (!fs.existsSync(MAIN)) throw new Error(`${MAIN} is missing: build first (make build, or npx tsc -p .)`);
-  const child = spawn(process.execPath, [MAIN], {
+  const child = spawnTracked(process.execPath, [MAIN], {
     env: {
       PATH: process.env.PATH ?? '',
       CLOUDPLANE_PORT: '0',

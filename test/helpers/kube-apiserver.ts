@@ -6,7 +6,8 @@
  * The API server can be killed and restarted on the same port and etcd, so tests can
  * check that watches survive it.
  */
-import { ChildProcess, execFileSync, spawn } from 'node:child_process';
+import { ChildProcess, execFileSync } from 'node:child_process';
+import { spawnTracked } from './processes';
 import { generateKeyPairSync, randomBytes } from 'node:crypto';
 import fs from 'node:fs';
 import net from 'node:net';
@@ -79,7 +80,7 @@ async function onFreePorts<T>(count: number, start: (ports: number[]) => Promise
 
 function spawnLogged(binary: string, args: string[], logFile: string): ChildProcess {
   const log = fs.openSync(logFile, 'a');
-  const child = spawn(binary, args, { stdio: ['ignore', log, log] });
+  const child = spawnTracked(binary, args, { stdio: ['ignore', log, log] });
   fs.closeSync(log);
   return child;
 }

@@ -3,7 +3,8 @@
  * store in a temp directory, and restartable on the same port and store so tests can
  * kill it mid-stream. `make test` installs nats-server (scripts/ensure-tools.sh).
  */
-import { ChildProcess, spawn } from 'node:child_process';
+import type { ChildProcess } from 'node:child_process';
+import { spawnTracked } from './processes';
 import fs from 'node:fs';
 import net from 'node:net';
 import os from 'node:os';
@@ -40,7 +41,7 @@ async function freePort(): Promise<number> {
 
 function launch(port: number, storeDir: string): Promise<ChildProcess> {
   return new Promise((resolve, reject) => {
-    const child = spawn(natsServerBinary(), ['-a', '127.0.0.1', '-p', String(port), '-js', '-sd', storeDir], { stdio: ['ignore', 'pipe', 'pipe'] });
+    const child = spawnTracked(natsServerBinary(), ['-a', '127.0.0.1', '-p', String(port), '-js', '-sd', storeDir], { stdio: ['ignore', 'pipe', 'pipe'] });
     let output = '';
     const timer = setTimeout(() => reject(new Error(`nats-server did not start:\n${output}`)), 15_000);
     const onData = (chunk: Buffer) => {
