@@ -97,7 +97,7 @@ echo "fuzzing $url/api/v1 on the $STORE store (max $MAX_EXAMPLES examples per op
 mkdir -p "$REPORT_DIR"
 REPORT_DIR="$(cd "$REPORT_DIR" && pwd)"
 [ -f "$REPORT_DIR/.gitignore" ] || echo '*' >"$REPORT_DIR/.gitignore"  # reports are run output
-rm -f "$REPORT_DIR"/junit-*.xml "$REPORT_DIR"/ndjson-*.ndjson  # the last run's only
+rm -rf "$REPORT_DIR"/junit-*.xml "$REPORT_DIR"/ndjson-*.ndjson "$REPORT_DIR/main" "$REPORT_DIR/revoke"  # the last run's only
 
 seed_args=()
 [ -n "${FUZZ_SEED:-}" ] && seed_args=(--seed "$FUZZ_SEED")
@@ -105,7 +105,11 @@ seed_args=()
 HOOKS_DIR="$(pwd)/scripts"  # fuzz_hooks.py: realistic ids, regions and webhook URLs; fuzz-schemathesis.toml: stateful phase size
 # From the report dir, so schemathesis keeps its replay cache (.schemathesis/) there:
 # `cd bench/results/fuzz && st replay <id>` reproduces a failure.
+# The first argument names the run: its reports go to $REPORT_DIR/<name>, so the two runs'
+# JUnit files never collide (schemathesis names them by the second they were written).
 run_st() {
+  local name="$1"
+  shift
   (cd "$REPORT_DIR" && PYTHONPATH="$HOOKS_DIR" SCHEMATHESIS_HOOKS=fuzz_hooks "$VENV/bin/st" --config-file "$HOOKS_DIR/fuzz-schemathesis.toml" run "$url/api/v1/openapi.json" \
     --header "Authorization: Bearer $key" \
     --checks not_a_server_error,status_code_conformance,content_type_conformance,response_schema_conformance \
@@ -115,7 +119,7 @@ run_st() {
     --generation-database none \
     --suppress-health-check all \
     --no-color \
-    --report junit,ndjson --report-dir "$REPORT_DIR" \
+    --report junit,ndjson --report-dir "$REPORT_DIR/$name" \
     "${seed_args[@]}" "$@")
 }
 
@@ -125,8 +129,8 @@ REVOKE_PATH='/api/v1/settings/api-keys/{id}'
 status=0
 {
   failed=0
-  run_st --phases "$PHASES" --exclude-path "$REVOKE_PATH" "$@" || failed=$?
-  run_st --phases "${PHASES/,stateful/}" --include-path "$REVOKE_PATH" "$@" || failed=$?
+  run_st main --phases "$PHASES" --exclude-path "$REVOKE_PATH" "$@" || failed=$?
+  run_st revoke --phases "${PHASES/,stateful/}" --include-path "$REVOKE_PATH" "$@" || failed=$?
   exit "$failed"
 } 2>&1 | tee "$REPORT_DIR/output.txt" || status=$?
 

@@ -1,0 +1,40 @@
+#!/usr/bin/env bash
+# The suites of `make test`, each run to its end even when one before it failed, each
+# leaving its machine-readable result in $TEST_RESULTS_DIR (jest's JSON, schemathesis's
+# JUnit) for scripts/test-totals.js, which .ci/run calls. Exits non-zero if any failed.
+set -uo pipefail
+cd "$(dirname "$0")/.."
+results="${TEST_RESULTS_DIR:-test-results}"
+rm -rf "$results"
+mkdir -p "$results"
+results="$(cd "$results" && pwd)"
+
+failed=()
+suite() {
+  local name="$1" start=$SECONDS
+  shift
+  echo "=== suite $name"
+  if "$@"; then
+    echo "=== suite $name passed in $((SECONDS - start)) s"
+  else
+    echo "=== suite $name FAILED in $((SECONDS - start)) s"
+    failed+=("$name")
+  fi
+}
+
+if ! scripts/ensure-tools.sh; then
+  echo "run-tests: installing the test tools failed; no suite ran" >&2
+  exit 1
+fi
+
+# Everything on the embedded store, with the integration tests against real servers.
+suite jest npx jest --json --outputFile="$results/jest.json"
+# The API suite again, each file against its own real etcd + kube-apiserver with the CRDs.
+suite jest-api-kubernetes env CLOUDPLANE_TEST_STORE=kubernetes npx jest test/api --json --outputFile="$results/jest-api-kubernetes.json"
+# A bounded fuzz run (about a minute) with a fixed seed, so a failure replays.
+suite fuzz env FUZZ_MAX_EXAMPLES=25 FUZZ_SEED=20261123 FUZZ_REPORT_DIR="$results/fuzz" scripts/fuzz-api.sh
+
+if [ "${#failed[@]}" -gt 0 ]; then
+  echo "run-tests: failed suites: ${failed[*]}" >&2
+  exit 1
+fi
