@@ -244,7 +244,7 @@ export class WebhookDispatcher {
       single_attempt: false,
     });
     if (!recorded) return;
-    logger.debug({ delivery_id: id, webhook_id: webhook.meta.id, attempt, ok: result.ok, response_status: result.status }, 'webhook delivery attempt');
+    logger.debug({ delivery_id: id, webhook_id: webhook.meta.id, attempt, ok: result.ok, response_status: result.status, error: result.error, detail: result.detail }, 'webhook delivery attempt');
     await this.countOutcome(webhook, result);
   }
 

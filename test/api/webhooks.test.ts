@@ -234,6 +234,21 @@ describe('webhook subscriptions', () => {
     expect((await t.api('POST', `/api/v1/webhooks/${hook.id}/deliveries/del_00000000000000000000/retry`)).body.error.code).toBe('delivery_not_found');
   });
 
+  it('records a refused connection without naming the address or port it tried', async () => {
+    const closed = await startReceiver();
+    await closed.close();
+    const port = new URL(closed.url).port;
+    const hook = await subscribe({ url: closed.url, events: ['bucket.created'] });
+    await bucket('refused-1');
+    const delivery = await eventually(async () => {
+      const [first] = (await t.api('GET', `/api/v1/webhooks/${hook.id}/deliveries`)).body.data;
+      return first?.error ? first : null;
+    });
+    expect(delivery.error).toBe('connection refused');
+    expect(delivery.error).not.toContain('127.0.0.1');
+    expect(delivery.error).not.toContain(port);
+  });
+
   it('stops delivering for a deleted subscription', async () => {
     const r = await receiver(() => ({ status: 500 }));
     const hook = await subscribe({ url: r.url, events: ['bucket.created'] });
