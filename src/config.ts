@@ -74,6 +74,8 @@ export interface WebhookConfig {
   timeScale: number;
   /** Consecutive failed attempts after which a subscription is disabled. */
   disableAfter: number;
+  /** How long a finished delivery is kept after its last attempt; a deleted subscription goes with its last delivery. */
+  deliveryRetentionMs: number;
   /** Where the notice of a disabled subscription is sent; without it, a warning is logged. */
   smtpUrl?: string;
   smtpFrom: string;
@@ -180,6 +182,8 @@ export function loadConfig(env: Env = process.env): Config {
       timeoutMs: int(env, 'CLOUDPLANE_WEBHOOK_TIMEOUT_MS', 10_000, 1),
       timeScale: positiveNumber(env, 'CLOUDPLANE_WEBHOOK_TIME_SCALE', 1),
       disableAfter: int(env, 'CLOUDPLANE_WEBHOOK_DISABLE_AFTER', 50, 1),
+      // Fractional days allowed, so tests can keep deliveries for seconds.
+      deliveryRetentionMs: positiveNumber(env, 'CLOUDPLANE_WEBHOOK_DELIVERY_RETENTION_DAYS', 30) * 86_400_000,
       smtpUrl: env.CLOUDPLANE_SMTP_URL || undefined,
       smtpFrom: env.CLOUDPLANE_SMTP_FROM || 'Cloudplane <noreply@cloudplane.local>',
     },

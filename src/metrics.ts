@@ -46,3 +46,16 @@ export const leaderGauge = new Gauge({
   help: '1 while this replica holds the leader Lease and runs the reconcilers, else 0 (always 1 in embedded mode).',
   registers: [registry],
 });
+
+export const webhookRecordsRemoved = new Counter({
+  name: 'cloudplane_webhook_records_removed_total',
+  help: 'Finished webhook deliveries and deleted subscriptions removed after the delivery retention, by kind.',
+  labelNames: ['kind'] as const,
+  registers: [registry],
+});
+
+export const webhookRetentionFailures = new Counter({
+  name: 'cloudplane_webhook_retention_failures_total',
+  help: 'Retention passes or removals that the store refused; the next pass tries again.',
+  registers: [registry],
+});
