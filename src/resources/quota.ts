@@ -20,7 +20,7 @@
  * team can overshoot by as many creates as run at once on other replicas.
  */
 import type { Store, StoredObject } from '../store/types';
-import type { Quotas } from '../config';
+import { DEFAULT_QUOTAS, QuotaFamily, Quotas } from '../config';
 import { quotaExceeded } from '../lib/errors';
 import { KeyedMutex } from '../lib/mutex';
 import { SPEC_REFUSED } from './transitions';
@@ -28,7 +28,7 @@ import { FINISHED_JOB_STATES } from './job';
 import type { AnyFamily, BaseStatus } from './family';
 
 /** States in which a resource no longer counts, beyond those every family shares. */
-const RELEASED_STATES: Partial<Record<keyof Quotas, readonly string[]>> = {
+const RELEASED_STATES: Partial<Record<QuotaFamily, readonly string[]>> = {
   job: FINISHED_JOB_STATES,
   api_key: ['revoked'],
 };
@@ -44,15 +44,13 @@ const countLock = new KeyedMutex();
 const reservations = new Map<string, Set<string>>();
 let unnamed = 0;
 
-function quotaOf(quotas: Quotas, family: AnyFamily): number | undefined {
-  return (quotas as Record<string, number>)[family.name];
-}
+const hasQuota = (name: string): name is QuotaFamily => Object.hasOwn(DEFAULT_QUOTAS, name);
 
 /** Whether a stored resource uses up one of its team's quota of its family. */
 export function holdsQuota(family: AnyFamily, object: StoredObject<unknown, Partial<BaseStatus> | undefined>): boolean {
   const state = object.status?.status;
   if (state === undefined || GONE_STATES.includes(state)) return false;
-  if (RELEASED_STATES[family.name as keyof Quotas]?.includes(state)) return false;
+  if (hasQuota(family.name) && RELEASED_STATES[family.name]?.includes(state)) return false;
   const refused = state === 'failed' && (object.status?.conditions ?? []).some((c) => c.type === 'Synced' && c.reason === SPEC_REFUSED);
   return !refused;
 }
@@ -63,8 +61,8 @@ export function holdsQuota(family: AnyFamily, object: StoredObject<unknown, Part
  * (adoption's resource exists already and must not count against itself).
  */
 export async function withinQuota<R>(store: Store, quotas: Quotas, family: AnyFamily, team: string, id: string | undefined, create: () => Promise<R>): Promise<R> {
-  const limit = quotaOf(quotas, family);
-  if (limit === undefined) return create();
+  if (!hasQuota(family.name)) return create();
+  const limit = quotas[family.name];
   const key = `${team}/${family.kind}`;
   const reservation = id ?? `unnamed-${++unnamed}`;
   await countLock.run(key, async () => {

@@ -1,7 +1,8 @@
 import { CustomObjectsApi } from '@kubernetes/client-node';
 import { startTestService, TestService, eventually, waitForStatus } from '../helpers/service';
 import { clusterFor, clusterMode, kubeConfigOf } from '../helpers/cluster';
-import { loadConfig } from '../../src/config';
+import { DEFAULT_QUOTAS, loadConfig } from '../../src/config';
+import { families } from '../../src/resources/registry';
 import { newId } from '../../src/lib/ids';
 
 const QUOTAS = { load_balancer: 2, vpn_gateway: 1, server: 1, bucket: 2, file_share: 1, job: 1, webhook: 2, api_key: 2, thread: 1 };
@@ -123,6 +124,12 @@ describe('per-team quotas', () => {
     // Refused, it holds nothing: the quota is as full as before, no more.
     const listed = (await t.api('GET', '/api/v1/load-balancers?limit=100&status=running')).body.data.length + (await t.api('GET', '/api/v1/load-balancers?limit=100&status=creating')).body.data.length;
     expect(listed).toBe(QUOTAS.load_balancer);
+  });
+
+  it('has a quota for every family the generic create serves, and tests each one with a quota', () => {
+    const generic = families.filter((f) => f.standardRoutes !== false).map((f) => f.name);
+    expect(Object.keys(DEFAULT_QUOTAS)).toEqual(expect.arrayContaining(generic));
+    expect(CASES.map((c) => c.family).sort()).toEqual(Object.keys(DEFAULT_QUOTAS).sort());
   });
 
   it('stops start-up on a malformed CLOUDPLANE_QUOTAS, naming it', () => {
