@@ -357,6 +357,8 @@ async function main(): Promise<void> {
       CLOUDPLANE_LOG_LEVEL: 'warn',
       CLOUDPLANE_BOOTSTRAP_API_KEY: KEY,
       CLOUDPLANE_RATE_LIMIT_PER_MINUTE: '1000000000',
+      // A benchmark creates far more than a team's default quota.
+      CLOUDPLANE_QUOTAS: 'load_balancer=100000000,bucket=100000000,server=100000000,file_share=100000000,vpn_gateway=100000000',
       CLOUDPLANE_STORE: 'kubernetes',
       CLOUDPLANE_KUBECONFIG: server.kubeconfigPath,
       CLOUDPLANE_SYSTEM_NAMESPACE: SYSTEM_NAMESPACE,

@@ -254,6 +254,8 @@ async function main(): Promise<void> {
     CLOUDPLANE_LOG_LEVEL: 'silent',
     CLOUDPLANE_BOOTSTRAP_API_KEY: KEY,
     CLOUDPLANE_RATE_LIMIT_PER_MINUTE: '1000000000',
+    // A benchmark creates far more than a team's default quota.
+    CLOUDPLANE_QUOTAS: 'load_balancer=100000000,bucket=100000000',
     CLOUDPLANE_SIM_DELAY_MS: String(simDelayMs),
     CLOUDPLANE_WEBHOOK_ALLOW_HTTP: 'true',
     CLOUDPLANE_WEBHOOK_ALLOW_PRIVATE_TARGETS: 'true',

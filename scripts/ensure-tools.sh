@@ -2,6 +2,7 @@
 # Installs the real components the tests run against, when they are missing:
 #   nats-server (JetStream) — Debian's package when apt is usable, else built from its
 #   Go module into ~/.cache/cloudplane/bin (outside the repo, reused between runs).
+#   (etcd, kube-apiserver, kubectl and the guide's webhook receivers: further down.)
 set -euo pipefail
 CACHE_BIN="${CLOUDPLANE_TOOLS_BIN:-$HOME/.cache/cloudplane/bin}"
 NATS_SERVER_VERSION="v2.10.29"
@@ -38,3 +39,4 @@ fi
 #   kube-apiserver — built from the pinned Kubernetes release (cached outside the repo).
 "$(dirname "$0")/build-kube-apiserver.sh" >/dev/null
 "$(dirname "$0")/build-kubectl.sh" >/dev/null  # kubectl of the same release, for the kubectl tests
+"$(dirname "$0")/ensure-receivers.sh" >/dev/null  # the receivers of docs/webhook-receivers.md, for test/integration/receivers.test.ts

@@ -39,7 +39,30 @@ export interface Config {
   /** NATS JetStream for events (cluster mode); without it the embedded bus is used. */
   nats?: { servers: string[]; stream: string; subjectPrefix: string; duplicateWindowMs: number; maxAgeMs: number };
   webhooks: WebhookConfig;
+  /** Per-team quotas: how many of a family's resources a team may hold (src/resources/quota.ts says what counts). */
+  quotas: Quotas;
 }
+
+/**
+ * Default per-team quotas: far above what a team uses (the largest rarely holds a few
+ * hundred of anything), yet bounded, so that no team can grow the store without end (a
+ * team once made 10,000 subscriptions; one event to 2,000 of them wrote 11.7 MB).
+ * Webhooks are lower: every event is copied once per matching subscription.
+ */
+export const DEFAULT_QUOTAS = {
+  load_balancer: 1000,
+  vpn_gateway: 1000,
+  server: 1000,
+  bucket: 1000,
+  file_share: 1000,
+  job: 1000,
+  webhook: 100,
+  api_key: 100,
+  thread: 10_000,
+};
+
+export type QuotaFamily = keyof typeof DEFAULT_QUOTAS;
+export type Quotas = Record<QuotaFamily, number>;
 
 export interface KubernetesConfig {
   kubeconfigPath?: string;
@@ -74,6 +97,8 @@ export interface WebhookConfig {
   timeScale: number;
   /** Consecutive failed attempts after which a subscription is disabled. */
   disableAfter: number;
+  /** How long a finished delivery is kept after its last attempt; a deleted subscription goes with its last delivery. */
+  deliveryRetentionMs: number;
   /** Where the notice of a disabled subscription is sent; without it, a warning is logged. */
   smtpUrl?: string;
   smtpFrom: string;
@@ -124,6 +149,17 @@ function numberMap(env: Env, name: string, min: number, max: number): Record<str
     out[key.trim()] = value;
   }
   return out;
+}
+
+/** `CLOUDPLANE_QUOTAS=webhook=100,load_balancer=5000` over the defaults; every key a family with a quota. */
+function quotas(env: Env): Quotas {
+  const name = 'CLOUDPLANE_QUOTAS';
+  const given = numberMap(env, name, 0, Number.MAX_SAFE_INTEGER);
+  for (const [family, value] of Object.entries(given)) {
+    if (!(family in DEFAULT_QUOTAS)) throw new Error(`${name}: "${family}" is not one of ${Object.keys(DEFAULT_QUOTAS).join(', ')}`);
+    if (!Number.isInteger(value)) throw new Error(`${name}: the quota of ${family} must be a whole number, got ${value}`);
+  }
+  return { ...DEFAULT_QUOTAS, ...given };
 }
 
 function storeKind(env: Env): 'embedded' | 'kubernetes' {
@@ -180,9 +216,12 @@ export function loadConfig(env: Env = process.env): Config {
       timeoutMs: int(env, 'CLOUDPLANE_WEBHOOK_TIMEOUT_MS', 10_000, 1),
       timeScale: positiveNumber(env, 'CLOUDPLANE_WEBHOOK_TIME_SCALE', 1),
       disableAfter: int(env, 'CLOUDPLANE_WEBHOOK_DISABLE_AFTER', 50, 1),
+      // Fractional days allowed, so tests can keep deliveries for seconds.
+      deliveryRetentionMs: positiveNumber(env, 'CLOUDPLANE_WEBHOOK_DELIVERY_RETENTION_DAYS', 30) * 86_400_000,
       smtpUrl: env.CLOUDPLANE_SMTP_URL || undefined,
       smtpFrom: env.CLOUDPLANE_SMTP_FROM || 'Cloudplane <noreply@cloudplane.local>',
     },
+    quotas: quotas(env),
     kubernetes: storeKind(env) === 'kubernetes'
       ? {
           kubeconfigPath: env.CLOUDPLANE_KUBECONFIG || undefined,

@@ -62,3 +62,16 @@ export const leaderGauge = new Gauge({
 export function reportLeadership(isLeader: () => boolean): void {
   leading = isLeader;
 }
+
+export const webhookRecordsRemoved = new Counter({
+  name: 'cloudplane_webhook_records_removed_total',
+  help: 'Finished webhook deliveries and deleted subscriptions removed after the delivery retention, by kind.',
+  labelNames: ['kind'] as const,
+  registers: [registry],
+});
+
+export const webhookRetentionFailures = new Counter({
+  name: 'cloudplane_webhook_retention_failures_total',
+  help: 'Retention passes or removals that the store refused; the next pass tries again.',
+  registers: [registry],
+});

@@ -29,6 +29,7 @@ import type { Store } from './store/types';
 import { createAgent } from './agent';
 import { AuditLog } from './audit/audit-log';
 import { WebhookDispatcher } from './webhooks/dispatcher';
+import { WebhookRetention } from './webhooks/retention';
 import { CoordinationV1Api } from '@kubernetes/client-node';
 import { kubeConfigFor } from './store';
 import { LeaderCallbacks, LeaderElector, Leadership, SoleLeader } from './controllers/leader-election';
@@ -130,6 +131,9 @@ function leaderWork({ store, bus, provider, writer, agent, config, logger }: Lea
         const webhooks = new WebhookDispatcher({ store, writer, bus, config: config.webhooks, logger });
         await webhooks.start();
         started.push(webhooks);
+        const retention = new WebhookRetention({ store, config: config.webhooks, logger });
+        await retention.start();
+        started.push(retention);
         await agent.start();
         started.push(agent);
       } catch (err) {

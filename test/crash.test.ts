@@ -18,7 +18,8 @@ jest.setTimeout(180_000);
 
 /** A fixed bootstrap key: `cpk_` and 40 base62 characters. */
 const KEY = 'cpk_CrashTest0123456789abcdefghijABCDEFGHIJ';
-const ENV = { CLOUDPLANE_SIM_DELAY_MS: '300', CLOUDPLANE_RATE_LIMIT_PER_MINUTE: '1000000', CLOUDPLANE_RESYNC_SECONDS: '5' };
+// The writers create load balancers back to back, more than the default quota.
+const ENV = { CLOUDPLANE_SIM_DELAY_MS: '300', CLOUDPLANE_RATE_LIMIT_PER_MINUTE: '1000000', CLOUDPLANE_RESYNC_SECONDS: '5', CLOUDPLANE_QUOTAS: 'load_balancer=1000000' };
 const ROUNDS = 3;
 const WRITERS = 12;
 const REGIONS = ['fra1', 'ams3', 'lon1', 'nyc1', 'sfo3', 'sgp1'];

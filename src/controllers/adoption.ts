@@ -22,6 +22,7 @@ import type { AnyFamily, Resource, RuleContext } from '../resources/family';
 import type { ResourceWriter } from '../resources/writer';
 import { SPEC_REFUSED } from '../resources/transitions';
 import { withNewSecret, withUniqueName } from '../resources/creation';
+import { withinQuota } from '../resources/quota';
 import { ApiError } from '../lib/errors';
 import { STATUS_PENDING_LABEL } from '../store/kubernetes/names';
 import type { ReconcileResult, Reconciler } from './controller';
@@ -80,14 +81,15 @@ async function adopt(family: AnyFamily, resource: Resource, store: Store, writer
   try {
     // The CR's spec is the create body; spec-only fields (psk_version, backends) are ignored by the rules.
     const ruled = family.specFromCreate(resource.spec, rules) as Record<string, unknown>;
-    await withUniqueName(store, family, team, ruled, id, async () => {
+    // Over the team's quota it is refused like a broken rule: `failed`, with the reason.
+    await withinQuota(store, rules.config.quotas, family, team, id, () => withUniqueName(store, family, team, ruled, id, async () => {
       judged = true;
       const current = await writeDefaults(store, resource, ruled);
       // Kept by an earlier pass that stopped before the status write: it is this resource's.
       const kept = family.secret ? await store.getSecret(team, family.secret.secretName(id)) : undefined;
       const initialize = () => writer.initialize(family, current, ACTOR);
       await (kept ? initialize() : withNewSecret(store, family, team, id, current.spec, undefined, initialize));
-    });
+    }));
     return true;
   } catch (err) {
     // A broken rule is the resource's fault; a failed write (a conflict, the store away) is retried.

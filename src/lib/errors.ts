@@ -31,6 +31,9 @@ export const fieldInvalid = (field: string, message: string) => validationFailed
 export const domainError = (code: string, message: string, field?: string) =>
   new ApiError(422, code, message, field ? [{ field, message }] : undefined);
 
+export const quotaExceeded = (title: string, limit: number) =>
+  new ApiError(422, 'quota_exceeded', `The team's quota of ${limit} ${title}s is used up; delete one, or ask the operator for a higher quota.`);
+
 export const conflict = (code: string, message: string) => new ApiError(409, code, message);
 
 export const invalidState = (message: string) => conflict('invalid_state', message);

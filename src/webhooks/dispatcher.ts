@@ -16,7 +16,7 @@ import type { WebhookConfig } from '../config';
 import { Delivery, deliveryFamily, deliveryIdFor, Webhook, webhookFamily } from '../resources/webhook';
 import { subscriptionMatches } from './matching';
 import { nextAttemptAt, retryAfterMs } from './schedule';
-import { signDelivery } from './signing';
+import { deliveryHeaders } from './signing';
 import { sendDelivery, AttemptResult } from './sender';
 import { signingSecrets } from './secrets';
 import { TokenBuckets } from './rate-limiter';
@@ -229,7 +229,7 @@ export class WebhookDispatcher {
 
     const now = Date.now();
     const secrets = await signingSecrets(store, team, webhook.meta.id, now);
-    const headers = signDelivery(secrets, id, Math.floor(now / 1000), delivery.spec.body);
+    const headers = deliveryHeaders(secrets, { id, eventType: delivery.spec.event_type, body: delivery.spec.body }, Math.floor(now / 1000));
     const result = await sendDelivery(webhook.spec.url, { ...headers }, delivery.spec.body, config.timeoutMs, config);
     const attempt = delivery.status.attempt + 1;
     const firstAt = delivery.status.first_attempt_at ? Date.parse(delivery.status.first_attempt_at) : now;
@@ -244,7 +244,7 @@ export class WebhookDispatcher {
       single_attempt: false,
     });
     if (!recorded) return;
-    logger.debug({ delivery_id: id, webhook_id: webhook.meta.id, attempt, ok: result.ok, response_status: result.status }, 'webhook delivery attempt');
+    logger.debug({ delivery_id: id, webhook_id: webhook.meta.id, attempt, ok: result.ok, response_status: result.status, error: result.error, detail: result.detail }, 'webhook delivery attempt');
     await this.countOutcome(webhook, result);
   }
 

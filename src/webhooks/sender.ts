@@ -2,18 +2,44 @@
  * One HTTP attempt of a delivery: POST the raw body with its headers to the address the
  * target guard checked, within the timeout. Success is a 2xx answer; a redirect is a
  * failure (it is never followed: it could lead anywhere).
+ *
+ * `error` is shown to the tenant in the delivery record, so it names no resolved address
+ * or port (Node's connection errors do: "connect ECONNREFUSED 10.0.0.5:443"); what the
+ * operator needs to look into a failure is in `detail`, which only the log gets.
  */
 import http from 'node:http';
 import https from 'node:https';
 import type { LookupFunction } from 'node:net';
-import { resolveTarget, TargetPolicy } from './target-guard';
+import { NO_PUBLIC_ADDRESS, resolveTarget, TargetPolicy } from './target-guard';
 
 export interface AttemptResult {
   ok: boolean;
   status: number | null;
-  /** Human-readable reason of a failure; null on success. */
+  /** Human-readable reason of a failure, for the tenant; null on success. */
   error: string | null;
+  /** The failure as Node reported it, addresses included: for the operator's log only. */
+  detail?: string;
   retryAfter?: string;
+}
+
+/** What a tenant is told of a connection that failed, by Node's error code; the message (with the address) is not shown. */
+const CONNECTION_ERRORS: Record<string, string> = {
+  ECONNREFUSED: 'connection refused',
+  ECONNRESET: 'connection reset by the receiver',
+  EPIPE: 'connection closed by the receiver',
+  ETIMEDOUT: 'connection timed out',
+  EHOSTUNREACH: 'host unreachable',
+  ENETUNREACH: 'network unreachable',
+  EHOSTDOWN: 'host down',
+  ENOTFOUND: NO_PUBLIC_ADDRESS,
+  EAI_AGAIN: NO_PUBLIC_ADDRESS,
+};
+
+function connectionError(err: NodeJS.ErrnoException): string {
+  const code = err.code ?? '';
+  if (CONNECTION_ERRORS[code]) return CONNECTION_ERRORS[code];
+  // TLS failures carry a code of their own (CERT_HAS_EXPIRED, ERR_TLS_CERT_ALTNAME_INVALID, ...).
+  return /^[A-Z][A-Z0-9_]+$/.test(code) ? `connection failed (${code})` : 'connection failed';
 }
 
 const MAX_ERROR_BODY = 200;
@@ -23,7 +49,8 @@ export async function sendDelivery(target: string, headers: Record<string, strin
   try {
     resolved = await resolveTarget(target, policy);
   } catch (err) {
-    return { ok: false, status: null, error: `refused: ${(err as Error).message}` };
+    const cause = (err as Error).cause as Error | undefined;
+    return { ok: false, status: null, error: `refused: ${(err as Error).message}`, detail: cause?.message };
   }
   const { url, address, family } = resolved;
   // Connect to the checked address whatever a second DNS lookup would say.
@@ -60,14 +87,14 @@ export async function sendDelivery(target: string, headers: Record<string, strin
           const kind = status >= 300 && status < 400 ? 'redirect (not followed)' : 'status';
           finish({ ok: false, status, error: `receiver answered ${kind} ${status}${text ? `: ${text.slice(0, MAX_ERROR_BODY)}` : ''}`, retryAfter });
         });
-        response.on('error', (err) => finish({ ok: false, status, error: `reading the answer failed: ${err.message}` }));
+        response.on('error', (err) => finish({ ok: false, status, error: 'reading the answer failed', detail: err.message }));
       },
     );
     const timer = setTimeout(() => {
       request.destroy();
       finish({ ok: false, status: null, error: `no answer within ${timeoutMs / 1000} s` });
     }, timeoutMs);
-    request.on('error', (err) => finish({ ok: false, status: null, error: `connection failed: ${err.message}` }));
+    request.on('error', (err) => finish({ ok: false, status: null, error: connectionError(err), detail: err.message }));
     request.end(body);
   });
 }

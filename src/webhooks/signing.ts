@@ -6,6 +6,8 @@
  * - Standard Webhooks: `webhook-id`, `webhook-timestamp`, `webhook-signature: v1,<base64>`
  *   over `<id>.<t>.<raw body>`, keyed with the base64-decoded part of the secret.
  * During a secret rotation every live secret signs, so both old and new verify.
+ * Beside them every attempt names its event type and delivery (`X-Service-Event`,
+ * `X-Service-Delivery`: the spec's headers, by which receivers deduplicate).
  */
 import { createHmac, randomBytes } from 'node:crypto';
 
@@ -21,6 +23,20 @@ export interface SignedHeaders {
   'webhook-id': string;
   'webhook-timestamp': string;
   'webhook-signature': string;
+}
+
+export interface DeliveryHeaders extends SignedHeaders {
+  'x-service-event': string;
+  'x-service-delivery': string;
+}
+
+/** Every header of one attempt but the transport's own (content type and length, user agent). */
+export function deliveryHeaders(secrets: string[], delivery: { id: string; eventType: string; body: string }, timestamp: number): DeliveryHeaders {
+  return {
+    'x-service-event': delivery.eventType,
+    'x-service-delivery': delivery.id,
+    ...signDelivery(secrets, delivery.id, timestamp, delivery.body),
+  };
 }
 
 export function signDelivery(secrets: string[], deliveryId: string, timestamp: number, body: string): SignedHeaders {

@@ -133,6 +133,35 @@ describe('webhook subscriptions', () => {
     expect(all.filter((e) => e.type.startsWith('delivery.'))).toEqual([]);
   });
 
+  it('carries the four headers of the spec and the Standard Webhooks headers on every attempt of a delivery', async () => {
+    // Two failures, then a success: three attempts of one delivery.
+    const r = await receiver((_request, index) => ({ status: index < 2 ? 500 : 200 }));
+    const hook = await subscribe({ url: r.url, events: ['bucket.created'] });
+    // Seen here once the dispatcher is done with the bucket's last event, so it reaches no later test's subscription.
+    const last = await receiver();
+    await subscribe({ url: last.url, events: ['bucket.available'], filter: { 'bucket.name': 'headers-1' } });
+    const bucketId = await bucket('headers-1');
+    await eventually(async () => r.received.length >= 3);
+    const deliveryId = r.received[0].headers['x-service-delivery'];
+    expect(deliveryId).toMatch(/^del_[0-9a-z]{20}$/);
+    for (const request of r.received.slice(0, 3)) {
+      expect(request.headers['content-type']).toBe('application/json');
+      expect(request.headers['x-service-event']).toBe('bucket.created');
+      expect(request.headers['x-service-delivery']).toBe(deliveryId);
+      expect(request.headers['webhook-id']).toBe(deliveryId);
+      const event = stripe.webhooks.constructEvent(request.body, request.headers['x-service-signature'] as string, hook.secret);
+      expect(event).toMatchObject({ type: 'bucket.created', data: expect.objectContaining({ id: bucketId }) });
+      const headers = { 'webhook-id': request.headers['webhook-id'], 'webhook-timestamp': request.headers['webhook-timestamp'], 'webhook-signature': request.headers['webhook-signature'] } as Record<string, string>;
+      expect(new Webhook(hook.secret).verify(request.body, headers)).toMatchObject({ type: 'bucket.created' });
+    }
+    const delivery = await eventually(async () => {
+      const res = await t.api('GET', `/api/v1/webhooks/${hook.id}/deliveries/${deliveryId}`);
+      return res.body.data?.status === 'succeeded' ? res.body.data : null;
+    });
+    expect(delivery).toMatchObject({ attempt: '3/15', event_type: 'bucket.created' });
+    await eventually(async () => last.received.length === 1);
+  });
+
   it('applies exact types, wildcards and filters', async () => {
     const exact = await receiver();
     const filtered = await receiver();
@@ -203,6 +232,21 @@ describe('webhook subscriptions', () => {
     await eventually(async () => r.received.length === count + 1);
     await eventually(async () => (await t.api('GET', `/api/v1/webhooks/${hook.id}/deliveries/${first.id}`)).body.data.status === 'succeeded');
     expect((await t.api('POST', `/api/v1/webhooks/${hook.id}/deliveries/del_00000000000000000000/retry`)).body.error.code).toBe('delivery_not_found');
+  });
+
+  it('records a refused connection without naming the address or port it tried', async () => {
+    const closed = await startReceiver();
+    await closed.close();
+    const port = new URL(closed.url).port;
+    const hook = await subscribe({ url: closed.url, events: ['bucket.created'] });
+    await bucket('refused-1');
+    const delivery = await eventually(async () => {
+      const [first] = (await t.api('GET', `/api/v1/webhooks/${hook.id}/deliveries`)).body.data;
+      return first?.error ? first : null;
+    });
+    expect(delivery.error).toBe('connection refused');
+    expect(delivery.error).not.toContain('127.0.0.1');
+    expect(delivery.error).not.toContain(port);
   });
 
   it('stops delivering for a deleted subscription', async () => {

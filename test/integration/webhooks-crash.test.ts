@@ -23,6 +23,8 @@ const KEY = 'cpk_WebhookCrash0123456789abcdefghijABCDEFGH';
 const BASE_ENV = {
   CLOUDPLANE_SIM_DELAY_MS: '50',
   CLOUDPLANE_RATE_LIMIT_PER_MINUTE: '1000000',
+  // The writers create buckets back to back, more than the default quota.
+  CLOUDPLANE_QUOTAS: 'bucket=1000000',
   CLOUDPLANE_WEBHOOK_ALLOW_HTTP: 'true',
   CLOUDPLANE_WEBHOOK_ALLOW_PRIVATE_TARGETS: 'true',
   // Retries (only after a failed attempt) come quickly; the receiver has ample time to answer.

@@ -1,6 +1,6 @@
 import Stripe from 'stripe';
 import { Webhook } from 'standardwebhooks';
-import { newWebhookSecret, signDelivery } from '../../src/webhooks/signing';
+import { deliveryHeaders, newWebhookSecret, signDelivery } from '../../src/webhooks/signing';
 
 const stripe = new Stripe('sk_test_unused');
 
@@ -40,5 +40,13 @@ describe('webhook signatures', () => {
     expect(() => stripe.webhooks.constructEvent(tampered, headers['x-service-signature'], secret)).toThrow();
     expect(() => new Webhook(secret).verify(tampered, headers)).toThrow();
     expect(() => new Webhook(newWebhookSecret()).verify(body, headers)).toThrow();
+  });
+
+  it('names the event type and the delivery beside the signatures', () => {
+    const secret = newWebhookSecret();
+    const headers = deliveryHeaders([secret], { id: 'del_abc', eventType: 'server.running', body }, now);
+    expect(headers).toMatchObject({ 'x-service-event': 'server.running', 'x-service-delivery': 'del_abc', 'webhook-id': 'del_abc', 'webhook-timestamp': String(now) });
+    expect(stripe.webhooks.constructEvent(body, headers['x-service-signature'], secret)).toMatchObject({ id: 'evt_abc' });
+    expect(new Webhook(secret).verify(body, headers)).toMatchObject({ id: 'evt_abc' });
   });
 });

@@ -12,6 +12,8 @@ import { messageFamily, MESSAGE_ROLES, Message, MessageRole, Thread, threadFamil
 import { notFound } from '../../lib/errors';
 import { KeyedMutex } from '../../lib/mutex';
 import { sleep } from '../../lib/time';
+import { newId } from '../../lib/ids';
+import { withinQuota } from '../../resources/quota';
 
 const tags = ['agent'];
 const ThreadParams = Type.Object({ id: Type.String({ maxLength: 64, description: 'Thread id.' }) });
@@ -73,7 +75,8 @@ export function registerAgentRoutes(app: FastifyInstance, ctx: ApiContext): void
     handler: async (request, reply) => {
       const { team, key } = principalOf(request);
       const spec = threadFamily.specFromCreate(request.body ?? {}, { config: ctx.config });
-      const thread = (await ctx.writer.create(threadFamily, team, spec, key)) as Thread;
+      const id = newId(threadFamily.idPrefix);
+      const thread = (await withinQuota(ctx.store, ctx.config.quotas, threadFamily, team, id, () => ctx.writer.create(threadFamily, team, spec, key, id))) as Thread;
       reply.header('Location', `${base}/${thread.meta.id}`);
       return send(ctx, request, reply, 201, threadFamily.toRecord(thread));
     },

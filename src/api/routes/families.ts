@@ -13,6 +13,7 @@ import { invalidState, notFound, resourceBusy } from '../../lib/errors';
 import { nowIso } from '../../lib/time';
 import { newId } from '../../lib/ids';
 import { withNewSecret, withUniqueName } from '../../resources/creation';
+import { withinQuota } from '../../resources/quota';
 import { ErrorEnvelope } from '../plugins/error-responses';
 
 const IdParams = Type.Object({ id: Type.String({ maxLength: 64, description: 'Resource id.' }) });
@@ -123,8 +124,8 @@ export function registerFamilyRoutes(app: FastifyInstance, ctx: ApiContext, fami
       const { body, secret } = splitSecret(family, request.body as Record<string, unknown>);
       const spec = family.specFromCreate(body, ruleContext);
       const id = newId(family.idPrefix);
-      const resource = await withUniqueName(ctx.store, family, team, spec, undefined, () =>
-        withNewSecret(ctx.store, family, team, id, spec, secret, () => ctx.writer.create(family, team, spec, key, id)),
+      const resource = await withinQuota(ctx.store, ctx.config.quotas, family, team, id, () =>
+        withUniqueName(ctx.store, family, team, spec, undefined, () => withNewSecret(ctx.store, family, team, id, spec, secret, () => ctx.writer.create(family, team, spec, key, id))),
       );
       reply.header('Location', `${base}/${resource.meta.id}`);
       return send(ctx, request, reply, 201, family.toRecord(resource));

@@ -15,6 +15,7 @@ import { configHash } from '../../resources/transitions';
 import { sameJson } from '../../lib/canonical-json';
 import { findApiKey } from '../../accounts/authenticator';
 import { notFound } from '../../lib/errors';
+import { withinQuota } from '../../resources/quota';
 
 const errors = { 401: ErrorEnvelope, 404: ErrorEnvelope, 422: ErrorEnvelope, 429: ErrorEnvelope };
 const KeyIdParams = Type.Object({ id: Type.String({ maxLength: 64 }) });
@@ -101,7 +102,7 @@ export function registerSettingsRoutes(app: FastifyInstance, ctx: ApiContext): v
     handler: async (request, reply) => {
       const { team, user, key: actor } = principalOf(request);
       const { name } = request.body as { name: string };
-      const { key, token } = await ctx.authenticator.issue(team, user, name, actor);
+      const { key, token } = await withinQuota(ctx.store, ctx.config.quotas, apiKeyFamily, team, undefined, () => ctx.authenticator.issue(team, user, name, actor));
       reply.header('Location', `${keys}/${key.meta.id}`);
       return send(ctx, request, reply, 201, { ...apiKeyFamily.toRecord(key), key: token });
     },

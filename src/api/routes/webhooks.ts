@@ -17,6 +17,7 @@ import { sameJson } from '../../lib/canonical-json';
 import { newId } from '../../lib/ids';
 import { nowIso } from '../../lib/time';
 import { createSecret, deleteSecret, rotateSecret } from '../../webhooks/secrets';
+import { withinQuota } from '../../resources/quota';
 
 const errors = { 400: ErrorEnvelope, 401: ErrorEnvelope, 404: ErrorEnvelope, 409: ErrorEnvelope, 415: ErrorEnvelope, 422: ErrorEnvelope, 429: ErrorEnvelope, 503: ErrorEnvelope };
 const tags = ['webhook'];
@@ -61,6 +62,17 @@ async function findDelivery(ctx: ApiContext, team: string, webhookId: string, de
   return delivery;
 }
 
+/** The subscription and its first secret; the secret is made first, so no delivery is ever made unsigned. */
+async function createSubscription(ctx: ApiContext, team: string, spec: WebhookSpec, actor: string, id: string): Promise<{ webhook: Webhook; secret: string }> {
+  const secret = await createSecret(ctx.store, team, id);
+  try {
+    return { webhook: (await ctx.writer.create(webhookFamily, team, spec, actor, id)) as Webhook, secret };
+  } catch (err) {
+    await deleteSecret(ctx.store, team, id);
+    throw err;
+  }
+}
+
 export function registerWebhookRoutes(app: FastifyInstance, ctx: ApiContext): void {
   const base = `/api/v1/${webhookFamily.path}`;
   const rules = { config: ctx.config };
@@ -88,18 +100,11 @@ export function registerWebhookRoutes(app: FastifyInstance, ctx: ApiContext): vo
       const { team, key } = principalOf(request);
       const spec = webhookFamily.specFromCreate(request.body, rules);
       const id = newId(webhookFamily.idPrefix);
-      // The secret exists before the subscription, so no delivery is ever made unsigned.
-      const secret = await createSecret(ctx.store, team, id);
-      let webhook: Webhook;
-      try {
-        webhook = (await ctx.writer.create(webhookFamily, team, spec, key, id)) as Webhook;
-      } catch (err) {
-        await deleteSecret(ctx.store, team, id);
-        throw err;
-      }
+      const created = await withinQuota(ctx.store, ctx.config.quotas, webhookFamily, team, id, () => createSubscription(ctx, team, spec, key, id));
+      let webhook = created.webhook;
       if (!spec.active) webhook = await settle(ctx, team, id, key);
       reply.header('Location', `${base}/${id}`);
-      return send(ctx, request, reply, 201, { ...webhookFamily.toRecord(webhook), secret });
+      return send(ctx, request, reply, 201, { ...webhookFamily.toRecord(webhook), secret: created.secret });
     },
   });
 
