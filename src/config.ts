@@ -5,6 +5,7 @@
 import os from 'node:os';
 import path from 'node:path';
 import { parseIpv4Block } from './lib/cidr';
+import { parseKey } from './store/secret-box';
 
 export interface SimulationConfig {
   /** Base provisioning delay of the simulated provider. */
@@ -39,6 +40,14 @@ export interface Config {
   /** NATS JetStream for events (cluster mode); without it the embedded bus is used. */
   nats?: { servers: string[]; stream: string; subjectPrefix: string; duplicateWindowMs: number; maxAgeMs: number };
   webhooks: WebhookConfig;
+  secrets: SecretsConfig;
+}
+
+export interface SecretsConfig {
+  /** Embedded store: the key secrets are sealed with at rest; without it, the data directory's key file. */
+  encryptionKey?: Buffer;
+  /** Embedded store: keys being rotated away, accepted for opening only. */
+  previousEncryptionKeys: Buffer[];
 }
 
 export interface KubernetesConfig {
@@ -138,6 +147,17 @@ function jobDriver(env: Env): 'kubernetes' | 'simulated' {
   return raw;
 }
 
+/** An encryption key: base64 of 32 bytes. */
+function key(env: Env, name: string): Buffer | undefined {
+  const raw = env[name];
+  return raw ? parseKey(raw, name) : undefined;
+}
+
+/** Encryption keys, comma-separated. */
+function keys(env: Env, name: string): Buffer[] {
+  return list(env, name, []).map((raw) => parseKey(raw, name));
+}
+
 function cidr(env: Env, name: string, fallback: string): string {
   const raw = env[name] || fallback;
   if (!parseIpv4Block(raw)) throw new Error(`${name} must be an IPv4 network such as 10.10.0.0/16, got "${raw}"`);
@@ -182,6 +202,10 @@ export function loadConfig(env: Env = process.env): Config {
       disableAfter: int(env, 'CLOUDPLANE_WEBHOOK_DISABLE_AFTER', 50, 1),
       smtpUrl: env.CLOUDPLANE_SMTP_URL || undefined,
       smtpFrom: env.CLOUDPLANE_SMTP_FROM || 'Cloudplane <noreply@cloudplane.local>',
+    },
+    secrets: {
+      encryptionKey: key(env, 'CLOUDPLANE_ENCRYPTION_KEY'),
+      previousEncryptionKeys: keys(env, 'CLOUDPLANE_ENCRYPTION_KEY_PREVIOUS'),
     },
     kubernetes: storeKind(env) === 'kubernetes'
       ? {
