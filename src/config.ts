@@ -48,6 +48,8 @@ export interface SecretsConfig {
   encryptionKey?: Buffer;
   /** Embedded store: keys being rotated away, accepted for opening only. */
   previousEncryptionKeys: Buffer[];
+  /** Period of the leader's secret sweep (expired previous webhook secrets). */
+  sweepMs: number;
 }
 
 export interface KubernetesConfig {
@@ -206,6 +208,7 @@ export function loadConfig(env: Env = process.env): Config {
     secrets: {
       encryptionKey: key(env, 'CLOUDPLANE_ENCRYPTION_KEY'),
       previousEncryptionKeys: keys(env, 'CLOUDPLANE_ENCRYPTION_KEY_PREVIOUS'),
+      sweepMs: int(env, 'CLOUDPLANE_SECRET_SWEEP_SECONDS', 60, 1) * 1000,
     },
     kubernetes: storeKind(env) === 'kubernetes'
       ? {

@@ -29,6 +29,7 @@ import type { Store } from './store/types';
 import { createAgent } from './agent';
 import { AuditLog } from './audit/audit-log';
 import { WebhookDispatcher } from './webhooks/dispatcher';
+import { SecretSweeper } from './controllers/secret-sweeper';
 import { CoordinationV1Api } from '@kubernetes/client-node';
 import { kubeConfigFor } from './store';
 import { LeaderCallbacks, LeaderElector, Leadership, SoleLeader } from './controllers/leader-election';
@@ -132,6 +133,9 @@ function leaderWork({ store, bus, provider, writer, agent, config, logger }: Lea
         started.push(webhooks);
         await agent.start();
         started.push(agent);
+        const sweeper = new SecretSweeper({ store, logger, intervalMs: config.secrets.sweepMs });
+        sweeper.start();
+        started.push(sweeper);
       } catch (err) {
         await stopCurrent();
         stopCurrent = null;

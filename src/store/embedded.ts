@@ -242,6 +242,16 @@ export class EmbeddedStore implements Store {
     return { ...stored };
   }
 
+  async swapSecret(team: string, name: string, expected: Record<string, string>, data: Record<string, string>): Promise<boolean> {
+    const key = keyOf(SECRET_KIND, team, name);
+    return this.exclusive(key, async () => {
+      const existing = this.latest(key);
+      if (!existing || !sameJson(this.unseal(existing), expected)) return false;
+      await this.commitSecret(key, team, name, data);
+      return true;
+    });
+  }
+
   async deleteSecret(team: string, name: string): Promise<void> {
     const key = keyOf(SECRET_KIND, team, name);
     await this.exclusive(key, () => (this.latest(key) ? this.write(key, null, { op: 'del', k: key }) : Promise.resolve()));

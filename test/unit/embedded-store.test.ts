@@ -282,6 +282,15 @@ describe('EmbeddedStore', () => {
     await Promise.all([store.deleteSecret('team_a', 'race'), store.deleteSecret('team_a', 'race')]);
     expect(await store.getSecret('team_a', 'race')).toBeUndefined();
 
+    // A swap writes only over the data it expects: of two swaps from the same data, one wins.
+    await store.putSecret('team_a', 'swap', { v: '1' });
+    const swaps = await Promise.all([store.swapSecret('team_a', 'swap', { v: '1' }, { v: '2' }), store.swapSecret('team_a', 'swap', { v: '1' }, { v: '3' })]);
+    expect(swaps.filter(Boolean)).toHaveLength(1);
+    expect(await store.getSecret('team_a', 'swap')).toEqual({ v: swaps[0] ? '2' : '3' });
+    expect(await store.swapSecret('team_a', 'never-existed', {}, { v: '1' })).toBe(false);
+    expect(await store.getSecret('team_a', 'never-existed')).toBeUndefined();
+    await store.deleteSecret('team_a', 'swap');
+
     await store.deleteSecret('team_b', 'key_2');
     await store.deleteSecret('team_b', 'never-existed');
     await store.stop();

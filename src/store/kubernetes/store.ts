@@ -386,6 +386,31 @@ export class KubernetesStore implements Store {
     return decodedData(answer);
   }
 
+  async swapSecret(team: string, name: string, expected: Record<string, string>, data: Record<string, string>): Promise<boolean> {
+    const namespace = this.namespaceOf(team);
+    let current = this.secrets.get(`${team}/${name}`)?.raw;
+    for (;;) {
+      if (!current || !sameJson(decodedData(current), expected)) return false;
+      // The version read is the precondition: a write by anyone since then answers 409.
+      const body = secretBody(name, namespace, data, current.metadata.resourceVersion);
+      try {
+        const answer = (await this.call(() => this.core.replaceNamespacedSecret({ name: body.metadata.name, namespace, body: body as never }))) as unknown as KubeObject;
+        this.upsertSecret(answer);
+        return true;
+      } catch (err) {
+        if (httpCode(err) === 404) return false;
+        if (httpCode(err) !== 409) throw err;
+      }
+      try {
+        current = (await this.call(() => this.core.readNamespacedSecret({ name: body.metadata.name, namespace }))) as unknown as KubeObject;
+      } catch (err) {
+        if (httpCode(err) === 404) return false;
+        throw err;
+      }
+      this.upsertSecret(current);
+    }
+  }
+
   async deleteSecret(team: string, name: string): Promise<void> {
     const namespace = this.namespaceOf(team);
     let version = this.secrets.get(`${team}/${name}`)?.raw.metadata.resourceVersion ?? '0';
