@@ -48,8 +48,10 @@ export interface SecretsConfig {
   encryptionKey?: Buffer;
   /** Embedded store: keys being rotated away, accepted for opening only. */
   previousEncryptionKeys: Buffer[];
-  /** Period of the leader's secret sweep (expired previous webhook secrets). */
+  /** Period of the leader's secret sweep (orphaned secrets, expired previous webhook secrets). */
   sweepMs: number;
+  /** How old a secret whose resource does not exist must be before the sweep removes it. */
+  orphanGraceMs: number;
 }
 
 export interface KubernetesConfig {
@@ -209,6 +211,7 @@ export function loadConfig(env: Env = process.env): Config {
       encryptionKey: key(env, 'CLOUDPLANE_ENCRYPTION_KEY'),
       previousEncryptionKeys: keys(env, 'CLOUDPLANE_ENCRYPTION_KEY_PREVIOUS'),
       sweepMs: int(env, 'CLOUDPLANE_SECRET_SWEEP_SECONDS', 60, 1) * 1000,
+      orphanGraceMs: int(env, 'CLOUDPLANE_ORPHAN_SECRET_GRACE_SECONDS', 600, 1) * 1000,
     },
     kubernetes: storeKind(env) === 'kubernetes'
       ? {

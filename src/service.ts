@@ -133,7 +133,7 @@ function leaderWork({ store, bus, provider, writer, agent, config, logger }: Lea
         started.push(webhooks);
         await agent.start();
         started.push(agent);
-        const sweeper = new SecretSweeper({ store, logger, intervalMs: config.secrets.sweepMs });
+        const sweeper = new SecretSweeper({ store, logger, intervalMs: config.secrets.sweepMs, orphanGraceMs: config.secrets.orphanGraceMs });
         sweeper.start();
         started.push(sweeper);
       } catch (err) {

@@ -20,6 +20,7 @@ import {
   PersistenceState,
   Store,
   StoredObject,
+  StoredSecret,
   StoreUnavailableError,
   WatchEvent,
   WatchListener,
@@ -257,10 +258,10 @@ export class EmbeddedStore implements Store {
     await this.exclusive(key, () => (this.latest(key) ? this.write(key, null, { op: 'del', k: key }) : Promise.resolve()));
   }
 
-  async listSecrets(prefix: string): Promise<Array<{ team: string; name: string; data: Record<string, string> }>> {
+  async listSecrets(prefix: string): Promise<StoredSecret[]> {
     return [...(this.byKind.get(SECRET_KIND)?.values() ?? [])]
       .filter((s) => s.meta.id.startsWith(prefix))
-      .map((s) => ({ team: s.meta.team, name: s.meta.id, data: this.unseal(s) }));
+      .map((s) => ({ team: s.meta.team, name: s.meta.id, data: this.unseal(s), createdAt: s.meta.createdAt }));
   }
 
   /** Seals `data` and writes it as the secret `key`; the caller holds `exclusive(key)`. */

@@ -84,7 +84,15 @@ export interface Store {
   swapSecret(team: string, name: string, expected: Record<string, string>, data: Record<string, string>): Promise<boolean>;
   deleteSecret(team: string, name: string): Promise<void>;
   /** Secrets whose names start with `prefix`, across all teams. */
-  listSecrets(prefix: string): Promise<Array<{ team: string; name: string; data: Record<string, string> }>>;
+  listSecrets(prefix: string): Promise<StoredSecret[]>;
+}
+
+export interface StoredSecret {
+  team: string;
+  name: string;
+  data: Record<string, string>;
+  /** When the secret was first written (ISO 8601); a later put keeps it. */
+  createdAt: string;
 }
 
 export class ConflictError extends Error {

@@ -206,6 +206,8 @@ describe('secrets at rest in the embedded store', () => {
     expect(await store.getSecret('__system', 'cursor-signing-key')).toEqual({ key: 'plain-cursor-key-base64' });
     expect(await store.getSecret('team_a', 'webhook-secret-wh_1')).toEqual({ current: 'whsec_plain-rotated', previous: 'whsec_plain-current', previous_expires_at: '1' });
     expect(await store.getSecret('team_b', 'vpn-psk-vpn_2')).toBeUndefined();
+    // Creation times survive the re-sealing.
+    expect((await store.listSecrets('vpn-psk-vpn_1'))[0].createdAt).toBe(WRITTEN_AT);
     expect(fs.statSync(path.join(dir, KEY_FILE)).mode & 0o777).toBe(0o600);
     const kid = keyIdOf(Buffer.from(fs.readFileSync(path.join(dir, KEY_FILE), 'utf8').trim(), 'base64'));
     expect(secretRecords(dir).every((r) => r.spec.sealed?.kid === kid)).toBe(true);

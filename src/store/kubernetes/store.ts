@@ -18,6 +18,7 @@ import {
   PersistenceState,
   Store,
   StoredObject,
+  StoredSecret,
   StoreUnavailableError,
   WatchEvent,
   WatchListener,
@@ -424,8 +425,10 @@ export class KubernetesStore implements Store {
     this.tombstones.set(`Secret/${team}/${name}`, version);
   }
 
-  async listSecrets(prefix: string): Promise<Array<{ team: string; name: string; data: Record<string, string> }>> {
-    return [...this.secrets.values()].filter((s) => s.name.startsWith(prefix)).map((s) => ({ team: s.team, name: s.name, data: { ...s.data } }));
+  async listSecrets(prefix: string): Promise<StoredSecret[]> {
+    return [...this.secrets.values()]
+      .filter((s) => s.name.startsWith(prefix))
+      .map((s) => ({ team: s.team, name: s.name, data: { ...s.data }, createdAt: isoOf(s.raw.metadata.creationTimestamp) }));
   }
 
   // --- cache -----------------------------------------------------------------------
@@ -850,6 +853,11 @@ function secretBody(name: string, namespace: string, data: Record<string, string
     },
     stringData: data,
   };
+}
+
+/** A metadata timestamp as ISO 8601: a string from a watch, a Date from the client's typed answers. */
+function isoOf(timestamp: unknown): string {
+  return new Date(timestamp as string | Date).toISOString();
 }
 
 function decodedData(raw: KubeObject): Record<string, string> {
