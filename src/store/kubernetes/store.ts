@@ -399,17 +399,24 @@ export class KubernetesStore implements Store {
         this.upsertSecret(answer);
         return true;
       } catch (err) {
-        if (httpCode(err) === 404) return false;
+        if (httpCode(err) === 404) return this.forgetSecret(team, name, current);
         if (httpCode(err) !== 409) throw err;
       }
       try {
         current = (await this.call(() => this.core.readNamespacedSecret({ name: body.metadata.name, namespace }))) as unknown as KubeObject;
       } catch (err) {
-        if (httpCode(err) === 404) return false;
+        if (httpCode(err) === 404) return this.forgetSecret(team, name, current);
         throw err;
       }
       this.upsertSecret(current);
     }
+  }
+
+  /** A secret the API server no longer has leaves the cache at once, not when the watch tells; returns false (nothing written). */
+  private forgetSecret(team: string, name: string, lastSeen: KubeObject): false {
+    this.secrets.delete(`${team}/${name}`);
+    this.tombstones.set(`Secret/${team}/${name}`, lastSeen.metadata.resourceVersion ?? '0');
+    return false;
   }
 
   async deleteSecret(team: string, name: string): Promise<void> {
