@@ -5,6 +5,7 @@
 import os from 'node:os';
 import path from 'node:path';
 import { parseIpv4Block } from './lib/cidr';
+import { parseKey } from './store/secret-box';
 
 export interface SimulationConfig {
   /** Base provisioning delay of the simulated provider. */
@@ -41,6 +42,18 @@ export interface Config {
   webhooks: WebhookConfig;
   /** Per-team quotas: how many of a family's resources a team may hold (src/resources/quota.ts says what counts). */
   quotas: Quotas;
+  secrets: SecretsConfig;
+}
+
+export interface SecretsConfig {
+  /** Embedded store: the key secrets are sealed with at rest; without it, the data directory's key file. */
+  encryptionKey?: Buffer;
+  /** Embedded store: keys being rotated away, accepted for opening only. */
+  previousEncryptionKeys: Buffer[];
+  /** Period of the leader's secret sweep (orphaned secrets, expired previous webhook secrets). */
+  sweepMs: number;
+  /** How old a secret whose resource does not exist must be before the sweep removes it. */
+  orphanGraceMs: number;
 }
 
 /**
@@ -174,6 +187,17 @@ function jobDriver(env: Env): 'kubernetes' | 'simulated' {
   return raw;
 }
 
+/** An encryption key: base64 of 32 bytes. */
+function key(env: Env, name: string): Buffer | undefined {
+  const raw = env[name];
+  return raw ? parseKey(raw, name) : undefined;
+}
+
+/** Encryption keys, comma-separated. */
+function keys(env: Env, name: string): Buffer[] {
+  return list(env, name, []).map((raw) => parseKey(raw, name));
+}
+
 function cidr(env: Env, name: string, fallback: string): string {
   const raw = env[name] || fallback;
   if (!parseIpv4Block(raw)) throw new Error(`${name} must be an IPv4 network such as 10.10.0.0/16, got "${raw}"`);
@@ -222,6 +246,12 @@ export function loadConfig(env: Env = process.env): Config {
       smtpFrom: env.CLOUDPLANE_SMTP_FROM || 'Cloudplane <noreply@cloudplane.local>',
     },
     quotas: quotas(env),
+    secrets: {
+      encryptionKey: key(env, 'CLOUDPLANE_ENCRYPTION_KEY'),
+      previousEncryptionKeys: keys(env, 'CLOUDPLANE_ENCRYPTION_KEY_PREVIOUS'),
+      sweepMs: int(env, 'CLOUDPLANE_SECRET_SWEEP_SECONDS', 60, 1) * 1000,
+      orphanGraceMs: int(env, 'CLOUDPLANE_ORPHAN_SECRET_GRACE_SECONDS', 600, 1) * 1000,
+    },
     kubernetes: storeKind(env) === 'kubernetes'
       ? {
           kubeconfigPath: env.CLOUDPLANE_KUBECONFIG || undefined,

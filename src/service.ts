@@ -30,6 +30,7 @@ import { createAgent } from './agent';
 import { AuditLog } from './audit/audit-log';
 import { WebhookDispatcher } from './webhooks/dispatcher';
 import { WebhookRetention } from './webhooks/retention';
+import { SecretSweeper } from './controllers/secret-sweeper';
 import { CoordinationV1Api } from '@kubernetes/client-node';
 import { kubeConfigFor } from './store';
 import { LeaderCallbacks, LeaderElector, Leadership, SoleLeader } from './controllers/leader-election';
@@ -136,6 +137,9 @@ function leaderWork({ store, bus, provider, writer, agent, config, logger }: Lea
         started.push(retention);
         await agent.start();
         started.push(agent);
+        const sweeper = new SecretSweeper({ store, logger, intervalMs: config.secrets.sweepMs, orphanGraceMs: config.secrets.orphanGraceMs });
+        sweeper.start();
+        started.push(sweeper);
       } catch (err) {
         await stopCurrent();
         stopCurrent = null;

@@ -13,7 +13,7 @@ import { notFound } from '../lib/errors';
 import type { Principal } from '../api/context';
 
 const KEY_FORMAT = /^cpk_[0-9A-Za-z]{32,}$/;
-const SECRET_PREFIX = 'apikey-';
+export const SECRET_PREFIX = 'apikey-';
 
 const hashOf = (token: string) => createHash('sha256').update(token).digest('hex');
 /** Secret name derived from the hash, so a key is found without scanning. */

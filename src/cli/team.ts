@@ -1,12 +1,13 @@
 /** `cloudplane team create`: adds a team to a data directory while the service is stopped. */
 import type { Config } from '../config';
 import { EmbeddedStore } from '../store/embedded';
+import { embeddedStoreOptions } from '../store';
 import { ResourceWriter } from '../resources/writer';
 import { ApiKeyAuthenticator } from '../accounts/authenticator';
 import { createTeam, NewTeam } from '../accounts/bootstrap';
 
 export async function createTeamOffline(config: Config, name: string, ownerEmail: string): Promise<NewTeam> {
-  const store = new EmbeddedStore({ dataDir: config.dataDir });
+  const store = new EmbeddedStore(embeddedStoreOptions(config));
   await store.start();
   try {
     const writer = new ResourceWriter(store);

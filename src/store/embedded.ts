@@ -2,13 +2,16 @@
  * The embedded store: every object in memory, every write in an fsynced append log,
  * compacted into a snapshot as the log grows. A write resolves only once it is on disk,
  * and only then becomes visible to readers and watchers, so nothing that was seen or
- * acknowledged can be lost by a crash.
+ * acknowledged can be lost by a crash. Secrets are sealed (secret-box.ts) before they
+ * reach memory, the log or the snapshot, with a key kept outside both (encryption-key.ts).
  */
 import fs from 'node:fs';
 import path from 'node:path';
 import { AppendLog, lockDataDir, writeFileDurable } from './append-log';
 import { nowIso } from '../lib/time';
 import { sameJson } from '../lib/canonical-json';
+import { EncryptionKeys, loadKeyring } from './encryption-key';
+import { isSealed, SealedData, SecretBox, SecretKeyError } from './secret-box';
 import {
   AlreadyExistsError,
   ConflictError,
@@ -17,6 +20,7 @@ import {
   PersistenceState,
   Store,
   StoredObject,
+  StoredSecret,
   StoreUnavailableError,
   WatchEvent,
   WatchListener,
@@ -35,6 +39,8 @@ export interface EmbeddedStoreOptions {
   dataDir: string;
   /** Compact the log into a snapshot once it grows past this many bytes. */
   compactBytes?: number;
+  /** The key secrets are sealed with; without one, the data directory's key file. */
+  encryption?: EncryptionKeys;
 }
 
 const keyOf = (kind: string, team: string, id: string) => `${kind}/${team}/${id}`;
@@ -71,6 +77,7 @@ export class EmbeddedStore implements Store {
   private unlock: (() => void) | null = null;
   private writeFailure: Error | null = null;
   private compacting: Promise<void> | null = null;
+  private box: SecretBox | null = null;
 
   constructor(private readonly options: EmbeddedStoreOptions) {
     this.log = new AppendLog(path.join(options.dataDir, 'store.log'));
@@ -80,10 +87,16 @@ export class EmbeddedStore implements Store {
 
   async start(): Promise<void> {
     this.unlock = lockDataDir(this.options.dataDir);
+    // The key ids of every secret record at rest, live or superseded ('' for plain text).
+    const sealedWith = new Set<string>();
+    const note = (o: StoredObject) => o.meta.kind === SECRET_KIND && sealedWith.add(isSealed(o.spec) ? o.spec.sealed.kid : '');
     if (fs.existsSync(this.snapshotFile)) {
       const snapshot = JSON.parse(fs.readFileSync(this.snapshotFile, 'utf8')) as Snapshot;
       this.revision = snapshot.revision;
-      for (const object of snapshot.objects) this.apply(keyOf(object.meta.kind, object.meta.team, object.meta.id), object);
+      for (const object of snapshot.objects) {
+        this.apply(keyOf(object.meta.kind, object.meta.team, object.meta.id), object);
+        note(object);
+      }
     }
     // Replaying puts of whole objects is idempotent, so a crash between writing the
     // snapshot and truncating the log is harmless.
@@ -92,9 +105,19 @@ export class EmbeddedStore implements Store {
         const o = record.o;
         this.apply(keyOf(o.meta.kind, o.meta.team, o.meta.id), o);
         this.revision = Math.max(this.revision, Number(o.meta.resourceVersion));
+        note(o);
       } else {
         this.apply(record.k, null);
       }
+    }
+    try {
+      await this.sealSecretsAtRest(sealedWith);
+    } catch (err) {
+      // A start refused (a wrong or missing key) leaves the data directory as it found it.
+      await this.log.close();
+      this.unlock?.();
+      this.unlock = null;
+      throw err;
     }
   }
 
@@ -197,20 +220,13 @@ export class EmbeddedStore implements Store {
   }
 
   async getSecret(team: string, name: string): Promise<Record<string, string> | undefined> {
-    const object = await this.get<Record<string, string>, unknown>(SECRET_KIND, team, name);
-    return object ? { ...object.spec } : undefined;
+    const object = this.latest(keyOf(SECRET_KIND, team, name));
+    return object ? this.unseal(object) : undefined;
   }
 
   async putSecret(team: string, name: string, data: Record<string, string>): Promise<void> {
     const key = keyOf(SECRET_KIND, team, name);
-    await this.exclusive(key, () => {
-      const existing = this.latest(key);
-      const now = nowIso();
-      const meta = existing
-        ? { ...existing.meta, generation: existing.meta.generation + 1, updatedAt: now }
-        : { kind: SECRET_KIND, id: name, team, labels: {}, generation: 1, createdAt: now, updatedAt: now, resourceVersion: '' };
-      return this.commit(key, { meta, spec: { ...data }, status: {} });
-    });
+    await this.exclusive(key, () => this.commitSecret(key, team, name, data));
   }
 
   async addSecret(team: string, name: string, data: Record<string, string>): Promise<Record<string, string>> {
@@ -219,14 +235,22 @@ export class EmbeddedStore implements Store {
     await this.exclusive(key, async () => {
       const existing = this.latest(key);
       if (existing) {
-        stored = existing.spec as Record<string, string>;
+        stored = this.unseal(existing);
         return;
       }
-      const now = nowIso();
-      const meta = { kind: SECRET_KIND, id: name, team, labels: {}, generation: 1, createdAt: now, updatedAt: now, resourceVersion: '' };
-      await this.commit(key, { meta, spec: { ...data }, status: {} });
+      await this.commitSecret(key, team, name, data);
     });
     return { ...stored };
+  }
+
+  async swapSecret(team: string, name: string, expected: Record<string, string>, data: Record<string, string>): Promise<boolean> {
+    const key = keyOf(SECRET_KIND, team, name);
+    return this.exclusive(key, async () => {
+      const existing = this.latest(key);
+      if (!existing || !sameJson(this.unseal(existing), expected)) return false;
+      await this.commitSecret(key, team, name, data);
+      return true;
+    });
   }
 
   async deleteSecret(team: string, name: string): Promise<void> {
@@ -234,11 +258,60 @@ export class EmbeddedStore implements Store {
     await this.exclusive(key, () => (this.latest(key) ? this.write(key, null, { op: 'del', k: key }) : Promise.resolve()));
   }
 
-  async listSecrets(prefix: string): Promise<Array<{ team: string; name: string; data: Record<string, string> }>> {
-    const secrets = await this.list<Record<string, string>, unknown>(SECRET_KIND);
-    return secrets
+  async listSecrets(prefix: string): Promise<StoredSecret[]> {
+    return [...(this.byKind.get(SECRET_KIND)?.values() ?? [])]
       .filter((s) => s.meta.id.startsWith(prefix))
-      .map((s) => ({ team: s.meta.team, name: s.meta.id, data: { ...s.spec } }));
+      .map((s) => ({ team: s.meta.team, name: s.meta.id, data: this.unseal(s), createdAt: s.meta.createdAt }));
+  }
+
+  /** Seals `data` and writes it as the secret `key`; the caller holds `exclusive(key)`. */
+  private async commitSecret(key: string, team: string, name: string, data: Record<string, string>): Promise<void> {
+    const existing = this.latest(key);
+    const now = nowIso();
+    const meta = existing
+      ? { ...existing.meta, generation: existing.meta.generation + 1, updatedAt: now }
+      : { kind: SECRET_KIND, id: name, team, labels: {}, generation: 1, createdAt: now, updatedAt: now, resourceVersion: '' };
+    await this.commit(key, { meta, spec: this.secretBox().seal(team, name, data), status: {} });
+  }
+
+  private unseal(object: StoredObject): Record<string, string> {
+    return this.secretBox().open(object.meta.team, object.meta.id, object.spec as unknown as SealedData);
+  }
+
+  private secretBox(): SecretBox {
+    if (!this.box) throw new Error('the embedded store is not started');
+    return this.box;
+  }
+
+  /**
+   * Takes the key (encryption-key.ts) and checks that it opens every secret. Secrets that
+   * are at rest in plain text (written before secrets were encrypted) or under a key being
+   * rotated away are sealed again with the current key, and a compaction then purges the
+   * old records from the log and the snapshot: after one start, nothing but the current
+   * key's ciphertext is left. A crash before the compaction ends leaves the old records
+   * for the next start, which does the same again.
+   */
+  private async sealSecretsAtRest(sealedWith: Set<string>): Promise<void> {
+    const keyring = loadKeyring(this.options.dataDir, this.options.encryption ?? {}, [...sealedWith].filter((kid) => kid !== ''));
+    const box = new SecretBox(keyring.current, keyring.previous);
+    const stale: Array<{ key: string; team: string; name: string; data: Record<string, string> }> = [];
+    for (const [key, secret] of this.byKind.get(SECRET_KIND) ?? []) {
+      const { team, id: name } = secret.meta;
+      let data: Record<string, string>;
+      try {
+        data = isSealed(secret.spec) ? box.open(team, name, secret.spec) : { ...(secret.spec as Record<string, string>) };
+      } catch (err) {
+        if (!(err instanceof SecretKeyError)) throw err;
+        throw new Error(
+          `${this.options.dataDir}: ${err.message}. Start with the key that encrypted the store's secrets ` +
+            "(CLOUDPLANE_ENCRYPTION_KEY, or the data directory's key file); to change keys, give the old one in CLOUDPLANE_ENCRYPTION_KEY_PREVIOUS for one start.",
+        );
+      }
+      if (!isSealed(secret.spec) || secret.spec.sealed.kid !== box.currentKeyId) stale.push({ key, team, name, data });
+    }
+    this.box = box;
+    await Promise.all(stale.map(({ key, team, name, data }) => this.exclusive(key, () => this.commitSecret(key, team, name, data))));
+    if ([...sealedWith].some((kid) => kid !== box.currentKeyId)) await this.compact();
   }
 
   private keyFor(object: StoredObject<unknown, unknown>): string {

@@ -76,9 +76,23 @@ export interface Store {
    * when several race (replicas starting at once must agree on one key).
    */
   addSecret(team: string, name: string, data: Record<string, string>): Promise<Record<string, string>>;
+  /**
+   * Writes `data` only if the secret still holds `expected` (compared by value), and says
+   * whether it did: a read-modify-write of a secret that other writers may change meanwhile
+   * (a rotation, and the dropping of an expired previous secret) loses no one's write.
+   */
+  swapSecret(team: string, name: string, expected: Record<string, string>, data: Record<string, string>): Promise<boolean>;
   deleteSecret(team: string, name: string): Promise<void>;
   /** Secrets whose names start with `prefix`, across all teams. */
-  listSecrets(prefix: string): Promise<Array<{ team: string; name: string; data: Record<string, string> }>>;
+  listSecrets(prefix: string): Promise<StoredSecret[]>;
+}
+
+export interface StoredSecret {
+  team: string;
+  name: string;
+  data: Record<string, string>;
+  /** When the secret was first written (ISO 8601); a later put keeps it. */
+  createdAt: string;
 }
 
 export class ConflictError extends Error {

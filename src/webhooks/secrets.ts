@@ -1,7 +1,8 @@
 /**
  * The signing secrets of a subscription, in the store secret `webhook-secret-<id>`:
  * the current one, and after a rotation the previous one until its overlap ends, so
- * receivers can switch over without rejecting a delivery.
+ * receivers can switch over without rejecting a delivery. Once the overlap has ended the
+ * leader's secret sweep (controllers/secret-sweeper.ts) drops the previous one.
  */
 import type { Store } from '../store/types';
 import { webhookSecretName } from '../resources/webhook';
@@ -22,16 +23,38 @@ export async function createSecret(store: Store, team: string, webhookId: string
   return current;
 }
 
-/** Replaces the current secret; the old one keeps signing for `overlapMs`. Returns the new one. */
+/**
+ * Replaces the current secret; the old one keeps signing for `overlapMs`. Returns the new
+ * one. The write is a swap over what was read, so rotations at once (or the dropping of an
+ * expired previous secret) never overwrite each other: each is kept as current or previous.
+ */
 export async function rotateSecret(store: Store, team: string, webhookId: string, overlapMs: number, now = Date.now()): Promise<string> {
-  const existing = (await store.getSecret(team, webhookSecretName(webhookId))) as StoredSecrets | undefined;
+  const name = webhookSecretName(webhookId);
   const current = newWebhookSecret();
-  const data: StoredSecrets =
-    existing?.current && overlapMs > 0
-      ? { current, previous: existing.current, previous_expires_at: String(now + overlapMs) }
-      : { current, previous: '', previous_expires_at: '' };
-  await store.putSecret(team, webhookSecretName(webhookId), { ...data });
-  return current;
+  for (;;) {
+    const existing = (await store.getSecret(team, name)) as StoredSecrets | undefined;
+    const data: StoredSecrets =
+      existing?.current && overlapMs > 0
+        ? { current, previous: existing.current, previous_expires_at: String(now + overlapMs) }
+        : { current, previous: '', previous_expires_at: '' };
+    if (!existing) {
+      await store.putSecret(team, name, { ...data });
+      return current;
+    }
+    if (await store.swapSecret(team, name, { ...existing }, { ...data })) return current;
+  }
+}
+
+/**
+ * Drops the previous secret of `secret` (a `webhook-secret-<id>` as listed) once its
+ * overlap has ended: it stopped signing then, and is not kept a moment longer than the
+ * next sweep. Returns whether it dropped one; a rotation since the listing wins.
+ */
+export async function dropExpiredPrevious(store: Store, secret: { team: string; name: string; data: Record<string, string> }, now = Date.now()): Promise<boolean> {
+  const data = secret.data as unknown as StoredSecrets;
+  if (!data.previous || Number(data.previous_expires_at) > now) return false;
+  const next: StoredSecrets = { current: data.current, previous: '', previous_expires_at: '' };
+  return store.swapSecret(secret.team, secret.name, secret.data, { ...next });
 }
 
 /** Every secret that signs a delivery now, the current one first. */

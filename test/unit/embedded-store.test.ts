@@ -263,6 +263,8 @@ describe('EmbeddedStore', () => {
 
   it('keeps secrets apart from resources, per team, across restarts', async () => {
     await store.putSecret('team_a', 'key_1', { hash: 'h1' });
+    const [{ createdAt }] = await store.listSecrets('key_1');
+    await new Promise((resolve) => setTimeout(resolve, 5));
     await store.putSecret('team_b', 'key_2', { hash: 'h2' });
     await store.putSecret('team_a', 'other', { value: 'v' });
     await store.putSecret('team_a', 'key_1', { hash: 'h1-rotated' });
@@ -270,10 +272,12 @@ describe('EmbeddedStore', () => {
     copy.hash = 'tampered';
     expect(await store.getSecret('team_a', 'key_1')).toEqual({ hash: 'h1-rotated' });
     expect(await store.getSecret('team_b', 'key_1')).toBeUndefined();
+    // A secret's creation time is its first write's, kept by later ones.
     expect((await store.listSecrets('key_')).sort((x, y) => x.name.localeCompare(y.name))).toEqual([
-      { team: 'team_a', name: 'key_1', data: { hash: 'h1-rotated' } },
-      { team: 'team_b', name: 'key_2', data: { hash: 'h2' } },
+      { team: 'team_a', name: 'key_1', data: { hash: 'h1-rotated' }, createdAt },
+      { team: 'team_b', name: 'key_2', data: { hash: 'h2' }, createdAt: expect.stringMatching(/^\d{4}-.*Z$/) },
     ]);
+    expect((await store.listSecrets('key_2'))[0].createdAt > createdAt).toBe(true);
     expect(await store.list('Thing')).toEqual([]);
 
     // Racing writers of one secret: each write lands whole, the last one wins; deletes are idempotent.
@@ -281,6 +285,15 @@ describe('EmbeddedStore', () => {
     expect(await store.getSecret('team_a', 'race')).toEqual({ v: '2' });
     await Promise.all([store.deleteSecret('team_a', 'race'), store.deleteSecret('team_a', 'race')]);
     expect(await store.getSecret('team_a', 'race')).toBeUndefined();
+
+    // A swap writes only over the data it expects: of two swaps from the same data, one wins.
+    await store.putSecret('team_a', 'swap', { v: '1' });
+    const swaps = await Promise.all([store.swapSecret('team_a', 'swap', { v: '1' }, { v: '2' }), store.swapSecret('team_a', 'swap', { v: '1' }, { v: '3' })]);
+    expect(swaps.filter(Boolean)).toHaveLength(1);
+    expect(await store.getSecret('team_a', 'swap')).toEqual({ v: swaps[0] ? '2' : '3' });
+    expect(await store.swapSecret('team_a', 'never-existed', {}, { v: '1' })).toBe(false);
+    expect(await store.getSecret('team_a', 'never-existed')).toBeUndefined();
+    await store.deleteSecret('team_a', 'swap');
 
     await store.deleteSecret('team_b', 'key_2');
     await store.deleteSecret('team_b', 'never-existed');

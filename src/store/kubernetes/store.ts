@@ -18,6 +18,7 @@ import {
   PersistenceState,
   Store,
   StoredObject,
+  StoredSecret,
   StoreUnavailableError,
   WatchEvent,
   WatchListener,
@@ -386,6 +387,38 @@ export class KubernetesStore implements Store {
     return decodedData(answer);
   }
 
+  async swapSecret(team: string, name: string, expected: Record<string, string>, data: Record<string, string>): Promise<boolean> {
+    const namespace = this.namespaceOf(team);
+    let current = this.secrets.get(`${team}/${name}`)?.raw;
+    for (;;) {
+      if (!current || !sameJson(decodedData(current), expected)) return false;
+      // The version read is the precondition: a write by anyone since then answers 409.
+      const body = secretBody(name, namespace, data, current.metadata.resourceVersion);
+      try {
+        const answer = (await this.call(() => this.core.replaceNamespacedSecret({ name: body.metadata.name, namespace, body: body as never }))) as unknown as KubeObject;
+        this.upsertSecret(answer);
+        return true;
+      } catch (err) {
+        if (httpCode(err) === 404) return this.forgetSecret(team, name, current);
+        if (httpCode(err) !== 409) throw err;
+      }
+      try {
+        current = (await this.call(() => this.core.readNamespacedSecret({ name: body.metadata.name, namespace }))) as unknown as KubeObject;
+      } catch (err) {
+        if (httpCode(err) === 404) return this.forgetSecret(team, name, current);
+        throw err;
+      }
+      this.upsertSecret(current);
+    }
+  }
+
+  /** A secret the API server no longer has leaves the cache at once, not when the watch tells; returns false (nothing written). */
+  private forgetSecret(team: string, name: string, lastSeen: KubeObject): false {
+    this.secrets.delete(`${team}/${name}`);
+    this.tombstones.set(`Secret/${team}/${name}`, lastSeen.metadata.resourceVersion ?? '0');
+    return false;
+  }
+
   async deleteSecret(team: string, name: string): Promise<void> {
     const namespace = this.namespaceOf(team);
     let version = this.secrets.get(`${team}/${name}`)?.raw.metadata.resourceVersion ?? '0';
@@ -399,8 +432,10 @@ export class KubernetesStore implements Store {
     this.tombstones.set(`Secret/${team}/${name}`, version);
   }
 
-  async listSecrets(prefix: string): Promise<Array<{ team: string; name: string; data: Record<string, string> }>> {
-    return [...this.secrets.values()].filter((s) => s.name.startsWith(prefix)).map((s) => ({ team: s.team, name: s.name, data: { ...s.data } }));
+  async listSecrets(prefix: string): Promise<StoredSecret[]> {
+    return [...this.secrets.values()]
+      .filter((s) => s.name.startsWith(prefix))
+      .map((s) => ({ team: s.team, name: s.name, data: { ...s.data }, createdAt: isoOf(s.raw.metadata.creationTimestamp) }));
   }
 
   // --- cache -----------------------------------------------------------------------
@@ -825,6 +860,11 @@ function secretBody(name: string, namespace: string, data: Record<string, string
     },
     stringData: data,
   };
+}
+
+/** A metadata timestamp as ISO 8601: a string from a watch, a Date from the client's typed answers. */
+function isoOf(timestamp: unknown): string {
+  return new Date(timestamp as string | Date).toISOString();
 }
 
 function decodedData(raw: KubeObject): Record<string, string> {

@@ -1,0 +1,127 @@
+/**
+ * Upkeep of the store's secrets, run by the leader every CLOUDPLANE_SECRET_SWEEP_SECONDS:
+ * - A secret whose resource does not exist, or no longer needs it, is removed once it is
+ *   older than CLOUDPLANE_ORPHAN_SECRET_GRACE_SECONDS. A create writes the secret before
+ *   the resource (so a reconciler always finds it), and a crash in between left the
+ *   secret behind for ever; the grace lets a create in flight finish first.
+ * - A webhook's previous secret is dropped once its rotation overlap has ended, so a
+ *   rotated-away secret is kept no longer than it signs.
+ */
+import type { Logger } from 'pino';
+import type { Store, StoredObject, StoredSecret } from '../store/types';
+import { families } from '../resources/registry';
+import { webhookFamily, webhookSecretName } from '../resources/webhook';
+import { apiKeyFamily } from '../resources/accounts';
+import { SECRET_PREFIX as API_KEY_SECRET_PREFIX } from '../accounts/authenticator';
+import { dropExpiredPrevious } from '../webhooks/secrets';
+
+/** Which resource the secrets of one name prefix belong to. */
+export interface SecretOwnership {
+  prefix: string;
+  /** The owning resource, or null when the secret does not say (it is then left alone). */
+  owner(secret: StoredSecret): { kind: string; id: string } | null;
+  /** Whether an existing owner still needs its secret; always, without this. */
+  needs?(owner: StoredObject<unknown, { status?: string }>): boolean;
+}
+
+const named = (kind: string, prefix: string) => (secret: StoredSecret) => ({ kind, id: secret.name.slice(prefix.length) });
+
+/**
+ * Every secret a resource owns. The system team's secrets (the cursor-signing key, the
+ * bootstrap claim) belong to no resource and match no rule, so they are never swept.
+ */
+export const SECRET_OWNERSHIP: SecretOwnership[] = [
+  // A family's write-only secret (a VPN pre-shared key), named after the resource's id.
+  ...families.flatMap((family) => {
+    if (!family.secret) return [];
+    const prefix = family.secret.secretName('');
+    return [{ prefix, owner: named(family.kind, prefix) }];
+  }),
+  // A subscription's signing secrets; a deleted subscription signs nothing.
+  { prefix: webhookSecretName(''), owner: named(webhookFamily.kind, webhookSecretName('')), needs: (hook) => hook.status?.status !== 'deleted' },
+  // An API key's hash, named after the hash, with the key's id inside; a revoked key is refused anyway.
+  {
+    prefix: API_KEY_SECRET_PREFIX,
+    owner: (secret) => (secret.data.key_id ? { kind: apiKeyFamily.kind, id: secret.data.key_id } : null),
+    needs: (key) => key.status?.status !== 'revoked',
+  },
+];
+
+export interface SecretSweeperOptions {
+  store: Store;
+  logger: Logger;
+  intervalMs: number;
+  /** How old a secret without its resource must be before it is removed. */
+  orphanGraceMs: number;
+}
+
+export interface SweepResult {
+  /** Secrets removed because their resource does not exist or no longer needs them. */
+  removedOrphans: number;
+  /** Webhook secrets whose expired previous secret was dropped. */
+  droppedPrevious: number;
+}
+
+export class SecretSweeper {
+  private timer: NodeJS.Timeout | null = null;
+  private running: Promise<unknown> | null = null;
+  private stopped = false;
+
+  constructor(private readonly o: SecretSweeperOptions) {}
+
+  /** Sweeps at once, then every interval, until stopped. */
+  start(): void {
+    this.schedule(0);
+  }
+
+  async stop(): Promise<void> {
+    this.stopped = true;
+    if (this.timer) clearTimeout(this.timer);
+    this.timer = null;
+    await this.running;
+  }
+
+  /** One pass over every secret; `now` places it in time (tests). */
+  async sweep(now = Date.now()): Promise<SweepResult> {
+    const result: SweepResult = { removedOrphans: 0, droppedPrevious: 0 };
+    // A store that cannot write, or whose cache may lag (a watch re-establishing), waits for
+    // the next pass: a resource missing from a stale cache must not cost its secret.
+    if (this.o.store.persistence() !== 'synced') return result;
+    for (const rule of SECRET_OWNERSHIP) {
+      for (const secret of await this.o.store.listSecrets(rule.prefix)) {
+        if (await this.removeIfOrphaned(rule, secret, now)) result.removedOrphans++;
+      }
+    }
+    for (const secret of await this.o.store.listSecrets(webhookSecretName(''))) {
+      if (await dropExpiredPrevious(this.o.store, secret, now)) result.droppedPrevious++;
+    }
+    return result;
+  }
+
+  private async removeIfOrphaned(rule: SecretOwnership, secret: StoredSecret, now: number): Promise<boolean> {
+    if (now - Date.parse(secret.createdAt) < this.o.orphanGraceMs) return false;
+    const owner = rule.owner(secret);
+    if (!owner) return false;
+    const resource = await this.o.store.get<unknown, { status?: string }>(owner.kind, secret.team, owner.id);
+    if (resource && (rule.needs?.(resource) ?? true)) return false;
+    await this.o.store.deleteSecret(secret.team, secret.name);
+    this.o.logger.info(
+      { team: secret.team, secret: secret.name, owner: `${owner.kind} ${owner.id}`, reason: resource ? 'no longer needed' : 'does not exist' },
+      'removed a secret its resource does not need (left by a crash)',
+    );
+    return true;
+  }
+
+  private schedule(delayMs: number): void {
+    if (this.stopped) return;
+    this.timer = setTimeout(() => {
+      this.timer = null;
+      this.running = this.sweep()
+        .catch((err: Error) => this.o.logger.warn({ err: err.message }, 'secret sweep failed; trying again at the next one'))
+        .finally(() => {
+          this.running = null;
+          this.schedule(this.o.intervalMs);
+        });
+    }, delayMs);
+  }
+}

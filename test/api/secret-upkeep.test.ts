@@ -1,0 +1,132 @@
+/**
+ * The leader's upkeep of secrets, on the running service (either store): secrets left
+ * without their resource are removed after a grace and owned ones kept; a webhook's
+ * rotated-away secret is dropped once its overlap has ended, and rotations never lose a
+ * secret to each other or to that drop.
+ */
+import { createHash, randomBytes } from 'node:crypto';
+import Stripe from 'stripe';
+import { startTestService, TestService, eventually } from '../helpers/service';
+import { startReceiver, Receiver } from '../helpers/receiver';
+import { dropExpiredPrevious, rotateSecret } from '../../src/webhooks/secrets';
+import { webhookSecretName } from '../../src/resources/webhook';
+import { SECRET_OWNERSHIP } from '../../src/controllers/secret-sweeper';
+import { newId } from '../../src/lib/ids';
+
+jest.setTimeout(120_000);
+
+const stripe = new Stripe('sk_test_unused');
+const ENV = {
+  CLOUDPLANE_WEBHOOK_ALLOW_HTTP: 'true',
+  CLOUDPLANE_WEBHOOK_ALLOW_PRIVATE_TARGETS: 'true',
+  CLOUDPLANE_WEBHOOK_TIME_SCALE: '0.002',
+  CLOUDPLANE_SECRET_SWEEP_SECONDS: '1',
+  CLOUDPLANE_ORPHAN_SECRET_GRACE_SECONDS: '3',
+};
+const VPN = { region: 'fra1', tunnel_type: 'ipsec', remote_network_cidr: '192.168.10.0/24', remote_peer_ip: '8.8.4.4' };
+
+describe('secrets of the running service', () => {
+  let t: TestService;
+  let receiver: Receiver;
+  beforeAll(async () => {
+    t = await startTestService(ENV);
+    receiver = await startReceiver();
+  });
+  afterAll(async () => {
+    await t.stop();
+    await receiver.close();
+  });
+
+  const subscribe = async (events = ['bucket.*']) => {
+    const res = await t.api('POST', '/api/v1/webhooks', { url: receiver.url, events });
+    expect(res.status).toBe(201);
+    return res.body.data as { id: string; secret: string };
+  };
+  const stored = (id: string) => t.service.ctx.store.getSecret(t.teamId, webhookSecretName(id));
+
+  it('drops the previous secret once its overlap has ended, and signs with the current one alone', async () => {
+    const hook = await subscribe();
+    // The rotation the API does, with an overlap of one second instead of the configured day.
+    const fresh = await rotateSecret(t.service.ctx.store, t.teamId, hook.id, 1000);
+    expect(await stored(hook.id)).toMatchObject({ current: fresh, previous: hook.secret });
+
+    const dropped = await eventually(async () => {
+      const data = await stored(hook.id);
+      return data?.previous === '' ? data : null;
+    }, 30_000);
+    expect(dropped).toEqual({ current: fresh, previous: '', previous_expires_at: '' });
+    expect(JSON.stringify(await t.service.ctx.store.listSecrets(''))).not.toContain(hook.secret);
+
+    const bucket = await t.api('POST', '/api/v1/object-storage', { name: 'after-the-overlap', region: 'fra1' });
+    expect(bucket.status).toBe(201);
+    const delivery = await eventually(async () => receiver.received.find((r) => r.body.includes(bucket.body.data.id)), 30_000);
+    const signature = String(delivery.headers['x-service-signature']);
+    expect(signature.split(',').filter((part) => part.startsWith('v1='))).toHaveLength(1);
+    expect(stripe.webhooks.constructEvent(delivery.body, signature, fresh)).toBeTruthy();
+    expect(() => stripe.webhooks.constructEvent(delivery.body, signature, hook.secret)).toThrow();
+  });
+
+  it('keeps both secrets of two rotations at once: neither overwrites the other', async () => {
+    const hook = await subscribe();
+    const rotations = await Promise.all([1, 2].map(() => t.api('POST', `/api/v1/webhooks/${hook.id}/rotate-secret`)));
+    expect(rotations.map((r) => r.status)).toEqual([200, 200]);
+    const issued = rotations.map((r) => r.body.data.secret as string);
+    const data = (await stored(hook.id))!;
+    // One is current, the other previous: the secret each caller was given still signs.
+    expect([data.current, data.previous].sort()).toEqual([...issued].sort());
+  });
+
+  it('gives way to a rotation made after it looked: the drop of an expired previous secret is a swap', async () => {
+    const hook = await subscribe();
+    await rotateSecret(t.service.ctx.store, t.teamId, hook.id, 3_600_000);
+    const [looked] = await t.service.ctx.store.listSecrets(webhookSecretName(hook.id));
+    const newest = await rotateSecret(t.service.ctx.store, t.teamId, hook.id, 3_600_000);
+    // The drop sees what it listed as expired (placed two hours on), but the secret has changed since.
+    expect(await dropExpiredPrevious(t.service.ctx.store, looked, Date.now() + 7_200_000)).toBe(false);
+    expect((await stored(hook.id))!.current).toBe(newest);
+  });
+
+  it('removes the secrets crashes left without their resource after the grace, and keeps every owned one', async () => {
+    const store = t.service.ctx.store;
+    const team = t.teamId;
+    const given = `psk-${randomBytes(12).toString('hex')}`;
+    const withKey = (await t.api('POST', '/api/v1/vpn-gateways', { ...VPN, name: 'owned-given', pre_shared_key: given })).body.data;
+    const generated = (await t.api('POST', '/api/v1/vpn-gateways', { ...VPN, name: 'owned-generated' })).body.data;
+    const generatedKey = (await store.getSecret(team, `vpn-psk-${generated.id}`))!.value;
+    const hook = await subscribe();
+    const apiKey = (await t.api('POST', '/api/v1/settings/api-keys', { name: 'owned' })).body.data;
+
+    // What crashes leave: a create's secret without its resource, a delete or a revocation
+    // whose secret was not removed yet.
+    const orphans = [`vpn-psk-${newId('vpn')}`, webhookSecretName(newId('wh'))];
+    await store.putSecret(team, orphans[0], { value: 'orphaned-psk-0123456789' });
+    await store.putSecret(team, orphans[1], { current: 'whsec_orphaned', previous: '', previous_expires_at: '' });
+    const deletedHook = await subscribe();
+    expect((await t.api('DELETE', `/api/v1/webhooks/${deletedHook.id}`)).status).toBe(200);
+    await store.putSecret(team, webhookSecretName(deletedHook.id), { current: deletedHook.secret, previous: '', previous_expires_at: '' });
+    const revoked = (await t.api('POST', '/api/v1/settings/api-keys', { name: 'revoked' })).body.data;
+    expect((await t.api('DELETE', `/api/v1/settings/api-keys/${revoked.id}`)).status).toBe(204);
+    const revokedHash = createHash('sha256').update(revoked.key).digest('hex');
+    await store.putSecret(team, `apikey-${revokedHash.slice(0, 40)}`, { hash: revokedHash, key_id: revoked.id });
+    orphans.push(webhookSecretName(deletedHook.id), `apikey-${revokedHash.slice(0, 40)}`);
+    const owned = [`vpn-psk-${withKey.id}`, `vpn-psk-${generated.id}`, webhookSecretName(hook.id)];
+
+    await eventually(async () => {
+      const names = (await store.listSecrets('')).map((secret) => secret.name);
+      return orphans.every((name) => !names.includes(name)) && owned.every((name) => names.includes(name));
+    }, 30_000);
+    expect((await store.getSecret(team, `vpn-psk-${withKey.id}`))!.value).toBe(given);
+    expect((await store.getSecret(team, `vpn-psk-${generated.id}`))!.value).toBe(generatedKey);
+    expect((await stored(hook.id))!.current).toBe(hook.secret);
+    expect((await t.api('GET', '/api/v1/settings/profile', undefined, { key: apiKey.key })).status).toBe(200);
+    expect((await t.api('GET', '/api/v1/vpn-gateways?limit=1')).status).toBe(200);
+    expect(await store.getSecret('__system', 'cursor-signing-key')).toBeDefined();
+  });
+
+  it('has a sweep rule for every secret the service keeps but the system\'s', async () => {
+    const secrets = await t.service.ctx.store.listSecrets('');
+    expect(secrets.map((s) => s.name)).toEqual(expect.arrayContaining([expect.stringMatching(/^vpn-psk-/), expect.stringMatching(/^webhook-secret-/), expect.stringMatching(/^apikey-/)]));
+    const unruled = secrets.filter((s) => s.team !== '__system' && !SECRET_OWNERSHIP.some((rule) => s.name.startsWith(rule.prefix)));
+    expect(unruled.map((s) => s.name)).toEqual([]);
+  });
+});
