@@ -19,6 +19,8 @@ export interface Config {
   host: string;
   port: number;
   dataDir: string;
+  /** Embedded store: compact its log into a snapshot once the log is this large. */
+  storeCompactBytes: number;
   bootstrapApiKey?: string;
   logLevel: string;
   rateLimitPerMinute: number;
@@ -154,6 +156,7 @@ export function loadConfig(env: Env = process.env): Config {
     host: env.CLOUDPLANE_HOST || '127.0.0.1',
     port: int(env, 'CLOUDPLANE_PORT', 8080, 0, 65535),
     dataDir: path.resolve(env.CLOUDPLANE_DATA_DIR || './data'),
+    storeCompactBytes: int(env, 'CLOUDPLANE_STORE_COMPACT_BYTES', 64 * 1024 * 1024, 4096),
     bootstrapApiKey: env.CLOUDPLANE_BOOTSTRAP_API_KEY || undefined,
     logLevel: env.CLOUDPLANE_LOG_LEVEL || 'info',
     rateLimitPerMinute: int(env, 'CLOUDPLANE_RATE_LIMIT_PER_MINUTE', 1000, 1),

@@ -46,3 +46,9 @@ export const leaderGauge = new Gauge({
   help: '1 while this replica holds the leader Lease and runs the reconcilers, else 0 (always 1 in embedded mode).',
   registers: [registry],
 });
+
+export const dataDirFailingWrites = new Gauge({
+  name: 'cloudplane_data_dir_failing_writes',
+  help: 'Embedded mode: kinds of write (store log, snapshot, event log, consumer positions) the data directory refuses now; above 0, persistence is stale and writes answer 503 until it recovers.',
+  registers: [registry],
+});

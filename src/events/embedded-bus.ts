@@ -5,7 +5,10 @@
  */
 import fs from 'node:fs';
 import path from 'node:path';
+import type { Logger } from 'pino';
 import { AppendLog, writeFileDurable } from '../store/append-log';
+import { DataDirHealth } from '../store/data-dir-health';
+import { BackgroundWrite, DEFAULT_RETRY } from '../store/background-write';
 import { CloudEvent, EventBus, EventHandler, SubscribeOptions } from './types';
 
 const RETRY_DELAY_MS = 500;
@@ -23,6 +26,12 @@ interface Consumer {
   stopped: boolean;
 }
 
+export interface EmbeddedEventBusOptions {
+  /** Shared with the store in the same data directory; one of its own otherwise. */
+  health?: DataDirHealth;
+  logger?: Logger;
+}
+
 export class EmbeddedEventBus implements EventBus {
   private readonly log: AppendLog;
   private readonly positionsFile: string;
@@ -30,14 +39,21 @@ export class EmbeddedEventBus implements EventBus {
   private readonly ids = new Set<string>();
   private positions: Record<string, number> = {};
   private readonly consumers = new Map<string, Consumer>();
-  private savePositionsTimer: NodeJS.Timeout | null = null;
+  private readonly health: DataDirHealth;
+  /** Positions are saved in batches; after a crash a consumer sees the last few events again. */
+  private readonly positionsWrite: BackgroundWrite;
+  /** After a refused append: probes the directory until it takes writes again. */
+  private readonly appendRecovery: BackgroundWrite;
   private readonly publishing = new Map<string, Promise<void>>();
   private readonly followers = new Set<(event: CloudEvent) => void>();
 
-  constructor(dataDir: string) {
+  constructor(dataDir: string, options: EmbeddedEventBusOptions = {}) {
     fs.mkdirSync(dataDir, { recursive: true, mode: 0o700 });
     this.log = new AppendLog(path.join(dataDir, 'events.log'));
     this.positionsFile = path.join(dataDir, 'events.consumers.json');
+    this.health = options.health ?? new DataDirHealth(dataDir, options.logger);
+    this.positionsWrite = new BackgroundWrite('events.positions', () => writeFileDurable(this.positionsFile, JSON.stringify(this.positions)), this.health);
+    this.appendRecovery = new BackgroundWrite('events.log', () => this.health.probe(), this.health);
   }
 
   async start(): Promise<void> {
@@ -49,8 +65,10 @@ export class EmbeddedEventBus implements EventBus {
   async stop(): Promise<void> {
     for (const consumer of this.consumers.values()) consumer.stopped = true;
     this.consumers.clear();
-    if (this.savePositionsTimer) clearTimeout(this.savePositionsTimer);
-    this.savePositions();
+    // A last save; if the directory refuses it, consumers repeat a few events after the restart.
+    await this.positionsWrite.flush();
+    await this.positionsWrite.stop();
+    await this.appendRecovery.stop();
     await this.log.close();
   }
 
@@ -58,12 +76,20 @@ export class EmbeddedEventBus implements EventBus {
     if (this.ids.has(event.id)) return;
     const inFlight = this.publishing.get(event.id);
     if (inFlight) return inFlight;
-    const done = this.log.append(event).then(() => {
-      this.ids.add(event.id);
-      this.events.push(event);
-      for (const follower of this.followers) follower(event);
-      for (const name of this.consumers.keys()) this.pump(name);
-    });
+    const done = this.log.append(event).then(
+      () => {
+        this.ids.add(event.id);
+        this.events.push(event);
+        for (const follower of this.followers) follower(event);
+        for (const name of this.consumers.keys()) this.pump(name);
+      },
+      (err: Error) => {
+        // Not published: the publisher (the outbox relay) keeps the event and tries again.
+        this.health.failed('events.log', err);
+        this.appendRecovery.request(DEFAULT_RETRY.baseMs);
+        throw err;
+      },
+    );
     this.publishing.set(event.id, done);
     try {
       await done;
@@ -127,21 +153,8 @@ export class EmbeddedEventBus implements EventBus {
     while (consumer.finished.delete(position)) position++;
     if (position !== (this.positions[name] ?? 0)) {
       this.positions[name] = position;
-      this.scheduleSavePositions();
+      this.positionsWrite.request(POSITION_SAVE_INTERVAL_MS);
     }
     this.pump(name);
-  }
-
-  /** Positions are saved in batches; after a crash a consumer sees the last few events again. */
-  private scheduleSavePositions(): void {
-    if (this.savePositionsTimer) return;
-    this.savePositionsTimer = setTimeout(() => {
-      this.savePositionsTimer = null;
-      this.savePositions();
-    }, POSITION_SAVE_INTERVAL_MS);
-  }
-
-  private savePositions(): void {
-    writeFileDurable(this.positionsFile, JSON.stringify(this.positions));
   }
 }

@@ -19,6 +19,8 @@ export class AppendLog {
   private queue: PendingAppend[] = [];
   private flushing: Promise<void> | null = null;
   private bytes = 0;
+  /** A failed commit left bytes past `bytes` that could not be cut off then; cut them before the next. */
+  private tailToCut = false;
 
   constructor(readonly file: string) {}
 
@@ -93,6 +95,10 @@ export class AppendLog {
       const batch = this.queue;
       this.queue = [];
       try {
+        if (this.tailToCut) {
+          fs.ftruncateSync(this.fd, this.bytes);
+          this.tailToCut = false;
+        }
         const buffer = Buffer.from(batch.map((p) => p.line).join(''));
         await writeAll(this.fd, buffer, this.bytes);
         await new Promise<void>((res, rej) => fs.fdatasync(this.fd, (err) => (err ? rej(err) : res())));
@@ -104,7 +110,9 @@ export class AppendLog {
         try {
           fs.ftruncateSync(this.fd, this.bytes);
         } catch {
-          // The next open() still cuts a torn tail; nothing more can be done here.
+          // Until the remnant is cut, no commit may be written after it: a later, shorter
+          // batch would leave some of this refused one behind it, to come back on open().
+          this.tailToCut = true;
         }
         for (const p of batch) p.reject(err as Error);
       }
@@ -123,22 +131,39 @@ async function writeAll(fd: number, buffer: Buffer, position: number): Promise<v
   }
 }
 
-/** Replaces `file` atomically and durably: a crash leaves either the old or the new content. */
+/**
+ * Replaces `file` atomically and durably: a crash leaves either the old or the new content.
+ * A failure leaves the old content, and takes back the space the new one had taken.
+ */
 export function writeFileDurable(file: string, content: string): void {
   const tmp = `${file}.tmp`;
-  const fd = fs.openSync(tmp, 'w', 0o600);
   try {
-    fs.writeFileSync(fd, content);
+    const fd = fs.openSync(tmp, 'w', 0o600);
+    try {
+      fs.writeFileSync(fd, content);
+      fs.fsyncSync(fd);
+    } finally {
+      fs.closeSync(fd);
+    }
+    fs.renameSync(tmp, file);
+  } catch (err) {
+    try {
+      fs.rmSync(tmp, { force: true });
+    } catch {
+      // The directory refuses this too; the next attempt overwrites the file.
+    }
+    throw err;
+  }
+  syncDirectory(path.dirname(file));
+}
+
+/** Makes the directory's entries (a rename, a new file) durable. */
+export function syncDirectory(dir: string): void {
+  const fd = fs.openSync(dir, 'r');
+  try {
     fs.fsyncSync(fd);
   } finally {
     fs.closeSync(fd);
-  }
-  fs.renameSync(tmp, file);
-  const dir = fs.openSync(path.dirname(file), 'r');
-  try {
-    fs.fsyncSync(dir);
-  } finally {
-    fs.closeSync(dir);
   }
 }
 

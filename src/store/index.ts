@@ -4,6 +4,7 @@ import type { Logger } from 'pino';
 import type { Config } from '../config';
 import { families } from '../resources/registry';
 import { EmbeddedStore } from './embedded';
+import type { DataDirHealth } from './data-dir-health';
 import { KubernetesStore } from './kubernetes/store';
 import type { Store } from './types';
 
@@ -15,8 +16,9 @@ export function kubeConfigFor(config: NonNullable<Config['kubernetes']>): KubeCo
   return kc;
 }
 
-export function createStore(config: Config, logger: Logger): Store {
-  if (!config.kubernetes) return new EmbeddedStore({ dataDir: config.dataDir });
+/** `health`: of the data directory, shared with an embedded event bus there (embedded store only). */
+export function createStore(config: Config, logger: Logger, health?: DataDirHealth): Store {
+  if (!config.kubernetes) return new EmbeddedStore({ dataDir: config.dataDir, compactBytes: config.storeCompactBytes, health, logger });
   return new KubernetesStore({
     kubeConfig: kubeConfigFor(config.kubernetes),
     kinds: families.map((f) => ({ kind: f.kind, plural: f.plural, idPrefix: f.idPrefix })),
