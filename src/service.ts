@@ -95,6 +95,9 @@ export async function startService(config: Config, logger: Logger = createLogger
       await app.close();
     });
     await app.listen({ host: config.host, port: config.port });
+    // Past listen() Fastify leaves the server's 'error' event to us: an accept() that fails
+    // (EMFILE with no descriptor left) would otherwise end the process. It goes on listening.
+    app.server.on('error', (err) => logger.error({ err }, 'the HTTP listener could not accept a connection'));
     ready = true;
     const address = app.server.address();
     const port = typeof address === 'object' && address ? address.port : config.port;
