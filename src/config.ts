@@ -151,7 +151,8 @@ export const DEFAULT_REGIONS = ['fra1', 'ams3', 'lon1', 'nyc1', 'sfo3', 'sgp1'];
 export function loadConfig(env: Env = process.env): Config {
   const llmUrl = env.CLOUDPLANE_AGENT_LLM_URL;
   const natsServers = list(env, 'CLOUDPLANE_NATS_URL', []);
-  const eventRetentionMs = int(env, 'CLOUDPLANE_EVENT_RETENTION_DAYS', 30, 1) * 86_400_000;
+  // Fractional days are allowed (0.0001 is 8.64 s), so tests can watch events expire.
+  const eventRetentionMs = Math.max(1, Math.round(positiveNumber(env, 'CLOUDPLANE_EVENT_RETENTION_DAYS', 30) * 86_400_000));
   return {
     host: env.CLOUDPLANE_HOST || '127.0.0.1',
     port: int(env, 'CLOUDPLANE_PORT', 8080, 0, 65535),

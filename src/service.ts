@@ -69,7 +69,7 @@ export async function startService(config: Config, logger: Logger = createLogger
     started.push(() => store.stop());
     const bus: EventBus = config.nats
       ? new NatsEventBus({ ...config.nats, logger })
-      : new EmbeddedEventBus(path.join(config.dataDir, 'events'), { health, logger });
+      : new EmbeddedEventBus(path.join(config.dataDir, 'events'), { health, logger, retentionMs: config.eventRetentionMs });
     await bus.start();
     started.push(() => bus.stop());
     const provider = createProvider(config, logger);
