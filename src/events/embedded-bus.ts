@@ -72,8 +72,8 @@ export class EmbeddedEventBus implements EventBus {
   private readonly positionsWrite: BackgroundWrite;
   /** After a refused append: probes the directory until it takes writes again. */
   private readonly appendRecovery: BackgroundWrite;
-  private readonly compaction: BackgroundWrite;
-  private readonly retentionMs?: number;
+  /** With a retention: the compaction that drops expired events, and how often to try it. */
+  private readonly retention: { compaction: BackgroundWrite; checkMs: number } | null;
   private retentionTimer: NodeJS.Timeout | null = null;
   private readonly publishing = new Map<string, Promise<void>>();
   private readonly followers = new Set<(event: CloudEvent) => void>();
@@ -85,32 +85,37 @@ export class EmbeddedEventBus implements EventBus {
     this.health = options.health ?? new DataDirHealth(dataDir, options.logger);
     this.positionsWrite = new BackgroundWrite('events.positions', () => writeFileDurable(this.positionsFile, JSON.stringify(this.positions)), this.health);
     this.appendRecovery = new BackgroundWrite('events.log', () => this.health.probe(), this.health);
-    this.compaction = new BackgroundWrite('events.compaction', () => this.dropExpired(), this.health);
-    this.retentionMs = options.retentionMs;
+    const { retentionMs } = options;
+    this.retention =
+      retentionMs === undefined
+        ? null
+        : { compaction: new BackgroundWrite('events.compaction', () => this.dropExpired(retentionMs), this.health), checkMs: retentionCheckMs(retentionMs) };
   }
 
   async start(): Promise<void> {
-    const records = this.log.open<CloudEvent | LogHeader>();
-    const first = records[0];
-    if (first && isHeader(first)) {
-      this.base = first.header.base;
-      this.headerRecords = 1;
-      records.shift();
+    this.events = [];
+    for (const record of this.log.open<CloudEvent | LogHeader>()) {
+      if (isHeader(record)) {
+        this.base = record.header.base;
+        this.headerRecords = 1;
+      } else {
+        this.events.push(record);
+        this.ids.add(record.id);
+      }
     }
-    this.events = records as CloudEvent[];
-    for (const event of this.events) this.ids.add(event.id);
     if (fs.existsSync(this.positionsFile)) this.positions = JSON.parse(fs.readFileSync(this.positionsFile, 'utf8'));
     this.updateGauges();
-    if (this.retentionMs !== undefined) {
-      this.compaction.request();
-      this.retentionTimer = setInterval(() => this.compaction.request(), retentionCheckMs(this.retentionMs));
+    if (this.retention) {
+      const { compaction, checkMs } = this.retention;
+      compaction.request();
+      this.retentionTimer = setInterval(() => compaction.request(), checkMs);
       this.retentionTimer.unref();
     }
   }
 
   async stop(): Promise<void> {
     if (this.retentionTimer) clearInterval(this.retentionTimer);
-    await this.compaction.stop();
+    await this.retention?.compaction.stop();
     for (const consumer of this.consumers.values()) consumer.stopped = true;
     this.consumers.clear();
     // A last save; if the directory refuses it, consumers repeat a few events after the restart.
@@ -215,8 +220,8 @@ export class EmbeddedEventBus implements EventBus {
    * once they are a quarter of it (an event published late with an older `created_at`
    * waits for those before it). Appends go on meanwhile; see AppendLog.rewrite.
    */
-  private async dropExpired(): Promise<void> {
-    const cutoff = new Date(Date.now() - this.retentionMs!).toISOString();
+  private async dropExpired(retentionMs: number): Promise<void> {
+    const cutoff = new Date(Date.now() - retentionMs).toISOString();
     let expired = 0;
     while (expired < this.events.length && this.events[expired].created_at < cutoff) expired++;
     if (expired === 0 || expired * COMPACT_FRACTION < this.events.length) return;
