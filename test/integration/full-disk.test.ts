@@ -160,7 +160,15 @@ describe('a data directory that stops taking writes (real service, real tmpfs)',
     return { fsys, dataDir };
   };
   afterAll(() => {
-    for (const m of mounts) m.unmount();
+    const failures: string[] = [];
+    for (const m of mounts) {
+      try {
+        m.unmount();
+      } catch (err) {
+        failures.push((err as Error).message);
+      }
+    }
+    if (failures.length > 0) throw new Error(`could not unmount: ${failures.join('; ')}`);
   });
 
   it('full to the last byte: refuses writes, keeps reading and running, recovers once space is freed, loses nothing', async () => {

@@ -102,7 +102,15 @@ describe('BackgroundWrite', () => {
 describe('the embedded store and bus on a tmpfs that fills up', () => {
   const mounts: Tmpfs[] = [];
   afterAll(() => {
-    for (const m of mounts) m.unmount();
+    const failures: string[] = [];
+    for (const m of mounts) {
+      try {
+        m.unmount();
+      } catch (err) {
+        failures.push((err as Error).message);
+      }
+    }
+    if (failures.length > 0) throw new Error(`could not unmount: ${failures.join('; ')}`);
   });
   const mount = (size: number, inodes?: number) => {
     const fsys = Tmpfs.mount(size, inodes);
