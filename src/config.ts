@@ -20,6 +20,8 @@ export interface Config {
   host: string;
   port: number;
   dataDir: string;
+  /** Embedded store: compact its log into a snapshot once the log is this large. */
+  storeCompactBytes: number;
   bootstrapApiKey?: string;
   logLevel: string;
   rateLimitPerMinute: number;
@@ -209,11 +211,13 @@ export const DEFAULT_REGIONS = ['fra1', 'ams3', 'lon1', 'nyc1', 'sfo3', 'sgp1'];
 export function loadConfig(env: Env = process.env): Config {
   const llmUrl = env.CLOUDPLANE_AGENT_LLM_URL;
   const natsServers = list(env, 'CLOUDPLANE_NATS_URL', []);
-  const eventRetentionMs = int(env, 'CLOUDPLANE_EVENT_RETENTION_DAYS', 30, 1) * 86_400_000;
+  // Fractional days are allowed (0.0001 is 8.64 s), so tests can watch events expire.
+  const eventRetentionMs = Math.max(1, Math.round(positiveNumber(env, 'CLOUDPLANE_EVENT_RETENTION_DAYS', 30) * 86_400_000));
   return {
     host: env.CLOUDPLANE_HOST || '127.0.0.1',
     port: int(env, 'CLOUDPLANE_PORT', 8080, 0, 65535),
     dataDir: path.resolve(env.CLOUDPLANE_DATA_DIR || './data'),
+    storeCompactBytes: int(env, 'CLOUDPLANE_STORE_COMPACT_BYTES', 64 * 1024 * 1024, 4096),
     bootstrapApiKey: env.CLOUDPLANE_BOOTSTRAP_API_KEY || undefined,
     logLevel: env.CLOUDPLANE_LOG_LEVEL || 'info',
     rateLimitPerMinute: int(env, 'CLOUDPLANE_RATE_LIMIT_PER_MINUTE', 1000, 1),

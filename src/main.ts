@@ -8,10 +8,16 @@ import { loadConfig } from './config';
 import { createLogger } from './logger';
 import { startService } from './service';
 import { createTeamOffline } from './cli/team';
+import { installLastResort } from './lib/last-resort';
 
 async function serve(): Promise<void> {
   const config = loadConfig();
   const logger = createLogger(config.logLevel);
+  installLastResort(logger);
+  // The banner is best-effort like the logs: a stdout or stderr that fails (a full disk,
+  // a closed pipe) must not stop the service.
+  process.stdout.on('error', () => undefined);
+  process.stderr.on('error', () => undefined);
   const service = await startService(config, logger);
   const lines = [`Cloudplane is listening on ${service.url} (API under ${service.url}/api/v1, data in ${config.dataDir})`];
   if (service.bootstrap && service.bootstrap.token === config.bootstrapApiKey) {

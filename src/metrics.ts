@@ -75,3 +75,21 @@ export const webhookRetentionFailures = new Counter({
   help: 'Retention passes or removals that the store refused; the next pass tries again.',
   registers: [registry],
 });
+
+export const dataDirFailingWrites = new Gauge({
+  name: 'cloudplane_data_dir_failing_writes',
+  help: 'Embedded mode: kinds of write (store log, snapshot, event log, consumer positions) the data directory refuses now; above 0, persistence is stale and writes answer 503 until it recovers.',
+  registers: [registry],
+});
+
+export const eventLogEvents = new Gauge({
+  name: 'cloudplane_event_log_events',
+  help: 'Embedded event bus: events kept (in memory and in events.log), those older than CLOUDPLANE_EVENT_RETENTION_DAYS dropped.',
+  registers: [registry],
+});
+
+export const eventLogBytes = new Gauge({
+  name: 'cloudplane_event_log_bytes',
+  help: 'Embedded event bus: size of events.log.',
+  registers: [registry],
+});

@@ -12,6 +12,7 @@ import type { Logger } from 'pino';
 import type { Config } from './config';
 import { createLogger } from './logger';
 import { createStore } from './store';
+import { DataDirHealth } from './store/data-dir-health';
 import { EmbeddedEventBus } from './events/embedded-bus';
 import { OutboxRelay } from './events/outbox-relay';
 import { NatsEventBus } from './events/nats-bus';
@@ -63,12 +64,14 @@ export async function startService(config: Config, logger: Logger = createLogger
     for (const stop of started.splice(0).reverse()) await stop();
   };
   try {
-    const store = createStore(config, logger);
+    // The embedded store and bus report refused writes of the data directory in one place.
+    const health = new DataDirHealth(config.dataDir, logger);
+    const store = createStore(config, logger, health);
     await store.start();
     started.push(() => store.stop());
     const bus: EventBus = config.nats
       ? new NatsEventBus({ ...config.nats, logger })
-      : new EmbeddedEventBus(path.join(config.dataDir, 'events'));
+      : new EmbeddedEventBus(path.join(config.dataDir, 'events'), { health, logger, retentionMs: config.eventRetentionMs });
     await bus.start();
     started.push(() => bus.stop());
     const provider = createProvider(config, logger);
@@ -94,6 +97,9 @@ export async function startService(config: Config, logger: Logger = createLogger
       await app.close();
     });
     await app.listen({ host: config.host, port: config.port });
+    // Past listen() Fastify leaves the server's 'error' event to us: an accept() that fails
+    // (EMFILE with no descriptor left) would otherwise end the process. It goes on listening.
+    app.server.on('error', (err) => logger.error({ err }, 'the HTTP listener could not accept a connection'));
     ready = true;
     const address = app.server.address();
     const port = typeof address === 'object' && address ? address.port : config.port;

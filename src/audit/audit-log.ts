@@ -34,7 +34,8 @@ export class AuditLog {
 
   start(): void {
     this.stopFollowing = this.bus.follow(new Date(Date.now() - this.retentionMs).toISOString(), (event) => this.record(event));
-    this.trimTimer = setInterval(() => this.trim(), 3_600_000);
+    // Hourly, or a tenth of a retention shorter than 10 hours (tests use seconds).
+    this.trimTimer = setInterval(() => this.trim(), Math.min(Math.max(this.retentionMs / 10, 100), 3_600_000));
     this.trimTimer.unref();
   }
 

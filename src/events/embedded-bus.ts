@@ -2,19 +2,44 @@
  * The embedded event bus: an fsynced append log of events in the data directory, and
  * durable consumers whose positions are saved beside it. Used by `make run` and tests;
  * a NATS JetStream bus implements the same interface for cluster mode.
+ *
+ * Every event has a sequence number: its place in the stream since the first event ever.
+ * Consumer positions are sequence numbers, so they stay valid when events older than the
+ * retention are dropped from the front of the log (like JetStream's max age); the log
+ * then starts with a header record giving the sequence number of its first event (a log
+ * without a header, from before retention, starts at 0).
  */
 import fs from 'node:fs';
 import path from 'node:path';
+import type { Logger } from 'pino';
 import { AppendLog, writeFileDurable } from '../store/append-log';
+import { DataDirHealth } from '../store/data-dir-health';
+import { BackgroundWrite, DEFAULT_RETRY } from '../store/background-write';
+import { eventLogBytes, eventLogEvents } from '../metrics';
 import { CloudEvent, EventBus, EventHandler, SubscribeOptions } from './types';
 
 const RETRY_DELAY_MS = 500;
 const POSITION_SAVE_INTERVAL_MS = 200;
+/**
+ * The log is rewritten once expired events are a quarter of it: it then holds between one
+ * and 4/3 of a retention's events, and each event is copied about three times in all.
+ */
+const COMPACT_FRACTION = 4;
+
+/** The first record of a log that was compacted. */
+interface LogHeader {
+  header: { base: number };
+}
+
+const isHeader = (record: CloudEvent | LogHeader): record is LogHeader => 'header' in record;
+
+/** How often expiry is checked: a tenth of the retention, within 100 ms and 10 min. */
+const retentionCheckMs = (retentionMs: number) => Math.min(Math.max(retentionMs / 10, 100), 600_000);
 
 interface Consumer {
   handler: EventHandler;
   concurrency: number;
-  /** Index of the next event to hand out. */
+  /** Sequence number of the next event to hand out. */
   next: number;
   /** Events in the handler now. */
   inFlight: number;
@@ -23,34 +48,80 @@ interface Consumer {
   stopped: boolean;
 }
 
+export interface EmbeddedEventBusOptions {
+  /** Shared with the store in the same data directory; one of its own otherwise. */
+  health?: DataDirHealth;
+  logger?: Logger;
+  /** Events older than this are dropped from the log and from memory; kept for ever without it. */
+  retentionMs?: number;
+}
+
 export class EmbeddedEventBus implements EventBus {
   private readonly log: AppendLog;
   private readonly positionsFile: string;
+  /** The retained events, oldest first; `events[i]` has sequence number `base + i`. */
   private events: CloudEvent[] = [];
+  private base = 0;
+  /** Records before the first event in the log file: 1 once it has a header. */
+  private headerRecords = 0;
   private readonly ids = new Set<string>();
   private positions: Record<string, number> = {};
   private readonly consumers = new Map<string, Consumer>();
-  private savePositionsTimer: NodeJS.Timeout | null = null;
+  private readonly health: DataDirHealth;
+  /** Positions are saved in batches; after a crash a consumer sees the last few events again. */
+  private readonly positionsWrite: BackgroundWrite;
+  /** After a refused append: probes the directory until it takes writes again. */
+  private readonly appendRecovery: BackgroundWrite;
+  /** With a retention: the compaction that drops expired events, and how often to try it. */
+  private readonly retention: { compaction: BackgroundWrite; checkMs: number } | null;
+  private retentionTimer: NodeJS.Timeout | null = null;
   private readonly publishing = new Map<string, Promise<void>>();
   private readonly followers = new Set<(event: CloudEvent) => void>();
 
-  constructor(dataDir: string) {
+  constructor(dataDir: string, options: EmbeddedEventBusOptions = {}) {
     fs.mkdirSync(dataDir, { recursive: true, mode: 0o700 });
     this.log = new AppendLog(path.join(dataDir, 'events.log'));
     this.positionsFile = path.join(dataDir, 'events.consumers.json');
+    this.health = options.health ?? new DataDirHealth(dataDir, options.logger);
+    this.positionsWrite = new BackgroundWrite('events.positions', () => writeFileDurable(this.positionsFile, JSON.stringify(this.positions)), this.health);
+    this.appendRecovery = new BackgroundWrite('events.log', () => this.health.probe(), this.health);
+    const { retentionMs } = options;
+    this.retention =
+      retentionMs === undefined
+        ? null
+        : { compaction: new BackgroundWrite('events.compaction', () => this.dropExpired(retentionMs), this.health), checkMs: retentionCheckMs(retentionMs) };
   }
 
   async start(): Promise<void> {
-    this.events = this.log.open<CloudEvent>();
-    for (const event of this.events) this.ids.add(event.id);
+    this.events = [];
+    for (const record of this.log.open<CloudEvent | LogHeader>()) {
+      if (isHeader(record)) {
+        this.base = record.header.base;
+        this.headerRecords = 1;
+      } else {
+        this.events.push(record);
+        this.ids.add(record.id);
+      }
+    }
     if (fs.existsSync(this.positionsFile)) this.positions = JSON.parse(fs.readFileSync(this.positionsFile, 'utf8'));
+    this.updateGauges();
+    if (this.retention) {
+      const { compaction, checkMs } = this.retention;
+      compaction.request();
+      this.retentionTimer = setInterval(() => compaction.request(), checkMs);
+      this.retentionTimer.unref();
+    }
   }
 
   async stop(): Promise<void> {
+    if (this.retentionTimer) clearInterval(this.retentionTimer);
+    await this.retention?.compaction.stop();
     for (const consumer of this.consumers.values()) consumer.stopped = true;
     this.consumers.clear();
-    if (this.savePositionsTimer) clearTimeout(this.savePositionsTimer);
-    this.savePositions();
+    // A last save; if the directory refuses it, consumers repeat a few events after the restart.
+    await this.positionsWrite.flush();
+    await this.positionsWrite.stop();
+    await this.appendRecovery.stop();
     await this.log.close();
   }
 
@@ -58,12 +129,21 @@ export class EmbeddedEventBus implements EventBus {
     if (this.ids.has(event.id)) return;
     const inFlight = this.publishing.get(event.id);
     if (inFlight) return inFlight;
-    const done = this.log.append(event).then(() => {
-      this.ids.add(event.id);
-      this.events.push(event);
-      for (const follower of this.followers) follower(event);
-      for (const name of this.consumers.keys()) this.pump(name);
-    });
+    const done = this.log.append(event).then(
+      () => {
+        this.ids.add(event.id);
+        this.events.push(event);
+        this.updateGauges();
+        for (const follower of this.followers) follower(event);
+        for (const name of this.consumers.keys()) this.pump(name);
+      },
+      (err: Error) => {
+        // Not published: the publisher (the outbox relay) keeps the event and tries again.
+        this.health.failed('events.log', err);
+        this.appendRecovery.request(DEFAULT_RETRY.baseMs);
+        throw err;
+      },
+    );
     this.publishing.set(event.id, done);
     try {
       await done;
@@ -74,7 +154,9 @@ export class EmbeddedEventBus implements EventBus {
 
   subscribe(name: string, handler: EventHandler, { concurrency = 1 }: SubscribeOptions = {}): () => void {
     if (this.consumers.has(name)) throw new Error(`consumer ${name} is already subscribed`);
-    const next = this.positions[name] ?? 0;
+    // A consumer further behind than the retention goes on from the oldest event kept.
+    const next = Math.max(this.positions[name] ?? 0, this.base);
+    this.positions[name] = next;
     this.consumers.set(name, { handler, concurrency: Math.max(1, concurrency), next, inFlight: 0, finished: new Set(), stopped: false });
     this.pump(name);
     return () => {
@@ -98,15 +180,15 @@ export class EmbeddedEventBus implements EventBus {
   private pump(name: string): void {
     const consumer = this.consumers.get(name);
     if (!consumer) return;
-    while (!consumer.stopped && consumer.inFlight < consumer.concurrency && consumer.next < this.events.length) {
+    while (!consumer.stopped && consumer.inFlight < consumer.concurrency && consumer.next < this.base + this.events.length) {
       consumer.inFlight++;
       void this.handOut(name, consumer, consumer.next++);
     }
   }
 
   /** Runs the handler on one event until it succeeds, then moves the position on if it can. */
-  private async handOut(name: string, consumer: Consumer, index: number): Promise<void> {
-    const event = this.events[index];
+  private async handOut(name: string, consumer: Consumer, sequence: number): Promise<void> {
+    const event = this.events[sequence - this.base];
     while (!consumer.stopped) {
       try {
         await consumer.handler(event);
@@ -121,27 +203,56 @@ export class EmbeddedEventBus implements EventBus {
     // from here would make it skip the next one. The event is handed out again instead.
     if (consumer.stopped) return;
     // The saved position only passes events that are all done, so a crash repeats the
-    // unfinished ones (and perhaps a few finished out of order), never skips one.
-    consumer.finished.add(index);
-    let position = this.positions[name] ?? 0;
+    // unfinished ones (and perhaps a few finished out of order), never skips one. (An
+    // event that expired while in the handler is behind the position already.)
+    if (sequence >= this.base) consumer.finished.add(sequence);
+    let position = this.positions[name];
     while (consumer.finished.delete(position)) position++;
-    if (position !== (this.positions[name] ?? 0)) {
+    if (position !== this.positions[name]) {
       this.positions[name] = position;
-      this.scheduleSavePositions();
+      this.positionsWrite.request(POSITION_SAVE_INTERVAL_MS);
     }
     this.pump(name);
   }
 
-  /** Positions are saved in batches; after a crash a consumer sees the last few events again. */
-  private scheduleSavePositions(): void {
-    if (this.savePositionsTimer) return;
-    this.savePositionsTimer = setTimeout(() => {
-      this.savePositionsTimer = null;
-      this.savePositions();
-    }, POSITION_SAVE_INTERVAL_MS);
+  /**
+   * Drops the events older than the retention from the front of the log and from memory,
+   * once they are a quarter of it (an event published late with an older `created_at`
+   * waits for those before it). Appends go on meanwhile; see AppendLog.rewrite.
+   */
+  private async dropExpired(retentionMs: number): Promise<void> {
+    const cutoff = new Date(Date.now() - retentionMs).toISOString();
+    let expired = 0;
+    while (expired < this.events.length && this.events[expired].created_at < cutoff) expired++;
+    if (expired === 0 || expired * COMPACT_FRACTION < this.events.length) return;
+    const base = this.base + expired;
+    const header: LogHeader = { header: { base } };
+    await this.log.rewrite(this.headerRecords + expired, header, () => this.forgetBefore(base));
   }
 
-  private savePositions(): void {
-    writeFileDurable(this.positionsFile, JSON.stringify(this.positions));
+  /** Forgets the events before sequence number `base`, which the log no longer holds. */
+  private forgetBefore(base: number): void {
+    for (const event of this.events.slice(0, base - this.base)) this.ids.delete(event.id);
+    this.events = this.events.slice(base - this.base);
+    this.base = base;
+    this.headerRecords = 1;
+    let moved = false;
+    for (const [name, position] of Object.entries(this.positions)) {
+      if (position >= base) continue;
+      this.positions[name] = base;
+      moved = true;
+    }
+    for (const consumer of this.consumers.values()) {
+      consumer.next = Math.max(consumer.next, base);
+      for (const sequence of consumer.finished) if (sequence < base) consumer.finished.delete(sequence);
+    }
+    if (moved) this.positionsWrite.request(POSITION_SAVE_INTERVAL_MS);
+    this.updateGauges();
+    for (const name of this.consumers.keys()) this.pump(name);
+  }
+
+  private updateGauges(): void {
+    eventLogEvents.set(this.events.length);
+    eventLogBytes.set(this.log.size);
   }
 }

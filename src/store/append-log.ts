@@ -2,11 +2,15 @@
  * A durable, append-only file of JSON records with group commit: every record handed to
  * append() in the same turn shares one write and one fdatasync, and append() resolves only
  * after the data is on disk. A crash can leave a torn last line; open() cuts it off.
+ * rewrite() drops a prefix of the records, crash-safely, while appends go on.
  */
 import fs from 'node:fs';
 import path from 'node:path';
 
 const NEWLINE = 0x0a;
+/** The new log of a rewrite() is written under this suffix, then renamed over the log. */
+const REWRITE_SUFFIX = '.rewrite';
+const COPY_CHUNK_BYTES = 1024 * 1024;
 
 interface PendingAppend {
   line: string;
@@ -19,6 +23,15 @@ export class AppendLog {
   private queue: PendingAppend[] = [];
   private flushing: Promise<void> | null = null;
   private bytes = 0;
+  /** A failed commit left bytes past `bytes` that could not be cut off then; cut them before the next. */
+  private tailToCut = false;
+  /** Where each record ends in the file, so that rewrite() can start its copy at any one. */
+  private ends: number[] = [];
+  /** A rewrite holds commits back while it copies the last appends and switches files. */
+  private held = false;
+  private rewriting = false;
+  /** A rewrite renamed the new log into place but could not sync the directory yet. */
+  private directoryToSync = false;
 
   constructor(readonly file: string) {}
 
@@ -28,7 +41,10 @@ export class AppendLog {
    * multi-byte character).
    */
   open<T>(): T[] {
+    // A rewrite that a crash cut short left its new log unfinished; the old one is whole.
+    fs.rmSync(`${this.file}${REWRITE_SUFFIX}`, { force: true });
     const records: T[] = [];
+    this.ends = [];
     const content = fs.existsSync(this.file) ? fs.readFileSync(this.file) : Buffer.alloc(0);
     let goodBytes = 0;
     while (goodBytes < content.length) {
@@ -43,6 +59,7 @@ export class AppendLog {
         break; // a torn last record
       }
       goodBytes = end + 1;
+      this.ends.push(goodBytes);
     }
     this.fd = fs.openSync(this.file, fs.constants.O_RDWR | fs.constants.O_CREAT, 0o600);
     fs.ftruncateSync(this.fd, goodBytes);
@@ -55,12 +72,17 @@ export class AppendLog {
     return this.bytes;
   }
 
+  /** Records in the log. */
+  get records(): number {
+    return this.ends.length;
+  }
+
   append(record: unknown): Promise<void> {
     return new Promise<void>((resolve, reject) => {
       this.queue.push({ line: `${JSON.stringify(record)}\n`, resolve, reject });
       // Start writing once the current turn is over, so that everything appended in it
       // goes into the first batch rather than the first record alone.
-      if (!this.flushing) this.flushing = Promise.resolve().then(() => this.flushLoop());
+      if (!this.flushing && !this.held) this.startFlushing();
     });
   }
 
@@ -80,6 +102,69 @@ export class AppendLog {
     fs.ftruncateSync(this.fd, 0);
     fs.fsyncSync(this.fd);
     this.bytes = 0;
+    this.ends = [];
+  }
+
+  /**
+   * Replaces the log by `header` followed by its records from the `keepFrom`-th on (a
+   * header written by an earlier rewrite counts as a record), so that a crash at any
+   * moment leaves either the old log or the new one, whole: the new one is written beside
+   * it and synced, renamed over it, and the directory synced. Appends go on into the old
+   * log while it is copied; for the last part of the copy and the switch they are held,
+   * then go into the new log. `switched` runs at the switch, before any append lands in
+   * the new log. A failure before the switch leaves the old log as it was.
+   */
+  async rewrite(keepFrom: number, header: unknown, switched: () => void): Promise<void> {
+    if (this.rewriting) throw new Error(`${this.file}: a rewrite is in progress`);
+    if (keepFrom < 0 || keepFrom > this.ends.length) throw new Error(`${this.file}: no record ${keepFrom} to keep from`);
+    this.rewriting = true;
+    const tmp = `${this.file}${REWRITE_SUFFIX}`;
+    let out = -1;
+    let dir = -1;
+    try {
+      const from = keepFrom === 0 ? 0 : this.ends[keepFrom - 1];
+      const head = Buffer.from(`${JSON.stringify(header)}\n`);
+      // Opened first: the switch must not need a descriptor it may not get.
+      dir = fs.openSync(path.dirname(this.file), 'r');
+      out = fs.openSync(tmp, fs.constants.O_RDWR | fs.constants.O_CREAT | fs.constants.O_TRUNC, 0o600);
+      await writeAll(out, head, 0);
+      // Copy what is committed while commits go on; once little is left, hold them and
+      // copy the rest (the commit in flight included).
+      let copied = from;
+      while (!this.held || copied < this.bytes) {
+        if (!this.held && this.bytes - copied < COPY_CHUNK_BYTES) await this.hold();
+        const until = this.bytes;
+        await copyRange(this.fd, out, copied, until, head.length + copied - from);
+        copied = until;
+      }
+      await fdatasync(out);
+      fs.renameSync(tmp, this.file);
+      // From here on the new file is the log, whatever fails next.
+      fs.closeSync(this.fd);
+      this.fd = out;
+      out = -1;
+      this.ends = [head.length, ...this.ends.slice(keepFrom).map((end) => end - from + head.length)];
+      this.bytes = head.length + this.bytes - from;
+      this.tailToCut = false;
+      this.directoryToSync = true;
+      switched();
+      fs.fsyncSync(dir);
+      this.directoryToSync = false;
+    } catch (err) {
+      if (out >= 0) {
+        fs.closeSync(out);
+        try {
+          fs.rmSync(tmp, { force: true });
+        } catch {
+          // open() removes it.
+        }
+      }
+      throw err;
+    } finally {
+      if (dir >= 0) fs.closeSync(dir);
+      this.rewriting = false;
+      if (this.held) this.release();
+    }
   }
 
   async close(): Promise<void> {
@@ -88,15 +173,42 @@ export class AppendLog {
     this.fd = -1;
   }
 
+  private startFlushing(): void {
+    this.flushing = Promise.resolve().then(() => this.flushLoop());
+  }
+
+  /** Holds commits back: waits for the one in flight; later appends queue up until release(). */
+  private async hold(): Promise<void> {
+    this.held = true;
+    while (this.flushing) await this.flushing;
+  }
+
+  private release(): void {
+    this.held = false;
+    if (this.queue.length > 0 && !this.flushing) this.startFlushing();
+  }
+
   private async flushLoop(): Promise<void> {
-    while (this.queue.length > 0) {
+    while (this.queue.length > 0 && !this.held) {
       const batch = this.queue;
       this.queue = [];
       try {
-        const buffer = Buffer.from(batch.map((p) => p.line).join(''));
+        if (this.tailToCut) {
+          fs.ftruncateSync(this.fd, this.bytes);
+          this.tailToCut = false;
+        }
+        // A record is durable only once the name of the file it is in is.
+        if (this.directoryToSync) {
+          syncDirectory(path.dirname(this.file));
+          this.directoryToSync = false;
+        }
+        const lines = batch.map((p) => p.line);
+        const buffer = Buffer.from(lines.join(''));
         await writeAll(this.fd, buffer, this.bytes);
-        await new Promise<void>((res, rej) => fs.fdatasync(this.fd, (err) => (err ? rej(err) : res())));
-        this.bytes += buffer.length;
+        await fdatasync(this.fd);
+        let end = this.bytes;
+        for (const line of lines) this.ends.push((end += Buffer.byteLength(line)));
+        this.bytes = end;
         for (const p of batch) p.resolve();
       } catch (err) {
         // Cut off whatever part of the batch reached the file, so that a later, shorter
@@ -104,12 +216,32 @@ export class AppendLog {
         try {
           fs.ftruncateSync(this.fd, this.bytes);
         } catch {
-          // The next open() still cuts a torn tail; nothing more can be done here.
+          // Until the remnant is cut, no commit may be written after it: a later, shorter
+          // batch would leave some of this refused one behind it, to come back on open().
+          this.tailToCut = true;
         }
         for (const p of batch) p.reject(err as Error);
       }
     }
     this.flushing = null;
+  }
+}
+
+function fdatasync(fd: number): Promise<void> {
+  return new Promise<void>((resolve, reject) => fs.fdatasync(fd, (err) => (err ? reject(err) : resolve())));
+}
+
+/** Copies bytes [start, end) of one file to another at `at`. */
+async function copyRange(from: number, to: number, start: number, end: number, at: number): Promise<void> {
+  if (end <= start) return;
+  const chunk = Buffer.allocUnsafe(Math.min(COPY_CHUNK_BYTES, end - start));
+  for (let position = start; position < end; ) {
+    const n = await new Promise<number>((resolve, reject) =>
+      fs.read(from, chunk, 0, Math.min(chunk.length, end - position), position, (err, read) => (err ? reject(err) : resolve(read))),
+    );
+    if (n === 0) throw new Error(`the log ended at byte ${position}, before ${end}`);
+    await writeAll(to, chunk.subarray(0, n), at + position - start);
+    position += n;
   }
 }
 
@@ -123,22 +255,39 @@ async function writeAll(fd: number, buffer: Buffer, position: number): Promise<v
   }
 }
 
-/** Replaces `file` atomically and durably: a crash leaves either the old or the new content. */
+/**
+ * Replaces `file` atomically and durably: a crash leaves either the old or the new content.
+ * A failure leaves the old content, and takes back the space the new one had taken.
+ */
 export function writeFileDurable(file: string, content: string): void {
   const tmp = `${file}.tmp`;
-  const fd = fs.openSync(tmp, 'w', 0o600);
   try {
-    fs.writeFileSync(fd, content);
+    const fd = fs.openSync(tmp, 'w', 0o600);
+    try {
+      fs.writeFileSync(fd, content);
+      fs.fsyncSync(fd);
+    } finally {
+      fs.closeSync(fd);
+    }
+    fs.renameSync(tmp, file);
+  } catch (err) {
+    try {
+      fs.rmSync(tmp, { force: true });
+    } catch {
+      // The directory refuses this too; the next attempt overwrites the file.
+    }
+    throw err;
+  }
+  syncDirectory(path.dirname(file));
+}
+
+/** Makes the directory's entries (a rename, a new file) durable. */
+export function syncDirectory(dir: string): void {
+  const fd = fs.openSync(dir, 'r');
+  try {
     fs.fsyncSync(fd);
   } finally {
     fs.closeSync(fd);
-  }
-  fs.renameSync(tmp, file);
-  const dir = fs.openSync(path.dirname(file), 'r');
-  try {
-    fs.fsyncSync(dir);
-  } finally {
-    fs.closeSync(dir);
   }
 }
 

@@ -7,7 +7,10 @@
  */
 import fs from 'node:fs';
 import path from 'node:path';
+import type { Logger } from 'pino';
 import { AppendLog, lockDataDir, writeFileDurable } from './append-log';
+import { DataDirHealth } from './data-dir-health';
+import { BackgroundWrite, DEFAULT_RETRY } from './background-write';
 import { nowIso } from '../lib/time';
 import { sameJson } from '../lib/canonical-json';
 import { EncryptionKeys, loadKeyring } from './encryption-key';
@@ -41,6 +44,9 @@ export interface EmbeddedStoreOptions {
   compactBytes?: number;
   /** The key secrets are sealed with; without one, the data directory's key file. */
   encryption?: EncryptionKeys;
+  /** Shared with the event bus in the same data directory; one of its own otherwise. */
+  health?: DataDirHealth;
+  logger?: Logger;
 }
 
 const keyOf = (kind: string, team: string, id: string) => `${kind}/${team}/${id}`;
@@ -75,14 +81,19 @@ export class EmbeddedStore implements Store {
   private readonly compactBytes: number;
   private revision = 0;
   private unlock: (() => void) | null = null;
-  private writeFailure: Error | null = null;
-  private compacting: Promise<void> | null = null;
   private box: SecretBox | null = null;
+  private readonly health: DataDirHealth;
+  private readonly compaction: BackgroundWrite;
+  /** After a refused append: probes the directory until it takes writes again. */
+  private readonly appendRecovery: BackgroundWrite;
 
   constructor(private readonly options: EmbeddedStoreOptions) {
     this.log = new AppendLog(path.join(options.dataDir, 'store.log'));
     this.snapshotFile = path.join(options.dataDir, 'store.snapshot.json');
     this.compactBytes = options.compactBytes ?? 64 * 1024 * 1024;
+    this.health = options.health ?? new DataDirHealth(options.dataDir, options.logger);
+    this.compaction = new BackgroundWrite('store.snapshot', () => this.compact(), this.health);
+    this.appendRecovery = new BackgroundWrite('store.log', () => this.health.probe(), this.health);
   }
 
   async start(): Promise<void> {
@@ -122,15 +133,17 @@ export class EmbeddedStore implements Store {
   }
 
   async stop(): Promise<void> {
-    await this.compacting;
+    await this.compaction.stop();
+    await this.appendRecovery.stop();
     await this.log.close();
     this.listeners.clear();
     this.unlock?.();
     this.unlock = null;
   }
 
+  /** `stale` while the data directory refuses a write (see DataDirHealth); reads still answer. */
   persistence(): PersistenceState {
-    return this.writeFailure ? 'stale' : 'synced';
+    return this.health.state;
   }
 
   async get<S, St>(kind: string, team: string, id: string): Promise<StoredObject<S, St> | undefined> {
@@ -351,6 +364,10 @@ export class EmbeddedStore implements Store {
   }
 
   private async write(key: string, value: StoredObject | null, record: LogRecord): Promise<void> {
+    // While the directory refuses a write, refuse them all: a write that happened to fit
+    // would answer 201 beside 503s and flip persistence back and forth; recovery is the
+    // background retries' job, and the first of them to succeed ends this.
+    if (this.health.state !== 'synced') throw new StoreUnavailableError(this.health.cause);
     const appended = this.log.append(record);
     const settled = appended.then(
       () => undefined,
@@ -359,9 +376,9 @@ export class EmbeddedStore implements Store {
     this.inflight.set(key, settled);
     try {
       await appended;
-      this.writeFailure = null;
     } catch (err) {
-      this.writeFailure = err as Error;
+      this.health.failed('store.log', err as Error);
+      this.appendRecovery.request(DEFAULT_RETRY.baseMs);
       throw new StoreUnavailableError(err as Error);
     } finally {
       if (this.inflight.get(key) === settled) this.inflight.delete(key);
@@ -369,11 +386,7 @@ export class EmbeddedStore implements Store {
     const previous = this.objects.get(key);
     this.apply(key, value);
     this.notify(value ? { type: previous ? 'modified' : 'added', object: value, previous } : previous ? { type: 'deleted', object: previous, previous } : null);
-    if (this.log.size > this.compactBytes && !this.compacting) {
-      this.compacting = new Promise((resolve) => setImmediate(resolve)).then(() => this.compact()).finally(() => {
-        this.compacting = null;
-      });
-    }
+    if (this.log.size > this.compactBytes) this.compaction.request();
   }
 
   private apply(key: string, value: StoredObject | null): void {

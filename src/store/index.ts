@@ -4,6 +4,7 @@ import type { Logger } from 'pino';
 import type { Config } from '../config';
 import { families } from '../resources/registry';
 import { EmbeddedStore, EmbeddedStoreOptions } from './embedded';
+import type { DataDirHealth } from './data-dir-health';
 import { KubernetesStore } from './kubernetes/store';
 import type { Store } from './types';
 
@@ -15,13 +16,22 @@ export function kubeConfigFor(config: NonNullable<Config['kubernetes']>): KubeCo
   return kc;
 }
 
-/** The embedded store of a configuration: its data directory and the key its secrets are sealed with. */
-export function embeddedStoreOptions(config: Config): EmbeddedStoreOptions {
-  return { dataDir: config.dataDir, encryption: { key: config.secrets.encryptionKey, previousKeys: config.secrets.previousEncryptionKeys } };
+/**
+ * The embedded store of a configuration: its data directory, the key its secrets are
+ * sealed with, and `health`, the data directory's, shared with an embedded event bus there.
+ */
+export function embeddedStoreOptions(config: Config, logger?: Logger, health?: DataDirHealth): EmbeddedStoreOptions {
+  return {
+    dataDir: config.dataDir,
+    compactBytes: config.storeCompactBytes,
+    health,
+    logger,
+    encryption: { key: config.secrets.encryptionKey, previousKeys: config.secrets.previousEncryptionKeys },
+  };
 }
 
-export function createStore(config: Config, logger: Logger): Store {
-  if (!config.kubernetes) return new EmbeddedStore(embeddedStoreOptions(config));
+export function createStore(config: Config, logger: Logger, health?: DataDirHealth): Store {
+  if (!config.kubernetes) return new EmbeddedStore(embeddedStoreOptions(config, logger, health));
   return new KubernetesStore({
     kubeConfig: kubeConfigFor(config.kubernetes),
     kinds: families.map((f) => ({ kind: f.kind, plural: f.plural, idPrefix: f.idPrefix })),

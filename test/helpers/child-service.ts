@@ -4,10 +4,11 @@
  * directory. `make test` builds dist/ first; when iterating, run `npx tsc -p .`.
  */
 import fs from 'node:fs';
+import net from 'node:net';
 import path from 'node:path';
 import type { ChildProcess } from 'node:child_process';
 import { spawnTracked } from './processes';
-import { request, ApiResponse, RequestOptions } from './service';
+import { request, eventually, ApiResponse, RequestOptions } from './service';
 
 const MAIN = path.resolve(__dirname, '../../dist/src/main.js');
 const LISTENING = /listening on (http:\/\/\S+?) /;
@@ -30,21 +31,40 @@ export interface ChildOptions {
   key: string;
   env?: Record<string, string>;
   startTimeoutMs?: number;
+  /** A command the service runs under, e.g. `['prlimit', '--nofile=96:96']` (it must exec the rest). */
+  prefix?: string[];
+  /**
+   * A file descriptor for the service's stdout instead of a pipe (e.g. one of /dev/full).
+   * The service then cannot tell the test its address there, so it listens on a port
+   * picked here and is ready once /healthz answers.
+   */
+  stdoutFd?: number;
+}
+
+/** A port that was free a moment ago. */
+async function freePort(): Promise<number> {
+  const server = net.createServer();
+  await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
+  const { port } = server.address() as net.AddressInfo;
+  await new Promise((resolve) => server.close(resolve));
+  return port;
 }
 
 export async function startChildService(options: ChildOptions): Promise<ChildService> {
   if (!fs.existsSync(MAIN)) throw new Error(`${MAIN} is missing: build first (make build, or npx tsc -p .)`);
-  const child = spawnTracked(process.execPath, [MAIN], {
+  const port = options.stdoutFd === undefined ? 0 : await freePort();
+  const [command, ...args] = [...(options.prefix ?? []), process.execPath, MAIN];
+  const child = spawnTracked(command, args, {
     env: {
       PATH: process.env.PATH ?? '',
-      CLOUDPLANE_PORT: '0',
+      CLOUDPLANE_PORT: String(port),
       CLOUDPLANE_HOST: '127.0.0.1',
       CLOUDPLANE_DATA_DIR: options.dataDir,
       CLOUDPLANE_BOOTSTRAP_API_KEY: options.key,
       CLOUDPLANE_LOG_LEVEL: 'warn',
       ...options.env,
     },
-    stdio: ['ignore', 'pipe', 'pipe'],
+    stdio: ['ignore', options.stdoutFd ?? 'pipe', 'pipe'],
   });
   const exited = new Promise<number | null>((resolve) => child.once('exit', (code) => resolve(code)));
   const lines: string[] = [];
@@ -54,24 +74,31 @@ export async function startChildService(options: ChildOptions): Promise<ChildSer
   };
   child.stderr!.on('data', remember);
 
+  const startTimeoutMs = options.startTimeoutMs ?? 20_000;
   const url = await new Promise<string>((resolve, reject) => {
     let buffered = '';
-    const timer = setTimeout(() => fail(new Error(`the service did not start within ${options.startTimeoutMs ?? 20_000} ms`)), options.startTimeoutMs ?? 20_000);
-    const onData = (chunk: Buffer) => {
-      remember(chunk);
-      buffered += chunk.toString('utf8');
-      const match = LISTENING.exec(buffered);
-      if (match) {
-        clearTimeout(timer);
-        resolve(match[1]);
-      }
+    const timer = setTimeout(() => fail(new Error(`the service did not start within ${startTimeoutMs} ms`)), startTimeoutMs);
+    const listening = (address: string) => {
+      clearTimeout(timer);
+      resolve(address);
     };
     const fail = (err: Error) => {
       clearTimeout(timer);
       child.kill('SIGKILL');
       reject(new Error(`${err.message}\n${lines.join('\n')}`));
     };
-    child.stdout!.on('data', onData);
+    if (child.stdout) {
+      child.stdout.on('data', (chunk: Buffer) => {
+        remember(chunk);
+        buffered += chunk.toString('utf8');
+        const match = LISTENING.exec(buffered);
+        if (match) listening(match[1]);
+      });
+    } else {
+      const address = `http://127.0.0.1:${port}`;
+      eventually(async () => (await fetch(`${address}/healthz`)).ok, startTimeoutMs, 100).then(() => listening(address), () => undefined);
+    }
+    child.once('error', (err) => fail(new Error(`could not start ${command}: ${err.message}`)));
     void exited.then((code) => fail(new Error(`the service exited with code ${code} before listening`)));
   });
 

@@ -23,7 +23,9 @@ export function spawnTracked(command: string, args: readonly string[], options: 
   const child = spawn(command, args, options);
   if (child.pid === undefined) return child; // failed to spawn: its 'error' event says why
   const file = registryFile(child.pid);
-  if (file) fs.writeFileSync(file, `${path.basename(command)}\n`);
+  // The names its command line may show: a wrapper such as prlimit execs the program after it.
+  const names = [command, ...args.filter((a) => a.startsWith('/'))].map((p) => path.basename(p));
+  if (file) fs.writeFileSync(file, `${names.join('\n')}\n`);
   live.add(child);
   child.once('exit', () => {
     live.delete(child);
@@ -45,13 +47,13 @@ export function killRecorded(dir: string): string[] {
   const killed: string[] = [];
   for (const entry of fs.readdirSync(dir)) {
     const pid = Number(entry);
-    const name = fs.readFileSync(path.join(dir, entry), 'utf8').trim();
+    const names = fs.readFileSync(path.join(dir, entry), 'utf8').split('\n').filter(Boolean);
     try {
-      // Only if the pid still runs the program recorded: pids are reused.
+      // Only if the pid still runs a program recorded for it: pids are reused.
       const cmdline = fs.readFileSync(`/proc/${pid}/cmdline`, 'utf8');
-      if (cmdline.includes(name)) {
+      if (names.some((name) => cmdline.includes(name))) {
         process.kill(pid, 'SIGKILL');
-        killed.push(`${name} (${pid})`);
+        killed.push(`${names[0]} (${pid})`);
       }
     } catch {
       // Already gone.

@@ -6,6 +6,7 @@ import fs from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
 import { EmbeddedEventBus } from '../../src/events/embedded-bus';
+import type { BackgroundWrite } from '../../src/store/background-write';
 import type { CloudEvent } from '../../src/events/types';
 import { newId } from '../../src/lib/ids';
 
@@ -126,7 +127,7 @@ describe('EmbeddedEventBus', () => {
     // The process dies now, before the batch of positions for e.4-e.6 is saved: no stop(),
     // and the pending save never happens.
     unsubscribe();
-    clearTimeout((bus as unknown as { savePositionsTimer: NodeJS.Timeout }).savePositionsTimer);
+    void (bus as unknown as { positionsWrite: BackgroundWrite }).positionsWrite.stop();
 
     bus = await open();
     const second: string[] = [];

@@ -1,0 +1,90 @@
+/**
+ * The real service (a child process under `prlimit --nofile`) runs out of file
+ * descriptors: idle connections take every one it may open, while reconcilers finish
+ * the load balancers made just before, so events flow and the bus wants to save its
+ * consumers' positions (a new file) with no descriptor left. The process stays up; once
+ * the connections close it serves again, persistence is `synced` again by itself, and
+ * what was in flight finishes with each event once.
+ */
+import net from 'node:net';
+import { startChildService, ChildService } from '../helpers/child-service';
+import { eventually, tempDataDir } from '../helpers/service';
+
+jest.setTimeout(180_000);
+
+const KEY = 'cpk_DescriptorTest0123456789abcdefghijABCDE';
+/** The service holds about 23 descriptors when idle (stdio, epoll, pipes, its logs, the listener). */
+const NOFILE = 64;
+const sleep = (ms: number) => new Promise((resolve) => setTimeout(resolve, ms));
+const alive = (svc: ChildService) => svc.child.exitCode === null && svc.child.signalCode === null;
+
+/**
+ * Opens idle connections, a batch at a time, until the service closes some at once: it
+ * has no descriptor left to keep them (libuv accepts and drops them).
+ */
+async function exhaustDescriptors(url: string): Promise<net.Socket[]> {
+  const { hostname, port } = new URL(url);
+  const sockets: net.Socket[] = [];
+  let closed = 0;
+  while (closed === 0) {
+    if (sockets.length >= NOFILE * 4) throw new Error(`opened ${sockets.length} connections and the service kept every one`);
+    for (let i = 0; i < NOFILE; i++) {
+      const socket = net.connect(Number(port), hostname);
+      socket.on('error', () => undefined);
+      socket.once('close', () => closed++);
+      sockets.push(socket);
+    }
+    await sleep(500);
+  }
+  return sockets;
+}
+
+describe('out of file descriptors (real service under prlimit)', () => {
+  let svc: ChildService | null = null;
+  afterAll(async () => {
+    await svc?.kill();
+  });
+
+  it('stays up while it has no descriptor left, then serves and recovers by itself', async () => {
+    const dataDir = tempDataDir();
+    svc = await startChildService({
+      dataDir,
+      key: KEY,
+      prefix: ['prlimit', `--nofile=${NOFILE}:${NOFILE}`],
+      env: { CLOUDPLANE_SIM_DELAY_MS: '4000', CLOUDPLANE_RATE_LIMIT_PER_MINUTE: '1000000', CLOUDPLANE_RESYNC_SECONDS: '2' },
+    });
+    const service = svc;
+    try {
+      const ids: string[] = [];
+      for (let i = 0; i < 20; i++) {
+        const res = await service.api('POST', '/api/v1/load-balancers', { name: `fd-${i}`, region: 'fra1' });
+        expect(res.status).toBe(201);
+        ids.push(res.body.data.id);
+      }
+      // fetch keeps its connections open; let them go before counting descriptors.
+      await sleep(100);
+      const sockets = await exhaustDescriptors(service.url);
+      // The load balancers go `running` meanwhile (4 s ± 25 %): events, consumers, positions to save.
+      for (const until = Date.now() + 8_000; Date.now() < until; await sleep(200)) expect(alive(service)).toBe(true);
+      expect(service.output()).toMatch(/EMFILE/);
+      for (const socket of sockets) socket.destroy();
+
+      await eventually(async () => (await service.api('GET', '/api/v1/load-balancers?limit=1')).body.meta.persistence === 'synced', 60_000, 200);
+      const after = await service.api('POST', '/api/v1/load-balancers', { name: 'fd-after', region: 'fra1' });
+      expect(after.status).toBe(201);
+      ids.push(after.body.data.id);
+      await eventually(async () => {
+        const res = await service.api('GET', '/api/v1/load-balancers?limit=100');
+        return ids.every((id) => res.body.data.find((lb: any) => lb.id === id)?.status === 'running');
+      }, 90_000, 500);
+      const audit = await eventually(async () => {
+        const res = await service.api('GET', '/api/v1/audit-log?type=load_balancer.running&limit=100');
+        return res.body.data.length >= ids.length ? res.body.data : null;
+      }, 60_000, 500);
+      expect(audit.map((e: any) => e.data.id).sort()).toEqual([...ids].sort());
+      expect(alive(service)).toBe(true);
+    } catch (err) {
+      throw new Error(`${(err as Error).message}\n--- service output ---\n${service.output()}`);
+    }
+  });
+});
