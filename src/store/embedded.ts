@@ -133,6 +133,8 @@ export class EmbeddedStore implements Store {
   }
 
   async stop(): Promise<void> {
+    // A compaction that is due runs first: it is what purges replaced secrets' ciphertext.
+    await this.compaction.flush();
     await this.compaction.stop();
     await this.appendRecovery.stop();
     await this.log.close();
