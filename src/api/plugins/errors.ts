@@ -8,7 +8,7 @@ import { ApiError, FieldError, persistenceUnavailable, resourceBusy } from '../.
 import { ConflictError, StoreUnavailableError } from '../../store/types';
 import type { ApiContext } from '../context';
 import { metaFor } from '../envelope';
-import { RouteMethods } from '../route-methods';
+import type { RouteMethods } from '../route-methods';
 
 interface AjvIssue {
   instancePath: string;
@@ -81,20 +81,23 @@ export function sendFrameworkError(ctx: ApiContext, err: FastifyError, request: 
     .send({ error: { code, message, ...(details ? { details } : {}) }, meta: { persistence: ctx.store.persistence(), provider: 'connected' } });
 }
 
-export function registerErrorHandling(app: FastifyInstance, ctx: ApiContext): void {
-  const errorMeta = (request: FastifyRequest) => {
-    const meta = metaFor(ctx, request);
-    return { ...meta, provider: meta.provider ?? 'connected' };
-  };
+const errorMeta = (ctx: ApiContext, request: FastifyRequest) => {
+  const meta = metaFor(ctx, request);
+  return { ...meta, provider: meta.provider ?? 'connected' };
+};
 
-  const sendError = (request: FastifyRequest, reply: FastifyReply, error: ApiError) => {
-    if (error.headers) reply.headers(error.headers);
-    if (error.status === 401) reply.header('WWW-Authenticate', 'Bearer realm="cloudplane"');
-    const body: Record<string, unknown> = { code: error.code, message: error.message };
-    if (error.details) body.details = error.details;
-    if (error.status >= 500) body.request_id = request.id;
-    return reply.code(error.status).send({ error: body, meta: errorMeta(request) });
-  };
+/** Answers an ApiError in the envelope: the one place an error becomes an HTTP answer. */
+export function sendApiError(ctx: ApiContext, request: FastifyRequest, reply: FastifyReply, error: ApiError) {
+  if (error.headers) reply.headers(error.headers);
+  if (error.status === 401) reply.header('WWW-Authenticate', 'Bearer realm="cloudplane"');
+  const body: Record<string, unknown> = { code: error.code, message: error.message };
+  if (error.details) body.details = error.details;
+  if (error.status >= 500) body.request_id = request.id;
+  return reply.code(error.status).send({ error: body, meta: errorMeta(ctx, request) });
+}
+
+export function registerErrorHandler(app: FastifyInstance, ctx: ApiContext): void {
+  const sendError = (request: FastifyRequest, reply: FastifyReply, error: ApiError) => sendApiError(ctx, request, reply, error);
 
   app.setErrorHandler((err: FastifyError & { validation?: AjvIssue[]; validationContext?: string }, request, reply) => {
     if (err instanceof ApiError) return sendError(request, reply, err);
@@ -121,14 +124,30 @@ export function registerErrorHandling(app: FastifyInstance, ctx: ApiContext): vo
     request.log.error({ err }, 'unexpected error');
     return sendError(request, reply, new ApiError(500, 'internal_error', 'Something went wrong on our side. Quote the request id when reporting it.'));
   });
+}
 
-  const routes = new RouteMethods();
-  app.addHook('onRoute', (route) => routes.add(route.url, route.method));
-  app.setNotFoundHandler((request, reply) => {
-    const path = request.url.split('?')[0];
+/** The path as the router saw it (percent-decoded), for naming it and finding its methods. */
+function decodedPath(url: string): string {
+  const path = url.split('?')[0];
+  try {
+    return decodeURIComponent(path);
+  } catch {
+    return path;
+  }
+}
+
+/**
+ * What a request no route took answers: 405 with `Allow` when the path exists under other
+ * methods (`routes` knows every route of the app), else 404. Set in the authenticated
+ * context, so its hooks run first: without a valid key any unknown path is 401, and which
+ * paths exist is not told to a caller without one.
+ */
+export function registerNotFoundHandler(api: FastifyInstance, ctx: ApiContext, routes: RouteMethods): void {
+  api.setNotFoundHandler((request, reply) => {
+    const path = decodedPath(request.url);
     const allowed = routes.allowed(path);
-    if (allowed.length === 0) return sendError(request, reply, new ApiError(404, 'route_not_found', `No endpoint ${request.method} ${path}.`));
+    if (allowed.length === 0) return sendApiError(ctx, request, reply, new ApiError(404, 'route_not_found', `No endpoint ${request.method} ${path}.`));
     reply.header('allow', allowed.join(', '));
-    return sendError(request, reply, new ApiError(405, 'method_not_allowed', `${path} answers ${allowed.join(', ')}, not ${request.method}.`));
+    return sendApiError(ctx, request, reply, new ApiError(405, 'method_not_allowed', `${path} answers ${allowed.join(', ')}, not ${request.method}.`));
   });
 }
