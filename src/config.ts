@@ -39,6 +39,21 @@ export interface Config {
   /** NATS JetStream for events (cluster mode); without it the embedded bus is used. */
   nats?: { servers: string[]; stream: string; subjectPrefix: string; duplicateWindowMs: number; maxAgeMs: number };
   webhooks: WebhookConfig;
+  http: HttpConfig;
+}
+
+/** Limits on connections, so slow or idle clients cannot hold the listener. */
+export interface HttpConfig {
+  /** How long a whole request, headers and body, may take to arrive (408 past it). */
+  requestTimeoutMs: number;
+  /** How long the request line and headers may take to arrive (408 past it). */
+  headersTimeoutMs: number;
+  /** How long a kept-alive connection may wait for its next request. */
+  keepAliveTimeoutMs: number;
+  /** How long a connection may send and receive nothing at all, including while a request is handled. */
+  idleTimeoutMs: number;
+  /** Connections open at once; further ones are closed as they arrive. */
+  maxConnections: number;
 }
 
 export interface KubernetesConfig {
@@ -144,6 +159,22 @@ function cidr(env: Env, name: string, fallback: string): string {
   return raw;
 }
 
+function httpLimits(env: Env): HttpConfig {
+  const requestTimeoutMs = int(env, 'CLOUDPLANE_HTTP_REQUEST_TIMEOUT_MS', 30_000, 1);
+  const headersTimeoutMs = int(env, 'CLOUDPLANE_HTTP_HEADERS_TIMEOUT_MS', Math.min(10_000, requestTimeoutMs), 1);
+  // Node refuses a headers timeout longer than the request's; say which variable is wrong.
+  if (headersTimeoutMs > requestTimeoutMs) {
+    throw new Error(`CLOUDPLANE_HTTP_HEADERS_TIMEOUT_MS (${headersTimeoutMs}) must not be longer than CLOUDPLANE_HTTP_REQUEST_TIMEOUT_MS (${requestTimeoutMs})`);
+  }
+  return {
+    requestTimeoutMs,
+    headersTimeoutMs,
+    keepAliveTimeoutMs: int(env, 'CLOUDPLANE_HTTP_KEEPALIVE_TIMEOUT_MS', 72_000, 1),
+    idleTimeoutMs: int(env, 'CLOUDPLANE_HTTP_IDLE_TIMEOUT_MS', 120_000, 1),
+    maxConnections: int(env, 'CLOUDPLANE_HTTP_MAX_CONNECTIONS', 1000, 1),
+  };
+}
+
 export const DEFAULT_REGIONS = ['fra1', 'ams3', 'lon1', 'nyc1', 'sfo3', 'sgp1'];
 
 export function loadConfig(env: Env = process.env): Config {
@@ -183,6 +214,7 @@ export function loadConfig(env: Env = process.env): Config {
       smtpUrl: env.CLOUDPLANE_SMTP_URL || undefined,
       smtpFrom: env.CLOUDPLANE_SMTP_FROM || 'Cloudplane <noreply@cloudplane.local>',
     },
+    http: httpLimits(env),
     kubernetes: storeKind(env) === 'kubernetes'
       ? {
           kubeconfigPath: env.CLOUDPLANE_KUBECONFIG || undefined,

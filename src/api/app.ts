@@ -9,7 +9,7 @@
 import Fastify, { FastifyBaseLogger, FastifyInstance } from 'fastify';
 import swagger from '@fastify/swagger';
 import type { ApiContext } from './context';
-import { registerErrorHandler, registerNotFoundHandler, sendFrameworkError } from './plugins/errors';
+import { clientErrorHandlerFor, refuseHostless, registerErrorHandler, registerNotFoundHandler, sendFrameworkError } from './plugins/errors';
 import { documentSharedErrors } from './plugins/error-responses';
 import { assignOperationIds, linkOperations, OpenApiDocument } from './plugins/openapi-links';
 import { registerValidation } from './plugins/validation';
@@ -19,23 +19,38 @@ import { RouteMethods } from './route-methods';
 import { families } from '../resources/registry';
 import { registerFamilyRoutes } from './routes/families';
 import { registerRouteModules } from './routes';
+import type { HttpConfig } from '../config';
 
 export interface AppOptions {
   isReady?: () => boolean;
 }
 
+/**
+ * Node checks the headers and request timeouts only every connectionsCheckingInterval
+ * (30 s by default): check often enough that they bite within a quarter of the shorter one.
+ */
+const checkingIntervalFor = (http: HttpConfig) => Math.min(1000, Math.max(10, Math.floor(Math.min(http.headersTimeoutMs, http.requestTimeoutMs) / 4)));
+
 export async function buildApp(ctx: ApiContext, options: AppOptions = {}): Promise<FastifyInstance> {
+  const { http } = ctx.config;
   const app: FastifyInstance = Fastify({
     loggerInstance: ctx.logger as FastifyBaseLogger,
     genReqId: (request) => requestIdOf(request.headers['x-request-id']),
     trustProxy: false,
     bodyLimit: 1024 * 1024,
+    requestTimeout: http.requestTimeoutMs,
+    keepAliveTimeout: http.keepAliveTimeoutMs,
+    connectionTimeout: http.idleTimeoutMs,
+    // Node would answer a missing Host itself, outside the envelope: refuseHostless does.
+    http: { headersTimeout: http.headersTimeoutMs, connectionsCheckingInterval: checkingIntervalFor(http), requireHostHeader: false },
+    clientErrorHandler: clientErrorHandlerFor(ctx),
     // Past this, Fastify answers 414 before any hook or schema; Node's 16 KiB header
     // limit bounds the URL anyway, and an id longer than the schema's 64 gets a 422.
     routerOptions: { maxParamLength: 16 * 1024 },
     // A path that is not valid percent-encoding never reaches a route: answer it in the envelope.
     frameworkErrors: (err, request, reply) => sendFrameworkError(ctx, err, request, reply),
   });
+  app.server.maxConnections = http.maxConnections;
 
   registerValidation(app);
   registerErrorHandler(app, ctx);
@@ -63,6 +78,7 @@ export async function buildApp(ctx: ApiContext, options: AppOptions = {}): Promi
   });
 
   registerObservability(app, ctx, options.isReady ?? (() => true));
+  refuseHostless(app);
   app.get('/api/v1/openapi.json', { schema: { hide: true } }, async () => app.swagger());
 
   await app.register(async function authenticatedApi(api) {

@@ -3,12 +3,15 @@
  * schema violations become 422 validation_failed naming every field, store failures
  * become 503, and anything else a 500 with the request id and nothing of the internals.
  */
+import { STATUS_CODES } from 'node:http';
+import type { Socket } from 'node:net';
 import type { FastifyError, FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
 import { ApiError, FieldError, persistenceUnavailable, resourceBusy } from '../../lib/errors';
 import { ConflictError, StoreUnavailableError } from '../../store/types';
 import type { ApiContext } from '../context';
 import { metaFor } from '../envelope';
 import type { RouteMethods } from '../route-methods';
+import { requestIdOf } from './observability';
 
 interface AjvIssue {
   instancePath: string;
@@ -86,14 +89,65 @@ const errorMeta = (ctx: ApiContext, request: FastifyRequest) => {
   return { ...meta, provider: meta.provider ?? 'connected' };
 };
 
+/** Whether the request announced a body that has not all arrived yet. */
+function bodyStillComing(request: FastifyRequest): boolean {
+  const announced = request.headers['transfer-encoding'] !== undefined || Number(request.headers['content-length'] ?? 0) > 0;
+  return announced && !request.raw.complete;
+}
+
 /** Answers an ApiError in the envelope: the one place an error becomes an HTTP answer. */
 export function sendApiError(ctx: ApiContext, request: FastifyRequest, reply: FastifyReply, error: ApiError) {
   if (error.headers) reply.headers(error.headers);
   if (error.status === 401) reply.header('WWW-Authenticate', 'Bearer realm="cloudplane"');
+  // Refused before its body has arrived (no key, too large): hang up rather
+  // than let Node read and discard the rest of the body to keep the connection alive.
+  if (bodyStillComing(request)) reply.header('Connection', 'close');
   const body: Record<string, unknown> = { code: error.code, message: error.message };
   if (error.details) body.details = error.details;
   if (error.status >= 500) body.request_id = request.id;
   return reply.code(error.status).send({ error: body, meta: errorMeta(ctx, request) });
+}
+
+/** What Node's HTTP parser and connection checks raise, before or beside any request. */
+function clientErrorOf(err: NodeJS.ErrnoException): [number, string, string] {
+  if (err.code === 'ERR_HTTP_REQUEST_TIMEOUT') return [408, 'request_timeout', 'The request did not arrive in time; send it again at once.'];
+  if (err.code === 'HPE_HEADER_OVERFLOW') return [431, 'headers_too_large', 'The request headers are larger than the service accepts.'];
+  return [400, 'bad_request', 'The request is not valid HTTP.'];
+}
+
+/**
+ * Fastify's clientErrorHandler: errors of the connection, where Fastify has no request to
+ * answer (a malformed request line, headers over the size limit, a request that took too
+ * long to arrive). Written raw in the envelope with a fresh X-Request-Id, then the
+ * connection is closed, as Node itself would.
+ */
+export function clientErrorHandlerFor(ctx: ApiContext): (err: NodeJS.ErrnoException, socket: Socket) => void {
+  return (err, socket) => {
+    if (err.code === 'ECONNRESET' || socket.destroyed) return;
+    // Node's own rule: answer only if no response has begun on this connection, so the
+    // client never gets a second status line in the middle of the first answer.
+    const inFlight = (socket as Socket & { _httpMessage?: { headersSent?: boolean } })._httpMessage;
+    if (socket.writable && !inFlight?.headersSent) {
+      const [status, code, message] = clientErrorOf(err);
+      const requestId = requestIdOf(undefined);
+      const body = JSON.stringify({ error: { code, message }, meta: { persistence: ctx.store.persistence(), provider: 'connected' } });
+      ctx.logger.debug({ reqId: requestId, code: err.code, status }, 'refused a request at the connection level');
+      socket.write(
+        `HTTP/1.1 ${status} ${STATUS_CODES[status]}\r\nContent-Type: application/json; charset=utf-8\r\n` +
+          `Content-Length: ${Buffer.byteLength(body)}\r\nX-Request-Id: ${requestId}\r\nConnection: close\r\n\r\n${body}`,
+      );
+    }
+    socket.destroySoon();
+  };
+}
+
+/** HTTP/1.1 requires a Host header (RFC 9112 3.2): the 400 Node would send, in the envelope. */
+export function refuseHostless(app: FastifyInstance): void {
+  app.addHook('onRequest', async (request) => {
+    if (request.raw.httpVersion === '1.1' && request.headers.host === undefined) {
+      throw new ApiError(400, 'bad_request', 'An HTTP/1.1 request must carry a Host header.');
+    }
+  });
 }
 
 export function registerErrorHandler(app: FastifyInstance, ctx: ApiContext): void {
