@@ -40,6 +40,7 @@ export interface Config {
   nats?: { servers: string[]; stream: string; subjectPrefix: string; duplicateWindowMs: number; maxAgeMs: number };
   webhooks: WebhookConfig;
   http: HttpConfig;
+  overload: OverloadConfig;
 }
 
 /** Limits on connections, so slow or idle clients cannot hold the listener. */
@@ -54,6 +55,15 @@ export interface HttpConfig {
   idleTimeoutMs: number;
   /** Connections open at once; further ones are closed as they arrive. */
   maxConnections: number;
+}
+
+/** Load shedding: /api/v1 answers 503 service_overloaded past any of these (0 turns one off). */
+export interface OverloadConfig {
+  /** Mean event-loop delay over a one-second sample. */
+  maxEventLoopDelayMs: number;
+  /** Heap in use, as a percentage of V8's heap limit. */
+  maxHeapUsedPercent: number;
+  retryAfterSeconds: number;
 }
 
 export interface KubernetesConfig {
@@ -215,6 +225,11 @@ export function loadConfig(env: Env = process.env): Config {
       smtpFrom: env.CLOUDPLANE_SMTP_FROM || 'Cloudplane <noreply@cloudplane.local>',
     },
     http: httpLimits(env),
+    overload: {
+      maxEventLoopDelayMs: int(env, 'CLOUDPLANE_OVERLOAD_MAX_EVENT_LOOP_DELAY_MS', 1000, 0),
+      maxHeapUsedPercent: int(env, 'CLOUDPLANE_OVERLOAD_MAX_HEAP_USED_PERCENT', 90, 0, 100),
+      retryAfterSeconds: int(env, 'CLOUDPLANE_OVERLOAD_RETRY_AFTER_SECONDS', 5, 1, 3600),
+    },
     kubernetes: storeKind(env) === 'kubernetes'
       ? {
           kubeconfigPath: env.CLOUDPLANE_KUBECONFIG || undefined,

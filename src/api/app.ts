@@ -4,7 +4,8 @@
  * Two contexts (Fastify's encapsulation): the root holds what every answer needs (request
  * id, metrics, the error handler, validation) and the public routes (/healthz, /readyz,
  * /metrics, /api/v1/openapi.json); a child context holds every other /api/v1 route and the
- * not-found handler, behind its onRequest hook: authentication and the rate limit. A route is protected by where it is registered, never by a check of its URL.
+ * not-found handler, behind its onRequest hooks: load shedding, then authentication and the
+ * rate limit. A route is protected by where it is registered, never by a check of its URL.
  */
 import Fastify, { FastifyBaseLogger, FastifyInstance } from 'fastify';
 import swagger from '@fastify/swagger';
@@ -15,6 +16,7 @@ import { assignOperationIds, linkOperations, OpenApiDocument } from './plugins/o
 import { registerValidation } from './plugins/validation';
 import { registerObservability, requestIdOf } from './plugins/observability';
 import { requireApiKey } from './plugins/authentication';
+import { shedLoad } from './plugins/load-shedding';
 import { RouteMethods } from './route-methods';
 import { families } from '../resources/registry';
 import { registerFamilyRoutes } from './routes/families';
@@ -82,6 +84,7 @@ export async function buildApp(ctx: ApiContext, options: AppOptions = {}): Promi
   app.get('/api/v1/openapi.json', { schema: { hide: true } }, async () => app.swagger());
 
   await app.register(async function authenticatedApi(api) {
+    await shedLoad(api, ctx.config.overload);
     requireApiKey(api, ctx);
     registerNotFoundHandler(api, ctx, routes);
     documentSharedErrors(api);

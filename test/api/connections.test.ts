@@ -196,3 +196,45 @@ describe('connection cap', () => {
     }
   });
 });
+
+describe('load shedding', () => {
+  let t: TestService;
+  beforeAll(async () => {
+    // Any event-loop delay above 1 ms (beyond the 10 ms sampling resolution) counts as overload.
+    t = await startTestService({ CLOUDPLANE_OVERLOAD_MAX_EVENT_LOOP_DELAY_MS: '1', CLOUDPLANE_OVERLOAD_RETRY_AFTER_SECONDS: '7' });
+  });
+  afterAll(async () => t.stop());
+
+  /** Holds the event loop the service shares with this test, as a CPU-bound request would. */
+  const blockEventLoop = (ms: number) => {
+    const until = Date.now() + ms;
+    while (Date.now() < until) {
+      // busy
+    }
+  };
+
+  it('answers /api/v1 with 503 service_overloaded and Retry-After while the event loop lags, keeps /healthz up, and recovers', async () => {
+    const [shed, keyless, health] = await eventually(
+      async () => {
+        blockEventLoop(400);
+        const answers = await Promise.all([
+          t.api('GET', '/api/v1/regions'),
+          t.api('GET', '/api/v1/regions', undefined, { key: null }),
+          t.api('GET', '/healthz', undefined, { key: null }),
+        ]);
+        return answers[0].status === 503 ? answers : null;
+      },
+      30_000,
+      100,
+    );
+    expect(shed.body.error.code).toBe('service_overloaded');
+    expect(shed.body.meta.persistence).toBe('synced');
+    expect(shed.headers.get('retry-after')).toBe('7');
+    expect(shed.headers.get('x-request-id')).toMatch(/^req_/);
+    expect(health.status).toBe(200);
+    // Without a key too: shedding comes before authentication and its store lookups.
+    expect({ status: keyless.status, code: keyless.body.error.code }).toEqual({ status: 503, code: 'service_overloaded' });
+    // Once the loop runs freely again, the next samples let requests through.
+    await eventually(async () => (await t.api('GET', '/api/v1/regions')).status === 200, 30_000, 200);
+  });
+});

@@ -99,7 +99,7 @@ function bodyStillComing(request: FastifyRequest): boolean {
 export function sendApiError(ctx: ApiContext, request: FastifyRequest, reply: FastifyReply, error: ApiError) {
   if (error.headers) reply.headers(error.headers);
   if (error.status === 401) reply.header('WWW-Authenticate', 'Bearer realm="cloudplane"');
-  // Refused before its body has arrived (no key, too large): hang up rather
+  // Refused before its body has arrived (no key, too large, overloaded): hang up rather
   // than let Node read and discard the rest of the body to keep the connection alive.
   if (bodyStillComing(request)) reply.header('Connection', 'close');
   const body: Record<string, unknown> = { code: error.code, message: error.message };
