@@ -1,8 +1,9 @@
 /**
- * List cursors as an attacker sends them. A cursor is bound to
+ * List cursors and integer query parameters as an attacker sends them. A cursor is bound to
  * the list that handed it out (route, parent, team), its sort, order and every filter;
  * anything else, and anything that is not byte for byte a cursor the service signed, is 422
- * invalid_cursor, never a 500.
+ * invalid_cursor, never a 500. Integers in query strings are decimal digits only, on every
+ * endpoint that takes one.
  */
 import { ApiResponse, startTestService, TestService } from '../helpers/service';
 
@@ -85,6 +86,56 @@ describe('cursors', () => {
     for (const cursor of junk) {
       const res = await t.api('GET', withCursor(`${LBS}?limit=1`, cursor));
       expect({ cursor, status: res.status }).toEqual({ cursor, status: 422 });
+    }
+  });
+});
+
+describe('integers in query strings', () => {
+  let t: TestService;
+  let document: any;
+  beforeAll(async () => {
+    t = await startTestService();
+    document = (await t.api('GET', '/api/v1/openapi.json', undefined, { key: null })).body;
+  });
+  afterAll(async () => t.stop());
+
+  /** Every GET of the served document with an integer query parameter, and that parameter. */
+  const integerQueries = (): Array<{ path: string; name: string }> => {
+    const found: Array<{ path: string; name: string }> = [];
+    for (const [template, item] of Object.entries<any>(document.paths)) {
+      for (const parameter of item.get?.parameters ?? []) {
+        if (parameter.in === 'query' && parameter.schema?.type === 'integer') found.push({ path: template.replace(/\{[^}]+\}/g, 'x_0000000000000000'), name: parameter.name });
+      }
+    }
+    return found;
+  };
+
+  it('finds limit on every list', () => {
+    const lists = integerQueries();
+    expect(lists.length).toBeGreaterThanOrEqual(10);
+    expect(lists).toContainEqual({ path: '/api/v1/audit-log', name: 'limit' });
+  });
+
+  it.each(['0x10', '1e2', '%2B5', '%205', '5%20', '5.0', '1_0', '0b11', 'Infinity', '%EF%BC%95'])('answers 422 validation_failed naming the parameter to %s, on every endpoint', async (raw) => {
+    const wrong: string[] = [];
+    for (const { path, name } of integerQueries()) {
+      const res = await t.api('GET', `${path}?${name}=${raw}`);
+      const fields = res.body?.error?.details?.map((d: { field: string }) => d.field);
+      if (res.status !== 422 || res.body.error.code !== 'validation_failed' || !fields.includes(name)) wrong.push(`${path}?${name}=${raw} -> ${res.status} ${JSON.stringify(fields)}`);
+    }
+    expect(wrong).toEqual([]);
+  });
+
+  it('reports a non-decimal integer beside the other faults of the same query', async () => {
+    const res = await t.api('GET', `${LBS}?limit=0x10&sort=size`);
+    expect(res.status).toBe(422);
+    expect(res.body.error.details.map((d: { field: string }) => d.field).sort()).toEqual(['limit', 'sort']);
+  });
+
+  it('accepts decimal digits, leading zeros included', async () => {
+    for (const raw of ['5', '05', '100']) {
+      const res = await t.api('GET', `${LBS}?limit=${raw}`);
+      expect({ raw, status: res.status }).toEqual({ raw, status: 200 });
     }
   });
 });

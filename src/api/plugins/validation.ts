@@ -1,9 +1,9 @@
 /**
  * Request validation with ajv. Bodies are checked strictly (no type coercion, no removal
  * of unknown fields, every error reported); query strings and path parameters arrive
- * as text, so they are coerced.
+ * as text, so they are coerced, integers only from decimal digits.
  */
-import Ajv from 'ajv';
+import Ajv, { ErrorObject, ValidateFunction } from 'ajv';
 import addFormats from 'ajv-formats';
 import type { FastifyInstance } from 'fastify';
 import { fieldInvalid } from '../../lib/errors';
@@ -14,10 +14,34 @@ function makeAjv(coerceTypes: boolean): Ajv {
   return ajv;
 }
 
+/** What a query string or path may spell an integer as: decimal digits, nothing else. */
+const DECIMAL = /^[0-9]+$/;
+
+/** ajv's coercion takes anything Number() does (`0x10`, `1e2`, ` 5`, `5.0`): refuse those first. */
+function decimalIntegersOnly(schema: { properties?: Record<string, { type?: unknown }> }, validate: ValidateFunction): ValidateFunction {
+  const integers = Object.entries(schema.properties ?? {})
+    .filter(([, property]) => property.type === 'integer')
+    .map(([name]) => name);
+  if (integers.length === 0) return validate;
+  const check = ((data: Record<string, unknown> | null) => {
+    const issues: ErrorObject[] = integers
+      .filter((name) => data?.[name] !== undefined && [data[name]].flat().some((value) => typeof value !== 'string' || !DECIMAL.test(value)))
+      .map((name) => ({ instancePath: `/${name}`, schemaPath: '#/decimal', keyword: 'type', params: { type: 'integer' }, message: 'must be an integer written in decimal digits' }));
+    const valid = validate(data);
+    const reported = new Set(issues.map((issue) => issue.instancePath));
+    check.errors = [...issues, ...(validate.errors ?? []).filter((error) => !reported.has(error.instancePath))];
+    return valid && issues.length === 0;
+  }) as ValidateFunction;
+  return check;
+}
+
 export function registerValidation(app: FastifyInstance): void {
   const strict = makeAjv(false);
   const coercing = makeAjv(true);
-  app.setValidatorCompiler(({ schema, httpPart }) => (httpPart === 'body' ? strict : coercing).compile(schema));
+  app.setValidatorCompiler(({ schema, httpPart }) => {
+    if (httpPart === 'body') return strict.compile(schema);
+    return decimalIntegersOnly(schema as Parameters<typeof decimalIntegersOnly>[0], coercing.compile(schema));
+  });
 
   // The API speaks JSON only: Fastify's built-in text/plain parser would let a text body
   // through to validation (422) instead of answering 415.
