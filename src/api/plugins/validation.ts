@@ -17,7 +17,7 @@ function makeAjv(coerceTypes: boolean): Ajv {
 /** What a query string or path may spell an integer as: decimal digits, nothing else. */
 const DECIMAL = /^[0-9]+$/;
 
-/** ajv's coercion takes anything Number() does (`0x10`, `1e2`, ` 5`, `5.0`): refuse those first. */
+/** ajv's coercion takes anything Number() does (`0x10`, `1e2`, ` 5`, `5.0`): refuse those, beside ajv's own findings. */
 function decimalIntegersOnly(schema: { properties?: Record<string, { type?: unknown }> }, validate: ValidateFunction): ValidateFunction {
   const integers = Object.entries(schema.properties ?? {})
     .filter(([, property]) => property.type === 'integer')
