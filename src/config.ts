@@ -45,6 +45,31 @@ export interface Config {
   /** Per-team quotas: how many of a family's resources a team may hold (src/resources/quota.ts says what counts). */
   quotas: Quotas;
   secrets: SecretsConfig;
+  http: HttpConfig;
+  overload: OverloadConfig;
+}
+
+/** Limits on connections, so slow or idle clients cannot hold the listener. */
+export interface HttpConfig {
+  /** How long a whole request, headers and body, may take to arrive (408 past it). */
+  requestTimeoutMs: number;
+  /** How long the request line and headers may take to arrive (408 past it). */
+  headersTimeoutMs: number;
+  /** How long a kept-alive connection may wait for its next request. */
+  keepAliveTimeoutMs: number;
+  /** How long a connection may send and receive nothing at all, including while a request is handled. */
+  idleTimeoutMs: number;
+  /** Connections open at once; further ones are closed as they arrive. */
+  maxConnections: number;
+}
+
+/** Load shedding: /api/v1 answers 503 service_overloaded past any of these (0 turns one off). */
+export interface OverloadConfig {
+  /** Mean event-loop delay over a one-second sample. */
+  maxEventLoopDelayMs: number;
+  /** Heap in use, as a percentage of V8's heap limit. */
+  maxHeapUsedPercent: number;
+  retryAfterSeconds: number;
 }
 
 export interface SecretsConfig {
@@ -206,6 +231,22 @@ function cidr(env: Env, name: string, fallback: string): string {
   return raw;
 }
 
+function httpLimits(env: Env): HttpConfig {
+  const requestTimeoutMs = int(env, 'CLOUDPLANE_HTTP_REQUEST_TIMEOUT_MS', 30_000, 1);
+  const headersTimeoutMs = int(env, 'CLOUDPLANE_HTTP_HEADERS_TIMEOUT_MS', Math.min(10_000, requestTimeoutMs), 1);
+  // Node refuses a headers timeout longer than the request's; say which variable is wrong.
+  if (headersTimeoutMs > requestTimeoutMs) {
+    throw new Error(`CLOUDPLANE_HTTP_HEADERS_TIMEOUT_MS (${headersTimeoutMs}) must not be longer than CLOUDPLANE_HTTP_REQUEST_TIMEOUT_MS (${requestTimeoutMs})`);
+  }
+  return {
+    requestTimeoutMs,
+    headersTimeoutMs,
+    keepAliveTimeoutMs: int(env, 'CLOUDPLANE_HTTP_KEEPALIVE_TIMEOUT_MS', 72_000, 1),
+    idleTimeoutMs: int(env, 'CLOUDPLANE_HTTP_IDLE_TIMEOUT_MS', 120_000, 1),
+    maxConnections: int(env, 'CLOUDPLANE_HTTP_MAX_CONNECTIONS', 1000, 1),
+  };
+}
+
 export const DEFAULT_REGIONS = ['fra1', 'ams3', 'lon1', 'nyc1', 'sfo3', 'sgp1'];
 
 export function loadConfig(env: Env = process.env): Config {
@@ -255,6 +296,12 @@ export function loadConfig(env: Env = process.env): Config {
       previousEncryptionKeys: keys(env, 'CLOUDPLANE_ENCRYPTION_KEY_PREVIOUS'),
       sweepMs: int(env, 'CLOUDPLANE_SECRET_SWEEP_SECONDS', 60, 1) * 1000,
       orphanGraceMs: int(env, 'CLOUDPLANE_ORPHAN_SECRET_GRACE_SECONDS', 600, 1) * 1000,
+    },
+    http: httpLimits(env),
+    overload: {
+      maxEventLoopDelayMs: int(env, 'CLOUDPLANE_OVERLOAD_MAX_EVENT_LOOP_DELAY_MS', 1000, 0),
+      maxHeapUsedPercent: int(env, 'CLOUDPLANE_OVERLOAD_MAX_HEAP_USED_PERCENT', 90, 0, 100),
+      retryAfterSeconds: int(env, 'CLOUDPLANE_OVERLOAD_RETRY_AFTER_SECONDS', 5, 1, 3600),
     },
     kubernetes: storeKind(env) === 'kubernetes'
       ? {

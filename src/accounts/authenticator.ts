@@ -10,6 +10,7 @@ import { apiKeyFamily, ApiKey } from '../resources/accounts';
 import { newApiKeySecret } from '../lib/ids';
 import { nowIso } from '../lib/time';
 import { notFound } from '../lib/errors';
+import { ExpiringSet } from '../lib/expiring-set';
 import type { Principal } from '../api/context';
 
 const KEY_FORMAT = /^cpk_[0-9A-Za-z]{32,}$/;
@@ -25,8 +26,18 @@ interface KeyEntry {
   hash: string;
 }
 
+/**
+ * Hashes the store did not know, so a client repeating an unknown key (or an attacker
+ * guessing) does not scan the store's secrets on every request. Bounded in size; the short
+ * life only matters in cluster mode, where a key made on another replica a moment before
+ * its Secret reached this replica's cache could otherwise be refused for longer.
+ */
+const UNKNOWN_KEYS_CACHED = 10_000;
+const UNKNOWN_KEY_TTL_MS = 5_000;
+
 export class ApiKeyAuthenticator {
   private readonly byHash = new Map<string, KeyEntry>();
+  private readonly unknown = new ExpiringSet(UNKNOWN_KEYS_CACHED, UNKNOWN_KEY_TTL_MS);
 
   constructor(
     private readonly store: Store,
@@ -43,7 +54,7 @@ export class ApiKeyAuthenticator {
   async authenticate(token: string): Promise<Principal | null> {
     if (!KEY_FORMAT.test(token)) return null;
     const hash = hashOf(token);
-    const entry = this.byHash.get(hash) ?? (await this.lookup(hash));
+    const entry = this.byHash.get(hash) ?? (this.unknown.has(hash) ? undefined : await this.lookup(hash));
     if (!entry || !timingSafeEqual(Buffer.from(entry.hash, 'hex'), Buffer.from(hash, 'hex'))) return null;
     const key = await this.store.get<ApiKey['spec'], ApiKey['status']>(apiKeyFamily.kind, entry.team, entry.keyId);
     if (!key || key.status.status !== 'active') return null;
@@ -58,6 +69,7 @@ export class ApiKeyAuthenticator {
     const key = (await this.writer.create(apiKeyFamily, team, spec, actor)) as ApiKey;
     await this.store.putSecret(team, secretNameOf(hash), { hash, key_id: key.meta.id });
     this.byHash.set(hash, { team, keyId: key.meta.id, hash });
+    this.unknown.delete(hash);
     return { key, token };
   }
 
@@ -85,7 +97,10 @@ export class ApiKeyAuthenticator {
 
   private async lookup(hash: string): Promise<KeyEntry | undefined> {
     const [secret] = await this.store.listSecrets(secretNameOf(hash));
-    if (!secret) return undefined;
+    if (!secret) {
+      this.unknown.add(hash);
+      return undefined;
+    }
     const entry = { team: secret.team, keyId: secret.data.key_id, hash: secret.data.hash };
     this.byHash.set(hash, entry);
     return entry;

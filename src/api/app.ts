@@ -1,45 +1,64 @@
 /**
  * The Fastify facade: translates /api/v1 calls into reads and writes of resources.
- * Hooks run in this order: request id, authentication, rate limit, then validation and
- * the route; every failure goes through the one error handler.
+ *
+ * Two contexts (Fastify's encapsulation): the root holds what every answer needs (request
+ * id, metrics, the error handler, validation) and the public routes (/healthz, /readyz,
+ * /metrics, /api/v1/openapi.json); a child context holds every other /api/v1 route and the
+ * not-found handler, behind its onRequest hooks: load shedding, then authentication and the
+ * rate limit. A route is protected by where it is registered, never by a check of its URL.
  */
 import Fastify, { FastifyBaseLogger, FastifyInstance } from 'fastify';
 import swagger from '@fastify/swagger';
 import type { ApiContext } from './context';
-import { registerErrorHandling, sendFrameworkError } from './plugins/errors';
+import { clientErrorHandlerFor, refuseHostless, registerErrorHandler, registerNotFoundHandler, sendFrameworkError } from './plugins/errors';
 import { documentSharedErrors } from './plugins/error-responses';
 import { assignOperationIds, linkOperations, OpenApiDocument } from './plugins/openapi-links';
 import { registerValidation } from './plugins/validation';
 import { registerObservability, requestIdOf } from './plugins/observability';
-import { applyRateLimit, RateLimiter } from './plugins/rate-limit';
-import { ApiError } from '../lib/errors';
+import { requireApiKey } from './plugins/authentication';
+import { shedLoad } from './plugins/load-shedding';
+import { RouteMethods } from './route-methods';
 import { families } from '../resources/registry';
 import { registerFamilyRoutes } from './routes/families';
 import { registerRouteModules } from './routes';
-
-const BEARER = /^Bearer\s+(\S+)\s*$/i;
+import type { HttpConfig } from '../config';
 
 export interface AppOptions {
   isReady?: () => boolean;
 }
 
+/**
+ * Node checks the headers and request timeouts only every connectionsCheckingInterval
+ * (30 s by default): check often enough that they bite within a quarter of the shorter one.
+ */
+const checkingIntervalFor = (http: HttpConfig) => Math.min(1000, Math.max(10, Math.floor(Math.min(http.headersTimeoutMs, http.requestTimeoutMs) / 4)));
+
 export async function buildApp(ctx: ApiContext, options: AppOptions = {}): Promise<FastifyInstance> {
+  const { http } = ctx.config;
   const app: FastifyInstance = Fastify({
     loggerInstance: ctx.logger as FastifyBaseLogger,
     genReqId: (request) => requestIdOf(request.headers['x-request-id']),
     trustProxy: false,
     bodyLimit: 1024 * 1024,
+    requestTimeout: http.requestTimeoutMs,
+    keepAliveTimeout: http.keepAliveTimeoutMs,
+    connectionTimeout: http.idleTimeoutMs,
+    // Node would answer a missing Host itself, outside the envelope: refuseHostless does.
+    http: { headersTimeout: http.headersTimeoutMs, connectionsCheckingInterval: checkingIntervalFor(http), requireHostHeader: false },
+    clientErrorHandler: clientErrorHandlerFor(ctx),
     // Past this, Fastify answers 414 before any hook or schema; Node's 16 KiB header
     // limit bounds the URL anyway, and an id longer than the schema's 64 gets a 422.
     routerOptions: { maxParamLength: 16 * 1024 },
     // A path that is not valid percent-encoding never reaches a route: answer it in the envelope.
     frameworkErrors: (err, request, reply) => sendFrameworkError(ctx, err, request, reply),
   });
+  app.server.maxConnections = http.maxConnections;
 
   registerValidation(app);
-  registerErrorHandling(app, ctx);
-  documentSharedErrors(app);
-  assignOperationIds(app);
+  registerErrorHandler(app, ctx);
+  // Every route's methods, public ones included, so the not-found handler can answer 405.
+  const routes = new RouteMethods();
+  app.addHook('onRoute', (route) => routes.add(route.url, route.method));
   await app.register(swagger, {
     // Links need every route's operationId, so they are added to the whole document.
     transformObject: (document) => {
@@ -61,27 +80,17 @@ export async function buildApp(ctx: ApiContext, options: AppOptions = {}): Promi
   });
 
   registerObservability(app, ctx, options.isReady ?? (() => true));
+  refuseHostless(app);
+  app.get('/api/v1/openapi.json', { schema: { hide: true } }, async () => app.swagger());
 
-  const limiter = new RateLimiter(ctx.config.rateLimitPerMinute);
-  app.addHook('onRequest', async (request, reply) => {
-    const isApi = request.url.startsWith('/api/v1/') || request.url === '/api/v1';
-    if (!isApi) return;
-    if (request.routeOptions.config?.public) {
-      applyRateLimit(limiter, request, reply);
-      return;
-    }
-    const match = BEARER.exec(request.headers.authorization ?? '');
-    const principal = match ? await ctx.authenticator.authenticate(match[1]) : null;
-    if (principal) request.principal = principal;
-    applyRateLimit(limiter, request, reply);
-    if (!principal) {
-      throw new ApiError(401, 'unauthorized', match ? 'The API key is not valid or was revoked.' : 'Send an API key as "Authorization: Bearer <key>".');
-    }
+  await app.register(async function authenticatedApi(api) {
+    await shedLoad(api, ctx.config.overload);
+    requireApiKey(api, ctx);
+    registerNotFoundHandler(api, ctx, routes);
+    documentSharedErrors(api);
+    assignOperationIds(api);
+    for (const family of families) if (family.standardRoutes !== false) registerFamilyRoutes(api, ctx, family);
+    registerRouteModules(api, ctx);
   });
-
-  app.get('/api/v1/openapi.json', { config: { public: true }, schema: { hide: true } }, async () => app.swagger());
-
-  for (const family of families) if (family.standardRoutes !== false) registerFamilyRoutes(app, ctx, family);
-  registerRouteModules(app, ctx);
   return app;
 }

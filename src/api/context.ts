@@ -37,7 +37,5 @@ declare module 'fastify' {
   interface FastifyContextConfig {
     /** The resource family a route serves: drives meta.provider on its answers and errors. */
     family?: string;
-    /** Routes open without an API key. */
-    public?: boolean;
   }
 }

@@ -1,10 +1,12 @@
 /**
  * Lists of every family: filter, sort, and keyset pagination. The cursor holds the sort
- * key and id of the last item of the page, signed, so a walk visits every resource that
- * existed for the whole walk exactly once whatever is created or deleted meanwhile, and
- * a cursor that was tampered with or belongs to another sort answers 422 invalid_cursor.
+ * key and id of the last item of the page and the list it came from, signed, so a walk
+ * visits every resource that existed for the whole walk exactly once whatever is created
+ * or deleted meanwhile, and a cursor that was tampered with, or is used on another list or
+ * with another sort, order or filter, answers 422 invalid_cursor.
  */
-import { createHmac, timingSafeEqual } from 'node:crypto';
+import { createHash, createHmac, timingSafeEqual } from 'node:crypto';
+import type { FastifyRequest } from 'fastify';
 import { Type, TObject } from '@sinclair/typebox';
 import { domainError } from '../lib/errors';
 
@@ -17,6 +19,8 @@ export interface ListQuery {
   status?: string;
   sort: SortField;
   order: SortOrder;
+  /** Digest of the list the request reads (see scopeOf): a cursor is good only there. */
+  scope: string;
 }
 
 export interface Listable {
@@ -41,44 +45,69 @@ export function listQuerySchema(states: readonly string[], extra: TObject['prope
   );
 }
 
-export function normaliseQuery(raw: Record<string, unknown>): ListQuery {
-  return {
-    cursor: raw.cursor as string | undefined,
-    limit: (raw.limit as number | undefined) ?? 50,
-    status: raw.status as string | undefined,
-    sort: (raw.sort as SortField | undefined) ?? 'created_at',
-    order: (raw.order as SortOrder | undefined) ?? 'desc',
-  };
+/** Query parameters that page through a list rather than choose it (sort, order and status are bound normalised). */
+const PAGING_PARAMETERS = new Set(['cursor', 'limit', 'sort', 'order', 'status']);
+
+/** The list a request reads: route, path parameters, team and every filter but the page's own. */
+function scopeOf(request: FastifyRequest, sort: SortField, order: SortOrder, status: string | undefined): string {
+  const filters = Object.entries(request.query as Record<string, unknown>)
+    .filter(([name]) => !PAGING_PARAMETERS.has(name))
+    .sort(([a], [b]) => (a < b ? -1 : 1));
+  const identity = JSON.stringify([request.routeOptions.url, request.params, request.principal?.team ?? null, sort, order, status ?? null, filters]);
+  return createHash('sha256').update(identity).digest('base64url').slice(0, 22);
 }
 
+/**
+ * The paging part of a list request's (validated) query, with the defaults applied and the
+ * scope its cursors are bound to. `defaults.order` overrides `desc` for lists read oldest first.
+ */
+export function listQueryOf(request: FastifyRequest, defaults: { order?: SortOrder } = {}): ListQuery {
+  const raw = request.query as { cursor?: string; limit?: number; status?: string; sort?: SortField; order?: SortOrder };
+  const sort = raw.sort ?? 'created_at';
+  const order = raw.order ?? defaults.order ?? 'desc';
+  return { cursor: raw.cursor, limit: raw.limit ?? 50, status: raw.status, sort, order, scope: scopeOf(request, sort, order, raw.status) };
+}
+
+/** Position after the last item of a page, and the list it belongs to. */
 interface CursorPayload {
-  s: SortField;
-  o: SortOrder;
-  f: string | null;
+  /** scopeOf the list that handed the cursor out. */
+  l: string;
+  /** Sort value and id of the page's last item. */
   v: string;
   i: string;
 }
 
 const sign = (key: Buffer, payload: string) => createHmac('sha256', key).update(payload).digest('base64url').slice(0, 22);
 
+/** `<base64url JSON>.<22 base64url characters of HMAC>`, nothing before, between or after. */
+const CURSOR_FORMAT = /^([A-Za-z0-9_-]+)\.([A-Za-z0-9_-]{22})$/;
+
 export function encodeCursor(key: Buffer, payload: CursorPayload): string {
   const body = Buffer.from(JSON.stringify(payload)).toString('base64url');
   return `${body}.${sign(key, body)}`;
 }
 
+function isCursorPayload(value: unknown): value is CursorPayload {
+  const payload = value as Partial<CursorPayload> | null;
+  return typeof payload === 'object' && payload !== null && typeof payload.l === 'string' && typeof payload.v === 'string' && typeof payload.i === 'string';
+}
+
 export function decodeCursor(key: Buffer, cursor: string, query: ListQuery): CursorPayload {
   const invalid = () => domainError('invalid_cursor', 'The cursor is not one this list handed out for this sort and filter; start again without it.', 'cursor');
-  const [body, signature] = cursor.split('.');
-  if (!body || !signature) throw invalid();
-  const expected = sign(key, body);
-  if (signature.length !== expected.length || !timingSafeEqual(Buffer.from(signature), Buffer.from(expected))) throw invalid();
-  let payload: CursorPayload;
+  const parts = CURSOR_FORMAT.exec(cursor);
+  if (!parts) throw invalid();
+  const [, body, signature] = parts;
+  // Both are ASCII by the format, so equal lengths are equal byte lengths, as timingSafeEqual needs.
+  const given = Buffer.from(signature, 'ascii');
+  const expected = Buffer.from(sign(key, body), 'ascii');
+  if (given.length !== expected.length || !timingSafeEqual(given, expected)) throw invalid();
+  let payload: unknown;
   try {
-    payload = JSON.parse(Buffer.from(body, 'base64url').toString('utf8')) as CursorPayload;
+    payload = JSON.parse(Buffer.from(body, 'base64url').toString('utf8'));
   } catch {
     throw invalid();
   }
-  if (payload.s !== query.sort || payload.o !== query.order || payload.f !== (query.status ?? null)) throw invalid();
+  if (!isCursorPayload(payload) || payload.l !== query.scope) throw invalid();
   return payload;
 }
 
@@ -90,7 +119,7 @@ export function paginate<T extends Listable>(items: T[], query: ListQuery, curso
   const compare = (av: string, ai: string, bv: string, bi: string) => direction * (av < bv ? -1 : av > bv ? 1 : ai < bi ? -1 : ai > bi ? 1 : 0);
   visible.sort((a, b) => compare(keyOf(a), a.id, keyOf(b), b.id));
   let start = 0;
-  if (query.cursor) {
+  if (query.cursor !== undefined) {
     const after = decodeCursor(cursorKey, query.cursor, query);
     // First item strictly after the cursor position: binary search over the sorted list.
     let lo = 0;
@@ -106,7 +135,7 @@ export function paginate<T extends Listable>(items: T[], query: ListQuery, curso
   const last = page[page.length - 1];
   const nextCursor =
     start + query.limit < visible.length && last
-      ? encodeCursor(cursorKey, { s: query.sort, o: query.order, f: query.status ?? null, v: keyOf(last), i: last.id })
+      ? encodeCursor(cursorKey, { l: query.scope, v: keyOf(last), i: last.id })
       : null;
   return { page, nextCursor };
 }

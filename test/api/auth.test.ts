@@ -1,13 +1,14 @@
 /**
  * Authentication across the API, with load balancers as the resource: team isolation,
- * revoked keys, the per-key rate limit, and keeping secrets out of the log.
+ * revoked keys, unknown keys, the per-key rate limit, and keeping secrets out of the log.
  */
+import { randomBytes } from 'node:crypto';
 import { Writable } from 'node:stream';
 import { createTeam, NewTeam } from '../../src/accounts/bootstrap';
 import { loadConfig } from '../../src/config';
 import { createLogger } from '../../src/logger';
 import { startService } from '../../src/service';
-import { ApiResponse, FAST_ENV, request, startTestService, tempDataDir, TestService } from '../helpers/service';
+import { ApiResponse, eventually, FAST_ENV, request, startTestService, tempDataDir, TestService } from '../helpers/service';
 
 const LBS = '/api/v1/load-balancers';
 
@@ -76,6 +77,56 @@ describe('team isolation and key revocation', () => {
     const write = await t.api('POST', LBS, { name: 'after-revoke', region: 'fra1' }, { key: token });
     expect(write.status).toBe(401);
     expect((await t.api('GET', LBS)).status).toBe(200);
+  });
+});
+
+describe('unknown keys', () => {
+  let t: TestService;
+  let secretScans = 0;
+  beforeAll(async () => {
+    // Thousands of requests from one address would meet the limit for unknown keys first.
+    t = await startTestService({ CLOUDPLANE_RATE_LIMIT_PER_MINUTE: '100000' });
+    // Count the real store's scans of its secrets, the work an unknown key costs.
+    const store = t.service.ctx.store;
+    const listSecrets = store.listSecrets.bind(store);
+    store.listSecrets = (prefix: string) => {
+      secretScans++;
+      return listSecrets(prefix);
+    };
+  });
+  afterAll(async () => t.stop());
+
+  const randomKey = () => `cpk_${randomBytes(30).toString('base64url').replace(/[-_]/g, 'x')}`;
+
+  it('looks an unknown key up in the store once, not on every request', async () => {
+    const unknown = randomKey();
+    const before = secretScans;
+    for (let i = 0; i < 50; i++) expect((await t.api('GET', LBS, undefined, { key: unknown })).status).toBe(401);
+    expect(secretScans - before).toBe(1);
+    // Each distinct unknown key is looked up once.
+    const others = Array.from({ length: 5 }, randomKey);
+    for (const key of [...others, ...others]) expect((await t.api('GET', LBS, undefined, { key })).status).toBe(401);
+    expect(secretScans - before).toBe(6);
+  });
+
+  it('takes a key issued on this replica at once, even one refused as unknown a moment before', async () => {
+    const token = randomKey();
+    expect((await t.api('GET', LBS, undefined, { key: token })).status).toBe(401);
+    await t.service.ctx.authenticator.issue(t.teamId, t.service.bootstrap!.userId, 'issued after a refusal', 'test', token);
+    expect((await t.api('GET', LBS, undefined, { key: token })).status).toBe(200);
+    const created = await t.api('POST', '/api/v1/settings/api-keys', { name: 'made through the API' });
+    expect(created.status).toBe(201);
+    expect((await t.api('GET', LBS, undefined, { key: created.body.data.key })).status).toBe(200);
+  });
+
+  it('asks the store again once the refusal has expired', async () => {
+    const unknown = randomKey();
+    const before = secretScans;
+    expect((await t.api('GET', LBS, undefined, { key: unknown })).status).toBe(401);
+    await eventually(async () => {
+      expect((await t.api('GET', LBS, undefined, { key: unknown })).status).toBe(401);
+      return secretScans - before === 2;
+    }, 20_000, 250);
   });
 });
 

@@ -2,8 +2,8 @@
  * The error answers any /api/v1 route can give, documented on every operation: a route
  * module lists the statuses of its own rules (404, 409, ...), and this fills in those
  * the shared hooks and the error handler produce, so the OpenAPI document never leaves
- * a status out that a client can receive. Must be registered before @fastify/swagger
- * and before the routes.
+ * a status out that a client can receive. Registered in the authenticated context before
+ * its routes, so it documents exactly the routes behind the key.
  */
 import type { FastifyInstance, RouteOptions } from 'fastify';
 import { Type } from '@sinclair/typebox';
@@ -22,18 +22,17 @@ export const ErrorEnvelope = Type.Object({
 const BODY_METHODS = new Set(['POST', 'PUT', 'PATCH', 'DELETE', 'OPTIONS']);
 
 /** The statuses the shared machinery can answer on a route, whatever its handler does. */
-export function sharedErrorStatuses(method: string, options: { public?: boolean; hasInput: boolean; hasParams: boolean }): number[] {
-  const statuses = [400, 429, 503]; // bad URL or body, rate limit, store of record unreachable
-  if (!options.public) statuses.push(401);
+export function sharedErrorStatuses(method: string, options: { hasInput: boolean; hasParams: boolean }): number[] {
+  // bad URL or body, no valid key, rate limit, store of record unreachable or overloaded
+  const statuses = [400, 401, 429, 503];
   if (BODY_METHODS.has(method)) statuses.push(413, 415);
   if (options.hasInput || BODY_METHODS.has(method)) statuses.push(422);
   if (options.hasParams) statuses.push(404);
   return statuses;
 }
 
-export function documentSharedErrors(app: FastifyInstance): void {
-  app.addHook('onRoute', (route: RouteOptions) => {
-    if (!route.url.startsWith('/api/v1/')) return;
+export function documentSharedErrors(api: FastifyInstance): void {
+  api.addHook('onRoute', (route: RouteOptions) => {
     const schema = (route.schema ??= {}) as { hide?: boolean; params?: unknown; querystring?: unknown; body?: unknown; response?: Record<string | number, unknown> };
     if (schema.hide) return;
     const response = (schema.response ??= {});
@@ -41,7 +40,7 @@ export function documentSharedErrors(app: FastifyInstance): void {
     const hasParams = route.url.includes(':');
     const hasInput = Boolean(hasParams || schema.querystring);
     for (const method of methods) {
-      for (const status of sharedErrorStatuses(method, { public: route.config?.public === true, hasInput, hasParams })) {
+      for (const status of sharedErrorStatuses(method, { hasInput, hasParams })) {
         response[status] ??= ErrorEnvelope;
       }
     }

@@ -3,12 +3,15 @@
  * schema violations become 422 validation_failed naming every field, store failures
  * become 503, and anything else a 500 with the request id and nothing of the internals.
  */
+import { STATUS_CODES } from 'node:http';
+import type { Socket } from 'node:net';
 import type { FastifyError, FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
 import { ApiError, FieldError, persistenceUnavailable, resourceBusy } from '../../lib/errors';
 import { ConflictError, StoreUnavailableError } from '../../store/types';
 import type { ApiContext } from '../context';
 import { metaFor } from '../envelope';
-import { RouteMethods } from '../route-methods';
+import type { RouteMethods } from '../route-methods';
+import { requestIdOf } from './observability';
 
 interface AjvIssue {
   instancePath: string;
@@ -81,20 +84,97 @@ export function sendFrameworkError(ctx: ApiContext, err: FastifyError, request: 
     .send({ error: { code, message, ...(details ? { details } : {}) }, meta: { persistence: ctx.store.persistence(), provider: 'connected' } });
 }
 
-export function registerErrorHandling(app: FastifyInstance, ctx: ApiContext): void {
-  const errorMeta = (request: FastifyRequest) => {
-    const meta = metaFor(ctx, request);
-    return { ...meta, provider: meta.provider ?? 'connected' };
-  };
+const errorMeta = (ctx: ApiContext, request: FastifyRequest) => {
+  const meta = metaFor(ctx, request);
+  return { ...meta, provider: meta.provider ?? 'connected' };
+};
 
-  const sendError = (request: FastifyRequest, reply: FastifyReply, error: ApiError) => {
-    if (error.headers) reply.headers(error.headers);
-    if (error.status === 401) reply.header('WWW-Authenticate', 'Bearer realm="cloudplane"');
-    const body: Record<string, unknown> = { code: error.code, message: error.message };
-    if (error.details) body.details = error.details;
-    if (error.status >= 500) body.request_id = request.id;
-    return reply.code(error.status).send({ error: body, meta: errorMeta(request) });
+/** Whether the request announced a body that has not all arrived yet. */
+function bodyStillComing(request: FastifyRequest): boolean {
+  const announced = request.headers['transfer-encoding'] !== undefined || Number(request.headers['content-length'] ?? 0) > 0;
+  return announced && !request.raw.complete;
+}
+
+/** How long a refused upload's connection stays half-closed, for the client to read the answer. */
+const HANG_UP_GRACE_MS = 2000;
+
+/**
+ * Answers a request whose body is still arriving, then closes without reading the body.
+ * Left alone, Node reads and discards the whole body to keep the connection (all 100 MB of
+ * an unauthenticated upload); told `Connection: close`, it still drains while it resets the
+ * connection the moment the answer is written, and a reset can wipe the answer from the
+ * client before the client reads it (11 of 20 raw uploads never saw their 401 so). Here the
+ * body is paused (Node stops taking it off the wire once 16 KiB wait), the answer goes out
+ * followed by a FIN, and the connection is dropped after a grace or when the client closes.
+ */
+function hangUpWithoutReading(request: FastifyRequest, reply: FastifyReply): void {
+  reply.header('Connection', 'close');
+  const socket = request.raw.socket;
+  // Node calls this on the socket once a `Connection: close` answer is finished.
+  socket.destroySoon = () => {
+    request.raw.pause();
+    socket.end();
+    const drop = setTimeout(() => socket.destroy(), HANG_UP_GRACE_MS);
+    socket.once('close', () => clearTimeout(drop));
   };
+}
+
+/** Answers an ApiError in the envelope: the one place an error becomes an HTTP answer. */
+export function sendApiError(ctx: ApiContext, request: FastifyRequest, reply: FastifyReply, error: ApiError) {
+  if (error.headers) reply.headers(error.headers);
+  if (error.status === 401) reply.header('WWW-Authenticate', 'Bearer realm="cloudplane"');
+  // Refused before its body has arrived (no key, too large, overloaded).
+  if (bodyStillComing(request)) hangUpWithoutReading(request, reply);
+  const body: Record<string, unknown> = { code: error.code, message: error.message };
+  if (error.details) body.details = error.details;
+  if (error.status >= 500) body.request_id = request.id;
+  return reply.code(error.status).send({ error: body, meta: errorMeta(ctx, request) });
+}
+
+/** What Node's HTTP parser and connection checks raise, before or beside any request. */
+function clientErrorOf(err: NodeJS.ErrnoException): [number, string, string] {
+  if (err.code === 'ERR_HTTP_REQUEST_TIMEOUT') return [408, 'request_timeout', 'The request did not arrive in time; send it again at once.'];
+  if (err.code === 'HPE_HEADER_OVERFLOW') return [431, 'headers_too_large', 'The request headers are larger than the service accepts.'];
+  return [400, 'bad_request', 'The request is not valid HTTP.'];
+}
+
+/**
+ * Fastify's clientErrorHandler: errors of the connection, where Fastify has no request to
+ * answer (a malformed request line, headers over the size limit, a request that took too
+ * long to arrive). Written raw in the envelope with a fresh X-Request-Id, then the
+ * connection is closed, as Node itself would.
+ */
+export function clientErrorHandlerFor(ctx: ApiContext): (err: NodeJS.ErrnoException, socket: Socket) => void {
+  return (err, socket) => {
+    if (err.code === 'ECONNRESET' || socket.destroyed) return;
+    // Node's own rule: answer only if no response has begun on this connection, so the
+    // client never gets a second status line in the middle of the first answer.
+    const inFlight = (socket as Socket & { _httpMessage?: { headersSent?: boolean } })._httpMessage;
+    if (socket.writable && !inFlight?.headersSent) {
+      const [status, code, message] = clientErrorOf(err);
+      const requestId = requestIdOf(undefined);
+      const body = JSON.stringify({ error: { code, message }, meta: { persistence: ctx.store.persistence(), provider: 'connected' } });
+      ctx.logger.debug({ reqId: requestId, code: err.code, status }, 'refused a request at the connection level');
+      socket.write(
+        `HTTP/1.1 ${status} ${STATUS_CODES[status]}\r\nContent-Type: application/json; charset=utf-8\r\n` +
+          `Content-Length: ${Buffer.byteLength(body)}\r\nX-Request-Id: ${requestId}\r\nConnection: close\r\n\r\n${body}`,
+      );
+    }
+    socket.destroySoon();
+  };
+}
+
+/** HTTP/1.1 requires a Host header (RFC 9112 3.2): the 400 Node would send, in the envelope. */
+export function refuseHostless(app: FastifyInstance): void {
+  app.addHook('onRequest', async (request) => {
+    if (request.raw.httpVersion === '1.1' && request.headers.host === undefined) {
+      throw new ApiError(400, 'bad_request', 'An HTTP/1.1 request must carry a Host header.');
+    }
+  });
+}
+
+export function registerErrorHandler(app: FastifyInstance, ctx: ApiContext): void {
+  const sendError = (request: FastifyRequest, reply: FastifyReply, error: ApiError) => sendApiError(ctx, request, reply, error);
 
   app.setErrorHandler((err: FastifyError & { validation?: AjvIssue[]; validationContext?: string }, request, reply) => {
     if (err instanceof ApiError) return sendError(request, reply, err);
@@ -121,14 +201,30 @@ export function registerErrorHandling(app: FastifyInstance, ctx: ApiContext): vo
     request.log.error({ err }, 'unexpected error');
     return sendError(request, reply, new ApiError(500, 'internal_error', 'Something went wrong on our side. Quote the request id when reporting it.'));
   });
+}
 
-  const routes = new RouteMethods();
-  app.addHook('onRoute', (route) => routes.add(route.url, route.method));
-  app.setNotFoundHandler((request, reply) => {
-    const path = request.url.split('?')[0];
+/** The path as the router saw it (percent-decoded), for naming it and finding its methods. */
+function decodedPath(url: string): string {
+  const path = url.split('?')[0];
+  try {
+    return decodeURIComponent(path);
+  } catch {
+    return path;
+  }
+}
+
+/**
+ * What a request no route took answers: 405 with `Allow` when the path exists under other
+ * methods (`routes` knows every route of the app), else 404. Set in the authenticated
+ * context, so its hooks run first: without a valid key any unknown path is 401, and which
+ * paths exist is not told to a caller without one.
+ */
+export function registerNotFoundHandler(api: FastifyInstance, ctx: ApiContext, routes: RouteMethods): void {
+  api.setNotFoundHandler((request, reply) => {
+    const path = decodedPath(request.url);
     const allowed = routes.allowed(path);
-    if (allowed.length === 0) return sendError(request, reply, new ApiError(404, 'route_not_found', `No endpoint ${request.method} ${path}.`));
+    if (allowed.length === 0) return sendApiError(ctx, request, reply, new ApiError(404, 'route_not_found', `No endpoint ${request.method} ${path}.`));
     reply.header('allow', allowed.join(', '));
-    return sendError(request, reply, new ApiError(405, 'method_not_allowed', `${path} answers ${allowed.join(', ')}, not ${request.method}.`));
+    return sendApiError(ctx, request, reply, new ApiError(405, 'method_not_allowed', `${path} answers ${allowed.join(', ')}, not ${request.method}.`));
   });
 }

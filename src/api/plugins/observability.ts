@@ -23,15 +23,15 @@ export function registerObservability(app: FastifyInstance, ctx: ApiContext, isR
     httpDuration.observe(labels, reply.elapsedTime / 1000);
   });
 
-  app.get('/healthz', { config: { public: true }, schema: { hide: true } }, async () => ({ status: 'ok' }));
+  app.get('/healthz', { schema: { hide: true } }, async () => ({ status: 'ok' }));
 
-  app.get('/readyz', { config: { public: true }, schema: { hide: true } }, async (_request, reply) => {
+  app.get('/readyz', { schema: { hide: true } }, async (_request, reply) => {
     const persistence = ctx.store.persistence();
     const ready = isReady() && persistence !== 'unavailable';
     return reply.code(ready ? 200 : 503).send({ status: ready ? 'ready' : 'not_ready', persistence });
   });
 
-  app.get('/metrics', { config: { public: true }, schema: { hide: true } }, async (_request, reply) => {
+  app.get('/metrics', { schema: { hide: true } }, async (_request, reply) => {
     return reply.header('Content-Type', registry.contentType).send(await registry.metrics());
   });
 }

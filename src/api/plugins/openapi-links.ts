@@ -49,10 +49,9 @@ export function operationIdOf(method: string, url: string): string {
   return method.toLowerCase() + words.join('');
 }
 
-/** Gives every documented /api/v1 route its operationId; register before the routes. */
-export function assignOperationIds(app: FastifyInstance): void {
-  app.addHook('onRoute', (route: RouteOptions) => {
-    if (!route.url.startsWith('/api/v1/')) return;
+/** Gives every documented route of a context its operationId; register before its routes. */
+export function assignOperationIds(api: FastifyInstance): void {
+  api.addHook('onRoute', (route: RouteOptions) => {
     const methods = Array.isArray(route.method) ? route.method : [route.method];
     if (methods.length !== 1 || methods[0] === 'HEAD') return; // one id per operation; HEAD is not documented
     const schema = (route.schema ??= {}) as { hide?: boolean; operationId?: string };

@@ -1,9 +1,9 @@
 /**
  * Request validation with ajv. Bodies are checked strictly (no type coercion, no removal
  * of unknown fields, every error reported); query strings and path parameters arrive
- * as text, so they are coerced.
+ * as text, so they are coerced, integers only from decimal digits.
  */
-import Ajv from 'ajv';
+import Ajv, { ErrorObject, ValidateFunction } from 'ajv';
 import addFormats from 'ajv-formats';
 import type { FastifyInstance } from 'fastify';
 import { fieldInvalid } from '../../lib/errors';
@@ -14,10 +14,34 @@ function makeAjv(coerceTypes: boolean): Ajv {
   return ajv;
 }
 
+/** What a query string or path may spell an integer as: decimal digits, nothing else. */
+const DECIMAL = /^[0-9]+$/;
+
+/** ajv's coercion takes anything Number() does (`0x10`, `1e2`, ` 5`, `5.0`): refuse those, beside ajv's own findings. */
+function decimalIntegersOnly(schema: { properties?: Record<string, { type?: unknown }> }, validate: ValidateFunction): ValidateFunction {
+  const integers = Object.entries(schema.properties ?? {})
+    .filter(([, property]) => property.type === 'integer')
+    .map(([name]) => name);
+  if (integers.length === 0) return validate;
+  const check = ((data: Record<string, unknown> | null) => {
+    const issues: ErrorObject[] = integers
+      .filter((name) => data?.[name] !== undefined && [data[name]].flat().some((value) => typeof value !== 'string' || !DECIMAL.test(value)))
+      .map((name) => ({ instancePath: `/${name}`, schemaPath: '#/decimal', keyword: 'type', params: { type: 'integer' }, message: 'must be an integer written in decimal digits' }));
+    const valid = validate(data);
+    const reported = new Set(issues.map((issue) => issue.instancePath));
+    check.errors = [...issues, ...(validate.errors ?? []).filter((error) => !reported.has(error.instancePath))];
+    return valid && issues.length === 0;
+  }) as ValidateFunction;
+  return check;
+}
+
 export function registerValidation(app: FastifyInstance): void {
   const strict = makeAjv(false);
   const coercing = makeAjv(true);
-  app.setValidatorCompiler(({ schema, httpPart }) => (httpPart === 'body' ? strict : coercing).compile(schema));
+  app.setValidatorCompiler(({ schema, httpPart }) => {
+    if (httpPart === 'body') return strict.compile(schema);
+    return decimalIntegersOnly(schema as Parameters<typeof decimalIntegersOnly>[0], coercing.compile(schema));
+  });
 
   // The API speaks JSON only: Fastify's built-in text/plain parser would let a text body
   // through to validation (422) instead of answering 415.
@@ -28,7 +52,7 @@ export function registerValidation(app: FastifyInstance): void {
     if (body === '') return done(null, undefined);
     defaultJson(request, body as string, (err, parsed) => {
       if (err) return done(err, undefined);
-      const field = illFormedField(parsed, '');
+      const field = illFormedField(parsed);
       if (field !== null) return done(fieldInvalid(field || 'body', 'is not valid Unicode (a lone surrogate)'), undefined);
       done(null, parsed);
     });
@@ -42,21 +66,38 @@ export function registerValidation(app: FastifyInstance): void {
  */
 const LONE_SURROGATE = /[\uD800-\uDBFF](?![\uDC00-\uDFFF])|(?<![\uD800-\uDBFF])[\uDC00-\uDFFF]/;
 
-function illFormedField(value: unknown, path: string): string | null {
-  if (typeof value === 'string') return LONE_SURROGATE.test(value) ? path : null;
-  if (Array.isArray(value)) {
-    for (const [i, item] of value.entries()) {
-      const found = illFormedField(item, `${path}[${i}]`);
-      if (found !== null) return found;
+/** A value still to look at, and how it was reached (kept as links, so depth costs no copies). */
+interface Pending {
+  value: unknown;
+  parent: Pending | null;
+  /** `.key` or `[i]`; empty for the body itself. */
+  step: string;
+}
+
+/** Field names name at most this many levels: a path into a 10,000-deep body stays readable. */
+const MAX_FIELD_DEPTH = 16;
+
+function fieldOf(item: Pending): string {
+  const steps: string[] = [];
+  for (let at: Pending | null = item; at; at = at.parent) steps.push(at.step);
+  return steps.reverse().slice(0, MAX_FIELD_DEPTH + 1).join('').replace(/^\./, '');
+}
+
+/** Walks the parsed body with a stack of its own, not recursion: any depth JSON.parse takes is fine. */
+function illFormedField(body: unknown): string | null {
+  const stack: Pending[] = [{ value: body, parent: null, step: '' }];
+  while (stack.length > 0) {
+    const item = stack.pop()!;
+    const { value } = item;
+    if (typeof value === 'string') {
+      if (LONE_SURROGATE.test(value)) return fieldOf(item);
+    } else if (Array.isArray(value)) {
+      for (let i = value.length - 1; i >= 0; i--) stack.push({ value: value[i], parent: item, step: `[${i}]` });
+    } else if (value !== null && typeof value === 'object') {
+      const entries = Object.entries(value);
+      if (entries.some(([key]) => LONE_SURROGATE.test(key))) return fieldOf(item);
+      for (let i = entries.length - 1; i >= 0; i--) stack.push({ value: entries[i][1], parent: item, step: `.${entries[i][0]}` });
     }
-    return null;
-  }
-  if (value === null || typeof value !== 'object') return null;
-  for (const [key, item] of Object.entries(value)) {
-    const field = path ? `${path}.${key}` : key;
-    if (LONE_SURROGATE.test(key)) return path || 'body';
-    const found = illFormedField(item, field);
-    if (found !== null) return found;
   }
   return null;
 }

@@ -6,7 +6,7 @@ import type { FastifyInstance, FastifyRequest } from 'fastify';
 import { Type } from '@sinclair/typebox';
 import type { ApiContext } from '../context';
 import { send } from '../envelope';
-import { listQuerySchema, normaliseQuery, paginate } from '../list';
+import { listQueryOf, listQuerySchema, paginate } from '../list';
 import { envelopeOf, ErrorEnvelope, findResource, listVisible, principalOf } from './families';
 import { messageFamily, MESSAGE_ROLES, Message, MessageRole, Thread, threadFamily } from '../../resources/agent';
 import { notFound } from '../../lib/errors';
@@ -52,7 +52,7 @@ export function registerAgentRoutes(app: FastifyInstance, ctx: ApiContext): void
       response: { 200: envelopeOf(Type.Array(ThreadRecord)), ...errors },
     },
     handler: async (request, reply) => {
-      const query = normaliseQuery(request.query as Record<string, unknown>);
+      const query = listQueryOf(request);
       const threads = await listVisible<Thread>(ctx, threadFamily.kind, principalOf(request).team);
       const rows = threads.map((t) => ({ id: t.meta.id, name: t.spec.title, created_at: t.meta.createdAt, status: t.status.status, t }));
       const { page, nextCursor } = paginate(rows, query, ctx.cursorKey);
@@ -104,9 +104,9 @@ export function registerAgentRoutes(app: FastifyInstance, ctx: ApiContext): void
       const { id } = request.params as { id: string };
       const { team } = principalOf(request);
       await findResource(ctx, threadFamily, team, id);
-      const raw = request.query as Record<string, unknown>;
-      // The role filter rides on the list's status filter, so a cursor is bound to it.
-      const query = { ...normaliseQuery({ ...raw, status: raw.role }), order: (raw.order as 'asc' | 'desc' | undefined) ?? 'asc' };
+      // The role filter rides on the list's status filter; the cursor is bound to it like to any filter.
+      const { role } = request.query as { role?: MessageRole };
+      const query = { ...listQueryOf(request, { order: 'asc' }), status: role };
       const rows = (await messagesOf(ctx, team, id)).map((m) => ({ id: m.meta.id, name: m.spec.role, created_at: m.meta.createdAt, status: m.spec.role, m }));
       const { page, nextCursor } = paginate(rows, query, ctx.cursorKey, []);
       return send(ctx, request, reply, 200, page.map((row) => messageFamily.toRecord(row.m)), { next_cursor: nextCursor });

@@ -3,7 +3,7 @@ import type { FastifyInstance } from 'fastify';
 import { Type } from '@sinclair/typebox';
 import type { ApiContext } from '../context';
 import { send } from '../envelope';
-import { paginate } from '../list';
+import { listQueryOf, paginate } from '../list';
 import { envelopeOf, ErrorEnvelope, principalOf } from './families';
 import { fieldInvalid } from '../../lib/errors';
 
@@ -59,12 +59,7 @@ export function registerAuditLogRoutes(app: FastifyInstance, ctx: ApiContext): v
         q: query.q as string | undefined,
       });
       const rows = events.map((event) => ({ id: event.id, name: event.type, created_at: event.created_at, status: '', event }));
-      const { page, nextCursor } = paginate(
-        rows,
-        { cursor: query.cursor as string | undefined, limit: (query.limit as number | undefined) ?? 50, sort: 'created_at', order: (query.order as 'asc' | 'desc' | undefined) ?? 'desc' },
-        ctx.cursorKey,
-        [],
-      );
+      const { page, nextCursor } = paginate(rows, listQueryOf(request), ctx.cursorKey, []);
       return send(ctx, request, reply, 200, page.map((row) => row.event), { next_cursor: nextCursor });
     },
   });

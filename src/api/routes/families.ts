@@ -8,7 +8,7 @@ import { Type, TSchema } from '@sinclair/typebox';
 import type { AnyFamily, Resource } from '../../resources/family';
 import type { ApiContext } from '../context';
 import { send } from '../envelope';
-import { listQuerySchema, normaliseQuery, paginate } from '../list';
+import { listQueryOf, listQuerySchema, paginate } from '../list';
 import { invalidState, notFound, resourceBusy } from '../../lib/errors';
 import { nowIso } from '../../lib/time';
 import { newId } from '../../lib/ids';
@@ -108,7 +108,7 @@ export function registerFamilyRoutes(app: FastifyInstance, ctx: ApiContext, fami
     config,
     schema: { tags, summary: `List ${family.title}s`, querystring: listQuerySchema(family.states), response: { 200: envelopeOf(Type.Array(RecordSchema)), ...errorResponses } },
     handler: async (request, reply) => {
-      const query = normaliseQuery(request.query as Record<string, unknown>);
+      const query = listQueryOf(request);
       const resources = await listVisible(ctx, family.kind, principalOf(request).team);
       const rows = resources.map((r) => ({ id: r.meta.id, name: family.nameOf(r.spec), created_at: r.meta.createdAt, status: r.status.status, r }));
       const { page, nextCursor } = paginate(rows, query, ctx.cursorKey);

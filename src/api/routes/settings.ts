@@ -7,7 +7,7 @@ import type { FastifyInstance } from 'fastify';
 import { Type } from '@sinclair/typebox';
 import type { ApiContext } from '../context';
 import { send } from '../envelope';
-import { listQuerySchema, normaliseQuery, paginate } from '../list';
+import { listQueryOf, listQuerySchema, paginate } from '../list';
 import { envelopeOf, ErrorEnvelope, listVisible, principalOf } from './families';
 import { apiKeyFamily, teamFamily, userFamily, ApiKey } from '../../resources/accounts';
 import type { AnyFamily, Resource } from '../../resources/family';
@@ -83,7 +83,7 @@ export function registerSettingsRoutes(app: FastifyInstance, ctx: ApiContext): v
       response: { 200: envelopeOf(Type.Array(apiKeyFamily.schemas.record)), ...errors },
     },
     handler: async (request, reply) => {
-      const query = normaliseQuery(request.query as Record<string, unknown>);
+      const query = listQueryOf(request);
       const all = await listVisible<ApiKey>(ctx, apiKeyFamily.kind, principalOf(request).team);
       const rows = all.map((k) => ({ id: k.meta.id, name: k.spec.name, created_at: k.meta.createdAt, status: k.status.status, k }));
       const { page, nextCursor } = paginate(rows, query, ctx.cursorKey, ['revoked']);

@@ -8,7 +8,7 @@ import type { FastifyInstance } from 'fastify';
 import { Type } from '@sinclair/typebox';
 import type { ApiContext } from '../context';
 import { send } from '../envelope';
-import { listQuerySchema, normaliseQuery, paginate } from '../list';
+import { listQueryOf, listQuerySchema, paginate } from '../list';
 import { assertChangeable, envelopeOf, ErrorEnvelope, findResource, isVisible, listVisible, principalOf } from './families';
 import { Delivery, deliveryFamily, Webhook, webhookFamily, WebhookSpec } from '../../resources/webhook';
 import { configHash } from '../../resources/transitions';
@@ -80,7 +80,7 @@ export function registerWebhookRoutes(app: FastifyInstance, ctx: ApiContext): vo
   app.get(base, {
     schema: { tags, summary: 'List webhook subscriptions', querystring: listQuerySchema(webhookFamily.states), response: { 200: envelopeOf(Type.Array(Record_)), ...errors } },
     handler: async (request, reply) => {
-      const query = normaliseQuery(request.query as Record<string, unknown>);
+      const query = listQueryOf(request);
       const all = await listVisible<Webhook>(ctx, webhookFamily.kind, principalOf(request).team);
       const rows = all.map((w) => ({ id: w.meta.id, name: w.spec.url, created_at: w.meta.createdAt, status: w.status.status, w }));
       const { page, nextCursor } = paginate(rows, query, ctx.cursorKey);
@@ -189,7 +189,7 @@ export function registerWebhookRoutes(app: FastifyInstance, ctx: ApiContext): vo
       const { id } = request.params as { id: string };
       const { team } = principalOf(request);
       await findResource(ctx, webhookFamily, team, id);
-      const query = normaliseQuery(request.query as Record<string, unknown>);
+      const query = listQueryOf(request);
       const all = (await listVisible<Delivery>(ctx, deliveryFamily.kind, team)).filter((d) => d.spec.webhook_id === id);
       const rows = all.map((d) => ({ id: d.meta.id, name: d.spec.event_type, created_at: d.meta.createdAt, status: d.status.status, d }));
       const { page, nextCursor } = paginate(rows, query, ctx.cursorKey, []);
