@@ -75,15 +75,20 @@ export class OutboxRelay {
 
   private async relay(key: string): Promise<void> {
     const [kind, team, id] = key.split('/');
+    // Published in this pass: a removal that lost a race to another writer (a resource
+    // updated many times a second) is retried without publishing the same events again,
+    // which made each retry cost the whole outbox and counted every event many times.
+    const published = new Set<string>();
     for (let conflicts = 0; ; ) {
       const object = (await this.store.get(kind, team, id)) as WithOutbox | undefined;
       const pending = object?.status.pending_events ?? [];
       if (!object || pending.length === 0) return;
       for (const event of pending) {
+        if (published.has(event.id)) continue;
         await this.bus.publish(event);
+        published.add(event.id);
         eventsPublished.inc({ type: event.type });
       }
-      const published = new Set(pending.map((e) => e.id));
       try {
         // Only the published events leave the outbox; any added meanwhile stay for the next pass.
         const latest = (await this.store.get(kind, team, id)) as WithOutbox | undefined;

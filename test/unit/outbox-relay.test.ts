@@ -20,11 +20,14 @@ const TEAM = 'team_relay00000000000000';
 /** The real bus, with a gate that holds the publish of chosen events until released. */
 class GatedBus extends EmbeddedEventBus {
   readonly held = new Map<string, () => void>();
+  /** How often each event was handed to publish. */
+  readonly calls = new Map<string, number>();
   private readonly gates = new Map<string, Promise<void>>();
   hold(eventId: string): void {
     this.gates.set(eventId, new Promise<void>((resolve) => this.held.set(eventId, resolve)));
   }
   override async publish(event: CloudEvent): Promise<void> {
+    this.calls.set(event.id, (this.calls.get(event.id) ?? 0) + 1);
     await this.gates.get(event.id);
     return super.publish(event);
   }
@@ -33,9 +36,12 @@ class GatedBus extends EmbeddedEventBus {
 /** The real store, made to lose every status write to another writer while `losing` is set. */
 class LosingStore extends EmbeddedStore {
   losing = false;
+  /** Status writes still to lose, then win. */
+  loseNext = 0;
   lost = 0;
   override async updateStatus<S, St>(object: StoredObject<S, St>): Promise<StoredObject<S, St>> {
-    if (this.losing) {
+    if (this.losing || this.loseNext > 0) {
+      this.loseNext = Math.max(0, this.loseNext - 1);
       this.lost++;
       throw new ConflictError(object.meta.kind, object.meta.id);
     }
@@ -121,5 +127,18 @@ describe('OutboxRelay', () => {
     store.losing = false;
     await until(async () => (await outboxOf('bkt_busy')).length === 0);
     expect(await published()).toEqual([created.id]);
+  });
+
+  it('publishes each event once while it retries a removal that lost to another writer', async () => {
+    const pending = [event('bkt_hot', 'bucket.created'), event('bkt_hot', 'bucket.available'), event('bkt_hot', 'bucket.deleted')];
+    await store.create({ meta: { kind: KIND, id: 'bkt_hot', team: TEAM }, spec: {}, status: { pending_events: pending } });
+    // Fewer losses than a pass allows: the same pass retries the removal.
+    store.loseNext = 5;
+    await relay.start();
+    await until(async () => (await outboxOf('bkt_hot')).length === 0);
+    expect(store.lost).toBe(5);
+    expect(await published()).toEqual(pending.map((e) => e.id));
+    // Each retry used to publish the whole outbox again (and count it again in the metric).
+    expect(pending.map((e) => bus.calls.get(e.id))).toEqual([1, 1, 1]);
   });
 });
