@@ -23,6 +23,16 @@ import { webhookRecordsRemoved, webhookRetentionFailures } from '../metrics';
 const MIN_INTERVAL_MS = 1_000;
 const MAX_INTERVAL_MS = 10 * 60_000;
 const FINISHED = ['succeeded', 'failed'];
+/**
+ * Removals made at once. One after the other, each waited for its own disk flush (or API
+ * round trip) behind everything else the service was doing: under steady load the sweep
+ * removed fewer records than the load made, and the store grew without end.
+ */
+const REMOVALS_AT_ONCE = 64;
+
+async function inBatches<T>(items: T[], work: (item: T) => Promise<void>): Promise<void> {
+  for (let i = 0; i < items.length; i += REMOVALS_AT_ONCE) await Promise.all(items.slice(i, i + REMOVALS_AT_ONCE).map(work));
+}
 
 export interface RetentionDeps {
   store: Store;
@@ -71,20 +81,28 @@ export class WebhookRetention {
     try {
       const deliveries = (await store.list(deliveryFamily.kind)) as unknown as Delivery[];
       const left = new Set<string>();
+      const expiredDeliveries: Delivery[] = [];
       for (const delivery of deliveries) {
         const expired = FINISHED.includes(delivery.status?.status) && Date.parse(delivery.meta.updatedAt) <= cutoff;
-        if (expired && (await this.remove(delivery, result))) result.deliveries++;
+        if (expired) expiredDeliveries.push(delivery);
         else left.add(`${delivery.meta.team}/${delivery.spec.webhook_id}`);
       }
+      await inBatches(expiredDeliveries, async (delivery) => {
+        if (await this.remove(delivery, result)) result.deliveries++;
+        else left.add(`${delivery.meta.team}/${delivery.spec.webhook_id}`);
+      });
       const webhooks = (await store.list(webhookFamily.kind)) as unknown as Webhook[];
-      for (const webhook of webhooks) {
-        const { status } = webhook;
-        const gone = status?.status === 'deleted' && status.deleted_at !== null && Date.parse(status.deleted_at) <= cutoff;
-        if (!gone || left.has(`${webhook.meta.team}/${webhook.meta.id}`)) continue;
+      const gone = webhooks.filter(({ meta, status }) => {
+        const deletedLongAgo = status?.status === 'deleted' && status.deleted_at !== null && Date.parse(status.deleted_at) <= cutoff;
+        // Its events reach the bus before the record goes (the outbox relay removes them).
+        const relayed = (status?.pending_events?.length ?? 0) === 0;
+        return deletedLongAgo && relayed && !left.has(`${meta.team}/${meta.id}`);
+      });
+      await inBatches(gone, async (webhook) => {
         if (await this.remove(webhook, result)) result.webhooks++;
         // Gone with its deletion already; a crash between the two could have left it.
         await deleteSecret(store, webhook.meta.team, webhook.meta.id).catch(() => result.failures++);
-      }
+      });
     } catch (err) {
       result.failures++;
       logger.warn({ err: (err as Error).message }, 'webhook retention pass failed; the next pass tries again');

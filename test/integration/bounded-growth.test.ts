@@ -1,0 +1,178 @@
+/**
+ * Bounded growth, end to end: over 100,000 events go through the real service, every one
+ * caused by an API call, with retentions of a few seconds:
+ * - webhook subscriptions created and deleted (webhook.created, webhook.deleted; a
+ *   deleted subscription is removed once the delivery retention has passed), one in ten
+ *   of whose deletions is delivered by a tap subscription to a real receiver;
+ * - beside them, buckets created and deleted (created, available or not, deleted,
+ *   destroyed, then removed), so provider-backed records come and go too.
+ * The data directory's size, the store's record count and the event log level off
+ * instead of growing with the traffic, and nothing younger than the retentions is lost:
+ * the audit log still finds the recent subscriptions' events, and the delivery history
+ * still lists the recent deliveries.
+ */
+import fs from 'node:fs';
+import path from 'node:path';
+import { startTestService, TestService, eventually, request } from '../helpers/service';
+import { startReceiver, Receiver } from '../helpers/receiver';
+import { families } from '../../src/resources/registry';
+import { deliveryFamily } from '../../src/resources/webhook';
+
+jest.setTimeout(30 * 60_000);
+
+const RETENTION_S = 10;
+const SUBSCRIPTION_CYCLES = 50_000; // two events each: 100,000
+const CONCURRENCY = 8;
+const SAMPLE_EVERY_CYCLES = 5_000;
+
+const days = (seconds: number) => String(seconds / 86_400);
+
+function directorySize(dir: string): number {
+  let total = 0;
+  for (const entry of fs.readdirSync(dir, { withFileTypes: true })) {
+    const full = path.join(dir, entry.name);
+    total += entry.isDirectory() ? directorySize(full) : fs.statSync(full).size;
+  }
+  return total;
+}
+
+interface Sample {
+  cycles: number;
+  bytes: number;
+  records: number;
+  eventLog: number;
+}
+
+let t: TestService;
+let receiver: Receiver;
+
+beforeAll(async () => {
+  receiver = await startReceiver();
+  t = await startTestService({
+    CLOUDPLANE_SIM_DELAY_MS: '0',
+    CLOUDPLANE_EVENT_RETENTION_DAYS: days(RETENTION_S),
+    CLOUDPLANE_WEBHOOK_DELIVERY_RETENTION_DAYS: days(RETENTION_S),
+    CLOUDPLANE_DELETED_RETENTION_SECONDS: '0',
+    // Compacted at 4 MiB instead of 64 MiB, so the store's log is seen to level off too.
+    CLOUDPLANE_STORE_COMPACT_BYTES: String(4 * 1024 * 1024),
+    CLOUDPLANE_RATE_LIMIT_PER_MINUTE: '100000000',
+    CLOUDPLANE_WEBHOOK_ALLOW_HTTP: 'true',
+    CLOUDPLANE_WEBHOOK_ALLOW_PRIVATE_TARGETS: 'true',
+  });
+});
+
+afterAll(async () => {
+  await t?.stop();
+  await receiver?.close();
+});
+
+/** Every object the store holds, of every kind the service keeps (deliveries included). */
+async function storeRecords(): Promise<number> {
+  const kinds = [...families.map((f) => f.kind), deliveryFamily.kind];
+  let total = 0;
+  for (const kind of new Set(kinds)) total += (await t.service.ctx.store.list(kind)).length;
+  return total;
+}
+
+async function metricLines(prefix: string): Promise<number[]> {
+  const text = (await request(t.url, 'GET', '/metrics')).body as string;
+  return text
+    .split('\n')
+    .filter((l) => l.startsWith(prefix))
+    .map((l) => Number(l.split(' ').pop()));
+}
+
+async function eventLogEvents(): Promise<number> {
+  const [events] = await metricLines('cloudplane_event_log_events ');
+  if (events === undefined) throw new Error('cloudplane_event_log_events is missing from /metrics');
+  return events;
+}
+
+/** Events put on the bus, of every type. */
+async function eventsPublished(): Promise<number> {
+  return (await metricLines('cloudplane_events_published_total{')).reduce((a, b) => a + b, 0);
+}
+
+it('levels off under 100,000 events with short retentions and loses nothing unexpired', async () => {
+  const tapUrl = `${receiver.url}/tap`;
+  const tap = await t.api('POST', '/api/v1/webhooks', { url: receiver.url, events: ['webhook.deleted'], filter: { 'webhook.url': tapUrl }, rate_limit_per_minute: 10_000 });
+  expect(tap.status).toBe(201);
+
+  const samples: Sample[] = [];
+  const deletedAt = new Map<string, number>();
+  let next = 0;
+  let done = 0;
+  let loadOver = false;
+  const subscriptionCycles = async () => {
+    while (next < SUBSCRIPTION_CYCLES) {
+      const n = next++;
+      const url = n % 10 === 0 ? tapUrl : `${receiver.url}/other`;
+      const created = await t.api('POST', '/api/v1/webhooks', { url, events: ['server.destroyed'] });
+      expect(created.status).toBe(201);
+      const id = created.body.data.id as string;
+      expect((await t.api('DELETE', `/api/v1/webhooks/${id}`)).status).toBe(200);
+      deletedAt.set(id, Date.now());
+      if (++done % SAMPLE_EVERY_CYCLES === 0) {
+        samples.push({ cycles: done, bytes: directorySize(t.dataDir), records: await storeRecords(), eventLog: await eventLogEvents() });
+      }
+    }
+  };
+  let buckets = 0;
+  const bucketCycles = async () => {
+    while (!loadOver) {
+      const created = await t.api('POST', '/api/v1/object-storage', { name: `bucket-${buckets++}`, region: 'fra1' });
+      expect(created.status).toBe(201);
+      expect((await t.api('DELETE', `/api/v1/object-storage/${created.body.data.id}`)).status).toBe(200);
+    }
+  };
+  const sideLoad = bucketCycles();
+  await Promise.all(Array.from({ length: CONCURRENCY }, subscriptionCycles));
+  loadOver = true;
+  await sideLoad;
+
+  const published = await eventsPublished();
+  console.log(
+    `${published} events (${SUBSCRIPTION_CYCLES} subscription and ${buckets} bucket cycles); samples (cycles: data directory, store records, event log):\n` +
+      samples.map((s) => `  ${s.cycles}: ${(s.bytes / 1e6).toFixed(1)} MB, ${s.records} records, ${s.eventLog} events`).join('\n'),
+  );
+  expect(published).toBeGreaterThanOrEqual(100_000);
+
+  // Level off: after 15,000 cycles no sample is more than twice the largest of the samples
+  // up to it (the data directory saws up and down with each compaction), where growth
+  // with the traffic would have reached 3.3 times the sample at 15,000 by 50,000.
+  const early = samples.filter((s) => s.cycles <= 15_000);
+  const later = samples.filter((s) => s.cycles > 15_000);
+  expect(early.length).toBe(3);
+  expect(later.length).toBe(7);
+  const ceiling = (field: 'bytes' | 'records' | 'eventLog') => 2 * Math.max(...early.map((s) => s[field]));
+  for (const sample of later) {
+    expect(sample.bytes).toBeLessThanOrEqual(ceiling('bytes'));
+    expect(sample.records).toBeLessThanOrEqual(ceiling('records'));
+    expect(sample.eventLog).toBeLessThanOrEqual(ceiling('eventLog'));
+  }
+  // The event log holds a window of the stream, not the stream.
+  expect(samples[samples.length - 1].eventLog).toBeLessThan(0.3 * published);
+
+  // Nothing unexpired is lost. The subscriptions deleted in the last three seconds (well
+  // inside the ten-second retention) still have both their events in the audit log...
+  const finishedAt = Date.now();
+  const recent = [...deletedAt].filter(([, at]) => at >= finishedAt - 3_000).map(([id]) => id);
+  expect(recent.length).toBeGreaterThan(0);
+  for (const id of recent.slice(-50)) {
+    const res = await t.api('GET', `/api/v1/audit-log?resource_id=${id}&limit=10`);
+    expect((res.body.data as Array<{ type: string }>).map((e) => e.type).sort()).toEqual(['webhook.created', 'webhook.deleted']);
+  }
+  // ...every tapped deletion was delivered (no event expired before its consumer read it)...
+  const tapped = Math.ceil(SUBSCRIPTION_CYCLES / 10);
+  await eventually(async () => receiver.received.length >= tapped, 60_000, 200);
+  const deliveryIds = new Set(receiver.received.map((r) => r.headers['x-service-delivery'] as string));
+  expect(deliveryIds.size).toBe(tapped);
+  // ...and the deliveries that arrived in the last three seconds are still in the history,
+  // while the older ones went: the history is a window too.
+  const recentDeliveries = receiver.received.filter((r) => r.at >= Date.now() - 3_000).map((r) => r.headers['x-service-delivery'] as string);
+  expect(recentDeliveries.length).toBeGreaterThan(0);
+  for (const deliveryId of recentDeliveries) {
+    expect((await t.api('GET', `/api/v1/webhooks/${tap.body.data.id}/deliveries/${deliveryId}`)).status).toBe(200);
+  }
+  expect((await t.service.ctx.store.list(deliveryFamily.kind)).length).toBeLessThan(tapped / 2);
+});
