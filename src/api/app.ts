@@ -46,9 +46,11 @@ export async function buildApp(ctx: ApiContext, options: AppOptions = {}): Promi
     // Node would answer a missing Host itself, outside the envelope: refuseHostless does.
     http: { headersTimeout: http.headersTimeoutMs, connectionsCheckingInterval: checkingIntervalFor(http), requireHostHeader: false },
     clientErrorHandler: clientErrorHandlerFor(ctx),
-    // Past this, Fastify answers 414 before any hook or schema; Node's 16 KiB header
-    // limit bounds the URL anyway, and an id longer than the schema's 64 gets a 422.
-    routerOptions: { maxParamLength: 16 * 1024 },
+    // maxParamLength: past it, Fastify answers 414 before any hook or schema; Node's 16 KiB
+    // header limit bounds the URL anyway, and an id longer than the schema's 64 gets a 422.
+    // ignoreTrailingSlash: `/api/v1/regions/` is `/api/v1/regions`, as RouteMethods (which
+    // tells 405 from 404) already assumed: a GET there answered "answers GET, not GET".
+    routerOptions: { maxParamLength: 16 * 1024, ignoreTrailingSlash: true },
     // A path that is not valid percent-encoding never reaches a route: answer it in the envelope.
     frameworkErrors: (err, request, reply) => sendFrameworkError(ctx, err, request, reply),
   });

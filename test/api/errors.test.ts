@@ -100,6 +100,12 @@ describe('API errors (load balancers)', () => {
       expectError(action, 405, 'method_not_allowed');
       expect(action.headers.get('allow')).toBe('POST');
     });
+
+    it('serves a path with a trailing slash as the path without it (it answered 405 "answers GET, not GET")', async () => {
+      const res = await t.api('GET', '/api/v1/regions/');
+      expect(res.status).toBe(200);
+      expect(res.body.data.length).toBeGreaterThan(0);
+    });
   });
 
   describe('schema violations', () => {
