@@ -13,6 +13,7 @@ import { tempDataDir, eventually } from './helpers/service';
 import { EmbeddedEventBus } from '../src/events/embedded-bus';
 import { EmbeddedStore } from '../src/store/embedded';
 import type { CloudEvent } from '../src/events/types';
+import { pageAll } from './helpers/paging';
 
 jest.setTimeout(180_000);
 
@@ -119,29 +120,12 @@ async function writeStream(svc: ChildService, round: number, dead: () => boolean
 
 /** Every load balancer of the team, deleted ones included, through the paged list. */
 async function listAll(svc: ChildService, status?: string): Promise<any[]> {
-  const all: any[] = [];
-  let cursor: string | null = null;
-  do {
-    const query: string = `limit=100${status ? `&status=${status}` : ''}${cursor ? `&cursor=${encodeURIComponent(cursor)}` : ''}`;
-    const res = await svc.api('GET', `/api/v1/load-balancers?${query}`);
-    if (res.status !== 200) throw new Error(`list -> ${res.status} ${JSON.stringify(res.body)}`);
-    all.push(...res.body.data);
-    cursor = res.body.meta.next_cursor ?? null;
-  } while (cursor);
-  return all;
+  return pageAll(svc.api, `/api/v1/load-balancers${status ? `?status=${status}` : ''}`);
 }
 
 /** Every load_balancer.* event the audit log shows. */
 async function auditEvents(svc: ChildService): Promise<CloudEvent[]> {
-  const all: CloudEvent[] = [];
-  let cursor: string | null = null;
-  do {
-    const res = await svc.api('GET', `/api/v1/audit-log?type=load_balancer.*&limit=100${cursor ? `&cursor=${encodeURIComponent(cursor)}` : ''}`);
-    if (res.status !== 200) throw new Error(`audit log -> ${res.status} ${JSON.stringify(res.body)}`);
-    all.push(...res.body.data);
-    cursor = res.body.meta.next_cursor ?? null;
-  } while (cursor);
-  return all;
+  return pageAll(svc.api, '/api/v1/audit-log?type=load_balancer.*');
 }
 
 const matches = (record: any, expected: Expected) =>

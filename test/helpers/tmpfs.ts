@@ -95,6 +95,19 @@ export class Tmpfs {
     fs.rmSync(path.join(this.dir, 'filler'), { recursive: true, force: true });
   }
 
+  /** Unmounts every one of `mounts`, trying all before it throws for those that failed. */
+  static unmountAll(mounts: Tmpfs[]): void {
+    const failures: string[] = [];
+    for (const m of mounts) {
+      try {
+        m.unmount();
+      } catch (err) {
+        failures.push((err as Error).message);
+      }
+    }
+    if (failures.length > 0) throw new Error(`could not unmount: ${failures.join('; ')}`);
+  }
+
   /** Unmounts whatever is mounted on or under the tmpfs and removes its directory; safe to call twice. */
   unmount(): void {
     const mounted = fs

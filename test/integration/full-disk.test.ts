@@ -14,6 +14,7 @@ import path from 'node:path';
 import { startChildService, ChildService } from '../helpers/child-service';
 import { eventually } from '../helpers/service';
 import { Tmpfs } from '../helpers/tmpfs';
+import { pageAll } from '../helpers/paging';
 
 jest.setTimeout(240_000);
 
@@ -65,27 +66,11 @@ function writeStream(svc: ChildService) {
 }
 
 async function listAll(svc: ChildService): Promise<any[]> {
-  const all: any[] = [];
-  let cursor: string | null = null;
-  do {
-    const res = await svc.api('GET', `/api/v1/load-balancers?limit=100${cursor ? `&cursor=${encodeURIComponent(cursor)}` : ''}`);
-    if (res.status !== 200) throw new Error(`list -> ${res.status} ${JSON.stringify(res.body)}`);
-    all.push(...res.body.data);
-    cursor = res.body.meta.next_cursor ?? null;
-  } while (cursor);
-  return all;
+  return pageAll(svc.api, '/api/v1/load-balancers');
 }
 
 async function auditEvents(svc: ChildService): Promise<any[]> {
-  const all: any[] = [];
-  let cursor: string | null = null;
-  do {
-    const res = await svc.api('GET', `/api/v1/audit-log?type=load_balancer.*&limit=100${cursor ? `&cursor=${encodeURIComponent(cursor)}` : ''}`);
-    if (res.status !== 200) throw new Error(`audit log -> ${res.status} ${JSON.stringify(res.body)}`);
-    all.push(...res.body.data);
-    cursor = res.body.meta.next_cursor ?? null;
-  } while (cursor);
-  return all;
+  return pageAll(svc.api, '/api/v1/audit-log?type=load_balancer.*');
 }
 
 /**
@@ -159,17 +144,7 @@ describe('a data directory that stops taking writes (real service, real tmpfs)',
     fs.mkdirSync(dataDir);
     return { fsys, dataDir };
   };
-  afterAll(() => {
-    const failures: string[] = [];
-    for (const m of mounts) {
-      try {
-        m.unmount();
-      } catch (err) {
-        failures.push((err as Error).message);
-      }
-    }
-    if (failures.length > 0) throw new Error(`could not unmount: ${failures.join('; ')}`);
-  });
+  afterAll(() => Tmpfs.unmountAll(mounts));
 
   it('full to the last byte: refuses writes, keeps reading and running, recovers once space is freed, loses nothing', async () => {
     const { fsys, dataDir } = mount(32 * 1024 * 1024);

@@ -16,6 +16,7 @@ import { startChildService, ChildService } from '../helpers/child-service';
 import { startNatsServer, NatsServer } from '../helpers/nats-server';
 import { startReceiver, Receiver } from '../helpers/receiver';
 import { tempDataDir, eventually } from '../helpers/service';
+import { pageAll } from '../helpers/paging';
 
 jest.setTimeout(120_000);
 
@@ -174,15 +175,7 @@ function add(map: Map<string, Set<string>>, key: string, value: string): void {
 }
 
 async function allDeliveries(svc: ChildService, webhookId: string): Promise<Array<{ id: string; status: string; attempt: string }>> {
-  const all: Array<{ id: string; status: string; attempt: string }> = [];
-  let cursor: string | null = null;
-  do {
-    const res = await svc.api('GET', `/api/v1/webhooks/${webhookId}/deliveries?limit=100${cursor ? `&cursor=${encodeURIComponent(cursor)}` : ''}`);
-    if (res.status !== 200) throw new Error(`deliveries -> ${res.status} ${JSON.stringify(res.body)}`);
-    all.push(...res.body.data);
-    cursor = res.body.meta.next_cursor ?? null;
-  } while (cursor);
-  return all;
+  return pageAll(svc.api, `/api/v1/webhooks/${webhookId}/deliveries`);
 }
 
 async function subscribe(svc: ChildService, receiver: Receiver): Promise<string> {

@@ -101,17 +101,7 @@ describe('BackgroundWrite', () => {
 
 describe('the embedded store and bus on a tmpfs that fills up', () => {
   const mounts: Tmpfs[] = [];
-  afterAll(() => {
-    const failures: string[] = [];
-    for (const m of mounts) {
-      try {
-        m.unmount();
-      } catch (err) {
-        failures.push((err as Error).message);
-      }
-    }
-    if (failures.length > 0) throw new Error(`could not unmount: ${failures.join('; ')}`);
-  });
+  afterAll(() => Tmpfs.unmountAll(mounts));
   const mount = (size: number, inodes?: number) => {
     const fsys = Tmpfs.mount(size, inodes);
     mounts.push(fsys);
