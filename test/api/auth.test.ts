@@ -86,11 +86,12 @@ describe('unknown keys', () => {
   beforeAll(async () => {
     // Thousands of requests from one address would meet the limit for unknown keys first.
     t = await startTestService({ CLOUDPLANE_RATE_LIMIT_PER_MINUTE: '100000' });
-    // Count the real store's scans of its secrets, the work an unknown key costs.
+    // Count the real store's scans of its secrets for one key, the work an unknown key
+    // costs (the leader's secret sweep scans them too, by family: those are not counted).
     const store = t.service.ctx.store;
     const listSecrets = store.listSecrets.bind(store);
     store.listSecrets = (prefix: string) => {
-      secretScans++;
+      if (/^apikey-[0-9a-f]+$/.test(prefix)) secretScans++;
       return listSecrets(prefix);
     };
   });
