@@ -21,10 +21,19 @@ const ENV = {
   CLOUDPLANE_EVENT_RETENTION_DAYS: String(RETENTION_MS / 86_400_000),
   CLOUDPLANE_SIM_DELAY_MS: '50',
   CLOUDPLANE_RATE_LIMIT_PER_MINUTE: '1000000',
+  // Rounds of writers make thousands of load balancers: past the default quota their
+  // creates would be refused, and no event would flow.
+  CLOUDPLANE_QUOTAS: 'load_balancer=1000000',
 };
-const MAX_ROUNDS = 9;
+const MAX_ROUNDS = 12;
 /** Rounds whose kill must land before the new log replaced the old one, one of them on a log compacted before. */
-const WANTED_MIDWAY = 3;
+const WANTED_MIDWAY = 2;
+/**
+ * How long a round waits to catch a compaction in the act. On a loaded machine the watch's
+ * callback can come after a short rewrite has finished: such a round kills the service
+ * anyway (still a crash with writers going) and the next round tries again.
+ */
+const CATCH_MS = 30_000;
 
 type Header = { header: { base: number } };
 
@@ -77,11 +86,12 @@ describe('event log retention under SIGKILL (real service)', () => {
       const reference = path.join(dataDir, `before-kill-${round}.log`);
       // Round r kills during the (r mod 3 + 1)-th compaction: some kills find a log compacted before.
       let compactionsToLet = round % 3;
+      let watcher: fs.FSWatcher | undefined;
       const killed = new Promise<number>((resolve) => {
-        const watcher = fs.watch(eventsDir, (type, filename) => {
+        watcher = fs.watch(eventsDir, (type, filename) => {
           if (filename !== 'events.log.rewrite' || type !== 'rename' || !fs.existsSync(`${logFile}.rewrite`)) return;
           if (compactionsToLet-- > 0) return;
-          watcher.close();
+          watcher?.close();
           // The old log, as it stands and as appends go on into it until the kill.
           try {
             fs.linkSync(logFile, reference);
@@ -94,10 +104,12 @@ describe('event log retention under SIGKILL (real service)', () => {
       });
       const stopWriting = writeStream(service);
       let timer: NodeJS.Timeout | undefined;
-      const timeout = new Promise<number>((_, reject) => {
-        timer = setTimeout(() => reject(new Error(`round ${round}: no compaction within 60 s\n${service.output()}`)), 60_000);
+      const uncaught = new Promise<null>((resolve) => {
+        timer = setTimeout(() => resolve(null), CATCH_MS);
       });
-      const killedAt = await Promise.race([killed, timeout]).finally(() => clearTimeout(timer));
+      const caughtAt = await Promise.race([killed, uncaught]).finally(() => clearTimeout(timer));
+      watcher?.close();
+      const killedAt = caughtAt ?? Date.now();
       await service.kill();
       await stopWriting();
       const leftBehind = fs.existsSync(`${logFile}.rewrite`);
@@ -125,7 +137,7 @@ describe('event log retention under SIGKILL (real service)', () => {
         if (leftBehind && before.base > 0) midwayOnCompacted++;
         rounds.push(`round ${round}: killed ${leftBehind ? 'before' : 'after'} the switch; old log ${before.events.length} events from ${before.base}, new ${after.events.length} from ${after.base}`);
       } else {
-        rounds.push(`round ${round}: the old log was gone before the link`);
+        rounds.push(caughtAt === null ? `round ${round}: no compaction caught in ${CATCH_MS / 1000} s; killed anyway` : `round ${round}: the old log was gone before the link`);
       }
     }
     expect({ midway: midway >= WANTED_MIDWAY, midwayOnCompacted: midwayOnCompacted > 0, rounds }).toEqual({ midway: true, midwayOnCompacted: true, rounds });
