@@ -1,0 +1,58 @@
+/**
+ * A driver's health from the outcomes of its recent calls or operations: connected while
+ * none failed in the window, degraded when some did, unavailable when the last five all
+ * failed or the backend did not answer the last call at all.
+ */
+import type { DriverHealth } from './types';
+
+const WINDOW_MS = 5 * 60_000;
+/** Consecutive failures after which the driver counts as unavailable. */
+const FAILURES_FOR_UNAVAILABLE = 5;
+const KEPT = 50;
+
+interface Outcome {
+  at: number;
+  ok: boolean;
+  message: string | null;
+}
+
+export class OutcomeWindow {
+  private outcomes: Outcome[] = [];
+  private reachable = true;
+  private lastAt = 0;
+
+  constructor(private readonly windowMs = WINDOW_MS) {}
+
+  /** A call or operation that worked. */
+  succeeded(): void {
+    this.add({ at: Date.now(), ok: true, message: null });
+    this.reachable = true;
+  }
+
+  /** One that failed; `reached`: the backend answered (with a refusal), as opposed to not at all. */
+  failed(message: string, reached = true): void {
+    this.add({ at: Date.now(), ok: false, message });
+    this.reachable = reached;
+  }
+
+  /** When the last outcome was recorded (ms since the epoch), 0 if never. */
+  lastOutcomeAt(): number {
+    return this.lastAt;
+  }
+
+  health(): DriverHealth {
+    const now = Date.now();
+    this.outcomes = this.outcomes.filter((o) => now - o.at < this.windowMs);
+    const failures = this.outcomes.filter((o) => !o.ok);
+    const last = this.outcomes.slice(-FAILURES_FOR_UNAVAILABLE);
+    const allFailing = last.length === FAILURES_FOR_UNAVAILABLE && last.every((o) => !o.ok);
+    const state = failures.length === 0 ? 'connected' : !this.reachable || allFailing ? 'unavailable' : 'degraded';
+    return { state, reachable: this.reachable, recentFailures: failures.length, lastFailure: failures.at(-1)?.message ?? null };
+  }
+
+  private add(outcome: Outcome): void {
+    this.lastAt = outcome.at;
+    this.outcomes.push(outcome);
+    if (this.outcomes.length > KEPT) this.outcomes = this.outcomes.slice(-KEPT);
+  }
+}

@@ -1,0 +1,115 @@
+/**
+ * Drivers: the real work behind each family, in the manner of crossplane-runtime's
+ * managed reconciler. A driver is an external client for one family's kind: it observes
+ * what exists for a resource, creates it, updates it towards the desired state and
+ * deletes it. Every call is idempotent and non-blocking (it starts the work and returns;
+ * a later observe sees the progress), and the reconciler observes first on every pass.
+ * Only the reconciler writes status: a driver answers, it never writes a resource.
+ *
+ * A driver keeps nothing a restart would lose. What it needs to remember of its own calls
+ * (when it asked for something, an external name) it returns as an ExternalRecord, which
+ * the reconciler stores in the resource's `status.external` in the same write as the step
+ * that produced it, and hands back on every later call.
+ */
+import type { KubeConfig } from '@kubernetes/client-node';
+import type { Logger } from 'pino';
+import type { Config } from '../config';
+
+/** Health of the driver behind a family, as meta.provider shows it. */
+export type ProviderHealth = 'connected' | 'degraded' | 'unavailable';
+
+export interface DriverHealth {
+  state: ProviderHealth;
+  /** Whether the driver's backend (an API server, a data plane) answered its last call. */
+  reachable: boolean;
+  /** Calls or operations that failed within the health window. */
+  recentFailures: number;
+  /** What the last of them said, or null. */
+  lastFailure: string | null;
+}
+
+/** A JSON value, as a resource's status holds it (an undefined member is left out). */
+export type Json = string | number | boolean | null | Json[] | { [key: string]: Json | undefined };
+
+/** What a driver remembers of its own calls for one resource (status.external). */
+export type ExternalRecord = { [key: string]: Json | undefined };
+
+/** The custom resource that owns what a driver creates (cluster mode). */
+export interface Owner {
+  apiVersion: string;
+  kind: string;
+  name: string;
+  uid: string;
+}
+
+/** A resource as a driver sees it: who it is, what is wanted, and what the driver recorded. */
+export interface Managed<Desired> {
+  id: string;
+  team: string;
+  generation: number;
+  /** The desired state: the spec, with references resolved (a load balancer's backends' addresses). */
+  desired: Desired;
+  /** What this driver returned from its last create, update or delete; null before the first. */
+  external: ExternalRecord | null;
+  /** The owning custom resource in cluster mode, for owner references; null in the embedded store. */
+  owner: Owner | null;
+}
+
+/** Nothing exists for the resource: the reconciler creates it. */
+export interface Absent {
+  exists: false;
+}
+
+/** Something exists for the resource: how far it is, and what it shows. */
+export interface Present<Outputs, Observed> {
+  exists: true;
+  /** Its configuration matches the desired state: no update is needed. */
+  upToDate: boolean;
+  /** It is ready for use (running, active, available). */
+  ready: boolean;
+  /** What it gives out (an address, a key); null while there is nothing to report. */
+  outputs: Outputs | null;
+  /** Family-specific state read from it: a server's power, a load balancer's backends' health, a tunnel's counters. */
+  observed: Observed;
+  /** A terminal failure: it will not become ready (it cannot be scheduled, its image cannot be pulled). */
+  failure: string | null;
+  /** Why the last update was not applied, while the resource keeps working as before. */
+  rejected?: string | null;
+  /** Look again after this long: something is under way, or the observed state moves (health checks, counters). */
+  pollAfterMs?: number;
+}
+
+export type Observation<Outputs, Observed> = Absent | Present<Outputs, Observed>;
+
+/** The answer to create, update and delete: what to record, and when to look again. */
+export interface Step {
+  external: ExternalRecord;
+  pollAfterMs?: number;
+}
+
+/**
+ * A family's driver. `Desired` is what it is asked for, `Outputs` what a ready resource
+ * gives out, `Observed` the family-specific state it reads.
+ */
+export interface Driver<Desired, Outputs, Observed> {
+  /** What exists for the resource now. Reads only; never changes anything. */
+  observe(resource: Managed<Desired>): Promise<Observation<Outputs, Observed>>;
+  /** Starts making the resource; called when observe says it does not exist. */
+  create(resource: Managed<Desired>): Promise<Step>;
+  /** Starts bringing it to the desired state; called when observe says it is not up to date. */
+  update(resource: Managed<Desired>): Promise<Step>;
+  /** Starts removing it; called until observe says it no longer exists. */
+  delete(resource: Managed<Desired>): Promise<Step>;
+  /** The health of what the driver talks to, as last seen. */
+  health(): DriverHealth;
+}
+
+/** What drivers are built from: the service's settings and, in cluster mode, the cluster. */
+export interface DriverContext {
+  config: Config;
+  logger: Logger;
+  /** The cluster the service runs against (cluster mode); undefined on the embedded default. */
+  kube?: { kubeConfig: KubeConfig; systemNamespace: string };
+}
+
+export type DriverFactory<D> = (ctx: DriverContext) => D;
