@@ -16,6 +16,14 @@ export interface SimulationConfig {
   failures: Record<string, number>;
 }
 
+/** Which driver does each family's work (src/drivers/registry.ts chooses and checks them). */
+export interface DriverConfig {
+  /** The provider whose drivers families use by default: `simulated` on the embedded default, `kubernetes` in cluster mode. */
+  provider: string;
+  /** Per-family choices (CLOUDPLANE_DRIVER_<FAMILY>), by family name such as `load_balancer`. */
+  overrides: Record<string, string>;
+}
+
 export interface Config {
   host: string;
   port: number;
@@ -34,6 +42,7 @@ export interface Config {
   /** The team network a VPN gateway's local_network_cidr defaults to. */
   vpcCidr: string;
   simulation: SimulationConfig;
+  drivers: DriverConfig;
   agentLlm?: { url: string; model: string; apiKey?: string };
   /** How long events are kept and searchable in the audit log. */
   eventRetentionMs: number;
@@ -113,8 +122,6 @@ export interface KubernetesConfig {
   identity: string;
   /** How long a leader's Lease holds without renewal before a standby takes over. */
   leaseDurationMs: number;
-  /** Where jobs run: batch/v1 Jobs in the team namespace, or the simulated executor. */
-  jobDriver: 'kubernetes' | 'simulated';
   /** How long a job's image may keep failing to pull before the job fails. */
   jobImagePullTimeoutMs: number;
   /**
@@ -208,10 +215,19 @@ function storeKind(env: Env): 'embedded' | 'kubernetes' {
   return raw;
 }
 
-function jobDriver(env: Env): 'kubernetes' | 'simulated' {
-  const raw = env.CLOUDPLANE_JOB_DRIVER || 'kubernetes';
-  if (raw !== 'kubernetes' && raw !== 'simulated') throw new Error(`CLOUDPLANE_JOB_DRIVER must be kubernetes or simulated, got "${raw}"`);
-  return raw;
+const DRIVER_PREFIX = 'CLOUDPLANE_DRIVER_';
+
+function drivers(env: Env): DriverConfig {
+  const provider = env.CLOUDPLANE_PROVIDER || (storeKind(env) === 'kubernetes' ? 'kubernetes' : 'simulated');
+  if (provider !== 'kubernetes' && provider !== 'simulated') throw new Error(`CLOUDPLANE_PROVIDER must be simulated or kubernetes, got "${provider}"`);
+  const overrides: Record<string, string> = {};
+  // CLOUDPLANE_JOB_DRIVER is the older name of CLOUDPLANE_DRIVER_JOB.
+  if (env.CLOUDPLANE_JOB_DRIVER) overrides.job = env.CLOUDPLANE_JOB_DRIVER;
+  for (const [name, value] of Object.entries(env)) {
+    if (!name.startsWith(DRIVER_PREFIX) || !value) continue;
+    overrides[name.slice(DRIVER_PREFIX.length).toLowerCase()] = value;
+  }
+  return { provider, overrides };
 }
 
 /** An encryption key: base64 of 32 bytes. */
@@ -274,6 +290,7 @@ export function loadConfig(env: Env = process.env): Config {
       delays: numberMap(env, 'CLOUDPLANE_SIM_DELAYS', 0, Number.MAX_SAFE_INTEGER),
       failures: numberMap(env, 'CLOUDPLANE_SIM_FAILURES', 0, 1),
     },
+    drivers: drivers(env),
     agentLlm: llmUrl
       ? { url: llmUrl, model: env.CLOUDPLANE_AGENT_LLM_MODEL || 'gpt-4o-mini', apiKey: env.CLOUDPLANE_AGENT_LLM_API_KEY }
       : undefined,
@@ -310,7 +327,6 @@ export function loadConfig(env: Env = process.env): Config {
           leaseName: env.CLOUDPLANE_LEASE_NAME || 'cloudplane-operator',
           identity: env.POD_NAME || `${os.hostname()}-${process.pid}`,
           leaseDurationMs: int(env, 'CLOUDPLANE_LEASE_DURATION_SECONDS', 15, 2, 300) * 1000,
-          jobDriver: jobDriver(env),
           jobImagePullTimeoutMs: int(env, 'CLOUDPLANE_JOB_IMAGE_PULL_TIMEOUT_SECONDS', 300, 1) * 1000,
           adoptionGraceMs: int(env, 'CLOUDPLANE_ADOPTION_GRACE_SECONDS', 5, 1, 3600) * 1000,
         }

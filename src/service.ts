@@ -17,7 +17,7 @@ import { EmbeddedEventBus } from './events/embedded-bus';
 import { OutboxRelay } from './events/outbox-relay';
 import { NatsEventBus } from './events/nats-bus';
 import type { EventBus } from './events/types';
-import { createProvider } from './providers';
+import { DriverSet } from './drivers/registry';
 import { ResourceWriter } from './resources/writer';
 import { families } from './resources/registry';
 import { ApiKeyAuthenticator } from './accounts/authenticator';
@@ -64,6 +64,8 @@ export async function startService(config: Config, logger: Logger = createLogger
     for (const stop of started.splice(0).reverse()) await stop();
   };
   try {
+    // First, so that a family left without a driver stops start-up before anything opens.
+    const drivers = DriverSet.build(config, logger);
     // The embedded store and bus report refused writes of the data directory in one place.
     const health = new DataDirHealth(config.dataDir, logger);
     const store = createStore(config, logger, health);
@@ -74,7 +76,6 @@ export async function startService(config: Config, logger: Logger = createLogger
       : new EmbeddedEventBus(path.join(config.dataDir, 'events'), { health, logger, retentionMs: config.eventRetentionMs });
     await bus.start();
     started.push(() => bus.stop());
-    const provider = createProvider(config, logger);
     const writer = new ResourceWriter(store);
     const authenticator = new ApiKeyAuthenticator(store, writer);
     await authenticator.start();
@@ -84,9 +85,9 @@ export async function startService(config: Config, logger: Logger = createLogger
     audit.start();
     started.push(() => audit.stop());
     const agent = createAgent({ store, bus, config, logger, writer, audit });
-    const ctx: ApiContext = { config, store, bus, provider, writer, authenticator, agent, audit, cursorKey, logger };
+    const ctx: ApiContext = { config, store, bus, drivers, writer, authenticator, agent, audit, cursorKey, logger };
 
-    const leadership = leadershipFor(config, logger, leaderWork({ store, bus, provider, writer, agent, config, logger }));
+    const leadership = leadershipFor(config, logger, leaderWork({ store, bus, drivers, writer, agent, config, logger }));
     await leadership.start();
     started.push(() => leadership.stop());
 
@@ -112,13 +113,13 @@ export async function startService(config: Config, logger: Logger = createLogger
   }
 }
 
-type LeaderWorkDeps = Pick<ApiContext, 'store' | 'bus' | 'provider' | 'writer' | 'config' | 'logger'> & { agent: ReturnType<typeof createAgent> };
+type LeaderWorkDeps = Pick<ApiContext, 'store' | 'bus' | 'drivers' | 'writer' | 'config' | 'logger'> & { agent: ReturnType<typeof createAgent> };
 
 /**
  * What only the leader runs. Each term of leadership builds its parts anew, since a
  * stopped work queue or dispatcher does not start again.
  */
-function leaderWork({ store, bus, provider, writer, agent, config, logger }: LeaderWorkDeps): LeaderCallbacks {
+function leaderWork({ store, bus, drivers, writer, agent, config, logger }: LeaderWorkDeps): LeaderCallbacks {
   let stopCurrent: (() => Promise<void>) | null = null;
   return {
     async onStartedLeading() {
@@ -130,7 +131,7 @@ function leaderWork({ store, bus, provider, writer, agent, config, logger }: Lea
         const relay = new OutboxRelay(store, bus, families.map((f) => f.kind), logger);
         await relay.start();
         started.push(relay);
-        for (const reconciler of buildReconcilers({ store, writer, provider, config })) {
+        for (const reconciler of buildReconcilers({ store, writer, drivers, config })) {
           const controller = new Controller(store, reconciler, { workers: config.workersPerController, resyncMs: config.resyncMs, logger });
           await controller.start();
           started.push(controller);

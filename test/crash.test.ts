@@ -216,12 +216,17 @@ describe('crash safety (SIGKILL of the real service)', () => {
 
       // Restart on the same data directory: every acknowledged write is there.
       svc = await start(dataDir);
+      // A deletion that reached the store is carried out by the reconciler, the only writer
+      // of status: until it has run, the API shows the state from before (with the DELETE
+      // unacknowledged, either is right), and this round must judge the outcome.
+      const statusOf = async (id: string) => (await svc.api('GET', `/api/v1/load-balancers/${id}`)).body.data.status;
+      await eventually(async () => (await Promise.all(left.deleting.map(statusOf))).every((status) => status === 'deleted'), 30_000, 200);
       const problems = await verifyAcknowledged(svc, tracked);
       if (problems.length) throw new Error(`round ${round} (killed after ${killAfterMs} ms, ${result.writes} writes acknowledged):\n${problems.join('\n')}\n--- service output ---\n${svc.output()}`);
 
       // The reconcilers finish what the crash interrupted: nothing stays `creating`.
       await eventually(async () => (await listAll(svc, 'creating')).length === 0, 30_000, 200);
-      const finished = async (ids: string[]) => Promise.all(ids.map(async (id) => [id, (await svc.api('GET', `/api/v1/load-balancers/${id}`)).body.data.status]));
+      const finished = async (ids: string[]) => Promise.all(ids.map(async (id) => [id, await statusOf(id)]));
       expect(await finished(left.creating)).toEqual(left.creating.map((id) => [id, 'running']));
       expect(await finished(left.deleting)).toEqual(left.deleting.map((id) => [id, 'deleted']));
     }

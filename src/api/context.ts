@@ -3,7 +3,7 @@ import type { Logger } from 'pino';
 import type { Config } from '../config';
 import type { Store } from '../store/types';
 import type { EventBus } from '../events/types';
-import type { Provider } from '../providers/types';
+import type { DriverSet } from '../drivers/registry';
 import type { ResourceWriter } from '../resources/writer';
 import type { ApiKeyAuthenticator } from '../accounts/authenticator';
 import type { Agent } from '../agent/types';
@@ -13,7 +13,8 @@ export interface ApiContext {
   config: Config;
   store: Store;
   bus: EventBus;
-  provider: Provider;
+  /** The driver of each reconciled family; meta.provider is its health. */
+  drivers: DriverSet;
   writer: ResourceWriter;
   authenticator: ApiKeyAuthenticator;
   agent: Agent;

@@ -12,7 +12,7 @@ export interface Meta {
 export function metaFor(ctx: ApiContext, request: FastifyRequest, extra: Partial<Meta> = {}): Meta {
   const family = request.routeOptions?.config?.family;
   const meta: Meta = { persistence: ctx.store.persistence() };
-  if (family) meta.provider = ctx.provider.health(family);
+  if (family) meta.provider = ctx.drivers.health(family);
   return { ...meta, ...extra };
 }
 

@@ -4,7 +4,7 @@
  * only ever moves forward: queued -> running -> completed | failed | cancelled.
  */
 import type { Store } from '../store/types';
-import type { JobExecutor, JobRun } from '../providers/types';
+import type { JobExecutor, JobRun } from '../drivers/job';
 import type { ResourceWriter } from '../resources/writer';
 import { FINISHED_JOB_STATES, Job, jobFamily } from '../resources/job';
 import { nowIso } from '../lib/time';

@@ -1,14 +1,14 @@
 /** One reconciler per reconciled family, built from the shared dependencies. */
 import type { Store } from '../store/types';
-import type { Provider } from '../providers/types';
 import type { ResourceWriter } from '../resources/writer';
 import type { Config } from '../config';
+import type { DriverSet } from '../drivers/registry';
 import type { Reconciler } from './controller';
-import { loadBalancerReconciler } from './load-balancer';
-import { vpnGatewayReconciler } from './vpn-gateway';
-import { serverReconciler } from './server';
+import { ManagedReconciler, AnyBinding } from './managed';
+import { loadBalancerBinding } from './load-balancer';
+import { vpnGatewayBinding } from './vpn-gateway';
+import { serverBinding } from './server';
 import { JobReconciler } from './job';
-import { LifecycleReconciler } from './lifecycle';
 import { adopting } from './adoption';
 import { families } from '../resources/registry';
 import { bucketFamily, fileShareFamily } from '../resources/storage';
@@ -16,19 +16,22 @@ import { bucketFamily, fileShareFamily } from '../resources/storage';
 export interface ReconcilerDeps {
   store: Store;
   writer: ResourceWriter;
-  provider: Provider;
+  drivers: DriverSet;
   config: Config;
 }
 
 export function buildReconcilers(deps: ReconcilerDeps): Reconciler[] {
-  const base = { store: deps.store, writer: deps.writer, provider: deps.provider, retentionMs: deps.config.deletedRetentionMs };
+  const { drivers } = deps.drivers;
+  const bindings: AnyBinding[] = [
+    loadBalancerBinding(drivers.load_balancer, deps.store, deps.config.backendDrainMs),
+    vpnGatewayBinding(drivers.vpn_gateway),
+    serverBinding(drivers.server),
+    { family: bucketFamily, readyState: 'available', driver: drivers.bucket, desired: async (r) => r.spec, outputs: ({ endpoint }) => ({ endpoint }) },
+    { family: fileShareFamily, readyState: 'available', driver: drivers.file_share, desired: async (r) => r.spec, outputs: ({ mount_target }) => ({ mount_target }) },
+  ];
   const reconcilers: Reconciler[] = [
-    loadBalancerReconciler(base, deps.config.backendDrainMs),
-    vpnGatewayReconciler(base),
-    serverReconciler(base),
-    new LifecycleReconciler({ ...base, family: bucketFamily, readyState: 'available' }),
-    new LifecycleReconciler({ ...base, family: fileShareFamily, readyState: 'available' }),
-    new JobReconciler(deps.store, deps.writer, deps.provider.jobs),
+    ...bindings.map((binding) => new ManagedReconciler(binding, deps.store, deps.writer, deps.config.deletedRetentionMs)),
+    new JobReconciler(deps.store, deps.writer, drivers.job),
   ];
   // Every reconciled family also takes in what kubectl created.
   return reconcilers.map((r) => adopting(families.find((f) => f.kind === r.kind)!, r, deps.store, deps.writer, { config: deps.config }));

@@ -1,30 +1,22 @@
 /**
- * Servers: the shared lifecycle plus the power moves. The actions only record what the
- * owner wants in the spec (power_state, reboot_requests), so a kubectl edit of those
- * fields works the same; this reconciler carries the wish out through the provider.
+ * Servers: the managed lifecycle, plus power. The actions only record what the owner
+ * wants in the spec (power_state, reboot_requests), so a kubectl edit of those fields
+ * works the same; the driver carries the wish out, and the power it observes is the
+ * server's state.
  */
-import { LifecycleReconciler, LifecycleOptions, Operated } from './lifecycle';
+import type { FamilyBinding } from './managed';
 import { serverFamily } from '../resources/server';
+import type { PowerState, ServerDesired, ServerDriver, ServerObserved, ServerOutputs } from '../drivers/server';
 
-/** A finished stop or start also settles reboots asked for before it. */
-const settleReboots = (server: Operated) => ({ reboots_done: server.spec.reboot_requests ?? 0 });
+const STATE_OF_POWER: Record<PowerState, string> = { on: 'running', off: 'stopped', stopping: 'stopping', starting: 'starting', rebooting: 'rebooting' };
 
-export function serverReconciler(base: Omit<LifecycleOptions, 'family' | 'readyState' | 'moves'>): LifecycleReconciler {
-  return new LifecycleReconciler({
-    ...base,
+export function serverBinding(driver: ServerDriver): FamilyBinding<ServerDesired, ServerOutputs, ServerObserved> {
+  return {
     family: serverFamily,
     readyState: 'running',
-    moves: [
-      { from: 'running', via: 'stopping', to: 'stopped', operation: 'power_off', wanted: (s) => s.spec.power_state === 'off', done: settleReboots },
-      { from: 'stopped', via: 'starting', to: 'running', operation: 'power_on', wanted: (s) => s.spec.power_state === 'on', done: settleReboots },
-      {
-        from: 'running',
-        via: 'rebooting',
-        to: 'running',
-        operation: 'reboot',
-        wanted: (s) => (s.spec.reboot_requests ?? 0) > ((s.status as unknown as { reboots_done?: number }).reboots_done ?? 0),
-        done: settleReboots,
-      },
-    ],
-  });
+    driver,
+    desired: async (server) => server.spec as ServerDesired,
+    outputs: ({ ipv4 }) => ({ ipv4 }),
+    steady: ({ power, reboots_done }) => ({ state: STATE_OF_POWER[power], changes: { reboots_done } }),
+  };
 }

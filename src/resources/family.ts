@@ -31,6 +31,12 @@ export interface BaseStatus {
   pending_events: CloudEvent[];
 }
 
+/** Status of a family whose driver does the real work (src/drivers): what the driver recorded. */
+export interface DrivenStatus extends BaseStatus {
+  /** Absent (undefined) before the driver's first step and once released. */
+  external?: Record<string, unknown>;
+}
+
 export type Resource<Spec = any, Status extends BaseStatus = BaseStatus> = StoredObject<Spec, Status>;
 
 /** What a family's rules may consult. */

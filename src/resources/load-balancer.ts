@@ -3,7 +3,7 @@ import { Type } from '@sinclair/typebox';
 import { domainError, fieldInvalid } from '../lib/errors';
 import { assertRegionAvailable } from './regions';
 import type { BaseStatus, FamilyDefinition, Resource } from './family';
-import { baseRecordProperties, baseStatusProperties, IdOf, Region, ResourceName, strictObject } from './schema-kit';
+import { baseRecordProperties, baseStatusProperties, ExternalRecordSchema, IdOf, Region, ResourceName, strictObject } from './schema-kit';
 
 const STATES = ['creating', 'running', 'failed', 'deleted', 'destroyed'] as const;
 const ALGORITHMS = ['round_robin', 'least_connections', 'ip_hash'];
@@ -33,7 +33,7 @@ export interface ObservedBackend {
 export interface LoadBalancerStatus extends BaseStatus {
   ipv4: string | null;
   backends: ObservedBackend[];
-  operation: { name: string; started_at: string } | null;
+  external?: Record<string, unknown>;
 }
 
 export type LoadBalancer = Resource<LoadBalancerSpec, LoadBalancerStatus>;
@@ -119,9 +119,7 @@ export const loadBalancerFamily: FamilyDefinition<LoadBalancerSpec, LoadBalancer
         }),
         { description: 'Backends as last observed, with health.' },
       ),
-      operation: Type.Union([strictObject({ name: Type.String(), started_at: Type.String() }), Type.Null()], {
-        description: 'The provider operation in progress.',
-      }),
+      external: ExternalRecordSchema,
     }),
     record: strictObject({
       ...baseRecordProperties('lb', STATES),
@@ -175,7 +173,7 @@ export const loadBalancerFamily: FamilyDefinition<LoadBalancerSpec, LoadBalancer
     return next;
   },
 
-  initialStatus: () => ({ ipv4: null, backends: [], operation: null }),
+  initialStatus: () => ({ ipv4: null, backends: [] }),
 
   nameOf: (spec) => spec.name,
 

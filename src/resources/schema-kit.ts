@@ -53,3 +53,11 @@ export const baseRecordProperties = (prefix: string, states: readonly string[]) 
 
 export const strictObject = <T extends TProperties>(properties: T, description?: string) =>
   Type.Object(properties, { additionalProperties: false, description });
+
+/**
+ * What a family's driver recorded of its own work on a resource (status.external): free
+ * form, since each driver records its own; absent before its first step and once released.
+ */
+export const ExternalRecordSchema = Type.Optional(
+  Type.Object({}, { additionalProperties: true, description: "The driver's record of what it made for this resource; absent before it made anything and once it was released." }),
+);

@@ -2,7 +2,7 @@
 import { Type } from '@sinclair/typebox';
 import { assertRegionAvailable } from './regions';
 import type { BaseStatus, FamilyDefinition, Resource } from './family';
-import { baseRecordProperties, baseStatusProperties, Region, ResourceName, strictObject } from './schema-kit';
+import { baseRecordProperties, baseStatusProperties, ExternalRecordSchema, Region, ResourceName, strictObject } from './schema-kit';
 
 const STATES = ['creating', 'running', 'stopping', 'stopped', 'starting', 'rebooting', 'failed', 'deleted', 'destroyed'] as const;
 export const SERVER_PLANS = ['s-1vcpu-1gb', 's-1vcpu-2gb', 's-2vcpu-4gb', 's-4vcpu-8gb', 's-8vcpu-16gb'];
@@ -23,7 +23,7 @@ export interface ServerSpec {
 export interface ServerStatus extends BaseStatus {
   ipv4: string | null;
   reboots_done: number;
-  operation: { name: string; started_at: string } | null;
+  external?: Record<string, unknown>;
 }
 
 export type Server = Resource<ServerSpec, ServerStatus>;
@@ -68,7 +68,7 @@ export const serverFamily: FamilyDefinition<ServerSpec, ServerStatus> = {
       ...baseStatusProperties(STATES),
       ipv4: Type.Union([Type.String(), Type.Null()], { description: 'Address allocated by the provider.' }),
       reboots_done: Type.Integer({ minimum: 0, description: 'Reboot requests carried out.' }),
-      operation: Type.Union([strictObject({ name: Type.String(), started_at: Type.String() }), Type.Null()], { description: 'The provider operation in progress.' }),
+      external: ExternalRecordSchema,
     }),
     record: strictObject({
       ...baseRecordProperties('svr', STATES),
@@ -87,7 +87,7 @@ export const serverFamily: FamilyDefinition<ServerSpec, ServerStatus> = {
 
   applyUpdate: (spec, patch) => ({ ...spec, ...patch }),
 
-  initialStatus: () => ({ ipv4: null, reboots_done: 0, operation: null }),
+  initialStatus: () => ({ ipv4: null, reboots_done: 0 }),
 
   nameOf: (spec) => spec.name,
 

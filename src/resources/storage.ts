@@ -2,10 +2,9 @@
 import { Type } from '@sinclair/typebox';
 import { assertRegionAvailable } from './regions';
 import type { BaseStatus, FamilyDefinition, Resource } from './family';
-import { baseRecordProperties, baseStatusProperties, Region, ResourceName, strictObject } from './schema-kit';
+import { baseRecordProperties, baseStatusProperties, ExternalRecordSchema, Region, ResourceName, strictObject } from './schema-kit';
 
 const STATES = ['creating', 'available', 'failed', 'deleted', 'destroyed'] as const;
-const Operation = Type.Union([strictObject({ name: Type.String(), started_at: Type.String() }), Type.Null()], { description: 'The provider operation in progress.' });
 
 export interface BucketSpec {
   name: string;
@@ -14,7 +13,7 @@ export interface BucketSpec {
 }
 export interface BucketStatus extends BaseStatus {
   endpoint: string | null;
-  operation: { name: string; started_at: string } | null;
+  external?: Record<string, unknown>;
 }
 export type Bucket = Resource<BucketSpec, BucketStatus>;
 
@@ -47,7 +46,7 @@ export const bucketFamily: FamilyDefinition<BucketSpec, BucketStatus> = {
     status: strictObject({
       ...baseStatusProperties(STATES),
       endpoint: Type.Union([Type.String(), Type.Null()], { description: 'S3 endpoint of the bucket.' }),
-      operation: Operation,
+      external: ExternalRecordSchema,
     }),
     record: strictObject({
       ...baseRecordProperties('bkt', STATES),
@@ -61,7 +60,7 @@ export const bucketFamily: FamilyDefinition<BucketSpec, BucketStatus> = {
     assertRegionAvailable(config, body.region);
     return { name: body.name, region: body.region, public: body.public ?? false };
   },
-  initialStatus: () => ({ endpoint: null, operation: null }),
+  initialStatus: () => ({ endpoint: null }),
   nameOf: (spec) => spec.name,
   toRecord: ({ meta, spec, status }) => ({
     id: meta.id,
@@ -84,7 +83,7 @@ export interface FileShareSpec {
 }
 export interface FileShareStatus extends BaseStatus {
   mount_target: string | null;
-  operation: { name: string; started_at: string } | null;
+  external?: Record<string, unknown>;
 }
 export type FileShare = Resource<FileShareSpec, FileShareStatus>;
 
@@ -110,7 +109,7 @@ export const fileShareFamily: FamilyDefinition<FileShareSpec, FileShareStatus> =
     status: strictObject({
       ...baseStatusProperties(STATES),
       mount_target: Type.Union([Type.String(), Type.Null()], { description: 'NFS export to mount, host:/path.' }),
-      operation: Operation,
+      external: ExternalRecordSchema,
     }),
     record: strictObject({
       ...baseRecordProperties('fs', STATES),
@@ -125,7 +124,7 @@ export const fileShareFamily: FamilyDefinition<FileShareSpec, FileShareStatus> =
     assertRegionAvailable(config, body.region);
     return { name: body.name, region: body.region, size_gb: body.size_gb ?? 100 };
   },
-  initialStatus: () => ({ mount_target: null, operation: null }),
+  initialStatus: () => ({ mount_target: null }),
   nameOf: (spec) => spec.name,
   toRecord: ({ meta, spec, status }) => ({
     id: meta.id,

@@ -6,7 +6,7 @@ import { isPublicAddress } from '../lib/ip';
 import { randomString } from '../lib/ids';
 import { assertRegionAvailable } from './regions';
 import type { BaseStatus, FamilyDefinition, Resource } from './family';
-import { baseRecordProperties, baseStatusProperties, NullableTimestamp, Region, ResourceName, strictObject } from './schema-kit';
+import { baseRecordProperties, baseStatusProperties, ExternalRecordSchema, NullableTimestamp, Region, ResourceName, strictObject } from './schema-kit';
 
 const STATES = ['creating', 'active', 'failed', 'deleting', 'deleted', 'destroyed'] as const;
 const TUNNEL_TYPES = ['ipsec', 'wireguard'];
@@ -34,7 +34,7 @@ export interface VpnGatewayStatus extends BaseStatus {
   bytes_sent: number;
   bytes_received: number;
   last_handshake: string | null;
-  operation: { name: string; started_at: string } | null;
+  external?: Record<string, unknown>;
 }
 
 export type VpnGateway = Resource<VpnGatewaySpec, VpnGatewayStatus>;
@@ -125,7 +125,7 @@ export const vpnGatewayFamily: FamilyDefinition<VpnGatewaySpec, VpnGatewayStatus
       bytes_sent: Counter('Bytes sent, as last observed.'),
       bytes_received: Counter('Bytes received, as last observed.'),
       last_handshake: NullableTimestamp('Last handshake, as last observed.'),
-      operation: Type.Union([strictObject({ name: Type.String(), started_at: Type.String() }), Type.Null()], { description: 'The provider operation in progress.' }),
+      external: ExternalRecordSchema,
     }),
     record: strictObject({
       ...baseRecordProperties('vpn', STATES),
@@ -179,7 +179,6 @@ export const vpnGatewayFamily: FamilyDefinition<VpnGatewaySpec, VpnGatewayStatus
     bytes_sent: 0,
     bytes_received: 0,
     last_handshake: null,
-    operation: null,
   }),
 
   nameOf: (spec) => spec.name,

@@ -10,6 +10,7 @@ import { newId } from '../lib/ids';
 import { notFound } from '../lib/errors';
 import type { AnyFamily, BaseStatus, Resource } from './family';
 import { buildEvents, conditionsFor, configHash } from './transitions';
+import { deletedByLabels } from './intents';
 
 const MAX_CONFLICT_RETRIES = 20;
 
@@ -91,6 +92,25 @@ export class ResourceWriter {
         if (!(err instanceof ConflictError) || attempt >= MAX_CONFLICT_RETRIES) throw err;
       }
     }
+  }
+
+  /**
+   * Asks for a resource's deletion on behalf of `actor`, whose id is recorded first so that
+   * the reconciler's events of the deletion name them (intents.ts).
+   */
+  async requestDeletion(family: AnyFamily, team: string, id: string, actor: string): Promise<void> {
+    for (let attempt = 0; ; attempt++) {
+      const current = await this.store.get(family.kind, team, id);
+      if (!current) throw notFound(family.name, id);
+      if (current.meta.deletionTimestamp) return;
+      try {
+        await this.store.update({ ...current, meta: { ...current.meta, labels: deletedByLabels(current.meta.labels, actor) } });
+        break;
+      } catch (err) {
+        if (!(err instanceof ConflictError) || attempt >= MAX_CONFLICT_RETRIES) throw err;
+      }
+    }
+    await this.store.requestDeletion(family.kind, team, id);
   }
 
   private async writeStatus(family: AnyFamily, current: Resource, changes: Record<string, unknown>, actor: string): Promise<Resource> {

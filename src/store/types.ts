@@ -20,6 +20,8 @@ export interface ObjectMeta {
   /** Set once deletion was asked for (like Kubernetes' deletionTimestamp); the object stays until removed. */
   deletionTimestamp?: string;
   labels: Record<string, string>;
+  /** Cluster mode: the custom resource's own name and uid, which owner references of what drivers make need. */
+  object?: { name: string; uid: string };
 }
 
 export interface StoredObject<Spec = Record<string, unknown>, Status = Record<string, unknown>> {

@@ -263,17 +263,18 @@ describe('API errors (load balancers)', () => {
     it('answers 409 resource_busy, not 500, when other writers win every retry, and changes nothing', async () => {
       const lb = (await t.api('POST', LBS, { name: 'contended', region: 'fra1' })).body.data;
       await waitForStatus(t, `${LBS}/${lb.id}`, 'running');
-      // Fault injection on the real store: every status write of this one loses its race.
+      // Fault injection on the real store: every write of this one by the API (a DELETE
+      // first labels it with the caller) loses its race.
       const store = t.service.ctx.store;
-      const real = store.updateStatus.bind(store);
-      store.updateStatus = async (object) => {
+      const real = store.update.bind(store);
+      store.update = async (object) => {
         if (object.meta.id !== lb.id) return real(object);
         throw new ConflictError(object.meta.kind, object.meta.id);
       };
       try {
         expectError(await t.api('DELETE', `${LBS}/${lb.id}`), 409, 'resource_busy');
       } finally {
-        store.updateStatus = real;
+        store.update = real;
       }
       expect((await t.api('GET', `${LBS}/${lb.id}`)).body.data.status).toBe('running');
     });

@@ -4,6 +4,7 @@
  * installed, and the service runs with the Kubernetes store against it. Services started
  * again on the same data directory find the same API server, as a restarted operator would.
  */
+import https from 'node:https';
 import { ApiextensionsV1Api, KubeConfig } from '@kubernetes/client-node';
 import { allCrds } from '../../src/resources/crd';
 import { KubeApiServer, startKubeApiServer } from './kube-apiserver';
@@ -19,10 +20,32 @@ export function kubeConfigOf(server: KubeApiServer): KubeConfig {
   return kc;
 }
 
+/**
+ * POSTs a CRD as JSON, as kubectl and helm send the YAML. The typed client would pass it
+ * through its model, which knows `x-kubernetes-preserve-unknown-fields` only by its
+ * camel-case name and drops it from every property schema.
+ */
+async function createCrd(kc: KubeConfig, crd: object): Promise<void> {
+  const options: https.RequestOptions = {};
+  await kc.applyToHTTPSOptions(options);
+  const url = new URL('/apis/apiextensions.k8s.io/v1/customresourcedefinitions', kc.getCurrentCluster()!.server);
+  const body = JSON.stringify(crd);
+  await new Promise<void>((resolve, reject) => {
+    const req = https.request(url, { ...options, method: 'POST', headers: { ...options.headers, 'content-type': 'application/json' } }, (res) => {
+      let text = '';
+      res.on('data', (chunk) => (text += chunk));
+      res.on('end', () => (res.statusCode === 201 ? resolve() : reject(new Error(`creating a CRD answered ${res.statusCode}: ${text}`))));
+    });
+    req.on('error', reject);
+    req.end(body);
+  });
+}
+
 /** Creates the CRDs and waits until the API server serves them. */
 export async function installCrds(server: KubeApiServer): Promise<void> {
-  const api = kubeConfigOf(server).makeApiClient(ApiextensionsV1Api);
-  for (const crd of allCrds()) await api.createCustomResourceDefinition({ body: crd as never });
+  const kc = kubeConfigOf(server);
+  const api = kc.makeApiClient(ApiextensionsV1Api);
+  for (const crd of allCrds()) await createCrd(kc, crd);
   const deadline = Date.now() + 30_000;
   for (const crd of allCrds()) {
     for (;;) {
@@ -57,7 +80,7 @@ export function storeEnvFor(server: KubeApiServer): Record<string, string> {
     CLOUDPLANE_STORE: 'kubernetes',
     CLOUDPLANE_KUBECONFIG: server.kubeconfigPath,
     CLOUDPLANE_SYSTEM_NAMESPACE: 'cloudplane-system',
-    CLOUDPLANE_JOB_DRIVER: 'simulated',
+    CLOUDPLANE_PROVIDER: 'simulated',
   };
 }
 

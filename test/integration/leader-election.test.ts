@@ -70,7 +70,7 @@ async function startReplica(name: string, kubeconfigPath = server.kubeconfigPath
       CLOUDPLANE_KUBECONFIG: kubeconfigPath,
       CLOUDPLANE_SYSTEM_NAMESPACE: NAMESPACE,
       CLOUDPLANE_LEASE_DURATION_SECONDS: String(LEASE_SECONDS),
-      CLOUDPLANE_JOB_DRIVER: 'simulated',
+      CLOUDPLANE_PROVIDER: 'simulated',
       CLOUDPLANE_SIM_DELAY_MS: '50',
       CLOUDPLANE_RESYNC_SECONDS: '5',
       POD_NAME: name,

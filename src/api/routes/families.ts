@@ -9,6 +9,7 @@ import type { AnyFamily, Resource } from '../../resources/family';
 import type { ApiContext } from '../context';
 import { send } from '../envelope';
 import { listQueryOf, listQuerySchema, paginate } from '../list';
+import { writeAndAwait } from '../awaiting';
 import { invalidState, notFound, resourceBusy } from '../../lib/errors';
 import { nowIso } from '../../lib/time';
 import { newId } from '../../lib/ids';
@@ -97,6 +98,12 @@ async function rotateSecret(ctx: ApiContext, family: AnyFamily, team: string, id
   }
 }
 
+/** What a deletion leads to, shown should the reconciler not have written it yet (awaiting.ts). */
+function projectedDeletion(resource: Resource, immediate: boolean): Resource {
+  const status = immediate ? { status: 'deleted', deleted_at: nowIso() } : { status: 'deleting' };
+  return { ...resource, status: { ...resource.status, ...status } };
+}
+
 export function registerFamilyRoutes(app: FastifyInstance, ctx: ApiContext, family: AnyFamily): void {
   const base = `/api/v1/${family.path}`;
   const config: { family?: string } = family.providerBacked ? { family: family.name } : {};
@@ -173,23 +180,11 @@ export function registerFamilyRoutes(app: FastifyInstance, ctx: ApiContext, fami
       const resource = await findResource(ctx, family, team, id);
       if (resource.status.status === 'deleted') return send(ctx, request, reply, 200, family.toRecord(resource));
       if (family.busyStates?.includes(resource.status.status)) throw resourceBusy(`The ${family.title} is ${resource.status.status}; try again when it is done.`);
-      // The state change is written first, so its event carries the caller as actor; the
-      // reconciler asks for deletion itself should the process die between the two writes.
+      // The reconciler moves it to deleted (or deleting) and names the caller in the event.
       const immediate = family.deletion === 'immediate';
-      const deleted = await ctx.writer.mutateStatus(
-        family,
-        team,
-        id,
-        (current) => {
-          if (['deleted', 'deleting', 'destroyed'].includes(current.status.status)) return null;
-          if (family.busyStates?.includes(current.status.status)) throw resourceBusy(`The ${family.title} is ${current.status.status}; try again when it is done.`);
-          return immediate
-            ? { status: 'deleted', deleted_at: nowIso(), operation: null }
-            : { status: 'deleting', operation: { name: 'release', started_at: nowIso() } };
-        },
-        key,
-      );
-      await ctx.store.requestDeletion(family.kind, team, id);
+      const leaving = ['deleted', 'deleting', 'destroyed'];
+      const moved = await writeAndAwait<Resource>(ctx.store, family.kind, team, id, () => ctx.writer.requestDeletion(family, team, id, key), (r) => leaving.includes(r.status?.status));
+      const deleted = moved && moved.status.status !== 'destroyed' ? moved : projectedDeletion(resource, immediate);
       return send(ctx, request, reply, immediate ? 200 : 202, family.toRecord(deleted));
     },
   });

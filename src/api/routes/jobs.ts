@@ -7,6 +7,7 @@ import { envelopeOf, ErrorEnvelope, findResource, principalOf } from './families
 import { FINISHED_JOB_STATES, Job, jobFamily as family } from '../../resources/job';
 import { invalidState } from '../../lib/errors';
 import { nowIso } from '../../lib/time';
+import { writeAndAwait } from '../awaiting';
 
 const IdParams = Type.Object({ id: Type.String({ maxLength: 64 }) });
 
@@ -26,21 +27,15 @@ export function registerJobRoutes(app: FastifyInstance, ctx: ApiContext): void {
     },
     handler: async (request, reply) => {
       const { id } = request.params as { id: string };
-      const { team, key } = principalOf(request);
-      assertCancellable(await findResource<Job>(ctx, family, team, id));
-      const cancelled = await ctx.writer.mutateStatus<Job>(
-        family,
-        team,
-        id,
-        (job) => {
-          assertCancellable(job);
-          return { status: 'cancelled', finished_at: nowIso(), status_reason: 'Cancelled on request.' };
-        },
-        key,
-      );
-      // The reconciler stops the run once it sees the request; it is recorded after the
-      // state so that a job finishing meanwhile answers 409 rather than claiming a cancel.
-      await ctx.writer.mutateSpec<Job>(family, team, id, (job) => (job.spec.cancel_requested ? null : { ...job.spec, cancel_requested: true }));
+      const { team } = principalOf(request);
+      const found = await findResource<Job>(ctx, family, team, id);
+      assertCancellable(found);
+      // The reconciler stops the run and writes `cancelled`, unless the job finished first.
+      const ask = () => ctx.writer.mutateSpec<Job>(family, team, id, (job) => (job.spec.cancel_requested ? null : { ...job.spec, cancel_requested: true }));
+      const ended = await writeAndAwait<Job>(ctx.store, family.kind, team, id, ask, (job) => FINISHED_JOB_STATES.includes(job.status.status));
+      // It ended otherwise before the cancel reached it: 409, as a cancel of a finished job.
+      if (ended && ended.status.status !== 'cancelled') assertCancellable(ended);
+      const cancelled = ended ?? { ...found, status: { ...found.status, status: 'cancelled', finished_at: nowIso(), status_reason: 'Cancelled on request.' } };
       return send(ctx, request, reply, 200, family.toRecord(cancelled));
     },
   });

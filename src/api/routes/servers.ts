@@ -1,6 +1,7 @@
 /**
- * Server actions: stop, start and reboot. Each records the wish in the spec and shows the
- * move begun (stopping, starting, rebooting) at once; the reconciler completes it.
+ * Server actions: stop, start and reboot. Each records the wish in the spec; the
+ * reconciler carries it out and writes the move begun (stopping, starting, rebooting),
+ * which the answer shows (awaiting.ts).
  */
 import type { FastifyInstance } from 'fastify';
 import { Type } from '@sinclair/typebox';
@@ -9,6 +10,7 @@ import { send } from '../envelope';
 import { assertChangeable, envelopeOf, ErrorEnvelope, findResource, principalOf } from './families';
 import { serverFamily as family, Server, ServerSpec } from '../../resources/server';
 import { invalidState, resourceBusy } from '../../lib/errors';
+import { writeAndAwait } from '../awaiting';
 
 const IdParams = Type.Object({ id: Type.String({ maxLength: 64 }) });
 const responses = { 200: envelopeOf(family.schemas.record), 404: ErrorEnvelope, 409: ErrorEnvelope };
@@ -27,11 +29,19 @@ const ACTIONS: PowerAction[] = [
   { name: 'reboot', summary: 'Reboot a running server', from: 'running', via: 'rebooting', wish: (spec) => ({ reboot_requests: (spec.reboot_requests ?? 0) + 1 }) },
 ];
 
+/** A stop, start or reboot asked for that the reconciler has not begun yet. */
+function moveAskedFor(server: Server): boolean {
+  const { spec, status } = server;
+  if (status.status === 'running') return spec.power_state === 'off' || (spec.reboot_requests ?? 0) > (status.reboots_done ?? 0);
+  return status.status === 'stopped' && spec.power_state === 'on';
+}
+
 function assertActionAllowed(server: Server, action: PowerAction): void {
   assertChangeable(family, server);
   const state = server.status.status;
   if (state === 'creating') throw resourceBusy('The server is still being created; try again when it is running.');
   if (state !== action.from) throw invalidState(`Cannot ${action.name} a server that is ${state}; it must be ${action.from}.`);
+  if (moveAskedFor(server)) throw resourceBusy(`The server has a power action under way; try again when it is done.`);
 }
 
 export function registerServerRoutes(app: FastifyInstance, ctx: ApiContext): void {
@@ -41,14 +51,21 @@ export function registerServerRoutes(app: FastifyInstance, ctx: ApiContext): voi
       schema: { tags: [family.title], summary: action.summary, params: IdParams, response: responses },
       handler: async (request, reply) => {
         const { id } = request.params as { id: string };
-        const { team, key } = principalOf(request);
-        assertActionAllowed(await findResource<Server>(ctx, family, team, id), action);
-        await ctx.writer.mutateSpec<Server>(family, team, id, (server) => {
-          assertActionAllowed(server, action);
-          return { ...server.spec, ...action.wish(server.spec) };
-        });
-        const moving = await ctx.writer.mutateStatus<Server>(family, team, id, (server) => (server.status.status === action.from ? { status: action.via, status_reason: null } : null), key);
-        return send(ctx, request, reply, 200, family.toRecord(moving));
+        const { team } = principalOf(request);
+        const found = await findResource<Server>(ctx, family, team, id);
+        assertActionAllowed(found, action);
+        let asked = found;
+        const wish = async () => {
+          asked = await ctx.writer.mutateSpec<Server>(family, team, id, (server) => {
+            assertActionAllowed(server, action);
+            return { ...server.spec, ...action.wish(server.spec) };
+          });
+        };
+        // Begun (the state left `from`), or already done (the reconciler observed this generation).
+        const begun = (server: Server) => server.status.status !== action.from || server.status.observed_generation >= asked.meta.generation;
+        const moving = await writeAndAwait<Server>(ctx.store, family.kind, team, id, wish, (server) => asked !== found && begun(server));
+        const shown = moving ?? { ...asked, status: { ...asked.status, status: action.via, status_reason: null } };
+        return send(ctx, request, reply, 200, family.toRecord(shown));
       },
     });
   }

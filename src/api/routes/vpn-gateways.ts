@@ -5,6 +5,7 @@ import type { ApiContext } from '../context';
 import { send } from '../envelope';
 import { envelopeOf, ErrorEnvelope, findResource, principalOf } from './families';
 import { tunnelStatsSchema, vpnGatewayFamily as family, VpnGateway } from '../../resources/vpn-gateway';
+import { managedOf, Driven } from '../../controllers/managed';
 
 const IdParams = Type.Object({ id: Type.String({ maxLength: 64 }) });
 
@@ -14,7 +15,7 @@ export function registerVpnGatewayRoutes(app: FastifyInstance, ctx: ApiContext):
     schema: {
       tags: [family.title],
       summary: 'Live tunnel status',
-      description: 'Asks the provider for the tunnel state now. A gateway that is not active reports `down` with its last observed counters.',
+      description: 'Asks the gateway\'s driver for the tunnel state now. A gateway that is not active reports `down` with its last observed counters.',
       params: IdParams,
       response: { 200: envelopeOf(tunnelStatsSchema), 404: ErrorEnvelope },
     },
@@ -22,11 +23,11 @@ export function registerVpnGatewayRoutes(app: FastifyInstance, ctx: ApiContext):
       const { id } = request.params as { id: string };
       const gateway = await findResource<VpnGateway>(ctx, family, principalOf(request).team, id);
       const { status } = gateway;
-      const stats =
-        status.status === 'active'
-          ? await ctx.provider.tunnelStats(id, status.active_since ?? gateway.meta.createdAt)
-          : { tunnel_status: 'down' as const, bytes_sent: status.bytes_sent ?? 0, bytes_received: status.bytes_received ?? 0, last_handshake: status.last_handshake ?? null };
-      return send(ctx, request, reply, 200, stats);
+      const last = { tunnel_status: 'down' as const, bytes_sent: status.bytes_sent ?? 0, bytes_received: status.bytes_received ?? 0, last_handshake: status.last_handshake ?? null };
+      if (status.status !== 'active') return send(ctx, request, reply, 200, last);
+      // observe only reads: asking it from a request changes nothing the reconciler relies on.
+      const observation = await ctx.drivers.drivers.vpn_gateway.observe(managedOf(family, gateway as unknown as Driven, gateway.spec));
+      return send(ctx, request, reply, 200, observation.exists ? observation.observed : last);
     },
   });
 }

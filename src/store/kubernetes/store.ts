@@ -469,6 +469,7 @@ export class KubernetesStore implements Store {
     const md = raw.metadata as KubeObject['metadata'] & {
       labels?: Record<string, string>;
       annotations?: Record<string, string>;
+      uid?: string;
       generation?: number;
       creationTimestamp?: string | Date;
       deletionTimestamp?: string | Date;
@@ -490,6 +491,7 @@ export class KubernetesStore implements Store {
         updatedAt,
         ...(md.deletionTimestamp ? { deletionTimestamp: iso(md.deletionTimestamp) } : {}),
         labels,
+        ...(md.uid ? { object: { name: raw.metadata.name, uid: md.uid } } : {}),
       },
       spec: (raw.spec ?? {}) as Record<string, unknown>,
       status: status,

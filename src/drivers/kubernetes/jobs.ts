@@ -20,8 +20,10 @@
  */
 import { BatchV1Api, CoreV1Api, KubeConfig, V1ContainerStateWaiting, V1Job, V1JobCondition, V1Pod } from '@kubernetes/client-node';
 import type { Logger } from 'pino';
-import { ID_LABEL, namespaceOfTeam, objectName } from '../store/kubernetes/names';
-import type { JobExecutor, JobRun, JobSpecForRun } from './types';
+import { ID_LABEL, namespaceOfTeam, objectName } from '../../store/kubernetes/names';
+import { OutcomeWindow } from '../health';
+import type { JobExecutor, JobRun, JobSpecForRun } from '../job';
+import type { DriverHealth } from '../types';
 
 export const CONTAINER_NAME = 'job';
 const MANAGED_BY_LABEL = 'app.kubernetes.io/managed-by';
@@ -51,8 +53,6 @@ export interface KubernetesJobExecutorOptions {
   /** Namespace of the system team (see namespaceOfTeam). */
   systemNamespace: string;
   logger: Logger;
-  /** Feeds the provider's health: false when the API server did not answer, true when it did. */
-  recordOutcome?: (ok: boolean) => void;
   /** How long a Pod's image may keep failing to pull before the job fails (default 300 s). */
   imagePullTimeoutMs?: number;
 }
@@ -108,6 +108,7 @@ export class KubernetesJobExecutor implements JobExecutor {
   private readonly core: CoreV1Api;
   private readonly submitted = new Set<string>();
   private readonly cancelled = new Map<string, string>();
+  private readonly outcomes = new OutcomeWindow();
 
   constructor(private readonly o: KubernetesJobExecutorOptions) {
     this.batch = o.kubeConfig.makeApiClient(BatchV1Api);
@@ -270,15 +271,21 @@ export class KubernetesJobExecutor implements JobExecutor {
     return namespaceOfTeam(team, this.o.systemNamespace);
   }
 
-  /** Runs a request, telling the provider's health whether the API server answered. */
+  health(): DriverHealth {
+    return this.outcomes.health();
+  }
+
+  /** Runs a request, telling the driver's health whether the API server answered. */
   private async call<T>(request: () => Promise<T>): Promise<T> {
     try {
       const answer = await request();
-      this.o.recordOutcome?.(true);
+      this.outcomes.succeeded();
       return answer;
     } catch (err) {
       const code = httpCode(err);
-      this.o.recordOutcome?.(code !== undefined && code < 500);
+      // A refusal (404, 409) is the API server answering; only no answer or a 5xx counts against it.
+      if (code !== undefined && code < 500) this.outcomes.succeeded();
+      else this.outcomes.failed(`the Kubernetes API server did not answer: ${(err as Error).message}`, code !== undefined);
       throw err;
     }
   }

@@ -1,0 +1,200 @@
+/**
+ * The one reconciler of every driver-backed family (servers, load balancers, VPN
+ * gateways, buckets, file shares), after crossplane-runtime's managed reconciler. Each
+ * pass observes first, then asks the family's driver to create, update or delete, and
+ * writes what it saw as the status. It is the only writer of these families' status: the
+ * API records what is wanted (the spec, a deletion request) and this carries it out, so a
+ * REST call and a kubectl edit go the same way.
+ *
+ * A family binds to it with a FamilyBinding: what its driver is asked for (the spec, with
+ * references resolved) and how what the driver observes reads as status. Deletion keeps
+ * the record: the resource is `deleted` at once (or through `deleting` while the driver
+ * releases, for families deleted in the background), its external part is released, and
+ * after the retention period it is `destroyed` and removed. Every step is one status
+ * write, so a crash anywhere resumes at the same step.
+ */
+import type { Store } from '../store/types';
+import type { AnyFamily, DrivenStatus, Resource } from '../resources/family';
+import type { ResourceWriter } from '../resources/writer';
+import type { Driver, ExternalRecord, Managed, Observation, Owner } from '../drivers/types';
+import { configHash } from '../resources/transitions';
+import { deletedBy } from '../resources/intents';
+import { API_VERSION } from '../store/kubernetes/names';
+import { sameJson } from '../lib/canonical-json';
+import { nowIso } from '../lib/time';
+import type { ReconcileResult, Reconciler } from './controller';
+
+export type Driven = Resource<Record<string, any>, DrivenStatus & Record<string, any>>;
+
+/** The lifecycle state and status fields a family reads from what its driver observed. */
+export interface SteadyState {
+  state?: string;
+  changes?: Record<string, unknown>;
+  requeueAfterMs?: number;
+}
+
+export interface FamilyBinding<Desired, Outputs, Observed> {
+  family: AnyFamily;
+  /** The state a successful creation ends in: running, active or available. */
+  readyState: string;
+  driver: Driver<Desired, Outputs, Observed>;
+  /** What the driver is asked for: the spec, with references resolved. */
+  desired(resource: Driven): Promise<Desired>;
+  /** Status fields from a ready resource's outputs, written whenever they change. */
+  outputs(outputs: Outputs): Record<string, unknown>;
+  /** Status fields written once, as the resource first becomes ready. */
+  onReady?(): Record<string, unknown>;
+  /** The state and status fields of a ready resource, from what the driver observed. */
+  steady?(observed: Observed, resource: Driven, desired: Desired): SteadyState;
+}
+
+export type AnyBinding = FamilyBinding<any, any, any>;
+
+const SYSTEM = 'system';
+const OUTBOX_POLL_MS = 200;
+/** Look again this soon when a driver gave no hint (something it made is not visible yet). */
+const DEFAULT_POLL_MS = 1_000;
+
+/** A resource as its driver sees it. */
+export function managedOf<Desired>(family: AnyFamily, resource: Driven, desired: Desired): Managed<Desired> {
+  const object = resource.meta.object;
+  const owner: Owner | null = object ? { apiVersion: API_VERSION, kind: family.kind, name: object.name, uid: object.uid } : null;
+  return { id: resource.meta.id, team: resource.meta.team, generation: resource.meta.generation, desired, external: (resource.status.external as ExternalRecord | undefined) ?? null, owner };
+}
+
+const minDefined = (...values: Array<number | undefined>): number | undefined => {
+  const defined = values.filter((v): v is number => v !== undefined);
+  return defined.length > 0 ? Math.max(1, Math.min(...defined)) : undefined;
+};
+
+/** Only the fields that differ from the status: a pass that changes nothing writes nothing. */
+function differing(status: Record<string, unknown>, changes: Record<string, unknown>): Record<string, unknown> | null {
+  const entries = Object.entries(changes).filter(([field, value]) => !sameJson(status[field] ?? null, value ?? null));
+  return entries.length > 0 ? Object.fromEntries(entries) : null;
+}
+
+export class ManagedReconciler implements Reconciler {
+  readonly kind: string;
+
+  constructor(
+    private readonly binding: AnyBinding,
+    private readonly store: Store,
+    private readonly writer: ResourceWriter,
+    private readonly retentionMs: number,
+  ) {
+    this.kind = binding.family.kind;
+  }
+
+  async reconcile(team: string, id: string): Promise<ReconcileResult | void> {
+    const resource = (await this.store.get(this.kind, team, id)) as Driven | undefined;
+    if (!resource) return;
+    if (resource.meta.deletionTimestamp) return this.reconcileDeletion(resource);
+    const state = resource.status.status;
+    if (state === 'deleted' || state === 'deleting') {
+      // Written by versions whose API set the state before asking for deletion: finish it.
+      await this.store.requestDeletion(this.kind, team, id);
+      return;
+    }
+    if (state === 'failed' || state === 'destroyed') return;
+
+    const { driver } = this.binding;
+    const desired = await this.binding.desired(resource);
+    const managed = managedOf(this.binding.family, resource, desired);
+    let observation = await driver.observe(managed);
+    let external = managed.external;
+    let stepPollMs: number | undefined;
+    if (!observation.exists || (!observation.upToDate && !observation.failure)) {
+      // Absent: made for the first time, or again after it vanished (drift). Out of date: brought back to the spec.
+      const step = observation.exists ? await driver.update(managed) : await driver.create(managed);
+      external = step.external;
+      stepPollMs = step.pollAfterMs;
+      // Looked at again in the same pass: waiting for this write's own watch event would put the resource behind every other one.
+      observation = await driver.observe({ ...managed, external });
+    }
+    const judged = this.judge(resource, observation, desired);
+    const changes = differing(resource.status, { ...(sameJson(external, managed.external) ? {} : { external: external ?? undefined }), ...judged.changes });
+    if (changes) await this.write(resource, changes, SYSTEM);
+    const pending = !observation.exists || (!observation.upToDate && !observation.failure) || (state === this.binding.family.states[0] && !observation.ready);
+    return { requeueAfterMs: minDefined(judged.requeueAfterMs, observation.exists ? observation.pollAfterMs : undefined, stepPollMs, pending ? DEFAULT_POLL_MS : undefined) };
+  }
+
+  /** The status that what the driver observed calls for. */
+  private judge(resource: Driven, observation: Observation<unknown, unknown>, desired: unknown): SteadyState {
+    const { binding } = this;
+    const state = resource.status.status;
+    if (!observation.exists) return {};
+    const creating = state === binding.family.states[0];
+    if (observation.failure) {
+      const reason = creating ? `Provisioning failed: ${observation.failure}.` : `${observation.failure}.`;
+      return { changes: { status: 'failed', status_reason: reason } };
+    }
+    const hash = configHash(binding.family, resource.spec);
+    // A configuration just applied clears what a rejected one said; a reason written by others stays.
+    const applied = observation.upToDate
+      ? { observed_generation: resource.meta.generation, observed_config: hash, ...(hash !== resource.status.observed_config ? { status_reason: null } : {}) }
+      : observation.rejected
+        ? { observed_generation: resource.meta.generation, status_reason: `The last configuration change was not applied: ${observation.rejected}.` }
+        : {};
+    const outputs = observation.ready && observation.outputs ? binding.outputs(observation.outputs) : {};
+    if (creating) {
+      if (!observation.ready) return {};
+      return { changes: { ...outputs, ...binding.onReady?.(), ...applied, status: binding.readyState, status_reason: null } };
+    }
+    const steady = binding.steady?.(observation.observed, resource, desired) ?? {};
+    const moved = steady.state && steady.state !== state ? { status: steady.state } : {};
+    return { changes: { ...outputs, ...steady.changes, ...applied, ...moved }, requeueAfterMs: steady.requeueAfterMs };
+  }
+
+  private async reconcileDeletion(resource: Driven): Promise<ReconcileResult | void> {
+    const { family } = this.binding;
+    const { status, meta } = resource;
+    if (status.status === 'destroyed') {
+      // The destroyed event must reach the bus before the record disappears.
+      if ((status.pending_events ?? []).length > 0) return { requeueAfterMs: OUTBOX_POLL_MS };
+      if (family.secret) await this.store.deleteSecret(meta.team, family.secret.secretName(meta.id));
+      await this.store.remove(this.kind, meta.team, meta.id, meta.resourceVersion);
+      return;
+    }
+    if (status.status !== 'deleted' && status.status !== 'deleting') {
+      // What the driver made is released next; `{}` marks a release due where it recorded nothing yet.
+      const release = { external: status.external ?? {} };
+      const first = family.deletion === 'immediate' ? { status: 'deleted', deleted_at: nowIso() } : { status: 'deleting' };
+      await this.write(resource, { ...first, ...release }, deletedBy(resource) ?? SYSTEM);
+      return;
+    }
+    if (status.external !== undefined) return this.release(resource);
+    if (status.status === 'deleting') {
+      await this.write(resource, { status: 'deleted', deleted_at: nowIso() }, SYSTEM);
+      return;
+    }
+    const expiry = Date.parse(status.deleted_at ?? meta.deletionTimestamp!) + this.retentionMs;
+    if (Date.now() < expiry) return { requeueAfterMs: expiry - Date.now() };
+    await this.write(resource, { status: 'destroyed' }, SYSTEM);
+  }
+
+  /** Asks the driver to remove what it made until it observes nothing left; then the record says so (external absent). */
+  private async release(resource: Driven): Promise<ReconcileResult | void> {
+    const { driver } = this.binding;
+    const managed = managedOf(this.binding.family, resource, await this.binding.desired(resource));
+    const observation = await driver.observe(managed);
+    if (observation.exists) {
+      const step = await driver.delete(managed);
+      if (!sameJson(step.external, managed.external)) await this.write(resource, { external: step.external }, SYSTEM);
+      return { requeueAfterMs: minDefined(step.pollAfterMs, observation.pollAfterMs) ?? DEFAULT_POLL_MS };
+    }
+    const done = resource.status.status === 'deleting' ? { status: 'deleted', deleted_at: nowIso() } : {};
+    await this.write(resource, { ...done, external: undefined }, SYSTEM);
+  }
+
+  /** Writes status changes; skipped if the resource moved on (another state, a deletion) since it was read. */
+  private write(resource: Driven, changes: Record<string, unknown>, actor: string): Promise<Driven> {
+    const { meta } = resource;
+    return this.writer.mutateStatus<Driven>(
+      this.binding.family,
+      meta.team,
+      meta.id,
+      (latest) => (latest.status.status === resource.status.status && Boolean(latest.meta.deletionTimestamp) === Boolean(meta.deletionTimestamp) ? changes : null),
+      actor,
+    );
+  }
+}

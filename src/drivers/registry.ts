@@ -1,0 +1,113 @@
+/**
+ * Which driver does each family's work, chosen by configuration: the provider's default
+ * for the mode (`simulated` on the embedded default, `kubernetes` in cluster mode), and a
+ * per-family override (CLOUDPLANE_DRIVER_<FAMILY>). Each family lists the drivers it has;
+ * a family without a driver of the chosen provider falls back to `simulated`, saying so
+ * in the log, while a driver named explicitly must exist, or the service refuses to start.
+ */
+import type { Logger } from 'pino';
+import type { Config } from '../config';
+import { kubeConfigFor } from '../store';
+import type { DriverContext, ProviderHealth } from './types';
+import type { ServerDriver } from './server';
+import type { LoadBalancerDriver } from './load-balancer';
+import type { VpnGatewayDriver } from './vpn-gateway';
+import type { BucketDriver, FileShareDriver } from './storage';
+import type { JobExecutor } from './job';
+import { Simulation } from './simulated/simulation';
+import { SimulatedBucketDriver, SimulatedFileShareDriver, SimulatedLoadBalancerDriver, SimulatedServerDriver, SimulatedVpnGatewayDriver } from './simulated/families';
+import { SimulatedJobExecutor } from './simulated/jobs';
+import { KubernetesJobExecutor } from './kubernetes/jobs';
+
+/** The driver of every reconciled family, by family name. */
+export interface Drivers {
+  server: ServerDriver;
+  load_balancer: LoadBalancerDriver;
+  vpn_gateway: VpnGatewayDriver;
+  bucket: BucketDriver;
+  file_share: FileShareDriver;
+  job: JobExecutor;
+}
+
+export type DriverFamily = keyof Drivers;
+
+/** What drivers are built from; `kube` only in cluster mode. */
+interface BuildContext extends DriverContext {
+  simulation: Simulation;
+}
+
+type Catalog = { [F in DriverFamily]: Record<string, (ctx: BuildContext) => Drivers[F]> };
+
+/** Drivers that talk to the cluster the operator runs in. */
+const needsCluster = (name: string) => name === 'kubernetes';
+
+const CATALOG: Catalog = {
+  server: { simulated: (ctx) => new SimulatedServerDriver(ctx.simulation) },
+  load_balancer: { simulated: (ctx) => new SimulatedLoadBalancerDriver(ctx.simulation) },
+  vpn_gateway: { simulated: (ctx) => new SimulatedVpnGatewayDriver(ctx.simulation) },
+  bucket: { simulated: (ctx) => new SimulatedBucketDriver(ctx.simulation) },
+  file_share: { simulated: (ctx) => new SimulatedFileShareDriver(ctx.simulation) },
+  job: {
+    simulated: (ctx) => new SimulatedJobExecutor(ctx.simulation),
+    kubernetes: (ctx) =>
+      new KubernetesJobExecutor({
+        kubeConfig: ctx.kube!.kubeConfig,
+        systemNamespace: ctx.kube!.systemNamespace,
+        logger: ctx.logger.child({ component: 'job-driver' }),
+        imagePullTimeoutMs: ctx.config.kubernetes?.jobImagePullTimeoutMs,
+      }),
+  },
+};
+
+export const DRIVER_FAMILIES = Object.keys(CATALOG) as DriverFamily[];
+
+/** The drivers in use, with the health meta.provider shows for each family. */
+export class DriverSet {
+  private constructor(
+    readonly drivers: Drivers,
+    /** The driver name chosen for each family. */
+    readonly chosen: Record<DriverFamily, string>,
+  ) {}
+
+  /** Builds the configured drivers; throws, naming the setting, when a family's driver cannot be had. */
+  static build(config: Config, logger: Logger): DriverSet {
+    const kube = config.kubernetes ? { kubeConfig: kubeConfigFor(config.kubernetes), systemNamespace: config.kubernetes.systemNamespace } : undefined;
+    const ctx: BuildContext = { config, logger, kube, simulation: new Simulation(config.simulation) };
+    for (const family of Object.keys(config.drivers.overrides)) {
+      if (!(DRIVER_FAMILIES as string[]).includes(family)) throw new Error(`CLOUDPLANE_DRIVER_${family.toUpperCase()} names no family with drivers; those are ${DRIVER_FAMILIES.join(', ')}`);
+    }
+    const chosen = {} as Record<DriverFamily, string>;
+    const drivers = {} as Record<DriverFamily, unknown>;
+    for (const family of DRIVER_FAMILIES) {
+      const name = chooseDriver(family, config, logger);
+      if (needsCluster(name) && !kube) {
+        throw new Error(`${settingOf(family)}=${name} needs cluster mode (CLOUDPLANE_STORE=kubernetes); the embedded default has no cluster to run it on`);
+      }
+      chosen[family] = name;
+      drivers[family] = (CATALOG[family] as Record<string, (ctx: BuildContext) => unknown>)[name](ctx);
+    }
+    return new DriverSet(drivers as Drivers, chosen);
+  }
+
+  /** The health of the driver behind a family, as meta.provider shows it. */
+  health(family: string): ProviderHealth {
+    const driver = this.drivers[family as DriverFamily];
+    return driver ? driver.health().state : 'connected';
+  }
+}
+
+/** CLOUDPLANE_DRIVER_LOAD_BALANCER for load_balancer. */
+export const settingOf = (family: DriverFamily) => `CLOUDPLANE_DRIVER_${family.toUpperCase()}`;
+
+function chooseDriver(family: DriverFamily, config: Config, logger: Logger): string {
+  const available = Object.keys(CATALOG[family]);
+  const named = config.drivers.overrides[family];
+  if (named !== undefined) {
+    if (!available.includes(named)) throw new Error(`${settingOf(family)}=${named}: the ${family} family has no driver "${named}"; it has ${available.join(', ')}`);
+    return named;
+  }
+  const provider = config.drivers.provider;
+  if (available.includes(provider)) return provider;
+  logger.warn({ family, provider, using: 'simulated' }, `the ${family} family has no ${provider} driver yet; it uses the simulated one`);
+  return 'simulated';
+}

@@ -1,0 +1,194 @@
+/**
+ * The simulated driver of each family: what a family adds to the shared simulation of
+ * provisioning, configuration and release (driver.ts) — its outputs, and the state it
+ * observes: a server's power, a load balancer's backend health checks, a tunnel's
+ * traffic.
+ */
+import { createHash } from 'node:crypto';
+import type { Managed } from '../types';
+import type { ServerDesired, ServerObserved, ServerOutputs, PowerState } from '../server';
+import type { BackendHealth, LoadBalancerDesired, LoadBalancerOutputs } from '../load-balancer';
+import type { TunnelStats, VpnGatewayDesired, VpnGatewayOutputs } from '../vpn-gateway';
+import type { BucketOutputs, FileShareOutputs } from '../storage';
+import type { BucketSpec, FileShareSpec } from '../../resources/storage';
+import { draw, Simulation } from './simulation';
+import { FamilyState, SimulatedDriver, SimulatedRecord } from './driver';
+
+/** How often a simulated health check gives a new answer. */
+const HEALTH_CHECK_WINDOW_MS = 30_000;
+/** How often a load balancer with backends is looked at again. */
+const BACKEND_POLL_MS = 10_000;
+const HANDSHAKE_INTERVAL_MS = 120_000;
+/** How often an active gateway's counters are looked at again. */
+const TUNNEL_POLL_MS = 30_000;
+
+const failedMove = (operation: string, reason: string) => `${operation.replace(/_/g, ' ')} failed: ${reason}`;
+
+export class SimulatedServerDriver extends SimulatedDriver<ServerDesired, ServerOutputs, ServerObserved> {
+  constructor(sim: Simulation) {
+    super('server', sim);
+  }
+
+  protected configOf({ name, region, plan, image }: ServerDesired): unknown {
+    return { name, region, plan, image };
+  }
+
+  protected outputsOf(resource: Managed<ServerDesired>): ServerOutputs {
+    return { ipv4: this.sim.allocateAddress(resource.id) };
+  }
+
+  /** One move at a time: power first, then reboots, each once the one before has ended. */
+  protected override plan(resource: Managed<ServerDesired>, record: SimulatedRecord): SimulatedRecord {
+    const { desired } = resource;
+    const power = this.powerOf(resource, record);
+    if (power.moving) return record;
+    const requests = desired.reboot_requests ?? 0;
+    if (power.state !== desired.power_state) return { ...record, power: { ...this.start(resource, desired.power_state === 'off' ? 'power_off' : 'power_on'), state: desired.power_state, requests } };
+    if (power.state === 'on' && this.rebootsDone(resource, record) < requests && !this.rebootPending(resource, record)) {
+      return { ...record, reboot: { ...this.start(resource, 'reboot'), requests } };
+    }
+    return record;
+  }
+
+  protected stateOf(resource: Managed<ServerDesired>, record: SimulatedRecord, ready: boolean): FamilyState<ServerObserved> {
+    const { desired } = resource;
+    const reboots_done = this.rebootsDone(resource, record);
+    if (!ready) return { observed: { power: 'starting', reboots_done } };
+    const power = this.powerOf(resource, record);
+    if (power.failure) return { observed: { power: power.state, reboots_done }, failure: power.failure };
+    if (power.moving) return { observed: { power: power.state === 'off' ? 'stopping' : 'starting', reboots_done }, upToDate: false, pollAfterMs: power.remainingMs };
+    if (record.reboot) {
+      const reboot = this.progressOf(resource, 'reboot', record.reboot);
+      if (reboot.state === 'failed') return { observed: { power: 'on', reboots_done }, failure: failedMove('reboot', reboot.reason) };
+      if (reboot.state === 'pending') return { observed: { power: 'rebooting', reboots_done }, upToDate: false, pollAfterMs: reboot.remainingMs };
+    }
+    const settled: PowerState = power.state;
+    const upToDate = settled === desired.power_state && (settled === 'off' || reboots_done >= (desired.reboot_requests ?? 0));
+    return { observed: { power: settled, reboots_done }, upToDate };
+  }
+
+  private powerOf(resource: Managed<ServerDesired>, record: SimulatedRecord): { state: 'on' | 'off'; moving: boolean; remainingMs?: number; failure?: string } {
+    const move = record.power;
+    if (!move) return { state: 'on', moving: false };
+    const operation = move.state === 'off' ? 'power_off' : 'power_on';
+    const progress = this.progressOf(resource, operation, move);
+    if (progress.state === 'pending') return { state: move.state, moving: true, remainingMs: progress.remainingMs };
+    if (progress.state === 'failed') return { state: move.state, moving: false, failure: failedMove(operation, progress.reason) };
+    return { state: move.state, moving: false };
+  }
+
+  private rebootPending(resource: Managed<ServerDesired>, record: SimulatedRecord): boolean {
+    return record.reboot !== undefined && this.progressOf(resource, 'reboot', record.reboot).state === 'pending';
+  }
+
+  /** A finished reboot carries out the requests it was started for; a finished stop or start settles those before it. */
+  private rebootsDone(resource: Managed<ServerDesired>, record: SimulatedRecord): number {
+    let done = 0;
+    if (record.reboot && this.progressOf(resource, 'reboot', record.reboot).state === 'succeeded') done = record.reboot.requests;
+    if (record.power) {
+      const operation = record.power.state === 'off' ? 'power_off' : 'power_on';
+      if (this.progressOf(resource, operation, record.power).state === 'succeeded') done = Math.max(done, record.power.requests);
+    }
+    return done;
+  }
+}
+
+export class SimulatedLoadBalancerDriver extends SimulatedDriver<LoadBalancerDesired, LoadBalancerOutputs, BackendHealth[]> {
+  constructor(sim: Simulation) {
+    super('load_balancer', sim);
+  }
+
+  /** Backends change without a configuration change: the simulated data plane takes them at once. */
+  protected configOf({ backends: _backends, ...config }: LoadBalancerDesired): unknown {
+    return config;
+  }
+
+  protected outputsOf(resource: Managed<LoadBalancerDesired>): LoadBalancerOutputs {
+    return { ipv4: this.sim.allocateAddress(resource.id) };
+  }
+
+  /** A backend passes its health check while its server has an address, save a simulated failure (CLOUDPLANE_SIM_FAILURES backend=...). */
+  protected stateOf(resource: Managed<LoadBalancerDesired>, _record: SimulatedRecord, ready: boolean): FamilyState<BackendHealth[]> {
+    if (!ready) return { observed: [] };
+    const window = Math.floor(Date.now() / HEALTH_CHECK_WINDOW_MS);
+    const failureRate = this.sim.failureRate('backend');
+    const observed = resource.desired.backends
+      .filter((b) => !b.draining)
+      .map((b) => ({ server_id: b.server_id, port: b.port, up: b.address !== null && draw('backend', resource.id, b.server_id, b.port, window) >= failureRate }));
+    return { observed, pollAfterMs: observed.length > 0 ? BACKEND_POLL_MS : undefined };
+  }
+}
+
+export class SimulatedVpnGatewayDriver extends SimulatedDriver<VpnGatewayDesired, VpnGatewayOutputs, TunnelStats> {
+  constructor(sim: Simulation) {
+    super('vpn_gateway', sim);
+  }
+
+  protected configOf(desired: VpnGatewayDesired): unknown {
+    return desired;
+  }
+
+  protected outputsOf(resource: Managed<VpnGatewayDesired>): VpnGatewayOutputs {
+    return {
+      local_ip: this.sim.allocateAddress(resource.id),
+      public_key: resource.desired.tunnel_type === 'wireguard' ? createHash('sha256').update(`wg-public/${resource.id}`).digest('base64') : null,
+    };
+  }
+
+  /** Traffic of a few kB/s to some hundred kB/s per gateway, steady so counters only grow, from the moment it became active. */
+  protected stateOf(resource: Managed<VpnGatewayDesired>, record: SimulatedRecord, ready: boolean): FamilyState<TunnelStats> {
+    if (!ready) return { observed: { tunnel_status: 'down', bytes_sent: 0, bytes_received: 0, last_handshake: null } };
+    const now = Date.now();
+    const since = this.sim.endOf(this.family, resource.id, { name: 'provision', started_at: record.provision.started_at });
+    const elapsedS = Math.max(0, (now - since) / 1000);
+    const down = draw('tunnel', resource.id, Math.floor(now / 60_000)) < this.sim.failureRate('tunnel');
+    const sendRate = 2_000 + Math.floor(draw('send', resource.id) * 200_000);
+    const receiveRate = 2_000 + Math.floor(draw('receive', resource.id) * 200_000);
+    const handshakes = Math.max(0, Math.floor((now - since) / HANDSHAKE_INTERVAL_MS));
+    return {
+      observed: {
+        tunnel_status: down ? 'down' : 'up',
+        bytes_sent: Math.floor(elapsedS * sendRate),
+        bytes_received: Math.floor(elapsedS * receiveRate),
+        last_handshake: new Date(since + handshakes * HANDSHAKE_INTERVAL_MS).toISOString(),
+      },
+      pollAfterMs: TUNNEL_POLL_MS,
+    };
+  }
+}
+
+export class SimulatedBucketDriver extends SimulatedDriver<BucketSpec, BucketOutputs, null> {
+  constructor(sim: Simulation) {
+    super('bucket', sim);
+  }
+
+  protected configOf(desired: BucketSpec): unknown {
+    return desired;
+  }
+
+  protected outputsOf({ desired }: Managed<BucketSpec>): BucketOutputs {
+    return { endpoint: `https://${desired.name}.${desired.region}.objects.cloudplane.example` };
+  }
+
+  protected stateOf(): FamilyState<null> {
+    return { observed: null };
+  }
+}
+
+export class SimulatedFileShareDriver extends SimulatedDriver<FileShareSpec, FileShareOutputs, null> {
+  constructor(sim: Simulation) {
+    super('file_share', sim);
+  }
+
+  protected configOf(desired: FileShareSpec): unknown {
+    return desired;
+  }
+
+  protected outputsOf(resource: Managed<FileShareSpec>): FileShareOutputs {
+    return { mount_target: `${this.sim.allocateAddress(resource.id, '10.200')}:/exports/${resource.id}` };
+  }
+
+  protected stateOf(): FamilyState<null> {
+    return { observed: null };
+  }
+}

@@ -1,0 +1,15 @@
+/** The storage drivers' contracts: a bucket's S3 endpoint, a file share's NFS export. */
+import type { BucketSpec, FileShareSpec } from '../resources/storage';
+import type { Driver } from './types';
+
+export interface BucketOutputs {
+  endpoint: string | null;
+}
+
+export interface FileShareOutputs {
+  mount_target: string | null;
+}
+
+/** Neither family observes anything beyond existing and being ready. */
+export type BucketDriver = Driver<BucketSpec, BucketOutputs, null>;
+export type FileShareDriver = Driver<FileShareSpec, FileShareOutputs, null>;

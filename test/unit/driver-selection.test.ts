@@ -1,0 +1,74 @@
+/**
+ * Which driver does each family's work: the provider's default for the mode, per-family
+ * overrides, and a start-up refused, with the setting named, when a family cannot have
+ * the driver asked for. The refusal is checked on the built service as an operator would
+ * meet it.
+ */
+import { spawnSync } from 'node:child_process';
+import fs from 'node:fs';
+import path from 'node:path';
+import { loadConfig } from '../../src/config';
+import { createLogger } from '../../src/logger';
+import { DriverSet } from '../../src/drivers/registry';
+import { tempDataDir } from '../helpers/service';
+
+const logger = createLogger('silent');
+const build = (env: Record<string, string>) => DriverSet.build(loadConfig(env), logger);
+
+/** Cluster mode's settings; building drivers only reads the kubeconfig, it contacts nobody. */
+function clusterEnv(): Record<string, string> {
+  const file = path.join(tempDataDir(), 'kubeconfig');
+  const kubeconfig = {
+    apiVersion: 'v1',
+    kind: 'Config',
+    clusters: [{ name: 'c', cluster: { server: 'https://127.0.0.1:1' } }],
+    users: [{ name: 'u', user: { token: 'unused' } }],
+    contexts: [{ name: 'x', context: { cluster: 'c', user: 'u' } }],
+    'current-context': 'x',
+  };
+  fs.writeFileSync(file, JSON.stringify(kubeconfig));
+  return { CLOUDPLANE_STORE: 'kubernetes', CLOUDPLANE_KUBECONFIG: file };
+}
+
+describe('driver selection', () => {
+  it('uses the simulated driver of every family on the embedded default', () => {
+    expect(build({}).chosen).toEqual({ server: 'simulated', load_balancer: 'simulated', vpn_gateway: 'simulated', bucket: 'simulated', file_share: 'simulated', job: 'simulated' });
+  });
+
+  it('takes a per-family choice, and the older CLOUDPLANE_JOB_DRIVER for jobs', () => {
+    expect(build({ CLOUDPLANE_DRIVER_LOAD_BALANCER: 'simulated' }).chosen.load_balancer).toBe('simulated');
+    expect(loadConfig({ CLOUDPLANE_JOB_DRIVER: 'kubernetes' }).drivers.overrides).toEqual({ job: 'kubernetes' });
+  });
+
+  it.each([
+    [{ CLOUDPLANE_DRIVER_LOAD_BALANCER: 'f5' }, /CLOUDPLANE_DRIVER_LOAD_BALANCER=f5: the load_balancer family has no driver "f5"; it has simulated/],
+    [{ CLOUDPLANE_DRIVER_JOB: 'kubernetes' }, /CLOUDPLANE_DRIVER_JOB=kubernetes needs cluster mode \(CLOUDPLANE_STORE=kubernetes\)/],
+    [{ CLOUDPLANE_DRIVER_DATABASE: 'simulated' }, /CLOUDPLANE_DRIVER_DATABASE names no family with drivers; those are server, load_balancer/],
+  ])('refuses %j, naming the setting', (env, message) => {
+    expect(() => build(env)).toThrow(message);
+  });
+
+  it('refuses an unknown provider', () => {
+    expect(() => loadConfig({ CLOUDPLANE_PROVIDER: 'aws' })).toThrow(/CLOUDPLANE_PROVIDER must be simulated or kubernetes, got "aws"/);
+  });
+
+  it('defaults to the kubernetes provider in cluster mode, where each family without a kubernetes driver keeps the simulated one', () => {
+    const drivers = build(clusterEnv());
+    expect(drivers.chosen.job).toBe('kubernetes');
+    expect(drivers.chosen.vpn_gateway).toBe('simulated');
+    expect(build({ ...clusterEnv(), CLOUDPLANE_PROVIDER: 'simulated' }).chosen.job).toBe('simulated');
+  });
+
+  it('the service refuses to start, before it opens anything, when a family has no such driver', () => {
+    const dataDir = tempDataDir();
+    const main = path.join(__dirname, '../../dist/src/main.js');
+    const result = spawnSync(process.execPath, [main], {
+      env: { ...process.env, CLOUDPLANE_DATA_DIR: dataDir, CLOUDPLANE_PORT: '0', CLOUDPLANE_DRIVER_SERVER: 'kubevirt' },
+      encoding: 'utf8',
+      timeout: 60_000,
+    });
+    expect(result.status).not.toBe(0);
+    expect(result.stdout + result.stderr).toContain('CLOUDPLANE_DRIVER_SERVER=kubevirt: the server family has no driver "kubevirt"');
+    expect(result.stdout).not.toContain('is listening');
+  });
+});
