@@ -149,6 +149,15 @@ export interface KubeApiServerOptions {
    * ServiceAccount exists. Off by default, where no controller manager creates those.
    */
   serviceAccountAdmission?: boolean;
+  /**
+   * Serves watches from resourceVersion "0" as a plain watch (the WatchList feature off).
+   * With it on (1.34's default), kube-apiserver turns such a watch into a watch-list
+   * stream, which needs etcd's progress notifications (etcd >= 3.4.31): on Debian's etcd
+   * 3.4.23 each one ends at once with "RequestWatchProgress is disabled". KWOK watches
+   * from "0", so without this its informers relist with a growing backoff (up to 30 s)
+   * instead of watching, and see new Pods and nodes' Pod CIDRs late.
+   */
+  plainWatchFromZero?: boolean;
 }
 
 export async function startKubeApiServer(options: KubeApiServerOptions = {}): Promise<KubeApiServer> {
@@ -186,6 +195,7 @@ export async function startKubeApiServer(options: KubeApiServerOptions = {}): Pr
     '--authorization-mode', 'RBAC',
     '--service-cluster-ip-range', '10.0.0.0/24',
     ...(options.serviceAccountAdmission ? [] : ['--disable-admission-plugins', 'ServiceAccount']),
+    ...(options.plainWatchFromZero ? ['--feature-gates', 'WatchList=false'] : []),
     '--allow-privileged=true',
   ];
   const apiLog = path.join(dir, 'kube-apiserver.log');
