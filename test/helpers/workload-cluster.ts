@@ -13,13 +13,15 @@
  * each node its Pod CIDR. KWOK plays only what a kubelet and a container runtime would:
  * with KWOK's default stages (scripts/build-kwok.sh) a Pod bound to a node becomes Running
  * and Ready with an IP from that node's Pod CIDR, a Pod of a Job then exits 0, a Pod whose
- * deletion was requested goes away, and each node keeps its Lease renewed.
+ * deletion was requested goes away, and each node keeps its Lease renewed; with the stages
+ * added here, an image from UNREACHABLE_REGISTRY fails to pull.
  *
  * Nothing runs any container, routes a Service's ClusterIP (no kube-proxy, no DNS) or
  * assigns a LoadBalancer Service its ingress address: load-balancer-addon.ts plays that
  * add-on where a test needs it.
  */
 import { ChildProcess } from 'node:child_process';
+import fs from 'node:fs';
 import path from 'node:path';
 import { CoreV1Api, KubeConfig, V1Node } from '@kubernetes/client-node';
 import { kubeConfigOf } from './cluster';
@@ -57,6 +59,90 @@ export const SERVICE_CIDR = '10.0.0.0/24';
 const KWOK_NODE_ANNOTATION = 'kwok.x-k8s.io/node';
 
 const DEFAULT_ALLOCATABLE = { cpu: '16', memory: '64Gi', pods: '110' };
+
+/**
+ * A registry no kubelet can reach: `.invalid` never resolves (RFC 2606). On the workload
+ * cluster, KWOK fails the pull of every image under it as a kubelet would, so tests can
+ * make a Pod whose image cannot be pulled.
+ */
+export const UNREACHABLE_REGISTRY = 'registry.invalid';
+
+/**
+ * Stages added to KWOK's defaults, in which KWOK plays the kubelet failing to pull an
+ * image from UNREACHABLE_REGISTRY: the container waits with ErrImagePull, then
+ * ImagePullBackOff, then ErrImagePull again on the next attempt, and the Pod stays
+ * Pending and not Ready, as on a real node. Their weight makes KWOK play them rather than
+ * its pod-ready stage, which matches the same Pending Pods.
+ */
+function imagePullFailureStages(): string {
+  const stage = (name: string, from: string | null, to: string, delayMs: number) => `---
+apiVersion: kwok.x-k8s.io/v1alpha1
+kind: Stage
+metadata:
+  name: ${name}
+spec:
+  resourceRef:
+    apiGroup: v1
+    kind: Pod
+  selector:
+    matchExpressions:
+    - key: '.metadata.deletionTimestamp'
+      operator: 'DoesNotExist'
+    - key: '.status.phase'
+      operator: 'In'
+      values: ['Pending']
+    - key: '.spec.containers.[] | select( .image | startswith("${UNREACHABLE_REGISTRY}/") ) | .name'
+      operator: 'Exists'
+    - key: '.status.containerStatuses.[].state.waiting.reason'
+${from === null ? "      operator: 'DoesNotExist'" : `      operator: 'In'
+      values: ['${from}']`}
+  weight: 10000
+  delay:
+    durationMilliseconds: ${delayMs}
+  next:
+    statusTemplate: |
+      {{ $now := Now }}
+      conditions:
+      - lastTransitionTime: {{ $now | Quote }}
+        status: "True"
+        type: Initialized
+      - lastTransitionTime: {{ $now | Quote }}
+        status: "False"
+        reason: ContainersNotReady
+        type: Ready
+      - lastTransitionTime: {{ $now | Quote }}
+        status: "False"
+        reason: ContainersNotReady
+        type: ContainersReady
+      containerStatuses:
+      {{ range .spec.containers }}
+      - image: {{ .image | Quote }}
+        imageID: ""
+        name: {{ .name | Quote }}
+        ready: false
+        restartCount: 0
+        started: false
+        state:
+          waiting:
+      {{ if hasPrefix "${UNREACHABLE_REGISTRY}/" .image }}
+            reason: ${to}
+            message: {{ ${to === 'ErrImagePull' ? `printf "failed to pull and unpack image %q: failed to resolve reference %q: dial tcp: lookup ${UNREACHABLE_REGISTRY}: no such host" .image .image` : `printf "Back-off pulling image %q" .image`} | Quote }}
+      {{ else }}
+            reason: ContainerCreating
+      {{ end }}
+      {{ end }}
+      {{ with NodeIPWith .spec.nodeName }}
+      hostIP: {{ . | Quote }}
+      {{ end }}
+      phase: Pending
+      startTime: {{ or .status.startTime $now | Quote }}
+`;
+  return [
+    stage('pod-image-pull-failed', null, 'ErrImagePull', 0),
+    stage('pod-image-pull-back-off', 'ErrImagePull', 'ImagePullBackOff', 1000),
+    stage('pod-image-pull-retried', 'ImagePullBackOff', 'ErrImagePull', 4000),
+  ].join('');
+}
 
 /** KWOK and the stages it plays, written beside it by scripts/build-kwok.sh. */
 export function kwokTool(): { binary: string; stages: string } {
@@ -164,12 +250,14 @@ export async function startWorkloadCluster(options: WorkloadClusterOptions = {})
     children.push(await startComponent('kube-scheduler', server, []));
 
     const kwokLog = path.join(server.workDir, 'kwok.log');
+    const stagesFile = path.join(server.workDir, 'kwok-stages.yaml');
+    fs.writeFileSync(stagesFile, fs.readFileSync(kwok.stages, 'utf8') + imagePullFailureStages());
     children.push(
       spawnLogged(
         kwok.binary,
         [
           '--kubeconfig', server.kubeconfigPath,
-          '--config', kwok.stages,
+          '--config', stagesFile,
           '--manage-nodes-with-annotation-selector', `${KWOK_NODE_ANNOTATION}=fake`,
           // Heartbeats through each node's Lease, as kubelets do (KWOK's default is 40 s).
           '--node-lease-duration-seconds', '40',

@@ -4,7 +4,8 @@
  * turn a Deployment into a ReplicaSet and Pods on KWOK's fake nodes, KWOK (playing the
  * kubelets) makes them Running and Ready with an IP from their node's Pod CIDR, the
  * EndpointSlice controller lists them behind a Service, a deleted Pod is replaced, and a
- * Pod too big for every node stays Pending as the scheduler leaves it.
+ * Pod too big for every node stays Pending as the scheduler leaves it, and one whose image
+ * is in an unreachable registry waits with ErrImagePull (KWOK playing the failed pull).
  *
  * The one part no real component here plays is the LoadBalancer implementation: the
  * ingress address of a Service of type LoadBalancer is written by the test's stand-in for
@@ -16,7 +17,7 @@ import { AppsV1Api, CoreV1Api, DiscoveryV1Api, V1Pod } from '@kubernetes/client-
 import { kubectlBinary } from '../helpers/kube-apiserver';
 import { LOAD_BALANCER_POOL, LoadBalancerAddon, startLoadBalancerAddon } from '../helpers/load-balancer-addon';
 import { eventually } from '../helpers/service';
-import { startWorkloadCluster, WorkloadCluster } from '../helpers/workload-cluster';
+import { startWorkloadCluster, UNREACHABLE_REGISTRY, WorkloadCluster } from '../helpers/workload-cluster';
 
 const run = promisify(execFile);
 const NODE_CPU = '4';
@@ -127,6 +128,26 @@ describe('workload cluster (kube-controller-manager, kube-scheduler, KWOK nodes)
     const pod = await core.readNamespacedPod({ name: 'too-big', namespace: NAMESPACE });
     expect(pod.status?.phase).toBe('Pending');
     expect(pod.spec?.nodeName).toBeUndefined();
+  });
+
+  // KWOK plays the kubelet here too: stages added by workload-cluster.ts fail the pull of
+  // any image from the unreachable registry, as a real kubelet's pull would fail.
+  test('a Pod whose image is in an unreachable registry waits with ErrImagePull, then ImagePullBackOff, and is never Ready', async () => {
+    const image = `${UNREACHABLE_REGISTRY}/nothing:1`;
+    await core.createNamespacedPod({ namespace: NAMESPACE, body: { metadata: { name: 'unpullable' }, spec: { containers: [{ name: 'main', image }] } } });
+    const seen = new Set<string>();
+    await eventually(async () => {
+      const pod = await core.readNamespacedPod({ name: 'unpullable', namespace: NAMESPACE });
+      const waiting = pod.status?.containerStatuses?.[0]?.state?.waiting;
+      if (waiting?.reason) seen.add(waiting.reason);
+      expect(pod.status?.phase).toBe('Pending');
+      expect(ready(pod)).toBe(false);
+      if (waiting?.reason === 'ErrImagePull') expect(waiting.message).toContain(image);
+      return seen.has('ErrImagePull') && seen.has('ImagePullBackOff');
+    }, 30_000, 100);
+    const pod = await core.readNamespacedPod({ name: 'unpullable', namespace: NAMESPACE });
+    expect(cluster.nodeNames).toContain(pod.spec?.nodeName);
+    expect(pod.status?.podIP).toBeUndefined();
   });
 
   // The ingress address is written by the test's stand-in for the LoadBalancer add-on
