@@ -24,7 +24,7 @@ import { ChildProcess } from 'node:child_process';
 import fs from 'node:fs';
 import path from 'node:path';
 import { CoreV1Api, KubeConfig, V1Node } from '@kubernetes/client-node';
-import { kubeConfigOf } from './cluster';
+import { installCrds, kubeConfigOf } from './cluster';
 import {
   builtTool,
   httpsStatus,
@@ -42,6 +42,8 @@ export interface WorkloadClusterOptions {
   nodes?: number;
   /** What each node offers the scheduler (default 16 CPUs, 64 GiB, 110 Pods). */
   allocatable?: { cpu: string; memory: string; pods: string };
+  /** Installs Cloudplane's CRDs, for tests of what owns objects on the cluster (default false). */
+  crds?: boolean;
 }
 
 export interface WorkloadCluster extends KubeApiServer {
@@ -234,6 +236,10 @@ export async function startWorkloadCluster(options: WorkloadClusterOptions = {})
     await server.stop();
   };
   try {
+    // Before the controller manager starts, so that its garbage collector knows the kinds
+    // from the start: CRDs it discovers later take it up to 30 s to follow, and until then
+    // deleting a custom resource leaves what it owns in place.
+    if (options.crds) await installCrds(server);
     children.push(
       await startComponent('kube-controller-manager', server, [
         // Each controller with its own service account and RBAC role, as in kubeadm's

@@ -17,7 +17,6 @@ import { PodServerDriver, PodServerDriverOptions, SERVER_CONTAINER } from '../..
 import { DEFAULT_PLAN_RESOURCES, DEFAULT_SERVER_IMAGES } from '../../src/drivers/kubernetes/server-catalog';
 import type { ServerDesired, ServerObserved, ServerOutputs } from '../../src/drivers/server';
 import type { ExternalRecord, Managed, Observation } from '../../src/drivers/types';
-import { installCrds } from '../helpers/cluster';
 import { eventually } from '../helpers/service';
 import { startWorkloadCluster, UNREACHABLE_REGISTRY, WorkloadCluster } from '../helpers/workload-cluster';
 
@@ -91,10 +90,9 @@ describe('server driver: servers as Pods', () => {
   const isReady = (pod: V1Pod) => pod.status?.phase === 'Running' && pod.status.conditions?.some((c) => c.type === 'Ready' && c.status === 'True');
 
   beforeAll(async () => {
-    cluster = await startWorkloadCluster({ nodes: 2, allocatable: NODE });
+    cluster = await startWorkloadCluster({ nodes: 2, allocatable: NODE, crds: true });
     core = cluster.kubeConfig.makeApiClient(CoreV1Api);
     custom = cluster.kubeConfig.makeApiClient(CustomObjectsApi);
-    await installCrds(cluster);
     await core.createNamespace({ body: { metadata: { name: NAMESPACE } } });
     // Pods are admitted once the namespace's default ServiceAccount exists (kube-controller-manager makes it).
     await eventually(() => core.readNamespacedServiceAccount({ name: 'default', namespace: NAMESPACE }), 30_000, 200);
