@@ -231,8 +231,11 @@ describe('server driver: servers as Pods', () => {
     const server = await newServer();
     const name = server.id.replace('_', '-');
     await core.createNamespacedPod({ namespace: NAMESPACE, body: { metadata: { name }, spec: { containers: [{ name: 'other', image: 'registry.example/other:1' }] } } });
+    // Running with an address of its own, which is not the server's.
+    await eventually(async () => (await readPod(server)).status?.podIP, 30_000, 100);
     const seen = await converge(server, (o) => o.exists && o.failure !== null);
     expect(seen.exists && seen.failure).toMatch(/did not make/);
+    expect(seen.exists && seen.outputs).toEqual({ ipv4: null });
     await driver.update(server);
     await driver.delete(server);
     const pod = await readPod(server);

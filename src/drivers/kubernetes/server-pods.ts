@@ -32,7 +32,7 @@ import type { ServerDesired, ServerDriver, ServerObserved, ServerOutputs, PowerS
 import type { DriverHealth, ExternalRecord, Managed, Observation, Step } from '../types';
 import { callApi, madeFor, managedMetadata, Placement, placementOf } from './objects';
 import { podProgress } from './pod-status';
-import { DEFAULT_PLAN_RESOURCES, DEFAULT_SERVER_IMAGES, resolveServer, ServerImageCatalog, ServerPlanResources } from './server-catalog';
+import { DEFAULT_PLAN_RESOURCES, DEFAULT_SERVER_IMAGES, Resolved, resolveServer, ServerImageCatalog, ServerPlanResources } from './server-catalog';
 
 export const SERVER_CONTAINER = 'server';
 export const IMAGE_ANNOTATION = 'cloudplane.dev/image';
@@ -127,7 +127,7 @@ export class PodServerDriver implements ServerDriver {
 
     if (pod && !madeFor(pod.metadata, server.id)) {
       const { namespace, name } = this.placement(server);
-      return present('off', { failure: `a Pod ${namespace}/${name} that Cloudplane did not make for this server is in the way` });
+      return present('off', { outputs: { ipv4: null }, failure: `a Pod ${namespace}/${name} that Cloudplane did not make for this server is in the way` });
     }
     if (record.deleting) return present('stopping', { pollAfterMs: this.pollMs });
     if (record.failure && !pod) return present('off', { failure: record.failure });
@@ -153,7 +153,7 @@ export class PodServerDriver implements ServerDriver {
     // A server starts with every reboot asked for settled.
     const record: PodServerRecord = { ...EMPTY_RECORD, reboots_done: server.desired.reboot_requests };
     if (!resolved.ok) return { external: toExternal({ ...record, failure: resolved.reason }) };
-    if (server.desired.power_state === 'on') await this.createPod(server);
+    if (server.desired.power_state === 'on') await this.createPod(server, resolved);
     return { external: toExternal(record), pollAfterMs: this.pollMs };
   }
 
@@ -171,7 +171,7 @@ export class PodServerDriver implements ServerDriver {
     if (!pod) {
       const resolved = resolveServer(server.desired, this.catalog, this.plans);
       if (!resolved.ok) return step({ ...record, failure: resolved.reason });
-      await this.createPod(server);
+      await this.createPod(server, resolved);
       // A start (or a Pod brought back) settles earlier reboots; a reboot settles once its new Pod is Ready.
       return step(record.replacing ? record : { ...record, reboots_done: server.desired.reboot_requests });
     }
@@ -221,10 +221,8 @@ export class PodServerDriver implements ServerDriver {
   }
 
   /** Creates the server's Pod; one already there (made by an earlier call) is fine. */
-  private async createPod(server: Server): Promise<void> {
+  private async createPod(server: Server, resolved: Extract<Resolved, { ok: true }>): Promise<void> {
     const placement = this.placement(server);
-    const resolved = resolveServer(server.desired, this.catalog, this.plans);
-    if (!resolved.ok) return;
     const pod: V1Pod = {
       apiVersion: 'v1',
       kind: 'Pod',
