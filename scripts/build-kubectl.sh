@@ -8,7 +8,7 @@ here="$(cd "$(dirname "$0")/.." && pwd)"
 mod="$here/test/tools/kubectl"
 pin() { awk '/^require k8s.io\/kubernetes/ {print $3}' "$1/go.mod"; }
 version="$(pin "$mod")"
-server_version="$(pin "$here/test/tools/kube-apiserver")"
+server_version="$(pin "$here/test/tools/kubernetes")"
 if [ "$version" != "$server_version" ]; then
   # A kubectl of another release would test skew, not the experience users get.
   echo "kubectl pin $version differs from kube-apiserver pin $server_version: update test/tools/kubectl/go.mod" >&2

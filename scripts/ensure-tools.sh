@@ -2,7 +2,8 @@
 # Installs the real components the tests run against, when they are missing:
 #   nats-server (JetStream) — Debian's package when apt is usable, else built from its
 #   Go module into ~/.cache/cloudplane/bin (outside the repo, reused between runs).
-#   (etcd, kube-apiserver, kubectl and the guide's webhook receivers: further down.)
+#   (etcd, haproxy, the Kubernetes components, KWOK, kubectl and the guide's webhook
+#   receivers: further down.)
 set -euo pipefail
 CACHE_BIN="${CLOUDPLANE_TOOLS_BIN:-$HOME/.cache/cloudplane/bin}"
 NATS_SERVER_VERSION="v2.10.29"
@@ -36,7 +37,19 @@ if ! have etcd; then
   fi
 fi
 
-#   kube-apiserver — built from the pinned Kubernetes release (cached outside the repo).
-"$(dirname "$0")/build-kube-apiserver.sh" >/dev/null
+#   haproxy — Debian's package, for the real-HAProxy tests (no build to fall back on: where
+#   apt is not usable, those tests fail, saying so, and everything else still runs).
+if ! have haproxy && ! apt_install haproxy; then
+  echo "ensure-tools: could not install Debian's haproxy (needs apt-get as root); the tests that run HAProxy will fail" >&2
+fi
+
+#   kube-apiserver, and for the workload cluster (test/helpers/workload-cluster.ts)
+#   kube-controller-manager and kube-scheduler, built from one pinned Kubernetes release
+#   (cached outside the repo; the second and third reuse the first's Go build cache), and
+#   KWOK with its stages.
+for component in kube-apiserver kube-controller-manager kube-scheduler; do
+  "$(dirname "$0")/build-kube-component.sh" "$component" >/dev/null
+done
+"$(dirname "$0")/build-kwok.sh" >/dev/null
 "$(dirname "$0")/build-kubectl.sh" >/dev/null  # kubectl of the same release, for the kubectl tests
 "$(dirname "$0")/ensure-receivers.sh" >/dev/null  # the receivers of docs/webhook-receivers.md, for test/integration/receivers.test.ts

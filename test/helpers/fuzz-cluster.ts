@@ -9,11 +9,11 @@ import { execFileSync } from 'node:child_process';
 import { clusterEnv, stopClusters } from './cluster';
 
 // Compiled into dist/test/helpers: the repo is three levels up, where kube-apiserver.ts's
-// own lookup (two levels, for the sources jest runs) would miss build-kube-apiserver.sh.
+// own lookup (two levels, for the sources jest runs) would miss build-kube-component.sh.
 const REPO = path.resolve(__dirname, '../../..');
 
 async function main(): Promise<void> {
-  process.env.KUBE_APISERVER_BIN ??= execFileSync(path.join(REPO, 'scripts/build-kube-apiserver.sh'), {
+  process.env.KUBE_APISERVER_BIN ??= execFileSync(path.join(REPO, 'scripts/build-kube-component.sh'), ['kube-apiserver'], {
     encoding: 'utf8',
     stdio: ['ignore', 'pipe', 'inherit'],
   }).trim();

@@ -2,9 +2,10 @@
  * A real Kubernetes API server for tests, started the way envtest does it: etcd and
  * kube-apiserver as child processes on free loopback ports, a static admin token, no
  * controllers and no kubelet. kube-apiserver is built once from the Go module proxy
- * (scripts/build-kube-apiserver.sh); etcd is Debian's etcd-server (scripts/ensure-tools.sh).
+ * (scripts/build-kube-component.sh); etcd is Debian's etcd-server (scripts/ensure-tools.sh).
  * The API server can be killed and restarted on the same port and etcd, so tests can
- * check that watches survive it.
+ * check that watches survive it. test/helpers/workload-cluster.ts adds the controller
+ * manager, the scheduler and KWOK's fake nodes around one of these.
  */
 import { ChildProcess, execFileSync } from 'node:child_process';
 import { spawnTracked } from './processes';
@@ -18,6 +19,12 @@ import https from 'node:https';
 export interface KubeApiServer {
   url: string;
   token: string;
+  /** Holds etcd's data, the keys and certificates below and the logs; removed by stop(). */
+  workDir: string;
+  /** The key that signs service account tokens (kube-controller-manager needs it too). */
+  serviceAccountKeyPath: string;
+  /** The CA that signed the API server's serving certificate (the cluster's root CA). */
+  caPath: string;
   /** A kubeconfig file for kubectl and @kubernetes/client-node. */
   kubeconfigPath: string;
   kubeconfigYaml: string;
@@ -33,15 +40,35 @@ export interface KubeApiServer {
 
 const REPO = path.resolve(__dirname, '../..');
 
+/**
+ * The path a build script under scripts/ prints: the cached binary, built first if it is
+ * missing. A tool that cannot be built fails the test that needs it, saying what to run.
+ */
+export function builtTool(what: string, script: string, ...args: string[]): string {
+  try {
+    return execFileSync(path.join(REPO, 'scripts', script), args, { encoding: 'utf8', stdio: ['ignore', 'pipe', 'pipe'] }).trim();
+  } catch (err) {
+    const stderr = (err as { stderr?: string }).stderr ?? '';
+    throw new Error(`${what} is missing and scripts/${script} ${args.join(' ')} could not build it; run scripts/ensure-tools.sh (make test does):\n${stderr.slice(-3000) || String(err)}`);
+  }
+}
+
+export type KubeComponent = 'kube-apiserver' | 'kube-controller-manager' | 'kube-scheduler';
+
+/** A control-plane component of the pinned release (scripts/build-kube-component.sh). */
+export function kubeComponentBinary(component: KubeComponent): string {
+  return builtTool(component, 'build-kube-component.sh', component);
+}
+
 export function kubeApiServerBinary(): string {
   if (process.env.KUBE_APISERVER_BIN) return process.env.KUBE_APISERVER_BIN;
-  return execFileSync(path.join(REPO, 'scripts/build-kube-apiserver.sh'), { encoding: 'utf8', stdio: ['ignore', 'pipe', 'inherit'] }).trim();
+  return kubeComponentBinary('kube-apiserver');
 }
 
 /** kubectl of the same release (scripts/build-kubectl.sh), not whatever kubectl is on PATH. */
 export function kubectlBinary(): string {
   if (process.env.KUBECTL_BIN) return process.env.KUBECTL_BIN;
-  return execFileSync(path.join(REPO, 'scripts/build-kubectl.sh'), { encoding: 'utf8', stdio: ['ignore', 'pipe', 'inherit'] }).trim();
+  return builtTool('kubectl', 'build-kubectl.sh');
 }
 
 export function etcdBinary(): string {
@@ -66,7 +93,7 @@ export async function freePort(): Promise<number> {
  * Runs `start` on freshly picked free ports, picking again when a child finds one taken: a
  * port is free when picked, but another test file's cluster may bind it before this child does.
  */
-async function onFreePorts<T>(count: number, start: (ports: number[]) => Promise<T>): Promise<T> {
+export async function onFreePorts<T>(count: number, start: (ports: number[]) => Promise<T>): Promise<T> {
   for (let attempt = 1; ; attempt++) {
     const ports: number[] = [];
     for (let i = 0; i < count; i++) ports.push(await freePort());
@@ -78,14 +105,15 @@ async function onFreePorts<T>(count: number, start: (ports: number[]) => Promise
   }
 }
 
-function spawnLogged(binary: string, args: string[], logFile: string): ChildProcess {
+export function spawnLogged(binary: string, args: string[], logFile: string): ChildProcess {
   const log = fs.openSync(logFile, 'a');
   const child = spawnTracked(binary, args, { stdio: ['ignore', log, log] });
   fs.closeSync(log);
   return child;
 }
 
-function get(url: string, token: string): Promise<number> {
+/** The status of a GET with the bearer token, or 0 when nothing answers. */
+export function httpsStatus(url: string, token: string): Promise<number> {
   return new Promise((resolve) => {
     const req = https.get(url, { headers: { authorization: `Bearer ${token}` }, rejectUnauthorized: false, timeout: 2000 }, (res) => {
       res.resume();
@@ -96,7 +124,7 @@ function get(url: string, token: string): Promise<number> {
   });
 }
 
-async function waitUntil(what: string, probe: () => Promise<boolean>, child: ChildProcess, logFile: string, timeoutMs: number): Promise<void> {
+export async function waitUntil(what: string, probe: () => Promise<boolean>, child: ChildProcess, logFile: string, timeoutMs: number): Promise<void> {
   const deadline = Date.now() + timeoutMs;
   while (Date.now() < deadline) {
     if (child.exitCode !== null) throw new Error(`${what} exited with ${child.exitCode}:\n${fs.readFileSync(logFile, 'utf8').slice(-3000)}`);
@@ -106,7 +134,7 @@ async function waitUntil(what: string, probe: () => Promise<boolean>, child: Chi
   throw new Error(`${what} not ready within ${timeoutMs} ms:\n${fs.readFileSync(logFile, 'utf8').slice(-3000)}`);
 }
 
-function stopChild(child: ChildProcess | undefined, signal: NodeJS.Signals = 'SIGTERM'): Promise<void> {
+export function stopChild(child: ChildProcess | undefined, signal: NodeJS.Signals = 'SIGTERM'): Promise<void> {
   if (!child || child.exitCode !== null || child.signalCode !== null) return Promise.resolve();
   return new Promise((resolve) => {
     child.once('exit', () => resolve());
@@ -114,7 +142,25 @@ function stopChild(child: ChildProcess | undefined, signal: NodeJS.Signals = 'SI
   });
 }
 
-export async function startKubeApiServer(): Promise<KubeApiServer> {
+export interface KubeApiServerOptions {
+  /**
+   * Runs the ServiceAccount admission plugin, as every real cluster does: Pods get their
+   * service account and its token volume, and are refused until the namespace's `default`
+   * ServiceAccount exists. Off by default, where no controller manager creates those.
+   */
+  serviceAccountAdmission?: boolean;
+  /**
+   * Serves watches from resourceVersion "0" as a plain watch (the WatchList feature off).
+   * With it on (1.34's default), kube-apiserver turns such a watch into a watch-list
+   * stream, which needs etcd's progress notifications (etcd >= 3.4.31): on Debian's etcd
+   * 3.4.23 each one ends at once with "RequestWatchProgress is disabled". KWOK watches
+   * from "0", so without this its informers relist with a growing backoff (up to 30 s)
+   * instead of watching, and see new Pods and nodes' Pod CIDRs late.
+   */
+  plainWatchFromZero?: boolean;
+}
+
+export async function startKubeApiServer(options: KubeApiServerOptions = {}): Promise<KubeApiServer> {
   const dir = fs.mkdtempSync(path.join(os.tmpdir(), 'cloudplane-kube-'));
   const etcdLog = path.join(dir, 'etcd.log');
   const { etcd, etcdUrl } = await onFreePorts(2, async ([etcdPort, peerPort]) => {
@@ -148,7 +194,8 @@ export async function startKubeApiServer(): Promise<KubeApiServer> {
     '--token-auth-file', path.join(dir, 'tokens.csv'),
     '--authorization-mode', 'RBAC',
     '--service-cluster-ip-range', '10.0.0.0/24',
-    '--disable-admission-plugins', 'ServiceAccount',
+    ...(options.serviceAccountAdmission ? [] : ['--disable-admission-plugins', 'ServiceAccount']),
+    ...(options.plainWatchFromZero ? ['--feature-gates', 'WatchList=false'] : []),
     '--allow-privileged=true',
   ];
   const apiLog = path.join(dir, 'kube-apiserver.log');
@@ -156,13 +203,18 @@ export async function startKubeApiServer(): Promise<KubeApiServer> {
   // Started again on the same port (tests that stop and restart the API server).
   const startApiServer = async () => {
     api = spawnLogged(binary, apiArgs(), apiLog);
-    await waitUntil('kube-apiserver', async () => (await get(`https://127.0.0.1:${apiPort}/readyz`, token)) === 200, api, apiLog, 90_000);
+    await waitUntil('kube-apiserver', async () => (await httpsStatus(`https://127.0.0.1:${apiPort}/readyz`, token)) === 200, api, apiLog, 90_000);
   };
   await onFreePorts(1, async ([port]) => {
     apiPort = port;
     await startApiServer();
   });
   const url = `https://127.0.0.1:${apiPort}`;
+  // kube-apiserver signs its own serving certificate with a CA it makes up, and writes the
+  // certificate followed by that CA's into the cert dir.
+  const caPath = path.join(dir, 'ca.crt');
+  const servingChain = fs.readFileSync(path.join(dir, 'certs', 'apiserver.crt'), 'utf8').match(/-----BEGIN CERTIFICATE-----[\s\S]+?-----END CERTIFICATE-----\n?/g) ?? [];
+  fs.writeFileSync(caPath, servingChain[servingChain.length - 1] ?? '');
 
   const kubeconfigYaml = [
     'apiVersion: v1',
@@ -190,6 +242,9 @@ export async function startKubeApiServer(): Promise<KubeApiServer> {
   return {
     url,
     token,
+    workDir: dir,
+    serviceAccountKeyPath: path.join(dir, 'sa.key'),
+    caPath,
     kubeconfigPath,
     kubeconfigYaml,
     stopApiServer: () => stopChild(api, 'SIGKILL'),
