@@ -6,6 +6,9 @@ import os from 'node:os';
 import path from 'node:path';
 import { parseIpv4Block } from './lib/cidr';
 import { parseKey } from './store/secret-box';
+import { DEFAULT_PLAN_RESOURCES, DEFAULT_SERVER_IMAGES, missingPlans, ServerImageCatalog, ServerPlanResources, ServerImageCatalogSchema, ServerPlanResourcesSchema } from './drivers/kubernetes/server-catalog';
+import { Value } from '@sinclair/typebox/value';
+import type { TSchema } from '@sinclair/typebox';
 
 export interface SimulationConfig {
   /** Base provisioning delay of the simulated provider. */
@@ -130,6 +133,12 @@ export interface KubernetesConfig {
    * two writes). Unmarked ones are adopted at once.
    */
   adoptionGraceMs: number;
+  /** The server Pod driver's catalog: API image name → container image and command. */
+  serverImages: ServerImageCatalog;
+  /** The server Pod driver's plans: plan → requests and limits. */
+  serverPlans: ServerPlanResources;
+  /** How long a server's Pod may stay unschedulable or fail to pull before the server fails. */
+  serverStartTimeoutMs: number;
 }
 
 export interface WebhookConfig {
@@ -228,6 +237,27 @@ function drivers(env: Env): DriverConfig {
     overrides[name.slice(DRIVER_PREFIX.length).toLowerCase()] = value;
   }
   return { provider, overrides };
+}
+
+/** A JSON value of a given shape, or the fallback when unset. */
+function json<T>(env: Env, name: string, schema: TSchema, fallback: T, example: string): T {
+  const raw = env[name];
+  if (!raw) return fallback;
+  let value: unknown;
+  try {
+    value = JSON.parse(raw);
+  } catch (err) {
+    throw new Error(`${name} must be JSON such as ${example}: ${(err as Error).message}`);
+  }
+  if (!Value.Check(schema, value)) throw new Error(`${name} must be JSON such as ${example}; ${[...Value.Errors(schema, value)][0]?.path || '/'} is not`);
+  return value as T;
+}
+
+function serverPlans(env: Env): ServerPlanResources {
+  const plans = json(env, 'CLOUDPLANE_SERVER_PLANS', ServerPlanResourcesSchema, DEFAULT_PLAN_RESOURCES, '{"s-1vcpu-1gb":{"requests":{"cpu":"1","memory":"1Gi"},"limits":{"cpu":"1","memory":"1Gi"}}}');
+  const missing = missingPlans(plans);
+  if (missing.length > 0) throw new Error(`CLOUDPLANE_SERVER_PLANS must give every plan its resources; it lacks ${missing.join(', ')}`);
+  return plans;
 }
 
 /** An encryption key: base64 of 32 bytes. */
@@ -329,6 +359,9 @@ export function loadConfig(env: Env = process.env): Config {
           leaseDurationMs: int(env, 'CLOUDPLANE_LEASE_DURATION_SECONDS', 15, 2, 300) * 1000,
           jobImagePullTimeoutMs: int(env, 'CLOUDPLANE_JOB_IMAGE_PULL_TIMEOUT_SECONDS', 300, 1) * 1000,
           adoptionGraceMs: int(env, 'CLOUDPLANE_ADOPTION_GRACE_SECONDS', 5, 1, 3600) * 1000,
+          serverImages: json(env, 'CLOUDPLANE_SERVER_IMAGES', ServerImageCatalogSchema, DEFAULT_SERVER_IMAGES, '{"ubuntu-24.04":{"image":"docker.io/library/ubuntu:24.04","command":["sleep","infinity"]}}'),
+          serverPlans: serverPlans(env),
+          serverStartTimeoutMs: int(env, 'CLOUDPLANE_SERVER_START_TIMEOUT_SECONDS', 300, 1) * 1000,
         }
       : undefined,
     nats: natsServers.length

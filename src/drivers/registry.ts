@@ -6,7 +6,7 @@
  * in the log, while a driver named explicitly must exist, or the service refuses to start.
  */
 import type { Logger } from 'pino';
-import type { Config } from '../config';
+import type { Config, KubernetesConfig } from '../config';
 import { kubeConfigFor } from '../store';
 import type { DriverContext, ProviderHealth } from './types';
 import type { ServerDriver } from './server';
@@ -18,6 +18,7 @@ import { Simulation } from './simulated/simulation';
 import { SimulatedBucketDriver, SimulatedFileShareDriver, SimulatedLoadBalancerDriver, SimulatedServerDriver, SimulatedVpnGatewayDriver } from './simulated/families';
 import { SimulatedJobExecutor } from './simulated/jobs';
 import { KubernetesJobExecutor } from './kubernetes/jobs';
+import { PodServerDriver } from './kubernetes/server-pods';
 
 /** The driver of every reconciled family, by family name. */
 export interface Drivers {
@@ -36,13 +37,33 @@ interface BuildContext extends DriverContext {
   simulation: Simulation;
 }
 
-type Catalog = { [F in DriverFamily]: Record<string, (ctx: BuildContext) => Drivers[F]> };
+/** What the drivers of the cluster the operator runs in are built from (cluster mode only). */
+interface ClusterContext extends BuildContext {
+  kube: NonNullable<DriverContext['kube']>;
+  cluster: KubernetesConfig;
+}
 
-/** Drivers that talk to the cluster the operator runs in. */
-const needsCluster = (name: string) => name === 'kubernetes';
+/** A family's drivers: the simulated one, and one that makes objects in the cluster where it has one. */
+interface Factories<D> {
+  simulated: (ctx: BuildContext) => D;
+  kubernetes?: (ctx: ClusterContext) => D;
+}
+
+type Catalog = { [F in DriverFamily]: Factories<Drivers[F]> };
 
 const CATALOG: Catalog = {
-  server: { simulated: (ctx) => new SimulatedServerDriver(ctx.simulation) },
+  server: {
+    simulated: (ctx) => new SimulatedServerDriver(ctx.simulation),
+    kubernetes: (ctx) =>
+      new PodServerDriver({
+        kubeConfig: ctx.kube.kubeConfig,
+        systemNamespace: ctx.kube.systemNamespace,
+        logger: ctx.logger.child({ component: 'server-driver' }),
+        catalog: ctx.cluster.serverImages,
+        plans: ctx.cluster.serverPlans,
+        startTimeoutMs: ctx.cluster.serverStartTimeoutMs,
+      }),
+  },
   load_balancer: { simulated: (ctx) => new SimulatedLoadBalancerDriver(ctx.simulation) },
   vpn_gateway: { simulated: (ctx) => new SimulatedVpnGatewayDriver(ctx.simulation) },
   bucket: { simulated: (ctx) => new SimulatedBucketDriver(ctx.simulation) },
@@ -51,10 +72,10 @@ const CATALOG: Catalog = {
     simulated: (ctx) => new SimulatedJobExecutor(ctx.simulation),
     kubernetes: (ctx) =>
       new KubernetesJobExecutor({
-        kubeConfig: ctx.kube!.kubeConfig,
-        systemNamespace: ctx.kube!.systemNamespace,
+        kubeConfig: ctx.kube.kubeConfig,
+        systemNamespace: ctx.kube.systemNamespace,
         logger: ctx.logger.child({ component: 'job-driver' }),
-        imagePullTimeoutMs: ctx.config.kubernetes?.jobImagePullTimeoutMs,
+        imagePullTimeoutMs: ctx.cluster.jobImagePullTimeoutMs,
       }),
   },
 };
@@ -80,11 +101,14 @@ export class DriverSet {
     const drivers = {} as Record<DriverFamily, unknown>;
     for (const family of DRIVER_FAMILIES) {
       const name = chooseDriver(family, config, logger);
-      if (needsCluster(name) && !kube) {
-        throw new Error(`${settingOf(family)}=${name} needs cluster mode (CLOUDPLANE_STORE=kubernetes); the embedded default has no cluster to run it on`);
-      }
+      const factories: Factories<unknown> = CATALOG[family];
       chosen[family] = name;
-      drivers[family] = (CATALOG[family] as Record<string, (ctx: BuildContext) => unknown>)[name](ctx);
+      if (name === 'simulated') {
+        drivers[family] = factories.simulated(ctx);
+        continue;
+      }
+      if (!kube || !config.kubernetes) throw new Error(`${settingOf(family)}=${name} needs cluster mode (CLOUDPLANE_STORE=kubernetes); the embedded default has no cluster to run it on`);
+      drivers[family] = factories.kubernetes!({ ...ctx, kube, cluster: config.kubernetes });
     }
     return new DriverSet(drivers as Drivers, chosen);
   }
@@ -100,7 +124,7 @@ export class DriverSet {
 export const settingOf = (family: DriverFamily) => `CLOUDPLANE_DRIVER_${family.toUpperCase()}`;
 
 function chooseDriver(family: DriverFamily, config: Config, logger: Logger): string {
-  const available = Object.keys(CATALOG[family]);
+  const available = Object.keys(CATALOG[family]).filter((name) => CATALOG[family][name as keyof Factories<unknown>] !== undefined);
   const named = config.drivers.overrides[family];
   if (named !== undefined) {
     if (!available.includes(named)) throw new Error(`${settingOf(family)}=${named}: the ${family} family has no driver "${named}"; it has ${available.join(', ')}`);

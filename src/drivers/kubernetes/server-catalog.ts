@@ -5,6 +5,7 @@
  * reads a catalog entry's container image and command, a KubeVirt driver would read a
  * disk image of its own from the same names, and both take the plan's resources.
  */
+import { Type } from '@sinclair/typebox';
 import { SERVER_PLANS } from '../../resources/server';
 
 export interface CatalogImage {
@@ -20,6 +21,12 @@ export interface CatalogImage {
 /** API image name → what runs. */
 export type ServerImageCatalog = Record<string, CatalogImage>;
 
+/** The catalog's shape, as CLOUDPLANE_SERVER_IMAGES gives it. */
+export const ServerImageCatalogSchema = Type.Record(
+  Type.String({ minLength: 1 }),
+  Type.Object({ image: Type.String({ minLength: 1 }), command: Type.Optional(Type.Array(Type.String())) }, { additionalProperties: false }),
+);
+
 export interface PlanResources {
   requests: Record<string, string>;
   limits: Record<string, string>;
@@ -27,6 +34,10 @@ export interface PlanResources {
 
 /** Plan name → what a server of that plan asks of the node. */
 export type ServerPlanResources = Record<string, PlanResources>;
+
+const Quantities = Type.Record(Type.String({ minLength: 1 }), Type.String({ minLength: 1 }));
+/** The plans' shape, as CLOUDPLANE_SERVER_PLANS gives it. */
+export const ServerPlanResourcesSchema = Type.Record(Type.String({ minLength: 1 }), Type.Object({ requests: Quantities, limits: Quantities }, { additionalProperties: false }));
 
 const KEEP_RUNNING = ['sleep', 'infinity'];
 

@@ -1,0 +1,156 @@
+/**
+ * The operator in cluster mode with its Kubernetes drivers, end to end, as a platform team
+ * runs it: REST calls and kubectl against a real control plane (kube-apiserver, etcd,
+ * kube-controller-manager, kube-scheduler) whose kubelets KWOK plays, so Pods are
+ * scheduled, become Running with IPs, and are garbage-collected with their owners. The
+ * test reads the real objects the drivers made.
+ */
+import { execFile } from 'node:child_process';
+import { CoreV1Api, V1Pod } from '@kubernetes/client-node';
+import { namespaceOfTeam } from '../../src/store/kubernetes/names';
+import { kubectlBinary } from '../helpers/kube-apiserver';
+import { eventually, startTestService, TestService, waitForStatus } from '../helpers/service';
+import { startWorkloadCluster, WorkloadCluster } from '../helpers/workload-cluster';
+
+jest.setTimeout(240_000);
+
+const SYSTEM_NAMESPACE = 'cloudplane-system';
+const MANAGED = 'app.kubernetes.io/managed-by=cloudplane';
+
+describe('cluster mode: servers as Pods', () => {
+  let cluster: WorkloadCluster;
+  let t: TestService;
+  let core: CoreV1Api;
+  let namespace: string;
+
+  const kubectl = (...args: string[]) =>
+    new Promise<string>((resolve, reject) =>
+      execFile(kubectlBinary(), args, { env: { ...process.env, KUBECONFIG: cluster.kubeconfigPath } }, (err, stdout, stderr) => (err ? reject(new Error(`kubectl ${args.join(' ')}: ${stderr || err.message}`)) : resolve(stdout))),
+    );
+
+  /** The Pod of a server, if there is one (404 is an answer here). */
+  const podOf = async (id: string): Promise<V1Pod | undefined> => {
+    const pods = await core.listNamespacedPod({ namespace, labelSelector: `cloudplane.dev/id=${id}` });
+    return pods.items.find((p) => !p.metadata?.deletionTimestamp);
+  };
+
+  beforeAll(async () => {
+    cluster = await startWorkloadCluster({ crds: true });
+    core = cluster.kubeConfig.makeApiClient(CoreV1Api);
+    t = await startTestService({
+      CLOUDPLANE_STORE: 'kubernetes',
+      CLOUDPLANE_KUBECONFIG: cluster.kubeconfigPath,
+      CLOUDPLANE_SYSTEM_NAMESPACE: SYSTEM_NAMESPACE,
+      // A Pod deleted by hand is found by the periodic resync.
+      CLOUDPLANE_RESYNC_SECONDS: '2',
+    });
+    namespace = namespaceOfTeam(t.teamId, SYSTEM_NAMESPACE);
+  });
+
+  afterAll(async () => {
+    await t?.stop();
+    await cluster?.stop();
+  });
+
+  it('chooses the kubernetes driver for servers by default in cluster mode', () => {
+    expect(t.service.ctx.drivers.chosen.server).toBe('kubernetes');
+  });
+
+  it('a REST create yields a Pod that becomes Running, and the server turns running with the Pod IP', async () => {
+    const created = await t.api('POST', '/api/v1/servers', { name: 'web-1', region: 'fra1', plan: 's-2vcpu-4gb' });
+    expect(created.status).toBe(201);
+    const { id } = created.body.data;
+    const running = await waitForStatus(t, `/api/v1/servers/${id}`, 'running', 60_000);
+    const pod = (await podOf(id))!;
+    expect(pod.status?.phase).toBe('Running');
+    expect(running.ipv4).toBe(pod.status?.podIP);
+    expect(pod.metadata?.labels).toMatchObject({ 'app.kubernetes.io/managed-by': 'cloudplane', 'cloudplane.dev/id': id });
+    expect(pod.metadata?.ownerReferences).toEqual([expect.objectContaining({ kind: 'Server', controller: true, blockOwnerDeletion: true })]);
+    expect(pod.spec?.containers[0].image).toBe('docker.io/library/ubuntu:24.04');
+    expect(pod.spec?.containers[0].resources).toMatchObject({ requests: { cpu: '2', memory: '4Gi' }, limits: { cpu: '2', memory: '4Gi' } });
+  });
+
+  it('stop removes the Pod and keeps the record; start brings it back; reboot replaces it', async () => {
+    const { id } = (await t.api('POST', '/api/v1/servers', { name: 'web-2', region: 'fra1' })).body.data;
+    await waitForStatus(t, `/api/v1/servers/${id}`, 'running', 60_000);
+    const first = (await podOf(id))!;
+
+    expect((await t.api('POST', `/api/v1/servers/${id}/stop`)).status).toBe(200);
+    await waitForStatus(t, `/api/v1/servers/${id}`, 'stopped', 60_000);
+    expect(await podOf(id)).toBeUndefined();
+
+    expect((await t.api('POST', `/api/v1/servers/${id}/start`)).status).toBe(200);
+    const started = await waitForStatus(t, `/api/v1/servers/${id}`, 'running', 60_000);
+    const second = (await podOf(id))!;
+    expect(second.metadata?.uid).not.toBe(first.metadata?.uid);
+    expect(started.ipv4).toBe(second.status?.podIP);
+
+    const reboot = await t.api('POST', `/api/v1/servers/${id}/reboot`);
+    expect(reboot.status).toBe(200);
+    const third = await eventually(async () => {
+      const pod = await podOf(id);
+      const server = (await t.api('GET', `/api/v1/servers/${id}`)).body.data;
+      return pod && pod.metadata?.uid !== second.metadata?.uid && server.status === 'running' && server.ipv4 === pod.status?.podIP ? pod : null;
+    }, 60_000, 200);
+    expect(third.status?.phase).toBe('Running');
+  });
+
+  it('a Pod deleted by hand is recreated', async () => {
+    const { id } = (await t.api('POST', '/api/v1/servers', { name: 'web-3', region: 'fra1' })).body.data;
+    await waitForStatus(t, `/api/v1/servers/${id}`, 'running', 60_000);
+    const before = (await podOf(id))!;
+    await kubectl('delete', 'pod', before.metadata!.name!, '-n', namespace, '--wait=false');
+    const after = await eventually(async () => {
+      const pod = await podOf(id);
+      return pod && pod.metadata?.uid !== before.metadata?.uid && pod.status?.phase === 'Running' ? pod : null;
+    }, 60_000, 200);
+    await eventually(async () => (await t.api('GET', `/api/v1/servers/${id}`)).body.data.ipv4 === after.status?.podIP, 60_000, 200);
+  });
+
+  it('a kubectl-made Server gets its Pod too, and the API serves it', async () => {
+    const manifest = { apiVersion: 'cloudplane.dev/v1alpha1', kind: 'Server', metadata: { name: 'from-git', namespace }, spec: { name: 'from-git', region: 'ams3' } };
+    await new Promise<void>((resolve, reject) => {
+      const child = execFile(kubectlBinary(), ['apply', '-f', '-'], { env: { ...process.env, KUBECONFIG: cluster.kubeconfigPath } }, (err, _out, stderr) => (err ? reject(new Error(stderr)) : resolve()));
+      child.stdin!.end(JSON.stringify(manifest));
+    });
+    const id = await eventually(async () => JSON.parse(await kubectl('get', 'servers.cloudplane.dev', 'from-git', '-n', namespace, '-o', 'json')).metadata.labels?.['cloudplane.dev/id'] as string | undefined, 30_000, 200);
+    const running = await waitForStatus(t, `/api/v1/servers/${id}`, 'running', 60_000);
+    expect(running.ipv4).toBe((await podOf(id))!.status?.podIP);
+  });
+
+  it('deleting a server removes its Pod at once and keeps the record as deleted', async () => {
+    const { id } = (await t.api('POST', '/api/v1/servers', { name: 'web-4', region: 'fra1' })).body.data;
+    await waitForStatus(t, `/api/v1/servers/${id}`, 'running', 60_000);
+    const deleted = await t.api('DELETE', `/api/v1/servers/${id}`);
+    expect(deleted.status).toBe(200);
+    expect(deleted.body.data.status).toBe('deleted');
+    await eventually(async () => (await podOf(id)) === undefined, 60_000, 200);
+    expect((await t.api('GET', `/api/v1/servers/${id}`)).body.data.status).toBe('deleted');
+    const left = await core.listNamespacedPod({ namespace, labelSelector: `${MANAGED},cloudplane.dev/id=${id}` });
+    expect(left.items.filter((p) => !p.metadata?.deletionTimestamp)).toEqual([]);
+  });
+  it('a server that cannot be scheduled fails with the reason once the start timeout passes', async () => {
+    // A plan no KWOK node can hold (each offers 16 CPUs): the scheduler leaves the Pod Pending, Unschedulable.
+    // The operator again with plans of its own: the one before hands its leadership over as it stops.
+    const key = t.key;
+    await t.stop();
+    const small = await startTestService({
+      CLOUDPLANE_BOOTSTRAP_API_KEY: key,
+      CLOUDPLANE_STORE: 'kubernetes',
+      CLOUDPLANE_KUBECONFIG: cluster.kubeconfigPath,
+      CLOUDPLANE_SYSTEM_NAMESPACE: SYSTEM_NAMESPACE,
+      CLOUDPLANE_SERVER_PLANS: JSON.stringify({
+        's-1vcpu-1gb': { requests: { cpu: '1', memory: '1Gi' }, limits: { cpu: '1', memory: '1Gi' } },
+        's-1vcpu-2gb': { requests: { cpu: '1', memory: '2Gi' }, limits: { cpu: '1', memory: '2Gi' } },
+        's-2vcpu-4gb': { requests: { cpu: '2', memory: '4Gi' }, limits: { cpu: '2', memory: '4Gi' } },
+        's-4vcpu-8gb': { requests: { cpu: '4', memory: '8Gi' }, limits: { cpu: '4', memory: '8Gi' } },
+        's-8vcpu-16gb': { requests: { cpu: '500', memory: '16Gi' }, limits: { cpu: '500', memory: '16Gi' } },
+      }),
+      CLOUDPLANE_SERVER_START_TIMEOUT_SECONDS: '3',
+    });
+    t = small;
+    const { id } = (await small.api('POST', '/api/v1/servers', { name: 'too-big', region: 'fra1', plan: 's-8vcpu-16gb' })).body.data;
+    const failed = await waitForStatus(small, `/api/v1/servers/${id}`, 'failed', 60_000);
+    expect(failed.status_reason).toMatch(/^Provisioning failed: .*(schedul|Insufficient cpu)/i);
+  });
+});
