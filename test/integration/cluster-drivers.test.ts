@@ -3,7 +3,9 @@
  * runs it: REST calls and kubectl against a real control plane (kube-apiserver, etcd,
  * kube-controller-manager, kube-scheduler) whose kubelets KWOK plays, so Pods are
  * scheduled, become Running with IPs, and are garbage-collected with their owners. The
- * test reads the real objects the drivers made.
+ * test reads the real objects the drivers made. The operator runs as the chart's
+ * ServiceAccount with the chart's RBAC (test/helpers/chart.ts): a verb a driver needs and
+ * the chart does not grant fails here with the API server's 403.
  */
 import { execFile } from 'node:child_process';
 import { CoreV1Api, V1Pod } from '@kubernetes/client-node';
@@ -11,6 +13,7 @@ import { namespaceOfTeam } from '../../src/store/kubernetes/names';
 import { kubectlBinary } from '../helpers/kube-apiserver';
 import { eventually, startTestService, TestService, waitForStatus } from '../helpers/service';
 import { startWorkloadCluster, WorkloadCluster } from '../helpers/workload-cluster';
+import { operatorKubeconfigFromChart } from '../helpers/chart';
 
 jest.setTimeout(240_000);
 
@@ -22,6 +25,7 @@ describe('cluster mode: servers as Pods', () => {
   let t: TestService;
   let core: CoreV1Api;
   let namespace: string;
+  let operatorKubeconfig: string;
 
   const kubectl = (...args: string[]) =>
     new Promise<string>((resolve, reject) =>
@@ -37,9 +41,10 @@ describe('cluster mode: servers as Pods', () => {
   beforeAll(async () => {
     cluster = await startWorkloadCluster({ crds: true });
     core = cluster.kubeConfig.makeApiClient(CoreV1Api);
+    operatorKubeconfig = operatorKubeconfigFromChart(cluster, cluster.workDir);
     t = await startTestService({
       CLOUDPLANE_STORE: 'kubernetes',
-      CLOUDPLANE_KUBECONFIG: cluster.kubeconfigPath,
+      CLOUDPLANE_KUBECONFIG: operatorKubeconfig,
       CLOUDPLANE_SYSTEM_NAMESPACE: SYSTEM_NAMESPACE,
       // A Pod deleted by hand is found by the periodic resync.
       CLOUDPLANE_RESYNC_SECONDS: '2',
@@ -137,7 +142,7 @@ describe('cluster mode: servers as Pods', () => {
     const small = await startTestService({
       CLOUDPLANE_BOOTSTRAP_API_KEY: key,
       CLOUDPLANE_STORE: 'kubernetes',
-      CLOUDPLANE_KUBECONFIG: cluster.kubeconfigPath,
+      CLOUDPLANE_KUBECONFIG: operatorKubeconfig,
       CLOUDPLANE_SYSTEM_NAMESPACE: SYSTEM_NAMESPACE,
       CLOUDPLANE_SERVER_PLANS: JSON.stringify({
         's-1vcpu-1gb': { requests: { cpu: '1', memory: '1Gi' }, limits: { cpu: '1', memory: '1Gi' } },

@@ -5,42 +5,19 @@
  * it renders is accepted by a real kube-apiserver (CRDs applied, the rest dry-run on the
  * server). helm is built once from its Go module (scripts/build-helm.sh).
  */
-import { execFileSync, spawnSync } from 'node:child_process';
+import { execFileSync } from 'node:child_process';
 import fs from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
 import { parse, parseAllDocuments } from 'yaml';
 import { kubectlBinary, startKubeApiServer, KubeApiServer } from '../helpers/kube-apiserver';
+import { CHART, findOrBuildHelm, NAMESPACE, render, runHelm } from '../helpers/chart';
 
 const REPO = path.resolve(__dirname, '../..');
-const CHART = path.join(REPO, 'charts/cloudplane');
-const NAMESPACE = 'cloudplane-system';
-
-/** The helm binary, building it when it is missing; undefined if that is impossible here. */
-function findOrBuildHelm(): { helm?: string; why?: string } {
-  const cached = path.join(process.env.CLOUDPLANE_TOOLS_BIN ?? path.join(os.homedir(), '.cache/cloudplane/bin'), 'helm');
-  if (fs.existsSync(cached)) return { helm: cached };
-  const built = spawnSync(path.join(REPO, 'scripts/build-helm.sh'), { encoding: 'utf8', timeout: 15 * 60_000 });
-  const printed = built.stdout?.trim().split('\n').pop();
-  if (built.status === 0 && printed && fs.existsSync(printed)) return { helm: printed };
-  return { why: `scripts/build-helm.sh failed (${built.error?.message ?? `exit ${built.status}`}): ${(built.stderr ?? '').slice(-500)}` };
-}
 
 const { helm, why } = findOrBuildHelm();
 if (!helm) console.warn(`Skipping the Helm chart tests: no helm binary and it cannot be built here. ${why}`);
 const describeWithHelm = helm ? describe : describe.skip;
-
-function runHelm(args: string[]): { status: number | null; stdout: string; stderr: string } {
-  const result = spawnSync(helm!, args, { encoding: 'utf8', env: { ...process.env, KUBECONFIG: '/dev/null' } });
-  return { status: result.status, stdout: result.stdout, stderr: result.stderr };
-}
-
-/** `helm template` output, failing the test with helm's message when it refuses. */
-function render(sets: string[] = []): string {
-  const result = runHelm(['template', 'cp', CHART, '--namespace', NAMESPACE, ...sets.flatMap((s) => ['--set', s])]);
-  if (result.status !== 0) throw new Error(`helm template failed: ${result.stderr}`);
-  return result.stdout;
-}
 
 function manifests(rendered: string): any[] {
   return parseAllDocuments(rendered).map((d) => d.toJS()).filter(Boolean);
@@ -87,7 +64,7 @@ function expectedGrants(): Set<string> {
   add('', ['secrets', 'namespaces'], crud);
   add('coordination.k8s.io', ['leases'], ['get', 'list', 'watch', 'create', 'update', 'patch']);
   add('batch', ['jobs'], ['get', 'list', 'watch', 'create', 'delete']);
-  add('', ['pods'], ['get', 'list']);
+  add('', ['pods'], ['get', 'list', 'create', 'delete']);
   add('', ['events'], ['create', 'patch']);
   return out;
 }
@@ -164,10 +141,19 @@ describeWithHelm('Helm chart charts/cloudplane', () => {
     expect(Buffer.from(only(objects, 'Secret').data['bootstrap-api-key'], 'base64').toString()).toBe(key);
   });
 
-  it('passes the lease duration, job driver and extra env to the operator', () => {
-    const objects = manifests(render(['leaseDurationSeconds=30', 'jobDriver=simulated', 'extraEnv[0].name=CLOUDPLANE_SMTP_URL', 'extraEnv[0].value=smtp://mail:25']));
+  it('passes the lease duration, the drivers, the server catalog and extra env to the operator', () => {
+    const objects = manifests(render(['leaseDurationSeconds=30', 'drivers.job=simulated', 'servers.startTimeoutSeconds=60', 'servers.images.alpine.image=registry.example/alpine:3', 'extraEnv[0].name=CLOUDPLANE_SMTP_URL', 'extraEnv[0].value=smtp://mail:25']));
     const env = envOf(only(objects, 'Deployment').spec.template.spec.containers[0]);
-    expect(env).toMatchObject({ CLOUDPLANE_LEASE_DURATION_SECONDS: '30', CLOUDPLANE_JOB_DRIVER: 'simulated', CLOUDPLANE_SMTP_URL: 'smtp://mail:25' });
+    expect(env).toMatchObject({
+      CLOUDPLANE_LEASE_DURATION_SECONDS: '30',
+      CLOUDPLANE_PROVIDER: 'kubernetes',
+      CLOUDPLANE_DRIVER_JOB: 'simulated',
+      CLOUDPLANE_SERVER_START_TIMEOUT_SECONDS: '60',
+      CLOUDPLANE_SMTP_URL: 'smtp://mail:25',
+    });
+    expect(JSON.parse(env.CLOUDPLANE_SERVER_IMAGES)).toEqual({ alpine: { image: 'registry.example/alpine:3' } });
+    // A family left to the provider gets no variable of its own.
+    expect(env.CLOUDPLANE_DRIVER_SERVER).toBeUndefined();
   });
 
   it('refuses several replicas without NATS: the embedded bus would leave the others blind to events', () => {
@@ -193,7 +179,7 @@ describeWithHelm('Helm chart charts/cloudplane', () => {
   });
 
   it('rejects values its schema forbids', () => {
-    for (const bad of ['replicas=abc', 'replicas=0', 'jobDriver=docker', 'leaseDurationSeconds=1', 'bootstrapApiKey=not-a-key', 'service.port=70000', 'unknownSetting=1']) {
+    for (const bad of ['replicas=abc', 'replicas=0', 'drivers.job=docker', 'servers.startTimeoutSeconds=0', 'leaseDurationSeconds=1', 'bootstrapApiKey=not-a-key', 'service.port=70000', 'unknownSetting=1']) {
       const result = runHelm(['template', 'cp', CHART, '--set', bad]);
       expect({ bad, status: result.status }).toEqual({ bad, status: 1 });
       expect(result.stderr).toMatch(/values don't meet the specifications of the schema/);
