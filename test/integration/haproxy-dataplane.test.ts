@@ -225,6 +225,26 @@ describe('HAProxy data plane', () => {
     expect(await tally(10, () => get(lb.port))).toEqual({ a: 5, b: 5 });
   });
 
+  it('a draining backend keeps the clients stuck to it and gets no new ones', async () => {
+    const [a, b] = await Promise.all(['a', 'b'].map(httpBackend));
+    const lb = await balancer({ sticky_sessions: true }, [attached(a), attached(b)]);
+    await allUp(lb);
+    const cookieFor: Record<string, string> = {};
+    while (!cookieFor.a || !cookieFor.b) {
+      const answer = await get(lb.port);
+      cookieFor[answer.body] = (answer.headers['set-cookie']?.[0] ?? '').split(';')[0];
+    }
+    // a is detached and drains.
+    const draining = { ...lb.desired, backends: [attached(a, true), attached(b)] };
+    await lb.haproxy.reload(lb.render(draining));
+    await allUp(lb, draining);
+    // New clients go to b only (polled: the old worker shares the socket until it stops accepting).
+    await eventually(async () => JSON.stringify(await tally(10, () => get(lb.port))) === JSON.stringify({ b: 10 }), 20_000);
+    // a's clients stay with a while it drains.
+    expect(await tally(5, () => get(lb.port, '/', { cookie: cookieFor.a }))).toEqual({ a: 5 });
+    expect(await tally(5, () => get(lb.port, '/', { cookie: cookieFor.b }))).toEqual({ b: 5 });
+  });
+
   it('takes out a backend that stops answering its health path, and reports it not up', async () => {
     const [a, b] = await Promise.all(['a', 'b'].map(httpBackend));
     const lb = await balancer({}, [attached(a), attached(b)]);
