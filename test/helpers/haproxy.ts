@@ -79,6 +79,23 @@ export interface LocalHaproxy {
 }
 
 const LOADED = /Loading success/g;
+const SIGUSR2 = 12;
+
+/**
+ * Whether process `pid` has a handler for signal `signo` (Linux: SigCgt in /proc). HAProxy
+ * 2.6's master says "Loading success" and then re-executes itself with SIGUSR2 ignored
+ * until the new image installs its handler: a reload signal sent in that window is
+ * discarded (seen: a SIGUSR2 sent just after the message was lost every time).
+ */
+function catches(pid: number, signo: number): boolean {
+  try {
+    const status = fs.readFileSync(`/proc/${pid}/status`, 'utf8');
+    const caught = /^SigCgt:\s*([0-9a-f]+)$/m.exec(status)?.[1];
+    return caught !== undefined && ((BigInt(`0x${caught}`) >> BigInt(signo - 1)) & 1n) === 1n;
+  } catch {
+    return false;
+  }
+}
 const LOAD_FAILED = /Loading failure|Fatal errors found in configuration/;
 
 function loadCount(output: string): number {
@@ -111,6 +128,15 @@ export async function startHaproxy(text: string): Promise<LocalHaproxy> {
       };
     });
 
+  /** Until the master (re-executed after each load) handles SIGUSR2 again. */
+  const masterListens = async () => {
+    const deadline = Date.now() + 20_000;
+    while (!catches(child.pid!, SIGUSR2)) {
+      if (child.exitCode !== null || Date.now() > deadline) throw new Error(`haproxy's master does not take reloads:\n${output}`);
+      await new Promise((resolve) => setTimeout(resolve, 10));
+    }
+  };
+
   await loaded(1);
   return {
     configFile,
@@ -120,6 +146,7 @@ export async function startHaproxy(text: string): Promise<LocalHaproxy> {
       // Written whole, then renamed: the master never reads half a file.
       fs.writeFileSync(`${configFile}.new`, next);
       fs.renameSync(`${configFile}.new`, configFile);
+      await masterListens();
       child.kill('SIGUSR2');
       await loaded(before + 1);
     },
