@@ -23,10 +23,14 @@ import type { DesiredBackend, LoadBalancerDesired, LoadBalancerOutputs, BackendH
 import type { Managed, Observation, Owner } from '../../src/drivers/types';
 import { newId } from '../../src/lib/ids';
 import { API_VERSION, GROUP, VERSION, namespaceOfTeam, objectName } from '../../src/store/kubernetes/names';
+import { operatorKubeconfigFromChart } from '../helpers/chart';
 import { makeTestCertificate } from '../helpers/haproxy';
 import { LoadBalancerAddon, startLoadBalancerAddon } from '../helpers/load-balancer-addon';
 import { eventually } from '../helpers/service';
 import { startWorkloadCluster, UNREACHABLE_REGISTRY, WorkloadCluster } from '../helpers/workload-cluster';
+
+// Each wait below gives up well before the test does, so a failure shows its last error.
+jest.setTimeout(120_000);
 
 const SYSTEM_NAMESPACE = 'cloudplane-system';
 const team = newId('team');
@@ -38,6 +42,7 @@ let core: CoreV1Api;
 let apps: AppsV1Api;
 let custom: CustomObjectsApi;
 let driver: HaproxyLoadBalancerDriver;
+let operatorKubeConfig: KubeConfig;
 
 beforeAll(async () => {
   // The CRDs before the controller manager, so its garbage collector knows the owners' kind.
@@ -47,8 +52,11 @@ beforeAll(async () => {
   apps = cluster.kubeConfig.makeApiClient(AppsV1Api);
   custom = cluster.kubeConfig.makeApiClient(CustomObjectsApi);
   await core.createNamespace({ body: { metadata: { name: namespace } } });
+  // The driver runs with exactly the rights the chart grants the operator: a verb it lacks fails here with a 403.
+  operatorKubeConfig = new KubeConfig();
+  operatorKubeConfig.loadFromFile(operatorKubeconfigFromChart(cluster, cluster.workDir));
   driver = new HaproxyLoadBalancerDriver({
-    kubeConfig: cluster.kubeConfig,
+    kubeConfig: operatorKubeConfig,
     systemNamespace: SYSTEM_NAMESPACE,
     logger: pino({ level: 'silent' }),
     haproxy: { replicas: 2 },
@@ -114,7 +122,7 @@ async function reconcileOnce(resource: Managed<LoadBalancerDesired>): Promise<Lo
 }
 
 /** Passes until the observation satisfies `done`. */
-async function reconcileUntil(resource: Managed<LoadBalancerDesired>, done: (o: LoadBalancerObservation) => boolean, timeoutMs = 60_000): Promise<LoadBalancerObservation> {
+async function reconcileUntil(resource: Managed<LoadBalancerDesired>, done: (o: LoadBalancerObservation) => boolean, timeoutMs = 45_000): Promise<LoadBalancerObservation> {
   return eventually(async () => {
     const observed = await reconcileOnce(resource);
     return done(observed) ? observed : null;
@@ -289,7 +297,7 @@ describe('HAProxy load balancer driver (workload cluster)', () => {
   it('fails a new load balancer whose HAProxy cannot roll out, and keeps a running one serving when its update cannot', async () => {
     const unpullable = (progressDeadlineSeconds: number) =>
       new HaproxyLoadBalancerDriver({
-        kubeConfig: cluster.kubeConfig,
+        kubeConfig: operatorKubeConfig,
         systemNamespace: SYSTEM_NAMESPACE,
         logger: pino({ level: 'silent' }),
         // KWOK fails every pull from this registry, as a kubelet would.
