@@ -66,6 +66,9 @@ function expectedGrants(): Set<string> {
   add('batch', ['jobs'], ['get', 'list', 'watch', 'create', 'delete']);
   add('', ['pods'], ['get', 'list', 'create', 'delete']);
   add('', ['events'], ['create', 'patch']);
+  // Load balancers on HAProxy (server-side apply: patch, and create for a new object).
+  add('', ['configmaps', 'services'], ['get', 'create', 'patch', 'delete']);
+  add('apps', ['deployments'], ['get', 'create', 'patch', 'delete']);
   return out;
 }
 
