@@ -139,6 +139,24 @@ export interface KubernetesConfig {
   serverPlans: ServerPlanResources;
   /** How long a server's Pod may stay unschedulable or fail to pull before the server fails. */
   serverStartTimeoutMs: number;
+  /** The HAProxy load balancer driver's Deployments. */
+  haproxy: HaproxySettings;
+}
+
+/** What the HAProxy load balancer driver runs for each load balancer. */
+export interface HaproxySettings {
+  image: string;
+  replicas: number;
+  /** How long a stopping or replaced HAProxy Pod may keep serving open connections. */
+  drainTimeoutMs: number;
+  /** How often HAProxy checks each backend's health path. */
+  checkIntervalMs: number;
+  /** Where each HAProxy Pod serves its stats, read by the operator for backend health. */
+  statsPort: number;
+  /** Each read of a Pod's stats. */
+  statsTimeoutMs: number;
+  /** A rollout that makes no progress for this long counts as failed. */
+  progressDeadlineSeconds: number;
 }
 
 export interface WebhookConfig {
@@ -362,6 +380,15 @@ export function loadConfig(env: Env = process.env): Config {
           serverImages: json(env, 'CLOUDPLANE_SERVER_IMAGES', ServerImageCatalogSchema, DEFAULT_SERVER_IMAGES, '{"ubuntu-24.04":{"image":"docker.io/library/ubuntu:24.04","command":["sleep","infinity"]}}'),
           serverPlans: serverPlans(env),
           serverStartTimeoutMs: int(env, 'CLOUDPLANE_SERVER_START_TIMEOUT_SECONDS', 300, 1) * 1000,
+          haproxy: {
+            image: env.CLOUDPLANE_HAPROXY_IMAGE || 'docker.io/library/haproxy:2.6',
+            replicas: int(env, 'CLOUDPLANE_HAPROXY_REPLICAS', 2, 1, 100),
+            drainTimeoutMs: int(env, 'CLOUDPLANE_HAPROXY_DRAIN_TIMEOUT_SECONDS', 60, 0, 86_400) * 1000,
+            checkIntervalMs: int(env, 'CLOUDPLANE_HAPROXY_CHECK_INTERVAL_MS', 2000, 100, 3_600_000),
+            statsPort: int(env, 'CLOUDPLANE_HAPROXY_STATS_PORT', 8404, 1, 65535),
+            statsTimeoutMs: int(env, 'CLOUDPLANE_HAPROXY_STATS_TIMEOUT_MS', 2000, 1, 60_000),
+            progressDeadlineSeconds: int(env, 'CLOUDPLANE_HAPROXY_PROGRESS_DEADLINE_SECONDS', 600, 1),
+          },
         }
       : undefined,
     nats: natsServers.length

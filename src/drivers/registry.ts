@@ -19,6 +19,7 @@ import { SimulatedBucketDriver, SimulatedFileShareDriver, SimulatedLoadBalancerD
 import { SimulatedJobExecutor } from './simulated/jobs';
 import { KubernetesJobExecutor } from './kubernetes/jobs';
 import { PodServerDriver } from './kubernetes/server-pods';
+import { HaproxyLoadBalancerDriver } from './kubernetes/load-balancer-haproxy';
 
 /** The driver of every reconciled family, by family name. */
 export interface Drivers {
@@ -64,7 +65,19 @@ const CATALOG: Catalog = {
         startTimeoutMs: ctx.cluster.serverStartTimeoutMs,
       }),
   },
-  load_balancer: { simulated: (ctx) => new SimulatedLoadBalancerDriver(ctx.simulation) },
+  load_balancer: {
+    simulated: (ctx) => new SimulatedLoadBalancerDriver(ctx.simulation),
+    kubernetes: (ctx) => {
+      const { statsTimeoutMs, ...haproxy } = ctx.cluster.haproxy;
+      return new HaproxyLoadBalancerDriver({
+        kubeConfig: ctx.kube.kubeConfig,
+        systemNamespace: ctx.kube.systemNamespace,
+        logger: ctx.logger.child({ component: 'load-balancer-driver' }),
+        haproxy,
+        statsTimeoutMs,
+      });
+    },
+  },
   vpn_gateway: { simulated: (ctx) => new SimulatedVpnGatewayDriver(ctx.simulation) },
   bucket: { simulated: (ctx) => new SimulatedBucketDriver(ctx.simulation) },
   file_share: { simulated: (ctx) => new SimulatedFileShareDriver(ctx.simulation) },

@@ -8,8 +8,10 @@
  * the chart does not grant fails here with the API server's 403.
  */
 import { execFile } from 'node:child_process';
-import { CoreV1Api, V1Pod } from '@kubernetes/client-node';
-import { namespaceOfTeam } from '../../src/store/kubernetes/names';
+import { AppsV1Api, CoreV1Api, V1Pod } from '@kubernetes/client-node';
+import { namespaceOfTeam, objectName } from '../../src/store/kubernetes/names';
+import { CONFIG_KEY } from '../../src/drivers/kubernetes/haproxy-manifests';
+import { LoadBalancerAddon, startLoadBalancerAddon } from '../helpers/load-balancer-addon';
 import { kubectlBinary } from '../helpers/kube-apiserver';
 import { eventually, startTestService, TestService, waitForStatus } from '../helpers/service';
 import { startWorkloadCluster, WorkloadCluster } from '../helpers/workload-cluster';
@@ -20,12 +22,14 @@ jest.setTimeout(240_000);
 const SYSTEM_NAMESPACE = 'cloudplane-system';
 const MANAGED = 'app.kubernetes.io/managed-by=cloudplane';
 
-describe('cluster mode: servers as Pods', () => {
+describe('cluster mode: servers as Pods, load balancers on HAProxy', () => {
   let cluster: WorkloadCluster;
   let t: TestService;
   let core: CoreV1Api;
   let namespace: string;
   let operatorKubeconfig: string;
+  let apps: AppsV1Api;
+  let addon: LoadBalancerAddon;
 
   const kubectl = (...args: string[]) =>
     new Promise<string>((resolve, reject) =>
@@ -41,24 +45,29 @@ describe('cluster mode: servers as Pods', () => {
   beforeAll(async () => {
     cluster = await startWorkloadCluster({ crds: true });
     core = cluster.kubeConfig.makeApiClient(CoreV1Api);
+    apps = cluster.kubeConfig.makeApiClient(AppsV1Api);
+    // No MetalLB or cloud here: this plays the LoadBalancer add-on, writing the ingress IP it would.
+    addon = await startLoadBalancerAddon(cluster.kubeConfig);
     operatorKubeconfig = operatorKubeconfigFromChart(cluster, cluster.workDir);
     t = await startTestService({
       CLOUDPLANE_STORE: 'kubernetes',
       CLOUDPLANE_KUBECONFIG: operatorKubeconfig,
       CLOUDPLANE_SYSTEM_NAMESPACE: SYSTEM_NAMESPACE,
-      // A Pod deleted by hand is found by the periodic resync.
+      // A Pod or Deployment deleted by hand is found by the periodic resync.
       CLOUDPLANE_RESYNC_SECONDS: '2',
+      CLOUDPLANE_BACKEND_DRAIN_SECONDS: '1',
     });
     namespace = namespaceOfTeam(t.teamId, SYSTEM_NAMESPACE);
   });
 
   afterAll(async () => {
     await t?.stop();
+    await addon?.stop();
     await cluster?.stop();
   });
 
-  it('chooses the kubernetes driver for servers by default in cluster mode', () => {
-    expect(t.service.ctx.drivers.chosen.server).toBe('kubernetes');
+  it('chooses the kubernetes drivers of servers and load balancers by default in cluster mode', () => {
+    expect(t.service.ctx.drivers.chosen).toMatchObject({ server: 'kubernetes', load_balancer: 'kubernetes' });
   });
 
   it('a REST create yields a Pod that becomes Running, and the server turns running with the Pod IP', async () => {
@@ -134,6 +143,98 @@ describe('cluster mode: servers as Pods', () => {
     const left = await core.listNamespacedPod({ namespace, labelSelector: `${MANAGED},cloudplane.dev/id=${id}` });
     expect(left.items.filter((p) => !p.metadata?.deletionTimestamp)).toEqual([]);
   });
+  /** The objects the load balancer driver made for `id`; null for one that is not there. */
+  const haproxyObjectsOf = async (id: string) => {
+    const name = objectName(id);
+    const read = async <T>(call: () => Promise<T>): Promise<T | null> => call().catch((err) => (err?.code === 404 ? null : Promise.reject(err)));
+    return {
+      configMap: await read(() => core.readNamespacedConfigMap({ namespace, name })),
+      deployment: await read(() => apps.readNamespacedDeployment({ namespace, name })),
+      service: await read(() => core.readNamespacedService({ namespace, name })),
+    };
+  };
+
+  it('a load balancer yields its Deployment, ConfigMap and Service, and turns running with the ingress IP', async () => {
+    const created = await t.api('POST', '/api/v1/load-balancers', { name: 'front', region: 'fra1', protocol: 'http', port: 80, algorithm: 'least_connections' });
+    expect(created.status).toBe(201);
+    const { id } = created.body.data;
+    const running = await waitForStatus(t, `/api/v1/load-balancers/${id}`, 'running', 90_000);
+    const { configMap, deployment, service } = await haproxyObjectsOf(id);
+    for (const object of [configMap!, deployment!, service!]) {
+      expect(object.metadata?.labels).toMatchObject({ 'app.kubernetes.io/managed-by': 'cloudplane', 'cloudplane.dev/id': id });
+      expect(object.metadata?.ownerReferences).toEqual([expect.objectContaining({ kind: 'LoadBalancer', controller: true })]);
+    }
+    expect(configMap!.data![CONFIG_KEY]).toContain('balance leastconn');
+    expect(service!.spec?.type).toBe('LoadBalancer');
+    expect(running.ipv4).toBe(service!.status?.loadBalancer?.ingress?.[0]?.ip);
+    expect(running.ipv4).toBe(addon.assigned().get(`${namespace}/${objectName(id)}`));
+  });
+
+  it('attach and detach change the rendered configuration to the servers\' Pod IPs', async () => {
+    const lb = (await t.api('POST', '/api/v1/load-balancers', { name: 'pool', region: 'fra1' })).body.data;
+    const server = (await t.api('POST', '/api/v1/servers', { name: 'app-1', region: 'fra1' })).body.data;
+    await waitForStatus(t, `/api/v1/load-balancers/${lb.id}`, 'running', 90_000);
+    const { ipv4 } = await waitForStatus(t, `/api/v1/servers/${server.id}`, 'running', 60_000);
+    expect(ipv4).toBe((await podOf(server.id))!.status?.podIP);
+
+    expect((await t.api('POST', `/api/v1/load-balancers/${lb.id}/attach`, { server_id: server.id, port: 8080 })).status).toBe(200);
+    const rolled = await eventually(async () => {
+      const { configMap, deployment } = await haproxyObjectsOf(lb.id);
+      return configMap?.data?.[CONFIG_KEY].includes(`${ipv4}:8080`) ? deployment : null;
+    }, 60_000, 200);
+    // The Pod template carries the configuration's hash, so the change rolls out.
+    expect(Object.keys(rolled!.spec!.template.metadata!.annotations ?? {})).toEqual(expect.arrayContaining([expect.stringMatching(/config/)]));
+    // Nothing answers health checks in KWOK's Pods (no container runs), so HAProxy's stats,
+    // read at the Pod IPs, cannot be had: the backend is reported unhealthy.
+    const attached = await eventually(async () => {
+      const record = (await t.api('GET', `/api/v1/load-balancers/${lb.id}`)).body.data;
+      return record.backends.length === 1 ? record : null;
+    }, 60_000, 200);
+    expect(attached.backends[0]).toMatchObject({ server_id: server.id, port: 8080, status: 'unhealthy' });
+
+    expect((await t.api('POST', `/api/v1/load-balancers/${lb.id}/detach`, { server_id: server.id })).status).toBe(200);
+    await eventually(async () => {
+      const { configMap } = await haproxyObjectsOf(lb.id);
+      return configMap && !configMap.data![CONFIG_KEY].includes(`${ipv4}:8080`);
+    }, 60_000, 200);
+    await eventually(async () => (await t.api('GET', `/api/v1/load-balancers/${lb.id}`)).body.data.backends.length === 0, 60_000, 200);
+  });
+
+  it('a Deployment deleted by hand is recreated', async () => {
+    const { id } = (await t.api('POST', '/api/v1/load-balancers', { name: 'sturdy', region: 'fra1' })).body.data;
+    await waitForStatus(t, `/api/v1/load-balancers/${id}`, 'running', 90_000);
+    const before = (await haproxyObjectsOf(id)).deployment!;
+    await kubectl('delete', 'deployment', objectName(id), '-n', namespace, '--wait=false');
+    const after = await eventually(async () => {
+      const { deployment } = await haproxyObjectsOf(id);
+      return deployment && deployment.metadata?.uid !== before.metadata?.uid && !deployment.metadata?.deletionTimestamp ? deployment : null;
+    }, 60_000, 200);
+    expect(after.metadata?.labels?.['cloudplane.dev/id']).toBe(id);
+  });
+
+  it('a kubectl-made LoadBalancer gets the same objects and runs', async () => {
+    const manifest = { apiVersion: 'cloudplane.dev/v1alpha1', kind: 'LoadBalancer', metadata: { name: 'edge-from-git', namespace }, spec: { name: 'edge-from-git', region: 'ams3', protocol: 'tcp', port: 5432 } };
+    await new Promise<void>((resolve, reject) => {
+      const child = execFile(kubectlBinary(), ['apply', '-f', '-'], { env: { ...process.env, KUBECONFIG: cluster.kubeconfigPath } }, (err, _out, stderr) => (err ? reject(new Error(stderr)) : resolve()));
+      child.stdin!.end(JSON.stringify(manifest));
+    });
+    const id = await eventually(async () => JSON.parse(await kubectl('get', 'loadbalancers.cloudplane.dev', 'edge-from-git', '-n', namespace, '-o', 'json')).metadata.labels?.['cloudplane.dev/id'] as string | undefined, 30_000, 200);
+    const running = await waitForStatus(t, `/api/v1/load-balancers/${id}`, 'running', 90_000);
+    const { configMap, service } = await haproxyObjectsOf(id);
+    expect(configMap!.data![CONFIG_KEY]).toContain('mode tcp');
+    expect(running.ipv4).toBe(service!.status?.loadBalancer?.ingress?.[0]?.ip);
+  });
+
+  it('deleting a load balancer removes everything it owned and keeps the record as deleted', async () => {
+    const { id } = (await t.api('POST', '/api/v1/load-balancers', { name: 'short-lived', region: 'fra1' })).body.data;
+    await waitForStatus(t, `/api/v1/load-balancers/${id}`, 'running', 90_000);
+    const deleted = await t.api('DELETE', `/api/v1/load-balancers/${id}`);
+    expect(deleted.status).toBe(200);
+    expect(deleted.body.data.status).toBe('deleted');
+    await eventually(async () => Object.values(await haproxyObjectsOf(id)).every((o) => o === null), 60_000, 200);
+    expect((await t.api('GET', `/api/v1/load-balancers/${id}`)).body.data.status).toBe('deleted');
+  });
+
   it('a server that cannot be scheduled fails with the reason once the start timeout passes', async () => {
     // A plan no KWOK node can hold (each offers 16 CPUs): the scheduler leaves the Pod Pending, Unschedulable.
     // The operator again with plans of its own: the one before hands its leadership over as it stops.

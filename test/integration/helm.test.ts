@@ -145,13 +145,15 @@ describeWithHelm('Helm chart charts/cloudplane', () => {
   });
 
   it('passes the lease duration, the drivers, the server catalog and extra env to the operator', () => {
-    const objects = manifests(render(['leaseDurationSeconds=30', 'drivers.job=simulated', 'servers.startTimeoutSeconds=60', 'servers.images.alpine.image=registry.example/alpine:3', 'extraEnv[0].name=CLOUDPLANE_SMTP_URL', 'extraEnv[0].value=smtp://mail:25']));
+    const objects = manifests(render(['leaseDurationSeconds=30', 'drivers.job=simulated', 'servers.startTimeoutSeconds=60', 'servers.images.alpine.image=registry.example/alpine:3', 'loadBalancers.haproxyImage=registry.example/haproxy:2.8', 'extraEnv[0].name=CLOUDPLANE_SMTP_URL', 'extraEnv[0].value=smtp://mail:25']));
     const env = envOf(only(objects, 'Deployment').spec.template.spec.containers[0]);
     expect(env).toMatchObject({
       CLOUDPLANE_LEASE_DURATION_SECONDS: '30',
       CLOUDPLANE_PROVIDER: 'kubernetes',
       CLOUDPLANE_DRIVER_JOB: 'simulated',
       CLOUDPLANE_SERVER_START_TIMEOUT_SECONDS: '60',
+      CLOUDPLANE_HAPROXY_IMAGE: 'registry.example/haproxy:2.8',
+      CLOUDPLANE_HAPROXY_REPLICAS: '2',
       CLOUDPLANE_SMTP_URL: 'smtp://mail:25',
     });
     expect(JSON.parse(env.CLOUDPLANE_SERVER_IMAGES)).toEqual({ alpine: { image: 'registry.example/alpine:3' } });
@@ -182,7 +184,7 @@ describeWithHelm('Helm chart charts/cloudplane', () => {
   });
 
   it('rejects values its schema forbids', () => {
-    for (const bad of ['replicas=abc', 'replicas=0', 'drivers.job=docker', 'servers.startTimeoutSeconds=0', 'leaseDurationSeconds=1', 'bootstrapApiKey=not-a-key', 'service.port=70000', 'unknownSetting=1']) {
+    for (const bad of ['replicas=abc', 'replicas=0', 'drivers.job=docker', 'servers.startTimeoutSeconds=0', 'loadBalancers.replicas=0', 'leaseDurationSeconds=1', 'bootstrapApiKey=not-a-key', 'service.port=70000', 'unknownSetting=1']) {
       const result = runHelm(['template', 'cp', CHART, '--set', bad]);
       expect({ bad, status: result.status }).toEqual({ bad, status: 1 });
       expect(result.stderr).toMatch(/values don't meet the specifications of the schema/);
