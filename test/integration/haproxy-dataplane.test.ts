@@ -17,6 +17,7 @@ import { httpStatsSource, readBackendHealth, readServerStats, runtimeSocketStats
 import { LocalHaproxy, makeTestCertificate, startHaproxy } from '../helpers/haproxy';
 import { freePort } from '../helpers/kube-apiserver';
 import { eventually } from '../helpers/service';
+import { desiredLoadBalancer } from '../helpers/load-balancer-desired';
 
 /** A backend that answers with its name, counts what it served, and can fail its health path or hold requests. */
 interface HttpBackend {
@@ -116,18 +117,7 @@ async function balancer(spec: Partial<LoadBalancerDesired>, backends: DesiredBac
       // Checks often, so a test waits for a state change a short while.
       checkIntervalMs: 200,
     });
-  const desired: LoadBalancerDesired = {
-    name: 'web',
-    region: 'eu-west-1',
-    algorithm: 'round_robin',
-    protocol: 'http',
-    port: 80,
-    health_check_path: '/health',
-    sticky_sessions: false,
-    ssl_certificate_id: null,
-    backends,
-    ...spec,
-  };
+  const desired = desiredLoadBalancer({ backends, ...spec });
   const haproxy = await startHaproxy(render(desired));
   cleanups.push(async () => {
     await haproxy.stop();

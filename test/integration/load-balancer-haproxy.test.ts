@@ -28,6 +28,7 @@ import { makeTestCertificate } from '../helpers/haproxy';
 import { LoadBalancerAddon, startLoadBalancerAddon } from '../helpers/load-balancer-addon';
 import { eventually } from '../helpers/service';
 import { startWorkloadCluster, UNREACHABLE_REGISTRY, WorkloadCluster } from '../helpers/workload-cluster';
+import { desiredLoadBalancer } from '../helpers/load-balancer-desired';
 
 // Each wait below gives up well before the test does, so a failure shows its last error.
 jest.setTimeout(120_000);
@@ -91,18 +92,7 @@ function backend(address: string, port = 8080, draining = false): DesiredBackend
 }
 
 function spec(overrides: Partial<LoadBalancerDesired> = {}): LoadBalancerDesired {
-  return {
-    name: 'web',
-    region: 'eu-west-1',
-    algorithm: 'round_robin',
-    protocol: 'http',
-    port: 80,
-    health_check_path: '/health',
-    sticky_sessions: false,
-    ssl_certificate_id: null,
-    backends: [backend('10.244.1.10'), backend('10.244.1.11')],
-    ...overrides,
-  };
+  return desiredLoadBalancer({ backends: [backend('10.244.1.10'), backend('10.244.1.11')], ...overrides });
 }
 
 async function managed(desired: LoadBalancerDesired): Promise<Managed<LoadBalancerDesired>> {

@@ -14,6 +14,7 @@ import {
   podSelector,
 } from '../../src/drivers/kubernetes/haproxy-manifests';
 import { holdsDesired } from '../../src/drivers/kubernetes/applied';
+import { desiredLoadBalancer } from '../helpers/load-balancer-desired';
 
 const owner = { apiVersion: 'cloudplane.dev/v1alpha1', kind: 'LoadBalancer', name: 'lb-aaaaaaaaaaaaaaaaaaaa', uid: '0b6c1f0e-1111-2222-3333-444444444444' };
 
@@ -24,18 +25,10 @@ function resource(overrides: Partial<LoadBalancerDesired> = {}): Managed<LoadBal
     generation: 1,
     external: null,
     owner,
-    desired: {
-      name: 'web',
-      region: 'eu-west-1',
-      algorithm: 'round_robin',
-      protocol: 'http',
-      port: 80,
-      health_check_path: '/health',
-      sticky_sessions: false,
-      ssl_certificate_id: null,
+    desired: desiredLoadBalancer({
       backends: [{ server_id: 'svr_cccccccccccccccccccc', port: 8080, address: '10.244.1.7', draining: false, drain_until: null }],
       ...overrides,
-    },
+    }),
   };
 }
 

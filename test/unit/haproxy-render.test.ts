@@ -9,24 +9,14 @@ import path from 'node:path';
 import type { DesiredBackend, LoadBalancerDesired } from '../../src/drivers/load-balancer';
 import { checkPath, renderHaproxyConfig, RenderOptions, serverName, STICKY_COOKIE } from '../../src/drivers/haproxy/render';
 import { checkHaproxyConfig, makeTestCertificate } from '../helpers/haproxy';
+import { desiredLoadBalancer } from '../helpers/load-balancer-desired';
 
 function backend(server_id: string, port: number, address: string | null, draining = false): DesiredBackend {
   return { server_id, port, address, draining, drain_until: draining ? '2030-01-01T00:00:00.000Z' : null };
 }
 
 function desired(overrides: Partial<LoadBalancerDesired> = {}): LoadBalancerDesired {
-  return {
-    name: 'web',
-    region: 'eu-west-1',
-    algorithm: 'round_robin',
-    protocol: 'http',
-    port: 80,
-    health_check_path: '/health',
-    sticky_sessions: false,
-    ssl_certificate_id: null,
-    backends: [backend('svr_bbbbbbbbbbbbbbbbbbbb', 8080, '10.0.0.2'), backend('svr_aaaaaaaaaaaaaaaaaaaa', 8080, '10.0.0.1')],
-    ...overrides,
-  };
+  return desiredLoadBalancer({ backends: [backend('svr_bbbbbbbbbbbbbbbbbbbb', 8080, '10.0.0.2'), backend('svr_aaaaaaaaaaaaaaaaaaaa', 8080, '10.0.0.1')], ...overrides });
 }
 
 const options: RenderOptions = { stats: { port: 8404 }, certificateFile: '/etc/haproxy/tls/tls.pem' };
