@@ -35,6 +35,7 @@ export function adopting(family: AnyFamily, inner: Reconciler, store: Store, wri
   const graceMs = rules.config.kubernetes?.adoptionGraceMs ?? DEFAULT_GRACE_MS;
   return {
     kind: inner.kind,
+    watchExternal: inner.watchExternal?.bind(inner),
     async reconcile(team: string, id: string): Promise<ReconcileResult | void> {
       const resource = (await store.get(family.kind, team, id)) as Resource | undefined;
       if (resource && !resource.status?.status) {

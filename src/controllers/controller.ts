@@ -18,6 +18,8 @@ export interface Reconciler {
   /** The kind this reconciler owns. */
   kind: string;
   reconcile(team: string, id: string): Promise<ReconcileResult | void>;
+  /** Optional: a source of other changes that call for a look at a resource (what its driver made). Returns a stop. */
+  watchExternal?(changed: (team: string, id: string) => void): () => void;
 }
 
 export interface ControllerOptions {
@@ -32,6 +34,7 @@ export class Controller {
   private readonly queue = new WorkQueue();
   private readonly workers: Promise<void>[] = [];
   private unwatch: (() => void) | null = null;
+  private unwatchExternal: (() => void) | null = null;
   private resyncTimer: NodeJS.Timeout | null = null;
   private idleWaiters: Array<() => void> = [];
   private busy = 0;
@@ -46,6 +49,7 @@ export class Controller {
     this.unwatch = this.store.watch((event) => {
       if (event.object.meta.kind === this.reconciler.kind && event.type !== 'deleted') this.queue.add(keyOf(event.object));
     });
+    this.unwatchExternal = this.reconciler.watchExternal?.((team, id) => this.enqueue(team, id)) ?? null;
     await this.resync();
     this.resyncTimer = setInterval(() => void this.resync(), this.options.resyncMs);
     this.resyncTimer.unref?.();
@@ -54,6 +58,7 @@ export class Controller {
 
   async stop(): Promise<void> {
     this.unwatch?.();
+    this.unwatchExternal?.();
     if (this.resyncTimer) clearInterval(this.resyncTimer);
     this.queue.shutDown();
     await Promise.all(this.workers);

@@ -85,6 +85,10 @@ export class ManagedReconciler implements Reconciler {
     this.kind = binding.family.kind;
   }
 
+  watchExternal(changed: (team: string, id: string) => void): () => void {
+    return this.binding.driver.watchMade?.(changed) ?? (() => {});
+  }
+
   async reconcile(team: string, id: string): Promise<ReconcileResult | void> {
     const resource = (await this.store.get(this.kind, team, id)) as Driven | undefined;
     if (!resource) return;

@@ -102,6 +102,12 @@ export interface Driver<Desired, Outputs, Observed> {
   delete(resource: Managed<Desired>): Promise<Step>;
   /** The health of what the driver talks to, as last seen. */
   health(): DriverHealth;
+  /**
+   * Optional: calls `changed` with the resource whenever something the driver made for it
+   * changes outside the driver's own calls (deleted or edited by hand, given an address),
+   * so the reconciler looks at once rather than at the next resync. Returns a stop.
+   */
+  watchMade?(changed: (team: string, id: string) => void): () => void;
 }
 
 /** What drivers are built from: the service's settings and, in cluster mode, the cluster. */

@@ -64,11 +64,11 @@ function expectedGrants(): Set<string> {
   add('', ['secrets', 'namespaces'], crud);
   add('coordination.k8s.io', ['leases'], ['get', 'list', 'watch', 'create', 'update', 'patch']);
   add('batch', ['jobs'], ['get', 'list', 'watch', 'create', 'delete']);
-  add('', ['pods'], ['get', 'list', 'create', 'delete']);
+  add('', ['pods'], ['get', 'list', 'watch', 'create', 'delete']);
   add('', ['events'], ['create', 'patch']);
   // Load balancers on HAProxy (server-side apply: patch, and create for a new object).
-  add('', ['configmaps', 'services'], ['get', 'create', 'patch', 'delete']);
-  add('apps', ['deployments'], ['get', 'create', 'patch', 'delete']);
+  add('', ['configmaps', 'services'], ['get', 'list', 'watch', 'create', 'patch', 'delete']);
+  add('apps', ['deployments'], ['get', 'list', 'watch', 'create', 'patch', 'delete']);
   return out;
 }
 

@@ -22,6 +22,7 @@
  * touched: the load balancer fails, saying what is in the way.
  */
 import { isIPv4 } from 'node:net';
+import { AppsV1Api, CoreV1Api } from '@kubernetes/client-node';
 import type { KubeConfig, V1ConfigMap, V1Deployment, V1Pod, V1Secret, V1Service } from '@kubernetes/client-node';
 import type { Logger } from 'pino';
 import { backendHealth, httpStatsSource, readServerStats, ServerStat } from '../haproxy/state';
@@ -37,6 +38,7 @@ import {
   podSelector,
 } from './haproxy-manifests';
 import { madeFor, Placement, placementOf } from './objects';
+import { Changed, watchMade } from './made-watch';
 
 export interface HaproxyLoadBalancerDriverOptions {
   kubeConfig: KubeConfig;
@@ -85,6 +87,23 @@ export class HaproxyLoadBalancerDriver implements LoadBalancerDriver {
     this.objects = new AppliedObjects(o.kubeConfig, o.requestTimeoutMs);
     this.settings = { ...DEFAULT_HAPROXY_SETTINGS, ...o.haproxy };
     this.progressPollMs = o.progressPollMs ?? DEFAULT_PROGRESS_POLL_MS;
+  }
+
+  /** The three objects changed by others (deleted or edited by hand, the Service given its address) are looked at at once. */
+  watchMade(changed: Changed): () => void {
+    const core = this.o.kubeConfig.makeApiClient(CoreV1Api);
+    const apps = this.o.kubeConfig.makeApiClient(AppsV1Api);
+    return watchMade(
+      this.o.kubeConfig,
+      this.o.systemNamespace,
+      this.o.logger,
+      [
+        { path: '/apis/apps/v1/deployments', list: (labelSelector) => apps.listDeploymentForAllNamespaces({ labelSelector }) },
+        { path: '/api/v1/services', list: (labelSelector) => core.listServiceForAllNamespaces({ labelSelector }) },
+        { path: '/api/v1/configmaps', list: (labelSelector) => core.listConfigMapForAllNamespaces({ labelSelector }) },
+      ],
+      changed,
+    );
   }
 
   async observe(resource: Managed<LoadBalancerDesired>): Promise<Observation<LoadBalancerOutputs, BackendHealth[]>> {

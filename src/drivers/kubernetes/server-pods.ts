@@ -32,6 +32,7 @@ import type { ServerDesired, ServerDriver, ServerObserved, ServerOutputs, PowerS
 import type { DriverHealth, ExternalRecord, Managed, Observation, Step } from '../types';
 import { callApi, madeFor, managedMetadata, Placement, placementOf } from './objects';
 import { podProgress } from './pod-status';
+import { Changed, watchMade } from './made-watch';
 import { DEFAULT_PLAN_RESOURCES, DEFAULT_SERVER_IMAGES, Resolved, resolveServer, ServerImageCatalog, ServerPlanResources } from './server-catalog';
 
 export const SERVER_CONTAINER = 'server';
@@ -93,6 +94,11 @@ export class PodServerDriver implements ServerDriver {
   private readonly plans: ServerPlanResources;
   private readonly startTimeoutMs: number;
   private readonly pollMs: number;
+
+  /** Servers' Pods changed by others (deleted by hand, evicted) are looked at at once. */
+  watchMade(changed: Changed): () => void {
+    return watchMade(this.o.kubeConfig, this.o.systemNamespace, this.o.logger, [{ path: '/api/v1/pods', list: (labelSelector) => this.core.listPodForAllNamespaces({ labelSelector }) }], changed);
+  }
 
   constructor(private readonly o: PodServerDriverOptions) {
     this.core = o.kubeConfig.makeApiClient(CoreV1Api);

@@ -1,0 +1,53 @@
+/**
+ * Watches what the Kubernetes drivers made (everything labelled
+ * app.kubernetes.io/managed-by=cloudplane, in every namespace) and names the resource an
+ * object belongs to whenever it changes or goes away: a Pod or Deployment deleted by
+ * hand, a hand edit, a Service given its address. The reconciler then looks at that
+ * resource at once, where the periodic resync would find it only later (in the manner of
+ * controller-runtime's Owns()). A watch that cannot be had (RBAC, the API server away)
+ * retries on its own and costs only that promptness: the resync still repairs.
+ */
+import { KubeConfig, Watch } from '@kubernetes/client-node';
+import type { Logger } from 'pino';
+import { CollectionWatcher, KubeObject } from '../../store/kubernetes/watcher';
+import { ID_LABEL, teamOfNamespace } from '../../store/kubernetes/names';
+import { MANAGED_BY, MANAGED_BY_LABEL } from './objects';
+
+/** A collection across namespaces, and how to list it (a list needs the typed client). */
+export interface MadeCollection {
+  /** e.g. /api/v1/pods, /apis/apps/v1/deployments. */
+  path: string;
+  list(labelSelector: string): Promise<{ items: unknown[]; metadata?: { resourceVersion?: string } }>;
+}
+
+export type Changed = (team: string, id: string) => void;
+
+const SELECTOR = `${MANAGED_BY_LABEL}=${MANAGED_BY}`;
+
+export function watchMade(kubeConfig: KubeConfig, systemNamespace: string, logger: Logger, collections: MadeCollection[], changed: Changed): () => void {
+  const watch = new Watch(kubeConfig);
+  const tell = (object: KubeObject) => {
+    const id = (object.metadata.labels as Record<string, string> | undefined)?.[ID_LABEL];
+    if (id && object.metadata.namespace) changed(teamOfNamespace(object.metadata.namespace, systemNamespace), id);
+  };
+  const watchers = collections.map(
+    (collection) =>
+      new CollectionWatcher(
+        watch,
+        {
+          path: collection.path,
+          labelSelector: SELECTOR,
+          list: async () => {
+            const answer = await collection.list(SELECTOR);
+            return { items: answer.items as KubeObject[], resourceVersion: answer.metadata?.resourceVersion ?? '' };
+          },
+        },
+        // A relist (at the start, after 410 Gone) may have missed deletions: each resource is looked at again.
+        { replace: (items) => items.forEach(tell), upsert: tell, remove: tell },
+        logger,
+      ),
+  );
+  // Not awaited: the first list retries until it succeeds, and the reconcilers must not wait for it.
+  for (const watcher of watchers) void watcher.start();
+  return () => watchers.forEach((w) => w.stop());
+}
