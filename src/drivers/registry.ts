@@ -15,7 +15,7 @@ import type { VpnGatewayDriver } from './vpn-gateway';
 import type { BucketDriver, FileShareDriver } from './storage';
 import type { JobExecutor } from './job';
 import { Simulation } from './simulated/simulation';
-import { SimulatedBucketDriver, SimulatedFileShareDriver, SimulatedLoadBalancerDriver, SimulatedServerDriver, SimulatedVpnGatewayDriver } from './simulated/families';
+import { simulatedBucketDriver, simulatedFileShareDriver, SimulatedLoadBalancerDriver, SimulatedServerDriver, SimulatedVpnGatewayDriver } from './simulated/families';
 import { SimulatedJobExecutor } from './simulated/jobs';
 import { KubernetesJobExecutor } from './kubernetes/jobs';
 import { PodServerDriver } from './kubernetes/server-pods';
@@ -79,8 +79,8 @@ const CATALOG: Catalog = {
     },
   },
   vpn_gateway: { simulated: (ctx) => new SimulatedVpnGatewayDriver(ctx.simulation) },
-  bucket: { simulated: (ctx) => new SimulatedBucketDriver(ctx.simulation) },
-  file_share: { simulated: (ctx) => new SimulatedFileShareDriver(ctx.simulation) },
+  bucket: { simulated: (ctx) => simulatedBucketDriver(ctx.simulation) },
+  file_share: { simulated: (ctx) => simulatedFileShareDriver(ctx.simulation) },
   job: {
     simulated: (ctx) => new SimulatedJobExecutor(ctx.simulation),
     kubernetes: (ctx) =>
@@ -137,7 +137,7 @@ export class DriverSet {
 export const settingOf = (family: DriverFamily) => `CLOUDPLANE_DRIVER_${family.toUpperCase()}`;
 
 function chooseDriver(family: DriverFamily, config: Config, logger: Logger): string {
-  const available = Object.keys(CATALOG[family]).filter((name) => CATALOG[family][name as keyof Factories<unknown>] !== undefined);
+  const available = Object.keys(CATALOG[family]);
   const named = config.drivers.overrides[family];
   if (named !== undefined) {
     if (!available.includes(named)) throw new Error(`${settingOf(family)}=${named}: the ${family} family has no driver "${named}"; it has ${available.join(', ')}`);

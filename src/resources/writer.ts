@@ -66,32 +66,18 @@ export class ResourceWriter {
    * re-reading and retrying when another writer got there first.
    */
   async mutateStatus<R extends Resource>(family: AnyFamily, team: string, id: string, mutate: StatusMutation<R>, actor: string): Promise<R> {
-    for (let attempt = 0; ; attempt++) {
-      const current = (await this.store.get(family.kind, team, id)) as R | undefined;
-      if (!current) throw notFound(family.name, id);
+    return this.onLatest<R, R>(family, team, id, async (current) => {
       const changes = mutate(current);
-      if (!changes) return current;
-      try {
-        return (await this.writeStatus(family, current, changes, actor)) as R;
-      } catch (err) {
-        if (!(err instanceof ConflictError) || attempt >= MAX_CONFLICT_RETRIES) throw err;
-      }
-    }
+      return changes ? ((await this.writeStatus(family, current, changes, actor)) as R) : current;
+    });
   }
 
   /** Writes the spec; a change of it is reconciled (and reported) by the family's reconciler. */
   async mutateSpec<R extends Resource>(family: AnyFamily, team: string, id: string, mutate: (resource: R) => Record<string, unknown> | null): Promise<R> {
-    for (let attempt = 0; ; attempt++) {
-      const current = (await this.store.get(family.kind, team, id)) as R | undefined;
-      if (!current) throw notFound(family.name, id);
+    return this.onLatest<R, R>(family, team, id, async (current) => {
       const spec = mutate(current);
-      if (!spec) return current;
-      try {
-        return (await this.store.update({ ...current, spec })) as R;
-      } catch (err) {
-        if (!(err instanceof ConflictError) || attempt >= MAX_CONFLICT_RETRIES) throw err;
-      }
-    }
+      return spec ? ((await this.store.update({ ...current, spec })) as R) : current;
+    });
   }
 
   /**
@@ -99,18 +85,27 @@ export class ResourceWriter {
    * the reconciler's events of the deletion name them (intents.ts).
    */
   async requestDeletion(family: AnyFamily, team: string, id: string, actor: string): Promise<void> {
+    const current = await this.onLatest(family, team, id, async (latest) => {
+      if (latest.meta.deletionTimestamp) return latest;
+      return this.store.update({ ...latest, meta: { ...latest.meta, labels: deletedByLabels(latest.meta.labels, actor) } });
+    });
+    if (!current.meta.deletionTimestamp) await this.store.requestDeletion(family.kind, team, id);
+  }
+
+  /**
+   * Applies `write` to the latest version of the resource, reading it again and retrying
+   * when another writer got there first (a resourceVersion conflict).
+   */
+  private async onLatest<R extends Resource, T>(family: AnyFamily, team: string, id: string, write: (current: R) => Promise<T>): Promise<T> {
     for (let attempt = 0; ; attempt++) {
-      const current = await this.store.get(family.kind, team, id);
+      const current = (await this.store.get(family.kind, team, id)) as R | undefined;
       if (!current) throw notFound(family.name, id);
-      if (current.meta.deletionTimestamp) return;
       try {
-        await this.store.update({ ...current, meta: { ...current.meta, labels: deletedByLabels(current.meta.labels, actor) } });
-        break;
+        return await write(current);
       } catch (err) {
         if (!(err instanceof ConflictError) || attempt >= MAX_CONFLICT_RETRIES) throw err;
       }
     }
-    await this.store.requestDeletion(family.kind, team, id);
   }
 
   private async writeStatus(family: AnyFamily, current: Resource, changes: Record<string, unknown>, actor: string): Promise<Resource> {

@@ -24,6 +24,7 @@ import { ID_LABEL, namespaceOfTeam, objectName } from '../../store/kubernetes/na
 import { OutcomeWindow } from '../health';
 import type { JobExecutor, JobRun, JobSpecForRun } from '../job';
 import type { DriverHealth } from '../types';
+import { httpCode } from '../../store/kubernetes/http-code';
 
 export const CONTAINER_NAME = 'job';
 const MANAGED_BY_LABEL = 'app.kubernetes.io/managed-by';
@@ -55,12 +56,6 @@ export interface KubernetesJobExecutorOptions {
   logger: Logger;
   /** How long a Pod's image may keep failing to pull before the job fails (default 300 s). */
   imagePullTimeoutMs?: number;
-}
-
-/** Kubernetes answers with an HTTP code in `code`; a network failure has none. */
-function httpCode(err: unknown): number | undefined {
-  const code = (err as { code?: unknown })?.code;
-  return typeof code === 'number' ? code : undefined;
 }
 
 const iso = (d: Date | string | undefined): string | null => (d ? new Date(d).toISOString() : null);

@@ -9,6 +9,7 @@ import type { V1ObjectMeta, V1OwnerReference } from '@kubernetes/client-node';
 import { ID_LABEL, namespaceOfTeam, objectName } from '../../store/kubernetes/names';
 import type { Managed, Owner } from '../types';
 import type { OutcomeWindow } from '../health';
+import { httpCode } from '../../store/kubernetes/http-code';
 
 export const MANAGED_BY_LABEL = 'app.kubernetes.io/managed-by';
 export const MANAGED_BY = 'cloudplane';
@@ -46,12 +47,6 @@ export function managedMetadata(resource: Managed<unknown>, placement: Placement
 /** Whether an object found under a resource's name is the one made for it (not someone else's of the same name). */
 export function madeFor(metadata: V1ObjectMeta | undefined, id: string): boolean {
   return metadata?.labels?.[ID_LABEL] === id && metadata.labels[MANAGED_BY_LABEL] === MANAGED_BY;
-}
-
-/** Kubernetes answers with an HTTP code in `code`; a network failure has none. */
-export function httpCode(err: unknown): number | undefined {
-  const code = (err as { code?: unknown })?.code;
-  return typeof code === 'number' ? code : undefined;
 }
 
 /** What the API server said in its Status, or the error's own message when it said nothing. */

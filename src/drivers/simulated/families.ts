@@ -157,17 +157,22 @@ export class SimulatedVpnGatewayDriver extends SimulatedDriver<VpnGatewayDesired
   }
 }
 
-export class SimulatedBucketDriver extends SimulatedDriver<BucketSpec, BucketOutputs, null> {
-  constructor(sim: Simulation) {
-    super('bucket', sim);
+/** A family that observes nothing beyond existing and being ready: its whole spec is its configuration. */
+class SimulatedPlainDriver<Spec, Outputs> extends SimulatedDriver<Spec, Outputs, null> {
+  constructor(
+    family: string,
+    sim: Simulation,
+    private readonly outputs: (resource: Managed<Spec>) => Outputs,
+  ) {
+    super(family, sim);
   }
 
-  protected configOf(desired: BucketSpec): unknown {
+  protected configOf(desired: Spec): unknown {
     return desired;
   }
 
-  protected outputsOf({ desired }: Managed<BucketSpec>): BucketOutputs {
-    return { endpoint: `https://${desired.name}.${desired.region}.objects.cloudplane.example` };
+  protected outputsOf(resource: Managed<Spec>): Outputs {
+    return this.outputs(resource);
   }
 
   protected stateOf(): FamilyState<null> {
@@ -175,20 +180,8 @@ export class SimulatedBucketDriver extends SimulatedDriver<BucketSpec, BucketOut
   }
 }
 
-export class SimulatedFileShareDriver extends SimulatedDriver<FileShareSpec, FileShareOutputs, null> {
-  constructor(sim: Simulation) {
-    super('file_share', sim);
-  }
+export const simulatedBucketDriver = (sim: Simulation) =>
+  new SimulatedPlainDriver<BucketSpec, BucketOutputs>('bucket', sim, ({ desired }) => ({ endpoint: `https://${desired.name}.${desired.region}.objects.cloudplane.example` }));
 
-  protected configOf(desired: FileShareSpec): unknown {
-    return desired;
-  }
-
-  protected outputsOf(resource: Managed<FileShareSpec>): FileShareOutputs {
-    return { mount_target: `${this.sim.allocateAddress(resource.id, '10.200')}:/exports/${resource.id}` };
-  }
-
-  protected stateOf(): FamilyState<null> {
-    return { observed: null };
-  }
-}
+export const simulatedFileShareDriver = (sim: Simulation) =>
+  new SimulatedPlainDriver<FileShareSpec, FileShareOutputs>('file_share', sim, ({ id }) => ({ mount_target: `${sim.allocateAddress(id, '10.200')}:/exports/${id}` }));

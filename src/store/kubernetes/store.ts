@@ -27,6 +27,7 @@ import { newId } from '../../lib/ids';
 import { nowIso } from '../../lib/time';
 import { CollectionWatcher, KubeObject } from './watcher';
 import { sameJson } from '../../lib/canonical-json';
+import { httpCode } from './http-code';
 import {
   API_VERSION,
   CREATED_AT_ANNOTATION,
@@ -71,12 +72,6 @@ interface SecretEntry {
 type Raw = KubeObject & { spec?: Record<string, unknown>; status?: Record<string, unknown> };
 
 const SECRET_LABEL = MANAGED_BY;
-
-/** Kubernetes answers with an HTTP code in `code`; a network failure has none. */
-function httpCode(err: unknown): number | undefined {
-  const code = (err as { code?: unknown })?.code;
-  return typeof code === 'number' ? code : undefined;
-}
 
 const laterOf = (a: string | undefined, b: string | undefined) => (!a ? b : !b ? a : a > b ? a : b);
 
