@@ -141,6 +141,8 @@ export interface KubernetesConfig {
   serverStartTimeoutMs: number;
   /** The HAProxy load balancer driver's Deployments. */
   haproxy: HaproxySettings;
+  /** The StorageClass of file shares' PersistentVolumeClaims; undefined: the cluster's default class. */
+  fileShareStorageClass?: string;
 }
 
 /** What the HAProxy load balancer driver runs for each load balancer. */
@@ -289,6 +291,14 @@ function keys(env: Env, name: string): Buffer[] {
   return list(env, name, []).map((raw) => parseKey(raw, name));
 }
 
+/** A Kubernetes object name (a DNS subdomain), or undefined when unset. */
+function objectNameSetting(env: Env, name: string): string | undefined {
+  const raw = env[name];
+  if (!raw) return undefined;
+  if (raw.length > 253 || !/^[a-z0-9]([-a-z0-9.]*[a-z0-9])?$/.test(raw)) throw new Error(`${name} must be a Kubernetes object name (lowercase letters, digits, '-' and '.'), got "${raw}"`);
+  return raw;
+}
+
 function cidr(env: Env, name: string, fallback: string): string {
   const raw = env[name] || fallback;
   if (!parseIpv4Block(raw)) throw new Error(`${name} must be an IPv4 network such as 10.10.0.0/16, got "${raw}"`);
@@ -389,6 +399,7 @@ export function loadConfig(env: Env = process.env): Config {
             statsTimeoutMs: int(env, 'CLOUDPLANE_HAPROXY_STATS_TIMEOUT_MS', 2000, 1, 60_000),
             progressDeadlineSeconds: int(env, 'CLOUDPLANE_HAPROXY_PROGRESS_DEADLINE_SECONDS', 600, 1),
           },
+          fileShareStorageClass: objectNameSetting(env, 'CLOUDPLANE_FILE_SHARE_STORAGE_CLASS'),
         }
       : undefined,
     nats: natsServers.length

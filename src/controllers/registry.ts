@@ -11,7 +11,8 @@ import { serverBinding } from './server';
 import { JobReconciler } from './job';
 import { adopting } from './adoption';
 import { families } from '../resources/registry';
-import { bucketFamily, fileShareFamily } from '../resources/storage';
+import { bucketFamily } from '../resources/storage';
+import { fileShareBinding } from './file-share';
 
 export interface ReconcilerDeps {
   store: Store;
@@ -27,7 +28,7 @@ export function buildReconcilers(deps: ReconcilerDeps): Reconciler[] {
     vpnGatewayBinding(drivers.vpn_gateway),
     serverBinding(drivers.server),
     { family: bucketFamily, readyState: 'available', driver: drivers.bucket, desired: async (r) => r.spec, outputs: ({ endpoint }) => ({ endpoint }) },
-    { family: fileShareFamily, readyState: 'available', driver: drivers.file_share, desired: async (r) => r.spec, outputs: ({ mount_target }) => ({ mount_target }) },
+    fileShareBinding(drivers.file_share),
   ];
   const reconcilers: Reconciler[] = [
     ...bindings.map((binding) => new ManagedReconciler(binding, deps.store, deps.writer, deps.config.deletedRetentionMs)),

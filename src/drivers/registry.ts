@@ -20,6 +20,7 @@ import { SimulatedJobExecutor } from './simulated/jobs';
 import { KubernetesJobExecutor } from './kubernetes/jobs';
 import { PodServerDriver } from './kubernetes/server-pods';
 import { HaproxyLoadBalancerDriver } from './kubernetes/load-balancer-haproxy';
+import { FileShareClaimDriver } from './kubernetes/file-share-claims';
 
 /** The driver of every reconciled family, by family name. */
 export interface Drivers {
@@ -80,7 +81,16 @@ const CATALOG: Catalog = {
   },
   vpn_gateway: { simulated: (ctx) => new SimulatedVpnGatewayDriver(ctx.simulation) },
   bucket: { simulated: (ctx) => simulatedBucketDriver(ctx.simulation) },
-  file_share: { simulated: (ctx) => simulatedFileShareDriver(ctx.simulation) },
+  file_share: {
+    simulated: (ctx) => simulatedFileShareDriver(ctx.simulation),
+    kubernetes: (ctx) =>
+      new FileShareClaimDriver({
+        kubeConfig: ctx.kube.kubeConfig,
+        systemNamespace: ctx.kube.systemNamespace,
+        logger: ctx.logger.child({ component: 'file-share-driver' }),
+        storageClass: ctx.cluster.fileShareStorageClass,
+      }),
+  },
   job: {
     simulated: (ctx) => new SimulatedJobExecutor(ctx.simulation),
     kubernetes: (ctx) =>

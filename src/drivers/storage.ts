@@ -12,4 +12,6 @@ export interface FileShareOutputs {
 
 /** Neither family observes anything beyond existing and being ready. */
 export type BucketDriver = Driver<BucketSpec, BucketOutputs, null>;
-export type FileShareDriver = Driver<FileShareSpec, FileShareOutputs, null>;
+/** What a file share driver is asked for: the spec as the owner wrote it. */
+export type FileShareDesired = FileShareSpec;
+export type FileShareDriver = Driver<FileShareDesired, FileShareOutputs, null>;

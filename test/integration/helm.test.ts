@@ -70,6 +70,8 @@ function expectedGrants(): Set<string> {
   // Load balancers on HAProxy (server-side apply: patch, and create for a new object).
   add('', ['configmaps', 'services'], ['get', 'list', 'watch', 'create', 'patch', 'delete']);
   add('apps', ['deployments'], ['get', 'list', 'watch', 'create', 'patch', 'delete']);
+  // File shares' claims (server-side apply, as above).
+  add('', ['persistentvolumeclaims'], ['get', 'list', 'watch', 'create', 'patch', 'delete']);
   return out;
 }
 
@@ -185,7 +187,7 @@ describeWithHelm('Helm chart charts/cloudplane', () => {
   });
 
   it('rejects values its schema forbids', () => {
-    for (const bad of ['replicas=abc', 'replicas=0', 'drivers.job=docker', 'servers.startTimeoutSeconds=0', 'loadBalancers.replicas=0', 'leaseDurationSeconds=1', 'bootstrapApiKey=not-a-key', 'service.port=70000', 'unknownSetting=1']) {
+    for (const bad of ['replicas=abc', 'replicas=0', 'drivers.job=docker', 'servers.startTimeoutSeconds=0', 'loadBalancers.replicas=0', 'fileShares.storageClass=Not_A_Name', 'leaseDurationSeconds=1', 'bootstrapApiKey=not-a-key', 'service.port=70000', 'unknownSetting=1']) {
       const result = runHelm(['template', 'cp', CHART, '--set', bad]);
       expect({ bad, status: result.status }).toEqual({ bad, status: 1 });
       expect(result.stderr).toMatch(/values don't meet the specifications of the schema/);

@@ -10,7 +10,7 @@
  */
 import { KubernetesObject, KubernetesObjectApi, KubeConfig, PatchStrategy } from '@kubernetes/client-node';
 import { OutcomeWindow } from '../health';
-import { callApi } from './objects';
+import { Answer, callApi } from './objects';
 
 export const FIELD_MANAGER = 'cloudplane';
 export const DEFAULT_REQUEST_TIMEOUT_MS = 10_000;
@@ -57,9 +57,13 @@ export class AppliedObjects {
     return answer.ok ? answer.value.items : [];
   }
 
-  /** Creates the object, or brings the fields the driver owns back to `object`. */
-  async apply<T extends KubernetesObject>(object: T & ObjectHeader): Promise<void> {
-    await this.call(`apply ${describe(object)}`, () => this.api.patch<T>(object, undefined, undefined, FIELD_MANAGER, true, PatchStrategy.ServerSideApply));
+  /**
+   * Creates the object, or brings the fields the driver owns back to `object`. A refusal
+   * with one of the `refusals` codes (an admission plugin's 403) is an answer the caller
+   * reports, not a failure of the API server.
+   */
+  async apply<T extends KubernetesObject>(object: T & ObjectHeader, ...refusals: number[]): Promise<Answer<T>> {
+    return this.call(`apply ${describe(object)}`, () => this.api.patch<T>(object, undefined, undefined, FIELD_MANAGER, true, PatchStrategy.ServerSideApply), ...refusals);
   }
 
   /** Starts deleting the object (its dependents in the background); false when there was none. */

@@ -65,7 +65,7 @@ function refusalMessage(err: unknown, code: number | undefined): string {
 }
 
 /** The outcome of a call whose expected refusals (404 for a read, 409 for a create) are answers, not failures. */
-export type Answer<T> = { ok: true; value: T } | { ok: false; code: number };
+export type Answer<T> = { ok: true; value: T } | { ok: false; code: number; message: string };
 
 /**
  * Runs one API call and feeds the driver's health: an answer, including an expected
@@ -82,7 +82,7 @@ export async function callApi<T>(health: OutcomeWindow, what: string, call: () =
     const code = httpCode(err);
     if (code !== undefined && expected.includes(code)) {
       health.succeeded();
-      return { ok: false, code };
+      return { ok: false, code, message: refusalMessage(err, code) };
     }
     const message = `${what}: ${refusalMessage(err, code)}`;
     health.failed(message, code !== undefined);
