@@ -1,6 +1,7 @@
 /** Storage families: S3-style object storage buckets and NFS file shares. */
 import { Type } from '@sinclair/typebox';
 import { assertRegionAvailable } from './regions';
+import { fieldInvalid } from '../lib/errors';
 import type { BaseStatus, FamilyDefinition, Resource } from './family';
 import { baseRecordProperties, baseStatusProperties, ExternalRecordSchema, Region, ResourceName, strictObject } from './schema-kit';
 
@@ -105,6 +106,7 @@ export const fileShareFamily: FamilyDefinition<FileShareSpec, FileShareStatus> =
   description: 'An NFS file share mountable from the team network.',
   schemas: {
     create: strictObject({ name: ResourceName(), region: Region(), size_gb: Type.Optional(SizeGb) }),
+    update: strictObject({ name: Type.Optional(ResourceName()), size_gb: Type.Optional(SizeGb) }),
     spec: strictObject({ name: ResourceName(), region: Region(), size_gb: SizeGb }),
     status: strictObject({
       ...baseStatusProperties(STATES),
@@ -123,6 +125,13 @@ export const fileShareFamily: FamilyDefinition<FileShareSpec, FileShareStatus> =
   specFromCreate(body, { config }) {
     assertRegionAvailable(config, body.region);
     return { name: body.name, region: body.region, size_gb: body.size_gb ?? 100 };
+  },
+  /** A share grows; it never shrinks (a volume cannot give back space its files may use). */
+  applyUpdate(spec, patch) {
+    if (patch.size_gb !== undefined && patch.size_gb < spec.size_gb) {
+      throw fieldInvalid('size_gb', `cannot shrink the share from ${spec.size_gb} to ${patch.size_gb} GB; a file share only grows`);
+    }
+    return { ...spec, ...patch };
   },
   initialStatus: () => ({ mount_target: null }),
   nameOf: (spec) => spec.name,
