@@ -26,7 +26,7 @@ export function buildReconcilers(deps: ReconcilerDeps): Reconciler[] {
   const bindings: AnyBinding[] = [
     loadBalancerBinding(drivers.load_balancer, deps.store, deps.config.backendDrainMs),
     vpnGatewayBinding(drivers.vpn_gateway),
-    serverBinding(drivers.server),
+    serverBinding(drivers.server, deps.store),
     { family: bucketFamily, readyState: 'available', driver: drivers.bucket, desired: async (r) => r.spec, outputs: ({ endpoint }) => ({ endpoint }) },
     fileShareBinding(drivers.file_share),
   ];

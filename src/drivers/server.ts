@@ -9,8 +9,21 @@
 import type { ServerSpec } from '../resources/server';
 import type { Driver } from './types';
 
-/** What a server driver is asked for: the spec as the owner wrote it. */
-export type ServerDesired = ServerSpec;
+/** An attached file share, as the server binding resolved it. */
+export interface DesiredMount {
+  file_share_id: string;
+  /** The share's mount_target as its driver gave it (a claim's `<namespace>/<name>`, an NFS `host:/path`). */
+  mount_target: string;
+  /** Where it appears in the server's file system. */
+  mount_path: string;
+}
+
+/**
+ * What a server driver is asked for: the spec as the owner wrote it, and the attached
+ * file shares that are available, resolved to what to mount. A driver mounts what it can
+ * reach (the Pod driver: claims in the server's namespace).
+ */
+export type ServerDesired = ServerSpec & { mounts: DesiredMount[] };
 
 export interface ServerOutputs {
   /** The server's address; null while it has none (a stopped Pod). */

@@ -85,6 +85,11 @@ export interface FamilyDefinition<Spec = any, Status extends BaseStatus = any> {
     status: TObject;
     record: TObject;
   };
+  /**
+   * Resources of another family that list this one's id in a spec field (a server lists
+   * its file shares): while one that is not deleted does, DELETE answers 409 resource_busy.
+   */
+  referencedBy?: { kind: string; title: string; field: string };
   /** A write-only secret of the family's request bodies. */
   secret?: SecretField<Spec>;
   /** Field descriptions and examples for docs, OpenAPI and kubectl explain. */

@@ -2,7 +2,7 @@
 import { Type } from '@sinclair/typebox';
 import { assertRegionAvailable } from './regions';
 import type { BaseStatus, FamilyDefinition, Resource } from './family';
-import { baseRecordProperties, baseStatusProperties, ExternalRecordSchema, Region, ResourceName, strictObject } from './schema-kit';
+import { baseRecordProperties, baseStatusProperties, ExternalRecordSchema, IdOf, Region, ResourceName, strictObject } from './schema-kit';
 
 const STATES = ['creating', 'running', 'stopping', 'stopped', 'starting', 'rebooting', 'failed', 'deleted', 'destroyed'] as const;
 export const SERVER_PLANS = ['s-1vcpu-1gb', 's-1vcpu-2gb', 's-2vcpu-4gb', 's-4vcpu-8gb', 's-8vcpu-16gb'];
@@ -18,7 +18,15 @@ export interface ServerSpec {
   power_state: 'on' | 'off';
   /** Counts reboot requests; a reboot is due while it exceeds status.reboots_done. */
   reboot_requests: number;
+  /** The file shares attached to the server (the file-storage attach and detach actions); absent on servers made before them. */
+  file_shares?: string[];
 }
+
+/** Where an attached file share appears in the server's file system. */
+export const mountPathOf = (fileShareId: string) => `/mnt/file-storage/${fileShareId}`;
+
+/** The file shares attached to a server. */
+export const attachedShares = (spec: Pick<ServerSpec, 'file_shares'>): string[] => spec.file_shares ?? [];
 
 export interface ServerStatus extends BaseStatus {
   ipv4: string | null;
@@ -27,6 +35,11 @@ export interface ServerStatus extends BaseStatus {
 }
 
 export type Server = Resource<ServerSpec, ServerStatus>;
+
+const Mount = strictObject({
+  file_share_id: IdOf('fs', 'The attached file share.'),
+  mount_path: Type.String({ description: 'Where the share is mounted: /mnt/file-storage/<file_share_id>.' }),
+});
 
 const Plan = Type.String({ enum: SERVER_PLANS, description: `Size of the machine: ${SERVER_PLANS.join(', ')}.` });
 const Image = Type.String({ minLength: 1, maxLength: 100, pattern: '^[a-z0-9][a-z0-9._-]*$', description: `Operating system image, default ${DEFAULT_IMAGE}.` });
@@ -63,6 +76,7 @@ export const serverFamily: FamilyDefinition<ServerSpec, ServerStatus> = {
       image: Image,
       power_state: Type.String({ enum: ['on', 'off'], description: 'Desired power state; the stop and start actions set it.' }),
       reboot_requests: Type.Integer({ minimum: 0, description: 'Number of reboots asked for; increment it to reboot.' }),
+      file_shares: Type.Optional(Type.Array(IdOf('fs', 'An attached file share.'), { description: 'File shares attached to the server; the file-storage attach and detach actions set it.' })),
     }),
     status: strictObject({
       ...baseStatusProperties(STATES),
@@ -77,12 +91,13 @@ export const serverFamily: FamilyDefinition<ServerSpec, ServerStatus> = {
       plan: Plan,
       image: Image,
       ipv4: Type.Union([Type.String(), Type.Null()], { description: 'IPv4 address; null until the server has been provisioned.' }),
+      mounts: Type.Array(Mount, { description: 'The file shares attached to the server and where each is mounted.' }),
     }),
   },
 
   specFromCreate(body, { config }) {
     assertRegionAvailable(config, body.region);
-    return { name: body.name, region: body.region, plan: body.plan ?? DEFAULT_PLAN, image: body.image ?? DEFAULT_IMAGE, power_state: 'on', reboot_requests: 0 };
+    return { name: body.name, region: body.region, plan: body.plan ?? DEFAULT_PLAN, image: body.image ?? DEFAULT_IMAGE, power_state: 'on', reboot_requests: 0, file_shares: [] };
   },
 
   applyUpdate: (spec, patch) => ({ ...spec, ...patch }),
@@ -101,6 +116,7 @@ export const serverFamily: FamilyDefinition<ServerSpec, ServerStatus> = {
       plan: spec.plan,
       image: spec.image,
       ipv4: status.ipv4 ?? null,
+      mounts: attachedShares(spec).map((id) => ({ file_share_id: id, mount_path: mountPathOf(id) })),
       created_at: meta.createdAt,
       updated_at: meta.updatedAt,
       deleted_at: status.deleted_at ?? null,

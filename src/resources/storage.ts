@@ -2,6 +2,7 @@
 import { Type } from '@sinclair/typebox';
 import { assertRegionAvailable } from './regions';
 import { fieldInvalid } from '../lib/errors';
+import { serverFamily } from './server';
 import type { BaseStatus, FamilyDefinition, Resource } from './family';
 import { baseRecordProperties, baseStatusProperties, ExternalRecordSchema, Region, ResourceName, strictObject } from './schema-kit';
 
@@ -104,6 +105,7 @@ export const fileShareFamily: FamilyDefinition<FileShareSpec, FileShareStatus> =
   deletion: 'immediate',
   creationEvent: 'created',
   description: 'An NFS file share mountable from the team network.',
+  referencedBy: { kind: serverFamily.kind, title: serverFamily.title, field: 'file_shares' },
   schemas: {
     create: strictObject({ name: ResourceName(), region: Region(), size_gb: Type.Optional(SizeGb) }),
     update: strictObject({ name: Type.Optional(ResourceName()), size_gb: Type.Optional(SizeGb) }),

@@ -43,7 +43,8 @@ describe('server driver: servers as Pods', () => {
   /** A server as the reconciler hands it to the driver, owned by a real Server custom resource. */
   async function newServer(desired: Partial<ServerDesired> = {}): Promise<Managed<ServerDesired>> {
     const id = `svr_${randomBytes(8).toString('hex')}`;
-    const spec: ServerDesired = { name: id.replace('_', '-'), region: 'fra1', plan: 's-1vcpu-1gb', image: 'ubuntu-24.04', power_state: 'on', reboot_requests: 0, ...desired };
+    const { mounts = [], ...fields } = desired;
+    const spec = { name: id.replace('_', '-'), region: 'fra1', plan: 's-1vcpu-1gb', image: 'ubuntu-24.04', power_state: 'on' as const, reboot_requests: 0, ...fields };
     const cr = (await custom.createNamespacedCustomObject({
       group: 'cloudplane.dev',
       version: 'v1alpha1',
@@ -51,7 +52,7 @@ describe('server driver: servers as Pods', () => {
       namespace: NAMESPACE,
       body: { apiVersion: 'cloudplane.dev/v1alpha1', kind: 'Server', metadata: { name: id.replace('_', '-'), labels: { 'cloudplane.dev/id': id } }, spec },
     })) as { metadata: { name: string; uid: string } };
-    return { id, team: TEAM, generation: 1, desired: spec, external: null, owner: { apiVersion: 'cloudplane.dev/v1alpha1', kind: 'Server', name: cr.metadata.name, uid: cr.metadata.uid } };
+    return { id, team: TEAM, generation: 1, desired: { ...spec, mounts }, external: null, owner: { apiVersion: 'cloudplane.dev/v1alpha1', kind: 'Server', name: cr.metadata.name, uid: cr.metadata.uid } };
   }
 
   /**

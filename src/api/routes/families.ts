@@ -98,6 +98,19 @@ async function rotateSecret(ctx: ApiContext, family: AnyFamily, team: string, id
   }
 }
 
+/** Refuses the deletion of a resource that another one, not deleted, still lists (a file share attached to a server). */
+async function assertUnreferenced(ctx: ApiContext, family: AnyFamily, team: string, id: string): Promise<void> {
+  const ref = family.referencedBy;
+  if (!ref) return;
+  const users = (await listVisible(ctx, ref.kind, team)).filter((r) => {
+    const listed = (r.spec as Record<string, unknown>)[ref.field];
+    return r.status.status !== 'deleted' && !r.meta.deletionTimestamp && Array.isArray(listed) && listed.includes(id);
+  });
+  if (users.length > 0) {
+    throw resourceBusy(`The ${family.title} is attached to ${ref.title} ${users.map((r) => r.meta.id).join(', ')}; detach it first.`);
+  }
+}
+
 /** What a deletion leads to, shown should the reconciler not have written it yet (awaiting.ts). */
 function projectedDeletion(resource: Resource, immediate: boolean): Resource {
   const status = immediate ? { status: 'deleted', deleted_at: nowIso() } : { status: 'deleting' };
@@ -180,6 +193,7 @@ export function registerFamilyRoutes(app: FastifyInstance, ctx: ApiContext, fami
       const resource = await findResource(ctx, family, team, id);
       if (resource.status.status === 'deleted') return send(ctx, request, reply, 200, family.toRecord(resource));
       if (family.busyStates?.includes(resource.status.status)) throw resourceBusy(`The ${family.title} is ${resource.status.status}; try again when it is done.`);
+      await assertUnreferenced(ctx, family, team, id);
       // The reconciler moves it to deleted (or deleting) and names the caller in the event.
       const immediate = family.deletion === 'immediate';
       const leaving = ['deleted', 'deleting', 'destroyed'];

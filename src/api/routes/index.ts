@@ -6,6 +6,7 @@ import { registerRegionRoutes } from './regions';
 import { registerAuditLogRoutes } from './audit-log';
 import { registerVpnGatewayRoutes } from './vpn-gateways';
 import { registerServerRoutes } from './servers';
+import { registerFileShareRoutes } from './file-shares';
 import { registerJobRoutes } from './jobs';
 import { registerSettingsRoutes } from './settings';
 import { registerAgentRoutes } from './agent';
@@ -17,6 +18,7 @@ export function registerRouteModules(app: FastifyInstance, ctx: ApiContext): voi
   registerAuditLogRoutes(app, ctx);
   registerVpnGatewayRoutes(app, ctx);
   registerServerRoutes(app, ctx);
+  registerFileShareRoutes(app, ctx);
   registerJobRoutes(app, ctx);
   registerSettingsRoutes(app, ctx);
   registerAgentRoutes(app, ctx);

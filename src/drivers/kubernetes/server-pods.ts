@@ -11,6 +11,13 @@
  * as on the simulated driver. A Pod that vanishes while the server should run is drift:
  * observe says the server is not up to date, and update creates it again.
  *
+ * Attached file shares are mounted into the server's container: each share's claim
+ * (its mount_target, `<namespace>/<claim>`, in the server's own namespace) is a volume,
+ * mounted at the share's mount path. A Pod's volumes cannot change, so when the mounts
+ * asked for differ from the Pod's, the Pod is replaced as for a reboot (the server is
+ * `rebooting` until the new Pod is Ready). A mount target that is not a claim in the
+ * server's namespace (a share of another driver) cannot be mounted here and is left out.
+ *
  * The driver keeps nothing in memory: what it needs across calls is in the record it
  * returns (PodServerRecord, stored by the reconciler in status.external), and the rest is
  * read from the Pod on every call. Each call makes at most a read and one write and
@@ -25,12 +32,13 @@
  * reboot, its VirtualMachineInstance's Ready condition and interface address for
  * `running` and `ipv4`. The reconciler, which only sees ServerDriver, stays as it is.
  */
-import { CoreV1Api, KubeConfig, V1Pod } from '@kubernetes/client-node';
+import { CoreV1Api, KubeConfig, V1Pod, V1Volume, V1VolumeMount } from '@kubernetes/client-node';
 import type { Logger } from 'pino';
 import { OutcomeWindow } from '../health';
-import type { ServerDesired, ServerDriver, ServerObserved, ServerOutputs, PowerState } from '../server';
+import type { DesiredMount, ServerDesired, ServerDriver, ServerObserved, ServerOutputs, PowerState } from '../server';
 import type { DriverHealth, ExternalRecord, Managed, Observation, Step } from '../types';
 import { callApi, madeFor, managedMetadata, Placement, placementOf } from './objects';
+import { objectName } from '../../store/kubernetes/names';
 import { podProgress } from './pod-status';
 import { Changed, watchMade } from './made-watch';
 import { DEFAULT_PLAN_RESOURCES, DEFAULT_SERVER_IMAGES, Resolved, resolveServer, ServerImageCatalog, ServerPlanResources } from './server-catalog';
@@ -85,6 +93,33 @@ const EMPTY_RECORD: PodServerRecord = { reboots_done: 0, replacing: null, deleti
 const toExternal = (record: PodServerRecord): ExternalRecord => ({ ...record });
 
 type Server = Managed<ServerDesired>;
+
+/** A claim mounted into the server's container. */
+interface ClaimMount {
+  claim: string;
+  mount_path: string;
+}
+
+const CLAIM_NAME = /^[a-z0-9]([-a-z0-9.]*[a-z0-9])?$/;
+
+/** The claims of the mounts asked for that live in the server's namespace (mount_target `<namespace>/<claim>`). */
+function claimMountsOf(mounts: DesiredMount[], namespace: string): Array<ClaimMount & { volume: string }> {
+  return mounts.flatMap((m) => {
+    const [ns, claim, ...rest] = m.mount_target.split('/');
+    if (ns !== namespace || rest.length > 0 || !claim || !CLAIM_NAME.test(claim)) return [];
+    return [{ volume: objectName(m.file_share_id), claim, mount_path: m.mount_path }];
+  });
+}
+
+/** The same list as a comparable key, order aside. */
+const mountsKey = (mounts: ClaimMount[]) => JSON.stringify(mounts.map((m) => `${m.claim} ${m.mount_path}`).sort());
+
+/** The claims a Pod's server container mounts, where. */
+function podClaimMounts(pod: V1Pod): ClaimMount[] {
+  const claims = new Map((pod.spec?.volumes ?? []).filter((v) => v.persistentVolumeClaim).map((v) => [v.name, v.persistentVolumeClaim!.claimName]));
+  const container = pod.spec?.containers.find((c) => c.name === SERVER_CONTAINER);
+  return (container?.volumeMounts ?? []).filter((vm) => claims.has(vm.name)).map((vm) => ({ claim: claims.get(vm.name)!, mount_path: vm.mountPath }));
+}
 type ServerObservation = Observation<ServerOutputs, ServerObserved>;
 
 export class PodServerDriver implements ServerDriver {
@@ -148,7 +183,7 @@ export class PodServerDriver implements ServerDriver {
     if (!pod) return present(comingBack, moving);
     const progress = podProgress(pod, this.startTimeoutMs);
     if (progress.state === 'terminating' || progress.state === 'ended') return present(comingBack, moving);
-    if (pod.metadata?.uid === record.replacing || this.rebootDue(server, record)) return present('rebooting', moving);
+    if (pod.metadata?.uid === record.replacing || this.rebootDue(server, record) || this.remountDue(server, pod)) return present('rebooting', moving);
     if (progress.state === 'ready') return present('on', { ready: true, upToDate: !recordBehind });
     const pollAfterMs = progress.failsInMs === null ? this.pollMs : Math.max(1, Math.min(this.pollMs, progress.failsInMs));
     return present(comingBack, { failure: progress.failure, pollAfterMs });
@@ -188,8 +223,8 @@ export class PodServerDriver implements ServerDriver {
       return step(record);
     }
     const uid = pod.metadata?.uid ?? null;
-    if (uid !== null && (uid === record.replacing || this.rebootDue(server, record))) {
-      await this.deletePod(server, pod, 'reboot');
+    if (uid !== null && (uid === record.replacing || this.rebootDue(server, record) || this.remountDue(server, pod))) {
+      await this.deletePod(server, pod, this.remountDue(server, pod) ? 'change its mounts' : 'reboot');
       return step({ ...record, replacing: uid });
     }
     return step(record);
@@ -216,6 +251,11 @@ export class PodServerDriver implements ServerDriver {
     return record.replacing === null && server.desired.reboot_requests > record.reboots_done;
   }
 
+  /** The Pod mounts other shares than those asked for: its volumes cannot change, so it is replaced. */
+  private remountDue(server: Server, pod: V1Pod): boolean {
+    return mountsKey(podClaimMounts(pod)) !== mountsKey(claimMountsOf(server.desired.mounts, this.placement(server).namespace));
+  }
+
   private placement(server: Server): Placement {
     return placementOf(server, this.o.systemNamespace);
   }
@@ -229,6 +269,9 @@ export class PodServerDriver implements ServerDriver {
   /** Creates the server's Pod; one already there (made by an earlier call) is fine. */
   private async createPod(server: Server, resolved: Extract<Resolved, { ok: true }>): Promise<void> {
     const placement = this.placement(server);
+    const mounts = claimMountsOf(server.desired.mounts, placement.namespace);
+    const volumes: V1Volume[] = mounts.map((m) => ({ name: m.volume, persistentVolumeClaim: { claimName: m.claim } }));
+    const volumeMounts: V1VolumeMount[] = mounts.map((m) => ({ name: m.volume, mountPath: m.mount_path }));
     const pod: V1Pod = {
       apiVersion: 'v1',
       kind: 'Pod',
@@ -238,6 +281,7 @@ export class PodServerDriver implements ServerDriver {
         // The server's software has no business with the cluster's API.
         automountServiceAccountToken: false,
         enableServiceLinks: false,
+        ...(volumes.length > 0 ? { volumes } : {}),
         containers: [
           {
             name: SERVER_CONTAINER,
@@ -245,13 +289,14 @@ export class PodServerDriver implements ServerDriver {
             command: resolved.image.command,
             resources: resolved.resources,
             securityContext: { allowPrivilegeEscalation: false },
+            ...(volumeMounts.length > 0 ? { volumeMounts } : {}),
           },
         ],
       },
     };
     const what = `creating Pod ${placement.namespace}/${placement.name}`;
     const answer = await callApi(this.outcomes, what, () => this.core.createNamespacedPod({ namespace: placement.namespace, body: pod }), 409);
-    if (answer.ok) this.o.logger.info({ server: server.id, namespace: placement.namespace, pod: placement.name, image: resolved.image.image }, 'server Pod created');
+    if (answer.ok) this.o.logger.info({ server: server.id, namespace: placement.namespace, pod: placement.name, image: resolved.image.image, claims: mounts.map((m) => m.claim) }, 'server Pod created');
   }
 
   /** Deletes this very Pod (by uid: never a newer one of the same name); gone already is fine. */
