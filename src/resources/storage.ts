@@ -112,7 +112,7 @@ export const fileShareFamily: FamilyDefinition<FileShareSpec, FileShareStatus> =
     spec: strictObject({ name: ResourceName(), region: Region(), size_gb: SizeGb }),
     status: strictObject({
       ...baseStatusProperties(STATES),
-      mount_target: Type.Union([Type.String(), Type.Null()], { description: 'NFS export to mount, host:/path.' }),
+      mount_target: Type.Union([Type.String(), Type.Null()], { description: 'What servers mount: an NFS export host:/path, or a PersistentVolumeClaim <namespace>/<claim> (kubernetes driver).' }),
       external: ExternalRecordSchema,
     }),
     record: strictObject({
@@ -121,7 +121,7 @@ export const fileShareFamily: FamilyDefinition<FileShareSpec, FileShareStatus> =
       region: Region(),
       size_gb: SizeGb,
       protocol: Type.String({ enum: ['nfs'], description: 'Access protocol: nfs (NFSv4.1).' }),
-      mount_target: Type.Union([Type.String(), Type.Null()], { description: 'NFS export to mount (host:/path); null until the share is available.' }),
+      mount_target: Type.Union([Type.String(), Type.Null()], { description: 'What servers mount: an NFS export (host:/path), or on the kubernetes driver the PersistentVolumeClaim <namespace>/<claim>; null until the share is available.' }),
     }),
   },
   specFromCreate(body, { config }) {
