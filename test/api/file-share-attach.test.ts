@@ -120,3 +120,21 @@ describe('file shares attached to servers', () => {
     expect(deleted.body.data.status).toBe('deleted');
   });
 });
+
+describe('attaching a share that is not available yet', () => {
+  let t: TestService;
+  beforeAll(async () => {
+    // Provisioning takes a minute here: the share stays `creating` through the test.
+    t = await startTestService({ CLOUDPLANE_SIM_DELAY_MS: '60000' });
+  });
+  afterAll(async () => t.stop());
+
+  it('is 409 resource_busy while the share is creating', async () => {
+    const share = (await t.api('POST', '/api/v1/file-storage', { name: 'slow', region: 'fra1' })).body.data;
+    const server = (await t.api('POST', '/api/v1/servers', { name: 'early', region: 'fra1' })).body.data;
+    expect(share.status).toBe('creating');
+    const res = await t.api('POST', `/api/v1/file-storage/${share.id}/attach`, { server_id: server.id });
+    expect({ status: res.status, code: res.body.error?.code }).toEqual({ status: 409, code: 'resource_busy' });
+    expect((await t.api('GET', `/api/v1/servers/${server.id}`)).body.data.mounts).toEqual([]);
+  });
+});
