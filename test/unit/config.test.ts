@@ -22,3 +22,16 @@ describe('HTTP and overload settings', () => {
     expect(() => loadConfig(env)).toThrow(message);
   });
 });
+
+describe('file share settings (cluster mode)', () => {
+  const cluster = { CLOUDPLANE_STORE: 'kubernetes' };
+
+  it('leaves the class to the cluster default unless one is named', () => {
+    expect(loadConfig(cluster).kubernetes?.fileShareStorageClass).toBeUndefined();
+    expect(loadConfig({ ...cluster, CLOUDPLANE_FILE_SHARE_STORAGE_CLASS: 'nfs-csi' }).kubernetes?.fileShareStorageClass).toBe('nfs-csi');
+  });
+
+  it.each(['NFS', 'nfs_csi', '-nfs', 'a'.repeat(254)])('refuses the class %s, naming the variable', (name) => {
+    expect(() => loadConfig({ ...cluster, CLOUDPLANE_FILE_SHARE_STORAGE_CLASS: name })).toThrow(/CLOUDPLANE_FILE_SHARE_STORAGE_CLASS must be a Kubernetes object name/);
+  });
+});
