@@ -75,7 +75,7 @@ describe('cluster mode: file shares as PersistentVolumeClaims, mounted into serv
         body: { apiVersion: 'storage.k8s.io/v1', kind: 'StorageClass', metadata: { name }, provisioner: 'kubernetes.io/no-provisioner', volumeBindingMode: 'Immediate', allowVolumeExpansion },
       });
     }
-    for (const n of [1, 2, 3]) await nfsVolume(`nfs-expandable-${n}`, EXPANDABLE);
+    for (const n of [1, 2, 3, 4, 5]) await nfsVolume(`nfs-expandable-${n}`, EXPANDABLE);
     await nfsVolume('nfs-fixed-1', FIXED);
     operatorKubeconfig = operatorKubeconfigFromChart(cluster, cluster.workDir);
     t = await startTestService(operatorEnv(EXPANDABLE));
@@ -161,6 +161,21 @@ describe('cluster mode: file shares as PersistentVolumeClaims, mounted into serv
     const shrink = await t.api('PATCH', `/api/v1/file-storage/${id}`, { size_gb: 30 });
     expect({ status: shrink.status, code: shrink.body.error?.code }).toEqual({ status: 422, code: 'validation_failed' });
     expect((await claimOf(id))?.spec?.resources?.requests?.storage).toBe('40Gi');
+  });
+
+  it('a claim deleted by hand is made again at once, through the driver\'s watch of what it made', async () => {
+    const { id } = (await t.api('POST', '/api/v1/file-storage', { name: 'sturdy', region: 'fra1', size_gb: 10 })).body.data;
+    await waitForStatus(t, `/api/v1/file-storage/${id}`, 'available', 60_000);
+    const before = (await claimOf(id))!;
+    // Bound and settled, the share asks for no further pass: only the watch can bring one (the resync is an hour away).
+    await new Promise((resolve) => setTimeout(resolve, 2_000));
+    await core.deleteNamespacedPersistentVolumeClaim({ namespace, name: objectName(id) });
+    const after = await eventually(async () => {
+      const claim = await claimOf(id);
+      return claim && claim.metadata?.uid !== before.metadata?.uid && !claim.metadata?.deletionTimestamp ? claim : null;
+    }, 60_000, 200);
+    expect(after.metadata?.labels?.['cloudplane.dev/id']).toBe(id);
+    expect(after.spec).toMatchObject({ accessModes: ['ReadWriteMany'], storageClassName: EXPANDABLE, resources: { requests: { storage: '10Gi' } } });
   });
 
   it('on a class without allowVolumeExpansion the API server\'s refusal shows in status_reason, and the share stays available at its size', async () => {
