@@ -120,6 +120,7 @@ function podClaimMounts(pod: V1Pod): ClaimMount[] {
   const container = pod.spec?.containers.find((c) => c.name === SERVER_CONTAINER);
   return (container?.volumeMounts ?? []).filter((vm) => claims.has(vm.name)).map((vm) => ({ claim: claims.get(vm.name)!, mount_path: vm.mountPath }));
 }
+
 type ServerObservation = Observation<ServerOutputs, ServerObserved>;
 
 export class PodServerDriver implements ServerDriver {
