@@ -8,10 +8,11 @@ import { ManagedReconciler, AnyBinding } from './managed';
 import { loadBalancerBinding } from './load-balancer';
 import { vpnGatewayBinding } from './vpn-gateway';
 import { serverBinding } from './server';
+import { bucketBinding } from './bucket';
 import { JobReconciler } from './job';
 import { adopting } from './adoption';
 import { families } from '../resources/registry';
-import { bucketFamily, fileShareFamily } from '../resources/storage';
+import { fileShareFamily } from '../resources/storage';
 
 export interface ReconcilerDeps {
   store: Store;
@@ -26,7 +27,7 @@ export function buildReconcilers(deps: ReconcilerDeps): Reconciler[] {
     loadBalancerBinding(drivers.load_balancer, deps.store, deps.config.backendDrainMs),
     vpnGatewayBinding(drivers.vpn_gateway),
     serverBinding(drivers.server),
-    { family: bucketFamily, readyState: 'available', driver: drivers.bucket, desired: async (r) => r.spec, outputs: ({ endpoint }) => ({ endpoint }) },
+    bucketBinding(drivers.bucket),
     { family: fileShareFamily, readyState: 'available', driver: drivers.file_share, desired: async (r) => r.spec, outputs: ({ mount_target }) => ({ mount_target }) },
   ];
   const reconcilers: Reconciler[] = [
