@@ -71,7 +71,7 @@ describe('buckets on a real S3 endpoint (driver s3)', () => {
     expect((await fetch(`${s3.endpoint}/${open.s3_bucket}`)).status).toBe(403);
   });
 
-  it('takes anonymous access away when public turns false (a spec edit, as kubectl makes), ', async () => {
+  it('takes anonymous access away when public turns false (a spec edit, as kubectl makes)', async () => {
     const bucket = await availableBucket('turning-private', true);
     await client.send(new PutObjectCommand({ Bucket: bucket.s3_bucket, Key: 'a.txt', Body: 'a' }));
     expect((await anonymousGet(bucket.s3_bucket, 'a.txt')).status).toBe(200);
