@@ -6,8 +6,14 @@
 import { GetObjectCommand, HeadBucketCommand, PutBucketPolicyCommand, PutObjectCommand, S3Client, CreateMultipartUploadCommand } from '@aws-sdk/client-s3';
 import { createTeam } from '../../src/accounts/bootstrap';
 import { bucketFamily } from '../../src/resources/storage';
-import { eventually, startTestService, TestService, waitForStatus } from '../helpers/service';
+import { Writable } from 'node:stream';
+import { loadConfig } from '../../src/config';
+import { createLogger } from '../../src/logger';
+import { startService } from '../../src/service';
+import { clusterEnv, clusterMode } from '../helpers/cluster';
+import { FAST_ENV, eventually, request, startTestService, tempDataDir, TestService, waitForStatus } from '../helpers/service';
 import { startS3Server, S3Server } from '../helpers/s3-server';
+import { findIn, findInFiles } from '../helpers/secret-scan';
 
 jest.setTimeout(120_000);
 
@@ -162,4 +168,40 @@ describe('buckets on a real S3 endpoint (driver s3)', () => {
     const res = await t.api('GET', '/api/v1/object-storage?limit=100');
     return res.body.data.find((b: any) => b.name === name);
   }
+});
+
+describe('the S3 secret key', () => {
+  it('is in no log line (trace level, failures included) and nowhere in the data directory', async () => {
+    const s3 = await startS3Server();
+    const dataDir = tempDataDir();
+    const lines: string[] = [];
+    const sink = new Writable({
+      write(chunk, _encoding, done) {
+        lines.push(String(chunk));
+        done();
+      },
+    });
+    const cluster = clusterMode() ? await clusterEnv(dataDir) : {};
+    const config = loadConfig({ ...FAST_ENV, CLOUDPLANE_PORT: '0', CLOUDPLANE_DATA_DIR: dataDir, ...cluster, ...s3.env });
+    const service = await startService(config, createLogger('trace', sink));
+    try {
+      const key = service.bootstrap!.token;
+      const api = (method: string, path: string, body?: unknown) => request(service.url, method, path, body, { key });
+      const bucket = (await api('POST', '/api/v1/object-storage', { name: 'secretive', region: 'fra1', public: true })).body.data;
+      await eventually(async () => (await api('GET', `/api/v1/object-storage/${bucket.id}`)).body.data.status === 'available', 30_000);
+      // Failures are logged with their errors: make some.
+      await s3.kill();
+      await api('POST', '/api/v1/object-storage', { name: 'in-the-dark', region: 'fra1' });
+      expect((await api('DELETE', `/api/v1/object-storage/${bucket.id}`)).status).toBe(503);
+      await eventually(async () => lines.some((line) => line.includes('reconcile failed')), 30_000);
+      await s3.restart();
+      expect((await api('DELETE', `/api/v1/object-storage/${bucket.id}`)).status).toBe(200);
+    } finally {
+      await service.stop();
+      await s3.stop();
+    }
+    const needles = [{ label: 'the S3 secret access key', value: s3.secretAccessKey }];
+    expect(lines.length).toBeGreaterThan(10);
+    expect([...findIn('the log', Buffer.from(lines.join('')), needles), ...findInFiles(dataDir, needles)]).toEqual([]);
+  });
 });
