@@ -24,13 +24,23 @@ export interface S3Server {
   dataDir: string;
   /** The CLOUDPLANE_S3_* settings that point the s3 driver at this server. */
   env: Record<string, string>;
-  /** A client of this server that no one here wrote, signed with the root credentials. */
-  client(): S3Client;
+  /** A client of this server that no one here wrote, signed with the root credentials, or an account's. */
+  client(account?: S3Account): S3Client;
+  /**
+   * Adds an account that may create buckets (versitygw's role `userplus`), owning what it
+   * creates: another tenant of the same endpoint. Needs `startS3Server({ accounts: true })`.
+   */
+  addAccount(): Promise<S3Account>;
   /** SIGKILL, as an outage would. */
   kill(): Promise<void>;
   /** Starts it again on the same port and data. */
   restart(): Promise<void>;
   stop(): Promise<void>;
+}
+
+export interface S3Account {
+  accessKeyId: string;
+  secretAccessKey: string;
 }
 
 export function versitygwBinary(): string {
@@ -63,9 +73,10 @@ function listening(port: number): Promise<boolean> {
   });
 }
 
-async function launch(port: number, dataDir: string, accessKeyId: string, secretAccessKey: string): Promise<ChildProcess> {
+async function launch(port: number, dataDir: string, accessKeyId: string, secretAccessKey: string, iamDir: string | null): Promise<ChildProcess> {
   // The credentials go by environment, not argv, so no process listing shows the secret.
-  const child = spawnTracked(versitygwBinary(), ['--port', `127.0.0.1:${port}`, '--quiet', 'posix', dataDir], {
+  const iam = iamDir ? ['--iam-dir', iamDir] : [];
+  const child = spawnTracked(versitygwBinary(), ['--port', `127.0.0.1:${port}`, ...iam, '--quiet', 'posix', dataDir], {
     stdio: ['ignore', 'pipe', 'pipe'],
     env: { ...process.env, ROOT_ACCESS_KEY_ID: accessKeyId, ROOT_SECRET_ACCESS_KEY: secretAccessKey },
   });
@@ -89,14 +100,32 @@ function exited(child: ChildProcess): Promise<void> {
   return child.exitCode !== null || child.signalCode !== null ? Promise.resolve() : new Promise((resolve) => child.once('exit', () => resolve()));
 }
 
-export async function startS3Server(): Promise<S3Server> {
+/** Runs versitygw's admin CLI against the server, signed by the root account. */
+function admin(endpoint: string, root: S3Account, args: string[]): Promise<void> {
+  return new Promise((resolve, reject) => {
+    const child = spawnTracked(versitygwBinary(), ['admin', '--endpoint-url', endpoint, ...args], {
+      stdio: ['ignore', 'pipe', 'pipe'],
+      env: { ...process.env, ADMIN_ACCESS_KEY_ID: root.accessKeyId, ADMIN_SECRET_ACCESS_KEY: root.secretAccessKey },
+    });
+    let output = '';
+    child.stdout!.on('data', (chunk: Buffer) => (output += chunk.toString()));
+    child.stderr!.on('data', (chunk: Buffer) => (output += chunk.toString()));
+    child.once('error', reject);
+    child.once('exit', (code) => (code === 0 ? resolve() : reject(new Error(`versitygw admin ${args[0]} exited with ${code}: ${output}`))));
+  });
+}
+
+export async function startS3Server(options: { accounts?: boolean } = {}): Promise<S3Server> {
   const port = await freePort();
   const dataDir = fs.mkdtempSync(path.join(os.tmpdir(), 'cloudplane-s3-'));
+  // Accounts live in an IAM directory beside the buckets' (versitygw keeps them in a file there).
+  const iamDir = options.accounts ? fs.mkdtempSync(path.join(os.tmpdir(), 'cloudplane-s3-iam-')) : null;
   const accessKeyId = `test${randomBytes(6).toString('hex')}`;
   const secretAccessKey = randomBytes(24).toString('base64url');
   const endpoint = `http://127.0.0.1:${port}`;
   const region = 'us-east-1';
-  let child = await launch(port, dataDir, accessKeyId, secretAccessKey);
+  let child = await launch(port, dataDir, accessKeyId, secretAccessKey, iamDir);
+  const clientOf = (credentials: S3Account) => new S3Client({ endpoint, region, forcePathStyle: true, credentials, maxAttempts: 1 });
   return {
     endpoint,
     region,
@@ -111,18 +140,25 @@ export async function startS3Server(): Promise<S3Server> {
       CLOUDPLANE_S3_SECRET_ACCESS_KEY: secretAccessKey,
       CLOUDPLANE_S3_FORCE_PATH_STYLE: 'true',
     },
-    client: () => new S3Client({ endpoint, region, forcePathStyle: true, credentials: { accessKeyId, secretAccessKey }, maxAttempts: 1 }),
+    client: (account) => clientOf(account ?? { accessKeyId, secretAccessKey }),
+    async addAccount() {
+      if (!iamDir) throw new Error('start the S3 server with { accounts: true } to add accounts');
+      const account = { accessKeyId: `acct${randomBytes(6).toString('hex')}`, secretAccessKey: randomBytes(24).toString('base64url') };
+      await admin(endpoint, { accessKeyId, secretAccessKey }, ['create-user', '--access', account.accessKeyId, '--secret', account.secretAccessKey, '--role', 'userplus']);
+      return account;
+    },
     async kill() {
       child.kill('SIGKILL');
       await exited(child);
     },
     async restart() {
-      child = await launch(port, dataDir, accessKeyId, secretAccessKey);
+      child = await launch(port, dataDir, accessKeyId, secretAccessKey, iamDir);
     },
     async stop() {
       child.kill('SIGTERM');
       await exited(child);
       fs.rmSync(dataDir, { recursive: true, force: true });
+      if (iamDir) fs.rmSync(iamDir, { recursive: true, force: true });
     },
   };
 }

@@ -1,11 +1,11 @@
 /**
  * The s3 bucket driver on its own against a real S3 server (versitygw): the backend name,
- * an idempotent create, a recorded name kept, and its health through an outage:
+ * an idempotent create, a recorded name kept, a name another account owns, and its health through an outage:
  * unavailable while the endpoint does not answer, connected again once it does, with the
  * buckets whose calls failed meanwhile handed back to the reconciler at once.
  */
 import pino from 'pino';
-import { S3Client, HeadBucketCommand } from '@aws-sdk/client-s3';
+import { S3Client, CreateBucketCommand, HeadBucketCommand } from '@aws-sdk/client-s3';
 import { S3BucketDriver } from '../../src/drivers/s3/bucket-driver';
 import { backendBucketName } from '../../src/drivers/s3/names';
 import { isPublicReadPolicy, publicReadPolicy } from '../../src/drivers/s3/policy';
@@ -98,5 +98,50 @@ describe('the s3 bucket driver against versitygw', () => {
     // The outage's failures no longer count: not degraded for the rest of the health window.
     expect(driver.health()).toMatchObject({ state: 'connected', reachable: true, recentFailures: 0 });
     stop();
+  });
+});
+
+describe('a bucket name another account of the endpoint owns', () => {
+  let s3: S3Server;
+  beforeAll(async () => {
+    s3 = await startS3Server({ accounts: true });
+  });
+  afterAll(async () => s3?.stop());
+
+  it('fails the bucket with a reason, and its deletion leaves the other account\'s bucket alone', async () => {
+    const ours = await s3.addAccount();
+    const theirs = await s3.addAccount();
+    const other = s3.client(theirs);
+    await other.send(new CreateBucketCommand({ Bucket: 'drv-team-t1-taken' }));
+    const driver = new S3BucketDriver({
+      s3: { endpoint: s3.endpoint, region: s3.region, credentials: ours, forcePathStyle: true, bucketPrefix: 'drv' },
+      logger: pino({ level: 'silent' }),
+    });
+    const resource: Managed<BucketSpec> = { id: 'bkt_taken', team: 'team_t1', generation: 1, desired: { name: 'taken', region: 'fra1', public: true }, external: null, owner: null };
+    const step = await driver.create(resource);
+    expect(step.external).toEqual({ bucket: 'drv-team-t1-taken', refused: 'the bucket name drv-team-t1-taken is taken on the S3 endpoint by another account' });
+    const seen = await driver.observe({ ...resource, external: step.external });
+    expect(seen).toMatchObject({ exists: true, ready: false, failure: step.external.refused });
+    // Nothing here is ours to remove: the release forgets the name and the other bucket stays.
+    const released = await driver.delete({ ...resource, external: step.external });
+    expect(released.external).toEqual({});
+    expect(await driver.observe({ ...resource, external: released.external })).toEqual({ exists: false });
+    await other.send(new HeadBucketCommand({ Bucket: 'drv-team-t1-taken' }));
+    // A refusal is an answer: the endpoint is fine.
+    expect(driver.health().state).toBe('connected');
+    other.destroy();
+  });
+
+  it('takes a bucket the same account made before (the status write lost in a crash) as its own', async () => {
+    const ours = await s3.addAccount();
+    const mine = s3.client(ours);
+    await mine.send(new CreateBucketCommand({ Bucket: 'drv-team-t1-mine' }));
+    const driver = new S3BucketDriver({
+      s3: { endpoint: s3.endpoint, region: s3.region, credentials: ours, forcePathStyle: true, bucketPrefix: 'drv' },
+      logger: pino({ level: 'silent' }),
+    });
+    const step = await driver.create({ id: 'bkt_mine', team: 'team_t1', generation: 1, desired: { name: 'mine', region: 'fra1', public: false }, external: null, owner: null });
+    expect(step.external).toEqual({ bucket: 'drv-team-t1-mine' });
+    mine.destroy();
   });
 });

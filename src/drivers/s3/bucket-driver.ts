@@ -68,7 +68,9 @@ function describe(err: unknown): { message: string; reached: boolean } {
   return { message: err instanceof Error ? `${err.name}: ${err.message}` : String(err), reached: false };
 }
 
-const errorName = (err: unknown) => (err instanceof Error ? err.name : '');
+/** An error the endpoint answered with this name or HTTP status (a HEAD's error has no body, so no name but "Unknown"). */
+const answered = (err: unknown, expected: Array<string | number>) =>
+  err instanceof Error && (expected.includes(err.name) || (err instanceof S3ServiceException && expected.includes(err.$metadata.httpStatusCode ?? -1)));
 
 export class S3BucketDriver implements BucketDriver {
   private readonly client: S3Client;
@@ -101,7 +103,7 @@ export class S3BucketDriver implements BucketDriver {
     if (external.refused) return { exists: true, upToDate: true, ready: false, outputs: null, observed: null, failure: external.refused };
     const bucket = external.bucket;
     if (!bucket) return { exists: false };
-    const exists = await this.call(resource, () => this.client.send(new HeadBucketCommand({ Bucket: bucket })), 'NotFound', 'NoSuchBucket');
+    const exists = await this.call(resource, () => this.client.send(new HeadBucketCommand({ Bucket: bucket })), 404);
     if (exists === null) return { exists: false };
     const policy = await this.call(resource, () => this.client.send(new GetBucketPolicyCommand({ Bucket: bucket })), 'NoSuchBucketPolicy', 'NoSuchBucket');
     const isPublic = policy?.Policy !== undefined && isPublicReadPolicy(policy.Policy, bucket);
@@ -177,7 +179,7 @@ export class S3BucketDriver implements BucketDriver {
 
   /** Whether a bucket the endpoint says exists is ours: a HeadBucket of another account's is refused. */
   private async ownsBucket(resource: Managed<BucketSpec>, bucket: string): Promise<boolean> {
-    const head = await this.call(resource, () => this.client.send(new HeadBucketCommand({ Bucket: bucket })), 'Forbidden', 'AccessDenied', 'NotFound', 'NoSuchBucket');
+    const head = await this.call(resource, () => this.client.send(new HeadBucketCommand({ Bucket: bucket })), 403, 404);
     return head !== null;
   }
 
@@ -203,16 +205,16 @@ export class S3BucketDriver implements BucketDriver {
 
   /**
    * One call to the endpoint, its outcome counted in health. An error named in `expected`
-   * is an answer (the bucket does not exist, it has no policy): null. Any other is thrown
+   * (by its code or HTTP status) is an answer (the bucket does not exist, it has no policy): null. Any other is thrown
    * for the reconciler to retry, and remembered if the endpoint did not answer at all.
    */
-  private async call<T>(resource: Pick<Managed<BucketSpec>, 'id' | 'team'>, send: () => Promise<T>, ...expected: string[]): Promise<T | null> {
+  private async call<T>(resource: Pick<Managed<BucketSpec>, 'id' | 'team'>, send: () => Promise<T>, ...expected: Array<string | number>): Promise<T | null> {
     try {
       const answer = await send();
       this.outcomes.succeeded();
       return answer;
     } catch (err) {
-      if (expected.includes(errorName(err))) {
+      if (answered(err, expected)) {
         this.outcomes.succeeded();
         return null;
       }
