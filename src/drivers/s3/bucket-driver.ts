@@ -26,6 +26,7 @@ import {
   ListObjectsV2Command,
   PutBucketPolicyCommand,
   AbortMultipartUploadCommand,
+  BucketLocationConstraint,
   S3Client,
   S3ServiceException,
 } from '@aws-sdk/client-s3';
@@ -94,6 +95,10 @@ export class S3BucketDriver implements BucketDriver {
       credentials: s3.credentials,
       // One retry: the reconciler retries with its own backoff, and health should see an outage soon.
       maxAttempts: 2,
+      // Checksums only where S3 requires them: the SDK's newer default (CRC32 on every
+      // upload-like call) is refused by several S3-compatible servers.
+      requestChecksumCalculation: 'WHEN_REQUIRED',
+      responseChecksumValidation: 'WHEN_REQUIRED',
       requestHandler: { connectionTimeout: CONNECT_TIMEOUT_MS, requestTimeout: REQUEST_TIMEOUT_MS },
     });
   }
@@ -117,7 +122,7 @@ export class S3BucketDriver implements BucketDriver {
     const bucket = external.bucket ?? backendBucketName(this.options.s3.bucketPrefix, resource.team, resource.desired.name);
     // us-east-1 is S3's default location and the one region it refuses to be named in.
     const region = this.options.s3.region;
-    const location = region === 'us-east-1' ? undefined : { LocationConstraint: region as never };
+    const location = region === 'us-east-1' ? undefined : { LocationConstraint: region as BucketLocationConstraint };
     const made = await this.call(resource, () => this.client.send(new CreateBucketCommand({ Bucket: bucket, CreateBucketConfiguration: location })), 'BucketAlreadyOwnedByYou', 'BucketAlreadyExists');
     if (made === null) {
       // Either ours already (made before a crash lost the status write) or someone else's.
@@ -231,6 +236,7 @@ export class S3BucketDriver implements BucketDriver {
   /** Looks for the endpoint's return while it does not answer; any answer, even a refusal, is a return. */
   private startProbe(): void {
     if (this.probe) return;
+    this.logger.warn({ endpoint: this.endpoint }, 'the S3 endpoint does not answer; looking for its return every few seconds');
     this.probe = setInterval(() => void this.lookForEndpoint(), PROBE_MS);
     this.probe.unref();
   }
