@@ -59,6 +59,21 @@ export interface Config {
   secrets: SecretsConfig;
   http: HttpConfig;
   overload: OverloadConfig;
+  /** The S3 endpoint of the bucket driver `s3` (either mode). */
+  s3: S3Config;
+}
+
+/** Where the bucket driver `s3` makes buckets: AWS S3 or any S3-compatible endpoint. */
+export interface S3Config {
+  /** The endpoint's URL; undefined means AWS S3 of the region. */
+  endpoint?: string;
+  region: string;
+  /** Both or neither; without them the SDK's default chain (environment, instance role) signs. */
+  credentials?: { accessKeyId: string; secretAccessKey: string };
+  /** Path-style URLs (`<endpoint>/<bucket>`), which most self-hosted servers need. */
+  forcePathStyle: boolean;
+  /** Starts every backend bucket name, so that installs sharing an endpoint do not collide. */
+  bucketPrefix: string;
 }
 
 /** Limits on connections, so slow or idle clients cannot hold the listener. */
@@ -321,6 +336,41 @@ function httpLimits(env: Env): HttpConfig {
   };
 }
 
+function s3(env: Env): S3Config {
+  const endpoint = env.CLOUDPLANE_S3_ENDPOINT || undefined;
+  if (endpoint !== undefined) {
+    let url: URL | undefined;
+    try {
+      url = new URL(endpoint);
+    } catch {
+      url = undefined;
+    }
+    if (!url || (url.protocol !== 'http:' && url.protocol !== 'https:') || url.search || url.hash) {
+      throw new Error(`CLOUDPLANE_S3_ENDPOINT must be an http:// or https:// URL such as https://s3.example.com, got "${endpoint}"`);
+    }
+  }
+  const region = env.CLOUDPLANE_S3_REGION || 'us-east-1';
+  if (!/^[a-z0-9][a-z0-9-]{0,62}$/.test(region)) throw new Error(`CLOUDPLANE_S3_REGION must be a region name such as us-east-1, got "${region}"`);
+  const accessKeyId = env.CLOUDPLANE_S3_ACCESS_KEY_ID || undefined;
+  const secretAccessKey = env.CLOUDPLANE_S3_SECRET_ACCESS_KEY || undefined;
+  // Never the secret's value in the message: start-up errors are logged.
+  if (Boolean(accessKeyId) !== Boolean(secretAccessKey)) {
+    throw new Error(`CLOUDPLANE_S3_ACCESS_KEY_ID and CLOUDPLANE_S3_SECRET_ACCESS_KEY go together; only ${accessKeyId ? 'CLOUDPLANE_S3_ACCESS_KEY_ID' : 'CLOUDPLANE_S3_SECRET_ACCESS_KEY'} is set`);
+  }
+  const bucketPrefix = env.CLOUDPLANE_S3_BUCKET_PREFIX ?? 'cp';
+  // Room is left for the team and the bucket's own name (src/drivers/s3/names.ts).
+  if (!/^[a-z0-9](?:[a-z0-9-]{0,14}[a-z0-9])?$/.test(bucketPrefix)) {
+    throw new Error(`CLOUDPLANE_S3_BUCKET_PREFIX must be 1 to 16 lowercase letters, digits or inner hyphens, got "${bucketPrefix}"`);
+  }
+  return {
+    endpoint,
+    region,
+    credentials: accessKeyId && secretAccessKey ? { accessKeyId, secretAccessKey } : undefined,
+    forcePathStyle: bool(env, 'CLOUDPLANE_S3_FORCE_PATH_STYLE', false),
+    bucketPrefix,
+  };
+}
+
 export const DEFAULT_REGIONS = ['fra1', 'ams3', 'lon1', 'nyc1', 'sfo3', 'sgp1'];
 
 export function loadConfig(env: Env = process.env): Config {
@@ -378,6 +428,7 @@ export function loadConfig(env: Env = process.env): Config {
       maxHeapUsedPercent: int(env, 'CLOUDPLANE_OVERLOAD_MAX_HEAP_USED_PERCENT', 90, 0, 100),
       retryAfterSeconds: int(env, 'CLOUDPLANE_OVERLOAD_RETRY_AFTER_SECONDS', 5, 1, 3600),
     },
+    s3: s3(env),
     kubernetes: storeKind(env) === 'kubernetes'
       ? {
           kubeconfigPath: env.CLOUDPLANE_KUBECONFIG || undefined,

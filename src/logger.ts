@@ -10,6 +10,8 @@ export const REDACTED_PATHS = [
   '*.token',
   '*.secret',
   '*.api_key',
+  '*.secretAccessKey',
+  '*.*.secretAccessKey',
   'body',
   'req.body',
 ];

@@ -8,10 +8,10 @@ import { ManagedReconciler, AnyBinding } from './managed';
 import { loadBalancerBinding } from './load-balancer';
 import { vpnGatewayBinding } from './vpn-gateway';
 import { serverBinding } from './server';
+import { bucketBinding } from './bucket';
 import { JobReconciler } from './job';
 import { adopting } from './adoption';
 import { families } from '../resources/registry';
-import { bucketFamily } from '../resources/storage';
 import { fileShareBinding } from './file-share';
 
 export interface ReconcilerDeps {
@@ -27,7 +27,7 @@ export function buildReconcilers(deps: ReconcilerDeps): Reconciler[] {
     loadBalancerBinding(drivers.load_balancer, deps.store, deps.config.backendDrainMs),
     vpnGatewayBinding(drivers.vpn_gateway),
     serverBinding(drivers.server, deps.store),
-    { family: bucketFamily, readyState: 'available', driver: drivers.bucket, desired: async (r) => r.spec, outputs: ({ endpoint }) => ({ endpoint }) },
+    bucketBinding(drivers.bucket),
     fileShareBinding(drivers.file_share),
   ];
   const reconcilers: Reconciler[] = [

@@ -14,6 +14,8 @@ interface Outcome {
   at: number;
   ok: boolean;
   message: string | null;
+  /** A failure where the backend answered (a refusal, an error of its own), as opposed to not at all. */
+  reached: boolean;
 }
 
 export class OutcomeWindow {
@@ -25,14 +27,23 @@ export class OutcomeWindow {
 
   /** A call or operation that worked. */
   succeeded(): void {
-    this.add({ at: Date.now(), ok: true, message: null });
+    this.add({ at: Date.now(), ok: true, message: null, reached: true });
     this.reachable = true;
   }
 
   /** One that failed; `reached`: the backend answered (with a refusal), as opposed to not at all. */
   failed(message: string, reached = true): void {
-    this.add({ at: Date.now(), ok: false, message });
+    this.add({ at: Date.now(), ok: false, message, reached });
     this.reachable = reached;
+  }
+
+  /**
+   * The backend answers again after an outage: the failures of calls it did not answer
+   * describe the outage, which is over, so they stop counting. Refusals it gave stay.
+   */
+  recovered(): void {
+    this.outcomes = this.outcomes.filter((o) => o.ok || o.reached);
+    this.reachable = true;
   }
 
   /** When the last outcome was recorded (ms since the epoch), 0 if never. */

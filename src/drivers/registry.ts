@@ -8,7 +8,7 @@
 import type { Logger } from 'pino';
 import type { Config, KubernetesConfig } from '../config';
 import { kubeConfigFor } from '../store';
-import type { DriverContext, ProviderHealth } from './types';
+import type { DriverContext, ExternalRecord, ProviderHealth } from './types';
 import type { ServerDriver } from './server';
 import type { LoadBalancerDriver } from './load-balancer';
 import type { VpnGatewayDriver } from './vpn-gateway';
@@ -21,6 +21,7 @@ import { KubernetesJobExecutor } from './kubernetes/jobs';
 import { PodServerDriver } from './kubernetes/server-pods';
 import { HaproxyLoadBalancerDriver } from './kubernetes/load-balancer-haproxy';
 import { FileShareClaimDriver } from './kubernetes/file-share-claims';
+import { S3BucketDriver } from './s3/bucket-driver';
 
 /** The driver of every reconciled family, by family name. */
 export interface Drivers {
@@ -45,11 +46,23 @@ interface ClusterContext extends BuildContext {
   cluster: KubernetesConfig;
 }
 
-/** A family's drivers: the simulated one, and one that makes objects in the cluster where it has one. */
+/**
+ * A family's drivers: the simulated one, one that makes objects in the cluster where it
+ * has one, and drivers of services outside the cluster (an S3 endpoint), which need no
+ * cluster and so work in either mode.
+ */
 interface Factories<D> {
   simulated: (ctx: BuildContext) => D;
   kubernetes?: (ctx: ClusterContext) => D;
+  external?: Record<string, (ctx: BuildContext) => D>;
 }
+
+/** The driver names a family has. */
+const driverNames = (factories: Factories<unknown>): string[] => [
+  'simulated',
+  ...(factories.kubernetes ? ['kubernetes'] : []),
+  ...Object.keys(factories.external ?? {}),
+];
 
 type Catalog = { [F in DriverFamily]: Factories<Drivers[F]> };
 
@@ -80,7 +93,10 @@ const CATALOG: Catalog = {
     },
   },
   vpn_gateway: { simulated: (ctx) => new SimulatedVpnGatewayDriver(ctx.simulation) },
-  bucket: { simulated: (ctx) => simulatedBucketDriver(ctx.simulation) },
+  bucket: {
+    simulated: (ctx) => simulatedBucketDriver(ctx.simulation),
+    external: { s3: (ctx) => new S3BucketDriver({ s3: ctx.config.s3, logger: ctx.logger.child({ component: 'bucket-driver' }) }) },
+  },
   file_share: {
     simulated: (ctx) => simulatedFileShareDriver(ctx.simulation),
     kubernetes: (ctx) =>
@@ -130,10 +146,24 @@ export class DriverSet {
         drivers[family] = factories.simulated(ctx);
         continue;
       }
+      const external = factories.external?.[name];
+      if (external) {
+        drivers[family] = external(ctx);
+        continue;
+      }
       if (!kube || !config.kubernetes) throw new Error(`${settingOf(family)}=${name} needs cluster mode (CLOUDPLANE_STORE=kubernetes); the embedded default has no cluster to run it on`);
       drivers[family] = factories.kubernetes!({ ...ctx, kube, cluster: config.kubernetes });
     }
     return new DriverSet(drivers as Drivers, chosen);
+  }
+
+  /**
+   * Whether deleting the resource would destroy data its driver's backend holds for it (a
+   * bucket's objects); false for drivers that hold none. Throws when the backend cannot be asked.
+   */
+  async holdsData(family: string, resource: { id: string; team: string; external: ExternalRecord | null }): Promise<boolean> {
+    const driver = this.drivers[family as DriverFamily];
+    return driver && 'holdsData' in driver && driver.holdsData ? driver.holdsData(resource) : false;
   }
 
   /** The health of the driver behind a family, as meta.provider shows it. */
@@ -147,7 +177,7 @@ export class DriverSet {
 export const settingOf = (family: DriverFamily) => `CLOUDPLANE_DRIVER_${family.toUpperCase()}`;
 
 function chooseDriver(family: DriverFamily, config: Config, logger: Logger): string {
-  const available = Object.keys(CATALOG[family]);
+  const available = driverNames(CATALOG[family]);
   const named = config.drivers.overrides[family];
   if (named !== undefined) {
     if (!available.includes(named)) throw new Error(`${settingOf(family)}=${named}: the ${family} family has no driver "${named}"; it has ${available.join(', ')}`);

@@ -4,6 +4,8 @@ import type { Driver } from './types';
 
 export interface BucketOutputs {
   endpoint: string | null;
+  /** The bucket's name on the S3 endpoint; null where there is none (the simulated driver). */
+  s3_bucket: string | null;
 }
 
 export interface FileShareOutputs {

@@ -108,6 +108,12 @@ export interface Driver<Desired, Outputs, Observed> {
    * so the reconciler looks at once rather than at the next resync. Returns a stop.
    */
   watchMade?(changed: (team: string, id: string) => void): () => void;
+  /**
+   * Optional: whether what the driver made for the resource still holds its users' data
+   * (a bucket's objects), which deleting it would destroy. The API refuses such a delete
+   * unless forced (the family's `deletionGuard`); a driver without it holds nothing.
+   */
+  holdsData?(resource: Pick<Managed<Desired>, 'id' | 'team' | 'external'>): Promise<boolean>;
 }
 
 /** What drivers are built from: the service's settings and, in cluster mode, the cluster. */

@@ -40,5 +40,8 @@ export const invalidState = (message: string) => conflict('invalid_state', messa
 
 export const resourceBusy = (message: string) => conflict('resource_busy', message);
 
+export const providerUnavailable = (title: string, cause: string) =>
+  new ApiError(503, 'provider_unavailable', `The ${title} cannot be checked: its provider does not answer (${cause}). Nothing was changed; retry later.`);
+
 export const persistenceUnavailable = () =>
   new ApiError(503, 'persistence_unavailable', 'The store of record cannot be reached; the write was not made. Retry later.');

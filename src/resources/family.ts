@@ -70,6 +70,11 @@ export interface FamilyDefinition<Spec = any, Status extends BaseStatus = any> {
   standardRoutes?: boolean;
   /** False for families without DELETE (jobs end by `cancel` and are kept as history). */
   deletable?: boolean;
+  /**
+   * DELETE is refused with this 409 while the family's driver says the resource holds its
+   * users' data (Driver.holdsData: a bucket's objects), unless the caller adds `?force=true`.
+   */
+  deletionGuard?: { code: string; message: string };
   /** States whose change is reported as `<family>.<state>`; by default every state but the first. */
   eventStates?: readonly string[];
   /** Names unique per team (409 name_taken). */

@@ -15,6 +15,7 @@ export interface BucketSpec {
 }
 export interface BucketStatus extends BaseStatus {
   endpoint: string | null;
+  s3_bucket?: string | null;
   external?: Record<string, unknown>;
 }
 export type Bucket = Resource<BucketSpec, BucketStatus>;
@@ -39,6 +40,10 @@ export const bucketFamily: FamilyDefinition<BucketSpec, BucketStatus> = {
   readyStates: ['available'],
   providerBacked: true,
   deletion: 'immediate',
+  deletionGuard: {
+    code: 'bucket_not_empty',
+    message: 'The bucket still holds objects. Delete them first, or delete the bucket with ?force=true to delete them with it.',
+  },
   creationEvent: 'created',
   uniqueNames: true,
   description: 'An S3-compatible object storage bucket.',
@@ -48,6 +53,7 @@ export const bucketFamily: FamilyDefinition<BucketSpec, BucketStatus> = {
     status: strictObject({
       ...baseStatusProperties(STATES),
       endpoint: Type.Union([Type.String(), Type.Null()], { description: 'S3 endpoint of the bucket.' }),
+      s3_bucket: Type.Optional(Type.Union([Type.String(), Type.Null()], { description: "The bucket's name on the S3 endpoint." })),
       external: ExternalRecordSchema,
     }),
     record: strictObject({
@@ -56,13 +62,16 @@ export const bucketFamily: FamilyDefinition<BucketSpec, BucketStatus> = {
       region: Region(),
       public: Public,
       endpoint: Type.Union([Type.String(), Type.Null()], { description: 'S3 endpoint URL of the bucket; null until it is available.' }),
+      s3_bucket: Type.Union([Type.String(), Type.Null()], {
+        description: "The bucket's name on the S3 endpoint (`<prefix>-<team>-<name>`, shortened with a hash past 63 characters), for S3 clients; null until it is available, and under the simulated driver.",
+      }),
     }),
   },
   specFromCreate(body, { config }) {
     assertRegionAvailable(config, body.region);
     return { name: body.name, region: body.region, public: body.public ?? false };
   },
-  initialStatus: () => ({ endpoint: null }),
+  initialStatus: () => ({ endpoint: null, s3_bucket: null }),
   nameOf: (spec) => spec.name,
   toRecord: ({ meta, spec, status }) => ({
     id: meta.id,
@@ -72,6 +81,7 @@ export const bucketFamily: FamilyDefinition<BucketSpec, BucketStatus> = {
     region: spec.region,
     public: spec.public,
     endpoint: status.endpoint ?? null,
+    s3_bucket: status.s3_bucket ?? null,
     created_at: meta.createdAt,
     updated_at: meta.updatedAt,
     deleted_at: status.deleted_at ?? null,

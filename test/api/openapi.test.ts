@@ -147,6 +147,12 @@ describe('GET /api/v1/openapi.json', () => {
       expect(link.parameters[own!]).toBe(expression);
     });
 
+    it('documents ?force on the DELETE of buckets only, the family that refuses a delete while it holds data', () => {
+      const params = (path: string) => (document.paths[path].delete.parameters ?? []).filter((p: any) => p.in === 'query').map((p: any) => `${p.name}:${p.schema.type}`);
+      expect(params('/api/v1/object-storage/{id}')).toEqual(['force:boolean']);
+      expect(params('/api/v1/file-storage/{id}')).toEqual([]);
+    });
+
     it('never links from the API key list, whose first key may be the caller\'s own', () => {
       expect(document.paths['/api/v1/settings/api-keys'].get.responses['200'].links).toBeUndefined();
     });

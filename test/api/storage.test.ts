@@ -22,6 +22,19 @@ describe('object storage and file storage', () => {
     expect((await t.api('POST', '/api/v1/object-storage', { name: 'assets-1', region: 'ams3' })).status).toBe(201);
   });
 
+  it('deletes a simulated bucket, always empty, without force; takes ?force=true too, and refuses another force', async () => {
+    const plain = (await t.api('POST', '/api/v1/object-storage', { name: 'sim-plain', region: 'fra1' })).body.data;
+    const forced = (await t.api('POST', '/api/v1/object-storage', { name: 'sim-forced', region: 'fra1' })).body.data;
+    await waitForStatus(t, `/api/v1/object-storage/${plain.id}`, 'available');
+    await waitForStatus(t, `/api/v1/object-storage/${forced.id}`, 'available');
+    expect((await t.api('DELETE', `/api/v1/object-storage/${plain.id}`)).status).toBe(200);
+    const bad = await t.api('DELETE', `/api/v1/object-storage/${forced.id}?force=maybe`);
+    expect({ status: bad.status, field: bad.body.error.details?.[0]?.field }).toEqual({ status: 422, field: 'force' });
+    expect((await t.api('DELETE', `/api/v1/object-storage/${forced.id}?force=true`)).status).toBe(200);
+    // Under the simulated driver a bucket has no name on an endpoint.
+    expect((await t.api('GET', `/api/v1/object-storage/${forced.id}`)).body.data.s3_bucket).toBeNull();
+  });
+
   it('keeps bucket names unique per team, even under concurrent creates', async () => {
     const results = await Promise.all([1, 2, 3, 4].map(() => t.api('POST', '/api/v1/object-storage', { name: 'unique-one', region: 'fra1' })));
     expect(results.map((r) => r.status).sort()).toEqual([201, 409, 409, 409]);

@@ -164,6 +164,38 @@ describeWithHelm('Helm chart charts/cloudplane', () => {
     expect(env.CLOUDPLANE_DRIVER_SERVER).toBeUndefined();
   });
 
+  it('passes the s3 bucket driver its endpoint, and its keys from a Secret: one of yours, or the chart\'s own', () => {
+    const settings = ['drivers.bucket=s3', 's3.endpoint=http://minio.storage:9000', 's3.region=eu-west-1', 's3.forcePathStyle=true', 's3.bucketPrefix=prod'];
+    const own = manifests(render([...settings, 's3.credentials.accessKeyId=AKID', 's3.credentials.secretAccessKey=s3cr3t']));
+    const secret = only(own, 'Secret');
+    const env = envOf(only(own, 'Deployment').spec.template.spec.containers[0]);
+    expect(env).toMatchObject({
+      CLOUDPLANE_DRIVER_BUCKET: 's3',
+      CLOUDPLANE_S3_ENDPOINT: 'http://minio.storage:9000',
+      CLOUDPLANE_S3_REGION: 'eu-west-1',
+      CLOUDPLANE_S3_FORCE_PATH_STYLE: 'true',
+      CLOUDPLANE_S3_BUCKET_PREFIX: 'prod',
+      CLOUDPLANE_S3_ACCESS_KEY_ID: { secretKeyRef: { name: secret.metadata.name, key: 's3-access-key-id' } },
+      CLOUDPLANE_S3_SECRET_ACCESS_KEY: { secretKeyRef: { name: secret.metadata.name, key: 's3-secret-access-key' } },
+    });
+    expect(Buffer.from(secret.data['s3-secret-access-key'], 'base64').toString()).toBe('s3cr3t');
+    // The secret is in no plain value of the Deployment.
+    expect(JSON.stringify(only(own, 'Deployment'))).not.toContain('s3cr3t');
+
+    const theirs = manifests(render([...settings, 's3.credentials.existingSecret=minio-keys', 's3.credentials.accessKeyIdKey=user', 's3.credentials.secretAccessKeyKey=password']));
+    expect(envOf(only(theirs, 'Deployment').spec.template.spec.containers[0])).toMatchObject({
+      CLOUDPLANE_S3_ACCESS_KEY_ID: { secretKeyRef: { name: 'minio-keys', key: 'user' } },
+      CLOUDPLANE_S3_SECRET_ACCESS_KEY: { secretKeyRef: { name: 'minio-keys', key: 'password' } },
+    });
+    expect(only(theirs, 'Secret').data['s3-access-key-id']).toBeUndefined();
+
+    // Without the s3 driver, no S3 setting; without keys, the SDK's own chain (a Pod role).
+    expect(Object.keys(envOf(only(manifests(render()), 'Deployment').spec.template.spec.containers[0])).filter((n) => n.startsWith('CLOUDPLANE_S3_'))).toEqual([]);
+    const chain = envOf(only(manifests(render(settings)), 'Deployment').spec.template.spec.containers[0]);
+    expect(chain.CLOUDPLANE_S3_ENDPOINT).toBe('http://minio.storage:9000');
+    expect(chain.CLOUDPLANE_S3_ACCESS_KEY_ID).toBeUndefined();
+  });
+
   it('refuses several replicas without NATS: the embedded bus would leave the others blind to events', () => {
     const result = runHelm(['template', 'cp', CHART, '--set', 'replicas=2']);
     expect(result.status).toBe(1);
@@ -187,7 +219,7 @@ describeWithHelm('Helm chart charts/cloudplane', () => {
   });
 
   it('rejects values its schema forbids', () => {
-    for (const bad of ['replicas=abc', 'replicas=0', 'drivers.job=docker', 'servers.startTimeoutSeconds=0', 'loadBalancers.replicas=0', 'fileShares.storageClass=Not_A_Name', 'leaseDurationSeconds=1', 'bootstrapApiKey=not-a-key', 'service.port=70000', 'unknownSetting=1']) {
+    for (const bad of ['replicas=abc', 'replicas=0', 'drivers.job=docker', 'servers.startTimeoutSeconds=0', 'loadBalancers.replicas=0', 'fileShares.storageClass=Not_A_Name', 'leaseDurationSeconds=1', 'bootstrapApiKey=not-a-key', 'service.port=70000', 'unknownSetting=1', 'drivers.bucket=minio', 's3.endpoint=minio:9000', 's3.bucketPrefix=Prod', 's3.credentials.unknown=1']) {
       const result = runHelm(['template', 'cp', CHART, '--set', bad]);
       expect({ bad, status: result.status }).toEqual({ bad, status: 1 });
       expect(result.stderr).toMatch(/values don't meet the specifications of the schema/);

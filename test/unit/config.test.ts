@@ -35,3 +35,44 @@ describe('file share settings (cluster mode)', () => {
     expect(() => loadConfig({ ...cluster, CLOUDPLANE_FILE_SHARE_STORAGE_CLASS: name })).toThrow(/CLOUDPLANE_FILE_SHARE_STORAGE_CLASS must be a Kubernetes object name/);
   });
 });
+
+describe('S3 settings of the bucket driver s3', () => {
+  it('defaults to AWS in us-east-1, virtual-hosted, prefix cp, the SDK chain for credentials', () => {
+    expect(loadConfig({}).s3).toEqual({ endpoint: undefined, region: 'us-east-1', credentials: undefined, forcePathStyle: false, bucketPrefix: 'cp' });
+  });
+
+  it('reads an endpoint with its credentials', () => {
+    const env = {
+      CLOUDPLANE_S3_ENDPOINT: 'http://127.0.0.1:7070',
+      CLOUDPLANE_S3_REGION: 'eu-west-1',
+      CLOUDPLANE_S3_ACCESS_KEY_ID: 'AKID',
+      CLOUDPLANE_S3_SECRET_ACCESS_KEY: 'not-to-be-seen',
+      CLOUDPLANE_S3_FORCE_PATH_STYLE: 'true',
+      CLOUDPLANE_S3_BUCKET_PREFIX: 'prod-2',
+    };
+    expect(loadConfig(env).s3).toEqual({
+      endpoint: 'http://127.0.0.1:7070',
+      region: 'eu-west-1',
+      credentials: { accessKeyId: 'AKID', secretAccessKey: 'not-to-be-seen' },
+      forcePathStyle: true,
+      bucketPrefix: 'prod-2',
+    });
+  });
+
+  it.each([
+    [{ CLOUDPLANE_S3_ENDPOINT: 'minio:9000' }, /CLOUDPLANE_S3_ENDPOINT/],
+    [{ CLOUDPLANE_S3_ENDPOINT: 'ftp://s3.example.com' }, /CLOUDPLANE_S3_ENDPOINT/],
+    [{ CLOUDPLANE_S3_REGION: 'EU West' }, /CLOUDPLANE_S3_REGION/],
+    [{ CLOUDPLANE_S3_FORCE_PATH_STYLE: 'yes' }, /CLOUDPLANE_S3_FORCE_PATH_STYLE/],
+    [{ CLOUDPLANE_S3_BUCKET_PREFIX: 'Prod' }, /CLOUDPLANE_S3_BUCKET_PREFIX/],
+    [{ CLOUDPLANE_S3_BUCKET_PREFIX: 'a-very-long-prefix-for-buckets' }, /CLOUDPLANE_S3_BUCKET_PREFIX/],
+    [{ CLOUDPLANE_S3_ACCESS_KEY_ID: 'AKID' }, /CLOUDPLANE_S3_ACCESS_KEY_ID and CLOUDPLANE_S3_SECRET_ACCESS_KEY go together/],
+  ])('refuses %j naming the variable', (env, message) => {
+    expect(() => loadConfig(env)).toThrow(message);
+  });
+
+  it('never puts the secret key in its message', () => {
+    expect(() => loadConfig({ CLOUDPLANE_S3_SECRET_ACCESS_KEY: 'sekrit-value-123' })).toThrow(/only CLOUDPLANE_S3_SECRET_ACCESS_KEY is set/);
+    expect(() => loadConfig({ CLOUDPLANE_S3_SECRET_ACCESS_KEY: 'sekrit-value-123' })).not.toThrow(/sekrit-value-123/);
+  });
+});

@@ -48,6 +48,15 @@ describe('driver selection', () => {
     expect(() => build(env)).toThrow(message);
   });
 
+  it('takes the s3 bucket driver in either mode, for no other family', () => {
+    expect(build({ CLOUDPLANE_DRIVER_BUCKET: 's3' }).chosen.bucket).toBe('s3');
+    expect(build({ ...clusterEnv(), CLOUDPLANE_DRIVER_BUCKET: 's3' }).chosen.bucket).toBe('s3');
+    // The kubernetes provider does not pick it: an outside service is chosen by name only.
+    expect(build(clusterEnv()).chosen.bucket).toBe('simulated');
+    expect(() => build({ CLOUDPLANE_DRIVER_FILE_SHARE: 's3' })).toThrow(/CLOUDPLANE_DRIVER_FILE_SHARE=s3: the file_share family has no driver "s3"/);
+    expect(() => build({ CLOUDPLANE_DRIVER_BUCKET: 'minio' })).toThrow(/the bucket family has no driver "minio"; it has simulated, s3/);
+  });
+
   it('refuses an unknown provider', () => {
     expect(() => loadConfig({ CLOUDPLANE_PROVIDER: 'aws' })).toThrow(/CLOUDPLANE_PROVIDER must be simulated or kubernetes, got "aws"/);
   });

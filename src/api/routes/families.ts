@@ -10,7 +10,8 @@ import type { ApiContext } from '../context';
 import { send } from '../envelope';
 import { listQueryOf, listQuerySchema, paginate } from '../list';
 import { writeAndAwait } from '../awaiting';
-import { invalidState, notFound, resourceBusy } from '../../lib/errors';
+import { conflict, invalidState, notFound, providerUnavailable, resourceBusy } from '../../lib/errors';
+import type { ExternalRecord } from '../../drivers/types';
 import { nowIso } from '../../lib/time';
 import { newId } from '../../lib/ids';
 import { withNewSecret, withUniqueName } from '../../resources/creation';
@@ -111,6 +112,28 @@ async function assertUnreferenced(ctx: ApiContext, family: AnyFamily, team: stri
   }
 }
 
+const ForceQuery = Type.Object({
+  force: Type.Optional(Type.Boolean({ description: 'Delete what the resource still holds (a bucket\'s objects) with it, instead of answering 409.' })),
+});
+
+/**
+ * Refuses a delete that would destroy data the resource still holds (the family's
+ * deletionGuard), asking its driver; a driver that cannot be asked refuses it too (503),
+ * as nothing can say the data is not there.
+ */
+async function assertNothingHeld(ctx: ApiContext, family: AnyFamily, resource: Resource): Promise<void> {
+  const guard = family.deletionGuard;
+  if (!guard) return;
+  const { meta, status } = resource;
+  let holds: boolean;
+  try {
+    holds = await ctx.drivers.holdsData(family.name, { id: meta.id, team: meta.team, external: (status as { external?: ExternalRecord }).external ?? null });
+  } catch (err) {
+    throw providerUnavailable(family.title, (err as Error).message);
+  }
+  if (holds) throw conflict(guard.code, guard.message);
+}
+
 /** What a deletion leads to, shown should the reconciler not have written it yet (awaiting.ts). */
 function projectedDeletion(resource: Resource, immediate: boolean): Resource {
   const status = immediate ? { status: 'deleted', deleted_at: nowIso() } : { status: 'deleting' };
@@ -186,14 +209,22 @@ export function registerFamilyRoutes(app: FastifyInstance, ctx: ApiContext, fami
 
   app.delete(`${base}/:id`, {
     config,
-    schema: { tags, summary: `Delete a ${family.title}`, params: IdParams, response: { 200: envelopeOf(RecordSchema), 202: envelopeOf(RecordSchema), ...errorResponses } },
+    schema: {
+      tags,
+      summary: `Delete a ${family.title}`,
+      params: IdParams,
+      ...(family.deletionGuard ? { querystring: ForceQuery } : {}),
+      response: { 200: envelopeOf(RecordSchema), 202: envelopeOf(RecordSchema), ...errorResponses },
+    },
     handler: async (request, reply) => {
       const { id } = request.params as { id: string };
+      const { force } = request.query as { force?: boolean };
       const { team, key } = principalOf(request);
       const resource = await findResource(ctx, family, team, id);
       if (resource.status.status === 'deleted') return send(ctx, request, reply, 200, family.toRecord(resource));
       if (family.busyStates?.includes(resource.status.status)) throw resourceBusy(`The ${family.title} is ${resource.status.status}; try again when it is done.`);
       await assertUnreferenced(ctx, family, team, id);
+      if (!force) await assertNothingHeld(ctx, family, resource);
       // The reconciler moves it to deleted (or deleting) and names the caller in the event.
       const immediate = family.deletion === 'immediate';
       const leaving = ['deleted', 'deleting', 'destroyed'];

@@ -1,0 +1,15 @@
+/** How buckets bind to the managed reconciler: the spec is what the driver is asked for; the endpoint and backend name are what it gives out. */
+import type { BucketDriver, BucketOutputs } from '../drivers/storage';
+import type { BucketSpec } from '../resources/storage';
+import { bucketFamily } from '../resources/storage';
+import type { FamilyBinding } from './managed';
+
+export function bucketBinding(driver: BucketDriver): FamilyBinding<BucketSpec, BucketOutputs, null> {
+  return {
+    family: bucketFamily,
+    readyState: 'available',
+    driver,
+    desired: async (resource) => resource.spec as BucketSpec,
+    outputs: ({ endpoint, s3_bucket }) => ({ endpoint, s3_bucket }),
+  };
+}
