@@ -49,6 +49,8 @@ export const bucketFamily: FamilyDefinition<BucketSpec, BucketStatus> = {
   description: 'An S3-compatible object storage bucket.',
   schemas: {
     create: strictObject({ name: BucketName, region: Region(), public: Type.Optional(Public) }),
+    // Only `public` changes: the name is the bucket's name on the endpoint, which S3 cannot rename.
+    update: strictObject({ public: Type.Optional(Public) }),
     spec: strictObject({ name: BucketName, region: Region(), public: Public }),
     status: strictObject({
       ...baseStatusProperties(STATES),
@@ -71,6 +73,7 @@ export const bucketFamily: FamilyDefinition<BucketSpec, BucketStatus> = {
     assertRegionAvailable(config, body.region);
     return { name: body.name, region: body.region, public: body.public ?? false };
   },
+  applyUpdate: (spec, patch) => ({ ...spec, ...patch }),
   initialStatus: () => ({ endpoint: null, s3_bucket: null }),
   nameOf: (spec) => spec.name,
   toRecord: ({ meta, spec, status }) => ({

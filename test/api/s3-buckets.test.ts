@@ -77,7 +77,17 @@ describe('buckets on a real S3 endpoint (driver s3)', () => {
     expect((await fetch(`${s3.endpoint}/${open.s3_bucket}`)).status).toBe(403);
   });
 
-  it('takes anonymous access away when public turns false (a spec edit, as kubectl makes)', async () => {
+  it('opens a private bucket by PATCH public: true, and closes it again by PATCH public: false', async () => {
+    const bucket = await availableBucket('turning', false);
+    await client.send(new PutObjectCommand({ Bucket: bucket.s3_bucket, Key: 'a.txt', Body: 'a' }));
+    expect((await anonymousGet(bucket.s3_bucket, 'a.txt')).status).toBe(403);
+    expect((await t.api('PATCH', `/api/v1/object-storage/${bucket.id}`, { public: true })).status).toBe(200);
+    await eventually(async () => (await anonymousGet(bucket.s3_bucket, 'a.txt')).status === 200, 30_000);
+    expect((await t.api('PATCH', `/api/v1/object-storage/${bucket.id}`, { public: false })).status).toBe(200);
+    await eventually(async () => (await anonymousGet(bucket.s3_bucket, 'a.txt')).status === 403, 30_000);
+  });
+
+  it('takes anonymous access away when public turns false by a spec edit, as kubectl makes', async () => {
     const bucket = await availableBucket('turning-private', true);
     await client.send(new PutObjectCommand({ Bucket: bucket.s3_bucket, Key: 'a.txt', Body: 'a' }));
     expect((await anonymousGet(bucket.s3_bucket, 'a.txt')).status).toBe(200);

@@ -48,12 +48,18 @@ describe('object storage and file storage', () => {
     expect(res.body.error.details[0].field).toBe('name');
   });
 
-  it('has no PATCH for buckets: 405 with the methods the path takes', async () => {
-    const bucket = (await t.api('POST', '/api/v1/object-storage', { name: 'nopatch', region: 'fra1' })).body.data;
-    const res = await t.api('PATCH', `/api/v1/object-storage/${bucket.id}`, { public: true });
-    expect(res.status).toBe(405);
-    expect(res.body.error.code).toBe('method_not_allowed');
-    expect(res.headers.get('allow')).toBe('DELETE, GET, HEAD');
+  it('makes a bucket public and private again by PATCH, and refuses to rename it', async () => {
+    const bucket = (await t.api('POST', '/api/v1/object-storage', { name: 'flip', region: 'fra1' })).body.data;
+    await waitForStatus(t, `/api/v1/object-storage/${bucket.id}`, 'available');
+    const opened = await t.api('PATCH', `/api/v1/object-storage/${bucket.id}`, { public: true });
+    expect(opened.status).toBe(200);
+    expect(opened.body.data).toMatchObject({ id: bucket.id, name: 'flip', public: true });
+    const closed = await t.api('PATCH', `/api/v1/object-storage/${bucket.id}`, { public: false });
+    expect(closed.body.data.public).toBe(false);
+    const renamed = await t.api('PATCH', `/api/v1/object-storage/${bucket.id}`, { name: 'other' });
+    expect(renamed.status).toBe(422);
+    expect(renamed.body.error.code).toBe('validation_failed');
+    expect(renamed.body.error.details[0].field).toBe('name');
   });
 
   it('creates a file share with the default size and a mount target', async () => {
