@@ -7,6 +7,7 @@
  * the watch: they are written at most once an interval (a tunnel going up or down at
  * once), or the gateway would rewrite itself without pause and starve other writers.
  */
+import type { Store } from '../store/types';
 import type { FamilyBinding } from './managed';
 import { vpnGatewayFamily, VpnGateway } from '../resources/vpn-gateway';
 import type { TunnelStats, VpnGatewayDesired, VpnGatewayDriver, VpnGatewayOutputs } from '../drivers/vpn-gateway';
@@ -14,12 +15,18 @@ import { nowIso } from '../lib/time';
 
 const TUNNEL_OBSERVE_INTERVAL_MS = 30_000;
 
-export function vpnGatewayBinding(driver: VpnGatewayDriver): FamilyBinding<VpnGatewayDesired, VpnGatewayOutputs, TunnelStats> {
+/** The spec with the pre-shared key read from its store secret: the tunnel needs the key itself, the spec keeps only its version. */
+export async function vpnGatewayDesired(store: Store, { meta, spec }: VpnGateway): Promise<VpnGatewayDesired> {
+  const secret = await store.getSecret(meta.team, vpnGatewayFamily.secret!.secretName(meta.id));
+  return { ...spec, remote_public_key: spec.remote_public_key ?? null, pre_shared_key: secret?.value ?? null };
+}
+
+export function vpnGatewayBinding(driver: VpnGatewayDriver, store: Store): FamilyBinding<VpnGatewayDesired, VpnGatewayOutputs, TunnelStats> {
   return {
     family: vpnGatewayFamily,
     readyState: 'active',
     driver,
-    desired: async (gateway) => gateway.spec as VpnGatewayDesired,
+    desired: (resource) => vpnGatewayDesired(store, resource as unknown as VpnGateway),
     outputs: ({ local_ip, public_key }) => ({ local_ip, public_key }),
     onReady: () => ({ active_since: nowIso(), tunnel_status: 'up' }),
     steady: (stats, resource) => {
