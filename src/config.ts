@@ -38,6 +38,8 @@ export interface Config {
   rateLimitPerMinute: number;
   deletedRetentionMs: number;
   backendDrainMs: number;
+  /** How often at most a VPN gateway's tunnel counters are written to its record (a tunnel going up or down is written at once). */
+  tunnelCounterIntervalMs: number;
   resyncMs: number;
   workersPerController: number;
   regions: string[];
@@ -141,6 +143,18 @@ export interface KubernetesConfig {
   serverStartTimeoutMs: number;
   /** The HAProxy load balancer driver's Deployments. */
   haproxy: HaproxySettings;
+  /** The VPN gateway driver's agents. */
+  vpnAgent: VpnAgentSettings;
+}
+
+/** What the Kubernetes VPN gateway driver runs for each gateway. */
+export interface VpnAgentSettings {
+  /** Cloudplane's own image, whose `vpn-agent` subcommand runs the tunnel. */
+  image: string;
+  /** Each read of an agent's /status. */
+  statusTimeoutMs: number;
+  /** A rollout that makes no progress for this long counts as failed. */
+  progressDeadlineSeconds: number;
 }
 
 /** What the HAProxy load balancer driver runs for each load balancer. */
@@ -328,6 +342,7 @@ export function loadConfig(env: Env = process.env): Config {
     rateLimitPerMinute: int(env, 'CLOUDPLANE_RATE_LIMIT_PER_MINUTE', 1000, 1),
     deletedRetentionMs: int(env, 'CLOUDPLANE_DELETED_RETENTION_SECONDS', 7 * 24 * 3600, 0) * 1000,
     backendDrainMs: int(env, 'CLOUDPLANE_BACKEND_DRAIN_SECONDS', 30, 0) * 1000,
+    tunnelCounterIntervalMs: int(env, 'CLOUDPLANE_VPN_COUNTER_INTERVAL_SECONDS', 30, 1, 86_400) * 1000,
     resyncMs: int(env, 'CLOUDPLANE_RESYNC_SECONDS', 30, 1) * 1000,
     workersPerController: int(env, 'CLOUDPLANE_WORKERS', 4, 1, 64),
     regions: list(env, 'CLOUDPLANE_REGIONS', DEFAULT_REGIONS),
@@ -388,6 +403,11 @@ export function loadConfig(env: Env = process.env): Config {
             statsPort: int(env, 'CLOUDPLANE_HAPROXY_STATS_PORT', 8404, 1, 65535),
             statsTimeoutMs: int(env, 'CLOUDPLANE_HAPROXY_STATS_TIMEOUT_MS', 2000, 1, 60_000),
             progressDeadlineSeconds: int(env, 'CLOUDPLANE_HAPROXY_PROGRESS_DEADLINE_SECONDS', 600, 1),
+          },
+          vpnAgent: {
+            image: env.CLOUDPLANE_VPN_AGENT_IMAGE || 'ghcr.io/cloudplane/cloudplane:latest',
+            statusTimeoutMs: int(env, 'CLOUDPLANE_VPN_AGENT_STATUS_TIMEOUT_MS', 2000, 1, 60_000),
+            progressDeadlineSeconds: int(env, 'CLOUDPLANE_VPN_AGENT_PROGRESS_DEADLINE_SECONDS', 600, 1),
           },
         }
       : undefined,

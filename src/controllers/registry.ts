@@ -24,7 +24,7 @@ export function buildReconcilers(deps: ReconcilerDeps): Reconciler[] {
   const { drivers } = deps.drivers;
   const bindings: AnyBinding[] = [
     loadBalancerBinding(drivers.load_balancer, deps.store, deps.config.backendDrainMs),
-    vpnGatewayBinding(drivers.vpn_gateway, deps.store),
+    vpnGatewayBinding(drivers.vpn_gateway, deps.store, deps.config.tunnelCounterIntervalMs),
     serverBinding(drivers.server),
     { family: bucketFamily, readyState: 'available', driver: drivers.bucket, desired: async (r) => r.spec, outputs: ({ endpoint }) => ({ endpoint }) },
     { family: fileShareFamily, readyState: 'available', driver: drivers.file_share, desired: async (r) => r.spec, outputs: ({ mount_target }) => ({ mount_target }) },

@@ -20,6 +20,7 @@ import { SimulatedJobExecutor } from './simulated/jobs';
 import { KubernetesJobExecutor } from './kubernetes/jobs';
 import { PodServerDriver } from './kubernetes/server-pods';
 import { HaproxyLoadBalancerDriver } from './kubernetes/load-balancer-haproxy';
+import { VpnGatewayTunnelDriver } from './kubernetes/vpn-gateway-tunnel';
 
 /** The driver of every reconciled family, by family name. */
 export interface Drivers {
@@ -78,7 +79,19 @@ const CATALOG: Catalog = {
       });
     },
   },
-  vpn_gateway: { simulated: (ctx) => new SimulatedVpnGatewayDriver(ctx.simulation) },
+  vpn_gateway: {
+    simulated: (ctx) => new SimulatedVpnGatewayDriver(ctx.simulation),
+    kubernetes: (ctx) => {
+      const { statusTimeoutMs, ...agent } = ctx.cluster.vpnAgent;
+      return new VpnGatewayTunnelDriver({
+        kubeConfig: ctx.kube.kubeConfig,
+        systemNamespace: ctx.kube.systemNamespace,
+        logger: ctx.logger.child({ component: 'vpn-gateway-driver' }),
+        agent,
+        statusTimeoutMs,
+      });
+    },
+  },
   bucket: { simulated: (ctx) => simulatedBucketDriver(ctx.simulation) },
   file_share: { simulated: (ctx) => simulatedFileShareDriver(ctx.simulation) },
   job: {
