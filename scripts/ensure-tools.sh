@@ -53,3 +53,4 @@ done
 "$(dirname "$0")/build-kwok.sh" >/dev/null
 "$(dirname "$0")/build-kubectl.sh" >/dev/null  # kubectl of the same release, for the kubectl tests
 "$(dirname "$0")/ensure-receivers.sh" >/dev/null  # the receivers of docs/webhook-receivers.md, for test/integration/receivers.test.ts
+"$(dirname "$0")/ensure-vpn-tools.sh" >/dev/null  # wg, wireguard-go and strongSwan, for test/integration/vpn-tunnels.test.ts

@@ -422,3 +422,17 @@ export function loadConfig(env: Env = process.env): Config {
       : undefined,
   };
 }
+
+/** What the VPN agent (`cloudplane vpn-agent`) reads from the environment; its flags say the rest. */
+export interface VpnAgentSettings {
+  logLevel: string;
+  /** The userspace WireGuard used when the kernel has no WireGuard module. */
+  wireguardGo: string;
+}
+
+export function loadVpnAgentSettings(env: Env = process.env): VpnAgentSettings {
+  return {
+    logLevel: env.CLOUDPLANE_LOG_LEVEL || 'info',
+    wireguardGo: env.CLOUDPLANE_WIREGUARD_GO || 'wireguard-go',
+  };
+}
