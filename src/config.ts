@@ -144,11 +144,11 @@ export interface KubernetesConfig {
   /** The HAProxy load balancer driver's Deployments. */
   haproxy: HaproxySettings;
   /** The VPN gateway driver's agents. */
-  vpnAgent: VpnAgentSettings;
+  vpnGateways: VpnGatewayDriverSettings;
 }
 
 /** What the Kubernetes VPN gateway driver runs for each gateway. */
-export interface VpnAgentSettings {
+export interface VpnGatewayDriverSettings {
   /** Cloudplane's own image, whose `vpn-agent` subcommand runs the tunnel. */
   image: string;
   /** Each read of an agent's /status. */
@@ -404,7 +404,7 @@ export function loadConfig(env: Env = process.env): Config {
             statsTimeoutMs: int(env, 'CLOUDPLANE_HAPROXY_STATS_TIMEOUT_MS', 2000, 1, 60_000),
             progressDeadlineSeconds: int(env, 'CLOUDPLANE_HAPROXY_PROGRESS_DEADLINE_SECONDS', 600, 1),
           },
-          vpnAgent: {
+          vpnGateways: {
             image: env.CLOUDPLANE_VPN_AGENT_IMAGE || 'ghcr.io/cloudplane/cloudplane:latest',
             statusTimeoutMs: int(env, 'CLOUDPLANE_VPN_AGENT_STATUS_TIMEOUT_MS', 2000, 1, 60_000),
             progressDeadlineSeconds: int(env, 'CLOUDPLANE_VPN_AGENT_PROGRESS_DEADLINE_SECONDS', 600, 1),

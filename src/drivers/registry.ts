@@ -82,7 +82,7 @@ const CATALOG: Catalog = {
   vpn_gateway: {
     simulated: (ctx) => new SimulatedVpnGatewayDriver(ctx.simulation),
     kubernetes: (ctx) => {
-      const { statusTimeoutMs, ...agent } = ctx.cluster.vpnAgent;
+      const { statusTimeoutMs, ...agent } = ctx.cluster.vpnGateways;
       return new VpnGatewayTunnelDriver({
         kubeConfig: ctx.kube.kubeConfig,
         systemNamespace: ctx.kube.systemNamespace,

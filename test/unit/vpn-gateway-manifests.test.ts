@@ -14,6 +14,7 @@ import {
   vpnGatewayObjects,
   wireguardPublicKey,
 } from '../../src/drivers/kubernetes/vpn-gateway-manifests';
+import { parseAgentConfig } from '../../src/vpn-agent/config';
 import { findIn } from '../helpers/secret-scan';
 
 const PSK = 'psk-that-must-stay-in-the-secret';
@@ -111,5 +112,15 @@ describe('VPN gateway manifests', () => {
     const without = agentConfig(gateway({ tunnel_type: 'wireguard', pre_shared_key: null }).desired, '198.51.100.8', privateKey);
     expect(without.wireguard?.remote_public_key).toBeNull();
     expect(without.version).not.toBe(objects.config!.version);
+  });
+
+  it("writes configurations the agent accepts (src/vpn-agent/config.ts is the contract)", () => {
+    const ipsec = vpnGatewayObjects(gateway(), placement, DEFAULT_VPN_AGENT_SETTINGS, '198.51.100.7', null);
+    const wireguard = vpnGatewayObjects(gateway({ tunnel_type: 'wireguard', pre_shared_key: null, remote_public_key: peerKey() }), placement, DEFAULT_VPN_AGENT_SETTINGS, '198.51.100.8', generateWireguardKey());
+    const bare = vpnGatewayObjects(gateway({ tunnel_type: 'wireguard', pre_shared_key: null }), placement, DEFAULT_VPN_AGENT_SETTINGS, '198.51.100.9', generateWireguardKey());
+    for (const { secret } of [ipsec, wireguard, bare]) {
+      const reading = parseAgentConfig(Buffer.from(secret.data![CONFIG_KEY], 'base64').toString('utf8'));
+      expect(reading).toMatchObject({ ok: true });
+    }
   });
 });

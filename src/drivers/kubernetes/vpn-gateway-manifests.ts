@@ -21,20 +21,9 @@ import type { V1Deployment, V1ResourceRequirements, V1Secret, V1Service, V1Servi
 import { canonicalJson } from '../../lib/canonical-json';
 import { ID_LABEL } from '../../store/kubernetes/names';
 import type { VpnGatewayDesired } from '../vpn-gateway';
+import type { VpnAgentConfig } from '../../vpn-agent/config';
 import type { Managed } from '../types';
 import { managedLabels, ownerReferencesOf, Placement } from './objects';
-
-/** The agent's configuration file, as src/vpn-agent/config.ts reads it. */
-export interface VpnAgentConfig {
-  version: string;
-  tunnel_type: 'wireguard' | 'ipsec';
-  local_ip: string;
-  local_network_cidr: string;
-  remote_network_cidr: string;
-  remote_peer_ip: string;
-  wireguard?: { private_key: string; listen_port: number; remote_public_key: string | null };
-  ipsec?: { pre_shared_key: string };
-}
 
 export const CONTAINER_NAME = 'vpn-agent';
 export const CONFIG_KEY = 'config.json';
