@@ -1,14 +1,16 @@
 #!/usr/bin/env bash
 # Installs what the VPN agent and its tunnel tests run (test/integration/vpn-tunnels.test.ts):
-#   - Debian's wireguard-tools (`wg`) and strongSwan (charon, swanctl, and the extra plugins
+#   - Debian's wireguard-tools (`wg`) and strongSwan (charon, swanctl, the standard plugins
+#     (openssl, gcm: installed only as a recommendation otherwise) and the extra plugins
 #     that carry kernel-libipsec: userspace ESP for kernels without XFRM/ESP);
 #   - wireguard-go, the userspace WireGuard for kernels without the module, built from a
 #     pinned pseudo-version on the Go module proxy (the module publishes no tagged release
-#     there) into ~/.cache/cloudplane/bin, outside the repo.
+#     there) into ~/.cache/cloudplane/bin, outside the repo;
+#   - ping (iputils-ping), which the tests send through the tunnels.
 set -euo pipefail
 CACHE_BIN="${CLOUDPLANE_TOOLS_BIN:-$HOME/.cache/cloudplane/bin}"
 WIREGUARD_GO_VERSION="v0.0.0-20260522210424-ecfc5a8d5446"
-PACKAGES=(wireguard-tools strongswan-swanctl strongswan-charon libcharon-extra-plugins libstrongswan-extra-plugins)
+PACKAGES=(wireguard-tools strongswan-swanctl strongswan-charon libstrongswan-standard-plugins libcharon-extra-plugins libstrongswan-extra-plugins iputils-ping)
 
 missing=()
 for package in "${PACKAGES[@]}"; do

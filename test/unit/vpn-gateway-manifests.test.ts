@@ -86,7 +86,7 @@ describe('VPN gateway manifests', () => {
     expect(container).toMatchObject({
       image: 'registry.example/cloudplane:1.2.3',
       command: ['node', 'dist/src/main.js', 'vpn-agent'],
-      securityContext: { capabilities: { add: ['NET_ADMIN'] } },
+      securityContext: { runAsUser: 0, capabilities: { add: ['NET_ADMIN'] } },
       readinessProbe: { httpGet: { path: '/healthz', port: 'status' } },
     });
     expect(container.ports).toEqual(expect.arrayContaining([{ name: 'status', containerPort: 9180, protocol: 'TCP' }, { name: 'ike', containerPort: 500, protocol: 'UDP' }]));

@@ -5,7 +5,7 @@
  *   VpnAgentConfig of src/vpn-agent/config.ts) and, for WireGuard, the gateway's private
  *   key, generated once by the driver and kept only here;
  * - a Deployment `<name>` of one Pod running Cloudplane's own image as `vpn-agent`, with
- *   NET_ADMIN and /dev/net/tun for the tunnel device, IPv4 forwarding on (the remote
+ *   root, NET_ADMIN and /dev/net/tun for the tunnel device, IPv4 forwarding on (the remote
  *   network reaches the cluster through it), the Secret mounted read-only, and readiness
  *   on the agent's /healthz;
  * - a Service `<name>` of type LoadBalancer for the tunnel's UDP ports, keeping the peer's
@@ -181,7 +181,8 @@ export function vpnGatewayObjects(
                 readinessProbe: { ...health, periodSeconds: 5, failureThreshold: 2 },
                 livenessProbe: { ...health, periodSeconds: 10, failureThreshold: 3 },
                 resources: settings.resources,
-                securityContext: { capabilities: { add: ['NET_ADMIN'] } },
+                // Root in the container (the image's user is 1000): the tools make interfaces and routes, charon writes /var/run.
+                securityContext: { runAsUser: 0, runAsGroup: 0, runAsNonRoot: false, capabilities: { add: ['NET_ADMIN'] } },
                 volumeMounts: [
                   { name: 'config', mountPath: CONFIG_DIR, readOnly: true },
                   { name: 'tun', mountPath: TUN_DEVICE },
