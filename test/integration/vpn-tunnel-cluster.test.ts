@@ -11,8 +11,9 @@
  *   underlay address in that namespace, joined by a veth to the customer's namespace, which
  *   has the gateway's remote_peer_ip.
  * The customer's side is configured as a customer would from what the API gives
- * (test/helpers/vpn-peer.ts): WireGuard from `public_key` and `local_ip`, IPsec from the
- * pre-shared key and `local_ip`. Then: the tunnel comes up, a ping crosses it, GET
+ * (test/helpers/vpn-peer.ts): WireGuard from `public_key` and `local_ip` (their own key
+ * given by PATCH after the gateway is active, with its tunnel down until then), IPsec from
+ * the pre-shared key and `local_ip`. Then: the tunnel comes up, a ping crosses it, GET
  * .../status shows bytes and a handshake, the record's counters move (written at most
  * every CLOUDPLANE_VPN_COUNTER_INTERVAL_SECONDS, 2 s here), and the tunnel turns down when
  * the peer stops.
@@ -188,12 +189,15 @@ describe('cluster mode: a VPN gateway carries traffic between its agent and a cu
     });
   }
 
+  /** The agent's own /status, asked at the Pod IP as the operator asks it. */
+  const agentStatusOf = async (pod: PlayedPod) => (await (await fetch(`http://${pod.podIp}:9180/status`)).json()) as { applied_version: string | null; tunnel_status: string };
   const agentLogOf = (pod: PlayedPod) => fs.readFileSync(path.join(pod.dir, 'agent.log'), 'utf8');
   const ping = (pod: PlayedPod) => pod.customer.attempt('ping', ['-c', '2', '-W', '2', '-I', CUSTOMER_SIDE_HOST, GATEWAY_SIDE_HOST]);
 
   it('WireGuard: the peer configured from public_key and local_ip exchanges traffic, and the API shows the counters move', async () => {
     const customerKeys = wireguardKeyPair();
-    const created = await t.api('POST', '/api/v1/vpn-gateways', { ...GATEWAY, name: 'wg-e2e', tunnel_type: 'wireguard', remote_public_key: customerKeys.publicKey });
+    // Made without the peer's key: active, with its address and key for the customer, and the tunnel down.
+    const created = await t.api('POST', '/api/v1/vpn-gateways', { ...GATEWAY, name: 'wg-e2e', tunnel_type: 'wireguard' });
     expect(created.status).toBe(201);
     const { id } = created.body.data;
     const pod = await playPod(id, 'wg');
@@ -203,7 +207,18 @@ describe('cluster mode: a VPN gateway carries traffic between its agent and a cu
       });
       expect(active.local_ip).toBe(addon.assigned().get(`${namespace}/${objectName(id)}`));
       expect(active.public_key).toMatch(/^[A-Za-z0-9+/]{43}=$/);
-      expect(active.remote_public_key).toBe(customerKeys.publicKey);
+      expect(active).toMatchObject({ remote_public_key: null, tunnel_status: 'down' });
+
+      // The customer gives their key by PATCH: a new configuration, which the agent applies.
+      const before = JSON.parse(configText(await secretOf(id))!);
+      const patched = await t.api('PATCH', `/api/v1/vpn-gateways/${id}`, { remote_public_key: customerKeys.publicKey });
+      expect(patched.status).toBe(200);
+      const after = await eventually(async () => {
+        const config = JSON.parse(configText(await secretOf(id))!);
+        return config.version !== before.version ? config : null;
+      }, 30_000, 200);
+      expect(after.wireguard).toEqual({ ...before.wireguard, remote_public_key: customerKeys.publicKey });
+      await eventually(async () => (await agentStatusOf(pod)).applied_version === after.version, 30_000, 200);
 
       const peer = await startWireguardPeer({
         netns: pod.customer,
@@ -300,7 +315,7 @@ describe('cluster mode: a VPN gateway carries traffic between its agent and a cu
         expect(secondSas.length).toBeGreaterThan(0);
         expect(secondSas.filter((spi) => firstSas.includes(spi))).toEqual([]);
         // The agent (asked at the Pod IP, as the operator asks it) runs the new configuration's version, and the API sees the tunnel up.
-        const agentStatus = await (await fetch(`http://${pod.podIp}:9180/status`)).json();
+        const agentStatus = await agentStatusOf(pod);
         expect(agentStatus).toMatchObject({ applied_version: after.version, tunnel_status: 'up' });
         await eventually(async () => {
           const status = (await t.api('GET', `/api/v1/vpn-gateways/${id}/status`)).body.data;
