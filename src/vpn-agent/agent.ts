@@ -34,6 +34,7 @@ export async function startVpnAgent(options: VpnAgentOptions): Promise<VpnAgent>
   let tunnel: { type: VpnAgentConfig['tunnel_type']; tunnel: Tunnel } | null = null;
   let appliedHash: string | null = null;
   let appliedVersion: string | null = null;
+  let lastGood: VpnAgentConfig | null = null;
   let error: string | null = null;
   let loggedError: string | null = null;
   let stopping = false;
@@ -64,23 +65,36 @@ export async function startVpnAgent(options: VpnAgentOptions): Promise<VpnAgent>
     }
   };
 
-  const reconcile = async () => {
-    const reading = readConfig();
-    const repair = tunnel !== null && !tunnel.tunnel.healthy();
-    if (reading.hash === appliedHash && !repair) return;
-    if (!reading.ok) return setError(reading.error);
-    const { config } = reading;
+  /** Brings the tunnel to `config`; false (with `error` set) when it could not. */
+  const apply = async (config: VpnAgentConfig): Promise<boolean> => {
     try {
       if (tunnel && tunnel.type !== config.tunnel_type) await stopTunnel();
       tunnel ??= { type: config.tunnel_type, tunnel: tunnelFor(config.tunnel_type) };
       await tunnel.tunnel.apply(config);
-      appliedHash = reading.hash;
-      appliedVersion = config.version;
-      setError(null);
-      logger.info({ version: config.version, tunnel_type: config.tunnel_type }, 'VPN agent: configuration applied');
+      return true;
     } catch (err) {
       setError((err as Error).message);
+      return false;
     }
+  };
+
+  const reconcile = async () => {
+    const reading = readConfig();
+    // A daemon that died (charon, wireguard-go) is started again with the configuration.
+    const repair = tunnel !== null && !tunnel.tunnel.healthy();
+    if (reading.hash === appliedHash && !repair) return;
+    if (!reading.ok) {
+      setError(reading.error);
+      // A file gone wrong does not leave a dead tunnel dead: the last good one comes back.
+      if (repair && lastGood) await apply(lastGood);
+      return;
+    }
+    if (!(await apply(reading.config))) return;
+    lastGood = reading.config;
+    appliedHash = reading.hash;
+    appliedVersion = reading.config.version;
+    setError(null);
+    logger.info({ version: reading.config.version, tunnel_type: reading.config.tunnel_type }, 'VPN agent: configuration applied');
   };
 
   const schedule = () => {

@@ -1,15 +1,21 @@
 /** The agent's HTTP face, polled by the Kubernetes VPN driver: GET /status and GET /healthz. */
 import http from 'node:http';
 import type { AddressInfo } from 'node:net';
+import { Static, Type } from '@sinclair/typebox';
 
-export interface AgentStatus {
-  applied_version: string | null;
-  tunnel_status: 'up' | 'down';
-  bytes_sent: number;
-  bytes_received: number;
-  last_handshake: string | null;
-  error: string | null;
-}
+/** The answer of GET /status: the schema a poller can check what it reads against. */
+export const AgentStatusSchema = Type.Object({
+  /** The config's `version` once applied; null before the first good configuration. */
+  applied_version: Type.Union([Type.String(), Type.Null()]),
+  tunnel_status: Type.Union([Type.Literal('up'), Type.Literal('down')]),
+  bytes_sent: Type.Integer({ minimum: 0 }),
+  bytes_received: Type.Integer({ minimum: 0 }),
+  /** ISO 8601. */
+  last_handshake: Type.Union([Type.String(), Type.Null()]),
+  /** Why the file is not applied or the tunnel cannot be read; never a key. */
+  error: Type.Union([Type.String(), Type.Null()]),
+});
+export type AgentStatus = Static<typeof AgentStatusSchema>;
 
 export interface StatusServer {
   url: string;

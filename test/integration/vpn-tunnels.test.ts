@@ -105,6 +105,23 @@ async function pingAcross(site: Site): Promise<boolean> {
   return result.ok;
 }
 
+/** The running children of a process with this command name (e.g. the agent's charon). */
+function childrenNamed(parent: number, name: string): number[] {
+  return fs
+    .readdirSync('/proc')
+    .filter((entry) => /^\d+$/.test(entry))
+    .filter((pid) => {
+      try {
+        // /proc/<pid>/stat: pid (comm) state ppid ...
+        const stat = /^\d+ \((.*)\) \S+ (\d+)/.exec(fs.readFileSync(`/proc/${pid}/stat`, 'utf8'));
+        return stat !== null && stat[1] === name && Number(stat[2]) === parent;
+      } catch {
+        return false; // gone meanwhile
+      }
+    })
+    .map(Number);
+}
+
 function baseConfig(a: Addresses): Omit<VpnAgentConfig, 'tunnel_type' | 'version'> {
   return { local_ip: a.localIp, local_network_cidr: a.localNetwork, remote_network_cidr: a.remoteNetwork, remote_peer_ip: a.remotePeerIp };
 }
@@ -273,6 +290,25 @@ describe('IPsec gateway: the agent with charon, a customer peer with charon (IKE
       expect(said).not.toContain(psk);
       expect(said).not.toContain(Buffer.from(psk).toString('hex'));
     }
+  }, 120_000);
+
+  it('starts charon again when it dies, with the last good configuration while the file is broken', async () => {
+    // The file goes wrong first: the tunnel keeps what it had.
+    fs.writeFileSync(configFile, JSON.stringify({ ...configWith('ipsec-3', secondPsk), remote_network_cidr: site.addresses.localNetwork }));
+    await statusWhen((s) => s.error?.includes('overlap') === true && s.applied_version === 'ipsec-2');
+    const [charon] = childrenNamed(agent!.child.pid!, 'charon');
+    expect(charon).toBeDefined();
+    process.kill(charon, 'SIGKILL');
+    await eventually(async () => {
+      const [again] = childrenNamed(agent!.child.pid!, 'charon');
+      return again !== undefined && again !== charon;
+    }, 30_000, 250);
+    await eventually(() => pingAcross(site), 60_000, 500);
+    await statusWhen((s) => s.tunnel_status === 'up' && s.applied_version === 'ipsec-2' && s.error !== null);
+    expect(agent!.log()).toContain('charon is gone; starting it again');
+    // Mended, the file is applied again (the same tunnel: no re-key needed).
+    writeAgentConfig(site, configWith('ipsec-4', secondPsk));
+    await statusWhen((s) => s.applied_version === 'ipsec-4' && s.error === null && s.tunnel_status === 'up');
   }, 120_000);
 
   it('turns tunnel_status down when the peer vanishes (dead peer detection), then stops cleanly on SIGTERM', async () => {
