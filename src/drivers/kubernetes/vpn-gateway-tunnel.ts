@@ -25,6 +25,8 @@ import { isIPv4 } from 'node:net';
 import { AppsV1Api, CoreV1Api } from '@kubernetes/client-node';
 import type { KubeConfig, V1Deployment, V1Pod, V1Secret, V1Service } from '@kubernetes/client-node';
 import type { Logger } from 'pino';
+import { Value } from '@sinclair/typebox/value';
+import { AgentStatus, AgentStatusSchema } from '../../vpn-agent/status-server';
 import type { TunnelStats, VpnGatewayDesired, VpnGatewayDriver, VpnGatewayOutputs } from '../vpn-gateway';
 import type { DriverHealth, Managed, Observation, Step } from '../types';
 import { AppliedObjects, holdsDesired, ObjectHeader } from './applied';
@@ -63,11 +65,6 @@ export interface VpnGatewayTunnelDriverOptions {
 const DEFAULT_STATUS_TIMEOUT_MS = 2_000;
 const DEFAULT_PROGRESS_POLL_MS = 2_000;
 const DEFAULT_TUNNEL_POLL_MS = 10_000;
-
-/** The agent's GET /status, as far as the driver reads it. */
-interface AgentStatus extends TunnelStats {
-  applied_version: string | null;
-}
 
 const TUNNEL_DOWN: TunnelStats = { tunnel_status: 'down', bytes_sent: 0, bytes_received: 0, last_handshake: null };
 
@@ -238,22 +235,11 @@ export class VpnGatewayTunnelDriver implements VpnGatewayDriver {
   }
 }
 
-/** The agent's answer, checked member by member (it comes over the network). */
+/** The agent's answer, checked against its schema (it comes over the network); the handshake time normalised. */
 function agentStatusOf(body: unknown): AgentStatus | null {
-  if (typeof body !== 'object' || body === null) return null;
-  const b = body as Record<string, unknown>;
-  const count = (v: unknown) => typeof v === 'number' && Number.isSafeInteger(v) && v >= 0;
-  const textOrNull = (v: unknown) => v === null || typeof v === 'string';
-  if (!(b.tunnel_status === 'up' || b.tunnel_status === 'down') || !count(b.bytes_sent) || !count(b.bytes_received)) return null;
-  if (!textOrNull(b.applied_version) || !textOrNull(b.last_handshake)) return null;
-  const handshake = typeof b.last_handshake === 'string' && !Number.isNaN(Date.parse(b.last_handshake)) ? new Date(b.last_handshake).toISOString() : null;
-  return {
-    applied_version: b.applied_version as string | null,
-    tunnel_status: b.tunnel_status,
-    bytes_sent: b.bytes_sent as number,
-    bytes_received: b.bytes_received as number,
-    last_handshake: handshake,
-  };
+  if (!Value.Check(AgentStatusSchema, body)) return null;
+  const handshake = body.last_handshake !== null && !Number.isNaN(Date.parse(body.last_handshake)) ? new Date(body.last_handshake).toISOString() : null;
+  return { ...body, last_handshake: handshake };
 }
 
 const tunnelOf = ({ tunnel_status, bytes_sent, bytes_received, last_handshake }: AgentStatus): TunnelStats => ({ tunnel_status, bytes_sent, bytes_received, last_handshake });
