@@ -1,5 +1,16 @@
 # Cloudplane operator image: built once in a full stage, shipped with only the compiled
-# code and production dependencies, run as a non-root user.
+# code and production dependencies, run as a non-root user. The same image runs the VPN
+# agent (`node dist/src/main.js vpn-agent`) in each gateway's own Deployment, which is why
+# it carries WireGuard and strongSwan (docs/architecture.md, "VPN agent").
+
+# wireguard-go, the userspace WireGuard for nodes whose kernel has no WireGuard module, at
+# the pseudo-version scripts/ensure-vpn-tools.sh pins for the tests (one place for it).
+FROM golang:1.24-bookworm AS wireguard-go
+COPY scripts/ensure-vpn-tools.sh /tmp/ensure-vpn-tools.sh
+RUN version="$(sed -n 's/^WIREGUARD_GO_VERSION="\(.*\)"$/\1/p' /tmp/ensure-vpn-tools.sh)" \
+ && test -n "$version" \
+ && CGO_ENABLED=0 GOBIN=/out go install -trimpath -ldflags="-s -w" "golang.zx2c4.com/wireguard@$version" \
+ && mv /out/wireguard /out/wireguard-go
 
 FROM node:20-bookworm-slim AS build
 WORKDIR /src
@@ -16,10 +27,20 @@ RUN make build \
 
 FROM node:20-bookworm-slim AS runtime
 ENV NODE_ENV=production
+# The VPN agent's tools: ip, wg, charon and swanctl with the plugins it loads (the standard
+# ones for openssl and gcm, the extra ones for curve25519 and kernel-libipsec, the userspace
+# ESP for kernels without it); nothing starts them but the agent.
+RUN apt-get update \
+ && apt-get install -y --no-install-recommends iproute2 wireguard-tools strongswan-charon strongswan-swanctl \
+      libstrongswan-standard-plugins libstrongswan-extra-plugins libcharon-extra-plugins \
+ && rm -rf /var/lib/apt/lists/*
+COPY --from=wireguard-go /out/wireguard-go /usr/local/bin/wireguard-go
 WORKDIR /app
 COPY --from=build /src/node_modules ./node_modules
 COPY --from=build /src/dist/src ./dist/src
-# Numeric uid (the image's `node` user) so Kubernetes can verify runAsNonRoot.
+# Numeric uid (the image's `node` user) so Kubernetes can verify runAsNonRoot. The VPN
+# agent's Deployment overrides it with runAsUser 0 and NET_ADMIN: it makes interfaces and
+# routes, and charon writes /var/run/charon.pid.
 USER 1000:1000
 EXPOSE 8080
 CMD ["node", "dist/src/main.js"]

@@ -54,3 +54,4 @@ done
 "$(dirname "$0")/build-kubectl.sh" >/dev/null  # kubectl of the same release, for the kubectl tests
 "$(dirname "$0")/ensure-receivers.sh" >/dev/null  # the receivers of docs/webhook-receivers.md, for test/integration/receivers.test.ts
 "$(dirname "$0")/build-s3-server.sh" >/dev/null  # versitygw, the real S3 server of the s3 bucket driver's tests (test/helpers/s3-server.ts)
+"$(dirname "$0")/ensure-vpn-tools.sh" >/dev/null  # wg, wireguard-go and strongSwan, for test/integration/vpn-tunnels.test.ts

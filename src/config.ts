@@ -38,6 +38,8 @@ export interface Config {
   rateLimitPerMinute: number;
   deletedRetentionMs: number;
   backendDrainMs: number;
+  /** How often at most a VPN gateway's tunnel counters are written to its record (a tunnel going up or down is written at once). */
+  tunnelCounterIntervalMs: number;
   resyncMs: number;
   workersPerController: number;
   regions: string[];
@@ -158,6 +160,18 @@ export interface KubernetesConfig {
   haproxy: HaproxySettings;
   /** The StorageClass of file shares' PersistentVolumeClaims; undefined: the cluster's default class. */
   fileShareStorageClass?: string;
+  /** The VPN gateway driver's agents. */
+  vpnGateways: VpnGatewayDriverSettings;
+}
+
+/** What the Kubernetes VPN gateway driver runs for each gateway. */
+export interface VpnGatewayDriverSettings {
+  /** Cloudplane's own image, whose `vpn-agent` subcommand runs the tunnel. */
+  image: string;
+  /** Each read of an agent's /status. */
+  statusTimeoutMs: number;
+  /** A rollout that makes no progress for this long counts as failed. */
+  progressDeadlineSeconds: number;
 }
 
 /** What the HAProxy load balancer driver runs for each load balancer. */
@@ -388,6 +402,7 @@ export function loadConfig(env: Env = process.env): Config {
     rateLimitPerMinute: int(env, 'CLOUDPLANE_RATE_LIMIT_PER_MINUTE', 1000, 1),
     deletedRetentionMs: int(env, 'CLOUDPLANE_DELETED_RETENTION_SECONDS', 7 * 24 * 3600, 0) * 1000,
     backendDrainMs: int(env, 'CLOUDPLANE_BACKEND_DRAIN_SECONDS', 30, 0) * 1000,
+    tunnelCounterIntervalMs: int(env, 'CLOUDPLANE_VPN_COUNTER_INTERVAL_SECONDS', 30, 1, 86_400) * 1000,
     resyncMs: int(env, 'CLOUDPLANE_RESYNC_SECONDS', 30, 1) * 1000,
     workersPerController: int(env, 'CLOUDPLANE_WORKERS', 4, 1, 64),
     regions: list(env, 'CLOUDPLANE_REGIONS', DEFAULT_REGIONS),
@@ -451,6 +466,11 @@ export function loadConfig(env: Env = process.env): Config {
             progressDeadlineSeconds: int(env, 'CLOUDPLANE_HAPROXY_PROGRESS_DEADLINE_SECONDS', 600, 1),
           },
           fileShareStorageClass: objectNameSetting(env, 'CLOUDPLANE_FILE_SHARE_STORAGE_CLASS'),
+          vpnGateways: {
+            image: env.CLOUDPLANE_VPN_AGENT_IMAGE || 'ghcr.io/cloudplane/cloudplane:latest',
+            statusTimeoutMs: int(env, 'CLOUDPLANE_VPN_AGENT_STATUS_TIMEOUT_MS', 2000, 1, 60_000),
+            progressDeadlineSeconds: int(env, 'CLOUDPLANE_VPN_AGENT_PROGRESS_DEADLINE_SECONDS', 600, 1),
+          },
         }
       : undefined,
     nats: natsServers.length
@@ -462,5 +482,19 @@ export function loadConfig(env: Env = process.env): Config {
           maxAgeMs: eventRetentionMs,
         }
       : undefined,
+  };
+}
+
+/** What the VPN agent (`cloudplane vpn-agent`) reads from the environment; its flags say the rest. */
+export interface VpnAgentSettings {
+  logLevel: string;
+  /** The userspace WireGuard used when the kernel has no WireGuard module. */
+  wireguardGo: string;
+}
+
+export function loadVpnAgentSettings(env: Env = process.env): VpnAgentSettings {
+  return {
+    logLevel: env.CLOUDPLANE_LOG_LEVEL || 'info',
+    wireguardGo: env.CLOUDPLANE_WIREGUARD_GO || 'wireguard-go',
   };
 }

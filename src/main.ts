@@ -3,11 +3,13 @@
  * The command line:
  *   cloudplane [serve]                 run the service (embedded store and simulated provider by default)
  *   cloudplane team create NAME EMAIL  add a team with its owner, print the owner's first API key
+ *   cloudplane vpn-agent [flags]       run a VPN gateway's tunnel and serve its status (src/cli/vpn-agent.ts)
  */
 import { loadConfig } from './config';
 import { createLogger } from './logger';
 import { startService } from './service';
 import { createTeamOffline } from './cli/team';
+import { runVpnAgent, VPN_AGENT_USAGE } from './cli/vpn-agent';
 import { installLastResort } from './lib/last-resort';
 
 async function serve(): Promise<void> {
@@ -45,12 +47,13 @@ async function serve(): Promise<void> {
 async function main(argv: string[]): Promise<void> {
   const [command = 'serve', ...rest] = argv;
   if (command === 'serve') return serve();
+  if (command === 'vpn-agent') return runVpnAgent(rest);
   if (command === 'team' && rest[0] === 'create' && rest[1] && rest[2]) {
     const created = await createTeamOffline(loadConfig(), rest[1], rest[2]);
     process.stdout.write(`Created team ${created.teamId} with owner ${created.userId}. API key, shown this once:\n  ${created.token}\n`);
     return;
   }
-  process.stderr.write('usage: cloudplane [serve] | cloudplane team create NAME OWNER_EMAIL\n');
+  process.stderr.write(`usage: cloudplane [serve] | cloudplane team create NAME OWNER_EMAIL | ${VPN_AGENT_USAGE}\n`);
   process.exit(2);
 }
 

@@ -42,8 +42,8 @@ export interface FamilyBinding<Desired, Outputs, Observed> {
   desired(resource: Driven): Promise<Desired>;
   /** Status fields from a ready resource's outputs, written whenever they change. */
   outputs(outputs: Outputs): Record<string, unknown>;
-  /** Status fields written once, as the resource first becomes ready. */
-  onReady?(): Record<string, unknown>;
+  /** Status fields written once, as the resource first becomes ready, from what the driver then observed. */
+  onReady?(observed: Observed): Record<string, unknown>;
   /** The state and status fields of a ready resource, from what the driver observed. */
   steady?(observed: Observed, resource: Driven, desired: Desired): SteadyState;
 }
@@ -142,7 +142,7 @@ export class ManagedReconciler implements Reconciler {
     const outputs = observation.ready && observation.outputs ? binding.outputs(observation.outputs) : {};
     if (creating) {
       if (!observation.ready) return {};
-      return { changes: { ...outputs, ...binding.onReady?.(), ...applied, status: binding.readyState, status_reason: null } };
+      return { changes: { ...outputs, ...binding.onReady?.(observation.observed), ...applied, status: binding.readyState, status_reason: null } };
     }
     const steady = binding.steady?.(observation.observed, resource, desired) ?? {};
     const moved = steady.state && steady.state !== state ? { status: steady.state } : {};

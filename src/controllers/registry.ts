@@ -25,7 +25,7 @@ export function buildReconcilers(deps: ReconcilerDeps): Reconciler[] {
   const { drivers } = deps.drivers;
   const bindings: AnyBinding[] = [
     loadBalancerBinding(drivers.load_balancer, deps.store, deps.config.backendDrainMs),
-    vpnGatewayBinding(drivers.vpn_gateway),
+    vpnGatewayBinding(drivers.vpn_gateway, deps.store, deps.config.tunnelCounterIntervalMs),
     serverBinding(drivers.server, deps.store),
     bucketBinding(drivers.bucket),
     fileShareBinding(drivers.file_share),

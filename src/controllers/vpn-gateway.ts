@@ -7,28 +7,35 @@
  * the watch: they are written at most once an interval (a tunnel going up or down at
  * once), or the gateway would rewrite itself without pause and starve other writers.
  */
+import type { Store } from '../store/types';
 import type { FamilyBinding } from './managed';
 import { vpnGatewayFamily, VpnGateway } from '../resources/vpn-gateway';
 import type { TunnelStats, VpnGatewayDesired, VpnGatewayDriver, VpnGatewayOutputs } from '../drivers/vpn-gateway';
 import { nowIso } from '../lib/time';
 
-const TUNNEL_OBSERVE_INTERVAL_MS = 30_000;
+/** The spec with the pre-shared key read from its store secret: the tunnel needs the key itself, the spec keeps only its version. */
+export async function vpnGatewayDesired(store: Store, { meta, spec }: VpnGateway): Promise<VpnGatewayDesired> {
+  const secret = await store.getSecret(meta.team, vpnGatewayFamily.secret!.secretName(meta.id));
+  return { ...spec, remote_public_key: spec.remote_public_key ?? null, pre_shared_key: secret?.value ?? null };
+}
 
-export function vpnGatewayBinding(driver: VpnGatewayDriver): FamilyBinding<VpnGatewayDesired, VpnGatewayOutputs, TunnelStats> {
+/** `counterIntervalMs`: how often at most moving counters are written (CLOUDPLANE_VPN_COUNTER_INTERVAL_SECONDS). */
+export function vpnGatewayBinding(driver: VpnGatewayDriver, store: Store, counterIntervalMs: number): FamilyBinding<VpnGatewayDesired, VpnGatewayOutputs, TunnelStats> {
   return {
     family: vpnGatewayFamily,
     readyState: 'active',
     driver,
-    desired: async (gateway) => gateway.spec as VpnGatewayDesired,
+    desired: (resource) => vpnGatewayDesired(store, resource as unknown as VpnGateway),
     outputs: ({ local_ip, public_key }) => ({ local_ip, public_key }),
-    onReady: () => ({ active_since: nowIso(), tunnel_status: 'up' }),
+    // The tunnel as the driver sees it: a WireGuard gateway without its peer's key is active with its tunnel down.
+    onReady: (stats) => ({ active_since: nowIso(), ...stats }),
     steady: (stats, resource) => {
       const { status, meta } = resource as unknown as VpnGateway;
       const flipped = stats.tunnel_status !== status.tunnel_status;
       const moved = stats.bytes_sent !== status.bytes_sent || stats.bytes_received !== status.bytes_received || stats.last_handshake !== status.last_handshake;
       const sinceWrite = Date.now() - Date.parse(meta.updatedAt);
-      if (flipped || (moved && sinceWrite >= TUNNEL_OBSERVE_INTERVAL_MS)) return { changes: { ...stats }, requeueAfterMs: TUNNEL_OBSERVE_INTERVAL_MS };
-      return { requeueAfterMs: Math.max(1, Math.min(TUNNEL_OBSERVE_INTERVAL_MS, TUNNEL_OBSERVE_INTERVAL_MS - sinceWrite)) };
+      if (flipped || (moved && sinceWrite >= counterIntervalMs)) return { changes: { ...stats }, requeueAfterMs: counterIntervalMs };
+      return { requeueAfterMs: Math.max(1, Math.min(counterIntervalMs, counterIntervalMs - sinceWrite)) };
     },
   };
 }

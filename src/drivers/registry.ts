@@ -22,6 +22,7 @@ import { PodServerDriver } from './kubernetes/server-pods';
 import { HaproxyLoadBalancerDriver } from './kubernetes/load-balancer-haproxy';
 import { FileShareClaimDriver } from './kubernetes/file-share-claims';
 import { S3BucketDriver } from './s3/bucket-driver';
+import { VpnGatewayTunnelDriver } from './kubernetes/vpn-gateway-tunnel';
 
 /** The driver of every reconciled family, by family name. */
 export interface Drivers {
@@ -92,7 +93,19 @@ const CATALOG: Catalog = {
       });
     },
   },
-  vpn_gateway: { simulated: (ctx) => new SimulatedVpnGatewayDriver(ctx.simulation) },
+  vpn_gateway: {
+    simulated: (ctx) => new SimulatedVpnGatewayDriver(ctx.simulation),
+    kubernetes: (ctx) => {
+      const { statusTimeoutMs, ...agent } = ctx.cluster.vpnGateways;
+      return new VpnGatewayTunnelDriver({
+        kubeConfig: ctx.kube.kubeConfig,
+        systemNamespace: ctx.kube.systemNamespace,
+        logger: ctx.logger.child({ component: 'vpn-gateway-driver' }),
+        agent,
+        statusTimeoutMs,
+      });
+    },
+  },
   bucket: {
     simulated: (ctx) => simulatedBucketDriver(ctx.simulation),
     external: { s3: (ctx) => new S3BucketDriver({ s3: ctx.config.s3, logger: ctx.logger.child({ component: 'bucket-driver' }) }) },

@@ -2,7 +2,12 @@
 import type { VpnGatewaySpec } from '../resources/vpn-gateway';
 import type { Driver } from './types';
 
-export type VpnGatewayDesired = VpnGatewaySpec;
+/**
+ * What the driver is asked for: the spec, with the pre-shared key resolved from its store
+ * secret (null when there is none, as for WireGuard). The key is for the tunnel's own
+ * configuration only: a driver never returns it in what it records, logs or reports.
+ */
+export type VpnGatewayDesired = VpnGatewaySpec & { remote_public_key: string | null; pre_shared_key: string | null };
 
 export interface VpnGatewayOutputs {
   local_ip: string | null;

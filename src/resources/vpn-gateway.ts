@@ -1,6 +1,6 @@
 /** Site-to-site VPN gateways: IPsec or WireGuard tunnels to a remote network. */
 import { Type } from '@sinclair/typebox';
-import { domainError } from '../lib/errors';
+import { domainError, fieldInvalid } from '../lib/errors';
 import { blocksOverlap, parseIpv4Block } from '../lib/cidr';
 import { isPublicAddress } from '../lib/ip';
 import { randomString } from '../lib/ids';
@@ -23,6 +23,8 @@ export interface VpnGatewaySpec {
   remote_peer_ip: string;
   /** Bumped by every rotation of the pre-shared key, which lives in a secret. */
   psk_version: number;
+  /** The remote peer's WireGuard public key (base64); absent or null until the customer gives it. */
+  remote_public_key?: string | null;
 }
 
 export interface VpnGatewayStatus extends BaseStatus {
@@ -46,6 +48,12 @@ const PreSharedKey = Type.String({
   pattern: '^[\\x20-\\x7E]{16,128}$',
   description: 'Pre-shared key, 16-128 printable ASCII characters. Write-only: never returned. Generated for IPsec when omitted.',
 });
+const WireguardKey = Type.String({
+  minLength: 44,
+  maxLength: 44,
+  description: "The remote peer's WireGuard public key: 32 bytes in base64 (`wg pubkey` prints it). WireGuard only; without it the tunnel stays down.",
+});
+const NullableWireguardKey = Type.Union([WireguardKey, Type.Null()]);
 const TunnelStatus = Type.String({ enum: ['up', 'down'], description: 'Live tunnel state: up or down.' });
 const Counter = (description: string) => Type.Integer({ minimum: 0, description });
 
@@ -55,6 +63,18 @@ export const tunnelStatsSchema = strictObject({
   bytes_received: Counter('Bytes received through the tunnel since it came up.'),
   last_handshake: NullableTimestamp('Time of the last tunnel handshake; null before the first.'),
 });
+
+/** A WireGuard key as `wg` prints it: 32 bytes, canonical base64. */
+function isWireguardKey(value: string): boolean {
+  return /^[A-Za-z0-9+/]{43}=$/.test(value) && Buffer.from(value, 'base64').toString('base64') === value;
+}
+
+/** CONTRACT: remote_public_key is a WireGuard gateway's only, and a real key. */
+function assertRemotePublicKey(tunnelType: string, key: string | null | undefined): void {
+  if (key === undefined) return;
+  if (tunnelType !== 'wireguard') throw fieldInvalid('remote_public_key', `remote_public_key applies to WireGuard gateways only; this one uses ${tunnelType}.`);
+  if (key !== null && !isWireguardKey(key)) throw fieldInvalid('remote_public_key', 'remote_public_key must be a WireGuard public key: 32 bytes in base64, 44 characters ending in "=".');
+}
 
 function blockOf(field: string, value: string) {
   const block = parseIpv4Block(value);
@@ -100,12 +120,14 @@ export const vpnGatewayFamily: FamilyDefinition<VpnGatewaySpec, VpnGatewayStatus
       remote_network_cidr: Cidr('CIDR block of the remote network, e.g. 192.168.10.0/24.'),
       remote_peer_ip: PeerIp,
       pre_shared_key: Type.Optional(PreSharedKey),
+      remote_public_key: Type.Optional(WireguardKey),
       local_network_cidr: Type.Optional(Cidr('CIDR block of the local network; defaults to the team network (CLOUDPLANE_VPC_CIDR).')),
     }),
     update: strictObject({
       name: Type.Optional(ResourceName()),
       remote_network_cidr: Type.Optional(Cidr('CIDR block of the remote network.')),
       pre_shared_key: Type.Optional(PreSharedKey),
+      remote_public_key: Type.Optional(NullableWireguardKey),
     }),
     spec: strictObject({
       name: ResourceName(),
@@ -115,6 +137,7 @@ export const vpnGatewayFamily: FamilyDefinition<VpnGatewaySpec, VpnGatewayStatus
       remote_network_cidr: Cidr('CIDR block of the remote network.'),
       remote_peer_ip: PeerIp,
       psk_version: Type.Integer({ minimum: 0, description: 'Version of the pre-shared key; a rotation increments it. The key is in the Secret vpn-psk-<id>.' }),
+      remote_public_key: Type.Optional(NullableWireguardKey),
     }),
     status: strictObject({
       ...baseStatusProperties(STATES),
@@ -135,6 +158,7 @@ export const vpnGatewayFamily: FamilyDefinition<VpnGatewaySpec, VpnGatewayStatus
       local_network_cidr: Type.String({ description: 'CIDR block of the local network.' }),
       remote_network_cidr: Type.String({ description: 'CIDR block of the remote network.' }),
       remote_peer_ip: Type.String({ description: 'Public IPv4 address of the remote peer.' }),
+      remote_public_key: Type.Union([Type.String(), Type.Null()], { description: "The remote peer's WireGuard public key; null when not given (the tunnel stays down) and for IPsec." }),
       local_ip: Type.Union([Type.String(), Type.Null()], { description: 'Address of the gateway; null until it is active.' }),
       public_key: Type.Union([Type.String(), Type.Null()], { description: 'WireGuard public key of the gateway, for the peer; null for IPsec.' }),
       tunnel_status: TunnelStatus,
@@ -154,6 +178,7 @@ export const vpnGatewayFamily: FamilyDefinition<VpnGatewaySpec, VpnGatewayStatus
     if (!/^\d{1,3}(\.\d{1,3}){3}$/.test(body.remote_peer_ip) || !isPublicAddress(body.remote_peer_ip)) {
       throw domainError('invalid_peer_ip', `remote_peer_ip must be a public IPv4 address (not private, loopback, link-local or multicast); "${body.remote_peer_ip}" is not.`, 'remote_peer_ip');
     }
+    assertRemotePublicKey(body.tunnel_type, body.remote_public_key);
     return {
       name: body.name,
       region: body.region,
@@ -162,12 +187,14 @@ export const vpnGatewayFamily: FamilyDefinition<VpnGatewaySpec, VpnGatewayStatus
       remote_network_cidr: body.remote_network_cidr,
       remote_peer_ip: body.remote_peer_ip,
       psk_version: 1,
+      ...(body.tunnel_type === 'wireguard' ? { remote_public_key: body.remote_public_key ?? null } : {}),
     };
   },
 
   applyUpdate(spec, patch) {
     const next = { ...spec, ...patch } as VpnGatewaySpec;
     if (patch.remote_network_cidr !== undefined) assertNetworks(next.local_network_cidr, next.remote_network_cidr);
+    assertRemotePublicKey(spec.tunnel_type, patch.remote_public_key);
     return next;
   },
 
@@ -194,6 +221,7 @@ export const vpnGatewayFamily: FamilyDefinition<VpnGatewaySpec, VpnGatewayStatus
       local_network_cidr: spec.local_network_cidr,
       remote_network_cidr: spec.remote_network_cidr,
       remote_peer_ip: spec.remote_peer_ip,
+      remote_public_key: spec.remote_public_key ?? null,
       local_ip: status.local_ip ?? null,
       public_key: status.public_key ?? null,
       tunnel_status: status.tunnel_status ?? 'down',

@@ -1,4 +1,9 @@
+import { generateKeyPairSync } from 'node:crypto';
 import { startTestService, TestService, TRANSIENT_ENV, waitForStatus, eventually } from '../helpers/service';
+import { findIn } from '../helpers/secret-scan';
+
+/** A WireGuard public key as `wg pubkey` prints it: the raw X25519 key in base64. */
+const wireguardPublicKey = () => generateKeyPairSync('x25519').publicKey.export({ format: 'der', type: 'spki' }).subarray(-32).toString('base64');
 
 const valid = { name: 'office', region: 'fra1', tunnel_type: 'ipsec', remote_network_cidr: '192.168.10.0/24', remote_peer_ip: '8.8.4.4' };
 
@@ -67,6 +72,61 @@ describe('VPN gateways', () => {
 
     const renamed = await t.api('PATCH', `/api/v1/vpn-gateways/${ipsec.id}`, { name: 'hq', remote_network_cidr: '172.20.0.0/16' });
     expect(renamed.body.data).toMatchObject({ name: 'hq', remote_network_cidr: '172.20.0.0/16' });
+
+    // The reconciler hands the key to the driver; what the driver records keeps none of it.
+    await eventually(async () => {
+      const stored = await t.service.ctx.store.get<unknown, { observed_generation?: number }>('VpnGateway', t.teamId, ipsec.id);
+      return stored && stored.status.observed_generation === stored.meta.generation ? stored : null;
+    });
+    const stored = await t.service.ctx.store.get('VpnGateway', t.teamId, ipsec.id);
+    expect(findIn('the stored gateway', Buffer.from(JSON.stringify(stored)), [{ label: 'rotated pre-shared key', value: 'rotated-key-abcdefgh' }])).toEqual([]);
+  });
+
+  it("takes a WireGuard peer's public key at create and by PATCH, and applies it", async () => {
+    const peerKey = wireguardPublicKey();
+    const created = await t.api('POST', '/api/v1/vpn-gateways', { ...valid, name: 'wg-peer', tunnel_type: 'wireguard', remote_public_key: peerKey });
+    expect(created.status).toBe(201);
+    expect(created.body.data.remote_public_key).toBe(peerKey);
+    const bare = (await t.api('POST', '/api/v1/vpn-gateways', { ...valid, name: 'wg-bare', tunnel_type: 'wireguard' })).body.data;
+    expect(bare.remote_public_key).toBeNull();
+    expect((await t.api('POST', '/api/v1/vpn-gateways', { ...valid, name: 'ipsec-bare' })).body.data.remote_public_key).toBeNull();
+
+    await waitForStatus(t, `/api/v1/vpn-gateways/${bare.id}`, 'active');
+    const given = wireguardPublicKey();
+    const patched = await t.api('PATCH', `/api/v1/vpn-gateways/${bare.id}`, { remote_public_key: given });
+    expect(patched.status).toBe(200);
+    expect(patched.body.data.remote_public_key).toBe(given);
+    // A new peer key is a configuration change: the driver applies it, and the change is announced.
+    await eventually(async () => {
+      const stored = await t.service.ctx.store.get<unknown, { observed_generation?: number }>('VpnGateway', t.teamId, bare.id);
+      return stored && stored.meta.generation > 1 && stored.status.observed_generation === stored.meta.generation;
+    });
+    await eventually(async () => (await t.service.ctx.bus.recent(t.teamId, '1970-01-01T00:00:00Z')).some((e) => e.type === 'vpn_gateway.updated' && e.data.id === bare.id));
+    const cleared = await t.api('PATCH', `/api/v1/vpn-gateways/${bare.id}`, { remote_public_key: null });
+    expect(cleared.status).toBe(200);
+    expect(cleared.body.data.remote_public_key).toBeNull();
+  });
+
+  it.each([
+    ['on an IPsec gateway', { tunnel_type: 'ipsec' }],
+    ['that is not base64', { tunnel_type: 'wireguard', remote_public_key: `${'!'.repeat(43)}=` }],
+    ['of 31 bytes', { tunnel_type: 'wireguard', remote_public_key: Buffer.alloc(31, 7).toString('base64') }],
+    ['that is too short', { tunnel_type: 'wireguard', remote_public_key: Buffer.alloc(16, 1).toString('base64') }],
+  ])('refuses remote_public_key %s with 422 validation_failed', async (_case, change) => {
+    const body = { ...valid, name: 'bad-key', remote_public_key: wireguardPublicKey(), ...change };
+    const res = await t.api('POST', '/api/v1/vpn-gateways', body);
+    expect(res.status).toBe(422);
+    expect(res.body.error.code).toBe('validation_failed');
+    expect(res.body.error.details?.map((d: any) => d.field)).toContain('remote_public_key');
+  });
+
+  it('refuses remote_public_key in a PATCH of an IPsec gateway', async () => {
+    const gw = (await t.api('POST', '/api/v1/vpn-gateways', { ...valid, name: 'ipsec-patch' })).body.data;
+    await waitForStatus(t, `/api/v1/vpn-gateways/${gw.id}`, 'active');
+    const res = await t.api('PATCH', `/api/v1/vpn-gateways/${gw.id}`, { remote_public_key: wireguardPublicKey() });
+    expect(res.status).toBe(422);
+    expect(res.body.error.code).toBe('validation_failed');
+    expect(res.body.error.details?.map((d: any) => d.field)).toContain('remote_public_key');
   });
 
   it.each([

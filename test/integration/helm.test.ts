@@ -128,6 +128,8 @@ describeWithHelm('Helm chart charts/cloudplane', () => {
       POD_NAMESPACE: { fieldRef: { fieldPath: 'metadata.namespace' } },
     });
     expect(env.CLOUDPLANE_NATS_URL).toBeUndefined();
+    // The VPN agent is Cloudplane's own image unless told otherwise.
+    expect(env.CLOUDPLANE_VPN_AGENT_IMAGE).toBe(container.image);
 
     // A generated key has the form the service accepts (CONTRACT.md: cpk_ + 32+ letters/digits).
     expect(Buffer.from(secret.data['bootstrap-api-key'], 'base64').toString()).toMatch(/^cpk_[A-Za-z0-9]{32,}$/);
@@ -148,7 +150,7 @@ describeWithHelm('Helm chart charts/cloudplane', () => {
   });
 
   it('passes the lease duration, the drivers, the server catalog and extra env to the operator', () => {
-    const objects = manifests(render(['leaseDurationSeconds=30', 'drivers.job=simulated', 'servers.startTimeoutSeconds=60', 'servers.images.alpine.image=registry.example/alpine:3', 'loadBalancers.haproxyImage=registry.example/haproxy:2.8', 'extraEnv[0].name=CLOUDPLANE_SMTP_URL', 'extraEnv[0].value=smtp://mail:25']));
+    const objects = manifests(render(['leaseDurationSeconds=30', 'drivers.job=simulated', 'servers.startTimeoutSeconds=60', 'servers.images.alpine.image=registry.example/alpine:3', 'loadBalancers.haproxyImage=registry.example/haproxy:2.8', 'vpnGateways.agentImage=registry.example/cloudplane:vpn', 'extraEnv[0].name=CLOUDPLANE_SMTP_URL', 'extraEnv[0].value=smtp://mail:25']));
     const env = envOf(only(objects, 'Deployment').spec.template.spec.containers[0]);
     expect(env).toMatchObject({
       CLOUDPLANE_LEASE_DURATION_SECONDS: '30',
@@ -157,6 +159,8 @@ describeWithHelm('Helm chart charts/cloudplane', () => {
       CLOUDPLANE_SERVER_START_TIMEOUT_SECONDS: '60',
       CLOUDPLANE_HAPROXY_IMAGE: 'registry.example/haproxy:2.8',
       CLOUDPLANE_HAPROXY_REPLICAS: '2',
+      CLOUDPLANE_VPN_AGENT_IMAGE: 'registry.example/cloudplane:vpn',
+      CLOUDPLANE_VPN_AGENT_PROGRESS_DEADLINE_SECONDS: '600',
       CLOUDPLANE_SMTP_URL: 'smtp://mail:25',
     });
     expect(JSON.parse(env.CLOUDPLANE_SERVER_IMAGES)).toEqual({ alpine: { image: 'registry.example/alpine:3' } });

@@ -63,8 +63,8 @@ describe('driver selection', () => {
 
   it('defaults to the kubernetes provider in cluster mode, where each family without a kubernetes driver keeps the simulated one', () => {
     const drivers = build(clusterEnv());
-    expect(drivers.chosen).toMatchObject({ server: 'kubernetes', load_balancer: 'kubernetes', file_share: 'kubernetes', job: 'kubernetes' });
-    expect(drivers.chosen.vpn_gateway).toBe('simulated');
+    expect(drivers.chosen).toMatchObject({ server: 'kubernetes', load_balancer: 'kubernetes', vpn_gateway: 'kubernetes', file_share: 'kubernetes', job: 'kubernetes' });
+    expect(drivers.chosen.bucket).toBe('simulated');
     expect(build({ ...clusterEnv(), CLOUDPLANE_PROVIDER: 'simulated' }).chosen.job).toBe('simulated');
   });
 

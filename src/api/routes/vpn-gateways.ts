@@ -6,6 +6,7 @@ import { send } from '../envelope';
 import { envelopeOf, ErrorEnvelope, findResource, principalOf } from './families';
 import { tunnelStatsSchema, vpnGatewayFamily as family, VpnGateway } from '../../resources/vpn-gateway';
 import { managedOf, Driven } from '../../controllers/managed';
+import { vpnGatewayDesired } from '../../controllers/vpn-gateway';
 
 const IdParams = Type.Object({ id: Type.String({ maxLength: 64 }) });
 
@@ -26,7 +27,7 @@ export function registerVpnGatewayRoutes(app: FastifyInstance, ctx: ApiContext):
       const last = { tunnel_status: 'down' as const, bytes_sent: status.bytes_sent ?? 0, bytes_received: status.bytes_received ?? 0, last_handshake: status.last_handshake ?? null };
       if (status.status !== 'active') return send(ctx, request, reply, 200, last);
       // observe only reads: asking it from a request changes nothing the reconciler relies on.
-      const observation = await ctx.drivers.drivers.vpn_gateway.observe(managedOf(family, gateway as unknown as Driven, gateway.spec));
+      const observation = await ctx.drivers.drivers.vpn_gateway.observe(managedOf(family, gateway as unknown as Driven, await vpnGatewayDesired(ctx.store, gateway)));
       return send(ctx, request, reply, 200, observation.exists ? observation.observed : last);
     },
   });

@@ -39,6 +39,7 @@ import {
 } from './haproxy-manifests';
 import { madeFor, Placement, placementOf } from './objects';
 import { Changed, watchMade } from './made-watch';
+import { isAvailable, isServing, podBaseUrl, selectorOf, stalledRollout } from './deployed-pods';
 
 export interface HaproxyLoadBalancerDriverOptions {
   kubeConfig: KubeConfig;
@@ -124,11 +125,11 @@ export class HaproxyLoadBalancerDriver implements LoadBalancerDriver {
       holdsDesired(live.service, wanted.service);
 
     const deployment = live.deployment;
-    const available = (deployment?.status?.availableReplicas ?? 0) > 0 && !deployment?.metadata?.deletionTimestamp;
+    const available = isAvailable(deployment);
     const ingress = live.service?.status?.loadBalancer?.ingress ?? [];
     const ipv4 = ingress.map((i) => i.ip).find((ip): ip is string => typeof ip === 'string' && isIPv4(ip)) ?? null;
     const ready = available && ingress.length > 0 && live.service !== null;
-    const stalled = stalledRollout(deployment);
+    const stalled = stalledRollout(deployment, 'the HAProxy Deployment');
 
     const rejected = !certificate.ok ? certificate.problem : stalled && available ? stalled : null;
     const failure = stalled && !available ? stalled : null;
@@ -229,10 +230,7 @@ export class HaproxyLoadBalancerDriver implements LoadBalancerDriver {
    * current configuration if any is ready). Up where every Pod that answered sees it up.
    */
   private async backendHealth(resource: Managed<LoadBalancerDesired>, namespace: string, configHash: string): Promise<BackendHealth[]> {
-    const selector = Object.entries(podSelector(resource.id))
-      .map(([k, v]) => `${k}=${v}`)
-      .join(',');
-    const pods = (await this.objects.list<V1Pod>('v1', 'Pod', namespace, selector)).filter(isServing);
+    const pods = (await this.objects.list<V1Pod>('v1', 'Pod', namespace, selectorOf(podSelector(resource.id)))).filter(isServing);
     const current = pods.filter((p) => p.metadata?.annotations?.[CONFIG_HASH_ANNOTATION] === configHash);
     const asked = current.length > 0 ? current : pods;
     const answers = await Promise.all(asked.map((pod) => this.podStats(resource, pod)));
@@ -243,7 +241,7 @@ export class HaproxyLoadBalancerDriver implements LoadBalancerDriver {
   }
 
   private async podStats(resource: Managed<LoadBalancerDesired>, pod: V1Pod): Promise<ServerStat[] | null> {
-    const source = httpStatsSource(`http://${urlHost(pod.status!.podIP!)}:${this.settings.statsPort}`);
+    const source = httpStatsSource(podBaseUrl(pod, this.settings.statsPort));
     try {
       return await readServerStats(source, this.o.statsTimeoutMs ?? DEFAULT_STATS_TIMEOUT_MS);
     } catch (err) {
@@ -263,23 +261,6 @@ function inTheWay(live: Live, id: string, { namespace, name }: Placement): strin
   return foreign ? `a ${foreign.kind} ${namespace}/${name} that Cloudplane did not make for this load balancer is in the way` : null;
 }
 
-/** A Pod that takes traffic: Ready, with an IP, not being deleted. */
-function isServing(pod: V1Pod): boolean {
-  const ready = pod.status?.conditions?.some((c) => c.type === 'Ready' && c.status === 'True');
-  return Boolean(ready && pod.status?.podIP && !pod.metadata?.deletionTimestamp);
-}
-
-function urlHost(ip: string): string {
-  return ip.includes(':') ? `[${ip}]` : ip;
-}
-
 function notUp(desired: LoadBalancerDesired): BackendHealth[] {
   return backendHealth(desired, []);
-}
-
-/** Why the Deployment's rollout stopped (its progress deadline passed), or null. */
-function stalledRollout(deployment: V1Deployment | null): string | null {
-  const progressing = deployment?.status?.conditions?.find((c) => c.type === 'Progressing');
-  if (progressing?.status !== 'False') return null;
-  return `the HAProxy Deployment did not roll out: ${[progressing.reason, progressing.message].filter(Boolean).join(': ')}`;
 }

@@ -124,8 +124,9 @@ export class SimulatedVpnGatewayDriver extends SimulatedDriver<VpnGatewayDesired
     super('vpn_gateway', sim);
   }
 
-  protected configOf(desired: VpnGatewayDesired): unknown {
-    return desired;
+  /** The key itself stays out of the configuration (its hash is recorded): psk_version marks a rotation. */
+  protected configOf({ pre_shared_key: _key, ...config }: VpnGatewayDesired): unknown {
+    return config;
   }
 
   protected outputsOf(resource: Managed<VpnGatewayDesired>): VpnGatewayOutputs {

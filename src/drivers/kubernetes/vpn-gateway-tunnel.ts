@@ -1,0 +1,262 @@
+/**
+ * The cluster-mode VPN gateway driver: each gateway is the VPN agent (Cloudplane's own
+ * image, `vpn-agent`) running WireGuard or strongSwan in one Pod of its team's namespace,
+ * three objects built by vpn-gateway-manifests.ts (the agent's Secret, a Deployment, a
+ * UDP Service of type LoadBalancer) and written by server-side apply.
+ *
+ * Order of making: the Service first, since its ingress address (given by MetalLB or a
+ * cloud's controller) is the tunnel's `local_ip` and goes into the agent's configuration;
+ * the Secret with the WireGuard key at once (the key is generated once and read back from
+ * the Secret on every later pass, never recorded elsewhere); the configuration and the
+ * Deployment once the address is there. A change (remote CIDR, a rotated pre-shared key,
+ * the peer's public key) rewrites the configuration with a new version, which the agent
+ * picks up from its mounted Secret without a restart.
+ *
+ * The gateway is ready when the Deployment is available, the Service has its address and
+ * the agent's /status (read at the Pod IP, as the load balancer driver reads HAProxy's
+ * stats) reports the configuration's version as applied. The tunnel's state and counters
+ * come from the same /status. An agent that cannot be reached is a tunnel that is down,
+ * not the API server failing: the driver's health does not count it.
+ *
+ * Nothing secret leaves the Secret: what the driver records is where the objects are and
+ * the configuration's version, and its log lines name the gateway, never the keys.
+ */
+import { isIPv4 } from 'node:net';
+import { AppsV1Api, CoreV1Api } from '@kubernetes/client-node';
+import type { KubeConfig, V1Deployment, V1Pod, V1Secret, V1Service } from '@kubernetes/client-node';
+import type { Logger } from 'pino';
+import { Value } from '@sinclair/typebox/value';
+import { AgentStatus, AgentStatusSchema } from '../../vpn-agent/status-server';
+import type { TunnelStats, VpnGatewayDesired, VpnGatewayDriver, VpnGatewayOutputs } from '../vpn-gateway';
+import type { DriverHealth, Managed, Observation, Step } from '../types';
+import { AppliedObjects, holdsDesired, ObjectHeader } from './applied';
+import {
+  AGENT_STATUS_PORT,
+  agentSecretName,
+  DEFAULT_VPN_AGENT_SETTINGS,
+  generateWireguardKey,
+  podSelector,
+  PRIVATE_KEY_KEY,
+  VpnAgentDeploymentSettings,
+  vpnGatewayObjects,
+  wireguardPublicKey,
+} from './vpn-gateway-manifests';
+import { madeFor, Placement, placementOf } from './objects';
+import { Changed, watchMade } from './made-watch';
+import { isAvailable, isServing, podBaseUrl, selectorOf, stalledRollout } from './deployed-pods';
+
+export interface VpnGatewayTunnelDriverOptions {
+  kubeConfig: KubeConfig;
+  /** The operator's own namespace: the system team's (see namespaceOfTeam). */
+  systemNamespace: string;
+  logger: Logger;
+  /** The agent's image, resources, rollout deadline (defaults: DEFAULT_VPN_AGENT_SETTINGS). */
+  agent?: Partial<VpnAgentDeploymentSettings>;
+  /** Each call to the API server (default 10 s). */
+  requestTimeoutMs?: number;
+  /** Each read of an agent's /status (default 2 s). */
+  statusTimeoutMs?: number;
+  /** How soon to look again while something is under way (default 2 s). */
+  progressPollMs?: number;
+  /** How soon to look again at an active gateway, for its tunnel (default 10 s). */
+  tunnelPollMs?: number;
+}
+
+const DEFAULT_STATUS_TIMEOUT_MS = 2_000;
+const DEFAULT_PROGRESS_POLL_MS = 2_000;
+const DEFAULT_TUNNEL_POLL_MS = 10_000;
+
+const TUNNEL_DOWN: TunnelStats = { tunnel_status: 'down', bytes_sent: 0, bytes_received: 0, last_handshake: null };
+
+interface Live {
+  service: V1Service | null;
+  deployment: V1Deployment | null;
+  secret: V1Secret | null;
+}
+
+/** The three kinds, in the order they are deleted: the Service first, so the tunnel's traffic stops arriving before the agent goes. */
+const KINDS = [
+  { key: 'service', apiVersion: 'v1', kind: 'Service' },
+  { key: 'deployment', apiVersion: 'apps/v1', kind: 'Deployment' },
+  { key: 'secret', apiVersion: 'v1', kind: 'Secret' },
+] as const;
+
+export class VpnGatewayTunnelDriver implements VpnGatewayDriver {
+  private readonly objects: AppliedObjects;
+  private readonly settings: VpnAgentDeploymentSettings;
+  private readonly progressPollMs: number;
+
+  constructor(private readonly o: VpnGatewayTunnelDriverOptions) {
+    this.objects = new AppliedObjects(o.kubeConfig, o.requestTimeoutMs);
+    this.settings = { ...DEFAULT_VPN_AGENT_SETTINGS, ...o.agent };
+    this.progressPollMs = o.progressPollMs ?? DEFAULT_PROGRESS_POLL_MS;
+  }
+
+  /** The three objects changed by others (deleted or edited by hand, the Service given its address) are looked at at once. */
+  watchMade(changed: Changed): () => void {
+    const core = this.o.kubeConfig.makeApiClient(CoreV1Api);
+    const apps = this.o.kubeConfig.makeApiClient(AppsV1Api);
+    return watchMade(
+      this.o.kubeConfig,
+      this.o.systemNamespace,
+      this.o.logger,
+      [
+        { path: '/apis/apps/v1/deployments', list: (labelSelector) => apps.listDeploymentForAllNamespaces({ labelSelector }) },
+        { path: '/api/v1/services', list: (labelSelector) => core.listServiceForAllNamespaces({ labelSelector }) },
+        { path: '/api/v1/secrets', list: (labelSelector) => core.listSecretForAllNamespaces({ labelSelector }) },
+      ],
+      changed,
+    );
+  }
+
+  async observe(resource: Managed<VpnGatewayDesired>): Promise<Observation<VpnGatewayOutputs, TunnelStats>> {
+    const placement = this.placementOf(resource);
+    const live = await this.readLive(placement);
+    if (!live.service && !live.deployment && !live.secret) return { exists: false };
+    const foreign = inTheWay(live, resource.id, placement);
+    if (foreign) return { exists: true, upToDate: true, ready: false, outputs: null, observed: TUNNEL_DOWN, failure: foreign };
+
+    const localIp = ingressIp(live.service);
+    const privateKey = keptPrivateKey(live.secret);
+    const wireguard = resource.desired.tunnel_type === 'wireguard';
+    const wanted = vpnGatewayObjects(resource, placement, this.settings, localIp, privateKey);
+    const upToDate =
+      wanted.deployment !== null &&
+      (!wireguard || privateKey !== null) &&
+      holdsDesired(live.secret, wanted.secret) &&
+      holdsDesired(live.deployment, wanted.deployment) &&
+      holdsDesired(live.service, wanted.service);
+
+    const deployment = live.deployment;
+    const available = isAvailable(deployment);
+    const agent = available ? await this.agentStatus(resource, placement.namespace) : null;
+    const applied = agent !== null && wanted.config !== null && agent.applied_version === wanted.config.version;
+    const ready = available && localIp !== null && applied;
+    const stalled = stalledRollout(deployment, "the VPN agent's Deployment");
+    return {
+      exists: true,
+      upToDate,
+      ready,
+      outputs: { local_ip: localIp, public_key: wireguard && privateKey ? wireguardPublicKey(privateKey) : null },
+      observed: agent ? tunnelOf(agent) : TUNNEL_DOWN,
+      failure: stalled && !available ? stalled : null,
+      rejected: stalled && available ? stalled : null,
+      pollAfterMs: ready && upToDate ? (this.o.tunnelPollMs ?? DEFAULT_TUNNEL_POLL_MS) : this.progressPollMs,
+    };
+  }
+
+  async create(resource: Managed<VpnGatewayDesired>): Promise<Step> {
+    return this.apply(resource);
+  }
+
+  async update(resource: Managed<VpnGatewayDesired>): Promise<Step> {
+    return this.apply(resource);
+  }
+
+  async delete(resource: Managed<VpnGatewayDesired>): Promise<Step> {
+    const placement = this.placementOf(resource);
+    const live = await this.readLive(placement);
+    for (const { key, apiVersion, kind } of KINDS) {
+      // Only what was made for this gateway: someone else's object of the same name stays.
+      const object = live[key];
+      if (!object || !madeFor(object.metadata, resource.id)) continue;
+      if (await this.objects.delete({ apiVersion, kind, metadata: { name: object.metadata!.name!, namespace: placement.namespace } })) {
+        this.o.logger.info({ id: resource.id, namespace: placement.namespace, name: object.metadata!.name, kind }, 'VPN gateway object deleted');
+      }
+    }
+    return { external: { ...placement }, pollAfterMs: this.progressPollMs };
+  }
+
+  health(): DriverHealth {
+    return this.objects.outcomes.health();
+  }
+
+  /**
+   * The Service first (its address is the configuration's local_ip), the Secret with the
+   * key kept or made now, and the configuration and the Deployment once the address is there.
+   */
+  private async apply(resource: Managed<VpnGatewayDesired>): Promise<Step> {
+    const placement = this.placementOf(resource);
+    const step: Step = { external: { ...placement }, pollAfterMs: this.progressPollMs };
+    const live = await this.readLive(placement);
+    if (inTheWay(live, resource.id, placement)) return step; // observe reports it; nothing of someone else's is touched
+    const localIp = ingressIp(live.service);
+    const privateKey = resource.desired.tunnel_type === 'wireguard' ? (keptPrivateKey(live.secret) ?? generateWireguardKey()) : null;
+    const wanted = vpnGatewayObjects(resource, placement, this.settings, localIp, privateKey);
+    await this.objects.apply(wanted.service);
+    await this.objects.apply(wanted.secret);
+    if (!wanted.deployment || !wanted.config) {
+      this.o.logger.info({ id: resource.id, ...placement }, 'VPN gateway waits for its Service address before its configuration');
+      return step;
+    }
+    await this.objects.apply(wanted.deployment);
+    this.o.logger.info({ id: resource.id, ...placement, configVersion: wanted.config.version }, 'VPN gateway applied');
+    return { ...step, external: { ...placement, config_version: wanted.config.version } };
+  }
+
+  private async readLive(placement: Placement): Promise<Live> {
+    const header = (apiVersion: string, kind: string, name: string): ObjectHeader => ({ apiVersion, kind, metadata: { name, namespace: placement.namespace } });
+    const names = { service: placement.name, deployment: placement.name, secret: agentSecretName(placement) };
+    // Settled, not raced: each read's outcome counts into the health before the caller goes on.
+    const reads = await Promise.allSettled(KINDS.map(({ key, apiVersion, kind }) => this.objects.read(header(apiVersion, kind, names[key]))));
+    const [service, deployment, secret] = reads.map((read) => {
+      if (read.status === 'rejected') throw read.reason;
+      return read.value;
+    });
+    return { service: service as V1Service | null, deployment: deployment as V1Deployment | null, secret: secret as V1Secret | null };
+  }
+
+  /** The agent's /status from the gateway's serving Pod, or null when no Pod answers. */
+  private async agentStatus(resource: Managed<VpnGatewayDesired>, namespace: string): Promise<AgentStatus | null> {
+    const pods = (await this.objects.list<V1Pod>('v1', 'Pod', namespace, selectorOf(podSelector(resource.id)))).filter(isServing);
+    for (const pod of pods) {
+      const status = await this.readAgent(resource, pod);
+      if (status) return status;
+    }
+    return null;
+  }
+
+  private async readAgent(resource: Managed<VpnGatewayDesired>, pod: V1Pod): Promise<AgentStatus | null> {
+    const url = `${podBaseUrl(pod, AGENT_STATUS_PORT)}/status`;
+    try {
+      const response = await fetch(url, { signal: AbortSignal.timeout(this.o.statusTimeoutMs ?? DEFAULT_STATUS_TIMEOUT_MS) });
+      if (!response.ok) throw new Error(`HTTP ${response.status}`);
+      const status = agentStatusOf(await response.json());
+      if (!status) throw new Error('an answer that is not the agent\'s status');
+      return status;
+    } catch (err) {
+      this.o.logger.debug({ id: resource.id, pod: pod.metadata?.name, err: (err as Error).message }, "could not read a VPN agent's status");
+      return null;
+    }
+  }
+
+  private placementOf(resource: Managed<VpnGatewayDesired>): Placement {
+    return placementOf(resource, this.o.systemNamespace);
+  }
+}
+
+/** The agent's answer, checked against its schema (it comes over the network); the handshake time normalised. */
+function agentStatusOf(body: unknown): AgentStatus | null {
+  if (!Value.Check(AgentStatusSchema, body)) return null;
+  const handshake = body.last_handshake !== null && !Number.isNaN(Date.parse(body.last_handshake)) ? new Date(body.last_handshake).toISOString() : null;
+  return { ...body, last_handshake: handshake };
+}
+
+const tunnelOf = ({ tunnel_status, bytes_sent, bytes_received, last_handshake }: AgentStatus): TunnelStats => ({ tunnel_status, bytes_sent, bytes_received, last_handshake });
+
+/** The WireGuard key kept in the agent's Secret, or null. */
+function keptPrivateKey(secret: V1Secret | null): string | null {
+  const kept = secret?.data?.[PRIVATE_KEY_KEY];
+  return kept ? Buffer.from(kept, 'base64').toString('utf8') : null;
+}
+
+function ingressIp(service: V1Service | null): string | null {
+  const ingress = service?.status?.loadBalancer?.ingress ?? [];
+  return ingress.map((i) => i.ip).find((ip): ip is string => typeof ip === 'string' && isIPv4(ip)) ?? null;
+}
+
+/** What stands under the gateway's names without having been made for it, or null. */
+function inTheWay(live: Live, id: string, placement: Placement): string | null {
+  const foreign = KINDS.find(({ key }) => live[key] !== null && !madeFor(live[key]?.metadata, id));
+  return foreign ? `a ${foreign.kind} ${placement.namespace}/${live[foreign.key]!.metadata?.name} that Cloudplane did not make for this VPN gateway is in the way` : null;
+}
