@@ -11,15 +11,29 @@ import type { Logger } from 'pino';
 /** A tool that failed: the command and what it said on stderr, never its stdout (which may hold a key). */
 export class CommandError extends Error {}
 
-export function run(command: string, args: readonly string[], options: { timeoutMs?: number; env?: NodeJS.ProcessEnv } = {}): Promise<string> {
+export interface RunOptions {
+  timeoutMs?: number;
+  env?: NodeJS.ProcessEnv;
+  /**
+   * Secrets the command works with: blanked out of its error. A tool may quote what it
+   * refused (`wg` prints a malformed key back), and errors reach the log and /status.
+   */
+  redact?: readonly string[];
+}
+
+export function run(command: string, args: readonly string[], options: RunOptions = {}): Promise<string> {
   return new Promise((resolve, reject) => {
     execFile(command, args, { timeout: options.timeoutMs ?? 15_000, env: options.env ?? process.env, maxBuffer: 4 * 1024 * 1024 }, (err, stdout, stderr) => {
       if (!err) return resolve(stdout);
       const said = String(stderr).trim().split('\n').slice(-3).join(' | ');
       const why = err.killed ? 'timed out' : said || err.message;
-      reject(new CommandError(`${path.basename(command)} ${args[0] ?? ''} failed: ${why}`));
+      reject(new CommandError(`${path.basename(command)} ${args[0] ?? ''} failed: ${redacted(why, options.redact ?? [])}`));
     });
   });
+}
+
+export function redacted(text: string, secrets: readonly string[]): string {
+  return secrets.filter((secret) => secret.length > 0).reduce((out, secret) => out.split(secret).join('[redacted]'), text);
 }
 
 /** Whether a command succeeds; for probes whose failure is an answer. */

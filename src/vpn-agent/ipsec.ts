@@ -47,8 +47,9 @@ export class IpsecTunnel implements Tunnel {
     if (digest === this.loadedDigest) return;
     const file = path.join(this.options.stateDir, 'swanctl.conf');
     writePrivateFile(file, swanctlConf);
+    const psk = config.ipsec.pre_shared_key;
     try {
-      await this.swanctl(['--load-all', '--noprompt', '--file', file]);
+      await this.swanctl(['--load-all', '--noprompt', '--file', file], [psk, Buffer.from(psk, 'utf8').toString('hex')]);
     } finally {
       fs.rmSync(file, { force: true });
     }
@@ -82,8 +83,8 @@ export class IpsecTunnel implements Tunnel {
     for (const file of ['swanctl.conf', 'strongswan.conf', 'charon.vici']) fs.rmSync(path.join(this.options.stateDir, file), { force: true });
   }
 
-  private swanctl(args: string[]): Promise<string> {
-    return run('swanctl', [...args, '--uri', this.vici], { env: { ...process.env, STRONGSWAN_CONF: this.strongswanConf } });
+  private swanctl(args: string[], redact: readonly string[] = []): Promise<string> {
+    return run('swanctl', [...args, '--uri', this.vici], { env: { ...process.env, STRONGSWAN_CONF: this.strongswanConf }, redact });
   }
 
   private async ensureCharon(): Promise<void> {

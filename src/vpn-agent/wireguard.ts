@@ -39,7 +39,7 @@ export class WireguardTunnel implements Tunnel {
     const file = path.join(this.options.stateDir, 'wireguard.conf');
     writePrivateFile(file, renderWgConfig(config));
     try {
-      await run('wg', ['syncconf', name, file]);
+      await run('wg', ['syncconf', name, file], { redact: [config.wireguard.private_key] });
     } finally {
       fs.rmSync(file, { force: true });
     }

@@ -7,19 +7,17 @@
  * networks apart. Both ends run real Debian software: wg with wireguard-go (this kernel has
  * no WireGuard module) and strongSwan's charon (kernel-libipsec here: no ESP in this kernel).
  */
-import type { ChildProcess } from 'node:child_process';
 import fs from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
 import { isPublicAddress } from '../../src/lib/ip';
 import { parseAgentConfig, VpnAgentConfig } from '../../src/vpn-agent/config';
 import type { AgentStatus } from '../../src/vpn-agent/status-server';
+import { AGENT_MAIN, childrenNamed, RunningAgent, startAgentInNetns } from '../helpers/vpn-agent';
 import { Netns, netnsSet, NetnsSet } from '../helpers/netns';
 import { eventually } from '../helpers/service';
-import { IpsecPeer, requireVpnTools, startIpsecPeer, startWireguardPeer, WireguardPeer, wireguardGoBinary, wireguardKeyPair } from '../helpers/vpn-peer';
+import { IpsecPeer, requireVpnTools, startIpsecPeer, startWireguardPeer, WireguardPeer, wireguardKeyPair } from '../helpers/vpn-peer';
 
-const MAIN = path.resolve(__dirname, '../../dist/src/main.js');
-const STATUS_PORT = 9180;
 
 /** The addresses of one gateway and its customer; `k` keeps two tests' namespaces apart. */
 function addressesFor(k: number) {
@@ -69,34 +67,8 @@ function writeAgentConfig(site: Site, config: VpnAgentConfig): string {
   return file;
 }
 
-interface RunningAgent {
-  child: ChildProcess;
-  log: () => string;
-  status: () => Promise<AgentStatus>;
-  exit: Promise<number | null>;
-}
-
 function startAgent(site: Site, configFile: string): RunningAgent {
-  const logFile = path.join(site.dir, 'agent.log');
-  const out = fs.openSync(logFile, 'a');
-  // A /run of its own: the agent's charon writes /var/run/charon.pid, as the peer's does.
-  const child = site.gateway.spawn(
-    process.execPath,
-    [MAIN, 'vpn-agent', '--config', configFile, '--listen', `${site.addresses.statusAgent}:${STATUS_PORT}`, '--state-dir', path.join(site.dir, 'agent-state')],
-    { privateRun: true, env: { ...process.env, CLOUDPLANE_WIREGUARD_GO: wireguardGoBinary(), CLOUDPLANE_LOG_LEVEL: 'info' }, stdio: ['ignore', out, out] },
-  );
-  fs.closeSync(out);
-  const exit = new Promise<number | null>((resolve) => child.once('exit', (code) => resolve(code)));
-  return {
-    child,
-    log: () => fs.readFileSync(logFile, 'utf8'),
-    exit,
-    status: async () => {
-      const res = await fetch(`http://${site.addresses.statusAgent}:${STATUS_PORT}/status`, { signal: AbortSignal.timeout(10_000) });
-      expect(res.status).toBe(200);
-      return (await res.json()) as AgentStatus;
-    },
-  };
+  return startAgentInNetns({ netns: site.gateway, configFile, statusAddress: site.addresses.statusAgent, dir: site.dir });
 }
 
 /** One ping from a host of the customer's network to one of the gateway's, through the tunnel. */
@@ -105,30 +77,13 @@ async function pingAcross(site: Site): Promise<boolean> {
   return result.ok;
 }
 
-/** The running children of a process with this command name (e.g. the agent's charon). */
-function childrenNamed(parent: number, name: string): number[] {
-  return fs
-    .readdirSync('/proc')
-    .filter((entry) => /^\d+$/.test(entry))
-    .filter((pid) => {
-      try {
-        // /proc/<pid>/stat: pid (comm) state ppid ...
-        const stat = /^\d+ \((.*)\) \S+ (\d+)/.exec(fs.readFileSync(`/proc/${pid}/stat`, 'utf8'));
-        return stat !== null && stat[1] === name && Number(stat[2]) === parent;
-      } catch {
-        return false; // gone meanwhile
-      }
-    })
-    .map(Number);
-}
-
 function baseConfig(a: Addresses): Omit<VpnAgentConfig, 'tunnel_type' | 'version'> {
   return { local_ip: a.localIp, local_network_cidr: a.localNetwork, remote_network_cidr: a.remoteNetwork, remote_peer_ip: a.remotePeerIp };
 }
 
 beforeAll(() => {
   requireVpnTools();
-  if (!fs.existsSync(MAIN)) throw new Error(`${MAIN} is missing: build first (npx tsc -p tsconfig.json)`);
+  if (!fs.existsSync(AGENT_MAIN)) throw new Error(`${AGENT_MAIN} is missing: build first (npx tsc -p tsconfig.json)`);
 });
 
 describe('WireGuard gateway: the agent with wireguard-go, a customer peer with wireguard-go', () => {
@@ -165,7 +120,7 @@ describe('WireGuard gateway: the agent with wireguard-go, a customer peer with w
     };
     agent = startAgent(site, writeAgentConfig(site, config));
     const running = agent;
-    const before = await eventually(async () => running.status(), 30_000, 200);
+    const before = await running.explain(eventually(async () => running.status(), 30_000, 200));
     expect(before).toMatchObject({ applied_version: 'wg-1', tunnel_status: 'down', last_handshake: null, error: null });
 
     // The customer knows the gateway's public_key and local_ip (and the two networks).
@@ -179,11 +134,13 @@ describe('WireGuard gateway: the agent with wireguard-go, a customer peer with w
       gatewayNetworkCidr: site.addresses.localNetwork,
       interfaceName: `cpwp${process.pid % 100_000}`,
     });
-    await eventually(() => pingAcross(site), 30_000, 200);
-    const up = await eventually(async () => {
-      const status = await running.status();
-      return status.tunnel_status === 'up' && status.bytes_received > 0 && status.bytes_sent > 0 ? status : null;
-    }, 15_000, 200);
+    await running.explain(eventually(() => pingAcross(site), 30_000, 200));
+    const up = await running.explain(
+      eventually(async () => {
+        const status = await running.status();
+        return status.tunnel_status === 'up' && status.bytes_received > 0 && status.bytes_sent > 0 ? status : null;
+      }, 15_000, 200),
+    );
     expect(Date.now() - Date.parse(up.last_handshake!)).toBeLessThan(120_000);
     // Nothing secret in an answer or a log line.
     const said = JSON.stringify(up) + running.log();
@@ -196,10 +153,12 @@ describe('WireGuard gateway: the agent with wireguard-go, a customer peer with w
     // The peer stops: wireguard-go goes and takes its interface with it.
     await peer!.stop();
     expect((await site.peer.attempt('ip', ['link', 'show', peer!.interfaceName])).ok).toBe(false);
-    const down = await eventually(async () => {
-      const status = await running.status();
-      return status.tunnel_status === 'down' ? status : null;
-    }, 240_000, 2000);
+    const down = await running.explain(
+      eventually(async () => {
+        const status = await running.status();
+        return status.tunnel_status === 'down' ? status : null;
+      }, 240_000, 2000),
+    );
     // The counters and the handshake stay what they were: the tunnel is configured, only silent.
     expect(down.last_handshake).not.toBeNull();
     expect(down.bytes_received).toBeGreaterThan(0);
@@ -230,10 +189,12 @@ describe('IPsec gateway: the agent with charon, a customer peer with charon (IKE
     gatewayNetworkCidr: site.addresses.localNetwork,
   });
   const statusWhen = (check: (s: AgentStatus) => boolean, timeoutMs = 30_000) =>
-    eventually(async () => {
-      const status = await agent!.status();
-      return check(status) ? status : null;
-    }, timeoutMs, 250);
+    agent!.explain(
+      eventually(async () => {
+        const status = await agent!.status();
+        return check(status) ? status : null;
+      }, timeoutMs, 250),
+    );
 
   beforeAll(async () => {
     site = makeSite(72);
@@ -254,7 +215,7 @@ describe('IPsec gateway: the agent with charon, a customer peer with charon (IKE
     await statusWhen((s) => s.applied_version === 'ipsec-1' && s.error === null);
     // The customer knows the PSK and the gateway's local_ip (and the two networks).
     peer = await startIpsecPeer({ ...customer(), psk: firstPsk });
-    await eventually(() => pingAcross(site), 30_000, 250);
+    await agent!.explain(eventually(() => pingAcross(site), 30_000, 250));
     const up = await statusWhen((s) => s.tunnel_status === 'up' && s.bytes_sent > 0 && s.bytes_received > 0);
     expect(Date.now() - Date.parse(up.last_handshake!)).toBeLessThan(120_000);
     const said = JSON.stringify(up) + agent.log();
@@ -280,7 +241,7 @@ describe('IPsec gateway: the agent with charon, a customer peer with charon (IKE
     await peer!.rotatePsk(secondPsk);
     const accepted = await peer!.initiate();
     expect(accepted).toMatchObject({ ok: true });
-    await eventually(() => pingAcross(site), 30_000, 250);
+    await agent!.explain(eventually(() => pingAcross(site), 30_000, 250));
     const [after] = (await peer!.ikeSas()).filter((sa) => sa.state === 'ESTABLISHED');
     expect(after['initiator-spi']).not.toEqual(before['initiator-spi']);
     const up = await statusWhen((s) => s.tunnel_status === 'up' && s.bytes_received > 0);
@@ -303,7 +264,7 @@ describe('IPsec gateway: the agent with charon, a customer peer with charon (IKE
       const [again] = childrenNamed(agent!.child.pid!, 'charon');
       return again !== undefined && again !== charon;
     }, 30_000, 250);
-    await eventually(() => pingAcross(site), 60_000, 500);
+    await agent!.explain(eventually(() => pingAcross(site), 60_000, 500));
     await statusWhen((s) => s.tunnel_status === 'up' && s.applied_version === 'ipsec-2' && s.error !== null);
     expect(agent!.log()).toContain('charon is gone; starting it again');
     // Mended, the file is applied again (the same tunnel: no re-key needed).

@@ -3,6 +3,10 @@
  * Kubernetes VPN driver), the strongSwan files it writes, and its reading of swanctl's
  * --raw output (captured from strongSwan 5.9.8's swanctl on a libipsec tunnel).
  */
+import fs from 'node:fs';
+import os from 'node:os';
+import path from 'node:path';
+import { run } from '../../src/vpn-agent/commands';
 import { parseAgentConfig, VpnAgentConfig } from '../../src/vpn-agent/config';
 import { parseListSas, readingOf, renderSwanctlConf } from '../../src/vpn-agent/ipsec';
 import { renderWgConfig } from '../../src/vpn-agent/wireguard';
@@ -86,5 +90,23 @@ describe("reading swanctl's --list-sas --raw", () => {
     const connecting = 'list-sa event {cloudplane {uniqueid=3 version=2 state=CONNECTING local-host=11.200.0.1 remote-host=11.200.0.2 child-sas {}}}\nlist-sas reply {}\n';
     expect(readingOf(parseListSas(connecting))).toEqual({ up: false, bytesSent: 0, bytesReceived: 0, lastHandshake: null });
     expect(readingOf(parseListSas('list-sas reply {}\n'))).toEqual({ up: false, bytesSent: 0, bytesReceived: 0, lastHandshake: null });
+  });
+});
+
+describe('tool errors', () => {
+  it("blank out the secrets a tool quotes back (wg prints a key it refuses)", async () => {
+    const dir = fs.mkdtempSync(path.join(os.tmpdir(), 'cloudplane-wg-error-'));
+    const file = path.join(dir, 'wg.conf');
+    const notAKey = 'SECRET-looking-but-malformed-key';
+    fs.writeFileSync(file, `[Interface]\nPrivateKey = ${notAKey}\n`, { mode: 0o600 });
+    try {
+      // Debian's wg, as the agent runs it (scripts/ensure-vpn-tools.sh installs it).
+      await expect(run('wg', ['syncconf', 'cpnone0', file])).rejects.toThrow(notAKey);
+      const refused = run('wg', ['syncconf', 'cpnone0', file], { redact: [notAKey] });
+      await expect(refused).rejects.toThrow('wg syncconf failed: Key is not the correct length or format');
+      await expect(refused).rejects.not.toThrow(notAKey);
+    } finally {
+      fs.rmSync(dir, { recursive: true, force: true });
+    }
   });
 });
