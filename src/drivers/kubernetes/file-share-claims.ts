@@ -19,7 +19,7 @@
  * A claim under the share's name that Cloudplane did not make for it is never touched:
  * the share fails, saying what is in the way.
  */
-import { CoreV1Api, KubeConfig, V1PersistentVolumeClaim } from '@kubernetes/client-node';
+import { KubeConfig, V1PersistentVolumeClaim } from '@kubernetes/client-node';
 import type { Logger } from 'pino';
 import type { FileShareDesired, FileShareDriver, FileShareOutputs } from '../storage';
 import type { DriverHealth, ExternalRecord, Managed, Observation, Step } from '../types';
@@ -70,12 +70,10 @@ export const requestOf = (sizeGb: number) => `${sizeGb}Gi`;
 
 export class FileShareClaimDriver implements FileShareDriver {
   private readonly objects: AppliedObjects;
-  private readonly core: CoreV1Api;
   private readonly pollMs: number;
 
   constructor(private readonly o: FileShareClaimDriverOptions) {
     this.objects = new AppliedObjects(o.kubeConfig);
-    this.core = o.kubeConfig.makeApiClient(CoreV1Api);
     this.pollMs = o.pollMs ?? DEFAULT_POLL_MS;
   }
 
@@ -85,8 +83,7 @@ export class FileShareClaimDriver implements FileShareDriver {
 
   /** Claims changed by others (bound, resized, deleted by hand) are looked at at once. */
   watchMade(changed: Changed): () => void {
-    const collection = { path: '/api/v1/persistentvolumeclaims', list: (labelSelector: string) => this.core.listPersistentVolumeClaimForAllNamespaces({ labelSelector }) };
-    return watchMade(this.o.kubeConfig, this.o.systemNamespace, this.o.logger, [collection], changed);
+    return watchMade(this.o.kubeConfig, this.o.systemNamespace, this.o.logger, ['persistentvolumeclaims'], changed);
   }
 
   async observe(share: Share): Promise<Observation<FileShareOutputs, null>> {

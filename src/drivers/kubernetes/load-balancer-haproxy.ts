@@ -22,7 +22,6 @@
  * touched: the load balancer fails, saying what is in the way.
  */
 import { isIPv4 } from 'node:net';
-import { AppsV1Api, CoreV1Api } from '@kubernetes/client-node';
 import type { KubeConfig, V1ConfigMap, V1Deployment, V1Pod, V1Secret, V1Service } from '@kubernetes/client-node';
 import type { Logger } from 'pino';
 import { backendHealth, httpStatsSource, readServerStats, ServerStat } from '../haproxy/state';
@@ -92,19 +91,7 @@ export class HaproxyLoadBalancerDriver implements LoadBalancerDriver {
 
   /** The three objects changed by others (deleted or edited by hand, the Service given its address) are looked at at once. */
   watchMade(changed: Changed): () => void {
-    const core = this.o.kubeConfig.makeApiClient(CoreV1Api);
-    const apps = this.o.kubeConfig.makeApiClient(AppsV1Api);
-    return watchMade(
-      this.o.kubeConfig,
-      this.o.systemNamespace,
-      this.o.logger,
-      [
-        { path: '/apis/apps/v1/deployments', list: (labelSelector) => apps.listDeploymentForAllNamespaces({ labelSelector }) },
-        { path: '/api/v1/services', list: (labelSelector) => core.listServiceForAllNamespaces({ labelSelector }) },
-        { path: '/api/v1/configmaps', list: (labelSelector) => core.listConfigMapForAllNamespaces({ labelSelector }) },
-      ],
-      changed,
-    );
+    return watchMade(this.o.kubeConfig, this.o.systemNamespace, this.o.logger, ['deployments', 'services', 'configmaps'], changed);
   }
 
   async observe(resource: Managed<LoadBalancerDesired>): Promise<Observation<LoadBalancerOutputs, BackendHealth[]>> {

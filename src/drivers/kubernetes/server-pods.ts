@@ -133,7 +133,7 @@ export class PodServerDriver implements ServerDriver {
 
   /** Servers' Pods changed by others (deleted by hand, evicted) are looked at at once. */
   watchMade(changed: Changed): () => void {
-    return watchMade(this.o.kubeConfig, this.o.systemNamespace, this.o.logger, [{ path: '/api/v1/pods', list: (labelSelector) => this.core.listPodForAllNamespaces({ labelSelector }) }], changed);
+    return watchMade(this.o.kubeConfig, this.o.systemNamespace, this.o.logger, ['pods'], changed);
   }
 
   constructor(private readonly o: PodServerDriverOptions) {

@@ -22,7 +22,6 @@
  * the configuration's version, and its log lines name the gateway, never the keys.
  */
 import { isIPv4 } from 'node:net';
-import { AppsV1Api, CoreV1Api } from '@kubernetes/client-node';
 import type { KubeConfig, V1Deployment, V1Pod, V1Secret, V1Service } from '@kubernetes/client-node';
 import type { Logger } from 'pino';
 import { Value } from '@sinclair/typebox/value';
@@ -94,19 +93,7 @@ export class VpnGatewayTunnelDriver implements VpnGatewayDriver {
 
   /** The three objects changed by others (deleted or edited by hand, the Service given its address) are looked at at once. */
   watchMade(changed: Changed): () => void {
-    const core = this.o.kubeConfig.makeApiClient(CoreV1Api);
-    const apps = this.o.kubeConfig.makeApiClient(AppsV1Api);
-    return watchMade(
-      this.o.kubeConfig,
-      this.o.systemNamespace,
-      this.o.logger,
-      [
-        { path: '/apis/apps/v1/deployments', list: (labelSelector) => apps.listDeploymentForAllNamespaces({ labelSelector }) },
-        { path: '/api/v1/services', list: (labelSelector) => core.listServiceForAllNamespaces({ labelSelector }) },
-        { path: '/api/v1/secrets', list: (labelSelector) => core.listSecretForAllNamespaces({ labelSelector }) },
-      ],
-      changed,
-    );
+    return watchMade(this.o.kubeConfig, this.o.systemNamespace, this.o.logger, ['deployments', 'services', 'secrets'], changed);
   }
 
   async observe(resource: Managed<VpnGatewayDesired>): Promise<Observation<VpnGatewayOutputs, TunnelStats>> {
