@@ -54,6 +54,8 @@ const SYSTEM = 'system';
 const OUTBOX_POLL_MS = 200;
 /** Look again this soon when a driver gave no hint (something it made is not visible yet). */
 const DEFAULT_POLL_MS = 1_000;
+/** How soon an update the provider refused is looked at again, unless the driver says when. */
+const REJECTED_POLL_MS = 10_000;
 
 /** A resource as its driver sees it. */
 export function managedOf<Desired>(family: AnyFamily, resource: Driven, desired: Desired): Managed<Desired> {
@@ -118,8 +120,11 @@ export class ManagedReconciler implements Reconciler {
     const judged = this.judge(resource, observation, desired);
     const changes = differing(resource.status, { ...(sameJson(external, managed.external) ? {} : { external: external ?? undefined }), ...judged.changes });
     if (changes) await this.write(resource, changes, SYSTEM);
-    const pending = !observation.exists || (!observation.upToDate && !observation.failure) || (state === this.binding.family.states[0] && !observation.ready);
-    return { requeueAfterMs: minDefined(judged.requeueAfterMs, observation.exists ? observation.pollAfterMs : undefined, stepPollMs, pending ? DEFAULT_POLL_MS : undefined) };
+    // A refused update is no work under way: looking again every second would only repeat the refusal.
+    const rejected = observation.exists && !observation.upToDate && Boolean(observation.rejected);
+    const pending = !observation.exists || (!observation.upToDate && !observation.failure && !rejected) || (state === this.binding.family.states[0] && !observation.ready);
+    const retry = rejected ? (stepPollMs ?? REJECTED_POLL_MS) : stepPollMs;
+    return { requeueAfterMs: minDefined(judged.requeueAfterMs, observation.exists ? observation.pollAfterMs : undefined, retry, pending ? DEFAULT_POLL_MS : undefined) };
   }
 
   /** The status that what the driver observed calls for. */
