@@ -12,20 +12,24 @@ RUN version="$(sed -n 's/^WIREGUARD_GO_VERSION="\(.*\)"$/\1/p' /tmp/ensure-vpn-t
  && CGO_ENABLED=0 GOBIN=/out go install -trimpath -ldflags="-s -w" "golang.zx2c4.com/wireguard@$version" \
  && mv /out/wireguard /out/wireguard-go
 
-FROM node:20-bookworm-slim AS build
+# Node 24 (LTS, supported until April 2028): Node 20 reached its end of life in April 2026.
+# Both stages use the same line so the compiled code and node_modules run where they were built.
+FROM node:24-bookworm-slim AS build
 WORKDIR /src
 # make runs the project's build; slim images do not ship it.
 RUN apt-get update \
  && apt-get install -y --no-install-recommends make \
  && rm -rf /var/lib/apt/lists/*
-# Dependencies first, so source edits reuse this layer.
+# Dependencies first, so source edits reuse this layer. npm ci installs exactly the lock
+# file's tree and fails if package.json and the lock file disagree (npm install would
+# resolve again and could ship versions nobody tested).
 COPY package.json package-lock.json ./
-RUN npm install --no-audit --no-fund --loglevel=error
+RUN npm ci --no-audit --no-fund --loglevel=error
 COPY . .
 RUN make build \
  && npm prune --omit=dev --no-audit --no-fund --loglevel=error
 
-FROM node:20-bookworm-slim AS runtime
+FROM node:24-bookworm-slim AS runtime
 ENV NODE_ENV=production
 # The VPN agent's tools: ip, wg, charon and swanctl with the plugins it loads (the standard
 # ones for openssl and gcm, the extra ones for curve25519 and kernel-libipsec, the userspace
