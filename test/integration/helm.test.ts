@@ -3,15 +3,19 @@
  * runs the operator hardened and probed, grants exactly the least-privilege RBAC the
  * operator needs, carries the generated CRDs, rejects values its schema forbids, and what
  * it renders is accepted by a real kube-apiserver (CRDs applied, the rest dry-run on the
- * server). helm is built once from its Go module (scripts/build-helm.sh).
+ * server). Every option (existing bootstrap Secret, PodDisruptionBudget, ServiceMonitor,
+ * NetworkPolicy, security contexts, scheduling) renders what it should, lints, and is
+ * accepted by the kube-apiserver; the `helm test` Pod's check is run against the real
+ * service. helm is built once from its Go module (scripts/build-helm.sh).
  */
-import { execFileSync } from 'node:child_process';
+import { execFile, execFileSync, spawnSync } from 'node:child_process';
 import fs from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
-import { parse, parseAllDocuments } from 'yaml';
+import { parse, parseAllDocuments, stringify } from 'yaml';
 import { kubectlBinary, startKubeApiServer, KubeApiServer } from '../helpers/kube-apiserver';
 import { CHART, findOrBuildHelm, NAMESPACE, render, runHelm } from '../helpers/chart';
+import { startTestService } from '../helpers/service';
 
 const REPO = path.resolve(__dirname, '../..');
 
@@ -28,6 +32,50 @@ function only(objects: any[], kind: string): any {
   const found = objects.filter((o) => o.kind === kind);
   expect(found).toHaveLength(1);
   return found[0];
+}
+
+/** Every option of the chart turned on (a values file: affinity and peers are too deep for --set). */
+const EVERY_OPTION = {
+  replicas: 2,
+  nats: { url: 'nats://nats.messaging:4222' },
+  bootstrapApiKeySecret: { existingSecret: 'cloudplane-bootstrap', key: 'token' },
+  podDisruptionBudget: { enabled: true, minAvailable: 1 },
+  serviceMonitor: { enabled: true, interval: '15s', scrapeTimeout: '10s', labels: { release: 'kube-prometheus-stack' } },
+  networkPolicy: {
+    enabled: true,
+    ingressFrom: [{ namespaceSelector: { matchLabels: { 'kubernetes.io/metadata.name': 'monitoring' } } }, { ipBlock: { cidr: '10.0.0.0/8' } }],
+    egress: [{ ports: [{ port: 53, protocol: 'UDP' }, { port: 53, protocol: 'TCP' }] }, { to: [{ ipBlock: { cidr: '10.96.0.1/32' } }], ports: [{ port: 443, protocol: 'TCP' }] }],
+  },
+  podSecurityContext: { runAsUser: 2000, runAsGroup: 2000, fsGroup: 2000 },
+  securityContext: { runAsUser: 2000, capabilities: { drop: ['ALL'] } },
+  resources: { requests: { cpu: '200m', memory: '256Mi' }, limits: { cpu: '2', memory: '1Gi' } },
+  nodeSelector: { 'kubernetes.io/os': 'linux' },
+  tolerations: [{ key: 'dedicated', operator: 'Equal', value: 'control-plane', effect: 'NoSchedule' }],
+  affinity: { podAntiAffinity: { preferredDuringSchedulingIgnoredDuringExecution: [{ weight: 100, podAffinityTerm: { topologyKey: 'kubernetes.io/hostname', labelSelector: { matchLabels: { 'app.kubernetes.io/name': 'cloudplane' } } } }] } },
+};
+
+function valuesFile(values: unknown): string {
+  const file = path.join(fs.mkdtempSync(path.join(os.tmpdir(), 'cloudplane-values-')), 'values.yaml');
+  fs.writeFileSync(file, stringify(values));
+  return file;
+}
+
+/** `helm template` with a values file. */
+function renderValues(values: unknown): string {
+  const result = runHelm(['template', 'cp', CHART, '--namespace', NAMESPACE, '-f', valuesFile(values)]);
+  if (result.status !== 0) throw new Error(`helm template failed: ${result.stderr}`);
+  return result.stdout;
+}
+
+function none(objects: any[], kind: string): void {
+  expect(objects.filter((o) => o.kind === kind)).toEqual([]);
+}
+
+/** The `helm test` Pod (the one object with the test hook). */
+function testPod(objects: any[]): any {
+  const hooks = objects.filter((o) => o.metadata.annotations?.['helm.sh/hook'] === 'test');
+  expect(hooks.map((o) => o.kind)).toEqual(['Pod']);
+  return hooks[0];
 }
 
 function envOf(container: any): Record<string, any> {
@@ -222,11 +270,180 @@ describeWithHelm('Helm chart charts/cloudplane', () => {
     expect(binding.subjects).toEqual([{ kind: 'ServiceAccount', name: account.metadata.name, namespace: NAMESPACE }]);
   });
 
+  it('passes helm lint with every option turned on', () => {
+    const result = runHelm(['lint', CHART, '-f', valuesFile(EVERY_OPTION)]);
+    expect(result.stderr).not.toMatch(/\[ERROR\]/);
+    expect(result.stdout).toMatch(/1 chart\(s\) linted, 0 chart\(s\) failed/);
+    expect(result.status).toBe(0);
+  });
+
+  it('reads the bootstrap key from an existing Secret and then makes none (stable under helm template, for GitOps)', () => {
+    const objects = manifests(render(['bootstrapApiKeySecret.existingSecret=cloudplane-bootstrap', 'bootstrapApiKeySecret.key=token']));
+    // Nothing random rendered: two renders are the same, so Argo CD sees no drift.
+    expect(render(['bootstrapApiKeySecret.existingSecret=cloudplane-bootstrap', 'bootstrapApiKeySecret.key=token']))
+      .toBe(render(['bootstrapApiKeySecret.existingSecret=cloudplane-bootstrap', 'bootstrapApiKeySecret.key=token']));
+    none(objects, 'Secret');
+    const ref = { secretKeyRef: { name: 'cloudplane-bootstrap', key: 'token' } };
+    expect(envOf(only(objects, 'Deployment').spec.template.spec.containers[0]).CLOUDPLANE_BOOTSTRAP_API_KEY).toEqual(ref);
+    expect(envOf(testPod(objects).spec.containers[0]).CLOUDPLANE_API_KEY).toEqual(ref);
+
+    // The chart's Secret stays for the S3 keys, without a bootstrap key.
+    const withS3 = manifests(render(['bootstrapApiKeySecret.existingSecret=cloudplane-bootstrap', 'drivers.bucket=s3', 's3.credentials.accessKeyId=AKID', 's3.credentials.secretAccessKey=s3cr3t']));
+    expect(Object.keys(only(withS3, 'Secret').data).sort()).toEqual(['s3-access-key-id', 's3-secret-access-key']);
+    expect(envOf(only(withS3, 'Deployment').spec.template.spec.containers[0]).CLOUDPLANE_BOOTSTRAP_API_KEY)
+      .toEqual({ secretKeyRef: { name: 'cloudplane-bootstrap', key: 'bootstrap-api-key' } });
+
+    // Without it, helm template (no cluster to look the Secret up in) makes a new key each time: what the README warns of.
+    const keyOf = (out: string) => only(manifests(out), 'Secret').data['bootstrap-api-key'];
+    expect(keyOf(render())).not.toBe(keyOf(render()));
+
+    const both = runHelm(['template', 'cp', CHART, '--set', `bootstrapApiKey=cpk_${'a1B2'.repeat(10)}`, '--set', 'bootstrapApiKeySecret.existingSecret=cloudplane-bootstrap']);
+    expect(both.status).toBe(1);
+    expect(both.stderr).toMatch(/set bootstrapApiKey or bootstrapApiKeySecret.existingSecret, not both/);
+  });
+
+  it('takes security contexts, resources and scheduling from values, keeping the secure defaults it is not told to change', () => {
+    const objects = manifests(renderValues(EVERY_OPTION));
+    const pod = only(objects, 'Deployment').spec.template.spec;
+    expect(pod.securityContext).toEqual({ runAsNonRoot: true, runAsUser: 2000, runAsGroup: 2000, fsGroup: 2000, seccompProfile: { type: 'RuntimeDefault' } });
+    expect(pod.containers[0].securityContext).toEqual({ runAsNonRoot: true, runAsUser: 2000, allowPrivilegeEscalation: false, readOnlyRootFilesystem: true, capabilities: { drop: ['ALL'] } });
+    expect(pod.containers[0].resources).toEqual(EVERY_OPTION.resources);
+    expect(pod.nodeSelector).toEqual(EVERY_OPTION.nodeSelector);
+    expect(pod.tolerations).toEqual(EVERY_OPTION.tolerations);
+    expect(pod.affinity).toEqual(EVERY_OPTION.affinity);
+    // The helm test Pod runs as hardened as the operator, on the same nodes.
+    const test = testPod(objects).spec;
+    expect(test.securityContext).toEqual(pod.securityContext);
+    expect(test.containers[0].securityContext).toEqual(pod.containers[0].securityContext);
+    expect(test.nodeSelector).toEqual(pod.nodeSelector);
+    expect(test.tolerations).toEqual(pod.tolerations);
+
+    // A field set to null is dropped (e.g. a platform's admission sets the uid itself).
+    const unset = only(manifests(render(['podSecurityContext.runAsUser=null', 'securityContext.runAsUser=null'])), 'Deployment').spec.template.spec;
+    expect(unset.securityContext.runAsUser).toBeUndefined();
+    expect(unset.containers[0].securityContext).toEqual({ runAsNonRoot: true, allowPrivilegeEscalation: false, readOnlyRootFilesystem: true, capabilities: { drop: ['ALL'] } });
+  });
+
+  it('renders a PodDisruptionBudget of minAvailable 1 with several replicas, or when told to', () => {
+    const pdbOf = (sets: string[]) => manifests(render(sets)).filter((o) => o.kind === 'PodDisruptionBudget');
+    expect(pdbOf([])).toEqual([]);
+    const ha = manifests(render(['replicas=3', 'nats.url=nats://nats:4222']));
+    const pdb = only(ha, 'PodDisruptionBudget');
+    expect(pdb.apiVersion).toBe('policy/v1');
+    expect(pdb.spec).toEqual({ minAvailable: 1, selector: only(ha, 'Deployment').spec.selector });
+    expect(pdbOf(['replicas=3', 'nats.url=nats://nats:4222', 'podDisruptionBudget.enabled=false'])).toEqual([]);
+    expect(pdbOf(['podDisruptionBudget.enabled=true', 'podDisruptionBudget.minAvailable=50%'])[0].spec.minAvailable).toBe('50%');
+  });
+
+  it('renders a ServiceMonitor of /metrics on the Service\'s http port only when asked', () => {
+    none(manifests(render()), 'ServiceMonitor');
+    const objects = manifests(renderValues(EVERY_OPTION));
+    const monitor = only(objects, 'ServiceMonitor');
+    const service = only(objects, 'Service');
+    expect(monitor.apiVersion).toBe('monitoring.coreos.com/v1');
+    expect(monitor.metadata.labels.release).toBe('kube-prometheus-stack');
+    expect(monitor.spec.namespaceSelector).toEqual({ matchNames: [NAMESPACE] });
+    // Its selector picks the Service (and no other object of the release carries these labels on a Service).
+    for (const [label, value] of Object.entries(monitor.spec.selector.matchLabels)) expect(service.metadata.labels[label]).toBe(value);
+    expect(monitor.spec.endpoints).toEqual([{ port: 'http', path: '/metrics', scheme: 'http', interval: '15s', scrapeTimeout: '10s' }]);
+    expect(service.spec.ports.map((p: any) => p.name)).toContain('http');
+  });
+
+  it('renders a NetworkPolicy only when asked: the API port from the given peers and the helm test Pod, egress open unless rules are given', () => {
+    none(manifests(render()), 'NetworkPolicy');
+    const objects = manifests(renderValues(EVERY_OPTION));
+    const policy = only(objects, 'NetworkPolicy');
+    const deployment = only(objects, 'Deployment');
+    expect(policy.spec.podSelector).toEqual(deployment.spec.selector);
+    expect(policy.spec.policyTypes).toEqual(['Ingress', 'Egress']);
+    expect(policy.spec.ingress).toEqual([{
+      ports: [{ port: 8080, protocol: 'TCP' }],
+      from: [...EVERY_OPTION.networkPolicy.ingressFrom, { podSelector: { matchLabels: expect.any(Object) } }],
+    }]);
+    // The added peer selects the helm test Pod, and the operator's selector does not (the Service must not route to it).
+    const testLabels = testPod(objects).metadata.labels;
+    for (const [label, value] of Object.entries(policy.spec.ingress[0].from[2].podSelector.matchLabels)) expect(testLabels[label]).toBe(value);
+    expect(Object.entries(deployment.spec.selector.matchLabels).every(([l, v]) => testLabels[l] === v)).toBe(false);
+    expect(policy.spec.egress).toEqual(EVERY_OPTION.networkPolicy.egress);
+
+    const open = only(manifests(render(['networkPolicy.enabled=true'])), 'NetworkPolicy');
+    expect(open.spec.policyTypes).toEqual(['Ingress']);
+    expect(open.spec.ingress).toEqual([{ ports: [{ port: 8080, protocol: 'TCP' }] }]);
+    expect(open.spec.egress).toBeUndefined();
+  });
+
+  it('helm test hook: the rendered Pod\'s node -e check passes against the real service with the bootstrap key, and fails on a wrong key or an unreachable service', async () => {
+    const pod = testPod(manifests(render()));
+    expect(pod.spec.restartPolicy).toBe('Never');
+    const [container] = pod.spec.containers;
+    // The operator's own image: no extra image to pull or pin.
+    expect(container.image).toBe(only(manifests(render()), 'Deployment').spec.template.spec.containers[0].image);
+    expect(container.command.slice(0, 2)).toEqual(['node', '-e']);
+    expect(envOf(container).CLOUDPLANE_URL).toBe(`http://cp-cloudplane.${NAMESPACE}.svc:80`);
+
+    // The service runs in this process: the check must run asynchronously, or it would wait on a blocked event loop.
+    const run = (url: string, key: string) => new Promise<{ status: number | null; stdout: string; stderr: string }>((resolve) => {
+      execFile(container.command[0], container.command.slice(1), { encoding: 'utf8', env: { PATH: process.env.PATH, CLOUDPLANE_URL: url, CLOUDPLANE_API_KEY: key }, timeout: 30_000 },
+        (error, stdout, stderr) => resolve({ status: error ? (typeof error.code === 'number' ? error.code : null) : 0, stdout, stderr }));
+    });
+    const service = await startTestService();
+    try {
+      const passed = await run(service.url, service.key);
+      expect({ status: passed.status, stderr: passed.stderr }).toEqual({ status: 0, stderr: '' });
+      expect(passed.stdout).toMatch(/^ok: .* is ready and lists \d+ regions with the bootstrap key/);
+
+      const wrongKey = await run(service.url, `cpk_${'x'.repeat(40)}`);
+      expect(wrongKey.status).toBe(1);
+      expect(wrongKey.stderr).toMatch(/GET \/api\/v1\/regions with the bootstrap key answered 401/);
+
+      // What the ServiceMonitor scrapes answers without a key.
+      const metrics = await fetch(`${service.url}/metrics`);
+      expect(metrics.status).toBe(200);
+      expect(await metrics.text()).toMatch(/^# HELP /m);
+    } finally {
+      await service.stop();
+    }
+    const down = await run('http://127.0.0.1:1', 'x');
+    expect(down.status).toBe(1);
+    expect(down.stderr).toMatch(/^helm test failed: fetch failed/);
+  }, 60_000);
+
   it('rejects values its schema forbids', () => {
     for (const bad of ['replicas=abc', 'replicas=0', 'drivers.job=docker', 'servers.startTimeoutSeconds=0', 'loadBalancers.replicas=0', 'fileShares.storageClass=Not_A_Name', 'leaseDurationSeconds=1', 'bootstrapApiKey=not-a-key', 'service.port=70000', 'unknownSetting=1', 'drivers.bucket=minio', 's3.endpoint=minio:9000', 's3.bucketPrefix=Prod', 's3.credentials.unknown=1']) {
       const result = runHelm(['template', 'cp', CHART, '--set', bad]);
       expect({ bad, status: result.status }).toEqual({ bad, status: 1 });
       expect(result.stderr).toMatch(/values don't meet the specifications of the schema/);
+    }
+  });
+
+  it('refuses bad values of the new options, naming the value at fault', () => {
+    const refusals: Array<[string, string]> = [
+      ['bootstrapApiKeySecret.existingSecret=Not_A_Name', '/bootstrapApiKeySecret/existingSecret'],
+      ['bootstrapApiKeySecret.key=', '/bootstrapApiKeySecret/key'],
+      ['bootstrapApiKeySecret.other=1', '/bootstrapApiKeySecret'],
+      ['podSecurityContext.runAsUser=-1', '/podSecurityContext/runAsUser'],
+      ['podSecurityContext.unknownField=1', '/podSecurityContext'],
+      ['podSecurityContext.seccompProfile.type=Lax', '/podSecurityContext/seccompProfile/type'],
+      ['securityContext.readOnlyRootFilesystem=maybe', '/securityContext/readOnlyRootFilesystem'],
+      ['securityContext.capabilities.drop=ALL', '/securityContext/capabilities/drop'],
+      ['podDisruptionBudget.enabled=sometimes', '/podDisruptionBudget/enabled'],
+      ['podDisruptionBudget.minAvailable=-1', '/podDisruptionBudget/minAvailable'],
+      ['podDisruptionBudget.minAvailable=150%', '/podDisruptionBudget/minAvailable'],
+      ['serviceMonitor.enabled=yes', '/serviceMonitor/enabled'],
+      ['serviceMonitor.interval=30', '/serviceMonitor/interval'],
+      ['serviceMonitor.interval=often', '/serviceMonitor/interval'],
+      ['networkPolicy.enabled=1', '/networkPolicy/enabled'],
+      ['networkPolicy.ingressFrom[0].pods=x', '/networkPolicy/ingressFrom/0'],
+      ['networkPolicy.egress[0].toPorts=x', '/networkPolicy/egress/0'],
+      ['resources.limits.gpu=1', '/resources/limits'],
+      ['tolerations=x', '/tolerations'],
+      ['nodeSelector.disk=1', '/nodeSelector/disk'],
+    ];
+    for (const [bad, at] of refusals) {
+      const result = runHelm(['template', 'cp', CHART, '--set', bad]);
+      expect({ bad, status: result.status }).toEqual({ bad, status: 1 });
+      expect({ bad, stderr: result.stderr }).toEqual({ bad, stderr: expect.stringContaining(`values don't meet the specifications of the schema`) });
+      expect({ bad, stderr: result.stderr }).toEqual({ bad, stderr: expect.stringContaining(`- at '${at}'`) });
     }
   });
 
@@ -255,6 +472,24 @@ describeWithHelm('Helm chart charts/cloudplane', () => {
       }
       // Dry run: nothing but the namespace was created.
       expect(kubectl(['get', 'deployments,secrets', '-n', NAMESPACE, '-o', 'name']).trim()).toBe('');
+    }, 120_000);
+
+    it('accepts the manifests of every option in a server-side dry run (the ServiceMonitor too when its CRD is installed)', () => {
+      const hasServiceMonitorCrd = spawnSync(kubectlBinary(), ['--kubeconfig', kube.kubeconfigPath, 'get', 'crd', 'servicemonitors.monitoring.coreos.com']).status === 0;
+      const objects = manifests(renderValues(EVERY_OPTION));
+      // The harness has no Prometheus Operator CRDs; the ServiceMonitor's shape is checked by the render test above.
+      const applied = objects.filter((o) => hasServiceMonitorCrd || o.kind !== 'ServiceMonitor');
+      const kinds = applied.map((o) => o.kind).sort();
+      expect(kinds).toEqual(expect.arrayContaining(['Deployment', 'NetworkPolicy', 'Pod', 'PodDisruptionBudget']));
+      const rendered = path.join(fs.mkdtempSync(path.join(os.tmpdir(), 'cloudplane-helm-')), 'every-option.yaml');
+      fs.writeFileSync(rendered, applied.map((o) => stringify(o)).join('---\n'));
+      const out = kubectl(['apply', '--server-side', '--dry-run=server', '-n', NAMESPACE, '-f', rendered]);
+      for (const kind of ['poddisruptionbudget', 'networkpolicy', 'deployment']) {
+        expect(out).toMatch(new RegExp(`^${kind}[^ ]*/cp-cloudplane serverside-applied \\(server dry run\\)$`, 'm'));
+      }
+      expect(out).toMatch(/^pod\/cp-cloudplane-test serverside-applied \(server dry run\)$/m);
+      if (hasServiceMonitorCrd) expect(out).toMatch(/^servicemonitor[^ ]*\/cp-cloudplane serverside-applied/m);
+      expect(out.trim().split('\n')).toHaveLength(applied.length);
     }, 120_000);
 
     it('keeps a generated bootstrap key across helm upgrade', () => {

@@ -30,9 +30,19 @@ app.kubernetes.io/managed-by: {{ .Release.Service }}
 {{- default (include "cloudplane.fullname" .) .Values.serviceAccount.name -}}
 {{- end -}}
 
-{{/* The Secret holding the bootstrap API key. */}}
+{{/* The chart's own Secret (the generated or given bootstrap key, the S3 keys). */}}
 {{- define "cloudplane.secretName" -}}
 {{- include "cloudplane.fullname" . -}}
+{{- end -}}
+
+{{/* The Secret the operator reads the bootstrap API key from: yours (bootstrapApiKeySecret.existingSecret) or the chart's. */}}
+{{- define "cloudplane.bootstrapSecretName" -}}
+{{- .Values.bootstrapApiKeySecret.existingSecret | default (include "cloudplane.secretName" .) -}}
+{{- end -}}
+
+{{/* The key of the bootstrap API key in that Secret. */}}
+{{- define "cloudplane.bootstrapSecretKey" -}}
+{{- ternary .Values.bootstrapApiKeySecret.key "bootstrap-api-key" (ne .Values.bootstrapApiKeySecret.existingSecret "") -}}
 {{- end -}}
 
 {{- define "cloudplane.image" -}}
@@ -44,4 +54,10 @@ app.kubernetes.io/managed-by: {{ .Release.Service }}
 {{- range $path, $_ := .Files.Glob "crds/*.yaml" }}
 - {{ (($.Files.Get $path | fromYaml).spec.names.plural) }}
 {{- end }}
+{{- end -}}
+
+{{/* Labels of the chart's `helm test` Pod (not the operator's selector: the Service must not send it traffic). */}}
+{{- define "cloudplane.testSelectorLabels" -}}
+app.kubernetes.io/name: {{ include "cloudplane.name" . }}-test
+app.kubernetes.io/instance: {{ .Release.Name }}
 {{- end -}}
