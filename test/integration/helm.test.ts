@@ -492,6 +492,24 @@ describeWithHelm('Helm chart charts/cloudplane', () => {
       expect(out.trim().split('\n')).toHaveLength(applied.length);
     }, 120_000);
 
+    it('installs with an existing bootstrap Secret: helm makes no key of its own and the operator reads the user\'s', () => {
+      const namespace = 'cloudplane-existing';
+      kubectl(['create', 'namespace', namespace]);
+      const key = `cpk_${'Z9y8'.repeat(10)}`;
+      kubectl(['create', 'secret', 'generic', 'cloudplane-bootstrap', '-n', namespace, `--from-literal=token=${key}`]);
+      // A release of its own name: the ClusterRole of release cp belongs to another namespace's test.
+      helmOnCluster(['install', 'gitops', CHART, '--namespace', namespace, '--skip-crds', '--set', 'bootstrapApiKeySecret.existingSecret=cloudplane-bootstrap', '--set', 'bootstrapApiKeySecret.key=token']);
+      // Helm's own release records aside (type helm.sh/release.v1), the only Secret is the user's.
+      expect(kubectl(['get', 'secrets', '-n', namespace, '--field-selector', 'type!=helm.sh/release.v1', '-o', 'jsonpath={.items[*].metadata.name}']).trim()).toBe('cloudplane-bootstrap');
+      const env = JSON.parse(kubectl(['get', 'deployment', 'gitops-cloudplane', '-n', namespace, '-o', 'jsonpath={.spec.template.spec.containers[0].env}']));
+      expect(env.find((e: any) => e.name === 'CLOUDPLANE_BOOTSTRAP_API_KEY').valueFrom).toEqual({ secretKeyRef: { name: 'cloudplane-bootstrap', key: 'token' } });
+      // helm status tells how to read the key from the user's Secret.
+      expect(helmOnCluster(['status', 'gitops', '--namespace', namespace])).toContain(`get secret cloudplane-bootstrap -o jsonpath='{.data.token}'`);
+      // An upgrade leaves the user's Secret (and its key) alone.
+      helmOnCluster(['upgrade', 'gitops', CHART, '--namespace', namespace, '--skip-crds', '--reuse-values', '--set', 'logLevel=debug']);
+      expect(Buffer.from(kubectl(['get', 'secret', 'cloudplane-bootstrap', '-n', namespace, '-o', 'jsonpath={.data.token}']), 'base64').toString()).toBe(key);
+    }, 120_000);
+
     it('keeps a generated bootstrap key across helm upgrade', () => {
       const namespace = 'cloudplane-upgrade';
       const keyOf = () => Buffer.from(kubectl(['get', 'secret', 'cp-cloudplane', '-n', namespace, '-o', 'jsonpath={.data.bootstrap-api-key}']), 'base64').toString();
