@@ -12,7 +12,7 @@ import swagger from '@fastify/swagger';
 import type { ApiContext } from './context';
 import { clientErrorHandlerFor, refuseHostless, registerErrorHandler, registerNotFoundHandler, sendFrameworkError } from './plugins/errors';
 import { documentSharedErrors } from './plugins/error-responses';
-import { assignOperationIds, linkOperations, OpenApiDocument } from './plugins/openapi-links';
+import { requireOperationIds, linkOperations, OpenApiDocument } from './plugins/openapi-links';
 import { registerValidation } from './plugins/validation';
 import { registerObservability, requestIdOf } from './plugins/observability';
 import { requireApiKey } from './plugins/authentication';
@@ -90,7 +90,7 @@ export async function buildApp(ctx: ApiContext, options: AppOptions = {}): Promi
     requireApiKey(api, ctx);
     registerNotFoundHandler(api, ctx, routes);
     documentSharedErrors(api);
-    assignOperationIds(api);
+    requireOperationIds(api);
     for (const family of families) if (family.standardRoutes !== false) registerFamilyRoutes(api, ctx, family);
     registerRouteModules(api, ctx);
   });

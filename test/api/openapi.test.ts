@@ -4,6 +4,8 @@
  * client generated from it can reach the whole API.
  */
 import SwaggerParser from '@apidevtools/swagger-parser';
+import Fastify from 'fastify';
+import { requireOperationIds } from '../../src/api/plugins/openapi-links';
 import { startTestService, TestService } from '../helpers/service';
 
 interface RegisteredRoute {
@@ -103,7 +105,83 @@ describe('GET /api/v1/openapi.json', () => {
       const ids = operations().map((o) => o.operation.operationId);
       expect(ids.every((id) => typeof id === 'string' && id.length > 0)).toBe(true);
       expect(new Set(ids).size).toBe(ids.length);
-      expect(document.paths['/api/v1/servers/{id}/stop'].post.operationId).toBe('postServersByIdStop');
+    });
+
+    // The names generated clients give their methods: a verb and the record, as a person would write them.
+    it('names every operation as a person would', () => {
+      const named = Object.fromEntries(operations().map((o) => [`${o.method.toUpperCase()} ${o.path}`, o.operation.operationId]));
+      expect(named).toEqual({
+        'GET /api/v1/load-balancers': 'listLoadBalancers',
+        'POST /api/v1/load-balancers': 'createLoadBalancer',
+        'GET /api/v1/load-balancers/{id}': 'getLoadBalancer',
+        'PATCH /api/v1/load-balancers/{id}': 'updateLoadBalancer',
+        'DELETE /api/v1/load-balancers/{id}': 'deleteLoadBalancer',
+        'POST /api/v1/load-balancers/{id}/attach': 'attachLoadBalancerBackend',
+        'POST /api/v1/load-balancers/{id}/detach': 'detachLoadBalancerBackend',
+        'GET /api/v1/vpn-gateways': 'listVpnGateways',
+        'POST /api/v1/vpn-gateways': 'createVpnGateway',
+        'GET /api/v1/vpn-gateways/{id}': 'getVpnGateway',
+        'PATCH /api/v1/vpn-gateways/{id}': 'updateVpnGateway',
+        'DELETE /api/v1/vpn-gateways/{id}': 'deleteVpnGateway',
+        'GET /api/v1/vpn-gateways/{id}/status': 'getVpnGatewayStatus',
+        'GET /api/v1/servers': 'listServers',
+        'POST /api/v1/servers': 'createServer',
+        'GET /api/v1/servers/{id}': 'getServer',
+        'PATCH /api/v1/servers/{id}': 'updateServer',
+        'DELETE /api/v1/servers/{id}': 'deleteServer',
+        'POST /api/v1/servers/{id}/stop': 'stopServer',
+        'POST /api/v1/servers/{id}/start': 'startServer',
+        'POST /api/v1/servers/{id}/reboot': 'rebootServer',
+        'GET /api/v1/object-storage': 'listBuckets',
+        'POST /api/v1/object-storage': 'createBucket',
+        'GET /api/v1/object-storage/{id}': 'getBucket',
+        'PATCH /api/v1/object-storage/{id}': 'updateBucket',
+        'DELETE /api/v1/object-storage/{id}': 'deleteBucket',
+        'GET /api/v1/file-storage': 'listFileShares',
+        'POST /api/v1/file-storage': 'createFileShare',
+        'GET /api/v1/file-storage/{id}': 'getFileShare',
+        'PATCH /api/v1/file-storage/{id}': 'updateFileShare',
+        'DELETE /api/v1/file-storage/{id}': 'deleteFileShare',
+        'POST /api/v1/file-storage/{id}/attach': 'attachFileShare',
+        'POST /api/v1/file-storage/{id}/detach': 'detachFileShare',
+        'GET /api/v1/jobs': 'listJobs',
+        'POST /api/v1/jobs': 'createJob',
+        'GET /api/v1/jobs/{id}': 'getJob',
+        'POST /api/v1/jobs/{id}/cancel': 'cancelJob',
+        'GET /api/v1/regions': 'listRegions',
+        'GET /api/v1/audit-log': 'listAuditEvents',
+        'GET /api/v1/settings/profile': 'getProfile',
+        'PATCH /api/v1/settings/profile': 'updateProfile',
+        'GET /api/v1/settings/team': 'getTeam',
+        'PATCH /api/v1/settings/team': 'updateTeam',
+        'GET /api/v1/settings/api-keys': 'listApiKeys',
+        'POST /api/v1/settings/api-keys': 'createApiKey',
+        'DELETE /api/v1/settings/api-keys/{id}': 'revokeApiKey',
+        'GET /api/v1/agent/threads': 'listAgentThreads',
+        'POST /api/v1/agent/threads': 'createAgentThread',
+        'GET /api/v1/agent/threads/{id}': 'getAgentThread',
+        'GET /api/v1/agent/threads/{id}/messages': 'listAgentThreadMessages',
+        'POST /api/v1/agent/threads/{id}/messages': 'askAgent',
+        'GET /api/v1/agent/threads/{id}/messages/{message_id}': 'getAgentThreadMessage',
+        'GET /api/v1/webhooks': 'listWebhooks',
+        'POST /api/v1/webhooks': 'createWebhook',
+        'GET /api/v1/webhooks/{id}': 'getWebhook',
+        'PATCH /api/v1/webhooks/{id}': 'updateWebhook',
+        'DELETE /api/v1/webhooks/{id}': 'deleteWebhook',
+        'POST /api/v1/webhooks/{id}/rotate-secret': 'rotateWebhookSecret',
+        'GET /api/v1/webhooks/{id}/deliveries': 'listWebhookDeliveries',
+        'GET /api/v1/webhooks/{id}/deliveries/{delivery_id}': 'getWebhookDelivery',
+        'POST /api/v1/webhooks/{id}/deliveries/{delivery_id}/retry': 'retryWebhookDelivery',
+      });
+    });
+
+    it('refuses to register a documented route that names no operationId', async () => {
+      const app = Fastify();
+      requireOperationIds(app);
+      app.get('/named', { schema: { operationId: 'getNamed' } }, async () => 'ok');
+      app.get('/hidden', { schema: { hide: true } }, async () => 'ok');
+      expect(() => app.get('/unnamed', { schema: { summary: 'no name' } }, async () => 'ok')).toThrow(/GET \/unnamed .*no operationId/);
+      await app.close();
     });
 
     it('links only to real operationIds, filling each of their path parameters', () => {
@@ -128,17 +206,17 @@ describe('GET /api/v1/openapi.json', () => {
 
     // The operations a fuzzer only ever reached with made-up ids before the links.
     it.each([
-      ['/api/v1/load-balancers', '201', 'postLoadBalancersByIdAttach', '$response.body#/data/id'],
-      ['/api/v1/load-balancers', '201', 'postLoadBalancersByIdDetach', '$response.body#/data/id'],
-      ['/api/v1/load-balancers', '201', 'deleteLoadBalancersById', '$response.body#/data/id'],
-      ['/api/v1/servers', '201', 'postServersByIdStop', '$response.body#/data/id'],
-      ['/api/v1/servers', '201', 'postServersByIdStart', '$response.body#/data/id'],
-      ['/api/v1/servers', '201', 'postServersByIdReboot', '$response.body#/data/id'],
-      ['/api/v1/jobs', '201', 'postJobsByIdCancel', '$response.body#/data/id'],
-      ['/api/v1/settings/api-keys', '201', 'deleteSettingsApiKeysById', '$response.body#/data/id'],
-      ['/api/v1/vpn-gateways', '201', 'getVpnGatewaysByIdStatus', '$response.body#/data/id'],
-      ['/api/v1/webhooks/{id}/deliveries', '200', 'getWebhooksByIdDeliveriesByDeliveryId', '$response.body#/data/0/id'],
-      ['/api/v1/webhooks/{id}/deliveries', '200', 'postWebhooksByIdDeliveriesByDeliveryIdRetry', '$response.body#/data/0/id'],
+      ['/api/v1/load-balancers', '201', 'attachLoadBalancerBackend', '$response.body#/data/id'],
+      ['/api/v1/load-balancers', '201', 'detachLoadBalancerBackend', '$response.body#/data/id'],
+      ['/api/v1/load-balancers', '201', 'deleteLoadBalancer', '$response.body#/data/id'],
+      ['/api/v1/servers', '201', 'stopServer', '$response.body#/data/id'],
+      ['/api/v1/servers', '201', 'startServer', '$response.body#/data/id'],
+      ['/api/v1/servers', '201', 'rebootServer', '$response.body#/data/id'],
+      ['/api/v1/jobs', '201', 'cancelJob', '$response.body#/data/id'],
+      ['/api/v1/settings/api-keys', '201', 'revokeApiKey', '$response.body#/data/id'],
+      ['/api/v1/vpn-gateways', '201', 'getVpnGatewayStatus', '$response.body#/data/id'],
+      ['/api/v1/webhooks/{id}/deliveries', '200', 'getWebhookDelivery', '$response.body#/data/0/id'],
+      ['/api/v1/webhooks/{id}/deliveries', '200', 'retryWebhookDelivery', '$response.body#/data/0/id'],
     ])('%s answers %s with a link to %s', (path, status, operationId, expression) => {
       const operation = document.paths[path][status === '201' ? 'post' : 'get'];
       const link = operation.responses[status].links?.[operationId];

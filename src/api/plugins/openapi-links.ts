@@ -1,10 +1,10 @@
 /**
- * operationIds and OpenAPI links for the served document, derived from the paths alone so
- * that no route has to spell them out. Links tell a client (and schemathesis's stateful
+ * operationIds and OpenAPI links for the served document. Routes name their operations;
+ * the links are derived from the paths alone, so that no route has to spell them out. Links tell a client (and schemathesis's stateful
  * phase) which operations take the id an answer carries: without them a fuzzer only ever
  * sends made-up ids and sees 404.
  *
- * - Every /api/v1 operation gets a stable operationId from its method and path.
+ * - Every documented /api/v1 operation names its own operationId (requireOperationIds).
  * - A create (POST on a collection, 201) links to every operation under `<collection>/{x}`
  *   with x taken from the created record's id (data.id, or data[0].id when it answers a list).
  * - A list (GET on a collection) that has no create links the same way, from its first row:
@@ -37,27 +37,18 @@ export interface OpenApiDocument {
   paths: Record<string, Partial<Record<(typeof METHODS)[number], Operation>>>;
 }
 
-const pascal = (word: string) => word.split(/[^A-Za-z0-9]+/).filter(Boolean).map((w) => w[0].toUpperCase() + w.slice(1)).join('');
-
-/** `POST /api/v1/servers/:id/stop` -> `postServersByIdStop`; `{id}` spelling works too. */
-export function operationIdOf(method: string, url: string): string {
-  const segments = url.replace(/^\/api\/v1\/?/, '').split('/').filter(Boolean);
-  const words = segments.map((segment) => {
-    const param = /^:(.+)$/.exec(segment) ?? PARAM.exec(segment);
-    return param ? `By${pascal(param[1])}` : pascal(segment);
-  });
-  return method.toLowerCase() + words.join('');
-}
-
-/** Gives every documented route of a context its operationId; register before its routes. */
-export function assignOperationIds(api: FastifyInstance): void {
+/**
+ * Refuses to register a documented route without an operationId: each is written by hand
+ * (createLoadBalancer, attachLoadBalancerBackend) because generated clients name their
+ * methods after it, and a name made from the path (postLoadBalancersByIdAttach) reads
+ * badly there. Register before the context's routes.
+ */
+export function requireOperationIds(api: FastifyInstance): void {
   api.addHook('onRoute', (route: RouteOptions) => {
     const methods = Array.isArray(route.method) ? route.method : [route.method];
-    if (methods.length !== 1 || methods[0] === 'HEAD') return; // one id per operation; HEAD is not documented
-    const schema = (route.schema ??= {}) as { hide?: boolean; operationId?: string };
-    if (schema.hide) return;
-    // A copy: Fastify derives the HEAD route from this one's options, and may share the object.
-    route.schema = { ...schema, operationId: schema.operationId ?? operationIdOf(methods[0], route.url) };
+    if (methods.includes('HEAD')) return; // Fastify's own HEAD twin of a GET, not documented
+    const schema = (route.schema ?? {}) as { hide?: boolean; operationId?: string };
+    if (!schema.hide && !schema.operationId) throw new Error(`${methods.join(',')} ${route.url} is documented but names no operationId`);
   });
 }
 

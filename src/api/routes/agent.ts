@@ -46,6 +46,7 @@ export function registerAgentRoutes(app: FastifyInstance, ctx: ApiContext): void
   app.get(base, {
     schema: {
       tags,
+      operationId: 'listAgentThreads',
       summary: 'List agent threads',
       description: 'The team\'s threads; `sort=name` orders by title. Default order: newest first.',
       querystring: listQuerySchema(threadFamily.states),
@@ -63,6 +64,7 @@ export function registerAgentRoutes(app: FastifyInstance, ctx: ApiContext): void
   app.post(base, {
     schema: {
       tags,
+      operationId: 'createAgentThread',
       summary: 'Start an agent thread',
       description: 'The body is optional; without a `title` the thread is called "New thread".',
       body: threadFamily.schemas.create,
@@ -83,7 +85,7 @@ export function registerAgentRoutes(app: FastifyInstance, ctx: ApiContext): void
   });
 
   app.get(`${base}/:id`, {
-    schema: { tags, summary: 'Get an agent thread', params: ThreadParams, response: { 200: envelopeOf(ThreadRecord), ...errors } },
+    schema: { tags, operationId: 'getAgentThread', summary: 'Get an agent thread', params: ThreadParams, response: { 200: envelopeOf(ThreadRecord), ...errors } },
     handler: async (request, reply) => {
       const { id } = request.params as { id: string };
       const thread = await findResource<Thread>(ctx, threadFamily, principalOf(request).team, id);
@@ -94,6 +96,7 @@ export function registerAgentRoutes(app: FastifyInstance, ctx: ApiContext): void
   app.get(`${base}/:id/messages`, {
     schema: {
       tags,
+      operationId: 'listAgentThreadMessages',
       summary: 'List the messages of a thread',
       description: 'Oldest first by default (order=asc), the order a conversation is read in; order=desc for newest first. `role` filters by author.',
       params: ThreadParams,
@@ -114,7 +117,7 @@ export function registerAgentRoutes(app: FastifyInstance, ctx: ApiContext): void
   });
 
   app.get(`${base}/:id/messages/:message_id`, {
-    schema: { tags, summary: 'Get a message of a thread', params: MessageParams, response: { 200: envelopeOf(MessageRecord), ...errors } },
+    schema: { tags, operationId: 'getAgentThreadMessage', summary: 'Get a message of a thread', params: MessageParams, response: { 200: envelopeOf(MessageRecord), ...errors } },
     handler: async (request, reply) => {
       const { id, message_id } = request.params as { id: string; message_id: string };
       const { team } = principalOf(request);
@@ -128,6 +131,7 @@ export function registerAgentRoutes(app: FastifyInstance, ctx: ApiContext): void
   app.post(`${base}/:id/messages`, {
     schema: {
       tags,
+      operationId: 'askAgent',
       summary: 'Ask the agent: answers 201 with data = [the user message, the agent\'s answer]',
       description:
         'Stores `content` as a user message, has the agent answer it from the team\'s resources and events, and stores the answer as an assistant message. ' +

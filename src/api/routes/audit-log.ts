@@ -40,6 +40,7 @@ export function registerAuditLogRoutes(app: FastifyInstance, ctx: ApiContext): v
   app.get('/api/v1/audit-log', {
     schema: {
       tags: ['audit log'],
+      operationId: 'listAuditEvents',
       summary: 'Search the events of the team',
       description: 'Every event of the team within the retention period (CLOUDPLANE_EVENT_RETENTION_DAYS), newest first. All filters given must match.',
       querystring: AuditQuery,

@@ -17,6 +17,7 @@ import { newId } from '../../lib/ids';
 import { withNewSecret, withUniqueName } from '../../resources/creation';
 import { withinQuota } from '../../resources/quota';
 import { ErrorEnvelope } from '../plugins/error-responses';
+import { pluralOf, typeNameOf } from '../openapi-names';
 
 const IdParams = Type.Object({ id: Type.String({ maxLength: 64, description: 'Resource id.' }) });
 
@@ -144,12 +145,13 @@ export function registerFamilyRoutes(app: FastifyInstance, ctx: ApiContext, fami
   const base = `/api/v1/${family.path}`;
   const config: { family?: string } = family.providerBacked ? { family: family.name } : {};
   const tags = [family.title];
+  const typeName = typeNameOf(family.title);
   const RecordSchema = family.schemas.record;
   const ruleContext = { config: ctx.config };
 
   app.get(base, {
     config,
-    schema: { tags, summary: `List ${family.title}s`, querystring: listQuerySchema(family.states), response: { 200: envelopeOf(Type.Array(RecordSchema)), ...errorResponses } },
+    schema: { tags, operationId: `list${pluralOf(typeName)}`, summary: `List ${family.title}s`, querystring: listQuerySchema(family.states), response: { 200: envelopeOf(Type.Array(RecordSchema)), ...errorResponses } },
     handler: async (request, reply) => {
       const query = listQueryOf(request);
       const resources = await listVisible(ctx, family.kind, principalOf(request).team);
@@ -161,7 +163,7 @@ export function registerFamilyRoutes(app: FastifyInstance, ctx: ApiContext, fami
 
   app.post(base, {
     config,
-    schema: { tags, summary: `Create a ${family.title}`, body: family.schemas.create, response: { 201: envelopeOf(RecordSchema), ...errorResponses } },
+    schema: { tags, operationId: `create${typeName}`, summary: `Create a ${family.title}`, body: family.schemas.create, response: { 201: envelopeOf(RecordSchema), ...errorResponses } },
     handler: async (request, reply) => {
       const { team, key } = principalOf(request);
       const { body, secret } = splitSecret(family, request.body as Record<string, unknown>);
@@ -177,7 +179,7 @@ export function registerFamilyRoutes(app: FastifyInstance, ctx: ApiContext, fami
 
   app.get(`${base}/:id`, {
     config,
-    schema: { tags, summary: `Get a ${family.title}`, params: IdParams, response: { 200: envelopeOf(RecordSchema), ...errorResponses } },
+    schema: { tags, operationId: `get${typeName}`, summary: `Get a ${family.title}`, params: IdParams, response: { 200: envelopeOf(RecordSchema), ...errorResponses } },
     handler: async (request, reply) => {
       const { id } = request.params as { id: string };
       return send(ctx, request, reply, 200, family.toRecord(await findResource(ctx, family, principalOf(request).team, id)));
@@ -188,7 +190,7 @@ export function registerFamilyRoutes(app: FastifyInstance, ctx: ApiContext, fami
     const applyUpdate = family.applyUpdate;
     app.patch(`${base}/:id`, {
       config,
-      schema: { tags, summary: `Update a ${family.title}`, params: IdParams, body: family.schemas.update, response: { 200: envelopeOf(RecordSchema), ...errorResponses } },
+      schema: { tags, operationId: `update${typeName}`, summary: `Update a ${family.title}`, params: IdParams, body: family.schemas.update, response: { 200: envelopeOf(RecordSchema), ...errorResponses } },
       handler: async (request, reply) => {
         const { id } = request.params as { id: string };
         const { team } = principalOf(request);
@@ -211,6 +213,7 @@ export function registerFamilyRoutes(app: FastifyInstance, ctx: ApiContext, fami
     config,
     schema: {
       tags,
+      operationId: `delete${typeName}`,
       summary: `Delete a ${family.title}`,
       params: IdParams,
       ...(family.deletionGuard ? { querystring: ForceQuery } : {}),

@@ -74,7 +74,7 @@ export function registerFileShareRoutes(app: FastifyInstance, ctx: ApiContext): 
     app.post(`/api/v1/${fileShareFamily.path}/:id/${action.name}`, {
       // What the answer shows, and what does the work, is the server.
       config: { family: serverFamily.name },
-      schema: { tags: [fileShareFamily.title], summary: action.summary, params: IdParams, body: action.body, response: responses },
+      schema: { tags: [fileShareFamily.title], operationId: `${action.name}FileShare`, summary: action.summary, params: IdParams, body: action.body, response: responses },
       handler: async (request, reply) => {
         const { id } = request.params as { id: string };
         const { server_id } = request.body as { server_id: string };

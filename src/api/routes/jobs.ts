@@ -20,6 +20,7 @@ export function registerJobRoutes(app: FastifyInstance, ctx: ApiContext): void {
     config: { family: family.name },
     schema: {
       tags: [family.title],
+      operationId: 'cancelJob',
       summary: 'Cancel a queued or running job',
       description: 'The job is `cancelled` at once and its run is stopped. A finished job answers 409 invalid_state.',
       params: IdParams,

@@ -29,7 +29,7 @@ export function registerLoadBalancerRoutes(app: FastifyInstance, ctx: ApiContext
 
   app.post(`${base}/attach`, {
     config,
-    schema: { tags, summary: 'Attach a server as a backend', params: IdParams, body: AttachBody, response: responses },
+    schema: { tags, operationId: 'attachLoadBalancerBackend', summary: 'Attach a server as a backend', params: IdParams, body: AttachBody, response: responses },
     handler: async (request, reply) => {
       const { id } = request.params as { id: string };
       const { server_id, port } = request.body as { server_id: string; port?: number };
@@ -50,7 +50,7 @@ export function registerLoadBalancerRoutes(app: FastifyInstance, ctx: ApiContext
 
   app.post(`${base}/detach`, {
     config,
-    schema: { tags, summary: 'Detach a backend server', params: IdParams, body: DetachBody, response: responses },
+    schema: { tags, operationId: 'detachLoadBalancerBackend', summary: 'Detach a backend server', params: IdParams, body: DetachBody, response: responses },
     handler: async (request, reply) => {
       const { id } = request.params as { id: string };
       const { server_id } = request.body as { server_id: string };

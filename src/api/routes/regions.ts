@@ -14,7 +14,7 @@ const RegionRecord = Type.Object({
 
 export function registerRegionRoutes(app: FastifyInstance, ctx: ApiContext): void {
   app.get('/api/v1/regions', {
-    schema: { tags: ['regions'], summary: 'List regions', response: { 200: envelopeOf(Type.Array(RegionRecord)) } },
+    schema: { tags: ['regions'], operationId: 'listRegions', summary: 'List regions', response: { 200: envelopeOf(Type.Array(RegionRecord)) } },
     handler: async (request, reply) => send(ctx, request, reply, 200, regionCatalog(ctx.config)),
   });
 }

@@ -48,7 +48,7 @@ export function registerServerRoutes(app: FastifyInstance, ctx: ApiContext): voi
   for (const action of ACTIONS) {
     app.post(`/api/v1/${family.path}/:id/${action.name}`, {
       config: { family: family.name },
-      schema: { tags: [family.title], summary: action.summary, params: IdParams, response: responses },
+      schema: { tags: [family.title], operationId: `${action.name}Server`, summary: action.summary, params: IdParams, response: responses },
       handler: async (request, reply) => {
         const { id } = request.params as { id: string };
         const { team } = principalOf(request);

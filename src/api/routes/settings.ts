@@ -8,6 +8,7 @@ import { Type } from '@sinclair/typebox';
 import type { ApiContext } from '../context';
 import { send } from '../envelope';
 import { listQueryOf, listQuerySchema, paginate } from '../list';
+import { typeNameOf } from '../openapi-names';
 import { envelopeOf, ErrorEnvelope, listVisible, principalOf } from './families';
 import { apiKeyFamily, teamFamily, userFamily, ApiKey } from '../../resources/accounts';
 import type { AnyFamily, Resource } from '../../resources/family';
@@ -52,14 +53,14 @@ function registerSingleton(app: FastifyInstance, ctx: ApiContext, family: AnyFam
   const url = `/api/v1/${family.path}`;
   const tags = ['settings'];
   app.get(url, {
-    schema: { tags, summary: `Get the ${family.title}`, response: { 200: envelopeOf(family.schemas.record), ...errors } },
+    schema: { tags, operationId: `get${typeNameOf(family.title)}`, summary: `Get the ${family.title}`, response: { 200: envelopeOf(family.schemas.record), ...errors } },
     handler: async (request, reply) => {
       const principal = principalOf(request);
       return send(ctx, request, reply, 200, family.toRecord(await readAccount(ctx, family, principal.team, idOf(principal))));
     },
   });
   app.patch(url, {
-    schema: { tags, summary: `Update the ${family.title}`, body: family.schemas.update!, response: { 200: envelopeOf(family.schemas.record), ...errors } },
+    schema: { tags, operationId: `update${typeNameOf(family.title)}`, summary: `Update the ${family.title}`, body: family.schemas.update!, response: { 200: envelopeOf(family.schemas.record), ...errors } },
     handler: async (request, reply) => {
       const principal = principalOf(request);
       const updated = await updateAccount(ctx, family, principal.team, idOf(principal), request.body as Record<string, unknown>, principal.key);
@@ -77,6 +78,7 @@ export function registerSettingsRoutes(app: FastifyInstance, ctx: ApiContext): v
   app.get(keys, {
     schema: {
       tags,
+      operationId: 'listApiKeys',
       summary: 'List API keys',
       description: 'Keys of the team, without the keys themselves. Revoked keys are listed with status=revoked only.',
       querystring: listQuerySchema(apiKeyFamily.states),
@@ -94,6 +96,7 @@ export function registerSettingsRoutes(app: FastifyInstance, ctx: ApiContext): v
   app.post(keys, {
     schema: {
       tags,
+      operationId: 'createApiKey',
       summary: 'Create an API key',
       description: 'The response holds the full key in `key`, once; only a hash of it is kept.',
       body: apiKeyFamily.schemas.create,
@@ -109,7 +112,7 @@ export function registerSettingsRoutes(app: FastifyInstance, ctx: ApiContext): v
   });
 
   app.delete(`${keys}/:id`, {
-    schema: { tags, summary: 'Revoke an API key', description: 'The key is refused from the next request on. Answers 204.', params: KeyIdParams, response: { 204: Type.Null(), ...errors } },
+    schema: { tags, operationId: 'revokeApiKey', summary: 'Revoke an API key', description: 'The key is refused from the next request on. Answers 204.', params: KeyIdParams, response: { 204: Type.Null(), ...errors } },
     handler: async (request, reply) => {
       const { id } = request.params as { id: string };
       const { team, key: actor } = principalOf(request);

@@ -15,6 +15,7 @@ export function registerVpnGatewayRoutes(app: FastifyInstance, ctx: ApiContext):
     config: { family: family.name },
     schema: {
       tags: [family.title],
+      operationId: 'getVpnGatewayStatus',
       summary: 'Live tunnel status',
       description: 'Asks the gateway\'s driver for the tunnel state now. A gateway that is not active reports `down` with its last observed counters.',
       params: IdParams,

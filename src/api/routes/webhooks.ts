@@ -78,7 +78,7 @@ export function registerWebhookRoutes(app: FastifyInstance, ctx: ApiContext): vo
   const rules = { config: ctx.config };
 
   app.get(base, {
-    schema: { tags, summary: 'List webhook subscriptions', querystring: listQuerySchema(webhookFamily.states), response: { 200: envelopeOf(Type.Array(Record_)), ...errors } },
+    schema: { tags, operationId: 'listWebhooks', summary: 'List webhook subscriptions', querystring: listQuerySchema(webhookFamily.states), response: { 200: envelopeOf(Type.Array(Record_)), ...errors } },
     handler: async (request, reply) => {
       const query = listQueryOf(request);
       const all = await listVisible<Webhook>(ctx, webhookFamily.kind, principalOf(request).team);
@@ -91,6 +91,7 @@ export function registerWebhookRoutes(app: FastifyInstance, ctx: ApiContext): vo
   app.post(base, {
     schema: {
       tags,
+      operationId: 'createWebhook',
       summary: 'Create a webhook subscription',
       description: 'The response holds the signing secret in `secret`, once.',
       body: webhookFamily.schemas.create,
@@ -109,7 +110,7 @@ export function registerWebhookRoutes(app: FastifyInstance, ctx: ApiContext): vo
   });
 
   app.get(`${base}/:id`, {
-    schema: { tags, summary: 'Get a webhook subscription', params: IdParams, response: { 200: envelopeOf(Record_), ...errors } },
+    schema: { tags, operationId: 'getWebhook', summary: 'Get a webhook subscription', params: IdParams, response: { 200: envelopeOf(Record_), ...errors } },
     handler: async (request, reply) => {
       const { id } = request.params as { id: string };
       return send(ctx, request, reply, 200, webhookFamily.toRecord(await findResource<Webhook>(ctx, webhookFamily, principalOf(request).team, id)));
@@ -119,6 +120,7 @@ export function registerWebhookRoutes(app: FastifyInstance, ctx: ApiContext): vo
   app.patch(`${base}/:id`, {
     schema: {
       tags,
+      operationId: 'updateWebhook',
       summary: 'Update a webhook subscription',
       description: '`active: true` re-enables a subscription the service disabled and resets consecutive_failures.',
       params: IdParams,
@@ -141,7 +143,7 @@ export function registerWebhookRoutes(app: FastifyInstance, ctx: ApiContext): vo
   });
 
   app.delete(`${base}/:id`, {
-    schema: { tags, summary: 'Delete a webhook subscription', description: 'Deliveries stop at once; pending ones end as failed.', params: IdParams, response: { 200: envelopeOf(Record_), ...errors } },
+    schema: { tags, operationId: 'deleteWebhook', summary: 'Delete a webhook subscription', description: 'Deliveries stop at once; pending ones end as failed.', params: IdParams, response: { 200: envelopeOf(Record_), ...errors } },
     handler: async (request, reply) => {
       const { id } = request.params as { id: string };
       const { team, key } = principalOf(request);
@@ -162,6 +164,7 @@ export function registerWebhookRoutes(app: FastifyInstance, ctx: ApiContext): vo
   app.post(`${base}/:id/rotate-secret`, {
     schema: {
       tags,
+      operationId: 'rotateWebhookSecret',
       summary: 'Rotate the signing secret',
       description: 'Returns the new secret in `secret`, once. The previous one keeps signing too for CLOUDPLANE_WEBHOOK_SECRET_OVERLAP_SECONDS (default 24 hours).',
       params: IdParams,
@@ -180,6 +183,7 @@ export function registerWebhookRoutes(app: FastifyInstance, ctx: ApiContext): vo
   app.get(`${base}/:id/deliveries`, {
     schema: {
       tags,
+      operationId: 'listWebhookDeliveries',
       summary: 'Delivery history of a subscription',
       querystring: listQuerySchema(deliveryFamily.states),
       params: IdParams,
@@ -198,7 +202,7 @@ export function registerWebhookRoutes(app: FastifyInstance, ctx: ApiContext): vo
   });
 
   app.get(`${base}/:id/deliveries/:delivery_id`, {
-    schema: { tags, summary: 'Get a delivery', params: DeliveryParams, response: { 200: envelopeOf(DeliveryRecord), ...errors } },
+    schema: { tags, operationId: 'getWebhookDelivery', summary: 'Get a delivery', params: DeliveryParams, response: { 200: envelopeOf(DeliveryRecord), ...errors } },
     handler: async (request, reply) => {
       const { id, delivery_id } = request.params as { id: string; delivery_id: string };
       const { team } = principalOf(request);
@@ -210,6 +214,7 @@ export function registerWebhookRoutes(app: FastifyInstance, ctx: ApiContext): vo
   app.post(`${base}/:id/deliveries/:delivery_id/retry`, {
     schema: {
       tags,
+      operationId: 'retryWebhookDelivery',
       summary: 'Retry a delivery now',
       description:
         'Makes one more attempt at once (202; the delivery is pending until it is made). A pending delivery keeps its schedule afterwards; a finished one gets this one attempt only.',
