@@ -12,6 +12,7 @@ import swagger from '@fastify/swagger';
 import type { ApiContext } from './context';
 import { clientErrorHandlerFor, refuseHostless, registerErrorHandler, registerNotFoundHandler, sendFrameworkError } from './plugins/errors';
 import { documentSharedErrors } from './plugins/error-responses';
+import { describeResponses } from './plugins/response-docs';
 import { requireOperationIds, linkOperations, OpenApiDocument } from './plugins/openapi-links';
 import { registerValidation } from './plugins/validation';
 import { registerObservability, requestIdOf } from './plugins/observability';
@@ -62,10 +63,11 @@ export async function buildApp(ctx: ApiContext, options: AppOptions = {}): Promi
   const routes = new RouteMethods();
   app.addHook('onRoute', (route) => routes.add(route.url, route.method));
   await app.register(swagger, {
-    // Links need every route's operationId, so they are added to the whole document.
+    // Links need every route's operationId, so they are added to the whole document; so are
+    // the response descriptions and headers, written once per status rather than on each route.
     transformObject: (document) => {
       if (!('openapiObject' in document)) return document.swaggerObject;
-      linkOperations(document.openapiObject as unknown as OpenApiDocument);
+      describeResponses(linkOperations(document.openapiObject as unknown as OpenApiDocument));
       return document.openapiObject;
     },
     openapi: {

@@ -236,6 +236,71 @@ describe('GET /api/v1/openapi.json', () => {
     });
   });
 
+  describe('response descriptions and headers', () => {
+    const responses = () =>
+      Object.entries<Record<string, any>>(document.paths).flatMap(([path, item]) =>
+        Object.entries<any>(item).flatMap(([method, operation]) => Object.entries<any>(operation.responses).map(([status, response]) => ({ where: `${method.toUpperCase()} ${path} ${status}`, status, response }))),
+      );
+    const required = (response: any) => Object.keys(response.headers ?? {}).filter((name) => response.headers[name].required).sort();
+
+    it('describes every response in words of its own, never "Default Response"', () => {
+      const vague = responses().filter(({ response }) => !response.description || response.description === 'Default Response').map((r) => r.where);
+      expect(responses().length).toBeGreaterThan(500);
+      expect(vague).toEqual([]);
+      const lb = document.paths['/api/v1/load-balancers'].post.responses;
+      expect(lb['201'].description).toMatch(/^Created/);
+      expect(lb['429'].description).toMatch(/^rate_limit_exceeded/);
+      expect(document.paths['/api/v1/load-balancers/{id}'].get.responses['404'].description).toMatch(/_not_found/);
+    });
+
+    it('documents X-Request-Id on every response, Location on every 201, Retry-After and the rate limit on every 429', () => {
+      const gaps: string[] = [];
+      for (const { where, status, response } of responses()) {
+        const names = required(response);
+        const expected = ['X-Request-Id'];
+        if (status === '201') expected.push('Location');
+        if (status === '429') expected.push('Retry-After', 'X-RateLimit-Limit', 'X-RateLimit-Remaining', 'X-RateLimit-Reset');
+        for (const name of expected) if (!names.includes(name)) gaps.push(`${where} ${name}`);
+      }
+      expect(gaps).toEqual([]);
+      expect(document.paths['/api/v1/servers'].get.responses['200'].headers['X-RateLimit-Reset']).toEqual(expect.objectContaining({ required: true, schema: { type: 'integer' } }));
+    });
+
+    // What the document promises must hold on real answers, or a client that relies on it breaks.
+    it('sends every header the document marks required, on real answers of each kind', async () => {
+      const limited = await startTestService({ CLOUDPLANE_RATE_LIMIT_PER_MINUTE: '5' });
+      try {
+        const created = await limited.api('POST', '/api/v1/load-balancers', { name: 'documented', region: 'fra1' });
+        const id = created.body.data.id;
+        const answers: [string, string, { status: number; headers: Headers }][] = [
+          ['POST', '/api/v1/load-balancers', created],
+          ['GET', '/api/v1/load-balancers/{id}', await limited.api('GET', `/api/v1/load-balancers/${id}`)],
+          ['GET', '/api/v1/load-balancers/{id}', await limited.api('GET', '/api/v1/load-balancers/lb_0000000000000000')],
+          ['POST', '/api/v1/load-balancers/{id}/attach', await limited.api('POST', `/api/v1/load-balancers/${id}/attach`, { server_id: 7 })],
+          ['GET', '/api/v1/servers', await limited.api('GET', '/api/v1/servers', undefined, { key: null })],
+        ];
+        let last = await limited.api('GET', '/api/v1/regions');
+        while (last.status !== 429) last = await limited.api('GET', '/api/v1/regions');
+        answers.push(['GET', '/api/v1/regions', last]);
+
+        expect(answers.map(([, , res]) => res.status)).toEqual([201, 200, 404, 422, 401, 429]);
+        const missing: string[] = [];
+        const checked = new Set<string>();
+        for (const [method, path, res] of answers) {
+          const response = document.paths[path][method.toLowerCase()].responses[String(res.status)];
+          for (const name of required(response)) {
+            checked.add(name);
+            if (!res.headers.get(name)) missing.push(`${method} ${path} ${res.status} ${name}`);
+          }
+        }
+        expect(missing).toEqual([]);
+        expect([...checked].sort()).toEqual(['Location', 'Retry-After', 'WWW-Authenticate', 'X-RateLimit-Limit', 'X-RateLimit-Remaining', 'X-RateLimit-Reset', 'X-Request-Id']);
+      } finally {
+        await limited.stop();
+      }
+    });
+  });
+
   // Found by schemathesis (make fuzz): these answers were real but missing from the document.
   describe('documents every status the service answers', () => {
     const documented = (method: string, path: string): string[] => Object.keys(document.paths[path][method.toLowerCase()].responses);

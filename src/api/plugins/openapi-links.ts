@@ -21,7 +21,7 @@ const PARAM = /^\{([^}]+)\}$/;
 
 interface Operation {
   operationId?: string;
-  responses?: Record<string, { content?: Record<string, { schema?: JsonSchema }>; links?: Record<string, Link> }>;
+  responses?: Record<string, { description?: string; headers?: Record<string, unknown>; content?: Record<string, { schema?: JsonSchema }>; links?: Record<string, Link> }>;
 }
 interface JsonSchema {
   type?: string;
