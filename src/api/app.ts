@@ -13,6 +13,7 @@ import type { ApiContext } from './context';
 import { clientErrorHandlerFor, refuseHostless, registerErrorHandler, registerNotFoundHandler, sendFrameworkError } from './plugins/errors';
 import { documentSharedErrors } from './plugins/error-responses';
 import { describeResponses } from './plugins/response-docs';
+import { nameComponents } from './plugins/openapi-components';
 import { requireOperationIds, linkOperations, OpenApiDocument } from './plugins/openapi-links';
 import { registerValidation } from './plugins/validation';
 import { registerObservability, requestIdOf } from './plugins/observability';
@@ -64,10 +65,11 @@ export async function buildApp(ctx: ApiContext, options: AppOptions = {}): Promi
   app.addHook('onRoute', (route) => routes.add(route.url, route.method));
   await app.register(swagger, {
     // Links need every route's operationId, so they are added to the whole document; so are
-    // the response descriptions and headers, written once per status rather than on each route.
+    // the response descriptions and headers, written once per status rather than on each route,
+    // and the named component schemas, last, once the links have read the inline answers.
     transformObject: (document) => {
       if (!('openapiObject' in document)) return document.swaggerObject;
-      describeResponses(linkOperations(document.openapiObject as unknown as OpenApiDocument));
+      nameComponents(describeResponses(linkOperations(document.openapiObject as unknown as OpenApiDocument)));
       return document.openapiObject;
     },
     openapi: {

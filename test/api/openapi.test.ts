@@ -301,6 +301,67 @@ describe('GET /api/v1/openapi.json', () => {
     });
   });
 
+  describe('named component schemas', () => {
+    /** Every schema object in a part of the document, with where it is. */
+    const schemasIn = (node: any, where: string, found: { where: string; schema: any }[] = []) => {
+      if (!node || typeof node !== 'object') return found;
+      if (node.properties) found.push({ where, schema: node });
+      for (const [key, value] of Object.entries(node)) schemasIn(value, `${where}/${key}`, found);
+      return found;
+    };
+    const everywhere = () => schemasIn({ paths: document.paths, components: document.components }, '#');
+    const jsonAnswers = () =>
+      Object.entries<Record<string, any>>(document.paths).flatMap(([path, item]) =>
+        Object.entries<any>(item).flatMap(([method, operation]) =>
+          Object.entries<any>(operation.responses)
+            .filter(([, response]) => response.content)
+            .map(([status, response]) => ({ where: `${method.toUpperCase()} ${path} ${status}`, status, schema: response.content['application/json'].schema })),
+        ),
+      );
+
+    it('holds exactly one LoadBalancer and one error, which every answer refers to', () => {
+      const loadBalancers = everywhere().filter(({ schema }) => String(schema.properties.id?.pattern ?? '').startsWith('^lb_'));
+      expect(loadBalancers.map((s) => s.where)).toEqual(['#/components/schemas/LoadBalancer']);
+      const errors = everywhere().filter(({ schema }) => schema.properties.error && schema.properties.meta); // an envelope of an error
+      expect(errors.map((s) => s.where)).toEqual(['#/components/schemas/ErrorEnvelope']);
+      expect(document.components.schemas.ErrorEnvelope.properties.error).toEqual({ $ref: '#/components/schemas/Error' });
+    });
+
+    it('answers every JSON response with a named schema: an envelope per record, the error envelope for every error', () => {
+      const inline = jsonAnswers().filter(({ schema }) => !schema.$ref).map((a) => a.where);
+      expect(inline).toEqual([]);
+      const errors = jsonAnswers().filter(({ status }) => Number(status) >= 400);
+      expect(errors.length).toBeGreaterThan(400);
+      expect(errors.filter(({ schema }) => schema.$ref !== '#/components/schemas/ErrorEnvelope').map((a) => a.where)).toEqual([]);
+    });
+
+    it.each([
+      ['/api/v1/load-balancers', 'LoadBalancer'],
+      ['/api/v1/vpn-gateways', 'VpnGateway'],
+      ['/api/v1/servers', 'Server'],
+      ['/api/v1/object-storage', 'Bucket'],
+      ['/api/v1/file-storage', 'FileShare'],
+      ['/api/v1/jobs', 'Job'],
+      ['/api/v1/webhooks', 'Webhook'],
+      ['/api/v1/agent/threads', 'AgentThread'],
+    ])('%s: a list answers a <%s>List, a record a <name>Envelope of it', (path, name) => {
+      const ref = (schema: any) => schema.$ref;
+      const { schemas } = document.components;
+      expect(ref(document.paths[path].get.responses['200'].content['application/json'].schema)).toBe(`#/components/schemas/${name}List`);
+      expect(ref(document.paths[`${path}/{id}`].get.responses['200'].content['application/json'].schema)).toBe(`#/components/schemas/${name}Envelope`);
+      expect(schemas[`${name}Envelope`].properties.data).toEqual({ $ref: `#/components/schemas/${name}` });
+      expect(schemas[`${name}List`].properties.data).toEqual({ type: 'array', items: { $ref: `#/components/schemas/${name}` } });
+      expect(schemas[`${name}Envelope`].properties.meta).toEqual({ $ref: '#/components/schemas/Meta' });
+    });
+
+    it('names the answers that show a secret once apart from the record', () => {
+      const created = (path: string) => document.paths[path].post.responses['201'].content['application/json'].schema.$ref;
+      expect(created('/api/v1/settings/api-keys')).toBe('#/components/schemas/NewApiKeyEnvelope');
+      expect(created('/api/v1/webhooks')).toBe('#/components/schemas/NewWebhookEnvelope');
+      expect(created('/api/v1/load-balancers')).toBe('#/components/schemas/LoadBalancerEnvelope');
+    });
+  });
+
   // Found by schemathesis (make fuzz): these answers were real but missing from the document.
   describe('documents every status the service answers', () => {
     const documented = (method: string, path: string): string[] => Object.keys(document.paths[path][method.toLowerCase()].responses);

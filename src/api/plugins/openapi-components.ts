@@ -1,0 +1,100 @@
+/**
+ * Named component schemas for the served OpenAPI document. @fastify/swagger inlines every
+ * route's schema, so one load balancer appeared in a dozen shapes and a generated client
+ * had a class for each. This moves each record, each envelope and the error into
+ * components.schemas once and puts a `$ref` wherever the same schema appears.
+ *
+ * It works on the document, not on the route schemas: ajv and the serializer go on
+ * compiling exactly the schemas they did. The names follow the operationIds the routes
+ * write (requireOperationIds): `getLoadBalancer` answers a `LoadBalancerEnvelope` whose
+ * data is a `LoadBalancer`; `listLoadBalancers` a `LoadBalancerList`; a create whose
+ * answer shows more than the record (an API key's secret) a `NewApiKeyEnvelope`; every
+ * error an `ErrorEnvelope` of an `Error`. A schema is replaced where it is the same,
+ * keyword for keyword, as a named one.
+ */
+import type { OpenApiDocument } from './openapi-links';
+
+type Schema = Record<string, unknown>;
+const PREFIX = '#/components/schemas/';
+
+/** The same JSON with keys sorted, so that equal schemas give equal strings. */
+function signatureOf(value: unknown): string {
+  if (Array.isArray(value)) return `[${value.map(signatureOf).join(',')}]`;
+  if (value && typeof value === 'object') {
+    return `{${Object.keys(value).sort().map((key) => `${JSON.stringify(key)}:${signatureOf((value as Schema)[key])}`).join(',')}}`;
+  }
+  return JSON.stringify(value);
+}
+
+/** LoadBalancers -> LoadBalancer, WebhookDeliveries -> WebhookDelivery. */
+const singularOf = (plural: string) => (plural.endsWith('ies') ? `${plural.slice(0, -3)}y` : plural.replace(/s$/, ''));
+
+const jsonSchemaOf = (response: unknown): Schema | undefined =>
+  (response as { content?: Record<string, { schema?: Schema }> } | undefined)?.content?.['application/json']?.schema;
+const propertyOf = (schema: Schema | undefined, key: string) => (schema?.properties as Record<string, Schema> | undefined)?.[key];
+const dataOf = (envelope: Schema | undefined) => propertyOf(envelope, 'data');
+
+/** The schemas to name, taken from the operations that answer them. */
+function namedSchemas(document: OpenApiDocument): Map<string, Schema> {
+  const named = new Map<string, Schema>();
+  const name = (key: string, schema: Schema | undefined) => {
+    if (schema && schema.type === 'object' && !named.has(key)) named.set(key, schema);
+  };
+  const operations = Object.values(document.paths).flatMap((item) => Object.values(item));
+  for (const operation of operations) {
+    const id = operation?.operationId ?? '';
+    const responses = operation?.responses ?? {};
+    const answer = jsonSchemaOf(responses['200']);
+    const got = /^get([A-Z]\w*)$/.exec(id);
+    if (got) {
+      name(`${got[1]}Envelope`, answer);
+      name(got[1], dataOf(answer));
+      name('Meta', propertyOf(answer, 'meta'));
+    }
+    const listed = /^list([A-Z]\w*)$/.exec(id);
+    const list = jsonSchemaOf(responses['200']);
+    if (listed && dataOf(list)?.type === 'array') {
+      name(`${singularOf(listed[1])}List`, list);
+      name(singularOf(listed[1]), dataOf(list)!.items as Schema);
+    }
+    const error = jsonSchemaOf(responses['401']);
+    name('ErrorEnvelope', error);
+    name('Error', propertyOf(error, 'error'));
+  }
+  // A create answers the record itself, or more (a secret shown once): then a New<Record>.
+  for (const operation of operations) {
+    const created = /^create([A-Z]\w*)$/.exec(operation?.operationId ?? '');
+    const envelope = jsonSchemaOf(operation?.responses?.['201']);
+    if (!created || !envelope) continue;
+    const known = [...named.values()].some((schema) => signatureOf(schema) === signatureOf(envelope));
+    if (!known) {
+      name(`New${created[1]}Envelope`, envelope);
+      name(`New${created[1]}`, dataOf(envelope));
+    }
+  }
+  return named;
+}
+
+/** Replaces, below `node` (and `node` itself unless it is `keep`), every schema equal to a named one with its $ref. */
+function refer(node: unknown, byShape: Map<string, string>, keep?: unknown): unknown {
+  if (Array.isArray(node)) return node.map((item) => refer(item, byShape));
+  if (!node || typeof node !== 'object') return node;
+  if (node !== keep) {
+    const name = byShape.get(signatureOf(node));
+    if (name) return { $ref: `${PREFIX}${name}` };
+  }
+  return Object.fromEntries(Object.entries(node).map(([key, value]) => [key, refer(value, byShape)]));
+}
+
+/** Moves the named schemas into components.schemas and refers to them; returns the document. */
+export function nameComponents<D extends OpenApiDocument & { components?: { schemas?: Record<string, unknown> } }>(document: D): D {
+  const named = namedSchemas(document);
+  const byShape = new Map<string, string>();
+  for (const [name, schema] of named) if (!byShape.has(signatureOf(schema))) byShape.set(signatureOf(schema), name);
+  const components = (document.components ??= {});
+  const schemas = (components.schemas ??= {});
+  // Each component refers to the others below it (an envelope to its record), never to itself.
+  for (const name of byShape.values()) schemas[name] = refer(named.get(name), byShape, named.get(name));
+  document.paths = refer(document.paths, byShape) as D['paths'];
+  return document;
+}
