@@ -3,7 +3,7 @@
  * @kubernetes/client-node 1.x and a few of its dependencies ship only ES modules, which
  * Jest's CommonJS runtime on Node 20 cannot require; swc compiles those to CommonJS too.
  */
-const esmOnly = ['@kubernetes/client-node', 'openid-client', 'oauth4webapi', 'jose', 'jsonpath-plus', 'rfc4648'];
+const esmOnly = ['@kubernetes/client-node', 'openid-client', 'oauth4webapi', 'jose', 'jsonpath-plus', 'rfc4648', 'content-disposition'];
 const swc = ['@swc/jest', { jsc: { target: 'es2022', parser: { syntax: 'typescript' } }, module: { type: 'commonjs' } }];
 
 module.exports = {

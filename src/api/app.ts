@@ -3,7 +3,7 @@
  *
  * Two contexts (Fastify's encapsulation): the root holds what every answer needs (request
  * id, metrics, the error handler, validation) and the public routes (/healthz, /readyz,
- * /metrics, /api/v1/openapi.json); a child context holds every other /api/v1 route and the
+ * /metrics, /api/v1/openapi.json and the docs page at /docs); a child context holds every other /api/v1 route and the
  * not-found handler, behind its onRequest hooks: load shedding, then authentication and the
  * rate limit. A route is protected by where it is registered, never by a check of its URL.
  */
@@ -16,6 +16,7 @@ import { describeResponses } from './plugins/response-docs';
 import { nameComponents } from './plugins/openapi-components';
 import { requireOperationIds, linkOperations, OpenApiDocument } from './plugins/openapi-links';
 import { registerValidation } from './plugins/validation';
+import { registerDocsPage } from './plugins/docs-page';
 import { registerObservability, requestIdOf } from './plugins/observability';
 import { requireApiKey } from './plugins/authentication';
 import { shedLoad } from './plugins/load-shedding';
@@ -88,6 +89,7 @@ export async function buildApp(ctx: ApiContext, options: AppOptions = {}): Promi
   registerObservability(app, ctx, options.isReady ?? (() => true));
   refuseHostless(app);
   app.get('/api/v1/openapi.json', { schema: { hide: true } }, async () => app.swagger());
+  await registerDocsPage(app);
 
   await app.register(async function authenticatedApi(api) {
     await shedLoad(api, ctx.config.overload);

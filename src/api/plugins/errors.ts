@@ -196,7 +196,8 @@ export function registerErrorHandler(app: FastifyInstance, ctx: ApiContext): voi
     const known = err.code ? FRAMEWORK_ERRORS[err.code] : undefined;
     if (known) return sendError(request, reply, new ApiError(known[0], known[1], known[2]));
     if (err.statusCode && err.statusCode >= 400 && err.statusCode < 500) {
-      return sendError(request, reply, new ApiError(err.statusCode, 'bad_request', err.message));
+      // 403 comes from the docs page's file server refusing a path out of its folder.
+      return sendError(request, reply, new ApiError(err.statusCode, err.statusCode === 403 ? 'forbidden' : 'bad_request', err.message));
     }
     request.log.error({ err }, 'unexpected error');
     return sendError(request, reply, new ApiError(500, 'internal_error', 'Something went wrong on our side. Quote the request id when reporting it.'));
@@ -223,7 +224,8 @@ export function registerNotFoundHandler(api: FastifyInstance, ctx: ApiContext, r
   api.setNotFoundHandler((request, reply) => {
     const path = decodedPath(request.url);
     const allowed = routes.allowed(path);
-    if (allowed.length === 0) return sendApiError(ctx, request, reply, new ApiError(404, 'route_not_found', `No endpoint ${request.method} ${path}.`));
+    // A route that takes this method but found nothing (a docs asset that is not there) is a 404 too.
+    if (allowed.length === 0 || allowed.includes(request.method)) return sendApiError(ctx, request, reply, new ApiError(404, 'route_not_found', `No endpoint ${request.method} ${path}.`));
     reply.header('allow', allowed.join(', '));
     return sendApiError(ctx, request, reply, new ApiError(405, 'method_not_allowed', `${path} answers ${allowed.join(', ')}, not ${request.method}.`));
   });
