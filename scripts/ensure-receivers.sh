@@ -11,27 +11,9 @@ src="$here/test/receivers"
 cache="${CLOUDPLANE_TOOLS_CACHE:-$HOME/.cache/cloudplane}/receivers"
 digest() { cat "$@" | sha256sum | cut -c1-16; }
 
-python_bin() { command -v python3 || command -v python; }
-py="$(python_bin)" || { echo "python3 is needed for the Python receiver" >&2; exit 1; }
+source "$here/scripts/python-venv.sh"
 venv="$cache/python-$(digest "$src/python/requirements.txt")"
-# A venv cannot be moved once made: it is made in place and marked complete at the end.
-if [ ! -f "$venv/.complete" ]; then
-  echo "making the Python receiver's venv (once; cached in $venv)..." >&2
-  rm -rf "$venv"
-  if ! "$py" -m venv "$venv" >/dev/null 2>&1; then
-    # Debian's python3 keeps venv in a package of its own.
-    if [ "$(id -u)" = 0 ] && command -v apt-get >/dev/null 2>&1; then
-      rm -rf "$venv"
-      apt-get install -y -qq python3-venv >/dev/null 2>&1 || { apt-get update -qq >/dev/null 2>&1 && apt-get install -y -qq python3-venv >/dev/null 2>&1; }
-      "$py" -m venv "$venv"
-    else
-      echo "python3 -m venv failed: install python3-venv" >&2
-      exit 1
-    fi
-  fi
-  "$venv/bin/python" -m pip install --quiet --disable-pip-version-check --no-input -r "$src/python/requirements.txt" >&2
-  touch "$venv/.complete"
-fi
+ensure_venv "$venv" "$src/python/requirements.txt"
 
 out="$cache/go-$(digest "$src/go/go.mod" "$src/go/go.sum" "$src/go/main.go")/receiver"
 if [ ! -x "$out" ]; then

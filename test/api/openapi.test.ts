@@ -123,7 +123,7 @@ describe('GET /api/v1/openapi.json', () => {
         'GET /api/v1/vpn-gateways/{id}': 'getVpnGateway',
         'PATCH /api/v1/vpn-gateways/{id}': 'updateVpnGateway',
         'DELETE /api/v1/vpn-gateways/{id}': 'deleteVpnGateway',
-        'GET /api/v1/vpn-gateways/{id}/status': 'getVpnGatewayStatus',
+        'GET /api/v1/vpn-gateways/{id}/status': 'getVpnTunnelStatus',
         'GET /api/v1/servers': 'listServers',
         'POST /api/v1/servers': 'createServer',
         'GET /api/v1/servers/{id}': 'getServer',
@@ -214,7 +214,7 @@ describe('GET /api/v1/openapi.json', () => {
       ['/api/v1/servers', '201', 'rebootServer', '$response.body#/data/id'],
       ['/api/v1/jobs', '201', 'cancelJob', '$response.body#/data/id'],
       ['/api/v1/settings/api-keys', '201', 'revokeApiKey', '$response.body#/data/id'],
-      ['/api/v1/vpn-gateways', '201', 'getVpnGatewayStatus', '$response.body#/data/id'],
+      ['/api/v1/vpn-gateways', '201', 'getVpnTunnelStatus', '$response.body#/data/id'],
       ['/api/v1/webhooks/{id}/deliveries', '200', 'getWebhookDelivery', '$response.body#/data/0/id'],
       ['/api/v1/webhooks/{id}/deliveries', '200', 'retryWebhookDelivery', '$response.body#/data/0/id'],
     ])('%s answers %s with a link to %s', (path, status, operationId, expression) => {

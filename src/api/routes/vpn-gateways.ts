@@ -15,7 +15,8 @@ export function registerVpnGatewayRoutes(app: FastifyInstance, ctx: ApiContext):
     config: { family: family.name },
     schema: {
       tags: [family.title],
-      operationId: 'getVpnGatewayStatus',
+      // Not getVpnGatewayStatus: generators name the gateway's own `status` enum VpnGatewayStatus.
+      operationId: 'getVpnTunnelStatus',
       summary: 'Live tunnel status',
       description: 'Asks the gateway\'s driver for the tunnel state now. A gateway that is not active reports `down` with its last observed counters.',
       params: IdParams,

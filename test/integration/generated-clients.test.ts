@@ -1,0 +1,138 @@
+/**
+ * Clients generated from the served OpenAPI document, as a user would make them, drive a
+ * short scenario against the service: openapi-typescript (types checked by tsc, calls by
+ * openapi-fetch) and openapi-python-client. The generators must also find nothing in the
+ * document they cannot model, and name one class per record rather than one per answer.
+ */
+import { execFile } from 'node:child_process';
+import fs from 'node:fs';
+import os from 'node:os';
+import path from 'node:path';
+import { startTestService, TestService } from '../helpers/service';
+
+const ROOT = path.resolve(__dirname, '../..');
+const TS_DIR = path.join(ROOT, 'test/clients/typescript');
+const GENERATED_TS = path.join(TS_DIR, 'generated');
+const PY_SCENARIO = path.join(ROOT, 'test/clients/python/scenario.py');
+/** What test/clients/typescript/scenario.ts returns (its own type needs the generated one). */
+interface ScenarioResult {
+  created: { id: string; name: string; region: string; algorithm: string; status: string };
+  location: string | null;
+  algorithm: string;
+  listedIds: string[];
+  missingCode: string | undefined;
+  deletedStatus: string | undefined;
+}
+
+/**
+ * A command's exit status and output. Never a synchronous call: the service runs in this
+ * process, and a blocked event loop would have it shed the scenario's requests as overload.
+ */
+function run(command: string, args: string[], options: { cwd?: string; env?: NodeJS.ProcessEnv } = {}): Promise<{ status: number; stdout: string; stderr: string }> {
+  return new Promise((resolve) => {
+    execFile(command, args, { cwd: options.cwd ?? ROOT, env: options.env ?? process.env, encoding: 'utf8', maxBuffer: 64 * 1024 * 1024 }, (err, stdout, stderr) => {
+      resolve({ status: err ? Number((err as { code?: unknown }).code ?? 1) || 1 : 0, stdout, stderr });
+    });
+  });
+}
+const node = (script: string, args: string[]) => run(process.execPath, [path.join(ROOT, 'node_modules', script), ...args]);
+
+describe('clients generated from /api/v1/openapi.json', () => {
+  let t: TestService;
+  let work: string;
+  let documentFile: string;
+
+  beforeAll(async () => {
+    t = await startTestService();
+    work = fs.mkdtempSync(path.join(os.tmpdir(), 'cloudplane-clients-'));
+    documentFile = path.join(work, 'openapi.json');
+    fs.writeFileSync(documentFile, JSON.stringify((await t.api('GET', '/api/v1/openapi.json', undefined, { key: null })).body));
+  });
+
+  afterAll(async () => {
+    await t?.stop();
+    if (work) fs.rmSync(work, { recursive: true, force: true });
+  });
+
+  describe('openapi-typescript with openapi-fetch', () => {
+    beforeAll(async () => {
+      fs.rmSync(GENERATED_TS, { recursive: true, force: true });
+      const generated = await node('openapi-typescript/bin/cli.js', [documentFile, '--output', path.join(GENERATED_TS, 'api.d.ts')]);
+      expect({ status: generated.status, stderr: generated.stderr.replace(/^.*✨.*$/gm, '').trim() }).toEqual({ status: 0, stderr: '' });
+    });
+
+    it('type-checks the scenario against the generated types, which do refuse a wrong call', async () => {
+      const checked = await node('typescript/bin/tsc', ['-p', path.join(TS_DIR, 'tsconfig.json')]);
+      expect({ status: checked.status, out: checked.stdout }).toEqual({ status: 0, out: '' });
+
+      // The same client with a body lacking `region`, a query the list does not take, and an
+      // answer read wrong. (A body's extra field is not refused: openapi-fetch's inference loses
+      // TypeScript's excess-property check; the service answers it 422.)
+      const wrong = path.join(GENERATED_TS, 'wrong.ts');
+      fs.writeFileSync(
+        wrong,
+        [
+          "import createClient from 'openapi-fetch';",
+          "import type { paths } from './api';",
+          'const client = createClient<paths>({});',
+          "export const a = client.POST('/api/v1/load-balancers', { body: { name: 'x' } });",
+          "export const b = client.GET('/api/v1/load-balancers', { params: { query: { colour: 'red' } } });",
+          "export const c = client.GET('/api/v1/servers/{id}', { params: { path: { id: 'x' } } }).then((r) => r.data?.data.algorithm);",
+        ].join('\n'),
+      );
+      const refused = await node('typescript/bin/tsc', ['--noEmit', '--strict', '--esModuleInterop', '--skipLibCheck', '--types', 'node', wrong]);
+      const lines = refused.stdout.split('\n').filter((line) => line.includes('error TS'));
+      expect(lines.map((line) => /wrong\.ts\((\d+),/.exec(line)?.[1])).toEqual(['4', '5', '6']);
+    });
+
+    it('creates, reconfigures, lists, misses and deletes a load balancer', async () => {
+      // By a computed path: the project's tsc must not follow it into types not generated yet.
+      const { runScenario } = (await import(path.join(TS_DIR, 'scenario'))) as { runScenario: (url: string, key: string) => Promise<ScenarioResult> };
+      const result = await runScenario(t.url, t.key);
+      expect(result.created).toMatchObject({ name: 'generated-ts', region: 'fra1', algorithm: 'least_connections', status: 'creating' });
+      expect(result.location).toBe(`/api/v1/load-balancers/${result.created.id}`);
+      expect(result.algorithm).toBe('ip_hash');
+      expect(result.listedIds).toContain(result.created.id);
+      expect(result.missingCode).toBe('load_balancer_not_found');
+      expect(['deleting', 'deleted']).toContain(result.deletedStatus);
+    });
+  });
+
+  describe('openapi-python-client', () => {
+    let bin: string;
+    let generation: string;
+
+    beforeAll(async () => {
+      const ensured = await run(path.join(ROOT, 'scripts/ensure-client-generators.sh'), []);
+      expect({ status: ensured.status, stderr: ensured.status ? ensured.stderr : '' }).toEqual({ status: 0, stderr: '' });
+      bin = ensured.stdout.trim().split('\n').pop()!;
+      // ruff, in the same venv, formats the generated code as the generator expects.
+      const env = { ...process.env, PATH: `${bin}:${process.env.PATH}` };
+      const generated = await run(path.join(bin, 'openapi-python-client'), ['generate', '--path', documentFile, '--meta', 'none', '--output-path', path.join(work, 'cloudplane_client')], { cwd: work, env });
+      expect(generated.status).toBe(0);
+      generation = generated.stdout + generated.stderr;
+    }, 300_000);
+
+    it('generates without a warning, one model per record and none per inlined answer', () => {
+      expect(generation).not.toMatch(/warning|error|unable|failure/i);
+      const models = fs.readdirSync(path.join(work, 'cloudplane_client/models')).filter((file) => file.endsWith('.py') && file !== '__init__.py');
+      expect(models).toEqual(expect.arrayContaining(['load_balancer.py', 'load_balancer_envelope.py', 'load_balancer_list.py', 'error.py', 'error_envelope.py', 'vpn_gateway.py']));
+      expect(models.filter((file) => /_response_\d{3}/.test(file))).toEqual([]);
+      // 2,337 classes when every answer was inlined; one per record, envelope, body and enum now.
+      expect(models.length).toBeLessThan(300);
+    });
+
+    it('creates, reconfigures, lists, misses and deletes a load balancer', async () => {
+      const scenario = await run(path.join(bin, 'python'), [PY_SCENARIO, t.url, t.key], { env: { ...process.env, PYTHONPATH: work } });
+      expect({ status: scenario.status, stderr: scenario.stderr }).toEqual({ status: 0, stderr: '' });
+      const result = JSON.parse(scenario.stdout.trim().split('\n').pop()!);
+      expect(result.created).toMatchObject({ name: 'generated-py', status: 'creating', algorithm: 'round_robin' });
+      expect(result.status_code).toBe(201);
+      expect(result.location).toBe(`/api/v1/load-balancers/${result.created.id}`);
+      expect(result.algorithm).toBe('ip_hash');
+      expect(result.listed_ids).toContain(result.created.id);
+      expect(result.missing_code).toBe('load_balancer_not_found');
+      expect(['deleting', 'deleted']).toContain(result.deleted_status);
+    });
+  });
+});
