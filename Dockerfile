@@ -12,8 +12,12 @@ RUN version="$(sed -n 's/^WIREGUARD_GO_VERSION="\(.*\)"$/\1/p' /tmp/ensure-vpn-t
  && CGO_ENABLED=0 GOBIN=/out go install -trimpath -ldflags="-s -w" "golang.zx2c4.com/wireguard@$version" \
  && mv /out/wireguard /out/wireguard-go
 
-# Node 24 (LTS, supported until April 2028): Node 20 reached its end of life in April 2026.
-# Both stages use the same line so the compiled code and node_modules run where they were built.
+# Node 24 (LTS "Krypton", supported until April 2028): Node 20 reached its end of life in
+# April 2026. Node 26 is due to become LTS in October 2026, but the 26.x releases the npm
+# registry serves here (to 26.10.0, 23 September) are not LTS builds (process.release.lts
+# is unset), so the image stays on the line that is. Both stages use the same line so the
+# compiled code and node_modules run where they were built, and
+# test/integration/image-runtime.test.ts runs the service on this line's newest release.
 FROM node:24-bookworm-slim AS build
 WORKDIR /src
 # make runs the project's build; slim images do not ship it.

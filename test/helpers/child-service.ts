@@ -39,6 +39,8 @@ export interface ChildOptions {
    * picked here and is ready once /healthz answers.
    */
   stdoutFd?: number;
+  /** The node executable; by default the one running the tests. */
+  node?: string;
 }
 
 /** A port that was free a moment ago. */
@@ -53,7 +55,7 @@ async function freePort(): Promise<number> {
 export async function startChildService(options: ChildOptions): Promise<ChildService> {
   if (!fs.existsSync(MAIN)) throw new Error(`${MAIN} is missing: build first (make build, or npx tsc -p .)`);
   const port = options.stdoutFd === undefined ? 0 : await freePort();
-  const [command, ...args] = [...(options.prefix ?? []), process.execPath, MAIN];
+  const [command, ...args] = [...(options.prefix ?? []), options.node ?? process.execPath, MAIN];
   const child = spawnTracked(command, args, {
     env: {
       PATH: process.env.PATH ?? '',

@@ -104,7 +104,7 @@ export async function eventually<T>(probe: () => Promise<T | undefined | null | 
 }
 
 /** Waits until GET `path` shows `data.status === status`; returns the record. */
-export async function waitForStatus(t: TestService, urlPath: string, status: string, timeoutMs = 10_000): Promise<any> {
+export async function waitForStatus(t: Pick<TestService, 'api'>, urlPath: string, status: string, timeoutMs = 10_000): Promise<any> {
   return eventually(async () => {
     const res = await t.api('GET', urlPath);
     return res.status === 200 && res.body.data.status === status ? res.body.data : null;
