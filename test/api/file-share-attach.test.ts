@@ -5,6 +5,7 @@
  * the drivers are the simulated ones (test/integration/file-shares-cluster.test.ts runs
  * the kubernetes ones).
  */
+import { createTeam } from '../../src/accounts/bootstrap';
 import { eventually, startTestService, TestService, waitForStatus } from '../helpers/service';
 
 describe('file shares attached to servers', () => {
@@ -95,6 +96,30 @@ describe('file shares attached to servers', () => {
     const deletedShare = await newShare('deleted-share');
     expect((await t.api('DELETE', `/api/v1/file-storage/${deletedShare.id}`)).status).toBe(200);
     expectError(await attach(deletedShare.id, server.id), 409, 'invalid_state');
+  });
+
+  it("sees nothing of another team's: its servers and shares are 404 both ways, and stay untouched", async () => {
+    const other = await createTeam(t.service.ctx.writer, t.service.ctx.authenticator, { teamName: 'Other', ownerName: 'O', ownerEmail: 'o@example.com' });
+    const theirApi = (method: string, path: string, body?: unknown) => t.api(method, path, body, { key: other.token });
+    const theirShare = (await theirApi('POST', '/api/v1/file-storage', { name: 'theirs', region: 'fra1' })).body.data;
+    const theirServer = (await theirApi('POST', '/api/v1/servers', { name: 'theirs', region: 'fra1' })).body.data;
+    await waitForStatus({ api: (m, p, b, o) => t.api(m, p, b, { ...o, key: other.token }) }, `/api/v1/servers/${theirServer.id}`, 'running');
+    const myShare = await newShare('mine');
+    const myServer = await newServer('mine');
+    const codeOf = (res: { status: number; body: any }) => ({ status: res.status, code: res.body.error?.code });
+
+    // Mine onto theirs, theirs onto mine, and theirs onto theirs through my key.
+    expect(codeOf(await attach(myShare.id, theirServer.id))).toEqual({ status: 404, code: 'server_not_found' });
+    expect(codeOf(await attach(theirShare.id, myServer.id))).toEqual({ status: 404, code: 'file_share_not_found' });
+    expect(codeOf(await detach(theirShare.id, theirServer.id))).toEqual({ status: 404, code: 'file_share_not_found' });
+    expect(codeOf(await theirApi('POST', `/api/v1/file-storage/${theirShare.id}/attach`, { server_id: myServer.id }))).toEqual({ status: 404, code: 'server_not_found' });
+    // A load balancer's backend likewise: their server is not mine to attach.
+    const myBalancer = (await t.api('POST', '/api/v1/load-balancers', { name: 'mine', region: 'fra1' })).body.data;
+    expect(codeOf(await t.api('POST', `/api/v1/load-balancers/${myBalancer.id}/attach`, { server_id: theirServer.id }))).toEqual({ status: 404, code: 'server_not_found' });
+    expect(codeOf(await theirApi('POST', `/api/v1/load-balancers/${myBalancer.id}/attach`, { server_id: theirServer.id }))).toEqual({ status: 404, code: 'load_balancer_not_found' });
+
+    expect((await theirApi('GET', `/api/v1/servers/${theirServer.id}`)).body.data.mounts).toEqual([]);
+    expect((await t.api('GET', `/api/v1/servers/${myServer.id}`)).body.data.mounts).toEqual([]);
   });
 
   it('a share still attached cannot be deleted (409 resource_busy) until it is detached, or its server deleted', async () => {
