@@ -11,7 +11,7 @@ import { send } from '../envelope';
 import { listQueryOf, listQuerySchema, paginate } from '../list';
 import { typeNameOf } from '../openapi-names';
 import { envelopeOf, ErrorEnvelope, listVisible, principalOf } from './families';
-import { apiKeyFamily, teamFamily, userFamily, ApiKey, User } from '../../resources/accounts';
+import { apiKeyFamily, teamFamily, userFamily, ApiKey, Team, User } from '../../resources/accounts';
 import type { AnyFamily, Resource } from '../../resources/family';
 import { findApiKey } from '../../accounts/authenticator';
 import { changeRole, findMember, inviteMember, mayActFor, removeMember, updateAccount } from '../../accounts/members';
@@ -19,6 +19,7 @@ import { ROLES, KeyScope, Requirement, Role } from '../../accounts/roles';
 import type { Principal } from '../context';
 import { fieldInvalid, forbidden, notFound } from '../../lib/errors';
 import { withinQuota } from '../../resources/quota';
+import { InvitationMailer } from '../../accounts/invitations';
 
 const errors = { 401: ErrorEnvelope, 404: ErrorEnvelope, 422: ErrorEnvelope, 429: ErrorEnvelope };
 const KeyIdParams = Type.Object({ id: Type.String({ maxLength: 64 }) });
@@ -146,6 +147,8 @@ function registerMemberRoutes(app: FastifyInstance, ctx: ApiContext): void {
   const memberRecord = Type.Object(userFamily.schemas.record.properties, { additionalProperties: false, description: 'A member of the team.' });
   const memberEnvelope = envelopeOf(memberRecord);
   const manage = { requires: 'admin' as const };
+  const mailer = new InvitationMailer(ctx.config.webhooks, ctx.logger);
+  app.addHook('onClose', async () => mailer.close());
   const send200 = (request: FastifyRequest, reply: FastifyReply, user: Resource) => send(ctx, request, reply, 200, userFamily.toRecord(user));
 
   app.get(members, {
@@ -173,13 +176,15 @@ function registerMemberRoutes(app: FastifyInstance, ctx: ApiContext): void {
       operationId: 'inviteMember',
       summary: 'Invite a member',
       description:
-        'Adds a user to the team by e-mail with a role (an owner only may add an owner). The new member has no key yet: an owner or admin makes one with POST /api/v1/settings/api-keys and `user_id`. 409 name_taken when the e-mail is already a member.',
+        'Adds a user to the team by e-mail with a role (an owner only may add an owner), and e-mails them a notice when the service has an SMTP server. The new member has no key yet: an owner or admin makes one with POST /api/v1/settings/api-keys and `user_id`. 409 name_taken when the e-mail is already a member.',
       body: Invitation,
       response: { 201: memberEnvelope, 403: ErrorEnvelope, 409: ErrorEnvelope, ...errors },
     },
     handler: async (request, reply) => {
       const body = request.body as { email: string; role: Role; name?: string };
-      const user = await inviteMember(ctx, principalOf(request), body);
+      const caller = principalOf(request);
+      const user = await inviteMember(ctx, caller, body);
+      void notifyInvited(ctx, mailer, caller, user);
       reply.header('Location', `${members}/${user.meta.id}`);
       return send(ctx, request, reply, 201, userFamily.toRecord(user));
     },
@@ -218,5 +223,21 @@ function registerMemberRoutes(app: FastifyInstance, ctx: ApiContext): void {
       response: { 200: memberEnvelope, 403: ErrorEnvelope, 409: ErrorEnvelope, ...errors },
     },
     handler: async (request, reply) => send200(request, reply, await removeMember(ctx, principalOf(request), (request.params as { id: string }).id)),
+  });
+}
+
+/** E-mails the invited member, without holding up the answer (InvitationMailer never throws). */
+async function notifyInvited(ctx: ApiContext, mailer: InvitationMailer, caller: Principal, member: User): Promise<void> {
+  const [team, inviter] = await Promise.all([
+    ctx.store.get(teamFamily.kind, caller.team, caller.team) as Promise<Team | undefined>,
+    ctx.store.get(userFamily.kind, caller.team, caller.user) as Promise<User | undefined>,
+  ]).catch(() => [undefined, undefined]);
+  await mailer.invited({
+    to: member.spec.email,
+    teamId: caller.team,
+    teamName: team?.spec.name ?? caller.team,
+    role: member.spec.role,
+    memberId: member.meta.id,
+    invitedBy: inviter?.spec.email ?? 'An admin',
   });
 }
