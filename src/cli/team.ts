@@ -1,4 +1,7 @@
-/** `cloudplane team create`: adds a team to a data directory while the service is stopped. */
+/**
+ * `cloudplane team create`: adds a team to a data directory while the service is stopped.
+ * Cluster mode has no data directory to write: there teams are made through the API.
+ */
 import type { Config } from '../config';
 import { EmbeddedStore } from '../store/embedded';
 import { embeddedStoreOptions } from '../store';
@@ -7,6 +10,9 @@ import { ApiKeyAuthenticator } from '../accounts/authenticator';
 import { createTeam, NewTeam } from '../accounts/bootstrap';
 
 export async function createTeamOffline(config: Config, name: string, ownerEmail: string): Promise<NewTeam> {
+  if (config.kubernetes) {
+    throw new Error('team create works on the embedded store only; with CLOUDPLANE_STORE=kubernetes an installation admin creates teams with POST /api/v1/teams (docs/api.md, Teams)');
+  }
   const store = new EmbeddedStore(embeddedStoreOptions(config));
   await store.start();
   try {
