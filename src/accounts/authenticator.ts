@@ -132,16 +132,15 @@ export class ApiKeyAuthenticator {
   /**
    * Records the key's use, at most once a minute per key (LAST_USED_RESOLUTION_MS), and
    * without the request waiting: the answer does not depend on it, and a store that
-   * cannot take the write (it is down, or another writer got there first) loses nothing
-   * but one minute's precision.
+   * cannot take the write loses nothing but one minute's precision.
    */
   private noteUse(key: ApiKey): void {
     const now = Date.now();
     const lastKnown = Math.max(Date.parse(key.status.last_used_at ?? '') || 0, this.lastWritten.get(key.meta.id) ?? 0);
     if (now - lastKnown < LAST_USED_RESOLUTION_MS) return;
     this.lastWritten.set(key.meta.id, now);
-    // A write that fails (the store is down, or busy with the key) is tried again on the key's next use.
-    this.writeLastUsed(key.meta.team, key.meta.id, new Date(now).toISOString()).catch(() => this.lastWritten.delete(key.meta.id));
+    // A write that fails (the store is down) is tried again a minute later, not on every request meanwhile.
+    this.writeLastUsed(key.meta.team, key.meta.id, new Date(now).toISOString()).catch(() => undefined);
   }
 
   /** Writes last_used_at on the latest version of the key, again when another writer got there first. */

@@ -15,7 +15,7 @@ import { apiKeyFamily, teamFamily, userFamily, ApiKey, Team, User } from '../../
 import type { AnyFamily, Resource } from '../../resources/family';
 import { findApiKey } from '../../accounts/authenticator';
 import { changeRole, findMember, inviteMember, mayActFor, removeMember, updateAccount } from '../../accounts/members';
-import { ROLES, KeyScope, Requirement, Role } from '../../accounts/roles';
+import { atLeast, ROLES, KeyScope, Requirement, Role } from '../../accounts/roles';
 import type { Principal } from '../context';
 import { fieldInvalid, forbidden, notFound } from '../../lib/errors';
 import { withinQuota } from '../../resources/quota';
@@ -123,7 +123,8 @@ export function registerSettingsRoutes(app: FastifyInstance, ctx: ApiContext): v
       const caller = principalOf(request);
       const key = await findApiKey(ctx.store, caller.team, id);
       const holder = (await ctx.store.get(userFamily.kind, caller.team, key.spec.user_id)) as User | undefined;
-      if (holder && !mayActFor(caller, holder)) throw forbidden("Only an owner or admin may revoke another member's key (an owner's key, an owner only).");
+      const allowed = holder ? mayActFor(caller, holder) : atLeast(caller.role, 'admin');
+      if (!allowed) throw forbidden("Only an owner or admin may revoke another member's key (an owner's key, an owner only).");
       await ctx.authenticator.revoke(caller.team, id, caller.key);
       return reply.code(204).send();
     },
