@@ -31,6 +31,9 @@ const teamLock = new KeyedMutex();
 
 const isActive = (user: User) => user.status.status === 'active';
 
+/** A display name from an e-mail address: the part before the @, cut to the 100 characters a name may have. */
+export const displayNameOf = (email: string) => email.slice(0, email.lastIndexOf('@')).slice(0, 100) || email.slice(0, 100);
+
 /** An active member of the caller's team, or 404 member_not_found (another team's id included). */
 export async function findMember(deps: AccountDeps, team: string, id: string): Promise<User> {
   const user = (await deps.store.get(userFamily.kind, team, id)) as User | undefined;
@@ -63,7 +66,7 @@ export async function inviteMember(deps: AccountDeps, caller: Principal, invitat
     if ((await activeMembers(deps, caller.team)).some((u) => u.spec.email.toLowerCase() === email)) {
       throw conflict('name_taken', `${invitation.email} is already a member of this team.`);
     }
-    const spec = userFamily.specFromCreate({ name: invitation.name ?? invitation.email.split('@')[0], email: invitation.email, role: invitation.role }, { config: deps.config });
+    const spec = userFamily.specFromCreate({ name: invitation.name ?? displayNameOf(invitation.email), email: invitation.email, role: invitation.role }, { config: deps.config });
     return (await deps.writer.create(userFamily, caller.team, spec, caller.key)) as User;
   });
 }

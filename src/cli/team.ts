@@ -8,6 +8,7 @@ import { embeddedStoreOptions } from '../store';
 import { ResourceWriter } from '../resources/writer';
 import { ApiKeyAuthenticator } from '../accounts/authenticator';
 import { createTeam, NewTeam } from '../accounts/bootstrap';
+import { displayNameOf } from '../accounts/members';
 
 export async function createTeamOffline(config: Config, name: string, ownerEmail: string): Promise<NewTeam> {
   if (config.kubernetes) {
@@ -19,7 +20,7 @@ export async function createTeamOffline(config: Config, name: string, ownerEmail
     const writer = new ResourceWriter(store);
     const authenticator = new ApiKeyAuthenticator(store, writer);
     await authenticator.start();
-    return await createTeam(writer, authenticator, { teamName: name, ownerName: ownerEmail.split('@')[0], ownerEmail });
+    return await createTeam(writer, authenticator, { teamName: name, ownerName: displayNameOf(ownerEmail), ownerEmail });
   } finally {
     await store.stop();
   }

@@ -12,6 +12,7 @@ import { listQueryOf, listQuerySchema, paginate } from '../list';
 import { envelopeOf, ErrorEnvelope, principalOf } from './families';
 import { apiKeyFamily, teamFamily, userFamily, ApiKey, Team, User } from '../../resources/accounts';
 import { createTeam } from '../../accounts/bootstrap';
+import { displayNameOf } from '../../accounts/members';
 import { notFound } from '../../lib/errors';
 
 const TEAMS = '/api/v1/teams';
@@ -50,7 +51,7 @@ export function registerTeamRoutes(app: FastifyInstance, ctx: ApiContext): void 
     },
     handler: async (request, reply) => {
       const body = request.body as { name: string; owner_email: string; owner_name?: string };
-      const input = { teamName: body.name, ownerEmail: body.owner_email, ownerName: body.owner_name ?? body.owner_email.split('@')[0], keyName: 'owner' };
+      const input = { teamName: body.name, ownerEmail: body.owner_email, ownerName: body.owner_name ?? displayNameOf(body.owner_email), keyName: 'owner' };
       const made = await createTeam(ctx.writer, ctx.authenticator, input, undefined, principalOf(request).key);
       const [team, owner, key] = await Promise.all([
         ctx.store.get(teamFamily.kind, made.teamId, made.teamId),
