@@ -1,17 +1,20 @@
 /**
  * API keys: issued as `cpk_<40 base62>`, shown once, kept only as a SHA-256 hash in a
- * secret named after the hash, and checked on every request against the key's record,
- * so a revoked key is refused on the very next request.
+ * secret named after the hash, and checked on every request against the key's record
+ * and its user's, so a revoked or expired key, or one of a removed member, is refused on
+ * the very next request, and a changed role applies from the next request on.
  */
 import { createHash, timingSafeEqual } from 'node:crypto';
-import type { Store } from '../store/types';
+import { ConflictError, Store } from '../store/types';
 import type { ResourceWriter } from '../resources/writer';
-import { apiKeyFamily, ApiKey } from '../resources/accounts';
+import { apiKeyFamily, userFamily, ApiKey, User } from '../resources/accounts';
 import { newApiKeySecret } from '../lib/ids';
 import { nowIso } from '../lib/time';
 import { notFound } from '../lib/errors';
 import { ExpiringSet } from '../lib/expiring-set';
 import type { Principal } from '../api/context';
+import { atLeast, KeyScope } from './roles';
+import { installationTeamOf } from './installation';
 
 const KEY_FORMAT = /^cpk_[0-9A-Za-z]{32,}$/;
 export const SECRET_PREFIX = 'apikey-';
@@ -35,9 +38,28 @@ interface KeyEntry {
 const UNKNOWN_KEYS_CACHED = 10_000;
 const UNKNOWN_KEY_TTL_MS = 5_000;
 
+/**
+ * last_used_at is kept to the minute. Writing it on every request would turn every read
+ * into a store write (in cluster mode an API server write, an etcd revision and a watch
+ * event to every replica), doubling the load of a busy key and racing its other writes;
+ * once a minute per key is as precise as "when was this key last used" needs.
+ */
+const LAST_USED_RESOLUTION_MS = 60_000;
+const LAST_USED_WRITE_ATTEMPTS = 3;
+
+export interface NewKeyOptions {
+  scope?: KeyScope;
+  expiresAt?: string | null;
+  /** Accept this key instead of generating one (a configured bootstrap key). */
+  token?: string;
+}
+
 export class ApiKeyAuthenticator {
   private readonly byHash = new Map<string, KeyEntry>();
   private readonly unknown = new ExpiringSet(UNKNOWN_KEYS_CACHED, UNKNOWN_KEY_TTL_MS);
+  /** When this replica last wrote each key's last_used_at (ms). */
+  private readonly lastWritten = new Map<string, number>();
+  private installationTeam: string | undefined;
 
   constructor(
     private readonly store: Store,
@@ -50,7 +72,10 @@ export class ApiKeyAuthenticator {
     }
   }
 
-  /** The caller behind a bearer token, or null for a malformed, unknown or revoked key. */
+  /**
+   * The caller behind a bearer token, or null for a malformed, unknown, revoked or
+   * expired key, or a key whose user was removed: all are refused alike, with 401.
+   */
   async authenticate(token: string): Promise<Principal | null> {
     if (!KEY_FORMAT.test(token)) return null;
     const hash = hashOf(token);
@@ -58,14 +83,22 @@ export class ApiKeyAuthenticator {
     if (!entry || !timingSafeEqual(Buffer.from(entry.hash, 'hex'), Buffer.from(hash, 'hex'))) return null;
     const key = await this.store.get<ApiKey['spec'], ApiKey['status']>(apiKeyFamily.kind, entry.team, entry.keyId);
     if (!key || key.status.status !== 'active') return null;
-    return { team: entry.team, user: key.spec.user_id, key: key.meta.id };
+    if (key.spec.expires_at && Date.parse(key.spec.expires_at) <= Date.now()) return null;
+    const user = (await this.store.get(userFamily.kind, entry.team, key.spec.user_id)) as User | undefined;
+    if (!user || user.status.status !== 'active') return null;
+    this.noteUse(key as ApiKey);
+    const role = user.spec.role;
+    const installationAdmin = atLeast(role, 'admin') && entry.team === (await this.installationTeamId());
+    return { team: entry.team, user: user.meta.id, key: key.meta.id, role, scope: key.spec.scope ?? 'read_write', installationAdmin };
   }
 
   /** Creates a key for `user`; the returned token is never stored and cannot be shown again. */
-  async issue(team: string, user: string, name: string, actor: string, token = newApiKeySecret()): Promise<{ key: ApiKey; token: string }> {
+  async issue(team: string, user: string, name: string, actor: string, options: NewKeyOptions = {}): Promise<{ key: ApiKey; token: string }> {
+    const token = options.token ?? newApiKeySecret();
     if (!KEY_FORMAT.test(token)) throw new Error('an API key must look like cpk_ followed by at least 32 letters and digits');
     const hash = hashOf(token);
-    const spec = apiKeyFamily.specFromCreate({ name, user_id: user, prefix: token.slice(0, 8) }, undefined as never);
+    const body = { name, user_id: user, prefix: token.slice(0, 8), scope: options.scope, expires_at: options.expiresAt };
+    const spec = apiKeyFamily.specFromCreate(body, undefined as never);
     const key = (await this.writer.create(apiKeyFamily, team, spec, actor)) as ApiKey;
     await this.store.putSecret(team, secretNameOf(hash), { hash, key_id: key.meta.id });
     this.byHash.set(hash, { team, keyId: key.meta.id, hash });
@@ -81,6 +114,7 @@ export class ApiKeyAuthenticator {
       (current) => (current.status.status === 'revoked' ? null : { status: 'revoked', revoked_at: nowIso() }),
       actor,
     );
+    this.lastWritten.delete(keyId);
     for (const [hash, entry] of this.byHash) {
       if (entry.keyId === keyId && entry.team === team) {
         this.byHash.delete(hash);
@@ -93,6 +127,40 @@ export class ApiKeyAuthenticator {
   /** Whether a token is already a key of the service (for a configured bootstrap key). */
   async knows(token: string): Promise<boolean> {
     return (await this.authenticate(token)) !== null;
+  }
+
+  /**
+   * Records the key's use, at most once a minute per key (LAST_USED_RESOLUTION_MS), and
+   * without the request waiting: the answer does not depend on it, and a store that
+   * cannot take the write loses nothing but one minute's precision.
+   */
+  private noteUse(key: ApiKey): void {
+    const now = Date.now();
+    const lastKnown = Math.max(Date.parse(key.status.last_used_at ?? '') || 0, this.lastWritten.get(key.meta.id) ?? 0);
+    if (now - lastKnown < LAST_USED_RESOLUTION_MS) return;
+    this.lastWritten.set(key.meta.id, now);
+    // A write that fails (the store is down) is tried again a minute later, not on every request meanwhile.
+    this.writeLastUsed(key.meta.team, key.meta.id, new Date(now).toISOString()).catch(() => undefined);
+  }
+
+  /** Writes last_used_at on the latest version of the key, again when another writer got there first. */
+  private async writeLastUsed(team: string, id: string, usedAt: string): Promise<void> {
+    for (let attempt = 0; ; attempt++) {
+      const latest = await this.store.get<ApiKey['spec'], ApiKey['status']>(apiKeyFamily.kind, team, id);
+      if (!latest || latest.status.status !== 'active') return;
+      try {
+        await this.store.updateStatus({ ...latest, status: { ...latest.status, last_used_at: usedAt } });
+        return;
+      } catch (err) {
+        if (!(err instanceof ConflictError) || attempt >= LAST_USED_WRITE_ATTEMPTS) throw err;
+      }
+    }
+  }
+
+  /** The installation's first team, whose owners and admins are installation admins; it never changes once known. */
+  private async installationTeamId(): Promise<string | undefined> {
+    this.installationTeam ??= await installationTeamOf(this.store);
+    return this.installationTeam;
   }
 
   private async lookup(hash: string): Promise<KeyEntry | undefined> {

@@ -1,13 +1,15 @@
 /**
  * A fresh install needs a first key without an API call: on first start the service
  * creates the first team, its owner and a key, and hands the key back once to be printed.
- * The same function creates further teams for the `cloudplane team create` command.
+ * The same function creates further teams for POST /api/v1/teams and the offline
+ * `cloudplane team create` command.
  */
 import { AlreadyExistsError, Store } from '../store/types';
 import type { ResourceWriter } from '../resources/writer';
 import { newId } from '../lib/ids';
 import { teamFamily, userFamily, Team } from '../resources/accounts';
 import type { ApiKeyAuthenticator } from './authenticator';
+import { BOOTSTRAP_CLAIM, SYSTEM_TEAM } from './installation';
 
 export interface NewTeam {
   teamId: string;
@@ -23,14 +25,15 @@ export interface TeamInput {
   ownerEmail: string;
   /** Accept this key instead of generating one (CLOUDPLANE_BOOTSTRAP_API_KEY). */
   token?: string;
+  /** Name of the owner's first key. */
+  keyName?: string;
 }
 
-export async function createTeam(writer: ResourceWriter, authenticator: ApiKeyAuthenticator, input: TeamInput, ids = { teamId: newId('team'), userId: newId('usr') }): Promise<NewTeam> {
+export async function createTeam(writer: ResourceWriter, authenticator: ApiKeyAuthenticator, input: TeamInput, ids = { teamId: newId('team'), userId: newId('usr') }, actor = 'system'): Promise<NewTeam> {
   const { teamId, userId } = ids;
-  const actor = 'system';
   await createOrKeep(() => writer.create(userFamily, teamId, { name: input.ownerName, email: input.ownerEmail, role: 'owner' }, actor, userId));
   await createOrKeep(() => writer.create(teamFamily, teamId, { name: input.teamName, owner_id: userId }, actor, teamId));
-  const { key, token } = await authenticator.issue(teamId, userId, 'bootstrap', actor, input.token);
+  const { key, token } = await authenticator.issue(teamId, userId, input.keyName ?? 'bootstrap', actor, { token: input.token });
   return { teamId, userId, keyId: key.meta.id, token };
 }
 
@@ -65,14 +68,12 @@ export async function ensureBootstrap(store: Store, writer: ResourceWriter, auth
   }
   if (configuredKey && !(await authenticator.knows(configuredKey))) {
     const first = (await firstTeam(store, 0))!;
-    const { key } = await authenticator.issue(first.meta.team, first.spec.owner_id, 'bootstrap', 'system', configuredKey);
+    const { key } = await authenticator.issue(first.meta.team, first.spec.owner_id, 'bootstrap', 'system', { token: configuredKey });
     return { teamId: first.meta.team, userId: first.spec.owner_id, keyId: key.meta.id, token: configuredKey };
   }
   return null;
 }
 
-const SYSTEM_TEAM = '__system';
-const BOOTSTRAP_CLAIM = 'bootstrap-team';
 const FIRST_TEAM = (token?: string): TeamInput => ({ teamName: 'My team', ownerName: 'Owner', ownerEmail: 'owner@example.com', token });
 
 /** The oldest team, waiting up to `waitMs` for another replica to create the first one. */

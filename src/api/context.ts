@@ -8,6 +8,7 @@ import type { ResourceWriter } from '../resources/writer';
 import type { ApiKeyAuthenticator } from '../accounts/authenticator';
 import type { Agent } from '../agent/types';
 import type { AuditLog } from '../audit/audit-log';
+import type { Caller, Requirement } from '../accounts/roles';
 
 export interface ApiContext {
   config: Config;
@@ -24,8 +25,8 @@ export interface ApiContext {
   logger: Logger;
 }
 
-/** Who is calling, once authenticated. */
-export interface Principal {
+/** Who is calling, once authenticated: the key's team and user, the user's role, the key's scope. */
+export interface Principal extends Caller {
   team: string;
   user: string;
   key: string;
@@ -38,5 +39,7 @@ declare module 'fastify' {
   interface FastifyContextConfig {
     /** The resource family a route serves: drives meta.provider on its answers and errors. */
     family?: string;
+    /** What the route needs beyond what its method implies (accounts/roles.ts); checked for every route by the authentication hook. */
+    requires?: Requirement;
   }
 }

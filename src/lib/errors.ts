@@ -34,6 +34,8 @@ export const domainError = (code: string, message: string, field?: string) =>
 export const quotaExceeded = (title: string, limit: number) =>
   new ApiError(422, 'quota_exceeded', `The team's quota of ${limit} ${title}s is used up; delete one, or ask the operator for a higher quota.`);
 
+export const forbidden = (message: string) => new ApiError(403, 'forbidden', message);
+
 export const conflict = (code: string, message: string) => new ApiError(409, code, message);
 
 export const invalidState = (message: string) => conflict('invalid_state', message);

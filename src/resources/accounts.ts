@@ -1,16 +1,21 @@
 /** Account families: the team, its users (the profile) and their API keys. */
 import { Type } from '@sinclair/typebox';
 import type { BaseStatus, FamilyDefinition, Resource } from './family';
+import { ROLES, KEY_SCOPES, Role, KeyScope } from '../accounts/roles';
 import { baseStatusProperties, IdOf, Timestamp, NullableTimestamp, strictObject } from './schema-kit';
 
 const TEAM_STATES = ['active'] as const;
-const USER_STATES = ['active'] as const;
+/** A removed member keeps its record (and its events) but can no longer act. */
+const USER_STATES = ['active', 'removed'] as const;
 const KEY_STATES = ['active', 'revoked'] as const;
 
 const TeamName = Type.String({ minLength: 1, maxLength: 100, description: 'Team name.' });
 const UserName = Type.String({ minLength: 1, maxLength: 100, description: 'Display name.' });
 const Email = Type.String({ format: 'email', maxLength: 254, description: 'E-mail address.' });
 const KeyName = Type.String({ minLength: 1, maxLength: 100, description: 'Human-readable name of the key.' });
+const RoleSchema = Type.String({ enum: [...ROLES], description: 'owner, admin, member or viewer (docs/api.md, "Roles").' });
+const ScopeSchema = Type.String({ enum: [...KEY_SCOPES], description: 'read_write (the default) or read_only: a read_only key is refused every write with 403 forbidden.' });
+const ExpiresAt = NullableTimestamp('When the key stops working (401 from then on); null for never.');
 
 export interface TeamSpec {
   name: string;
@@ -21,7 +26,7 @@ export type Team = Resource<TeamSpec, BaseStatus>;
 export interface UserSpec {
   name: string;
   email: string;
-  role: 'owner' | 'member';
+  role: Role;
 }
 export type User = Resource<UserSpec, BaseStatus>;
 
@@ -30,9 +35,14 @@ export interface ApiKeySpec {
   user_id: string;
   /** The first characters of the key, to tell keys apart; not enough to use it. */
   prefix: string;
+  /** Absent on keys made before scopes existed: those are read_write. */
+  scope?: KeyScope;
+  expires_at?: string | null;
 }
 export interface ApiKeyStatus extends BaseStatus {
   revoked_at: string | null;
+  /** Written at most once a minute per key (see ApiKeyAuthenticator). */
+  last_used_at?: string | null;
 }
 export type ApiKey = Resource<ApiKeySpec, ApiKeyStatus>;
 
@@ -92,13 +102,14 @@ export const userFamily: FamilyDefinition<UserSpec, BaseStatus> = {
   schemas: {
     create: strictObject({ name: UserName, email: Email }),
     update: strictObject({ name: Type.Optional(UserName), email: Type.Optional(Email) }),
-    spec: strictObject({ name: UserName, email: Email, role: Type.String({ enum: ['owner', 'member'], description: 'owner or member.' }) }),
+    spec: strictObject({ name: UserName, email: Email, role: RoleSchema }),
     status: strictObject(baseStatusProperties(USER_STATES)),
     record: strictObject({
       id: IdOf('usr', 'User id.'),
       name: UserName,
       email: Email,
-      role: Type.String({ enum: ['owner', 'member'], description: 'owner or member.' }),
+      role: RoleSchema,
+      status: Type.String({ enum: [...USER_STATES], description: 'active, or removed once taken out of the team.' }),
       team_id: IdOf('team', 'The team of the user.'),
       created_at: Timestamp('Creation time.'),
       updated_at: Timestamp('Last change.'),
@@ -108,7 +119,15 @@ export const userFamily: FamilyDefinition<UserSpec, BaseStatus> = {
   applyUpdate: (spec, patch) => ({ ...spec, ...patch }),
   initialStatus: noStatusFields,
   nameOf: (spec) => spec.name,
-  toRecord: (user) => ({ id: user.meta.id, name: user.spec.name, email: user.spec.email, role: user.spec.role, team_id: user.meta.team, ...stamps(user) }),
+  toRecord: (user) => ({
+    id: user.meta.id,
+    name: user.spec.name,
+    email: user.spec.email,
+    role: user.spec.role,
+    status: user.status.status,
+    team_id: user.meta.team,
+    ...stamps(user),
+  }),
 };
 
 export const apiKeyFamily: FamilyDefinition<ApiKeySpec, ApiKeyStatus> = {
@@ -127,26 +146,40 @@ export const apiKeyFamily: FamilyDefinition<ApiKeySpec, ApiKeyStatus> = {
   standardRoutes: false,
   description: 'An API key of a user. Only a hash of the key is kept, in a Secret; the key itself is shown once.',
   schemas: {
-    create: strictObject({ name: KeyName }),
+    create: strictObject({
+      name: KeyName,
+      user_id: Type.Optional(IdOf('usr', "The member the key acts for; default the caller. Another member's key needs an owner or admin (an owner's key, an owner).")),
+      scope: Type.Optional(ScopeSchema),
+      expires_at: Type.Optional(ExpiresAt),
+    }),
     spec: strictObject({
       name: KeyName,
       user_id: IdOf('usr', 'The user the key acts for.'),
       prefix: Type.String({ description: 'First characters of the key, to tell keys apart.' }),
+      scope: Type.Optional(ScopeSchema),
+      expires_at: Type.Optional(ExpiresAt),
     }),
-    status: strictObject({ ...baseStatusProperties(KEY_STATES), revoked_at: NullableTimestamp('When the key was revoked.') }),
+    status: strictObject({
+      ...baseStatusProperties(KEY_STATES),
+      revoked_at: NullableTimestamp('When the key was revoked.'),
+      last_used_at: Type.Optional(NullableTimestamp('When the key was last used, to the minute.')),
+    }),
     record: strictObject({
       id: IdOf('key', 'API key id.'),
       name: KeyName,
       prefix: Type.String({ description: 'First characters of the key, to tell keys apart.' }),
       status: Type.String({ enum: [...KEY_STATES], description: 'active or revoked.' }),
       user_id: IdOf('usr', 'The user the key acts for.'),
+      scope: ScopeSchema,
+      expires_at: ExpiresAt,
+      last_used_at: NullableTimestamp('When the key was last used, to the minute; null if never.'),
       created_at: Timestamp('Creation time.'),
       updated_at: Timestamp('Last change.'),
       revoked_at: NullableTimestamp('When the key was revoked; null while active.'),
     }),
   },
-  specFromCreate: (body) => ({ name: body.name, user_id: body.user_id, prefix: body.prefix }),
-  initialStatus: () => ({ revoked_at: null }),
+  specFromCreate: (body) => ({ name: body.name, user_id: body.user_id, prefix: body.prefix, scope: body.scope ?? 'read_write', expires_at: body.expires_at ?? null }),
+  initialStatus: () => ({ revoked_at: null, last_used_at: null }),
   nameOf: (spec) => spec.name,
   toRecord: (key) => ({
     id: key.meta.id,
@@ -154,6 +187,9 @@ export const apiKeyFamily: FamilyDefinition<ApiKeySpec, ApiKeyStatus> = {
     prefix: key.spec.prefix,
     status: key.status.status,
     user_id: key.spec.user_id,
+    scope: key.spec.scope ?? 'read_write',
+    expires_at: key.spec.expires_at ?? null,
+    last_used_at: key.status.last_used_at ?? null,
     ...stamps(key),
     revoked_at: key.status.revoked_at ?? null,
   }),

@@ -113,7 +113,7 @@ describe('unknown keys', () => {
   it('takes a key issued on this replica at once, even one refused as unknown a moment before', async () => {
     const token = randomKey();
     expect((await t.api('GET', LBS, undefined, { key: token })).status).toBe(401);
-    await t.service.ctx.authenticator.issue(t.teamId, t.service.bootstrap!.userId, 'issued after a refusal', 'test', token);
+    await t.service.ctx.authenticator.issue(t.teamId, t.service.bootstrap!.userId, 'issued after a refusal', 'test', { token });
     expect((await t.api('GET', LBS, undefined, { key: token })).status).toBe(200);
     const created = await t.api('POST', '/api/v1/settings/api-keys', { name: 'made through the API' });
     expect(created.status).toBe(201);

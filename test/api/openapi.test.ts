@@ -157,6 +157,14 @@ describe('GET /api/v1/openapi.json', () => {
         'GET /api/v1/settings/api-keys': 'listApiKeys',
         'POST /api/v1/settings/api-keys': 'createApiKey',
         'DELETE /api/v1/settings/api-keys/{id}': 'revokeApiKey',
+        'GET /api/v1/settings/team/members': 'listMembers',
+        'POST /api/v1/settings/team/members': 'inviteMember',
+        'GET /api/v1/settings/team/members/{id}': 'getMember',
+        'PATCH /api/v1/settings/team/members/{id}': 'updateMember',
+        'DELETE /api/v1/settings/team/members/{id}': 'removeMember',
+        'GET /api/v1/teams': 'listTeams',
+        'POST /api/v1/teams': 'createTeam',
+        'GET /api/v1/teams/{id}': 'getTeamById',
         'GET /api/v1/agent/threads': 'listAgentThreads',
         'POST /api/v1/agent/threads': 'createAgentThread',
         'GET /api/v1/agent/threads/{id}': 'getAgentThread',
@@ -397,7 +405,7 @@ describe('GET /api/v1/openapi.json', () => {
       for (const [path, item] of Object.entries<Record<string, any>>(document.paths)) {
         for (const [method, operation] of Object.entries<any>(item)) {
           const expected = ['400', '401', '429', '503'];
-          if (['post', 'put', 'patch', 'delete'].includes(method)) expected.push('413', '415', '422');
+          if (['post', 'put', 'patch', 'delete'].includes(method)) expected.push('403', '413', '415', '422');
           if (path.includes('{')) expected.push('404', '422');
           const codes = Object.keys(operation.responses);
           for (const code of expected) if (!codes.includes(code)) gaps.push(`${method.toUpperCase()} ${path} ${code}`);

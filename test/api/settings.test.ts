@@ -48,7 +48,7 @@ describe('settings', () => {
     const listed = await t.api('GET', '/api/v1/settings/api-keys');
     expect(listed.body.data.map((k: any) => k.id)).toContain(id);
     expect(JSON.stringify(listed.body)).not.toContain(key);
-    expect(listed.body.data.find((k: any) => k.id === id)).toMatchObject({ name: 'ci', status: 'active', revoked_at: null, prefix: key.slice(0, 8) });
+    expect(listed.body.data.find((k: any) => k.id === id)).toMatchObject({ name: 'ci', status: 'active', revoked_at: null, prefix: key.slice(0, 8), scope: 'read_write', expires_at: null });
 
     expect((await t.api('GET', '/api/v1/settings/profile', undefined, { key })).status).toBe(200);
     const revoked = await t.api('DELETE', `/api/v1/settings/api-keys/${id}`);
@@ -68,9 +68,12 @@ describe('settings', () => {
     expect(types).toEqual(['api_key.created', 'api_key.revoked']);
   });
 
-  it('refuses a key without a name', async () => {
+  it('refuses a key without a name, or with an unknown scope or a malformed expiry', async () => {
     const res = await t.api('POST', '/api/v1/settings/api-keys', {});
     expect(res.status).toBe(422);
     expect(res.body.error.details[0].field).toBe('name');
+    const bad = await t.api('POST', '/api/v1/settings/api-keys', { name: 'x', scope: 'admin', expires_at: 'tomorrow' });
+    expect(bad.status).toBe(422);
+    expect(bad.body.error.details.map((d: any) => d.field).sort()).toEqual(['expires_at', 'scope']);
   });
 });

@@ -7,6 +7,7 @@
  */
 import type { FastifyInstance, RouteOptions } from 'fastify';
 import { Type } from '@sinclair/typebox';
+import { isRead } from '../../accounts/roles';
 
 export const ErrorEnvelope = Type.Object({
   error: Type.Object({
@@ -26,6 +27,8 @@ export function sharedErrorStatuses(method: string, options: { hasInput: boolean
   // bad URL or body, no valid key, rate limit, store of record unreachable or overloaded
   const statuses = [400, 401, 429, 503];
   if (BODY_METHODS.has(method)) statuses.push(413, 415);
+  // A write is refused to a viewer and to a read_only key (accounts/roles.ts).
+  if (!isRead(method)) statuses.push(403);
   if (options.hasInput || BODY_METHODS.has(method)) statuses.push(422);
   if (options.hasParams) statuses.push(404);
   return statuses;

@@ -44,7 +44,8 @@ export function headersOf(status: number): Record<string, HeaderObject> {
 
 const ERROR_DESCRIPTIONS: Record<number, string> = {
   400: 'invalid_json: the body is not JSON, or the URL is malformed.',
-  401: 'unauthorized: no API key, or one that is not valid or was revoked.',
+  401: 'unauthorized: no API key, or one that is not valid, was revoked or has expired.',
+  403: "forbidden: the caller's role, or the key's scope (read_only), does not allow the operation.",
   404: '<resource>_not_found: no such record in the caller\'s team (another team\'s id answers the same).',
   409: 'Conflict: the record is busy (resource_busy), in a state that refuses the request (invalid_state), or the name or backend is taken (name_taken, backend_already_attached).',
   413: 'payload_too_large: the body is larger than the service accepts.',

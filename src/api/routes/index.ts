@@ -11,6 +11,7 @@ import { registerJobRoutes } from './jobs';
 import { registerSettingsRoutes } from './settings';
 import { registerAgentRoutes } from './agent';
 import { registerWebhookRoutes } from './webhooks';
+import { registerTeamRoutes } from './teams';
 
 export function registerRouteModules(app: FastifyInstance, ctx: ApiContext): void {
   registerRegionRoutes(app, ctx);
@@ -21,6 +22,8 @@ export function registerRouteModules(app: FastifyInstance, ctx: ApiContext): voi
   registerFileShareRoutes(app, ctx);
   registerJobRoutes(app, ctx);
   registerSettingsRoutes(app, ctx);
+  // After settings, so that GET /api/v1/settings/team names the Team schema (openapi-components.ts).
+  registerTeamRoutes(app, ctx);
   registerAgentRoutes(app, ctx);
   registerWebhookRoutes(app, ctx);
 }

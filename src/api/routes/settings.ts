@@ -1,46 +1,43 @@
 /**
- * Settings: the caller's profile, the team, and the team's API keys. Profile and team
- * have no reconciler, so an update settles its own configuration hash in the same
- * request, which emits `profile.updated` / `team.updated` with the caller as actor.
+ * Settings: the caller's profile, the team, its members and its API keys. Who may call
+ * which route is decided for every route by the authentication hook (accounts/roles.ts):
+ * reads need a viewer, writes a member, and routes that manage the team or its members
+ * say `requires: 'admin'`. What depends on the member touched is in accounts/members.ts.
  */
-import type { FastifyInstance } from 'fastify';
+import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
 import { Type } from '@sinclair/typebox';
 import type { ApiContext } from '../context';
 import { send } from '../envelope';
 import { listQueryOf, listQuerySchema, paginate } from '../list';
 import { typeNameOf } from '../openapi-names';
 import { envelopeOf, ErrorEnvelope, listVisible, principalOf } from './families';
-import { apiKeyFamily, teamFamily, userFamily, ApiKey } from '../../resources/accounts';
+import { apiKeyFamily, teamFamily, userFamily, ApiKey, Team, User } from '../../resources/accounts';
 import type { AnyFamily, Resource } from '../../resources/family';
-import { configHash } from '../../resources/transitions';
-import { sameJson } from '../../lib/canonical-json';
 import { findApiKey } from '../../accounts/authenticator';
-import { notFound } from '../../lib/errors';
+import { changeRole, findMember, inviteMember, mayActFor, removeMember, updateAccount } from '../../accounts/members';
+import { atLeast, ROLES, KeyScope, Requirement, Role } from '../../accounts/roles';
+import type { Principal } from '../context';
+import { fieldInvalid, forbidden, notFound } from '../../lib/errors';
 import { withinQuota } from '../../resources/quota';
+import { InvitationMailer } from '../../accounts/invitations';
 
 const errors = { 401: ErrorEnvelope, 404: ErrorEnvelope, 422: ErrorEnvelope, 429: ErrorEnvelope };
 const KeyIdParams = Type.Object({ id: Type.String({ maxLength: 64 }) });
+const MemberIdParams = Type.Object({ id: Type.String({ maxLength: 64, description: 'Member (user) id, usr_...' }) });
+const RoleSchema = Type.String({ enum: [...ROLES], description: 'owner, admin, member or viewer.' });
+const Invitation = Type.Object(
+  {
+    email: Type.String({ format: 'email', maxLength: 254, description: 'E-mail address of the member.' }),
+    role: RoleSchema,
+    name: Type.Optional(Type.String({ minLength: 1, maxLength: 100, description: 'Display name; default the part of the e-mail before the @.' })),
+  },
+  { additionalProperties: false },
+);
+const RoleChange = Type.Object({ role: RoleSchema }, { additionalProperties: false });
 const NewKeyRecord = Type.Object({
   ...apiKeyFamily.schemas.record.properties,
   key: Type.String({ description: 'The full API key. Shown in this response only; store it now.' }),
 });
-
-async function updateAccount(ctx: ApiContext, family: AnyFamily, team: string, id: string, patch: Record<string, unknown>, actor: string): Promise<Resource> {
-  await ctx.writer.mutateSpec(family, team, id, (current) => {
-    const spec = family.applyUpdate!(current.spec, patch, { config: ctx.config });
-    return sameJson(spec, current.spec) ? null : spec;
-  });
-  return ctx.writer.mutateStatus(
-    family,
-    team,
-    id,
-    (current) => {
-      const hash = configHash(family, current.spec);
-      return hash === current.status.observed_config ? null : { observed_config: hash, observed_generation: current.meta.generation };
-    },
-    actor,
-  );
-}
 
 async function readAccount(ctx: ApiContext, family: AnyFamily, team: string, id: string): Promise<Resource> {
   const resource = await ctx.store.get(family.kind, team, id);
@@ -49,7 +46,7 @@ async function readAccount(ctx: ApiContext, family: AnyFamily, team: string, id:
 }
 
 /** GET and PATCH of a singleton settings record: the profile or the team. */
-function registerSingleton(app: FastifyInstance, ctx: ApiContext, family: AnyFamily, idOf: (p: { team: string; user: string }) => string): void {
+function registerSingleton(app: FastifyInstance, ctx: ApiContext, family: AnyFamily, idOf: (p: Principal) => string, updateRequires?: Requirement): void {
   const url = `/api/v1/${family.path}`;
   const tags = ['settings'];
   app.get(url, {
@@ -60,6 +57,7 @@ function registerSingleton(app: FastifyInstance, ctx: ApiContext, family: AnyFam
     },
   });
   app.patch(url, {
+    config: { requires: updateRequires },
     schema: { tags, operationId: `update${typeNameOf(family.title)}`, summary: `Update the ${family.title}`, body: family.schemas.update!, response: { 200: envelopeOf(family.schemas.record), ...errors } },
     handler: async (request, reply) => {
       const principal = principalOf(request);
@@ -71,7 +69,9 @@ function registerSingleton(app: FastifyInstance, ctx: ApiContext, family: AnyFam
 
 export function registerSettingsRoutes(app: FastifyInstance, ctx: ApiContext): void {
   registerSingleton(app, ctx, userFamily, (p) => p.user);
-  registerSingleton(app, ctx, teamFamily, (p) => p.team);
+  // A member may not manage the team.
+  registerSingleton(app, ctx, teamFamily, (p) => p.team, 'admin');
+  registerMemberRoutes(app, ctx);
 
   const keys = `/api/v1/${apiKeyFamily.path}`;
   const tags = ['settings'];
@@ -98,14 +98,19 @@ export function registerSettingsRoutes(app: FastifyInstance, ctx: ApiContext): v
       tags,
       operationId: 'createApiKey',
       summary: 'Create an API key',
-      description: 'The response holds the full key in `key`, once; only a hash of it is kept.',
+      description:
+        "The response holds the full key in `key`, once; only a hash of it is kept. `user_id` makes the key for another member (an owner or admin only; an owner's key, an owner only): that is how an invited member gets a first key.",
       body: apiKeyFamily.schemas.create,
       response: { 201: envelopeOf(NewKeyRecord), ...errors },
     },
     handler: async (request, reply) => {
-      const { team, user, key: actor } = principalOf(request);
-      const { name } = request.body as { name: string };
-      const { key, token } = await withinQuota(ctx.store, ctx.config.quotas, apiKeyFamily, team, undefined, () => ctx.authenticator.issue(team, user, name, actor));
+      const caller = principalOf(request);
+      const body = request.body as { name: string; user_id?: string; scope?: KeyScope; expires_at?: string | null };
+      const holder = await keyHolder(ctx, caller, body.user_id);
+      if (body.expires_at && Date.parse(body.expires_at) <= Date.now()) throw fieldInvalid('expires_at', 'must be in the future');
+      const options = { scope: body.scope, expiresAt: body.expires_at ?? null };
+      const issue = () => ctx.authenticator.issue(caller.team, holder, body.name, caller.key, options);
+      const { key, token } = await withinQuota(ctx.store, ctx.config.quotas, apiKeyFamily, caller.team, undefined, issue);
       reply.header('Location', `${keys}/${key.meta.id}`);
       return send(ctx, request, reply, 201, { ...apiKeyFamily.toRecord(key), key: token });
     },
@@ -115,10 +120,125 @@ export function registerSettingsRoutes(app: FastifyInstance, ctx: ApiContext): v
     schema: { tags, operationId: 'revokeApiKey', summary: 'Revoke an API key', description: 'The key is refused from the next request on. Answers 204.', params: KeyIdParams, response: { 204: Type.Null(), ...errors } },
     handler: async (request, reply) => {
       const { id } = request.params as { id: string };
-      const { team, key: actor } = principalOf(request);
-      await findApiKey(ctx.store, team, id);
-      await ctx.authenticator.revoke(team, id, actor);
+      const caller = principalOf(request);
+      const key = await findApiKey(ctx.store, caller.team, id);
+      const holder = (await ctx.store.get(userFamily.kind, caller.team, key.spec.user_id)) as User | undefined;
+      const allowed = holder ? mayActFor(caller, holder) : atLeast(caller.role, 'admin');
+      if (!allowed) throw forbidden("Only an owner or admin may revoke another member's key (an owner's key, an owner only).");
+      await ctx.authenticator.revoke(caller.team, id, caller.key);
       return reply.code(204).send();
     },
+  });
+}
+
+/** Who a new key is for: the caller, or the member `userId` names when the caller may act for them. */
+async function keyHolder(ctx: ApiContext, caller: Principal, userId: string | undefined): Promise<string> {
+  if (!userId || userId === caller.user) return caller.user;
+  const user = (await ctx.store.get(userFamily.kind, caller.team, userId)) as User | undefined;
+  if (!user || user.status.status !== 'active') throw fieldInvalid('user_id', 'is not a member of this team');
+  if (!mayActFor(caller, user)) throw forbidden("Only an owner or admin may make a key for another member (for an owner, an owner only).");
+  return userId;
+}
+
+/** The team's members: listed by anyone in it, managed by owners and admins. */
+function registerMemberRoutes(app: FastifyInstance, ctx: ApiContext): void {
+  const members = '/api/v1/settings/team/members';
+  const tags = ['settings'];
+  // Named Member in the OpenAPI document, apart from the caller's own Profile of the same fields.
+  const memberRecord = Type.Object(userFamily.schemas.record.properties, { additionalProperties: false, description: 'A member of the team.' });
+  const memberEnvelope = envelopeOf(memberRecord);
+  const manage = { requires: 'admin' as const };
+  const mailer = new InvitationMailer(ctx.config.webhooks, ctx.logger);
+  app.addHook('onClose', async () => mailer.close());
+  const send200 = (request: FastifyRequest, reply: FastifyReply, user: Resource) => send(ctx, request, reply, 200, userFamily.toRecord(user));
+
+  app.get(members, {
+    schema: {
+      tags,
+      operationId: 'listMembers',
+      summary: 'List team members',
+      description: 'Members of the team. Removed members are listed with status=removed only.',
+      querystring: listQuerySchema(userFamily.states),
+      response: { 200: envelopeOf(Type.Array(memberRecord)), ...errors },
+    },
+    handler: async (request, reply) => {
+      const query = listQueryOf(request);
+      const users = await listVisible<User>(ctx, userFamily.kind, principalOf(request).team);
+      const rows = users.map((u) => ({ id: u.meta.id, name: u.spec.name, created_at: u.meta.createdAt, status: u.status.status, u }));
+      const { page, nextCursor } = paginate(rows, query, ctx.cursorKey, ['removed']);
+      return send(ctx, request, reply, 200, page.map((row) => userFamily.toRecord(row.u)), { next_cursor: nextCursor });
+    },
+  });
+
+  app.post(members, {
+    config: manage,
+    schema: {
+      tags,
+      operationId: 'inviteMember',
+      summary: 'Invite a member',
+      description:
+        'Adds a user to the team by e-mail with a role (an owner only may add an owner), and e-mails them a notice when the service has an SMTP server. The new member has no key yet: an owner or admin makes one with POST /api/v1/settings/api-keys and `user_id`. 409 name_taken when the e-mail is already a member.',
+      body: Invitation,
+      response: { 201: memberEnvelope, 403: ErrorEnvelope, 409: ErrorEnvelope, ...errors },
+    },
+    handler: async (request, reply) => {
+      const body = request.body as { email: string; role: Role; name?: string };
+      const caller = principalOf(request);
+      const user = await inviteMember(ctx, caller, body);
+      void notifyInvited(ctx, mailer, caller, user);
+      reply.header('Location', `${members}/${user.meta.id}`);
+      return send(ctx, request, reply, 201, userFamily.toRecord(user));
+    },
+  });
+
+  app.get(`${members}/:id`, {
+    schema: { tags, operationId: 'getMember', summary: 'Get a team member', params: MemberIdParams, response: { 200: memberEnvelope, ...errors } },
+    handler: async (request, reply) => send200(request, reply, await findMember(ctx, principalOf(request).team, (request.params as { id: string }).id)),
+  });
+
+  app.patch(`${members}/:id`, {
+    config: manage,
+    schema: {
+      tags,
+      operationId: 'updateMember',
+      summary: "Change a member's role",
+      description: 'An admin may change any role but an owner\'s, and may not make owners. The last owner cannot be demoted (409 invalid_state).',
+      params: MemberIdParams,
+      body: RoleChange,
+      response: { 200: memberEnvelope, 403: ErrorEnvelope, 409: ErrorEnvelope, ...errors },
+    },
+    handler: async (request, reply) => {
+      const { role } = request.body as { role: Role };
+      return send200(request, reply, await changeRole(ctx, principalOf(request), (request.params as { id: string }).id, role));
+    },
+  });
+
+  app.delete(`${members}/:id`, {
+    config: manage,
+    schema: {
+      tags,
+      operationId: 'removeMember',
+      summary: 'Remove a member',
+      description: "Answers 200 with the member, now status=removed; the member's keys are revoked. An admin may not remove an owner; the last owner cannot be removed (409 invalid_state).",
+      params: MemberIdParams,
+      response: { 200: memberEnvelope, 403: ErrorEnvelope, 409: ErrorEnvelope, ...errors },
+    },
+    handler: async (request, reply) => send200(request, reply, await removeMember(ctx, principalOf(request), (request.params as { id: string }).id)),
+  });
+}
+
+/** E-mails the invited member, without holding up the answer (InvitationMailer never throws). */
+async function notifyInvited(ctx: ApiContext, mailer: InvitationMailer, caller: Principal, member: User): Promise<void> {
+  const [team, inviter] = await Promise.all([
+    ctx.store.get(teamFamily.kind, caller.team, caller.team) as Promise<Team | undefined>,
+    ctx.store.get(userFamily.kind, caller.team, caller.user) as Promise<User | undefined>,
+  ]).catch(() => [undefined, undefined]);
+  await mailer.invited({
+    to: member.spec.email,
+    teamId: caller.team,
+    teamName: team?.spec.name ?? caller.team,
+    role: member.spec.role,
+    memberId: member.meta.id,
+    invitedBy: inviter?.spec.email ?? 'An admin',
   });
 }

@@ -1,0 +1,46 @@
+/**
+ * Who may do what: the four roles of a team, the two scopes of a key, and the one rule
+ * that turns a route into what it requires. The authentication hook applies the rule to
+ * every route (plugins/authentication.ts), so a route cannot forget it: a route that reads
+ * (GET, HEAD) needs a viewer, any other needs a member and a read_write key, and a route
+ * that needs more says so in its config (`requires`). Rules that depend on the record
+ * a request touches (an admin may not manage an owner) are in members.ts.
+ */
+export const ROLES = ['owner', 'admin', 'member', 'viewer'] as const;
+export type Role = (typeof ROLES)[number];
+
+export const KEY_SCOPES = ['read_write', 'read_only'] as const;
+export type KeyScope = (typeof KEY_SCOPES)[number];
+
+/**
+ * What a route may ask of its caller beyond what its method implies: a role at least
+ * this high, or an installation admin (an owner or admin of the bootstrap team).
+ */
+export type Requirement = Role | 'installation_admin';
+
+const RANK: Record<Role, number> = { viewer: 0, member: 1, admin: 2, owner: 3 };
+
+export const atLeast = (role: Role, minimum: Role): boolean => RANK[role] >= RANK[minimum];
+
+const READ_METHODS = new Set(['GET', 'HEAD', 'OPTIONS']);
+export const isRead = (method: string): boolean => READ_METHODS.has(method.toUpperCase());
+
+export interface Caller {
+  role: Role;
+  scope: KeyScope;
+  installationAdmin: boolean;
+}
+
+/**
+ * Why the caller may not use a route answering `method` with `requires`, or null when it
+ * may. A write never needs less than a member, whatever the route says.
+ */
+export function refusalOf(caller: Caller, method: string, requires?: Requirement): string | null {
+  const read = isRead(method);
+  if (!read && caller.scope === 'read_only') return 'This API key is read_only; use a read_write key to change anything.';
+  if (requires === 'installation_admin') {
+    return caller.installationAdmin ? null : "Only an installation admin (an owner or admin of the installation's first team) may do this.";
+  }
+  const minimum: Role = requires && atLeast(requires, read ? 'viewer' : 'member') ? requires : read ? 'viewer' : 'member';
+  return atLeast(caller.role, minimum) ? null : `Your role (${caller.role}) may not do this; it needs ${minimum === 'member' ? 'a member' : `an ${minimum}`} or above.`;
+}
