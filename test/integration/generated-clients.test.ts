@@ -59,7 +59,7 @@ describe('clients generated from /api/v1/openapi.json', () => {
       fs.rmSync(GENERATED_TS, { recursive: true, force: true });
       const generated = await node('openapi-typescript/bin/cli.js', [documentFile, '--output', path.join(GENERATED_TS, 'api.d.ts')]);
       expect({ status: generated.status, stderr: generated.stderr.replace(/^.*✨.*$/gm, '').trim() }).toEqual({ status: 0, stderr: '' });
-    });
+    }, 120_000);
 
     it('type-checks the scenario against the generated types, which do refuse a wrong call', async () => {
       const checked = await node('typescript/bin/tsc', ['-p', path.join(TS_DIR, 'tsconfig.json')]);
@@ -83,7 +83,8 @@ describe('clients generated from /api/v1/openapi.json', () => {
       const refused = await node('typescript/bin/tsc', ['--noEmit', '--strict', '--esModuleInterop', '--skipLibCheck', '--types', 'node', wrong]);
       const lines = refused.stdout.split('\n').filter((line) => line.includes('error TS'));
       expect(lines.map((line) => /wrong\.ts\((\d+),/.exec(line)?.[1])).toEqual(['4', '5', '6']);
-    });
+      // Two runs of tsc: half a minute on an idle 2-core machine, more on a busy one.
+    }, 300_000);
 
     it('creates, reconfigures, lists, misses and deletes a load balancer', async () => {
       // By a computed path: the project's tsc must not follow it into types not generated yet.
