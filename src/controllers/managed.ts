@@ -17,7 +17,7 @@ import type { Store } from '../store/types';
 import type { AnyFamily, DrivenStatus, Resource } from '../resources/family';
 import type { ResourceWriter } from '../resources/writer';
 import type { Driver, ExternalRecord, Managed, Observation, Owner } from '../drivers/types';
-import { configHash } from '../resources/transitions';
+import { configHash, DELETION_POLICY_FIELD } from '../resources/transitions';
 import { deletedBy } from '../resources/intents';
 import { API_VERSION } from '../store/kubernetes/names';
 import { sameJson } from '../lib/canonical-json';
@@ -63,6 +63,13 @@ export function managedOf<Desired>(family: AnyFamily, resource: Driven, desired:
   const owner: Owner | null = object ? { apiVersion: API_VERSION, kind: family.kind, name: object.name, uid: object.uid } : null;
   return { id: resource.meta.id, team: resource.meta.team, generation: resource.meta.generation, desired, external: (resource.status.external as ExternalRecord | undefined) ?? null, owner };
 }
+
+/**
+ * The custom resource's `spec.deletionPolicy` (after Crossplane): `Delete`, the default,
+ * releases what the driver made; `Orphan` leaves it in place (the store also has the
+ * Kubernetes garbage collector orphan the objects it owns: store.ts remove).
+ */
+export const orphans = (resource: Driven) => resource.spec[DELETION_POLICY_FIELD] === 'Orphan';
 
 const minDefined = (...values: Array<number | undefined>): number | undefined => {
   const defined = values.filter((v): v is number => v !== undefined);
@@ -164,14 +171,21 @@ export class ManagedReconciler implements Reconciler {
       await this.store.remove(this.kind, meta.team, meta.id, meta.resourceVersion);
       return;
     }
+    const orphaned = orphans(resource);
     if (status.status !== 'deleted' && status.status !== 'deleting') {
-      // What the driver made is released next; `{}` marks a release due where it recorded nothing yet.
-      const release = { external: status.external ?? {} };
+      // What the driver made is released next; `{}` marks a release due where it recorded
+      // nothing yet. Orphaned, it is left in place: the record forgets it, no driver call.
+      const release = { external: orphaned ? undefined : (status.external ?? {}) };
       const first = family.deletion === 'immediate' ? { status: 'deleted', deleted_at: nowIso() } : { status: 'deleting' };
       await this.write(resource, { ...first, ...release }, deletedBy(resource) ?? SYSTEM);
       return;
     }
-    if (status.external !== undefined) return this.release(resource);
+    if (status.external !== undefined) {
+      if (!orphaned) return this.release(resource);
+      // The policy became Orphan while a release was due: nothing more is released.
+      await this.write(resource, { external: undefined }, SYSTEM);
+      return;
+    }
     if (status.status === 'deleting') {
       await this.write(resource, { status: 'deleted', deleted_at: nowIso() }, SYSTEM);
       return;
