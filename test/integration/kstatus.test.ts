@@ -114,6 +114,20 @@ describe('kstatus on every kind', () => {
     }
   });
 
+  it('says Current for a job cancelled on request (a spec change the cancel observes)', async () => {
+    const job = await t.api('POST', '/api/v1/jobs', { name: 'long', command: 'sleep 30' });
+    expect(job.status).toBe(201);
+    await waitForStatus(t, `/api/v1/jobs/${job.body.data.id}`, 'running', 60_000);
+    expect((await t.api('POST', `/api/v1/jobs/${job.body.data.id}/cancel`)).status).toBe(200);
+    const family = families.find((f) => f.kind === 'CloudJob')!;
+    const cr = await eventually(async () => {
+      const read = await readCr(family, job.body.data.id.replace('_', '-'));
+      return read.status.status === 'cancelled' ? read : null;
+    }, 30_000);
+    expect(cr.metadata.generation).toBe(2);
+    expect(kstatus([cr])[0]).toMatchObject({ status: 'Current' });
+  });
+
   it('says InProgress for work under way, Failed for a failure and Current at rest, in every state of every kind', async () => {
     const checked: string[] = [];
     for (const family of families) {
