@@ -120,8 +120,13 @@ export function objectEventsForChange(family: AnyFamily, previous: Resource | un
   const events: ObjectEvent[] = [];
   const synced = (r: Resource | undefined) => r?.status?.conditions?.find((c) => c.type === 'Synced');
   const refusedNow = synced(next)?.reason === SPEC_REFUSED && (after !== before || synced(previous)?.reason !== SPEC_REFUSED || reasonText !== previous?.status?.status_reason);
+  // A family that reports none of its states (webhook deliveries, agent messages: records
+  // made by the thousand) would double its writes with Events; it gets refusals only.
+  const silent = family.eventStates !== undefined && family.eventStates.length === 0;
   if (refusedNow) {
     events.push({ type: 'Warning', reason: SPEC_REFUSED, message: `The spec was refused: ${reasonText ?? 'it breaks a create rule'}` });
+  } else if (silent) {
+    return events;
   } else if (after !== before) {
     const message = reasonText ?? (before === undefined ? `The ${family.title} was accepted; it is ${after}.` : `The ${family.title} went from ${before} to ${after}.`);
     events.push({ type: after === 'failed' ? 'Warning' : 'Normal', reason: stateReason(after), message });
