@@ -17,7 +17,7 @@ import type { Store } from '../store/types';
 import type { AnyFamily, DrivenStatus, Resource } from '../resources/family';
 import type { ResourceWriter } from '../resources/writer';
 import type { Driver, ExternalRecord, Managed, Observation, Owner } from '../drivers/types';
-import { configHash, DELETION_POLICY_FIELD } from '../resources/transitions';
+import { configHash, orphansOnDelete } from '../resources/transitions';
 import { deletedBy } from '../resources/intents';
 import { API_VERSION } from '../store/kubernetes/names';
 import { sameJson } from '../lib/canonical-json';
@@ -63,13 +63,6 @@ export function managedOf<Desired>(family: AnyFamily, resource: Driven, desired:
   const owner: Owner | null = object ? { apiVersion: API_VERSION, kind: family.kind, name: object.name, uid: object.uid } : null;
   return { id: resource.meta.id, team: resource.meta.team, generation: resource.meta.generation, desired, external: (resource.status.external as ExternalRecord | undefined) ?? null, owner };
 }
-
-/**
- * The custom resource's `spec.deletionPolicy` (after Crossplane): `Delete`, the default,
- * releases what the driver made; `Orphan` leaves it in place (the store also has the
- * Kubernetes garbage collector orphan the objects it owns: store.ts remove).
- */
-export const orphans = (resource: Driven) => resource.spec[DELETION_POLICY_FIELD] === 'Orphan';
 
 const minDefined = (...values: Array<number | undefined>): number | undefined => {
   const defined = values.filter((v): v is number => v !== undefined);
@@ -171,7 +164,8 @@ export class ManagedReconciler implements Reconciler {
       await this.store.remove(this.kind, meta.team, meta.id, meta.resourceVersion);
       return;
     }
-    const orphaned = orphans(resource);
+    // Orphan: no release (the store also has the garbage collector spare what the CR owns: store.ts remove).
+    const orphaned = orphansOnDelete(resource.spec);
     if (status.status !== 'deleted' && status.status !== 'deleting') {
       // What the driver made is released next; `{}` marks a release due where it recorded
       // nothing yet. Orphaned, it is left in place: the record forgets it, no driver call.

@@ -15,6 +15,13 @@ import type { AnyFamily, BaseStatus, Condition, Resource } from './family';
  */
 export const DELETION_POLICY_FIELD = 'deletionPolicy';
 
+/**
+ * Whether deleting the resource leaves what was provisioned for it in place: its custom
+ * resource's `spec.deletionPolicy` (after Crossplane) is `Orphan`; `Delete`, the default,
+ * releases it.
+ */
+export const orphansOnDelete = (spec: Record<string, unknown> | undefined): boolean => spec?.[DELETION_POLICY_FIELD] === 'Orphan';
+
 /** Hash of the spec fields whose change is a `<family>.updated`. */
 export function configHash(family: AnyFamily, spec: Record<string, unknown>): string {
   const ignored = new Set([...(family.actionFields ?? []), DELETION_POLICY_FIELD]);

@@ -28,6 +28,7 @@ import { nowIso } from '../../lib/time';
 import { CollectionWatcher, KubeObject } from './watcher';
 import { sameJson } from '../../lib/canonical-json';
 import { httpCode } from './http-code';
+import { orphansOnDelete } from '../../resources/transitions';
 import {
   API_VERSION,
   CREATED_AT_ANNOTATION,
@@ -327,7 +328,7 @@ export class KubernetesStore implements Store {
       // Orphaned, what it owns (the objects its driver made) must outlive it: a deletion with
       // propagationPolicy Orphan has the garbage collector take the owner references off them
       // first (its `orphan` finalizer), where removing ours alone would have them collected.
-      if (raw.spec?.deletionPolicy === 'Orphan' && !((raw.metadata.finalizers as string[] | undefined) ?? []).includes(ORPHAN_FINALIZER)) {
+      if (orphansOnDelete(raw.spec) && !((raw.metadata.finalizers as string[] | undefined) ?? []).includes(ORPHAN_FINALIZER)) {
         if (raw.metadata.resourceVersion !== entry.raw.metadata.resourceVersion) throw new ConflictError(info.kind, id);
         const answer = (await this.call(() => this.custom.deleteNamespacedCustomObject({ ...where, propagationPolicy: 'Orphan' }))) as Raw;
         if (answer?.metadata?.resourceVersion) raw = structuredClone(answer);
