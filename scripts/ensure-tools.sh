@@ -52,6 +52,7 @@ for component in kube-apiserver kube-controller-manager kube-scheduler; do
 done
 "$(dirname "$0")/build-kwok.sh" >/dev/null
 "$(dirname "$0")/build-kubectl.sh" >/dev/null  # kubectl of the same release, for the kubectl tests
+"$(dirname "$0")/build-kstatus.sh" >/dev/null  # kstatus (sigs.k8s.io/cli-utils) as Flux and Argo CD compute it, for test/integration/kstatus.test.ts
 "$(dirname "$0")/ensure-receivers.sh" >/dev/null  # the receivers of docs/webhook-receivers.md, for test/integration/receivers.test.ts
 "$(dirname "$0")/build-s3-server.sh" >/dev/null  # versitygw, the real S3 server of the s3 bucket driver's tests (test/helpers/s3-server.ts)
 "$(dirname "$0")/ensure-vpn-tools.sh" >/dev/null  # wg, wireguard-go and strongSwan, for test/integration/vpn-tunnels.test.ts

@@ -32,6 +32,7 @@ import { AuditLog } from './audit/audit-log';
 import { WebhookDispatcher } from './webhooks/dispatcher';
 import { WebhookRetention } from './webhooks/retention';
 import { SecretSweeper } from './controllers/secret-sweeper';
+import { embeddedEventRecorder, KubernetesEventRecorder } from './controllers/events-recorder';
 import { CoordinationV1Api } from '@kubernetes/client-node';
 import { kubeConfigFor } from './store';
 import { LeaderCallbacks, LeaderElector, Leadership, SoleLeader } from './controllers/leader-election';
@@ -76,7 +77,8 @@ export async function startService(config: Config, logger: Logger = createLogger
       : new EmbeddedEventBus(path.join(config.dataDir, 'events'), { health, logger, retentionMs: config.eventRetentionMs });
     await bus.start();
     started.push(() => bus.stop());
-    const writer = new ResourceWriter(store);
+    const events = config.kubernetes ? new KubernetesEventRecorder(kubeConfigFor(config.kubernetes), config.kubernetes.systemNamespace, logger) : embeddedEventRecorder;
+    const writer = new ResourceWriter(store, events);
     const authenticator = new ApiKeyAuthenticator(store, writer);
     await authenticator.start();
     const bootstrap = await ensureBootstrap(store, writer, authenticator, config.bootstrapApiKey);

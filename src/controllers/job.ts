@@ -44,7 +44,8 @@ export class JobReconciler implements Reconciler {
     const submittedAt = job.meta.createdAt;
     if (job.spec.cancel_requested || job.status.status === 'cancelled') {
       await this.executor.cancel(team, id, nowIso());
-      if (!FINISHED_JOB_STATES.includes(job.status.status)) await this.write(job, () => ({ status: 'cancelled', finished_at: nowIso(), status_reason: 'Cancelled on request.' }));
+      // The cancel request was a spec change: observed, so kstatus does not wait on it forever.
+      if (!FINISHED_JOB_STATES.includes(job.status.status)) await this.write(job, () => ({ status: 'cancelled', finished_at: nowIso(), status_reason: 'Cancelled on request.', observed_generation: job.meta.generation }));
       return;
     }
     if (FINISHED_JOB_STATES.includes(job.status.status)) return this.cleanupOnce(team, id);

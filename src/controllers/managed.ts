@@ -17,7 +17,7 @@ import type { Store } from '../store/types';
 import type { AnyFamily, DrivenStatus, Resource } from '../resources/family';
 import type { ResourceWriter } from '../resources/writer';
 import type { Driver, ExternalRecord, Managed, Observation, Owner } from '../drivers/types';
-import { configHash } from '../resources/transitions';
+import { configHash, orphansOnDelete } from '../resources/transitions';
 import { deletedBy } from '../resources/intents';
 import { API_VERSION } from '../store/kubernetes/names';
 import { sameJson } from '../lib/canonical-json';
@@ -164,14 +164,22 @@ export class ManagedReconciler implements Reconciler {
       await this.store.remove(this.kind, meta.team, meta.id, meta.resourceVersion);
       return;
     }
+    // Orphan: no release (the store also has the garbage collector spare what the CR owns: store.ts remove).
+    const orphaned = orphansOnDelete(resource.spec);
     if (status.status !== 'deleted' && status.status !== 'deleting') {
-      // What the driver made is released next; `{}` marks a release due where it recorded nothing yet.
-      const release = { external: status.external ?? {} };
+      // What the driver made is released next; `{}` marks a release due where it recorded
+      // nothing yet. Orphaned, it is left in place: the record forgets it, no driver call.
+      const release = { external: orphaned ? undefined : (status.external ?? {}) };
       const first = family.deletion === 'immediate' ? { status: 'deleted', deleted_at: nowIso() } : { status: 'deleting' };
       await this.write(resource, { ...first, ...release }, deletedBy(resource) ?? SYSTEM);
       return;
     }
-    if (status.external !== undefined) return this.release(resource);
+    if (status.external !== undefined) {
+      if (!orphaned) return this.release(resource);
+      // The policy became Orphan while a release was due: nothing more is released.
+      await this.write(resource, { external: undefined }, SYSTEM);
+      return;
+    }
     if (status.status === 'deleting') {
       await this.write(resource, { status: 'deleted', deleted_at: nowIso() }, SYSTEM);
       return;

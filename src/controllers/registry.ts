@@ -11,6 +11,7 @@ import { serverBinding } from './server';
 import { bucketBinding } from './bucket';
 import { JobReconciler } from './job';
 import { adopting } from './adoption';
+import { pausable } from './pause';
 import { families } from '../resources/registry';
 import { fileShareBinding } from './file-share';
 
@@ -34,6 +35,6 @@ export function buildReconcilers(deps: ReconcilerDeps): Reconciler[] {
     ...bindings.map((binding) => new ManagedReconciler(binding, deps.store, deps.writer, deps.config.deletedRetentionMs)),
     new JobReconciler(deps.store, deps.writer, drivers.job),
   ];
-  // Every reconciled family also takes in what kubectl created.
-  return reconcilers.map((r) => adopting(families.find((f) => f.kind === r.kind)!, r, deps.store, deps.writer, { config: deps.config }));
+  // Every reconciled family also takes in what kubectl created, and can be paused per resource.
+  return reconcilers.map((r) => pausable(adopting(families.find((f) => f.kind === r.kind)!, r, deps.store, deps.writer, { config: deps.config }), deps.store));
 }

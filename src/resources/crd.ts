@@ -7,6 +7,7 @@
 import type { AnyFamily } from './family';
 import { families } from './registry';
 import { GROUP as CRD_GROUP, VERSION as CRD_VERSION, ID_LABEL } from '../store/kubernetes/names';
+import { DELETION_POLICY_FIELD } from './transitions';
 
 type Schema = Record<string, any>;
 
@@ -115,9 +116,38 @@ function printerColumns(family: AnyFamily): Schema[] {
   const columns: Schema[] = [{ name: 'ID', type: 'string', jsonPath: `.metadata.labels.${ID_LABEL.replace(/\./g, '\\.')}` }];
   if (spec.name) columns.push({ name: 'Name', type: 'string', jsonPath: '.spec.name' });
   columns.push({ name: 'Status', type: 'string', jsonPath: '.status.status' });
+  columns.push({ name: 'Ready', type: 'string', jsonPath: '.status.conditions[?(@.type=="Ready")].status' });
   if (spec.region) columns.push({ name: 'Region', type: 'string', jsonPath: '.spec.region' });
   columns.push({ name: 'Age', type: 'date', jsonPath: '.metadata.creationTimestamp' });
   return columns;
+}
+
+/** Families whose driver makes something outside the record, which deletion releases or leaves (managed.ts orphans). */
+export const hasDeletionPolicy = (family: AnyFamily) => family.providerBacked && family.deletable !== false;
+
+const DELETION_POLICY_SCHEMA: Schema = {
+  type: 'string',
+  enum: ['Delete', 'Orphan'],
+  description: 'What deleting this resource does to what was provisioned for it: Delete (the default when left out) releases it; Orphan leaves it in place. Not a field of the API.',
+};
+
+/**
+ * The status as the custom resource carries it (store.ts kubeStatusOf): observedGeneration
+ * by its Kubernetes name. observed_generation stays in the schema: custom resources written
+ * before the rename still carry it, and are read the same.
+ */
+function kubeStatusSchema(status: Schema): Schema {
+  const { observed_generation: legacy, ...properties } = status.properties;
+  return {
+    ...status,
+    properties: {
+      ...properties,
+      observedGeneration: { ...legacy, description: 'The metadata.generation of the spec the reconciler last acted on.' },
+      observed_generation: { ...legacy, description: 'Deprecated: observedGeneration as written by earlier versions; read, never written.' },
+    },
+    // Neither required: a replica of an earlier version, during a rolling upgrade, still writes the old name.
+    required: (status.required ?? []).filter((name: string) => name !== 'observed_generation'),
+  };
 }
 
 export function crdFor(family: AnyFamily): Schema {
@@ -129,7 +159,8 @@ export function crdFor(family: AnyFamily): Schema {
   if (required.length > 0) spec.required = required;
   else delete spec.required;
   spec.description ??= 'What was asked for: the fields of the POST body. Fields left out get the defaults the API would give them.';
-  const status = convertSchema(plain(family.schemas.status), `${family.kind}.status`);
+  if (hasDeletionPolicy(family)) spec.properties[DELETION_POLICY_FIELD] = DELETION_POLICY_SCHEMA;
+  const status = kubeStatusSchema(convertSchema(plain(family.schemas.status), `${family.kind}.status`));
   return {
     apiVersion: 'apiextensions.k8s.io/v1',
     kind: 'CustomResourceDefinition',

@@ -8,9 +8,12 @@ import type { CloudEvent } from '../events/types';
 import type { StoredObject } from '../store/types';
 import type { Config } from '../config';
 
-/** A Kubernetes-style condition (metav1.Condition), modelled on Crossplane's Ready and Synced. */
+/**
+ * A Kubernetes-style condition (metav1.Condition): Ready and Synced after Crossplane,
+ * Reconciling and Stalled after kstatus (transitions.ts conditionsFor).
+ */
 export interface Condition {
-  type: 'Ready' | 'Synced';
+  type: 'Ready' | 'Synced' | 'Reconciling' | 'Stalled';
   status: 'True' | 'False' | 'Unknown';
   reason: string;
   message: string;
@@ -60,6 +63,11 @@ export interface FamilyDefinition<Spec = any, Status extends BaseStatus = any> {
   states: readonly string[];
   /** States in which PATCH and DELETE answer 409 resource_busy. */
   busyStates?: readonly string[];
+  /**
+   * States of work under way besides the first, the busy ones and `deleting` (a job's
+   * `running`): the Reconciling condition is True in them (kstatus InProgress).
+   */
+  reconcilingStates?: readonly string[];
   /** States that are Ready=True. */
   readyStates: readonly string[];
   /** Whether responses carry meta.provider. */

@@ -44,6 +44,7 @@ export const jobFamily: FamilyDefinition<JobSpec, JobStatus> = {
   path: 'jobs',
   idPrefix: 'job',
   states: STATES,
+  reconcilingStates: ['running'],
   readyStates: ['completed'],
   providerBacked: true,
   deletion: 'immediate',

@@ -17,7 +17,7 @@ export const IdOf = (prefix: string, description: string) =>
 
 export const ConditionSchema = Type.Object(
   {
-    type: Type.String({ description: 'Ready or Synced.' }),
+    type: Type.String({ description: 'Ready, Synced, Reconciling (True while work is under way) or Stalled (True when failed).' }),
     status: Type.String({ description: 'True, False or Unknown.' }),
     reason: Type.String({ description: 'Machine-readable reason in CamelCase.' }),
     message: Type.String({ description: 'Human-readable detail.' }),
@@ -34,7 +34,7 @@ export const baseStatusProperties = (states: readonly string[]) => ({
   observed_generation: Type.Integer({ description: 'The spec generation the reconciler last acted on.' }),
   observed_config: Type.String({ description: 'Hash of the configuration last applied.' }),
   deleted_at: NullableTimestamp('When deletion was requested.'),
-  conditions: Type.Array(ConditionSchema, { description: 'Ready and Synced conditions.' }),
+  conditions: Type.Array(ConditionSchema, { description: 'Ready and Synced conditions; Reconciling and Stalled while True.' }),
   pending_events: Type.Array(Type.Object({}, { additionalProperties: true }), {
     description: 'Events of committed changes not yet published to the event bus.',
   }),

@@ -9,9 +9,23 @@ import { nowIso } from '../lib/time';
 import type { CloudEvent } from '../events/types';
 import type { AnyFamily, BaseStatus, Condition, Resource } from './family';
 
+/**
+ * Spec fields of the custom resource only, about the record rather than what is provisioned
+ * (docs/kubernetes.md): changing one is no `<family>.updated`.
+ */
+export const DELETION_POLICY_FIELD = 'deletionPolicy';
+
+/**
+ * Whether deleting the resource leaves what was provisioned for it in place: its custom
+ * resource's `spec.deletionPolicy` (after Crossplane) is `Orphan`; `Delete`, the default,
+ * releases it.
+ */
+export const orphansOnDelete = (spec: Record<string, unknown> | undefined): boolean => spec?.[DELETION_POLICY_FIELD] === 'Orphan';
+
 /** Hash of the spec fields whose change is a `<family>.updated`. */
 export function configHash(family: AnyFamily, spec: Record<string, unknown>): string {
-  const relevant = Object.fromEntries(Object.entries(spec).filter(([k]) => !(family.actionFields ?? []).includes(k)));
+  const ignored = new Set([...(family.actionFields ?? []), DELETION_POLICY_FIELD]);
+  const relevant = Object.fromEntries(Object.entries(spec).filter(([k]) => !ignored.has(k)));
   return createHash('sha256').update(canonicalJson(relevant)).digest('hex').slice(0, 16);
 }
 
@@ -47,9 +61,21 @@ export function buildEvents(family: AnyFamily, previous: Resource | undefined, n
  */
 export const SPEC_REFUSED = 'SpecRefused';
 
+/** Whether a state is work under way: the first (unless ready at once), a busy one, `deleting`, or one the family names. */
+export function isReconcilingState(family: AnyFamily, state: string): boolean {
+  if (family.readyStates.includes(state)) return false;
+  return state === family.states[0] || state === 'deleting' || (family.busyStates ?? []).includes(state) || (family.reconcilingStates ?? []).includes(state);
+}
+
 /**
- * Ready and Synced, recomputed from the state; a condition keeps its transition time while
+ * The conditions, recomputed from the state; a condition keeps its transition time while
  * unchanged. `refused`: this write is an adoption's refusal of the spec.
+ *
+ * Ready and Synced after Crossplane; Reconciling and Stalled after kstatus, which Flux and
+ * Argo CD read: present while True only (their abnormal-true polarity). Ready is True in
+ * the family's ready states and in any state at rest that is no failure (a stopped server,
+ * a revoked key: what was asked for, nothing left to do), so kstatus, which reads a False
+ * Ready as work in progress, calls such a resource Current.
  */
 export function conditionsFor(family: AnyFamily, resource: Resource, status: BaseStatus, refused = false): Condition[] {
   const now = nowIso();
@@ -61,13 +87,65 @@ export function conditionsFor(family: AnyFamily, resource: Resource, status: Bas
     return { type, status: value, reason, message, lastTransitionTime, observedGeneration: generation };
   };
   const state = status.status;
-  const reason = state.charAt(0).toUpperCase() + state.slice(1);
-  const ready = family.readyStates.includes(state) ? 'True' : 'False';
+  const reason = stateReason(state);
   const failed = state === 'failed';
+  const behind = status.observed_generation < generation;
+  const reconciling = !failed && (behind || isReconcilingState(family, state));
+  const ready = family.readyStates.includes(state) || (!failed && !reconciling) ? 'True' : 'False';
   const specRefused = failed && (refused || previous.get('Synced')?.reason === SPEC_REFUSED);
   const synced = failed ? 'False' : status.observed_generation >= generation ? 'True' : 'Unknown';
+  const message = status.status_reason ?? `The ${family.title} is ${state}.`;
+  const failure = status.status_reason ?? 'Provisioning failed.';
+  const syncReason = specRefused ? SPEC_REFUSED : failed ? 'ReconcileError' : synced === 'True' ? 'ReconcileSuccess' : 'ReconcilePending';
   return [
-    make('Ready', ready, reason, status.status_reason ?? `The ${family.title} is ${state}.`),
-    make('Synced', synced, specRefused ? SPEC_REFUSED : failed ? 'ReconcileError' : synced === 'True' ? 'ReconcileSuccess' : 'ReconcilePending', failed ? status.status_reason ?? 'Provisioning failed.' : ''),
+    make('Ready', ready, reason, message),
+    make('Synced', synced, syncReason, failed ? failure : ''),
+    ...(reconciling ? [make('Reconciling', 'True', behind ? 'LatestGenerationNotObserved' : reason, behind ? `Generation ${generation} is not applied yet.` : message)] : []),
+    ...(failed ? [make('Stalled', 'True', syncReason, failure)] : []),
   ];
+}
+
+const stateReason = (state: string) => state.charAt(0).toUpperCase() + state.slice(1);
+
+/** A Kubernetes Event about a resource (core/v1 Event: type, reason, message). */
+export interface ObjectEvent {
+  type: 'Normal' | 'Warning';
+  reason: string;
+  message: string;
+}
+
+/**
+ * The Kubernetes Events of a committed status change: each change of state (a Warning for
+ * `failed`, with the reason the status gives), a configuration applied, and a refusal (a
+ * spec adoption refused, an update the provider refused). Only what the status itself
+ * holds goes into them, and the status never holds a secret.
+ */
+export function objectEventsForChange(family: AnyFamily, previous: Resource | undefined, next: Resource): ObjectEvent[] {
+  const before = previous?.status?.status as string | undefined;
+  const after = next.status.status;
+  const reasonText = next.status.status_reason;
+  const events: ObjectEvent[] = [];
+  const synced = (r: Resource | undefined) => r?.status?.conditions?.find((c) => c.type === 'Synced');
+  const refusedNow = synced(next)?.reason === SPEC_REFUSED && (after !== before || synced(previous)?.reason !== SPEC_REFUSED || reasonText !== previous?.status?.status_reason);
+  // A family that reports none of its states (webhook deliveries, agent messages: records
+  // made by the thousand) would double its writes with Events; it gets refusals only.
+  const silent = family.eventStates !== undefined && family.eventStates.length === 0;
+  if (refusedNow) {
+    events.push({ type: 'Warning', reason: SPEC_REFUSED, message: `The spec was refused: ${reasonText ?? 'it breaks a create rule'}` });
+  } else if (silent) {
+    return events;
+  } else if (after !== before) {
+    const message = reasonText ?? (before === undefined ? `The ${family.title} was accepted; it is ${after}.` : `The ${family.title} went from ${before} to ${after}.`);
+    events.push({ type: after === 'failed' ? 'Warning' : 'Normal', reason: stateReason(after), message });
+  } else if (reasonText && reasonText !== previous?.status?.status_reason) {
+    // Same state, a new reason. A generation observed without its configuration applied is
+    // an update the provider refused (the resource runs on as it was); else a degradation.
+    const refusedUpdate = next.status.observed_generation > (previous?.status?.observed_generation ?? 0) && next.status.observed_config === previous?.status?.observed_config;
+    events.push({ type: 'Warning', reason: refusedUpdate ? 'UpdateRefused' : 'Degraded', message: reasonText });
+  }
+  const configBefore = previous?.status?.observed_config;
+  if (before !== undefined && configBefore && next.status.observed_config && configBefore !== next.status.observed_config && after !== 'failed') {
+    events.push({ type: 'Normal', reason: 'Updated', message: `Generation ${next.status.observed_generation} of the spec was applied.` });
+  }
+  return events;
 }

@@ -9,7 +9,8 @@ import { ConflictError, Store } from '../store/types';
 import { newId } from '../lib/ids';
 import { notFound } from '../lib/errors';
 import type { AnyFamily, BaseStatus, Resource } from './family';
-import { buildEvents, conditionsFor, configHash } from './transitions';
+import { buildEvents, conditionsFor, configHash, objectEventsForChange } from './transitions';
+import type { EventRecorder } from '../controllers/events-recorder';
 import { deletedByLabels } from './intents';
 
 const MAX_CONFLICT_RETRIES = 20;
@@ -18,14 +19,20 @@ const MAX_CONFLICT_RETRIES = 20;
 export type StatusMutation<R extends Resource = Resource> = (resource: R) => Partial<BaseStatus> & Record<string, unknown> | null;
 
 export class ResourceWriter {
-  constructor(private readonly store: Store) {}
+  /** `events`: where the Kubernetes Events of each status change go (cluster mode). */
+  constructor(
+    private readonly store: Store,
+    private readonly events?: EventRecorder,
+  ) {}
 
   /** Creates a resource in its first state; its creation event is in the same write. */
   async create(family: AnyFamily, team: string, spec: object, actor: string, id = newId(family.idPrefix)): Promise<Resource> {
     const now = new Date().toISOString();
     const draft = { meta: { kind: family.kind, id, team, resourceVersion: '', generation: 1, createdAt: now, updatedAt: now, labels: {} }, spec, status: {} } as Resource;
     const status = this.firstStatus(family, draft, actor);
-    return (await this.store.create({ meta: { kind: family.kind, id, team }, spec, status })) as Resource;
+    const created = (await this.store.create({ meta: { kind: family.kind, id, team }, spec, status })) as Resource;
+    this.report(family, undefined, created);
+    return created;
   }
 
   /**
@@ -38,7 +45,15 @@ export class ResourceWriter {
    */
   async initialize(family: AnyFamily, resource: Resource, actor: string, refusal?: string): Promise<Resource> {
     const status = this.firstStatus(family, resource, actor, refusal);
-    return (await this.store.updateStatus({ ...resource, status })) as Resource;
+    const written = (await this.store.updateStatus({ ...resource, status })) as Resource;
+    this.report(family, resource.status?.status ? resource : undefined, written);
+    return written;
+  }
+
+  /** The Kubernetes Events of a committed status change; after the write, so that only what happened is told. */
+  private report(family: AnyFamily, previous: Resource | undefined, next: Resource): void {
+    if (!this.events) return;
+    for (const event of objectEventsForChange(family, previous, next)) this.events.record(next, event);
   }
 
   private firstStatus(family: AnyFamily, resource: Resource, actor: string, refusal?: string): BaseStatus {
@@ -113,6 +128,8 @@ export class ResourceWriter {
     const next = { ...current, status } as Resource;
     status.conditions = conditionsFor(family, next, status);
     status.pending_events = [...(current.status.pending_events ?? []), ...buildEvents(family, current, next, actor)];
-    return (await this.store.updateStatus(next)) as Resource;
+    const written = (await this.store.updateStatus(next)) as Resource;
+    this.report(family, current, written);
+    return written;
   }
 }

@@ -22,6 +22,8 @@ export interface ObjectMeta {
   labels: Record<string, string>;
   /** Cluster mode: the custom resource's own name and uid, which owner references of what drivers make need. */
   object?: { name: string; uid: string };
+  /** Cluster mode: the custom resource carries `cloudplane.dev/paused: "true"`; its reconciliation waits. */
+  paused?: boolean;
 }
 
 export interface StoredObject<Spec = Record<string, unknown>, Status = Record<string, unknown>> {

@@ -298,7 +298,7 @@ describe('adoption of kubectl-made custom resources', () => {
     expect(object.spec).toEqual({ ...before, ssl_certificate_id: null });
     // Written once, before the first status: the status has seen that generation.
     expect(object.metadata.generation).toBe(2);
-    expect(object.status.observed_generation).toBe(2);
+    expect(object.status.observedGeneration).toBe(2);
   });
 
   test('a refused CR whose spec is fixed is judged again and proceeds as a fresh adoption: defaults, updated event, ready state', async () => {
@@ -310,7 +310,7 @@ describe('adoption of kubectl-made custom resources', () => {
     expect(refused.status_reason).toBe(refusedByApi.body.error.message);
     const before = await read('fixable');
     expect(syncedOf(before).reason).toBe('SpecRefused');
-    expect(before.status.observed_generation).toBe(before.metadata.generation);
+    expect(before.status.observedGeneration).toBe(before.metadata.generation);
     expect('ssl_certificate_id' in before.spec).toBe(false); // a refusal writes no defaults
     await eventually(async () => eventTypesOf(id).includes('load_balancer.failed'));
 
@@ -323,7 +323,7 @@ describe('adoption of kubectl-made custom resources', () => {
     // The default is written into the spec once (a generation of its own), and the status has seen it.
     expect(after.spec).toEqual({ ...CRS.fixable.spec, region: 'fra1', ssl_certificate_id: null });
     expect(after.metadata.generation).toBe(edited.metadata.generation + 1);
-    expect(after.status.observed_generation).toBe(after.metadata.generation);
+    expect(after.status.observedGeneration).toBe(after.metadata.generation);
     expect(syncedOf(after)).toMatchObject({ status: 'True', reason: 'ReconcileSuccess' });
 
     // One creation event (the refusal's); the fix is an update, as a PATCH would be.
@@ -345,7 +345,7 @@ describe('adoption of kubectl-made custom resources', () => {
       return object.status.status_reason === newReason ? object : null;
     }, SETTLE_MS, 100);
     expect(refusedAgain.status.status).toBe('failed');
-    expect(refusedAgain.status.observed_generation).toBe(stillBad.metadata.generation);
+    expect(refusedAgain.status.observedGeneration).toBe(stillBad.metadata.generation);
     expect(syncedOf(refusedAgain)).toMatchObject({ status: 'False', reason: 'SpecRefused', message: newReason });
     expect((await t.api('GET', `/api/v1/vpn-gateways/${id}`)).body.data.status_reason).toBe(newReason);
     await expect(core.readNamespacedSecret({ name: secretName(id), namespace })).rejects.toMatchObject({ code: 404 });
@@ -385,7 +385,7 @@ describe('adoption of kubectl-made custom resources', () => {
     expect(after.metadata.generation).toBe(edited.metadata.generation);
     expect(after.status.status).toBe('failed');
     expect(after.status.status_reason).toBe(before.status.status_reason);
-    expect(after.status.observed_generation).toBe(before.status.observed_generation);
+    expect(after.status.observedGeneration).toBe(before.status.observedGeneration);
     expect(after.status.external).toEqual(before.status.external);
     expect(after.status.conditions).toEqual(before.status.conditions);
   });

@@ -160,16 +160,16 @@ describe('kubectl against cluster mode', () => {
     const objectName = id.replace('_', '-');
 
     const table = (await kubectl('get', 'cplb', '-n', namespace)).trim().split('\n');
-    expect(table[0].split(/\s+/)).toEqual(['NAME', 'ID', 'NAME', 'STATUS', 'REGION', 'AGE']);
+    expect(table[0].split(/\s+/)).toEqual(['NAME', 'ID', 'NAME', 'STATUS', 'READY', 'REGION', 'AGE']);
     const row = table.find((line) => line.startsWith(`${objectName} `));
-    expect(row?.split(/\s+/).slice(0, 5)).toEqual([objectName, id, 'api-made', 'running', 'ams3']);
+    expect(row?.split(/\s+/).slice(0, 6)).toEqual([objectName, id, 'api-made', 'running', 'True', 'ams3']);
 
     const all = await eventually(async () => {
       const text = await kubectl('get', 'cloudplane', '-n', namespace);
       return text.includes(`loadbalancer.cloudplane.dev/${objectName}`) ? text : null;
     });
     const allRow = all.split('\n').find((line) => line.startsWith(`loadbalancer.cloudplane.dev/${objectName} `));
-    expect(allRow?.split(/\s+/).slice(1, 5)).toEqual([id, 'api-made', 'running', 'ams3']);
+    expect(allRow?.split(/\s+/).slice(1, 6)).toEqual([id, 'api-made', 'running', 'True', 'ams3']);
     // The kubectl-made examples are in the same listing.
     expect(all).toContain('server.cloudplane.dev/app-1');
     expect(all).toContain('cloudjob.cloudplane.dev/nightly-report');
@@ -207,7 +207,7 @@ describe('kubectl against cluster mode', () => {
     // The reconciler has the driver apply the change and records the new generation once it observes it applied.
     const after = await eventually(async () => {
       const current = await getJson('cplb', 'web-frontend');
-      return current.status.observed_generation === current.metadata.generation ? current : null;
+      return current.status.observedGeneration === current.metadata.generation ? current : null;
     });
     expect(after.metadata.generation).toBe(before.metadata.generation + 1);
     expect(after.status.observed_config).not.toBe(before.status.observed_config);

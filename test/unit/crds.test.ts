@@ -107,7 +107,7 @@ describe('CRD schemas', () => {
     const status = version.schema.openAPIV3Schema.properties.status;
     expect(status.properties.pending_events.items).toEqual({ type: 'object', 'x-kubernetes-preserve-unknown-fields': true });
     expect(status.properties.deleted_at).toMatchObject({ type: 'string', format: 'date-time', nullable: true });
-    expect(version.additionalPrinterColumns.map((c: any) => c.name)).toEqual(['ID', 'Name', 'Status', 'Region', 'Age']);
+    expect(version.additionalPrinterColumns.map((c: any) => c.name)).toEqual(['ID', 'Name', 'Status', 'Ready', 'Region', 'Age']);
   });
 
   it('turns the TypeBox shapes a family may use into structural nodes', () => {

@@ -14,6 +14,8 @@ export const CREATED_AT_ANNOTATION = `${GROUP}/created-at`;
 export const UPDATED_AT_ANNOTATION = `${GROUP}/updated-at`;
 export const FINALIZER = `${GROUP}/finalizer`;
 export const SECRET_NAME_ANNOTATION = `${GROUP}/secret-name`;
+/** `"true"` on a custom resource stops its reconciliation until removed (docs/kubernetes.md). */
+export const PAUSED_ANNOTATION = `${GROUP}/paused`;
 /**
  * On a custom resource the store created for the API: its status is a second write, so
  * until one is there adoption leaves it a grace instead of taking it for kubectl's. A

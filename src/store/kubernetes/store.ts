@@ -28,6 +28,7 @@ import { nowIso } from '../../lib/time';
 import { CollectionWatcher, KubeObject } from './watcher';
 import { sameJson } from '../../lib/canonical-json';
 import { httpCode } from './http-code';
+import { orphansOnDelete } from '../../resources/transitions';
 import {
   API_VERSION,
   CREATED_AT_ANNOTATION,
@@ -37,6 +38,7 @@ import {
   MANAGED_BY,
   namespaceOfTeam,
   objectName,
+  PAUSED_ANNOTATION,
   rightfulOwner,
   SECRET_NAME_ANNOTATION,
   secretObjectName,
@@ -72,6 +74,8 @@ interface SecretEntry {
 type Raw = KubeObject & { spec?: Record<string, unknown>; status?: Record<string, unknown> };
 
 const SECRET_LABEL = MANAGED_BY;
+/** The garbage collector's finalizer of a deletion that orphans the dependents. */
+const ORPHAN_FINALIZER = 'orphan';
 
 const laterOf = (a: string | undefined, b: string | undefined) => (!a ? b : !b ? a : a > b ? a : b);
 
@@ -235,7 +239,7 @@ export class KubernetesStore implements Store {
         throw err;
       }
       // The status subresource ignores status on create: it is a second write.
-      const withStatus = { ...created, status: { ...(input.status as Record<string, unknown>), updated_at: now } };
+      const withStatus = { ...created, status: kubeStatusOf({ ...(input.status as Record<string, unknown>), updated_at: now }) };
       try {
         const answer = (await this.call(() =>
           this.custom.replaceNamespacedCustomObjectStatus({ group: GROUP, version: VERSION, namespace, plural: info.plural, name: created.metadata.name, body: withStatus }),
@@ -284,11 +288,11 @@ export class KubernetesStore implements Store {
     const { info, entry } = this.entryOf(object);
     const raw = structuredClone(entry.raw);
     raw.metadata.resourceVersion = object.meta.resourceVersion;
-    const previous = entry.raw.status ?? {};
+    const previous = recordStatusOf(entry.raw.status);
     const next = object.status as Record<string, unknown>;
     // Draining the event outbox is not an update a client would see as one.
     const updatedAt = outboxOnly(previous, next) ? (previous.updated_at as string | undefined) : nowIso();
-    raw.status = { ...next, updated_at: updatedAt ?? nowIso() };
+    raw.status = kubeStatusOf({ ...next, updated_at: updatedAt ?? nowIso() });
     const answer = await this.replace(info, object, () =>
       this.custom.replaceNamespacedCustomObjectStatus({ group: GROUP, version: VERSION, namespace: raw.metadata.namespace!, plural: info.plural, name: raw.metadata.name, body: raw }),
     );
@@ -316,14 +320,24 @@ export class KubernetesStore implements Store {
     const entry = this.objects.get(kind)!.get(`${team}/${id}`);
     if (!entry) throw new NotFoundError(kind, id);
     const where = { group: GROUP, version: VERSION, namespace: entry.raw.metadata.namespace!, plural: info.plural, name: entry.raw.metadata.name };
-    const raw = structuredClone(entry.raw);
+    let raw = structuredClone(entry.raw);
     raw.metadata.resourceVersion = resourceVersion ?? entry.object.meta.resourceVersion;
-    raw.metadata.finalizers = ((raw.metadata.finalizers as string[]) ?? []).filter((f) => f !== FINALIZER);
     let last: Raw = entry.raw;
+    let deleting = Boolean(entry.object.meta.deletionTimestamp);
     try {
+      // Orphaned, what it owns (the objects its driver made) must outlive it: a deletion with
+      // propagationPolicy Orphan has the garbage collector take the owner references off them
+      // first (its `orphan` finalizer), where removing ours alone would have them collected.
+      if (orphansOnDelete(raw.spec) && !((raw.metadata.finalizers as string[] | undefined) ?? []).includes(ORPHAN_FINALIZER)) {
+        if (raw.metadata.resourceVersion !== entry.raw.metadata.resourceVersion) throw new ConflictError(info.kind, id);
+        const answer = (await this.call(() => this.custom.deleteNamespacedCustomObject({ ...where, propagationPolicy: 'Orphan' }))) as Raw;
+        if (answer?.metadata?.resourceVersion) raw = structuredClone(answer);
+        deleting = true;
+      }
+      raw.metadata.finalizers = ((raw.metadata.finalizers as string[]) ?? []).filter((f) => f !== FINALIZER);
       // Without our finalizer an object already being deleted goes; otherwise delete it too.
       last = await this.replace(info, entry.object, () => this.custom.replaceNamespacedCustomObject({ ...where, body: raw }));
-      if (!entry.object.meta.deletionTimestamp) await this.call(() => this.custom.deleteNamespacedCustomObject(where));
+      if (!deleting) await this.call(() => this.custom.deleteNamespacedCustomObject(where));
     } catch (err) {
       if (!(err instanceof NotFoundError || httpCode(err) === 404)) throw err;
     }
@@ -471,7 +485,7 @@ export class KubernetesStore implements Store {
     };
     const iso = (value: string | Date | undefined) => (value === undefined ? undefined : new Date(value).toISOString());
     const createdAt = md.annotations?.[CREATED_AT_ANNOTATION] ?? iso(md.creationTimestamp) ?? nowIso();
-    const { updated_at: statusUpdatedAt, ...status } = (raw.status ?? {}) as Record<string, unknown>;
+    const { updated_at: statusUpdatedAt, ...status } = recordStatusOf(raw.status);
     const updatedAt = laterOf(laterOf(md.annotations?.[UPDATED_AT_ANNOTATION], statusUpdatedAt as string | undefined), createdAt)!;
     const labels = { ...(md.labels ?? {}) };
     delete labels[ID_LABEL];
@@ -487,6 +501,7 @@ export class KubernetesStore implements Store {
         ...(md.deletionTimestamp ? { deletionTimestamp: iso(md.deletionTimestamp) } : {}),
         labels,
         ...(md.uid ? { object: { name: raw.metadata.name, uid: md.uid } } : {}),
+        ...(md.annotations?.[PAUSED_ANNOTATION] === 'true' ? { paused: true } : {}),
       },
       spec: (raw.spec ?? {}) as Record<string, unknown>,
       status: status,
@@ -496,6 +511,10 @@ export class KubernetesStore implements Store {
   /** Takes an object from the API server into the cache, unless the cache holds a newer one. */
   private upsert(info: KindInfo, raw: Raw): StoredObject {
     const id = this.idOf(info, raw);
+    if (id && leaving(raw)) {
+      this.removeRaw(info, raw);
+      return this.toStored(info, raw, id);
+    }
     if (!id) {
       for (const key of this.claim(info, raw, null) ?? []) this.settle(info, key);
       void this.assignId(info, raw);
@@ -618,6 +637,7 @@ export class KubernetesStore implements Store {
     const changed = new Set<string>(byKey.keys());
     const listed = new Set<string>();
     for (const raw of items) {
+      if (leaving(raw)) continue;
       listed.add(nameKeyOf(raw));
       const key = this.labelKeyOf(info, raw);
       if (!key) void this.assignId(info, raw);
@@ -811,6 +831,13 @@ function asOwnObject(raw: Raw, id: string): Raw {
   return body;
 }
 
+/**
+ * Being deleted without our finalizer: released by this store, kept only by another's
+ * finalizer (the garbage collector's `orphan`, while it orphans what the resource owned).
+ * It is gone for the store, as it will be for the API server.
+ */
+const leaving = (raw: KubeObject) => Boolean(raw.metadata.deletionTimestamp) && !((raw.metadata.finalizers as string[] | undefined) ?? []).includes(FINALIZER);
+
 const nameKeyOf = (raw: KubeObject) => `${raw.metadata.namespace ?? ''}/${raw.metadata.name}`;
 const uidKeyOf = (info: KindInfo, raw: KubeObject) => `${info.kind}/${(raw.metadata.uid as string | undefined) ?? nameKeyOf(raw)}`;
 
@@ -835,6 +862,23 @@ function isNewer(candidate: string, current: string): boolean {
 /** The later of two resourceVersions (the first when they do not compare). */
 function laterVersion(a: string, b: string | undefined): string {
   return b && isOlder(a, b) ? b : a;
+}
+
+/**
+ * The status as the custom resource carries it: the record's snake_case status, except the
+ * fields Kubernetes tools read by their conventional names (kstatus, Flux and Argo CD read
+ * `status.observedGeneration`; conditions are in metav1.Condition form already).
+ */
+function kubeStatusOf(status: Record<string, unknown>): Record<string, unknown> {
+  const { observed_generation: observedGeneration, ...rest } = status;
+  return observedGeneration === undefined ? rest : { ...rest, observedGeneration };
+}
+
+/** The record's status from a custom resource's; one written before observedGeneration (snake_case) reads the same. */
+function recordStatusOf(status: Record<string, unknown> | undefined): Record<string, unknown> {
+  const { observedGeneration, observed_generation: legacy, ...rest } = status ?? {};
+  const generation = observedGeneration ?? legacy;
+  return generation === undefined ? rest : { ...rest, observed_generation: generation };
 }
 
 function outboxOnly(before: Record<string, unknown>, after: Record<string, unknown>): boolean {
