@@ -13,6 +13,8 @@ import { JobReconciler } from './job';
 import { adopting } from './adoption';
 import { families } from '../resources/registry';
 import { fileShareBinding } from './file-share';
+import { ConnectionDetails } from './connection-details';
+import { kubeConfigFor } from '../store';
 
 export interface ReconcilerDeps {
   store: Store;
@@ -30,8 +32,11 @@ export function buildReconcilers(deps: ReconcilerDeps): Reconciler[] {
     bucketBinding(drivers.bucket),
     fileShareBinding(drivers.file_share),
   ];
+  // The embedded default has no cluster, so no Secrets to publish to.
+  const cluster = deps.config.kubernetes;
+  const connectionDetails = cluster ? new ConnectionDetails(kubeConfigFor(cluster), cluster.systemNamespace, deps.writer) : undefined;
   const reconcilers: Reconciler[] = [
-    ...bindings.map((binding) => new ManagedReconciler(binding, deps.store, deps.writer, deps.config.deletedRetentionMs)),
+    ...bindings.map((binding) => new ManagedReconciler(binding, deps.store, deps.writer, deps.config.deletedRetentionMs, connectionDetails)),
     new JobReconciler(deps.store, deps.writer, drivers.job),
   ];
   // Every reconciled family also takes in what kubectl created.
