@@ -15,6 +15,9 @@ import { families } from '../resources/registry';
 import { fileShareBinding } from './file-share';
 import { ConnectionDetails } from './connection-details';
 import { kubeConfigFor } from '../store';
+import { signingSecretFirst, WebhookSubscriptionReconciler } from '../webhooks/reconciler';
+import { webhookFamily } from '../resources/webhook';
+import { secretObjectName } from '../store/kubernetes/names';
 
 export interface ReconcilerDeps {
   store: Store;
@@ -40,5 +43,8 @@ export function buildReconcilers(deps: ReconcilerDeps): Reconciler[] {
     new JobReconciler(deps.store, deps.writer, drivers.job),
   ];
   // Every reconciled family also takes in what kubectl created.
-  return reconcilers.map((r) => adopting(families.find((f) => f.kind === r.kind)!, r, deps.store, deps.writer, { config: deps.config }));
+  const adopted = reconcilers.map((r) => adopting(families.find((f) => f.kind === r.kind)!, r, deps.store, deps.writer, { config: deps.config }));
+  // A kubectl-made subscription gets its signing secret before adoption lets it deliver.
+  const webhooks = new WebhookSubscriptionReconciler(deps.store, deps.writer, cluster ? secretObjectName : undefined);
+  return [...adopted, signingSecretFirst(adopting(webhookFamily, webhooks, deps.store, deps.writer, { config: deps.config }), deps.store)];
 }
