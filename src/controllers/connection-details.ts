@@ -18,7 +18,7 @@
  * A Secret, not a ConfigMap: consumers mount both alike, and one kind keeps RBAC and
  * GitOps health checks simple; a future detail (a per-bucket credential) needs a Secret.
  */
-import { CoreV1Api, type KubeConfig, type V1Secret } from '@kubernetes/client-node';
+import { CoreV1Api, type KubeConfig, type V1OwnerReference, type V1Secret } from '@kubernetes/client-node';
 import type { ResourceWriter } from '../resources/writer';
 import type { AnyFamily } from '../resources/family';
 import { loadBalancerFamily, type LoadBalancer } from '../resources/load-balancer';
@@ -117,7 +117,7 @@ export class ConnectionDetails {
         name,
         namespace,
         labels: { [MANAGED_BY_LABEL]: 'cloudplane', [ID_LABEL]: id, [CONNECTION_OF_LABEL]: id },
-        ownerReferences: ownerReferencesOf(managedOf(family, resource, null).owner),
+        ownerReferences: ownerOf(family, resource),
         ...(existing ? { resourceVersion: existing.metadata?.resourceVersion } : {}),
       },
       stringData: details,
@@ -164,6 +164,15 @@ export class ConnectionDetails {
       'system',
     );
   }
+}
+
+/**
+ * The custom resource, as controller, not blocking its deletion: nothing waits for the
+ * Secret to go, and blocking would need update on the kind's finalizers (RBAC) for kinds
+ * whose driver makes no Kubernetes object at all (a bucket on S3).
+ */
+function ownerOf(family: AnyFamily, resource: Driven): V1OwnerReference[] | undefined {
+  return ownerReferencesOf(managedOf(family, resource, null).owner)?.map((owner) => ({ ...owner, blockOwnerDeletion: false }));
 }
 
 function decoded(secret: V1Secret): Details {

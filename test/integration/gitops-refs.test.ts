@@ -135,7 +135,12 @@ spec:
     const secret = await core.readNamespacedSecret({ name: 'front-connection', namespace });
     const lbObject = await getJson('cplb', 'front');
     // Owned by the custom resource: the garbage collector removes it with it.
-    expect(secret.metadata?.ownerReferences).toEqual([expect.objectContaining({ apiVersion: 'cloudplane.dev/v1alpha1', kind: 'LoadBalancer', name: 'front', uid: lbObject.metadata.uid })]);
+    expect(secret.metadata?.ownerReferences).toEqual([expect.objectContaining({ apiVersion: 'cloudplane.dev/v1alpha1', kind: 'LoadBalancer', name: 'front', uid: lbObject.metadata.uid, controller: true, blockOwnerDeletion: false })]);
+
+    // A change of what it publishes is written through.
+    await kubectl('patch', 'cplb', 'front', '-n', namespace, '--type', 'merge', '-p', JSON.stringify({ spec: { port: 8081 } }));
+    const moved = await eventually(async () => ((await secretData('front-connection'))?.port === '8081' ? secretData('front-connection') : null), SETTLE_MS, 100);
+    expect(moved).toEqual({ address: attached.ipv4, port: '8081', protocol: 'http', url: `http://${attached.ipv4}:8081` });
   });
 
   test('a backend that gives both server_id and serverRef, or neither, is refused by the API server on apply', async () => {
@@ -177,6 +182,47 @@ spec:
     const bucket = await waitForStatus(t, `/api/v1/object-storage/${bucketId}`, 'available', SETTLE_MS);
     const details = await eventually(() => secretData('assets-connection'), SETTLE_MS, 100);
     expect(details).toEqual({ endpoint: bucket.endpoint, bucket: 'team-assets', region: 'fra1' });
+  });
+
+  test('a file share publishes its NFS export and a VPN gateway its public address', async () => {
+    await apply(`
+apiVersion: cloudplane.dev/v1alpha1
+kind: FileShare
+metadata:
+  name: home
+spec:
+  name: home
+  region: fra1
+  size_gb: 100
+  writeConnectionSecretToRef: { name: home-connection }
+---
+apiVersion: cloudplane.dev/v1alpha1
+kind: VpnGateway
+metadata:
+  name: office
+spec:
+  name: office
+  region: fra1
+  tunnel_type: wireguard
+  local_network_cidr: 10.30.0.0/16
+  remote_network_cidr: 192.168.30.0/24
+  remote_peer_ip: 93.184.216.40
+  psk_version: 1
+  writeConnectionSecretToRef: { name: office-connection }
+`);
+    const shareId = await adoptedId('cpfs', 'home');
+    const share = await waitForStatus(t, `/api/v1/file-storage/${shareId}`, 'available', SETTLE_MS);
+    const [server, exportPath] = share.mount_target.split(':');
+    expect(await eventually(() => secretData('home-connection'), SETTLE_MS, 100)).toEqual({ mount_target: share.mount_target, nfs_server: server, nfs_path: exportPath });
+
+    const gatewayId = await adoptedId('cpvpn', 'office');
+    const gateway = await waitForStatus(t, `/api/v1/vpn-gateways/${gatewayId}`, 'active', SETTLE_MS);
+    expect(await eventually(() => secretData('office-connection'), SETTLE_MS, 100)).toEqual({
+      public_ip: gateway.local_ip,
+      tunnel_type: 'wireguard',
+      public_key: gateway.public_key,
+      local_network_cidr: '10.30.0.0/16',
+    });
   });
 
   test('a Secret of the name that is not the resource\'s is never written over; the resource says why', async () => {
