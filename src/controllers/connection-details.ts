@@ -101,6 +101,15 @@ export class ConnectionDetails {
     await this.sayProblem(family, resource, problem);
   }
 
+  /**
+   * A resource being deleted publishes nothing: its Secrets go now rather than with the
+   * custom resource after the retention period, so no consumer connects to a released address.
+   */
+  async withdraw(resource: Driven): Promise<void> {
+    if (!(resource.spec as ConnectionSecretSpec)[CONNECTION_SECRET_FIELD] || !resource.meta.object) return;
+    await this.removeOthers(namespaceOfTeam(resource.meta.team, this.systemNamespace), resource.meta.id, null);
+  }
+
   /** Writes the Secret unless it holds these details already; answers what stopped it, or null. */
   private async write(family: AnyFamily, resource: Driven, namespace: string, name: string, details: Details): Promise<string | null> {
     const { id } = resource.meta;
@@ -129,8 +138,8 @@ export class ConnectionDetails {
     return null;
   }
 
-  /** Connection secrets of the resource under another name (its reference was renamed). */
-  private async removeOthers(namespace: string, id: string, keep: string): Promise<void> {
+  /** Connection secrets of the resource under another name than `keep` (its reference was renamed), or all of them. */
+  private async removeOthers(namespace: string, id: string, keep: string | null): Promise<void> {
     const list = await this.core.listNamespacedSecret({ namespace, labelSelector: `${CONNECTION_OF_LABEL}=${id}` });
     for (const secret of list.items) {
       if (secret.metadata?.name === keep) continue;

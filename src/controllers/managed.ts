@@ -164,6 +164,7 @@ export class ManagedReconciler implements Reconciler {
   private async reconcileDeletion(resource: Driven): Promise<ReconcileResult | void> {
     const { family } = this.binding;
     const { status, meta } = resource;
+    await this.connectionDetails?.withdraw(resource);
     if (status.status === 'destroyed') {
       // The destroyed event must reach the bus before the record disappears.
       if ((status.pending_events ?? []).length > 0) return { requeueAfterMs: OUTBOX_POLL_MS };

@@ -182,6 +182,12 @@ spec:
     const bucket = await waitForStatus(t, `/api/v1/object-storage/${bucketId}`, 'available', SETTLE_MS);
     const details = await eventually(() => secretData('assets-connection'), SETTLE_MS, 100);
     expect(details).toEqual({ endpoint: bucket.endpoint, bucket: 'team-assets', region: 'fra1' });
+
+    // Deleted, it publishes nothing: the Secret goes as the deletion begins, not after the record's retention
+    // (this API server has no garbage collector, so nothing else could remove it).
+    expect((await t.api('DELETE', `/api/v1/object-storage/${bucketId}`)).status).toBeLessThan(300);
+    await eventually(async () => (await secretData('assets-connection')) === undefined, SETTLE_MS, 100);
+    expect((await t.api('GET', `/api/v1/object-storage/${bucketId}`)).body.data.status).toMatch(/deleting|deleted/);
   });
 
   test('a file share publishes its NFS export and a VPN gateway its public address', async () => {

@@ -5,7 +5,7 @@
  * its garbage collector, kube-scheduler, KWOK), the operator running under the chart's
  * RBAC. The load balancer's HAProxy configuration gets the server Pod's address through
  * `serverRef`, a workload reads the load balancer's address from the connection Secret,
- * and the garbage collector removes that Secret with the custom resource.
+ * and a kubectl delete removes the Secret and then the custom resource.
  */
 import { execFile } from 'node:child_process';
 import { CoreV1Api } from '@kubernetes/client-node';
@@ -124,7 +124,8 @@ spec:
   const details = await eventually(() => secretData('shop-endpoint'), SETTLE_MS, 200);
   expect(details).toEqual({ address: ingress, port: '443', protocol: 'tcp', url: `tcp://${ingress}:443` });
 
-  // Deleted from Git: once the record is gone, kube-controller-manager's garbage collector removes the Secret it owned.
+  // Deleted from Git: the Secret goes as the deletion begins, and the custom resource after it (retention 1 s).
   await kubectl(['delete', 'loadbalancers.cloudplane.dev', 'shop', '-n', namespace, '--wait=false']);
   await eventually(async () => (await secretData('shop-endpoint')) === undefined, SETTLE_MS, 200);
+  await eventually(async () => !(await kubectl(['get', 'loadbalancers.cloudplane.dev', '-n', namespace, '-o', 'name'])).includes('shop'), SETTLE_MS, 200);
 });
