@@ -23,6 +23,7 @@ import { API_VERSION } from '../store/kubernetes/names';
 import { sameJson } from '../lib/canonical-json';
 import { nowIso } from '../lib/time';
 import type { ReconcileResult, Reconciler } from './controller';
+import type { ConnectionDetails } from './connection-details';
 
 export type Driven = Resource<Record<string, any>, DrivenStatus & Record<string, any>>;
 
@@ -46,6 +47,8 @@ export interface FamilyBinding<Desired, Outputs, Observed> {
   onReady?(observed: Observed): Record<string, unknown>;
   /** The state and status fields of a ready resource, from what the driver observed. */
   steady?(observed: Observed, resource: Driven, desired: Desired): SteadyState;
+  /** Changes of other resources that call for a look at one of this family's (a load balancer's servers). Returns a stop. */
+  watchRelated?(changed: (team: string, id: string) => void): () => void;
 }
 
 export type AnyBinding = FamilyBinding<any, any, any>;
@@ -83,12 +86,15 @@ export class ManagedReconciler implements Reconciler {
     private readonly store: Store,
     private readonly writer: ResourceWriter,
     private readonly retentionMs: number,
+    /** Cluster mode: where connection details are published (writeConnectionSecretToRef). */
+    private readonly connectionDetails?: ConnectionDetails,
   ) {
     this.kind = binding.family.kind;
   }
 
   watchExternal(changed: (team: string, id: string) => void): () => void {
-    return this.binding.driver.watchMade?.(changed) ?? (() => {});
+    const stops = [this.binding.driver.watchMade?.(changed), this.binding.watchRelated?.(changed)];
+    return () => stops.forEach((stop) => stop?.());
   }
 
   async reconcile(team: string, id: string): Promise<ReconcileResult | void> {
@@ -120,6 +126,7 @@ export class ManagedReconciler implements Reconciler {
     const judged = this.judge(resource, observation, desired);
     const changes = differing(resource.status, { ...(sameJson(external, managed.external) ? {} : { external: external ?? undefined }), ...judged.changes });
     if (changes) await this.write(resource, changes, SYSTEM);
+    await this.connectionDetails?.publish(this.binding.family, { ...resource, status: { ...resource.status, ...changes } });
     // A refused update is no work under way: looking again every second would only repeat the refusal.
     const rejected = observation.exists && !observation.upToDate && Boolean(observation.rejected);
     const pending = !observation.exists || (!observation.upToDate && !observation.failure && !rejected) || (state === this.binding.family.states[0] && !observation.ready);
@@ -157,6 +164,7 @@ export class ManagedReconciler implements Reconciler {
   private async reconcileDeletion(resource: Driven): Promise<ReconcileResult | void> {
     const { family } = this.binding;
     const { status, meta } = resource;
+    await this.connectionDetails?.withdraw(resource);
     if (status.status === 'destroyed') {
       // The destroyed event must reach the bus before the record disappears.
       if ((status.pending_events ?? []).length > 0) return { requeueAfterMs: OUTBOX_POLL_MS };

@@ -14,6 +14,11 @@ import { adopting } from './adoption';
 import { pausable } from './pause';
 import { families } from '../resources/registry';
 import { fileShareBinding } from './file-share';
+import { ConnectionDetails } from './connection-details';
+import { kubeConfigFor } from '../store';
+import { signingSecretFirst, WebhookSubscriptionReconciler } from '../webhooks/reconciler';
+import { webhookFamily } from '../resources/webhook';
+import { secretObjectName } from '../store/kubernetes/names';
 
 export interface ReconcilerDeps {
   store: Store;
@@ -31,10 +36,17 @@ export function buildReconcilers(deps: ReconcilerDeps): Reconciler[] {
     bucketBinding(drivers.bucket),
     fileShareBinding(drivers.file_share),
   ];
+  // The embedded default has no cluster, so no Secrets to publish to.
+  const cluster = deps.config.kubernetes;
+  const connectionDetails = cluster ? new ConnectionDetails(kubeConfigFor(cluster), cluster.systemNamespace, deps.writer) : undefined;
   const reconcilers: Reconciler[] = [
-    ...bindings.map((binding) => new ManagedReconciler(binding, deps.store, deps.writer, deps.config.deletedRetentionMs)),
+    ...bindings.map((binding) => new ManagedReconciler(binding, deps.store, deps.writer, deps.config.deletedRetentionMs, connectionDetails)),
     new JobReconciler(deps.store, deps.writer, drivers.job),
   ];
   // Every reconciled family also takes in what kubectl created, and can be paused per resource.
-  return reconcilers.map((r) => pausable(adopting(families.find((f) => f.kind === r.kind)!, r, deps.store, deps.writer, { config: deps.config }), deps.store));
+  const adopted = reconcilers.map((r) => adopting(families.find((f) => f.kind === r.kind)!, r, deps.store, deps.writer, { config: deps.config }));
+  // A kubectl-made subscription gets its signing secret before adoption lets it deliver.
+  const webhooks = new WebhookSubscriptionReconciler(deps.store, deps.writer, cluster ? secretObjectName : undefined);
+  const webhooksAdopted = signingSecretFirst(adopting(webhookFamily, webhooks, deps.store, deps.writer, { config: deps.config }), deps.store);
+  return [...adopted, webhooksAdopted].map((r) => pausable(r, deps.store));
 }

@@ -9,6 +9,8 @@ import type { Driver } from './types';
 
 export interface DesiredBackend {
   server_id: string;
+  /** The serverRef name the reconciler resolved server_id from; null or absent for a backend given by id. */
+  server_ref?: string | null;
   port: number;
   /** The server's address while it runs; null otherwise (the backend cannot be healthy). */
   address: string | null;

@@ -27,6 +27,8 @@ const KEPT_KEYWORDS = [
   'maxItems',
   'minProperties',
   'maxProperties',
+  // CEL rules a family states beside its schema (a load balancer backend: exactly one of server_id and serverRef).
+  'x-kubernetes-validations',
 ] as const;
 
 /** Formats kept; any other format (email, uri, ...) is validated by the API, not by Kubernetes. */

@@ -1,9 +1,9 @@
 /** Load balancers: HTTP, HTTPS and TCP, with attached servers as backends. */
 import { Type } from '@sinclair/typebox';
-import { domainError, fieldInvalid } from '../lib/errors';
+import { domainError, fieldInvalid, validationFailed } from '../lib/errors';
 import { assertRegionAvailable } from './regions';
 import type { BaseStatus, FamilyDefinition, Resource } from './family';
-import { baseRecordProperties, baseStatusProperties, ExternalRecordSchema, IdOf, Region, ResourceName, strictObject } from './schema-kit';
+import { baseRecordProperties, baseStatusProperties, ExternalRecordSchema, IdOf, Region, ResourceName, strictObject, connectionSecretProperty } from './schema-kit';
 
 const STATES = ['creating', 'running', 'failed', 'deleted', 'destroyed'] as const;
 const ALGORITHMS = ['round_robin', 'least_connections', 'ip_hash'];
@@ -19,11 +19,24 @@ export interface LoadBalancerSpec {
   health_check_path: string;
   sticky_sessions: boolean;
   ssl_certificate_id: string | null;
-  backends: Array<{ server_id: string; port: number }>;
+  backends: BackendSpec[];
+}
+
+/**
+ * A backend names its server by API id (`server_id`) or, in a manifest, by the Server
+ * custom resource's metadata.name in the same namespace (`serverRef`), which Git can know
+ * before any id exists. Exactly one of the two; the reconciler resolves the reference.
+ */
+export interface BackendSpec {
+  server_id?: string;
+  serverRef?: { name: string };
+  port: number;
 }
 
 export interface ObservedBackend {
   server_id: string;
+  /** The serverRef name this backend was resolved from; null for a backend given by id. */
+  server_ref?: string | null;
   port: number;
   status: 'healthy' | 'unhealthy' | 'draining';
   /** For a draining backend: when it leaves the list. */
@@ -45,10 +58,27 @@ const HealthCheckPath = Type.String({ minLength: 1, maxLength: 255, pattern: '^/
 const Sticky = Type.Boolean({ description: 'Cookie-based session stickiness.' });
 const Certificate = Type.String({ minLength: 1, maxLength: 128, description: 'Certificate id for HTTPS termination; required when protocol is https.' });
 
-const BackendRef = strictObject({
-  server_id: IdOf('svr', 'The attached server.'),
-  port: Port('Backend port on the server.'),
-});
+/** A Kubernetes object name (RFC 1123 subdomain). */
+const ObjectName = Type.String({ minLength: 1, maxLength: 253, pattern: '^[a-z0-9]([-a-z0-9.]*[a-z0-9])?$', description: 'metadata.name of a Server custom resource in the same namespace.' });
+export const EXACTLY_ONE_SERVER = 'exactly one of server_id and serverRef';
+
+const BackendRef = Type.Object(
+  {
+    server_id: Type.Optional(IdOf('svr', 'The attached server, by API id; or give serverRef.')),
+    serverRef: Type.Optional(strictObject({ name: ObjectName }, 'The attached server, by the name of its Server custom resource in this namespace; or give server_id.')),
+    port: Port('Backend port on the server.'),
+  },
+  {
+    additionalProperties: false,
+    // Refused by the API server on kubectl apply, before the operator sees it; the reconciler checks again.
+    'x-kubernetes-validations': [{ rule: 'has(self.server_id) != has(self.serverRef)', message: EXACTLY_ONE_SERVER }],
+  },
+);
+
+/** The spec backends that break the rule (both or neither of server_id and serverRef), by index. */
+export function backendsNamingNotOneServer(backends: readonly BackendSpec[]): number[] {
+  return backends.flatMap((b, i) => ((b.server_id === undefined) === (b.serverRef === undefined) ? [i] : []));
+}
 
 const DEFAULT_PORTS: Record<string, number> = { http: 80, https: 443 };
 
@@ -106,6 +136,7 @@ export const loadBalancerFamily: FamilyDefinition<LoadBalancerSpec, LoadBalancer
       sticky_sessions: Sticky,
       ssl_certificate_id: Type.Union([Certificate, Type.Null()]),
       backends: Type.Array(BackendRef, { description: 'Servers attached as backends.' }),
+      ...connectionSecretProperty(),
     }),
     status: strictObject({
       ...baseStatusProperties(STATES),
@@ -113,6 +144,7 @@ export const loadBalancerFamily: FamilyDefinition<LoadBalancerSpec, LoadBalancer
       backends: Type.Array(
         strictObject({
           server_id: Type.String(),
+          server_ref: Type.Optional(Type.Union([Type.String(), Type.Null()])),
           port: Type.Integer(),
           status: Type.String({ enum: BACKEND_STATES }),
           drain_until: Type.Union([Type.String(), Type.Null()]),
@@ -134,7 +166,8 @@ export const loadBalancerFamily: FamilyDefinition<LoadBalancerSpec, LoadBalancer
       ssl_certificate_id: Type.Union([Type.String(), Type.Null()], { description: 'Certificate for HTTPS termination, or null.' }),
       backends: Type.Array(
         strictObject({
-          server_id: Type.String({ description: 'Attached server.' }),
+          server_id: Type.Union([Type.String(), Type.Null()], { description: 'Attached server; for a serverRef, the id it resolved to, null while it names no server.' }),
+          server_ref: Type.Union([strictObject({ name: Type.String() }), Type.Null()], { description: 'The serverRef of a backend given by reference in a manifest; null for one given by id.' }),
           port: Type.Integer({ description: 'Backend port.' }),
           status: Type.String({ enum: BACKEND_STATES, description: 'healthy, unhealthy or draining.' }),
         }),
@@ -144,6 +177,9 @@ export const loadBalancerFamily: FamilyDefinition<LoadBalancerSpec, LoadBalancer
 
   specFromCreate(body, { config }) {
     assertRegionAvailable(config, body.region);
+    // Only a manifest has backends here (a POST body cannot): adoption judges them too.
+    const broken = backendsNamingNotOneServer(body.backends ?? []);
+    if (broken.length > 0) throw validationFailed(broken.map((i) => ({ field: `backends[${i}]`, message: EXACTLY_ONE_SERVER })));
     const protocol = body.protocol ?? 'http';
     const port = body.port ?? DEFAULT_PORTS[protocol];
     if (port === undefined) throw fieldInvalid('port', 'is required when protocol is tcp');
@@ -179,14 +215,20 @@ export const loadBalancerFamily: FamilyDefinition<LoadBalancerSpec, LoadBalancer
 
   toRecord(lb) {
     const { spec, status, meta } = lb;
-    const observed = new Map((status.backends ?? []).map((b) => [b.server_id, b]));
-    const attached = new Set(spec.backends.map((b) => b.server_id));
+    const observed = status.backends ?? [];
+    const seenFor = (b: BackendSpec) => observed.find((o) => (b.serverRef ? o.server_ref === b.serverRef.name : o.server_id === b.server_id && !o.server_ref));
+    const attached = spec.backends.map((b) => ({ b, seen: seenFor(b) }));
+    const shown = new Set(attached.map(({ seen }) => seen));
     const backends = [
-      ...spec.backends.map((b) => {
-        const seen = observed.get(b.server_id);
-        return { server_id: b.server_id, port: b.port, status: seen && seen.status !== 'draining' ? seen.status : 'unhealthy' };
-      }),
-      ...(status.backends ?? []).filter((b) => !attached.has(b.server_id)).map((b) => ({ server_id: b.server_id, port: b.port, status: 'draining' })),
+      ...attached.map(({ b, seen }) => ({
+        server_id: b.server_id ?? seen?.server_id ?? null,
+        server_ref: b.serverRef ? { name: b.serverRef.name } : null,
+        port: b.port,
+        status: seen && seen.status !== 'draining' ? seen.status : 'unhealthy',
+      })),
+      ...observed
+        .filter((o) => !shown.has(o))
+        .map((o) => ({ server_id: o.server_id, server_ref: o.server_ref ? { name: o.server_ref } : null, port: o.port, status: 'draining' })),
     ];
     return {
       id: meta.id,

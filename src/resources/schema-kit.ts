@@ -61,3 +61,19 @@ export const strictObject = <T extends TProperties>(properties: T, description?:
 export const ExternalRecordSchema = Type.Optional(
   Type.Object({}, { additionalProperties: true, description: "The driver's record of what it made for this resource; absent before it made anything and once it was released." }),
 );
+
+/** The spec field naming the Secret a managed resource's connection details are written to (controllers/connection-details.ts). */
+export const CONNECTION_SECRET_FIELD = 'writeConnectionSecretToRef';
+export const connectionSecretProperty = () => ({
+  [CONNECTION_SECRET_FIELD]: Type.Optional(
+    strictObject(
+      { name: Type.String({ minLength: 1, maxLength: 253, pattern: '^[a-z0-9]([-a-z0-9.]*[a-z0-9])?$', description: 'Name of the Secret, in the same namespace.' }) },
+      'Cluster mode, manifests only: the Secret in this namespace that the operator writes the connection details (address, endpoint, mount target) to once they are known, owned by this resource.',
+    ),
+  ),
+});
+
+/** The spec side of connectionSecretProperty. */
+export interface ConnectionSecretSpec {
+  writeConnectionSecretToRef?: { name: string };
+}

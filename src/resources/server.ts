@@ -2,7 +2,7 @@
 import { Type } from '@sinclair/typebox';
 import { assertRegionAvailable } from './regions';
 import type { BaseStatus, FamilyDefinition, Resource } from './family';
-import { baseRecordProperties, baseStatusProperties, ExternalRecordSchema, IdOf, Region, ResourceName, strictObject } from './schema-kit';
+import { baseRecordProperties, baseStatusProperties, ExternalRecordSchema, IdOf, Region, ResourceName, strictObject, connectionSecretProperty } from './schema-kit';
 
 const STATES = ['creating', 'running', 'stopping', 'stopped', 'starting', 'rebooting', 'failed', 'deleted', 'destroyed'] as const;
 export const SERVER_PLANS = ['s-1vcpu-1gb', 's-1vcpu-2gb', 's-2vcpu-4gb', 's-4vcpu-8gb', 's-8vcpu-16gb'];
@@ -77,6 +77,7 @@ export const serverFamily: FamilyDefinition<ServerSpec, ServerStatus> = {
       power_state: Type.String({ enum: ['on', 'off'], description: 'Desired power state; the stop and start actions set it.' }),
       reboot_requests: Type.Integer({ minimum: 0, description: 'Number of reboots asked for; increment it to reboot.' }),
       file_shares: Type.Optional(Type.Array(IdOf('fs', 'An attached file share.'), { description: 'File shares attached to the server; the file-storage attach and detach actions set it.' })),
+      ...connectionSecretProperty(),
     }),
     status: strictObject({
       ...baseStatusProperties(STATES),

@@ -4,7 +4,7 @@ import { assertRegionAvailable } from './regions';
 import { fieldInvalid } from '../lib/errors';
 import { serverFamily } from './server';
 import type { BaseStatus, FamilyDefinition, Resource } from './family';
-import { baseRecordProperties, baseStatusProperties, ExternalRecordSchema, Region, ResourceName, strictObject } from './schema-kit';
+import { baseRecordProperties, baseStatusProperties, ExternalRecordSchema, Region, ResourceName, strictObject, connectionSecretProperty } from './schema-kit';
 
 const STATES = ['creating', 'available', 'failed', 'deleted', 'destroyed'] as const;
 
@@ -51,7 +51,7 @@ export const bucketFamily: FamilyDefinition<BucketSpec, BucketStatus> = {
     create: strictObject({ name: BucketName, region: Region(), public: Type.Optional(Public) }),
     // Only `public` changes: the name is the bucket's name on the endpoint, which S3 cannot rename.
     update: strictObject({ public: Type.Optional(Public) }),
-    spec: strictObject({ name: BucketName, region: Region(), public: Public }),
+    spec: strictObject({ name: BucketName, region: Region(), public: Public, ...connectionSecretProperty() }),
     status: strictObject({
       ...baseStatusProperties(STATES),
       endpoint: Type.Union([Type.String(), Type.Null()], { description: 'S3 endpoint of the bucket.' }),
@@ -122,7 +122,7 @@ export const fileShareFamily: FamilyDefinition<FileShareSpec, FileShareStatus> =
   schemas: {
     create: strictObject({ name: ResourceName(), region: Region(), size_gb: Type.Optional(SizeGb) }),
     update: strictObject({ name: Type.Optional(ResourceName()), size_gb: Type.Optional(SizeGb) }),
-    spec: strictObject({ name: ResourceName(), region: Region(), size_gb: SizeGb }),
+    spec: strictObject({ name: ResourceName(), region: Region(), size_gb: SizeGb, ...connectionSecretProperty() }),
     status: strictObject({
       ...baseStatusProperties(STATES),
       mount_target: Type.Union([Type.String(), Type.Null()], { description: 'What servers mount: an NFS export host:/path, or a PersistentVolumeClaim <namespace>/<claim> (kubernetes driver).' }),

@@ -6,7 +6,7 @@ import { isPublicAddress } from '../lib/ip';
 import { randomString } from '../lib/ids';
 import { assertRegionAvailable } from './regions';
 import type { BaseStatus, FamilyDefinition, Resource } from './family';
-import { baseRecordProperties, baseStatusProperties, ExternalRecordSchema, NullableTimestamp, Region, ResourceName, strictObject } from './schema-kit';
+import { baseRecordProperties, baseStatusProperties, ExternalRecordSchema, NullableTimestamp, Region, ResourceName, strictObject, connectionSecretProperty } from './schema-kit';
 
 const STATES = ['creating', 'active', 'failed', 'deleting', 'deleted', 'destroyed'] as const;
 const TUNNEL_TYPES = ['ipsec', 'wireguard'];
@@ -138,6 +138,7 @@ export const vpnGatewayFamily: FamilyDefinition<VpnGatewaySpec, VpnGatewayStatus
       remote_peer_ip: PeerIp,
       psk_version: Type.Integer({ minimum: 0, description: 'Version of the pre-shared key; a rotation increments it. The key is in the Secret vpn-psk-<id>.' }),
       remote_public_key: Type.Optional(NullableWireguardKey),
+      ...connectionSecretProperty(),
     }),
     status: strictObject({
       ...baseStatusProperties(STATES),

@@ -1,7 +1,9 @@
 /**
- * Webhook subscriptions and their deliveries (CONTRACT "Webhook deliveries"). Neither has
- * a reconciler: the API and the dispatcher write them directly. The signing secret lives
- * in the store secret `webhook-secret-<id>`, never in the resource.
+ * Webhook subscriptions and their deliveries (CONTRACT "Webhook deliveries"). The API and
+ * the dispatcher write them directly; a subscription's reconciler (webhooks/reconciler.ts)
+ * only takes in what kubectl made and settles what a kubectl edit changed. The signing
+ * secret lives in the store secret `webhook-secret-<id>` (in cluster mode a Kubernetes
+ * Secret, named in status.signing_secret_name), never in the resource.
  */
 import { createHash } from 'node:crypto';
 import { Type } from '@sinclair/typebox';
@@ -14,7 +16,8 @@ import { baseStatusProperties, IdOf, NullableTimestamp, strictObject, Timestamp 
 import type { Config } from '../config';
 import { nowIso } from '../lib/time';
 
-const WEBHOOK_STATES = ['active', 'inactive', 'deleted'] as const;
+/** `failed`: only a kubectl-made subscription whose spec the create rules refused (adoption); it never delivers. */
+const WEBHOOK_STATES = ['active', 'inactive', 'deleted', 'failed'] as const;
 const DELIVERY_STATES = ['pending', 'succeeded', 'failed'] as const;
 export const DEFAULT_RATE_LIMIT_PER_MINUTE = 100;
 
@@ -30,6 +33,8 @@ export interface WebhookSpec {
 export interface WebhookStatus extends BaseStatus {
   disabled_reason: string | null;
   consecutive_failures: number;
+  /** Cluster mode: the Kubernetes Secret holding the signing secret (key `current`). */
+  signing_secret_name?: string | null;
 }
 
 export type Webhook = Resource<WebhookSpec, WebhookStatus>;
@@ -122,6 +127,9 @@ export const webhookFamily: FamilyDefinition<WebhookSpec, WebhookStatus> = {
       ...baseStatusProperties(WEBHOOK_STATES),
       disabled_reason: Type.Union([Type.String(), Type.Null()], { description: 'Why the service disabled the subscription.' }),
       consecutive_failures: Type.Integer({ minimum: 0, description: 'Failed attempts in a row, across deliveries.' }),
+      signing_secret_name: Type.Optional(
+        Type.Union([Type.String(), Type.Null()], { description: 'The Secret in this namespace whose key `current` is the signing secret (and `previous` during a rotation overlap).' }),
+      ),
     }),
     record: strictObject({
       id: IdOf('wh', 'Subscription id.'),
@@ -130,9 +138,9 @@ export const webhookFamily: FamilyDefinition<WebhookSpec, WebhookStatus> = {
       filter: Filter,
       active: Type.Boolean({ description: 'Whether events are delivered now: false when paused by the owner or disabled by the service.' }),
       rate_limit_per_minute: RateLimit,
-      disabled_reason: Type.Union([Type.String(), Type.Null()], { description: 'Why the service disabled the subscription; null otherwise.' }),
+      disabled_reason: Type.Union([Type.String(), Type.Null()], { description: 'Why the service disabled the subscription, or refused a kubectl-made one (status failed); null otherwise.' }),
       consecutive_failures: Type.Integer({ minimum: 0, description: 'Failed attempts in a row across its deliveries; a success resets it.' }),
-      status: Type.String({ enum: [...WEBHOOK_STATES], description: 'active, inactive or deleted.' }),
+      status: Type.String({ enum: [...WEBHOOK_STATES], description: 'active, inactive or deleted; failed for a kubectl-made subscription whose spec was refused.' }),
       created_at: Timestamp('Creation time.'),
       updated_at: Timestamp('Last change.'),
       deleted_at: NullableTimestamp('Time of deletion; null unless deleted.'),
@@ -176,8 +184,9 @@ export const webhookFamily: FamilyDefinition<WebhookSpec, WebhookStatus> = {
       events: spec.events,
       filter: spec.filter ?? null,
       active: status.status === 'active',
-      rate_limit_per_minute: spec.rate_limit_per_minute,
-      disabled_reason: status.disabled_reason ?? null,
+      // A kubectl-made subscription whose spec was refused never got the defaults written in.
+      rate_limit_per_minute: spec.rate_limit_per_minute ?? DEFAULT_RATE_LIMIT_PER_MINUTE,
+      disabled_reason: status.status === 'failed' ? (status.status_reason ?? null) : (status.disabled_reason ?? null),
       consecutive_failures: status.consecutive_failures ?? 0,
       status: status.status,
       created_at: meta.createdAt,

@@ -23,6 +23,13 @@ export async function createSecret(store: Store, team: string, webhookId: string
   return current;
 }
 
+/** Makes a first secret unless the subscription has one (kept as it is). */
+export async function ensureSecret(store: Store, team: string, webhookId: string): Promise<void> {
+  if (await store.getSecret(team, webhookSecretName(webhookId))) return;
+  const data: StoredSecrets = { current: newWebhookSecret(), previous: '', previous_expires_at: '' };
+  await store.addSecret(team, webhookSecretName(webhookId), { ...data });
+}
+
 /**
  * Replaces the current secret; the old one keeps signing for `overlapMs`. Returns the new
  * one. The write is a swap over what was read, so rotations at once (or the dropping of an

@@ -18,6 +18,8 @@ const ALLOWED_KEYWORDS = new Set([
   'multipleOf', 'minLength', 'maxLength', 'pattern', 'minItems', 'maxItems', 'minProperties', 'maxProperties',
   'properties', 'required', 'items', 'additionalProperties',
   'x-kubernetes-preserve-unknown-fields', 'x-kubernetes-int-or-string',
+  // CEL rules (a load balancer backend names exactly one server): the API server checks them on apply.
+  'x-kubernetes-validations',
 ]);
 
 /** Every schema node below `schema`, with a path for messages. */

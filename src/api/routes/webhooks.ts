@@ -1,8 +1,8 @@
 /**
- * Webhook subscriptions and their delivery history. A subscription has no reconciler, so
- * every write settles its state and configuration hash in the same request (which emits
- * `webhook.updated` with the caller as actor). The signing secret is shown by create and
- * rotate-secret only.
+ * Webhook subscriptions and their delivery history. Every write settles the subscription's
+ * state and configuration hash in the same request (which emits `webhook.updated` with the
+ * caller as actor); its reconciler (webhooks/reconciler.ts) does the same only for what
+ * kubectl changed. The signing secret is shown by create and rotate-secret only.
  */
 import type { FastifyInstance } from 'fastify';
 import { Type } from '@sinclair/typebox';
@@ -11,12 +11,12 @@ import { send } from '../envelope';
 import { listQueryOf, listQuerySchema, paginate } from '../list';
 import { assertChangeable, envelopeOf, ErrorEnvelope, findResource, isVisible, listVisible, principalOf } from './families';
 import { Delivery, deliveryFamily, Webhook, webhookFamily, WebhookSpec } from '../../resources/webhook';
-import { configHash } from '../../resources/transitions';
 import { notFound } from '../../lib/errors';
 import { sameJson } from '../../lib/canonical-json';
 import { newId } from '../../lib/ids';
 import { nowIso } from '../../lib/time';
 import { createSecret, deleteSecret, rotateSecret } from '../../webhooks/secrets';
+import { settle } from '../../webhooks/subscription';
 import { withinQuota } from '../../resources/quota';
 
 const errors = { 400: ErrorEnvelope, 401: ErrorEnvelope, 404: ErrorEnvelope, 409: ErrorEnvelope, 415: ErrorEnvelope, 422: ErrorEnvelope, 429: ErrorEnvelope, 503: ErrorEnvelope };
@@ -32,29 +32,6 @@ const WithSecret = Type.Object({
   ...Record_.properties,
   secret: Type.String({ description: 'The signing secret (`whsec_...`). Shown in this response only; store it now.' }),
 });
-
-/** The state the spec and the service's own verdict call for. */
-function stateOf(webhook: Webhook): 'active' | 'inactive' | 'deleted' {
-  if (webhook.status.status === 'deleted') return 'deleted';
-  return webhook.spec.active && !webhook.status.disabled_reason ? 'active' : 'inactive';
-}
-
-/** Brings status in line with the spec just written: state, and the hash whose change is `webhook.updated`. */
-function settle(ctx: ApiContext, team: string, id: string, actor: string, reenable = false): Promise<Webhook> {
-  return ctx.writer.mutateStatus<Webhook>(
-    webhookFamily,
-    team,
-    id,
-    (current) => {
-      const reset = reenable && current.status.status !== 'deleted' ? { disabled_reason: null, consecutive_failures: 0 } : {};
-      const next = { ...current, status: { ...current.status, ...reset } } as Webhook;
-      const changes = { ...reset, status: stateOf(next), observed_config: configHash(webhookFamily, current.spec as unknown as Record<string, unknown>), observed_generation: current.meta.generation };
-      const same = Object.entries(changes).every(([k, v]) => (current.status as unknown as Record<string, unknown>)[k] === v);
-      return same ? null : changes;
-    },
-    actor,
-  );
-}
 
 async function findDelivery(ctx: ApiContext, team: string, webhookId: string, deliveryId: string): Promise<Delivery> {
   const delivery = (await ctx.store.get(deliveryFamily.kind, team, deliveryId)) as Delivery | undefined;
@@ -103,7 +80,7 @@ export function registerWebhookRoutes(app: FastifyInstance, ctx: ApiContext): vo
       const id = newId(webhookFamily.idPrefix);
       const created = await withinQuota(ctx.store, ctx.config.quotas, webhookFamily, team, id, () => createSubscription(ctx, team, spec, key, id));
       let webhook = created.webhook;
-      if (!spec.active) webhook = await settle(ctx, team, id, key);
+      if (!spec.active) webhook = await settle(ctx.writer, team, id, key);
       reply.header('Location', `${base}/${id}`);
       return send(ctx, request, reply, 201, { ...webhookFamily.toRecord(webhook), secret: created.secret });
     },
@@ -137,7 +114,7 @@ export function registerWebhookRoutes(app: FastifyInstance, ctx: ApiContext): vo
         const spec = webhookFamily.applyUpdate!(current.spec, patch, rules);
         return sameJson(spec, current.spec) ? null : (spec as unknown as Record<string, unknown>);
       });
-      const updated = await settle(ctx, team, id, key, patch.active === true);
+      const updated = await settle(ctx.writer, team, id, key, patch.active === true);
       return send(ctx, request, reply, 200, webhookFamily.toRecord(updated));
     },
   });

@@ -1,0 +1,31 @@
+/**
+ * A subscription's state follows its spec and the service's own verdict (an auto-disable).
+ * Settled by the API in the request that changes the spec, and by the subscription
+ * reconciler for a change made with kubectl; whichever comes second finds nothing to do.
+ */
+import type { ResourceWriter } from '../resources/writer';
+import { configHash } from '../resources/transitions';
+import { Webhook, webhookFamily } from '../resources/webhook';
+
+/** The state the spec and the service's own verdict call for. */
+export function stateOf(webhook: Webhook): 'active' | 'inactive' | 'deleted' | 'failed' {
+  if (webhook.status.status === 'deleted' || webhook.status.status === 'failed') return webhook.status.status;
+  return webhook.spec.active && !webhook.status.disabled_reason ? 'active' : 'inactive';
+}
+
+/** Brings status in line with the spec just written: state, and the hash whose change is `webhook.updated`. */
+export function settle(writer: ResourceWriter, team: string, id: string, actor: string, reenable = false, extra: Record<string, unknown> = {}): Promise<Webhook> {
+  return writer.mutateStatus<Webhook>(
+    webhookFamily,
+    team,
+    id,
+    (current) => {
+      const reset = reenable && current.status.status !== 'deleted' ? { disabled_reason: null, consecutive_failures: 0 } : {};
+      const next = { ...current, status: { ...current.status, ...reset } } as Webhook;
+      const changes = { ...reset, ...extra, status: stateOf(next), observed_config: configHash(webhookFamily, current.spec as unknown as Record<string, unknown>), observed_generation: current.meta.generation };
+      const same = Object.entries(changes).every(([k, v]) => (current.status as unknown as Record<string, unknown>)[k] === v);
+      return same ? null : changes;
+    },
+    actor,
+  );
+}
