@@ -36,6 +36,10 @@ export function holdsDesired(live: unknown, desired: unknown): boolean {
   return live === desired;
 }
 
+// API call: drivers: applied objects (ConfigMaps, Services, PersistentVolumeClaims)
+// API call: drivers: Deployments
+// API call: store and drivers: secrets, written (VPN agents' configuration, load balancers' certificates)
+// API call: drivers: Pods (list: the Pods of load balancers and VPN agents)
 export class AppliedObjects {
   readonly outcomes = new OutcomeWindow();
   private readonly api: KubernetesObjectApi;
