@@ -66,6 +66,8 @@ export class AppliedObjects {
    * with one of the `refusals` codes (an admission plugin's 403) is an answer the caller
    * reports, not a failure of the API server.
    */
+  // API call: drivers: applied objects, created by apply
+  // API call: drivers: Deployments, created by apply
   async apply<T extends KubernetesObject>(object: T & ObjectHeader, ...refusals: number[]): Promise<Answer<T>> {
     return this.call(`apply ${describe(object)}`, () => this.api.patch<T>(object, undefined, undefined, FIELD_MANAGER, true, PatchStrategy.ServerSideApply), ...refusals);
   }

@@ -42,11 +42,10 @@ export function customResourcePlurals(): string[] {
   return families.map((family) => family.plural).sort();
 }
 
-/**
- * Server-side apply is a PATCH, and the API server also checks `create` when the object
- * is not there yet: the drivers that apply have both.
- */
-const APPLIED: Verb[] = ['get', 'create', 'patch', 'delete'];
+/** What the drivers keep by server-side apply: read back, applied (a PATCH), deleted. */
+const APPLIED: Verb[] = ['get', 'patch', 'delete'];
+/** A server-side apply of an object not there yet creates it: the API server checks `create` on that PATCH. */
+const CREATED_BY_APPLY = 'server-side apply of an object that is not there yet: the API server checks create on the PATCH that makes it';
 
 export function kubernetesApiCalls(): ApiCall[] {
   const plurals = customResourcePlurals();
@@ -82,8 +81,10 @@ export function kubernetesApiCalls(): ApiCall[] {
     // Load balancers on HAProxy and VPN gateways' agents (src/drivers/kubernetes/applied.ts), file shares' claims.
     { entry: 'drivers: applied objects, watched', group: '', resources: ['configmaps', 'services', 'persistentvolumeclaims'], verbs: ['list', 'watch'], scope: 'cluster' },
     { entry: 'drivers: applied objects', group: '', resources: ['configmaps', 'services', 'persistentvolumeclaims'], verbs: APPLIED, scope: 'team-namespaces' },
+    { entry: 'drivers: applied objects, created by apply', group: '', resources: ['configmaps', 'services', 'persistentvolumeclaims'], verbs: ['create'], scope: 'team-namespaces', checkedBy: CREATED_BY_APPLY },
     { entry: 'drivers: Deployments, watched', group: 'apps', resources: ['deployments'], verbs: ['list', 'watch'], scope: 'cluster' },
     { entry: 'drivers: Deployments', group: 'apps', resources: ['deployments'], verbs: APPLIED, scope: 'team-namespaces' },
+    { entry: 'drivers: Deployments, created by apply', group: 'apps', resources: ['deployments'], verbs: ['create'], scope: 'team-namespaces', checkedBy: CREATED_BY_APPLY },
   ];
 }
 
