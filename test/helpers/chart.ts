@@ -140,7 +140,7 @@ export function isListed(call: OperatorCall): boolean {
  */
 export function expectOnlyListedCalls(cluster: KubeApiServer): OperatorCall[] {
   const calls = operatorCalls(cluster);
-  // To see which listed calls a set of test files made between them (a file per line of JSON).
+  // To see which listed calls a set of test files made between them (one call a line, as JSON).
   if (process.env.CLOUDPLANE_TEST_CALLS_OUT) fs.appendFileSync(process.env.CLOUDPLANE_TEST_CALLS_OUT, calls.map((c) => JSON.stringify(c)).join('\n') + '\n');
   if (calls.length === 0) throw new Error(`the audit log ${auditLogOf(cluster)} holds no call of the operator's: is it running as the chart's ServiceAccount?`);
   const describe = (c: OperatorCall) => `${c.verb} ${c.group || 'core'}/${c.resource} (${c.scope}${c.namespace ? ` ${c.namespace}` : ''}) -> ${c.code}: ${c.uri}`;

@@ -87,10 +87,3 @@ export function kubernetesApiCalls(): ApiCall[] {
     { entry: 'drivers: Deployments, created by apply', group: 'apps', resources: ['deployments'], verbs: ['create'], scope: 'team-namespaces', checkedBy: CREATED_BY_APPLY },
   ];
 }
-
-/** `group|resource|verb|scope` of every listed call, one a line. */
-export function listedGrants(calls: ApiCall[] = kubernetesApiCalls()): Set<string> {
-  const out = new Set<string>();
-  for (const call of calls) for (const resource of call.resources) for (const verb of call.verbs) out.add(`${call.group}|${resource}|${verb}|${call.scope}`);
-  return out;
-}
