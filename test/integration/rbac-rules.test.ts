@@ -7,11 +7,14 @@
  * call site names an entry, and the cluster-mode tests check the API server's audit log
  * against it (test/helpers/chart.ts).
  */
+import { execFileSync } from 'node:child_process';
 import fs from 'node:fs';
 import path from 'node:path';
 import { parseAllDocuments } from 'yaml';
 import { ApiCall, customResourcePlurals, kubernetesApiCalls } from '../../src/store/kubernetes/api-calls';
-import { CHART, findOrBuildHelm, NAMESPACE, render } from '../helpers/chart';
+import { CHART, findOrBuildHelm, NAMESPACE, operatorKubeconfigFromChart, render } from '../helpers/chart';
+import { KubeApiServer, kubectlBinary, startKubeApiServer } from '../helpers/kube-apiserver';
+import { installCrds } from '../helpers/cluster';
 
 const SRC = path.resolve(__dirname, '../../src');
 
@@ -123,5 +126,50 @@ describe('the chart\'s RBAC is the list of calls the code makes, no more and no 
     const withoutNames = clients.map((f) => path.relative(SRC, f)).filter((f) => !naming.has(f));
     // service.ts only hands the leader elector its client.
     expect(withoutNames).toEqual(['service.ts']);
+  });
+});
+
+describe('on a real kube-apiserver, the chart\'s ServiceAccount', () => {
+  let server: KubeApiServer;
+  let operatorKubeconfig: string;
+
+  beforeAll(async () => {
+    server = await startKubeApiServer();
+    await installCrds(server);
+    operatorKubeconfig = operatorKubeconfigFromChart(server, server.workDir);
+  }, 120_000);
+
+  afterAll(async () => server?.stop());
+
+  /** `kubectl auth can-i` as the operator: the API server's own answer (SelfSubjectAccessReview). */
+  const can = (...args: string[]) => {
+    try {
+      return execFileSync(kubectlBinary(), ['--kubeconfig', operatorKubeconfig, 'auth', 'can-i', ...args], { encoding: 'utf8', stdio: ['ignore', 'pipe', 'pipe'] }).trim();
+    } catch (err) {
+      // can-i exits 1 for "no".
+      return String((err as { stdout?: string }).stdout ?? '').trim();
+    }
+  };
+
+  it('may create a namespace, and never delete, change or even read one', () => {
+    expect(can('create', 'namespaces')).toBe('yes');
+    for (const verb of ['delete', 'update', 'patch', 'get', 'list']) expect([verb, can(verb, 'namespaces/kube-system')]).toEqual([verb, 'no']);
+  });
+
+  it('may take and renew its Lease in its own namespace only, never in kube-system or a team\'s', () => {
+    for (const verb of ['get', 'create', 'update']) expect([verb, can(verb, 'leases.coordination.k8s.io', '-n', NAMESPACE)]).toEqual([verb, 'yes']);
+    for (const namespace of ['kube-system', 'team-x7k2abcdefghijklmn']) {
+      for (const verb of ['get', 'create', 'update', 'delete']) expect([namespace, verb, can(verb, 'leases.coordination.k8s.io', '-n', namespace)]).toEqual([namespace, verb, 'no']);
+    }
+    expect(can('delete', 'leases.coordination.k8s.io', '-n', NAMESPACE)).toBe('no');
+  });
+
+  it('holds no verb its code does not use on what it manages', () => {
+    expect(can('update', 'servers.cloudplane.dev', '-n', 'team-x7k2abcdefghijklmn')).toBe('yes');
+    expect(can('patch', 'servers.cloudplane.dev', '-n', 'team-x7k2abcdefghijklmn')).toBe('no');
+    expect(can('update', 'configmaps', '-n', 'team-x7k2abcdefghijklmn')).toBe('no');
+    expect(can('list', 'jobs.batch', '--all-namespaces')).toBe('no');
+    expect(can('create', 'events')).toBe('no');
+    expect(can('patch', 'servers.cloudplane.dev', '--subresource', 'status', '-n', 'team-x7k2abcdefghijklmn')).toBe('no');
   });
 });
