@@ -29,8 +29,10 @@ fi
 
 # Everything on the embedded store, with the integration tests against real servers.
 suite jest npx jest --json --outputFile="$results/jest.json"
-# The API suite again, each file against its own real etcd + kube-apiserver with the CRDs.
-suite jest-api-kubernetes env CLOUDPLANE_TEST_STORE=kubernetes npx jest test/api --json --outputFile="$results/jest-api-kubernetes.json"
+# The API suite again, each file against its own real etcd + kube-apiserver with the CRDs,
+# the service running as the chart's ServiceAccount under exactly the chart's RBAC (a 403
+# or a call src/store/kubernetes/api-calls.ts lacks fails the file).
+suite jest-api-kubernetes env CLOUDPLANE_TEST_STORE=kubernetes CLOUDPLANE_TEST_RBAC=chart npx jest test/api --json --outputFile="$results/jest-api-kubernetes.json"
 # A bounded fuzz run (about a minute) with a fixed seed, so a failure replays. One worker:
 # with two, CPython 3.11's ast.parse, which hypothesis calls from both threads, now and then
 # fails inside schemathesis ("AST constructor recursion depth mismatch"), a failure of the

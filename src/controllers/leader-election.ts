@@ -126,6 +126,7 @@ export class LeaderElector implements Leadership {
     this.schedule(next);
   }
 
+  // API call: leader election: the Lease (read here, created and replaced below)
   private async read(): Promise<V1Lease | null> {
     try {
       return await this.o.api.readNamespacedLease({ name: this.o.name, namespace: this.o.namespace });

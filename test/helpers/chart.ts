@@ -8,7 +8,8 @@ import fs from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
 import { parseAllDocuments, stringify } from 'yaml';
-import { kubectlBinary, KubeApiServer } from './kube-apiserver';
+import { auditLogOf, kubectlBinary, KubeApiServer } from './kube-apiserver';
+import { kubernetesApiCalls, Scope } from '../../src/store/kubernetes/api-calls';
 
 const REPO = path.resolve(__dirname, '../..');
 export const CHART = path.join(REPO, 'charts/cloudplane');
@@ -66,4 +67,87 @@ export function operatorKubeconfigFromChart(cluster: KubeApiServer, dir: string)
   const file = path.join(dir, 'operator.kubeconfig');
   fs.writeFileSync(file, JSON.stringify(kubeconfig), { mode: 0o600 });
   return file;
+}
+
+/** One request of the operator's, as the API server's audit log has it. */
+export interface OperatorCall {
+  group: string;
+  /** With `/subresource` where there is one. */
+  resource: string;
+  verb: string;
+  /** Where it went: the system namespace, a team's, across namespaces (or a cluster-scoped resource), or elsewhere. */
+  scope: Scope | 'elsewhere';
+  namespace?: string;
+  code?: number;
+  /** Whether the API server's authorizer (RBAC) refused it; an admission plugin's 403 is no such refusal. */
+  forbidden: boolean;
+  uri: string;
+}
+
+/** The chart's ServiceAccount as the API server names its user. */
+function operatorUser(): string {
+  const account = parseAllDocuments(render()).map((d) => d.toJS()).find((o) => o?.kind === 'ServiceAccount');
+  return `system:serviceaccount:${NAMESPACE}:${account.metadata.name}`;
+}
+
+function scopeOf(resource: string, namespace: string | undefined): OperatorCall['scope'] {
+  if (resource === 'namespaces' || !namespace) return 'cluster';
+  if (namespace === NAMESPACE) return 'system-namespace';
+  return /^team-[0-9a-z]+$/.test(namespace) ? 'team-namespaces' : 'elsewhere';
+}
+
+/**
+ * Every resource request the operator made so far on `cluster` (kube-apiserver.ts audits
+ * the chart's service accounts). Discovery (/api, /apis/...) is left out: every
+ * authenticated user may read it (the cluster's system:discovery role).
+ */
+export function operatorCalls(cluster: KubeApiServer): OperatorCall[] {
+  const user = operatorUser();
+  const file = auditLogOf(cluster);
+  if (!fs.existsSync(file)) return [];
+  const calls: OperatorCall[] = [];
+  for (const line of fs.readFileSync(file, 'utf8').split('\n')) {
+    if (!line.trim()) continue;
+    const event = JSON.parse(line);
+    if (event.user?.username !== user || !event.objectRef?.resource) continue;
+    const ref = event.objectRef;
+    const resource = ref.subresource ? `${ref.resource}/${ref.subresource}` : ref.resource;
+    calls.push({
+      group: ref.apiGroup ?? '',
+      resource,
+      verb: event.verb,
+      scope: scopeOf(ref.resource, ref.namespace),
+      namespace: ref.namespace,
+      code: event.responseStatus?.code,
+      forbidden: event.annotations?.['authorization.k8s.io/decision'] === 'forbid',
+      uri: event.requestURI,
+    });
+  }
+  return calls;
+}
+
+/** Whether src/store/kubernetes/api-calls.ts lists the call (the ClusterRole's team-namespace grants hold in the system namespace too). */
+export function isListed(call: OperatorCall): boolean {
+  const scopes: Scope[] = call.scope === 'system-namespace' ? ['system-namespace', 'team-namespaces'] : call.scope === 'elsewhere' ? [] : [call.scope];
+  return kubernetesApiCalls().some((c) => c.group === call.group && c.resources.includes(call.resource) && (c.verbs as string[]).includes(call.verb) && scopes.includes(c.scope));
+}
+
+/**
+ * Fails when the operator made a call the list of calls lacks, or one RBAC refused (a
+ * 403 of the authorizer, not of an admission plugin): either means the chart's RBAC and
+ * the code differ.
+ * Returns the calls, for tests that check some were made.
+ */
+export function expectOnlyListedCalls(cluster: KubeApiServer): OperatorCall[] {
+  const calls = operatorCalls(cluster);
+  // To see which listed calls a set of test files made between them (one call a line, as JSON).
+  if (process.env.CLOUDPLANE_TEST_CALLS_OUT) fs.appendFileSync(process.env.CLOUDPLANE_TEST_CALLS_OUT, calls.map((c) => JSON.stringify(c)).join('\n') + '\n');
+  if (calls.length === 0) throw new Error(`the audit log ${auditLogOf(cluster)} holds no call of the operator's: is it running as the chart's ServiceAccount?`);
+  const describe = (c: OperatorCall) => `${c.verb} ${c.group || 'core'}/${c.resource} (${c.scope}${c.namespace ? ` ${c.namespace}` : ''}) -> ${c.code}: ${c.uri}`;
+  const unlisted = [...new Set(calls.filter((c) => !isListed(c)).map(describe))];
+  const refused = [...new Set(calls.filter((c) => c.forbidden).map(describe))];
+  if (unlisted.length > 0 || refused.length > 0) {
+    throw new Error(`the operator's calls and its RBAC differ.\nNot in src/store/kubernetes/api-calls.ts:\n  ${unlisted.join('\n  ') || '(none)'}\nRefused (403):\n  ${refused.join('\n  ') || '(none)'}`);
+  }
+  return calls;
 }

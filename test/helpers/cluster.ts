@@ -8,11 +8,20 @@ import https from 'node:https';
 import { ApiextensionsV1Api, KubeConfig } from '@kubernetes/client-node';
 import { allCrds } from '../../src/resources/crd';
 import { KubeApiServer, startKubeApiServer } from './kube-apiserver';
+import { expectOnlyListedCalls, operatorKubeconfigFromChart } from './chart';
 
 const clusters = new Map<string, Promise<KubeApiServer>>();
 const started: KubeApiServer[] = [];
 
 export const clusterMode = () => process.env.CLOUDPLANE_TEST_STORE === 'kubernetes';
+/**
+ * With CLOUDPLANE_TEST_RBAC=chart as well, the service runs as the chart's ServiceAccount
+ * under exactly the chart's RBAC (test/helpers/chart.ts), and stopping the clusters fails
+ * the suite if it made a call the chart does not grant (a 403) or one
+ * src/store/kubernetes/api-calls.ts does not list.
+ */
+const chartRbac = () => process.env.CLOUDPLANE_TEST_RBAC === 'chart';
+const operatorKubeconfigs = new Map<KubeApiServer, string>();
 
 export function kubeConfigOf(server: KubeApiServer): KubeConfig {
   const kc = new KubeConfig();
@@ -87,16 +96,30 @@ export function storeEnvFor(server: KubeApiServer): Record<string, string> {
 /** The environment that points a service at its data directory's API server. */
 export async function clusterEnv(dataDir: string): Promise<Record<string, string>> {
   const server = await clusterFor(dataDir);
+  if (chartRbac() && !operatorKubeconfigs.has(server)) operatorKubeconfigs.set(server, operatorKubeconfigFromChart(server, server.workDir));
   return {
     // Every write here is a round trip to the API server and back through a watch, several
     // times slower than the embedded store's, and two of these clusters share two cores: a
     // transient state (stopping, deleting) must outlast the next request as it does there.
     CLOUDPLANE_SIM_DELAY_MS: '200',
     ...storeEnvFor(server),
+    ...(chartRbac() ? { CLOUDPLANE_KUBECONFIG: operatorKubeconfigs.get(server)! } : {}),
   };
 }
 
 export async function stopClusters(): Promise<void> {
-  await Promise.all(started.splice(0).map((s) => s.stop()));
+  const servers = started.splice(0);
+  const differences: unknown[] = [];
+  for (const server of servers) {
+    if (!operatorKubeconfigs.has(server)) continue;
+    try {
+      expectOnlyListedCalls(server);
+    } catch (err) {
+      differences.push(err);
+    }
+    operatorKubeconfigs.delete(server);
+  }
+  await Promise.all(servers.map((s) => s.stop()));
   clusters.clear();
+  if (differences.length > 0) throw differences[0];
 }

@@ -41,6 +41,26 @@ export interface KubeApiServer {
 const REPO = path.resolve(__dirname, '../..');
 
 /**
+ * The service accounts whose requests the API server audits: the namespace the chart's
+ * tests install the operator's into (test/helpers/chart.ts). Metadata only (who, what,
+ * where, the answer's code), so the tests can check the operator's calls against its RBAC.
+ */
+const AUDITED_SERVICE_ACCOUNTS = 'system:serviceaccounts:cloudplane-system';
+const AUDIT_POLICY = `apiVersion: audit.k8s.io/v1
+kind: Policy
+omitStages: ["RequestReceived"]
+rules:
+  - level: Metadata
+    userGroups: ["${AUDITED_SERVICE_ACCOUNTS}"]
+  - level: None
+`;
+
+/** The audit log (JSON lines, audit.k8s.io/v1 Events) of a server started by startKubeApiServer. */
+export function auditLogOf(server: Pick<KubeApiServer, 'workDir'>): string {
+  return path.join(server.workDir, 'audit.log');
+}
+
+/**
  * The path a build script under scripts/ prints: the cached binary, built first if it is
  * missing. A tool that cannot be built fails the test that needs it, saying what to run.
  */
@@ -180,6 +200,7 @@ export async function startKubeApiServer(options: KubeApiServerOptions = {}): Pr
   fs.writeFileSync(path.join(dir, 'sa.key'), privateKey.export({ type: 'pkcs8', format: 'pem' }));
   fs.writeFileSync(path.join(dir, 'sa.pub'), publicKey.export({ type: 'spki', format: 'pem' }));
   fs.mkdirSync(path.join(dir, 'certs'));
+  fs.writeFileSync(path.join(dir, 'audit-policy.yaml'), AUDIT_POLICY);
   const binary = kubeApiServerBinary();
   let apiPort = 0;
   const apiArgs = () => [
@@ -197,6 +218,11 @@ export async function startKubeApiServer(options: KubeApiServerOptions = {}): Pr
     ...(options.serviceAccountAdmission ? [] : ['--disable-admission-plugins', 'ServiceAccount']),
     ...(options.plainWatchFromZero ? ['--feature-gates', 'WatchList=false'] : []),
     '--allow-privileged=true',
+    '--audit-policy-file', path.join(dir, 'audit-policy.yaml'),
+    '--audit-log-path', auditLogOf({ workDir: dir }),
+    // As OpenShift and hardened clusters run it: an ownerReference with blockOwnerDeletion
+    // needs update on the owner's finalizers, which the chart's RBAC must then grant.
+    '--enable-admission-plugins', 'OwnerReferencesPermissionEnforcement',
   ];
   const apiLog = path.join(dir, 'kube-apiserver.log');
   let api: ChildProcess | undefined;

@@ -15,7 +15,7 @@ import { LoadBalancerAddon, startLoadBalancerAddon } from '../helpers/load-balan
 import { kubectlBinary } from '../helpers/kube-apiserver';
 import { eventually, startTestService, TestService, waitForStatus } from '../helpers/service';
 import { startWorkloadCluster, WorkloadCluster } from '../helpers/workload-cluster';
-import { operatorKubeconfigFromChart } from '../helpers/chart';
+import { expectOnlyListedCalls, operatorKubeconfigFromChart } from '../helpers/chart';
 
 jest.setTimeout(240_000);
 
@@ -263,5 +263,16 @@ describe('cluster mode: servers as Pods, load balancers on HAProxy', () => {
     const { id } = (await small.api('POST', '/api/v1/servers', { name: 'too-big', region: 'fra1', plan: 's-8vcpu-16gb' })).body.data;
     const failed = await waitForStatus(small, `/api/v1/servers/${id}`, 'failed', 60_000);
     expect(failed.status_reason).toMatch(/^Provisioning failed: .*(schedul|Insufficient cpu)/i);
+  });
+
+  it('made only calls the chart grants, none refused, and held its Lease in the system namespace alone', () => {
+    const calls = expectOnlyListedCalls(cluster);
+    const lease = calls.filter((c) => c.group === 'coordination.k8s.io');
+    expect(lease.map((c) => c.verb)).toEqual(expect.arrayContaining(['get', 'update']));
+    expect(new Set(lease.map((c) => c.namespace))).toEqual(new Set([SYSTEM_NAMESPACE]));
+    expect(lease.every((c) => c.code! < 300 || c.code === 404 || c.code === 409)).toBe(true);
+    // Both drivers wrote in the team's namespace (the ones above would have failed without it).
+    const made = new Set(calls.filter((c) => c.namespace === namespace && ['create', 'patch'].includes(c.verb)).map((c) => c.resource));
+    expect([...made].sort()).toEqual(expect.arrayContaining(['configmaps', 'deployments', 'pods', 'services']));
   });
 });

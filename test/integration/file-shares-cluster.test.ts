@@ -15,7 +15,7 @@ import { CoreV1Api, StorageV1Api, V1PersistentVolumeClaim, V1Pod } from '@kubern
 import { namespaceOfTeam, objectName } from '../../src/store/kubernetes/names';
 import { eventually, startTestService, TestService, waitForStatus } from '../helpers/service';
 import { startWorkloadCluster, WorkloadCluster } from '../helpers/workload-cluster';
-import { operatorKubeconfigFromChart } from '../helpers/chart';
+import { expectOnlyListedCalls, operatorKubeconfigFromChart } from '../helpers/chart';
 import { reconcileCounter } from '../../src/metrics';
 
 /** Reconcile passes of file shares so far, whatever their result. */
@@ -206,5 +206,12 @@ describe('cluster mode: file shares as PersistentVolumeClaims, mounted into serv
     const before = await fileSharePasses();
     await new Promise((resolve) => setTimeout(resolve, 6_000));
     expect((await fileSharePasses()) - before).toBeLessThanOrEqual(2);
+  });
+
+  it('made only calls the chart grants, none refused by RBAC (the refused growth above is the admission plugin\'s)', () => {
+    const calls = expectOnlyListedCalls(cluster);
+    const onClaims = new Set(calls.filter((c) => c.resource === 'persistentvolumeclaims' && c.namespace === namespace).map((c) => c.verb));
+    // A server-side apply that makes the claim is a patch (the API server checks create with it).
+    expect([...onClaims]).toEqual(expect.arrayContaining(['patch', 'get', 'delete']));
   });
 });

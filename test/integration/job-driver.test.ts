@@ -3,10 +3,13 @@
  * each Cloudplane job as a batch/v1 Job. The test API server has no controller manager and
  * no kubelet, so the test plays their part: it writes the Job's status through the status
  * subresource, and the Job's Pod with its terminated or waiting container, as they would.
+ * The operator runs under exactly the chart's RBAC (test/helpers/chart.ts).
  */
 import { BatchV1Api, CoreV1Api, V1ContainerStatus, V1Job, V1JobStatus } from '@kubernetes/client-node';
 import { clusterEnv, clusterFor, kubeConfigOf, stopClusters } from '../helpers/cluster';
 import { eventually, startTestService, tempDataDir, TestService, waitForStatus } from '../helpers/service';
+import { expectOnlyListedCalls, operatorKubeconfigFromChart } from '../helpers/chart';
+import type { KubeApiServer } from '../helpers/kube-apiserver';
 
 const IMAGE = 'docker.io/library/busybox:1.36';
 const PULL_TIMEOUT_S = 2;
@@ -16,13 +19,16 @@ describe('batch/v1 Job driver', () => {
   let batch: BatchV1Api;
   let core: CoreV1Api;
   let namespace: string;
+  let server: KubeApiServer;
 
   beforeAll(async () => {
     const dataDir = tempDataDir();
-    const kc = kubeConfigOf(await clusterFor(dataDir));
+    server = await clusterFor(dataDir);
+    const kc = kubeConfigOf(server);
     batch = kc.makeApiClient(BatchV1Api);
     core = kc.makeApiClient(CoreV1Api);
-    t = await startTestService({ ...(await clusterEnv(dataDir)), CLOUDPLANE_JOB_DRIVER: 'kubernetes', CLOUDPLANE_JOB_IMAGE_PULL_TIMEOUT_SECONDS: String(PULL_TIMEOUT_S) }, dataDir);
+    const asChartAllows = { CLOUDPLANE_KUBECONFIG: operatorKubeconfigFromChart(server, dataDir) };
+    t = await startTestService({ ...(await clusterEnv(dataDir)), ...asChartAllows, CLOUDPLANE_JOB_DRIVER: 'kubernetes', CLOUDPLANE_JOB_IMAGE_PULL_TIMEOUT_SECONDS: String(PULL_TIMEOUT_S) }, dataDir);
     namespace = t.teamId.replace('team_', 'team-');
   }, 120_000);
 
@@ -267,5 +273,12 @@ describe('batch/v1 Job driver', () => {
     await writeJobStatus(id, completed(startTime, completionTime));
     const done = await waitForStatus(t, `/api/v1/jobs/${id}`, 'completed');
     expect(done).toMatchObject({ exit_code: 0, status_reason: null });
+  });
+
+  it('made only calls the chart grants, none refused: Jobs made, read and deleted, their Pods listed', () => {
+    const calls = expectOnlyListedCalls(server);
+    const onJobs = new Set(calls.filter((c) => c.resource === 'jobs' && c.namespace === namespace).map((c) => c.verb));
+    expect([...onJobs].sort()).toEqual(['create', 'delete', 'get']);
+    expect(calls.some((c) => c.resource === 'pods' && c.verb === 'list' && c.namespace === namespace)).toBe(true);
   });
 });

@@ -3,7 +3,8 @@
  * kube-apiserver share one coordination.k8s.io Lease. Every replica serves the API, the
  * Lease holder alone reconciles, a SIGKILLed leader is replaced once its Lease runs out,
  * a gracefully stopped leader gives the Lease up at once, and a leader that cannot renew
- * steps down before its Lease runs out.
+ * steps down before its Lease runs out. The replicas run as the chart's ServiceAccount,
+ * under exactly its RBAC: the Lease granted by a Role in the system namespace alone.
  */
 import fs from 'node:fs';
 import net from 'node:net';
@@ -13,6 +14,7 @@ import { startChildService, ChildService } from '../helpers/child-service';
 import { installCrds, kubeConfigOf } from '../helpers/cluster';
 import { KubeApiServer, startKubeApiServer } from '../helpers/kube-apiserver';
 import { eventually, tempDataDir } from '../helpers/service';
+import { expectOnlyListedCalls, operatorKubeconfigFromChart } from '../helpers/chart';
 
 jest.setTimeout(120_000);
 
@@ -22,6 +24,7 @@ const LEASE = 'cloudplane-operator';
 const LEASE_SECONDS = 3;
 
 let server: KubeApiServer;
+let operatorKubeconfig: string;
 let leases: CoordinationV1Api;
 const children: ChildService[] = [];
 const proxies: Array<{ close(): Promise<void> }> = [];
@@ -61,7 +64,7 @@ async function startProxy(target: URL): Promise<{ url: string; cut(): void; clos
   };
 }
 
-async function startReplica(name: string, kubeconfigPath = server.kubeconfigPath): Promise<ChildService> {
+async function startReplica(name: string, kubeconfigPath = operatorKubeconfig): Promise<ChildService> {
   const child = await startChildService({
     dataDir: tempDataDir(),
     key: KEY,
@@ -119,6 +122,7 @@ async function createServerAndWaitRunning(via: ChildService, name: string): Prom
 beforeAll(async () => {
   server = await startKubeApiServer();
   await installCrds(server);
+  operatorKubeconfig = operatorKubeconfigFromChart(server, server.workDir);
   leases = kubeConfigOf(server).makeApiClient(CoordinationV1Api);
 });
 
@@ -176,7 +180,7 @@ it('one replica leads; a killed leader is replaced within the lease, a stopped o
   const proxy = await startProxy(new URL(server.url));
   proxies.push(proxy);
   const proxiedKubeconfig = path.join(tempDataDir(), 'kubeconfig');
-  fs.writeFileSync(proxiedKubeconfig, server.kubeconfigYaml.replace(server.url, proxy.url), { mode: 0o600 });
+  fs.writeFileSync(proxiedKubeconfig, fs.readFileSync(operatorKubeconfig, 'utf8').replace(server.url, proxy.url), { mode: 0o600 });
 
   // A graceful stop clears the holder: with no standby left, the Lease is free...
   expect(await standby.stop()).toBe(0);
@@ -207,4 +211,10 @@ it('one replica leads; a killed leader is replaced within the lease, a stopped o
   expect(steppedDownAt).toBeGreaterThan(0);
   expect(steppedDownAt).toBeLessThanOrEqual(takenAt);
   await leadsPerGauge(standbyD);
+});
+
+it('took, renewed and handed over the Lease with the chart\'s rights alone: every call listed, none refused', () => {
+  const lease = expectOnlyListedCalls(server).filter((c) => c.group === 'coordination.k8s.io');
+  expect(new Set(lease.map((c) => c.verb))).toEqual(new Set(['get', 'create', 'update']));
+  expect(new Set(lease.map((c) => c.namespace))).toEqual(new Set([NAMESPACE]));
 });

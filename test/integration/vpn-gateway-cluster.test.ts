@@ -19,7 +19,7 @@ import type { VpnAgentConfig } from '../../src/vpn-agent/config';
 import { LoadBalancerAddon, startLoadBalancerAddon } from '../helpers/load-balancer-addon';
 import { eventually, FAST_ENV, request, tempDataDir } from '../helpers/service';
 import { startWorkloadCluster, WorkloadCluster } from '../helpers/workload-cluster';
-import { operatorKubeconfigFromChart } from '../helpers/chart';
+import { expectOnlyListedCalls, operatorKubeconfigFromChart } from '../helpers/chart';
 import { findIn, Needle } from '../helpers/secret-scan';
 
 jest.setTimeout(300_000);
@@ -183,5 +183,11 @@ describe('cluster mode: VPN gateways as the VPN agent behind a UDP LoadBalancer 
       ...findIn('the audit log', Buffer.from(JSON.stringify(audit)), needles),
     ];
     expect(found).toEqual([]);
+  });
+
+  it('made only calls the chart grants, none refused: the agent\'s Secret, Deployment and Service applied', () => {
+    const calls = expectOnlyListedCalls(cluster);
+    const applied = new Set(calls.filter((c) => c.verb === 'patch' && c.namespace === namespace).map((c) => c.resource));
+    expect([...applied]).toEqual(expect.arrayContaining(['secrets', 'deployments', 'services']));
   });
 });

@@ -36,6 +36,10 @@ export function holdsDesired(live: unknown, desired: unknown): boolean {
   return live === desired;
 }
 
+// API call: drivers: applied objects (ConfigMaps, Services, PersistentVolumeClaims)
+// API call: drivers: Deployments
+// API call: store and drivers: secrets, written (VPN agents' configuration, load balancers' certificates)
+// API call: drivers: Pods (list: the Pods of load balancers and VPN agents)
 export class AppliedObjects {
   readonly outcomes = new OutcomeWindow();
   private readonly api: KubernetesObjectApi;
@@ -62,6 +66,8 @@ export class AppliedObjects {
    * with one of the `refusals` codes (an admission plugin's 403) is an answer the caller
    * reports, not a failure of the API server.
    */
+  // API call: drivers: applied objects, created by apply
+  // API call: drivers: Deployments, created by apply
   async apply<T extends KubernetesObject>(object: T & ObjectHeader, ...refusals: number[]): Promise<Answer<T>> {
     return this.call(`apply ${describe(object)}`, () => this.api.patch<T>(object, undefined, undefined, FIELD_MANAGER, true, PatchStrategy.ServerSideApply), ...refusals);
   }

@@ -110,6 +110,7 @@ export class KubernetesJobExecutor implements JobExecutor {
     this.core = o.kubeConfig.makeApiClient(CoreV1Api);
   }
 
+  // API call: job driver: Jobs (created here, read and deleted below)
   async submit(team: string, id: string, spec: JobSpecForRun): Promise<void> {
     const key = `${team}/${id}`;
     if (this.submitted.has(key) || this.cancelled.has(key)) return;
@@ -231,6 +232,7 @@ export class KubernetesJobExecutor implements JobExecutor {
   }
 
   /** The Job's Pods, or undefined (logged) when they cannot be read. */
+  // API call: drivers: Pods (list)
   private async podsOf(namespace: string, jobName: string): Promise<V1Pod[] | undefined> {
     try {
       return (await this.call(() => this.core.listNamespacedPod({ namespace, labelSelector: `${POD_JOB_NAME_LABEL}=${jobName}` }))).items;

@@ -20,7 +20,13 @@ interface MadeCollection {
   list(labelSelector: string): Promise<{ items: unknown[]; metadata?: { resourceVersion?: string } }>;
 }
 
-/** The kinds the drivers make, each with where it is watched and how it is listed. */
+/**
+ * The kinds the drivers make, each with where it is watched and how it is listed.
+ * API call: drivers: Pods, watched
+ * API call: store and drivers: secrets, watched
+ * API call: drivers: applied objects, watched
+ * API call: drivers: Deployments, watched
+ */
 const COLLECTIONS = {
   pods: (kc: KubeConfig) => ({ path: '/api/v1/pods', list: (labelSelector: string) => kc.makeApiClient(CoreV1Api).listPodForAllNamespaces({ labelSelector }) }),
   services: (kc: KubeConfig) => ({ path: '/api/v1/services', list: (labelSelector: string) => kc.makeApiClient(CoreV1Api).listServiceForAllNamespaces({ labelSelector }) }),

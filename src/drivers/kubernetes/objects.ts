@@ -18,6 +18,7 @@ export function managedLabels(id: string): Record<string, string> {
   return { [MANAGED_BY_LABEL]: MANAGED_BY, [ID_LABEL]: id };
 }
 
+// API call: drivers: owner references that block their owner's deletion
 export function ownerReferencesOf(owner: Owner | null): V1OwnerReference[] | undefined {
   if (!owner) return undefined;
   return [{ apiVersion: owner.apiVersion, kind: owner.kind, name: owner.name, uid: owner.uid, controller: true, blockOwnerDeletion: true }];

@@ -261,6 +261,7 @@ export class PodServerDriver implements ServerDriver {
     return placementOf(server, this.o.systemNamespace);
   }
 
+  // API call: drivers: Pods (read, and below made and deleted)
   private async readPod(server: Server): Promise<V1Pod | null> {
     const { namespace, name } = this.placement(server);
     const answer = await callApi(this.outcomes, `reading Pod ${namespace}/${name}`, () => this.core.readNamespacedPod({ name, namespace }), 404);

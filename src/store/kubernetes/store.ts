@@ -128,6 +128,8 @@ export class KubernetesStore implements Store {
     }
   }
 
+  // API call: store: custom resources, watched
+  // API call: store and drivers: secrets, watched
   async start(): Promise<void> {
     for (const info of this.kinds.values()) {
       const watcher = new CollectionWatcher(
@@ -208,6 +210,8 @@ export class KubernetesStore implements Store {
     return team === undefined ? all : all.filter((o) => o.meta.team === team);
   }
 
+  // API call: store: custom resources, written
+  // API call: store: custom resources' status
   async create<S, St>(input: NewObject<S, St>): Promise<StoredObject<S, St>> {
     const info = this.info(input.meta.kind);
     const namespace = this.namespaceOf(input.meta.team);
@@ -259,6 +263,7 @@ export class KubernetesStore implements Store {
   }
 
   /** Deletes a custom resource at once, finalizer and all; true when it is gone. */
+  // API call: store: custom resources, written
   private async discard(info: KindInfo, created: Raw): Promise<boolean> {
     const where = { group: GROUP, version: VERSION, namespace: created.metadata.namespace!, plural: info.plural, name: created.metadata.name };
     const fresh = (await this.call(() => this.custom.getNamespacedCustomObject(where))) as Raw;
@@ -271,6 +276,7 @@ export class KubernetesStore implements Store {
     return true;
   }
 
+  // API call: store: custom resources, written
   async update<S, St>(object: StoredObject<S, St>): Promise<StoredObject<S, St>> {
     const { info, entry } = this.entryOf(object);
     const raw = structuredClone(entry.raw);
@@ -284,6 +290,7 @@ export class KubernetesStore implements Store {
     return this.upsert(info, answer) as StoredObject<S, St>;
   }
 
+  // API call: store: custom resources' status
   async updateStatus<S, St>(object: StoredObject<S, St>): Promise<StoredObject<S, St>> {
     const { info, entry } = this.entryOf(object);
     const raw = structuredClone(entry.raw);
@@ -299,6 +306,7 @@ export class KubernetesStore implements Store {
     return this.upsert(info, answer) as StoredObject<S, St>;
   }
 
+  // API call: store: custom resources, written
   async requestDeletion<S, St>(kind: string, team: string, id: string): Promise<StoredObject<S, St>> {
     const info = this.info(kind);
     const entry = this.objects.get(kind)!.get(`${team}/${id}`);
@@ -315,6 +323,7 @@ export class KubernetesStore implements Store {
     }
   }
 
+  // API call: store: custom resources, written
   async remove(kind: string, team: string, id: string, resourceVersion?: string): Promise<void> {
     const info = this.info(kind);
     const entry = this.objects.get(kind)!.get(`${team}/${id}`);
@@ -354,6 +363,7 @@ export class KubernetesStore implements Store {
     return entry ? { ...entry.data } : undefined;
   }
 
+  // API call: store and drivers: secrets, written
   async putSecret(team: string, name: string, data: Record<string, string>): Promise<void> {
     const namespace = this.namespaceOf(team);
     await this.ensureNamespace(namespace);
@@ -377,6 +387,7 @@ export class KubernetesStore implements Store {
     this.upsertSecret(answer);
   }
 
+  // API call: store and drivers: secrets, written
   async addSecret(team: string, name: string, data: Record<string, string>): Promise<Record<string, string>> {
     const cached = await this.getSecret(team, name);
     if (cached) return cached;
@@ -396,6 +407,7 @@ export class KubernetesStore implements Store {
     return decodedData(answer);
   }
 
+  // API call: store and drivers: secrets, written
   async swapSecret(team: string, name: string, expected: Record<string, string>, data: Record<string, string>): Promise<boolean> {
     const namespace = this.namespaceOf(team);
     let current = this.secrets.get(`${team}/${name}`)?.raw;
@@ -428,6 +440,7 @@ export class KubernetesStore implements Store {
     return false;
   }
 
+  // API call: store and drivers: secrets, written
   async deleteSecret(team: string, name: string): Promise<void> {
     const namespace = this.namespaceOf(team);
     let version = this.secrets.get(`${team}/${name}`)?.raw.metadata.resourceVersion ?? '0';
@@ -683,6 +696,8 @@ export class KubernetesStore implements Store {
    * takes no metadata). Each write has the version read as precondition: of replicas doing
    * it at once one succeeds, the others' 409 is dropped and the watch brings the result.
    */
+  // API call: store: custom resources, written
+  // API call: store: custom resources' status
   private async relabel(info: KindInfo, raw: Raw): Promise<void> {
     const where = { group: GROUP, version: VERSION, namespace: raw.metadata.namespace!, plural: info.plural, name: raw.metadata.name };
     const from = idLabelOf(raw);
@@ -714,6 +729,7 @@ export class KubernetesStore implements Store {
    * resourceVersion precondition. (A status-pending mark or creation stamp on it was
    * copied: the store puts them only on what it creates, with the id label.)
    */
+  // API call: store: custom resources, written
   private async assignId(info: KindInfo, raw: Raw): Promise<void> {
     if (raw.metadata.deletionTimestamp) return;
     const body = asOwnObject(raw, newId(info.idPrefix));
@@ -756,6 +772,7 @@ export class KubernetesStore implements Store {
 
   // --- API server ------------------------------------------------------------------
 
+  // API call: store: team namespaces, created (never read, changed or deleted: see api-calls.ts)
   private async ensureNamespace(namespace: string): Promise<void> {
     if (this.knownNamespaces.has(namespace)) return;
     try {
@@ -781,6 +798,7 @@ export class KubernetesStore implements Store {
     }
   }
 
+  // API call: store: custom resources, written
   private async refresh(info: KindInfo, object: StoredObject<unknown, unknown>): Promise<void> {
     const entry = this.objects.get(info.kind)!.get(`${object.meta.team}/${object.meta.id}`);
     if (!entry) return;

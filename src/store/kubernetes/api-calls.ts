@@ -1,0 +1,89 @@
+/**
+ * Every Kubernetes API call the operator makes in cluster mode, by resource, verb and
+ * where it goes: the chart's RBAC (charts/cloudplane/templates/rbac.yaml) grants exactly
+ * these and nothing else. test/integration/rbac-rules.test.ts compares the rendered chart
+ * with this list both ways (an unused grant fails it, and so does a missing one), and the
+ * cluster-mode tests that run the operator under the chart's RBAC check the API server's
+ * audit log against it (test/helpers/chart.ts, expectOnlyListedCalls): a call made and not
+ * listed here, or refused with a 403, fails them. Each call site names its entry in a
+ * comment (`API call: <entry>`); a new call needs its entry here and its rule in the chart.
+ *
+ * Where a call goes decides which kind of grant it needs:
+ * - `cluster`: a cluster-scoped resource, or a list or watch across every namespace (a ClusterRole);
+ * - `team-namespaces`: a namespaced call into a team's namespace, which the operator
+ *   creates at runtime and so cannot be named in a Role (a ClusterRole; the store also
+ *   keeps its own records and secrets this way in the system namespace);
+ * - `system-namespace`: only ever in the operator's own namespace (a Role there).
+ */
+import { families } from '../../resources/registry';
+import { GROUP } from './names';
+
+export type Verb = 'get' | 'list' | 'watch' | 'create' | 'update' | 'patch' | 'delete';
+export type Scope = 'cluster' | 'team-namespaces' | 'system-namespace';
+
+export interface ApiCall {
+  /** What the call is for; call sites name it. */
+  entry: string;
+  /** The API group ('' for the core group). */
+  group: string;
+  /** Resources, with `/subresource` where one is called. */
+  resources: string[];
+  verbs: Verb[];
+  scope: Scope;
+  /**
+   * Set where no request of this kind is made and the API server checks the right while
+   * admitting another (so no audit line shows it): why it is needed.
+   */
+  checkedBy?: string;
+}
+
+/** The plural names of the custom resources the store keeps (one CRD each). */
+export function customResourcePlurals(): string[] {
+  return families.map((family) => family.plural).sort();
+}
+
+/** What the drivers keep by server-side apply: read back, applied (a PATCH), deleted. */
+const APPLIED: Verb[] = ['get', 'patch', 'delete'];
+/** A server-side apply of an object not there yet creates it: the API server checks `create` on that PATCH. */
+const CREATED_BY_APPLY = 'server-side apply of an object that is not there yet: the API server checks create on the PATCH that makes it';
+
+export function kubernetesApiCalls(): ApiCall[] {
+  const plurals = customResourcePlurals();
+  return [
+    // The store (src/store/kubernetes/store.ts): a cache of every kind, watched across namespaces.
+    { entry: 'store: custom resources, watched', group: GROUP, resources: plurals, verbs: ['list', 'watch'], scope: 'cluster' },
+    // get is a fresh read before a delete and after a conflict; update is a replace with a resourceVersion precondition (finalizers, labels, spec).
+    { entry: 'store: custom resources, written', group: GROUP, resources: plurals, verbs: ['get', 'create', 'update', 'delete'], scope: 'team-namespaces' },
+    { entry: 'store: custom resources\' status', group: GROUP, resources: plurals.map((p) => `${p}/status`), verbs: ['update'], scope: 'team-namespaces' },
+    {
+      entry: 'drivers: owner references that block their owner\'s deletion',
+      group: GROUP,
+      resources: plurals.map((p) => `${p}/finalizers`),
+      verbs: ['update'],
+      scope: 'team-namespaces',
+      checkedBy:
+        'the OwnerReferencesPermissionEnforcement admission plugin (on in OpenShift and other hardened clusters): an object whose ownerReference sets blockOwnerDeletion may be written only by who may update its owner\'s finalizers',
+    },
+    // A team's namespace is made the first time the store writes into it; the operator never reads, changes or deletes a namespace.
+    { entry: 'store: team namespaces, created', group: '', resources: ['namespaces'], verbs: ['create'], scope: 'cluster' },
+    // The store's secrets (labelled) and what the drivers made (managed-by label), watched across namespaces.
+    { entry: 'store and drivers: secrets, watched', group: '', resources: ['secrets'], verbs: ['list', 'watch'], scope: 'cluster' },
+    // The store's secrets (create, replace, delete; get after a conflict); VPN agents' configuration (server-side apply); load balancers' certificates (get).
+    { entry: 'store and drivers: secrets, written', group: '', resources: ['secrets'], verbs: ['get', 'create', 'update', 'patch', 'delete'], scope: 'team-namespaces' },
+    // Leader election (src/controllers/leader-election.ts): one Lease, read, created once, renewed and handed over by replace.
+    { entry: 'leader election: the Lease', group: 'coordination.k8s.io', resources: ['leases'], verbs: ['get', 'create', 'update'], scope: 'system-namespace' },
+    // Servers' Pods (src/drivers/kubernetes/server-pods.ts) and, watched, every Pod the drivers made.
+    { entry: 'drivers: Pods, watched', group: '', resources: ['pods'], verbs: ['list', 'watch'], scope: 'cluster' },
+    // Servers' Pods made, read and deleted; Jobs', load balancers' and VPN agents' Pods listed (exit codes, stats, agent status).
+    { entry: 'drivers: Pods', group: '', resources: ['pods'], verbs: ['get', 'list', 'create', 'delete'], scope: 'team-namespaces' },
+    // Cloud jobs (src/drivers/kubernetes/jobs.ts).
+    { entry: 'job driver: Jobs', group: 'batch', resources: ['jobs'], verbs: ['get', 'create', 'delete'], scope: 'team-namespaces' },
+    // Load balancers on HAProxy and VPN gateways' agents (src/drivers/kubernetes/applied.ts), file shares' claims.
+    { entry: 'drivers: applied objects, watched', group: '', resources: ['configmaps', 'services', 'persistentvolumeclaims'], verbs: ['list', 'watch'], scope: 'cluster' },
+    { entry: 'drivers: applied objects', group: '', resources: ['configmaps', 'services', 'persistentvolumeclaims'], verbs: APPLIED, scope: 'team-namespaces' },
+    { entry: 'drivers: applied objects, created by apply', group: '', resources: ['configmaps', 'services', 'persistentvolumeclaims'], verbs: ['create'], scope: 'team-namespaces', checkedBy: CREATED_BY_APPLY },
+    { entry: 'drivers: Deployments, watched', group: 'apps', resources: ['deployments'], verbs: ['list', 'watch'], scope: 'cluster' },
+    { entry: 'drivers: Deployments', group: 'apps', resources: ['deployments'], verbs: APPLIED, scope: 'team-namespaces' },
+    { entry: 'drivers: Deployments, created by apply', group: 'apps', resources: ['deployments'], verbs: ['create'], scope: 'team-namespaces', checkedBy: CREATED_BY_APPLY },
+  ];
+}

@@ -1,0 +1,175 @@
+/**
+ * The chart's RBAC against the list of calls the code makes (src/store/kubernetes/api-calls.ts):
+ * rendered with the real `helm template`, every rule must be a listed call and every
+ * listed call must have its rule, in the right place (a ClusterRole for what goes across
+ * namespaces or into teams' namespaces, a Role in the release namespace for what stays
+ * there). The list itself is held to the code: each entry is named by a call site, each
+ * call site names an entry, and the cluster-mode tests check the API server's audit log
+ * against it (test/helpers/chart.ts).
+ */
+import { execFileSync } from 'node:child_process';
+import fs from 'node:fs';
+import path from 'node:path';
+import { parseAllDocuments } from 'yaml';
+import { ApiCall, customResourcePlurals, kubernetesApiCalls } from '../../src/store/kubernetes/api-calls';
+import { CHART, findOrBuildHelm, NAMESPACE, operatorKubeconfigFromChart, render } from '../helpers/chart';
+import { KubeApiServer, kubectlBinary, startKubeApiServer } from '../helpers/kube-apiserver';
+import { installCrds } from '../helpers/cluster';
+
+const SRC = path.resolve(__dirname, '../../src');
+
+interface Rule {
+  apiGroups: string[];
+  resources: string[];
+  verbs: string[];
+  resourceNames?: string[];
+  nonResourceURLs?: string[];
+}
+
+/** `group|resource|verb` of every grant of the rules. */
+function grantsOf(rules: Rule[]): Set<string> {
+  const out = new Set<string>();
+  for (const rule of rules) for (const group of rule.apiGroups) for (const resource of rule.resources) for (const verb of rule.verbs) out.add(`${group}|${resource}|${verb}`);
+  return out;
+}
+
+function grantsListed(calls: ApiCall[]): Set<string> {
+  const out = new Set<string>();
+  for (const call of calls) for (const resource of call.resources) for (const verb of call.verbs) out.add(`${call.group}|${resource}|${verb}`);
+  return out;
+}
+
+/** What the chart grants and the list lacks (unused), and what the list needs and the chart lacks (missing). */
+function compare(granted: Set<string>, listed: Set<string>) {
+  return { unused: [...granted].filter((g) => !listed.has(g)).sort(), missing: [...listed].filter((g) => !granted.has(g)).sort() };
+}
+
+function sourceFiles(dir: string): string[] {
+  return fs.readdirSync(dir, { withFileTypes: true }).flatMap((e) => (e.isDirectory() ? sourceFiles(path.join(dir, e.name)) : e.name.endsWith('.ts') ? [path.join(dir, e.name)] : []));
+}
+
+const { helm, why } = findOrBuildHelm();
+if (!helm) throw new Error(`helm is needed to render the chart: ${why}`);
+
+describe('the chart\'s RBAC is the list of calls the code makes, no more and no less', () => {
+  const objects = parseAllDocuments(render()).map((d) => d.toJS()).filter(Boolean);
+  const ofKind = (kind: string) => objects.filter((o) => o.kind === kind);
+  const calls = kubernetesApiCalls();
+  const clusterRole = ofKind('ClusterRole');
+  const role = ofKind('Role');
+
+  it('has one ClusterRole and one Role, each bound to the operator\'s ServiceAccount only', () => {
+    expect(clusterRole).toHaveLength(1);
+    expect(role).toHaveLength(1);
+    expect(role[0].metadata.namespace).toBe(NAMESPACE);
+    const account = ofKind('ServiceAccount')[0];
+    const subjects = [{ kind: 'ServiceAccount', name: account.metadata.name, namespace: NAMESPACE }];
+    const [clusterBinding] = ofKind('ClusterRoleBinding');
+    expect(clusterBinding.roleRef).toEqual({ apiGroup: 'rbac.authorization.k8s.io', kind: 'ClusterRole', name: clusterRole[0].metadata.name });
+    expect(clusterBinding.subjects).toEqual(subjects);
+    const [binding] = ofKind('RoleBinding');
+    expect(binding.metadata.namespace).toBe(NAMESPACE);
+    expect(binding.roleRef).toEqual({ apiGroup: 'rbac.authorization.k8s.io', kind: 'Role', name: role[0].metadata.name });
+    expect(binding.subjects).toEqual(subjects);
+    expect(ofKind('ClusterRoleBinding')).toHaveLength(1);
+    expect(ofKind('RoleBinding')).toHaveLength(1);
+  });
+
+  it('uses no wildcard, resource name or non-resource URL', () => {
+    for (const rule of [...clusterRole[0].rules, ...role[0].rules] as Rule[]) {
+      for (const field of [rule.apiGroups, rule.resources, rule.verbs]) expect(field).not.toContain('*');
+      expect(rule.nonResourceURLs).toBeUndefined();
+      expect(rule.resourceNames).toBeUndefined();
+    }
+  });
+
+  it('grants in its ClusterRole exactly the calls that go across namespaces or into teams\' namespaces', () => {
+    const listed = grantsListed(calls.filter((c) => c.scope !== 'system-namespace'));
+    expect(compare(grantsOf(clusterRole[0].rules), listed)).toEqual({ unused: [], missing: [] });
+  });
+
+  it('grants in its Role, in the release namespace, exactly the calls that stay there: the leader-election Lease', () => {
+    const listed = grantsListed(calls.filter((c) => c.scope === 'system-namespace'));
+    expect(compare(grantsOf(role[0].rules), listed)).toEqual({ unused: [], missing: [] });
+    expect([...grantsOf(clusterRole[0].rules)].filter((g) => g.startsWith('coordination.k8s.io|'))).toEqual([]);
+  });
+
+  it('can create namespaces and nothing more: none it did not make can be changed or deleted', () => {
+    const onNamespaces = [...grantsOf(clusterRole[0].rules)].filter((g) => g.startsWith('|namespaces|'));
+    expect(onNamespaces).toEqual(['|namespaces|create']);
+  });
+
+  it('knows the custom resources the chart installs as the ones the store keeps', () => {
+    const installed = fs
+      .readdirSync(path.join(CHART, 'crds'))
+      .filter((f) => f.endsWith('.yaml'))
+      .map((f) => f.replace(/\.cloudplane\.dev\.yaml$/, ''))
+      .sort();
+    expect(customResourcePlurals()).toEqual(installed);
+  });
+
+  it('lists each call where the code makes it: every entry named at a call site, every call site naming an entry', () => {
+    const entries = new Set(calls.map((c) => c.entry));
+    expect(entries.size).toBe(calls.length);
+    const named = new Map<string, string[]>();
+    const files = sourceFiles(SRC).filter((f) => !f.endsWith(path.join('store', 'kubernetes', 'api-calls.ts')));
+    for (const file of files) {
+      for (const match of fs.readFileSync(file, 'utf8').matchAll(/^\s*(?:\/\/|\*)\s*API call: ([^\n(]+?)\s*(?:\(|$)/gm)) {
+        named.set(match[1], [...(named.get(match[1]) ?? []), path.relative(SRC, file)]);
+      }
+    }
+    expect([...named.keys()].filter((n) => !entries.has(n))).toEqual([]);
+    expect([...entries].filter((e) => !named.has(e))).toEqual([]);
+    // Every client of the API server is in a file that names its calls.
+    const clients = files.filter((f) => /makeApiClient|new Watch\(|KubernetesObjectApi\.makeApiClient/.test(fs.readFileSync(f, 'utf8')));
+    const naming = new Set([...named.values()].flat());
+    const withoutNames = clients.map((f) => path.relative(SRC, f)).filter((f) => !naming.has(f));
+    // service.ts only hands the leader elector its client.
+    expect(withoutNames).toEqual(['service.ts']);
+  });
+});
+
+describe('on a real kube-apiserver, the chart\'s ServiceAccount', () => {
+  let server: KubeApiServer;
+  let operatorKubeconfig: string;
+
+  beforeAll(async () => {
+    server = await startKubeApiServer();
+    await installCrds(server);
+    operatorKubeconfig = operatorKubeconfigFromChart(server, server.workDir);
+  }, 120_000);
+
+  afterAll(async () => server?.stop());
+
+  /** `kubectl auth can-i` as the operator: the API server's own answer (SelfSubjectAccessReview). */
+  const can = (...args: string[]) => {
+    try {
+      return execFileSync(kubectlBinary(), ['--kubeconfig', operatorKubeconfig, 'auth', 'can-i', ...args], { encoding: 'utf8', stdio: ['ignore', 'pipe', 'pipe'] }).trim();
+    } catch (err) {
+      // can-i exits 1 for "no".
+      return String((err as { stdout?: string }).stdout ?? '').trim();
+    }
+  };
+
+  it('may create a namespace, and never delete, change or even read one', () => {
+    expect(can('create', 'namespaces')).toBe('yes');
+    for (const verb of ['delete', 'update', 'patch', 'get', 'list']) expect([verb, can(verb, 'namespaces/kube-system')]).toEqual([verb, 'no']);
+  });
+
+  it('may take and renew its Lease in its own namespace only, never in kube-system or a team\'s', () => {
+    for (const verb of ['get', 'create', 'update']) expect([verb, can(verb, 'leases.coordination.k8s.io', '-n', NAMESPACE)]).toEqual([verb, 'yes']);
+    for (const namespace of ['kube-system', 'team-x7k2abcdefghijklmn']) {
+      for (const verb of ['get', 'create', 'update', 'delete']) expect([namespace, verb, can(verb, 'leases.coordination.k8s.io', '-n', namespace)]).toEqual([namespace, verb, 'no']);
+    }
+    expect(can('delete', 'leases.coordination.k8s.io', '-n', NAMESPACE)).toBe('no');
+  });
+
+  it('holds no verb its code does not use on what it manages', () => {
+    expect(can('update', 'servers.cloudplane.dev', '-n', 'team-x7k2abcdefghijklmn')).toBe('yes');
+    expect(can('patch', 'servers.cloudplane.dev', '-n', 'team-x7k2abcdefghijklmn')).toBe('no');
+    expect(can('update', 'configmaps', '-n', 'team-x7k2abcdefghijklmn')).toBe('no');
+    expect(can('list', 'jobs.batch', '--all-namespaces')).toBe('no');
+    expect(can('create', 'events')).toBe('no');
+    expect(can('patch', 'servers.cloudplane.dev', '--subresource', 'status', '-n', 'team-x7k2abcdefghijklmn')).toBe('no');
+  });
+});
