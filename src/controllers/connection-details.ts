@@ -131,6 +131,7 @@ export class ConnectionDetails {
       },
       stringData: details,
     };
+    // API call: connection details: Secrets
     // A conflict (someone wrote meanwhile) fails the pass; the retry reads again.
     if (existing) await this.core.replaceNamespacedSecret({ name, namespace, body });
     else await this.core.createNamespacedSecret({ namespace, body });

@@ -169,7 +169,7 @@ describe('on a real kube-apiserver, the chart\'s ServiceAccount', () => {
     expect(can('patch', 'servers.cloudplane.dev', '-n', 'team-x7k2abcdefghijklmn')).toBe('no');
     expect(can('update', 'configmaps', '-n', 'team-x7k2abcdefghijklmn')).toBe('no');
     expect(can('list', 'jobs.batch', '--all-namespaces')).toBe('no');
-    expect(can('create', 'events')).toBe('no');
+    expect(can('patch', 'events')).toBe('no');
     expect(can('patch', 'servers.cloudplane.dev', '--subresource', 'status', '-n', 'team-x7k2abcdefghijklmn')).toBe('no');
   });
 });

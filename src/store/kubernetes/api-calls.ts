@@ -85,5 +85,9 @@ export function kubernetesApiCalls(): ApiCall[] {
     { entry: 'drivers: Deployments, watched', group: 'apps', resources: ['deployments'], verbs: ['list', 'watch'], scope: 'cluster' },
     { entry: 'drivers: Deployments', group: 'apps', resources: ['deployments'], verbs: APPLIED, scope: 'team-namespaces' },
     { entry: 'drivers: Deployments, created by apply', group: 'apps', resources: ['deployments'], verbs: ['create'], scope: 'team-namespaces', checkedBy: CREATED_BY_APPLY },
+    // Connection details (src/controllers/connection-details.ts): the Secret a resource's spec names, found by its label, written, withdrawn.
+    { entry: 'connection details: Secrets', group: '', resources: ['secrets'], verbs: ['get', 'list', 'create', 'update', 'delete'], scope: 'team-namespaces' },
+    // Kubernetes Events of each status change and refusal (src/controllers/events-recorder.ts), beside the resource.
+    { entry: 'events recorder: Events', group: '', resources: ['events'], verbs: ['create'], scope: 'team-namespaces' },
   ];
 }
