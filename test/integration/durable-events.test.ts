@@ -162,10 +162,11 @@ describe('durable events: cluster mode without NATS, the operator SIGKILLed mid-
     expect(before.filter((e) => e.type === 'bucket.created').length).toBeGreaterThan(0);
     expect(stream.acknowledged.size).toBeGreaterThan(acknowledgedAtKill);
 
-    // Every bucket that exists (acknowledged or not) has its creation event, once.
-    const buckets = await pageAll<{ id: string }>(svc.api, '/api/v1/object-storage');
-    expect(buckets.map((b) => b.id)).toEqual(expect.arrayContaining([...stream.acknowledged]));
+    // Every bucket that exists (acknowledged or not) has its creation event, once. (A create
+    // the kill cut in two shows up later, once adoption's grace has passed, with its event.)
+    let buckets: Array<{ id: string }> = [];
     const after = await eventually(async () => {
+      buckets = await pageAll<{ id: string }>(svc.api, '/api/v1/object-storage');
       const events = await auditLog(svc);
       const created = new Set(events.filter((e) => e.type === 'bucket.created').map((e) => e.data.id));
       return buckets.every((b) => created.has(b.id)) ? events : null;
@@ -174,6 +175,7 @@ describe('durable events: cluster mode without NATS, the operator SIGKILLed mid-
       const missing = buckets.filter((b) => !created.has(b.id)).map((b) => b.id);
       throw new Error(`${missing.length} of ${buckets.length} buckets have no bucket.created event in the audit log, e.g. ${missing.slice(0, 5).join(', ')}\n${svc.output()}`);
     });
+    expect(buckets.map((b) => b.id)).toEqual(expect.arrayContaining([...stream.acknowledged]));
     const createdEvents = after.filter((e) => e.type === 'bucket.created');
     expect(createdEvents.length).toBe(new Set(createdEvents.map((e) => e.data.id)).size);
     expect(after.length).toBe(new Set(after.map((e) => e.id)).size);
@@ -199,7 +201,8 @@ describe('durable events: cluster mode without NATS, the operator SIGKILLed mid-
     // The control: the same cluster, an operator on a fresh data directory (an emptyDir).
     // The resources are all there, the history is not: the data directory is what keeps it.
     const fresh = await start(dataDir());
-    expect((await pageAll<{ id: string }>(fresh.api, '/api/v1/object-storage')).length).toBe(buckets.length);
+    const freshBuckets = await pageAll<{ id: string }>(fresh.api, '/api/v1/object-storage');
+    expect(freshBuckets.map((b) => b.id)).toEqual(expect.arrayContaining(buckets.map((b) => b.id)));
     const freshIds = new Set((await auditLog(fresh)).map((e) => e.id));
     expect(before.filter((e) => freshIds.has(e.id))).toEqual([]);
     expect(await fresh.stop()).toBe(0);
@@ -210,11 +213,14 @@ describe('durable events: cluster mode without NATS, the operator SIGKILLed mid-
     // delivery status-less for ever; the event handed over again found it "already made".
     const kubectl = (args: string[], input?: string) =>
       execFileSync(kubectlBinary(), ['--kubeconfig', kube.kubeconfigPath, ...args], { encoding: 'utf8', input, stdio: ['pipe', 'pipe', 'pipe'] });
+    // Alone on the cluster: whatever the case above left running stops (and gives up the Lease).
+    for (const earlier of running.splice(0)) await earlier.stop();
     const dir = dataDir();
     let svc = await start(dir);
     const own = await startReceiver();
     try {
-      const webhook = await svc.api('POST', '/api/v1/webhooks', { url: own.url, events: ['bucket.created'] });
+      // This bucket's events only (an unacknowledged create of the stream above may still be adopted meanwhile).
+      const webhook = await svc.api('POST', '/api/v1/webhooks', { url: own.url, events: ['bucket.created'], filter: { 'bucket.name': 'cut-in-two' } });
       expect(webhook.status).toBe(201);
       const bucket = await svc.api('POST', '/api/v1/object-storage', { name: 'cut-in-two', region: 'fra1' });
       expect(bucket.status).toBe(201);
@@ -241,7 +247,8 @@ describe('durable events: cluster mode without NATS, the operator SIGKILLed mid-
 
       svc = await start(dir);
       await eventually(async () => own.received.length === 2, ARRIVAL_TIMEOUT_MS, 200).catch(() => {
-        throw new Error(`the delivery cut in two was never sent (${own.received.length} receipt(s))\n${svc.output()}`);
+        const receipts = own.received.map((r) => ({ id: r.headers['webhook-id'], event: JSON.parse(r.body).id, bucket: JSON.parse(r.body).data.name }));
+        throw new Error(`the delivery cut in two was not sent once more: ${JSON.stringify(receipts)}\n${svc.output()}`);
       });
       expect(own.received.map((r) => r.headers['webhook-id'])).toEqual([delivery.id, delivery.id]);
       expect(own.received[1].body).toBe(own.received[0].body);
