@@ -27,7 +27,13 @@ if ! scripts/ensure-tools.sh; then
   exit 1
 fi
 
-# Everything on the embedded store, with the integration tests against real servers.
+# helm for the chart step (test/integration/chart-lint.test.ts: helm lint --strict and
+# helm template against values.schema.json; helm.test.ts), built here once rather than
+# inside a test worker. If that fails, those tests fail saying why; the other suites run.
+scripts/build-helm.sh >/dev/null || echo "run-tests: building helm failed; the chart tests will fail" >&2
+
+# Everything on the embedded store, with the integration tests against real servers (the
+# chart step among them).
 suite jest npx jest --json --outputFile="$results/jest.json"
 # The API suite again, each file against its own real etcd + kube-apiserver with the CRDs,
 # the service running as the chart's ServiceAccount under exactly the chart's RBAC (a 403

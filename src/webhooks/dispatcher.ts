@@ -113,8 +113,22 @@ export class WebhookDispatcher {
       } catch (err) {
         // Already made before a crash or a redelivery of the event: the record carries on.
         if (!(err instanceof AlreadyExistsError)) throw err;
+        await this.finishCutCreate(event.team_id, id);
       }
     }
+  }
+
+  /**
+   * In cluster mode a create is two writes, the status second: a crash in between leaves
+   * the delivery status-less, and nothing would ever send it. The event handed over again
+   * (the consumer had not finished it) gives it the status its create would have.
+   */
+  private async finishCutCreate(team: string, id: string): Promise<void> {
+    const existing = (await this.deps.store.get(deliveryFamily.kind, team, id)) as Delivery | undefined;
+    // Not in this replica's cache yet: the bus hands the event over again, and by then it is (or the create succeeds).
+    if (!existing) throw new Error(`delivery ${id} exists but is not in the cache yet`);
+    if (existing.status?.status) return;
+    this.scheduleFromRecord((await this.deps.writer.initialize(deliveryFamily, existing, SYSTEM)) as Delivery);
   }
 
   private onStoreChange({ type, object, previous }: WatchEvent): void {

@@ -248,6 +248,48 @@ describeWithHelm('Helm chart charts/cloudplane', () => {
     expect(chain.CLOUDPLANE_S3_ACCESS_KEY_ID).toBeUndefined();
   });
 
+  it('keeps the data directory (the embedded event bus) on a PersistentVolumeClaim by default, and replaces the pod with Recreate', () => {
+    const objects = manifests(render());
+    const claim = only(objects, 'PersistentVolumeClaim');
+    expect(claim.metadata).toMatchObject({ name: 'cp-cloudplane-data', namespace: NAMESPACE });
+    expect(claim.spec).toEqual({ accessModes: ['ReadWriteOnce'], resources: { requests: { storage: '1Gi' } } });
+    const deployment = only(objects, 'Deployment');
+    // Two pods must never have the event log open at once (nor can they share a ReadWriteOnce claim).
+    expect(deployment.spec.strategy).toEqual({ type: 'Recreate' });
+    const pod = deployment.spec.template.spec;
+    const [container] = pod.containers;
+    const dataDir = envOf(container).CLOUDPLANE_DATA_DIR;
+    const mount = container.volumeMounts.find((m: any) => m.mountPath === dataDir);
+    expect(mount).toBeDefined();
+    expect(pod.volumes.find((v: any) => v.name === mount.name)).toEqual({ name: mount.name, persistentVolumeClaim: { claimName: claim.metadata.name } });
+    // The image's user can write to a volume that root owns.
+    expect(pod.securityContext.fsGroup).toBe(1000);
+  });
+
+  it('puts the data directory on a claim of yours, or the chart\'s with the given class, modes, size and annotations', () => {
+    const theirs = manifests(render(['persistence.existingClaim=cloudplane-events']));
+    none(theirs, 'PersistentVolumeClaim');
+    const deployment = only(theirs, 'Deployment');
+    expect(deployment.spec.strategy).toEqual({ type: 'Recreate' });
+    expect(deployment.spec.template.spec.volumes).toContainEqual({ name: 'data', persistentVolumeClaim: { claimName: 'cloudplane-events' } });
+
+    const tuned = only(manifests(render(['persistence.storageClass=fast-ssd', 'persistence.accessModes[0]=ReadWriteOncePod', 'persistence.size=5Gi', 'persistence.annotations.helm\\.sh/resource-policy=keep'])), 'PersistentVolumeClaim');
+    expect(tuned.metadata.annotations).toEqual({ 'helm.sh/resource-policy': 'keep' });
+    expect(tuned.spec).toEqual({ accessModes: ['ReadWriteOncePod'], storageClassName: 'fast-ssd', resources: { requests: { storage: '5Gi' } } });
+    // "-": no class at all (a statically provisioned volume), not the cluster's default.
+    expect(only(manifests(render(['persistence.storageClass=-'])), 'PersistentVolumeClaim').spec.storageClassName).toBe('');
+  });
+
+  it('leaves the data directory an emptyDir, updated rolling, with NATS (the stream is in JetStream) or with persistence off', () => {
+    for (const sets of [['nats.url=nats://nats:4222'], ['replicas=3', 'nats.url=nats://nats:4222'], ['persistence.enabled=false']]) {
+      const objects = manifests(render(sets));
+      none(objects, 'PersistentVolumeClaim');
+      const deployment = only(objects, 'Deployment');
+      expect({ sets, strategy: deployment.spec.strategy }).toEqual({ sets, strategy: undefined });
+      expect(deployment.spec.template.spec.volumes).toContainEqual({ name: 'data', emptyDir: {} });
+    }
+  });
+
   it('refuses several replicas without NATS: the embedded bus would leave the others blind to events', () => {
     const result = runHelm(['template', 'cp', CHART, '--set', 'replicas=2']);
     expect(result.status).toBe(1);
@@ -438,6 +480,12 @@ describeWithHelm('Helm chart charts/cloudplane', () => {
       ['resources.limits.gpu=1', '/resources/limits'],
       ['tolerations=x', '/tolerations'],
       ['nodeSelector.disk=1', '/nodeSelector/disk'],
+      ['persistence.enabled=maybe', '/persistence/enabled'],
+      ['persistence.size=big', '/persistence/size'],
+      ['persistence.accessModes[0]=ReadOnlyMany', '/persistence/accessModes/0'],
+      ['persistence.existingClaim=Not_A_Name', '/persistence/existingClaim'],
+      ['persistence.storageClass=Fast SSD', '/persistence/storageClass'],
+      ['persistence.path=/data', '/persistence'],
     ];
     for (const [bad, at] of refusals) {
       const result = runHelm(['template', 'cp', CHART, '--set', bad]);
@@ -509,6 +557,23 @@ describeWithHelm('Helm chart charts/cloudplane', () => {
       // An upgrade leaves the user's Secret (and its key) alone.
       helmOnCluster(['upgrade', 'gitops', CHART, '--namespace', namespace, '--skip-crds', '--reuse-values', '--set', 'logLevel=debug']);
       expect(Buffer.from(kubectl(['get', 'secret', 'cloudplane-bootstrap', '-n', namespace, '-o', 'jsonpath={.data.token}']), 'base64').toString()).toBe(key);
+    }, 120_000);
+
+    it('moves an install between an emptyDir (with NATS) and the data claim (Recreate) on helm upgrade, both ways', () => {
+      const namespace = 'cloudplane-persistence';
+      const deployment = () => JSON.parse(kubectl(['get', 'deployment', 'events-cloudplane', '-n', namespace, '-o', 'json'])).spec;
+      const claims = () => kubectl(['get', 'persistentvolumeclaims', '-n', namespace, '-o', 'name']).trim();
+      helmOnCluster(['install', 'events', CHART, '--namespace', namespace, '--create-namespace', '--skip-crds', '--set', 'nats.url=nats://nats:4222']);
+      expect(deployment().strategy.type).toBe('RollingUpdate');
+      expect(claims()).toBe('');
+      // The API server filled in rollingUpdate; the upgrade to Recreate must clear it, or the API server refuses the Deployment.
+      helmOnCluster(['upgrade', 'events', CHART, '--namespace', namespace, '--skip-crds', '--reset-values']);
+      expect(deployment().strategy).toEqual({ type: 'Recreate' });
+      expect(claims()).toBe('persistentvolumeclaim/events-cloudplane-data');
+      expect(deployment().template.spec.volumes).toContainEqual({ name: 'data', persistentVolumeClaim: { claimName: 'events-cloudplane-data' } });
+      helmOnCluster(['upgrade', 'events', CHART, '--namespace', namespace, '--skip-crds', '--set', 'nats.url=nats://nats:4222']);
+      expect(deployment().strategy.type).toBe('RollingUpdate');
+      expect(deployment().template.spec.volumes).toContainEqual({ name: 'data', emptyDir: {} });
     }, 120_000);
 
     it('keeps a generated bootstrap key across helm upgrade', () => {
