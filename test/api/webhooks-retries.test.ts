@@ -1,8 +1,7 @@
-import { SMTPServer } from 'smtp-server';
-import type { AddressInfo } from 'node:net';
 import { startTestService, TestService, eventually } from '../helpers/service';
 import { startReceiver, eventsOf, Receiver } from '../helpers/receiver';
 import { StoreUnavailableError } from '../../src/store/types';
+import { startMailbox, Mailbox } from '../helpers/mailbox';
 
 const WEBHOOK_ENV = {
   CLOUDPLANE_WEBHOOK_ALLOW_HTTP: 'true',
@@ -191,36 +190,20 @@ describe('webhook retries, timeouts and rate limits', () => {
 
 describe('webhook auto-disable', () => {
   let t: TestService;
-  let smtp: SMTPServer;
-  const mails: Array<{ to: string[]; text: string }> = [];
+  let mailbox: Mailbox;
 
   beforeAll(async () => {
-    smtp = new SMTPServer({
-      authOptional: true,
-      disabledCommands: ['STARTTLS', 'AUTH'],
-      logger: false,
-      onData(stream, session, callback) {
-        let text = '';
-        stream.setEncoding('utf8');
-        stream.on('data', (chunk: string) => (text += chunk));
-        stream.on('end', () => {
-          mails.push({ to: session.envelope.rcptTo.map((a) => a.address), text });
-          callback();
-        });
-      },
-    });
-    await new Promise<void>((resolve) => smtp.listen(0, '127.0.0.1', resolve));
-    const port = (smtp.server.address() as AddressInfo).port;
+    mailbox = await startMailbox();
     t = await startTestService({
       ...WEBHOOK_ENV,
       CLOUDPLANE_WEBHOOK_DISABLE_AFTER: '5',
-      CLOUDPLANE_SMTP_URL: `smtp://127.0.0.1:${port}`,
+      CLOUDPLANE_SMTP_URL: mailbox.url,
       CLOUDPLANE_SMTP_FROM: 'Cloudplane <alerts@cloudplane.test>',
     });
   });
   afterAll(async () => {
     await t.stop();
-    await new Promise<void>((resolve) => smtp.close(() => resolve()));
+    await mailbox.stop();
   });
 
   it('disables a subscription after 5 consecutive failures, e-mails the owner, and is re-enabled by PATCH', async () => {
@@ -237,7 +220,7 @@ describe('webhook auto-disable', () => {
     expect(disabled.disabled_reason).toMatch(/5 consecutive failed/);
     expect(r.received).toHaveLength(5);
 
-    const mail = await eventually(async () => mails.find((m) => m.text.includes(hook.id)));
+    const mail = await eventually(async () => mailbox.mails.find((m) => m.text.includes(hook.id)));
     expect(mail.to).toEqual(['owner@example.org']);
     expect(mail.text).toMatch(/alerts@cloudplane\.test/);
     expect(mail.text).not.toContain(hook.secret);

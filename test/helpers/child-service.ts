@@ -119,3 +119,38 @@ export async function startChildService(options: ChildOptions): Promise<ChildSer
     output: () => lines.join('\n'),
   };
 }
+
+/**
+ * `writers` loops creating buckets back to back against whichever service `current` gives,
+ * through kills and restarts: a create that fails on the wire may or may not exist, so
+ * only the 201s are `acknowledged`; any other answer is `unexpected`.
+ */
+export function createBucketStream(current: () => ChildService, writers: number, namePrefix: string) {
+  const acknowledged = new Set<string>();
+  const unexpected: string[] = [];
+  let stopped = false;
+  let n = 0;
+  const writer = async () => {
+    while (!stopped) {
+      let res;
+      try {
+        res = await current().api('POST', '/api/v1/object-storage', { name: `${namePrefix}-${n++}`, region: 'fra1' });
+      } catch {
+        // The service is down (or died with this create on the wire).
+        await new Promise((resolve) => setTimeout(resolve, 50));
+        continue;
+      }
+      if (res.status === 201) acknowledged.add(res.body.data.id);
+      else unexpected.push(`POST -> ${res.status} ${JSON.stringify(res.body)}`);
+    }
+  };
+  const done = Promise.all(Array.from({ length: writers }, writer));
+  return {
+    acknowledged,
+    unexpected,
+    async stop() {
+      stopped = true;
+      await done;
+    },
+  };
+}

@@ -7,8 +7,9 @@
  * check that watches survive it. test/helpers/workload-cluster.ts adds the controller
  * manager, the scheduler and KWOK's fake nodes around one of these.
  */
-import { ChildProcess, execFileSync } from 'node:child_process';
+import { ChildProcess, execFile, execFileSync } from 'node:child_process';
 import { spawnTracked } from './processes';
+import type { CoreV1Api } from '@kubernetes/client-node';
 import { generateKeyPairSync, randomBytes } from 'node:crypto';
 import fs from 'node:fs';
 import net from 'node:net';
@@ -89,6 +90,20 @@ export function kubeApiServerBinary(): string {
 export function kubectlBinary(): string {
   if (process.env.KUBECTL_BIN) return process.env.KUBECTL_BIN;
   return builtTool('kubectl', 'build-kubectl.sh');
+}
+
+/**
+ * kubectl against the cluster of `kubeconfigPath`, asynchronously (a test's in-process
+ * service keeps answering meanwhile): stdout, or an error carrying kubectl's stderr.
+ */
+export function kubectlOn(kubeconfigPath: string): (args: string[], input?: string) => Promise<string> {
+  return (args, input) =>
+    new Promise((resolve, reject) => {
+      const child = execFile(kubectlBinary(), args, { env: { ...process.env, KUBECONFIG: kubeconfigPath }, maxBuffer: 16 << 20 }, (err, stdout, stderr) =>
+        err ? reject(new Error(`kubectl ${args.join(' ')}: ${stderr || err.message}`)) : resolve(stdout),
+      );
+      if (input !== undefined) child.stdin!.end(input);
+    });
 }
 
 export function etcdBinary(): string {
@@ -282,4 +297,15 @@ export async function startKubeApiServer(options: KubeApiServerOptions = {}): Pr
       fs.rmSync(dir, { recursive: true, force: true });
     },
   };
+}
+
+/** A Secret's data decoded to text, or undefined when there is no such Secret. */
+export async function secretDataOf(core: CoreV1Api, namespace: string, name: string): Promise<Record<string, string> | undefined> {
+  try {
+    const secret = await core.readNamespacedSecret({ name, namespace });
+    return Object.fromEntries(Object.entries(secret.data ?? {}).map(([k, v]) => [k, Buffer.from(v, 'base64').toString('utf8')]));
+  } catch (err) {
+    if ((err as { code?: number }).code === 404) return undefined;
+    throw err;
+  }
 }

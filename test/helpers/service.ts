@@ -9,6 +9,8 @@ import { loadConfig } from '../../src/config';
 import { createLogger } from '../../src/logger';
 import { startService, RunningService } from '../../src/service';
 import { clusterEnv, clusterMode, stopClusters } from './cluster';
+import { NAMESPACE as CHART_NAMESPACE, operatorKubeconfigFromChart } from './chart';
+import type { KubeApiServer } from './kube-apiserver';
 
 // In cluster mode every file's API servers go when its tests are done.
 if (clusterMode()) afterAll(() => stopClusters());
@@ -109,4 +111,17 @@ export async function waitForStatus(t: Pick<TestService, 'api'>, urlPath: string
     const res = await t.api('GET', urlPath);
     return res.status === 200 && res.body.data.status === status ? res.body.data : null;
   }, timeoutMs);
+}
+
+/**
+ * The service in cluster mode on `cluster`, in the chart's system namespace, as the chart's
+ * ServiceAccount under exactly the chart's RBAC; `env` adds to (or overrides) that.
+ */
+export function startServiceUnderChartRbac(cluster: KubeApiServer, env: Record<string, string> = {}, dataDir?: string): Promise<TestService> {
+  const clusterEnv = {
+    CLOUDPLANE_STORE: 'kubernetes',
+    CLOUDPLANE_KUBECONFIG: operatorKubeconfigFromChart(cluster, cluster.workDir),
+    CLOUDPLANE_SYSTEM_NAMESPACE: CHART_NAMESPACE,
+  };
+  return dataDir ? startTestService({ ...clusterEnv, ...env }, dataDir) : startTestService({ ...clusterEnv, ...env });
 }

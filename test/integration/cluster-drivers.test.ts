@@ -7,12 +7,11 @@
  * ServiceAccount with the chart's RBAC (test/helpers/chart.ts): a verb a driver needs and
  * the chart does not grant fails here with the API server's 403.
  */
-import { execFile } from 'node:child_process';
 import { AppsV1Api, CoreV1Api, V1Pod } from '@kubernetes/client-node';
 import { namespaceOfTeam, objectName } from '../../src/store/kubernetes/names';
 import { CONFIG_KEY } from '../../src/drivers/kubernetes/haproxy-manifests';
 import { LoadBalancerAddon, startLoadBalancerAddon } from '../helpers/load-balancer-addon';
-import { kubectlBinary } from '../helpers/kube-apiserver';
+import { kubectlOn } from '../helpers/kube-apiserver';
 import { eventually, startTestService, TestService, waitForStatus } from '../helpers/service';
 import { startWorkloadCluster, WorkloadCluster } from '../helpers/workload-cluster';
 import { expectOnlyListedCalls, operatorKubeconfigFromChart } from '../helpers/chart';
@@ -31,10 +30,7 @@ describe('cluster mode: servers as Pods, load balancers on HAProxy', () => {
   let apps: AppsV1Api;
   let addon: LoadBalancerAddon;
 
-  const kubectl = (...args: string[]) =>
-    new Promise<string>((resolve, reject) =>
-      execFile(kubectlBinary(), args, { env: { ...process.env, KUBECONFIG: cluster.kubeconfigPath } }, (err, stdout, stderr) => (err ? reject(new Error(`kubectl ${args.join(' ')}: ${stderr || err.message}`)) : resolve(stdout))),
-    );
+  const kubectl = (...args: string[]) => kubectlOn(cluster.kubeconfigPath)(args);
 
   /** The Pod of a server, if there is one (404 is an answer here). */
   const podOf = async (id: string): Promise<V1Pod | undefined> => {
@@ -128,10 +124,7 @@ describe('cluster mode: servers as Pods, load balancers on HAProxy', () => {
 
   it('a kubectl-made Server gets its Pod too, and the API serves it', async () => {
     const manifest = { apiVersion: 'cloudplane.dev/v1alpha1', kind: 'Server', metadata: { name: 'from-git', namespace }, spec: { name: 'from-git', region: 'ams3' } };
-    await new Promise<void>((resolve, reject) => {
-      const child = execFile(kubectlBinary(), ['apply', '-f', '-'], { env: { ...process.env, KUBECONFIG: cluster.kubeconfigPath } }, (err, _out, stderr) => (err ? reject(new Error(stderr)) : resolve()));
-      child.stdin!.end(JSON.stringify(manifest));
-    });
+    await kubectlOn(cluster.kubeconfigPath)(['apply', '-f', '-'], JSON.stringify(manifest));
     const id = await eventually(async () => JSON.parse(await kubectl('get', 'servers.cloudplane.dev', 'from-git', '-n', namespace, '-o', 'json')).metadata.labels?.['cloudplane.dev/id'] as string | undefined, 30_000, 200);
     const running = await waitForStatus(t, `/api/v1/servers/${id}`, 'running', 60_000);
     expect(running.ipv4).toBe((await podOf(id))!.status?.podIP);
@@ -219,10 +212,7 @@ describe('cluster mode: servers as Pods, load balancers on HAProxy', () => {
 
   it('a kubectl-made LoadBalancer gets the same objects and runs', async () => {
     const manifest = { apiVersion: 'cloudplane.dev/v1alpha1', kind: 'LoadBalancer', metadata: { name: 'edge-from-git', namespace }, spec: { name: 'edge-from-git', region: 'ams3', protocol: 'tcp', port: 5432 } };
-    await new Promise<void>((resolve, reject) => {
-      const child = execFile(kubectlBinary(), ['apply', '-f', '-'], { env: { ...process.env, KUBECONFIG: cluster.kubeconfigPath } }, (err, _out, stderr) => (err ? reject(new Error(stderr)) : resolve()));
-      child.stdin!.end(JSON.stringify(manifest));
-    });
+    await kubectlOn(cluster.kubeconfigPath)(['apply', '-f', '-'], JSON.stringify(manifest));
     const id = await eventually(async () => JSON.parse(await kubectl('get', 'loadbalancers.cloudplane.dev', 'edge-from-git', '-n', namespace, '-o', 'json')).metadata.labels?.['cloudplane.dev/id'] as string | undefined, 30_000, 200);
     const running = await waitForStatus(t, `/api/v1/load-balancers/${id}`, 'running', 90_000);
     const { configMap, service } = await haproxyObjectsOf(id);

@@ -6,7 +6,6 @@
  * one of its own and is adopted at once as new, and no store ever serves the copy under
  * the original's id, whether the copy arrives by watch or is listed (first) at a start.
  */
-import { execFile } from 'node:child_process';
 import fs from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
@@ -17,7 +16,7 @@ import { KubernetesStore } from '../../src/store/kubernetes/store';
 import type { StoredObject } from '../../src/store/types';
 import { newId, objectNameForId } from '../../src/lib/ids';
 import { installCrds, kubeConfigOf, storeEnvFor } from '../helpers/cluster';
-import { KubeApiServer, kubectlBinary, startKubeApiServer } from '../helpers/kube-apiserver';
+import { KubeApiServer, startKubeApiServer, kubectlOn } from '../helpers/kube-apiserver';
 import { eventually, startTestService, TestService, waitForStatus } from '../helpers/service';
 
 jest.setTimeout(120_000);
@@ -40,14 +39,7 @@ let custom: CustomObjectsApi;
 let namespace: string;
 const stores: KubernetesStore[] = [];
 
-function kubectl(...args: string[]): Promise<string> {
-  return new Promise((resolve, reject) => {
-    execFile(kubectlBinary(), args, { env: { ...process.env, KUBECONFIG: cluster.kubeconfigPath } }, (err, stdout, stderr) => {
-      if (err) reject(new Error(`kubectl ${args.join(' ')}: ${stderr || err.message}`));
-      else resolve(stdout);
-    });
-  });
-}
+const kubectl = (...args: string[]) => kubectlOn(cluster.kubeconfigPath)(args);
 
 /** A Kubernetes store of its own, as another replica has; `seen` records every event it emits. */
 async function startReplica(): Promise<{ store: KubernetesStore; seen: StoredObject[] }> {

@@ -15,7 +15,7 @@
 import { execFileSync } from 'node:child_process';
 import fs from 'node:fs';
 import path from 'node:path';
-import { startChildService, ChildService } from '../helpers/child-service';
+import { startChildService, ChildService, createBucketStream } from '../helpers/child-service';
 import { installCrds, storeEnvFor } from '../helpers/cluster';
 import { kubectlBinary, startKubeApiServer, KubeApiServer } from '../helpers/kube-apiserver';
 import { startReceiver, Receiver } from '../helpers/receiver';
@@ -37,38 +37,6 @@ interface AuditEvent {
   type: string;
   created_at: string;
   data: { id?: string };
-}
-
-/** Writers creating buckets back to back against whichever operator is current. */
-function createStream(current: () => ChildService) {
-  const acknowledged = new Set<string>();
-  const unexpected: string[] = [];
-  let stopped = false;
-  let n = 0;
-  const writer = async () => {
-    while (!stopped) {
-      let res;
-      try {
-        res = await current().api('POST', '/api/v1/object-storage', { name: `durable-${n++}`, region: 'fra1' });
-      } catch {
-        // The operator is down (or died with this create on the wire): it may or may not exist.
-        await sleep(50);
-        continue;
-      }
-      if (res.status === 201) acknowledged.add(res.body.data.id);
-      // While the new process waits for the Lease nothing reconciles, but the API answers.
-      else unexpected.push(`POST -> ${res.status} ${JSON.stringify(res.body)}`);
-    }
-  };
-  const done = Promise.all(Array.from({ length: WRITERS }, writer));
-  return {
-    acknowledged,
-    unexpected,
-    async stop() {
-      stopped = true;
-      await done;
-    },
-  };
 }
 
 const auditLog = (svc: ChildService) => pageAll<AuditEvent>(svc.api, '/api/v1/audit-log?order=asc');
@@ -145,7 +113,7 @@ describe('durable events: cluster mode without NATS, the operator SIGKILLed mid-
     const subscribed = await svc.api('POST', '/api/v1/webhooks', { url: receiver.url, events: ['bucket.created'], rate_limit_per_minute: 10_000 });
     expect(subscribed.status).toBe(201);
 
-    const stream = createStream(() => svc);
+    const stream = createBucketStream(() => svc, WRITERS, 'durable');
     await sleep(STREAM_MS);
     // The history as the audit log showed it a moment before the kill, creates still coming.
     const before = await auditLog(svc);

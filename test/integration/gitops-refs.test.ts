@@ -4,13 +4,12 @@
  * name (`serverRef`), which Git knows before any API id exists, and managed resources
  * publish their connection details to the Secret named in `writeConnectionSecretToRef`.
  */
-import { execFile } from 'node:child_process';
 import fs from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
 import { CoreV1Api } from '@kubernetes/client-node';
 import { installCrds, kubeConfigOf, storeEnvFor } from '../helpers/cluster';
-import { KubeApiServer, kubectlBinary, startKubeApiServer } from '../helpers/kube-apiserver';
+import { KubeApiServer, startKubeApiServer, kubectlOn, secretDataOf } from '../helpers/kube-apiserver';
 import { eventually, startTestService, TestService, waitForStatus } from '../helpers/service';
 
 jest.setTimeout(120_000);
@@ -20,18 +19,10 @@ const SETTLE_MS = 40_000;
 let cluster: KubeApiServer;
 let t: TestService;
 let core: CoreV1Api;
-let kubectlPath: string;
 let namespace: string;
 let workDir: string;
 
-function kubectl(...args: string[]): Promise<string> {
-  return new Promise((resolve, reject) => {
-    execFile(kubectlPath, args, { env: { ...process.env, KUBECONFIG: cluster.kubeconfigPath }, maxBuffer: 16 << 20 }, (err, stdout, stderr) => {
-      if (err) reject(new Error(`kubectl ${args.join(' ')}: ${stderr || err.message}`));
-      else resolve(stdout);
-    });
-  });
-}
+const kubectl = (...args: string[]) => kubectlOn(cluster.kubeconfigPath)(args);
 
 /** kubectl apply of YAML text, as a GitOps sync would apply a file from the repository. */
 async function apply(yaml: string): Promise<string> {
@@ -47,15 +38,7 @@ const adoptedId = (short: string, name: string) =>
     const object = await getJson(short, name);
     return object.status?.status ? (object.metadata.labels['cloudplane.dev/id'] as string) : null;
   }, SETTLE_MS, 100);
-const secretData = async (name: string): Promise<Record<string, string> | undefined> => {
-  try {
-    const secret = await core.readNamespacedSecret({ name, namespace });
-    return Object.fromEntries(Object.entries(secret.data ?? {}).map(([k, v]) => [k, Buffer.from(v, 'base64').toString('utf8')]));
-  } catch (err) {
-    if ((err as { code?: number }).code === 404) return undefined;
-    throw err;
-  }
-};
+const secretData = (name: string) => secretDataOf(core, namespace, name);
 
 const serverYaml = (name: string, extra = '') => `
 apiVersion: cloudplane.dev/v1alpha1
@@ -69,7 +52,6 @@ spec:
 ${extra}`;
 
 beforeAll(async () => {
-  kubectlPath = kubectlBinary();
   workDir = fs.mkdtempSync(path.join(os.tmpdir(), 'cp-gitops-'));
   cluster = await startKubeApiServer();
   await installCrds(cluster);

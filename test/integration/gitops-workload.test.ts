@@ -7,15 +7,13 @@
  * `serverRef`, a workload reads the load balancer's address from the connection Secret,
  * and a kubectl delete removes the Secret and then the custom resource.
  */
-import { execFile } from 'node:child_process';
 import { CoreV1Api } from '@kubernetes/client-node';
 import { namespaceOfTeam, objectName } from '../../src/store/kubernetes/names';
 import { CONFIG_KEY } from '../../src/drivers/kubernetes/haproxy-manifests';
 import { LoadBalancerAddon, startLoadBalancerAddon } from '../helpers/load-balancer-addon';
-import { kubectlBinary } from '../helpers/kube-apiserver';
-import { eventually, startTestService, TestService, waitForStatus } from '../helpers/service';
+import { kubectlOn, secretDataOf } from '../helpers/kube-apiserver';
+import { eventually, TestService, waitForStatus, startServiceUnderChartRbac } from '../helpers/service';
 import { startWorkloadCluster, WorkloadCluster } from '../helpers/workload-cluster';
-import { operatorKubeconfigFromChart } from '../helpers/chart';
 
 jest.setTimeout(240_000);
 
@@ -28,36 +26,19 @@ let t: TestService;
 let core: CoreV1Api;
 let namespace: string;
 
-const kubectl = (args: string[], input?: string) =>
-  new Promise<string>((resolve, reject) => {
-    const child = execFile(kubectlBinary(), args, { env: { ...process.env, KUBECONFIG: cluster.kubeconfigPath } }, (err, stdout, stderr) =>
-      err ? reject(new Error(`kubectl ${args.join(' ')}: ${stderr || err.message}`)) : resolve(stdout),
-    );
-    if (input !== undefined) child.stdin!.end(input);
-  });
+const kubectl = (args: string[], input?: string) => kubectlOn(cluster.kubeconfigPath)(args, input);
 const idOf = async (plural: string, name: string) =>
   eventually(async () => {
     const object = JSON.parse(await kubectl(['get', `${plural}.cloudplane.dev`, name, '-n', namespace, '-o', 'json']));
     return object.status?.status ? (object.metadata.labels['cloudplane.dev/id'] as string) : null;
   }, SETTLE_MS, 200);
-const secretData = async (name: string) => {
-  try {
-    const secret = await core.readNamespacedSecret({ name, namespace });
-    return Object.fromEntries(Object.entries(secret.data ?? {}).map(([k, v]) => [k, Buffer.from(v, 'base64').toString('utf8')]));
-  } catch (err) {
-    if ((err as { code?: number }).code === 404) return undefined;
-    throw err;
-  }
-};
+const secretData = (name: string) => secretDataOf(core, namespace, name);
 
 beforeAll(async () => {
   cluster = await startWorkloadCluster({ crds: true });
   core = cluster.kubeConfig.makeApiClient(CoreV1Api);
   addon = await startLoadBalancerAddon(cluster.kubeConfig);
-  t = await startTestService({
-    CLOUDPLANE_STORE: 'kubernetes',
-    CLOUDPLANE_KUBECONFIG: operatorKubeconfigFromChart(cluster, cluster.workDir),
-    CLOUDPLANE_SYSTEM_NAMESPACE: SYSTEM_NAMESPACE,
+  t = await startServiceUnderChartRbac(cluster, {
     CLOUDPLANE_DELETED_RETENTION_SECONDS: '1',
   });
   namespace = namespaceOfTeam(t.teamId, SYSTEM_NAMESPACE);

@@ -8,13 +8,11 @@
  * - `cloudplane.dev/paused: "true"` stops reconciling one resource until removed;
  * - `spec.deletionPolicy: Orphan` leaves the Pod in place when the Server is deleted.
  */
-import { execFile } from 'node:child_process';
 import { CoreV1Api, CustomObjectsApi, V1Pod } from '@kubernetes/client-node';
 import { namespaceOfTeam, objectName } from '../../src/store/kubernetes/names';
-import { kubectlBinary } from '../helpers/kube-apiserver';
-import { eventually, startTestService, TestService, waitForStatus } from '../helpers/service';
+import { kubectlOn } from '../helpers/kube-apiserver';
+import { eventually, TestService, waitForStatus, startServiceUnderChartRbac } from '../helpers/service';
 import { startWorkloadCluster, WorkloadCluster } from '../helpers/workload-cluster';
-import { operatorKubeconfigFromChart } from '../helpers/chart';
 
 jest.setTimeout(300_000);
 
@@ -31,10 +29,7 @@ describe('Kubernetes conventions: Events, pause, deletion policy', () => {
   let custom: CustomObjectsApi;
   let namespace: string;
 
-  const kubectl = (...args: string[]) =>
-    new Promise<string>((resolve, reject) =>
-      execFile(kubectlBinary(), args, { env: { ...process.env, KUBECONFIG: cluster.kubeconfigPath } }, (err, stdout, stderr) => (err ? reject(new Error(`kubectl ${args.join(' ')}: ${stderr || err.message}`)) : resolve(stdout))),
-    );
+  const kubectl = (...args: string[]) => kubectlOn(cluster.kubeconfigPath)(args);
   const podOf = async (id: string): Promise<V1Pod | undefined> => {
     const pods = await core.listNamespacedPod({ namespace, labelSelector: `${GROUP}/id=${id}` });
     return pods.items.find((p) => !p.metadata?.deletionTimestamp);
@@ -53,11 +48,7 @@ describe('Kubernetes conventions: Events, pause, deletion policy', () => {
     cluster = await startWorkloadCluster({ crds: true });
     core = cluster.kubeConfig.makeApiClient(CoreV1Api);
     custom = cluster.kubeConfig.makeApiClient(CustomObjectsApi);
-    t = await startTestService({
-      CLOUDPLANE_STORE: 'kubernetes',
-      // The chart's RBAC: an Event the chart does not let the operator write fails here.
-      CLOUDPLANE_KUBECONFIG: operatorKubeconfigFromChart(cluster, cluster.workDir),
-      CLOUDPLANE_SYSTEM_NAMESPACE: SYSTEM_NAMESPACE,
+    t = await startServiceUnderChartRbac(cluster, {
       // Deleted records go at once: the deletion's end is what these tests look at.
       CLOUDPLANE_DELETED_RETENTION_SECONDS: '0',
     });
@@ -88,10 +79,7 @@ describe('Kubernetes conventions: Events, pause, deletion policy', () => {
       metadata: { name: 'refused', namespace },
       spec: { name: 'refused', region: 'nowhere1' },
     });
-    await new Promise<void>((resolve, reject) => {
-      const child = execFile(kubectlBinary(), ['apply', '-f', '-'], { env: { ...process.env, KUBECONFIG: cluster.kubeconfigPath } }, (err, _out, stderr) => (err ? reject(new Error(stderr)) : resolve()));
-      child.stdin!.end(manifest);
-    });
+    await kubectlOn(cluster.kubeconfigPath)(['apply', '-f', '-'], manifest);
     const described = await eventually(async () => {
       const text = await kubectl('describe', 'servers.cloudplane.dev', 'refused', '-n', namespace);
       return /Warning\s+SpecRefused\s/.test(text) ? text : null;

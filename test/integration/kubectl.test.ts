@@ -3,13 +3,12 @@
  * same release as the API server), a real kube-apiserver + etcd, and the real service on
  * the Kubernetes store: what users do with kubectl and what the API shows must agree.
  */
-import { execFile } from 'node:child_process';
 import fs from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
 import { families } from '../../src/resources/registry';
 import { installCrds, storeEnvFor } from '../helpers/cluster';
-import { KubeApiServer, kubectlBinary, startKubeApiServer } from '../helpers/kube-apiserver';
+import { KubeApiServer, startKubeApiServer, kubectlOn } from '../helpers/kube-apiserver';
 import { eventually, startTestService, TestService, waitForStatus } from '../helpers/service';
 
 jest.setTimeout(120_000);
@@ -30,18 +29,10 @@ const EXAMPLES_BY_FILE = [
 
 let cluster: KubeApiServer;
 let t: TestService;
-let kubectlPath: string;
 let namespace: string;
 
 /** Runs kubectl asynchronously (the service under test shares this event loop); rejects with its stderr. */
-function kubectl(...args: string[]): Promise<string> {
-  return new Promise((resolve, reject) => {
-    execFile(kubectlPath, args, { env: { ...process.env, KUBECONFIG: cluster.kubeconfigPath }, maxBuffer: 16 << 20 }, (err, stdout, stderr) => {
-      if (err) reject(new Error(`kubectl ${args.join(' ')}: ${stderr || err.message}`));
-      else resolve(stdout);
-    });
-  });
-}
+const kubectl = (...args: string[]) => kubectlOn(cluster.kubeconfigPath)(args);
 
 const exampleFiles = () => fs.readdirSync(EXAMPLES).filter((f) => f.endsWith('.yaml'));
 const getJson = async (short: string, name: string) => JSON.parse(await kubectl('get', short, name, '-n', namespace, '-o', 'json'));
@@ -51,7 +42,6 @@ const idOf = (object: any): string | undefined => object.metadata.labels?.['clou
 const idAssigned = (short: string, name: string) => eventually(async () => idOf(await getJson(short, name)), 15_000, 100);
 
 beforeAll(async () => {
-  kubectlPath = kubectlBinary();
   cluster = await startKubeApiServer();
   await installCrds(cluster);
   t = await startTestService(

@@ -27,9 +27,9 @@ import { namespaceOfTeam, objectName } from '../../src/store/kubernetes/names';
 import { CONFIG_KEY } from '../../src/drivers/kubernetes/vpn-gateway-manifests';
 import type { RawSection } from '../../src/vpn-agent/ipsec';
 import { LoadBalancerAddon, startLoadBalancerAddon } from '../helpers/load-balancer-addon';
-import { eventually, startTestService, TestService, waitForStatus } from '../helpers/service';
+import { eventually, TestService, waitForStatus, startServiceUnderChartRbac } from '../helpers/service';
 import { startWorkloadCluster, WorkloadCluster } from '../helpers/workload-cluster';
-import { operatorKubeconfigFromChart } from '../helpers/chart';
+
 import { Netns, netnsSet } from '../helpers/netns';
 import { IpsecPeer, requireVpnTools, startWireguardPeer, startIpsecPeer, wireguardGoBinary, wireguardKeyPair } from '../helpers/vpn-peer';
 
@@ -88,10 +88,7 @@ describe('cluster mode: a VPN gateway carries traffic between its agent and a cu
     cluster = await startWorkloadCluster({ crds: true });
     core = cluster.kubeConfig.makeApiClient(CoreV1Api);
     addon = await startLoadBalancerAddon(cluster.kubeConfig);
-    t = await startTestService({
-      CLOUDPLANE_STORE: 'kubernetes',
-      CLOUDPLANE_KUBECONFIG: operatorKubeconfigFromChart(cluster, cluster.workDir),
-      CLOUDPLANE_SYSTEM_NAMESPACE: SYSTEM_NAMESPACE,
+    t = await startServiceUnderChartRbac(cluster, {
       CLOUDPLANE_VPN_COUNTER_INTERVAL_SECONDS: '2',
       CLOUDPLANE_VPN_AGENT_STATUS_TIMEOUT_MS: '1000',
     });

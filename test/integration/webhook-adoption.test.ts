@@ -6,7 +6,6 @@
  * it delivers signed events to a real receiver. A kubectl edit and a kubectl delete act
  * as PATCH and DELETE do.
  */
-import { execFile } from 'node:child_process';
 import { createHmac } from 'node:crypto';
 import fs from 'node:fs';
 import os from 'node:os';
@@ -14,7 +13,7 @@ import path from 'node:path';
 import { Writable } from 'node:stream';
 import { CoreV1Api } from '@kubernetes/client-node';
 import { installCrds, kubeConfigOf, storeEnvFor } from '../helpers/cluster';
-import { KubeApiServer, kubectlBinary, startKubeApiServer } from '../helpers/kube-apiserver';
+import { KubeApiServer, startKubeApiServer, kubectlOn } from '../helpers/kube-apiserver';
 import { eventually, FAST_ENV, request } from '../helpers/service';
 import { eventsOf, Receiver, startReceiver } from '../helpers/receiver';
 import { formsOf } from '../helpers/secret-scan';
@@ -31,7 +30,6 @@ let service: RunningService;
 let key: string;
 let receiver: Receiver;
 let core: CoreV1Api;
-let kubectlPath: string;
 let namespace: string;
 let workDir: string;
 /** Every line the service logged, at debug level. */
@@ -39,14 +37,7 @@ const logLines: string[] = [];
 
 const api = (method: string, urlPath: string, body?: unknown) => request(service.url, method, urlPath, body, { key });
 
-function kubectl(...args: string[]): Promise<string> {
-  return new Promise((resolve, reject) => {
-    execFile(kubectlPath, args, { env: { ...process.env, KUBECONFIG: cluster.kubeconfigPath }, maxBuffer: 16 << 20 }, (err, stdout, stderr) => {
-      if (err) reject(new Error(`kubectl ${args.join(' ')}: ${stderr || err.message}`));
-      else resolve(stdout);
-    });
-  });
-}
+const kubectl = (...args: string[]) => kubectlOn(cluster.kubeconfigPath)(args);
 
 async function apply(yaml: string): Promise<string> {
   const file = path.join(workDir, `manifest-${Date.now()}-${Math.random().toString(36).slice(2)}.yaml`);
@@ -75,7 +66,6 @@ function signedWith(secret: string, headers: Record<string, unknown>, body: stri
 }
 
 beforeAll(async () => {
-  kubectlPath = kubectlBinary();
   workDir = fs.mkdtempSync(path.join(os.tmpdir(), 'cp-webhook-adoption-'));
   [cluster, receiver] = await Promise.all([startKubeApiServer(), startReceiver()]);
   await installCrds(cluster);

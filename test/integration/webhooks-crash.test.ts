@@ -12,7 +12,7 @@
  */
 import fs from 'node:fs';
 import { connect } from 'nats';
-import { startChildService, ChildService } from '../helpers/child-service';
+import { startChildService, ChildService, createBucketStream } from '../helpers/child-service';
 import { startNatsServer, NatsServer } from '../helpers/nats-server';
 import { startReceiver, Receiver } from '../helpers/receiver';
 import { tempDataDir, eventually } from '../helpers/service';
@@ -41,37 +41,6 @@ const ARRIVAL_TIMEOUT_MS = 20_000;
 const ANSWER_DELAY_MS = 20;
 
 const sleep = (ms: number) => new Promise((resolve) => setTimeout(resolve, ms));
-
-/** Writers creating buckets back to back against whichever service is current. */
-function createStream(current: () => ChildService) {
-  const acknowledged = new Set<string>();
-  const unexpected: string[] = [];
-  let stopped = false;
-  let n = 0;
-  const writer = async () => {
-    while (!stopped) {
-      let res;
-      try {
-        res = await current().api('POST', '/api/v1/object-storage', { name: `wh-crash-${n++}`, region: 'fra1' });
-      } catch {
-        // The service is down (or died with this create on the wire): it may or may not exist.
-        await sleep(50);
-        continue;
-      }
-      if (res.status === 201) acknowledged.add(res.body.data.id);
-      else unexpected.push(`POST -> ${res.status} ${JSON.stringify(res.body)}`);
-    }
-  };
-  const done = Promise.all(Array.from({ length: WRITERS }, writer));
-  return {
-    acknowledged,
-    unexpected,
-    async stop() {
-      stopped = true;
-      await done;
-    },
-  };
-}
 
 interface Outcome {
   receipts: number;
@@ -212,7 +181,7 @@ describe('webhook deliveries through crashes', () => {
     const { receiver, start } = await setUp(nats);
     let svc = await start();
     const webhookId = await subscribe(svc, receiver);
-    const stream = createStream(() => svc);
+    const stream = createBucketStream(() => svc, WRITERS, 'wh-crash');
     const kills: number[] = [];
     await sleep(STREAM_MS);
     // With NATS, aim at an event handed to the service and not yet acknowledged.
@@ -253,7 +222,7 @@ describe('webhook deliveries through crashes', () => {
       const { receiver, start } = await setUp(nats);
       const svc = await start();
       const webhookId = await subscribe(svc, receiver);
-      const stream = createStream(() => svc);
+      const stream = createBucketStream(() => svc, WRITERS, 'wh-crash');
       await sleep(STREAM_MS);
       await nats.kill();
       const receivedAtKill = receiver.received.length;
