@@ -42,8 +42,13 @@ export function tempDataDir(): string {
   return fs.mkdtempSync(path.join(os.tmpdir(), 'cloudplane-test-'));
 }
 
-/** Fast simulated delays unless a test asks otherwise. */
-export const FAST_ENV = { CLOUDPLANE_SIM_DELAY_MS: '50', CLOUDPLANE_LOG_LEVEL: 'silent' };
+/**
+ * Fast simulated delays unless a test asks otherwise. No shedding on event-loop delay: on a
+ * busy CI machine a test process is now and then starved for over the production default
+ * of a second, and a whole file's requests came back 503 service_overloaded; the shedding
+ * itself is test/api/connections.test.ts's, which turns it on.
+ */
+export const FAST_ENV = { CLOUDPLANE_SIM_DELAY_MS: '50', CLOUDPLANE_LOG_LEVEL: 'silent', CLOUDPLANE_OVERLOAD_MAX_EVENT_LOOP_DELAY_MS: '0' };
 
 /**
  * For tests that assert a transient state (`stopping`, `deleting`) with the next request:
