@@ -6,7 +6,7 @@
  * An edit the API would refuse is reported, and an API PATCH still names its caller.
  */
 import { execFileSync } from 'node:child_process';
-import { CustomObjectsApi, PatchStrategy, setHeaderOptions } from '@kubernetes/client-node';
+import { CoreV1Api, CustomObjectsApi, PatchStrategy, setHeaderOptions } from '@kubernetes/client-node';
 import { clusterEnv, clusterFor, kubeConfigOf, stopClusters } from '../helpers/cluster';
 import { builtTool } from '../helpers/kube-apiserver';
 import { eventually, FAST_ENV, startTestService, tempDataDir, TestService } from '../helpers/service';
@@ -30,6 +30,7 @@ function kstatus(object: object): { status: string; message: string } {
 describe('kstatus of the account kinds after a kubectl edit', () => {
   let t: TestService;
   let custom: CustomObjectsApi;
+  let core: CoreV1Api;
   let namespace: string;
 
   const firstCr = async (family: AnyFamily) =>
@@ -48,7 +49,9 @@ describe('kstatus of the account kinds after a kubectl edit', () => {
   beforeAll(async () => {
     const dataDir = tempDataDir();
     const env = await clusterEnv(dataDir);
-    custom = kubeConfigOf(await clusterFor(dataDir)).makeApiClient(CustomObjectsApi);
+    const kubeConfig = kubeConfigOf(await clusterFor(dataDir));
+    custom = kubeConfig.makeApiClient(CustomObjectsApi);
+    core = kubeConfig.makeApiClient(CoreV1Api);
     t = await startTestService({ ...FAST_ENV, ...env }, dataDir);
     namespace = namespaceOfTeam(t.teamId, SYSTEM_NAMESPACE);
   });
@@ -120,5 +123,24 @@ describe('kstatus of the account kinds after a kubectl edit', () => {
     }, 30_000, 200);
     // One event: of the fix; none of the refused edit.
     expect(events.length).toBe(before + 1);
+  });
+
+  it("reports a team whose owner_id names no owner, and clears the report once it names one", async () => {
+    const team = await firstCr(teamFamily);
+    const owner = team.spec.owner_id as string;
+    const stray = await patchSpec(teamFamily, team.metadata.name, { owner_id: 'usr_0000000000000000' });
+    const refused = await settled(teamFamily, team.metadata.name, stray.metadata.generation);
+    expect(refused.status.status_reason).toMatch(/owner_id must name an active owner/);
+    expect(refused.status.observed_config).toBe(team.status.observed_config);
+    // Told where kubectl users look: a Warning on the custom resource.
+    const warning = await eventually(async () => {
+      const list = await core.listNamespacedEvent({ namespace });
+      return list.items.find((e) => e.involvedObject.kind === 'Team' && e.reason === 'UpdateRefused');
+    }, 30_000, 500);
+    expect(warning).toMatchObject({ type: 'Warning', message: expect.stringMatching(/owner_id must name an active owner/) });
+    const back = await patchSpec(teamFamily, team.metadata.name, { owner_id: owner });
+    const fixed = await settled(teamFamily, team.metadata.name, back.metadata.generation);
+    expect(fixed.status.status_reason ?? null).toBeNull();
+    expect(kstatus(fixed).status).toBe('Current');
   });
 });
