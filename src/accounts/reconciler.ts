@@ -8,9 +8,10 @@
  * names one, e-mails are unique among members, a key acts for a member. The CRD schema
  * has already checked the fields as the API's body schema would. A spec that breaks a
  * rule is observed without its configuration: no `.updated`, status_reason says which
- * rule, and an UpdateRefused Kubernetes Event. Kubernetes has stored it all the same (no
- * admission webhook): whoever may edit these custom resources is a cluster admin, trusted
- * past the API's role checks (docs/kubernetes.md).
+ * rule, and an UpdateRefused Kubernetes Event; it is judged again on every pass until
+ * the rule holds (the spec, or the record it clashes with, fixed). Kubernetes has stored
+ * it all the same (no admission webhook): whoever may edit these custom resources is a
+ * cluster admin, trusted past the API's role checks (docs/kubernetes.md).
  *
  * Not wrapped by adoption: an account made with kubectl is not taken in (a key made so
  * has no hash to authenticate with, a user made so would join a team unasked).
@@ -64,8 +65,10 @@ export class AccountReconciler<R extends Resource> implements Reconciler {
 
   async reconcile(team: string, id: string): Promise<ReconcileResult | void> {
     const resource = (await this.store.get(this.kind, team, id)) as R | undefined;
-    // Made with kubectl and never taken in (see above), or already settled.
-    if (!resource?.status?.status || resource.meta.generation === resource.status.observed_generation) return;
+    // Made with kubectl and never taken in (see above), or settled. A refused one is judged
+    // again on every pass (a resync, a change): the rule may hold by now (another owner made).
+    if (!resource?.status?.status) return;
+    if (resource.meta.generation === resource.status.observed_generation && !resource.status.status_reason) return;
     const wait = apiSettleWait(resource);
     if (wait > 0) return { requeueAfterMs: wait };
     const refusal = await this.rule(this.store, resource);

@@ -30,7 +30,8 @@ export function settleAccount(writer: ResourceWriter, family: AnyFamily, team: s
       const changes = {
         observed_generation: current.meta.generation,
         observed_config: refusal ? current.status.observed_config : configHash(family, current.spec as Record<string, unknown>),
-        status_reason: refusal,
+        // The API judged its patch, not the whole record: a reconciler's report stays until a judgement clears it.
+        ...(judgement ? { status_reason: refusal } : {}),
       };
       const status = current.status as unknown as Record<string, unknown>;
       const same = Object.entries(changes).every(([field, value]) => (status[field] ?? null) === value);

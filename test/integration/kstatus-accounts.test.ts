@@ -52,7 +52,8 @@ describe('kstatus of the account kinds after a kubectl edit', () => {
     const kubeConfig = kubeConfigOf(await clusterFor(dataDir));
     custom = kubeConfig.makeApiClient(CustomObjectsApi);
     core = kubeConfig.makeApiClient(CoreV1Api);
-    t = await startTestService({ ...FAST_ENV, ...env }, dataDir);
+    // A short resync: a refused edit is judged again on every pass, which the last case waits for.
+    t = await startTestService({ ...FAST_ENV, ...env, CLOUDPLANE_RESYNC_SECONDS: '2' }, dataDir);
     namespace = namespaceOfTeam(t.teamId, SYSTEM_NAMESPACE);
   });
 
@@ -142,5 +143,31 @@ describe('kstatus of the account kinds after a kubectl edit', () => {
     const fixed = await settled(teamFamily, team.metadata.name, back.metadata.generation);
     expect(fixed.status.status_reason ?? null).toBeNull();
     expect(kstatus(fixed).status).toBe('Current');
+  });
+
+  it('clears the report of a refused edit once the rule holds, with the .updated it held back', async () => {
+    const invited = await t.api('POST', '/api/v1/settings/team/members', { email: 'second@example.com', role: 'member' });
+    expect(invited.status).toBe(201);
+    const id = invited.body.data.id as string;
+    const name = id.replace('_', '-');
+    const me = await t.api('GET', '/api/v1/settings/profile');
+    const ownerEmail = me.body.data.email as string;
+    // The second member given the owner's e-mail with kubectl: refused, as an invitation of it would be.
+    const taken = await patchSpec(userFamily, name, { email: ownerEmail });
+    const refused = await settled(userFamily, name, taken.metadata.generation);
+    expect(refused.status.status_reason).toMatch(/is already a member/);
+    expect(await updates(userFamily, id)).toEqual([]);
+    // The owner moves to another address through the API: the member's edit breaks no rule now.
+    expect((await t.api('PATCH', '/api/v1/settings/profile', { email: 'moved@example.com' })).status).toBe(200);
+    const cleared = await eventually(async () => {
+      const cr = await readCr(userFamily, name);
+      return cr.status.status_reason ? null : cr;
+    }, 60_000, 200);
+    expect(kstatus(cleared).status).toBe('Current');
+    const events = await eventually(async () => {
+      const found = await updates(userFamily, id);
+      return found.length > 0 ? found : null;
+    }, 30_000, 200);
+    expect(events.map((e) => [e.actor, e.data.email])).toEqual([['system', ownerEmail]]);
   });
 });
