@@ -12,7 +12,7 @@
 import type { ApiContext, Principal } from '../api/context';
 import { apiKeyFamily, teamFamily, userFamily, ApiKey, Team, User } from '../resources/accounts';
 import type { AnyFamily, Resource } from '../resources/family';
-import { configHash } from '../resources/transitions';
+import { settleAccount } from './settle';
 import { sameJson } from '../lib/canonical-json';
 import { conflict, forbidden, invalidState, notFound } from '../lib/errors';
 import { KeyedMutex } from '../lib/mutex';
@@ -116,23 +116,14 @@ async function handOverTeam(deps: AccountDeps, team: string, leaving: User, acto
 }
 
 /**
- * Changes an account record (profile, member, team). They have no reconciler, so the
- * update settles its own configuration hash in the same request, which emits
- * `<family>.updated` with the caller as actor.
+ * Changes an account record (profile, member, team) and settles the change in the same
+ * request, which emits `<family>.updated` with the caller as actor (the account
+ * reconciler leaves it to the request for a moment: controllers/api-settle-grace.ts).
  */
 export async function updateAccount(deps: AccountDeps, family: AnyFamily, team: string, id: string, patch: Record<string, unknown>, actor: string): Promise<Resource> {
   await deps.writer.mutateSpec(family, team, id, (current) => {
     const spec = family.applyUpdate!(current.spec, patch, { config: deps.config });
     return sameJson(spec, current.spec) ? null : spec;
   });
-  return deps.writer.mutateStatus(
-    family,
-    team,
-    id,
-    (current) => {
-      const hash = configHash(family, current.spec);
-      return hash === current.status.observed_config ? null : { observed_config: hash, observed_generation: current.meta.generation };
-    },
-    actor,
-  );
+  return settleAccount(deps.writer, family, team, id, actor);
 }

@@ -19,6 +19,7 @@ import { kubeConfigFor } from '../store';
 import { signingSecretFirst, WebhookSubscriptionReconciler } from '../webhooks/reconciler';
 import { webhookFamily } from '../resources/webhook';
 import { secretObjectName } from '../store/kubernetes/names';
+import { accountReconcilers } from '../accounts/reconciler';
 
 export interface ReconcilerDeps {
   store: Store;
@@ -48,5 +49,6 @@ export function buildReconcilers(deps: ReconcilerDeps): Reconciler[] {
   // A kubectl-made subscription gets its signing secret before adoption lets it deliver.
   const webhooks = new WebhookSubscriptionReconciler(deps.store, deps.writer, cluster ? secretObjectName : undefined);
   const webhooksAdopted = signingSecretFirst(adopting(webhookFamily, webhooks, deps.store, deps.writer, { config: deps.config }), deps.store);
-  return [...adopted, webhooksAdopted].map((r) => pausable(r, deps.store));
+  // Accounts settle what kubectl changed; one made with kubectl is not taken in (accounts/reconciler.ts).
+  return [...adopted, webhooksAdopted, ...accountReconcilers(deps.store, deps.writer)].map((r) => pausable(r, deps.store));
 }

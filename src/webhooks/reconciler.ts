@@ -16,14 +16,9 @@ import { Webhook, webhookFamily, webhookSecretName } from '../resources/webhook'
 import { nowIso } from '../lib/time';
 import { deleteSecret, ensureSecret } from './secrets';
 import { settle } from './subscription';
+import { apiSettleWait } from '../controllers/api-settle-grace';
 
 const ACTOR = 'system';
-/**
- * How long a spec change written moments ago is left to the API request that wrote it:
- * that request settles it itself, and its event then names the caller, not `system`. A
- * kubectl edit leaves the store's updated-at as it was, so it is settled at once.
- */
-const API_SETTLE_GRACE_MS = 2_000;
 
 export class WebhookSubscriptionReconciler implements Reconciler {
   readonly kind = webhookFamily.kind;
@@ -40,9 +35,9 @@ export class WebhookSubscriptionReconciler implements Reconciler {
     if (!webhook?.status?.status) return;
     if (webhook.meta.deletionTimestamp) return this.finishDeletion(webhook);
     if (webhook.status.status === 'deleted' || webhook.status.status === 'failed') return;
-    const sinceWrite = Date.now() - Date.parse(webhook.meta.updatedAt);
-    const unsettled = webhook.meta.generation !== webhook.status.observed_generation;
-    if (unsettled && sinceWrite >= 0 && sinceWrite < API_SETTLE_GRACE_MS) return { requeueAfterMs: API_SETTLE_GRACE_MS - sinceWrite };
+    // A change written moments ago is the API request's to settle, with the caller as actor.
+    const wait = apiSettleWait(webhook);
+    if (wait > 0) return { requeueAfterMs: wait };
     const named = this.secretObjectName ? { signing_secret_name: this.secretObjectName(webhookSecretName(id)) } : {};
     await settle(this.writer, team, id, ACTOR, false, named);
   }

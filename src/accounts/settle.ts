@@ -1,0 +1,42 @@
+/**
+ * Settling a change of an account record's spec (team, user, API key): the status takes
+ * the new generation and configuration hash, which emits `<family>.updated`. The API's
+ * update settles its own change in the same request, naming the caller; the account
+ * reconciler (accounts/reconciler.ts) settles what kubectl changed, naming `system`.
+ */
+import type { AnyFamily, Resource } from '../resources/family';
+import type { ResourceWriter } from '../resources/writer';
+import { configHash } from '../resources/transitions';
+
+/** A judgement of one generation of the spec: `refusal` is the rule it breaks, or null. */
+export interface Judgement {
+  generation: number;
+  refusal: string | null;
+}
+
+/**
+ * Settles the latest spec. With a `judgement` (the reconciler's) only the generation that
+ * was judged: a refused one is observed without its configuration, so no `.updated` is
+ * emitted and status_reason says why; a newer one waits for its own judgement.
+ */
+export function settleAccount(writer: ResourceWriter, family: AnyFamily, team: string, id: string, actor: string, judgement?: Judgement): Promise<Resource> {
+  return writer.mutateStatus(
+    family,
+    team,
+    id,
+    (current) => {
+      if (judgement && judgement.generation !== current.meta.generation) return null;
+      const refusal = judgement?.refusal ?? null;
+      const changes = {
+        observed_generation: current.meta.generation,
+        observed_config: refusal ? current.status.observed_config : configHash(family, current.spec as Record<string, unknown>),
+        // The API judged its patch, not the whole record: a reconciler's report stays until a judgement clears it.
+        ...(judgement ? { status_reason: refusal } : {}),
+      };
+      const status = current.status as unknown as Record<string, unknown>;
+      const same = Object.entries(changes).every(([field, value]) => (status[field] ?? null) === value);
+      return same ? null : changes;
+    },
+    actor,
+  );
+}
