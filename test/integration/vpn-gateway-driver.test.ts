@@ -3,11 +3,18 @@
  * a control plane whose kubelets KWOK plays (test/helpers/workload-cluster.ts), with
  * exactly the chart's RBAC. load-balancer-addon.ts plays MetalLB. What is checked here
  * needs no agent: what the driver makes and releases, what it leaves alone, and its
- * health. (The agent answering at the Pod IP is vpn-gateway-cluster.test.ts's.)
+ * health; and, with the VPN agent (`node dist/src/main.js vpn-agent`) run in a network
+ * namespace that carries the KWOK Pod's IP, what the driver makes of an agent that refuses
+ * its configuration. (The tunnel itself is vpn-tunnel-cluster.test.ts's.)
  */
+import fs from 'node:fs';
+import os from 'node:os';
+import path from 'node:path';
+import type { ChildProcess } from 'node:child_process';
 import { AppsV1Api, CoreV1Api, CustomObjectsApi, KubeConfig } from '@kubernetes/client-node';
 import pino from 'pino';
-import { VpnGatewayTunnelDriver } from '../../src/drivers/kubernetes/vpn-gateway-tunnel';
+import { MISSING_PRE_SHARED_KEY, VpnGatewayTunnelDriver } from '../../src/drivers/kubernetes/vpn-gateway-tunnel';
+import { AGENT_STATUS_PORT, CONFIG_KEY } from '../../src/drivers/kubernetes/vpn-gateway-manifests';
 import type { VpnGatewayDesired } from '../../src/drivers/vpn-gateway';
 import type { Managed, Owner } from '../../src/drivers/types';
 import { newId } from '../../src/lib/ids';
@@ -15,6 +22,8 @@ import { API_VERSION, GROUP, VERSION, namespaceOfTeam, objectName } from '../../
 import { operatorKubeconfigFromChart } from '../helpers/chart';
 import { LoadBalancerAddon, startLoadBalancerAddon } from '../helpers/load-balancer-addon';
 import { eventually } from '../helpers/service';
+import { netnsSet } from '../helpers/netns';
+import { AGENT_MAIN } from '../helpers/vpn-agent';
 import { startWorkloadCluster, WorkloadCluster } from '../helpers/workload-cluster';
 
 jest.setTimeout(120_000);
@@ -156,5 +165,70 @@ describe('the Kubernetes VPN gateway driver', () => {
     const unreachable = new VpnGatewayTunnelDriver({ kubeConfig: nowhere, systemNamespace: SYSTEM_NAMESPACE, logger: pino({ level: 'silent' }), requestTimeoutMs: 2_000 });
     await expect(unreachable.observe(await managed())).rejects.toThrow();
     expect(unreachable.health()).toMatchObject({ state: 'unavailable', reachable: false, recentFailures: 3 });
+  });
+
+  it('an IPsec gateway whose pre-shared key is missing from the store is refused by name, and its Secret never gets an empty key', async () => {
+    const resource = await managed('ipsec');
+    const keyless = { ...resource, desired: { ...resource.desired, pre_shared_key: null } };
+    let external = (await driver.create(keyless)).external;
+    // Until the Service has its address (which a configuration would need), then as long as the key is missing.
+    const observed = await eventually(async () => {
+      external = (await driver.update({ ...keyless, external })).external;
+      const seen = await driver.observe({ ...keyless, external });
+      return addon.assigned().has(`${namespace}/${objectName(resource.id)}`) ? seen : null;
+    }, 60_000, 100);
+    expect(observed).toMatchObject({ exists: true, upToDate: false, ready: false, failure: null, rejected: MISSING_PRE_SHARED_KEY });
+    const objects = await objectsOf(resource);
+    expect(objects.secret?.data?.[CONFIG_KEY]).toBeUndefined();
+    expect(objects.deployment).toBeNull();
+    expect(external.config_version).toBeUndefined();
+    // A new key (a PATCH) brings it back.
+    const rekeyed = await made({ ...keyless, external, desired: { ...keyless.desired, psk_version: 2, pre_shared_key: 'a-new-pre-shared-key' } });
+    expect(await driver.observe(rekeyed)).toMatchObject({ upToDate: true, rejected: null });
+  });
+
+  it("reports a configuration the agent at the Pod IP refused as not applied, with the agent's reason", async () => {
+    const resource = await made(await managed('ipsec'));
+    const pod = await eventually(async () => {
+      const pods = await core.listNamespacedPod({ namespace, labelSelector: `${GROUP}/id=${resource.id}` });
+      return pods.items.find((p) => p.status?.podIP && p.status.phase === 'Running' && !p.metadata?.deletionTimestamp) ?? null;
+    }, 60_000, 200);
+    const podIp = pod.status!.podIP!;
+    const paired = podIp.split('.').map(Number);
+    paired[3] ^= 1;
+    // The Pod network: the driver (in the test's namespace) reaches the Pod's IP in the agent's.
+    const netns = netnsSet();
+    const agentNs = netns.make('agent');
+    netns.link(null, `${paired.join('.')}/31`, agentNs, `${podIp}/31`);
+    const dir = fs.mkdtempSync(path.join(os.tmpdir(), 'cp-vpn-refused-'));
+    // The file as a half-written volume would leave it: the configuration cut short, which the agent cannot read.
+    const secret = await core.readNamespacedSecret({ namespace, name: `${objectName(resource.id)}-agent` });
+    const text = Buffer.from(secret.data![CONFIG_KEY], 'base64').toString('utf8');
+    fs.writeFileSync(path.join(dir, 'config.json'), text.slice(0, text.length / 3), { mode: 0o600 });
+    const log = fs.openSync(path.join(dir, 'agent.log'), 'a');
+    let agent: ChildProcess | null = null;
+    try {
+      agent = agentNs.spawn(
+        process.execPath,
+        [AGENT_MAIN, 'vpn-agent', '--config', path.join(dir, 'config.json'), '--listen', `0.0.0.0:${AGENT_STATUS_PORT}`, '--state-dir', path.join(dir, 'state')],
+        { privateRun: true, env: { ...process.env, CLOUDPLANE_LOG_LEVEL: 'info' }, stdio: ['ignore', log, log] },
+      );
+      const observed = await eventually(async () => {
+        const seen = await driver.observe(resource);
+        return seen.exists && seen.rejected ? seen : null;
+      }, 60_000, 200).catch((err: Error) => {
+        throw new Error(`${err.message}\nagent log:\n${fs.readFileSync(path.join(dir, 'agent.log'), 'utf8').slice(-3000)}`);
+      });
+      expect(observed).toMatchObject({ exists: true, upToDate: false, ready: false, failure: null, rejected: 'the VPN agent did not apply it: configuration is not valid JSON' });
+      expect(JSON.stringify(observed)).not.toContain(resource.desired.pre_shared_key);
+    } finally {
+      fs.closeSync(log);
+      if (agent && agent.exitCode === null && agent.signalCode === null) {
+        const exited = new Promise((resolve) => agent!.once('exit', resolve));
+        agent.kill('SIGTERM');
+        await exited;
+      }
+      netns.destroy();
+    }
   });
 });

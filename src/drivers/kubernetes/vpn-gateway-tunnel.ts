@@ -26,6 +26,7 @@ import type { KubeConfig, V1Deployment, V1Pod, V1Secret, V1Service } from '@kube
 import type { Logger } from 'pino';
 import { Value } from '@sinclair/typebox/value';
 import { AgentStatus, AgentStatusSchema } from '../../vpn-agent/status-server';
+import { redacted } from '../../vpn-agent/commands';
 import type { TunnelStats, VpnGatewayDesired, VpnGatewayDriver, VpnGatewayOutputs } from '../vpn-gateway';
 import type { DriverHealth, Managed, Observation, Step } from '../types';
 import { AppliedObjects, holdsDesired, ObjectHeader } from './applied';
@@ -34,6 +35,7 @@ import {
   agentSecretName,
   DEFAULT_VPN_AGENT_SETTINGS,
   generateWireguardKey,
+  missingPreSharedKey,
   podSelector,
   PRIVATE_KEY_KEY,
   VpnAgentDeploymentSettings,
@@ -107,7 +109,9 @@ export class VpnGatewayTunnelDriver implements VpnGatewayDriver {
     const privateKey = keptPrivateKey(live.secret);
     const wireguard = resource.desired.tunnel_type === 'wireguard';
     const wanted = vpnGatewayObjects(resource, placement, this.settings, localIp, privateKey);
+    const keyMissing = missingPreSharedKey(resource.desired);
     const upToDate =
+      !keyMissing &&
       wanted.deployment !== null &&
       (!wireguard || privateKey !== null) &&
       holdsDesired(live.secret, wanted.secret) &&
@@ -120,14 +124,15 @@ export class VpnGatewayTunnelDriver implements VpnGatewayDriver {
     const applied = agent !== null && wanted.config !== null && agent.applied_version === wanted.config.version;
     const ready = available && localIp !== null && applied;
     const stalled = stalledRollout(deployment, "the VPN agent's Deployment");
+    const refused = keyMissing ? MISSING_PRE_SHARED_KEY : agent && !applied ? agentRefusal(agent, [resource.desired.pre_shared_key, privateKey]) : null;
     return {
       exists: true,
-      upToDate,
+      upToDate: upToDate && !refused,
       ready,
       outputs: { local_ip: localIp, public_key: wireguard && privateKey ? wireguardPublicKey(privateKey) : null },
       observed: agent ? tunnelOf(agent) : TUNNEL_DOWN,
       failure: stalled && !available ? stalled : null,
-      rejected: stalled && available ? stalled : null,
+      rejected: refused ?? (stalled && available ? stalled : null),
       pollAfterMs: ready && upToDate ? (this.o.tunnelPollMs ?? DEFAULT_TUNNEL_POLL_MS) : this.progressPollMs,
     };
   }
@@ -171,6 +176,11 @@ export class VpnGatewayTunnelDriver implements VpnGatewayDriver {
     const privateKey = resource.desired.tunnel_type === 'wireguard' ? (keptPrivateKey(live.secret) ?? generateWireguardKey()) : null;
     const wanted = vpnGatewayObjects(resource, placement, this.settings, localIp, privateKey);
     await this.objects.apply(wanted.service);
+    if (missingPreSharedKey(resource.desired)) {
+      // Applying the Secret without a configuration would take the running one away: the agent keeps its last good key.
+      this.o.logger.warn({ id: resource.id, ...placement }, "VPN gateway's pre-shared key is missing from the store: its configuration is left as it was");
+      return step;
+    }
     await this.objects.apply(wanted.secret);
     if (!wanted.deployment || !wanted.config) {
       this.o.logger.info({ id: resource.id, ...placement }, 'VPN gateway waits for its Service address before its configuration');
@@ -227,6 +237,28 @@ function agentStatusOf(body: unknown): AgentStatus | null {
   if (!Value.Check(AgentStatusSchema, body)) return null;
   const handshake = body.last_handshake !== null && !Number.isNaN(Date.parse(body.last_handshake)) ? new Date(body.last_handshake).toISOString() : null;
   return { ...body, last_handshake: handshake };
+}
+
+/** What observe says of an IPsec gateway whose pre-shared key the store no longer holds: a new key (PATCH) brings it back. */
+export const MISSING_PRE_SHARED_KEY = 'the pre-shared key is missing from the store; set a new one with PATCH pre_shared_key';
+
+/** The longest part of the agent's error a status reason repeats. */
+const AGENT_ERROR_MAX_CHARS = 300;
+
+/**
+ * Why the agent did not apply the configuration it was given, from its /status, or null
+ * while it reports no error (the new file not yet there: the kubelet syncs Secret volumes
+ * lazily). The agent's errors never repeat a key (parseAgentConfig names fields, the tools'
+ * errors are redacted), but the text goes into a status reason: the keys the driver knows
+ * are blanked out here too, and the text is kept to one bounded line.
+ */
+export function agentRefusal(agent: Pick<AgentStatus, 'error'>, secrets: ReadonlyArray<string | null>): string | null {
+  if (!agent.error) return null;
+  const oneLine = redacted(agent.error, secrets.filter((s): s is string => Boolean(s)))
+    .replace(/[\u0000-\u001f\u007f]+/g, ' ')
+    .trim();
+  const bounded = oneLine.length > AGENT_ERROR_MAX_CHARS ? `${oneLine.slice(0, AGENT_ERROR_MAX_CHARS - 1)}…` : oneLine;
+  return `the VPN agent did not apply it: ${bounded.replace(/\.$/, '')}`;
 }
 
 const tunnelOf = ({ tunnel_status, bytes_sent, bytes_received, last_handshake }: AgentStatus): TunnelStats => ({ tunnel_status, bytes_sent, bytes_received, last_handshake });
