@@ -33,6 +33,7 @@ import { AppliedObjects, holdsDesired, ObjectHeader } from './applied';
 import {
   AGENT_STATUS_PORT,
   agentSecretName,
+  CONFIG_KEY,
   DEFAULT_VPN_AGENT_SETTINGS,
   generateWireguardKey,
   missingPreSharedKey,
@@ -121,9 +122,14 @@ export class VpnGatewayTunnelDriver implements VpnGatewayDriver {
     const deployment = live.deployment;
     const available = isAvailable(deployment);
     const agent = available ? await this.agentStatus(resource, placement.namespace) : null;
-    const applied = agent !== null && wanted.config !== null && agent.applied_version === wanted.config.version;
+    // A gateway whose key went missing runs on with the configuration its Secret still holds.
+    const runningVersion = wanted.config?.version ?? (keyMissing ? keptConfigVersion(live.secret) : null);
+    const applied = agent !== null && runningVersion !== null && agent.applied_version === runningVersion;
     const ready = available && localIp !== null && applied;
     const stalled = stalledRollout(deployment, "the VPN agent's Deployment");
+    // Without its key a gateway never given a configuration can never have a tunnel (and a creating one can be neither PATCHed nor deleted): it fails.
+    // One that was given a configuration keeps its last key, and a new key (PATCH) brings it back: refused, not failed.
+    const neverConfigured = keyMissing && keptConfigVersion(live.secret) === null;
     const refused = keyMissing ? MISSING_PRE_SHARED_KEY : agent && !applied ? agentRefusal(agent, [resource.desired.pre_shared_key, privateKey]) : null;
     return {
       exists: true,
@@ -131,8 +137,8 @@ export class VpnGatewayTunnelDriver implements VpnGatewayDriver {
       ready,
       outputs: { local_ip: localIp, public_key: wireguard && privateKey ? wireguardPublicKey(privateKey) : null },
       observed: agent ? tunnelOf(agent) : TUNNEL_DOWN,
-      failure: stalled && !available ? stalled : null,
-      rejected: refused ?? (stalled && available ? stalled : null),
+      failure: neverConfigured ? NO_PRE_SHARED_KEY : stalled && !available ? stalled : null,
+      rejected: neverConfigured ? null : (refused ?? (stalled && available ? stalled : null)),
       pollAfterMs: ready && upToDate ? (this.o.tunnelPollMs ?? DEFAULT_TUNNEL_POLL_MS) : this.progressPollMs,
     };
   }
@@ -241,6 +247,8 @@ function agentStatusOf(body: unknown): AgentStatus | null {
 
 /** What observe says of an IPsec gateway whose pre-shared key the store no longer holds: a new key (PATCH) brings it back. */
 export const MISSING_PRE_SHARED_KEY = 'the pre-shared key is missing from the store; set a new one with PATCH pre_shared_key';
+/** The failure of an IPsec gateway that never had a configuration and has no key to make one with. */
+export const NO_PRE_SHARED_KEY = 'the pre-shared key is missing from the store, so the gateway cannot be configured';
 
 /** The longest part of the agent's error a status reason repeats. */
 const AGENT_ERROR_MAX_CHARS = 300;
@@ -267,6 +275,18 @@ const tunnelOf = ({ tunnel_status, bytes_sent, bytes_received, last_handshake }:
 function keptPrivateKey(secret: V1Secret | null): string | null {
   const kept = secret?.data?.[PRIVATE_KEY_KEY];
   return kept ? Buffer.from(kept, 'base64').toString('utf8') : null;
+}
+
+/** The version of the configuration kept in the agent's Secret, or null. */
+function keptConfigVersion(secret: V1Secret | null): string | null {
+  const kept = secret?.data?.[CONFIG_KEY];
+  if (!kept) return null;
+  try {
+    const version: unknown = JSON.parse(Buffer.from(kept, 'base64').toString('utf8')).version;
+    return typeof version === 'string' ? version : null;
+  } catch {
+    return null;
+  }
 }
 
 function ingressIp(service: V1Service | null): string | null {
