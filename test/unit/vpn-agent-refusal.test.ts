@@ -24,6 +24,8 @@ describe("the driver's reading of the agent's error", () => {
     expect(said).not.toContain(PSK);
     expect(said).not.toContain(privateKey);
     expect(said).toContain('[redacted]');
+    const inHex = agentRefusal({ error: `swanctl failed: secret 0x${Buffer.from(PSK).toString('hex')} refused` }, [PSK])!;
+    expect(inHex).not.toContain(Buffer.from(PSK).toString('hex'));
   });
 
   it('is one line of bounded length', () => {

@@ -18,6 +18,11 @@
  * come from the same /status. An agent that cannot be reached is a tunnel that is down,
  * not the API server failing: the driver's health does not count it.
  *
+ * A configuration the agent refused (its /status carries an `error` and not the wanted
+ * version) is not applied: observe says so in `rejected`, with the agent's reason, and the
+ * gateway runs on as it was. An IPsec gateway whose pre-shared key is missing from the
+ * store never gets a configuration with an empty key (see observe for failed or refused).
+ *
  * Nothing secret leaves the Secret: what the driver records is where the objects are and
  * the configuration's version, and its log lines name the gateway, never the keys.
  */
@@ -87,11 +92,13 @@ export class VpnGatewayTunnelDriver implements VpnGatewayDriver {
   private readonly objects: AppliedObjects;
   private readonly settings: VpnAgentDeploymentSettings;
   private readonly progressPollMs: number;
+  private readonly tunnelPollMs: number;
 
   constructor(private readonly o: VpnGatewayTunnelDriverOptions) {
     this.objects = new AppliedObjects(o.kubeConfig, o.requestTimeoutMs);
     this.settings = { ...DEFAULT_VPN_AGENT_SETTINGS, ...o.agent };
     this.progressPollMs = o.progressPollMs ?? DEFAULT_PROGRESS_POLL_MS;
+    this.tunnelPollMs = o.tunnelPollMs ?? DEFAULT_TUNNEL_POLL_MS;
   }
 
   /** The three objects changed by others (deleted or edited by hand, the Service given its address) are looked at at once. */
@@ -139,7 +146,8 @@ export class VpnGatewayTunnelDriver implements VpnGatewayDriver {
       observed: agent ? tunnelOf(agent) : TUNNEL_DOWN,
       failure: neverConfigured ? NO_PRE_SHARED_KEY : stalled && !available ? stalled : null,
       rejected: neverConfigured ? null : (refused ?? (stalled && available ? stalled : null)),
-      pollAfterMs: ready && upToDate ? (this.o.tunnelPollMs ?? DEFAULT_TUNNEL_POLL_MS) : this.progressPollMs,
+      // Nothing comes of a missing key but a PATCH (whose write brings a pass anyway): looked at as seldom as a working tunnel.
+      pollAfterMs: (ready && upToDate) || keyMissing ? this.tunnelPollMs : this.progressPollMs,
     };
   }
 
@@ -185,7 +193,7 @@ export class VpnGatewayTunnelDriver implements VpnGatewayDriver {
     if (missingPreSharedKey(resource.desired)) {
       // Applying the Secret without a configuration would take the running one away: the agent keeps its last good key.
       this.o.logger.warn({ id: resource.id, ...placement }, "VPN gateway's pre-shared key is missing from the store: its configuration is left as it was");
-      return step;
+      return { ...step, pollAfterMs: this.tunnelPollMs };
     }
     await this.objects.apply(wanted.secret);
     if (!wanted.deployment || !wanted.config) {
@@ -262,7 +270,9 @@ const AGENT_ERROR_MAX_CHARS = 300;
  */
 export function agentRefusal(agent: Pick<AgentStatus, 'error'>, secrets: ReadonlyArray<string | null>): string | null {
   if (!agent.error) return null;
-  const oneLine = redacted(agent.error, secrets.filter((s): s is string => Boolean(s)))
+  // As the agent itself blanks them: as they are and in hex (swanctl may print a key so).
+  const forms = secrets.filter((s): s is string => Boolean(s)).flatMap((s) => [s, Buffer.from(s, 'utf8').toString('hex')]);
+  const oneLine = redacted(agent.error, forms)
     .replace(/[\u0000-\u001f\u007f]+/g, ' ')
     .trim();
   const bounded = oneLine.length > AGENT_ERROR_MAX_CHARS ? `${oneLine.slice(0, AGENT_ERROR_MAX_CHARS - 1)}…` : oneLine;
