@@ -153,7 +153,8 @@ export class ManagedReconciler implements Reconciler {
         : {};
     const outputs = observation.ready && observation.outputs ? binding.outputs(observation.outputs) : {};
     if (creating) {
-      if (!observation.ready) return {};
+      // A first configuration refused is said while creating too (cleared below once ready); nothing else is written before.
+      if (!observation.ready) return observation.rejected ? { changes: { status_reason: `The configuration was not applied: ${observation.rejected}.` } } : {};
       return { changes: { ...outputs, ...binding.onReady?.(observation.observed), ...applied, status: binding.readyState, status_reason: null } };
     }
     const steady = binding.steady?.(observation.observed, resource, desired) ?? {};

@@ -13,7 +13,7 @@ import { AppsV1Api, CoreV1Api, CustomObjectsApi, V1Deployment, V1Secret, V1Servi
 import { loadConfig } from '../../src/config';
 import { createLogger } from '../../src/logger';
 import { startService, RunningService } from '../../src/service';
-import { namespaceOfTeam, objectName } from '../../src/store/kubernetes/names';
+import { namespaceOfTeam, objectName, secretObjectName } from '../../src/store/kubernetes/names';
 import { CONFIG_KEY, PRIVATE_KEY_KEY, wireguardPublicKey } from '../../src/drivers/kubernetes/vpn-gateway-manifests';
 import type { VpnAgentConfig } from '../../src/vpn-agent/config';
 import { LoadBalancerAddon, startLoadBalancerAddon } from '../helpers/load-balancer-addon';
@@ -166,6 +166,28 @@ describe('cluster mode: VPN gateways as the VPN agent behind a UDP LoadBalancer 
     expect(svc!.spec?.ports?.map((p) => [p.port, p.protocol])).toEqual([[500, 'UDP'], [4500, 'UDP']]);
     expect(configIn(secret)).toMatchObject({ tunnel_type: 'ipsec', ipsec: { pre_shared_key: psk } });
     expect(secret!.data![PRIVATE_KEY_KEY]).toBeUndefined();
+  });
+
+  it('an IPsec gateway whose pre-shared key went from the store says so in status_reason while creating; the agent keeps its last key', async () => {
+    const psk = `psk-${Date.now()}-lost-from-store`;
+    needles.push({ label: 'pre-shared key (lost)', value: psk });
+    const { id } = (await api('POST', '/api/v1/vpn-gateways', { ...GATEWAY, name: 'ipsec-keyless', tunnel_type: 'ipsec', pre_shared_key: psk })).body.data;
+    await eventually(async () => {
+      const objects = await objectsOf(id);
+      return objects.deployment && configIn(objects.secret) ? objects : null;
+    }, 60_000, 200);
+    // The store's own Secret deleted by hand: the key is nowhere the operator could read it again.
+    await core.deleteNamespacedSecret({ namespace, name: secretObjectName(`vpn-psk-${id}`) });
+    const said = await eventually(async () => {
+      const gateway = await gatewayOf(id);
+      return gateway.status_reason ? gateway : null;
+    }, 60_000, 200);
+    expect(said).toMatchObject({
+      status: 'creating',
+      status_reason: 'The configuration was not applied: the pre-shared key is missing from the store; set a new one with PATCH pre_shared_key.',
+    });
+    // Never a configuration with an empty key: the one the agent has stays as it was.
+    expect(configIn((await objectsOf(id)).secret)).toMatchObject({ tunnel_type: 'ipsec', ipsec: { pre_shared_key: psk } });
   });
 
   it('leaves no key in the log, the statuses or the events', async () => {

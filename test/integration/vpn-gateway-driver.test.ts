@@ -3,11 +3,18 @@
  * a control plane whose kubelets KWOK plays (test/helpers/workload-cluster.ts), with
  * exactly the chart's RBAC. load-balancer-addon.ts plays MetalLB. What is checked here
  * needs no agent: what the driver makes and releases, what it leaves alone, and its
- * health. (The agent answering at the Pod IP is vpn-gateway-cluster.test.ts's.)
+ * health; and, with the VPN agent (`node dist/src/main.js vpn-agent`) run in a network
+ * namespace that carries the KWOK Pod's IP, what the driver makes of an agent that refuses
+ * its configuration. (The tunnel itself is vpn-tunnel-cluster.test.ts's.)
  */
+import fs from 'node:fs';
+import os from 'node:os';
+import path from 'node:path';
+import type { ChildProcess } from 'node:child_process';
 import { AppsV1Api, CoreV1Api, CustomObjectsApi, KubeConfig } from '@kubernetes/client-node';
 import pino from 'pino';
-import { VpnGatewayTunnelDriver } from '../../src/drivers/kubernetes/vpn-gateway-tunnel';
+import { MISSING_PRE_SHARED_KEY, NO_PRE_SHARED_KEY, VpnGatewayTunnelDriver } from '../../src/drivers/kubernetes/vpn-gateway-tunnel';
+import { AGENT_STATUS_PORT, CONFIG_KEY } from '../../src/drivers/kubernetes/vpn-gateway-manifests';
 import type { VpnGatewayDesired } from '../../src/drivers/vpn-gateway';
 import type { Managed, Owner } from '../../src/drivers/types';
 import { newId } from '../../src/lib/ids';
@@ -15,6 +22,8 @@ import { API_VERSION, GROUP, VERSION, namespaceOfTeam, objectName } from '../../
 import { operatorKubeconfigFromChart } from '../helpers/chart';
 import { LoadBalancerAddon, startLoadBalancerAddon } from '../helpers/load-balancer-addon';
 import { eventually } from '../helpers/service';
+import { netnsSet } from '../helpers/netns';
+import { AGENT_MAIN } from '../helpers/vpn-agent';
 import { startWorkloadCluster, WorkloadCluster } from '../helpers/workload-cluster';
 
 jest.setTimeout(120_000);
@@ -156,5 +165,103 @@ describe('the Kubernetes VPN gateway driver', () => {
     const unreachable = new VpnGatewayTunnelDriver({ kubeConfig: nowhere, systemNamespace: SYSTEM_NAMESPACE, logger: pino({ level: 'silent' }), requestTimeoutMs: 2_000 });
     await expect(unreachable.observe(await managed())).rejects.toThrow();
     expect(unreachable.health()).toMatchObject({ state: 'unavailable', reachable: false, recentFailures: 3 });
+  });
+
+  it('an IPsec gateway that never had a configuration and whose pre-shared key is missing fails, with no Secret holding an empty key', async () => {
+    const resource = await managed('ipsec');
+    const keyless = { ...resource, desired: { ...resource.desired, pre_shared_key: null } };
+    let external = (await driver.create(keyless)).external;
+    // Also once the Service has its address, which a configuration would need.
+    const observed = await eventually(async () => {
+      external = (await driver.update({ ...keyless, external })).external;
+      const seen = await driver.observe({ ...keyless, external });
+      return addon.assigned().has(`${namespace}/${objectName(resource.id)}`) ? seen : null;
+    }, 60_000, 100);
+    expect(observed).toMatchObject({ exists: true, upToDate: false, ready: false, failure: NO_PRE_SHARED_KEY, rejected: null });
+    const objects = await objectsOf(resource);
+    expect(objects.secret?.data?.[CONFIG_KEY]).toBeUndefined();
+    expect(objects.deployment).toBeNull();
+    expect(external.config_version).toBeUndefined();
+  });
+
+  it('a configured IPsec gateway whose pre-shared key went missing is refused by name, keeps its last configuration, and comes back with a new key', async () => {
+    const resource = await made(await managed('ipsec'));
+    const before = (await objectsOf(resource)).secret!.data![CONFIG_KEY];
+    const keyless = { ...resource, desired: { ...resource.desired, pre_shared_key: null } };
+    expect(await driver.observe(keyless)).toMatchObject({ exists: true, upToDate: false, failure: null, rejected: MISSING_PRE_SHARED_KEY });
+    const step = await driver.update(keyless);
+    expect(await driver.observe({ ...keyless, external: step.external })).toMatchObject({ upToDate: false, failure: null, rejected: MISSING_PRE_SHARED_KEY });
+    // The agent's configuration stays as it was: never one with an empty key.
+    expect((await objectsOf(resource)).secret!.data![CONFIG_KEY]).toBe(before);
+    // A new key (a PATCH) brings it back.
+    const rekeyed = await made({ ...keyless, external: step.external, desired: { ...keyless.desired, psk_version: 2, pre_shared_key: 'a-new-pre-shared-key' } });
+    expect(await driver.observe(rekeyed)).toMatchObject({ upToDate: true, rejected: null, failure: null });
+  });
+
+  it("reads the agent at the Pod IP: ready once it applied the configuration, and a newer one it refused is not applied, with its reason", async () => {
+    const resource = await made(await managed('ipsec'));
+    const pod = await eventually(async () => {
+      const pods = await core.listNamespacedPod({ namespace, labelSelector: `${GROUP}/id=${resource.id}` });
+      return pods.items.find((p) => p.status?.podIP && p.status.phase === 'Running' && !p.metadata?.deletionTimestamp) ?? null;
+    }, 60_000, 200);
+    const podIp = pod.status!.podIP!;
+    const paired = podIp.split('.').map(Number);
+    paired[3] ^= 1;
+    // The Pod network: the driver (in the test's namespace) reaches the Pod's IP in the agent's.
+    const netns = netnsSet();
+    const agentNs = netns.make('agent');
+    netns.link(null, `${paired.join('.')}/31`, agentNs, `${podIp}/31`);
+    const dir = fs.mkdtempSync(path.join(os.tmpdir(), 'cp-vpn-refused-'));
+    const configFile = path.join(dir, 'config.json');
+    // As a Secret volume is: the file swapped in whole.
+    const writeConfig = (text: string) => {
+      fs.writeFileSync(`${configFile}.new`, text, { mode: 0o600 });
+      fs.renameSync(`${configFile}.new`, configFile);
+    };
+    const configText = async () => Buffer.from((await core.readNamespacedSecret({ namespace, name: `${objectName(resource.id)}-agent` })).data![CONFIG_KEY], 'base64').toString('utf8');
+    writeConfig(await configText());
+    const logFile = path.join(dir, 'agent.log');
+    const log = fs.openSync(logFile, 'a');
+    const explain = (err: Error) => {
+      throw new Error(`${err.message}\nagent log:\n${fs.readFileSync(logFile, 'utf8').slice(-3000)}`);
+    };
+    let agent: ChildProcess | null = null;
+    try {
+      agent = agentNs.spawn(
+        process.execPath,
+        [AGENT_MAIN, 'vpn-agent', '--config', configFile, '--listen', `0.0.0.0:${AGENT_STATUS_PORT}`, '--state-dir', path.join(dir, 'state')],
+        { privateRun: true, env: { ...process.env, CLOUDPLANE_LOG_LEVEL: 'info' }, stdio: ['ignore', log, log] },
+      );
+      const applied = await eventually(async () => {
+        const seen = await driver.observe(resource);
+        return seen.exists && seen.ready ? seen : null;
+      }, 60_000, 200).catch(explain);
+      expect(applied).toMatchObject({ upToDate: true, ready: true, failure: null, rejected: null });
+
+      // Its key gone from the store: still ready on the configuration it runs, refused by name.
+      const keyless = { ...resource, desired: { ...resource.desired, pre_shared_key: null } };
+      expect(await driver.observe(keyless)).toMatchObject({ upToDate: false, ready: true, failure: null, rejected: MISSING_PRE_SHARED_KEY });
+
+      // A change whose file reaches the agent cut short, as a half-written volume would leave it: the agent cannot read it.
+      const changed = { ...resource, desired: { ...resource.desired, remote_network_cidr: '192.168.20.0/24' } };
+      const step = await driver.update(changed);
+      const text = await configText();
+      expect(JSON.parse(text).remote_network_cidr).toBe('192.168.20.0/24');
+      writeConfig(text.slice(0, text.length / 3));
+      const refused = await eventually(async () => {
+        const seen = await driver.observe({ ...changed, external: step.external });
+        return seen.exists && seen.rejected ? seen : null;
+      }, 60_000, 200).catch(explain);
+      expect(refused).toMatchObject({ exists: true, upToDate: false, ready: false, failure: null, rejected: 'the VPN agent did not apply it: configuration is not valid JSON' });
+      expect(JSON.stringify(refused)).not.toContain(resource.desired.pre_shared_key);
+    } finally {
+      fs.closeSync(log);
+      if (agent && agent.exitCode === null && agent.signalCode === null) {
+        const exited = new Promise((resolve) => agent!.once('exit', resolve));
+        agent.kill('SIGTERM');
+        await exited;
+      }
+      netns.destroy();
+    }
   });
 });

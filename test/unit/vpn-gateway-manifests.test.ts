@@ -10,6 +10,7 @@ import {
   CONFIG_KEY,
   DEFAULT_VPN_AGENT_SETTINGS,
   generateWireguardKey,
+  missingPreSharedKey,
   PRIVATE_KEY_KEY,
   vpnGatewayObjects,
   wireguardPublicKey,
@@ -112,6 +113,16 @@ describe('VPN gateway manifests', () => {
     const without = agentConfig(gateway({ tunnel_type: 'wireguard', pre_shared_key: null }).desired, '198.51.100.8', privateKey);
     expect(without.wireguard?.remote_public_key).toBeNull();
     expect(without.version).not.toBe(objects.config!.version);
+  });
+
+  it('writes no configuration and no Deployment for an IPsec gateway whose pre-shared key is missing, never an empty key', () => {
+    const objects = vpnGatewayObjects(gateway({ pre_shared_key: null }), placement, DEFAULT_VPN_AGENT_SETTINGS, '198.51.100.7', null);
+    expect(objects.config).toBeNull();
+    expect(objects.deployment).toBeNull();
+    expect(objects.secret.data).toEqual({});
+    expect(() => agentConfig(gateway({ pre_shared_key: null }).desired, '198.51.100.7', null)).toThrow('an IPsec gateway needs its pre-shared key');
+    expect(missingPreSharedKey(gateway({ pre_shared_key: '' }).desired)).toBe(true);
+    expect(missingPreSharedKey(gateway({ tunnel_type: 'wireguard', pre_shared_key: null }).desired)).toBe(false);
   });
 
   it("writes configurations the agent accepts (src/vpn-agent/config.ts is the contract)", () => {

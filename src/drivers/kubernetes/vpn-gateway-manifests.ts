@@ -88,6 +88,11 @@ export function wireguardPublicKey(privateKeyBase64: string): string {
 
 const rawKey = (base64url: string) => Buffer.from(base64url, 'base64url').toString('base64');
 
+/** An IPsec gateway whose pre-shared key the store no longer holds: it cannot be configured. */
+export function missingPreSharedKey(desired: VpnGatewayDesired): boolean {
+  return desired.tunnel_type === 'ipsec' && !desired.pre_shared_key;
+}
+
 /** The agent's configuration for `desired` at `localIp`, with its version. */
 export function agentConfig(desired: VpnGatewayDesired, localIp: string, privateKey: string | null): VpnAgentConfig {
   const base = {
@@ -103,8 +108,9 @@ export function agentConfig(desired: VpnGatewayDesired, localIp: string, private
     const version = versionOf({ ...base, wireguard: { ...wireguard, public_key: wireguardPublicKey(privateKey) } });
     return { version, ...base, wireguard: { private_key: privateKey, ...wireguard } };
   }
+  if (!desired.pre_shared_key) throw new Error('an IPsec gateway needs its pre-shared key');
   const version = versionOf({ ...base, psk_version: desired.psk_version });
-  return { version, ...base, ipsec: { pre_shared_key: desired.pre_shared_key ?? '' } };
+  return { version, ...base, ipsec: { pre_shared_key: desired.pre_shared_key } };
 }
 
 function versionOf(withoutSecrets: unknown): string {
@@ -139,7 +145,8 @@ export function vpnGatewayObjects(
   const labels = { ...managedLabels(resource.id), [COMPONENT_LABEL]: COMPONENT, 'app.kubernetes.io/name': 'cloudplane-vpn-agent' };
   const metadata = { name, namespace, labels, ownerReferences: ownerReferencesOf(resource.owner) };
   const secretName = agentSecretName(placement);
-  const config = localIp ? agentConfig(desired, localIp, privateKey) : null;
+  // No configuration without its key, rather than one with an empty key.
+  const config = localIp && !missingPreSharedKey(desired) ? agentConfig(desired, localIp, privateKey) : null;
   const data: Record<string, string> = {};
   // The key as `wg genkey` prints it, so `kubectl get secret` shows what wg would read.
   if (privateKey) data[PRIVATE_KEY_KEY] = base64(privateKey);

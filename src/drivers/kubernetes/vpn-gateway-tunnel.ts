@@ -18,6 +18,11 @@
  * come from the same /status. An agent that cannot be reached is a tunnel that is down,
  * not the API server failing: the driver's health does not count it.
  *
+ * A configuration the agent refused (its /status carries an `error` and not the wanted
+ * version) is not applied: observe says so in `rejected`, with the agent's reason, and the
+ * gateway runs on as it was. An IPsec gateway whose pre-shared key is missing from the
+ * store never gets a configuration with an empty key (see observe for failed or refused).
+ *
  * Nothing secret leaves the Secret: what the driver records is where the objects are and
  * the configuration's version, and its log lines name the gateway, never the keys.
  */
@@ -26,14 +31,17 @@ import type { KubeConfig, V1Deployment, V1Pod, V1Secret, V1Service } from '@kube
 import type { Logger } from 'pino';
 import { Value } from '@sinclair/typebox/value';
 import { AgentStatus, AgentStatusSchema } from '../../vpn-agent/status-server';
+import { redacted } from '../../vpn-agent/commands';
 import type { TunnelStats, VpnGatewayDesired, VpnGatewayDriver, VpnGatewayOutputs } from '../vpn-gateway';
 import type { DriverHealth, Managed, Observation, Step } from '../types';
 import { AppliedObjects, holdsDesired, ObjectHeader } from './applied';
 import {
   AGENT_STATUS_PORT,
   agentSecretName,
+  CONFIG_KEY,
   DEFAULT_VPN_AGENT_SETTINGS,
   generateWireguardKey,
+  missingPreSharedKey,
   podSelector,
   PRIVATE_KEY_KEY,
   VpnAgentDeploymentSettings,
@@ -84,11 +92,13 @@ export class VpnGatewayTunnelDriver implements VpnGatewayDriver {
   private readonly objects: AppliedObjects;
   private readonly settings: VpnAgentDeploymentSettings;
   private readonly progressPollMs: number;
+  private readonly tunnelPollMs: number;
 
   constructor(private readonly o: VpnGatewayTunnelDriverOptions) {
     this.objects = new AppliedObjects(o.kubeConfig, o.requestTimeoutMs);
     this.settings = { ...DEFAULT_VPN_AGENT_SETTINGS, ...o.agent };
     this.progressPollMs = o.progressPollMs ?? DEFAULT_PROGRESS_POLL_MS;
+    this.tunnelPollMs = o.tunnelPollMs ?? DEFAULT_TUNNEL_POLL_MS;
   }
 
   /** The three objects changed by others (deleted or edited by hand, the Service given its address) are looked at at once. */
@@ -107,7 +117,9 @@ export class VpnGatewayTunnelDriver implements VpnGatewayDriver {
     const privateKey = keptPrivateKey(live.secret);
     const wireguard = resource.desired.tunnel_type === 'wireguard';
     const wanted = vpnGatewayObjects(resource, placement, this.settings, localIp, privateKey);
+    const keyMissing = missingPreSharedKey(resource.desired);
     const upToDate =
+      !keyMissing &&
       wanted.deployment !== null &&
       (!wireguard || privateKey !== null) &&
       holdsDesired(live.secret, wanted.secret) &&
@@ -117,18 +129,25 @@ export class VpnGatewayTunnelDriver implements VpnGatewayDriver {
     const deployment = live.deployment;
     const available = isAvailable(deployment);
     const agent = available ? await this.agentStatus(resource, placement.namespace) : null;
-    const applied = agent !== null && wanted.config !== null && agent.applied_version === wanted.config.version;
+    // A gateway whose key went missing runs on with the configuration its Secret still holds.
+    const runningVersion = wanted.config?.version ?? (keyMissing ? keptConfigVersion(live.secret) : null);
+    const applied = agent !== null && runningVersion !== null && agent.applied_version === runningVersion;
     const ready = available && localIp !== null && applied;
     const stalled = stalledRollout(deployment, "the VPN agent's Deployment");
+    // Without its key a gateway never given a configuration can never have a tunnel (and a creating one can be neither PATCHed nor deleted): it fails.
+    // One that was given a configuration keeps its last key, and a new key (PATCH) brings it back: refused, not failed.
+    const neverConfigured = keyMissing && keptConfigVersion(live.secret) === null;
+    const refused = keyMissing ? MISSING_PRE_SHARED_KEY : agent && !applied ? agentRefusal(agent, [resource.desired.pre_shared_key, privateKey]) : null;
     return {
       exists: true,
-      upToDate,
+      upToDate: upToDate && !refused,
       ready,
       outputs: { local_ip: localIp, public_key: wireguard && privateKey ? wireguardPublicKey(privateKey) : null },
       observed: agent ? tunnelOf(agent) : TUNNEL_DOWN,
-      failure: stalled && !available ? stalled : null,
-      rejected: stalled && available ? stalled : null,
-      pollAfterMs: ready && upToDate ? (this.o.tunnelPollMs ?? DEFAULT_TUNNEL_POLL_MS) : this.progressPollMs,
+      failure: neverConfigured ? NO_PRE_SHARED_KEY : stalled && !available ? stalled : null,
+      rejected: neverConfigured ? null : (refused ?? (stalled && available ? stalled : null)),
+      // Nothing comes of a missing key but a PATCH (whose write brings a pass anyway): looked at as seldom as a working tunnel.
+      pollAfterMs: (ready && upToDate) || keyMissing ? this.tunnelPollMs : this.progressPollMs,
     };
   }
 
@@ -171,6 +190,11 @@ export class VpnGatewayTunnelDriver implements VpnGatewayDriver {
     const privateKey = resource.desired.tunnel_type === 'wireguard' ? (keptPrivateKey(live.secret) ?? generateWireguardKey()) : null;
     const wanted = vpnGatewayObjects(resource, placement, this.settings, localIp, privateKey);
     await this.objects.apply(wanted.service);
+    if (missingPreSharedKey(resource.desired)) {
+      // Applying the Secret without a configuration would take the running one away: the agent keeps its last good key.
+      this.o.logger.warn({ id: resource.id, ...placement }, "VPN gateway's pre-shared key is missing from the store: its configuration is left as it was");
+      return { ...step, pollAfterMs: this.tunnelPollMs };
+    }
     await this.objects.apply(wanted.secret);
     if (!wanted.deployment || !wanted.config) {
       this.o.logger.info({ id: resource.id, ...placement }, 'VPN gateway waits for its Service address before its configuration');
@@ -229,12 +253,50 @@ function agentStatusOf(body: unknown): AgentStatus | null {
   return { ...body, last_handshake: handshake };
 }
 
+/** What observe says of an IPsec gateway whose pre-shared key the store no longer holds: a new key (PATCH) brings it back. */
+export const MISSING_PRE_SHARED_KEY = 'the pre-shared key is missing from the store; set a new one with PATCH pre_shared_key';
+/** The failure of an IPsec gateway that never had a configuration and has no key to make one with. */
+export const NO_PRE_SHARED_KEY = 'the pre-shared key is missing from the store, so the gateway cannot be configured';
+
+/** The longest part of the agent's error a status reason repeats. */
+const AGENT_ERROR_MAX_CHARS = 300;
+
+/**
+ * Why the agent did not apply the configuration it was given, from its /status, or null
+ * while it reports no error (the new file not yet there: the kubelet syncs Secret volumes
+ * lazily). The agent's errors never repeat a key (parseAgentConfig names fields, the tools'
+ * errors are redacted), but the text goes into a status reason: the keys the driver knows
+ * are blanked out here too, and the text is kept to one bounded line.
+ */
+export function agentRefusal(agent: Pick<AgentStatus, 'error'>, secrets: ReadonlyArray<string | null>): string | null {
+  if (!agent.error) return null;
+  // As the agent itself blanks them: as they are and in hex (swanctl may print a key so).
+  const forms = secrets.filter((s): s is string => Boolean(s)).flatMap((s) => [s, Buffer.from(s, 'utf8').toString('hex')]);
+  const oneLine = redacted(agent.error, forms)
+    .replace(/[\u0000-\u001f\u007f]+/g, ' ')
+    .trim();
+  const bounded = oneLine.length > AGENT_ERROR_MAX_CHARS ? `${oneLine.slice(0, AGENT_ERROR_MAX_CHARS - 1)}…` : oneLine;
+  return `the VPN agent did not apply it: ${bounded.replace(/\.$/, '')}`;
+}
+
 const tunnelOf = ({ tunnel_status, bytes_sent, bytes_received, last_handshake }: AgentStatus): TunnelStats => ({ tunnel_status, bytes_sent, bytes_received, last_handshake });
 
 /** The WireGuard key kept in the agent's Secret, or null. */
 function keptPrivateKey(secret: V1Secret | null): string | null {
   const kept = secret?.data?.[PRIVATE_KEY_KEY];
   return kept ? Buffer.from(kept, 'base64').toString('utf8') : null;
+}
+
+/** The version of the configuration kept in the agent's Secret, or null. */
+function keptConfigVersion(secret: V1Secret | null): string | null {
+  const kept = secret?.data?.[CONFIG_KEY];
+  if (!kept) return null;
+  try {
+    const version: unknown = JSON.parse(Buffer.from(kept, 'base64').toString('utf8')).version;
+    return typeof version === 'string' ? version : null;
+  } catch {
+    return null;
+  }
 }
 
 function ingressIp(service: V1Service | null): string | null {
