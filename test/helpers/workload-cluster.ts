@@ -53,8 +53,12 @@ export interface WorkloadCluster extends KubeApiServer {
   kubeConfig: KubeConfig;
 }
 
-/** Pod addresses: kube-controller-manager's node IPAM gives each node a /24 of this. */
-export const POD_CIDR = '10.244.0.0/16';
+/**
+ * Pod addresses: kube-controller-manager's node IPAM gives each node a /24 of this. One per
+ * jest worker: tests that put a real process at a KWOK Pod's IP (a VPN agent in a network
+ * namespace) would otherwise be answered by another worker's cluster at the same address.
+ */
+export const POD_CIDR = `10.${244 + (Number(process.env.JEST_WORKER_ID ?? '1') % 8)}.0.0/16`;
 /** ClusterIPs, as kube-apiserver.ts allocates them. */
 export const SERVICE_CIDR = '10.0.0.0/24';
 /** The annotation by which KWOK knows the nodes it plays (the one its documentation uses). */
