@@ -4,9 +4,9 @@
  * invitation is only logged. The notice carries no key: an owner or admin makes the
  * member's first key and hands it over (docs/api.md, Settings).
  */
-import nodemailer from 'nodemailer';
 import type { Logger } from 'pino';
 import type { WebhookConfig } from '../config';
+import { Mailer } from '../lib/mailer';
 
 export interface InvitationNotice {
   to: string;
@@ -19,22 +19,21 @@ export interface InvitationNotice {
 }
 
 export class InvitationMailer {
-  private readonly transport: nodemailer.Transporter | null;
+  private readonly mailer: Mailer;
 
-  constructor(private readonly config: Pick<WebhookConfig, 'smtpUrl' | 'smtpFrom'>, private readonly logger: Logger) {
-    this.transport = config.smtpUrl ? nodemailer.createTransport(config.smtpUrl) : null;
+  constructor(config: Pick<WebhookConfig, 'smtpUrl' | 'smtpFrom'>, private readonly logger: Logger) {
+    this.mailer = new Mailer(config);
   }
 
   /** Sends the notice; a failure is logged, never thrown: the member was added either way. */
   async invited(notice: InvitationNotice): Promise<void> {
     const log = { team: notice.teamId, member_id: notice.memberId };
-    if (!this.transport) {
+    if (!this.mailer.configured) {
       this.logger.info(log, 'member invited; no e-mail sent: CLOUDPLANE_SMTP_URL is not set');
       return;
     }
     try {
-      await this.transport.sendMail({
-        from: this.config.smtpFrom,
+      await this.mailer.send({
         to: notice.to,
         subject: `You were added to the team ${notice.teamName} on Cloudplane`,
         text: [
@@ -51,6 +50,6 @@ export class InvitationMailer {
   }
 
   close(): void {
-    this.transport?.close();
+    this.mailer.close();
   }
 }

@@ -3,10 +3,10 @@
  * by e-mail through CLOUDPLANE_SMTP_URL; without an SMTP server configured, a warning
  * in the log has to do.
  */
-import nodemailer from 'nodemailer';
 import type { Logger } from 'pino';
 import type { Store } from '../store/types';
 import type { WebhookConfig } from '../config';
+import { Mailer } from '../lib/mailer';
 import { teamFamily, userFamily, TeamSpec, UserSpec } from '../resources/accounts';
 
 export interface DisabledNotice {
@@ -17,22 +17,21 @@ export interface DisabledNotice {
 }
 
 export class OwnerNotifier {
-  private readonly transport: nodemailer.Transporter | null;
+  private readonly mailer: Mailer;
 
-  constructor(private readonly store: Store, private readonly config: WebhookConfig, private readonly logger: Logger) {
-    this.transport = config.smtpUrl ? nodemailer.createTransport(config.smtpUrl) : null;
+  constructor(private readonly store: Store, config: WebhookConfig, private readonly logger: Logger) {
+    this.mailer = new Mailer(config);
   }
 
   async webhookDisabled(notice: DisabledNotice): Promise<void> {
     const to = await this.ownerEmail(notice.team);
     const log = { team: notice.team, webhook_id: notice.webhookId };
-    if (!this.transport || !to) {
-      this.logger.warn({ ...log, owner_email: to ?? null }, `webhook ${notice.webhookId} was disabled (${notice.reason}); no e-mail sent: ${this.transport ? 'the team has no owner e-mail' : 'CLOUDPLANE_SMTP_URL is not set'}`);
+    if (!this.mailer.configured || !to) {
+      this.logger.warn({ ...log, owner_email: to ?? null }, `webhook ${notice.webhookId} was disabled (${notice.reason}); no e-mail sent: ${this.mailer.configured ? 'the team has no owner e-mail' : 'CLOUDPLANE_SMTP_URL is not set'}`);
       return;
     }
     try {
-      await this.transport.sendMail({
-        from: this.config.smtpFrom,
+      await this.mailer.send({
         to,
         subject: `Webhook ${notice.webhookId} was disabled`,
         text: [
@@ -50,7 +49,7 @@ export class OwnerNotifier {
   }
 
   close(): void {
-    this.transport?.close();
+    this.mailer.close();
   }
 
   private async ownerEmail(team: string): Promise<string | undefined> {
