@@ -18,7 +18,7 @@ import { DEFAULT_PLAN_RESOURCES, DEFAULT_SERVER_IMAGES } from '../../src/drivers
 import type { ServerDesired, ServerObserved, ServerOutputs } from '../../src/drivers/server';
 import type { ExternalRecord, Managed, Observation } from '../../src/drivers/types';
 import { eventually } from '../helpers/service';
-import { startWorkloadCluster, UNREACHABLE_REGISTRY, WorkloadCluster } from '../helpers/workload-cluster';
+import { POD_CIDR, startWorkloadCluster, UNREACHABLE_REGISTRY, WorkloadCluster } from '../helpers/workload-cluster';
 
 const SYSTEM_NAMESPACE = 'cloudplane-system';
 const TEAM_SUFFIX = randomBytes(8).toString('hex');
@@ -112,7 +112,8 @@ describe('server driver: servers as Pods', () => {
     const pod = await readPod(server);
     expect(isReady(pod)).toBe(true);
     expect(ready.exists && ready.outputs).toEqual({ ipv4: pod.status!.podIP });
-    expect(pod.status!.podIP).toMatch(/^10\.244\./);
+    // From the cluster's Pod CIDR (a /16: its first two octets).
+    expect(pod.status!.podIP!.split('.').slice(0, 2).join('.')).toBe(POD_CIDR.split('.').slice(0, 2).join('.'));
     expect(ready.exists && ready.observed).toEqual({ power: 'on', reboots_done: 0 });
 
     expect(pod.metadata?.namespace).toBe(NAMESPACE);
