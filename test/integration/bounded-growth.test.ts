@@ -24,6 +24,7 @@ const RETENTION_S = 10;
 const SUBSCRIPTION_CYCLES = 50_000; // two events each: 100,000
 const CONCURRENCY = 8;
 const SAMPLE_EVERY_CYCLES = 5_000;
+const COMPACT_BYTES = 4 * 1024 * 1024;
 /** The retention, and as long again for the sweeps that remove what outlived it. */
 const RETENTION_WINDOW_MS = 2 * RETENTION_S * 1000;
 
@@ -58,7 +59,7 @@ beforeAll(async () => {
     CLOUDPLANE_WEBHOOK_DELIVERY_RETENTION_DAYS: days(RETENTION_S),
     CLOUDPLANE_DELETED_RETENTION_SECONDS: '0',
     // Compacted at 4 MiB instead of 64 MiB, so the store's log is seen to level off too.
-    CLOUDPLANE_STORE_COMPACT_BYTES: String(4 * 1024 * 1024),
+    CLOUDPLANE_STORE_COMPACT_BYTES: String(COMPACT_BYTES),
     CLOUDPLANE_RATE_LIMIT_PER_MINUTE: '100000000',
     CLOUDPLANE_WEBHOOK_ALLOW_HTTP: 'true',
     CLOUDPLANE_WEBHOOK_ALLOW_PRIVATE_TARGETS: 'true',
@@ -144,8 +145,9 @@ it('levels off under 100,000 events with short retentions and loses nothing unex
   expect(published).toBeGreaterThanOrEqual(100_000);
 
   // Level off: after 15,000 cycles no sample is more than twice the largest of the samples
-  // up to it (the data directory saws up and down with each compaction), where growth
-  // with the traffic would have reached 3.3 times the sample at 15,000 by 50,000. Records
+  // up to it (the data directory with one compaction threshold more, as it saws up and down
+  // with each compaction), where growth with the traffic would have reached 3.3 times the
+  // sample at 15,000 by 50,000 (over 40 MB of data directory). Records
   // and events are counted per cycle of the last retention window: what retention keeps
   // follows the rate, which a busy machine changes from one sample to the next.
   const early = samples.filter((s) => s.cycles <= 15_000);
@@ -155,7 +157,8 @@ it('levels off under 100,000 events with short retentions and loses nothing unex
   const perRecentCycle = (sample: Sample, field: 'records' | 'eventLog') => sample[field] / Math.max(1, sample.recentCycles);
   const ceiling = (measure: (sample: Sample) => number) => 2 * Math.max(...early.map(measure));
   for (const sample of later) {
-    expect(sample.bytes).toBeLessThanOrEqual(ceiling((s) => s.bytes));
+    // The store's log saws up to its compaction threshold and back: one threshold of slack.
+    expect(sample.bytes).toBeLessThanOrEqual(ceiling((s) => s.bytes) + COMPACT_BYTES);
     expect(perRecentCycle(sample, 'records')).toBeLessThanOrEqual(ceiling((s) => perRecentCycle(s, 'records')));
     expect(perRecentCycle(sample, 'eventLog')).toBeLessThanOrEqual(ceiling((s) => perRecentCycle(s, 'eventLog')));
   }

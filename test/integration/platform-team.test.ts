@@ -90,7 +90,12 @@ spec:
   await waitForStatus({ api: asOwner }, `/api/v1/servers/${serverId}`, 'running', SETTLE_MS);
   const endpoint = await eventually(() => secretDataOf(core, namespace, 'checkout-endpoint'), SETTLE_MS, 200);
   expect(endpoint).toMatchObject({ address: lb.ipv4, port: '443' });
-  expect((await request(operator.url, 'GET', `/api/v1/load-balancers/${lbId}`, undefined, { key: viewerKey })).body.data.backends[0].server_id).toBe(serverId);
+  // The viewer reads what the reconciler resolved, once its pass has written it.
+  const resolved = await eventually(async () => {
+    const record = (await request(operator.url, 'GET', `/api/v1/load-balancers/${lbId}`, undefined, { key: viewerKey })).body.data;
+    return record.backends[0]?.server_id ? record : null;
+  }, SETTLE_MS, 200);
+  expect(resolved.backends[0]).toMatchObject({ server_id: serverId, server_ref: { name: 'checkout-app' } });
 
   // Paused: a change from Git waits, the load balancer's Service and the Secret untouched, until resumed.
   const servicePorts = async () => ((await core.readNamespacedService({ name: objectName(lbId), namespace })).spec?.ports ?? []).map((p) => p.port);
