@@ -43,6 +43,13 @@ if ! have haproxy && ! apt_install haproxy; then
   echo "ensure-tools: could not install Debian's haproxy (needs apt-get as root); the tests that run HAProxy will fail" >&2
 fi
 
+#   chromium — Debian's package, the real browser Playwright (playwright-core) drives in the
+#   console tests (test/console/). Debian's build rather than Playwright's download: it is
+#   kept patched by the distribution and needs no second browser cache.
+if ! have chromium && ! apt_install chromium; then
+  echo "ensure-tools: could not install Debian's chromium (needs apt-get as root); the console tests will fail" >&2
+fi
+
 #   kube-apiserver, and for the workload cluster (test/helpers/workload-cluster.ts)
 #   kube-controller-manager and kube-scheduler, built from one pinned Kubernetes release
 #   (cached outside the repo; the second and third reuse the first's Go build cache), and
