@@ -4,13 +4,15 @@
  *   cloudplane [serve]                 run the service (embedded store and simulated provider by default)
  *   cloudplane team create NAME EMAIL  add a team with its owner, print the owner's first API key
  *   cloudplane vpn-agent [flags]       run a VPN gateway's tunnel and serve its status (src/cli/vpn-agent.ts)
+ *   cloudplane <group> <command> ...   the API's commands and contexts (src/cli/program.ts, docs/cli.md)
  */
 import { loadConfig } from './config';
 import { createLogger } from './logger';
 import { startService } from './service';
 import { createTeamOffline } from './cli/team';
-import { runVpnAgent, VPN_AGENT_USAGE } from './cli/vpn-agent';
+import { runVpnAgent } from './cli/vpn-agent';
 import { installLastResort } from './lib/last-resort';
+import { runCli } from './cli/program';
 
 async function serve(): Promise<void> {
   const config = loadConfig();
@@ -53,8 +55,12 @@ async function main(argv: string[]): Promise<void> {
     process.stdout.write(`Created team ${created.teamId} with owner ${created.userId}. API key, shown this once:\n  ${created.token}\n`);
     return;
   }
-  process.stderr.write(`usage: cloudplane [serve] | cloudplane team create NAME OWNER_EMAIL | ${VPN_AGENT_USAGE}\n`);
-  process.exit(2);
+  if (command === 'team' && rest[0] === 'create') {
+    process.stderr.write("usage: cloudplane team create NAME OWNER_EMAIL\n");
+    process.exit(2);
+  }
+  // Exit once stdout is flushed: a large answer piped to another program must arrive whole.
+  process.exitCode = await runCli(argv);
 }
 
 main(process.argv.slice(2)).catch((err) => {
