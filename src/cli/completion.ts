@@ -23,7 +23,7 @@ function nodesOf(command: Command, path: string[], inherited: readonly Option[])
     path: path.join(' '),
     children: [...visible.map((c) => c.name()), ...(path.length === 0 ? OUTSIDE_THE_PROGRAM : [])],
     flags: [...options.flatMap((o) => [o.long, o.short].filter((f): f is string => Boolean(f))), '--help'],
-    choices: options.filter((o) => o.argChoices && o.long).map((o) => [o.long!, o.argChoices!]),
+    choices: options.filter((o) => o.argChoices).flatMap((o) => [o.long, o.short].filter((f): f is string => Boolean(f)).map((flag): [string, string[]] => [flag, o.argChoices!])),
   };
   // Program-level options apply to every subcommand.
   const passDown = path.length === 0 ? command.options : inherited;
