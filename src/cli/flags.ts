@@ -15,8 +15,9 @@ export const kebab = (field: string) => field.replace(/_/g, '-');
 /** The attribute commander stores a field's flag under; prefixed so flags never meet the command's own options. */
 const attributeOf = (prefix: string, field: string) => `${prefix}:${field}`;
 
-function parseBoolean(value: string): boolean {
-  if (value === 'true') return true;
+/** `true`, `false`, or nothing (commander hands over the preset `true`). */
+function parseBoolean(value: string | boolean): boolean {
+  if (value === true || value === 'true') return true;
   if (value === 'false') return false;
   throw new InvalidArgumentError('expected true or false.');
 }

@@ -92,7 +92,9 @@ function crudOf(f: AnyFamily): Operation[] {
     operations.push({ command: [...group, 'update'], summary: `Update a ${f.title}`, method: 'PATCH', path: `${base}/{id}`, body: f.schemas.update, columns, wait: readyWait(f) });
   }
   if (f.deletable !== false) {
-    operations.push({ command: [...group, 'delete'], summary: `Delete a ${f.title}`, method: 'DELETE', path: `${base}/{id}`, columns, wait: { target: ['deleted'], poll: `${base}/{id}` } });
+    // A family that guards its users' data (a bucket's objects) takes --force to delete it with them.
+    const query = f.deletionGuard ? Type.Object({ force: Type.Optional(Type.Boolean({ description: `Delete what the ${f.title} still holds with it` })) }) : undefined;
+    operations.push({ command: [...group, 'delete'], summary: `Delete a ${f.title}`, method: 'DELETE', path: `${base}/{id}`, query, columns, wait: { target: ['deleted'], poll: `${base}/{id}` } });
   }
   return operations;
 }
