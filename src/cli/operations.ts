@@ -68,6 +68,8 @@ const family = (name: string): AnyFamily => {
   if (!found) throw new Error(`unknown family ${name}`);
   return found;
 };
+/** `a load balancer`, `an agent thread`. */
+const aOrAn = (title: string) => `${/^[aeiou]/i.test(title) ? 'an' : 'a'} ${title}`;
 const columnsOf = (f: AnyFamily) => COLUMNS[f.name] ?? ['id', 'name', 'status'];
 const groupOf = (f: AnyFamily) => f.path.split('/');
 const readyWait = (f: AnyFamily): WaitSpec => ({ target: f.readyStates, poll: `/${f.path}/{id}` });
@@ -85,16 +87,16 @@ function crudOf(f: AnyFamily): Operation[] {
   const base = `/${f.path}`;
   const operations: Operation[] = [
     { command: [...group, 'list'], summary: `List ${f.title}s`, method: 'GET', path: base, query: listQuerySchema(f.states), paged: true, columns },
-    { command: [...group, 'get'], summary: `Get a ${f.title}`, method: 'GET', path: `${base}/{id}`, columns },
-    { command: [...group, 'create'], summary: `Create a ${f.title}`, method: 'POST', path: base, body: f.schemas.create, columns, wait: readyWait(f) },
+    { command: [...group, 'get'], summary: `Get ${aOrAn(f.title)}`, method: 'GET', path: `${base}/{id}`, columns },
+    { command: [...group, 'create'], summary: `Create ${aOrAn(f.title)}`, method: 'POST', path: base, body: f.schemas.create, columns, wait: readyWait(f) },
   ];
   if (f.schemas.update) {
-    operations.push({ command: [...group, 'update'], summary: `Update a ${f.title}`, method: 'PATCH', path: `${base}/{id}`, body: f.schemas.update, columns, wait: readyWait(f) });
+    operations.push({ command: [...group, 'update'], summary: `Update ${aOrAn(f.title)}`, method: 'PATCH', path: `${base}/{id}`, body: f.schemas.update, columns, wait: readyWait(f) });
   }
   if (f.deletable !== false) {
     // A family that guards its users' data (a bucket's objects) takes --force to delete it with them.
     const query = f.deletionGuard ? Type.Object({ force: Type.Optional(Type.Boolean({ description: `Delete what the ${f.title} still holds with it` })) }) : undefined;
-    operations.push({ command: [...group, 'delete'], summary: `Delete a ${f.title}`, method: 'DELETE', path: `${base}/{id}`, query, columns, wait: { target: ['deleted'], poll: `${base}/{id}` } });
+    operations.push({ command: [...group, 'delete'], summary: `Delete ${aOrAn(f.title)}`, method: 'DELETE', path: `${base}/{id}`, query, columns, wait: { target: ['deleted'], poll: `${base}/{id}` } });
   }
   return operations;
 }

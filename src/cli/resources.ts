@@ -16,12 +16,16 @@ const GROUP_DESCRIPTIONS: Record<string, string> = {
   'audit-log': "Search the team's events",
   regions: 'Regions resources can be created in',
   teams: 'Every team of the installation (installation admin)',
+  profile: 'Your profile',
+  team: 'The team',
+  'api-keys': "The team's API keys",
 };
 
 function describeGroup(words: string[]): string {
-  const path = words.join('/');
-  const family = families.find((f) => f.path === path);
-  return family ? `${family.title[0].toUpperCase()}${family.title.slice(1)}s` : (GROUP_DESCRIPTIONS[words[words.length - 1]] ?? '');
+  const described = GROUP_DESCRIPTIONS[words[words.length - 1]];
+  if (described) return described;
+  const family = families.find((f) => f.path === words.join('/'));
+  return family ? `${family.title[0].toUpperCase()}${family.title.slice(1)}s` : '';
 }
 
 /** The group command for `words`, made on first use. */

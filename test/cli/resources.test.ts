@@ -9,7 +9,7 @@ import YAML from 'yaml';
 import { startTestService, TestService, eventually } from '../helpers/service';
 import { startReceiver, Receiver } from '../helpers/receiver';
 import { allOperations, placeholdersOf } from '../../src/cli/operations';
-import { boundCli, hasStackTrace } from './run-cli';
+import { boundCli, cliInTerminal, freshConfigPath, hasStackTrace } from './run-cli';
 
 const WEBHOOK_ENV = {
   CLOUDPLANE_WEBHOOK_ALLOW_HTTP: 'true',
@@ -92,6 +92,18 @@ describe('families', () => {
     expect(await json(['load-balancers', 'delete', lb.id])).toMatchObject({ status: 'deleted' });
     expect((await json(['load-balancers', 'list', '--status', 'deleted'])).map((r: any) => r.id)).toContain(lb.id);
     expect(await json(['servers', 'delete', server.id, '--wait'])).toMatchObject({ status: 'deleted' });
+  });
+
+  it('--wait shows a spinner on a terminal, and nothing on stderr otherwise', async () => {
+    const quiet = await run(['servers', 'create', '--name', 'quiet-svr', '--region', 'fra1', '--wait']);
+    expect(quiet).toMatchObject({ code: 0, stderr: '' });
+    expect(quiet.stdout).toMatch(/^svr_\w+\s+quiet-svr\s+running\s/m);
+    const env = { CLOUDPLANE_API_URL: t.url, CLOUDPLANE_API_KEY: t.key, CLOUDPLANE_CONFIG: freshConfigPath() };
+    const shown = await cliInTerminal(['servers', 'create', '--name', 'tty-svr', '--region', 'fra1', '--wait'], env);
+    expect(shown.code).toBe(0);
+    expect(shown.stdout).toMatch(/⠋ svr_\w+: creating -> running/);
+    expect(shown.stdout).toMatch(/\x1b\[2K/);
+    expect(shown.stdout).toMatch(/svr_\w+\s+tty-svr\s+running\s/);
   });
 
   it('VPN gateways: create from a YAML body on stdin, tunnel status, key rotation, background delete --wait', async () => {
