@@ -119,7 +119,9 @@ ${choiceArms.join('\n')}
 end
 function __cloudplane_path
     set -l path ''
-    for w in (commandline -opc)[2..-1]
+    set -l words (commandline -opc)
+    set -e words[1]
+    for w in $words
         if contains -- $w (__cloudplane_children "$path")
             set path (string trim -- "$path $w")
         end

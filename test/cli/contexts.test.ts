@@ -11,7 +11,7 @@ import path from 'node:path';
 import { execFileSync } from 'node:child_process';
 import YAML from 'yaml';
 import { startTestService, TestService } from '../helpers/service';
-import { cli, freshConfigPath, hasStackTrace } from './run-cli';
+import { cli, cliInTerminal, freshConfigPath, hasStackTrace } from './run-cli';
 
 let t: TestService;
 beforeAll(async () => {
@@ -98,6 +98,20 @@ describe('contexts', () => {
     expect(gone.code).toBe(2);
     expect(gone.stderr).toContain('no context named reader');
     expect((await cli(['auth', 'switch', 'reader'], { env })).code).toBe(2);
+  });
+
+  it('on a terminal, asks for the key without echoing it', async () => {
+    const config = freshConfigPath();
+    const run = await cliInTerminal(['auth', 'init', '--context', 'typed'], { CLOUDPLANE_CONFIG: config }, [
+      { after: /API endpoint .*: $/, line: t.url },
+      { after: /API key .*: $/, line: t.key },
+    ]);
+    expect(run.code).toBe(0);
+    expect(run.stdout).toContain(t.url);
+    expect(run.stdout).toContain('Saved context typed');
+    expect(run.stdout).not.toContain(t.key);
+    expect(run.stdout).not.toContain(t.key.slice(4, 12));
+    expect(YAML.parse(fs.readFileSync(config, 'utf8')).contexts.typed).toEqual({ api_url: t.url, api_key: t.key });
   });
 
   it('CLOUDPLANE_API_URL and CLOUDPLANE_API_KEY override the file', async () => {

@@ -62,17 +62,31 @@ export function boundCli(url: string, key: string, env: Record<string, string> =
 /** No stack trace: no `    at ` frame lines, no `node:internal`. */
 export const hasStackTrace = (text: string) => /^\s+at\s/m.test(text) || text.includes('node:internal');
 
-/** Runs the CLI with a terminal as stdin, stdout and stderr (util-linux `script`); its output is both streams mixed. */
-export function cliInTerminal(args: string[], env: Record<string, string>): Promise<CliRun> {
+/** A line typed into the terminal once the output so far matches `after` (a prompt). */
+export interface Typed {
+  after: RegExp;
+  line: string;
+}
+
+/**
+ * Runs the CLI with a terminal as stdin, stdout and stderr (util-linux `script`); its
+ * output is both streams mixed. Each `typed` line is typed once its prompt has appeared.
+ */
+export function cliInTerminal(args: string[], env: Record<string, string>, typed: Typed[] = []): Promise<CliRun> {
   const quoted = [process.execPath, MAIN, ...args].map((a) => `'${a.replace(/'/g, `'\\''`)}'`).join(' ');
   return new Promise((resolve, reject) => {
     const child = spawn('script', ['-qfec', quoted, '/dev/null'], { env: cliEnv(env), stdio: ['pipe', 'pipe', 'pipe'] });
+    const pending = [...typed];
     let stdout = '';
     let stderr = '';
-    child.stdout.on('data', (chunk: Buffer) => (stdout += chunk.toString('utf8')));
+    child.stdout.on('data', (chunk: Buffer) => {
+      stdout += chunk.toString('utf8');
+      while (pending.length > 0 && pending[0].after.test(stdout)) child.stdin.write(`${pending.shift()!.line}\r`);
+      if (pending.length === 0) child.stdin.end();
+    });
     child.stderr.on('data', (chunk: Buffer) => (stderr += chunk.toString('utf8')));
     child.on('error', reject);
     child.on('close', (code) => resolve({ code, stdout, stderr }));
-    child.stdin.end();
+    if (pending.length === 0) child.stdin.end();
   });
 }
