@@ -45,7 +45,7 @@ export class ApiClient {
     }
     const body = parseJson(text);
     if (response.ok) return { status: response.status, body: body as ApiAnswer['body'] };
-    throw apiError(response.status, body, text);
+    throw apiError(response.status, body, text, response.headers.get('retry-after'));
   }
 }
 
@@ -62,9 +62,11 @@ interface ErrorEnvelope {
   error?: { code?: string; message?: string; details?: FieldDetail[] };
 }
 
-function apiError(status: number, body: unknown, text: string): CliError {
+function apiError(status: number, body: unknown, text: string, retryAfter: string | null): CliError {
   const error = (body as ErrorEnvelope | undefined)?.error;
-  if (error?.code) return new CliError(error.message ?? '', exitCodeOfStatus(status), error.code, Array.isArray(error.details) ? error.details : []);
+  // A 429 or 503 says when to come back; a script retrying wants to know.
+  const when = retryAfter ? ` (retry after ${retryAfter} s)` : '';
+  if (error?.code) return new CliError(`${error.message ?? ''}${when}`, exitCodeOfStatus(status), error.code, Array.isArray(error.details) ? error.details : []);
   // Not the API's envelope: a proxy or another server answered.
   const excerpt = text.trim().slice(0, 200);
   return new CliError(`HTTP ${status}${excerpt ? `: ${excerpt}` : ''} (is this a Cloudplane API?)`, exitCodeOfStatus(status));

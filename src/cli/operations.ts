@@ -72,7 +72,14 @@ const family = (name: string): AnyFamily => {
 const aOrAn = (title: string) => `${/^[aeiou]/i.test(title) ? 'an' : 'a'} ${title}`;
 const columnsOf = (f: AnyFamily) => COLUMNS[f.name] ?? ['id', 'name', 'status'];
 const groupOf = (f: AnyFamily) => f.path.split('/');
-const readyWait = (f: AnyFamily): WaitSpec => ({ target: f.readyStates, poll: `/${f.path}/{id}` });
+/**
+ * --wait for a family whose resources have work to finish after the answer (a new one is
+ * not ready at once: `creating`, `queued`); none for those settled within the request
+ * (webhooks, threads), where there is nothing to wait for.
+ */
+const worksInBackground = (f: AnyFamily) => !f.readyStates.includes(f.states[0]);
+const readyWait = (f: AnyFamily): WaitSpec | undefined => (worksInBackground(f) ? { target: f.readyStates, poll: `/${f.path}/{id}` } : undefined);
+const deletedWait = (f: AnyFamily): WaitSpec | undefined => (worksInBackground(f) ? { target: ['deleted'], poll: `/${f.path}/{id}` } : undefined);
 
 /**
  * Families whose own route modules serve the generic pattern (webhooks, agent threads);
@@ -96,7 +103,7 @@ function crudOf(f: AnyFamily): Operation[] {
   if (f.deletable !== false) {
     // A family that guards its users' data (a bucket's objects) takes --force to delete it with them.
     const query = f.deletionGuard ? Type.Object({ force: Type.Optional(Type.Boolean({ description: `Delete what the ${f.title} still holds with it` })) }) : undefined;
-    operations.push({ command: [...group, 'delete'], summary: `Delete ${aOrAn(f.title)}`, method: 'DELETE', path: `${base}/{id}`, query, columns, wait: { target: ['deleted'], poll: `${base}/{id}` } });
+    operations.push({ command: [...group, 'delete'], summary: `Delete ${aOrAn(f.title)}`, method: 'DELETE', path: `${base}/{id}`, query, columns, wait: deletedWait(f) });
   }
   return operations;
 }

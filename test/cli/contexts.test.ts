@@ -10,12 +10,15 @@ import os from 'node:os';
 import path from 'node:path';
 import { execFileSync } from 'node:child_process';
 import YAML from 'yaml';
-import { startTestService, TestService } from '../helpers/service';
+import { startTestService, TestService, eventually } from '../helpers/service';
 import { cli, cliInTerminal, freshConfigPath, hasStackTrace } from './run-cli';
+
+// Low enough for a test to use a key's whole minute up; the file's other commands stay far below it.
+const RATE_LIMIT = 100;
 
 let t: TestService;
 beforeAll(async () => {
-  t = await startTestService();
+  t = await startTestService({ CLOUDPLANE_RATE_LIMIT_PER_MINUTE: String(RATE_LIMIT) });
 });
 afterAll(async () => t.stop());
 
@@ -164,6 +167,19 @@ describe('failures outside the API', () => {
     } finally {
       silent.close();
     }
+  });
+
+  it('a rate-limited key: exit 5 and when to retry', async () => {
+    const key = (await t.api('POST', '/api/v1/settings/api-keys', { name: 'hasty' })).body.data.key as string;
+    const env = { CLOUDPLANE_CONFIG: freshConfigPath(), CLOUDPLANE_API_URL: t.url, CLOUDPLANE_API_KEY: key };
+    // The window may turn between using it up and the command; then use it up again.
+    const limited = await eventually(async () => {
+      let status = 0;
+      while (status !== 429) status = (await t.api('GET', '/api/v1/regions', undefined, { key })).status;
+      const run = await cli(['regions', 'list'], { env });
+      return run.code === 5 ? run : null;
+    }, 30_000);
+    expect(limited.stderr).toMatch(/^Error: rate_limit_exceeded: .*\(retry after \d+ s\)\n$/);
   });
 
   it('usage errors exit 2', async () => {
