@@ -4,7 +4,7 @@
  */
 import { Argument, Command, CommanderError, InvalidArgumentError, Option } from 'commander';
 import { registerAuth } from './auth';
-import { registerOperations } from './resources';
+import { registerOperations } from './api-commands';
 import { completionScript, SHELLS, Shell } from './completion';
 import { CliError, EXIT, ExitCode } from './exit-codes';
 import { OUTPUT_FORMATS } from './output';

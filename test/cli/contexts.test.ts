@@ -11,6 +11,7 @@ import path from 'node:path';
 import { execFileSync } from 'node:child_process';
 import YAML from 'yaml';
 import { startTestService, TestService, eventually } from '../helpers/service';
+import { startReceiver } from '../helpers/receiver';
 import { cli, cliInTerminal, freshConfigPath, hasStackTrace } from './run-cli';
 
 // Low enough for a test to use a key's whole minute up; the file's other commands stay far below it.
@@ -169,6 +170,20 @@ describe('failures outside the API', () => {
     }
   });
 
+  it('an endpoint that is not the API: exit 5, and auth init saves nothing', async () => {
+    const other = await startReceiver();
+    try {
+      const origin = new URL(other.url).origin;
+      const config = freshConfigPath();
+      const run = await cli(['auth', 'init', '--api-url', origin, '--api-key', t.key], { env: { CLOUDPLANE_CONFIG: config } });
+      expect(run.code).toBe(5);
+      expect(run.stderr).toBe(`Error: not_an_api: ${origin} answered 200 with something other than JSON; is it a Cloudplane API?\n`);
+      expect(fs.existsSync(config)).toBe(false);
+    } finally {
+      await other.close();
+    }
+  });
+
   it('a rate-limited key: exit 5 and when to retry', async () => {
     const key = (await t.api('POST', '/api/v1/settings/api-keys', { name: 'hasty' })).body.data.key as string;
     const env = { CLOUDPLANE_CONFIG: freshConfigPath(), CLOUDPLANE_API_URL: t.url, CLOUDPLANE_API_KEY: key };
@@ -184,7 +199,9 @@ describe('failures outside the API', () => {
 
   it('usage errors exit 2', async () => {
     const env = { CLOUDPLANE_CONFIG: freshConfigPath(), CLOUDPLANE_API_URL: t.url, CLOUDPLANE_API_KEY: t.key };
-    for (const args of [['no-such-group'], ['load-balancers', 'frobnicate'], ['load-balancers', 'get'], ['regions', 'list', '-o', 'xml'], ['load-balancers', 'create', '--port', 'eighty'], ['load-balancers', 'create', '-f', '/nonexistent/body.json'], ['completion', 'powershell']]) {
+    for (const args of [['no-such-group'], ['load-balancers', 'frobnicate'], ['load-balancers', 'get'], ['regions', 'list', '-o', 'xml'], ['load-balancers', 'create', '--port', 'eighty'], ['load-balancers', 'create', '-f', '/nonexistent/body.json'], ['completion', 'powershell'],
+      // Settled within the request: nothing to wait for.
+      ['webhooks', 'update', 'wh_doesnotexist000000', '--active', 'false', '--wait']]) {
       const run = await cli(args, { env });
       expect({ args, code: run.code }).toEqual({ args, code: 2 });
       expect(run.stderr).not.toBe('');
