@@ -48,7 +48,7 @@ function bodyOf(operation: Operation, opts: Record<string, unknown>, args: strin
   if (!operation.body) return undefined;
   const fromFile = typeof opts.file === 'string' ? readBodyFile(opts.file) : {};
   const body = { ...fromFile, ...schemaValues(opts, 'body', operation.body) };
-  if (operation.bodyArgument) body[operation.bodyArgument] = args[args.length - 1];
+  if (operation.bodyArgument) body[operation.bodyArgument.field] = args[args.length - 1];
   return body;
 }
 
@@ -97,9 +97,9 @@ export function registerOperations(root: Command, operations: Operation[] = allO
     const words = operation.command;
     const command = groupCommand(root, words.slice(0, -1)).command(words[words.length - 1]).description(operation.summary);
     for (const placeholder of placeholdersOf(operation.path)) command.argument(`<${kebab(placeholder)}>`);
-    if (operation.bodyArgument) command.argument(`<${kebab(operation.bodyArgument)}>`);
+    if (operation.bodyArgument) command.argument(`<${operation.bodyArgument.label}>`);
     if (operation.body) {
-      addSchemaFlags(command, 'body', operation.body, operation.bodyArgument ? [operation.bodyArgument] : []);
+      addSchemaFlags(command, 'body', operation.body, operation.bodyArgument ? [operation.bodyArgument.field] : []);
       command.option('-f, --file <path>', 'Request body from a JSON or YAML file (- for stdin); flags override its fields');
     }
     if (operation.query) addSchemaFlags(command, 'query', operation.query);

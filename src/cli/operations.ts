@@ -33,8 +33,8 @@ export interface Operation {
   /** Under /api/v1, placeholders in braces: /webhooks/{webhook_id}/deliveries/{delivery_id}/retry. */
   path: string;
   body?: TObject;
-  /** A body field taken from the last positional argument instead of a flag (ask's question). */
-  bodyArgument?: string;
+  /** A body field taken from the last positional argument instead of a flag, and the argument's name (ask's question). */
+  bodyArgument?: { field: string; label: string };
   query?: TObject;
   /** A list that pages with meta.next_cursor. */
   paged?: boolean;
@@ -228,7 +228,7 @@ function actions(): Operation[] {
       method: 'POST',
       path: `/${thread.path}/{thread_id}/messages`,
       body: message.schemas.create,
-      bodyArgument: 'content',
+      bodyArgument: { field: 'content', label: 'question' },
       columns: columnsOf(message),
     },
     { command: [...groupOf(profile), 'get'], summary: 'Get your profile', method: 'GET', path: `/${profile.path}`, columns: columnsOf(profile) },
