@@ -1,7 +1,7 @@
 /** The API's commands, built from the operation table (operations.ts). */
-import { Command, InvalidArgumentError } from 'commander';
+import { Command } from 'commander';
 import { allOperations, Operation, placeholdersOf } from './operations';
-import { addSchemaFlags, kebab, readBodyFile, schemaValues } from './flags';
+import { addSchemaFlags, kebab, parseSeconds, readBodyFile, schemaValues } from './flags';
 import { clientFor, globalsOf, note, print } from './session';
 import { waitFor } from './wait';
 import type { ApiClient, Query } from './client';
@@ -37,12 +37,6 @@ function groupCommand(root: Command, words: string[]): Command {
   });
   return parent;
 }
-
-const parsePositive = (label: string) => (value: string) => {
-  const number = Number(value);
-  if (!Number.isFinite(number) || number <= 0) throw new InvalidArgumentError(`${label} must be a positive number of seconds.`);
-  return number;
-};
 
 function bodyOf(operation: Operation, opts: Record<string, unknown>, args: string[]): Record<string, unknown> | undefined {
   if (!operation.body) return undefined;
@@ -106,7 +100,7 @@ export function registerOperations(root: Command, operations: Operation[] = allO
     if (operation.paged) command.option('--all', 'Follow the cursor through every page');
     if (operation.wait) {
       command.option('--wait', `Wait until the resource is ${operation.wait.target.join(' or ')}`);
-      command.option('--wait-timeout <seconds>', 'Give up waiting after this long (exit code 6)', parsePositive('--wait-timeout'), 300);
+      command.option('--wait-timeout <seconds>', 'Give up waiting after this long (exit code 6)', parseSeconds, 300);
     }
     command.action(async (...received: unknown[]) => {
       const self = received[received.length - 1] as Command;

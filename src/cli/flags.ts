@@ -30,6 +30,13 @@ function parseNumber(integer: boolean) {
   };
 }
 
+/** A duration flag (--timeout, --wait-timeout): positive seconds, fractions allowed. */
+export function parseSeconds(value: string): number {
+  const seconds = Number(value);
+  if (value.trim() === '' || !Number.isFinite(seconds) || seconds <= 0) throw new InvalidArgumentError('must be a positive number of seconds.');
+  return seconds;
+}
+
 function parseJson(value: string): unknown {
   try {
     return JSON.parse(value);

@@ -2,13 +2,15 @@
  * The `cloudplane` command tree (commander): contexts, every API operation, completion.
  * `serve`, `team create` and `vpn-agent` are run by src/main.ts before this sees the line.
  */
-import { Argument, Command, CommanderError, InvalidArgumentError, Option } from 'commander';
+import { Argument, Command, CommanderError, Option } from 'commander';
 import { registerAuth } from './auth';
 import { registerOperations } from './api-commands';
 import { completionScript, SHELLS, Shell } from './completion';
 import { CliError, EXIT, ExitCode } from './exit-codes';
 import { OUTPUT_FORMATS } from './output';
-// The `listen` helper's command; the lead enables this line when src/cli/listen.ts is merged:
+import { parseSeconds } from './flags';
+// `cloudplane listen` (src/cli/listen.ts, by the "listen" helper): at merge, the lead
+// uncomments this import and the registerListen(program) line in buildProgram.
 // import { registerListen } from './listen';
 
 const SERVICE_COMMANDS = `
@@ -20,12 +22,6 @@ Service commands:
 Exit codes: 0 ok, 1 the API refused the request, 2 usage error, 3 not found,
 4 no or refused credentials, 5 API unreachable or unavailable, 6 --wait timed out.
 See docs/cli.md.`;
-
-function parseSeconds(value: string): number {
-  const seconds = Number(value);
-  if (!Number.isFinite(seconds) || seconds <= 0) throw new InvalidArgumentError('must be a positive number of seconds.');
-  return seconds;
-}
 
 export function buildProgram(): Command {
   const program = new Command('cloudplane');
