@@ -50,6 +50,11 @@ export function buildProgram(): Command {
 
 /** Runs a command line (without `node main.js`); resolves to the exit code. Errors go to stderr, one line each. */
 export async function runCli(argv: string[]): Promise<ExitCode> {
+  // A reader that stopped reading (`| head`) ends the command quietly, as it does any Unix tool.
+  process.stdout.on('error', (err: NodeJS.ErrnoException) => {
+    if (err.code !== 'EPIPE') process.stderr.write(`Error: cannot write the output: ${err.message}\n`);
+    process.exit(err.code === 'EPIPE' ? EXIT.ok : EXIT.apiError);
+  });
   const program = buildProgram();
   try {
     await program.parseAsync(argv, { from: 'user' });

@@ -8,7 +8,7 @@ import fs from 'node:fs';
 import net from 'node:net';
 import os from 'node:os';
 import path from 'node:path';
-import { execFileSync } from 'node:child_process';
+import { execFileSync, spawn } from 'node:child_process';
 import YAML from 'yaml';
 import { startTestService, TestService, eventually } from '../helpers/service';
 import { startReceiver } from '../helpers/receiver';
@@ -195,6 +195,15 @@ describe('failures outside the API', () => {
       return run.code === 5 ? run : null;
     }, 30_000);
     expect(limited.stderr).toMatch(/^Error: rate_limit_exceeded: .*\(retry after \d+ s\)\n$/);
+  });
+
+  it('a reader that closes the pipe early ends the command quietly', async () => {
+    const child = spawn(process.execPath, [path.resolve(__dirname, '../../dist/src/main.js'), 'completion', 'bash'], { stdio: ['ignore', 'pipe', 'pipe'] });
+    child.stdout.destroy();
+    let stderr = '';
+    child.stderr.on('data', (chunk: Buffer) => (stderr += chunk.toString('utf8')));
+    const code = await new Promise((resolve) => child.on('close', resolve));
+    expect({ code, stderr }).toEqual({ code: 0, stderr: '' });
   });
 
   it('usage errors exit 2', async () => {
