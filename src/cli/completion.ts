@@ -11,6 +11,8 @@ interface Node {
   children: string[];
   flags: string[];
   choices: [string, string[]][];
+  /** Flags whose value is free text (a name, an id): nothing is offered after them. */
+  valueFlags: string[];
 }
 
 /** Commands main.ts runs before the program sees the command line (src/main.ts). */
@@ -18,12 +20,14 @@ const OUTSIDE_THE_PROGRAM = ['serve', 'team', 'vpn-agent'];
 
 function nodesOf(command: Command, path: string[], inherited: readonly Option[]): Node[] {
   const options = [...inherited, ...command.options];
-  const visible = command.commands.filter((c) => !(c as unknown as { _hidden?: boolean })._hidden);
+  const visible = command.commands;
+  const spellings = (o: Option) => [o.long, o.short].filter((f): f is string => Boolean(f));
   const node: Node = {
     path: path.join(' '),
     children: [...visible.map((c) => c.name()), ...(path.length === 0 ? OUTSIDE_THE_PROGRAM : [])],
-    flags: [...options.flatMap((o) => [o.long, o.short].filter((f): f is string => Boolean(f))), '--help'],
-    choices: options.filter((o) => o.argChoices).flatMap((o) => [o.long, o.short].filter((f): f is string => Boolean(f)).map((flag): [string, string[]] => [flag, o.argChoices!])),
+    flags: [...options.flatMap(spellings), '--help'],
+    choices: options.filter((o) => o.argChoices).flatMap((o) => spellings(o).map((flag): [string, string[]] => [flag, o.argChoices!])),
+    valueFlags: options.filter((o) => o.required && !o.argChoices).flatMap(spellings),
   };
   // Program-level options apply to every subcommand.
   const passDown = path.length === 0 ? command.options : inherited;
@@ -47,6 +51,7 @@ function posixHelpers(nodes: Node[]): string {
   return [
     `_cloudplane_children() {\n${caseOf(nodes, (n) => n.children)}\n}`,
     `_cloudplane_flags() {\n${caseOf(nodes, (n) => n.flags)}\n}`,
+    `_cloudplane_value_flags() {\n${caseOf(nodes, (n) => n.valueFlags)}\n}`,
     `_cloudplane_choices() {\n${choicesCase(nodes)}\n}`,
   ].join('\n');
 }
@@ -64,6 +69,8 @@ _cloudplane() {
   choices="$(_cloudplane_choices "$path" "$prev")"
   if [[ -n "$choices" ]]; then
     COMPREPLY=($(compgen -W "$choices" -- "$cur"))
+  elif [[ " $(_cloudplane_value_flags "$path") " == *" $prev "* ]]; then
+    COMPREPLY=()
   elif [[ "$cur" == -* ]]; then
     COMPREPLY=($(compgen -W "$(_cloudplane_flags "$path")" -- "$cur"))
   else
@@ -87,6 +94,8 @@ _cloudplane() {
   choices="$(_cloudplane_choices "$path_" "$prev")"
   if [[ -n "$choices" ]]; then
     compadd -- \${=choices}
+  elif [[ " $(_cloudplane_value_flags "$path_") " == *" $prev "* ]]; then
+    return 1
   elif [[ "$cur" == -* ]]; then
     compadd -- \${=$(_cloudplane_flags "$path_")}
   else
@@ -112,6 +121,11 @@ function __cloudplane_flags
 ${fishCase((n) => n.flags)}
     end
 end
+function __cloudplane_value_flags
+    switch "$argv[1]"
+${fishCase((n) => n.valueFlags)}
+    end
+end
 function __cloudplane_choices
     switch "$argv[1]|$argv[2]"
 ${choiceArms.join('\n')}
@@ -135,6 +149,8 @@ function __cloudplane_complete
     set -l choices (__cloudplane_choices "$path" "$prev")
     if test (count $choices) -gt 0
         printf '%s\\n' $choices
+    else if contains -- "$prev" (__cloudplane_value_flags "$path")
+        return
     else if string match -q -- '-*' "$cur"
         __cloudplane_flags "$path"
     else

@@ -241,6 +241,9 @@ describe('completion', () => {
     expect(bashCompletes(run.stdout, ['cloudplane', 'servers', 'create', '--'])).toEqual(expect.arrayContaining(['--name', '--region', '--wait', '--output', '--context']));
     expect(bashCompletes(run.stdout, ['cloudplane', 'servers', 'list', '-o', ''])).toEqual(['table', 'json', 'yaml']);
     expect(bashCompletes(run.stdout, ['cloudplane', 'webhooks', 'deliveries', 'list', '--status', 'f'])).toEqual(['failed']);
+    // After a flag that takes free text, nothing is offered (not the subcommands).
+    expect(bashCompletes(run.stdout, ['cloudplane', 'servers', 'create', '--name', ''])).toEqual([]);
+    expect(bashCompletes(run.stdout, ['cloudplane', 'servers', 'create', '--name', 'web', '--'])).toEqual(expect.arrayContaining(['--region']));
   });
 
   it('zsh and fish: generated from the same tree', async () => {
