@@ -246,16 +246,34 @@ describe('completion', () => {
     expect(bashCompletes(run.stdout, ['cloudplane', 'servers', 'create', '--name', 'web', '--'])).toEqual(expect.arrayContaining(['--region']));
   });
 
-  it('zsh and fish: generated from the same tree', async () => {
+  it('zsh and fish: valid, and complete from the same tree (Debian zsh and fish, which scripts/ensure-tools.sh is to install)', async () => {
+    const dir = fs.mkdtempSync(path.join(os.tmpdir(), 'cloudplane-completion-'));
     const zsh = await cli(['completion', 'zsh']);
     expect(zsh.code).toBe(0);
     expect(zsh.stdout).toMatch(/^#compdef cloudplane/);
-    expect(zsh.stdout).toContain("'webhooks deliveries') echo 'list' 'get' 'retry' ;;");
-    // zsh is not installed here; its script shares bash's POSIX helper functions, which bash checks.
-    execFileSync('bash', ['-n'], { input: zsh.stdout.replace(/^compdef .*$/m, '') });
+    fs.writeFileSync(path.join(dir, 'c.zsh'), zsh.stdout);
+    execFileSync('zsh', ['-n', path.join(dir, 'c.zsh')]);
+    // Outside a completion widget: compadd prints what it is given, and words/CURRENT are set by hand.
+    const zshCompletes = (words: string[]) =>
+      execFileSync('zsh', ['-f', '-c', `compdef() { : }; compadd() { shift; print -l -- "$@" }; source '${dir}/c.zsh'; words=(${words.map((w) => `'${w}'`).join(' ')}); CURRENT=${words.length}; _cloudplane`], { encoding: 'utf8' })
+        .split('\n')
+        .filter(Boolean);
+    expect(zshCompletes(['cloudplane', 'webhooks', 'deliveries', ''])).toEqual(['list', 'get', 'retry']);
+    expect(zshCompletes(['cloudplane', 'servers', 'list', '-o', ''])).toEqual(['table', 'json', 'yaml']);
+    expect(zshCompletes(['cloudplane', 'servers', 'create', '--'])).toEqual(expect.arrayContaining(['--name', '--wait', '--context']));
+
     const fish = await cli(['completion', 'fish']);
     expect(fish.code).toBe(0);
-    expect(fish.stdout).toContain("case 'servers'\n        printf '%s\\n' 'list' 'get' 'create' 'update' 'delete' 'stop' 'start' 'reboot'");
-    expect(fish.stdout).toContain("complete -c cloudplane -f -a '(__cloudplane_complete)'");
+    fs.writeFileSync(path.join(dir, 'c.fish'), fish.stdout);
+    execFileSync('fish', ['-n', path.join(dir, 'c.fish')]);
+    const fishCompletes = (line: string) =>
+      execFileSync('fish', ['-c', `source '${dir}/c.fish'; complete -C '${line}'`], { encoding: 'utf8' })
+        .split('\n')
+        .filter(Boolean)
+        .map((l) => l.split('\t')[0]);
+    expect(fishCompletes('cloudplane servers ')).toEqual(expect.arrayContaining(['list', 'stop', 'start', 'reboot']));
+    expect(fishCompletes('cloudplane servers list -o ')).toEqual(['json', 'table', 'yaml']);
+    expect(fishCompletes('cloudplane webhooks deliveries list --status ')).toEqual(['failed', 'pending', 'succeeded']);
+    expect(fishCompletes('cloudplane servers create --name ')).toEqual([]);
   });
 });
