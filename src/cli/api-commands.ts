@@ -1,0 +1,110 @@
+/** The API's commands, built from the operation table (operations.ts). */
+import { Command } from 'commander';
+import { allOperations, Operation, placeholdersOf } from './operations';
+import { addSchemaFlags, kebab, parseSeconds, readBodyFile, schemaValues } from './flags';
+import { clientFor, globalsOf, note, print } from './session';
+import { waitFor } from './wait';
+import type { ApiClient, Query } from './client';
+import { families } from '../resources/registry';
+
+/** Descriptions of the command groups that are not a family of their own. */
+const GROUP_DESCRIPTIONS: Record<string, string> = {
+  settings: 'Your profile, the team, its members and API keys',
+  agent: "The team's agent: threads of questions and answers",
+  deliveries: "A subscription's delivery history, and retries",
+  members: "The team's members and their roles",
+  'audit-log': "Search the team's events",
+  regions: 'Regions resources can be created in',
+  teams: 'Every team of the installation (installation admin)',
+  profile: 'Your profile',
+  team: 'The team',
+  'api-keys': "The team's API keys",
+};
+
+function describeGroup(words: string[]): string {
+  const described = GROUP_DESCRIPTIONS[words[words.length - 1]];
+  if (described) return described;
+  const family = families.find((f) => f.path === words.join('/'));
+  return family ? `${family.title[0].toUpperCase()}${family.title.slice(1)}s` : '';
+}
+
+/** The group command for `words`, made on first use. */
+function groupCommand(root: Command, words: string[]): Command {
+  let parent = root;
+  words.forEach((word, i) => {
+    const existing = parent.commands.find((c) => c.name() === word);
+    parent = existing ?? parent.command(word).description(describeGroup(words.slice(0, i + 1)));
+  });
+  return parent;
+}
+
+function bodyOf(operation: Operation, opts: Record<string, unknown>, args: string[]): Record<string, unknown> | undefined {
+  if (!operation.body) return undefined;
+  const fromFile = typeof opts.file === 'string' ? readBodyFile(opts.file) : {};
+  const body = { ...fromFile, ...schemaValues(opts, 'body', operation.body) };
+  if (operation.bodyArgument) body[operation.bodyArgument.field] = args[args.length - 1];
+  return body;
+}
+
+async function listPages(client: ApiClient, path: string, query: Query, all: boolean): Promise<unknown[]> {
+  const rows: unknown[] = [];
+  let cursor = query.cursor as string | undefined;
+  for (;;) {
+    const answer = await client.request('GET', path, { query: { ...query, cursor } });
+    rows.push(...((answer.body?.data as unknown[]) ?? []));
+    const next = answer.body?.meta?.next_cursor;
+    if (!next) return rows;
+    if (!all) {
+      note(`More results: add --cursor ${next}, or --all for every page.`);
+      return rows;
+    }
+    cursor = next;
+  }
+}
+
+async function run(operation: Operation, command: Command, args: string[]): Promise<void> {
+  const opts = globalsOf(command);
+  const client = clientFor(command);
+  const ids = args.slice(0, placeholdersOf(operation.path).length);
+  let index = 0;
+  const path = operation.path.replace(/\{[a-z_]+\}/g, () => encodeURIComponent(ids[index++]));
+  const query = operation.query ? (schemaValues(opts, 'query', operation.query) as Query) : undefined;
+  if (operation.paged) {
+    print(command, await listPages(client, path, query ?? {}, opts.all === true), operation.columns);
+    return;
+  }
+  const answer = await client.request(operation.method, path, { query, body: bodyOf(operation, opts, args) });
+  let data = answer.body?.data;
+  if (data === undefined) {
+    // 204: done, nothing to show (an API key revoked).
+    note(`Done: ${operation.command.join(' ')} ${ids.join(' ')}.`);
+    return;
+  }
+  if (operation.wait && opts.wait === true) {
+    data = await waitFor(client, operation.wait, data as { id: string }, (opts.waitTimeout as number) * 1000);
+  }
+  print(command, data, operation.columns);
+}
+
+export function registerOperations(root: Command, operations: Operation[] = allOperations()): void {
+  for (const operation of operations) {
+    const words = operation.command;
+    const command = groupCommand(root, words.slice(0, -1)).command(words[words.length - 1]).description(operation.summary);
+    for (const placeholder of placeholdersOf(operation.path)) command.argument(`<${kebab(placeholder)}>`);
+    if (operation.bodyArgument) command.argument(`<${operation.bodyArgument.label}>`);
+    if (operation.body) {
+      addSchemaFlags(command, 'body', operation.body, operation.bodyArgument ? [operation.bodyArgument.field] : []);
+      command.option('-f, --file <path>', 'Request body from a JSON or YAML file (- for stdin); flags override its fields');
+    }
+    if (operation.query) addSchemaFlags(command, 'query', operation.query);
+    if (operation.paged) command.option('--all', 'Follow the cursor through every page');
+    if (operation.wait) {
+      command.option('--wait', `Wait until the resource is ${operation.wait.target.join(' or ')}`);
+      command.option('--wait-timeout <seconds>', 'Give up waiting after this long (exit code 6)', parseSeconds, 300);
+    }
+    command.action(async (...received: unknown[]) => {
+      const self = received[received.length - 1] as Command;
+      await run(operation, self, self.processedArgs as string[]);
+    });
+  }
+}

@@ -1,0 +1,83 @@
+/**
+ * The CLI's HTTP client: every request carries the key and a timeout, and every way a
+ * request can fail becomes a CliError with the API's code, message and field details,
+ * or a sentence about the network, never a stack trace.
+ */
+import { CliError, EXIT, exitCodeOfStatus, FieldDetail } from './exit-codes';
+
+export type Query = Record<string, string | number | boolean | undefined>;
+
+export interface ApiAnswer {
+  status: number;
+  /** The parsed envelope, or null for a 204. */
+  body: { data?: unknown; meta?: { next_cursor?: string | null } } | null;
+}
+
+export interface ClientOptions {
+  apiUrl: string;
+  apiKey: string;
+  timeoutMs: number;
+}
+
+export class ApiClient {
+  constructor(private readonly options: ClientOptions) {}
+
+  get apiUrl(): string {
+    return this.options.apiUrl;
+  }
+
+  async request(method: string, path: string, options: { query?: Query; body?: unknown } = {}): Promise<ApiAnswer> {
+    const url = new URL(`${this.options.apiUrl}/api/v1${path}`);
+    for (const [name, value] of Object.entries(options.query ?? {})) if (value !== undefined) url.searchParams.set(name, String(value));
+    const headers: Record<string, string> = { authorization: `Bearer ${this.options.apiKey}`, accept: 'application/json', 'user-agent': 'cloudplane-cli' };
+    let payload: string | undefined;
+    if (options.body !== undefined) {
+      payload = JSON.stringify(options.body);
+      headers['content-type'] = 'application/json';
+    }
+    let response: Response;
+    let text: string;
+    try {
+      response = await fetch(url, { method, headers, body: payload, signal: AbortSignal.timeout(this.options.timeoutMs) });
+      text = await response.text();
+    } catch (err) {
+      throw networkError(err, this.options.apiUrl, this.options.timeoutMs);
+    }
+    const body = parseJson(text);
+    if (response.ok && body !== undefined) return { status: response.status, body: body as ApiAnswer['body'] };
+    if (response.ok) throw new CliError(`${this.options.apiUrl} answered ${response.status} with something other than JSON; is it a Cloudplane API?`, EXIT.unavailable, 'not_an_api');
+    throw apiError(response.status, body, text, response.headers.get('retry-after'));
+  }
+}
+
+function parseJson(text: string): unknown {
+  if (!text) return null;
+  try {
+    return JSON.parse(text);
+  } catch {
+    return undefined;
+  }
+}
+
+interface ErrorEnvelope {
+  error?: { code?: string; message?: string; details?: FieldDetail[] };
+}
+
+function apiError(status: number, body: unknown, text: string, retryAfter: string | null): CliError {
+  const error = (body as ErrorEnvelope | undefined)?.error;
+  // A 429 or 503 says when to come back; a script retrying wants to know.
+  const when = retryAfter ? ` (retry after ${retryAfter} s)` : '';
+  if (error?.code) return new CliError(`${error.message ?? ''}${when}`, exitCodeOfStatus(status), error.code, Array.isArray(error.details) ? error.details : []);
+  // Not the API's envelope: a proxy or another server answered.
+  const excerpt = text.trim().slice(0, 200);
+  return new CliError(`HTTP ${status}${excerpt ? `: ${excerpt}` : ''} (is this a Cloudplane API?)`, exitCodeOfStatus(status));
+}
+
+function networkError(err: unknown, apiUrl: string, timeoutMs: number): CliError {
+  const error = err as Error & { cause?: { code?: string; message?: string } };
+  if (error.name === 'TimeoutError' || error.name === 'AbortError') {
+    return new CliError(`no answer from ${apiUrl} within ${timeoutMs / 1000} s (--timeout)`, EXIT.unavailable, 'timeout');
+  }
+  const reason = error.cause?.code ?? error.cause?.message ?? error.message;
+  return new CliError(`cannot reach ${apiUrl}: ${reason}`, EXIT.unavailable, 'unreachable');
+}

@@ -1,0 +1,38 @@
+/** Printing what the API answered: a table (chosen columns), or its data exactly as JSON or YAML. */
+import YAML from 'yaml';
+
+export const OUTPUT_FORMATS = ['table', 'json', 'yaml'] as const;
+export type OutputFormat = (typeof OUTPUT_FORMATS)[number];
+
+/** A cell: ids of a list of objects (backends, mounts), values of a list, JSON of an object. */
+function cell(value: unknown): string {
+  if (value === null || value === undefined || value === '') return '-';
+  if (Array.isArray(value)) {
+    if (value.length === 0) return '-';
+    return value.map((item) => (item && typeof item === 'object' ? idOf(item as Record<string, unknown>) : String(item))).join(',');
+  }
+  if (typeof value === 'object') return JSON.stringify(value);
+  return String(value).replace(/\s+/g, ' ');
+}
+
+function idOf(item: Record<string, unknown>): string {
+  const key = Object.keys(item).find((k) => k === 'id' || k.endsWith('_id'));
+  return key ? String(item[key]) : JSON.stringify(item);
+}
+
+export function renderTable(rows: Record<string, unknown>[], columns: string[]): string {
+  const header = columns.map((c) => c.toUpperCase());
+  const body = rows.map((row) => columns.map((c) => cell(row[c])));
+  const widths = header.map((h, i) => Math.max(h.length, ...body.map((r) => r[i].length)));
+  const line = (cells: string[]) => cells.map((c, i) => (i === cells.length - 1 ? c : c.padEnd(widths[i]))).join('   ');
+  return [line(header), ...body.map(line)].join('\n') + '\n';
+}
+
+export function render(data: unknown, format: OutputFormat, columns: string[]): string {
+  if (format === 'json') return `${JSON.stringify(data, null, 2)}\n`;
+  if (format === 'yaml') return YAML.stringify(data);
+  const rows = (Array.isArray(data) ? data : [data]) as Record<string, unknown>[];
+  // Columns the chosen ones miss but the answer holds once (a new key, a signing secret) are shown too.
+  const shownOnce = ['key', 'secret'].filter((k) => rows.length === 1 && rows[0] && k in rows[0] && !columns.includes(k));
+  return renderTable(rows, [...columns, ...shownOnce]);
+}

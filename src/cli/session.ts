@@ -1,0 +1,26 @@
+/** What every API command shares: its client from the context and flags, and printing its answer. */
+import type { Command } from 'commander';
+import { ApiClient } from './client';
+import { resolveCredentials } from './contexts';
+import { OutputFormat, render } from './output';
+
+export interface GlobalOptions {
+  context?: string;
+  output: OutputFormat;
+  timeout: number;
+}
+
+export const globalsOf = (command: Command) => command.optsWithGlobals() as GlobalOptions & Record<string, unknown>;
+
+export function clientFor(command: Command): ApiClient {
+  const { context, timeout } = globalsOf(command);
+  const { apiUrl, apiKey } = resolveCredentials(context);
+  return new ApiClient({ apiUrl, apiKey, timeoutMs: timeout * 1000 });
+}
+
+export function print(command: Command, data: unknown, columns: string[]): void {
+  process.stdout.write(render(data, globalsOf(command).output, columns));
+}
+
+/** A note for people (more pages, what was done), on stderr so stdout stays parseable. */
+export const note = (text: string) => process.stderr.write(`${text}\n`);

@@ -1,0 +1,298 @@
+/**
+ * The CLI's API commands, run as the built CLI in child processes against one real
+ * service: every family's list/get/create/update/delete and actions, --wait, the three
+ * outputs, pagination, webhook deliveries with a real receiver, the agent, settings and
+ * the audit log, and the API's errors with their exit codes. The first test holds the
+ * command table to the OpenAPI document the service serves.
+ */
+import YAML from 'yaml';
+import { startTestService, TestService, eventually } from '../helpers/service';
+import { startReceiver, Receiver } from '../helpers/receiver';
+import { allOperations, placeholdersOf } from '../../src/cli/operations';
+import { boundCli, cliInTerminal, freshConfigPath, hasStackTrace } from './run-cli';
+
+const WEBHOOK_ENV = {
+  CLOUDPLANE_WEBHOOK_ALLOW_HTTP: 'true',
+  CLOUDPLANE_WEBHOOK_ALLOW_PRIVATE_TARGETS: 'true',
+  // The 15 attempts of the retry schedule in well under a second or two.
+  CLOUDPLANE_WEBHOOK_TIME_SCALE: '0.0002',
+  CLOUDPLANE_WEBHOOK_TIMEOUT_MS: '2000',
+};
+
+let t: TestService;
+let run: ReturnType<typeof boundCli>['run'];
+let json: ReturnType<typeof boundCli>['json'];
+beforeAll(async () => {
+  t = await startTestService(WEBHOOK_ENV);
+  ({ run, json } = boundCli(t.url, t.key));
+});
+afterAll(async () => t.stop());
+
+/** The API's own view of a resource, to compare the CLI's output with. */
+const apiData = async (path: string) => (await t.api('GET', `/api/v1${path}`)).body.data;
+
+describe('the command table and the OpenAPI document', () => {
+  it('every command is an operation of the document with the same fields, and every operation has a command', async () => {
+    const doc = (await t.api('GET', '/api/v1/openapi.json')).body;
+    const shape = (path: string) => path.replace(/\{[^}]+\}/g, '{}');
+    const operations = new Map<string, any>();
+    for (const [path, methods] of Object.entries<any>(doc.paths)) {
+      for (const [method, operation] of Object.entries<any>(methods)) {
+        if (operation?.responses) operations.set(`${method.toUpperCase()} ${shape(path)}`, operation);
+      }
+    }
+    const covered = new Set<string>();
+    for (const command of allOperations()) {
+      const key = `${command.method} ${shape(`/api/v1${command.path}`)}`;
+      const operation = operations.get(key);
+      expect({ command: command.command.join(' '), found: Boolean(operation) }).toEqual({ command: command.command.join(' '), found: true });
+      covered.add(key);
+      const bodyFields = Object.keys(operation.requestBody?.content?.['application/json']?.schema?.properties ?? {}).sort();
+      expect({ key, body: Object.keys(command.body?.properties ?? {}).sort() }).toEqual({ key, body: bodyFields });
+      const queryFields = (operation.parameters ?? []).filter((p: any) => p.in === 'query').map((p: any) => p.name).sort();
+      expect({ key, query: Object.keys(command.query?.properties ?? {}).sort() }).toEqual({ key, query: queryFields });
+      expect(placeholdersOf(command.path)).toHaveLength((shape(command.path).match(/\{\}/g) ?? []).length);
+    }
+    // The session routes of the console's sign-in are for browsers, not this CLI; neither
+    // is anything outside the API (the console's files, sign-in redirects).
+    const missing = [...operations.keys()].filter((key) => !covered.has(key) && / \/api\/v1\//.test(key) && !/ \/api\/v1\/session\b/.test(key));
+    expect(missing).toEqual([]);
+  });
+});
+
+describe('families', () => {
+  it('load balancers and servers: create --wait, get, update, attach/detach, power actions, delete', async () => {
+    const lb = await json(['load-balancers', 'create', '--name', 'cli-web', '--region', 'fra1', '--port', '8080', '--sticky-sessions', '--wait']);
+    expect(lb).toMatchObject({ name: 'cli-web', status: 'running', port: 8080, sticky_sessions: true });
+    // json prints the API's data exactly.
+    expect(await json(['load-balancers', 'get', lb.id])).toEqual(await apiData(`/load-balancers/${lb.id}`));
+
+    const updated = await run(['load-balancers', 'update', lb.id, '--port', '8443', '--sticky-sessions', 'false', '-o', 'yaml']);
+    expect(updated.code).toBe(0);
+    expect(YAML.parse(updated.stdout)).toMatchObject({ id: lb.id, port: 8443, sticky_sessions: false });
+
+    const server = await json(['servers', 'create', '--name', 'cli-svr', '--region', 'fra1', '--wait']);
+    expect(server.status).toBe('running');
+    const attached = await json(['load-balancers', 'attach', lb.id, '--server-id', server.id]);
+    expect(attached.backends).toEqual([expect.objectContaining({ server_id: server.id, port: 8443 })]);
+    const again = await run(['load-balancers', 'attach', lb.id, '--server-id', server.id]);
+    expect(again.code).toBe(1);
+    expect(again.stderr).toMatch(/^Error: backend_already_attached: /);
+    const table = await run(['load-balancers', 'get', lb.id]);
+    expect(table.stdout.split('\n')[0].split(/\s+/)).toEqual(['ID', 'NAME', 'STATUS', 'REGION', 'PROTOCOL', 'PORT', 'IPV4', 'BACKENDS']);
+    expect(table.stdout).toMatch(new RegExp(`^${lb.id}\\s+cli-web\\s+running\\s+fra1\\s+http\\s+8443\\s+\\S+\\s+${server.id}$`, 'm'));
+    // A detached backend drains for a grace period before it goes.
+    const detached = await json(['load-balancers', 'detach', lb.id, '--server-id', server.id]);
+    expect(detached.backends.filter((b: any) => b.status !== 'draining')).toEqual([]);
+
+    expect(await json(['servers', 'stop', server.id, '--wait'])).toMatchObject({ status: 'stopped' });
+    expect(await json(['servers', 'start', server.id, '--wait'])).toMatchObject({ status: 'running' });
+    expect(await json(['servers', 'reboot', server.id, '--wait'])).toMatchObject({ status: 'running' });
+    expect(await json(['servers', 'update', server.id, '--name', 'cli-svr-2'])).toMatchObject({ name: 'cli-svr-2' });
+
+    expect(await json(['load-balancers', 'delete', lb.id])).toMatchObject({ status: 'deleted' });
+    expect((await json(['load-balancers', 'list', '--status', 'deleted'])).map((r: any) => r.id)).toContain(lb.id);
+    expect(await json(['servers', 'delete', server.id, '--wait'])).toMatchObject({ status: 'deleted' });
+  });
+
+  it('--wait shows a spinner on a terminal, and nothing on stderr otherwise', async () => {
+    const quiet = await run(['servers', 'create', '--name', 'quiet-svr', '--region', 'fra1', '--wait']);
+    expect(quiet).toMatchObject({ code: 0, stderr: '' });
+    expect(quiet.stdout).toMatch(/^svr_\w+\s+quiet-svr\s+running\s/m);
+    const env = { CLOUDPLANE_API_URL: t.url, CLOUDPLANE_API_KEY: t.key, CLOUDPLANE_CONFIG: freshConfigPath() };
+    const shown = await cliInTerminal(['servers', 'create', '--name', 'tty-svr', '--region', 'fra1', '--wait'], env);
+    expect(shown.code).toBe(0);
+    expect(shown.stdout).toMatch(/⠋ svr_\w+: creating -> running/);
+    expect(shown.stdout).toMatch(/\x1b\[2K/);
+    expect(shown.stdout).toMatch(/svr_\w+\s+tty-svr\s+running\s/);
+  });
+
+  it('VPN gateways: create from a YAML body on stdin, tunnel status, key rotation, background delete --wait', async () => {
+    const body = 'name: cli-vpn\nregion: fra1\ntunnel_type: ipsec\nremote_network_cidr: 10.50.0.0/16\nremote_peer_ip: 93.184.216.34\npre_shared_key: first-secret-key-0123456789\n';
+    const created = await run(['vpn-gateways', 'create', '-f', '-', '--name', 'cli-vpn-flag', '--wait', '-o', 'json'], { input: body });
+    expect(created.code).toBe(0);
+    expect(created.stdout).not.toContain('first-secret-key');
+    const vpn = JSON.parse(created.stdout);
+    // Flags override the file's fields.
+    expect(vpn).toMatchObject({ name: 'cli-vpn-flag', status: 'active', remote_peer_ip: '93.184.216.34' });
+    expect(await json(['vpn-gateways', 'status', vpn.id])).toHaveProperty('tunnel_status');
+    expect(await json(['vpn-gateways', 'update', vpn.id, '--pre-shared-key', 'second-secret-key-0123456789', '--wait'])).toMatchObject({ id: vpn.id, status: 'active' });
+    const deleted = await json(['vpn-gateways', 'delete', vpn.id, '--wait']);
+    expect(deleted).toMatchObject({ id: vpn.id, status: 'deleted' });
+  });
+
+  it('object storage and file storage: create, update, attach a share to a server, --force delete', async () => {
+    const bucket = await json(['object-storage', 'create', '--name', 'cli-bucket', '--region', 'fra1', '--wait']);
+    expect(bucket).toMatchObject({ status: 'available', public: false });
+    expect(await json(['object-storage', 'update', bucket.id, '--public'])).toMatchObject({ public: true });
+    expect(await json(['object-storage', 'delete', bucket.id, '--force'])).toMatchObject({ status: 'deleted' });
+
+    const share = await json(['file-storage', 'create', '--name', 'cli-share', '--region', 'fra1', '--size-gb', '20', '--wait']);
+    expect(share).toMatchObject({ status: 'available', size_gb: 20 });
+    expect(await json(['file-storage', 'update', share.id, '--size-gb', '40'])).toMatchObject({ size_gb: 40 });
+    const server = await json(['servers', 'create', '--name', 'cli-mount', '--region', 'fra1', '--wait']);
+    const mounted = await json(['file-storage', 'attach', share.id, '--server-id', server.id, '--wait']);
+    expect(mounted).toMatchObject({ id: server.id, status: 'running' });
+    expect(JSON.stringify(mounted.mounts)).toContain(share.id);
+    const busy = await run(['file-storage', 'delete', share.id]);
+    expect(busy.code).toBe(1);
+    expect(busy.stderr).toMatch(/^Error: resource_busy: /);
+    expect(JSON.stringify((await json(['file-storage', 'detach', share.id, '--server-id', server.id, '--wait'])).mounts)).not.toContain(share.id);
+    expect(await json(['file-storage', 'delete', share.id])).toMatchObject({ status: 'deleted' });
+  });
+
+  it('jobs: --wait completed, a failed job and a wait that times out, cancel', async () => {
+    expect(await json(['jobs', 'create', '--name', 'cli-ok', '--command', 'echo hello', '--wait'])).toMatchObject({ status: 'completed', exit_code: 0 });
+    const failing = await run(['jobs', 'create', '--name', 'cli-fails', '--command', 'exit 3', '--wait']);
+    expect(failing.code).toBe(1);
+    expect(failing.stderr).toMatch(/^Error: wait_failed: job_\w+ is failed: the command exited with code 3; it will not become completed\n$/);
+
+    const slow = await run(['jobs', 'create', '--name', 'cli-slow', '--command', 'sleep 600', '--wait', '--wait-timeout', '1', '-o', 'json']);
+    expect(slow.code).toBe(6);
+    expect(slow.stderr).toMatch(/^Error: wait_timeout: (job_\w+) is still (queued|running) after \d+ s; it did not become completed \(--wait-timeout\)\n$/);
+    const id = /(job_\w+)/.exec(slow.stderr)![1];
+    expect(await json(['jobs', 'cancel', id])).toMatchObject({ id, status: 'cancelled' });
+    const twice = await run(['jobs', 'cancel', id]);
+    expect(twice.code).toBe(1);
+    expect(twice.stderr).toMatch(/^Error: invalid_state: /);
+    // Jobs have no DELETE, so no delete command.
+    expect((await run(['jobs', 'delete', id])).code).toBe(2);
+  });
+});
+
+describe('outputs and lists', () => {
+  it('json and yaml are the API data; table has the columns; --limit pages and --all walks every page', async () => {
+    for (const name of ['page-a', 'page-b', 'page-c']) await json(['object-storage', 'create', '--name', name, '--region', 'ams3']);
+    const everything = (await t.api('GET', '/api/v1/object-storage?limit=100')).body.data;
+    expect(await json(['object-storage', 'list', '--all', '--limit', '1'])).toEqual(everything);
+    const yaml = await run(['object-storage', 'list', '-o', 'yaml']);
+    expect(YAML.parse(yaml.stdout)).toEqual(everything);
+
+    const onePage = await run(['object-storage', 'list', '--limit', '1', '-o', 'json']);
+    expect(JSON.parse(onePage.stdout)).toEqual([everything[0]]);
+    const cursor = /--cursor (\S+),/.exec(onePage.stderr)![1];
+    expect(await json(['object-storage', 'list', '--limit', '1', '--cursor', cursor])).toEqual([everything[1]]);
+
+    const table = await run(['object-storage', 'list', '--sort', 'name', '--order', 'asc']);
+    const lines = table.stdout.trim().split('\n');
+    expect(lines[0].split(/\s+/)).toEqual(['ID', 'NAME', 'STATUS', 'REGION', 'PUBLIC', 'ENDPOINT']);
+    const names = lines.slice(1).map((line) => line.split(/\s+/)[1]);
+    expect(names).toEqual([...names].sort());
+    expect(names).toEqual(expect.arrayContaining(['page-a', 'page-b', 'page-c']));
+  });
+});
+
+describe('errors', () => {
+  it('shows the API code, message and fields, with exit codes by kind', async () => {
+    const invalid = await run(['load-balancers', 'create', '--name', 'bad-port', '--region', 'fra1', '--port', '70000']);
+    expect(invalid).toMatchObject({ code: 1, stdout: '', stderr: 'Error: validation_failed: port: must be <= 65535\n' });
+    const fields = await run(['load-balancers', 'create', '--port', '70000']);
+    expect(fields.code).toBe(1);
+    expect(fields.stderr.trim().split('\n')).toEqual(expect.arrayContaining(['Error: validation_failed: name: is required', 'Error: validation_failed: port: must be <= 65535']));
+    const missing = await run(['vpn-gateways', 'get', 'vpn_doesnotexist000000']);
+    expect(missing).toMatchObject({ code: 3, stderr: 'Error: vpn_gateway_not_found: No vpn gateway with id vpn_doesnotexist000000.\n' });
+    const reader = (await t.api('POST', '/api/v1/settings/api-keys', { name: 'reader', scope: 'read_only' })).body.data.key as string;
+    const notAdmin = await run(['servers', 'create', '--name', 'nope', '--region', 'fra1'], { env: { CLOUDPLANE_API_KEY: reader } });
+    expect(notAdmin.code).toBe(4);
+    expect(notAdmin.stderr).toMatch(/^Error: forbidden: /);
+    const badKey = await run(['servers', 'list'], { env: { CLOUDPLANE_API_KEY: 'cpk_0000000000000000000000000000000000' } });
+    expect(badKey.code).toBe(4);
+    expect(badKey.stderr).toMatch(/^Error: unauthorized: /);
+    for (const r of [invalid, fields, missing, notAdmin, badKey]) expect(hasStackTrace(r.stderr)).toBe(false);
+  });
+});
+
+describe('webhooks', () => {
+  let receiver: Receiver;
+  afterAll(async () => receiver?.close());
+
+  it('deliveries list --status failed, and retry against a receiver that fails, then succeeds', async () => {
+    let healthy = false;
+    receiver = await startReceiver(() => ({ status: healthy ? 200 : 500 }));
+    const hook = await json(['webhooks', 'create', '--url', receiver.url, '--events', 'bucket.created', '--events', 'bucket.deleted']);
+    expect(hook).toMatchObject({ url: receiver.url, events: ['bucket.created', 'bucket.deleted'], status: 'active' });
+    expect(hook.secret).toMatch(/^whsec_/);
+    await json(['object-storage', 'create', '--name', 'hooked', '--region', 'fra1']);
+
+    const failed = await eventually(async () => {
+      const rows = await json(['webhooks', 'deliveries', 'list', hook.id, '--status', 'failed']);
+      return rows.length === 1 ? rows[0] : null;
+    }, 30_000, 200);
+    expect(failed).toMatchObject({ webhook_id: hook.id, event_type: 'bucket.created', status: 'failed', attempt: '15/15', response_status: 500 });
+    const table = await run(['webhooks', 'deliveries', 'list', hook.id, '--status', 'failed']);
+    expect(table.stdout).toMatch(new RegExp(`^${failed.id}\\s+bucket\\.created\\s+failed\\s+15/15\\s+500\\s+`, 'm'));
+
+    healthy = true;
+    const retried = await json(['webhooks', 'deliveries', 'retry', hook.id, failed.id]);
+    expect(retried).toMatchObject({ id: failed.id, status: 'pending' });
+    const succeeded = await eventually(async () => {
+      const delivery = await json(['webhooks', 'deliveries', 'get', hook.id, failed.id]);
+      return delivery.status === 'succeeded' ? delivery : null;
+    }, 20_000, 200);
+    expect(succeeded).toMatchObject({ attempt: '16/15', response_status: 200 });
+    expect(await json(['webhooks', 'deliveries', 'list', hook.id, '--status', 'failed'])).toEqual([]);
+    expect(receiver.received.at(-1)!.headers['webhook-id']).toBe(failed.id);
+
+    const rotated = await json(['webhooks', 'rotate-secret', hook.id]);
+    expect(rotated.secret).toMatch(/^whsec_/);
+    expect(rotated.secret).not.toBe(hook.secret);
+    expect(await json(['webhooks', 'update', hook.id, '--active', 'false', '--filter', '{"bucket.region":"fra1"}'])).toMatchObject({ active: false, filter: { 'bucket.region': 'fra1' } });
+    expect(await json(['webhooks', 'delete', hook.id])).toMatchObject({ status: 'deleted' });
+  });
+});
+
+describe('agent, settings and audit log', () => {
+  it('agent threads: create, ask, read, message, list', async () => {
+    const thread = await json(['agent', 'threads', 'create', '--title', 'capacity']);
+    const asked = await run(['agent', 'threads', 'ask', thread.id, 'How many servers do I have?']);
+    expect(asked.code).toBe(0);
+    expect(asked.stdout).toMatch(/^msg_\w+\s+user\s+.*How many servers do I have\?$/m);
+    expect(asked.stdout).toMatch(/^msg_\w+\s+assistant\s+/m);
+    const messages = await json(['agent', 'threads', 'read', thread.id]);
+    expect(messages.map((m: any) => m.role)).toEqual(['user', 'assistant']);
+    expect(await json(['agent', 'threads', 'message', thread.id, messages[1].id])).toEqual(messages[1]);
+    expect(await json(['agent', 'threads', 'get', thread.id])).toMatchObject({ title: 'capacity', message_count: 2 });
+    expect((await json(['agent', 'threads', 'list'])).map((x: any) => x.id)).toContain(thread.id);
+  });
+
+  it('settings: profile, team, members, API keys shown once and revoked', async () => {
+    expect(await json(['settings', 'profile', 'update', '--name', 'Owner Person'])).toMatchObject({ name: 'Owner Person' });
+    expect(await json(['settings', 'team', 'update', '--name', 'CLI team'])).toMatchObject({ id: t.teamId, name: 'CLI team' });
+    expect(await json(['settings', 'team', 'get'])).toMatchObject({ name: 'CLI team' });
+    const member = await json(['settings', 'members', 'invite', '--email', 'dev@example.com', '--role', 'member']);
+    expect(member).toMatchObject({ email: 'dev@example.com', role: 'member', status: 'active' });
+    expect(await json(['settings', 'members', 'update', member.id, '--role', 'viewer'])).toMatchObject({ role: 'viewer' });
+    expect((await json(['settings', 'members', 'list'])).map((m: any) => m.email)).toEqual(expect.arrayContaining(['owner@example.com', 'dev@example.com']));
+    expect(await json(['settings', 'members', 'get', member.id])).toMatchObject({ id: member.id });
+    expect(await json(['settings', 'members', 'remove', member.id])).toMatchObject({ status: 'removed' });
+
+    const created = await run(['settings', 'api-keys', 'create', '--name', 'ci-key', '--scope', 'read_only']);
+    expect(created.code).toBe(0);
+    const token = /(cpk_\w+)/.exec(created.stdout)![1];
+    const keyId = /^(key_\w+)/m.exec(created.stdout)![1];
+    expect(created.stdout.split('\n')[0].split(/\s+/)).toEqual(['ID', 'NAME', 'SCOPE', 'EXPIRES_AT', 'KEY']);
+    const listed = await run(['settings', 'api-keys', 'list']);
+    expect(listed.stdout).toContain(keyId);
+    expect(listed.stdout).not.toContain(token);
+    expect((await run(['regions', 'list'], { env: { CLOUDPLANE_API_KEY: token } })).code).toBe(0);
+    const revoked = await run(['settings', 'api-keys', 'revoke', keyId]);
+    expect(revoked).toMatchObject({ code: 0, stdout: '' });
+    expect((await run(['regions', 'list'], { env: { CLOUDPLANE_API_KEY: token } })).code).toBe(4);
+  });
+
+  it('teams (the first team is the installation admin), audit-log search and regions', async () => {
+    expect((await json(['teams', 'list'])).map((team: any) => team.id)).toContain(t.teamId);
+    expect(await json(['teams', 'get', t.teamId])).toMatchObject({ id: t.teamId });
+    const bucket = await json(['object-storage', 'create', '--name', 'audited', '--region', 'lon1', '--wait']);
+    expect(await json(['audit-log', 'search', '--type', 'object_storage.*', '--all'])).toEqual([]);
+    const bucketEvents = await eventually(async () => {
+      const found = await json(['audit-log', 'search', '--type', 'bucket.*', '--q', 'audited', '--all']);
+      return found.some((e: any) => e.type === 'bucket.available') ? found : null;
+    });
+    expect(bucketEvents.every((e: any) => e.type.startsWith('bucket.') && e.data.id === bucket.id)).toBe(true);
+    const bad = await run(['audit-log', 'search', '--since', 'yesterday']);
+    expect(bad.code).toBe(1);
+    expect(bad.stderr).toMatch(/^Error: validation_failed: since: /);
+    expect((await json(['regions', 'list'])).map((r: any) => r.id)).toContain('fra1');
+  });
+});
