@@ -50,6 +50,14 @@ if ! have chromium && ! apt_install chromium; then
   echo "ensure-tools: could not install Debian's chromium (needs apt-get as root); the console tests will fail" >&2
 fi
 
+#   zsh and fish — Debian's packages: the CLI's completion scripts are checked by the real
+#   shells (test/cli/contexts.test.ts).
+for shell in zsh fish; do
+  if ! have "$shell" && ! apt_install "$shell"; then
+    echo "ensure-tools: could not install Debian's $shell (needs apt-get as root); the CLI completion test will fail" >&2
+  fi
+done
+
 #   kube-apiserver, and for the workload cluster (test/helpers/workload-cluster.ts)
 #   kube-controller-manager and kube-scheduler, built from one pinned Kubernetes release
 #   (cached outside the repo; the second and third reuse the first's Go build cache), and
