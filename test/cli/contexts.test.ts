@@ -246,7 +246,7 @@ describe('completion', () => {
     expect(bashCompletes(run.stdout, ['cloudplane', 'servers', 'create', '--name', 'web', '--'])).toEqual(expect.arrayContaining(['--region']));
   });
 
-  it('zsh and fish: valid, and complete from the same tree (Debian zsh and fish, which scripts/ensure-tools.sh is to install)', async () => {
+  it('zsh and fish: valid, and complete from the same tree (Debian zsh and fish, installed by scripts/ensure-tools.sh)', async () => {
     const dir = fs.mkdtempSync(path.join(os.tmpdir(), 'cloudplane-completion-'));
     const zsh = await cli(['completion', 'zsh']);
     expect(zsh.code).toBe(0);
