@@ -269,6 +269,13 @@ function actions(): Operation[] {
     },
     { command: [...groupOf(apiKey), 'revoke'], summary: 'Revoke an API key', method: 'DELETE', path: `/${apiKey.path}/{id}`, columns: [] },
     {
+      command: [...groupOf(apiKey), 'rotate'],
+      summary: 'Rotate an API key: a new key (shown once) replaces it, and it is revoked',
+      method: 'POST',
+      path: `/${apiKey.path}/{id}/rotate`,
+      columns: ['id', 'name', 'scope', 'expires_at', 'key'],
+    },
+    {
       command: ['audit-log', 'search'],
       summary: "Search the team's events, newest first",
       method: 'GET',

@@ -157,6 +157,7 @@ describe('GET /api/v1/openapi.json', () => {
         'GET /api/v1/settings/api-keys': 'listApiKeys',
         'POST /api/v1/settings/api-keys': 'createApiKey',
         'DELETE /api/v1/settings/api-keys/{id}': 'revokeApiKey',
+        'POST /api/v1/settings/api-keys/{id}/rotate': 'rotateApiKey',
         'GET /api/v1/settings/team/members': 'listMembers',
         'POST /api/v1/settings/team/members': 'inviteMember',
         'GET /api/v1/settings/team/members/{id}': 'getMember',

@@ -68,6 +68,28 @@ describe('settings', () => {
     expect(types).toEqual(['api_key.created', 'api_key.revoked']);
   });
 
+  it('rotates a key: a new key with the same settings, shown once, and the old one refused from the next request', async () => {
+    const expiresAt = new Date(Date.now() + 86_400_000).toISOString();
+    const created = await t.api('POST', '/api/v1/settings/api-keys', { name: 'deploy', scope: 'read_only', expires_at: expiresAt });
+    const old = created.body.data;
+    const rotated = await t.api('POST', `/api/v1/settings/api-keys/${old.id}/rotate`);
+    expect(rotated.status).toBe(201);
+    const fresh = rotated.body.data;
+    expect(fresh.id).not.toBe(old.id);
+    expect(fresh.key).toMatch(/^cpk_[0-9A-Za-z]{32,}$/);
+    expect(fresh.key).not.toBe(old.key);
+    expect(fresh).toMatchObject({ name: 'deploy', scope: 'read_only', expires_at: expiresAt, status: 'active' });
+    expect(rotated.headers.get('location')).toBe(`/api/v1/settings/api-keys/${fresh.id}`);
+
+    expect((await t.api('GET', '/api/v1/settings/profile', undefined, { key: old.key })).status).toBe(401);
+    expect((await t.api('GET', '/api/v1/settings/profile', undefined, { key: fresh.key })).status).toBe(200);
+    // The new key keeps the old one's scope.
+    expect((await t.api('PATCH', '/api/v1/settings/profile', { name: 'x' }, { key: fresh.key })).status).toBe(403);
+    const listed = await t.api('GET', '/api/v1/settings/api-keys');
+    expect(JSON.stringify(listed.body)).not.toContain(fresh.key);
+    expect((await t.api('POST', `/api/v1/settings/api-keys/${old.id}/rotate`)).body.error.code).toBe('api_key_not_found');
+  });
+
   it('refuses a key without a name, or with an unknown scope or a malformed expiry', async () => {
     const res = await t.api('POST', '/api/v1/settings/api-keys', {});
     expect(res.status).toBe(422);

@@ -275,9 +275,13 @@ describe('agent, settings and audit log', () => {
     expect(listed.stdout).toContain(keyId);
     expect(listed.stdout).not.toContain(token);
     expect((await run(['regions', 'list'], { env: { CLOUDPLANE_API_KEY: token } })).code).toBe(0);
-    const revoked = await run(['settings', 'api-keys', 'revoke', keyId]);
-    expect(revoked).toMatchObject({ code: 0, stdout: '' });
+    const rotated = await json(['settings', 'api-keys', 'rotate', keyId]);
+    expect(rotated).toMatchObject({ name: 'ci-key', scope: 'read_only', status: 'active' });
     expect((await run(['regions', 'list'], { env: { CLOUDPLANE_API_KEY: token } })).code).toBe(4);
+    expect((await run(['regions', 'list'], { env: { CLOUDPLANE_API_KEY: rotated.key } })).code).toBe(0);
+    const revoked = await run(['settings', 'api-keys', 'revoke', rotated.id]);
+    expect(revoked).toMatchObject({ code: 0, stdout: '' });
+    expect((await run(['regions', 'list'], { env: { CLOUDPLANE_API_KEY: rotated.key } })).code).toBe(4);
   });
 
   it('teams (the first team is the installation admin), audit-log search and regions', async () => {

@@ -121,14 +121,42 @@ export function registerSettingsRoutes(app: FastifyInstance, ctx: ApiContext): v
     handler: async (request, reply) => {
       const { id } = request.params as { id: string };
       const caller = principalOf(request);
-      const key = await findApiKey(ctx.store, caller.team, id);
-      const holder = (await ctx.store.get(userFamily.kind, caller.team, key.spec.user_id)) as User | undefined;
-      const allowed = holder ? mayActFor(caller, holder) : atLeast(caller.role, 'admin');
-      if (!allowed) throw forbidden("Only an owner or admin may revoke another member's key (an owner's key, an owner only).");
+      await refuseUnlessMayManageKey(ctx, caller, await findApiKey(ctx.store, caller.team, id));
       await ctx.authenticator.revoke(caller.team, id, caller.key);
       return reply.code(204).send();
     },
   });
+
+  app.post(`${keys}/:id/rotate`, {
+    schema: {
+      tags,
+      operationId: 'rotateApiKey',
+      summary: 'Rotate an API key',
+      description:
+        'Makes a new key with the same name, holder, scope and expiry, answered once in `key` (201), and revokes the old one: it is refused from the next request on. The new key is made before the old one is revoked, so a failure leaves the old key working. Who may rotate a key is who may revoke it.',
+      params: KeyIdParams,
+      response: { 201: envelopeOf(NewKeyRecord), ...errors },
+    },
+    handler: async (request, reply) => {
+      const { id } = request.params as { id: string };
+      const caller = principalOf(request);
+      const old = await findApiKey(ctx.store, caller.team, id);
+      await refuseUnlessMayManageKey(ctx, caller, old);
+      // No quota check: the team ends with as many keys as it had.
+      const options = { scope: old.spec.scope, expiresAt: old.spec.expires_at ?? null };
+      const { key, token } = await ctx.authenticator.issue(caller.team, old.spec.user_id, old.spec.name, caller.key, options);
+      await ctx.authenticator.revoke(caller.team, id, caller.key);
+      reply.header('Location', `${keys}/${key.meta.id}`);
+      return send(ctx, request, reply, 201, { ...apiKeyFamily.toRecord(key), key: token });
+    },
+  });
+}
+
+/** Revoking or rotating another member's key needs an owner or admin (an owner's key, an owner). */
+async function refuseUnlessMayManageKey(ctx: ApiContext, caller: Principal, key: ApiKey): Promise<void> {
+  const holder = (await ctx.store.get(userFamily.kind, caller.team, key.spec.user_id)) as User | undefined;
+  const allowed = holder ? mayActFor(caller, holder) : atLeast(caller.role, 'admin');
+  if (!allowed) throw forbidden("Only an owner or admin may revoke or rotate another member's key (an owner's key, an owner only).");
 }
 
 /** Who a new key is for: the caller, or the member `userId` names when the caller may act for them. */
