@@ -11,6 +11,7 @@ import { registerJobRoutes } from './jobs';
 import { registerSettingsRoutes } from './settings';
 import { registerAgentRoutes } from './agent';
 import { registerWebhookRoutes } from './webhooks';
+import { registerWebhookListenerRoutes } from './webhook-listeners';
 import { registerTeamRoutes } from './teams';
 
 export function registerRouteModules(app: FastifyInstance, ctx: ApiContext): void {
@@ -26,4 +27,5 @@ export function registerRouteModules(app: FastifyInstance, ctx: ApiContext): voi
   registerTeamRoutes(app, ctx);
   registerAgentRoutes(app, ctx);
   registerWebhookRoutes(app, ctx);
+  registerWebhookListenerRoutes(app, ctx);
 }

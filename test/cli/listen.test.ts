@@ -1,0 +1,277 @@
+/**
+ * `cloudplane listen --forward-to`: the service, the built CLI as a child process, and a
+ * real local receiver that verifies each delivery's Standard Webhooks signature with the
+ * secret the CLI printed. The receiver sits on loopback, which the target guard refuses for
+ * HTTP subscriptions: the deliveries reach it only through the CLI's stream.
+ */
+import path from 'node:path';
+import type { ChildProcess } from 'node:child_process';
+import { Webhook } from 'standardwebhooks';
+import { startTestService, eventually, TestService, request } from '../helpers/service';
+import { startReceiver, Receiver, Received } from '../helpers/receiver';
+import { spawnTracked } from '../helpers/processes';
+
+const CLI = path.resolve(__dirname, '../../dist/src/cli/listen-main.js');
+const LEASE_SECONDS = 2;
+
+interface RunningCli {
+  child: ChildProcess;
+  output: () => string;
+  secret: string;
+  listenerId: string;
+  exited: Promise<number | null>;
+}
+
+async function startCli(t: TestService, forwardTo: string, args: string[] = [], key = t.key): Promise<RunningCli> {
+  const child = spawnTracked(process.execPath, [CLI, '--forward-to', forwardTo, ...args], {
+    env: { ...process.env, CLOUDPLANE_API_URL: t.url, CLOUDPLANE_API_KEY: key },
+    stdio: ['ignore', 'pipe', 'pipe'],
+  });
+  let output = '';
+  child.stdout!.on('data', (chunk: Buffer) => (output += chunk.toString()));
+  child.stderr!.on('data', (chunk: Buffer) => (output += chunk.toString()));
+  const exited = new Promise<number | null>((resolve) => child.once('exit', (code) => resolve(code)));
+  const ready = await eventually(async () => /Ready! Your webhook signing secret is (whsec_\S+) \(listener (wh_[^;]+);/.exec(output), 15_000);
+  return { child, output: () => output, secret: ready[1], listenerId: ready[2], exited };
+}
+
+/** A receiver that checks every request's signature with `secret()` and answers by `decide` when it holds. */
+async function verifyingReceiver(secret: () => string, decide: (request: Received, index: number) => number = () => 200) {
+  const verified: Array<{ id: string; type: string; body: any; headers: Received['headers'] }> = [];
+  const refused: Received[] = [];
+  const receiver = await startReceiver((request, index) => {
+    try {
+      new Webhook(secret()).verify(request.body, request.headers as Record<string, string>);
+    } catch {
+      refused.push(request);
+      return { status: 400 };
+    }
+    const body = JSON.parse(request.body);
+    verified.push({ id: String(request.headers['webhook-id']), type: body.type, body, headers: request.headers });
+    return { status: decide(request, index) };
+  });
+  return { receiver, verified, refused };
+}
+
+describe('cloudplane listen', () => {
+  let t: TestService;
+  const receivers: Receiver[] = [];
+  const clis: RunningCli[] = [];
+
+  beforeAll(async () => {
+    t = await startTestService({
+      CLOUDPLANE_WEBHOOK_LISTENER_LEASE_SECONDS: String(LEASE_SECONDS),
+      CLOUDPLANE_WEBHOOK_TIME_SCALE: '0.01',
+      // Only for the witness subscription of the lease test; the listener needs neither.
+      CLOUDPLANE_WEBHOOK_ALLOW_HTTP: 'true',
+      CLOUDPLANE_WEBHOOK_ALLOW_PRIVATE_TARGETS: 'true',
+    });
+  });
+
+  afterAll(async () => {
+    for (const cli of clis) if (cli.child.exitCode === null) cli.child.kill('SIGKILL');
+    for (const receiver of receivers) await receiver.close();
+    await t.stop();
+  });
+
+  const deliveriesOf = async (listenerId: string) => {
+    const res = await t.api('GET', `/api/v1/webhooks/${listenerId}/deliveries?limit=100`);
+    expect(res.status).toBe(200);
+    return res.body.data as Array<{ id: string; event_id: string; event_type: string; status: string; attempt: string; response_status: number | null; error: string | null }>;
+  };
+
+  it('forwards a load balancer\'s events, signed with the printed secret, exactly as an HTTP attempt, and Ctrl-C removes the listener', async () => {
+    let secret = '';
+    const { receiver, verified, refused } = await verifyingReceiver(() => secret);
+    receivers.push(receiver);
+    const cli = await startCli(t, receiver.url, ['--events', 'load_balancer.*']);
+    clis.push(cli);
+    secret = cli.secret;
+    expect(cli.output().match(/whsec_/g)).toHaveLength(1);
+
+    const listener = await t.api('GET', `/api/v1/webhooks/${cli.listenerId}`);
+    expect(listener.body.data).toMatchObject({ url: `listen:${receiver.url}`, events: ['load_balancer.*'], status: 'active' });
+    expect(JSON.stringify(listener.body)).not.toContain(secret);
+
+    const lb = await t.api('POST', '/api/v1/load-balancers', { name: 'listened', region: 'fra1' });
+    expect(lb.status).toBe(201);
+    const running = await eventually(async () => verified.find((v) => v.type === 'load_balancer.running' && v.body.data.id === lb.body.data.id), 20_000);
+    const created = verified.find((v) => v.type === 'load_balancer.created' && v.body.data.id === lb.body.data.id)!;
+    expect(created).toBeDefined();
+    expect(refused).toHaveLength(0);
+    // The headers an HTTP attempt carries: both signature families, the spec's own, the transport's.
+    expect(running.headers).toMatchObject({ 'x-service-event': 'load_balancer.running', 'x-service-delivery': running.id, 'content-type': 'application/json', 'user-agent': 'Cloudplane-Webhooks/1' });
+    expect(running.headers['x-service-signature']).toMatch(/^t=\d+,v1=[0-9a-f]{64}$/);
+
+    // One line per delivery, and the history shows each succeeded at the first attempt with the receiver's status.
+    await eventually(async () => cli.output().includes(`load_balancer.running  ${running.id}  attempt 1  -> 200`));
+    const history = await eventually(async () => {
+      const rows = await deliveriesOf(cli.listenerId);
+      const row = rows.find((d) => d.id === running.id);
+      return row?.status === 'succeeded' ? rows : null;
+    });
+    expect(history.find((d) => d.id === running.id)).toMatchObject({ event_type: 'load_balancer.running', attempt: '1/15', response_status: 200, error: null });
+    expect(history.find((d) => d.id === created.id)).toMatchObject({ status: 'succeeded', response_status: 200 });
+
+    cli.child.kill('SIGINT');
+    expect(await cli.exited).toBe(0);
+    expect(cli.output()).toContain(`Listener ${cli.listenerId} removed.`);
+    expect((await t.api('GET', `/api/v1/webhooks/${cli.listenerId}`)).body.data.status).toBe('deleted');
+  });
+
+  it('records the local receiver\'s failures in the delivery history and retries on the schedule until it succeeds', async () => {
+    let secret = '';
+    const answers = new Map<string, number>();
+    // Each delivery fails twice (500), then succeeds.
+    const { receiver, verified } = await verifyingReceiver(
+      () => secret,
+      (request) => {
+        const id = String(request.headers['webhook-id']);
+        const seen = (answers.get(id) ?? 0) + 1;
+        answers.set(id, seen);
+        return seen <= 2 ? 500 : 200;
+      },
+    );
+    receivers.push(receiver);
+    const cli = await startCli(t, receiver.url, ['--events', 'load_balancer.created']);
+    clis.push(cli);
+    secret = cli.secret;
+
+    const lb = await t.api('POST', '/api/v1/load-balancers', { name: 'flaky-receiver', region: 'fra1' });
+    const deliveryId = await eventually(async () => verified.find((v) => v.body.data.id === lb.body.data.id)?.id);
+    const done = await eventually(async () => {
+      const row = (await deliveriesOf(cli.listenerId)).find((d) => d.id === deliveryId);
+      return row?.status === 'succeeded' ? row : null;
+    }, 20_000);
+    expect(done).toMatchObject({ attempt: '3/15', response_status: 200, error: null });
+    // The same delivery (one webhook-id) three times, each signed.
+    expect(verified.filter((v) => v.id === deliveryId)).toHaveLength(3);
+    expect(cli.output()).toContain(`${deliveryId}  attempt 1  -> 500`);
+    expect(cli.output()).toContain(`${deliveryId}  attempt 2  -> 500`);
+    expect(cli.output()).toContain(`${deliveryId}  attempt 3  -> 200`);
+    cli.child.kill('SIGINT');
+    expect(await cli.exited).toBe(0);
+  });
+
+  it('a receiver that is down is a failed attempt with its reason, retried', async () => {
+    const down = await startReceiver();
+    const url = down.url;
+    await down.close();
+    const cli = await startCli(t, url, ['--events', 'load_balancer.created']);
+    clis.push(cli);
+    const lb = await t.api('POST', '/api/v1/load-balancers', { name: 'nobody-home', region: 'fra1' });
+    const row = await eventually(async () => {
+      const rows = await deliveriesOf(cli.listenerId);
+      return rows.find((d) => d.status === 'pending' && Number(d.attempt.split('/')[0]) >= 2) ?? null;
+    }, 20_000);
+    expect(row.error).toMatch(/^listener: ECONNREFUSED/);
+    expect(row.response_status).toBeNull();
+    expect(lb.status).toBe(201);
+    cli.child.kill('SIGINT');
+    expect(await cli.exited).toBe(0);
+  });
+
+  it('a CLI killed with SIGKILL: the lease lapses, the listener is deleted and gets no more deliveries', async () => {
+    let secret = '';
+    // The receiver refuses one load balancer's event for ever: its delivery is pending, on the schedule, when the CLI dies.
+    const { receiver, verified } = await verifyingReceiver(
+      () => secret,
+      (request) => (JSON.parse(request.body).data.name === 'failing-at-kill' ? 500 : 200),
+    );
+    receivers.push(receiver);
+    const cli = await startCli(t, receiver.url, ['--events', 'load_balancer.created']);
+    clis.push(cli);
+    secret = cli.secret;
+    const first = await t.api('POST', '/api/v1/load-balancers', { name: 'before-kill', region: 'fra1' });
+    await eventually(async () => verified.some((v) => v.body.data.id === first.body.data.id));
+    const failing = await t.api('POST', '/api/v1/load-balancers', { name: 'failing-at-kill', region: 'fra1' });
+    const pendingId = await eventually(async () => {
+      const row = (await deliveriesOf(cli.listenerId)).find((d) => d.status === 'pending' && d.response_status === 500);
+      return row?.id;
+    });
+    expect(failing.status).toBe(201);
+
+    cli.child.kill('SIGKILL');
+    await cli.exited;
+    const gone = await eventually(async () => {
+      const res = await t.api('GET', `/api/v1/webhooks/${cli.listenerId}`);
+      return res.body.data.status === 'deleted' ? res.body.data : null;
+    }, 20_000);
+    expect(gone.active).toBe(false);
+
+    // A witness subscription shows when the next event has been dispatched.
+    const witness = await startReceiver();
+    receivers.push(witness);
+    const sub = await t.api('POST', '/api/v1/webhooks', { url: witness.url, events: ['load_balancer.created'] });
+    expect(sub.status).toBe(201);
+    const after = await t.api('POST', '/api/v1/load-balancers', { name: 'after-kill', region: 'fra1' });
+    await eventually(async () => witness.received.some((r) => JSON.parse(r.body).data.id === after.body.data.id));
+    const history = await deliveriesOf(cli.listenerId);
+    expect(history).toHaveLength(2);
+    // What was pending when the listener went ends failed, as for a deleted subscription.
+    const ended = await eventually(async () => (await deliveriesOf(cli.listenerId)).find((d) => d.id === pendingId && d.status === 'failed'));
+    expect(ended.error).toBe('the subscription was deleted');
+    expect(verified.some((v) => v.body.data.id === after.body.data.id)).toBe(false);
+    // The stream of a deleted listener cannot be attached again.
+    const again = await request(t.url, 'GET', `/api/v1/webhooks/${cli.listenerId}/stream`, undefined, { key: t.key });
+    expect(again.status).toBe(409);
+    expect(again.body.error.code).toBe('invalid_state');
+    await t.api('DELETE', `/api/v1/webhooks/${sub.body.data.id}`);
+  });
+
+  it('another team\'s key can neither attach to the stream nor report an answer, and its own listener gets none of our events', async () => {
+    const created = await t.api('POST', '/api/v1/teams', { name: 'Other team', owner_email: 'owner@other.example' });
+    expect(created.status).toBe(201);
+    const otherKey = created.body.data.api_key.key as string;
+    let ourSecret = '';
+    const ours = await verifyingReceiver(() => ourSecret);
+    receivers.push(ours.receiver);
+    const cli = await startCli(t, ours.receiver.url, ['--events', 'load_balancer.created']);
+    clis.push(cli);
+    ourSecret = cli.secret;
+
+    const stream = await request(t.url, 'GET', `/api/v1/webhooks/${cli.listenerId}/stream`, undefined, { key: otherKey });
+    expect(stream.status).toBe(404);
+    expect(stream.body.error.code).toBe('webhook_not_found');
+    const answer = await request(t.url, 'POST', `/api/v1/webhooks/${cli.listenerId}/deliveries/del_00000000000000000000/answer`, { attempt: 1, response_status: 200 }, { key: otherKey });
+    expect(answer.status).toBe(404);
+
+    let theirSecret = '';
+    const theirs = await verifyingReceiver(() => theirSecret);
+    receivers.push(theirs.receiver);
+    const other = await startCli(t, theirs.receiver.url, ['--events', 'load_balancer.created'], otherKey);
+    clis.push(other);
+    theirSecret = other.secret;
+    const lb = await t.api('POST', '/api/v1/load-balancers', { name: 'not-theirs', region: 'fra1' });
+    await eventually(async () => ours.verified.some((v) => v.body.data.id === lb.body.data.id));
+    const theirHistory = await request(t.url, 'GET', `/api/v1/webhooks/${other.listenerId}/deliveries`, undefined, { key: otherKey });
+    expect(theirHistory.body.data).toHaveLength(0);
+    expect(theirs.receiver.received).toHaveLength(0);
+    for (const running of [cli, other]) {
+      running.child.kill('SIGINT');
+      expect(await running.exited).toBe(0);
+    }
+  });
+
+  it('a bad key is an API error with its code, and exit code 1', async () => {
+    const refused = spawnTracked(process.execPath, [CLI, '--forward-to', 'http://127.0.0.1:9/hook'], { env: { ...process.env, CLOUDPLANE_API_URL: t.url, CLOUDPLANE_API_KEY: 'cpk_not_a_key' }, stdio: ['ignore', 'pipe', 'pipe'] });
+    let err = '';
+    refused.stderr!.on('data', (chunk: Buffer) => (err += chunk.toString()));
+    expect(await new Promise((resolve) => refused.once('exit', resolve))).toBe(1);
+    expect(err).toMatch(/^Error: unauthorized: /m);
+  });
+
+  it('refuses to change a listener or rotate its secret, and a plain subscription has no stream', async () => {
+    const cli = await startCli(t, 'http://127.0.0.1:9/hook', ['--events', 'server.*']);
+    clis.push(cli);
+    const patch = await t.api('PATCH', `/api/v1/webhooks/${cli.listenerId}`, { url: 'https://example.com/hook' });
+    expect(patch.status).toBe(409);
+    expect((await t.api('POST', `/api/v1/webhooks/${cli.listenerId}/rotate-secret`)).status).toBe(409);
+    const plain = await t.api('POST', '/api/v1/webhooks', { url: 'https://example.com/hook', events: ['server.*'] });
+    const stream = await t.api('GET', `/api/v1/webhooks/${plain.body.data.id}/stream`);
+    expect(stream.status).toBe(409);
+    await t.api('DELETE', `/api/v1/webhooks/${plain.body.data.id}`);
+    cli.child.kill('SIGINT');
+    expect(await cli.exited).toBe(0);
+  });
+});
