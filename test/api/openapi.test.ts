@@ -180,6 +180,9 @@ describe('GET /api/v1/openapi.json', () => {
         'GET /api/v1/webhooks/{id}/deliveries': 'listWebhookDeliveries',
         'GET /api/v1/webhooks/{id}/deliveries/{delivery_id}': 'getWebhookDelivery',
         'POST /api/v1/webhooks/{id}/deliveries/{delivery_id}/retry': 'retryWebhookDelivery',
+        'POST /api/v1/webhooks/listeners': 'createWebhookListener',
+        'GET /api/v1/webhooks/{id}/stream': 'streamWebhookListener',
+        'POST /api/v1/webhooks/{id}/deliveries/{delivery_id}/answer': 'answerWebhookListenerDelivery',
       });
     });
 
@@ -326,7 +329,8 @@ describe('GET /api/v1/openapi.json', () => {
       Object.entries<Record<string, any>>(document.paths).flatMap(([path, item]) =>
         Object.entries<any>(item).flatMap(([method, operation]) =>
           Object.entries<any>(operation.responses)
-            .filter(([, response]) => response.content)
+            // A listener's stream answers text/event-stream, not JSON.
+            .filter(([, response]) => response.content?.['application/json'])
             .map(([status, response]) => ({ where: `${method.toUpperCase()} ${path} ${status}`, status, schema: response.content['application/json'].schema })),
         ),
       );

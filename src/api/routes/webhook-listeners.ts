@@ -99,7 +99,7 @@ export function registerWebhookListenerRoutes(app: FastifyInstance, ctx: ApiCont
       description:
         'text/event-stream: `ready` once, then one `delivery` event per attempt ({delivery_id, attempt, event_type, timeout_ms, headers, body}: the exact headers and body an HTTP attempt would carry, signed with the listener\'s secret), comments as keep-alives, and `closed` ({reason}) before the service ends it. Holding it renews the lease; a newer stream of the same listener takes over.',
       params: IdParams,
-      response: { 200: Type.String({ description: 'The event stream.' }), ...errors },
+      response: { 200: { description: 'The event stream.', content: { 'text/event-stream': { schema: Type.String() } } }, ...errors },
     },
     handler: async (request, reply) => {
       const { id } = request.params as { id: string };
