@@ -7,7 +7,10 @@
 import path from 'node:path';
 import type { ChildProcess } from 'node:child_process';
 import { Webhook } from 'standardwebhooks';
-import { startTestService, eventually, TestService, request } from '../helpers/service';
+import { startTestService, eventually, TestService, request, tempDataDir } from '../helpers/service';
+import { startChildService, ChildService } from '../helpers/child-service';
+import { installCrds, storeEnvFor } from '../helpers/cluster';
+import { startKubeApiServer, KubeApiServer } from '../helpers/kube-apiserver';
 import { startReceiver, Receiver, Received } from '../helpers/receiver';
 import { spawnTracked } from '../helpers/processes';
 
@@ -22,7 +25,7 @@ interface RunningCli {
   exited: Promise<number | null>;
 }
 
-async function startCli(t: TestService, forwardTo: string, args: string[] = [], key = t.key): Promise<RunningCli> {
+async function startCli(t: Pick<TestService, 'url' | 'key'>, forwardTo: string, args: string[] = [], key = t.key): Promise<RunningCli> {
   const child = spawnTracked(process.execPath, [CLI, '--forward-to', forwardTo, ...args], {
     env: { ...process.env, CLOUDPLANE_API_URL: t.url, CLOUDPLANE_API_KEY: key },
     stdio: ['ignore', 'pipe', 'pipe'],
@@ -274,4 +277,90 @@ describe('cloudplane listen', () => {
     cli.child.kill('SIGINT');
     expect(await cli.exited).toBe(0);
   });
+});
+
+/**
+ * Cluster mode with two replicas: the leader makes the deliveries and reaps lapsed leases;
+ * the CLI holds its stream on the other replica, which signs and pushes the attempts and
+ * records their answers. Its own API server, so it runs whichever store the suite is on.
+ */
+describe('cloudplane listen against two replicas in cluster mode', () => {
+  const KEY = 'cpk_ListenReplicas0123456789abcdefghijABCDEFGH';
+  let kube: KubeApiServer;
+  const replicas: ChildService[] = [];
+  const receivers: Receiver[] = [];
+  const clis: RunningCli[] = [];
+
+  const startReplica = (name: string) =>
+    startChildService({
+      dataDir: tempDataDir(),
+      key: KEY,
+      startTimeoutMs: 60_000,
+      env: {
+        ...storeEnvFor(kube),
+        POD_NAME: name,
+        CLOUDPLANE_LEASE_DURATION_SECONDS: '5',
+        CLOUDPLANE_SIM_DELAY_MS: '50',
+        CLOUDPLANE_WEBHOOK_LISTENER_LEASE_SECONDS: String(LEASE_SECONDS),
+        CLOUDPLANE_WEBHOOK_TIME_SCALE: '0.01',
+      },
+    }).then((replica) => {
+      replicas.push(replica);
+      return replica;
+    });
+
+  const leads = async (replica: ChildService) => /^cloudplane_leader 1$/m.test((await replica.api('GET', '/metrics')).body as string);
+
+  beforeAll(async () => {
+    kube = await startKubeApiServer();
+    await installCrds(kube);
+  }, 120_000);
+
+  afterAll(async () => {
+    for (const cli of clis) if (cli.child.exitCode === null) cli.child.kill('SIGKILL');
+    for (const receiver of receivers) await receiver.close();
+    for (const replica of replicas) await replica.kill();
+    await kube?.stop();
+  });
+
+  it('delivers through the replica holding the stream, records answers and retries, and the leader reaps the listener of a killed CLI', async () => {
+    const first = await startReplica('cloudplane-a');
+    await eventually(() => leads(first), 60_000, 200);
+    const second = await startReplica('cloudplane-b');
+    // The stream goes to the replica that does not dispatch.
+    expect(await leads(second)).toBe(false);
+
+    let secret = '';
+    const seen = new Map<string, number>();
+    const { receiver, verified, refused } = await verifyingReceiver(
+      () => secret,
+      (request) => {
+        const id = String(request.headers['webhook-id']);
+        seen.set(id, (seen.get(id) ?? 0) + 1);
+        return seen.get(id) === 1 ? 503 : 200;
+      },
+    );
+    receivers.push(receiver);
+    const cli = await startCli({ url: second.url, key: KEY }, receiver.url, ['--events', 'load_balancer.created']);
+    clis.push(cli);
+    secret = cli.secret;
+
+    const lb = await first.api('POST', '/api/v1/load-balancers', { name: 'two-replicas', region: 'fra1' });
+    expect(lb.status).toBe(201);
+    const delivered = await eventually(async () => verified.find((v) => v.body.data.id === lb.body.data.id && seen.get(v.id) === 2), 60_000);
+    expect(refused).toHaveLength(0);
+    const row = await eventually(async () => {
+      const res = await first.api('GET', `/api/v1/webhooks/${cli.listenerId}/deliveries/${delivered.id}`);
+      return res.body.data?.status === 'succeeded' ? res.body.data : null;
+    }, 30_000);
+    expect(row).toMatchObject({ attempt: '2/15', response_status: 200 });
+
+    cli.child.kill('SIGKILL');
+    await cli.exited;
+    const gone = await eventually(async () => {
+      const res = await first.api('GET', `/api/v1/webhooks/${cli.listenerId}`);
+      return res.body.data.status === 'deleted' ? res.body.data : null;
+    }, 60_000, 200);
+    expect(gone.active).toBe(false);
+  }, 180_000);
 });
