@@ -13,6 +13,7 @@ import { installCrds, storeEnvFor } from '../helpers/cluster';
 import { startKubeApiServer, KubeApiServer } from '../helpers/kube-apiserver';
 import { startReceiver, Receiver, Received } from '../helpers/receiver';
 import { spawnTracked } from '../helpers/processes';
+import { serverSentEvents } from '../../src/cli/listen';
 
 const CLI = path.resolve(__dirname, '../../dist/src/cli/listen-main.js');
 const LEASE_SECONDS = 2;
@@ -65,6 +66,8 @@ describe('cloudplane listen', () => {
     t = await startTestService({
       CLOUDPLANE_WEBHOOK_LISTENER_LEASE_SECONDS: String(LEASE_SECONDS),
       CLOUDPLANE_WEBHOOK_TIME_SCALE: '0.01',
+      // A stream's unanswered attempt fails after this plus 5 s.
+      CLOUDPLANE_WEBHOOK_TIMEOUT_MS: '1000',
       // Only for the witness subscription of the lease test; the listener needs neither.
       CLOUDPLANE_WEBHOOK_ALLOW_HTTP: 'true',
       CLOUDPLANE_WEBHOOK_ALLOW_PRIVATE_TARGETS: 'true',
@@ -115,6 +118,16 @@ describe('cloudplane listen', () => {
     });
     expect(history.find((d) => d.id === running.id)).toMatchObject({ event_type: 'load_balancer.running', attempt: '1/15', response_status: 200, error: null });
     expect(history.find((d) => d.id === created.id)).toMatchObject({ status: 'succeeded', response_status: 200 });
+
+    // A manual retry goes down the stream as one more attempt.
+    const retried = await t.api('POST', `/api/v1/webhooks/${cli.listenerId}/deliveries/${running.id}/retry`);
+    expect(retried.status).toBe(202);
+    await eventually(async () => cli.output().includes(`load_balancer.running  ${running.id}  attempt 2  -> 200`));
+    await eventually(async () => {
+      const row = (await deliveriesOf(cli.listenerId)).find((d) => d.id === running.id);
+      return row?.status === 'succeeded' && row.attempt === '2/15';
+    });
+    expect(verified.filter((v) => v.id === running.id)).toHaveLength(2);
 
     cli.child.kill('SIGINT');
     expect(await cli.exited).toBe(0);
@@ -263,6 +276,46 @@ describe('cloudplane listen', () => {
     expect(await new Promise((resolve) => refused.once('exit', resolve))).toBe(1);
     expect(err).toMatch(/^Error: unauthorized: /m);
   });
+
+  it('the stream protocol: ready, signed deliveries, an unanswered attempt failing on the timeout, and a newer stream taking over', async () => {
+    const created = await t.api('POST', '/api/v1/webhooks/listeners', { events: ['load_balancer.created'] });
+    expect(created.status).toBe(201);
+    const { id, secret } = created.body.data;
+    expect(created.body.data.url).toBe('listen:cli');
+    const open = async () => {
+      const response = await fetch(`${t.url}/api/v1/webhooks/${id}/stream`, { headers: { authorization: `Bearer ${t.key}` } });
+      expect(response.status).toBe(200);
+      expect(response.headers.get('content-type')).toMatch(/^text\/event-stream/);
+      const events: Array<{ event: string; data: any }> = [];
+      const reading = (async () => {
+        for await (const event of serverSentEvents(response.body!)) events.push({ event: event.event, data: JSON.parse(event.data) });
+      })().catch(() => undefined);
+      return { events, reading };
+    };
+    const first = await open();
+    await eventually(async () => first.events.some((e) => e.event === 'ready' && e.data.listener_id === id));
+    const lb = await t.api('POST', '/api/v1/load-balancers', { name: 'unanswered', region: 'fra1' });
+    const pushed = await eventually(async () => first.events.find((e) => e.event === 'delivery'));
+    expect(pushed.data).toMatchObject({ attempt: 1, event_type: 'load_balancer.created', timeout_ms: 1000 });
+    expect(JSON.parse(pushed.data.body).data.id).toBe(lb.body.data.id);
+    expect(() => new Webhook(secret).verify(pushed.data.body, pushed.data.headers)).not.toThrow();
+    // Never answered: a failed attempt on the schedule, then pushed again as attempt 2.
+    const failed = await eventually(async () => {
+      const rows = await deliveriesOf(id);
+      return rows.find((d) => d.id === pushed.data.delivery_id && d.error?.startsWith('the listener reported no answer within 6 s'));
+    }, 20_000);
+    expect(failed.response_status).toBeNull();
+    await eventually(async () => first.events.some((e) => e.event === 'delivery' && e.data.attempt === 2), 20_000);
+    // A late answer to attempt 1 is refused; the answer to the attempt out now is recorded.
+    const late = await t.api('POST', `/api/v1/webhooks/${id}/deliveries/${pushed.data.delivery_id}/answer`, { attempt: 1, response_status: 200 });
+    expect(late.status).toBe(409);
+    const second = await open();
+    await eventually(async () => first.events.some((e) => e.event === 'closed' && e.data.reason === 'another connection took this listener over'));
+    await eventually(async () => second.events.some((e) => e.event === 'ready'));
+    expect((await t.api('DELETE', `/api/v1/webhooks/${id}`)).status).toBe(200);
+    await eventually(async () => second.events.some((e) => e.event === 'closed' && e.data.reason === 'the listener was deleted'));
+    await Promise.all([first.reading, second.reading]);
+  }, 60_000);
 
   it('refuses to change a listener or rotate its secret, and a plain subscription has no stream', async () => {
     const cli = await startCli(t, 'http://127.0.0.1:9/hook', ['--events', 'server.*']);

@@ -17,7 +17,7 @@ import { invalidState } from '../../lib/errors';
 import { newId } from '../../lib/ids';
 import { withinQuota } from '../../resources/quota';
 import { claimLease, isListener, listenerUrl } from '../../webhooks/listener';
-import { ListenerHub, StreamSink } from '../../webhooks/listener-hub';
+import { ListenerHub, ListenerStream, StreamSink } from '../../webhooks/listener-hub';
 import { recordAttempt } from '../../webhooks/outcome';
 import type { AttemptResult } from '../../webhooks/sender';
 
@@ -109,8 +109,18 @@ export function registerWebhookListenerRoutes(app: FastifyInstance, ctx: ApiCont
       // Keep-alives every third of the lease show a dead peer; the idle timeout would cut a quiet stream.
       request.raw.socket.setTimeout(0);
       raw.writeHead(200, { 'content-type': 'text/event-stream; charset=utf-8', 'cache-control': 'no-store', 'x-accel-buffering': 'no', 'x-request-id': String(request.id) });
-      const stream = await hub.attach(listener, sseSink(raw));
-      raw.on('close', () => stream.end('the client went away'));
+      const sink = sseSink(raw);
+      let stream: ListenerStream | null = null;
+      // Registered first: a client gone while the stream starts must not leave it renewing the lease.
+      raw.on('close', () => stream?.end('the client went away'));
+      try {
+        stream = await hub.attach(listener, sink);
+      } catch (err) {
+        ctx.logger.error({ webhook_id: id, err: (err as Error).message }, 'a listener stream could not start');
+        sink.end('the stream could not start; reconnect');
+        return;
+      }
+      if (raw.destroyed || raw.writableEnded) stream.end('the client went away');
     },
   });
 
