@@ -14,6 +14,7 @@ import { startKubeApiServer, KubeApiServer } from '../helpers/kube-apiserver';
 import { startReceiver, Receiver, Received } from '../helpers/receiver';
 import { spawnTracked } from '../helpers/processes';
 import { serverSentEvents } from '../../src/cli/listen';
+import { findIn } from '../helpers/secret-scan';
 
 const CLI = path.resolve(__dirname, '../../dist/src/cli/listen-main.js');
 const LEASE_SECONDS = 2;
@@ -356,11 +357,15 @@ describe('cloudplane listen against two replicas in cluster mode', () => {
         CLOUDPLANE_SIM_DELAY_MS: '50',
         CLOUDPLANE_WEBHOOK_LISTENER_LEASE_SECONDS: String(LEASE_SECONDS),
         CLOUDPLANE_WEBHOOK_TIME_SCALE: '0.01',
+        // Every log line, to look for the secret in.
+        CLOUDPLANE_LOG_LEVEL: 'debug',
       },
     }).then((replica) => {
       replicas.push(replica);
+      for (const pipe of [replica.child.stdout, replica.child.stderr]) pipe?.on('data', (chunk: Buffer) => logs.push(chunk));
       return replica;
     });
+  const logs: Buffer[] = [];
 
   const leads = async (replica: ChildService) => /^cloudplane_leader 1$/m.test((await replica.api('GET', '/metrics')).body as string);
 
@@ -415,5 +420,14 @@ describe('cloudplane listen against two replicas in cluster mode', () => {
       return res.body.data.status === 'deleted' ? res.body.data : null;
     }, 60_000, 200);
     expect(gone.active).toBe(false);
+
+    // The secret was shown once, to the CLI: not in any replica's log, nor in the audit log or the events.
+    const audit = await first.api('GET', '/api/v1/audit-log?limit=100');
+    expect(audit.status).toBe(200);
+    const needles = [{ label: 'the listener secret', value: secret }];
+    expect(findIn('the replicas\' logs', Buffer.concat(logs), needles)).toEqual([]);
+    expect(findIn('the audit log', Buffer.from(JSON.stringify(audit.body)), needles)).toEqual([]);
+    expect(findIn('the deliveries', Buffer.from(JSON.stringify(verified.map((v) => v.body))), needles)).toEqual([]);
+    expect(Buffer.concat(logs).toString()).toContain(cli.listenerId);
   }, 180_000);
 });
