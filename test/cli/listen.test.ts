@@ -5,6 +5,7 @@
  * HTTP subscriptions: the deliveries reach it only through the CLI's stream.
  */
 import path from 'node:path';
+import net from 'node:net';
 import type { ChildProcess } from 'node:child_process';
 import { Webhook } from 'standardwebhooks';
 import { startTestService, eventually, TestService, request, tempDataDir } from '../helpers/service';
@@ -25,6 +26,14 @@ interface RunningCli {
   secret: string;
   listenerId: string;
   exited: Promise<number | null>;
+}
+
+async function freePort(): Promise<number> {
+  const server = net.createServer();
+  await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
+  const { port } = server.address() as net.AddressInfo;
+  await new Promise((resolve) => server.close(resolve));
+  return port;
 }
 
 async function startCli(t: Pick<TestService, 'url' | 'key'>, forwardTo: string, args: string[] = [], key = t.key): Promise<RunningCli> {
@@ -331,6 +340,53 @@ describe('cloudplane listen', () => {
     cli.child.kill('SIGINT');
     expect(await cli.exited).toBe(0);
   });
+});
+
+/**
+ * The embedded service as a process, stopped (SIGTERM) and started again on its data
+ * directory and port while the CLI runs: the stream is ended for the shutdown (which does
+ * not wait on it), the CLI reconnects to the same listener, and deliveries resume.
+ */
+describe('cloudplane listen across a restart of the service', () => {
+  const KEY = 'cpk_ListenRestart01234567890abcdefghijABCDEFGH';
+  let service: ChildService | null = null;
+  let cli: RunningCli | null = null;
+  let receiver: Receiver | null = null;
+
+  afterAll(async () => {
+    if (cli && cli.child.exitCode === null) cli.child.kill('SIGKILL');
+    await receiver?.close();
+    await service?.kill();
+  });
+
+  it('ends the stream on shutdown, and the CLI carries on with the same listener once the service is back', async () => {
+    const dataDir = tempDataDir();
+    const port = await freePort();
+    const start = () =>
+      startChildService({ dataDir, key: KEY, env: { CLOUDPLANE_PORT: String(port), CLOUDPLANE_SIM_DELAY_MS: '50', CLOUDPLANE_WEBHOOK_LISTENER_LEASE_SECONDS: '60' } });
+    service = await start();
+    let secret = '';
+    const verifying = await verifyingReceiver(() => secret);
+    receiver = verifying.receiver;
+    cli = await startCli({ url: service.url, key: KEY }, receiver.url, ['--events', 'load_balancer.created']);
+    secret = cli.secret;
+    const before = await service.api('POST', '/api/v1/load-balancers', { name: 'before-restart', region: 'fra1' });
+    await eventually(async () => verifying.verified.some((v) => v.body.data.id === before.body.data.id));
+
+    expect(await service.stop()).toBe(0);
+    await eventually(async () => cli!.output().includes('reconnecting'));
+    service = await start();
+    const after = await service.api('POST', '/api/v1/load-balancers', { name: 'after-restart', region: 'fra1' });
+    expect(after.status).toBe(201);
+    const delivered = await eventually(async () => verifying.verified.find((v) => v.body.data.id === after.body.data.id), 30_000);
+    await eventually(async () => {
+      const res = await service!.api('GET', `/api/v1/webhooks/${cli!.listenerId}/deliveries/${delivered.id}`);
+      return res.body.data?.status === 'succeeded';
+    });
+    expect(cli.child.exitCode).toBeNull();
+    cli.child.kill('SIGINT');
+    expect(await cli.exited).toBe(0);
+  }, 120_000);
 });
 
 /**
