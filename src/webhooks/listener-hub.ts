@@ -31,6 +31,8 @@ import { claimLease, renewLease } from './listener';
 const MAX_IN_FLIGHT = 16;
 /** Beyond the receiver's own timeout, for the answer to travel back through the CLI. */
 const ANSWER_GRACE_MS = 5_000;
+/** After a push the store failed. */
+const PUSH_RETRY_MS = 1_000;
 /** Node timers overflow past ~24.8 days; later attempts are re-armed on the way. */
 const MAX_TIMER_MS = 2 ** 31 - 1;
 
@@ -66,9 +68,10 @@ export class ListenerHub {
 
   /** Starts pushing `listener`'s deliveries to `sink`; a stream of it held here before is ended. */
   async attach(listener: Webhook, sink: StreamSink): Promise<ListenerStream> {
-    this.unwatch ??= this.deps.store.watch((event) => this.onStoreChange(event));
     const name = keyOf(listener.meta.team, listener.meta.id);
+    // Before watching: ending the last stream stops the watch.
     this.streams.get(name)?.end('another connection took this listener over');
+    this.unwatch ??= this.deps.store.watch((event) => this.onStoreChange(event));
     const stream = new ListenerStream(this.deps, listener, sink, () => this.forget(name, stream));
     this.streams.set(name, stream);
     await stream.start();
@@ -167,7 +170,7 @@ export class ListenerStream {
     const timer = setTimeout(
       () => {
         this.timers.delete(id);
-        void this.push(id).catch((err) => this.deps.logger.error({ delivery_id: id, err: (err as Error).message }, 'a listener delivery could not be pushed'));
+        this.pushOrRetry(id);
       },
       Math.min(Math.max(0, due - Date.now()), MAX_TIMER_MS),
     );
@@ -175,7 +178,22 @@ export class ListenerStream {
   }
 
   private pushWaiting(): void {
-    while (this.waiting.length > 0 && this.inFlight.size < MAX_IN_FLIGHT) void this.push(this.waiting.shift()!);
+    while (this.waiting.length > 0 && this.inFlight.size < MAX_IN_FLIGHT) this.pushOrRetry(this.waiting.shift()!);
+  }
+
+  /** A push the store failed (reading the record or the secret) is tried again shortly, not left until the record changes. */
+  private pushOrRetry(id: string): void {
+    this.push(id).catch((err) => {
+      this.deps.logger.error({ delivery_id: id, err: (err as Error).message, retry_in_ms: PUSH_RETRY_MS }, 'a listener delivery could not be pushed');
+      if (this.ended || this.timers.has(id)) return;
+      this.timers.set(
+        id,
+        setTimeout(() => {
+          this.timers.delete(id);
+          this.pushOrRetry(id);
+        }, PUSH_RETRY_MS),
+      );
+    });
   }
 
   /** Signs the delivery as an HTTP attempt would be and sends it to the CLI. */

@@ -322,6 +322,9 @@ describe('cloudplane listen', () => {
     const second = await open();
     await eventually(async () => first.events.some((e) => e.event === 'closed' && e.data.reason === 'another connection took this listener over'));
     await eventually(async () => second.events.some((e) => e.event === 'ready'));
+    // The newer stream gets what falls due from now on.
+    const next = await t.api('POST', '/api/v1/load-balancers', { name: 'to-the-newer-stream', region: 'fra1' });
+    await eventually(async () => second.events.some((e) => e.event === 'delivery' && JSON.parse(e.data.body).data.id === next.body.data.id));
     expect((await t.api('DELETE', `/api/v1/webhooks/${id}`)).status).toBe(200);
     await eventually(async () => second.events.some((e) => e.event === 'closed' && e.data.reason === 'the listener was deleted'));
     await Promise.all([first.reading, second.reading]);
