@@ -178,7 +178,7 @@ export class ListenerStream {
   }
 
   private pushWaiting(): void {
-    while (this.waiting.length > 0 && this.inFlight.size < MAX_IN_FLIGHT) this.pushOrRetry(this.waiting.shift()!);
+    while (this.waiting.length > 0 && this.inFlight.size + this.starting.size < MAX_IN_FLIGHT) this.pushOrRetry(this.waiting.shift()!);
   }
 
   /** A push the store failed (reading the record or the secret) is tried again shortly, not left until the record changes. */
@@ -199,7 +199,7 @@ export class ListenerStream {
   /** Signs the delivery as an HTTP attempt would be and sends it to the CLI. */
   private async push(id: string): Promise<void> {
     if (this.ended || this.inFlight.has(id) || this.starting.has(id)) return;
-    if (this.inFlight.size >= MAX_IN_FLIGHT) {
+    if (this.inFlight.size + this.starting.size >= MAX_IN_FLIGHT) {
       if (!this.waiting.includes(id)) this.waiting.push(id);
       return;
     }

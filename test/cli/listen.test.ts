@@ -330,6 +330,37 @@ describe('cloudplane listen', () => {
     await Promise.all([first.reading, second.reading]);
   }, 60_000);
 
+  it('has at most 16 deliveries out unanswered on a stream; the others follow as answers come', async () => {
+    const created = await t.api('POST', '/api/v1/webhooks/listeners', { events: ['server.created'] });
+    const { id } = created.body.data;
+    const response = await fetch(`${t.url}/api/v1/webhooks/${id}/stream`, { headers: { authorization: `Bearer ${t.key}` } });
+    const pushed: any[] = [];
+    const reading = (async () => {
+      for await (const event of serverSentEvents(response.body!)) if (event.event === 'delivery') pushed.push(JSON.parse(event.data));
+    })().catch(() => undefined);
+    const servers = await Promise.all(
+      Array.from({ length: 20 }, (_, i) => t.api('POST', '/api/v1/servers', { name: `burst-${i}`, region: 'fra1' })),
+    );
+    expect(servers.map((r) => r.status)).toEqual(Array(20).fill(201));
+    await eventually(async () => (await deliveriesOf(id)).length === 20);
+    await eventually(async () => pushed.length === 16);
+    // Answering one lets one more out, until all 20 are answered.
+    const answered = new Set<string>();
+    await eventually(async () => {
+      for (const delivery of pushed.filter((d) => !answered.has(d.delivery_id))) {
+        answered.add(delivery.delivery_id);
+        const res = await t.api('POST', `/api/v1/webhooks/${id}/deliveries/${delivery.delivery_id}/answer`, { attempt: delivery.attempt, response_status: 204 });
+        expect(res.status).toBe(200);
+        expect(res.body.data).toMatchObject({ status: 'succeeded', response_status: 204 });
+      }
+      return answered.size === 20;
+    }, 20_000);
+    expect(new Set(pushed.map((d) => d.delivery_id)).size).toBe(20);
+    expect(pushed).toHaveLength(20);
+    await t.api('DELETE', `/api/v1/webhooks/${id}`);
+    await reading;
+  }, 60_000);
+
   it('refuses to change a listener or rotate its secret, and a plain subscription has no stream', async () => {
     const cli = await startCli(t, 'http://127.0.0.1:9/hook', ['--events', 'server.*']);
     clis.push(cli);
