@@ -246,7 +246,7 @@ export class ListenerStream {
     try {
       const webhook = (await store.get(webhookFamily.kind, this.team, this.id)) as Webhook | undefined;
       if (!webhook || webhook.status.status === 'deleted') return this.end('the listener was deleted');
-      if (!(await renewLease(store, this.team, this.id, this.holder, config.listenerLeaseMs))) return this.end('another connection took this listener over');
+      if ((await renewLease(store, this.team, this.id, this.holder, config.listenerLeaseMs)) === 'lost') return this.end('another connection took this listener over');
       this.sink.keepAlive();
     } catch (err) {
       // The store failed this once; the next renewal tries again within the lease.

@@ -20,6 +20,9 @@ export const leaseSecretName = (id: string) => `${LISTENER_SECRET_PREFIX}${id}`;
 export const listenerUrl = (forwardTo: string | undefined) => `${SCHEME}${forwardTo ?? 'cli'}`;
 export const isListener = (webhook: Pick<Webhook, 'spec'>) => webhook.spec.url.startsWith(SCHEME);
 
+const RENEW_SWAPS = 5;
+const RENEW_SWAP_PAUSE_MS = 50;
+
 interface Lease {
   /** The stream that renews it; '' before a CLI has attached. */
   holder: string;
@@ -38,15 +41,21 @@ export async function claimLease(store: Store, team: string, id: string, holder:
   await store.putSecret(team, leaseSecretName(id), { ...lease });
 }
 
-/** Renews the lease while `holder` has it; false once another stream took it over (or it is gone). */
-export async function renewLease(store: Store, team: string, id: string, holder: string, leaseMs: number): Promise<boolean> {
-  for (;;) {
+/**
+ * Renews the lease while `holder` has it: `lost` once another stream took it over (or it is
+ * gone), `contended` when the swap kept failing (in cluster mode a replica reads secrets from
+ * a cache that may lag its own last write): this renewal is skipped, the next one tries again.
+ */
+export async function renewLease(store: Store, team: string, id: string, holder: string, leaseMs: number): Promise<'renewed' | 'lost' | 'contended'> {
+  for (let attempt = 0; attempt < RENEW_SWAPS; attempt++) {
+    if (attempt > 0) await new Promise((resolve) => setTimeout(resolve, RENEW_SWAP_PAUSE_MS));
     const current = (await store.getSecret(team, leaseSecretName(id))) as Lease | undefined;
-    if (!current || current.holder !== holder) return false;
+    if (!current || current.holder !== holder) return 'lost';
     const renewed: Lease = { holder, expires_at: String(Date.now() + leaseMs) };
     // A swap: a takeover written between the read and this write is never overwritten.
-    if (await store.swapSecret(team, leaseSecretName(id), { ...current }, { ...renewed })) return true;
+    if (await store.swapSecret(team, leaseSecretName(id), { ...current }, { ...renewed })) return 'renewed';
   }
+  return 'contended';
 }
 
 export function deleteLease(store: Store, team: string, id: string): Promise<void> {
