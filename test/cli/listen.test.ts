@@ -279,12 +279,20 @@ describe('cloudplane listen', () => {
     }
   });
 
-  it('a bad key is an API error with its code, and exit code 1', async () => {
+  it('a bad key is an API error with its code (exit 1), a bad --forward-to a usage error (exit 2)', async () => {
     const refused = spawnTracked(process.execPath, [CLI, '--forward-to', 'http://127.0.0.1:9/hook'], { env: { ...process.env, CLOUDPLANE_API_URL: t.url, CLOUDPLANE_API_KEY: 'cpk_not_a_key' }, stdio: ['ignore', 'pipe', 'pipe'] });
     let err = '';
     refused.stderr!.on('data', (chunk: Buffer) => (err += chunk.toString()));
     expect(await new Promise((resolve) => refused.once('exit', resolve))).toBe(1);
     expect(err).toMatch(/^Error: unauthorized: /m);
+    // Bad usage is told apart from an API error, and nothing is made.
+    const before = (await t.api('GET', '/api/v1/webhooks?limit=100')).body.data.length;
+    const usage = spawnTracked(process.execPath, [CLI, '--forward-to', 'ftp://127.0.0.1/hook'], { env: { ...process.env, CLOUDPLANE_API_URL: t.url, CLOUDPLANE_API_KEY: t.key }, stdio: ['ignore', 'pipe', 'pipe'] });
+    let usageErr = '';
+    usage.stderr!.on('data', (chunk: Buffer) => (usageErr += chunk.toString()));
+    expect(await new Promise((resolve) => usage.once('exit', resolve))).toBe(2);
+    expect(usageErr).toContain('--forward-to must be an http or https URL');
+    expect((await t.api('GET', '/api/v1/webhooks?limit=100')).body.data.length).toBe(before);
   });
 
   it('the stream protocol: ready, signed deliveries, an unanswered attempt failing on the timeout, and a newer stream taking over', async () => {
