@@ -226,6 +226,11 @@ export interface WebhookConfig {
   /** Where the notice of a disabled subscription is sent; without it, a warning is logged. */
   smtpUrl?: string;
   smtpFrom: string;
+  /**
+   * How long a `cloudplane listen` listener lives without its stream: the replica holding
+   * the stream renews it every third of this; once it lapses the listener is deleted.
+   */
+  listenerLeaseMs: number;
 }
 
 type Env = Record<string, string | undefined>;
@@ -500,6 +505,7 @@ export function loadConfig(env: Env = process.env): Config {
       deliveryRetentionMs: positiveNumber(env, 'CLOUDPLANE_WEBHOOK_DELIVERY_RETENTION_DAYS', 30) * 86_400_000,
       smtpUrl: env.CLOUDPLANE_SMTP_URL || undefined,
       smtpFrom: env.CLOUDPLANE_SMTP_FROM || 'Cloudplane <noreply@cloudplane.local>',
+      listenerLeaseMs: int(env, 'CLOUDPLANE_WEBHOOK_LISTENER_LEASE_SECONDS', 30, 1, 3600) * 1000,
     },
     quotas: quotas(env),
     secrets: {

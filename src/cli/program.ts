@@ -9,9 +9,8 @@ import { completionScript, SHELLS, Shell } from './completion';
 import { CliError, EXIT, ExitCode } from './exit-codes';
 import { OUTPUT_FORMATS } from './output';
 import { parseSeconds } from './flags';
-// `cloudplane listen` (src/cli/listen.ts, by the "listen" helper): at merge, the lead
-// uncomments this import and the registerListen(program) line in buildProgram.
-// import { registerListen } from './listen';
+import { registerListen } from './listen';
+import { resolveCredentials } from './contexts';
 
 const SERVICE_COMMANDS = `
 Service commands:
@@ -36,7 +35,10 @@ export function buildProgram(): Command {
 
   registerAuth(program);
   registerOperations(program);
-  // registerListen(program);
+  registerListen(program, () => {
+    const { context, timeout } = program.opts<{ context?: string; timeout: number }>();
+    return { ...resolveCredentials(context), timeoutMs: timeout * 1000 };
+  });
 
   program
     .command('completion')
@@ -58,7 +60,8 @@ export async function runCli(argv: string[]): Promise<ExitCode> {
   const program = buildProgram();
   try {
     await program.parseAsync(argv, { from: 'user' });
-    return EXIT.ok;
+    // A long-running action that reports its own failures (listen) leaves its code here.
+    return (process.exitCode ?? EXIT.ok) as ExitCode;
   } catch (err) {
     // Commander has printed its message (or the help, asked for: exit code 0).
     if (err instanceof CommanderError) return err.exitCode === 0 ? EXIT.ok : EXIT.usage;

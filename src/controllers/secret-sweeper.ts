@@ -14,6 +14,7 @@ import { webhookFamily, webhookSecretName } from '../resources/webhook';
 import { apiKeyFamily } from '../resources/accounts';
 import { SECRET_PREFIX as API_KEY_SECRET_PREFIX } from '../accounts/authenticator';
 import { dropExpiredPrevious } from '../webhooks/secrets';
+import { LISTENER_SECRET_PREFIX } from '../webhooks/listener';
 
 /** Which resource the secrets of one name prefix belong to. */
 export interface SecretOwnership {
@@ -39,6 +40,8 @@ export const SECRET_OWNERSHIP: SecretOwnership[] = [
   }),
   // A subscription's signing secrets; a deleted subscription signs nothing.
   { prefix: webhookSecretName(''), owner: named(webhookFamily.kind, webhookSecretName('')), needs: (hook) => hook.status?.status !== 'deleted' },
+  // A listener's lease (`cloudplane listen`); a deleted listener has none.
+  { prefix: LISTENER_SECRET_PREFIX, owner: named(webhookFamily.kind, LISTENER_SECRET_PREFIX), needs: (hook) => hook.status?.status !== 'deleted' },
   // An API key's hash, named after the hash, with the key's id inside; a revoked key is refused anyway.
   {
     prefix: API_KEY_SECRET_PREFIX,

@@ -78,7 +78,7 @@ const Filter = Type.Union([Type.Record(Type.String(), FilterValue), Type.Null()]
 const Active = Type.Boolean({ description: 'Whether the subscription delivers. PATCH true re-enables a disabled one.' });
 const RateLimit = Type.Integer({ minimum: 1, maximum: 10_000, description: 'Deliveries per minute, 1-10000, default 100; more are queued, never dropped.' });
 
-function assertFilter(filter: unknown): void {
+export function assertFilter(filter: unknown): void {
   if (filter === null || filter === undefined) return;
   const bad: FieldError[] = Object.keys(filter as object)
     .filter((key) => !FILTER_KEY.test(key))

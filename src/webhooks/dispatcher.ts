@@ -15,9 +15,10 @@ import type { ResourceWriter } from '../resources/writer';
 import type { WebhookConfig } from '../config';
 import { Delivery, deliveryFamily, deliveryIdFor, Webhook, webhookFamily } from '../resources/webhook';
 import { subscriptionMatches } from './matching';
-import { nextAttemptAt, retryAfterMs } from './schedule';
 import { deliveryHeaders } from './signing';
 import { sendDelivery, AttemptResult } from './sender';
+import { finishAttempt, recordAttempt } from './outcome';
+import { isListener } from './listener';
 import { signingSecrets } from './secrets';
 import { TokenBuckets } from './rate-limiter';
 import { OwnerNotifier } from './notifier';
@@ -65,6 +66,12 @@ export class WebhookDispatcher {
   private readonly inFlight = new Map<string, Promise<void>>();
   /** Deliveries whose last attempts could not be recorded: how many in a row, and held until when. */
   private readonly unrecorded = new Map<string, { failures: number; until: number }>();
+  /**
+   * Pending deliveries of listeners (`cloudplane listen`), whose attempts the replica
+   * holding the listener's stream makes (listener-hub.ts); released to this dispatcher
+   * when the listener is deleted, which then ends them `failed`.
+   */
+  private readonly handedOff = new Set<string>();
   private readonly buckets: TokenBuckets;
   private readonly notifier: OwnerNotifier;
   private unsubscribe: (() => void) | null = null;
@@ -93,6 +100,7 @@ export class WebhookDispatcher {
     this.timers.clear();
     this.pumps.clear();
     this.waiting.clear();
+    this.handedOff.clear();
     // An attempt under way finishes (within the timeout) so its outcome is recorded.
     await Promise.allSettled([...this.inFlight.values()]);
     this.notifier.close();
@@ -137,17 +145,20 @@ export class WebhookDispatcher {
       this.scheduleFromRecord(object as unknown as Delivery);
       return;
     }
-    const wasActive = (previous as unknown as Webhook | undefined)?.status?.status === 'active';
-    if (object.meta.kind === webhookFamily.kind && !wasActive && (object as unknown as Webhook).status.status === 'active') {
-      void this.resumeHeld(object as unknown as Webhook);
-    }
+    if (object.meta.kind !== webhookFamily.kind) return;
+    const webhook = object as unknown as Webhook;
+    const was = (previous as unknown as Webhook | undefined)?.status?.status;
+    if (was !== 'active' && webhook.status.status === 'active') void this.resumeHeld(webhook);
+    if (was !== 'deleted' && webhook.status.status === 'deleted' && isListener(webhook)) void this.resumeHeld(webhook);
   }
 
-  /** A re-enabled subscription's pending deliveries were held; they go again now. */
+  /** A re-enabled subscription's pending deliveries were held, a deleted listener's handed off; they go again now. */
   private async resumeHeld(webhook: Webhook): Promise<void> {
     const deliveries = (await this.deps.store.list(deliveryFamily.kind, webhook.meta.team)) as Delivery[];
     for (const delivery of deliveries) {
-      if (delivery.spec.webhook_id === webhook.meta.id) this.scheduleFromRecord(delivery, true);
+      if (delivery.spec.webhook_id !== webhook.meta.id) continue;
+      this.handedOff.delete(keyOf(delivery.meta));
+      this.scheduleFromRecord(delivery, true);
     }
   }
 
@@ -156,6 +167,10 @@ export class WebhookDispatcher {
     const key = { team: delivery.meta.team, id: delivery.meta.id };
     const name = keyOf(key);
     if (this.stopped || this.inFlight.has(name)) return;
+    if (this.handedOff.has(name)) {
+      if (delivery.status.status !== 'pending') this.handedOff.delete(name);
+      return;
+    }
     const existing = this.timers.get(name);
     if (delivery.status.status !== 'pending' || !delivery.status.next_retry_at) {
       if (existing) clearTimeout(existing.timer);
@@ -235,55 +250,24 @@ export class WebhookDispatcher {
     if (!delivery || delivery.status.status !== 'pending') return;
     const webhook = (await store.get(webhookFamily.kind, team, delivery.spec.webhook_id)) as Webhook | undefined;
     if (!webhook || webhook.status.status === 'deleted') {
-      await this.finish(delivery, { status: 'failed', next_retry_at: null, error: 'the subscription was deleted' });
+      await finishAttempt(this.deps.writer, delivery, { status: 'failed', next_retry_at: null, error: 'the subscription was deleted' });
       return;
     }
     // Held while the subscription is inactive; re-enabling it resumes the delivery.
     if (webhook.status.status !== 'active') return;
+    if (isListener(webhook)) {
+      this.handedOff.add(keyOf({ team, id }));
+      return;
+    }
 
     const now = Date.now();
     const secrets = await signingSecrets(store, team, webhook.meta.id, now);
     const headers = deliveryHeaders(secrets, { id, eventType: delivery.spec.event_type, body: delivery.spec.body }, Math.floor(now / 1000));
     const result = await sendDelivery(webhook.spec.url, { ...headers }, delivery.spec.body, config.timeoutMs, config);
-    const attempt = delivery.status.attempt + 1;
-    const firstAt = delivery.status.first_attempt_at ? Date.parse(delivery.status.first_attempt_at) : now;
-    const next = result.ok || delivery.status.single_attempt ? null : nextAttemptAt(attempt, firstAt, now, config.timeScale, this.retryNotBefore(result, Date.now()));
-    const recorded = await this.finish(delivery, {
-      status: result.ok ? 'succeeded' : next === null ? 'failed' : 'pending',
-      attempt,
-      first_attempt_at: new Date(firstAt).toISOString(),
-      next_retry_at: next === null ? null : new Date(next).toISOString(),
-      response_status: result.status,
-      error: result.error,
-      single_attempt: false,
-    });
+    const recorded = await recordAttempt(this.deps.writer, config, delivery, result, now);
     if (!recorded) return;
-    logger.debug({ delivery_id: id, webhook_id: webhook.meta.id, attempt, ok: result.ok, response_status: result.status, error: result.error, detail: result.detail }, 'webhook delivery attempt');
+    logger.debug({ delivery_id: id, webhook_id: webhook.meta.id, attempt: delivery.status.attempt + 1, ok: result.ok, response_status: result.status, error: result.error, detail: result.detail }, 'webhook delivery attempt');
     await this.countOutcome(webhook, result);
-  }
-
-  /** Retry-After counts from the answer (HTTP), not from when the attempt began. */
-  private retryNotBefore(result: AttemptResult, answeredAt: number): number | undefined {
-    if (result.status !== 429 && result.status !== 503) return undefined;
-    const wait = retryAfterMs(result.retryAfter, answeredAt, this.deps.config.timeScale);
-    return wait === undefined ? undefined : answeredAt + wait;
-  }
-
-  /** Writes an attempt's outcome unless another attempt of the same delivery got there first. */
-  private async finish(delivery: Delivery, changes: Partial<Delivery['status']>): Promise<boolean> {
-    let written = false;
-    await this.deps.writer.mutateStatus<Delivery>(
-      deliveryFamily,
-      delivery.meta.team,
-      delivery.meta.id,
-      (latest) => {
-        if (latest.status.attempt !== delivery.status.attempt || latest.status.status !== 'pending') return null;
-        written = true;
-        return changes;
-      },
-      SYSTEM,
-    );
-    return written;
   }
 
   /** consecutive_failures across the subscription's attempts; at the limit, it is disabled. */

@@ -17,8 +17,11 @@ import { nowIso } from '../lib/time';
 import { deleteSecret, ensureSecret } from './secrets';
 import { settle } from './subscription';
 import { apiSettleWait } from '../controllers/api-settle-grace';
+import { deleteLease, isListener, leaseExpiry } from './listener';
 
 const ACTOR = 'system';
+/** A renewal on its way as the lease is read is not taken for a lapse. */
+const LEASE_SLACK_MS = 250;
 
 export class WebhookSubscriptionReconciler implements Reconciler {
   readonly kind = webhookFamily.kind;
@@ -40,11 +43,23 @@ export class WebhookSubscriptionReconciler implements Reconciler {
     if (wait > 0) return { requeueAfterMs: wait };
     const named = this.secretObjectName ? { signing_secret_name: this.secretObjectName(webhookSecretName(id)) } : {};
     await settle(this.writer, team, id, ACTOR, false, named);
+    if (isListener(webhook)) return this.reapLapsed(webhook);
+  }
+
+  /** A listener lives while its lease is renewed (a CLI holds its stream); once it lapses, it is deleted. */
+  private async reapLapsed(webhook: Webhook): Promise<ReconcileResult | void> {
+    const { team, id } = webhook.meta;
+    const left = (await leaseExpiry(this.store, team, id)) - Date.now();
+    if (left > 0) return { requeueAfterMs: left + LEASE_SLACK_MS };
+    await this.writer.mutateStatus<Webhook>(webhookFamily, team, id, (current) => (current.status.status === 'deleted' ? null : { status: 'deleted', deleted_at: nowIso() }), ACTOR);
+    await deleteSecret(this.store, team, id);
+    await deleteLease(this.store, team, id);
   }
 
   /** A kubectl delete: deliveries stop and the secret goes, as with DELETE; the retention sweep removes the record later. */
   private async finishDeletion(webhook: Webhook): Promise<void> {
     const { team, id } = webhook.meta;
+    if (isListener(webhook)) await deleteLease(this.store, team, id);
     if (webhook.status.status !== 'deleted') {
       await this.writer.mutateStatus<Webhook>(webhookFamily, team, id, (current) => (current.status.status === 'deleted' ? null : { status: 'deleted', deleted_at: nowIso() }), ACTOR);
     }

@@ -43,6 +43,12 @@ function connectionError(err: NodeJS.ErrnoException): string {
 }
 
 const MAX_ERROR_BODY = 200;
+const USER_AGENT = 'Cloudplane-Webhooks/1';
+
+/** The headers of an attempt's POST: the signed ones, and the transport's own. A listener's CLI sends exactly these. */
+export function postHeaders(signed: Record<string, string>, body: string): Record<string, string> {
+  return { ...signed, 'content-type': 'application/json', 'content-length': String(Buffer.byteLength(body)), 'user-agent': USER_AGENT };
+}
 
 export async function sendDelivery(target: string, headers: Record<string, string>, body: string, timeoutMs: number, policy: TargetPolicy): Promise<AttemptResult> {
   let resolved: Awaited<ReturnType<typeof resolveTarget>>;
@@ -72,7 +78,7 @@ export async function sendDelivery(target: string, headers: Record<string, strin
       {
         method: 'POST',
         lookup: pinned,
-        headers: { ...headers, 'content-type': 'application/json', 'content-length': Buffer.byteLength(body), 'user-agent': 'Cloudplane-Webhooks/1' },
+        headers: postHeaders(headers, body),
       },
       (response) => {
         const status = response.statusCode ?? 0;

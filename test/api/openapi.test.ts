@@ -184,6 +184,9 @@ describe('GET /api/v1/openapi.json', () => {
         'GET /api/v1/session': 'getSession',
         'PUT /api/v1/session': 'chooseSessionTeam',
         'DELETE /api/v1/session': 'deleteSession',
+        'POST /api/v1/webhooks/listeners': 'createWebhookListener',
+        'GET /api/v1/webhooks/{id}/stream': 'streamWebhookListener',
+        'POST /api/v1/webhooks/{id}/deliveries/{delivery_id}/answer': 'answerWebhookListenerDelivery',
       });
     });
 
@@ -330,7 +333,8 @@ describe('GET /api/v1/openapi.json', () => {
       Object.entries<Record<string, any>>(document.paths).flatMap(([path, item]) =>
         Object.entries<any>(item).flatMap(([method, operation]) =>
           Object.entries<any>(operation.responses)
-            .filter(([, response]) => response.content)
+            // A listener's stream answers text/event-stream, not JSON.
+            .filter(([, response]) => response.content?.['application/json'])
             .map(([status, response]) => ({ where: `${method.toUpperCase()} ${path} ${status}`, status, schema: response.content['application/json'].schema })),
         ),
       );

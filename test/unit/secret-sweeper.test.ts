@@ -13,6 +13,7 @@ import { families } from '../../src/resources/registry';
 import { webhookFamily, webhookSecretName } from '../../src/resources/webhook';
 import { vpnGatewayFamily } from '../../src/resources/vpn-gateway';
 import { apiKeyFamily } from '../../src/resources/accounts';
+import { leaseSecretName } from '../../src/webhooks/listener';
 
 const GRACE_MS = 60_000;
 
@@ -74,6 +75,17 @@ describe('SecretSweeper', () => {
     ]);
     expect(await store.getSecret('team_a', 'vpn-psk-vpn_live')).toEqual({ value: 'kept-psk-0123456789' });
     expect(await sweeper.sweep(newest + 2 * GRACE_MS)).toEqual({ removedOrphans: 0, droppedPrevious: 0 });
+  });
+
+  it('removes a listener\'s lease once its listener is deleted or was never made, and keeps a live one\'s', async () => {
+    await resource(webhookFamily.kind, 'wh_listening', 'active');
+    await store.putSecret('team_a', leaseSecretName('wh_listening'), { holder: 'h', expires_at: '0' });
+    await resource(webhookFamily.kind, 'wh_lapsed', 'deleted');
+    await store.putSecret('team_a', leaseSecretName('wh_lapsed'), { holder: 'h', expires_at: '0' });
+    await store.putSecret('team_a', leaseSecretName('wh_never'), { holder: '', expires_at: '0' });
+    const newest = Math.max(...(await store.listSecrets('')).map((s) => Date.parse(s.createdAt)));
+    expect(await sweeper.sweep(newest + GRACE_MS)).toEqual({ removedOrphans: 2, droppedPrevious: 0 });
+    expect(await names()).toEqual(['team_a/webhook-listener-wh_listening']);
   });
 
   it('has a rule for the secret of every family that keeps one, for webhook secrets and for API keys', () => {

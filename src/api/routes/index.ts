@@ -11,6 +11,7 @@ import { registerJobRoutes } from './jobs';
 import { registerSettingsRoutes } from './settings';
 import { registerAgentRoutes } from './agent';
 import { registerWebhookRoutes } from './webhooks';
+import { registerWebhookListenerRoutes } from './webhook-listeners';
 import { registerTeamRoutes } from './teams';
 import { registerSessionRoutes } from './session';
 
@@ -28,4 +29,5 @@ export function registerRouteModules(app: FastifyInstance, ctx: ApiContext): voi
   registerAgentRoutes(app, ctx);
   registerWebhookRoutes(app, ctx);
   registerSessionRoutes(app, ctx);
+  registerWebhookListenerRoutes(app, ctx);
 }

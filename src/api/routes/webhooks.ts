@@ -11,13 +11,14 @@ import { send } from '../envelope';
 import { listQueryOf, listQuerySchema, paginate } from '../list';
 import { assertChangeable, envelopeOf, ErrorEnvelope, findResource, isVisible, listVisible, principalOf } from './families';
 import { Delivery, deliveryFamily, Webhook, webhookFamily, WebhookSpec } from '../../resources/webhook';
-import { notFound } from '../../lib/errors';
+import { invalidState, notFound } from '../../lib/errors';
 import { sameJson } from '../../lib/canonical-json';
 import { newId } from '../../lib/ids';
 import { nowIso } from '../../lib/time';
 import { createSecret, deleteSecret, rotateSecret } from '../../webhooks/secrets';
 import { settle } from '../../webhooks/subscription';
 import { withinQuota } from '../../resources/quota';
+import { deleteLease, isListener } from '../../webhooks/listener';
 
 const errors = { 400: ErrorEnvelope, 401: ErrorEnvelope, 404: ErrorEnvelope, 409: ErrorEnvelope, 415: ErrorEnvelope, 422: ErrorEnvelope, 429: ErrorEnvelope, 503: ErrorEnvelope };
 const tags = ['webhook'];
@@ -28,19 +29,29 @@ const DeliveryParams = Type.Object({
 });
 const Record_ = webhookFamily.schemas.record;
 const DeliveryRecord = deliveryFamily.schemas.record;
-const WithSecret = Type.Object({
+export const WithSecret = Type.Object({
   ...Record_.properties,
   secret: Type.String({ description: 'The signing secret (`whsec_...`). Shown in this response only; store it now.' }),
 });
 
-async function findDelivery(ctx: ApiContext, team: string, webhookId: string, deliveryId: string): Promise<Delivery> {
+function assertChangeableAnd(webhook: Webhook): Webhook {
+  assertChangeable(webhookFamily, webhook);
+  return webhook;
+}
+
+/** A listener's URL and secret are its CLI's: changing them would make it another subscription. */
+function assertNotListener(webhook: Webhook): void {
+  if (isListener(webhook)) throw invalidState('A listener is not changed; start `cloudplane listen` again for another one.');
+}
+
+export async function findDelivery(ctx: ApiContext, team: string, webhookId: string, deliveryId: string): Promise<Delivery> {
   const delivery = (await ctx.store.get(deliveryFamily.kind, team, deliveryId)) as Delivery | undefined;
   if (!delivery || !isVisible(delivery) || delivery.spec.webhook_id !== webhookId) throw notFound('delivery', deliveryId);
   return delivery;
 }
 
 /** The subscription and its first secret; the secret is made first, so no delivery is ever made unsigned. */
-async function createSubscription(ctx: ApiContext, team: string, spec: WebhookSpec, actor: string, id: string): Promise<{ webhook: Webhook; secret: string }> {
+export async function createSubscription(ctx: ApiContext, team: string, spec: WebhookSpec, actor: string, id: string): Promise<{ webhook: Webhook; secret: string }> {
   const secret = await createSecret(ctx.store, team, id);
   try {
     return { webhook: (await ctx.writer.create(webhookFamily, team, spec, actor, id)) as Webhook, secret };
@@ -108,7 +119,7 @@ export function registerWebhookRoutes(app: FastifyInstance, ctx: ApiContext): vo
       const { id } = request.params as { id: string };
       const { team, key } = principalOf(request);
       const patch = request.body as Partial<WebhookSpec>;
-      assertChangeable(webhookFamily, await findResource(ctx, webhookFamily, team, id));
+      assertNotListener(assertChangeableAnd(await findResource<Webhook>(ctx, webhookFamily, team, id)));
       await ctx.writer.mutateSpec<Webhook>(webhookFamily, team, id, (current) => {
         assertChangeable(webhookFamily, current);
         const spec = webhookFamily.applyUpdate!(current.spec, patch, rules);
@@ -132,8 +143,9 @@ export function registerWebhookRoutes(app: FastifyInstance, ctx: ApiContext): vo
         (current) => (current.status.status === 'deleted' ? null : { status: 'deleted', deleted_at: nowIso() }),
         key,
       );
-      // Nothing signs for a deleted subscription any more.
+      // Nothing signs for a deleted subscription any more, and a deleted listener has no lease.
       await deleteSecret(ctx.store, team, id);
+      if (isListener(deleted)) await deleteLease(ctx.store, team, id);
       return send(ctx, request, reply, 200, webhookFamily.toRecord(deleted));
     },
   });
@@ -151,7 +163,7 @@ export function registerWebhookRoutes(app: FastifyInstance, ctx: ApiContext): vo
       const { id } = request.params as { id: string };
       const { team } = principalOf(request);
       const webhook = await findResource<Webhook>(ctx, webhookFamily, team, id);
-      assertChangeable(webhookFamily, webhook);
+      assertNotListener(assertChangeableAnd(webhook));
       const secret = await rotateSecret(ctx.store, team, id, ctx.config.webhooks.secretOverlapMs);
       return send(ctx, request, reply, 200, { ...webhookFamily.toRecord(webhook), secret });
     },

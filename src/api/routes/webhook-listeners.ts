@@ -1,0 +1,182 @@
+/**
+ * Listeners of `cloudplane listen` (webhooks/listener.ts): made here with their secret
+ * (shown once), their deliveries streamed as server-sent events to the CLI holding
+ * GET /webhooks/{id}/stream, and each attempt's answer reported back by the CLI. Listing,
+ * the delivery history, manual retry and DELETE are the subscriptions' own routes.
+ */
+import type { FastifyInstance } from 'fastify';
+import type { ServerResponse } from 'node:http';
+import { Type } from '@sinclair/typebox';
+import type { ApiContext } from '../context';
+import { send } from '../envelope';
+import { assertChangeable, envelopeOf, ErrorEnvelope, findResource, principalOf } from './families';
+import { createSubscription, findDelivery, WithSecret } from './webhooks';
+import { deliveryFamily, DEFAULT_RATE_LIMIT_PER_MINUTE, assertFilter, Webhook, webhookFamily, WebhookSpec } from '../../resources/webhook';
+import { families } from '../../resources/registry';
+import { invalidState } from '../../lib/errors';
+import { newId } from '../../lib/ids';
+import { withinQuota } from '../../resources/quota';
+import { claimLease, isListener, listenerUrl } from '../../webhooks/listener';
+import { ListenerHub, ListenerStream, StreamSink } from '../../webhooks/listener-hub';
+import { recordAttempt } from '../../webhooks/outcome';
+import type { AttemptResult } from '../../webhooks/sender';
+
+const errors = { 400: ErrorEnvelope, 401: ErrorEnvelope, 403: ErrorEnvelope, 404: ErrorEnvelope, 409: ErrorEnvelope, 415: ErrorEnvelope, 422: ErrorEnvelope, 429: ErrorEnvelope, 503: ErrorEnvelope };
+const tags = ['webhook'];
+const IdParams = Type.Object({ id: Type.String({ maxLength: 64, description: 'Listener (subscription) id.' }) });
+const DeliveryParams = Type.Object({
+  id: Type.String({ maxLength: 64, description: 'Listener (subscription) id.' }),
+  delivery_id: Type.String({ maxLength: 64, description: 'Delivery id.' }),
+});
+const createProperties = webhookFamily.schemas.create.properties;
+const CreateListener = Type.Object(
+  {
+    events: Type.Optional(createProperties.events),
+    filter: Type.Optional(createProperties.filter),
+    forward_to: Type.Optional(Type.String({ minLength: 1, maxLength: 2000, description: 'Where the CLI forwards deliveries; shown in the listener\'s url as `listen:<forward_to>`, never called by the service.' })),
+  },
+  { additionalProperties: false },
+);
+const MAX_ERROR_LENGTH = 500;
+const Answer = Type.Object(
+  {
+    attempt: Type.Integer({ minimum: 1, description: 'The attempt number the stream gave with the delivery.' }),
+    response_status: Type.Union([Type.Integer({ minimum: 100, maximum: 599 }), Type.Null()], { description: "The local receiver's HTTP status; null when it gave none." }),
+    error: Type.Optional(Type.Union([Type.String({ maxLength: MAX_ERROR_LENGTH }), Type.Null()], { description: 'Why no answer came (connection refused, timeout).' })),
+    retry_after: Type.Optional(Type.Union([Type.String({ maxLength: 64 }), Type.Null()], { description: "The receiver's Retry-After header, on 429 or 503." })),
+  },
+  { additionalProperties: false },
+);
+/** Small: an answer is a status and a short reason. */
+const ANSWER_BODY_LIMIT = 4096;
+
+/** Every category of event: a listener without `events` gets them all, as `stripe listen` does. */
+const ALL_EVENTS = [...new Set(families.map((family) => `${family.name}.*`))];
+
+interface AnswerBody {
+  attempt: number;
+  response_status: number | null;
+  error?: string | null;
+  retry_after?: string | null;
+}
+
+export function registerWebhookListenerRoutes(app: FastifyInstance, ctx: ApiContext): void {
+  const base = `/api/v1/${webhookFamily.path}`;
+  const hub = new ListenerHub({ store: ctx.store, writer: ctx.writer, config: ctx.config.webhooks, logger: ctx.logger });
+  // Before the server waits for its connections to end: a stream never would by itself.
+  app.addHook('preClose', async () => hub.close());
+
+  app.post(`${base}/listeners`, {
+    schema: {
+      tags,
+      operationId: 'createWebhookListener',
+      summary: 'Create a listener (cloudplane listen)',
+      description:
+        'A temporary subscription whose deliveries go to the CLI holding its stream instead of an HTTP POST. The response holds the signing secret in `secret`, once. It lives while a stream renews its lease (CLOUDPLANE_WEBHOOK_LISTENER_LEASE_SECONDS) and is deleted once the lease lapses.',
+      body: CreateListener,
+      response: { 201: envelopeOf(WithSecret), ...errors },
+    },
+    handler: async (request, reply) => {
+      const { team, key } = principalOf(request);
+      const body = request.body as { events?: string[]; filter?: WebhookSpec['filter']; forward_to?: string };
+      assertFilter(body.filter);
+      const spec: WebhookSpec = { url: listenerUrl(body.forward_to), events: body.events ?? ALL_EVENTS, filter: body.filter ?? null, active: true, rate_limit_per_minute: DEFAULT_RATE_LIMIT_PER_MINUTE };
+      const id = newId(webhookFamily.idPrefix);
+      // The lease first: the reaper never finds a listener without one, and a CLI has a lease's time to attach.
+      await claimLease(ctx.store, team, id, '', ctx.config.webhooks.listenerLeaseMs);
+      const created = await withinQuota(ctx.store, ctx.config.quotas, webhookFamily, team, id, () => createSubscription(ctx, team, spec, key, id));
+      reply.header('Location', `${base}/${id}`);
+      return send(ctx, request, reply, 201, { ...webhookFamily.toRecord(created.webhook), secret: created.secret });
+    },
+  });
+
+  app.get(`${base}/:id/stream`, {
+    config: { requires: 'member' },
+    schema: {
+      tags,
+      operationId: 'streamWebhookListener',
+      summary: "A listener's deliveries, as server-sent events",
+      description:
+        'text/event-stream: `ready` once, then one `delivery` event per attempt ({delivery_id, attempt, event_type, timeout_ms, headers, body}: the exact headers and body an HTTP attempt would carry, signed with the listener\'s secret), comments as keep-alives, and `closed` ({reason}) before the service ends it. Holding it renews the lease; a newer stream of the same listener takes over.',
+      params: IdParams,
+      response: { 200: { description: 'The event stream.', content: { 'text/event-stream': { schema: Type.String() } } }, ...errors },
+    },
+    handler: async (request, reply) => {
+      const { id } = request.params as { id: string };
+      const listener = await findListener(ctx, principalOf(request).team, id);
+      reply.hijack();
+      const raw = reply.raw;
+      // Keep-alives every third of the lease show a dead peer; the idle timeout would cut a quiet stream.
+      request.raw.socket.setTimeout(0);
+      raw.writeHead(200, { 'content-type': 'text/event-stream; charset=utf-8', 'cache-control': 'no-store', 'x-accel-buffering': 'no', 'x-request-id': String(request.id) });
+      const sink = sseSink(raw);
+      let stream: ListenerStream | null = null;
+      // Registered first: a client gone while the stream starts must not leave it renewing the lease.
+      raw.on('close', () => stream?.end('the client went away'));
+      try {
+        stream = await hub.attach(listener, sink);
+      } catch (err) {
+        ctx.logger.error({ webhook_id: id, err: (err as Error).message }, 'a listener stream could not start');
+        sink.end('the stream could not start; reconnect');
+        return;
+      }
+      if (raw.destroyed || raw.writableEnded) stream.end('the client went away');
+    },
+  });
+
+  app.post(`${base}/:id/deliveries/:delivery_id/answer`, {
+    bodyLimit: ANSWER_BODY_LIMIT,
+    schema: {
+      tags,
+      operationId: 'answerWebhookListenerDelivery',
+      summary: "Report a listener delivery's answer",
+      description:
+        "The CLI reports what its local receiver answered to the attempt the stream gave it; the delivery is recorded like an HTTP attempt (2xx succeeded; otherwise retried on the schedule). 409 invalid_state when that attempt's outcome is already recorded (e.g. it timed out).",
+      params: DeliveryParams,
+      body: Answer,
+      response: { 200: envelopeOf(deliveryFamily.schemas.record), ...errors },
+    },
+    handler: async (request, reply) => {
+      const { id, delivery_id } = request.params as { id: string; delivery_id: string };
+      const { team } = principalOf(request);
+      await findListener(ctx, team, id);
+      const delivery = await findDelivery(ctx, team, id, delivery_id);
+      const answer = request.body as AnswerBody;
+      if (delivery.status.status !== 'pending' || delivery.status.attempt + 1 !== answer.attempt) throw answered();
+      if (!(await recordAttempt(ctx.writer, ctx.config.webhooks, delivery, resultOf(answer), Date.now()))) throw answered();
+      return send(ctx, request, reply, 200, deliveryFamily.toRecord(await findDelivery(ctx, team, id, delivery_id)));
+    },
+  });
+}
+
+const answered = () => invalidState("This attempt's outcome is already recorded.");
+
+async function findListener(ctx: ApiContext, team: string, id: string): Promise<Webhook> {
+  const webhook = await findResource<Webhook>(ctx, webhookFamily, team, id);
+  assertChangeable(webhookFamily, webhook);
+  if (!isListener(webhook)) throw invalidState('This subscription is not a listener; its deliveries are POSTed to its URL.');
+  return webhook;
+}
+
+/** The receiver's answer as the record of an HTTP attempt would read. */
+function resultOf(answer: AnswerBody): AttemptResult {
+  const status = answer.response_status;
+  if (status !== null && status >= 200 && status < 300) return { ok: true, status, error: null };
+  const retryAfter = answer.retry_after ?? undefined;
+  if (status !== null) return { ok: false, status, error: `receiver answered status ${status}`, retryAfter };
+  return { ok: false, status: null, error: `listener: ${answer.error || 'no answer from the receiver'}` };
+}
+
+function sseSink(raw: ServerResponse): StreamSink {
+  const write = (text: string) => {
+    if (!raw.writableEnded && !raw.destroyed) raw.write(text);
+  };
+  return {
+    send: (event, data, id) => write(`${id ? `id: ${id}\n` : ''}event: ${event}\ndata: ${JSON.stringify(data)}\n\n`),
+    keepAlive: () => write(': keep-alive\n\n'),
+    end: (reason) => {
+      write(`event: closed\ndata: ${JSON.stringify({ reason })}\n\n`);
+      if (!raw.writableEnded) raw.end();
+    },
+  };
+}
