@@ -237,6 +237,9 @@ describe('console: sign-in through an identity provider', () => {
       CLOUDPLANE_OIDC_CLIENT_SECRET: client.clientSecret,
     });
     provider = await startOidcProvider({ port, ...client, redirectUris: [`${service.url}/auth/callback`], accounts: [{ email: 'owner@example.com', email_verified: true, name: 'Owner' }] });
+    // The same person owns a second team, which holds nothing yet.
+    expect((await service.api('POST', '/api/v1/teams', { name: 'Second team', owner_email: 'owner@example.com' })).status).toBe(201);
+    expect((await service.api('POST', '/api/v1/load-balancers', { name: 'first-team-lb', region: 'fra1' })).status).toBe(201);
     c = await startConsole({ service, signIn: false });
   });
   afterAll(async () => {
@@ -262,6 +265,18 @@ describe('console: sign-in through an identity provider', () => {
     await expect(c.page.locator('header.top').textContent()).resolves.toContain('My team');
     const cookie = (await c.context.cookies()).find((k) => k.name === 'cloudplane_session');
     expect(cookie?.httpOnly).toBe(true);
+  });
+
+  it('switches to the other team of the same person from the header', async () => {
+    await c.open('/load-balancers');
+    await c.page.getByRole('link', { name: 'first-team-lb' }).waitFor();
+    const team = c.page.getByLabel('Team');
+    await expect(team.locator('option').allTextContents()).resolves.toEqual(expect.arrayContaining(['My team', 'Second team']));
+    await team.selectOption({ label: 'Second team' });
+    await c.page.getByText('No load balancers yet.').waitFor();
+    const cookie = (await c.context.cookies()).find((k) => k.name === 'cloudplane_session')!;
+    const session = await request(c.url, 'GET', '/api/v1/session', undefined, { headers: { cookie: `cloudplane_session=${cookie.value}` } });
+    expect(session.body.data.team.name).toBe('Second team');
   });
 });
 
