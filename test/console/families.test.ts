@@ -147,6 +147,26 @@ describe('console: resource families in a browser', () => {
     expect((await c.service.api('GET', `/api/v1/servers/${serverId}`)).body.data.mounts).toEqual([]);
   });
 
+  it('changes a file share from its PATCH form: a shrink is refused next to its field, a growth is saved', async () => {
+    const share = (await c.service.api('GET', '/api/v1/file-storage')).body.data[0];
+    await c.page.getByRole('link', { name: 'Change' }).click();
+    await c.page.waitForURL(/\/edit$/);
+    const size = c.page.getByLabel('Size GB');
+    await expect(size.inputValue()).resolves.toBe('100');
+    await expect(c.page.getByLabel('Name').inputValue()).resolves.toBe('shared');
+    await size.fill('50');
+    await c.page.getByRole('button', { name: 'Save changes' }).click();
+    await c.page.locator('#field-size_gb-error').waitFor();
+    await expect(size.getAttribute('aria-invalid')).resolves.toBe('true');
+    expect((await c.service.api('GET', `/api/v1/file-storage/${share.id}`)).body.data.size_gb).toBe(100);
+    await size.fill('200');
+    await c.page.getByRole('button', { name: 'Save changes' }).click();
+    await c.page.waitForURL(new RegExp(`#/file-storage/${share.id}$`));
+    await eventually(async () => (await c.service.api('GET', `/api/v1/file-storage/${share.id}`)).body.data.size_gb === 200);
+    // Only the changed field was sent: the name is as it was.
+    expect((await c.service.api('GET', `/api/v1/file-storage/${share.id}`)).body.data.name).toBe('shared');
+  });
+
   it('creates a VPN gateway without ever showing its pre-shared key, and shows the tunnel status', async () => {
     const psk = 'correct-horse-battery-staple-42';
     await c.open('/vpn-gateways/new');
@@ -191,6 +211,7 @@ describe('console: resource families in a browser', () => {
     await c.page.waitForURL(/#\/jobs\/job_/);
     await c.page.locator('.page-head .status', { hasText: 'queued' }).waitFor();
     await expect(c.page.getByRole('button', { name: 'Delete' }).count()).resolves.toBe(0);
+    await expect(c.page.getByRole('link', { name: 'Change' }).count()).resolves.toBe(0);
     await c.page.getByRole('button', { name: 'Cancel job' }).click();
     await c.page.locator('.page-head .status', { hasText: 'cancelled' }).waitFor();
     const job = (await c.service.api('GET', '/api/v1/jobs')).body.data[0];
