@@ -328,6 +328,18 @@ describe('console: a phone-sized screen and the keyboard', () => {
     await expect(nav.isVisible()).resolves.toBe(false);
   });
 
+  it('shows 100 at a time, and more on asking', async () => {
+    for (let i = 0; i < 105; i++) expect((await c.service.api('POST', '/api/v1/object-storage', { name: `bucket-${i}`, region: 'fra1' })).status).toBe(201);
+    await c.open('/object-storage');
+    await c.page.getByText('100 buckets, newest first; there are more.').waitFor();
+    await expect(c.page.locator('tbody tr').count()).resolves.toBe(100);
+    await c.page.getByRole('button', { name: 'Show more' }).click();
+    await c.page.getByText('105 buckets.').waitFor();
+    await expect(c.page.locator('tbody tr').count()).resolves.toBe(105);
+    await expect(c.page.getByRole('button', { name: 'Show more' }).count()).resolves.toBe(0);
+    await c.page.getByRole('link', { name: 'bucket-0', exact: true }).waitFor();
+  });
+
   it('fills and sends the create form with the keyboard alone, every field labelled', async () => {
     await c.open('/servers/new');
     await c.page.getByLabel('Name').waitFor();
