@@ -127,6 +127,13 @@ describe('console: resource families in a browser', () => {
     await c.page.locator('.page-head .status', { hasText: /^stopped$/ }).waitFor({ timeout: 30_000 });
     await expect(stop.isDisabled()).resolves.toBe(true);
     expect((await c.service.api('GET', `/api/v1/servers/${serverId}`)).body.data.status).toBe('stopped');
+    // The list filtered by status, from the API's own filter.
+    await c.page.getByRole('link', { name: '← Servers' }).click();
+    await c.page.getByLabel('Status').selectOption('running');
+    await c.page.getByText('No servers are running.').waitFor();
+    await c.page.getByLabel('Status').selectOption('stopped');
+    await c.page.getByRole('row', { name: /app-1/ }).waitFor();
+    await c.page.getByRole('link', { name: 'app-1' }).click();
     await start.click();
     await c.page.locator('.page-head .status', { hasText: /^running$/ }).waitFor({ timeout: 30_000 });
     expect((await c.service.api('GET', `/api/v1/servers/${serverId}`)).body.data.status).toBe('running');
