@@ -301,7 +301,7 @@ describe('console: sign-in through an identity provider', () => {
       CLOUDPLANE_OIDC_CLIENT_ID: client.clientId,
       CLOUDPLANE_OIDC_CLIENT_SECRET: client.clientSecret,
     });
-    provider = await startOidcProvider({ port, ...client, redirectUris: [`${service.url}/auth/callback`], accounts: [{ email: 'owner@example.com', email_verified: true, name: 'Owner' }] });
+    provider = await startOidcProvider({ port, ...client, redirectUris: [`${service.url}/auth/callback`], accounts: [{ email: 'owner@example.com', email_verified: true, name: 'Owner' }, { email: 'stranger@example.com', email_verified: true }] });
     // The same person owns a second team, which holds nothing yet.
     expect((await service.api('POST', '/api/v1/teams', { name: 'Second team', owner_email: 'owner@example.com' })).status).toBe(201);
     expect((await service.api('POST', '/api/v1/load-balancers', { name: 'first-team-lb', region: 'fra1' })).status).toBe(201);
@@ -313,18 +313,39 @@ describe('console: sign-in through an identity provider', () => {
     await provider?.stop();
   });
 
+  /** Through the provider's own login and consent pages, as `email`. */
+  async function providerLogin(page: Page, email: string): Promise<void> {
+    await page.getByRole('link', { name: 'Sign in with your identity provider' }).click();
+    await page.waitForURL((url) => url.origin === provider.issuer);
+    await page.getByPlaceholder('Enter any login').fill(email);
+    await page.getByPlaceholder('and password').fill('anything');
+    await page.getByRole('button', { name: 'Sign-in' }).click();
+    await page.getByRole('button', { name: 'Continue' }).click();
+  }
+
+  it('tells a person the provider knows but no team does why they are not signed in', async () => {
+    const context = await c.browser.newContext();
+    try {
+      const page = await context.newPage();
+      await page.goto(`${service.url}/#/servers`);
+      await providerLogin(page, 'stranger@example.com');
+      await page.getByRole('alert').filter({ hasText: 'no team of this installation has an active member with your e-mail address' }).waitFor();
+      await page.getByRole('link', { name: 'Sign in with your identity provider' }).waitFor();
+      expect((await context.cookies()).find((k) => k.name === 'cloudplane_session')).toBeUndefined();
+      // Said once: the reason is gone from the address.
+      expect(new URL(page.url()).search).toBe('');
+    } finally {
+      await context.close();
+    }
+  });
+
   it("offers only the provider, signs in on the provider's own login page, and lands on the page asked for", async () => {
     await c.open('/servers');
     await c.page.waitForURL(/#\/sign-in/);
     const link = c.page.getByRole('link', { name: 'Sign in with your identity provider' });
     await link.waitFor();
     await expect(c.page.getByLabel('API key').count()).resolves.toBe(0);
-    await link.click();
-    await c.page.waitForURL((url) => url.origin === provider.issuer);
-    await c.page.getByPlaceholder('Enter any login').fill('owner@example.com');
-    await c.page.getByPlaceholder('and password').fill('anything');
-    await c.page.getByRole('button', { name: 'Sign-in' }).click();
-    await c.page.getByRole('button', { name: 'Continue' }).click();
+    await providerLogin(c.page, 'owner@example.com');
     await c.page.waitForURL(`${service.url}/#/servers`);
     await c.page.getByRole('heading', { name: 'Servers', level: 1 }).waitFor();
     await expect(c.page.locator('header.top').textContent()).resolves.toContain('My team');
