@@ -22,8 +22,42 @@ export const REDACTED_PATHS = [
 /** Log bytes held while stdout refuses them; past this, new lines are dropped. */
 const MAX_BUFFERED_BYTES = 16 * 1024 * 1024;
 
+/** Query parameters that carry a credential: the identity provider's one-time code on /auth/callback. */
+const REDACTED_QUERY = ['code'];
+
+/** A request's URL for the log, without the value of a credential in its query. */
+export function loggableUrl(url: string): string {
+  const at = url.indexOf('?');
+  if (at === -1) return url;
+  const query = new URLSearchParams(url.slice(at + 1));
+  if (!REDACTED_QUERY.some((name) => query.has(name))) return url;
+  for (const name of REDACTED_QUERY) if (query.has(name)) query.set(name, '[redacted]');
+  return `${url.slice(0, at)}?${query.toString()}`;
+}
+
+interface LoggedRequest {
+  method: string;
+  url: string;
+  host?: string;
+  ip?: string;
+  headers?: Record<string, unknown>;
+  socket?: { remotePort?: number };
+}
+
+/** Fastify's request fields, with the URL made loggable (Fastify uses this in place of its own). */
+const serializers = {
+  req: (req: LoggedRequest) => ({
+    method: req.method,
+    url: loggableUrl(req.url),
+    version: req.headers?.['accept-version'],
+    host: req.host,
+    remoteAddress: req.ip,
+    remotePort: req.socket?.remotePort,
+  }),
+};
+
 export function createLogger(level: string, destination: pino.DestinationStream = stdoutDestination()): Logger {
-  return pino({ level, redact: { paths: REDACTED_PATHS, censor: '[redacted]' }, base: { service: 'cloudplane' } }, destination);
+  return pino({ level, redact: { paths: REDACTED_PATHS, censor: '[redacted]' }, base: { service: 'cloudplane' }, serializers }, destination);
 }
 
 /**

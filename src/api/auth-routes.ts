@@ -9,18 +9,18 @@ import type { ApiContext } from './context';
 import { send } from './envelope';
 import { ApiError, notFound } from '../lib/errors';
 import { applyRateLimit, RateLimiter } from './plugins/rate-limit';
+import { BEARER } from './plugins/authentication';
 import { cookieOptions, setSessionCookie, viewOfSession } from './routes/session';
 import { apiKeyFamily, userFamily, ApiKey, User } from '../resources/accounts';
 import { FLOW_COOKIE, FLOW_LIFETIME_MS, OidcSignIn, sameOriginPath, SignInError } from '../accounts/oidc';
 import { activeUsersByEmail } from '../accounts/sessions';
 
-const BEARER = /^Bearer\s+(\S+)\s*$/i;
 const hidden = { hide: true };
 
 export function registerAuthRoutes(app: FastifyInstance, ctx: ApiContext): void {
   // Per client address: these routes have no key to count by, and one of them checks keys.
   const limiter = new RateLimiter(ctx.config.rateLimitPerMinute);
-  const limit = { onRequest: async (request: Parameters<typeof applyRateLimit>[1], reply: Parameters<typeof applyRateLimit>[2]) => applyRateLimit(limiter, request, reply) };
+  const limit = { onRequest: async (request: FastifyRequest, reply: FastifyReply) => applyRateLimit(limiter, request, reply) };
 
   app.get('/auth/config', {
     ...limit,

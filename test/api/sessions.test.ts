@@ -5,6 +5,7 @@
  * both expiries end it on the server, a removed member's or a revoked key's session dies
  * at once, and the cookie's value is nowhere in the log or at rest. Runs on both stores.
  */
+import { createHash } from 'node:crypto';
 import { Writable } from 'node:stream';
 import { loadConfig } from '../../src/config';
 import { createLogger } from '../../src/logger';
@@ -165,6 +166,18 @@ describe('sessions from an API key', () => {
     expect(marked.status).toBe(403);
     const sameOrigin = await withCookie(r, s, 'POST', LBS, { name: 'same-origin', region: 'fra1' }, { ...csrfOf(s), 'sec-fetch-site': 'same-origin' });
     expect(sameOrigin.status).toBe(201);
+  });
+
+  it('writes the last use to the store at most once a minute, not on every request', async () => {
+    const s = await signIn(r, r.key);
+    tokens.push(s.token);
+    const [secret] = (await r.service.ctx.store.listSecrets('session-')).filter((x) => x.data.hash === createHash('sha256').update(s.token).digest('hex'));
+    const before = secret.data.last_seen_at;
+    for (let i = 0; i < 5; i++) expect((await withCookie(r, s, 'GET', LBS)).status).toBe(200);
+    const after = await r.service.ctx.store.getSecret(secret.team, secret.name);
+    // Unless a minute passed (a stalled machine), the record is as sign-in wrote it.
+    if (Date.now() - Date.parse(before) < 60_000) expect(after!.last_seen_at).toBe(before);
+    expect(after).not.toHaveProperty('token');
   });
 
   it('judges a request that carries a key by the key alone', async () => {

@@ -7,8 +7,13 @@
  * two teams signs in, uses the cookie across /api/v1 and switches team; an unknown or
  * unverified e-mail, a tampered state and a missing flow cookie are refused.
  */
+import { Writable } from 'node:stream';
 import { freePort } from '../helpers/kube-apiserver';
-import { eventually, request, startTestService, TestService } from '../helpers/service';
+import { eventually, FAST_ENV, request, tempDataDir } from '../helpers/service';
+import { clusterEnv, clusterMode } from '../helpers/cluster';
+import { loadConfig } from '../../src/config';
+import { createLogger } from '../../src/logger';
+import { startService, RunningService } from '../../src/service';
 import { CookieJar, OidcProvider, signInThroughProvider, startOidcProvider } from '../helpers/oidc-provider';
 
 jest.setTimeout(120_000);
@@ -16,15 +21,41 @@ jest.setTimeout(120_000);
 const CLIENT = { clientId: 'cloudplane-test', clientSecret: 'a-client-secret-of-the-test-provider' };
 const ALICE = 'alice@example.com';
 
+/** The service, logging at trace level into memory, so the test can look for credentials in its log. */
+async function startLogged(env: Record<string, string>) {
+  const dataDir = tempDataDir();
+  const lines: string[] = [];
+  const sink = new Writable({
+    write(chunk, _encoding, done) {
+      lines.push(String(chunk));
+      done();
+    },
+  });
+  const cluster = clusterMode() ? await clusterEnv(dataDir) : {};
+  const config = loadConfig({ ...FAST_ENV, CLOUDPLANE_PORT: '0', CLOUDPLANE_DATA_DIR: dataDir, ...cluster, ...env, CLOUDPLANE_LOG_LEVEL: 'trace' });
+  const service: RunningService = await startService(config, createLogger('trace', sink));
+  const key = service.bootstrap!.token;
+  return {
+    service,
+    url: service.url,
+    teamId: service.bootstrap!.teamId,
+    api: (method: string, path: string, body?: unknown) => request(service.url, method, path, body, { key }),
+    log: () => lines.join(''),
+    stop: () => service.stop(),
+  };
+}
+
 describe('sign-in through an OpenID Connect provider', () => {
-  let t: TestService;
+  let t: Awaited<ReturnType<typeof startLogged>>;
+  const codes: string[] = [];
+  const cookies: string[] = [];
   let provider: OidcProvider | undefined;
   let providerPort: number;
   let secondTeam: string;
 
   beforeAll(async () => {
     providerPort = await freePort();
-    t = await startTestService({
+    t = await startLogged({
       CLOUDPLANE_OIDC_ISSUER: `http://127.0.0.1:${providerPort}`,
       CLOUDPLANE_OIDC_CLIENT_ID: CLIENT.clientId,
       CLOUDPLANE_OIDC_CLIENT_SECRET: CLIENT.clientSecret,
@@ -88,10 +119,17 @@ describe('sign-in through an OpenID Connect provider', () => {
     // The browser holds the flow sealed: neither the state nor the PKCE verifier is readable in it.
     expect(flowCookie).not.toContain(authorize.searchParams.get('state')!);
 
-    const result = await signInThroughProvider(t.url, ALICE, { returnTo: '/#/load-balancers' });
+    const result = await signInThroughProvider(t.url, ALICE, {
+      returnTo: '/#/load-balancers',
+      alterCallback: (callback) => {
+        codes.push(callback.searchParams.get('code')!);
+        return callback;
+      },
+    });
     expect(result.response.status).toBe(302);
     expect(result.location).toBe('/#/load-balancers');
     expect(result.session).toMatch(/^cps_/);
+    cookies.push(result.session!);
     const setCookie = result.response.headers.getSetCookie().find((c) => c.startsWith('cloudplane_session='))!;
     expect(setCookie.toLowerCase()).toEqual(expect.stringContaining('httponly'));
     expect(setCookie.toLowerCase()).toEqual(expect.stringContaining('samesite=lax'));
@@ -169,6 +207,16 @@ describe('sign-in through an OpenID Connect provider', () => {
     for (const returnTo of ['//evil.example/x', 'https://evil.example/', '/\\evil.example']) {
       const away = await signInThroughProvider(t.url, ALICE, { returnTo });
       expect({ returnTo, location: away.location }).toEqual({ returnTo, location: '/' });
+    }
+  });
+
+  it("keeps the provider's one-time code, the session cookie and the client secret out of the log", async () => {
+    expect(codes.length).toBe(1);
+    const log = t.log();
+    expect(log).toContain('/auth/callback?');
+    expect(log).toContain('code=%5Bredacted%5D');
+    for (const [label, value] of [['authorization code', codes[0]], ['session cookie', cookies[0]], ['client secret', CLIENT.clientSecret]]) {
+      expect({ label, found: log.includes(value) }).toEqual({ label, found: false });
     }
   });
 });

@@ -21,7 +21,7 @@ import { isRead, refusalOf } from '../../accounts/roles';
 import { SESSION_COOKIE } from '../../accounts/sessions';
 import { applyRateLimit, RateLimiter } from './rate-limit';
 
-const BEARER = /^Bearer\s+(\S+)\s*$/i;
+export const BEARER = /^Bearer\s+(\S+)\s*$/i;
 export const CSRF_HEADER = 'x-csrf-token';
 
 export function requireApiKey(api: FastifyInstance, ctx: ApiContext): void {
