@@ -195,6 +195,26 @@ describe('console: resource families in a browser', () => {
     await c.screenshot('vpn-gateway-detail');
   });
 
+  it('replaces the pre-shared key: a short one is refused next to its field, and no key is ever in the page', async () => {
+    const gateway = (await c.service.api('GET', '/api/v1/vpn-gateways')).body.data[0];
+    const field = c.page.getByLabel('New pre-shared key');
+    await expect(field.getAttribute('type')).resolves.toBe('password');
+    await field.fill('too-short');
+    await c.page.getByRole('button', { name: 'Replace key' }).click();
+    await c.page.locator('#new-psk-error').waitFor();
+    await expect(field.getAttribute('aria-invalid')).resolves.toBe('true');
+    await expect(field.inputValue()).resolves.toBe('');
+    const updatedBefore = (await c.service.api('GET', `/api/v1/vpn-gateways/${gateway.id}`)).body.data.updated_at;
+    const next = 'another-long-enough-shared-secret-7';
+    await field.fill(next);
+    await c.page.getByRole('button', { name: 'Replace key' }).click();
+    await c.page.getByText('The pre-shared key was replaced.', { exact: true }).waitFor();
+    expect((await c.service.api('GET', `/api/v1/vpn-gateways/${gateway.id}`)).body.data.updated_at).not.toBe(updatedBefore);
+    const page = await c.page.content();
+    expect(page).not.toContain(next);
+    expect(page).not.toContain('too-short');
+  });
+
   it('deletes the load balancer after a confirmation', async () => {
     const lb = (await c.service.api('GET', '/api/v1/load-balancers')).body.data[0];
     await c.open(`/load-balancers/${lb.id}`);
