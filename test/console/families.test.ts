@@ -6,7 +6,7 @@
  * the create form by keyboard alone. Screenshots of the main pages go to docs/screenshots/.
  */
 import type { Page } from 'playwright-core';
-import { startConsole, ConsoleSession, CONSOLE_DIR } from '../helpers/browser';
+import { startConsole, signInWithKey, ConsoleSession, CONSOLE_DIR } from '../helpers/browser';
 import { eventually, request, startTestService, TestService, waitForStatus } from '../helpers/service';
 import { freePort } from '../helpers/kube-apiserver';
 import { OidcProvider, startOidcProvider } from '../helpers/oidc-provider';
@@ -250,6 +250,26 @@ describe('console: resource families in a browser', () => {
 
   it('loaded no resource the Content-Security-Policy refused', () => {
     expect(cspViolations(c)).toEqual([]);
+  });
+
+  it('offers a read_only session no create, change, action or delete', async () => {
+    const key = await c.service.api('POST', '/api/v1/settings/api-keys', { name: 'reader', scope: 'read_only' });
+    expect(key.status).toBe(201);
+    const context = await c.browser.newContext();
+    try {
+      const page = await context.newPage();
+      await signInWithKey(page, c.url, key.body.data.key);
+      await page.goto(`${c.url}/#/servers/${serverId}`);
+      await page.getByRole('heading', { name: 'app-1', level: 1 }).waitFor();
+      await page.locator('.page-head .status').waitFor();
+      for (const name of ['Stop', 'Start', 'Reboot', 'Delete']) await expect(page.getByRole('button', { name }).count()).resolves.toBe(0);
+      await expect(page.getByRole('link', { name: 'Change' }).count()).resolves.toBe(0);
+      await page.goto(`${c.url}/#/servers`);
+      await page.getByRole('link', { name: 'app-1' }).waitFor();
+      await expect(page.getByRole('link', { name: 'New server' }).count()).resolves.toBe(0);
+    } finally {
+      await context.close();
+    }
   });
 
   it('signs out: back to the sign-in page, and the old cookie is refused', async () => {
