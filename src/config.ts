@@ -2,6 +2,7 @@
  * Every setting of the service, read once from the environment. README.md documents
  * each variable; a malformed value stops start-up with a message naming it.
  */
+import fs from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
 import { parseIpv4Block } from './lib/cidr';
@@ -63,6 +64,8 @@ export interface Config {
   overload: OverloadConfig;
   /** The S3 endpoint of the bucket driver `s3` (either mode). */
   s3: S3Config;
+  /** The built web console (`make build` writes it to dist/console), served at `/`. */
+  consoleDir: string;
   /** The address people reach the service at (CLOUDPLANE_PUBLIC_URL); undefined means the listen address. */
   publicUrl?: string;
   sessions: SessionConfig;
@@ -463,6 +466,13 @@ function sessions(env: Env): SessionConfig {
 
 export const DEFAULT_REGIONS = ['fra1', 'ams3', 'lon1', 'nyc1', 'sfo3', 'sgp1'];
 
+/** The directory of the package's package.json, from src/ (tests) or dist/src/ (built) alike. */
+function packageRoot(): string {
+  let dir = __dirname;
+  while (!fs.existsSync(path.join(dir, 'package.json')) && path.dirname(dir) !== dir) dir = path.dirname(dir);
+  return dir;
+}
+
 export function loadConfig(env: Env = process.env): Config {
   const llmUrl = env.CLOUDPLANE_AGENT_LLM_URL;
   const natsServers = list(env, 'CLOUDPLANE_NATS_URL', []);
@@ -472,6 +482,7 @@ export function loadConfig(env: Env = process.env): Config {
     host: env.CLOUDPLANE_HOST || '127.0.0.1',
     port: int(env, 'CLOUDPLANE_PORT', 8080, 0, 65535),
     dataDir: path.resolve(env.CLOUDPLANE_DATA_DIR || './data'),
+    consoleDir: path.resolve(env.CLOUDPLANE_CONSOLE_DIR || path.join(packageRoot(), 'dist', 'console')),
     storeCompactBytes: int(env, 'CLOUDPLANE_STORE_COMPACT_BYTES', 64 * 1024 * 1024, 4096),
     bootstrapApiKey: env.CLOUDPLANE_BOOTSTRAP_API_KEY || undefined,
     logLevel: env.CLOUDPLANE_LOG_LEVEL || 'info',

@@ -3,7 +3,7 @@
  *
  * Two contexts (Fastify's encapsulation): the root holds what every answer needs (request
  * id, metrics, the error handler, validation, cookies) and the public routes (/healthz, /readyz,
- * /metrics, /api/v1/openapi.json, the docs page at /docs and sign-in under /auth); a child context holds every other /api/v1 route and the
+ * /metrics, /api/v1/openapi.json, the docs page at /docs, sign-in under /auth and the web console at /); a child context holds every other /api/v1 route and the
  * not-found handler, behind its onRequest hooks: load shedding, then authentication and the
  * rate limit. A route is protected by where it is registered, never by a check of its URL.
  */
@@ -18,6 +18,7 @@ import { nameComponents } from './plugins/openapi-components';
 import { requireOperationIds, linkOperations, OpenApiDocument } from './plugins/openapi-links';
 import { registerValidation } from './plugins/validation';
 import { registerDocsPage } from './plugins/docs-page';
+import { registerConsole } from './plugins/console';
 import { registerObservability, requestIdOf } from './plugins/observability';
 import { requireApiKey } from './plugins/authentication';
 import { shedLoad } from './plugins/load-shedding';
@@ -100,6 +101,7 @@ export async function buildApp(ctx: ApiContext, options: AppOptions = {}): Promi
   registerAuthRoutes(app, ctx);
   app.get('/api/v1/openapi.json', { schema: { hide: true } }, async () => app.swagger());
   await registerDocsPage(app);
+  await registerConsole(app, ctx.config.consoleDir);
 
   await app.register(async function authenticatedApi(api) {
     await shedLoad(api, ctx.config.overload);
