@@ -46,6 +46,9 @@ COPY --from=wireguard-go /out/wireguard-go /usr/local/bin/wireguard-go
 WORKDIR /app
 COPY --from=build /src/node_modules ./node_modules
 COPY --from=build /src/dist/src ./dist/src
+# The web console (make build), found beside package.json as dist/console.
+COPY --from=build /src/package.json ./package.json
+COPY --from=build /src/dist/console ./dist/console
 # Numeric uid (the image's `node` user) so Kubernetes can verify runAsNonRoot. The VPN
 # agent's Deployment overrides it with runAsUser 0 and NET_ADMIN: it makes interfaces and
 # routes, and charon writes /var/run/charon.pid.

@@ -2,8 +2,10 @@
  * Jest runs the TypeScript sources directly through swc (types are checked by `make lint`).
  * @kubernetes/client-node 1.x and a few of its dependencies ship only ES modules, which
  * Jest's CommonJS runtime on Node 20 cannot require; swc compiles those to CommonJS too.
+ * @fastify/cookie loads the ESM-only `cookie` with a dynamic import(), which Jest's runtime
+ * refuses without --experimental-vm-modules: compiled, it becomes a require().
  */
-const esmOnly = ['@kubernetes/client-node', 'openid-client', 'oauth4webapi', 'jose', 'jsonpath-plus', 'rfc4648', 'content-disposition'];
+const esmOnly = ['@kubernetes/client-node', 'openid-client', 'oauth4webapi', 'jose', 'jsonpath-plus', 'rfc4648', 'content-disposition', '@fastify/cookie', 'cookie'];
 const swc = ['@swc/jest', { jsc: { target: 'es2022', parser: { syntax: 'typescript' } }, module: { type: 'commonjs' } }];
 
 module.exports = {

@@ -2,6 +2,7 @@
  * Every setting of the service, read once from the environment. README.md documents
  * each variable; a malformed value stops start-up with a message naming it.
  */
+import fs from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
 import { parseIpv4Block } from './lib/cidr';
@@ -63,6 +64,27 @@ export interface Config {
   overload: OverloadConfig;
   /** The S3 endpoint of the bucket driver `s3` (either mode). */
   s3: S3Config;
+  /** The built web console (`make build` writes it to dist/console), served at `/`. */
+  consoleDir: string;
+  /** The address people reach the service at (CLOUDPLANE_PUBLIC_URL); undefined means the listen address. */
+  publicUrl?: string;
+  sessions: SessionConfig;
+  /** Sign-in through an OpenID Connect provider; without it, an API key is exchanged for a session. */
+  oidc?: OidcConfig;
+}
+
+/** Console sessions (src/accounts/sessions.ts). */
+export interface SessionConfig {
+  /** A session unused for this long ends. */
+  idleTimeoutMs: number;
+  /** A session ends this long after sign-in, however busy. */
+  maxAgeMs: number;
+}
+
+export interface OidcConfig {
+  issuer: string;
+  clientId: string;
+  clientSecret: string;
 }
 
 /** Where the bucket driver `s3` makes buckets: AWS S3 or any S3-compatible endpoint. */
@@ -385,7 +407,66 @@ function s3(env: Env): S3Config {
   };
 }
 
+/** `7200`, `7200s`, `120m`, `2h` or `1d`: a duration, in seconds without a unit. */
+function duration(env: Env, name: string, fallbackMs: number): number {
+  const raw = env[name];
+  if (raw === undefined || raw === '') return fallbackMs;
+  const match = /^(\d+)(s|m|h|d)?$/.exec(raw.trim());
+  const value = match ? Number(match[1]) * { s: 1, m: 60, h: 3600, d: 86_400 }[(match[2] ?? 's') as 's' | 'm' | 'h' | 'd'] * 1000 : 0;
+  if (!match || value <= 0 || !Number.isSafeInteger(value)) throw new Error(`${name} must be a duration above 0 such as 7200, 90m, 2h or 1d, got "${raw}"`);
+  return value;
+}
+
+const isLoopbackHost = (hostname: string) => hostname === 'localhost' || /^127\./.test(hostname) || hostname === '[::1]';
+
+/** An http(s) origin; http only for a loopback host when `loopbackOnlyHttp` (an identity provider must use TLS elsewhere). */
+function originUrl(env: Env, name: string, example: string, loopbackOnlyHttp = false): string | undefined {
+  const raw = env[name];
+  if (raw === undefined || raw === '') return undefined;
+  let url: URL | undefined;
+  try {
+    url = new URL(raw);
+  } catch {
+    url = undefined;
+  }
+  const httpAllowed = !loopbackOnlyHttp || (url !== undefined && isLoopbackHost(url.hostname));
+  if (!url || !(url.protocol === 'https:' || (url.protocol === 'http:' && httpAllowed)) || url.search || url.hash || url.username) {
+    throw new Error(`${name} must be an ${loopbackOnlyHttp ? 'https:// (http:// only on loopback)' : 'http:// or https://'} URL such as ${example}, got "${raw}"`);
+  }
+  return raw.replace(/\/+$/, '');
+}
+
+function oidc(env: Env): OidcConfig | undefined {
+  const issuer = originUrl(env, 'CLOUDPLANE_OIDC_ISSUER', 'https://accounts.example.com', true);
+  const clientId = env.CLOUDPLANE_OIDC_CLIENT_ID || undefined;
+  const clientSecret = env.CLOUDPLANE_OIDC_CLIENT_SECRET || undefined;
+  if (!issuer && !clientId && !clientSecret) return undefined;
+  // Never the secret's value in the message: start-up errors are logged.
+  const missing = [!issuer && 'CLOUDPLANE_OIDC_ISSUER', !clientId && 'CLOUDPLANE_OIDC_CLIENT_ID', !clientSecret && 'CLOUDPLANE_OIDC_CLIENT_SECRET'].filter(Boolean);
+  if (missing.length) throw new Error(`an identity provider needs CLOUDPLANE_OIDC_ISSUER, CLOUDPLANE_OIDC_CLIENT_ID and CLOUDPLANE_OIDC_CLIENT_SECRET; ${missing.join(' and ')} not set`);
+  return { issuer: issuer!, clientId: clientId!, clientSecret: clientSecret! };
+}
+
+function publicUrl(env: Env): string | undefined {
+  const url = originUrl(env, 'CLOUDPLANE_PUBLIC_URL', 'https://cloudplane.example.com');
+  if (url && new URL(url).pathname !== '/') throw new Error(`CLOUDPLANE_PUBLIC_URL must be an origin without a path, such as https://cloudplane.example.com, got "${url}"`);
+  return url;
+}
+
+function sessions(env: Env): SessionConfig {
+  const idleTimeoutMs = duration(env, 'CLOUDPLANE_SESSION_IDLE_TIMEOUT', 2 * 3600_000);
+  const maxAgeMs = duration(env, 'CLOUDPLANE_SESSION_MAX_AGE', 24 * 3600_000);
+  return { idleTimeoutMs, maxAgeMs };
+}
+
 export const DEFAULT_REGIONS = ['fra1', 'ams3', 'lon1', 'nyc1', 'sfo3', 'sgp1'];
+
+/** The directory of the package's package.json, from src/ (tests) or dist/src/ (built) alike. */
+function packageRoot(): string {
+  let dir = __dirname;
+  while (!fs.existsSync(path.join(dir, 'package.json')) && path.dirname(dir) !== dir) dir = path.dirname(dir);
+  return dir;
+}
 
 export function loadConfig(env: Env = process.env): Config {
   const llmUrl = env.CLOUDPLANE_AGENT_LLM_URL;
@@ -396,6 +477,7 @@ export function loadConfig(env: Env = process.env): Config {
     host: env.CLOUDPLANE_HOST || '127.0.0.1',
     port: int(env, 'CLOUDPLANE_PORT', 8080, 0, 65535),
     dataDir: path.resolve(env.CLOUDPLANE_DATA_DIR || './data'),
+    consoleDir: path.resolve(env.CLOUDPLANE_CONSOLE_DIR || path.join(packageRoot(), 'dist', 'console')),
     storeCompactBytes: int(env, 'CLOUDPLANE_STORE_COMPACT_BYTES', 64 * 1024 * 1024, 4096),
     bootstrapApiKey: env.CLOUDPLANE_BOOTSTRAP_API_KEY || undefined,
     logLevel: env.CLOUDPLANE_LOG_LEVEL || 'info',
@@ -444,6 +526,9 @@ export function loadConfig(env: Env = process.env): Config {
       retryAfterSeconds: int(env, 'CLOUDPLANE_OVERLOAD_RETRY_AFTER_SECONDS', 5, 1, 3600),
     },
     s3: s3(env),
+    publicUrl: publicUrl(env),
+    sessions: sessions(env),
+    oidc: oidc(env),
     kubernetes: storeKind(env) === 'kubernetes'
       ? {
           kubeconfigPath: env.CLOUDPLANE_KUBECONFIG || undefined,

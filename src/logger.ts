@@ -4,6 +4,9 @@ import pino, { Logger } from 'pino';
 export const REDACTED_PATHS = [
   'req.headers.authorization',
   'headers.authorization',
+  'req.headers.cookie',
+  'headers.cookie',
+  'res.headers["set-cookie"]',
   'authorization',
   '*.pre_shared_key',
   'pre_shared_key',

@@ -21,6 +21,7 @@ import { DriverSet } from './drivers/registry';
 import { ResourceWriter } from './resources/writer';
 import { families } from './resources/registry';
 import { ApiKeyAuthenticator } from './accounts/authenticator';
+import { SessionManager } from './accounts/sessions';
 import { ensureBootstrap, NewTeam } from './accounts/bootstrap';
 import { Controller } from './controllers/controller';
 import { buildReconcilers } from './controllers/registry';
@@ -83,11 +84,14 @@ export async function startService(config: Config, logger: Logger = createLogger
     await authenticator.start();
     const bootstrap = await ensureBootstrap(store, writer, authenticator, config.bootstrapApiKey);
     const cursorKey = await cursorKeyOf(store);
+    const sessions = new SessionManager(store, config.sessions, logger);
+    sessions.start();
+    started.push(() => sessions.stop());
     const audit = new AuditLog(bus, config.eventRetentionMs);
     audit.start();
     started.push(() => audit.stop());
     const agent = createAgent({ store, bus, config, logger, writer, audit });
-    const ctx: ApiContext = { config, store, bus, drivers, writer, authenticator, agent, audit, cursorKey, logger };
+    const ctx: ApiContext = { config, store, bus, drivers, writer, authenticator, sessions, agent, audit, cursorKey, logger };
 
     const leadership = leadershipFor(config, logger, leaderWork({ store, bus, drivers, writer, agent, config, logger }));
     await leadership.start();

@@ -2,13 +2,14 @@
  * The Fastify facade: translates /api/v1 calls into reads and writes of resources.
  *
  * Two contexts (Fastify's encapsulation): the root holds what every answer needs (request
- * id, metrics, the error handler, validation) and the public routes (/healthz, /readyz,
- * /metrics, /api/v1/openapi.json and the docs page at /docs); a child context holds every other /api/v1 route and the
+ * id, metrics, the error handler, validation, cookies) and the public routes (/healthz, /readyz,
+ * /metrics, /api/v1/openapi.json, the docs page at /docs, sign-in under /auth and the web console at /); a child context holds every other /api/v1 route and the
  * not-found handler, behind its onRequest hooks: load shedding, then authentication and the
  * rate limit. A route is protected by where it is registered, never by a check of its URL.
  */
 import Fastify, { FastifyBaseLogger, FastifyInstance } from 'fastify';
 import swagger from '@fastify/swagger';
+import cookie from '@fastify/cookie';
 import type { ApiContext } from './context';
 import { clientErrorHandlerFor, refuseHostless, registerErrorHandler, registerNotFoundHandler, sendFrameworkError } from './plugins/errors';
 import { documentSharedErrors } from './plugins/error-responses';
@@ -17,6 +18,7 @@ import { nameComponents } from './plugins/openapi-components';
 import { requireOperationIds, linkOperations, OpenApiDocument } from './plugins/openapi-links';
 import { registerValidation } from './plugins/validation';
 import { registerDocsPage } from './plugins/docs-page';
+import { registerConsole } from './plugins/console';
 import { registerObservability, requestIdOf } from './plugins/observability';
 import { requireApiKey } from './plugins/authentication';
 import { shedLoad } from './plugins/load-shedding';
@@ -24,6 +26,7 @@ import { RouteMethods } from './route-methods';
 import { families } from '../resources/registry';
 import { registerFamilyRoutes } from './routes/families';
 import { registerRouteModules } from './routes';
+import { registerAuthRoutes } from './auth-routes';
 import type { HttpConfig } from '../config';
 
 export interface AppOptions {
@@ -81,15 +84,24 @@ export async function buildApp(ctx: ApiContext, options: AppOptions = {}): Promi
         description: 'Managed cloud infrastructure: load balancers, VPN gateways, servers, storage, jobs, agent threads and account settings. See docs/api.md.',
       },
       servers: [{ url: '/' }],
-      components: { securitySchemes: { bearer: { type: 'http', scheme: 'bearer', description: 'An API key, cpk_...' } } },
-      security: [{ bearer: [] }],
+      components: {
+        securitySchemes: {
+          bearer: { type: 'http', scheme: 'bearer', description: 'An API key, cpk_...' },
+          session: { type: 'apiKey', in: 'cookie', name: 'cloudplane_session', description: 'A console session (sign-in under /auth); writes also need X-CSRF-Token.' },
+        },
+      },
+      security: [{ bearer: [] }, { session: [] }],
     },
   });
 
   registerObservability(app, ctx, options.isReady ?? (() => true));
   refuseHostless(app);
+  // Parses Cookie for every route (the session cookie is opaque, not signed by the plugin).
+  await app.register(cookie);
+  registerAuthRoutes(app, ctx);
   app.get('/api/v1/openapi.json', { schema: { hide: true } }, async () => app.swagger());
   await registerDocsPage(app);
+  await registerConsole(app, ctx.config.consoleDir);
 
   await app.register(async function authenticatedApi(api) {
     await shedLoad(api, ctx.config.overload);

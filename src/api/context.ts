@@ -6,6 +6,7 @@ import type { EventBus } from '../events/types';
 import type { DriverSet } from '../drivers/registry';
 import type { ResourceWriter } from '../resources/writer';
 import type { ApiKeyAuthenticator } from '../accounts/authenticator';
+import type { ActiveSession, SessionManager } from '../accounts/sessions';
 import type { Agent } from '../agent/types';
 import type { AuditLog } from '../audit/audit-log';
 import type { Caller, Requirement } from '../accounts/roles';
@@ -18,6 +19,7 @@ export interface ApiContext {
   drivers: DriverSet;
   writer: ResourceWriter;
   authenticator: ApiKeyAuthenticator;
+  sessions: SessionManager;
   agent: Agent;
   audit: AuditLog;
   /** Key that signs list cursors, so a tampered cursor is recognised. */
@@ -29,17 +31,22 @@ export interface ApiContext {
 export interface Principal extends Caller {
   team: string;
   user: string;
+  /** The API key's id; for a console session, the user's id. It is the actor of what the request changes, and its rate-limit bucket. */
   key: string;
 }
 
 declare module 'fastify' {
   interface FastifyRequest {
     principal?: Principal;
+    /** The console session the request came with, when it was authenticated by its cookie. */
+    session?: ActiveSession;
   }
   interface FastifyContextConfig {
     /** The resource family a route serves: drives meta.provider on its answers and errors. */
     family?: string;
     /** What the route needs beyond what its method implies (accounts/roles.ts); checked for every route by the authentication hook. */
     requires?: Requirement;
+    /** Any authenticated caller, whatever its role and scope: the route changes only the caller's own session (sign-out, choosing a team). */
+    ownSession?: boolean;
   }
 }

@@ -76,3 +76,42 @@ describe('S3 settings of the bucket driver s3', () => {
     expect(() => loadConfig({ CLOUDPLANE_S3_SECRET_ACCESS_KEY: 'sekrit-value-123' })).not.toThrow(/sekrit-value-123/);
   });
 });
+
+describe('sign-in settings: sessions, public URL, identity provider', () => {
+  it('defaults to 2 h idle and 24 h sessions, the listen address and API-key sign-in', () => {
+    const config = loadConfig({});
+    expect(config.sessions).toEqual({ idleTimeoutMs: 2 * 3600_000, maxAgeMs: 24 * 3600_000 });
+    expect(config.publicUrl).toBeUndefined();
+    expect(config.oidc).toBeUndefined();
+  });
+
+  it('reads durations in seconds or with a unit, and a provider given in full', () => {
+    const config = loadConfig({
+      CLOUDPLANE_SESSION_IDLE_TIMEOUT: '90m',
+      CLOUDPLANE_SESSION_MAX_AGE: '30',
+      CLOUDPLANE_PUBLIC_URL: 'https://cloudplane.example.com/',
+      CLOUDPLANE_OIDC_ISSUER: 'https://id.example.com/realms/main',
+      CLOUDPLANE_OIDC_CLIENT_ID: 'cloudplane',
+      CLOUDPLANE_OIDC_CLIENT_SECRET: 'oidc-client-secret-value',
+    });
+    expect(config.sessions).toEqual({ idleTimeoutMs: 90 * 60_000, maxAgeMs: 30_000 });
+    expect(config.publicUrl).toBe('https://cloudplane.example.com');
+    expect(config.oidc).toEqual({ issuer: 'https://id.example.com/realms/main', clientId: 'cloudplane', clientSecret: 'oidc-client-secret-value' });
+  });
+
+  it.each([
+    [{ CLOUDPLANE_SESSION_IDLE_TIMEOUT: '2 hours' }, /CLOUDPLANE_SESSION_IDLE_TIMEOUT/],
+    [{ CLOUDPLANE_SESSION_MAX_AGE: '0' }, /CLOUDPLANE_SESSION_MAX_AGE/],
+    [{ CLOUDPLANE_PUBLIC_URL: 'cloudplane.example.com' }, /CLOUDPLANE_PUBLIC_URL/],
+    [{ CLOUDPLANE_PUBLIC_URL: 'https://cloudplane.example.com/console' }, /CLOUDPLANE_PUBLIC_URL must be an origin/],
+    [{ CLOUDPLANE_OIDC_ISSUER: 'http://id.example.com', CLOUDPLANE_OIDC_CLIENT_ID: 'c', CLOUDPLANE_OIDC_CLIENT_SECRET: 's' }, /CLOUDPLANE_OIDC_ISSUER must be an https:\/\//],
+    [{ CLOUDPLANE_OIDC_ISSUER: 'https://id.example.com' }, /CLOUDPLANE_OIDC_CLIENT_ID and CLOUDPLANE_OIDC_CLIENT_SECRET not set/],
+  ])('refuses %j naming the variable', (env, message) => {
+    expect(() => loadConfig(env)).toThrow(message);
+  });
+
+  it('never puts the client secret in its message', () => {
+    expect(() => loadConfig({ CLOUDPLANE_OIDC_CLIENT_SECRET: 'do-not-print-me' })).toThrow(/CLOUDPLANE_OIDC_ISSUER and CLOUDPLANE_OIDC_CLIENT_ID not set/);
+    expect(() => loadConfig({ CLOUDPLANE_OIDC_CLIENT_SECRET: 'do-not-print-me' })).not.toThrow(/do-not-print-me/);
+  });
+});

@@ -4,32 +4,71 @@
  * decided by where a route is registered, never by looking at the URL: the router decodes
  * `%61pi` to `api`, so a check of the raw URL can be spelled around.
  *
+ * A caller is an API key (`Authorization: Bearer`) or a console session (its cookie); a
+ * request that carries an Authorization header is judged by it alone. Both become the same
+ * Principal, so every route, role rule and the rate limit treat them alike. A session's
+ * writes also need its CSRF token and are refused from another site, here in onRequest,
+ * before any body is read.
+ *
  * Authorisation is here too, for every route at once: the route's method and its
  * `config.requires` decide the role and key scope it needs (accounts/roles.ts), so a new
  * route is refused to a viewer and to a read_only key as soon as it writes.
  */
-import type { FastifyInstance } from 'fastify';
-import { ApiError } from '../../lib/errors';
-import type { ApiContext } from '../context';
-import { refusalOf } from '../../accounts/roles';
+import type { FastifyInstance, FastifyRequest } from 'fastify';
+import { ApiError, forbidden } from '../../lib/errors';
+import type { ApiContext, Principal } from '../context';
+import { isRead, refusalOf } from '../../accounts/roles';
+import { SESSION_COOKIE } from '../../accounts/sessions';
 import { applyRateLimit, RateLimiter } from './rate-limit';
 
 const BEARER = /^Bearer\s+(\S+)\s*$/i;
+export const CSRF_HEADER = 'x-csrf-token';
 
 export function requireApiKey(api: FastifyInstance, ctx: ApiContext): void {
   const limiter = new RateLimiter(ctx.config.rateLimitPerMinute);
   api.addHook('onRequest', async (request, reply) => {
-    const match = BEARER.exec(request.headers.authorization ?? '');
-    const principal = match ? await ctx.authenticator.authenticate(match[1]) : null;
+    const authorization = request.headers.authorization;
+    const cookie = authorization === undefined ? request.cookies[SESSION_COOKIE] : undefined;
+    let principal: Principal | null = null;
+    if (authorization !== undefined) {
+      const match = BEARER.exec(authorization);
+      principal = match ? await ctx.authenticator.authenticate(match[1]) : null;
+    } else if (cookie) {
+      const session = await ctx.sessions.authenticate(cookie);
+      if (session) request.session = session;
+      principal = session?.principal ?? null;
+    }
     if (principal) request.principal = principal;
     // Counted before the refusal, so guessing keys is limited per client address.
     applyRateLimit(limiter, request, reply);
-    if (!principal) {
-      throw new ApiError(401, 'unauthorized', match ? 'The API key is not valid, was revoked or has expired.' : 'Send an API key as "Authorization: Bearer <key>".');
-    }
+    if (!principal) throw new ApiError(401, 'unauthorized', refusalMessage(authorization, cookie));
+    if (request.session) refuseForgedWrite(ctx, request);
     // A path no route answers gets its 404 or 405 whoever asks.
     if (request.is404) return;
+    if (request.routeOptions.config.ownSession) return;
     const refusal = refusalOf(principal, request.method, request.routeOptions.config.requires);
     if (refusal) throw new ApiError(403, 'forbidden', refusal);
   });
+}
+
+function refusalMessage(authorization: string | undefined, cookie: string | undefined): string {
+  if (authorization !== undefined) {
+    return BEARER.test(authorization) ? 'The API key is not valid, was revoked or has expired.' : 'Send an API key as "Authorization: Bearer <key>".';
+  }
+  if (cookie) return 'The session has ended (signed out, expired or no longer a member); sign in again.';
+  return 'Send an API key as "Authorization: Bearer <key>", or sign in.';
+}
+
+/**
+ * A browser sends the cookie with any request to the service, also one another site makes
+ * it send: a write by cookie must prove it comes from the console (the CSRF token, which
+ * only a page of the service can read) and not be marked cross-site by the browser.
+ */
+function refuseForgedWrite(ctx: ApiContext, request: FastifyRequest): void {
+  if (isRead(request.method)) return;
+  if (request.headers['sec-fetch-site'] === 'cross-site') throw forbidden('A write from another site is refused.');
+  const sent = request.headers[CSRF_HEADER];
+  if (!ctx.sessions.csrfTokenMatches(request.session!.token, typeof sent === 'string' ? sent : undefined)) {
+    throw forbidden('A write made with the session cookie needs the session\'s X-CSRF-Token header (csrf_token in GET /api/v1/session).');
+  }
 }

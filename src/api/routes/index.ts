@@ -12,6 +12,7 @@ import { registerSettingsRoutes } from './settings';
 import { registerAgentRoutes } from './agent';
 import { registerWebhookRoutes } from './webhooks';
 import { registerTeamRoutes } from './teams';
+import { registerSessionRoutes } from './session';
 
 export function registerRouteModules(app: FastifyInstance, ctx: ApiContext): void {
   registerRegionRoutes(app, ctx);
@@ -26,4 +27,5 @@ export function registerRouteModules(app: FastifyInstance, ctx: ApiContext): voi
   registerTeamRoutes(app, ctx);
   registerAgentRoutes(app, ctx);
   registerWebhookRoutes(app, ctx);
+  registerSessionRoutes(app, ctx);
 }

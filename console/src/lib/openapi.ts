@@ -1,0 +1,95 @@
+/**
+ * Create forms are built from the API's own OpenAPI document (public at
+ * /api/v1/openapi.json): a family's POST requestBody schema gives its fields, their types,
+ * enums, limits and which are required, so the console follows the API as it changes.
+ */
+import { API_BASE } from './api';
+
+export interface FieldSchema {
+  type?: string;
+  enum?: (string | number)[];
+  description?: string;
+  minimum?: number;
+  maximum?: number;
+  minLength?: number;
+  maxLength?: number;
+  pattern?: string;
+  default?: unknown;
+  writeOnly?: boolean;
+  anyOf?: FieldSchema[];
+  $ref?: string;
+}
+
+export interface ObjectSchema {
+  type: 'object';
+  required?: string[];
+  properties: Record<string, FieldSchema>;
+}
+
+export interface FormField {
+  name: string;
+  label: string;
+  required: boolean;
+  /** The value's kind, after a nullable union is reduced to its non-null branch. */
+  kind: 'text' | 'longtext' | 'secret' | 'integer' | 'number' | 'boolean' | 'choice';
+  choices: string[];
+  description: string;
+  schema: FieldSchema;
+}
+
+interface OpenApiDocument {
+  paths: Record<string, Record<string, { requestBody?: { content?: Record<string, { schema?: FieldSchema & Partial<ObjectSchema> }> } }>>;
+  components?: { schemas?: Record<string, FieldSchema & Partial<ObjectSchema>> };
+}
+
+let documentPromise: Promise<OpenApiDocument> | null = null;
+
+function openApiDocument(): Promise<OpenApiDocument> {
+  documentPromise ??= fetch(`${API_BASE}/openapi.json`, { headers: { accept: 'application/json' } }).then((response) => {
+    if (!response.ok) throw new Error(`The API description could not be read (${response.status}).`);
+    return response.json() as Promise<OpenApiDocument>;
+  });
+  documentPromise.catch(() => (documentPromise = null));
+  return documentPromise;
+}
+
+function resolve<T extends FieldSchema>(document: OpenApiDocument, schema: T): T {
+  if (!schema.$ref) return schema;
+  const name = schema.$ref.replace('#/components/schemas/', '');
+  return (document.components?.schemas?.[name] ?? {}) as T;
+}
+
+const ACRONYMS: Record<string, string> = { id: 'ID', ip: 'IP', ipv4: 'IPv4', cidr: 'CIDR', ssl: 'SSL', gb: 'GB', vpn: 'VPN', url: 'URL' };
+
+/** `health_check_path` → "Health check path", `size_gb` → "Size GB". */
+export function labelOf(name: string): string {
+  const words = name.split('_').map((word) => ACRONYMS[word] ?? word);
+  const first = words[0];
+  words[0] = first === first.toUpperCase() ? first : first[0].toUpperCase() + first.slice(1);
+  return words.join(' ');
+}
+
+/** A write-only secret (a VPN pre-shared key) is typed into a password field and never shown. */
+const isSecret = (schema: FieldSchema) => schema.writeOnly === true || /write-only/i.test(schema.description ?? '');
+
+function fieldOf(name: string, raw: FieldSchema, required: boolean): FormField {
+  const schema = raw.anyOf?.find((branch) => branch.type !== 'null') ?? raw;
+  const base = { name, label: labelOf(name), required, choices: [] as string[], description: schema.description ?? '', schema };
+  if (schema.enum) return { ...base, kind: 'choice', choices: schema.enum.map(String) };
+  if (schema.type === 'boolean') return { ...base, kind: 'boolean' };
+  if (schema.type === 'integer') return { ...base, kind: 'integer' };
+  if (schema.type === 'number') return { ...base, kind: 'number' };
+  if (isSecret(schema)) return { ...base, kind: 'secret' };
+  return { ...base, kind: (schema.maxLength ?? 0) > 1000 ? 'longtext' : 'text' };
+}
+
+/** The fields of `POST /api/v1/<path>`, in the document's order. */
+export async function createFieldsOf(path: string): Promise<FormField[]> {
+  const document = await openApiDocument();
+  const operation = document.paths[`${API_BASE}/${path}`]?.post;
+  const body = operation?.requestBody?.content?.['application/json']?.schema;
+  if (!body) throw new Error(`The API describes no create operation for ${path}.`);
+  const schema = resolve(document, body) as ObjectSchema;
+  const required = new Set(schema.required ?? []);
+  return Object.entries(schema.properties ?? {}).map(([name, field]) => fieldOf(name, resolve(document, field), required.has(name)));
+}

@@ -1,0 +1,283 @@
+/**
+ * Console sessions: what a signed-in person's browser holds instead of an API key.
+ *
+ * The browser gets an opaque token (`cps_<43 base64url>`) in an HttpOnly cookie; the store
+ * keeps only its SHA-256 hash, in a secret named after the hash (as API keys are kept), in
+ * the namespace of the team the person signed in to. Every request re-reads the session
+ * and its user (and, for a session made from an API key, the key), so sign-out, a removed
+ * member, a revoked key or a changed role apply on the very next request, on any replica.
+ *
+ * A session ends `maxAgeMs` after sign-in, or once unused for `idleTimeoutMs`. Last use is
+ * written to the store at most once per resolution (a minute, less for short timeouts),
+ * like an API key's last_used_at; this replica also remembers it to the millisecond.
+ *
+ * The CSRF token is an HMAC of the session token: bound to the session, nothing to store,
+ * and useless without the cookie it was derived from.
+ */
+import { createHash, createHmac, randomBytes, timingSafeEqual } from 'node:crypto';
+import type { Logger } from 'pino';
+import type { Store } from '../store/types';
+import type { SessionConfig } from '../config';
+import { apiKeyFamily, teamFamily, userFamily, ApiKey, Team, User } from '../resources/accounts';
+import type { Principal } from '../api/context';
+import { ExpiringSet } from '../lib/expiring-set';
+import { ApiError, forbidden, notFound } from '../lib/errors';
+import { atLeast, KeyScope, Role } from './roles';
+import { installationTeamOf } from './installation';
+
+export const SESSION_COOKIE = 'cloudplane_session';
+export const SESSION_SECRET_PREFIX = 'session-';
+
+const TOKEN_FORMAT = /^cps_[0-9A-Za-z_-]{43}$/;
+const CSRF_CONTEXT = 'cloudplane csrf token v1';
+
+const hashOf = (token: string) => createHash('sha256').update(token).digest('hex');
+/** Secret name derived from the hash, so a session is found without scanning. */
+const secretNameOf = (hash: string) => `${SESSION_SECRET_PREFIX}${hash.slice(0, 40)}`;
+
+/** How the session was made: through the identity provider, or by exchanging an API key. */
+export type SessionOrigin = 'oidc' | 'api_key';
+
+/** What the store keeps of a session (all strings: a secret's data). */
+interface SessionRecord {
+  hash: string;
+  via: SessionOrigin;
+  /** The person's e-mail as the provider vouched for it; it finds their other teams. */
+  email: string;
+  /** The team and user the session acts as now (PUT /api/v1/session changes them). */
+  team: string;
+  user: string;
+  scope: KeyScope;
+  /** The key a session made from an API key depends on. */
+  key_id?: string;
+  created_at: string;
+  expires_at: string;
+  last_seen_at: string;
+}
+
+/** An authenticated session: who it acts as, and what the session view shows. */
+export interface ActiveSession {
+  principal: Principal;
+  record: Readonly<SessionRecord>;
+  /** The secret's team (where the session is kept), which a team switch does not move. */
+  home: string;
+  token: string;
+  user: User;
+  idleExpiresAt: string;
+}
+
+export interface TeamChoice {
+  id: string;
+  name: string;
+  role: Role;
+}
+
+const UNKNOWN_CACHED = 10_000;
+const UNKNOWN_TTL_MS = 5_000;
+const LAST_SEEN_MAX_RESOLUTION_MS = 60_000;
+/** How often expired sessions are removed from the store. */
+const SWEEP_MAX_INTERVAL_MS = 10 * 60_000;
+
+export class SessionManager {
+  private readonly homeOf = new Map<string, string>();
+  private readonly unknown = new ExpiringSet(UNKNOWN_CACHED, UNKNOWN_TTL_MS);
+  /** When this replica last saw each session used (ms), by hash. */
+  private readonly lastSeen = new Map<string, number>();
+  private readonly lastSeenResolutionMs: number;
+  private sweepTimer: NodeJS.Timeout | null = null;
+  private installationTeam: string | undefined;
+
+  constructor(
+    private readonly store: Store,
+    private readonly config: SessionConfig,
+    private readonly logger: Logger,
+  ) {
+    // A tenth of the idle timeout at most, so a replica that did not see the last use judges idleness nearly as well.
+    this.lastSeenResolutionMs = Math.min(LAST_SEEN_MAX_RESOLUTION_MS, Math.max(1, Math.floor(config.idleTimeoutMs / 10)));
+  }
+
+  start(): void {
+    const interval = Math.min(SWEEP_MAX_INTERVAL_MS, Math.max(1000, this.config.idleTimeoutMs));
+    this.sweepTimer = setInterval(() => {
+      this.removeExpired().catch((err: Error) => this.logger.warn({ err: err.message }, 'could not remove expired sessions; trying again later'));
+    }, interval);
+    this.sweepTimer.unref();
+  }
+
+  stop(): void {
+    if (this.sweepTimer) clearInterval(this.sweepTimer);
+    this.sweepTimer = null;
+  }
+
+  /** Starts a session as `user` of `team`; returns the token for the cookie, never stored. */
+  async create(team: string, user: User, via: SessionOrigin, scope: KeyScope, keyId?: string): Promise<string> {
+    const token = `cps_${randomBytes(32).toString('base64url')}`;
+    const hash = hashOf(token);
+    const now = Date.now();
+    const record: SessionRecord = {
+      hash,
+      via,
+      email: user.spec.email,
+      team,
+      user: user.meta.id,
+      scope,
+      ...(keyId ? { key_id: keyId } : {}),
+      created_at: new Date(now).toISOString(),
+      expires_at: new Date(now + this.config.maxAgeMs).toISOString(),
+      last_seen_at: new Date(now).toISOString(),
+    };
+    await this.store.putSecret(team, secretNameOf(hash), { ...record });
+    this.homeOf.set(hash, team);
+    this.unknown.delete(hash);
+    this.lastSeen.set(hash, now);
+    return token;
+  }
+
+  /** The session behind a cookie's token, or null when it is malformed, unknown, signed out or expired, or its user (or key) is gone. */
+  async authenticate(token: string): Promise<ActiveSession | null> {
+    if (!TOKEN_FORMAT.test(token)) return null;
+    const hash = hashOf(token);
+    const home = this.homeOf.get(hash) ?? (this.unknown.has(hash) ? undefined : await this.lookup(hash));
+    if (!home) return null;
+    const record = (await this.store.getSecret(home, secretNameOf(hash))) as SessionRecord | undefined;
+    if (!record || !timingSafeEqual(Buffer.from(record.hash, 'hex'), Buffer.from(hash, 'hex'))) {
+      this.forget(hash);
+      return null;
+    }
+    const now = Date.now();
+    const seen = Math.max(Date.parse(record.last_seen_at) || 0, this.lastSeen.get(hash) ?? 0);
+    if (now >= Date.parse(record.expires_at) || now - seen >= this.config.idleTimeoutMs) {
+      await this.end(home, hash);
+      return null;
+    }
+    const user = (await this.store.get(userFamily.kind, record.team, record.user)) as User | undefined;
+    if (!user || user.status.status !== 'active') return null;
+    if (record.via === 'api_key' && !(await this.keyIsValid(record.team, record.key_id))) return null;
+    this.noteUse(home, hash, record, seen, now);
+    const role = user.spec.role;
+    const installationAdmin = atLeast(role, 'admin') && record.team === (await this.installationTeamId());
+    // The actor of what the session does is its user: the audit log names who did it.
+    const principal: Principal = { team: record.team, user: user.meta.id, key: user.meta.id, role, scope: record.scope, installationAdmin };
+    return { principal, record, home, token, user, idleExpiresAt: new Date(now + this.config.idleTimeoutMs).toISOString() };
+  }
+
+  /** Signs out: the session is removed from the store, so every replica refuses it from now on. */
+  async signOut(session: ActiveSession): Promise<void> {
+    await this.end(session.home, session.record.hash);
+  }
+
+  /** The teams the session's person may act in: every team where their e-mail is an active user (only the key's team for a key's session). */
+  async teamsOf(session: Pick<ActiveSession, 'record' | 'principal'>): Promise<TeamChoice[]> {
+    const users = session.record.via === 'oidc' ? await activeUsersByEmail(this.store, session.record.email) : [(await this.store.get(userFamily.kind, session.principal.team, session.principal.user)) as User];
+    return this.choicesOf(users.filter(Boolean));
+  }
+
+  /** Moves an identity provider's session to another team of the same person. */
+  async switchTeam(session: ActiveSession, teamId: string): Promise<void> {
+    if (session.record.via !== 'oidc') {
+      throw forbidden("A session made from an API key stays in the key's team; sign in through the identity provider to choose a team.");
+    }
+    const user = (await activeUsersByEmail(this.store, session.record.email)).find((u) => u.meta.team === teamId);
+    if (!user) throw notFound('team', teamId);
+    const name = secretNameOf(session.record.hash);
+    const next: SessionRecord = { ...session.record, team: teamId, user: user.meta.id };
+    // Only if the session is as it was read: a sign-out meanwhile must not be undone.
+    if (!(await this.store.swapSecret(session.home, name, { ...session.record }, { ...next }))) {
+      const current = (await this.store.getSecret(session.home, name)) as SessionRecord | undefined;
+      if (!current) throw new ApiError(401, 'unauthorized', 'The session has ended; sign in again.');
+      if (!(await this.store.swapSecret(session.home, name, { ...current }, { ...current, team: teamId, user: user.meta.id }))) {
+        throw new ApiError(409, 'resource_busy', 'The session changed meanwhile; try again.');
+      }
+    }
+  }
+
+  /** The CSRF token of a session: an HMAC keyed by its token. */
+  csrfTokenOf(token: string): string {
+    return createHmac('sha256', token).update(CSRF_CONTEXT).digest('base64url');
+  }
+
+  /** Whether `sent` is the session's CSRF token, compared in constant time. */
+  csrfTokenMatches(token: string, sent: string | undefined): boolean {
+    if (!sent) return false;
+    const expected = Buffer.from(this.csrfTokenOf(token));
+    const given = Buffer.from(sent);
+    return given.length === expected.length && timingSafeEqual(given, expected);
+  }
+
+  /** Removes every session past its absolute or idle expiry (every replica may do it; a delete of a deleted secret is harmless). */
+  async removeExpired(now = Date.now()): Promise<number> {
+    let removed = 0;
+    for (const secret of await this.store.listSecrets(SESSION_SECRET_PREFIX)) {
+      const record = secret.data as unknown as SessionRecord;
+      // The stored last use may lag by one resolution; a session is only removed once surely idle.
+      const idleSince = Math.max(Date.parse(record.last_seen_at) || 0, this.lastSeen.get(record.hash) ?? 0);
+      if (now >= Date.parse(record.expires_at) || now - idleSince >= this.config.idleTimeoutMs + this.lastSeenResolutionMs) {
+        await this.end(secret.team, record.hash);
+        removed++;
+      }
+    }
+    return removed;
+  }
+
+  private async choicesOf(users: User[]): Promise<TeamChoice[]> {
+    const choices: TeamChoice[] = [];
+    for (const user of users) {
+      const team = (await this.store.get(teamFamily.kind, user.meta.team, user.meta.team)) as Team | undefined;
+      if (team) choices.push({ id: team.meta.id, name: team.spec.name, role: user.spec.role });
+    }
+    return choices.sort((a, b) => a.name.localeCompare(b.name) || a.id.localeCompare(b.id));
+  }
+
+  private async keyIsValid(team: string, keyId: string | undefined): Promise<boolean> {
+    if (!keyId) return false;
+    const key = (await this.store.get(apiKeyFamily.kind, team, keyId)) as ApiKey | undefined;
+    if (!key || key.status.status !== 'active') return false;
+    return !key.spec.expires_at || Date.parse(key.spec.expires_at) > Date.now();
+  }
+
+  /**
+   * Records the session's use: at once on this replica, in the store at most once per
+   * resolution and without the request waiting. The write only succeeds on the session as
+   * read, so it never brings back a session signed out meanwhile.
+   */
+  private noteUse(home: string, hash: string, record: SessionRecord, seen: number, now: number): void {
+    this.lastSeen.set(hash, now);
+    if (now - seen < this.lastSeenResolutionMs) return;
+    const name = secretNameOf(hash);
+    this.store.swapSecret(home, name, { ...record }, { ...record, last_seen_at: new Date(now).toISOString() }).catch(() => undefined);
+  }
+
+  private async end(home: string, hash: string): Promise<void> {
+    this.forget(hash);
+    await this.store.deleteSecret(home, secretNameOf(hash));
+  }
+
+  private forget(hash: string): void {
+    this.homeOf.delete(hash);
+    this.lastSeen.delete(hash);
+  }
+
+  private async lookup(hash: string): Promise<string | undefined> {
+    const [secret] = await this.store.listSecrets(secretNameOf(hash));
+    if (!secret) {
+      this.unknown.add(hash);
+      return undefined;
+    }
+    this.homeOf.set(hash, secret.team);
+    return secret.team;
+  }
+
+  private async installationTeamId(): Promise<string | undefined> {
+    this.installationTeam ??= await installationTeamOf(this.store);
+    return this.installationTeam;
+  }
+}
+
+/** Active users with this e-mail (compared without case), in every team, oldest first. */
+export async function activeUsersByEmail(store: Store, email: string): Promise<User[]> {
+  const wanted = email.toLowerCase();
+  const users = (await store.list(userFamily.kind)) as User[];
+  return users
+    .filter((u) => u.status.status === 'active' && u.spec.email.toLowerCase() === wanted && !u.meta.deletionTimestamp)
+    .sort((a, b) => a.meta.createdAt.localeCompare(b.meta.createdAt));
+}
