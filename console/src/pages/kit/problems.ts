@@ -1,32 +1,24 @@
 /**
  * Turns what the API client rejected with (CONTRACT's error envelope: code, message and,
  * on 422, details naming each field) into what a form shows: one message for the form,
- * and one per field, so every validation message of the API reaches the user.
+ * and one per field, so that every validation message of the API reaches the user.
  */
+import { ApiError } from '../../lib/api';
+
 export interface Problem {
   message: string;
   code: string | null;
   fields: Record<string, string>;
 }
 
-interface ErrorLike {
-  message?: unknown;
-  code?: unknown;
-  details?: unknown;
+export function problemOf(err: unknown): Problem {
+  if (!(err instanceof ApiError)) return { message: err instanceof Error ? err.message : String(err), code: null, fields: {} };
+  const fields: Record<string, string> = {};
+  for (const detail of err.details ?? []) fields[detail.field] = fields[detail.field] ? `${fields[detail.field]}; ${detail.message}` : detail.message;
+  return { message: err.message, code: err.code, fields };
 }
 
-export function problemOf(err: unknown): Problem {
-  const e = (typeof err === 'object' && err !== null ? err : {}) as ErrorLike;
-  const message = typeof e.message === 'string' && e.message ? e.message : String(err);
-  const fields: Record<string, string> = {};
-  if (Array.isArray(e.details)) {
-    for (const detail of e.details as { field?: unknown; message?: unknown }[]) {
-      if (typeof detail.field !== 'string' || typeof detail.message !== 'string') continue;
-      fields[detail.field] = fields[detail.field] ? `${fields[detail.field]}; ${detail.message}` : detail.message;
-    }
-  }
-  return { message, code: typeof e.code === 'string' ? e.code : null, fields };
-}
+const isPartOf = (field: string, name: string) => field === name || field.startsWith(`${name}[`) || field.startsWith(`${name}.`);
 
 /**
  * The messages about `name` or any part of it (`events` gathers `events[0]` too; a field
@@ -35,7 +27,7 @@ export function problemOf(err: unknown): Problem {
 export function fieldMessage(problem: Problem | null, name: string): string | null {
   if (!problem) return null;
   const messages = Object.entries(problem.fields)
-    .filter(([field]) => field === name || field.startsWith(`${name}[`) || field.startsWith(`${name}.`))
+    .filter(([field]) => isPartOf(field, name))
     .map(([field, message]) => (field === name ? message : `${field}: ${message}`));
   return messages.length ? messages.join('; ') : null;
 }
@@ -44,6 +36,6 @@ export function fieldMessage(problem: Problem | null, name: string): string | nu
 export function otherFields(problem: Problem | null, shown: string[]): string[] {
   if (!problem) return [];
   return Object.entries(problem.fields)
-    .filter(([field]) => !shown.some((name) => field === name || field.startsWith(`${name}[`) || field.startsWith(`${name}.`)))
+    .filter(([field]) => !shown.some((name) => isPartOf(field, name)))
     .map(([field, message]) => `${field}: ${message}`);
 }
