@@ -22,6 +22,7 @@ import { ResourceWriter } from './resources/writer';
 import { families } from './resources/registry';
 import { ApiKeyAuthenticator } from './accounts/authenticator';
 import { SessionManager } from './accounts/sessions';
+import { OidcSignIn } from './accounts/oidc';
 import { ensureBootstrap, NewTeam } from './accounts/bootstrap';
 import { Controller } from './controllers/controller';
 import { buildReconcilers } from './controllers/registry';
@@ -87,11 +88,15 @@ export async function startService(config: Config, logger: Logger = createLogger
     const sessions = new SessionManager(store, config.sessions, logger);
     sessions.start();
     started.push(() => sessions.stop());
+    // The listen address is the default public URL, known once listening (port 0 picks one).
+    let publicUrl = config.publicUrl;
+    const oidc = config.oidc ? new OidcSignIn(config.oidc, () => `${publicUrl}/auth/callback`, cursorKey, logger) : undefined;
+    oidc?.warmUp();
     const audit = new AuditLog(bus, config.eventRetentionMs);
     audit.start();
     started.push(() => audit.stop());
     const agent = createAgent({ store, bus, config, logger, writer, audit });
-    const ctx: ApiContext = { config, store, bus, drivers, writer, authenticator, sessions, agent, audit, cursorKey, logger };
+    const ctx: ApiContext = { config, store, bus, drivers, writer, authenticator, sessions, oidc, agent, audit, cursorKey, logger };
 
     const leadership = leadershipFor(config, logger, leaderWork({ store, bus, drivers, writer, agent, config, logger }));
     await leadership.start();
@@ -111,6 +116,7 @@ export async function startService(config: Config, logger: Logger = createLogger
     const address = app.server.address();
     const port = typeof address === 'object' && address ? address.port : config.port;
     const host = config.host.includes(':') ? `[${config.host}]` : config.host;
+    publicUrl ??= `http://${host}:${port}`;
 
     return { app, ctx, url: `http://${host}:${port}`, bootstrap, stop: stopAll };
   } catch (err) {

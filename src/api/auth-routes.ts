@@ -4,13 +4,15 @@
  * provider), and the identity provider's redirect flow (src/accounts/oidc.ts). Each makes a
  * session and sets its cookie; everything after that goes to /api/v1 with the cookie.
  */
-import type { FastifyInstance } from 'fastify';
+import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
 import type { ApiContext } from './context';
 import { send } from './envelope';
 import { ApiError, notFound } from '../lib/errors';
 import { applyRateLimit, RateLimiter } from './plugins/rate-limit';
-import { setSessionCookie, viewOfSession } from './routes/session';
+import { cookieOptions, setSessionCookie, viewOfSession } from './routes/session';
 import { apiKeyFamily, userFamily, ApiKey, User } from '../resources/accounts';
+import { FLOW_COOKIE, FLOW_LIFETIME_MS, OidcSignIn, sameOriginPath, SignInError } from '../accounts/oidc';
+import { activeUsersByEmail } from '../accounts/sessions';
 
 const BEARER = /^Bearer\s+(\S+)\s*$/i;
 const hidden = { hide: true };
@@ -46,4 +48,55 @@ export function registerAuthRoutes(app: FastifyInstance, ctx: ApiContext): void 
       return send(ctx, request, reply, 201, await viewOfSession(ctx, session));
     },
   });
+
+  app.get('/auth/login', {
+    ...limit,
+    schema: hidden,
+    handler: async (request, reply) => {
+      const oidc = providerOf(ctx);
+      const { url, flow } = await oidc.begin(sameOriginPath((request.query as { return_to?: unknown }).return_to));
+      // Sent back only to the callback, and only for the few minutes a sign-in may take.
+      reply.setCookie(FLOW_COOKIE, oidc.seal(flow), { ...cookieOptions(ctx), path: CALLBACK, maxAge: FLOW_LIFETIME_MS / 1000 });
+      return reply.redirect(url, 302);
+    },
+  });
+
+  app.get(CALLBACK, {
+    ...limit,
+    schema: hidden,
+    handler: async (request, reply) => {
+      const oidc = providerOf(ctx);
+      const flow = oidc.open(request.cookies[FLOW_COOKIE]);
+      // One use: whatever happens now, the flow is over.
+      reply.clearCookie(FLOW_COOKIE, { ...cookieOptions(ctx), path: CALLBACK });
+      if (!flow) return failedSignIn(request, reply, new SignInError('invalid_request', 'no sign-in in progress in this browser (the flow cookie is missing, expired or was changed)'));
+      let email: string;
+      try {
+        email = await oidc.finish(new URLSearchParams(request.query as Record<string, string>).toString(), flow);
+      } catch (err) {
+        if (err instanceof SignInError) return failedSignIn(request, reply, err);
+        throw err;
+      }
+      // The person's oldest membership first; PUT /api/v1/session moves to another.
+      const [user] = await activeUsersByEmail(ctx.store, email);
+      if (!user) return failedSignIn(request, reply, new SignInError('invalid_request', 'no active user has this e-mail'), 'no_account');
+      const token = await ctx.sessions.create(user.meta.team, user, 'oidc', 'read_write');
+      setSessionCookie(ctx, reply, token);
+      request.log.info({ user: user.meta.id, team: user.meta.team }, 'signed in through the identity provider');
+      return reply.redirect(flow.returnTo, 302);
+    },
+  });
+}
+
+const CALLBACK = '/auth/callback';
+
+function providerOf(ctx: ApiContext): OidcSignIn {
+  if (!ctx.oidc) throw notFound('route');
+  return ctx.oidc;
+}
+
+/** Back to the console, which says why: `/?sign_in_error=<reason>`. */
+function failedSignIn(request: FastifyRequest, reply: FastifyReply, err: SignInError, reason: string = err.reason): FastifyReply {
+  request.log.warn({ reason, err: err.message }, 'sign-in through the identity provider refused');
+  return reply.redirect(`/?sign_in_error=${reason}`, 302);
 }

@@ -7,6 +7,7 @@ import type { DriverSet } from '../drivers/registry';
 import type { ResourceWriter } from '../resources/writer';
 import type { ApiKeyAuthenticator } from '../accounts/authenticator';
 import type { ActiveSession, SessionManager } from '../accounts/sessions';
+import type { OidcSignIn } from '../accounts/oidc';
 import type { Agent } from '../agent/types';
 import type { AuditLog } from '../audit/audit-log';
 import type { Caller, Requirement } from '../accounts/roles';
@@ -20,6 +21,8 @@ export interface ApiContext {
   writer: ResourceWriter;
   authenticator: ApiKeyAuthenticator;
   sessions: SessionManager;
+  /** Sign-in through the identity provider, when one is configured. */
+  oidc?: OidcSignIn;
   agent: Agent;
   audit: AuditLog;
   /** Key that signs list cursors, so a tampered cursor is recognised. */

@@ -23,6 +23,11 @@ const REPRESENTATIVE: Record<string, unknown> = {
   'persistence off': { persistence: { enabled: false } },
   'persistence on a claim of yours': { persistence: { existingClaim: 'cloudplane-events' } },
   'persistence tuned': { persistence: { storageClass: 'fast-ssd', accessModes: ['ReadWriteOncePod'], size: '5Gi', annotations: { 'helm.sh/resource-policy': 'keep' } } },
+  'identity provider': {
+    publicUrl: 'https://cloudplane.example.com',
+    sessions: { idleTimeout: '30m', maxAge: '12h' },
+    oidc: { issuer: 'https://id.example.com/realms/main', clientId: 'cloudplane', existingSecret: 'cloudplane-oidc', clientSecretKey: 'secret' },
+  },
   s3: {
     drivers: { bucket: 's3' },
     s3: { endpoint: 'http://minio.storage:9000', forcePathStyle: true, bucketPrefix: 'prod', credentials: { existingSecret: 'minio-keys', accessKeyIdKey: 'user', secretAccessKeyKey: 'password' } },
@@ -58,6 +63,28 @@ describe('the chart step: helm lint --strict and helm template against values.sc
     expect({ status: rendered.status, stderr: rendered.stderr }).toEqual({ status: 0, stderr: '' });
     const kinds = parseAllDocuments(rendered.stdout).map((d) => d.toJS()).filter(Boolean).map((o) => o.kind);
     expect(kinds).toEqual(expect.arrayContaining(['Deployment', 'Service', 'ServiceAccount']));
+  });
+
+  it('passes the identity provider, the public URL and the session timeouts to the operator, the client secret from a Secret of yours', () => {
+    const rendered = runHelm(['template', 'cp', CHART, '--namespace', NAMESPACE, '-f', valuesFile(REPRESENTATIVE['identity provider'])]);
+    expect(rendered.status).toBe(0);
+    const deployment = parseAllDocuments(rendered.stdout).map((d) => d.toJS()).find((o) => o?.kind === 'Deployment');
+    const env = Object.fromEntries(deployment.spec.template.spec.containers[0].env.map((e: { name: string; value?: string; valueFrom?: unknown }) => [e.name, e.value ?? e.valueFrom]));
+    expect(env).toMatchObject({
+      CLOUDPLANE_PUBLIC_URL: 'https://cloudplane.example.com',
+      CLOUDPLANE_SESSION_IDLE_TIMEOUT: '30m',
+      CLOUDPLANE_SESSION_MAX_AGE: '12h',
+      CLOUDPLANE_OIDC_ISSUER: 'https://id.example.com/realms/main',
+      CLOUDPLANE_OIDC_CLIENT_ID: 'cloudplane',
+      CLOUDPLANE_OIDC_CLIENT_SECRET: { secretKeyRef: { name: 'cloudplane-oidc', key: 'secret' } },
+    });
+    // Without a provider, none of its variables (the service then offers API-key sign-in).
+    const plain = runHelm(['template', 'cp', CHART, '--namespace', NAMESPACE]);
+    expect(plain.stdout).not.toContain('CLOUDPLANE_OIDC_');
+    // An issuer without the public URL (the redirect URI) or the client secret is refused, saying what is missing.
+    const incomplete = runHelm(['template', 'cp', CHART, '--namespace', NAMESPACE, '-f', valuesFile({ oidc: { issuer: 'https://id.example.com', clientId: 'cloudplane' } })]);
+    expect(incomplete.status).toBe(1);
+    expect(incomplete.stderr).toContain('oidc.issuer needs oidc.clientId, oidc.existingSecret (the client secret) and publicUrl');
   });
 
   it('refuses, through the schema, a value set with a typo, a wrong type and a value out of range, naming each', () => {

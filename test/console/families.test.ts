@@ -1,0 +1,243 @@
+/**
+ * The console's resource pages in a real browser (Debian's Chromium, test/helpers/browser.ts)
+ * against the real service: sign in with the printed key through the sign-in page, create a
+ * load balancer and watch it turn `running` without a reload, attach a server, stop and start
+ * a server, see a 422 next to its field, delete with confirmation, a phone-sized screen, and
+ * the create form by keyboard alone. Screenshots of the main pages go to docs/screenshots/.
+ */
+import type { Page } from 'playwright-core';
+import { startConsole, ConsoleSession } from '../helpers/browser';
+import { eventually, waitForStatus } from '../helpers/service';
+
+jest.setTimeout(120_000);
+
+/** Provisioning takes long enough that the page shows `creating` before `running`. */
+const ENV = { CLOUDPLANE_SIM_DELAY_MS: '1500', CLOUDPLANE_BACKEND_DRAIN_SECONDS: '1' };
+
+// The page's own expressions are strings: the tests are compiled without the DOM's types.
+/** Marks the document, so that a reload (a new document) would lose the mark. */
+async function markDocument(page: Page): Promise<void> {
+  await page.evaluate("window.consoleMark = 'same document'");
+}
+const stillSameDocument = (page: Page) => page.evaluate<boolean>("window.consoleMark === 'same document'");
+const focusedId = (page: Page) => page.evaluate<string>("document.activeElement?.id ?? ''");
+const focusedText = (page: Page) => page.evaluate<string>("document.activeElement?.textContent ?? ''");
+
+const cspViolations = (c: ConsoleSession) => c.pageErrors.filter((message) => /Content Security Policy/i.test(message));
+
+describe('console: resource families in a browser', () => {
+  let c: ConsoleSession;
+  let serverId: string;
+
+  beforeAll(async () => {
+    c = await startConsole({ env: ENV });
+    const server = await c.service.api('POST', '/api/v1/servers', { name: 'app-1', region: 'fra1' });
+    expect(server.status).toBe(201);
+    serverId = server.body.data.id;
+    await waitForStatus(c.service, `/api/v1/servers/${serverId}`, 'running');
+  });
+  afterAll(async () => c?.close());
+
+  it('signs in with the printed key: the header shows the team and the user, and no key is kept in the browser', async () => {
+    const header = c.page.locator('header.top');
+    await expect(header.textContent()).resolves.toContain('My team');
+    await expect(header.textContent()).resolves.toContain('Owner');
+    const stored = await c.page.evaluate<string>('JSON.stringify({ local: { ...localStorage }, session: { ...sessionStorage }, cookie: document.cookie, url: location.href })');
+    expect(stored).not.toContain(c.service.key);
+    // The session cookie is HttpOnly: the page's script cannot read it.
+    const cookies = await c.context.cookies();
+    const session = cookies.find((cookie) => cookie.name === 'cloudplane_session');
+    expect(session?.httpOnly).toBe(true);
+    expect(session?.value).not.toContain(c.service.key);
+    // Every family is in the navigation.
+    for (const title of ['Load balancers', 'VPN gateways', 'Servers', 'Buckets', 'File shares', 'Jobs']) {
+      await expect(c.page.getByRole('navigation').getByRole('link', { name: title }).count()).resolves.toBe(1);
+    }
+  });
+
+  it('shows the API 422 next to the field it names, and focuses that field', async () => {
+    await c.open('/load-balancers/new');
+    await c.page.getByLabel('Name').fill('web-1');
+    await c.page.getByLabel('Region').selectOption('fra1');
+    await c.page.getByLabel('Port', { exact: false }).fill('0');
+    await c.page.getByRole('button', { name: 'Create load balancer' }).click();
+    const port = c.page.locator('#field-port');
+    await c.page.locator('#field-port-error').waitFor();
+    await expect(c.page.locator('#field-port-error').textContent()).resolves.toBe('must be >= 1');
+    await expect(port.getAttribute('aria-invalid')).resolves.toBe('true');
+    await expect(port.getAttribute('aria-describedby')).resolves.toContain('field-port-error');
+    await expect(focusedId(c.page)).resolves.toBe('field-port');
+    // Nothing was created.
+    const list = await c.service.api('GET', '/api/v1/load-balancers');
+    expect(list.body.data).toHaveLength(0);
+    await c.screenshot('load-balancer-create-validation');
+  });
+
+  it('creates a load balancer and shows it turn running without a reload, announced in the live region', async () => {
+    await c.page.getByLabel('Port', { exact: false }).fill('8080');
+    await markDocument(c.page);
+    await c.page.getByRole('button', { name: 'Create load balancer' }).click();
+    await c.page.waitForURL(/#\/load-balancers\/lb_/);
+    await expect(c.page.getByRole('heading', { level: 1 }).textContent()).resolves.toBe('web-1');
+    await c.page.locator('.page-head .status', { hasText: 'running' }).waitFor({ timeout: 30_000 });
+    expect(await stillSameDocument(c.page)).toBe(true);
+    await c.page.getByTestId('announcements').getByText('web-1 is now running.').waitFor();
+    const lbs = await c.service.api('GET', '/api/v1/load-balancers');
+    expect(lbs.body.data.map((lb: { name: string; port: number }) => [lb.name, lb.port])).toEqual([['web-1', 8080]]);
+  });
+
+  it('the list shows the load balancer live too', async () => {
+    await c.page.getByRole('link', { name: '← Load balancers' }).click();
+    const row = c.page.getByRole('row', { name: /web-1/ });
+    await row.getByText('running').waitFor();
+    await c.screenshot('load-balancers');
+  });
+
+  it('attaches a server to the load balancer and shows the backend turn healthy', async () => {
+    await c.page.getByRole('link', { name: 'web-1' }).click();
+    await c.page.getByLabel('Server').selectOption(serverId);
+    await markDocument(c.page);
+    await c.page.getByRole('button', { name: 'Attach', exact: true }).click();
+    const backend = c.page.getByRole('region', { name: 'Backends' }).getByRole('row', { name: new RegExp(serverId) });
+    await backend.getByText('healthy').waitFor({ timeout: 30_000 });
+    expect(await stillSameDocument(c.page)).toBe(true);
+    const lb = (await c.service.api('GET', '/api/v1/load-balancers')).body.data[0];
+    expect(lb.backends.map((b: { server_id: string; port: number }) => [b.server_id, b.port])).toEqual([[serverId, 8080]]);
+    await c.screenshot('load-balancer-detail');
+  });
+
+  it('detaches the server again', async () => {
+    const lb = (await c.service.api('GET', '/api/v1/load-balancers')).body.data[0];
+    await c.page.getByRole('button', { name: `Detach ${serverId}` }).click();
+    await eventually(async () => (await c.service.api('GET', `/api/v1/load-balancers/${lb.id}`)).body.data.backends.length === 0, 30_000);
+    await c.page.getByRole('region', { name: 'Backends' }).getByText('No backends yet.').waitFor({ timeout: 30_000 });
+  });
+
+  it('stops and starts a server, the buttons following its state', async () => {
+    await c.open(`/servers/${serverId}`);
+    const stop = c.page.getByRole('button', { name: 'Stop' });
+    const start = c.page.getByRole('button', { name: 'Start' });
+    await stop.waitFor();
+    await expect(start.isDisabled()).resolves.toBe(true);
+    await stop.click();
+    await c.page.locator('.page-head .status', { hasText: /^stopped$/ }).waitFor({ timeout: 30_000 });
+    await expect(stop.isDisabled()).resolves.toBe(true);
+    expect((await c.service.api('GET', `/api/v1/servers/${serverId}`)).body.data.status).toBe('stopped');
+    await start.click();
+    await c.page.locator('.page-head .status', { hasText: /^running$/ }).waitFor({ timeout: 30_000 });
+    expect((await c.service.api('GET', `/api/v1/servers/${serverId}`)).body.data.status).toBe('running');
+    await c.page.getByTestId('announcements').getByText('app-1 is now running.').waitFor();
+  });
+
+  it('attaches and detaches a file share to a server', async () => {
+    const share = await c.service.api('POST', '/api/v1/file-storage', { name: 'shared', region: 'fra1' });
+    await waitForStatus(c.service, `/api/v1/file-storage/${share.body.data.id}`, 'available');
+    await c.open(`/file-storage/${share.body.data.id}`);
+    await c.page.getByLabel('Server').selectOption(serverId);
+    await c.page.getByRole('button', { name: 'Attach', exact: true }).click();
+    const mounted = c.page.getByRole('region', { name: 'Mounted on' });
+    await mounted.getByRole('link', { name: 'app-1' }).waitFor();
+    const server = (await c.service.api('GET', `/api/v1/servers/${serverId}`)).body.data;
+    expect(server.mounts.map((m: { file_share_id: string }) => m.file_share_id)).toEqual([share.body.data.id]);
+    await waitForStatus(c.service, `/api/v1/servers/${serverId}`, 'running');
+    await mounted.getByRole('button', { name: 'Detach from app-1' }).click();
+    await mounted.getByText('Not attached to any server.').waitFor();
+    expect((await c.service.api('GET', `/api/v1/servers/${serverId}`)).body.data.mounts).toEqual([]);
+  });
+
+  it('creates a VPN gateway without ever showing its pre-shared key, and shows the tunnel status', async () => {
+    const psk = 'correct-horse-battery-staple-42';
+    await c.open('/vpn-gateways/new');
+    await c.page.getByLabel('Name').fill('office');
+    await c.page.getByLabel('Region').selectOption('fra1');
+    await c.page.getByLabel('Tunnel type').fill('ipsec');
+    await c.page.getByLabel('Remote network CIDR').fill('192.168.10.0/24');
+    await c.page.getByLabel('Remote peer IP').fill('8.8.4.4');
+    const secret = c.page.getByLabel('Pre shared key');
+    await expect(secret.getAttribute('type')).resolves.toBe('password');
+    await secret.fill(psk);
+    await c.page.getByRole('button', { name: 'Create VPN gateway' }).click();
+    await c.page.waitForURL(/#\/vpn-gateways\/vpn_/);
+    await c.page.getByRole('region', { name: 'Tunnel' }).getByText('Tunnel status').waitFor();
+    await c.page.locator('.page-head .status', { hasText: 'active' }).waitFor({ timeout: 30_000 });
+    expect(await c.page.content()).not.toContain(psk);
+    await c.screenshot('vpn-gateway-detail');
+  });
+
+  it('deletes the load balancer after a confirmation', async () => {
+    const lb = (await c.service.api('GET', '/api/v1/load-balancers')).body.data[0];
+    await c.open(`/load-balancers/${lb.id}`);
+    await c.page.getByRole('button', { name: 'Delete' }).click();
+    const dialog = c.page.getByRole('dialog', { name: 'Delete web-1?' });
+    await dialog.waitFor();
+    // Escape keeps it.
+    await c.page.keyboard.press('Escape');
+    await dialog.waitFor({ state: 'hidden' });
+    expect((await c.service.api('GET', `/api/v1/load-balancers/${lb.id}`)).body.data.status).toBe('running');
+    await c.page.getByRole('button', { name: 'Delete' }).click();
+    await dialog.getByRole('button', { name: 'Delete load balancer' }).click();
+    await c.page.waitForURL(/#\/load-balancers$/);
+    await c.page.getByText('No load balancers yet.').waitFor();
+    expect((await c.service.api('GET', `/api/v1/load-balancers/${lb.id}`)).body.data.status).toBe('deleted');
+  });
+
+  it('loaded no resource the Content-Security-Policy refused', () => {
+    expect(cspViolations(c)).toEqual([]);
+  });
+});
+
+describe('console: a phone-sized screen and the keyboard', () => {
+  let c: ConsoleSession;
+  beforeAll(async () => {
+    c = await startConsole({ env: ENV, viewport: { width: 360, height: 740 } });
+    const lb = await c.service.api('POST', '/api/v1/load-balancers', { name: 'edge', region: 'fra1' });
+    expect(lb.status).toBe(201);
+  });
+  afterAll(async () => c?.close());
+
+  it('fits the list page in 360 px, with the navigation behind a menu button', async () => {
+    await c.open('/load-balancers');
+    await c.page.getByRole('row', { name: /edge/ }).getByText('running').waitFor({ timeout: 30_000 });
+    const overflow = await c.page.evaluate<number>('document.documentElement.scrollWidth - window.innerWidth');
+    expect(overflow).toBeLessThanOrEqual(0);
+    const menu = c.page.getByRole('button', { name: 'Menu' });
+    const nav = c.page.getByRole('navigation');
+    await expect(nav.isVisible()).resolves.toBe(false);
+    await expect(menu.getAttribute('aria-expanded')).resolves.toBe('false');
+    await c.screenshot('load-balancers-phone');
+    await menu.click();
+    await expect(menu.getAttribute('aria-expanded')).resolves.toBe('true');
+    await nav.getByRole('link', { name: 'Servers' }).click();
+    await c.page.getByRole('heading', { name: 'Servers', level: 1 }).waitFor();
+    // The menu closes once a page is chosen.
+    await expect(nav.isVisible()).resolves.toBe(false);
+  });
+
+  it('fills and sends the create form with the keyboard alone, every field labelled', async () => {
+    await c.open('/servers/new');
+    await c.page.getByLabel('Name').waitFor();
+    const unlabelled = await c.page.evaluate<string[]>("[...document.querySelectorAll('main form :is(input, select, textarea)')].filter((el) => el.labels.length === 0).map((el) => el.id)");
+    const fields = await c.page.locator('main form :is(input, select, textarea)').count();
+    expect(fields).toBeGreaterThanOrEqual(4);
+    expect(unlabelled).toEqual([]);
+    const tabTo = async (id: string) => {
+      for (let i = 0; i < 30 && (await focusedId(c.page)) !== id; i++) await c.page.keyboard.press('Tab');
+      expect(await focusedId(c.page)).toBe(id);
+    };
+    await tabTo('field-name');
+    await c.page.keyboard.type('kb-server');
+    await tabTo('field-region');
+    await c.page.keyboard.press('ArrowDown');
+    expect(await c.page.locator('#field-region').inputValue()).not.toBe('');
+    await tabTo('field-plan');
+    await c.page.keyboard.press('ArrowDown');
+    for (let i = 0; i < 10 && (await focusedText(c.page)) !== 'Create server'; i++) await c.page.keyboard.press('Tab');
+    expect(await focusedText(c.page)).toBe('Create server');
+    await c.page.keyboard.press('Enter');
+    await c.page.waitForURL(/#\/servers\/svr_/);
+    const created = (await c.service.api('GET', '/api/v1/servers')).body.data.find((s: { name: string }) => s.name === 'kb-server');
+    expect(created).toBeDefined();
+    expect(created.plan).toBe('s-1vcpu-1gb');
+    await c.screenshot('server-detail-phone');
+  });
+});
