@@ -4,13 +4,11 @@
  * Sign-in is the embedded default's: the bootstrap API key exchanged for a session cookie
  * on the console's sign-in page. The run writes the pages' screenshots to docs/screenshots/.
  */
-import http from 'node:http';
-import type { AddressInfo } from 'node:net';
-import type { BrowserContext, Page } from 'playwright-core';
+import type { Page } from 'playwright-core';
 import { eventually, TestService } from '../helpers/service';
 import { startReceiver, Receiver } from '../helpers/receiver';
-import path from 'node:path';
-import { startConsole, ConsoleSession, SCREENSHOT_DIR } from '../helpers/browser';
+import { startConsole, ConsoleSession } from '../helpers/browser';
+import { autoPostedForm, checkOnPhone as checkPageOnPhone, maskedScreenshot, sessionCookie } from './page-checks';
 
 jest.setTimeout(180_000);
 
@@ -50,31 +48,8 @@ afterEach(() => {
 });
 
 const go = (consolePath: string) => browser.open(consolePath);
-/** docs/screenshots/<name>.png; a secret the page shows once is masked, so that none is committed. */
-const screenshot = async (_page: Page, name: string) => {
-  await page.screenshot({ path: path.join(SCREENSHOT_DIR, `${name}.png`), fullPage: true, mask: [page.locator('.once-secret input')] });
-};
-
-/**
- * The page as a 360 px wide phone shows it: nothing wider than the screen (tables turn into
- * one card per row), written as docs/screenshots/<name>-phone.png; then back to the desktop.
- */
-async function checkOnPhone(name: string): Promise<void> {
-  await page.setViewportSize({ width: 360, height: 740 });
-  try {
-    await eventually(async () => (await page.evaluate<number>('document.documentElement.scrollWidth')) <= 360);
-    await screenshot(page, `${name}-phone`);
-  } finally {
-    await page.setViewportSize({ width: 1280, height: 800 });
-  }
-}
-
-/** The session cookie as a Cookie header, for requests made outside the browser. */
-async function sessionCookie(context: BrowserContext, url: string): Promise<string> {
-  const cookie = (await context.cookies(url)).find((c) => c.name === 'cloudplane_session');
-  if (!cookie) throw new Error('no session cookie');
-  return `${cookie.name}=${cookie.value}`;
-}
+const screenshot = (_page: Page, name: string) => maskedScreenshot(page, name);
+const checkOnPhone = (name: string) => checkPageOnPhone(page, name);
 
 async function createLoadBalancer(name: string): Promise<string> {
   const res = await t.api('POST', '/api/v1/load-balancers', { name, region: 'fra1' });
@@ -295,39 +270,17 @@ describe('session', () => {
     const cookie = await sessionCookie(browser.context, t.url);
     const session = (await fetch(`${t.url}/api/v1/session`, { headers: { cookie } }).then((r) => r.json())) as { data: { csrf_token: string } };
     const csrf = session.data.csrf_token as string;
-    const port = Number(new URL(t.url).port);
-
-    // A page that posts a form to the API as soon as it loads, served from two other origins:
-    // 127.0.0.2 is another site (the browser leaves a SameSite=Lax cookie off a cross-site
-    // POST), 127.0.0.1 on another port the same site (the cookie goes along, the token cannot).
-    const attacker = http.createServer((_req, res) => {
-      res.writeHead(200, { 'content-type': 'text/html' });
-      res.end(
-        `<!doctype html><form method="POST" action="${t.url}/api/v1/load-balancers"><input name="name" value="csrf-lb"><input name="region" value="fra1"></form>` +
-          '<script>document.forms[0].submit()</script>',
-      );
-    });
-    await new Promise<void>((resolve) => attacker.listen(0, '0.0.0.0', resolve));
-    const attackerPort = (attacker.address() as AddressInfo).port;
-    try {
-      const answers: Record<string, { status: number; body: string }> = {};
-      for (const host of ['127.0.0.2', '127.0.0.1']) {
-        const tab = await browser.context.newPage();
-        const answered = tab.waitForResponse((r) => r.url() === `${t.url}/api/v1/load-balancers` && r.request().method() === 'POST');
-        await tab.goto(`http://${host}:${attackerPort}/`);
-        const response = await answered;
-        answers[host] = { status: response.status(), body: await response.text() };
-        await tab.close();
-      }
-      expect(port).not.toBe(attackerPort);
-      // Another site: no cookie came along, so no session.
-      expect(answers['127.0.0.2'].status).toBe(401);
-      // The same site, the cookie sent: refused for want of the token, before the body is read.
-      expect(answers['127.0.0.1'].status).toBe(403);
-      expect(JSON.parse(answers['127.0.0.1'].body).error.message).toMatch(/X-CSRF-Token/);
-    } finally {
-      await new Promise((resolve) => attacker.close(resolve));
-    }
+    // A page that posts a form to the API as soon as it loads, from another site (the
+    // browser leaves the SameSite=Lax cookie off a cross-site POST), and from the same site
+    // on another port (the cookie goes along; the CSRF token cannot).
+    const target = `${t.url}/api/v1/load-balancers`;
+    const fields = { name: 'csrf-lb', region: 'fra1' };
+    const crossSite = await autoPostedForm(browser.context, '127.0.0.2', target, fields);
+    expect(crossSite.status).toBe(401);
+    const sameSite = await autoPostedForm(browser.context, '127.0.0.1', target, fields);
+    // Refused for want of the token, before the body is read.
+    expect(sameSite.status).toBe(403);
+    expect(JSON.parse(sameSite.body).error.message).toMatch(/X-CSRF-Token/);
 
     // The service's own check, without a browser: the cookie alone is refused, with the token accepted.
     const body = JSON.stringify({ name: 'csrf-lb', region: 'fra1' });
