@@ -7,7 +7,7 @@
 import type { Page } from 'playwright-core';
 import { eventually, TestService } from '../helpers/service';
 import { startReceiver, Receiver } from '../helpers/receiver';
-import { startConsole, ConsoleSession } from '../helpers/browser';
+import { launchBrowser, signInWithKey, startConsole, ConsoleSession } from '../helpers/browser';
 import { autoPostedForm, checkOnPhone as checkPageOnPhone, maskedScreenshot, sessionCookie } from './page-checks';
 
 jest.setTimeout(180_000);
@@ -262,6 +262,42 @@ describe('settings', () => {
     await page.getByRole('button', { name: 'Yes, remove dana@example.com' }).click();
     await page.getByRole('status').filter({ hasText: 'removed from the team' }).waitFor();
     expect((await t.api('GET', `/api/v1/settings/team/members/${member.id}`)).status).toBe(404);
+  });
+});
+
+describe('a read-only session', () => {
+  test('reads every page but is offered no write: no create, retry, delete, ask or key forms', async () => {
+    const made = await t.api('POST', '/api/v1/settings/api-keys', { name: 'auditor', scope: 'read_only' });
+    expect(made.status).toBe(201);
+    const other = await launchBrowser();
+    try {
+      const reader = await (await other.newContext({ viewport: { width: 1280, height: 800 } })).newPage();
+      await signInWithKey(reader, t.url, made.body.data.key);
+      const open = async (consolePath: string, heading: string) => {
+        await reader.goto(`${t.url}/#${consolePath}`);
+        await reader.getByRole('heading', { name: heading, level: 1 }).waitFor();
+      };
+      await open('/webhooks', 'Webhooks');
+      const webhook = (await t.api('GET', '/api/v1/webhooks')).body.data[0];
+      await reader.getByRole('link', { name: webhook.url }).waitFor();
+      expect(await reader.getByRole('button', { name: 'Create subscription' }).count()).toBe(0);
+      expect(await reader.getByRole('button', { name: /^Delete/ }).count()).toBe(0);
+      await reader.getByRole('link', { name: webhook.url }).click();
+      await reader.locator('tr[data-delivery-id]').first().waitFor();
+      expect(await reader.getByRole('button', { name: /Retry|Pause|Rotate|Delete/ }).count()).toBe(0);
+      await open('/agent', 'Agent');
+      await reader.getByRole('link', { name: 'Capacity questions' }).click();
+      await reader.getByText('Asking writes to the thread').waitFor();
+      expect(await reader.getByRole('button', { name: 'Ask' }).count()).toBe(0);
+      await open('/settings/api-keys', 'API keys');
+      await reader.getByRole('cell', { name: 'auditor', exact: true }).waitFor();
+      expect(await reader.getByRole('button', { name: /Create API key|Rotate|Revoke/ }).count()).toBe(0);
+      await open('/settings/team', 'Team and members');
+      await reader.getByText('Managing members needs an owner or admin').waitFor();
+      expect(await reader.getByRole('button', { name: /Invite member|Remove|Change role/ }).count()).toBe(0);
+    } finally {
+      await other.close();
+    }
   });
 });
 
