@@ -126,6 +126,33 @@ describe('webhooks', () => {
   });
 });
 
+describe('webhooks: a delivery waiting for its next attempt', () => {
+  test('shows pending, attempt 1/15, when the next attempt is due, and the error', async () => {
+    // A receiver that asks for a long pause (Retry-After, scaled like the schedule: 80000 s is 40 s here).
+    const busy = await startReceiver(() => ({ status: 503, headers: { 'retry-after': '80000' } }));
+    try {
+      const made = await t.api('POST', '/api/v1/webhooks', { url: busy.url, events: ['server.created'] });
+      expect(made.status).toBe(201);
+      expect((await t.api('POST', '/api/v1/servers', { name: 'waiting-1', region: 'fra1' })).status).toBe(201);
+      const pending = await eventually(async () => {
+        const res = await t.api('GET', `/api/v1/webhooks/${made.body.data.id}/deliveries`);
+        const delivery = res.body.data[0];
+        return delivery?.attempt === '1/15' && delivery.next_retry_at ? delivery : null;
+      }, 30_000);
+      await go(`/webhooks/${made.body.data.id}`);
+      const row = page.locator(`tr[data-delivery-id="${pending.id}"]`);
+      await row.waitFor();
+      expect(await row.locator('[data-label="Status"]').textContent()).toContain('pending');
+      expect(await row.locator('[data-label="Attempt"]').textContent()).toContain('1/15');
+      expect(await row.locator('[data-label="Next retry"] time').getAttribute('datetime')).toBe(pending.next_retry_at);
+      expect(await row.locator('[data-label="Next retry"]').textContent()).toMatch(/\(in \d+ s\)/);
+      expect(await row.locator('[data-label="Error"]').textContent()).toContain('receiver answered status 503');
+    } finally {
+      await busy.close();
+    }
+  });
+});
+
 describe('audit log', () => {
   test('a search by type and text finds the load balancer\'s events; a bad filter shows the API\'s message', async () => {
     const lbId = await createLoadBalancer('audited-lb');
