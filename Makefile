@@ -11,9 +11,11 @@ $(NODE_MODULES_STAMP): package.json package-lock.json
 
 deps: $(NODE_MODULES_STAMP)
 
-# The service (tsc into dist/src) and the web console (Vite into dist/console; docs/console.md).
+# The service (tsc into dist/src) and the web console (its TypeScript modules type-checked,
+# then Vite into dist/console; docs/console.md).
 build: deps
 	npx tsc -p tsconfig.json
+	npx tsc -p console/tsconfig.json
 	npx vite build --config console/vite.config.mts --logLevel warn
 
 lint: deps

@@ -9,6 +9,7 @@ import SignIn from './pages/SignIn.svelte';
 import FamilyList from './pages/families/FamilyList.svelte';
 import FamilyDetail from './pages/families/FamilyDetail.svelte';
 import FamilyCreate from './pages/families/FamilyCreate.svelte';
+import FamilyEdit from './pages/families/FamilyEdit.svelte';
 import WebhookList from './pages/webhooks/WebhookList.svelte';
 import FailedDeliveries from './pages/webhooks/FailedDeliveries.svelte';
 import WebhookDetail from './pages/webhooks/WebhookDetail.svelte';
@@ -41,6 +42,7 @@ export const routes: Route[] = [
     { pattern: `/${family.path}`, component: FamilyList, props: { family }, title: family.title, nav: { label: family.title, section: 'Resources' } },
     { pattern: `/${family.path}/new`, component: FamilyCreate, props: { family }, title: `New ${family.singular}` },
     { pattern: `/${family.path}/:id`, component: FamilyDetail, props: { family }, title: family.title },
+    { pattern: `/${family.path}/:id/edit`, component: FamilyEdit, props: { family }, title: `Change ${family.singular}` },
   ]),
   // console-pages: webhooks, audit log, agent, settings (the first match wins: /webhooks/failed before /webhooks/:id).
   { pattern: '/webhooks', component: WebhookList, title: 'Webhooks', nav: { label: 'Webhooks', section: 'Activity' } },

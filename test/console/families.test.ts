@@ -6,13 +6,15 @@
  * the create form by keyboard alone. Screenshots of the main pages go to docs/screenshots/.
  */
 import type { Page } from 'playwright-core';
-import { startConsole, ConsoleSession } from '../helpers/browser';
-import { eventually, waitForStatus } from '../helpers/service';
+import { startConsole, ConsoleSession, CONSOLE_DIR } from '../helpers/browser';
+import { eventually, request, startTestService, TestService, waitForStatus } from '../helpers/service';
+import { freePort } from '../helpers/kube-apiserver';
+import { OidcProvider, startOidcProvider } from '../helpers/oidc-provider';
 
 jest.setTimeout(120_000);
 
-/** Provisioning takes long enough that the page shows `creating` before `running`. */
-const ENV = { CLOUDPLANE_SIM_DELAY_MS: '1500', CLOUDPLANE_BACKEND_DRAIN_SECONDS: '1' };
+/** Provisioning takes long enough that the page shows `creating` before `running`; a job stays queued long enough to cancel. */
+const ENV = { CLOUDPLANE_SIM_DELAY_MS: '1500', CLOUDPLANE_SIM_DELAYS: 'job=120000', CLOUDPLANE_BACKEND_DRAIN_SECONDS: '1' };
 
 // The page's own expressions are strings: the tests are compiled without the DOM's types.
 /** Marks the document, so that a reload (a new document) would lose the mark. */
@@ -145,6 +147,26 @@ describe('console: resource families in a browser', () => {
     expect((await c.service.api('GET', `/api/v1/servers/${serverId}`)).body.data.mounts).toEqual([]);
   });
 
+  it('changes a file share from its PATCH form: a shrink is refused next to its field, a growth is saved', async () => {
+    const share = (await c.service.api('GET', '/api/v1/file-storage')).body.data[0];
+    await c.page.getByRole('link', { name: 'Change' }).click();
+    await c.page.waitForURL(/\/edit$/);
+    const size = c.page.getByLabel('Size GB');
+    await expect(size.inputValue()).resolves.toBe('100');
+    await expect(c.page.getByLabel('Name').inputValue()).resolves.toBe('shared');
+    await size.fill('50');
+    await c.page.getByRole('button', { name: 'Save changes' }).click();
+    await c.page.locator('#field-size_gb-error').waitFor();
+    await expect(size.getAttribute('aria-invalid')).resolves.toBe('true');
+    expect((await c.service.api('GET', `/api/v1/file-storage/${share.id}`)).body.data.size_gb).toBe(100);
+    await size.fill('200');
+    await c.page.getByRole('button', { name: 'Save changes' }).click();
+    await c.page.waitForURL(new RegExp(`#/file-storage/${share.id}$`));
+    await eventually(async () => (await c.service.api('GET', `/api/v1/file-storage/${share.id}`)).body.data.size_gb === 200);
+    // Only the changed field was sent: the name is as it was.
+    expect((await c.service.api('GET', `/api/v1/file-storage/${share.id}`)).body.data.name).toBe('shared');
+  });
+
   it('creates a VPN gateway without ever showing its pre-shared key, and shows the tunnel status', async () => {
     const psk = 'correct-horse-battery-staple-42';
     await c.open('/vpn-gateways/new');
@@ -181,8 +203,101 @@ describe('console: resource families in a browser', () => {
     expect((await c.service.api('GET', `/api/v1/load-balancers/${lb.id}`)).body.data.status).toBe('deleted');
   });
 
+  it('cancels a queued job; a job has no delete button', async () => {
+    await c.open('/jobs/new');
+    await c.page.getByLabel('Name').fill('nightly');
+    await c.page.getByLabel('Command').fill('echo hello');
+    await c.page.getByRole('button', { name: 'Create job' }).click();
+    await c.page.waitForURL(/#\/jobs\/job_/);
+    await c.page.locator('.page-head .status', { hasText: 'queued' }).waitFor();
+    await expect(c.page.getByRole('button', { name: 'Delete' }).count()).resolves.toBe(0);
+    await expect(c.page.getByRole('link', { name: 'Change' }).count()).resolves.toBe(0);
+    await c.page.getByRole('button', { name: 'Cancel job' }).click();
+    await c.page.locator('.page-head .status', { hasText: 'cancelled' }).waitFor();
+    const job = (await c.service.api('GET', '/api/v1/jobs')).body.data[0];
+    expect({ name: job.name, status: job.status }).toEqual({ name: 'nightly', status: 'cancelled' });
+    await c.page.getByText('Cancelled on request.').waitFor();
+  });
+
   it('loaded no resource the Content-Security-Policy refused', () => {
     expect(cspViolations(c)).toEqual([]);
+  });
+
+  it('signs out: back to the sign-in page, and the old cookie is refused', async () => {
+    const cookie = (await c.context.cookies()).find((k) => k.name === 'cloudplane_session')!;
+    const before = await request(c.url, 'GET', '/api/v1/session', undefined, { headers: { cookie: `cloudplane_session=${cookie.value}` } });
+    expect(before.status).toBe(200);
+    await c.page.getByRole('button', { name: 'Sign out' }).click();
+    await c.page.getByLabel('API key').waitFor();
+    const after = await request(c.url, 'GET', '/api/v1/session', undefined, { headers: { cookie: `cloudplane_session=${cookie.value}` } });
+    expect(after.status).toBe(401);
+    // A page of the console now leads to sign-in, and back to that page after it.
+    await c.open('/servers');
+    await c.page.waitForURL(/#\/sign-in\?return=%2Fservers$/);
+    await c.page.getByLabel('API key').fill(c.service.key);
+    await c.page.getByRole('button', { name: 'Sign in' }).click();
+    await c.page.getByRole('heading', { name: 'Servers', level: 1 }).waitFor();
+  });
+});
+
+describe('console: sign-in through an identity provider', () => {
+  let service: TestService;
+  let provider: OidcProvider;
+  let c: ConsoleSession;
+
+  beforeAll(async () => {
+    // The provider's port is known before the service starts (its issuer), the service's
+    // before the provider starts (its redirect URI).
+    const port = await freePort();
+    const client = { clientId: 'cloudplane-console', clientSecret: 'a-client-secret-of-the-console-test' };
+    service = await startTestService({
+      ...ENV,
+      CLOUDPLANE_CONSOLE_DIR: CONSOLE_DIR,
+      CLOUDPLANE_OIDC_ISSUER: `http://127.0.0.1:${port}`,
+      CLOUDPLANE_OIDC_CLIENT_ID: client.clientId,
+      CLOUDPLANE_OIDC_CLIENT_SECRET: client.clientSecret,
+    });
+    provider = await startOidcProvider({ port, ...client, redirectUris: [`${service.url}/auth/callback`], accounts: [{ email: 'owner@example.com', email_verified: true, name: 'Owner' }] });
+    // The same person owns a second team, which holds nothing yet.
+    expect((await service.api('POST', '/api/v1/teams', { name: 'Second team', owner_email: 'owner@example.com' })).status).toBe(201);
+    expect((await service.api('POST', '/api/v1/load-balancers', { name: 'first-team-lb', region: 'fra1' })).status).toBe(201);
+    c = await startConsole({ service, signIn: false });
+  });
+  afterAll(async () => {
+    await c?.close();
+    await service?.stop();
+    await provider?.stop();
+  });
+
+  it("offers only the provider, signs in on the provider's own login page, and lands on the page asked for", async () => {
+    await c.open('/servers');
+    await c.page.waitForURL(/#\/sign-in/);
+    const link = c.page.getByRole('link', { name: 'Sign in with your identity provider' });
+    await link.waitFor();
+    await expect(c.page.getByLabel('API key').count()).resolves.toBe(0);
+    await link.click();
+    await c.page.waitForURL((url) => url.origin === provider.issuer);
+    await c.page.getByPlaceholder('Enter any login').fill('owner@example.com');
+    await c.page.getByPlaceholder('and password').fill('anything');
+    await c.page.getByRole('button', { name: 'Sign-in' }).click();
+    await c.page.getByRole('button', { name: 'Continue' }).click();
+    await c.page.waitForURL(`${service.url}/#/servers`);
+    await c.page.getByRole('heading', { name: 'Servers', level: 1 }).waitFor();
+    await expect(c.page.locator('header.top').textContent()).resolves.toContain('My team');
+    const cookie = (await c.context.cookies()).find((k) => k.name === 'cloudplane_session');
+    expect(cookie?.httpOnly).toBe(true);
+  });
+
+  it('switches to the other team of the same person from the header', async () => {
+    await c.open('/load-balancers');
+    await c.page.getByRole('link', { name: 'first-team-lb' }).waitFor();
+    const team = c.page.getByLabel('Team');
+    await expect(team.locator('option').allTextContents()).resolves.toEqual(expect.arrayContaining(['My team', 'Second team']));
+    await team.selectOption({ label: 'Second team' });
+    await c.page.getByText('No load balancers yet.').waitFor();
+    const cookie = (await c.context.cookies()).find((k) => k.name === 'cloudplane_session')!;
+    const session = await request(c.url, 'GET', '/api/v1/session', undefined, { headers: { cookie: `cloudplane_session=${cookie.value}` } });
+    expect(session.body.data.team.name).toBe('Second team');
   });
 });
 
@@ -211,6 +326,18 @@ describe('console: a phone-sized screen and the keyboard', () => {
     await c.page.getByRole('heading', { name: 'Servers', level: 1 }).waitFor();
     // The menu closes once a page is chosen.
     await expect(nav.isVisible()).resolves.toBe(false);
+  });
+
+  it('shows 100 at a time, and more on asking', async () => {
+    for (let i = 0; i < 105; i++) expect((await c.service.api('POST', '/api/v1/object-storage', { name: `bucket-${i}`, region: 'fra1' })).status).toBe(201);
+    await c.open('/object-storage');
+    await c.page.getByText('100 buckets, newest first; there are more.').waitFor();
+    await expect(c.page.locator('tbody tr').count()).resolves.toBe(100);
+    await c.page.getByRole('button', { name: 'Show more' }).click();
+    await c.page.getByText('105 buckets.').waitFor();
+    await expect(c.page.locator('tbody tr').count()).resolves.toBe(105);
+    await expect(c.page.getByRole('button', { name: 'Show more' }).count()).resolves.toBe(0);
+    await c.page.getByRole('link', { name: 'bucket-0', exact: true }).waitFor();
   });
 
   it('fills and sends the create form with the keyboard alone, every field labelled', async () => {

@@ -83,13 +83,24 @@ function fieldOf(name: string, raw: FieldSchema, required: boolean): FormField {
   return { ...base, kind: (schema.maxLength ?? 0) > 1000 ? 'longtext' : 'text' };
 }
 
-/** The fields of `POST /api/v1/<path>`, in the document's order. */
-export async function createFieldsOf(path: string): Promise<FormField[]> {
+/** The body fields of an operation, in the document's order; null when the API has no such operation. */
+async function bodyFieldsOf(apiPath: string, method: 'post' | 'patch'): Promise<FormField[] | null> {
   const document = await openApiDocument();
-  const operation = document.paths[`${API_BASE}/${path}`]?.post;
-  const body = operation?.requestBody?.content?.['application/json']?.schema;
-  if (!body) throw new Error(`The API describes no create operation for ${path}.`);
+  const body = document.paths[`${API_BASE}${apiPath}`]?.[method]?.requestBody?.content?.['application/json']?.schema;
+  if (!body) return null;
   const schema = resolve(document, body) as ObjectSchema;
   const required = new Set(schema.required ?? []);
   return Object.entries(schema.properties ?? {}).map(([name, field]) => fieldOf(name, resolve(document, field), required.has(name)));
+}
+
+/** The fields of `POST /api/v1/<path>` (create). */
+export async function createFieldsOf(path: string): Promise<FormField[]> {
+  const fields = await bodyFieldsOf(`/${path}`, 'post');
+  if (!fields) throw new Error(`The API describes no create operation for ${path}.`);
+  return fields;
+}
+
+/** The fields of `PATCH /api/v1/<path>/{id}` (update), or null for a family that cannot be changed (jobs). */
+export function updateFieldsOf(path: string): Promise<FormField[] | null> {
+  return bodyFieldsOf(`/${path}/{id}`, 'patch');
 }
