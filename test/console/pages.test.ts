@@ -266,6 +266,25 @@ describe('settings', () => {
     expect((await fetch(`${t.url}/api/v1/regions`, { headers: { authorization: `Bearer ${second}` } })).status).toBe(401);
   });
 
+  test('profile and team: a change shows in the header at once', async () => {
+    await go('/settings/profile');
+    await page.getByLabel('Name').fill('Olivia Owner');
+    await page.getByRole('button', { name: 'Save profile' }).click();
+    await page.getByRole('status').filter({ hasText: 'Profile saved.' }).waitFor();
+    await page.locator('header.top').getByText('Olivia Owner').waitFor();
+    expect((await t.api('GET', '/api/v1/settings/profile')).body.data.name).toBe('Olivia Owner');
+    // The API's validation message under its field.
+    await page.getByLabel('E-mail').fill('nobody');
+    await page.getByRole('button', { name: 'Save profile' }).click();
+    await page.locator('#profile-email-error').waitFor();
+
+    await go('/settings/team');
+    await page.getByLabel('Team name').fill('Platform team');
+    await page.getByRole('button', { name: 'Save team name' }).click();
+    await page.getByRole('status').filter({ hasText: 'Team name saved.' }).waitFor();
+    await page.locator('header.top').getByText('Platform team').waitFor();
+  });
+
   test('members: invite (with the API\'s validation message), change the role, remove', async () => {
     await go('/settings/team');
     await page.getByRole('heading', { name: 'Invite a member' }).waitFor();
