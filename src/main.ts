@@ -21,7 +21,10 @@ async function serve(): Promise<void> {
   process.stdout.on('error', () => undefined);
   process.stderr.on('error', () => undefined);
   const service = await startService(config, logger);
-  const lines = [`Cloudplane is listening on ${service.url} (API under ${service.url}/api/v1, data in ${config.dataDir})`];
+  const lines = [
+    `Cloudplane is listening on ${service.url} (API under ${service.url}/api/v1, data in ${config.dataDir})`,
+    `Web console: open ${service.url}/ in a browser and sign in with an API key of your team.`,
+  ];
   if (service.bootstrap && service.bootstrap.token === config.bootstrapApiKey) {
     lines.push(`First start: created team ${service.bootstrap.teamId}; it accepts the key from CLOUDPLANE_BOOTSTRAP_API_KEY.`);
   } else if (service.bootstrap) {

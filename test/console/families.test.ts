@@ -10,6 +10,8 @@ import { startConsole, ConsoleSession, CONSOLE_DIR } from '../helpers/browser';
 import { eventually, request, startTestService, TestService, waitForStatus } from '../helpers/service';
 import { freePort } from '../helpers/kube-apiserver';
 import { OidcProvider, startOidcProvider } from '../helpers/oidc-provider';
+import { S3Server, startS3Server } from '../helpers/s3-server';
+import { PutObjectCommand } from '@aws-sdk/client-s3';
 
 jest.setTimeout(120_000);
 
@@ -125,6 +127,13 @@ describe('console: resource families in a browser', () => {
     await c.page.locator('.page-head .status', { hasText: /^stopped$/ }).waitFor({ timeout: 30_000 });
     await expect(stop.isDisabled()).resolves.toBe(true);
     expect((await c.service.api('GET', `/api/v1/servers/${serverId}`)).body.data.status).toBe('stopped');
+    // The list filtered by status, from the API's own filter.
+    await c.page.getByRole('link', { name: '← Servers' }).click();
+    await c.page.getByLabel('Status').selectOption('running');
+    await c.page.getByText('No servers are running.').waitFor();
+    await c.page.getByLabel('Status').selectOption('stopped');
+    await c.page.getByRole('row', { name: /app-1/ }).waitFor();
+    await c.page.getByRole('link', { name: 'app-1' }).click();
     await start.click();
     await c.page.locator('.page-head .status', { hasText: /^running$/ }).waitFor({ timeout: 30_000 });
     expect((await c.service.api('GET', `/api/v1/servers/${serverId}`)).body.data.status).toBe('running');
@@ -237,6 +246,41 @@ describe('console: resource families in a browser', () => {
     await c.page.getByLabel('API key').fill(c.service.key);
     await c.page.getByRole('button', { name: 'Sign in' }).click();
     await c.page.getByRole('heading', { name: 'Servers', level: 1 }).waitFor();
+  });
+});
+
+describe('console: a bucket on a real S3 endpoint', () => {
+  let s3: S3Server;
+  let c: ConsoleSession;
+  beforeAll(async () => {
+    s3 = await startS3Server();
+    c = await startConsole({ env: { ...ENV, ...s3.env, CLOUDPLANE_S3_BUCKET_PREFIX: 'cpc' } });
+  });
+  afterAll(async () => {
+    await c?.close();
+    await s3?.stop();
+  });
+
+  it('refuses to delete a bucket that holds objects, showing why, and deletes it with them when asked', async () => {
+    const created = await c.service.api('POST', '/api/v1/object-storage', { name: 'photos', region: 'fra1' });
+    const bucket = await waitForStatus(c.service, `/api/v1/object-storage/${created.body.data.id}`, 'available', 30_000);
+    const client = s3.client();
+    try {
+      await client.send(new PutObjectCommand({ Bucket: bucket.s3_bucket, Key: 'cat.jpg', Body: 'meow' }));
+    } finally {
+      client.destroy();
+    }
+    await c.open(`/object-storage/${bucket.id}`);
+    await c.page.getByRole('button', { name: 'Delete' }).click();
+    const dialog = c.page.getByRole('dialog', { name: 'Delete photos?' });
+    await dialog.getByRole('button', { name: 'Delete bucket' }).click();
+    await c.page.getByRole('alert').filter({ hasText: /objects/i }).waitFor();
+    expect((await c.service.api('GET', `/api/v1/object-storage/${bucket.id}`)).body.data.status).toBe('available');
+    await c.page.getByRole('button', { name: 'Delete' }).click();
+    await dialog.getByLabel('Also delete the objects it holds').check();
+    await dialog.getByRole('button', { name: 'Delete bucket' }).click();
+    await c.page.waitForURL(/#\/object-storage$/);
+    expect((await c.service.api('GET', `/api/v1/object-storage/${bucket.id}`)).body.data.status).toBe('deleted');
   });
 });
 

@@ -7,7 +7,8 @@
 import fs from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
-import { request, startTestService, TestService } from '../helpers/service';
+import { request, startTestService, tempDataDir, TestService } from '../helpers/service';
+import { startChildService } from '../helpers/child-service';
 
 function builtConsole(): string {
   const dir = fs.mkdtempSync(path.join(os.tmpdir(), 'cloudplane-console-'));
@@ -88,5 +89,19 @@ describe('a service built without the console', () => {
     expect(res.body).toContain('make build');
     expect((await t.api('GET', '/api/v1/regions')).status).toBe(200);
     expect((await request(t.url, 'GET', '/healthz')).status).toBe(200);
+  });
+});
+
+describe('the start-up banner of `make run`', () => {
+  it('names the console\'s address, which serves the console', async () => {
+    const service = await startChildService({ dataDir: tempDataDir(), key: `cpk_${'a1B2'.repeat(10)}` });
+    try {
+      expect(service.output()).toContain(`Web console: open ${service.url}/ in a browser`);
+      const page = await request(service.url, 'GET', '/');
+      expect(page.status).toBe(200);
+      expect(page.body).toContain('<div id="app">');
+    } finally {
+      await service.stop();
+    }
   });
 });

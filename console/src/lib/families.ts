@@ -38,6 +38,12 @@ export interface PanelProps {
   refresh: () => Promise<void>;
 }
 
+/** A choice offered in the delete confirmation, sent as `?<query>=true`. */
+export interface DeleteOption {
+  query: string;
+  label: string;
+}
+
 export interface Family {
   /** The API's path segment, also the console's: `/#/load-balancers`. */
   path: string;
@@ -49,6 +55,7 @@ export interface Family {
   /** Record fields a panel shows better than the generic detail list. */
   shownByPanels: string[];
   deletable: boolean;
+  deleteOptions?: DeleteOption[];
 }
 
 export const families: Family[] = [
@@ -113,6 +120,8 @@ export const families: Family[] = [
     panels: [],
     shownByPanels: [],
     deletable: true,
+    // A bucket holding objects is refused (409 bucket_not_empty) unless they go with it.
+    deleteOptions: [{ query: 'force', label: 'Also delete the objects it holds' }],
   },
   {
     path: 'file-storage',

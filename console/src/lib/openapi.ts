@@ -37,8 +37,14 @@ export interface FormField {
   schema: FieldSchema;
 }
 
+interface OpenApiParameter {
+  name: string;
+  in: string;
+  schema?: FieldSchema;
+}
+
 interface OpenApiDocument {
-  paths: Record<string, Record<string, { requestBody?: { content?: Record<string, { schema?: FieldSchema & Partial<ObjectSchema> }> } }>>;
+  paths: Record<string, Record<string, { parameters?: OpenApiParameter[]; requestBody?: { content?: Record<string, { schema?: FieldSchema & Partial<ObjectSchema> }> } }>>;
   components?: { schemas?: Record<string, FieldSchema & Partial<ObjectSchema>> };
 }
 
@@ -103,4 +109,11 @@ export async function createFieldsOf(path: string): Promise<FormField[]> {
 /** The fields of `PATCH /api/v1/<path>/{id}` (update), or null for a family that cannot be changed (jobs). */
 export function updateFieldsOf(path: string): Promise<FormField[] | null> {
   return bodyFieldsOf(`/${path}/{id}`, 'patch');
+}
+
+/** The states a family's list can be filtered by (its `status` query parameter), minus `destroyed`, which a list never shows. */
+export async function listStatusesOf(path: string): Promise<string[]> {
+  const document = await openApiDocument();
+  const parameter = document.paths[`${API_BASE}/${path}`]?.get?.parameters?.find((p) => p.in === 'query' && p.name === 'status');
+  return (parameter?.schema?.enum ?? []).map(String).filter((state) => state !== 'destroyed');
 }
