@@ -10,6 +10,15 @@ import FamilyList from './pages/families/FamilyList.svelte';
 import FamilyDetail from './pages/families/FamilyDetail.svelte';
 import FamilyCreate from './pages/families/FamilyCreate.svelte';
 import FamilyEdit from './pages/families/FamilyEdit.svelte';
+import WebhookList from './pages/webhooks/WebhookList.svelte';
+import FailedDeliveries from './pages/webhooks/FailedDeliveries.svelte';
+import WebhookDetail from './pages/webhooks/WebhookDetail.svelte';
+import AuditLog from './pages/audit/AuditLog.svelte';
+import AgentThreads from './pages/agent/Threads.svelte';
+import AgentThread from './pages/agent/Thread.svelte';
+import Profile from './pages/settings/Profile.svelte';
+import TeamSettings from './pages/settings/TeamSettings.svelte';
+import ApiKeys from './pages/settings/ApiKeys.svelte';
 
 export interface PageProps {
   params: Record<string, string>;
@@ -35,6 +44,17 @@ export const routes: Route[] = [
     { pattern: `/${family.path}/:id`, component: FamilyDetail, props: { family }, title: family.title },
     { pattern: `/${family.path}/:id/edit`, component: FamilyEdit, props: { family }, title: `Change ${family.singular}` },
   ]),
+  // console-pages: webhooks, audit log, agent, settings (the first match wins: /webhooks/failed before /webhooks/:id).
+  { pattern: '/webhooks', component: WebhookList, title: 'Webhooks', nav: { label: 'Webhooks', section: 'Activity' } },
+  { pattern: '/webhooks/failed', component: FailedDeliveries, title: 'Failed deliveries' },
+  { pattern: '/webhooks/:id', component: WebhookDetail, title: 'Webhook subscription' },
+  { pattern: '/audit-log', component: AuditLog, title: 'Audit log', nav: { label: 'Audit log', section: 'Activity' } },
+  { pattern: '/agent', component: AgentThreads, title: 'Agent', nav: { label: 'Agent', section: 'Activity' } },
+  { pattern: '/agent/:id', component: AgentThread, title: 'Agent thread' },
+  { pattern: '/settings', component: Profile, title: 'Profile' },
+  { pattern: '/settings/profile', component: Profile, title: 'Profile', nav: { label: 'Profile', section: 'Settings' } },
+  { pattern: '/settings/team', component: TeamSettings, title: 'Team and members', nav: { label: 'Team and members', section: 'Settings' } },
+  { pattern: '/settings/api-keys', component: ApiKeys, title: 'API keys', nav: { label: 'API keys', section: 'Settings' } },
 ];
 
 /** Where `/` and a fresh sign-in lead. */

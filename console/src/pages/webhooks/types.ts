@@ -1,0 +1,42 @@
+/** The webhook records as the API shows them (src/resources/webhook.ts, CONTRACT "Webhook deliveries"). */
+export interface Webhook {
+  id: string;
+  url: string;
+  events: string[];
+  filter: Record<string, string | string[]> | null;
+  active: boolean;
+  rate_limit_per_minute: number;
+  disabled_reason: string | null;
+  consecutive_failures: number;
+  status: 'active' | 'inactive' | 'deleted' | 'failed';
+  created_at: string;
+  updated_at: string;
+  deleted_at: string | null;
+}
+
+export type WebhookWithSecret = Webhook & { secret: string };
+
+export type DeliveryStatus = 'pending' | 'succeeded' | 'failed';
+
+export interface Delivery {
+  id: string;
+  webhook_id: string;
+  event_id: string;
+  event_type: string;
+  status: DeliveryStatus;
+  /** "<n>/15" */
+  attempt: string;
+  next_retry_at: string | null;
+  response_status: number | null;
+  error: string | null;
+  created_at: string;
+  updated_at: string;
+}
+
+/** "load_balancer.*, server.running" or one per line, as typed, into the API's list. */
+export function eventsFromText(text: string): string[] {
+  return text
+    .split(/[\s,]+/)
+    .map((part) => part.trim())
+    .filter(Boolean);
+}
