@@ -11,11 +11,13 @@ $(NODE_MODULES_STAMP): package.json package-lock.json
 
 deps: $(NODE_MODULES_STAMP)
 
-# The service (tsc into dist/src) and the web console (its TypeScript modules type-checked,
-# then Vite into dist/console; docs/console.md).
+# The service (tsc into dist/src) and the web console (its TypeScript modules and the
+# scripts and markup of its .svelte components type-checked, accessibility warnings
+# included, then Vite into dist/console; docs/console.md).
 build: deps
 	npx tsc -p tsconfig.json
 	npx tsc -p console/tsconfig.json
+	npx svelte-check --workspace console --tsconfig ./tsconfig.json --fail-on-warnings --output machine
 	npx vite build --config console/vite.config.mts --logLevel warn
 
 lint: deps
