@@ -121,7 +121,9 @@ describe('teams, members and keys through the API', () => {
   it('refuses every write route of the API to a viewer and to a read_only key, so a new route cannot forget it', async () => {
     const readOnly = (await ownerB('POST', KEYS, { name: 'dashboards', scope: 'read_only' })).body.data.key;
     // Every route the server has, documented or not, from Fastify's own route tree.
-    const writes = routesOf(t.service.app.printRoutes({ commonPrefix: false })).filter(({ method }) => !['GET', 'HEAD', 'OPTIONS'].includes(method));
+    // The console's sign-in (/auth/*) is outside /api/v1 and its document: POST /auth/session
+    // exchanges the key it is sent for a session of that key's own role and scope.
+    const writes = routesOf(t.service.app.printRoutes({ commonPrefix: false })).filter(({ method, url }) => !['GET', 'HEAD', 'OPTIONS'].includes(method) && !url.startsWith('/auth/'));
     const document = (await t.api('GET', '/api/v1/openapi.json', undefined, { key: null })).body;
     const documented = Object.entries<Record<string, unknown>>(document.paths).flatMap(([path, item]) =>
       Object.keys(item).filter((m) => m !== 'get').map((m) => `${m.toUpperCase()} ${path.replace(/\{([^}]+)\}/g, ':$1')}`),
@@ -129,8 +131,12 @@ describe('teams, members and keys through the API', () => {
     expect(writes.map(({ method, url }) => `${method} ${url}`).sort()).toEqual(documented.sort());
     expect(writes.length).toBeGreaterThan(30);
 
+    // A caller's own session is theirs whatever their role: a viewer or a read_only session
+    // may still switch team or sign out (test/api/sessions.test.ts).
+    const ownSession = new Set(['PUT /api/v1/session', 'DELETE /api/v1/session']);
     const wrongly: string[] = [];
     for (const { method, url } of writes) {
+      if (ownSession.has(`${method} ${url}`)) continue;
       const path = url.replace(/:[a-z_]+/g, 'x_0000000000000000');
       for (const [who, key] of [['viewer', viewer.key], ['read_only key', readOnly]]) {
         const res = await t.api(method, path, {}, { key });
