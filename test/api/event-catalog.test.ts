@@ -26,7 +26,7 @@ const HOOK = 'https://example.com/hook';
 const VPN = { region: 'fra1', tunnel_type: 'ipsec', remote_network_cidr: '192.168.10.0/24', remote_peer_ip: '8.8.4.4' };
 
 /** Types of failures, the auto-disable and kubectl-only edits, which this drive does not cause. */
-const NOT_DRIVEN = ['load_balancer.failed', 'vpn_gateway.failed', 'server.failed', 'bucket.failed', 'file_share.failed', 'vpn_gateway.destroyed', 'profile.created', 'profile.removed', 'api_key.updated', 'webhook.disabled'];
+const NOT_DRIVEN = ['load_balancer.failed', 'vpn_gateway.failed', 'server.failed', 'bucket.failed', 'file_share.failed', 'vpn_gateway.destroyed', 'api_key.updated', 'webhook.disabled'];
 
 interface AuditEvent {
   id: string;
@@ -139,6 +139,8 @@ describe('event catalog', () => {
 
     await ok('PATCH', '/api/v1/settings/team', { name: 'Catalogued' });
     await ok('PATCH', '/api/v1/settings/profile', { name: 'Cat Alog' });
+    const member = await created('/api/v1/settings/team/members', { email: 'cat@example.com', role: 'member' });
+    await ok('DELETE', `/api/v1/settings/team/members/${member}`);
     const key = await created('/api/v1/settings/api-keys', { name: 'cat-key' });
     await ok('DELETE', `/api/v1/settings/api-keys/${key}`);
     await created('/api/v1/agent/threads', {});
@@ -146,7 +148,7 @@ describe('event catalog', () => {
     await ok('PATCH', `/api/v1/webhooks/${hook}`, { events: ['server.running'] });
     await ok('DELETE', `/api/v1/webhooks/${hook}`);
 
-    const wanted = ['load_balancer.destroyed', 'server.destroyed', 'vpn_gateway.deleted', 'job.cancelled', 'job.failed', 'api_key.revoked', 'webhook.deleted', 'bucket.destroyed', 'file_share.destroyed'];
+    const wanted = ['profile.removed', 'load_balancer.destroyed', 'server.destroyed', 'vpn_gateway.deleted', 'job.cancelled', 'job.failed', 'api_key.revoked', 'webhook.deleted', 'bucket.destroyed', 'file_share.destroyed'];
     const events = await eventually(async () => {
       const all = await auditLog();
       const types = new Set(all.map((e) => e.type));
