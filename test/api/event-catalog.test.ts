@@ -15,6 +15,7 @@ import { eventCatalog } from '../../src/events/catalog';
 import { families } from '../../src/resources/registry';
 import { newId } from '../../src/lib/ids';
 import type { Webhook } from '../../src/resources/webhook';
+import { ConflictError } from '../../src/store/types';
 
 const ENV = {
   CLOUDPLANE_WEBHOOK_ALLOW_HTTP: 'true',
@@ -25,13 +26,32 @@ const ENV = {
 const HOOK = 'https://example.com/hook';
 const VPN = { region: 'fra1', tunnel_type: 'ipsec', remote_network_cidr: '192.168.10.0/24', remote_peer_ip: '8.8.4.4' };
 
-/** Types of failures, the auto-disable and kubectl-only edits, which this drive does not cause. */
+/**
+ * Types the lifecycle drive does not cause: failures (the next test causes them on a
+ * service whose provider fails), a VPN gateway's destruction (its deletion takes longer),
+ * the auto-disable and kubectl-only edits of API keys.
+ */
 const NOT_DRIVEN = ['load_balancer.failed', 'vpn_gateway.failed', 'server.failed', 'bucket.failed', 'file_share.failed', 'vpn_gateway.destroyed', 'api_key.updated', 'webhook.disabled'];
 
 interface AuditEvent {
   id: string;
   type: string;
   data: Record<string, unknown>;
+}
+
+/** Events whose `data` the schema of their catalog entry refuses, with ajv's reasons. */
+function invalidData(events: AuditEvent[]): string[] {
+  const ajv = addFormats(new Ajv({ allErrors: true, strict: false }));
+  const validators = new Map<string, ValidateFunction>();
+  const problems: string[] = [];
+  for (const event of events) {
+    const entry = eventCatalog().find((e) => e.type === event.type);
+    if (!entry) continue;
+    if (!validators.has(entry.category)) validators.set(entry.category, ajv.compile(JSON.parse(JSON.stringify(entry.data_schema))));
+    const validate = validators.get(entry.category)!;
+    if (!validate(event.data)) problems.push(`${event.type} ${event.id}: ${ajv.errorsText(validate.errors)}`);
+  }
+  return problems;
 }
 
 describe('event catalog', () => {
@@ -162,16 +182,35 @@ describe('event catalog', () => {
     const notDriven = [...catalog.keys()].filter((type) => !emitted.includes(type));
     expect(notDriven.filter((type) => !NOT_DRIVEN.includes(type))).toEqual([]);
 
-    const ajv = addFormats(new Ajv({ allErrors: true, strict: false }));
-    const validators = new Map<string, ValidateFunction>();
-    const problems: string[] = [];
-    for (const event of events) {
-      const entry = catalog.get(event.type)!;
-      if (!validators.has(entry.category)) validators.set(entry.category, ajv.compile(JSON.parse(JSON.stringify(entry.data_schema))));
-      const validate = validators.get(entry.category)!;
-      if (!validate(event.data)) problems.push(`${event.type} ${event.id}: ${ajv.errorsText(validate.errors)}`);
+    expect(invalidData(events)).toEqual([]);
+  });
+
+  it('holds the failures of every driver-backed family, with data valid by its schema', async () => {
+    // A second service whose simulated provider fails every provisioning.
+    const failing = await startTestService({ ...ENV, CLOUDPLANE_SIM_FAILURES: 'load_balancer=1,vpn_gateway=1,server=1,bucket=1,file_share=1' });
+    try {
+      const made = await Promise.all([
+        failing.api('POST', '/api/v1/load-balancers', { name: 'bad-lb', region: 'fra1' }),
+        failing.api('POST', '/api/v1/vpn-gateways', { ...VPN, name: 'bad-vpn' }),
+        failing.api('POST', '/api/v1/servers', { name: 'bad-svr', region: 'fra1' }),
+        failing.api('POST', '/api/v1/object-storage', { name: 'bad-bucket', region: 'fra1' }),
+        failing.api('POST', '/api/v1/file-storage', { name: 'bad-share', region: 'fra1' }),
+      ]);
+      expect(made.map((res) => res.status)).toEqual([201, 201, 201, 201, 201]);
+      const failures = ['load_balancer.failed', 'vpn_gateway.failed', 'server.failed', 'bucket.failed', 'file_share.failed'];
+      const categoryEvents = async () =>
+        (await Promise.all(failures.map(async (type) => (await failing.api('GET', `/api/v1/audit-log?limit=100&type=${type.split('.')[0]}.*`)).body.data as AuditEvent[]))).flat();
+      const events = await eventually(async () => {
+        const all = await categoryEvents();
+        return failures.every((type) => all.some((e) => e.type === type)) && all;
+      }, 30_000);
+      expect(failures.filter((type) => !events.some((e) => e.type === type))).toEqual([]);
+      const catalog = new Set(eventCatalog().map((entry) => entry.type));
+      expect(events.filter((e) => !catalog.has(e.type)).map((e) => e.type)).toEqual([]);
+      expect(invalidData(events)).toEqual([]);
+    } finally {
+      await failing.stop();
     }
-    expect(problems).toEqual([]);
   });
 
   describe('subscriptions name only what the catalog holds', () => {
@@ -234,22 +273,29 @@ describe('event catalog', () => {
       const failed = await waitForStatus(t, `/api/v1/webhooks/${id}`, 'failed', 30_000);
       expect(failed.disabled_reason).toMatch(/events\[1\] `incident.opened` is not an event type the service emits/);
 
+      // As kubectl edit does: the latest version, again if the service wrote in between.
+      const edit = (change: Partial<Webhook['spec']>, when: (latest: Webhook) => boolean = () => true) =>
+        eventually(async () => {
+          const latest = (await store.get('WebhookSubscription', t.teamId, id)) as Webhook;
+          if (!when(latest)) return false;
+          try {
+            await store.update({ ...latest, spec: { ...latest.spec, ...change } });
+            return true;
+          } catch (err) {
+            if (err instanceof ConflictError) return false;
+            throw err;
+          }
+        });
+
       // Fixing the manifest adopts it.
-      const current = (await store.get('WebhookSubscription', t.teamId, id)) as Webhook;
-      await store.update({ ...current, spec: { ...current.spec, events: ['server.*'] } });
+      await edit({ events: ['server.*'] });
       await waitForStatus(t, `/api/v1/webhooks/${id}`, 'active', 30_000);
 
       // An edit of an accepted one that breaks the rules ends it failed, with the reason.
-      await eventually(async () => {
-        const latest = (await store.get('WebhookSubscription', t.teamId, id)) as Webhook;
-        if (latest.status.observed_generation < latest.meta.generation) return false;
-        await store.update({ ...latest, spec: { ...latest.spec, filter: { 'server.colour': 'blue' } } });
-        return true;
-      });
+      await edit({ filter: { 'server.colour': 'blue' } }, (latest) => latest.status.observed_generation >= latest.meta.generation);
       const refusedEdit = await waitForStatus(t, `/api/v1/webhooks/${id}`, 'failed', 30_000);
       expect(refusedEdit.disabled_reason).toMatch(/filter.server.colour names `colour`, which is no field of the data of `server` events/);
-      const again = (await store.get('WebhookSubscription', t.teamId, id)) as Webhook;
-      await store.update({ ...again, spec: { ...again.spec, filter: { 'server.region': 'fra1' } } });
+      await edit({ filter: { 'server.region': 'fra1' } });
       expect(await waitForStatus(t, `/api/v1/webhooks/${id}`, 'active', 30_000)).toMatchObject({ filter: { 'server.region': 'fra1' } });
     });
   });
