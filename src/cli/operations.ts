@@ -295,6 +295,14 @@ function actions(): Operation[] {
       columns: ['id', 'type', 'created_at', 'actor'],
     },
     { command: ['regions', 'list'], summary: 'List regions', method: 'GET', path: '/regions', columns: ['id', 'name', 'available'] },
+    {
+      command: ['event-types', 'list'],
+      summary: 'List the event types the service emits (what a webhook subscription can name)',
+      method: 'GET',
+      path: '/event-types',
+      query: Type.Object({ category: Type.Optional(Type.String({ description: 'Only the types of this category (`server`, `load_balancer`, ...).' })) }),
+      columns: ['type', 'category', 'description'],
+    },
     { command: ['teams', 'list'], summary: 'List every team (installation admin)', method: 'GET', path: '/teams', query: listQuerySchema(team.states), paged: true, columns: columnsOf(team) },
     { command: ['teams', 'get'], summary: 'Get a team (installation admin)', method: 'GET', path: '/teams/{id}', columns: columnsOf(team) },
     {

@@ -62,6 +62,7 @@ export const teamFamily: FamilyDefinition<TeamSpec, BaseStatus> = {
   providerBacked: false,
   deletion: 'immediate',
   creationEvent: 'created',
+  eventVerbs: { updated: 'had its record changed (through the API, or an edit of its custom resource).' },
   standardRoutes: false,
   description: 'A team: the owner of every resource, key and user in it. In Kubernetes, a namespace.',
   schemas: {
@@ -97,6 +98,7 @@ export const userFamily: FamilyDefinition<UserSpec, BaseStatus> = {
   providerBacked: false,
   deletion: 'immediate',
   creationEvent: 'created',
+  eventVerbs: { updated: 'had its record changed (through the API, or an edit of its custom resource).' },
   standardRoutes: false,
   description: 'A user of a team; the profile of the caller.',
   schemas: {
@@ -143,6 +145,7 @@ export const apiKeyFamily: FamilyDefinition<ApiKeySpec, ApiKeyStatus> = {
   providerBacked: false,
   deletion: 'immediate',
   creationEvent: 'created',
+  eventVerbs: { updated: 'had its record changed (through the API, or an edit of its custom resource).' },
   standardRoutes: false,
   description: 'An API key of a user. Only a hash of the key is kept, in a Secret; the key itself is shown once.',
   schemas: {

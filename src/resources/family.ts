@@ -115,7 +115,13 @@ export interface FamilyDefinition<Spec = any, Status extends BaseStatus = any> {
   initialStatus(spec: Spec): Omit<Status, keyof BaseStatus>;
   /** The resource as the API shows it. Never includes secrets. */
   toRecord(resource: Resource<Spec, Status>): Record<string, unknown>;
-  /** Extra event verbs for a status change, e.g. `backend_attached`. */
+  /**
+   * Event verbs besides the creation and the states, each with what the event says for the
+   * event catalog (src/events/catalog.ts), after "A <title> ": `updated` where a change of
+   * the spec is settled into observed_config, and every verb extraEvents can return.
+   */
+  eventVerbs?: Readonly<Record<string, string>>;
+  /** Extra event verbs for a status change, e.g. `backend_attached`; each one is in eventVerbs. */
   extraEvents?(previous: Resource<Spec, Status> | undefined, next: Resource<Spec, Status>): string[];
   /** The name used for sorting and uniqueness. */
   nameOf(spec: Spec): string;

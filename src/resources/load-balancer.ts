@@ -105,6 +105,11 @@ export const loadBalancerFamily: FamilyDefinition<LoadBalancerSpec, LoadBalancer
   providerBacked: true,
   deletion: 'immediate',
   creationEvent: 'created',
+  eventVerbs: {
+    updated: 'had a new configuration applied (a PATCH, or an edit of its custom resource).',
+    backend_attached: 'got a server attached as a backend.',
+    backend_detached: 'had a backend detached (it drains for the grace period).',
+  },
   actionFields: ['backends'],
   description: 'A load balancer distributing HTTP, HTTPS or TCP traffic over attached servers.',
   schemas: {

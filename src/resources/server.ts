@@ -59,6 +59,7 @@ export const serverFamily: FamilyDefinition<ServerSpec, ServerStatus> = {
   providerBacked: true,
   deletion: 'immediate',
   creationEvent: 'created',
+  eventVerbs: { updated: 'had a new configuration applied (a PATCH, or an edit of its custom resource).' },
   actionFields: ['power_state', 'reboot_requests'],
   description: 'A virtual server. Stop, start and reboot are actions; a deleted server is kept for the retention period, then destroyed.',
   schemas: {

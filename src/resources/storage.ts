@@ -45,6 +45,7 @@ export const bucketFamily: FamilyDefinition<BucketSpec, BucketStatus> = {
     message: 'The bucket still holds objects. Delete them first, or delete the bucket with ?force=true to delete them with it.',
   },
   creationEvent: 'created',
+  eventVerbs: { updated: 'had a new configuration applied (a PATCH, or an edit of its custom resource).' },
   uniqueNames: true,
   description: 'An S3-compatible object storage bucket.',
   schemas: {
@@ -117,6 +118,7 @@ export const fileShareFamily: FamilyDefinition<FileShareSpec, FileShareStatus> =
   providerBacked: true,
   deletion: 'immediate',
   creationEvent: 'created',
+  eventVerbs: { updated: 'had a new configuration applied (a PATCH, or an edit of its custom resource).' },
   description: 'An NFS file share mountable from the team network.',
   referencedBy: { kind: serverFamily.kind, title: serverFamily.title, field: 'file_shares' },
   schemas: {

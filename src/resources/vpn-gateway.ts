@@ -105,6 +105,7 @@ export const vpnGatewayFamily: FamilyDefinition<VpnGatewaySpec, VpnGatewayStatus
   providerBacked: true,
   deletion: 'background',
   creationEvent: 'created',
+  eventVerbs: { updated: 'had a new configuration applied (a PATCH, or an edit of its custom resource).' },
   description: 'A site-to-site VPN gateway connecting the team network to a remote network over IPsec or WireGuard.',
   secret: {
     field: 'pre_shared_key',

@@ -2,7 +2,8 @@
  * WebhookSubscription custom resources made with kubectl (cluster mode), taken in like
  * every other family's: adoption (controllers/adoption.ts) judges the spec by the create
  * rules (an address the target guard refuses ends `failed`), and this reconciler settles
- * the state that a kubectl edit of the spec calls for, and finishes a kubectl delete as
+ * the state that a kubectl edit of the spec calls for (an edit naming events or filter
+ * fields the event catalog lacks ends `failed` too), and finishes a kubectl delete as
  * the API's DELETE does. The signing secret is made before adoption writes the first
  * status, so no delivery is ever made unsigned (as the API makes it before the resource);
  * it lives in the store secret, a Kubernetes Secret whose name the status gives, never in
@@ -12,7 +13,8 @@
 import type { Store } from '../store/types';
 import type { ResourceWriter } from '../resources/writer';
 import type { ReconcileResult, Reconciler } from '../controllers/controller';
-import { Webhook, webhookFamily, webhookSecretName } from '../resources/webhook';
+import { subscriptionRuleProblems, Webhook, webhookFamily, webhookSecretName } from '../resources/webhook';
+import { validationFailed } from '../lib/errors';
 import { nowIso } from '../lib/time';
 import { deleteSecret, ensureSecret } from './secrets';
 import { settle } from './subscription';
@@ -41,9 +43,23 @@ export class WebhookSubscriptionReconciler implements Reconciler {
     // A change written moments ago is the API request's to settle, with the caller as actor.
     const wait = apiSettleWait(webhook);
     if (wait > 0) return { requeueAfterMs: wait };
+    if (webhook.meta.generation > webhook.status.observed_generation && (await this.refusedEdit(webhook))) return;
     const named = this.secretObjectName ? { signing_secret_name: this.secretObjectName(webhookSecretName(id)) } : {};
-    await settle(this.writer, team, id, ACTOR, false, named);
+    await settle(this.writer, team, id, ACTOR, false, named, webhook.meta.generation);
     if (isListener(webhook)) return this.reapLapsed(webhook);
+  }
+
+  /**
+   * A kubectl edit is judged by the rules the API's create applies to `events` and `filter`
+   * (types and fields the event catalog has), since no admission webhook refused it: one
+   * they break ends the subscription `failed` with the reason, as adoption does a refused
+   * manifest, and a fixed manifest is adopted again. Answers whether it was refused.
+   */
+  private async refusedEdit(webhook: Webhook): Promise<boolean> {
+    const problems = subscriptionRuleProblems(webhook.spec.events, webhook.spec.filter);
+    if (problems.length === 0) return false;
+    await this.writer.initialize(webhookFamily, webhook, ACTOR, validationFailed(problems).message);
+    return true;
   }
 
   /** A listener lives while its lease is renewed (a CLI holds its stream); once it lapses, it is deleted. */

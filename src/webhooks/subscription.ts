@@ -13,13 +13,18 @@ export function stateOf(webhook: Webhook): 'active' | 'inactive' | 'deleted' | '
   return webhook.spec.active && !webhook.status.disabled_reason ? 'active' : 'inactive';
 }
 
-/** Brings status in line with the spec just written: state, and the hash whose change is `webhook.updated`. */
-export function settle(writer: ResourceWriter, team: string, id: string, actor: string, reenable = false, extra: Record<string, unknown> = {}): Promise<Webhook> {
+/**
+ * Brings status in line with the spec just written: state, and the hash whose change is
+ * `webhook.updated`. `judgedGeneration` (the reconciler's): only that generation of the
+ * spec is settled; a newer one written meanwhile waits for its own judgement.
+ */
+export function settle(writer: ResourceWriter, team: string, id: string, actor: string, reenable = false, extra: Record<string, unknown> = {}, judgedGeneration?: number): Promise<Webhook> {
   return writer.mutateStatus<Webhook>(
     webhookFamily,
     team,
     id,
     (current) => {
+      if (judgedGeneration !== undefined && current.meta.generation !== judgedGeneration) return null;
       const reset = reenable && current.status.status !== 'deleted' ? { disabled_reason: null, consecutive_failures: 0 } : {};
       const next = { ...current, status: { ...current.status, ...reset } } as Webhook;
       const changes = { ...reset, ...extra, status: stateOf(next), observed_config: configHash(webhookFamily, current.spec as unknown as Record<string, unknown>), observed_generation: current.meta.generation };

@@ -149,6 +149,7 @@ describe('GET /api/v1/openapi.json', () => {
         'GET /api/v1/jobs/{id}': 'getJob',
         'POST /api/v1/jobs/{id}/cancel': 'cancelJob',
         'GET /api/v1/regions': 'listRegions',
+        'GET /api/v1/event-types': 'listEventTypes',
         'GET /api/v1/audit-log': 'listAuditEvents',
         'GET /api/v1/settings/profile': 'getProfile',
         'PATCH /api/v1/settings/profile': 'updateProfile',

@@ -51,7 +51,7 @@ const CASES: FamilyCase[] = [
   {
     family: 'webhook',
     path: '/api/v1/webhooks',
-    body: () => ({ url: 'https://example.com/hook', events: ['incident.opened'] }),
+    body: () => ({ url: 'https://example.com/hook', events: ['server.running'] }),
     release: async (t, id) => {
       expect((await t.api('DELETE', `/api/v1/webhooks/${id}`)).status).toBe(200);
     },
@@ -98,7 +98,7 @@ describe('per-team quotas', () => {
   it('lets only as many of a burst of concurrent creates through as the quota has room for', async () => {
     const held = (await t.api('GET', '/api/v1/webhooks?limit=100')).body.data as Array<{ id: string }>;
     for (const { id } of held) expect((await t.api('DELETE', `/api/v1/webhooks/${id}`)).status).toBe(200);
-    const burst = await Promise.all(Array.from({ length: 8 }, () => t.api('POST', '/api/v1/webhooks', { url: 'https://example.com/hook', events: ['incident.opened'] })));
+    const burst = await Promise.all(Array.from({ length: 8 }, () => t.api('POST', '/api/v1/webhooks', { url: 'https://example.com/hook', events: ['server.running'] })));
     const statuses = burst.map((r) => r.status).sort();
     expect(statuses).toEqual([201, 201, 422, 422, 422, 422, 422, 422]);
     expect((await t.api('GET', '/api/v1/webhooks?limit=100')).body.data).toHaveLength(QUOTAS.webhook);

@@ -286,7 +286,7 @@ describe('agent, settings and audit log', () => {
     expect((await run(['regions', 'list'], { env: { CLOUDPLANE_API_KEY: rotated.key } })).code).toBe(4);
   });
 
-  it('teams (the first team is the installation admin), audit-log search and regions', async () => {
+  it('teams (the first team is the installation admin), audit-log search, regions and event types', async () => {
     expect((await json(['teams', 'list'])).map((team: any) => team.id)).toContain(t.teamId);
     expect(await json(['teams', 'get', t.teamId])).toMatchObject({ id: t.teamId });
     const bucket = await json(['object-storage', 'create', '--name', 'audited', '--region', 'lon1', '--wait']);
@@ -300,5 +300,8 @@ describe('agent, settings and audit log', () => {
     expect(bad.code).toBe(1);
     expect(bad.stderr).toMatch(/^Error: validation_failed: since: /);
     expect((await json(['regions', 'list'])).map((r: any) => r.id)).toContain('fra1');
+    const serverTypes = await json(['event-types', 'list', '--category', 'server']);
+    expect(serverTypes.map((e: any) => e.type)).toContain('server.running');
+    expect(serverTypes.every((e: any) => e.category === 'server' && e.data_schema.properties.region)).toBe(true);
   });
 });

@@ -3,6 +3,7 @@ import type { FastifyInstance } from 'fastify';
 import type { ApiContext } from '../context';
 import { registerLoadBalancerRoutes } from './load-balancers';
 import { registerRegionRoutes } from './regions';
+import { registerEventTypeRoutes } from './event-types';
 import { registerAuditLogRoutes } from './audit-log';
 import { registerVpnGatewayRoutes } from './vpn-gateways';
 import { registerServerRoutes } from './servers';
@@ -17,6 +18,7 @@ import { registerSessionRoutes } from './session';
 
 export function registerRouteModules(app: FastifyInstance, ctx: ApiContext): void {
   registerRegionRoutes(app, ctx);
+  registerEventTypeRoutes(app, ctx);
   registerLoadBalancerRoutes(app, ctx);
   registerAuditLogRoutes(app, ctx);
   registerVpnGatewayRoutes(app, ctx);

@@ -11,8 +11,8 @@ import type { ApiContext } from '../context';
 import { send } from '../envelope';
 import { assertChangeable, envelopeOf, ErrorEnvelope, findResource, principalOf } from './families';
 import { createSubscription, findDelivery, WithSecret } from './webhooks';
-import { deliveryFamily, DEFAULT_RATE_LIMIT_PER_MINUTE, assertFilter, Webhook, webhookFamily, WebhookSpec } from '../../resources/webhook';
-import { families } from '../../resources/registry';
+import { deliveryFamily, DEFAULT_RATE_LIMIT_PER_MINUTE, assertSubscription, Webhook, webhookFamily, WebhookSpec } from '../../resources/webhook';
+import { eventCategories } from '../../events/catalog';
 import { invalidState } from '../../lib/errors';
 import { newId } from '../../lib/ids';
 import { withinQuota } from '../../resources/quota';
@@ -51,7 +51,7 @@ const Answer = Type.Object(
 const ANSWER_BODY_LIMIT = 4096;
 
 /** Every category of event: a listener without `events` gets them all, as `stripe listen` does. */
-const ALL_EVENTS = [...new Set(families.map((family) => `${family.name}.*`))];
+const allEvents = () => eventCategories().map((category) => `${category}.*`);
 
 interface AnswerBody {
   attempt: number;
@@ -79,8 +79,8 @@ export function registerWebhookListenerRoutes(app: FastifyInstance, ctx: ApiCont
     handler: async (request, reply) => {
       const { team, key } = principalOf(request);
       const body = request.body as { events?: string[]; filter?: WebhookSpec['filter']; forward_to?: string };
-      assertFilter(body.filter);
-      const spec: WebhookSpec = { url: listenerUrl(body.forward_to), events: body.events ?? ALL_EVENTS, filter: body.filter ?? null, active: true, rate_limit_per_minute: DEFAULT_RATE_LIMIT_PER_MINUTE };
+      assertSubscription(body.events, body.filter);
+      const spec: WebhookSpec = { url: listenerUrl(body.forward_to), events: body.events ?? allEvents(), filter: body.filter ?? null, active: true, rate_limit_per_minute: DEFAULT_RATE_LIMIT_PER_MINUTE };
       const id = newId(webhookFamily.idPrefix);
       // The lease first: the reaper never finds a listener without one, and a CLI has a lease's time to attach.
       await claimLease(ctx.store, team, id, '', ctx.config.webhooks.listenerLeaseMs);

@@ -1,0 +1,111 @@
+/**
+ * The event catalog: every event type the service can emit, with its category, a one-line
+ * description and the JSON Schema of its `data`. It is read from where events come from,
+ * not kept as a list of its own: every event today is a resource family's state change
+ * (resources/transitions.ts buildEvents), so a family's types are its creation event, the
+ * states it reports (eventStates) and its other verbs (eventVerbs), and its `data` is its
+ * record. A family added to resources/registry.ts is in the catalog with nothing more to do.
+ * An event published elsewhere than from a family's state change is declared in
+ * STANDALONE_EVENTS below, next to the module that publishes it.
+ *
+ * Subscriptions may name only what is here (subscriptionProblems): a type or pattern that
+ * nothing emits would be accepted and never fire.
+ */
+import type { TObject } from '@sinclair/typebox';
+import type { FieldError } from '../lib/errors';
+import type { AnyFamily } from '../resources/family';
+import { stateEmitsEvent } from '../resources/transitions';
+import type { WebhookFilter } from '../webhooks/matching';
+import { categoryOf } from './types';
+
+export interface EventTypeEntry {
+  /** `<category>.<verb>`, e.g. `load_balancer.running`. */
+  type: string;
+  /** The part of the type before the dot; `filter` keys are `<category>.<field of data>`. */
+  category: string;
+  description: string;
+  /** JSON Schema of the event's `data`. */
+  data_schema: TObject;
+}
+
+/**
+ * Events that are no family's state change, declared by the module that publishes them
+ * (none yet: every event the service emits today comes from a family).
+ */
+const STANDALONE_EVENTS: readonly EventTypeEntry[] = [];
+
+const article = (title: string) => (/^[aeiou]/i.test(title) ? 'An' : 'A');
+
+/** A family's event types, in the order of its lifecycle. */
+export function familyEventTypes(family: AnyFamily): EventTypeEntry[] {
+  const subject = `${article(family.title)} ${family.title}`;
+  const entry = (verb: string, description: string): EventTypeEntry => ({ type: `${family.name}.${verb}`, category: family.name, description, data_schema: family.schemas.record });
+  const entries: EventTypeEntry[] = [];
+  if (family.creationEvent) entries.push(entry(family.creationEvent, `${subject} was created.`));
+  for (const state of family.states) {
+    if (stateEmitsEvent(family, state)) entries.push(entry(state, `${subject} is now ${state}.`));
+  }
+  for (const [verb, predicate] of Object.entries(family.eventVerbs ?? {})) entries.push(entry(verb, `${subject} ${predicate}`));
+  return entries;
+}
+
+let catalog: readonly EventTypeEntry[] | undefined;
+
+/**
+ * Built on first use. The registry is required here rather than imported: resources/webhook.ts,
+ * one of its families, judges subscriptions by the catalog, and an import would evaluate the
+ * registry while webhook.ts is half-loaded whenever webhook.ts is the first of them loaded.
+ */
+export function eventCatalog(): readonly EventTypeEntry[] {
+  if (!catalog) {
+    const { families }: typeof import('../resources/registry') = require('../resources/registry');
+    catalog = [...families.flatMap(familyEventTypes), ...STANDALONE_EVENTS];
+  }
+  return catalog;
+}
+
+export function eventTypeEntry(type: string): EventTypeEntry | undefined {
+  return eventCatalog().find((entry) => entry.type === type);
+}
+
+/** Every category with at least one type. */
+export function eventCategories(): string[] {
+  return [...new Set(eventCatalog().map((entry) => entry.category))];
+}
+
+/** Fields of the `data` of a category's events: what its `filter` keys may name. */
+export function dataFieldsOf(category: string): Set<string> {
+  const fields = new Set<string>();
+  for (const entry of eventCatalog()) if (entry.category === category) for (const field of Object.keys(entry.data_schema.properties)) fields.add(field);
+  return fields;
+}
+
+const CATALOG_HINT = 'GET /api/v1/event-types lists them';
+
+/**
+ * Why a subscription's `events` and `filter` cannot be served: each entry naming a type the
+ * service never emits or a pattern matching none, each filter key naming a category without
+ * events or a field their data lacks. Empty when all is well. Shared by the API (create,
+ * update, listeners) and the reconciler's judgement of kubectl-made subscriptions.
+ */
+export function subscriptionProblems(events: readonly string[] | undefined, filter: WebhookFilter | null | undefined): FieldError[] {
+  const problems: FieldError[] = [];
+  const categories = new Set(eventCategories());
+  (events ?? []).forEach((pattern, index) => {
+    const field = `events[${index}]`;
+    if (pattern.endsWith('.*')) {
+      const category = pattern.slice(0, -2);
+      if (!categories.has(category)) problems.push({ field, message: `\`${pattern}\` matches no event type the service emits (${CATALOG_HINT})` });
+    } else if (!eventTypeEntry(pattern)) {
+      problems.push({ field, message: `\`${pattern}\` is not an event type the service emits (${CATALOG_HINT})` });
+    }
+  });
+  // A key without a dot is no <category>.<field>; resources/webhook.ts refuses its form.
+  for (const key of Object.keys(filter ?? {}).filter((k) => k.includes('.'))) {
+    const category = categoryOf(key);
+    const name = key.slice(category.length + 1);
+    if (!categories.has(category)) problems.push({ field: `filter.${key}`, message: `names \`${category}\`, which is no category of event (${CATALOG_HINT})` });
+    else if (!dataFieldsOf(category).has(name)) problems.push({ field: `filter.${key}`, message: `names \`${name}\`, which is no field of the data of \`${category}\` events` });
+  }
+  return problems;
+}
