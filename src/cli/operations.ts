@@ -178,6 +178,13 @@ function actions(): Operation[] {
       columns: ['id', 'url', 'status', 'secret'],
     },
     {
+      command: [...groupOf(webhook), 'ping'],
+      summary: 'Send a test delivery (webhook.ping) to one subscription',
+      method: 'POST',
+      path: `/${webhook.path}/{id}/ping`,
+      columns: columnsOf(delivery),
+    },
+    {
       command: [...groupOf(webhook), 'deliveries', 'list'],
       summary: 'Delivery history of a subscription',
       method: 'GET',
