@@ -182,6 +182,8 @@ describe('GET /api/v1/openapi.json', () => {
         'GET /api/v1/webhooks/{id}/deliveries/{delivery_id}': 'getWebhookDelivery',
         'POST /api/v1/webhooks/{id}/deliveries/{delivery_id}/retry': 'retryWebhookDelivery',
         'POST /api/v1/webhooks/{id}/ping': 'pingWebhook',
+        'POST /api/v1/webhooks/{id}/recover': 'recoverWebhook',
+        'GET /api/v1/webhook-deliveries': 'listTeamWebhookDeliveries',
         'GET /api/v1/session': 'getSession',
         'PUT /api/v1/session': 'chooseSessionTeam',
         'DELETE /api/v1/session': 'deleteSession',

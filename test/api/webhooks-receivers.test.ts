@@ -235,4 +235,103 @@ describe('webhooks for receivers', () => {
     expect((await t.api('POST', '/api/v1/webhooks/wh_0000000000000000/ping')).status).toBe(404);
     for (const id of [hook.id, everything.id]) await t.api('DELETE', `/api/v1/webhooks/${id}`);
   });
+  it('lists the team\'s deliveries across subscriptions, filtered by status, event type, subscription and time, paged by cursor', async () => {
+    const start = new Date().toISOString();
+    const dead = await receiver(() => ({ status: 500 }));
+    const alive = await receiver();
+    const failing = await subscribe(t, { url: dead.url, events: ['bucket.created'] });
+    const healthy = await subscribe(t, { url: alive.url, events: ['bucket.*'] });
+    await bucket(t, 'team-list-1');
+    await bucket(t, 'team-list-2');
+    const failed = await eventually(async () => {
+      const rows = (await t.api('GET', `/api/v1/webhook-deliveries?status=failed&subscription_id=${failing.id}`)).body.data;
+      return rows.length === 2 ? rows : null;
+    }, 30_000, 200);
+    expect(failed.every((d: any) => d.webhook_id === failing.id && d.status === 'failed' && d.attempt === '15/15')).toBe(true);
+    const ofHealthy = await eventually(async () => {
+      const rows = (await t.api('GET', `/api/v1/webhook-deliveries?subscription_id=${healthy.id}&status=succeeded`)).body.data;
+      return rows.length >= 4 ? rows : null;
+    });
+    expect(new Set(ofHealthy.map((d: any) => d.event_type))).toEqual(new Set(['bucket.created', 'bucket.available']));
+    const created = (await t.api('GET', `/api/v1/webhook-deliveries?subscription_id=${healthy.id}&event_type=bucket.created`)).body.data;
+    expect(created).toHaveLength(2);
+    // Team-wide, both subscriptions' failed ones are there.
+    const allFailed = (await t.api('GET', `/api/v1/webhook-deliveries?status=failed&since=${start}&limit=100`)).body.data;
+    expect(allFailed.map((d: any) => d.webhook_id)).toEqual([failing.id, failing.id]);
+
+    // The window: nothing before start, nothing from now on.
+    const later = new Date(Date.now() + 1000).toISOString();
+    expect((await t.api('GET', `/api/v1/webhook-deliveries?subscription_id=${healthy.id}&until=${start}`)).body.data).toEqual([]);
+    expect((await t.api('GET', `/api/v1/webhook-deliveries?subscription_id=${healthy.id}&since=${later}`)).body.data).toEqual([]);
+    const backwards = await t.api('GET', `/api/v1/webhook-deliveries?since=${later}&until=${start}`);
+    expect(backwards.status).toBe(422);
+    expect(backwards.body.error.code).toBe('validation_failed');
+    expect((await t.api('GET', '/api/v1/webhook-deliveries?status=lost')).status).toBe(422);
+
+    // Cursor pagination keeps the filters.
+    const first = await t.api('GET', `/api/v1/webhook-deliveries?subscription_id=${healthy.id}&limit=3`);
+    expect(first.body.data).toHaveLength(3);
+    const cursor = first.body.meta.next_cursor;
+    expect(cursor).toEqual(expect.any(String));
+    const second = await t.api('GET', `/api/v1/webhook-deliveries?subscription_id=${healthy.id}&limit=3&cursor=${encodeURIComponent(cursor)}`);
+    const ids = [...first.body.data, ...second.body.data].map((d: any) => d.id);
+    expect(new Set(ids).size).toBe(ids.length);
+    expect(ids.sort()).toEqual(ofHealthy.map((d: any) => d.id).sort());
+    for (const id of [failing.id, healthy.id]) await t.api('DELETE', `/api/v1/webhooks/${id}`);
+  });
+  it('recover re-queues every failed delivery of the window once, even when called twice', async () => {
+    let down = true;
+    const r = await receiver(() => ({ status: down ? 503 : 200 }));
+    const hook = await subscribe(t, { url: r.url, events: ['bucket.created'] });
+    const failedCount = async () => (await t.api('GET', `/api/v1/webhook-deliveries?subscription_id=${hook.id}&status=failed`)).body.data.length;
+    await bucket(t, 'before-window');
+    await eventually(async () => (await failedCount()) === 1, 30_000, 200);
+    const since = new Date().toISOString();
+    await bucket(t, 'in-window-1');
+    await bucket(t, 'in-window-2');
+    await eventually(async () => (await failedCount()) === 3, 30_000, 200);
+    const until = new Date().toISOString();
+
+    // The receiver is back; two calls in a row.
+    down = false;
+    const first = await t.api('POST', `/api/v1/webhooks/${hook.id}/recover`, { since, until });
+    expect(first.status).toBe(202);
+    expect(first.body.data).toHaveLength(2);
+    const window = first.body.data.map((d: any) => d.id).sort();
+    const second = await t.api('POST', `/api/v1/webhooks/${hook.id}/recover`, { since, until });
+    expect(second.status).toBe(202);
+    // Progress as a client sees it: the window's failed deliveries are gone, they succeeded.
+    const done = await eventually(async () => {
+      const rows = (await t.api('GET', `/api/v1/webhook-deliveries?subscription_id=${hook.id}&since=${since}&until=${until}`)).body.data;
+      return rows.every((d: any) => d.status === 'succeeded') ? rows : null;
+    }, 20_000, 100);
+    expect(done.map((d: any) => d.id).sort()).toEqual(window);
+    // Each was sent once more, whatever the second call found.
+    const attemptsOf = (id: string) => r.received.filter((x) => x.headers['webhook-id'] === id).length;
+    for (const id of window) expect(attemptsOf(id)).toBe(16);
+    expect(done.every((d: any) => d.attempt === '16/15')).toBe(true);
+    // The delivery before the window stays failed; a third call finds nothing to do.
+    expect(await failedCount()).toBe(1);
+    const third = await t.api('POST', `/api/v1/webhooks/${hook.id}/recover`, { since, until });
+    expect(third.body.data).toEqual([]);
+    await new Promise((resolve) => setTimeout(resolve, 300));
+    for (const id of window) expect(attemptsOf(id)).toBe(16);
+
+    const backwards = await t.api('POST', `/api/v1/webhooks/${hook.id}/recover`, { since: until, until: since });
+    expect(backwards.status).toBe(422);
+    expect((await t.api('POST', `/api/v1/webhooks/${hook.id}/recover`, { since })).status).toBe(422);
+    await t.api('DELETE', `/api/v1/webhooks/${hook.id}`);
+  });
+
+  it('accepts a rate limit up to 60 000 a minute and refuses more', async () => {
+    const r = await receiver();
+    const hook = await subscribe(t, { url: r.url, events: ['bucket.created'], rate_limit_per_minute: 60_000 });
+    expect((await t.api('GET', `/api/v1/webhooks/${hook.id}`)).body.data.rate_limit_per_minute).toBe(60_000);
+    const over = await t.api('PATCH', `/api/v1/webhooks/${hook.id}`, { rate_limit_per_minute: 60_001 });
+    expect(over.status).toBe(422);
+    expect(over.body.error.code).toBe('validation_failed');
+    await bucket(t, 'fast-lane');
+    await eventually(async () => eventsOf(r).some((e) => e.type === 'bucket.created'));
+    await t.api('DELETE', `/api/v1/webhooks/${hook.id}`);
+  });
 });

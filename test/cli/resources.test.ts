@@ -240,6 +240,10 @@ describe('webhooks', () => {
     const ping = await json(['webhooks', 'ping', hook.id]);
     expect(ping).toMatchObject({ webhook_id: hook.id, event_type: 'webhook.ping', status: 'pending' });
     await eventually(async () => receiver.received.find((r) => r.headers['webhook-id'] === ping.id), 20_000, 200);
+    const teamWide = await json(['webhook-deliveries', 'list', '--subscription-id', hook.id, '--event-type', 'bucket.created']);
+    expect(teamWide.map((d: any) => d.id)).toEqual([failed.id]);
+    expect(await json(['webhook-deliveries', 'list', '--status', 'failed'])).toEqual([]);
+    expect(await json(['webhooks', 'recover', hook.id, '--since', '2000-01-01T00:00:00Z', '--until', new Date().toISOString()])).toEqual([]);
 
     const rotated = await json(['webhooks', 'rotate-secret', hook.id]);
     expect(rotated.secret).toMatch(/^whsec_/);

@@ -19,6 +19,7 @@ import { createSecret, deleteSecret, rotateSecret } from '../../webhooks/secrets
 import { settle } from '../../webhooks/subscription';
 import { withinQuota } from '../../resources/quota';
 import { deleteLease, isListener } from '../../webhooks/listener';
+import { assertWindow, chooseDeliveries } from './webhook-deliveries';
 
 const errors = { 400: ErrorEnvelope, 401: ErrorEnvelope, 404: ErrorEnvelope, 409: ErrorEnvelope, 415: ErrorEnvelope, 422: ErrorEnvelope, 429: ErrorEnvelope, 503: ErrorEnvelope };
 const tags = ['webhook'];
@@ -30,6 +31,13 @@ const DeliveryParams = Type.Object({
   delivery_id: Type.String({ maxLength: 64, description: 'Delivery id.' }),
 });
 const Record_ = webhookFamily.schemas.record;
+const RecoverWindow = Type.Object(
+  {
+    since: Type.String({ format: 'date-time', description: 'Deliveries created at or after this time.' }),
+    until: Type.String({ format: 'date-time', description: 'Deliveries created before this time.' }),
+  },
+  { additionalProperties: false },
+);
 const DeliveryRecord = deliveryFamily.schemas.record;
 export const WithSecret = Type.Object({
   ...Record_.properties,
@@ -259,4 +267,50 @@ export function registerWebhookRoutes(app: FastifyInstance, ctx: ApiContext): vo
       return send(ctx, request, reply, 202, deliveryWithAttempts(delivery));
     },
   });
+
+  app.post(`${base}/:id/recover`, {
+    schema: {
+      tags,
+      operationId: 'recoverWebhook',
+      summary: 'Re-queue the failed deliveries of a time window',
+      description:
+        'Every delivery of this subscription created in [since, until) that is `failed` gets one more attempt, as a background task: 202 answers the deliveries found (as found, `failed`); each turns `pending` as the task reaches it and is sent at the subscription\'s rate limit. Safe to call twice: a delivery already re-queued is `pending`, not `failed`, and is not queued again. Progress: `GET /api/v1/webhook-deliveries?subscription_id=<id>&status=failed&since=...&until=...` empties as deliveries are re-queued and stays empty unless one fails again.',
+      params: IdParams,
+      body: RecoverWindow,
+      response: { 202: envelopeOf(Type.Array(DeliveryRecord)), ...errors },
+    },
+    handler: async (request, reply) => {
+      const { id } = request.params as { id: string };
+      const { team, key } = principalOf(request);
+      const { since, until } = request.body as { since: string; until: string };
+      assertWindow(since, until);
+      assertChangeableAnd(await findResource<Webhook>(ctx, webhookFamily, team, id));
+      const ofWindow = chooseDeliveries(await listVisible<Delivery>(ctx, deliveryFamily.kind, team), { subscription_id: id, since, until });
+      const failed = ofWindow.filter((d) => d.status.status === 'failed').sort((a, b) => a.meta.createdAt.localeCompare(b.meta.createdAt));
+      void requeue(ctx, team, failed, key);
+      return send(ctx, request, reply, 202, failed.map((d) => deliveryFamily.toRecord(d)), { next_cursor: null });
+    },
+  });
+}
+
+/**
+ * The recover task: each failed delivery, oldest first, gets one more attempt (as a manual
+ * retry of a finished one does). A delivery found pending (re-queued by a call before) is
+ * left alone, so two calls queue it once. The dispatcher watches the store and sends them.
+ */
+async function requeue(ctx: ApiContext, team: string, deliveries: Delivery[], actor: string): Promise<void> {
+  for (const delivery of deliveries) {
+    try {
+      await ctx.writer.mutateStatus<Delivery>(
+        deliveryFamily,
+        team,
+        delivery.meta.id,
+        (current) => (current.status.status === 'failed' ? { status: 'pending', next_retry_at: nowIso(), single_attempt: true } : null),
+        actor,
+      );
+    } catch (err) {
+      // Gone (retention) or the store failed: calling recover again picks up what is still failed.
+      ctx.logger.warn({ delivery_id: delivery.meta.id, err: (err as Error).message }, 'webhook recover: a delivery could not be re-queued');
+    }
+  }
 }
