@@ -334,4 +334,16 @@ describe('webhooks for receivers', () => {
     await eventually(async () => eventsOf(r).some((e) => e.type === 'bucket.created'));
     await t.api('DELETE', `/api/v1/webhooks/${hook.id}`);
   });
+  it('refuses ping and recover to a read_only key, and answers it the team-wide list', async () => {
+    const r = await receiver();
+    const hook = await subscribe(t, { url: r.url, events: ['bucket.created'] });
+    const key = (await t.api('POST', '/api/v1/settings/api-keys', { name: 'receiver-dashboards', scope: 'read_only' })).body.data.key as string;
+    expect((await t.api('GET', '/api/v1/webhook-deliveries', undefined, { key })).status).toBe(200);
+    for (const [path, body] of [[`/api/v1/webhooks/${hook.id}/ping`, undefined], [`/api/v1/webhooks/${hook.id}/recover`, { since: '2000-01-01T00:00:00Z', until: '2001-01-01T00:00:00Z' }]] as const) {
+      const refused = await t.api('POST', path, body, { key });
+      expect(refused.status).toBe(403);
+    }
+    expect(r.received).toHaveLength(0);
+    await t.api('DELETE', `/api/v1/webhooks/${hook.id}`);
+  });
 });
