@@ -178,6 +178,38 @@ function actions(): Operation[] {
       columns: ['id', 'url', 'status', 'secret'],
     },
     {
+      command: [...groupOf(webhook), 'ping'],
+      summary: 'Send a test delivery (webhook.ping) to one subscription',
+      method: 'POST',
+      path: `/${webhook.path}/{id}/ping`,
+      columns: columnsOf(delivery),
+    },
+    {
+      command: [...groupOf(webhook), 'recover'],
+      summary: 'Re-queue the failed deliveries created in [since, until)',
+      method: 'POST',
+      path: `/${webhook.path}/{id}/recover`,
+      body: Type.Object({
+        since: Type.String({ description: 'Deliveries created at or after this time (ISO 8601).' }),
+        until: Type.String({ description: 'Deliveries created before this time (ISO 8601).' }),
+      }),
+      columns: columnsOf(delivery),
+    },
+    {
+      command: ['webhook-deliveries', 'list'],
+      summary: "Every delivery of the team's subscriptions, filtered",
+      method: 'GET',
+      path: '/webhook-deliveries',
+      query: listQuerySchema(delivery.states, {
+        event_type: Type.Optional(Type.String({ description: 'Only deliveries of this event type.' })),
+        subscription_id: Type.Optional(Type.String({ description: 'Only deliveries of this subscription (wh_...).' })),
+        since: Type.Optional(Type.String({ description: 'Only deliveries created at or after this time (ISO 8601).' })),
+        until: Type.Optional(Type.String({ description: 'Only deliveries created before this time (ISO 8601).' })),
+      }),
+      paged: true,
+      columns: columnsOf(delivery),
+    },
+    {
       command: [...groupOf(webhook), 'deliveries', 'list'],
       summary: 'Delivery history of a subscription',
       method: 'GET',

@@ -11,7 +11,7 @@
  * Subscriptions may name only what is here (subscriptionProblems): a type or pattern that
  * nothing emits would be accepted and never fire.
  */
-import type { TObject } from '@sinclair/typebox';
+import { Type, type TObject } from '@sinclair/typebox';
 import type { FieldError } from '../lib/errors';
 import type { AnyFamily } from '../resources/family';
 import { stateEmitsEvent } from '../resources/transitions';
@@ -29,10 +29,32 @@ export interface EventTypeEntry {
 }
 
 /**
- * Events that are no family's state change, declared by the module that publishes them
- * (none yet: every event the service emits today comes from a family).
+ * Events that are no family's state change: `webhook.delivery_failed` (src/webhooks/outcome.ts)
+ * and `webhook.ping` (POST /webhooks/{id}/ping, src/api/routes/webhooks.ts). Written out here
+ * rather than imported, as those modules load resources/webhook.ts, which loads this one;
+ * test/api/event-catalog.test.ts catches a type emitted but missing here.
  */
-const STANDALONE_EVENTS: readonly EventTypeEntry[] = [];
+const STANDALONE_EVENTS: readonly EventTypeEntry[] = [
+  {
+    type: 'webhook.delivery_failed',
+    category: 'webhook',
+    description: 'A delivery used up its scheduled attempts (never told of a delivery_failed event itself).',
+    data_schema: Type.Object({
+      subscription_id: Type.String({ description: 'The subscription whose delivery failed.' }),
+      delivery_id: Type.String(),
+      event_id: Type.String({ description: 'The event that was not delivered.' }),
+      event_type: Type.String(),
+      attempts: Type.Integer({ minimum: 1 }),
+      last_error: Type.Union([Type.String(), Type.Null()]),
+    }),
+  },
+  {
+    type: 'webhook.ping',
+    category: 'webhook',
+    description: 'A test delivery, sent by POST /webhooks/{id}/ping to that subscription only, whatever its events; never published.',
+    data_schema: Type.Object({ subscription_id: Type.String(), url: Type.String() }),
+  },
+];
 
 const article = (title: string) => (/^[aeiou]/i.test(title) ? 'An' : 'A');
 

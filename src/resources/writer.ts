@@ -127,7 +127,8 @@ export class ResourceWriter {
     const status = { ...current.status, ...changes } as BaseStatus;
     const next = { ...current, status } as Resource;
     status.conditions = conditionsFor(family, next, status);
-    status.pending_events = [...(current.status.pending_events ?? []), ...buildEvents(family, current, next, actor)];
+    // `changes` may add events of its own to the outbox (a delivery's webhook.delivery_failed).
+    status.pending_events = [...(status.pending_events ?? []), ...buildEvents(family, current, next, actor)];
     const written = (await this.store.updateStatus(next)) as Resource;
     this.report(family, current, written);
     return written;

@@ -17,7 +17,7 @@ import { Delivery, deliveryFamily, deliveryIdFor, Webhook, webhookFamily } from 
 import { subscriptionMatches } from './matching';
 import { deliveryHeaders } from './signing';
 import { sendDelivery, AttemptResult } from './sender';
-import { finishAttempt, recordAttempt } from './outcome';
+import { DELIVERY_FAILED, finishAttempt, recordAttempt } from './outcome';
 import { isListener } from './listener';
 import { signingSecrets } from './secrets';
 import { TokenBuckets } from './rate-limiter';
@@ -25,6 +25,7 @@ import { OwnerNotifier } from './notifier';
 import { backoffMs } from '../lib/backoff';
 
 const SYSTEM = 'system';
+const GONE = 410;
 const CONSUMER = 'webhooks';
 /**
  * Events turned into deliveries at once. Each costs a durable write; handled one by one
@@ -113,6 +114,8 @@ export class WebhookDispatcher {
     const body = JSON.stringify(event);
     for (const webhook of webhooks) {
       if (webhook.status.status !== 'active' || !subscriptionMatches(webhook.spec, event)) continue;
+      // A subscription is not told of its own failed delivery at the address that just failed.
+      if (event.type === DELIVERY_FAILED && event.data.subscription_id === webhook.meta.id) continue;
       const id = deliveryIdFor(webhook.meta.id, event.id);
       const spec = { webhook_id: webhook.meta.id, event_id: event.id, event_type: event.type, body };
       try {
@@ -270,7 +273,7 @@ export class WebhookDispatcher {
     await this.countOutcome(webhook, result);
   }
 
-  /** consecutive_failures across the subscription's attempts; at the limit, it is disabled. */
+  /** consecutive_failures across the subscription's attempts; at the limit, or at a 410 Gone, it is disabled. */
   private async countOutcome(webhook: Webhook, result: AttemptResult): Promise<void> {
     const { writer, config } = this.deps;
     let tripped: string | null = null;
@@ -282,8 +285,12 @@ export class WebhookDispatcher {
         tripped = null;
         if (result.ok) return latest.status.consecutive_failures === 0 ? null : { consecutive_failures: 0 };
         const failures = latest.status.consecutive_failures + 1;
-        if (failures < config.disableAfter || latest.status.status !== 'active') return { consecutive_failures: failures };
-        tripped = `Disabled after ${failures} consecutive failed delivery attempts; the last: ${result.error ?? 'unknown error'}.`;
+        // 410 Gone: the receiver says the endpoint is gone for good; no use trying it again.
+        const gone = result.status === GONE;
+        if ((failures < config.disableAfter && !gone) || latest.status.status !== 'active') return { consecutive_failures: failures };
+        tripped = gone
+          ? 'Disabled at once: the receiver answered 410 Gone.'
+          : `Disabled after ${failures} consecutive failed delivery attempts; the last: ${result.error ?? 'unknown error'}.`;
         return { consecutive_failures: failures, status: 'inactive', disabled_reason: tripped };
       },
       SYSTEM,

@@ -7,9 +7,13 @@
  */
 import type { WebhookConfig } from '../config';
 import type { ResourceWriter } from '../resources/writer';
-import { Delivery, deliveryFamily } from '../resources/webhook';
+import { Delivery, DeliveryAttempt, deliveryFamily, MAX_KEPT_ATTEMPTS } from '../resources/webhook';
+import type { CloudEvent } from '../events/types';
+import { newId } from '../lib/ids';
 import { nextAttemptAt, retryAfterMs } from './schedule';
 import type { AttemptResult } from './sender';
+
+export const DELIVERY_FAILED = 'webhook.delivery_failed';
 
 const SYSTEM = 'system';
 
@@ -25,15 +29,55 @@ export async function recordAttempt(
   const attempt = delivery.status.attempt + 1;
   const firstAt = delivery.status.first_attempt_at ? Date.parse(delivery.status.first_attempt_at) : startedAt;
   const next = result.ok || delivery.status.single_attempt ? null : nextAttemptAt(attempt, firstAt, startedAt, config.timeScale, retryNotBefore(result, answeredAt, config.timeScale));
+  const entry: DeliveryAttempt = {
+    attempt,
+    at: new Date(startedAt).toISOString(),
+    response_status: result.status,
+    latency_ms: result.latencyMs ?? null,
+    response_body: result.responseBody ?? null,
+    error: result.error,
+  };
+  const exhausted = !result.ok && next === null;
   return finishAttempt(writer, delivery, {
-    status: result.ok ? 'succeeded' : next === null ? 'failed' : 'pending',
+    status: result.ok ? 'succeeded' : exhausted ? 'failed' : 'pending',
     attempt,
     first_attempt_at: new Date(firstAt).toISOString(),
     next_retry_at: next === null ? null : new Date(next).toISOString(),
     response_status: result.status,
     error: result.error,
     single_attempt: false,
+    attempts: [...(delivery.status.attempts ?? []), entry].slice(-MAX_KEPT_ATTEMPTS),
+    // In the same write as the outcome (the outbox), so the event is told once and never lost.
+    ...(exhausted && !delivery.status.single_attempt ? { pending_events: [...(delivery.status.pending_events ?? []), ...deliveryFailedEvent(delivery, attempt, result.error)] } : {}),
   });
+}
+
+/**
+ * `webhook.delivery_failed` for a delivery that ran out of its scheduled attempts (a manual
+ * retry's one attempt failing is answered to whoever asked for it, not told again); none for the failed
+ * delivery of a `webhook.delivery_failed` itself. Two subscriptions whose receivers are
+ * both down would otherwise tell each other of their failures forever, each failure a new
+ * event for the other (the dispatcher already keeps a subscription's own failure from it).
+ */
+function deliveryFailedEvent(delivery: Delivery, attempts: number, lastError: string | null): CloudEvent[] {
+  if (delivery.spec.event_type === DELIVERY_FAILED) return [];
+  return [
+    {
+      id: newId('evt'),
+      type: DELIVERY_FAILED,
+      created_at: new Date().toISOString(),
+      team_id: delivery.meta.team,
+      actor: SYSTEM,
+      data: {
+        subscription_id: delivery.spec.webhook_id,
+        delivery_id: delivery.meta.id,
+        event_id: delivery.spec.event_id,
+        event_type: delivery.spec.event_type,
+        attempts,
+        last_error: lastError,
+      },
+    },
+  ];
 }
 
 /** Retry-After counts from the answer (HTTP), not from when the attempt began. */

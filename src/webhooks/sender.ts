@@ -20,6 +20,10 @@ export interface AttemptResult {
   /** The failure as Node reported it, addresses included: for the operator's log only. */
   detail?: string;
   retryAfter?: string;
+  /** The first RESPONSE_BODY_BYTES of the answer's body, as UTF-8; absent when no answer came. */
+  responseBody?: string;
+  /** From the request's start to the end of the answer (or the failure); absent when the service did not time it (a listener's answer). */
+  latencyMs?: number;
 }
 
 /** What a tenant is told of a connection that failed, by Node's error code; the message (with the address) is not shown. */
@@ -43,6 +47,8 @@ function connectionError(err: NodeJS.ErrnoException): string {
 }
 
 const MAX_ERROR_BODY = 200;
+/** Kept of each answer's body in the delivery's attempt log. */
+export const RESPONSE_BODY_BYTES = 1024;
 const USER_AGENT = 'Cloudplane-Webhooks/1';
 
 /** The headers of an attempt's POST: the signed ones, and the transport's own. A listener's CLI sends exactly these. */
@@ -65,13 +71,14 @@ export async function sendDelivery(target: string, headers: Record<string, strin
     else callback(null, address, family);
   };
   const client = url.protocol === 'https:' ? https : http;
+  const startedAt = Date.now();
   return new Promise<AttemptResult>((resolve) => {
     let settled = false;
     const finish = (result: AttemptResult) => {
       if (settled) return;
       settled = true;
       clearTimeout(timer);
-      resolve(result);
+      resolve({ ...result, latencyMs: Date.now() - startedAt });
     };
     const request = client.request(
       url,
@@ -82,18 +89,24 @@ export async function sendDelivery(target: string, headers: Record<string, strin
       },
       (response) => {
         const status = response.statusCode ?? 0;
-        let text = '';
-        response.setEncoding('utf8');
-        response.on('data', (chunk: string) => {
-          if (text.length < MAX_ERROR_BODY) text += chunk;
+        const kept: Buffer[] = [];
+        let keptBytes = 0;
+        response.on('data', (chunk: Buffer) => {
+          if (keptBytes >= RESPONSE_BODY_BYTES) return;
+          const part = chunk.subarray(0, RESPONSE_BODY_BYTES - keptBytes);
+          kept.push(part);
+          keptBytes += part.length;
         });
         response.on('end', () => {
+          // A character cut at the KiB's edge decodes as U+FFFD, which is still valid JSON text.
+          const responseBody = Buffer.concat(kept).toString('utf8');
           const retryAfter = typeof response.headers['retry-after'] === 'string' ? response.headers['retry-after'] : undefined;
-          if (status >= 200 && status < 300) return finish({ ok: true, status, error: null });
+          if (status >= 200 && status < 300) return finish({ ok: true, status, error: null, responseBody });
           const kind = status >= 300 && status < 400 ? 'redirect (not followed)' : 'status';
-          finish({ ok: false, status, error: `receiver answered ${kind} ${status}${text ? `: ${text.slice(0, MAX_ERROR_BODY)}` : ''}`, retryAfter });
+          const text = responseBody.slice(0, MAX_ERROR_BODY);
+          finish({ ok: false, status, error: `receiver answered ${kind} ${status}${text ? `: ${text}` : ''}`, retryAfter, responseBody });
         });
-        response.on('error', (err) => finish({ ok: false, status, error: 'reading the answer failed', detail: err.message }));
+        response.on('error', (err) => finish({ ok: false, status, error: 'reading the answer failed', detail: err.message, responseBody: Buffer.concat(kept).toString('utf8') }));
       },
     );
     const timer = setTimeout(() => {

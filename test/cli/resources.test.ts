@@ -232,8 +232,18 @@ describe('webhooks', () => {
       return delivery.status === 'succeeded' ? delivery : null;
     }, 20_000, 200);
     expect(succeeded).toMatchObject({ attempt: '16/15', response_status: 200 });
+    expect(succeeded.attempts).toHaveLength(16);
+    expect(succeeded.attempts[15]).toMatchObject({ attempt: 16, response_status: 200, response_body: 'ok', error: null });
+
     expect(await json(['webhooks', 'deliveries', 'list', hook.id, '--status', 'failed'])).toEqual([]);
     expect(receiver.received.at(-1)!.headers['webhook-id']).toBe(failed.id);
+    const ping = await json(['webhooks', 'ping', hook.id]);
+    expect(ping).toMatchObject({ webhook_id: hook.id, event_type: 'webhook.ping', status: 'pending' });
+    await eventually(async () => receiver.received.find((r) => r.headers['webhook-id'] === ping.id), 20_000, 200);
+    const teamWide = await json(['webhook-deliveries', 'list', '--subscription-id', hook.id, '--event-type', 'bucket.created']);
+    expect(teamWide.map((d: any) => d.id)).toEqual([failed.id]);
+    expect(await json(['webhook-deliveries', 'list', '--status', 'failed'])).toEqual([]);
+    expect(await json(['webhooks', 'recover', hook.id, '--since', '2000-01-01T00:00:00Z', '--until', new Date().toISOString()])).toEqual([]);
 
     const rotated = await json(['webhooks', 'rotate-secret', hook.id]);
     expect(rotated.secret).toMatch(/^whsec_/);

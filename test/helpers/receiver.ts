@@ -16,6 +16,8 @@ export interface Answer {
   headers?: Record<string, string>;
   /** Wait this long before answering (a slow receiver). */
   delayMs?: number;
+  /** The answer's body; `ok`, or `answer <status>` from 300 on, by default. */
+  body?: string;
 }
 
 export interface Receiver {
@@ -36,11 +38,11 @@ export async function startReceiver(answer: Receiver['answer'] = () => ({ status
     req.on('end', () => {
       const request: Received = { body: Buffer.concat(chunks).toString('utf8'), headers: req.headers, at: Date.now() };
       const index = received.push(request) - 1;
-      const { status, headers = {}, delayMs = 0 } = receiver.answer(request, index);
+      const { status, headers = {}, delayMs = 0, body } = receiver.answer(request, index);
       const reply = () => {
         if (res.destroyed) return;
         res.writeHead(status, headers);
-        res.end(status >= 300 ? `answer ${status}` : 'ok');
+        res.end(body ?? (status >= 300 ? `answer ${status}` : 'ok'));
       };
       if (delayMs <= 0) return reply();
       const timer = setTimeout(() => {

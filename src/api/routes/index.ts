@@ -13,6 +13,7 @@ import { registerSettingsRoutes } from './settings';
 import { registerAgentRoutes } from './agent';
 import { registerWebhookRoutes } from './webhooks';
 import { registerWebhookListenerRoutes } from './webhook-listeners';
+import { registerWebhookDeliveryRoutes } from './webhook-deliveries';
 import { registerTeamRoutes } from './teams';
 import { registerSessionRoutes } from './session';
 
@@ -32,4 +33,5 @@ export function registerRouteModules(app: FastifyInstance, ctx: ApiContext): voi
   registerWebhookRoutes(app, ctx);
   registerSessionRoutes(app, ctx);
   registerWebhookListenerRoutes(app, ctx);
+  registerWebhookDeliveryRoutes(app, ctx);
 }

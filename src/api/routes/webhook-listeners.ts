@@ -11,7 +11,7 @@ import type { ApiContext } from '../context';
 import { send } from '../envelope';
 import { assertChangeable, envelopeOf, ErrorEnvelope, findResource, principalOf } from './families';
 import { createSubscription, findDelivery, WithSecret } from './webhooks';
-import { deliveryFamily, DEFAULT_RATE_LIMIT_PER_MINUTE, assertSubscription, Webhook, webhookFamily, WebhookSpec } from '../../resources/webhook';
+import { DeliveryWithAttempts, deliveryWithAttempts, DEFAULT_RATE_LIMIT_PER_MINUTE, assertSubscription, Webhook, webhookFamily, WebhookSpec } from '../../resources/webhook';
 import { eventCategories } from '../../events/catalog';
 import { invalidState } from '../../lib/errors';
 import { newId } from '../../lib/ids';
@@ -134,7 +134,7 @@ export function registerWebhookListenerRoutes(app: FastifyInstance, ctx: ApiCont
         "The CLI reports what its local receiver answered to the attempt the stream gave it; the delivery is recorded like an HTTP attempt (2xx succeeded; otherwise retried on the schedule). 409 invalid_state when that attempt's outcome is already recorded (e.g. it timed out).",
       params: DeliveryParams,
       body: Answer,
-      response: { 200: envelopeOf(deliveryFamily.schemas.record), ...errors },
+      response: { 200: envelopeOf(DeliveryWithAttempts), ...errors },
     },
     handler: async (request, reply) => {
       const { id, delivery_id } = request.params as { id: string; delivery_id: string };
@@ -144,7 +144,7 @@ export function registerWebhookListenerRoutes(app: FastifyInstance, ctx: ApiCont
       const answer = request.body as AnswerBody;
       if (delivery.status.status !== 'pending' || delivery.status.attempt + 1 !== answer.attempt) throw answered();
       if (!(await recordAttempt(ctx.writer, ctx.config.webhooks, delivery, resultOf(answer), Date.now()))) throw answered();
-      return send(ctx, request, reply, 200, deliveryFamily.toRecord(await findDelivery(ctx, team, id, delivery_id)));
+      return send(ctx, request, reply, 200, deliveryWithAttempts(await findDelivery(ctx, team, id, delivery_id)));
     },
   });
 }

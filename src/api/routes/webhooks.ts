@@ -10,7 +10,7 @@ import type { ApiContext } from '../context';
 import { send } from '../envelope';
 import { listQueryOf, listQuerySchema, paginate } from '../list';
 import { assertChangeable, envelopeOf, ErrorEnvelope, findResource, isVisible, listVisible, principalOf } from './families';
-import { Delivery, deliveryFamily, Webhook, webhookFamily, WebhookSpec } from '../../resources/webhook';
+import { Delivery, deliveryFamily, deliveryIdFor, DeliveryWithAttempts, deliveryWithAttempts, Webhook, webhookFamily, WebhookSpec } from '../../resources/webhook';
 import { invalidState, notFound } from '../../lib/errors';
 import { sameJson } from '../../lib/canonical-json';
 import { newId } from '../../lib/ids';
@@ -19,15 +19,25 @@ import { createSecret, deleteSecret, rotateSecret } from '../../webhooks/secrets
 import { settle } from '../../webhooks/subscription';
 import { withinQuota } from '../../resources/quota';
 import { deleteLease, isListener } from '../../webhooks/listener';
+import { assertWindow, chooseDeliveries } from './webhook-deliveries';
 
 const errors = { 400: ErrorEnvelope, 401: ErrorEnvelope, 404: ErrorEnvelope, 409: ErrorEnvelope, 415: ErrorEnvelope, 422: ErrorEnvelope, 429: ErrorEnvelope, 503: ErrorEnvelope };
 const tags = ['webhook'];
+/** The test delivery's event type: sent by ping to one subscription, never published on the bus. */
+export const PING = 'webhook.ping';
 const IdParams = Type.Object({ id: Type.String({ maxLength: 64, description: 'Subscription id.' }) });
 const DeliveryParams = Type.Object({
   id: Type.String({ maxLength: 64, description: 'Subscription id.' }),
   delivery_id: Type.String({ maxLength: 64, description: 'Delivery id.' }),
 });
 const Record_ = webhookFamily.schemas.record;
+const RecoverWindow = Type.Object(
+  {
+    since: Type.String({ format: 'date-time', description: 'Deliveries created at or after this time.' }),
+    until: Type.String({ format: 'date-time', description: 'Deliveries created before this time.' }),
+  },
+  { additionalProperties: false },
+);
 const DeliveryRecord = deliveryFamily.schemas.record;
 export const WithSecret = Type.Object({
   ...Record_.properties,
@@ -191,12 +201,19 @@ export function registerWebhookRoutes(app: FastifyInstance, ctx: ApiContext): vo
   });
 
   app.get(`${base}/:id/deliveries/:delivery_id`, {
-    schema: { tags, operationId: 'getWebhookDelivery', summary: 'Get a delivery', params: DeliveryParams, response: { 200: envelopeOf(DeliveryRecord), ...errors } },
+    schema: {
+      tags,
+      operationId: 'getWebhookDelivery',
+      summary: 'Get a delivery',
+      description: 'With `attempts`: each attempt\'s time, status code, latency, the first KiB of the answer and the error (the latest 20 attempts).',
+      params: DeliveryParams,
+      response: { 200: envelopeOf(DeliveryWithAttempts), ...errors },
+    },
     handler: async (request, reply) => {
       const { id, delivery_id } = request.params as { id: string; delivery_id: string };
       const { team } = principalOf(request);
       await findResource(ctx, webhookFamily, team, id);
-      return send(ctx, request, reply, 200, deliveryFamily.toRecord(await findDelivery(ctx, team, id, delivery_id)));
+      return send(ctx, request, reply, 200, deliveryWithAttempts(await findDelivery(ctx, team, id, delivery_id)));
     },
   });
 
@@ -208,7 +225,7 @@ export function registerWebhookRoutes(app: FastifyInstance, ctx: ApiContext): vo
       description:
         'Makes one more attempt at once (202; the delivery is pending until it is made). A pending delivery keeps its schedule afterwards; a finished one gets this one attempt only.',
       params: DeliveryParams,
-      response: { 202: envelopeOf(DeliveryRecord), ...errors },
+      response: { 202: envelopeOf(DeliveryWithAttempts), ...errors },
     },
     handler: async (request, reply) => {
       const { id, delivery_id } = request.params as { id: string; delivery_id: string };
@@ -223,7 +240,77 @@ export function registerWebhookRoutes(app: FastifyInstance, ctx: ApiContext): vo
         (current) => ({ status: 'pending', next_retry_at: nowIso(), single_attempt: current.status.status !== 'pending' }),
         key,
       );
-      return send(ctx, request, reply, 202, deliveryFamily.toRecord(delivery));
+      return send(ctx, request, reply, 202, deliveryWithAttempts(delivery));
     },
   });
+
+  app.post(`${base}/:id/ping`, {
+    schema: {
+      tags,
+      operationId: 'pingWebhook',
+      summary: 'Send a test delivery',
+      description:
+        'Sends a `webhook.ping` event to this subscription only (202 with the delivery; its id is `data.id`), signed and retried like any other and kept in its delivery history. The event is not published: no other subscription and not the audit log get it. 409 `invalid_state` unless the subscription is active.',
+      params: IdParams,
+      response: { 202: envelopeOf(DeliveryWithAttempts), ...errors },
+    },
+    handler: async (request, reply) => {
+      const { id } = request.params as { id: string };
+      const { team, key } = principalOf(request);
+      const webhook = await findResource<Webhook>(ctx, webhookFamily, team, id);
+      if (webhook.status.status !== 'active') throw invalidState(`The subscription is ${webhook.status.status}; a ping is sent to an active one only.`);
+      const event = { id: newId('evt'), type: PING, created_at: nowIso(), team_id: team, actor: key, data: { subscription_id: id, url: webhook.spec.url } };
+      // The dispatcher watches the store: a new pending delivery is sent at once.
+      const spec = { webhook_id: id, event_id: event.id, event_type: PING, body: JSON.stringify(event) };
+      const delivery = (await ctx.writer.create(deliveryFamily, team, spec, key, deliveryIdFor(id, event.id))) as Delivery;
+      reply.header('Location', `${base}/${id}/deliveries/${delivery.meta.id}`);
+      return send(ctx, request, reply, 202, deliveryWithAttempts(delivery));
+    },
+  });
+
+  app.post(`${base}/:id/recover`, {
+    schema: {
+      tags,
+      operationId: 'recoverWebhook',
+      summary: 'Re-queue the failed deliveries of a time window',
+      description:
+        'Every delivery of this subscription created in [since, until) that is `failed` gets one more attempt, as a background task: 202 answers the deliveries found (as found, `failed`); each turns `pending` as the task reaches it and is sent at the subscription\'s rate limit. Safe to call twice: a delivery already re-queued is `pending`, not `failed`, and is not queued again. Progress: `GET /api/v1/webhook-deliveries?subscription_id=<id>&status=failed&since=...&until=...` empties as deliveries are re-queued and stays empty unless one fails again.',
+      params: IdParams,
+      body: RecoverWindow,
+      response: { 202: envelopeOf(Type.Array(DeliveryRecord)), ...errors },
+    },
+    handler: async (request, reply) => {
+      const { id } = request.params as { id: string };
+      const { team, key } = principalOf(request);
+      const { since, until } = request.body as { since: string; until: string };
+      assertWindow(since, until);
+      assertChangeableAnd(await findResource<Webhook>(ctx, webhookFamily, team, id));
+      const ofWindow = chooseDeliveries(await listVisible<Delivery>(ctx, deliveryFamily.kind, team), { subscription_id: id, since, until });
+      const failed = ofWindow.filter((d) => d.status.status === 'failed').sort((a, b) => a.meta.createdAt.localeCompare(b.meta.createdAt));
+      void requeue(ctx, team, failed, key);
+      return send(ctx, request, reply, 202, failed.map((d) => deliveryFamily.toRecord(d)), { next_cursor: null });
+    },
+  });
+}
+
+/**
+ * The recover task: each failed delivery, oldest first, gets one more attempt (as a manual
+ * retry of a finished one does). A delivery found pending (re-queued by a call before) is
+ * left alone, so two calls queue it once. The dispatcher watches the store and sends them.
+ */
+async function requeue(ctx: ApiContext, team: string, deliveries: Delivery[], actor: string): Promise<void> {
+  for (const delivery of deliveries) {
+    try {
+      await ctx.writer.mutateStatus<Delivery>(
+        deliveryFamily,
+        team,
+        delivery.meta.id,
+        (current) => (current.status.status === 'failed' ? { status: 'pending', next_retry_at: nowIso(), single_attempt: true } : null),
+        actor,
+      );
+    } catch (err) {
+      // Gone (retention) or the store failed: calling recover again picks up what is still failed.
+      ctx.logger.warn({ delivery_id: delivery.meta.id, err: (err as Error).message }, 'webhook recover: a delivery could not be re-queued');
+    }
+  }
 }

@@ -1,0 +1,70 @@
+/**
+ * GET /api/v1/webhook-deliveries: every delivery of the team across its subscriptions,
+ * filtered and paged like every list (the cursor is bound to the filters), for a receiver
+ * that looks for what failed during an outage without walking each subscription.
+ */
+import type { FastifyInstance } from 'fastify';
+import { Type } from '@sinclair/typebox';
+import type { ApiContext } from '../context';
+import { send } from '../envelope';
+import { listQueryOf, listQuerySchema, paginate } from '../list';
+import { envelopeOf, ErrorEnvelope, listVisible, principalOf } from './families';
+import { Delivery, deliveryFamily } from '../../resources/webhook';
+import { fieldInvalid } from '../../lib/errors';
+
+const DateTime = (description: string) => Type.String({ format: 'date-time', description });
+
+const Filters = {
+  event_type: Type.Optional(Type.String({ maxLength: 100, description: 'Only deliveries of this event type (exact).' })),
+  subscription_id: Type.Optional(Type.String({ maxLength: 64, description: 'Only deliveries of this subscription (wh_...).' })),
+  since: Type.Optional(DateTime('Only deliveries created at or after this time.')),
+  until: Type.Optional(DateTime('Only deliveries created before this time.')),
+};
+
+interface FilterQuery {
+  event_type?: string;
+  subscription_id?: string;
+  since?: string;
+  until?: string;
+}
+
+/** The deliveries `query` chooses, before paging. */
+export function chooseDeliveries(deliveries: Delivery[], query: FilterQuery): Delivery[] {
+  const since = query.since ? Date.parse(query.since) : -Infinity;
+  const until = query.until ? Date.parse(query.until) : Infinity;
+  return deliveries.filter((d) => {
+    const created = Date.parse(d.meta.createdAt);
+    return (
+      (!query.event_type || d.spec.event_type === query.event_type) &&
+      (!query.subscription_id || d.spec.webhook_id === query.subscription_id) &&
+      created >= since &&
+      created < until
+    );
+  });
+}
+
+export function assertWindow(since: string | undefined, until: string | undefined): void {
+  if (since && until && Date.parse(since) >= Date.parse(until)) throw fieldInvalid('until', 'must be later than since');
+}
+
+export function registerWebhookDeliveryRoutes(app: FastifyInstance, ctx: ApiContext): void {
+  app.get('/api/v1/webhook-deliveries', {
+    schema: {
+      tags: ['webhook'],
+      operationId: 'listTeamWebhookDeliveries',
+      summary: "Every delivery of the team's subscriptions",
+      description: 'Filtered by `status`, `event_type`, `subscription_id` and a creation window (`since` inclusive, `until` exclusive); all filters given must match. Without the attempt log (GET one delivery for it).',
+      querystring: listQuerySchema(deliveryFamily.states, Filters),
+      response: { 200: envelopeOf(Type.Array(deliveryFamily.schemas.record)), 400: ErrorEnvelope, 401: ErrorEnvelope, 422: ErrorEnvelope, 429: ErrorEnvelope },
+    },
+    handler: async (request, reply) => {
+      const filters = request.query as FilterQuery;
+      assertWindow(filters.since, filters.until);
+      const query = listQueryOf(request);
+      const chosen = chooseDeliveries(await listVisible<Delivery>(ctx, deliveryFamily.kind, principalOf(request).team), filters);
+      const rows = chosen.map((d) => ({ id: d.meta.id, name: d.spec.event_type, created_at: d.meta.createdAt, status: d.status.status, d }));
+      const { page, nextCursor } = paginate(rows, query, ctx.cursorKey, []);
+      return send(ctx, request, reply, 200, page.map((row) => deliveryFamily.toRecord(row.d)), { next_cursor: nextCursor });
+    },
+  });
+}
