@@ -16,7 +16,7 @@ import { apiKeyFamily } from '../resources/accounts';
 import { SECRET_PREFIX as API_KEY_SECRET_PREFIX } from '../accounts/authenticator';
 import { dropExpiredPrevious } from '../webhooks/secrets';
 import { LISTENER_SECRET_PREFIX } from '../webhooks/listener';
-import { IDEMPOTENCY_SECRET_PREFIX } from '../api/plugins/idempotency';
+import { IDEMPOTENCY_SECRET_PREFIX, lapsed as idempotencyRecordLapsed } from '../api/plugins/idempotency';
 
 /** Which resource the secrets of one name prefix belong to. */
 export interface SecretOwnership {
@@ -109,12 +109,12 @@ export class SecretSweeper {
   }
 
   /**
-   * An expired record holds its key no longer (a retry takes it over anyway): it only takes
-   * room. A retry that takes it over between the list and the delete loses its record, and
-   * with it only the replay of its answer.
+   * A record past its expiry only takes room, unless a request still running holds it by
+   * its lease. A retry that takes it over between the list and the delete loses its
+   * record, and with it only the replay of its answer.
    */
   private async removeIfExpired(secret: StoredSecret, now: number): Promise<boolean> {
-    if (!(Date.parse(secret.data.expires_at ?? '') <= now)) return false;
+    if (!(Date.parse(secret.data.expires_at ?? '') <= now) || !idempotencyRecordLapsed(secret.data, now)) return false;
     await this.o.store.deleteSecret(secret.team, secret.name);
     return true;
   }

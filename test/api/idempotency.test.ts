@@ -185,10 +185,32 @@ describe('Idempotency-Key', () => {
 
 describe('Idempotency-Key records expire', () => {
   let t: TestService;
+  let llm: Awaited<ReturnType<typeof startHeldLlm>>;
   beforeAll(async () => {
-    t = await startTestService({ CLOUDPLANE_IDEMPOTENCY_TTL_SECONDS: '1', CLOUDPLANE_SECRET_SWEEP_SECONDS: '1' });
+    llm = await startHeldLlm();
+    t = await startTestService({ CLOUDPLANE_IDEMPOTENCY_TTL_SECONDS: '1', CLOUDPLANE_SECRET_SWEEP_SECONDS: '1', CLOUDPLANE_AGENT_LLM_URL: llm.url });
   });
-  afterAll(async () => t?.stop());
+  afterAll(async () => {
+    await t?.stop();
+    await llm?.close();
+  });
+
+  it('but a request still running holds its key past the expiry, by its lease', async () => {
+    const thread = (await t.api('POST', '/api/v1/agent/threads', { title: 'long' })).body.data;
+    const path = `/api/v1/agent/threads/${thread.id}/messages`;
+    const key = randomUUID();
+    const first = t.api('POST', path, { content: 'still there?' }, withKey(key));
+    await eventually(async () => llm.held() > 0);
+    const records = await t.service.ctx.store.listSecrets(IDEMPOTENCY_SECRET_PREFIX);
+    const expiry = Math.max(...records.map((r) => Date.parse(r.data.expires_at)));
+    await eventually(async () => Date.now() > expiry + 1_500, 10_000, 100);
+    const busy = await t.api('POST', path, { content: 'still there?' }, withKey(key));
+    expect([busy.status, busy.body.error?.code]).toEqual([409, 'resource_busy']);
+    llm.release();
+    expect((await first).status).toBe(201);
+    const messages = (await t.api('GET', `${path}?limit=100`)).body.data as Array<{ role: string }>;
+    expect(messages.filter((m) => m.role === 'user')).toHaveLength(1);
+  });
 
   it('are swept once expired, and the key then does the work again', async () => {
     const key = randomUUID();

@@ -123,10 +123,10 @@ function keyOf(request: FastifyRequest): string | undefined {
 const isPast = (iso: string | undefined, now: number) => iso === undefined || Date.parse(iso) <= now;
 
 /** A record that no longer holds its key: expired, released after a 5xx, or a claim whose holder stopped renewing (a crash). */
-function lapsed(record: Record<string, string>, now: number): boolean {
-  if (isPast(record.expires_at, now)) return true;
-  if (record.state === 'released') return true;
-  return record.state === 'in_flight' && isPast(record.lease_until, now);
+export function lapsed(record: Record<string, string>, now: number): boolean {
+  // A request still running holds its key by its lease alone, however short the TTL.
+  if (record.state === 'in_flight') return isPast(record.lease_until, now);
+  return record.state === 'released' || isPast(record.expires_at, now);
 }
 
 type Outcome = { kind: 'claimed'; claim: Claim } | { kind: 'replay'; record: Done };
