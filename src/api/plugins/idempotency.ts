@@ -176,7 +176,7 @@ const HEADER_SCHEMA = Type.Object({
     minLength: 1,
     maxLength: MAX_KEY_LENGTH,
     pattern: PRINTABLE_ASCII.source,
-    description: 'A key of your choosing (printable ASCII, at most 255 characters, e.g. a UUID). A retry with the same key and body within 24 hours answers the first answer again (marked `Idempotent-Replayed: true`) and does the work once. See docs/api.md, Idempotency.',
+    description: 'A key of your choosing (printable ASCII, at most 255 characters, e.g. a UUID). A retry with the same key and body within 24 hours (CLOUDPLANE_IDEMPOTENCY_TTL_SECONDS) answers the first answer again (marked `Idempotent-Replayed: true`) and does the work once. See docs/api.md, Idempotency.',
   })),
 });
 
@@ -203,8 +203,8 @@ export function registerIdempotency(api: FastifyInstance, ctx: ApiContext): void
     const claim = claims.get(request);
     if (!claim || claim.settled) return payload;
     // A 5xx did not finish the work, and a body that is not text cannot be replayed: the key stays free.
-    const replayable = reply.statusCode < 500 && (payload === null || payload === undefined || typeof payload === 'string');
-    const next = replayable ? claim.done(reply.statusCode, replayedHeadersOf(reply), (payload as string | null | undefined) ?? '') : claim.released();
+    const body = payload === null || payload === undefined ? '' : typeof payload === 'string' ? payload : undefined;
+    const next = reply.statusCode < 500 && body !== undefined ? claim.done(reply.statusCode, replayedHeadersOf(reply), body) : claim.released();
     try {
       if (!(await claim.settle(next))) request.log.warn('the Idempotency-Key was taken over while its request ran (its lease lapsed); the answer is not kept for a retry');
     } catch (err) {
