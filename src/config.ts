@@ -60,6 +60,7 @@ export interface Config {
   /** Per-team quotas: how many of a family's resources a team may hold (src/resources/quota.ts says what counts). */
   quotas: Quotas;
   secrets: SecretsConfig;
+  idempotency: IdempotencyConfig;
   http: HttpConfig;
   overload: OverloadConfig;
   /** The S3 endpoint of the bucket driver `s3` (either mode). */
@@ -132,6 +133,13 @@ export interface SecretsConfig {
   sweepMs: number;
   /** How old a secret whose resource does not exist must be before the sweep removes it. */
   orphanGraceMs: number;
+}
+
+export interface IdempotencyConfig {
+  /** How long a POST's answer is kept for a retry with the same Idempotency-Key. */
+  ttlMs: number;
+  /** How long a request in flight holds its key without renewing it; past it, a crashed replica's claim is taken over. */
+  leaseMs: number;
 }
 
 /**
@@ -524,6 +532,10 @@ export function loadConfig(env: Env = process.env): Config {
       previousEncryptionKeys: keys(env, 'CLOUDPLANE_ENCRYPTION_KEY_PREVIOUS'),
       sweepMs: int(env, 'CLOUDPLANE_SECRET_SWEEP_SECONDS', 60, 1) * 1000,
       orphanGraceMs: int(env, 'CLOUDPLANE_ORPHAN_SECRET_GRACE_SECONDS', 600, 1) * 1000,
+    },
+    idempotency: {
+      ttlMs: int(env, 'CLOUDPLANE_IDEMPOTENCY_TTL_SECONDS', 86_400, 1) * 1000,
+      leaseMs: int(env, 'CLOUDPLANE_IDEMPOTENCY_LEASE_SECONDS', 30, 1, 3600) * 1000,
     },
     http: httpLimits(env),
     overload: {

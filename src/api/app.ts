@@ -22,6 +22,7 @@ import { registerConsole } from './plugins/console';
 import { registerObservability, requestIdOf } from './plugins/observability';
 import { requireApiKey } from './plugins/authentication';
 import { shedLoad } from './plugins/load-shedding';
+import { registerIdempotency } from './plugins/idempotency';
 import { RouteMethods } from './route-methods';
 import { families } from '../resources/registry';
 import { registerFamilyRoutes } from './routes/families';
@@ -106,6 +107,7 @@ export async function buildApp(ctx: ApiContext, options: AppOptions = {}): Promi
   await app.register(async function authenticatedApi(api) {
     await shedLoad(api, ctx.config.overload);
     requireApiKey(api, ctx);
+    registerIdempotency(api, ctx);
     registerNotFoundHandler(api, ctx, routes);
     documentSharedErrors(api);
     requireOperationIds(api);

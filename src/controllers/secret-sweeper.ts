@@ -6,6 +6,7 @@
  *   secret behind for ever; the grace lets a create in flight finish first.
  * - A webhook's previous secret is dropped once its rotation overlap has ended, so a
  *   rotated-away secret is kept no longer than it signs.
+ * - An Idempotency-Key's record is deleted once it has expired (CLOUDPLANE_IDEMPOTENCY_TTL_SECONDS).
  */
 import type { Logger } from 'pino';
 import type { Store, StoredObject, StoredSecret } from '../store/types';
@@ -15,6 +16,7 @@ import { apiKeyFamily } from '../resources/accounts';
 import { SECRET_PREFIX as API_KEY_SECRET_PREFIX } from '../accounts/authenticator';
 import { dropExpiredPrevious } from '../webhooks/secrets';
 import { LISTENER_SECRET_PREFIX } from '../webhooks/listener';
+import { IDEMPOTENCY_SECRET_PREFIX, lapsed as idempotencyRecordLapsed } from '../api/plugins/idempotency';
 
 /** Which resource the secrets of one name prefix belong to. */
 export interface SecretOwnership {
@@ -63,6 +65,8 @@ export interface SweepResult {
   removedOrphans: number;
   /** Webhook secrets whose expired previous secret was dropped. */
   droppedPrevious: number;
+  /** Idempotency-Key records past their expiry (api/plugins/idempotency.ts). */
+  expiredIdempotencyKeys: number;
 }
 
 export class SecretSweeper {
@@ -86,7 +90,7 @@ export class SecretSweeper {
 
   /** One pass over every secret; `now` places it in time (tests). */
   async sweep(now = Date.now()): Promise<SweepResult> {
-    const result: SweepResult = { removedOrphans: 0, droppedPrevious: 0 };
+    const result: SweepResult = { removedOrphans: 0, droppedPrevious: 0, expiredIdempotencyKeys: 0 };
     // A store that cannot write, or whose cache may lag (a watch re-establishing), waits for
     // the next pass: a resource missing from a stale cache must not cost its secret.
     if (this.o.store.persistence() !== 'synced') return result;
@@ -98,7 +102,21 @@ export class SecretSweeper {
     for (const secret of await this.o.store.listSecrets(webhookSecretName(''))) {
       if (await dropExpiredPrevious(this.o.store, secret, now)) result.droppedPrevious++;
     }
+    for (const secret of await this.o.store.listSecrets(IDEMPOTENCY_SECRET_PREFIX)) {
+      if (await this.removeIfExpired(secret, now)) result.expiredIdempotencyKeys++;
+    }
     return result;
+  }
+
+  /**
+   * A record past its expiry only takes room, unless a request still running holds it by
+   * its lease. A retry that takes it over between the list and the delete loses its
+   * record, and with it only the replay of its answer.
+   */
+  private async removeIfExpired(secret: StoredSecret, now: number): Promise<boolean> {
+    if (!(Date.parse(secret.data.expires_at ?? '') <= now) || !idempotencyRecordLapsed(secret.data, now)) return false;
+    await this.o.store.deleteSecret(secret.team, secret.name);
+    return true;
   }
 
   private async removeIfOrphaned(rule: SecretOwnership, secret: StoredSecret, now: number): Promise<boolean> {

@@ -40,6 +40,9 @@ export const conflict = (code: string, message: string) => new ApiError(409, cod
 
 export const invalidState = (message: string) => conflict('invalid_state', message);
 
+export const idempotencyKeyReused = () =>
+  new ApiError(422, 'idempotency_key_reused', 'This Idempotency-Key was already used for another request (another body or another operation); use a new key for a new request.', [{ field: 'Idempotency-Key', message: 'was used for another request' }]);
+
 export const resourceBusy = (message: string) => conflict('resource_busy', message);
 
 export const providerUnavailable = (title: string, cause: string) =>

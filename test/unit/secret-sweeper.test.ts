@@ -60,10 +60,10 @@ describe('SecretSweeper', () => {
     const newest = Math.max(...(await store.listSecrets('')).map((s) => Date.parse(s.createdAt)));
 
     // A create in flight (secret written, resource not yet) is not raced: within the grace nothing goes.
-    expect(await sweeper.sweep(newest + GRACE_MS - 1_000)).toEqual({ removedOrphans: 0, droppedPrevious: 0 });
+    expect(await sweeper.sweep(newest + GRACE_MS - 1_000)).toEqual({ removedOrphans: 0, droppedPrevious: 0, expiredIdempotencyKeys: 0 });
     expect(await names()).toEqual(everything);
 
-    expect(await sweeper.sweep(newest + GRACE_MS)).toEqual({ removedOrphans: 5, droppedPrevious: 0 });
+    expect(await sweeper.sweep(newest + GRACE_MS)).toEqual({ removedOrphans: 5, droppedPrevious: 0, expiredIdempotencyKeys: 0 });
     expect(await names()).toEqual([
       '__system/bootstrap-team',
       '__system/cursor-signing-key',
@@ -74,7 +74,7 @@ describe('SecretSweeper', () => {
       'team_a/webhook-secret-wh_live',
     ]);
     expect(await store.getSecret('team_a', 'vpn-psk-vpn_live')).toEqual({ value: 'kept-psk-0123456789' });
-    expect(await sweeper.sweep(newest + 2 * GRACE_MS)).toEqual({ removedOrphans: 0, droppedPrevious: 0 });
+    expect(await sweeper.sweep(newest + 2 * GRACE_MS)).toEqual({ removedOrphans: 0, droppedPrevious: 0, expiredIdempotencyKeys: 0 });
   });
 
   it('removes a listener\'s lease once its listener is deleted or was never made, and keeps a live one\'s', async () => {
@@ -84,7 +84,7 @@ describe('SecretSweeper', () => {
     await store.putSecret('team_a', leaseSecretName('wh_lapsed'), { holder: 'h', expires_at: '0' });
     await store.putSecret('team_a', leaseSecretName('wh_never'), { holder: '', expires_at: '0' });
     const newest = Math.max(...(await store.listSecrets('')).map((s) => Date.parse(s.createdAt)));
-    expect(await sweeper.sweep(newest + GRACE_MS)).toEqual({ removedOrphans: 2, droppedPrevious: 0 });
+    expect(await sweeper.sweep(newest + GRACE_MS)).toEqual({ removedOrphans: 2, droppedPrevious: 0, expiredIdempotencyKeys: 0 });
     expect(await names()).toEqual(['team_a/webhook-listener-wh_listening']);
   });
 
