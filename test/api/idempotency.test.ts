@@ -8,7 +8,7 @@
 import http from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { randomBytes, randomUUID } from 'node:crypto';
-import { eventually, startTestService, tempDataDir, TestService } from '../helpers/service';
+import { eventually, startTestService, tempDataDir, TestService, waitForStatus } from '../helpers/service';
 import { clusterEnv, clusterMode } from '../helpers/cluster';
 import { startChildService, ChildService } from '../helpers/child-service';
 import { findInFiles, filesUnder } from '../helpers/secret-scan';
@@ -54,7 +54,8 @@ describe('Idempotency-Key', () => {
 
   beforeAll(async () => {
     llm = await startHeldLlm();
-    t = await startTestService({ CLOUDPLANE_AGENT_LLM_URL: llm.url });
+    // Servers take a while to create, so an action on one is refused 409 resource_busy meanwhile.
+    t = await startTestService({ CLOUDPLANE_AGENT_LLM_URL: llm.url, CLOUDPLANE_SIM_DELAYS: 'server=1500' });
   });
   afterAll(async () => {
     await t?.stop();
@@ -145,6 +146,22 @@ describe('Idempotency-Key', () => {
     expect(replayed.body).toEqual(done.body);
     const messages = (await t.api('GET', `${path}?limit=100`)).body.data as Array<{ role: string }>;
     expect(messages.filter((m) => m.role === 'user')).toHaveLength(1);
+  });
+
+  it('a 409 resource_busy (a resource in a transient state) is not kept: the retry under the same key does the work once it can', async () => {
+    const server = (await t.api('POST', '/api/v1/servers', { name: 'idem-busy', region: 'fra1' })).body.data.id as string;
+    const key = randomUUID();
+    const early = await t.api('POST', `/api/v1/servers/${server}/stop`, {}, withKey(key));
+    expect(early.status).toBe(409);
+    expect(early.body.error.code).toBe('resource_busy');
+    await waitForStatus(t, `/api/v1/servers/${server}`, 'running');
+    const retried = await t.api('POST', `/api/v1/servers/${server}/stop`, {}, withKey(key));
+    expect(retried.status).toBe(200);
+    expect(retried.body.data.id).toBe(server);
+    expect(retried.headers.get('idempotent-replayed')).toBeNull();
+    const replayed = await t.api('POST', `/api/v1/servers/${server}/stop`, {}, withKey(key));
+    expect(replayed.headers.get('idempotent-replayed')).toBe('true');
+    expect(replayed.body).toEqual(retried.body);
   });
 
   it('a key is its API key\'s: another key with the same Idempotency-Key does its own work', async () => {

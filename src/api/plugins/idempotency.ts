@@ -202,9 +202,12 @@ export function registerIdempotency(api: FastifyInstance, ctx: ApiContext): void
   api.addHook('onSend', async (request, reply, payload) => {
     const claim = claims.get(request);
     if (!claim || claim.settled) return payload;
-    // A 5xx did not finish the work, and a body that is not text cannot be replayed: the key stays free.
+    // A 5xx did not finish the work, a 409 resource_busy says "later" as a 503 does (Stripe
+    // keeps no answer to a request that conflicted with another), and a body that is not
+    // text cannot be replayed: the key stays free.
     const body = payload === null || payload === undefined ? '' : typeof payload === 'string' ? payload : undefined;
-    const next = reply.statusCode < 500 && body !== undefined ? claim.done(reply.statusCode, replayedHeadersOf(reply), body) : claim.released();
+    const keep = reply.statusCode < 500 && body !== undefined && !isBusyAnswer(reply.statusCode, body);
+    const next = keep ? claim.done(reply.statusCode, replayedHeadersOf(reply), body) : claim.released();
     try {
       if (!(await claim.settle(next))) request.log.warn('the Idempotency-Key was taken over while its request ran (its lease lapsed); the answer is not kept for a retry');
     } catch (err) {
@@ -219,4 +222,14 @@ export function registerIdempotency(api: FastifyInstance, ctx: ApiContext): void
     const claim = claims.get(request);
     if (claim && !claim.settled) await claim.settle(claim.released()).catch(() => undefined);
   });
+}
+
+/** A 409 `resource_busy`: the resource was in a transient state; the same request may work later. */
+function isBusyAnswer(status: number, body: string): boolean {
+  if (status !== 409) return false;
+  try {
+    return (JSON.parse(body) as { error?: { code?: string } }).error?.code === 'resource_busy';
+  } catch {
+    return false;
+  }
 }
