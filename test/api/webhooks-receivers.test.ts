@@ -4,7 +4,7 @@
  * (and that it never loops), and the test delivery `webhook.ping`.
  */
 import { startTestService, TestService, eventually } from '../helpers/service';
-import { startReceiver, eventsOf, Receiver } from '../helpers/receiver';
+import { eventsOf, receiversOfThisFile } from '../helpers/receiver';
 import { startMailbox, Mailbox } from '../helpers/mailbox';
 import { deliveryFamily, Delivery } from '../../src/resources/webhook';
 
@@ -17,12 +17,7 @@ const WEBHOOK_ENV = {
   CLOUDPLANE_WEBHOOK_DISABLE_AFTER: '100',
 };
 
-const receivers: Receiver[] = [];
-async function receiver(...args: Parameters<typeof startReceiver>): Promise<Receiver> {
-  const r = await startReceiver(...args);
-  receivers.push(r);
-  return r;
-}
+const receiver = receiversOfThisFile();
 
 async function subscribe(t: TestService, body: Record<string, unknown>) {
   const res = await t.api('POST', '/api/v1/webhooks', body);
@@ -70,7 +65,6 @@ describe('webhooks for receivers', () => {
   afterAll(async () => {
     await t.stop();
     await mailbox.stop();
-    await Promise.all(receivers.map((r) => r.close()));
   });
 
   it('keeps each attempt in the delivery: time, status code, latency, the first KiB of the answer, the error', async () => {

@@ -1,5 +1,5 @@
 import { startTestService, TestService, eventually } from '../helpers/service';
-import { startReceiver, eventsOf, Receiver } from '../helpers/receiver';
+import { eventsOf, receiversOfThisFile } from '../helpers/receiver';
 import { StoreUnavailableError } from '../../src/store/types';
 import { startMailbox, Mailbox } from '../helpers/mailbox';
 
@@ -12,13 +12,7 @@ const WEBHOOK_ENV = {
   CLOUDPLANE_WEBHOOK_TIMEOUT_MS: '1000',
 };
 
-const receivers: Receiver[] = [];
-async function receiver(...args: Parameters<typeof startReceiver>): Promise<Receiver> {
-  const r = await startReceiver(...args);
-  receivers.push(r);
-  return r;
-}
-afterAll(async () => Promise.all(receivers.map((r) => r.close())));
+const receiver = receiversOfThisFile();
 
 async function subscribe(t: TestService, body: Record<string, unknown>) {
   const res = await t.api('POST', '/api/v1/webhooks', body);

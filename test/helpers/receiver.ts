@@ -65,3 +65,16 @@ export async function startReceiver(answer: Receiver['answer'] = () => ({ status
 
 /** The events a receiver got, parsed. */
 export const eventsOf = (receiver: Receiver) => receiver.received.map((r) => JSON.parse(r.body));
+
+/** A test file's receivers: `receiver()` starts one, and all of them are closed after the file. */
+export function receiversOfThisFile(): (answer?: Receiver['answer']) => Promise<Receiver> {
+  const started: Receiver[] = [];
+  afterAll(async () => {
+    await Promise.all(started.splice(0).map((r) => r.close()));
+  });
+  return async (answer) => {
+    const r = await startReceiver(answer);
+    started.push(r);
+    return r;
+  };
+}
