@@ -53,7 +53,7 @@ const COLUMNS: Record<string, string[]> = {
   server: ['id', 'name', 'status', 'region', 'plan', 'ipv4', 'mounts'],
   bucket: ['id', 'name', 'status', 'region', 'public', 'endpoint'],
   file_share: ['id', 'name', 'status', 'region', 'size_gb', 'mount_target'],
-  job: ['id', 'name', 'status', 'region', 'exit_code', 'finished_at'],
+  job: ['id', 'name', 'status', 'region', 'schedule', 'exit_code', 'finished_at'],
   team: ['id', 'name', 'owner_id', 'created_at'],
   profile: ['id', 'name', 'email', 'role', 'status'],
   api_key: ['id', 'name', 'prefix', 'status', 'scope', 'expires_at', 'last_used_at'],
@@ -163,6 +163,8 @@ function actions(): Operation[] {
     shareAction('attach', 'Attach a file share to a server'),
     shareAction('detach', 'Detach a file share from a server'),
     { command: [...groupOf(job), 'cancel'], summary: 'Cancel a queued or running job', method: 'POST', path: `/${job.path}/{id}/cancel`, columns: columnsOf(job) },
+    { command: [...groupOf(job), 'runs', 'list'], summary: 'List the runs of a job', method: 'GET', path: `/${job.path}/{id}/runs`, query: listQuerySchema(job.states), paged: true, columns: ['id', 'status', 'scheduled_at', 'exit_code', 'finished_at'] },
+    { command: [...groupOf(job), 'runs', 'get'], summary: 'Get one run of a job', method: 'GET', path: `/${job.path}/{id}/runs/{run_id}`, columns: ['id', 'status', 'scheduled_at', 'exit_code', 'finished_at'] },
     {
       command: [...groupOf(vpn), 'status'],
       summary: 'Live tunnel status',

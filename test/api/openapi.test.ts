@@ -148,6 +148,8 @@ describe('GET /api/v1/openapi.json', () => {
         'POST /api/v1/jobs': 'createJob',
         'GET /api/v1/jobs/{id}': 'getJob',
         'POST /api/v1/jobs/{id}/cancel': 'cancelJob',
+        'GET /api/v1/jobs/{id}/runs': 'listJobRuns',
+        'GET /api/v1/jobs/{id}/runs/{run_id}': 'getJobRun',
         'GET /api/v1/regions': 'listRegions',
         'GET /api/v1/audit-log': 'listAuditEvents',
         'GET /api/v1/settings/profile': 'getProfile',

@@ -1,15 +1,24 @@
-/** Job actions: cancel a queued or running job. */
+/** Job actions: cancel a queued or running job; the runs of a scheduled job. */
 import type { FastifyInstance } from 'fastify';
 import { Type } from '@sinclair/typebox';
 import type { ApiContext } from '../context';
 import { send } from '../envelope';
-import { envelopeOf, ErrorEnvelope, findResource, principalOf } from './families';
+import { envelopeOf, ErrorEnvelope, findResource, listVisible, principalOf } from './families';
+import { listQueryOf, listQuerySchema, paginate } from '../list';
 import { FINISHED_JOB_STATES, Job, jobFamily as family } from '../../resources/job';
-import { invalidState } from '../../lib/errors';
+import { invalidState, notFound } from '../../lib/errors';
 import { nowIso } from '../../lib/time';
 import { writeAndAwait } from '../awaiting';
 
 const IdParams = Type.Object({ id: Type.String({ maxLength: 64 }) });
+const RunParams = Type.Object({ id: Type.String({ maxLength: 64 }), run_id: Type.String({ maxLength: 64 }) });
+
+/** The runs of a job: those a scheduled job made; a job that runs once is its own one run. */
+async function runsOf(ctx: ApiContext, team: string, job: Job): Promise<Job[]> {
+  if (!job.spec.schedule) return [job];
+  const jobs = await listVisible<Job>(ctx, family.kind, team);
+  return jobs.filter((run) => run.spec.scheduled_job_id === job.meta.id);
+}
 
 function assertCancellable(job: Job): void {
   if (FINISHED_JOB_STATES.includes(job.status.status)) throw invalidState(`The job is already ${job.status.status}; only a queued or running job can be cancelled.`);
@@ -38,6 +47,48 @@ export function registerJobRoutes(app: FastifyInstance, ctx: ApiContext): void {
       if (ended && ended.status.status !== 'cancelled') assertCancellable(ended);
       const cancelled = ended ?? { ...found, status: { ...found.status, status: 'cancelled', finished_at: nowIso(), status_reason: 'Cancelled on request.' } };
       return send(ctx, request, reply, 200, family.toRecord(cancelled));
+    },
+  });
+
+  app.get(`/api/v1/${family.path}/:id/runs`, {
+    config: { family: family.name },
+    schema: {
+      tags: [family.title],
+      operationId: 'listJobRuns',
+      summary: 'List the runs of a job',
+      description: 'Each run of a scheduled job is a job of its own, with `scheduled_job_id` and `scheduled_at` set; newest first by default. A job without a schedule is its own single run.',
+      params: IdParams,
+      querystring: listQuerySchema(family.states),
+      response: { 200: envelopeOf(Type.Array(family.schemas.record)), 404: ErrorEnvelope, 422: ErrorEnvelope },
+    },
+    handler: async (request, reply) => {
+      const { id } = request.params as { id: string };
+      const { team } = principalOf(request);
+      const job = await findResource<Job>(ctx, family, team, id);
+      const runs = await runsOf(ctx, team, job);
+      const rows = runs.map((r) => ({ id: r.meta.id, name: r.spec.name, created_at: r.meta.createdAt, status: r.status.status, r }));
+      const { page, nextCursor } = paginate(rows, listQueryOf(request), ctx.cursorKey);
+      return send(ctx, request, reply, 200, page.map((row) => family.toRecord(row.r)), { next_cursor: nextCursor });
+    },
+  });
+
+  app.get(`/api/v1/${family.path}/:id/runs/:run_id`, {
+    config: { family: family.name },
+    schema: {
+      tags: [family.title],
+      operationId: 'getJobRun',
+      summary: 'Get one run of a job',
+      description: 'A run is a job record: the same as GET /api/v1/jobs/{run_id}, found only among the runs of this job (404 run_not_found otherwise).',
+      params: RunParams,
+      response: { 200: envelopeOf(family.schemas.record), 404: ErrorEnvelope },
+    },
+    handler: async (request, reply) => {
+      const { id, run_id: runId } = request.params as { id: string; run_id: string };
+      const { team } = principalOf(request);
+      const job = await findResource<Job>(ctx, family, team, id);
+      const run = (await runsOf(ctx, team, job)).find((r) => r.meta.id === runId);
+      if (!run) throw notFound('run', runId);
+      return send(ctx, request, reply, 200, family.toRecord(run));
     },
   });
 }
