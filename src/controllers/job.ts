@@ -91,13 +91,22 @@ export class JobReconciler implements Reconciler {
    * (or a leader change) the times missed meanwhile are found from it, and only the latest
    * of them gets a run, as a CronJob with startingDeadlineSeconds catches up at most once.
    */
-  private async schedule(job: Job): Promise<ReconcileResult> {
+  private async schedule(job: Job): Promise<ReconcileResult | void> {
     const { schedule, timezone = 'UTC' } = job.spec;
+    if (job.spec.paused) {
+      if (job.status.status !== 'paused') await this.write(job, () => ({ status: 'paused', next_run_at: null, observed_generation: job.meta.generation }));
+      return;
+    }
+    if (job.status.status === 'paused') {
+      // Times that passed while paused are not caught up: the anchor moves to now.
+      job = await this.write(job, () => ({ status: 'scheduled', resumed_at: nowIso(), observed_generation: job.meta.generation }));
+      if (job.status.status !== 'scheduled') return;
+    }
     const parsed = parseCron(schedule!);
     const now = new Date();
-    const anchor = new Date(job.status.last_scheduled_at ?? job.meta.createdAt);
+    const anchor = new Date(Math.max(...[job.status.last_scheduled_at, job.status.resumed_at, job.meta.createdAt].filter((t): t is string => Boolean(t)).map(Date.parse)));
     const due = lastFire(parsed, timezone, anchor, now);
-    if (due) await this.startRun(job, due.toISOString());
+    if (due) await this.runAt(job, due.toISOString());
     const next = nextFire(parsed, timezone, due ?? now)?.toISOString() ?? null;
     const scheduledAt = due?.toISOString() ?? job.status.last_scheduled_at ?? null;
     if (next !== (job.status.next_run_at ?? null) || scheduledAt !== (job.status.last_scheduled_at ?? null)) {
@@ -107,9 +116,24 @@ export class JobReconciler implements Reconciler {
     return { requeueAfterMs: Math.max(1, Math.min(untilNext, MAX_SCHEDULE_SLEEP_MS)) };
   }
 
+  /** Applies the concurrency policy to the runs still going, then starts the run of `scheduledAt`, unless forbidden. */
+  private async runAt(job: Job, scheduledAt: string): Promise<void> {
+    const policy = job.spec.concurrency_policy ?? 'allow';
+    if (policy !== 'allow') {
+      const runs = (await this.store.list(this.kind, job.meta.team)) as Job[];
+      // The run of this very time may exist already (made before a restart): it is no other run.
+      const going = runs.filter((run) => run.spec.scheduled_job_id === job.meta.id && run.spec.scheduled_at !== scheduledAt && !FINISHED_JOB_STATES.includes(run.status.status));
+      if (going.length > 0 && policy === 'forbid') return;
+      for (const run of going) {
+        await this.writer.mutateSpec<Job>(jobFamily, run.meta.team, run.meta.id, (latest) => (latest.spec.cancel_requested ? null : { ...latest.spec, cancel_requested: true }));
+      }
+    }
+    await this.startRun(job, scheduledAt);
+  }
+
   /** Creates the run of `scheduledAt` unless it exists: made before a restart, or by the previous leader. */
   private async startRun(job: Job, scheduledAt: string): Promise<void> {
-    const { schedule: _schedule, timezone: _timezone, ...rest } = job.spec;
+    const { schedule: _schedule, timezone: _timezone, concurrency_policy: _policy, paused: _paused, ...rest } = job.spec;
     const spec: JobSpec = { ...rest, cancel_requested: false, scheduled_job_id: job.meta.id, scheduled_at: scheduledAt };
     try {
       await this.writer.create(jobFamily, job.meta.team, spec, 'system', runId(job.meta.id, scheduledAt));

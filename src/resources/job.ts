@@ -15,7 +15,9 @@ import { assertRegionAvailable } from './regions';
 import type { BaseStatus, FamilyDefinition, Resource } from './family';
 import { baseRecordProperties, baseStatusProperties, NullableTimestamp, Region, ResourceName, strictObject } from './schema-kit';
 
-const STATES = ['queued', 'running', 'completed', 'failed', 'cancelled', 'scheduled'] as const;
+const STATES = ['queued', 'running', 'completed', 'failed', 'cancelled', 'scheduled', 'paused'] as const;
+export const CONCURRENCY_POLICIES = ['allow', 'forbid', 'replace'] as const;
+export type ConcurrencyPolicy = (typeof CONCURRENCY_POLICIES)[number];
 export const FINISHED_JOB_STATES = ['completed', 'failed', 'cancelled'];
 export const JOB_PLANS = ['standard', 'performance', 'gpu'];
 const DEFAULT_IMAGE = 'docker.io/library/alpine:3.20';
@@ -32,6 +34,10 @@ export interface JobSpec {
   schedule?: string;
   /** IANA time zone of the schedule; UTC by default. */
   timezone?: string;
+  /** What a time of the schedule does while a run is still going: start another, skip, or cancel it first. */
+  concurrency_policy?: ConcurrencyPolicy;
+  /** Set by pause, cleared by resume: no runs are made meanwhile. */
+  paused?: boolean;
   /** A run: the scheduled job that made it, and the time of its schedule it is for. */
   scheduled_job_id?: string;
   scheduled_at?: string;
@@ -44,6 +50,8 @@ export interface JobStatus extends BaseStatus {
   /** Scheduled jobs: the schedule's last time a run was made for, the anchor of the catch-up after a restart. */
   last_scheduled_at?: string | null;
   next_run_at?: string | null;
+  /** When the schedule was last resumed: times before it are not caught up. */
+  resumed_at?: string | null;
 }
 
 export type Job = Resource<JobSpec, JobStatus>;
@@ -53,6 +61,7 @@ const Image = Type.String({ minLength: 1, maxLength: 255, pattern: '^[^\\s]+$', 
 const Plan = Type.String({ enum: JOB_PLANS, description: `Execution plan: ${JOB_PLANS.join(', ')}; default standard.` });
 const Schedule = Type.String({ minLength: 1, maxLength: 200, description: 'Cron expression: 5 fields (minute hour day-of-month month day-of-week), or 6 with seconds first; @hourly, @daily and the like. The job then runs on this schedule.' });
 const TimeZone = Type.String({ minLength: 1, maxLength: 64, description: 'IANA time zone the schedule is read in, e.g. Europe/Berlin; default UTC.' });
+const Concurrency = Type.String({ enum: [...CONCURRENCY_POLICIES], description: 'Scheduled jobs: when a time comes while a run is still going, allow (default) starts another, forbid skips this time, replace cancels the running one and starts anew.' });
 const ScheduledJobId = Type.String({ maxLength: 64, description: 'A run: the id of the scheduled job that made it.' });
 
 /** A schedule that parses, in a zone that exists, and that fires at all; 422 naming the field otherwise. */
@@ -86,7 +95,7 @@ export const jobFamily: FamilyDefinition<JobSpec, JobStatus> = {
   deletion: 'immediate',
   deletable: false,
   creationEvent: null,
-  actionFields: ['cancel_requested'],
+  actionFields: ['cancel_requested', 'paused'],
   description: 'A one-off job: a command run in a container image. Cancel ends it; finished jobs are kept as history.',
   schemas: {
     create: strictObject({
@@ -97,6 +106,7 @@ export const jobFamily: FamilyDefinition<JobSpec, JobStatus> = {
       plan: Type.Optional(Plan),
       schedule: Type.Optional(Schedule),
       timezone: Type.Optional(TimeZone),
+      concurrency_policy: Type.Optional(Concurrency),
     }),
     spec: strictObject({
       name: ResourceName(),
@@ -107,6 +117,8 @@ export const jobFamily: FamilyDefinition<JobSpec, JobStatus> = {
       cancel_requested: Type.Boolean({ description: 'Set to true to cancel the job (a scheduled job: end its schedule).' }),
       schedule: Type.Optional(Schedule),
       timezone: Type.Optional(TimeZone),
+      concurrency_policy: Type.Optional(Concurrency),
+      paused: Type.Optional(Type.Boolean({ description: 'Scheduled jobs: set to true to pause the schedule (POST /pause), false to resume it.' })),
       scheduled_job_id: Type.Optional(ScheduledJobId),
       scheduled_at: Type.Optional(Type.String({ format: 'date-time', description: 'A run: the time of the schedule it was made for.' })),
     }),
@@ -117,6 +129,7 @@ export const jobFamily: FamilyDefinition<JobSpec, JobStatus> = {
       finished_at: NullableTimestamp('When the job finished, failed or was cancelled.'),
       last_scheduled_at: Type.Optional(NullableTimestamp('Scheduled jobs: the last time of the schedule a run was made for.')),
       next_run_at: Type.Optional(NullableTimestamp('Scheduled jobs: the next time of the schedule.')),
+      resumed_at: Type.Optional(NullableTimestamp('Scheduled jobs: when the schedule was last resumed; times before it are not caught up.')),
     }),
     record: strictObject({
       ...baseRecordProperties('job', STATES),
@@ -130,6 +143,7 @@ export const jobFamily: FamilyDefinition<JobSpec, JobStatus> = {
       finished_at: NullableTimestamp('When the job ended; null while queued or running.'),
       schedule: Type.Union([Schedule, Type.Null()], { description: 'Cron expression of a scheduled job; null for a job that runs once.' }),
       timezone: Type.Union([TimeZone, Type.Null()], { description: 'Time zone of the schedule; null without one.' }),
+      concurrency_policy: Type.Union([Concurrency, Type.Null()], { description: 'What a time of the schedule does while a run is still going; null without a schedule.' }),
       next_run_at: NullableTimestamp('Scheduled jobs: the next time of the schedule; null otherwise, and once cancelled.'),
       last_run_at: NullableTimestamp('Scheduled jobs: the time of the schedule the last run was made for.'),
       scheduled_job_id: Type.Union([ScheduledJobId, Type.Null()], { description: 'A run of a scheduled job: that job\'s id; null otherwise.' }),
@@ -140,11 +154,12 @@ export const jobFamily: FamilyDefinition<JobSpec, JobStatus> = {
     const region = body.region ?? config.regions.find((r) => !config.unavailableRegions.includes(r)) ?? config.regions[0];
     assertRegionAvailable(config, region);
     const spec: JobSpec = { name: body.name, command: body.command, image: body.image ?? DEFAULT_IMAGE, region, plan: body.plan ?? 'standard', cancel_requested: false };
-    if (body.timezone !== undefined && body.schedule === undefined) throw validationFailed([{ field: 'timezone', message: 'needs a schedule' }]);
+    const unscheduled = ['timezone', 'concurrency_policy'].filter((field) => body[field] !== undefined && body.schedule === undefined);
+    if (unscheduled.length > 0) throw validationFailed(unscheduled.map((field) => ({ field, message: 'needs a schedule' })));
     if (body.schedule !== undefined) {
       const timezone = body.timezone ?? 'UTC';
       assertSchedule(body.schedule, timezone);
-      Object.assign(spec, { schedule: body.schedule, timezone });
+      Object.assign(spec, { schedule: body.schedule, timezone, concurrency_policy: body.concurrency_policy ?? 'allow', paused: Boolean(body.paused) });
     }
     // A run made by the job controller, adopted from a custom resource.
     if (body.scheduled_job_id !== undefined) Object.assign(spec, { scheduled_job_id: body.scheduled_job_id, scheduled_at: body.scheduled_at });
@@ -167,6 +182,7 @@ export const jobFamily: FamilyDefinition<JobSpec, JobStatus> = {
     finished_at: status.finished_at ?? null,
     schedule: spec.schedule ?? null,
     timezone: spec.timezone ?? null,
+    concurrency_policy: spec.schedule ? (spec.concurrency_policy ?? 'allow') : null,
     next_run_at: status.next_run_at ?? null,
     last_run_at: status.last_scheduled_at ?? null,
     scheduled_job_id: spec.scheduled_job_id ?? null,

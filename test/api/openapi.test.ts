@@ -149,6 +149,8 @@ describe('GET /api/v1/openapi.json', () => {
         'GET /api/v1/jobs/{id}': 'getJob',
         'POST /api/v1/jobs/{id}/cancel': 'cancelJob',
         'GET /api/v1/jobs/{id}/runs': 'listJobRuns',
+        'POST /api/v1/jobs/{id}/pause': 'pauseJob',
+        'POST /api/v1/jobs/{id}/resume': 'resumeJob',
         'GET /api/v1/jobs/{id}/runs/{run_id}': 'getJobRun',
         'GET /api/v1/regions': 'listRegions',
         'GET /api/v1/audit-log': 'listAuditEvents',

@@ -104,6 +104,7 @@ describe('scheduled jobs', () => {
       [{ schedule: '0 0 30 2 *' }, 'schedule', /never fires/],
       [{ schedule: '@daily', timezone: 'Mars/Olympus' }, 'timezone', /not an IANA time zone/],
       [{ timezone: 'UTC' }, 'timezone', /needs a schedule/],
+      [{ concurrency_policy: 'forbid' }, 'concurrency_policy', /needs a schedule/],
     ];
     for (const [extra, field, message] of cases) {
       const res = await t.api('POST', '/api/v1/jobs', { name: 'bad', command: 'true', ...extra });
@@ -111,6 +112,76 @@ describe('scheduled jobs', () => {
       expect(res.body.error.code).toBe('validation_failed');
       expect(res.body.error.details).toEqual([{ field, message: expect.stringMatching(message) }]);
     }
+  });
+
+  it('pauses and resumes a schedule, without catching up the paused times', async () => {
+    const job = (await t.api('POST', '/api/v1/jobs', { name: 'pausable', command: 'true', schedule: '* * * * * *' })).body.data;
+    await eventually(async () => (await runsOf(job.id)).length > 0);
+    const paused = await t.api('POST', `/api/v1/jobs/${job.id}/pause`);
+    expect(paused.status).toBe(200);
+    expect(paused.body.data).toMatchObject({ status: 'paused', next_run_at: null });
+    expect((await t.api('POST', `/api/v1/jobs/${job.id}/pause`)).body.data.status).toBe('paused');
+    await sleep(2_500);
+    const whilePaused = await runsOf(job.id);
+    await sleep(1_500);
+    // A run whose time came while the pause was being written may exist; none after.
+    expect((await runsOf(job.id)).map((r) => r.id)).toEqual(whilePaused.map((r) => r.id));
+
+    const resumeAsked = Date.now();
+    const resumed = await t.api('POST', `/api/v1/jobs/${job.id}/resume`);
+    expect(resumed.status).toBe(200);
+    expect(resumed.body.data.status).toBe('scheduled');
+    const fresh = await eventually(async () => {
+      const made = (await runsOf(job.id)).filter((r) => !whilePaused.some((p) => p.id === r.id));
+      return made.length > 0 ? made : null;
+    });
+    for (const run of fresh) expect(Date.parse(run.scheduled_at)).toBeGreaterThan(resumeAsked - 1_000);
+    const types = await eventually(async () => {
+      const seen = receivedFor(job.id).map((e) => e.type);
+      return seen.filter((type) => type === 'job.scheduled').length >= 2 ? seen : null;
+    });
+    expect(types).toEqual(['job.scheduled', 'job.paused', 'job.scheduled']);
+
+    await t.api('POST', `/api/v1/jobs/${job.id}/cancel`);
+    const refused = await t.api('POST', `/api/v1/jobs/${job.id}/resume`);
+    expect(refused.status).toBe(409);
+    expect(refused.body.error.code).toBe('invalid_state');
+    const once = (await t.api('POST', '/api/v1/jobs', { name: 'once-only', command: 'true' })).body.data;
+    expect((await t.api('POST', `/api/v1/jobs/${once.id}/pause`)).body.error.code).toBe('invalid_state');
+  });
+
+  it('lets runs overlap under allow (the default)', async () => {
+    const job = (await t.api('POST', '/api/v1/jobs', { name: 'overlapping', command: 'sleep 3', schedule: '* * * * * *' })).body.data;
+    expect(job.concurrency_policy).toBe('allow');
+    await eventually(async () => (await runsOf(job.id)).filter((r) => r.status === 'running').length >= 2, 15_000);
+    await t.api('POST', `/api/v1/jobs/${job.id}/cancel`);
+  });
+
+  it('skips a time while a run is going under forbid', async () => {
+    const job = (await t.api('POST', '/api/v1/jobs', { name: 'exclusive', command: 'sleep 2', schedule: '* * * * * *', concurrency_policy: 'forbid' })).body.data;
+    expect(job.concurrency_policy).toBe('forbid');
+    const runs = await eventually(async () => {
+      const all = await runsOf(job.id);
+      return all.filter((r) => r.status === 'completed').length >= 2 ? all : null;
+    }, 20_000);
+    await t.api('POST', `/api/v1/jobs/${job.id}/cancel`);
+    const ordered = [...runs].sort((a, b) => a.scheduled_at.localeCompare(b.scheduled_at));
+    for (let i = 1; i < ordered.length; i++) {
+      // Each run was made only once the one before had finished.
+      expect(ordered[i - 1].finished_at).not.toBeNull();
+      expect(Date.parse(ordered[i].created_at)).toBeGreaterThanOrEqual(Date.parse(ordered[i - 1].finished_at));
+    }
+  });
+
+  it('cancels the running run for the next under replace', async () => {
+    const job = (await t.api('POST', '/api/v1/jobs', { name: 'latest-wins', command: 'sleep 60', schedule: '*/2 * * * * *', concurrency_policy: 'replace' })).body.data;
+    const runs = await eventually(async () => {
+      const all = (await runsOf(job.id)).sort((a, b) => a.scheduled_at.localeCompare(b.scheduled_at));
+      return all.length >= 3 && all.slice(0, -1).every((r) => r.status === 'cancelled') ? all : null;
+    }, 20_000);
+    await t.api('POST', `/api/v1/jobs/${job.id}/cancel`);
+    for (const run of runs.slice(0, -1)) expect(run.status_reason).toBe('Cancelled on request.');
+    for (const run of await runsOf(job.id)) if (run.status !== 'cancelled') await t.api('POST', `/api/v1/jobs/${run.id}/cancel`);
   });
 
   it('answers 404 for a run of another job', async () => {

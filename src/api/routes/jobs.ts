@@ -1,4 +1,4 @@
-/** Job actions: cancel a queued or running job; the runs of a scheduled job. */
+/** Job actions: cancel a queued or running job; pause and resume a scheduled one; the runs of a scheduled job. */
 import type { FastifyInstance } from 'fastify';
 import { Type } from '@sinclair/typebox';
 import type { ApiContext } from '../context';
@@ -24,7 +24,47 @@ function assertCancellable(job: Job): void {
   if (FINISHED_JOB_STATES.includes(job.status.status)) throw invalidState(`The job is already ${job.status.status}; only a queued or running job can be cancelled.`);
 }
 
+/** A scheduled job that is not cancelled; 409 invalid_state otherwise. */
+function assertSchedulable(job: Job, action: string): void {
+  if (!job.spec.schedule) throw invalidState(`Only a scheduled job can be ${action}; this job runs once.`);
+  if (FINISHED_JOB_STATES.includes(job.status.status)) throw invalidState(`The job is ${job.status.status}; its schedule cannot be ${action}.`);
+}
+
+/** POST /jobs/{id}/pause and /resume: write `paused` and answer once the controller has moved the state. */
+function registerScheduleAction(app: FastifyInstance, ctx: ApiContext, action: 'pause' | 'resume'): void {
+  const paused = action === 'pause';
+  const past = paused ? 'paused' : 'resumed';
+  const target = paused ? 'paused' : 'scheduled';
+  app.post(`/api/v1/${family.path}/:id/${action}`, {
+    config: { family: family.name },
+    schema: {
+      tags: [family.title],
+      operationId: `${action}Job`,
+      summary: paused ? 'Pause the schedule of a scheduled job' : 'Resume the schedule of a paused job',
+      description: paused
+        ? 'No runs are made while paused; runs already made go on. Pausing a paused job changes nothing. A job without a schedule, or cancelled, answers 409 invalid_state.'
+        : 'The schedule goes on from now: times that passed while paused get no run. Resuming a scheduled job changes nothing. A job without a schedule, or cancelled, answers 409 invalid_state.',
+      params: IdParams,
+      response: { 200: envelopeOf(family.schemas.record), 404: ErrorEnvelope, 409: ErrorEnvelope },
+    },
+    handler: async (request, reply) => {
+      const { id } = request.params as { id: string };
+      const { team } = principalOf(request);
+      assertSchedulable(await findResource<Job>(ctx, family, team, id), past);
+      const ask = () => ctx.writer.mutateSpec<Job>(family, team, id, (job) => (Boolean(job.spec.paused) === paused ? null : { ...job.spec, paused }));
+      const moved = await writeAndAwait<Job>(ctx.store, family.kind, team, id, ask, (job) => job.status.status === target || FINISHED_JOB_STATES.includes(job.status.status));
+      // The controller did not answer in time (another replica leads): the state the request leads to.
+      const current = moved ?? (await findResource<Job>(ctx, family, team, id));
+      const latest = moved ?? { ...current, status: { ...current.status, status: target, ...(paused ? { next_run_at: null } : {}) } };
+      assertSchedulable(latest, past);
+      return send(ctx, request, reply, 200, family.toRecord(latest));
+    },
+  });
+}
+
 export function registerJobRoutes(app: FastifyInstance, ctx: ApiContext): void {
+  registerScheduleAction(app, ctx, 'pause');
+  registerScheduleAction(app, ctx, 'resume');
   app.post(`/api/v1/${family.path}/:id/cancel`, {
     config: { family: family.name },
     schema: {
