@@ -165,6 +165,7 @@ function actions(): Operation[] {
     { command: [...groupOf(job), 'cancel'], summary: 'Cancel a queued or running job', method: 'POST', path: `/${job.path}/{id}/cancel`, columns: columnsOf(job) },
     { command: [...groupOf(job), 'pause'], summary: 'Pause the schedule of a scheduled job', method: 'POST', path: `/${job.path}/{id}/pause`, columns: columnsOf(job) },
     { command: [...groupOf(job), 'resume'], summary: 'Resume the schedule of a paused job', method: 'POST', path: `/${job.path}/{id}/resume`, columns: columnsOf(job) },
+    { command: [...groupOf(job), 'logs'], summary: "A run's output (the latest run unless --run-id)", method: 'GET', path: `/${job.path}/{id}/logs`, query: Type.Object({ run_id: Type.Optional(Type.String({ description: 'The run whose output to show; default the latest run.' })) }), columns: ['run_id', 'status', 'output'] },
     { command: [...groupOf(job), 'runs', 'list'], summary: 'List the runs of a job', method: 'GET', path: `/${job.path}/{id}/runs`, query: listQuerySchema(job.states), paged: true, columns: ['id', 'status', 'scheduled_at', 'exit_code', 'finished_at'] },
     { command: [...groupOf(job), 'runs', 'get'], summary: 'Get one run of a job', method: 'GET', path: `/${job.path}/{id}/runs/{run_id}`, columns: ['id', 'status', 'scheduled_at', 'exit_code', 'finished_at'] },
     {

@@ -10,7 +10,7 @@ import { createHash } from 'node:crypto';
 import { AlreadyExistsError, Store } from '../store/types';
 import type { JobExecutor, JobRun } from '../drivers/job';
 import type { ResourceWriter } from '../resources/writer';
-import { FINISHED_JOB_STATES, isScheduled, Job, JobSpec, jobFamily } from '../resources/job';
+import { FINISHED_JOB_STATES, isScheduled, Job, JobSpec, jobFamily, OUTPUT_LIMIT } from '../resources/job';
 import { lastFire, nextFire, parseCron } from '../lib/cron';
 import { nowIso } from '../lib/time';
 import type { ReconcileResult, Reconciler } from './controller';
@@ -62,9 +62,11 @@ export class JobReconciler implements Reconciler {
     if (!job) return;
     const submittedAt = job.meta.createdAt;
     if (job.spec.cancel_requested || job.status.status === 'cancelled') {
+      // Read before the run is stopped and freed.
+      const output = FINISHED_JOB_STATES.includes(job.status.status) || isScheduled(job) ? undefined : await this.outputOf(job);
       await this.executor.cancel(team, id, nowIso());
       // The cancel request was a spec change: observed, so kstatus does not wait on it forever.
-      if (!FINISHED_JOB_STATES.includes(job.status.status)) await this.write(job, () => ({ status: 'cancelled', finished_at: nowIso(), status_reason: 'Cancelled on request.', observed_generation: job.meta.generation, ...(isScheduled(job) ? { next_run_at: null } : {}) }));
+      if (!FINISHED_JOB_STATES.includes(job.status.status)) await this.write(job, () => ({ status: 'cancelled', finished_at: nowIso(), status_reason: 'Cancelled on request.', observed_generation: job.meta.generation, ...(isScheduled(job) ? { next_run_at: null } : { output }) }));
       return;
     }
     if (FINISHED_JOB_STATES.includes(job.status.status)) return this.cleanupOnce(team, id);
@@ -72,6 +74,8 @@ export class JobReconciler implements Reconciler {
     await this.executor.submit(team, id, job.spec, submittedAt);
     const run = await this.executor.observe(team, id, job.spec, submittedAt);
     const next = statusOfRun(run);
+    // The output is kept with the outcome: cleanup frees the run (and its Pod's log) next.
+    if (FINISHED_JOB_STATES.includes(next.status!)) next.output = await this.outputOf(job);
     const forward = FINISHED_JOB_STATES.includes(next.status!) || ORDER.indexOf(next.status!) > ORDER.indexOf(job.status.status);
     if (forward) {
       // A run that started and ended between two looks still ran: record `running` (and
@@ -140,6 +144,14 @@ export class JobReconciler implements Reconciler {
     } catch (err) {
       if (!(err instanceof AlreadyExistsError)) throw err;
     }
+  }
+
+  /** What the run printed, cut at OUTPUT_LIMIT bytes; null when the executor has none. */
+  private async outputOf(job: Job): Promise<string | null> {
+    const output = await this.executor.logs(job.meta.team, job.meta.id, job.spec, job.meta.createdAt);
+    if (output === null) return null;
+    const bytes = Buffer.from(output, 'utf8');
+    return bytes.length <= OUTPUT_LIMIT ? output : bytes.subarray(0, OUTPUT_LIMIT).toString('utf8');
   }
 
   /**

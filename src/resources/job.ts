@@ -52,7 +52,12 @@ export interface JobStatus extends BaseStatus {
   next_run_at?: string | null;
   /** When the schedule was last resumed: times before it are not caught up. */
   resumed_at?: string | null;
+  /** What the run printed (its first 64 KiB), kept once it ended: the executor frees the run then. */
+  output?: string | null;
 }
+
+/** How much of a run's output is kept. */
+export const OUTPUT_LIMIT = 65_536;
 
 export type Job = Resource<JobSpec, JobStatus>;
 
@@ -130,6 +135,7 @@ export const jobFamily: FamilyDefinition<JobSpec, JobStatus> = {
       last_scheduled_at: Type.Optional(NullableTimestamp('Scheduled jobs: the last time of the schedule a run was made for.')),
       next_run_at: Type.Optional(NullableTimestamp('Scheduled jobs: the next time of the schedule.')),
       resumed_at: Type.Optional(NullableTimestamp('Scheduled jobs: when the schedule was last resumed; times before it are not caught up.')),
+      output: Type.Optional(Type.Union([Type.String({ maxLength: 65_536 }), Type.Null()], { description: 'What the run printed (the first 64 KiB), kept once it ended; GET /api/v1/jobs/{id}/logs shows it.' })),
     }),
     record: strictObject({
       ...baseRecordProperties('job', STATES),

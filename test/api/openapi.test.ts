@@ -149,6 +149,7 @@ describe('GET /api/v1/openapi.json', () => {
         'GET /api/v1/jobs/{id}': 'getJob',
         'POST /api/v1/jobs/{id}/cancel': 'cancelJob',
         'GET /api/v1/jobs/{id}/runs': 'listJobRuns',
+        'GET /api/v1/jobs/{id}/logs': 'getJobLogs',
         'POST /api/v1/jobs/{id}/pause': 'pauseJob',
         'POST /api/v1/jobs/{id}/resume': 'resumeJob',
         'GET /api/v1/jobs/{id}/runs/{run_id}': 'getJobRun',

@@ -184,6 +184,32 @@ describe('scheduled jobs', () => {
     for (const run of await runsOf(job.id)) if (run.status !== 'cancelled') await t.api('POST', `/api/v1/jobs/${run.id}/cancel`);
   });
 
+  it("shows a run's output, live and once it ended", async () => {
+    const job = (await t.api('POST', '/api/v1/jobs', { name: 'talker', command: 'echo hello; echo "from cron" && sleep 1', schedule: '* * * * * *' })).body.data;
+    const run = await eventually(async () => (await runsOf(job.id)).find((r) => r.status === 'completed'), 20_000);
+    await t.api('POST', `/api/v1/jobs/${job.id}/cancel`);
+    const logs = await t.api('GET', `/api/v1/jobs/${job.id}/logs?run_id=${run.id}`);
+    expect(logs.status).toBe(200);
+    expect(logs.body.data).toEqual({ job_id: job.id, run_id: run.id, status: 'completed', output: 'hello\nfrom cron\n' });
+    // Without run_id: the latest run.
+    const latest = (await runsOf(job.id)).sort((a, b) => b.scheduled_at.localeCompare(a.scheduled_at))[0];
+    expect((await t.api('GET', `/api/v1/jobs/${job.id}/logs`)).body.data.run_id).toBe(latest.id);
+
+    const once = (await t.api('POST', '/api/v1/jobs', { name: 'printer', command: 'echo once && sleep 3' })).body.data;
+    const live = await eventually(async () => {
+      const body = (await t.api('GET', `/api/v1/jobs/${once.id}/logs`)).body.data;
+      return body.status === 'running' ? body : null;
+    });
+    expect(live).toEqual({ job_id: once.id, run_id: once.id, status: 'running', output: 'once\n' });
+    await eventually(async () => (await t.api('GET', `/api/v1/jobs/${once.id}`)).body.data.status === 'completed', 15_000);
+    expect((await t.api('GET', `/api/v1/jobs/${once.id}/logs`)).body.data).toMatchObject({ status: 'completed', output: 'once\n' });
+
+    expect((await t.api('GET', `/api/v1/jobs/${job.id}/logs?run_id=${once.id}`)).body.error.code).toBe('run_not_found');
+    const idle = (await t.api('POST', '/api/v1/jobs', { name: 'idle', command: 'true', schedule: '@yearly' })).body.data;
+    expect((await t.api('GET', `/api/v1/jobs/${idle.id}/logs`)).body.error.code).toBe('run_not_found');
+    await t.api('POST', `/api/v1/jobs/${idle.id}/cancel`);
+  });
+
   it('answers 404 for a run of another job', async () => {
     const a = (await t.api('POST', '/api/v1/jobs', { name: 'first', command: 'true' })).body.data;
     const b = (await t.api('POST', '/api/v1/jobs', { name: 'second', command: 'true' })).body.data;

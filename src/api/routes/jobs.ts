@@ -11,6 +11,13 @@ import { nowIso } from '../../lib/time';
 import { writeAndAwait } from '../awaiting';
 
 const IdParams = Type.Object({ id: Type.String({ maxLength: 64 }) });
+const LogsQuery = Type.Object({ run_id: Type.Optional(Type.String({ maxLength: 64, description: 'The run whose output to show; default the latest run.' })) }, { additionalProperties: false });
+const JobLogs = Type.Object({
+  job_id: Type.String({ description: 'The job asked about.' }),
+  run_id: Type.String({ description: 'The run whose output this is (the job itself for a job without a schedule).' }),
+  status: Type.String({ description: "The run's status." }),
+  output: Type.String({ description: 'What the run printed so far, stdout and stderr (the first 64 KiB); empty before it starts.' }),
+});
 const RunParams = Type.Object({ id: Type.String({ maxLength: 64 }), run_id: Type.String({ maxLength: 64 }) });
 
 /** The runs of a job: those a scheduled job made; a job that runs once is its own one run. */
@@ -109,6 +116,31 @@ export function registerJobRoutes(app: FastifyInstance, ctx: ApiContext): void {
       const rows = runs.map((r) => ({ id: r.meta.id, name: r.spec.name, created_at: r.meta.createdAt, status: r.status.status, r }));
       const { page, nextCursor } = paginate(rows, listQueryOf(request), ctx.cursorKey);
       return send(ctx, request, reply, 200, page.map((row) => family.toRecord(row.r)), { next_cursor: nextCursor });
+    },
+  });
+
+  app.get(`/api/v1/${family.path}/:id/logs`, {
+    config: { family: family.name },
+    schema: {
+      tags: [family.title],
+      operationId: 'getJobLogs',
+      summary: "A run's output",
+      description: 'The output of a run (`run_id`, default the latest run by `scheduled_at`): read from the executor while the run goes, kept with the run once it ended. 404 run_not_found for a run that is not one of the job\'s, or a scheduled job without runs yet.',
+      params: IdParams,
+      querystring: LogsQuery,
+      response: { 200: envelopeOf(JobLogs), 404: ErrorEnvelope },
+    },
+    handler: async (request, reply) => {
+      const { id } = request.params as { id: string };
+      const { run_id: runId } = request.query as { run_id?: string };
+      const { team } = principalOf(request);
+      const runs = await runsOf(ctx, team, await findResource<Job>(ctx, family, team, id));
+      const latest = [...runs].sort((a, b) => (b.spec.scheduled_at ?? b.meta.createdAt).localeCompare(a.spec.scheduled_at ?? a.meta.createdAt))[0];
+      const run = runId === undefined ? latest : runs.find((r) => r.meta.id === runId);
+      if (!run) throw notFound('run', runId);
+      const ended = FINISHED_JOB_STATES.includes(run.status.status);
+      const output = ended ? run.status.output : await ctx.drivers.drivers.job.logs(team, run.meta.id, run.spec, run.meta.createdAt);
+      return send(ctx, request, reply, 200, { job_id: id, run_id: run.meta.id, status: run.status.status, output: output ?? '' });
     },
   });
 
