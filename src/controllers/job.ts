@@ -2,15 +2,34 @@
  * Jobs: submit the run to the executor (simulated in embedded mode, a batch/v1 Job in
  * cluster mode), follow it to its end, and stop it when cancel is asked for. The status
  * only ever moves forward: queued -> running -> completed | failed | cancelled.
+ *
+ * A scheduled job is not run itself: at each time of its schedule this makes a run, an
+ * ordinary job (see runId). Only the leader reconciles, so only one replica schedules.
  */
-import type { Store } from '../store/types';
+import { createHash } from 'node:crypto';
+import { AlreadyExistsError, Store } from '../store/types';
 import type { JobExecutor, JobRun } from '../drivers/job';
 import type { ResourceWriter } from '../resources/writer';
-import { FINISHED_JOB_STATES, Job, jobFamily } from '../resources/job';
+import { FINISHED_JOB_STATES, isScheduled, Job, JobSpec, jobFamily, OUTPUT_LIMIT } from '../resources/job';
+import { lastFire, nextFire, parseCron } from '../lib/cron';
 import { nowIso } from '../lib/time';
 import type { ReconcileResult, Reconciler } from './controller';
 
 const POLL_MS = 1_000;
+/** A scheduled job is looked at again at least this often, so a clock that jumps is noticed. */
+const MAX_SCHEDULE_SLEEP_MS = 60_000;
+
+/**
+ * The id of the run of `jobId` for the time `scheduledAt`: the same for every replica and
+ * after every restart, so a run is made once however often its time is looked at (the
+ * second create is refused as already there).
+ */
+export function runId(jobId: string, scheduledAt: string): string {
+  const digest = createHash('sha256').update(`${jobId}@${scheduledAt}`).digest();
+  let opaque = '';
+  for (const byte of digest.subarray(0, 20)) opaque += '0123456789abcdefghijklmnopqrstuvwxyz'[byte % 36];
+  return `${jobFamily.idPrefix}_${opaque}`;
+}
 const ORDER = ['queued', 'running'];
 
 function statusOfRun(run: JobRun): Partial<Job['status']> {
@@ -43,15 +62,20 @@ export class JobReconciler implements Reconciler {
     if (!job) return;
     const submittedAt = job.meta.createdAt;
     if (job.spec.cancel_requested || job.status.status === 'cancelled') {
+      // Read before the run is stopped and freed.
+      const output = FINISHED_JOB_STATES.includes(job.status.status) || isScheduled(job) ? undefined : await this.outputOf(job);
       await this.executor.cancel(team, id, nowIso());
       // The cancel request was a spec change: observed, so kstatus does not wait on it forever.
-      if (!FINISHED_JOB_STATES.includes(job.status.status)) await this.write(job, () => ({ status: 'cancelled', finished_at: nowIso(), status_reason: 'Cancelled on request.', observed_generation: job.meta.generation }));
+      if (!FINISHED_JOB_STATES.includes(job.status.status)) await this.write(job, () => ({ status: 'cancelled', finished_at: nowIso(), status_reason: 'Cancelled on request.', observed_generation: job.meta.generation, ...(isScheduled(job) ? { next_run_at: null } : { output }) }));
       return;
     }
     if (FINISHED_JOB_STATES.includes(job.status.status)) return this.cleanupOnce(team, id);
+    if (isScheduled(job)) return this.schedule(job);
     await this.executor.submit(team, id, job.spec, submittedAt);
     const run = await this.executor.observe(team, id, job.spec, submittedAt);
     const next = statusOfRun(run);
+    // The output is kept with the outcome: cleanup frees the run (and its Pod's log) next.
+    if (FINISHED_JOB_STATES.includes(next.status!)) next.output = await this.outputOf(job);
     const forward = FINISHED_JOB_STATES.includes(next.status!) || ORDER.indexOf(next.status!) > ORDER.indexOf(job.status.status);
     if (forward) {
       // A run that started and ended between two looks still ran: record `running` (and
@@ -63,6 +87,71 @@ export class JobReconciler implements Reconciler {
       if (FINISHED_JOB_STATES.includes(next.status!)) return this.cleanupOnce(team, id);
     }
     return { requeueAfterMs: POLL_MS };
+  }
+
+  /**
+   * Makes the run that is due, if one is, and sleeps until the next. The anchor is the last
+   * time a run was made for (the creation at first), kept in the status: after a restart
+   * (or a leader change) the times missed meanwhile are found from it, and only the latest
+   * of them gets a run, as a CronJob with startingDeadlineSeconds catches up at most once.
+   */
+  private async schedule(job: Job): Promise<ReconcileResult | void> {
+    const { schedule, timezone = 'UTC' } = job.spec;
+    if (job.spec.paused) {
+      if (job.status.status !== 'paused') await this.write(job, () => ({ status: 'paused', next_run_at: null, observed_generation: job.meta.generation }));
+      return;
+    }
+    if (job.status.status === 'paused') {
+      // Times that passed while paused are not caught up: the anchor moves to now.
+      job = await this.write(job, () => ({ status: 'scheduled', resumed_at: nowIso(), observed_generation: job.meta.generation }));
+      if (job.status.status !== 'scheduled') return;
+    }
+    const parsed = parseCron(schedule!);
+    const now = new Date();
+    const anchor = new Date(Math.max(...[job.status.last_scheduled_at, job.status.resumed_at, job.meta.createdAt].filter((t): t is string => Boolean(t)).map(Date.parse)));
+    const due = lastFire(parsed, timezone, anchor, now);
+    if (due) await this.runAt(job, due.toISOString());
+    const next = nextFire(parsed, timezone, due ?? now)?.toISOString() ?? null;
+    const scheduledAt = due?.toISOString() ?? job.status.last_scheduled_at ?? null;
+    if (next !== (job.status.next_run_at ?? null) || scheduledAt !== (job.status.last_scheduled_at ?? null)) {
+      await this.write(job, () => ({ next_run_at: next, last_scheduled_at: scheduledAt }));
+    }
+    const untilNext = next ? Date.parse(next) - Date.now() : MAX_SCHEDULE_SLEEP_MS;
+    return { requeueAfterMs: Math.max(1, Math.min(untilNext, MAX_SCHEDULE_SLEEP_MS)) };
+  }
+
+  /** Applies the concurrency policy to the runs still going, then starts the run of `scheduledAt`, unless forbidden. */
+  private async runAt(job: Job, scheduledAt: string): Promise<void> {
+    const policy = job.spec.concurrency_policy ?? 'allow';
+    if (policy !== 'allow') {
+      const runs = (await this.store.list(this.kind, job.meta.team)) as Job[];
+      // The run of this very time may exist already (made before a restart): it is no other run.
+      const going = runs.filter((run) => run.spec.scheduled_job_id === job.meta.id && run.spec.scheduled_at !== scheduledAt && !FINISHED_JOB_STATES.includes(run.status.status));
+      if (going.length > 0 && policy === 'forbid') return;
+      for (const run of going) {
+        await this.writer.mutateSpec<Job>(jobFamily, run.meta.team, run.meta.id, (latest) => (latest.spec.cancel_requested ? null : { ...latest.spec, cancel_requested: true }));
+      }
+    }
+    await this.startRun(job, scheduledAt);
+  }
+
+  /** Creates the run of `scheduledAt` unless it exists: made before a restart, or by the previous leader. */
+  private async startRun(job: Job, scheduledAt: string): Promise<void> {
+    const { schedule: _schedule, timezone: _timezone, concurrency_policy: _policy, paused: _paused, ...rest } = job.spec;
+    const spec: JobSpec = { ...rest, cancel_requested: false, scheduled_job_id: job.meta.id, scheduled_at: scheduledAt };
+    try {
+      await this.writer.create(jobFamily, job.meta.team, spec, 'system', runId(job.meta.id, scheduledAt));
+    } catch (err) {
+      if (!(err instanceof AlreadyExistsError)) throw err;
+    }
+  }
+
+  /** What the run printed, cut at OUTPUT_LIMIT bytes; null when the executor has none. */
+  private async outputOf(job: Job): Promise<string | null> {
+    const output = await this.executor.logs(job.meta.team, job.meta.id, job.spec, job.meta.createdAt);
+    if (output === null) return null;
+    const bytes = Buffer.from(output, 'utf8');
+    return bytes.length <= OUTPUT_LIMIT ? output : bytes.subarray(0, OUTPUT_LIMIT).toString('utf8');
   }
 
   /**

@@ -28,6 +28,8 @@ export interface JobExecutor {
   submit(team: string, id: string, spec: JobSpecForRun, submittedAt: string): Promise<void>;
   /** The job's run as the executor sees it now. */
   observe(team: string, id: string, spec: JobSpecForRun, submittedAt: string): Promise<JobRun>;
+  /** What the run printed so far (stdout and stderr), or null when nothing can be read (not started, or freed). */
+  logs(team: string, id: string, spec: JobSpecForRun, submittedAt: string): Promise<string | null>;
   /** Stops the job; idempotent. */
   cancel(team: string, id: string, cancelledAt: string): Promise<void>;
   /** Frees what the run holds once its record is destroyed. */

@@ -113,6 +113,8 @@ export interface FamilyDefinition<Spec = any, Status extends BaseStatus = any> {
   applyUpdate?(spec: Spec, patch: any, ctx: RuleContext): Spec;
   /** Family-specific fields of a new status. */
   initialStatus(spec: Spec): Omit<Status, keyof BaseStatus>;
+  /** The state a new resource starts in when not the family's first (a scheduled job starts `scheduled`, not `queued`). */
+  firstState?(spec: Spec): string;
   /** The resource as the API shows it. Never includes secrets. */
   toRecord(resource: Resource<Spec, Status>): Record<string, unknown>;
   /**

@@ -61,7 +61,7 @@ export class ResourceWriter {
     const refused = refusal !== undefined;
     const status: BaseStatus & Record<string, unknown> = {
       ...family.initialStatus(resource.spec),
-      status: refused ? 'failed' : family.states[0],
+      status: refused ? 'failed' : (family.firstState?.(resource.spec) ?? family.states[0]),
       status_reason: refusal ?? null,
       observed_generation: resource.meta.generation,
       observed_config: refused && previous ? previous.status.observed_config : configHash(family, resource.spec as Record<string, unknown>),

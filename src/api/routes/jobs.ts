@@ -1,21 +1,77 @@
-/** Job actions: cancel a queued or running job. */
+/** Job actions: cancel a queued or running job; pause and resume a scheduled one; the runs of a scheduled job. */
 import type { FastifyInstance } from 'fastify';
 import { Type } from '@sinclair/typebox';
 import type { ApiContext } from '../context';
 import { send } from '../envelope';
-import { envelopeOf, ErrorEnvelope, findResource, principalOf } from './families';
+import { envelopeOf, ErrorEnvelope, findResource, listVisible, principalOf } from './families';
+import { listQueryOf, listQuerySchema, paginate } from '../list';
 import { FINISHED_JOB_STATES, Job, jobFamily as family } from '../../resources/job';
-import { invalidState } from '../../lib/errors';
+import { invalidState, notFound } from '../../lib/errors';
 import { nowIso } from '../../lib/time';
 import { writeAndAwait } from '../awaiting';
 
 const IdParams = Type.Object({ id: Type.String({ maxLength: 64 }) });
+const LogsQuery = Type.Object({ run_id: Type.Optional(Type.String({ maxLength: 64, description: 'The run whose output to show; default the latest run.' })) }, { additionalProperties: false });
+const JobLogs = Type.Object({
+  job_id: Type.String({ description: 'The job asked about.' }),
+  run_id: Type.String({ description: 'The run whose output this is (the job itself for a job without a schedule).' }),
+  status: Type.String({ description: "The run's status." }),
+  output: Type.String({ description: 'What the run printed so far, stdout and stderr (the first 64 KiB); empty before it starts.' }),
+});
+const RunParams = Type.Object({ id: Type.String({ maxLength: 64 }), run_id: Type.String({ maxLength: 64 }) });
+
+/** The runs of a job: those a scheduled job made; a job that runs once is its own one run. */
+async function runsOf(ctx: ApiContext, team: string, job: Job): Promise<Job[]> {
+  if (!job.spec.schedule) return [job];
+  const jobs = await listVisible<Job>(ctx, family.kind, team);
+  return jobs.filter((run) => run.spec.scheduled_job_id === job.meta.id);
+}
 
 function assertCancellable(job: Job): void {
   if (FINISHED_JOB_STATES.includes(job.status.status)) throw invalidState(`The job is already ${job.status.status}; only a queued or running job can be cancelled.`);
 }
 
+/** A scheduled job that is not cancelled; 409 invalid_state otherwise. */
+function assertSchedulable(job: Job, action: string): void {
+  if (!job.spec.schedule) throw invalidState(`Only a scheduled job can be ${action}; this job runs once.`);
+  if (FINISHED_JOB_STATES.includes(job.status.status)) throw invalidState(`The job is ${job.status.status}; its schedule cannot be ${action}.`);
+}
+
+/** POST /jobs/{id}/pause and /resume: write `paused` and answer once the controller has moved the state. */
+function registerScheduleAction(app: FastifyInstance, ctx: ApiContext, action: 'pause' | 'resume'): void {
+  const paused = action === 'pause';
+  const past = paused ? 'paused' : 'resumed';
+  const target = paused ? 'paused' : 'scheduled';
+  app.post(`/api/v1/${family.path}/:id/${action}`, {
+    config: { family: family.name },
+    schema: {
+      tags: [family.title],
+      operationId: `${action}Job`,
+      summary: paused ? 'Pause the schedule of a scheduled job' : 'Resume the schedule of a paused job',
+      description: paused
+        ? 'No runs are made while paused; runs already made go on. Pausing a paused job changes nothing. A job without a schedule, or cancelled, answers 409 invalid_state.'
+        : 'The schedule goes on from now: times that passed while paused get no run. Resuming a scheduled job changes nothing. A job without a schedule, or cancelled, answers 409 invalid_state.',
+      params: IdParams,
+      response: { 200: envelopeOf(family.schemas.record), 404: ErrorEnvelope, 409: ErrorEnvelope },
+    },
+    handler: async (request, reply) => {
+      const { id } = request.params as { id: string };
+      const { team } = principalOf(request);
+      assertSchedulable(await findResource<Job>(ctx, family, team, id), past);
+      const ask = () => ctx.writer.mutateSpec<Job>(family, team, id, (job) => (Boolean(job.spec.paused) === paused ? null : { ...job.spec, paused }));
+      const moved = await writeAndAwait<Job>(ctx.store, family.kind, team, id, ask, (job) => job.status.status === target || FINISHED_JOB_STATES.includes(job.status.status));
+      // The controller did not answer in time (another replica leads): the state the request leads to.
+      const current = moved ?? (await findResource<Job>(ctx, family, team, id));
+      const latest = moved ?? { ...current, status: { ...current.status, status: target, ...(paused ? { next_run_at: null } : {}) } };
+      assertSchedulable(latest, past);
+      return send(ctx, request, reply, 200, family.toRecord(latest));
+    },
+  });
+}
+
 export function registerJobRoutes(app: FastifyInstance, ctx: ApiContext): void {
+  registerScheduleAction(app, ctx, 'pause');
+  registerScheduleAction(app, ctx, 'resume');
   app.post(`/api/v1/${family.path}/:id/cancel`, {
     config: { family: family.name },
     schema: {
@@ -38,6 +94,73 @@ export function registerJobRoutes(app: FastifyInstance, ctx: ApiContext): void {
       if (ended && ended.status.status !== 'cancelled') assertCancellable(ended);
       const cancelled = ended ?? { ...found, status: { ...found.status, status: 'cancelled', finished_at: nowIso(), status_reason: 'Cancelled on request.' } };
       return send(ctx, request, reply, 200, family.toRecord(cancelled));
+    },
+  });
+
+  app.get(`/api/v1/${family.path}/:id/runs`, {
+    config: { family: family.name },
+    schema: {
+      tags: [family.title],
+      operationId: 'listJobRuns',
+      summary: 'List the runs of a job',
+      description: 'Each run of a scheduled job is a job of its own, with `scheduled_job_id` and `scheduled_at` set; newest first by default. A job without a schedule is its own single run.',
+      params: IdParams,
+      querystring: listQuerySchema(family.states),
+      response: { 200: envelopeOf(Type.Array(family.schemas.record)), 404: ErrorEnvelope, 422: ErrorEnvelope },
+    },
+    handler: async (request, reply) => {
+      const { id } = request.params as { id: string };
+      const { team } = principalOf(request);
+      const job = await findResource<Job>(ctx, family, team, id);
+      const runs = await runsOf(ctx, team, job);
+      const rows = runs.map((r) => ({ id: r.meta.id, name: r.spec.name, created_at: r.meta.createdAt, status: r.status.status, r }));
+      const { page, nextCursor } = paginate(rows, listQueryOf(request), ctx.cursorKey);
+      return send(ctx, request, reply, 200, page.map((row) => family.toRecord(row.r)), { next_cursor: nextCursor });
+    },
+  });
+
+  app.get(`/api/v1/${family.path}/:id/logs`, {
+    config: { family: family.name },
+    schema: {
+      tags: [family.title],
+      operationId: 'getJobLogs',
+      summary: "A run's output",
+      description: 'The output of a run (`run_id`, default the latest run by `scheduled_at`): read from the executor while the run goes, kept with the run once it ended. 404 run_not_found for a run that is not one of the job\'s, or a scheduled job without runs yet.',
+      params: IdParams,
+      querystring: LogsQuery,
+      response: { 200: envelopeOf(JobLogs), 404: ErrorEnvelope },
+    },
+    handler: async (request, reply) => {
+      const { id } = request.params as { id: string };
+      const { run_id: runId } = request.query as { run_id?: string };
+      const { team } = principalOf(request);
+      const runs = await runsOf(ctx, team, await findResource<Job>(ctx, family, team, id));
+      const latest = [...runs].sort((a, b) => (b.spec.scheduled_at ?? b.meta.createdAt).localeCompare(a.spec.scheduled_at ?? a.meta.createdAt))[0];
+      const run = runId === undefined ? latest : runs.find((r) => r.meta.id === runId);
+      if (!run) throw notFound('run', runId);
+      const ended = FINISHED_JOB_STATES.includes(run.status.status);
+      const output = ended ? run.status.output : await ctx.drivers.drivers.job.logs(team, run.meta.id, run.spec, run.meta.createdAt);
+      return send(ctx, request, reply, 200, { job_id: id, run_id: run.meta.id, status: run.status.status, output: output ?? '' });
+    },
+  });
+
+  app.get(`/api/v1/${family.path}/:id/runs/:run_id`, {
+    config: { family: family.name },
+    schema: {
+      tags: [family.title],
+      operationId: 'getJobRun',
+      summary: 'Get one run of a job',
+      description: 'A run is a job record: the same as GET /api/v1/jobs/{run_id}, found only among the runs of this job (404 run_not_found otherwise).',
+      params: RunParams,
+      response: { 200: envelopeOf(family.schemas.record), 404: ErrorEnvelope },
+    },
+    handler: async (request, reply) => {
+      const { id, run_id: runId } = request.params as { id: string; run_id: string };
+      const { team } = principalOf(request);
+      const job = await findResource<Job>(ctx, family, team, id);
+      const run = (await runsOf(ctx, team, job)).find((r) => r.meta.id === runId);
+      if (!run) throw notFound('run', runId);
+      return send(ctx, request, reply, 200, family.toRecord(run));
     },
   });
 }

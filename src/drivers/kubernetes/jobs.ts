@@ -40,6 +40,7 @@ const PERMANENT_IMAGE_REASONS: Record<string, string> = {
 /** Waiting reasons of a pull that may still succeed (a registry down for a while): the job fails once they last too long. */
 const RETRIED_IMAGE_REASONS = new Set(['ErrImagePull', 'ImagePullBackOff', 'RegistryUnavailable', 'SignatureValidationFailed']);
 export const DEFAULT_IMAGE_PULL_TIMEOUT_MS = 300_000;
+const LOG_LIMIT_BYTES = 65_536;
 
 /** What a plan asks of the node; memory is limited at twice the request so a runaway job cannot starve the node. */
 const PLAN_RESOURCES: Record<string, { requests: Record<string, string>; limits: Record<string, string> }> = {
@@ -145,6 +146,22 @@ export class KubernetesJobExecutor implements JobExecutor {
       };
     }
     return this.runOf(job, namespace, name);
+  }
+
+  /** The job container's log in the Job's newest Pod (its first 64 KiB), or null while no Pod has one. */
+  // API call: job driver: Pod logs
+  async logs(team: string, id: string): Promise<string | null> {
+    const namespace = this.namespaceOf(team);
+    const pods = (await this.podsOf(namespace, objectName(id))) ?? [];
+    const newest = pods.sort((a, b) => (iso(b.metadata?.creationTimestamp) ?? '').localeCompare(iso(a.metadata?.creationTimestamp) ?? ''))[0];
+    if (!newest?.metadata?.name) return null;
+    try {
+      return await this.call(() => this.core.readNamespacedPodLog({ name: newest.metadata!.name!, namespace, container: CONTAINER_NAME, limitBytes: LOG_LIMIT_BYTES }));
+    } catch (err) {
+      // 400: the container has not started yet; 404: the Pod went meanwhile.
+      if (httpCode(err) === 400 || httpCode(err) === 404) return null;
+      throw err;
+    }
   }
 
   async cancel(team: string, id: string, cancelledAt: string): Promise<void> {

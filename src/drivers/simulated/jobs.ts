@@ -1,11 +1,21 @@
 /**
  * Simulated job execution: a job waits in a queue for a moment, then "runs" for as long
  * as its command's `sleep N` steps add up to (or the simulated default), and ends with
- * the code of a trailing `exit N` (0 otherwise). Nothing of the command is executed.
+ * the code of a trailing `exit N` (0 otherwise). Nothing of the command is executed; its
+ * output is what its `echo` steps would print, from the moment it starts.
  */
 import type { JobExecutor, JobRun, JobSpecForRun } from '../job';
 import type { DriverHealth } from '../types';
 import { draw, Simulation } from './simulation';
+
+/** The lines the `echo` steps of a shell command print (steps split on ;, &&, || and newlines; quotes removed). */
+export function echoedLines(command: string): string[] {
+  return command
+    .split(/;|&&|\|\||\n/)
+    .map((step) => /^\s*echo(?:\s+(.*))?$/.exec(step))
+    .filter((m): m is RegExpExecArray => m !== null)
+    .map((m) => (m[1] ?? '').trim().replace(/^(['"])(.*)\1$/, '$2'));
+}
 
 export class SimulatedJobExecutor implements JobExecutor {
   constructor(private readonly sim: Simulation) {}
@@ -29,6 +39,12 @@ export class SimulatedJobExecutor implements JobExecutor {
     const reason = code === 0 ? null : injected ? 'the job failed (simulated failure injected by CLOUDPLANE_SIM_FAILURES)' : `the command exited with code ${code}`;
     this.sim.recordOnce('job', `${team}/${id}/${submittedAt}`, reason);
     return { state: code === 0 ? 'succeeded' : 'failed', exit_code: code, started_at: startedAt, finished_at: new Date(end).toISOString(), reason };
+  }
+
+  async logs(_team: string, _id: string, spec: JobSpecForRun, submittedAt: string): Promise<string | null> {
+    const start = Date.parse(submittedAt) + Math.round(this.sim.baseDelayMs('job') * 0.25);
+    if (Date.now() < start) return null;
+    return echoedLines(spec.command).map((line) => `${line}\n`).join('');
   }
 
   async cancel(): Promise<void> {}

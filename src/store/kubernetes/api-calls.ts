@@ -78,6 +78,8 @@ export function kubernetesApiCalls(): ApiCall[] {
     { entry: 'drivers: Pods', group: '', resources: ['pods'], verbs: ['get', 'list', 'create', 'delete'], scope: 'team-namespaces' },
     // Cloud jobs (src/drivers/kubernetes/jobs.ts).
     { entry: 'job driver: Jobs', group: 'batch', resources: ['jobs'], verbs: ['get', 'create', 'delete'], scope: 'team-namespaces' },
+    // A job's output: its Pod's log, kept in the job's status once it ended.
+    { entry: 'job driver: Pod logs', group: '', resources: ['pods/log'], verbs: ['get'], scope: 'team-namespaces' },
     // Load balancers on HAProxy and VPN gateways' agents (src/drivers/kubernetes/applied.ts), file shares' claims.
     { entry: 'drivers: applied objects, watched', group: '', resources: ['configmaps', 'services', 'persistentvolumeclaims'], verbs: ['list', 'watch'], scope: 'cluster' },
     { entry: 'drivers: applied objects', group: '', resources: ['configmaps', 'services', 'persistentvolumeclaims'], verbs: APPLIED, scope: 'team-namespaces' },
