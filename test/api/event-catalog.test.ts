@@ -158,6 +158,11 @@ describe('event catalog', () => {
     await ok('POST', `/api/v1/jobs/${long}/cancel`);
     await waitForStatus(t, `/api/v1/jobs/${done}`, 'completed');
     await waitForStatus(t, `/api/v1/jobs/${broken}`, 'failed');
+    // A scheduled job (once a year, so no run in the test) is scheduled, then paused.
+    const yearly = await created('/api/v1/jobs', { name: 'cat-yearly', command: 'echo hi', schedule: '0 0 1 1 *' });
+    await sawEvent(yearly, 'job.scheduled');
+    await ok('POST', `/api/v1/jobs/${yearly}/pause`);
+    await sawEvent(yearly, 'job.paused');
 
     await ok('PATCH', '/api/v1/settings/team', { name: 'Catalogued' });
     await ok('PATCH', '/api/v1/settings/profile', { name: 'Cat Alog' });
