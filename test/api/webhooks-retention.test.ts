@@ -1,5 +1,5 @@
 import { startTestService, TestService, eventually, request } from '../helpers/service';
-import { startReceiver, Receiver } from '../helpers/receiver';
+import { receiversOfThisFile } from '../helpers/receiver';
 import { StoreUnavailableError } from '../../src/store/types';
 import { webhookSecretName } from '../../src/resources/webhook';
 
@@ -12,22 +12,16 @@ const ENV = {
   CLOUDPLANE_WEBHOOK_DELIVERY_RETENTION_DAYS: String(RETENTION_MS / 86_400_000),
 };
 
+const startReceiverOfThisFile = receiversOfThisFile();
+
 describe('webhook delivery retention', () => {
   let t: TestService;
-  const receivers: Receiver[] = [];
   beforeAll(async () => {
     t = await startTestService(ENV);
   });
-  afterAll(async () => {
-    await t.stop();
-    await Promise.all(receivers.map((r) => r.close()));
-  });
+  afterAll(async () => t.stop());
 
-  const receiver = async (status: number) => {
-    const r = await startReceiver(() => ({ status }));
-    receivers.push(r);
-    return r;
-  };
+  const receiver = (status: number) => startReceiverOfThisFile(() => ({ status }));
   const subscribe = async (url: string, name: string) => {
     const res = await t.api('POST', '/api/v1/webhooks', { url, events: ['bucket.created'], filter: { 'bucket.name': name } });
     expect(res.status).toBe(201);

@@ -1,7 +1,7 @@
 import Stripe from 'stripe';
 import { Webhook } from 'standardwebhooks';
 import { startTestService, TestService, eventually } from '../helpers/service';
-import { startReceiver, eventsOf, Receiver } from '../helpers/receiver';
+import { startReceiver, eventsOf, receiversOfThisFile } from '../helpers/receiver';
 
 const stripe = new Stripe('sk_test_unused');
 const WEBHOOK_ENV = {
@@ -10,21 +10,14 @@ const WEBHOOK_ENV = {
   CLOUDPLANE_WEBHOOK_TIME_SCALE: '0.002',
 };
 
+const receiver = receiversOfThisFile();
+
 describe('webhook subscriptions', () => {
   let t: TestService;
-  const receivers: Receiver[] = [];
-  const receiver = async (...args: Parameters<typeof startReceiver>) => {
-    const r = await startReceiver(...args);
-    receivers.push(r);
-    return r;
-  };
   beforeAll(async () => {
     t = await startTestService(WEBHOOK_ENV);
   });
-  afterAll(async () => {
-    await t.stop();
-    await Promise.all(receivers.map((r) => r.close()));
-  });
+  afterAll(async () => t.stop());
 
   const subscribe = async (body: Record<string, unknown>) => {
     const res = await t.api('POST', '/api/v1/webhooks', body);

@@ -3,7 +3,7 @@
  * on 422, details naming each field) into what a form shows: one message for the form,
  * and one per field, so that every validation message of the API reaches the user.
  */
-import { ApiError } from '../../lib/api';
+import { ApiError, type FieldError } from '../../lib/api';
 
 export interface Problem {
   message: string;
@@ -38,4 +38,9 @@ export function otherFields(problem: Problem | null, shown: string[]): string[] 
   return Object.entries(problem.fields)
     .filter(([field]) => !shown.some((name) => isPartOf(field, name)))
     .map(([field, message]) => `${field}: ${message}`);
+}
+
+/** The problem's field messages as the list a SchemaForm shows beside its inputs. */
+export function fieldErrorsOf(problem: Problem | null): FieldError[] {
+  return Object.entries(problem?.fields ?? {}).map(([field, message]) => ({ field, message }));
 }
