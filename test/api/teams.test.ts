@@ -5,27 +5,13 @@
  * write is refused to the viewer with 403 forbidden.
  */
 import { ApiResponse, eventually, startTestService, TestService } from '../helpers/service';
+import { concretePath, isWrite, routesOf } from '../helpers/routes';
 
 const LBS = '/api/v1/load-balancers';
 const MEMBERS = '/api/v1/settings/team/members';
 const KEYS = '/api/v1/settings/api-keys';
 
 type Call = (method: string, path: string, body?: unknown) => Promise<ApiResponse>;
-
-/** Method and full URL of every route in Fastify's printRoutes({commonPrefix: false}) tree. */
-function routesOf(tree: string): Array<{ method: string; url: string }> {
-  const routes: Array<{ method: string; url: string }> = [];
-  const stack: string[] = [];
-  for (const line of tree.split('\n')) {
-    const match = /^([│ ]*)[├└]── (\S+) \(([A-Z, ]+)\)/.exec(line);
-    if (!match) continue;
-    const depth = match[1].length / 4;
-    stack.length = depth;
-    stack.push(match[2]);
-    for (const method of match[3].split(', ')) routes.push({ method, url: stack.join('') });
-  }
-  return routes;
-}
 
 const expectForbidden = (res: ApiResponse) => expect({ status: res.status, code: res.body?.error?.code }).toEqual({ status: 403, code: 'forbidden' });
 
@@ -123,7 +109,7 @@ describe('teams, members and keys through the API', () => {
     // Every route the server has, documented or not, from Fastify's own route tree.
     // The console's sign-in (/auth/*) is outside /api/v1 and its document: POST /auth/session
     // exchanges the key it is sent for a session of that key's own role and scope.
-    const writes = routesOf(t.service.app.printRoutes({ commonPrefix: false })).filter(({ method, url }) => !['GET', 'HEAD', 'OPTIONS'].includes(method) && !url.startsWith('/auth/'));
+    const writes = routesOf(t.service.app.printRoutes({ commonPrefix: false })).filter((route) => isWrite(route) && !route.url.startsWith('/auth/'));
     const document = (await t.api('GET', '/api/v1/openapi.json', undefined, { key: null })).body;
     const documented = Object.entries<Record<string, unknown>>(document.paths).flatMap(([path, item]) =>
       Object.keys(item).filter((m) => m !== 'get').map((m) => `${m.toUpperCase()} ${path.replace(/\{([^}]+)\}/g, ':$1')}`),
@@ -137,7 +123,7 @@ describe('teams, members and keys through the API', () => {
     const wrongly: string[] = [];
     for (const { method, url } of writes) {
       if (ownSession.has(`${method} ${url}`)) continue;
-      const path = url.replace(/:[a-z_]+/g, 'x_0000000000000000');
+      const path = concretePath(url);
       for (const [who, key] of [['viewer', viewer.key], ['read_only key', readOnly]]) {
         const res = await t.api(method, path, {}, { key });
         if (res.status !== 403 || res.body.error.code !== 'forbidden') wrongly.push(`${method} ${url} as ${who}: ${res.status}`);
