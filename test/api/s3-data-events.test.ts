@@ -64,6 +64,7 @@ describe('data.* events from the S3 endpoint\'s bucket notifications', () => {
 
   it('tells a write, an overwrite, a tagging and a delete of an object as data.created, data.created, data.updated, data.destroyed, in order', async () => {
     const bucket = await availableBucket('events');
+    expect(bucket.data_events).toBe(true);
     const put = await client.send(new PutObjectCommand({ Bucket: bucket.s3_bucket, Key: 'notes/a.txt', Body: 'one' }));
     await received(bucket.id, 1);
     const overwrite = await client.send(new PutObjectCommand({ Bucket: bucket.s3_bucket, Key: 'notes/a.txt', Body: 'two!' }));
