@@ -82,6 +82,13 @@ describe('data.* events from the S3 endpoint\'s bucket notifications', () => {
     expect(events[2].data).toMatchObject({ ...base, size: null, source_event: 's3:ObjectTagging:Put' });
     expect(events[3].data).toMatchObject({ ...base, size: null, source_event: 's3:ObjectRemoved:Delete' });
     for (const event of events) expect(event).toMatchObject({ team_id: t.teamId, actor: 'system' });
+    // Like every event, they are in the team's audit log.
+    const audited = await eventually(async () => {
+      const res = await t.api('GET', '/api/v1/audit-log?type=data.*&order=asc&limit=100');
+      const mine = res.body.data.filter((e: any) => e.data.bucket_id === bucket.id);
+      return mine.length >= 4 && mine;
+    });
+    expect(audited.map((e: any) => e.id)).toEqual(events.map((e) => e.id));
   });
 
   it('tells the objects a forced deletion of the bucket removes as data.destroyed', async () => {
