@@ -5,7 +5,18 @@
  * written with @aws-sdk/client-s3, a client no one here wrote. Runs on both stores.
  */
 import { randomBytes } from 'node:crypto';
-import { CreateBucketCommand, DeleteObjectCommand, PutObjectCommand, PutObjectTaggingCommand, S3Client } from '@aws-sdk/client-s3';
+import {
+  CompleteMultipartUploadCommand,
+  CopyObjectCommand,
+  CreateBucketCommand,
+  CreateMultipartUploadCommand,
+  DeleteObjectCommand,
+  DeleteObjectsCommand,
+  PutObjectCommand,
+  PutObjectTaggingCommand,
+  S3Client,
+  UploadPartCommand,
+} from '@aws-sdk/client-s3';
 import { eventually, request, startTestService, TestService } from '../helpers/service';
 import { startS3Server, S3Server } from '../helpers/s3-server';
 import { eventsOf, startReceiver, Receiver } from '../helpers/receiver';
@@ -91,6 +102,32 @@ describe('data.* events from the S3 endpoint\'s bucket notifications', () => {
     expect(audited.map((e: any) => e.id)).toEqual(events.map((e) => e.id));
   });
 
+  it('tells a copy and a completed multipart upload as data.created, and a DeleteObjects as data.destroyed', async () => {
+    const bucket = await availableBucket('copies');
+    await client.send(new PutObjectCommand({ Bucket: bucket.s3_bucket, Key: 'original', Body: 'abc' }));
+    await received(bucket.id, 1);
+    await client.send(new CopyObjectCommand({ Bucket: bucket.s3_bucket, Key: 'copy', CopySource: `${bucket.s3_bucket}/original` }));
+    await received(bucket.id, 2);
+    const upload = await client.send(new CreateMultipartUploadCommand({ Bucket: bucket.s3_bucket, Key: 'big' }));
+    const part = await client.send(new UploadPartCommand({ Bucket: bucket.s3_bucket, Key: 'big', UploadId: upload.UploadId, PartNumber: 1, Body: 'part one' }));
+    await client.send(
+      new CompleteMultipartUploadCommand({ Bucket: bucket.s3_bucket, Key: 'big', UploadId: upload.UploadId, MultipartUpload: { Parts: [{ PartNumber: 1, ETag: part.ETag }] } }),
+    );
+    await received(bucket.id, 3);
+    await client.send(new DeleteObjectsCommand({ Bucket: bucket.s3_bucket, Delete: { Objects: [{ Key: 'copy' }, { Key: 'big' }] } }));
+    const events = await received(bucket.id, 5);
+    expect(events.slice(0, 3).map((e) => [e.type, e.data.key, e.data.source_event])).toEqual([
+      ['data.created', 'original', 's3:ObjectCreated:Put'],
+      ['data.created', 'copy', 's3:ObjectCreated:Copy'],
+      ['data.created', 'big', 's3:ObjectCreated:CompleteMultipartUpload'],
+    ]);
+    // The gateway sends the keys of one DeleteObjects each on its own: in either order.
+    expect(events.slice(3).map((e) => [e.type, e.data.key, e.data.source_event]).sort()).toEqual([
+      ['data.destroyed', 'big', 's3:ObjectRemoved:DeleteObjects'],
+      ['data.destroyed', 'copy', 's3:ObjectRemoved:DeleteObjects'],
+    ]);
+  });
+
   it('tells the objects a forced deletion of the bucket removes as data.destroyed', async () => {
     const bucket = await availableBucket('doomed');
     await client.send(new PutObjectCommand({ Bucket: bucket.s3_bucket, Key: 'left-behind.txt', Body: 'bye' }));
@@ -131,6 +168,11 @@ describe('data.* events from the S3 endpoint\'s bucket notifications', () => {
         expect(refused.status).toBe(401);
         expect(refused.body.error.code).toBe('unauthorized');
         expect(JSON.stringify(refused.body)).not.toContain(secret);
+      }
+      // The guard is the route's context, not a check of the URL: other spellings of the path get no further.
+      for (const spelling of ['/%68ooks/s3-notifications', '/hooks//s3-notifications', '/hooks/s3-notifications/', '/hooks/./s3-notifications', '/HOOKS/S3-NOTIFICATIONS']) {
+        const res = await request(t.url, 'POST', spelling, forged);
+        expect([spelling, [401, 404].includes(res.status)]).toEqual([spelling, true]);
       }
       // A body far past the limit is not read without the secret: 401, not 413.
       const huge = JSON.stringify({ Records: [], padding: 'x'.repeat(200 * 1024) });
