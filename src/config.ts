@@ -99,6 +99,11 @@ export interface S3Config {
   forcePathStyle: boolean;
   /** Starts every backend bucket name, so that installs sharing an endpoint do not collide. */
   bucketPrefix: string;
+  /**
+   * The secret the endpoint's bucket notifications must carry to POST /hooks/s3-notifications
+   * (src/api/s3-notifications.ts); undefined: that route does not exist and no data.* events.
+   */
+  notificationSecret?: string;
 }
 
 /** Limits on connections, so slow or idle clients cannot hold the listener. */
@@ -385,6 +390,8 @@ function httpLimits(env: Env): HttpConfig {
   };
 }
 
+const MIN_NOTIFICATION_SECRET = 32;
+
 function s3(env: Env): S3Config {
   const endpoint = env.CLOUDPLANE_S3_ENDPOINT || undefined;
   if (endpoint !== undefined) {
@@ -411,12 +418,18 @@ function s3(env: Env): S3Config {
   if (!/^[a-z0-9](?:[a-z0-9-]{0,14}[a-z0-9])?$/.test(bucketPrefix)) {
     throw new Error(`CLOUDPLANE_S3_BUCKET_PREFIX must be 1 to 16 lowercase letters, digits or inner hyphens, got "${bucketPrefix}"`);
   }
+  const notificationSecret = env.CLOUDPLANE_S3_NOTIFICATION_SECRET || undefined;
+  // Long enough not to be guessed through the route's rate limit; never its value in the message.
+  if (notificationSecret !== undefined && !new RegExp(`^[A-Za-z0-9._~-]{${MIN_NOTIFICATION_SECRET},}$`).test(notificationSecret)) {
+    throw new Error(`CLOUDPLANE_S3_NOTIFICATION_SECRET must be at least ${MIN_NOTIFICATION_SECRET} letters, digits, '.', '_', '~' or '-' (it goes in a URL's user info as it is), got ${notificationSecret.length} characters or others`);
+  }
   return {
     endpoint,
     region,
     credentials: accessKeyId && secretAccessKey ? { accessKeyId, secretAccessKey } : undefined,
     forcePathStyle: bool(env, 'CLOUDPLANE_S3_FORCE_PATH_STYLE', false),
     bucketPrefix,
+    notificationSecret,
   };
 }
 

@@ -93,3 +93,10 @@ export const eventLogBytes = new Gauge({
   help: 'Embedded event bus: size of events.log.',
   registers: [registry],
 });
+
+export const s3NotificationsDropped = new Counter({
+  name: 'cloudplane_s3_notifications_dropped_total',
+  help: "Bucket notifications of the S3 endpoint that became no data.* event, by reason: unknown_bucket (no bucket of Cloudplane's has that backend name), not_a_data_change (a restore, a test message).",
+  labelNames: ['reason'] as const,
+  registers: [registry],
+});

@@ -28,6 +28,7 @@ import { families } from '../resources/registry';
 import { registerFamilyRoutes } from './routes/families';
 import { registerRouteModules } from './routes';
 import { registerAuthRoutes } from './auth-routes';
+import { registerS3NotificationRoute } from './s3-notifications';
 import type { HttpConfig } from '../config';
 
 export interface AppOptions {
@@ -100,6 +101,8 @@ export async function buildApp(ctx: ApiContext, options: AppOptions = {}): Promi
   // Parses Cookie for every route (the session cookie is opaque, not signed by the plugin).
   await app.register(cookie);
   registerAuthRoutes(app, ctx);
+  // The S3 endpoint's bucket notifications: guarded by a secret of their own, in a context of their own.
+  await registerS3NotificationRoute(app, ctx);
   app.get('/api/v1/openapi.json', { schema: { hide: true } }, async () => app.swagger());
   await registerDocsPage(app);
   await registerConsole(app, ctx.config.consoleDir);

@@ -1,4 +1,4 @@
-/** How buckets bind to the managed reconciler: the spec is what the driver is asked for; the endpoint and backend name are what it gives out. */
+/** How buckets bind to the managed reconciler: the spec is what the driver is asked for; the endpoint, backend name and whether data events are on are what it gives out. */
 import type { BucketDriver, BucketOutputs } from '../drivers/storage';
 import type { BucketSpec } from '../resources/storage';
 import { bucketFamily } from '../resources/storage';
@@ -10,6 +10,6 @@ export function bucketBinding(driver: BucketDriver): FamilyBinding<BucketSpec, B
     readyState: 'available',
     driver,
     desired: async (resource) => resource.spec as BucketSpec,
-    outputs: ({ endpoint, s3_bucket }) => ({ endpoint, s3_bucket }),
+    outputs: ({ endpoint, s3_bucket, data_events }) => ({ endpoint, s3_bucket, data_events }),
   };
 }

@@ -6,6 +6,8 @@ export interface BucketOutputs {
   endpoint: string | null;
   /** The bucket's name on the S3 endpoint; null where there is none (the simulated driver). */
   s3_bucket: string | null;
+  /** Whether the endpoint's notifications of its objects become data.* events (drivers/s3/notifications.ts). */
+  data_events: boolean;
 }
 
 export interface FileShareOutputs {

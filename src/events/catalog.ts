@@ -17,6 +17,7 @@ import type { AnyFamily } from '../resources/family';
 import { stateEmitsEvent } from '../resources/transitions';
 import type { WebhookFilter } from '../webhooks/matching';
 import { categoryOf } from './types';
+import { DataEventData } from '../drivers/s3/notifications';
 
 export interface EventTypeEntry {
   /** `<category>.<verb>`, e.g. `load_balancer.running`. */
@@ -29,9 +30,10 @@ export interface EventTypeEntry {
 }
 
 /**
- * Events that are no family's state change: `webhook.delivery_failed` (src/webhooks/outcome.ts)
- * and `webhook.ping` (POST /webhooks/{id}/ping, src/api/routes/webhooks.ts). Written out here
- * rather than imported, as those modules load resources/webhook.ts, which loads this one;
+ * Events that are no family's state change: `webhook.delivery_failed` (src/webhooks/outcome.ts),
+ * `webhook.ping` (POST /webhooks/{id}/ping, src/api/routes/webhooks.ts) and `data.*`
+ * (src/api/s3-notifications.ts). The webhook ones are written out here rather than
+ * imported, as those modules load resources/webhook.ts, which loads this one;
  * test/api/event-catalog.test.ts catches a type emitted but missing here.
  */
 const STANDALONE_EVENTS: readonly EventTypeEntry[] = [
@@ -53,6 +55,27 @@ const STANDALONE_EVENTS: readonly EventTypeEntry[] = [
     category: 'webhook',
     description: 'A test delivery, sent by POST /webhooks/{id}/ping to that subscription only, whatever its events; never published.',
     data_schema: Type.Object({ subscription_id: Type.String(), url: Type.String() }),
+  },
+  // data.*: the S3 endpoint's bucket notifications (src/api/s3-notifications.ts). Nothing
+  // observes the objects of simulated buckets or the files of file shares: no data.* for them.
+  {
+    type: 'data.created',
+    category: 'data',
+    description:
+      'An object was written to a bucket of the bucket driver `s3` (PUT, POST, copy, completed multipart upload; an overwrite too), told by its endpoint\'s bucket notifications. Never for simulated buckets or file shares.',
+    data_schema: DataEventData,
+  },
+  {
+    type: 'data.updated',
+    category: 'data',
+    description: "An object of a bucket of the bucket driver `s3` had its tags or ACL changed, its content kept (a new content is data.created). Never for simulated buckets or file shares.",
+    data_schema: DataEventData,
+  },
+  {
+    type: 'data.destroyed',
+    category: 'data',
+    description: 'An object was deleted from a bucket of the bucket driver `s3` (DELETE, DeleteObjects, and the objects a forced bucket deletion removes). Never for simulated buckets or file shares.',
+    data_schema: DataEventData,
   },
 ];
 

@@ -16,6 +16,7 @@ export interface BucketSpec {
 export interface BucketStatus extends BaseStatus {
   endpoint: string | null;
   s3_bucket?: string | null;
+  data_events?: boolean;
   external?: Record<string, unknown>;
 }
 export type Bucket = Resource<BucketSpec, BucketStatus>;
@@ -27,6 +28,10 @@ const BucketName = Type.String({
   description: 'Bucket name: 3-63 lowercase letters, digits and hyphens, starting and ending with a letter or digit; unique in the team.',
 });
 const Public = Type.Boolean({ description: 'Whether objects can be read without credentials.' });
+const DataEvents = Type.Boolean({
+  description:
+    "Whether changes to the bucket's objects are data.* events: true under the bucket driver `s3` once the bucket is available, when the installation takes its endpoint's notifications (CLOUDPLANE_S3_NOTIFICATION_SECRET); false under the simulated driver, whose objects nothing observes.",
+});
 
 export const bucketFamily: FamilyDefinition<BucketSpec, BucketStatus> = {
   name: 'bucket',
@@ -57,6 +62,7 @@ export const bucketFamily: FamilyDefinition<BucketSpec, BucketStatus> = {
       ...baseStatusProperties(STATES),
       endpoint: Type.Union([Type.String(), Type.Null()], { description: 'S3 endpoint of the bucket.' }),
       s3_bucket: Type.Optional(Type.Union([Type.String(), Type.Null()], { description: "The bucket's name on the S3 endpoint." })),
+      data_events: Type.Optional(Type.Boolean({ description: "Whether changes to the bucket's objects become data.* events." })),
       external: ExternalRecordSchema,
     }),
     record: strictObject({
@@ -68,6 +74,7 @@ export const bucketFamily: FamilyDefinition<BucketSpec, BucketStatus> = {
       s3_bucket: Type.Union([Type.String(), Type.Null()], {
         description: "The bucket's name on the S3 endpoint (`<prefix>-<team>-<name>`, shortened with a hash past 63 characters), for S3 clients; null until it is available, and under the simulated driver.",
       }),
+      data_events: DataEvents,
     }),
   },
   specFromCreate(body, { config }) {
@@ -86,6 +93,7 @@ export const bucketFamily: FamilyDefinition<BucketSpec, BucketStatus> = {
     public: spec.public,
     endpoint: status.endpoint ?? null,
     s3_bucket: status.s3_bucket ?? null,
+    data_events: status.data_events ?? false,
     created_at: meta.createdAt,
     updated_at: meta.updatedAt,
     deleted_at: status.deleted_at ?? null,

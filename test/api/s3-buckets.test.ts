@@ -59,6 +59,8 @@ describe('buckets on a real S3 endpoint (driver s3)', () => {
     const bucket = await availableBucket('photos');
     expect(bucket.endpoint).toBe(s3.endpoint);
     expect(bucket.s3_bucket).toBe(`cpt-${t.teamId.replace(/_/g, '-')}-photos`);
+    // This service does not take the endpoint's notifications (no CLOUDPLANE_S3_NOTIFICATION_SECRET).
+    expect(bucket.data_events).toBe(false);
     expect((await t.api('GET', `/api/v1/object-storage/${bucket.id}`)).body.meta.provider).toBe('connected');
     await client.send(new PutObjectCommand({ Bucket: bucket.s3_bucket, Key: 'cat.txt', Body: 'meow' }));
     const got = await client.send(new GetObjectCommand({ Bucket: bucket.s3_bucket, Key: 'cat.txt' }));

@@ -15,6 +15,8 @@ describe('object storage and file storage', () => {
     expect(bucket.id).toMatch(/^bkt_/);
     const available = await waitForStatus(t, `/api/v1/object-storage/${bucket.id}`, 'available');
     expect(available.endpoint).toMatch(/^https:\/\//);
+    // Nothing observes a simulated bucket's objects: no data.* events for it.
+    expect(available.data_events).toBe(false);
     const deleted = await t.api('DELETE', `/api/v1/object-storage/${bucket.id}`);
     expect(deleted.status).toBe(200);
     expect(deleted.body.data.status).toBe('deleted');

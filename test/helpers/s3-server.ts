@@ -35,6 +35,12 @@ export interface S3Server {
   kill(): Promise<void>;
   /** Starts it again on the same port and data. */
   restart(): Promise<void>;
+  /**
+   * Restarts it sending a bucket notification of every change to `url` (its webhook event
+   * sink, `--event-webhook-url`), from now on. versitygw refuses to start unless the URL
+   * answers, hence after the service it points at has started.
+   */
+  sendNotificationsTo(url: string): Promise<void>;
   stop(): Promise<void>;
 }
 
@@ -73,12 +79,14 @@ function listening(port: number): Promise<boolean> {
   });
 }
 
-async function launch(port: number, dataDir: string, accessKeyId: string, secretAccessKey: string, iamDir: string | null): Promise<ChildProcess> {
-  // The credentials go by environment, not argv, so no process listing shows the secret.
+async function launch(port: number, dataDir: string, accessKeyId: string, secretAccessKey: string, iamDir: string | null, notificationUrl: string | null): Promise<ChildProcess> {
+  // The credentials (and the notification URL, which holds a secret) go by environment, not
+  // argv, so no process listing shows them.
   const iam = iamDir ? ['--iam-dir', iamDir] : [];
+  const notifications = notificationUrl ? { VGW_EVENT_WEBHOOK_URL: notificationUrl } : {};
   const child = spawnTracked(versitygwBinary(), ['--port', `127.0.0.1:${port}`, ...iam, '--quiet', 'posix', dataDir], {
     stdio: ['ignore', 'pipe', 'pipe'],
-    env: { ...process.env, ROOT_ACCESS_KEY_ID: accessKeyId, ROOT_SECRET_ACCESS_KEY: secretAccessKey },
+    env: { ...process.env, ROOT_ACCESS_KEY_ID: accessKeyId, ROOT_SECRET_ACCESS_KEY: secretAccessKey, ...notifications },
   });
   let output = '';
   let exit: string | null = null;
@@ -124,7 +132,9 @@ export async function startS3Server(options: { accounts?: boolean } = {}): Promi
   const secretAccessKey = randomBytes(24).toString('base64url');
   const endpoint = `http://127.0.0.1:${port}`;
   const region = 'us-east-1';
-  let child = await launch(port, dataDir, accessKeyId, secretAccessKey, iamDir);
+  let notificationUrl: string | null = null;
+  const start = () => launch(port, dataDir, accessKeyId, secretAccessKey, iamDir, notificationUrl);
+  let child = await start();
   const clientOf = (credentials: S3Account) => new S3Client({ endpoint, region, forcePathStyle: true, credentials, maxAttempts: 1 });
   return {
     endpoint,
@@ -152,7 +162,13 @@ export async function startS3Server(options: { accounts?: boolean } = {}): Promi
       await exited(child);
     },
     async restart() {
-      child = await launch(port, dataDir, accessKeyId, secretAccessKey, iamDir);
+      child = await start();
+    },
+    async sendNotificationsTo(url) {
+      child.kill('SIGTERM');
+      await exited(child);
+      notificationUrl = url;
+      child = await start();
     },
     async stop() {
       child.kill('SIGTERM');

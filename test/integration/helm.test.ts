@@ -199,6 +199,11 @@ describeWithHelm('Helm chart charts/cloudplane', () => {
     });
     expect(only(theirs, 'Secret').data['s3-access-key-id']).toBeUndefined();
 
+    // The notification secret (data.* events) comes from a Secret of yours, or is not set at all.
+    expect(envOf(only(own, 'Deployment').spec.template.spec.containers[0]).CLOUDPLANE_S3_NOTIFICATION_SECRET).toBeUndefined();
+    const notified = manifests(render([...settings, 's3.notifications.existingSecret=s3-hooks']));
+    expect(envOf(only(notified, 'Deployment').spec.template.spec.containers[0]).CLOUDPLANE_S3_NOTIFICATION_SECRET).toEqual({ secretKeyRef: { name: 's3-hooks', key: 'notification-secret' } });
+
     // Without the s3 driver, no S3 setting; without keys, the SDK's own chain (a Pod role).
     expect(Object.keys(envOf(only(manifests(render()), 'Deployment').spec.template.spec.containers[0])).filter((n) => n.startsWith('CLOUDPLANE_S3_'))).toEqual([]);
     const chain = envOf(only(manifests(render(settings)), 'Deployment').spec.template.spec.containers[0]);

@@ -67,6 +67,8 @@ describe('S3 settings of the bucket driver s3', () => {
     [{ CLOUDPLANE_S3_BUCKET_PREFIX: 'Prod' }, /CLOUDPLANE_S3_BUCKET_PREFIX/],
     [{ CLOUDPLANE_S3_BUCKET_PREFIX: 'a-very-long-prefix-for-buckets' }, /CLOUDPLANE_S3_BUCKET_PREFIX/],
     [{ CLOUDPLANE_S3_ACCESS_KEY_ID: 'AKID' }, /CLOUDPLANE_S3_ACCESS_KEY_ID and CLOUDPLANE_S3_SECRET_ACCESS_KEY go together/],
+    [{ CLOUDPLANE_S3_NOTIFICATION_SECRET: 'short-secret' }, /CLOUDPLANE_S3_NOTIFICATION_SECRET must be at least 32/],
+    [{ CLOUDPLANE_S3_NOTIFICATION_SECRET: `${'a'.repeat(32)}@host` }, /CLOUDPLANE_S3_NOTIFICATION_SECRET/],
   ])('refuses %j naming the variable', (env, message) => {
     expect(() => loadConfig(env)).toThrow(message);
   });
@@ -74,6 +76,9 @@ describe('S3 settings of the bucket driver s3', () => {
   it('never puts the secret key in its message', () => {
     expect(() => loadConfig({ CLOUDPLANE_S3_SECRET_ACCESS_KEY: 'sekrit-value-123' })).toThrow(/only CLOUDPLANE_S3_SECRET_ACCESS_KEY is set/);
     expect(() => loadConfig({ CLOUDPLANE_S3_SECRET_ACCESS_KEY: 'sekrit-value-123' })).not.toThrow(/sekrit-value-123/);
+    expect(() => loadConfig({ CLOUDPLANE_S3_NOTIFICATION_SECRET: 'sekrit:value-123' })).not.toThrow(/sekrit/);
+    const secret = 'A-notification_secret.of~32-chars';
+    expect(loadConfig({ CLOUDPLANE_S3_NOTIFICATION_SECRET: secret }).s3.notificationSecret).toBe(secret);
   });
 });
 

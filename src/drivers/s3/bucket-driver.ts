@@ -114,7 +114,7 @@ export class S3BucketDriver implements BucketDriver {
     const isPublic = policy?.Policy !== undefined && isPublicReadPolicy(policy.Policy, bucket);
     const hasPolicy = policy?.Policy !== undefined;
     const upToDate = resource.desired.public ? isPublic : !hasPolicy;
-    return { exists: true, upToDate, ready: true, outputs: { endpoint: this.endpoint, s3_bucket: bucket }, observed: null, failure: null };
+    return { exists: true, upToDate, ready: true, outputs: { endpoint: this.endpoint, s3_bucket: bucket, data_events: this.options.s3.notificationSecret !== undefined }, observed: null, failure: null };
   }
 
   async create(resource: Managed<BucketSpec>): Promise<Step> {

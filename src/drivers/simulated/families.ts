@@ -182,7 +182,7 @@ class SimulatedPlainDriver<Spec, Outputs> extends SimulatedDriver<Spec, Outputs,
 }
 
 export const simulatedBucketDriver = (sim: Simulation) =>
-  new SimulatedPlainDriver<BucketSpec, BucketOutputs>('bucket', sim, ({ desired }) => ({ endpoint: `https://${desired.name}.${desired.region}.objects.cloudplane.example`, s3_bucket: null }));
+  new SimulatedPlainDriver<BucketSpec, BucketOutputs>('bucket', sim, ({ desired }) => ({ endpoint: `https://${desired.name}.${desired.region}.objects.cloudplane.example`, s3_bucket: null, data_events: false }));
 
 export const simulatedFileShareDriver = (sim: Simulation) =>
   new SimulatedPlainDriver<FileShareSpec, FileShareOutputs>('file_share', sim, ({ id }) => ({ mount_target: `${sim.allocateAddress(id, '10.200')}:/exports/${id}` }));
