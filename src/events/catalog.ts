@@ -29,11 +29,21 @@ export interface EventTypeEntry {
 }
 
 /**
- * Events that are no family's state change: `webhook.delivery_failed` (src/webhooks/outcome.ts)
- * and `webhook.ping` (POST /webhooks/{id}/ping, src/api/routes/webhooks.ts). Written out here
+ * Events that are no family's state change: `webhook.delivery_failed` (src/webhooks/outcome.ts),
+ * `webhook.ping` (POST /webhooks/{id}/ping, src/api/routes/webhooks.ts) and `usage.*`
+ * (src/usage/thresholds.ts). Written out here
  * rather than imported, as those modules load resources/webhook.ts, which loads this one;
  * test/api/event-catalog.test.ts catches a type emitted but missing here.
  */
+const UsageNotice = Type.Object({
+  metric: Type.String({ description: 'The metric: api_requests, webhook_deliveries, resource_hours or <family>_hours.' }),
+  unit: Type.String({ description: 'requests, deliveries or hours.' }),
+  quantity: Type.Number({ minimum: 0, description: "The period's usage when the threshold was seen crossed." }),
+  threshold: Type.Number({ minimum: 0, description: 'The soft threshold reached, or the hard limit passed.' }),
+  period_start: Type.String({ format: 'date-time', description: 'Start of the period: the calendar month (UTC).' }),
+  period_end: Type.String({ format: 'date-time' }),
+});
+
 const STANDALONE_EVENTS: readonly EventTypeEntry[] = [
   {
     type: 'webhook.delivery_failed',
@@ -53,6 +63,19 @@ const STANDALONE_EVENTS: readonly EventTypeEntry[] = [
     category: 'webhook',
     description: 'A test delivery, sent by POST /webhooks/{id}/ping to that subscription only, whatever its events; never published.',
     data_schema: Type.Object({ subscription_id: Type.String(), url: Type.String() }),
+  },
+  // Usage thresholds (src/usage/thresholds.ts): each once per period and threshold.
+  {
+    type: 'usage.threshold_reached',
+    category: 'usage',
+    description: "The team's usage of a metric this month reached a soft threshold of its usage limits.",
+    data_schema: UsageNotice,
+  },
+  {
+    type: 'usage.overage',
+    category: 'usage',
+    description: "The team's usage of a metric this month passed the hard limit of its usage limits (nothing is refused).",
+    data_schema: UsageNotice,
   },
 ];
 
