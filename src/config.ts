@@ -142,6 +142,8 @@ export interface UsageConfig {
   flushMs: number;
   /** The longest window GET /api/v1/usage answers. */
   maxWindowMs: number;
+  /** How long usage records are kept after their usage ended. */
+  retentionMs: number;
 }
 
 export interface IdempotencyConfig {
@@ -550,6 +552,8 @@ export function loadConfig(env: Env = process.env): Config {
       // Fractional seconds allowed, so tests see counts and thresholds within a second.
       flushMs: positiveNumber(env, 'CLOUDPLANE_USAGE_FLUSH_SECONDS', 60) * 1000,
       maxWindowMs: int(env, 'CLOUDPLANE_USAGE_MAX_WINDOW_DAYS', 366, 1, 3660) * 86_400_000,
+      // Fractional days allowed, so tests can keep usage for seconds.
+      retentionMs: positiveNumber(env, 'CLOUDPLANE_USAGE_RETENTION_DAYS', 400) * 86_400_000,
     },
     http: httpLimits(env),
     overload: {

@@ -11,6 +11,7 @@ import type { UsageConfig } from '../config';
 import { UsageCounters } from './counters';
 import { IntervalRecorder } from './interval-recorder';
 import { ThresholdWatch } from './thresholds';
+import { UsageRetention } from './retention';
 import { usageReport, UsageReport } from './report';
 
 export class UsageMeter {
@@ -29,10 +30,14 @@ export class UsageMeter {
     return this.counters.stop();
   }
 
-  /** What only the leader runs: a new pair per term of leadership. */
+  /** What only the leader runs: new parts per term of leadership. */
   leaderParts(): Array<{ start(): Promise<void>; stop(): Promise<void> }> {
     const { store, bus, config, logger } = this.deps;
-    return [new IntervalRecorder(bus, store, logger), new ThresholdWatch({ store, bus, counters: this.counters, logger, intervalMs: config.flushMs })];
+    return [
+      new IntervalRecorder(bus, store, logger),
+      new ThresholdWatch({ store, bus, counters: this.counters, logger, intervalMs: config.flushMs }),
+      new UsageRetention({ store, logger, retentionMs: config.retentionMs }),
+    ];
   }
 
   report(team: string, since: Date, until: Date): Promise<UsageReport> {

@@ -63,7 +63,8 @@ export function crossings(limits: UsageLimits, quantities: Record<string, number
   return found;
 }
 
-const noticeKey = (c: Crossing) => `${c.type === OVERAGE ? 'hard' : 'soft'}.${c.metric}.${c.threshold}`;
+/** A key of the notices record; Kubernetes allows only `[-._a-zA-Z0-9]` in a Secret's keys (`1e+21` has a `+`). */
+const noticeKey = (c: Crossing) => `${c.type === OVERAGE ? 'hard' : 'soft'}.${c.metric}.${String(c.threshold).replace(/[^-._a-zA-Z0-9]/g, '_')}`;
 
 export class ThresholdWatch {
   private timer: NodeJS.Timeout | null = null;

@@ -237,3 +237,24 @@ describe('usage across a restart', () => {
     }
   });
 });
+
+describe('usage retention', () => {
+  it('keeps an interval while it is open, and deletes it once it ended longer ago than the retention', async () => {
+    const t = await startTestService({ ...ENV, CLOUDPLANE_USAGE_RETENTION_DAYS: String(1 / 86_400) });
+    try {
+      const rows = async () => (await t.api('GET', '/api/v1/usage')).body.data.resources as Array<{ family: string; quantity: number }>;
+      const intervals = async () => (await t.service.ctx.store.listSecrets('usage-interval-')).filter((s) => s.team === t.teamId).map((s) => s.data.resource_id);
+      const id = (await t.api('POST', '/api/v1/load-balancers', { name: 'brief', region: 'fra1' })).body.data.id;
+      await waitForStatus(t, `/api/v1/load-balancers/${id}`, 'running');
+      // Open for longer than the retention: an open interval is never swept.
+      await eventually(async () => ((await rows())[0]?.quantity ?? 0) * HOUR_MS > 2000, 20_000);
+      expect(await intervals()).toEqual([id]);
+      await t.api('DELETE', `/api/v1/load-balancers/${id}`);
+      await waitForStatus(t, `/api/v1/load-balancers/${id}`, 'deleted');
+      await eventually(async () => (await intervals()).length === 0, 20_000);
+      expect(await rows()).toEqual([]);
+    } finally {
+      await t.stop();
+    }
+  });
+});
