@@ -55,9 +55,12 @@ export class UsageCounters {
     this.add(team, at, 'deliveries');
   }
 
-  /** This process's counts of a team, flushed or not: they supersede its stored records. */
-  own(team: string): DayCounts[] {
-    return [...this.days.values()].filter((entry) => entry.team === team).map((entry) => entry.counts);
+  /**
+   * This process's counts of a team by day, flushed or not: they supersede its stored
+   * records of those days. A past day is let go once flushed; its record answers then.
+   */
+  own(team: string): Map<string, DayCounts> {
+    return new Map([...this.days.values()].filter((entry) => entry.team === team).map((entry) => [entry.day, entry.counts]));
   }
 
   /** Writes every day that changed since the last flush; one flush at a time. */

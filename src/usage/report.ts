@@ -49,9 +49,11 @@ export async function usageReport(store: Store, counters: UsageCounters, team: s
       byPlan.set(key, row);
     }
   }
-  const days: DayCounts[] = [...counters.own(team)];
+  const own = counters.own(team);
+  const days: DayCounts[] = [...own.values()];
   for (const secret of await store.listSecrets(COUNTS_PREFIX)) {
-    if (secret.team === team && secret.data.process !== counters.process) days.push(countsFromSecret(secret.data));
+    const superseded = secret.data.process === counters.process && own.has(secret.data.day);
+    if (secret.team === team && !superseded) days.push(countsFromSecret(secret.data));
   }
   const inWindow = (hour: string) => {
     const start = Date.parse(`${hour}:00:00Z`);

@@ -104,6 +104,18 @@ describe('usage', () => {
     expect(after.quantity - before.quantity).toBe(7);
   });
 
+  it('still counts a past day\'s requests once this process has flushed them and let them go', async () => {
+    const { counters } = t.service.ctx.usage;
+    const twoDaysAgo = new Date(Date.now() - 2 * 86_400_000);
+    for (let i = 0; i < 3; i++) counters.countRequest(t.teamId, twoDaysAgo);
+    const window = q(twoDaysAgo.getTime() - HOUR_MS, twoDaysAgo.getTime() + HOUR_MS);
+    expect((await t.api('GET', window)).body.data.api_requests.quantity).toBe(3);
+    // The flush writes the day and drops it from memory: the record answers from then on.
+    await counters.flush();
+    expect(counters.own(t.teamId).has(twoDaysAgo.toISOString().slice(0, 10))).toBe(false);
+    expect((await t.api('GET', window)).body.data.api_requests.quantity).toBe(3);
+  });
+
   it('counts webhook deliveries: one per event and subscription', async () => {
     const deliveries = async () => {
       const res = await t.api('GET', '/api/v1/webhook-deliveries?limit=100');
