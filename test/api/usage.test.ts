@@ -79,6 +79,22 @@ describe('usage', () => {
     await eventually(async () => (await rowOf()).quantity > first.quantity);
   });
 
+  it('counts a file share\'s hours under each size it had', async () => {
+    const share = (await t.api('POST', '/api/v1/file-storage', { name: 'metered-share', region: 'fra1', size_gb: 100 })).body.data.id;
+    await waitForStatus(t, `/api/v1/file-storage/${share}`, 'available');
+    const sizes = async () => {
+      const rows = (await t.api('GET', '/api/v1/usage')).body.data.resources.filter((r: any) => r.family === 'file_share');
+      return Object.fromEntries(rows.map((r: any) => [r.plan, r.quantity])) as Record<string, number>;
+    };
+    await eventually(async () => (await sizes())['100gb'] > 0);
+    expect((await t.api('PATCH', `/api/v1/file-storage/${share}`, { size_gb: 200 })).status).toBe(200);
+    await eventually(async () => (await sizes())['200gb'] > 0);
+    // The first size's hours stopped at the resize; the second's grow.
+    const first = await sizes();
+    await eventually(async () => (await sizes())['200gb'] > first['200gb']);
+    expect((await sizes())['100gb']).toBe(first['100gb']);
+  });
+
   it('clips the hours to since and until', async () => {
     const whole = await loadBalancerRow(q(started - 1000, Date.now() + HOUR_MS));
     // Up to a moment the load balancer was running: part of its hours, not all.
