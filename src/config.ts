@@ -61,6 +61,7 @@ export interface Config {
   quotas: Quotas;
   secrets: SecretsConfig;
   idempotency: IdempotencyConfig;
+  usage: UsageConfig;
   http: HttpConfig;
   overload: OverloadConfig;
   /** The S3 endpoint of the bucket driver `s3` (either mode). */
@@ -138,6 +139,16 @@ export interface SecretsConfig {
   sweepMs: number;
   /** How old a secret whose resource does not exist must be before the sweep removes it. */
   orphanGraceMs: number;
+}
+
+/** Usage metering (src/usage). */
+export interface UsageConfig {
+  /** How often each process writes its request and delivery counts, and the leader checks thresholds. */
+  flushMs: number;
+  /** The longest window GET /api/v1/usage answers. */
+  maxWindowMs: number;
+  /** How long usage records are kept after their usage ended. */
+  retentionMs: number;
 }
 
 export interface IdempotencyConfig {
@@ -549,6 +560,13 @@ export function loadConfig(env: Env = process.env): Config {
     idempotency: {
       ttlMs: int(env, 'CLOUDPLANE_IDEMPOTENCY_TTL_SECONDS', 86_400, 1) * 1000,
       leaseMs: int(env, 'CLOUDPLANE_IDEMPOTENCY_LEASE_SECONDS', 30, 1, 3600) * 1000,
+    },
+    usage: {
+      // Fractional seconds allowed, so tests see counts and thresholds within a second.
+      flushMs: positiveNumber(env, 'CLOUDPLANE_USAGE_FLUSH_SECONDS', 60) * 1000,
+      maxWindowMs: int(env, 'CLOUDPLANE_USAGE_MAX_WINDOW_DAYS', 366, 1, 3660) * 86_400_000,
+      // Fractional days allowed, so tests can keep usage for seconds.
+      retentionMs: positiveNumber(env, 'CLOUDPLANE_USAGE_RETENTION_DAYS', 400) * 86_400_000,
     },
     http: httpLimits(env),
     overload: {

@@ -31,6 +31,7 @@ import type { ApiContext } from './api/context';
 import type { Store } from './store/types';
 import { createAgent } from './agent';
 import { AuditLog } from './audit/audit-log';
+import { UsageMeter } from './usage';
 import { WebhookDispatcher } from './webhooks/dispatcher';
 import { WebhookRetention } from './webhooks/retention';
 import { SecretSweeper } from './controllers/secret-sweeper';
@@ -96,9 +97,12 @@ export async function startService(config: Config, logger: Logger = createLogger
     audit.start();
     started.push(() => audit.stop());
     const agent = createAgent({ store, bus, config, logger, writer, audit });
-    const ctx: ApiContext = { config, store, bus, drivers, writer, authenticator, sessions, oidc, agent, audit, cursorKey, logger };
+    const usage = new UsageMeter({ store, bus, config: config.usage, logger });
+    usage.start();
+    started.push(() => usage.stop());
+    const ctx: ApiContext = { config, store, bus, drivers, writer, authenticator, sessions, oidc, agent, audit, usage, cursorKey, logger };
 
-    const leadership = leadershipFor(config, logger, leaderWork({ store, bus, drivers, writer, agent, config, logger }));
+    const leadership = leadershipFor(config, logger, leaderWork({ store, bus, drivers, writer, agent, usage, config, logger }));
     await leadership.start();
     started.push(() => leadership.stop());
 
@@ -125,13 +129,13 @@ export async function startService(config: Config, logger: Logger = createLogger
   }
 }
 
-type LeaderWorkDeps = Pick<ApiContext, 'store' | 'bus' | 'drivers' | 'writer' | 'config' | 'logger'> & { agent: ReturnType<typeof createAgent> };
+type LeaderWorkDeps = Pick<ApiContext, 'store' | 'bus' | 'drivers' | 'writer' | 'config' | 'logger' | 'usage'> & { agent: ReturnType<typeof createAgent> };
 
 /**
  * What only the leader runs. Each term of leadership builds its parts anew, since a
  * stopped work queue or dispatcher does not start again.
  */
-function leaderWork({ store, bus, drivers, writer, agent, config, logger }: LeaderWorkDeps): LeaderCallbacks {
+function leaderWork({ store, bus, drivers, writer, agent, usage, config, logger }: LeaderWorkDeps): LeaderCallbacks {
   let stopCurrent: (() => Promise<void>) | null = null;
   return {
     async onStartedLeading() {
@@ -148,7 +152,7 @@ function leaderWork({ store, bus, drivers, writer, agent, config, logger }: Lead
           await controller.start();
           started.push(controller);
         }
-        const webhooks = new WebhookDispatcher({ store, writer, bus, config: config.webhooks, logger });
+        const webhooks = new WebhookDispatcher({ store, writer, bus, config: config.webhooks, logger, usage: usage.counters });
         await webhooks.start();
         started.push(webhooks);
         const retention = new WebhookRetention({ store, config: config.webhooks, logger });
@@ -159,6 +163,10 @@ function leaderWork({ store, bus, drivers, writer, agent, config, logger }: Lead
         const sweeper = new SecretSweeper({ store, logger, intervalMs: config.secrets.sweepMs, orphanGraceMs: config.secrets.orphanGraceMs });
         sweeper.start();
         started.push(sweeper);
+        for (const part of usage.leaderParts()) {
+          await part.start();
+          started.push(part);
+        }
       } catch (err) {
         await stopCurrent();
         stopCurrent = null;

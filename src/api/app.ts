@@ -21,6 +21,7 @@ import { registerDocsPage } from './plugins/docs-page';
 import { registerConsole } from './plugins/console';
 import { registerObservability, requestIdOf } from './plugins/observability';
 import { requireApiKey } from './plugins/authentication';
+import { meterRequests } from './plugins/usage-metering';
 import { shedLoad } from './plugins/load-shedding';
 import { registerIdempotency } from './plugins/idempotency';
 import { RouteMethods } from './route-methods';
@@ -110,6 +111,7 @@ export async function buildApp(ctx: ApiContext, options: AppOptions = {}): Promi
   await app.register(async function authenticatedApi(api) {
     await shedLoad(api, ctx.config.overload);
     requireApiKey(api, ctx);
+    meterRequests(api, ctx);
     registerIdempotency(api, ctx);
     registerNotFoundHandler(api, ctx, routes);
     documentSharedErrors(api);

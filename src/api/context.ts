@@ -11,6 +11,7 @@ import type { OidcSignIn } from '../accounts/oidc';
 import type { Agent } from '../agent/types';
 import type { AuditLog } from '../audit/audit-log';
 import type { Caller, Requirement } from '../accounts/roles';
+import type { UsageMeter } from '../usage';
 
 export interface ApiContext {
   config: Config;
@@ -25,6 +26,8 @@ export interface ApiContext {
   oidc?: OidcSignIn;
   agent: Agent;
   audit: AuditLog;
+  /** Usage metering: counts this replica's requests, answers GET /api/v1/usage. */
+  usage: UsageMeter;
   /** Key that signs list cursors, so a tampered cursor is recognised. */
   cursorKey: Buffer;
   logger: Logger;

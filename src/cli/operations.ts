@@ -331,6 +331,26 @@ function actions(): Operation[] {
       paged: true,
       columns: ['id', 'type', 'created_at', 'actor'],
     },
+    {
+      command: ['usage', 'get'],
+      summary: "Get the team's usage: resource-hours per family and plan, webhook deliveries, API requests",
+      method: 'GET',
+      path: '/usage',
+      query: Type.Object({
+        since: Type.Optional(Type.String({ description: 'Start of the window (RFC 3339); default the start of the calendar month.' })),
+        until: Type.Optional(Type.String({ description: 'End of the window (RFC 3339); default now.' })),
+      }),
+      columns: ['since', 'until', 'resources', 'resource_hours', 'webhook_deliveries', 'api_requests'],
+    },
+    { command: ['usage', 'limits', 'get'], summary: "Get the team's usage limits", method: 'GET', path: '/usage/limits', columns: ['limits', 'period'] },
+    {
+      command: ['usage', 'limits', 'set'],
+      summary: 'Set the usage limits (replaces all): --limits \'{"api_requests":{"soft":1000,"hard":5000}}\'',
+      method: 'PUT',
+      path: '/usage/limits',
+      body: Type.Object({ limits: Type.Object({}, { additionalProperties: true, description: 'Per metric, {soft, hard}: api_requests, webhook_deliveries, resource_hours, <family>_hours.' }) }),
+      columns: ['limits', 'period'],
+    },
     { command: ['regions', 'list'], summary: 'List regions', method: 'GET', path: '/regions', columns: ['id', 'name', 'available'] },
     {
       command: ['event-types', 'list'],

@@ -29,12 +29,21 @@ export interface EventTypeEntry {
   data_schema: TObject;
 }
 
+const UsageNotice = Type.Object({
+  metric: Type.String({ description: 'The metric: api_requests, webhook_deliveries, resource_hours or <family>_hours.' }),
+  unit: Type.String({ description: 'requests, deliveries or hours.' }),
+  quantity: Type.Number({ minimum: 0, description: "The period's usage when the threshold was seen crossed." }),
+  threshold: Type.Number({ minimum: 0, description: 'The soft threshold reached, or the hard limit passed.' }),
+  period_start: Type.String({ format: 'date-time', description: 'Start of the period: the calendar month (UTC).' }),
+  period_end: Type.String({ format: 'date-time' }),
+});
+
 /**
  * Events that are no family's state change: `webhook.delivery_failed` (src/webhooks/outcome.ts),
- * `webhook.ping` (POST /webhooks/{id}/ping, src/api/routes/webhooks.ts) and `data.*`
- * (src/api/s3-notifications.ts). The webhook ones are written out here rather than
- * imported, as those modules load resources/webhook.ts, which loads this one;
- * test/api/event-catalog.test.ts catches a type emitted but missing here.
+ * `webhook.ping` (POST /webhooks/{id}/ping, src/api/routes/webhooks.ts), `data.*`
+ * (src/api/s3-notifications.ts) and `usage.*` (src/usage/thresholds.ts). The webhook ones
+ * are written out here rather than imported, as those modules load resources/webhook.ts,
+ * which loads this one; test/api/event-catalog.test.ts catches a type emitted but missing here.
  */
 const STANDALONE_EVENTS: readonly EventTypeEntry[] = [
   {
@@ -76,6 +85,19 @@ const STANDALONE_EVENTS: readonly EventTypeEntry[] = [
     category: 'data',
     description: 'An object was deleted from a bucket of the bucket driver `s3` (DELETE, DeleteObjects, and the objects a forced bucket deletion removes). Never for simulated buckets or file shares.',
     data_schema: DataEventData,
+  },
+  // Usage thresholds (src/usage/thresholds.ts): each once per period and threshold.
+  {
+    type: 'usage.threshold_reached',
+    category: 'usage',
+    description: "The team's usage of a metric this month reached a soft threshold of its usage limits.",
+    data_schema: UsageNotice,
+  },
+  {
+    type: 'usage.overage',
+    category: 'usage',
+    description: "The team's usage of a metric this month passed the hard limit of its usage limits (nothing is refused).",
+    data_schema: UsageNotice,
   },
 ];
 

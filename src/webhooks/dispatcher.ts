@@ -49,6 +49,8 @@ export interface DispatcherDeps {
   bus: EventBus;
   config: WebhookConfig;
   logger: Logger;
+  /** Counts each delivery made, for usage metering (src/usage); a redelivered event's existing delivery is not counted again. */
+  usage?: { countDelivery(team: string): void };
 }
 
 interface Key {
@@ -120,6 +122,7 @@ export class WebhookDispatcher {
       const spec = { webhook_id: webhook.meta.id, event_id: event.id, event_type: event.type, body };
       try {
         const delivery = (await writer.create(deliveryFamily, event.team_id, spec, SYSTEM, id)) as Delivery;
+        this.deps.usage?.countDelivery(event.team_id);
         this.scheduleFromRecord(delivery);
       } catch (err) {
         // Already made before a crash or a redelivery of the event: the record carries on.

@@ -30,10 +30,12 @@ const VPN = { region: 'fra1', tunnel_type: 'ipsec', remote_network_cidr: '192.16
  * Types the lifecycle drive does not cause: failures (the next test causes them on a
  * service whose provider fails), a VPN gateway's destruction (its deletion takes longer),
  * the auto-disable and kubectl-only edits of API keys, a webhook's failed delivery and
- * ping (test/api/webhooks-receivers.test.ts causes both), and data.*: only the bucket
- * driver `s3` emits them, from its endpoint's notifications (test/api/s3-data-events.test.ts).
+ * ping (test/api/webhooks-receivers.test.ts causes both), data.*: only the bucket
+ * driver `s3` emits them, from its endpoint's notifications (test/api/s3-data-events.test.ts),
+ * and usage thresholds, which need limits set and crossed (test/api/usage.test.ts drives
+ * both to a receiver).
  */
-const NOT_DRIVEN = ['load_balancer.failed', 'vpn_gateway.failed', 'server.failed', 'bucket.failed', 'file_share.failed', 'vpn_gateway.destroyed', 'api_key.updated', 'webhook.disabled', 'webhook.delivery_failed', 'webhook.ping', 'data.created', 'data.updated', 'data.destroyed'];
+const NOT_DRIVEN = ['load_balancer.failed', 'vpn_gateway.failed', 'server.failed', 'bucket.failed', 'file_share.failed', 'vpn_gateway.destroyed', 'api_key.updated', 'webhook.disabled', 'webhook.delivery_failed', 'webhook.ping', 'data.created', 'data.updated', 'data.destroyed', 'usage.threshold_reached', 'usage.overage'];
 
 interface AuditEvent {
   id: string;
@@ -102,7 +104,8 @@ describe('event catalog', () => {
     expect(new Set(entries.map((e) => e.type)).size).toBe(entries.length);
     expect(entries.map((e) => e.type)).toEqual(expect.arrayContaining(['load_balancer.backend_attached', 'server.stopped', 'job.cancelled', 'api_key.revoked', 'webhook.disabled', 'vpn_gateway.deleting']));
     // Nothing emits these yet, so they are not in the catalog.
-    expect(entries.filter((e) => /^(backup|incident|alert|usage)\./.test(e.type))).toEqual([]);
+    expect(entries.filter((e) => /^(backup|incident|alert)\./.test(e.type))).toEqual([]);
+    expect(entries.filter((e) => e.category === 'usage').map((e) => e.type).sort()).toEqual(['usage.overage', 'usage.threshold_reached']);
 
     const servers = await t.api('GET', '/api/v1/event-types?category=server');
     expect(servers.body.data.length).toBeGreaterThan(3);
@@ -236,7 +239,7 @@ describe('event catalog', () => {
       await refused('POST', '/api/v1/webhooks', { url: HOOK, events: ['server.exploded'] }, 'events[0]', /not an event type/);
       // Deliveries and agent messages are families that emit nothing.
       await refused('POST', '/api/v1/webhooks', { url: HOOK, events: ['delivery.*'] }, 'events[0]', /matches no event type/);
-      const both = await t.api('POST', '/api/v1/webhooks', { url: HOOK, events: ['usage.overage', 'job.*', 'alert.*'] });
+      const both = await t.api('POST', '/api/v1/webhooks', { url: HOOK, events: ['backup.created', 'job.*', 'alert.*'] });
       expect(both.body.error.details.map((d: any) => d.field)).toEqual(['events[0]', 'events[2]']);
     });
 

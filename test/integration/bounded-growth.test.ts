@@ -57,6 +57,8 @@ beforeAll(async () => {
     CLOUDPLANE_SIM_DELAY_MS: '0',
     CLOUDPLANE_EVENT_RETENTION_DAYS: days(RETENTION_S),
     CLOUDPLANE_WEBHOOK_DELIVERY_RETENTION_DAYS: days(RETENTION_S),
+    // Each bucket that became available leaves a usage interval, kept this long after its deletion.
+    CLOUDPLANE_USAGE_RETENTION_DAYS: days(RETENTION_S),
     CLOUDPLANE_DELETED_RETENTION_SECONDS: '0',
     // Compacted at 4 MiB instead of 64 MiB, so the store's log is seen to level off too.
     CLOUDPLANE_STORE_COMPACT_BYTES: String(COMPACT_BYTES),

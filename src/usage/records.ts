@@ -1,0 +1,70 @@
+/**
+ * The durable usage records, kept as store secrets because the Store offers no other
+ * free-form record with create-if-absent and compare-and-swap on both backends (in
+ * Kubernetes they are Secrets in the team's namespace; the embedded store seals them at
+ * rest). They hold no secret; no sweep rule names their prefix, so they stay.
+ * - `usage-interval-<resource id>`: a metered resource's segments (metering.ts); written
+ *   by the recorder only, with swapSecret.
+ * - `usage-counts-<process>-<day>`: one service process's request and delivery counts of
+ *   one UTC day, per hour. Each process writes only its own (so replicas never contend)
+ *   and the report sums them all.
+ * - `usage-limits`: the team's thresholds (PUT /api/v1/usage/limits).
+ * - `usage-notices-<period>`: which thresholds already emitted their event this period.
+ */
+import type { Store } from '../store/types';
+import { sameJson } from '../lib/canonical-json';
+import type { Interval } from './metering';
+
+export const INTERVAL_PREFIX = 'usage-interval-';
+export const COUNTS_PREFIX = 'usage-counts-';
+export const LIMITS_NAME = 'usage-limits';
+export const NOTICES_PREFIX = 'usage-notices-';
+
+export const intervalName = (resourceId: string) => `${INTERVAL_PREFIX}${resourceId}`;
+
+export function intervalFromSecret(data: Record<string, string>): Interval {
+  return { family: data.family, resource_id: data.resource_id, segments: JSON.parse(data.segments), ended: data.ended === 'true' };
+}
+
+export function intervalToSecret(interval: Interval): Record<string, string> {
+  return { family: interval.family, resource_id: interval.resource_id, segments: JSON.stringify(interval.segments), ended: String(interval.ended) };
+}
+
+/** Counts of one process, one team and one day: hour (`2026-11-24T13`) -> count. */
+export interface DayCounts {
+  requests: Record<string, number>;
+  deliveries: Record<string, number>;
+}
+
+export const countsName = (process: string, day: string) => `${COUNTS_PREFIX}${process}-${day}`;
+
+export function countsFromSecret(data: Record<string, string>): DayCounts {
+  return { requests: JSON.parse(data.requests ?? '{}'), deliveries: JSON.parse(data.deliveries ?? '{}') };
+}
+
+export function countsToSecret(process: string, day: string, counts: DayCounts): Record<string, string> {
+  return { process, day, requests: JSON.stringify(counts.requests), deliveries: JSON.stringify(counts.deliveries) };
+}
+
+/**
+ * Reads, changes and writes one secret until no other writer came in between; `change`
+ * answers undefined to write nothing.
+ */
+export async function swapUntilDone(
+  store: Store,
+  team: string,
+  name: string,
+  change: (current: Record<string, string> | undefined) => Record<string, string> | undefined,
+): Promise<void> {
+  for (;;) {
+    const current = await store.getSecret(team, name);
+    const next = change(current);
+    if (next === undefined) return;
+    if (current === undefined) {
+      const stored = await store.addSecret(team, name, next);
+      if (sameJson(stored, next)) return;
+    } else if (await store.swapSecret(team, name, current, next)) {
+      return;
+    }
+  }
+}

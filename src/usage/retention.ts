@@ -1,0 +1,62 @@
+/**
+ * Usage records are kept CLOUDPLANE_USAGE_RETENTION_DAYS (default 400: longer than the
+ * longest window GET /usage answers), then the leader deletes them, so the store does not
+ * grow with every resource and day for ever: an interval once it ended that long ago, a
+ * day's counts once the day is that old, a month's notices once the month is.
+ */
+import type { Logger } from 'pino';
+import type { Store, StoredSecret } from '../store/types';
+import { COUNTS_PREFIX, INTERVAL_PREFIX, intervalFromSecret, NOTICES_PREFIX } from './records';
+
+const DAY_MS = 86_400_000;
+
+/** When a record's usage ended, or null while it may still grow. */
+function endOf(secret: StoredSecret): number | null {
+  if (secret.name.startsWith(INTERVAL_PREFIX)) {
+    const interval = intervalFromSecret(secret.data);
+    const last = interval.segments[interval.segments.length - 1];
+    return interval.ended ? Date.parse(last?.to ?? secret.createdAt) : null;
+  }
+  if (secret.name.startsWith(COUNTS_PREFIX)) return Date.parse(`${secret.data.day}T00:00:00Z`) + DAY_MS;
+  const month = secret.name.slice(NOTICES_PREFIX.length);
+  const start = new Date(`${month}-01T00:00:00Z`);
+  return Date.UTC(start.getUTCFullYear(), start.getUTCMonth() + 1, 1);
+}
+
+export class UsageRetention {
+  private timer: NodeJS.Timeout | null = null;
+  private running: Promise<void> = Promise.resolve();
+
+  constructor(private readonly deps: { store: Store; logger: Logger; retentionMs: number }) {}
+
+  async start(): Promise<void> {
+    if (this.timer) return;
+    // Hourly, or a tenth of a retention shorter than 10 hours (tests use seconds).
+    this.timer = setInterval(() => void this.sweep(), Math.min(Math.max(this.deps.retentionMs / 10, 100), 3_600_000));
+    this.timer.unref();
+  }
+
+  async stop(): Promise<void> {
+    if (this.timer) clearInterval(this.timer);
+    this.timer = null;
+    await this.running;
+  }
+
+  sweep(): Promise<void> {
+    this.running = this.running
+      .then(() => this.deleteExpired())
+      .catch((err) => this.deps.logger.warn({ err: (err as Error).message }, 'usage records not swept; the next sweep tries again'));
+    return this.running;
+  }
+
+  private async deleteExpired(): Promise<void> {
+    const { store, retentionMs } = this.deps;
+    const cutoff = Date.now() - retentionMs;
+    for (const prefix of [INTERVAL_PREFIX, COUNTS_PREFIX, NOTICES_PREFIX]) {
+      for (const secret of await store.listSecrets(prefix)) {
+        const end = endOf(secret);
+        if (end !== null && end < cutoff) await store.deleteSecret(secret.team, secret.name);
+      }
+    }
+  }
+}
