@@ -95,7 +95,9 @@ export const jobFamily: FamilyDefinition<JobSpec, JobStatus> = {
   idPrefix: 'job',
   states: STATES,
   reconcilingStates: ['running'],
-  readyStates: ['completed'],
+  // `scheduled` is a scheduled job's steady state (it never completes itself): what --wait
+  // waits for, Ready in kstatus, and what the agent calls ready.
+  readyStates: ['completed', 'scheduled'],
   providerBacked: true,
   deletion: 'immediate',
   deletable: false,
