@@ -120,6 +120,14 @@ describe('jobs on a cluster that runs them (kube-controller-manager, KWOK)', () 
     expect(await runsOf(job.id)).toHaveLength(1);
     await eventually(async () => (await t.api('GET', `/api/v1/jobs/${job.id}`)).body.data.last_run_at === run.scheduled_at);
 
+    // Deleted or edited by hand: put back at the next look (at most a minute later).
+    await batch.deleteNamespacedCronJob({ name: objectName(job.id), namespace });
+    const back = await eventually(async () => {
+      const current = await cronJobOf(job.id);
+      return current && !current.metadata?.deletionTimestamp && current.metadata?.uid !== cronJob.metadata!.uid ? current : null;
+    }, 90_000, 500);
+    expect(back.spec).toMatchObject({ schedule: '30 3 * * 1-5', timeZone: 'Europe/Berlin', concurrencyPolicy: 'Forbid', suspend: false });
+
     const cancelled = await t.api('POST', `/api/v1/jobs/${job.id}/cancel`);
     expect(cancelled.body.data.status).toBe('cancelled');
     await eventually(async () => (await cronJobOf(job.id)) === null, 20_000);

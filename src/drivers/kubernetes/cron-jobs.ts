@@ -69,26 +69,22 @@ export function cronJobManifest(namespace: string, id: string, spec: ScheduleSpe
   };
 }
 
-/** What apply keeps in line with the spec; the rest of a CronJob never changes (a job has no PATCH). */
+/** What apply keeps in line with the spec (a job has no PATCH: the template never changes). */
 const settingsOf = (cronJob: V1CronJob) => JSON.stringify([cronJob.spec?.schedule, cronJob.spec?.timeZone ?? null, cronJob.spec?.concurrencyPolicy, Boolean(cronJob.spec?.suspend)]);
 
 export class CronJobSchedules implements ScheduleExecutor {
-  /** The settings last applied per CronJob, to skip the read while nothing changed (lost on restart: one read then). */
-  private readonly applied = new Map<string, string>();
-
   constructor(private readonly o: CronJobScheduleOptions) {}
 
   carries(schedule: string): boolean {
     return cronJobCarries(schedule);
   }
 
+  /** Read at every look (at most a minute apart), so a CronJob deleted or edited by hand is put back. */
   // API call: job driver: CronJobs
   async apply(team: string, id: string, spec: ScheduleSpec): Promise<void> {
     const namespace = this.o.namespaceOf(team);
     const name = objectName(id);
     const desired = cronJobManifest(namespace, id, spec, this.o.jobManifest(namespace, id, spec));
-    const key = `${namespace}/${name}`;
-    if (this.applied.get(key) === settingsOf(desired)) return;
     let current: V1CronJob | undefined;
     try {
       current = await this.o.call(() => this.o.batch.readNamespacedCronJob({ name, namespace }));
@@ -102,7 +98,6 @@ export class CronJobSchedules implements ScheduleExecutor {
       } catch (err) {
         // Made meanwhile by another replica: the next look compares it.
         if (httpCode(err) !== 409) throw err;
-        return;
       }
     } else if (settingsOf(current) !== settingsOf(desired)) {
       // A replace with the read's resourceVersion: a conflict (409) is retried by the reconciler.
@@ -110,7 +105,6 @@ export class CronJobSchedules implements ScheduleExecutor {
       await this.o.call(() => this.o.batch.replaceNamespacedCronJob({ name, namespace, body }));
       this.o.logger.info({ team, id, cronJob: name, suspend: spec.paused }, 'batch/v1 CronJob updated');
     }
-    this.applied.set(key, settingsOf(desired));
   }
 
   /** The Jobs the CronJob made (or that were made from it by hand, timed at their creation), oldest first. */
@@ -138,7 +132,6 @@ export class CronJobSchedules implements ScheduleExecutor {
     } catch (err) {
       if (httpCode(err) !== 404) throw err;
     }
-    this.applied.delete(`${namespace}/${name}`);
   }
 
   /**
