@@ -8,7 +8,7 @@
  */
 import { createHash } from 'node:crypto';
 import { AlreadyExistsError, Store } from '../store/types';
-import type { JobExecutor, JobRun } from '../drivers/job';
+import type { JobExecutor, JobRun, ScheduledRun, ScheduleExecutor } from '../drivers/job';
 import type { ResourceWriter } from '../resources/writer';
 import { FINISHED_JOB_STATES, isScheduled, Job, JobSpec, jobFamily, OUTPUT_LIMIT } from '../resources/job';
 import { lastFire, nextFire, parseCron } from '../lib/cron';
@@ -18,11 +18,17 @@ import type { ReconcileResult, Reconciler } from './controller';
 const POLL_MS = 1_000;
 /** A scheduled job is looked at again at least this often, so a clock that jumps is noticed. */
 const MAX_SCHEDULE_SLEEP_MS = 60_000;
+/**
+ * How long after a time of its schedule a CronJob's run is looked for each second: its
+ * controller makes the Job a little after the time (a skipped time, forbid, makes none).
+ */
+const CRONJOB_RUN_WINDOW_MS = 20_000;
 
 /**
- * The id of the run of `jobId` for the time `scheduledAt`: the same for every replica and
- * after every restart, so a run is made once however often its time is looked at (the
- * second create is refused as already there).
+ * The id of the run of `jobId` for the time `scheduledAt` (or, for a run the executor made,
+ * for its name there): the same for every replica and after every restart, so a run is
+ * made once however often its time is looked at (the second create is refused as already
+ * there).
  */
 export function runId(jobId: string, scheduledAt: string): string {
   const digest = createHash('sha256').update(`${jobId}@${scheduledAt}`).digest();
@@ -61,15 +67,18 @@ export class JobReconciler implements Reconciler {
     const job = (await this.store.get(this.kind, team, id)) as Job | undefined;
     if (!job) return;
     const submittedAt = job.meta.createdAt;
+    const carrier = this.carrierOf(job);
     if (job.spec.cancel_requested || job.status.status === 'cancelled') {
       // Read before the run is stopped and freed.
       const output = FINISHED_JOB_STATES.includes(job.status.status) || isScheduled(job) ? undefined : await this.outputOf(job);
-      await this.executor.cancel(team, id, nowIso());
+      if (carrier) await carrier.remove(team, id);
+      else await this.executor.cancel(team, id, nowIso(), job.spec);
       // The cancel request was a spec change: observed, so kstatus does not wait on it forever.
       if (!FINISHED_JOB_STATES.includes(job.status.status)) await this.write(job, () => ({ status: 'cancelled', finished_at: nowIso(), status_reason: 'Cancelled on request.', observed_generation: job.meta.generation, ...(isScheduled(job) ? { next_run_at: null } : { output }) }));
       return;
     }
-    if (FINISHED_JOB_STATES.includes(job.status.status)) return this.cleanupOnce(team, id);
+    if (FINISHED_JOB_STATES.includes(job.status.status)) return this.cleanupOnce(job);
+    if (carrier) return this.mirror(job, carrier);
     if (isScheduled(job)) return this.schedule(job);
     await this.executor.submit(team, id, job.spec, submittedAt);
     const run = await this.executor.observe(team, id, job.spec, submittedAt);
@@ -84,7 +93,7 @@ export class JobReconciler implements Reconciler {
         await this.write(job, () => ({ status: 'running', started_at: run.started_at }));
       }
       await this.write(job, () => next);
-      if (FINISHED_JOB_STATES.includes(next.status!)) return this.cleanupOnce(team, id);
+      if (FINISHED_JOB_STATES.includes(next.status!)) return this.cleanupOnce(job);
     }
     return { requeueAfterMs: POLL_MS };
   }
@@ -120,6 +129,55 @@ export class JobReconciler implements Reconciler {
     return { requeueAfterMs: Math.max(1, Math.min(untilNext, MAX_SCHEDULE_SLEEP_MS)) };
   }
 
+  /** The executor's own schedule keeper, when it keeps this scheduled job's schedule (a CronJob); else the timer above does. */
+  private carrierOf(job: Job): ScheduleExecutor | undefined {
+    const carrier = this.executor.schedules;
+    return isScheduled(job) && carrier?.carries(job.spec.schedule!) ? carrier : undefined;
+  }
+
+  /**
+   * A schedule the executor keeps (a CronJob): makes it match the spec (paused is
+   * suspended), and records each run it made as a job of its own, which the reconciler then
+   * follows like any job. The runs are made by the executor, so the concurrency policy and
+   * the catch-up are its own; next_run_at and last_run_at are computed here all the same.
+   */
+  private async mirror(job: Job, carrier: ScheduleExecutor): Promise<ReconcileResult | void> {
+    const { team, id } = job.meta;
+    const { schedule, timezone = 'UTC', concurrency_policy = 'allow' } = job.spec;
+    const paused = Boolean(job.spec.paused);
+    await carrier.apply(team, id, { ...job.spec, schedule: schedule!, timezone, concurrency_policy, paused });
+    const runs = await carrier.runs(team, id);
+    // Runs made before a pause are recorded all the same.
+    for (const run of runs) await this.mirrorRun(job, run);
+    if (paused) {
+      if (job.status.status !== 'paused') await this.write(job, () => ({ status: 'paused', next_run_at: null, observed_generation: job.meta.generation }));
+      return { requeueAfterMs: MAX_SCHEDULE_SLEEP_MS };
+    }
+    if (job.status.status === 'paused') {
+      job = await this.write(job, () => ({ status: 'scheduled', resumed_at: nowIso(), observed_generation: job.meta.generation }));
+      if (job.status.status !== 'scheduled') return;
+    }
+    const parsed = parseCron(schedule!);
+    const now = new Date();
+    const lastRun = [job.status.last_scheduled_at, runs[runs.length - 1]?.scheduledAt].filter((t): t is string => Boolean(t)).sort().pop() ?? null;
+    const next = nextFire(parsed, timezone, now)?.toISOString() ?? null;
+    if (next !== (job.status.next_run_at ?? null) || lastRun !== (job.status.last_scheduled_at ?? null)) {
+      await this.write(job, () => ({ next_run_at: next, last_scheduled_at: lastRun }));
+    }
+    // A time just passed whose run is not seen yet: look again each second for a while.
+    const due = lastFire(parsed, timezone, new Date(now.getTime() - CRONJOB_RUN_WINDOW_MS), now);
+    if (due && (!lastRun || lastRun < due.toISOString())) return { requeueAfterMs: POLL_MS };
+    const untilNext = next ? Date.parse(next) - Date.now() + POLL_MS : MAX_SCHEDULE_SLEEP_MS;
+    return { requeueAfterMs: Math.max(1, Math.min(untilNext, MAX_SCHEDULE_SLEEP_MS)) };
+  }
+
+  /** Records a run the executor made, once: its id derives from the scheduled job and the run's name there. */
+  private async mirrorRun(job: Job, run: ScheduledRun): Promise<void> {
+    const id = runId(job.meta.id, run.name);
+    if (await this.store.get(this.kind, job.meta.team, id)) return;
+    await this.startRun(job, run.scheduledAt, { id, executorRun: run.name });
+  }
+
   /** Applies the concurrency policy to the runs still going, then starts the run of `scheduledAt`, unless forbidden. */
   private async runAt(job: Job, scheduledAt: string): Promise<void> {
     const policy = job.spec.concurrency_policy ?? 'allow';
@@ -135,12 +193,15 @@ export class JobReconciler implements Reconciler {
     await this.startRun(job, scheduledAt);
   }
 
-  /** Creates the run of `scheduledAt` unless it exists: made before a restart, or by the previous leader. */
-  private async startRun(job: Job, scheduledAt: string): Promise<void> {
+  /**
+   * Creates the run of `scheduledAt` unless it exists: made before a restart, or by the
+   * previous leader. `made`: a run the executor made itself (its id, and its name there).
+   */
+  private async startRun(job: Job, scheduledAt: string, made?: { id: string; executorRun: string }): Promise<void> {
     const { schedule: _schedule, timezone: _timezone, concurrency_policy: _policy, paused: _paused, ...rest } = job.spec;
-    const spec: JobSpec = { ...rest, cancel_requested: false, scheduled_job_id: job.meta.id, scheduled_at: scheduledAt };
+    const spec: JobSpec = { ...rest, cancel_requested: false, scheduled_job_id: job.meta.id, scheduled_at: scheduledAt, ...(made ? { executor_run: made.executorRun } : {}) };
     try {
-      await this.writer.create(jobFamily, job.meta.team, spec, 'system', runId(job.meta.id, scheduledAt));
+      await this.writer.create(jobFamily, job.meta.team, spec, 'system', made?.id ?? runId(job.meta.id, scheduledAt));
     } catch (err) {
       if (!(err instanceof AlreadyExistsError)) throw err;
     }
@@ -159,10 +220,11 @@ export class JobReconciler implements Reconciler {
    * outcome is written; after a restart, each finished job is checked once more in case the
    * process died in between.
    */
-  private async cleanupOnce(team: string, id: string): Promise<void> {
-    const key = `${team}/${id}`;
+  private async cleanupOnce(job: Job): Promise<void> {
+    const key = `${job.meta.team}/${job.meta.id}`;
     if (this.cleaned.has(key)) return;
-    await this.executor.cleanup(team, id);
+    // A scheduled job holds no run of its own (a CronJob's is removed by cancel).
+    if (!isScheduled(job)) await this.executor.cleanup(job.meta.team, job.meta.id, job.spec);
     this.cleaned.add(key);
   }
 

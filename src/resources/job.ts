@@ -41,6 +41,8 @@ export interface JobSpec {
   /** A run: the scheduled job that made it, and the time of its schedule it is for. */
   scheduled_job_id?: string;
   scheduled_at?: string;
+  /** A run its executor made (a Job a CronJob made, in cluster mode): the executor's name of it. */
+  executor_run?: string;
 }
 
 export interface JobStatus extends BaseStatus {
@@ -95,7 +97,9 @@ export const jobFamily: FamilyDefinition<JobSpec, JobStatus> = {
   idPrefix: 'job',
   states: STATES,
   reconcilingStates: ['running'],
-  readyStates: ['completed'],
+  // `scheduled` is a scheduled job's steady state (it never completes itself): what --wait
+  // waits for, Ready in kstatus, and what the agent calls ready.
+  readyStates: ['completed', 'scheduled'],
   providerBacked: true,
   deletion: 'immediate',
   deletable: false,
@@ -126,6 +130,7 @@ export const jobFamily: FamilyDefinition<JobSpec, JobStatus> = {
       paused: Type.Optional(Type.Boolean({ description: 'Scheduled jobs: set to true to pause the schedule (POST /pause), false to resume it.' })),
       scheduled_job_id: Type.Optional(ScheduledJobId),
       scheduled_at: Type.Optional(Type.String({ format: 'date-time', description: 'A run: the time of the schedule it was made for.' })),
+      executor_run: Type.Optional(Type.String({ maxLength: 253, description: 'A run its executor made itself: its name there (the batch/v1 Job a CronJob made).' })),
     }),
     status: strictObject({
       ...baseStatusProperties(STATES),
@@ -169,6 +174,7 @@ export const jobFamily: FamilyDefinition<JobSpec, JobStatus> = {
     }
     // A run made by the job controller, adopted from a custom resource.
     if (body.scheduled_job_id !== undefined) Object.assign(spec, { scheduled_job_id: body.scheduled_job_id, scheduled_at: body.scheduled_at });
+    if (body.executor_run !== undefined) spec.executor_run = body.executor_run;
     return spec;
   },
   firstState: (spec) => (spec.schedule ? 'scheduled' : 'queued'),

@@ -147,11 +147,11 @@ describe('families', () => {
     expect(await json(['jobs', 'create', '--name', 'cli-ok', '--command', 'echo hello', '--wait'])).toMatchObject({ status: 'completed', exit_code: 0 });
     const failing = await run(['jobs', 'create', '--name', 'cli-fails', '--command', 'exit 3', '--wait']);
     expect(failing.code).toBe(1);
-    expect(failing.stderr).toMatch(/^Error: wait_failed: job_\w+ is failed: the command exited with code 3; it will not become completed\n$/);
+    expect(failing.stderr).toMatch(/^Error: wait_failed: job_\w+ is failed: the command exited with code 3; it will not become completed or scheduled\n$/);
 
     const slow = await run(['jobs', 'create', '--name', 'cli-slow', '--command', 'sleep 600', '--wait', '--wait-timeout', '1', '-o', 'json']);
     expect(slow.code).toBe(6);
-    expect(slow.stderr).toMatch(/^Error: wait_timeout: (job_\w+) is still (queued|running) after \d+ s; it did not become completed \(--wait-timeout\)\n$/);
+    expect(slow.stderr).toMatch(/^Error: wait_timeout: (job_\w+) is still (queued|running) after \d+ s; it did not become completed or scheduled \(--wait-timeout\)\n$/);
     const id = /(job_\w+)/.exec(slow.stderr)![1];
     expect(await json(['jobs', 'cancel', id])).toMatchObject({ id, status: 'cancelled' });
     const twice = await run(['jobs', 'cancel', id]);
@@ -159,6 +159,16 @@ describe('families', () => {
     expect(twice.stderr).toMatch(/^Error: invalid_state: /);
     // Jobs have no DELETE, so no delete command.
     expect((await run(['jobs', 'delete', id])).code).toBe(2);
+  });
+
+  it('jobs: create --schedule --wait ends once the job is scheduled, its steady state (it never completes)', async () => {
+    const created = await run(['jobs', 'create', '--name', 'cli-nightly', '--command', 'echo tick', '--schedule', '0 3 * * *', '--timezone', 'Europe/Berlin', '--wait', '--wait-timeout', '15', '-o', 'json']);
+    expect({ code: created.code, stderr: created.stderr }).toEqual({ code: 0, stderr: '' });
+    const job = JSON.parse(created.stdout);
+    expect(job).toMatchObject({ status: 'scheduled', schedule: '0 3 * * *', timezone: 'Europe/Berlin', exit_code: null });
+    // The answer comes before the controller has looked at the schedule; it then shows the next time.
+    await eventually(async () => (await json(['jobs', 'get', job.id])).next_run_at !== null);
+    expect(await json(['jobs', 'cancel', job.id])).toMatchObject({ id: job.id, status: 'cancelled' });
   });
 });
 

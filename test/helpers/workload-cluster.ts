@@ -27,6 +27,7 @@ import { CoreV1Api, KubeConfig, V1Node } from '@kubernetes/client-node';
 import { installCrds, kubeConfigOf } from './cluster';
 import {
   builtTool,
+  freePort,
   httpsStatus,
   KubeApiServer,
   kubeComponentBinary,
@@ -44,6 +45,13 @@ export interface WorkloadClusterOptions {
   allocatable?: { cpu: string; memory: string; pods: string };
   /** Installs Cloudplane's CRDs, for tests of what owns objects on the cluster (default false). */
   crds?: boolean;
+  /**
+   * A file in the CRI log format (`<RFC 3339 time> stdout F <line>`): KWOK then serves the
+   * kubelet's API on a loopback port, and every container's log (pods/log, `kubectl logs`)
+   * is this file, as KWOK's ClusterLogs rule says. The nodes are then at 127.0.0.1, where
+   * kube-apiserver reaches that server.
+   */
+  podLogsFile?: string;
 }
 
 export interface WorkloadCluster extends KubeApiServer {
@@ -193,7 +201,29 @@ async function startComponent(
   });
 }
 
-function fakeNode(name: string, index: number, allocatable: WorkloadClusterOptions['allocatable'] & object): V1Node {
+/**
+ * KWOK's rule that serves `logsFile` as the log of every container of every Pod (its
+ * ClusterLogs kind, read from its configuration like the stages).
+ */
+function clusterLogsRule(logsFile: string): string {
+  return `---
+apiVersion: kwok.x-k8s.io/v1alpha1
+kind: ClusterLogs
+metadata:
+  name: every-container
+spec:
+  logs:
+  - logsFile: ${JSON.stringify(logsFile)}
+    follow: false
+`;
+}
+
+/**
+ * `loopback`: kube-apiserver reaches the node's kubelet (KWOK's server) at 127.0.0.1: it
+ * dials the first address of its preferred types, Hostname first, so that one is
+ * `localhost`, not the node's name.
+ */
+function fakeNode(name: string, index: number, allocatable: WorkloadClusterOptions['allocatable'] & object, loopback = false): V1Node {
   return {
     apiVersion: 'v1',
     kind: 'Node',
@@ -210,8 +240,8 @@ function fakeNode(name: string, index: number, allocatable: WorkloadClusterOptio
       allocatable,
       capacity: allocatable,
       addresses: [
-        { type: 'InternalIP', address: `10.240.0.${index + 10}` },
-        { type: 'Hostname', address: name },
+        { type: 'InternalIP', address: loopback ? '127.0.0.1' : `10.240.0.${index + 10}` },
+        { type: 'Hostname', address: loopback ? 'localhost' : name },
       ],
     },
   };
@@ -261,7 +291,10 @@ export async function startWorkloadCluster(options: WorkloadClusterOptions = {})
 
     const kwokLog = path.join(server.workDir, 'kwok.log');
     const stagesFile = path.join(server.workDir, 'kwok-stages.yaml');
-    fs.writeFileSync(stagesFile, fs.readFileSync(kwok.stages, 'utf8') + imagePullFailureStages());
+    fs.writeFileSync(stagesFile, fs.readFileSync(kwok.stages, 'utf8') + imagePullFailureStages() + (options.podLogsFile ? clusterLogsRule(options.podLogsFile) : ''));
+    // KWOK's kubelet server (HTTPS with a certificate of its own, which kube-apiserver does
+    // not check without --kubelet-certificate-authority); its port is each node's kubelet port.
+    const kubeletPort = options.podLogsFile ? await freePort() : 0;
     children.push(
       spawnLogged(
         kwok.binary,
@@ -274,6 +307,7 @@ export async function startWorkloadCluster(options: WorkloadClusterOptions = {})
           // Used only for a node without a Pod CIDR (none here once started); kept apart
           // from the ClusterIP range all the same.
           '--cidr', '10.245.0.0/16',
+          ...(kubeletPort ? ['--server-address', `127.0.0.1:${kubeletPort}`, '--node-port', String(kubeletPort)] : []),
         ],
         kwokLog,
       ),
@@ -283,7 +317,7 @@ export async function startWorkloadCluster(options: WorkloadClusterOptions = {})
     const kubeConfig = kubeConfigOf(server);
     const core = kubeConfig.makeApiClient(CoreV1Api);
     const nodeNames = Array.from({ length: nodeCount }, (_, i) => `kwok-node-${i}`);
-    for (const [i, name] of nodeNames.entries()) await core.createNode({ body: fakeNode(name, i, allocatable) });
+    for (const [i, name] of nodeNames.entries()) await core.createNode({ body: fakeNode(name, i, allocatable, Boolean(options.podLogsFile)) });
     // Until every node can take Pods and the controller manager has made the `default`
     // service account that Pods in `default` need (the ServiceAccount admission plugin).
     await waitUntil(

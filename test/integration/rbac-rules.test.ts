@@ -168,7 +168,10 @@ describe('on a real kube-apiserver, the chart\'s ServiceAccount', () => {
     expect(can('update', 'servers.cloudplane.dev', '-n', 'team-x7k2abcdefghijklmn')).toBe('yes');
     expect(can('patch', 'servers.cloudplane.dev', '-n', 'team-x7k2abcdefghijklmn')).toBe('no');
     expect(can('update', 'configmaps', '-n', 'team-x7k2abcdefghijklmn')).toBe('no');
-    expect(can('list', 'jobs.batch', '--all-namespaces')).toBe('no');
+    // Jobs are listed (a CronJob's, by label) but never watched; CronJobs are replaced, never patched.
+    expect(can('watch', 'jobs.batch', '--all-namespaces')).toBe('no');
+    expect(can('update', 'cronjobs.batch', '-n', 'team-x7k2abcdefghijklmn')).toBe('yes');
+    expect(can('patch', 'cronjobs.batch', '-n', 'team-x7k2abcdefghijklmn')).toBe('no');
     expect(can('patch', 'events')).toBe('no');
     expect(can('patch', 'servers.cloudplane.dev', '--subresource', 'status', '-n', 'team-x7k2abcdefghijklmn')).toBe('no');
   });

@@ -25,6 +25,7 @@ import { OutcomeWindow } from '../health';
 import type { JobExecutor, JobRun, JobSpecForRun } from '../job';
 import type { DriverHealth } from '../types';
 import { httpCode } from '../../store/kubernetes/http-code';
+import { CronJobSchedules } from './cron-jobs';
 
 export const CONTAINER_NAME = 'job';
 const MANAGED_BY_LABEL = 'app.kubernetes.io/managed-by';
@@ -60,6 +61,9 @@ export interface KubernetesJobExecutorOptions {
 }
 
 const iso = (d: Date | string | undefined): string | null => (d ? new Date(d).toISOString() : null);
+
+/** The Job of a run: the one its CronJob made, or the one named after the job. */
+const jobNameOf = (id: string, spec?: JobSpecForRun) => spec?.executor_run ?? objectName(id);
 
 const isTrue = (conditions: V1JobCondition[], ...types: string[]) => conditions.find((c) => types.includes(c.type) && c.status === 'True');
 
@@ -105,16 +109,20 @@ export class KubernetesJobExecutor implements JobExecutor {
   private readonly submitted = new Set<string>();
   private readonly cancelled = new Map<string, string>();
   private readonly outcomes = new OutcomeWindow();
+  /** Scheduled jobs as CronJobs (cron-jobs.ts). */
+  readonly schedules: CronJobSchedules;
 
   constructor(private readonly o: KubernetesJobExecutorOptions) {
     this.batch = o.kubeConfig.makeApiClient(BatchV1Api);
     this.core = o.kubeConfig.makeApiClient(CoreV1Api);
+    this.schedules = new CronJobSchedules({ batch: this.batch, logger: o.logger, namespaceOf: (team) => this.namespaceOf(team), jobManifest, call: (request) => this.call(request) });
   }
 
   // API call: job driver: Jobs (created here, read and deleted below)
   async submit(team: string, id: string, spec: JobSpecForRun): Promise<void> {
     const key = `${team}/${id}`;
-    if (this.submitted.has(key) || this.cancelled.has(key)) return;
+    // A CronJob's run: its Job is there already, made by the CronJob controller.
+    if (this.submitted.has(key) || this.cancelled.has(key) || spec.executor_run) return;
     const namespace = this.namespaceOf(team);
     try {
       await this.call(() => this.batch.createNamespacedJob({ namespace, body: jobManifest(namespace, id, spec) }));
@@ -126,10 +134,10 @@ export class KubernetesJobExecutor implements JobExecutor {
     this.submitted.add(key);
   }
 
-  async observe(team: string, id: string): Promise<JobRun> {
+  async observe(team: string, id: string, spec?: JobSpecForRun): Promise<JobRun> {
     const key = `${team}/${id}`;
     const namespace = this.namespaceOf(team);
-    const name = objectName(id);
+    const name = jobNameOf(id, spec);
     let job: V1Job;
     try {
       job = await this.call(() => this.batch.readNamespacedJob({ name, namespace }));
@@ -137,6 +145,9 @@ export class KubernetesJobExecutor implements JobExecutor {
       if (httpCode(err) !== 404) throw err;
       const cancelledAt = this.cancelled.get(key);
       if (cancelledAt) return { state: 'cancelled', exit_code: null, started_at: null, finished_at: cancelledAt, reason: 'Cancelled on request.' };
+      if (spec?.executor_run && spec.scheduled_job_id && spec.scheduled_at && (await this.schedules.replaced(team, spec.scheduled_job_id, spec.scheduled_at))) {
+        return { state: 'cancelled', exit_code: null, started_at: null, finished_at: new Date().toISOString(), reason: 'Replaced by a later run of its schedule (concurrency policy replace).' };
+      }
       return {
         state: 'failed',
         exit_code: null,
@@ -155,9 +166,9 @@ export class KubernetesJobExecutor implements JobExecutor {
    * finished job's outcome nor count against the API server's health.
    */
   // API call: job driver: Pod logs
-  async logs(team: string, id: string): Promise<string | null> {
+  async logs(team: string, id: string, spec?: JobSpecForRun): Promise<string | null> {
     const namespace = this.namespaceOf(team);
-    const pods = (await this.podsOf(namespace, objectName(id))) ?? [];
+    const pods = (await this.podsOf(namespace, jobNameOf(id, spec))) ?? [];
     const newest = pods.sort((a, b) => (iso(b.metadata?.creationTimestamp) ?? '').localeCompare(iso(a.metadata?.creationTimestamp) ?? ''))[0];
     if (!newest?.metadata?.name) return null;
     try {
@@ -169,14 +180,14 @@ export class KubernetesJobExecutor implements JobExecutor {
     }
   }
 
-  async cancel(team: string, id: string, cancelledAt: string): Promise<void> {
+  async cancel(team: string, id: string, cancelledAt: string, spec?: JobSpecForRun): Promise<void> {
     const key = `${team}/${id}`;
     if (!this.cancelled.has(key)) this.cancelled.set(key, cancelledAt);
-    await this.delete(team, id);
+    await this.delete(team, id, spec);
   }
 
-  async cleanup(team: string, id: string): Promise<void> {
-    await this.delete(team, id);
+  async cleanup(team: string, id: string, spec?: JobSpecForRun): Promise<void> {
+    await this.delete(team, id, spec);
     this.submitted.delete(`${team}/${id}`);
     this.cancelled.delete(`${team}/${id}`);
   }
@@ -276,11 +287,12 @@ export class KubernetesJobExecutor implements JobExecutor {
     return states.sort((a, b) => (iso(b.finishedAt) ?? '').localeCompare(iso(a.finishedAt) ?? ''))[0];
   }
 
-  private async delete(team: string, id: string): Promise<void> {
+  private async delete(team: string, id: string, spec?: JobSpecForRun): Promise<void> {
+    const name = jobNameOf(id, spec);
     try {
       // Background: the Job goes now and the garbage collector takes its Pods (Foreground would wait for them).
-      await this.call(() => this.batch.deleteNamespacedJob({ name: objectName(id), namespace: this.namespaceOf(team), propagationPolicy: 'Background' }));
-      this.o.logger.info({ team, id, job: objectName(id) }, 'batch/v1 Job deleted');
+      await this.call(() => this.batch.deleteNamespacedJob({ name, namespace: this.namespaceOf(team), propagationPolicy: 'Background' }));
+      this.o.logger.info({ team, id, job: name }, 'batch/v1 Job deleted');
     } catch (err) {
       if (httpCode(err) !== 404) throw err;
     }

@@ -77,7 +77,10 @@ export function kubernetesApiCalls(): ApiCall[] {
     // Servers' Pods made, read and deleted; Jobs', load balancers' and VPN agents' Pods listed (exit codes, stats, agent status).
     { entry: 'drivers: Pods', group: '', resources: ['pods'], verbs: ['get', 'list', 'create', 'delete'], scope: 'team-namespaces' },
     // Cloud jobs (src/drivers/kubernetes/jobs.ts).
-    { entry: 'job driver: Jobs', group: 'batch', resources: ['jobs'], verbs: ['get', 'create', 'delete'], scope: 'team-namespaces' },
+    // Jobs made, read and deleted; a CronJob's Jobs listed by their scheduled job's label, to be recorded as runs.
+    { entry: 'job driver: Jobs', group: 'batch', resources: ['jobs'], verbs: ['get', 'list', 'create', 'delete'], scope: 'team-namespaces' },
+    // Scheduled jobs as CronJobs (src/drivers/kubernetes/cron-jobs.ts): made, read, replaced to pause or resume, deleted on cancel.
+    { entry: 'job driver: CronJobs', group: 'batch', resources: ['cronjobs'], verbs: ['get', 'create', 'update', 'delete'], scope: 'team-namespaces' },
     // A job's output: its Pod's log, kept in the job's status once it ended.
     { entry: 'job driver: Pod logs', group: '', resources: ['pods/log'], verbs: ['get'], scope: 'team-namespaces' },
     // Load balancers on HAProxy and VPN gateways' agents (src/drivers/kubernetes/applied.ts), file shares' claims.
