@@ -14,6 +14,8 @@ import type { LoadBalancerDriver } from './load-balancer';
 import type { VpnGatewayDriver } from './vpn-gateway';
 import type { BucketDriver, FileShareDriver } from './storage';
 import type { JobExecutor } from './job';
+import type { BackupDriver } from './backup';
+import { SimulatedBackupDriver } from './simulated/backups';
 import { Simulation } from './simulated/simulation';
 import { simulatedBucketDriver, simulatedFileShareDriver, SimulatedLoadBalancerDriver, SimulatedServerDriver, SimulatedVpnGatewayDriver } from './simulated/families';
 import { SimulatedJobExecutor } from './simulated/jobs';
@@ -32,6 +34,7 @@ export interface Drivers {
   bucket: BucketDriver;
   file_share: FileShareDriver;
   job: JobExecutor;
+  backup: BackupDriver;
 }
 
 export type DriverFamily = keyof Drivers;
@@ -129,6 +132,9 @@ const CATALOG: Catalog = {
         logger: ctx.logger.child({ component: 'job-driver' }),
         imagePullTimeoutMs: ctx.cluster.jobImagePullTimeoutMs,
       }),
+  },
+  backup: {
+    simulated: (ctx) => new SimulatedBackupDriver(ctx.simulation),
   },
 };
 
