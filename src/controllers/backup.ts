@@ -15,18 +15,23 @@ import type { ExternalRecord } from '../drivers/types';
 import { Backup, backupFamily, restorePending } from '../resources/backup';
 import { Server, serverFamily } from '../resources/server';
 import { nowIso } from '../lib/time';
+import { API_VERSION } from '../store/kubernetes/names';
 import type { ReconcileResult, Reconciler } from './controller';
 
 const SYSTEM = 'system';
 const OUTBOX_POLL_MS = 200;
 const RELEASE_POLL_MS = 1_000;
 
-const subjectOf = (backup: Backup): BackupSubject => ({
-  id: backup.meta.id,
-  team: backup.meta.team,
-  server_id: backup.spec.server_id,
-  external: (backup.status.external as ExternalRecord | undefined) ?? null,
-});
+const subjectOf = (backup: Backup): BackupSubject => {
+  const object = backup.meta.object;
+  return {
+    id: backup.meta.id,
+    team: backup.meta.team,
+    server_id: backup.spec.server_id,
+    external: (backup.status.external as ExternalRecord | undefined) ?? null,
+    owner: object ? { apiVersion: API_VERSION, kind: backupFamily.kind, name: object.name, uid: object.uid } : null,
+  };
+};
 
 /** Whether a server is gone for its backups: removed, deleted, or being deleted. */
 export const serverGone = (server: Pick<Server, 'meta'> & { status?: { status?: unknown } } | undefined): boolean =>

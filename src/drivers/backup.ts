@@ -7,7 +7,7 @@
  * ExternalRecord the controller keeps in the backup's status and hands back on every call,
  * so a driver keeps nothing a restart would lose.
  */
-import type { DriverHealth, ExternalRecord } from './types';
+import type { DriverHealth, ExternalRecord, Owner } from './types';
 
 /** A backup as its driver sees it. */
 export interface BackupSubject {
@@ -16,6 +16,8 @@ export interface BackupSubject {
   server_id: string;
   /** The driver's record of its calls for this backup; null before start. */
   external: ExternalRecord | null;
+  /** The ServerBackup custom resource, owner of what a driver makes (cluster mode); null in the embedded store. */
+  owner: Owner | null;
 }
 
 export type OperationProgress = { state: 'pending'; pollAfterMs: number } | { state: 'succeeded' } | { state: 'failed'; reason: string };

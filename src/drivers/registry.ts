@@ -16,6 +16,7 @@ import type { BucketDriver, FileShareDriver } from './storage';
 import type { JobExecutor } from './job';
 import type { BackupDriver } from './backup';
 import { SimulatedBackupDriver } from './simulated/backups';
+import { VolumeSnapshotBackupDriver } from './kubernetes/backup-snapshots';
 import { Simulation } from './simulated/simulation';
 import { simulatedBucketDriver, simulatedFileShareDriver, SimulatedLoadBalancerDriver, SimulatedServerDriver, SimulatedVpnGatewayDriver } from './simulated/families';
 import { SimulatedJobExecutor } from './simulated/jobs';
@@ -135,6 +136,14 @@ const CATALOG: Catalog = {
   },
   backup: {
     simulated: (ctx) => new SimulatedBackupDriver(ctx.simulation),
+    // VolumeSnapshots where the cluster can take them; the simulated driver for the rest (decided per backup).
+    kubernetes: (ctx) =>
+      new VolumeSnapshotBackupDriver({
+        kubeConfig: ctx.kube.kubeConfig,
+        systemNamespace: ctx.kube.systemNamespace,
+        logger: ctx.logger.child({ component: 'backup-driver' }),
+        fallback: new SimulatedBackupDriver(ctx.simulation),
+      }),
   },
 };
 
