@@ -72,8 +72,9 @@ export class BackupPolicyReconciler implements Reconciler {
     const backups = (await this.store.list(backupFamily.kind, server.meta.team)) as Backup[];
     const ofPolicy = backups
       .filter((b) => b.spec.server_id === server.meta.id && b.spec.trigger === 'policy' && !b.meta.deletionTimestamp)
-      // One being restored is kept until the restore is over.
       .sort((a, b) => (b.spec.scheduled_at ?? b.meta.createdAt).localeCompare(a.spec.scheduled_at ?? a.meta.createdAt));
-    for (const old of ofPolicy.slice(retain).filter((b) => !restorePending(b) && b.status?.restore_state !== 'restoring')) await this.writer.requestDeletion(backupFamily, server.meta.team, old.meta.id, 'system');
+    // One being restored is kept until the restore is over; the next look deletes it.
+    const beyond = ofPolicy.slice(retain).filter((b) => !restorePending(b) && b.status?.restore_state !== 'restoring');
+    for (const old of beyond) await this.writer.requestDeletion(backupFamily, server.meta.team, old.meta.id, 'system');
   }
 }
