@@ -7,10 +7,14 @@
  */
 import { eventually, startTestService, TestService, waitForStatus } from '../helpers/service';
 import { eventsOf, Receiver, startReceiver } from '../helpers/receiver';
+import { clusterMode } from '../helpers/cluster';
 
 const WEBHOOK_ENV = { CLOUDPLANE_WEBHOOK_ALLOW_HTTP: 'true', CLOUDPLANE_WEBHOOK_ALLOW_PRIVATE_TARGETS: 'true' };
 // A backup and a restore each take 1.5 to 2.5 s: long enough to be seen under way.
-const ENV = { ...WEBHOOK_ENV, CLOUDPLANE_SIM_DELAYS: 'backup=4000', CLOUDPLANE_BACKUP_POLICY_DAY_MS: '2000' };
+// In cluster mode backups go through the kubernetes driver: servers here are simulated (no
+// Pod, no claim) and the test API server has no snapshot API, so it takes them the simulated
+// way and says so in `method` (test/integration/backup-snapshots.test.ts shows the snapshots).
+const ENV = { ...WEBHOOK_ENV, CLOUDPLANE_SIM_DELAYS: 'backup=4000', CLOUDPLANE_BACKUP_POLICY_DAY_MS: '2000', ...(clusterMode() ? { CLOUDPLANE_DRIVER_BACKUP: 'kubernetes' } : {}) };
 const sleep = (ms: number) => new Promise((resolve) => setTimeout(resolve, ms));
 
 async function subscribe(t: TestService, receiver: Receiver): Promise<void> {
