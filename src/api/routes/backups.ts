@@ -45,6 +45,8 @@ function assertBackupAllowed(server: Server): void {
 function assertRestoreAllowed(server: Server, backup: Backup, siblings: Backup[]): void {
   assertChangeable(serverFamily, server);
   if (server.status.status !== 'running') throw invalidState(`Cannot restore onto a server that is ${server.status.status}; it must be running.`);
+  // A stop or reboot asked for and not begun yet would run under the restore.
+  if (server.spec.power_state !== 'on' || (server.spec.reboot_requests ?? 0) > (server.status.reboots_done ?? 0)) throw resourceBusy('The server has a power action under way; try again when it is done.');
   if (siblings.some((b) => b.status.status === 'completed' && (restorePending(b) || b.status.restore_state === 'restoring'))) throw resourceBusy('A restore onto this server is under way; try again when it is done.');
   const state = backup.status.status;
   if (state === 'creating') throw resourceBusy('The backup is still being taken; restore it once it is completed.');
