@@ -38,6 +38,8 @@ export interface Config {
   logLevel: string;
   rateLimitPerMinute: number;
   deletedRetentionMs: number;
+  /** Length of a day for servers' daily backup policies: a day, unless shortened for a demo or a test. */
+  backupPolicyDayMs: number;
   backendDrainMs: number;
   /** How often at most a VPN gateway's tunnel counters are written to its record (a tunnel going up or down is written at once). */
   tunnelCounterIntervalMs: number;
@@ -520,6 +522,7 @@ export function loadConfig(env: Env = process.env): Config {
     logLevel: env.CLOUDPLANE_LOG_LEVEL || 'info',
     rateLimitPerMinute: int(env, 'CLOUDPLANE_RATE_LIMIT_PER_MINUTE', 1000, 1),
     deletedRetentionMs: int(env, 'CLOUDPLANE_DELETED_RETENTION_SECONDS', 7 * 24 * 3600, 0) * 1000,
+    backupPolicyDayMs: int(env, 'CLOUDPLANE_BACKUP_POLICY_DAY_MS', 86_400_000, 1000, 86_400_000),
     backendDrainMs: int(env, 'CLOUDPLANE_BACKEND_DRAIN_SECONDS', 30, 0) * 1000,
     tunnelCounterIntervalMs: int(env, 'CLOUDPLANE_VPN_COUNTER_INTERVAL_SECONDS', 30, 1, 86_400) * 1000,
     resyncMs: int(env, 'CLOUDPLANE_RESYNC_SECONDS', 30, 1) * 1000,

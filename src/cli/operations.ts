@@ -61,6 +61,7 @@ const COLUMNS: Record<string, string[]> = {
   message: ['id', 'role', 'created_at', 'content'],
   webhook: ['id', 'url', 'status', 'events', 'consecutive_failures', 'disabled_reason'],
   delivery: ['id', 'event_type', 'status', 'attempt', 'response_status', 'next_retry_at', 'error'],
+  backup: ['id', 'name', 'status', 'trigger', 'method', 'completed_at', 'restore_status'],
 };
 
 const family = (name: string): AnyFamily => {
@@ -114,6 +115,7 @@ const ServerId = (description: string) => Type.Object({ server_id: Type.String({
 function actions(): Operation[] {
   const lb = family('load_balancer');
   const server = family('server');
+  const backup = family('backup');
   const share = family('file_share');
   const job = family('job');
   const vpn = family('vpn_gateway');
@@ -160,6 +162,18 @@ function actions(): Operation[] {
     power('stop', 'Stop a running server', 'stopped'),
     power('start', 'Start a stopped server', 'running'),
     power('reboot', 'Reboot a running server', 'running'),
+    { command: [...groupOf(server), 'backups', 'list'], summary: "List a server's backups", method: 'GET', path: `/${server.path}/{id}/backups`, query: listQuerySchema(backup.states), paged: true, columns: columnsOf(backup) },
+    { command: [...groupOf(server), 'backups', 'get'], summary: 'Get a backup of a server', method: 'GET', path: `/${server.path}/{id}/backups/{backup_id}`, columns: columnsOf(backup) },
+    { command: [...groupOf(server), 'backups', 'create'], summary: 'Back up a server', method: 'POST', path: `/${server.path}/{id}/backups`, body: backup.schemas.create, columns: columnsOf(backup) },
+    { command: [...groupOf(server), 'backups', 'delete'], summary: 'Delete a backup of a server', method: 'DELETE', path: `/${server.path}/{id}/backups/{backup_id}`, columns: columnsOf(backup) },
+    {
+      command: [...groupOf(server), 'restore'],
+      summary: 'Restore a backup onto its server (the answer is the backup)',
+      method: 'POST',
+      path: `/${server.path}/{id}/restore`,
+      body: Type.Object({ backup_id: Type.String({ minLength: 1, description: 'A completed backup of the server (bkp_...).' }) }),
+      columns: columnsOf(backup),
+    },
     shareAction('attach', 'Attach a file share to a server'),
     shareAction('detach', 'Detach a file share from a server'),
     { command: [...groupOf(job), 'cancel'], summary: 'Cancel a queued or running job', method: 'POST', path: `/${job.path}/{id}/cancel`, columns: columnsOf(job) },

@@ -10,6 +10,8 @@ import { vpnGatewayBinding } from './vpn-gateway';
 import { serverBinding } from './server';
 import { bucketBinding } from './bucket';
 import { JobReconciler } from './job';
+import { BackupReconciler } from './backup';
+import { BackupPolicyReconciler } from './backup-policy';
 import { adopting } from './adoption';
 import { pausable } from './pause';
 import { families } from '../resources/registry';
@@ -43,6 +45,7 @@ export function buildReconcilers(deps: ReconcilerDeps): Reconciler[] {
   const reconcilers: Reconciler[] = [
     ...bindings.map((binding) => new ManagedReconciler(binding, deps.store, deps.writer, deps.config.deletedRetentionMs, connectionDetails)),
     new JobReconciler(deps.store, deps.writer, drivers.job),
+    new BackupReconciler(deps.store, deps.writer, drivers.backup),
   ];
   // Every reconciled family also takes in what kubectl created, and can be paused per resource.
   const adopted = reconcilers.map((r) => adopting(families.find((f) => f.kind === r.kind)!, r, deps.store, deps.writer, { config: deps.config }));
@@ -50,5 +53,7 @@ export function buildReconcilers(deps: ReconcilerDeps): Reconciler[] {
   const webhooks = new WebhookSubscriptionReconciler(deps.store, deps.writer, cluster ? secretObjectName : undefined);
   const webhooksAdopted = signingSecretFirst(adopting(webhookFamily, webhooks, deps.store, deps.writer, { config: deps.config }), deps.store);
   // Accounts settle what kubectl changed; one made with kubectl is not taken in (accounts/reconciler.ts).
-  return [...adopted, webhooksAdopted, ...accountReconcilers(deps.store, deps.writer)].map((r) => pausable(r, deps.store));
+  // Servers' daily backups: a second reconciler of servers, which only makes and prunes backups.
+  const backupPolicies = new BackupPolicyReconciler(deps.store, deps.writer, deps.config.backupPolicyDayMs);
+  return [...adopted, webhooksAdopted, backupPolicies, ...accountReconcilers(deps.store, deps.writer)].map((r) => pausable(r, deps.store));
 }

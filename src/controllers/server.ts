@@ -10,10 +10,24 @@ import type { FamilyBinding } from './managed';
 import { attachedShares, mountPathOf, Server, serverFamily } from '../resources/server';
 import { fileShareFamily, FileShareStatus } from '../resources/storage';
 import type { DesiredMount, PowerState, ServerDesired, ServerDriver, ServerObserved, ServerOutputs } from '../drivers/server';
+import { Backup, backupFamily, restorePending } from '../resources/backup';
 
 const STATE_OF_POWER: Record<PowerState, string> = { on: 'running', off: 'stopped', stopping: 'stopping', starting: 'starting', rebooting: 'rebooting' };
 
-export function serverBinding(driver: ServerDriver, store: Store): FamilyBinding<ServerDesired, ServerOutputs, ServerObserved> {
+/**
+ * What the server reconciler works from: what its driver is asked for, and whether a backup
+ * is being restored onto it (the backup controller does that work; the server is `restoring`
+ * meanwhile, so it cannot be stopped, changed or deleted under the restore).
+ */
+type ServerWanted = ServerDesired & { restoring: boolean };
+
+/** Whether a restore of one of the server's backups is asked for or under way. */
+async function restoringOnto(store: Store, team: string, serverId: string): Promise<boolean> {
+  const backups = (await store.list(backupFamily.kind, team)) as Backup[];
+  return backups.some((b) => b.spec.server_id === serverId && b.status?.status === 'completed' && !b.meta.deletionTimestamp && (restorePending(b) || b.status.restore_state === 'restoring'));
+}
+
+export function serverBinding(driver: ServerDriver, store: Store): FamilyBinding<ServerWanted, ServerOutputs, ServerObserved> {
   /** An attached share while it is available (and not being deleted); null otherwise: nothing to mount yet, or any more. */
   const mountOf = async (team: string, id: string): Promise<DesiredMount | null> => {
     const share = await store.get<unknown, FileShareStatus>(fileShareFamily.kind, team, id);
@@ -28,9 +42,17 @@ export function serverBinding(driver: ServerDriver, store: Store): FamilyBinding
     async desired(resource) {
       const server = resource as unknown as Server;
       const mounts = await Promise.all(attachedShares(server.spec).map((id) => mountOf(server.meta.team, id)));
-      return { ...server.spec, mounts: mounts.filter((m): m is DesiredMount => m !== null) };
+      const restoring = await restoringOnto(store, server.meta.team, server.meta.id);
+      return { ...server.spec, mounts: mounts.filter((m): m is DesiredMount => m !== null), restoring };
     },
     outputs: ({ ipv4 }) => ({ ipv4 }),
-    steady: ({ power, reboots_done }) => ({ state: STATE_OF_POWER[power], changes: { reboots_done } }),
+    steady: ({ power, reboots_done }, _resource, { restoring }) => ({ state: restoring && power === 'on' ? 'restoring' : STATE_OF_POWER[power], changes: { reboots_done } }),
+    watchRelated(changed) {
+      // A restore asked for, begun or ended moves the server into or out of `restoring`.
+      return store.watch(({ object }) => {
+        const serverId = object.spec.server_id;
+        if (object.meta.kind === backupFamily.kind && typeof serverId === 'string') changed(object.meta.team, serverId);
+      });
+    },
   };
 }

@@ -14,6 +14,9 @@ import type { LoadBalancerDriver } from './load-balancer';
 import type { VpnGatewayDriver } from './vpn-gateway';
 import type { BucketDriver, FileShareDriver } from './storage';
 import type { JobExecutor } from './job';
+import type { BackupDriver } from './backup';
+import { SimulatedBackupDriver } from './simulated/backups';
+import { VolumeSnapshotBackupDriver } from './kubernetes/backup-snapshots';
 import { Simulation } from './simulated/simulation';
 import { simulatedBucketDriver, simulatedFileShareDriver, SimulatedLoadBalancerDriver, SimulatedServerDriver, SimulatedVpnGatewayDriver } from './simulated/families';
 import { SimulatedJobExecutor } from './simulated/jobs';
@@ -32,6 +35,7 @@ export interface Drivers {
   bucket: BucketDriver;
   file_share: FileShareDriver;
   job: JobExecutor;
+  backup: BackupDriver;
 }
 
 export type DriverFamily = keyof Drivers;
@@ -128,6 +132,17 @@ const CATALOG: Catalog = {
         systemNamespace: ctx.kube.systemNamespace,
         logger: ctx.logger.child({ component: 'job-driver' }),
         imagePullTimeoutMs: ctx.cluster.jobImagePullTimeoutMs,
+      }),
+  },
+  backup: {
+    simulated: (ctx) => new SimulatedBackupDriver(ctx.simulation),
+    // VolumeSnapshots where the cluster can take them; the simulated driver for the rest (decided per backup).
+    kubernetes: (ctx) =>
+      new VolumeSnapshotBackupDriver({
+        kubeConfig: ctx.kube.kubeConfig,
+        systemNamespace: ctx.kube.systemNamespace,
+        logger: ctx.logger.child({ component: 'backup-driver' }),
+        fallback: new SimulatedBackupDriver(ctx.simulation),
       }),
   },
 };

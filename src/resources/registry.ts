@@ -8,6 +8,7 @@ import { vpnGatewayFamily } from './vpn-gateway';
 import { serverFamily } from './server';
 import { bucketFamily, fileShareFamily } from './storage';
 import { jobFamily } from './job';
+import { backupFamily } from './backup';
 import { apiKeyFamily, teamFamily, userFamily } from './accounts';
 import { messageFamily, threadFamily } from './agent';
 import { deliveryFamily, webhookFamily } from './webhook';
@@ -19,6 +20,7 @@ export const families: AnyFamily[] = [
   bucketFamily,
   fileShareFamily,
   jobFamily,
+  backupFamily,
   teamFamily,
   userFamily,
   apiKeyFamily,

@@ -1,10 +1,11 @@
 /** Servers: virtual machines with the general lifecycle of the spec and power actions. */
 import { Type } from '@sinclair/typebox';
 import { assertRegionAvailable } from './regions';
+import { nowIso } from '../lib/time';
 import type { BaseStatus, FamilyDefinition, Resource } from './family';
 import { baseRecordProperties, baseStatusProperties, ExternalRecordSchema, IdOf, Region, ResourceName, strictObject, connectionSecretProperty } from './schema-kit';
 
-const STATES = ['creating', 'running', 'stopping', 'stopped', 'starting', 'rebooting', 'failed', 'deleted', 'destroyed'] as const;
+const STATES = ['creating', 'running', 'stopping', 'stopped', 'starting', 'rebooting', 'restoring', 'failed', 'deleted', 'destroyed'] as const;
 export const SERVER_PLANS = ['s-1vcpu-1gb', 's-1vcpu-2gb', 's-2vcpu-4gb', 's-4vcpu-8gb', 's-8vcpu-16gb'];
 const DEFAULT_PLAN = 's-1vcpu-1gb';
 const DEFAULT_IMAGE = 'ubuntu-24.04';
@@ -20,6 +21,41 @@ export interface ServerSpec {
   reboot_requests: number;
   /** The file shares attached to the server (the file-storage attach and detach actions); absent on servers made before them. */
   file_shares?: string[];
+  /** A daily backup at `time` UTC, keeping the last `retain` policy backups; absent or disabled: none. */
+  backup_policy?: BackupPolicy;
+}
+
+export interface BackupPolicy {
+  enabled: boolean;
+  /** `HH:MM`, UTC. */
+  time: string;
+  retain: number;
+  /** When the policy was last set: times of it before are not caught up (a policy set at 10:00 makes no backup for 03:00 that day). */
+  since?: string;
+}
+
+const DEFAULT_RETAIN = 7;
+
+const BackupPolicyInput = strictObject(
+  {
+    enabled: Type.Boolean({ description: 'Whether the daily backup is made.' }),
+    time: Type.String({ pattern: '^([01][0-9]|2[0-3]):[0-5][0-9]$', description: 'Time of day of the backup, HH:MM in UTC.' }),
+    retain: Type.Optional(Type.Integer({ minimum: 1, maximum: 90, description: `How many backups of the policy are kept (the oldest beyond are deleted); default ${DEFAULT_RETAIN}. Manual backups are never deleted by it.` })),
+  },
+  'A daily backup of the server: one backup a day at `time` (UTC), keeping the last `retain`.',
+);
+const BackupPolicySpec = strictObject({
+  enabled: Type.Boolean(),
+  time: Type.String({ pattern: '^([01][0-9]|2[0-3]):[0-5][0-9]$' }),
+  retain: Type.Integer({ minimum: 1, maximum: 90 }),
+  since: Type.Optional(Type.String({ format: 'date-time', description: 'When the policy was set; times of it before are not caught up.' })),
+}, 'A daily backup of the server at `time` UTC, keeping the last `retain` policy backups.');
+const BackupPolicyRecord = Type.Union([strictObject({ enabled: Type.Boolean(), time: Type.String(), retain: Type.Integer() }), Type.Null()], { description: 'The daily backup policy; null without one.' });
+
+/** The policy as the spec keeps it: the default retention filled in, and when it was set. */
+function policyOf(input: { enabled: boolean; time: string; retain?: number } | null | undefined): BackupPolicy | undefined {
+  if (!input) return undefined;
+  return { enabled: input.enabled, time: input.time, retain: input.retain ?? DEFAULT_RETAIN, since: nowIso() };
 }
 
 /** Where an attached file share appears in the server's file system. */
@@ -53,7 +89,7 @@ export const serverFamily: FamilyDefinition<ServerSpec, ServerStatus> = {
   path: 'servers',
   idPrefix: 'svr',
   states: STATES,
-  busyStates: ['stopping', 'starting', 'rebooting'],
+  busyStates: ['stopping', 'starting', 'rebooting', 'restoring'],
   readyStates: ['running'],
   eventStates: ['running', 'stopped', 'failed', 'deleted', 'destroyed'],
   providerBacked: true,
@@ -68,8 +104,9 @@ export const serverFamily: FamilyDefinition<ServerSpec, ServerStatus> = {
       region: Region(),
       plan: Type.Optional(Plan),
       image: Type.Optional(Image),
+      backup_policy: Type.Optional(BackupPolicyInput),
     }),
-    update: strictObject({ name: Type.Optional(ResourceName()) }),
+    update: strictObject({ name: Type.Optional(ResourceName()), backup_policy: Type.Optional(Type.Union([BackupPolicyInput, Type.Null()], { description: 'A new daily backup policy; null removes it.' })) }),
     spec: strictObject({
       name: ResourceName(),
       region: Region(),
@@ -78,6 +115,7 @@ export const serverFamily: FamilyDefinition<ServerSpec, ServerStatus> = {
       power_state: Type.String({ enum: ['on', 'off'], description: 'Desired power state; the stop and start actions set it.' }),
       reboot_requests: Type.Integer({ minimum: 0, description: 'Number of reboots asked for; increment it to reboot.' }),
       file_shares: Type.Optional(Type.Array(IdOf('fs', 'An attached file share.'), { description: 'File shares attached to the server; the file-storage attach and detach actions set it.' })),
+      backup_policy: Type.Optional(BackupPolicySpec),
       ...connectionSecretProperty(),
     }),
     status: strictObject({
@@ -94,15 +132,24 @@ export const serverFamily: FamilyDefinition<ServerSpec, ServerStatus> = {
       image: Image,
       ipv4: Type.Union([Type.String(), Type.Null()], { description: 'IPv4 address; null until the server has been provisioned.' }),
       mounts: Type.Array(Mount, { description: 'The file shares attached to the server and where each is mounted.' }),
+      backup_policy: BackupPolicyRecord,
     }),
   },
 
   specFromCreate(body, { config }) {
     assertRegionAvailable(config, body.region);
-    return { name: body.name, region: body.region, plan: body.plan ?? DEFAULT_PLAN, image: body.image ?? DEFAULT_IMAGE, power_state: 'on', reboot_requests: 0, file_shares: [] };
+    const policy = policyOf(body.backup_policy);
+    return { name: body.name, region: body.region, plan: body.plan ?? DEFAULT_PLAN, image: body.image ?? DEFAULT_IMAGE, power_state: 'on', reboot_requests: 0, file_shares: [], ...(policy ? { backup_policy: policy } : {}) };
   },
 
-  applyUpdate: (spec, patch) => ({ ...spec, ...patch }),
+  applyUpdate(spec, patch) {
+    const { backup_policy: policy, ...rest } = patch;
+    const next = { ...spec, ...rest };
+    if (policy === undefined) return next;
+    const { backup_policy: _old, ...without } = next;
+    const replaced = policyOf(policy);
+    return replaced ? { ...without, backup_policy: replaced } : without;
+  },
 
   initialStatus: () => ({ ipv4: null, reboots_done: 0 }),
 
@@ -119,6 +166,7 @@ export const serverFamily: FamilyDefinition<ServerSpec, ServerStatus> = {
       image: spec.image,
       ipv4: status.ipv4 ?? null,
       mounts: attachedShares(spec).map((id) => ({ file_share_id: id, mount_path: mountPathOf(id) })),
+      backup_policy: spec.backup_policy ? { enabled: spec.backup_policy.enabled, time: spec.backup_policy.time, retain: spec.backup_policy.retain } : null,
       created_at: meta.createdAt,
       updated_at: meta.updatedAt,
       deleted_at: status.deleted_at ?? null,

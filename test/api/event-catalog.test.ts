@@ -32,10 +32,11 @@ const VPN = { region: 'fra1', tunnel_type: 'ipsec', remote_network_cidr: '192.16
  * the auto-disable and kubectl-only edits of API keys, a webhook's failed delivery and
  * ping (test/api/webhooks-receivers.test.ts causes both), data.*: only the bucket
  * driver `s3` emits them, from its endpoint's notifications (test/api/s3-data-events.test.ts),
- * and usage thresholds, which need limits set and crossed (test/api/usage.test.ts drives
- * both to a receiver).
+ * usage thresholds, which need limits set and crossed (test/api/usage.test.ts drives
+ * both to a receiver), and a failed backup (it needs a running server under a provider
+ * whose backups fail: test/api/backups.test.ts).
  */
-const NOT_DRIVEN = ['load_balancer.failed', 'vpn_gateway.failed', 'server.failed', 'bucket.failed', 'file_share.failed', 'vpn_gateway.destroyed', 'api_key.updated', 'webhook.disabled', 'webhook.delivery_failed', 'webhook.ping', 'data.created', 'data.updated', 'data.destroyed', 'usage.threshold_reached', 'usage.overage'];
+const NOT_DRIVEN = ['load_balancer.failed', 'vpn_gateway.failed', 'server.failed', 'bucket.failed', 'file_share.failed', 'vpn_gateway.destroyed', 'api_key.updated', 'webhook.disabled', 'webhook.delivery_failed', 'webhook.ping', 'data.created', 'data.updated', 'data.destroyed', 'usage.threshold_reached', 'usage.overage', 'backup.failed'];
 
 interface AuditEvent {
   id: string;
@@ -104,13 +105,14 @@ describe('event catalog', () => {
     expect(new Set(entries.map((e) => e.type)).size).toBe(entries.length);
     expect(entries.map((e) => e.type)).toEqual(expect.arrayContaining(['load_balancer.backend_attached', 'server.stopped', 'job.cancelled', 'api_key.revoked', 'webhook.disabled', 'vpn_gateway.deleting']));
     // Nothing emits these yet, so they are not in the catalog.
-    expect(entries.filter((e) => /^(backup|incident|alert)\./.test(e.type))).toEqual([]);
+    expect(entries.filter((e) => /^(incident|alert)\./.test(e.type))).toEqual([]);
     expect(entries.filter((e) => e.category === 'usage').map((e) => e.type).sort()).toEqual(['usage.overage', 'usage.threshold_reached']);
+    expect(entries.map((e) => e.type)).toEqual(expect.arrayContaining(['backup.created', 'backup.completed', 'backup.failed', 'backup.restore_started', 'backup.restore_completed']));
 
     const servers = await t.api('GET', '/api/v1/event-types?category=server');
     expect(servers.body.data.length).toBeGreaterThan(3);
     expect(servers.body.data.every((e: any) => e.category === 'server')).toBe(true);
-    const unknown = await t.api('GET', '/api/v1/event-types?category=backup');
+    const unknown = await t.api('GET', '/api/v1/event-types?category=disk');
     expect(unknown.status).toBe(422);
     expect(unknown.body.error.code).toBe('validation_failed');
   });
@@ -135,6 +137,11 @@ describe('event catalog', () => {
     await ok('POST', `/api/v1/servers/${server}/start`);
     await waitForStatus(t, `/api/v1/servers/${server}`, 'running');
     await ok('POST', `/api/v1/servers/${server}/reboot`);
+    await waitForStatus(t, `/api/v1/servers/${server}`, 'running');
+    const backup = await created(`/api/v1/servers/${server}/backups`, {});
+    await waitForStatus(t, `/api/v1/servers/${server}/backups/${backup}`, 'completed');
+    await ok('POST', `/api/v1/servers/${server}/restore`, { backup_id: backup });
+    await sawEvent(backup, 'backup.restore_completed');
     await waitForStatus(t, `/api/v1/servers/${server}`, 'running');
     await ok('DELETE', `/api/v1/servers/${server}`);
 
@@ -234,7 +241,7 @@ describe('event catalog', () => {
     };
 
     it('refuses on create a type or pattern outside it, naming the entry', async () => {
-      await refused('POST', '/api/v1/webhooks', { url: HOOK, events: ['server.*', 'server.running', 'backup.created'] }, 'events[2]', /`backup.created` is not an event type the service emits/);
+      await refused('POST', '/api/v1/webhooks', { url: HOOK, events: ['server.*', 'server.running', 'disk.created'] }, 'events[2]', /`disk.created` is not an event type the service emits/);
       await refused('POST', '/api/v1/webhooks', { url: HOOK, events: ['incident.*'] }, 'events[0]', /`incident.\*` matches no event type/);
       await refused('POST', '/api/v1/webhooks', { url: HOOK, events: ['server.exploded'] }, 'events[0]', /not an event type/);
       // Deliveries and agent messages are families that emit nothing.
@@ -245,7 +252,7 @@ describe('event catalog', () => {
 
     it('refuses a filter key that is no field of its category\'s data', async () => {
       await refused('POST', '/api/v1/webhooks', { url: HOOK, events: ['server.*'], filter: { 'server.colour': 'blue' } }, 'filter.server.colour', /no field of the data of `server` events/);
-      await refused('POST', '/api/v1/webhooks', { url: HOOK, events: ['server.*'], filter: { 'backup.region': 'fra1' } }, 'filter.backup.region', /no category of event/);
+      await refused('POST', '/api/v1/webhooks', { url: HOOK, events: ['server.*'], filter: { 'disk.region': 'fra1' } }, 'filter.disk.region', /no category of event/);
       const fine = await t.api('POST', '/api/v1/webhooks', { url: HOOK, events: ['server.*', 'bucket.created'], filter: { 'server.region': ['fra1'], 'bucket.name': 'x', 'job.plan': 'standard' } });
       expect(fine.status).toBe(201);
     });

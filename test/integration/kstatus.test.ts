@@ -29,7 +29,8 @@ const SYSTEM_NAMESPACE = 'cloudplane-system';
 const IN_PROGRESS: Record<string, string[]> = {
   LoadBalancer: ['creating'],
   VpnGateway: ['creating', 'deleting'],
-  Server: ['creating', 'stopping', 'starting', 'rebooting'],
+  Server: ['creating', 'stopping', 'starting', 'rebooting', 'restoring'],
+  ServerBackup: ['creating'],
   Bucket: ['creating'],
   FileShare: ['creating'],
   CloudJob: ['queued', 'running'],
@@ -92,6 +93,11 @@ describe('kstatus on every kind', () => {
     expect(thread.status).toBe(201);
     expect((await t.api('POST', `/api/v1/agent/threads/${thread.body.data.id}/messages`, { content: 'what is running?' })).status).toBe(201);
     for (const [path, state] of made) await waitForStatus(t, path, state, 60_000);
+    // A backup of the server, once it runs.
+    const server = made.find(([path]) => path.startsWith('/api/v1/servers/'))![0];
+    const backup = await t.api('POST', `${server}/backups`, {});
+    expect(backup.status).toBe(201);
+    await waitForStatus(t, `${server}/backups/${backup.body.data.id}`, 'completed', 60_000);
     // A delivery of one of those events to the webhook's receiver.
     await eventually(async () => (await crsOf(families.find((f) => f.kind === 'WebhookDelivery')!)).some((cr) => cr.status?.status === 'succeeded'), 60_000, 200);
   });
@@ -130,14 +136,20 @@ describe('kstatus on every kind', () => {
 
   it('says InProgress for work under way, Failed for a failure and Current at rest, in every state of every kind', async () => {
     const checked: string[] = [];
+    // All paused first: no reconciler writes over the states this test writes, nor acts on
+    // another kind's (a backup goes when its server is written `deleted`).
+    const paused = new Map<string, any>();
     for (const family of families) {
       const [cr] = await crsOf(family);
-      // Paused, no reconciler writes over the states this test writes.
       await custom.patchNamespacedCustomObject(
         { group: GROUP, version: VERSION, namespace, plural: family.plural, name: cr.metadata.name, body: { metadata: { annotations: { [`${GROUP}/paused`]: 'true' } } } },
         mergePatch,
       );
       await eventually(async () => (await t.service.ctx.store.get(family.kind, t.teamId, idOf(cr)))?.meta.paused, 10_000);
+      paused.set(family.kind, cr);
+    }
+    for (const family of families) {
+      const cr = paused.get(family.kind);
       for (const state of family.states) {
         await t.service.ctx.writer.mutateStatus(family, t.teamId, idOf(cr), () => ({ status: state, status_reason: state === 'failed' ? 'The provider said no.' : null }), 'system');
         const [answer] = kstatus([await readCr(family, cr.metadata.name)]);

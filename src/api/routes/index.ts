@@ -7,6 +7,7 @@ import { registerEventTypeRoutes } from './event-types';
 import { registerAuditLogRoutes } from './audit-log';
 import { registerVpnGatewayRoutes } from './vpn-gateways';
 import { registerServerRoutes } from './servers';
+import { registerBackupRoutes } from './backups';
 import { registerFileShareRoutes } from './file-shares';
 import { registerJobRoutes } from './jobs';
 import { registerSettingsRoutes } from './settings';
@@ -25,6 +26,7 @@ export function registerRouteModules(app: FastifyInstance, ctx: ApiContext): voi
   registerAuditLogRoutes(app, ctx);
   registerVpnGatewayRoutes(app, ctx);
   registerServerRoutes(app, ctx);
+  registerBackupRoutes(app, ctx);
   registerFileShareRoutes(app, ctx);
   registerJobRoutes(app, ctx);
   registerSettingsRoutes(app, ctx);

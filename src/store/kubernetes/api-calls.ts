@@ -82,6 +82,9 @@ export function kubernetesApiCalls(): ApiCall[] {
     // Scheduled jobs as CronJobs (src/drivers/kubernetes/cron-jobs.ts): made, read, replaced to pause or resume, deleted on cancel.
     { entry: 'job driver: CronJobs', group: 'batch', resources: ['cronjobs'], verbs: ['get', 'create', 'update', 'delete'], scope: 'team-namespaces' },
     // A job's output: its Pod's log, kept in the job's status once it ended.
+    // Backups as VolumeSnapshots (src/drivers/kubernetes/backup-snapshots.ts): which class to use, and the snapshots.
+    { entry: 'backup driver: VolumeSnapshotClasses', group: 'snapshot.storage.k8s.io', resources: ['volumesnapshotclasses'], verbs: ['list'], scope: 'cluster' },
+    { entry: 'backup driver: VolumeSnapshots', group: 'snapshot.storage.k8s.io', resources: ['volumesnapshots'], verbs: ['get', 'create', 'delete'], scope: 'team-namespaces' },
     { entry: 'job driver: Pod logs', group: '', resources: ['pods/log'], verbs: ['get'], scope: 'team-namespaces' },
     // Load balancers on HAProxy and VPN gateways' agents (src/drivers/kubernetes/applied.ts), file shares' claims.
     { entry: 'drivers: applied objects, watched', group: '', resources: ['configmaps', 'services', 'persistentvolumeclaims'], verbs: ['list', 'watch'], scope: 'cluster' },

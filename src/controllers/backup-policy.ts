@@ -1,0 +1,80 @@
+/**
+ * Servers' daily backup policies: at the policy's time of each day (UTC) a backup of the
+ * server is made, and the policy's backups beyond the `retain` newest are deleted. A second
+ * reconciler of servers, beside the managed one, that only reads servers and writes backups.
+ *
+ * The backup of a time has an id derived from the server and the time, the same for every
+ * replica and after every restart, so it is made once however often its time is looked at.
+ * Only the latest time that came since the policy was set is caught up, as a CronJob with a
+ * starting deadline does. The length of a day is configuration
+ * (CLOUDPLANE_BACKUP_POLICY_DAY_MS), so that a demo or a test can run a "day" in seconds.
+ */
+import { createHash } from 'node:crypto';
+import { AlreadyExistsError, Store } from '../store/types';
+import type { ResourceWriter } from '../resources/writer';
+import { Backup, backupFamily, BackupSpec, restorePending } from '../resources/backup';
+import { BackupPolicy, Server, serverFamily } from '../resources/server';
+import { serverGone } from './backup';
+import type { ReconcileResult, Reconciler } from './controller';
+
+/** A server with a policy is looked at again at least this often, so a clock that jumps is noticed. */
+const MAX_SLEEP_MS = 60_000;
+const DAY_MS = 86_400_000;
+
+/** The id of the backup of `serverId` for the policy's time `scheduledAt`. */
+export function policyBackupId(serverId: string, scheduledAt: string): string {
+  const digest = createHash('sha256').update(`${serverId}@${scheduledAt}`).digest();
+  let opaque = '';
+  for (const byte of digest.subarray(0, 20)) opaque += '0123456789abcdefghijklmnopqrstuvwxyz'[byte % 36];
+  return `${backupFamily.idPrefix}_${opaque}`;
+}
+
+/** The policy's times, `dayMs` apart, at `time` into each day: the last one at or before `now`. */
+export function lastPolicyTime(policy: Pick<BackupPolicy, 'time'>, dayMs: number, now: number): number {
+  const [hours, minutes] = policy.time.split(':').map(Number);
+  const offset = Math.floor((((hours * 60 + minutes) * 60_000) / DAY_MS) * dayMs);
+  return Math.floor((now - offset) / dayMs) * dayMs + offset;
+}
+
+export class BackupPolicyReconciler implements Reconciler {
+  readonly kind = serverFamily.kind;
+
+  constructor(
+    private readonly store: Store,
+    private readonly writer: ResourceWriter,
+    private readonly dayMs: number,
+  ) {}
+
+  async reconcile(team: string, id: string): Promise<ReconcileResult | void> {
+    const server = (await this.store.get(this.kind, team, id)) as Server | undefined;
+    const policy = server?.spec.backup_policy;
+    if (!server || serverGone(server) || !policy?.enabled || server.status?.status === 'failed') return;
+    const now = Date.now();
+    const due = lastPolicyTime(policy, this.dayMs, now);
+    const since = Math.max(Date.parse(policy.since ?? server.meta.createdAt), Date.parse(server.meta.createdAt));
+    // A server still being created is backed up at the next time.
+    if (due >= since && server.status.status !== 'creating') await this.backUp(server, new Date(due).toISOString());
+    await this.prune(server, policy.retain);
+    return { requeueAfterMs: Math.max(1, Math.min(due + this.dayMs - now, MAX_SLEEP_MS)) };
+  }
+
+  private async backUp(server: Server, scheduledAt: string): Promise<void> {
+    const spec: BackupSpec = { name: `${server.spec.name}-daily-${scheduledAt.replace(/[-:]|\.\d+Z$/g, '')}Z`, server_id: server.meta.id, trigger: 'policy', scheduled_at: scheduledAt, restore_requests: 0 };
+    try {
+      await this.writer.create(backupFamily, server.meta.team, spec, 'system', policyBackupId(server.meta.id, scheduledAt));
+    } catch (err) {
+      if (!(err instanceof AlreadyExistsError)) throw err;
+    }
+  }
+
+  /** Deletes the policy's backups beyond the `retain` newest; manual ones are the owner's to delete. */
+  private async prune(server: Server, retain: number): Promise<void> {
+    const backups = (await this.store.list(backupFamily.kind, server.meta.team)) as Backup[];
+    const ofPolicy = backups
+      .filter((b) => b.spec.server_id === server.meta.id && b.spec.trigger === 'policy' && !b.meta.deletionTimestamp)
+      .sort((a, b) => (b.spec.scheduled_at ?? b.meta.createdAt).localeCompare(a.spec.scheduled_at ?? a.meta.createdAt));
+    // One being restored is kept until the restore is over; the next look deletes it.
+    const beyond = ofPolicy.slice(retain).filter((b) => !restorePending(b) && b.status?.restore_state !== 'restoring');
+    for (const old of beyond) await this.writer.requestDeletion(backupFamily, server.meta.team, old.meta.id, 'system');
+  }
+}

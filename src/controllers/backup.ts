@@ -1,0 +1,129 @@
+/**
+ * Backups: take the copy through the backup driver, restore it onto its server when asked,
+ * and delete backups whose server is gone. Status only moves forward: creating ->
+ * completed | failed; a restore goes restoring -> succeeded | failed in `restore_state`
+ * while the backup stays completed (resources/backup.ts). The server shows `restoring`
+ * while a restore of one of its backups is due (controllers/server.ts).
+ *
+ * Every step is one status write, and what the driver started is in that write
+ * (status.external), so a crash anywhere resumes at the same step.
+ */
+import type { Store } from '../store/types';
+import type { ResourceWriter } from '../resources/writer';
+import type { BackupDriver, BackupSubject, OperationProgress } from '../drivers/backup';
+import type { ExternalRecord } from '../drivers/types';
+import { Backup, backupFamily, restorePending } from '../resources/backup';
+import { Server, serverFamily } from '../resources/server';
+import { nowIso } from '../lib/time';
+import { API_VERSION } from '../store/kubernetes/names';
+import type { ReconcileResult, Reconciler } from './controller';
+
+const SYSTEM = 'system';
+const OUTBOX_POLL_MS = 200;
+const RELEASE_POLL_MS = 1_000;
+
+const subjectOf = (backup: Backup): BackupSubject => {
+  const object = backup.meta.object;
+  return {
+    id: backup.meta.id,
+    team: backup.meta.team,
+    server_id: backup.spec.server_id,
+    external: (backup.status.external as ExternalRecord | undefined) ?? null,
+    owner: object ? { apiVersion: API_VERSION, kind: backupFamily.kind, name: object.name, uid: object.uid } : null,
+  };
+};
+
+/** Whether a server is gone for its backups: removed, deleted, or being deleted. */
+export const serverGone = (server: Pick<Server, 'meta'> & { status?: { status?: unknown } } | undefined): boolean =>
+  !server || Boolean(server.meta.deletionTimestamp) || ['deleted', 'destroyed'].includes(String(server.status?.status));
+
+export class BackupReconciler implements Reconciler {
+  readonly kind = backupFamily.kind;
+
+  constructor(
+    private readonly store: Store,
+    private readonly writer: ResourceWriter,
+    private readonly driver: BackupDriver,
+  ) {}
+
+  /** A server's deletion calls for a look at its backups. */
+  watchExternal(changed: (team: string, id: string) => void): () => void {
+    return this.store.watch(({ object }) => {
+      if (object.meta.kind !== serverFamily.kind || !serverGone(object)) return;
+      const { team, id } = object.meta;
+      void this.store
+        .list<Backup['spec'], Backup['status']>(this.kind, team)
+        .then((backups) => backups.filter((b) => b.spec.server_id === id).forEach((b) => changed(team, b.meta.id)))
+        .catch(() => undefined); // The periodic resync looks again.
+    });
+  }
+
+  async reconcile(team: string, id: string): Promise<ReconcileResult | void> {
+    const backup = (await this.store.get(this.kind, team, id)) as Backup | undefined;
+    if (!backup) return;
+    if (backup.meta.deletionTimestamp) return this.reconcileDeletion(backup);
+    const server = (await this.store.get(serverFamily.kind, team, backup.spec.server_id)) as Server | undefined;
+    // Backups belong to their server: they go with it.
+    if (serverGone(server)) return this.writer.requestDeletion(backupFamily, team, id, SYSTEM);
+    if (backup.status.status === 'creating') return this.take(backup);
+    if (backup.status.status === 'completed' && (restorePending(backup) || backup.status.restore_state === 'restoring')) return this.restore(backup);
+  }
+
+  private async take(backup: Backup): Promise<ReconcileResult | void> {
+    if (!backup.status.external) {
+      const external = await this.driver.start(subjectOf(backup));
+      backup = await this.write(backup, { external, method: typeof external.method === 'string' ? external.method : null });
+      if (backup.status.status !== 'creating') return;
+    }
+    const progress = await this.driver.observe(subjectOf(backup));
+    if (progress.state === 'pending') return { requeueAfterMs: Math.max(1, progress.pollAfterMs) };
+    await this.write(backup, this.outcome(progress, { status: 'completed', completed_at: nowIso(), status_reason: null }, (reason) => ({ status: 'failed', status_reason: `The backup failed: ${reason}.` })));
+  }
+
+  /** A restore due is begun (restore_started), then followed to its end (restore_completed). */
+  private async restore(backup: Backup): Promise<ReconcileResult | void> {
+    if (backup.status.restore_state !== 'restoring') {
+      const startedAt = nowIso();
+      const external = await this.driver.startRestore(subjectOf(backup), startedAt);
+      backup = await this.write(backup, { external, restore_state: 'restoring', restore_started_at: startedAt, restore_finished_at: null, observed_generation: backup.meta.generation });
+      if (backup.status.restore_state !== 'restoring') return;
+    }
+    const progress = await this.driver.observeRestore(subjectOf(backup));
+    if (progress.state === 'pending') return { requeueAfterMs: Math.max(1, progress.pollAfterMs) };
+    // Every request made up to now is settled by this restore: the disk holds the backup.
+    const settled = { restores_done: backup.spec.restore_requests, restore_finished_at: nowIso() };
+    await this.write(backup, this.outcome(progress, { ...settled, restore_state: 'succeeded', status_reason: null }, (reason) => ({ ...settled, restore_state: 'failed', status_reason: `The last restore failed: ${reason}.` })));
+  }
+
+  private outcome(progress: Exclude<OperationProgress, { state: 'pending' }>, succeeded: Record<string, unknown>, failed: (reason: string) => Record<string, unknown>): Record<string, unknown> {
+    return progress.state === 'succeeded' ? succeeded : failed(progress.reason);
+  }
+
+  /** `deleted`, then what the driver holds is freed, then the record goes once its events are on the bus. */
+  private async reconcileDeletion(backup: Backup): Promise<ReconcileResult | void> {
+    const { meta, status } = backup;
+    if (status.status !== 'deleted') {
+      await this.writer.mutateStatus<Backup>(backupFamily, meta.team, meta.id, () => ({ status: 'deleted', deleted_at: nowIso() }), SYSTEM);
+      return;
+    }
+    if (status.external !== undefined) {
+      if (!(await this.driver.release(subjectOf(backup)))) return { requeueAfterMs: RELEASE_POLL_MS };
+      await this.writer.mutateStatus<Backup>(backupFamily, meta.team, meta.id, () => ({ external: undefined }), SYSTEM);
+      return;
+    }
+    if ((status.pending_events ?? []).length > 0) return { requeueAfterMs: OUTBOX_POLL_MS };
+    await this.store.remove(this.kind, meta.team, meta.id, meta.resourceVersion);
+  }
+
+  /** Writes unless the backup moved on (another state, a deletion) since it was read. */
+  private write(backup: Backup, changes: Record<string, unknown>): Promise<Backup> {
+    const { meta, status } = backup;
+    return this.writer.mutateStatus<Backup>(
+      backupFamily,
+      meta.team,
+      meta.id,
+      (latest) => (latest.status.status === status.status && latest.status.restore_state === status.restore_state && !latest.meta.deletionTimestamp ? changes : null),
+      SYSTEM,
+    );
+  }
+}

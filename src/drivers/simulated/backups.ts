@@ -1,0 +1,51 @@
+/**
+ * Simulated backups: taking a copy and restoring it each take half the backup family's
+ * simulated time (CLOUDPLANE_SIM_DELAYS `backup=`, else CLOUDPLANE_SIM_DELAY_MS) and fail
+ * at its rate (CLOUDPLANE_SIM_FAILURES `backup=`), decided when the operation starts and
+ * kept in the backup's record, as every simulated operation.
+ */
+import type { BackupDriver, BackupSubject, OperationProgress } from '../backup';
+import type { DriverHealth, ExternalRecord } from '../types';
+import type { SimulatedOperation, Simulation } from './simulation';
+
+const FAMILY = 'backup';
+
+export class SimulatedBackupDriver implements BackupDriver {
+  constructor(private readonly sim: Simulation) {}
+
+  async start(backup: BackupSubject): Promise<ExternalRecord> {
+    return { method: 'simulated', snapshot: { ...this.begin(backup, 'snapshot') } };
+  }
+
+  async observe(backup: BackupSubject): Promise<OperationProgress> {
+    return this.progressOf(backup, 'snapshot');
+  }
+
+  async startRestore(backup: BackupSubject, startedAt: string): Promise<ExternalRecord> {
+    return { ...backup.external, restore: { ...this.begin(backup, 'restore', startedAt) } };
+  }
+
+  async observeRestore(backup: BackupSubject): Promise<OperationProgress> {
+    return this.progressOf(backup, 'restore');
+  }
+
+  async release(): Promise<boolean> {
+    return true;
+  }
+
+  health(): DriverHealth {
+    return this.sim.outcomesOf(FAMILY).health();
+  }
+
+  private begin(backup: BackupSubject, name: string, startedAt = new Date().toISOString()): SimulatedOperation {
+    const op: SimulatedOperation = { name, started_at: startedAt };
+    return { ...op, fails: this.sim.willFail(FAMILY, backup.id, op) };
+  }
+
+  private progressOf(backup: BackupSubject, name: string): OperationProgress {
+    const op = backup.external?.[name] as SimulatedOperation | undefined;
+    if (!op) return { state: 'failed', reason: `the simulated ${name} was never started` };
+    const progress = this.sim.progress(FAMILY, backup.id, op);
+    return progress.state === 'pending' ? { state: 'pending', pollAfterMs: progress.remainingMs } : progress;
+  }
+}

@@ -1,0 +1,149 @@
+/**
+ * Server backups: a copy of a server's disk, taken on request (POST /servers/{id}/backups)
+ * or by the server's daily backup_policy. `creating` -> `completed` | `failed`. A completed
+ * backup can be restored onto its server: the restore is an intent on the backup (the spec
+ * counts restore requests, as a server counts reboots) that the backup controller carries
+ * out; the server is `restoring` meanwhile. A restore is no state of the backup, which stays
+ * `completed`: its start and end are the events `backup.restore_started` and
+ * `backup.restore_completed` (extraEvents), so `backup.completed` is said once.
+ *
+ * Backups belong to their server: deleting the server deletes them (controllers/backup.ts).
+ */
+import { Type } from '@sinclair/typebox';
+import type { BaseStatus, FamilyDefinition, Resource } from './family';
+import { baseRecordProperties, baseStatusProperties, ExternalRecordSchema, IdOf, NullableTimestamp, strictObject } from './schema-kit';
+
+const STATES = ['creating', 'completed', 'failed', 'deleted', 'destroyed'] as const;
+export const BACKUP_TRIGGERS = ['manual', 'policy'] as const;
+export const RESTORE_STATES = ['restoring', 'succeeded', 'failed'] as const;
+export type RestoreState = (typeof RESTORE_STATES)[number];
+
+export interface BackupSpec {
+  name: string;
+  server_id: string;
+  /** `manual` (POST) or `policy` (the server's backup_policy); retention deletes only policy backups. */
+  trigger: (typeof BACKUP_TRIGGERS)[number];
+  /** Policy backups: the time of the policy they were made for. */
+  scheduled_at?: string;
+  /** Counts restore requests; a restore is due while it exceeds status.restores_done. */
+  restore_requests: number;
+}
+
+export interface BackupStatus extends BaseStatus {
+  /** How the backup was taken: `simulated` or `volume_snapshot`; null before the driver started it. */
+  method: string | null;
+  completed_at: string | null;
+  restore_state: RestoreState | null;
+  restore_started_at: string | null;
+  restore_finished_at: string | null;
+  restores_done: number;
+  external?: Record<string, unknown>;
+}
+
+export type Backup = Resource<BackupSpec, BackupStatus>;
+
+/** A restore asked for that is not carried out yet (it may be under way). */
+export const restorePending = (backup: Backup): boolean => (backup.spec.restore_requests ?? 0) > (backup.status.restores_done ?? 0);
+
+const BackupName = Type.String({ minLength: 1, maxLength: 80, pattern: '^\\S(.*\\S)?$', description: 'Name of the backup; default `<server name>-<UTC time>`.' });
+const Trigger = Type.String({ enum: [...BACKUP_TRIGGERS], description: 'What made the backup: manual (POST /servers/{id}/backups) or policy (the server\'s daily backup_policy).' });
+const Method = Type.Union([Type.String({ enum: ['simulated', 'volume_snapshot'] }), Type.Null()], {
+  description: 'How the backup was taken: volume_snapshot (a snapshot.storage.k8s.io VolumeSnapshot of the server\'s volume) or simulated; null until the driver started it.',
+});
+
+const isRestoring = (backup: Backup | undefined) => backup?.status?.restore_state === 'restoring';
+
+export const backupFamily: FamilyDefinition<BackupSpec, BackupStatus> = {
+  name: 'backup',
+  title: 'backup',
+  kind: 'ServerBackup',
+  plural: 'serverbackups',
+  shortNames: ['cpbkp'],
+  path: 'backups',
+  idPrefix: 'bkp',
+  states: STATES,
+  busyStates: ['creating'],
+  readyStates: ['completed'],
+  eventStates: ['completed', 'failed'],
+  providerBacked: true,
+  deletion: 'immediate',
+  standardRoutes: false,
+  creationEvent: 'created',
+  actionFields: ['restore_requests'],
+  eventVerbs: {
+    restore_started: 'began to be restored onto its server (POST /servers/{id}/restore); the server is `restoring`.',
+    restore_completed: 'finished being restored onto its server; `restore_status` says whether it succeeded.',
+  },
+  extraEvents(previous, next) {
+    if (!isRestoring(previous) && isRestoring(next)) return ['restore_started'];
+    if (isRestoring(previous) && !isRestoring(next) && next.status.restore_state !== null) return ['restore_completed'];
+    return [];
+  },
+  description: 'A backup of a server\'s disk, made on request or by the server\'s daily backup policy, that can be restored onto the server.',
+  schemas: {
+    create: strictObject({ name: Type.Optional(BackupName) }),
+    spec: strictObject({
+      name: BackupName,
+      server_id: IdOf('svr', 'The server backed up.'),
+      trigger: Trigger,
+      scheduled_at: Type.Optional(Type.String({ format: 'date-time', description: 'Policy backups: the time of the policy it was made for.' })),
+      restore_requests: Type.Integer({ minimum: 0, description: 'Number of restores asked for; increment it to restore the backup onto its server.' }),
+    }),
+    status: strictObject({
+      ...baseStatusProperties(STATES),
+      // No enums here: a CRD's enum must list null to allow it.
+      method: Type.Union([Type.String(), Type.Null()], { description: 'How the backup was taken: simulated or volume_snapshot; null until the driver started it.' }),
+      completed_at: NullableTimestamp('When the backup was complete.'),
+      restore_state: Type.Union([Type.String(), Type.Null()], { description: 'The last restore: restoring, succeeded or failed; null if never restored.' }),
+      restore_started_at: NullableTimestamp('When the last restore began.'),
+      restore_finished_at: NullableTimestamp('When the last restore ended.'),
+      restores_done: Type.Integer({ minimum: 0, description: 'Restore requests carried out.' }),
+      external: ExternalRecordSchema,
+    }),
+    record: strictObject({
+      ...baseRecordProperties('bkp', STATES),
+      name: BackupName,
+      server_id: IdOf('svr', 'The server backed up.'),
+      trigger: Trigger,
+      scheduled_at: NullableTimestamp('Policy backups: the time of the policy it was made for; null for manual ones.'),
+      method: Method,
+      completed_at: NullableTimestamp('When the backup was complete; null before.'),
+      restore_status: Type.Union([Type.String({ enum: [...RESTORE_STATES] }), Type.Null()], { description: 'The last restore of this backup: restoring, succeeded or failed; null if never restored.' }),
+      restore_started_at: NullableTimestamp('When the last restore began.'),
+      restore_finished_at: NullableTimestamp('When the last restore ended.'),
+    }),
+  },
+
+  /** The API route supplies server_id and the default name; a custom resource has them in its spec. */
+  specFromCreate(body) {
+    return {
+      name: body.name,
+      server_id: body.server_id,
+      trigger: body.trigger ?? 'manual',
+      ...(body.scheduled_at ? { scheduled_at: body.scheduled_at } : {}),
+      restore_requests: body.restore_requests ?? 0,
+    };
+  },
+
+  initialStatus: () => ({ method: null, completed_at: null, restore_state: null, restore_started_at: null, restore_finished_at: null, restores_done: 0 }),
+
+  nameOf: (spec) => spec.name,
+
+  toRecord: ({ meta, spec, status }) => ({
+    id: meta.id,
+    name: spec.name,
+    server_id: spec.server_id,
+    status: status.status,
+    status_reason: status.status_reason ?? null,
+    trigger: spec.trigger,
+    scheduled_at: spec.scheduled_at ?? null,
+    method: status.method ?? null,
+    completed_at: status.completed_at ?? null,
+    restore_status: status.restore_state ?? null,
+    restore_started_at: status.restore_started_at ?? null,
+    restore_finished_at: status.restore_finished_at ?? null,
+    created_at: meta.createdAt,
+    updated_at: meta.updatedAt,
+    deleted_at: status.deleted_at ?? null,
+  }),
+};
