@@ -97,7 +97,7 @@ echo "fuzzing $url/api/v1 on the $STORE store (max $MAX_EXAMPLES examples per op
 mkdir -p "$REPORT_DIR"
 REPORT_DIR="$(cd "$REPORT_DIR" && pwd)"
 [ -f "$REPORT_DIR/.gitignore" ] || echo '*' >"$REPORT_DIR/.gitignore"  # reports are run output
-rm -rf "$REPORT_DIR"/junit-*.xml "$REPORT_DIR"/ndjson-*.ndjson "$REPORT_DIR/main" "$REPORT_DIR/revoke"  # the last run's only
+rm -rf "$REPORT_DIR"/junit-*.xml "$REPORT_DIR"/ndjson-*.ndjson "$REPORT_DIR/main" "$REPORT_DIR/rotate" "$REPORT_DIR/revoke"  # the last run's only
 
 seed_args=()
 [ -n "${FUZZ_SEED:-}" ] && seed_args=(--seed "$FUZZ_SEED")
@@ -111,7 +111,7 @@ run_st() {
   local name="$1"
   shift
   (cd "$REPORT_DIR" && PYTHONPATH="$HOOKS_DIR" SCHEMATHESIS_HOOKS=fuzz_hooks "$VENV/bin/st" --config-file "$HOOKS_DIR/fuzz-schemathesis.toml" run "$url/api/v1/openapi.json" \
-    --header "Authorization: Bearer $key" \
+    --header "Authorization: Bearer ${RUN_KEY:-$key}" \
     --checks not_a_server_error,status_code_conformance,content_type_conformance,response_schema_conformance \
     --max-examples "$MAX_EXAMPLES" \
     --workers "$WORKERS" \
@@ -123,17 +123,41 @@ run_st() {
     "${seed_args[@]}" "$@")
 }
 
-# Revoking an API key may hit the very key the fuzzer uses (the stateful phase finds its
-# id through GET /settings/api-keys), so that operation runs on its own, last.
-REVOKE_PATH='/api/v1/settings/api-keys/{id}'
+# Revoking or rotating an API key may hit the very key the fuzzer uses (its id comes back
+# from GET /settings/api-keys and in the key's own answers), and every later request would
+# then get 401 and test nothing. So those two operations run after the rest, each on its own
+# with a key of its own, made just before from the main run's key.
+KEY_PATH='/api/v1/settings/api-keys/{id}'
+ROTATE_PATH='/api/v1/settings/api-keys/{id}/rotate'
+fresh_key() {
+  node -e '
+    const [url, key, name] = process.argv.slice(1);
+    fetch(`${url}/api/v1/settings/api-keys`, { method: "POST", headers: { authorization: `Bearer ${key}`, "content-type": "application/json" }, body: JSON.stringify({ name }) })
+      .then(async (res) => {
+        if (res.status !== 201) throw new Error(`${res.status} ${await res.text()}`);
+        console.log((await res.json()).data.key);
+      })
+      .catch((err) => {
+        console.error(`fuzz: could not make the ${name} key: ${err.message}`);
+        process.exit(1);
+      });
+  ' "$url" "$key" "$1"
+}
 status=0
 {
   failed=0
-  run_st main --phases "$PHASES" --exclude-path "$REVOKE_PATH" "$@" || failed=$?
-  run_st revoke --phases "${PHASES/,stateful/}" --include-path "$REVOKE_PATH" "$@" || failed=$?
+  run_st main --phases "$PHASES" --exclude-path "$KEY_PATH" --exclude-path "$ROTATE_PATH" "$@" || failed=$?
+  RUN_KEY="$(fresh_key fuzz-rotate)" run_st rotate --phases "${PHASES/,stateful/}" --include-path "$ROTATE_PATH" "$@" || failed=$?
+  RUN_KEY="$(fresh_key fuzz-revoke)" run_st revoke --phases "${PHASES/,stateful/}" --include-path "$KEY_PATH" "$@" || failed=$?
   exit "$failed"
 } 2>&1 | tee "$REPORT_DIR/output.txt" || status=$?
 
 # Any 500 the run caused is in the service log with its stack: keep it next to the report.
 cp "$log" "$REPORT_DIR/service.log"
+# Operations that only ever got 401/403 were not tested at all: a run whose key died early
+# passed every check while testing nothing, and went unnoticed for a whole issue.
+if grep -q 'Authentication failed' "$REPORT_DIR/output.txt"; then
+  echo "fuzz: some operations only ever got 401/403 (see 'Authentication failed' above): the run's key stopped working" >&2
+  status=1
+fi
 exit "$status"

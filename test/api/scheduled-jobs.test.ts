@@ -1,7 +1,10 @@
 import { startTestService, TestService, eventually, tempDataDir } from '../helpers/service';
 import { startReceiver, eventsOf, Receiver } from '../helpers/receiver';
 
-const WEBHOOK_ENV = { CLOUDPLANE_WEBHOOK_ALLOW_HTTP: 'true', CLOUDPLANE_WEBHOOK_ALLOW_PRIVATE_TARGETS: 'true' };
+// The tests poll runs every 25 ms while per-second schedules fire: on a loaded machine a
+// file's polling passed the default 1,000 requests a minute, and a 429 read as a missing job.
+const POLLING_ENV = { CLOUDPLANE_RATE_LIMIT_PER_MINUTE: '1000000' };
+const WEBHOOK_ENV = { ...POLLING_ENV, CLOUDPLANE_WEBHOOK_ALLOW_HTTP: 'true', CLOUDPLANE_WEBHOOK_ALLOW_PRIVATE_TARGETS: 'true' };
 const sleep = (ms: number) => new Promise((resolve) => setTimeout(resolve, ms));
 
 describe('scheduled jobs', () => {
@@ -223,7 +226,7 @@ describe('scheduled jobs', () => {
 describe('scheduled jobs across a restart', () => {
   it('starts one run for the times missed while the service was down, the latest of them', async () => {
     const dataDir = tempDataDir();
-    let t = await startTestService({}, dataDir);
+    let t = await startTestService(POLLING_ENV, dataDir);
     const key = t.key;
     // Two times a few seconds ahead, as the seconds of every minute: both fall while the service is down.
     const now = Date.now();
@@ -236,7 +239,7 @@ describe('scheduled jobs across a restart', () => {
     expect(Date.now()).toBeLessThan(first.getTime()); // else the service was not down at the first time
     await sleep(second.getTime() + 1_000 - Date.now());
 
-    t = await startTestService({ CLOUDPLANE_BOOTSTRAP_API_KEY: key }, dataDir);
+    t = await startTestService({ ...POLLING_ENV, CLOUDPLANE_BOOTSTRAP_API_KEY: key }, dataDir);
     try {
       const runs = await eventually(async () => {
         const found = (await t.api('GET', `/api/v1/jobs/${job.id}/runs`)).body.data;
