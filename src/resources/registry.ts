@@ -11,6 +11,8 @@ import { jobFamily } from './job';
 import { apiKeyFamily, teamFamily, userFamily } from './accounts';
 import { messageFamily, threadFamily } from './agent';
 import { deliveryFamily, webhookFamily } from './webhook';
+import { alertPolicyFamily } from './alert';
+import { incidentFamily } from './incident';
 
 export const families: AnyFamily[] = [
   loadBalancerFamily,
@@ -26,6 +28,8 @@ export const families: AnyFamily[] = [
   messageFamily,
   webhookFamily,
   deliveryFamily,
+  alertPolicyFamily,
+  incidentFamily,
 ];
 
 export function familyByName(name: string): AnyFamily {

@@ -16,6 +16,7 @@ import { registerWebhookListenerRoutes } from './webhook-listeners';
 import { registerWebhookDeliveryRoutes } from './webhook-deliveries';
 import { registerTeamRoutes } from './teams';
 import { registerSessionRoutes } from './session';
+import { registerIncidentRoutes } from './incidents';
 
 export function registerRouteModules(app: FastifyInstance, ctx: ApiContext): void {
   registerRegionRoutes(app, ctx);
@@ -34,4 +35,5 @@ export function registerRouteModules(app: FastifyInstance, ctx: ApiContext): voi
   registerSessionRoutes(app, ctx);
   registerWebhookListenerRoutes(app, ctx);
   registerWebhookDeliveryRoutes(app, ctx);
+  registerIncidentRoutes(app, ctx);
 }
