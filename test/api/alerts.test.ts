@@ -8,6 +8,9 @@ import Ajv from 'ajv';
 import addFormats from 'ajv-formats';
 import { eventually, startTestService, TestService } from '../helpers/service';
 import { eventsOf, receiversOfThisFile, Receiver } from '../helpers/receiver';
+import { CustomObjectsApi } from '@kubernetes/client-node';
+import { clusterFor, clusterMode, kubeConfigOf } from '../helpers/cluster';
+import { newId } from '../../src/lib/ids';
 import { eventCatalog } from '../../src/events/catalog';
 import { alertThreadId } from '../../src/agent/alert-feed';
 
@@ -218,5 +221,27 @@ describe('alert policies and incidents', () => {
     expect(answer).toContain(`/api/v1/incidents/${incident.id}`);
     expect((await t.api('POST', `${INCIDENTS}/${incident.id}/resolve`)).status).toBe(200);
     expect(await ask('What incidents are open?')).not.toContain(incident.id);
+  });
+
+  it('takes in a policy made with kubectl, judged by the API\'s rules', async () => {
+    /** As kubectl apply makes it: a custom resource without a status (on the embedded store, its equivalent). */
+    const apply = async (name: string, spec: unknown): Promise<string> => {
+      if (!clusterMode()) {
+        const id = newId('alp');
+        await t.service.ctx.store.create({ meta: { kind: 'AlertPolicy', id, team: t.teamId }, spec, status: {} });
+        return id;
+      }
+      const custom = kubeConfigOf(await clusterFor(t.dataDir)).makeApiClient(CustomObjectsApi);
+      const where = { group: 'cloudplane.dev', version: 'v1alpha1', namespace: t.teamId.replace('_', '-'), plural: 'alertpolicies' };
+      await custom.createNamespacedCustomObject({ ...where, body: { apiVersion: 'cloudplane.dev/v1alpha1', kind: 'AlertPolicy', metadata: { name }, spec } });
+      return eventually(async () => ((await custom.getNamespacedCustomObject({ ...where, name })) as any).metadata.labels?.['cloudplane.dev/id'], 30_000, 250);
+    };
+    const refused = await apply('bad-policy', { name: 'kubectl bad', condition: { type: 'job_failed', for_minutes: 5 }, enabled: true });
+    expect((await reaches(`${POLICIES}/${refused}`, 'failed')).status_reason).toMatch(/condition.for_minutes applies to backend_unhealthy and tunnel_down only/);
+    // One webhook that does not exist: the earlier tests' 410 receiver disables its subscription again at each job event.
+    const condition = { type: 'webhook_disabled', resource_id: 'wh_0123456789abcdefgh' };
+    const accepted = await apply('good-policy', { name: 'kubectl good', condition, enabled: true });
+    expect(await reaches(`${POLICIES}/${accepted}`, 'ok')).toMatchObject({ name: 'kubectl good', condition, targets: [] });
+    await eventually(async () => received('alert.created', accepted).length > 0, 30_000, 250);
   });
 });
