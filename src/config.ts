@@ -176,6 +176,7 @@ export const DEFAULT_QUOTAS = {
   webhook: 100,
   api_key: 100,
   thread: 10_000,
+  alert: 100,
 };
 
 export type QuotaFamily = keyof typeof DEFAULT_QUOTAS;

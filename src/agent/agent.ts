@@ -13,6 +13,7 @@ import { categoryOf } from '../events/types';
 import type { AuditLog } from '../audit/audit-log';
 import { families } from '../resources/registry';
 import { messageFamily, Message } from '../resources/agent';
+import { incidentFamily } from '../resources/incident';
 import type { AlertFeed } from './alert-feed';
 import { alertLine, alertOf, isAlert } from './alerts';
 
@@ -132,6 +133,7 @@ export class DataAgent implements Agent {
       const wholeHistory = /\b(history|events?|happened|timeline|log)\b/.test(question);
       return (await Promise.all(ids.map((id) => this.describeId(team, id, wholeHistory)))).join('\n\n');
     }
+    if (/\bincidents?\b/.test(question)) return this.incidents(team, question);
     if (/\b(fail(ed|ures?|ing|s)?|errors?|broken|went wrong|problems?|issues?)\b/.test(question)) {
       return this.failures(team, mentioned, windowIn(question, now) ?? { sinceMs: now - HOUR_MS, phrase: 'in the last hour' });
     }
@@ -267,6 +269,19 @@ export class DataAgent implements Agent {
       parts.push(items.length === 0 ? `You have no ${what}.` : `Your ${what} (${items.length}):\n${bulletList(items.map(describe))}`);
     }
     return parts.join('\n\n');
+  }
+
+  /** The team's incidents: open and acknowledged ones unless the question names a state; each with its status and its link. */
+  private async incidents(team: string, question: string): Promise<string> {
+    const family = incidentFamily;
+    const named = family.states.filter((s) => hasWord(question, s));
+    const wanted = named.length > 0 ? named : ['open', 'acknowledged'];
+    const items = (await this.itemsOf(team, family)).filter((i) => wanted.includes(String(i.record.status)));
+    const what = `${wanted.join(' or ')} incidents`;
+    if (items.length === 0) return `You have no ${what}.`;
+    const line = ({ record }: Item) =>
+      `${record.id} (${record.status}, opened ${record.opened_at}${record.acknowledged_by ? `, acknowledged by ${record.acknowledged_by}` : ''}): ${record.title} — /api/v1/${family.path}/${record.id}`;
+    return `Your ${what} (${items.length}):\n${bulletList(items.map(line))}`;
   }
 
   private async recentEvents(team: string, mentioned: AnyFamily[], window: Window): Promise<string> {

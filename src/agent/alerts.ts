@@ -20,8 +20,11 @@ export interface Alert {
 
 const API = '/api/v1';
 
+/** Incident events the agent tells the team of (src/resources/incident.ts): each opened, and each resolved. */
+const INCIDENT_NEWS = ['incident.opened', 'incident.resolved'];
+
 export function isAlert(event: CloudEvent): boolean {
-  return event.type.endsWith('.failed') || event.type === 'webhook.disabled';
+  return event.type.endsWith('.failed') || event.type === 'webhook.disabled' || INCIDENT_NEWS.includes(event.type);
 }
 
 /** The alert an event raises, or null for a routine event. */
@@ -33,6 +36,7 @@ export function alertOf(event: CloudEvent): Alert | null {
   const id = String(data.id ?? '');
   const name = (data.name ?? data.url ?? null) as string | null;
   const subject = `${family?.title ?? category.replace(/_/g, ' ')} ${id}${name ? ` "${name}"` : ''}`;
+  if (INCIDENT_NEWS.includes(event.type)) return incidentAlert(event.type, id, data);
   if (event.type === 'webhook.disabled') {
     return {
       subject,
@@ -46,6 +50,21 @@ export function alertOf(event: CloudEvent): Alert | null {
   const reason = (data.status_reason as string | null) ?? null;
   const exit = category === 'job' && typeof data.exit_code === 'number' ? ` with exit code ${data.exit_code}` : '';
   return { subject, verb: `failed${exit}`, reason, nextStep: nextStepForFailure(category, family?.path ?? '', id, reason) };
+}
+
+/** An incident opened by an alert policy, or resolved (by a person, or with its alert). */
+function incidentAlert(type: string, id: string, data: Record<string, unknown>): Alert {
+  const subject = `incident ${id} "${String(data.title ?? '')}"`;
+  if (type === 'incident.resolved') {
+    const by = data.resolved_by === 'system' ? 'by itself: its alert resolved' : `by ${String(data.resolved_by)}`;
+    return { subject, verb: `was resolved ${by}`, reason: null, nextStep: `nothing; GET ${API}/incidents/${id} keeps its record.` };
+  }
+  return {
+    subject,
+    verb: 'opened',
+    reason: `alert policy ${String(data.policy_id)} fired for ${String(data.resource_id)}`,
+    nextStep: `acknowledge it (POST ${API}/incidents/${id}/acknowledge), look at ${String(data.resource_id)}, and resolve it (POST ${API}/incidents/${id}/resolve) once fixed; it resolves by itself when the condition clears.`,
+  };
 }
 
 function nextStepForFailure(category: string, path: string, id: string, reason: string | null): string {

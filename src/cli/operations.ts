@@ -62,6 +62,8 @@ const COLUMNS: Record<string, string[]> = {
   webhook: ['id', 'url', 'status', 'events', 'consecutive_failures', 'disabled_reason'],
   delivery: ['id', 'event_type', 'status', 'attempt', 'response_status', 'next_retry_at', 'error'],
   backup: ['id', 'name', 'status', 'trigger', 'method', 'completed_at', 'restore_status'],
+  alert: ['id', 'name', 'status', 'condition', 'enabled', 'targets'],
+  incident: ['id', 'status', 'title', 'resource_id', 'opened_at', 'acknowledged_by', 'resolved_at'],
 };
 
 const family = (name: string): AnyFamily => {
@@ -126,6 +128,7 @@ function actions(): Operation[] {
   const profile = family('profile');
   const team = family('team');
   const apiKey = family('api_key');
+  const incident = family('incident');
   const serverPoll = (target: string[]): WaitSpec => ({ target, poll: `/${server.path}/{id}` });
   const power = (verb: string, summary: string, target: string): Operation => ({
     command: [...groupOf(server), verb],
@@ -176,6 +179,10 @@ function actions(): Operation[] {
     },
     shareAction('attach', 'Attach a file share to a server'),
     shareAction('detach', 'Detach a file share from a server'),
+    { command: [...groupOf(incident), 'list'], summary: 'List incidents', method: 'GET', path: `/${incident.path}`, query: listQuerySchema(incident.states), paged: true, columns: columnsOf(incident) },
+    { command: [...groupOf(incident), 'get'], summary: 'Get an incident', method: 'GET', path: `/${incident.path}/{id}`, columns: columnsOf(incident) },
+    { command: [...groupOf(incident), 'acknowledge'], summary: 'Acknowledge an open incident', method: 'POST', path: `/${incident.path}/{id}/acknowledge`, columns: columnsOf(incident) },
+    { command: [...groupOf(incident), 'resolve'], summary: 'Resolve an incident', method: 'POST', path: `/${incident.path}/{id}/resolve`, columns: columnsOf(incident) },
     { command: [...groupOf(job), 'cancel'], summary: 'Cancel a queued or running job', method: 'POST', path: `/${job.path}/{id}/cancel`, columns: columnsOf(job) },
     { command: [...groupOf(job), 'pause'], summary: 'Pause the schedule of a scheduled job', method: 'POST', path: `/${job.path}/{id}/pause`, columns: columnsOf(job) },
     { command: [...groupOf(job), 'resume'], summary: 'Resume the schedule of a paused job', method: 'POST', path: `/${job.path}/{id}/resume`, columns: columnsOf(job) },

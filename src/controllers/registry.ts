@@ -22,6 +22,8 @@ import { signingSecretFirst, WebhookSubscriptionReconciler } from '../webhooks/r
 import { webhookFamily } from '../resources/webhook';
 import { secretObjectName } from '../store/kubernetes/names';
 import { accountReconcilers } from '../accounts/reconciler';
+import { AlertPolicyReconciler } from './alert-policy';
+import { IncidentReconciler } from './incident';
 
 export interface ReconcilerDeps {
   store: Store;
@@ -46,6 +48,8 @@ export function buildReconcilers(deps: ReconcilerDeps): Reconciler[] {
     ...bindings.map((binding) => new ManagedReconciler(binding, deps.store, deps.writer, deps.config.deletedRetentionMs, connectionDetails)),
     new JobReconciler(deps.store, deps.writer, drivers.job),
     new BackupReconciler(deps.store, deps.writer, drivers.backup),
+    new AlertPolicyReconciler(deps.store, deps.writer, deps.config.deletedRetentionMs),
+    new IncidentReconciler(deps.store, deps.writer),
   ];
   // Every reconciled family also takes in what kubectl created, and can be paused per resource.
   const adopted = reconcilers.map((r) => adopting(families.find((f) => f.kind === r.kind)!, r, deps.store, deps.writer, { config: deps.config }));

@@ -12,6 +12,8 @@ import { backupFamily } from './backup';
 import { apiKeyFamily, teamFamily, userFamily } from './accounts';
 import { messageFamily, threadFamily } from './agent';
 import { deliveryFamily, webhookFamily } from './webhook';
+import { alertPolicyFamily } from './alert';
+import { incidentFamily } from './incident';
 
 export const families: AnyFamily[] = [
   loadBalancerFamily,
@@ -28,6 +30,8 @@ export const families: AnyFamily[] = [
   messageFamily,
   webhookFamily,
   deliveryFamily,
+  alertPolicyFamily,
+  incidentFamily,
 ];
 
 export function familyByName(name: string): AnyFamily {

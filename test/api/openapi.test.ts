@@ -204,6 +204,15 @@ describe('GET /api/v1/openapi.json', () => {
         'POST /api/v1/webhooks/listeners': 'createWebhookListener',
         'GET /api/v1/webhooks/{id}/stream': 'streamWebhookListener',
         'POST /api/v1/webhooks/{id}/deliveries/{delivery_id}/answer': 'answerWebhookListenerDelivery',
+        'GET /api/v1/alert-policies': 'listAlertPolicies',
+        'POST /api/v1/alert-policies': 'createAlertPolicy',
+        'GET /api/v1/alert-policies/{id}': 'getAlertPolicy',
+        'PATCH /api/v1/alert-policies/{id}': 'updateAlertPolicy',
+        'DELETE /api/v1/alert-policies/{id}': 'deleteAlertPolicy',
+        'GET /api/v1/incidents': 'listIncidents',
+        'GET /api/v1/incidents/{id}': 'getIncident',
+        'POST /api/v1/incidents/{id}/acknowledge': 'acknowledgeIncident',
+        'POST /api/v1/incidents/{id}/resolve': 'resolveIncident',
       });
     });
 

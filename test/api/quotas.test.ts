@@ -5,7 +5,7 @@ import { DEFAULT_QUOTAS, loadConfig } from '../../src/config';
 import { families } from '../../src/resources/registry';
 import { newId } from '../../src/lib/ids';
 
-const QUOTAS = { load_balancer: 2, vpn_gateway: 1, server: 1, bucket: 2, file_share: 1, job: 1, webhook: 2, api_key: 2, thread: 1 };
+const QUOTAS = { load_balancer: 2, vpn_gateway: 1, server: 1, bucket: 2, file_share: 1, job: 1, webhook: 2, api_key: 2, thread: 1, alert: 1 };
 const ENV = {
   CLOUDPLANE_QUOTAS: Object.entries(QUOTAS).map(([family, n]) => `${family}=${n}`).join(','),
   CLOUDPLANE_RATE_LIMIT_PER_MINUTE: '100000',
@@ -64,6 +64,12 @@ const CASES: FamilyCase[] = [
     release: async (t, id) => {
       expect((await t.api('DELETE', `/api/v1/settings/api-keys/${id}`)).status).toBe(204);
     },
+  },
+  {
+    family: 'alert',
+    path: '/api/v1/alert-policies',
+    body: (i) => ({ name: `quota-policy-${i}`, condition: { type: 'job_failed' } }),
+    release: deleteAndWait('/api/v1/alert-policies', 'deleted'),
   },
   // Threads cannot be deleted: the quota is for the team's lifetime.
   { family: 'thread', path: '/api/v1/agent/threads', body: (i) => ({ title: `quota thread ${i}` }) },

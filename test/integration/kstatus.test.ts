@@ -94,10 +94,22 @@ describe('kstatus on every kind', () => {
     expect((await t.api('POST', `/api/v1/agent/threads/${thread.body.data.id}/messages`, { content: 'what is running?' })).status).toBe(201);
     for (const [path, state] of made) await waitForStatus(t, path, state, 60_000);
     // A backup of the server, once it runs.
-    const server = made.find(([path]) => path.startsWith('/api/v1/servers/'))![0];
-    const backup = await t.api('POST', `${server}/backups`, {});
+    const serverPath = made.find(([path]) => path.startsWith('/api/v1/servers/'))![0];
+    const backup = await t.api('POST', `${serverPath}/backups`, {});
     expect(backup.status).toBe(201);
-    await waitForStatus(t, `${server}/backups/${backup.body.data.id}`, 'completed', 60_000);
+    await waitForStatus(t, `${serverPath}/backups/${backup.body.data.id}`, 'completed', 60_000);
+    // An alert policy, and the incident it opens: the server behind the load balancer stops, its backend is unhealthy.
+    const [lb, server] = [made[0][0], made[2][0]].map((path) => path.split('/').pop()!);
+    const policy = await t.api('POST', '/api/v1/alert-policies', { name: 'lb down', condition: { type: 'backend_unhealthy', resource_id: lb } });
+    expect(policy.status).toBe(201);
+    expect((await t.api('POST', `/api/v1/load-balancers/${lb}/attach`, { server_id: server })).status).toBe(200);
+    expect((await t.api('POST', `/api/v1/servers/${server}/stop`)).status).toBe(200);
+    await eventually(async () => (await t.api('GET', '/api/v1/incidents')).body.data?.length > 0, 60_000, 200);
+    // Running again, as the tests below expect the server (its incident resolves with the alert).
+    expect((await t.api('POST', `/api/v1/servers/${server}/start`)).status).toBe(200);
+    await waitForStatus(t, `/api/v1/servers/${server}`, 'running', 60_000);
+    await waitForStatus(t, `/api/v1/alert-policies/${policy.body.data.id}`, 'ok', 60_000);
+    await eventually(async () => (await t.api('GET', '/api/v1/incidents?status=resolved')).body.data?.length > 0, 60_000, 200);
     // A delivery of one of those events to the webhook's receiver.
     await eventually(async () => (await crsOf(families.find((f) => f.kind === 'WebhookDelivery')!)).some((cr) => cr.status?.status === 'succeeded'), 60_000, 200);
   });

@@ -18,6 +18,7 @@ import { registerWebhookDeliveryRoutes } from './webhook-deliveries';
 import { registerTeamRoutes } from './teams';
 import { registerSessionRoutes } from './session';
 import { registerUsageRoutes } from './usage';
+import { registerIncidentRoutes } from './incidents';
 
 export function registerRouteModules(app: FastifyInstance, ctx: ApiContext): void {
   registerRegionRoutes(app, ctx);
@@ -38,4 +39,5 @@ export function registerRouteModules(app: FastifyInstance, ctx: ApiContext): voi
   registerWebhookListenerRoutes(app, ctx);
   registerWebhookDeliveryRoutes(app, ctx);
   registerUsageRoutes(app, ctx);
+  registerIncidentRoutes(app, ctx);
 }
