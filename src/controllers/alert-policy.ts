@@ -1,15 +1,16 @@
 /**
  * Evaluates each alert policy: reads what its condition holds for (alerts/conditions.ts),
  * keeps each such resource `pending` until the condition has held for the policy's
- * duration, then fires: opens an incident and marks the target `firing` (alert.triggered).
+ * duration, then fires: marks the target `firing` (alert.triggered) and opens its incident.
  * A target that stops holding is resolved (alert.resolved) after its incident is asked to
  * resolve. The policy is looked at again when a resource its condition reads changes (a
  * store watch), when a pending target's duration is up, and on the controller's resync.
  *
  * Every step is idempotent and safe to crash after: an incident's id is derived from the
  * policy, the resource and when the condition began to hold, so a pass that repeats a step
- * finds the incident already there; the incident is asked to resolve before the target is
- * dropped, so a crash between leaves the target to resolve again.
+ * finds the incident already there, and a firing target whose incident is missing (a crash
+ * between the two writes) has it opened by the next pass; the incident is asked to resolve
+ * before the target is dropped, so a crash between leaves the target to resolve again.
  */
 import { createHash } from 'node:crypto';
 import { AlreadyExistsError, Store } from '../store/types';
@@ -94,6 +95,8 @@ export class AlertPolicyReconciler implements Reconciler {
     let nextDueMs: number | undefined;
     for (const target of current.status.targets ?? []) {
       if (target.state !== 'pending') {
+        // A pass that stopped between marking the target firing and opening its incident.
+        if (target.state === 'firing' && target.incident_id && !(await this.store.get(incidentFamily.kind, team, target.incident_id))) await this.openIncident(current, target);
         const detail = byId.get(target.resource_id)?.detail;
         if (detail && detail !== target.detail) current = await this.changeTargets(current, (targets) => targets.map((t) => (t.resource_id === target.resource_id ? { ...t, detail } : t)));
         continue;
@@ -103,9 +106,11 @@ export class AlertPolicyReconciler implements Reconciler {
         nextDueMs = Math.min(nextDueMs ?? Infinity, dueAt - now);
         continue;
       }
-      const incidentId = await this.openIncident(current, target);
-      const fired: AlertTarget = { ...target, state: 'firing', triggered_at: nowIso(), incident_id: incidentId };
+      // The alert fires first and its incident opens after, so that alert.triggered comes
+      // before the incident.opened it causes; the incident's id is known beforehand.
+      const fired: AlertTarget = { ...target, state: 'firing', triggered_at: nowIso(), incident_id: incidentIdFor(policy.meta.id, target.resource_id, target.since) };
       current = await this.changeTargets(current, (targets) => targets.map((t) => (t.resource_id === target.resource_id ? fired : t)), { target: fired, change: 'triggered' });
+      await this.openIncident(current, fired);
     }
 
     await this.settle(current);
@@ -115,11 +120,12 @@ export class AlertPolicyReconciler implements Reconciler {
   private async incidentClosed(team: string, target: AlertTarget): Promise<boolean> {
     if (!target.incident_id) return false;
     const incident = (await this.store.get(incidentFamily.kind, team, target.incident_id)) as Incident | undefined;
-    return !incident || CLOSED_INCIDENT_STATES.includes(incident.status?.status);
+    // Not there yet: the firing pass stopped before opening it, and this pass opens it.
+    return incident !== undefined && CLOSED_INCIDENT_STATES.includes(incident.status?.status);
   }
 
   /** Opens the target's incident, or finds the one an earlier pass opened. */
-  private async openIncident(policy: AlertPolicy, target: AlertTarget): Promise<string> {
+  private async openIncident(policy: AlertPolicy, target: AlertTarget): Promise<void> {
     const id = incidentIdFor(policy.meta.id, target.resource_id, target.since);
     const title = `${policy.spec.name}: ${titleOf(target.resource_id)} ${target.resource_id} ${target.detail}`.slice(0, TITLE_LIMIT);
     const spec: Incident['spec'] = { title, policy_id: policy.meta.id, condition_type: policy.spec.condition.type, resource_id: target.resource_id, acknowledge_requested: false, acknowledged_by: null, resolve_requested: false, resolved_by: null };
@@ -128,7 +134,6 @@ export class AlertPolicyReconciler implements Reconciler {
     } catch (err) {
       if (!(err instanceof AlreadyExistsError)) throw err;
     }
-    return id;
   }
 
   /** The alert resolved by itself: its incident is resolved by the service, unless someone did already. */

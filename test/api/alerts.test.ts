@@ -147,6 +147,16 @@ describe('alert policies and incidents', () => {
     expect(policyEvents).toEqual(['alert.created', 'alert.triggered', 'alert.resolved', 'alert.triggered', 'alert.resolved', 'alert.updated', 'alert.deleted']);
     expect(eventsOf(hook).filter((e) => e.data.id === incident.id).map((e) => e.type)).toEqual(['incident.opened', 'incident.acknowledged', 'incident.resolved']);
     expect(eventsOf(hook).filter((e) => e.data.id === second.id).map((e) => e.type)).toEqual(['incident.opened', 'incident.resolved']);
+    // Cause before effect: each alert.triggered was published before the incident.opened it caused.
+    const published: Array<{ type: string; data: { id: string } }> = [];
+    let cursor: string | null = null;
+    do {
+      const page: { body: { data: typeof published; meta: { next_cursor: string | null } } } = await t.api('GET', `/api/v1/audit-log?order=asc&limit=100${cursor ? `&cursor=${encodeURIComponent(cursor)}` : ''}`);
+      published.push(...page.body.data);
+      cursor = page.body.meta.next_cursor;
+    } while (cursor);
+    const causes = published.filter((e) => ['alert.triggered', 'incident.opened'].includes(e.type) && [policy.id, incident.id, second.id].includes(e.data.id));
+    expect(causes.map((e) => e.type)).toEqual(['alert.triggered', 'incident.opened', 'alert.triggered', 'incident.opened']);
     const types = new Set(eventsOf(hook).map((e) => e.type));
     expect(ALL_TYPES.filter((type) => !types.has(type))).toEqual([]);
     const ajv = addFormats(new Ajv({ allErrors: true, strict: false }));
