@@ -17,6 +17,8 @@ import { SECRET_PREFIX as API_KEY_SECRET_PREFIX } from '../accounts/authenticato
 import { dropExpiredPrevious } from '../webhooks/secrets';
 import { LISTENER_SECRET_PREFIX } from '../webhooks/listener';
 import { IDEMPOTENCY_SECRET_PREFIX, lapsed as idempotencyRecordLapsed } from '../api/plugins/idempotency';
+import { SESSION_SECRET_PREFIX } from '../accounts/sessions';
+import { USAGE_SECRET_PREFIX } from '../usage/records';
 
 /** Which resource the secrets of one name prefix belong to. */
 export interface SecretOwnership {
@@ -50,6 +52,18 @@ export const SECRET_OWNERSHIP: SecretOwnership[] = [
     owner: (secret) => (secret.data.key_id ? { kind: apiKeyFamily.kind, id: secret.data.key_id } : null),
     needs: (key) => key.status?.status !== 'revoked',
   },
+];
+
+/**
+ * Team secrets that belong to no resource, each kind expired by the module that keeps it;
+ * no ownership rule names them, so the orphan sweep leaves them alone. Every team secret is
+ * either owned (above) or kept here (test/api/secret-upkeep.test.ts), so a new kind of
+ * secret cannot be forgotten and grow for ever.
+ */
+export const SECRETS_KEPT_ELSEWHERE: ReadonlyArray<{ prefix: string; upkeep: string }> = [
+  { prefix: SESSION_SECRET_PREFIX, upkeep: 'accounts/sessions.ts removes a session past its idle or absolute expiry' },
+  { prefix: IDEMPOTENCY_SECRET_PREFIX, upkeep: 'this sweeper removes a record past CLOUDPLANE_IDEMPOTENCY_TTL_SECONDS' },
+  { prefix: USAGE_SECRET_PREFIX, upkeep: 'usage/retention.ts removes records past CLOUDPLANE_USAGE_RETENTION_DAYS' },
 ];
 
 export interface SecretSweeperOptions {

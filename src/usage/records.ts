@@ -2,7 +2,8 @@
  * The durable usage records, kept as store secrets because the Store offers no other
  * free-form record with create-if-absent and compare-and-swap on both backends (in
  * Kubernetes they are Secrets in the team's namespace; the embedded store seals them at
- * rest). They hold no secret; no sweep rule names their prefix, so they stay.
+ * rest). They hold no secret; the secret sweeper leaves them to usage retention
+ * (retention.ts), which is why they share one prefix, USAGE_SECRET_PREFIX.
  * - `usage-interval-<resource id>`: a metered resource's segments (metering.ts); written
  *   by the recorder only, with swapSecret.
  * - `usage-counts-<process>-<day>`: one service process's request and delivery counts of
@@ -15,10 +16,11 @@ import type { Store } from '../store/types';
 import { sameJson } from '../lib/canonical-json';
 import type { Interval } from './metering';
 
-export const INTERVAL_PREFIX = 'usage-interval-';
-export const COUNTS_PREFIX = 'usage-counts-';
-export const LIMITS_NAME = 'usage-limits';
-export const NOTICES_PREFIX = 'usage-notices-';
+export const USAGE_SECRET_PREFIX = 'usage-';
+export const INTERVAL_PREFIX = `${USAGE_SECRET_PREFIX}interval-`;
+export const COUNTS_PREFIX = `${USAGE_SECRET_PREFIX}counts-`;
+export const LIMITS_NAME = `${USAGE_SECRET_PREFIX}limits`;
+export const NOTICES_PREFIX = `${USAGE_SECRET_PREFIX}notices-`;
 
 export const intervalName = (resourceId: string) => `${INTERVAL_PREFIX}${resourceId}`;
 

@@ -6,11 +6,11 @@
  */
 import { createHash, randomBytes } from 'node:crypto';
 import Stripe from 'stripe';
-import { startTestService, TestService, eventually } from '../helpers/service';
+import { startTestService, TestService, eventually, request } from '../helpers/service';
 import { startReceiver, Receiver } from '../helpers/receiver';
 import { dropExpiredPrevious, rotateSecret } from '../../src/webhooks/secrets';
 import { webhookSecretName } from '../../src/resources/webhook';
-import { SECRET_OWNERSHIP } from '../../src/controllers/secret-sweeper';
+import { SECRET_OWNERSHIP, SECRETS_KEPT_ELSEWHERE } from '../../src/controllers/secret-sweeper';
 import { newId } from '../../src/lib/ids';
 
 jest.setTimeout(120_000);
@@ -123,10 +123,19 @@ describe('secrets of the running service', () => {
     expect(await store.getSecret('__system', 'cursor-signing-key')).toBeDefined();
   });
 
-  it('has a sweep rule for every secret the service keeps but the system\'s', async () => {
-    const secrets = await t.service.ctx.store.listSecrets('');
-    expect(secrets.map((s) => s.name)).toEqual(expect.arrayContaining([expect.stringMatching(/^vpn-psk-/), expect.stringMatching(/^webhook-secret-/), expect.stringMatching(/^apikey-/)]));
-    const unruled = secrets.filter((s) => s.team !== '__system' && !SECRET_OWNERSHIP.some((rule) => s.name.startsWith(rule.prefix)));
+  it('has a sweep rule, or an upkeep of its own, for every secret the service keeps but the system\'s', async () => {
+    // A console session and an Idempotency-Key record, which no resource owns.
+    expect((await request(t.url, 'POST', '/auth/session', undefined, { key: t.key })).status).toBe(201);
+    expect((await t.api('POST', '/api/v1/agent/threads', {}, { headers: { 'idempotency-key': 'upkeep-1' } })).status).toBe(201);
+    const secrets = await eventually(async () => {
+      const all = await t.service.ctx.store.listSecrets('');
+      return all.some((s) => s.name.startsWith('usage-')) && all;
+    }, 30_000);
+    expect(secrets.map((s) => s.name)).toEqual(
+      expect.arrayContaining([/^vpn-psk-/, /^webhook-secret-/, /^apikey-/, /^session-/, /^idempotency-/, /^usage-/].map((pattern) => expect.stringMatching(pattern))),
+    );
+    const rules = [...SECRET_OWNERSHIP, ...SECRETS_KEPT_ELSEWHERE];
+    const unruled = secrets.filter((s) => s.team !== '__system' && !rules.some((rule) => s.name.startsWith(rule.prefix)));
     expect(unruled.map((s) => s.name)).toEqual([]);
   });
 });
