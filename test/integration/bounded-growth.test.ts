@@ -159,8 +159,11 @@ it('levels off under 100,000 events with short retentions and loses nothing unex
   const perRecentCycle = (sample: Sample, field: 'records' | 'eventLog') => sample[field] / Math.max(1, sample.recentCycles);
   const ceiling = (measure: (sample: Sample) => number) => 2 * Math.max(...early.map(measure));
   for (const sample of later) {
-    // The store's log saws up to its compaction threshold and back: one threshold of slack.
-    expect(sample.bytes).toBeLessThanOrEqual(ceiling((s) => s.bytes) + COMPACT_BYTES);
+    // The store's log saws up to its compaction threshold and back, and on a busy machine
+    // a sample can land while a compaction is still writing the next snapshot beside the
+    // log it replaces (9.1 MB against a ceiling of 8.4 MB in one CI run, 5.2 MB at the
+    // end): two thresholds of slack, still far below the 40 MB that growth would reach.
+    expect(sample.bytes).toBeLessThanOrEqual(ceiling((s) => s.bytes) + 2 * COMPACT_BYTES);
     expect(perRecentCycle(sample, 'records')).toBeLessThanOrEqual(ceiling((s) => perRecentCycle(s, 'records')));
     expect(perRecentCycle(sample, 'eventLog')).toBeLessThanOrEqual(ceiling((s) => perRecentCycle(s, 'eventLog')));
   }
