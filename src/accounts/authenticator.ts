@@ -5,10 +5,10 @@
  * the very next request, and a changed role applies from the next request on.
  */
 import { createHash, timingSafeEqual } from 'node:crypto';
-import { ConflictError, Store } from '../store/types';
+import { AlreadyExistsError, ConflictError, Store } from '../store/types';
 import type { ResourceWriter } from '../resources/writer';
 import { apiKeyFamily, userFamily, ApiKey, User } from '../resources/accounts';
-import { newApiKeySecret } from '../lib/ids';
+import { derivedId, newApiKeySecret } from '../lib/ids';
 import { nowIso } from '../lib/time';
 import { notFound } from '../lib/errors';
 import { ExpiringSet } from '../lib/expiring-set';
@@ -99,7 +99,18 @@ export class ApiKeyAuthenticator {
     const hash = hashOf(token);
     const body = { name, user_id: user, prefix: token.slice(0, 8), scope: options.scope, expires_at: options.expiresAt };
     const spec = apiKeyFamily.specFromCreate(body, undefined as never);
-    const key = (await this.writer.create(apiKeyFamily, team, spec, actor)) as ApiKey;
+    // A configured key (CLOUDPLANE_BOOTSTRAP_API_KEY) gets an id derived from its hash:
+    // replicas starting at once each issue it, and must make one key, not one each (two
+    // records for one token split its idempotency records and rate limit between replicas).
+    const id = options.token === undefined ? undefined : derivedId(apiKeyFamily.idPrefix, 'configured-key', hash);
+    let key: ApiKey;
+    try {
+      key = (await this.writer.create(apiKeyFamily, team, spec, actor, id)) as ApiKey;
+    } catch (err) {
+      const made = id && err instanceof AlreadyExistsError ? await this.store.get(apiKeyFamily.kind, team, id) : undefined;
+      if (!made) throw err;
+      key = made as ApiKey;
+    }
     await this.store.putSecret(team, secretNameOf(hash), { hash, key_id: key.meta.id });
     this.byHash.set(hash, { team, keyId: key.meta.id, hash });
     this.unknown.delete(hash);

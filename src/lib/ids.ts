@@ -1,4 +1,4 @@
-import { randomBytes } from 'node:crypto';
+import { createHash, randomBytes } from 'node:crypto';
 
 const ID_ALPHABET = '0123456789abcdefghijklmnopqrstuvwxyz';
 const BASE62 = '0123456789ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz';
@@ -21,6 +21,15 @@ export function randomString(length: number, alphabet: string): string {
 /** A new resource id, `<prefix>_<opaque>` with a random, unguessable opaque part. */
 export function newId(prefix: string): string {
   return `${prefix}_${randomString(OPAQUE_LENGTH, ID_ALPHABET)}`;
+}
+
+/**
+ * An id derived from what identifies the thing, `<prefix>_<20 hex digits of a SHA-256>`:
+ * every replica, and every retry of a step, names the same thing the same way, so a second
+ * create of it is refused as already existing instead of making a twin.
+ */
+export function derivedId(prefix: string, ...parts: string[]): string {
+  return `${prefix}_${createHash('sha256').update(parts.join('\u0000')).digest('hex').slice(0, OPAQUE_LENGTH)}`;
 }
 
 export function newApiKeySecret(): string {
