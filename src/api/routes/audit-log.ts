@@ -3,7 +3,7 @@ import type { FastifyInstance } from 'fastify';
 import { Type } from '@sinclair/typebox';
 import type { ApiContext } from '../context';
 import { send } from '../envelope';
-import { listQueryOf, paginate } from '../list';
+import { decodeCursor, encodeCursor, listQueryOf } from '../list';
 import { envelopeOf, ErrorEnvelope, principalOf } from './families';
 import { fieldInvalid } from '../../lib/errors';
 
@@ -51,17 +51,23 @@ export function registerAuditLogRoutes(app: FastifyInstance, ctx: ApiContext): v
       const since = query.since as string | undefined;
       const until = query.until as string | undefined;
       if (since && until && Date.parse(since) >= Date.parse(until)) throw fieldInvalid('until', 'must be later than since');
-      const events = ctx.audit.search(principalOf(request).team, {
-        type: query.type as string | undefined,
-        resource_id: query.resource_id as string | undefined,
-        actor: query.actor as string | undefined,
-        since: since && new Date(since).toISOString(),
-        until: until && new Date(until).toISOString(),
-        q: query.q as string | undefined,
-      });
-      const rows = events.map((event) => ({ id: event.id, name: event.type, created_at: event.created_at, status: '', event }));
-      const { page, nextCursor } = paginate(rows, listQueryOf(request), ctx.cursorKey, []);
-      return send(ctx, request, reply, 200, page.map((row) => row.event), { next_cursor: nextCursor });
+      const paging = listQueryOf(request);
+      const after = paging.cursor === undefined ? undefined : decodeCursor(ctx.cursorKey, paging.cursor, paging);
+      const { events, more } = ctx.audit.page(
+        principalOf(request).team,
+        {
+          type: query.type as string | undefined,
+          resource_id: query.resource_id as string | undefined,
+          actor: query.actor as string | undefined,
+          since: since && new Date(since).toISOString(),
+          until: until && new Date(until).toISOString(),
+          q: query.q as string | undefined,
+        },
+        { order: paging.order, after: after && { created_at: after.v, id: after.i }, limit: paging.limit },
+      );
+      const last = events[events.length - 1];
+      const nextCursor = more && last ? encodeCursor(ctx.cursorKey, { l: paging.scope, v: last.created_at, i: last.id }) : null;
+      return send(ctx, request, reply, 200, events, { next_cursor: nextCursor });
     },
   });
 }
