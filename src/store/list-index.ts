@@ -68,6 +68,7 @@ const newTree = (): Tree => new BTree<Key, StoredObject>(undefined, compareKeys)
 
 /** One sort's trees of a bucket. */
 class SortedViews {
+  /** Every listed object; kept for the name sort only (named), to spare memory. */
   readonly visible = newTree();
   readonly shown = newTree();
   readonly byState = new Map<string, Tree>();
@@ -88,9 +89,7 @@ interface Placement {
 class Bucket {
   readonly sorts: Record<ListSort, SortedViews> = { created_at: new SortedViews(), name: new SortedViews() };
   counted = 0;
-  get size(): number {
-    return this.sorts.created_at.visible.size;
-  }
+  size = 0;
 }
 
 const SORTS: ListSort[] = ['created_at', 'name'];
@@ -159,7 +158,8 @@ export class KindIndex {
     for (const sort of SORTS) {
       const views = bucket.sorts[sort];
       const key = placement.keys[sort];
-      const trees = [views.visible, treeIn(views.byState, placement.state, adding)];
+      const trees = [treeIn(views.byState, placement.state, adding)];
+      if (sort === 'name') trees.push(views.visible);
       if (!placement.hidden) trees.push(views.shown);
       for (const [field, value] of placement.fields) {
         let values = views.byField.get(field);
@@ -179,6 +179,7 @@ export class KindIndex {
       if (!adding && views.byState.get(placement.state)?.size === 0) views.byState.delete(placement.state);
     }
     if (placement.counted) bucket.counted += adding ? 1 : -1;
+    bucket.size += adding ? 1 : -1;
     if (!adding && bucket.size === 0) this.buckets.delete(placement.bucket);
   }
 
