@@ -20,6 +20,7 @@ import { loadConfig } from '../src/config';
 import { createLogger } from '../src/logger';
 import { startService } from '../src/service';
 import type { Store } from '../src/store/types';
+import type { CloudEvent, EventBus } from '../src/events/types';
 import { Delivery, deliveryFamily, MAX_RATE_LIMIT_PER_MINUTE } from '../src/resources/webhook';
 import { machine, writeResults } from './report';
 
@@ -30,6 +31,8 @@ const PACED_RATE = Number(process.env.BENCH_PACED_RATE ?? 50);
 const DRAIN_TIMEOUT_MS = 120_000;
 /** Subscriptions to each event in the fan-out row: deliveries outnumber creates, so the dispatcher, not the create API, is what saturates. */
 const FANOUT = Number(process.env.BENCH_FANOUT ?? 8);
+/** Events of the dispatcher row, published onto the bus at once. */
+const BURST_EVENTS = Number(process.env.BENCH_BURST_EVENTS ?? 1000);
 const KEY = 'cpk_BenchWebhooks0123456789abcdefghijABCDEFG';
 /** The most a subscription may ask for, so that the limit is not what is measured. */
 const RATE_LIMIT_PER_MINUTE = MAX_RATE_LIMIT_PER_MINUTE;
@@ -252,6 +255,48 @@ async function stages(store: Store, arrivals: Arrival[]): Promise<Stages> {
   return { to_bus: p50(samples.to_bus), to_record: p50(samples.to_record), to_attempt: p50(samples.to_attempt), to_arrival: p50(samples.to_arrival), to_outcome: p50(samples.to_outcome) };
 }
 
+/**
+ * The dispatcher alone: `events` events published straight onto the bus at once (no create
+ * API, no outbox relay), each matching every subscription; timed from the first publish to
+ * the last arrival. What src/webhooks carries: delivery records, attempts, outcomes.
+ */
+async function dispatcherRow(bus: EventBus, team: string, events: number, subscriptions: number, receiver: Worker, store: Store): Promise<Row> {
+  await ask(receiver, { cmd: 'take' });
+  const startedAt = Date.now();
+  const published = Array.from({ length: events }, (_, i): CloudEvent => ({
+    id: `evt_bench${String(i).padStart(16, '0')}${startedAt}`,
+    type: 'bucket.created',
+    created_at: new Date().toISOString(),
+    team_id: team,
+    actor: 'system',
+    data: { id: `bkt_bench${i}`, name: `burst-${i}`, region: 'fra1', status: 'creating' },
+  }));
+  await Promise.all(published.map((event) => bus.publish(event)));
+  const publishedAt = Date.now();
+  const arrivals: Arrival[] = [];
+  const deadline = Date.now() + DRAIN_TIMEOUT_MS;
+  while (arrivals.length < events * subscriptions) {
+    if (Date.now() > deadline) throw new Error(`dispatcher row: ${arrivals.length} of ${events * subscriptions} deliveries arrived within ${DRAIN_TIMEOUT_MS} ms`);
+    await new Promise((resolve) => setTimeout(resolve, 50));
+    arrivals.push(...(await ask<Arrival[]>(receiver, { cmd: 'take' })));
+  }
+  const latencies = arrivals.map((a) => a.at - a.createdAt!).sort((a, b) => a - b);
+  const lastArrival = Math.max(...arrivals.map((a) => a.at));
+  return {
+    name: `dispatcher alone, ${subscriptions} subscriptions`,
+    load: `${events} events published onto the bus at once (no API, no outbox relay)`,
+    requests_ok: events,
+    requests_failed: 0,
+    requests_per_s: round(events / Math.max(0.001, (publishedAt - startedAt) / 1000)),
+    delivered: arrivals.length,
+    delivered_per_s: round(arrivals.length / ((lastArrival - startedAt) / 1000)),
+    latency_ms: { p50: percentile(latencies, 50), p99: percentile(latencies, 99), max: latencies[latencies.length - 1] },
+    drain_ms: Math.max(0, lastArrival - publishedAt),
+    ratio_to_baseline: null,
+    stages_p50_ms: await stages(store, arrivals),
+  };
+}
+
 async function postRow(receiverUrl: string, body: string, loader: Worker, receiver: Worker): Promise<Row> {
   await ask(receiver, { cmd: 'take' });
   const result = await ask<LoadResult>(loader, { cmd: 'post', url: receiverUrl, body, connections: CONNECTIONS, durationMs: DURATION_S * 1000 });
@@ -366,6 +411,7 @@ async function main(): Promise<void> {
         const paced = Math.round(PACED_RATE * 2);
         return deliveryRow(`deliveries, fan-out x${FANOUT}`, `${paced} creates/s, open loop, ${DURATION_S} s, ${FANOUT} subscriptions per event`, { cmd: 'paced', rate: paced, durationMs: DURATION_S * 1000 }, loader, receiver, service.ctx.store, FANOUT);
       },
+      () => dispatcherRow(service.ctx.bus, service.bootstrap!.teamId, BURST_EVENTS, FANOUT, receiver, service.ctx.store),
     ];
     for (const run of plan) {
       const row = await run();
