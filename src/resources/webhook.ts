@@ -111,12 +111,12 @@ const Filter = Type.Union([Type.Record(Type.String(), FilterValue), Type.Null()]
 });
 const Active = Type.Boolean({ description: 'Whether the subscription delivers. PATCH true re-enables a disabled one.' });
 /**
- * The highest rate a subscription may ask for: what the delivery pipeline carries, so that
- * the limit never holds back a subscription the service could serve. bench/webhooks'
- * dispatcher row (events straight onto the bus, 8 subscriptions) delivered at 47.6 % of
- * the bare POST loop of the same run (718/s beside 1 508/s on a 2-CPU machine at load 11);
- * the same loop reached ~9 800/s there unloaded, so ~4 700 deliveries a second. 5 000 a
- * second is the cap; the token bucket and queue cost O(1) per delivery at any rate.
+ * The highest rate a subscription may ask for: above what the delivery pipeline carries, so
+ * the limit is never what holds back a subscription the service could serve. bench/webhooks'
+ * dispatcher row (events straight onto the bus, 8 subscriptions, records and outcomes
+ * durable) delivered 450-720 a second on a shared 2-CPU machine at load average 11-14, 20-48 %
+ * of the bare POST loop of the same run, a loop that does ~9 800/s there unloaded. The token
+ * bucket and queue cost O(1) per delivery at any rate.
  */
 export const MAX_RATE_LIMIT_PER_MINUTE = 300_000;
 const RateLimit = Type.Integer({
