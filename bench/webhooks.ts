@@ -19,6 +19,9 @@ import type { AddressInfo } from 'node:net';
 import { loadConfig } from '../src/config';
 import { createLogger } from '../src/logger';
 import { startService } from '../src/service';
+import type { Store } from '../src/store/types';
+import type { CloudEvent, EventBus } from '../src/events/types';
+import { Delivery, deliveryFamily, MAX_RATE_LIMIT_PER_MINUTE } from '../src/resources/webhook';
 import { machine, writeResults } from './report';
 
 const DURATION_S = Number(process.env.BENCH_DURATION_S ?? 10);
@@ -26,9 +29,13 @@ const CONNECTIONS = Number(process.env.BENCH_CONNECTIONS ?? 8);
 /** Creates per second of the paced row: light load, to show the pipeline's own latency. */
 const PACED_RATE = Number(process.env.BENCH_PACED_RATE ?? 50);
 const DRAIN_TIMEOUT_MS = 120_000;
+/** Subscriptions to each event in the fan-out row: deliveries outnumber creates, so the dispatcher, not the create API, is what saturates. */
+const FANOUT = Number(process.env.BENCH_FANOUT ?? 8);
+/** Events of the dispatcher row, published onto the bus at once. */
+const BURST_EVENTS = Number(process.env.BENCH_BURST_EVENTS ?? 1000);
 const KEY = 'cpk_BenchWebhooks0123456789abcdefghijABCDEFG';
-/** The most a subscription may ask for; its token bucket starts with a minute's worth. */
-const RATE_LIMIT_PER_MINUTE = 10_000;
+/** The most a subscription may ask for, so that the limit is not what is measured. */
+const RATE_LIMIT_PER_MINUTE = MAX_RATE_LIMIT_PER_MINUTE;
 
 // ---------------------------------------------------------------- worker threads
 
@@ -163,18 +170,38 @@ interface Row {
   latency_ms: { p50: number; p99: number; max: number };
   /** Time from the end of the load to the last delivery. */
   drain_ms: number | null;
+  /** delivered_per_s over the bare POST loop's of the same run (1 for the baseline itself). */
+  ratio_to_baseline: number | null;
+  /** Delivery rows: p50 ms of each stage of a delivery's way (see stages()). */
+  stages_p50_ms?: Stages;
+}
+
+/**
+ * Where a delivery's time goes, from its records: the event's `created_at` to its delivery
+ * record's creation (outbox relay, bus, consumer: `to_record`), to the first attempt's
+ * start (timer, rate limit, pump: `to_attempt`), to the arrival at the receiver (secrets,
+ * signing, POST: `to_arrival`), and from the arrival to the outcome's durable write
+ * (`to_outcome`: the answer's way back and the status write).
+ */
+interface Stages {
+  /** Of to_record: the event's way onto the bus (outbox relay, durable publish). */
+  to_bus: number;
+  to_record: number;
+  to_attempt: number;
+  to_arrival: number;
+  to_outcome: number;
 }
 
 const round = (n: number) => Math.round(n * 10) / 10;
 
 /** Runs one row of creates and waits until each acknowledged create's delivery has arrived. */
-async function deliveryRow(name: string, load: string, command: LoadCommand, loader: Worker, receiver: Worker): Promise<Row> {
+async function deliveryRow(name: string, load: string, command: LoadCommand, loader: Worker, receiver: Worker, store: Store, perCreate = 1): Promise<Row> {
   await ask(receiver, { cmd: 'take' }); // start from an empty log
   const result = await ask<LoadResult>(loader, command);
   const arrivals: Arrival[] = [];
   const deadline = Date.now() + DRAIN_TIMEOUT_MS;
-  while (arrivals.length < result.ok) {
-    if (Date.now() > deadline) throw new Error(`${name}: ${arrivals.length} of ${result.ok} deliveries arrived within ${DRAIN_TIMEOUT_MS} ms`);
+  while (arrivals.length < result.ok * perCreate) {
+    if (Date.now() > deadline) throw new Error(`${name}: ${arrivals.length} of ${result.ok * perCreate} deliveries arrived within ${DRAIN_TIMEOUT_MS} ms`);
     await new Promise((resolve) => setTimeout(resolve, 100));
     arrivals.push(...(await ask<Arrival[]>(receiver, { cmd: 'take' })));
   }
@@ -193,6 +220,80 @@ async function deliveryRow(name: string, load: string, command: LoadCommand, loa
     delivered_per_s: round(deliveries.length / ((lastArrival - result.startedAt) / 1000)),
     latency_ms: { p50: percentile(latencies, 50), p99: percentile(latencies, 99), max: latencies[latencies.length - 1] },
     drain_ms: Math.max(0, lastArrival - result.endedAt),
+    ratio_to_baseline: null,
+    stages_p50_ms: await stages(store, deliveries),
+  };
+}
+
+/** When each event reached the bus (a follower of it in the service), by event id. */
+const onBusAt = new Map<string, number>();
+
+/** p50 of each stage over the row's deliveries, once their outcomes are recorded. */
+async function stages(store: Store, arrivals: Arrival[]): Promise<Stages> {
+  const arrivedAt = new Map(arrivals.map((a) => [a.deliveryId!, a]));
+  const samples: Record<keyof Stages, number[]> = { to_bus: [], to_record: [], to_attempt: [], to_arrival: [], to_outcome: [] };
+  const deadline = Date.now() + DRAIN_TIMEOUT_MS;
+  for (;;) {
+    const records = ((await store.list(deliveryFamily.kind)) as Delivery[]).filter((d) => arrivedAt.has(d.meta.id));
+    if (records.every((d) => d.status.status !== 'pending') || Date.now() > deadline) {
+      for (const d of records) {
+        const arrival = arrivedAt.get(d.meta.id)!;
+        const recorded = Date.parse(d.meta.createdAt);
+        const attempted = Date.parse(d.status.attempts?.[0]?.at ?? d.meta.createdAt);
+        samples.to_record.push(recorded - arrival.createdAt!);
+        const published = onBusAt.get(d.spec.event_id);
+        if (published !== undefined) samples.to_bus.push(published - arrival.createdAt!);
+        samples.to_attempt.push(attempted - recorded);
+        samples.to_arrival.push(arrival.at - attempted);
+        samples.to_outcome.push(Date.parse(d.meta.updatedAt) - arrival.at);
+      }
+      break;
+    }
+    await new Promise((resolve) => setTimeout(resolve, 100));
+  }
+  const p50 = (values: number[]) => percentile(values.sort((a, b) => a - b), 50);
+  return { to_bus: p50(samples.to_bus), to_record: p50(samples.to_record), to_attempt: p50(samples.to_attempt), to_arrival: p50(samples.to_arrival), to_outcome: p50(samples.to_outcome) };
+}
+
+/**
+ * The dispatcher alone: `events` events published straight onto the bus at once (no create
+ * API, no outbox relay), each matching every subscription; timed from the first publish to
+ * the last arrival. What src/webhooks carries: delivery records, attempts, outcomes.
+ */
+async function dispatcherRow(bus: EventBus, team: string, events: number, subscriptions: number, receiver: Worker, store: Store): Promise<Row> {
+  await ask(receiver, { cmd: 'take' });
+  const startedAt = Date.now();
+  const published = Array.from({ length: events }, (_, i): CloudEvent => ({
+    id: `evt_bench${String(i).padStart(16, '0')}${startedAt}`,
+    type: 'bucket.created',
+    created_at: new Date().toISOString(),
+    team_id: team,
+    actor: 'system',
+    data: { id: `bkt_bench${i}`, name: `burst-${i}`, region: 'fra1', status: 'creating' },
+  }));
+  await Promise.all(published.map((event) => bus.publish(event)));
+  const publishedAt = Date.now();
+  const arrivals: Arrival[] = [];
+  const deadline = Date.now() + DRAIN_TIMEOUT_MS;
+  while (arrivals.length < events * subscriptions) {
+    if (Date.now() > deadline) throw new Error(`dispatcher row: ${arrivals.length} of ${events * subscriptions} deliveries arrived within ${DRAIN_TIMEOUT_MS} ms`);
+    await new Promise((resolve) => setTimeout(resolve, 50));
+    arrivals.push(...(await ask<Arrival[]>(receiver, { cmd: 'take' })));
+  }
+  const latencies = arrivals.map((a) => a.at - a.createdAt!).sort((a, b) => a - b);
+  const lastArrival = Math.max(...arrivals.map((a) => a.at));
+  return {
+    name: `dispatcher alone, ${subscriptions} subscriptions`,
+    load: `${events} events published onto the bus at once (no API, no outbox relay)`,
+    requests_ok: events,
+    requests_failed: 0,
+    requests_per_s: round(events / Math.max(0.001, (publishedAt - startedAt) / 1000)),
+    delivered: arrivals.length,
+    delivered_per_s: round(arrivals.length / ((lastArrival - startedAt) / 1000)),
+    latency_ms: { p50: percentile(latencies, 50), p99: percentile(latencies, 99), max: latencies[latencies.length - 1] },
+    drain_ms: Math.max(0, lastArrival - publishedAt),
+    ratio_to_baseline: null,
+    stages_p50_ms: await stages(store, arrivals),
   };
 }
 
@@ -212,6 +313,7 @@ async function postRow(receiverUrl: string, body: string, loader: Worker, receiv
     delivered_per_s: round(arrived / seconds),
     latency_ms: { p50: round(percentile(latencies, 50)), p99: round(percentile(latencies, 99)), max: round(latencies[latencies.length - 1]) },
     drain_ms: null,
+    ratio_to_baseline: 1,
   };
 }
 
@@ -220,8 +322,11 @@ function markdown(report: { started_at: string; machine: ReturnType<typeof machi
   const load = (l: number[]) => l.map((x) => x.toFixed(2)).join(' / ');
   const rows = report.rows.map(
     (r) =>
-      `| ${r.name} | ${r.load} | ${r.requests_per_s} | ${r.delivered} | ${r.delivered_per_s} | ${r.latency_ms.p50} | ${r.latency_ms.p99} | ${r.latency_ms.max} | ${r.drain_ms ?? '-'} | ${r.requests_failed} |`,
+      `| ${r.name} | ${r.load} | ${r.requests_per_s} | ${r.delivered} | ${r.delivered_per_s} | ${r.ratio_to_baseline === null ? '-' : `${(r.ratio_to_baseline * 100).toFixed(1)} %`} | ${r.latency_ms.p50} | ${r.latency_ms.p99} | ${r.latency_ms.max} | ${r.drain_ms ?? '-'} | ${r.requests_failed} |`,
   );
+  const stageRows = report.rows
+    .filter((r) => r.stages_p50_ms)
+    .map((r) => `| ${r.name} | ${r.stages_p50_ms!.to_bus} | ${r.stages_p50_ms!.to_record} | ${r.stages_p50_ms!.to_attempt} | ${r.stages_p50_ms!.to_arrival} | ${r.stages_p50_ms!.to_outcome} |`);
   return [
     `# Webhook benchmark, ${report.started_at}`,
     '',
@@ -231,12 +336,19 @@ function markdown(report: { started_at: string; machine: ReturnType<typeof machi
     '',
     `> ${report.note}`,
     '',
-    '| row | load | requests/s | delivered | delivered/s | p50 ms | p99 ms | max ms | drain ms | failed requests |',
-    '|---|---|---:|---:|---:|---:|---:|---:|---:|---:|',
+    '| row | load | requests/s | delivered | delivered/s | delivered/s vs baseline | p50 ms | p99 ms | max ms | drain ms | failed requests |',
+    '|---|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|',
     ...rows,
+    '',
+    'Where a delivery\'s time goes (p50 ms of each stage): event to bus (outbox relay, durable publish; part of the next); event to delivery record (outbox relay, bus, consumer, durable create); record to first attempt (timer, rate limit, pump); attempt to arrival (secrets, signing, POST); arrival to the outcome\'s durable write.',
+    '',
+    '| row | to bus | to record | to attempt | to arrival | to outcome |',
+    '|---|---:|---:|---:|---:|---:|',
+    ...stageRows,
     '',
     '- Delivery rows: requests are `POST /api/v1/object-storage` (a durable create with its event in the outbox); latency runs from the event\'s `created_at` (stamped by the resource write) to the arrival of the delivery at the receiver, in whole ms; delivered/s counts from the first create to the last arrival; drain is how long the last deliveries came after the load stopped.',
     '- Baseline row: the same receiver answering a bare POST loop with a body of a delivery\'s size; latency is the client\'s round trip. It is the ceiling of the HTTP leg alone on this machine in this run.',
+    '- delivered/s vs baseline: each row\'s delivered/s over the baseline row\'s, same run (`ratio_to_baseline` in the JSON).',
     '- See bench/README.md.',
     '',
   ].join('\n');
@@ -262,6 +374,7 @@ async function main(): Promise<void> {
     ...(natsUrl ? { CLOUDPLANE_NATS_URL: natsUrl, CLOUDPLANE_NATS_STREAM: `BENCH_${Date.now()}` } : {}),
   });
   const service = await startService(config, createLogger('silent'));
+  service.ctx.bus.follow(new Date().toISOString(), (event) => void onBusAt.set(event.id, Date.now()));
   const receiver = new Worker(__filename, { workerData: { role: 'receiver' } });
   const loader = new Worker(__filename, { workerData: { role: 'load', serviceUrl: `${service.url}/api/v1/object-storage` } });
   for (const worker of [receiver, loader]) {
@@ -274,27 +387,37 @@ async function main(): Promise<void> {
   try {
     const { port } = await new Promise<{ port: number }>((resolve) => receiver.once('message', resolve));
     const receiverUrl = `http://127.0.0.1:${port}/hook`;
-    const res = await fetch(`${service.url}/api/v1/webhooks`, {
-      method: 'POST',
-      headers: { authorization: `Bearer ${KEY}`, 'content-type': 'application/json' },
-      body: JSON.stringify({ url: receiverUrl, events: ['bucket.created'], rate_limit_per_minute: RATE_LIMIT_PER_MINUTE }),
-    });
-    if (res.status !== 201) throw new Error(`subscribing answered ${res.status}: ${await res.text()}`);
+    const subscribe = async () => {
+      const res = await fetch(`${service.url}/api/v1/webhooks`, {
+        method: 'POST',
+        headers: { authorization: `Bearer ${KEY}`, 'content-type': 'application/json' },
+        body: JSON.stringify({ url: receiverUrl, events: ['bucket.created'], rate_limit_per_minute: RATE_LIMIT_PER_MINUTE }),
+      });
+      if (res.status !== 201) throw new Error(`subscribing answered ${res.status}: ${await res.text()}`);
+    };
+    await subscribe();
 
     // Warm-up: a few creates end to end, thrown away; one body is kept for the baseline's size.
-    await deliveryRow('warm-up', '', { cmd: 'closed', connections: 2, durationMs: 1000 }, loader, receiver);
+    await deliveryRow('warm-up', '', { cmd: 'closed', connections: 2, durationMs: 1000 }, loader, receiver, service.ctx.store);
     const sample = await fetch(`${service.url}/api/v1/object-storage?limit=1`, { headers: { authorization: `Bearer ${KEY}` } });
     const body = JSON.stringify({ id: 'evt_00000000000000000000', type: 'bucket.created', created_at: new Date().toISOString(), team_id: 'team_0000000000000000', actor: 'key_00000000000000000000', data: ((await sample.json()) as { data: unknown[] }).data[0] });
 
     const plan: Array<() => Promise<Row>> = [
       () => postRow(receiverUrl, body, loader, receiver),
-      () => deliveryRow('deliveries, paced', `${PACED_RATE} creates/s, open loop, ${DURATION_S} s`, { cmd: 'paced', rate: PACED_RATE, durationMs: DURATION_S * 1000 }, loader, receiver),
-      () => deliveryRow('deliveries, saturated', `${CONNECTIONS} connections creating, closed loop, ${DURATION_S} s`, { cmd: 'closed', connections: CONNECTIONS, durationMs: DURATION_S * 1000 }, loader, receiver),
+      () => deliveryRow('deliveries, paced', `${PACED_RATE} creates/s, open loop, ${DURATION_S} s`, { cmd: 'paced', rate: PACED_RATE, durationMs: DURATION_S * 1000 }, loader, receiver, service.ctx.store),
+      () => deliveryRow('deliveries, saturated', `${CONNECTIONS} connections creating, closed loop, ${DURATION_S} s`, { cmd: 'closed', connections: CONNECTIONS, durationMs: DURATION_S * 1000 }, loader, receiver, service.ctx.store),
+      async () => {
+        for (let i = 1; i < FANOUT; i++) await subscribe();
+        const paced = Math.round(PACED_RATE * 2);
+        return deliveryRow(`deliveries, fan-out x${FANOUT}`, `${paced} creates/s, open loop, ${DURATION_S} s, ${FANOUT} subscriptions per event`, { cmd: 'paced', rate: paced, durationMs: DURATION_S * 1000 }, loader, receiver, service.ctx.store, FANOUT);
+      },
+      () => dispatcherRow(service.ctx.bus, service.bootstrap!.teamId, BURST_EVENTS, FANOUT, receiver, service.ctx.store),
     ];
     for (const run of plan) {
       const row = await run();
       rows.push(row);
-      process.stdout.write(`${row.name}: ${row.requests_per_s} req/s, ${row.delivered_per_s} delivered/s, p50 ${row.latency_ms.p50} ms, p99 ${row.latency_ms.p99} ms, failed ${row.requests_failed}\n`);
+      row.ratio_to_baseline ??= Math.round((row.delivered_per_s / rows[0].delivered_per_s) * 1000) / 1000;
+      process.stdout.write(`${row.name}: ${row.requests_per_s} req/s, ${row.delivered_per_s} delivered/s (${(row.ratio_to_baseline * 100).toFixed(1)} % of baseline), stages p50 ${JSON.stringify(row.stages_p50_ms ?? {})}, p50 ${row.latency_ms.p50} ms, p99 ${row.latency_ms.p99} ms, failed ${row.requests_failed}\n`);
     }
   } finally {
     await loader.terminate();

@@ -62,8 +62,12 @@ const keyOf = ({ team, id }: Key) => `${team}/${id}`;
 
 export class WebhookDispatcher {
   private readonly timers = new Map<string, { due: number; timer: NodeJS.Timeout }>();
-  /** Deliveries due but waiting for their subscription's rate limit, per subscription. */
-  private readonly waiting = new Map<string, Key[]>();
+  /**
+   * Deliveries due but waiting for their subscription's rate limit, per subscription, in
+   * order, by name (a Map keeps insertion order): adding one and taking the first are O(1),
+   * so a queue of thousands at a high rate limit costs nothing per delivery.
+   */
+  private readonly waiting = new Map<string, Map<string, Key>>();
   /** One pump per subscription: running now (null) or waiting for a token (its timer). */
   private readonly pumps = new Map<string, NodeJS.Timeout | null>();
   private readonly inFlight = new Map<string, Promise<void>>();
@@ -109,26 +113,35 @@ export class WebhookDispatcher {
     this.notifier.close();
   }
 
-  /** The bus consumer: one delivery per active subscription the event matches. */
+  /**
+   * The bus consumer: one delivery per active subscription the event matches. The
+   * deliveries of one event are written together (group commit: on the embedded store one
+   * append and one disk flush for all of them, on the Kubernetes store concurrent requests),
+   * and the event is finished, so acknowledged to the bus, only once every one of them is
+   * durable; a write that failed fails the event, which the bus then hands over again.
+   */
   private async onEvent(event: CloudEvent): Promise<void> {
-    const { store, writer } = this.deps;
-    const webhooks = (await store.list<Webhook['spec'], Webhook['status']>(webhookFamily.kind, event.team_id)) as Webhook[];
+    const webhooks = (await this.deps.store.list<Webhook['spec'], Webhook['status']>(webhookFamily.kind, event.team_id)) as Webhook[];
     const body = JSON.stringify(event);
-    for (const webhook of webhooks) {
-      if (webhook.status.status !== 'active' || !subscriptionMatches(webhook.spec, event)) continue;
+    const writes = webhooks
       // A subscription is not told of its own failed delivery at the address that just failed.
-      if (event.type === DELIVERY_FAILED && event.data.subscription_id === webhook.meta.id) continue;
-      const id = deliveryIdFor(webhook.meta.id, event.id);
-      const spec = { webhook_id: webhook.meta.id, event_id: event.id, event_type: event.type, body };
-      try {
-        const delivery = (await writer.create(deliveryFamily, event.team_id, spec, SYSTEM, id)) as Delivery;
-        this.deps.usage?.countDelivery(event.team_id);
-        this.scheduleFromRecord(delivery);
-      } catch (err) {
-        // Already made before a crash or a redelivery of the event: the record carries on.
-        if (!(err instanceof AlreadyExistsError)) throw err;
-        await this.finishCutCreate(event.team_id, id);
-      }
+      .filter((webhook) => webhook.status.status === 'active' && subscriptionMatches(webhook.spec, event) && !(event.type === DELIVERY_FAILED && event.data.subscription_id === webhook.meta.id))
+      .map((webhook) => this.createDelivery(event, webhook, body));
+    const failed = (await Promise.allSettled(writes)).find((w): w is PromiseRejectedResult => w.status === 'rejected');
+    if (failed) throw failed.reason;
+  }
+
+  private async createDelivery(event: CloudEvent, webhook: Webhook, body: string): Promise<void> {
+    const id = deliveryIdFor(webhook.meta.id, event.id);
+    const spec = { webhook_id: webhook.meta.id, event_id: event.id, event_type: event.type, body };
+    try {
+      const delivery = (await this.deps.writer.create(deliveryFamily, event.team_id, spec, SYSTEM, id)) as Delivery;
+      this.deps.usage?.countDelivery(event.team_id);
+      this.scheduleFromRecord(delivery);
+    } catch (err) {
+      // Already made before a crash or a redelivery of the event: the record carries on.
+      if (!(err instanceof AlreadyExistsError)) throw err;
+      await this.finishCutCreate(event.team_id, id);
     }
   }
 
@@ -196,8 +209,9 @@ export class WebhookDispatcher {
   }
 
   private enqueue(webhookId: string, key: Key): void {
-    const queue = this.waiting.get(webhookId) ?? [];
-    if (!queue.some((k) => keyOf(k) === keyOf(key))) queue.push(key);
+    const queue = this.waiting.get(webhookId) ?? new Map<string, Key>();
+    const name = keyOf(key);
+    if (!queue.has(name)) queue.set(name, key);
     this.waiting.set(webhookId, queue);
     if (!this.pumps.has(webhookId)) void this.pump(webhookId, key.team);
   }
@@ -208,21 +222,21 @@ export class WebhookDispatcher {
     // queue instead of starting a second pump on it.
     this.pumps.set(webhookId, null);
     const queue = this.waiting.get(webhookId);
-    if (this.stopped || !queue || queue.length === 0) {
+    if (this.stopped || !queue || queue.size === 0) {
       this.waiting.delete(webhookId);
       this.pumps.delete(webhookId);
       return;
     }
     const webhook = (await this.deps.store.get(webhookFamily.kind, team, webhookId)) as Webhook | undefined;
     const perMinute = webhook?.spec.rate_limit_per_minute ?? 1;
-    while (queue.length > 0 && !this.stopped) {
+    while (queue.size > 0 && !this.stopped) {
       const waitMs = webhook && webhook.status.status === 'active' ? this.buckets.take(webhookId, perMinute) : 0;
       if (waitMs > 0) {
         this.pumps.set(webhookId, setTimeout(() => void this.pump(webhookId, team), waitMs));
         return;
       }
-      const key = queue.shift()!;
-      const name = keyOf(key);
+      const [name, key] = queue.entries().next().value as [string, Key];
+      queue.delete(name);
       if (this.inFlight.has(name)) continue;
       const run = this.attempt(key)
         .then(() => void this.unrecorded.delete(name))
