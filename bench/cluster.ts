@@ -33,9 +33,9 @@ const env = (name: string, fallback: number) => Number(process.env[name] ?? fall
 const THROUGHPUT_N = env('BENCH_THROUGHPUT_N', 500);
 const TOTAL = env('BENCH_TOTAL', 10_000);
 const CONCURRENCY = env('BENCH_CONCURRENCY', 20);
-const WORKERS = env('BENCH_WORKERS', 16);
-/** A second API row with this many workers per controller (0: none), to see whether workers are the limit (4: the default before issue 16). */
-const MORE_WORKERS = env('BENCH_MORE_WORKERS', 4);
+const WORKERS = env('BENCH_WORKERS', 4);
+/** A second API row with this many workers per controller (0: none), to see whether workers are the limit. */
+const MORE_WORKERS = env('BENCH_MORE_WORKERS', 16);
 const SIM_DELAY_MS = env('BENCH_SIM_DELAY_MS', 50);
 const SETTLE_S = env('BENCH_SETTLE_S', 10);
 const WAIT_TIMEOUT_S = env('BENCH_WAIT_TIMEOUT_S', 600);
