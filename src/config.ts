@@ -527,7 +527,7 @@ export function loadConfig(env: Env = process.env): Config {
     backendDrainMs: int(env, 'CLOUDPLANE_BACKEND_DRAIN_SECONDS', 30, 0) * 1000,
     tunnelCounterIntervalMs: int(env, 'CLOUDPLANE_VPN_COUNTER_INTERVAL_SECONDS', 30, 1, 86_400) * 1000,
     resyncMs: int(env, 'CLOUDPLANE_RESYNC_SECONDS', 30, 1) * 1000,
-    workersPerController: int(env, 'CLOUDPLANE_WORKERS', 16, 1, 64),
+    workersPerController: int(env, 'CLOUDPLANE_WORKERS', 4, 1, 64),
     regions: list(env, 'CLOUDPLANE_REGIONS', DEFAULT_REGIONS),
     unavailableRegions: list(env, 'CLOUDPLANE_REGIONS_UNAVAILABLE', []),
     vpcCidr: cidr(env, 'CLOUDPLANE_VPC_CIDR', '10.10.0.0/16'),
