@@ -18,7 +18,8 @@ import { CoreV1Api, CustomObjectsApi, KubeConfig, Watch } from '@kubernetes/clie
 import { createLogger } from '../src/logger';
 import { CollectionWatcher, KubeObject } from '../src/store/kubernetes/watcher';
 import { GROUP, namespaceOfTeam, VERSION } from '../src/store/kubernetes/names';
-import { installCrds, kubeConfigOf } from '../test/helpers/cluster';
+import { installCrds } from '../test/helpers/cluster';
+import { KeepAliveKubeConfig } from '../src/store/kubernetes/keep-alive-config';
 import { KubeApiServer, startKubeApiServer } from '../test/helpers/kube-apiserver';
 import type { Measurement, OperatorReply, OperatorRequest } from './cluster-operator';
 import { machine, writeResults } from './report';
@@ -38,6 +39,13 @@ const MORE_WORKERS = env('BENCH_MORE_WORKERS', 16);
 const SIM_DELAY_MS = env('BENCH_SIM_DELAY_MS', 50);
 const SETTLE_S = env('BENCH_SETTLE_S', 10);
 const WAIT_TIMEOUT_S = env('BENCH_WAIT_TIMEOUT_S', 600);
+/**
+ * Which parts run (comma-separated): baseline (the API server alone), api, cr, more (the
+ * API row with BENCH_MORE_WORKERS), bulk (which the memory and restart sections need).
+ */
+const ROWS = new Set((process.env.BENCH_ROWS ?? 'baseline,api,cr,more,bulk').split(',').map((r) => r.trim()));
+/** A directory: the operator runs with --cpu-prof and writes its profiles there. */
+const CPU_PROF_DIR = process.env.BENCH_CPU_PROF_DIR;
 
 const log = (line: string) => process.stdout.write(`[${new Date().toISOString().slice(11, 19)}] ${line}\n`);
 const sleep = (ms: number) => new Promise((resolve) => setTimeout(resolve, ms));
@@ -52,7 +60,7 @@ class Operator {
 
   static async start(mode: 'service' | 'store', environment: Record<string, string>): Promise<Operator> {
     const child = fork(path.join(__dirname, 'cluster-operator.js'), [mode], {
-      execArgv: ['--expose-gc'],
+      execArgv: ['--expose-gc', ...(CPU_PROF_DIR ? ['--cpu-prof', `--cpu-prof-dir=${CPU_PROF_DIR}`] : [])],
       env: { PATH: process.env.PATH ?? '', ...environment },
       stdio: ['ignore', 'inherit', 'inherit', 'ipc'],
     });
@@ -204,14 +212,18 @@ interface ThroughputResult {
   creates_per_s: number;
   first_create_to_last_running_s: number;
   running_per_s: number;
+  /** running_per_s over the baseline's rate of the same run (null without a baseline row). */
+  ratio_to_baseline: number | null;
   latency_s: { p50: number; p99: number; max: number };
+  /** Creates the service shed (503) and the load generator sent again, over the whole run so far. */
+  shed_503_so_far?: number;
 }
 
 /**
  * Creates `count` load balancers with `create` (which returns the custom resource's name)
  * and measures from the first create to the last one running.
  */
-async function throughput(how: string, workers: number, count: number, tracker: RunningTracker, create: (i: number) => Promise<string>): Promise<ThroughputResult> {
+async function throughput(how: string, workers: number, count: number, tracker: RunningTracker, create: (i: number) => Promise<string>, base: BaselineResult | null): Promise<ThroughputResult> {
   log(`${how}, ${workers} workers: creating ${count} load balancers, ${CONCURRENCY} at a time...`);
   const sentAt = new Map<string, number>();
   const start = performance.now();
@@ -239,9 +251,43 @@ async function throughput(how: string, workers: number, count: number, tracker: 
     creates_per_s: round(count / ((created - start) / 1000)),
     first_create_to_last_running_s: round(span, 2),
     running_per_s: round(latencies.length / span),
+    ratio_to_baseline: base ? round(latencies.length / span / base.per_s, 3) : null,
     latency_s: { p50: round(percentile(latencies, 50), 2), p99: round(percentile(latencies, 99), 2), max: round(latencies[latencies.length - 1] ?? NaN, 2) },
   };
   log(`  ${result.running} running (${result.failed} failed) ${result.first_create_to_last_running_s} s after the first create: ${result.running_per_s}/s; create->running p50 ${result.latency_s.p50} s, p99 ${result.latency_s.p99} s`);
+  return result;
+}
+
+interface BaselineResult {
+  count: number;
+  concurrency: number;
+  span_s: number;
+  per_s: number;
+}
+
+/**
+ * What the same API server does alone: `count` load balancer custom resources created
+ * and given a status (the two writes an API create makes), `CONCURRENCY` at a time, with
+ * no operator running. Made in a namespace of their own and deleted before the operator
+ * starts, so it never sees them.
+ */
+async function baseline(kc: KubeConfig, count: number): Promise<BaselineResult> {
+  const custom = kc.makeApiClient(CustomObjectsApi);
+  const namespace = 'bench-baseline';
+  await ensureNamespace(kc, namespace);
+  log(`baseline: ${count} creates + status writes on the API server alone, ${CONCURRENCY} at a time...`);
+  const start = performance.now();
+  await pool(count, CONCURRENCY, async (i) => {
+    const name = `baseline-${i}`;
+    const created = (await custom.createNamespacedCustomObject({ group: GROUP, version: VERSION, namespace, plural: PLURAL, body: loadBalancerCr(name, namespace) })) as KubeObject;
+    // About the size and shape of the first status the API writes.
+    const status = { status: 'creating', status_reason: null, observed_generation: 1, observed_config: 'baseline', conditions: [], backends: [], deleted_at: null, pending_events: [], updated_at: new Date().toISOString() };
+    await custom.replaceNamespacedCustomObjectStatus({ group: GROUP, version: VERSION, namespace, plural: PLURAL, name, body: { ...created, status } });
+  });
+  const span = (performance.now() - start) / 1000;
+  await custom.deleteCollectionNamespacedCustomObject({ group: GROUP, version: VERSION, namespace, plural: PLURAL });
+  const result = { count, concurrency: CONCURRENCY, span_s: round(span, 2), per_s: round(count / span) };
+  log(`  ${result.per_s}/s (${result.span_s} s)`);
   return result;
 }
 
@@ -265,18 +311,22 @@ interface Report {
   load_average: { before: number[]; after: number[] };
   settings: Record<string, unknown>;
   note: string;
+  baseline: BaselineResult | null;
   throughput: ThroughputResult[];
-  bulk: ThroughputResult;
-  memory: { empty: Memory; full: Memory; after_restart: Memory };
-  restart: { total_load_balancers: number; stop_ms: number; store_sync_ms: number; store_only_memory: Measurement; service_start_ms: number; first_pass_ms: number | null; first_pass_reconciles: number };
+  /** The bulk row, the memory with every load balancer and the restart: only with the bulk row. */
+  bulk: ThroughputResult | null;
+  memory: { empty: Memory; full: Memory | null; after_restart: Memory | null };
+  restart: { total_load_balancers: number; stop_ms: number; store_sync_ms: number; store_only_memory: Measurement; service_start_ms: number; first_pass_ms: number | null; first_pass_reconciles: number } | null;
 }
 
 function markdown(r: Report): string {
   const m = r.machine;
   const load = (l: number[]) => l.map((x) => x.toFixed(2)).join(' / ');
   const tRow = (t: ThroughputResult) =>
-    `| ${t.how} | ${t.workers} | ${t.count} | ${t.running}${t.failed ? ` (${t.failed} failed)` : ''} | ${t.create_s} | ${t.first_create_to_last_running_s} | **${t.running_per_s}** | ${t.latency_s.p50} | ${t.latency_s.p99} | ${t.latency_s.max} |`;
-  const mRow = (name: string, x: Memory) => `| ${name} | ${x.load_balancers} | ${x.rss_mb} | ${x.heap_used_mb} | ${x.heap_total_mb} | ${x.external_mb} | ${x.cpu_percent} |`;
+    `| ${t.how} | ${t.workers} | ${t.count} | ${t.running}${t.failed ? ` (${t.failed} failed)` : ''} | ${t.create_s} | ${t.first_create_to_last_running_s} | **${t.running_per_s}** | ${t.ratio_to_baseline ?? '–'} | ${t.latency_s.p50} | ${t.latency_s.p99} | ${t.latency_s.max} |`;
+  const mRow = (name: string, x: Memory | null) =>
+    x === null ? [] : [ `| ${name} | ${x.load_balancers} | ${x.rss_mb} | ${x.heap_used_mb} | ${x.heap_total_mb} | ${x.external_mb} | ${x.cpu_percent} |`];
+  const b = r.baseline;
   const s = r.settings;
   const rs = r.restart;
   return [
@@ -291,10 +341,14 @@ function markdown(r: Report): string {
     '',
     '## Creating to running',
     '',
-    '| created | workers | load balancers | running | create s | first create → last running s | running/s | create→running p50 s | p99 s | max s |',
-    '|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|',
+    b
+      ? `Baseline, the same API server alone (no operator): ${b.count} load balancer custom resources created and given a status, ${b.concurrency} at a time, in ${b.span_s} s: **${b.per_s}/s**. The ratio column is running/s over it.`
+      : 'No baseline row in this run (BENCH_ROWS).',
+    '',
+    '| created | workers | load balancers | running | create s | first create → last running s | running/s | ratio to baseline | create→running p50 s | p99 s | max s |',
+    '|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|',
     ...r.throughput.map(tRow),
-    tRow(r.bulk),
+    ...(r.bulk ? [tRow(r.bulk)] : []),
     '',
     'Custom resources made without the API are adopted first (src/controllers/adoption.ts: the create rules, the defaults, the first status), a write the API makes with the create; the work queue is first in, first out, so in the bulk row all are adopted before the first is provisioned.',
     '',
@@ -304,17 +358,21 @@ function markdown(r: Report): string {
     '',
     '| when | load balancers | RSS MB | V8 heap used MB | heap total MB | external MB | CPU % of one core |',
     '|---|---:|---:|---:|---:|---:|---:|',
-    mRow('fresh start, empty cluster', r.memory.empty),
-    mRow(`after creating ${r.memory.full.load_balancers}`, r.memory.full),
-    mRow('restarted with them', r.memory.after_restart),
+    ...mRow('fresh start, empty cluster', r.memory.empty),
+    ...mRow(`after creating ${r.memory.full?.load_balancers}`, r.memory.full),
+    ...mRow('restarted with them', r.memory.after_restart),
     '',
-    `## Restart with ${rs.total_load_balancers} load balancers`,
-    '',
-    `- graceful stop of the operator (Lease released): ${Math.round(rs.stop_ms)} ms`,
-    `- the store alone, list + watch of every collection into the cache: **${Math.round(rs.store_sync_ms)} ms** (heap used ${rs.store_only_memory.heap_used_mb} MB, RSS ${rs.store_only_memory.rss_mb} MB)`,
-    `- the whole service (store sync, Lease, reconcilers queued, API listening): **${Math.round(rs.service_start_ms)} ms**`,
-    `- until ${rs.total_load_balancers} reconcile passes of LoadBalancer had run, from the same start: ${rs.first_pass_ms === null ? `not reached (${rs.first_pass_reconciles} passes)` : `${Math.round(rs.first_pass_ms)} ms`} (a pass over a running load balancer without backends writes nothing)`,
-    '',
+    ...(rs
+      ? [
+          `## Restart with ${rs.total_load_balancers} load balancers`,
+          '',
+          `- graceful stop of the operator (Lease released): ${Math.round(rs.stop_ms)} ms`,
+          `- the store alone, list + watch of every collection into the cache: **${Math.round(rs.store_sync_ms)} ms** (heap used ${rs.store_only_memory.heap_used_mb} MB, RSS ${rs.store_only_memory.rss_mb} MB)`,
+          `- the whole service (store sync, Lease, reconcilers queued, API listening): **${Math.round(rs.service_start_ms)} ms**`,
+          `- until ${rs.total_load_balancers} reconcile passes of LoadBalancer had run, from the same start: ${rs.first_pass_ms === null ? `not reached (${rs.first_pass_reconciles} passes)` : `${Math.round(rs.first_pass_ms)} ms`} (a pass over a running load balancer without backends writes nothing)`,
+          '',
+        ]
+      : ['No bulk row in this run (BENCH_ROWS): no memory with every load balancer, no restart.', '']),
     'See bench/README.md.',
     '',
   ].join('\n');
@@ -331,14 +389,14 @@ async function ensureNamespace(kc: KubeConfig, name: string): Promise<void> {
 
 async function main(): Promise<void> {
   // The three throughput rows create THROUGHPUT_N each; the bulk row makes up the rest.
-  if (TOTAL <= 3 * THROUGHPUT_N) throw new Error(`BENCH_TOTAL (${TOTAL}) must be more than the ${3 * THROUGHPUT_N} load balancers the throughput rows create`);
+  if (ROWS.has('bulk') && TOTAL <= 3 * THROUGHPUT_N) throw new Error(`BENCH_TOTAL (${TOTAL}) must be more than the ${3 * THROUGHPUT_N} load balancers the throughput rows create`);
   const startedAt = new Date();
   const t0 = performance.now();
   const loadBefore = os.loadavg();
   // Before anything else: what dist/ was just built from (others may commit during the run).
   const source = sourceState();
-  // The helper finds the build script relative to its source; from dist/ it would not.
-  process.env.KUBE_APISERVER_BIN ??= execFileSync(path.join(REPO, 'scripts/build-kube-apiserver.sh'), { encoding: 'utf8', stdio: ['ignore', 'pipe', 'inherit'] }).trim();
+  // The test helper finds the build script relative to its source; from dist/ it would not.
+  process.env.KUBE_APISERVER_BIN ??= execFileSync(path.join(REPO, 'scripts/build-kube-component.sh'), ['kube-apiserver'], { encoding: 'utf8', stdio: ['ignore', 'pipe', 'inherit'] }).trim();
   const kubeVersion = path.basename(path.dirname(process.env.KUBE_APISERVER_BIN)).replace('kube-apiserver-', '');
 
   log('starting etcd + kube-apiserver and installing the CRDs...');
@@ -348,8 +406,11 @@ async function main(): Promise<void> {
   let tracker: RunningTracker | undefined;
   try {
     await installCrds(server);
-    const kc = kubeConfigOf(server);
+    // Keep-alive like the operator's (src/store/index.ts), so the baseline is the API server's best.
+    const kc = new KeepAliveKubeConfig();
+    kc.loadFromString(server.kubeconfigYaml);
     const custom = kc.makeApiClient(CustomObjectsApi);
+    const base = ROWS.has('baseline') ? await baseline(kc, THROUGHPUT_N) : null;
     const operatorEnv: Record<string, string> = {
       CLOUDPLANE_PORT: '0',
       CLOUDPLANE_HOST: '127.0.0.1',
@@ -362,7 +423,9 @@ async function main(): Promise<void> {
       CLOUDPLANE_STORE: 'kubernetes',
       CLOUDPLANE_KUBECONFIG: server.kubeconfigPath,
       CLOUDPLANE_SYSTEM_NAMESPACE: SYSTEM_NAMESPACE,
-      CLOUDPLANE_JOB_DRIVER: 'simulated',
+      // Every family's driver simulated (in cluster mode load balancers would otherwise be
+      // HAProxy Deployments and Services): the figures are the operator's, not a provider's.
+      CLOUDPLANE_PROVIDER: 'simulated',
       CLOUDPLANE_SIM_DELAY_MS: String(SIM_DELAY_MS),
       CLOUDPLANE_WORKERS: String(WORKERS),
     };
@@ -383,11 +446,19 @@ async function main(): Promise<void> {
     const empty: Memory = { ...(await operator.settled(SETTLE_S)), load_balancers: tracker.seen.size };
 
     const createViaApi = async (i: number) => {
-      const res = await fetch(`${url}/api/v1/load-balancers`, {
-        method: 'POST',
-        headers: { authorization: `Bearer ${KEY}`, 'content-type': 'application/json' },
-        body: JSON.stringify({ name: `api-${i}`, region: 'fra1' }),
-      });
+      let res: Response;
+      for (;;) {
+        res = await fetch(`${url}/api/v1/load-balancers`, {
+          method: 'POST',
+          headers: { authorization: `Bearer ${KEY}`, 'content-type': 'application/json' },
+          body: JSON.stringify({ name: `api-${i}`, region: 'fra1' }),
+        });
+        // Load shedding (503 service_overloaded): a client waits and sends it again.
+        if (res.status !== 503) break;
+        shed++;
+        await res.text();
+        await sleep(1000);
+      }
       if (res.status !== 201) throw new Error(`POST /api/v1/load-balancers answered ${res.status}: ${await res.text()}`);
       return ((await res.json()) as { data: { id: string } }).data.id.replace('_', '-');
     };
@@ -398,35 +469,52 @@ async function main(): Promise<void> {
     };
 
     const results: ThroughputResult[] = [];
-    results.push(await throughput('through the API (POST)', WORKERS, THROUGHPUT_N, tracker, createViaApi));
-    results.push(await throughput('as custom resources (kubectl-style, adopted)', WORKERS, THROUGHPUT_N, tracker, createCr('cr')));
-    if (MORE_WORKERS > 0) {
+    let shed = 0;
+    // API-made ids are unique; custom resources made by hand need a prefix of their own per row.
+    if (ROWS.has('api')) results.push({ ...(await throughput('through the API (POST)', WORKERS, THROUGHPUT_N, tracker, createViaApi, base)), shed_503_so_far: shed });
+    if (ROWS.has('cr')) results.push(await throughput('as custom resources (kubectl-style, adopted)', WORKERS, THROUGHPUT_N, tracker, createCr('cr'), base));
+    if (ROWS.has('more') && MORE_WORKERS > 0) {
       await operator.stop();
       operator = await startOperator('service', MORE_WORKERS);
       url = operator.ready.url!;
-      results.push(await throughput('through the API (POST)', MORE_WORKERS, THROUGHPUT_N, tracker, createViaApi));
+      results.push({ ...(await throughput('through the API (POST)', MORE_WORKERS, THROUGHPUT_N, tracker, createViaApi, base)), shed_503_so_far: shed });
       await operator.stop();
       operator = await startOperator('service');
       url = operator.ready.url!;
     }
-    const bulkCount = TOTAL - tracker.seen.size;
-    const bulk = await throughput(`as custom resources, in bulk up to ${TOTAL}`, WORKERS, bulkCount, tracker, createCr('bulk'));
+    let bulk: ThroughputResult | null = null;
+    let full: Memory | null = null;
+    let afterRestart: Memory | null = null;
+    let restart: Report['restart'] = null;
+    if (ROWS.has('bulk')) {
+      const bulkCount = TOTAL - tracker.seen.size;
+      bulk = await throughput(`as custom resources, in bulk up to ${TOTAL}`, WORKERS, bulkCount, tracker, createCr('bulk'), base);
 
-    log(`measuring the operator with ${tracker.seen.size} load balancers (${SETTLE_S} s)...`);
-    const full: Memory = { ...(await operator.settled(SETTLE_S)), load_balancers: tracker.seen.size };
+      log(`measuring the operator with ${tracker.seen.size} load balancers (${SETTLE_S} s)...`);
+      full = { ...(await operator.settled(SETTLE_S)), load_balancers: tracker.seen.size };
 
-    log('restart: stopping the operator...');
-    const stopMs = await operator.stop();
-    log('timing the store alone...');
-    const storeOnly = await startOperator('store');
-    const storeMemory = await storeOnly.measure();
-    await storeOnly.stop();
-    log('starting the operator again...');
-    operator = await startOperator('service');
-    const firstPass = await operator.reconciled('LoadBalancer', tracker.seen.size, 180_000);
-    log(`  started in ${Math.round(operator.ready.start_ms)} ms; ${firstPass.passes} reconcile passes at ${Math.round(firstPass.ms_since_start ?? NaN)} ms`);
-    log(`measuring the restarted operator (${SETTLE_S} s)...`);
-    const afterRestart: Memory = { ...(await operator.settled(SETTLE_S)), load_balancers: tracker.seen.size };
+      log('restart: stopping the operator...');
+      const stopMs = await operator.stop();
+      log('timing the store alone...');
+      const storeOnly = await startOperator('store');
+      const storeMemory = await storeOnly.measure();
+      await storeOnly.stop();
+      log('starting the operator again...');
+      operator = await startOperator('service');
+      const firstPass = await operator.reconciled('LoadBalancer', tracker.seen.size, 180_000);
+      log(`  started in ${Math.round(operator.ready.start_ms)} ms; ${firstPass.passes} reconcile passes at ${Math.round(firstPass.ms_since_start ?? NaN)} ms`);
+      log(`measuring the restarted operator (${SETTLE_S} s)...`);
+      afterRestart = { ...(await operator.settled(SETTLE_S)), load_balancers: tracker.seen.size };
+      restart = {
+        total_load_balancers: tracker.seen.size,
+        stop_ms: stopMs,
+        store_sync_ms: storeOnly.ready.start_ms,
+        store_only_memory: storeMemory,
+        service_start_ms: operator.ready.start_ms,
+        first_pass_ms: firstPass.ms_since_start,
+        first_pass_reconciles: firstPass.passes,
+      };
+    }
     await operator.stop();
 
     const report: Report = {
@@ -443,6 +531,7 @@ async function main(): Promise<void> {
         concurrency: CONCURRENCY,
         throughput_n: THROUGHPUT_N,
         total: TOTAL,
+        rows: [...ROWS],
         settle_s: SETTLE_S,
         wait_timeout_s: WAIT_TIMEOUT_S,
         resource: 'LoadBalancer (no backends)',
@@ -450,18 +539,11 @@ async function main(): Promise<void> {
       note:
         process.env.BENCH_NOTE ??
         'Run on a shared 2-CPU machine, with etcd, kube-apiserver, the operator and the load generator all on it and other engineers\' processes beside them (see the load averages): orders of magnitude, not the ceiling of the hardware.',
+      baseline: base,
       throughput: results,
       bulk,
       memory: { empty, full, after_restart: afterRestart },
-      restart: {
-        total_load_balancers: tracker.seen.size,
-        stop_ms: stopMs,
-        store_sync_ms: storeOnly.ready.start_ms,
-        store_only_memory: storeMemory,
-        service_start_ms: operator.ready.start_ms,
-        first_pass_ms: firstPass.ms_since_start,
-        first_pass_reconciles: firstPass.passes,
-      },
+      restart,
     };
     report.load_average.after = os.loadavg();
     report.duration_s = round((performance.now() - t0) / 1000);

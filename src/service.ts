@@ -147,7 +147,7 @@ function leaderWork({ store, bus, drivers, writer, agent, usage, config, logger 
         const relay = new OutboxRelay(store, bus, families.map((f) => f.kind), logger);
         await relay.start();
         started.push(relay);
-        for (const reconciler of buildReconcilers({ store, writer, drivers, config })) {
+        for (const reconciler of buildReconcilers({ store, writer, drivers, config, outbox: relay })) {
           const controller = new Controller(store, reconciler, { workers: config.workersPerController, resyncMs: config.resyncMs, logger });
           await controller.start();
           started.push(controller);

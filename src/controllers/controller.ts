@@ -5,7 +5,8 @@
  * what it should be, so a crash at any line is repaired by the next pass.
  */
 import type { Logger } from 'pino';
-import type { Store, StoredObject } from '../store/types';
+import type { Store, StoredObject, WatchEvent } from '../store/types';
+import { sameJson } from '../lib/canonical-json';
 import { WorkQueue } from './work-queue';
 import { reconcileCounter, reconcileDuration } from '../metrics';
 
@@ -30,6 +31,22 @@ export interface ControllerOptions {
 
 const keyOf = (object: StoredObject<unknown, unknown>) => `${object.meta.team}/${object.meta.id}`;
 
+const withoutOutbox = ({ pending_events: _p, updated_at: _u, ...rest }: Record<string, unknown>) => rest;
+
+/**
+ * A change no reconciler acts on: the outbox relay took published events out of the
+ * status, and nothing else changed. Each state change brought one of these, and each
+ * queued a pass that found nothing to do.
+ */
+export function outboxOnlyChange({ type, object, previous }: WatchEvent): boolean {
+  if (type !== 'modified' || !previous) return false;
+  const [now, before] = [object.meta, previous.meta];
+  if (now.generation !== before.generation || now.deletionTimestamp !== before.deletionTimestamp || now.paused !== before.paused) return false;
+  if (!sameJson(now.labels ?? {}, before.labels ?? {}) || !sameJson(object.spec ?? null, previous.spec ?? null)) return false;
+  const [status, prior] = [object.status as Record<string, unknown> | undefined, previous.status as Record<string, unknown> | undefined];
+  return status !== undefined && prior !== undefined && sameJson(withoutOutbox(status), withoutOutbox(prior));
+}
+
 export class Controller {
   private readonly queue = new WorkQueue();
   private readonly workers: Promise<void>[] = [];
@@ -47,7 +64,7 @@ export class Controller {
 
   async start(): Promise<void> {
     this.unwatch = this.store.watch((event) => {
-      if (event.object.meta.kind === this.reconciler.kind && event.type !== 'deleted') this.queue.add(keyOf(event.object));
+      if (event.object.meta.kind === this.reconciler.kind && event.type !== 'deleted' && !outboxOnlyChange(event)) this.queue.add(keyOf(event.object));
     });
     this.unwatchExternal = this.reconciler.watchExternal?.((team, id) => this.enqueue(team, id)) ?? null;
     await this.resync();

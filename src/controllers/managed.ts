@@ -24,6 +24,8 @@ import { sameJson } from '../lib/canonical-json';
 import { nowIso } from '../lib/time';
 import type { ReconcileResult, Reconciler } from './controller';
 import type { ConnectionDetails } from './connection-details';
+import type { PublishedEvents } from '../events/outbox-relay';
+import type { CloudEvent } from '../events/types';
 
 export type Driven = Resource<Record<string, any>, DrivenStatus & Record<string, any>>;
 
@@ -88,6 +90,8 @@ export class ManagedReconciler implements Reconciler {
     private readonly retentionMs: number,
     /** Cluster mode: where connection details are published (writeConnectionSecretToRef). */
     private readonly connectionDetails?: ConnectionDetails,
+    /** The outbox relay: events it has published leave the outbox with this reconciler's next write. */
+    private readonly outbox?: PublishedEvents,
   ) {
     this.kind = binding.family.kind;
   }
@@ -212,15 +216,30 @@ export class ManagedReconciler implements Reconciler {
     await this.write(resource, { ...done, external: undefined }, SYSTEM);
   }
 
-  /** Writes status changes; skipped if the resource moved on (another state, a deletion) since it was read. */
+  /**
+   * Writes status changes; skipped if the resource moved on (another state, a deletion) since
+   * it was read. Events of the outbox already on the bus leave it in the same write, which
+   * spares the relay a write of its own (outbox-relay.ts).
+   */
   private write(resource: Driven, changes: Record<string, unknown>, actor: string): Promise<Driven> {
     const { meta } = resource;
     return this.writer.mutateStatus<Driven>(
       this.binding.family,
       meta.team,
       meta.id,
-      (latest) => (latest.status.status === resource.status.status && Boolean(latest.meta.deletionTimestamp) === Boolean(meta.deletionTimestamp) ? changes : null),
+      (latest) =>
+        latest.status.status === resource.status.status && Boolean(latest.meta.deletionTimestamp) === Boolean(meta.deletionTimestamp)
+          ? { ...changes, ...this.drained(latest) }
+          : null,
       actor,
     );
+  }
+
+  /** The outbox without the events the relay has published, when there are any. */
+  private drained(latest: Driven): { pending_events?: CloudEvent[] } {
+    const pending: CloudEvent[] = latest.status.pending_events ?? [];
+    const outbox = this.outbox;
+    if (!outbox || !pending.some((e) => outbox.isPublished(e.id))) return {};
+    return { pending_events: pending.filter((e) => !outbox.isPublished(e.id)) };
   }
 }

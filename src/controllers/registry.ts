@@ -4,6 +4,7 @@ import type { ResourceWriter } from '../resources/writer';
 import type { Config } from '../config';
 import type { DriverSet } from '../drivers/registry';
 import type { Reconciler } from './controller';
+import type { PublishedEvents } from '../events/outbox-relay';
 import { ManagedReconciler, AnyBinding } from './managed';
 import { loadBalancerBinding } from './load-balancer';
 import { vpnGatewayBinding } from './vpn-gateway';
@@ -30,6 +31,8 @@ export interface ReconcilerDeps {
   writer: ResourceWriter;
   drivers: DriverSet;
   config: Config;
+  /** The outbox relay, whose published events managed resources' status writes take out of the outbox. */
+  outbox?: PublishedEvents;
 }
 
 export function buildReconcilers(deps: ReconcilerDeps): Reconciler[] {
@@ -45,7 +48,7 @@ export function buildReconcilers(deps: ReconcilerDeps): Reconciler[] {
   const cluster = deps.config.kubernetes;
   const connectionDetails = cluster ? new ConnectionDetails(kubeConfigFor(cluster), cluster.systemNamespace, deps.writer) : undefined;
   const reconcilers: Reconciler[] = [
-    ...bindings.map((binding) => new ManagedReconciler(binding, deps.store, deps.writer, deps.config.deletedRetentionMs, connectionDetails)),
+    ...bindings.map((binding) => new ManagedReconciler(binding, deps.store, deps.writer, deps.config.deletedRetentionMs, connectionDetails, deps.outbox)),
     new JobReconciler(deps.store, deps.writer, drivers.job),
     new BackupReconciler(deps.store, deps.writer, drivers.backup),
     new AlertPolicyReconciler(deps.store, deps.writer, deps.config.deletedRetentionMs),

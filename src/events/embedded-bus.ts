@@ -12,7 +12,7 @@
 import fs from 'node:fs';
 import path from 'node:path';
 import type { Logger } from 'pino';
-import { AppendLog, writeFileDurable } from '../store/append-log';
+import { AppendLog } from '../store/append-log';
 import { DataDirHealth } from '../store/data-dir-health';
 import { BackgroundWrite, DEFAULT_RETRY } from '../store/background-write';
 import { eventLogBytes, eventLogEvents } from '../metrics';
@@ -27,6 +27,35 @@ const POSITION_SAVE_INTERVAL_MS = 200;
 const COMPACT_FRACTION = 4;
 
 /** The first record of a log that was compacted. */
+/**
+ * writeFileDurable (append-log.ts) without holding the event loop: the positions are
+ * saved up to five times a second while events flow, and each synchronous fsync stopped
+ * the whole process (the API, the reconcilers) for as long as the disk took.
+ */
+async function writeFileDurableAsync(file: string, content: string): Promise<void> {
+  const tmp = `${file}.tmp`;
+  try {
+    const handle = await fs.promises.open(tmp, 'w', 0o600);
+    try {
+      await handle.writeFile(content);
+      await handle.sync();
+    } finally {
+      await handle.close();
+    }
+    await fs.promises.rename(tmp, file);
+  } catch (err) {
+    // The directory refuses this too; the next attempt overwrites the file.
+    await fs.promises.rm(tmp, { force: true }).catch(() => undefined);
+    throw err;
+  }
+  const dir = await fs.promises.open(path.dirname(file), 'r');
+  try {
+    await dir.sync();
+  } finally {
+    await dir.close();
+  }
+}
+
 interface LogHeader {
   header: { base: number };
 }
@@ -83,7 +112,7 @@ export class EmbeddedEventBus implements EventBus {
     this.log = new AppendLog(path.join(dataDir, 'events.log'));
     this.positionsFile = path.join(dataDir, 'events.consumers.json');
     this.health = options.health ?? new DataDirHealth(dataDir, options.logger);
-    this.positionsWrite = new BackgroundWrite('events.positions', () => writeFileDurable(this.positionsFile, JSON.stringify(this.positions)), this.health);
+    this.positionsWrite = new BackgroundWrite('events.positions', () => writeFileDurableAsync(this.positionsFile, JSON.stringify(this.positions)), this.health);
     this.appendRecovery = new BackgroundWrite('events.log', () => this.health.probe(), this.health);
     const { retentionMs } = options;
     this.retention =

@@ -2,6 +2,12 @@
  * Moves the events in resources' outboxes (status.pending_events) onto the bus, then
  * removes them from the outbox. The bus ignores an event id it already has, so a crash
  * after publishing but before the removal re-publishes harmlessly.
+ *
+ * Events are published as soon as their write is seen; their removal waits `drainDelayMs`.
+ * A reconciler that writes the object meanwhile (the next step of its lifecycle) leaves
+ * out of its write the events this relay has published (`isPublished`), so one write does
+ * both and the relay's own removal, a second write per state change that also raced the
+ * reconciler's for the resourceVersion, is mostly not needed.
  */
 import type { Logger } from 'pino';
 import type { Store, StoredObject } from '../store/types';
@@ -21,25 +27,50 @@ type WithOutbox = StoredObject<unknown, { pending_events?: CloudEvent[] }>;
 const RELAY_WORKERS = 8;
 /** Lost races with other writers of an object before its relay goes back to the queue, with backoff. */
 const MAX_CONFLICTS_PER_PASS = 10;
+/** How long published events may wait in an outbox for another write to take them out. */
+export const DRAIN_DELAY_MS = 2_000;
+
+export interface OutboxRelayOptions {
+  drainDelayMs?: number;
+}
+
+/** What a writer of an object's status needs from the relay: whether an event of its outbox is on the bus. */
+export interface PublishedEvents {
+  isPublished(eventId: string): boolean;
+}
 
 const hasPending = (object: StoredObject<unknown, unknown>) =>
   ((object as WithOutbox).status?.pending_events?.length ?? 0) > 0;
 
-export class OutboxRelay {
+export class OutboxRelay implements PublishedEvents {
   private readonly queue = new WorkQueue({ baseMs: 200, maxMs: 30_000 });
   private unwatch: (() => void) | null = null;
   private workers: Promise<void[]> | null = null;
+  /** Object key -> ids of its events on the bus that may still be in its outbox. */
+  private readonly published = new Map<string, Set<string>>();
+  private readonly publishedIds = new Set<string>();
+  /** Object key -> when its published events are removed by the relay itself. */
+  private readonly drainAt = new Map<string, number>();
+  private readonly drainDelayMs: number;
 
   constructor(
     private readonly store: Store,
     private readonly bus: EventBus,
     private readonly kinds: string[],
     private readonly logger: Logger,
-  ) {}
+    options: OutboxRelayOptions = {},
+  ) {
+    this.drainDelayMs = options.drainDelayMs ?? DRAIN_DELAY_MS;
+  }
+
+  isPublished(eventId: string): boolean {
+    return this.publishedIds.has(eventId);
+  }
 
   async start(): Promise<void> {
     this.unwatch = this.store.watch((event) => {
-      if (event.type !== 'deleted' && hasPending(event.object)) this.queue.add(this.keyOf(event.object));
+      if (event.type === 'deleted') this.forget(this.keyOf(event.object));
+      else if (hasPending(event.object)) this.queue.add(this.keyOf(event.object));
     });
     for (const kind of this.kinds) {
       for (const object of await this.store.list(kind)) if (hasPending(object)) this.queue.add(this.keyOf(object));
@@ -51,10 +82,39 @@ export class OutboxRelay {
     this.unwatch?.();
     this.queue.shutDown();
     await this.workers;
+    // A graceful stop leaves no published event waiting in an outbox for a write that will not come.
+    for (const key of [...this.drainAt.keys()]) {
+      await this.relay(key, true).catch((err: Error) => this.logger.warn({ err, key }, 'could not take published events out of an outbox on stop; the next leader will'));
+    }
   }
 
   private keyOf(object: StoredObject<unknown, unknown>): string {
     return `${object.meta.kind}/${object.meta.team}/${object.meta.id}`;
+  }
+
+  private markPublished(key: string, eventId: string): void {
+    let ids = this.published.get(key);
+    if (!ids) this.published.set(key, (ids = new Set()));
+    ids.add(eventId);
+    this.publishedIds.add(eventId);
+  }
+
+  /** Keeps of an object's published ids only those still in its outbox. */
+  private prune(key: string, pending: CloudEvent[]): void {
+    const ids = this.published.get(key);
+    if (!ids) return;
+    const still = new Set(pending.map((e) => e.id));
+    for (const id of ids) {
+      if (still.has(id)) continue;
+      ids.delete(id);
+      this.publishedIds.delete(id);
+    }
+    if (ids.size === 0) this.published.delete(key);
+  }
+
+  private forget(key: string): void {
+    this.prune(key, []);
+    this.drainAt.delete(key);
   }
 
   private async work(): Promise<void> {
@@ -73,28 +133,38 @@ export class OutboxRelay {
     }
   }
 
-  private async relay(key: string): Promise<void> {
+  /** `now`: take the published events out at once, without waiting for another write. */
+  private async relay(key: string, now = false): Promise<void> {
     const [kind, team, id] = key.split('/');
-    // Published in this pass: a removal that lost a race to another writer (a resource
-    // updated many times a second) is retried without publishing the same events again,
-    // which made each retry cost the whole outbox and counted every event many times.
-    const published = new Set<string>();
     for (let conflicts = 0; ; ) {
       const object = (await this.store.get(kind, team, id)) as WithOutbox | undefined;
       const pending = object?.status.pending_events ?? [];
-      if (!object || pending.length === 0) return;
+      this.prune(key, pending);
+      if (!object || pending.length === 0) return this.forget(key);
+      // Each event once: a removal that lost a race to another writer (a resource updated
+      // many times a second) is retried without publishing the same events again.
       for (const event of pending) {
-        if (published.has(event.id)) continue;
+        if (this.publishedIds.has(event.id)) continue;
         await this.bus.publish(event);
-        published.add(event.id);
+        this.markPublished(key, event.id);
         eventsPublished.inc({ type: event.type });
       }
+      // Another write of the object may take them out meanwhile; if none does, this pass's timer does.
+      const due = this.drainAt.get(key) ?? Date.now() + this.drainDelayMs;
+      if (!now && Date.now() < due) {
+        this.drainAt.set(key, due);
+        this.queue.addAfter(key, due - Date.now());
+        return;
+      }
+      const published = this.published.get(key) ?? new Set<string>();
       try {
         // Only the published events leave the outbox; any added meanwhile stay for the next pass.
         const latest = (await this.store.get(kind, team, id)) as WithOutbox | undefined;
         if (!latest) return;
         const remaining = (latest.status.pending_events ?? []).filter((e) => !published.has(e.id));
         await this.store.updateStatus({ ...latest, status: { ...latest.status, pending_events: remaining } });
+        this.prune(key, remaining);
+        this.drainAt.delete(key);
         if (remaining.length === 0) return;
       } catch (err) {
         if (err instanceof NotFoundError) return;

@@ -6,13 +6,15 @@ import { families } from '../resources/registry';
 import { EmbeddedStore, EmbeddedStoreOptions } from './embedded';
 import type { DataDirHealth } from './data-dir-health';
 import { KubernetesStore } from './kubernetes/store';
+import { KeepAliveKubeConfig } from './kubernetes/keep-alive-config';
 import type { Store, StoredObject } from './types';
 import type { ListedKind } from './list-index';
 import type { AnyFamily } from '../resources/family';
 import { holdsQuota } from '../resources/quota';
 
 export function kubeConfigFor(config: NonNullable<Config['kubernetes']>): KubeConfig {
-  const kc = new KubeConfig();
+  // Keep-alive: one connection per concurrent call, not a TLS handshake per call.
+  const kc = new KeepAliveKubeConfig();
   // A kubeconfig file when given (or KUBECONFIG / ~/.kube/config), else the pod's service account.
   if (config.kubeconfigPath) kc.loadFromFile(config.kubeconfigPath);
   else kc.loadFromDefault();

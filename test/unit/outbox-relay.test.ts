@@ -39,13 +39,17 @@ class LosingStore extends EmbeddedStore {
   /** Status writes still to lose, then win. */
   loseNext = 0;
   lost = 0;
+  /** Status writes that went through. */
+  written = 0;
   override async updateStatus<S, St>(object: StoredObject<S, St>): Promise<StoredObject<S, St>> {
     if (this.losing || this.loseNext > 0) {
       this.loseNext = Math.max(0, this.loseNext - 1);
       this.lost++;
       throw new ConflictError(object.meta.kind, object.meta.id);
     }
-    return super.updateStatus(object);
+    const written = await super.updateStatus(object);
+    this.written++;
+    return written;
   }
 }
 
@@ -70,7 +74,8 @@ describe('OutboxRelay', () => {
     await store.start();
     bus = new GatedBus(path.join(dir, 'bus'));
     await bus.start();
-    relay = new OutboxRelay(store, bus, [KIND], pino({ level: 'silent' }));
+    // These take published events out at once; the deferred removal has tests of its own below.
+    relay = new OutboxRelay(store, bus, [KIND], pino({ level: 'silent' }), { drainDelayMs: 0 });
   });
   afterEach(async () => {
     for (const release of bus.held.values()) release();
@@ -140,5 +145,51 @@ describe('OutboxRelay', () => {
     expect(await published()).toEqual(pending.map((e) => e.id));
     // Each retry used to publish the whole outbox again (and count it again in the metric).
     expect(pending.map((e) => bus.calls.get(e.id))).toEqual([1, 1, 1]);
+  });
+
+  it('leaves published events to the object\'s next write, which takes them out with its own change: no write of the relay\'s', async () => {
+    // Longer than any test runs: only another write can empty this outbox.
+    relay = new OutboxRelay(store, bus, [KIND], pino({ level: 'silent' }), { drainDelayMs: 600_000 });
+    const created = event('bkt_next', 'bucket.created');
+    await store.create({ meta: { kind: KIND, id: 'bkt_next', team: TEAM }, spec: {}, status: { state: 'creating', pending_events: [created] } });
+    await relay.start();
+    await until(async () => (await published()).includes(created.id));
+    expect(relay.isPublished(created.id)).toBe(true);
+    expect(await outboxOf('bkt_next')).toEqual([created]);
+
+    // The next step of the lifecycle, as a reconciler writes it: what the relay published leaves, its own event joins.
+    const available = event('bkt_next', 'bucket.available');
+    const current = (await store.get(KIND, TEAM, 'bkt_next'))!;
+    const outbox = (current.status as { pending_events: CloudEvent[] }).pending_events;
+    await store.updateStatus({ ...current, status: { state: 'available', pending_events: [...outbox.filter((e) => !relay.isPublished(e.id)), available] } });
+    await until(async () => (await published()).includes(available.id));
+
+    expect(await outboxOf('bkt_next')).toEqual([available]);
+    expect(store.written).toBe(1);
+    expect(await published()).toEqual([created.id, available.id]);
+    expect([created, available].map((e) => bus.calls.get(e.id))).toEqual([1, 1]);
+  });
+
+  it('takes published events out itself once the delay has passed without another write', async () => {
+    relay = new OutboxRelay(store, bus, [KIND], pino({ level: 'silent' }), { drainDelayMs: 200 });
+    const pending = [event('bkt_idle', 'bucket.created'), event('bkt_idle', 'bucket.available')];
+    await store.create({ meta: { kind: KIND, id: 'bkt_idle', team: TEAM }, spec: {}, status: { pending_events: pending } });
+    await relay.start();
+    await until(async () => (await outboxOf('bkt_idle')).length === 0);
+    expect(store.written).toBe(1);
+    expect(await published()).toEqual(pending.map((e) => e.id));
+    // Out of the outbox, out of the relay's memory.
+    expect(pending.map((e) => relay.isPublished(e.id))).toEqual([false, false]);
+  });
+
+  it('takes published events out on a graceful stop rather than leave them for a write that will not come', async () => {
+    relay = new OutboxRelay(store, bus, [KIND], pino({ level: 'silent' }), { drainDelayMs: 600_000 });
+    const created = event('bkt_stop', 'bucket.created');
+    await store.create({ meta: { kind: KIND, id: 'bkt_stop', team: TEAM }, spec: {}, status: { pending_events: [created] } });
+    await relay.start();
+    await until(async () => (await published()).includes(created.id));
+    await relay.stop();
+    expect(await outboxOf('bkt_stop')).toEqual([]);
+    expect(await published()).toEqual([created.id]);
   });
 });

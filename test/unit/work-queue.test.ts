@@ -141,6 +141,37 @@ describe('Controller', () => {
     fs.rmSync(dir, { recursive: true, force: true });
   });
 
+  it('queues no pass for a write that only took events out of the outbox; any other change of the status does', async () => {
+    const passes: string[] = [];
+    const reconciler: Reconciler = {
+      kind: 'Widget',
+      async reconcile(_team, id) {
+        passes.push(id);
+      },
+    };
+    const event = { id: 'evt_1', type: 'widget.created' };
+    let widget = await store.create({ ...thing('w'), status: { state: 'a', pending_events: [event] } });
+    // One worker and a first-in, first-out queue: once `marker` has had its pass, any pass the write before it queued has run.
+    controller = new Controller(store, reconciler, { workers: 1, resyncMs: 60_000, logger });
+    await controller.start();
+    const passed = async (id: string, count: number) => {
+      const deadline = Date.now() + 5_000;
+      while (passes.filter((p) => p === id).length < count) {
+        if (Date.now() > deadline) throw new Error(`${id} had ${passes.filter((p) => p === id).length} passes, not ${count}`);
+        await sleep(5);
+      }
+    };
+    await passed('w', 1);
+
+    widget = await store.updateStatus({ ...widget, status: { state: 'a', pending_events: [] } });
+    await store.create(thing('marker'));
+    await passed('marker', 1);
+    expect(passes.filter((p) => p === 'w')).toHaveLength(1);
+
+    await store.updateStatus({ ...widget, status: { state: 'b', pending_events: [] } });
+    await passed('w', 2);
+  });
+
   it('reconciles what exists at start and what the watch reports, never one key in two workers at once', async () => {
     await store.create(thing('existing'));
     const active = new Set<string>();
