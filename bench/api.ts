@@ -68,6 +68,8 @@ interface Scenario {
 
 interface ScenarioResult {
   name: string;
+  /** req/s as a fraction of the bare baseline's in the same run (1 = as fast as a bare Fastify route). */
+  ratio_to_baseline: number;
   method: string;
   path: string;
   connections: number;
@@ -97,6 +99,7 @@ async function run(scenario: Scenario): Promise<ScenarioResult> {
   const round = (n: number) => Math.round(n * 100) / 100;
   return {
     name: scenario.name,
+    ratio_to_baseline: 0,
     method: scenario.method,
     path: scenario.path,
     connections: CONNECTIONS,
@@ -135,11 +138,13 @@ async function precreate(url: string, count: number): Promise<string[]> {
   return ids;
 }
 
+const percent = (ratio: number) => `${(ratio * 100).toFixed(0)} %`;
+
 function markdown(report: { started_at: string; machine: ReturnType<typeof machine>; load_average: { before: number[]; after: number[] }; settings: Record<string, unknown>; note: string; results: ScenarioResult[] }): string {
   const m = report.machine;
   const rows = report.results.map(
     (r) =>
-      `| ${r.name} | \`${r.method} ${r.path}\` | ${r.req_per_s_avg.toFixed(0)} | ${r.latency_ms.p50} | ${r.latency_ms.p97_5} | ${r.latency_ms.p99} | ${r.latency_ms.max} | ${r.errors} | ${r.non_2xx} |`,
+      `| ${r.name} | \`${r.method} ${r.path}\` | ${r.req_per_s_avg.toFixed(0)} | ${percent(r.ratio_to_baseline)} | ${r.latency_ms.p50} | ${r.latency_ms.p97_5} | ${r.latency_ms.p99} | ${r.latency_ms.max} | ${r.errors} | ${r.non_2xx} |`,
   );
   const load = (l: number[]) => l.map((x) => x.toFixed(2)).join(' / ');
   return [
@@ -151,11 +156,11 @@ function markdown(report: { started_at: string; machine: ReturnType<typeof machi
     '',
     `> ${report.note}`,
     '',
-    '| row | request | req/s (avg) | p50 ms | p97.5 ms | p99 ms | max ms | errors | non-2xx |',
-    '|---|---|---:|---:|---:|---:|---:|---:|---:|',
+    '| row | request | req/s (avg) | % of baseline | p50 ms | p97.5 ms | p99 ms | max ms | errors | non-2xx |',
+    '|---|---|---:|---:|---:|---:|---:|---:|---:|---:|',
     ...rows,
     '',
-    'The baseline is a bare Fastify app with one route returning a small JSON object, on the same machine in the same run: the ceiling for any Fastify service here. See bench/README.md.',
+    'The baseline is a bare Fastify app with one route returning a small JSON object, on the same machine in the same run: the ceiling for any Fastify service here; `% of baseline` is each row\'s req/s over the baseline\'s. The two "bare Fastify, same body" rows answer the exact bytes the service answered for one load balancer and for the list of 50, from a bare route: the ceiling for those bodies, without authentication, store, envelope or serialisation. Issue 16 asks for a GET of one resource at >= 70 % and a list of 50 at >= 40 %. See bench/README.md.',
     '',
   ].join('\n');
 }
@@ -178,6 +183,10 @@ async function main(): Promise<void> {
 
   const baseline = Fastify({ logger: false });
   baseline.get('/ping', async () => ({ ok: true, service: 'baseline', version: 1 }));
+  // The bodies the service answers, once known (after the pre-create), from bare routes.
+  const sameBodies: { one?: unknown; list?: unknown } = {};
+  baseline.get('/same-body/one', async () => sameBodies.one);
+  baseline.get('/same-body/list', async () => sameBodies.list);
   await baseline.listen({ host: '127.0.0.1', port: 0 });
   const baselineAddress = baseline.server.address();
   const baselineUrl = `http://127.0.0.1:${typeof baselineAddress === 'object' && baselineAddress ? baselineAddress.port : 0}`;
@@ -187,10 +196,16 @@ async function main(): Promise<void> {
     process.stdout.write(`pre-creating ${PRECREATE} load balancers...\n`);
     const ids = await precreate(service.url, PRECREATE);
     const auth = { authorization: `Bearer ${KEY}` };
+    const onePath = `/api/v1/load-balancers/${ids[Math.floor(ids.length / 2)]}`;
+    const listPath = '/api/v1/load-balancers?limit=50';
+    sameBodies.one = await (await fetch(`${service.url}${onePath}`, { headers: auth })).json();
+    sameBodies.list = await (await fetch(`${service.url}${listPath}`, { headers: auth })).json();
     const scenarios: Scenario[] = [
       { name: 'baseline: bare Fastify', method: 'GET', url: baselineUrl, path: '/ping' },
-      { name: 'get one load balancer', method: 'GET', url: service.url, path: `/api/v1/load-balancers/${ids[Math.floor(ids.length / 2)]}`, headers: auth },
-      { name: 'list load balancers', method: 'GET', url: service.url, path: '/api/v1/load-balancers?limit=50', headers: auth },
+      { name: 'bare Fastify, same body as get one', method: 'GET', url: baselineUrl, path: '/same-body/one' },
+      { name: 'bare Fastify, same body as list of 50', method: 'GET', url: baselineUrl, path: '/same-body/list' },
+      { name: 'get one load balancer', method: 'GET', url: service.url, path: onePath, headers: auth },
+      { name: 'list load balancers', method: 'GET', url: service.url, path: listPath, headers: auth },
       {
         name: 'create a load balancer',
         method: 'POST',
@@ -200,12 +215,16 @@ async function main(): Promise<void> {
         body: JSON.stringify({ name: 'bench-create', region: 'ams3' }),
       },
     ];
-    for (const scenario of scenarios) {
+    // BENCH_ROWS (comma-separated words) keeps the baseline and the rows whose name holds one of them, e.g. for a profile.
+    const only = process.env.BENCH_ROWS?.split(',').map((word) => word.trim()).filter(Boolean);
+    const chosen = only ? scenarios.filter((s, i) => i === 0 || only.some((word) => s.name.includes(word))) : scenarios;
+    for (const scenario of chosen) {
       process.stdout.write(`${scenario.name}: ${WARMUP_S} s warm-up, ${DURATION_S} s measured...\n`);
       const result = await run(scenario);
       results.push(result);
-      process.stdout.write(`  ${result.req_per_s_avg.toFixed(0)} req/s, p50 ${result.latency_ms.p50} ms, p99 ${result.latency_ms.p99} ms, errors ${result.errors}, non-2xx ${result.non_2xx}\n`);
+      process.stdout.write(`  ${result.req_per_s_avg.toFixed(0)} req/s (${percent(result.req_per_s_avg / results[0].req_per_s_avg)} of baseline), p50 ${result.latency_ms.p50} ms, p99 ${result.latency_ms.p99} ms, errors ${result.errors}, non-2xx ${result.non_2xx}\n`);
     }
+    for (const result of results) result.ratio_to_baseline = Math.round((result.req_per_s_avg / results[0].req_per_s_avg) * 1000) / 1000;
   } finally {
     await baseline.close();
     await service.stop();
