@@ -55,6 +55,8 @@ const DURATION_S = Number(process.env.BENCH_DURATION_S ?? 10);
 const WARMUP_S = Number(process.env.BENCH_WARMUP_S ?? 2);
 const CONNECTIONS = Number(process.env.BENCH_CONNECTIONS ?? 10);
 const PRECREATE = Number(process.env.BENCH_PRECREATE ?? 200);
+const SLICES = Number(process.env.BENCH_SLICES ?? 5);
+const SLICE_S = Number(process.env.BENCH_SLICE_S ?? 1);
 const KEY = 'cpk_Bench0123456789abcdefghijABCDEFGHIJKLMNO';
 
 interface Scenario {
@@ -68,6 +70,22 @@ interface Scenario {
 
 interface ScenarioResult {
   name: string;
+  /** req/s as a fraction of the bare baseline's in the same run (1 = as fast as a bare Fastify route). */
+  ratio_to_baseline: number;
+  /** CPU time of the serving thread per request, in microseconds (null where /proc is not there). */
+  server_cpu_us_per_request: number | null;
+  /** The baseline's CPU time per request over this row's: the share of the bare route's capacity the row reaches, whatever else runs on the machine. */
+  cpu_ratio_to_baseline: number | null;
+  /** The row's req/s over the baseline's in each of BENCH_SLICES pairs of short slices measured in turn. */
+  slice_ratios: number[];
+  /** Their median: the ratio least moved by other processes' load. */
+  ratio_interleaved: number | null;
+  /** The baseline's CPU per request over the row's, in each pair of slices. */
+  slice_cpu_ratios: number[];
+  /** Their median. */
+  cpu_ratio_interleaved: number | null;
+  /** req/s of the baseline measured right before this row. */
+  baseline_req_per_s: number;
   method: string;
   path: string;
   connections: number;
@@ -82,6 +100,37 @@ interface ScenarioResult {
   status_codes: Record<string, number>;
 }
 
+/**
+ * CPU time (ms) the main thread has used: the thread that serves both the service and the
+ * baseline, not the load generator's worker. Read from /proc (Linux; USER_HZ is 100 there),
+ * undefined elsewhere. Unlike req/s, CPU time per request hardly moves with the load other
+ * processes put on a shared machine.
+ */
+function mainThreadCpuMs(): number | undefined {
+  try {
+    const stat = fs.readFileSync(`/proc/self/task/${process.pid}/stat`, 'utf8');
+    const fields = stat.slice(stat.lastIndexOf(')') + 2).split(' ');
+    return (Number(fields[11]) + Number(fields[12])) * 10;
+  } catch {
+    return undefined;
+  }
+}
+
+/** req/s of one short measurement, without warm-up: a slice of an interleaved comparison. */
+async function slice(scenario: Scenario, durationS: number): Promise<{ rate: number; cpuPerRequest: number | undefined }> {
+  const cpuBefore = mainThreadCpuMs();
+  const r = await autocannon({ url: `${scenario.url}${scenario.path}`, method: scenario.method, headers: scenario.headers, body: scenario.body, connections: CONNECTIONS, workers: 1, duration: durationS });
+  const cpuAfter = mainThreadCpuMs();
+  const requests = r.requests.total ?? r.requests.average * r.duration;
+  return { rate: r.requests.average, cpuPerRequest: cpuBefore === undefined || cpuAfter === undefined || requests === 0 ? undefined : (cpuAfter - cpuBefore) / requests };
+}
+
+const median = (values: number[]) => {
+  const sorted = [...values].sort((a, b) => a - b);
+  const mid = Math.floor(sorted.length / 2);
+  return sorted.length % 2 ? sorted[mid] : (sorted[mid - 1] + sorted[mid]) / 2;
+};
+
 async function run(scenario: Scenario): Promise<ScenarioResult> {
   const options: AutocannonOptions = {
     url: `${scenario.url}${scenario.path}`,
@@ -93,15 +142,26 @@ async function run(scenario: Scenario): Promise<ScenarioResult> {
     duration: WARMUP_S,
   };
   if (WARMUP_S > 0) await autocannon(options);
+  const cpuBefore = mainThreadCpuMs();
   const r = await autocannon({ ...options, duration: DURATION_S });
+  const cpuAfter = mainThreadCpuMs();
   const round = (n: number) => Math.round(n * 100) / 100;
+  const requestsTotal = r.requests.total ?? Math.round(r.requests.average * r.duration);
   return {
     name: scenario.name,
+    ratio_to_baseline: 0,
+    baseline_req_per_s: 0,
+    slice_ratios: [],
+    ratio_interleaved: null,
+    slice_cpu_ratios: [],
+    cpu_ratio_interleaved: null,
     method: scenario.method,
     path: scenario.path,
     connections: CONNECTIONS,
     duration_s: r.duration,
-    requests_total: r.requests.total ?? Math.round(r.requests.average * r.duration),
+    requests_total: requestsTotal,
+    server_cpu_us_per_request: cpuBefore === undefined || cpuAfter === undefined ? null : round(((cpuAfter - cpuBefore) * 1000) / Math.max(1, requestsTotal)),
+    cpu_ratio_to_baseline: null,
     req_per_s_avg: round(r.requests.average),
     req_per_s_stddev: round(r.requests.stddev),
     latency_ms: { avg: round(r.latency.average), p50: r.latency.p50, p97_5: r.latency.p97_5, p99: r.latency.p99, max: r.latency.max },
@@ -135,11 +195,13 @@ async function precreate(url: string, count: number): Promise<string[]> {
   return ids;
 }
 
+const percent = (ratio: number) => `${(ratio * 100).toFixed(0)} %`;
+
 function markdown(report: { started_at: string; machine: ReturnType<typeof machine>; load_average: { before: number[]; after: number[] }; settings: Record<string, unknown>; note: string; results: ScenarioResult[] }): string {
   const m = report.machine;
   const rows = report.results.map(
     (r) =>
-      `| ${r.name} | \`${r.method} ${r.path}\` | ${r.req_per_s_avg.toFixed(0)} | ${r.latency_ms.p50} | ${r.latency_ms.p97_5} | ${r.latency_ms.p99} | ${r.latency_ms.max} | ${r.errors} | ${r.non_2xx} |`,
+      `| ${r.name} | \`${r.method} ${r.path}\` | ${r.req_per_s_avg.toFixed(0)} | ${r.baseline_req_per_s.toFixed(0)} | ${percent(r.ratio_to_baseline)} | ${r.ratio_interleaved === null ? 'n/a' : percent(r.ratio_interleaved)} | ${r.server_cpu_us_per_request ?? 'n/a'} | ${r.cpu_ratio_to_baseline === null ? 'n/a' : percent(r.cpu_ratio_to_baseline)} | ${r.cpu_ratio_interleaved === null ? 'n/a' : percent(r.cpu_ratio_interleaved)} | ${r.latency_ms.p50} | ${r.latency_ms.p97_5} | ${r.latency_ms.p99} | ${r.latency_ms.max} | ${r.errors} | ${r.non_2xx} |`,
   );
   const load = (l: number[]) => l.map((x) => x.toFixed(2)).join(' / ');
   return [
@@ -151,11 +213,14 @@ function markdown(report: { started_at: string; machine: ReturnType<typeof machi
     '',
     `> ${report.note}`,
     '',
-    '| row | request | req/s (avg) | p50 ms | p97.5 ms | p99 ms | max ms | errors | non-2xx |',
-    '|---|---|---:|---:|---:|---:|---:|---:|---:|',
+    '| row | request | req/s (avg) | baseline req/s just before | % of baseline | % of baseline, interleaved | server CPU µs/request | % of baseline by CPU | % of baseline by CPU, interleaved | p50 ms | p97.5 ms | p99 ms | max ms | errors | non-2xx |',
+    '|---|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|',
     ...rows,
     '',
-    'The baseline is a bare Fastify app with one route returning a small JSON object, on the same machine in the same run: the ceiling for any Fastify service here. See bench/README.md.',
+    'The baseline is a bare Fastify app with one route returning a small JSON object, on the same machine in the same run: the ceiling for any Fastify service here. It is measured again right before every row (the load of other processes drifts), and `% of baseline` is the row\'s req/s over that measurement\'s.',
+    '',
+    `\`% of baseline, interleaved\` is the median ratio of ${String(report.settings.slices)} pairs of ${String(report.settings.slice_s)} s slices of the baseline and the row measured in turn (no warm-up; the row's own warm-up ran just before): a load that comes and goes hits both alike, so it is the figure to read on a busy machine.`,
+    ' `server CPU µs/request` is the CPU time the serving thread (the process\'s main thread, which serves both the service and the baseline; the load generator has a worker thread of its own) spent per request, from /proc; `% of baseline by CPU` is the baseline\'s CPU per request over the row\'s: the same ratio measured by cost (its interleaved column: the median over the same pairs of slices). The two "bare Fastify, same body" rows answer the exact bytes the service answered for one load balancer and for the list of 50, from a bare route: the ceiling for those bodies, without authentication, store, envelope or serialisation. Issue 16 asks for a GET of one resource at >= 70 % and a list of 50 at >= 40 %. See bench/README.md.',
     '',
   ].join('\n');
 }
@@ -178,19 +243,30 @@ async function main(): Promise<void> {
 
   const baseline = Fastify({ logger: false });
   baseline.get('/ping', async () => ({ ok: true, service: 'baseline', version: 1 }));
+  // The bodies the service answers, once known (after the pre-create), from bare routes.
+  const sameBodies: { one?: unknown; list?: unknown } = {};
+  baseline.get('/same-body/one', async () => sameBodies.one);
+  baseline.get('/same-body/list', async () => sameBodies.list);
   await baseline.listen({ host: '127.0.0.1', port: 0 });
   const baselineAddress = baseline.server.address();
   const baselineUrl = `http://127.0.0.1:${typeof baselineAddress === 'object' && baselineAddress ? baselineAddress.port : 0}`;
 
   const results: ScenarioResult[] = [];
+  const baselines: ScenarioResult[] = [];
   try {
     process.stdout.write(`pre-creating ${PRECREATE} load balancers...\n`);
     const ids = await precreate(service.url, PRECREATE);
     const auth = { authorization: `Bearer ${KEY}` };
+    const onePath = `/api/v1/load-balancers/${ids[Math.floor(ids.length / 2)]}`;
+    const listPath = '/api/v1/load-balancers?limit=50';
+    sameBodies.one = await (await fetch(`${service.url}${onePath}`, { headers: auth })).json();
+    sameBodies.list = await (await fetch(`${service.url}${listPath}`, { headers: auth })).json();
     const scenarios: Scenario[] = [
       { name: 'baseline: bare Fastify', method: 'GET', url: baselineUrl, path: '/ping' },
-      { name: 'get one load balancer', method: 'GET', url: service.url, path: `/api/v1/load-balancers/${ids[Math.floor(ids.length / 2)]}`, headers: auth },
-      { name: 'list load balancers', method: 'GET', url: service.url, path: '/api/v1/load-balancers?limit=50', headers: auth },
+      { name: 'bare Fastify, same body as get one', method: 'GET', url: baselineUrl, path: '/same-body/one' },
+      { name: 'bare Fastify, same body as list of 50', method: 'GET', url: baselineUrl, path: '/same-body/list' },
+      { name: 'get one load balancer', method: 'GET', url: service.url, path: onePath, headers: auth },
+      { name: 'list load balancers', method: 'GET', url: service.url, path: listPath, headers: auth },
       {
         name: 'create a load balancer',
         method: 'POST',
@@ -200,11 +276,36 @@ async function main(): Promise<void> {
         body: JSON.stringify({ name: 'bench-create', region: 'ams3' }),
       },
     ];
-    for (const scenario of scenarios) {
-      process.stdout.write(`${scenario.name}: ${WARMUP_S} s warm-up, ${DURATION_S} s measured...\n`);
+    // BENCH_ROWS (comma-separated words) keeps the baseline and the rows whose name holds one of them, e.g. for a profile.
+    const only = process.env.BENCH_ROWS?.split(',').map((word) => word.trim()).filter(Boolean);
+    const chosen = only ? scenarios.filter((s, i) => i === 0 || only.some((word) => s.name.includes(word))) : scenarios;
+    // The load of other processes on a shared machine drifts within a run: the baseline is
+    // measured again right before every row, and each row is a ratio of that measurement.
+    const [baselineScenario, ...rows] = chosen;
+    for (const scenario of rows) {
+      process.stdout.write(`${baselineScenario.name}, then ${scenario.name}: ${WARMUP_S} s warm-up, ${DURATION_S} s measured each...\n`);
+      const base = await run(baselineScenario);
+      base.ratio_to_baseline = 1;
+      base.baseline_req_per_s = base.req_per_s_avg;
+      baselines.push(base);
       const result = await run(scenario);
+      result.baseline_req_per_s = base.req_per_s_avg;
+      result.ratio_to_baseline = Math.round((result.req_per_s_avg / base.req_per_s_avg) * 1000) / 1000;
+      // Then short slices of the baseline and the row in turn: a load that comes and goes
+      // hits both alike, and the median of the pairs' ratios is the figure to read.
+      for (let i = 0; i < SLICES; i++) {
+        const baseSlice = await slice(baselineScenario, SLICE_S);
+        const rowSlice = await slice(scenario, SLICE_S);
+        result.slice_ratios.push(Math.round((rowSlice.rate / baseSlice.rate) * 1000) / 1000);
+        if (baseSlice.cpuPerRequest && rowSlice.cpuPerRequest) result.slice_cpu_ratios.push(Math.round((baseSlice.cpuPerRequest / rowSlice.cpuPerRequest) * 1000) / 1000);
+      }
+      result.ratio_interleaved = SLICES > 0 ? median(result.slice_ratios) : null;
+      result.cpu_ratio_interleaved = result.slice_cpu_ratios.length > 0 ? median(result.slice_cpu_ratios) : null;
+      if (base.server_cpu_us_per_request && result.server_cpu_us_per_request) {
+        result.cpu_ratio_to_baseline = Math.round((base.server_cpu_us_per_request / result.server_cpu_us_per_request) * 1000) / 1000;
+      }
       results.push(result);
-      process.stdout.write(`  ${result.req_per_s_avg.toFixed(0)} req/s, p50 ${result.latency_ms.p50} ms, p99 ${result.latency_ms.p99} ms, errors ${result.errors}, non-2xx ${result.non_2xx}\n`);
+      process.stdout.write(`  baseline ${base.req_per_s_avg.toFixed(0)} req/s; ${result.req_per_s_avg.toFixed(0)} req/s = ${percent(result.ratio_to_baseline)} of it; CPU per request ${result.server_cpu_us_per_request} µs vs ${base.server_cpu_us_per_request} µs = ${result.cpu_ratio_to_baseline === null ? 'n/a' : percent(result.cpu_ratio_to_baseline)}; interleaved ${result.slice_ratios.map(percent).join(', ')}: median ${result.ratio_interleaved === null ? 'n/a' : percent(result.ratio_interleaved)}; by CPU, interleaved: ${result.slice_cpu_ratios.map(percent).join(', ')}: median ${result.cpu_ratio_interleaved === null ? 'n/a' : percent(result.cpu_ratio_interleaved)}, p50 ${result.latency_ms.p50} ms, p99 ${result.latency_ms.p99} ms, errors ${result.errors}, non-2xx ${result.non_2xx}\n`);
     }
   } finally {
     await baseline.close();
@@ -216,11 +317,12 @@ async function main(): Promise<void> {
     started_at: startedAt.toISOString(),
     machine: machine(),
     load_average: { before: loadBefore, after: os.loadavg() },
-    settings: { connections: CONNECTIONS, duration_s: DURATION_S, warmup_s: WARMUP_S, precreated: PRECREATE, load_generator: 'autocannon, 1 worker thread, same process' },
+    settings: { slices: SLICES, slice_s: SLICE_S, connections: CONNECTIONS, duration_s: DURATION_S, warmup_s: WARMUP_S, precreated: PRECREATE, load_generator: 'autocannon, 1 worker thread, same process' },
     note:
       process.env.BENCH_NOTE ??
       'Run on a shared machine while other processes were running (see the load averages): the figures show orders of magnitude and relations between rows, not the ceiling of the hardware.',
     results,
+    baseline_measurements: baselines,
   };
   const written = writeResults('api', startedAt, report, markdown(report));
   process.stdout.write(`\nwrote ${written.jsonFile} and ${written.markdownFile}\n`);

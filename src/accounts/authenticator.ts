@@ -4,7 +4,7 @@
  * and its user's, so a revoked or expired key, or one of a removed member, is refused on
  * the very next request, and a changed role applies from the next request on.
  */
-import { createHash, timingSafeEqual } from 'node:crypto';
+import { hash as digest, timingSafeEqual } from 'node:crypto';
 import { AlreadyExistsError, ConflictError, Store } from '../store/types';
 import type { ResourceWriter } from '../resources/writer';
 import { apiKeyFamily, userFamily, ApiKey, User } from '../resources/accounts';
@@ -19,7 +19,8 @@ import { installationTeamOf } from './installation';
 const KEY_FORMAT = /^cpk_[0-9A-Za-z]{32,}$/;
 export const SECRET_PREFIX = 'apikey-';
 
-const hashOf = (token: string) => createHash('sha256').update(token).digest('hex');
+/** One-shot hashing: no Hash object per request (this runs on every authenticated request). */
+const hashOf = (token: string) => digest('sha256', token, 'hex');
 /** Secret name derived from the hash, so a key is found without scanning. */
 const secretNameOf = (hash: string) => `${SECRET_PREFIX}${hash.slice(0, 40)}`;
 
@@ -79,8 +80,9 @@ export class ApiKeyAuthenticator {
   async authenticate(token: string): Promise<Principal | null> {
     if (!KEY_FORMAT.test(token)) return null;
     const hash = hashOf(token);
+    // byHash holds an entry only under its own full hash (lookup checks a secret found by the hash's prefix).
     const entry = this.byHash.get(hash) ?? (this.unknown.has(hash) ? undefined : await this.lookup(hash));
-    if (!entry || !timingSafeEqual(Buffer.from(entry.hash, 'hex'), Buffer.from(hash, 'hex'))) return null;
+    if (!entry) return null;
     const key = await this.store.get<ApiKey['spec'], ApiKey['status']>(apiKeyFamily.kind, entry.team, entry.keyId);
     if (!key || key.status.status !== 'active') return null;
     if (key.spec.expires_at && Date.parse(key.spec.expires_at) <= Date.now()) return null;
@@ -88,7 +90,7 @@ export class ApiKeyAuthenticator {
     if (!user || user.status.status !== 'active') return null;
     this.noteUse(key as ApiKey);
     const role = user.spec.role;
-    const installationAdmin = atLeast(role, 'admin') && entry.team === (await this.installationTeamId());
+    const installationAdmin = atLeast(role, 'admin') && entry.team === (this.installationTeam ?? (await this.installationTeamId()));
     return { team: entry.team, user: user.meta.id, key: key.meta.id, role, scope: key.spec.scope ?? 'read_write', installationAdmin };
   }
 
@@ -147,6 +149,8 @@ export class ApiKeyAuthenticator {
    */
   private noteUse(key: ApiKey): void {
     const now = Date.now();
+    // This replica's own last write answers most requests without parsing a date.
+    if (now - (this.lastWritten.get(key.meta.id) ?? 0) < LAST_USED_RESOLUTION_MS) return;
     const lastKnown = Math.max(Date.parse(key.status.last_used_at ?? '') || 0, this.lastWritten.get(key.meta.id) ?? 0);
     if (now - lastKnown < LAST_USED_RESOLUTION_MS) return;
     this.lastWritten.set(key.meta.id, now);
@@ -176,7 +180,8 @@ export class ApiKeyAuthenticator {
 
   private async lookup(hash: string): Promise<KeyEntry | undefined> {
     const [secret] = await this.store.listSecrets(secretNameOf(hash));
-    if (!secret) {
+    // The secret is named after the hash's first 40 digits: the full hash must match too.
+    if (!secret || !sameHash(secret.data.hash, hash)) {
       this.unknown.add(hash);
       return undefined;
     }
@@ -184,6 +189,10 @@ export class ApiKeyAuthenticator {
     this.byHash.set(hash, entry);
     return entry;
   }
+}
+
+function sameHash(stored: string | undefined, hash: string): boolean {
+  return typeof stored === 'string' && stored.length === hash.length && timingSafeEqual(Buffer.from(stored, 'hex'), Buffer.from(hash, 'hex'));
 }
 
 export async function findApiKey(store: Store, team: string, id: string): Promise<ApiKey> {

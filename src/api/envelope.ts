@@ -9,13 +9,14 @@ export interface Meta {
 }
 
 /** meta for a request: persistence always, provider for provider-backed families. */
-export function metaFor(ctx: ApiContext, request: FastifyRequest, extra: Partial<Meta> = {}): Meta {
+export function metaFor(ctx: ApiContext, request: FastifyRequest, extra?: Partial<Meta>): Meta {
+  // One read of routeOptions: Fastify builds a new object on every read of it.
   const family = request.routeOptions?.config?.family;
   const meta: Meta = { persistence: ctx.store.persistence() };
   if (family) meta.provider = ctx.drivers.health(family);
-  return { ...meta, ...extra };
+  return extra === undefined ? meta : Object.assign(meta, extra);
 }
 
-export function send(ctx: ApiContext, request: FastifyRequest, reply: FastifyReply, statusCode: number, data: unknown, extraMeta: Partial<Meta> = {}) {
+export function send(ctx: ApiContext, request: FastifyRequest, reply: FastifyReply, statusCode: number, data: unknown, extraMeta?: Partial<Meta>) {
   return reply.code(statusCode).send({ data, meta: metaFor(ctx, request, extraMeta) });
 }

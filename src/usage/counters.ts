@@ -21,6 +21,7 @@ interface DayEntry {
 
 /** `2026-11-24T13`: the UTC hour a count falls in. */
 export const hourOf = (at: Date) => at.toISOString().slice(0, 13);
+const HOUR_MS = 3_600_000;
 
 export class UsageCounters {
   /** Names this process's records: a new one per start, so a restart never overwrites what the last run flushed. */
@@ -69,8 +70,20 @@ export class UsageCounters {
     return this.flushing;
   }
 
+  /** The hour last counted in, [from, to) in ms: counting costs no date formatting within it. */
+  private currentHour = { from: 0, to: 0, hour: '' };
+
+  private hourFor(at: Date): string {
+    const ms = at.getTime();
+    const current = this.currentHour;
+    if (ms >= current.from && ms < current.to) return current.hour;
+    const from = ms - (ms % HOUR_MS);
+    this.currentHour = { from, to: from + HOUR_MS, hour: hourOf(at) };
+    return this.currentHour.hour;
+  }
+
   private add(team: string, at: Date, metric: keyof DayCounts): void {
-    const hour = hourOf(at);
+    const hour = this.hourFor(at);
     const day = hour.slice(0, 10);
     const key = `${team}/${day}`;
     let entry = this.days.get(key);

@@ -45,8 +45,10 @@ export function requireApiKey(api: FastifyInstance, ctx: ApiContext): void {
     if (request.session) refuseForgedWrite(ctx, request);
     // A path no route answers gets its 404 or 405 whoever asks.
     if (request.is404) return;
-    if (request.routeOptions.config.ownSession) return;
-    const refusal = refusalOf(principal, request.method, request.routeOptions.config.requires);
+    // Read once: Fastify builds a new routeOptions object on every read.
+    const { config } = request.routeOptions;
+    if (config.ownSession) return;
+    const refusal = refusalOf(principal, request.method, config.requires);
     if (refusal) throw new ApiError(403, 'forbidden', refusal);
   });
 }

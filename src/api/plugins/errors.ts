@@ -166,10 +166,11 @@ export function clientErrorHandlerFor(ctx: ApiContext): (err: NodeJS.ErrnoExcept
 
 /** HTTP/1.1 requires a Host header (RFC 9112 3.2): the 400 Node would send, in the envelope. */
 export function refuseHostless(app: FastifyInstance): void {
-  app.addHook('onRequest', async (request) => {
+  app.addHook('onRequest', (request, _reply, done) => {
     if (request.raw.httpVersion === '1.1' && request.headers.host === undefined) {
-      throw new ApiError(400, 'bad_request', 'An HTTP/1.1 request must carry a Host header.');
+      return done(new ApiError(400, 'bad_request', 'An HTTP/1.1 request must carry a Host header.'));
     }
+    done();
   });
 }
 

@@ -1,8 +1,9 @@
 /**
  * `Idempotency-Key` on every POST of the authenticated context (docs/api.md, Idempotency),
- * as hooks of that context, so no route can forget it: a preHandler claims the key (after
- * authentication and validation: a request the schema refuses started nothing and pins
- * nothing) and onSend records the answer.
+ * as hooks every POST route of that context gets when it is declared, so no route can forget
+ * it and no read pays for it: a preHandler claims the key (after authentication and
+ * validation: a request the schema refuses started nothing and pins nothing) and onSend
+ * records the answer.
  *
  * The record is a store secret, because an answer can hold a secret (a new API key, a
  * webhook's signing secret): the embedded store seals secrets at rest, the Kubernetes store
@@ -181,25 +182,17 @@ const HEADER_SCHEMA = Type.Object({
 });
 
 export function registerIdempotency(api: FastifyInstance, ctx: ApiContext): void {
-  api.addHook('onRoute', (route) => {
-    const methods = Array.isArray(route.method) ? route.method : [route.method];
-    if (!methods.includes('POST')) return;
-    const schema = (route.schema ??= {}) as { hide?: boolean; headers?: unknown };
-    if (schema.hide || schema.headers) return;
-    schema.headers = HEADER_SCHEMA;
-  });
-
-  api.addHook('preHandler', async (request, reply) => {
-    if (request.method !== 'POST' || !request.principal) return;
+  const claimKeyOf = async (request: FastifyRequest, reply: FastifyReply) => {
+    if (!request.principal) return;
     const key = keyOf(request);
     if (key === undefined) return;
     const { team, key: caller } = request.principal;
     const outcome = await claimKey(ctx, team, idempotencySecretName(team, caller, key), fingerprintOf(request));
     if (outcome.kind === 'replay') return replay(reply, outcome.record);
     claims.set(request, outcome.claim);
-  });
+  };
 
-  api.addHook('onSend', async (request, reply, payload) => {
+  const recordAnswer = async (request: FastifyRequest, reply: FastifyReply, payload: unknown) => {
     const claim = claims.get(request);
     if (!claim || claim.settled) return payload;
     // A 5xx did not finish the work, a 409 resource_busy says "later" as a 503 does (Stripe
@@ -215,12 +208,25 @@ export function registerIdempotency(api: FastifyInstance, ctx: ApiContext): void
       request.log.warn({ err: (err as Error).message }, 'could not record the answer of an Idempotency-Key');
     }
     return payload;
-  });
+  };
 
   // A request that ended without an answer (hijacked, or the client went away first) frees its key.
-  api.addHook('onResponse', async (request) => {
+  const releaseUnanswered = async (request: FastifyRequest) => {
     const claim = claims.get(request);
     if (claim && !claim.settled) await claim.settle(claim.released()).catch(() => undefined);
+  };
+
+  // Hooks of every POST route of the context, added as it is declared, so no POST can
+  // forget them; the reads (most of the traffic) run none of them.
+  api.addHook('onRoute', (route) => {
+    const methods = Array.isArray(route.method) ? route.method : [route.method];
+    if (!methods.includes('POST')) return;
+    route.preHandler = [claimKeyOf, ...[route.preHandler ?? []].flat()];
+    route.onSend = [recordAnswer, ...[route.onSend ?? []].flat()];
+    route.onResponse = [releaseUnanswered, ...[route.onResponse ?? []].flat()];
+    const schema = (route.schema ??= {}) as { hide?: boolean; headers?: unknown };
+    if (schema.hide || schema.headers) return;
+    schema.headers = HEADER_SCHEMA;
   });
 }
 

@@ -83,10 +83,10 @@ export async function shedLoad(api: FastifyInstance, config: OverloadConfig): Pr
     armedAt = Date.now() + 2 * SAMPLE_INTERVAL_MS;
   });
   api.addHook('onClose', async () => gauge.stop());
-  // Thrown, so the 503 goes through the error handler and is in the envelope.
-  api.addHook('onRequest', async (request) => {
-    if (gauge.reason === null || Date.now() < armedAt) return;
+  // Passed on as an error, so the 503 goes through the error handler and is in the envelope.
+  api.addHook('onRequest', (request, _reply, done) => {
+    if (gauge.reason === null || Date.now() < armedAt) return done();
     request.log.debug({ reason: gauge.reason }, 'shedding load');
-    throw overloaded(config.retryAfterSeconds, gauge.reason);
+    done(overloaded(config.retryAfterSeconds, gauge.reason));
   });
 }

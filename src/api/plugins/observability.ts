@@ -1,26 +1,60 @@
 /** Request ids, request metrics and the operational endpoints (/healthz, /readyz, /metrics). */
 import type { FastifyInstance } from 'fastify';
-import { randomString } from '../../lib/ids';
+import { randomFillSync } from 'node:crypto';
 import { httpDuration, httpRequests, registry } from '../../metrics';
 import type { ApiContext } from '../context';
 
 const CLIENT_REQUEST_ID = /^[A-Za-z0-9._:-]{1,128}$/;
+const REQUEST_ID_ALPHABET = '0123456789abcdefghijklmnopqrstuvwxyz';
+const REQUEST_ID_LENGTH = 20;
+/** Bytes at or above this would bias the alphabet (256 % 36): rejected. */
+const UNBIASED_LIMIT = 256 - (256 % REQUEST_ID_ALPHABET.length);
+
+/**
+ * Random bytes drawn from the CSPRNG a few kilobytes at a time: a request id per request
+ * would otherwise cost a randomBytes call (a buffer and a trip into OpenSSL) each.
+ */
+const pool = Buffer.alloc(4096);
+let poolAt = pool.length;
+
+function randomByte(): number {
+  if (poolAt === pool.length) {
+    randomFillSync(pool);
+    poolAt = 0;
+  }
+  return pool[poolAt++];
+}
+
+/** `req_` and 20 uniformly random characters of [0-9a-z] (rejection sampling, no modulo bias). */
+function newRequestId(): string {
+  let id = 'req_';
+  for (let n = 0; n < REQUEST_ID_LENGTH; ) {
+    const byte = randomByte();
+    if (byte >= UNBIASED_LIMIT) continue;
+    id += REQUEST_ID_ALPHABET[byte % REQUEST_ID_ALPHABET.length];
+    n++;
+  }
+  return id;
+}
 
 /** Keeps the client's X-Request-Id when it is sane, else makes one. */
 export function requestIdOf(header: string | string[] | undefined): string {
   const value = Array.isArray(header) ? header[0] : header;
-  return value && CLIENT_REQUEST_ID.test(value) ? value : `req_${randomString(20, '0123456789abcdefghijklmnopqrstuvwxyz')}`;
+  return value && CLIENT_REQUEST_ID.test(value) ? value : newRequestId();
 }
 
 export function registerObservability(app: FastifyInstance, ctx: ApiContext, isReady: () => boolean): void {
-  app.addHook('onRequest', async (request, reply) => {
+  // Hooks that do not wait take Fastify's callback form: an async one costs a promise and a microtask per request.
+  app.addHook('onRequest', (request, reply, done) => {
     reply.header('X-Request-Id', request.id);
+    done();
   });
 
-  app.addHook('onResponse', async (request, reply) => {
+  app.addHook('onResponse', (request, reply, done) => {
     const labels = { method: request.method, route: request.routeOptions.url ?? 'unmatched', status_code: String(reply.statusCode) };
     httpRequests.inc(labels);
     httpDuration.observe(labels, reply.elapsedTime / 1000);
+    done();
   });
 
   app.get('/healthz', { schema: { hide: true } }, async () => ({ status: 'ok' }));

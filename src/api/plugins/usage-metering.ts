@@ -8,7 +8,8 @@ import type { FastifyInstance } from 'fastify';
 import type { ApiContext } from '../context';
 
 export function meterRequests(app: FastifyInstance, ctx: ApiContext): void {
-  app.addHook('onResponse', async (request) => {
+  app.addHook('onResponse', (request, _reply, done) => {
     if (request.principal) ctx.usage.counters.countRequest(request.principal.team);
+    done();
   });
 }
