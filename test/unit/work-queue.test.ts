@@ -72,21 +72,53 @@ describe('WorkQueue', () => {
     expect(queue.addRateLimited('f')).toBe(20);
   });
 
+  /** The key `queue.get()` hands out once the fake clock has run `ms` further, or undefined. */
+  async function handedOutAfter(pending: { key?: string }, ms: number): Promise<string | undefined> {
+    await jest.advanceTimersByTimeAsync(ms);
+    return pending.key;
+  }
+  const nextKey = (q: WorkQueue) => {
+    const pending: { key?: string } = {};
+    void q.get().then((key) => (pending.key = key ?? undefined));
+    return pending;
+  };
+
+  // On a fake clock: the due times are the queue's logic, not the machine's speed.
   it('brings a failed key back only after its backoff', async () => {
+    jest.useFakeTimers();
     const slow = new WorkQueue({ baseMs: 60, maxMs: 1_000 });
-    slow.add('f');
-    expect(await slow.get()).toBe('f');
-    slow.done('f');
-    slow.addRateLimited('f'); // 60 ms
-    slow.addRateLimited('f'); // a second failure: 120 ms, but the earlier pending add wins
-    const started = Date.now();
-    expect(await slow.get()).toBe('f');
-    const waited = Date.now() - started;
-    expect(waited).toBeGreaterThanOrEqual(55);
-    expect(waited).toBeLessThan(115);
-    slow.done('f');
-    expect(await nextWithin(slow, 150)).toBe('nothing'); // the later add-after was absorbed
-    slow.shutDown();
+    try {
+      slow.add('f');
+      expect(await slow.get()).toBe('f');
+      slow.done('f');
+      slow.addRateLimited('f'); // 60 ms
+      slow.addRateLimited('f'); // a second failure: 120 ms, but the earlier pending add wins
+      const back = nextKey(slow);
+      expect(await handedOutAfter(back, 59)).toBeUndefined();
+      expect(await handedOutAfter(back, 1)).toBe('f');
+      slow.done('f');
+      expect(await handedOutAfter(nextKey(slow), 200)).toBeUndefined(); // the later add-after was absorbed
+    } finally {
+      slow.shutDown();
+      jest.useRealTimers();
+    }
+  });
+
+  it('keeps the earlier of two delayed adds of a key', async () => {
+    jest.useFakeTimers();
+    const delayed = new WorkQueue({ baseMs: 20, maxMs: 200 });
+    try {
+      delayed.addAfter('x', 400);
+      delayed.addAfter('x', 30);
+      const first = nextKey(delayed);
+      expect(await handedOutAfter(first, 29)).toBeUndefined();
+      expect(await handedOutAfter(first, 1)).toBe('x');
+      delayed.done('x');
+      expect(await handedOutAfter(nextKey(delayed), 450)).toBeUndefined(); // the 400 ms timer was replaced, not kept
+    } finally {
+      delayed.shutDown();
+      jest.useRealTimers();
+    }
   });
 
   it('keeps the earlier of two delayed adds of a key', async () => {
