@@ -121,16 +121,6 @@ describe('WorkQueue', () => {
     }
   });
 
-  it('keeps the earlier of two delayed adds of a key', async () => {
-    queue.addAfter('x', 400);
-    queue.addAfter('x', 30);
-    const started = Date.now();
-    expect(await queue.get()).toBe('x');
-    expect(Date.now() - started).toBeLessThan(300);
-    queue.done('x');
-    expect(await nextWithin(queue, 450)).toBe('nothing'); // the 400 ms timer was replaced, not kept
-  });
-
   it('holds a delay longer than a Node timer can, instead of firing it at once', async () => {
     queue.addAfter('retention', 30 * 24 * 3600 * 1000); // 30 days
     expect(await nextWithin(queue, 50)).toBe('nothing');
