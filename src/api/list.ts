@@ -9,6 +9,8 @@ import { createHash, createHmac, timingSafeEqual } from 'node:crypto';
 import type { FastifyRequest } from 'fastify';
 import { Type, TObject } from '@sinclair/typebox';
 import { domainError } from '../lib/errors';
+import type { Store, StoredObject } from '../store/types';
+import type { PageRequest } from '../store/list-index';
 
 export type SortField = 'name' | 'created_at';
 export type SortOrder = 'asc' | 'desc';
@@ -111,7 +113,35 @@ export function decodeCursor(key: Buffer, cursor: string, query: ListQuery): Cur
   return payload;
 }
 
-/** One page of `items` (already filtered to the caller's team) after the cursor. */
+/** What a list chooses besides the page's own parameters: spec fields by equality, a creation window. */
+export type ListFilter = Pick<PageRequest, 'where' | 'created'>;
+
+/**
+ * One page of a kind's objects of a team (undefined: a kind listed across teams) after the
+ * cursor, read from the store's ordered indexes: a seek and a walk of the page, whatever
+ * the team holds. Hidden states and the names sorted on are the family's (its `listing`).
+ */
+export async function listPage<T = StoredObject>(
+  store: Store,
+  kind: string,
+  team: string | undefined,
+  query: ListQuery,
+  cursorKey: Buffer,
+  filter: ListFilter = {},
+): Promise<{ page: T[]; nextCursor: string | null }> {
+  const after = query.cursor === undefined ? undefined : decodeCursor(cursorKey, query.cursor, query);
+  const { items, next } = await store.page(kind, team, {
+    sort: query.sort,
+    order: query.order,
+    status: query.status,
+    ...filter,
+    after: after && { value: after.v, id: after.i },
+    limit: query.limit,
+  });
+  return { page: items as T[], nextCursor: next ? encodeCursor(cursorKey, { l: query.scope, v: next.value, i: next.id }) : null };
+}
+
+/** One page of `items` (already filtered to the caller's team) after the cursor; for rows that are not store objects. */
 export function paginate<T extends Listable>(items: T[], query: ListQuery, cursorKey: Buffer, hiddenByDefault: readonly string[] = ['deleted', 'destroyed']): { page: T[]; nextCursor: string | null } {
   const visible = query.status ? items.filter((i) => i.status === query.status) : items.filter((i) => !hiddenByDefault.includes(i.status));
   const direction = query.order === 'asc' ? 1 : -1;

@@ -114,6 +114,7 @@ export const messageFamily: FamilyDefinition<MessageSpec, BaseStatus> = {
   specFromCreate: (body) => ({ thread_id: body.thread_id, role: body.role, content: body.content }),
   initialStatus: () => ({}),
   nameOf: (spec) => spec.role,
+  listing: { hiddenStates: [], filterFields: ['thread_id', 'role'] },
   toRecord: (message) => ({
     id: message.meta.id,
     thread_id: message.spec.thread_id,

@@ -128,6 +128,7 @@ export const backupFamily: FamilyDefinition<BackupSpec, BackupStatus> = {
   initialStatus: () => ({ method: null, completed_at: null, restore_state: null, restore_started_at: null, restore_finished_at: null, restores_done: 0 }),
 
   nameOf: (spec) => spec.name,
+  listing: { filterFields: ['server_id'] },
 
   toRecord: ({ meta, spec, status }) => ({
     id: meta.id,

@@ -30,8 +30,9 @@ export async function withUniqueName<R>(store: Store, family: AnyFamily, team: s
   if (!family.uniqueNames) return create();
   const name = family.nameOf(spec);
   return uniqueNameLock.run(`${team}/${family.kind}/${name}`, async () => {
-    const objects = (await store.list(family.kind, team)) as StoredObject<unknown, { status?: string } | undefined>[];
-    const taken = objects.some((o) => o.meta.id !== self && family.nameOf(o.spec) === name && holdsName(o));
+    // A seek to the name in the store's name index, not a scan of the team.
+    const objects = (await store.named(family.kind, team, name)) as StoredObject<unknown, { status?: string } | undefined>[];
+    const taken = objects.some((o) => o.meta.id !== self && holdsName(o));
     if (taken) throw conflict('name_taken', `A ${family.title} named "${name}" already exists in this team.`);
     return create();
   });

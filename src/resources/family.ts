@@ -127,6 +127,19 @@ export interface FamilyDefinition<Spec = any, Status extends BaseStatus = any> {
   extraEvents?(previous: Resource<Spec, Status> | undefined, next: Resource<Spec, Status>): string[];
   /** The name used for sorting and uniqueness. */
   nameOf(spec: Spec): string;
+  /** How the family's lists read; the stores index it so (src/store/list-index.ts). */
+  listing?: ListingRules;
+}
+
+export interface ListingRules {
+  /** States a list leaves out unless asked for by `status`; by default `deleted` and `destroyed`. */
+  hiddenStates?: readonly string[];
+  /** Spec fields a list filters on by equality (a delivery's `webhook_id`). */
+  filterFields?: readonly string[];
+  /** One list of every team's objects (teams themselves), not one per team. */
+  acrossTeams?: boolean;
+  /** The state of an object whose status has none yet; without it, such an object is not listed. */
+  defaultState?: string;
 }
 
 /**

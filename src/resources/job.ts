@@ -180,6 +180,7 @@ export const jobFamily: FamilyDefinition<JobSpec, JobStatus> = {
   firstState: (spec) => (spec.schedule ? 'scheduled' : 'queued'),
   initialStatus: (spec) => ({ exit_code: null, started_at: null, finished_at: null, ...(spec.schedule ? { last_scheduled_at: null, next_run_at: null } : {}) }),
   nameOf: (spec) => spec.name,
+  listing: { filterFields: ['scheduled_job_id'] },
   toRecord: ({ meta, spec, status }) => ({
     id: meta.id,
     name: spec.name,

@@ -67,9 +67,15 @@ export async function withinQuota<R>(store: Store, quotas: Quotas, family: AnyFa
   const reservation = id ?? `unnamed-${++unnamed}`;
   await countLock.run(key, async () => {
     const reserved = reservations.get(key) ?? new Set<string>();
-    const objects = (await store.list(family.kind, team)) as StoredObject<unknown, Partial<BaseStatus>>[];
-    // A reserved create already written is counted once, as a reservation.
-    const held = objects.filter((o) => !reserved.has(o.meta.id) && o.meta.id !== id && holdsQuota(family, o)).length;
+    // The store keeps the count of what holds quota (store/index.ts counts by holdsQuota), so
+    // no create scans the team. A reserved create already written is counted once, as a
+    // reservation, and the resource being adopted does not count against itself.
+    const alreadyCounted = async (counted: string) => {
+      const object = (await store.get(family.kind, team, counted)) as StoredObject<unknown, Partial<BaseStatus>> | undefined;
+      return object !== undefined && holdsQuota(family, object);
+    };
+    let held = await store.count(family.kind, team);
+    for (const counted of new Set([...reserved, ...(id ? [id] : [])])) if (await alreadyCounted(counted)) held--;
     if (held + reserved.size >= limit) throw quotaExceeded(family.title, limit);
     reserved.add(reservation);
     reservations.set(key, reserved);

@@ -320,6 +320,7 @@ export const deliveryFamily: FamilyDefinition<DeliverySpec, DeliveryStatus> = {
   // Due at once: the first attempt is immediate.
   initialStatus: () => ({ attempt: 0, first_attempt_at: null, next_retry_at: nowIso(), response_status: null, error: null, single_attempt: false, attempts: [] }),
   nameOf: (spec) => spec.event_type,
+  listing: { hiddenStates: [], filterFields: ['webhook_id', 'event_type'] },
   toRecord: ({ meta, spec, status }) => ({
     id: meta.id,
     webhook_id: spec.webhook_id,

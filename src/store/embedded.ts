@@ -15,6 +15,7 @@ import { nowIso } from '../lib/time';
 import { sameJson } from '../lib/canonical-json';
 import { EncryptionKeys, loadKeyring } from './encryption-key';
 import { isSealed, SealedData, SecretBox, SecretKeyError } from './secret-box';
+import { ListedKind, ListIndexes, Page, PageRequest } from './list-index';
 import {
   AlreadyExistsError,
   ConflictError,
@@ -47,6 +48,8 @@ export interface EmbeddedStoreOptions {
   /** Shared with the event bus in the same data directory; one of its own otherwise. */
   health?: DataDirHealth;
   logger?: Logger;
+  /** The kinds lists read, indexed for pages (list-index.ts). */
+  listed?: readonly ListedKind[];
 }
 
 const keyOf = (kind: string, team: string, id: string) => `${kind}/${team}/${id}`;
@@ -69,6 +72,7 @@ function outboxOnly(before: unknown, after: unknown): boolean {
 export class EmbeddedStore implements Store {
   private readonly objects = new Map<string, StoredObject>();
   private readonly byKind = new Map<string, Map<string, StoredObject>>();
+  private readonly indexes: ListIndexes;
   /**
    * Writes handed to the log but not yet on disk, by key. A second write of the same key
    * waits for the first to settle, so writes of one object are serialised and checked
@@ -88,6 +92,7 @@ export class EmbeddedStore implements Store {
   private readonly appendRecovery: BackgroundWrite;
 
   constructor(private readonly options: EmbeddedStoreOptions) {
+    this.indexes = new ListIndexes(options.listed);
     this.log = new AppendLog(path.join(options.dataDir, 'store.log'));
     this.snapshotFile = path.join(options.dataDir, 'store.snapshot.json');
     this.compactBytes = options.compactBytes ?? 64 * 1024 * 1024;
@@ -155,6 +160,18 @@ export class EmbeddedStore implements Store {
   async list<S, St>(kind: string, team?: string): Promise<StoredObject<S, St>[]> {
     const all = [...(this.byKind.get(kind)?.values() ?? [])] as StoredObject<S, St>[];
     return team === undefined ? all : all.filter((o) => o.meta.team === team);
+  }
+
+  async page(kind: string, team: string | undefined, request: PageRequest): Promise<Page> {
+    return this.indexes.of(kind).page(team, request);
+  }
+
+  async named(kind: string, team: string, name: string): Promise<StoredObject[]> {
+    return this.indexes.of(kind).named(team, name);
+  }
+
+  async count(kind: string, team: string): Promise<number> {
+    return this.indexes.of(kind).count(team);
   }
 
   async create<S, St>(input: NewObject<S, St>): Promise<StoredObject<S, St>> {
@@ -393,6 +410,7 @@ export class EmbeddedStore implements Store {
 
   private apply(key: string, value: StoredObject | null): void {
     const kind = key.slice(0, key.indexOf('/'));
+    this.indexes.replace(this.objects.get(key), value ?? undefined);
     if (value) {
       this.objects.set(key, deepFreeze(value));
       let forKind = this.byKind.get(kind);

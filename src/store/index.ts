@@ -6,7 +6,10 @@ import { families } from '../resources/registry';
 import { EmbeddedStore, EmbeddedStoreOptions } from './embedded';
 import type { DataDirHealth } from './data-dir-health';
 import { KubernetesStore } from './kubernetes/store';
-import type { Store } from './types';
+import type { Store, StoredObject } from './types';
+import type { ListedKind } from './list-index';
+import type { AnyFamily } from '../resources/family';
+import { holdsQuota } from '../resources/quota';
 
 export function kubeConfigFor(config: NonNullable<Config['kubernetes']>): KubeConfig {
   const kc = new KubeConfig();
@@ -15,6 +18,25 @@ export function kubeConfigFor(config: NonNullable<Config['kubernetes']>): KubeCo
   else kc.loadFromDefault();
   return kc;
 }
+
+const DEFAULT_HIDDEN_STATES = ['deleted', 'destroyed'];
+
+/** What the stores index of a family for its lists (list-index.ts), from its definition. */
+export function listedKindOf(family: AnyFamily): ListedKind {
+  const rules = family.listing ?? {};
+  const { defaultState } = rules;
+  return {
+    kind: family.kind,
+    nameOf: (spec) => family.nameOf(spec),
+    ...(defaultState ? { stateOf: (o: StoredObject) => ((o.status as { status?: string } | undefined)?.status ?? defaultState) } : {}),
+    hiddenStates: rules.hiddenStates ?? DEFAULT_HIDDEN_STATES,
+    filterFields: rules.filterFields ?? [],
+    acrossTeams: rules.acrossTeams,
+    counted: (o) => holdsQuota(family, o),
+  };
+}
+
+export const listedKinds = (): ListedKind[] => families.map(listedKindOf);
 
 /**
  * The embedded store of a configuration: its data directory, the key its secrets are
@@ -26,6 +48,7 @@ export function embeddedStoreOptions(config: Config, logger?: Logger, health?: D
     compactBytes: config.storeCompactBytes,
     health,
     logger,
+    listed: listedKinds(),
     encryption: { key: config.secrets.encryptionKey, previousKeys: config.secrets.previousEncryptionKeys },
   };
 }
@@ -37,5 +60,6 @@ export function createStore(config: Config, logger: Logger, health?: DataDirHeal
     kinds: families.map((f) => ({ kind: f.kind, plural: f.plural, idPrefix: f.idPrefix })),
     systemNamespace: config.kubernetes.systemNamespace,
     logger,
+    listed: listedKinds(),
   });
 }

@@ -4,6 +4,8 @@
  * interface only, and rely on Kubernetes semantics: resourceVersion preconditions,
  * generation bumped by spec changes only, status written separately, and a watch.
  */
+import type { Page, PageRequest } from './list-index';
+
 export interface ObjectMeta {
   /** Family kind, e.g. `LoadBalancer`. */
   kind: string;
@@ -58,6 +60,16 @@ export interface Store {
   get<S, St>(kind: string, team: string, id: string): Promise<StoredObject<S, St> | undefined>;
   /** Every object of a kind, of one team or of all teams. */
   list<S, St>(kind: string, team?: string): Promise<StoredObject<S, St>[]>;
+  /**
+   * One page of a listed kind's objects of a team (list-index.ts): a seek to `after` and a
+   * walk of `limit` entries of an ordered index, whatever the team's size. `team` is
+   * undefined for a kind listed across teams.
+   */
+  page(kind: string, team: string | undefined, request: PageRequest): Promise<Page>;
+  /** A listed kind's objects of a team named `name` (its family's nameOf), in any listed state. */
+  named(kind: string, team: string, name: string): Promise<StoredObject[]>;
+  /** How many of a listed kind's objects of a team its `counted` rule counts (a quota). */
+  count(kind: string, team: string): Promise<number>;
   /** Fails with AlreadyExistsError if the id is taken. */
   create<S, St>(object: NewObject<S, St>): Promise<StoredObject<S, St>>;
   /** Writes spec and labels; fails with ConflictError unless `meta.resourceVersion` is current. */

@@ -6,8 +6,8 @@ import type { FastifyInstance, FastifyRequest } from 'fastify';
 import { Type } from '@sinclair/typebox';
 import type { ApiContext } from '../context';
 import { send } from '../envelope';
-import { listQueryOf, listQuerySchema, paginate } from '../list';
-import { envelopeOf, ErrorEnvelope, findResource, listVisible, principalOf } from './families';
+import { listPage, listQueryOf, listQuerySchema } from '../list';
+import { envelopeOf, ErrorEnvelope, findResource, principalOf } from './families';
 import { messageFamily, MESSAGE_ROLES, Message, MessageRole, Thread, threadFamily } from '../../resources/agent';
 import { notFound } from '../../lib/errors';
 import { KeyedMutex } from '../../lib/mutex';
@@ -54,10 +54,8 @@ export function registerAgentRoutes(app: FastifyInstance, ctx: ApiContext): void
     },
     handler: async (request, reply) => {
       const query = listQueryOf(request);
-      const threads = await listVisible<Thread>(ctx, threadFamily.kind, principalOf(request).team);
-      const rows = threads.map((t) => ({ id: t.meta.id, name: t.spec.title, created_at: t.meta.createdAt, status: t.status.status, t }));
-      const { page, nextCursor } = paginate(rows, query, ctx.cursorKey);
-      return send(ctx, request, reply, 200, page.map((row) => threadFamily.toRecord(row.t)), { next_cursor: nextCursor });
+      const { page, nextCursor } = await listPage<Thread>(ctx.store, threadFamily.kind, principalOf(request).team, query, ctx.cursorKey);
+      return send(ctx, request, reply, 200, page.map((t) => threadFamily.toRecord(t)), { next_cursor: nextCursor });
     },
   });
 
@@ -107,12 +105,11 @@ export function registerAgentRoutes(app: FastifyInstance, ctx: ApiContext): void
       const { id } = request.params as { id: string };
       const { team } = principalOf(request);
       await findResource(ctx, threadFamily, team, id);
-      // The role filter rides on the list's status filter; the cursor is bound to it like to any filter.
+      // The cursor is bound to the role filter like to any filter (scopeOf).
       const { role } = request.query as { role?: MessageRole };
-      const query = { ...listQueryOf(request, { order: 'asc' }), status: role };
-      const rows = (await messagesOf(ctx, team, id)).map((m) => ({ id: m.meta.id, name: m.spec.role, created_at: m.meta.createdAt, status: m.spec.role, m }));
-      const { page, nextCursor } = paginate(rows, query, ctx.cursorKey, []);
-      return send(ctx, request, reply, 200, page.map((row) => messageFamily.toRecord(row.m)), { next_cursor: nextCursor });
+      const where: Record<string, string> = role ? { thread_id: id, role } : { thread_id: id };
+      const { page, nextCursor } = await listPage<Message>(ctx.store, messageFamily.kind, team, listQueryOf(request, { order: 'asc' }), ctx.cursorKey, { where });
+      return send(ctx, request, reply, 200, page.map((m) => messageFamily.toRecord(m)), { next_cursor: nextCursor });
     },
   });
 
@@ -152,9 +149,6 @@ export function registerAgentRoutes(app: FastifyInstance, ctx: ApiContext): void
   });
 }
 
-async function messagesOf(ctx: ApiContext, team: string, threadId: string): Promise<Message[]> {
-  return (await listVisible<Message>(ctx, messageFamily.kind, team)).filter((m) => m.spec.thread_id === threadId);
-}
 
 async function exchange(ctx: ApiContext, request: FastifyRequest, team: string, key: string, threadId: string, content: string): Promise<[Message, Message]> {
   const write = (role: MessageRole, text: string) => ctx.writer.create(messageFamily, team, { thread_id: threadId, role, content: text }, key) as Promise<Message>;

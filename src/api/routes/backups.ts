@@ -9,7 +9,7 @@ import { Type } from '@sinclair/typebox';
 import type { ApiContext } from '../context';
 import { send } from '../envelope';
 import { assertChangeable, envelopeOf, ErrorEnvelope, findResource, isVisible, listVisible, principalOf } from './families';
-import { listQueryOf, listQuerySchema, paginate } from '../list';
+import { listPage, listQueryOf, listQuerySchema } from '../list';
 import { writeAndAwait } from '../awaiting';
 import { Backup, backupFamily as family, restorePending } from '../../resources/backup';
 import { Server, serverFamily } from '../../resources/server';
@@ -97,9 +97,8 @@ export function registerBackupRoutes(app: FastifyInstance, ctx: ApiContext): voi
       const { id } = request.params as { id: string };
       const { team } = principalOf(request);
       await findResource<Server>(ctx, serverFamily, team, id);
-      const rows = (await backupsOf(ctx, team, id)).map((b) => ({ id: b.meta.id, name: b.spec.name, created_at: b.meta.createdAt, status: b.status.status, b }));
-      const { page, nextCursor } = paginate(rows, listQueryOf(request), ctx.cursorKey);
-      return send(ctx, request, reply, 200, page.map((row) => family.toRecord(row.b)), { next_cursor: nextCursor });
+      const { page, nextCursor } = await listPage<Backup>(ctx.store, family.kind, team, listQueryOf(request), ctx.cursorKey, { where: { server_id: id } });
+      return send(ctx, request, reply, 200, page.map((b) => family.toRecord(b)), { next_cursor: nextCursor });
     },
   });
 

@@ -8,7 +8,7 @@ import { Type, TSchema } from '@sinclair/typebox';
 import type { AnyFamily, Resource } from '../../resources/family';
 import type { ApiContext } from '../context';
 import { send } from '../envelope';
-import { listQueryOf, listQuerySchema, paginate } from '../list';
+import { listPage, listQueryOf, listQuerySchema } from '../list';
 import { writeAndAwait } from '../awaiting';
 import { conflict, invalidState, notFound, providerUnavailable, resourceBusy } from '../../lib/errors';
 import type { ExternalRecord } from '../../drivers/types';
@@ -153,11 +153,8 @@ export function registerFamilyRoutes(app: FastifyInstance, ctx: ApiContext, fami
     config,
     schema: { tags, operationId: `list${pluralOf(typeName)}`, summary: `List ${family.title}s`, querystring: listQuerySchema(family.states), response: { 200: envelopeOf(Type.Array(RecordSchema)), ...errorResponses } },
     handler: async (request, reply) => {
-      const query = listQueryOf(request);
-      const resources = await listVisible(ctx, family.kind, principalOf(request).team);
-      const rows = resources.map((r) => ({ id: r.meta.id, name: family.nameOf(r.spec), created_at: r.meta.createdAt, status: r.status.status, r }));
-      const { page, nextCursor } = paginate(rows, query, ctx.cursorKey);
-      return send(ctx, request, reply, 200, page.map((row) => family.toRecord(row.r as Resource)), { next_cursor: nextCursor });
+      const { page, nextCursor } = await listPage<Resource>(ctx.store, family.kind, principalOf(request).team, listQueryOf(request), ctx.cursorKey);
+      return send(ctx, request, reply, 200, page.map((r) => family.toRecord(r)), { next_cursor: nextCursor });
     },
   });
 

@@ -7,8 +7,8 @@ import type { FastifyInstance } from 'fastify';
 import { Type } from '@sinclair/typebox';
 import type { ApiContext } from '../context';
 import { send } from '../envelope';
-import { envelopeOf, ErrorEnvelope, findResource, listVisible, principalOf } from './families';
-import { listQueryOf, listQuerySchema, paginate } from '../list';
+import { envelopeOf, ErrorEnvelope, findResource, principalOf } from './families';
+import { listPage, listQueryOf, listQuerySchema } from '../list';
 import { Incident, incidentFamily as family } from '../../resources/incident';
 import { invalidState } from '../../lib/errors';
 import { nowIso } from '../../lib/time';
@@ -90,10 +90,8 @@ export function registerIncidentRoutes(app: FastifyInstance, ctx: ApiContext): v
       response: { 200: envelopeOf(Type.Array(family.schemas.record)), 422: ErrorEnvelope },
     },
     handler: async (request, reply) => {
-      const incidents = await listVisible<Incident>(ctx, family.kind, principalOf(request).team);
-      const rows = incidents.map((r) => ({ id: r.meta.id, name: r.spec.title, created_at: r.meta.createdAt, status: r.status.status, r }));
-      const { page, nextCursor } = paginate(rows, listQueryOf(request), ctx.cursorKey);
-      return send(ctx, request, reply, 200, page.map((row) => family.toRecord(row.r)), { next_cursor: nextCursor });
+      const { page, nextCursor } = await listPage<Incident>(ctx.store, family.kind, principalOf(request).team, listQueryOf(request), ctx.cursorKey);
+      return send(ctx, request, reply, 200, page.map((r) => family.toRecord(r)), { next_cursor: nextCursor });
     },
   });
 

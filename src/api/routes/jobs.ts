@@ -4,7 +4,7 @@ import { Type } from '@sinclair/typebox';
 import type { ApiContext } from '../context';
 import { send } from '../envelope';
 import { envelopeOf, ErrorEnvelope, findResource, listVisible, principalOf } from './families';
-import { listQueryOf, listQuerySchema, paginate } from '../list';
+import { listPage, listQueryOf, listQuerySchema, paginate } from '../list';
 import { FINISHED_JOB_STATES, Job, jobFamily as family } from '../../resources/job';
 import { invalidState, notFound } from '../../lib/errors';
 import { nowIso } from '../../lib/time';
@@ -112,10 +112,14 @@ export function registerJobRoutes(app: FastifyInstance, ctx: ApiContext): void {
       const { id } = request.params as { id: string };
       const { team } = principalOf(request);
       const job = await findResource<Job>(ctx, family, team, id);
-      const runs = await runsOf(ctx, team, job);
-      const rows = runs.map((r) => ({ id: r.meta.id, name: r.spec.name, created_at: r.meta.createdAt, status: r.status.status, r }));
-      const { page, nextCursor } = paginate(rows, listQueryOf(request), ctx.cursorKey);
-      return send(ctx, request, reply, 200, page.map((row) => family.toRecord(row.r)), { next_cursor: nextCursor });
+      const query = listQueryOf(request);
+      // A scheduled job's runs are store objects, paged from its index; a job that runs once is one row.
+      if (job.spec.schedule) {
+        const { page, nextCursor } = await listPage<Job>(ctx.store, family.kind, team, query, ctx.cursorKey, { where: { scheduled_job_id: job.meta.id } });
+        return send(ctx, request, reply, 200, page.map((r) => family.toRecord(r)), { next_cursor: nextCursor });
+      }
+      const { page, nextCursor } = paginate([{ id: job.meta.id, name: job.spec.name, created_at: job.meta.createdAt, status: job.status.status, job }], query, ctx.cursorKey);
+      return send(ctx, request, reply, 200, page.map((row) => family.toRecord(row.job)), { next_cursor: nextCursor });
     },
   });
 

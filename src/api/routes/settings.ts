@@ -8,9 +8,9 @@ import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
 import { Type } from '@sinclair/typebox';
 import type { ApiContext } from '../context';
 import { send } from '../envelope';
-import { listQueryOf, listQuerySchema, paginate } from '../list';
+import { listPage, listQueryOf, listQuerySchema } from '../list';
 import { typeNameOf } from '../openapi-names';
-import { envelopeOf, ErrorEnvelope, listVisible, principalOf } from './families';
+import { envelopeOf, ErrorEnvelope, principalOf } from './families';
 import { apiKeyFamily, teamFamily, userFamily, ApiKey, Team, User } from '../../resources/accounts';
 import type { AnyFamily, Resource } from '../../resources/family';
 import { findApiKey } from '../../accounts/authenticator';
@@ -86,10 +86,8 @@ export function registerSettingsRoutes(app: FastifyInstance, ctx: ApiContext): v
     },
     handler: async (request, reply) => {
       const query = listQueryOf(request);
-      const all = await listVisible<ApiKey>(ctx, apiKeyFamily.kind, principalOf(request).team);
-      const rows = all.map((k) => ({ id: k.meta.id, name: k.spec.name, created_at: k.meta.createdAt, status: k.status.status, k }));
-      const { page, nextCursor } = paginate(rows, query, ctx.cursorKey, ['revoked']);
-      return send(ctx, request, reply, 200, page.map((row) => apiKeyFamily.toRecord(row.k as ApiKey)), { next_cursor: nextCursor });
+      const { page, nextCursor } = await listPage<ApiKey>(ctx.store, apiKeyFamily.kind, principalOf(request).team, query, ctx.cursorKey);
+      return send(ctx, request, reply, 200, page.map((k) => apiKeyFamily.toRecord(k)), { next_cursor: nextCursor });
     },
   });
 
@@ -191,10 +189,8 @@ function registerMemberRoutes(app: FastifyInstance, ctx: ApiContext): void {
     },
     handler: async (request, reply) => {
       const query = listQueryOf(request);
-      const users = await listVisible<User>(ctx, userFamily.kind, principalOf(request).team);
-      const rows = users.map((u) => ({ id: u.meta.id, name: u.spec.name, created_at: u.meta.createdAt, status: u.status.status, u }));
-      const { page, nextCursor } = paginate(rows, query, ctx.cursorKey, ['removed']);
-      return send(ctx, request, reply, 200, page.map((row) => userFamily.toRecord(row.u)), { next_cursor: nextCursor });
+      const { page, nextCursor } = await listPage<User>(ctx.store, userFamily.kind, principalOf(request).team, query, ctx.cursorKey);
+      return send(ctx, request, reply, 200, page.map((u) => userFamily.toRecord(u)), { next_cursor: nextCursor });
     },
   });
 

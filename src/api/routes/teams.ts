@@ -8,7 +8,7 @@ import type { FastifyInstance } from 'fastify';
 import { Type } from '@sinclair/typebox';
 import type { ApiContext } from '../context';
 import { send } from '../envelope';
-import { listQueryOf, listQuerySchema, paginate } from '../list';
+import { listPage, listQueryOf, listQuerySchema } from '../list';
 import { envelopeOf, ErrorEnvelope, principalOf } from './families';
 import { apiKeyFamily, teamFamily, userFamily, ApiKey, Team, User } from '../../resources/accounts';
 import { createTeam } from '../../accounts/bootstrap';
@@ -78,10 +78,8 @@ export function registerTeamRoutes(app: FastifyInstance, ctx: ApiContext): void 
       response: { 200: envelopeOf(Type.Array(teamFamily.schemas.record)), ...errors },
     },
     handler: async (request, reply) => {
-      const teams = (await ctx.store.list(teamFamily.kind)) as Team[];
-      const rows = teams.map((t) => ({ id: t.meta.id, name: t.spec.name, created_at: t.meta.createdAt, status: t.status.status ?? 'active', t }));
-      const { page, nextCursor } = paginate(rows, listQueryOf(request), ctx.cursorKey);
-      return send(ctx, request, reply, 200, page.map((row) => teamFamily.toRecord(row.t)), { next_cursor: nextCursor });
+      const { page, nextCursor } = await listPage<Team>(ctx.store, teamFamily.kind, undefined, listQueryOf(request), ctx.cursorKey);
+      return send(ctx, request, reply, 200, page.map((t) => teamFamily.toRecord(t)), { next_cursor: nextCursor });
     },
   });
 

@@ -7,8 +7,8 @@ import type { FastifyInstance } from 'fastify';
 import { Type } from '@sinclair/typebox';
 import type { ApiContext } from '../context';
 import { send } from '../envelope';
-import { listQueryOf, listQuerySchema, paginate } from '../list';
-import { envelopeOf, ErrorEnvelope, listVisible, principalOf } from './families';
+import { ListFilter, listPage, listQueryOf, listQuerySchema } from '../list';
+import { envelopeOf, ErrorEnvelope, principalOf } from './families';
 import { Delivery, deliveryFamily } from '../../resources/webhook';
 import { fieldInvalid } from '../../lib/errors';
 
@@ -43,6 +43,15 @@ export function chooseDeliveries(deliveries: Delivery[], query: FilterQuery): De
   });
 }
 
+/** The filters of `query` as the store's ordered indexes take them: equality on spec fields, the window a range of created_at. */
+function deliveryFilterOf(query: FilterQuery): ListFilter {
+  const where: Record<string, string> = {};
+  if (query.event_type) where.event_type = query.event_type;
+  if (query.subscription_id) where.webhook_id = query.subscription_id;
+  const iso = (time: string | undefined) => (time ? new Date(Date.parse(time)).toISOString() : undefined);
+  return { where, created: { from: iso(query.since), before: iso(query.until) } };
+}
+
 export function assertWindow(since: string | undefined, until: string | undefined): void {
   if (since && until && Date.parse(since) >= Date.parse(until)) throw fieldInvalid('until', 'must be later than since');
 }
@@ -61,10 +70,8 @@ export function registerWebhookDeliveryRoutes(app: FastifyInstance, ctx: ApiCont
       const filters = request.query as FilterQuery;
       assertWindow(filters.since, filters.until);
       const query = listQueryOf(request);
-      const chosen = chooseDeliveries(await listVisible<Delivery>(ctx, deliveryFamily.kind, principalOf(request).team), filters);
-      const rows = chosen.map((d) => ({ id: d.meta.id, name: d.spec.event_type, created_at: d.meta.createdAt, status: d.status.status, d }));
-      const { page, nextCursor } = paginate(rows, query, ctx.cursorKey, []);
-      return send(ctx, request, reply, 200, page.map((row) => deliveryFamily.toRecord(row.d)), { next_cursor: nextCursor });
+      const { page, nextCursor } = await listPage<Delivery>(ctx.store, deliveryFamily.kind, principalOf(request).team, query, ctx.cursorKey, deliveryFilterOf(filters));
+      return send(ctx, request, reply, 200, page.map((d) => deliveryFamily.toRecord(d)), { next_cursor: nextCursor });
     },
   });
 }

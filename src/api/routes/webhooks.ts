@@ -8,7 +8,7 @@ import type { FastifyInstance } from 'fastify';
 import { Type } from '@sinclair/typebox';
 import type { ApiContext } from '../context';
 import { send } from '../envelope';
-import { listQueryOf, listQuerySchema, paginate } from '../list';
+import { listPage, listQueryOf, listQuerySchema } from '../list';
 import { assertChangeable, envelopeOf, ErrorEnvelope, findResource, isVisible, listVisible, principalOf } from './families';
 import { Delivery, deliveryFamily, deliveryIdFor, DeliveryWithAttempts, deliveryWithAttempts, Webhook, webhookFamily, WebhookSpec } from '../../resources/webhook';
 import { invalidState, notFound } from '../../lib/errors';
@@ -79,10 +79,8 @@ export function registerWebhookRoutes(app: FastifyInstance, ctx: ApiContext): vo
     schema: { tags, operationId: 'listWebhooks', summary: 'List webhook subscriptions', querystring: listQuerySchema(webhookFamily.states), response: { 200: envelopeOf(Type.Array(Record_)), ...errors } },
     handler: async (request, reply) => {
       const query = listQueryOf(request);
-      const all = await listVisible<Webhook>(ctx, webhookFamily.kind, principalOf(request).team);
-      const rows = all.map((w) => ({ id: w.meta.id, name: w.spec.url, created_at: w.meta.createdAt, status: w.status.status, w }));
-      const { page, nextCursor } = paginate(rows, query, ctx.cursorKey);
-      return send(ctx, request, reply, 200, page.map((row) => webhookFamily.toRecord(row.w)), { next_cursor: nextCursor });
+      const { page, nextCursor } = await listPage<Webhook>(ctx.store, webhookFamily.kind, principalOf(request).team, query, ctx.cursorKey);
+      return send(ctx, request, reply, 200, page.map((w) => webhookFamily.toRecord(w)), { next_cursor: nextCursor });
     },
   });
 
@@ -193,10 +191,8 @@ export function registerWebhookRoutes(app: FastifyInstance, ctx: ApiContext): vo
       const { team } = principalOf(request);
       await findResource(ctx, webhookFamily, team, id);
       const query = listQueryOf(request);
-      const all = (await listVisible<Delivery>(ctx, deliveryFamily.kind, team)).filter((d) => d.spec.webhook_id === id);
-      const rows = all.map((d) => ({ id: d.meta.id, name: d.spec.event_type, created_at: d.meta.createdAt, status: d.status.status, d }));
-      const { page, nextCursor } = paginate(rows, query, ctx.cursorKey, []);
-      return send(ctx, request, reply, 200, page.map((row) => deliveryFamily.toRecord(row.d)), { next_cursor: nextCursor });
+      const { page, nextCursor } = await listPage<Delivery>(ctx.store, deliveryFamily.kind, team, query, ctx.cursorKey, { where: { webhook_id: id } });
+      return send(ctx, request, reply, 200, page.map((d) => deliveryFamily.toRecord(d)), { next_cursor: nextCursor });
     },
   });
 

@@ -26,6 +26,7 @@ import {
 import { newId } from '../../lib/ids';
 import { nowIso } from '../../lib/time';
 import { CollectionWatcher, KubeObject } from './watcher';
+import { ListedKind, ListIndexes, Page, PageRequest } from '../list-index';
 import { sameJson } from '../../lib/canonical-json';
 import { httpCode } from './http-code';
 import { orphansOnDelete } from '../../resources/transitions';
@@ -60,6 +61,8 @@ export interface KubernetesStoreOptions {
   /** Namespace of service-wide secrets (the cursor key). */
   systemNamespace: string;
   logger: Logger;
+  /** The kinds lists read, indexed for pages (list-index.ts). */
+  listed?: readonly ListedKind[];
   /** Watchdog limit; tests shorten it. */
   watchSilenceLimitMs?: number;
 }
@@ -86,6 +89,8 @@ export class KubernetesStore implements Store {
   private readonly kinds = new Map<string, KindInfo>();
   /** kind -> `team/id` -> the object, and the raw custom resource it came from. */
   private readonly objects = new Map<string, Map<string, { object: StoredObject; raw: Raw }>>();
+  /** Ordered indexes of `objects` for pages, changed wherever `objects` is (settle). */
+  private readonly indexes: ListIndexes;
   private readonly secrets = new Map<string, SecretEntry>();
   private readonly listeners = new Set<WatchListener>();
   private readonly watchers: CollectionWatcher[] = [];
@@ -120,6 +125,7 @@ export class KubernetesStore implements Store {
     this.custom = o.kubeConfig.makeApiClient(CustomObjectsApi);
     this.core = o.kubeConfig.makeApiClient(CoreV1Api);
     this.watchClient = new Watch(o.kubeConfig);
+    this.indexes = new ListIndexes(o.listed);
     for (const info of o.kinds) {
       this.kinds.set(info.kind, info);
       this.objects.set(info.kind, new Map());
@@ -208,6 +214,18 @@ export class KubernetesStore implements Store {
   async list<S, St>(kind: string, team?: string): Promise<StoredObject<S, St>[]> {
     const all = [...(this.objects.get(kind)?.values() ?? [])].map((e) => e.object as StoredObject<S, St>);
     return team === undefined ? all : all.filter((o) => o.meta.team === team);
+  }
+
+  async page(kind: string, team: string | undefined, request: PageRequest): Promise<Page> {
+    return this.indexes.of(kind).page(team, request);
+  }
+
+  async named(kind: string, team: string, name: string): Promise<StoredObject[]> {
+    return this.indexes.of(kind).named(team, name);
+  }
+
+  async count(kind: string, team: string): Promise<number> {
+    return this.indexes.of(kind).count(team);
   }
 
   // API call: store: custom resources, written
@@ -591,11 +609,13 @@ export class KubernetesStore implements Store {
     if (same && !isNewer(owner.metadata.resourceVersion ?? '', previous.object.meta.resourceVersion)) return;
     if (previous && !same) {
       byKey.delete(key);
+      this.indexes.replace(previous.object, undefined);
       this.notify({ type: 'deleted', object: previous.object, previous: previous.object });
     }
     if (!owner) return;
     const object = this.toStored(info, owner, id);
     byKey.set(key, { object, raw: owner });
+    this.indexes.replace(same ? previous.object : undefined, object);
     this.notify({ type: same ? 'modified' : 'added', object, previous: same ? previous.object : undefined });
   }
 

@@ -1,0 +1,286 @@
+/**
+ * Ordered indexes of the objects lists serve, so that a page costs a seek and a walk of
+ * the page (O(log N + page)) instead of a scan and a sort of the whole collection.
+ *
+ * Per kind and team (or across teams, for a kind listed so), and for each sort the API
+ * offers (`created_at` and `name`, id as the tie-break), one B+ tree per view:
+ * - `default`: every listed object whose state is not hidden by default;
+ * - one per state (the `status` filter);
+ * - one per value of each spec field the kind lists by equality (`where`).
+ * Both directions walk the same tree, forwards or backwards. Counts for quotas are kept
+ * beside. An object is listed once it has a state (`stateOf`); before that, and once
+ * destroyed, no list shows it. The stores call `replace` at the single place where their
+ * memory changes, synchronously, so the very next page reads the write.
+ */
+import BTree from 'sorted-btree';
+import type { StoredObject } from './types';
+
+export type ListSort = 'created_at' | 'name';
+export type ListOrder = 'asc' | 'desc';
+
+/** What a store must know of a kind to index it; from its family (src/store/index.ts). */
+export interface ListedKind {
+  kind: string;
+  /** The name lists sort by and unique names are checked on. */
+  nameOf(spec: any): string;
+  /** The state lists show and filter on; undefined: not listed. Default: status.status, unless `destroyed`. */
+  stateOf?(object: StoredObject): string | undefined;
+  /** States a list leaves out unless asked for by `status`. */
+  hiddenStates: readonly string[];
+  /** Spec fields lists filter on by equality. */
+  filterFields: readonly string[];
+  /** Listed across teams (teams themselves), not per team. */
+  acrossTeams?: boolean;
+  /** Objects that `count` counts (a quota's rule). */
+  counted?(object: StoredObject): boolean;
+}
+
+export interface PageRequest {
+  sort: ListSort;
+  order: ListOrder;
+  /** Only this state; without it, every state but the hidden ones. */
+  status?: string;
+  /** Only objects whose spec fields (filterFields) have these values. */
+  where?: Record<string, string>;
+  /** Only objects created at or after `from` and before `before` (ISO 8601, as createdAt). */
+  created?: { from?: string; before?: string };
+  /** Position after which the page starts: the sort value and id of the previous page's last item. */
+  after?: Position;
+  limit: number;
+}
+
+export interface Position {
+  value: string;
+  id: string;
+}
+
+export interface Page<T = StoredObject> {
+  items: T[];
+  /** The position of the last item when more follow, else null. */
+  next: Position | null;
+}
+
+type Key = readonly [value: string, id: string];
+type Tree = BTree<Key, StoredObject>;
+
+const compareKeys = (a: Key, b: Key): number => (a[0] < b[0] ? -1 : a[0] > b[0] ? 1 : a[1] < b[1] ? -1 : a[1] > b[1] ? 1 : 0);
+const newTree = (): Tree => new BTree<Key, StoredObject>(undefined, compareKeys);
+
+/** One sort's trees of a bucket. */
+class SortedViews {
+  /** Every listed object; kept for the name sort only (named), to spare memory. */
+  readonly visible = newTree();
+  readonly shown = newTree();
+  readonly byState = new Map<string, Tree>();
+  /** `field` -> value -> tree. */
+  readonly byField = new Map<string, Map<string, Tree>>();
+}
+
+/** Where an object sits in the indexes; computed once per version. */
+interface Placement {
+  bucket: string;
+  state: string;
+  hidden: boolean;
+  keys: Record<ListSort, Key>;
+  fields: Array<[string, string]>;
+  counted: boolean;
+}
+
+class Bucket {
+  readonly sorts: Record<ListSort, SortedViews> = { created_at: new SortedViews(), name: new SortedViews() };
+  counted = 0;
+  size = 0;
+}
+
+const SORTS: ListSort[] = ['created_at', 'name'];
+
+const defaultStateOf = (object: StoredObject): string | undefined => {
+  const state = (object.status as { status?: unknown } | undefined)?.status;
+  return typeof state === 'string' && state !== 'destroyed' ? state : undefined;
+};
+
+/** Tree of `map` under `key`, made when `create`. */
+function treeIn(map: Map<string, Tree>, key: string, create: boolean): Tree | undefined {
+  let tree = map.get(key);
+  if (!tree && create) map.set(key, (tree = newTree()));
+  return tree;
+}
+
+/** Indexes of one kind. */
+export class KindIndex {
+  private readonly buckets = new Map<string, Bucket>();
+
+  constructor(readonly listed: ListedKind) {}
+
+  private bucketKey(team: string | undefined): string {
+    if (this.listed.acrossTeams) return '';
+    if (team === undefined) throw new Error(`${this.listed.kind} is listed per team`);
+    return team;
+  }
+
+  private placementOf(object: StoredObject): Placement | undefined {
+    const state = (this.listed.stateOf ?? defaultStateOf)(object);
+    if (state === undefined) return undefined;
+    const spec = (object.spec ?? {}) as Record<string, unknown>;
+    const id = object.meta.id;
+    const name = this.listed.nameOf(spec);
+    const fields: Array<[string, string]> = [];
+    for (const field of this.listed.filterFields) {
+      const value = spec[field];
+      if (typeof value === 'string') fields.push([field, value]);
+    }
+    return {
+      bucket: this.listed.acrossTeams ? '' : object.meta.team,
+      state,
+      hidden: this.listed.hiddenStates.includes(state),
+      keys: { created_at: [object.meta.createdAt, id], name: [typeof name === 'string' ? name : '', id] },
+      fields,
+      counted: this.listed.counted?.(object) ?? false,
+    };
+  }
+
+  /** Takes a change of one object in: `previous` leaves, `next` enters (either may be absent). */
+  replace(previous: StoredObject | undefined, next: StoredObject | undefined): void {
+    const before = previous && this.placementOf(previous);
+    const after = next && this.placementOf(next);
+    if (before) this.place(before, undefined);
+    if (after) this.place(after, next);
+  }
+
+  /** Puts `object` at `placement`, or takes what is there away when `object` is undefined. */
+  private place(placement: Placement, object: StoredObject | undefined): void {
+    let bucket = this.buckets.get(placement.bucket);
+    if (!bucket) {
+      if (!object) return;
+      this.buckets.set(placement.bucket, (bucket = new Bucket()));
+    }
+    const adding = object !== undefined;
+    for (const sort of SORTS) {
+      const views = bucket.sorts[sort];
+      const key = placement.keys[sort];
+      const trees = [treeIn(views.byState, placement.state, adding)];
+      if (sort === 'name') trees.push(views.visible);
+      if (!placement.hidden) trees.push(views.shown);
+      for (const [field, value] of placement.fields) {
+        let values = views.byField.get(field);
+        if (!values) {
+          if (!adding) continue;
+          views.byField.set(field, (values = new Map()));
+        }
+        const tree = treeIn(values, value, adding);
+        trees.push(tree);
+        if (!adding && tree && tree.size === 1) values.delete(value);
+      }
+      for (const tree of trees) {
+        if (!tree) continue;
+        if (adding) tree.set(key, object);
+        else tree.delete(key);
+      }
+      if (!adding && views.byState.get(placement.state)?.size === 0) views.byState.delete(placement.state);
+    }
+    if (placement.counted) bucket.counted += adding ? 1 : -1;
+    bucket.size += adding ? 1 : -1;
+    if (!adding && bucket.size === 0) this.buckets.delete(placement.bucket);
+  }
+
+  /** How many objects of the team `counted` counts. */
+  count(team: string | undefined): number {
+    return this.buckets.get(this.bucketKey(team))?.counted ?? 0;
+  }
+
+  /** The team's listed objects named `name` (any state). */
+  named(team: string | undefined, name: string): StoredObject[] {
+    const views = this.buckets.get(this.bucketKey(team))?.sorts.name;
+    const found: StoredObject[] = [];
+    for (const [key, object] of views?.visible.entries([name, '']) ?? []) {
+      if (key[0] !== name) break;
+      found.push(object);
+    }
+    return found;
+  }
+
+  /** One page: a seek to the position and a walk of the most selective tree that holds every match. */
+  page(team: string | undefined, request: PageRequest): Page {
+    const bucket = this.buckets.get(this.bucketKey(team));
+    if (!bucket || request.limit <= 0) return { items: [], next: null };
+    const views = bucket.sorts[request.sort];
+    const candidates: Array<Tree | undefined> = [request.status === undefined ? views.shown : views.byState.get(request.status)];
+    for (const [field, value] of Object.entries(request.where ?? {})) {
+      if (!this.listed.filterFields.includes(field)) throw new Error(`${this.listed.kind} lists no filter on ${field}`);
+      candidates.push(views.byField.get(field)?.get(value));
+    }
+    // A filter without a tree matches nothing.
+    if (candidates.some((tree) => tree === undefined)) return { items: [], next: null };
+    const tree = (candidates as Tree[]).reduce((a, b) => (b.size < a.size ? b : a));
+    const matches = this.matcher(request);
+    const { from, before } = request.created ?? {};
+    const bySort = request.sort === 'created_at';
+    const items: StoredObject[] = [];
+    let last: Key | undefined;
+    for (const [key, object] of walk(tree, request)) {
+      if (bySort && request.order === 'asc' && before !== undefined && key[0] >= before) break;
+      if (bySort && request.order === 'desc' && from !== undefined && key[0] < from) break;
+      if (!matches(object)) continue;
+      if (items.length === request.limit) return { items, next: { value: last![0], id: last![1] } };
+      items.push(object);
+      last = key;
+    }
+    return { items, next: null };
+  }
+
+  /** Every condition of a request, checked on the objects of the tree walked. */
+  private matcher(request: PageRequest): (object: StoredObject) => boolean {
+    const stateOf = this.listed.stateOf ?? defaultStateOf;
+    const where = Object.entries(request.where ?? {});
+    const { from, before } = request.created ?? {};
+    return (object) => {
+      const state = stateOf(object)!;
+      if (request.status !== undefined ? state !== request.status : this.listed.hiddenStates.includes(state)) return false;
+      const spec = (object.spec ?? {}) as Record<string, unknown>;
+      if (where.some(([field, value]) => spec[field] !== value)) return false;
+      const created = object.meta.createdAt;
+      return (from === undefined || created >= from) && (before === undefined || created < before);
+    };
+  }
+}
+
+/** The entries of `tree` in the request's order, from its cursor (exclusive) or the window's start. */
+function walk(tree: Tree, request: PageRequest): IterableIterator<[Key, StoredObject]> {
+  const after: Key | undefined = request.after && [request.after.value, request.after.id];
+  const { from, before } = request.sort === 'created_at' ? (request.created ?? {}) : {};
+  if (request.order === 'asc') {
+    // Ids are never empty: [from, ''] sorts before every object created at `from`.
+    const start: Key | undefined = from === undefined ? undefined : [from, ''];
+    if (after && (!start || compareKeys(after, start) >= 0)) return skipping(tree.entries(after), after);
+    return tree.entries(start);
+  }
+  const end: Key | undefined = before === undefined ? undefined : [before, ''];
+  if (after && (!end || compareKeys(after, end) <= 0)) return tree.entriesReversed(after, undefined, true);
+  return tree.entriesReversed(end, undefined, true);
+}
+
+/** `entries` from a key, without the key itself. */
+function* skipping(entries: IterableIterator<[Key, StoredObject]>, key: Key): IterableIterator<[Key, StoredObject]> {
+  for (const entry of entries) if (compareKeys(entry[0], key) !== 0) yield entry;
+}
+
+/** The indexes of every listed kind of a store. */
+export class ListIndexes {
+  private readonly kinds = new Map<string, KindIndex>();
+
+  constructor(listed: readonly ListedKind[] = []) {
+    for (const kind of listed) this.kinds.set(kind.kind, new KindIndex(kind));
+  }
+
+  /** A change of an object of any kind; kinds not listed are not indexed. */
+  replace(previous: StoredObject | undefined, next: StoredObject | undefined): void {
+    const kind = (next ?? previous)?.meta.kind;
+    if (kind !== undefined) this.kinds.get(kind)?.replace(previous, next);
+  }
+
+  of(kind: string): KindIndex {
+    const index = this.kinds.get(kind);
+    if (!index) throw new Error(`${kind} is not listed by this store`);
+    return index;
+  }
+}

@@ -1,0 +1,93 @@
+/**
+ * The ordered indexes lists read (src/store/list-index.ts), on their own: the views an
+ * object sits in as it changes, seeks from a cursor both ways, filters walked on the most
+ * selective tree, the creation window, names and counts.
+ */
+import { KindIndex, ListedKind } from '../../src/store/list-index';
+import type { StoredObject } from '../../src/store/types';
+
+const listed: ListedKind = {
+  kind: 'Thing',
+  nameOf: (spec: { name: string }) => spec.name,
+  hiddenStates: ['deleted'],
+  filterFields: ['group'],
+  counted: (o) => (o.status as { status?: string }).status === 'running',
+};
+
+const thing = (id: string, name: string, createdAt: string, status: string | undefined, group = 'g1', team = 'team_a'): StoredObject => ({
+  meta: { kind: 'Thing', id, team, resourceVersion: '1', generation: 1, createdAt, updatedAt: createdAt, labels: {} },
+  spec: { name, group },
+  status: status === undefined ? {} : { status },
+});
+
+const ids = (objects: StoredObject[]) => objects.map((o) => o.meta.id);
+
+describe('KindIndex', () => {
+  let index: KindIndex;
+  const a = thing('id_a', 'zulu', '2026-01-01T00:00:01.000Z', 'running');
+  const b = thing('id_b', 'alpha', '2026-01-01T00:00:02.000Z', 'running', 'g2');
+  const c = thing('id_c', 'alpha', '2026-01-01T00:00:02.000Z', 'failed');
+  const d = thing('id_d', 'mike', '2026-01-01T00:00:03.000Z', 'deleted');
+  beforeEach(() => {
+    index = new KindIndex(listed);
+    for (const o of [a, b, c, d]) index.replace(undefined, o);
+  });
+
+  it('pages by created_at and by name, id breaking ties, both ways, hiding the hidden states by default', () => {
+    expect(ids(index.page('team_a', { sort: 'created_at', order: 'asc', limit: 10 }).items)).toEqual(['id_a', 'id_b', 'id_c']);
+    expect(ids(index.page('team_a', { sort: 'created_at', order: 'desc', limit: 10 }).items)).toEqual(['id_c', 'id_b', 'id_a']);
+    expect(ids(index.page('team_a', { sort: 'name', order: 'asc', limit: 10 }).items)).toEqual(['id_b', 'id_c', 'id_a']);
+    expect(ids(index.page('team_a', { sort: 'name', order: 'desc', limit: 10 }).items)).toEqual(['id_a', 'id_c', 'id_b']);
+    expect(ids(index.page('team_a', { sort: 'name', order: 'asc', status: 'deleted', limit: 10 }).items)).toEqual(['id_d']);
+  });
+
+  it('seeks from a position, exclusive, and says where the next page starts', () => {
+    const first = index.page('team_a', { sort: 'name', order: 'asc', limit: 1 });
+    expect(ids(first.items)).toEqual(['id_b']);
+    expect(first.next).toEqual({ value: 'alpha', id: 'id_b' });
+    const second = index.page('team_a', { sort: 'name', order: 'asc', after: first.next!, limit: 2 });
+    expect(ids(second.items)).toEqual(['id_c', 'id_a']);
+    expect(second.next).toBeNull();
+    // A position whose object is gone still places the walk.
+    expect(ids(index.page('team_a', { sort: 'name', order: 'desc', after: { value: 'mike', id: 'id_gone' }, limit: 5 }).items)).toEqual(['id_c', 'id_b']);
+  });
+
+  it('moves an object between status views as its state changes, and drops it when removed or destroyed', () => {
+    const stopped = thing('id_a', 'zulu', a.meta.createdAt, 'deleted');
+    index.replace(a, stopped);
+    expect(ids(index.page('team_a', { sort: 'created_at', order: 'asc', status: 'running', limit: 10 }).items)).toEqual(['id_b']);
+    expect(ids(index.page('team_a', { sort: 'created_at', order: 'asc', status: 'deleted', limit: 10 }).items)).toEqual(['id_a', 'id_d']);
+    index.replace(stopped, thing('id_a', 'zulu', a.meta.createdAt, 'destroyed'));
+    index.replace(b, undefined);
+    expect(ids(index.page('team_a', { sort: 'created_at', order: 'asc', status: 'deleted', limit: 10 }).items)).toEqual(['id_d']);
+    expect(ids(index.page('team_a', { sort: 'created_at', order: 'asc', limit: 10 }).items)).toEqual(['id_c']);
+  });
+
+  it('does not list an object before it has a state', () => {
+    index.replace(undefined, thing('id_new', 'new', '2026-01-01T00:00:04.000Z', undefined));
+    expect(ids(index.page('team_a', { sort: 'created_at', order: 'desc', limit: 1 }).items)).toEqual(['id_c']);
+  });
+
+  it('filters by spec fields and by a creation window, with the status filter', () => {
+    expect(ids(index.page('team_a', { sort: 'created_at', order: 'asc', where: { group: 'g1' }, limit: 10 }).items)).toEqual(['id_a', 'id_c']);
+    expect(ids(index.page('team_a', { sort: 'created_at', order: 'asc', where: { group: 'g1' }, status: 'failed', limit: 10 }).items)).toEqual(['id_c']);
+    expect(index.page('team_a', { sort: 'created_at', order: 'asc', where: { group: 'none' }, limit: 10 }).items).toEqual([]);
+    const window = { from: '2026-01-01T00:00:02.000Z', before: '2026-01-01T00:00:03.000Z' };
+    expect(ids(index.page('team_a', { sort: 'created_at', order: 'asc', created: window, limit: 10 }).items)).toEqual(['id_b', 'id_c']);
+    expect(ids(index.page('team_a', { sort: 'created_at', order: 'desc', created: window, limit: 10 }).items)).toEqual(['id_c', 'id_b']);
+    expect(ids(index.page('team_a', { sort: 'name', order: 'asc', created: { before: '2026-01-01T00:00:02.000Z' }, limit: 10 }).items)).toEqual(['id_a']);
+    expect(() => index.page('team_a', { sort: 'name', order: 'asc', where: { other: 'x' }, limit: 1 })).toThrow(/no filter/);
+  });
+
+  it('keeps teams apart, finds objects by name and keeps counts', () => {
+    index.replace(undefined, thing('id_t2', 'alpha', '2026-01-01T00:00:05.000Z', 'running', 'g1', 'team_b'));
+    expect(ids(index.named('team_a', 'alpha'))).toEqual(['id_b', 'id_c']);
+    expect(ids(index.named('team_b', 'alpha'))).toEqual(['id_t2']);
+    expect(index.named('team_a', 'alph')).toEqual([]);
+    expect(index.count('team_a')).toBe(2);
+    index.replace(b, thing('id_b', 'alpha', b.meta.createdAt, 'failed', 'g2'));
+    expect(index.count('team_a')).toBe(1);
+    expect(index.count('team_b')).toBe(1);
+    expect(ids(index.page('team_b', { sort: 'name', order: 'asc', limit: 10 }).items)).toEqual(['id_t2']);
+  });
+});
