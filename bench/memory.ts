@@ -84,7 +84,7 @@ interface Graph {
   edgeTypes: string[];
 }
 
-function readGraph(file: string): Graph {
+export function readGraph(file: string): Graph {
   const raw = JSON.parse(fs.readFileSync(file, 'utf8')) as {
     snapshot: { meta: { node_fields: string[]; edge_fields: string[]; node_types: [string[]]; edge_types: [string[]] } };
     nodes: number[];
@@ -128,7 +128,7 @@ function readGraph(file: string): Graph {
 }
 
 /** Dominators (Cooper, Harvey, Kennedy), retained sizes, and a first path to every node. */
-function dominate(g: Graph) {
+export function dominate(g: Graph) {
   const weak = g.edgeTypes.indexOf('weak');
   const n = g.nodeCount;
   const order = new Int32Array(n).fill(-1); // postorder number
@@ -208,14 +208,14 @@ function dominate(g: Graph) {
   return { idom, retained, parent, parentEdge, reachable: seen };
 }
 
-function label(g: Graph, v: number): string {
+export function label(g: Graph, v: number): string {
   const type = g.nodeTypes[g.type[v]];
   const name = g.names[g.name[v]];
   if (type === 'object' || type === 'closure' || type === 'native') return name.length > 40 ? `${name.slice(0, 40)}…` : name;
   return `(${type})`;
 }
 
-function edgeLabel(g: Graph, e: number): string {
+export function edgeLabel(g: Graph, e: number): string {
   const type = g.edgeTypes[g.edgeType[e]];
   if (type === 'element' || type === 'hidden') return `[${g.edgeName[e]}]`;
   const name = g.names[g.edgeName[e]];
@@ -223,7 +223,7 @@ function edgeLabel(g: Graph, e: number): string {
 }
 
 /** The path by which the DFS first reached v, as `Owner.edge.edge...`, at most `hops` long. */
-function pathOf(g: Graph, d: ReturnType<typeof dominate>, v: number, hops = 7): string {
+export function pathOf(g: Graph, d: ReturnType<typeof dominate>, v: number, hops = 7): string {
   const parts: string[] = [];
   let x = v;
   for (let i = 0; i < hops && d.parent[x] > 0; i++) {
@@ -268,7 +268,7 @@ function owners(g: Graph, d: ReturnType<typeof dominate>, min: number, nodes = n
 }
 
 /** Children of v in the dominator tree, grouped by label, retaining at least `min` together. */
-function dominated(g: Graph, d: ReturnType<typeof dominate>, v: number, min: number): Array<{ how: string; retained: number; count: number }> {
+export function dominated(g: Graph, d: ReturnType<typeof dominate>, v: number, min: number): Array<{ how: string; retained: number; count: number }> {
   const groups = new Map<string, { retained: number; count: number }>();
   for (let w = 0; w < g.nodeCount; w++) {
     if (d.idom[w] !== v || w === v || !d.reachable[w]) continue;
@@ -332,7 +332,7 @@ function analyze(beforeFile: string, afterFile: string, count: number, outFile?:
   if (outFile) fs.writeFileSync(outFile, `${lines.join('\n')}\n`);
 }
 
-const [mode, ...args] = process.argv.slice(2);
+const [mode, ...args] = require.main === module ? process.argv.slice(2) : ['library'];
 if (mode === 'snapshot') {
   snapshot(Number(args[0]), args[1]).then(
     () => process.exit(0),
@@ -343,7 +343,7 @@ if (mode === 'snapshot') {
   );
 } else if (mode === 'analyze') {
   analyze(args[0], args[1], Number(args[2]), args[3]);
-} else {
+} else if (mode !== 'library') {
   process.stderr.write('usage: memory.js snapshot <count> <file> | analyze <before> <after> <count> [out.md]\n');
   process.exit(2);
 }
