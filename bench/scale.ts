@@ -297,7 +297,7 @@ async function measureStore(result: StoreResult, baselineUrl: string, save: () =
       const { startKubeApiServer } = await import('../test/helpers/kube-apiserver');
       const { installCrds } = await import('../test/helpers/cluster');
       const { namespaceOfTeam } = await import('../src/store/kubernetes/names');
-      process.env.KUBE_APISERVER_BIN ??= execFileSync(path.join(REPO, 'scripts/build-kube-apiserver.sh'), { encoding: 'utf8', stdio: ['ignore', 'pipe', 'inherit'] }).trim();
+      process.env.KUBE_APISERVER_BIN ??= execFileSync(path.join(REPO, 'scripts/build-kube-component.sh'), ['kube-apiserver'], { encoding: 'utf8', stdio: ['ignore', 'pipe', 'inherit'] }).trim();
       log('starting etcd + kube-apiserver and installing the CRDs...');
       const server = await startKubeApiServer();
       stopKube = () => server.stop();
