@@ -302,7 +302,12 @@ async function measureStore(result: StoreResult, baselineUrl: string, save: () =
       const server = await startKubeApiServer();
       stopKube = () => server.stop();
       await installCrds(server);
-      Object.assign(environment, { CLOUDPLANE_STORE: 'kubernetes', CLOUDPLANE_KUBECONFIG: server.kubeconfigPath, CLOUDPLANE_SYSTEM_NAMESPACE: 'cloudplane-system', CLOUDPLANE_JOB_DRIVER: 'simulated' });
+      Object.assign(environment, { CLOUDPLANE_STORE: 'kubernetes', CLOUDPLANE_KUBECONFIG: server.kubeconfigPath, CLOUDPLANE_SYSTEM_NAMESPACE: 'cloudplane-system',
+        // The simulated provider, as on the embedded store: the HAProxy driver makes a Service
+        // per load balancer, and the API server's service range is full after a few hundred.
+        CLOUDPLANE_JOB_DRIVER: 'simulated',
+        CLOUDPLANE_DRIVER_LOAD_BALANCER: 'simulated',
+      });
       step = 'start the service';
       service = await ServiceChild.start(environment);
       await ensureNamespace(server.kubeconfigPath, namespaceOfTeam(service.teamId, 'cloudplane-system'));
@@ -372,7 +377,7 @@ function sourceState() {
   }
 }
 
-interface Report {
+export interface Report {
   started_at: string;
   duration_s: number;
   machine: ReturnType<typeof machine>;
@@ -383,7 +388,7 @@ interface Report {
   stores: StoreResult[];
 }
 
-function markdown(r: Report): string {
+export function markdown(r: Report): string {
   const m = r.machine;
   const load = (l: number[]) => l.map((x) => x.toFixed(2)).join(' / ');
   const lines = [
@@ -467,7 +472,7 @@ if (process.argv[2] === 'service') {
     process.send?.({ type: 'failed', error: err.stack ?? err.message });
     process.exit(1);
   });
-} else {
+} else if (require.main === module) {
   main().catch((err) => {
     process.stderr.write(`bench failed: ${err instanceof Error ? err.stack : String(err)}\n`);
     process.exit(1);
