@@ -2,7 +2,7 @@
 SHELL := /bin/bash
 NODE_MODULES_STAMP := node_modules/.package-lock.json
 
-.PHONY: run test build lint crds bench bench-webhooks bench-cluster clean deps fuzz fuzz-kube
+.PHONY: run test build lint crds bench bench-webhooks bench-cluster bench-scale clean deps fuzz fuzz-kube
 
 # `npm install` rather than `npm ci`: npm 11 leaves other platforms' optional binaries
 # (@swc/core-darwin-*, ...) out of the lock file, and `npm ci` then refuses it.
@@ -56,6 +56,11 @@ bench-webhooks: build
 bench-cluster: build
 	scripts/ensure-tools.sh
 	node dist/bench/cluster.js
+
+# Lists at 1k, 10k and 100k load balancers in one team, on the embedded and the Kubernetes store.
+bench-scale: build
+	scripts/ensure-tools.sh
+	node dist/bench/scale.js
 
 clean:
 	rm -rf dist

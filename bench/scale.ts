@@ -1,0 +1,480 @@
+/**
+ * Scale benchmark (`make bench-scale`): how a list page costs as one team's collection
+ * grows. For each store (embedded, Kubernetes) the real service runs in a child process of
+ * its own (this file, mode `service`, forked with --expose-gc, so that its RSS is its own
+ * and the load generator does not share its event loop). The collection is grown to each
+ * size of BENCH_SCALE_SIZES (1000,10000,100000), every load balancer created by the write
+ * the API makes (ResourceWriter.create: first status and creation event in one write) and
+ * provisioned to `running` by the service's own reconcilers; then, next to a bare Fastify
+ * route measured just before (the baseline), autocannon measures
+ *   - the first page: GET /api/v1/load-balancers?limit=100,
+ *   - the deepest page: the same with a cursor the API handed out in a walk of the first
+ *     size, whose position is then the last 100 rows of the collection at every size,
+ * and the child reports its memory after a forced GC. Every figure is written also as a
+ * ratio to the baseline of the same row and to the first size of the same store.
+ * Writes bench/results/scale-<timestamp>.json and bench/results/scale-latest.md.
+ */
+import { execFileSync, fork, ChildProcess } from 'node:child_process';
+import fs from 'node:fs';
+import os from 'node:os';
+import path from 'node:path';
+import { performance } from 'node:perf_hooks';
+import Fastify from 'fastify';
+import { CoreV1Api } from '@kubernetes/client-node';
+import { machine, writeResults } from './report';
+
+const KEY = 'cpk_Bench0123456789abcdefghijABCDEFGHIJKLMNO';
+const REPO = path.resolve(__dirname, '..', '..');
+const env = (name: string, fallback: number) => Number(process.env[name] ?? fallback);
+const SIZES = (process.env.BENCH_SCALE_SIZES ?? '1000,10000,100000').split(',').map(Number);
+const STORES = (process.env.BENCH_SCALE_STORES ?? 'embedded,kubernetes').split(',') as StoreName[];
+const DURATION_S = env('BENCH_DURATION_S', 5);
+const WARMUP_S = env('BENCH_WARMUP_S', 1);
+const CONNECTIONS = env('BENCH_CONNECTIONS', 8);
+const SEED_CONCURRENCY = env('BENCH_SEED_CONCURRENCY', 32);
+const WORKERS = env('BENCH_WORKERS', 4);
+const SIM_DELAY_MS = env('BENCH_SIM_DELAY_MS', 0);
+const SEED_TIMEOUT_S = env('BENCH_SEED_TIMEOUT_S', 1800);
+const PAGE = 100;
+
+type StoreName = 'embedded' | 'kubernetes';
+
+const log = (line: string) => process.stdout.write(`[${new Date().toISOString().slice(11, 19)}] ${line}\n`);
+const round = (n: number, digits = 2) => Math.round(n * 10 ** digits) / 10 ** digits;
+const sleep = (ms: number) => new Promise((resolve) => setTimeout(resolve, ms));
+
+// ---------------------------------------------------------------------------------------
+// The child: the service under measurement.
+
+type ChildRequest = { type: 'seed'; target: number; concurrency: number; timeoutMs: number } | { type: 'measure' } | { type: 'stop' };
+
+interface Memory {
+  rss_mb: number;
+  heap_used_mb: number;
+  heap_total_mb: number;
+  external_mb: number;
+  array_buffers_mb: number;
+}
+
+interface SeedResult {
+  created: number;
+  total: number;
+  create_s: number;
+  until_running_s: number;
+  running: number;
+}
+
+type ChildReply =
+  | { type: 'ready'; url: string; team_id: string }
+  | { type: 'failed'; error: string }
+  | { type: 'seeded'; result: SeedResult }
+  | { type: 'measure'; memory: Memory }
+  | { type: 'stopped' };
+
+const mb = (bytes: number) => Math.round((bytes / 1024 ** 2) * 10) / 10;
+
+async function memoryAfterGc(): Promise<Memory> {
+  const gc = (globalThis as { gc?: () => void }).gc;
+  if (!gc) throw new Error('run with --expose-gc');
+  gc();
+  await new Promise((resolve) => setImmediate(resolve));
+  gc();
+  const m = process.memoryUsage();
+  return { rss_mb: mb(m.rss), heap_used_mb: mb(m.heapUsed), heap_total_mb: mb(m.heapTotal), external_mb: mb(m.external), array_buffers_mb: mb(m.arrayBuffers) };
+}
+
+async function child(): Promise<void> {
+  const send = (reply: ChildReply) => process.send!(reply);
+  const { loadConfig } = await import('../src/config');
+  const { createLogger } = await import('../src/logger');
+  const { startService } = await import('../src/service');
+  const { loadBalancerFamily: family } = await import('../src/resources/load-balancer');
+  const config = loadConfig(process.env);
+  const service = await startService(config, createLogger(config.logLevel));
+  const { teamId, keyId } = service.bootstrap!;
+  let created = 0;
+
+  const seed = async (target: number, concurrency: number, timeoutMs: number): Promise<SeedResult> => {
+    const t0 = performance.now();
+    const from = created;
+    // What POST /api/v1/load-balancers writes, without the HTTP round trip and without its
+    // name-uniqueness and quota checks (each a scan of the collection): the names are unique by construction.
+    await Promise.all(
+      Array.from({ length: concurrency }, async () => {
+        while (created < target) {
+          const n = created++;
+          const spec = family.specFromCreate({ name: `scale-${n}`, region: 'fra1' }, { config });
+          await service.ctx.writer.create(family, teamId, spec, keyId);
+        }
+      }),
+    );
+    const t1 = performance.now();
+    const deadline = Date.now() + timeoutMs;
+    let running = 0;
+    for (;;) {
+      const all = await service.ctx.store.list<unknown, { status: string }>(family.kind, teamId);
+      running = all.filter((r) => r.status.status === 'running').length;
+      if (running >= target || Date.now() > deadline) break;
+      await sleep(1000);
+    }
+    return { created: target - from, total: target, create_s: round((t1 - t0) / 1000), until_running_s: round((performance.now() - t1) / 1000), running };
+  };
+
+  process.on('message', (request: ChildRequest) => {
+    void (async () => {
+      if (request.type === 'seed') send({ type: 'seeded', result: await seed(request.target, request.concurrency, request.timeoutMs) });
+      else if (request.type === 'measure') send({ type: 'measure', memory: await memoryAfterGc() });
+      else if (request.type === 'stop') {
+        await service.stop();
+        send({ type: 'stopped' });
+        process.disconnect();
+        process.exit(0);
+      }
+    })().catch((err: Error) => send({ type: 'failed', error: err.stack ?? err.message }));
+  });
+  send({ type: 'ready', url: service.url, team_id: teamId });
+}
+
+// ---------------------------------------------------------------------------------------
+// The parent: seeds, measures, writes the report.
+
+interface Histogram {
+  average: number;
+  p50: number;
+  p99: number;
+  max: number;
+}
+interface AutocannonResult {
+  requests: Histogram;
+  latency: Histogram;
+  errors: number;
+  non2xx: number;
+}
+// eslint-disable-next-line @typescript-eslint/no-require-imports
+const autocannon = require('autocannon') as (options: { url: string; headers?: Record<string, string>; connections: number; duration: number; workers?: number }) => Promise<AutocannonResult>;
+
+interface Row {
+  req_per_s: number;
+  p50_ms: number;
+  p99_ms: number;
+  max_ms: number;
+  errors: number;
+  non_2xx: number;
+}
+
+async function load(url: string, headers?: Record<string, string>): Promise<Row> {
+  const options = { url, headers, connections: CONNECTIONS, workers: 1 };
+  if (WARMUP_S > 0) await autocannon({ ...options, duration: WARMUP_S });
+  const r = await autocannon({ ...options, duration: DURATION_S });
+  return { req_per_s: round(r.requests.average, 1), p50_ms: r.latency.p50, p99_ms: r.latency.p99, max_ms: r.latency.max, errors: r.errors, non_2xx: r.non2xx };
+}
+
+class ServiceChild {
+  private constructor(
+    private readonly process: ChildProcess,
+    readonly url: string,
+    readonly teamId: string,
+  ) {}
+
+  static async start(environment: Record<string, string>): Promise<ServiceChild> {
+    const proc = fork(__filename, ['service'], { execArgv: ['--expose-gc'], env: { PATH: process.env.PATH ?? '', ...environment }, stdio: ['ignore', 'inherit', 'inherit', 'ipc'] });
+    const ready = await ServiceChild.next(proc, 'ready', 300_000);
+    return new ServiceChild(proc, ready.url, ready.team_id);
+  }
+
+  private static next<T extends ChildReply['type']>(proc: ChildProcess, type: T, timeoutMs: number): Promise<Extract<ChildReply, { type: T }>> {
+    return new Promise((resolve, reject) => {
+      const timer = setTimeout(() => finish(new Error(`the service did not answer ${type} within ${timeoutMs} ms`)), timeoutMs);
+      const onMessage = (reply: ChildReply) => {
+        if (reply.type === type) finish(null, reply as Extract<ChildReply, { type: T }>);
+        else if (reply.type === 'failed') finish(new Error(`service: ${reply.error}`));
+      };
+      const onExit = (code: number | null, signal: string | null) => finish(new Error(`the service exited (${code ?? signal}) while waiting for ${type}`));
+      const finish = (err: Error | null, reply?: Extract<ChildReply, { type: T }>) => {
+        clearTimeout(timer);
+        proc.off('message', onMessage);
+        proc.off('exit', onExit);
+        if (err) reject(err);
+        else resolve(reply!);
+      };
+      proc.on('message', onMessage);
+      proc.once('exit', onExit);
+    });
+  }
+
+  private ask<T extends ChildReply['type']>(request: ChildRequest, type: T, timeoutMs: number) {
+    const reply = ServiceChild.next(this.process, type, timeoutMs);
+    this.process.send(request);
+    return reply;
+  }
+
+  async seed(target: number): Promise<SeedResult> {
+    return (await this.ask({ type: 'seed', target, concurrency: SEED_CONCURRENCY, timeoutMs: SEED_TIMEOUT_S * 1000 }, 'seeded', SEED_TIMEOUT_S * 2000 + 60_000)).result;
+  }
+
+  async memory(): Promise<Memory> {
+    return (await this.ask({ type: 'measure' }, 'measure', 120_000)).memory;
+  }
+
+  async stop(): Promise<void> {
+    const exited = new Promise((resolve) => this.process.once('exit', resolve));
+    await this.ask({ type: 'stop' }, 'stopped', 120_000);
+    await exited;
+  }
+
+  kill(): void {
+    if (this.process.exitCode === null && this.process.signalCode === null) this.process.kill('SIGKILL');
+  }
+}
+
+interface SizeResult {
+  size: number;
+  seed: SeedResult;
+  memory: Memory;
+  load_average: number[];
+  baseline: Row;
+  first_page: Row;
+  deepest_page: Row & { rows_before: number };
+  /** first_page / deepest_page against the baseline of the same row and the first size of the same store. */
+  ratios: {
+    first_page: { req_per_s_of_baseline: number; p99_x_baseline: number; p99_x_first_size: number };
+    deepest_page: { req_per_s_of_baseline: number; p99_x_baseline: number; p99_x_first_size: number };
+    rss_x_first_size: number;
+  };
+}
+
+interface StoreResult {
+  store: StoreName;
+  sizes: SizeResult[];
+  failure?: { size: number; step: string; error: string };
+}
+
+/** Walks the list from the start and returns the cursor after `items` rows (a multiple of PAGE). */
+async function cursorAfter(url: string, items: number): Promise<string> {
+  let cursor: string | null = null;
+  for (let seen = 0; seen < items; seen += PAGE) {
+    const res: Response = await fetch(`${url}/api/v1/load-balancers?limit=${PAGE}${cursor ? `&cursor=${encodeURIComponent(cursor)}` : ''}`, { headers: { authorization: `Bearer ${KEY}` } });
+    const body = (await res.json()) as { data: unknown[]; meta: { next_cursor?: string | null } };
+    if (res.status !== 200 || body.data.length !== PAGE || !body.meta.next_cursor) throw new Error(`the walk ended early at ${seen} (${res.status})`);
+    cursor = body.meta.next_cursor;
+  }
+  return cursor!;
+}
+
+async function ensureNamespace(kubeconfigPath: string, name: string): Promise<void> {
+  const { KubeConfig } = await import('@kubernetes/client-node');
+  const kc = new KubeConfig();
+  kc.loadFromFile(kubeconfigPath);
+  await kc
+    .makeApiClient(CoreV1Api)
+    .createNamespace({ body: { metadata: { name } } })
+    .catch((err: { code?: number }) => {
+      if (err.code !== 409) throw err;
+    });
+}
+
+async function measureStore(result: StoreResult, baselineUrl: string, save: () => void): Promise<void> {
+  const store = result.store;
+  const dataDir = fs.mkdtempSync(path.join(os.tmpdir(), 'cloudplane-bench-scale-'));
+  const environment: Record<string, string> = {
+    CLOUDPLANE_PORT: '0',
+    CLOUDPLANE_HOST: '127.0.0.1',
+    CLOUDPLANE_DATA_DIR: dataDir,
+    CLOUDPLANE_LOG_LEVEL: 'warn',
+    CLOUDPLANE_BOOTSTRAP_API_KEY: KEY,
+    CLOUDPLANE_RATE_LIMIT_PER_MINUTE: '1000000000',
+    CLOUDPLANE_QUOTAS: 'load_balancer=100000000',
+    CLOUDPLANE_SIM_DELAY_MS: String(SIM_DELAY_MS),
+    CLOUDPLANE_WORKERS: String(WORKERS),
+  };
+  let stopKube: (() => Promise<void>) | undefined;
+  let service: ServiceChild | undefined;
+  let size = 0;
+  let step = 'start';
+  try {
+    if (store === 'kubernetes') {
+      step = 'start kube-apiserver';
+      const { startKubeApiServer } = await import('../test/helpers/kube-apiserver');
+      const { installCrds } = await import('../test/helpers/cluster');
+      const { namespaceOfTeam } = await import('../src/store/kubernetes/names');
+      process.env.KUBE_APISERVER_BIN ??= execFileSync(path.join(REPO, 'scripts/build-kube-component.sh'), ['kube-apiserver'], { encoding: 'utf8', stdio: ['ignore', 'pipe', 'inherit'] }).trim();
+      log('starting etcd + kube-apiserver and installing the CRDs...');
+      const server = await startKubeApiServer();
+      stopKube = () => server.stop();
+      await installCrds(server);
+      Object.assign(environment, { CLOUDPLANE_STORE: 'kubernetes', CLOUDPLANE_KUBECONFIG: server.kubeconfigPath, CLOUDPLANE_SYSTEM_NAMESPACE: 'cloudplane-system',
+        // The simulated provider, as on the embedded store: the HAProxy driver makes a Service
+        // per load balancer, and the API server's service range is full after a few hundred.
+        CLOUDPLANE_JOB_DRIVER: 'simulated',
+        CLOUDPLANE_DRIVER_LOAD_BALANCER: 'simulated',
+      });
+      step = 'start the service';
+      service = await ServiceChild.start(environment);
+      await ensureNamespace(server.kubeconfigPath, namespaceOfTeam(service.teamId, 'cloudplane-system'));
+    } else {
+      step = 'start the service';
+      service = await ServiceChild.start(environment);
+    }
+    const auth = { authorization: `Bearer ${KEY}` };
+    let deepCursor = '';
+    for (size of SIZES) {
+      step = 'seed';
+      log(`${store}: growing the collection to ${size} load balancers...`);
+      const seed = await service.seed(size);
+      log(`  created ${seed.created} in ${seed.create_s} s, all running ${seed.until_running_s} s later (${seed.running} running)`);
+      if (seed.running < size) throw new Error(`only ${seed.running} of ${size} load balancers reached running within ${SEED_TIMEOUT_S} s`);
+      step = 'measure';
+      const memory = await service.memory();
+      // The cursor of the first size's last page stays on the same row as newer rows are
+      // added in front of it (newest first): at every size it asks for the last 100 rows.
+      if (!deepCursor) deepCursor = await cursorAfter(service.url, size - PAGE);
+      const loadAverage = os.loadavg();
+      log(`  RSS ${memory.rss_mb} MB, heap ${memory.heap_used_mb} MB; baseline, first page, deepest page (${WARMUP_S}+${DURATION_S} s each)...`);
+      const baseline = await load(`${baselineUrl}/ping`);
+      const firstPage = await load(`${service.url}/api/v1/load-balancers?limit=${PAGE}`, auth);
+      const deepestPage = await load(`${service.url}/api/v1/load-balancers?limit=${PAGE}&cursor=${encodeURIComponent(deepCursor)}`, auth);
+      log(`  baseline ${baseline.req_per_s}/s p99 ${baseline.p99_ms} ms; first page ${firstPage.req_per_s}/s p99 ${firstPage.p99_ms} ms; deepest page ${deepestPage.req_per_s}/s p99 ${deepestPage.p99_ms} ms`);
+      const first = result.sizes[0];
+      const ratiosOf = (row: Row, firstRow: Row | undefined) => ({
+        req_per_s_of_baseline: round(row.req_per_s / baseline.req_per_s, 4),
+        p99_x_baseline: round(row.p99_ms / Math.max(1, baseline.p99_ms)),
+        p99_x_first_size: round(row.p99_ms / Math.max(1, (firstRow ?? row).p99_ms)),
+      });
+      result.sizes.push({
+        size,
+        seed,
+        memory,
+        load_average: loadAverage,
+        baseline,
+        first_page: firstPage,
+        deepest_page: { ...deepestPage, rows_before: size - PAGE },
+        ratios: {
+          first_page: ratiosOf(firstPage, first?.first_page),
+          deepest_page: ratiosOf(deepestPage, first?.deepest_page),
+          rss_x_first_size: round(memory.rss_mb / (first ?? { memory }).memory.rss_mb),
+        },
+      });
+      save();
+    }
+  } catch (err) {
+    result.failure = { size, step, error: err instanceof Error ? err.message : String(err) };
+    log(`${store}: FAILED at ${size} (${step}): ${result.failure.error}`);
+    save();
+  } finally {
+    await service?.stop().catch(() => service?.kill());
+    service?.kill();
+    await stopKube?.();
+    fs.rmSync(dataDir, { recursive: true, force: true });
+  }
+}
+
+function sourceState() {
+  const git = (...args: string[]) => execFileSync('git', args, { cwd: REPO, encoding: 'utf8' }).trim();
+  try {
+    return { commit: git('rev-parse', 'HEAD'), branch: git('rev-parse', '--abbrev-ref', 'HEAD'), uncommitted_src: git('status', '--porcelain', '--', 'src').split('\n').filter(Boolean) };
+  } catch {
+    return { commit: 'unknown', branch: 'unknown', uncommitted_src: [] };
+  }
+}
+
+export interface Report {
+  started_at: string;
+  duration_s: number;
+  machine: ReturnType<typeof machine>;
+  source: ReturnType<typeof sourceState>;
+  load_average: { before: number[]; after: number[] };
+  settings: Record<string, unknown>;
+  note: string;
+  stores: StoreResult[];
+}
+
+export function markdown(r: Report): string {
+  const m = r.machine;
+  const load = (l: number[]) => l.map((x) => x.toFixed(2)).join(' / ');
+  const lines = [
+    `# Scale benchmark, ${r.started_at}`,
+    '',
+    `Machine: ${m.cpu_model}, ${m.cpu_count} CPUs, ${m.total_memory_gb} GB RAM, ${m.platform}, Node ${m.node}.`,
+    `Code: ${r.source.branch} at ${r.source.commit.slice(0, 12)}${r.source.uncommitted_src.length ? `, with uncommitted changes in ${r.source.uncommitted_src.length} src/ files` : ''}.`,
+    `Load average (1/5/15 min) before: ${load(r.load_average.before)}, after: ${load(r.load_average.after)}. The whole run took ${Math.round(r.duration_s)} s.`,
+    `Settings: ${r.settings.connections} connections, ${r.settings.warmup_s} s warm-up then ${r.settings.duration_s} s per row, autocannon in a worker thread of the benchmark process; the service in a child process (${r.settings.workers} workers per controller, simulated provider with ${r.settings.sim_delay_ms} ms delays). One team; every load balancer \`running\`.`,
+    '',
+    `> ${r.note}`,
+    '',
+  ];
+  for (const s of r.stores) {
+    lines.push(
+      `## ${s.store} store`,
+      '',
+      '| load balancers | page | req/s | p50 ms | p99 ms | req/s ÷ baseline | p99 × baseline | p99 × first size | RSS MB (× first size) | heap used MB | baseline req/s, p99 ms | load avg (1 min) |',
+      '|---:|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|',
+    );
+    for (const x of s.sizes) {
+      const row = (name: string, p: Row, q: SizeResult['ratios']['first_page']) =>
+        `| ${x.size} | ${name} | ${p.req_per_s} | ${p.p50_ms} | ${p.p99_ms} | ${q.req_per_s_of_baseline} | ${q.p99_x_baseline} | **${q.p99_x_first_size}** | ${x.memory.rss_mb} (${x.ratios.rss_x_first_size}) | ${x.memory.heap_used_mb} | ${x.baseline.req_per_s}, ${x.baseline.p99_ms} | ${x.load_average[0].toFixed(2)} |`;
+      lines.push(row('first', x.first_page, x.ratios.first_page), row(`last (after ${x.deepest_page.rows_before})`, x.deepest_page, x.ratios.deepest_page));
+    }
+    lines.push('');
+    lines.push('Seeding (ResourceWriter.create, then the reconcilers to `running`): ' + s.sizes.map((x) => `${x.size}: ${x.seed.created} created in ${x.seed.create_s} s, running ${x.seed.until_running_s} s later`).join('; ') + '.');
+    if (s.failure) lines.push('', `**Failed** at ${s.failure.size} load balancers (${s.failure.step}): \`${s.failure.error}\``);
+    const errors = s.sizes.flatMap((x) => [x.first_page, x.deepest_page]).reduce((n, p) => n + p.errors + p.non_2xx, 0);
+    if (errors) lines.push('', `${errors} requests failed or answered other than 2xx (see the JSON).`);
+    lines.push('');
+  }
+  lines.push('The baseline is a bare Fastify route returning a small JSON object, measured just before each size. Done-when of issue 16: p99 at 100k within 2x of 1k (the **p99 × first size** column). See bench/README.md.', '');
+  return lines.join('\n');
+}
+
+async function main(): Promise<void> {
+  const startedAt = new Date();
+  const t0 = performance.now();
+  const loadBefore = os.loadavg();
+  const source = sourceState();
+  const baseline = Fastify({ logger: false });
+  baseline.get('/ping', async () => ({ ok: true, service: 'baseline', version: 1 }));
+  await baseline.listen({ host: '127.0.0.1', port: 0 });
+  const address = baseline.server.address();
+  const baselineUrl = `http://127.0.0.1:${typeof address === 'object' && address ? address.port : 0}`;
+  const stores: StoreResult[] = [];
+  const report: Report = {
+    started_at: startedAt.toISOString(),
+    duration_s: 0,
+    machine: machine(),
+    source,
+    load_average: { before: loadBefore, after: os.loadavg() },
+    settings: { sizes: SIZES, stores: STORES, connections: CONNECTIONS, duration_s: DURATION_S, warmup_s: WARMUP_S, workers: WORKERS, sim_delay_ms: SIM_DELAY_MS, seed_concurrency: SEED_CONCURRENCY, page: PAGE },
+    note:
+      process.env.BENCH_NOTE ??
+      'Run on a shared 2-CPU machine with other processes beside it (see the load averages): read the ratios, not the absolute figures.',
+    stores,
+  };
+  // Written again after every size, so that a run cut short keeps what it measured.
+  const save = () => {
+    report.duration_s = round((performance.now() - t0) / 1000, 1);
+    report.load_average.after = os.loadavg();
+    return writeResults('scale', startedAt, report, markdown(report));
+  };
+  try {
+    for (const store of STORES) {
+      const result: StoreResult = { store, sizes: [] };
+      stores.push(result);
+      await measureStore(result, baselineUrl, save);
+    }
+  } finally {
+    await baseline.close();
+  }
+  const written = save();
+  log(`wrote ${written.jsonFile} and ${written.markdownFile}`);
+}
+
+if (process.argv[2] === 'service') {
+  child().catch((err: Error) => {
+    process.send?.({ type: 'failed', error: err.stack ?? err.message });
+    process.exit(1);
+  });
+} else if (require.main === module) {
+  main().catch((err) => {
+    process.stderr.write(`bench failed: ${err instanceof Error ? err.stack : String(err)}\n`);
+    process.exit(1);
+  });
+}
