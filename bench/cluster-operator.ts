@@ -15,6 +15,7 @@ import { createLogger } from '../src/logger';
 import { startService } from '../src/service';
 import { createStore } from '../src/store';
 import { reconcileCounter } from '../src/metrics';
+import { memoryAfterGc } from './report';
 
 export type OperatorRequest =
   | { type: 'measure' }
@@ -37,20 +38,12 @@ export type OperatorReply =
   | { type: 'reconciled'; ms_since_start: number | null; passes: number }
   | { type: 'stopped'; stop_ms: number };
 
-const mb = (bytes: number) => Math.round((bytes / 1024 ** 2) * 10) / 10;
 const send = (reply: OperatorReply) => process.send!(reply);
 
 async function measure(): Promise<Measurement> {
   const cpu = process.cpuUsage();
-  const gc = (globalThis as { gc?: () => void }).gc;
-  if (!gc) throw new Error('run with --expose-gc');
-  // Twice, with a turn of the event loop between: weak references and finalizers of the
-  // first collection are freed by the second.
-  gc();
-  await new Promise((resolve) => setImmediate(resolve));
-  gc();
-  const m = process.memoryUsage();
-  return { at: Date.now(), cpu_ms: (cpu.user + cpu.system) / 1000, rss_mb: mb(m.rss), heap_used_mb: mb(m.heapUsed), heap_total_mb: mb(m.heapTotal), external_mb: mb(m.external) };
+  const memory = await memoryAfterGc();
+  return { at: Date.now(), cpu_ms: (cpu.user + cpu.system) / 1000, rss_mb: memory.rss_mb, heap_used_mb: memory.heap_used_mb, heap_total_mb: memory.heap_total_mb, external_mb: memory.external_mb };
 }
 
 async function passes(kind: string): Promise<number> {

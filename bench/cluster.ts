@@ -22,7 +22,7 @@ import { installCrds } from '../test/helpers/cluster';
 import { KeepAliveKubeConfig } from '../src/store/kubernetes/keep-alive-config';
 import { KubeApiServer, startKubeApiServer } from '../test/helpers/kube-apiserver';
 import type { Measurement, OperatorReply, OperatorRequest } from './cluster-operator';
-import { machine, writeResults } from './report';
+import { machine, nextReply, writeResults } from './report';
 
 const REPO = path.resolve(__dirname, '..', '..');
 const KEY = 'cpk_Bench0123456789abcdefghijABCDEFGHIJKLMNO';
@@ -64,32 +64,12 @@ class Operator {
       env: { PATH: process.env.PATH ?? '', ...environment },
       stdio: ['ignore', 'inherit', 'inherit', 'ipc'],
     });
-    const ready = await Operator.next(child, 'ready', 180_000);
+    const ready = await nextReply<OperatorReply, 'ready'>(child, 'operator', 'ready', 180_000);
     return new Operator(child, ready);
   }
 
-  private static next<T extends OperatorReply['type']>(child: ChildProcess, type: T, timeoutMs: number): Promise<Extract<OperatorReply, { type: T }>> {
-    return new Promise((resolve, reject) => {
-      const timer = setTimeout(() => finish(new Error(`the operator did not answer ${type} within ${timeoutMs} ms`)), timeoutMs);
-      const onMessage = (reply: OperatorReply) => {
-        if (reply.type === type) finish(null, reply as Extract<OperatorReply, { type: T }>);
-        else if (reply.type === 'failed') finish(new Error(`operator: ${reply.error}`));
-      };
-      const onExit = (code: number | null) => finish(new Error(`the operator exited (${code}) while waiting for ${type}`));
-      const finish = (err: Error | null, reply?: Extract<OperatorReply, { type: T }>) => {
-        clearTimeout(timer);
-        child.off('message', onMessage);
-        child.off('exit', onExit);
-        if (err) reject(err);
-        else resolve(reply!);
-      };
-      child.on('message', onMessage);
-      child.once('exit', onExit);
-    });
-  }
-
   private ask<T extends OperatorReply['type']>(request: OperatorRequest, type: T, timeoutMs = 60_000) {
-    const reply = Operator.next(this.child, type, timeoutMs);
+    const reply = nextReply<OperatorReply, T>(this.child, 'operator', type, timeoutMs);
     this.child.send(request);
     return reply;
   }

@@ -2,6 +2,7 @@
 import fs from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
+import type { ChildProcess } from 'node:child_process';
 
 /** bench/results of the repository, from bench/ (ts-node) or dist/bench/ (built). */
 const RESULTS_DIR = path.resolve(__dirname, __dirname.includes(`${path.sep}dist${path.sep}`) ? '../..' : '..', 'bench', 'results');
@@ -27,4 +28,41 @@ export function writeResults(name: string, startedAt: Date, report: unknown, mar
   fs.writeFileSync(jsonFile, `${JSON.stringify(report, null, 2)}\n`);
   fs.writeFileSync(markdownFile, markdown);
   return { jsonFile: path.relative(process.cwd(), jsonFile), markdownFile: path.relative(process.cwd(), markdownFile) };
+}
+
+export const mb = (bytes: number) => Math.round((bytes / 1024 ** 2) * 10) / 10;
+
+/**
+ * The process's memory after two forced collections (node --expose-gc), with a turn of the
+ * event loop between: weak references and finalizers of the first are freed by the second.
+ */
+export async function memoryAfterGc() {
+  const gc = (globalThis as { gc?: () => void }).gc;
+  if (!gc) throw new Error('run with --expose-gc');
+  gc();
+  await new Promise((resolve) => setImmediate(resolve));
+  gc();
+  const m = process.memoryUsage();
+  return { rss_mb: mb(m.rss), heap_used_mb: mb(m.heapUsed), heap_total_mb: mb(m.heapTotal), external_mb: mb(m.external), array_buffers_mb: mb(m.arrayBuffers) };
+}
+
+/** A forked child's next IPC reply of `type`; its `failed` reply, its exit or the timeout reject. */
+export function nextReply<R extends { type: string }, T extends R['type']>(child: ChildProcess, who: string, type: T, timeoutMs: number): Promise<Extract<R, { type: T }>> {
+  return new Promise((resolve, reject) => {
+    const timer = setTimeout(() => finish(new Error(`the ${who} did not answer ${type} within ${timeoutMs} ms`)), timeoutMs);
+    const onMessage = (reply: R) => {
+      if (reply.type === type) finish(null, reply as Extract<R, { type: T }>);
+      else if (reply.type === 'failed') finish(new Error(`${who}: ${(reply as { error?: string }).error}`));
+    };
+    const onExit = (code: number | null, signal: string | null) => finish(new Error(`the ${who} exited (${code ?? signal}) while waiting for ${type}`));
+    const finish = (err: Error | null, reply?: Extract<R, { type: T }>) => {
+      clearTimeout(timer);
+      child.off('message', onMessage);
+      child.off('exit', onExit);
+      if (err) reject(err);
+      else resolve(reply!);
+    };
+    child.on('message', onMessage);
+    child.once('exit', onExit);
+  });
 }

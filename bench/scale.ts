@@ -21,7 +21,7 @@ import path from 'node:path';
 import { performance } from 'node:perf_hooks';
 import Fastify from 'fastify';
 import { CoreV1Api } from '@kubernetes/client-node';
-import { machine, writeResults } from './report';
+import { machine, memoryAfterGc, nextReply, writeResults } from './report';
 
 const KEY = 'cpk_Bench0123456789abcdefghijABCDEFGHIJKLMNO';
 const REPO = path.resolve(__dirname, '..', '..');
@@ -70,18 +70,6 @@ type ChildReply =
   | { type: 'seeded'; result: SeedResult }
   | { type: 'measure'; memory: Memory }
   | { type: 'stopped' };
-
-const mb = (bytes: number) => Math.round((bytes / 1024 ** 2) * 10) / 10;
-
-async function memoryAfterGc(): Promise<Memory> {
-  const gc = (globalThis as { gc?: () => void }).gc;
-  if (!gc) throw new Error('run with --expose-gc');
-  gc();
-  await new Promise((resolve) => setImmediate(resolve));
-  gc();
-  const m = process.memoryUsage();
-  return { rss_mb: mb(m.rss), heap_used_mb: mb(m.heapUsed), heap_total_mb: mb(m.heapTotal), external_mb: mb(m.external), array_buffers_mb: mb(m.arrayBuffers) };
-}
 
 async function child(): Promise<void> {
   const send = (reply: ChildReply) => process.send!(reply);
@@ -178,32 +166,12 @@ class ServiceChild {
 
   static async start(environment: Record<string, string>): Promise<ServiceChild> {
     const proc = fork(__filename, ['service'], { execArgv: ['--expose-gc'], env: { PATH: process.env.PATH ?? '', ...environment }, stdio: ['ignore', 'inherit', 'inherit', 'ipc'] });
-    const ready = await ServiceChild.next(proc, 'ready', 300_000);
+    const ready = await nextReply<ChildReply, 'ready'>(proc, 'service', 'ready', 300_000);
     return new ServiceChild(proc, ready.url, ready.team_id);
   }
 
-  private static next<T extends ChildReply['type']>(proc: ChildProcess, type: T, timeoutMs: number): Promise<Extract<ChildReply, { type: T }>> {
-    return new Promise((resolve, reject) => {
-      const timer = setTimeout(() => finish(new Error(`the service did not answer ${type} within ${timeoutMs} ms`)), timeoutMs);
-      const onMessage = (reply: ChildReply) => {
-        if (reply.type === type) finish(null, reply as Extract<ChildReply, { type: T }>);
-        else if (reply.type === 'failed') finish(new Error(`service: ${reply.error}`));
-      };
-      const onExit = (code: number | null, signal: string | null) => finish(new Error(`the service exited (${code ?? signal}) while waiting for ${type}`));
-      const finish = (err: Error | null, reply?: Extract<ChildReply, { type: T }>) => {
-        clearTimeout(timer);
-        proc.off('message', onMessage);
-        proc.off('exit', onExit);
-        if (err) reject(err);
-        else resolve(reply!);
-      };
-      proc.on('message', onMessage);
-      proc.once('exit', onExit);
-    });
-  }
-
   private ask<T extends ChildReply['type']>(request: ChildRequest, type: T, timeoutMs: number) {
-    const reply = ServiceChild.next(this.process, type, timeoutMs);
+    const reply = nextReply<ChildReply, T>(this.process, 'service', type, timeoutMs);
     this.process.send(request);
     return reply;
   }
