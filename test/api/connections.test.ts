@@ -96,12 +96,12 @@ describe('connection limits', () => {
   });
 
   it('cuts a connection silent both ways for the idle timeout, even while its request is being handled', async () => {
-    // The real store answers this service's list of servers only after the idle timeout.
+    // The real store answers this service's page of servers only after the idle timeout.
     const store = t.service.ctx.store;
-    const list = store.list.bind(store);
-    store.list = async (...args: Parameters<typeof store.list>) => {
+    const page = store.page.bind(store);
+    store.page = async (...args: Parameters<typeof store.page>) => {
       if (args[0] === 'Server') await sleep(IDLE_TIMEOUT_MS * 3);
-      return list(...args);
+      return page(...args);
     };
     try {
       const conn = await connect();
@@ -109,7 +109,7 @@ describe('connection limits', () => {
       await eventually(async () => conn.closed, CLOSED_WITHIN_MS, 100);
       expect(conn.received).toBe('');
     } finally {
-      store.list = list;
+      store.page = page;
     }
   });
 
