@@ -9,7 +9,8 @@
  * write (requireOperationIds): `getLoadBalancer` answers a `LoadBalancerEnvelope` whose
  * data is a `LoadBalancer`; `listLoadBalancers` a `LoadBalancerList`; a create whose
  * answer shows more than the record (an API key's secret) a `NewApiKeyEnvelope`; every
- * error an `ErrorEnvelope` of an `Error`. A schema is replaced where it is the same,
+ * error an `ErrorEnvelope` of an `Error`; an event stream (`streamWebhookListener`) a
+ * `WebhookListenerStreamEvent` per event. A schema is replaced where it is the same,
  * keyword for keyword, as a named one.
  */
 import type { OpenApiDocument } from './openapi-links';
@@ -29,8 +30,9 @@ function signatureOf(value: unknown): string {
 /** LoadBalancers -> LoadBalancer, WebhookDeliveries -> WebhookDelivery. */
 const singularOf = (plural: string) => (plural.endsWith('ies') ? `${plural.slice(0, -3)}y` : plural.replace(/s$/, ''));
 
-const jsonSchemaOf = (response: unknown): Schema | undefined =>
-  (response as { content?: Record<string, { schema?: Schema }> } | undefined)?.content?.['application/json']?.schema;
+const schemaOf = (response: unknown, mediaType: string): Schema | undefined =>
+  (response as { content?: Record<string, { schema?: Schema }> } | undefined)?.content?.[mediaType]?.schema;
+const jsonSchemaOf = (response: unknown) => schemaOf(response, 'application/json');
 const propertyOf = (schema: Schema | undefined, key: string) => (schema?.properties as Record<string, Schema> | undefined)?.[key];
 const dataOf = (envelope: Schema | undefined) => propertyOf(envelope, 'data');
 
@@ -57,6 +59,9 @@ function namedSchemas(document: OpenApiDocument): Map<string, Schema> {
       name(`${singularOf(listed[1])}List`, list);
       name(singularOf(listed[1]), dataOf(list)!.items as Schema);
     }
+    // A stream's answer is described event by event: `streamWebhookListener` sends WebhookListenerStreamEvents.
+    const streamed = /^stream([A-Z]\w*)$/.exec(id);
+    if (streamed) name(`${streamed[1]}StreamEvent`, schemaOf(responses['200'], 'text/event-stream'));
     const error = jsonSchemaOf(responses['401']);
     name('ErrorEnvelope', error);
     name('Error', propertyOf(error, 'error'));

@@ -60,6 +60,17 @@ interface AnswerBody {
   retry_after?: string | null;
 }
 
+/**
+ * One event of the stream as a client's SSE parser sees it (OpenAPI 3.0/3.1 describe a
+ * text/event-stream response by the schema of each event): its name, its JSON text, and
+ * for deliveries the delivery id as the event id.
+ */
+const StreamEvent = Type.Object({
+  event: Type.String({ enum: ['ready', 'delivery', 'closed'] }),
+  data: Type.String({ description: 'JSON: {listener_id, lease_seconds} for ready, the attempt for delivery, {reason} for closed.' }),
+  id: Type.Optional(Type.String({ description: 'The delivery id, on delivery events.' })),
+});
+
 export function registerWebhookListenerRoutes(app: FastifyInstance, ctx: ApiContext): void {
   const base = `/api/v1/${webhookFamily.path}`;
   const hub = new ListenerHub({ store: ctx.store, writer: ctx.writer, config: ctx.config.webhooks, logger: ctx.logger });
@@ -99,7 +110,7 @@ export function registerWebhookListenerRoutes(app: FastifyInstance, ctx: ApiCont
       description:
         'text/event-stream: `ready` once, then one `delivery` event per attempt ({delivery_id, attempt, event_type, timeout_ms, headers, body}: the exact headers and body an HTTP attempt would carry, signed with the listener\'s secret), comments as keep-alives, and `closed` ({reason}) before the service ends it. Holding it renews the lease; a newer stream of the same listener takes over.',
       params: IdParams,
-      response: { 200: { description: 'The event stream.', content: { 'text/event-stream': { schema: Type.String() } } }, ...errors },
+      response: { 200: { description: 'The event stream.', content: { 'text/event-stream': { schema: StreamEvent } } }, ...errors },
     },
     handler: async (request, reply) => {
       const { id } = request.params as { id: string };
