@@ -18,8 +18,6 @@ function run(command: string, args: string[]): void {
   }
 }
 
-const isMountPoint = (dir: string) => fs.readFileSync('/proc/self/mounts', 'utf8').split('\n').some((line) => line.split(' ')[1] === dir);
-
 export class Tmpfs {
   private constructor(readonly dir: string) {}
 
@@ -38,15 +36,21 @@ export class Tmpfs {
   /**
    * Makes `sub` (a directory in the tmpfs) read-only for every file opened from now on, and
    * back. `mount -o remount,ro` of the tmpfs itself answers EBUSY while the service has
-   * files open for writing (its logs) — the kernel refuses to make a file system with
-   * writers read-only — so a read-only bind mount is put over the directory instead: what
-   * the service opens by path (a new positions file, a snapshot, a probe) is refused with
+   * files open for writing (its logs) — the kernel refuses to make a mount with writers
+   * read-only — so a read-only bind mount is put over the directory instead: what the
+   * service opens by path (a new positions file, a snapshot, a probe) is refused with
    * EROFS, as on a volume made read-only, while writes to files it already holds open still
-   * land. Root ignores chmod, so that is no way to refuse writes here.
+   * land. The bind is made read-only on a staging point nobody opens files through and
+   * then moved over `sub` in one step: binding over `sub` first and remounting it there
+   * raced the service, which could open a file through the fresh bind in between (EBUSY).
+   * Root ignores chmod, so that is no way to refuse writes here.
    */
   readOnly(sub: string): void {
-    if (!isMountPoint(sub)) run('mount', ['--bind', sub, sub]);
-    run('mount', ['-o', 'remount,bind,ro', sub]);
+    const staging = fs.mkdtempSync(path.join(this.dir, 'ro-staging-'));
+    run('mount', ['--bind', sub, staging]);
+    run('mount', ['-o', 'remount,bind,ro', staging]);
+    run('mount', ['--move', staging, sub]);
+    fs.rmdirSync(staging);
   }
 
   readWrite(sub: string): void {
