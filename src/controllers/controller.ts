@@ -85,8 +85,9 @@ export class Controller {
     this.queue.add(`${team}/${id}`);
   }
 
+  /** Every object of the kind, looked at once no change waits (WorkQueue.addBackground). */
   private async resync(): Promise<void> {
-    for (const object of await this.store.list(this.reconciler.kind)) this.queue.add(keyOf(object));
+    for (const object of await this.store.list(this.reconciler.kind)) this.queue.addBackground(keyOf(object));
   }
 
   private async work(): Promise<void> {

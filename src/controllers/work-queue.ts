@@ -3,7 +3,16 @@
  * however often it is added; a key being processed is not handed to a second worker,
  * and if it is added meanwhile it is processed again afterwards. Failed keys come back
  * after an exponential backoff.
+ *
+ * Keys wait in two first-in-first-out lanes. `add` is for a change (a watch event, a
+ * timer, a retry); `addBackground` is for a periodic resync, whose keys are handed out
+ * only while no change waits. A resync of a large collection queues every key at once,
+ * and in one lane a change made then waited behind all of them: provisioning slowed with
+ * the collection's size. A background key that is added as a change moves to the front
+ * lane. The lanes are deques (denque): Array#shift copies the whole array once it is
+ * large (V8 moves the start of small arrays only), which made taking a key O(n).
  */
+import Denque from 'denque';
 import { backoffMs } from '../lib/backoff';
 
 /** The longest delay a Node timer accepts (2^31 - 1 ms). */
@@ -15,8 +24,10 @@ export interface BackoffOptions {
 }
 
 export class WorkQueue {
-  private readonly queue: string[] = [];
-  private readonly queued = new Set<string>();
+  private readonly changes = new Denque<string>();
+  private readonly background = new Denque<string>();
+  /** Every key waiting, and its lane. A key promoted to `changes` stays in `background` as a stale entry, skipped when reached. */
+  private readonly queued = new Map<string, 'change' | 'background'>();
   private readonly processing = new Set<string>();
   private readonly dirtyWhileProcessing = new Set<string>();
   private readonly timers = new Map<string, { at: number; timer: NodeJS.Timeout }>();
@@ -26,25 +37,38 @@ export class WorkQueue {
 
   constructor(private readonly backoff: BackoffOptions = { baseMs: 100, maxMs: 60_000 }) {}
 
+  /** Keys waiting in either lane. */
   get length(): number {
-    return this.queue.length;
+    return this.queued.size;
   }
 
   add(key: string): void {
+    this.enqueue(key, 'change');
+  }
+
+  /** Adds a key to be looked at when no change waits (a periodic resync). */
+  addBackground(key: string): void {
+    this.enqueue(key, 'background');
+  }
+
+  private enqueue(key: string, lane: 'change' | 'background'): void {
     if (this.shuttingDown) return;
     if (this.processing.has(key)) {
       this.dirtyWhileProcessing.add(key);
       return;
     }
-    if (this.queued.has(key)) return;
-    const waiter = this.waiters.shift();
-    if (waiter) {
-      this.processing.add(key);
-      waiter(key);
-      return;
+    const waiting = this.queued.get(key);
+    if (waiting === 'change' || (waiting === 'background' && lane === 'background')) return;
+    if (waiting === undefined) {
+      const waiter = this.waiters.shift();
+      if (waiter) {
+        this.processing.add(key);
+        waiter(key);
+        return;
+      }
     }
-    this.queued.add(key);
-    this.queue.push(key);
+    this.queued.set(key, lane);
+    (lane === 'change' ? this.changes : this.background).push(key);
   }
 
   /**
@@ -85,13 +109,26 @@ export class WorkQueue {
   /** The next key to process, or null once shut down. */
   get(): Promise<string | null> {
     if (this.shuttingDown) return Promise.resolve(null);
-    const key = this.queue.shift();
+    const key = this.takeWaiting();
     if (key !== undefined) {
-      this.queued.delete(key);
       this.processing.add(key);
       return Promise.resolve(key);
     }
     return new Promise((resolve) => this.waiters.push(resolve));
+  }
+
+  private takeWaiting(): string | undefined {
+    const change = this.changes.shift();
+    if (change !== undefined) {
+      this.queued.delete(change);
+      return change;
+    }
+    for (let key = this.background.shift(); key !== undefined; key = this.background.shift()) {
+      if (this.queued.get(key) !== 'background') continue; // promoted to a change, and taken as one
+      this.queued.delete(key);
+      return key;
+    }
+    return undefined;
   }
 
   /** Marks a key's processing as finished; re-queues it if it was added meanwhile. */

@@ -57,6 +57,35 @@ describe('WorkQueue', () => {
     expect(await nextWithin(queue, 30)).toBe('nothing');
   });
 
+  it('hands out background keys (a resync) only while no change waits; a background key added as a change goes first, once', async () => {
+    for (const key of ['r1', 'r2', 'r3', 'r4']) queue.addBackground(key);
+    queue.addBackground('r1');
+    expect(queue.length).toBe(4);
+    queue.add('change');
+    queue.add('r3'); // promoted: a change now
+    queue.addBackground('r3'); // stays a change
+    expect(queue.length).toBe(5);
+    const order: string[] = [];
+    while (queue.length > 0) {
+      const key = (await queue.get())!;
+      order.push(key);
+      queue.done(key);
+    }
+    expect(order).toEqual(['change', 'r3', 'r1', 'r2', 'r4']);
+    expect(await nextWithin(queue, 30)).toBe('nothing');
+  });
+
+  it('takes a change added while many background keys wait before the rest of them, which follow in order', async () => {
+    const many = 50_000;
+    for (let i = 0; i < many; i++) queue.addBackground(`bg-${i}`);
+    expect(await queue.get()).toBe('bg-0');
+    queue.add('urgent');
+    expect(await queue.get()).toBe('urgent');
+    const rest: string[] = [];
+    while (queue.length > 0) rest.push((await queue.get())!);
+    expect(rest).toEqual(Array.from({ length: many - 1 }, (_, i) => `bg-${i + 1}`));
+  });
+
   it('does not re-process a key that was not added while it was processed', async () => {
     queue.add('once');
     expect(await queue.get()).toBe('once');
