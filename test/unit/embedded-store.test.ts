@@ -224,6 +224,36 @@ describe('EmbeddedStore', () => {
     expect(Number(next.meta.resourceVersion)).toBeGreaterThan(lastVersion);
   });
 
+  it('lets the log grow to the last snapshot\'s size before compacting again, however low the threshold', async () => {
+    await store.stop();
+    store = await open(4_096);
+    const note = 'x'.repeat(400);
+    for (let i = 0; i < 40; i++) await store.create<Spec, Status>(thing(`b${i}`, 'team_a', { name: `b${i}` }, { phase: 'new', note }));
+    await new Promise((resolve) => setTimeout(resolve, 50));
+    const snapshotFile = path.join(dir, 'store.snapshot.json');
+    const logFile = path.join(dir, 'store.log');
+    const snapshot = fs.statSync(snapshotFile);
+    expect(snapshot.size).toBeGreaterThan(3 * 4_096);
+    // The snapshot is replaced by a rename: a new inode is a new compaction.
+    const compacted = () => fs.statSync(snapshotFile).ino !== snapshot.ino;
+
+    let o = (await store.get<Spec, Status>('Thing', 'team_a', 'b0'))!;
+    for (let n = 0; fs.statSync(logFile).size + 2_000 < snapshot.size; n++) {
+      o = await store.updateStatus<Spec, Status>({ ...o, status: { phase: `p${n}`, note } });
+      await new Promise((resolve) => setTimeout(resolve, 5));
+      expect(compacted()).toBe(false);
+    }
+    expect(fs.statSync(logFile).size).toBeGreaterThan(2 * 4_096);
+    for (let n = 0; !compacted() && n < 50; n++) {
+      o = await store.updateStatus<Spec, Status>({ ...o, status: { phase: `q${n}`, note } });
+      await new Promise((resolve) => setTimeout(resolve, 5));
+    }
+    expect(compacted()).toBe(true);
+    await store.stop();
+    store = await open(4_096);
+    expect((await store.get<Spec, Status>('Thing', 'team_a', 'b0'))?.status).toEqual(o.status);
+  });
+
   it('replays a log whose records are already in the snapshot harmlessly (a crash between snapshot and truncation)', async () => {
     for (let i = 0; i < 10; i++) await store.create(thing(`s${i}`));
     const s1 = (await store.get<Spec, Status>('Thing', 'team_a', 's1'))!;
