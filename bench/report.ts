@@ -66,3 +66,12 @@ export function nextReply<R extends { type: string }, T extends R['type']>(child
     child.once('exit', onExit);
   });
 }
+
+/**
+ * Node flags of a forked service child: --expose-gc for memoryAfterGc, and a CPU profile
+ * of the child into BENCH_CPU_PROF_DIR when that is set (written when the child exits).
+ */
+export function serviceExecArgv(): string[] {
+  const profileDir = process.env.BENCH_CPU_PROF_DIR;
+  return ['--expose-gc', ...(profileDir ? ['--cpu-prof', `--cpu-prof-dir=${profileDir}`] : [])];
+}

@@ -21,7 +21,7 @@ import path from 'node:path';
 import { performance } from 'node:perf_hooks';
 import Fastify from 'fastify';
 import { CoreV1Api } from '@kubernetes/client-node';
-import { machine, memoryAfterGc, nextReply, writeResults } from './report';
+import { machine, memoryAfterGc, nextReply, serviceExecArgv, writeResults } from './report';
 
 const KEY = 'cpk_Bench0123456789abcdefghijABCDEFGHIJKLMNO';
 const REPO = path.resolve(__dirname, '..', '..');
@@ -165,7 +165,7 @@ class ServiceChild {
   ) {}
 
   static async start(environment: Record<string, string>): Promise<ServiceChild> {
-    const proc = fork(__filename, ['service'], { execArgv: ['--expose-gc'], env: { PATH: process.env.PATH ?? '', ...environment }, stdio: ['ignore', 'inherit', 'inherit', 'ipc'] });
+    const proc = fork(__filename, ['service'], { execArgv: serviceExecArgv(), env: { PATH: process.env.PATH ?? '', ...environment }, stdio: ['ignore', 'inherit', 'inherit', 'ipc'] });
     const ready = await nextReply<ChildReply, 'ready'>(proc, 'service', 'ready', 300_000);
     return new ServiceChild(proc, ready.url, ready.team_id);
   }
@@ -217,11 +217,25 @@ interface StoreResult {
   failure?: { size: number; step: string; error: string };
 }
 
+/**
+ * A GET that waits out load shedding as a client would: a 503 service_overloaded (the
+ * service still busy right after seeding: compaction, a resync) is retried after its
+ * Retry-After, for up to two minutes.
+ */
+async function getRetryingOverload(url: string): Promise<Response> {
+  for (const giveUpAt = Date.now() + 120_000; ; ) {
+    const res = await fetch(url, { headers: { authorization: `Bearer ${KEY}` } });
+    if (res.status !== 503 || Date.now() > giveUpAt) return res;
+    await res.arrayBuffer();
+    await sleep(Number(res.headers.get('retry-after') ?? 1) * 1000);
+  }
+}
+
 /** Walks the list from the start and returns the cursor after `items` rows (a multiple of PAGE). */
 async function cursorAfter(url: string, items: number): Promise<string> {
   let cursor: string | null = null;
   for (let seen = 0; seen < items; seen += PAGE) {
-    const res: Response = await fetch(`${url}/api/v1/load-balancers?limit=${PAGE}${cursor ? `&cursor=${encodeURIComponent(cursor)}` : ''}`, { headers: { authorization: `Bearer ${KEY}` } });
+    const res = await getRetryingOverload(`${url}/api/v1/load-balancers?limit=${PAGE}${cursor ? `&cursor=${encodeURIComponent(cursor)}` : ''}`);
     const body = (await res.json()) as { data: unknown[]; meta: { next_cursor?: string | null } };
     if (res.status !== 200 || body.data.length !== PAGE || !body.meta.next_cursor) throw new Error(`the walk ended early at ${seen} (${res.status})`);
     cursor = body.meta.next_cursor;
