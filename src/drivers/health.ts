@@ -5,7 +5,8 @@
  */
 import type { DriverHealth } from './types';
 
-const WINDOW_MS = 5 * 60_000;
+/** How far back outcomes count towards a driver's health. */
+export const HEALTH_WINDOW_MS = 5 * 60_000;
 /** Consecutive failures after which the driver counts as unavailable. */
 const FAILURES_FOR_UNAVAILABLE = 5;
 const KEPT = 50;
@@ -23,7 +24,7 @@ export class OutcomeWindow {
   private reachable = true;
   private lastAt = 0;
 
-  constructor(private readonly windowMs = WINDOW_MS) {}
+  constructor(private readonly windowMs = HEALTH_WINDOW_MS) {}
 
   /** A call or operation that worked. */
   succeeded(): void {

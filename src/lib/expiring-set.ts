@@ -20,10 +20,18 @@ export class ExpiringSet {
     return false;
   }
 
+  /**
+   * Adds (or refreshes) `member`. Every member lives `ttlMs`, so insertion order is expiry
+   * order: the expired leave from the front here, and a set that is only ever added to
+   * holds what the last `ttlMs` brought, not all it ever saw (up to `maxSize`).
+   */
   add(member: string, now = Date.now()): void {
     this.expiries.delete(member);
     this.expiries.set(member, now + this.ttlMs);
-    while (this.expiries.size > this.maxSize) this.expiries.delete(this.expiries.keys().next().value!);
+    for (const [oldest, expiry] of this.expiries) {
+      if (expiry > now && this.expiries.size <= this.maxSize) break;
+      this.expiries.delete(oldest);
+    }
   }
 
   delete(member: string): void {

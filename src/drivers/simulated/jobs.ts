@@ -37,7 +37,7 @@ export class SimulatedJobExecutor implements JobExecutor {
     const injected = draw('job', team, id, submittedAt) < this.sim.failureRate('job');
     const code = injected ? 1 : exit ? Number(exit[1]) % 256 : 0;
     const reason = code === 0 ? null : injected ? 'the job failed (simulated failure injected by CLOUDPLANE_SIM_FAILURES)' : `the command exited with code ${code}`;
-    this.sim.recordOnce('job', `${team}/${id}/${submittedAt}`, reason);
+    this.sim.recordOnce('job', `${team}/${id}/${submittedAt}`, reason, end);
     return { state: code === 0 ? 'succeeded' : 'failed', exit_code: code, started_at: startedAt, finished_at: new Date(end).toISOString(), reason };
   }
 

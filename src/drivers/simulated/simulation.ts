@@ -8,7 +8,8 @@
  */
 import { createHash } from 'node:crypto';
 import type { SimulationConfig } from '../../config';
-import { OutcomeWindow } from '../health';
+import { HEALTH_WINDOW_MS, OutcomeWindow } from '../health';
+import { ExpiringSet } from '../../lib/expiring-set';
 
 /** A number in [0, 1) drawn from the hash of `parts`: the same parts, the same number. */
 export function draw(...parts: Array<string | number>): number {
@@ -37,9 +38,18 @@ export interface SimulatedOperation {
 
 export type Progress = { state: 'pending'; remainingMs: number } | { state: 'succeeded' } | { state: 'failed'; reason: string };
 
+/** At most this many outcomes are remembered as counted (a burst beyond it may count some twice). */
+const RECORDED_MAX = 1_000_000;
+
 export class Simulation {
   private readonly outcomes = new Map<string, OutcomeWindow>();
-  private readonly recorded = new Set<string>();
+  /**
+   * The outcomes counted within the health window, so that one seen again (a resync, a
+   * status write that failed) is not counted twice. Only the window's need keeping: an
+   * outcome older than it no longer counts, and a Set of every operation ever grew with
+   * the install's history.
+   */
+  private readonly recorded = new ExpiringSet(RECORDED_MAX, HEALTH_WINDOW_MS);
   private readonly addresses = new Map<string, string>();
   private readonly addressOwners = new Map<string, string>();
 
@@ -73,7 +83,7 @@ export class Simulation {
     const remainingMs = this.endOf(family, id, op) - Date.now();
     if (remainingMs > 0) return { state: 'pending', remainingMs };
     const failed = op.fails ?? this.willFail(family, id, op);
-    this.recordOnce(family, `${id}/${op.name}/${op.started_at}`, failed ? this.reasonOf(op.name) : null);
+    this.recordOnce(family, `${id}/${op.name}/${op.started_at}`, failed ? this.reasonOf(op.name) : null, Date.now() + remainingMs);
     if (!failed) return { state: 'succeeded' };
     return { state: 'failed', reason: this.reasonOf(op.name) };
   }
@@ -95,11 +105,21 @@ export class Simulation {
     return window;
   }
 
-  /** Counts an outcome towards `family`'s health, once per `key` in this process. */
-  recordOnce(family: string, key: string, failure: string | null): void {
+  /** How many outcomes are remembered as counted (those of the health window). */
+  get rememberedOutcomes(): number {
+    return this.recorded.size;
+  }
+
+  /**
+   * Counts an outcome towards `family`'s health, once per `key` in this process; one that
+   * ended (`endedAt`, ms since the epoch) before the health window is not counted at all.
+   */
+  recordOnce(family: string, key: string, failure: string | null, endedAt: number): void {
+    const now = Date.now();
+    if (now - endedAt >= HEALTH_WINDOW_MS) return;
     const full = `${family}/${key}`;
-    if (this.recorded.has(full)) return;
-    this.recorded.add(full);
+    if (this.recorded.has(full, now)) return;
+    this.recorded.add(full, now);
     if (failure === null) this.outcomesOf(family).succeeded();
     else this.outcomesOf(family).failed(failure);
   }
