@@ -86,7 +86,7 @@ async function child(): Promise<void> {
     const t0 = performance.now();
     const from = created;
     // What POST /api/v1/load-balancers writes, without the HTTP round trip and without its
-    // name-uniqueness and quota checks (each a scan of the collection): the names are unique by construction.
+    // name-uniqueness and quota checks: the names are unique by construction.
     await Promise.all(
       Array.from({ length: concurrency }, async () => {
         while (created < target) {
