@@ -43,6 +43,11 @@ export interface EmbeddedStoreOptions {
   dataDir: string;
   /** Compact the log into a snapshot once it grows past this many bytes, and past the last snapshot's size. */
   compactBytes?: number;
+  /**
+   * false: compact past `compactBytes` alone, whatever the snapshot's size (a test that
+   * needs the directory to hold nothing but the current state, compacting after every write).
+   */
+  compactPastSnapshotSize?: boolean;
   /** The key secrets are sealed with; without one, the data directory's key file. */
   encryption?: EncryptionKeys;
   /** Shared with the event bus in the same data directory; one of its own otherwise. */
@@ -421,7 +426,8 @@ export class EmbeddedStore implements Store {
    * twice the live data, plus the threshold.
    */
   private compactionDue(): boolean {
-    return this.log.size > Math.max(this.compactBytes, this.snapshotBytes);
+    const floor = this.options.compactPastSnapshotSize === false ? 0 : this.snapshotBytes;
+    return this.log.size > Math.max(this.compactBytes, floor);
   }
 
   private apply(key: string, value: StoredObject | null): void {

@@ -34,7 +34,7 @@ describe('a rotated-away webhook secret', () => {
   beforeEach(async () => {
     dir = fs.mkdtempSync(path.join(os.tmpdir(), 'cloudplane-webhook-secrets-'));
     // Compaction after every write, so the data directory holds the current state alone.
-    store = new EmbeddedStore({ dataDir: dir, compactBytes: 1 });
+    store = new EmbeddedStore({ dataDir: dir, compactBytes: 1, compactPastSnapshotSize: false });
     await store.start();
   });
   afterEach(async () => {
@@ -54,7 +54,7 @@ describe('a rotated-away webhook secret', () => {
     await store.stop();
     expect(openedAtRest(dir).some((record) => record.includes(first))).toBe(true);
 
-    store = new EmbeddedStore({ dataDir: dir, compactBytes: 1 });
+    store = new EmbeddedStore({ dataDir: dir, compactBytes: 1, compactPastSnapshotSize: false });
     await store.start();
     expect(await signingSecrets(store, 'team_a', 'wh_1', now + 60_000)).toEqual([second]);
     expect(await dropExpiredPrevious(store, listed, now + 60_000)).toBe(true);
