@@ -1,12 +1,22 @@
 /** The response envelope of the spec: `{data, meta}` and `{error, meta}`. */
 import type { FastifyReply, FastifyRequest } from 'fastify';
+import { Type } from '@sinclair/typebox';
 import type { ApiContext } from './context';
 
-export interface Meta {
+// A type, not an interface: it then fits serializeInput's `{ [key: string]: unknown }`.
+export type Meta = {
   persistence: string;
   provider?: string;
   next_cursor?: string | null;
-}
+};
+
+/** The schema of `meta`; a new one per call, as every route's response schema gets its own. */
+export const metaSchema = () =>
+  Type.Object({
+    persistence: Type.String({ enum: ['synced', 'stale', 'unavailable'] }),
+    provider: Type.Optional(Type.String({ enum: ['connected', 'degraded', 'unavailable'] })),
+    next_cursor: Type.Optional(Type.Union([Type.String(), Type.Null()])),
+  });
 
 /** meta for a request: persistence always, provider for provider-backed families. */
 export function metaFor(ctx: ApiContext, request: FastifyRequest, extra?: Partial<Meta>): Meta {
@@ -19,4 +29,34 @@ export function metaFor(ctx: ApiContext, request: FastifyRequest, extra?: Partia
 
 export function send(ctx: ApiContext, request: FastifyRequest, reply: FastifyReply, statusCode: number, data: unknown, extraMeta?: Partial<Meta>) {
   return reply.code(statusCode).send({ data, meta: metaFor(ctx, request, extraMeta) });
+}
+
+/** For serialising `meta` on its own, with the compiler the routes' responses use. */
+const META_SCHEMA = metaSchema();
+const JSON_TYPE = 'application/json; charset=utf-8';
+const DATA_OPEN = Buffer.from('{"data":');
+const LIST_OPEN = Buffer.from('{"data":[');
+const COMMA = Buffer.from(',');
+
+function metaTail(ctx: ApiContext, request: FastifyRequest, reply: FastifyReply, closing: string, extraMeta?: Partial<Meta>): Buffer {
+  return Buffer.from(`${closing},"meta":${reply.serializeInput(metaFor(ctx, request, extraMeta), META_SCHEMA)}}`);
+}
+
+/**
+ * `send` for data already serialised by its schema (record-bytes.ts): the same bytes the
+ * route's response schema makes of `{data, meta}`, joined instead of made again.
+ */
+export function sendSerialised(ctx: ApiContext, request: FastifyRequest, reply: FastifyReply, statusCode: number, data: Buffer) {
+  return reply.code(statusCode).type(JSON_TYPE).send(Buffer.concat([DATA_OPEN, data, metaTail(ctx, request, reply, '')]));
+}
+
+/** `sendSerialised` for a list: `data` is the array of the serialised items. */
+export function sendSerialisedList(ctx: ApiContext, request: FastifyRequest, reply: FastifyReply, statusCode: number, items: readonly Buffer[], extraMeta?: Partial<Meta>) {
+  const parts: Buffer[] = [LIST_OPEN];
+  for (let i = 0; i < items.length; i++) {
+    if (i > 0) parts.push(COMMA);
+    parts.push(items[i]);
+  }
+  parts.push(metaTail(ctx, request, reply, ']', extraMeta));
+  return reply.code(statusCode).type(JSON_TYPE).send(Buffer.concat(parts));
 }

@@ -5,7 +5,7 @@
  * or deleted meanwhile, and a cursor that was tampered with, or is used on another list or
  * with another sort, order or filter, answers 422 invalid_cursor.
  */
-import { createHash, createHmac, timingSafeEqual } from 'node:crypto';
+import { createHmac, hash, timingSafeEqual } from 'node:crypto';
 import type { FastifyRequest } from 'fastify';
 import { Type, TObject } from '@sinclair/typebox';
 import { domainError } from '../lib/errors';
@@ -56,7 +56,7 @@ function scopeOf(request: FastifyRequest, sort: SortField, order: SortOrder, sta
     .filter(([name]) => !PAGING_PARAMETERS.has(name))
     .sort(([a], [b]) => (a < b ? -1 : 1));
   const identity = JSON.stringify([request.routeOptions.url, request.params, request.principal?.team ?? null, sort, order, status ?? null, filters]);
-  return createHash('sha256').update(identity).digest('base64url').slice(0, 22);
+  return hash('sha256', identity, 'base64url').slice(0, 22);
 }
 
 /**

@@ -23,17 +23,25 @@ export class OutcomeWindow {
   private outcomes: Outcome[] = [];
   private reachable = true;
   private lastAt = 0;
+  /**
+   * The last answer of health() and until when it holds: it changes only when an outcome is
+   * recorded (which drops it) or the oldest one leaves the window. Every answer that carries
+   * meta.provider asks, so most asks cost nothing.
+   */
+  private answered: { health: DriverHealth; until: number } | null = null;
 
   constructor(private readonly windowMs = HEALTH_WINDOW_MS) {}
 
   /** A call or operation that worked. */
   succeeded(): void {
+    this.answered = null;
     this.add({ at: Date.now(), ok: true, message: null, reached: true });
     this.reachable = true;
   }
 
   /** One that failed; `reached`: the backend answered (with a refusal), as opposed to not at all. */
   failed(message: string, reached = true): void {
+    this.answered = null;
     this.add({ at: Date.now(), ok: false, message, reached });
     this.reachable = reached;
   }
@@ -43,6 +51,7 @@ export class OutcomeWindow {
    * describe the outage, which is over, so they stop counting. Refusals it gave stay.
    */
   recovered(): void {
+    this.answered = null;
     this.outcomes = this.outcomes.filter((o) => o.ok || o.reached);
     this.reachable = true;
   }
@@ -54,12 +63,17 @@ export class OutcomeWindow {
 
   health(): DriverHealth {
     const now = Date.now();
+    if (this.answered !== null && now < this.answered.until) return this.answered.health;
     this.outcomes = this.outcomes.filter((o) => now - o.at < this.windowMs);
     const failures = this.outcomes.filter((o) => !o.ok);
     const last = this.outcomes.slice(-FAILURES_FOR_UNAVAILABLE);
     const allFailing = last.length === FAILURES_FOR_UNAVAILABLE && last.every((o) => !o.ok);
     const state = failures.length === 0 ? 'connected' : !this.reachable || allFailing ? 'unavailable' : 'degraded';
-    return { state, reachable: this.reachable, recentFailures: failures.length, lastFailure: failures.at(-1)?.message ?? null };
+    const health: DriverHealth = Object.freeze({ state, reachable: this.reachable, recentFailures: failures.length, lastFailure: failures.at(-1)?.message ?? null });
+    let oldest = Infinity;
+    for (const o of this.outcomes) oldest = Math.min(oldest, o.at);
+    this.answered = { health, until: oldest + this.windowMs };
+    return health;
   }
 
   private add(outcome: Outcome): void {

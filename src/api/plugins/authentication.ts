@@ -26,6 +26,10 @@ export const CSRF_HEADER = 'x-csrf-token';
 
 export function requireApiKey(api: FastifyInstance, ctx: ApiContext): void {
   const limiter = new RateLimiter(ctx.config.rateLimitPerMinute);
+  // Declared, so every request of the context is made with both fields: set on some requests
+  // only, each would change the request's shape (a new hidden class) on every request.
+  api.decorateRequest('principal', undefined);
+  api.decorateRequest('session', undefined);
   api.addHook('onRequest', async (request, reply) => {
     const authorization = request.headers.authorization;
     const cookie = authorization === undefined ? request.cookies[SESSION_COOKIE] : undefined;

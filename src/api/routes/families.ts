@@ -7,7 +7,8 @@ import type { FastifyInstance, FastifyRequest } from 'fastify';
 import { Type, TSchema } from '@sinclair/typebox';
 import type { AnyFamily, Resource } from '../../resources/family';
 import type { ApiContext } from '../context';
-import { send } from '../envelope';
+import { metaSchema, send, sendSerialised, sendSerialisedList } from '../envelope';
+import { RecordBytes } from '../record-bytes';
 import { listPage, listQueryOf, listQuerySchema } from '../list';
 import { writeAndAwait } from '../awaiting';
 import { conflict, invalidState, notFound, providerUnavailable, resourceBusy } from '../../lib/errors';
@@ -23,14 +24,7 @@ const IdParams = Type.Object({ id: Type.String({ maxLength: 64, description: 'Re
 
 /** The envelope schemas, for the OpenAPI document and fast serialisation. */
 export const envelopeOf = (data: TSchema) =>
-  Type.Object({
-    data,
-    meta: Type.Object({
-      persistence: Type.String({ enum: ['synced', 'stale', 'unavailable'] }),
-      provider: Type.Optional(Type.String({ enum: ['connected', 'degraded', 'unavailable'] })),
-      next_cursor: Type.Optional(Type.Union([Type.String(), Type.Null()])),
-    }),
-  });
+  Type.Object({ data, meta: metaSchema() });
 
 export { ErrorEnvelope };
 
@@ -148,13 +142,15 @@ export function registerFamilyRoutes(app: FastifyInstance, ctx: ApiContext, fami
   const typeName = typeNameOf(family.title);
   const RecordSchema = family.schemas.record;
   const ruleContext = { config: ctx.config };
+  // Reads answer records serialised once per stored version.
+  const records = new RecordBytes(family);
 
   app.get(base, {
     config,
     schema: { tags, operationId: `list${pluralOf(typeName)}`, summary: `List ${family.title}s`, querystring: listQuerySchema(family.states), response: { 200: envelopeOf(Type.Array(RecordSchema)), ...errorResponses } },
     handler: async (request, reply) => {
       const { page, nextCursor } = await listPage<Resource>(ctx.store, family.kind, principalOf(request).team, listQueryOf(request), ctx.cursorKey);
-      return send(ctx, request, reply, 200, page.map((r) => family.toRecord(r)), { next_cursor: nextCursor });
+      return sendSerialisedList(ctx, request, reply, 200, page.map((r) => records.of(r, reply)), { next_cursor: nextCursor });
     },
   });
 
@@ -179,7 +175,7 @@ export function registerFamilyRoutes(app: FastifyInstance, ctx: ApiContext, fami
     schema: { tags, operationId: `get${typeName}`, summary: `Get a ${family.title}`, params: IdParams, response: { 200: envelopeOf(RecordSchema), ...errorResponses } },
     handler: async (request, reply) => {
       const { id } = request.params as { id: string };
-      return send(ctx, request, reply, 200, family.toRecord(await findResource(ctx, family, principalOf(request).team, id)));
+      return sendSerialised(ctx, request, reply, 200, records.of(await findResource(ctx, family, principalOf(request).team, id), reply));
     },
   });
 
