@@ -30,6 +30,11 @@ export class WorkQueue {
     return this.queue.length;
   }
 
+  /** Whether the key is waiting in the queue or being processed (not: only due later, by addAfter). */
+  has(key: string): boolean {
+    return this.queued.has(key) || this.processing.has(key);
+  }
+
   add(key: string): void {
     if (this.shuttingDown) return;
     if (this.processing.has(key)) {
