@@ -5,6 +5,7 @@
  *   { type: 'measure' }                     -> CPU time so far, memory after a forced GC
  *   { type: 'reconciled', kind, count, timeoutMs }
  *                                           -> ms from start until `count` reconcile passes of `kind`
+ *   { type: 'api-calls' }                   -> requests made to the API server so far, by `verb resource`
  *   { type: 'stop' }                        -> graceful stop (the Lease is released), then exit
  * Mode `service` (default) runs startService; mode `store` only starts the Kubernetes store,
  * i.e. the list + watch of every collection into the cache, to time that alone.
@@ -14,12 +15,13 @@ import { loadConfig } from '../src/config';
 import { createLogger } from '../src/logger';
 import { startService } from '../src/service';
 import { createStore } from '../src/store';
-import { reconcileCounter } from '../src/metrics';
+import { kubeApiRequests, reconcileCounter } from '../src/metrics';
 import { memoryAfterGc } from './report';
 
 export type OperatorRequest =
   | { type: 'measure' }
   | { type: 'reconciled'; kind: string; count: number; timeoutMs: number }
+  | { type: 'api-calls' }
   | { type: 'stop' };
 
 export interface Measurement {
@@ -36,6 +38,7 @@ export type OperatorReply =
   | { type: 'failed'; error: string }
   | { type: 'measure'; measurement: Measurement }
   | { type: 'reconciled'; ms_since_start: number | null; passes: number }
+  | { type: 'api-calls'; calls: Record<string, number> }
   | { type: 'stopped'; stop_ms: number };
 
 const send = (reply: OperatorReply) => process.send!(reply);
@@ -49,6 +52,12 @@ async function measure(): Promise<Measurement> {
 async function passes(kind: string): Promise<number> {
   const metric = await reconcileCounter.get();
   return metric.values.filter((v) => v.labels.kind === kind).reduce((sum, v) => sum + v.value, 0);
+}
+
+/** cloudplane_kube_api_requests_total so far, keyed `verb resource`. */
+async function apiCalls(): Promise<Record<string, number>> {
+  const metric = await kubeApiRequests.get();
+  return Object.fromEntries(metric.values.map((v) => [`${v.labels.verb} ${v.labels.resource}`, v.value]));
 }
 
 async function main(): Promise<void> {
@@ -71,6 +80,7 @@ async function main(): Promise<void> {
   process.on('message', (request: OperatorRequest) => {
     void (async () => {
       if (request.type === 'measure') send({ type: 'measure', measurement: await measure() });
+      else if (request.type === 'api-calls') send({ type: 'api-calls', calls: await apiCalls() });
       else if (request.type === 'reconciled') {
         const deadline = Date.now() + request.timeoutMs;
         let done = await passes(request.kind);

@@ -22,6 +22,7 @@ import { installCrds } from '../test/helpers/cluster';
 import { KeepAliveKubeConfig } from '../src/store/kubernetes/keep-alive-config';
 import { KubeApiServer, startKubeApiServer } from '../test/helpers/kube-apiserver';
 import type { Measurement, OperatorReply, OperatorRequest } from './cluster-operator';
+import { DRAIN_DELAY_MS } from '../src/events/outbox-relay';
 import { machine, nextReply, writeResults } from './report';
 
 const REPO = path.resolve(__dirname, '..', '..');
@@ -84,6 +85,11 @@ class Operator {
     await sleep(seconds * 1000);
     const last = await this.measure();
     return { ...last, cpu_percent: round(((last.cpu_ms - first.cpu_ms) / (last.at - first.at)) * 100) };
+  }
+
+  /** Requests the operator made to the API server so far, by `verb resource`. */
+  async apiCalls(): Promise<Record<string, number>> {
+    return (await this.ask({ type: 'api-calls' }, 'api-calls')).calls;
   }
 
   async reconciled(kind: string, count: number, timeoutMs: number) {
@@ -197,14 +203,49 @@ interface ThroughputResult {
   latency_s: { p50: number; p99: number; max: number };
   /** Creates the service shed (503) and the load generator sent again, over the whole run so far. */
   shed_503_so_far?: number;
+  /** The operator's requests to the API server over the row, per load balancer. */
+  api_calls: { until_last_running: ApiCalls; after_outbox_drain: ApiCalls };
+}
+
+/** Requests per load balancer: all, the writes among them, and each `verb resource`. */
+interface ApiCalls {
+  per_resource: number;
+  writes_per_resource: number;
+  by_call: Record<string, number>;
+}
+
+const WRITE_VERBS = new Set(['create', 'update', 'patch', 'delete', 'deletecollection']);
+
+/** The calls made between two readings of the operator's counter, per load balancer. */
+function callsPer(before: Record<string, number>, after: Record<string, number>, count: number): ApiCalls {
+  const by_call: Record<string, number> = {};
+  let all = 0;
+  let writes = 0;
+  for (const [call, total] of Object.entries(after).sort()) {
+    const made = total - (before[call] ?? 0);
+    if (made === 0) continue;
+    by_call[call] = round(made / count, 3);
+    all += made;
+    if (WRITE_VERBS.has(call.split(' ')[0])) writes += made;
+  }
+  return { per_resource: round(all / count, 2), writes_per_resource: round(writes / count, 2), by_call };
 }
 
 /**
  * Creates `count` load balancers with `create` (which returns the custom resource's name)
  * and measures from the first create to the last one running.
  */
-async function throughput(how: string, workers: number, count: number, tracker: RunningTracker, create: (i: number) => Promise<string>, base: BaselineResult | null): Promise<ThroughputResult> {
+async function throughput(
+  how: string,
+  workers: number,
+  count: number,
+  tracker: RunningTracker,
+  create: (i: number) => Promise<string>,
+  base: BaselineResult | null,
+  operator: Operator,
+): Promise<ThroughputResult> {
   log(`${how}, ${workers} workers: creating ${count} load balancers, ${CONCURRENCY} at a time...`);
+  const callsBefore = await operator.apiCalls();
   const sentAt = new Map<string, number>();
   const start = performance.now();
   await pool(count, CONCURRENCY, async (i) => {
@@ -216,6 +257,10 @@ async function throughput(how: string, workers: number, count: number, tracker: 
   log(`  created in ${round((created - start) / 1000)} s; waiting until they are running...`);
   const names = [...sentAt.keys()];
   const allRunning = await tracker.waitAll(names, WAIT_TIMEOUT_S * 1000, (n) => log(`  ${n} of ${names.length} running`));
+  const callsAtLastRunning = await operator.apiCalls();
+  // The outbox relay takes the last events out on its own after DRAIN_DELAY_MS: those writes are the resources' too.
+  await sleep(DRAIN_DELAY_MS + 1000);
+  const callsAfterDrain = await operator.apiCalls();
   const latencies = names.filter((n) => tracker.runningAt.has(n)).map((n) => (tracker.runningAt.get(n)! - sentAt.get(n)!) / 1000).sort((a, b) => a - b);
   const lastRunning = Math.max(...names.map((n) => tracker.runningAt.get(n) ?? 0));
   const span = (lastRunning - start) / 1000;
@@ -233,8 +278,10 @@ async function throughput(how: string, workers: number, count: number, tracker: 
     running_per_s: round(latencies.length / span),
     ratio_to_baseline: base ? round(latencies.length / span / base.per_s, 3) : null,
     latency_s: { p50: round(percentile(latencies, 50), 2), p99: round(percentile(latencies, 99), 2), max: round(latencies[latencies.length - 1] ?? NaN, 2) },
+    api_calls: { until_last_running: callsPer(callsBefore, callsAtLastRunning, count), after_outbox_drain: callsPer(callsBefore, callsAfterDrain, count) },
   };
   log(`  ${result.running} running (${result.failed} failed) ${result.first_create_to_last_running_s} s after the first create: ${result.running_per_s}/s; create->running p50 ${result.latency_s.p50} s, p99 ${result.latency_s.p99} s`);
+  log(`  API calls per load balancer: ${result.api_calls.after_outbox_drain.per_resource} (${result.api_calls.after_outbox_drain.writes_per_resource} writes) ${JSON.stringify(result.api_calls.after_outbox_drain.by_call)}`);
   return result;
 }
 
@@ -331,6 +378,18 @@ function markdown(r: Report): string {
     ...(r.bulk ? [tRow(r.bulk)] : []),
     '',
     'Custom resources made without the API are adopted first (src/controllers/adoption.ts: the create rules, the defaults, the first status), a write the API makes with the create; the work queue is first in, first out, so in the bulk row all are adopted before the first is provisioned.',
+    '',
+    '## API calls per load balancer',
+    '',
+    `The operator's requests to the API server over each row (cloudplane_kube_api_requests_total, every caller in the operator, watches aside), divided by the load balancers of the row: until the last was \`running\`, and ${(DRAIN_DELAY_MS + 1000) / 1000} s later, once the outbox relay took the last events out.`,
+    '',
+    '| created | workers | calls until last running | writes | calls after the outbox drain | writes | by call (after the drain) |',
+    '|---|---:|---:|---:|---:|---:|---|',
+    ...[...r.throughput, ...(r.bulk ? [r.bulk] : [])].map((t) => {
+      const [until, drained] = [t.api_calls.until_last_running, t.api_calls.after_outbox_drain];
+      const byCall = Object.entries(drained.by_call).map(([call, n]) => `${call} ${n}`).join(', ');
+      return `| ${t.how} | ${t.workers} | ${until.per_resource} | ${until.writes_per_resource} | ${drained.per_resource} | ${drained.writes_per_resource} | ${byCall} |`;
+    }),
     '',
     '## Memory of the operator',
     '',
@@ -451,13 +510,13 @@ async function main(): Promise<void> {
     const results: ThroughputResult[] = [];
     let shed = 0;
     // API-made ids are unique; custom resources made by hand need a prefix of their own per row.
-    if (ROWS.has('api')) results.push({ ...(await throughput('through the API (POST)', WORKERS, THROUGHPUT_N, tracker, createViaApi, base)), shed_503_so_far: shed });
-    if (ROWS.has('cr')) results.push(await throughput('as custom resources (kubectl-style, adopted)', WORKERS, THROUGHPUT_N, tracker, createCr('cr'), base));
+    if (ROWS.has('api')) results.push({ ...(await throughput('through the API (POST)', WORKERS, THROUGHPUT_N, tracker, createViaApi, base, operator)), shed_503_so_far: shed });
+    if (ROWS.has('cr')) results.push(await throughput('as custom resources (kubectl-style, adopted)', WORKERS, THROUGHPUT_N, tracker, createCr('cr'), base, operator));
     if (ROWS.has('more') && MORE_WORKERS > 0) {
       await operator.stop();
       operator = await startOperator('service', MORE_WORKERS);
       url = operator.ready.url!;
-      results.push({ ...(await throughput('through the API (POST)', MORE_WORKERS, THROUGHPUT_N, tracker, createViaApi, base)), shed_503_so_far: shed });
+      results.push({ ...(await throughput('through the API (POST)', MORE_WORKERS, THROUGHPUT_N, tracker, createViaApi, base, operator)), shed_503_so_far: shed });
       await operator.stop();
       operator = await startOperator('service');
       url = operator.ready.url!;
@@ -468,7 +527,7 @@ async function main(): Promise<void> {
     let restart: Report['restart'] = null;
     if (ROWS.has('bulk')) {
       const bulkCount = TOTAL - tracker.seen.size;
-      bulk = await throughput(`as custom resources, in bulk up to ${TOTAL}`, WORKERS, bulkCount, tracker, createCr('bulk'), base);
+      bulk = await throughput(`as custom resources, in bulk up to ${TOTAL}`, WORKERS, bulkCount, tracker, createCr('bulk'), base, operator);
 
       log(`measuring the operator with ${tracker.seen.size} load balancers (${SETTLE_S} s)...`);
       full = { ...(await operator.settled(SETTLE_S)), load_balancers: tracker.seen.size };

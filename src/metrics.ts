@@ -100,3 +100,10 @@ export const s3NotificationsDropped = new Counter({
   labelNames: ['reason'] as const,
   registers: [registry],
 });
+
+export const kubeApiRequests = new Counter({
+  name: 'cloudplane_kube_api_requests_total',
+  help: 'Cluster mode: requests made to the Kubernetes API server (watches aside), by verb and resource (`plural.group/subresource`, the core group bare).',
+  labelNames: ['verb', 'resource'] as const,
+  registers: [registry],
+});

@@ -147,10 +147,14 @@ function leaderWork({ store, bus, drivers, writer, agent, usage, config, logger 
         const relay = new OutboxRelay(store, bus, families.map((f) => f.kind), logger);
         await relay.start();
         started.push(relay);
+        const controllers: Controller[] = [];
+        // A queued pass's write takes the relay's published events out: the relay waits for it rather than write first.
+        relay.expectWritesFrom((object) => controllers.some((c) => c.outboxWriteComing(object)));
         for (const reconciler of buildReconcilers({ store, writer, drivers, config, outbox: relay })) {
           const controller = new Controller(store, reconciler, { workers: config.workersPerController, resyncMs: config.resyncMs, logger });
           await controller.start();
           started.push(controller);
+          controllers.push(controller);
         }
         const webhooks = new WebhookDispatcher({ store, writer, bus, config: config.webhooks, logger, usage: usage.counters });
         await webhooks.start();

@@ -36,6 +36,7 @@ export function adopting(family: AnyFamily, inner: Reconciler, store: Store, wri
   return {
     kind: inner.kind,
     watchExternal: inner.watchExternal?.bind(inner),
+    passWritesOutbox: inner.passWritesOutbox?.bind(inner),
     async reconcile(team: string, id: string): Promise<ReconcileResult | void> {
       const resource = (await store.get(family.kind, team, id)) as Resource | undefined;
       if (resource && !resource.status?.status) {

@@ -21,6 +21,12 @@ export interface Reconciler {
   reconcile(team: string, id: string): Promise<ReconcileResult | void>;
   /** Optional: a source of other changes that call for a look at a resource (what its driver made). Returns a stop. */
   watchExternal?(changed: (team: string, id: string) => void): () => void;
+  /**
+   * Optional: whether this reconciler's passes are what writes the object's status next,
+   * and with it take out of the outbox the events the outbox relay published
+   * (ManagedReconciler: a resource in its first state, which it moves on).
+   */
+  passWritesOutbox?(object: StoredObject<unknown, unknown>): boolean;
 }
 
 export interface ControllerOptions {
@@ -83,6 +89,11 @@ export class Controller {
 
   enqueue(team: string, id: string): void {
     this.queue.add(`${team}/${id}`);
+  }
+
+  /** Whether a pass is queued or running of an object whose next write is its reconciler's, taking published events out of its outbox (outbox-relay.ts). */
+  outboxWriteComing(object: StoredObject<unknown, unknown>): boolean {
+    return object.meta.kind === this.reconciler.kind && Boolean(this.reconciler.passWritesOutbox?.(object)) && this.queue.has(keyOf(object));
   }
 
   /** Every object of the kind, looked at once no change waits (WorkQueue.addBackground). */

@@ -13,7 +13,7 @@
  * after the retention period it is `destroyed` and removed. Every step is one status
  * write, so a crash anywhere resumes at the same step.
  */
-import type { Store } from '../store/types';
+import type { Store, StoredObject } from '../store/types';
 import type { AnyFamily, DrivenStatus, Resource } from '../resources/family';
 import type { ResourceWriter } from '../resources/writer';
 import type { Driver, ExternalRecord, Managed, Observation, Owner } from '../drivers/types';
@@ -94,6 +94,15 @@ export class ManagedReconciler implements Reconciler {
     private readonly outbox?: PublishedEvents,
   ) {
     this.kind = binding.family.kind;
+  }
+
+  /**
+   * A resource in its first state: this reconciler writes it next, the start of its
+   * provisioning or its end (running, or failed), and takes published events out with it.
+   */
+  passWritesOutbox(object: StoredObject<unknown, unknown>): boolean {
+    const status = object.status as Partial<DrivenStatus> | undefined;
+    return this.outbox !== undefined && !object.meta.deletionTimestamp && status?.status === this.binding.family.states[0];
   }
 
   watchExternal(changed: (team: string, id: string) => void): () => void {

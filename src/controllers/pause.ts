@@ -11,6 +11,7 @@ export function pausable(inner: Reconciler, store: Store): Reconciler {
   return {
     kind: inner.kind,
     watchExternal: inner.watchExternal?.bind(inner),
+    passWritesOutbox: inner.passWritesOutbox?.bind(inner),
     async reconcile(team: string, id: string): Promise<ReconcileResult | void> {
       const resource = await store.get(inner.kind, team, id);
       if (resource?.meta.paused) return;

@@ -42,6 +42,11 @@ export class WorkQueue {
     return this.queued.size;
   }
 
+  /** Whether the key is waiting in the queue or being processed (not: only due later, by addAfter). */
+  has(key: string): boolean {
+    return this.queued.has(key) || this.processing.has(key);
+  }
+
   add(key: string): void {
     this.enqueue(key, 'change');
   }

@@ -7,7 +7,10 @@
  * A reconciler that writes the object meanwhile (the next step of its lifecycle) leaves
  * out of its write the events this relay has published (`isPublished`), so one write does
  * both and the relay's own removal, a second write per state change that also raced the
- * reconciler's for the resourceVersion, is mostly not needed.
+ * reconciler's for the resourceVersion, is mostly not needed. When the delay is up and a
+ * pass is waiting in the queue of the reconciler that writes the object next (a backlog:
+ * creates arrive faster than passes run), the relay waits for its write, up to
+ * `writeWaitMs`, rather than write first and have the reconciler write again after it.
  */
 import type { Logger } from 'pino';
 import type { Store, StoredObject } from '../store/types';
@@ -33,10 +36,20 @@ const RELAY_WORKERS = 32;
 const MAX_CONFLICTS_PER_PASS = 10;
 /** How long published events may wait in an outbox for another write to take them out. */
 export const DRAIN_DELAY_MS = 2_000;
+/**
+ * How much longer they may wait while a pass that will write the object is queued. Far
+ * inside the bus's duplicate window (an hour by default), on which a re-publish of events
+ * still in an outbox after a crash relies.
+ */
+export const WRITE_WAIT_MS = 30_000;
 
 export interface OutboxRelayOptions {
   drainDelayMs?: number;
+  writeWaitMs?: number;
 }
+
+/** Whether a write of the object that takes published events out is on its way (a reconciler's queued pass). */
+export type UpcomingWrite = (object: StoredObject<unknown, unknown>) => boolean;
 
 /** What a writer of an object's status needs from the relay: whether an event of its outbox is on the bus. */
 export interface PublishedEvents {
@@ -53,9 +66,11 @@ export class OutboxRelay implements PublishedEvents {
   /** Object key -> ids of its events on the bus that may still be in its outbox. */
   private readonly published = new Map<string, Set<string>>();
   private readonly publishedIds = new Set<string>();
-  /** Object key -> when its published events are removed by the relay itself. */
-  private readonly drainAt = new Map<string, number>();
+  /** Object key -> when its published events are removed by the relay itself, and the latest that may be put off to. */
+  private readonly drainAt = new Map<string, { due: number; latest: number }>();
   private readonly drainDelayMs: number;
+  private readonly writeWaitMs: number;
+  private upcomingWrite: UpcomingWrite = () => false;
 
   constructor(
     private readonly store: Store,
@@ -65,10 +80,16 @@ export class OutboxRelay implements PublishedEvents {
     options: OutboxRelayOptions = {},
   ) {
     this.drainDelayMs = options.drainDelayMs ?? DRAIN_DELAY_MS;
+    this.writeWaitMs = options.writeWaitMs ?? WRITE_WAIT_MS;
   }
 
   isPublished(eventId: string): boolean {
     return this.publishedIds.has(eventId);
+  }
+
+  /** Tells the relay where writes that take its published events out are coming (the controllers, built after it). */
+  expectWritesFrom(upcoming: UpcomingWrite): void {
+    this.upcomingWrite = upcoming;
   }
 
   async start(): Promise<void> {
@@ -154,10 +175,13 @@ export class OutboxRelay implements PublishedEvents {
         eventsPublished.inc({ type: event.type });
       }
       // Another write of the object may take them out meanwhile; if none does, this pass's timer does.
-      const due = this.drainAt.get(key) ?? Date.now() + this.drainDelayMs;
-      if (!now && Date.now() < due) {
-        this.drainAt.set(key, due);
-        this.queue.addAfter(key, due - Date.now());
+      const drain = this.drainAt.get(key) ?? { due: Date.now() + this.drainDelayMs, latest: Date.now() + this.drainDelayMs + this.writeWaitMs };
+      if (!now && Date.now() >= drain.due && Date.now() < drain.latest && this.upcomingWrite(object)) {
+        drain.due = Math.min(Date.now() + this.drainDelayMs, drain.latest);
+      }
+      if (!now && Date.now() < drain.due) {
+        this.drainAt.set(key, drain);
+        this.queue.addAfter(key, drain.due - Date.now());
         return;
       }
       const published = this.published.get(key) ?? new Set<string>();

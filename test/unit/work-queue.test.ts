@@ -33,6 +33,16 @@ describe('WorkQueue', () => {
     expect(queue.length).toBe(0);
   });
 
+  it('has a key while it waits and while it is processed, not while it is only due later', async () => {
+    queue.add('a');
+    queue.addAfter('later', 60_000);
+    expect([queue.has('a'), queue.has('later')]).toEqual([true, false]);
+    expect(await queue.get()).toBe('a');
+    expect(queue.has('a')).toBe(true);
+    queue.done('a');
+    expect(queue.has('a')).toBe(false);
+  });
+
   it('hands a key added later to a worker already waiting', async () => {
     const waiting = queue.get();
     queue.add('late');

@@ -5,9 +5,14 @@
  * the store and the outbox relay each paid a handshake on both ends per write, which
  * bounded how fast resources went from `creating` to `running` more than the writes did.
  * Watches keep their own long-lived connections (they do not come through here).
+ *
+ * Every call passes here once, so it is also where they are counted
+ * (cloudplane_kube_api_requests_total, by verb and resource).
  */
 import https from 'node:https';
 import { KubeConfig } from '@kubernetes/client-node';
+import { kubeApiRequests } from '../../metrics';
+import { requestKindOf } from './request-kind';
 
 type RequestContext = Parameters<KubeConfig['applySecurityAuthentication']>[0];
 
@@ -16,6 +21,8 @@ export class KeepAliveKubeConfig extends KubeConfig {
   private readonly agents = new Map<string, https.Agent>();
 
   override async applySecurityAuthentication(context: RequestContext): Promise<void> {
+    const { verb, resource } = requestKindOf(context.getHttpMethod(), context.getUrl());
+    kubeApiRequests.inc({ verb, resource });
     await super.applySecurityAuthentication(context);
     const fresh = context.getAgent();
     const cluster = this.getCurrentCluster();

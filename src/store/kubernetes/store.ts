@@ -803,14 +803,20 @@ export class KubernetesStore implements Store {
     this.knownNamespaces.add(namespace);
   }
 
-  /** A replace with a resourceVersion precondition; a 409 refreshes the cache so the caller's retry reads the latest. */
+  /**
+   * A replace with a resourceVersion precondition; a 409 refreshes the cache so the
+   * caller's retry reads the latest. No re-read when the cache already holds a later
+   * version than the one written against: the write that won is most often this
+   * process's own (the reconciler's and the outbox relay's race), its answer is cached.
+   */
   private async replace(info: KindInfo, object: StoredObject<unknown, unknown>, request: () => Promise<unknown>): Promise<Raw> {
     try {
       return (await this.call(request)) as Raw;
     } catch (err) {
       const code = httpCode(err);
       if (code === 409) {
-        await this.refresh(info, object).catch(() => undefined);
+        const cached = this.objects.get(info.kind)!.get(`${object.meta.team}/${object.meta.id}`)?.object.meta.resourceVersion;
+        if (!cached || !isNewer(cached, object.meta.resourceVersion)) await this.refresh(info, object).catch(() => undefined);
         throw new ConflictError(info.kind, object.meta.id);
       }
       if (code === 404) throw new NotFoundError(info.kind, object.meta.id);
