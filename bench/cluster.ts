@@ -23,7 +23,7 @@ import { KeepAliveKubeConfig } from '../src/store/kubernetes/keep-alive-config';
 import { KubeApiServer, startKubeApiServer } from '../test/helpers/kube-apiserver';
 import type { Measurement, OperatorReply, OperatorRequest } from './cluster-operator';
 import { DRAIN_DELAY_MS } from '../src/events/outbox-relay';
-import { machine, nextReply, writeResults } from './report';
+import { machine, nextReply, serviceExecArgv, writeResults } from './report';
 
 const REPO = path.resolve(__dirname, '..', '..');
 const KEY = 'cpk_Bench0123456789abcdefghijABCDEFGHIJKLMNO';
@@ -46,7 +46,6 @@ const WAIT_TIMEOUT_S = env('BENCH_WAIT_TIMEOUT_S', 600);
  */
 const ROWS = new Set((process.env.BENCH_ROWS ?? 'baseline,api,cr,more,bulk').split(',').map((r) => r.trim()));
 /** A directory: the operator runs with --cpu-prof and writes its profiles there. */
-const CPU_PROF_DIR = process.env.BENCH_CPU_PROF_DIR;
 
 const log = (line: string) => process.stdout.write(`[${new Date().toISOString().slice(11, 19)}] ${line}\n`);
 const sleep = (ms: number) => new Promise((resolve) => setTimeout(resolve, ms));
@@ -61,7 +60,7 @@ class Operator {
 
   static async start(mode: 'service' | 'store', environment: Record<string, string>): Promise<Operator> {
     const child = fork(path.join(__dirname, 'cluster-operator.js'), [mode], {
-      execArgv: ['--expose-gc', ...(CPU_PROF_DIR ? ['--cpu-prof', `--cpu-prof-dir=${CPU_PROF_DIR}`] : [])],
+      execArgv: serviceExecArgv(),
       env: { PATH: process.env.PATH ?? '', ...environment },
       stdio: ['ignore', 'inherit', 'inherit', 'ipc'],
     });
