@@ -26,6 +26,8 @@ import {
 import { newId } from '../../lib/ids';
 import { nowIso } from '../../lib/time';
 import { CollectionWatcher, KubeObject } from './watcher';
+import { asCached } from './cached-object';
+import { listInPages, ListPage } from './paged-list';
 import { ListedKind, ListIndexes, Page, PageRequest } from '../list-index';
 import { sameJson } from '../../lib/canonical-json';
 import { httpCode } from './http-code';
@@ -65,6 +67,8 @@ export interface KubernetesStoreOptions {
   listed?: readonly ListedKind[];
   /** Watchdog limit; tests shorten it. */
   watchSilenceLimitMs?: number;
+  /** Objects per page of a (re)list (paged-list.ts); tests shorten it. */
+  listPageSize?: number;
 }
 
 interface SecretEntry {
@@ -142,13 +146,7 @@ export class KubernetesStore implements Store {
         this.watchClient,
         {
           path: `/apis/${GROUP}/${VERSION}/${info.plural}`,
-          list: async () => {
-            const answer = (await this.call(() => this.custom.listClusterCustomObject({ group: GROUP, version: VERSION, plural: info.plural }))) as {
-              items: KubeObject[];
-              metadata: { resourceVersion: string };
-            };
-            return { items: answer.items, resourceVersion: answer.metadata.resourceVersion };
-          },
+          list: () => listInPages(this.o.listPageSize, async (query) => (await this.call(() => this.custom.listClusterCustomObject({ group: GROUP, version: VERSION, plural: info.plural, ...query }))) as ListPage),
         },
         {
           replace: (items) => this.replaceKind(info, items as Raw[]),
@@ -165,10 +163,7 @@ export class KubernetesStore implements Store {
       {
         path: '/api/v1/secrets',
         labelSelector: SECRET_LABEL,
-        list: async () => {
-          const answer = await this.call(() => this.core.listSecretForAllNamespaces({ labelSelector: SECRET_LABEL }));
-          return { items: answer.items as unknown as KubeObject[], resourceVersion: answer.metadata?.resourceVersion ?? '' };
-        },
+        list: () => listInPages(this.o.listPageSize, async (query) => (await this.call(() => this.core.listSecretForAllNamespaces({ labelSelector: SECRET_LABEL, ...query }))) as unknown as ListPage),
       },
       {
         replace: (items) => {
@@ -541,6 +536,7 @@ export class KubernetesStore implements Store {
 
   /** Takes an object from the API server into the cache, unless the cache holds a newer one. */
   private upsert(info: KindInfo, raw: Raw): StoredObject {
+    asCached(raw);
     const id = this.idOf(info, raw);
     if (id && leaving(raw)) {
       this.removeRaw(info, raw);
@@ -670,6 +666,7 @@ export class KubernetesStore implements Store {
     const changed = new Set<string>(byKey.keys());
     const listed = new Set<string>();
     for (const raw of items) {
+      asCached(raw);
       if (leaving(raw)) continue;
       listed.add(nameKeyOf(raw));
       const key = this.labelKeyOf(info, raw);
@@ -761,6 +758,7 @@ export class KubernetesStore implements Store {
   }
 
   private upsertSecret(raw: KubeObject): void {
+    asCached(raw);
     const md = raw.metadata as KubeObject['metadata'] & { annotations?: Record<string, string> };
     const name = md.annotations?.[SECRET_NAME_ANNOTATION];
     if (!name) return;

@@ -103,6 +103,8 @@ export class CollectionWatcher {
   }
 
   private async relist(): Promise<void> {
+    // Worth knowing on a large install: a relist reads the whole collection again.
+    if (this.synced) this.logger.info({ path: this.source.path }, 'relisting: the version the watch was at is gone');
     const { items, resourceVersion } = await this.source.list();
     this.handlers.replace(items);
     this.resourceVersion = resourceVersion;

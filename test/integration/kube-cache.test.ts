@@ -1,0 +1,80 @@
+/**
+ * What the Kubernetes store's cache reads and keeps, on a real kube-apiserver: a replica
+ * starting on a collection larger than one list page sees all of it (the list follows
+ * `continue` from page to page), and a write of a cached object, which the cache keeps
+ * without `managedFields`, leaves the API server's record of field managers as it was.
+ */
+import { CustomObjectsApi } from '@kubernetes/client-node';
+import { createLogger } from '../../src/logger';
+import { families } from '../../src/resources/registry';
+import { loadBalancerFamily } from '../../src/resources/load-balancer';
+import { loadConfig } from '../../src/config';
+import { KubernetesStore } from '../../src/store/kubernetes/store';
+import { GROUP, namespaceOfTeam, objectName, VERSION } from '../../src/store/kubernetes/names';
+import { newId } from '../../src/lib/ids';
+import { installCrds, kubeConfigOf } from '../helpers/cluster';
+import { KubeApiServer, startKubeApiServer } from '../helpers/kube-apiserver';
+
+jest.setTimeout(120_000);
+
+const KIND = loadBalancerFamily.kind;
+const config = loadConfig({});
+const spec = (name: string) => ({ ...loadBalancerFamily.specFromCreate({ name, region: 'fra1' }, { config }) });
+const status = (state: string) => ({ status: state, status_reason: null, observed_generation: 1, observed_config: '', deleted_at: null, conditions: [], pending_events: [], backends: [] });
+const PLURAL = families.find((f) => f.kind === KIND)!.plural;
+const TEAM = newId('team');
+let cluster: KubeApiServer;
+const stores: KubernetesStore[] = [];
+
+async function replica(listPageSize?: number): Promise<KubernetesStore> {
+  const store = new KubernetesStore({
+    kubeConfig: kubeConfigOf(cluster),
+    kinds: families.map((f) => ({ kind: f.kind, plural: f.plural, idPrefix: f.idPrefix })),
+    systemNamespace: 'cloudplane-system',
+    logger: createLogger('silent'),
+    listPageSize,
+  });
+  stores.push(store);
+  await store.start();
+  return store;
+}
+
+beforeAll(async () => {
+  cluster = await startKubeApiServer();
+  await installCrds(cluster);
+});
+afterAll(async () => {
+  for (const store of stores) await store.stop();
+  await cluster?.stop();
+});
+
+it('starts with every object and secret of a collection listed over several pages', async () => {
+  const writer = await replica();
+  const ids: string[] = [];
+  for (let n = 0; n < 5; n++) {
+    const id = newId('lb');
+    ids.push(id);
+    await writer.create({ meta: { kind: KIND, id, team: TEAM }, spec: spec(`paged-${n}`), status: status('running') });
+    await writer.putSecret(TEAM, `paged-secret-${n}`, { value: `v${n}` });
+  }
+
+  const reader = await replica(2);
+  expect((await reader.list(KIND, TEAM)).map((o) => o.meta.id).sort()).toEqual([...ids].sort());
+  for (let n = 0; n < 5; n++) expect(await reader.getSecret(TEAM, `paged-secret-${n}`)).toEqual({ value: `v${n}` });
+});
+
+it("leaves the API server's field managers as they were when it writes a cached object", async () => {
+  const store = await replica();
+  const id = newId('lb');
+  const created = await store.create({ meta: { kind: KIND, id, team: TEAM }, spec: spec('managed'), status: status('creating') });
+  const custom = kubeConfigOf(cluster).makeApiClient(CustomObjectsApi);
+  const where = { group: GROUP, version: VERSION, namespace: namespaceOfTeam(TEAM, 'cloudplane-system'), plural: PLURAL, name: objectName(id) };
+  const managers = async () =>
+    (((await custom.getNamespacedCustomObject(where)) as { metadata: { managedFields?: { subresource?: string }[] } }).metadata.managedFields ?? []).map((m) => m.subresource ?? 'main').sort();
+  const before = await managers();
+  expect(before).toEqual(['main', 'status']);
+
+  const updated = await store.update({ ...created, spec: { ...created.spec, name: 'managed-renamed' } });
+  await store.updateStatus({ ...updated, status: status('running') });
+  expect(await managers()).toEqual(before);
+});
