@@ -103,8 +103,9 @@ export class CollectionWatcher {
   }
 
   private async relist(): Promise<void> {
-    // Worth knowing on a large install: a relist reads the whole collection again.
-    if (this.synced) this.logger.info({ path: this.source.path }, 'relisting: the version the watch was at is gone');
+    // A warning: the watch fell behind the API server's history, and a relist reads the
+    // whole collection again, which on a large install is felt.
+    if (this.synced) this.logger.warn({ path: this.source.path }, 'relisting: the version the watch was at is gone');
     const { items, resourceVersion } = await this.source.list();
     this.handlers.replace(items);
     this.resourceVersion = resourceVersion;
