@@ -18,7 +18,8 @@ import { execFileSync, fork, ChildProcess } from 'node:child_process';
 import fs from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
-import { performance } from 'node:perf_hooks';
+import inspector from 'node:inspector/promises';
+import { monitorEventLoopDelay, performance } from 'node:perf_hooks';
 import Fastify from 'fastify';
 import { CoreV1Api } from '@kubernetes/client-node';
 import { machine, memoryAfterGc, nextReply, serviceExecArgv, writeResults } from './report';
@@ -46,7 +47,11 @@ const sleep = (ms: number) => new Promise((resolve) => setTimeout(resolve, ms));
 // ---------------------------------------------------------------------------------------
 // The child: the service under measurement.
 
-type ChildRequest = { type: 'seed'; target: number; concurrency: number; timeoutMs: number } | { type: 'measure' } | { type: 'stop' };
+type ChildRequest =
+  | { type: 'seed'; target: number; concurrency: number; timeoutMs: number }
+  | { type: 'measure' }
+  | { type: 'measured'; label: string }
+  | { type: 'stop' };
 
 interface Memory {
   rss_mb: number;
@@ -69,6 +74,7 @@ type ChildReply =
   | { type: 'failed'; error: string }
   | { type: 'seeded'; result: SeedResult }
   | { type: 'measure'; memory: Memory }
+  | { type: 'measured'; event_loop_max_ms: number }
   | { type: 'stopped' };
 
 async function child(): Promise<void> {
@@ -108,10 +114,24 @@ async function child(): Promise<void> {
     return { created: target - from, total: target, create_s: round((t1 - t0) / 1000), until_running_s: round((performance.now() - t1) / 1000), running };
   };
 
+  // How long the event loop was held at most while the rows ran: a stall shows here even
+  // when no request completed during it.
+  const loopDelay = monitorEventLoopDelay({ resolution: 10 });
+  loopDelay.enable();
+  const rowProfile = process.env.BENCH_ROW_PROF_DIR ? new RowProfile(process.env.BENCH_ROW_PROF_DIR) : null;
+
   process.on('message', (request: ChildRequest) => {
     void (async () => {
       if (request.type === 'seed') send({ type: 'seeded', result: await seed(request.target, request.concurrency, request.timeoutMs) });
-      else if (request.type === 'measure') send({ type: 'measure', memory: await memoryAfterGc() });
+      else if (request.type === 'measure') {
+        const memory = await memoryAfterGc();
+        loopDelay.reset();
+        await rowProfile?.start();
+        send({ type: 'measure', memory });
+      } else if (request.type === 'measured') {
+        await rowProfile?.stop(request.label);
+        send({ type: 'measured', event_loop_max_ms: round(loopDelay.max / 1e6, 1) });
+      }
       else if (request.type === 'stop') {
         await service.stop();
         send({ type: 'stopped' });
@@ -121,6 +141,26 @@ async function child(): Promise<void> {
     })().catch((err: Error) => send({ type: 'failed', error: err.stack ?? err.message }));
   });
   send({ type: 'ready', url: service.url, team_id: teamId });
+}
+
+/** A CPU profile of the service while the rows of one size run (BENCH_ROW_PROF_DIR): the seeding would drown them. */
+class RowProfile {
+  private readonly session = new inspector.Session();
+
+  constructor(private readonly dir: string) {
+    this.session.connect();
+  }
+
+  async start(): Promise<void> {
+    await this.session.post('Profiler.enable');
+    await this.session.post('Profiler.start');
+  }
+
+  async stop(label: string): Promise<void> {
+    const { profile } = await this.session.post('Profiler.stop');
+    fs.mkdirSync(this.dir, { recursive: true });
+    fs.writeFileSync(path.join(this.dir, `scale-${label}.cpuprofile`), JSON.stringify(profile));
+  }
 }
 
 // ---------------------------------------------------------------------------------------
@@ -180,8 +220,14 @@ class ServiceChild {
     return (await this.ask({ type: 'seed', target, concurrency: SEED_CONCURRENCY, timeoutMs: SEED_TIMEOUT_S * 1000 }, 'seeded', SEED_TIMEOUT_S * 2000 + 60_000)).result;
   }
 
+  /** Memory after a forced GC; the event-loop watch (and row profile) starts from here. */
   async memory(): Promise<Memory> {
     return (await this.ask({ type: 'measure' }, 'measure', 120_000)).memory;
+  }
+
+  /** The longest the service's event loop was held since memory(). */
+  async measured(label: string): Promise<number> {
+    return (await this.ask({ type: 'measured', label }, 'measured', 120_000)).event_loop_max_ms;
   }
 
   async stop(): Promise<void> {
@@ -199,6 +245,8 @@ interface SizeResult {
   size: number;
   seed: SeedResult;
   memory: Memory;
+  /** The longest the service's event loop was held while the rows of this size ran. */
+  event_loop_max_ms: number;
   load_average: number[];
   baseline: Row;
   first_page: Row;
@@ -315,7 +363,8 @@ async function measureStore(result: StoreResult, baselineUrl: string, save: () =
       const baseline = await load(`${baselineUrl}/ping`);
       const firstPage = await load(`${service.url}/api/v1/load-balancers?limit=${PAGE}`, auth);
       const deepestPage = await load(`${service.url}/api/v1/load-balancers?limit=${PAGE}&cursor=${encodeURIComponent(deepCursor)}`, auth);
-      log(`  baseline ${baseline.req_per_s}/s p99 ${baseline.p99_ms} ms; first page ${firstPage.req_per_s}/s p99 ${firstPage.p99_ms} ms; deepest page ${deepestPage.req_per_s}/s p99 ${deepestPage.p99_ms} ms`);
+      const eventLoopMaxMs = await service.measured(`${store}-${size}`);
+      log(`  baseline ${baseline.req_per_s}/s p99 ${baseline.p99_ms} ms; first page ${firstPage.req_per_s}/s p99 ${firstPage.p99_ms} ms; deepest page ${deepestPage.req_per_s}/s p99 ${deepestPage.p99_ms} ms; event loop held ${eventLoopMaxMs} ms at most`);
       const first = result.sizes[0];
       const ratiosOf = (row: Row, firstRow: Row | undefined) => ({
         req_per_s_of_baseline: round(row.req_per_s / baseline.req_per_s, 4),
@@ -326,6 +375,7 @@ async function measureStore(result: StoreResult, baselineUrl: string, save: () =
         size,
         seed,
         memory,
+        event_loop_max_ms: eventLoopMaxMs,
         load_average: loadAverage,
         baseline,
         first_page: firstPage,
@@ -388,12 +438,12 @@ export function markdown(r: Report): string {
     lines.push(
       `## ${s.store} store`,
       '',
-      '| load balancers | page | req/s | p50 ms | p99 ms | req/s ÷ baseline | p99 × baseline | p99 × first size | RSS MB (× first size) | heap used MB | baseline req/s, p99 ms | load avg (1 min) |',
-      '|---:|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|',
+      '| load balancers | page | req/s | p50 ms | p99 ms | req/s ÷ baseline | p99 × baseline | p99 × first size | RSS MB (× first size) | heap used MB | event loop held, max ms | baseline req/s, p99 ms | load avg (1 min) |',
+      '|---:|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|',
     );
     for (const x of s.sizes) {
       const row = (name: string, p: Row, q: SizeResult['ratios']['first_page']) =>
-        `| ${x.size} | ${name} | ${p.req_per_s} | ${p.p50_ms} | ${p.p99_ms} | ${q.req_per_s_of_baseline} | ${q.p99_x_baseline} | **${q.p99_x_first_size}** | ${x.memory.rss_mb} (${x.ratios.rss_x_first_size}) | ${x.memory.heap_used_mb} | ${x.baseline.req_per_s}, ${x.baseline.p99_ms} | ${x.load_average[0].toFixed(2)} |`;
+        `| ${x.size} | ${name} | ${p.req_per_s} | ${p.p50_ms} | ${p.p99_ms} | ${q.req_per_s_of_baseline} | ${q.p99_x_baseline} | **${q.p99_x_first_size}** | ${x.memory.rss_mb} (${x.ratios.rss_x_first_size}) | ${x.memory.heap_used_mb} | ${x.event_loop_max_ms ?? '–'} | ${x.baseline.req_per_s}, ${x.baseline.p99_ms} | ${x.load_average[0].toFixed(2)} |`;
       lines.push(row('first', x.first_page, x.ratios.first_page), row(`last (after ${x.deepest_page.rows_before})`, x.deepest_page, x.ratios.deepest_page));
     }
     lines.push('');
