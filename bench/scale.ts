@@ -205,7 +205,9 @@ class ServiceChild {
   ) {}
 
   static async start(environment: Record<string, string>): Promise<ServiceChild> {
-    const proc = fork(__filename, ['service'], { execArgv: serviceExecArgv(), env: { PATH: process.env.PATH ?? '', ...environment }, stdio: ['ignore', 'inherit', 'inherit', 'ipc'] });
+    // The child's environment is the service's configuration alone, and the row profile's place.
+    const rowProfileDir = process.env.BENCH_ROW_PROF_DIR ? { BENCH_ROW_PROF_DIR: process.env.BENCH_ROW_PROF_DIR } : {};
+    const proc = fork(__filename, ['service'], { execArgv: serviceExecArgv(), env: { PATH: process.env.PATH ?? '', ...rowProfileDir, ...environment }, stdio: ['ignore', 'inherit', 'inherit', 'ipc'] });
     const ready = await nextReply<ChildReply, 'ready'>(proc, 'service', 'ready', 300_000);
     return new ServiceChild(proc, ready.url, ready.team_id);
   }

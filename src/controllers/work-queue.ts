@@ -14,6 +14,7 @@
  */
 import Denque from 'denque';
 import { backoffMs } from '../lib/backoff';
+import { yieldIfDue } from '../lib/event-loop-turns';
 
 /** The longest delay a Node timer accepts (2^31 - 1 ms). */
 const MAX_TIMER_MS = 2_147_483_647;
@@ -111,9 +112,15 @@ export class WorkQueue {
     this.failures.delete(key);
   }
 
-  /** The next key to process, or null once shut down. */
+  /**
+   * The next key to process, or null once shut down. Workers whose passes are answered
+   * from memory would otherwise take key after key without the event loop ever turning
+   * (lib/event-loop-turns.ts).
+   */
   get(): Promise<string | null> {
     if (this.shuttingDown) return Promise.resolve(null);
+    const due = yieldIfDue();
+    if (due) return due.then(() => this.get());
     const key = this.takeWaiting();
     if (key !== undefined) {
       this.processing.add(key);

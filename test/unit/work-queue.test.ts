@@ -170,6 +170,29 @@ describe('WorkQueue', () => {
     expect(queue.length).toBe(1);
   });
 
+  it('lets the event loop turn while workers take key after key without waiting on I/O', async () => {
+    const keys = 5_000;
+    for (let i = 0; i < keys; i++) queue.add(`k${i}`);
+    let taken = 0;
+    let takenWhenTimerRan: number | null = null;
+    setTimeout(() => (takenWhenTimerRan = taken), 0);
+    // A pass answered from memory: some work, and no I/O to wait on.
+    const pass = () => {
+      for (const end = performance.now() + 0.05; performance.now() < end; );
+    };
+    const worker = async () => {
+      for (let key = await queue.get(); key !== null; key = await queue.get()) {
+        pass();
+        queue.done(key);
+        if (++taken === keys) queue.shutDown();
+      }
+    };
+    await Promise.all([worker(), worker()]);
+    // Without turns the timer would run only once every key was taken.
+    expect(takenWhenTimerRan).not.toBeNull();
+    expect(takenWhenTimerRan!).toBeLessThan(keys);
+  });
+
   it('answers null to waiting and later workers after shutdown, and ignores adds', async () => {
     const waiting = queue.get();
     queue.addAfter('timer', 10);
