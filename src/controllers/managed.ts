@@ -63,6 +63,18 @@ const DEFAULT_POLL_MS = 1_000;
 const REJECTED_POLL_MS = 10_000;
 
 /** A resource as its driver sees it. */
+/**
+ * The configuration hash of a stored spec, made once per stored version: a store never
+ * changes an object it handed out (see api/record-bytes.ts), and a resync hashes every
+ * resource's spec again though few change. Held weakly by the spec object.
+ */
+const specHashes = new WeakMap<object, string>();
+function specHashOf(family: AnyFamily, spec: Record<string, unknown>): string {
+  let hash = specHashes.get(spec);
+  if (hash === undefined) specHashes.set(spec, (hash = configHash(family, spec)));
+  return hash;
+}
+
 export function managedOf<Desired>(family: AnyFamily, resource: Driven, desired: Desired): Managed<Desired> {
   const object = resource.meta.object;
   const owner: Owner | null = object ? { apiVersion: API_VERSION, kind: family.kind, name: object.name, uid: object.uid } : null;
@@ -157,7 +169,7 @@ export class ManagedReconciler implements Reconciler {
       const reason = creating ? `Provisioning failed: ${observation.failure}.` : `${observation.failure}.`;
       return { changes: { status: 'failed', status_reason: reason } };
     }
-    const hash = configHash(binding.family, resource.spec);
+    const hash = specHashOf(binding.family, resource.spec);
     // A configuration just applied clears what a rejected one said; a reason written by others stays.
     const applied = observation.upToDate
       ? { observed_generation: resource.meta.generation, observed_config: hash, ...(hash !== resource.status.observed_config ? { status_reason: null } : {}) }
