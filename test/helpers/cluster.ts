@@ -7,6 +7,9 @@
 import https from 'node:https';
 import { ApiextensionsV1Api, KubeConfig } from '@kubernetes/client-node';
 import { allCrds } from '../../src/resources/crd';
+import { families } from '../../src/resources/registry';
+import { createLogger } from '../../src/logger';
+import { KubernetesStore, KubernetesStoreOptions } from '../../src/store/kubernetes/store';
 import { KubeApiServer, startKubeApiServer } from './kube-apiserver';
 import { expectOnlyListedCalls, operatorKubeconfigFromChart } from './chart';
 
@@ -14,6 +17,17 @@ const clusters = new Map<string, Promise<KubeApiServer>>();
 const started: KubeApiServer[] = [];
 
 export const clusterMode = () => process.env.CLOUDPLANE_TEST_STORE === 'kubernetes';
+/** A Kubernetes store of every family on a test API server, not started; `options` add to or override the defaults. */
+export function kubernetesStoreOn(server: KubeApiServer, options: Partial<KubernetesStoreOptions> = {}): KubernetesStore {
+  return new KubernetesStore({
+    kubeConfig: kubeConfigOf(server),
+    kinds: families.map((f) => ({ kind: f.kind, plural: f.plural, idPrefix: f.idPrefix })),
+    systemNamespace: 'cloudplane-system',
+    logger: createLogger('silent'),
+    ...options,
+  });
+}
+
 /**
  * With CLOUDPLANE_TEST_RBAC=chart as well, the service runs as the chart's ServiceAccount
  * under exactly the chart's RBAC (test/helpers/chart.ts), and stopping the clusters fails

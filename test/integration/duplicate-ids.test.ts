@@ -10,12 +10,10 @@ import fs from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
 import { CoreV1Api, CustomObjectsApi } from '@kubernetes/client-node';
-import { families } from '../../src/resources/registry';
-import { createLogger } from '../../src/logger';
 import { KubernetesStore } from '../../src/store/kubernetes/store';
 import type { StoredObject } from '../../src/store/types';
 import { newId, objectNameForId } from '../../src/lib/ids';
-import { installCrds, kubeConfigOf, storeEnvFor } from '../helpers/cluster';
+import { installCrds, kubeConfigOf, kubernetesStoreOn, storeEnvFor } from '../helpers/cluster';
 import { KubeApiServer, startKubeApiServer, kubectlOn } from '../helpers/kube-apiserver';
 import { eventually, startTestService, TestService, waitForStatus } from '../helpers/service';
 
@@ -43,12 +41,7 @@ const kubectl = (...args: string[]) => kubectlOn(cluster.kubeconfigPath)(args);
 
 /** A Kubernetes store of its own, as another replica has; `seen` records every event it emits. */
 async function startReplica(): Promise<{ store: KubernetesStore; seen: StoredObject[] }> {
-  const store = new KubernetesStore({
-    kubeConfig: kubeConfigOf(cluster),
-    kinds: families.map((f) => ({ kind: f.kind, plural: f.plural, idPrefix: f.idPrefix })),
-    systemNamespace: 'cloudplane-system',
-    logger: createLogger('silent'),
-  });
+  const store = kubernetesStoreOn(cluster);
   const seen: StoredObject[] = [];
   // Listening before the first list: what start() itself caches is recorded too.
   store.watch((event) => seen.push(event.object));

@@ -5,14 +5,13 @@
  * without `managedFields`, leaves the API server's record of field managers as it was.
  */
 import { CustomObjectsApi } from '@kubernetes/client-node';
-import { createLogger } from '../../src/logger';
 import { families } from '../../src/resources/registry';
 import { loadBalancerFamily } from '../../src/resources/load-balancer';
 import { loadConfig } from '../../src/config';
 import { KubernetesStore } from '../../src/store/kubernetes/store';
 import { GROUP, namespaceOfTeam, objectName, VERSION } from '../../src/store/kubernetes/names';
 import { newId } from '../../src/lib/ids';
-import { installCrds, kubeConfigOf } from '../helpers/cluster';
+import { installCrds, kubeConfigOf, kubernetesStoreOn } from '../helpers/cluster';
 import { KubeApiServer, startKubeApiServer } from '../helpers/kube-apiserver';
 
 jest.setTimeout(120_000);
@@ -27,13 +26,7 @@ let cluster: KubeApiServer;
 const stores: KubernetesStore[] = [];
 
 async function replica(listPageSize?: number): Promise<KubernetesStore> {
-  const store = new KubernetesStore({
-    kubeConfig: kubeConfigOf(cluster),
-    kinds: families.map((f) => ({ kind: f.kind, plural: f.plural, idPrefix: f.idPrefix })),
-    systemNamespace: 'cloudplane-system',
-    logger: createLogger('silent'),
-    listPageSize,
-  });
+  const store = kubernetesStoreOn(cluster, { listPageSize });
   stores.push(store);
   await store.start();
   return store;

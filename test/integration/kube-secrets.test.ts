@@ -5,12 +5,10 @@
  * creationTimestamp, kept by later writes.
  */
 import { CoreV1Api } from '@kubernetes/client-node';
-import { families } from '../../src/resources/registry';
-import { createLogger } from '../../src/logger';
 import { KubernetesStore } from '../../src/store/kubernetes/store';
 import { namespaceOfTeam, secretObjectName } from '../../src/store/kubernetes/names';
 import { newId } from '../../src/lib/ids';
-import { installCrds, kubeConfigOf } from '../helpers/cluster';
+import { installCrds, kubeConfigOf, kubernetesStoreOn } from '../helpers/cluster';
 import { KubeApiServer, startKubeApiServer } from '../helpers/kube-apiserver';
 
 jest.setTimeout(120_000);
@@ -20,12 +18,7 @@ const [S1, S2, S3] = [newId('team'), newId('team'), newId('team')];
 const stores: KubernetesStore[] = [];
 
 async function replica(): Promise<KubernetesStore> {
-  const store = new KubernetesStore({
-    kubeConfig: kubeConfigOf(cluster),
-    kinds: families.map((f) => ({ kind: f.kind, plural: f.plural, idPrefix: f.idPrefix })),
-    systemNamespace: 'cloudplane-system',
-    logger: createLogger('silent'),
-  });
+  const store = kubernetesStoreOn(cluster);
   stores.push(store);
   await store.start();
   return store;

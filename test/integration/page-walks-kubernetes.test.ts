@@ -4,10 +4,8 @@
  * creates, deletions and status changes with the pages of a walk
  * (test/helpers/page-walk-property.ts). Few runs: every write is a round trip.
  */
-import { createLogger } from '../../src/logger';
-import { families } from '../../src/resources/registry';
 import { KubernetesStore } from '../../src/store/kubernetes/store';
-import { installCrds, kubeConfigOf } from '../helpers/cluster';
+import { installCrds, kubernetesStoreOn } from '../helpers/cluster';
 import { KubeApiServer, startKubeApiServer } from '../helpers/kube-apiserver';
 import { checkPageWalks, listedForTest } from '../helpers/page-walk-property';
 
@@ -19,13 +17,7 @@ let store: KubernetesStore;
 beforeAll(async () => {
   cluster = await startKubeApiServer();
   await installCrds(cluster);
-  store = new KubernetesStore({
-    kubeConfig: kubeConfigOf(cluster),
-    kinds: families.map((f) => ({ kind: f.kind, plural: f.plural, idPrefix: f.idPrefix })),
-    systemNamespace: 'cloudplane-system',
-    logger: createLogger('silent'),
-    listed: [listedForTest],
-  });
+  store = kubernetesStoreOn(cluster, { listed: [listedForTest] });
   await store.start();
 });
 
