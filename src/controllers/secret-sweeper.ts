@@ -19,7 +19,7 @@ import { LISTENER_SECRET_PREFIX } from '../webhooks/listener';
 import { IDEMPOTENCY_SECRET_PREFIX, lapsed as idempotencyRecordLapsed } from '../api/plugins/idempotency';
 import { SESSION_SECRET_PREFIX } from '../accounts/sessions';
 import { USAGE_SECRET_PREFIX } from '../usage/records';
-import { yieldIfDue } from '../lib/event-loop-turns';
+import { BACKGROUND_TURN_BUDGET_MS, yieldIfDue } from '../lib/event-loop-turns';
 
 /** Which resource the secrets of one name prefix belong to. */
 export interface SecretOwnership {
@@ -112,16 +112,16 @@ export class SecretSweeper {
     for (const rule of SECRET_OWNERSHIP) {
       for (const secret of await this.o.store.listSecrets(rule.prefix)) {
         // Most checks are answered from memory: a sweep of many secrets lets the event loop turn.
-        await yieldIfDue();
+        await yieldIfDue(BACKGROUND_TURN_BUDGET_MS);
         if (await this.removeIfOrphaned(rule, secret, now)) result.removedOrphans++;
       }
     }
     for (const secret of await this.o.store.listSecrets(webhookSecretName(''))) {
-      await yieldIfDue();
+      await yieldIfDue(BACKGROUND_TURN_BUDGET_MS);
       if (await dropExpiredPrevious(this.o.store, secret, now)) result.droppedPrevious++;
     }
     for (const secret of await this.o.store.listSecrets(IDEMPOTENCY_SECRET_PREFIX)) {
-      await yieldIfDue();
+      await yieldIfDue(BACKGROUND_TURN_BUDGET_MS);
       if (await this.removeIfExpired(secret, now)) result.expiredIdempotencyKeys++;
     }
     return result;

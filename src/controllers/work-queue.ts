@@ -14,7 +14,7 @@
  */
 import Denque from 'denque';
 import { backoffMs } from '../lib/backoff';
-import { yieldIfDue } from '../lib/event-loop-turns';
+import { BACKGROUND_TURN_BUDGET_MS, TURN_BUDGET_MS, yieldIfDue } from '../lib/event-loop-turns';
 
 /** The longest delay a Node timer accepts (2^31 - 1 ms). */
 const MAX_TIMER_MS = 2_147_483_647;
@@ -115,11 +115,12 @@ export class WorkQueue {
   /**
    * The next key to process, or null once shut down. Workers whose passes are answered
    * from memory would otherwise take key after key without the event loop ever turning
-   * (lib/event-loop-turns.ts).
+   * (lib/event-loop-turns.ts). A background key gets the shorter budget: no one waits for
+   * it, and requests should not wait behind it.
    */
   get(): Promise<string | null> {
     if (this.shuttingDown) return Promise.resolve(null);
-    const due = yieldIfDue();
+    const due = yieldIfDue(this.changes.length === 0 && this.background.length > 0 ? BACKGROUND_TURN_BUDGET_MS : TURN_BUDGET_MS);
     if (due) return due.then(() => this.get());
     const key = this.takeWaiting();
     if (key !== undefined) {
