@@ -66,8 +66,8 @@ interface SeedResult {
   total: number;
   create_s: number;
   until_running_s: number;
-  /** From the end of the creates until every outbox was relayed too. */
-  until_relayed_s: number;
+  /** From the end of the creates until every outbox was relayed and every consumer of the bus had caught up. */
+  until_consumed_s: number;
   running: number;
 }
 
@@ -109,13 +109,15 @@ async function child(): Promise<void> {
     let running = 0;
     let untilRunningS: number | null = null;
     // Measured at rest, as a long-running service is: every one running and its events
-    // relayed to the bus, not while the service still catches up on the seeding's tail.
+    // relayed to the bus and consumed, not while the service still catches up on the seeding's tail.
     for (;;) {
       const all = await service.ctx.store.list<unknown, { status: string; pending_events?: unknown[] }>(family.kind, teamId);
       running = all.filter((r) => r.status.status === 'running').length;
       if (running >= target) untilRunningS ??= round((performance.now() - t1) / 1000);
       const relayed = all.every((r) => (r.status.pending_events ?? []).length === 0);
-      if ((running >= target && relayed) || Date.now() > deadline) break;
+      // ... and handled by every consumer of the bus (the webhook dispatcher, the agent, ...).
+      const consumed = relayed && Object.values(await service.ctx.bus.pending()).every((events) => events === 0);
+      if ((running >= target && consumed) || Date.now() > deadline) break;
       await sleep(1000);
     }
     return {
@@ -123,7 +125,7 @@ async function child(): Promise<void> {
       total: target,
       create_s: round((t1 - t0) / 1000),
       until_running_s: untilRunningS ?? round((performance.now() - t1) / 1000),
-      until_relayed_s: round((performance.now() - t1) / 1000),
+      until_consumed_s: round((performance.now() - t1) / 1000),
       running,
     };
   };
@@ -367,7 +369,7 @@ async function measureStore(result: StoreResult, baselineUrl: string, save: () =
       step = 'seed';
       log(`${store}: growing the collection to ${size} load balancers...`);
       const seed = await service.seed(size);
-      log(`  created ${seed.created} in ${seed.create_s} s, all running ${seed.until_running_s} s later (${seed.running} running), every event relayed at ${seed.until_relayed_s} s`);
+      log(`  created ${seed.created} in ${seed.create_s} s, all running ${seed.until_running_s} s later (${seed.running} running), every event relayed and consumed at ${seed.until_consumed_s} s`);
       if (seed.running < size) throw new Error(`only ${seed.running} of ${size} load balancers reached running within ${SEED_TIMEOUT_S} s`);
       step = 'measure';
       const memory = await service.memory();
@@ -463,7 +465,7 @@ export function markdown(r: Report): string {
       lines.push(row('first', x.first_page, x.ratios.first_page), row(`last (after ${x.deepest_page.rows_before})`, x.deepest_page, x.ratios.deepest_page));
     }
     lines.push('');
-    lines.push('Seeding (ResourceWriter.create, then the reconcilers to `running`, then every event relayed): ' + s.sizes.map((x) => `${x.size}: ${x.seed.created} created in ${x.seed.create_s} s, running ${x.seed.until_running_s} s later${x.seed.until_relayed_s === undefined ? '' : `, relayed at ${x.seed.until_relayed_s} s`}`).join('; ') + '.');
+    lines.push('Seeding (ResourceWriter.create, then the reconcilers to `running`, then every event relayed and consumed): ' + s.sizes.map((x) => `${x.size}: ${x.seed.created} created in ${x.seed.create_s} s, running ${x.seed.until_running_s} s later, events consumed at ${x.seed.until_consumed_s} s`).join('; ') + '.');
     if (s.failure) lines.push('', `**Failed** at ${s.failure.size} load balancers (${s.failure.step}): \`${s.failure.error}\``);
     const errors = s.sizes.flatMap((x) => [x.first_page, x.deepest_page]).reduce((n, p) => n + p.errors + p.non_2xx, 0);
     if (errors) lines.push('', `${errors} requests failed or answered other than 2xx (see the JSON).`);

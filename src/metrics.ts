@@ -63,6 +63,31 @@ export function reportLeadership(isLeader: () => boolean): void {
   leading = isLeader;
 }
 
+/** Where cloudplane_event_consumer_pending reads the bus's consumers from; set by the service. */
+let consumersPending: () => Promise<Record<string, number>> = async () => ({});
+
+/**
+ * How far each durable consumer of the bus (the webhook dispatcher, the agent, ...) is
+ * behind: the events it has yet to finish. Read from the bus when scraped; a lag that
+ * only grows is a consumer that cannot keep up or keeps failing.
+ */
+export const eventConsumerPending = new Gauge({
+  name: 'cloudplane_event_consumer_pending',
+  help: 'Events each durable consumer of the event bus in this replica has yet to finish (its lag), by consumer.',
+  labelNames: ['consumer'] as const,
+  registers: [registry],
+  async collect() {
+    this.reset();
+    // A bus that cannot answer now (NATS unreachable) leaves the series out rather than failing the scrape.
+    const pending = await consumersPending().catch(() => ({}));
+    for (const [consumer, events] of Object.entries(pending)) this.set({ consumer }, events);
+  },
+});
+
+export function reportEventConsumers(pending: () => Promise<Record<string, number>>): void {
+  consumersPending = pending;
+}
+
 export const webhookRecordsRemoved = new Counter({
   name: 'cloudplane_webhook_records_removed_total',
   help: 'Finished webhook deliveries and deleted subscriptions removed after the delivery retention, by kind.',

@@ -39,7 +39,7 @@ import { embeddedEventRecorder, KubernetesEventRecorder } from './controllers/ev
 import { CoordinationV1Api } from '@kubernetes/client-node';
 import { kubeConfigFor } from './store';
 import { LeaderCallbacks, LeaderElector, Leadership, SoleLeader } from './controllers/leader-election';
-import { reportLeadership } from './metrics';
+import { reportEventConsumers, reportLeadership } from './metrics';
 
 export interface RunningService {
   app: FastifyInstance;
@@ -80,6 +80,7 @@ export async function startService(config: Config, logger: Logger = createLogger
       : new EmbeddedEventBus(path.join(config.dataDir, 'events'), { health, logger, retentionMs: config.eventRetentionMs });
     await bus.start();
     started.push(() => bus.stop());
+    reportEventConsumers(() => bus.pending());
     const events = config.kubernetes ? new KubernetesEventRecorder(kubeConfigFor(config.kubernetes), config.kubernetes.systemNamespace, logger) : embeddedEventRecorder;
     const writer = new ResourceWriter(store, events);
     const authenticator = new ApiKeyAuthenticator(store, writer);

@@ -205,6 +205,12 @@ export class EmbeddedEventBus implements EventBus {
     return this.events.filter((e) => e.team_id === team && e.created_at >= since);
   }
 
+  async pending(): Promise<Record<string, number>> {
+    const head = this.base + this.events.length;
+    // Past the saved position: the events not handed out or in the handler; those finished out of order are done.
+    return Object.fromEntries([...this.consumers].map(([name, consumer]) => [name, head - this.positions[name] - consumer.finished.size]));
+  }
+
   /** Hands the consumer the events past its position, up to its concurrency at once. */
   private pump(name: string): void {
     const consumer = this.consumers.get(name);

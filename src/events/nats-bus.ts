@@ -131,6 +131,17 @@ export class NatsEventBus implements EventBus {
     };
   }
 
+  async pending(): Promise<Record<string, number>> {
+    const jsm = this.manager();
+    const lags = await Promise.all(
+      [...this.loops.keys()].map(async (name) => {
+        const info = await jsm.consumers.info(this.o.stream, token(name));
+        return [name, info.num_pending + info.num_ack_pending] as const;
+      }),
+    );
+    return Object.fromEntries(lags);
+  }
+
   follow(since: string, handler: (event: CloudEvent) => void): () => void {
     let stopped = false;
     let current: { close(): Promise<void | Error> } | null = null;

@@ -36,6 +36,8 @@ export interface EventBus {
    * gets the same event again after a pause. Returns an unsubscribe.
    */
   subscribe(name: string, handler: EventHandler, options?: SubscribeOptions): () => void;
+  /** The events each durable consumer subscribed here has yet to finish (cloudplane_event_consumer_pending). */
+  pending(): Promise<Record<string, number>>;
   /** Events of a team created at or after `since`, oldest first. */
   recent(team: string, since: string): Promise<CloudEvent[]>;
   /**

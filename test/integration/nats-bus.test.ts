@@ -144,6 +144,32 @@ describe('NATS JetStream event bus', () => {
   });
 });
 
+describe('NATS JetStream event bus: consumer lag', () => {
+  let server: NatsServer;
+  beforeAll(async () => {
+    server = await startNatsServer();
+  });
+  afterAll(async () => server.stop());
+
+  it('reports the events a durable consumer has yet to finish, until it catches up', async () => {
+    const bus = busFor(server);
+    await bus.start();
+    let release!: () => void;
+    const gate = new Promise<void>((resolve) => (release = resolve));
+    try {
+      bus.subscribe('lag-test', () => gate);
+      for (let i = 0; i < 5; i++) await bus.publish(event('team_gggggggggggggggg', 'server.running', i));
+      // One in the handler (delivered, not acknowledged) and four waiting in the stream.
+      await eventually(async () => (await bus.pending())['lag-test'] === 5);
+      release();
+      await eventually(async () => (await bus.pending())['lag-test'] === 0);
+    } finally {
+      release();
+      await bus.stop();
+    }
+  });
+});
+
 describe('NATS JetStream event bus: follow', () => {
   let server: NatsServer;
   beforeAll(async () => {

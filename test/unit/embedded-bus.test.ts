@@ -9,6 +9,7 @@ import { EmbeddedEventBus } from '../../src/events/embedded-bus';
 import type { BackgroundWrite } from '../../src/store/background-write';
 import type { CloudEvent } from '../../src/events/types';
 import { newId } from '../../src/lib/ids';
+import { registry, reportEventConsumers } from '../../src/metrics';
 
 const sleep = (ms: number) => new Promise((resolve) => setTimeout(resolve, ms));
 
@@ -279,6 +280,22 @@ describe('EmbeddedEventBus', () => {
     stop();
     await bus.publish(event('after'));
     expect(seen).toEqual(['recent', 'live']);
+  });
+
+  it("reports each consumer's lag, as the bus and as cloudplane_event_consumer_pending, until it catches up", async () => {
+    let release!: () => void;
+    const gate = new Promise<void>((resolve) => (release = resolve));
+    bus.subscribe('slow', () => gate, { concurrency: 2 });
+    bus.subscribe('quick', async () => undefined);
+    for (let i = 0; i < 5; i++) await bus.publish(event(`load_balancer.e${i}`));
+    // Two in the handler and three not handed out yet are all still to finish.
+    expect(await bus.pending()).toEqual({ slow: 5, quick: 0 });
+    reportEventConsumers(() => bus.pending());
+    expect(await registry.getSingleMetricAsString('cloudplane_event_consumer_pending')).toMatch(/cloudplane_event_consumer_pending\{consumer="slow"\} 5/);
+    release();
+    const drained = async () => (await bus.pending()).slow === 0;
+    for (const deadline = Date.now() + 5_000; !(await drained()); await sleep(10)) if (Date.now() > deadline) throw new Error('the consumer never caught up');
+    expect(await registry.getSingleMetricAsString('cloudplane_event_consumer_pending')).toMatch(/cloudplane_event_consumer_pending\{consumer="slow"\} 0/);
   });
 
   it('ignores a torn last event on restart', async () => {
