@@ -17,6 +17,7 @@ import { DataDirHealth } from '../store/data-dir-health';
 import { BackgroundWrite, DEFAULT_RETRY } from '../store/background-write';
 import { eventLogBytes, eventLogEvents } from '../metrics';
 import { CloudEvent, EventBus, EventHandler, SubscribeOptions } from './types';
+import { HeldEvent, holdEvent, parseEvent } from './held-event';
 
 const RETRY_DELAY_MS = 500;
 const POSITION_SAVE_INTERVAL_MS = 200;
@@ -89,7 +90,7 @@ export class EmbeddedEventBus implements EventBus {
   private readonly log: AppendLog;
   private readonly positionsFile: string;
   /** The retained events, oldest first; `events[i]` has sequence number `base + i`. */
-  private events: CloudEvent[] = [];
+  private events: HeldEvent[] = [];
   private base = 0;
   /** Records before the first event in the log file: 1 once it has a header. */
   private headerRecords = 0;
@@ -105,7 +106,7 @@ export class EmbeddedEventBus implements EventBus {
   private readonly retention: { compaction: BackgroundWrite; checkMs: number } | null;
   private retentionTimer: NodeJS.Timeout | null = null;
   private readonly publishing = new Map<string, Promise<void>>();
-  private readonly followers = new Set<(event: CloudEvent) => void>();
+  private readonly followers = new Set<(event: CloudEvent, text: string) => void>();
 
   constructor(dataDir: string, options: EmbeddedEventBusOptions = {}) {
     fs.mkdirSync(dataDir, { recursive: true, mode: 0o700 });
@@ -128,7 +129,7 @@ export class EmbeddedEventBus implements EventBus {
         this.base = record.header.base;
         this.headerRecords = 1;
       } else {
-        this.events.push(record);
+        this.events.push(holdEvent(record));
         this.ids.add(record.id);
       }
     }
@@ -158,12 +159,13 @@ export class EmbeddedEventBus implements EventBus {
     if (this.ids.has(event.id)) return;
     const inFlight = this.publishing.get(event.id);
     if (inFlight) return inFlight;
-    const done = this.log.append(event).then(
+    const text = JSON.stringify(event);
+    const done = this.log.appendJson(text).then(
       () => {
         this.ids.add(event.id);
-        this.events.push(event);
+        this.events.push(holdEvent(event, text));
         this.updateGauges();
-        for (const follower of this.followers) follower(event);
+        for (const follower of this.followers) follower(event, text);
         for (const name of this.consumers.keys()) this.pump(name);
       },
       (err: Error) => {
@@ -195,14 +197,14 @@ export class EmbeddedEventBus implements EventBus {
     };
   }
 
-  follow(since: string, handler: (event: CloudEvent) => void): () => void {
-    for (const event of this.events) if (event.created_at >= since) handler(event);
+  follow(since: string, handler: (event: CloudEvent, text: string) => void): () => void {
+    for (const held of this.events) if (held.created_at >= since) handler(parseEvent(held.text), held.text);
     this.followers.add(handler);
     return () => this.followers.delete(handler);
   }
 
   async recent(team: string, since: string): Promise<CloudEvent[]> {
-    return this.events.filter((e) => e.team_id === team && e.created_at >= since);
+    return this.events.filter((e) => e.team_id === team && e.created_at >= since).map((held) => parseEvent(held.text));
   }
 
   async pending(): Promise<Record<string, number>> {
@@ -223,7 +225,8 @@ export class EmbeddedEventBus implements EventBus {
 
   /** Runs the handler on one event until it succeeds, then moves the position on if it can. */
   private async handOut(name: string, consumer: Consumer, sequence: number): Promise<void> {
-    const event = this.events[sequence - this.base];
+    // Parsed for each consumer: a handler may keep or change what it is given.
+    const event = parseEvent(this.events[sequence - this.base].text);
     while (!consumer.stopped) {
       try {
         await consumer.handler(event);

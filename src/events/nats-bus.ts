@@ -35,6 +35,8 @@ export interface NatsBusOptions {
 }
 
 const codec = JSONCodec<CloudEvent>();
+/** Followers' loops are kept beside the durable consumers' (by name), under keys of their own. */
+const FOLLOWER_KEY_PREFIX = 'follow:';
 const RETRY_BASE_MS = 250;
 const RETRY_MAX_MS = 30_000;
 /**
@@ -134,7 +136,7 @@ export class NatsEventBus implements EventBus {
   async pending(): Promise<Record<string, number>> {
     const jsm = this.manager();
     const lags = await Promise.all(
-      [...this.loops.keys()].map(async (name) => {
+      [...this.loops.keys()].filter((name) => !name.startsWith(FOLLOWER_KEY_PREFIX)).map(async (name) => {
         const info = await jsm.consumers.info(this.o.stream, token(name));
         return [name, info.num_pending + info.num_ack_pending] as const;
       }),
@@ -142,7 +144,7 @@ export class NatsEventBus implements EventBus {
     return Object.fromEntries(lags);
   }
 
-  follow(since: string, handler: (event: CloudEvent) => void): () => void {
+  follow(since: string, handler: (event: CloudEvent, text: string) => void): () => void {
     let stopped = false;
     let current: { close(): Promise<void | Error> } | null = null;
     let position: { seq: number } | null = null;
@@ -159,7 +161,8 @@ export class NatsEventBus implements EventBus {
           for await (const message of messages) {
             if (stopped) break;
             position = { seq: message.seq };
-            handler(codec.decode(message.data));
+            const text = message.string();
+            handler(JSON.parse(text) as CloudEvent, text);
           }
         } catch (err) {
           if (!stopped) this.o.logger.warn({ err }, 'event follower interrupted; resuming');
@@ -167,7 +170,7 @@ export class NatsEventBus implements EventBus {
         if (!stopped) await sleep(RECONNECT_PAUSE_MS);
       }
     })();
-    const key = `follow:${Math.random()}`;
+    const key = `${FOLLOWER_KEY_PREFIX}${Math.random()}`;
     this.loops.set(key, {
       stop: () => {
         stopped = true;

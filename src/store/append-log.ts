@@ -78,8 +78,13 @@ export class AppendLog {
   }
 
   append(record: unknown): Promise<void> {
+    return this.appendJson(JSON.stringify(record));
+  }
+
+  /** Appends a record already serialised (by a caller that keeps the text too). */
+  appendJson(text: string): Promise<void> {
     return new Promise<void>((resolve, reject) => {
-      this.queue.push({ line: `${JSON.stringify(record)}\n`, resolve, reject });
+      this.queue.push({ line: `${text}\n`, resolve, reject });
       // Start writing once the current turn is over, so that everything appended in it
       // goes into the first batch rather than the first record alone.
       if (!this.flushing && !this.held) this.startFlushing();

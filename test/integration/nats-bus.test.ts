@@ -158,11 +158,15 @@ describe('NATS JetStream event bus: consumer lag', () => {
     const gate = new Promise<void>((resolve) => (release = resolve));
     try {
       bus.subscribe('lag-test', () => gate);
+      // A follower (the audit log's) has no durable position, and no lag to report.
+      const stopFollowing = bus.follow(new Date().toISOString(), () => undefined);
       for (let i = 0; i < 5; i++) await bus.publish(event('team_gggggggggggggggg', 'server.running', i));
       // One in the handler (delivered, not acknowledged) and four waiting in the stream.
       await eventually(async () => (await bus.pending())['lag-test'] === 5);
       release();
       await eventually(async () => (await bus.pending())['lag-test'] === 0);
+      expect(Object.keys(await bus.pending())).toEqual(['lag-test']);
+      stopFollowing();
     } finally {
       release();
       await bus.stop();
