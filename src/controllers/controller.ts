@@ -8,6 +8,7 @@ import type { Logger } from 'pino';
 import type { Store, StoredObject, WatchEvent } from '../store/types';
 import { sameJson } from '../lib/canonical-json';
 import { WorkQueue } from './work-queue';
+import { BACKGROUND_TURN_BUDGET_MS, yieldIfDue } from '../lib/event-loop-turns';
 import { reconcileCounter, reconcileDuration } from '../metrics';
 
 export interface ReconcileResult {
@@ -96,9 +97,17 @@ export class Controller {
     return object.meta.kind === this.reconciler.kind && Boolean(this.reconciler.passWritesOutbox?.(object)) && this.queue.has(keyOf(object));
   }
 
-  /** Every object of the kind, looked at once no change waits (WorkQueue.addBackground). */
+  /**
+   * Every object of the kind, looked at once no change waits (WorkQueue.addBackground).
+   * Queueing 100,000 keys is itself a third of a second: it gives the loop back as a
+   * resync's passes do.
+   */
   private async resync(): Promise<void> {
-    for (const object of await this.store.list(this.reconciler.kind)) this.queue.addBackground(keyOf(object));
+    for (const object of await this.store.list(this.reconciler.kind)) {
+      this.queue.addBackground(keyOf(object));
+      const due = yieldIfDue(BACKGROUND_TURN_BUDGET_MS);
+      if (due) await due;
+    }
   }
 
   private async work(): Promise<void> {

@@ -256,6 +256,23 @@ describe('Controller', () => {
     fs.rmSync(dir, { recursive: true, force: true });
   });
 
+  it('queues a resync of many objects in short turns of the event loop', async () => {
+    const objects = 10_000;
+    await Promise.all(Array.from({ length: objects }, (_, i) => store.create(thing(`w${i}`))));
+    controller = new Controller(store, { kind: 'Widget', async reconcile() {} }, { workers: 1, resyncMs: 60_000, logger });
+    let turns = 0;
+    let counting = true;
+    const countTurns = () => {
+      turns++;
+      if (counting) setImmediate(countTurns);
+    };
+    setImmediate(countTurns);
+    await controller.start();
+    counting = false;
+    // Without the turns the keys were queued in one go, and this counted none.
+    expect(turns).toBeGreaterThan(5);
+  });
+
   it('queues no pass for a write that only took events out of the outbox; any other change of the status does', async () => {
     const passes: string[] = [];
     const reconciler: Reconciler = {
