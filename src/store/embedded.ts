@@ -8,6 +8,7 @@
 import fs from 'node:fs';
 import path from 'node:path';
 import type { Logger } from 'pino';
+import { SecretTable } from './secret-table';
 import { AppendLog, lockDataDir, writeFileDurable } from './append-log';
 import { DataDirHealth } from './data-dir-health';
 import { BackgroundWrite, DEFAULT_RETRY } from './background-write';
@@ -77,6 +78,8 @@ function outboxOnly(before: unknown, after: unknown): boolean {
 export class EmbeddedStore implements Store {
   private readonly objects = new Map<string, StoredObject>();
   private readonly byKind = new Map<string, Map<string, StoredObject>>();
+  /** The secrets' names in order, for listSecrets (secret-table.ts). */
+  private readonly secretNames = new SecretTable<{ team: string; name: string; key: string }>();
   private readonly indexes: ListIndexes;
   /**
    * Writes handed to the log but not yet on disk, by key. A second write of the same key
@@ -300,9 +303,11 @@ export class EmbeddedStore implements Store {
   }
 
   async listSecrets(prefix: string): Promise<StoredSecret[]> {
-    return [...(this.byKind.get(SECRET_KIND)?.values() ?? [])]
-      .filter((s) => s.meta.id.startsWith(prefix))
-      .map((s) => ({ team: s.meta.team, name: s.meta.id, data: this.unseal(s), createdAt: s.meta.createdAt }));
+    const secrets = this.byKind.get(SECRET_KIND);
+    return [...this.secretNames.withPrefix(prefix)].map(({ key }) => {
+      const s = secrets!.get(key)!;
+      return { team: s.meta.team, name: s.meta.id, data: this.unseal(s), createdAt: s.meta.createdAt };
+    });
   }
 
   /** Seals `data` and writes it as the secret `key`; the caller holds `exclusive(key)`. */
@@ -438,9 +443,11 @@ export class EmbeddedStore implements Store {
       let forKind = this.byKind.get(kind);
       if (!forKind) this.byKind.set(kind, (forKind = new Map()));
       forKind.set(key, value);
+      if (kind === SECRET_KIND) this.secretNames.set(key, { team: value.meta.team, name: value.meta.id, key });
     } else {
       this.objects.delete(key);
       this.byKind.get(kind)?.delete(key);
+      if (kind === SECRET_KIND) this.secretNames.delete(key);
     }
   }
 

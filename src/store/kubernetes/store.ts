@@ -23,6 +23,7 @@ import {
   WatchEvent,
   WatchListener,
 } from '../types';
+import { SecretTable } from '../secret-table';
 import { newId } from '../../lib/ids';
 import { nowIso } from '../../lib/time';
 import { CollectionWatcher, KubeObject } from './watcher';
@@ -95,7 +96,7 @@ export class KubernetesStore implements Store {
   private readonly objects = new Map<string, Map<string, { object: StoredObject; raw: Raw }>>();
   /** Ordered indexes of `objects` for pages, changed wherever `objects` is (settle). */
   private readonly indexes: ListIndexes;
-  private readonly secrets = new Map<string, SecretEntry>();
+  private readonly secrets = new SecretTable<SecretEntry>();
   private readonly listeners = new Set<WatchListener>();
   private readonly watchers: CollectionWatcher[] = [];
   private readonly knownNamespaces = new Set<string>();
@@ -468,9 +469,7 @@ export class KubernetesStore implements Store {
   }
 
   async listSecrets(prefix: string): Promise<StoredSecret[]> {
-    return [...this.secrets.values()]
-      .filter((s) => s.name.startsWith(prefix))
-      .map((s) => ({ team: s.team, name: s.name, data: { ...s.data }, createdAt: isoOf(s.raw.metadata.creationTimestamp) }));
+    return [...this.secrets.withPrefix(prefix)].map((s) => ({ team: s.team, name: s.name, data: { ...s.data }, createdAt: isoOf(s.raw.metadata.creationTimestamp) }));
   }
 
   // --- cache -----------------------------------------------------------------------
