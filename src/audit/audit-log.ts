@@ -10,9 +10,9 @@
  * window's edge) and checks the other filters on the way, so its cost follows the page
  * and the filters' selectivity, not the size of the team's history.
  *
- * The indexes hold each event's JSON text, not the parsed event (held-event.ts): a third
- * of the memory. The other filters are checked by the event's place in their indexes, the
- * time window by the key, and only a page's events are parsed.
+ * The indexes hold each event's JSON text, not the parsed event (held-event.ts). The
+ * other filters are checked by the event's place in their indexes, the time window by the
+ * key, and only a page's events are parsed.
  */
 import BTree from 'sorted-btree';
 import type { CloudEvent, EventBus } from '../events/types';
