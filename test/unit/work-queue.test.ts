@@ -15,6 +15,23 @@ const sleep = (ms: number) => new Promise((resolve) => setTimeout(resolve, ms));
 /** Resolves with the next key, or with 'nothing' if none comes within `ms`. */
 const nextWithin = (queue: WorkQueue, ms: number) => Promise.race([queue.get(), sleep(ms).then(() => 'nothing')]);
 
+/** Counts the turns of the event loop from now until stop(): a setImmediate chain runs once a turn. */
+function countEventLoopTurns(): { readonly count: number; stop(): void } {
+  let count = 0;
+  let counting = true;
+  const tick = () => {
+    count++;
+    if (counting) setImmediate(tick);
+  };
+  setImmediate(tick);
+  return {
+    get count() {
+      return count;
+    },
+    stop: () => (counting = false),
+  };
+}
+
 describe('WorkQueue', () => {
   let queue: WorkQueue;
   beforeEach(() => {
@@ -196,14 +213,7 @@ describe('WorkQueue', () => {
   it('hands out resync keys in short slices of the event loop, so that requests wait little behind them', async () => {
     const keys = 2_000;
     for (let i = 0; i < keys; i++) queue.addBackground(`k${i}`);
-    // One count per turn of the event loop: a setImmediate chain runs once a turn.
-    let turn = 0;
-    let counting = true;
-    const countTurns = () => {
-      turn++;
-      if (counting) setImmediate(countTurns);
-    };
-    setImmediate(countTurns);
+    const turns = countEventLoopTurns();
     const takenInTurn = new Map<number, number>();
     const pass = () => {
       for (const end = performance.now() + 0.05; performance.now() < end; );
@@ -211,14 +221,14 @@ describe('WorkQueue', () => {
     let taken = 0;
     const worker = async () => {
       for (let key = await queue.get(); key !== null; key = await queue.get()) {
-        takenInTurn.set(turn, (takenInTurn.get(turn) ?? 0) + 1);
+        takenInTurn.set(turns.count, (takenInTurn.get(turns.count) ?? 0) + 1);
         pass();
         queue.done(key);
         if (++taken === keys) queue.shutDown();
       }
     };
     await Promise.all([worker(), worker()]);
-    counting = false;
+    turns.stop();
     // Passes of at least 0.05 ms in a 0.25 ms budget: a few per turn, however slow the
     // machine (a slower pass only means fewer). In 2 ms slices it would be 40.
     expect(Math.max(...takenInTurn.values())).toBeLessThanOrEqual(8);
@@ -260,17 +270,11 @@ describe('Controller', () => {
     const objects = 10_000;
     await Promise.all(Array.from({ length: objects }, (_, i) => store.create(thing(`w${i}`))));
     controller = new Controller(store, { kind: 'Widget', async reconcile() {} }, { workers: 1, resyncMs: 60_000, logger });
-    let turns = 0;
-    let counting = true;
-    const countTurns = () => {
-      turns++;
-      if (counting) setImmediate(countTurns);
-    };
-    setImmediate(countTurns);
+    const turns = countEventLoopTurns();
     await controller.start();
-    counting = false;
+    turns.stop();
     // Without the turns the keys were queued in one go, and this counted none.
-    expect(turns).toBeGreaterThan(5);
+    expect(turns.count).toBeGreaterThan(5);
   });
 
   it('queues no pass for a write that only took events out of the outbox; any other change of the status does', async () => {
