@@ -23,6 +23,7 @@ import { monitorEventLoopDelay, performance } from 'node:perf_hooks';
 import Fastify from 'fastify';
 import { CoreV1Api } from '@kubernetes/client-node';
 import { machine, memoryAfterGc, nextReply, serviceExecArgv, writeResults } from './report';
+import { loadInWorker } from './load-worker';
 
 const KEY = 'cpk_Bench0123456789abcdefghijABCDEFGHIJKLMNO';
 const REPO = path.resolve(__dirname, '..', '..');
@@ -182,23 +183,9 @@ class RowProfile {
 // ---------------------------------------------------------------------------------------
 // The parent: seeds, measures, writes the report.
 
-interface Histogram {
-  average: number;
-  p50: number;
-  p99: number;
-  max: number;
-}
-interface AutocannonResult {
-  requests: Histogram;
-  latency: Histogram;
-  errors: number;
-  non2xx: number;
-}
-// eslint-disable-next-line @typescript-eslint/no-require-imports
-const autocannon = require('autocannon') as (options: { url: string; headers?: Record<string, string>; connections: number; duration: number; workers?: number }) => Promise<AutocannonResult>;
-
 interface Row {
   req_per_s: number;
+  /** Latencies in ms with µs resolution (bench/load-worker.ts): whole ms would hide a 2x at a p99 of 2-4 ms. */
   p50_ms: number;
   p99_ms: number;
   max_ms: number;
@@ -207,10 +194,11 @@ interface Row {
 }
 
 async function load(url: string, headers?: Record<string, string>): Promise<Row> {
-  const options = { url, headers, connections: CONNECTIONS, workers: 1 };
-  if (WARMUP_S > 0) await autocannon({ ...options, duration: WARMUP_S });
-  const r = await autocannon({ ...options, duration: DURATION_S });
-  return { req_per_s: round(r.requests.average, 1), p50_ms: r.latency.p50, p99_ms: r.latency.p99, max_ms: r.latency.max, errors: r.errors, non_2xx: r.non2xx };
+  const options = { url, headers, connections: CONNECTIONS };
+  if (WARMUP_S > 0) await loadInWorker({ ...options, duration: WARMUP_S });
+  const r = await loadInWorker({ ...options, duration: DURATION_S });
+  const ms = (us: number) => round(us / 1000, 3);
+  return { req_per_s: r.req_per_s, p50_ms: ms(r.p50_us), p99_ms: ms(r.p99_us), max_ms: ms(r.max_us), errors: r.errors, non_2xx: r.non_2xx };
 }
 
 class ServiceChild {
@@ -386,8 +374,8 @@ async function measureStore(result: StoreResult, baselineUrl: string, save: () =
       const first = result.sizes[0];
       const ratiosOf = (row: Row, firstRow: Row | undefined) => ({
         req_per_s_of_baseline: round(row.req_per_s / baseline.req_per_s, 4),
-        p99_x_baseline: round(row.p99_ms / Math.max(1, baseline.p99_ms)),
-        p99_x_first_size: round(row.p99_ms / Math.max(1, (firstRow ?? row).p99_ms)),
+        p99_x_baseline: round(row.p99_ms / baseline.p99_ms),
+        p99_x_first_size: round(row.p99_ms / (firstRow ?? row).p99_ms),
       });
       result.sizes.push({
         size,
@@ -447,7 +435,7 @@ export function markdown(r: Report): string {
     `Machine: ${m.cpu_model}, ${m.cpu_count} CPUs, ${m.total_memory_gb} GB RAM, ${m.platform}, Node ${m.node}.`,
     `Code: ${r.source.branch} at ${r.source.commit.slice(0, 12)}${r.source.uncommitted_src.length ? `, with uncommitted changes in ${r.source.uncommitted_src.length} src/ files` : ''}.`,
     `Load average (1/5/15 min) before: ${load(r.load_average.before)}, after: ${load(r.load_average.after)}. The whole run took ${Math.round(r.duration_s)} s.`,
-    `Settings: ${r.settings.connections} connections, ${r.settings.warmup_s} s warm-up then ${r.settings.duration_s} s per row, autocannon in a worker thread of the benchmark process; the service in a child process (${r.settings.workers} workers per controller, simulated provider with ${r.settings.sim_delay_ms} ms delays). One team; every load balancer \`running\`.`,
+    `Settings: ${r.settings.connections} connections, ${r.settings.warmup_s} s warm-up then ${r.settings.duration_s} s per row, autocannon in a worker thread of the benchmark process, latencies recorded in µs (bench/load-worker.ts); the service in a child process (${r.settings.workers} workers per controller, simulated provider with ${r.settings.sim_delay_ms} ms delays). One team; every load balancer \`running\`.`,
     '',
     `> ${r.note}`,
     '',
