@@ -82,9 +82,9 @@ class TeamEvents {
     }
   }
 
-  /** Whether the event at `key` is of every value the filter asks for. */
-  matches(key: string, text: string, filter: AuditFilter, q: string | undefined): boolean {
-    for (const name of indexNamesFor(filter)) if (!this.byValue.get(name)?.has(key)) return false;
+  /** Whether the event at `key`, met in the walk of index `walked`, is of every other value the filter asks for. */
+  matches(key: string, text: string, filter: AuditFilter, q: string | undefined, walked: string | null): boolean {
+    for (const name of indexNamesFor(filter)) if (name !== walked && !this.byValue.get(name)?.has(key)) return false;
     return !q || text.toLowerCase().includes(q);
   }
 
@@ -98,13 +98,13 @@ class TeamEvents {
     }
   }
 
-  /** The smallest index holding every event the filter can match (an empty one if a value has none). */
-  narrowest(filter: AuditFilter): EventIndex {
-    let best = this.all;
+  /** The smallest index holding every event the filter can match (an empty one if a value has none), and its name (null: all). */
+  narrowest(filter: AuditFilter): { index: EventIndex; name: string | null } {
+    let best: { index: EventIndex; name: string | null } = { index: this.all, name: null };
     for (const name of indexNamesFor(filter)) {
       const index = this.byValue.get(name);
-      if (!index) return new BTree();
-      if (index.size < best.size) best = index;
+      if (!index) return { index: new BTree(), name };
+      if (index.size < best.index.size) best = { index, name };
     }
     return best;
   }
@@ -146,8 +146,9 @@ export class AuditLog {
     if (!teamEvents) return { events, more: false };
     const limit = request.limit ?? Infinity;
     const q = filter.q?.toLowerCase();
-    for (const [key, text] of this.walk(teamEvents.narrowest(filter), filter, request)) {
-      if (!teamEvents.matches(key, text, filter, q)) continue;
+    const narrowest = teamEvents.narrowest(filter);
+    for (const [key, text] of this.walk(narrowest.index, filter, request)) {
+      if (!teamEvents.matches(key, text, filter, q, narrowest.name)) continue;
       if (events.length === limit) return { events, more: true };
       events.push(parseEvent(text));
     }

@@ -8,7 +8,7 @@
 import fs from 'node:fs';
 import path from 'node:path';
 import type { Logger } from 'pino';
-import { SecretTable } from './secret-table';
+import { SecretNameOrder } from './secret-table';
 import { AppendLog, lockDataDir, writeFileDurable } from './append-log';
 import { DataDirHealth } from './data-dir-health';
 import { BackgroundWrite, DEFAULT_RETRY } from './background-write';
@@ -78,8 +78,8 @@ function outboxOnly(before: unknown, after: unknown): boolean {
 export class EmbeddedStore implements Store {
   private readonly objects = new Map<string, StoredObject>();
   private readonly byKind = new Map<string, Map<string, StoredObject>>();
-  /** The secrets' names in order, for listSecrets (secret-table.ts). */
-  private readonly secretNames = new SecretTable<{ team: string; name: string; key: string }>();
+  /** Each secret's key in order of its name, for listSecrets (secret-table.ts). */
+  private readonly secretNames = new SecretNameOrder<string>();
   private readonly indexes: ListIndexes;
   /**
    * Writes handed to the log but not yet on disk, by key. A second write of the same key
@@ -304,7 +304,7 @@ export class EmbeddedStore implements Store {
 
   async listSecrets(prefix: string): Promise<StoredSecret[]> {
     const secrets = this.byKind.get(SECRET_KIND);
-    return [...this.secretNames.withPrefix(prefix)].map(({ key }) => {
+    return [...this.secretNames.withPrefix(prefix)].map((key) => {
       const s = secrets!.get(key)!;
       return { team: s.meta.team, name: s.meta.id, data: this.unseal(s), createdAt: s.meta.createdAt };
     });
@@ -437,17 +437,18 @@ export class EmbeddedStore implements Store {
 
   private apply(key: string, value: StoredObject | null): void {
     const kind = key.slice(0, key.indexOf('/'));
-    this.indexes.replace(this.objects.get(key), value ?? undefined);
+    const previous = this.objects.get(key);
+    this.indexes.replace(previous, value ?? undefined);
     if (value) {
       this.objects.set(key, deepFreeze(value));
       let forKind = this.byKind.get(kind);
       if (!forKind) this.byKind.set(kind, (forKind = new Map()));
       forKind.set(key, value);
-      if (kind === SECRET_KIND) this.secretNames.set(key, { team: value.meta.team, name: value.meta.id, key });
+      if (kind === SECRET_KIND) this.secretNames.set(value.meta.team, value.meta.id, key);
     } else {
       this.objects.delete(key);
       this.byKind.get(kind)?.delete(key);
-      if (kind === SECRET_KIND) this.secretNames.delete(key);
+      if (kind === SECRET_KIND && previous) this.secretNames.delete(previous.meta.team, previous.meta.id);
     }
   }
 

@@ -1,15 +1,49 @@
 /**
- * A store's secrets by key, with their names kept in order (name, then team), so that
- * `listSecrets(prefix)` is a range of names, O(log N + matches), rather than a scan of
- * every secret. At 100,000 load balancers (a usage record each) the scan of the usage
- * thresholds' check held the event loop about 240 ms on every run, and the authenticator
- * scanned once for every unknown API key a client sent.
+ * Secrets' names kept in order (name, then team), so that `listSecrets(prefix)` is a range
+ * of names, O(log N + matches), rather than a scan of every secret. At 100,000 load
+ * balancers (a usage record each) the scan of the usage thresholds' check held the event
+ * loop about 240 ms on every run, and the authenticator scanned once for every unknown API
+ * key a client sent.
  */
 import BTree from 'sorted-btree';
 
+/** The separator sorts below every character of a name, so a name's teams sort together right after it. */
+const positionOf = (team: string, name: string) => `${name}\u0000${team}`;
+
+/** Something per secret (the secret, or where a store keeps it) in order of name, then team. */
+export class SecretNameOrder<T> {
+  private readonly byName = new BTree<string, T>();
+
+  get size(): number {
+    return this.byName.size;
+  }
+
+  set(team: string, name: string, value: T): void {
+    this.byName.set(positionOf(team, name), value);
+  }
+
+  delete(team: string, name: string): void {
+    this.byName.delete(positionOf(team, name));
+  }
+
+  clear(): void {
+    this.byName.clear();
+  }
+
+  /** The values of the names that start with `prefix`, by name. */
+  *withPrefix(prefix: string): Generator<T> {
+    // Every name with the prefix sorts at or after the prefix itself, and they are contiguous.
+    for (const [position, value] of this.byName.entries(prefix)) {
+      if (!position.startsWith(prefix)) return;
+      yield value;
+    }
+  }
+}
+
+/** A store's secrets by key (`team/name`), and in name order: for a store with no other map of them. */
 export class SecretTable<T extends { readonly team: string; readonly name: string }> {
   private readonly byKey = new Map<string, T>();
-  private readonly byName = new BTree<string, T>();
+  private readonly names = new SecretNameOrder<T>();
 
   get size(): number {
     return this.byKey.size;
@@ -21,30 +55,23 @@ export class SecretTable<T extends { readonly team: string; readonly name: strin
 
   set(key: string, entry: T): void {
     this.byKey.set(key, entry);
-    this.byName.set(positionOf(entry), entry);
+    this.names.set(entry.team, entry.name, entry);
   }
 
   delete(key: string): void {
     const entry = this.byKey.get(key);
     if (!entry) return;
     this.byKey.delete(key);
-    this.byName.delete(positionOf(entry));
+    this.names.delete(entry.team, entry.name);
   }
 
   clear(): void {
     this.byKey.clear();
-    this.byName.clear();
+    this.names.clear();
   }
 
   /** The entries whose name starts with `prefix`, by name. */
-  *withPrefix(prefix: string): Generator<T> {
-    // Every name with the prefix sorts at or after the prefix itself, and they are contiguous.
-    for (const [position, entry] of this.byName.entries(prefix)) {
-      if (!position.startsWith(prefix)) return;
-      yield entry;
-    }
+  withPrefix(prefix: string): Generator<T> {
+    return this.names.withPrefix(prefix);
   }
 }
-
-/** The separator sorts below every character of a name, so a name's teams sort together right after it. */
-const positionOf = ({ team, name }: { team: string; name: string }) => `${name}\u0000${team}`;
