@@ -23,7 +23,7 @@ import { KeepAliveKubeConfig } from '../src/store/kubernetes/keep-alive-config';
 import { KubeApiServer, startKubeApiServer } from '../test/helpers/kube-apiserver';
 import type { Measurement, OperatorReply, OperatorRequest } from './cluster-operator';
 import { DRAIN_DELAY_MS } from '../src/events/outbox-relay';
-import { machine, nextReply, serviceExecArgv, writeResults } from './report';
+import { cpuSecondsOf, machine, machineCpuSeconds, nextReply, pidsWithArgument, serviceExecArgv, writeResults } from './report';
 
 const REPO = path.resolve(__dirname, '..', '..');
 const KEY = 'cpk_Bench0123456789abcdefghijABCDEFGHIJKLMNO';
@@ -35,14 +35,14 @@ const THROUGHPUT_N = env('BENCH_THROUGHPUT_N', 500);
 const TOTAL = env('BENCH_TOTAL', 10_000);
 const CONCURRENCY = env('BENCH_CONCURRENCY', 20);
 const WORKERS = env('BENCH_WORKERS', 4);
-/** A second API row with this many workers per controller (0: none), to see whether workers are the limit. */
+/** The API and adopted rows again with this many workers per controller (0: none), to see whether workers are the limit. */
 const MORE_WORKERS = env('BENCH_MORE_WORKERS', 16);
 const SIM_DELAY_MS = env('BENCH_SIM_DELAY_MS', 50);
 const SETTLE_S = env('BENCH_SETTLE_S', 10);
 const WAIT_TIMEOUT_S = env('BENCH_WAIT_TIMEOUT_S', 600);
 /**
  * Which parts run (comma-separated): baseline (the API server alone), api, cr, more (the
- * API row with BENCH_MORE_WORKERS), bulk (which the memory and restart sections need).
+ * API and adopted rows again with BENCH_MORE_WORKERS), bulk (which the memory and restart sections need).
  */
 const ROWS = new Set((process.env.BENCH_ROWS ?? 'baseline,api,cr,more,bulk').split(',').map((r) => r.trim()));
 /** A directory: the operator runs with --cpu-prof and writes its profiles there. */
@@ -66,6 +66,10 @@ class Operator {
     });
     const ready = await nextReply<OperatorReply, 'ready'>(child, 'operator', 'ready', 180_000);
     return new Operator(child, ready);
+  }
+
+  get pid(): number {
+    return this.child.pid ?? 0;
   }
 
   private ask<T extends OperatorReply['type']>(request: OperatorRequest, type: T, timeoutMs = 60_000) {
@@ -204,6 +208,49 @@ interface ThroughputResult {
   shed_503_so_far?: number;
   /** The operator's requests to the API server over the row, per load balancer. */
   api_calls: { until_last_running: ApiCalls; after_outbox_drain: ApiCalls };
+  /** Who kept the CPUs busy from the first create until every load balancer ran: which of them was the limit. */
+  cpu: CpuShares;
+}
+
+/** CPU over a stretch of a row: seconds of each process, and how busy the whole machine was. */
+interface CpuShares {
+  wall_s: number;
+  operator_s: number;
+  api_server_and_etcd_s: number;
+  /** This process: the creates, and the watch that sees each load balancer run. */
+  benchmark_s: number;
+  /** Busy CPU time of the whole machine (every process, others' too) over the CPU time it had. */
+  machine_busy_percent: number;
+}
+
+interface CpuReading {
+  at: number;
+  operator: number;
+  server: number;
+  benchmark: number;
+  machine: { busy: number; total: number };
+}
+
+/** Reads the CPU time so far of the row's processes: the operator, etcd and kube-apiserver (found by their work directory), this one. */
+function readCpu(operator: Operator, serverWorkDir: string): CpuReading {
+  const own = process.cpuUsage();
+  return {
+    at: performance.now(),
+    operator: cpuSecondsOf(operator.pid),
+    server: pidsWithArgument(serverWorkDir).reduce((sum, pid) => sum + cpuSecondsOf(pid), 0),
+    benchmark: (own.user + own.system) / 1e6,
+    machine: machineCpuSeconds(),
+  };
+}
+
+function cpuBetween(a: CpuReading, b: CpuReading): CpuShares {
+  return {
+    wall_s: round((b.at - a.at) / 1000, 2),
+    operator_s: round(b.operator - a.operator, 2),
+    api_server_and_etcd_s: round(b.server - a.server, 2),
+    benchmark_s: round(b.benchmark - a.benchmark, 2),
+    machine_busy_percent: round((100 * (b.machine.busy - a.machine.busy)) / Math.max(0.01, b.machine.total - a.machine.total)),
+  };
 }
 
 /** Requests per load balancer: all, the writes among them, and each `verb resource`. */
@@ -242,10 +289,12 @@ async function throughput(
   create: (i: number) => Promise<string>,
   base: BaselineResult | null,
   operator: Operator,
+  serverWorkDir: string,
 ): Promise<ThroughputResult> {
   log(`${how}, ${workers} workers: creating ${count} load balancers, ${CONCURRENCY} at a time...`);
   const callsBefore = await operator.apiCalls();
   const sentAt = new Map<string, number>();
+  const cpuAtStart = readCpu(operator, serverWorkDir);
   const start = performance.now();
   await pool(count, CONCURRENCY, async (i) => {
     const before = performance.now();
@@ -256,6 +305,7 @@ async function throughput(
   log(`  created in ${round((created - start) / 1000)} s; waiting until they are running...`);
   const names = [...sentAt.keys()];
   const allRunning = await tracker.waitAll(names, WAIT_TIMEOUT_S * 1000, (n) => log(`  ${n} of ${names.length} running`));
+  const cpu = cpuBetween(cpuAtStart, readCpu(operator, serverWorkDir));
   const callsAtLastRunning = await operator.apiCalls();
   // The outbox relay takes the last events out on its own after DRAIN_DELAY_MS: those writes are the resources' too.
   await sleep(DRAIN_DELAY_MS + 1000);
@@ -278,8 +328,10 @@ async function throughput(
     ratio_to_baseline: base ? round(latencies.length / span / base.per_s, 3) : null,
     latency_s: { p50: round(percentile(latencies, 50), 2), p99: round(percentile(latencies, 99), 2), max: round(latencies[latencies.length - 1] ?? NaN, 2) },
     api_calls: { until_last_running: callsPer(callsBefore, callsAtLastRunning, count), after_outbox_drain: callsPer(callsBefore, callsAfterDrain, count) },
+    cpu,
   };
   log(`  ${result.running} running (${result.failed} failed) ${result.first_create_to_last_running_s} s after the first create: ${result.running_per_s}/s; create->running p50 ${result.latency_s.p50} s, p99 ${result.latency_s.p99} s`);
+  log(`  CPU s over ${cpu.wall_s} s: operator ${cpu.operator_s}, kube-apiserver + etcd ${cpu.api_server_and_etcd_s}, benchmark ${cpu.benchmark_s}; machine ${cpu.machine_busy_percent} % busy`);
   log(`  API calls per load balancer: ${result.api_calls.after_outbox_drain.per_resource} (${result.api_calls.after_outbox_drain.writes_per_resource} writes) ${JSON.stringify(result.api_calls.after_outbox_drain.by_call)}`);
   return result;
 }
@@ -378,6 +430,14 @@ function markdown(r: Report): string {
     '',
     'Custom resources made without the API are adopted first (src/controllers/adoption.ts: the create rules, the defaults, the first status), a write the API makes with the create; the work queue is first in, first out, so in the bulk row all are adopted before the first is provisioned.',
     '',
+    '## Who used the CPU',
+    '',
+    `CPU seconds (user + system, from /proc) from the first create until every load balancer of the row ran, against the ${m.cpu_count} CPUs' wall time over the same stretch: the operator, kube-apiserver with etcd, and this benchmark process (the creates and the watch). The machine column is every process's busy time over the time the CPUs had, so a machine near 100 % busy was the limit, whoever used it.`,
+    '',
+    '| created | workers | wall s | operator CPU s | kube-apiserver + etcd CPU s | benchmark CPU s | machine busy % |',
+    '|---|---:|---:|---:|---:|---:|---:|',
+    ...[...r.throughput, ...(r.bulk ? [r.bulk] : [])].map((t) => `| ${t.how} | ${t.workers} | ${t.cpu.wall_s} | ${t.cpu.operator_s} | ${t.cpu.api_server_and_etcd_s} | ${t.cpu.benchmark_s} | ${t.cpu.machine_busy_percent} |`),
+    '',
     '## API calls per load balancer',
     '',
     `The operator's requests to the API server over each row (cloudplane_kube_api_requests_total, every caller in the operator, watches aside), divided by the load balancers of the row: until the last was \`running\`, and ${(DRAIN_DELAY_MS + 1000) / 1000} s later, once the outbox relay took the last events out.`,
@@ -426,8 +486,8 @@ async function ensureNamespace(kc: KubeConfig, name: string): Promise<void> {
 }
 
 async function main(): Promise<void> {
-  // The three throughput rows create THROUGHPUT_N each; the bulk row makes up the rest.
-  if (ROWS.has('bulk') && TOTAL <= 3 * THROUGHPUT_N) throw new Error(`BENCH_TOTAL (${TOTAL}) must be more than the ${3 * THROUGHPUT_N} load balancers the throughput rows create`);
+  // The four throughput rows create THROUGHPUT_N each; the bulk row makes up the rest.
+  if (ROWS.has('bulk') && TOTAL <= 4 * THROUGHPUT_N) throw new Error(`BENCH_TOTAL (${TOTAL}) must be more than the ${4 * THROUGHPUT_N} load balancers the throughput rows create`);
   const startedAt = new Date();
   const t0 = performance.now();
   const loadBefore = os.loadavg();
@@ -509,13 +569,14 @@ async function main(): Promise<void> {
     const results: ThroughputResult[] = [];
     let shed = 0;
     // API-made ids are unique; custom resources made by hand need a prefix of their own per row.
-    if (ROWS.has('api')) results.push({ ...(await throughput('through the API (POST)', WORKERS, THROUGHPUT_N, tracker, createViaApi, base, operator)), shed_503_so_far: shed });
-    if (ROWS.has('cr')) results.push(await throughput('as custom resources (kubectl-style, adopted)', WORKERS, THROUGHPUT_N, tracker, createCr('cr'), base, operator));
+    if (ROWS.has('api')) results.push({ ...(await throughput('through the API (POST)', WORKERS, THROUGHPUT_N, tracker, createViaApi, base, operator, server.workDir)), shed_503_so_far: shed });
+    if (ROWS.has('cr')) results.push(await throughput('as custom resources (kubectl-style, adopted)', WORKERS, THROUGHPUT_N, tracker, createCr('cr'), base, operator, server.workDir));
     if (ROWS.has('more') && MORE_WORKERS > 0) {
       await operator.stop();
       operator = await startOperator('service', MORE_WORKERS);
       url = operator.ready.url!;
-      results.push({ ...(await throughput('through the API (POST)', MORE_WORKERS, THROUGHPUT_N, tracker, createViaApi, base, operator)), shed_503_so_far: shed });
+      results.push({ ...(await throughput('through the API (POST)', MORE_WORKERS, THROUGHPUT_N, tracker, createViaApi, base, operator, server.workDir)), shed_503_so_far: shed });
+      results.push(await throughput('as custom resources (kubectl-style, adopted)', MORE_WORKERS, THROUGHPUT_N, tracker, createCr('cr-more'), base, operator, server.workDir));
       await operator.stop();
       operator = await startOperator('service');
       url = operator.ready.url!;
@@ -526,7 +587,7 @@ async function main(): Promise<void> {
     let restart: Report['restart'] = null;
     if (ROWS.has('bulk')) {
       const bulkCount = TOTAL - tracker.seen.size;
-      bulk = await throughput(`as custom resources, in bulk up to ${TOTAL}`, WORKERS, bulkCount, tracker, createCr('bulk'), base, operator);
+      bulk = await throughput(`as custom resources, in bulk up to ${TOTAL}`, WORKERS, bulkCount, tracker, createCr('bulk'), base, operator, server.workDir);
 
       log(`measuring the operator with ${tracker.seen.size} load balancers (${SETTLE_S} s)...`);
       full = { ...(await operator.settled(SETTLE_S)), load_balancers: tracker.seen.size };

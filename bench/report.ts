@@ -68,10 +68,50 @@ export function nextReply<R extends { type: string }, T extends R['type']>(child
 }
 
 /**
- * Node flags of a forked service child: --expose-gc for memoryAfterGc, and a CPU profile
- * of the child into BENCH_CPU_PROF_DIR when that is set (written when the child exits).
+ * Node flags of a forked service child: --expose-gc for memoryAfterGc, a CPU profile of the
+ * child into BENCH_CPU_PROF_DIR when that is set (written when the child exits), and any
+ * flags of BENCH_SERVICE_NODE_FLAGS (space-separated: --trace-gc, say).
  */
 export function serviceExecArgv(): string[] {
   const profileDir = process.env.BENCH_CPU_PROF_DIR;
-  return ['--expose-gc', ...(profileDir ? ['--cpu-prof', `--cpu-prof-dir=${profileDir}`] : [])];
+  const extra = (process.env.BENCH_SERVICE_NODE_FLAGS ?? '').split(' ').filter(Boolean);
+  return ['--expose-gc', ...(profileDir ? ['--cpu-prof', `--cpu-prof-dir=${profileDir}`] : []), ...extra];
+}
+
+/** Linux's clock ticks per second (USER_HZ), the unit of /proc's CPU times: 100 on every common kernel. */
+const CLOCK_TICKS_PER_S = 100;
+
+/** CPU seconds (user + system) a process has used so far, from /proc; 0 once it is gone. */
+export function cpuSecondsOf(pid: number): number {
+  try {
+    // Fields after the command, which sits in parentheses and may hold spaces: utime and stime are the 12th and 13th.
+    const stat = fs.readFileSync(`/proc/${pid}/stat`, 'utf8');
+    const fields = stat.slice(stat.lastIndexOf(')') + 2).split(' ');
+    return (Number(fields[11]) + Number(fields[12])) / CLOCK_TICKS_PER_S;
+  } catch {
+    return 0;
+  }
+}
+
+/** The processes whose command line holds `text` (a directory only they were given). */
+export function pidsWithArgument(text: string): number[] {
+  const pids: number[] = [];
+  for (const entry of fs.readdirSync('/proc')) {
+    if (!/^\d+$/.test(entry)) continue;
+    try {
+      if (fs.readFileSync(`/proc/${entry}/cmdline`, 'utf8').includes(text)) pids.push(Number(entry));
+    } catch {
+      // gone meanwhile
+    }
+  }
+  return pids;
+}
+
+/** The machine's busy and total CPU seconds so far, over every CPU, from /proc/stat. */
+export function machineCpuSeconds(): { busy: number; total: number } {
+  const [, ...ticks] = fs.readFileSync('/proc/stat', 'utf8').split('\n')[0].trim().split(/\s+/).map(Number);
+  // user nice system idle iowait irq softirq steal ...: idle and iowait are the only ones not busy.
+  const total = ticks.slice(0, 8).reduce((a, b) => a + b, 0);
+  const idle = ticks[3] + ticks[4];
+  return { busy: (total - idle) / CLOCK_TICKS_PER_S, total: total / CLOCK_TICKS_PER_S };
 }
