@@ -50,13 +50,20 @@ export function sendSerialised(ctx: ApiContext, request: FastifyRequest, reply: 
   return reply.code(statusCode).type(JSON_TYPE).send(Buffer.concat([DATA_OPEN, data, metaTail(ctx, request, reply, '')]));
 }
 
-/** `sendSerialised` for a list: `data` is the array of the serialised items. */
+/**
+ * `sendSerialised` for a list: `data` is the array of the serialised items. The body is
+ * copied straight into one buffer of its final size, without an array of its parts.
+ */
 export function sendSerialisedList(ctx: ApiContext, request: FastifyRequest, reply: FastifyReply, statusCode: number, items: readonly Buffer[], extraMeta?: Partial<Meta>) {
-  const parts: Buffer[] = [LIST_OPEN];
+  const tail = metaTail(ctx, request, reply, ']', extraMeta);
+  let length = LIST_OPEN.length + Math.max(0, items.length - 1) * COMMA.length + tail.length;
+  for (let i = 0; i < items.length; i++) length += items[i].length;
+  const body = Buffer.allocUnsafe(length);
+  let at = LIST_OPEN.copy(body, 0);
   for (let i = 0; i < items.length; i++) {
-    if (i > 0) parts.push(COMMA);
-    parts.push(items[i]);
+    if (i > 0) at += COMMA.copy(body, at);
+    at += items[i].copy(body, at);
   }
-  parts.push(metaTail(ctx, request, reply, ']', extraMeta));
-  return reply.code(statusCode).type(JSON_TYPE).send(Buffer.concat(parts));
+  tail.copy(body, at);
+  return reply.code(statusCode).type(JSON_TYPE).send(body);
 }

@@ -233,30 +233,38 @@ export class KindIndex {
     const stateOf = this.listed.stateOf ?? defaultStateOf;
     const where = Object.entries(request.where ?? {});
     const { from, before } = request.created ?? {};
+    // Called for every entry a page walks: a loop rather than where.some, whose callback
+    // would be a new closure (over the spec) on every call.
     return (object) => {
       const state = stateOf(object)!;
       if (request.status !== undefined ? state !== request.status : this.listed.hiddenStates.includes(state)) return false;
       const spec = (object.spec ?? {}) as Record<string, unknown>;
-      if (where.some(([field, value]) => spec[field] !== value)) return false;
+      for (let i = 0; i < where.length; i++) if (spec[where[i][0]] !== where[i][1]) return false;
       const created = object.meta.createdAt;
       return (from === undefined || created >= from) && (before === undefined || created < before);
     };
   }
 }
 
-/** The entries of `tree` in the request's order, from its cursor (exclusive) or the window's start. */
+/**
+ * The entries of `tree` in the request's order, from its cursor (exclusive) or the window's
+ * start. Every entry is handed out in the same pair array (sorted-btree's reusedArray): a
+ * page is read entry by entry, and a new pair for each was most of what a list request
+ * allocated, which sets how often the scavenger pauses the loop.
+ */
 function walk(tree: Tree, request: PageRequest): IterableIterator<[Key, StoredObject]> {
+  const pair = [] as unknown as [Key, StoredObject];
   const after: Key | undefined = request.after && [request.after.value, request.after.id];
   const { from, before } = request.sort === 'created_at' ? (request.created ?? {}) : {};
   if (request.order === 'asc') {
     // Ids are never empty: [from, ''] sorts before every object created at `from`.
     const start: Key | undefined = from === undefined ? undefined : [from, ''];
-    if (after && (!start || compareKeys(after, start) >= 0)) return skipping(tree.entries(after), after);
-    return tree.entries(start);
+    if (after && (!start || compareKeys(after, start) >= 0)) return skipping(tree.entries(after, pair), after);
+    return tree.entries(start, pair);
   }
   const end: Key | undefined = before === undefined ? undefined : [before, ''];
-  if (after && (!end || compareKeys(after, end) <= 0)) return tree.entriesReversed(after, undefined, true);
-  return tree.entriesReversed(end, undefined, true);
+  if (after && (!end || compareKeys(after, end) <= 0)) return tree.entriesReversed(after, pair, true);
+  return tree.entriesReversed(end, pair, true);
 }
 
 /** `entries` from a key, without the key itself. */
