@@ -15,7 +15,8 @@ import Fastify from 'fastify';
 import { loadConfig } from '../src/config';
 import { createLogger } from '../src/logger';
 import { startService } from '../src/service';
-import { machine, writeResults } from './report';
+import { cpuSecondsOfStat, machine, writeResults } from './report';
+import type { LoadOptions } from './load-worker';
 
 /** The part of autocannon's API used here (the package ships no type declarations). */
 interface Histogram {
@@ -39,15 +40,7 @@ interface AutocannonResult {
   statusCodeStats?: Record<string, { count: number }>;
   '2xx': number;
 }
-interface AutocannonOptions {
-  url: string;
-  method?: string;
-  headers?: Record<string, string>;
-  body?: string;
-  connections: number;
-  duration: number;
-  workers?: number;
-}
+type AutocannonOptions = LoadOptions & { workers?: number };
 // eslint-disable-next-line @typescript-eslint/no-require-imports
 const autocannon = require('autocannon') as (options: AutocannonOptions) => Promise<AutocannonResult>;
 
@@ -102,18 +95,13 @@ interface ScenarioResult {
 
 /**
  * CPU time (ms) the main thread has used: the thread that serves both the service and the
- * baseline, not the load generator's worker. Read from /proc (Linux; USER_HZ is 100 there),
+ * baseline, not the load generator's worker. Read from /proc (Linux),
  * undefined elsewhere. Unlike req/s, CPU time per request hardly moves with the load other
  * processes put on a shared machine.
  */
 function mainThreadCpuMs(): number | undefined {
-  try {
-    const stat = fs.readFileSync(`/proc/self/task/${process.pid}/stat`, 'utf8');
-    const fields = stat.slice(stat.lastIndexOf(')') + 2).split(' ');
-    return (Number(fields[11]) + Number(fields[12])) * 10;
-  } catch {
-    return undefined;
-  }
+  const seconds = cpuSecondsOfStat(`/proc/self/task/${process.pid}/stat`);
+  return seconds === undefined ? undefined : seconds * 1000;
 }
 
 /** req/s of one short measurement, without warm-up: a slice of an interleaved comparison. */

@@ -81,17 +81,20 @@ export function serviceExecArgv(): string[] {
 /** Linux's clock ticks per second (USER_HZ), the unit of /proc's CPU times: 100 on every common kernel. */
 const CLOCK_TICKS_PER_S = 100;
 
-/** CPU seconds (user + system) a process has used so far, from /proc; 0 once it is gone. */
-export function cpuSecondsOf(pid: number): number {
+/** CPU seconds (user + system) of a /proc `stat` file (a process's, or one thread's); undefined if unreadable (gone, not Linux). */
+export function cpuSecondsOfStat(statFile: string): number | undefined {
   try {
     // Fields after the command, which sits in parentheses and may hold spaces: utime and stime are the 12th and 13th.
-    const stat = fs.readFileSync(`/proc/${pid}/stat`, 'utf8');
+    const stat = fs.readFileSync(statFile, 'utf8');
     const fields = stat.slice(stat.lastIndexOf(')') + 2).split(' ');
     return (Number(fields[11]) + Number(fields[12])) / CLOCK_TICKS_PER_S;
   } catch {
-    return 0;
+    return undefined;
   }
 }
+
+/** CPU seconds (user + system) a process has used so far; 0 once it is gone. */
+export const cpuSecondsOf = (pid: number): number => cpuSecondsOfStat(`/proc/${pid}/stat`) ?? 0;
 
 /** The processes whose command line holds `text` (a directory only they were given). */
 export function pidsWithArgument(text: string): number[] {
