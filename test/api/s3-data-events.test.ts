@@ -19,7 +19,7 @@ import {
 } from '@aws-sdk/client-s3';
 import { eventually, request, startTestService, TestService } from '../helpers/service';
 import { startS3Server, S3Server } from '../helpers/s3-server';
-import { eventsOf, startReceiver, Receiver } from '../helpers/receiver';
+import { eventsOf, inCreatedOrder, startReceiver, Receiver } from '../helpers/receiver';
 import { S3_NOTIFICATIONS_PATH } from '../../src/api/s3-notifications';
 
 jest.setTimeout(120_000);
@@ -66,7 +66,7 @@ describe('data.* events from the S3 endpoint\'s bucket notifications', () => {
     }, 30_000);
   }
 
-  const dataEventsOf = (bucketId: string) => eventsOf(receiver).filter((e) => e.type.startsWith('data.') && e.data.bucket_id === bucketId);
+  const dataEventsOf = (bucketId: string) => inCreatedOrder(eventsOf(receiver).filter((e) => e.type.startsWith('data.') && e.data.bucket_id === bucketId));
   const received = (bucketId: string, count: number) => eventually(async () => (dataEventsOf(bucketId).length >= count ? dataEventsOf(bucketId) : null), 30_000);
   const droppedUnknown = async () => {
     const text = (await request(t.url, 'GET', '/metrics')).body as string;
@@ -184,7 +184,7 @@ describe('data.* events from the S3 endpoint\'s bucket notifications', () => {
       // With the secret, the same message is published.
       expect((await post(basic('s3', secret), forged)).status).toBe(204);
       expect((await post(`Bearer ${secret}`, message(bucket.s3_bucket, 'bearer.txt'))).status).toBe(204);
-      // Delivered in the order published: any event of a refused message would have come first.
+      // In the order they happened: any event of a refused message would have come first.
       const events = await eventually(async () => dataEventsOf(bucket.id).some((e) => e.data.key === 'bearer.txt') && dataEventsOf(bucket.id), 30_000);
       expect(events.map((e) => e.data.key)).toEqual(['forged.txt', 'bearer.txt']);
     });

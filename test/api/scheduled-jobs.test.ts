@@ -1,5 +1,5 @@
 import { startTestService, TestService, eventually, tempDataDir } from '../helpers/service';
-import { startReceiver, eventsOf, Receiver } from '../helpers/receiver';
+import { startReceiver, eventsOf, inCreatedOrder, Receiver } from '../helpers/receiver';
 
 // The tests poll runs every 25 ms while per-second schedules fire: on a loaded machine a
 // file's polling passed the default 1,000 requests a minute, and a 429 read as a missing job.
@@ -26,7 +26,7 @@ describe('scheduled jobs', () => {
     expect(res.status).toBe(200);
     return res.body.data;
   };
-  const receivedFor = (id: string) => eventsOf(receiver).filter((e) => e.data.id === id);
+  const receivedFor = (id: string) => inCreatedOrder(eventsOf(receiver).filter((e) => e.data.id === id));
 
   it('runs on a per-second schedule, each run a job of its own with the lifecycle and events of one', async () => {
     const created = await t.api('POST', '/api/v1/jobs', { name: 'tick', command: 'echo tick', schedule: '* * * * * *' });

@@ -15,7 +15,7 @@ import { eventually, startServiceUnderChartRbac, TestService, waitForStatus } fr
 import { startWorkloadCluster, UNREACHABLE_REGISTRY, WorkloadCluster } from '../helpers/workload-cluster';
 import { kubectlOn } from '../helpers/kube-apiserver';
 import { expectOnlyListedCalls } from '../helpers/chart';
-import { eventsOf, Receiver, startReceiver } from '../helpers/receiver';
+import { eventsOf, inCreatedOrder, Receiver, startReceiver } from '../helpers/receiver';
 
 jest.setTimeout(240_000);
 
@@ -53,7 +53,7 @@ describe('jobs on a cluster that runs them (kube-controller-manager, KWOK)', () 
     await cluster?.stop();
   });
 
-  const typesFor = (id: string) => eventsOf(receiver).filter((e) => e.data.id === id).map((e) => e.type);
+  const typesFor = (id: string) => inCreatedOrder(eventsOf(receiver).filter((e) => e.data.id === id)).map((e) => e.type);
   const kubectl = (...args: string[]) => kubectlOn(cluster.kubeconfigPath)(args);
   const runsOf = async (id: string): Promise<any[]> => (await t.api('GET', `/api/v1/jobs/${id}/runs?limit=100`)).body.data;
   /** The CronJob of a scheduled job, or null once there is none. */
