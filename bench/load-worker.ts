@@ -78,10 +78,6 @@ async function runInThisWorker(options: LoadOptions): Promise<LoadResult> {
 
 if (!isMainThread && parentPort && (workerData as LoadOptions | undefined)?.url) {
   const port = parentPort;
-  runInThisWorker(workerData as LoadOptions).then(
-    (result) => port.postMessage(result),
-    (err: unknown) => {
-      throw err;
-    },
-  );
+  // A failed run is left unhandled on purpose: it ends the worker, and loadInWorker rejects with it.
+  void runInThisWorker(workerData as LoadOptions).then((result) => port.postMessage(result));
 }

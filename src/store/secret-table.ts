@@ -14,10 +14,6 @@ const positionOf = (team: string, name: string) => `${name}\u0000${team}`;
 export class SecretNameOrder<T> {
   private readonly byName = new BTree<string, T>();
 
-  get size(): number {
-    return this.byName.size;
-  }
-
   set(team: string, name: string, value: T): void {
     this.byName.set(positionOf(team, name), value);
   }
