@@ -23,6 +23,7 @@ import { signingSecrets } from './secrets';
 import { TokenBuckets } from './rate-limiter';
 import { OwnerNotifier } from './notifier';
 import { backoffMs } from '../lib/backoff';
+import { listedObjects } from '../store/listed';
 
 const SYSTEM = 'system';
 const GONE = 410;
@@ -121,12 +122,15 @@ export class WebhookDispatcher {
    * durable; a write that failed fails the event, which the bus then hands over again.
    */
   private async onEvent(event: CloudEvent): Promise<void> {
-    const webhooks = (await this.deps.store.list<Webhook['spec'], Webhook['status']>(webhookFamily.kind, event.team_id)) as Webhook[];
-    const body = JSON.stringify(event);
-    const writes = webhooks
+    const matching: Webhook[] = [];
+    // The active subscriptions alone, from the status index: the team's deleted ones, kept
+    // for their retention, would otherwise be read on every event.
+    for await (const webhook of listedObjects<Webhook['spec'], Webhook['status']>(this.deps.store, webhookFamily.kind, event.team_id, { status: 'active' })) {
       // A subscription is not told of its own failed delivery at the address that just failed.
-      .filter((webhook) => webhook.status.status === 'active' && subscriptionMatches(webhook.spec, event) && !(event.type === DELIVERY_FAILED && event.data.subscription_id === webhook.meta.id))
-      .map((webhook) => this.createDelivery(event, webhook, body));
+      if (subscriptionMatches(webhook.spec, event) && !(event.type === DELIVERY_FAILED && event.data.subscription_id === webhook.meta.id)) matching.push(webhook);
+    }
+    const body = JSON.stringify(event);
+    const writes = matching.map((webhook) => this.createDelivery(event, webhook, body));
     const failed = (await Promise.allSettled(writes)).find((w): w is PromiseRejectedResult => w.status === 'rejected');
     if (failed) throw failed.reason;
   }
@@ -173,9 +177,7 @@ export class WebhookDispatcher {
 
   /** A re-enabled subscription's pending deliveries were held, a deleted listener's handed off; they go again now. */
   private async resumeHeld(webhook: Webhook): Promise<void> {
-    const deliveries = (await this.deps.store.list(deliveryFamily.kind, webhook.meta.team)) as Delivery[];
-    for (const delivery of deliveries) {
-      if (delivery.spec.webhook_id !== webhook.meta.id) continue;
+    for await (const delivery of listedObjects<Delivery['spec'], Delivery['status']>(this.deps.store, deliveryFamily.kind, webhook.meta.team, { where: { webhook_id: webhook.meta.id } })) {
       this.handedOff.delete(keyOf(delivery.meta));
       this.scheduleFromRecord(delivery, true);
     }

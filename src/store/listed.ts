@@ -1,0 +1,24 @@
+/**
+ * Every object of a listed kind's team that a filter selects, read a page at a time from
+ * the store's ordered indexes (list-index.ts): O(log N + matches). `Store.list` reads every
+ * object of the kind instead, so a caller that wants a team's active webhooks or one
+ * subscription's deliveries should walk this, not filter a list.
+ */
+import type { StoredObject, Store } from './types';
+import type { PageRequest, Position } from './list-index';
+
+const PAGE_SIZE = 500;
+
+export async function* listedObjects<S, St>(
+  store: Store,
+  kind: string,
+  team: string | undefined,
+  filter: Pick<PageRequest, 'status' | 'where'>,
+): AsyncGenerator<StoredObject<S, St>> {
+  let after: Position | undefined;
+  do {
+    const { items, next } = await store.page(kind, team, { sort: 'created_at', order: 'asc', ...filter, after, limit: PAGE_SIZE });
+    yield* items as StoredObject<S, St>[];
+    after = next ?? undefined;
+  } while (after);
+}
