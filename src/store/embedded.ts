@@ -9,6 +9,7 @@ import fs from 'node:fs';
 import path from 'node:path';
 import type { Logger } from 'pino';
 import { SecretNameOrder } from './secret-table';
+import { TeamPartition } from './team-partition';
 import { AppendLog, lockDataDir, writeFileDurable } from './append-log';
 import { DataDirHealth } from './data-dir-health';
 import { BackgroundWrite, DEFAULT_RETRY } from './background-write';
@@ -59,6 +60,11 @@ export interface EmbeddedStoreOptions {
 }
 
 const keyOf = (kind: string, team: string, id: string) => `${kind}/${team}/${id}`;
+/** The team of a key of keyOf: kinds and teams hold no `/`. */
+const teamOfKey = (key: string) => {
+  const start = key.indexOf('/') + 1;
+  return key.slice(start, key.indexOf('/', start));
+};
 
 function deepFreeze<T>(value: T): T {
   if (value && typeof value === 'object' && !Object.isFrozen(value)) {
@@ -77,7 +83,7 @@ function outboxOnly(before: unknown, after: unknown): boolean {
 
 export class EmbeddedStore implements Store {
   private readonly objects = new Map<string, StoredObject>();
-  private readonly byKind = new Map<string, Map<string, StoredObject>>();
+  private readonly byKind = new Map<string, TeamPartition<StoredObject>>();
   /** Each secret's key in order of its name, for listSecrets (secret-table.ts). */
   private readonly secretNames = new SecretNameOrder<string>();
   private readonly indexes: ListIndexes;
@@ -170,8 +176,7 @@ export class EmbeddedStore implements Store {
   }
 
   async list<S, St>(kind: string, team?: string): Promise<StoredObject<S, St>[]> {
-    const all = [...(this.byKind.get(kind)?.values() ?? [])] as StoredObject<S, St>[];
-    return team === undefined ? all : all.filter((o) => o.meta.team === team);
+    return [...(this.byKind.get(kind)?.values(team) ?? [])] as StoredObject<S, St>[];
   }
 
   async page(kind: string, team: string | undefined, request: PageRequest): Promise<Page> {
@@ -341,7 +346,7 @@ export class EmbeddedStore implements Store {
     const keyring = loadKeyring(this.options.dataDir, this.options.encryption ?? {}, [...sealedWith].filter((kid) => kid !== ''));
     const box = new SecretBox(keyring.current, keyring.previous);
     const stale: Array<{ key: string; team: string; name: string; data: Record<string, string> }> = [];
-    for (const [key, secret] of this.byKind.get(SECRET_KIND) ?? []) {
+    for (const [key, secret] of this.byKind.get(SECRET_KIND)?.entries() ?? []) {
       const { team, id: name } = secret.meta;
       let data: Record<string, string>;
       try {
@@ -442,7 +447,7 @@ export class EmbeddedStore implements Store {
     if (value) {
       this.objects.set(key, deepFreeze(value));
       let forKind = this.byKind.get(kind);
-      if (!forKind) this.byKind.set(kind, (forKind = new Map()));
+      if (!forKind) this.byKind.set(kind, (forKind = new TeamPartition(teamOfKey)));
       forKind.set(key, value);
       if (kind === SECRET_KIND) this.secretNames.set(value.meta.team, value.meta.id, key);
     } else {

@@ -32,6 +32,7 @@ import { listInPages, ListPage } from './paged-list';
 import { ListedKind, ListIndexes, Page, PageRequest } from '../list-index';
 import { sameJson } from '../../lib/canonical-json';
 import { httpCode } from './http-code';
+import { TeamPartition } from '../team-partition';
 import { orphansOnDelete } from '../../resources/transitions';
 import {
   API_VERSION,
@@ -93,7 +94,7 @@ export class KubernetesStore implements Store {
   private readonly watchClient: Watch;
   private readonly kinds = new Map<string, KindInfo>();
   /** kind -> `team/id` -> the object, and the raw custom resource it came from. */
-  private readonly objects = new Map<string, Map<string, { object: StoredObject; raw: Raw }>>();
+  private readonly objects = new Map<string, TeamPartition<{ object: StoredObject; raw: Raw }>>();
   /** Ordered indexes of `objects` for pages, changed wherever `objects` is (settle). */
   private readonly indexes: ListIndexes;
   private readonly secrets = new SecretTable<SecretEntry>();
@@ -133,7 +134,7 @@ export class KubernetesStore implements Store {
     this.indexes = new ListIndexes(o.listed);
     for (const info of o.kinds) {
       this.kinds.set(info.kind, info);
-      this.objects.set(info.kind, new Map());
+      this.objects.set(info.kind, new TeamPartition(teamOfKey));
       this.claims.set(info.kind, new Map());
       this.claimants.set(info.kind, new Map());
     }
@@ -208,8 +209,7 @@ export class KubernetesStore implements Store {
   }
 
   async list<S, St>(kind: string, team?: string): Promise<StoredObject<S, St>[]> {
-    const all = [...(this.objects.get(kind)?.values() ?? [])].map((e) => e.object as StoredObject<S, St>);
-    return team === undefined ? all : all.filter((o) => o.meta.team === team);
+    return [...(this.objects.get(kind)?.values(team) ?? [])].map((e) => e.object as StoredObject<S, St>);
   }
 
   async page(kind: string, team: string | undefined, request: PageRequest): Promise<Page> {
@@ -879,6 +879,8 @@ function asOwnObject(raw: Raw, id: string): Raw {
  */
 const leaving = (raw: KubeObject) => Boolean(raw.metadata.deletionTimestamp) && !((raw.metadata.finalizers as string[] | undefined) ?? []).includes(FINALIZER);
 
+/** The team of a `team/id` key (labelKeyOf): team ids hold no `/`. */
+const teamOfKey = (key: string) => key.slice(0, key.indexOf('/'));
 const nameKeyOf = (raw: KubeObject) => `${raw.metadata.namespace ?? ''}/${raw.metadata.name}`;
 const uidKeyOf = (info: KindInfo, raw: KubeObject) => `${info.kind}/${(raw.metadata.uid as string | undefined) ?? nameKeyOf(raw)}`;
 
