@@ -21,7 +21,7 @@ import { createLogger } from '../src/logger';
 import { startService } from '../src/service';
 import type { Store } from '../src/store/types';
 import type { CloudEvent, EventBus } from '../src/events/types';
-import { Delivery, deliveryFamily, MAX_RATE_LIMIT_PER_MINUTE } from '../src/resources/webhook';
+import { Delivery, deliveryFamily, MAX_RATE_LIMIT_PER_MINUTE, Webhook, webhookFamily } from '../src/resources/webhook';
 import { machine, writeResults } from './report';
 
 const DURATION_S = Number(process.env.BENCH_DURATION_S ?? 10);
@@ -36,6 +36,8 @@ const BURST_EVENTS = Number(process.env.BENCH_BURST_EVENTS ?? 1000);
 const KEY = 'cpk_BenchWebhooks0123456789abcdefghijABCDEFG';
 /** The most a subscription may ask for, so that the limit is not what is measured. */
 const RATE_LIMIT_PER_MINUTE = MAX_RATE_LIMIT_PER_MINUTE;
+/** Windows of the churn section, back to back: the deleted subscriptions pile up across them. */
+const CHURN_WINDOWS = Number(process.env.BENCH_CHURN_WINDOWS ?? 3);
 
 // ---------------------------------------------------------------- worker threads
 
@@ -51,7 +53,9 @@ type ReceiverCommand = { cmd: 'take' } | { cmd: 'close' };
 type LoadCommand =
   | { cmd: 'closed'; connections: number; durationMs: number }
   | { cmd: 'paced'; rate: number; durationMs: number }
-  | { cmd: 'post'; url: string; body: string; connections: number; durationMs: number };
+  | { cmd: 'post'; url: string; body: string; connections: number; durationMs: number }
+  /** Subscriptions created and deleted in a closed loop: one cycle is both calls. */
+  | { cmd: 'churn'; url: string; connections: number; durationMs: number };
 interface LoadResult {
   ok: number;
   failed: number;
@@ -91,17 +95,29 @@ function receiverThread(): void {
 
 function loadThread(): void {
   const agent = new http.Agent({ keepAlive: true, maxSockets: 64 });
-  const post = (url: string, body: string, headers: Record<string, string>) =>
-    new Promise<number>((resolve, reject) => {
-      const req = http.request(url, { method: 'POST', agent, headers: { ...headers, 'content-type': 'application/json', 'content-length': Buffer.byteLength(body) } }, (res) => {
-        res.resume();
-        res.on('end', () => resolve(res.statusCode ?? 0));
+  const call = (method: string, url: string, body: string | null, headers: Record<string, string>) =>
+    new Promise<{ status: number; body: string }>((resolve, reject) => {
+      const sent = body === null ? {} : { 'content-type': 'application/json', 'content-length': String(Buffer.byteLength(body)) };
+      const req = http.request(url, { method, agent, headers: { ...headers, ...sent } }, (res) => {
+        const chunks: Buffer[] = [];
+        res.on('data', (c: Buffer) => chunks.push(c));
+        res.on('end', () => resolve({ status: res.statusCode ?? 0, body: Buffer.concat(chunks).toString('utf8') }));
       });
       req.on('error', reject);
-      req.end(body);
+      req.end(body ?? undefined);
     });
+  const post = async (url: string, body: string, headers: Record<string, string>) => (await call('POST', url, body, headers)).status;
+  const auth = { authorization: `Bearer ${KEY}` };
   let n = 0;
-  const createBucket = () => post(workerData.serviceUrl, JSON.stringify({ name: `bench-${process.pid}-${n++}`, region: 'fra1' }), { authorization: `Bearer ${KEY}` });
+  const createBucket = () => post(workerData.serviceUrl, JSON.stringify({ name: `bench-${process.pid}-${n++}`, region: 'fra1' }), auth);
+  /** A subscription created and deleted again: 200 when both answered as they should. */
+  const subscriptionCycle = async (receiverUrl: string) => {
+    const webhooks = new URL('/api/v1/webhooks', workerData.serviceUrl).href;
+    const created = await call('POST', webhooks, JSON.stringify({ url: receiverUrl, events: ['server.destroyed'] }), auth);
+    if (created.status !== 201) return created.status;
+    const { id } = (JSON.parse(created.body) as { data: { id: string } }).data;
+    return (await call('DELETE', `${webhooks}/${id}`, null, auth)).status;
+  };
 
   parentPort!.on('message', async (command: LoadCommand) => {
     const result: LoadResult = { ok: 0, failed: 0, latencies: [], startedAt: Date.now(), endedAt: 0 };
@@ -128,8 +144,8 @@ function loadThread(): void {
       }
       await Promise.all(inFlight);
     } else {
-      const send = command.cmd === 'post' ? () => post(command.url, command.body, {}) : createBucket;
-      const expected = command.cmd === 'post' ? 200 : 201;
+      const send = command.cmd === 'post' ? () => post(command.url, command.body, {}) : command.cmd === 'churn' ? () => subscriptionCycle(command.url) : createBucket;
+      const expected = command.cmd === 'closed' ? 201 : 200;
       await Promise.all(
         Array.from({ length: command.connections }, async () => {
           while (Date.now() < deadline) await one(send, expected);
@@ -317,7 +333,47 @@ async function postRow(receiverUrl: string, body: string, loader: Worker, receiv
   };
 }
 
-function markdown(report: { started_at: string; machine: ReturnType<typeof machine>; load_average: { before: number[]; after: number[] }; settings: Record<string, unknown>; note: string; rows: Row[] }): string {
+/** One window of subscription churn. */
+interface ChurnWindow {
+  /** Create-and-delete cycles that succeeded, and per second. */
+  cycles: number;
+  cycles_per_s: number;
+  failed: number;
+  /** One cycle's round trips (create, then delete), ms. */
+  cycle_ms: { p50: number; p99: number };
+  /** Deleted subscriptions the store keeps (their retention) when the window ended. */
+  deleted_kept: number;
+  /** cycles_per_s over the first window's, same run. */
+  ratio_to_first: number;
+}
+
+/**
+ * Subscriptions created and deleted by CONNECTIONS clients, in windows back to back. A
+ * deleted subscription is kept for the delivery retention, so each window starts with
+ * more of them: a rate that falls from window to window is work that grows with them
+ * (each event's dispatch read every subscription of the team until 1b3d445).
+ */
+async function churnWindows(receiverUrl: string, loader: Worker, store: Store): Promise<ChurnWindow[]> {
+  const windows: ChurnWindow[] = [];
+  for (let i = 0; i < CHURN_WINDOWS; i++) {
+    const result = await ask<LoadResult>(loader, { cmd: 'churn', url: receiverUrl, connections: CONNECTIONS, durationMs: DURATION_S * 1000 });
+    const latencies = result.latencies.sort((a, b) => a - b);
+    const perSecond = round(result.ok / ((result.endedAt - result.startedAt) / 1000));
+    const kept = ((await store.list(webhookFamily.kind)) as Webhook[]).filter((w) => w.status.status === 'deleted').length;
+    windows.push({
+      cycles: result.ok,
+      cycles_per_s: perSecond,
+      failed: result.failed,
+      cycle_ms: { p50: round(percentile(latencies, 50)), p99: round(percentile(latencies, 99)) },
+      deleted_kept: kept,
+      ratio_to_first: Math.round((perSecond / (windows[0]?.cycles_per_s ?? perSecond)) * 1000) / 1000,
+    });
+    process.stdout.write(`churn window ${i + 1}: ${perSecond} cycles/s (${(windows[i].ratio_to_first * 100).toFixed(1)} % of the first), ${kept} deleted subscriptions kept, failed ${result.failed}\n`);
+  }
+  return windows;
+}
+
+function markdown(report: { started_at: string; machine: ReturnType<typeof machine>; load_average: { before: number[]; after: number[] }; settings: Record<string, unknown>; note: string; rows: Row[]; churn: ChurnWindow[] }): string {
   const m = report.machine;
   const load = (l: number[]) => l.map((x) => x.toFixed(2)).join(' / ');
   const rows = report.rows.map(
@@ -349,6 +405,12 @@ function markdown(report: { started_at: string; machine: ReturnType<typeof machi
     '- Delivery rows: requests are `POST /api/v1/object-storage` (a durable create with its event in the outbox); latency runs from the event\'s `created_at` (stamped by the resource write) to the arrival of the delivery at the receiver, in whole ms; delivered/s counts from the first create to the last arrival; drain is how long the last deliveries came after the load stopped.',
     '- Baseline row: the same receiver answering a bare POST loop with a body of a delivery\'s size; latency is the client\'s round trip. It is the ceiling of the HTTP leg alone on this machine in this run.',
     '- delivered/s vs baseline: each row\'s delivered/s over the baseline row\'s, same run (`ratio_to_baseline` in the JSON).',
+    '',
+    `Subscription churn: ${report.settings.connections} clients each creating a subscription and deleting it again, in ${report.churn.length} windows of ${report.settings.duration_s} s back to back, after the rows above. Deleted subscriptions are kept for the delivery retention, so each window starts with more of them; the first window is the baseline.`,
+    '',
+    '| window | cycles/s | vs first window | cycle p50 ms | cycle p99 ms | deleted subscriptions kept | failed |',
+    '|---:|---:|---:|---:|---:|---:|---:|',
+    ...report.churn.map((w, i) => `| ${i + 1} | ${w.cycles_per_s} | ${(w.ratio_to_first * 100).toFixed(1)} % | ${w.cycle_ms.p50} | ${w.cycle_ms.p99} | ${w.deleted_kept} | ${w.failed} |`),
     '- See bench/README.md.',
     '',
   ].join('\n');
@@ -384,6 +446,7 @@ async function main(): Promise<void> {
     });
   }
   const rows: Row[] = [];
+  let churn: ChurnWindow[] = [];
   try {
     const { port } = await new Promise<{ port: number }>((resolve) => receiver.once('message', resolve));
     const receiverUrl = `http://127.0.0.1:${port}/hook`;
@@ -419,6 +482,7 @@ async function main(): Promise<void> {
       row.ratio_to_baseline ??= Math.round((row.delivered_per_s / rows[0].delivered_per_s) * 1000) / 1000;
       process.stdout.write(`${row.name}: ${row.requests_per_s} req/s, ${row.delivered_per_s} delivered/s (${(row.ratio_to_baseline * 100).toFixed(1)} % of baseline), stages p50 ${JSON.stringify(row.stages_p50_ms ?? {})}, p50 ${row.latency_ms.p50} ms, p99 ${row.latency_ms.p99} ms, failed ${row.requests_failed}\n`);
     }
+    churn = await churnWindows(receiverUrl, loader, service.ctx.store);
   } finally {
     await loader.terminate();
     receiver.postMessage({ cmd: 'close' });
@@ -436,6 +500,7 @@ async function main(): Promise<void> {
       process.env.BENCH_NOTE ??
       'Run on a shared 2-CPU machine while other processes were running (see the load averages): the figures show orders of magnitude and relations between rows, not the ceiling of the hardware.',
     rows,
+    churn,
   };
   const written = writeResults('webhooks', startedAt, report, markdown(report));
   process.stdout.write(`\nwrote ${written.jsonFile} and ${written.markdownFile}\n`);
