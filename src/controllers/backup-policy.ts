@@ -15,6 +15,7 @@ import type { ResourceWriter } from '../resources/writer';
 import { Backup, backupFamily, BackupSpec, restorePending } from '../resources/backup';
 import { BackupPolicy, Server, serverFamily } from '../resources/server';
 import { serverGone } from './backup';
+import { listedObjects } from '../store/listed';
 import type { ReconcileResult, Reconciler } from './controller';
 
 /** A server with a policy is looked at again at least this often, so a clock that jumps is noticed. */
@@ -69,9 +70,11 @@ export class BackupPolicyReconciler implements Reconciler {
 
   /** Deletes the policy's backups beyond the `retain` newest; manual ones are the owner's to delete. */
   private async prune(server: Server, retain: number): Promise<void> {
-    const backups = (await this.store.list(backupFamily.kind, server.meta.team)) as Backup[];
+    // The server's backups alone, from the indexes; the deleted and destroyed ones a list leaves out are past pruning.
+    const backups: Backup[] = [];
+    for await (const b of listedObjects<Backup['spec'], Backup['status']>(this.store, backupFamily.kind, server.meta.team, { where: { server_id: server.meta.id } })) backups.push(b);
     const ofPolicy = backups
-      .filter((b) => b.spec.server_id === server.meta.id && b.spec.trigger === 'policy' && !b.meta.deletionTimestamp)
+      .filter((b) => b.spec.trigger === 'policy' && !b.meta.deletionTimestamp)
       .sort((a, b) => (b.spec.scheduled_at ?? b.meta.createdAt).localeCompare(a.spec.scheduled_at ?? a.meta.createdAt));
     // One being restored is kept until the restore is over; the next look deletes it.
     const beyond = ofPolicy.slice(retain).filter((b) => !restorePending(b) && b.status?.restore_state !== 'restoring');

@@ -13,6 +13,7 @@ import type { ResourceWriter } from '../resources/writer';
 import { FINISHED_JOB_STATES, isScheduled, Job, JobSpec, jobFamily, OUTPUT_LIMIT } from '../resources/job';
 import { lastFire, nextFire, parseCron } from '../lib/cron';
 import { nowIso } from '../lib/time';
+import { listedObjects } from '../store/listed';
 import type { ReconcileResult, Reconciler } from './controller';
 
 const POLL_MS = 1_000;
@@ -182,9 +183,12 @@ export class JobReconciler implements Reconciler {
   private async runAt(job: Job, scheduledAt: string): Promise<void> {
     const policy = job.spec.concurrency_policy ?? 'allow';
     if (policy !== 'allow') {
-      const runs = (await this.store.list(this.kind, job.meta.team)) as Job[];
-      // The run of this very time may exist already (made before a restart): it is no other run.
-      const going = runs.filter((run) => run.spec.scheduled_job_id === job.meta.id && run.spec.scheduled_at !== scheduledAt && !FINISHED_JOB_STATES.includes(run.status.status));
+      // The scheduled job's runs alone, from the indexes.
+      const going: Job[] = [];
+      for await (const run of listedObjects<Job['spec'], Job['status']>(this.store, this.kind, job.meta.team, { where: { scheduled_job_id: job.meta.id } })) {
+        // The run of this very time may exist already (made before a restart): it is no other run.
+        if (run.spec.scheduled_at !== scheduledAt && !FINISHED_JOB_STATES.includes(run.status.status)) going.push(run);
+      }
       if (going.length > 0 && policy === 'forbid') return;
       for (const run of going) {
         await this.writer.mutateSpec<Job>(jobFamily, run.meta.team, run.meta.id, (latest) => (latest.spec.cancel_requested ? null : { ...latest.spec, cancel_requested: true }));

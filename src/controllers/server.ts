@@ -11,6 +11,7 @@ import { attachedShares, mountPathOf, Server, serverFamily } from '../resources/
 import { fileShareFamily, FileShareStatus } from '../resources/storage';
 import type { DesiredMount, PowerState, ServerDesired, ServerDriver, ServerObserved, ServerOutputs } from '../drivers/server';
 import { Backup, backupFamily, restorePending } from '../resources/backup';
+import { listedObjects } from '../store/listed';
 
 const STATE_OF_POWER: Record<PowerState, string> = { on: 'running', off: 'stopped', stopping: 'stopping', starting: 'starting', rebooting: 'rebooting' };
 
@@ -23,8 +24,11 @@ type ServerWanted = ServerDesired & { restoring: boolean };
 
 /** Whether a restore of one of the server's backups is asked for or under way. */
 async function restoringOnto(store: Store, team: string, serverId: string): Promise<boolean> {
-  const backups = (await store.list(backupFamily.kind, team)) as Backup[];
-  return backups.some((b) => b.spec.server_id === serverId && b.status?.status === 'completed' && !b.meta.deletionTimestamp && (restorePending(b) || b.status.restore_state === 'restoring'));
+  // The server's completed backups alone, from the indexes: this runs on every reconcile of a server.
+  for await (const b of listedObjects<Backup['spec'], Backup['status']>(store, backupFamily.kind, team, { status: 'completed', where: { server_id: serverId } })) {
+    if (!b.meta.deletionTimestamp && (restorePending(b) || b.status.restore_state === 'restoring')) return true;
+  }
+  return false;
 }
 
 export function serverBinding(driver: ServerDriver, store: Store): FamilyBinding<ServerWanted, ServerOutputs, ServerObserved> {
