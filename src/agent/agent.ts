@@ -16,6 +16,7 @@ import { messageFamily, Message } from '../resources/agent';
 import { incidentFamily } from '../resources/incident';
 import type { AlertFeed } from './alert-feed';
 import { alertLine, alertOf, isAlert } from './alerts';
+import { listedObjects } from '../store/listed';
 
 const HOUR_MS = 3_600_000;
 const DAY_MS = 24 * HOUR_MS;
@@ -348,9 +349,11 @@ export class DataAgent implements Agent {
 
   /** The thread so far (without the question being answered), for the LLM's context. */
   private async history(team: string, threadId: string): Promise<Array<{ role: 'user' | 'assistant'; content: string }>> {
-    const messages = ((await this.deps.store.list(messageFamily.kind, team)) as Message[])
-      .filter((m) => m.spec.thread_id === threadId && m.spec.role !== 'event')
-      .sort((a, b) => a.meta.createdAt.localeCompare(b.meta.createdAt));
+    // The thread's messages alone, oldest first, from the thread_id index.
+    const messages: Message[] = [];
+    for await (const m of listedObjects<Message['spec'], Message['status']>(this.deps.store, messageFamily.kind, team, { where: { thread_id: threadId } })) {
+      if (m.spec.role !== 'event') messages.push(m);
+    }
     return messages.slice(-11, -1).map((m) => ({ role: m.spec.role as 'user' | 'assistant', content: m.spec.content }));
   }
 }

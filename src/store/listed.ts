@@ -13,7 +13,7 @@ export async function* listedObjects<S, St>(
   store: Store,
   kind: string,
   team: string | undefined,
-  filter: Pick<PageRequest, 'status' | 'where'>,
+  filter: Pick<PageRequest, 'status' | 'where' | 'created'>,
 ): AsyncGenerator<StoredObject<S, St>> {
   let after: Position | undefined;
   do {

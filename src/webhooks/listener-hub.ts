@@ -26,6 +26,7 @@ import { signingSecrets } from './secrets';
 import { postHeaders } from './sender';
 import { recordAttempt } from './outcome';
 import { claimLease, renewLease } from './listener';
+import { listedObjects } from '../store/listed';
 
 /** Deliveries pushed to one CLI and not answered yet; more wait their turn. */
 const MAX_IN_FLIGHT = 16;
@@ -133,8 +134,7 @@ export class ListenerStream {
     await claimLease(store, this.team, this.id, this.holder, config.listenerLeaseMs);
     this.sink.send('ready', { listener_id: this.id, lease_seconds: config.listenerLeaseMs / 1000 });
     this.renewal = setInterval(() => void this.renew(), Math.max(100, Math.floor(config.listenerLeaseMs / 3)));
-    const deliveries = (await store.list(deliveryFamily.kind, this.team)) as Delivery[];
-    for (const delivery of deliveries) if (delivery.spec.webhook_id === this.id) this.schedule(delivery);
+    for await (const delivery of listedObjects<Delivery['spec'], Delivery['status']>(store, deliveryFamily.kind, this.team, { where: { webhook_id: this.id } })) this.schedule(delivery);
   }
 
   end(reason: string): void {

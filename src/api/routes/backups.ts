@@ -8,13 +8,14 @@ import type { FastifyInstance } from 'fastify';
 import { Type } from '@sinclair/typebox';
 import type { ApiContext } from '../context';
 import { send } from '../envelope';
-import { assertChangeable, envelopeOf, ErrorEnvelope, findResource, isVisible, listVisible, principalOf } from './families';
+import { assertChangeable, envelopeOf, ErrorEnvelope, findResource, isVisible, principalOf } from './families';
 import { listPage, listQueryOf, listQuerySchema } from '../list';
 import { writeAndAwait } from '../awaiting';
 import { Backup, backupFamily as family, restorePending } from '../../resources/backup';
 import { Server, serverFamily } from '../../resources/server';
 import { fieldInvalid, invalidState, notFound, resourceBusy } from '../../lib/errors';
 import { nowIso } from '../../lib/time';
+import { listedObjects } from '../../store/listed';
 
 const config = { family: family.name };
 const tags = [family.title];
@@ -24,8 +25,12 @@ const RestoreBody = Type.Object({ backup_id: Type.String({ minLength: 1, maxLeng
 const errors = { 401: ErrorEnvelope, 404: ErrorEnvelope, 409: ErrorEnvelope, 422: ErrorEnvelope, 503: ErrorEnvelope };
 const Record = family.schemas.record;
 
-const backupsOf = async (ctx: ApiContext, team: string, serverId: string): Promise<Backup[]> =>
-  (await listVisible<Backup>(ctx, family.kind, team)).filter((b) => b.spec.server_id === serverId);
+/** The server's completed backups, from the indexes (server_id, status). */
+async function completedBackupsOf(ctx: ApiContext, team: string, serverId: string): Promise<Backup[]> {
+  const backups: Backup[] = [];
+  for await (const b of listedObjects<Backup['spec'], Backup['status']>(ctx.store, family.kind, team, { status: 'completed', where: { server_id: serverId } })) backups.push(b);
+  return backups;
+}
 
 /** A backup of this server, or 404 backup_not_found (one of another server is not found here). */
 async function findBackup(ctx: ApiContext, team: string, serverId: string, backupId: string): Promise<Backup> {
@@ -42,12 +47,12 @@ function assertBackupAllowed(server: Server): void {
 }
 
 /** A running server, with no other restore asked for or under way, and a completed backup of it. */
-function assertRestoreAllowed(server: Server, backup: Backup, siblings: Backup[]): void {
+function assertRestoreAllowed(server: Server, backup: Backup, completedSiblings: Backup[]): void {
   assertChangeable(serverFamily, server);
   if (server.status.status !== 'running') throw invalidState(`Cannot restore onto a server that is ${server.status.status}; it must be running.`);
   // A stop or reboot asked for and not begun yet would run under the restore.
   if (server.spec.power_state !== 'on' || (server.spec.reboot_requests ?? 0) > (server.status.reboots_done ?? 0)) throw resourceBusy('The server has a power action under way; try again when it is done.');
-  if (siblings.some((b) => b.status.status === 'completed' && (restorePending(b) || b.status.restore_state === 'restoring'))) throw resourceBusy('A restore onto this server is under way; try again when it is done.');
+  if (completedSiblings.some((b) => restorePending(b) || b.status.restore_state === 'restoring')) throw resourceBusy('A restore onto this server is under way; try again when it is done.');
   const state = backup.status.status;
   if (state === 'creating') throw resourceBusy('The backup is still being taken; restore it once it is completed.');
   if (state !== 'completed' || backup.meta.deletionTimestamp) throw invalidState(`The backup is ${backup.meta.deletionTimestamp ? 'deleted' : state}; only a completed backup can be restored.`);
@@ -157,7 +162,7 @@ export function registerBackupRoutes(app: FastifyInstance, ctx: ApiContext): voi
       const backup = (await ctx.store.get(family.kind, team, backupId)) as Backup | undefined;
       if (!backup || !isVisible(backup)) throw notFound(family.name, backupId);
       if (backup.spec.server_id !== id) throw fieldInvalid('backup_id', `is a backup of server ${backup.spec.server_id}, not of ${id}`);
-      assertRestoreAllowed(server, backup, await backupsOf(ctx, team, id));
+      assertRestoreAllowed(server, backup, await completedBackupsOf(ctx, team, id));
       let asked = backup;
       const ask = async () => {
         asked = await ctx.writer.mutateSpec<Backup>(family, team, backupId, (latest) => {

@@ -3,12 +3,13 @@ import type { FastifyInstance } from 'fastify';
 import { Type } from '@sinclair/typebox';
 import type { ApiContext } from '../context';
 import { send } from '../envelope';
-import { envelopeOf, ErrorEnvelope, findResource, listVisible, principalOf } from './families';
+import { envelopeOf, ErrorEnvelope, findResource, principalOf } from './families';
 import { listPage, listQueryOf, listQuerySchema, paginate } from '../list';
 import { FINISHED_JOB_STATES, Job, jobFamily as family } from '../../resources/job';
 import { invalidState, notFound } from '../../lib/errors';
 import { nowIso } from '../../lib/time';
 import { writeAndAwait } from '../awaiting';
+import { listedObjects } from '../../store/listed';
 
 const IdParams = Type.Object({ id: Type.String({ maxLength: 64 }) });
 const LogsQuery = Type.Object({ run_id: Type.Optional(Type.String({ maxLength: 64, description: 'The run whose output to show; default the latest run.' })) }, { additionalProperties: false });
@@ -23,8 +24,10 @@ const RunParams = Type.Object({ id: Type.String({ maxLength: 64 }), run_id: Type
 /** The runs of a job: those a scheduled job made; a job that runs once is its own one run. */
 async function runsOf(ctx: ApiContext, team: string, job: Job): Promise<Job[]> {
   if (!job.spec.schedule) return [job];
-  const jobs = await listVisible<Job>(ctx, family.kind, team);
-  return jobs.filter((run) => run.spec.scheduled_job_id === job.meta.id);
+  // From the scheduled_job_id index; no state of a job is one a list hides.
+  const runs: Job[] = [];
+  for await (const run of listedObjects<Job['spec'], Job['status']>(ctx.store, family.kind, team, { where: { scheduled_job_id: job.meta.id } })) runs.push(run);
+  return runs;
 }
 
 function assertCancellable(job: Job): void {

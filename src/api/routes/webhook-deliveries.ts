@@ -28,23 +28,8 @@ interface FilterQuery {
   until?: string;
 }
 
-/** The deliveries `query` chooses, before paging. */
-export function chooseDeliveries(deliveries: Delivery[], query: FilterQuery): Delivery[] {
-  const since = query.since ? Date.parse(query.since) : -Infinity;
-  const until = query.until ? Date.parse(query.until) : Infinity;
-  return deliveries.filter((d) => {
-    const created = Date.parse(d.meta.createdAt);
-    return (
-      (!query.event_type || d.spec.event_type === query.event_type) &&
-      (!query.subscription_id || d.spec.webhook_id === query.subscription_id) &&
-      created >= since &&
-      created < until
-    );
-  });
-}
-
 /** The filters of `query` as the store's ordered indexes take them: equality on spec fields, the window a range of created_at. */
-function deliveryFilterOf(query: FilterQuery): ListFilter {
+export function deliveryFilterOf(query: FilterQuery): ListFilter {
   const where: Record<string, string> = {};
   if (query.event_type) where.event_type = query.event_type;
   if (query.subscription_id) where.webhook_id = query.subscription_id;

@@ -9,7 +9,7 @@ import { Type } from '@sinclair/typebox';
 import type { ApiContext } from '../context';
 import { send } from '../envelope';
 import { listPage, listQueryOf, listQuerySchema } from '../list';
-import { assertChangeable, envelopeOf, ErrorEnvelope, findResource, isVisible, listVisible, principalOf } from './families';
+import { assertChangeable, envelopeOf, ErrorEnvelope, findResource, isVisible, principalOf } from './families';
 import { Delivery, deliveryFamily, deliveryIdFor, DeliveryWithAttempts, deliveryWithAttempts, Webhook, webhookFamily, WebhookSpec } from '../../resources/webhook';
 import { invalidState, notFound } from '../../lib/errors';
 import { sameJson } from '../../lib/canonical-json';
@@ -19,7 +19,8 @@ import { createSecret, deleteSecret, rotateSecret } from '../../webhooks/secrets
 import { settle } from '../../webhooks/subscription';
 import { withinQuota } from '../../resources/quota';
 import { deleteLease, isListener } from '../../webhooks/listener';
-import { assertWindow, chooseDeliveries } from './webhook-deliveries';
+import { assertWindow, deliveryFilterOf } from './webhook-deliveries';
+import { listedObjects } from '../../store/listed';
 
 const errors = { 400: ErrorEnvelope, 401: ErrorEnvelope, 404: ErrorEnvelope, 409: ErrorEnvelope, 415: ErrorEnvelope, 422: ErrorEnvelope, 429: ErrorEnvelope, 503: ErrorEnvelope };
 const tags = ['webhook'];
@@ -281,8 +282,9 @@ export function registerWebhookRoutes(app: FastifyInstance, ctx: ApiContext): vo
       const { since, until } = request.body as { since: string; until: string };
       assertWindow(since, until);
       assertChangeableAnd(await findResource<Webhook>(ctx, webhookFamily, team, id));
-      const ofWindow = chooseDeliveries(await listVisible<Delivery>(ctx, deliveryFamily.kind, team), { subscription_id: id, since, until });
-      const failed = ofWindow.filter((d) => d.status.status === 'failed').sort((a, b) => a.meta.createdAt.localeCompare(b.meta.createdAt));
+      // The subscription's failed deliveries of the window, oldest first, from the indexes.
+      const failed: Delivery[] = [];
+      for await (const d of listedObjects<Delivery['spec'], Delivery['status']>(ctx.store, deliveryFamily.kind, team, { status: 'failed', ...deliveryFilterOf({ subscription_id: id, since, until }) })) failed.push(d);
       void requeue(ctx, team, failed, key);
       return send(ctx, request, reply, 202, failed.map((d) => deliveryFamily.toRecord(d)), { next_cursor: null });
     },
