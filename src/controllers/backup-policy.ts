@@ -15,7 +15,7 @@ import type { ResourceWriter } from '../resources/writer';
 import { Backup, backupFamily, BackupSpec, restorePending } from '../resources/backup';
 import { BackupPolicy, Server, serverFamily } from '../resources/server';
 import { serverGone } from './backup';
-import { listedObjects } from '../store/listed';
+import { listedArray } from '../store/listed';
 import type { ReconcileResult, Reconciler } from './controller';
 
 /** A server with a policy is looked at again at least this often, so a clock that jumps is noticed. */
@@ -71,8 +71,7 @@ export class BackupPolicyReconciler implements Reconciler {
   /** Deletes the policy's backups beyond the `retain` newest; manual ones are the owner's to delete. */
   private async prune(server: Server, retain: number): Promise<void> {
     // The server's backups alone, from the indexes; the deleted and destroyed ones a list leaves out are past pruning.
-    const backups: Backup[] = [];
-    for await (const b of listedObjects<Backup['spec'], Backup['status']>(this.store, backupFamily.kind, server.meta.team, { where: { server_id: server.meta.id } })) backups.push(b);
+    const backups = await listedArray<Backup['spec'], Backup['status']>(this.store, backupFamily.kind, server.meta.team, { where: { server_id: server.meta.id } });
     const ofPolicy = backups
       .filter((b) => b.spec.trigger === 'policy' && !b.meta.deletionTimestamp)
       .sort((a, b) => (b.spec.scheduled_at ?? b.meta.createdAt).localeCompare(a.spec.scheduled_at ?? a.meta.createdAt));

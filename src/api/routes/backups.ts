@@ -15,7 +15,7 @@ import { Backup, backupFamily as family, restorePending } from '../../resources/
 import { Server, serverFamily } from '../../resources/server';
 import { fieldInvalid, invalidState, notFound, resourceBusy } from '../../lib/errors';
 import { nowIso } from '../../lib/time';
-import { listedObjects } from '../../store/listed';
+import { listedArray } from '../../store/listed';
 
 const config = { family: family.name };
 const tags = [family.title];
@@ -26,11 +26,8 @@ const errors = { 401: ErrorEnvelope, 404: ErrorEnvelope, 409: ErrorEnvelope, 422
 const Record = family.schemas.record;
 
 /** The server's completed backups, from the indexes (server_id, status). */
-async function completedBackupsOf(ctx: ApiContext, team: string, serverId: string): Promise<Backup[]> {
-  const backups: Backup[] = [];
-  for await (const b of listedObjects<Backup['spec'], Backup['status']>(ctx.store, family.kind, team, { status: 'completed', where: { server_id: serverId } })) backups.push(b);
-  return backups;
-}
+const completedBackupsOf = (ctx: ApiContext, team: string, serverId: string): Promise<Backup[]> =>
+  listedArray<Backup['spec'], Backup['status']>(ctx.store, family.kind, team, { status: 'completed', where: { server_id: serverId } });
 
 /** A backup of this server, or 404 backup_not_found (one of another server is not found here). */
 async function findBackup(ctx: ApiContext, team: string, serverId: string, backupId: string): Promise<Backup> {

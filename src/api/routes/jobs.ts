@@ -9,7 +9,7 @@ import { FINISHED_JOB_STATES, Job, jobFamily as family } from '../../resources/j
 import { invalidState, notFound } from '../../lib/errors';
 import { nowIso } from '../../lib/time';
 import { writeAndAwait } from '../awaiting';
-import { listedObjects } from '../../store/listed';
+import { listedArray } from '../../store/listed';
 
 const IdParams = Type.Object({ id: Type.String({ maxLength: 64 }) });
 const LogsQuery = Type.Object({ run_id: Type.Optional(Type.String({ maxLength: 64, description: 'The run whose output to show; default the latest run.' })) }, { additionalProperties: false });
@@ -25,9 +25,7 @@ const RunParams = Type.Object({ id: Type.String({ maxLength: 64 }), run_id: Type
 async function runsOf(ctx: ApiContext, team: string, job: Job): Promise<Job[]> {
   if (!job.spec.schedule) return [job];
   // From the scheduled_job_id index; no state of a job is one a list hides.
-  const runs: Job[] = [];
-  for await (const run of listedObjects<Job['spec'], Job['status']>(ctx.store, family.kind, team, { where: { scheduled_job_id: job.meta.id } })) runs.push(run);
-  return runs;
+  return listedArray<Job['spec'], Job['status']>(ctx.store, family.kind, team, { where: { scheduled_job_id: job.meta.id } });
 }
 
 function assertCancellable(job: Job): void {

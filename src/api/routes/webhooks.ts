@@ -20,7 +20,7 @@ import { settle } from '../../webhooks/subscription';
 import { withinQuota } from '../../resources/quota';
 import { deleteLease, isListener } from '../../webhooks/listener';
 import { assertWindow, deliveryFilterOf } from './webhook-deliveries';
-import { listedObjects } from '../../store/listed';
+import { listedArray } from '../../store/listed';
 
 const errors = { 400: ErrorEnvelope, 401: ErrorEnvelope, 404: ErrorEnvelope, 409: ErrorEnvelope, 415: ErrorEnvelope, 422: ErrorEnvelope, 429: ErrorEnvelope, 503: ErrorEnvelope };
 const tags = ['webhook'];
@@ -283,8 +283,7 @@ export function registerWebhookRoutes(app: FastifyInstance, ctx: ApiContext): vo
       assertWindow(since, until);
       assertChangeableAnd(await findResource<Webhook>(ctx, webhookFamily, team, id));
       // The subscription's failed deliveries of the window, oldest first, from the indexes.
-      const failed: Delivery[] = [];
-      for await (const d of listedObjects<Delivery['spec'], Delivery['status']>(ctx.store, deliveryFamily.kind, team, { status: 'failed', ...deliveryFilterOf({ subscription_id: id, since, until }) })) failed.push(d);
+      const failed = await listedArray<Delivery['spec'], Delivery['status']>(ctx.store, deliveryFamily.kind, team, { status: 'failed', ...deliveryFilterOf({ subscription_id: id, since, until }) });
       void requeue(ctx, team, failed, key);
       return send(ctx, request, reply, 202, failed.map((d) => deliveryFamily.toRecord(d)), { next_cursor: null });
     },
