@@ -44,6 +44,8 @@ export interface Config {
   /** How often at most a VPN gateway's tunnel counters are written to its record (a tunnel going up or down is written at once). */
   tunnelCounterIntervalMs: number;
   resyncMs: number;
+  /** The most resync passes a second per reconciled kind (0: unpaced); a larger collection's resync takes longer instead of costing more. */
+  resyncPassesPerSecond: number;
   workersPerController: number;
   regions: string[];
   unavailableRegions: string[];
@@ -527,6 +529,7 @@ export function loadConfig(env: Env = process.env): Config {
     backendDrainMs: int(env, 'CLOUDPLANE_BACKEND_DRAIN_SECONDS', 30, 0) * 1000,
     tunnelCounterIntervalMs: int(env, 'CLOUDPLANE_VPN_COUNTER_INTERVAL_SECONDS', 30, 1, 86_400) * 1000,
     resyncMs: int(env, 'CLOUDPLANE_RESYNC_SECONDS', 30, 1) * 1000,
+    resyncPassesPerSecond: int(env, 'CLOUDPLANE_RESYNC_PASSES_PER_SECOND', 500, 0),
     workersPerController: int(env, 'CLOUDPLANE_WORKERS', 4, 1, 64),
     regions: list(env, 'CLOUDPLANE_REGIONS', DEFAULT_REGIONS),
     unavailableRegions: list(env, 'CLOUDPLANE_REGIONS_UNAVAILABLE', []),

@@ -152,7 +152,7 @@ function leaderWork({ store, bus, drivers, writer, agent, usage, config, logger 
         // A queued pass's write takes the relay's published events out: the relay waits for it rather than write first.
         relay.expectWritesFrom((object) => controllers.some((c) => c.outboxWriteComing(object)));
         for (const reconciler of buildReconcilers({ store, writer, drivers, config, outbox: relay })) {
-          const controller = new Controller(store, reconciler, { workers: config.workersPerController, resyncMs: config.resyncMs, logger });
+          const controller = new Controller(store, reconciler, { workers: config.workersPerController, resyncMs: config.resyncMs, resyncPassesPerSecond: config.resyncPassesPerSecond, logger });
           await controller.start();
           started.push(controller);
           controllers.push(controller);

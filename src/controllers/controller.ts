@@ -33,6 +33,8 @@ export interface Reconciler {
 export interface ControllerOptions {
   workers: number;
   resyncMs: number;
+  /** The most resync passes a second (WorkQueue's background pace); unpaced without it. */
+  resyncPassesPerSecond?: number;
   logger: Logger;
 }
 
@@ -55,7 +57,7 @@ export function outboxOnlyChange({ type, object, previous }: WatchEvent): boolea
 }
 
 export class Controller {
-  private readonly queue = new WorkQueue();
+  private readonly queue: WorkQueue;
   private readonly workers: Promise<void>[] = [];
   private unwatch: (() => void) | null = null;
   private unwatchExternal: (() => void) | null = null;
@@ -67,7 +69,9 @@ export class Controller {
     private readonly store: Store,
     private readonly reconciler: Reconciler,
     private readonly options: ControllerOptions,
-  ) {}
+  ) {
+    this.queue = new WorkQueue({ backgroundPerSecond: options.resyncPassesPerSecond });
+  }
 
   async start(): Promise<void> {
     this.unwatch = this.store.watch((event) => {

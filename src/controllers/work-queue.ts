@@ -11,6 +11,11 @@
  * the collection's size. A background key that is added as a change moves to the front
  * lane. The lanes are deques (denque): Array#shift copies the whole array once it is
  * large (V8 moves the start of small arrays only), which made taking a key O(n).
+ *
+ * Background keys may also be paced (`backgroundPerSecond`): a resync then costs at most
+ * that many passes a second, whatever the collection's size, and takes longer instead.
+ * Unpaced, a resync of 100,000 load balancers every 30 s kept a quarter of a CPU busy in
+ * bursts, which requests and the garbage collector then shared the machine with.
  */
 import Denque from 'denque';
 import { backoffMs } from '../lib/backoff';
@@ -24,6 +29,36 @@ export interface BackoffOptions {
   maxMs: number;
 }
 
+export interface WorkQueueOptions {
+  backoff?: BackoffOptions;
+  /** The most background keys handed out a second; unlimited without it. */
+  backgroundPerSecond?: number;
+}
+
+/** A token bucket holding a tenth of a second's tokens, so that a paced lane trickles rather than bursts. */
+class Pace {
+  private tokens: number;
+  private readonly capacity: number;
+  private refilledAt = Date.now();
+
+  constructor(private readonly perSecond: number) {
+    this.capacity = Math.max(1, perSecond / 10);
+    this.tokens = this.capacity;
+  }
+
+  /** Takes a token and answers 0, or answers how many ms until one is there. */
+  take(): number {
+    const now = Date.now();
+    this.tokens = Math.min(this.capacity, this.tokens + ((now - this.refilledAt) * this.perSecond) / 1000);
+    this.refilledAt = now;
+    if (this.tokens >= 1) {
+      this.tokens -= 1;
+      return 0;
+    }
+    return Math.max(1, Math.ceil(((1 - this.tokens) * 1000) / this.perSecond));
+  }
+}
+
 export class WorkQueue {
   private readonly changes = new Denque<string>();
   private readonly background = new Denque<string>();
@@ -34,9 +69,16 @@ export class WorkQueue {
   private readonly timers = new Map<string, { at: number; timer: NodeJS.Timeout }>();
   private readonly failures = new Map<string, number>();
   private readonly waiters: Array<(key: string | null) => void> = [];
+  private readonly backoff: BackoffOptions;
+  private readonly pace: Pace | null;
+  /** Wakes waiting workers when the pace lets the next background key out. */
+  private paceTimer: NodeJS.Timeout | null = null;
   private shuttingDown = false;
 
-  constructor(private readonly backoff: BackoffOptions = { baseMs: 100, maxMs: 60_000 }) {}
+  constructor(options: WorkQueueOptions = {}) {
+    this.backoff = options.backoff ?? { baseMs: 100, maxMs: 60_000 };
+    this.pace = options.backgroundPerSecond ? new Pace(options.backgroundPerSecond) : null;
+  }
 
   /** Keys waiting in either lane. */
   get length(): number {
@@ -65,7 +107,7 @@ export class WorkQueue {
     }
     const waiting = this.queued.get(key);
     if (waiting === 'change' || (waiting === 'background' && lane === 'background')) return;
-    if (waiting === undefined) {
+    if (waiting === undefined && this.waiters.length > 0 && this.mayTake(lane)) {
       const waiter = this.waiters.shift();
       if (waiter) {
         this.processing.add(key);
@@ -130,12 +172,33 @@ export class WorkQueue {
     return new Promise((resolve) => this.waiters.push(resolve));
   }
 
+  /** Whether a key of the lane may go out now; a background key waits for the pace, which then wakes a worker. */
+  private mayTake(lane: 'change' | 'background'): boolean {
+    if (lane === 'change' || !this.pace) return true;
+    const waitMs = this.pace.take();
+    if (waitMs === 0) return true;
+    this.paceTimer ??= setTimeout(() => this.wakeForBackground(), waitMs);
+    this.paceTimer.unref?.();
+    return false;
+  }
+
+  private wakeForBackground(): void {
+    this.paceTimer = null;
+    while (!this.shuttingDown && this.waiters.length > 0) {
+      const key = this.takeWaiting();
+      if (key === undefined) return;
+      this.processing.add(key);
+      this.waiters.shift()!(key);
+    }
+  }
+
   private takeWaiting(): string | undefined {
     const change = this.changes.shift();
     if (change !== undefined) {
       this.queued.delete(change);
       return change;
     }
+    if (this.background.length === 0 || !this.mayTake('background')) return undefined;
     for (let key = this.background.shift(); key !== undefined; key = this.background.shift()) {
       if (this.queued.get(key) !== 'background') continue; // promoted to a change, and taken as one
       this.queued.delete(key);
@@ -152,6 +215,8 @@ export class WorkQueue {
 
   shutDown(): void {
     this.shuttingDown = true;
+    if (this.paceTimer) clearTimeout(this.paceTimer);
+    this.paceTimer = null;
     for (const { timer } of this.timers.values()) clearTimeout(timer);
     this.timers.clear();
     for (const waiter of this.waiters.splice(0)) waiter(null);

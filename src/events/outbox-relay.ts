@@ -60,7 +60,7 @@ const hasPending = (object: StoredObject<unknown, unknown>) =>
   ((object as WithOutbox).status?.pending_events?.length ?? 0) > 0;
 
 export class OutboxRelay implements PublishedEvents {
-  private readonly queue = new WorkQueue({ baseMs: 200, maxMs: 30_000 });
+  private readonly queue = new WorkQueue({ backoff: { baseMs: 200, maxMs: 30_000 } });
   private unwatch: (() => void) | null = null;
   private workers: Promise<void[]> | null = null;
   /** Object key -> ids of its events on the bus that may still be in its outbox. */

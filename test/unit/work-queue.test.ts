@@ -35,7 +35,7 @@ function countEventLoopTurns(): { readonly count: number; stop(): void } {
 describe('WorkQueue', () => {
   let queue: WorkQueue;
   beforeEach(() => {
-    queue = new WorkQueue({ baseMs: 20, maxMs: 200 });
+    queue = new WorkQueue({ backoff: { baseMs: 20, maxMs: 200 } });
   });
   afterEach(() => queue.shutDown());
 
@@ -142,7 +142,7 @@ describe('WorkQueue', () => {
   // On a fake clock: the due times are the queue's logic, not the machine's speed.
   it('brings a failed key back only after its backoff', async () => {
     jest.useFakeTimers();
-    const slow = new WorkQueue({ baseMs: 60, maxMs: 1_000 });
+    const slow = new WorkQueue({ backoff: { baseMs: 60, maxMs: 1_000 } });
     try {
       slow.add('f');
       expect(await slow.get()).toBe('f');
@@ -160,9 +160,34 @@ describe('WorkQueue', () => {
     }
   });
 
+  it('paces background keys to the rate asked for, while a change still goes out at once', async () => {
+    jest.useFakeTimers();
+    const paced = new WorkQueue({ backgroundPerSecond: 10 });
+    try {
+      for (const key of ['r1', 'r2', 'r3']) paced.addBackground(key);
+      expect(await paced.get()).toBe('r1');
+      paced.done('r1');
+      const next = nextKey(paced);
+      expect(await handedOutAfter(next, 50)).toBeUndefined(); // the next background key is due at 100 ms
+      paced.add('change');
+      expect(await handedOutAfter(next, 0)).toBe('change'); // the waiting worker takes a change at once
+      paced.done('change');
+      const after = nextKey(paced);
+      expect(await handedOutAfter(after, 49)).toBeUndefined();
+      expect(await handedOutAfter(after, 1)).toBe('r2');
+      paced.done('r2');
+      const last = nextKey(paced);
+      expect(await handedOutAfter(last, 99)).toBeUndefined();
+      expect(await handedOutAfter(last, 1)).toBe('r3');
+    } finally {
+      paced.shutDown();
+      jest.useRealTimers();
+    }
+  });
+
   it('keeps the earlier of two delayed adds of a key', async () => {
     jest.useFakeTimers();
-    const delayed = new WorkQueue({ baseMs: 20, maxMs: 200 });
+    const delayed = new WorkQueue({ backoff: { baseMs: 20, maxMs: 200 } });
     try {
       delayed.addAfter('x', 400);
       delayed.addAfter('x', 30);
