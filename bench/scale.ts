@@ -51,6 +51,7 @@ const sleep = (ms: number) => new Promise((resolve) => setTimeout(resolve, ms));
 type ChildRequest =
   | { type: 'seed'; target: number; concurrency: number; timeoutMs: number }
   | { type: 'measure' }
+  | { type: 'cpu' }
   | { type: 'measured'; label: string }
   | { type: 'stop' };
 
@@ -77,6 +78,7 @@ type ChildReply =
   | { type: 'failed'; error: string }
   | { type: 'seeded'; result: SeedResult }
   | { type: 'measure'; memory: Memory }
+  | { type: 'cpu'; cpu_percent: number }
   | { type: 'measured'; event_loop_max_ms: number }
   | { type: 'stopped' };
 
@@ -136,15 +138,20 @@ async function child(): Promise<void> {
   const loopDelay = monitorEventLoopDelay({ resolution: 10 });
   loopDelay.enable();
   const rowProfile = process.env.BENCH_ROW_PROF_DIR ? new RowProfile(process.env.BENCH_ROW_PROF_DIR) : null;
+  let cpuSince = { usage: process.cpuUsage(), at: performance.now() };
 
   process.on('message', (request: ChildRequest) => {
     void (async () => {
       if (request.type === 'seed') send({ type: 'seeded', result: await seed(request.target, request.concurrency, request.timeoutMs) });
       else if (request.type === 'measure') {
         const memory = await memoryAfterGc();
+        cpuSince = { usage: process.cpuUsage(), at: performance.now() };
         loopDelay.reset();
         await rowProfile?.start();
         send({ type: 'measure', memory });
+      } else if (request.type === 'cpu') {
+        const { user, system } = process.cpuUsage(cpuSince.usage);
+        send({ type: 'cpu', cpu_percent: round(((user + system) / 1000 / (performance.now() - cpuSince.at)) * 100, 1) });
       } else if (request.type === 'measured') {
         await rowProfile?.stop(request.label);
         send({ type: 'measured', event_loop_max_ms: round(loopDelay.max / 1e6, 1) });
@@ -233,6 +240,11 @@ class ServiceChild {
     return (await this.ask({ type: 'measure' }, 'measure', 120_000)).memory;
   }
 
+  /** The service's CPU since memory(), in % of one CPU: asked right after the baseline row, what it spends serving nothing. */
+  async cpuPercent(): Promise<number> {
+    return (await this.ask({ type: 'cpu' }, 'cpu', 120_000)).cpu_percent;
+  }
+
   /** The longest the service's event loop was held since memory(). */
   async measured(label: string): Promise<number> {
     return (await this.ask({ type: 'measured', label }, 'measured', 120_000)).event_loop_max_ms;
@@ -253,6 +265,11 @@ interface SizeResult {
   size: number;
   seed: SeedResult;
   memory: Memory;
+  /**
+   * The service's CPU (% of one CPU) while the baseline row ran, which asks the service
+   * nothing: its background work at this size (the reconcilers' resync, timers, GC).
+   */
+  idle_cpu_percent: number;
   /** The longest the service's event loop was held while the rows of this size ran. */
   event_loop_max_ms: number;
   load_average: number[];
@@ -369,10 +386,11 @@ async function measureStore(result: StoreResult, baselineUrl: string, save: () =
       const loadAverage = os.loadavg();
       log(`  RSS ${memory.rss_mb} MB, heap ${memory.heap_used_mb} MB; baseline, first page, deepest page (${WARMUP_S}+${DURATION_S} s each)...`);
       const baseline = await load(`${baselineUrl}/ping`);
+      const idleCpuPercent = await service.cpuPercent();
       const firstPage = await load(`${service.url}/api/v1/load-balancers?limit=${PAGE}`, auth);
       const deepestPage = await load(`${service.url}/api/v1/load-balancers?limit=${PAGE}&cursor=${encodeURIComponent(deepCursor)}`, auth);
       const eventLoopMaxMs = await service.measured(`${store}-${size}`);
-      log(`  baseline ${baseline.req_per_s}/s p99 ${baseline.p99_ms} ms; first page ${firstPage.req_per_s}/s p99 ${firstPage.p99_ms} ms; deepest page ${deepestPage.req_per_s}/s p99 ${deepestPage.p99_ms} ms; event loop held ${eventLoopMaxMs} ms at most`);
+      log(`  baseline ${baseline.req_per_s}/s p99 ${baseline.p99_ms} ms; first page ${firstPage.req_per_s}/s p99 ${firstPage.p99_ms} ms; deepest page ${deepestPage.req_per_s}/s p99 ${deepestPage.p99_ms} ms; event loop held ${eventLoopMaxMs} ms at most; service CPU during the baseline ${idleCpuPercent} %`);
       const first = result.sizes[0];
       const ratiosOf = (row: Row, firstRow: Row | undefined) => ({
         req_per_s_of_baseline: round(row.req_per_s / baseline.req_per_s, 4),
@@ -383,6 +401,7 @@ async function measureStore(result: StoreResult, baselineUrl: string, save: () =
         size,
         seed,
         memory,
+        idle_cpu_percent: idleCpuPercent,
         event_loop_max_ms: eventLoopMaxMs,
         load_average: loadAverage,
         baseline,
@@ -446,12 +465,12 @@ export function markdown(r: Report): string {
     lines.push(
       `## ${s.store} store`,
       '',
-      '| load balancers | page | req/s | p50 ms | p99 ms | req/s ÷ baseline | p99 × baseline | p99 × first size | RSS MB (× first size) | heap used MB | event loop held, max ms | baseline req/s, p99 ms | load avg (1 min) |',
+      '| load balancers | page | req/s | p50 ms | p99 ms | req/s ÷ baseline | p99 × baseline | p99 × first size | RSS MB (× first size) | heap used MB | event loop held, max ms | service CPU during the baseline, % of one CPU | baseline req/s, p99 ms | load avg (1 min) |',
       '|---:|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|',
     );
     for (const x of s.sizes) {
       const row = (name: string, p: Row, q: SizeResult['ratios']['first_page']) =>
-        `| ${x.size} | ${name} | ${p.req_per_s} | ${p.p50_ms} | ${p.p99_ms} | ${q.req_per_s_of_baseline} | ${q.p99_x_baseline} | **${q.p99_x_first_size}** | ${x.memory.rss_mb} (${x.ratios.rss_x_first_size}) | ${x.memory.heap_used_mb} | ${x.event_loop_max_ms ?? '–'} | ${x.baseline.req_per_s}, ${x.baseline.p99_ms} | ${x.load_average[0].toFixed(2)} |`;
+        `| ${x.size} | ${name} | ${p.req_per_s} | ${p.p50_ms} | ${p.p99_ms} | ${q.req_per_s_of_baseline} | ${q.p99_x_baseline} | **${q.p99_x_first_size}** | ${x.memory.rss_mb} (${x.ratios.rss_x_first_size}) | ${x.memory.heap_used_mb} | ${x.event_loop_max_ms ?? '–'} | ${x.idle_cpu_percent ?? '–'} | ${x.baseline.req_per_s}, ${x.baseline.p99_ms} | ${x.load_average[0].toFixed(2)} |`;
       lines.push(row('first', x.first_page, x.ratios.first_page), row(`last (after ${x.deepest_page.rows_before})`, x.deepest_page, x.ratios.deepest_page));
     }
     lines.push('');
