@@ -15,10 +15,6 @@ export class TeamPartition<V> {
     return this.teams.get(this.teamOf(key))?.get(key);
   }
 
-  has(key: string): boolean {
-    return this.teams.get(this.teamOf(key))?.has(key) ?? false;
-  }
-
   set(key: string, value: V): void {
     const team = this.teamOf(key);
     let values = this.teams.get(team);
