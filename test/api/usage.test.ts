@@ -38,6 +38,11 @@ describe('usage', () => {
     // Running for a measurable while: until the report shows its hours growing.
     await eventually(async () => ((await t.api('GET', '/api/v1/usage')).body.data.resources.find((r: any) => r.family === 'load_balancer')?.quantity ?? 0) > 0);
     const runningSeen = Date.now();
+    // Running on past that moment by more than the report's rounding (a millionth of an
+    // hour, 3.6 ms): otherwise, on a fast machine, the hours up to runningSeen and all of
+    // them rounded to the same figure.
+    const hoursUpToSeen = (runningSeen - createdAt) / HOUR_MS;
+    await eventually(async () => ((await t.api('GET', '/api/v1/usage')).body.data.resources.find((r: any) => r.family === 'load_balancer')?.quantity ?? 0) > hoursUpToSeen + 2e-6);
     expect((await t.api('DELETE', `/api/v1/load-balancers/${made.body.data.id}`)).status).toBe(200);
     await waitForStatus(t, `/api/v1/load-balancers/${made.body.data.id}`, 'deleted');
     lb = { id: made.body.data.id, createdAt, runningSeen, deletedAt: Date.now() };
