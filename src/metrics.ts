@@ -109,7 +109,7 @@ export const dataDirFailingWrites = new Gauge({
 
 export const eventLogEvents = new Gauge({
   name: 'cloudplane_event_log_events',
-  help: 'Embedded event bus: events kept (in memory and in events.log), those older than CLOUDPLANE_EVENT_RETENTION_DAYS dropped.',
+  help: 'Embedded event bus: events kept in events.log, those older than CLOUDPLANE_EVENT_RETENTION_DAYS dropped.',
   registers: [registry],
 });
 

@@ -4,20 +4,22 @@
  * start and needs no store of its own; the stream (the embedded log, or JetStream with
  * its max age) is the record.
  *
- * Each team's events are kept in ordered indexes (B+ trees keyed by time, then id): one
- * of all of them, and one per value of each equality filter (type, category, resource,
- * actor). A page walks the most selective index that applies from the cursor (or the
- * window's edge) and checks the other filters on the way, so its cost follows the page
- * and the filters' selectivity, not the size of the team's history.
+ * Each team's events are kept in ordered indexes of their keys (time, then id): one of all
+ * of them, and one per value of each equality filter (type, category, resource, actor). A
+ * page walks the most selective index that applies from the cursor (or the window's edge)
+ * and checks the other filters on the way, so its cost follows the page and the filters'
+ * selectivity, not the size of the team's history.
  *
- * The indexes hold each event's JSON text, not the parsed event (held-event.ts). The
- * other filters are checked by the event's place in their indexes, the time window by the
- * key, and only a page's events are parsed.
+ * The events' JSON texts are kept outside the heap (text-arena.ts), and only a page's
+ * events, or those a text search reads, are read back and parsed. Parsed, an event with
+ * the copy of its resource in `data` is some 30 objects for every collection to mark, for
+ * the whole retention; most of the heap of a large installation was this history.
  */
 import BTree from 'sorted-btree';
 import type { CloudEvent, EventBus } from '../events/types';
-import { categoryOf } from '../events/types';
-import { parseEvent } from '../events/held-event';
+import { categoryOf, parseEvent } from '../events/types';
+import { SortedKeys } from '../lib/sorted-keys';
+import { TextArena } from '../lib/text-arena';
 
 export interface AuditFilter {
   /** An exact type, or `category.*`. */
@@ -41,15 +43,13 @@ export interface AuditPageRequest {
   limit?: number;
 }
 
-/** Position (time, then id) to the event's JSON text. */
-type EventIndex = BTree<string, string>;
-
 /**
  * Orders by created_at, then id. The separator sorts below every character of an id and
  * ends the time, so comparing keys compares times first exactly as comparing them alone would.
  */
 const positionOf = (createdAt: string, id: string) => `${createdAt}\u0000${id}`;
 const keyOf = (event: CloudEvent) => positionOf(event.created_at, event.id);
+const idOf = (key: string) => key.slice(key.indexOf('\u0000') + 1);
 
 /** The equality indexes an event is entered in, by name (`<filter>:<value>`). */
 function indexNamesOf(event: CloudEvent): string[] {
@@ -69,41 +69,58 @@ function indexNamesFor(filter: AuditFilter): string[] {
 }
 
 class TeamEvents {
-  readonly all: EventIndex = new BTree();
-  private readonly byValue = new Map<string, EventIndex>();
+  /** Every event, by key, to the place of its text in the arena. */
+  private readonly texts = new BTree<string, number>();
+  readonly all = new SortedKeys();
+  private readonly byValue = new Map<string, SortedKeys>();
+
+  constructor(private readonly arena: TextArena) {}
 
   add(event: CloudEvent, text: string): void {
     const key = keyOf(event);
-    this.all.set(key, text);
+    this.texts.set(key, this.arena.add(text));
+    this.all.add(key);
     for (const name of indexNamesOf(event)) {
       let index = this.byValue.get(name);
-      if (!index) this.byValue.set(name, (index = new BTree()));
-      index.set(key, text);
+      if (!index) this.byValue.set(name, (index = new SortedKeys()));
+      index.add(key);
     }
+  }
+
+  textOf(key: string): string {
+    return this.arena.text(this.texts.get(key)!);
   }
 
   /** Whether the event at `key`, met in the walk of index `walked`, is of every other value the filter asks for. */
-  matches(key: string, text: string, filter: AuditFilter, q: string | undefined, walked: string | null): boolean {
+  matches(key: string, filter: AuditFilter, q: string | undefined, walked: string | null): boolean {
     for (const name of indexNamesFor(filter)) if (name !== walked && !this.byValue.get(name)?.has(key)) return false;
-    return !q || text.toLowerCase().includes(q);
+    return !q || this.textOf(key).toLowerCase().includes(q);
   }
 
-  remove(event: CloudEvent): void {
-    const key = keyOf(event);
-    this.all.delete(key);
-    for (const name of indexNamesOf(event)) {
-      const index = this.byValue.get(name);
-      index?.delete(key);
-      if (index?.size === 0) this.byValue.delete(name);
+  /** Forgets the events created before `cutoff` (a time), and returns their ids. */
+  expire(cutoff: string): string[] {
+    const ids: string[] = [];
+    for (const [key, handle] of this.texts.entries()) {
+      if (key >= cutoff) break;
+      this.arena.release(handle);
+      ids.push(idOf(key));
     }
+    if (ids.length === 0) return ids;
+    this.texts.deleteRange('', cutoff, false);
+    this.all.deleteBelow(cutoff);
+    for (const [name, index] of this.byValue) {
+      index.deleteBelow(cutoff);
+      if (index.size === 0) this.byValue.delete(name);
+    }
+    return ids;
   }
 
   /** The smallest index holding every event the filter can match (an empty one if a value has none), and its name (null: all). */
-  narrowest(filter: AuditFilter): { index: EventIndex; name: string | null } {
-    let best: { index: EventIndex; name: string | null } = { index: this.all, name: null };
+  narrowest(filter: AuditFilter): { index: SortedKeys; name: string | null } {
+    let best: { index: SortedKeys; name: string | null } = { index: this.all, name: null };
     for (const name of indexNamesFor(filter)) {
       const index = this.byValue.get(name);
-      if (!index) return { index: new BTree(), name };
+      if (!index) return { index: new SortedKeys(), name };
       if (index.size < best.index.size) best = { index, name };
     }
     return best;
@@ -112,6 +129,7 @@ class TeamEvents {
 
 export class AuditLog {
   private readonly byTeam = new Map<string, TeamEvents>();
+  private readonly arena = new TextArena();
   /** Ids of the events held, so an event the bus delivers twice is recorded once. */
   private readonly held = new Set<string>();
   private stopFollowing: (() => void) | null = null;
@@ -147,36 +165,36 @@ export class AuditLog {
     const limit = request.limit ?? Infinity;
     const q = filter.q?.toLowerCase();
     const narrowest = teamEvents.narrowest(filter);
-    for (const [key, text] of this.walk(narrowest.index, filter, request)) {
-      if (!teamEvents.matches(key, text, filter, q, narrowest.name)) continue;
+    for (const key of this.walk(narrowest.index, filter, request)) {
+      if (!teamEvents.matches(key, filter, q, narrowest.name)) continue;
       if (events.length === limit) return { events, more: true };
-      events.push(parseEvent(text));
+      events.push(parseEvent(teamEvents.textOf(key)));
     }
     return { events, more: false };
   }
 
   /**
-   * The entries of `index` inside the filter's time window, in the page's order, from just
+   * The keys of `index` inside the filter's time window, in the page's order, from just
    * after `after`. A key compares with a bare time as its own time does (positionOf).
    */
-  private *walk(index: EventIndex, filter: AuditFilter, request: AuditPageRequest): Generator<[string, string]> {
+  private *walk(index: SortedKeys, filter: AuditFilter, request: AuditPageRequest): Generator<string> {
     const after = request.after && positionOf(request.after.created_at, request.after.id);
     if (request.order === 'asc') {
       // A bare time sorts before every key of that time: the walk starts at its first event.
       const since = filter.since ?? '';
       const start = after !== undefined && after > since ? after : since;
-      for (const entry of index.entries(start)) {
-        if (entry[0] === after) continue;
-        if (filter.until && entry[0] >= filter.until) return;
-        yield entry;
+      for (const key of index.ascending(start)) {
+        if (key === after) continue;
+        if (filter.until && key >= filter.until) return;
+        yield key;
       }
     } else {
-      // Keys of the window's end time itself sort above the bare time, so they are left out.
+      // Below the start: past the cursor, or before the window's end time (whose own keys sort above the bare time).
       const until = filter.until;
       const start = after !== undefined && (until === undefined || after < until) ? after : until;
-      for (const entry of index.entriesReversed(start, undefined, after !== undefined && start === after)) {
-        if (filter.since && entry[0] < filter.since) return;
-        yield entry;
+      for (const key of index.descending(start)) {
+        if (filter.since && key < filter.since) return;
+        yield key;
       }
     }
   }
@@ -185,22 +203,14 @@ export class AuditLog {
     if (this.held.has(event.id)) return;
     this.held.add(event.id);
     let teamEvents = this.byTeam.get(event.team_id);
-    if (!teamEvents) this.byTeam.set(event.team_id, (teamEvents = new TeamEvents()));
+    if (!teamEvents) this.byTeam.set(event.team_id, (teamEvents = new TeamEvents(this.arena)));
     teamEvents.add(event, text);
   }
 
   private trim(): void {
     const cutoff = new Date(Date.now() - this.retentionMs).toISOString();
     for (const [team, teamEvents] of this.byTeam) {
-      const expired: CloudEvent[] = [];
-      for (const [key, text] of teamEvents.all.entries()) {
-        if (key >= cutoff) break;
-        expired.push(parseEvent(text));
-      }
-      for (const event of expired) {
-        teamEvents.remove(event);
-        this.held.delete(event.id);
-      }
+      for (const id of teamEvents.expire(cutoff)) this.held.delete(id);
       if (teamEvents.all.size === 0) this.byTeam.delete(team);
     }
   }

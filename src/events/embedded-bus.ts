@@ -8,6 +8,13 @@
  * retention are dropped from the front of the log (like JetStream's max age); the log
  * then starts with a header record giving the sequence number of its first event (a log
  * without a header, from before retention, starts at 0).
+ *
+ * The events themselves stay in the log: the bus keeps, per event, when it was created
+ * (for the retention) and its id (for de-duplication), and the texts of the newest few,
+ * which is where consumers that keep up read. Older events (a consumer that fell behind,
+ * a follower from a moment in the past) are read back from the file, from the page cache
+ * most of the time. Held in memory, a 30-day retention was most of the heap of a large
+ * installation, and every young-generation collection paused longer for it.
  */
 import fs from 'node:fs';
 import path from 'node:path';
@@ -16,10 +23,13 @@ import { AppendLog } from '../store/append-log';
 import { DataDirHealth } from '../store/data-dir-health';
 import { BackgroundWrite, DEFAULT_RETRY } from '../store/background-write';
 import { eventLogBytes, eventLogEvents } from '../metrics';
-import { CloudEvent, EventBus, EventHandler, SubscribeOptions } from './types';
-import { HeldEvent, holdEvent, parseEvent } from './held-event';
+import { CloudEvent, EventBus, EventHandler, parseEvent, SubscribeOptions } from './types';
 
 const RETRY_DELAY_MS = 500;
+/** How many of the newest events' texts are kept in memory, for the consumers that keep up. */
+const RECENT_TEXTS = 1024;
+/** Events read back from the log at once by a reader of many (a follower, recent()). */
+const READ_BATCH = 1000;
 const POSITION_SAVE_INTERVAL_MS = 200;
 /**
  * The log is rewritten once expired events are a quarter of it: it then holds between one
@@ -89,11 +99,18 @@ export interface EmbeddedEventBusOptions {
 export class EmbeddedEventBus implements EventBus {
   private readonly log: AppendLog;
   private readonly positionsFile: string;
-  /** The retained events, oldest first; `events[i]` has sequence number `base + i`. */
-  private events: HeldEvent[] = [];
+  /** Sequence number of the oldest event kept, the first in the log file. */
   private base = 0;
+  /** Sequence number of the next event published. */
+  private head = 0;
+  /** When each kept event was created (epoch ms): `createdMs[i]` is that of sequence number `base + i`. */
+  private createdMs: number[] = [];
+  /** The texts of the newest events, at sequence number modulo RECENT_TEXTS, from `recentFrom` on. */
+  private readonly recentTexts: string[] = new Array(RECENT_TEXTS);
+  private recentFrom = 0;
   /** Records before the first event in the log file: 1 once it has a header. */
   private headerRecords = 0;
+  /** The ids of the kept events, in the order of their sequence numbers (forgetBefore relies on it). */
   private readonly ids = new Set<string>();
   private positions: Record<string, number> = {};
   private readonly consumers = new Map<string, Consumer>();
@@ -123,16 +140,18 @@ export class EmbeddedEventBus implements EventBus {
   }
 
   async start(): Promise<void> {
-    this.events = [];
+    this.createdMs = [];
     for (const record of this.log.open<CloudEvent | LogHeader>()) {
       if (isHeader(record)) {
         this.base = record.header.base;
         this.headerRecords = 1;
       } else {
-        this.events.push(holdEvent(record));
+        this.createdMs.push(Date.parse(record.created_at));
         this.ids.add(record.id);
       }
     }
+    this.head = this.base + this.createdMs.length;
+    this.recentFrom = this.head;
     if (fs.existsSync(this.positionsFile)) this.positions = JSON.parse(fs.readFileSync(this.positionsFile, 'utf8'));
     this.updateGauges();
     if (this.retention) {
@@ -163,7 +182,9 @@ export class EmbeddedEventBus implements EventBus {
     const done = this.log.appendJson(text).then(
       () => {
         this.ids.add(event.id);
-        this.events.push(holdEvent(event, text));
+        const sequence = this.head++;
+        this.createdMs.push(Date.parse(event.created_at));
+        this.recentTexts[sequence % RECENT_TEXTS] = text;
         this.updateGauges();
         for (const follower of this.followers) follower(event, text);
         for (const name of this.consumers.keys()) this.pump(name);
@@ -198,26 +219,47 @@ export class EmbeddedEventBus implements EventBus {
   }
 
   follow(since: string, handler: (event: CloudEvent, text: string) => void): () => void {
-    for (const held of this.events) if (held.created_at >= since) handler(parseEvent(held.text), held.text);
+    for (const { event, text } of this.keptSince(Date.parse(since))) handler(event, text);
     this.followers.add(handler);
     return () => this.followers.delete(handler);
   }
 
   async recent(team: string, since: string): Promise<CloudEvent[]> {
-    return this.events.filter((e) => e.team_id === team && e.created_at >= since).map((held) => parseEvent(held.text));
+    const events: CloudEvent[] = [];
+    for (const { event } of this.keptSince(Date.parse(since))) if (event.team_id === team) events.push(event);
+    return events;
   }
 
   async pending(): Promise<Record<string, number>> {
-    const head = this.base + this.events.length;
     // Past the saved position: the events not handed out or in the handler; those finished out of order are done.
-    return Object.fromEntries([...this.consumers].map(([name, consumer]) => [name, head - this.positions[name] - consumer.finished.size]));
+    return Object.fromEntries([...this.consumers].map(([name, consumer]) => [name, this.head - this.positions[name] - consumer.finished.size]));
+  }
+
+  /** The kept events created at or after `sinceMs`, oldest first, read from the log a batch at a time. */
+  private *keptSince(sinceMs: number): Generator<{ event: CloudEvent; text: string }> {
+    for (let from = this.base; from < this.head; from += READ_BATCH) {
+      const texts = this.log.readRecords(this.recordOf(from), this.recordOf(Math.min(from + READ_BATCH, this.head)));
+      for (let i = 0; i < texts.length; i++) if (this.createdMs[from + i - this.base] >= sinceMs) yield { event: parseEvent(texts[i]), text: texts[i] };
+    }
+  }
+
+  /** The text of a kept event: from memory if it is among the newest, from the log otherwise. */
+  private textOf(sequence: number): string {
+    if (sequence >= this.recentFrom && sequence >= this.head - RECENT_TEXTS) return this.recentTexts[sequence % RECENT_TEXTS];
+    const record = this.recordOf(sequence);
+    return this.log.readRecords(record, record + 1)[0];
+  }
+
+  /** The place in the log file of the event with a sequence number. */
+  private recordOf(sequence: number): number {
+    return this.headerRecords + sequence - this.base;
   }
 
   /** Hands the consumer the events past its position, up to its concurrency at once. */
   private pump(name: string): void {
     const consumer = this.consumers.get(name);
     if (!consumer) return;
-    while (!consumer.stopped && consumer.inFlight < consumer.concurrency && consumer.next < this.base + this.events.length) {
+    while (!consumer.stopped && consumer.inFlight < consumer.concurrency && consumer.next < this.head) {
       consumer.inFlight++;
       void this.handOut(name, consumer, consumer.next++);
     }
@@ -225,10 +267,13 @@ export class EmbeddedEventBus implements EventBus {
 
   /** Runs the handler on one event until it succeeds, then moves the position on if it can. */
   private async handOut(name: string, consumer: Consumer, sequence: number): Promise<void> {
-    // Parsed for each consumer: a handler may keep or change what it is given.
-    const event = parseEvent(this.events[sequence - this.base].text);
+    let event: CloudEvent | undefined;
     while (!consumer.stopped) {
+      // An event that expired before it could be read (the log refused reads) went with the rest of its retention.
+      if (!event && sequence < this.base) break;
       try {
+        // Parsed for each consumer: a handler may keep or change what it is given.
+        event ??= parseEvent(this.textOf(sequence));
         await consumer.handler(event);
         break;
       } catch {
@@ -259,10 +304,10 @@ export class EmbeddedEventBus implements EventBus {
    * waits for those before it). Appends go on meanwhile; see AppendLog.rewrite.
    */
   private async dropExpired(retentionMs: number): Promise<void> {
-    const cutoff = new Date(Date.now() - retentionMs).toISOString();
+    const cutoff = Date.now() - retentionMs;
     let expired = 0;
-    while (expired < this.events.length && this.events[expired].created_at < cutoff) expired++;
-    if (expired === 0 || expired * COMPACT_FRACTION < this.events.length) return;
+    while (expired < this.createdMs.length && this.createdMs[expired] < cutoff) expired++;
+    if (expired === 0 || expired * COMPACT_FRACTION < this.createdMs.length) return;
     const base = this.base + expired;
     const header: LogHeader = { header: { base } };
     await this.log.rewrite(this.headerRecords + expired, header, () => this.forgetBefore(base));
@@ -270,8 +315,13 @@ export class EmbeddedEventBus implements EventBus {
 
   /** Forgets the events before sequence number `base`, which the log no longer holds. */
   private forgetBefore(base: number): void {
-    for (const event of this.events.slice(0, base - this.base)) this.ids.delete(event.id);
-    this.events = this.events.slice(base - this.base);
+    // The ids were added in the order of the sequence numbers, one per event: the first are the forgotten ones.
+    let forgotten = base - this.base;
+    for (const id of this.ids) {
+      if (forgotten-- === 0) break;
+      this.ids.delete(id);
+    }
+    this.createdMs = this.createdMs.slice(base - this.base);
     this.base = base;
     this.headerRecords = 1;
     let moved = false;
@@ -290,7 +340,7 @@ export class EmbeddedEventBus implements EventBus {
   }
 
   private updateGauges(): void {
-    eventLogEvents.set(this.events.length);
+    eventLogEvents.set(this.createdMs.length);
     eventLogBytes.set(this.log.size);
   }
 }

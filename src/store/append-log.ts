@@ -77,6 +77,31 @@ export class AppendLog {
     return this.ends.length;
   }
 
+  /**
+   * The JSON text of the committed records [from, to), read back from the file in one read:
+   * for a reader that keeps their places rather than their contents in memory. Synchronous,
+   * so that a rewrite cannot switch files in the middle of it.
+   */
+  readRecords(from: number, to: number): string[] {
+    if (from < 0 || to > this.ends.length || from > to) throw new RangeError(`${this.file}: no records [${from}, ${to}) among ${this.ends.length}`);
+    if (from === to) return [];
+    const start = from === 0 ? 0 : this.ends[from - 1];
+    const buffer = Buffer.allocUnsafe(this.ends[to - 1] - start);
+    for (let read = 0; read < buffer.length; ) {
+      const n = fs.readSync(this.fd, buffer, read, buffer.length - read, start + read);
+      if (n === 0) throw new Error(`${this.file}: the log ended at byte ${start + read}, before ${start + buffer.length}`);
+      read += n;
+    }
+    const texts: string[] = [];
+    let at = 0;
+    for (let i = from; i < to; i++) {
+      const end = this.ends[i] - start;
+      texts.push(buffer.toString('utf8', at, end - 1)); // without the newline
+      at = end;
+    }
+    return texts;
+  }
+
   append(record: unknown): Promise<void> {
     return this.appendJson(JSON.stringify(record));
   }

@@ -129,6 +129,25 @@ describe('AppendLog', () => {
     await log.close();
   });
 
+  it('reads committed records back as their text, before and after a rewrite, and refuses records it does not have', async () => {
+    const log = new AppendLog(file);
+    log.open();
+    const records = Array.from({ length: 6 }, (_, n) => ({ n, text: `ünï ${'y'.repeat(n)}` }));
+    await Promise.all(records.map((r) => log.append(r)));
+    expect(log.readRecords(0, 6).map((text) => JSON.parse(text))).toEqual(records);
+    expect(log.readRecords(2, 3)).toEqual([JSON.stringify(records[2])]);
+    expect(log.readRecords(4, 4)).toEqual([]);
+    expect(() => log.readRecords(5, 7)).toThrow(RangeError);
+    await log.rewrite(3, { header: 1 }, () => undefined);
+    expect(log.readRecords(0, 4).map((text) => JSON.parse(text))).toEqual([{ header: 1 }, ...records.slice(3)]);
+    await log.close();
+    // After a restart, from the records open() found.
+    const reopened = new AppendLog(file);
+    reopened.open();
+    expect(JSON.parse(reopened.readRecords(3, 4)[0])).toEqual(records[5]);
+    await reopened.close();
+  });
+
   it('rejects every record of a failed commit and leaves no part of it behind for a later commit to uncover', async () => {
     const log = new AppendLog(file);
     log.open();

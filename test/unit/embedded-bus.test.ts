@@ -271,6 +271,21 @@ describe('EmbeddedEventBus', () => {
     expect(seen).toEqual(['e.1', 'e.2', 'e.3']);
   });
 
+  it('hands a consumer and a follower that are further behind than the texts kept in memory every event, read back from the log', async () => {
+    // More than the 1,024 newest texts the bus keeps, and than one read of the log (1,000).
+    const published = Array.from({ length: 2_500 }, (_, i) => ({ ...event(`e.${i}`), data: { n: i, name: `ünïcödé ${'x'.repeat(i % 50)}` } }));
+    for (let i = 0; i < published.length; i += 100) await Promise.all(published.slice(i, i + 100).map((e) => bus.publish(e)));
+    const followed: CloudEvent[] = [];
+    bus.follow('1970-01-01T00:00:00.000Z', (e) => followed.push(e))();
+    expect(followed).toEqual(published);
+    const seen: CloudEvent[] = [];
+    bus.subscribe('late', async (e) => {
+      seen.push(e);
+    });
+    await until(() => seen.length === published.length);
+    expect(seen).toEqual(published);
+  });
+
   it('lets a follower see the stream from a moment on, then every new event', async () => {
     await bus.publish(event('old', 'team_a', '2026-01-01T00:00:00.000Z'));
     await bus.publish(event('recent', 'team_a', '2026-06-01T00:00:00.000Z'));
