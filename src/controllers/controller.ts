@@ -104,9 +104,11 @@ export class Controller {
   /**
    * Every object of the kind, looked at once no change waits (WorkQueue.addBackground).
    * Queueing 100,000 keys is itself a third of a second: it gives the loop back as a
-   * resync's passes do.
+   * resync's passes do. While the last resync's keys still wait (paced, a large collection
+   * takes longer than the period), a new one would only walk the kind to find them queued.
    */
   private async resync(): Promise<void> {
+    if (this.queue.backgroundWaiting > 0) return;
     for (const object of await this.store.list(this.reconciler.kind)) {
       this.queue.addBackground(keyOf(object));
       const due = yieldIfDue(BACKGROUND_TURN_BUDGET_MS);

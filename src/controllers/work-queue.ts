@@ -85,6 +85,11 @@ export class WorkQueue {
     return this.queued.size;
   }
 
+  /** Background keys not handed out yet (keys since added as changes included, until their turn passes). */
+  get backgroundWaiting(): number {
+    return this.background.length;
+  }
+
   /** Whether the key is waiting in the queue or being processed (not: only due later, by addAfter). */
   has(key: string): boolean {
     return this.queued.has(key) || this.processing.has(key);

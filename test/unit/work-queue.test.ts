@@ -302,6 +302,23 @@ describe('Controller', () => {
     expect(turns.count).toBeGreaterThan(5);
   });
 
+  it('skips a resync while the keys of the last one still wait, and resyncs again once they are done', async () => {
+    const listed = jest.spyOn(store, 'list');
+    const resyncsOfKind = () => listed.mock.calls.filter(([kind]) => kind === 'Widget').length;
+    await Promise.all(Array.from({ length: 50 }, (_, i) => store.create(thing(`w${i}`))));
+    // At 10 passes a second the first resync's keys take about 5 s; the period is 100 ms.
+    controller = new Controller(store, { kind: 'Widget', async reconcile() {} }, { workers: 1, resyncMs: 100, resyncPassesPerSecond: 10, logger });
+    await controller.start();
+    await sleep(450);
+    expect(resyncsOfKind()).toBe(1);
+    await controller.stop();
+
+    listed.mockClear();
+    controller = new Controller(store, { kind: 'Widget', async reconcile() {} }, { workers: 1, resyncMs: 100, resyncPassesPerSecond: 100_000, logger });
+    await controller.start();
+    for (const deadline = Date.now() + 10_000; resyncsOfKind() < 3; await sleep(20)) if (Date.now() > deadline) throw new Error(`${resyncsOfKind()} resyncs in 10 s`);
+  });
+
   it('queues no pass for a write that only took events out of the outbox; any other change of the status does', async () => {
     const passes: string[] = [];
     const reconciler: Reconciler = {
