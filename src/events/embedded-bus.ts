@@ -28,8 +28,8 @@ import { CloudEvent, EventBus, EventHandler, parseEvent, SubscribeOptions } from
 const RETRY_DELAY_MS = 500;
 /** How many of the newest events' texts are kept in memory, for the consumers that keep up. */
 const RECENT_TEXTS = 1024;
-/** Events read back from the log at once by a reader of many (a follower, recent()). */
-const READ_BATCH = 1000;
+/** What a reader of many events (a follower, recent()) reads back from the log at once, at most. */
+const READ_BATCH_BYTES = 1 << 20;
 const POSITION_SAVE_INTERVAL_MS = 200;
 /**
  * The log is rewritten once expired events are a quarter of it: it then holds between one
@@ -235,11 +235,13 @@ export class EmbeddedEventBus implements EventBus {
     return Object.fromEntries([...this.consumers].map(([name, consumer]) => [name, this.head - this.positions[name] - consumer.finished.size]));
   }
 
-  /** The kept events created at or after `sinceMs`, oldest first, read from the log a batch at a time. */
+  /** The kept events created at or after `sinceMs`, oldest first, read from the log a megabyte at a time. */
   private *keptSince(sinceMs: number): Generator<{ event: CloudEvent; text: string }> {
-    for (let from = this.base; from < this.head; from += READ_BATCH) {
-      const texts = this.log.readRecords(this.recordOf(from), this.recordOf(Math.min(from + READ_BATCH, this.head)));
+    for (let from = this.base; from < this.head; ) {
+      const to = Math.min(this.head, this.base + this.log.recordsWithin(this.recordOf(from), READ_BATCH_BYTES) - this.headerRecords);
+      const texts = this.log.readRecords(this.recordOf(from), this.recordOf(to));
       for (let i = 0; i < texts.length; i++) if (this.createdMs[from + i - this.base] >= sinceMs) yield { event: parseEvent(texts[i]), text: texts[i] };
+      from = to;
     }
   }
 

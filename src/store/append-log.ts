@@ -102,6 +102,14 @@ export class AppendLog {
     return texts;
   }
 
+  /** The end of a run of records from `from` that spans at most `maxBytes` (at least one record, if there is one). */
+  recordsWithin(from: number, maxBytes: number): number {
+    const start = from === 0 ? 0 : this.ends[from - 1];
+    let to = Math.min(from + 1, this.ends.length);
+    while (to < this.ends.length && this.ends[to] - start <= maxBytes) to++;
+    return to;
+  }
+
   append(record: unknown): Promise<void> {
     return this.appendJson(JSON.stringify(record));
   }

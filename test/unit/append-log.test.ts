@@ -138,6 +138,10 @@ describe('AppendLog', () => {
     expect(log.readRecords(2, 3)).toEqual([JSON.stringify(records[2])]);
     expect(log.readRecords(4, 4)).toEqual([]);
     expect(() => log.readRecords(5, 7)).toThrow(RangeError);
+    // Runs of records by size: each record here is 24-29 bytes with its newline.
+    expect(log.recordsWithin(0, 50)).toBe(2);
+    expect(log.recordsWithin(4, 1)).toBe(5); // at least one
+    expect(log.recordsWithin(2, 1e9)).toBe(6);
     await log.rewrite(3, { header: 1 }, () => undefined);
     expect(log.readRecords(0, 4).map((text) => JSON.parse(text))).toEqual([{ header: 1 }, ...records.slice(3)]);
     await log.close();

@@ -272,8 +272,8 @@ describe('EmbeddedEventBus', () => {
   });
 
   it('hands a consumer and a follower that are further behind than the texts kept in memory every event, read back from the log', async () => {
-    // More than the 1,024 newest texts the bus keeps, and than one read of the log (1,000).
-    const published = Array.from({ length: 2_500 }, (_, i) => ({ ...event(`e.${i}`), data: { n: i, name: `ünïcödé ${'x'.repeat(i % 50)}` } }));
+    // More than the 1,024 newest texts the bus keeps, and than one read of the log (1 MiB: these are 1.6 MB).
+    const published = Array.from({ length: 2_500 }, (_, i) => ({ ...event(`e.${i}`), data: { n: i, name: `ünïcödé ${'x'.repeat(i % 50)}`, pad: 'p'.repeat(450) } }));
     for (let i = 0; i < published.length; i += 100) await Promise.all(published.slice(i, i + 100).map((e) => bus.publish(e)));
     const followed: CloudEvent[] = [];
     bus.follow('1970-01-01T00:00:00.000Z', (e) => followed.push(e))();
