@@ -51,7 +51,8 @@ describe('out of file descriptors (real service under prlimit)', () => {
       dataDir,
       key: KEY,
       prefix: ['prlimit', `--nofile=${NOFILE}:${NOFILE}`],
-      env: { CLOUDPLANE_SIM_DELAY_MS: '4000', CLOUDPLANE_RATE_LIMIT_PER_MINUTE: '1000000', CLOUDPLANE_RESYNC_SECONDS: '2' },
+      // 6 s ± 25 %: the load balancers go `running` after the descriptors are gone, however slowly the machine makes them.
+      env: { CLOUDPLANE_SIM_DELAY_MS: '6000', CLOUDPLANE_RATE_LIMIT_PER_MINUTE: '1000000', CLOUDPLANE_RESYNC_SECONDS: '2' },
     });
     const service = svc;
     try {
@@ -64,9 +65,11 @@ describe('out of file descriptors (real service under prlimit)', () => {
       // fetch keeps its connections open; let them go before counting descriptors.
       await sleep(100);
       const sockets = await exhaustDescriptors(service.url);
-      // The load balancers go `running` meanwhile (4 s ± 25 %): events, consumers, positions to save.
-      for (const until = Date.now() + 8_000; Date.now() < until; await sleep(200)) expect(alive(service)).toBe(true);
+      // The load balancers go `running` meanwhile: events, consumers, positions to save. Alive throughout, until the refusal shows.
+      for (const until = Date.now() + 15_000; Date.now() < until && !/EMFILE/.test(service.output()); await sleep(200)) expect(alive(service)).toBe(true);
       expect(service.output()).toMatch(/EMFILE/);
+      // And it stays up, out of descriptors, a while longer.
+      for (const until = Date.now() + 3_000; Date.now() < until; await sleep(200)) expect(alive(service)).toBe(true);
       for (const socket of sockets) socket.destroy();
 
       await eventually(async () => (await service.api('GET', '/api/v1/load-balancers?limit=1')).body.meta.persistence === 'synced', 60_000, 200);
