@@ -15,10 +15,9 @@
  * the copy of its resource in `data` is some 30 objects for every collection to mark, for
  * the whole retention; most of the heap of a large installation was this history.
  */
-import BTree from 'sorted-btree';
 import type { CloudEvent, EventBus } from '../events/types';
 import { categoryOf, parseEvent } from '../events/types';
-import { SortedKeys } from '../lib/sorted-keys';
+import { OrderedKeys, SortedKeys, SortedMap } from '../lib/sorted-keys';
 import { TextArena } from '../lib/text-arena';
 
 export interface AuditFilter {
@@ -70,16 +69,14 @@ function indexNamesFor(filter: AuditFilter): string[] {
 
 class TeamEvents {
   /** Every event, by key, to the place of its text in the arena. */
-  private readonly texts = new BTree<string, number>();
-  readonly all = new SortedKeys();
+  readonly all = new SortedMap<number>();
   private readonly byValue = new Map<string, SortedKeys>();
 
   constructor(private readonly arena: TextArena) {}
 
   add(event: CloudEvent, text: string): void {
     const key = keyOf(event);
-    this.texts.set(key, this.arena.add(text));
-    this.all.add(key);
+    this.all.set(key, this.arena.add(text));
     for (const name of indexNamesOf(event)) {
       let index = this.byValue.get(name);
       if (!index) this.byValue.set(name, (index = new SortedKeys()));
@@ -88,7 +85,7 @@ class TeamEvents {
   }
 
   textOf(key: string): string {
-    return this.arena.text(this.texts.get(key)!);
+    return this.arena.text(this.all.get(key)!);
   }
 
   /** Whether the event at `key`, met in the walk of index `walked`, is of every other value the filter asks for. */
@@ -100,14 +97,11 @@ class TeamEvents {
   /** Forgets the events created before `cutoff` (a time), and returns their ids. */
   expire(cutoff: string): string[] {
     const ids: string[] = [];
-    for (const [key, handle] of this.texts.entries()) {
-      if (key >= cutoff) break;
+    this.all.deleteBelow(cutoff, (key, handle) => {
       this.arena.release(handle);
       ids.push(idOf(key));
-    }
+    });
     if (ids.length === 0) return ids;
-    this.texts.deleteRange('', cutoff, false);
-    this.all.deleteBelow(cutoff);
     for (const [name, index] of this.byValue) {
       index.deleteBelow(cutoff);
       if (index.size === 0) this.byValue.delete(name);
@@ -116,8 +110,8 @@ class TeamEvents {
   }
 
   /** The smallest index holding every event the filter can match (an empty one if a value has none), and its name (null: all). */
-  narrowest(filter: AuditFilter): { index: SortedKeys; name: string | null } {
-    let best: { index: SortedKeys; name: string | null } = { index: this.all, name: null };
+  narrowest(filter: AuditFilter): { index: OrderedKeys; name: string | null } {
+    let best: { index: OrderedKeys; name: string | null } = { index: this.all, name: null };
     for (const name of indexNamesFor(filter)) {
       const index = this.byValue.get(name);
       if (!index) return { index: new SortedKeys(), name };
@@ -177,7 +171,7 @@ export class AuditLog {
    * The keys of `index` inside the filter's time window, in the page's order, from just
    * after `after`. A key compares with a bare time as its own time does (positionOf).
    */
-  private *walk(index: SortedKeys, filter: AuditFilter, request: AuditPageRequest): Generator<string> {
+  private *walk(index: OrderedKeys, filter: AuditFilter, request: AuditPageRequest): Generator<string> {
     const after = request.after && positionOf(request.after.created_at, request.after.id);
     if (request.order === 'asc') {
       // A bare time sorts before every key of that time: the walk starts at its first event.
