@@ -19,7 +19,7 @@ import fs from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
 import inspector from 'node:inspector/promises';
-import { monitorEventLoopDelay, performance } from 'node:perf_hooks';
+import { constants as perfConstants, monitorEventLoopDelay, performance, PerformanceObserver } from 'node:perf_hooks';
 import Fastify from 'fastify';
 import { CoreV1Api } from '@kubernetes/client-node';
 import { machine, memoryAfterGc, nextReply, serviceExecArgv, writeResults } from './report';
@@ -79,7 +79,7 @@ type ChildReply =
   | { type: 'seeded'; result: SeedResult }
   | { type: 'measure'; memory: Memory }
   | { type: 'cpu'; cpu_percent: number }
-  | { type: 'measured'; event_loop_max_ms: number }
+  | { type: 'measured'; event_loop_max_ms: number; collections: Collections }
   | { type: 'stopped' };
 
 async function child(): Promise<void> {
@@ -137,6 +137,7 @@ async function child(): Promise<void> {
   // when no request completed during it.
   const loopDelay = monitorEventLoopDelay({ resolution: 10 });
   loopDelay.enable();
+  const collections = new CollectionWatch();
   const rowProfile = process.env.BENCH_ROW_PROF_DIR ? new RowProfile(process.env.BENCH_ROW_PROF_DIR) : null;
   let cpuSince = { usage: process.cpuUsage(), at: performance.now() };
 
@@ -147,6 +148,7 @@ async function child(): Promise<void> {
         const memory = await memoryAfterGc();
         cpuSince = { usage: process.cpuUsage(), at: performance.now() };
         loopDelay.reset();
+        collections.reset();
         await rowProfile?.start();
         send({ type: 'measure', memory });
       } else if (request.type === 'cpu') {
@@ -154,7 +156,7 @@ async function child(): Promise<void> {
         send({ type: 'cpu', cpu_percent: round(((user + system) / 1000 / (performance.now() - cpuSince.at)) * 100, 1) });
       } else if (request.type === 'measured') {
         await rowProfile?.stop(request.label);
-        send({ type: 'measured', event_loop_max_ms: round(loopDelay.max / 1e6, 1) });
+        send({ type: 'measured', event_loop_max_ms: round(loopDelay.max / 1e6, 1), collections: collections.summary() });
       }
       else if (request.type === 'stop') {
         await service.stop();
@@ -165,6 +167,61 @@ async function child(): Promise<void> {
     })().catch((err: Error) => send({ type: 'failed', error: err.stack ?? err.message }));
   });
   send({ type: 'ready', url: service.url, team_id: teamId });
+}
+
+/** What the garbage collector stopped the service for while the rows of a size ran. */
+interface Collections {
+  seconds: number;
+  /** Young-generation collections (scavenges): how many, and how long each held the thread. */
+  scavenges: number;
+  scavenge_p50_ms: number;
+  scavenge_p99_ms: number;
+  scavenge_max_ms: number;
+  /** Full (mark-compact) collections' final pauses, and their total. */
+  full: number;
+  full_total_ms: number;
+}
+
+/**
+ * Every collection's pause since reset(), from Node's \`gc\` performance entries. A list
+ * request's p99 at a large size is mostly its wait behind a scavenge, whose pause grows
+ * with the old generation (V8 visits each of its pages), so each size records both how
+ * often the scavenger ran and how long it held the thread.
+ */
+class CollectionWatch {
+  private scavenges: number[] = [];
+  private full: number[] = [];
+  private since = performance.now();
+
+  constructor() {
+    new PerformanceObserver((list) => {
+      for (const entry of list.getEntries()) {
+        const kind = (entry as { detail?: { kind?: number } }).detail?.kind;
+        if (kind === perfConstants.NODE_PERFORMANCE_GC_MINOR) this.scavenges.push(entry.duration);
+        else if (kind === perfConstants.NODE_PERFORMANCE_GC_MAJOR) this.full.push(entry.duration);
+      }
+    }).observe({ entryTypes: ['gc'] });
+  }
+
+  reset(): void {
+    this.scavenges = [];
+    this.full = [];
+    this.since = performance.now();
+  }
+
+  summary(): Collections {
+    const sorted = [...this.scavenges].sort((a, b) => a - b);
+    const at = (q: number) => round(sorted[Math.min(sorted.length - 1, Math.floor(q * sorted.length))] ?? 0, 2);
+    return {
+      seconds: round((performance.now() - this.since) / 1000, 1),
+      scavenges: sorted.length,
+      scavenge_p50_ms: at(0.5),
+      scavenge_p99_ms: at(0.99),
+      scavenge_max_ms: round(sorted.at(-1) ?? 0, 2),
+      full: this.full.length,
+      full_total_ms: round(this.full.reduce((a, b) => a + b, 0), 1),
+    };
+  }
 }
 
 /** A CPU profile of the service while the rows of one size run (BENCH_ROW_PROF_DIR): the seeding would drown them. */
@@ -245,9 +302,10 @@ class ServiceChild {
     return (await this.ask({ type: 'cpu' }, 'cpu', 120_000)).cpu_percent;
   }
 
-  /** The longest the service's event loop was held since memory(). */
-  async measured(label: string): Promise<number> {
-    return (await this.ask({ type: 'measured', label }, 'measured', 120_000)).event_loop_max_ms;
+  /** The longest the service's event loop was held since memory(), and its garbage collections since then. */
+  async measured(label: string): Promise<{ eventLoopMaxMs: number; collections: Collections }> {
+    const reply = await this.ask({ type: 'measured', label }, 'measured', 120_000);
+    return { eventLoopMaxMs: reply.event_loop_max_ms, collections: reply.collections };
   }
 
   async stop(): Promise<void> {
@@ -272,6 +330,8 @@ interface SizeResult {
   idle_cpu_percent: number;
   /** The longest the service's event loop was held while the rows of this size ran. */
   event_loop_max_ms: number;
+  /** The garbage collections while the rows of this size ran (older results have none). */
+  collections?: Collections;
   load_average: number[];
   baseline: Row;
   first_page: Row;
@@ -389,7 +449,7 @@ async function measureStore(result: StoreResult, baselineUrl: string, save: () =
       const idleCpuPercent = await service.cpuPercent();
       const firstPage = await load(`${service.url}/api/v1/load-balancers?limit=${PAGE}`, auth);
       const deepestPage = await load(`${service.url}/api/v1/load-balancers?limit=${PAGE}&cursor=${encodeURIComponent(deepCursor)}`, auth);
-      const eventLoopMaxMs = await service.measured(`${store}-${size}`);
+      const { eventLoopMaxMs, collections } = await service.measured(`${store}-${size}`);
       log(`  baseline ${baseline.req_per_s}/s p99 ${baseline.p99_ms} ms; first page ${firstPage.req_per_s}/s p99 ${firstPage.p99_ms} ms; deepest page ${deepestPage.req_per_s}/s p99 ${deepestPage.p99_ms} ms; event loop held ${eventLoopMaxMs} ms at most; service CPU during the baseline ${idleCpuPercent} %`);
       const first = result.sizes[0];
       const ratiosOf = (row: Row, firstRow: Row | undefined) => ({
@@ -403,6 +463,7 @@ async function measureStore(result: StoreResult, baselineUrl: string, save: () =
         memory,
         idle_cpu_percent: idleCpuPercent,
         event_loop_max_ms: eventLoopMaxMs,
+        collections,
         load_average: loadAverage,
         baseline,
         first_page: firstPage,
@@ -474,6 +535,16 @@ export function markdown(r: Report): string {
       lines.push(row('first', x.first_page, x.ratios.first_page), row(`last (after ${x.deepest_page.rows_before})`, x.deepest_page, x.ratios.deepest_page));
     }
     lines.push('');
+    const watched = s.sizes.filter((x) => x.collections);
+    if (watched.length)
+      lines.push(
+        'Garbage collection while the rows ran (from the memory reading to the last row): ' +
+          watched
+            .map(({ size, collections: c }) => `${size}: ${c!.scavenges} scavenges in ${c!.seconds} s, pause p50 ${c!.scavenge_p50_ms} ms, p99 ${c!.scavenge_p99_ms} ms, max ${c!.scavenge_max_ms} ms; ${c!.full} full, ${c!.full_total_ms} ms in all`)
+            .join('; ') +
+          '.',
+        '',
+      );
     lines.push('Seeding (ResourceWriter.create, then the reconcilers to `running`, then every event relayed and consumed): ' + s.sizes.map((x) => `${x.size}: ${x.seed.created} created in ${x.seed.create_s} s, running ${x.seed.until_running_s} s later, events consumed at ${x.seed.until_consumed_s} s`).join('; ') + '.');
     if (s.failure) lines.push('', `**Failed** at ${s.failure.size} load balancers (${s.failure.step}): \`${s.failure.error}\``);
     const errors = s.sizes.flatMap((x) => [x.first_page, x.deepest_page]).reduce((n, p) => n + p.errors + p.non_2xx, 0);
