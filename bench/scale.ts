@@ -185,7 +185,7 @@ interface Collections {
 }
 
 /**
- * Every collection's pause since reset(), from Node's \`gc\` performance entries. A list
+ * Every collection's pause since reset(), from Node's `gc` performance entries. A list
  * request's p99 at a large size is mostly its wait behind a scavenge, whose pause grows
  * with the old generation (V8 visits each of its pages), so each size records both how
  * often the scavenger ran and how long it held the thread.
