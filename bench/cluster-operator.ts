@@ -38,7 +38,7 @@ export type OperatorReply =
   | { type: 'failed'; error: string }
   | { type: 'measure'; measurement: Measurement }
   | { type: 'reconciled'; ms_since_start: number | null; passes: number }
-  | { type: 'api-calls'; calls: Record<string, number> }
+  | { type: 'api-calls'; calls: Record<string, number>; load_balancer_passes: number }
   | { type: 'stopped'; stop_ms: number };
 
 const send = (reply: OperatorReply) => process.send!(reply);
@@ -80,7 +80,7 @@ async function main(): Promise<void> {
   process.on('message', (request: OperatorRequest) => {
     void (async () => {
       if (request.type === 'measure') send({ type: 'measure', measurement: await measure() });
-      else if (request.type === 'api-calls') send({ type: 'api-calls', calls: await apiCalls() });
+      else if (request.type === 'api-calls') send({ type: 'api-calls', calls: await apiCalls(), load_balancer_passes: await passes('LoadBalancer') });
       else if (request.type === 'reconciled') {
         const deadline = Date.now() + request.timeoutMs;
         let done = await passes(request.kind);

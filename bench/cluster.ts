@@ -90,9 +90,10 @@ class Operator {
     return { ...last, cpu_percent: round(((last.cpu_ms - first.cpu_ms) / (last.at - first.at)) * 100) };
   }
 
-  /** Requests the operator made to the API server so far, by `verb resource`. */
-  async apiCalls(): Promise<Record<string, number>> {
-    return (await this.ask({ type: 'api-calls' }, 'api-calls')).calls;
+  /** Requests the operator made to the API server so far, by `verb resource`, and its LoadBalancer reconcile passes. */
+  async apiCalls(): Promise<OperatorCounts> {
+    const { calls, load_balancer_passes } = await this.ask({ type: 'api-calls' }, 'api-calls');
+    return { calls, passes: load_balancer_passes };
   }
 
   async reconciled(kind: string, count: number, timeoutMs: number) {
@@ -258,12 +259,20 @@ interface ApiCalls {
   per_resource: number;
   writes_per_resource: number;
   by_call: Record<string, number>;
+  /** LoadBalancer reconcile passes (cloudplane_reconcile_total), per load balancer. */
+  passes_per_resource: number;
 }
 
 const WRITE_VERBS = new Set(['create', 'update', 'patch', 'delete', 'deletecollection']);
 
 /** The calls made between two readings of the operator's counter, per load balancer. */
-function callsPer(before: Record<string, number>, after: Record<string, number>, count: number): ApiCalls {
+/** What the operator counted: its requests to the API server by `verb resource`, and its reconcile passes of load balancers. */
+interface OperatorCounts {
+  calls: Record<string, number>;
+  passes: number;
+}
+
+function callsPer({ calls: before, passes: passesBefore }: OperatorCounts, { calls: after, passes: passesAfter }: OperatorCounts, count: number): ApiCalls {
   const by_call: Record<string, number> = {};
   let all = 0;
   let writes = 0;
@@ -274,7 +283,7 @@ function callsPer(before: Record<string, number>, after: Record<string, number>,
     all += made;
     if (WRITE_VERBS.has(call.split(' ')[0])) writes += made;
   }
-  return { per_resource: round(all / count, 2), writes_per_resource: round(writes / count, 2), by_call };
+  return { per_resource: round(all / count, 2), writes_per_resource: round(writes / count, 2), by_call, passes_per_resource: round((passesAfter - passesBefore) / count, 2) };
 }
 
 /**
@@ -332,7 +341,7 @@ async function throughput(
   };
   log(`  ${result.running} running (${result.failed} failed) ${result.first_create_to_last_running_s} s after the first create: ${result.running_per_s}/s; create->running p50 ${result.latency_s.p50} s, p99 ${result.latency_s.p99} s`);
   log(`  CPU s over ${cpu.wall_s} s: operator ${cpu.operator_s}, kube-apiserver + etcd ${cpu.api_server_and_etcd_s}, benchmark ${cpu.benchmark_s}; machine ${cpu.machine_busy_percent} % busy`);
-  log(`  API calls per load balancer: ${result.api_calls.after_outbox_drain.per_resource} (${result.api_calls.after_outbox_drain.writes_per_resource} writes) ${JSON.stringify(result.api_calls.after_outbox_drain.by_call)}`);
+  log(`  API calls per load balancer: ${result.api_calls.after_outbox_drain.per_resource} (${result.api_calls.after_outbox_drain.writes_per_resource} writes) ${JSON.stringify(result.api_calls.after_outbox_drain.by_call)}; reconcile passes per load balancer: ${result.api_calls.after_outbox_drain.passes_per_resource}`);
   return result;
 }
 
@@ -440,14 +449,14 @@ function markdown(r: Report): string {
     '',
     '## API calls per load balancer',
     '',
-    `The operator's requests to the API server over each row (cloudplane_kube_api_requests_total, every caller in the operator, watches aside), divided by the load balancers of the row: until the last was \`running\`, and ${(DRAIN_DELAY_MS + 1000) / 1000} s later, once the outbox relay took the last events out.`,
+    `The operator's requests to the API server over each row (cloudplane_kube_api_requests_total, every caller in the operator, watches aside), divided by the load balancers of the row: until the last was \`running\`, and ${(DRAIN_DELAY_MS + 1000) / 1000} s later, once the outbox relay took the last events out. Beside them, the LoadBalancer reconciler's passes per load balancer over the same stretches (cloudplane_reconcile_total): each pass reads the object, asks the driver and judges, whether or not it writes.`,
     '',
-    '| created | workers | calls until last running | writes | calls after the outbox drain | writes | by call (after the drain) |',
-    '|---|---:|---:|---:|---:|---:|---|',
+    '| created | workers | calls until last running | writes | passes | calls after the outbox drain | writes | passes | by call (after the drain) |',
+    '|---|---:|---:|---:|---:|---:|---:|---:|---|',
     ...[...r.throughput, ...(r.bulk ? [r.bulk] : [])].map((t) => {
       const [until, drained] = [t.api_calls.until_last_running, t.api_calls.after_outbox_drain];
       const byCall = Object.entries(drained.by_call).map(([call, n]) => `${call} ${n}`).join(', ');
-      return `| ${t.how} | ${t.workers} | ${until.per_resource} | ${until.writes_per_resource} | ${drained.per_resource} | ${drained.writes_per_resource} | ${byCall} |`;
+      return `| ${t.how} | ${t.workers} | ${until.per_resource} | ${until.writes_per_resource} | ${until.passes_per_resource ?? '–'} | ${drained.per_resource} | ${drained.writes_per_resource} | ${drained.passes_per_resource ?? '–'} | ${byCall} |`;
     }),
     '',
     '## Memory of the operator',
