@@ -14,6 +14,13 @@ import { reconcileCounter, reconcileDuration } from '../metrics';
 export interface ReconcileResult {
   /** Look at the object again after this many milliseconds (polling a provider, a timer). */
   requeueAfterMs?: number;
+  /**
+   * The resourceVersion of the pass's own write, when a pass on it would find nothing to do
+   * before `requeueAfterMs`: the write was made on what the pass read and leaves it in the
+   * same state. Its watch event is then dropped rather than queued, as controller-runtime's
+   * predicates drop events that need no work; any other version queues a pass as usual.
+   */
+  settledVersion?: string;
 }
 
 export interface Reconciler {
@@ -64,6 +71,10 @@ export class Controller {
   private resyncTimer: NodeJS.Timeout | null = null;
   private idleWaiters: Array<() => void> = [];
   private busy = 0;
+  /** Keys whose pass runs now, with the version of the last change seen meanwhile (null: none yet), judged as the pass ends. */
+  private readonly running = new Map<string, string | null>();
+  /** Per key, the version of its last pass's own write whose watch event has not come yet (ReconcileResult.settledVersion). */
+  private readonly settled = new Map<string, string>();
 
   constructor(
     private readonly store: Store,
@@ -74,9 +85,7 @@ export class Controller {
   }
 
   async start(): Promise<void> {
-    this.unwatch = this.store.watch((event) => {
-      if (event.object.meta.kind === this.reconciler.kind && event.type !== 'deleted' && !outboxOnlyChange(event)) this.queue.add(keyOf(event.object));
-    });
+    this.unwatch = this.store.watch((event) => this.onChange(event));
     this.unwatchExternal = this.reconciler.watchExternal?.((team, id) => this.enqueue(team, id)) ?? null;
     await this.resync();
     this.resyncTimer = setInterval(() => void this.resync(), this.options.resyncMs);
@@ -94,6 +103,37 @@ export class Controller {
 
   enqueue(team: string, id: string): void {
     this.queue.add(`${team}/${id}`);
+  }
+
+  private onChange(event: WatchEvent): void {
+    if (event.object.meta.kind !== this.reconciler.kind) return;
+    const key = keyOf(event.object);
+    if (event.type === 'deleted') {
+      this.settled.delete(key);
+      return;
+    }
+    if (outboxOnlyChange(event)) return;
+    const version = event.object.meta.resourceVersion;
+    // The embedded store tells of a write while it is being made, so within the pass that made it.
+    if (this.running.has(key)) {
+      this.running.set(key, version);
+      return;
+    }
+    if (this.settled.get(key) === version) {
+      this.settled.delete(key);
+      return;
+    }
+    this.queue.add(key);
+  }
+
+  /** A pass has ended: a change it saw come in that was not its own settled write calls for another. */
+  private passEnded(key: string, settledVersion: string | undefined): void {
+    const seen = this.running.get(key) ?? null;
+    this.running.delete(key);
+    this.settled.delete(key);
+    if (seen !== null && seen !== settledVersion) this.queue.add(key);
+    // Its watch event is still to come (the Kubernetes store's arrives after the write's answer).
+    else if (seen === null && settledVersion !== undefined) this.settled.set(key, settledVersion);
   }
 
   /** Whether a pass is queued or running of an object whose next write is its reconciler's, taking published events out of its outbox (outbox-relay.ts). */
@@ -121,10 +161,13 @@ export class Controller {
       const key = await this.queue.get();
       if (key === null) return;
       this.busy++;
+      this.running.set(key, null);
+      let settledVersion: string | undefined;
       const [team, id] = key.split('/');
       const endTimer = reconcileDuration.startTimer({ kind: this.reconciler.kind });
       try {
         const result = await this.reconciler.reconcile(team, id);
+        settledVersion = result?.settledVersion;
         this.queue.forget(key);
         if (result?.requeueAfterMs !== undefined) this.queue.addAfter(key, result.requeueAfterMs);
         reconcileCounter.inc({ kind: this.reconciler.kind, result: 'success' });
@@ -134,6 +177,7 @@ export class Controller {
         this.options.logger.warn({ err, kind: this.reconciler.kind, key, retryInMs: delay }, 'reconcile failed; will retry');
       } finally {
         endTimer();
+        this.passEnded(key, settledVersion);
         this.queue.done(key);
         this.busy--;
         if (this.busy === 0 && this.queue.length === 0) for (const resolve of this.idleWaiters.splice(0)) resolve();

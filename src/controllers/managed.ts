@@ -150,13 +150,18 @@ export class ManagedReconciler implements Reconciler {
     }
     const judged = this.judge(resource, observation, desired);
     const changes = differing(resource.status, { ...(sameJson(external, managed.external) ? {} : { external: external ?? undefined }), ...judged.changes });
-    if (changes) await this.write(resource, changes, SYSTEM);
+    const written = changes ? await this.write(resource, changes, SYSTEM) : null;
     await this.connectionDetails?.publish(this.binding.family, { ...resource, status: { ...resource.status, ...changes } });
     // A refused update is no work under way: looking again every second would only repeat the refusal.
     const rejected = observation.exists && !observation.upToDate && Boolean(observation.rejected);
     const pending = !observation.exists || (!observation.upToDate && !observation.failure && !rejected) || (state === this.binding.family.states[0] && !observation.ready);
     const retry = rejected ? (stepPollMs ?? REJECTED_POLL_MS) : stepPollMs;
-    return { requeueAfterMs: minDefined(judged.requeueAfterMs, observation.exists ? observation.pollAfterMs : undefined, retry, pending ? DEFAULT_POLL_MS : undefined) };
+    const requeueAfterMs = minDefined(judged.requeueAfterMs, observation.exists ? observation.pollAfterMs : undefined, retry, pending ? DEFAULT_POLL_MS : undefined);
+    // A write that kept the state (the record of a driver's step, outputs, health) needs no
+    // pass of its own: what comes next is what this pass asked for. A new state does (its
+    // steady changes), and so does a write made on a version this pass did not read.
+    const settled = written?.base === resource.meta.resourceVersion && written.object.status.status === state;
+    return { requeueAfterMs, ...(settled ? { settledVersion: written.object.meta.resourceVersion } : {}) };
   }
 
   /** The status that what the driver observed calls for. */
@@ -238,22 +243,27 @@ export class ManagedReconciler implements Reconciler {
   }
 
   /**
-   * Writes status changes; skipped if the resource moved on (another state, a deletion) since
-   * it was read. Events of the outbox already on the bus leave it in the same write, which
-   * spares the relay a write of its own (outbox-relay.ts).
+   * Writes status changes; skipped (null) if the resource moved on (another state, a
+   * deletion) since it was read. Events of the outbox already on the bus leave it in the
+   * same write, which spares the relay a write of its own (outbox-relay.ts). Answers the
+   * written object and the version it was written on (another than `resource`'s after a
+   * lost race).
    */
-  private write(resource: Driven, changes: Record<string, unknown>, actor: string): Promise<Driven> {
+  private async write(resource: Driven, changes: Record<string, unknown>, actor: string): Promise<{ object: Driven; base: string } | null> {
     const { meta } = resource;
-    return this.writer.mutateStatus<Driven>(
+    let base: string | null = null;
+    const object = await this.writer.mutateStatus<Driven>(
       this.binding.family,
       meta.team,
       meta.id,
-      (latest) =>
-        latest.status.status === resource.status.status && Boolean(latest.meta.deletionTimestamp) === Boolean(meta.deletionTimestamp)
-          ? { ...changes, ...this.drained(latest) }
-          : null,
+      (latest) => {
+        const applies = latest.status.status === resource.status.status && Boolean(latest.meta.deletionTimestamp) === Boolean(meta.deletionTimestamp);
+        base = applies ? latest.meta.resourceVersion : null;
+        return applies ? { ...changes, ...this.drained(latest) } : null;
+      },
       actor,
     );
+    return base === null ? null : { object, base };
   }
 
   /** The outbox without the events the relay has published, when there are any. */
