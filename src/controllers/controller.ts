@@ -7,6 +7,7 @@
 import type { Logger } from 'pino';
 import type { Store, StoredObject, WatchEvent } from '../store/types';
 import { sameJson } from '../lib/canonical-json';
+import { onlyOutboxDiffers } from '../store/outbox-only';
 import { WorkQueue } from './work-queue';
 import { BACKGROUND_TURN_BUDGET_MS, yieldIfDue } from '../lib/event-loop-turns';
 import { reconcileCounter, reconcileDuration } from '../metrics';
@@ -47,8 +48,6 @@ export interface ControllerOptions {
 
 const keyOf = (object: StoredObject<unknown, unknown>) => `${object.meta.team}/${object.meta.id}`;
 
-const withoutOutbox = ({ pending_events: _p, updated_at: _u, ...rest }: Record<string, unknown>) => rest;
-
 /**
  * A change no reconciler acts on: the outbox relay took published events out of the
  * status, and nothing else changed. Each state change brought one of these, and each
@@ -59,8 +58,7 @@ export function outboxOnlyChange({ type, object, previous }: WatchEvent): boolea
   const [now, before] = [object.meta, previous.meta];
   if (now.generation !== before.generation || now.deletionTimestamp !== before.deletionTimestamp || now.paused !== before.paused) return false;
   if (!sameJson(now.labels ?? {}, before.labels ?? {}) || !sameJson(object.spec ?? null, previous.spec ?? null)) return false;
-  const [status, prior] = [object.status as Record<string, unknown> | undefined, previous.status as Record<string, unknown> | undefined];
-  return status !== undefined && prior !== undefined && sameJson(withoutOutbox(status), withoutOutbox(prior));
+  return object.status !== undefined && previous.status !== undefined && onlyOutboxDiffers(previous.status, object.status);
 }
 
 export class Controller {

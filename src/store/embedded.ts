@@ -15,6 +15,7 @@ import { DataDirHealth } from './data-dir-health';
 import { BackgroundWrite, DEFAULT_RETRY } from './background-write';
 import { nowIso } from '../lib/time';
 import { sameJson } from '../lib/canonical-json';
+import { onlyOutboxDiffers } from './outbox-only';
 import { EncryptionKeys, loadKeyring } from './encryption-key';
 import { isSealed, SealedData, SecretBox, SecretKeyError } from './secret-box';
 import { ListedKind, ListIndexes, Page, PageRequest } from './list-index';
@@ -72,13 +73,6 @@ function deepFreeze<T>(value: T): T {
     for (const child of Object.values(value as Record<string, unknown>)) deepFreeze(child);
   }
   return value;
-}
-
-/** Whether a status write only drains the event outbox: not a change a client would call an update. */
-function outboxOnly(before: unknown, after: unknown): boolean {
-  const { pending_events: _a, ...restBefore } = (before ?? {}) as Record<string, unknown>;
-  const { pending_events: _b, ...restAfter } = (after ?? {}) as Record<string, unknown>;
-  return sameJson(restBefore, restAfter);
 }
 
 export class EmbeddedStore implements Store {
@@ -235,7 +229,7 @@ export class EmbeddedStore implements Store {
     return this.exclusive(this.keyFor(object), () => {
       const current = this.current<S, St>(object);
       return this.commit(this.keyFor(object), {
-        meta: { ...current.meta, updatedAt: outboxOnly(current.status, object.status) ? current.meta.updatedAt : nowIso() },
+        meta: { ...current.meta, updatedAt: onlyOutboxDiffers(current.status, object.status) ? current.meta.updatedAt : nowIso() },
         spec: current.spec,
         status: object.status,
       });

@@ -1,4 +1,5 @@
-import { canonicalJson, sameJson } from '../../src/lib/canonical-json';
+import fc from 'fast-check';
+import { canonicalJson, sameJson, sameJsonApartFrom } from '../../src/lib/canonical-json';
 
 describe('canonical JSON', () => {
   it('sorts keys at every depth and keeps array order', () => {
@@ -16,5 +17,30 @@ describe('canonical JSON', () => {
     expect(sameJson({ a: [1, 2] }, { a: [2, 1] })).toBe(false);
     expect(sameJson({ a: null }, {})).toBe(false);
     expect(sameJson({ a: { b: 1 } }, { a: { b: '1' } })).toBe(false);
+  });
+});
+
+describe('sameJsonApartFrom', () => {
+  const member = fc.oneof(fc.constant(undefined), fc.constant(null), fc.integer({ min: 0, max: 3 }), fc.constantFrom('a', 'b'), fc.constant({ x: 1, y: [1] }), fc.constant({ y: [1], x: 1 }), fc.constant([{ x: 1 }]));
+  const objectOf = fc.dictionary(fc.constantFrom('p', 'q', 'r', 's', 'pending_events'), member);
+
+  it('answers as sameJson of both objects without the ignored members', () => {
+    fc.assert(
+      fc.property(objectOf, objectOf, fc.subarray(['p', 'q', 'pending_events']), (a, b, ignored) => {
+        const without = (o: Record<string, unknown>) => Object.fromEntries(Object.entries(o).filter(([key]) => !ignored.includes(key)));
+        expect(sameJsonApartFrom(a, b, new Set(ignored))).toBe(sameJson(without(a), without(b)));
+      }),
+      { numRuns: 2_000 },
+    );
+  });
+
+  it('compares shared members by reference and serialises only the members that differ', () => {
+    const shared = { conditions: [{ type: 'Ready', status: 'True' }] };
+    const before = { ...shared, status: 'running', pending_events: [{ id: 'evt_1' }] };
+    const after = { ...before, pending_events: [] };
+    expect(sameJsonApartFrom(before, after, new Set(['pending_events']))).toBe(true);
+    expect(sameJsonApartFrom(before, { ...after, status: 'stopped' }, new Set(['pending_events']))).toBe(false);
+    expect(sameJsonApartFrom({ a: null }, {}, new Set())).toBe(false);
+    expect(sameJsonApartFrom({ a: undefined }, {}, new Set())).toBe(true);
   });
 });

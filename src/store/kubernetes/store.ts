@@ -31,6 +31,7 @@ import { asCached } from './cached-object';
 import { listInPages, ListPage } from './paged-list';
 import { ListedKind, ListIndexes, Page, PageRequest } from '../list-index';
 import { sameJson } from '../../lib/canonical-json';
+import { onlyOutboxDiffers } from '../outbox-only';
 import { httpCode } from './http-code';
 import { TeamPartition } from '../team-partition';
 import { orphansOnDelete } from '../../resources/transitions';
@@ -312,7 +313,7 @@ export class KubernetesStore implements Store {
     const previous = recordStatusOf(entry.raw.status);
     const next = object.status as Record<string, unknown>;
     // Draining the event outbox is not an update a client would see as one.
-    const updatedAt = outboxOnly(previous, next) ? (previous.updated_at as string | undefined) : nowIso();
+    const updatedAt = onlyOutboxDiffers(previous, next) ? (previous.updated_at as string | undefined) : nowIso();
     raw.status = kubeStatusOf({ ...next, updated_at: updatedAt ?? nowIso() });
     const answer = await this.replace(info, object, () =>
       this.custom.replaceNamespacedCustomObjectStatus({ group: GROUP, version: VERSION, namespace: raw.metadata.namespace!, plural: info.plural, name: raw.metadata.name, body: raw }),
@@ -922,11 +923,6 @@ function recordStatusOf(status: Record<string, unknown> | undefined): Record<str
   const { observedGeneration, observed_generation: legacy, ...rest } = status ?? {};
   const generation = observedGeneration ?? legacy;
   return generation === undefined ? rest : { ...rest, observed_generation: generation };
-}
-
-function outboxOnly(before: Record<string, unknown>, after: Record<string, unknown>): boolean {
-  const strip = ({ pending_events: _p, updated_at: _u, ...rest }: Record<string, unknown>) => rest;
-  return sameJson(strip(before), strip(after));
 }
 
 /** A Secret object holding one store secret; its store name rides in an annotation. */
