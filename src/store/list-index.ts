@@ -104,6 +104,34 @@ const NO_FILTERS: ReadonlyArray<[string, string]> = Object.freeze([]);
 const NO_WINDOW: Readonly<{ from?: string; before?: string }> = Object.freeze({});
 const whereOf = (request: PageRequest): ReadonlyArray<[string, string]> => (request.where ? Object.entries(request.where) : NO_FILTERS);
 
+/** The trees of one sort that hold an object at `placement`; those missing are made when `create`, else left out. */
+function treesOf(views: SortedViews, placement: Placement, sort: ListSort, create: boolean): Tree[] {
+  const trees: Tree[] = [];
+  const byState = treeIn(views.byState, placement.state, create);
+  if (byState) trees.push(byState);
+  if (sort === 'name') trees.push(views.visible);
+  if (!placement.hidden) trees.push(views.shown);
+  for (const [field, value] of placement.fields) {
+    let values = views.byField.get(field);
+    if (!values) {
+      if (!create) continue;
+      views.byField.set(field, (values = new Map()));
+    }
+    const tree = treeIn(values, value, create);
+    if (tree) trees.push(tree);
+  }
+  return trees;
+}
+
+/** Forgets the state's and the fields' trees of `placement` that an object's leaving emptied. */
+function dropEmptyTrees(views: SortedViews, placement: Placement): void {
+  if (views.byState.get(placement.state)?.size === 0) views.byState.delete(placement.state);
+  for (const [field, value] of placement.fields) {
+    const values = views.byField.get(field);
+    if (values?.get(value)?.size === 0) values.delete(value);
+  }
+}
+
 /** Tree of `map` under `key`, made when `create`. */
 function treeIn(map: Map<string, Tree>, key: string, create: boolean): Tree | undefined {
   let tree = map.get(key);
@@ -148,6 +176,7 @@ export class KindIndex {
   replace(previous: StoredObject | undefined, next: StoredObject | undefined): void {
     const before = previous && this.placementOf(previous);
     const after = next && this.placementOf(next);
+    if (before && after && before.bucket === after.bucket) return this.move(before, after, next!);
     if (before) this.place(before, undefined);
     if (after) this.place(after, next);
   }
@@ -163,29 +192,35 @@ export class KindIndex {
     for (const sort of SORTS) {
       const views = bucket.sorts[sort];
       const key = placement.keys[sort];
-      const trees = [treeIn(views.byState, placement.state, adding)];
-      if (sort === 'name') trees.push(views.visible);
-      if (!placement.hidden) trees.push(views.shown);
-      for (const [field, value] of placement.fields) {
-        let values = views.byField.get(field);
-        if (!values) {
-          if (!adding) continue;
-          views.byField.set(field, (values = new Map()));
-        }
-        const tree = treeIn(values, value, adding);
-        trees.push(tree);
-        if (!adding && tree && tree.size === 1) values.delete(value);
-      }
-      for (const tree of trees) {
-        if (!tree) continue;
+      for (const tree of treesOf(views, placement, sort, adding)) {
         if (adding) tree.set(key, object);
         else tree.delete(key);
       }
-      if (!adding && views.byState.get(placement.state)?.size === 0) views.byState.delete(placement.state);
+      if (!adding) dropEmptyTrees(views, placement);
     }
     if (placement.counted) bucket.counted += adding ? 1 : -1;
     bucket.size += adding ? 1 : -1;
     if (!adding && bucket.size === 0) this.buckets.delete(placement.bucket);
+  }
+
+  /**
+   * A new version of an object that stays in its bucket, as most writes are (a status
+   * change): a tree that holds it before and after under the same key gets the new version
+   * in place, one step where taking it out and putting it back were two, each rebalancing
+   * the tree; only the trees it leaves or enters (its old and new state's) change shape.
+   */
+  private move(before: Placement, after: Placement, object: StoredObject): void {
+    const bucket = this.buckets.get(before.bucket)!;
+    for (const sort of SORTS) {
+      const views = bucket.sorts[sort];
+      const [oldKey, newKey] = [before.keys[sort], after.keys[sort]];
+      const sameKey = compareKeys(oldKey, newKey) === 0;
+      const entering = treesOf(views, after, sort, true);
+      for (const tree of treesOf(views, before, sort, false)) if (!sameKey || !entering.includes(tree)) tree.delete(oldKey);
+      for (const tree of entering) tree.set(newKey, object);
+      dropEmptyTrees(views, before);
+    }
+    bucket.counted += Number(after.counted) - Number(before.counted);
   }
 
   /** How many objects of the team `counted` counts. */

@@ -3,7 +3,8 @@
  * object sits in as it changes, seeks from a cursor both ways, filters walked on the most
  * selective tree, the creation window, names and counts.
  */
-import { KindIndex, ListedKind } from '../../src/store/list-index';
+import fc from 'fast-check';
+import { KindIndex, ListedKind, ListSort } from '../../src/store/list-index';
 import type { StoredObject } from '../../src/store/types';
 
 const listed: ListedKind = {
@@ -89,5 +90,60 @@ describe('KindIndex', () => {
     expect(index.count('team_a')).toBe(1);
     expect(index.count('team_b')).toBe(1);
     expect(ids(index.page('team_b', { sort: 'name', order: 'asc', limit: 10 }).items)).toEqual(['id_t2']);
+  });
+});
+
+describe('KindIndex against a scan', () => {
+  const NAMES = ['alpha', 'bravo', 'charlie'];
+  const STATES = ['creating', 'running', 'failed', 'deleted', 'destroyed', undefined];
+  const GROUPS = ['g1', 'g2'];
+  type Change = { pick: number; name: string; state: string | undefined; group: string } | { pick: number; remove: true };
+  const change: fc.Arbitrary<Change> = fc.oneof(
+    { arbitrary: fc.record({ pick: fc.nat(), name: fc.constantFrom(...NAMES), state: fc.constantFrom(...STATES), group: fc.constantFrom(...GROUPS) }), weight: 5 },
+    { arbitrary: fc.record({ pick: fc.nat(), remove: fc.constant(true as const) }), weight: 1 },
+  );
+  const keyOf = (o: StoredObject, sort: ListSort) => [sort === 'name' ? (o.spec as { name: string }).name : o.meta.createdAt, o.meta.id] as const;
+  const before = (x: readonly [string, string], y: readonly [string, string]) => (x[0] !== y[0] ? x[0] < y[0] : x[1] < y[1]);
+
+  it('answers every page as a filter and sort of its objects would, through creates, changes of state, name and field, and removals', () => {
+    fc.assert(
+      fc.property(fc.array(change, { minLength: 1, maxLength: 40 }), (changes) => {
+        const index = new KindIndex(listed);
+        const objects = new Map<string, StoredObject>();
+        changes.forEach((c, step) => {
+          const id = `id_${c.pick % 8}`;
+          const previous = objects.get(id);
+          if ('remove' in c) {
+            if (previous) index.replace(previous, undefined);
+            objects.delete(id);
+            return;
+          }
+          const next = thing(id, c.name, previous?.meta.createdAt ?? `2026-01-01T00:00:${String(step).padStart(2, '0')}.000Z`, c.state, c.group);
+          index.replace(previous, next);
+          objects.set(id, next);
+        });
+        const stateOf = (o: StoredObject) => (o.status as { status?: string }).status;
+        for (const sort of ['created_at', 'name'] as const) {
+          for (const status of [undefined, 'running', 'deleted']) {
+            for (const group of [undefined, 'g2']) {
+              const expected = [...objects.values()]
+                .filter((o) => stateOf(o) !== undefined && stateOf(o) !== 'destroyed')
+                .filter((o) => (status === undefined ? stateOf(o) !== 'deleted' : stateOf(o) === status))
+                .filter((o) => group === undefined || (o.spec as { group: string }).group === group)
+                .sort((x, y) => (before(keyOf(x, sort), keyOf(y, sort)) ? -1 : 1));
+              const page = index.page('team_a', { sort, order: 'asc', status, where: group ? { group } : undefined, limit: 100 });
+              expect(ids(page.items)).toEqual(ids(expected));
+            }
+          }
+        }
+        const running = [...objects.values()].filter((o) => stateOf(o) === 'running').length;
+        expect(index.count('team_a')).toBe(running);
+        for (const name of NAMES) {
+          const named = [...objects.values()].filter((o) => (o.spec as { name: string }).name === name && stateOf(o) !== undefined && stateOf(o) !== 'destroyed');
+          expect(ids(index.named('team_a', name)).sort()).toEqual(ids(named).sort());
+        }
+      }),
+      { numRuns: 500 },
+    );
   });
 });
