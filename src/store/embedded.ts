@@ -75,6 +75,34 @@ function deepFreeze<T>(value: T): T {
   return value;
 }
 
+const isPlainObject = (value: unknown): value is Record<string, unknown> => {
+  const prototype = value !== null && typeof value === 'object' ? Object.getPrototypeOf(value) : undefined;
+  return prototype === Object.prototype || prototype === null;
+};
+
+/**
+ * A deep-frozen copy of a version about to be stored that shares with `stored`, the
+ * store's own deep-frozen version before it, every value it still holds at the same
+ * place. A write builds the next version from the last (`{ ...current.status, ...changes }`),
+ * so most of it is the very same values, and they need no copy; what the caller made anew
+ * is copied, so no one keeps a mutable reference into the store. A whole structuredClone
+ * copied every version entire, strings included (a webhook delivery's body on each
+ * attempt), and was the largest cost of a status write.
+ */
+function storedCopy<T>(value: T, stored: unknown): T {
+  if (value === stored || value === null || typeof value !== 'object') return value;
+  if (Array.isArray(value)) {
+    const before: unknown[] = Array.isArray(stored) ? stored : [];
+    return Object.freeze(value.map((item, i) => storedCopy(item, before[i]))) as T;
+  }
+  // Not plain JSON (a Date): copied whole, as before.
+  if (!isPlainObject(value)) return deepFreeze(structuredClone(value));
+  const before = isPlainObject(stored) ? stored : {};
+  const copy: Record<string, unknown> = {};
+  for (const key of Object.keys(value)) copy[key] = storedCopy(value[key], before[key]);
+  return Object.freeze(copy) as T;
+}
+
 export class EmbeddedStore implements Store {
   private readonly objects = new Map<string, StoredObject>();
   private readonly byKind = new Map<string, TeamPartition<StoredObject>>();
@@ -388,9 +416,8 @@ export class EmbeddedStore implements Store {
   }
 
   private async commit<S, St>(key: string, object: StoredObject<S, St>): Promise<StoredObject<S, St>> {
-    const stored = structuredClone(object) as unknown as StoredObject;
-    stored.meta.resourceVersion = String(++this.revision);
-    deepFreeze(stored);
+    const versioned = { ...object, meta: { ...object.meta, resourceVersion: String(++this.revision) } } as unknown as StoredObject;
+    const stored = storedCopy(versioned, this.latest(key));
     await this.write(key, stored, { op: 'put', o: stored });
     return stored as unknown as StoredObject<S, St>;
   }

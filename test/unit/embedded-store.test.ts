@@ -70,6 +70,24 @@ describe('EmbeddedStore', () => {
     expect((await store.get<Spec, Status>('Thing', 'team_a', 'frozen'))!.spec.name).toBe('frozen');
   });
 
+  it('keeps its own copy of what a write hands it, frozen at every depth, and shares what the write left as it was', async () => {
+    type Deep = { phase: string; parts: Array<{ n: number }>; kept: { note: string }; at?: Date };
+    const first = await store.create<Spec, Deep>({ meta: { kind: 'Thing', id: 'deep', team: 'team_a' }, spec: { name: 'deep' }, status: { phase: 'a', parts: [{ n: 1 }], kept: { note: 'same' } } });
+    const next: Deep = { ...first.status, phase: 'b', parts: [...first.status.parts, { n: 2 }], at: new Date('2026-11-28T10:00:00.000Z') };
+    const second = await store.updateStatus<Spec, Deep>({ ...first, status: next });
+    // The caller's objects are not the store's: changing them afterwards changes nothing stored.
+    next.parts[1].n = 99;
+    next.phase = 'changed';
+    const stored = (await store.get<Spec, Deep>('Thing', 'team_a', 'deep'))!;
+    expect(stored.status).toMatchObject({ phase: 'b', parts: [{ n: 1 }, { n: 2 }] });
+    expect(Object.isFrozen(stored.status.parts[1])).toBe(true);
+    expect(stored.status.at).toEqual(new Date('2026-11-28T10:00:00.000Z'));
+    // What the write took over unchanged is the previous version's very value, not a copy of it.
+    expect(second.status.kept).toBe(first.status.kept);
+    expect(second.status.parts[0]).toBe(first.status.parts[0]);
+    expect(second.spec).toBe(first.spec);
+  });
+
   it('updates only on top of the current resourceVersion and answers ConflictError otherwise', async () => {
     const v1 = await store.create<Spec, Status>(thing('c1'));
     const v2 = await store.update<Spec, Status>({ ...v1, spec: { name: 'c1', size: 2 } });
