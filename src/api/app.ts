@@ -25,6 +25,7 @@ import { meterRequests } from './plugins/usage-metering';
 import { shedLoad } from './plugins/load-shedding';
 import { registerIdempotency } from './plugins/idempotency';
 import { RouteMethods } from './route-methods';
+import { keepRouteConfig } from './route-config';
 import { families } from '../resources/registry';
 import { registerFamilyRoutes } from './routes/families';
 import { registerRouteModules } from './routes';
@@ -68,6 +69,7 @@ export async function buildApp(ctx: ApiContext, options: AppOptions = {}): Promi
   });
   app.server.maxConnections = http.maxConnections;
 
+  keepRouteConfig(app);
   registerValidation(app);
   registerErrorHandler(app, ctx);
   // Every route's methods, public ones included, so the not-found handler can answer 405.

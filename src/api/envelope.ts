@@ -2,6 +2,7 @@
 import type { FastifyReply, FastifyRequest } from 'fastify';
 import { Type } from '@sinclair/typebox';
 import type { ApiContext } from './context';
+import { routeConfigOf } from './route-config';
 
 // A type, not an interface: it then fits serializeInput's `{ [key: string]: unknown }`.
 export type Meta = {
@@ -20,8 +21,7 @@ export const metaSchema = () =>
 
 /** meta for a request: persistence always, provider for provider-backed families. */
 export function metaFor(ctx: ApiContext, request: FastifyRequest, extra?: Partial<Meta>): Meta {
-  // One read of routeOptions: Fastify builds a new object on every read of it.
-  const family = request.routeOptions?.config?.family;
+  const { family } = routeConfigOf(request);
   const meta: Meta = { persistence: ctx.store.persistence() };
   if (family) meta.provider = ctx.drivers.health(family);
   return extra === undefined ? meta : Object.assign(meta, extra);

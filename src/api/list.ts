@@ -11,6 +11,7 @@ import { Type, TObject } from '@sinclair/typebox';
 import { domainError } from '../lib/errors';
 import type { Store, StoredObject } from '../store/types';
 import type { PageRequest } from '../store/list-index';
+import { routeConfigOf } from './route-config';
 
 export type SortField = 'name' | 'created_at';
 export type SortOrder = 'asc' | 'desc';
@@ -62,7 +63,7 @@ function filtersOf(query: Record<string, unknown>): ReadonlyArray<[string, unkno
 /** The list a request reads: route, path parameters, team and every filter but the page's own. */
 function scopeOf(request: FastifyRequest, sort: SortField, order: SortOrder, status: string | undefined): string {
   const filters = filtersOf(request.query as Record<string, unknown>);
-  const identity = JSON.stringify([request.routeOptions.url, request.params, request.principal?.team ?? null, sort, order, status ?? null, filters]);
+  const identity = JSON.stringify([routeConfigOf(request).url, request.params, request.principal?.team ?? null, sort, order, status ?? null, filters]);
   return hash('sha256', identity, 'base64url').slice(0, 22);
 }
 

@@ -20,6 +20,7 @@ import type { ApiContext, Principal } from '../context';
 import { isRead, refusalOf } from '../../accounts/roles';
 import { SESSION_COOKIE } from '../../accounts/sessions';
 import { applyRateLimit, RateLimiter } from './rate-limit';
+import { routeConfigOf } from '../route-config';
 
 export const BEARER = /^Bearer\s+(\S+)\s*$/i;
 export const CSRF_HEADER = 'x-csrf-token';
@@ -49,8 +50,7 @@ export function requireApiKey(api: FastifyInstance, ctx: ApiContext): void {
     if (request.session) refuseForgedWrite(ctx, request);
     // A path no route answers gets its 404 or 405 whoever asks.
     if (request.is404) return;
-    // Read once: Fastify builds a new routeOptions object on every read.
-    const { config } = request.routeOptions;
+    const config = routeConfigOf(request);
     if (config.ownSession) return;
     const refusal = refusalOf(principal, request.method, config.requires);
     if (refusal) throw new ApiError(403, 'forbidden', refusal);

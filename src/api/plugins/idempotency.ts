@@ -20,6 +20,7 @@ import { fieldInvalid, idempotencyKeyReused, resourceBusy } from '../../lib/erro
 import type { IdempotencyConfig } from '../../config';
 import type { Store } from '../../store/types';
 import type { ApiContext } from '../context';
+import { routeConfigOf } from '../route-config';
 
 export const IDEMPOTENCY_HEADER = 'idempotency-key';
 export const REPLAYED_HEADER = 'idempotent-replayed';
@@ -107,7 +108,7 @@ export function idempotencySecretName(team: string, caller: string, key: string)
 }
 
 function fingerprintOf(request: FastifyRequest): string {
-  const operation = { method: request.method, route: request.routeOptions.url, params: request.params ?? null, query: request.query ?? null, body: request.body ?? null };
+  const operation = { method: request.method, route: routeConfigOf(request).url, params: request.params ?? null, query: request.query ?? null, body: request.body ?? null };
   return createHash('sha256').update(canonicalJson(operation)).digest('hex');
 }
 

@@ -3,6 +3,7 @@ import type { FastifyInstance } from 'fastify';
 import { randomFillSync } from 'node:crypto';
 import { httpDuration, httpRequests, registry } from '../../metrics';
 import type { ApiContext } from '../context';
+import { routeConfigOf } from '../route-config';
 
 const CLIENT_REQUEST_ID = /^[A-Za-z0-9._:-]{1,128}$/;
 const REQUEST_ID_ALPHABET = '0123456789abcdefghijklmnopqrstuvwxyz';
@@ -55,7 +56,7 @@ export function registerObservability(app: FastifyInstance, ctx: ApiContext, isR
   });
 
   app.addHook('onResponse', (request, reply, done) => {
-    const labels = { method: request.method, route: request.routeOptions.url ?? 'unmatched', status_code: String(reply.statusCode) };
+    const labels = { method: request.method, route: routeConfigOf(request).url ?? 'unmatched', status_code: String(reply.statusCode) };
     httpRequests.inc(labels);
     httpDuration.observe(labels, reply.elapsedTime / 1000);
     done();
