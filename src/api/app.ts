@@ -2,14 +2,15 @@
  * The Fastify facade: translates /api/v1 calls into reads and writes of resources.
  *
  * Two contexts (Fastify's encapsulation): the root holds what every answer needs (request
- * id, metrics, the error handler, validation, cookies) and the public routes (/healthz, /readyz,
+ * id, metrics, the error handler, validation) and the public routes (/healthz, /readyz,
  * /metrics, /api/v1/openapi.json, the docs page at /docs, sign-in under /auth and the web console at /); a child context holds every other /api/v1 route and the
  * not-found handler, behind its onRequest hooks: load shedding, then authentication and the
  * rate limit. A route is protected by where it is registered, never by a check of its URL.
+ * Only the routes that set cookies (sign-in, the session) are in contexts that handle them
+ * (api/cookies.ts); every other answer pays nothing for cookies.
  */
 import Fastify, { FastifyBaseLogger, FastifyInstance } from 'fastify';
 import swagger from '@fastify/swagger';
-import cookie from '@fastify/cookie';
 import type { ApiContext } from './context';
 import { clientErrorHandlerFor, refuseHostless, registerErrorHandler, registerNotFoundHandler, sendFrameworkError } from './plugins/errors';
 import { documentSharedErrors } from './plugins/error-responses';
@@ -30,6 +31,7 @@ import { families } from '../resources/registry';
 import { registerFamilyRoutes } from './routes/families';
 import { registerRouteModules } from './routes';
 import { registerAuthRoutes } from './auth-routes';
+import { withCookies } from './cookies';
 import { registerS3NotificationRoute } from './s3-notifications';
 import type { HttpConfig } from '../config';
 
@@ -104,9 +106,7 @@ export async function buildApp(ctx: ApiContext, options: AppOptions = {}): Promi
 
   registerObservability(app, ctx, options.isReady ?? (() => true));
   refuseHostless(app);
-  // Parses Cookie for every route (the session cookie is opaque, not signed by the plugin).
-  await app.register(cookie);
-  registerAuthRoutes(app, ctx);
+  await withCookies(app, (signIn) => registerAuthRoutes(signIn, ctx));
   // The S3 endpoint's bucket notifications: guarded by a secret of their own, in a context of their own.
   await registerS3NotificationRoute(app, ctx);
   app.get('/api/v1/openapi.json', { schema: { hide: true } }, async () => app.swagger());

@@ -21,6 +21,7 @@ import { isRead, refusalOf } from '../../accounts/roles';
 import { SESSION_COOKIE } from '../../accounts/sessions';
 import { applyRateLimit, RateLimiter } from './rate-limit';
 import { routeConfigOf } from '../route-config';
+import { cookieOf } from '../cookies';
 
 export const BEARER = /^Bearer\s+(\S+)\s*$/i;
 export const CSRF_HEADER = 'x-csrf-token';
@@ -33,7 +34,7 @@ export function requireApiKey(api: FastifyInstance, ctx: ApiContext): void {
   api.decorateRequest('session', undefined);
   api.addHook('onRequest', async (request, reply) => {
     const authorization = request.headers.authorization;
-    const cookie = authorization === undefined ? request.cookies[SESSION_COOKIE] : undefined;
+    const cookie = authorization === undefined ? cookieOf(request.headers.cookie, SESSION_COOKIE) : undefined;
     let principal: Principal | null = null;
     if (authorization !== undefined) {
       const match = BEARER.exec(authorization);

@@ -11,6 +11,7 @@ import { send } from '../envelope';
 import { envelopeOf, ErrorEnvelope, principalOf } from './families';
 import { apiKeyFamily, teamFamily, userFamily, ApiKey, Team, User } from '../../resources/accounts';
 import { ActiveSession, SESSION_COOKIE } from '../../accounts/sessions';
+import { withCookies } from '../cookies';
 import { ROLES, KEY_SCOPES } from '../../accounts/roles';
 import { ApiError, forbidden } from '../../lib/errors';
 
@@ -81,7 +82,12 @@ export function clearSessionCookie(ctx: ApiContext, reply: FastifyReply): void {
 
 export const cookieOptions = (ctx: ApiContext) => ({ httpOnly: true, sameSite: 'lax' as const, path: '/', secure: ctx.config.publicUrl?.startsWith('https:') ?? false });
 
-export function registerSessionRoutes(app: FastifyInstance, ctx: ApiContext): void {
+/** The session routes set and clear the session cookie: they get a context that can (api/cookies.ts). */
+export function registerSessionRoutes(api: FastifyInstance, ctx: ApiContext): void {
+  void withCookies(api, (app) => sessionRoutes(app, ctx));
+}
+
+function sessionRoutes(app: FastifyInstance, ctx: ApiContext): void {
   app.get(SESSION_PATH, {
     schema: {
       tags,
