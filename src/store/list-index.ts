@@ -7,10 +7,14 @@
  * - `default`: every listed object whose state is not hidden by default;
  * - one per state (the `status` filter);
  * - one per value of each spec field the kind lists by equality (`where`).
- * Both directions walk the same tree, forwards or backwards. Counts for quotas are kept
- * beside. An object is listed once it has a state (`stateOf`); before that, and once
- * destroyed, no list shows it. The stores call `replace` at the single place where their
- * memory changes, synchronously, so the very next page reads the write.
+ * Both directions walk the same tree, forwards or backwards. The trees hold keys alone
+ * (sorted-btree then shares one array for every leaf's values); each object's current
+ * version is held once per bucket, by id, and a page reads its objects there. So a write
+ * that keeps an object's sort keys and views (most status writes) changes no tree at all,
+ * and one that changes its state changes its old and new state's trees only. Counts for
+ * quotas are kept beside. An object is listed once it has a state (`stateOf`); before
+ * that, and once destroyed, no list shows it. The stores call `replace` at the single
+ * place where their memory changes, synchronously, so the very next page reads the write.
  */
 import BTree from 'sorted-btree';
 import type { StoredObject } from './types';
@@ -61,10 +65,11 @@ export interface Page<T = StoredObject> {
 }
 
 type Key = readonly [value: string, id: string];
-type Tree = BTree<Key, StoredObject>;
+/** A sorted set of keys: the object of a key is its bucket's (Bucket.objects). */
+type Tree = BTree<Key, undefined>;
 
 const compareKeys = (a: Key, b: Key): number => (a[0] < b[0] ? -1 : a[0] > b[0] ? 1 : a[1] < b[1] ? -1 : a[1] > b[1] ? 1 : 0);
-const newTree = (): Tree => new BTree<Key, StoredObject>(undefined, compareKeys);
+const newTree = (): Tree => new BTree<Key, undefined>(undefined, compareKeys);
 
 /** One sort's trees of a bucket. */
 class SortedViews {
@@ -79,6 +84,7 @@ class SortedViews {
 /** Where an object sits in the indexes; computed once per version. */
 interface Placement {
   bucket: string;
+  id: string;
   state: string;
   hidden: boolean;
   keys: Record<ListSort, Key>;
@@ -88,8 +94,9 @@ interface Placement {
 
 class Bucket {
   readonly sorts: Record<ListSort, SortedViews> = { created_at: new SortedViews(), name: new SortedViews() };
+  /** The current version of every listed object of the bucket, by id. */
+  readonly objects = new Map<string, StoredObject>();
   counted = 0;
-  size = 0;
 }
 
 const SORTS: ListSort[] = ['created_at', 'name'];
@@ -164,6 +171,7 @@ export class KindIndex {
     }
     return {
       bucket: this.listed.acrossTeams ? '' : object.meta.team,
+      id,
       state,
       hidden: this.listed.hiddenStates.includes(state),
       keys: { created_at: [object.meta.createdAt, id], name: [typeof name === 'string' ? name : '', id] },
@@ -193,21 +201,22 @@ export class KindIndex {
       const views = bucket.sorts[sort];
       const key = placement.keys[sort];
       for (const tree of treesOf(views, placement, sort, adding)) {
-        if (adding) tree.set(key, object);
+        if (adding) tree.set(key, undefined);
         else tree.delete(key);
       }
       if (!adding) dropEmptyTrees(views, placement);
     }
     if (placement.counted) bucket.counted += adding ? 1 : -1;
-    bucket.size += adding ? 1 : -1;
-    if (!adding && bucket.size === 0) this.buckets.delete(placement.bucket);
+    if (adding) bucket.objects.set(placement.id, object);
+    else bucket.objects.delete(placement.id);
+    if (!adding && bucket.objects.size === 0) this.buckets.delete(placement.bucket);
   }
 
   /**
    * A new version of an object that stays in its bucket, as most writes are (a status
-   * change): a tree that holds it before and after under the same key gets the new version
-   * in place, one step where taking it out and putting it back were two, each rebalancing
-   * the tree; only the trees it leaves or enters (its old and new state's) change shape.
+   * change): it replaces the old one in the bucket, and a tree that holds the object before
+   * and after under the same key is left as it is; only the trees it leaves or enters (its
+   * old and new state's) change, or every tree of a sort whose key changed (a new name).
    */
   private move(before: Placement, after: Placement, object: StoredObject): void {
     const bucket = this.buckets.get(before.bucket)!;
@@ -215,12 +224,14 @@ export class KindIndex {
       const views = bucket.sorts[sort];
       const [oldKey, newKey] = [before.keys[sort], after.keys[sort]];
       const sameKey = compareKeys(oldKey, newKey) === 0;
+      const leaving = treesOf(views, before, sort, false);
       const entering = treesOf(views, after, sort, true);
-      for (const tree of treesOf(views, before, sort, false)) if (!sameKey || !entering.includes(tree)) tree.delete(oldKey);
-      for (const tree of entering) tree.set(newKey, object);
+      for (const tree of leaving) if (!sameKey || !entering.includes(tree)) tree.delete(oldKey);
+      for (const tree of entering) if (!sameKey || !leaving.includes(tree)) tree.set(newKey, undefined);
       dropEmptyTrees(views, before);
     }
     bucket.counted += Number(after.counted) - Number(before.counted);
+    bucket.objects.set(after.id, object);
   }
 
   /** How many objects of the team `counted` counts. */
@@ -230,11 +241,11 @@ export class KindIndex {
 
   /** The team's listed objects named `name` (any state). */
   named(team: string | undefined, name: string): StoredObject[] {
-    const views = this.buckets.get(this.bucketKey(team))?.sorts.name;
+    const bucket = this.buckets.get(this.bucketKey(team));
     const found: StoredObject[] = [];
-    for (const [key, object] of views?.visible.entries([name, '']) ?? []) {
+    for (const [key] of bucket?.sorts.name.visible.entries([name, '']) ?? []) {
       if (key[0] !== name) break;
-      found.push(object);
+      found.push(bucket!.objects.get(key[1])!);
     }
     return found;
   }
@@ -261,9 +272,10 @@ export class KindIndex {
     const items: StoredObject[] = new Array(Math.min(request.limit, tree.size));
     let count = 0;
     let last: Key | undefined;
-    for (const [key, object] of walk(tree, request)) {
+    for (const [key] of walk(tree, request)) {
       if (bySort && request.order === 'asc' && before !== undefined && key[0] >= before) break;
       if (bySort && request.order === 'desc' && from !== undefined && key[0] < from) break;
+      const object = bucket.objects.get(key[1])!;
       if (!matches(object)) continue;
       if (count === request.limit) return { items, next: { value: last![0], id: last![1] } };
       items[count++] = object;
@@ -296,8 +308,8 @@ export class KindIndex {
  * page is read entry by entry, and a new pair for each was most of what a list request
  * allocated, which sets how often the scavenger pauses the loop.
  */
-function walk(tree: Tree, request: PageRequest): IterableIterator<[Key, StoredObject]> {
-  const pair = [] as unknown as [Key, StoredObject];
+function walk(tree: Tree, request: PageRequest): IterableIterator<[Key, undefined]> {
+  const pair = [] as unknown as [Key, undefined];
   const after: Key | undefined = request.after && [request.after.value, request.after.id];
   const { from, before } = request.sort === 'created_at' ? (request.created ?? NO_WINDOW) : NO_WINDOW;
   if (request.order === 'asc') {
@@ -312,7 +324,7 @@ function walk(tree: Tree, request: PageRequest): IterableIterator<[Key, StoredOb
 }
 
 /** `entries` from a key, without the key itself. */
-function* skipping(entries: IterableIterator<[Key, StoredObject]>, key: Key): IterableIterator<[Key, StoredObject]> {
+function* skipping(entries: IterableIterator<[Key, undefined]>, key: Key): IterableIterator<[Key, undefined]> {
   for (const entry of entries) if (compareKeys(entry[0], key) !== 0) yield entry;
 }
 
