@@ -265,13 +265,13 @@ interface ApiCalls {
 
 const WRITE_VERBS = new Set(['create', 'update', 'patch', 'delete', 'deletecollection']);
 
-/** The calls made between two readings of the operator's counter, per load balancer. */
 /** What the operator counted: its requests to the API server by `verb resource`, and its reconcile passes of load balancers. */
 interface OperatorCounts {
   calls: Record<string, number>;
   passes: number;
 }
 
+/** The calls and passes made between two readings of the operator's counters, per load balancer. */
 function callsPer({ calls: before, passes: passesBefore }: OperatorCounts, { calls: after, passes: passesAfter }: OperatorCounts, count: number): ApiCalls {
   const by_call: Record<string, number> = {};
   let all = 0;
