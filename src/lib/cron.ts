@@ -115,99 +115,274 @@ export function parseCron(expression: string): CronSchedule {
   };
 }
 
+const formatters = new Map<string, Intl.DateTimeFormat>();
+/** Any spelling of a zone is a valid key (Intl takes `europe/berlin`): kept from growing without end. */
+const MAX_FORMATTERS = 1_000;
+
+/** The wall-clock reader of `zone`, made once (a few milliseconds each); throws RangeError for a zone the runtime does not know. */
+function formatterOf(zone: string): Intl.DateTimeFormat {
+  let format = formatters.get(zone);
+  if (!format) {
+    format = new Intl.DateTimeFormat('en-US', { timeZone: zone, hourCycle: 'h23', year: 'numeric', month: 'numeric', day: 'numeric', hour: 'numeric', minute: 'numeric', second: 'numeric' });
+    if (formatters.size >= MAX_FORMATTERS) formatters.clear();
+    formatters.set(zone, format);
+  }
+  return format;
+}
+
 /** Whether `zone` is an IANA time zone this runtime knows. */
 export function isTimeZone(zone: string): boolean {
   try {
-    new Intl.DateTimeFormat('en-US', { timeZone: zone });
+    formatterOf(zone);
     return true;
   } catch {
     return false;
   }
 }
 
-interface WallClock {
-  month: number;
-  day: number;
-  weekday: number;
-  hour: number;
-  minute: number;
-  second: number;
-}
+/** The longest day-of-month each month can have: 29 February counts (leap years). */
+const LONGEST_MONTH = [31, 29, 31, 30, 31, 30, 31, 31, 30, 31, 30, 31];
 
-const formatters = new Map<string, Intl.DateTimeFormat>();
-
-function wallClock(ms: number, zone: string): WallClock {
-  let format = formatters.get(zone);
-  if (!format) {
-    format = new Intl.DateTimeFormat('en-US', { timeZone: zone, hourCycle: 'h23', month: 'numeric', day: 'numeric', weekday: 'short', hour: 'numeric', minute: 'numeric', second: 'numeric' });
-    formatters.set(zone, format);
+/**
+ * Whether the fields alone rule out every day: day-of-month restricted (day-of-week `*`)
+ * and none of the months has one of the days, as 30 February or 31 April. Every month
+ * has every weekday, so a day-of-week restriction, alone or by the either-day rule, always
+ * leaves days; hours, minutes and seconds always hold a value.
+ */
+export function neverFires(s: CronSchedule): boolean {
+  if (s.anyDayOfMonth || !s.anyDayOfWeek) return false;
+  for (const month of s.months) {
+    for (const day of s.daysOfMonth) if (day <= LONGEST_MONTH[month - 1]) return false;
   }
-  const parts = Object.fromEntries(format.formatToParts(ms).map((p) => [p.type, p.value]));
-  return {
-    month: Number(parts.month),
-    day: Number(parts.day),
-    weekday: DAY_NAMES.indexOf(parts.weekday.toLowerCase()),
-    hour: Number(parts.hour),
-    minute: Number(parts.minute),
-    second: Number(parts.second),
-  };
+  return true;
 }
 
-function dayMatches(s: CronSchedule, clock: WallClock): boolean {
-  if (!s.months.has(clock.month)) return false;
-  const dom = s.daysOfMonth.has(clock.day);
-  const dow = s.daysOfWeek.has(clock.weekday);
+const SECOND_MS = 1_000;
+const DAY_MS = 86_400_000;
+
+/**
+ * How far from its start a search for a time goes. The longest gap the fields allow is 29
+ * February's over a century year that is not a leap year (2096 to 2104): a schedule that
+ * fires at all fires within it, unless all its times fall in daylight-saving gaps.
+ */
+const SEARCH_SPAN_MS = (8 * 366 + 2) * DAY_MS;
+
+/** The zone's offset (wall clock minus instant, ms) at the whole second `instant`. */
+function offsetAt(zone: string, instant: number): number {
+  const part: Record<string, number> = {};
+  for (const { type, value } of formatterOf(zone).formatToParts(instant)) part[type] = Number(value);
+  return Date.UTC(part.year, part.month - 1, part.day, part.hour, part.minute, part.second) - instant;
+}
+
+/** A stretch of instants [from, to) over which the zone's offset does not change. */
+interface Stretch {
+  from: number;
+  to: number;
+  offset: number;
+}
+
+/**
+ * The stretches of constant offset covering [from, to), found from the offsets at the ends
+ * and, where they differ, a binary search for each change (to the second, as zones change
+ * on whole seconds). Assumes the offset does not change and change back within the span,
+ * which no zone does within days.
+ */
+function stretchesOf(zone: string, from: number, to: number): Stretch[] {
+  const stretches: Stretch[] = [];
+  const offsetAtEnd = offsetAt(zone, to);
+  let start = from;
+  let offset = offsetAt(zone, from);
+  while (offset !== offsetAtEnd) {
+    let before = start;
+    let after = to;
+    while (after - before > SECOND_MS) {
+      const middle = before + Math.floor((after - before) / 2 / SECOND_MS) * SECOND_MS;
+      if (offsetAt(zone, middle) === offset) before = middle;
+      else after = middle;
+    }
+    stretches.push({ from: start, to: after, offset });
+    start = after;
+    offset = offsetAt(zone, after);
+  }
+  stretches.push({ from: start, to, offset });
+  return stretches;
+}
+
+/** The schedule's values, sorted, for walking a day's times in order. */
+interface SortedFields {
+  seconds: number[];
+  minutes: number[];
+  hours: number[];
+}
+
+const sortedFields = new WeakMap<CronSchedule, SortedFields>();
+
+function sortedOf(s: CronSchedule): SortedFields {
+  let sorted = sortedFields.get(s);
+  if (!sorted) {
+    const ascending = (values: Set<number>) => [...values].sort((a, b) => a - b);
+    sorted = { seconds: ascending(s.seconds), minutes: ascending(s.minutes), hours: ascending(s.hours) };
+    sortedFields.set(s, sorted);
+  }
+  return sorted;
+}
+
+/** The first time of day (seconds since midnight) at or after `from` that matches, or null. */
+function firstTimeOfDay(s: CronSchedule, from: number): number | null {
+  const { hours, minutes, seconds } = sortedOf(s);
+  const [fromHour, fromMinute, fromSecond] = [Math.floor(from / 3600), Math.floor(from / 60) % 60, from % 60];
+  for (const hour of hours) {
+    if (hour < fromHour) continue;
+    for (const minute of minutes) {
+      if (hour === fromHour && minute < fromMinute) continue;
+      const floor = hour === fromHour && minute === fromMinute ? fromSecond : 0;
+      const second = seconds.find((v) => v >= floor);
+      if (second !== undefined) return hour * 3600 + minute * 60 + second;
+    }
+  }
+  return null;
+}
+
+/** The last time of day (seconds since midnight) at or before `until` that matches, or null. */
+function lastTimeOfDay(s: CronSchedule, until: number): number | null {
+  const { hours, minutes, seconds } = sortedOf(s);
+  const [untilHour, untilMinute, untilSecond] = [Math.floor(until / 3600), Math.floor(until / 60) % 60, until % 60];
+  for (let h = hours.length - 1; h >= 0; h--) {
+    const hour = hours[h];
+    if (hour > untilHour) continue;
+    for (let m = minutes.length - 1; m >= 0; m--) {
+      const minute = minutes[m];
+      if (hour === untilHour && minute > untilMinute) continue;
+      const ceiling = hour === untilHour && minute === untilMinute ? untilSecond : 59;
+      for (let i = seconds.length - 1; i >= 0; i--) if (seconds[i] <= ceiling) return hour * 3600 + minute * 60 + seconds[i];
+    }
+  }
+  return null;
+}
+
+/** Whether the wall-clock date starting at `day` (ms, read as UTC) is a day of the schedule. */
+function dayMatches(s: CronSchedule, day: number): boolean {
+  const date = new Date(day);
+  if (!s.months.has(date.getUTCMonth() + 1)) return false;
+  const dom = s.daysOfMonth.has(date.getUTCDate());
+  const dow = s.daysOfWeek.has(date.getUTCDay());
   if (!s.anyDayOfMonth && !s.anyDayOfWeek) return dom || dow;
   return dom && dow;
 }
 
-/** How far ahead a schedule is searched: an expression that never fires in this span never fires (e.g. 30 February). */
-const SEARCH_SPAN_MS = 5 * 366 * 86_400_000;
+const startOfDay = (wall: number) => Math.floor(wall / DAY_MS) * DAY_MS;
+
+/**
+ * The wall-clock days of the schedule from `day` on (or back, `step` -1) while within
+ * `limit`: calendar arithmetic only, a month not in the schedule skipped at once.
+ */
+function* daysOf(s: CronSchedule, day: number, step: 1 | -1, limit: number): Generator<number> {
+  while (step > 0 ? day <= limit : day >= limit) {
+    const date = new Date(day);
+    if (!s.months.has(date.getUTCMonth() + 1)) {
+      // To the first day of the next month, or the last of the previous one.
+      day = step > 0 ? Date.UTC(date.getUTCFullYear(), date.getUTCMonth() + 1, 1) : Date.UTC(date.getUTCFullYear(), date.getUTCMonth(), 0);
+      continue;
+    }
+    if (dayMatches(s, day)) yield day;
+    day += step * DAY_MS;
+  }
+}
+
+/** Stretches of the days looked at lately, by zone and day: a schedule's next times are looked for on the same days again and again. */
+const recentStretches = new Map<string, Stretch[]>();
+const MAX_RECENT_STRETCHES = 4_096;
+
+/**
+ * The instants at which the wall clock shows the date `day`, as stretches of constant
+ * offset: no zone is a day or more off UTC, so they lie within a day either side.
+ */
+function stretchesShowing(zone: string, day: number): Stretch[] {
+  const key = `${zone} ${day}`;
+  let stretches = recentStretches.get(key);
+  if (!stretches) {
+    if (recentStretches.size >= MAX_RECENT_STRETCHES) recentStretches.clear();
+    stretches = stretchesOf(zone, day - DAY_MS, day + 2 * DAY_MS);
+    recentStretches.set(key, stretches);
+  }
+  return stretches;
+}
+
+/** The first instant in [from, until] (whole seconds) at which the schedule fires on `day`, and whether the offset changed around it. */
+function firstOnDay(s: CronSchedule, zone: string, day: number, from: number, until: number): { fire: number | null; offsetChanges: boolean } {
+  const stretches = stretchesShowing(zone, day);
+  for (const { from: start, to: end, offset } of stretches) {
+    const low = Math.max(start + offset, day, from + offset);
+    const high = Math.min(end + offset - SECOND_MS, day + DAY_MS - SECOND_MS, until + offset);
+    if (low > high) continue;
+    const time = firstTimeOfDay(s, (low - day) / SECOND_MS);
+    if (time !== null && day + time * SECOND_MS <= high) return { fire: day + time * SECOND_MS - offset, offsetChanges: stretches.length > 1 };
+  }
+  return { fire: null, offsetChanges: stretches.length > 1 };
+}
+
+/** The last instant in [from, until] (whole seconds) at which the schedule fires on `day`, and whether the offset changed around it. */
+function lastOnDay(s: CronSchedule, zone: string, day: number, from: number, until: number): { fire: number | null; offsetChanges: boolean } {
+  const stretches = stretchesShowing(zone, day);
+  for (let i = stretches.length - 1; i >= 0; i--) {
+    const { from: start, to: end, offset } = stretches[i];
+    const low = Math.max(start + offset, day, from + offset);
+    const high = Math.min(end + offset - SECOND_MS, day + DAY_MS - SECOND_MS, until + offset);
+    if (low > high) continue;
+    const time = lastTimeOfDay(s, (high - day) / SECOND_MS);
+    if (time !== null && day + time * SECOND_MS >= low) return { fire: day + time * SECOND_MS - offset, offsetChanges: stretches.length > 1 };
+  }
+  return { fire: null, offsetChanges: stretches.length > 1 };
+}
 
 /**
  * The first time strictly after `after` at which the schedule fires in `zone`, or null if
- * none within five years. Moves by the largest step that cannot skip a match: to the next
- * half hour while the day or hour does not match (zone offsets change on such boundaries), then by minutes, then by seconds.
+ * it never does (see neverFires), or not within eight years (its times all in
+ * daylight-saving gaps). A calendar computation: the days of the schedule are stepped
+ * through by arithmetic, and only on those is the zone asked for its offsets (a few times
+ * a day, some twenty on a day its offset changes), so the work does not grow with how
+ * rare the schedule is.
  */
 export function nextFire(s: CronSchedule, zone: string, after: Date): Date | null {
-  let t = Math.floor(after.getTime() / 1000) * 1000 + 1000;
-  const end = after.getTime() + SEARCH_SPAN_MS;
-  while (t <= end) {
-    const clock = wallClock(t, zone);
-    if (!dayMatches(s, clock) || !s.hours.has(clock.hour)) {
-      // To the next half hour of the wall clock, so a half-hour zone offset change cannot be stepped over.
-      t += ((30 - (clock.minute % 30)) * 60 - clock.second) * 1000;
-      continue;
+  if (neverFires(s)) return null;
+  const from = Math.floor(after.getTime() / SECOND_MS) * SECOND_MS + SECOND_MS;
+  const until = from + SEARCH_SPAN_MS;
+  // A day before the start's date: a clock set back over midnight shows that date again.
+  const firstDay = startOfDay(from + offsetAt(zone, from)) - DAY_MS;
+  for (const day of daysOf(s, firstDay, 1, startOfDay(until) + DAY_MS)) {
+    const found = firstOnDay(s, zone, day, from, until);
+    if (found.fire === null) continue;
+    // A clock set back over midnight: the next day's first time may come before this day's.
+    if (found.offsetChanges && dayMatches(s, day + DAY_MS)) {
+      const nextDay = firstOnDay(s, zone, day + DAY_MS, from, until).fire;
+      if (nextDay !== null && nextDay < found.fire) return new Date(nextDay);
     }
-    if (!s.minutes.has(clock.minute)) {
-      t += (60 - clock.second) * 1000;
-      continue;
-    }
-    if (!s.seconds.has(clock.second)) {
-      t += 1000;
-      continue;
-    }
-    return new Date(t);
+    return new Date(found.fire);
   }
   return null;
 }
 
 /**
- * The last time at or before `now` and after `since` at which the schedule fired, or null.
- * Looks back over growing windows so that a frequent schedule is not stepped through from
- * a distant `since`.
+ * The last time at or before `now` and after `since` at which the schedule fired, or null
+ * (also when it did not fire in the eight years before `now`). The same calendar
+ * computation as nextFire, backwards from `now`.
  */
 export function lastFire(s: CronSchedule, zone: string, since: Date, now: Date): Date | null {
-  const windowsMs = [60_000, 3_600_000, 86_400_000, 32 * 86_400_000, 367 * 86_400_000, Infinity];
-  for (const windowMs of windowsMs) {
-    const from = Math.max(since.getTime(), now.getTime() - windowMs);
-    let fire = nextFire(s, zone, new Date(from));
-    if (!fire || fire.getTime() > now.getTime()) {
-      if (from === since.getTime()) return null;
-      continue;
+  if (neverFires(s)) return null;
+  const until = Math.floor(now.getTime() / SECOND_MS) * SECOND_MS;
+  const from = Math.max(Math.floor(since.getTime() / SECOND_MS) * SECOND_MS + SECOND_MS, until - SEARCH_SPAN_MS);
+  if (from > until) return null;
+  // A day after the end's date: a clock set back over midnight showed that date before.
+  const lastDay = startOfDay(until + offsetAt(zone, until)) + DAY_MS;
+  for (const day of daysOf(s, lastDay, -1, startOfDay(from) - 2 * DAY_MS)) {
+    const found = lastOnDay(s, zone, day, from, until);
+    if (found.fire === null) continue;
+    // A clock set back over midnight: the day before's last time may come after this day's.
+    if (found.offsetChanges && dayMatches(s, day - DAY_MS)) {
+      const dayBefore = lastOnDay(s, zone, day - DAY_MS, from, until).fire;
+      if (dayBefore !== null && dayBefore > found.fire) return new Date(dayBefore);
     }
-    for (let next = nextFire(s, zone, fire); next && next.getTime() <= now.getTime(); next = nextFire(s, zone, next)) fire = next;
-    return fire;
+    return new Date(found.fire);
   }
   return null;
 }
