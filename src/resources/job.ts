@@ -9,7 +9,7 @@
  * scheduled job ends its schedule.
  */
 import { Type } from '@sinclair/typebox';
-import { CronSyntaxError, isTimeZone, nextFire, parseCron } from '../lib/cron';
+import { CronSyntaxError, isTimeZone, neverFires, nextFire, parseCron } from '../lib/cron';
 import { validationFailed, type FieldError } from '../lib/errors';
 import { assertRegionAvailable } from './regions';
 import type { BaseStatus, FamilyDefinition, Resource } from './family';
@@ -77,7 +77,9 @@ function assertSchedule(schedule: string, timezone: string): void {
   if (!isTimeZone(timezone)) broken.push({ field: 'timezone', message: `"${timezone}" is not an IANA time zone` });
   try {
     const parsed = parseCron(schedule);
-    if (broken.length === 0 && !nextFire(parsed, timezone, new Date())) broken.push({ field: 'schedule', message: 'never fires (no such date in the next five years)' });
+    // The fields rule out most such schedules at once; the zone's clock the rest (times all in its daylight-saving gaps).
+    if (neverFires(parsed)) broken.push({ field: 'schedule', message: 'never fires (none of its months has one of its days of the month)' });
+    else if (broken.length === 0 && !nextFire(parsed, timezone, new Date())) broken.push({ field: 'schedule', message: 'never fires (none of its times comes on the zone\'s clock in the next eight years)' });
   } catch (err) {
     if (!(err instanceof CronSyntaxError)) throw err;
     broken.push({ field: 'schedule', message: `is not a cron expression: ${err.message}` });
