@@ -9,17 +9,21 @@
  * only while no change waits. A resync of a large collection queues every key at once,
  * and in one lane a change made then waited behind all of them: provisioning slowed with
  * the collection's size. A background key that is added as a change moves to the front
- * lane. The lanes are deques (denque): Array#shift copies the whole array once it is
+ * lane. The lanes are made of deques (denque): Array#shift copies the whole array once it is
  * large (V8 moves the start of small arrays only), which made taking a key O(n).
+ *
+ * Within each lane teams take turns (team-turns.ts): a key names its team (`teamOf`,
+ * by default the part of `team/id` before the slash), and one team's burst of keys does
+ * not hold up another team's key behind it.
  *
  * Background keys may also be paced (`backgroundPerSecond`): a resync then costs at most
  * that many passes a second, whatever the collection's size, and takes longer instead.
  * Unpaced, a resync of 100,000 load balancers every 30 s kept a quarter of a CPU busy in
  * bursts, which requests and the garbage collector then shared the machine with.
  */
-import Denque from 'denque';
 import { backoffMs } from '../lib/backoff';
 import { BACKGROUND_TURN_BUDGET_MS, TURN_BUDGET_MS, yieldIfDue } from '../lib/event-loop-turns';
+import { TeamOf, teamBeforeSlash, TeamTurns } from './team-turns';
 
 /** The longest delay a Node timer accepts (2^31 - 1 ms). */
 const MAX_TIMER_MS = 2_147_483_647;
@@ -33,6 +37,8 @@ export interface WorkQueueOptions {
   backoff?: BackoffOptions;
   /** The most background keys handed out a second; unlimited without it. */
   backgroundPerSecond?: number;
+  /** The team a key belongs to, whose turn it waits for; by default the part of `team/id` before the slash. */
+  teamOf?: TeamOf;
 }
 
 /** A token bucket holding a tenth of a second's tokens, so that a paced lane trickles rather than bursts. */
@@ -60,8 +66,8 @@ class Pace {
 }
 
 export class WorkQueue {
-  private readonly changes = new Denque<string>();
-  private readonly background = new Denque<string>();
+  private readonly changes: TeamTurns;
+  private readonly background: TeamTurns;
   /** Every key waiting, and its lane. A key promoted to `changes` stays in `background` as a stale entry, skipped when reached. */
   private readonly queued = new Map<string, 'change' | 'background'>();
   private readonly processing = new Set<string>();
@@ -78,6 +84,9 @@ export class WorkQueue {
   constructor(options: WorkQueueOptions = {}) {
     this.backoff = options.backoff ?? { baseMs: 100, maxMs: 60_000 };
     this.pace = options.backgroundPerSecond ? new Pace(options.backgroundPerSecond) : null;
+    const teamOf = options.teamOf ?? teamBeforeSlash;
+    this.changes = new TeamTurns(teamOf);
+    this.background = new TeamTurns(teamOf);
   }
 
   /** Keys waiting in either lane. */

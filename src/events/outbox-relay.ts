@@ -60,7 +60,8 @@ const hasPending = (object: StoredObject<unknown, unknown>) =>
   ((object as WithOutbox).status?.pending_events?.length ?? 0) > 0;
 
 export class OutboxRelay implements PublishedEvents {
-  private readonly queue = new WorkQueue({ backoff: { baseMs: 200, maxMs: 30_000 } });
+  // Keys are kind/team/id: teams take turns by the middle part.
+  private readonly queue = new WorkQueue({ backoff: { baseMs: 200, maxMs: 30_000 }, teamOf: (key) => key.split('/')[1] ?? '' });
   private unwatch: (() => void) | null = null;
   private workers: Promise<void[]> | null = null;
   /** Object key -> ids of its events on the bus that may still be in its outbox. */

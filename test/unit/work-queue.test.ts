@@ -113,6 +113,52 @@ describe('WorkQueue', () => {
     expect(rest).toEqual(Array.from({ length: many - 1 }, (_, i) => `bg-${i + 1}`));
   });
 
+  /** Takes every waiting key, in the order the queue hands them out, each processed at once. */
+  async function drain(q: WorkQueue): Promise<string[]> {
+    const order: string[] = [];
+    while (q.length > 0) {
+      const key = (await q.get())!;
+      order.push(key);
+      q.done(key);
+    }
+    return order;
+  }
+
+  it("serves another team's single key among the first two, however many keys one team queued first", async () => {
+    const burst = 10_000;
+    for (let i = 0; i < burst; i++) queue.add(`team_a/lb_${i}`);
+    queue.add('team_b/lb_0');
+    const order = await drain(queue);
+    expect(order.indexOf('team_b/lb_0')).toBeLessThan(2);
+    // Team A's own keys keep their order.
+    expect(order.filter((key) => key.startsWith('team_a/'))).toEqual(Array.from({ length: burst }, (_, i) => `team_a/lb_${i}`));
+  });
+
+  it('interleaves teams one key a turn, first in, first out within each; keys without a team are a lane of their own', async () => {
+    for (let i = 0; i < 3; i++) queue.add(`team_a/a${i}`);
+    for (let i = 0; i < 2; i++) queue.add(`team_b/b${i}`);
+    queue.add('cluster-object');
+    queue.add('team_a/a0'); // already waiting: held once, its place kept
+    expect(queue.length).toBe(6);
+    expect(await drain(queue)).toEqual(['team_a/a0', 'team_b/b0', 'cluster-object', 'team_a/a1', 'team_b/b1', 'team_a/a2']);
+  });
+
+  it('serves teams in turns among resync keys too, and a change of any team before them', async () => {
+    for (let i = 0; i < 100; i++) queue.addBackground(`team_a/r${i}`);
+    queue.addBackground('team_b/r0');
+    queue.add('team_c/change');
+    const order = await drain(queue);
+    expect(order.slice(0, 3)).toEqual(['team_c/change', 'team_a/r0', 'team_b/r0']);
+  });
+
+  it('serves teams by the key part a custom teamOf names', async () => {
+    const relay = new WorkQueue({ teamOf: (key) => key.split('/')[1] ?? '' });
+    for (let i = 0; i < 50; i++) relay.add(`Widget/team_a/w${i}`);
+    relay.add('Widget/team_b/w0');
+    expect((await drain(relay)).indexOf('Widget/team_b/w0')).toBeLessThan(2);
+    relay.shutDown();
+  });
+
   it('does not re-process a key that was not added while it was processed', async () => {
     queue.add('once');
     expect(await queue.get()).toBe('once');

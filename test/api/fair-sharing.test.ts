@@ -1,0 +1,49 @@
+/**
+ * Teams share the reconcilers in fair turns (controllers/team-turns.ts): a burst of one
+ * team's creates does not hold up another team's single create behind all of it. The
+ * test asserts on order, not time: when team B's one load balancer is running, most of
+ * team A's burst, created just before it, is not running yet.
+ */
+import { ApiResponse, eventually, startTestService, TestService } from '../helpers/service';
+
+const LBS = '/api/v1/load-balancers';
+const BURST = 300;
+
+describe('fair sharing of the reconcilers between teams', () => {
+  let t: TestService;
+  beforeAll(async () => {
+    t = await startTestService({ CLOUDPLANE_RATE_LIMIT_PER_MINUTE: '1000000' });
+  });
+  afterAll(async () => t.stop());
+
+  it("runs team B's one create before team A's burst of creates made just before it has drained", async () => {
+    const made = await t.api('POST', '/api/v1/teams', { name: 'Team B', owner_email: 'owner@b.example' });
+    expect(made.status).toBe(201);
+    const teamB = (method: string, path: string, body?: unknown) => t.api(method, path, body, { key: made.body.data.api_key.key });
+
+    const burst = await Promise.all(Array.from({ length: BURST }, (_, i) => t.api('POST', LBS, { name: `burst-${i}`, region: 'fra1' })));
+    expect(burst.map((res) => res.status)).toEqual(Array(BURST).fill(201));
+    const single = await teamB('POST', LBS, { name: 'single', region: 'fra1' });
+    expect(single.status).toBe(201);
+
+    await eventually(async () => (await teamB('GET', `${LBS}/${single.body.data.id}`)).body.data.status === 'running', 60_000, 5);
+    const notRunning = await countNotRunning();
+    // In one first-in-first-out queue B's create waited behind every pass of A's burst.
+    expect(notRunning).toBeGreaterThan(BURST / 2);
+
+    // And A's burst does drain: no team is starved either.
+    await eventually(async () => (await countNotRunning()) === 0, 120_000, 200);
+  });
+
+  /** How many of team A's load balancers are not running, read page by page. */
+  async function countNotRunning(): Promise<number> {
+    let count = 0;
+    let cursor: string | null = null;
+    do {
+      const page: ApiResponse = await t.api('GET', `${LBS}?limit=100${cursor ? `&cursor=${encodeURIComponent(cursor)}` : ''}`);
+      count += (page.body.data as Array<{ status: string }>).filter((lb) => lb.status !== 'running').length;
+      cursor = page.body.meta.next_cursor;
+    } while (cursor);
+    return count;
+  }
+});
