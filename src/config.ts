@@ -166,7 +166,10 @@ export interface IdempotencyConfig {
  * Default per-team quotas: far above what a team uses (the largest rarely holds a few
  * hundred of anything), yet bounded, so that no team can grow the store without end (a
  * team once made 10,000 subscriptions; one event to 2,000 of them wrote 11.7 MB).
- * Webhooks are lower: every event is copied once per matching subscription.
+ * Webhooks are lower: every event is copied once per matching subscription. Listeners
+ * (`cloudplane listen`) are webhooks too, and each holds a stream open: a few per person.
+ * Messages bound what a team's conversations with the agent keep (threads cannot be
+ * deleted, so neither quota is released).
  */
 export const DEFAULT_QUOTAS = {
   load_balancer: 1000,
@@ -178,6 +181,8 @@ export const DEFAULT_QUOTAS = {
   webhook: 100,
   api_key: 100,
   thread: 10_000,
+  message: 100_000,
+  webhook_listener: 25,
   alert: 100,
 };
 

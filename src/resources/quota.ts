@@ -2,7 +2,8 @@
  * Per-team quotas (CLOUDPLANE_QUOTAS, defaults in config.ts): every path that makes a
  * resource a user asked for (the API's creates, the adoption of a kubectl-made custom
  * resource) runs its write through `withinQuota`, which answers 422 quota_exceeded once
- * the team holds its quota of the family.
+ * the team holds its quota of the family. A narrower count runs through `withinLimit` with
+ * a rule of its own (the listeners among a team's webhooks, api/routes/webhook-listeners.ts).
  *
  * What counts is what the team holds now: a resource the API shows, except
  * - one that is gone or going away for good (`deleted`, `destroyed`) or a revoked key;
@@ -55,36 +56,61 @@ export function holdsQuota(family: AnyFamily, object: StoredObject<unknown, Part
   return !refused;
 }
 
+/** What a quota counts of a team: which of the family's stored resources, and how many there are now. */
+export interface QuotaRule<Spec = unknown> {
+  quota: QuotaFamily;
+  family: AnyFamily;
+  /** What one counted resource is called in the refusal ("The team's quota of 10 <title>s ..."). */
+  title: string;
+  holds(object: StoredObject<Spec, Partial<BaseStatus> | undefined>): boolean;
+  held(store: Store, team: string): Promise<number>;
+}
+
+/** A family's own quota: the store keeps its count (store/index.ts counts by holdsQuota), so no create scans the team. */
+const familyRule = (family: AnyFamily, quota: QuotaFamily): QuotaRule => ({
+  quota,
+  family,
+  title: family.title,
+  holds: (object) => holdsQuota(family, object),
+  held: (store, team) => store.count(family.kind, team),
+});
+
 /**
- * Runs `create` if the team has room for one more resource of the family, else throws 422
- * quota_exceeded. `id` is the id the new resource will have, when the caller knows it
- * (adoption's resource exists already and must not count against itself).
+ * Runs `create` if the team has room for more resources of the family, else throws 422
+ * quota_exceeded. `ids` are the ids the new resources will have, when the caller knows
+ * them (one per resource the create writes; adoption's resource exists already and must
+ * not count against itself).
  */
-export async function withinQuota<R>(store: Store, quotas: Quotas, family: AnyFamily, team: string, id: string | undefined, create: () => Promise<R>): Promise<R> {
+export async function withinQuota<R>(store: Store, quotas: Quotas, family: AnyFamily, team: string, ids: string | string[] | undefined, create: () => Promise<R>): Promise<R> {
   if (!hasQuota(family.name)) return create();
-  const limit = quotas[family.name];
-  const key = `${team}/${family.kind}`;
-  const reservation = id ?? `unnamed-${++unnamed}`;
+  return withinLimit(store, quotas, familyRule(family, family.name), team, ids, create);
+}
+
+/** `withinQuota` for any rule: room for as many resources as `ids` names (one when none). */
+export async function withinLimit<R, Spec>(store: Store, quotas: Quotas, rule: QuotaRule<Spec>, team: string, ids: string | string[] | undefined, create: () => Promise<R>): Promise<R> {
+  const limit = quotas[rule.quota];
+  const key = `${team}/${rule.quota}`;
+  const named = typeof ids === 'string' ? [ids] : (ids ?? []);
+  const taken = named.length > 0 ? named : [`unnamed-${++unnamed}`];
   await countLock.run(key, async () => {
     const reserved = reservations.get(key) ?? new Set<string>();
-    // The store keeps the count of what holds quota (store/index.ts counts by holdsQuota), so
-    // no create scans the team. A reserved create already written is counted once, as a
-    // reservation, and the resource being adopted does not count against itself.
+    // A reserved create already written is counted once, as a reservation, and the
+    // resource being adopted does not count against itself.
     const alreadyCounted = async (counted: string) => {
-      const object = (await store.get(family.kind, team, counted)) as StoredObject<unknown, Partial<BaseStatus>> | undefined;
-      return object !== undefined && holdsQuota(family, object);
+      const object = await store.get<Spec, Partial<BaseStatus>>(rule.family.kind, team, counted);
+      return object !== undefined && rule.holds(object);
     };
-    let held = await store.count(family.kind, team);
-    for (const counted of new Set([...reserved, ...(id ? [id] : [])])) if (await alreadyCounted(counted)) held--;
-    if (held + reserved.size >= limit) throw quotaExceeded(family.title, limit);
-    reserved.add(reservation);
+    let held = await rule.held(store, team);
+    for (const counted of new Set([...reserved, ...named])) if (await alreadyCounted(counted)) held--;
+    if (held + reserved.size + taken.length > limit) throw quotaExceeded(rule.title, limit);
+    for (const id of taken) reserved.add(id);
     reservations.set(key, reserved);
   });
   try {
     return await create();
   } finally {
     const reserved = reservations.get(key)!;
-    reserved.delete(reservation);
+    for (const id of taken) reserved.delete(id);
     if (reserved.size === 0) reservations.delete(key);
   }
 }

@@ -5,7 +5,9 @@ import { DEFAULT_QUOTAS, loadConfig } from '../../src/config';
 import { families } from '../../src/resources/registry';
 import { newId } from '../../src/lib/ids';
 
-const QUOTAS = { load_balancer: 2, vpn_gateway: 1, server: 1, bucket: 2, file_share: 1, job: 1, webhook: 2, api_key: 2, thread: 1, alert: 1 };
+const QUOTAS = { load_balancer: 2, vpn_gateway: 1, server: 1, bucket: 2, file_share: 1, job: 1, webhook: 2, api_key: 2, thread: 1, alert: 1, message: 3, webhook_listener: 1 };
+/** Quotas of what one create does not make one of (an exchange writes two messages; a listener is a webhook too): tested by their own cases below. */
+const OWN_CASES = ['message', 'webhook_listener'];
 const ENV = {
   CLOUDPLANE_QUOTAS: Object.entries(QUOTAS).map(([family, n]) => `${family}=${n}`).join(','),
   CLOUDPLANE_RATE_LIMIT_PER_MINUTE: '100000',
@@ -132,10 +134,45 @@ describe('per-team quotas', () => {
     expect(listed).toBe(QUOTAS.load_balancer);
   });
 
+  /** A team of its own, made by the installation admin, so that what other cases hold does not count. */
+  async function freshTeam(name: string) {
+    const made = await t.api('POST', '/api/v1/teams', { name, owner_email: `owner@${name.toLowerCase().replace(/\W/g, '')}.example` });
+    expect(made.status).toBe(201);
+    const key: string = made.body.data.api_key.key;
+    return (method: string, path: string, body?: unknown) => t.api(method, path, body, { key });
+  }
+
+  it('message: a question and its answer take two places; an ask without room for both is 422 quota_exceeded and writes nothing', async () => {
+    const team = await freshTeam('Chatty');
+    const thread = await team('POST', '/api/v1/agent/threads', { title: 'long conversation' });
+    expect(thread.status).toBe(201);
+    const messages = `/api/v1/agent/threads/${thread.body.data.id}/messages`;
+    expect((await team('POST', messages, { content: 'How many servers do I have?' })).status).toBe(201);
+    // Two of three places are taken: the next exchange needs two.
+    const over = await team('POST', messages, { content: 'And load balancers?' });
+    expect(over.status).toBe(422);
+    expect(over.body.error).toMatchObject({ code: 'quota_exceeded', message: expect.stringContaining('quota of 3 agent messages') });
+    expect((await team('GET', messages)).body.data).toHaveLength(2);
+    expect((await team('GET', `/api/v1/agent/threads/${thread.body.data.id}`)).body.data.message_count).toBe(2);
+  });
+
+  it('webhook_listener: listeners are held to a quota of their own, below the webhook quota, and a deleted one frees its place', async () => {
+    const team = await freshTeam('Listening');
+    const first = await team('POST', '/api/v1/webhooks/listeners', {});
+    expect(first.status).toBe(201);
+    const over = await team('POST', '/api/v1/webhooks/listeners', {});
+    expect(over.status).toBe(422);
+    expect(over.body.error).toMatchObject({ code: 'quota_exceeded', message: expect.stringContaining('quota of 1 webhook listeners') });
+    // The webhook quota (2) still has room: an ordinary subscription is made.
+    expect((await team('POST', '/api/v1/webhooks', { url: 'https://example.com/hook', events: ['server.running'] })).status).toBe(201);
+    expect((await team('DELETE', `/api/v1/webhooks/${first.body.data.id}`)).status).toBe(200);
+    expect((await team('POST', '/api/v1/webhooks/listeners', {})).status).toBe(201);
+  });
+
   it('has a quota for every family the generic create serves, and tests each one with a quota', () => {
     const generic = families.filter((f) => f.standardRoutes !== false).map((f) => f.name);
     expect(Object.keys(DEFAULT_QUOTAS)).toEqual(expect.arrayContaining(generic));
-    expect(CASES.map((c) => c.family).sort()).toEqual(Object.keys(DEFAULT_QUOTAS).sort());
+    expect([...CASES.map((c) => c.family), ...OWN_CASES].sort()).toEqual(Object.keys(DEFAULT_QUOTAS).sort());
   });
 
   it('stops start-up on a malformed CLOUDPLANE_QUOTAS, naming it', () => {

@@ -142,7 +142,11 @@ export function registerAgentRoutes(app: FastifyInstance, ctx: ApiContext): void
       const { content } = request.body as { content: string };
       const { team, key } = principalOf(request);
       await findResource(ctx, threadFamily, team, id);
-      const [question, answer] = await threadLock.run(`${team}/${id}`, () => exchange(ctx, request, team, key, id, content));
+      // The question and the answer both count toward the team's message quota: room for both, or neither is written.
+      const ids: [string, string] = [newId(messageFamily.idPrefix), newId(messageFamily.idPrefix)];
+      const [question, answer] = await threadLock.run(`${team}/${id}`, () =>
+        withinQuota(ctx.store, ctx.config.quotas, messageFamily, team, ids, () => exchange(ctx, request, team, key, id, content, ids)),
+      );
       reply.header('Location', `${base}/${id}/messages/${question.meta.id}`);
       return send(ctx, request, reply, 201, [messageFamily.toRecord(question), messageFamily.toRecord(answer)]);
     },
@@ -150,9 +154,9 @@ export function registerAgentRoutes(app: FastifyInstance, ctx: ApiContext): void
 }
 
 
-async function exchange(ctx: ApiContext, request: FastifyRequest, team: string, key: string, threadId: string, content: string): Promise<[Message, Message]> {
-  const write = (role: MessageRole, text: string) => ctx.writer.create(messageFamily, team, { thread_id: threadId, role, content: text }, key) as Promise<Message>;
-  const question = await write('user', content);
+async function exchange(ctx: ApiContext, request: FastifyRequest, team: string, key: string, threadId: string, content: string, [questionId, answerId]: [string, string]): Promise<[Message, Message]> {
+  const write = (role: MessageRole, text: string, id: string) => ctx.writer.create(messageFamily, team, { thread_id: threadId, role, content: text }, key, id) as Promise<Message>;
+  const question = await write('user', content, questionId);
   let text: string;
   try {
     text = await ctx.agent.answer(team, threadId, content);
@@ -162,7 +166,7 @@ async function exchange(ctx: ApiContext, request: FastifyRequest, team: string, 
   }
   // The answer must sort after the question: a later millisecond, as ids break ties at random.
   while (Date.now() <= Date.parse(question.meta.createdAt)) await sleep(1);
-  const answer = await write('assistant', text);
+  const answer = await write('assistant', text, answerId);
   await ctx.writer.mutateStatus<Thread>(
     threadFamily,
     team,

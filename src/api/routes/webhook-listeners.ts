@@ -15,7 +15,8 @@ import { DeliveryWithAttempts, deliveryWithAttempts, DEFAULT_RATE_LIMIT_PER_MINU
 import { eventCategories } from '../../events/catalog';
 import { invalidState } from '../../lib/errors';
 import { newId } from '../../lib/ids';
-import { withinQuota } from '../../resources/quota';
+import { holdsQuota, QuotaRule, withinLimit, withinQuota } from '../../resources/quota';
+import { listedObjects } from '../../store/listed';
 import { claimLease, isListener, listenerUrl } from '../../webhooks/listener';
 import { ListenerHub, ListenerStream, StreamSink } from '../../webhooks/listener-hub';
 import { recordAttempt } from '../../webhooks/outcome';
@@ -49,6 +50,23 @@ const Answer = Type.Object(
 );
 /** Small: an answer is a status and a short reason. */
 const ANSWER_BODY_LIMIT = 4096;
+
+/**
+ * The listeners quota (`webhook_listener`): the listeners among the team's webhooks, which
+ * count toward the webhook quota as well. Counted by walking the team's webhooks, which
+ * the webhook quota bounds.
+ */
+const listenerQuota: QuotaRule<WebhookSpec> = {
+  quota: 'webhook_listener',
+  family: webhookFamily,
+  title: 'webhook listener',
+  holds: (object) => isListener(object) && holdsQuota(webhookFamily, object),
+  held: async (store, team) => {
+    let held = 0;
+    for await (const webhook of listedObjects<WebhookSpec, Webhook['status']>(store, webhookFamily.kind, team, {})) if (listenerQuota.holds(webhook)) held++;
+    return held;
+  },
+};
 
 /** Every category of event: a listener without `events` gets them all, as `stripe listen` does. */
 const allEvents = () => eventCategories().map((category) => `${category}.*`);
@@ -95,7 +113,9 @@ export function registerWebhookListenerRoutes(app: FastifyInstance, ctx: ApiCont
       const id = newId(webhookFamily.idPrefix);
       // The lease first: the reaper never finds a listener without one, and a CLI has a lease's time to attach.
       await claimLease(ctx.store, team, id, '', ctx.config.webhooks.listenerLeaseMs);
-      const created = await withinQuota(ctx.store, ctx.config.quotas, webhookFamily, team, id, () => createSubscription(ctx, team, spec, key, id));
+      const created = await withinQuota(ctx.store, ctx.config.quotas, webhookFamily, team, id, () =>
+        withinLimit(ctx.store, ctx.config.quotas, listenerQuota, team, id, () => createSubscription(ctx, team, spec, key, id)),
+      );
       reply.header('Location', `${base}/${id}`);
       return send(ctx, request, reply, 201, { ...webhookFamily.toRecord(created.webhook), secret: created.secret });
     },
