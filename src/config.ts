@@ -53,7 +53,14 @@ export interface Config {
   vpcCidr: string;
   simulation: SimulationConfig;
   drivers: DriverConfig;
-  agentLlm?: { url: string; model: string; apiKey?: string };
+  agentLlm?: {
+    url: string;
+    model: string;
+    apiKey?: string;
+    /** Calls to the endpoint at once, for all teams; and of one team (its place in the fair turns, lib/fair-gate.ts). */
+    concurrency: number;
+    concurrencyPerTeam: number;
+  };
   /** How long events are kept and searchable in the audit log. */
   eventRetentionMs: number;
   /** Cluster mode: the store of record is the Kubernetes API (CLOUDPLANE_STORE=kubernetes). */
@@ -546,7 +553,13 @@ export function loadConfig(env: Env = process.env): Config {
     },
     drivers: drivers(env),
     agentLlm: llmUrl
-      ? { url: llmUrl, model: env.CLOUDPLANE_AGENT_LLM_MODEL || 'gpt-4o-mini', apiKey: env.CLOUDPLANE_AGENT_LLM_API_KEY }
+      ? {
+          url: llmUrl,
+          model: env.CLOUDPLANE_AGENT_LLM_MODEL || 'gpt-4o-mini',
+          apiKey: env.CLOUDPLANE_AGENT_LLM_API_KEY,
+          concurrency: int(env, 'CLOUDPLANE_AGENT_LLM_CONCURRENCY', 8, 1, 1000),
+          concurrencyPerTeam: int(env, 'CLOUDPLANE_AGENT_LLM_CONCURRENCY_PER_TEAM', 2, 1, 1000),
+        }
       : undefined,
     eventRetentionMs,
     webhooks: {

@@ -4,6 +4,11 @@
  * answer exactly; when an OpenAI-compatible LLM is configured, the facts those rules
  * gathered are handed to it as context to phrase the answer, and the rule-based answer
  * stands whenever the LLM cannot be reached.
+ *
+ * The endpoint is shared by every team: calls to it go through a FairGate, so a team asking
+ * in many threads at once holds a few places (CLOUDPLANE_AGENT_LLM_CONCURRENCY_PER_TEAM) and
+ * the teams waiting take free places in turns. A call that finds no place in time is
+ * answered from the rules, as when the endpoint is down.
  */
 import type { Agent } from './types';
 import type { AgentDeps } from './index';
@@ -17,6 +22,7 @@ import { incidentFamily } from '../resources/incident';
 import type { AlertFeed } from './alert-feed';
 import { alertLine, alertOf, isAlert } from './alerts';
 import { listedObjects } from '../store/listed';
+import { FairGate, GateBusyError } from '../lib/fair-gate';
 
 const HOUR_MS = 3_600_000;
 const DAY_MS = 24 * HOUR_MS;
@@ -25,6 +31,8 @@ const RECENT_EVENT_COUNT = 10;
 /** Events shown with a resource's status; "history of <id>" shows up to MAX_LINES. */
 const EVENTS_WITH_STATUS = 5;
 const LLM_TIMEOUT_MS = 20_000;
+/** Calls of one team waiting for a place at the LLM; more are answered from the rules at once. */
+const LLM_WAITING_PER_TEAM = 10;
 const ID_IN_TEXT = /\b([a-z]+)_([0-9a-z]{16,26})\b/g;
 /** Families that are not infrastructure a user asks about in these words. */
 const NOT_ASKED_ABOUT = new Set(['team', 'profile', 'thread', 'message']);
@@ -95,12 +103,20 @@ function windowIn(question: string, now: number): Window | null {
 }
 
 export class DataAgent implements Agent {
+  /** The LLM endpoint's places, shared by teams in turns; null without an endpoint. */
+  readonly llmGate: FairGate | null;
+
   constructor(
     readonly deps: AgentDeps,
     /** The team-scoped view of the event stream every answer about events comes from. */
     private readonly audit: AuditLog,
     private readonly feed: AlertFeed,
-  ) {}
+  ) {
+    const llm = deps.config.agentLlm;
+    this.llmGate = llm
+      ? new FairGate({ total: llm.concurrency, perTeam: llm.concurrencyPerTeam, maxWaitingPerTeam: LLM_WAITING_PER_TEAM, maxWaitMs: LLM_TIMEOUT_MS })
+      : null;
+  }
 
   /** Starts posting alerts; answering needs no start, so every replica answers. */
   async start(): Promise<void> {
@@ -113,11 +129,12 @@ export class DataAgent implements Agent {
 
   async answer(team: string, threadId: string, question: string): Promise<string> {
     const facts = await this.ruleBasedAnswer(team, question);
-    if (!this.deps.config.agentLlm) return facts;
+    if (!this.llmGate) return facts;
     try {
-      return await this.askLlm(team, threadId, question, facts);
+      return await this.llmGate.run(team, () => this.askLlm(team, threadId, question, facts));
     } catch (err) {
-      this.deps.logger.warn({ err: String(err) }, 'agent LLM unavailable; answering from the rules');
+      if (err instanceof GateBusyError) this.deps.logger.info({ team, reason: err.message }, "the team's places at the agent LLM are taken; answering from the rules");
+      else this.deps.logger.warn({ err: String(err) }, 'agent LLM unavailable; answering from the rules');
       return facts;
     }
   }
