@@ -47,10 +47,14 @@ const EVERY_OPTION = {
   },
   podSecurityContext: { runAsUser: 2000, runAsGroup: 2000, fsGroup: 2000 },
   securityContext: { runAsUser: 2000, capabilities: { drop: ['ALL'] } },
-  resources: { requests: { cpu: '200m', memory: '256Mi' }, limits: { cpu: '2', memory: '1Gi' } },
+  resources: { requests: { cpu: '200m', memory: '256Mi', 'ephemeral-storage': '128Mi' }, limits: { cpu: '2', memory: '1Gi', 'ephemeral-storage': '2Gi' } },
   nodeSelector: { 'kubernetes.io/os': 'linux' },
   tolerations: [{ key: 'dedicated', operator: 'Equal', value: 'control-plane', effect: 'NoSchedule' }],
   affinity: { podAntiAffinity: { preferredDuringSchedulingIgnoredDuringExecution: [{ weight: 100, podAffinityTerm: { topologyKey: 'kubernetes.io/hostname', labelSelector: { matchLabels: { 'app.kubernetes.io/name': 'cloudplane' } } } }] } },
+  priorityClassName: 'system-cluster-critical',
+  topologySpreadConstraints: [{ maxSkew: 1, topologyKey: 'topology.kubernetes.io/zone', whenUnsatisfiable: 'ScheduleAnyway' }],
+  podLabels: { 'team.example.com/cost-center': 'platform' },
+  serviceAccount: { annotations: { 'eks.amazonaws.com/role-arn': 'arn:aws:iam::111122223333:role/cloudplane' } },
 };
 
 function valuesFile(values: unknown): string {
@@ -70,11 +74,11 @@ function none(objects: any[], kind: string): void {
   expect(objects.filter((o) => o.kind === kind)).toEqual([]);
 }
 
-/** The `helm test` Pod (the one object with the test hook). */
+/** The `helm test` Pod (the one Pod with the test hook; its NetworkPolicy has the hook too). */
 function testPod(objects: any[]): any {
-  const hooks = objects.filter((o) => o.metadata.annotations?.['helm.sh/hook'] === 'test');
-  expect(hooks.map((o) => o.kind)).toEqual(['Pod']);
-  return hooks[0];
+  const pods = objects.filter((o) => o.metadata.annotations?.['helm.sh/hook'] === 'test' && o.kind === 'Pod');
+  expect(pods).toHaveLength(1);
+  return pods[0];
 }
 
 function envOf(container: any): Record<string, any> {
@@ -120,6 +124,9 @@ describeWithHelm('Helm chart charts/cloudplane', () => {
     for (const kind of ['requests', 'limits']) {
       expect(container.resources[kind].cpu).toBeDefined();
       expect(container.resources[kind].memory).toBeDefined();
+      // Logs and the emptyDirs count against it: without one, the kubelet evicts by its own order.
+      expect(container.resources[kind]['ephemeral-storage']).toBeDefined();
+      expect(testPod(objects).spec.containers[0].resources[kind]['ephemeral-storage']).toBeDefined();
     }
     expect(pod.serviceAccountName).toBe(only(objects, 'ServiceAccount').metadata.name);
 
@@ -300,6 +307,10 @@ describeWithHelm('Helm chart charts/cloudplane', () => {
     expect(pod.nodeSelector).toEqual(EVERY_OPTION.nodeSelector);
     expect(pod.tolerations).toEqual(EVERY_OPTION.tolerations);
     expect(pod.affinity).toEqual(EVERY_OPTION.affinity);
+    expect(pod.priorityClassName).toBe(EVERY_OPTION.priorityClassName);
+    expect(pod.topologySpreadConstraints).toEqual([{ ...EVERY_OPTION.topologySpreadConstraints[0], labelSelector: { matchLabels: only(objects, 'Deployment').spec.selector.matchLabels } }]);
+    expect(only(objects, 'Deployment').spec.template.metadata.labels).toMatchObject(EVERY_OPTION.podLabels);
+    expect(only(objects, 'ServiceAccount').metadata.annotations).toEqual(EVERY_OPTION.serviceAccount.annotations);
     // The helm test Pod runs as hardened as the operator, on the same nodes.
     const test = testPod(objects).spec;
     expect(test.securityContext).toEqual(pod.securityContext);
@@ -338,10 +349,17 @@ describeWithHelm('Helm chart charts/cloudplane', () => {
     expect(service.spec.ports.map((p: any) => p.name)).toContain('http');
   });
 
-  it('renders a NetworkPolicy only when asked: the API port from the given peers and the helm test Pod, egress open unless rules are given', () => {
-    none(manifests(render()), 'NetworkPolicy');
+  it('renders a NetworkPolicy by default: the API port from anywhere, egress open by one allow-all rule; peers and egress rules as given; none when disabled', () => {
+    const defaults = manifests(render());
+    const open = defaults.find((o) => o.kind === 'NetworkPolicy' && o.metadata.name === 'cp-cloudplane');
+    expect(open.spec.podSelector).toEqual(only(defaults, 'Deployment').spec.selector);
+    expect(open.spec.policyTypes).toEqual(['Ingress', 'Egress']);
+    expect(open.spec.ingress).toEqual([{ ports: [{ port: 8080, protocol: 'TCP' }] }]);
+    // Webhook receivers are any URL a team subscribes: no default list of destinations would be right.
+    expect(open.spec.egress).toEqual([{}]);
+
     const objects = manifests(renderValues(EVERY_OPTION));
-    const policy = only(objects, 'NetworkPolicy');
+    const policy = objects.find((o) => o.kind === 'NetworkPolicy' && o.metadata.name === 'cp-cloudplane');
     const deployment = only(objects, 'Deployment');
     expect(policy.spec.podSelector).toEqual(deployment.spec.selector);
     expect(policy.spec.policyTypes).toEqual(['Ingress', 'Egress']);
@@ -355,10 +373,13 @@ describeWithHelm('Helm chart charts/cloudplane', () => {
     expect(Object.entries(deployment.spec.selector.matchLabels).every(([l, v]) => testLabels[l] === v)).toBe(false);
     expect(policy.spec.egress).toEqual(EVERY_OPTION.networkPolicy.egress);
 
-    const open = only(manifests(render(['networkPolicy.enabled=true'])), 'NetworkPolicy');
-    expect(open.spec.policyTypes).toEqual(['Ingress']);
-    expect(open.spec.ingress).toEqual([{ ports: [{ port: 8080, protocol: 'TCP' }] }]);
-    expect(open.spec.egress).toBeUndefined();
+    // The helm test Pod's own policy, a test hook created before it: no ingress, egress open.
+    const testPolicy = defaults.find((o) => o.kind === 'NetworkPolicy' && o.metadata.name === 'cp-cloudplane-test');
+    expect(testPolicy.metadata.annotations).toMatchObject({ 'helm.sh/hook': 'test', 'helm.sh/hook-weight': '-1' });
+    expect(testPolicy.spec).toEqual({ podSelector: { matchLabels: expect.any(Object) }, policyTypes: ['Ingress', 'Egress'], egress: [{}] });
+    for (const [label, value] of Object.entries(testPolicy.spec.podSelector.matchLabels)) expect(testPod(defaults).metadata.labels[label]).toBe(value);
+
+    none(manifests(render(['networkPolicy.enabled=false'])), 'NetworkPolicy');
   });
 
   it('helm test hook: the rendered Pod\'s node -e check passes against the real service with the bootstrap key, and fails on a wrong key or an unreachable service', async () => {
