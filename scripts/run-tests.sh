@@ -31,6 +31,8 @@ fi
 # helm template against values.schema.json; helm.test.ts), built here once rather than
 # inside a test worker. If that fails, those tests fail saying why; the other suites run.
 scripts/build-helm.sh >/dev/null || echo "run-tests: building helm failed; the chart tests will fail" >&2
+# kube-score, which chart-lint.test.ts runs on the rendered chart (charts/kube-score.yaml).
+scripts/build-kube-score.sh >/dev/null || echo "run-tests: building kube-score failed; the chart lint test will fail" >&2
 
 # Everything on the embedded store, with the integration tests against real servers (the
 # chart step among them).

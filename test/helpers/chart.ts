@@ -15,14 +15,26 @@ const REPO = path.resolve(__dirname, '../..');
 export const CHART = path.join(REPO, 'charts/cloudplane');
 export const NAMESPACE = 'cloudplane-system';
 
+/** A tool of scripts/build-<tool>.sh, building it when it is missing; undefined if that is impossible here. */
+function findOrBuild(tool: 'helm' | 'kube-score'): { binary?: string; why?: string } {
+  const cached = path.join(process.env.CLOUDPLANE_TOOLS_BIN ?? path.join(os.homedir(), '.cache/cloudplane/bin'), tool);
+  if (fs.existsSync(cached)) return { binary: cached };
+  const built = spawnSync(path.join(REPO, `scripts/build-${tool}.sh`), { encoding: 'utf8', timeout: 15 * 60_000 });
+  const printed = built.stdout?.trim().split('\n').pop();
+  if (built.status === 0 && printed && fs.existsSync(printed)) return { binary: printed };
+  return { why: `scripts/build-${tool}.sh failed (${built.error?.message ?? `exit ${built.status}`}): ${(built.stderr ?? '').slice(-500)}` };
+}
+
 /** The helm binary, building it when it is missing; undefined if that is impossible here. */
 export function findOrBuildHelm(): { helm?: string; why?: string } {
-  const cached = path.join(process.env.CLOUDPLANE_TOOLS_BIN ?? path.join(os.homedir(), '.cache/cloudplane/bin'), 'helm');
-  if (fs.existsSync(cached)) return { helm: cached };
-  const built = spawnSync(path.join(REPO, 'scripts/build-helm.sh'), { encoding: 'utf8', timeout: 15 * 60_000 });
-  const printed = built.stdout?.trim().split('\n').pop();
-  if (built.status === 0 && printed && fs.existsSync(printed)) return { helm: printed };
-  return { why: `scripts/build-helm.sh failed (${built.error?.message ?? `exit ${built.status}`}): ${(built.stderr ?? '').slice(-500)}` };
+  const { binary, why } = findOrBuild('helm');
+  return { helm: binary, why };
+}
+
+/** The kube-score binary (scripts/build-kube-score.sh), building it when it is missing. */
+export function findOrBuildKubeScore(): { kubeScore?: string; why?: string } {
+  const { binary, why } = findOrBuild('kube-score');
+  return { kubeScore: binary, why };
 }
 
 export function runHelm(args: string[]): { status: number | null; stdout: string; stderr: string } {

@@ -4,17 +4,45 @@
  * existing bootstrap Secret, NATS, persistence off or on a claim of one's own, the s3
  * bucket driver), each checked by helm against values.schema.json; a value set the schema
  * must refuse; and the schema itself covering every value values.yaml has, with unknown
- * keys refused at every level so that a typo fails instead of being ignored.
+ * keys refused at every level so that a typo fails instead of being ignored. Then kube-score
+ * (built like helm, scripts/build-kube-score.sh) on the rendered chart, with the default
+ * values and with the scheduling, label and ServiceAccount options, under
+ * charts/kube-score.yaml: every default check, and any finding fails.
  */
 import fs from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
 import { parse, parseAllDocuments, stringify } from 'yaml';
-import { CHART, findOrBuildHelm, NAMESPACE, runHelm } from '../helpers/chart';
+import { spawnSync } from 'node:child_process';
+import { CHART, findOrBuildHelm, findOrBuildKubeScore, NAMESPACE, runHelm } from '../helpers/chart';
 
-// make test builds helm (scripts/run-tests.sh); without it these tests fail, saying why, rather than skip.
+// make test builds helm and kube-score (scripts/run-tests.sh); without them these tests fail, saying why, rather than skip.
 const { helm, why } = findOrBuildHelm();
 if (!helm) test('helm is available', () => expect(why).toBeUndefined());
+const { kubeScore, why: whyNoKubeScore } = findOrBuildKubeScore();
+if (!kubeScore) test('kube-score is available', () => expect(whyNoKubeScore).toBeUndefined());
+
+/** The operator's scheduling, labels and ServiceAccount as an HA install on EKS would set them. */
+const SCHEDULING = {
+  replicas: 2,
+  nats: { url: 'nats://nats.messaging:4222' },
+  priorityClassName: 'platform-critical',
+  // No labelSelector: the chart fills in the operator's selector labels.
+  topologySpreadConstraints: [{ maxSkew: 1, topologyKey: 'topology.kubernetes.io/zone', whenUnsatisfiable: 'ScheduleAnyway' }],
+  affinity: { podAntiAffinity: { preferredDuringSchedulingIgnoredDuringExecution: [{ weight: 100, podAffinityTerm: { topologyKey: 'kubernetes.io/hostname', labelSelector: { matchLabels: { 'app.kubernetes.io/name': 'cloudplane', 'app.kubernetes.io/instance': 'cp' } } } }] } },
+  // The chart's own labels win: this name does not change the selector's.
+  podLabels: { 'team.example.com/cost-center': 'platform', 'app.kubernetes.io/name': 'mine' },
+  // IRSA: the s3 driver's keys come from the AWS SDK's chain, through the Pod's role.
+  serviceAccount: { annotations: { 'eks.amazonaws.com/role-arn': 'arn:aws:iam::111122223333:role/cloudplane' } },
+  drivers: { bucket: 's3' },
+};
+
+interface KubeScoreConfig {
+  kubernetesVersion: string;
+  enable: string[];
+  ignore: Array<{ test: string; why: string }>;
+}
+const KUBE_SCORE_CONFIG = path.resolve(CHART, '../kube-score.yaml');
 
 const REPRESENTATIVE: Record<string, unknown> = {
   defaults: {},
@@ -23,6 +51,7 @@ const REPRESENTATIVE: Record<string, unknown> = {
   'persistence off': { persistence: { enabled: false } },
   'persistence on a claim of yours': { persistence: { existingClaim: 'cloudplane-events' } },
   'persistence tuned': { persistence: { storageClass: 'fast-ssd', accessModes: ['ReadWriteOncePod'], size: '5Gi', annotations: { 'helm.sh/resource-policy': 'keep' } } },
+  scheduling: SCHEDULING,
   'identity provider': {
     publicUrl: 'https://cloudplane.example.com',
     sessions: { idleTimeout: '30m', maxAge: '12h' },
@@ -122,5 +151,71 @@ describe('the chart step: helm lint --strict and helm template against values.sc
     };
     walk(schema, '');
     expect(lax).toEqual([]);
+  });
+
+  it('renders the priority class, the spread constraints and the Pod labels on the Deployment, and the annotations on its ServiceAccount', () => {
+    const rendered = runHelm(['template', 'cp', CHART, '--namespace', NAMESPACE, '-f', valuesFile(SCHEDULING)]);
+    expect({ status: rendered.status, stderr: rendered.stderr }).toEqual({ status: 0, stderr: '' });
+    const objects = parseAllDocuments(rendered.stdout).map((d) => d.toJS()).filter(Boolean);
+    const deployment = objects.find((o) => o.kind === 'Deployment');
+    const account = objects.find((o) => o.kind === 'ServiceAccount');
+    const pod = deployment.spec.template;
+    expect(pod.spec.priorityClassName).toBe('platform-critical');
+    expect(pod.spec.topologySpreadConstraints).toEqual([{ ...SCHEDULING.topologySpreadConstraints[0], labelSelector: { matchLabels: deployment.spec.selector.matchLabels } }]);
+    expect(pod.metadata.labels['team.example.com/cost-center']).toBe('platform');
+    // The chart's selector labels still select the Pod.
+    expect(pod.metadata.labels).toMatchObject(deployment.spec.selector.matchLabels);
+    expect(pod.metadata.labels['app.kubernetes.io/name']).toBe('cloudplane');
+    expect(pod.spec.serviceAccountName).toBe(account.metadata.name);
+    expect(account.metadata.annotations).toEqual(SCHEDULING.serviceAccount.annotations);
+
+    // A constraint with a selector of its own keeps it; the defaults set none of these.
+    const own = { maxSkew: 2, topologyKey: 'kubernetes.io/hostname', whenUnsatisfiable: 'DoNotSchedule', labelSelector: { matchExpressions: [{ key: 'tier', operator: 'In', values: ['control'] }] } };
+    const withOwn = runHelm(['template', 'cp', CHART, '--namespace', NAMESPACE, '-f', valuesFile({ topologySpreadConstraints: [own] })]);
+    expect(parseAllDocuments(withOwn.stdout).map((d) => d.toJS()).find((o) => o?.kind === 'Deployment').spec.template.spec.topologySpreadConstraints).toEqual([own]);
+    const plain = parseAllDocuments(runHelm(['template', 'cp', CHART, '--namespace', NAMESPACE]).stdout).map((d) => d.toJS()).filter(Boolean);
+    const plainPod = plain.find((o) => o.kind === 'Deployment').spec.template.spec;
+    expect([plainPod.priorityClassName, plainPod.topologySpreadConstraints, plain.find((o) => o.kind === 'ServiceAccount').metadata.annotations]).toEqual([undefined, undefined, undefined]);
+  });
+
+  it('refuses bad priority class names, spread constraints, Pod labels and ServiceAccount annotations, naming each', () => {
+    const bad = {
+      priorityClassName: 'Not A Name',
+      topologySpreadConstraints: [{ maxSkew: 0, topologyKey: 'zone', whenUnsatisfiable: 'Sometimes' }],
+      podLabels: { 'bad key!': 'x', ok: 'not a label value!' },
+      serviceAccount: { annotations: { 'eks.amazonaws.com/role-arn': 42 } },
+    };
+    const result = runHelm(['template', 'cp', CHART, '-f', valuesFile(bad)]);
+    expect(result.status).toBe(1);
+    for (const at of ["'/priorityClassName'", "'/topologySpreadConstraints/0/maxSkew'", "'/topologySpreadConstraints/0/whenUnsatisfiable'", "'/podLabels'", "'/podLabels/ok'", "'/serviceAccount/annotations/eks.amazonaws.com~1role-arn'"]) {
+      expect({ at, found: result.stderr.includes(at) }).toEqual({ at, found: true });
+    }
+  });
+
+  describe('kube-score on the rendered chart (charts/kube-score.yaml)', () => {
+    const config: KubeScoreConfig = parse(fs.readFileSync(KUBE_SCORE_CONFIG, 'utf8'));
+
+    it('excludes a check only with its reason', () => {
+      for (const { test: check, why: reason } of config.ignore) expect({ check, reason: typeof reason === 'string' && reason.length > 40 }).toEqual({ check, reason: true });
+    });
+
+    it.each([['default', {}], ['scheduling', SCHEDULING]])('finds nothing in the chart rendered with the %s values', (_name, values) => {
+      const rendered = runHelm(['template', 'cp', CHART, '--namespace', NAMESPACE, '-f', valuesFile(values)]);
+      expect({ status: rendered.status, stderr: rendered.stderr }).toEqual({ status: 0, stderr: '' });
+      const args = [
+        'score', '--output-format', 'ci', '--color', 'never', '--exit-one-on-warning',
+        '--kubernetes-version', config.kubernetesVersion,
+        // kube-score/ignore annotations in the chart would hide a check from this config: none count.
+        '--disable-ignore-checks-annotations',
+        ...config.enable.flatMap((check) => ['--enable-optional-test', check]),
+        ...config.ignore.flatMap(({ test: check }) => ['--ignore-test', check]),
+        '-',
+      ];
+      const scored = spawnSync(kubeScore!, args, { input: rendered.stdout, encoding: 'utf8' });
+      // One line a check and object: [OK], [SKIPPED] or a finding ([WARNING], [CRITICAL]).
+      const lines = scored.stdout.split('\n').filter(Boolean);
+      expect(lines.filter((l) => l.startsWith('[OK]')).length).toBeGreaterThan(10);
+      expect({ findings: lines.filter((l) => !/^\[(OK|SKIPPED)\] /.test(l)), status: scored.status, stderr: scored.stderr }).toEqual({ findings: [], status: 0, stderr: '' });
+    });
   });
 });
