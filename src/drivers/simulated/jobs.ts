@@ -37,7 +37,9 @@ export class SimulatedJobExecutor implements JobExecutor {
     const injected = draw('job', team, id, submittedAt) < this.sim.failureRate('job');
     const code = injected ? 1 : exit ? Number(exit[1]) % 256 : 0;
     const reason = code === 0 ? null : injected ? 'the job failed (simulated failure injected by CLOUDPLANE_SIM_FAILURES)' : `the command exited with code ${code}`;
-    this.sim.recordOnce('job', `${team}/${id}/${submittedAt}`, reason, end);
+    // Only an injected failure is the runner's; a command that exits non-zero ran as asked,
+    // so it is the job's own failure (its status), not one of the provider's (meta.provider).
+    this.sim.recordOnce('job', `${team}/${id}/${submittedAt}`, injected ? reason : null, end);
     return { state: code === 0 ? 'succeeded' : 'failed', exit_code: code, started_at: startedAt, finished_at: new Date(end).toISOString(), reason };
   }
 
