@@ -3,7 +3,9 @@
  * that turns a route into what it requires. The authentication hook applies the rule to
  * every route (plugins/authentication.ts), so a route cannot forget it: a route that reads
  * (GET, HEAD) needs a viewer, any other needs a member and a read_write key, and a route
- * that needs more says so in its config (`requires`). Rules that depend on the record
+ * that needs more says so in its config (`requires`, or `actsAsWrite` for a read by its
+ * method that acts: a listener's stream takes the listener over and receives its signed
+ * deliveries, which only who may make the listener may do). Rules that depend on the record
  * a request touches (an admin may not manage an owner) are in members.ts.
  */
 export const ROLES = ['owner', 'admin', 'member', 'viewer'] as const;
@@ -33,10 +35,11 @@ export interface Caller {
 
 /**
  * Why the caller may not use a route answering `method` with `requires`, or null when it
- * may. A write never needs less than a member, whatever the route says.
+ * may. A write never needs less than a member, whatever the route says; `actsAsWrite`
+ * judges a read by its method as a write.
  */
-export function refusalOf(caller: Caller, method: string, requires?: Requirement): string | null {
-  const read = isRead(method);
+export function refusalOf(caller: Caller, method: string, requires?: Requirement, actsAsWrite = false): string | null {
+  const read = isRead(method) && !actsAsWrite;
   if (!read && caller.scope === 'read_only') return 'This API key is read_only; use a read_write key to change anything.';
   if (requires === 'installation_admin') {
     return caller.installationAdmin ? null : "Only an installation admin (an owner or admin of the installation's first team) may do this.";

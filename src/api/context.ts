@@ -52,6 +52,8 @@ declare module 'fastify' {
     family?: string;
     /** What the route needs beyond what its method implies (accounts/roles.ts); checked for every route by the authentication hook. */
     requires?: Requirement;
+    /** A read by its method that acts (a listener's stream): it needs what a write needs, a member and a read_write key. */
+    actsAsWrite?: boolean;
     /** Any authenticated caller, whatever its role and scope: the route changes only the caller's own session (sign-out, choosing a team). */
     ownSession?: boolean;
   }

@@ -338,6 +338,36 @@ describe('cloudplane listen', () => {
     await Promise.all([first.reading, second.reading]);
   }, 60_000);
 
+  it("refuses a read_only key the stream (403), and the holder's stream is not taken over", async () => {
+    const created = await t.api('POST', '/api/v1/webhooks/listeners', { events: ['load_balancer.created'] });
+    const { id, secret } = created.body.data;
+    const holder = await fetch(`${t.url}/api/v1/webhooks/${id}/stream`, { headers: { authorization: `Bearer ${t.key}` } });
+    expect(holder.status).toBe(200);
+    const events: Array<{ event: string; data: any }> = [];
+    const reading = (async () => {
+      for await (const event of serverSentEvents(holder.body!)) events.push({ event: event.event, data: JSON.parse(event.data) });
+    })().catch(() => undefined);
+    await eventually(async () => events.some((e) => e.event === 'ready'));
+
+    const readOnly = (await t.api('POST', '/api/v1/settings/api-keys', { name: 'dashboards', scope: 'read_only' })).body.data.key as string;
+    // Not read as text: on a 200 the body would be the stream itself, never ending.
+    const aborted = new AbortController();
+    const attempt = await fetch(`${t.url}/api/v1/webhooks/${id}/stream`, { headers: { authorization: `Bearer ${readOnly}` }, signal: aborted.signal });
+    const status = attempt.status;
+    const body: any = status === 200 ? null : await attempt.json();
+    aborted.abort();
+    expect(status).toBe(403);
+    expect(body.error.code).toBe('forbidden');
+
+    // The holder keeps the listener: no `closed`, and the next delivery, signed, comes to it.
+    const lb = await t.api('POST', '/api/v1/load-balancers', { name: 'still-ours', region: 'fra1' });
+    const delivered = await eventually(async () => events.find((e) => e.event === 'delivery' && JSON.parse(e.data.body).data.id === lb.body.data.id));
+    expect(() => new Webhook(secret).verify(delivered.data.body, delivered.data.headers)).not.toThrow();
+    expect(events.some((e) => e.event === 'closed')).toBe(false);
+    await t.api('DELETE', `/api/v1/webhooks/${id}`);
+    await reading;
+  }, 60_000);
+
   it('has at most 16 deliveries out unanswered on a stream; the others follow as answers come', async () => {
     const created = await t.api('POST', '/api/v1/webhooks/listeners', { events: ['server.created'] });
     const { id } = created.body.data;

@@ -29,6 +29,11 @@ describe('refusalOf', () => {
     expect(refusalOf(caller('owner', 'read_only', true), 'POST', 'installation_admin')).toMatch(/read_only/);
   });
 
+  it('judges a read that acts (a listener stream) as a write: a member with a read_write key', () => {
+    for (const role of ROLES) expect(refusalOf(caller(role, 'read_only'), 'GET', undefined, true)).toMatch(/read_only/);
+    expect(ROLES.filter((role) => refusalOf(caller(role), 'GET', undefined, true) === null)).toEqual(['owner', 'admin', 'member']);
+  });
+
   it('lets only installation admins through an installation_admin route', () => {
     expect(refusalOf(caller('owner', 'read_write', true), 'POST', 'installation_admin')).toBeNull();
     expect(refusalOf(caller('owner', 'read_write', false), 'POST', 'installation_admin')).toMatch(/installation admin/);

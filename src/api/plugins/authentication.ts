@@ -53,7 +53,7 @@ export function requireApiKey(api: FastifyInstance, ctx: ApiContext): void {
     if (request.is404) return;
     const config = routeConfigOf(request);
     if (config.ownSession) return;
-    const refusal = refusalOf(principal, request.method, config.requires);
+    const refusal = refusalOf(principal, request.method, config.requires, config.actsAsWrite);
     if (refusal) throw new ApiError(403, 'forbidden', refusal);
   });
 }

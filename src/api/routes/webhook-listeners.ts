@@ -122,7 +122,9 @@ export function registerWebhookListenerRoutes(app: FastifyInstance, ctx: ApiCont
   });
 
   app.get(`${base}/:id/stream`, {
-    config: { requires: 'member' },
+    // Attaching takes the listener over from its holder and receives deliveries signed with
+    // its secret: as much as making the listener, so a read_only key or a viewer may not.
+    config: { actsAsWrite: true },
     schema: {
       tags,
       operationId: 'streamWebhookListener',
