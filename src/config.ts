@@ -130,6 +130,10 @@ export interface HttpConfig {
   idleTimeoutMs: number;
   /** Connections open at once; further ones are closed as they arrive. */
   maxConnections: number;
+  /** Connections open at once from one client address (an IPv6 /64); further ones from it are closed as they arrive. 0: no cap. */
+  maxConnectionsPerAddress: number;
+  /** How long a new connection may take to send its first request's headers (408 past it). */
+  firstRequestTimeoutMs: number;
 }
 
 /** Load shedding: /api/v1 answers 503 service_overloaded past any of these (0 turns one off). */
@@ -409,12 +413,22 @@ function httpLimits(env: Env): HttpConfig {
   if (headersTimeoutMs > requestTimeoutMs) {
     throw new Error(`CLOUDPLANE_HTTP_HEADERS_TIMEOUT_MS (${headersTimeoutMs}) must not be longer than CLOUDPLANE_HTTP_REQUEST_TIMEOUT_MS (${requestTimeoutMs})`);
   }
+  const maxConnections = int(env, 'CLOUDPLANE_HTTP_MAX_CONNECTIONS', 1000, 1);
+  // 64 by default: a browser opens 6 per host and a client's pool a few, so a dozen users
+  // behind one NAT fit, while one address holds at most a sixteenth of the 1000 in all.
+  const maxConnectionsPerAddress = int(env, 'CLOUDPLANE_HTTP_MAX_CONNECTIONS_PER_ADDRESS', Math.min(64, maxConnections), 0);
+  if (maxConnectionsPerAddress > maxConnections) {
+    throw new Error(`CLOUDPLANE_HTTP_MAX_CONNECTIONS_PER_ADDRESS (${maxConnectionsPerAddress}) must not be above CLOUDPLANE_HTTP_MAX_CONNECTIONS (${maxConnections}): the global cap is the last bound, above any one address's`);
+  }
   return {
     requestTimeoutMs,
     headersTimeoutMs,
     keepAliveTimeoutMs: int(env, 'CLOUDPLANE_HTTP_KEEPALIVE_TIMEOUT_MS', 72_000, 1),
     idleTimeoutMs: int(env, 'CLOUDPLANE_HTTP_IDLE_TIMEOUT_MS', 120_000, 1),
-    maxConnections: int(env, 'CLOUDPLANE_HTTP_MAX_CONNECTIONS', 1000, 1),
+    maxConnections,
+    maxConnectionsPerAddress,
+    // Past the headers timeout it would never bite: that one ends a silent connection first.
+    firstRequestTimeoutMs: int(env, 'CLOUDPLANE_HTTP_FIRST_REQUEST_TIMEOUT_MS', Math.min(5_000, headersTimeoutMs), 1),
   };
 }
 

@@ -34,6 +34,7 @@ import { registerAuthRoutes } from './auth-routes';
 import { withCookies } from './cookies';
 import { registerS3NotificationRoute } from './s3-notifications';
 import type { HttpConfig } from '../config';
+import { limitConnections } from './connection-limits';
 
 export interface AppOptions {
   isReady?: () => boolean;
@@ -70,6 +71,7 @@ export async function buildApp(ctx: ApiContext, options: AppOptions = {}): Promi
     frameworkErrors: (err, request, reply) => sendFrameworkError(ctx, err, request, reply),
   });
   app.server.maxConnections = http.maxConnections;
+  limitConnections(app.server, { maxPerAddress: http.maxConnectionsPerAddress, firstRequestTimeoutMs: http.firstRequestTimeoutMs });
 
   keepRouteConfig(app);
   registerValidation(app);

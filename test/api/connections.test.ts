@@ -217,6 +217,83 @@ describe('connection cap', () => {
   });
 });
 
+describe('connections per client address', () => {
+  const PER_ADDRESS = 8;
+  // Below the connections the other address opens: without a per-address cap, it alone fills the service.
+  const MAX = 40;
+  let t: TestService;
+  beforeAll(async () => {
+    t = await startTestService({
+      CLOUDPLANE_HTTP_MAX_CONNECTIONS: String(MAX),
+      CLOUDPLANE_HTTP_MAX_CONNECTIONS_PER_ADDRESS: String(PER_ADDRESS),
+      // Past this test: the held connections stay until it ends.
+      CLOUDPLANE_HTTP_HEADERS_TIMEOUT_MS: '30000',
+      CLOUDPLANE_HTTP_FIRST_REQUEST_TIMEOUT_MS: '30000',
+    });
+  });
+  afterAll(async () => t.stop());
+
+  it(`keeps ${PER_ADDRESS} idle connections of one address, closes the rest from it at once, and serves another address`, async () => {
+    const greedy = Array.from({ length: MAX + 10 }, () => new RawConnection(t.url, '127.0.0.2'));
+    try {
+      await Promise.all(greedy.map((conn) => conn.ready.catch(() => undefined)));
+      await eventually(async () => greedy.filter((conn) => conn.closed).length === MAX + 10 - PER_ADDRESS, CLOSED_WITHIN_MS, 50);
+      const other = new RawConnection(t.url, '127.0.0.1');
+      try {
+        await other.ready;
+        await other.write(`GET /api/v1/regions HTTP/1.1\r\nHost: localhost\r\nAuthorization: Bearer ${t.key}\r\n\r\n`);
+        await eventually(async () => other.json() !== null || other.closed, CLOSED_WITHIN_MS, 20);
+        expect(other.head()?.status).toBe(200);
+      } finally {
+        other.destroy();
+      }
+      // The ones kept were not cut meanwhile: only the excess was.
+      expect(greedy.filter((conn) => !conn.closed)).toHaveLength(PER_ADDRESS);
+    } finally {
+      for (const conn of greedy) conn.destroy();
+    }
+  });
+});
+
+describe('first request timeout', () => {
+  const FIRST_REQUEST_TIMEOUT_MS = 300;
+  let t: TestService;
+  beforeAll(async () => {
+    t = await startTestService({ CLOUDPLANE_HTTP_HEADERS_TIMEOUT_MS: '30000', CLOUDPLANE_HTTP_FIRST_REQUEST_TIMEOUT_MS: String(FIRST_REQUEST_TIMEOUT_MS) });
+  });
+  afterAll(async () => t.stop());
+
+  it('closes a new connection that sends nothing, or half a request, with 408 long before the headers timeout', async () => {
+    const silent = new RawConnection(t.url);
+    const partial = new RawConnection(t.url);
+    try {
+      await Promise.all([silent.ready, partial.ready]);
+      await partial.write('GET /api/v1/regions HTTP/1.1\r\nHost: localhost\r\n');
+      // Far below the 30 s headers timeout, the only other bound on them.
+      await eventually(async () => silent.closed && partial.closed, CLOSED_WITHIN_MS, 50);
+      expectEnvelope(silent, 408, 'request_timeout');
+      expectEnvelope(partial, 408, 'request_timeout');
+    } finally {
+      silent.destroy();
+      partial.destroy();
+    }
+  });
+
+  it('leaves a connection alone once its first request arrived: the per-request timeouts apply', async () => {
+    const conn = new RawConnection(t.url);
+    try {
+      await conn.ready;
+      await conn.write('GET /healthz HTTP/1.1\r\nHost: localhost\r\n\r\n');
+      await eventually(async () => conn.head()?.status === 200, CLOSED_WITHIN_MS);
+      await sleep(FIRST_REQUEST_TIMEOUT_MS * 5);
+      expect(conn.closed).toBe(false);
+      expect(conn.head()?.headers.connection).toBe('keep-alive');
+    } finally {
+      conn.destroy();
+    }
+  });
+});
+
 describe('load shedding', () => {
   let t: TestService;
   beforeAll(async () => {

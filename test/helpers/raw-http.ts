@@ -46,9 +46,10 @@ export class RawConnection {
   readonly ready: Promise<void>;
   readonly whenClosed: Promise<void>;
 
-  constructor(baseUrl: string) {
+  /** `localAddress`: the client's own address (any 127.x on Linux), to be another client on loopback. */
+  constructor(baseUrl: string, localAddress?: string) {
     const { hostname, port } = new URL(baseUrl);
-    this.socket = net.connect({ host: hostname, port: Number(port) });
+    this.socket = net.connect({ host: hostname, port: Number(port), localAddress });
     this.ready = new Promise((resolve, reject) => {
       this.socket.once('connect', () => resolve());
       this.socket.once('error', reject);

@@ -4,7 +4,15 @@ import { loadConfig } from '../../src/config';
 describe('HTTP and overload settings', () => {
   it('has production defaults that bound every connection', () => {
     const { http, overload } = loadConfig({});
-    expect(http).toEqual({ requestTimeoutMs: 30_000, headersTimeoutMs: 10_000, keepAliveTimeoutMs: 72_000, idleTimeoutMs: 120_000, maxConnections: 1000 });
+    expect(http).toEqual({
+      requestTimeoutMs: 30_000,
+      headersTimeoutMs: 10_000,
+      keepAliveTimeoutMs: 72_000,
+      idleTimeoutMs: 120_000,
+      maxConnections: 1000,
+      maxConnectionsPerAddress: 64,
+      firstRequestTimeoutMs: 5_000,
+    });
     expect(overload).toEqual({ maxEventLoopDelayMs: 1000, maxHeapUsedPercent: 90, retryAfterSeconds: 5 });
   });
 
@@ -12,7 +20,15 @@ describe('HTTP and overload settings', () => {
     expect(loadConfig({ CLOUDPLANE_HTTP_REQUEST_TIMEOUT_MS: '4000' }).http.headersTimeoutMs).toBe(4000);
   });
 
+  it('keeps the per-address cap and the first request timeout within smaller global settings unless told otherwise', () => {
+    expect(loadConfig({ CLOUDPLANE_HTTP_MAX_CONNECTIONS: '10' }).http.maxConnectionsPerAddress).toBe(10);
+    expect(loadConfig({ CLOUDPLANE_HTTP_HEADERS_TIMEOUT_MS: '2000' }).http.firstRequestTimeoutMs).toBe(2000);
+    expect(loadConfig({ CLOUDPLANE_HTTP_MAX_CONNECTIONS_PER_ADDRESS: '0' }).http.maxConnectionsPerAddress).toBe(0);
+  });
+
   it.each([
+    [{ CLOUDPLANE_HTTP_MAX_CONNECTIONS_PER_ADDRESS: '2000' }, /CLOUDPLANE_HTTP_MAX_CONNECTIONS_PER_ADDRESS \(2000\) must not be above CLOUDPLANE_HTTP_MAX_CONNECTIONS \(1000\)/],
+    [{ CLOUDPLANE_HTTP_FIRST_REQUEST_TIMEOUT_MS: '0' }, /CLOUDPLANE_HTTP_FIRST_REQUEST_TIMEOUT_MS/],
     [{ CLOUDPLANE_HTTP_REQUEST_TIMEOUT_MS: '0' }, /CLOUDPLANE_HTTP_REQUEST_TIMEOUT_MS/],
     [{ CLOUDPLANE_HTTP_MAX_CONNECTIONS: 'many' }, /CLOUDPLANE_HTTP_MAX_CONNECTIONS/],
     [{ CLOUDPLANE_HTTP_HEADERS_TIMEOUT_MS: '20000', CLOUDPLANE_HTTP_REQUEST_TIMEOUT_MS: '5000' }, /CLOUDPLANE_HTTP_HEADERS_TIMEOUT_MS \(20000\) must not be longer than CLOUDPLANE_HTTP_REQUEST_TIMEOUT_MS/],
