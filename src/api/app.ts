@@ -17,7 +17,7 @@ import { documentSharedErrors } from './plugins/error-responses';
 import { describeResponses } from './plugins/response-docs';
 import { nameComponents } from './plugins/openapi-components';
 import { requireOperationIds, linkOperations, OpenApiDocument } from './plugins/openapi-links';
-import { registerValidation } from './plugins/validation';
+import { registerValidation, schemaErrorFormatter } from './plugins/validation';
 import { registerDocsPage } from './plugins/docs-page';
 import { registerConsole } from './plugins/console';
 import { registerObservability, requestIdOf } from './plugins/observability';
@@ -27,6 +27,7 @@ import { shedLoad } from './plugins/load-shedding';
 import { registerIdempotency } from './plugins/idempotency';
 import { RouteMethods } from './route-methods';
 import { keepRouteConfig } from './route-config';
+import { limitBodies } from './body-limits';
 import { families } from '../resources/registry';
 import { registerFamilyRoutes } from './routes/families';
 import { registerRouteModules } from './routes';
@@ -55,6 +56,7 @@ export async function buildApp(ctx: ApiContext, options: AppOptions = {}): Promi
     // (level silent) there are none, and making one per request is pure cost.
     childLoggerFactory: (logger, bindings, options) => (logger.level === 'silent' && !options.level ? logger : logger.child(bindings, options)),
     trustProxy: false,
+    // Each route's own limit is set by limitBodies (api/body-limits.ts); this is only a ceiling.
     bodyLimit: 1024 * 1024,
     requestTimeout: http.requestTimeoutMs,
     keepAliveTimeout: http.keepAliveTimeoutMs,
@@ -69,11 +71,14 @@ export async function buildApp(ctx: ApiContext, options: AppOptions = {}): Promi
     routerOptions: { maxParamLength: 16 * 1024, ignoreTrailingSlash: true },
     // A path that is not valid percent-encoding never reaches a route: answer it in the envelope.
     frameworkErrors: (err, request, reply) => sendFrameworkError(ctx, err, request, reply),
+    schemaErrorFormatter,
   });
   app.server.maxConnections = http.maxConnections;
   limitConnections(app.server, { maxPerAddress: http.maxConnectionsPerAddress, firstRequestTimeoutMs: http.firstRequestTimeoutMs });
 
   keepRouteConfig(app);
+  // Before any route: each gets its body limit.
+  limitBodies(app);
   registerValidation(app);
   registerErrorHandler(app, ctx);
   // Every route's methods, public ones included, so the not-found handler can answer 405.

@@ -14,6 +14,8 @@ export class ApiError extends Error {
     message: string,
     readonly details?: FieldError[],
     readonly headers?: Record<string, string>,
+    /** Problems beyond `details`, counted only (validationFailed). */
+    readonly moreDetails = 0,
   ) {
     super(message);
     this.name = 'ApiError';
@@ -23,8 +25,19 @@ export class ApiError extends Error {
 export const notFound = (resource: string, id?: string) =>
   new ApiError(404, `${resource}_not_found`, id ? `No ${resource.replace(/_/g, ' ')} with id ${id}.` : `The ${resource.replace(/_/g, ' ')} was not found.`);
 
-export const validationFailed = (details: FieldError[]) =>
-  new ApiError(422, 'validation_failed', `The request is invalid: ${details.map((d) => `${d.field} ${d.message}`).join('; ')}.`, details);
+/**
+ * An answer names at most this many problems (error.details) and counts the rest
+ * (error.more_details): a body of 100,000 bad items made a 10 MB answer otherwise.
+ */
+export const MAX_ERROR_DETAILS = 20;
+
+/** `details` names problems (only the first MAX_ERROR_DETAILS are answered); `unnamed` counts more that were not written out. */
+export const validationFailed = (details: FieldError[], unnamed = 0) => {
+  const named = details.slice(0, MAX_ERROR_DETAILS);
+  const more = details.length - named.length + unnamed;
+  const listed = named.map((d) => `${d.field} ${d.message}`).join('; ');
+  return new ApiError(422, 'validation_failed', `The request is invalid: ${listed}${more > 0 ? `; and ${more} more` : ''}.`, named, undefined, more);
+};
 
 export const fieldInvalid = (field: string, message: string) => validationFailed([{ field, message }]);
 

@@ -8,12 +8,14 @@
 import type { FastifyInstance, RouteOptions } from 'fastify';
 import { Type } from '@sinclair/typebox';
 import { isRead } from '../../accounts/roles';
+import { MAX_ERROR_DETAILS } from '../../lib/errors';
 
 export const ErrorEnvelope = Type.Object({
   error: Type.Object({
     code: Type.String(),
     message: Type.String(),
-    details: Type.Optional(Type.Array(Type.Object({ field: Type.String(), message: Type.String() }))),
+    details: Type.Optional(Type.Array(Type.Object({ field: Type.String(), message: Type.String() }), { maxItems: MAX_ERROR_DETAILS })),
+    more_details: Type.Optional(Type.Integer({ minimum: 1, description: 'How many more problems there are than `details` names (present only when there are more).' })),
     request_id: Type.Optional(Type.String()),
   }),
   meta: Type.Object({ persistence: Type.String(), provider: Type.String() }),

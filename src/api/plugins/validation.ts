@@ -1,7 +1,10 @@
 /**
  * Request validation with ajv. Bodies are checked strictly (no type coercion, no removal
- * of unknown fields, every error reported); query strings and path parameters arrive
- * as text, so they are coerced, integers only from decimal digits.
+ * of unknown fields, every error collected; the answer names the first few, lib/errors.ts);
+ * query strings and path parameters arrive as text, so they are coerced, integers only
+ * from decimal digits. ajv has no way to stop collecting after a number of errors: its
+ * work is bounded by each route's body limit (api/body-limits.ts) and the schemas' maxItems
+ * and maxLength instead.
  */
 import Ajv, { ErrorObject, ValidateFunction } from 'ajv';
 import addFormats from 'ajv-formats';
@@ -39,6 +42,13 @@ function decimalIntegersOnly(schema: { properties?: Record<string, { type?: unkn
   return check;
 }
 
+/**
+ * Fastify's own formatter writes every issue into the error's message, which nothing reads
+ * (api/plugins/errors.ts names the fields from `error.validation`): for a body of 100,000
+ * bad items that was a string of megabytes per request.
+ */
+export const schemaErrorFormatter = (_errors: unknown[], dataVar: string): Error => new Error(`The ${dataVar} is invalid.`);
+
 export function registerValidation(app: FastifyInstance): void {
   const strict = makeAjv(false);
   const coercing = makeAjv(true);
@@ -56,7 +66,7 @@ export function registerValidation(app: FastifyInstance): void {
     if (body === '') return done(null, undefined);
     defaultJson(request, body as string, (err, parsed) => {
       if (err) return done(err, undefined);
-      const field = illFormedField(parsed);
+      const field = illFormedField(body as string, parsed);
       if (field !== null) return done(fieldInvalid(field || 'body', 'is not valid Unicode (a lone surrogate)'), undefined);
       done(null, parsed);
     });
@@ -87,20 +97,42 @@ function fieldOf(item: Pending): string {
   return steps.reverse().slice(0, MAX_FIELD_DEPTH + 1).join('').replace(/^\./, '');
 }
 
-/** Walks the parsed body with a stack of its own, not recursion: any depth JSON.parse takes is fine. */
-function illFormedField(body: unknown): string | null {
-  const stack: Pending[] = [{ value: body, parent: null, step: '' }];
+/**
+ * A lone surrogate can only come from a \u escape (the body is decoded from UTF-8, which
+ * cannot carry one): a body without any escape of the range is not walked at all. The
+ * pattern may also match an escaped backslash before `uD800`: that body is walked, no harm.
+ */
+const SURROGATE_ESCAPE = /\\u[dD][89a-fA-F]/;
+
+/**
+ * Walks the parsed body with a stack of its own, not recursion: any depth JSON.parse takes
+ * is fine. Only containers are stacked; a number or a string costs no allocation.
+ */
+function illFormedField(text: string, body: unknown): string | null {
+  if (!SURROGATE_ESCAPE.test(text)) return null;
+  const root: Pending = { value: body, parent: null, step: '' };
+  if (typeof body === 'string') return LONE_SURROGATE.test(body) ? fieldOf(root) : null;
+  const stack: Pending[] = [root];
+  const visit = (parent: Pending, value: unknown, step: string): string | null => {
+    if (typeof value === 'string') return LONE_SURROGATE.test(value) ? fieldOf({ value, parent, step }) : null;
+    if (value !== null && typeof value === 'object') stack.push({ value, parent, step });
+    return null;
+  };
   while (stack.length > 0) {
     const item = stack.pop()!;
     const { value } = item;
-    if (typeof value === 'string') {
-      if (LONE_SURROGATE.test(value)) return fieldOf(item);
-    } else if (Array.isArray(value)) {
-      for (let i = value.length - 1; i >= 0; i--) stack.push({ value: value[i], parent: item, step: `[${i}]` });
+    if (Array.isArray(value)) {
+      for (let i = value.length - 1; i >= 0; i--) {
+        const found = visit(item, value[i], `[${i}]`);
+        if (found !== null) return found;
+      }
     } else if (value !== null && typeof value === 'object') {
       const entries = Object.entries(value);
       if (entries.some(([key]) => LONE_SURROGATE.test(key))) return fieldOf(item);
-      for (let i = entries.length - 1; i >= 0; i--) stack.push({ value: entries[i][1], parent: item, step: `.${entries[i][0]}` });
+      for (let i = entries.length - 1; i >= 0; i--) {
+        const found = visit(item, entries[i][1], `.${entries[i][0]}`);
+        if (found !== null) return found;
+      }
     }
   }
   return null;
