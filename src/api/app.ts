@@ -28,6 +28,7 @@ import { registerIdempotency } from './plugins/idempotency';
 import { RouteMethods } from './route-methods';
 import { keepRouteConfig } from './route-config';
 import { limitBodies } from './body-limits';
+import { markSecretAnswers } from './plugins/secret-answers';
 import { families } from '../resources/registry';
 import { registerFamilyRoutes } from './routes/families';
 import { registerRouteModules } from './routes';
@@ -77,8 +78,9 @@ export async function buildApp(ctx: ApiContext, options: AppOptions = {}): Promi
   limitConnections(app.server, { maxPerAddress: http.maxConnectionsPerAddress, firstRequestTimeoutMs: http.firstRequestTimeoutMs });
 
   keepRouteConfig(app);
-  // Before any route: each gets its body limit.
+  // Before any route: each gets its body limit and, if its answer holds a secret, no-store.
   limitBodies(app);
+  markSecretAnswers(app);
   registerValidation(app);
   registerErrorHandler(app, ctx);
   // Every route's methods, public ones included, so the not-found handler can answer 405.

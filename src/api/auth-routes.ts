@@ -21,6 +21,8 @@ export function registerAuthRoutes(app: FastifyInstance, ctx: ApiContext): void 
   // Per client address: these routes have no key to count by, and one of them checks keys.
   const limiter = new RateLimiter(ctx.config.rateLimitPerMinute);
   const limit = { onRequest: async (request: FastifyRequest, reply: FastifyReply) => applyRateLimit(limiter, request, reply) };
+  // A session's cookie (and, from /auth/session, its CSRF token) is a secret: never cached.
+  const secret = { config: { carriesSecret: true } };
 
   app.get('/auth/config', {
     ...limit,
@@ -30,6 +32,7 @@ export function registerAuthRoutes(app: FastifyInstance, ctx: ApiContext): void 
 
   app.post('/auth/session', {
     ...limit,
+    ...secret,
     schema: hidden,
     handler: async (request, reply) => {
       // With an identity provider, people sign in through it: a key is for API clients only.
@@ -51,6 +54,7 @@ export function registerAuthRoutes(app: FastifyInstance, ctx: ApiContext): void 
 
   app.get('/auth/login', {
     ...limit,
+    ...secret,
     schema: hidden,
     handler: async (request, reply) => {
       const oidc = providerOf(ctx);
@@ -63,6 +67,7 @@ export function registerAuthRoutes(app: FastifyInstance, ctx: ApiContext): void 
 
   app.get(CALLBACK, {
     ...limit,
+    ...secret,
     schema: hidden,
     handler: async (request, reply) => {
       const oidc = providerOf(ctx);

@@ -56,5 +56,7 @@ declare module 'fastify' {
     actsAsWrite?: boolean;
     /** Any authenticated caller, whatever its role and scope: the route changes only the caller's own session (sign-out, choosing a team). */
     ownSession?: boolean;
+    /** The answer carries a secret its schema does not show (a session cookie): sent with Cache-Control: no-store (plugins/secret-answers.ts). */
+    carriesSecret?: boolean;
   }
 }
