@@ -1,7 +1,7 @@
 /**
  * The docs page at /docs: public like the document it shows, the same document as
  * /api/v1/openapi.json, its assets served by the service itself (no CDN) under a
- * Content-Security-Policy, and no way out of its asset folder or into the API.
+ * Content-Security-Policy with the console's security headers, and no way out of its asset folder or into the API.
  */
 import { rawRequest } from '../helpers/raw-http';
 import { startTestService, TestService } from '../helpers/service';
@@ -33,6 +33,14 @@ describe('GET /docs', () => {
     const bundle = await rawRequest(t.url, 'GET', '/docs/static/swagger-ui-bundle.js');
     expect(bundle.headers['content-type']).toMatch(/javascript/);
     expect(bundle.headers['content-security-policy']).toMatch(/default-src 'self'/);
+  });
+
+  // Found by an attacker's review: the page had none of the console's security headers.
+  it('sends the pages\' security headers (nosniff, never framed) on the page, its assets and its document', async () => {
+    for (const path of ['/docs', '/docs/static/swagger-ui-bundle.js', '/docs/json']) {
+      const answer = await rawRequest(t.url, 'GET', path);
+      expect({ path, status: answer.status, nosniff: answer.headers['x-content-type-options'], frame: answer.headers['x-frame-options'] }).toEqual({ path, status: 200, nosniff: 'nosniff', frame: 'DENY' });
+    }
   });
 
   it('shows the very document /api/v1/openapi.json serves', async () => {

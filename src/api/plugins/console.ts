@@ -13,6 +13,7 @@ import fs from 'node:fs';
 import path from 'node:path';
 import type { FastifyInstance, FastifyReply } from 'fastify';
 import fastifyStatic from '@fastify/static';
+import { PAGE_SECURITY_HEADERS, sendSecurityHeaders } from '../security-headers';
 
 export const CONSOLE_CSP = [
   "default-src 'none'",
@@ -26,13 +27,7 @@ export const CONSOLE_CSP = [
   "frame-ancestors 'none'",
 ].join('; ');
 
-const SECURITY_HEADERS: Record<string, string> = {
-  'content-security-policy': CONSOLE_CSP,
-  'x-content-type-options': 'nosniff',
-  'x-frame-options': 'DENY',
-  'referrer-policy': 'same-origin',
-  'cross-origin-opener-policy': 'same-origin',
-};
+const SECURITY_HEADERS: Record<string, string> = { ...PAGE_SECURITY_HEADERS, 'content-security-policy': CONSOLE_CSP };
 
 /** Vite names what it builds under assets/ after its content hash: they never change. */
 const HASHED_ASSETS = `${path.sep}assets${path.sep}`;
@@ -43,10 +38,7 @@ function setCaching(reply: FastifyReply, file: string): void {
 
 export async function registerConsole(app: FastifyInstance, consoleDir: string): Promise<void> {
   await app.register(async function consolePages(scope) {
-    scope.addHook('onSend', async (_request, reply, payload) => {
-      reply.headers(SECURITY_HEADERS);
-      return payload;
-    });
+    sendSecurityHeaders(scope, SECURITY_HEADERS);
     if (!fs.existsSync(path.join(consoleDir, 'index.html'))) {
       // Built without the console (only `npx tsc`): say so rather than answer an opaque 404.
       scope.get('/', { schema: { hide: true } }, async (_request, reply) =>

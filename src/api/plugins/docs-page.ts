@@ -7,14 +7,19 @@
  */
 import type { FastifyInstance } from 'fastify';
 import swaggerUi from '@fastify/swagger-ui';
+import { sendSecurityHeaders } from '../security-headers';
 
 export const DOCS_PATH = '/docs';
 
 export async function registerDocsPage(app: FastifyInstance): Promise<void> {
-  await app.register(swaggerUi, {
-    routePrefix: DOCS_PATH,
-    staticCSP: true,
-    uiConfig: { deepLinking: true, persistAuthorization: false, displayOperationId: true, tryItOutEnabled: false },
-    logLevel: 'warn',
+  await app.register(async function docsPage(scope) {
+    // The console's page headers (nosniff, never framed, ...); Swagger UI sets its own CSP.
+    sendSecurityHeaders(scope);
+    await scope.register(swaggerUi, {
+      routePrefix: DOCS_PATH,
+      staticCSP: true,
+      uiConfig: { deepLinking: true, persistAuthorization: false, displayOperationId: true, tryItOutEnabled: false },
+      logLevel: 'warn',
+    });
   });
 }
