@@ -5,7 +5,7 @@
  */
 import fs from 'node:fs';
 import path from 'node:path';
-import { stringify } from 'yaml';
+import { stringifyPortableYaml } from '../lib/portable-yaml';
 import { allCrds } from '../resources/crd';
 import { GROUP as CRD_GROUP } from '../store/kubernetes/names';
 
@@ -29,8 +29,9 @@ export const crdDir = (root = repoRoot()) => path.join(root, 'crds');
 export function renderCrdFiles(): Map<string, string> {
   const files = new Map<string, string>();
   for (const crd of allCrds()) {
-    // lineWidth 0: no folding, so a changed description shows as a one-line diff.
-    files.set(`${crd.metadata.name}.yaml`, CRD_HEADER + stringify(crd, { lineWidth: 0 }));
+    // lineWidth 0: no folding, so a changed description shows as a one-line diff. Portable:
+    // kubectl and helm read YAML 1.1, where a plain `on` in an enum is a boolean.
+    files.set(`${crd.metadata.name}.yaml`, CRD_HEADER + stringifyPortableYaml(crd, { lineWidth: 0 }));
   }
   return files;
 }

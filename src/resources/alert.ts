@@ -183,7 +183,8 @@ export const alertPolicyFamily: FamilyDefinition<AlertPolicySpec, AlertPolicySta
     spec: strictObject({ name: ResourceName(), condition: ConditionSchema, enabled: Type.Boolean({ description: 'Whether the policy is evaluated.' }) }),
     status: strictObject({
       ...baseStatusProperties(STATES),
-      targets: Type.Array(TargetSchema, { description: 'Resources the condition holds for.' }),
+      // One target per resource (the controller adds a resource only when it has none).
+      targets: Type.Array(TargetSchema, { description: 'Resources the condition holds for.', 'x-kubernetes-list-type': 'map', 'x-kubernetes-list-map-keys': ['resource_id'] }),
       handled: Type.Record(Type.String(), Type.String(), { description: 'job_failed: per job, the finish time of the latest failure already alerted on and resolved.' }),
       last_transition: TransitionSchema,
     }),

@@ -29,10 +29,13 @@ const KEPT_KEYWORDS = [
   'maxProperties',
   // CEL rules a family states beside its schema (a load balancer backend: exactly one of server_id and serverRef).
   'x-kubernetes-validations',
+  // A list a family says is a map (conditions by type): arrayListType.
+  'x-kubernetes-list-type',
+  'x-kubernetes-list-map-keys',
 ] as const;
 
 /** Formats kept; any other format (email, uri, ...) is validated by the API, not by Kubernetes. */
-const KEPT_FORMATS = new Set(['date-time']);
+const KEPT_FORMATS = new Set(['date-time', 'int64']);
 
 const isNull = (schema: Schema) => schema.type === 'null';
 
@@ -55,6 +58,19 @@ function convertUnion(members: Schema[], outer: Schema, path: string): Schema {
   // Any other mix (a string or a list of strings) has no structural type: Kubernetes keeps
   // the value as it is and the API validates it.
   return { 'x-kubernetes-preserve-unknown-fields': true, description: outer.description ?? `One of: ${[...types].join(', ')}.` };
+}
+
+const SCALAR_TYPES = new Set(['string', 'integer', 'number', 'boolean']);
+
+/**
+ * How server-side apply merges a list, which every list states (kube-conventions: an
+ * unstated one is read as atomic, and checkers flag it). A list the family marks
+ * `x-kubernetes-list-type: map` keeps that (copyKeywords); one of unique scalars
+ * (`uniqueItems`, which a structural schema may not carry) is a set, which the API server
+ * also keeps free of duplicates; any other list is replaced as a whole.
+ */
+function arrayListType(schema: Schema, items: Schema): 'set' | 'atomic' {
+  return schema.uniqueItems === true && SCALAR_TYPES.has(items.type) ? 'set' : 'atomic';
 }
 
 /** One JSON Schema node (already free of TypeBox symbols) as a structural schema node. */
@@ -85,6 +101,7 @@ export function convertSchema(schema: Schema, path = '$'): Schema {
   }
   if (result.type === 'array') {
     result.items = schema.items ? convertSchema(schema.items, `${path}[]`) : { 'x-kubernetes-preserve-unknown-fields': true };
+    result['x-kubernetes-list-type'] ??= arrayListType(schema, result.items);
   }
   if (result.type === 'object') convertObject(schema, result, path);
   return result;

@@ -15,14 +15,27 @@ export const Region = (description = 'Region id from GET /api/v1/regions, e.g. f
 export const IdOf = (prefix: string, description: string) =>
   Type.String({ pattern: `^${prefix}_[0-9a-z]{16,26}$`, description });
 
+/**
+ * The limits of metav1.Condition (k8s.io/apimachinery), which kstatus, Flux and Argo CD
+ * read: the API server refuses a status whose conditions break them.
+ */
+export const CONDITION_REASON_PATTERN = '^[A-Za-z]([A-Za-z0-9_,:]*[A-Za-z0-9_])?$';
+export const CONDITION_TYPE_PATTERN = '^([a-z0-9]([-a-z0-9]*[a-z0-9])?(\\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*/)?(([A-Za-z0-9][-A-Za-z0-9_.]*)?[A-Za-z0-9])$';
+export const CONDITION_REASON_MAX = 1024;
+export const CONDITION_MESSAGE_MAX = 32768;
+
 export const ConditionSchema = Type.Object(
   {
-    type: Type.String({ description: 'Ready, Synced, Reconciling (True while work is under way) or Stalled (True when failed).' }),
-    status: Type.String({ description: 'True, False or Unknown.' }),
-    reason: Type.String({ description: 'Machine-readable reason in CamelCase.' }),
-    message: Type.String({ description: 'Human-readable detail.' }),
+    type: Type.String({
+      maxLength: 316,
+      pattern: CONDITION_TYPE_PATTERN,
+      description: 'Ready, Synced, Reconciling (True while work is under way) or Stalled (True when failed).',
+    }),
+    status: Type.String({ enum: ['True', 'False', 'Unknown'], description: 'True, False or Unknown.' }),
+    reason: Type.String({ minLength: 1, maxLength: CONDITION_REASON_MAX, pattern: CONDITION_REASON_PATTERN, description: 'Machine-readable reason in CamelCase.' }),
+    message: Type.String({ maxLength: CONDITION_MESSAGE_MAX, description: 'Human-readable detail; may be empty.' }),
     lastTransitionTime: Type.String({ format: 'date-time', description: 'When status last changed.' }),
-    observedGeneration: Type.Integer({ description: 'The generation this condition describes.' }),
+    observedGeneration: Type.Optional(Type.Integer({ minimum: 0, format: 'int64', description: 'The generation this condition describes.' })),
   },
   { additionalProperties: false },
 );
@@ -34,7 +47,12 @@ export const baseStatusProperties = (states: readonly string[]) => ({
   observed_generation: Type.Integer({ description: 'The spec generation the reconciler last acted on.' }),
   observed_config: Type.String({ description: 'Hash of the configuration last applied.' }),
   deleted_at: NullableTimestamp('When deletion was requested.'),
-  conditions: Type.Array(ConditionSchema, { description: 'Ready and Synced conditions; Reconciling and Stalled while True.' }),
+  // One condition per type, as metav1.Condition lists are (server-side apply merges them by type).
+  conditions: Type.Array(ConditionSchema, {
+    description: 'Ready and Synced conditions; Reconciling and Stalled while True.',
+    'x-kubernetes-list-type': 'map',
+    'x-kubernetes-list-map-keys': ['type'],
+  }),
   pending_events: Type.Array(Type.Object({}, { additionalProperties: true }), {
     description: 'Events of committed changes not yet published to the event bus.',
   }),

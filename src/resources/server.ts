@@ -114,7 +114,8 @@ export const serverFamily: FamilyDefinition<ServerSpec, ServerStatus> = {
       image: Image,
       power_state: Type.String({ enum: ['on', 'off'], description: 'Desired power state; the stop and start actions set it.' }),
       reboot_requests: Type.Integer({ minimum: 0, description: 'Number of reboots asked for; increment it to reboot.' }),
-      file_shares: Type.Optional(Type.Array(IdOf('fs', 'An attached file share.'), { description: 'File shares attached to the server; the file-storage attach and detach actions set it.' })),
+      // Unique: attach refuses a share already attached; the CRD makes it a set.
+      file_shares: Type.Optional(Type.Array(IdOf('fs', 'An attached file share.'), { uniqueItems: true, description: 'File shares attached to the server; the file-storage attach and detach actions set it.' })),
       backup_policy: Type.Optional(BackupPolicySpec),
       ...connectionSecretProperty(),
     }),

@@ -8,6 +8,7 @@ import { newId } from '../lib/ids';
 import { nowIso } from '../lib/time';
 import type { CloudEvent } from '../events/types';
 import type { AnyFamily, BaseStatus, Condition, Resource } from './family';
+import { CONDITION_MESSAGE_MAX } from './schema-kit';
 
 /**
  * Spec fields of the custom resource only, about the record rather than what is provisioned
@@ -83,8 +84,9 @@ export function conditionsFor(family: AnyFamily, resource: Resource, status: Bas
   const previous = new Map((status.conditions ?? []).map((c) => [c.type, c]));
   const make = (type: Condition['type'], value: Condition['status'], reason: string, message: string): Condition => {
     const old = previous.get(type);
-    const lastTransitionTime = old && old.status === value ? old.lastTransitionTime : now;
-    return { type, status: value, reason, message, lastTransitionTime, observedGeneration: generation };
+    // A condition written without a time (by an earlier version) gets one: the API server refuses it without.
+    const lastTransitionTime = (old && old.status === value ? old.lastTransitionTime : undefined) ?? now;
+    return { type, status: value, reason, message: conditionMessage(message), lastTransitionTime, observedGeneration: generation };
   };
   const state = status.status;
   const reason = stateReason(state);
@@ -105,7 +107,19 @@ export function conditionsFor(family: AnyFamily, resource: Resource, status: Bas
   ];
 }
 
-const stateReason = (state: string) => state.charAt(0).toUpperCase() + state.slice(1);
+/**
+ * A state as a condition or Event reason: CamelCase (`pending_dns` is PendingDns), which
+ * metav1.Condition's reason pattern accepts whatever separators a state name uses.
+ */
+export const stateReason = (state: string) =>
+  state
+    .split(/[^A-Za-z0-9]+/)
+    .filter(Boolean)
+    .map((word) => word.charAt(0).toUpperCase() + word.slice(1))
+    .join('') || 'Unknown';
+
+/** A condition's message within metav1.Condition's limit; a provider's error text may be longer. */
+const conditionMessage = (message: string) => (message.length > CONDITION_MESSAGE_MAX ? `${message.slice(0, CONDITION_MESSAGE_MAX - 3)}...` : message);
 
 /** A Kubernetes Event about a resource (core/v1 Event: type, reason, message). */
 export interface ObjectEvent {

@@ -20,6 +20,7 @@ const ALLOWED_KEYWORDS = new Set([
   'x-kubernetes-preserve-unknown-fields', 'x-kubernetes-int-or-string',
   // CEL rules (a load balancer backend names exactly one server): the API server checks them on apply.
   'x-kubernetes-validations',
+  'x-kubernetes-list-type', 'x-kubernetes-list-map-keys',
 ]);
 
 /** Every schema node below `schema`, with a path for messages. */
@@ -98,6 +99,33 @@ describe('CRD schemas', () => {
     const problems = schemaNodes(version.schema.openAPIV3Schema, '$')
       .flatMap(({ at, node }) => structuralProblems(node).map((problem) => `${at}: ${problem}`));
     expect(problems).toEqual([]);
+  });
+
+  it.each(allCrds().map((crd) => [crd.spec.names.kind, crd]))('%s says how each of its lists merges', (_kind, crd) => {
+    const lists = schemaNodes(crd.spec.versions[0].schema.openAPIV3Schema, '$').filter(({ node }) => node.type === 'array');
+    const problems = lists.flatMap(({ at, node }) => {
+      const type = node['x-kubernetes-list-type'];
+      if (!['atomic', 'set', 'map'].includes(type)) return [`${at}: list type ${type}`];
+      if (type === 'set' && !['string', 'integer', 'number', 'boolean'].includes(node.items.type)) return [`${at}: a set of ${node.items.type}`];
+      if (type !== 'map') return node['x-kubernetes-list-map-keys'] ? [`${at}: map keys on a ${type}`] : [];
+      const keys: string[] = node['x-kubernetes-list-map-keys'] ?? [];
+      // The API server refuses a map list whose keys an item may leave out.
+      return keys.length === 0 ? [`${at}: a map without keys`] : keys.filter((k) => !(node.items.required ?? []).includes(k)).map((k) => `${at}: key ${k} not required`);
+    });
+    expect(problems).toEqual([]);
+  });
+
+  it('merges conditions by type, unique scalars as sets, and any other list as a whole', () => {
+    const statusOf = (name: string) => (crdFor(familyByName(name)) as any).spec.versions[0].schema.openAPIV3Schema.properties.status.properties;
+    const specOf = (name: string) => (crdFor(familyByName(name)) as any).spec.versions[0].schema.openAPIV3Schema.properties.spec.properties;
+    for (const family of families) {
+      const conditions = (crdFor(family) as any).spec.versions[0].schema.openAPIV3Schema.properties.status.properties.conditions;
+      expect(conditions).toMatchObject({ 'x-kubernetes-list-type': 'map', 'x-kubernetes-list-map-keys': ['type'] });
+    }
+    expect(specOf('server').file_shares['x-kubernetes-list-type']).toBe('set');
+    expect(statusOf('alert').targets).toMatchObject({ 'x-kubernetes-list-type': 'map', 'x-kubernetes-list-map-keys': ['resource_id'] });
+    expect(specOf('load_balancer').backends['x-kubernetes-list-type']).toBe('atomic');
+    expect(convertSchema(JSON.parse(JSON.stringify(Type.Array(Type.String(), { uniqueItems: true }))))).toEqual({ type: 'array', items: { type: 'string' }, 'x-kubernetes-list-type': 'set' });
   });
 
   it('keeps the rules kubectl explain and validation need', () => {
