@@ -4,13 +4,13 @@
  * installed, and the service runs with the Kubernetes store against it. Services started
  * again on the same data directory find the same API server, as a restarted operator would.
  */
-import https from 'node:https';
+import path from 'node:path';
 import { ApiextensionsV1Api, KubeConfig } from '@kubernetes/client-node';
 import { allCrds } from '../../src/resources/crd';
 import { families } from '../../src/resources/registry';
 import { createLogger } from '../../src/logger';
 import { KubernetesStore, KubernetesStoreOptions } from '../../src/store/kubernetes/store';
-import { KubeApiServer, startKubeApiServer } from './kube-apiserver';
+import { KubeApiServer, kubectlOn, startKubeApiServer } from './kube-apiserver';
 import { expectOnlyListedCalls, operatorKubeconfigFromChart } from './chart';
 
 const clusters = new Map<string, Promise<KubeApiServer>>();
@@ -43,32 +43,17 @@ export function kubeConfigOf(server: KubeApiServer): KubeConfig {
   return kc;
 }
 
-/**
- * POSTs a CRD as JSON, as kubectl and helm send the YAML. The typed client would pass it
- * through its model, which knows `x-kubernetes-preserve-unknown-fields` only by its
- * camel-case name and drops it from every property schema.
- */
-async function createCrd(kc: KubeConfig, crd: object): Promise<void> {
-  const options: https.RequestOptions = {};
-  await kc.applyToHTTPSOptions(options);
-  const url = new URL('/apis/apiextensions.k8s.io/v1/customresourcedefinitions', kc.getCurrentCluster()!.server);
-  const body = JSON.stringify(crd);
-  await new Promise<void>((resolve, reject) => {
-    const req = https.request(url, { ...options, method: 'POST', headers: { ...options.headers, 'content-type': 'application/json' } }, (res) => {
-      let text = '';
-      res.on('data', (chunk) => (text += chunk));
-      res.on('end', () => (res.statusCode === 201 ? resolve() : reject(new Error(`creating a CRD answered ${res.statusCode}: ${text}`))));
-    });
-    req.on('error', reject);
-    req.end(body);
-  });
-}
+/** The CRD files users and the chart install (`make crds`). */
+export const CRD_FILES_DIR = path.resolve(__dirname, '../../crds');
 
-/** Creates the CRDs and waits until the API server serves them. */
+/**
+ * Installs the CRDs as users do, `kubectl apply -f crds/` with the real kubectl (which
+ * reads them as YAML 1.1), and waits until the API server serves them: every cluster test
+ * runs against what users apply, not against the generator's in-memory JSON.
+ */
 export async function installCrds(server: KubeApiServer): Promise<void> {
-  const kc = kubeConfigOf(server);
-  const api = kc.makeApiClient(ApiextensionsV1Api);
-  for (const crd of allCrds()) await createCrd(kc, crd);
+  await kubectlOn(server.kubeconfigPath)(['apply', '-f', CRD_FILES_DIR]);
+  const api = kubeConfigOf(server).makeApiClient(ApiextensionsV1Api);
   const deadline = Date.now() + 30_000;
   for (const crd of allCrds()) {
     for (;;) {

@@ -10,22 +10,12 @@ import { families } from '../../src/resources/registry';
 import { installCrds, storeEnvFor } from '../helpers/cluster';
 import { KubeApiServer, startKubeApiServer, kubectlOn } from '../helpers/kube-apiserver';
 import { eventually, startTestService, TestService, waitForStatus } from '../helpers/service';
+import { EXAMPLES, EXAMPLES_BY_FILE, exampleFiles } from '../helpers/examples';
 
 jest.setTimeout(120_000);
 
 const REPO = path.resolve(__dirname, '../..');
-const EXAMPLES = path.join(REPO, 'examples');
 const RETENTION_SECONDS = 2;
-
-/** Each example: its file, short name, object name, API path and the state it settles in. */
-const EXAMPLES_BY_FILE = [
-  { file: 'load-balancer.yaml', short: 'cplb', name: 'web-frontend', path: 'load-balancers', ready: 'running' },
-  { file: 'vpn-gateway.yaml', short: 'cpvpn', name: 'office-link', path: 'vpn-gateways', ready: 'active' },
-  { file: 'server.yaml', short: 'cpsvr', name: 'app-1', path: 'servers', ready: 'running' },
-  { file: 'bucket.yaml', short: 'cpbkt', name: 'build-artifacts', path: 'object-storage', ready: 'available' },
-  { file: 'file-share.yaml', short: 'cpfs', name: 'shared-home', path: 'file-storage', ready: 'available' },
-  { file: 'cloud-job.yaml', short: 'cpjob', name: 'nightly-report', path: 'jobs', ready: 'completed' },
-];
 
 let cluster: KubeApiServer;
 let t: TestService;
@@ -34,7 +24,6 @@ let namespace: string;
 /** Runs kubectl asynchronously (the service under test shares this event loop); rejects with its stderr. */
 const kubectl = (...args: string[]) => kubectlOn(cluster.kubeconfigPath)(args);
 
-const exampleFiles = () => fs.readdirSync(EXAMPLES).filter((f) => f.endsWith('.yaml'));
 const getJson = async (short: string, name: string) => JSON.parse(await kubectl('get', short, name, '-n', namespace, '-o', 'json'));
 const idOf = (object: any): string | undefined => object.metadata.labels?.['cloudplane.dev/id'];
 
