@@ -15,7 +15,7 @@ const documentsAs = (text: string, version: Version): unknown[] =>
 
 const describe = (value: unknown) => (value instanceof Date ? `timestamp ${value.toISOString()}` : `${typeof value} ${JSON.stringify(value)}`);
 
-/** Paths where the two readings differ, each with both readings, e.g. `[0].spec.enum[0]: 1.1 boolean true, 1.2 string "on"`. */
+/** Paths where the two readings differ ([0]: the first document), e.g. `[0].spec.enum[0]: 1.1 reads boolean true, 1.2 reads string "on"`. */
 function differences(a: unknown, b: unknown, at: string, out: string[]): void {
   const bothObjects = a !== null && b !== null && typeof a === 'object' && typeof b === 'object' && !(a instanceof Date) && !(b instanceof Date);
   if (bothObjects && Array.isArray(a) === Array.isArray(b)) {

@@ -27,6 +27,14 @@ describe('YAML users apply', () => {
     expect(yamlIn('examples').length).toBeGreaterThan(3);
   });
 
+  it('finds what YAML 1.1 reads otherwise', () => {
+    expect(yamlMeaningDifferences('enum: [on, off]\nmode: 0755\nport: 8080\nname: "on"\n')).toEqual([
+      '[0].enum[0]: 1.1 reads boolean true, 1.2 reads string "on"',
+      '[0].enum[1]: 1.1 reads boolean false, 1.2 reads string "off"',
+      '[0].mode: 1.1 reads number 493, 1.2 reads number 755',
+    ]);
+  });
+
   it.each(FILES)('%s means the same under YAML 1.1 and 1.2', (file) => {
     expect(yamlMeaningDifferences(fs.readFileSync(path.join(REPO, file), 'utf8'))).toEqual([]);
   });
