@@ -100,9 +100,11 @@ const AttemptLog = Type.Array(AttemptEntry, {
 });
 
 const Url = Type.String({ minLength: 1, maxLength: 2048, description: 'HTTPS address that receives deliveries.' });
+// A set: each pattern once (the CRD makes it an x-kubernetes-list-type set, which the API server keeps free of duplicates).
 const Events = Type.Array(Type.String({ pattern: EVENT_PATTERN, maxLength: 100 }), {
   minItems: 1,
   maxItems: 100,
+  uniqueItems: true,
   description: 'Event types (`server.running`) or category patterns (`server.*`).',
 });
 const FilterValue = Type.Union([Type.String({ maxLength: 256 }), Type.Array(Type.String({ maxLength: 256 }), { maxItems: 100 })]);

@@ -80,6 +80,9 @@ describe('webhook subscriptions', () => {
     const url = await t.api('POST', '/api/v1/webhooks', { url: 'ftp://example.com/x', events: ['server.*'] });
     expect(url.status).toBe(422);
     expect(url.body.error.details).toEqual([expect.objectContaining({ field: 'url' })]);
+    const twice = await t.api('POST', '/api/v1/webhooks', { url: 'https://example.com/h', events: ['server.*', 'server.*'] });
+    expect(twice.status).toBe(422);
+    expect(twice.body.error.details).toEqual([expect.objectContaining({ field: 'events' })]);
     for (const events of [['server'], ['Server.running'], ['server.*.x']]) {
       expect((await t.api('POST', '/api/v1/webhooks', { url: 'https://example.com/h', events })).status).toBe(422);
     }

@@ -123,6 +123,7 @@ describe('CRD schemas', () => {
       expect(conditions).toMatchObject({ 'x-kubernetes-list-type': 'map', 'x-kubernetes-list-map-keys': ['type'] });
     }
     expect(specOf('server').file_shares['x-kubernetes-list-type']).toBe('set');
+    expect(specOf('webhook').events['x-kubernetes-list-type']).toBe('set');
     expect(statusOf('alert').targets).toMatchObject({ 'x-kubernetes-list-type': 'map', 'x-kubernetes-list-map-keys': ['resource_id'] });
     expect(specOf('load_balancer').backends['x-kubernetes-list-type']).toBe('atomic');
     expect(convertSchema(JSON.parse(JSON.stringify(Type.Array(Type.String(), { uniqueItems: true }))))).toEqual({ type: 'array', items: { type: 'string' }, 'x-kubernetes-list-type': 'set' });
