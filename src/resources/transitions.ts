@@ -111,7 +111,7 @@ export function conditionsFor(family: AnyFamily, resource: Resource, status: Bas
  * A state as a condition or Event reason: CamelCase (`pending_dns` is PendingDns), which
  * metav1.Condition's reason pattern accepts whatever separators a state name uses.
  */
-export const stateReason = (state: string) =>
+const stateReason = (state: string) =>
   state
     .split(/[^A-Za-z0-9]+/)
     .filter(Boolean)
