@@ -265,6 +265,8 @@ export interface WebhookConfig {
   /** How long the previous secret keeps signing after a rotation. */
   secretOverlapMs: number;
   timeoutMs: number;
+  /** Delivery attempts under way at once: in the process, per team, per subscription (docs/api.md "Fair sharing"). */
+  inFlight: WebhookInFlightLimits;
   /** Multiplies every retry interval; 1 in production, small in tests. */
   timeScale: number;
   /** Consecutive failed attempts after which a subscription is disabled. */
@@ -279,6 +281,12 @@ export interface WebhookConfig {
    * the stream renews it every third of this; once it lapses the listener is deleted.
    */
   listenerLeaseMs: number;
+}
+
+export interface WebhookInFlightLimits {
+  global: number;
+  perTeam: number;
+  perSubscription: number;
 }
 
 type Env = Record<string, string | undefined>;
@@ -432,6 +440,21 @@ function httpLimits(env: Env): HttpConfig {
   };
 }
 
+/**
+ * The caps on webhook attempts under way. Each holds a socket for up to the webhook
+ * timeout, so the global cap bounds the dispatcher's file descriptors (256 of a usual
+ * 1024 soft limit, beside the API's 1000 connections cap and the store's files); a team
+ * gets an eighth of it, so eight teams' black-hole receivers are needed to fill it, and a
+ * subscription an eighth of its team's, so one dead receiver leaves the team's others
+ * room. A tighter cap than the one above it would be no cap at all, so that is refused.
+ */
+function webhookInFlight(env: Env): WebhookInFlightLimits {
+  const global = int(env, 'CLOUDPLANE_WEBHOOK_MAX_IN_FLIGHT', 256, 1, 100_000);
+  const perTeam = int(env, 'CLOUDPLANE_WEBHOOK_MAX_IN_FLIGHT_PER_TEAM', Math.min(32, global), 1, global);
+  const perSubscription = int(env, 'CLOUDPLANE_WEBHOOK_MAX_IN_FLIGHT_PER_SUBSCRIPTION', Math.min(4, perTeam), 1, perTeam);
+  return { global, perTeam, perSubscription };
+}
+
 const MIN_NOTIFICATION_SECRET = 32;
 
 function s3(env: Env): S3Config {
@@ -581,6 +604,7 @@ export function loadConfig(env: Env = process.env): Config {
       allowPrivateTargets: bool(env, 'CLOUDPLANE_WEBHOOK_ALLOW_PRIVATE_TARGETS', false),
       secretOverlapMs: int(env, 'CLOUDPLANE_WEBHOOK_SECRET_OVERLAP_SECONDS', 86_400, 0) * 1000,
       timeoutMs: int(env, 'CLOUDPLANE_WEBHOOK_TIMEOUT_MS', 10_000, 1),
+      inFlight: webhookInFlight(env),
       timeScale: positiveNumber(env, 'CLOUDPLANE_WEBHOOK_TIME_SCALE', 1),
       disableAfter: int(env, 'CLOUDPLANE_WEBHOOK_DISABLE_AFTER', 50, 1),
       // Fractional days allowed, so tests can keep deliveries for seconds.

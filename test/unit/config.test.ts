@@ -39,6 +39,26 @@ describe('HTTP and overload settings', () => {
   });
 });
 
+describe('webhook in-flight caps', () => {
+  it('defaults to 256 in all, 32 per team and 4 per subscription', () => {
+    expect(loadConfig({}).webhooks.inFlight).toEqual({ global: 256, perTeam: 32, perSubscription: 4 });
+  });
+
+  it('keeps the defaults below a smaller cap above them', () => {
+    expect(loadConfig({ CLOUDPLANE_WEBHOOK_MAX_IN_FLIGHT: '16' }).webhooks.inFlight).toEqual({ global: 16, perTeam: 16, perSubscription: 4 });
+    expect(loadConfig({ CLOUDPLANE_WEBHOOK_MAX_IN_FLIGHT_PER_TEAM: '2' }).webhooks.inFlight).toEqual({ global: 256, perTeam: 2, perSubscription: 2 });
+  });
+
+  it.each([
+    [{ CLOUDPLANE_WEBHOOK_MAX_IN_FLIGHT: '0' }, /CLOUDPLANE_WEBHOOK_MAX_IN_FLIGHT must be an integer between 1 and 100000/],
+    [{ CLOUDPLANE_WEBHOOK_MAX_IN_FLIGHT: '10', CLOUDPLANE_WEBHOOK_MAX_IN_FLIGHT_PER_TEAM: '32' }, /CLOUDPLANE_WEBHOOK_MAX_IN_FLIGHT_PER_TEAM must be an integer between 1 and 10/],
+    [{ CLOUDPLANE_WEBHOOK_MAX_IN_FLIGHT_PER_SUBSCRIPTION: '33' }, /CLOUDPLANE_WEBHOOK_MAX_IN_FLIGHT_PER_SUBSCRIPTION must be an integer between 1 and 32/],
+    [{ CLOUDPLANE_WEBHOOK_MAX_IN_FLIGHT_PER_SUBSCRIPTION: 'four' }, /CLOUDPLANE_WEBHOOK_MAX_IN_FLIGHT_PER_SUBSCRIPTION/],
+  ])('refuses %j naming the variable and the bound', (env, message) => {
+    expect(() => loadConfig(env)).toThrow(message);
+  });
+});
+
 describe('file share settings (cluster mode)', () => {
   const cluster = { CLOUDPLANE_STORE: 'kubernetes' };
 
