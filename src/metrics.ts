@@ -101,6 +101,35 @@ export const webhookRetentionFailures = new Counter({
   registers: [registry],
 });
 
+/** Where the webhook gauges below read the leader's dispatcher from; set by the dispatcher. */
+let webhookAttempts: () => { inFlight: number; waiting: number } = () => ({ inFlight: 0, waiting: 0 });
+
+/**
+ * No team label (decision): one series per team would grow with the installation; the
+ * process-wide counts are what the caps bound, and a team's deliveries are in its records.
+ */
+export const webhookAttemptsInFlight = new Gauge({
+  name: 'cloudplane_webhook_attempts_in_flight',
+  help: 'Webhook delivery attempts under way in this replica (its dispatcher, on the leader): at most CLOUDPLANE_WEBHOOK_MAX_IN_FLIGHT.',
+  registers: [registry],
+  collect() {
+    this.set(webhookAttempts().inFlight);
+  },
+});
+
+export const webhookAttemptsWaiting = new Gauge({
+  name: 'cloudplane_webhook_attempts_waiting',
+  help: 'Webhook deliveries due and waiting for a free place under the in-flight caps or for their subscription\'s rate limit.',
+  registers: [registry],
+  collect() {
+    this.set(webhookAttempts().waiting);
+  },
+});
+
+export function reportWebhookAttempts(read: () => { inFlight: number; waiting: number }): void {
+  webhookAttempts = read;
+}
+
 export const dataDirFailingWrites = new Gauge({
   name: 'cloudplane_data_dir_failing_writes',
   help: 'Embedded mode: kinds of write (store log, snapshot, event log, consumer positions) the data directory refuses now; above 0, persistence is stale and writes answer 503 until it recovers.',

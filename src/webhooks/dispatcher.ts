@@ -21,9 +21,11 @@ import { DELIVERY_FAILED, finishAttempt, recordAttempt } from './outcome';
 import { isListener } from './listener';
 import { signingSecrets } from './secrets';
 import { TokenBuckets } from './rate-limiter';
+import { FairScheduler } from './fair-scheduler';
 import { OwnerNotifier } from './notifier';
 import { backoffMs } from '../lib/backoff';
 import { listedObjects } from '../store/listed';
+import { reportWebhookAttempts } from '../metrics';
 
 const SYSTEM = 'system';
 const GONE = 410;
@@ -61,16 +63,25 @@ interface Key {
 
 const keyOf = ({ team, id }: Key) => `${team}/${id}`;
 
+interface SubscriptionRate {
+  active: boolean;
+  perMinute: number;
+}
+
+/** A subscription that is gone needs no token: its attempt ends the delivery `failed`. */
+const rateOf = (webhook: Webhook | undefined): SubscriptionRate => ({ active: webhook?.status.status === 'active', perMinute: webhook?.spec.rate_limit_per_minute ?? 1 });
+
 export class WebhookDispatcher {
   private readonly timers = new Map<string, { due: number; timer: NodeJS.Timeout }>();
   /**
-   * Deliveries due but waiting for their subscription's rate limit, per subscription, in
-   * order, by name (a Map keeps insertion order): adding one and taking the first are O(1),
-   * so a queue of thousands at a high rate limit costs nothing per delivery.
+   * Due deliveries waiting for a free place (the in-flight caps) or their subscription's
+   * rate limit; teams and their subscriptions take turns (fair-scheduler.ts).
    */
-  private readonly waiting = new Map<string, Map<string, Key>>();
-  /** One pump per subscription: running now (null) or waiting for a token (its timer). */
-  private readonly pumps = new Map<string, NodeJS.Timeout | null>();
+  private readonly queue: FairScheduler<Key>;
+  /** Each subscription's rate limit, read when its first delivery falls due and kept current by the watch. */
+  private readonly rates = new Map<string, SubscriptionRate>();
+  /** Timers of subscriptions passed over until a token of their rate limit is due. */
+  private readonly sleeps = new Set<NodeJS.Timeout>();
   private readonly inFlight = new Map<string, Promise<void>>();
   /** Deliveries whose last attempts could not be recorded: how many in a row, and held until when. */
   private readonly unrecorded = new Map<string, { failures: number; until: number }>();
@@ -87,11 +98,13 @@ export class WebhookDispatcher {
   private stopped = false;
 
   constructor(private readonly deps: DispatcherDeps) {
+    this.queue = new FairScheduler(deps.config.inFlight);
     this.buckets = new TokenBuckets(60_000 * deps.config.timeScale);
     this.notifier = new OwnerNotifier(deps.store, deps.config, deps.logger);
   }
 
   async start(): Promise<void> {
+    reportWebhookAttempts(() => ({ inFlight: this.queue.inFlight, waiting: this.queue.waiting }));
     this.unwatch = this.deps.store.watch((event) => this.onStoreChange(event));
     for (const delivery of await this.deps.store.list<Delivery['spec'], Delivery['status']>(deliveryFamily.kind)) {
       this.scheduleFromRecord(delivery as Delivery);
@@ -104,10 +117,10 @@ export class WebhookDispatcher {
     this.unsubscribe?.();
     this.unwatch?.();
     for (const { timer } of this.timers.values()) clearTimeout(timer);
-    for (const timer of this.pumps.values()) if (timer) clearTimeout(timer);
+    for (const timer of this.sleeps) clearTimeout(timer);
     this.timers.clear();
-    this.pumps.clear();
-    this.waiting.clear();
+    this.sleeps.clear();
+    this.queue.clear();
     this.handedOff.clear();
     // An attempt under way finishes (within the timeout) so its outcome is recorded.
     await Promise.allSettled([...this.inFlight.values()]);
@@ -163,13 +176,18 @@ export class WebhookDispatcher {
   }
 
   private onStoreChange({ type, object, previous }: WatchEvent): void {
-    if (this.stopped || type === 'deleted') return;
+    if (this.stopped) return;
+    if (type === 'deleted') {
+      if (object.meta.kind === webhookFamily.kind) this.rates.delete(object.meta.id);
+      return;
+    }
     if (object.meta.kind === deliveryFamily.kind) {
       this.scheduleFromRecord(object as unknown as Delivery);
       return;
     }
     if (object.meta.kind !== webhookFamily.kind) return;
     const webhook = object as unknown as Webhook;
+    if (this.rates.has(webhook.meta.id)) this.rates.set(webhook.meta.id, rateOf(webhook));
     const was = (previous as unknown as Webhook | undefined)?.status?.status;
     if (was !== 'active' && webhook.status.status === 'active') void this.resumeHeld(webhook);
     if (was !== 'deleted' && webhook.status.status === 'deleted' && isListener(webhook)) void this.resumeHeld(webhook);
@@ -211,35 +229,21 @@ export class WebhookDispatcher {
   }
 
   private enqueue(webhookId: string, key: Key): void {
-    const queue = this.waiting.get(webhookId) ?? new Map<string, Key>();
-    const name = keyOf(key);
-    if (!queue.has(name)) queue.set(name, key);
-    this.waiting.set(webhookId, queue);
-    if (!this.pumps.has(webhookId)) void this.pump(webhookId, key.team);
+    this.queue.add(key.team, webhookId, keyOf(key), key);
+    this.drain();
   }
 
-  /** Sends the subscription's due deliveries in order, as fast as its rate limit lets them. */
-  private async pump(webhookId: string, team: string): Promise<void> {
-    // Claimed before the first await: deliveries falling due meanwhile join this pump's
-    // queue instead of starting a second pump on it.
-    this.pumps.set(webhookId, null);
-    const queue = this.waiting.get(webhookId);
-    if (this.stopped || !queue || queue.size === 0) {
-      this.waiting.delete(webhookId);
-      this.pumps.delete(webhookId);
-      return;
-    }
-    const webhook = (await this.deps.store.get(webhookFamily.kind, team, webhookId)) as Webhook | undefined;
-    const perMinute = webhook?.spec.rate_limit_per_minute ?? 1;
-    while (queue.size > 0 && !this.stopped) {
-      const waitMs = webhook && webhook.status.status === 'active' ? this.buckets.take(webhookId, perMinute) : 0;
-      if (waitMs > 0) {
-        this.pumps.set(webhookId, setTimeout(() => void this.pump(webhookId, team), waitMs));
-        return;
+  /** Starts due deliveries, in fair turns, while the caps leave room. */
+  private drain(): void {
+    while (!this.stopped) {
+      const started = this.queue.next((team, webhookId) => this.admit(team, webhookId));
+      if (!started) return;
+      const { item: key, id: name } = started;
+      // Queued again while its attempt ran (a store change re-armed it): that attempt reschedules it.
+      if (this.inFlight.has(name)) {
+        this.queue.finish(key.team, started.subscription);
+        continue;
       }
-      const [name, key] = queue.entries().next().value as [string, Key];
-      queue.delete(name);
-      if (this.inFlight.has(name)) continue;
       const run = this.attempt(key)
         .then(() => void this.unrecorded.delete(name))
         .catch((err) => {
@@ -250,12 +254,59 @@ export class WebhookDispatcher {
         })
         .finally(() => {
           this.inFlight.delete(name);
+          this.queue.finish(key.team, started.subscription);
           void this.rescheduleAfterAttempt(key);
+          this.drain();
         });
       this.inFlight.set(name, run);
     }
-    this.waiting.delete(webhookId);
-    this.pumps.delete(webhookId);
+  }
+
+  /**
+   * Whether the subscription may start its next delivery now: a token of its rate limit
+   * (an inactive or deleted one needs none: its attempt only holds or fails the delivery).
+   * Otherwise it is passed over until the token is due; its rate, unknown yet, is read first.
+   */
+  private admit(team: string, webhookId: string): boolean {
+    const rate = this.rates.get(webhookId);
+    if (!rate) {
+      this.passOver(team, webhookId, this.readRate(team, webhookId));
+      return false;
+    }
+    const waitMs = rate.active ? this.buckets.take(webhookId, rate.perMinute) : 0;
+    if (waitMs === 0) return true;
+    this.passOver(team, webhookId, this.sleep(waitMs));
+    return false;
+  }
+
+  /** Passes the subscription over, its deliveries keeping their places, until `wait` ends. */
+  private passOver(team: string, webhookId: string, wait: Promise<void>): void {
+    this.queue.pause(team, webhookId);
+    void wait.then(() => {
+      if (this.stopped) return;
+      this.queue.resume(team, webhookId);
+      this.drain();
+    });
+  }
+
+  private async readRate(team: string, webhookId: string): Promise<void> {
+    try {
+      const webhook = (await this.deps.store.get(webhookFamily.kind, team, webhookId)) as Webhook | undefined;
+      this.rates.set(webhookId, rateOf(webhook));
+    } catch (err) {
+      this.deps.logger.error({ webhook_id: webhookId, err: (err as Error).message }, 'webhook subscription could not be read; its due deliveries wait');
+      await this.sleep(UNRECORDED_HOLD_MS);
+    }
+  }
+
+  private sleep(ms: number): Promise<void> {
+    return new Promise((resolve) => {
+      const timer = setTimeout(() => {
+        this.sleeps.delete(timer);
+        resolve();
+      }, ms);
+      this.sleeps.add(timer);
+    });
   }
 
   /** The record written at the end of an attempt was ignored while it ran; look at it again. */

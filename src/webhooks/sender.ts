@@ -51,6 +51,16 @@ const MAX_ERROR_BODY = 200;
 export const RESPONSE_BODY_BYTES = 1024;
 const USER_AGENT = 'Cloudplane-Webhooks/1';
 
+/**
+ * A connection per attempt, closed when it ends (decision). Node's global agent keeps
+ * sockets alive per receiver after an answer (5 s, up to 256 idle per host, no limit
+ * overall), which the dispatcher's in-flight caps would not count; without keep-alive
+ * every socket belongs to one attempt under way, so the sockets open are at most the
+ * attempts the caps let run. No maxSockets here either: a queue inside the agent would
+ * spend the attempt's timeout waiting; the dispatcher's queue waits instead.
+ */
+const agents = { 'http:': new http.Agent({ keepAlive: false }), 'https:': new https.Agent({ keepAlive: false }) };
+
 /** The headers of an attempt's POST: the signed ones, and the transport's own. A listener's CLI sends exactly these. */
 export function postHeaders(signed: Record<string, string>, body: string): Record<string, string> {
   return { ...signed, 'content-type': 'application/json', 'content-length': String(Buffer.byteLength(body)), 'user-agent': USER_AGENT };
@@ -71,6 +81,7 @@ export async function sendDelivery(target: string, headers: Record<string, strin
     else callback(null, address, family);
   };
   const client = url.protocol === 'https:' ? https : http;
+  const agent = url.protocol === 'https:' ? agents['https:'] : agents['http:'];
   const startedAt = Date.now();
   return new Promise<AttemptResult>((resolve) => {
     let settled = false;
@@ -78,12 +89,15 @@ export async function sendDelivery(target: string, headers: Record<string, strin
       if (settled) return;
       settled = true;
       clearTimeout(timer);
+      // The socket goes with the attempt, whatever the receiver does with its side.
+      request.destroy();
       resolve({ ...result, latencyMs: Date.now() - startedAt });
     };
     const request = client.request(
       url,
       {
         method: 'POST',
+        agent,
         lookup: pinned,
         headers: postHeaders(headers, body),
       },
