@@ -86,11 +86,13 @@ export class WebhookDispatcher {
   /** Deliveries whose last attempts could not be recorded: how many in a row, and held until when. */
   private readonly unrecorded = new Map<string, { failures: number; until: number }>();
   /**
-   * Pending deliveries of listeners (`cloudplane listen`), whose attempts the replica
-   * holding the listener's stream makes (listener-hub.ts); released to this dispatcher
-   * when the listener is deleted, which then ends them `failed`.
+   * Pending deliveries this dispatcher does not attempt until their subscription changes:
+   * a listener's (`cloudplane listen`), whose attempts the replica holding its stream makes
+   * (listener-hub.ts), until the listener is deleted; and an inactive subscription's, held
+   * until it is re-enabled or deleted. Without it a held delivery went straight back into
+   * the queue, hundreds of times a second each.
    */
-  private readonly handedOff = new Set<string>();
+  private readonly parked = new Set<string>();
   private readonly buckets: TokenBuckets;
   private readonly notifier: OwnerNotifier;
   private unsubscribe: (() => void) | null = null;
@@ -121,7 +123,7 @@ export class WebhookDispatcher {
     this.timers.clear();
     this.sleeps.clear();
     this.queue.clear();
-    this.handedOff.clear();
+    this.parked.clear();
     // An attempt under way finishes (within the timeout) so its outcome is recorded.
     await Promise.allSettled([...this.inFlight.values()]);
     this.notifier.close();
@@ -190,13 +192,13 @@ export class WebhookDispatcher {
     if (this.rates.has(webhook.meta.id)) this.rates.set(webhook.meta.id, rateOf(webhook));
     const was = (previous as unknown as Webhook | undefined)?.status?.status;
     if (was !== 'active' && webhook.status.status === 'active') void this.resumeHeld(webhook);
-    if (was !== 'deleted' && webhook.status.status === 'deleted' && isListener(webhook)) void this.resumeHeld(webhook);
+    if (was !== 'deleted' && webhook.status.status === 'deleted' && (isListener(webhook) || was !== 'active')) void this.resumeHeld(webhook);
   }
 
-  /** A re-enabled subscription's pending deliveries were held, a deleted listener's handed off; they go again now. */
+  /** A re-enabled subscription's pending deliveries were held, a deleted listener's or inactive one's parked; they go again now (a deleted one's to end `failed`). */
   private async resumeHeld(webhook: Webhook): Promise<void> {
     for await (const delivery of listedObjects<Delivery['spec'], Delivery['status']>(this.deps.store, deliveryFamily.kind, webhook.meta.team, { where: { webhook_id: webhook.meta.id } })) {
-      this.handedOff.delete(keyOf(delivery.meta));
+      this.parked.delete(keyOf(delivery.meta));
       this.scheduleFromRecord(delivery, true);
     }
   }
@@ -206,8 +208,8 @@ export class WebhookDispatcher {
     const key = { team: delivery.meta.team, id: delivery.meta.id };
     const name = keyOf(key);
     if (this.stopped || this.inFlight.has(name)) return;
-    if (this.handedOff.has(name)) {
-      if (delivery.status.status !== 'pending') this.handedOff.delete(name);
+    if (this.parked.has(name)) {
+      if (delivery.status.status !== 'pending') this.parked.delete(name);
       return;
     }
     const existing = this.timers.get(name);
@@ -327,9 +329,15 @@ export class WebhookDispatcher {
       return;
     }
     // Held while the subscription is inactive; re-enabling it resumes the delivery.
-    if (webhook.status.status !== 'active') return;
+    if (webhook.status.status !== 'active') {
+      this.parked.add(keyOf({ team, id }));
+      // Re-enabled while this attempt read it: the resume found the delivery in flight and passed it by.
+      const now = (await store.get(webhookFamily.kind, team, webhook.meta.id)) as Webhook | undefined;
+      if (now?.status.status !== webhook.status.status) this.parked.delete(keyOf({ team, id }));
+      return;
+    }
     if (isListener(webhook)) {
-      this.handedOff.add(keyOf({ team, id }));
+      this.parked.add(keyOf({ team, id }));
       return;
     }
 

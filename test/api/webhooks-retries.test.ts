@@ -229,9 +229,23 @@ describe('webhook auto-disable', () => {
     });
     expect(types).toEqual(['webhook.created', 'webhook.disabled']);
 
-    // Disabled: events are not queued and the held delivery is not attempted.
-    await bucket(t, 'disable-2');
-    await new Promise((resolve) => setTimeout(resolve, 300));
+    // Disabled: events are not queued and the held delivery is not attempted, nor taken up
+    // again and again (it went back into the queue hundreds of times a second, each time
+    // read from the store): at most the one attempt that finds the subscription inactive
+    // and its follow-up read it.
+    const [held] = await deliveriesOf(t, hook.id);
+    const reads = jest.spyOn(t.service.ctx.store, 'get');
+    let readsOfHeld: number;
+    try {
+      await bucket(t, 'disable-2');
+      // Watched from its next attempt's due time on, when the dispatcher takes it up.
+      const dueIn = Date.parse(held.next_retry_at) - Date.now();
+      await new Promise((resolve) => setTimeout(resolve, Math.max(0, dueIn) + 300));
+      readsOfHeld = reads.mock.calls.filter(([, , id]) => id === held.id).length;
+    } finally {
+      reads.mockRestore();
+    }
+    expect(readsOfHeld).toBeLessThanOrEqual(2);
     expect(r.received).toHaveLength(5);
     expect(await deliveriesOf(t, hook.id)).toHaveLength(1);
 
@@ -245,5 +259,19 @@ describe('webhook auto-disable', () => {
     expect(delivery.attempt).toBe('6/15');
     await bucket(t, 'disable-3');
     await eventually(async () => eventsOf(r).some((e) => e.data.name === 'disable-3'));
+  });
+
+  it("ends a disabled subscription's held delivery failed when the subscription is deleted", async () => {
+    const r = await receiver(() => ({ status: 503 }));
+    const hook = await subscribe(t, { url: r.url, events: ['bucket.created'] });
+    await bucket(t, 'disable-delete');
+    await eventually(async () => (await t.api('GET', `/api/v1/webhooks/${hook.id}`)).body.data.active === false, 15_000);
+    expect((await t.api('DELETE', `/api/v1/webhooks/${hook.id}`)).status).toBe(200);
+    const [failed] = await eventually(async () => {
+      const list = await deliveriesOf(t, hook.id);
+      return list[0]?.status === 'failed' ? list : null;
+    });
+    expect(failed.error).toBe('the subscription was deleted');
+    expect(r.received).toHaveLength(5);
   });
 });
