@@ -5,7 +5,7 @@
  * secret per key: the window and how many of its places the replicas have leased), changed
  * only by swapSecret (a resourceVersion precondition), so no place is leased twice. A
  * batch is a tenth of the limit, or a quarter of what is left of the window when that is
- * less: the writes stay few (about 30 a minute for a key that uses all of 1000), and as
+ * less: the writes stay few (25 a minute for a key that uses all of 1000), and as
  * the window runs out the places a replica leased but does not use shrink to one.
  */
 import { createHash } from 'node:crypto';
