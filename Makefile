@@ -2,7 +2,7 @@
 SHELL := /bin/bash
 NODE_MODULES_STAMP := node_modules/.package-lock.json
 
-.PHONY: run test build lint crds bench bench-webhooks bench-cluster bench-scale clean deps fuzz fuzz-kube
+.PHONY: run test build lint crds bench bench-webhooks bench-cluster bench-scale bench-noisy clean deps fuzz fuzz-kube
 
 # `npm install` rather than `npm ci`: npm 11 leaves other platforms' optional binaries
 # (@swc/core-darwin-*, ...) out of the lock file, and `npm ci` then refuses it.
@@ -61,6 +61,10 @@ bench-cluster: build
 bench-scale: build
 	scripts/ensure-tools.sh
 	node dist/bench/scale.js
+
+# A quiet team's p99 alone and while a noisy team runs each abuse in turn (bench/README.md).
+bench-noisy: build
+	node dist/bench/noisy-neighbours.js
 
 clean:
 	rm -rf dist

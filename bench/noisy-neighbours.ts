@@ -1,0 +1,413 @@
+/**
+ * Noisy-neighbour benchmark (`make bench-noisy`): one install, two teams. A quiet team reads,
+ * creates and follows its creates to `running` (bench/noisy-probe.ts, in a worker thread)
+ * alone, then while a noisy team runs each abuse an attacker with one ordinary key tried, one
+ * phase each, then alone again. Every row is the quiet team's p99 over its own p99 when alone
+ * in the same run. At the end it checks that nothing was lost: every create the noisy team
+ * had acknowledged is `running`, and every webhook delivery is made or recorded as failed.
+ *
+ * The service is the real one, `node dist/src/main.js` as `make run` starts it, in a child
+ * process on a fresh data directory, with the default limits (rate limit, quotas, fair
+ * sharing); only the simulated provider's delay, the resync period and the webhook retry
+ * schedule are shortened so that a phase sees several of each. See bench/README.md.
+ */
+import { spawn, ChildProcess } from 'node:child_process';
+import fs from 'node:fs';
+import net from 'node:net';
+import os from 'node:os';
+import path from 'node:path';
+import { machine, writeResults } from './report';
+import { runQuietProbe, ProbeResult } from './noisy-probe';
+
+const PHASE_S = Number(process.env.BENCH_PHASE_S ?? 20);
+/** Words: only the abuses whose name holds one (e.g. `BENCH_ABUSES="never,burst"`); every abuse without it. */
+const ONLY = (process.env.BENCH_ABUSES ?? '').split(',').map((word) => word.trim()).filter(Boolean);
+const ADMIN_KEY = 'cpk_Noisy0123456789abcdefghijABCDEFGHIJKLMNO';
+const REGION = 'fra1';
+const MAIN = path.resolve(__dirname, '../src/main.js');
+
+interface Api {
+  (key: string, method: string, urlPath: string, body?: unknown, raw?: string): Promise<{ status: number; json: any }>;
+}
+
+function apiOf(url: string): Api {
+  return async (key, method, urlPath, body, raw) => {
+    try {
+      const res = await fetch(`${url}${urlPath}`, {
+        method,
+        headers: { authorization: `Bearer ${key}`, ...(body !== undefined || raw !== undefined ? { 'content-type': 'application/json' } : {}) },
+        body: raw ?? (body !== undefined ? JSON.stringify(body) : undefined),
+        signal: AbortSignal.timeout(60_000),
+      });
+      const text = await res.text();
+      let json: unknown = null;
+      try {
+        json = JSON.parse(text);
+      } catch {
+        json = null;
+      }
+      return { status: res.status, json };
+    } catch {
+      return { status: 0, json: null };
+    }
+  };
+}
+
+/** The service as `make run` starts it; resolves with its URL once it listens. */
+async function startService(dataDir: string): Promise<{ child: ChildProcess; url: string }> {
+  const child = spawn(process.execPath, [MAIN], {
+    env: {
+      PATH: process.env.PATH ?? '',
+      CLOUDPLANE_HOST: '127.0.0.1',
+      CLOUDPLANE_PORT: '0',
+      CLOUDPLANE_DATA_DIR: dataDir,
+      CLOUDPLANE_BOOTSTRAP_API_KEY: ADMIN_KEY,
+      CLOUDPLANE_LOG_LEVEL: 'warn',
+      CLOUDPLANE_SIM_DELAY_MS: '50',
+      CLOUDPLANE_RESYNC_SECONDS: '5',
+      // The black-hole receiver is on loopback over http.
+      CLOUDPLANE_WEBHOOK_ALLOW_HTTP: 'true',
+      CLOUDPLANE_WEBHOOK_ALLOW_PRIVATE_TARGETS: 'true',
+      // The spec's retry schedule (hours) in seconds, so that "made or recorded as failed" is reached in the run.
+      CLOUDPLANE_WEBHOOK_TIME_SCALE: '0.0005',
+      CLOUDPLANE_WEBHOOK_TIMEOUT_MS: '2000',
+    },
+    stdio: ['ignore', 'pipe', 'pipe'],
+  });
+  child.stderr!.on('data', (chunk: Buffer) => process.stderr.write(chunk));
+  const url = await new Promise<string>((resolve, reject) => {
+    let buffered = '';
+    const timer = setTimeout(() => reject(new Error('the service did not start within 60 s')), 60_000);
+    child.stdout!.on('data', (chunk: Buffer) => {
+      buffered += chunk.toString('utf8');
+      const match = /listening on (http:\/\/\S+?) /.exec(buffered);
+      if (match) {
+        clearTimeout(timer);
+        resolve(match[1]);
+      }
+    });
+    child.once('exit', (code) => reject(new Error(`the service exited (${code}) before listening`)));
+  });
+  return { child, url };
+}
+
+/** A receiver that accepts connections and never answers, until told to; counts what it holds. */
+function blackHole() {
+  const sockets = new Set<net.Socket>();
+  let answering = false;
+  let peak = 0;
+  const answer = (socket: net.Socket) => socket.write('HTTP/1.1 204 No Content\r\nContent-Length: 0\r\n\r\n');
+  const server = net.createServer((socket) => {
+    sockets.add(socket);
+    peak = Math.max(peak, sockets.size);
+    socket.on('error', () => undefined);
+    socket.on('close', () => sockets.delete(socket));
+    socket.on('data', () => (answering ? answer(socket) : undefined));
+  });
+  return {
+    listen: () => new Promise<number>((resolve) => server.listen(0, '127.0.0.1', () => resolve((server.address() as net.AddressInfo).port))),
+    open: () => sockets.size,
+    peak: () => peak,
+    startAnswering: () => {
+      answering = true;
+      for (const socket of sockets) answer(socket);
+    },
+    close: () => {
+      for (const socket of sockets) socket.destroy();
+      return new Promise((resolve) => server.close(resolve));
+    },
+  };
+}
+
+/** Runs `work` again and again, `parallel` at a time, until `stop` is set. */
+async function loop(parallel: number, stop: { done: boolean }, work: () => Promise<unknown>): Promise<number> {
+  let runs = 0;
+  await Promise.all(
+    Array.from({ length: parallel }, async () => {
+      while (!stop.done) {
+        await work();
+        runs += 1;
+      }
+    }),
+  );
+  return runs;
+}
+
+interface NoisyTeam {
+  key: string;
+  api: Api;
+  url: string;
+  blackHolePort: number;
+  acknowledged: string[];
+}
+
+interface Abuse {
+  name: string;
+  /** What the noisy team does while the quiet team's probe runs; returns what it counted. */
+  run(team: NoisyTeam, stop: { done: boolean }): Promise<Record<string, number>>;
+}
+
+const statusCounter = () => {
+  const counts: Record<string, number> = {};
+  return { counts, add: (status: number) => (counts[`status_${status}`] = (counts[`status_${status}`] ?? 0) + 1) };
+};
+
+const ABUSES: Abuse[] = [
+  {
+    name: 'scheduled jobs with a rare schedule (0 0 29 2 *)',
+    async run(team, stop) {
+      const c = statusCounter();
+      for (let i = 0; i < 20; i += 1) c.add((await team.api(team.key, 'POST', '/api/v1/jobs', { name: `rare-${i}`, command: 'true', schedule: '0 0 29 2 *' })).status);
+      // The controller resyncs them every 5 s while the phase runs.
+      while (!stop.done) await new Promise((resolve) => setTimeout(resolve, 200));
+      return c.counts;
+    },
+  },
+  {
+    name: 'schedules that never fire (* * * 30 2 *), four at a time',
+    async run(team, stop) {
+      const c = statusCounter();
+      await loop(4, stop, async () => c.add((await team.api(team.key, 'POST', '/api/v1/jobs', { name: 'never', command: 'true', schedule: '* * * 30 2 *' })).status));
+      return c.counts;
+    },
+  },
+  {
+    name: 'bodies of invalid array items (200 KB, and the most the route takes), two at a time',
+    async run(team, stop) {
+      const c = statusCounter();
+      // 200 KB as the attacker sent it, and a body just inside the route's limit (16 KiB), which is read and validated.
+      const bodies = [100_000, 8_000].map((items) => JSON.stringify({ url: `http://127.0.0.1:${team.blackHolePort}/`, events: Array.from({ length: items }, () => 1) }));
+      let n = 0;
+      await loop(2, stop, async () => c.add((await team.api(team.key, 'POST', '/api/v1/webhooks', undefined, bodies[(n += 1) % 2])).status));
+      return c.counts;
+    },
+  },
+  {
+    name: 'a job of its own that exits with code 3',
+    async run(team, stop) {
+      const c = statusCounter();
+      while (!stop.done) {
+        c.add((await team.api(team.key, 'POST', '/api/v1/jobs', { name: 'fails', command: 'exit 3' })).status);
+        await new Promise((resolve) => setTimeout(resolve, 2000));
+      }
+      return c.counts;
+    },
+  },
+  {
+    name: '1,010 idle connections without credentials (from 127.0.0.2, reconnecting)',
+    async run(team, stop) {
+      const { hostname, port } = new URL(team.url);
+      const open = new Set<net.Socket>();
+      let opened = 0;
+      let closedByServer = 0;
+      const connect = () => {
+        if (stop.done) return;
+        const socket = net.connect({ host: hostname, port: Number(port), localAddress: '127.0.0.2' });
+        opened += 1;
+        open.add(socket);
+        socket.on('error', () => undefined);
+        socket.on('close', () => {
+          open.delete(socket);
+          closedByServer += stop.done ? 0 : 1;
+          setTimeout(connect, 10);
+        });
+      };
+      for (let i = 0; i < 1010; i += 1) connect();
+      while (!stop.done) await new Promise((resolve) => setTimeout(resolve, 200));
+      for (const socket of open) socket.destroy();
+      return { opened, closed_by_server: closedByServer };
+    },
+  },
+  {
+    name: 'a burst of 900 load balancer creates, 16 at a time',
+    async run(team, stop) {
+      const c = statusCounter();
+      let n = 0;
+      await loop(16, { get done() { return stop.done || n >= 900; } }, async () => {
+        const r = await team.api(team.key, 'POST', '/api/v1/load-balancers', { name: `burst-${(n += 1)}`, region: REGION });
+        c.add(r.status);
+        if (r.status === 201) team.acknowledged.push(r.json.data.id);
+      });
+      while (!stop.done) await new Promise((resolve) => setTimeout(resolve, 200));
+      return c.counts;
+    },
+  },
+  {
+    name: '100 webhook subscriptions to a receiver that never answers, then 16 creates',
+    async run(team, stop) {
+      const c = statusCounter();
+      for (let i = 0; i < 100; i += 1) c.add((await team.api(team.key, 'POST', '/api/v1/webhooks', { url: `http://127.0.0.1:${team.blackHolePort}/hook-${i}`, events: ['load_balancer.*'] })).status);
+      for (let i = 0; i < 16; i += 1) {
+        const r = await team.api(team.key, 'POST', '/api/v1/load-balancers', { name: `hooked-${i}`, region: REGION });
+        c.add(r.status);
+        if (r.status === 201) team.acknowledged.push(r.json.data.id);
+      }
+      while (!stop.done) await new Promise((resolve) => setTimeout(resolve, 200));
+      return c.counts;
+    },
+  },
+];
+
+/** Open file descriptors of a process (Linux), or null. */
+function openFds(pid: number): number | null {
+  try {
+    return fs.readdirSync(`/proc/${pid}/fd`).length;
+  } catch {
+    return null;
+  }
+}
+
+/** The service's event-loop lag since the last scrape (prom-client resets its histogram on each). */
+async function eventLoopLagMaxMs(url: string): Promise<number | null> {
+  try {
+    const text = await (await fetch(`${url}/metrics`)).text();
+    const match = /^nodejs_eventloop_lag_max_seconds\s+(\S+)/m.exec(text);
+    return match ? Math.round(Number(match[1]) * 1000) : null;
+  } catch {
+    return null;
+  }
+}
+
+interface PhaseRow {
+  phase: string;
+  quiet: ProbeResult;
+  noisy: Record<string, number>;
+  service_event_loop_lag_max_ms: number | null;
+  service_open_fds_peak: number | null;
+  black_hole_connections_peak: number;
+  ratio_get_one_p99: number | null;
+  ratio_create_p99: number | null;
+  ratio_create_to_running_p99: number | null;
+}
+
+const ratio = (value: number, baseline: number) => (baseline > 0 && value > 0 ? Math.round((value / baseline) * 100) / 100 : null);
+
+async function main() {
+  const startedAt = new Date();
+  const dataDir = fs.mkdtempSync(path.join(os.tmpdir(), 'cloudplane-noisy-'));
+  const { child, url } = await startService(dataDir);
+  const api = apiOf(url);
+  const hole = blackHole();
+  const blackHolePort = await hole.listen();
+  try {
+    const team = async (name: string) => {
+      const r = await api(ADMIN_KEY, 'POST', '/api/v1/teams', { name, owner_email: `${name}@example.com` });
+      if (r.status !== 201) throw new Error(`creating team ${name}: ${r.status} ${JSON.stringify(r.json)}`);
+      return r.json.data.api_key.key as string;
+    };
+    const quietKey = await team('quiet');
+    const newKey = async (ownerKey: string, name: string) => {
+      const key = (await api(ownerKey, 'POST', '/api/v1/settings/api-keys', { name })).json?.data?.key as string | undefined;
+      if (!key) throw new Error(`could not make the key ${name}`);
+      return key;
+    };
+    const quietWriteKey = await newKey(quietKey, 'writes');
+    const quietPollKey = await newKey(quietKey, 'polls');
+    const noisyOwnerKey = await team('noisy');
+    const noisy: NoisyTeam = { key: noisyOwnerKey, api, url, blackHolePort, acknowledged: [] };
+
+    const lb = await api(quietKey, 'POST', '/api/v1/load-balancers', { name: 'quiet-read', region: REGION });
+    const job = await api(quietKey, 'POST', '/api/v1/jobs', { name: 'quiet-job', command: 'true' });
+    if (lb.status !== 201 || job.status !== 201) throw new Error(`quiet team's setup: ${lb.status} ${job.status}`);
+    const probeOptions = { url, readKey: quietKey, writeKey: quietWriteKey, pollKey: quietPollKey, loadBalancerId: lb.json.data.id as string, jobId: job.json.data.id as string, durationMs: PHASE_S * 1000, region: REGION };
+
+    const rows: PhaseRow[] = [];
+    const phase = async (name: string, abuse?: Abuse) => {
+      process.stdout.write(`phase: ${name} ... `);
+      await eventLoopLagMaxMs(url);
+      const stop = { done: false };
+      let fdsPeak = openFds(child.pid!) ?? 0;
+      const fdSampler = setInterval(() => (fdsPeak = Math.max(fdsPeak, openFds(child.pid!) ?? 0)), 250);
+      const noisyWork = abuse ? abuse.run(noisy, stop) : Promise.resolve({});
+      const quiet = await runQuietProbe(probeOptions);
+      stop.done = true;
+      const noisyCounts = await noisyWork;
+      clearInterval(fdSampler);
+      const baseline = rows[0]?.quiet;
+      const row: PhaseRow = {
+        phase: name,
+        quiet,
+        noisy: noisyCounts,
+        service_event_loop_lag_max_ms: await eventLoopLagMaxMs(url),
+        service_open_fds_peak: fdsPeak || null,
+        black_hole_connections_peak: hole.peak(),
+        ratio_get_one_p99: baseline ? ratio(quiet.get_one.p99_ms, baseline.get_one.p99_ms) : 1,
+        ratio_create_p99: baseline ? ratio(quiet.create.p99_ms, baseline.create.p99_ms) : 1,
+        ratio_create_to_running_p99: baseline ? ratio(quiet.create_to_running.p99_ms, baseline.create_to_running.p99_ms) : 1,
+      };
+      rows.push(row);
+      console.log(`get p99 ${quiet.get_one.p99_ms} ms (×${row.ratio_get_one_p99}), create p99 ${quiet.create.p99_ms} ms (×${row.ratio_create_p99}), to running p99 ${quiet.create_to_running.p99_ms} ms (×${row.ratio_create_to_running_p99}), refused ${JSON.stringify(quiet.refused)}, provider ${JSON.stringify(quiet.provider_states)}`);
+    };
+
+    // A first round thrown away: the quiet team's first phase would otherwise carry the service's warm-up.
+    await runQuietProbe({ ...probeOptions, durationMs: 5000 });
+    await phase('alone');
+    for (const abuse of ABUSES.filter((a) => ONLY.length === 0 || ONLY.some((word) => a.name.includes(word)))) {
+      // A fresh key each phase, as an attacker holding many keys would: one phase's rate limit does not blunt the next.
+      noisy.key = await newKey(noisyOwnerKey, `noisy-${rows.length}`);
+      await phase(abuse.name, abuse);
+    }
+
+    // Nothing lost: the receiver answers again, and every delivery ends made or failed; every acknowledged create runs.
+    hole.startAnswering();
+    noisy.key = await newKey(noisyOwnerKey, 'noisy-settle');
+    const settleDeadline = Date.now() + 300_000;
+    let pending = -1;
+    let notRunning = -1;
+    while (Date.now() < settleDeadline) {
+      pending = (await api(noisy.key, 'GET', '/api/v1/webhook-deliveries?status=pending&limit=100')).json?.data?.length ?? -1;
+      // Every load balancer the noisy team holds was acknowledged to it: none may stay creating or end failed.
+      const inState = async (state: string) => (await api(noisy.key, 'GET', `/api/v1/load-balancers?status=${state}&limit=100`)).json?.data?.length ?? -1;
+      const [creating, failed] = [await inState('creating'), await inState('failed')];
+      notRunning = creating < 0 || failed < 0 ? -1 : creating + failed;
+      if (pending === 0 && notRunning === 0) break;
+      process.stdout.write(`settling: ${pending} deliveries pending, ${notRunning} creates not running\n`);
+      await new Promise((resolve) => setTimeout(resolve, 2000));
+    }
+    await phase('alone again, after the noisy team settled');
+    const quietLost = rows.reduce((n, row) => n + row.quiet.not_running, 0);
+
+    const report = {
+      benchmark: 'noisy-neighbours',
+      started_at: startedAt.toISOString(),
+      machine: machine(),
+      settings: { phase_s: PHASE_S, service: 'node dist/src/main.js, embedded store, simulated provider (50 ms), resync 5 s, default limits' },
+      rows,
+      nothing_lost: {
+        noisy_creates_acknowledged: noisy.acknowledged.length,
+        noisy_creates_not_running: notRunning,
+        noisy_deliveries_still_pending: pending,
+        quiet_creates_not_running: quietLost,
+      },
+    };
+    const cell = (r: number | null) => (r === null ? '–' : `${r}×`);
+    const markdown = [
+      `# Noisy-neighbour benchmark, ${startedAt.toISOString()}`,
+      '',
+      `Machine: ${report.machine.cpu_count} × ${report.machine.cpu_model}, Node ${report.machine.node}. Phases of ${PHASE_S} s; the quiet team reads every 100 ms and creates every 1 s.`,
+      'Each ratio is the quiet team\'s p99 in that phase over its p99 alone in the same run (done when: within 2× under every abuse).',
+      '',
+      '| phase | GET one p99 | × alone | create p99 | × alone | create → running p99 | × alone | quiet refused | quiet provider | service lag max | fds peak | black-hole conns peak |',
+      '|---|---:|---:|---:|---:|---:|---:|---|---|---:|---:|---:|',
+      ...rows.map((r) => `| ${r.phase} | ${r.quiet.get_one.p99_ms} ms | ${cell(r.ratio_get_one_p99)} | ${r.quiet.create.p99_ms} ms | ${cell(r.ratio_create_p99)} | ${r.quiet.create_to_running.p99_ms} ms | ${cell(r.ratio_create_to_running_p99)} | ${JSON.stringify(r.quiet.refused)} | ${JSON.stringify(r.quiet.provider_states)} | ${r.service_event_loop_lag_max_ms ?? '–'} ms | ${r.service_open_fds_peak ?? '–'} | ${r.black_hole_connections_peak} |`),
+      '',
+      `Nothing lost: the noisy team's ${noisy.acknowledged.length} acknowledged creates, ${notRunning === 0 ? 'all running' : `${notRunning} not running (up to 100 counted)`}; its deliveries still pending after the receiver recovered: ${pending}; the quiet team's creates not running: ${quietLost}.`,
+      '',
+      'What the noisy team got, per phase (status → count):',
+      '',
+      ...rows.slice(1).map((r) => `- ${r.phase}: ${JSON.stringify(r.noisy)}`),
+      '',
+    ].join('\n');
+    const files = writeResults('noisy-neighbours', startedAt, report, markdown);
+    console.log(`results: ${files.jsonFile}, ${files.markdownFile}`);
+  } finally {
+    child.kill('SIGTERM');
+    await hole.close();
+    fs.rmSync(dataDir, { recursive: true, force: true });
+  }
+}
+
+void main().catch((err) => {
+  console.error(err);
+  process.exit(1);
+});

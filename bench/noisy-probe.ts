@@ -1,0 +1,173 @@
+/**
+ * The quiet team of bench/noisy-neighbours.ts, in a worker thread: the noisy team's load
+ * runs on the benchmark's main thread, so a busy main thread cannot delay the quiet
+ * team's clock. For its phase it reads one load balancer every GET_EVERY_MS, creates one
+ * every CREATE_EVERY_MS and follows each create to `running`, and reads its own job now
+ * and then to see which `meta.provider` the quiet team is told.
+ *
+ * runQuietProbe(options) from the benchmark; this file is also the worker's entry point.
+ */
+import path from 'node:path';
+import { createHistogram, RecordableHistogram } from 'node:perf_hooks';
+import { isMainThread, parentPort, workerData, Worker } from 'node:worker_threads';
+
+export interface ProbeOptions {
+  url: string;
+  /** One key for reads, one for creates and one for following them, so that the quiet team stays inside its per-key rate limit. */
+  readKey: string;
+  writeKey: string;
+  pollKey: string;
+  loadBalancerId: string;
+  jobId: string;
+  durationMs: number;
+  region: string;
+}
+
+export interface Percentiles {
+  count: number;
+  p50_ms: number;
+  p99_ms: number;
+  max_ms: number;
+}
+
+export interface ProbeResult {
+  get_one: Percentiles;
+  create: Percentiles;
+  create_to_running: Percentiles;
+  /** Answers other than the expected 200/201 (status → count): a quiet team should see none. */
+  refused: Record<string, number>;
+  /** Creates acknowledged whose resource did not reach `running` within FOLLOW_TIMEOUT_MS. */
+  not_running: number;
+  /** Every `meta.provider` state the quiet team's answers carried, with how often. */
+  provider_states: Record<string, number>;
+  created_ids: string[];
+}
+
+const GET_EVERY_MS = 100;
+const CREATE_EVERY_MS = 1000;
+const JOB_READ_EVERY_MS = 1000;
+/** A create is polled every 50 ms at first, then less often (up to every 500 ms), so that a slow one cannot spend the poll key's rate limit. */
+const POLL_FIRST_MS = 50;
+const POLL_MAX_MS = 500;
+/** How long a create is followed; one still not `running` then counts as not_running. */
+const FOLLOW_TIMEOUT_MS = 60_000;
+
+/** Runs the quiet team's probe for one phase in a fresh worker and resolves with its figures. */
+export function runQuietProbe(options: ProbeOptions): Promise<ProbeResult> {
+  return new Promise((resolve, reject) => {
+    const worker = new Worker(path.join(__dirname, 'noisy-probe.js'), { workerData: options });
+    let result: ProbeResult | undefined;
+    worker.once('message', (message: ProbeResult) => (result = message));
+    worker.once('error', reject);
+    worker.once('exit', (code) => (result ? resolve(result) : reject(new Error(`the quiet probe exited (${code}) without a result`))));
+  });
+}
+
+const sleep = (ms: number) => new Promise((resolve) => setTimeout(resolve, ms));
+const newHistogram = () => createHistogram({ lowest: 1, highest: 600_000_000, figures: 3 });
+const percentiles = (h: RecordableHistogram): Percentiles => ({
+  count: h.count,
+  p50_ms: h.count ? Math.round(h.percentile(50) / 10) / 100 : 0,
+  p99_ms: h.count ? Math.round(h.percentile(99) / 10) / 100 : 0,
+  max_ms: h.count ? Math.round(h.max / 10) / 100 : 0,
+});
+
+async function probe(o: ProbeOptions): Promise<ProbeResult> {
+  const getOne = newHistogram();
+  const create = newHistogram();
+  const toRunning = newHistogram();
+  const refused: Record<string, number> = {};
+  const providerStates: Record<string, number> = {};
+  const createdIds: string[] = [];
+  let notRunning = 0;
+  const end = Date.now() + o.durationMs;
+
+  const call = async (key: string, method: string, urlPath: string, body?: unknown) => {
+    const started = performance.now();
+    try {
+      const res = await fetch(`${o.url}${urlPath}`, {
+        method,
+        headers: { authorization: `Bearer ${key}`, ...(body ? { 'content-type': 'application/json' } : {}) },
+        body: body ? JSON.stringify(body) : undefined,
+        signal: AbortSignal.timeout(30_000),
+      });
+      const json = (await res.json()) as { data?: { id?: string; status?: string }; meta?: { provider?: string } };
+      const state = json.meta?.provider;
+      if (state) providerStates[state] = (providerStates[state] ?? 0) + 1;
+      if (res.status >= 300) refused[String(res.status)] = (refused[String(res.status)] ?? 0) + 1;
+      return { status: res.status, json, us: Math.max(1, Math.round((performance.now() - started) * 1000)) };
+    } catch (err) {
+      const reason = `${(err as Error).name === 'TimeoutError' ? 'timeout' : 'network'} ${method} ${urlPath.split('/').slice(0, 4).join('/')}`;
+      refused[reason] = (refused[reason] ?? 0) + 1;
+      return { status: 0, json: {}, us: Math.max(1, Math.round((performance.now() - started) * 1000)) };
+    }
+  };
+
+  const reads = (async () => {
+    for (let next = Date.now(); Date.now() < end; next += GET_EVERY_MS) {
+      const r = await call(o.readKey, 'GET', `/api/v1/load-balancers/${o.loadBalancerId}`);
+      if (r.status === 200) getOne.record(r.us);
+      await sleep(Math.max(0, next + GET_EVERY_MS - Date.now()));
+    }
+  })();
+
+  const jobReads = (async () => {
+    while (Date.now() < end) {
+      await call(o.readKey, 'GET', `/api/v1/jobs/${o.jobId}`);
+      await sleep(JOB_READ_EVERY_MS);
+    }
+  })();
+
+  const follows: Promise<void>[] = [];
+  /** `startedAt` on the performance clock, from before the create was sent. */
+  const follow = async (id: string, startedAt: number) => {
+    const deadline = Date.now() + FOLLOW_TIMEOUT_MS;
+    let poll = POLL_FIRST_MS;
+    while (Date.now() < deadline) {
+      const r = await call(o.pollKey, 'GET', `/api/v1/load-balancers/${id}`);
+      if (r.json.data?.status === 'running') {
+        toRunning.record(Math.max(1, Math.round((performance.now() - startedAt) * 1000)));
+        return;
+      }
+      await sleep(poll);
+      poll = Math.min(POLL_MAX_MS, Math.round(poll * 1.5));
+    }
+    notRunning += 1;
+  };
+  const creates = (async () => {
+    for (let n = 0, next = Date.now(); Date.now() < end; n += 1, next += CREATE_EVERY_MS) {
+      const startedAt = performance.now();
+      const r = await call(o.writeKey, 'POST', '/api/v1/load-balancers', { name: `quiet-${Date.now()}-${n}`, region: o.region });
+      if (r.status === 201 && r.json.data?.id) {
+        create.record(r.us);
+        createdIds.push(r.json.data.id);
+        follows.push(follow(r.json.data.id, startedAt));
+      }
+      await sleep(Math.max(0, next + CREATE_EVERY_MS - Date.now()));
+    }
+  })();
+
+  await Promise.all([reads, jobReads, creates]);
+  await Promise.all(follows);
+  return {
+    get_one: percentiles(getOne),
+    create: percentiles(create),
+    create_to_running: percentiles(toRunning),
+    refused,
+    not_running: notRunning,
+    provider_states: providerStates,
+    created_ids: createdIds,
+  };
+}
+
+if (!isMainThread && parentPort && (workerData as ProbeOptions | undefined)?.url) {
+  const port = parentPort;
+  // Held until the probe ends: fetch's own timers are unref'd, and a worker whose loop has
+  // nothing else to wait for would exit in the middle of a phase.
+  const alive = setInterval(() => undefined, 1000);
+  // A failed probe is left unhandled on purpose: it ends the worker, and runQuietProbe rejects with it.
+  void probe(workerData as ProbeOptions).then((result) => {
+    clearInterval(alive);
+    port.postMessage(result);
+  });
+}
