@@ -7,9 +7,9 @@
  *
  * loadInWorker(options) from the benchmark; this file is also the worker's entry point.
  */
-import path from 'node:path';
 import { createHistogram } from 'node:perf_hooks';
-import { isMainThread, parentPort, workerData, Worker } from 'node:worker_threads';
+import { isMainThread, parentPort, workerData } from 'node:worker_threads';
+import { resultOfWorker } from './report';
 
 export interface LoadOptions {
   url: string;
@@ -46,13 +46,7 @@ interface AutocannonInstance extends PromiseLike<RawResult> {
 
 /** Runs one load in a fresh worker thread and resolves with its figures. */
 export function loadInWorker(options: LoadOptions): Promise<LoadResult> {
-  return new Promise((resolve, reject) => {
-    const worker = new Worker(path.join(__dirname, 'load-worker.js'), { workerData: options });
-    let result: LoadResult | undefined;
-    worker.once('message', (message: LoadResult) => (result = message));
-    worker.once('error', reject);
-    worker.once('exit', (code) => (result ? resolve(result) : reject(new Error(`the load worker exited (${code}) without a result`))));
-  });
+  return resultOfWorker<LoadResult>('load-worker.js', options, 'load worker');
 }
 
 async function runInThisWorker(options: LoadOptions): Promise<LoadResult> {

@@ -7,9 +7,9 @@
  *
  * runQuietProbe(options) from the benchmark; this file is also the worker's entry point.
  */
-import path from 'node:path';
 import { createHistogram, RecordableHistogram } from 'node:perf_hooks';
-import { isMainThread, parentPort, workerData, Worker } from 'node:worker_threads';
+import { isMainThread, parentPort, workerData } from 'node:worker_threads';
+import { resultOfWorker } from './report';
 
 export interface ProbeOptions {
   url: string;
@@ -54,13 +54,7 @@ const FOLLOW_TIMEOUT_MS = 60_000;
 
 /** Runs the quiet team's probe for one phase in a fresh worker and resolves with its figures. */
 export function runQuietProbe(options: ProbeOptions): Promise<ProbeResult> {
-  return new Promise((resolve, reject) => {
-    const worker = new Worker(path.join(__dirname, 'noisy-probe.js'), { workerData: options });
-    let result: ProbeResult | undefined;
-    worker.once('message', (message: ProbeResult) => (result = message));
-    worker.once('error', reject);
-    worker.once('exit', (code) => (result ? resolve(result) : reject(new Error(`the quiet probe exited (${code}) without a result`))));
-  });
+  return resultOfWorker<ProbeResult>('noisy-probe.js', options, 'quiet probe');
 }
 
 const sleep = (ms: number) => new Promise((resolve) => setTimeout(resolve, ms));

@@ -3,6 +3,7 @@ import fs from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
 import type { ChildProcess } from 'node:child_process';
+import { Worker } from 'node:worker_threads';
 
 /** bench/results of the repository, from bench/ (ts-node) or dist/bench/ (built). */
 const RESULTS_DIR = path.resolve(__dirname, __dirname.includes(`${path.sep}dist${path.sep}`) ? '../..' : '..', 'bench', 'results');
@@ -117,4 +118,15 @@ export function machineCpuSeconds(): { busy: number; total: number } {
   const total = ticks.slice(0, 8).reduce((a, b) => a + b, 0);
   const idle = ticks[3] + ticks[4];
   return { busy: (total - idle) / CLOCK_TICKS_PER_S, total: total / CLOCK_TICKS_PER_S };
+}
+
+/** Runs a benchmark's worker module (`file`, beside this one in dist/bench) on `data` and resolves with the one message it posts. */
+export function resultOfWorker<T>(file: string, data: unknown, who: string): Promise<T> {
+  return new Promise((resolve, reject) => {
+    const worker = new Worker(path.join(__dirname, file), { workerData: data });
+    let result: T | undefined;
+    worker.once('message', (message: T) => (result = message));
+    worker.once('error', reject);
+    worker.once('exit', (code) => (result !== undefined ? resolve(result) : reject(new Error(`the ${who} exited (${code}) without a result`))));
+  });
 }
