@@ -4,12 +4,19 @@
  * test asserts on order, not time: when team B's one load balancer is running, most of
  * team A's burst, created just before it, is not running yet.
  */
+import { clusterMode } from '../helpers/cluster';
 import { ApiResponse, eventually, startTestService, TestService } from '../helpers/service';
 
 const LBS = '/api/v1/load-balancers';
 const BURST = 300;
 
-describe('fair sharing of the reconcilers between teams', () => {
+// On the embedded store only. The turns are the work queue's, the same on both stores
+// (test/unit/work-queue.test.ts); on the Kubernetes store each create also claims its
+// quota place in the team's ledger, one swap at a time (docs/api.md, Quotas), so a burst
+// arrives slower than the reconcilers drain it and there is no backlog to measure.
+const describeOnEmbedded = clusterMode() ? describe.skip : describe;
+
+describeOnEmbedded('fair sharing of the reconcilers between teams', () => {
   let t: TestService;
   beforeAll(async () => {
     // The burst's 300 creates go out at once, each on its own connection from 127.0.0.1:
