@@ -16,17 +16,14 @@
  * Two creates racing at the limit do not both pass within a replica: the count and a
  * reservation for the resource about to be written are taken together, under a lock per
  * team and family, and the reservation lasts until the write is done. The write itself
- * runs outside the lock, so creates of one family still share disk flushes. That is the
- * whole count of a store one process owns (the embedded store). A store several replicas
- * write (cluster mode, `store.shared`) keeps the reservations itself, in a ledger every
- * replica swaps its claims into (quota-ledger.ts): the last place is taken once, whichever
- * replica the creates land on. The lock then only spares a replica's own creates a lost swap.
+ * runs outside the lock, so creates of one family still share disk flushes. Across
+ * replicas (cluster mode) creates racing on two replicas can each see room for one: a
+ * team can overshoot by as many creates as run at once on other replicas.
  */
 import type { Store, StoredObject } from '../store/types';
 import { DEFAULT_QUOTAS, QuotaFamily, Quotas } from '../config';
 import { quotaExceeded } from '../lib/errors';
 import { KeyedMutex } from '../lib/mutex';
-import { claimInLedger } from './quota-ledger';
 import { SPEC_REFUSED } from './transitions';
 import { FINISHED_JOB_STATES } from './job';
 import type { AnyFamily, BaseStatus } from './family';
@@ -94,7 +91,6 @@ export async function withinLimit<R, Spec>(store: Store, quotas: Quotas, rule: Q
   const limit = quotas[rule.quota];
   const key = `${team}/${rule.quota}`;
   const named = typeof ids === 'string' ? [ids] : (ids ?? []);
-  if (store.shared) return withinSharedLimit(store, limit, rule, team, key, named, create);
   const taken = named.length > 0 ? named : [`unnamed-${++unnamed}`];
   await countLock.run(key, async () => {
     const reserved = reservations.get(key) ?? new Set<string>();
@@ -116,18 +112,5 @@ export async function withinLimit<R, Spec>(store: Store, quotas: Quotas, rule: Q
     const reserved = reservations.get(key)!;
     for (const id of taken) reserved.delete(id);
     if (reserved.size === 0) reservations.delete(key);
-  }
-}
-
-/** `withinLimit` on a store other replicas write too: the reservation is a claim in the store's ledger. */
-async function withinSharedLimit<R, Spec>(store: Store, limit: number, rule: QuotaRule<Spec>, team: string, key: string, named: string[], create: () => Promise<R>): Promise<R> {
-  const claim = await countLock.run(key, () => claimInLedger(store, rule, team, limit, named));
-  let written = false;
-  try {
-    const result = await create();
-    written = true;
-    return result;
-  } finally {
-    await claim.end(written);
   }
 }

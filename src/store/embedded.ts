@@ -104,8 +104,6 @@ function storedCopy<T>(value: T, stored: unknown): T {
 }
 
 export class EmbeddedStore implements Store {
-  /** One process owns the data directory. */
-  readonly shared = false;
   private readonly objects = new Map<string, StoredObject>();
   private readonly byKind = new Map<string, TeamPartition<StoredObject>>();
   /** Each secret's key in order of its name, for listSecrets (secret-table.ts). */

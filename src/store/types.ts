@@ -55,11 +55,6 @@ export type WatchListener = (event: WatchEvent) => void;
 export type PersistenceState = 'synced' | 'stale' | 'unavailable';
 
 export interface Store {
-  /**
-   * Other processes (replicas) write this store too: a count that must hold across them
-   * (a quota) is kept in the store, not in the process.
-   */
-  readonly shared: boolean;
   start(): Promise<void>;
   stop(): Promise<void>;
   get<S, St>(kind: string, team: string, id: string): Promise<StoredObject<S, St> | undefined>;

@@ -2,95 +2,35 @@
  * The per-key rate limit: a fixed one-minute window per API key (per client address
  * for requests without a valid key). Every answer carries X-RateLimit-Limit, -Remaining
  * and -Reset (Unix seconds when the window ends); over the limit, 429 with Retry-After.
- * With one process the count is the process's. On a store the replicas share (cluster
- * mode) a key's count is shared too: each replica leases its places in batches from the
- * store (shared-request-counts.ts), so the limit holds across replicas. Client addresses
- * stay counted per process: requests without a valid key must not cost store writes.
+ * Counts are per process: with several replicas each enforces the limit on its own share.
  */
 import type { FastifyRequest } from 'fastify';
 import { ApiError } from '../../lib/errors';
-import type { Store } from '../../store/types';
-import { SharedRequestCounts } from './shared-request-counts';
 
 const WINDOW_MS = 60_000;
 
 interface Window {
   start: number;
   count: number;
-  /** Places this process may use in the window: the limit, or what it leased of the shared count. */
-  budget: number;
-  /** Places of the shared count no replica had leased, as of this process's last lease. */
-  unleased: number;
-  /** The lease under way, which the key's other requests wait for rather than lease again. */
-  leasing?: Promise<void>;
-}
-
-/** Who a request is counted as: `team` when the count may be shared (an API key or a session's user). */
-export interface Client {
-  id: string;
-  team?: string;
-}
-
-export interface Taken {
-  allowed: boolean;
-  remaining: number;
-  resetAt: number;
 }
 
 export class RateLimiter {
   private readonly windows = new Map<string, Window>();
   private lastSweep = 0;
 
-  /** `shared`: the count the replicas share, which a key's requests then take from (sharedCountsOf). */
-  constructor(
-    readonly limit: number,
-    private readonly shared?: SharedRequestCounts,
-  ) {}
+  constructor(readonly limit: number) {}
 
-  /** Counts one request of `client`; returns the window's state after it. */
-  async take(client: Client, now = Date.now()): Promise<Taken> {
+  /** Counts one request for `client`; returns the window's state after it. */
+  take(client: string, now = Date.now()): { allowed: boolean; remaining: number; resetAt: number } {
     this.sweep(now);
     const start = now - (now % WINDOW_MS);
-    const sharedTeam = this.shared ? client.team : undefined;
-    let window = this.windows.get(client.id);
+    let window = this.windows.get(client);
     if (!window || window.start !== start) {
-      window = { start, count: 0, budget: sharedTeam === undefined ? this.limit : 0, unleased: 0 };
-      this.windows.set(client.id, window);
+      window = { start, count: 0 };
+      this.windows.set(client, window);
     }
-    // The last check of the places left and the count of this request run with no await
-    // between them, so requests waiting for one lease never take the same place.
-    while (sharedTeam !== undefined && window.count >= window.budget) {
-      if (!(await this.leaseMore(window, client.id, sharedTeam))) break;
-    }
-    const allowed = window.count < window.budget;
     window.count++;
-    const unused = Math.max(0, window.budget - window.count);
-    return { allowed, remaining: Math.min(this.limit, unused + window.unleased), resetAt: start + WINDOW_MS };
-  }
-
-  /**
-   * Leases more places, or waits for the key's lease under way: one at a time per key.
-   * Answers false when the window has none left to lease.
-   */
-  private async leaseMore(window: Window, key: string, team: string): Promise<boolean> {
-    window.leasing ??= this.lease(window, key, team).finally(() => {
-      window.leasing = undefined;
-    });
-    await window.leasing;
-    return window.count < window.budget || window.unleased > 0;
-  }
-
-  private async lease(window: Window, key: string, team: string): Promise<void> {
-    try {
-      const { granted, unleased } = await this.shared!.lease(team, key, window.start);
-      window.budget += granted;
-      window.unleased = unleased;
-    } catch {
-      // The store cannot be reached (or kept changing): this window is counted per process,
-      // as without a shared store, rather than refuse every request.
-      window.budget = this.limit;
-      window.unleased = 0;
-    }
+    return { allowed: window.count <= this.limit, remaining: Math.max(0, this.limit - window.count), resetAt: start + WINDOW_MS };
   }
 
   private sweep(now: number): void {
@@ -100,14 +40,10 @@ export class RateLimiter {
   }
 }
 
-/** The shared count of a store other replicas write too; none for a store one process owns. */
-export const sharedCountsOf = (store: Store, limit: number) => (store.shared ? new SharedRequestCounts(store, limit) : undefined);
-
-export async function applyRateLimit(limiter: RateLimiter, request: FastifyRequest, reply: { header(name: string, value: string | number): unknown }): Promise<void> {
-  const { principal } = request;
-  const client: Client = principal ? { id: `key:${principal.key}`, team: principal.team } : { id: `ip:${request.ip}` };
+export function applyRateLimit(limiter: RateLimiter, request: FastifyRequest, reply: { header(name: string, value: string | number): unknown }): void {
+  const client = request.principal ? `key:${request.principal.key}` : `ip:${request.ip}`;
   const now = Date.now();
-  const { allowed, remaining, resetAt } = await limiter.take(client, now);
+  const { allowed, remaining, resetAt } = limiter.take(client, now);
   reply.header('X-RateLimit-Limit', limiter.limit);
   reply.header('X-RateLimit-Remaining', remaining);
   reply.header('X-RateLimit-Reset', Math.ceil(resetAt / 1000));

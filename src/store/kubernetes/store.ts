@@ -90,8 +90,6 @@ const ORPHAN_FINALIZER = 'orphan';
 const laterOf = (a: string | undefined, b: string | undefined) => (!a ? b : !b ? a : a > b ? a : b);
 
 export class KubernetesStore implements Store {
-  /** Every replica of the operator writes the same API server. */
-  readonly shared = true;
   private readonly custom: CustomObjectsApi;
   private readonly core: CoreV1Api;
   private readonly watchClient: Watch;
