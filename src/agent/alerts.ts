@@ -1,6 +1,6 @@
 /**
  * Which events are alerts, and how the agent words them. The event catalogue
- * (CONTRACT.md "Events", docs/api.md) has two kinds of failure: a resource that ends in
+ * (docs/api.md "Events", docs/api.md) has two kinds of failure: a resource that ends in
  * `failed` (`<family>.failed`: load balancers, VPN gateways, servers, buckets, file
  * shares, jobs) and a webhook subscription the service switched off
  * (`webhook.disabled`). Everything else is routine.

@@ -1,4 +1,4 @@
-/** The event envelope of CONTRACT.md and the bus that carries it. */
+/** The event envelope of docs/api.md and the bus that carries it. */
 export interface CloudEvent {
   /** `evt_...`; the bus drops a second publish of the same id. */
   id: string;

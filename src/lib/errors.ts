@@ -1,5 +1,5 @@
 /**
- * Errors are values with a CONTRACT.md code; src/api/plugins/errors.ts maps them to HTTP
+ * Errors are values with a docs/api.md code; src/api/plugins/errors.ts maps them to HTTP
  * in one place.
  */
 export interface FieldError {

@@ -2,7 +2,7 @@ import { createHash, randomBytes } from 'node:crypto';
 
 const ID_ALPHABET = '0123456789abcdefghijklmnopqrstuvwxyz';
 const BASE62 = '0123456789ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz';
-/** Length of the random part of an id: inside CONTRACT's 16-26, ~103 bits of entropy. */
+/** Length of the random part of an id: inside docs/api.md's 16-26, ~103 bits of entropy. */
 const OPAQUE_LENGTH = 20;
 
 /** Uniform random string over `alphabet`, by rejection sampling (no modulo bias). */

@@ -82,7 +82,7 @@ export function backendsNamingNotOneServer(backends: readonly BackendSpec[]): nu
 
 const DEFAULT_PORTS: Record<string, number> = { http: 80, https: 443 };
 
-/** CONTRACT: https needs a certificate; http on 443 and https on 80 are invalid pairs. */
+/** docs/api.md: https needs a certificate; http on 443 and https on 80 are invalid pairs. */
 function assertProtocolPort(protocol: string, port: number, certificate: string | null): void {
   if ((protocol === 'http' && port === 443) || (protocol === 'https' && port === 80)) {
     throw domainError('invalid_protocol_port', `Protocol ${protocol} cannot listen on port ${port}.`, 'port');
@@ -206,7 +206,7 @@ export const loadBalancerFamily: FamilyDefinition<LoadBalancerSpec, LoadBalancer
   applyUpdate(spec, patch) {
     const next = { ...spec, ...patch } as LoadBalancerSpec;
     if (patch.protocol !== undefined && patch.port === undefined) {
-      // CONTRACT: the port is kept only if the new pair stays valid; else the protocol's default.
+      // docs/api.md: the port is kept only if the new pair stays valid; else the protocol's default.
       const pairValid = !((next.protocol === 'http' && next.port === 443) || (next.protocol === 'https' && next.port === 80));
       if (!pairValid) next.port = DEFAULT_PORTS[next.protocol] ?? next.port;
     }

@@ -1,4 +1,4 @@
-/** The region catalog (CONTRACT: GET /api/v1/regions) and the rule every family applies to `region`. */
+/** The region catalog (docs/api.md: GET /api/v1/regions) and the rule every family applies to `region`. */
 import { domainError } from '../lib/errors';
 import type { Config } from '../config';
 

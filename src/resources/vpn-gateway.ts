@@ -69,7 +69,7 @@ function isWireguardKey(value: string): boolean {
   return /^[A-Za-z0-9+/]{43}=$/.test(value) && Buffer.from(value, 'base64').toString('base64') === value;
 }
 
-/** CONTRACT: remote_public_key is a WireGuard gateway's only, and a real key. */
+/** docs/api.md: remote_public_key is a WireGuard gateway's only, and a real key. */
 function assertRemotePublicKey(tunnelType: string, key: string | null | undefined): void {
   if (key === undefined) return;
   if (tunnelType !== 'wireguard') throw fieldInvalid('remote_public_key', `remote_public_key applies to WireGuard gateways only; this one uses ${tunnelType}.`);
@@ -82,7 +82,7 @@ function blockOf(field: string, value: string) {
   return block;
 }
 
-/** CONTRACT: both CIDRs are network addresses and do not overlap. */
+/** docs/api.md: both CIDRs are network addresses and do not overlap. */
 function assertNetworks(local: string, remote: string): void {
   const localBlock = blockOf('local_network_cidr', local);
   const remoteBlock = blockOf('remote_network_cidr', remote);

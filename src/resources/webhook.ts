@@ -1,5 +1,5 @@
 /**
- * Webhook subscriptions and their deliveries (CONTRACT "Webhook deliveries"). The API and
+ * Webhook subscriptions and their deliveries (docs/api.md "Webhook deliveries"). The API and
  * the dispatcher write them directly; a subscription's reconciler (webhooks/reconciler.ts)
  * only takes in what kubectl made and settles what a kubectl edit changed. The signing
  * secret lives in the store secret `webhook-secret-<id>` (in cluster mode a Kubernetes

@@ -3,7 +3,7 @@
  * events. Per metric a team may set a soft threshold, which emits
  * `usage.threshold_reached` once the period's usage reaches it, and a hard limit, which
  * emits `usage.overage` once usage passes it. The period is the calendar month (UTC).
- * A hard limit refuses nothing: CONTRACT.md has no status for "over a usage limit" (its
+ * A hard limit refuses nothing: docs/api.md has no status for "over a usage limit" (its
  * 422 quota_exceeded is about how many resources a team holds), so it is a notice only.
  *
  * Each threshold emits once per period and value: the event's id is derived from the team,

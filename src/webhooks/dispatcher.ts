@@ -33,7 +33,7 @@ const CONSUMER = 'webhooks';
 /**
  * Events turned into deliveries at once. Each costs a durable write; handled one by one
  * they queue for a disk flush each and deliveries fall behind creates under load. Order
- * is best-effort by CONTRACT.md (receivers sort by created_at), so they may overlap.
+ * is best-effort by docs/api.md (receivers sort by created_at), so they may overlap.
  */
 const CONSUMER_CONCURRENCY = 32;
 /**

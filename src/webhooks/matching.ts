@@ -1,5 +1,5 @@
 /**
- * Which subscriptions an event goes to (CONTRACT "Events"): `events` holds exact types
+ * Which subscriptions an event goes to (docs/api.md "Events"): `events` holds exact types
  * or `category.*`; `filter` keys are `<category>.<field>` and apply only to events of
  * their category; every key that applies must match; a value matches when it equals the
  * string, or is one of the array's strings.

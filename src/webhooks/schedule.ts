@@ -1,5 +1,5 @@
 /**
- * The retry schedule of CONTRACT.md: attempt 1 at once, attempts 2-6 after 1, 5, 25, 125
+ * The retry schedule of docs/api.md: attempt 1 at once, attempts 2-6 after 1, 5, 25, 125
  * and 625 seconds, then one every 600 seconds, until 15 attempts or 24 hours after the
  * first, whichever comes first. `timeScale` shrinks every interval (tests run the whole
  * schedule in seconds); 1 in production.

@@ -1,6 +1,6 @@
 /**
  * Signatures of webhook deliveries, two families at once so receivers can verify with
- * the library they already have (CONTRACT "Webhook deliveries"):
+ * the library they already have (docs/api.md "Webhook deliveries"):
  * - `X-Service-Signature: t=<unix>,v1=<hex>`: HMAC-SHA256 keyed with the whole `whsec_...`
  *   string, over `<t>.<raw body>` — the scheme Stripe's libraries check;
  * - Standard Webhooks: `webhook-id`, `webhook-timestamp`, `webhook-signature: v1,<base64>`

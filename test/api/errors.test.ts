@@ -1,5 +1,5 @@
 /**
- * Every error row of CONTRACT.md "Status codes and errors" that load balancers can hit,
+ * Every error row of docs/api.md "Status codes and errors" that load balancers can hit,
  * against the real service: status, error.code, and the {error, meta} envelope.
  */
 import { ApiResponse, request, startTestService, TestService, waitForStatus } from '../helpers/service';
@@ -7,7 +7,7 @@ import { ConflictError } from '../../src/store/types';
 
 const LBS = '/api/v1/load-balancers';
 
-/** The CONTRACT envelope of an error: code and message, persistence and provider in meta. */
+/** The docs/api.md envelope of an error: code and message, persistence and provider in meta. */
 function expectError(res: ApiResponse, status: number, code: string): void {
   expect({ status: res.status, code: res.body?.error?.code }).toEqual({ status, code });
   expect(typeof res.body.error.message).toBe('string');

@@ -81,11 +81,11 @@ describe('pagination of load balancers', () => {
     }
   }
 
-  /** The CONTRACT order: by the sort field, ties broken by id, both in the given direction. */
+  /** The docs/api.md order: by the sort field, ties broken by id, both in the given direction. */
   function sorted(rows: Row[], sort: string, order: string): Row[] {
     const keyOf = (row: Row) => (sort === 'name' ? row.name : row.created_at);
     const direction = order === 'asc' ? 1 : -1;
-    // Code-unit order, not locale order: the CONTRACT order is the same for every client.
+    // Code-unit order, not locale order: the docs/api.md order is the same for every client.
     const compare = (x: string, y: string) => (x < y ? -1 : x > y ? 1 : 0);
     return [...rows].sort((a, b) => direction * (compare(keyOf(a), keyOf(b)) || compare(a.id, b.id)));
   }

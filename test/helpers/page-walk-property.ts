@@ -1,5 +1,5 @@
 /**
- * The property of a page walk over a store's ordered indexes (Store.page), as CONTRACT.md
+ * The property of a page walk over a store's ordered indexes (Store.page), as docs/api.md
  * states it for lists: over random interleavings of creates, deletions and status changes
  * (which move objects between the status indexes) with the pages of a walk, in every
  * sort, order and filter, a walk visits every object that matched its list for the whole

@@ -67,7 +67,7 @@ export async function startReceiver(answer: Receiver['answer'] = () => ({ status
 export const eventsOf = (receiver: Receiver) => receiver.received.map((r) => JSON.parse(r.body));
 
 /**
- * Events in the order they happened, as CONTRACT.md tells receivers to read them: delivery
+ * Events in the order they happened, as docs/api.md tells receivers to read them: delivery
  * order is best effort (events become deliveries concurrently), so a test that asserts a
  * sequence sorts by created_at first. The sort is stable: arrival order breaks a tie.
  */

@@ -144,7 +144,7 @@ describeWithHelm('Helm chart charts/cloudplane', () => {
     // The VPN agent is Cloudplane's own image unless told otherwise.
     expect(env.CLOUDPLANE_VPN_AGENT_IMAGE).toBe(container.image);
 
-    // A generated key has the form the service accepts (CONTRACT.md: cpk_ + 32+ letters/digits).
+    // A generated key has the form the service accepts (docs/api.md: cpk_ + 32+ letters/digits).
     expect(Buffer.from(secret.data['bootstrap-api-key'], 'base64').toString()).toMatch(/^cpk_[A-Za-z0-9]{32,}$/);
 
     const service = only(objects, 'Service');

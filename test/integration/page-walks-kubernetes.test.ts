@@ -1,6 +1,6 @@
 /**
  * Page walks over the Kubernetes store's ordered indexes, kept on its cache, keep
- * CONTRACT.md's promise for lists on a real kube-apiserver: random interleavings of
+ * docs/api.md's promise for lists on a real kube-apiserver: random interleavings of
  * creates, deletions and status changes with the pages of a walk
  * (test/helpers/page-walk-property.ts). Few runs: every write is a round trip.
  */

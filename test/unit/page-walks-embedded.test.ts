@@ -1,5 +1,5 @@
 /**
- * Page walks over the embedded store's ordered indexes keep CONTRACT.md's promise for
+ * Page walks over the embedded store's ordered indexes keep docs/api.md's promise for
  * lists under random interleavings of writes and pages (test/helpers/page-walk-property.ts).
  */
 import fs from 'node:fs';

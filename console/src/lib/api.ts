@@ -1,7 +1,7 @@
 /**
- * The only way the console's pages talk to the API (/work/I14_COMMON.md). Every call goes to
+ * The only way the console's pages talk to the API (docs/console.md). Every call goes to
  * /api/v1 with the session cookie (never a key: the console keeps none); each resolves to the
- * envelope's `data`, or rejects with an ApiError carrying CONTRACT.md's error envelope.
+ * envelope's `data`, or rejects with an ApiError carrying docs/api.md's error envelope.
  * Writes carry the session's CSRF token; a 401 sends the user to the sign-in page.
  */
 

@@ -1,5 +1,5 @@
 /**
- * The one place where failures become HTTP answers: ApiErrors keep their CONTRACT code,
+ * The one place where failures become HTTP answers: ApiErrors keep their docs/api.md code,
  * schema violations become 422 validation_failed naming the offending fields (the first
  * MAX_ERROR_DETAILS, the rest counted), store failures
  * become 503, and anything else a 500 with the request id and nothing of the internals.

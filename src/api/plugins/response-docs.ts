@@ -1,7 +1,7 @@
 /**
  * What each answer of an /api/v1 operation means, and the headers it carries, added to
  * the OpenAPI document as it is served: @fastify/swagger calls every response "Default
- * Response" and lists no headers. Written once per status here (CONTRACT.md's table), not
+ * Response" and lists no headers. Written once per status here (docs/api.md's table), not
  * on each route, and kept out of the route schemas, which ajv and the serializer compile.
  */
 import type { OpenApiDocument } from './openapi-links';

@@ -1,5 +1,5 @@
 /**
- * How Cloudplane's identities map onto Kubernetes names (CONTRACT "Identifiers"): a team
+ * How Cloudplane's identities map onto Kubernetes names (docs/api.md "Identifiers"): a team
  * is a namespace (`team_x7k2` <-> `team-x7k2`), an object is named after its id with
  * `_` turned into `-`, and the id itself is kept in a label, so objects created with
  * kubectl under any other name still have one.

@@ -1,5 +1,5 @@
 /**
- * Turns what the API client rejected with (CONTRACT's error envelope: code, message and,
+ * Turns what the API client rejected with (docs/api.md's error envelope: code, message and,
  * on 422, details naming each field) into what a form shows: one message for the form,
  * and one per field, so that every validation message of the API reaches the user.
  */

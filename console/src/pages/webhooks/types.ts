@@ -1,4 +1,4 @@
-/** The webhook records as the API shows them (src/resources/webhook.ts, CONTRACT "Webhook deliveries"). */
+/** The webhook records as the API shows them (src/resources/webhook.ts, docs/api.md "Webhook deliveries"). */
 export interface Webhook {
   id: string;
   url: string;
