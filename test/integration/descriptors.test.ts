@@ -52,7 +52,18 @@ describe('out of file descriptors (real service under prlimit)', () => {
       key: KEY,
       prefix: ['prlimit', `--nofile=${NOFILE}:${NOFILE}`],
       // 6 s ± 25 %: the load balancers go `running` after the descriptors are gone, however slowly the machine makes them.
-      env: { CLOUDPLANE_SIM_DELAY_MS: '6000', CLOUDPLANE_RATE_LIMIT_PER_MINUTE: '1000000', CLOUDPLANE_RESYNC_SECONDS: '2' },
+      // The idle connections must hold their descriptors past that: neither the first-request
+      // timeout (5 s by default, which would free them before the events flow) nor the
+      // per-address cap (64, which would refuse them before the descriptors ran out) may end them.
+      env: {
+        CLOUDPLANE_SIM_DELAY_MS: '6000',
+        CLOUDPLANE_RATE_LIMIT_PER_MINUTE: '1000000',
+        CLOUDPLANE_RESYNC_SECONDS: '2',
+        CLOUDPLANE_HTTP_REQUEST_TIMEOUT_MS: '120000',
+        CLOUDPLANE_HTTP_HEADERS_TIMEOUT_MS: '120000',
+        CLOUDPLANE_HTTP_FIRST_REQUEST_TIMEOUT_MS: '120000',
+        CLOUDPLANE_HTTP_MAX_CONNECTIONS_PER_ADDRESS: '0',
+      },
     });
     const service = svc;
     try {
