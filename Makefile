@@ -2,7 +2,7 @@
 SHELL := /bin/bash
 NODE_MODULES_STAMP := node_modules/.package-lock.json
 
-.PHONY: run test build lint crds bench bench-webhooks bench-cluster bench-scale bench-noisy clean deps fuzz fuzz-kube
+.PHONY: run test soak build lint crds bench bench-webhooks bench-cluster bench-scale bench-noisy clean deps fuzz fuzz-kube
 
 # `npm install` rather than `npm ci`: npm 11 leaves other platforms' optional binaries
 # (@swc/core-darwin-*, ...) out of the lock file, and `npm ci` then refuses it.
@@ -33,6 +33,12 @@ run: build
 # their results land in test-results/ (scripts/run-tests.sh), which .ci/run totals.
 test: build
 	scripts/run-tests.sh
+
+# The long forms of tests that `make test` runs scaled down (CLOUDPLANE_SOAK=1 in the
+# test): minutes each, on the embedded store.
+soak: build
+	scripts/ensure-tools.sh
+	CLOUDPLANE_SOAK=1 npx jest test/integration/bounded-growth.test.ts
 
 # Schemathesis against the OpenAPI document the service serves (scripts/fuzz-api.sh):
 # no 500s, and every status, content type and body as documented. Report in bench/results/fuzz.
