@@ -687,11 +687,16 @@ export interface VpnAgentSettings {
   logLevel: string;
   /** The userspace WireGuard used when the kernel has no WireGuard module. */
   wireguardGo: string;
+  /** A WireGuard peer counts as up while its latest handshake is younger than this. */
+  handshakeWindowMs: number;
 }
 
 export function loadVpnAgentSettings(env: Env = process.env): VpnAgentSettings {
   return {
     logLevel: env.CLOUDPLANE_LOG_LEVEL || 'info',
     wireguardGo: env.CLOUDPLANE_WIREGUARD_GO || 'wireguard-go',
+    // 180 s: WireGuard's own REJECT_AFTER_TIME. Shorter tells a dead peer sooner but, below
+    // about 130 s, calls an idle yet healthy tunnel down between its 2-minute re-handshakes.
+    handshakeWindowMs: int(env, 'CLOUDPLANE_VPN_HANDSHAKE_WINDOW_SECONDS', 180, 1) * 1000,
   };
 }

@@ -42,6 +42,7 @@ export async function runVpnAgent(argv: string[]): Promise<void> {
     stateDir: values['state-dir'],
     interfaceName: values.interface,
     wireguardGo: settings.wireguardGo,
+    handshakeWindowMs: settings.handshakeWindowMs,
     logger,
   });
   let stopping = false;

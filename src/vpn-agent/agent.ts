@@ -20,6 +20,8 @@ export interface VpnAgentOptions {
   stateDir: string;
   interfaceName: string;
   wireguardGo: string;
+  /** A WireGuard peer counts as up while its latest handshake is younger than this. */
+  handshakeWindowMs: number;
   logger: Logger;
 }
 
@@ -54,7 +56,7 @@ export async function startVpnAgent(options: VpnAgentOptions): Promise<VpnAgent>
 
   const tunnelFor = (type: VpnAgentConfig['tunnel_type']): Tunnel =>
     type === 'wireguard'
-      ? new WireguardTunnel({ interfaceName: options.interfaceName, stateDir: options.stateDir, wireguardGo: options.wireguardGo, logger })
+      ? new WireguardTunnel({ interfaceName: options.interfaceName, stateDir: options.stateDir, wireguardGo: options.wireguardGo, handshakeWindowMs: options.handshakeWindowMs, logger })
       : new IpsecTunnel({ stateDir: options.stateDir, logger });
 
   const readConfig = (): ConfigReading => {

@@ -11,9 +11,6 @@ import { Daemon, run, succeeds, waitFor, writePrivateFile } from './commands';
 import { isWireguardConfig, VpnAgentConfig, WireguardAgentConfig } from './config';
 import type { Tunnel, TunnelReading } from './tunnel';
 
-/** A peer is up while its last handshake is this recent (WireGuard re-handshakes every 2 minutes while traffic flows). */
-export const HANDSHAKE_FRESH_MS = 180_000;
-
 /** wireguard-go's control sockets (wg looks for them here). */
 const USERSPACE_SOCKET_DIR = '/var/run/wireguard';
 
@@ -21,6 +18,8 @@ export interface WireguardOptions {
   interfaceName: string;
   stateDir: string;
   wireguardGo: string;
+  /** A peer is up while its last handshake is this recent (WireGuard re-handshakes every 2 minutes while traffic flows). */
+  handshakeWindowMs: number;
   logger: Logger;
 }
 
@@ -63,7 +62,7 @@ export class WireguardTunnel implements Tunnel {
     const handshakeSeconds = Number(peer[4]);
     const lastHandshake = handshakeSeconds > 0 ? new Date(handshakeSeconds * 1000) : null;
     return {
-      up: lastHandshake !== null && Date.now() - lastHandshake.getTime() < HANDSHAKE_FRESH_MS,
+      up: lastHandshake !== null && Date.now() - lastHandshake.getTime() < this.options.handshakeWindowMs,
       bytesReceived: Number(peer[5]) || 0,
       bytesSent: Number(peer[6]) || 0,
       lastHandshake,

@@ -14,6 +14,11 @@ import type { Netns } from './netns';
 import { wireguardGoBinary } from './vpn-peer';
 
 export const AGENT_MAIN = path.resolve(__dirname, '../../dist/src/main.js');
+/**
+ * The handshake window the agents here run with: 30 s rather than 180 s, so a test sees a
+ * silent peer's tunnel turn down in half a minute. Each test's tunnel is up for less.
+ */
+export const HANDSHAKE_WINDOW_S = 30;
 
 export interface RunningAgent {
   child: ChildProcess;
@@ -45,7 +50,7 @@ export function startAgentInNetns(options: AgentOptions): RunningAgent {
   const child = options.netns.spawn(
     process.execPath,
     [AGENT_MAIN, 'vpn-agent', '--config', options.configFile, '--listen', `${options.statusAddress}:${port}`, '--state-dir', path.join(options.dir, 'agent-state')],
-    { privateRun: true, env: { ...process.env, CLOUDPLANE_WIREGUARD_GO: wireguardGoBinary(), CLOUDPLANE_LOG_LEVEL: 'info' }, stdio: ['ignore', out, out] },
+    { privateRun: true, env: { ...process.env, CLOUDPLANE_WIREGUARD_GO: wireguardGoBinary(), CLOUDPLANE_LOG_LEVEL: 'info', CLOUDPLANE_VPN_HANDSHAKE_WINDOW_SECONDS: String(HANDSHAKE_WINDOW_S) }, stdio: ['ignore', out, out] },
   );
   fs.closeSync(out);
   const exit = new Promise<number | null>((resolve) => child.once('exit', (code) => resolve(code)));
