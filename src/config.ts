@@ -66,7 +66,15 @@ export interface Config {
   /** Cluster mode: the store of record is the Kubernetes API (CLOUDPLANE_STORE=kubernetes). */
   kubernetes?: KubernetesConfig;
   /** NATS JetStream for events (cluster mode); without it the embedded bus is used. */
-  nats?: { servers: string[]; stream: string; subjectPrefix: string; duplicateWindowMs: number; maxAgeMs: number };
+  nats?: {
+    servers: string[];
+    stream: string;
+    subjectPrefix: string;
+    duplicateWindowMs: number;
+    maxAgeMs: number;
+    /** The key-value bucket of the counts the replicas share (quota claims, rate-limit windows). */
+    countsBucket: string;
+  };
   webhooks: WebhookConfig;
   /** Per-team quotas: how many of a family's resources a team may hold (src/resources/quota.ts says what counts). */
   quotas: Quotas;
@@ -677,6 +685,7 @@ export function loadConfig(env: Env = process.env): Config {
           subjectPrefix: env.CLOUDPLANE_NATS_SUBJECT_PREFIX || 'cloudplane.events',
           duplicateWindowMs: int(env, 'CLOUDPLANE_NATS_DUPLICATE_WINDOW_SECONDS', 3600, 1) * 1000,
           maxAgeMs: eventRetentionMs,
+          countsBucket: env.CLOUDPLANE_NATS_COUNTS_BUCKET || 'CLOUDPLANE_COUNTS',
         }
       : undefined,
   };

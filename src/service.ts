@@ -16,6 +16,9 @@ import { DataDirHealth } from './store/data-dir-health';
 import { EmbeddedEventBus } from './events/embedded-bus';
 import { OutboxRelay } from './events/outbox-relay';
 import { NatsEventBus } from './events/nats-bus';
+import { NatsSharedRecords } from './store/nats-shared-records';
+import { warnOfOwnCounts } from './store/shared-records';
+import type { QuotaScope } from './resources/quota';
 import type { EventBus } from './events/types';
 import { DriverSet } from './drivers/registry';
 import { ResourceWriter } from './resources/writer';
@@ -80,6 +83,12 @@ export async function startService(config: Config, logger: Logger = createLogger
       : new EmbeddedEventBus(path.join(config.dataDir, 'events'), { health, logger, retentionMs: config.eventRetentionMs });
     await bus.start();
     started.push(() => bus.stop());
+    const shared = config.nats ? new NatsSharedRecords({ servers: config.nats.servers, bucket: config.nats.countsBucket }) : undefined;
+    if (shared) {
+      await shared.start();
+      started.push(() => shared.stop());
+    }
+    const quota: QuotaScope = { store, limits: config.quotas, shared, onSharedFailure: warnOfOwnCounts(logger, 'quota claims') };
     reportEventConsumers(() => bus.pending());
     const events = config.kubernetes ? new KubernetesEventRecorder(kubeConfigFor(config.kubernetes), config.kubernetes.systemNamespace, logger) : embeddedEventRecorder;
     const writer = new ResourceWriter(store, events);
@@ -101,9 +110,9 @@ export async function startService(config: Config, logger: Logger = createLogger
     const usage = new UsageMeter({ store, bus, config: config.usage, logger });
     usage.start();
     started.push(() => usage.stop());
-    const ctx: ApiContext = { config, store, bus, drivers, writer, authenticator, sessions, oidc, agent, audit, usage, cursorKey, logger };
+    const ctx: ApiContext = { config, store, bus, drivers, writer, quota, shared, authenticator, sessions, oidc, agent, audit, usage, cursorKey, logger };
 
-    const leadership = leadershipFor(config, logger, leaderWork({ store, bus, drivers, writer, agent, usage, config, logger }));
+    const leadership = leadershipFor(config, logger, leaderWork({ store, bus, drivers, writer, quota, agent, usage, config, logger }));
     await leadership.start();
     started.push(() => leadership.stop());
 
@@ -130,13 +139,13 @@ export async function startService(config: Config, logger: Logger = createLogger
   }
 }
 
-type LeaderWorkDeps = Pick<ApiContext, 'store' | 'bus' | 'drivers' | 'writer' | 'config' | 'logger' | 'usage'> & { agent: ReturnType<typeof createAgent> };
+type LeaderWorkDeps = Pick<ApiContext, 'store' | 'bus' | 'drivers' | 'writer' | 'quota' | 'config' | 'logger' | 'usage'> & { agent: ReturnType<typeof createAgent> };
 
 /**
  * What only the leader runs. Each term of leadership builds its parts anew, since a
  * stopped work queue or dispatcher does not start again.
  */
-function leaderWork({ store, bus, drivers, writer, agent, usage, config, logger }: LeaderWorkDeps): LeaderCallbacks {
+function leaderWork({ store, bus, drivers, writer, quota, agent, usage, config, logger }: LeaderWorkDeps): LeaderCallbacks {
   let stopCurrent: (() => Promise<void>) | null = null;
   return {
     async onStartedLeading() {
@@ -151,7 +160,7 @@ function leaderWork({ store, bus, drivers, writer, agent, usage, config, logger 
         const controllers: Controller[] = [];
         // A queued pass's write takes the relay's published events out: the relay waits for it rather than write first.
         relay.expectWritesFrom((object) => controllers.some((c) => c.outboxWriteComing(object)));
-        for (const reconciler of buildReconcilers({ store, writer, drivers, config, outbox: relay })) {
+        for (const reconciler of buildReconcilers({ store, writer, drivers, config, quota, outbox: relay })) {
           const controller = new Controller(store, reconciler, { workers: config.workersPerController, resyncMs: config.resyncMs, resyncPassesPerSecond: config.resyncPassesPerSecond, logger });
           await controller.start();
           started.push(controller);

@@ -53,6 +53,8 @@ export interface NewKeyOptions {
   expiresAt?: string | null;
   /** Accept this key instead of generating one (a configured bootstrap key). */
   token?: string;
+  /** The key's id, when the caller needs it before the key exists (to claim its quota place). */
+  id?: string;
 }
 
 export class ApiKeyAuthenticator {
@@ -104,7 +106,7 @@ export class ApiKeyAuthenticator {
     // A configured key (CLOUDPLANE_BOOTSTRAP_API_KEY) gets an id derived from its hash:
     // replicas starting at once each issue it, and must make one key, not one each (two
     // records for one token split its idempotency records and rate limit between replicas).
-    const id = options.token === undefined ? undefined : derivedId(apiKeyFamily.idPrefix, 'configured-key', hash);
+    const id = options.token === undefined ? options.id : derivedId(apiKeyFamily.idPrefix, 'configured-key', hash);
     let key: ApiKey;
     try {
       key = (await this.writer.create(apiKeyFamily, team, spec, actor, id)) as ApiKey;

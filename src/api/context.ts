@@ -12,6 +12,8 @@ import type { Agent } from '../agent/types';
 import type { AuditLog } from '../audit/audit-log';
 import type { Caller, Requirement } from '../accounts/roles';
 import type { UsageMeter } from '../usage';
+import type { QuotaScope } from '../resources/quota';
+import type { SharedRecords } from '../store/shared-records';
 
 export interface ApiContext {
   config: Config;
@@ -20,6 +22,10 @@ export interface ApiContext {
   /** The driver of each reconciled family; meta.provider is its health. */
   drivers: DriverSet;
   writer: ResourceWriter;
+  /** What creates count their team's quotas against (resources/quota.ts). */
+  quota: QuotaScope;
+  /** Records the replicas share (NATS JetStream), for counts that must hold across them; none for a process alone. */
+  shared?: SharedRecords;
   authenticator: ApiKeyAuthenticator;
   sessions: SessionManager;
   /** Sign-in through the identity provider, when one is configured. */

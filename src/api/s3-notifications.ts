@@ -53,7 +53,7 @@ export async function registerS3NotificationRoute(app: FastifyInstance, ctx: Api
     hooks.addHook('onRequest', async (request, reply) => {
       const sent = secretOf(request);
       if (sent !== null && sameSecret(sent, expected)) return;
-      applyRateLimit(limiter, request, reply);
+      await applyRateLimit(limiter, request, reply);
       throw new ApiError(401, 'unauthorized', 'Send the S3 notification secret (CLOUDPLANE_S3_NOTIFICATION_SECRET) as the password of HTTP Basic, e.g. in the URL: http://s3:<secret>@host/hooks/s3-notifications.');
     });
 

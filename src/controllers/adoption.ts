@@ -22,7 +22,7 @@ import type { AnyFamily, Resource, RuleContext } from '../resources/family';
 import type { ResourceWriter } from '../resources/writer';
 import { SPEC_REFUSED } from '../resources/transitions';
 import { withNewSecret, withUniqueName } from '../resources/creation';
-import { withinQuota } from '../resources/quota';
+import { QuotaScope, withinQuota } from '../resources/quota';
 import { ApiError } from '../lib/errors';
 import { STATUS_PENDING_LABEL } from '../store/kubernetes/names';
 import type { ReconcileResult, Reconciler } from './controller';
@@ -31,7 +31,7 @@ import type { ReconcileResult, Reconciler } from './controller';
 const DEFAULT_GRACE_MS = 5_000;
 const ACTOR = 'system';
 
-export function adopting(family: AnyFamily, inner: Reconciler, store: Store, writer: ResourceWriter, rules: RuleContext): Reconciler {
+export function adopting(family: AnyFamily, inner: Reconciler, store: Store, writer: ResourceWriter, quota: QuotaScope, rules: RuleContext): Reconciler {
   const graceMs = rules.config.kubernetes?.adoptionGraceMs ?? DEFAULT_GRACE_MS;
   return {
     kind: inner.kind,
@@ -46,9 +46,9 @@ export function adopting(family: AnyFamily, inner: Reconciler, store: Store, wri
         }
         const wait = statusPendingFor(resource, graceMs);
         if (wait > 0) return { requeueAfterMs: wait };
-        if (!(await adopt(family, resource, store, writer, rules))) return;
+        if (!(await adopt(family, resource, store, writer, quota, rules))) return;
       } else if (resource && refusedSpecChanged(resource)) {
-        if (!(await adopt(family, resource, store, writer, rules))) return;
+        if (!(await adopt(family, resource, store, writer, quota, rules))) return;
       }
       // An accepted resource goes on to its first step in the same pass, not after every
       // other resource of a bulk apply has been adopted.
@@ -77,14 +77,14 @@ function refusedSpecChanged(resource: Resource): boolean {
  * Judges the spec as a POST of it would be; also a refused resource's changed spec, which
  * then starts over. Answers whether the spec was accepted.
  */
-async function adopt(family: AnyFamily, resource: Resource, store: Store, writer: ResourceWriter, rules: RuleContext): Promise<boolean> {
+async function adopt(family: AnyFamily, resource: Resource, store: Store, writer: ResourceWriter, quota: QuotaScope, rules: RuleContext): Promise<boolean> {
   const { team, id } = resource.meta;
   let judged = false;
   try {
     // The CR's spec is the create body; spec-only fields (psk_version, backends) are ignored by the rules.
     const ruled = family.specFromCreate(resource.spec, rules) as Record<string, unknown>;
     // Over the team's quota it is refused like a broken rule: `failed`, with the reason.
-    await withinQuota(store, rules.config.quotas, family, team, id, () => withUniqueName(store, family, team, ruled, id, async () => {
+    await withinQuota(quota, family, team, id, () => withUniqueName(store, family, team, ruled, id, async () => {
       judged = true;
       const current = await writeDefaults(store, resource, ruled);
       // Kept by an earlier pass that stopped before the status write: it is this resource's.

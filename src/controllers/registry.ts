@@ -2,6 +2,7 @@
 import type { Store } from '../store/types';
 import type { ResourceWriter } from '../resources/writer';
 import type { Config } from '../config';
+import type { QuotaScope } from '../resources/quota';
 import type { DriverSet } from '../drivers/registry';
 import type { Reconciler } from './controller';
 import type { PublishedEvents } from '../events/outbox-relay';
@@ -31,6 +32,8 @@ export interface ReconcilerDeps {
   writer: ResourceWriter;
   drivers: DriverSet;
   config: Config;
+  /** What adoption counts a kubectl-made resource's team quota against. */
+  quota: QuotaScope;
   /** The outbox relay, whose published events managed resources' status writes take out of the outbox. */
   outbox?: PublishedEvents;
 }
@@ -55,10 +58,10 @@ export function buildReconcilers(deps: ReconcilerDeps): Reconciler[] {
     new IncidentReconciler(deps.store, deps.writer),
   ];
   // Every reconciled family also takes in what kubectl created, and can be paused per resource.
-  const adopted = reconcilers.map((r) => adopting(families.find((f) => f.kind === r.kind)!, r, deps.store, deps.writer, { config: deps.config }));
+  const adopted = reconcilers.map((r) => adopting(families.find((f) => f.kind === r.kind)!, r, deps.store, deps.writer, deps.quota, { config: deps.config }));
   // A kubectl-made subscription gets its signing secret before adoption lets it deliver.
   const webhooks = new WebhookSubscriptionReconciler(deps.store, deps.writer, cluster ? secretObjectName : undefined);
-  const webhooksAdopted = signingSecretFirst(adopting(webhookFamily, webhooks, deps.store, deps.writer, { config: deps.config }), deps.store);
+  const webhooksAdopted = signingSecretFirst(adopting(webhookFamily, webhooks, deps.store, deps.writer, deps.quota, { config: deps.config }), deps.store);
   // Accounts settle what kubectl changed; one made with kubectl is not taken in (accounts/reconciler.ts).
   // Servers' daily backups: a second reconciler of servers, which only makes and prunes backups.
   const backupPolicies = new BackupPolicyReconciler(deps.store, deps.writer, deps.config.backupPolicyDayMs);

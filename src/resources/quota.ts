@@ -16,14 +16,19 @@
  * Two creates racing at the limit do not both pass within a replica: the count and a
  * reservation for the resource about to be written are taken together, under a lock per
  * team and family, and the reservation lasts until the write is done. The write itself
- * runs outside the lock, so creates of one family still share disk flushes. Across
- * replicas (cluster mode) creates racing on two replicas can each see room for one: a
- * team can overshoot by as many creates as run at once on other replicas.
+ * runs outside the lock, so creates of one family still share disk flushes. That is the
+ * whole count of a process alone. Replicas (`scope.shared`, NATS JetStream) keep the
+ * reservations in a ledger every replica swaps its claims into (quota-ledger.ts): the
+ * last place is taken once, whichever replica the creates land on. The lock then only
+ * spares a replica's own creates a lost swap. While the ledger cannot be reached each
+ * replica counts alone, as before it was shared, rather than refuse every create.
  */
 import type { Store, StoredObject } from '../store/types';
+import type { SharedRecords } from '../store/shared-records';
 import { DEFAULT_QUOTAS, QuotaFamily, Quotas } from '../config';
-import { quotaExceeded } from '../lib/errors';
+import { ApiError, quotaExceeded } from '../lib/errors';
 import { KeyedMutex } from '../lib/mutex';
+import { claimInLedger } from './quota-ledger';
 import { SPEC_REFUSED } from './transitions';
 import { FINISHED_JOB_STATES } from './job';
 import type { AnyFamily, BaseStatus } from './family';
@@ -36,14 +41,17 @@ const RELEASED_STATES: Partial<Record<QuotaFamily, readonly string[]>> = {
 const GONE_STATES = ['deleted', 'destroyed'];
 
 const countLock = new KeyedMutex();
-/**
- * Creates admitted and not yet done, by team and family: the ids they will have. A create
- * that cannot name its id (an API key's is made inside the authenticator) reserves a
- * placeholder, and counts twice between its write and its end: at the very limit a
- * concurrent create may then be refused a moment early, never admitted over it.
- */
+/** Creates admitted and not yet done, by team and family: the ids they will have. */
 const reservations = new Map<string, Set<string>>();
-let unnamed = 0;
+
+/** What quotas are counted against: the store, the limits, and the ledger replicas share (when there are replicas). */
+export interface QuotaScope {
+  store: Store;
+  limits: Quotas;
+  shared?: SharedRecords;
+  /** Told when the shared ledger cannot be reached and a create is counted by this replica alone. */
+  onSharedFailure?: (err: Error) => void;
+}
 
 const hasQuota = (name: string): name is QuotaFamily => Object.hasOwn(DEFAULT_QUOTAS, name);
 
@@ -77,21 +85,30 @@ const familyRule = (family: AnyFamily, quota: QuotaFamily): QuotaRule => ({
 
 /**
  * Runs `create` if the team has room for more resources of the family, else throws 422
- * quota_exceeded. `ids` are the ids the new resources will have, when the caller knows
- * them (one per resource the create writes; adoption's resource exists already and must
- * not count against itself).
+ * quota_exceeded. `ids` are the ids the new resources will have (one per resource the
+ * create writes; adoption's resource exists already and must not count against itself).
  */
-export async function withinQuota<R>(store: Store, quotas: Quotas, family: AnyFamily, team: string, ids: string | string[] | undefined, create: () => Promise<R>): Promise<R> {
+export async function withinQuota<R>(scope: QuotaScope, family: AnyFamily, team: string, ids: string | string[], create: () => Promise<R>): Promise<R> {
   if (!hasQuota(family.name)) return create();
-  return withinLimit(store, quotas, familyRule(family, family.name), team, ids, create);
+  return withinLimit(scope, familyRule(family, family.name), team, ids, create);
 }
 
-/** `withinQuota` for any rule: room for as many resources as `ids` names (one when none). */
-export async function withinLimit<R, Spec>(store: Store, quotas: Quotas, rule: QuotaRule<Spec>, team: string, ids: string | string[] | undefined, create: () => Promise<R>): Promise<R> {
-  const limit = quotas[rule.quota];
+/** `withinQuota` for any rule: room for as many resources as `ids` names. */
+export async function withinLimit<R, Spec>(scope: QuotaScope, rule: QuotaRule<Spec>, team: string, ids: string | string[], create: () => Promise<R>): Promise<R> {
+  const { store } = scope;
+  const limit = scope.limits[rule.quota];
   const key = `${team}/${rule.quota}`;
-  const named = typeof ids === 'string' ? [ids] : (ids ?? []);
-  const taken = named.length > 0 ? named : [`unnamed-${++unnamed}`];
+  const taken = typeof ids === 'string' ? [ids] : ids;
+  if (scope.shared) {
+    const claim = await countLock
+      .run(key, () => claimInLedger(store, scope.shared!, rule, team, limit, taken))
+      .catch((err: Error) => {
+        if (err instanceof ApiError) throw err;
+        scope.onSharedFailure?.(err);
+        return null;
+      });
+    if (claim) return withClaim(claim, create);
+  }
   await countLock.run(key, async () => {
     const reserved = reservations.get(key) ?? new Set<string>();
     // A reserved create already written is counted once, as a reservation, and the
@@ -101,7 +118,7 @@ export async function withinLimit<R, Spec>(store: Store, quotas: Quotas, rule: Q
       return object !== undefined && rule.holds(object);
     };
     let held = await rule.held(store, team);
-    for (const counted of new Set([...reserved, ...named])) if (await alreadyCounted(counted)) held--;
+    for (const counted of new Set([...reserved, ...taken])) if (await alreadyCounted(counted)) held--;
     if (held + reserved.size + taken.length > limit) throw quotaExceeded(rule.title, limit);
     for (const id of taken) reserved.add(id);
     reservations.set(key, reserved);
@@ -112,5 +129,17 @@ export async function withinLimit<R, Spec>(store: Store, quotas: Quotas, rule: Q
     const reserved = reservations.get(key)!;
     for (const id of taken) reserved.delete(id);
     if (reserved.size === 0) reservations.delete(key);
+  }
+}
+
+/** Runs `create` under a claim in the shared ledger, which it ends as the create ends. */
+async function withClaim<R>(claim: { end(written: boolean): Promise<void> }, create: () => Promise<R>): Promise<R> {
+  let written = false;
+  try {
+    const result = await create();
+    written = true;
+    return result;
+  } finally {
+    await claim.end(written);
   }
 }

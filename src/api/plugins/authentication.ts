@@ -19,7 +19,8 @@ import { ApiError, forbidden } from '../../lib/errors';
 import type { ApiContext, Principal } from '../context';
 import { isRead, refusalOf } from '../../accounts/roles';
 import { SESSION_COOKIE } from '../../accounts/sessions';
-import { applyRateLimit, RateLimiter } from './rate-limit';
+import { applyRateLimit, RateLimiter, sharedCountsOf } from './rate-limit';
+import { warnOfOwnCounts } from '../../store/shared-records';
 import { routeConfigOf } from '../route-config';
 import { cookieOf } from '../cookies';
 
@@ -27,7 +28,7 @@ export const BEARER = /^Bearer\s+(\S+)\s*$/i;
 export const CSRF_HEADER = 'x-csrf-token';
 
 export function requireApiKey(api: FastifyInstance, ctx: ApiContext): void {
-  const limiter = new RateLimiter(ctx.config.rateLimitPerMinute);
+  const limiter = new RateLimiter(ctx.config.rateLimitPerMinute, sharedCountsOf(ctx.shared, ctx.config.rateLimitPerMinute), warnOfOwnCounts(ctx.logger, 'rate limits'));
   // Declared, so every request of the context is made with both fields: set on some requests
   // only, each would change the request's shape (a new hidden class) on every request.
   api.decorateRequest('principal', undefined);
@@ -46,7 +47,7 @@ export function requireApiKey(api: FastifyInstance, ctx: ApiContext): void {
     }
     if (principal) request.principal = principal;
     // Counted before the refusal, so guessing keys is limited per client address.
-    applyRateLimit(limiter, request, reply);
+    await applyRateLimit(limiter, request, reply);
     if (!principal) throw new ApiError(401, 'unauthorized', refusalMessage(authorization, cookie));
     if (request.session) refuseForgedWrite(ctx, request);
     // A path no route answers gets its 404 or 405 whoever asks.

@@ -2,35 +2,101 @@
  * The per-key rate limit: a fixed one-minute window per API key (per client address
  * for requests without a valid key). Every answer carries X-RateLimit-Limit, -Remaining
  * and -Reset (Unix seconds when the window ends); over the limit, 429 with Retry-After.
- * Counts are per process: with several replicas each enforces the limit on its own share.
+ * With one process the count is the process's. With replicas (NATS JetStream) a key's
+ * count is shared: each replica leases its places in batches from the shared records
+ * (shared-request-counts.ts), so the limit holds across replicas. Client addresses stay
+ * counted per process: requests without a valid key must not cost shared writes. While
+ * the shared records cannot be reached, a window is counted per process again.
  */
 import type { FastifyRequest } from 'fastify';
 import { ApiError } from '../../lib/errors';
+import type { SharedRecords } from '../../store/shared-records';
+import { SharedRequestCounts } from './shared-request-counts';
 
 const WINDOW_MS = 60_000;
 
 interface Window {
   start: number;
   count: number;
+  /** Places this process may use in the window: the limit, or what it leased of the shared count. */
+  budget: number;
+  /** Places of the shared count no replica had leased, as of this process's last lease. */
+  unleased: number;
+  /** The lease under way, which the key's other requests wait for rather than lease again. */
+  leasing?: Promise<void>;
+  /** The shared count could not be had: this window is counted by the process alone. */
+  alone?: boolean;
+}
+
+/** Who a request is counted as: `shared` when the count may be shared (an API key or a session's user). */
+export interface Client {
+  id: string;
+  shared: boolean;
+}
+
+export interface Taken {
+  allowed: boolean;
+  remaining: number;
+  resetAt: number;
 }
 
 export class RateLimiter {
   private readonly windows = new Map<string, Window>();
   private lastSweep = 0;
 
-  constructor(readonly limit: number) {}
+  /** `shared`: the count the replicas share, which a key's requests then take from (sharedCountsOf). */
+  constructor(
+    readonly limit: number,
+    private readonly shared?: SharedRequestCounts,
+    private readonly onSharedFailure?: (err: Error) => void,
+  ) {}
 
-  /** Counts one request for `client`; returns the window's state after it. */
-  take(client: string, now = Date.now()): { allowed: boolean; remaining: number; resetAt: number } {
+  /** Counts one request of `client`; returns the window's state after it. */
+  async take(client: Client, now = Date.now()): Promise<Taken> {
     this.sweep(now);
     const start = now - (now % WINDOW_MS);
-    let window = this.windows.get(client);
+    const shared = this.shared !== undefined && client.shared;
+    let window = this.windows.get(client.id);
     if (!window || window.start !== start) {
-      window = { start, count: 0 };
-      this.windows.set(client, window);
+      window = { start, count: 0, budget: shared ? 0 : this.limit, unleased: 0 };
+      this.windows.set(client.id, window);
     }
+    // The last check of the places left and the count of this request run with no await
+    // between them, so requests waiting for one lease never take the same place.
+    while (shared && !window.alone && window.count >= window.budget) {
+      if (!(await this.leaseMore(window, client.id))) break;
+    }
+    const allowed = window.count < window.budget;
     window.count++;
-    return { allowed: window.count <= this.limit, remaining: Math.max(0, this.limit - window.count), resetAt: start + WINDOW_MS };
+    const unused = Math.max(0, window.budget - window.count);
+    return { allowed, remaining: Math.min(this.limit, unused + window.unleased), resetAt: start + WINDOW_MS };
+  }
+
+  /**
+   * Leases more places, or waits for the key's lease under way: one at a time per key.
+   * Answers false when the window has none left to lease.
+   */
+  private async leaseMore(window: Window, client: string): Promise<boolean> {
+    window.leasing ??= this.lease(window, client).finally(() => {
+      window.leasing = undefined;
+    });
+    await window.leasing;
+    return window.count < window.budget || window.unleased > 0;
+  }
+
+  private async lease(window: Window, client: string): Promise<void> {
+    try {
+      const { granted, unleased } = await this.shared!.lease(client, window.start);
+      window.budget += granted;
+      window.unleased = unleased;
+    } catch (err) {
+      // The shared records cannot be reached (or kept changing): this window is counted per
+      // process, as without replicas, rather than refuse every request.
+      this.onSharedFailure?.(err as Error);
+      window.alone = true;
+      window.budget = this.limit;
+      window.unleased = 0;
+    }
   }
 
   private sweep(now: number): void {
@@ -40,10 +106,14 @@ export class RateLimiter {
   }
 }
 
-export function applyRateLimit(limiter: RateLimiter, request: FastifyRequest, reply: { header(name: string, value: string | number): unknown }): void {
-  const client = request.principal ? `key:${request.principal.key}` : `ip:${request.ip}`;
+/** The count the replicas share, when there are replicas. */
+export const sharedCountsOf = (shared: SharedRecords | undefined, limit: number) => (shared ? new SharedRequestCounts(shared, limit) : undefined);
+
+export async function applyRateLimit(limiter: RateLimiter, request: FastifyRequest, reply: { header(name: string, value: string | number): unknown }): Promise<void> {
+  const { principal } = request;
+  const client: Client = principal ? { id: `key:${principal.key}`, shared: true } : { id: `ip:${request.ip}`, shared: false };
   const now = Date.now();
-  const { allowed, remaining, resetAt } = limiter.take(client, now);
+  const { allowed, remaining, resetAt } = await limiter.take(client, now);
   reply.header('X-RateLimit-Limit', limiter.limit);
   reply.header('X-RateLimit-Remaining', remaining);
   reply.header('X-RateLimit-Reset', Math.ceil(resetAt / 1000));

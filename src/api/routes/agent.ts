@@ -76,7 +76,7 @@ export function registerAgentRoutes(app: FastifyInstance, ctx: ApiContext): void
       const { team, key } = principalOf(request);
       const spec = threadFamily.specFromCreate(request.body ?? {}, { config: ctx.config });
       const id = newId(threadFamily.idPrefix);
-      const thread = (await withinQuota(ctx.store, ctx.config.quotas, threadFamily, team, id, () => ctx.writer.create(threadFamily, team, spec, key, id))) as Thread;
+      const thread = (await withinQuota(ctx.quota, threadFamily, team, id, () => ctx.writer.create(threadFamily, team, spec, key, id))) as Thread;
       reply.header('Location', `${base}/${thread.meta.id}`);
       return send(ctx, request, reply, 201, threadFamily.toRecord(thread));
     },
@@ -145,7 +145,7 @@ export function registerAgentRoutes(app: FastifyInstance, ctx: ApiContext): void
       // The question and the answer both count toward the team's message quota: room for both, or neither is written.
       const ids: [string, string] = [newId(messageFamily.idPrefix), newId(messageFamily.idPrefix)];
       const [question, answer] = await threadLock.run(`${team}/${id}`, () =>
-        withinQuota(ctx.store, ctx.config.quotas, messageFamily, team, ids, () => exchange(ctx, request, team, key, id, content, ids)),
+        withinQuota(ctx.quota, messageFamily, team, ids, () => exchange(ctx, request, team, key, id, content, ids)),
       );
       reply.header('Location', `${base}/${id}/messages/${question.meta.id}`);
       return send(ctx, request, reply, 201, [messageFamily.toRecord(question), messageFamily.toRecord(answer)]);

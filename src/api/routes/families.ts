@@ -162,7 +162,7 @@ export function registerFamilyRoutes(app: FastifyInstance, ctx: ApiContext, fami
       const { body, secret } = splitSecret(family, request.body as Record<string, unknown>);
       const spec = family.specFromCreate(body, ruleContext);
       const id = newId(family.idPrefix);
-      const resource = await withinQuota(ctx.store, ctx.config.quotas, family, team, id, () =>
+      const resource = await withinQuota(ctx.quota, family, team, id, () =>
         withUniqueName(ctx.store, family, team, spec, undefined, () => withNewSecret(ctx.store, family, team, id, spec, secret, () => ctx.writer.create(family, team, spec, key, id))),
       );
       reply.header('Location', `${base}/${resource.meta.id}`);

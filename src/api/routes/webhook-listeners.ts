@@ -113,8 +113,8 @@ export function registerWebhookListenerRoutes(app: FastifyInstance, ctx: ApiCont
       const id = newId(webhookFamily.idPrefix);
       // The lease first: the reaper never finds a listener without one, and a CLI has a lease's time to attach.
       await claimLease(ctx.store, team, id, '', ctx.config.webhooks.listenerLeaseMs);
-      const created = await withinQuota(ctx.store, ctx.config.quotas, webhookFamily, team, id, () =>
-        withinLimit(ctx.store, ctx.config.quotas, listenerQuota, team, id, () => createSubscription(ctx, team, spec, key, id)),
+      const created = await withinQuota(ctx.quota, webhookFamily, team, id, () =>
+        withinLimit(ctx.quota, listenerQuota, team, id, () => createSubscription(ctx, team, spec, key, id)),
       );
       reply.header('Location', `${base}/${id}`);
       return send(ctx, request, reply, 201, { ...webhookFamily.toRecord(created.webhook), secret: created.secret });

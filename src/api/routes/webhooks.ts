@@ -98,7 +98,7 @@ export function registerWebhookRoutes(app: FastifyInstance, ctx: ApiContext): vo
       const { team, key } = principalOf(request);
       const spec = webhookFamily.specFromCreate(request.body, rules);
       const id = newId(webhookFamily.idPrefix);
-      const created = await withinQuota(ctx.store, ctx.config.quotas, webhookFamily, team, id, () => createSubscription(ctx, team, spec, key, id));
+      const created = await withinQuota(ctx.quota, webhookFamily, team, id, () => createSubscription(ctx, team, spec, key, id));
       let webhook = created.webhook;
       if (!spec.active) webhook = await settle(ctx.writer, team, id, key);
       reply.header('Location', `${base}/${id}`);
