@@ -12,6 +12,7 @@ import { derivedId, newApiKeySecret } from '../lib/ids';
 import { nowIso } from '../lib/time';
 import { notFound } from '../lib/errors';
 import { ExpiringSet } from '../lib/expiring-set';
+import { hasPassed } from '../lib/timestamps';
 import type { Principal } from '../api/context';
 import { atLeast, KeyScope } from './roles';
 import { installationTeamOf } from './installation';
@@ -87,7 +88,7 @@ export class ApiKeyAuthenticator {
     if (!entry) return null;
     const key = await this.store.get<ApiKey['spec'], ApiKey['status']>(apiKeyFamily.kind, entry.team, entry.keyId);
     if (!key || key.status.status !== 'active') return null;
-    if (key.spec.expires_at && Date.parse(key.spec.expires_at) <= Date.now()) return null;
+    if (key.spec.expires_at && hasPassed(key.spec.expires_at)) return null;
     const user = (await this.store.get(userFamily.kind, entry.team, key.spec.user_id)) as User | undefined;
     if (!user || user.status.status !== 'active') return null;
     this.noteUse(key as ApiKey);

@@ -21,6 +21,7 @@ import type { SessionConfig } from '../config';
 import { apiKeyFamily, teamFamily, userFamily, ApiKey, Team, User } from '../resources/accounts';
 import type { Principal } from '../api/context';
 import { ExpiringSet } from '../lib/expiring-set';
+import { hasPassed } from '../lib/timestamps';
 import { ApiError, forbidden, notFound } from '../lib/errors';
 import { atLeast, KeyScope, Role } from './roles';
 import { installationTeamOf } from './installation';
@@ -146,7 +147,7 @@ export class SessionManager {
     }
     const now = Date.now();
     const seen = Math.max(Date.parse(record.last_seen_at) || 0, this.lastSeen.get(hash) ?? 0);
-    if (now >= Date.parse(record.expires_at) || now - seen >= this.config.idleTimeoutMs) {
+    if (hasPassed(record.expires_at, now) || now - seen >= this.config.idleTimeoutMs) {
       await this.end(home, hash);
       return null;
     }
@@ -211,7 +212,7 @@ export class SessionManager {
       const record = secret.data as unknown as SessionRecord;
       // The stored last use may lag by one resolution; a session is only removed once surely idle.
       const idleSince = Math.max(Date.parse(record.last_seen_at) || 0, this.lastSeen.get(record.hash) ?? 0);
-      if (now >= Date.parse(record.expires_at) || now - idleSince >= this.config.idleTimeoutMs + this.lastSeenResolutionMs) {
+      if (hasPassed(record.expires_at, now) || now - idleSince >= this.config.idleTimeoutMs + this.lastSeenResolutionMs) {
         await this.end(secret.team, record.hash);
         removed++;
       }
@@ -232,7 +233,7 @@ export class SessionManager {
     if (!keyId) return false;
     const key = (await this.store.get(apiKeyFamily.kind, team, keyId)) as ApiKey | undefined;
     if (!key || key.status.status !== 'active') return false;
-    return !key.spec.expires_at || Date.parse(key.spec.expires_at) > Date.now();
+    return !key.spec.expires_at || !hasPassed(key.spec.expires_at);
   }
 
   /**

@@ -25,3 +25,12 @@ export function parseTimestamp(text: string): number | null {
 }
 
 export const isTimestamp = (text: string): boolean => parseTimestamp(text) !== null;
+
+/**
+ * Whether a stored deadline (an expiry) has passed. One that is not a real timestamp (a
+ * record edited by hand, with kubectl) counts as passed: an expiry fails closed.
+ */
+export function hasPassed(deadline: string, now = Date.now()): boolean {
+  const at = parseTimestamp(deadline);
+  return at === null || at <= now;
+}

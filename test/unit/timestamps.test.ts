@@ -1,5 +1,5 @@
 /** The one reading of timestamps the API accepts (lib/timestamps.ts). */
-import { isTimestamp, parseTimestamp } from '../../src/lib/timestamps';
+import { hasPassed, isTimestamp, parseTimestamp } from '../../src/lib/timestamps';
 
 describe('parseTimestamp', () => {
   it.each([
@@ -31,5 +31,20 @@ describe('parseTimestamp', () => {
   ])('refuses %s (%s)', (_what, text) => {
     expect(parseTimestamp(text)).toBeNull();
     expect(isTimestamp(text)).toBe(false);
+  });
+});
+
+describe('hasPassed (stored expiries)', () => {
+  const now = Date.UTC(2026, 10, 29, 12);
+  it('answers whether a real deadline is past', () => {
+    expect(hasPassed('2026-11-29T11:59:59Z', now)).toBe(true);
+    expect(hasPassed('2026-11-29T12:00:00Z', now)).toBe(true);
+    expect(hasPassed('2026-11-29T12:00:01Z', now)).toBe(false);
+  });
+
+  // A key or session whose expiry was written by hand (kubectl) as no real time expires
+  // rather than live for ever: Date.parse gave NaN, and NaN <= now is false.
+  it.each(['2020-01-01T23:59:60Z', 'never', '', '2026-02-30T00:00:00Z'])('takes %j as passed: an expiry fails closed', (deadline) => {
+    expect(hasPassed(deadline, now)).toBe(true);
   });
 });

@@ -20,6 +20,7 @@ import type { Principal } from '../context';
 import { fieldInvalid, forbidden, notFound } from '../../lib/errors';
 import { withinQuota } from '../../resources/quota';
 import { newId } from '../../lib/ids';
+import { hasPassed } from '../../lib/timestamps';
 import { InvitationMailer } from '../../accounts/invitations';
 
 const errors = { 401: ErrorEnvelope, 404: ErrorEnvelope, 422: ErrorEnvelope, 429: ErrorEnvelope };
@@ -106,7 +107,7 @@ export function registerSettingsRoutes(app: FastifyInstance, ctx: ApiContext): v
       const caller = principalOf(request);
       const body = request.body as { name: string; user_id?: string; scope?: KeyScope; expires_at?: string | null };
       const holder = await keyHolder(ctx, caller, body.user_id);
-      if (body.expires_at && Date.parse(body.expires_at) <= Date.now()) throw fieldInvalid('expires_at', 'must be in the future');
+      if (body.expires_at && hasPassed(body.expires_at)) throw fieldInvalid('expires_at', 'must be in the future');
       const options = { scope: body.scope, expiresAt: body.expires_at ?? null, id: newId(apiKeyFamily.idPrefix) };
       const issue = () => ctx.authenticator.issue(caller.team, holder, body.name, caller.key, options);
       const { key, token } = await withinQuota(ctx.quota, apiKeyFamily, caller.team, options.id, issue);
