@@ -108,8 +108,13 @@ const Events = Type.Array(Type.String({ pattern: EVENT_PATTERN, maxLength: 100 }
   description: 'Event types (`server.running`) or category patterns (`server.*`).',
 });
 const FilterValue = Type.Union([Type.String({ maxLength: 256 }), Type.Array(Type.String({ maxLength: 256 }), { maxItems: 100 })]);
-const Filter = Type.Union([Type.Record(Type.String(), FilterValue), Type.Null()], {
-  description: 'Keys `<category>.<field>` (e.g. `server.region`), each a string or an array of strings; a key applies to events of its category only.',
+/**
+ * Every event is matched against every key and value of each subscription's filter: 50
+ * keys of at most 100 values bound that to 5,000 comparisons per event and subscription.
+ */
+export const MAX_FILTER_KEYS = 50;
+const Filter = Type.Union([Type.Record(Type.String(), FilterValue, { maxProperties: MAX_FILTER_KEYS }), Type.Null()], {
+  description: `Keys \`<category>.<field>\` (e.g. \`server.region\`), at most ${MAX_FILTER_KEYS}, each a string or an array of at most 100 strings; a key applies to events of its category only.`,
 });
 const Active = Type.Boolean({ description: 'Whether the subscription delivers. PATCH true re-enables a disabled one.' });
 /**

@@ -90,6 +90,11 @@ describe('webhook subscriptions', () => {
     expect(filter.status).toBe(422);
     expect(filter.body.error.details[0].field).toBe('filter.region');
     expect((await t.api('POST', '/api/v1/webhooks', { url: 'https://example.com/h', events: ['server.*'], filter: { 'server.region': 3 } })).status).toBe(422);
+    // At most 50 keys: every event is matched against every key of every subscription's filter.
+    const keys = (n: number) => Object.fromEntries(Array.from({ length: n }, (_, i) => [`server.k${i}`, 'x']));
+    const tooMany = await t.api('POST', '/api/v1/webhooks', { url: 'https://example.com/h', events: ['server.*'], filter: keys(51) });
+    expect(tooMany.status).toBe(422);
+    expect(tooMany.body.error.details[0].field).toBe('filter');
     for (const rate of [0, 300_001, 1.5]) {
       const res = await t.api('POST', '/api/v1/webhooks', { url: 'https://example.com/h', events: ['server.*'], rate_limit_per_minute: rate });
       expect(res.status).toBe(422);
