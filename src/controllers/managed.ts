@@ -16,7 +16,7 @@
 import type { Store, StoredObject } from '../store/types';
 import type { AnyFamily, DrivenStatus, Resource } from '../resources/family';
 import type { ResourceWriter } from '../resources/writer';
-import type { Driver, ExternalRecord, Managed, Observation, Owner } from '../drivers/types';
+import { Driver, ExternalRecord, Managed, Observation, Owner, OwnerRefusal } from '../drivers/types';
 import { configHash, orphansOnDelete } from '../resources/transitions';
 import { deletedBy } from '../resources/intents';
 import { API_VERSION } from '../store/kubernetes/names';
@@ -61,6 +61,8 @@ const OUTBOX_POLL_MS = 200;
 const DEFAULT_POLL_MS = 1_000;
 /** How soon an update the provider refused is looked at again, unless the driver says when. */
 const REJECTED_POLL_MS = 10_000;
+/** A step the team's own limits refused is tried again this often, until they are raised. */
+const OWNER_REFUSED_POLL_MS = 30_000;
 
 /** A resource as its driver sees it. */
 /**
@@ -142,7 +144,13 @@ export class ManagedReconciler implements Reconciler {
     let stepPollMs: number | undefined;
     if (!observation.exists || (!observation.upToDate && !observation.failure)) {
       // Absent: made for the first time, or again after it vanished (drift). Out of date: brought back to the spec.
-      const step = observation.exists ? await driver.update(managed) : await driver.create(managed);
+      let step;
+      try {
+        step = observation.exists ? await driver.update(managed) : await driver.create(managed);
+      } catch (err) {
+        if (!(err instanceof OwnerRefusal)) throw err;
+        return this.ownerRefused(resource, err);
+      }
       external = step.external;
       stepPollMs = step.pollAfterMs;
       // Looked at again in the same pass: waiting for this write's own watch event would put the resource behind every other one.
@@ -162,6 +170,16 @@ export class ManagedReconciler implements Reconciler {
     // steady changes), and so does a write made on a version this pass did not read.
     const settled = written?.base === resource.meta.resourceVersion && written.object.status.status === state;
     return { requeueAfterMs, ...(settled ? { settledVersion: written.object.meta.resourceVersion } : {}) };
+  }
+
+  /**
+   * Says on the resource why its step was refused by its team's own limits (the provider is
+   * fine), and tries again later: the limit may be raised.
+   */
+  private async ownerRefused(resource: Driven, refusal: OwnerRefusal): Promise<ReconcileResult> {
+    const reason = `Waiting for room in the team's limits: ${refusal.message}.`;
+    if (resource.status.status_reason !== reason) await this.write(resource, { status_reason: reason }, SYSTEM);
+    return { requeueAfterMs: OWNER_REFUSED_POLL_MS };
   }
 
   /** The status that what the driver observed calls for. */

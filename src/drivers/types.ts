@@ -18,6 +18,14 @@ import type { Config } from '../config';
 /** Health of the driver behind a family, as meta.provider shows it. */
 export type ProviderHealth = 'connected' | 'degraded' | 'unavailable';
 
+/**
+ * A step the provider refused for a reason that belongs to the resource's owner, not to the
+ * provider: the team namespace's own quota or limits (a ResourceQuota or LimitRange its
+ * platform team set). It does not count against the provider's health; the resource says
+ * it in its status_reason and the step is tried again, until the limit is raised.
+ */
+export class OwnerRefusal extends Error {}
+
 export interface DriverHealth {
   state: ProviderHealth;
   /** Whether the driver's backend (an API server, a data plane) answered its last call. */

@@ -16,7 +16,7 @@ import pino from 'pino';
 import { PodServerDriver, PodServerDriverOptions, SERVER_CONTAINER } from '../../src/drivers/kubernetes/server-pods';
 import { DEFAULT_PLAN_RESOURCES, DEFAULT_SERVER_IMAGES } from '../../src/drivers/kubernetes/server-catalog';
 import type { ServerDesired, ServerObserved, ServerOutputs } from '../../src/drivers/server';
-import type { ExternalRecord, Managed, Observation } from '../../src/drivers/types';
+import { ExternalRecord, Managed, Observation, OwnerRefusal } from '../../src/drivers/types';
 import { eventually } from '../helpers/service';
 import { POD_CIDR, startWorkloadCluster, UNREACHABLE_REGISTRY, WorkloadCluster } from '../helpers/workload-cluster';
 
@@ -258,6 +258,24 @@ describe('server driver: servers as Pods', () => {
     await converge(server, running);
     await custom.deleteNamespacedCustomObject({ group: 'cloudplane.dev', version: 'v1alpha1', plural: 'servers', namespace: NAMESPACE, name: server.owner!.name });
     await eventually(() => podGone(server), 60_000, 200);
+  });
+
+  test("the team namespace's own ResourceQuota refusing the Pod is the server's failure, not the provider's", async () => {
+    const d = newDriver();
+    const server = await newServer();
+    const quota = { metadata: { name: 'no-pods' }, spec: { hard: { pods: '0' } } };
+    await core.createNamespacedResourceQuota({ namespace: NAMESPACE, body: quota });
+    try {
+      // Admission counts against the quota once the quota controller has written its status.
+      await eventually(async () => (await core.readNamespacedResourceQuota({ name: 'no-pods', namespace: NAMESPACE })).status?.hard?.pods === '0', 30_000, 200);
+      const refused = await d.create(server).then(() => null, (err: Error) => err);
+      expect(refused).toBeInstanceOf(OwnerRefusal);
+      expect(refused!.message).toMatch(/exceeded quota: no-pods/);
+      expect(d.health()).toEqual({ state: 'connected', reachable: true, recentFailures: 0, lastFailure: null });
+    } finally {
+      await core.deleteNamespacedResourceQuota({ name: 'no-pods', namespace: NAMESPACE });
+    }
+    await converge(server, running, { d });
   });
 
   test('health: connected while the API server answers; unavailable, saying why, when it does not', async () => {

@@ -7,7 +7,7 @@
  */
 import type { V1ObjectMeta, V1OwnerReference } from '@kubernetes/client-node';
 import { ID_LABEL, namespaceOfTeam, objectName } from '../../store/kubernetes/names';
-import type { Managed, Owner } from '../types';
+import { Managed, Owner, OwnerRefusal } from '../types';
 import type { OutcomeWindow } from '../health';
 import { httpCode } from '../../store/kubernetes/http-code';
 
@@ -65,6 +65,12 @@ function refusalMessage(err: unknown, code: number | undefined): string {
   return code === undefined ? message : `HTTP ${code}: ${message}`;
 }
 
+/**
+ * How the API server words a 403 of the namespace's ResourceQuota ("exceeded quota: ...")
+ * or LimitRange ("maximum cpu usage per Container is ..."), as opposed to one of RBAC.
+ */
+const NAMESPACE_POLICY = /is forbidden: (exceeded quota|\[?(maximum|minimum) [a-z-]+ usage per |\[?(maximum|minimum) [a-z-]+ limit to request ratio)/;
+
 /** The outcome of a call whose expected refusals (404 for a read, 409 for a create) are answers, not failures. */
 export type Answer<T> = { ok: true; value: T } | { ok: false; code: number; message: string };
 
@@ -86,6 +92,11 @@ export async function callApi<T>(health: OutcomeWindow, what: string, call: () =
       return { ok: false, code, message: refusalMessage(err, code) };
     }
     const message = `${what}: ${refusalMessage(err, code)}`;
+    if (code === 403 && NAMESPACE_POLICY.test(message)) {
+      // The API server answered as it should: the team's namespace has no room.
+      health.succeeded();
+      throw new OwnerRefusal(message, { cause: err });
+    }
     health.failed(message, code !== undefined);
     throw new Error(message, { cause: err });
   }
