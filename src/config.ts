@@ -37,6 +37,8 @@ export interface Config {
   bootstrapApiKey?: string;
   logLevel: string;
   rateLimitPerMinute: number;
+  /** What all of a team's keys and sessions may send in a minute together: a team with many keys gets no more. */
+  teamRateLimitPerMinute: number;
   deletedRetentionMs: number;
   /** Length of a day for servers' daily backup policies: a day, unless shortened for a demo or a test. */
   backupPolicyDayMs: number;
@@ -581,6 +583,9 @@ export function loadConfig(env: Env = process.env): Config {
     bootstrapApiKey: env.CLOUDPLANE_BOOTSTRAP_API_KEY || undefined,
     logLevel: env.CLOUDPLANE_LOG_LEVEL || 'info',
     rateLimitPerMinute: int(env, 'CLOUDPLANE_RATE_LIMIT_PER_MINUTE', 1000, 1),
+    // Ten keys' worth by default: a team's CI, console users and scripts side by side, while
+    // its quota of 100 keys cannot make it 100 keys' worth of the service.
+    teamRateLimitPerMinute: int(env, 'CLOUDPLANE_RATE_LIMIT_PER_TEAM_PER_MINUTE', 10 * int(env, 'CLOUDPLANE_RATE_LIMIT_PER_MINUTE', 1000, 1), 1),
     deletedRetentionMs: int(env, 'CLOUDPLANE_DELETED_RETENTION_SECONDS', 7 * 24 * 3600, 0) * 1000,
     backupPolicyDayMs: int(env, 'CLOUDPLANE_BACKUP_POLICY_DAY_MS', 86_400_000, 1000, 86_400_000),
     backendDrainMs: int(env, 'CLOUDPLANE_BACKEND_DRAIN_SECONDS', 30, 0) * 1000,

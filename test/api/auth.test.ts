@@ -133,9 +133,10 @@ describe('unknown keys', () => {
 
 describe('rate limit', () => {
   const LIMIT = 5;
+  const TEAM_LIMIT = 3 * LIMIT;
   let t: TestService;
   beforeAll(async () => {
-    t = await startTestService({ CLOUDPLANE_RATE_LIMIT_PER_MINUTE: String(LIMIT) });
+    t = await startTestService({ CLOUDPLANE_RATE_LIMIT_PER_MINUTE: String(LIMIT), CLOUDPLANE_RATE_LIMIT_PER_TEAM_PER_MINUTE: String(TEAM_LIMIT) });
   });
   afterAll(async () => t.stop());
 
@@ -177,6 +178,28 @@ describe('rate limit', () => {
     expect(otherKey.status).toBe(200);
     expect(otherKey.headers.get('x-ratelimit-remaining')).toBe(String(LIMIT - 1));
     expect(idsOf(otherKey)).toEqual([]);
+  });
+
+  it("bounds what a team's keys send together: more keys do not buy a team more requests", async () => {
+    await atStartOfWindow();
+    // A team of its own, its keys issued in process, so no request of the test's set-up counts.
+    const { ctx } = t.service;
+    const team = await createTeam(ctx.writer, ctx.authenticator, { teamName: 'Many keys', ownerName: 'M', ownerEmail: 'many@example.com' });
+    const tokens = [team.token];
+    for (let i = 0; i < 3; i++) tokens.push((await ctx.authenticator.issue(team.teamId, team.userId, `extra-${i}`, 'system')).token);
+    const get = (token: string) => t.api('GET', LBS, undefined, { key: token });
+
+    // Three keys use their whole own limits: the team's, TEAM_LIMIT, is then used up too.
+    for (const token of tokens.slice(0, 3)) for (let i = 0; i < LIMIT; i++) expect((await get(token)).status).toBe(200);
+    const refused = await get(tokens[3]);
+    expect(refused.status).toBe(429);
+    expect(refused.body.error.message).toMatch(new RegExp(`More than ${TEAM_LIMIT} requests this minute from the team's keys together`));
+    expect(Number(refused.headers.get('retry-after'))).toBeGreaterThanOrEqual(1);
+    // The fourth key has most of its own limit left; what it may send is the least of the two.
+    expect(refused.headers.get('x-ratelimit-remaining')).toBe('0');
+    // Another team is not held back by it.
+    const { token: otherToken } = await secondTeam(t);
+    expect((await get(otherToken)).status).toBe(200);
   });
 });
 

@@ -28,7 +28,10 @@ export const BEARER = /^Bearer\s+(\S+)\s*$/i;
 export const CSRF_HEADER = 'x-csrf-token';
 
 export function requireApiKey(api: FastifyInstance, ctx: ApiContext): void {
-  const limiter = new RateLimiter(ctx.config.rateLimitPerMinute, sharedCountsOf(ctx.shared, ctx.config.rateLimitPerMinute), warnOfOwnCounts(ctx.logger, 'rate limits'));
+  const { rateLimitPerMinute, teamRateLimitPerMinute } = ctx.config;
+  const onSharedFailure = warnOfOwnCounts(ctx.logger, 'rate limits');
+  const limiter = new RateLimiter(rateLimitPerMinute, sharedCountsOf(ctx.shared, rateLimitPerMinute), onSharedFailure);
+  const teamLimiter = new RateLimiter(teamRateLimitPerMinute, sharedCountsOf(ctx.shared, teamRateLimitPerMinute), onSharedFailure);
   // Declared, so every request of the context is made with both fields: set on some requests
   // only, each would change the request's shape (a new hidden class) on every request.
   api.decorateRequest('principal', undefined);
@@ -47,7 +50,7 @@ export function requireApiKey(api: FastifyInstance, ctx: ApiContext): void {
     }
     if (principal) request.principal = principal;
     // Counted before the refusal, so guessing keys is limited per client address.
-    await applyRateLimit(limiter, request, reply);
+    await applyRateLimit(limiter, request, reply, teamLimiter);
     if (!principal) throw new ApiError(401, 'unauthorized', refusalMessage(authorization, cookie));
     if (request.session) refuseForgedWrite(ctx, request);
     // A path no route answers gets its 404 or 405 whoever asks.

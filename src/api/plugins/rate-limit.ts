@@ -109,18 +109,28 @@ export class RateLimiter {
 /** The count the replicas share, when there are replicas. */
 export const sharedCountsOf = (shared: SharedRecords | undefined, limit: number) => (shared ? new SharedRequestCounts(shared, limit) : undefined);
 
-export async function applyRateLimit(limiter: RateLimiter, request: FastifyRequest, reply: { header(name: string, value: string | number): unknown }): Promise<void> {
+/**
+ * Counts the request against its key's (or client address's) limit and, for a caller of a
+ * team, against the team's: `team` bounds what all of a team's keys send together.
+ */
+export async function applyRateLimit(
+  limiter: RateLimiter,
+  request: FastifyRequest,
+  reply: { header(name: string, value: string | number): unknown },
+  team?: RateLimiter,
+): Promise<void> {
   const { principal } = request;
   const client: Client = principal ? { id: `key:${principal.key}`, shared: true } : { id: `ip:${request.ip}`, shared: false };
   const now = Date.now();
-  const { allowed, remaining, resetAt } = await limiter.take(client, now);
+  const own = await limiter.take(client, now);
+  // A request its key may not send is not counted against its team.
+  const teams = own.allowed && principal && team ? await team.take({ id: `team:${principal.team}`, shared: true }, now) : undefined;
   reply.header('X-RateLimit-Limit', limiter.limit);
-  reply.header('X-RateLimit-Remaining', remaining);
-  reply.header('X-RateLimit-Reset', Math.ceil(resetAt / 1000));
-  if (!allowed) {
-    const retryAfter = Math.max(1, Math.ceil((resetAt - now) / 1000));
-    throw new ApiError(429, 'rate_limit_exceeded', `More than ${limiter.limit} requests this minute; retry in ${retryAfter} s.`, undefined, {
-      'Retry-After': String(retryAfter),
-    });
+  reply.header('X-RateLimit-Remaining', Math.min(own.remaining, teams?.remaining ?? own.remaining));
+  reply.header('X-RateLimit-Reset', Math.ceil(own.resetAt / 1000));
+  const refused = !own.allowed ? `More than ${limiter.limit} requests this minute` : teams && !teams.allowed ? `More than ${team!.limit} requests this minute from the team's keys together` : null;
+  if (refused) {
+    const retryAfter = Math.max(1, Math.ceil((own.resetAt - now) / 1000));
+    throw new ApiError(429, 'rate_limit_exceeded', `${refused}; retry in ${retryAfter} s.`, undefined, { 'Retry-After': String(retryAfter) });
   }
 }
