@@ -24,7 +24,9 @@ describe('agent', () => {
     failedId = (await t.api('POST', '/api/v1/load-balancers', { name: 'doomed-web', region: 'ams3' })).body.data.id;
     await waitForStatus(t, `/api/v1/load-balancers/${failedId}`, 'failed');
     await eventually(async () => (await t.service.ctx.bus.recent(teamId, '1970-01-01T00:00:00Z')).some((e) => e.type === 'load_balancer.failed'));
-  }, 30_000);
+    // Two services one after the other (on the Kubernetes store, each with its API server's
+    // informers to fill): 30 s was too little on a loaded machine.
+  }, 120_000);
   afterAll(async () => t?.stop());
 
   async function newThread(title?: string): Promise<string> {
