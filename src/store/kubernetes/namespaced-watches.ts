@@ -90,14 +90,12 @@ export class NamespacedWatches {
     return { ready, stop: () => this.unfollow(collection, follower) };
   }
 
-  /** Whether every watch of the collection has listed once. */
-  synced(collection: Collection): boolean {
-    return [...(this.running.get(collection)?.values() ?? [])].every((r) => r.watcher.hasSynced());
-  }
-
-  /** Whether every watch of the collection is established. */
+  /**
+   * Whether every watch of the collection that has listed is established: one still at its
+   * first list (a namespace just made, empty) is not behind on anything.
+   */
   healthy(collection: Collection): boolean {
-    return [...(this.running.get(collection)?.values() ?? [])].every((r) => r.watcher.healthy);
+    return [...(this.running.get(collection)?.values() ?? [])].every((r) => r.watcher.healthy || !r.watcher.hasSynced());
   }
 
   /** Drops the collection's watches and starts new ones (the API server came back). */

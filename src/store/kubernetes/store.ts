@@ -111,6 +111,8 @@ export class KubernetesStore implements Store {
   /** The team namespaces (made on a first write) and the store's secrets, watched in each. */
   private readonly watches: NamespacedWatches;
   private stopSecrets: (() => void) | null = null;
+  /** Set once the secrets of every team namespace known at the start were listed; a namespace made later starts empty. */
+  private secretsListed = false;
   /**
    * `kind/team/id` of objects this store is creating: the watch may bring one in before
    * its status (a second write) is there, and until then it is no one's to see.
@@ -195,7 +197,7 @@ export class KubernetesStore implements Store {
     });
     this.stopSecrets = secrets.stop;
     // Each watch's start resolves after its first list: the cache is complete before serving.
-    await Promise.all([...this.watchers.map((w) => w.start()), secrets.ready]);
+    await Promise.all([...this.watchers.map((w) => w.start()), secrets.ready.then(() => (this.secretsListed = true))]);
   }
 
   async stop(): Promise<void> {
@@ -214,7 +216,7 @@ export class KubernetesStore implements Store {
   }
 
   persistence(): PersistenceState {
-    if (!this.watchers.every((w) => w.hasSynced()) || !this.watches.synced('secrets')) return 'unavailable';
+    if (!this.watchers.every((w) => w.hasSynced()) || !this.secretsListed) return 'unavailable';
     if (this.unreachableSince !== null) return 'stale';
     return this.watchers.every((w) => w.healthy) && this.watches.healthy('secrets') ? 'synced' : 'stale';
   }
