@@ -814,7 +814,7 @@ export class KubernetesStore implements Store {
 
   /** Makes a team's namespace on its first write, with the operator's rights there (team-namespaces.ts). */
   private async ensureNamespace(namespace: string): Promise<void> {
-    if (this.watches.namespaces.has(namespace)) return;
+    if (!this.watches.namespaces.needsMaking(namespace)) return;
     await this.call(() => this.watches.namespaces.make(namespace));
   }
 

@@ -58,6 +58,7 @@ export class TeamNamespaces {
   private readonly listeners = new Set<NamespaceListener>();
   private watcher: CollectionWatcher | null = null;
   private stopped = false;
+  private systemNamespaceMade = false;
 
   constructor(private readonly o: TeamNamespacesOptions) {
     this.core = o.kubeConfig.makeApiClient(CoreV1Api);
@@ -121,20 +122,28 @@ export class TeamNamespaces {
     return { ready, stop: () => this.listeners.delete(listener) };
   }
 
+  /** Whether a write into the namespace needs make() first. */
+  needsMaking(namespace: string): boolean {
+    return namespace === this.o.systemNamespace ? !this.systemNamespaceMade : !this.known.has(namespace);
+  }
+
   /**
    * Makes a team's namespace, labelled as the operator's, binds the operator there and
    * resolves once its rights are in effect and the namespace's watches listed: a write
-   * into it may follow at once. Made already (409), it is bound all the same.
+   * into it may follow at once. Made already (409), it is bound all the same. The system
+   * namespace is made if missing (the chart's release namespace is there already) and
+   * never bound: the chart binds the operator there.
    */
   // API call: store: team namespaces, created (never changed or deleted: see api-calls.ts)
   async make(namespace: string): Promise<void> {
-    if (this.known.has(namespace)) return;
+    if (!this.needsMaking(namespace)) return;
     try {
       await this.core.createNamespace({ body: { metadata: { name: namespace, labels: LABELS } } });
     } catch (err) {
       if (httpCode(err) !== 409) throw err;
     }
-    await this.add(namespace);
+    if (namespace === this.o.systemNamespace) this.systemNamespaceMade = true;
+    else await this.add(namespace);
   }
 
   private add(namespace: string): Promise<void> {
