@@ -219,7 +219,7 @@ export class TeamNamespaces {
       const review = await authorization.createSelfSubjectAccessReview({
         body: { spec: { resourceAttributes: { namespace, verb: 'watch', resource: 'secrets' } } },
       });
-      if (review.status?.allowed) return;
+      if (review.status?.allowed || this.stopped) return;
       if (Date.now() > deadline) throw new Error(`the RoleBinding in ${namespace} is not in effect after ${IN_EFFECT_TIMEOUT_MS} ms`);
       await new Promise((resolve) => setTimeout(resolve, backoffMs(step, 20, 500)));
     }
