@@ -214,6 +214,12 @@ export interface KubernetesConfig {
   kubeconfigPath?: string;
   /** Namespace of the operator's own objects (the Lease, system secrets). */
   systemNamespace: string;
+  /**
+   * The ClusterRole of the operator's rights in a team namespace and its own ServiceAccount
+   * (in the system namespace), bound in each namespace it makes (the chart sets both);
+   * unset, nothing is bound and its rights are taken as given.
+   */
+  teamNamespaceBinding?: { clusterRole: string; serviceAccount: string };
   leaseName: string;
   /** This replica's name in the Lease. */
   identity: string;
@@ -416,6 +422,15 @@ function objectNameSetting(env: Env, name: string): string | undefined {
   if (!raw) return undefined;
   if (raw.length > 253 || !/^[a-z0-9]([-a-z0-9.]*[a-z0-9])?$/.test(raw)) throw new Error(`${name} must be a Kubernetes object name (lowercase letters, digits, '-' and '.'), got "${raw}"`);
   return raw;
+}
+
+/** Both names or neither: a ClusterRole without whom to bind it to (or the reverse) is a mistake. */
+function teamNamespaceBinding(env: Env): KubernetesConfig['teamNamespaceBinding'] {
+  const clusterRole = objectNameSetting(env, 'CLOUDPLANE_TEAM_NAMESPACE_ROLE');
+  const serviceAccount = objectNameSetting(env, 'CLOUDPLANE_SERVICE_ACCOUNT_NAME');
+  if (!clusterRole && !serviceAccount) return undefined;
+  if (!clusterRole || !serviceAccount) throw new Error('CLOUDPLANE_TEAM_NAMESPACE_ROLE and CLOUDPLANE_SERVICE_ACCOUNT_NAME go together: set both (the chart does) or neither');
+  return { clusterRole, serviceAccount };
 }
 
 function cidr(env: Env, name: string, fallback: string): string {
@@ -658,6 +673,7 @@ export function loadConfig(env: Env = process.env): Config {
       ? {
           kubeconfigPath: env.CLOUDPLANE_KUBECONFIG || undefined,
           systemNamespace: env.CLOUDPLANE_SYSTEM_NAMESPACE || env.POD_NAMESPACE || 'cloudplane-system',
+          teamNamespaceBinding: teamNamespaceBinding(env),
           leaseName: env.CLOUDPLANE_LEASE_NAME || 'cloudplane-operator',
           identity: env.POD_NAME || `${os.hostname()}-${process.pid}`,
           leaseDurationMs: int(env, 'CLOUDPLANE_LEASE_DURATION_SECONDS', 15, 2, 300) * 1000,

@@ -11,7 +11,7 @@ import type { FastifyInstance } from 'fastify';
 import type { Logger } from 'pino';
 import type { Config } from './config';
 import { createLogger } from './logger';
-import { createStore } from './store';
+import { createStore, teamNamespaceWatchesFor } from './store';
 import { DataDirHealth } from './store/data-dir-health';
 import { EmbeddedEventBus } from './events/embedded-bus';
 import { OutboxRelay } from './events/outbox-relay';
@@ -72,10 +72,12 @@ export async function startService(config: Config, logger: Logger = createLogger
   };
   try {
     // First, so that a family left without a driver stops start-up before anything opens.
-    const drivers = DriverSet.build(config, logger);
+    // In cluster mode the store and the drivers watch the team namespaces on the same watches.
+    const watches = config.kubernetes ? teamNamespaceWatchesFor(config.kubernetes, logger) : undefined;
+    const drivers = DriverSet.build(config, logger, watches);
     // The embedded store and bus report refused writes of the data directory in one place.
     const health = new DataDirHealth(config.dataDir, logger);
-    const store = createStore(config, logger, health);
+    const store = createStore(config, logger, health, watches);
     await store.start();
     started.push(() => store.stop());
     const bus: EventBus = config.nats

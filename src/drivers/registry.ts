@@ -8,6 +8,7 @@
 import type { Logger } from 'pino';
 import type { Config, KubernetesConfig } from '../config';
 import { kubeConfigFor } from '../store';
+import type { NamespacedWatches } from '../store/kubernetes/namespaced-watches';
 import type { DriverContext, ExternalRecord, ProviderHealth } from './types';
 import type { ServerDriver } from './server';
 import type { LoadBalancerDriver } from './load-balancer';
@@ -78,6 +79,7 @@ const CATALOG: Catalog = {
       new PodServerDriver({
         kubeConfig: ctx.kube.kubeConfig,
         systemNamespace: ctx.kube.systemNamespace,
+        watches: ctx.kube.watches,
         logger: ctx.logger.child({ component: 'server-driver' }),
         catalog: ctx.cluster.serverImages,
         plans: ctx.cluster.serverPlans,
@@ -91,6 +93,7 @@ const CATALOG: Catalog = {
       return new HaproxyLoadBalancerDriver({
         kubeConfig: ctx.kube.kubeConfig,
         systemNamespace: ctx.kube.systemNamespace,
+        watches: ctx.kube.watches,
         logger: ctx.logger.child({ component: 'load-balancer-driver' }),
         haproxy,
         statsTimeoutMs,
@@ -104,6 +107,7 @@ const CATALOG: Catalog = {
       return new VpnGatewayTunnelDriver({
         kubeConfig: ctx.kube.kubeConfig,
         systemNamespace: ctx.kube.systemNamespace,
+        watches: ctx.kube.watches,
         logger: ctx.logger.child({ component: 'vpn-gateway-driver' }),
         agent,
         statusTimeoutMs,
@@ -120,6 +124,7 @@ const CATALOG: Catalog = {
       new FileShareClaimDriver({
         kubeConfig: ctx.kube.kubeConfig,
         systemNamespace: ctx.kube.systemNamespace,
+        watches: ctx.kube.watches,
         logger: ctx.logger.child({ component: 'file-share-driver' }),
         storageClass: ctx.cluster.fileShareStorageClass,
       }),
@@ -158,8 +163,9 @@ export class DriverSet {
   ) {}
 
   /** Builds the configured drivers; throws, naming the setting, when a family's driver cannot be had. */
-  static build(config: Config, logger: Logger): DriverSet {
-    const kube = config.kubernetes ? { kubeConfig: kubeConfigFor(config.kubernetes), systemNamespace: config.kubernetes.systemNamespace } : undefined;
+  /** `watches`: the team namespaces' watches the store uses too (store/index.ts, teamNamespaceWatchesFor). */
+  static build(config: Config, logger: Logger, watches?: NamespacedWatches): DriverSet {
+    const kube = config.kubernetes ? { kubeConfig: kubeConfigFor(config.kubernetes), systemNamespace: config.kubernetes.systemNamespace, watches } : undefined;
     const ctx: BuildContext = { config, logger, kube, simulation: new Simulation(config.simulation) };
     for (const family of Object.keys(config.drivers.overrides)) {
       if (!(DRIVER_FAMILIES as string[]).includes(family)) throw new Error(`CLOUDPLANE_DRIVER_${family.toUpperCase()} names no family with drivers; those are ${DRIVER_FAMILIES.join(', ')}`);

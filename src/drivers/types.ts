@@ -14,6 +14,7 @@
 import type { KubeConfig } from '@kubernetes/client-node';
 import type { Logger } from 'pino';
 import type { Config } from '../config';
+import type { NamespacedWatches } from '../store/kubernetes/namespaced-watches';
 
 /** Health of the driver behind a family, as meta.provider shows it. */
 export type ProviderHealth = 'connected' | 'degraded' | 'unavailable';
@@ -129,7 +130,8 @@ export interface DriverContext {
   config: Config;
   logger: Logger;
   /** The cluster the service runs against (cluster mode); undefined on the embedded default. */
-  kube?: { kubeConfig: KubeConfig; systemNamespace: string };
+  /** `watches`: the team namespaces' watches, shared with the store. */
+  kube?: { kubeConfig: KubeConfig; systemNamespace: string; watches?: NamespacedWatches };
 }
 
 export type DriverFactory<D> = (ctx: DriverContext) => D;

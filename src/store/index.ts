@@ -7,6 +7,8 @@ import { EmbeddedStore, EmbeddedStoreOptions } from './embedded';
 import type { DataDirHealth } from './data-dir-health';
 import { KubernetesStore } from './kubernetes/store';
 import { KeepAliveKubeConfig } from './kubernetes/keep-alive-config';
+import { NamespacedWatches } from './kubernetes/namespaced-watches';
+import { TeamNamespaces } from './kubernetes/team-namespaces';
 import type { Store, StoredObject } from './types';
 import type { ListedKind } from './list-index';
 import type { AnyFamily } from '../resources/family';
@@ -19,6 +21,16 @@ export function kubeConfigFor(config: NonNullable<Config['kubernetes']>): KubeCo
   if (config.kubeconfigPath) kc.loadFromFile(config.kubeconfigPath);
   else kc.loadFromDefault();
   return kc;
+}
+
+/**
+ * The team namespaces and the watches in them, for the store and the drivers to share: one
+ * watch per collection and team namespace for the whole service. The store starts and stops them.
+ */
+export function teamNamespaceWatchesFor(config: NonNullable<Config['kubernetes']>, logger: Logger): NamespacedWatches {
+  const kubeConfig = kubeConfigFor(config);
+  const namespaces = new TeamNamespaces({ kubeConfig, systemNamespace: config.systemNamespace, logger, binding: config.teamNamespaceBinding });
+  return new NamespacedWatches(namespaces, { kubeConfig, logger });
 }
 
 const DEFAULT_HIDDEN_STATES = ['deleted', 'destroyed'];
@@ -55,7 +67,8 @@ export function embeddedStoreOptions(config: Config, logger?: Logger, health?: D
   };
 }
 
-export function createStore(config: Config, logger: Logger, health?: DataDirHealth): Store {
+/** `watches`: the team namespaces' watches, shared with the drivers (teamNamespaceWatchesFor); made for the store alone when not given. */
+export function createStore(config: Config, logger: Logger, health?: DataDirHealth, watches?: NamespacedWatches): Store {
   if (!config.kubernetes) return new EmbeddedStore(embeddedStoreOptions(config, logger, health));
   return new KubernetesStore({
     kubeConfig: kubeConfigFor(config.kubernetes),
@@ -63,5 +76,7 @@ export function createStore(config: Config, logger: Logger, health?: DataDirHeal
     systemNamespace: config.kubernetes.systemNamespace,
     logger,
     listed: listedKinds(),
+    watches,
+    teamNamespaceBinding: config.kubernetes.teamNamespaceBinding,
   });
 }

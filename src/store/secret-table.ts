@@ -40,6 +40,8 @@ export class SecretNameOrder<T> {
 export class SecretTable<T extends { readonly team: string; readonly name: string }> {
   private readonly byKey = new Map<string, T>();
   private readonly names = new SecretNameOrder<T>();
+  /** team -> keys of its secrets: a team's namespace is relisted (or goes) on its own. */
+  private readonly byTeam = new Map<string, Set<string>>();
 
   get size(): number {
     return this.byKey.size;
@@ -50,8 +52,12 @@ export class SecretTable<T extends { readonly team: string; readonly name: strin
   }
 
   set(key: string, entry: T): void {
+    const previous = this.byKey.get(key);
+    if (previous && previous.team !== entry.team) this.delete(key);
     this.byKey.set(key, entry);
     this.names.set(entry.team, entry.name, entry);
+    if (!this.byTeam.has(entry.team)) this.byTeam.set(entry.team, new Set());
+    this.byTeam.get(entry.team)!.add(key);
   }
 
   delete(key: string): void {
@@ -59,11 +65,20 @@ export class SecretTable<T extends { readonly team: string; readonly name: strin
     if (!entry) return;
     this.byKey.delete(key);
     this.names.delete(entry.team, entry.name);
+    const keys = this.byTeam.get(entry.team);
+    keys?.delete(key);
+    if (keys?.size === 0) this.byTeam.delete(entry.team);
+  }
+
+  /** The keys of one team's secrets. */
+  keysOf(team: string): string[] {
+    return [...(this.byTeam.get(team) ?? [])];
   }
 
   clear(): void {
     this.byKey.clear();
     this.names.clear();
+    this.byTeam.clear();
   }
 
   /** The entries whose name starts with `prefix`, by name. */

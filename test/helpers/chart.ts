@@ -81,6 +81,44 @@ export function operatorKubeconfigFromChart(cluster: KubeApiServer, dir: string)
   return file;
 }
 
+/** The chart's ServiceAccount and team-namespace ClusterRole, by name. */
+function chartNames(): { serviceAccount: string; teamNamespaceRole: string } {
+  const objects = parseAllDocuments(render()).map((d) => d.toJS()).filter(Boolean);
+  const teamRole = objects.find((o) => o.kind === 'ClusterRole' && o.metadata.name.endsWith('-team-namespace'));
+  return { serviceAccount: objects.find((o) => o.kind === 'ServiceAccount').metadata.name, teamNamespaceRole: teamRole.metadata.name };
+}
+
+/** What the chart's Deployment tells the operator to bind in each team namespace it makes: which ClusterRole, to whom. */
+export function teamNamespaceBindingEnv(): Record<string, string> {
+  const { serviceAccount, teamNamespaceRole } = chartNames();
+  return { CLOUDPLANE_TEAM_NAMESPACE_ROLE: teamNamespaceRole, CLOUDPLANE_SERVICE_ACCOUNT_NAME: serviceAccount };
+}
+
+/** What the operator runs with as the chart's ServiceAccount, under its RBAC: the kubeconfig (operatorKubeconfigFromChart) and teamNamespaceBindingEnv. */
+export function operatorEnvFromChart(cluster: KubeApiServer, dir: string): Record<string, string> {
+  return { CLOUDPLANE_KUBECONFIG: operatorKubeconfigFromChart(cluster, dir), ...teamNamespaceBindingEnv() };
+}
+
+/**
+ * A team's namespace as the operator makes one (labelled as its own, with the RoleBinding
+ * of its ServiceAccount to the team-namespace ClusterRole), made as an admin: for tests
+ * that run a driver under the chart's RBAC without the store that would make it.
+ */
+export function teamNamespaceAsTheOperatorMakesIt(cluster: KubeApiServer, namespace: string): void {
+  const { serviceAccount, teamNamespaceRole } = chartNames();
+  const objects = [
+    { apiVersion: 'v1', kind: 'Namespace', metadata: { name: namespace, labels: { 'app.kubernetes.io/managed-by': 'cloudplane' } } },
+    {
+      apiVersion: 'rbac.authorization.k8s.io/v1',
+      kind: 'RoleBinding',
+      metadata: { name: teamNamespaceRole, namespace },
+      roleRef: { apiGroup: 'rbac.authorization.k8s.io', kind: 'ClusterRole', name: teamNamespaceRole },
+      subjects: [{ kind: 'ServiceAccount', name: serviceAccount, namespace: NAMESPACE }],
+    },
+  ];
+  execFileSync(kubectlBinary(), ['--kubeconfig', cluster.kubeconfigPath, 'apply', '-f', '-'], { input: objects.map((o) => stringify(o)).join('---\n'), stdio: ['pipe', 'pipe', 'pipe'] });
+}
+
 /** One request of the operator's, as the API server's audit log has it. */
 export interface OperatorCall {
   group: string;
@@ -138,9 +176,14 @@ export function operatorCalls(cluster: KubeApiServer): OperatorCall[] {
   return calls;
 }
 
-/** Whether src/store/kubernetes/api-calls.ts lists the call (the ClusterRole's team-namespace grants hold in the system namespace too). */
+/**
+ * Whether src/store/kubernetes/api-calls.ts lists the call: the team-namespace grants hold
+ * in the system namespace too (the chart binds them there), and the cluster-wide ones in
+ * every namespace of the operator's.
+ */
 export function isListed(call: OperatorCall): boolean {
-  const scopes: Scope[] = call.scope === 'system-namespace' ? ['system-namespace', 'team-namespaces'] : call.scope === 'elsewhere' ? [] : [call.scope];
+  const scopes: Scope[] =
+    call.scope === 'system-namespace' ? ['system-namespace', 'team-namespaces', 'cluster'] : call.scope === 'team-namespaces' ? ['team-namespaces', 'cluster'] : call.scope === 'elsewhere' ? [] : [call.scope];
   return kubernetesApiCalls().some((c) => c.group === call.group && c.resources.includes(call.resource) && (c.verbs as string[]).includes(call.verb) && scopes.includes(c.scope));
 }
 

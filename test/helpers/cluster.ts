@@ -11,7 +11,7 @@ import { families } from '../../src/resources/registry';
 import { createLogger } from '../../src/logger';
 import { KubernetesStore, KubernetesStoreOptions } from '../../src/store/kubernetes/store';
 import { KubeApiServer, kubectlOn, startKubeApiServer } from './kube-apiserver';
-import { expectOnlyListedCalls, operatorKubeconfigFromChart } from './chart';
+import { expectOnlyListedCalls, operatorEnvFromChart } from './chart';
 
 const clusters = new Map<string, Promise<KubeApiServer>>();
 const started: KubeApiServer[] = [];
@@ -35,7 +35,7 @@ export function kubernetesStoreOn(server: KubeApiServer, options: Partial<Kubern
  * src/store/kubernetes/api-calls.ts does not list.
  */
 const chartRbac = () => process.env.CLOUDPLANE_TEST_RBAC === 'chart';
-const operatorKubeconfigs = new Map<KubeApiServer, string>();
+const operatorEnvs = new Map<KubeApiServer, Record<string, string>>();
 
 export function kubeConfigOf(server: KubeApiServer): KubeConfig {
   const kc = new KubeConfig();
@@ -95,14 +95,14 @@ export function storeEnvFor(server: KubeApiServer): Record<string, string> {
 /** The environment that points a service at its data directory's API server. */
 export async function clusterEnv(dataDir: string): Promise<Record<string, string>> {
   const server = await clusterFor(dataDir);
-  if (chartRbac() && !operatorKubeconfigs.has(server)) operatorKubeconfigs.set(server, operatorKubeconfigFromChart(server, server.workDir));
+  if (chartRbac() && !operatorEnvs.has(server)) operatorEnvs.set(server, operatorEnvFromChart(server, server.workDir));
   return {
     // Every write here is a round trip to the API server and back through a watch, several
     // times slower than the embedded store's, and two of these clusters share two cores: a
     // transient state (stopping, deleting) must outlast the next request as it does there.
     CLOUDPLANE_SIM_DELAY_MS: '200',
     ...storeEnvFor(server),
-    ...(chartRbac() ? { CLOUDPLANE_KUBECONFIG: operatorKubeconfigs.get(server)! } : {}),
+    ...(chartRbac() ? operatorEnvs.get(server)! : {}),
   };
 }
 
@@ -110,13 +110,13 @@ export async function stopClusters(): Promise<void> {
   const servers = started.splice(0);
   const differences: unknown[] = [];
   for (const server of servers) {
-    if (!operatorKubeconfigs.has(server)) continue;
+    if (!operatorEnvs.has(server)) continue;
     try {
       expectOnlyListedCalls(server);
     } catch (err) {
       differences.push(err);
     }
-    operatorKubeconfigs.delete(server);
+    operatorEnvs.delete(server);
   }
   await Promise.all(servers.map((s) => s.stop()));
   clusters.clear();

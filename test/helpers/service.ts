@@ -9,7 +9,7 @@ import { loadConfig } from '../../src/config';
 import { createLogger } from '../../src/logger';
 import { startService, RunningService } from '../../src/service';
 import { clusterEnv, clusterMode, stopClusters } from './cluster';
-import { NAMESPACE as CHART_NAMESPACE, operatorKubeconfigFromChart } from './chart';
+import { NAMESPACE as CHART_NAMESPACE, operatorEnvFromChart } from './chart';
 import type { KubeApiServer } from './kube-apiserver';
 
 // In cluster mode every file's API servers go when its tests are done.
@@ -125,7 +125,7 @@ export async function waitForStatus(t: Pick<TestService, 'api'>, urlPath: string
 export function startServiceUnderChartRbac(cluster: KubeApiServer, env: Record<string, string> = {}, dataDir?: string): Promise<TestService> {
   const clusterEnv = {
     CLOUDPLANE_STORE: 'kubernetes',
-    CLOUDPLANE_KUBECONFIG: operatorKubeconfigFromChart(cluster, cluster.workDir),
+    ...operatorEnvFromChart(cluster, cluster.workDir),
     CLOUDPLANE_SYSTEM_NAMESPACE: CHART_NAMESPACE,
   };
   return dataDir ? startTestService({ ...clusterEnv, ...env }, dataDir) : startTestService({ ...clusterEnv, ...env });

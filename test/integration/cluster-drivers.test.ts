@@ -14,7 +14,7 @@ import { LoadBalancerAddon, startLoadBalancerAddon } from '../helpers/load-balan
 import { kubectlOn } from '../helpers/kube-apiserver';
 import { eventually, startTestService, TestService, waitForStatus } from '../helpers/service';
 import { startWorkloadCluster, WorkloadCluster } from '../helpers/workload-cluster';
-import { expectOnlyListedCalls, operatorKubeconfigFromChart } from '../helpers/chart';
+import { expectOnlyListedCalls, operatorKubeconfigFromChart, teamNamespaceBindingEnv } from '../helpers/chart';
 
 jest.setTimeout(240_000);
 
@@ -48,6 +48,7 @@ describe('cluster mode: servers as Pods, load balancers on HAProxy', () => {
     t = await startTestService({
       CLOUDPLANE_STORE: 'kubernetes',
       CLOUDPLANE_KUBECONFIG: operatorKubeconfig,
+      ...teamNamespaceBindingEnv(),
       CLOUDPLANE_SYSTEM_NAMESPACE: SYSTEM_NAMESPACE,
       // A Pod or Deployment deleted by hand must be seen through the drivers' watch of what
       // they made, not through the periodic resync, which is put out of the test's reach.
@@ -239,6 +240,7 @@ describe('cluster mode: servers as Pods, load balancers on HAProxy', () => {
       CLOUDPLANE_BOOTSTRAP_API_KEY: key,
       CLOUDPLANE_STORE: 'kubernetes',
       CLOUDPLANE_KUBECONFIG: operatorKubeconfig,
+      ...teamNamespaceBindingEnv(),
       CLOUDPLANE_SYSTEM_NAMESPACE: SYSTEM_NAMESPACE,
       CLOUDPLANE_SERVER_PLANS: JSON.stringify({
         's-1vcpu-1gb': { requests: { cpu: '1', memory: '1Gi' }, limits: { cpu: '1', memory: '1Gi' } },

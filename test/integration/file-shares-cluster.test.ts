@@ -15,7 +15,7 @@ import { CoreV1Api, StorageV1Api, V1PersistentVolumeClaim, V1Pod } from '@kubern
 import { namespaceOfTeam, objectName } from '../../src/store/kubernetes/names';
 import { eventually, startTestService, TestService, waitForStatus } from '../helpers/service';
 import { startWorkloadCluster, WorkloadCluster } from '../helpers/workload-cluster';
-import { expectOnlyListedCalls, operatorKubeconfigFromChart } from '../helpers/chart';
+import { expectOnlyListedCalls, operatorKubeconfigFromChart, teamNamespaceBindingEnv } from '../helpers/chart';
 import { reconcileCounter } from '../../src/metrics';
 
 /** Reconcile passes of file shares so far, whatever their result. */
@@ -37,6 +37,7 @@ describe('cluster mode: file shares as PersistentVolumeClaims, mounted into serv
   const operatorEnv = (storageClass: string) => ({
     CLOUDPLANE_STORE: 'kubernetes',
     CLOUDPLANE_KUBECONFIG: operatorKubeconfig,
+    ...teamNamespaceBindingEnv(),
     CLOUDPLANE_SYSTEM_NAMESPACE: SYSTEM_NAMESPACE,
     CLOUDPLANE_FILE_SHARE_STORAGE_CLASS: storageClass,
     // Binding and changes of claims must reach the operator through its watch of what it made.

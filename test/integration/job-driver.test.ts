@@ -8,7 +8,7 @@
 import { BatchV1Api, CoreV1Api, V1ContainerStatus, V1Job, V1JobStatus } from '@kubernetes/client-node';
 import { clusterEnv, clusterFor, kubeConfigOf, stopClusters } from '../helpers/cluster';
 import { eventually, startTestService, tempDataDir, TestService, waitForStatus } from '../helpers/service';
-import { expectOnlyListedCalls, operatorKubeconfigFromChart } from '../helpers/chart';
+import { expectOnlyListedCalls, operatorEnvFromChart } from '../helpers/chart';
 import type { KubeApiServer } from '../helpers/kube-apiserver';
 
 const IMAGE = 'docker.io/library/busybox:1.36';
@@ -27,7 +27,7 @@ describe('batch/v1 Job driver', () => {
     const kc = kubeConfigOf(server);
     batch = kc.makeApiClient(BatchV1Api);
     core = kc.makeApiClient(CoreV1Api);
-    const asChartAllows = { CLOUDPLANE_KUBECONFIG: operatorKubeconfigFromChart(server, dataDir) };
+    const asChartAllows = operatorEnvFromChart(server, dataDir);
     t = await startTestService({ ...(await clusterEnv(dataDir)), ...asChartAllows, CLOUDPLANE_JOB_DRIVER: 'kubernetes', CLOUDPLANE_JOB_IMAGE_PULL_TIMEOUT_SECONDS: String(PULL_TIMEOUT_S) }, dataDir);
     namespace = t.teamId.replace('team_', 'team-');
   }, 120_000);

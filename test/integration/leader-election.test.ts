@@ -14,7 +14,7 @@ import { startChildService, ChildService } from '../helpers/child-service';
 import { installCrds, kubeConfigOf } from '../helpers/cluster';
 import { KubeApiServer, startKubeApiServer } from '../helpers/kube-apiserver';
 import { eventually, tempDataDir } from '../helpers/service';
-import { expectOnlyListedCalls, operatorKubeconfigFromChart } from '../helpers/chart';
+import { expectOnlyListedCalls, operatorKubeconfigFromChart, teamNamespaceBindingEnv } from '../helpers/chart';
 
 jest.setTimeout(120_000);
 
@@ -71,6 +71,7 @@ async function startReplica(name: string, kubeconfigPath = operatorKubeconfig): 
     env: {
       CLOUDPLANE_STORE: 'kubernetes',
       CLOUDPLANE_KUBECONFIG: kubeconfigPath,
+      ...teamNamespaceBindingEnv(),
       CLOUDPLANE_SYSTEM_NAMESPACE: NAMESPACE,
       CLOUDPLANE_LEASE_DURATION_SECONDS: String(LEASE_SECONDS),
       CLOUDPLANE_PROVIDER: 'simulated',

@@ -23,7 +23,7 @@ import type { DesiredBackend, LoadBalancerDesired, LoadBalancerOutputs, BackendH
 import type { Managed, Observation, Owner } from '../../src/drivers/types';
 import { newId } from '../../src/lib/ids';
 import { API_VERSION, GROUP, VERSION, namespaceOfTeam, objectName } from '../../src/store/kubernetes/names';
-import { operatorKubeconfigFromChart } from '../helpers/chart';
+import { operatorKubeconfigFromChart, teamNamespaceAsTheOperatorMakesIt } from '../helpers/chart';
 import { makeTestCertificate } from '../helpers/haproxy';
 import { LoadBalancerAddon, startLoadBalancerAddon } from '../helpers/load-balancer-addon';
 import { eventually } from '../helpers/service';
@@ -52,7 +52,8 @@ beforeAll(async () => {
   core = cluster.kubeConfig.makeApiClient(CoreV1Api);
   apps = cluster.kubeConfig.makeApiClient(AppsV1Api);
   custom = cluster.kubeConfig.makeApiClient(CustomObjectsApi);
-  await core.createNamespace({ body: { metadata: { name: namespace } } });
+  // As the operator makes a team's namespace: its rights there, and nowhere else.
+  teamNamespaceAsTheOperatorMakesIt(cluster, namespace);
   // The driver runs with exactly the rights the chart grants the operator: a verb it lacks fails here with a 403.
   operatorKubeConfig = new KubeConfig();
   operatorKubeConfig.loadFromFile(operatorKubeconfigFromChart(cluster, cluster.workDir));

@@ -55,48 +55,75 @@ describe('the chart\'s RBAC is the list of calls the code makes, no more and no 
   const objects = parseAllDocuments(render()).map((d) => d.toJS()).filter(Boolean);
   const ofKind = (kind: string) => objects.filter((o) => o.kind === kind);
   const calls = kubernetesApiCalls();
-  const clusterRole = ofKind('ClusterRole');
+  const account = ofKind('ServiceAccount')[0];
+  const subjects = [{ kind: 'ServiceAccount', name: account.metadata.name, namespace: NAMESPACE }];
+  const teamRole = ofKind('ClusterRole').find((r) => r.metadata.name.endsWith('-team-namespace'));
+  const clusterRole = ofKind('ClusterRole').find((r) => r !== teamRole);
   const role = ofKind('Role');
 
-  it('has one ClusterRole and one Role, each bound to the operator\'s ServiceAccount only', () => {
-    expect(clusterRole).toHaveLength(1);
+  it('has the operator\'s ClusterRole bound cluster-wide, the team-namespace one bound in the release namespace only, and a Role', () => {
+    expect(ofKind('ClusterRole')).toHaveLength(2);
+    expect(teamRole).toBeDefined();
     expect(role).toHaveLength(1);
     expect(role[0].metadata.namespace).toBe(NAMESPACE);
-    const account = ofKind('ServiceAccount')[0];
-    const subjects = [{ kind: 'ServiceAccount', name: account.metadata.name, namespace: NAMESPACE }];
-    const [clusterBinding] = ofKind('ClusterRoleBinding');
-    expect(clusterBinding.roleRef).toEqual({ apiGroup: 'rbac.authorization.k8s.io', kind: 'ClusterRole', name: clusterRole[0].metadata.name });
-    expect(clusterBinding.subjects).toEqual(subjects);
-    const [binding] = ofKind('RoleBinding');
-    expect(binding.metadata.namespace).toBe(NAMESPACE);
-    expect(binding.roleRef).toEqual({ apiGroup: 'rbac.authorization.k8s.io', kind: 'Role', name: role[0].metadata.name });
-    expect(binding.subjects).toEqual(subjects);
-    expect(ofKind('ClusterRoleBinding')).toHaveLength(1);
-    expect(ofKind('RoleBinding')).toHaveLength(1);
+    const bindings = ofKind('ClusterRoleBinding');
+    expect(bindings).toHaveLength(1);
+    expect(bindings[0].roleRef).toEqual({ apiGroup: 'rbac.authorization.k8s.io', kind: 'ClusterRole', name: clusterRole.metadata.name });
+    expect(bindings[0].subjects).toEqual(subjects);
+    const roleBindings = ofKind('RoleBinding');
+    expect(roleBindings.map((b) => ({ namespace: b.metadata.namespace, ...b.roleRef }))).toEqual(
+      expect.arrayContaining([
+        { namespace: NAMESPACE, apiGroup: 'rbac.authorization.k8s.io', kind: 'Role', name: role[0].metadata.name },
+        { namespace: NAMESPACE, apiGroup: 'rbac.authorization.k8s.io', kind: 'ClusterRole', name: teamRole.metadata.name },
+      ]),
+    );
+    expect(roleBindings).toHaveLength(2);
+    for (const binding of roleBindings) expect(binding.subjects).toEqual(subjects);
   });
 
-  it('uses no wildcard, resource name or non-resource URL', () => {
-    for (const rule of [...clusterRole[0].rules, ...role[0].rules] as Rule[]) {
+  it('tells the operator which ClusterRole to bind in a team namespace, and to whom', () => {
+    const env = ofKind('Deployment')[0].spec.template.spec.containers[0].env as Array<{ name: string; value?: string; valueFrom?: unknown }>;
+    expect(env.find((e) => e.name === 'CLOUDPLANE_TEAM_NAMESPACE_ROLE')?.value).toBe(teamRole.metadata.name);
+    expect(env.find((e) => e.name === 'CLOUDPLANE_SERVICE_ACCOUNT_NAME')?.valueFrom).toEqual({ fieldRef: { fieldPath: 'spec.serviceAccountName' } });
+  });
+
+  it('uses no wildcard or non-resource URL, and names a resource only to bind the team-namespace ClusterRole', () => {
+    for (const rule of [...clusterRole.rules, ...teamRole.rules, ...role[0].rules] as Rule[]) {
       for (const field of [rule.apiGroups, rule.resources, rule.verbs]) expect(field).not.toContain('*');
       expect(rule.nonResourceURLs).toBeUndefined();
-      expect(rule.resourceNames).toBeUndefined();
+      if (rule.verbs.includes('bind')) expect(rule).toEqual({ apiGroups: ['rbac.authorization.k8s.io'], resources: ['clusterroles'], resourceNames: [teamRole.metadata.name], verbs: ['bind'] });
+      else expect(rule.resourceNames).toBeUndefined();
     }
+    expect(calls.filter((c) => c.teamNamespaceRoleOnly).map((c) => `${c.group}|${c.resources.join(',')}|${c.verbs.join(',')}`)).toEqual(['rbac.authorization.k8s.io|clusterroles|bind']);
   });
 
-  it('grants in its ClusterRole exactly the calls that go across namespaces or into teams\' namespaces', () => {
-    const listed = grantsListed(calls.filter((c) => c.scope !== 'system-namespace'));
-    expect(compare(grantsOf(clusterRole[0].rules), listed)).toEqual({ unused: [], missing: [] });
+  it('grants in the operator\'s ClusterRole exactly the calls that are cluster-wide: its own kinds, namespaces, its RoleBindings', () => {
+    const listed = grantsListed(calls.filter((c) => c.scope === 'cluster'));
+    expect(compare(grantsOf(clusterRole.rules), listed)).toEqual({ unused: [], missing: [] });
+  });
+
+  it('grants cluster-wide nothing on anyone\'s Secrets, Pods, workloads or claims, and no write of its own kinds', () => {
+    const granted = [...grantsOf(clusterRole.rules)];
+    for (const resource of ['secrets', 'pods', 'pods/log', 'configmaps', 'services', 'persistentvolumeclaims', 'events']) expect(granted.filter((g) => g.startsWith(`|${resource}|`))).toEqual([]);
+    expect(granted.filter((g) => /^(apps|batch|coordination\.k8s\.io)\|/.test(g))).toEqual([]);
+    expect(granted.filter((g) => g.startsWith('cloudplane.dev|')).map((g) => g.split('|')[2])).toEqual(expect.not.arrayContaining(['get', 'create', 'update', 'delete']));
+  });
+
+  it('grants in the team-namespace ClusterRole exactly the calls into a team\'s namespace', () => {
+    const listed = grantsListed(calls.filter((c) => c.scope === 'team-namespaces'));
+    expect(compare(grantsOf(teamRole.rules), listed)).toEqual({ unused: [], missing: [] });
   });
 
   it('grants in its Role, in the release namespace, exactly the calls that stay there: the leader-election Lease', () => {
     const listed = grantsListed(calls.filter((c) => c.scope === 'system-namespace'));
     expect(compare(grantsOf(role[0].rules), listed)).toEqual({ unused: [], missing: [] });
-    expect([...grantsOf(clusterRole[0].rules)].filter((g) => g.startsWith('coordination.k8s.io|'))).toEqual([]);
+    expect([...grantsOf(clusterRole.rules), ...grantsOf(teamRole.rules)].filter((g) => g.startsWith('coordination.k8s.io|'))).toEqual([]);
   });
 
-  it('can create namespaces and nothing more: none it did not make can be changed or deleted', () => {
-    const onNamespaces = [...grantsOf(clusterRole[0].rules)].filter((g) => g.startsWith('|namespaces|'));
-    expect(onNamespaces).toEqual(['|namespaces|create']);
+  it('can create namespaces and see those it made, and nothing more: none can be changed or deleted', () => {
+    const onNamespaces = [...grantsOf(clusterRole.rules)].filter((g) => g.startsWith('|namespaces|')).sort();
+    expect(onNamespaces).toEqual(['|namespaces|create', '|namespaces|list', '|namespaces|watch']);
+    expect([...grantsOf(teamRole.rules)].filter((g) => g.startsWith('|namespaces|'))).toEqual([]);
   });
 
   it('knows the custom resources the chart installs as the ones the store keeps', () => {
@@ -151,9 +178,10 @@ describe('on a real kube-apiserver, the chart\'s ServiceAccount', () => {
     }
   };
 
-  it('may create a namespace, and never delete, change or even read one', () => {
+  it('may create a namespace and list those there are, and never delete, change or get one', () => {
     expect(can('create', 'namespaces')).toBe('yes');
-    for (const verb of ['delete', 'update', 'patch', 'get', 'list']) expect([verb, can(verb, 'namespaces/kube-system')]).toEqual([verb, 'no']);
+    expect(can('list', 'namespaces')).toBe('yes');
+    for (const verb of ['delete', 'update', 'patch', 'get']) expect([verb, can(verb, 'namespaces/kube-system')]).toEqual([verb, 'no']);
   });
 
   it('may take and renew its Lease in its own namespace only, never in kube-system or a team\'s', () => {
@@ -164,15 +192,25 @@ describe('on a real kube-apiserver, the chart\'s ServiceAccount', () => {
     expect(can('delete', 'leases.coordination.k8s.io', '-n', NAMESPACE)).toBe('no');
   });
 
-  it('holds no verb its code does not use on what it manages', () => {
-    expect(can('update', 'servers.cloudplane.dev', '-n', 'team-x7k2abcdefghijklmn')).toBe('yes');
-    expect(can('patch', 'servers.cloudplane.dev', '-n', 'team-x7k2abcdefghijklmn')).toBe('no');
-    expect(can('update', 'configmaps', '-n', 'team-x7k2abcdefghijklmn')).toBe('no');
+  it('holds no verb its code does not use on what it manages, even in its own namespace', () => {
+    // The chart binds the team-namespace rights in the release namespace: the store keeps its own records there.
+    expect(can('update', 'servers.cloudplane.dev', '-n', NAMESPACE)).toBe('yes');
+    expect(can('patch', 'servers.cloudplane.dev', '-n', NAMESPACE)).toBe('no');
+    expect(can('update', 'configmaps', '-n', NAMESPACE)).toBe('no');
     // Jobs are listed (a CronJob's, by label) but never watched; CronJobs are replaced, never patched.
-    expect(can('watch', 'jobs.batch', '--all-namespaces')).toBe('no');
-    expect(can('update', 'cronjobs.batch', '-n', 'team-x7k2abcdefghijklmn')).toBe('yes');
-    expect(can('patch', 'cronjobs.batch', '-n', 'team-x7k2abcdefghijklmn')).toBe('no');
-    expect(can('patch', 'events')).toBe('no');
-    expect(can('patch', 'servers.cloudplane.dev', '--subresource', 'status', '-n', 'team-x7k2abcdefghijklmn')).toBe('no');
+    expect(can('watch', 'jobs.batch', '-n', NAMESPACE)).toBe('no');
+    expect(can('update', 'cronjobs.batch', '-n', NAMESPACE)).toBe('yes');
+    expect(can('patch', 'cronjobs.batch', '-n', NAMESPACE)).toBe('no');
+    expect(can('patch', 'events', '-n', NAMESPACE)).toBe('no');
+    expect(can('patch', 'servers.cloudplane.dev', '--subresource', 'status', '-n', NAMESPACE)).toBe('no');
+  });
+
+  it('holds nothing in a team namespace it has not bound itself in, and may bind only the team-namespace ClusterRole', () => {
+    for (const verb of ['get', 'create', 'update']) expect([verb, can(verb, 'servers.cloudplane.dev', '-n', 'team-x7k2abcdefghijklmn')]).toEqual([verb, 'no']);
+    expect(can('get', 'secrets', '-n', 'team-x7k2abcdefghijklmn')).toBe('no');
+    expect(can('create', 'rolebindings.rbac.authorization.k8s.io', '-n', 'team-x7k2abcdefghijklmn')).toBe('yes');
+    expect(can('bind', 'clusterroles.rbac.authorization.k8s.io/cp-cloudplane-team-namespace')).toBe('yes');
+    for (const other of ['cluster-admin', 'admin', 'edit', 'cp-cloudplane']) expect([other, can('bind', `clusterroles.rbac.authorization.k8s.io/${other}`)]).toEqual([other, 'no']);
+    expect(can('escalate', 'clusterroles.rbac.authorization.k8s.io')).toBe('no');
   });
 });

@@ -7,7 +7,7 @@
  */
 import { execFileSync } from 'node:child_process';
 import { namespaceOfTeam } from '../../src/store/kubernetes/names';
-import { operatorKubeconfigFromChart } from '../helpers/chart';
+import { operatorEnvFromChart } from '../helpers/chart';
 import { clusterFor } from '../helpers/cluster';
 import { kubectlBinary } from '../helpers/kube-apiserver';
 import { startTestService, tempDataDir, TestService } from '../helpers/service';
@@ -29,7 +29,7 @@ describe('teams in cluster mode, under the chart RBAC', () => {
     t = await startTestService(
       {
         CLOUDPLANE_STORE: 'kubernetes',
-        CLOUDPLANE_KUBECONFIG: operatorKubeconfigFromChart(cluster, cluster.workDir),
+        ...operatorEnvFromChart(cluster, cluster.workDir),
         CLOUDPLANE_SYSTEM_NAMESPACE: SYSTEM_NAMESPACE,
         CLOUDPLANE_PROVIDER: 'simulated',
       },

@@ -19,7 +19,7 @@ import type { VpnAgentConfig } from '../../src/vpn-agent/config';
 import { LoadBalancerAddon, startLoadBalancerAddon } from '../helpers/load-balancer-addon';
 import { eventually, FAST_ENV, request, tempDataDir } from '../helpers/service';
 import { startWorkloadCluster, WorkloadCluster } from '../helpers/workload-cluster';
-import { expectOnlyListedCalls, operatorKubeconfigFromChart } from '../helpers/chart';
+import { expectOnlyListedCalls, operatorEnvFromChart } from '../helpers/chart';
 import { findIn, Needle } from '../helpers/secret-scan';
 
 jest.setTimeout(300_000);
@@ -73,7 +73,7 @@ describe('cluster mode: VPN gateways as the VPN agent behind a UDP LoadBalancer 
       CLOUDPLANE_PORT: '0',
       CLOUDPLANE_DATA_DIR: dataDir,
       CLOUDPLANE_STORE: 'kubernetes',
-      CLOUDPLANE_KUBECONFIG: operatorKubeconfigFromChart(cluster, cluster.workDir),
+      ...operatorEnvFromChart(cluster, cluster.workDir),
       CLOUDPLANE_SYSTEM_NAMESPACE: SYSTEM_NAMESPACE,
       CLOUDPLANE_VPN_COUNTER_INTERVAL_SECONDS: '2',
       // Only the drivers' own polls and watches bring passes: the resync is out of the test's reach.

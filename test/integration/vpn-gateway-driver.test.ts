@@ -19,7 +19,7 @@ import type { VpnGatewayDesired } from '../../src/drivers/vpn-gateway';
 import type { Managed, Owner } from '../../src/drivers/types';
 import { newId } from '../../src/lib/ids';
 import { API_VERSION, GROUP, VERSION, namespaceOfTeam, objectName } from '../../src/store/kubernetes/names';
-import { operatorKubeconfigFromChart } from '../helpers/chart';
+import { operatorKubeconfigFromChart, teamNamespaceAsTheOperatorMakesIt } from '../helpers/chart';
 import { LoadBalancerAddon, startLoadBalancerAddon } from '../helpers/load-balancer-addon';
 import { eventually } from '../helpers/service';
 import { netnsSet } from '../helpers/netns';
@@ -45,7 +45,8 @@ beforeAll(async () => {
   core = cluster.kubeConfig.makeApiClient(CoreV1Api);
   apps = cluster.kubeConfig.makeApiClient(AppsV1Api);
   custom = cluster.kubeConfig.makeApiClient(CustomObjectsApi);
-  await core.createNamespace({ body: { metadata: { name: namespace } } });
+  // As the operator makes a team's namespace: its rights there, and nowhere else.
+  teamNamespaceAsTheOperatorMakesIt(cluster, namespace);
   const operatorKubeConfig = new KubeConfig();
   operatorKubeConfig.loadFromFile(operatorKubeconfigFromChart(cluster, cluster.workDir));
   // Nothing answers at a KWOK Pod's IP: each read of the agent gives up soon.

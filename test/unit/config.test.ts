@@ -72,6 +72,23 @@ describe('file share settings (cluster mode)', () => {
   });
 });
 
+describe('the binding of the operator\'s rights in team namespaces (cluster mode)', () => {
+  const cluster = { CLOUDPLANE_STORE: 'kubernetes' };
+
+  it('binds nothing unless told which ClusterRole to bind to which ServiceAccount', () => {
+    expect(loadConfig(cluster).kubernetes?.teamNamespaceBinding).toBeUndefined();
+    expect(loadConfig({ ...cluster, CLOUDPLANE_TEAM_NAMESPACE_ROLE: 'cp-cloudplane-team-namespace', CLOUDPLANE_SERVICE_ACCOUNT_NAME: 'cp-cloudplane' }).kubernetes?.teamNamespaceBinding).toEqual({
+      clusterRole: 'cp-cloudplane-team-namespace',
+      serviceAccount: 'cp-cloudplane',
+    });
+  });
+
+  it('refuses one without the other', () => {
+    expect(() => loadConfig({ ...cluster, CLOUDPLANE_TEAM_NAMESPACE_ROLE: 'cp-cloudplane-team-namespace' })).toThrow(/go together/);
+    expect(() => loadConfig({ ...cluster, CLOUDPLANE_SERVICE_ACCOUNT_NAME: 'cp-cloudplane' })).toThrow(/go together/);
+  });
+});
+
 describe('S3 settings of the bucket driver s3', () => {
   it('defaults to AWS in us-east-1, virtual-hosted, prefix cp, the SDK chain for credentials', () => {
     expect(loadConfig({}).s3).toEqual({ endpoint: undefined, region: 'us-east-1', credentials: undefined, forcePathStyle: false, bucketPrefix: 'cp' });

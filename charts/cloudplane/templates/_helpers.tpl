@@ -26,6 +26,11 @@ app.kubernetes.io/version: {{ .Chart.AppVersion | quote }}
 app.kubernetes.io/managed-by: {{ .Release.Service }}
 {{- end -}}
 
+{{/* The ClusterRole of the operator's rights in a team namespace: bound there by the operator, never cluster-wide. */}}
+{{- define "cloudplane.teamNamespaceRole" -}}
+{{- printf "%s-team-namespace" (include "cloudplane.fullname" .) -}}
+{{- end -}}
+
 {{- define "cloudplane.serviceAccountName" -}}
 {{- default (include "cloudplane.fullname" .) .Values.serviceAccount.name -}}
 {{- end -}}

@@ -25,7 +25,7 @@ import type { FileShareDesired, FileShareDriver, FileShareOutputs } from '../sto
 import type { DriverHealth, ExternalRecord, Managed, Observation, Step } from '../types';
 import { AppliedObjects, holdsDesired, ObjectHeader } from './applied';
 import { madeFor, managedLabels, ownerReferencesOf, Placement, placementOf } from './objects';
-import { Changed, watchMade } from './made-watch';
+import { Changed, MadeWatchOptions, watchMade } from './made-watch';
 
 const DEFAULT_POLL_MS = 2_000;
 /** How long a refused expansion to a size waits before it is asked again. */
@@ -33,7 +33,7 @@ export const REFUSAL_RETRY_MS = 60_000;
 /** The API server's answers to a refused change of a claim: forbidden by admission, invalid. */
 const REFUSALS = [403, 422];
 
-export interface FileShareClaimDriverOptions {
+export interface FileShareClaimDriverOptions extends MadeWatchOptions {
   kubeConfig: KubeConfig;
   systemNamespace: string;
   logger: Logger;
@@ -83,7 +83,7 @@ export class FileShareClaimDriver implements FileShareDriver {
 
   /** Claims changed by others (bound, resized, deleted by hand) are looked at at once. */
   watchMade(changed: Changed): () => void {
-    return watchMade(this.o.kubeConfig, this.o.systemNamespace, this.o.logger, ['persistentvolumeclaims'], changed);
+    return watchMade(this.o, ['persistentvolumeclaims'], changed);
   }
 
   async observe(share: Share): Promise<Observation<FileShareOutputs, null>> {

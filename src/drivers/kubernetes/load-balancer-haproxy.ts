@@ -37,10 +37,10 @@ import {
   podSelector,
 } from './haproxy-manifests';
 import { madeFor, Placement, placementOf } from './objects';
-import { Changed, watchMade } from './made-watch';
+import { Changed, MadeWatchOptions, watchMade } from './made-watch';
 import { isAvailable, isServing, podBaseUrl, selectorOf, stalledRollout } from './deployed-pods';
 
-export interface HaproxyLoadBalancerDriverOptions {
+export interface HaproxyLoadBalancerDriverOptions extends MadeWatchOptions {
   kubeConfig: KubeConfig;
   /** The operator's own namespace: the system team's (see namespaceOfTeam). */
   systemNamespace: string;
@@ -89,9 +89,14 @@ export class HaproxyLoadBalancerDriver implements LoadBalancerDriver {
     this.progressPollMs = o.progressPollMs ?? DEFAULT_PROGRESS_POLL_MS;
   }
 
-  /** The three objects changed by others (deleted or edited by hand, the Service given its address) are looked at at once. */
+  /**
+   * The Deployment and Service changed by others (deleted or edited by hand, the Service
+   * given its address) are looked at at once. The ConfigMap is not watched: a hand edit of
+   * the generated configuration changes no status and the resync puts it back, and a watch
+   * less per team namespace is worth more than that promptness.
+   */
   watchMade(changed: Changed): () => void {
-    return watchMade(this.o.kubeConfig, this.o.systemNamespace, this.o.logger, ['deployments', 'services', 'configmaps'], changed);
+    return watchMade(this.o, ['deployments', 'services'], changed);
   }
 
   async observe(resource: Managed<LoadBalancerDesired>): Promise<Observation<LoadBalancerOutputs, BackendHealth[]>> {

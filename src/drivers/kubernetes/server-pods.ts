@@ -40,7 +40,7 @@ import type { DriverHealth, ExternalRecord, Managed, Observation, Step } from '.
 import { callApi, madeFor, managedMetadata, Placement, placementOf } from './objects';
 import { objectName } from '../../store/kubernetes/names';
 import { podProgress } from './pod-status';
-import { Changed, watchMade } from './made-watch';
+import { Changed, MadeWatchOptions, watchMade } from './made-watch';
 import { DEFAULT_PLAN_RESOURCES, DEFAULT_SERVER_IMAGES, Resolved, resolveServer, ServerImageCatalog, ServerPlanResources } from './server-catalog';
 
 export const SERVER_CONTAINER = 'server';
@@ -49,7 +49,7 @@ export const PLAN_ANNOTATION = 'cloudplane.dev/plan';
 export const DEFAULT_START_TIMEOUT_MS = 300_000;
 const DEFAULT_POLL_MS = 2_000;
 
-export interface PodServerDriverOptions {
+export interface PodServerDriverOptions extends MadeWatchOptions {
   kubeConfig: KubeConfig;
   /** The namespace of service-wide data; teams map to namespaces as the store maps them. */
   systemNamespace: string;
@@ -133,7 +133,7 @@ export class PodServerDriver implements ServerDriver {
 
   /** Servers' Pods changed by others (deleted by hand, evicted) are looked at at once. */
   watchMade(changed: Changed): () => void {
-    return watchMade(this.o.kubeConfig, this.o.systemNamespace, this.o.logger, ['pods'], changed);
+    return watchMade(this.o, ['pods'], changed);
   }
 
   constructor(private readonly o: PodServerDriverOptions) {

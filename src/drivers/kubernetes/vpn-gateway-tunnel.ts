@@ -49,10 +49,10 @@ import {
   wireguardPublicKey,
 } from './vpn-gateway-manifests';
 import { madeFor, Placement, placementOf } from './objects';
-import { Changed, watchMade } from './made-watch';
+import { Changed, MadeWatchOptions, watchMade } from './made-watch';
 import { isAvailable, isServing, podBaseUrl, selectorOf, stalledRollout } from './deployed-pods';
 
-export interface VpnGatewayTunnelDriverOptions {
+export interface VpnGatewayTunnelDriverOptions extends MadeWatchOptions {
   kubeConfig: KubeConfig;
   /** The operator's own namespace: the system team's (see namespaceOfTeam). */
   systemNamespace: string;
@@ -103,7 +103,7 @@ export class VpnGatewayTunnelDriver implements VpnGatewayDriver {
 
   /** The three objects changed by others (deleted or edited by hand, the Service given its address) are looked at at once. */
   watchMade(changed: Changed): () => void {
-    return watchMade(this.o.kubeConfig, this.o.systemNamespace, this.o.logger, ['deployments', 'services', 'secrets'], changed);
+    return watchMade(this.o, ['deployments', 'services', 'secrets'], changed);
   }
 
   async observe(resource: Managed<VpnGatewayDesired>): Promise<Observation<VpnGatewayOutputs, TunnelStats>> {

@@ -8,17 +8,22 @@
  * listed here, or refused with a 403, fails them. Each call site names its entry in a
  * comment (`API call: <entry>`); a new call needs its entry here and its rule in the chart.
  *
- * Where a call goes decides which kind of grant it needs:
- * - `cluster`: a cluster-scoped resource, or a list or watch across every namespace (a ClusterRole);
- * - `team-namespaces`: a namespaced call into a team's namespace, which the operator
- *   creates at runtime and so cannot be named in a Role (a ClusterRole; the store also
- *   keeps its own records and secrets this way in the system namespace);
+ * Where a call goes decides which grant holds it (docs/architecture.md, "RBAC"):
+ * - `cluster`: the operator's ClusterRole, bound cluster-wide: cluster-scoped resources (the
+ *   namespaces it makes, the RoleBinding that gives it its rights in each), and the list and
+ *   watch of its own custom resources across namespaces. Nothing of anyone else's: no
+ *   Secret, Pod or Deployment of any namespace;
+ * - `team-namespaces`: the team-namespace ClusterRole, which the chart ships without
+ *   binding it cluster-wide: the operator binds it to itself by a RoleBinding in each team
+ *   namespace it makes (store/kubernetes/team-namespaces.ts), and the chart binds it in the
+ *   system namespace, where the store keeps its own records and secrets. Lists and watches
+ *   here are per namespace (store/kubernetes/namespaced-watches.ts);
  * - `system-namespace`: only ever in the operator's own namespace (a Role there).
  */
 import { families } from '../../resources/registry';
 import { GROUP } from './names';
 
-export type Verb = 'get' | 'list' | 'watch' | 'create' | 'update' | 'patch' | 'delete';
+export type Verb = 'get' | 'list' | 'watch' | 'create' | 'update' | 'patch' | 'delete' | 'bind';
 export type Scope = 'cluster' | 'team-namespaces' | 'system-namespace';
 
 export interface ApiCall {
@@ -35,6 +40,8 @@ export interface ApiCall {
    * admitting another (so no audit line shows it): why it is needed.
    */
   checkedBy?: string;
+  /** Granted for the team-namespace ClusterRole alone (`resourceNames`), not for every object of the resource. */
+  teamNamespaceRoleOnly?: boolean;
 }
 
 /** The plural names of the custom resources the store keeps (one CRD each). */
@@ -50,7 +57,7 @@ const CREATED_BY_APPLY = 'server-side apply of an object that is not there yet: 
 export function kubernetesApiCalls(): ApiCall[] {
   const plurals = customResourcePlurals();
   return [
-    // The store (src/store/kubernetes/store.ts): a cache of every kind, watched across namespaces.
+    // The store (src/store/kubernetes/store.ts): a cache of every kind of its own, watched across namespaces.
     { entry: 'store: custom resources, watched', group: GROUP, resources: plurals, verbs: ['list', 'watch'], scope: 'cluster' },
     // get is a fresh read before a delete and after a conflict; update is a replace with a resourceVersion precondition (finalizers, labels, spec).
     { entry: 'store: custom resources, written', group: GROUP, resources: plurals, verbs: ['get', 'create', 'update', 'delete'], scope: 'team-namespaces' },
@@ -64,16 +71,31 @@ export function kubernetesApiCalls(): ApiCall[] {
       checkedBy:
         'the OwnerReferencesPermissionEnforcement admission plugin (on in OpenShift and other hardened clusters): an object whose ownerReference sets blockOwnerDeletion may be written only by who may update its owner\'s finalizers',
     },
-    // A team's namespace is made the first time the store writes into it; the operator never reads, changes or deletes a namespace.
+    // A team's namespace is made the first time the store writes into it, labelled as the operator's; never changed or deleted.
     { entry: 'store: team namespaces, created', group: '', resources: ['namespaces'], verbs: ['create'], scope: 'cluster' },
-    // The store's secrets (labelled) and what the drivers made (managed-by label), watched across namespaces.
-    { entry: 'store and drivers: secrets, watched', group: '', resources: ['secrets'], verbs: ['list', 'watch'], scope: 'cluster' },
+    // The namespaces it made (by their label), watched: each gets its RoleBinding (also those made before an upgrade), and its watches start and stop with it.
+    { entry: 'team namespaces: the operator\'s, watched', group: '', resources: ['namespaces'], verbs: ['list', 'watch'], scope: 'cluster' },
+    // The operator's rights in a team namespace: a RoleBinding there of its ServiceAccount to the team-namespace ClusterRole (409 when made already).
+    { entry: 'team namespaces: the operator\'s RoleBinding, created', group: 'rbac.authorization.k8s.io', resources: ['rolebindings'], verbs: ['create'], scope: 'cluster' },
+    {
+      entry: 'team namespaces: binding the team-namespace ClusterRole',
+      group: 'rbac.authorization.k8s.io',
+      resources: ['clusterroles'],
+      verbs: ['bind'],
+      scope: 'cluster',
+      teamNamespaceRoleOnly: true,
+      checkedBy: 'RBAC\'s escalation check on the RoleBinding\'s create: binding a role needs bind on it (or holding its rights there already), and the operator may bind this one alone',
+    },
+    // Whether a new RoleBinding is in effect yet (the authorizer lags its write), before any call into the namespace.
+    { entry: 'team namespaces: the operator\'s rights, checked in effect', group: 'authorization.k8s.io', resources: ['selfsubjectaccessreviews'], verbs: ['create'], scope: 'cluster' },
+    // The store's secrets (labelled) and what the drivers made (managed-by label), watched in each team namespace.
+    { entry: 'store and drivers: secrets, watched', group: '', resources: ['secrets'], verbs: ['list', 'watch'], scope: 'team-namespaces' },
     // The store's secrets (create, replace, delete; get after a conflict); VPN agents' configuration (server-side apply); load balancers' certificates (get).
     { entry: 'store and drivers: secrets, written', group: '', resources: ['secrets'], verbs: ['get', 'create', 'update', 'patch', 'delete'], scope: 'team-namespaces' },
     // Leader election (src/controllers/leader-election.ts): one Lease, read, created once, renewed and handed over by replace.
     { entry: 'leader election: the Lease', group: 'coordination.k8s.io', resources: ['leases'], verbs: ['get', 'create', 'update'], scope: 'system-namespace' },
     // Servers' Pods (src/drivers/kubernetes/server-pods.ts) and, watched, every Pod the drivers made.
-    { entry: 'drivers: Pods, watched', group: '', resources: ['pods'], verbs: ['list', 'watch'], scope: 'cluster' },
+    { entry: 'drivers: Pods, watched', group: '', resources: ['pods'], verbs: ['list', 'watch'], scope: 'team-namespaces' },
     // Servers' Pods made, read and deleted; Jobs', load balancers' and VPN agents' Pods listed (exit codes, stats, agent status).
     { entry: 'drivers: Pods', group: '', resources: ['pods'], verbs: ['get', 'list', 'create', 'delete'], scope: 'team-namespaces' },
     // Cloud jobs (src/drivers/kubernetes/jobs.ts).
@@ -87,10 +109,11 @@ export function kubernetesApiCalls(): ApiCall[] {
     { entry: 'backup driver: VolumeSnapshots', group: 'snapshot.storage.k8s.io', resources: ['volumesnapshots'], verbs: ['get', 'create', 'delete'], scope: 'team-namespaces' },
     { entry: 'job driver: Pod logs', group: '', resources: ['pods/log'], verbs: ['get'], scope: 'team-namespaces' },
     // Load balancers on HAProxy and VPN gateways' agents (src/drivers/kubernetes/applied.ts), file shares' claims.
-    { entry: 'drivers: applied objects, watched', group: '', resources: ['configmaps', 'services', 'persistentvolumeclaims'], verbs: ['list', 'watch'], scope: 'cluster' },
+    // Watched: Services (given an address) and claims (bound); a ConfigMap's hand edit is left to the resync.
+    { entry: 'drivers: applied objects, watched', group: '', resources: ['services', 'persistentvolumeclaims'], verbs: ['list', 'watch'], scope: 'team-namespaces' },
     { entry: 'drivers: applied objects', group: '', resources: ['configmaps', 'services', 'persistentvolumeclaims'], verbs: APPLIED, scope: 'team-namespaces' },
     { entry: 'drivers: applied objects, created by apply', group: '', resources: ['configmaps', 'services', 'persistentvolumeclaims'], verbs: ['create'], scope: 'team-namespaces', checkedBy: CREATED_BY_APPLY },
-    { entry: 'drivers: Deployments, watched', group: 'apps', resources: ['deployments'], verbs: ['list', 'watch'], scope: 'cluster' },
+    { entry: 'drivers: Deployments, watched', group: 'apps', resources: ['deployments'], verbs: ['list', 'watch'], scope: 'team-namespaces' },
     { entry: 'drivers: Deployments', group: 'apps', resources: ['deployments'], verbs: APPLIED, scope: 'team-namespaces' },
     { entry: 'drivers: Deployments, created by apply', group: 'apps', resources: ['deployments'], verbs: ['create'], scope: 'team-namespaces', checkedBy: CREATED_BY_APPLY },
     // Connection details (src/controllers/connection-details.ts): the Secret a resource's spec names, found by its label, written, withdrawn.

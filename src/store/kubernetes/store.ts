@@ -34,6 +34,8 @@ import { sameJson } from '../../lib/canonical-json';
 import { onlyOutboxDiffers } from '../outbox-only';
 import { httpCode } from './http-code';
 import { TeamPartition } from '../team-partition';
+import { NamespacedWatches } from './namespaced-watches';
+import { TeamNamespaceBinding, TeamNamespaces } from './team-namespaces';
 import { orphansOnDelete } from '../../resources/transitions';
 import {
   API_VERSION,
@@ -41,7 +43,6 @@ import {
   FINALIZER,
   GROUP,
   ID_LABEL,
-  MANAGED_BY,
   namespaceOfTeam,
   objectName,
   PAUSED_ANNOTATION,
@@ -72,6 +73,13 @@ export interface KubernetesStoreOptions {
   watchSilenceLimitMs?: number;
   /** Objects per page of a (re)list (paged-list.ts); tests shorten it. */
   listPageSize?: number;
+  /**
+   * The team namespaces and the watches in them, shared with the drivers (one watch per
+   * collection and namespace for all); made here when not given. The store starts and stops them.
+   */
+  watches?: NamespacedWatches;
+  /** Whom to bind in the namespaces the store makes, when it makes `watches` itself (team-namespaces.ts). */
+  teamNamespaceBinding?: TeamNamespaceBinding;
 }
 
 interface SecretEntry {
@@ -83,7 +91,6 @@ interface SecretEntry {
 
 type Raw = KubeObject & { spec?: Record<string, unknown>; status?: Record<string, unknown> };
 
-const SECRET_LABEL = MANAGED_BY;
 /** The garbage collector's finalizer of a deletion that orphans the dependents. */
 const ORPHAN_FINALIZER = 'orphan';
 
@@ -101,7 +108,11 @@ export class KubernetesStore implements Store {
   private readonly secrets = new SecretTable<SecretEntry>();
   private readonly listeners = new Set<WatchListener>();
   private readonly watchers: CollectionWatcher[] = [];
-  private readonly knownNamespaces = new Set<string>();
+  /** The team namespaces (made on a first write) and the store's secrets, watched in each. */
+  private readonly watches: NamespacedWatches;
+  private stopSecrets: (() => void) | null = null;
+  /** Set once the secrets of every team namespace known at the start were listed; a namespace made later starts empty. */
+  private secretsListed = false;
   /**
    * `kind/team/id` of objects this store is creating: the watch may bring one in before
    * its status (a second write) is there, and until then it is no one's to see.
@@ -133,6 +144,14 @@ export class KubernetesStore implements Store {
     this.core = o.kubeConfig.makeApiClient(CoreV1Api);
     this.watchClient = new Watch(o.kubeConfig);
     this.indexes = new ListIndexes(o.listed);
+    const timing = { logger: o.logger, watchSilenceLimitMs: o.watchSilenceLimitMs };
+    this.watches =
+      o.watches ??
+      new NamespacedWatches(new TeamNamespaces({ kubeConfig: o.kubeConfig, systemNamespace: o.systemNamespace, binding: o.teamNamespaceBinding, ...timing }), {
+        kubeConfig: o.kubeConfig,
+        listPageSize: o.listPageSize,
+        ...timing,
+      });
     for (const info of o.kinds) {
       this.kinds.set(info.kind, info);
       this.objects.set(info.kind, new TeamPartition(teamOfKey));
@@ -142,8 +161,9 @@ export class KubernetesStore implements Store {
   }
 
   // API call: store: custom resources, watched
-  // API call: store and drivers: secrets, watched
   async start(): Promise<void> {
+    // The team namespaces first: the operator's rights there are in effect before any call into one.
+    await this.watches.namespaces.start();
     for (const info of this.kinds.values()) {
       const watcher = new CollectionWatcher(
         this.watchClient,
@@ -161,48 +181,50 @@ export class KubernetesStore implements Store {
       );
       this.watchers.push(watcher);
     }
-    const secretWatcher = new CollectionWatcher(
-      this.watchClient,
-      {
-        path: '/api/v1/secrets',
-        labelSelector: SECRET_LABEL,
-        list: () => listInPages(this.o.listPageSize, async (query) => (await this.call(() => this.core.listSecretForAllNamespaces({ labelSelector: SECRET_LABEL, ...query }))) as unknown as ListPage),
+    // The store's secrets are labelled; they are watched in each team namespace (and the system one).
+    const secrets = this.watches.follow('secrets', {
+      replace: (namespace, items) => {
+        this.forgetSecretsOf(namespace);
+        for (const item of items) this.upsertSecret(item);
       },
-      {
-        replace: (items) => {
-          this.secrets.clear();
-          for (const key of [...this.tombstones.keys()]) if (key.startsWith('Secret/')) this.tombstones.delete(key);
-          for (const item of items) this.upsertSecret(item);
-        },
-        upsert: (item) => this.upsertSecret(item),
-        remove: (item) => {
-          // The watch is in order and a deletion is an object's last event: no tombstone needed.
-          this.secrets.delete(this.secretKeyOf(item));
-          this.tombstones.delete(`Secret/${this.secretKeyOf(item)}`);
-        },
+      upsert: (item) => this.upsertSecret(item),
+      remove: (item) => {
+        // The watch is in order and a deletion is an object's last event: no tombstone needed.
+        this.secrets.delete(this.secretKeyOf(item));
+        this.tombstones.delete(`Secret/${this.secretKeyOf(item)}`);
       },
-      this.o.logger,
-      { silenceLimitMs: this.o.watchSilenceLimitMs },
-    );
-    this.watchers.push(secretWatcher);
-    // Each watcher's start resolves after its first list: the cache is complete before serving.
-    await Promise.all(this.watchers.map((w) => w.start()));
+      forget: (namespace) => this.forgetSecretsOf(namespace),
+    });
+    this.stopSecrets = secrets.stop;
+    // Each watch's start resolves after its first list: the cache is complete before serving.
+    await Promise.all([...this.watchers.map((w) => w.start()), secrets.ready.then(() => (this.secretsListed = true))]);
   }
 
   async stop(): Promise<void> {
     for (const watcher of this.watchers) watcher.stop();
+    this.stopSecrets?.();
+    this.watches.stop();
+    this.watches.namespaces.stop();
     this.listeners.clear();
   }
 
+  /** Drops what is cached of a namespace's secrets (it was relisted, or it is gone), and their tombstones. */
+  private forgetSecretsOf(namespace: string): void {
+    const team = teamOfNamespace(namespace, this.o.systemNamespace);
+    for (const key of this.secrets.keysOf(team)) this.secrets.delete(key);
+    for (const key of [...this.tombstones.keys()]) if (key.startsWith(`Secret/${team}/`)) this.tombstones.delete(key);
+  }
+
   persistence(): PersistenceState {
-    if (!this.watchers.every((w) => w.hasSynced())) return 'unavailable';
+    if (!this.watchers.every((w) => w.hasSynced()) || !this.secretsListed) return 'unavailable';
     if (this.unreachableSince !== null) return 'stale';
-    return this.watchers.every((w) => w.healthy) ? 'synced' : 'stale';
+    return this.watchers.every((w) => w.healthy) && this.watches.healthy('secrets') ? 'synced' : 'stale';
   }
 
   /** Drops every watch and starts new ones (used after the API server came back). */
   rewatch(): void {
     for (const watcher of this.watchers) watcher.restartNow();
+    this.watches.restart('secrets');
   }
 
   async get<S, St>(kind: string, team: string, id: string): Promise<StoredObject<S, St> | undefined> {
@@ -790,15 +812,10 @@ export class KubernetesStore implements Store {
 
   // --- API server ------------------------------------------------------------------
 
-  // API call: store: team namespaces, created (never read, changed or deleted: see api-calls.ts)
+  /** Makes a team's namespace on its first write, with the operator's rights there (team-namespaces.ts). */
   private async ensureNamespace(namespace: string): Promise<void> {
-    if (this.knownNamespaces.has(namespace)) return;
-    try {
-      await this.call(() => this.core.createNamespace({ body: { metadata: { name: namespace, labels: { 'app.kubernetes.io/managed-by': 'cloudplane' } } } }));
-    } catch (err) {
-      if (httpCode(err) !== 409) throw err;
-    }
-    this.knownNamespaces.add(namespace);
+    if (!this.watches.namespaces.needsMaking(namespace)) return;
+    await this.call(() => this.watches.namespaces.make(namespace));
   }
 
   /**
