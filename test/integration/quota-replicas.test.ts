@@ -4,36 +4,24 @@
  * key-value bucket, so creates sent to both at once take the last place once, a deleted
  * resource frees its place on either, and a revoked API key frees its place at once.
  */
-import { startChildService, ChildService } from '../helpers/child-service';
-import { installCrds, storeEnvFor } from '../helpers/cluster';
-import { KubeApiServer, startKubeApiServer } from '../helpers/kube-apiserver';
-import { eventually, tempDataDir } from '../helpers/service';
-import { NatsServer, startNatsServer } from '../helpers/nats-server';
+import type { ChildService } from '../helpers/child-service';
+import { Install, startReplicas } from '../helpers/replicas';
+import { eventually } from '../helpers/service';
 
 jest.setTimeout(180_000);
 
 const KEY = 'cpk_QuotaReplicas0123456789abcdefghijklmnAB';
 const QUOTA = 3;
-let server: KubeApiServer;
-let nats: NatsServer;
-const replicas: ChildService[] = [];
+let install: Install;
+let replicas: ChildService[];
 
 beforeAll(async () => {
-  [server, nats] = await Promise.all([startKubeApiServer(), startNatsServer()]);
-  await installCrds(server);
-  const env = (name: string) => ({
-    ...storeEnvFor(server),
-    CLOUDPLANE_NATS_URL: nats.url,
-    CLOUDPLANE_SIM_DELAY_MS: '50',
-    CLOUDPLANE_QUOTAS: `load_balancer=${QUOTA},api_key=${QUOTA}`,
-    POD_NAME: `replica-${name}`,
-  });
-  replicas.push(...(await Promise.all(['a', 'b'].map((name) => startChildService({ dataDir: tempDataDir(), key: KEY, startTimeoutMs: 60_000, env: env(name) })))));
+  install = await startReplicas(KEY, { CLOUDPLANE_SIM_DELAY_MS: '50', CLOUDPLANE_QUOTAS: `load_balancer=${QUOTA},api_key=${QUOTA}` });
+  replicas = install.replicas;
 });
 
 afterAll(async () => {
-  await Promise.all(replicas.map((r) => r.stop().catch(() => undefined)));
-  await Promise.all([server?.stop(), nats?.stop()]);
+  await install?.stop();
 });
 
 const create = (replica: ChildService, name: string) => replica.api('POST', '/api/v1/load-balancers', { name, region: 'fra1' });
