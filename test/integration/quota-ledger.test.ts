@@ -16,6 +16,7 @@ import { claimInLedger, ledgerName } from '../../src/resources/quota-ledger';
 import { ApiError } from '../../src/lib/errors';
 import { NatsSharedRecords } from '../../src/store/nats-shared-records';
 import { NatsServer, startNatsServer } from '../helpers/nats-server';
+import { eventually } from '../helpers/service';
 
 const TEAM = 'team_ledger000000000000000';
 const LIMIT = 3;
@@ -108,4 +109,15 @@ test('a deleted resource and a failed create free their places', async () => {
   const failed = await claimInLedger(store, records, rule, TEAM, LIMIT, ['lb_failed']);
   await failed.end(false);
   expect(await create('lb_four')).toBe('created');
+});
+
+test('with NATS gone the records fail at once (no caller waits for a timeout), and serve again once it is back', async () => {
+  await create('lb_one');
+  await nats.kill();
+  // From the client's disconnect on, a call is refused without going out.
+  await eventually(async () => (await records.read(LEDGER).then(() => '', (err: Error) => err.message)) === 'NATS is not connected', 10_000, 50);
+  await expect(claimInLedger(store, records, rule, TEAM, LIMIT, ['lb_two'])).rejects.toThrow('NATS is not connected');
+  await nats.restart();
+  await eventually(async () => (await records.read(LEDGER).then(() => true, () => false)), 30_000, 200);
+  expect(await create('lb_two')).toBe('created');
 });
