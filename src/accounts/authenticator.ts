@@ -48,6 +48,8 @@ const UNKNOWN_KEY_TTL_MS = 5_000;
  */
 const LAST_USED_RESOLUTION_MS = 60_000;
 const LAST_USED_WRITE_ATTEMPTS = 3;
+/** How long an issue waits to see a key another replica created under the same derived id. */
+const SEEN_WAIT_MS = 10_000;
 
 export interface NewKeyOptions {
   scope?: KeyScope;
@@ -112,7 +114,7 @@ export class ApiKeyAuthenticator {
     try {
       key = (await this.writer.create(apiKeyFamily, team, spec, actor, id)) as ApiKey;
     } catch (err) {
-      const made = id && err instanceof AlreadyExistsError ? await this.store.get(apiKeyFamily.kind, team, id) : undefined;
+      const made = id && err instanceof AlreadyExistsError ? await this.untilSeen(team, id, SEEN_WAIT_MS) : undefined;
       if (!made) throw err;
       key = made as ApiKey;
     }
@@ -120,6 +122,18 @@ export class ApiKeyAuthenticator {
     this.byHash.set(hash, { team, keyId: key.meta.id, hash });
     this.unknown.delete(hash);
     return { key, token };
+  }
+
+  /**
+   * The key another replica created, once this one's watch has brought it: its create is
+   * refused at once, while the record reaches this cache moments later.
+   */
+  private async untilSeen(team: string, id: string, waitMs: number): Promise<ApiKey | undefined> {
+    for (const giveUpAt = Date.now() + waitMs; ; ) {
+      const key = await this.store.get<ApiKey['spec'], ApiKey['status']>(apiKeyFamily.kind, team, id);
+      if (key || Date.now() >= giveUpAt) return key as ApiKey | undefined;
+      await new Promise((resolve) => setTimeout(resolve, 100));
+    }
   }
 
   async revoke(team: string, keyId: string, actor: string): Promise<ApiKey> {
