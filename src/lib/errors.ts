@@ -17,7 +17,12 @@ export class ApiError extends Error {
     /** Problems beyond `details`, counted only (validationFailed). */
     readonly moreDetails = 0,
   ) {
+    // An answer, not a fault: no stack to capture. A key refused hundreds of times a second
+    // (429) otherwise spends a stack walk on each refusal.
+    const stackTraceLimit = Error.stackTraceLimit;
+    Error.stackTraceLimit = 0;
     super(message);
+    Error.stackTraceLimit = stackTraceLimit;
     this.name = 'ApiError';
   }
 }
