@@ -13,10 +13,10 @@ import { resultOfWorker } from './report';
 
 export interface ProbeOptions {
   url: string;
-  /** One key for reads, one for creates and one for following them, so that the quiet team stays inside its per-key rate limit. */
-  readKey: string;
+  /** Keys taken in turn for reads, for creates and for following them, so that the quiet team stays inside its per-key rate limit. */
+  readKeys: string[];
   writeKey: string;
-  pollKey: string;
+  pollKeys: string[];
   loadBalancerId: string;
   jobId: string;
   durationMs: number;
@@ -41,10 +41,15 @@ export interface ProbeResult {
   /** Every `meta.provider` state the quiet team's answers carried, with how often. */
   provider_states: Record<string, number>;
   created_ids: string[];
+  /** Every latency measured, in microseconds, so that phases can be pooled (the two alone phases make one baseline). */
+  samples_us: Record<Measure, number[]>;
 }
 
-const GET_EVERY_MS = 100;
-const CREATE_EVERY_MS = 1000;
+export type Measure = 'get_one' | 'create' | 'create_to_running';
+
+/** Often enough for a p99 that rests on a few dozen samples, not on the two worst of a phase. */
+export const GET_EVERY_MS = 25;
+export const CREATE_EVERY_MS = 250;
 const JOB_READ_EVERY_MS = 1000;
 /** A create is polled every 50 ms at first, then less often (up to every 500 ms), so that a slow one cannot spend the poll key's rate limit. */
 const POLL_FIRST_MS = 50;
@@ -59,6 +64,12 @@ export function runQuietProbe(options: ProbeOptions): Promise<ProbeResult> {
 
 const sleep = (ms: number) => new Promise((resolve) => setTimeout(resolve, ms));
 const newHistogram = () => createHistogram({ lowest: 1, highest: 600_000_000, figures: 3 });
+/** Percentiles of latencies in microseconds. */
+export function percentilesOf(samplesUs: number[]): Percentiles {
+  const h = newHistogram();
+  for (const us of samplesUs) h.record(us);
+  return percentiles(h);
+}
 const percentiles = (h: RecordableHistogram): Percentiles => ({
   count: h.count,
   p50_ms: h.count ? Math.round(h.percentile(50) / 10) / 100 : 0,
@@ -67,14 +78,18 @@ const percentiles = (h: RecordableHistogram): Percentiles => ({
 });
 
 async function probe(o: ProbeOptions): Promise<ProbeResult> {
-  const getOne = newHistogram();
-  const create = newHistogram();
-  const toRunning = newHistogram();
+  const samples: Record<Measure, number[]> = { get_one: [], create: [], create_to_running: [] };
   const refused: Record<string, number> = {};
   const providerStates: Record<string, number> = {};
   const createdIds: string[] = [];
   let notRunning = 0;
   const end = Date.now() + o.durationMs;
+  const inTurn = (keys: string[]) => {
+    let n = 0;
+    return () => keys[(n += 1) % keys.length];
+  };
+  const readKey = inTurn(o.readKeys);
+  const pollKey = inTurn(o.pollKeys);
 
   const call = async (key: string, method: string, urlPath: string, body?: unknown) => {
     const started = performance.now();
@@ -99,15 +114,15 @@ async function probe(o: ProbeOptions): Promise<ProbeResult> {
 
   const reads = (async () => {
     for (let next = Date.now(); Date.now() < end; next += GET_EVERY_MS) {
-      const r = await call(o.readKey, 'GET', `/api/v1/load-balancers/${o.loadBalancerId}`);
-      if (r.status === 200) getOne.record(r.us);
+      const r = await call(readKey(), 'GET', `/api/v1/load-balancers/${o.loadBalancerId}`);
+      if (r.status === 200) samples.get_one.push(r.us);
       await sleep(Math.max(0, next + GET_EVERY_MS - Date.now()));
     }
   })();
 
   const jobReads = (async () => {
     while (Date.now() < end) {
-      await call(o.readKey, 'GET', `/api/v1/jobs/${o.jobId}`);
+      await call(readKey(), 'GET', `/api/v1/jobs/${o.jobId}`);
       await sleep(JOB_READ_EVERY_MS);
     }
   })();
@@ -118,9 +133,9 @@ async function probe(o: ProbeOptions): Promise<ProbeResult> {
     const deadline = Date.now() + FOLLOW_TIMEOUT_MS;
     let poll = POLL_FIRST_MS;
     while (Date.now() < deadline) {
-      const r = await call(o.pollKey, 'GET', `/api/v1/load-balancers/${id}`);
+      const r = await call(pollKey(), 'GET', `/api/v1/load-balancers/${id}`);
       if (r.json.data?.status === 'running') {
-        toRunning.record(Math.max(1, Math.round((performance.now() - startedAt) * 1000)));
+        samples.create_to_running.push(Math.max(1, Math.round((performance.now() - startedAt) * 1000)));
         return;
       }
       await sleep(poll);
@@ -133,7 +148,7 @@ async function probe(o: ProbeOptions): Promise<ProbeResult> {
       const startedAt = performance.now();
       const r = await call(o.writeKey, 'POST', '/api/v1/load-balancers', { name: `quiet-${Date.now()}-${n}`, region: o.region });
       if (r.status === 201 && r.json.data?.id) {
-        create.record(r.us);
+        samples.create.push(r.us);
         createdIds.push(r.json.data.id);
         follows.push(follow(r.json.data.id, startedAt));
       }
@@ -144,13 +159,14 @@ async function probe(o: ProbeOptions): Promise<ProbeResult> {
   await Promise.all([reads, jobReads, creates]);
   await Promise.all(follows);
   return {
-    get_one: percentiles(getOne),
-    create: percentiles(create),
-    create_to_running: percentiles(toRunning),
+    get_one: percentilesOf(samples.get_one),
+    create: percentilesOf(samples.create),
+    create_to_running: percentilesOf(samples.create_to_running),
     refused,
     not_running: notRunning,
     provider_states: providerStates,
     created_ids: createdIds,
+    samples_us: samples,
   };
 }
 
