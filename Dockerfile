@@ -1,7 +1,7 @@
 # Cloudplane operator image: built once in a full stage, shipped with only the compiled
 # code and production dependencies, run as a non-root user. The same image runs the VPN
 # agent (`node dist/src/main.js vpn-agent`) in each gateway's own Deployment, which is why
-# it carries WireGuard and strongSwan (docs/architecture.md, "VPN agent").
+# it carries WireGuard and strongSwan (docs/architecture/vpn.md, "The VPN agent").
 
 # wireguard-go, the userspace WireGuard for nodes whose kernel has no WireGuard module, at
 # the pseudo-version scripts/ensure-vpn-tools.sh pins for the tests (one place for it).

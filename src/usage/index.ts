@@ -1,5 +1,5 @@
 /**
- * Usage metering (docs/api.md, Usage; docs/architecture.md, Usage metering). Every replica
+ * Usage metering (docs/api.md, Usage; docs/architecture/usage.md). Every replica
  * counts the requests it serves and flushes them; the leader also records resource
  * intervals from the bus, counts the deliveries its dispatcher makes, and watches the
  * teams' thresholds.

@@ -7,7 +7,7 @@
  * controller-runtime's Owns()). A watch that cannot be had (RBAC, the API server away)
  * retries on its own and costs only that promptness: the resync still repairs.
  *
- * The operator may watch only in the namespaces it made (docs/architecture.md, "RBAC"), so
+ * The operator may watch only in the namespaces it made (docs/architecture/cluster-mode.md, "RBAC"), so
  * each collection is watched per team namespace, on the watches the store's secrets use
  * (store/kubernetes/namespaced-watches.ts): a collection two drivers follow is one watch.
  */

@@ -8,7 +8,7 @@
  * listed here, or refused with a 403, fails them. Each call site names its entry in a
  * comment (`API call: <entry>`); a new call needs its entry here and its rule in the chart.
  *
- * Where a call goes decides which grant holds it (docs/architecture.md, "RBAC"):
+ * Where a call goes decides which grant holds it (docs/architecture/cluster-mode.md, "RBAC"):
  * - `cluster`: the operator's ClusterRole, bound cluster-wide: cluster-scoped resources (the
  *   namespaces it makes, the RoleBinding that gives it its rights in each), and the list and
  *   watch of its own custom resources across namespaces. Nothing of anyone else's: no

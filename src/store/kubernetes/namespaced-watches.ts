@@ -6,7 +6,7 @@
  * namespace is known and stopped when it goes; only what carries the managed-by label.
  *
  * The price is a watch per collection per team namespace where one across namespaces did
- * (docs/architecture.md, "RBAC"): each is an idle HTTP/2 stream until something changes.
+ * (docs/architecture/cluster-mode.md, "RBAC"): each is an idle HTTP/2 stream until something changes.
  */
 import { AppsV1Api, CoreV1Api, KubeConfig, Watch } from '@kubernetes/client-node';
 import type { Logger } from 'pino';

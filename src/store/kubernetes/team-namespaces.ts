@@ -3,7 +3,7 @@
  * team's resources are made of (Secrets, Pods, Jobs, Deployments...) are a ClusterRole the
  * chart ships without binding it cluster-wide: the operator binds it to its own
  * ServiceAccount, by a RoleBinding, in each namespace it makes, and so holds them there and
- * nowhere else (docs/architecture.md, "RBAC").
+ * nowhere else (docs/architecture/cluster-mode.md, "RBAC").
  *
  * It knows its namespaces by the label it puts on them, watched: one made by another
  * replica, or before the operator bound itself (an upgrade), gets its RoleBinding when
