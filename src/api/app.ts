@@ -9,7 +9,8 @@
  * Only the routes that set cookies (sign-in, the session) are in contexts that handle them
  * (api/cookies.ts); every other answer pays nothing for cookies.
  */
-import Fastify, { FastifyBaseLogger, FastifyInstance } from 'fastify';
+import Fastify, { FastifyBaseLogger } from 'fastify';
+import type { ApiApp, TypeBoxTypeProvider } from './api-app';
 import swagger from '@fastify/swagger';
 import type { ApiContext } from './context';
 import { clientErrorHandlerFor, refuseHostless, registerErrorHandler, registerNotFoundHandler, sendFrameworkError } from './plugins/errors';
@@ -48,9 +49,9 @@ export interface AppOptions {
  */
 const checkingIntervalFor = (http: HttpConfig) => Math.min(1000, Math.max(10, Math.floor(Math.min(http.headersTimeoutMs, http.requestTimeoutMs) / 4)));
 
-export async function buildApp(ctx: ApiContext, options: AppOptions = {}): Promise<FastifyInstance> {
+export async function buildApp(ctx: ApiContext, options: AppOptions = {}): Promise<ApiApp> {
   const { http } = ctx.config;
-  const app: FastifyInstance = Fastify({
+  const app: ApiApp = Fastify({
     loggerInstance: ctx.logger as FastifyBaseLogger,
     genReqId: (request) => requestIdOf(request.headers['x-request-id']),
     // A request's child logger only binds its id for the lines it writes: with logging off
@@ -73,7 +74,7 @@ export async function buildApp(ctx: ApiContext, options: AppOptions = {}): Promi
     // A path that is not valid percent-encoding never reaches a route: answer it in the envelope.
     frameworkErrors: (err, request, reply) => sendFrameworkError(ctx, err, request, reply),
     schemaErrorFormatter,
-  });
+  }).withTypeProvider<TypeBoxTypeProvider>();
   app.server.maxConnections = http.maxConnections;
   limitConnections(app.server, { maxPerAddress: http.maxConnectionsPerAddress, firstRequestTimeoutMs: http.firstRequestTimeoutMs });
 

@@ -4,7 +4,7 @@
  * provider), and the identity provider's redirect flow (src/accounts/oidc.ts). Each makes a
  * session and sets its cookie; everything after that goes to /api/v1 with the cookie.
  */
-import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
+import type { FastifyReply, FastifyRequest } from 'fastify';
 import type { ApiContext } from './context';
 import { send } from './envelope';
 import { ApiError, notFound } from '../lib/errors';
@@ -14,10 +14,20 @@ import { cookieOptions, setSessionCookie, viewOfSession } from './routes/session
 import { apiKeyFamily, userFamily, ApiKey, User } from '../resources/accounts';
 import { FLOW_COOKIE, FLOW_LIFETIME_MS, OidcSignIn, sameOriginPath, SignInError } from '../accounts/oidc';
 import { activeUsersByEmail } from '../accounts/sessions';
+import type { ApiApp } from './api-app';
 
 const hidden = { hide: true };
 
-export function registerAuthRoutes(app: FastifyInstance, ctx: ApiContext): void {
+/**
+ * The query string as the browser brought it: these hidden routes take whatever the
+ * identity provider adds to the callback, so they read it as sent, not through a schema.
+ */
+function queryOf(request: FastifyRequest): URLSearchParams {
+  const at = request.url.indexOf('?');
+  return new URLSearchParams(at < 0 ? '' : request.url.slice(at + 1));
+}
+
+export function registerAuthRoutes(app: ApiApp, ctx: ApiContext): void {
   // Per client address: these routes have no key to count by, and one of them checks keys.
   const limiter = new RateLimiter(ctx.config.rateLimitPerMinute);
   const limit = { onRequest: async (request: FastifyRequest, reply: FastifyReply) => applyRateLimit(limiter, request, reply) };
@@ -58,7 +68,7 @@ export function registerAuthRoutes(app: FastifyInstance, ctx: ApiContext): void 
     schema: hidden,
     handler: async (request, reply) => {
       const oidc = providerOf(ctx);
-      const { url, flow } = await oidc.begin(sameOriginPath((request.query as { return_to?: unknown }).return_to));
+      const { url, flow } = await oidc.begin(sameOriginPath(queryOf(request).get('return_to') ?? undefined));
       // Sent back only to the callback, and only for the few minutes a sign-in may take.
       reply.setCookie(FLOW_COOKIE, oidc.seal(flow), { ...cookieOptions(ctx), path: CALLBACK, maxAge: FLOW_LIFETIME_MS / 1000 });
       return reply.redirect(url, 302);
@@ -77,7 +87,7 @@ export function registerAuthRoutes(app: FastifyInstance, ctx: ApiContext): void 
       if (!flow) return failedSignIn(request, reply, new SignInError('invalid_request', 'no sign-in in progress in this browser (the flow cookie is missing, expired or was changed)'));
       let email: string;
       try {
-        email = await oidc.finish(new URLSearchParams(request.query as Record<string, string>).toString(), flow);
+        email = await oidc.finish(queryOf(request).toString(), flow);
       } catch (err) {
         if (err instanceof SignInError) return failedSignIn(request, reply, err);
         throw err;

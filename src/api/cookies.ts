@@ -6,10 +6,10 @@
  * route, API-key calls included, which never carry a cookie.
  */
 import cookie from '@fastify/cookie';
-import type { FastifyInstance } from 'fastify';
+import type { ApiApp } from './api-app';
 
 /** Registers routes in a context of their own that reads and sets cookies. */
-export function withCookies(app: FastifyInstance, register: (scoped: FastifyInstance) => void): PromiseLike<unknown> {
+export function withCookies(app: ApiApp, register: (scoped: ApiApp) => void): PromiseLike<unknown> {
   return app.register(async (scoped) => {
     await scoped.register(cookie);
     register(scoped);

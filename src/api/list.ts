@@ -7,11 +7,12 @@
  */
 import { createHmac, hash, timingSafeEqual } from 'node:crypto';
 import type { FastifyRequest } from 'fastify';
-import { Type, TObject } from '@sinclair/typebox';
+import { Static, TObject, TProperties, Type } from '@sinclair/typebox';
 import { domainError } from '../lib/errors';
 import type { Store, StoredObject } from '../store/types';
 import type { PageRequest } from '../store/list-index';
 import { routeConfigOf } from './route-config';
+import { StringEnum } from '../resources/schema-kit';
 
 export type SortField = 'name' | 'created_at';
 export type SortOrder = 'asc' | 'desc';
@@ -33,19 +34,28 @@ export interface Listable {
   status: string;
 }
 
-/** Query schema of a family's list endpoint; `status` takes the family's states. */
-export function listQuerySchema(states: readonly string[], extra: TObject['properties'] = {}): TObject {
-  return Type.Object(
-    {
-      cursor: Type.Optional(Type.String({ maxLength: 1024, description: 'Pagination cursor from meta.next_cursor of the previous page.' })),
-      limit: Type.Optional(Type.Integer({ minimum: 1, maximum: 100, default: 50, description: 'Results per page, 1-100, default 50.' })),
-      status: Type.Optional(Type.String({ enum: [...states], description: `Only resources in this state. Without it, deleted resources are left out.` })),
-      sort: Type.Optional(Type.String({ enum: ['name', 'created_at'], description: 'Sort field, default created_at.' })),
-      order: Type.Optional(Type.String({ enum: ['asc', 'desc'], description: 'Sort direction, default desc.' })),
-      ...extra,
-    },
-    { additionalProperties: false },
-  );
+/** The paging parameters, one builder each: listQuerySchema uses them all, lists with a query of their own pick. */
+export const pagingParameters = {
+  cursor: () => Type.Optional(Type.String({ maxLength: 1024, description: 'Pagination cursor from meta.next_cursor of the previous page.' })),
+  limit: () => Type.Optional(Type.Integer({ minimum: 1, maximum: 100, default: 50, description: 'Results per page, 1-100, default 50.' })),
+  sort: (fields: readonly SortField[], description: string) => Type.Optional(StringEnum(fields, { description })),
+  order: (description: string) => Type.Optional(StringEnum<SortOrder>(['asc', 'desc'], { description })),
+};
+
+const pagingProperties = (states: readonly string[]) => ({
+  cursor: pagingParameters.cursor(),
+  limit: pagingParameters.limit(),
+  status: Type.Optional(Type.String({ enum: [...states], description: `Only resources in this state. Without it, deleted resources are left out.` })),
+  sort: pagingParameters.sort(['name', 'created_at'], 'Sort field, default created_at.'),
+  order: pagingParameters.order('Sort direction, default desc.'),
+});
+
+/** The paging parameters of every list's (validated) query. */
+export type PagingQuery = Static<TObject<ReturnType<typeof pagingProperties>>>;
+
+/** Query schema of a family's list endpoint; `status` takes the family's states, `extra` adds the list's filters. */
+export function listQuerySchema<Extra extends TProperties = {}>(states: readonly string[], extra?: Extra) {
+  return Type.Object({ ...pagingProperties(states), ...(extra as Extra) }, { additionalProperties: false });
 }
 
 /** Query parameters that page through a list rather than choose it (sort, order and status are bound normalised). */
@@ -60,9 +70,12 @@ function filtersOf(query: Record<string, unknown>): ReadonlyArray<[string, unkno
   return filters ? filters.sort(([a], [b]) => (a < b ? -1 : 1)) : NO_FILTERS;
 }
 
+/** A request to a list route: its query has the paging parameters (listQuerySchema). */
+type ListRequest = FastifyRequest & { query: PagingQuery };
+
 /** The list a request reads: route, path parameters, team and every filter but the page's own. */
-function scopeOf(request: FastifyRequest, sort: SortField, order: SortOrder, status: string | undefined): string {
-  const filters = filtersOf(request.query as Record<string, unknown>);
+function scopeOf(request: ListRequest, sort: SortField, order: SortOrder, status: string | undefined): string {
+  const filters = filtersOf(request.query);
   const identity = JSON.stringify([routeConfigOf(request).url, request.params, request.principal?.team ?? null, sort, order, status ?? null, filters]);
   return hash('sha256', identity, 'base64url').slice(0, 22);
 }
@@ -71,8 +84,8 @@ function scopeOf(request: FastifyRequest, sort: SortField, order: SortOrder, sta
  * The paging part of a list request's (validated) query, with the defaults applied and the
  * scope its cursors are bound to. `defaults.order` overrides `desc` for lists read oldest first.
  */
-export function listQueryOf(request: FastifyRequest, defaults: { order?: SortOrder } = {}): ListQuery {
-  const raw = request.query as { cursor?: string; limit?: number; status?: string; sort?: SortField; order?: SortOrder };
+export function listQueryOf(request: ListRequest, defaults: { order?: SortOrder } = {}): ListQuery {
+  const raw = request.query;
   const sort = raw.sort ?? 'created_at';
   const order = raw.order ?? defaults.order ?? 'desc';
   return { cursor: raw.cursor, limit: raw.limit ?? 50, status: raw.status, sort, order, scope: scopeOf(request, sort, order, raw.status) };

@@ -13,13 +13,14 @@
  * small (one change per message) and limited.
  */
 import { createHash, timingSafeEqual } from 'node:crypto';
-import type { FastifyInstance, FastifyRequest } from 'fastify';
+import type { FastifyRequest } from 'fastify';
 import type { ApiContext } from './context';
 import { ApiError } from '../lib/errors';
 import { applyRateLimit, RateLimiter } from './plugins/rate-limit';
 import { bucketFamily, type Bucket } from '../resources/storage';
 import { BucketOfNotification, dataEventOf, dataEventTypeOf, NotificationMessage } from '../drivers/s3/notifications';
 import { eventsPublished, s3NotificationsDropped } from '../metrics';
+import type { ApiApp } from './api-app';
 
 export const S3_NOTIFICATIONS_PATH = '/hooks/s3-notifications';
 /** A message is one change (a DeleteObjects of 1000 keys is 1000 messages): 64 KiB is ample. */
@@ -43,13 +44,13 @@ function secretOf(request: FastifyRequest): string | null {
 const digest = (value: string) => createHash('sha256').update(value).digest();
 const sameSecret = (sent: string, expected: Buffer) => timingSafeEqual(digest(sent), expected);
 
-export async function registerS3NotificationRoute(app: FastifyInstance, ctx: ApiContext): Promise<void> {
+export async function registerS3NotificationRoute(app: ApiApp, ctx: ApiContext): Promise<void> {
   const secret = ctx.config.s3.notificationSecret;
   if (!secret) return;
   const expected = digest(secret);
   const limiter = new RateLimiter(ctx.config.rateLimitPerMinute);
 
-  await app.register(async function s3Notifications(hooks) {
+  await app.register(async function s3Notifications(hooks: ApiApp) {
     hooks.addHook('onRequest', async (request, reply) => {
       const sent = secretOf(request);
       if (sent !== null && sameSecret(sent, expected)) return;
@@ -61,7 +62,7 @@ export async function registerS3NotificationRoute(app: FastifyInstance, ctx: Api
       bodyLimit: BODY_LIMIT,
       schema: { hide: true, body: NotificationMessage },
       handler: async (request, reply) => {
-        const message = request.body as NotificationMessage;
+        const message = request.body;
         const records = message.Records ?? [];
         const buckets = records.length > 0 ? await bucketsByBackendName(ctx) : new Map<string, BucketOfNotification>();
         for (const record of records) {

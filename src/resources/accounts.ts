@@ -2,7 +2,7 @@
 import { Type } from '@sinclair/typebox';
 import type { BaseStatus, FamilyDefinition, Resource } from './family';
 import { ROLES, KEY_SCOPES, Role, KeyScope } from '../accounts/roles';
-import { baseStatusProperties, IdOf, Timestamp, NullableTimestamp, strictObject } from './schema-kit';
+import { baseStatusProperties, IdOf, Timestamp, NullableTimestamp, strictObject, StringEnum } from './schema-kit';
 
 const TEAM_STATES = ['active'] as const;
 /** A removed member keeps its record (and its events) but can no longer act. */
@@ -13,8 +13,8 @@ const TeamName = Type.String({ minLength: 1, maxLength: 100, description: 'Team 
 const UserName = Type.String({ minLength: 1, maxLength: 100, description: 'Display name.' });
 const Email = Type.String({ format: 'email', maxLength: 254, description: 'E-mail address.' });
 const KeyName = Type.String({ minLength: 1, maxLength: 100, description: 'Human-readable name of the key.' });
-const RoleSchema = Type.String({ enum: [...ROLES], description: 'owner, admin, member or viewer (docs/api.md, "Roles").' });
-const ScopeSchema = Type.String({ enum: [...KEY_SCOPES], description: 'read_write (the default) or read_only: a read_only key is refused every write with 403 forbidden.' });
+const RoleSchema = StringEnum(ROLES, { description: 'owner, admin, member or viewer (docs/api.md, "Roles").' });
+const ScopeSchema = StringEnum(KEY_SCOPES, { description: 'read_write (the default) or read_only: a read_only key is refused every write with 403 forbidden.' });
 const ExpiresAt = NullableTimestamp('When the key stops working (401 from then on); null for never.');
 
 export interface TeamSpec {
@@ -134,6 +134,14 @@ export const userFamily: FamilyDefinition<UserSpec, BaseStatus> = {
   }),
 };
 
+/** The body of POST /api/v1/settings/api-keys. */
+export const ApiKeyCreate = strictObject({
+  name: KeyName,
+  user_id: Type.Optional(IdOf('usr', "The member the key acts for; default the caller. Another member's key needs an owner or admin (an owner's key, an owner).")),
+  scope: Type.Optional(ScopeSchema),
+  expires_at: Type.Optional(ExpiresAt),
+});
+
 export const apiKeyFamily: FamilyDefinition<ApiKeySpec, ApiKeyStatus> = {
   name: 'api_key',
   title: 'API key',
@@ -152,12 +160,7 @@ export const apiKeyFamily: FamilyDefinition<ApiKeySpec, ApiKeyStatus> = {
   standardRoutes: false,
   description: 'An API key of a user. Only a hash of the key is kept, in a Secret; the key itself is shown once.',
   schemas: {
-    create: strictObject({
-      name: KeyName,
-      user_id: Type.Optional(IdOf('usr', "The member the key acts for; default the caller. Another member's key needs an owner or admin (an owner's key, an owner).")),
-      scope: Type.Optional(ScopeSchema),
-      expires_at: Type.Optional(ExpiresAt),
-    }),
+    create: ApiKeyCreate,
     spec: strictObject({
       name: KeyName,
       user_id: IdOf('usr', 'The user the key acts for.'),

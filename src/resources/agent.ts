@@ -81,6 +81,9 @@ export const threadFamily: FamilyDefinition<ThreadSpec, ThreadStatus> = {
   }),
 };
 
+/** The body of a question to the agent (POST /api/v1/agent/threads/{id}/messages). */
+export const MessageCreate = strictObject({ content: Question });
+
 export const messageFamily: FamilyDefinition<MessageSpec, BaseStatus> = {
   name: 'message',
   title: 'agent message',
@@ -100,7 +103,7 @@ export const messageFamily: FamilyDefinition<MessageSpec, BaseStatus> = {
   deletable: false,
   description: 'A message of an agent thread: a question of the user, an answer of the agent, or an event notice.',
   schemas: {
-    create: strictObject({ content: Question }),
+    create: MessageCreate,
     spec: strictObject({ thread_id: IdOf('thr', 'The thread the message belongs to.'), role: Role, content: Content }),
     status: strictObject(baseStatusProperties(MESSAGE_STATES)),
     record: strictObject({

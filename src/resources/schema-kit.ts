@@ -1,6 +1,9 @@
 /** Schema pieces shared by every family, so that each rule is written once. */
 import { Type, TProperties } from '@sinclair/typebox';
 
+/** A string of a fixed set, typed as that set; the schema stays `{ type: string, enum }`, as ajv, OpenAPI and the CRDs read it. */
+export const StringEnum = <T extends string>(values: readonly T[], options: { description?: string; default?: T } = {}) =>
+  Type.Unsafe<T>(Type.String({ ...options, enum: [...values] }));
 export const Timestamp = (description: string) => Type.String({ format: 'date-time', description });
 export const NullableTimestamp = (description: string) =>
   Type.Union([Type.String({ format: 'date-time' }), Type.Null()], { description });

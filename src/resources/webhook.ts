@@ -101,7 +101,7 @@ const AttemptLog = Type.Array(AttemptEntry, {
 
 const Url = Type.String({ minLength: 1, maxLength: 2048, description: 'HTTPS address that receives deliveries.' });
 // A set: each pattern once (the CRD makes it an x-kubernetes-list-type set, which the API server keeps free of duplicates).
-const Events = Type.Array(Type.String({ pattern: EVENT_PATTERN, maxLength: 100 }), {
+export const Events = Type.Array(Type.String({ pattern: EVENT_PATTERN, maxLength: 100 }), {
   minItems: 1,
   maxItems: 100,
   uniqueItems: true,
@@ -113,7 +113,7 @@ const FilterValue = Type.Union([Type.String({ maxLength: 256 }), Type.Array(Type
  * keys of at most 100 values bound that to 5,000 comparisons per event and subscription.
  */
 export const MAX_FILTER_KEYS = 50;
-const Filter = Type.Union([Type.Record(Type.String(), FilterValue, { maxProperties: MAX_FILTER_KEYS }), Type.Null()], {
+export const Filter = Type.Union([Type.Record(Type.String(), FilterValue, { maxProperties: MAX_FILTER_KEYS }), Type.Null()], {
   description: `Keys \`<category>.<field>\` (e.g. \`server.region\`), at most ${MAX_FILTER_KEYS}, each a string or an array of at most 100 strings; a key applies to events of its category only.`,
 });
 const Active = Type.Boolean({ description: 'Whether the subscription delivers. PATCH true re-enables a disabled one.' });

@@ -2,18 +2,19 @@
  * The agent: threads of conversation, and their messages. Posting a message stores the
  * question, asks the agent, and stores its answer; both come back in one 201.
  */
-import type { FastifyInstance, FastifyRequest } from 'fastify';
+import type { FastifyRequest } from 'fastify';
 import { Type } from '@sinclair/typebox';
 import type { ApiContext } from '../context';
 import { send } from '../envelope';
-import { listPage, listQueryOf, listQuerySchema } from '../list';
+import { listPage, listQueryOf, listQuerySchema, pagingParameters } from '../list';
 import { envelopeOf, ErrorEnvelope, findResource, principalOf } from './families';
-import { messageFamily, MESSAGE_ROLES, Message, MessageRole, Thread, threadFamily } from '../../resources/agent';
+import { messageFamily, MessageCreate, MESSAGE_ROLES, Message, MessageRole, Thread, threadFamily } from '../../resources/agent';
 import { notFound } from '../../lib/errors';
 import { KeyedMutex } from '../../lib/mutex';
 import { sleep } from '../../lib/time';
 import { newId } from '../../lib/ids';
 import { withinQuota } from '../../resources/quota';
+import type { ApiApp } from '../api-app';
 
 const tags = ['agent'];
 const ThreadParams = Type.Object({ id: Type.String({ maxLength: 64, description: 'Thread id.' }) });
@@ -26,11 +27,11 @@ const errors = { 401: ErrorEnvelope, 404: ErrorEnvelope, 415: ErrorEnvelope, 422
 /** Messages are listed oldest first by default, the order a conversation is read in. */
 const MessageListQuery = Type.Object(
   {
-    cursor: Type.Optional(Type.String({ maxLength: 1024, description: 'Pagination cursor from meta.next_cursor of the previous page.' })),
-    limit: Type.Optional(Type.Integer({ minimum: 1, maximum: 100, default: 50, description: 'Results per page, 1-100, default 50.' })),
+    cursor: pagingParameters.cursor(),
+    limit: pagingParameters.limit(),
     role: Type.Optional(Type.String({ enum: [...MESSAGE_ROLES], description: 'Only messages of this role.' })),
-    sort: Type.Optional(Type.String({ enum: ['created_at'], description: 'Sort field: created_at (the only one; messages have no name).' })),
-    order: Type.Optional(Type.String({ enum: ['asc', 'desc'], description: 'Sort direction, default asc (oldest first), unlike other lists.' })),
+    sort: pagingParameters.sort(['created_at'], 'Sort field: created_at (the only one; messages have no name).'),
+    order: pagingParameters.order('Sort direction, default asc (oldest first), unlike other lists.'),
   },
   { additionalProperties: false },
 );
@@ -38,7 +39,7 @@ const MessageListQuery = Type.Object(
 // One exchange at a time per thread, so questions and answers interleave in order.
 const threadLock = new KeyedMutex();
 
-export function registerAgentRoutes(app: FastifyInstance, ctx: ApiContext): void {
+export function registerAgentRoutes(app: ApiApp, ctx: ApiContext): void {
   const base = `/api/v1/${threadFamily.path}`;
   const ThreadRecord = threadFamily.schemas.record;
   const MessageRecord = messageFamily.schemas.record;
@@ -85,7 +86,7 @@ export function registerAgentRoutes(app: FastifyInstance, ctx: ApiContext): void
   app.get(`${base}/:id`, {
     schema: { tags, operationId: 'getAgentThread', summary: 'Get an agent thread', params: ThreadParams, response: { 200: envelopeOf(ThreadRecord), ...errors } },
     handler: async (request, reply) => {
-      const { id } = request.params as { id: string };
+      const { id } = request.params;
       const thread = await findResource<Thread>(ctx, threadFamily, principalOf(request).team, id);
       return send(ctx, request, reply, 200, threadFamily.toRecord(thread));
     },
@@ -102,11 +103,11 @@ export function registerAgentRoutes(app: FastifyInstance, ctx: ApiContext): void
       response: { 200: envelopeOf(Type.Array(MessageRecord)), ...errors },
     },
     handler: async (request, reply) => {
-      const { id } = request.params as { id: string };
+      const { id } = request.params;
       const { team } = principalOf(request);
       await findResource(ctx, threadFamily, team, id);
       // The cursor is bound to the role filter like to any filter (scopeOf).
-      const { role } = request.query as { role?: MessageRole };
+      const { role } = request.query;
       const where: Record<string, string> = role ? { thread_id: id, role } : { thread_id: id };
       const { page, nextCursor } = await listPage<Message>(ctx.store, messageFamily.kind, team, listQueryOf(request, { order: 'asc' }), ctx.cursorKey, { where });
       return send(ctx, request, reply, 200, page.map((m) => messageFamily.toRecord(m)), { next_cursor: nextCursor });
@@ -116,7 +117,7 @@ export function registerAgentRoutes(app: FastifyInstance, ctx: ApiContext): void
   app.get(`${base}/:id/messages/:message_id`, {
     schema: { tags, operationId: 'getAgentThreadMessage', summary: 'Get a message of a thread', params: MessageParams, response: { 200: envelopeOf(MessageRecord), ...errors } },
     handler: async (request, reply) => {
-      const { id, message_id } = request.params as { id: string; message_id: string };
+      const { id, message_id } = request.params;
       const { team } = principalOf(request);
       await findResource(ctx, threadFamily, team, id);
       const message = await ctx.store.get<Message['spec'], Message['status']>(messageFamily.kind, team, message_id);
@@ -134,12 +135,12 @@ export function registerAgentRoutes(app: FastifyInstance, ctx: ApiContext): void
         'Stores `content` as a user message, has the agent answer it from the team\'s resources and events, and stores the answer as an assistant message. ' +
         'The response is 201 with `data` an array of the two messages, question first; `Location` names the user message.',
       params: ThreadParams,
-      body: messageFamily.schemas.create,
+      body: MessageCreate,
       response: { 201: envelopeOf(Type.Array(MessageRecord)), ...errors },
     },
     handler: async (request, reply) => {
-      const { id } = request.params as { id: string };
-      const { content } = request.body as { content: string };
+      const { id } = request.params;
+      const { content } = request.body;
       const { team, key } = principalOf(request);
       await findResource(ctx, threadFamily, team, id);
       // The question and the answer both count toward the team's message quota: room for both, or neither is written.

@@ -1,11 +1,11 @@
 /** GET /api/v1/audit-log: the caller's team's events, searchable and paged like every list. */
-import type { FastifyInstance } from 'fastify';
 import { Type } from '@sinclair/typebox';
 import type { ApiContext } from '../context';
 import { send } from '../envelope';
-import { decodeCursor, encodeCursor, listQueryOf } from '../list';
+import { decodeCursor, encodeCursor, listQueryOf, pagingParameters } from '../list';
 import { envelopeOf, ErrorEnvelope, principalOf } from './families';
 import { fieldInvalid } from '../../lib/errors';
+import type { ApiApp } from '../api-app';
 
 const EventRecord = Type.Object(
   {
@@ -29,14 +29,14 @@ const AuditQuery = Type.Object(
     since: Type.Optional(DateTime('Only events at or after this time.')),
     until: Type.Optional(DateTime('Only events before this time.')),
     q: Type.Optional(Type.String({ minLength: 1, maxLength: 200, description: 'Case-insensitive text anywhere in the event.' })),
-    cursor: Type.Optional(Type.String({ maxLength: 1024, description: 'Pagination cursor from meta.next_cursor of the previous page.' })),
-    limit: Type.Optional(Type.Integer({ minimum: 1, maximum: 100, default: 50, description: 'Results per page, 1-100, default 50.' })),
-    order: Type.Optional(Type.String({ enum: ['asc', 'desc'], description: 'By time; default desc (newest first).' })),
+    cursor: pagingParameters.cursor(),
+    limit: pagingParameters.limit(),
+    order: pagingParameters.order('By time; default desc (newest first).'),
   },
   { additionalProperties: false },
 );
 
-export function registerAuditLogRoutes(app: FastifyInstance, ctx: ApiContext): void {
+export function registerAuditLogRoutes(app: ApiApp, ctx: ApiContext): void {
   app.get('/api/v1/audit-log', {
     schema: {
       tags: ['audit log'],
@@ -47,9 +47,8 @@ export function registerAuditLogRoutes(app: FastifyInstance, ctx: ApiContext): v
       response: { 200: envelopeOf(Type.Array(EventRecord)), 401: ErrorEnvelope, 422: ErrorEnvelope, 429: ErrorEnvelope },
     },
     handler: async (request, reply) => {
-      const query = request.query as Record<string, string | number | undefined>;
-      const since = query.since as string | undefined;
-      const until = query.until as string | undefined;
+      const query = request.query;
+      const { since, until } = query;
       if (since && until && Date.parse(since) >= Date.parse(until)) throw fieldInvalid('until', 'must be later than since');
       const paging = listQueryOf(request);
       const after = paging.cursor === undefined ? undefined : decodeCursor(ctx.cursorKey, paging.cursor, paging);

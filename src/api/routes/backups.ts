@@ -4,7 +4,6 @@
  * what is wanted (a new backup, a deletion, a restore request on the backup's spec); the
  * backup controller carries it out (controllers/backup.ts).
  */
-import type { FastifyInstance } from 'fastify';
 import { Type } from '@sinclair/typebox';
 import type { ApiContext } from '../context';
 import { send } from '../envelope';
@@ -16,6 +15,7 @@ import { Server, serverFamily } from '../../resources/server';
 import { fieldInvalid, invalidState, notFound, resourceBusy } from '../../lib/errors';
 import { nowIso } from '../../lib/time';
 import { listedArray } from '../../store/listed';
+import type { ApiApp } from '../api-app';
 
 const config = { family: family.name };
 const tags = [family.title];
@@ -57,7 +57,7 @@ function assertRestoreAllowed(server: Server, backup: Backup, completedSiblings:
 
 const defaultName = (server: Server) => `${server.spec.name}-${nowIso().replace(/[-:]|\.\d+Z$/g, '')}Z`;
 
-export function registerBackupRoutes(app: FastifyInstance, ctx: ApiContext): void {
+export function registerBackupRoutes(app: ApiApp, ctx: ApiContext): void {
   const base = `/api/v1/${serverFamily.path}/:id/backups`;
 
   app.post(base, {
@@ -72,7 +72,7 @@ export function registerBackupRoutes(app: FastifyInstance, ctx: ApiContext): voi
       response: { 201: envelopeOf(Record), ...errors },
     },
     handler: async (request, reply) => {
-      const { id } = request.params as { id: string };
+      const { id } = request.params;
       const { team, key } = principalOf(request);
       const server = await findResource<Server>(ctx, serverFamily, team, id);
       assertBackupAllowed(server);
@@ -96,7 +96,7 @@ export function registerBackupRoutes(app: FastifyInstance, ctx: ApiContext): voi
       response: { 200: envelopeOf(Type.Array(Record)), ...errors },
     },
     handler: async (request, reply) => {
-      const { id } = request.params as { id: string };
+      const { id } = request.params;
       const { team } = principalOf(request);
       await findResource<Server>(ctx, serverFamily, team, id);
       const { page, nextCursor } = await listPage<Backup>(ctx.store, family.kind, team, listQueryOf(request), ctx.cursorKey, { where: { server_id: id } });
@@ -108,7 +108,7 @@ export function registerBackupRoutes(app: FastifyInstance, ctx: ApiContext): voi
     config,
     schema: { tags, operationId: 'getServerBackup', summary: 'Get a backup of a server', params: BackupParams, response: { 200: envelopeOf(Record), ...errors } },
     handler: async (request, reply) => {
-      const { id, backup_id: backupId } = request.params as { id: string; backup_id: string };
+      const { id, backup_id: backupId } = request.params;
       const { team } = principalOf(request);
       await findResource<Server>(ctx, serverFamily, team, id);
       return send(ctx, request, reply, 200, family.toRecord(await findBackup(ctx, team, id, backupId)));
@@ -126,7 +126,7 @@ export function registerBackupRoutes(app: FastifyInstance, ctx: ApiContext): voi
       response: { 200: envelopeOf(Record), ...errors },
     },
     handler: async (request, reply) => {
-      const { id, backup_id: backupId } = request.params as { id: string; backup_id: string };
+      const { id, backup_id: backupId } = request.params;
       const { team, key } = principalOf(request);
       await findResource<Server>(ctx, serverFamily, team, id);
       const backup = await findBackup(ctx, team, id, backupId);
@@ -152,8 +152,8 @@ export function registerBackupRoutes(app: FastifyInstance, ctx: ApiContext): voi
       response: { 200: envelopeOf(Record), ...errors },
     },
     handler: async (request, reply) => {
-      const { id } = request.params as { id: string };
-      const { backup_id: backupId } = request.body as { backup_id: string };
+      const { id } = request.params;
+      const { backup_id: backupId } = request.body;
       const { team } = principalOf(request);
       const server = await findResource<Server>(ctx, serverFamily, team, id);
       const backup = (await ctx.store.get(family.kind, team, backupId)) as Backup | undefined;

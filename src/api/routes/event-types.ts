@@ -2,12 +2,12 @@
  * GET /api/v1/event-types: the event catalog (events/catalog.ts), what a webhook
  * subscription may name. Like the region catalog it is one short page, not paged.
  */
-import type { FastifyInstance } from 'fastify';
 import { Type } from '@sinclair/typebox';
 import type { ApiContext } from '../context';
 import { send } from '../envelope';
 import { envelopeOf, ErrorEnvelope } from './families';
 import { eventCatalog, eventCategories } from '../../events/catalog';
+import type { ApiApp } from '../api-app';
 
 const EventTypeRecord = Type.Object({
   type: Type.String({ description: 'The event type, `<category>.<verb>`, as in `events` of a subscription and `type` of an event.' }),
@@ -16,7 +16,7 @@ const EventTypeRecord = Type.Object({
   data_schema: Type.Object({}, { additionalProperties: true, description: "JSON Schema of the event's `data`." }),
 });
 
-export function registerEventTypeRoutes(app: FastifyInstance, ctx: ApiContext): void {
+export function registerEventTypeRoutes(app: ApiApp, ctx: ApiContext): void {
   app.get('/api/v1/event-types', {
     schema: {
       tags: ['events'],
@@ -30,7 +30,7 @@ export function registerEventTypeRoutes(app: FastifyInstance, ctx: ApiContext): 
       response: { 200: envelopeOf(Type.Array(EventTypeRecord)), 422: ErrorEnvelope },
     },
     handler: async (request, reply) => {
-      const { category } = request.query as { category?: string };
+      const { category } = request.query;
       return send(ctx, request, reply, 200, eventCatalog().filter((entry) => !category || entry.category === category));
     },
   });

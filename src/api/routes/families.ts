@@ -3,7 +3,7 @@
  * delete, all derived from the FamilyDefinition. Families add their actions in route
  * modules of their own.
  */
-import type { FastifyInstance, FastifyRequest } from 'fastify';
+import type { FastifyRequest } from 'fastify';
 import { Type, TSchema } from '@sinclair/typebox';
 import type { AnyFamily, Resource } from '../../resources/family';
 import type { ApiContext } from '../context';
@@ -19,6 +19,7 @@ import { withNewSecret, withUniqueName } from '../../resources/creation';
 import { withinQuota } from '../../resources/quota';
 import { ErrorEnvelope } from '../plugins/error-responses';
 import { pluralOf, typeNameOf } from '../openapi-names';
+import type { ApiApp } from '../api-app';
 
 const IdParams = Type.Object({ id: Type.String({ maxLength: 64, description: 'Resource id.' }) });
 
@@ -135,7 +136,7 @@ function projectedDeletion(resource: Resource, immediate: boolean): Resource {
   return { ...resource, status: { ...resource.status, ...status } };
 }
 
-export function registerFamilyRoutes(app: FastifyInstance, ctx: ApiContext, family: AnyFamily): void {
+export function registerFamilyRoutes(app: ApiApp, ctx: ApiContext, family: AnyFamily): void {
   const base = `/api/v1/${family.path}`;
   const config: { family?: string } = family.providerBacked ? { family: family.name } : {};
   const tags = [family.title];
@@ -159,7 +160,7 @@ export function registerFamilyRoutes(app: FastifyInstance, ctx: ApiContext, fami
     schema: { tags, operationId: `create${typeName}`, summary: `Create a ${family.title}`, body: family.schemas.create, response: { 201: envelopeOf(RecordSchema), ...errorResponses } },
     handler: async (request, reply) => {
       const { team, key } = principalOf(request);
-      const { body, secret } = splitSecret(family, request.body as Record<string, unknown>);
+      const { body, secret } = splitSecret(family, request.body);
       const spec = family.specFromCreate(body, ruleContext);
       const id = newId(family.idPrefix);
       const resource = await withinQuota(ctx.quota, family, team, id, () =>
@@ -174,7 +175,7 @@ export function registerFamilyRoutes(app: FastifyInstance, ctx: ApiContext, fami
     config,
     schema: { tags, operationId: `get${typeName}`, summary: `Get a ${family.title}`, params: IdParams, response: { 200: envelopeOf(RecordSchema), ...errorResponses } },
     handler: async (request, reply) => {
-      const { id } = request.params as { id: string };
+      const { id } = request.params;
       return sendSerialised(ctx, request, reply, 200, records.of(await findResource(ctx, family, principalOf(request).team, id), reply));
     },
   });
@@ -185,9 +186,9 @@ export function registerFamilyRoutes(app: FastifyInstance, ctx: ApiContext, fami
       config,
       schema: { tags, operationId: `update${typeName}`, summary: `Update a ${family.title}`, params: IdParams, body: family.schemas.update, response: { 200: envelopeOf(RecordSchema), ...errorResponses } },
       handler: async (request, reply) => {
-        const { id } = request.params as { id: string };
+        const { id } = request.params;
         const { team } = principalOf(request);
-        const { body, secret } = splitSecret(family, request.body as Record<string, unknown>);
+        const { body, secret } = splitSecret(family, request.body);
         assertChangeable(family, await findResource(ctx, family, team, id));
         const update: SpecUpdate = (extra = () => ({})) =>
           ctx.writer.mutateSpec(family, team, id, (current) => {
@@ -213,8 +214,10 @@ export function registerFamilyRoutes(app: FastifyInstance, ctx: ApiContext, fami
       response: { 200: envelopeOf(RecordSchema), 202: envelopeOf(RecordSchema), ...errorResponses },
     },
     handler: async (request, reply) => {
-      const { id } = request.params as { id: string };
-      const { force } = request.query as { force?: boolean };
+      const { id } = request.params;
+      // Only families with a deletion guard take `?force` (ForceQuery validated it as a boolean).
+      const query: unknown = request.query;
+      const force = typeof query === 'object' && query !== null && 'force' in query && query.force === true;
       const { team, key } = principalOf(request);
       const resource = await findResource(ctx, family, team, id);
       if (resource.status.status === 'deleted') return send(ctx, request, reply, 200, family.toRecord(resource));

@@ -5,7 +5,6 @@
  * /mnt/file-storage/<file_share_id>. The answer is the server, its `mounts` changed, in
  * the state the change began (the Pod driver replaces the server's Pod: `rebooting`).
  */
-import type { FastifyInstance } from 'fastify';
 import { Type } from '@sinclair/typebox';
 import type { ApiContext } from '../context';
 import { send } from '../envelope';
@@ -14,6 +13,7 @@ import { assertChangeable, envelopeOf, ErrorEnvelope, findResource, principalOf 
 import { fileShareFamily, FileShare } from '../../resources/storage';
 import { attachedShares, Server, serverFamily } from '../../resources/server';
 import { conflict, fieldInvalid, invalidState, resourceBusy } from '../../lib/errors';
+import type { ApiApp } from '../api-app';
 
 const IdParams = Type.Object({ id: Type.String({ maxLength: 64 }) });
 const ServerBody = (description: string) =>
@@ -69,15 +69,15 @@ const ACTIONS: Action[] = [
   },
 ];
 
-export function registerFileShareRoutes(app: FastifyInstance, ctx: ApiContext): void {
+export function registerFileShareRoutes(app: ApiApp, ctx: ApiContext): void {
   for (const action of ACTIONS) {
     app.post(`/api/v1/${fileShareFamily.path}/:id/${action.name}`, {
       // What the answer shows, and what does the work, is the server.
       config: { family: serverFamily.name },
       schema: { tags: [fileShareFamily.title], operationId: `${action.name}FileShare`, summary: action.summary, params: IdParams, body: action.body, response: responses },
       handler: async (request, reply) => {
-        const { id } = request.params as { id: string };
-        const { server_id } = request.body as { server_id: string };
+        const { id } = request.params;
+        const { server_id } = request.body;
         const { team } = principalOf(request);
         const share = await findResource<FileShare>(ctx, fileShareFamily, team, id);
         const found = await findResource<Server>(ctx, serverFamily, team, server_id);

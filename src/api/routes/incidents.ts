@@ -3,7 +3,6 @@
  * incident is opened by an alert policy, never by POST, and is kept as history (no DELETE).
  * An action writes the intent and who asked; the incident's reconciler moves the status.
  */
-import type { FastifyInstance } from 'fastify';
 import { Type } from '@sinclair/typebox';
 import type { ApiContext } from '../context';
 import { send } from '../envelope';
@@ -13,6 +12,7 @@ import { Incident, incidentFamily as family } from '../../resources/incident';
 import { invalidState } from '../../lib/errors';
 import { nowIso } from '../../lib/time';
 import { writeAndAwait } from '../awaiting';
+import type { ApiApp } from '../api-app';
 
 const IdParams = Type.Object({ id: Type.String({ maxLength: 64, description: 'Incident id.' }) });
 const tags = [family.title];
@@ -52,7 +52,7 @@ function assertActionable(incident: Incident, action: Action): void {
   if (state === 'resolved' || state === 'failed') throw invalidState(`The incident is already ${state}; it cannot be ${action.target}.`);
 }
 
-function registerAction(app: FastifyInstance, ctx: ApiContext, action: Action): void {
+function registerAction(app: ApiApp, ctx: ApiContext, action: Action): void {
   app.post(`/api/v1/${family.path}/:id/${action.name}`, {
     schema: {
       tags,
@@ -63,7 +63,7 @@ function registerAction(app: FastifyInstance, ctx: ApiContext, action: Action): 
       response: { 200: envelopeOf(family.schemas.record), 404: ErrorEnvelope, 409: ErrorEnvelope },
     },
     handler: async (request, reply) => {
-      const { id } = request.params as { id: string };
+      const { id } = request.params;
       const { team, key } = principalOf(request);
       const found = await findResource<Incident>(ctx, family, team, id);
       assertActionable(found, action);
@@ -79,7 +79,7 @@ function registerAction(app: FastifyInstance, ctx: ApiContext, action: Action): 
   });
 }
 
-export function registerIncidentRoutes(app: FastifyInstance, ctx: ApiContext): void {
+export function registerIncidentRoutes(app: ApiApp, ctx: ApiContext): void {
   app.get(`/api/v1/${family.path}`, {
     schema: {
       tags,
@@ -98,7 +98,7 @@ export function registerIncidentRoutes(app: FastifyInstance, ctx: ApiContext): v
   app.get(`/api/v1/${family.path}/:id`, {
     schema: { tags, operationId: 'getIncident', summary: 'Get an incident', params: IdParams, response: { 200: envelopeOf(family.schemas.record), 404: ErrorEnvelope } },
     handler: async (request, reply) => {
-      const { id } = request.params as { id: string };
+      const { id } = request.params;
       return send(ctx, request, reply, 200, family.toRecord(await findResource<Incident>(ctx, family, principalOf(request).team, id)));
     },
   });

@@ -1,5 +1,4 @@
 /** Route modules beyond the generic CRUD: actions, settings, agent, regions. */
-import type { FastifyInstance } from 'fastify';
 import type { ApiContext } from '../context';
 import { registerLoadBalancerRoutes } from './load-balancers';
 import { registerRegionRoutes } from './regions';
@@ -19,8 +18,9 @@ import { registerTeamRoutes } from './teams';
 import { registerSessionRoutes } from './session';
 import { registerUsageRoutes } from './usage';
 import { registerIncidentRoutes } from './incidents';
+import type { ApiApp } from '../api-app';
 
-export function registerRouteModules(app: FastifyInstance, ctx: ApiContext): void {
+export function registerRouteModules(app: ApiApp, ctx: ApiContext): void {
   registerRegionRoutes(app, ctx);
   registerEventTypeRoutes(app, ctx);
   registerLoadBalancerRoutes(app, ctx);

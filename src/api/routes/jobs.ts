@@ -1,5 +1,4 @@
 /** Job actions: cancel a queued or running job; pause and resume a scheduled one; the runs of a scheduled job. */
-import type { FastifyInstance } from 'fastify';
 import { Type } from '@sinclair/typebox';
 import type { ApiContext } from '../context';
 import { send } from '../envelope';
@@ -10,6 +9,7 @@ import { invalidState, notFound } from '../../lib/errors';
 import { nowIso } from '../../lib/time';
 import { writeAndAwait } from '../awaiting';
 import { listedArray } from '../../store/listed';
+import type { ApiApp } from '../api-app';
 
 const IdParams = Type.Object({ id: Type.String({ maxLength: 64 }) });
 const LogsQuery = Type.Object({ run_id: Type.Optional(Type.String({ maxLength: 64, description: 'The run whose output to show; default the latest run.' })) }, { additionalProperties: false });
@@ -39,7 +39,7 @@ function assertSchedulable(job: Job, action: string): void {
 }
 
 /** POST /jobs/{id}/pause and /resume: write `paused` and answer once the controller has moved the state. */
-function registerScheduleAction(app: FastifyInstance, ctx: ApiContext, action: 'pause' | 'resume'): void {
+function registerScheduleAction(app: ApiApp, ctx: ApiContext, action: 'pause' | 'resume'): void {
   const paused = action === 'pause';
   const past = paused ? 'paused' : 'resumed';
   const target = paused ? 'paused' : 'scheduled';
@@ -56,7 +56,7 @@ function registerScheduleAction(app: FastifyInstance, ctx: ApiContext, action: '
       response: { 200: envelopeOf(family.schemas.record), 404: ErrorEnvelope, 409: ErrorEnvelope },
     },
     handler: async (request, reply) => {
-      const { id } = request.params as { id: string };
+      const { id } = request.params;
       const { team } = principalOf(request);
       assertSchedulable(await findResource<Job>(ctx, family, team, id), past);
       const ask = () => ctx.writer.mutateSpec<Job>(family, team, id, (job) => (Boolean(job.spec.paused) === paused ? null : { ...job.spec, paused }));
@@ -70,7 +70,7 @@ function registerScheduleAction(app: FastifyInstance, ctx: ApiContext, action: '
   });
 }
 
-export function registerJobRoutes(app: FastifyInstance, ctx: ApiContext): void {
+export function registerJobRoutes(app: ApiApp, ctx: ApiContext): void {
   registerScheduleAction(app, ctx, 'pause');
   registerScheduleAction(app, ctx, 'resume');
   app.post(`/api/v1/${family.path}/:id/cancel`, {
@@ -84,7 +84,7 @@ export function registerJobRoutes(app: FastifyInstance, ctx: ApiContext): void {
       response: { 200: envelopeOf(family.schemas.record), 404: ErrorEnvelope, 409: ErrorEnvelope },
     },
     handler: async (request, reply) => {
-      const { id } = request.params as { id: string };
+      const { id } = request.params;
       const { team } = principalOf(request);
       const found = await findResource<Job>(ctx, family, team, id);
       assertCancellable(found);
@@ -110,7 +110,7 @@ export function registerJobRoutes(app: FastifyInstance, ctx: ApiContext): void {
       response: { 200: envelopeOf(Type.Array(family.schemas.record)), 404: ErrorEnvelope, 422: ErrorEnvelope },
     },
     handler: async (request, reply) => {
-      const { id } = request.params as { id: string };
+      const { id } = request.params;
       const { team } = principalOf(request);
       const job = await findResource<Job>(ctx, family, team, id);
       const query = listQueryOf(request);
@@ -136,8 +136,8 @@ export function registerJobRoutes(app: FastifyInstance, ctx: ApiContext): void {
       response: { 200: envelopeOf(JobLogs), 404: ErrorEnvelope },
     },
     handler: async (request, reply) => {
-      const { id } = request.params as { id: string };
-      const { run_id: runId } = request.query as { run_id?: string };
+      const { id } = request.params;
+      const { run_id: runId } = request.query;
       const { team } = principalOf(request);
       const runs = await runsOf(ctx, team, await findResource<Job>(ctx, family, team, id));
       const latest = [...runs].sort((a, b) => (b.spec.scheduled_at ?? b.meta.createdAt).localeCompare(a.spec.scheduled_at ?? a.meta.createdAt))[0];
@@ -160,7 +160,7 @@ export function registerJobRoutes(app: FastifyInstance, ctx: ApiContext): void {
       response: { 200: envelopeOf(family.schemas.record), 404: ErrorEnvelope },
     },
     handler: async (request, reply) => {
-      const { id, run_id: runId } = request.params as { id: string; run_id: string };
+      const { id, run_id: runId } = request.params;
       const { team } = principalOf(request);
       const job = await findResource<Job>(ctx, family, team, id);
       const run = (await runsOf(ctx, team, job)).find((r) => r.meta.id === runId);

@@ -1,5 +1,4 @@
 /** Load balancer actions: attach and detach a server as a backend. */
-import type { FastifyInstance } from 'fastify';
 import { Type } from '@sinclair/typebox';
 import type { ApiContext } from '../context';
 import { send } from '../envelope';
@@ -7,6 +6,7 @@ import { assertChangeable, envelopeOf, ErrorEnvelope, findResource, principalOf 
 import { loadBalancerFamily as family, LoadBalancer } from '../../resources/load-balancer';
 import { familyByName } from '../../resources/registry';
 import { conflict, notFound } from '../../lib/errors';
+import type { ApiApp } from '../api-app';
 
 const IdParams = Type.Object({ id: Type.String({ maxLength: 64 }) });
 const AttachBody = Type.Object(
@@ -22,7 +22,7 @@ const DetachBody = Type.Object(
 );
 const responses = { 200: envelopeOf(family.schemas.record), 404: ErrorEnvelope, 409: ErrorEnvelope, 422: ErrorEnvelope };
 
-export function registerLoadBalancerRoutes(app: FastifyInstance, ctx: ApiContext): void {
+export function registerLoadBalancerRoutes(app: ApiApp, ctx: ApiContext): void {
   const base = `/api/v1/${family.path}/:id`;
   const config = { family: family.name };
   const tags = [family.title];
@@ -31,8 +31,8 @@ export function registerLoadBalancerRoutes(app: FastifyInstance, ctx: ApiContext
     config,
     schema: { tags, operationId: 'attachLoadBalancerBackend', summary: 'Attach a server as a backend', params: IdParams, body: AttachBody, response: responses },
     handler: async (request, reply) => {
-      const { id } = request.params as { id: string };
-      const { server_id, port } = request.body as { server_id: string; port?: number };
+      const { id } = request.params;
+      const { server_id, port } = request.body;
       const { team } = principalOf(request);
       assertChangeable(family, await findResource(ctx, family, team, id));
       const server = await ctx.store.get<unknown, { status: string }>(familyByName('server').kind, team, server_id);
@@ -52,8 +52,8 @@ export function registerLoadBalancerRoutes(app: FastifyInstance, ctx: ApiContext
     config,
     schema: { tags, operationId: 'detachLoadBalancerBackend', summary: 'Detach a backend server', params: IdParams, body: DetachBody, response: responses },
     handler: async (request, reply) => {
-      const { id } = request.params as { id: string };
-      const { server_id } = request.body as { server_id: string };
+      const { id } = request.params;
+      const { server_id } = request.body;
       const { team } = principalOf(request);
       assertChangeable(family, await findResource(ctx, family, team, id));
       const updated = await ctx.writer.mutateSpec<LoadBalancer>(family, team, id, (lb) => {

@@ -3,7 +3,6 @@
  * reconciler carries it out and writes the move begun (stopping, starting, rebooting),
  * which the answer shows (awaiting.ts).
  */
-import type { FastifyInstance } from 'fastify';
 import { Type } from '@sinclair/typebox';
 import type { ApiContext } from '../context';
 import { send } from '../envelope';
@@ -11,6 +10,7 @@ import { assertChangeable, envelopeOf, ErrorEnvelope, findResource, principalOf 
 import { serverFamily as family, Server, ServerSpec } from '../../resources/server';
 import { invalidState, resourceBusy } from '../../lib/errors';
 import { writeAndAwait } from '../awaiting';
+import type { ApiApp } from '../api-app';
 
 const IdParams = Type.Object({ id: Type.String({ maxLength: 64 }) });
 const responses = { 200: envelopeOf(family.schemas.record), 404: ErrorEnvelope, 409: ErrorEnvelope };
@@ -44,13 +44,13 @@ function assertActionAllowed(server: Server, action: PowerAction): void {
   if (moveAskedFor(server)) throw resourceBusy(`The server has a power action under way; try again when it is done.`);
 }
 
-export function registerServerRoutes(app: FastifyInstance, ctx: ApiContext): void {
+export function registerServerRoutes(app: ApiApp, ctx: ApiContext): void {
   for (const action of ACTIONS) {
     app.post(`/api/v1/${family.path}/:id/${action.name}`, {
       config: { family: family.name },
       schema: { tags: [family.title], operationId: `${action.name}Server`, summary: action.summary, params: IdParams, response: responses },
       handler: async (request, reply) => {
-        const { id } = request.params as { id: string };
+        const { id } = request.params;
         const { team } = principalOf(request);
         const found = await findResource<Server>(ctx, family, team, id);
         assertActionAllowed(found, action);

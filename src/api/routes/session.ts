@@ -4,7 +4,7 @@
  * sign-in routes (src/api/auth-routes.ts); the cookie they set is accepted across /api/v1
  * by the authentication hook.
  */
-import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
+import type { FastifyReply, FastifyRequest } from 'fastify';
 import { Type } from '@sinclair/typebox';
 import type { ApiContext, Principal } from '../context';
 import { send } from '../envelope';
@@ -14,6 +14,7 @@ import { ActiveSession, SESSION_COOKIE } from '../../accounts/sessions';
 import { withCookies } from '../cookies';
 import { ROLES, KEY_SCOPES } from '../../accounts/roles';
 import { ApiError, forbidden } from '../../lib/errors';
+import type { ApiApp } from '../api-app';
 
 const SESSION_PATH = '/api/v1/session';
 const tags = ['session'];
@@ -83,11 +84,11 @@ export function clearSessionCookie(ctx: ApiContext, reply: FastifyReply): void {
 export const cookieOptions = (ctx: ApiContext) => ({ httpOnly: true, sameSite: 'lax' as const, path: '/', secure: ctx.config.publicUrl?.startsWith('https:') ?? false });
 
 /** The session routes set and clear the session cookie: they get a context that can (api/cookies.ts). */
-export function registerSessionRoutes(api: FastifyInstance, ctx: ApiContext): void {
+export function registerSessionRoutes(api: ApiApp, ctx: ApiContext): void {
   void withCookies(api, (app) => sessionRoutes(app, ctx));
 }
 
-function sessionRoutes(app: FastifyInstance, ctx: ApiContext): void {
+function sessionRoutes(app: ApiApp, ctx: ApiContext): void {
   app.get(SESSION_PATH, {
     schema: {
       tags,
@@ -115,7 +116,7 @@ function sessionRoutes(app: FastifyInstance, ctx: ApiContext): void {
     handler: async (request, reply) => {
       const session = request.session;
       if (!session) throw forbidden('A key belongs to its team; only a signed-in session chooses a team.');
-      await ctx.sessions.switchTeam(session, (request.body as { team_id: string }).team_id);
+      await ctx.sessions.switchTeam(session, request.body.team_id);
       const switched = await ctx.sessions.authenticate(session.token);
       if (!switched) return signedOut(ctx, reply);
       return send(ctx, request, reply, 200, await viewOfSession(ctx, switched));

@@ -4,29 +4,31 @@
  * reads need a viewer, writes a member, and routes that manage the team or its members
  * say `requires: 'admin'`. What depends on the member touched is in accounts/members.ts.
  */
-import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
+import type { FastifyReply, FastifyRequest } from 'fastify';
 import { Type } from '@sinclair/typebox';
 import type { ApiContext } from '../context';
 import { send } from '../envelope';
 import { listPage, listQueryOf, listQuerySchema } from '../list';
 import { typeNameOf } from '../openapi-names';
 import { envelopeOf, ErrorEnvelope, principalOf } from './families';
-import { apiKeyFamily, teamFamily, userFamily, ApiKey, Team, User } from '../../resources/accounts';
+import { apiKeyFamily, teamFamily, userFamily, ApiKey, ApiKeyCreate, Team, User } from '../../resources/accounts';
 import type { AnyFamily, Resource } from '../../resources/family';
 import { findApiKey } from '../../accounts/authenticator';
 import { changeRole, findMember, inviteMember, mayActFor, removeMember, updateAccount } from '../../accounts/members';
-import { atLeast, ROLES, KeyScope, Requirement, Role } from '../../accounts/roles';
+import { atLeast, ROLES, Requirement } from '../../accounts/roles';
 import type { Principal } from '../context';
 import { fieldInvalid, forbidden, notFound } from '../../lib/errors';
 import { withinQuota } from '../../resources/quota';
 import { newId } from '../../lib/ids';
 import { hasPassed } from '../../lib/timestamps';
+import { StringEnum } from '../../resources/schema-kit';
 import { InvitationMailer } from '../../accounts/invitations';
+import type { ApiApp } from '../api-app';
 
 const errors = { 401: ErrorEnvelope, 404: ErrorEnvelope, 422: ErrorEnvelope, 429: ErrorEnvelope };
 const KeyIdParams = Type.Object({ id: Type.String({ maxLength: 64 }) });
 const MemberIdParams = Type.Object({ id: Type.String({ maxLength: 64, description: 'Member (user) id, usr_...' }) });
-const RoleSchema = Type.String({ enum: [...ROLES], description: 'owner, admin, member or viewer.' });
+const RoleSchema = StringEnum(ROLES, { description: 'owner, admin, member or viewer.' });
 const Invitation = Type.Object(
   {
     email: Type.String({ format: 'email', maxLength: 254, description: 'E-mail address of the member.' }),
@@ -48,7 +50,7 @@ async function readAccount(ctx: ApiContext, family: AnyFamily, team: string, id:
 }
 
 /** GET and PATCH of a singleton settings record: the profile or the team. */
-function registerSingleton(app: FastifyInstance, ctx: ApiContext, family: AnyFamily, idOf: (p: Principal) => string, updateRequires?: Requirement): void {
+function registerSingleton(app: ApiApp, ctx: ApiContext, family: AnyFamily, idOf: (p: Principal) => string, updateRequires?: Requirement): void {
   const url = `/api/v1/${family.path}`;
   const tags = ['settings'];
   app.get(url, {
@@ -63,13 +65,13 @@ function registerSingleton(app: FastifyInstance, ctx: ApiContext, family: AnyFam
     schema: { tags, operationId: `update${typeNameOf(family.title)}`, summary: `Update the ${family.title}`, body: family.schemas.update!, response: { 200: envelopeOf(family.schemas.record), ...errors } },
     handler: async (request, reply) => {
       const principal = principalOf(request);
-      const updated = await updateAccount(ctx, family, principal.team, idOf(principal), request.body as Record<string, unknown>, principal.key);
+      const updated = await updateAccount(ctx, family, principal.team, idOf(principal), request.body, principal.key);
       return send(ctx, request, reply, 200, family.toRecord(updated));
     },
   });
 }
 
-export function registerSettingsRoutes(app: FastifyInstance, ctx: ApiContext): void {
+export function registerSettingsRoutes(app: ApiApp, ctx: ApiContext): void {
   registerSingleton(app, ctx, userFamily, (p) => p.user);
   // A member may not manage the team.
   registerSingleton(app, ctx, teamFamily, (p) => p.team, 'admin');
@@ -100,12 +102,12 @@ export function registerSettingsRoutes(app: FastifyInstance, ctx: ApiContext): v
       summary: 'Create an API key',
       description:
         "The response holds the full key in `key`, once; only a hash of it is kept. `user_id` makes the key for another member (an owner or admin only; an owner's key, an owner only): that is how an invited member gets a first key.",
-      body: apiKeyFamily.schemas.create,
+      body: ApiKeyCreate,
       response: { 201: envelopeOf(NewKeyRecord), ...errors },
     },
     handler: async (request, reply) => {
       const caller = principalOf(request);
-      const body = request.body as { name: string; user_id?: string; scope?: KeyScope; expires_at?: string | null };
+      const body = request.body;
       const holder = await keyHolder(ctx, caller, body.user_id);
       if (body.expires_at && hasPassed(body.expires_at)) throw fieldInvalid('expires_at', 'must be in the future');
       const options = { scope: body.scope, expiresAt: body.expires_at ?? null, id: newId(apiKeyFamily.idPrefix) };
@@ -119,11 +121,11 @@ export function registerSettingsRoutes(app: FastifyInstance, ctx: ApiContext): v
   app.delete(`${keys}/:id`, {
     schema: { tags, operationId: 'revokeApiKey', summary: 'Revoke an API key', description: 'The key is refused from the next request on. Answers 204.', params: KeyIdParams, response: { 204: Type.Null(), ...errors } },
     handler: async (request, reply) => {
-      const { id } = request.params as { id: string };
+      const { id } = request.params;
       const caller = principalOf(request);
       await refuseUnlessMayManageKey(ctx, caller, await findApiKey(ctx.store, caller.team, id));
       await ctx.authenticator.revoke(caller.team, id, caller.key);
-      return reply.code(204).send();
+      return reply.code(204).send(null);
     },
   });
 
@@ -138,7 +140,7 @@ export function registerSettingsRoutes(app: FastifyInstance, ctx: ApiContext): v
       response: { 201: envelopeOf(NewKeyRecord), ...errors },
     },
     handler: async (request, reply) => {
-      const { id } = request.params as { id: string };
+      const { id } = request.params;
       const caller = principalOf(request);
       const old = await findApiKey(ctx.store, caller.team, id);
       await refuseUnlessMayManageKey(ctx, caller, old);
@@ -169,7 +171,7 @@ async function keyHolder(ctx: ApiContext, caller: Principal, userId: string | un
 }
 
 /** The team's members: listed by anyone in it, managed by owners and admins. */
-function registerMemberRoutes(app: FastifyInstance, ctx: ApiContext): void {
+function registerMemberRoutes(app: ApiApp, ctx: ApiContext): void {
   const members = '/api/v1/settings/team/members';
   const tags = ['settings'];
   // Named Member in the OpenAPI document, apart from the caller's own Profile of the same fields.
@@ -208,7 +210,7 @@ function registerMemberRoutes(app: FastifyInstance, ctx: ApiContext): void {
       response: { 201: memberEnvelope, 403: ErrorEnvelope, 409: ErrorEnvelope, ...errors },
     },
     handler: async (request, reply) => {
-      const body = request.body as { email: string; role: Role; name?: string };
+      const body = request.body;
       const caller = principalOf(request);
       const user = await inviteMember(ctx, caller, body);
       void notifyInvited(ctx, mailer, caller, user);
@@ -219,7 +221,7 @@ function registerMemberRoutes(app: FastifyInstance, ctx: ApiContext): void {
 
   app.get(`${members}/:id`, {
     schema: { tags, operationId: 'getMember', summary: 'Get a team member', params: MemberIdParams, response: { 200: memberEnvelope, ...errors } },
-    handler: async (request, reply) => send200(request, reply, await findMember(ctx, principalOf(request).team, (request.params as { id: string }).id)),
+    handler: async (request, reply) => send200(request, reply, await findMember(ctx, principalOf(request).team, request.params.id)),
   });
 
   app.patch(`${members}/:id`, {
@@ -234,8 +236,8 @@ function registerMemberRoutes(app: FastifyInstance, ctx: ApiContext): void {
       response: { 200: memberEnvelope, 403: ErrorEnvelope, 409: ErrorEnvelope, ...errors },
     },
     handler: async (request, reply) => {
-      const { role } = request.body as { role: Role };
-      return send200(request, reply, await changeRole(ctx, principalOf(request), (request.params as { id: string }).id, role));
+      const { role } = request.body;
+      return send200(request, reply, await changeRole(ctx, principalOf(request), request.params.id, role));
     },
   });
 
@@ -249,7 +251,7 @@ function registerMemberRoutes(app: FastifyInstance, ctx: ApiContext): void {
       params: MemberIdParams,
       response: { 200: memberEnvelope, 403: ErrorEnvelope, 409: ErrorEnvelope, ...errors },
     },
-    handler: async (request, reply) => send200(request, reply, await removeMember(ctx, principalOf(request), (request.params as { id: string }).id)),
+    handler: async (request, reply) => send200(request, reply, await removeMember(ctx, principalOf(request), request.params.id)),
   });
 }
 

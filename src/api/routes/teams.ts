@@ -4,7 +4,6 @@
  * where no offline command reaches the store, can have more than one team. A new team
  * comes with its owner and the owner's first key, shown once in the answer.
  */
-import type { FastifyInstance } from 'fastify';
 import { Type } from '@sinclair/typebox';
 import type { ApiContext } from '../context';
 import { send } from '../envelope';
@@ -14,6 +13,7 @@ import { apiKeyFamily, teamFamily, userFamily, ApiKey, Team, User } from '../../
 import { createTeam } from '../../accounts/bootstrap';
 import { displayNameOf } from '../../accounts/members';
 import { notFound } from '../../lib/errors';
+import type { ApiApp } from '../api-app';
 
 const TEAMS = '/api/v1/teams';
 const tags = ['teams'];
@@ -38,7 +38,7 @@ const NewTeamRecord = Type.Object({
   }),
 });
 
-export function registerTeamRoutes(app: FastifyInstance, ctx: ApiContext): void {
+export function registerTeamRoutes(app: ApiApp, ctx: ApiContext): void {
   app.post(TEAMS, {
     config: installationAdmin,
     schema: {
@@ -50,7 +50,7 @@ export function registerTeamRoutes(app: FastifyInstance, ctx: ApiContext): void 
       response: { 201: envelopeOf(NewTeamRecord), ...errors },
     },
     handler: async (request, reply) => {
-      const body = request.body as { name: string; owner_email: string; owner_name?: string };
+      const body = request.body;
       const input = { teamName: body.name, ownerEmail: body.owner_email, ownerName: body.owner_name ?? displayNameOf(body.owner_email), keyName: 'owner' };
       const made = await createTeam(ctx.writer, ctx.authenticator, input, undefined, principalOf(request).key);
       const [team, owner, key] = await Promise.all([
@@ -94,7 +94,7 @@ export function registerTeamRoutes(app: FastifyInstance, ctx: ApiContext): void 
       response: { 200: envelopeOf(teamFamily.schemas.record), ...errors },
     },
     handler: async (request, reply) => {
-      const { id } = request.params as { id: string };
+      const { id } = request.params;
       const team = (await ctx.store.get(teamFamily.kind, id, id)) as Team | undefined;
       if (!team) throw notFound('team', id);
       return send(ctx, request, reply, 200, teamFamily.toRecord(team));

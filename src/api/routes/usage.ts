@@ -3,7 +3,6 @@
  * its thresholds (src/usage; docs/api.md, Usage). Any member reads both; changing limits
  * is managing the team, so it needs an admin, like the team's settings.
  */
-import type { FastifyInstance } from 'fastify';
 import { Type } from '@sinclair/typebox';
 import type { ApiContext } from '../context';
 import { send } from '../envelope';
@@ -11,6 +10,7 @@ import { envelopeOf, ErrorEnvelope, principalOf } from './families';
 import { fieldInvalid, FieldError, validationFailed } from '../../lib/errors';
 import { METRICS, unitOf } from '../../usage/metering';
 import { periodOf, readLimits, UsageLimits, writeLimits } from '../../usage/thresholds';
+import type { ApiApp } from '../api-app';
 
 const errors = { 401: ErrorEnvelope, 403: ErrorEnvelope, 422: ErrorEnvelope, 429: ErrorEnvelope };
 const DateTime = (description: string) => Type.String({ format: 'date-time', description });
@@ -90,7 +90,7 @@ function limitsRecord(limits: UsageLimits) {
   };
 }
 
-export function registerUsageRoutes(app: FastifyInstance, ctx: ApiContext): void {
+export function registerUsageRoutes(app: ApiApp, ctx: ApiContext): void {
   const tags = ['usage'];
   app.get('/api/v1/usage', {
     schema: {
@@ -103,7 +103,7 @@ export function registerUsageRoutes(app: FastifyInstance, ctx: ApiContext): void
       response: { 200: envelopeOf(UsageRecord), ...errors },
     },
     handler: async (request, reply) => {
-      const query = request.query as { since?: string; until?: string };
+      const query = request.query;
       const until = query.until ? new Date(query.until) : new Date();
       const since = query.since ? new Date(query.since) : periodOf(new Date(until.getTime() - 1)).start;
       if (since.getTime() >= until.getTime()) throw fieldInvalid('until', 'must be later than since');
@@ -129,10 +129,11 @@ export function registerUsageRoutes(app: FastifyInstance, ctx: ApiContext): void
       response: { 200: envelopeOf(LimitsRecord), ...errors },
     },
     handler: async (request, reply) => {
-      const body = request.body as { limits: Record<string, { soft?: number | null; hard?: number | null }> };
+      const body = request.body;
       const problems: FieldError[] = [];
       const limits: UsageLimits = {};
       for (const [metric, limit] of Object.entries(body.limits)) {
+        if (!limit) continue;
         const soft = limit.soft ?? null;
         const hard = limit.hard ?? null;
         if (soft !== null && hard !== null && soft > hard) problems.push({ field: `limits.${metric}.soft`, message: 'must not be above hard' });

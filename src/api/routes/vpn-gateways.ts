@@ -1,5 +1,4 @@
 /** VPN gateway actions: the live tunnel status. */
-import type { FastifyInstance } from 'fastify';
 import { Type } from '@sinclair/typebox';
 import type { ApiContext } from '../context';
 import { send } from '../envelope';
@@ -7,10 +6,11 @@ import { envelopeOf, ErrorEnvelope, findResource, principalOf } from './families
 import { tunnelStatsSchema, vpnGatewayFamily as family, VpnGateway } from '../../resources/vpn-gateway';
 import { managedOf, Driven } from '../../controllers/managed';
 import { vpnGatewayDesired } from '../../controllers/vpn-gateway';
+import type { ApiApp } from '../api-app';
 
 const IdParams = Type.Object({ id: Type.String({ maxLength: 64 }) });
 
-export function registerVpnGatewayRoutes(app: FastifyInstance, ctx: ApiContext): void {
+export function registerVpnGatewayRoutes(app: ApiApp, ctx: ApiContext): void {
   app.get(`/api/v1/${family.path}/:id/status`, {
     config: { family: family.name },
     schema: {
@@ -23,7 +23,7 @@ export function registerVpnGatewayRoutes(app: FastifyInstance, ctx: ApiContext):
       response: { 200: envelopeOf(tunnelStatsSchema), 404: ErrorEnvelope },
     },
     handler: async (request, reply) => {
-      const { id } = request.params as { id: string };
+      const { id } = request.params;
       const gateway = await findResource<VpnGateway>(ctx, family, principalOf(request).team, id);
       const { status } = gateway;
       const last = { tunnel_status: 'down' as const, bytes_sent: status.bytes_sent ?? 0, bytes_received: status.bytes_received ?? 0, last_handshake: status.last_handshake ?? null };

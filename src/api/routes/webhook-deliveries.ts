@@ -3,7 +3,6 @@
  * filtered and paged like every list (the cursor is bound to the filters), for a receiver
  * that looks for what failed during an outage without walking each subscription.
  */
-import type { FastifyInstance } from 'fastify';
 import { Type } from '@sinclair/typebox';
 import type { ApiContext } from '../context';
 import { send } from '../envelope';
@@ -11,6 +10,7 @@ import { ListFilter, listPage, listQueryOf, listQuerySchema } from '../list';
 import { envelopeOf, ErrorEnvelope, principalOf } from './families';
 import { Delivery, deliveryFamily } from '../../resources/webhook';
 import { fieldInvalid } from '../../lib/errors';
+import type { ApiApp } from '../api-app';
 
 const DateTime = (description: string) => Type.String({ format: 'date-time', description });
 
@@ -41,7 +41,7 @@ export function assertWindow(since: string | undefined, until: string | undefine
   if (since && until && Date.parse(since) >= Date.parse(until)) throw fieldInvalid('until', 'must be later than since');
 }
 
-export function registerWebhookDeliveryRoutes(app: FastifyInstance, ctx: ApiContext): void {
+export function registerWebhookDeliveryRoutes(app: ApiApp, ctx: ApiContext): void {
   app.get('/api/v1/webhook-deliveries', {
     schema: {
       tags: ['webhook'],
@@ -52,7 +52,7 @@ export function registerWebhookDeliveryRoutes(app: FastifyInstance, ctx: ApiCont
       response: { 200: envelopeOf(Type.Array(deliveryFamily.schemas.record)), 400: ErrorEnvelope, 401: ErrorEnvelope, 422: ErrorEnvelope, 429: ErrorEnvelope },
     },
     handler: async (request, reply) => {
-      const filters = request.query as FilterQuery;
+      const filters = request.query;
       assertWindow(filters.since, filters.until);
       const query = listQueryOf(request);
       const { page, nextCursor } = await listPage<Delivery>(ctx.store, deliveryFamily.kind, principalOf(request).team, query, ctx.cursorKey, deliveryFilterOf(filters));

@@ -4,14 +4,13 @@
  * GET /webhooks/{id}/stream, and each attempt's answer reported back by the CLI. Listing,
  * the delivery history, manual retry and DELETE are the subscriptions' own routes.
  */
-import type { FastifyInstance } from 'fastify';
 import type { ServerResponse } from 'node:http';
 import { Type } from '@sinclair/typebox';
 import type { ApiContext } from '../context';
 import { send } from '../envelope';
 import { assertChangeable, envelopeOf, ErrorEnvelope, findResource, principalOf } from './families';
 import { createSubscription, findDelivery, WithSecret } from './webhooks';
-import { DeliveryWithAttempts, deliveryWithAttempts, DEFAULT_RATE_LIMIT_PER_MINUTE, assertSubscription, Webhook, webhookFamily, WebhookSpec } from '../../resources/webhook';
+import { DeliveryWithAttempts, deliveryWithAttempts, DEFAULT_RATE_LIMIT_PER_MINUTE, assertSubscription, Events, Filter, Webhook, webhookFamily, WebhookSpec } from '../../resources/webhook';
 import { eventCategories } from '../../events/catalog';
 import { invalidState } from '../../lib/errors';
 import { newId } from '../../lib/ids';
@@ -21,6 +20,7 @@ import { claimLease, isListener, listenerUrl } from '../../webhooks/listener';
 import { ListenerHub, ListenerStream, StreamSink } from '../../webhooks/listener-hub';
 import { recordAttempt } from '../../webhooks/outcome';
 import type { AttemptResult } from '../../webhooks/sender';
+import type { ApiApp } from '../api-app';
 
 const errors = { 400: ErrorEnvelope, 401: ErrorEnvelope, 403: ErrorEnvelope, 404: ErrorEnvelope, 409: ErrorEnvelope, 415: ErrorEnvelope, 422: ErrorEnvelope, 429: ErrorEnvelope, 503: ErrorEnvelope };
 const tags = ['webhook'];
@@ -29,11 +29,10 @@ const DeliveryParams = Type.Object({
   id: Type.String({ maxLength: 64, description: 'Listener (subscription) id.' }),
   delivery_id: Type.String({ maxLength: 64, description: 'Delivery id.' }),
 });
-const createProperties = webhookFamily.schemas.create.properties;
 const CreateListener = Type.Object(
   {
-    events: Type.Optional(createProperties.events),
-    filter: Type.Optional(createProperties.filter),
+    events: Type.Optional(Events),
+    filter: Type.Optional(Filter),
     forward_to: Type.Optional(Type.String({ minLength: 1, maxLength: 2000, description: 'Where the CLI forwards deliveries; shown in the listener\'s url as `listen:<forward_to>`, never called by the service.' })),
   },
   { additionalProperties: false },
@@ -89,7 +88,7 @@ const StreamEvent = Type.Object({
   id: Type.Optional(Type.String({ description: 'The delivery id, on delivery events.' })),
 });
 
-export function registerWebhookListenerRoutes(app: FastifyInstance, ctx: ApiContext): void {
+export function registerWebhookListenerRoutes(app: ApiApp, ctx: ApiContext): void {
   const base = `/api/v1/${webhookFamily.path}`;
   const hub = new ListenerHub({ store: ctx.store, writer: ctx.writer, config: ctx.config.webhooks, logger: ctx.logger });
   // Before the server waits for its connections to end: a stream never would by itself.
@@ -107,7 +106,7 @@ export function registerWebhookListenerRoutes(app: FastifyInstance, ctx: ApiCont
     },
     handler: async (request, reply) => {
       const { team, key } = principalOf(request);
-      const body = request.body as { events?: string[]; filter?: WebhookSpec['filter']; forward_to?: string };
+      const body = request.body;
       assertSubscription(body.events, body.filter);
       const spec: WebhookSpec = { url: listenerUrl(body.forward_to), events: body.events ?? allEvents(), filter: body.filter ?? null, active: true, rate_limit_per_minute: DEFAULT_RATE_LIMIT_PER_MINUTE };
       const id = newId(webhookFamily.idPrefix);
@@ -135,7 +134,7 @@ export function registerWebhookListenerRoutes(app: FastifyInstance, ctx: ApiCont
       response: { 200: { description: 'The event stream.', content: { 'text/event-stream': { schema: StreamEvent } } }, ...errors },
     },
     handler: async (request, reply) => {
-      const { id } = request.params as { id: string };
+      const { id } = request.params;
       const listener = await findListener(ctx, principalOf(request).team, id);
       reply.hijack();
       const raw = reply.raw;
@@ -170,11 +169,11 @@ export function registerWebhookListenerRoutes(app: FastifyInstance, ctx: ApiCont
       response: { 200: envelopeOf(DeliveryWithAttempts), ...errors },
     },
     handler: async (request, reply) => {
-      const { id, delivery_id } = request.params as { id: string; delivery_id: string };
+      const { id, delivery_id } = request.params;
       const { team } = principalOf(request);
       await findListener(ctx, team, id);
       const delivery = await findDelivery(ctx, team, id, delivery_id);
-      const answer = request.body as AnswerBody;
+      const answer = request.body;
       if (delivery.status.status !== 'pending' || delivery.status.attempt + 1 !== answer.attempt) throw answered();
       if (!(await recordAttempt(ctx.writer, ctx.config.webhooks, delivery, resultOf(answer), Date.now()))) throw answered();
       return send(ctx, request, reply, 200, deliveryWithAttempts(await findDelivery(ctx, team, id, delivery_id)));

@@ -4,7 +4,6 @@
  * caller as actor); its reconciler (webhooks/reconciler.ts) does the same only for what
  * kubectl changed. The signing secret is shown by create and rotate-secret only.
  */
-import type { FastifyInstance } from 'fastify';
 import { Type } from '@sinclair/typebox';
 import type { ApiContext } from '../context';
 import { send } from '../envelope';
@@ -21,6 +20,7 @@ import { withinQuota } from '../../resources/quota';
 import { deleteLease, isListener } from '../../webhooks/listener';
 import { assertWindow, deliveryFilterOf } from './webhook-deliveries';
 import { listedArray } from '../../store/listed';
+import type { ApiApp } from '../api-app';
 
 const errors = { 400: ErrorEnvelope, 401: ErrorEnvelope, 404: ErrorEnvelope, 409: ErrorEnvelope, 415: ErrorEnvelope, 422: ErrorEnvelope, 429: ErrorEnvelope, 503: ErrorEnvelope };
 const tags = ['webhook'];
@@ -72,7 +72,7 @@ export async function createSubscription(ctx: ApiContext, team: string, spec: We
   }
 }
 
-export function registerWebhookRoutes(app: FastifyInstance, ctx: ApiContext): void {
+export function registerWebhookRoutes(app: ApiApp, ctx: ApiContext): void {
   const base = `/api/v1/${webhookFamily.path}`;
   const rules = { config: ctx.config };
 
@@ -109,7 +109,7 @@ export function registerWebhookRoutes(app: FastifyInstance, ctx: ApiContext): vo
   app.get(`${base}/:id`, {
     schema: { tags, operationId: 'getWebhook', summary: 'Get a webhook subscription', params: IdParams, response: { 200: envelopeOf(Record_), ...errors } },
     handler: async (request, reply) => {
-      const { id } = request.params as { id: string };
+      const { id } = request.params;
       return send(ctx, request, reply, 200, webhookFamily.toRecord(await findResource<Webhook>(ctx, webhookFamily, principalOf(request).team, id)));
     },
   });
@@ -125,9 +125,9 @@ export function registerWebhookRoutes(app: FastifyInstance, ctx: ApiContext): vo
       response: { 200: envelopeOf(Record_), ...errors },
     },
     handler: async (request, reply) => {
-      const { id } = request.params as { id: string };
+      const { id } = request.params;
       const { team, key } = principalOf(request);
-      const patch = request.body as Partial<WebhookSpec>;
+      const patch = request.body;
       assertNotListener(assertChangeableAnd(await findResource<Webhook>(ctx, webhookFamily, team, id)));
       await ctx.writer.mutateSpec<Webhook>(webhookFamily, team, id, (current) => {
         assertChangeable(webhookFamily, current);
@@ -142,7 +142,7 @@ export function registerWebhookRoutes(app: FastifyInstance, ctx: ApiContext): vo
   app.delete(`${base}/:id`, {
     schema: { tags, operationId: 'deleteWebhook', summary: 'Delete a webhook subscription', description: 'Deliveries stop at once; pending ones end as failed.', params: IdParams, response: { 200: envelopeOf(Record_), ...errors } },
     handler: async (request, reply) => {
-      const { id } = request.params as { id: string };
+      const { id } = request.params;
       const { team, key } = principalOf(request);
       await findResource(ctx, webhookFamily, team, id);
       const deleted = await ctx.writer.mutateStatus<Webhook>(
@@ -169,7 +169,7 @@ export function registerWebhookRoutes(app: FastifyInstance, ctx: ApiContext): vo
       response: { 200: envelopeOf(WithSecret), ...errors },
     },
     handler: async (request, reply) => {
-      const { id } = request.params as { id: string };
+      const { id } = request.params;
       const { team } = principalOf(request);
       const webhook = await findResource<Webhook>(ctx, webhookFamily, team, id);
       assertNotListener(assertChangeableAnd(webhook));
@@ -188,7 +188,7 @@ export function registerWebhookRoutes(app: FastifyInstance, ctx: ApiContext): vo
       response: { 200: envelopeOf(Type.Array(DeliveryRecord)), ...errors },
     },
     handler: async (request, reply) => {
-      const { id } = request.params as { id: string };
+      const { id } = request.params;
       const { team } = principalOf(request);
       await findResource(ctx, webhookFamily, team, id);
       const query = listQueryOf(request);
@@ -207,7 +207,7 @@ export function registerWebhookRoutes(app: FastifyInstance, ctx: ApiContext): vo
       response: { 200: envelopeOf(DeliveryWithAttempts), ...errors },
     },
     handler: async (request, reply) => {
-      const { id, delivery_id } = request.params as { id: string; delivery_id: string };
+      const { id, delivery_id } = request.params;
       const { team } = principalOf(request);
       await findResource(ctx, webhookFamily, team, id);
       return send(ctx, request, reply, 200, deliveryWithAttempts(await findDelivery(ctx, team, id, delivery_id)));
@@ -225,7 +225,7 @@ export function registerWebhookRoutes(app: FastifyInstance, ctx: ApiContext): vo
       response: { 202: envelopeOf(DeliveryWithAttempts), ...errors },
     },
     handler: async (request, reply) => {
-      const { id, delivery_id } = request.params as { id: string; delivery_id: string };
+      const { id, delivery_id } = request.params;
       const { team, key } = principalOf(request);
       await findResource(ctx, webhookFamily, team, id);
       await findDelivery(ctx, team, id, delivery_id);
@@ -252,7 +252,7 @@ export function registerWebhookRoutes(app: FastifyInstance, ctx: ApiContext): vo
       response: { 202: envelopeOf(DeliveryWithAttempts), ...errors },
     },
     handler: async (request, reply) => {
-      const { id } = request.params as { id: string };
+      const { id } = request.params;
       const { team, key } = principalOf(request);
       const webhook = await findResource<Webhook>(ctx, webhookFamily, team, id);
       if (webhook.status.status !== 'active') throw invalidState(`The subscription is ${webhook.status.status}; a ping is sent to an active one only.`);
@@ -277,9 +277,9 @@ export function registerWebhookRoutes(app: FastifyInstance, ctx: ApiContext): vo
       response: { 202: envelopeOf(Type.Array(DeliveryRecord)), ...errors },
     },
     handler: async (request, reply) => {
-      const { id } = request.params as { id: string };
+      const { id } = request.params;
       const { team, key } = principalOf(request);
-      const { since, until } = request.body as { since: string; until: string };
+      const { since, until } = request.body;
       assertWindow(since, until);
       assertChangeableAnd(await findResource<Webhook>(ctx, webhookFamily, team, id));
       // The subscription's failed deliveries of the window, oldest first, from the indexes.
