@@ -58,6 +58,14 @@ describe('request limits', () => {
     expect(JSON.stringify(res.body).length).toBeLessThan(16 * 1024);
   });
 
+  it('counts each field past the named ones once, whatever ajv says of it', async () => {
+    // 30 bad items (a number where a string goes) and a field that is not one: 31 fields in all, 20 named.
+    const res = await t.api('POST', WEBHOOKS, { url: 'https://example.com/hook', events: Array.from({ length: 30 }, (_, i) => i), extra: true });
+    expectError(res, 422, 'validation_failed');
+    expect(res.body.error.details).toHaveLength(20);
+    expect(res.body.error.more_details).toBe(11);
+  });
+
   it('leaves more_details out when every problem is named', async () => {
     const res = await t.api('POST', WEBHOOKS, { url: 'https://example.com/hook', events: [1, 2] });
     expectError(res, 422, 'validation_failed');
