@@ -15,6 +15,8 @@ import {
   ConflictError,
   NewObject,
   NotFoundError,
+  Page,
+  PageRequest,
   PersistenceState,
   Store,
   StoredObject,
@@ -29,7 +31,7 @@ import { nowIso } from '../../lib/time';
 import { CollectionWatcher, KubeObject } from './watcher';
 import { asCached } from './cached-object';
 import { listInPages, ListPage } from './paged-list';
-import { ListedKind, ListIndexes, Page, PageRequest } from '../list-index';
+import { ListedKind, ListIndexes } from '../list-index';
 import { sameJson } from '../../lib/canonical-json';
 import { onlyOutboxDiffers } from '../outbox-only';
 import { httpCode } from './http-code';
