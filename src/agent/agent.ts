@@ -13,7 +13,7 @@
 import type { Agent } from './types';
 import type { AgentDeps } from './index';
 import type { AnyFamily, Resource } from '../resources/family';
-import type { CloudEvent } from '../events/types';
+import type { CloudEvent } from '../resources/cloud-event';
 import { categoryOf } from '../events/types';
 import type { AuditLog } from '../audit/audit-log';
 import { families } from '../resources/registry';

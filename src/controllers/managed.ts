@@ -25,7 +25,7 @@ import { nowIso } from '../lib/time';
 import type { ReconcileResult, Reconciler } from './controller';
 import type { ConnectionDetails } from './connection-details';
 import type { PublishedEvents } from '../events/outbox-relay';
-import type { CloudEvent } from '../events/types';
+import type { CloudEvent } from '../resources/cloud-event';
 
 export type Driven = Resource<Record<string, any>, DrivenStatus & Record<string, any>>;
 

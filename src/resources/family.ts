@@ -4,7 +4,7 @@
  * generic REST routes, the events of its state changes and its list behaviour.
  */
 import { TObject } from '@sinclair/typebox';
-import type { CloudEvent } from '../events/types';
+import type { CloudEvent } from './cloud-event';
 import type { StoredObject } from '../store/types';
 import type { Config } from '../config';
 

@@ -6,7 +6,7 @@ import { createHash } from 'node:crypto';
 import { canonicalJson } from '../lib/canonical-json';
 import { newId } from '../lib/ids';
 import { nowIso } from '../lib/time';
-import type { CloudEvent } from '../events/types';
+import type { CloudEvent } from './cloud-event';
 import type { AnyFamily, BaseStatus, Condition, Resource } from './family';
 import { CONDITION_MESSAGE_MAX } from './schema-kit';
 

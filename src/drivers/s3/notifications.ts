@@ -16,7 +16,7 @@
  */
 import { Type, type Static } from '@sinclair/typebox';
 import { newId } from '../../lib/ids';
-import type { CloudEvent } from '../../events/types';
+import type { CloudEvent } from '../../resources/cloud-event';
 
 export const DATA_CREATED = 'data.created';
 export const DATA_UPDATED = 'data.updated';
