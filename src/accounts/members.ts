@@ -9,16 +9,25 @@
  * - a removed member keeps its record (status removed) for the audit trail, and its keys
  *   are revoked.
  */
-import type { ApiContext, Principal } from '../api/context';
-import { apiKeyFamily, teamFamily, userFamily, ApiKey, Team, User } from '../resources/accounts';
+import type { Config } from '../config';
+import type { Store } from '../store/types';
+import type { ResourceWriter } from '../resources/writer';
+import type { ApiKeyAuthenticator } from './authenticator';
+import { apiKeyFamily, teamFamily, userFamily, ApiKey, Role, Team, User } from '../resources/accounts';
 import type { AnyFamily, Resource } from '../resources/family';
 import { settleAccount } from './settle';
 import { sameJson } from '../lib/canonical-json';
 import { conflict, forbidden, invalidState, notFound } from '../lib/errors';
 import { KeyedMutex } from '../lib/mutex';
-import { atLeast, Role } from './roles';
+import { atLeast, Principal } from './roles';
 
-export type AccountDeps = Pick<ApiContext, 'store' | 'writer' | 'config' | 'authenticator'>;
+/** What the member operations need of the service (the API passes its context). */
+export interface AccountDeps {
+  store: Store;
+  writer: ResourceWriter;
+  config: Config;
+  authenticator: ApiKeyAuthenticator;
+}
 
 export interface Invitation {
   email: string;
