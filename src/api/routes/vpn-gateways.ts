@@ -5,7 +5,7 @@ import type { ApiContext } from '../context';
 import { send } from '../envelope';
 import { envelopeOf, ErrorEnvelope, findResource, principalOf } from './families';
 import { tunnelStatsSchema, vpnGatewayFamily as family, VpnGateway } from '../../resources/vpn-gateway';
-import { managedOf, Driven } from '../../controllers/managed';
+import { managedOf, Driven } from '../../controllers/driven';
 import { vpnGatewayDesired } from '../../controllers/vpn-gateway';
 
 const IdParams = Type.Object({ id: Type.String({ maxLength: 64 }) });

@@ -15,7 +15,8 @@ import { DeliveryWithAttempts, deliveryWithAttempts, DEFAULT_RATE_LIMIT_PER_MINU
 import { eventCategories } from '../../events/catalog';
 import { invalidState } from '../../lib/errors';
 import { newId } from '../../lib/ids';
-import { holdsQuota, QuotaRule, withinLimit, withinQuota } from '../../resources/quota';
+import { holdsQuota, withinLimit, withinQuota } from '../../resources/quota';
+import type { QuotaRule } from '../../resources/quota-ledger';
 import { listedObjects } from '../../store/listed';
 import { claimLease, isListener, listenerUrl } from '../../webhooks/listener';
 import { ListenerHub, ListenerStream, StreamSink } from '../../webhooks/listener-hub';
