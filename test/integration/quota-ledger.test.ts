@@ -9,7 +9,7 @@ import fs from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
 import { EmbeddedStore } from '../../src/store/embedded';
-import { listedKindOf } from '../../src/store';
+import { listedKindOf } from '../../src/resources/store-of-record';
 import { loadBalancerFamily } from '../../src/resources/load-balancer';
 import { holdsQuota } from '../../src/resources/quota';
 import { claimInLedger, ledgerName, QuotaRule } from '../../src/resources/quota-ledger';

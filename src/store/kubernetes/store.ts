@@ -38,7 +38,7 @@ import { httpCode } from './http-code';
 import { TeamPartition } from '../team-partition';
 import { NamespacedWatches } from './namespaced-watches';
 import { TeamNamespaceBinding, TeamNamespaces } from './team-namespaces';
-import { orphansOnDelete } from '../../resources/transitions';
+import { orphansOnDelete } from '../deletion-policy';
 import {
   API_VERSION,
   CREATED_AT_ANNOTATION,
