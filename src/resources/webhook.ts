@@ -8,7 +8,7 @@
 import { createHash } from 'node:crypto';
 import { Type } from '@sinclair/typebox';
 import { fieldInvalid, validationFailed, FieldError } from '../lib/errors';
-import { urlProblem } from '../webhooks/target-guard';
+import { urlProblem } from '../lib/target-guard';
 import { MAX_ATTEMPTS } from '../webhooks/schedule';
 import type { WebhookFilter } from '../webhooks/matching';
 import { subscriptionProblems } from '../events/catalog';
