@@ -20,6 +20,7 @@ import { sameJson } from '../lib/canonical-json';
 import { conflict, forbidden, invalidState, notFound } from '../lib/errors';
 import { KeyedMutex } from '../lib/mutex';
 import { atLeast, Principal } from './roles';
+import { ruleContextOf } from '../events/catalog';
 
 /** What the member operations need of the service (the API passes its context). */
 export interface AccountDeps {
@@ -75,7 +76,7 @@ export async function inviteMember(deps: AccountDeps, caller: Principal, invitat
     if ((await activeMembers(deps, caller.team)).some((u) => u.spec.email.toLowerCase() === email)) {
       throw conflict('name_taken', `${invitation.email} is already a member of this team.`);
     }
-    const spec = userFamily.specFromCreate({ name: invitation.name ?? displayNameOf(invitation.email), email: invitation.email, role: invitation.role }, { config: deps.config });
+    const spec = userFamily.specFromCreate({ name: invitation.name ?? displayNameOf(invitation.email), email: invitation.email, role: invitation.role }, ruleContextOf(deps.config));
     return (await deps.writer.create(userFamily, caller.team, spec, caller.key)) as User;
   });
 }
@@ -131,7 +132,7 @@ async function handOverTeam(deps: AccountDeps, team: string, leaving: User, acto
  */
 export async function updateAccount(deps: AccountDeps, family: AnyFamily, team: string, id: string, patch: Record<string, unknown>, actor: string): Promise<Resource> {
   await deps.writer.mutateSpec(family, team, id, (current) => {
-    const spec = family.applyUpdate!(current.spec, patch, { config: deps.config });
+    const spec = family.applyUpdate!(current.spec, patch, ruleContextOf(deps.config));
     return sameJson(spec, current.spec) ? null : spec;
   });
   return settleAccount(deps.writer, family, team, id, actor);

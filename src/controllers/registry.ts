@@ -26,6 +26,7 @@ import { secretObjectName } from '../store/kubernetes/names';
 import { accountReconcilers } from '../accounts/reconciler';
 import { AlertPolicyReconciler } from './alert-policy';
 import { IncidentReconciler } from './incident';
+import { ruleContextOf } from '../events/catalog';
 
 export interface ReconcilerDeps {
   store: Store;
@@ -58,10 +59,10 @@ export function buildReconcilers(deps: ReconcilerDeps): Reconciler[] {
     new IncidentReconciler(deps.store, deps.writer),
   ];
   // Every reconciled family also takes in what kubectl created, and can be paused per resource.
-  const adopted = reconcilers.map((r) => adopting(families.find((f) => f.kind === r.kind)!, r, deps.store, deps.writer, deps.quota, { config: deps.config }));
+  const adopted = reconcilers.map((r) => adopting(families.find((f) => f.kind === r.kind)!, r, deps.store, deps.writer, deps.quota, ruleContextOf(deps.config)));
   // A kubectl-made subscription gets its signing secret before adoption lets it deliver.
   const webhooks = new WebhookSubscriptionReconciler(deps.store, deps.writer, cluster ? secretObjectName : undefined);
-  const webhooksAdopted = signingSecretFirst(adopting(webhookFamily, webhooks, deps.store, deps.writer, deps.quota, { config: deps.config }), deps.store);
+  const webhooksAdopted = signingSecretFirst(adopting(webhookFamily, webhooks, deps.store, deps.writer, deps.quota, ruleContextOf(deps.config)), deps.store);
   // Accounts settle what kubectl changed; one made with kubectl is not taken in (accounts/reconciler.ts).
   // Servers' daily backups: a second reconciler of servers, which only makes and prunes backups.
   const backupPolicies = new BackupPolicyReconciler(deps.store, deps.writer, deps.config.backupPolicyDayMs);

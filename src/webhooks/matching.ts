@@ -5,9 +5,8 @@
  * string, or is one of the array's strings.
  */
 import type { CloudEvent } from '../resources/cloud-event';
+import type { WebhookFilter } from '../resources/webhook';
 import { categoryOf } from '../events/types';
-
-export type WebhookFilter = Record<string, string | string[]>;
 
 export function typeMatches(patterns: string[], type: string): boolean {
   const category = categoryOf(type);

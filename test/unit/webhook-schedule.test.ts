@@ -1,4 +1,5 @@
-import { MAX_ATTEMPTS, nextAttemptAt, retryAfterMs } from '../../src/webhooks/schedule';
+import { nextAttemptAt, retryAfterMs } from '../../src/webhooks/schedule';
+import { MAX_ATTEMPTS } from '../../src/resources/webhook';
 import { subscriptionMatches } from '../../src/webhooks/matching';
 import type { CloudEvent } from '../../src/resources/cloud-event';
 

@@ -14,6 +14,7 @@ import { KeyedMutex } from '../../lib/mutex';
 import { sleep } from '../../lib/time';
 import { newId } from '../../lib/ids';
 import { withinQuota } from '../../resources/quota';
+import { ruleContextOf } from '../../events/catalog';
 
 const tags = ['agent'];
 const ThreadParams = Type.Object({ id: Type.String({ maxLength: 64, description: 'Thread id.' }) });
@@ -74,7 +75,7 @@ export function registerAgentRoutes(app: FastifyInstance, ctx: ApiContext): void
     },
     handler: async (request, reply) => {
       const { team, key } = principalOf(request);
-      const spec = threadFamily.specFromCreate(request.body ?? {}, { config: ctx.config });
+      const spec = threadFamily.specFromCreate(request.body ?? {}, ruleContextOf(ctx.config));
       const id = newId(threadFamily.idPrefix);
       const thread = (await withinQuota(ctx.quota, threadFamily, team, id, () => ctx.writer.create(threadFamily, team, spec, key, id))) as Thread;
       reply.header('Location', `${base}/${thread.meta.id}`);

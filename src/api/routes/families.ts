@@ -19,6 +19,7 @@ import { withNewSecret, withUniqueName } from '../../resources/creation';
 import { withinQuota } from '../../resources/quota';
 import { ErrorEnvelope } from '../plugins/error-responses';
 import { pluralOf, typeNameOf } from '../openapi-names';
+import { ruleContextOf } from '../../events/catalog';
 
 const IdParams = Type.Object({ id: Type.String({ maxLength: 64, description: 'Resource id.' }) });
 
@@ -141,7 +142,7 @@ export function registerFamilyRoutes(app: FastifyInstance, ctx: ApiContext, fami
   const tags = [family.title];
   const typeName = typeNameOf(family.title);
   const RecordSchema = family.schemas.record;
-  const ruleContext = { config: ctx.config };
+  const ruleContext = ruleContextOf(ctx.config);
   // Reads answer records serialised once per stored version.
   const records = new RecordBytes(family);
 

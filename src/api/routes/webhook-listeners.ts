@@ -12,7 +12,7 @@ import { send } from '../envelope';
 import { assertChangeable, envelopeOf, ErrorEnvelope, findResource, principalOf } from './families';
 import { createSubscription, findDelivery, WithSecret } from './webhooks';
 import { DeliveryWithAttempts, deliveryWithAttempts, DEFAULT_RATE_LIMIT_PER_MINUTE, assertSubscription, Webhook, webhookFamily, WebhookSpec } from '../../resources/webhook';
-import { eventCategories } from '../../events/catalog';
+import { eventCategories, subscriptionProblems } from '../../events/catalog';
 import { invalidState } from '../../lib/errors';
 import { newId } from '../../lib/ids';
 import { holdsQuota, withinLimit, withinQuota } from '../../resources/quota';
@@ -109,7 +109,7 @@ export function registerWebhookListenerRoutes(app: FastifyInstance, ctx: ApiCont
     handler: async (request, reply) => {
       const { team, key } = principalOf(request);
       const body = request.body as { events?: string[]; filter?: WebhookSpec['filter']; forward_to?: string };
-      assertSubscription(body.events, body.filter);
+      assertSubscription(body.events, body.filter, subscriptionProblems);
       const spec: WebhookSpec = { url: listenerUrl(body.forward_to), events: body.events ?? allEvents(), filter: body.filter ?? null, active: true, rate_limit_per_minute: DEFAULT_RATE_LIMIT_PER_MINUTE };
       const id = newId(webhookFamily.idPrefix);
       // The lease first: the reaper never finds a listener without one, and a CLI has a lease's time to attach.
