@@ -29,7 +29,12 @@ import { SessionManager } from './accounts/sessions';
 import { OidcSignIn } from './accounts/oidc';
 import { ensureBootstrap, NewTeam } from './accounts/bootstrap';
 import { Controller } from './controllers/controller';
-import { buildReconcilers } from './controllers/registry';
+import { Adopt, buildReconcilers } from './controllers/registry';
+import type { Reconciler } from './controllers/controller';
+import { signingSecretFirst, WebhookSubscriptionReconciler } from './webhooks/reconciler';
+import { webhookFamily } from './resources/webhook';
+import { secretObjectName } from './store/kubernetes/names';
+import { accountReconcilers } from './accounts/reconciler';
 import { buildApp } from './api/app';
 import type { ApiContext } from './api/context';
 import type { Store } from './store/types';
@@ -163,7 +168,13 @@ function leaderWork({ store, bus, drivers, writer, quota, agent, usage, config, 
         const controllers: Controller[] = [];
         // A queued pass's write takes the relay's published events out: the relay waits for it rather than write first.
         relay.expectWritesFrom((object) => controllers.some((c) => c.outboxWriteComing(object)));
-        for (const reconciler of buildReconcilers({ store, writer, drivers, config, quota, outbox: relay })) {
+        const above = (adopt: Adopt): Reconciler[] => [
+          // A kubectl-made subscription gets its signing secret before adoption lets it deliver.
+          signingSecretFirst(adopt(webhookFamily, new WebhookSubscriptionReconciler(store, writer, config.kubernetes ? secretObjectName : undefined)), store),
+          // Accounts settle what kubectl changed; one made with kubectl is not taken in (accounts/reconciler.ts).
+          ...accountReconcilers(store, writer),
+        ];
+        for (const reconciler of buildReconcilers({ store, writer, drivers, config, quota, outbox: relay, above })) {
           const controller = new Controller(store, reconciler, { workers: config.workersPerController, resyncMs: config.resyncMs, resyncPassesPerSecond: config.resyncPassesPerSecond, logger });
           await controller.start();
           started.push(controller);
