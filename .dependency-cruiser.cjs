@@ -24,7 +24,7 @@ const LAYERS = [
   { name: 'agent', peers: 'side', paths: ['^src/agent/'] },
   { name: 'accounts', paths: ['^src/accounts/'] },
   { name: 'api', paths: ['^src/api/'] },
-  { name: 'entry', paths: ['^src/cli/', '^src/service\\.ts$', '^src/main\\.ts$'] },
+  { name: 'entry', paths: ['^src/cli/', '^src/service\\.ts$', '^src/main\\.ts$', '^src/secret-upkeep\\.ts$'] },
 ];
 
 /** Peers share one rank: none is above another, so none may import another. */

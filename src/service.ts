@@ -44,6 +44,7 @@ import { UsageMeter } from './usage';
 import { WebhookDispatcher } from './webhooks/dispatcher';
 import { WebhookRetention } from './webhooks/retention';
 import { SecretSweeper } from './controllers/secret-sweeper';
+import { SECRET_SWEEP_RULES } from './secret-upkeep';
 import { embeddedEventRecorder, KubernetesEventRecorder } from './controllers/events-recorder';
 import { CoordinationV1Api } from '@kubernetes/client-node';
 import { kubeConfigFor } from './store';
@@ -188,7 +189,7 @@ function leaderWork({ store, bus, drivers, writer, quota, agent, usage, config, 
         started.push(retention);
         await agent.start();
         started.push(agent);
-        const sweeper = new SecretSweeper({ store, logger, intervalMs: config.secrets.sweepMs, orphanGraceMs: config.secrets.orphanGraceMs });
+        const sweeper = new SecretSweeper({ store, logger, intervalMs: config.secrets.sweepMs, orphanGraceMs: config.secrets.orphanGraceMs, ...SECRET_SWEEP_RULES });
         sweeper.start();
         started.push(sweeper);
         for (const part of usage.leaderParts()) {
