@@ -89,6 +89,5 @@ module.exports = {
     // Type-only imports (`import type`, types used only in signatures) are dependencies too.
     tsPreCompilationDeps: true,
     tsConfig: { fileName: 'tsconfig.json' },
-    enhancedResolveOptions: { exportsFields: ['exports'], conditionNames: ['import', 'require', 'node', 'default'] },
   },
 };

@@ -64,7 +64,7 @@ export function holdsQuota(family: AnyFamily, object: StoredObject<unknown, Part
   return !refused;
 }
 
-/** A family's own quota: the store keeps its count (store/index.ts counts by holdsQuota), so no create scans the team. */
+/** A family's own quota: the store keeps its count (resources/store-of-record.ts counts by holdsQuota), so no create scans the team. */
 const familyRule = (family: AnyFamily, quota: QuotaFamily): QuotaRule => ({
   quota,
   family,

@@ -19,7 +19,7 @@
 import BTree from 'sorted-btree';
 import type { ListSort, Page, PageRequest, StoredObject } from './types';
 
-/** What a store must know of a kind to index it; from its family (src/store/index.ts). */
+/** What a store must know of a kind to index it; from its family (resources/store-of-record.ts listedKindOf). */
 export interface ListedKind {
   kind: string;
   /** The name lists sort by and unique names are checked on. */
