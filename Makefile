@@ -2,7 +2,7 @@
 SHELL := /bin/bash
 NODE_MODULES_STAMP := node_modules/.package-lock.json
 
-.PHONY: run test soak build lint crds bench bench-webhooks bench-cluster bench-scale bench-noisy clean deps fuzz fuzz-kube
+.PHONY: run test soak build lint layers crds bench bench-webhooks bench-cluster bench-scale bench-noisy clean deps fuzz fuzz-kube
 
 # `npm install` rather than `npm ci`: npm 11 leaves other platforms' optional binaries
 # (@swc/core-darwin-*, ...) out of the lock file, and `npm ci` then refuses it.
@@ -22,6 +22,10 @@ build: deps
 
 lint: deps
 	npx tsc -p tsconfig.json --noEmit
+
+# The layers of src/ (docs/layers.md): no import reaches up a layer, no import cycle.
+layers: deps
+	npx depcruise src --config .dependency-cruiser.cjs
 
 run: build
 	node dist/src/main.js

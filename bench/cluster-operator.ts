@@ -14,7 +14,7 @@ import { performance } from 'node:perf_hooks';
 import { loadConfig } from '../src/config';
 import { createLogger } from '../src/logger';
 import { startService } from '../src/service';
-import { createStore } from '../src/store';
+import { createStore } from '../src/resources/store-of-record';
 import { kubeApiRequests, reconcileCounter } from '../src/metrics';
 import { memoryAfterGc } from './report';
 

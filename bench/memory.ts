@@ -17,6 +17,7 @@ import fs from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
 import v8 from 'node:v8';
+import { ruleContextOf } from '../src/events/catalog';
 
 const sleep = (ms: number) => new Promise((resolve) => setTimeout(resolve, ms));
 const KEY = 'cpk_Bench0123456789abcdefghijABCDEFGHIJKLMNO';
@@ -44,7 +45,7 @@ async function snapshot(count: number, file: string): Promise<void> {
       Array.from({ length: 32 }, async () => {
         while (next < count) {
           const n = next++;
-          await service.ctx.writer.create(family, teamId, family.specFromCreate({ name: `mem-${n}`, region: 'fra1' }, { config }), keyId);
+          await service.ctx.writer.create(family, teamId, family.specFromCreate({ name: `mem-${n}`, region: 'fra1' }, ruleContextOf(config)), keyId);
         }
       }),
     );

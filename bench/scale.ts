@@ -24,6 +24,7 @@ import Fastify from 'fastify';
 import { CoreV1Api } from '@kubernetes/client-node';
 import { machine, memoryAfterGc, nextReply, serviceExecArgv, writeResults } from './report';
 import { loadInWorker } from './load-worker';
+import { ruleContextOf } from '../src/events/catalog';
 
 const KEY = 'cpk_Bench0123456789abcdefghijABCDEFGHIJKLMNO';
 const REPO = path.resolve(__dirname, '..', '..');
@@ -104,7 +105,7 @@ async function child(): Promise<void> {
       Array.from({ length: concurrency }, async () => {
         while (created < target) {
           const n = created++;
-          const spec = family.specFromCreate({ name: `scale-${n}`, region: 'fra1' }, { config });
+          const spec = family.specFromCreate({ name: `scale-${n}`, region: 'fra1' }, ruleContextOf(config));
           await service.ctx.writer.create(family, teamId, spec, keyId);
         }
       }),

@@ -20,7 +20,8 @@ import { loadConfig } from '../src/config';
 import { createLogger } from '../src/logger';
 import { startService } from '../src/service';
 import type { Store } from '../src/store/types';
-import type { CloudEvent, EventBus } from '../src/events/types';
+import type { EventBus } from '../src/events/types';
+import type { CloudEvent } from '../src/resources/cloud-event';
 import { Delivery, deliveryFamily, MAX_RATE_LIMIT_PER_MINUTE, Webhook, webhookFamily } from '../src/resources/webhook';
 import { machine, writeResults } from './report';
 

@@ -6,8 +6,8 @@ import fs from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
 import { parseIpv4Block } from './lib/cidr';
-import { parseKey } from './store/secret-box';
-import { DEFAULT_PLAN_RESOURCES, DEFAULT_SERVER_IMAGES, missingPlans, ServerImageCatalog, ServerPlanResources, ServerImageCatalogSchema, ServerPlanResourcesSchema } from './drivers/kubernetes/server-catalog';
+import { parseKey } from './lib/secret-key';
+import { DEFAULT_PLAN_RESOURCES, DEFAULT_SERVER_IMAGES, missingPlans, ServerImageCatalog, ServerPlanResources, ServerImageCatalogSchema, ServerPlanResourcesSchema } from './lib/server-catalog';
 import { Value } from '@sinclair/typebox/value';
 import type { TSchema } from '@sinclair/typebox';
 

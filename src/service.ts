@@ -11,7 +11,8 @@ import type { FastifyInstance } from 'fastify';
 import type { Logger } from 'pino';
 import type { Config } from './config';
 import { createLogger } from './logger';
-import { createStore, teamNamespaceWatchesFor } from './store';
+import { teamNamespaceWatchesFor } from './store';
+import { createStore } from './resources/store-of-record';
 import { DataDirHealth } from './store/data-dir-health';
 import { EmbeddedEventBus } from './events/embedded-bus';
 import { OutboxRelay } from './events/outbox-relay';
@@ -28,7 +29,12 @@ import { SessionManager } from './accounts/sessions';
 import { OidcSignIn } from './accounts/oidc';
 import { ensureBootstrap, NewTeam } from './accounts/bootstrap';
 import { Controller } from './controllers/controller';
-import { buildReconcilers } from './controllers/registry';
+import { Adopt, buildReconcilers } from './controllers/registry';
+import type { Reconciler } from './controllers/controller';
+import { signingSecretFirst, WebhookSubscriptionReconciler } from './webhooks/reconciler';
+import { webhookFamily } from './resources/webhook';
+import { secretObjectName } from './store/kubernetes/names';
+import { accountReconcilers } from './accounts/reconciler';
 import { buildApp } from './api/app';
 import type { ApiContext } from './api/context';
 import type { Store } from './store/types';
@@ -38,6 +44,7 @@ import { UsageMeter } from './usage';
 import { WebhookDispatcher } from './webhooks/dispatcher';
 import { WebhookRetention } from './webhooks/retention';
 import { SecretSweeper } from './controllers/secret-sweeper';
+import { SECRET_SWEEP_RULES } from './secret-upkeep';
 import { embeddedEventRecorder, KubernetesEventRecorder } from './controllers/events-recorder';
 import { CoordinationV1Api } from '@kubernetes/client-node';
 import { kubeConfigFor } from './store';
@@ -162,7 +169,13 @@ function leaderWork({ store, bus, drivers, writer, quota, agent, usage, config, 
         const controllers: Controller[] = [];
         // A queued pass's write takes the relay's published events out: the relay waits for it rather than write first.
         relay.expectWritesFrom((object) => controllers.some((c) => c.outboxWriteComing(object)));
-        for (const reconciler of buildReconcilers({ store, writer, drivers, config, quota, outbox: relay })) {
+        const above = (adopt: Adopt): Reconciler[] => [
+          // A kubectl-made subscription gets its signing secret before adoption lets it deliver.
+          signingSecretFirst(adopt(webhookFamily, new WebhookSubscriptionReconciler(store, writer, config.kubernetes ? secretObjectName : undefined)), store),
+          // Accounts settle what kubectl changed; one made with kubectl is not taken in (accounts/reconciler.ts).
+          ...accountReconcilers(store, writer),
+        ];
+        for (const reconciler of buildReconcilers({ store, writer, drivers, config, quota, outbox: relay, above })) {
           const controller = new Controller(store, reconciler, { workers: config.workersPerController, resyncMs: config.resyncMs, resyncPassesPerSecond: config.resyncPassesPerSecond, logger });
           await controller.start();
           started.push(controller);
@@ -176,7 +189,7 @@ function leaderWork({ store, bus, drivers, writer, quota, agent, usage, config, 
         started.push(retention);
         await agent.start();
         started.push(agent);
-        const sweeper = new SecretSweeper({ store, logger, intervalMs: config.secrets.sweepMs, orphanGraceMs: config.secrets.orphanGraceMs });
+        const sweeper = new SecretSweeper({ store, logger, intervalMs: config.secrets.sweepMs, orphanGraceMs: config.secrets.orphanGraceMs, ...SECRET_SWEEP_RULES });
         sweeper.start();
         started.push(sweeper);
         for (const part of usage.leaderParts()) {

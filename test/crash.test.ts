@@ -12,7 +12,7 @@ import { startChildService, ChildService } from './helpers/child-service';
 import { tempDataDir, eventually } from './helpers/service';
 import { EmbeddedEventBus } from '../src/events/embedded-bus';
 import { EmbeddedStore } from '../src/store/embedded';
-import type { CloudEvent } from '../src/events/types';
+import type { CloudEvent } from '../src/resources/cloud-event';
 import { pageAll } from './helpers/paging';
 
 jest.setTimeout(180_000);

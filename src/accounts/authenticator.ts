@@ -7,14 +7,13 @@
 import { hash as digest, timingSafeEqual } from 'node:crypto';
 import { AlreadyExistsError, ConflictError, Store } from '../store/types';
 import type { ResourceWriter } from '../resources/writer';
-import { apiKeyFamily, userFamily, ApiKey, User } from '../resources/accounts';
+import { apiKeyFamily, userFamily, ApiKey, KeyScope, User } from '../resources/accounts';
 import { derivedId, newApiKeySecret } from '../lib/ids';
 import { nowIso } from '../lib/time';
 import { notFound } from '../lib/errors';
 import { ExpiringSet } from '../lib/expiring-set';
 import { hasPassed } from '../lib/timestamps';
-import type { Principal } from '../api/context';
-import { atLeast, KeyScope } from './roles';
+import { atLeast, Principal } from './roles';
 import { installationTeamOf } from './installation';
 
 const KEY_FORMAT = /^cpk_[0-9A-Za-z]{32,}$/;

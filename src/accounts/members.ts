@@ -9,16 +9,26 @@
  * - a removed member keeps its record (status removed) for the audit trail, and its keys
  *   are revoked.
  */
-import type { ApiContext, Principal } from '../api/context';
-import { apiKeyFamily, teamFamily, userFamily, ApiKey, Team, User } from '../resources/accounts';
+import type { Config } from '../config';
+import type { Store } from '../store/types';
+import type { ResourceWriter } from '../resources/writer';
+import type { ApiKeyAuthenticator } from './authenticator';
+import { apiKeyFamily, teamFamily, userFamily, ApiKey, Role, Team, User } from '../resources/accounts';
 import type { AnyFamily, Resource } from '../resources/family';
 import { settleAccount } from './settle';
 import { sameJson } from '../lib/canonical-json';
 import { conflict, forbidden, invalidState, notFound } from '../lib/errors';
 import { KeyedMutex } from '../lib/mutex';
-import { atLeast, Role } from './roles';
+import { atLeast, Principal } from './roles';
+import { ruleContextOf } from '../events/catalog';
 
-export type AccountDeps = Pick<ApiContext, 'store' | 'writer' | 'config' | 'authenticator'>;
+/** What the member operations need of the service (the API passes its context). */
+export interface AccountDeps {
+  store: Store;
+  writer: ResourceWriter;
+  config: Config;
+  authenticator: ApiKeyAuthenticator;
+}
 
 export interface Invitation {
   email: string;
@@ -66,7 +76,7 @@ export async function inviteMember(deps: AccountDeps, caller: Principal, invitat
     if ((await activeMembers(deps, caller.team)).some((u) => u.spec.email.toLowerCase() === email)) {
       throw conflict('name_taken', `${invitation.email} is already a member of this team.`);
     }
-    const spec = userFamily.specFromCreate({ name: invitation.name ?? displayNameOf(invitation.email), email: invitation.email, role: invitation.role }, { config: deps.config });
+    const spec = userFamily.specFromCreate({ name: invitation.name ?? displayNameOf(invitation.email), email: invitation.email, role: invitation.role }, ruleContextOf(deps.config));
     return (await deps.writer.create(userFamily, caller.team, spec, caller.key)) as User;
   });
 }
@@ -122,7 +132,7 @@ async function handOverTeam(deps: AccountDeps, team: string, leaving: User, acto
  */
 export async function updateAccount(deps: AccountDeps, family: AnyFamily, team: string, id: string, patch: Record<string, unknown>, actor: string): Promise<Resource> {
   await deps.writer.mutateSpec(family, team, id, (current) => {
-    const spec = family.applyUpdate!(current.spec, patch, { config: deps.config });
+    const spec = family.applyUpdate!(current.spec, patch, ruleContextOf(deps.config));
     return sameJson(spec, current.spec) ? null : spec;
   });
   return settleAccount(deps.writer, family, team, id, actor);

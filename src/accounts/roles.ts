@@ -6,13 +6,10 @@
  * that needs more says so in its config (`requires`, or `actsAsWrite` for a read by its
  * method that acts: a listener's stream takes the listener over and receives its signed
  * deliveries, which only who may make the listener may do). Rules that depend on the record
- * a request touches (an admin may not manage an owner) are in members.ts.
+ * a request touches (an admin may not manage an owner) are in members.ts. The roles and
+ * scopes themselves are fields of the member and key records (resources/accounts.ts).
  */
-export const ROLES = ['owner', 'admin', 'member', 'viewer'] as const;
-export type Role = (typeof ROLES)[number];
-
-export const KEY_SCOPES = ['read_write', 'read_only'] as const;
-export type KeyScope = (typeof KEY_SCOPES)[number];
+import type { KeyScope, Role } from '../resources/accounts';
 
 /**
  * What a route may ask of its caller beyond what its method implies: a role at least
@@ -46,4 +43,12 @@ export function refusalOf(caller: Caller, method: string, requires?: Requirement
   }
   const minimum: Role = requires && atLeast(requires, read ? 'viewer' : 'member') ? requires : read ? 'viewer' : 'member';
   return atLeast(caller.role, minimum) ? null : `Your role (${caller.role}) may not do this; it needs ${minimum === 'member' ? 'a member' : `an ${minimum}`} or above.`;
+}
+
+/** Who is calling, once authenticated: the key's team and user, the user's role, the key's scope. */
+export interface Principal extends Caller {
+  team: string;
+  user: string;
+  /** The API key's id; for a console session, the user's id. It is the actor of what the request changes, and its rate-limit bucket. */
+  key: string;
 }

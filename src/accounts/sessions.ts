@@ -18,12 +18,11 @@ import { createHash, createHmac, randomBytes, timingSafeEqual } from 'node:crypt
 import type { Logger } from 'pino';
 import type { Store } from '../store/types';
 import type { SessionConfig } from '../config';
-import { apiKeyFamily, teamFamily, userFamily, ApiKey, Team, User } from '../resources/accounts';
-import type { Principal } from '../api/context';
+import { apiKeyFamily, teamFamily, userFamily, ApiKey, KeyScope, Role, Team, User } from '../resources/accounts';
 import { ExpiringSet } from '../lib/expiring-set';
 import { hasPassed } from '../lib/timestamps';
 import { ApiError, forbidden, notFound } from '../lib/errors';
-import { atLeast, KeyScope, Role } from './roles';
+import { atLeast, Principal } from './roles';
 import { installationTeamOf } from './installation';
 
 export const SESSION_COOKIE = 'cloudplane_session';

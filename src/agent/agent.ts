@@ -10,12 +10,10 @@
  * the teams waiting take free places in turns. A call that finds no place in time is
  * answered from the rules, as when the endpoint is down.
  */
-import type { Agent } from './types';
-import type { AgentDeps } from './index';
+import type { Agent, AgentDeps, EventHistory } from './types';
 import type { AnyFamily, Resource } from '../resources/family';
-import type { CloudEvent } from '../events/types';
+import type { CloudEvent } from '../resources/cloud-event';
 import { categoryOf } from '../events/types';
-import type { AuditLog } from '../audit/audit-log';
 import { families } from '../resources/registry';
 import { messageFamily, Message } from '../resources/agent';
 import { incidentFamily } from '../resources/incident';
@@ -109,7 +107,7 @@ export class DataAgent implements Agent {
   constructor(
     readonly deps: AgentDeps,
     /** The team-scoped view of the event stream every answer about events comes from. */
-    private readonly audit: AuditLog,
+    private readonly audit: EventHistory,
     private readonly feed: AlertFeed,
   ) {
     const llm = deps.config.agentLlm;

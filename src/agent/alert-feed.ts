@@ -8,7 +8,8 @@
  */
 import { createHash } from 'node:crypto';
 import type { Logger } from 'pino';
-import type { CloudEvent, EventBus } from '../events/types';
+import type { EventBus } from '../events/types';
+import type { CloudEvent } from '../resources/cloud-event';
 import type { ResourceWriter } from '../resources/writer';
 import { AlreadyExistsError } from '../store/types';
 import { messageFamily, Message, Thread, threadFamily } from '../resources/agent';

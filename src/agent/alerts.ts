@@ -5,7 +5,7 @@
  * shares, jobs) and a webhook subscription the service switched off
  * (`webhook.disabled`). Everything else is routine.
  */
-import type { CloudEvent } from '../events/types';
+import type { CloudEvent } from '../resources/cloud-event';
 import { categoryOf } from '../events/types';
 import { families } from '../resources/registry';
 

@@ -10,7 +10,7 @@ import type { ActiveSession, SessionManager } from '../accounts/sessions';
 import type { OidcSignIn } from '../accounts/oidc';
 import type { Agent } from '../agent/types';
 import type { AuditLog } from '../audit/audit-log';
-import type { Caller, Requirement } from '../accounts/roles';
+import type { Principal, Requirement } from '../accounts/roles';
 import type { UsageMeter } from '../usage';
 import type { QuotaScope } from '../resources/quota';
 import type { SharedRecords } from '../store/shared-records';
@@ -37,14 +37,6 @@ export interface ApiContext {
   /** Key that signs list cursors, so a tampered cursor is recognised. */
   cursorKey: Buffer;
   logger: Logger;
-}
-
-/** Who is calling, once authenticated: the key's team and user, the user's role, the key's scope. */
-export interface Principal extends Caller {
-  team: string;
-  user: string;
-  /** The API key's id; for a console session, the user's id. It is the actor of what the request changes, and its rate-limit bucket. */
-  key: string;
 }
 
 declare module 'fastify' {

@@ -10,7 +10,7 @@ import type { FastifyRequest } from 'fastify';
 import { Static, TObject, TProperties, Type } from '@sinclair/typebox';
 import { domainError } from '../lib/errors';
 import type { Store, StoredObject } from '../store/types';
-import type { PageRequest } from '../store/list-index';
+import type { PageRequest } from '../store/types';
 import { routeConfigOf } from './route-config';
 import { StringEnum } from '../resources/schema-kit';
 

@@ -15,7 +15,8 @@
  * the copy of its resource in `data` is some 30 objects for every collection to mark, for
  * the whole retention; most of the heap of a large installation was this history.
  */
-import type { CloudEvent, EventBus } from '../events/types';
+import type { EventBus } from '../events/types';
+import type { CloudEvent } from '../resources/cloud-event';
 import { categoryOf, parseEvent } from '../events/types';
 import { OrderedKeys, SortedKeys, SortedMap } from '../lib/sorted-keys';
 import { TextArena } from '../lib/text-arena';

@@ -13,7 +13,7 @@ import { Type, TObject } from '@sinclair/typebox';
 import { families } from '../resources/registry';
 import type { AnyFamily } from '../resources/family';
 import { listQuerySchema } from '../api/list';
-import { ROLES } from '../accounts/roles';
+import { ROLES } from '../resources/accounts';
 import { MESSAGE_ROLES } from '../resources/agent';
 
 export type Method = 'GET' | 'POST' | 'PATCH' | 'PUT' | 'DELETE';

@@ -4,7 +4,7 @@
  */
 import type { Config } from '../config';
 import { EmbeddedStore } from '../store/embedded';
-import { embeddedStoreOptions } from '../store';
+import { embeddedStoreOptions } from '../resources/store-of-record';
 import { ResourceWriter } from '../resources/writer';
 import { ApiKeyAuthenticator } from '../accounts/authenticator';
 import { createTeam, NewTeam } from '../accounts/bootstrap';

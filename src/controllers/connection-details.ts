@@ -30,8 +30,7 @@ import { GROUP, ID_LABEL, namespaceOfTeam } from '../store/kubernetes/names';
 import { httpCode } from '../store/kubernetes/http-code';
 import { ownerReferencesOf } from '../drivers/kubernetes/objects';
 import { sameJson } from '../lib/canonical-json';
-import type { Driven } from './managed';
-import { managedOf } from './managed';
+import { Driven, managedOf } from './driven';
 
 type Details = Record<string, string>;
 type DetailsOf = (resource: Driven, namespace: string) => Details | null;

@@ -8,7 +8,7 @@ import type { Logger } from 'pino';
 import type { Store, StoredObject, WatchEvent } from '../store/types';
 import { sameJson } from '../lib/canonical-json';
 import { onlyOutboxDiffers } from '../store/outbox-only';
-import { WorkQueue } from './work-queue';
+import { WorkQueue } from '../lib/work-queue';
 import { BACKGROUND_TURN_BUDGET_MS, yieldIfDue } from '../lib/event-loop-turns';
 import { reconcileCounter, reconcileDuration } from '../metrics';
 

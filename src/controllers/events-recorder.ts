@@ -16,10 +16,8 @@ import type { StoredObject } from '../store/types';
 import type { ObjectEvent } from '../resources/transitions';
 import { API_VERSION, namespaceOfTeam } from '../store/kubernetes/names';
 import { newId } from '../lib/ids';
+import type { EventRecorder } from '../resources/writer';
 
-export interface EventRecorder {
-  record(object: StoredObject<unknown, unknown>, event: ObjectEvent): void;
-}
 
 /** The embedded store's: its event log already holds every change. */
 export const embeddedEventRecorder: EventRecorder = { record: () => undefined };

@@ -14,20 +14,19 @@
  * write, so a crash anywhere resumes at the same step.
  */
 import type { Store, StoredObject } from '../store/types';
-import type { AnyFamily, DrivenStatus, Resource } from '../resources/family';
+import type { AnyFamily, DrivenStatus } from '../resources/family';
 import type { ResourceWriter } from '../resources/writer';
-import { Driver, ExternalRecord, Managed, Observation, Owner, OwnerRefusal } from '../drivers/types';
-import { configHash, orphansOnDelete } from '../resources/transitions';
+import { Driver, Observation, OwnerRefusal } from '../drivers/types';
+import { configHash } from '../resources/transitions';
+import { orphansOnDelete } from '../store/deletion-policy';
 import { deletedBy } from '../resources/intents';
-import { API_VERSION } from '../store/kubernetes/names';
 import { sameJson } from '../lib/canonical-json';
 import { nowIso } from '../lib/time';
 import type { ReconcileResult, Reconciler } from './controller';
 import type { ConnectionDetails } from './connection-details';
+import { Driven, managedOf } from './driven';
 import type { PublishedEvents } from '../events/outbox-relay';
-import type { CloudEvent } from '../events/types';
-
-export type Driven = Resource<Record<string, any>, DrivenStatus & Record<string, any>>;
+import type { CloudEvent } from '../resources/cloud-event';
 
 /** The lifecycle state and status fields a family reads from what its driver observed. */
 export interface SteadyState {
@@ -64,7 +63,6 @@ const REJECTED_POLL_MS = 10_000;
 /** A step the team's own limits refused is tried again this often, until they are raised. */
 const OWNER_REFUSED_POLL_MS = 30_000;
 
-/** A resource as its driver sees it. */
 /**
  * The configuration hash of a stored spec, made once per stored version: a store never
  * changes an object it handed out (see api/record-bytes.ts), and a resync hashes every
@@ -75,12 +73,6 @@ function specHashOf(family: AnyFamily, spec: Record<string, unknown>): string {
   let hash = specHashes.get(spec);
   if (hash === undefined) specHashes.set(spec, (hash = configHash(family, spec)));
   return hash;
-}
-
-export function managedOf<Desired>(family: AnyFamily, resource: Driven, desired: Desired): Managed<Desired> {
-  const object = resource.meta.object;
-  const owner: Owner | null = object ? { apiVersion: API_VERSION, kind: family.kind, name: object.name, uid: object.uid } : null;
-  return { id: resource.meta.id, team: resource.meta.team, generation: resource.meta.generation, desired, external: (resource.status.external as ExternalRecord | undefined) ?? null, owner };
 }
 
 const minDefined = (...values: Array<number | undefined>): number | undefined => {

@@ -1,5 +1,11 @@
-/** One reconciler per reconciled family, built from the shared dependencies. */
+/**
+ * One reconciler per reconciled family, built from the shared dependencies. The reconcilers
+ * of the layers above controllers (webhook subscriptions, accounts) are made by the
+ * composition root (service.ts) and handed in as `above`; they are adopted and paused here
+ * like the rest.
+ */
 import type { Store } from '../store/types';
+import type { AnyFamily } from '../resources/family';
 import type { ResourceWriter } from '../resources/writer';
 import type { Config } from '../config';
 import type { QuotaScope } from '../resources/quota';
@@ -20,12 +26,9 @@ import { families } from '../resources/registry';
 import { fileShareBinding } from './file-share';
 import { ConnectionDetails } from './connection-details';
 import { kubeConfigFor } from '../store';
-import { signingSecretFirst, WebhookSubscriptionReconciler } from '../webhooks/reconciler';
-import { webhookFamily } from '../resources/webhook';
-import { secretObjectName } from '../store/kubernetes/names';
-import { accountReconcilers } from '../accounts/reconciler';
 import { AlertPolicyReconciler } from './alert-policy';
 import { IncidentReconciler } from './incident';
+import { ruleContextOf } from '../events/catalog';
 
 export interface ReconcilerDeps {
   store: Store;
@@ -36,7 +39,12 @@ export interface ReconcilerDeps {
   quota: QuotaScope;
   /** The outbox relay, whose published events managed resources' status writes take out of the outbox. */
   outbox?: PublishedEvents;
+  /** The reconcilers of the layers above (webhooks/, accounts/); `adopt` takes in what kubectl made of a family. */
+  above?: (adopt: Adopt) => Reconciler[];
 }
+
+/** A reconciler of `family` that first takes in what kubectl created (adoption.ts). */
+export type Adopt = (family: AnyFamily, reconciler: Reconciler) => Reconciler;
 
 export function buildReconcilers(deps: ReconcilerDeps): Reconciler[] {
   const { drivers } = deps.drivers;
@@ -58,12 +66,9 @@ export function buildReconcilers(deps: ReconcilerDeps): Reconciler[] {
     new IncidentReconciler(deps.store, deps.writer),
   ];
   // Every reconciled family also takes in what kubectl created, and can be paused per resource.
-  const adopted = reconcilers.map((r) => adopting(families.find((f) => f.kind === r.kind)!, r, deps.store, deps.writer, deps.quota, { config: deps.config }));
-  // A kubectl-made subscription gets its signing secret before adoption lets it deliver.
-  const webhooks = new WebhookSubscriptionReconciler(deps.store, deps.writer, cluster ? secretObjectName : undefined);
-  const webhooksAdopted = signingSecretFirst(adopting(webhookFamily, webhooks, deps.store, deps.writer, deps.quota, { config: deps.config }), deps.store);
-  // Accounts settle what kubectl changed; one made with kubectl is not taken in (accounts/reconciler.ts).
+  const adopt: Adopt = (family, reconciler) => adopting(family, reconciler, deps.store, deps.writer, deps.quota, ruleContextOf(deps.config));
+  const adopted = reconcilers.map((r) => adopt(families.find((f) => f.kind === r.kind)!, r));
   // Servers' daily backups: a second reconciler of servers, which only makes and prunes backups.
   const backupPolicies = new BackupPolicyReconciler(deps.store, deps.writer, deps.config.backupPolicyDayMs);
-  return [...adopted, webhooksAdopted, backupPolicies, ...accountReconcilers(deps.store, deps.writer)].map((r) => pausable(r, deps.store));
+  return [...adopted, backupPolicies, ...(deps.above?.(adopt) ?? [])].map((r) => pausable(r, deps.store));
 }

@@ -7,18 +7,11 @@
  * - A webhook's previous secret is dropped once its rotation overlap has ended, so a
  *   rotated-away secret is kept no longer than it signs.
  * - An Idempotency-Key's record is deleted once it has expired (CLOUDPLANE_IDEMPOTENCY_TTL_SECONDS).
+ * Which secrets these are is known above the controllers (webhooks/, accounts/, api/, usage/):
+ * the rules are handed in (src/secret-upkeep.ts, by service.ts).
  */
 import type { Logger } from 'pino';
 import type { Store, StoredObject, StoredSecret } from '../store/types';
-import { families } from '../resources/registry';
-import { webhookFamily, webhookSecretName } from '../resources/webhook';
-import { apiKeyFamily } from '../resources/accounts';
-import { SECRET_PREFIX as API_KEY_SECRET_PREFIX } from '../accounts/authenticator';
-import { dropExpiredPrevious } from '../webhooks/secrets';
-import { LISTENER_SECRET_PREFIX } from '../webhooks/listener';
-import { IDEMPOTENCY_SECRET_PREFIX, lapsed as idempotencyRecordLapsed } from '../api/plugins/idempotency';
-import { SESSION_SECRET_PREFIX } from '../accounts/sessions';
-import { USAGE_SECRET_PREFIX } from '../usage/records';
 import { BACKGROUND_TURN_BUDGET_MS, yieldIfDue } from '../lib/event-loop-turns';
 
 /** Which resource the secrets of one name prefix belong to. */
@@ -30,50 +23,22 @@ export interface SecretOwnership {
   needs?(owner: StoredObject<unknown, { status?: string }>): boolean;
 }
 
-const named = (kind: string, prefix: string) => (secret: StoredSecret) => ({ kind, id: secret.name.slice(prefix.length) });
-
-/**
- * Every secret a resource owns. The system team's secrets (the cursor-signing key, the
- * bootstrap claim) belong to no resource and match no rule, so they are never swept.
- */
-export const SECRET_OWNERSHIP: SecretOwnership[] = [
-  // A family's write-only secret (a VPN pre-shared key), named after the resource's id.
-  ...families.flatMap((family) => {
-    if (!family.secret) return [];
-    const prefix = family.secret.secretName('');
-    return [{ prefix, owner: named(family.kind, prefix) }];
-  }),
-  // A subscription's signing secrets; a deleted subscription signs nothing.
-  { prefix: webhookSecretName(''), owner: named(webhookFamily.kind, webhookSecretName('')), needs: (hook) => hook.status?.status !== 'deleted' },
-  // A listener's lease (`cloudplane listen`); a deleted listener has none.
-  { prefix: LISTENER_SECRET_PREFIX, owner: named(webhookFamily.kind, LISTENER_SECRET_PREFIX), needs: (hook) => hook.status?.status !== 'deleted' },
-  // An API key's hash, named after the hash, with the key's id inside; a revoked key is refused anyway.
-  {
-    prefix: API_KEY_SECRET_PREFIX,
-    owner: (secret) => (secret.data.key_id ? { kind: apiKeyFamily.kind, id: secret.data.key_id } : null),
-    needs: (key) => key.status?.status !== 'revoked',
-  },
-];
-
-/**
- * Team secrets that belong to no resource, each kind expired by the module that keeps it;
- * no ownership rule names them, so the orphan sweep leaves them alone. Every team secret is
- * either owned (above) or kept here (test/api/secret-upkeep.test.ts), so a new kind of
- * secret cannot be forgotten and grow for ever.
- */
-export const SECRETS_KEPT_ELSEWHERE: ReadonlyArray<{ prefix: string; upkeep: string }> = [
-  { prefix: SESSION_SECRET_PREFIX, upkeep: 'accounts/sessions.ts removes a session past its idle or absolute expiry' },
-  { prefix: IDEMPOTENCY_SECRET_PREFIX, upkeep: 'this sweeper removes a record past CLOUDPLANE_IDEMPOTENCY_TTL_SECONDS' },
-  { prefix: USAGE_SECRET_PREFIX, upkeep: 'usage/retention.ts removes records past CLOUDPLANE_USAGE_RETENTION_DAYS' },
-];
-
 export interface SecretSweeperOptions {
   store: Store;
   logger: Logger;
   intervalMs: number;
   /** How old a secret without its resource must be before it is removed. */
   orphanGraceMs: number;
+  /** Which resource owns the secrets of each name prefix. */
+  ownership: readonly SecretOwnership[];
+  /** Secrets that keep a previous value while a rotation overlaps (webhook signing secrets): `drop` removes it once the overlap ended. */
+  previous: { prefix: string; drop(store: Store, secret: StoredSecret, now: number): Promise<boolean> };
+  /** Records that expire (`expires_at`) unless a request still holds them by its lease (Idempotency-Key records). */
+  expiring: { prefix: string; lapsed(data: Record<string, string>, now: number): boolean };
 }
+
+/** The rules of SecretSweeperOptions, as the composition root hands them in. */
+export type SecretSweepRules = Pick<SecretSweeperOptions, 'ownership' | 'previous' | 'expiring'>;
 
 export interface SweepResult {
   /** Secrets removed because their resource does not exist or no longer needs them. */
@@ -109,18 +74,18 @@ export class SecretSweeper {
     // A store that cannot write, or whose cache may lag (a watch re-establishing), waits for
     // the next pass: a resource missing from a stale cache must not cost its secret.
     if (this.o.store.persistence() !== 'synced') return result;
-    for (const rule of SECRET_OWNERSHIP) {
+    for (const rule of this.o.ownership) {
       for (const secret of await this.o.store.listSecrets(rule.prefix)) {
         // Most checks are answered from memory: a sweep of many secrets lets the event loop turn.
         await yieldIfDue(BACKGROUND_TURN_BUDGET_MS);
         if (await this.removeIfOrphaned(rule, secret, now)) result.removedOrphans++;
       }
     }
-    for (const secret of await this.o.store.listSecrets(webhookSecretName(''))) {
+    for (const secret of await this.o.store.listSecrets(this.o.previous.prefix)) {
       await yieldIfDue(BACKGROUND_TURN_BUDGET_MS);
-      if (await dropExpiredPrevious(this.o.store, secret, now)) result.droppedPrevious++;
+      if (await this.o.previous.drop(this.o.store, secret, now)) result.droppedPrevious++;
     }
-    for (const secret of await this.o.store.listSecrets(IDEMPOTENCY_SECRET_PREFIX)) {
+    for (const secret of await this.o.store.listSecrets(this.o.expiring.prefix)) {
       await yieldIfDue(BACKGROUND_TURN_BUDGET_MS);
       if (await this.removeIfExpired(secret, now)) result.expiredIdempotencyKeys++;
     }
@@ -133,7 +98,7 @@ export class SecretSweeper {
    * record, and with it only the replay of its answer.
    */
   private async removeIfExpired(secret: StoredSecret, now: number): Promise<boolean> {
-    if (!(Date.parse(secret.data.expires_at ?? '') <= now) || !idempotencyRecordLapsed(secret.data, now)) return false;
+    if (!(Date.parse(secret.data.expires_at ?? '') <= now) || !this.o.expiring.lapsed(secret.data, now)) return false;
     await this.o.store.deleteSecret(secret.team, secret.name);
     return true;
   }

@@ -11,13 +11,13 @@
  * Subscriptions may name only what is here (subscriptionProblems): a type or pattern that
  * nothing emits would be accepted and never fire.
  */
-import { Type, type TObject } from '@sinclair/typebox';
+import { Type, type Static, type TObject } from '@sinclair/typebox';
 import type { FieldError } from '../lib/errors';
-import type { AnyFamily } from '../resources/family';
+import type { Config } from '../config';
+import type { AnyFamily, RuleContext } from '../resources/family';
+import { families } from '../resources/registry';
 import { stateEmitsEvent } from '../resources/transitions';
-import type { WebhookFilter } from '../webhooks/matching';
 import { categoryOf } from './types';
-import { DataEventData } from '../drivers/s3/notifications';
 
 export interface EventTypeEntry {
   /** `<category>.<verb>`, e.g. `load_balancer.running`. */
@@ -28,6 +28,19 @@ export interface EventTypeEntry {
   /** JSON Schema of the event's `data`. */
   data_schema: TObject;
 }
+
+/** The `data` of every `data.*` event (drivers/s3/notifications.ts makes them). */
+export const DataEventData = Type.Object({
+  bucket_id: Type.String({ description: 'The bucket (`bkt_…`) the object is in.' }),
+  bucket_name: Type.String({ description: "The bucket's name in Cloudplane." }),
+  kind: Type.Literal('object', { description: 'What changed: an object of a bucket (the only kind today).' }),
+  key: Type.String({ description: "The object's key." }),
+  size: Type.Union([Type.Integer({ minimum: 0 }), Type.Null()], { description: 'Bytes, as the endpoint reports them, on data.created; null otherwise.' }),
+  etag: Type.Union([Type.String(), Type.Null()], { description: "The object's ETag, as the endpoint reports it; null where it gives none." }),
+  source_event: Type.String({ description: "The endpoint's name for the change, e.g. `s3:ObjectCreated:Put`." }),
+  sequencer: Type.Union([Type.String(), Type.Null()], { description: "The endpoint's ordering token for changes of one key, where it gives one." }),
+});
+export type DataEventData = Static<typeof DataEventData>;
 
 const UsageNotice = Type.Object({
   metric: Type.String({ description: 'The metric: api_requests, webhook_deliveries, resource_hours or <family>_hours.' }),
@@ -41,9 +54,9 @@ const UsageNotice = Type.Object({
 /**
  * Events that are no family's state change: `webhook.delivery_failed` (src/webhooks/outcome.ts),
  * `webhook.ping` (POST /webhooks/{id}/ping, src/api/routes/webhooks.ts), `data.*`
- * (src/api/s3-notifications.ts) and `usage.*` (src/usage/thresholds.ts). The webhook ones
- * are written out here rather than imported, as those modules load resources/webhook.ts,
- * which loads this one; test/api/event-catalog.test.ts catches a type emitted but missing here.
+ * (src/api/s3-notifications.ts) and `usage.*` (src/usage/thresholds.ts), declared here
+ * (events/ sits below the modules that publish them); test/api/event-catalog.test.ts
+ * catches a type emitted but missing here.
  */
 const STANDALONE_EVENTS: readonly EventTypeEntry[] = [
   {
@@ -118,14 +131,9 @@ export function familyEventTypes(family: AnyFamily): EventTypeEntry[] {
 
 let catalog: readonly EventTypeEntry[] | undefined;
 
-/**
- * Built on first use. The registry is required here rather than imported: resources/webhook.ts,
- * one of its families, judges subscriptions by the catalog, and an import would evaluate the
- * registry while webhook.ts is half-loaded whenever webhook.ts is the first of them loaded.
- */
+/** Built on first use. */
 export function eventCatalog(): readonly EventTypeEntry[] {
   if (!catalog) {
-    const { families }: typeof import('../resources/registry') = require('../resources/registry');
     catalog = [...families.flatMap(familyEventTypes), ...STANDALONE_EVENTS];
   }
   return catalog;
@@ -155,7 +163,7 @@ const CATALOG_HINT = 'GET /api/v1/event-types lists them';
  * events or a field their data lacks. Empty when all is well. Shared by the API (create,
  * update, listeners) and the reconciler's judgement of kubectl-made subscriptions.
  */
-export function subscriptionProblems(events: readonly string[] | undefined, filter: WebhookFilter | null | undefined): FieldError[] {
+export function subscriptionProblems(events: readonly string[] | undefined, filter: Readonly<Record<string, unknown>> | null | undefined): FieldError[] {
   const problems: FieldError[] = [];
   const categories = new Set(eventCategories());
   (events ?? []).forEach((pattern, index) => {
@@ -176,3 +184,6 @@ export function subscriptionProblems(events: readonly string[] | undefined, filt
   }
   return problems;
 }
+
+/** What the families' rules consult (resources/family.ts RuleContext): the configuration, and subscriptions judged by this catalog. */
+export const ruleContextOf = (config: Config): RuleContext => ({ config, subscriptionProblems });

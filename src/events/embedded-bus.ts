@@ -23,7 +23,8 @@ import { AppendLog } from '../store/append-log';
 import { DataDirHealth } from '../store/data-dir-health';
 import { BackgroundWrite, DEFAULT_RETRY } from '../store/background-write';
 import { eventLogBytes, eventLogEvents } from '../metrics';
-import { CloudEvent, EventBus, EventHandler, parseEvent, SubscribeOptions } from './types';
+import { EventBus, EventHandler, parseEvent, SubscribeOptions } from './types';
+import { CloudEvent } from '../resources/cloud-event';
 
 const RETRY_DELAY_MS = 500;
 /** How many of the newest events' texts are kept in memory, for the consumers that keep up. */

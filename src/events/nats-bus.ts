@@ -20,7 +20,8 @@ import {
   RetentionPolicy,
   StorageType,
 } from 'nats';
-import type { CloudEvent, EventBus, EventHandler, SubscribeOptions } from './types';
+import type { EventBus, EventHandler, SubscribeOptions } from './types';
+import type { CloudEvent } from '../resources/cloud-event';
 import { backoffMs } from '../lib/backoff';
 
 export interface NatsBusOptions {

@@ -14,9 +14,10 @@
  */
 import type { Logger } from 'pino';
 import type { Store, StoredObject } from '../store/types';
-import type { EventBus, CloudEvent } from './types';
+import type { EventBus } from './types';
+import type { CloudEvent } from '../resources/cloud-event';
 import { ConflictError, NotFoundError } from '../store/types';
-import { WorkQueue } from '../controllers/work-queue';
+import { WorkQueue } from '../lib/work-queue';
 import { eventsPublished } from '../metrics';
 
 type WithOutbox = StoredObject<unknown, { pending_events?: CloudEvent[] }>;

@@ -1,16 +1,5 @@
-/** The event envelope of docs/api.md and the bus that carries it. */
-export interface CloudEvent {
-  /** `evt_...`; the bus drops a second publish of the same id. */
-  id: string;
-  /** `<family>.<state or verb>`, e.g. `load_balancer.running`. */
-  type: string;
-  created_at: string;
-  team_id: string;
-  /** Who caused it: an API key id, a user id, or `system` for the reconcilers. */
-  actor: string;
-  /** The resource as the API shows it at that moment, without secrets. */
-  data: Record<string, unknown>;
-}
+/** The bus that carries the event envelope (resources/cloud-event.ts). */
+import type { CloudEvent } from '../resources/cloud-event';
 
 export type EventHandler = (event: CloudEvent) => Promise<void>;
 

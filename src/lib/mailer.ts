@@ -4,7 +4,6 @@
  * to a new member. Without an SMTP server it is not `configured`, and callers log instead.
  */
 import nodemailer from 'nodemailer';
-import type { WebhookConfig } from '../config';
 
 export interface Message {
   to: string;
@@ -12,10 +11,16 @@ export interface Message {
   text: string;
 }
 
+/** Where mail goes (CLOUDPLANE_SMTP_URL; none: not configured) and whom it is from (CLOUDPLANE_SMTP_FROM). */
+export interface MailerConfig {
+  smtpUrl?: string;
+  smtpFrom: string;
+}
+
 export class Mailer {
   private readonly transport: nodemailer.Transporter | null;
 
-  constructor(private readonly config: Pick<WebhookConfig, 'smtpUrl' | 'smtpFrom'>) {
+  constructor(private readonly config: MailerConfig) {
     this.transport = config.smtpUrl ? nodemailer.createTransport(config.smtpUrl) : null;
   }
 

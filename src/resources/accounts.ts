@@ -1,8 +1,15 @@
 /** Account families: the team, its users (the profile) and their API keys. */
 import { Type } from '@sinclair/typebox';
 import type { BaseStatus, FamilyDefinition, Resource } from './family';
-import { ROLES, KEY_SCOPES, Role, KeyScope } from '../accounts/roles';
 import { baseStatusProperties, IdOf, Timestamp, NullableTimestamp, strictObject, StringEnum } from './schema-kit';
+
+/** A member's role in the team (accounts/roles.ts: what each may do). */
+export const ROLES = ['owner', 'admin', 'member', 'viewer'] as const;
+export type Role = (typeof ROLES)[number];
+
+/** What an API key may do: read_only keys are refused every write. */
+export const KEY_SCOPES = ['read_write', 'read_only'] as const;
+export type KeyScope = (typeof KEY_SCOPES)[number];
 
 const TEAM_STATES = ['active'] as const;
 /** A removed member keeps its record (and its events) but can no longer act. */

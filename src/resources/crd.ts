@@ -7,7 +7,7 @@
 import type { AnyFamily } from './family';
 import { families } from './registry';
 import { GROUP as CRD_GROUP, VERSION as CRD_VERSION, ID_LABEL } from '../store/kubernetes/names';
-import { DELETION_POLICY_FIELD } from './transitions';
+import { DELETION_POLICY_FIELD } from '../store/deletion-policy';
 
 type Schema = Record<string, any>;
 
@@ -220,6 +220,11 @@ export function crdFor(family: AnyFamily): Schema {
       ],
     },
   };
+}
+
+/** The plural names of the custom resources the store keeps (one CRD each). */
+export function customResourcePlurals(): string[] {
+  return families.map((family) => family.plural).sort();
 }
 
 export function allCrds(): Schema[] {

@@ -4,9 +4,10 @@
  * generic REST routes, the events of its state changes and its list behaviour.
  */
 import { TObject } from '@sinclair/typebox';
-import type { CloudEvent } from '../events/types';
+import type { CloudEvent } from './cloud-event';
 import type { StoredObject } from '../store/types';
 import type { Config } from '../config';
+import type { FieldError } from '../lib/errors';
 
 /**
  * A Kubernetes-style condition (metav1.Condition): Ready and Synced after Crossplane,
@@ -42,9 +43,18 @@ export interface DrivenStatus extends BaseStatus {
 
 export type Resource<Spec = any, Status extends BaseStatus = BaseStatus> = StoredObject<Spec, Status>;
 
-/** What a family's rules may consult. */
+/**
+ * Why a webhook subscription's `events` and `filter` cannot be served: what they name that
+ * no event the service emits has (events/catalog.ts subscriptionProblems). The catalog is
+ * read from every family, the webhook family included, so the rules are handed it rather
+ * than import it.
+ */
+export type SubscriptionProblems = (events: readonly string[] | undefined, filter: Readonly<Record<string, unknown>> | null | undefined) => FieldError[];
+
+/** What a family's rules may consult (events/catalog.ts ruleContextOf makes it). */
 export interface RuleContext {
   config: Config;
+  subscriptionProblems: SubscriptionProblems;
 }
 
 export interface FamilyDefinition<Spec = any, Status extends BaseStatus = any> {

@@ -15,10 +15,10 @@
  */
 import { randomUUID } from 'node:crypto';
 import { quotaExceeded, resourceBusy } from '../lib/errors';
-import type { Store } from '../store/types';
+import type { Store, StoredObject } from '../store/types';
 import { recordName, SharedRecords } from '../store/shared-records';
-import type { BaseStatus } from './family';
-import type { QuotaRule } from './quota';
+import type { QuotaFamily } from '../config';
+import type { AnyFamily, BaseStatus } from './family';
 
 
 export interface LedgerTimes {
@@ -29,6 +29,16 @@ export interface LedgerTimes {
 }
 
 export const LEDGER_TIMES: LedgerTimes = { leaseMs: 30_000, settleMs: 10_000 };
+/** What a quota counts of a team: which of the family's stored resources, and how many there are now. */
+export interface QuotaRule<Spec = unknown> {
+  quota: QuotaFamily;
+  family: AnyFamily;
+  /** What one counted resource is called in the refusal ("The team's quota of 10 <title>s ..."). */
+  title: string;
+  holds(object: StoredObject<Spec, Partial<BaseStatus> | undefined>): boolean;
+  held(store: Store, team: string): Promise<number>;
+}
+
 /** Swaps lost to other writers before the create is told to retry (each loss is another's progress). */
 const SWAP_ATTEMPTS = 20;
 

@@ -28,7 +28,7 @@ import type { SharedRecords } from '../store/shared-records';
 import { DEFAULT_QUOTAS, QuotaFamily, Quotas } from '../config';
 import { ApiError, quotaExceeded } from '../lib/errors';
 import { KeyedMutex } from '../lib/mutex';
-import { claimInLedger } from './quota-ledger';
+import { claimInLedger, QuotaRule } from './quota-ledger';
 import { SPEC_REFUSED } from './transitions';
 import { FINISHED_JOB_STATES } from './job';
 import type { AnyFamily, BaseStatus } from './family';
@@ -64,17 +64,7 @@ export function holdsQuota(family: AnyFamily, object: StoredObject<unknown, Part
   return !refused;
 }
 
-/** What a quota counts of a team: which of the family's stored resources, and how many there are now. */
-export interface QuotaRule<Spec = unknown> {
-  quota: QuotaFamily;
-  family: AnyFamily;
-  /** What one counted resource is called in the refusal ("The team's quota of 10 <title>s ..."). */
-  title: string;
-  holds(object: StoredObject<Spec, Partial<BaseStatus> | undefined>): boolean;
-  held(store: Store, team: string): Promise<number>;
-}
-
-/** A family's own quota: the store keeps its count (store/index.ts counts by holdsQuota), so no create scans the team. */
+/** A family's own quota: the store keeps its count (resources/store-of-record.ts counts by holdsQuota), so no create scans the team. */
 const familyRule = (family: AnyFamily, quota: QuotaFamily): QuotaRule => ({
   quota,
   family,

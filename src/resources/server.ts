@@ -2,11 +2,11 @@
 import { Type } from '@sinclair/typebox';
 import { assertRegionAvailable } from './regions';
 import { nowIso } from '../lib/time';
+import { SERVER_PLANS } from '../lib/server-catalog';
 import type { BaseStatus, FamilyDefinition, Resource } from './family';
 import { baseRecordProperties, baseStatusProperties, ExternalRecordSchema, IdOf, Region, ResourceName, strictObject, connectionSecretProperty } from './schema-kit';
 
 const STATES = ['creating', 'running', 'stopping', 'stopped', 'starting', 'rebooting', 'restoring', 'failed', 'deleted', 'destroyed'] as const;
-export const SERVER_PLANS = ['s-1vcpu-1gb', 's-1vcpu-2gb', 's-2vcpu-4gb', 's-4vcpu-8gb', 's-8vcpu-16gb'];
 const DEFAULT_PLAN = 's-1vcpu-1gb';
 const DEFAULT_IMAGE = 'ubuntu-24.04';
 

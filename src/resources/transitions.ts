@@ -6,22 +6,10 @@ import { createHash } from 'node:crypto';
 import { canonicalJson } from '../lib/canonical-json';
 import { newId } from '../lib/ids';
 import { nowIso } from '../lib/time';
-import type { CloudEvent } from '../events/types';
+import type { CloudEvent } from './cloud-event';
 import type { AnyFamily, BaseStatus, Condition, Resource } from './family';
 import { CONDITION_MESSAGE_MAX } from './schema-kit';
-
-/**
- * Spec fields of the custom resource only, about the record rather than what is provisioned
- * (docs/kubernetes.md): changing one is no `<family>.updated`.
- */
-export const DELETION_POLICY_FIELD = 'deletionPolicy';
-
-/**
- * Whether deleting the resource leaves what was provisioned for it in place: its custom
- * resource's `spec.deletionPolicy` (after Crossplane) is `Orphan`; `Delete`, the default,
- * releases it.
- */
-export const orphansOnDelete = (spec: Record<string, unknown> | undefined): boolean => spec?.[DELETION_POLICY_FIELD] === 'Orphan';
+import { DELETION_POLICY_FIELD } from '../store/deletion-policy';
 
 /** Hash of the spec fields whose change is a `<family>.updated`. */
 export function configHash(family: AnyFamily, spec: Record<string, unknown>): string {

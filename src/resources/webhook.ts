@@ -8,11 +8,8 @@
 import { createHash } from 'node:crypto';
 import { Type } from '@sinclair/typebox';
 import { fieldInvalid, validationFailed, FieldError } from '../lib/errors';
-import { urlProblem } from '../webhooks/target-guard';
-import { MAX_ATTEMPTS } from '../webhooks/schedule';
-import type { WebhookFilter } from '../webhooks/matching';
-import { subscriptionProblems } from '../events/catalog';
-import type { BaseStatus, FamilyDefinition, Resource } from './family';
+import { urlProblem } from '../lib/target-guard';
+import type { BaseStatus, FamilyDefinition, Resource, SubscriptionProblems } from './family';
 import { baseStatusProperties, IdOf, NullableTimestamp, strictObject, Timestamp } from './schema-kit';
 import type { Config } from '../config';
 import { nowIso } from '../lib/time';
@@ -21,6 +18,9 @@ import { nowIso } from '../lib/time';
 const WEBHOOK_STATES = ['active', 'inactive', 'deleted', 'failed'] as const;
 const DELIVERY_STATES = ['pending', 'succeeded', 'failed'] as const;
 export const DEFAULT_RATE_LIMIT_PER_MINUTE = 100;
+
+/** `<category>.<field of data>` -> the value, or any of the values, it must have (webhooks/matching.ts). */
+export type WebhookFilter = Record<string, string | string[]>;
 
 export interface WebhookSpec {
   url: string;
@@ -59,6 +59,9 @@ export interface DeliveryAttempt {
   response_body: string | null;
   error: string | null;
 }
+
+/** Attempts a delivery gets on its retry schedule (webhooks/schedule.ts; docs/api.md); its record counts them. */
+export const MAX_ATTEMPTS = 15;
 
 /**
  * Attempts a delivery's log keeps: the schedule's 15 and 5 manual retries; past that the
@@ -144,13 +147,13 @@ function filterKeyProblems(filter: WebhookFilter | null | undefined): FieldError
  * that no event the service emits has. `undefined` leaves that part unjudged (a PATCH
  * without it). The reconciler judges a kubectl-made subscription's spec by the same.
  */
-export function subscriptionRuleProblems(events: readonly string[] | undefined, filter: WebhookFilter | null | undefined): FieldError[] {
+export function subscriptionRuleProblems(events: readonly string[] | undefined, filter: WebhookFilter | null | undefined, subscriptionProblems: SubscriptionProblems): FieldError[] {
   const wellFormed = filter && Object.fromEntries(Object.entries(filter).filter(([key]) => FILTER_KEY.test(key)));
   return [...subscriptionProblems(events, wellFormed), ...filterKeyProblems(filter)];
 }
 
-export function assertSubscription(events: readonly string[] | undefined, filter: WebhookFilter | null | undefined): void {
-  const problems = subscriptionRuleProblems(events, filter);
+export function assertSubscription(events: readonly string[] | undefined, filter: WebhookFilter | null | undefined, subscriptionProblems: SubscriptionProblems): void {
+  const problems = subscriptionRuleProblems(events, filter, subscriptionProblems);
   if (problems.length) throw validationFailed(problems);
 }
 
@@ -219,9 +222,9 @@ export const webhookFamily: FamilyDefinition<WebhookSpec, WebhookStatus> = {
     }),
   },
 
-  specFromCreate(body, { config }) {
+  specFromCreate(body, { config, subscriptionProblems }) {
     assertUrl(body.url, config);
-    assertSubscription(body.events, body.filter);
+    assertSubscription(body.events, body.filter, subscriptionProblems);
     return {
       url: body.url,
       events: body.events,
@@ -231,9 +234,9 @@ export const webhookFamily: FamilyDefinition<WebhookSpec, WebhookStatus> = {
     };
   },
 
-  applyUpdate(spec, patch, { config }) {
+  applyUpdate(spec, patch, { config, subscriptionProblems }) {
     if (patch.url !== undefined) assertUrl(patch.url, config);
-    assertSubscription(patch.events, patch.filter);
+    assertSubscription(patch.events, patch.filter, subscriptionProblems);
     return { ...spec, ...patch };
   },
 

@@ -5,18 +5,22 @@
  * the write and the publish therefore loses no event, and the relay's retry cannot
  * double one, because the bus drops a second publish of the same event id.
  */
-import { ConflictError, Store } from '../store/types';
+import { ConflictError, Store, StoredObject } from '../store/types';
 import { newId } from '../lib/ids';
 import { notFound } from '../lib/errors';
 import type { AnyFamily, BaseStatus, Resource } from './family';
-import { buildEvents, conditionsFor, configHash, objectEventsForChange } from './transitions';
-import type { EventRecorder } from '../controllers/events-recorder';
+import { buildEvents, conditionsFor, configHash, objectEventsForChange, ObjectEvent } from './transitions';
 import { deletedByLabels } from './intents';
 
 const MAX_CONFLICT_RETRIES = 20;
 
 /** Returns the status fields to change, or null when nothing needs writing. */
 export type StatusMutation<R extends Resource = Resource> = (resource: R) => Partial<BaseStatus> & Record<string, unknown> | null;
+
+/** Where the Kubernetes Events of each status change go (controllers/events-recorder.ts). */
+export interface EventRecorder {
+  record(object: StoredObject<unknown, unknown>, event: ObjectEvent): void;
+}
 
 export class ResourceWriter {
   /** `events`: where the Kubernetes Events of each status change go (cluster mode). */

@@ -18,12 +18,14 @@ import { sameJson } from '../lib/canonical-json';
 import { onlyOutboxDiffers } from './outbox-only';
 import { EncryptionKeys, loadKeyring } from './encryption-key';
 import { isSealed, SealedData, SecretBox, SecretKeyError } from './secret-box';
-import { ListedKind, ListIndexes, Page, PageRequest } from './list-index';
+import { ListedKind, ListIndexes } from './list-index';
 import {
   AlreadyExistsError,
   ConflictError,
   NewObject,
   NotFoundError,
+  Page,
+  PageRequest,
   PersistenceState,
   Store,
   StoredObject,

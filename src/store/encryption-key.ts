@@ -10,7 +10,8 @@
 import fs from 'node:fs';
 import path from 'node:path';
 import { randomBytes } from 'node:crypto';
-import { KEY_BYTES, keyIdOf, parseKey } from './secret-box';
+import { keyIdOf } from './secret-box';
+import { KEY_BYTES, parseKey } from '../lib/secret-key';
 
 export const KEY_FILE = 'encryption.key';
 

@@ -17,12 +17,9 @@
  * place where their memory changes, synchronously, so the very next page reads the write.
  */
 import BTree from 'sorted-btree';
-import type { StoredObject } from './types';
+import type { ListSort, Page, PageRequest, StoredObject } from './types';
 
-export type ListSort = 'created_at' | 'name';
-export type ListOrder = 'asc' | 'desc';
-
-/** What a store must know of a kind to index it; from its family (src/store/index.ts). */
+/** What a store must know of a kind to index it; from its family (resources/store-of-record.ts listedKindOf). */
 export interface ListedKind {
   kind: string;
   /** The name lists sort by and unique names are checked on. */
@@ -37,31 +34,6 @@ export interface ListedKind {
   acrossTeams?: boolean;
   /** Objects that `count` counts (a quota's rule). */
   counted?(object: StoredObject): boolean;
-}
-
-export interface PageRequest {
-  sort: ListSort;
-  order: ListOrder;
-  /** Only this state; without it, every state but the hidden ones. */
-  status?: string;
-  /** Only objects whose spec fields (filterFields) have these values. */
-  where?: Record<string, string>;
-  /** Only objects created at or after `from` and before `before` (ISO 8601, as createdAt). */
-  created?: { from?: string; before?: string };
-  /** Position after which the page starts: the sort value and id of the previous page's last item. */
-  after?: Position;
-  limit: number;
-}
-
-export interface Position {
-  value: string;
-  id: string;
-}
-
-export interface Page<T = StoredObject> {
-  items: T[];
-  /** The position of the last item when more follow, else null. */
-  next: Position | null;
 }
 
 type Key = readonly [value: string, id: string];

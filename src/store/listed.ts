@@ -4,8 +4,7 @@
  * object of the kind instead, so a caller that wants a team's active webhooks or one
  * subscription's deliveries should walk this, not filter a list.
  */
-import type { StoredObject, Store } from './types';
-import type { PageRequest, Position } from './list-index';
+import type { PageRequest, Position, StoredObject, Store } from './types';
 
 const PAGE_SIZE = 500;
 

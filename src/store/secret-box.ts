@@ -8,8 +8,8 @@
  * one and keys being rotated away), picked by the key id a sealed record carries.
  */
 import { createCipheriv, createDecipheriv, createHmac, randomBytes } from 'node:crypto';
+import { KEY_BYTES } from '../lib/secret-key';
 
-export const KEY_BYTES = 32;
 const NONCE_BYTES = 12;
 const TAG_BYTES = 16;
 const ALGORITHM = 'aes-256-gcm';
@@ -40,16 +40,6 @@ export function isSealed(data: unknown): data is SealedData {
 /** A short public name of a key: it tells which key sealed a record without saying anything about the key. */
 export function keyIdOf(key: Buffer): string {
   return createHmac('sha256', key).update('cloudplane secret key id').digest('hex').slice(0, 16);
-}
-
-/** A key given as base64 of exactly 32 bytes; `source` names where it came from in the error. */
-export function parseKey(raw: string, source: string): Buffer {
-  const text = raw.trim();
-  const key = Buffer.from(text, 'base64');
-  if (!/^[A-Za-z0-9+/]+={0,2}$/.test(text) || key.length !== KEY_BYTES) {
-    throw new Error(`${source} must be the base64 of ${KEY_BYTES} random bytes (e.g. the output of: openssl rand -base64 32)`);
-  }
-  return key;
 }
 
 /** A sealed record that no key of the keyring opens, or that was altered. */

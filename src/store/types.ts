@@ -4,8 +4,6 @@
  * interface only, and rely on Kubernetes semantics: resourceVersion preconditions,
  * generation bumped by spec changes only, status written separately, and a watch.
  */
-import type { Page, PageRequest } from './list-index';
-
 export interface ObjectMeta {
   /** Family kind, e.g. `LoadBalancer`. */
   kind: string;
@@ -38,6 +36,35 @@ export interface NewObject<Spec = Record<string, unknown>, Status = Record<strin
   meta: Pick<ObjectMeta, 'kind' | 'id' | 'team'> & { labels?: Record<string, string> };
   spec: Spec;
   status: Status;
+}
+
+/** How a page of a listed kind is asked for and what it holds (Store.page; list-index.ts serves it). */
+export type ListSort = 'created_at' | 'name';
+export type ListOrder = 'asc' | 'desc';
+
+export interface PageRequest {
+  sort: ListSort;
+  order: ListOrder;
+  /** Only this state; without it, every state but the hidden ones. */
+  status?: string;
+  /** Only objects whose spec fields (filterFields) have these values. */
+  where?: Record<string, string>;
+  /** Only objects created at or after `from` and before `before` (ISO 8601, as createdAt). */
+  created?: { from?: string; before?: string };
+  /** Position after which the page starts: the sort value and id of the previous page's last item. */
+  after?: Position;
+  limit: number;
+}
+
+export interface Position {
+  value: string;
+  id: string;
+}
+
+export interface Page<T = StoredObject> {
+  items: T[];
+  /** The position of the last item when more follow, else null. */
+  next: Position | null;
 }
 
 export type WatchEventType = 'added' | 'modified' | 'deleted';

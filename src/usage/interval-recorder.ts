@@ -6,7 +6,8 @@
  * (metering.ts applyEvent), so at-least-once delivery meters once.
  */
 import type { Logger } from 'pino';
-import type { CloudEvent, EventBus } from '../events/types';
+import type { EventBus } from '../events/types';
+import type { CloudEvent } from '../resources/cloud-event';
 import type { Store } from '../store/types';
 import { applyEvent, meteredSubject } from './metering';
 import { intervalFromSecret, intervalName, intervalToSecret, swapUntilDone } from './records';

@@ -7,7 +7,7 @@
  * closes one segment and opens another. Pure functions: the recorder (interval-recorder.ts)
  * applies them to the durable record, the report clips the segments to a window.
  */
-import type { CloudEvent } from '../events/types';
+import type { CloudEvent } from '../resources/cloud-event';
 import { categoryOf } from '../events/types';
 
 export interface MeteredFamily {

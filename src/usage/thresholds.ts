@@ -13,7 +13,8 @@
  */
 import { createHash } from 'node:crypto';
 import type { Logger } from 'pino';
-import type { EventBus, CloudEvent } from '../events/types';
+import type { EventBus } from '../events/types';
+import type { CloudEvent } from '../resources/cloud-event';
 import type { Store } from '../store/types';
 import { unitOf } from './metering';
 import { LIMITS_NAME, NOTICES_PREFIX, swapUntilDone } from './records';

@@ -10,7 +10,8 @@
  */
 import type { Logger } from 'pino';
 import { AlreadyExistsError, Store, WatchEvent } from '../store/types';
-import type { CloudEvent, EventBus } from '../events/types';
+import type { EventBus } from '../events/types';
+import type { CloudEvent } from '../resources/cloud-event';
 import type { ResourceWriter } from '../resources/writer';
 import type { WebhookConfig } from '../config';
 import { Delivery, deliveryFamily, deliveryIdFor, Webhook, webhookFamily } from '../resources/webhook';

@@ -4,10 +4,9 @@
  * their category; every key that applies must match; a value matches when it equals the
  * string, or is one of the array's strings.
  */
-import type { CloudEvent } from '../events/types';
+import type { CloudEvent } from '../resources/cloud-event';
+import type { WebhookFilter } from '../resources/webhook';
 import { categoryOf } from '../events/types';
-
-export type WebhookFilter = Record<string, string | string[]>;
 
 export function typeMatches(patterns: string[], type: string): boolean {
   const category = categoryOf(type);

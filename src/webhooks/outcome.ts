@@ -8,7 +8,7 @@
 import type { WebhookConfig } from '../config';
 import type { ResourceWriter } from '../resources/writer';
 import { Delivery, DeliveryAttempt, deliveryFamily, MAX_KEPT_ATTEMPTS } from '../resources/webhook';
-import type { CloudEvent } from '../events/types';
+import type { CloudEvent } from '../resources/cloud-event';
 import { newId } from '../lib/ids';
 import { nextAttemptAt, retryAfterMs } from './schedule';
 import type { AttemptResult } from './sender';

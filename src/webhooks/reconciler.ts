@@ -20,6 +20,7 @@ import { deleteSecret, ensureSecret } from './secrets';
 import { settle } from './subscription';
 import { apiSettleWait } from '../controllers/api-settle-grace';
 import { deleteLease, isListener, leaseExpiry } from './listener';
+import { subscriptionProblems } from '../events/catalog';
 
 const ACTOR = 'system';
 /** A renewal on its way as the lease is read is not taken for a lapse. */
@@ -56,7 +57,7 @@ export class WebhookSubscriptionReconciler implements Reconciler {
    * manifest, and a fixed manifest is adopted again. Answers whether it was refused.
    */
   private async refusedEdit(webhook: Webhook): Promise<boolean> {
-    const problems = subscriptionRuleProblems(webhook.spec.events, webhook.spec.filter);
+    const problems = subscriptionRuleProblems(webhook.spec.events, webhook.spec.filter, subscriptionProblems);
     if (problems.length === 0) return false;
     await this.writer.initialize(webhookFamily, webhook, ACTOR, validationFailed(problems).message);
     return true;

@@ -4,7 +4,8 @@
  * first, whichever comes first. `timeScale` shrinks every interval (tests run the whole
  * schedule in seconds); 1 in production.
  */
-export const MAX_ATTEMPTS = 15;
+import { MAX_ATTEMPTS } from '../resources/webhook';
+
 const FIRST_DELAYS_S = [1, 5, 25, 125, 625];
 const LATER_DELAY_S = 600;
 const GIVE_UP_AFTER_S = 24 * 3600;

@@ -10,7 +10,7 @@
 import http from 'node:http';
 import https from 'node:https';
 import type { LookupFunction } from 'node:net';
-import { NO_PUBLIC_ADDRESS, resolveTarget, TargetPolicy } from './target-guard';
+import { NO_PUBLIC_ADDRESS, resolveTarget, TargetPolicy } from '../lib/target-guard';
 
 export interface AttemptResult {
   ok: boolean;

@@ -1,5 +1,5 @@
 /**
- * Teams share the reconcilers in fair turns (controllers/team-turns.ts): a burst of one
+ * Teams share the reconcilers in fair turns (lib/team-turns.ts): a burst of one
  * team's creates does not hold up another team's single create behind all of it. The
  * test asserts on order, not time: when team B's one load balancer is running, most of
  * team A's burst, created just before it, is not running yet.

@@ -10,7 +10,7 @@ import { startTestService, TestService, eventually, request } from '../helpers/s
 import { startReceiver, Receiver } from '../helpers/receiver';
 import { dropExpiredPrevious, rotateSecret } from '../../src/webhooks/secrets';
 import { webhookSecretName } from '../../src/resources/webhook';
-import { SECRET_OWNERSHIP, SECRETS_KEPT_ELSEWHERE } from '../../src/controllers/secret-sweeper';
+import { SECRET_OWNERSHIP, SECRETS_KEPT_ELSEWHERE } from '../../src/secret-upkeep';
 import { newId } from '../../src/lib/ids';
 
 jest.setTimeout(120_000);

@@ -10,6 +10,7 @@ import path from 'node:path';
 import { parseAllDocuments, stringify } from 'yaml';
 import { auditLogOf, kubectlBinary, KubeApiServer } from './kube-apiserver';
 import { kubernetesApiCalls, Scope } from '../../src/store/kubernetes/api-calls';
+import { customResourcePlurals } from '../../src/resources/crd';
 
 const REPO = path.resolve(__dirname, '../..');
 export const CHART = path.join(REPO, 'charts/cloudplane');
@@ -184,7 +185,7 @@ export function operatorCalls(cluster: KubeApiServer): OperatorCall[] {
 export function isListed(call: OperatorCall): boolean {
   const scopes: Scope[] =
     call.scope === 'system-namespace' ? ['system-namespace', 'team-namespaces', 'cluster'] : call.scope === 'team-namespaces' ? ['team-namespaces', 'cluster'] : call.scope === 'elsewhere' ? [] : [call.scope];
-  return kubernetesApiCalls().some((c) => c.group === call.group && c.resources.includes(call.resource) && (c.verbs as string[]).includes(call.verb) && scopes.includes(c.scope));
+  return kubernetesApiCalls(customResourcePlurals()).some((c) => c.group === call.group && c.resources.includes(call.resource) && (c.verbs as string[]).includes(call.verb) && scopes.includes(c.scope));
 }
 
 /**

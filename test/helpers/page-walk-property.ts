@@ -8,8 +8,8 @@
  */
 import fc from 'fast-check';
 import { loadBalancerFamily } from '../../src/resources/load-balancer';
-import type { ListedKind, PageRequest } from '../../src/store/list-index';
-import type { Store, StoredObject } from '../../src/store/types';
+import type { ListedKind } from '../../src/store/list-index';
+import type { PageRequest, Store, StoredObject } from '../../src/store/types';
 
 const KIND = loadBalancerFamily.kind;
 const STATES = ['creating', 'running', 'failed', 'deleted', 'destroyed'] as const;

@@ -11,7 +11,7 @@ import path from 'node:path';
 import { startChildService, ChildService } from '../helpers/child-service';
 import { eventually, tempDataDir } from '../helpers/service';
 import { AppendLog } from '../../src/store/append-log';
-import type { CloudEvent } from '../../src/events/types';
+import type { CloudEvent } from '../../src/resources/cloud-event';
 
 jest.setTimeout(300_000);
 

@@ -13,12 +13,13 @@ import { GROUP, namespaceOfTeam, objectName, VERSION } from '../../src/store/kub
 import { newId } from '../../src/lib/ids';
 import { installCrds, kubeConfigOf, kubernetesStoreOn } from '../helpers/cluster';
 import { KubeApiServer, startKubeApiServer } from '../helpers/kube-apiserver';
+import { ruleContextOf } from '../../src/events/catalog';
 
 jest.setTimeout(120_000);
 
 const KIND = loadBalancerFamily.kind;
 const config = loadConfig({});
-const spec = (name: string) => ({ ...loadBalancerFamily.specFromCreate({ name, region: 'fra1' }, { config }) });
+const spec = (name: string) => ({ ...loadBalancerFamily.specFromCreate({ name, region: 'fra1' }, ruleContextOf(config)) });
 const status = (state: string) => ({ status: state, status_reason: null, observed_generation: 1, observed_config: '', deleted_at: null, conditions: [], pending_events: [], backends: [] });
 const PLURAL = families.find((f) => f.kind === KIND)!.plural;
 const TEAM = newId('team');

@@ -1,6 +1,6 @@
 import pino from 'pino';
 import { NatsEventBus } from '../../src/events/nats-bus';
-import type { CloudEvent } from '../../src/events/types';
+import type { CloudEvent } from '../../src/resources/cloud-event';
 import { newId } from '../../src/lib/ids';
 import { startNatsServer, NatsServer } from '../helpers/nats-server';
 import { eventually } from '../helpers/service';

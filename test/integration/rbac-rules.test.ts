@@ -11,7 +11,8 @@ import { execFileSync } from 'node:child_process';
 import fs from 'node:fs';
 import path from 'node:path';
 import { parseAllDocuments } from 'yaml';
-import { ApiCall, customResourcePlurals, kubernetesApiCalls } from '../../src/store/kubernetes/api-calls';
+import { ApiCall, kubernetesApiCalls } from '../../src/store/kubernetes/api-calls';
+import { customResourcePlurals } from '../../src/resources/crd';
 import { CHART, findOrBuildHelm, NAMESPACE, operatorKubeconfigFromChart, render } from '../helpers/chart';
 import { KubeApiServer, kubectlBinary, startKubeApiServer } from '../helpers/kube-apiserver';
 import { installCrds } from '../helpers/cluster';
@@ -54,7 +55,7 @@ if (!helm) throw new Error(`helm is needed to render the chart: ${why}`);
 describe('the chart\'s RBAC is the list of calls the code makes, no more and no less', () => {
   const objects = parseAllDocuments(render()).map((d) => d.toJS()).filter(Boolean);
   const ofKind = (kind: string) => objects.filter((o) => o.kind === kind);
-  const calls = kubernetesApiCalls();
+  const calls = kubernetesApiCalls(customResourcePlurals());
   const account = ofKind('ServiceAccount')[0];
   const subjects = [{ kind: 'ServiceAccount', name: account.metadata.name, namespace: NAMESPACE }];
   const teamRole = ofKind('ClusterRole').find((r) => r.metadata.name.endsWith('-team-namespace'));

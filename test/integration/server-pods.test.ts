@@ -14,7 +14,7 @@ import { randomBytes } from 'node:crypto';
 import { CoreV1Api, CustomObjectsApi, V1Pod } from '@kubernetes/client-node';
 import pino from 'pino';
 import { PodServerDriver, PodServerDriverOptions, SERVER_CONTAINER } from '../../src/drivers/kubernetes/server-pods';
-import { DEFAULT_PLAN_RESOURCES, DEFAULT_SERVER_IMAGES } from '../../src/drivers/kubernetes/server-catalog';
+import { DEFAULT_PLAN_RESOURCES, DEFAULT_SERVER_IMAGES } from '../../src/lib/server-catalog';
 import type { ServerDesired, ServerObserved, ServerOutputs } from '../../src/drivers/server';
 import { ExternalRecord, Managed, Observation, OwnerRefusal } from '../../src/drivers/types';
 import { eventually } from '../helpers/service';

@@ -11,7 +11,7 @@ import path from 'node:path';
 import fc from 'fast-check';
 import { AuditFilter, AuditLog } from '../../src/audit/audit-log';
 import { EmbeddedEventBus } from '../../src/events/embedded-bus';
-import type { CloudEvent } from '../../src/events/types';
+import type { CloudEvent } from '../../src/resources/cloud-event';
 import { categoryOf } from '../../src/events/types';
 
 const TYPES = ['load_balancer.created', 'load_balancer.running', 'bucket.created', 'bucket.deleted', 'server.running'];

@@ -8,7 +8,7 @@ import os from 'node:os';
 import path from 'node:path';
 import { AuditLog } from '../../src/audit/audit-log';
 import { EmbeddedEventBus } from '../../src/events/embedded-bus';
-import type { CloudEvent } from '../../src/events/types';
+import type { CloudEvent } from '../../src/resources/cloud-event';
 
 const sleep = (ms: number) => new Promise((resolve) => setTimeout(resolve, ms));
 

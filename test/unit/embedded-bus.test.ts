@@ -7,7 +7,7 @@ import os from 'node:os';
 import path from 'node:path';
 import { EmbeddedEventBus } from '../../src/events/embedded-bus';
 import type { BackgroundWrite } from '../../src/store/background-write';
-import type { CloudEvent } from '../../src/events/types';
+import type { CloudEvent } from '../../src/resources/cloud-event';
 import { newId } from '../../src/lib/ids';
 import { registry, reportEventConsumers } from '../../src/metrics';
 

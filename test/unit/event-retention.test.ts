@@ -10,7 +10,7 @@ import os from 'node:os';
 import path from 'node:path';
 import { AppendLog } from '../../src/store/append-log';
 import { EmbeddedEventBus } from '../../src/events/embedded-bus';
-import type { CloudEvent } from '../../src/events/types';
+import type { CloudEvent } from '../../src/resources/cloud-event';
 import { newId } from '../../src/lib/ids';
 import { eventLogEvents } from '../../src/metrics';
 import { eventually } from '../helpers/service';

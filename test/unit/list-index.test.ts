@@ -4,8 +4,8 @@
  * selective tree, the creation window, names and counts.
  */
 import fc from 'fast-check';
-import { KindIndex, ListedKind, ListSort } from '../../src/store/list-index';
-import type { StoredObject } from '../../src/store/types';
+import { KindIndex, ListedKind } from '../../src/store/list-index';
+import type { ListSort, StoredObject } from '../../src/store/types';
 
 const listed: ListedKind = {
   kind: 'Thing',

@@ -11,7 +11,7 @@ import { EmbeddedStore } from '../../src/store/embedded';
 import { ConflictError, StoredObject } from '../../src/store/types';
 import { EmbeddedEventBus } from '../../src/events/embedded-bus';
 import { OutboxRelay } from '../../src/events/outbox-relay';
-import type { CloudEvent } from '../../src/events/types';
+import type { CloudEvent } from '../../src/resources/cloud-event';
 import { newId } from '../../src/lib/ids';
 
 const KIND = 'Bucket';

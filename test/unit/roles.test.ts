@@ -1,5 +1,6 @@
 /** The one rule every route goes through (accounts/roles.ts), as a table of who may do what. */
-import { refusalOf, Requirement, Role, ROLES } from '../../src/accounts/roles';
+import { refusalOf, Requirement } from '../../src/accounts/roles';
+import { Role, ROLES } from '../../src/resources/accounts';
 
 const caller = (role: Role, scope: 'read_write' | 'read_only' = 'read_write', installationAdmin = false) => ({ role, scope, installationAdmin });
 const allowed = (role: Role, method: string, requires?: Requirement) => refusalOf(caller(role), method, requires) === null;

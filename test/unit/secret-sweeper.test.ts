@@ -8,7 +8,8 @@ import os from 'node:os';
 import path from 'node:path';
 import pino from 'pino';
 import { EmbeddedStore } from '../../src/store/embedded';
-import { SecretSweeper, SECRET_OWNERSHIP } from '../../src/controllers/secret-sweeper';
+import { SecretSweeper } from '../../src/controllers/secret-sweeper';
+import { SECRET_OWNERSHIP, SECRET_SWEEP_RULES } from '../../src/secret-upkeep';
 import { families } from '../../src/resources/registry';
 import { webhookFamily, webhookSecretName } from '../../src/resources/webhook';
 import { vpnGatewayFamily } from '../../src/resources/vpn-gateway';
@@ -25,7 +26,7 @@ describe('SecretSweeper', () => {
     dir = fs.mkdtempSync(path.join(os.tmpdir(), 'cloudplane-sweeper-'));
     store = new EmbeddedStore({ dataDir: dir });
     await store.start();
-    sweeper = new SecretSweeper({ store, logger: pino({ level: 'silent' }), intervalMs: 60_000, orphanGraceMs: GRACE_MS });
+    sweeper = new SecretSweeper({ store, logger: pino({ level: 'silent' }), intervalMs: 60_000, orphanGraceMs: GRACE_MS, ...SECRET_SWEEP_RULES });
   });
   afterEach(async () => {
     await store.stop();

@@ -2,7 +2,7 @@
  * How events become usage intervals (src/usage/metering.ts), and how thresholds are judged
  * (src/usage/thresholds.ts): the rules docs/api.md's Usage section states, case by case.
  */
-import type { CloudEvent } from '../../src/events/types';
+import type { CloudEvent } from '../../src/resources/cloud-event';
 import { applyEvent, hoursWithin, Interval, meteredSubject } from '../../src/usage/metering';
 import { crossings, periodOf } from '../../src/usage/thresholds';
 

@@ -1,6 +1,7 @@
-import { MAX_ATTEMPTS, nextAttemptAt, retryAfterMs } from '../../src/webhooks/schedule';
+import { nextAttemptAt, retryAfterMs } from '../../src/webhooks/schedule';
+import { MAX_ATTEMPTS } from '../../src/resources/webhook';
 import { subscriptionMatches } from '../../src/webhooks/matching';
-import type { CloudEvent } from '../../src/events/types';
+import type { CloudEvent } from '../../src/resources/cloud-event';
 
 describe('retry schedule', () => {
   it('retries after 1, 5, 25, 125, 625 s, then every 600 s, at most 15 attempts', () => {

@@ -5,7 +5,7 @@
 import fs from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
-import { WorkQueue } from '../../src/controllers/work-queue';
+import { WorkQueue } from '../../src/lib/work-queue';
 import { Controller, Reconciler } from '../../src/controllers/controller';
 import { EmbeddedStore } from '../../src/store/embedded';
 import { createLogger } from '../../src/logger';

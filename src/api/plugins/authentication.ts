@@ -16,8 +16,8 @@
  */
 import type { FastifyInstance, FastifyRequest } from 'fastify';
 import { ApiError, forbidden } from '../../lib/errors';
-import type { ApiContext, Principal } from '../context';
-import { isRead, refusalOf } from '../../accounts/roles';
+import type { ApiContext } from '../context';
+import { isRead, Principal, refusalOf } from '../../accounts/roles';
 import { SESSION_COOKIE } from '../../accounts/sessions';
 import { applyRateLimit, RateLimiter, sharedCountsOf } from './rate-limit';
 import { warnOfOwnCounts } from '../../store/shared-records';

@@ -15,6 +15,7 @@ import { sleep } from '../../lib/time';
 import { newId } from '../../lib/ids';
 import { withinQuota } from '../../resources/quota';
 import type { ApiApp } from '../api-app';
+import { ruleContextOf } from '../../events/catalog';
 
 const tags = ['agent'];
 const ThreadParams = Type.Object({ id: Type.String({ maxLength: 64, description: 'Thread id.' }) });
@@ -75,7 +76,7 @@ export function registerAgentRoutes(app: ApiApp, ctx: ApiContext): void {
     },
     handler: async (request, reply) => {
       const { team, key } = principalOf(request);
-      const spec = threadFamily.specFromCreate(request.body ?? {}, { config: ctx.config });
+      const spec = threadFamily.specFromCreate(request.body ?? {}, ruleContextOf(ctx.config));
       const id = newId(threadFamily.idPrefix);
       const thread = (await withinQuota(ctx.quota, threadFamily, team, id, () => ctx.writer.create(threadFamily, team, spec, key, id))) as Thread;
       reply.header('Location', `${base}/${thread.meta.id}`);

@@ -16,6 +16,7 @@ import { fieldInvalid, invalidState, notFound, resourceBusy } from '../../lib/er
 import { nowIso } from '../../lib/time';
 import { listedArray } from '../../store/listed';
 import type { ApiApp } from '../api-app';
+import { ruleContextOf } from '../../events/catalog';
 
 const config = { family: family.name };
 const tags = [family.title];
@@ -77,7 +78,7 @@ export function registerBackupRoutes(app: ApiApp, ctx: ApiContext): void {
       const server = await findResource<Server>(ctx, serverFamily, team, id);
       assertBackupAllowed(server);
       const body = (request.body ?? {}) as { name?: string };
-      const spec = family.specFromCreate({ name: body.name ?? defaultName(server), server_id: id, trigger: 'manual' }, { config: ctx.config });
+      const spec = family.specFromCreate({ name: body.name ?? defaultName(server), server_id: id, trigger: 'manual' }, ruleContextOf(ctx.config));
       const backup = (await ctx.writer.create(family, team, spec, key)) as Backup;
       reply.header('Location', `/api/v1/${serverFamily.path}/${id}/backups/${backup.meta.id}`);
       return send(ctx, request, reply, 201, family.toRecord(backup));

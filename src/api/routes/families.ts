@@ -20,6 +20,7 @@ import { withinQuota } from '../../resources/quota';
 import { ErrorEnvelope } from '../plugins/error-responses';
 import { pluralOf, typeNameOf } from '../openapi-names';
 import type { ApiApp } from '../api-app';
+import { ruleContextOf } from '../../events/catalog';
 
 const IdParams = Type.Object({ id: Type.String({ maxLength: 64, description: 'Resource id.' }) });
 
@@ -142,7 +143,7 @@ export function registerFamilyRoutes(app: ApiApp, ctx: ApiContext, family: AnyFa
   const tags = [family.title];
   const typeName = typeNameOf(family.title);
   const RecordSchema = family.schemas.record;
-  const ruleContext = { config: ctx.config };
+  const ruleContext = ruleContextOf(ctx.config);
   // Reads answer records serialised once per stored version.
   const records = new RecordBytes(family);
 

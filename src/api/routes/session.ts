@@ -6,13 +6,13 @@
  */
 import type { FastifyReply, FastifyRequest } from 'fastify';
 import { Type } from '@sinclair/typebox';
-import type { ApiContext, Principal } from '../context';
+import type { ApiContext } from '../context';
+import type { Principal } from '../../accounts/roles';
 import { send } from '../envelope';
 import { envelopeOf, ErrorEnvelope, principalOf } from './families';
-import { apiKeyFamily, teamFamily, userFamily, ApiKey, Team, User } from '../../resources/accounts';
+import { apiKeyFamily, teamFamily, userFamily, ApiKey, KEY_SCOPES, ROLES, Team, User } from '../../resources/accounts';
 import { ActiveSession, SESSION_COOKIE } from '../../accounts/sessions';
 import { withCookies } from '../cookies';
-import { ROLES, KEY_SCOPES } from '../../accounts/roles';
 import { ApiError, forbidden } from '../../lib/errors';
 import type { ApiApp } from '../api-app';
 

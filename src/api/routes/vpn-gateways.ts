@@ -4,7 +4,7 @@ import type { ApiContext } from '../context';
 import { send } from '../envelope';
 import { envelopeOf, ErrorEnvelope, findResource, principalOf } from './families';
 import { tunnelStatsSchema, vpnGatewayFamily as family, VpnGateway } from '../../resources/vpn-gateway';
-import { managedOf, Driven } from '../../controllers/managed';
+import { managedOf, Driven } from '../../controllers/driven';
 import { vpnGatewayDesired } from '../../controllers/vpn-gateway';
 import type { ApiApp } from '../api-app';
 

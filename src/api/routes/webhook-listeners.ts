@@ -11,10 +11,11 @@ import { send } from '../envelope';
 import { assertChangeable, envelopeOf, ErrorEnvelope, findResource, principalOf } from './families';
 import { createSubscription, findDelivery, WithSecret } from './webhooks';
 import { DeliveryWithAttempts, deliveryWithAttempts, DEFAULT_RATE_LIMIT_PER_MINUTE, assertSubscription, Events, Filter, Webhook, webhookFamily, WebhookSpec } from '../../resources/webhook';
-import { eventCategories } from '../../events/catalog';
+import { eventCategories, subscriptionProblems } from '../../events/catalog';
 import { invalidState } from '../../lib/errors';
 import { newId } from '../../lib/ids';
-import { holdsQuota, QuotaRule, withinLimit, withinQuota } from '../../resources/quota';
+import { holdsQuota, withinLimit, withinQuota } from '../../resources/quota';
+import type { QuotaRule } from '../../resources/quota-ledger';
 import { listedObjects } from '../../store/listed';
 import { claimLease, isListener, listenerUrl } from '../../webhooks/listener';
 import { ListenerHub, ListenerStream, StreamSink } from '../../webhooks/listener-hub';
@@ -107,7 +108,7 @@ export function registerWebhookListenerRoutes(app: ApiApp, ctx: ApiContext): voi
     handler: async (request, reply) => {
       const { team, key } = principalOf(request);
       const body = request.body;
-      assertSubscription(body.events, body.filter);
+      assertSubscription(body.events, body.filter, subscriptionProblems);
       const spec: WebhookSpec = { url: listenerUrl(body.forward_to), events: body.events ?? allEvents(), filter: body.filter ?? null, active: true, rate_limit_per_minute: DEFAULT_RATE_LIMIT_PER_MINUTE };
       const id = newId(webhookFamily.idPrefix);
       // The lease first: the reaper never finds a listener without one, and a CLI has a lease's time to attach.

@@ -21,6 +21,7 @@ import { deleteLease, isListener } from '../../webhooks/listener';
 import { assertWindow, deliveryFilterOf } from './webhook-deliveries';
 import { listedArray } from '../../store/listed';
 import type { ApiApp } from '../api-app';
+import { ruleContextOf } from '../../events/catalog';
 
 const errors = { 400: ErrorEnvelope, 401: ErrorEnvelope, 404: ErrorEnvelope, 409: ErrorEnvelope, 415: ErrorEnvelope, 422: ErrorEnvelope, 429: ErrorEnvelope, 503: ErrorEnvelope };
 const tags = ['webhook'];
@@ -74,7 +75,7 @@ export async function createSubscription(ctx: ApiContext, team: string, spec: We
 
 export function registerWebhookRoutes(app: ApiApp, ctx: ApiContext): void {
   const base = `/api/v1/${webhookFamily.path}`;
-  const rules = { config: ctx.config };
+  const rules = ruleContextOf(ctx.config);
 
   app.get(base, {
     schema: { tags, operationId: 'listWebhooks', summary: 'List webhook subscriptions', querystring: listQuerySchema(webhookFamily.states), response: { 200: envelopeOf(Type.Array(Record_)), ...errors } },

@@ -41,7 +41,8 @@ import { callApi, madeFor, managedMetadata, Placement, placementOf } from './obj
 import { objectName } from '../../store/kubernetes/names';
 import { podProgress } from './pod-status';
 import { Changed, MadeWatchOptions, watchMade } from './made-watch';
-import { DEFAULT_PLAN_RESOURCES, DEFAULT_SERVER_IMAGES, Resolved, resolveServer, ServerImageCatalog, ServerPlanResources } from './server-catalog';
+import { Resolved, resolveServer } from './server-catalog';
+import { DEFAULT_PLAN_RESOURCES, DEFAULT_SERVER_IMAGES, ServerImageCatalog, ServerPlanResources } from '../../lib/server-catalog';
 
 export const SERVER_CONTAINER = 'server';
 export const IMAGE_ANNOTATION = 'cloudplane.dev/image';

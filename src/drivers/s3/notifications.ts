@@ -16,24 +16,12 @@
  */
 import { Type, type Static } from '@sinclair/typebox';
 import { newId } from '../../lib/ids';
-import type { CloudEvent } from '../../events/types';
+import type { CloudEvent } from '../../resources/cloud-event';
+import { DataEventData } from '../../events/catalog';
 
 export const DATA_CREATED = 'data.created';
 export const DATA_UPDATED = 'data.updated';
 export const DATA_DESTROYED = 'data.destroyed';
-
-/** The `data` of every `data.*` event (the catalog's schema, src/events/catalog.ts). */
-export const DataEventData = Type.Object({
-  bucket_id: Type.String({ description: 'The bucket (`bkt_…`) the object is in.' }),
-  bucket_name: Type.String({ description: "The bucket's name in Cloudplane." }),
-  kind: Type.Literal('object', { description: 'What changed: an object of a bucket (the only kind today).' }),
-  key: Type.String({ description: "The object's key." }),
-  size: Type.Union([Type.Integer({ minimum: 0 }), Type.Null()], { description: 'Bytes, as the endpoint reports them, on data.created; null otherwise.' }),
-  etag: Type.Union([Type.String(), Type.Null()], { description: "The object's ETag, as the endpoint reports it; null where it gives none." }),
-  source_event: Type.String({ description: "The endpoint's name for the change, e.g. `s3:ObjectCreated:Put`." }),
-  sequencer: Type.Union([Type.String(), Type.Null()], { description: "The endpoint's ordering token for changes of one key, where it gives one." }),
-});
-export type DataEventData = Static<typeof DataEventData>;
 
 /** A notification message, as much of it as is read; everything else in it is ignored. */
 export const NotificationMessage = Type.Object({

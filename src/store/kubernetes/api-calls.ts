@@ -20,7 +20,6 @@
  *   here are per namespace (store/kubernetes/namespaced-watches.ts);
  * - `system-namespace`: only ever in the operator's own namespace (a Role there).
  */
-import { families } from '../../resources/registry';
 import { GROUP } from './names';
 
 export type Verb = 'get' | 'list' | 'watch' | 'create' | 'update' | 'patch' | 'delete' | 'bind';
@@ -44,18 +43,13 @@ export interface ApiCall {
   teamNamespaceRoleOnly?: boolean;
 }
 
-/** The plural names of the custom resources the store keeps (one CRD each). */
-export function customResourcePlurals(): string[] {
-  return families.map((family) => family.plural).sort();
-}
-
 /** What the drivers keep by server-side apply: read back, applied (a PATCH), deleted. */
 const APPLIED: Verb[] = ['get', 'patch', 'delete'];
 /** A server-side apply of an object not there yet creates it: the API server checks `create` on that PATCH. */
 const CREATED_BY_APPLY = 'server-side apply of an object that is not there yet: the API server checks create on the PATCH that makes it';
 
-export function kubernetesApiCalls(): ApiCall[] {
-  const plurals = customResourcePlurals();
+/** `plurals`: the custom resources the store keeps, one CRD each (resources/crd.ts customResourcePlurals). */
+export function kubernetesApiCalls(plurals: string[]): ApiCall[] {
   return [
     // The store (src/store/kubernetes/store.ts): a cache of every kind of its own, watched across namespaces.
     { entry: 'store: custom resources, watched', group: GROUP, resources: plurals, verbs: ['list', 'watch'], scope: 'cluster' },

@@ -15,6 +15,8 @@ import {
   ConflictError,
   NewObject,
   NotFoundError,
+  Page,
+  PageRequest,
   PersistenceState,
   Store,
   StoredObject,
@@ -29,14 +31,14 @@ import { nowIso } from '../../lib/time';
 import { CollectionWatcher, KubeObject } from './watcher';
 import { asCached } from './cached-object';
 import { listInPages, ListPage } from './paged-list';
-import { ListedKind, ListIndexes, Page, PageRequest } from '../list-index';
+import { ListedKind, ListIndexes } from '../list-index';
 import { sameJson } from '../../lib/canonical-json';
 import { onlyOutboxDiffers } from '../outbox-only';
 import { httpCode } from './http-code';
 import { TeamPartition } from '../team-partition';
 import { NamespacedWatches } from './namespaced-watches';
 import { TeamNamespaceBinding, TeamNamespaces } from './team-namespaces';
-import { orphansOnDelete } from '../../resources/transitions';
+import { orphansOnDelete } from '../deletion-policy';
 import {
   API_VERSION,
   CREATED_AT_ANNOTATION,

@@ -21,8 +21,8 @@
  * Unpaced, a resync of 100,000 load balancers every 30 s kept a quarter of a CPU busy in
  * bursts, which requests and the garbage collector then shared the machine with.
  */
-import { backoffMs } from '../lib/backoff';
-import { BACKGROUND_TURN_BUDGET_MS, TURN_BUDGET_MS, yieldIfDue } from '../lib/event-loop-turns';
+import { backoffMs } from './backoff';
+import { BACKGROUND_TURN_BUDGET_MS, TURN_BUDGET_MS, yieldIfDue } from './event-loop-turns';
 import { TeamOf, teamBeforeSlash, TeamTurns } from './team-turns';
 
 /** The longest delay a Node timer accepts (2^31 - 1 ms). */

@@ -1,5 +1,6 @@
 /**
- * The SSRF guard of webhook deliveries: https only, and no private, loopback or
+ * The SSRF guard of webhook deliveries (webhooks/sender.ts) and of the URLs subscriptions
+ * are created with (resources/webhook.ts): https only, and no private, loopback or
  * link-local target, unless configuration allows them (tests and private installs do).
  * A name is resolved when a delivery is sent and the connection is pinned to the address
  * that was checked, so a DNS answer that changes in between cannot slip past.
@@ -10,7 +11,7 @@
  */
 import { lookup } from 'node:dns/promises';
 import { isIP } from 'node:net';
-import { isPublicAddress } from '../lib/ip';
+import { isPublicAddress } from './ip';
 
 export interface TargetPolicy {
   allowHttp: boolean;
