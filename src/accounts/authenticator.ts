@@ -90,9 +90,9 @@ export class ApiKeyAuthenticator {
     const key = await this.store.get<ApiKey['spec'], ApiKey['status']>(apiKeyFamily.kind, entry.team, entry.keyId);
     if (!key || key.status.status !== 'active') return null;
     if (key.spec.expires_at && hasPassed(key.spec.expires_at)) return null;
-    const user = (await this.store.get(userFamily.kind, entry.team, key.spec.user_id)) as User | undefined;
+    const user = await this.store.get<User['spec'], User['status']>(userFamily.kind, entry.team, key.spec.user_id);
     if (!user || user.status.status !== 'active') return null;
-    this.noteUse(key as ApiKey);
+    this.noteUse(key);
     const role = user.spec.role;
     const installationAdmin = atLeast(role, 'admin') && entry.team === (this.installationTeam ?? (await this.installationTeamId()));
     return { team: entry.team, user: user.meta.id, key: key.meta.id, role, scope: key.spec.scope ?? 'read_write', installationAdmin };
@@ -115,7 +115,7 @@ export class ApiKeyAuthenticator {
     } catch (err) {
       const made = id && err instanceof AlreadyExistsError ? await this.untilSeen(team, id, SEEN_WAIT_MS) : undefined;
       if (!made) throw err;
-      key = made as ApiKey;
+      key = made;
     }
     await this.store.putSecret(team, secretNameOf(hash), { hash, key_id: key.meta.id });
     this.byHash.set(hash, { team, keyId: key.meta.id, hash });
@@ -130,7 +130,7 @@ export class ApiKeyAuthenticator {
   private async untilSeen(team: string, id: string, waitMs: number): Promise<ApiKey | undefined> {
     for (const giveUpAt = Date.now() + waitMs; ; ) {
       const key = await this.store.get<ApiKey['spec'], ApiKey['status']>(apiKeyFamily.kind, team, id);
-      if (key || Date.now() >= giveUpAt) return key as ApiKey | undefined;
+      if (key || Date.now() >= giveUpAt) return key;
       await new Promise((resolve) => setTimeout(resolve, 100));
     }
   }

@@ -102,7 +102,7 @@ const FIRST_TEAM = (token?: string): TeamInput => ({ teamName: 'My team', ownerN
 async function firstTeam(store: Store, waitMs: number): Promise<Team | undefined> {
   for (let waited = 0; ; waited += 200) {
     const teams = await store.list<Team['spec'], Team['status']>(teamFamily.kind);
-    if (teams.length > 0) return teams.sort((a, b) => a.meta.createdAt.localeCompare(b.meta.createdAt))[0] as Team;
+    if (teams.length > 0) return teams.sort((a, b) => a.meta.createdAt.localeCompare(b.meta.createdAt))[0];
     if (waited >= waitMs) return undefined;
     await new Promise((resolve) => setTimeout(resolve, 200));
   }

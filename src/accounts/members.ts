@@ -46,7 +46,7 @@ export const displayNameOf = (email: string) => email.slice(0, email.lastIndexOf
 
 /** An active member of the caller's team, or 404 member_not_found (another team's id included). */
 export async function findMember(deps: AccountDeps, team: string, id: string): Promise<User> {
-  const user = (await deps.store.get(userFamily.kind, team, id)) as User | undefined;
+  const user = await deps.store.get<User['spec'], User['status']>(userFamily.kind, team, id);
   if (!user || !isActive(user)) throw notFound('member', id);
   return user;
 }
@@ -77,7 +77,7 @@ export async function inviteMember(deps: AccountDeps, caller: Principal, invitat
       throw conflict('name_taken', `${invitation.email} is already a member of this team.`);
     }
     const spec = userFamily.specFromCreate({ name: invitation.name ?? displayNameOf(invitation.email), email: invitation.email, role: invitation.role }, ruleContextOf(deps.config));
-    return (await deps.writer.create(userFamily, caller.team, spec, caller.key)) as User;
+    return (await deps.writer.create(userFamily, caller.team, spec, caller.key));
   });
 }
 
@@ -117,7 +117,7 @@ async function assertAnotherOwner(deps: AccountDeps, team: string, owner: User):
 
 /** The team's owner_id (who receives its notices) moves to the longest-standing remaining owner when `leaving` held it. */
 async function handOverTeam(deps: AccountDeps, team: string, leaving: User, actor: string): Promise<void> {
-  const teamObject = (await deps.store.get(teamFamily.kind, team, team)) as Team | undefined;
+  const teamObject = await deps.store.get<Team['spec'], Team['status']>(teamFamily.kind, team, team);
   if (!teamObject || teamObject.spec.owner_id !== leaving.meta.id) return;
   const [next] = (await activeMembers(deps, team))
     .filter((u) => u.spec.role === 'owner' && u.meta.id !== leaving.meta.id)

@@ -150,7 +150,7 @@ export class SessionManager {
       await this.end(home, hash);
       return null;
     }
-    const user = (await this.store.get(userFamily.kind, record.team, record.user)) as User | undefined;
+    const user = await this.store.get<User['spec'], User['status']>(userFamily.kind, record.team, record.user);
     if (!user || user.status.status !== 'active') return null;
     if (record.via === 'api_key' && !(await this.keyIsValid(record.team, record.key_id))) return null;
     this.noteUse(home, hash, record, seen, now);
@@ -222,7 +222,7 @@ export class SessionManager {
   private async choicesOf(users: User[]): Promise<TeamChoice[]> {
     const choices: TeamChoice[] = [];
     for (const user of users) {
-      const team = (await this.store.get(teamFamily.kind, user.meta.team, user.meta.team)) as Team | undefined;
+      const team = await this.store.get<Team['spec'], Team['status']>(teamFamily.kind, user.meta.team, user.meta.team);
       if (team) choices.push({ id: team.meta.id, name: team.spec.name, role: user.spec.role });
     }
     return choices.sort((a, b) => a.name.localeCompare(b.name) || a.id.localeCompare(b.id));
@@ -230,7 +230,7 @@ export class SessionManager {
 
   private async keyIsValid(team: string, keyId: string | undefined): Promise<boolean> {
     if (!keyId) return false;
-    const key = (await this.store.get(apiKeyFamily.kind, team, keyId)) as ApiKey | undefined;
+    const key = await this.store.get<ApiKey['spec'], ApiKey['status']>(apiKeyFamily.kind, team, keyId);
     if (!key || key.status.status !== 'active') return false;
     return !key.spec.expires_at || !hasPassed(key.spec.expires_at);
   }

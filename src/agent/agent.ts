@@ -195,7 +195,7 @@ export class DataAgent implements Agent {
     const shown = wholeHistory ? events.slice(-MAX_LINES) : events.slice(-EVENTS_WITH_STATUS);
     const eventLines = bulletList(shown.map((e) => `${e.created_at} ${e.type}${e.actor ? ` by ${e.actor}` : ''}${reasonOf(e)}`));
     const history = `${wholeHistory ? `Its history (${shown.length === events.length ? `${events.length} events` : `the latest ${shown.length} of ${events.length} events`}, oldest first)` : 'Its latest events'}:\n${eventLines}`;
-    const resource = (await this.deps.store.get(family.kind, team, id)) as Resource | undefined;
+    const resource = await this.deps.store.get<Resource['spec'], Resource['status']>(family.kind, team, id);
     if (!resource || resource.status.status === 'destroyed') {
       // Gone from the store, but the audit log still remembers it for the retention period.
       if (events.length > 0) return `The ${family.title} ${id} no longer exists. ${history}`;

@@ -51,8 +51,10 @@ const checkingIntervalFor = (http: HttpConfig) => Math.min(1000, Math.max(10, Ma
 
 export async function buildApp(ctx: ApiContext, options: AppOptions = {}): Promise<ApiApp> {
   const { http } = ctx.config;
+  // Fastify's logger type, not pino's own: the app's type (ApiApp) is written with it.
+  const logger: FastifyBaseLogger = ctx.logger;
   const app: ApiApp = Fastify({
-    loggerInstance: ctx.logger as FastifyBaseLogger,
+    loggerInstance: logger,
     genReqId: (request) => requestIdOf(request.headers['x-request-id']),
     // A request's child logger only binds its id for the lines it writes: with logging off
     // (level silent) there are none, and making one per request is pure cost.

@@ -44,7 +44,7 @@ export class ApiClient {
       throw networkError(err, this.options.apiUrl, this.options.timeoutMs);
     }
     const body = parseJson(text);
-    if (response.ok && body !== undefined) return { status: response.status, body: body as ApiAnswer['body'] };
+    if (response.ok && body !== undefined) return { status: response.status, body: body };
     if (response.ok) throw new CliError(`${this.options.apiUrl} answered ${response.status} with something other than JSON; is it a Cloudplane API?`, EXIT.unavailable, 'not_an_api');
     throw apiError(response.status, body, text, response.headers.get('retry-after'));
   }

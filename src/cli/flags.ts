@@ -89,7 +89,7 @@ function optionFor(field: string, schema: TSchema): Option {
 export function addSchemaFlags(command: Command, prefix: string, schema: TObject, skip: string[] = []): void {
   for (const [field, fieldSchema] of Object.entries(schema.properties)) {
     if (skip.includes(field)) continue;
-    const option = optionFor(field, fieldSchema as TSchema);
+    const option = optionFor(field, fieldSchema);
     option.attributeName = () => attributeOf(prefix, field);
     command.addOption(option);
   }

@@ -10,7 +10,7 @@ export interface GlobalOptions {
   timeout: number;
 }
 
-export const globalsOf = (command: Command) => command.optsWithGlobals() as GlobalOptions & Record<string, unknown>;
+export const globalsOf = (command: Command) => command.optsWithGlobals<GlobalOptions & Record<string, unknown>>();
 
 export function clientFor(command: Command): ApiClient {
   const { context, timeout } = globalsOf(command);

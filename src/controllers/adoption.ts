@@ -38,7 +38,7 @@ export function adopting(family: AnyFamily, inner: Reconciler, store: Store, wri
     watchExternal: inner.watchExternal?.bind(inner),
     passWritesOutbox: inner.passWritesOutbox?.bind(inner),
     async reconcile(team: string, id: string): Promise<ReconcileResult | void> {
-      const resource = (await store.get(family.kind, team, id)) as Resource | undefined;
+      const resource = await store.get<Resource['spec'], Resource['status']>(family.kind, team, id);
       if (resource && !resource.status?.status) {
         if (resource.meta.deletionTimestamp) {
           await store.remove(family.kind, team, id, resource.meta.resourceVersion);
@@ -110,5 +110,5 @@ async function writeDefaults(store: Store, resource: Resource, ruled: Record<str
   const missing = Object.keys(ruled).filter((field) => !(field in spec));
   if (missing.length === 0) return resource;
   const defaulted = { ...spec, ...Object.fromEntries(missing.map((field) => [field, ruled[field]])) };
-  return (await store.update({ ...resource, spec: defaulted })) as Resource;
+  return (await store.update({ ...resource, spec: defaulted }));
 }

@@ -66,13 +66,13 @@ export class AlertPolicyReconciler implements Reconciler {
   }
 
   async reconcile(team: string, id: string): Promise<ReconcileResult | void> {
-    const policy = (await this.store.get(this.kind, team, id)) as AlertPolicy | undefined;
+    const policy = await this.store.get<AlertPolicy['spec'], AlertPolicy['status']>(this.kind, team, id);
     if (!policy?.status?.status) return;
     if (policy.meta.deletionTimestamp) return this.reconcileDeletion(policy);
     if (['deleted', 'failed'].includes(policy.status.status)) return;
 
     const reader = readerOf(policy.spec.condition);
-    const holding = policy.spec.enabled === false ? [] : await reader.holding(this.store, policy);
+    const holding = !policy.spec.enabled ? [] : await reader.holding(this.store, policy);
     const now = Date.now();
     const byId = new Map(holding.map((h) => [h.resource_id, h]));
     let current = policy;
@@ -119,7 +119,7 @@ export class AlertPolicyReconciler implements Reconciler {
 
   private async incidentClosed(team: string, target: AlertTarget): Promise<boolean> {
     if (!target.incident_id) return false;
-    const incident = (await this.store.get(incidentFamily.kind, team, target.incident_id)) as Incident | undefined;
+    const incident = await this.store.get<Incident['spec'], Incident['status']>(incidentFamily.kind, team, target.incident_id);
     // Not there yet: the firing pass stopped before opening it, and this pass opens it.
     return incident !== undefined && CLOSED_INCIDENT_STATES.includes(incident.status?.status);
   }

@@ -47,7 +47,7 @@ export class BackupPolicyReconciler implements Reconciler {
   ) {}
 
   async reconcile(team: string, id: string): Promise<ReconcileResult | void> {
-    const server = (await this.store.get(this.kind, team, id)) as Server | undefined;
+    const server = await this.store.get<Server['spec'], Server['status']>(this.kind, team, id);
     const policy = server?.spec.backup_policy;
     if (!server || serverGone(server) || !policy?.enabled || server.status?.status === 'failed') return;
     const now = Date.now();

@@ -59,10 +59,10 @@ export class BackupReconciler implements Reconciler {
   }
 
   async reconcile(team: string, id: string): Promise<ReconcileResult | void> {
-    const backup = (await this.store.get(this.kind, team, id)) as Backup | undefined;
+    const backup = await this.store.get<Backup['spec'], Backup['status']>(this.kind, team, id);
     if (!backup) return;
     if (backup.meta.deletionTimestamp) return this.reconcileDeletion(backup);
-    const server = (await this.store.get(serverFamily.kind, team, backup.spec.server_id)) as Server | undefined;
+    const server = await this.store.get<Server['spec'], Server['status']>(serverFamily.kind, team, backup.spec.server_id);
     // Backups belong to their server: they go with it.
     if (serverGone(server)) return this.writer.requestDeletion(backupFamily, team, id, SYSTEM);
     if (backup.status.status === 'creating') return this.take(backup);

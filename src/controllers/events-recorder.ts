@@ -43,7 +43,7 @@ export class KubernetesEventRecorder implements EventRecorder {
     const body = this.eventFor(object, event);
     if (!body) return;
 // API call: events recorder: Events
-    this.core.createNamespacedEvent({ namespace: body.metadata!.namespace!, body }).catch((err: Error) => {
+    this.core.createNamespacedEvent({ namespace: body.metadata.namespace!, body }).catch((err: Error) => {
       this.logger.warn({ err: err.message, kind: object.meta.kind, id: object.meta.id, reason: event.reason }, 'could not record a Kubernetes Event');
     });
   }

@@ -21,7 +21,7 @@ export class IncidentReconciler implements Reconciler {
   ) {}
 
   async reconcile(team: string, id: string): Promise<void> {
-    const incident = (await this.store.get(this.kind, team, id)) as Incident | undefined;
+    const incident = await this.store.get<Incident['spec'], Incident['status']>(this.kind, team, id);
     if (!incident?.status?.status || CLOSED_INCIDENT_STATES.includes(incident.status.status)) return;
     const { spec } = incident;
     if (spec.resolve_requested) {

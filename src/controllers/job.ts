@@ -65,7 +65,7 @@ export class JobReconciler implements Reconciler {
   ) {}
 
   async reconcile(team: string, id: string): Promise<ReconcileResult | void> {
-    const job = (await this.store.get(this.kind, team, id)) as Job | undefined;
+    const job = await this.store.get<Job['spec'], Job['status']>(this.kind, team, id);
     if (!job) return;
     const submittedAt = job.meta.createdAt;
     const carrier = this.carrierOf(job);
@@ -234,6 +234,6 @@ export class JobReconciler implements Reconciler {
 
   /** Writes unless the job finished or was cancelled meanwhile. */
   private write(job: Job, changes: () => Partial<Job['status']>): Promise<Job> {
-    return this.writer.mutateStatus<Job>(jobFamily, job.meta.team, job.meta.id, (latest) => (FINISHED_JOB_STATES.includes(latest.status.status) ? null : (changes() as Record<string, unknown>)), 'system');
+    return this.writer.mutateStatus<Job>(jobFamily, job.meta.team, job.meta.id, (latest) => (FINISHED_JOB_STATES.includes(latest.status.status) ? null : (changes())), 'system');
   }
 }

@@ -117,7 +117,7 @@ export class ManagedReconciler implements Reconciler {
   }
 
   async reconcile(team: string, id: string): Promise<ReconcileResult | void> {
-    const resource = (await this.store.get(this.kind, team, id)) as Driven | undefined;
+    const resource = await this.store.get<Driven['spec'], Driven['status']>(this.kind, team, id);
     if (!resource) return;
     if (resource.meta.deletionTimestamp) return this.reconcileDeletion(resource);
     const state = resource.status.status;

@@ -164,7 +164,7 @@ export class OutboxRelay implements PublishedEvents {
   private async relay(key: string, now = false): Promise<void> {
     const [kind, team, id] = key.split('/');
     for (let conflicts = 0; ; ) {
-      const object = (await this.store.get(kind, team, id)) as WithOutbox | undefined;
+      const object = await this.store.get<WithOutbox['spec'], WithOutbox['status']>(kind, team, id);
       const pending = object?.status.pending_events ?? [];
       this.prune(key, pending);
       if (!object || pending.length === 0) return this.forget(key);
@@ -189,7 +189,7 @@ export class OutboxRelay implements PublishedEvents {
       const published = this.published.get(key) ?? new Set<string>();
       try {
         // Only the published events leave the outbox; any added meanwhile stay for the next pass.
-        const latest = (await this.store.get(kind, team, id)) as WithOutbox | undefined;
+        const latest = await this.store.get<WithOutbox['spec'], WithOutbox['status']>(kind, team, id);
         if (!latest) return;
         const remaining = (latest.status.pending_events ?? []).filter((e) => !published.has(e.id));
         await this.store.updateStatus({ ...latest, status: { ...latest.status, pending_events: remaining } });

@@ -28,14 +28,14 @@ export interface TeamSpec {
   name: string;
   owner_id: string;
 }
-export type Team = Resource<TeamSpec, BaseStatus>;
+export type Team = Resource<TeamSpec>;
 
 export interface UserSpec {
   name: string;
   email: string;
   role: Role;
 }
-export type User = Resource<UserSpec, BaseStatus>;
+export type User = Resource<UserSpec>;
 
 export interface ApiKeySpec {
   name: string;

@@ -36,7 +36,7 @@ export interface MessageSpec {
   role: MessageRole;
   content: string;
 }
-export type Message = Resource<MessageSpec, BaseStatus>;
+export type Message = Resource<MessageSpec>;
 
 export const threadFamily: FamilyDefinition<ThreadSpec, ThreadStatus> = {
   name: 'thread',

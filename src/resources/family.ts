@@ -168,4 +168,4 @@ export interface SecretField<Spec = any> {
   versionField: keyof Spec & string;
 }
 
-export type AnyFamily = FamilyDefinition<any, any>;
+export type AnyFamily = FamilyDefinition;

@@ -25,7 +25,7 @@ export function stateEmitsEvent(family: AnyFamily, state: string): boolean {
 
 export function eventTypesForChange(family: AnyFamily, previous: Resource | undefined, next: Resource): string[] {
   const types: string[] = [];
-  const before = previous?.status?.status as string | undefined;
+  const before = previous?.status?.status;
   const after = next.status.status;
   if (before === undefined && family.creationEvent) types.push(`${family.name}.${family.creationEvent}`);
   if (after !== before && stateEmitsEvent(family, after)) types.push(`${family.name}.${after}`);
@@ -123,7 +123,7 @@ export interface ObjectEvent {
  * holds goes into them, and the status never holds a secret.
  */
 export function objectEventsForChange(family: AnyFamily, previous: Resource | undefined, next: Resource): ObjectEvent[] {
-  const before = previous?.status?.status as string | undefined;
+  const before = previous?.status?.status;
   const after = next.status.status;
   const reasonText = next.status.status_reason;
   const events: ObjectEvent[] = [];

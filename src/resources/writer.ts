@@ -128,8 +128,8 @@ export class ResourceWriter {
   }
 
   private async writeStatus(family: AnyFamily, current: Resource, changes: Record<string, unknown>, actor: string): Promise<Resource> {
-    const status = { ...current.status, ...changes } as BaseStatus;
-    const next = { ...current, status } as Resource;
+    const status = { ...current.status, ...changes };
+    const next = { ...current, status };
     status.conditions = conditionsFor(family, next, status);
     // `changes` may add events of its own to the outbox (a delivery's webhook.delivery_failed).
     status.pending_events = [...(status.pending_events ?? []), ...buildEvents(family, current, next, actor)];

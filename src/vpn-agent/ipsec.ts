@@ -227,7 +227,7 @@ function parseRaw(text: string): RawSection {
   return root;
 }
 
-const text = (section: RawSection, key: string): string | undefined => (typeof section[key] === 'string' ? (section[key] as string) : undefined);
+const text = (section: RawSection, key: string): string | undefined => (typeof section[key] === 'string' ? (section[key]) : undefined);
 
 /** Up when an IKE SA is ESTABLISHED with an INSTALLED CHILD SA; bytes over the installed CHILD SAs. */
 export function readingOf(ikeSas: RawSection[], now = Date.now()): TunnelReading {

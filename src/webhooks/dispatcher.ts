@@ -110,7 +110,7 @@ export class WebhookDispatcher {
     reportWebhookAttempts(() => ({ inFlight: this.queue.inFlight, waiting: this.queue.waiting }));
     this.unwatch = this.deps.store.watch((event) => this.onStoreChange(event));
     for (const delivery of await this.deps.store.list<Delivery['spec'], Delivery['status']>(deliveryFamily.kind)) {
-      this.scheduleFromRecord(delivery as Delivery);
+      this.scheduleFromRecord(delivery);
     }
     this.unsubscribe = this.deps.bus.subscribe(CONSUMER, (event) => this.onEvent(event), { concurrency: CONSUMER_CONCURRENCY });
   }
@@ -171,7 +171,7 @@ export class WebhookDispatcher {
    * (the consumer had not finished it) gives it the status its create would have.
    */
   private async finishCutCreate(team: string, id: string): Promise<void> {
-    const existing = (await this.deps.store.get(deliveryFamily.kind, team, id)) as Delivery | undefined;
+    const existing = await this.deps.store.get<Delivery['spec'], Delivery['status']>(deliveryFamily.kind, team, id);
     // Not in this replica's cache yet: the bus hands the event over again, and by then it is (or the create succeeds).
     if (!existing) throw new Error(`delivery ${id} exists but is not in the cache yet`);
     if (existing.status?.status) return;
@@ -294,7 +294,7 @@ export class WebhookDispatcher {
 
   private async readRate(team: string, webhookId: string): Promise<void> {
     try {
-      const webhook = (await this.deps.store.get(webhookFamily.kind, team, webhookId)) as Webhook | undefined;
+      const webhook = await this.deps.store.get<Webhook['spec'], Webhook['status']>(webhookFamily.kind, team, webhookId);
       this.rates.set(webhookId, rateOf(webhook));
     } catch (err) {
       this.deps.logger.error({ webhook_id: webhookId, err: (err as Error).message }, 'webhook subscription could not be read; its due deliveries wait');
@@ -315,16 +315,16 @@ export class WebhookDispatcher {
   /** The record written at the end of an attempt was ignored while it ran; look at it again. */
   private async rescheduleAfterAttempt(key: Key): Promise<void> {
     if (this.stopped) return;
-    const delivery = (await this.deps.store.get(deliveryFamily.kind, key.team, key.id)) as Delivery | undefined;
+    const delivery = await this.deps.store.get<Delivery['spec'], Delivery['status']>(deliveryFamily.kind, key.team, key.id);
     if (delivery) this.scheduleFromRecord(delivery);
   }
 
   /** One attempt of one delivery, and its outcome on the delivery and the subscription. */
   private async attempt({ team, id }: Key): Promise<void> {
     const { store, config, logger } = this.deps;
-    const delivery = (await store.get(deliveryFamily.kind, team, id)) as Delivery | undefined;
+    const delivery = await store.get<Delivery['spec'], Delivery['status']>(deliveryFamily.kind, team, id);
     if (!delivery || delivery.status.status !== 'pending') return;
-    const webhook = (await store.get(webhookFamily.kind, team, delivery.spec.webhook_id)) as Webhook | undefined;
+    const webhook = await store.get<Webhook['spec'], Webhook['status']>(webhookFamily.kind, team, delivery.spec.webhook_id);
     if (!webhook || webhook.status.status === 'deleted') {
       await finishAttempt(this.deps.writer, delivery, { status: 'failed', next_retry_at: null, error: 'the subscription was deleted' });
       return;
@@ -333,7 +333,7 @@ export class WebhookDispatcher {
     if (webhook.status.status !== 'active') {
       this.parked.add(keyOf({ team, id }));
       // Re-enabled while this attempt read it: the resume found the delivery in flight and passed it by.
-      const now = (await store.get(webhookFamily.kind, team, webhook.meta.id)) as Webhook | undefined;
+      const now = await store.get<Webhook['spec'], Webhook['status']>(webhookFamily.kind, team, webhook.meta.id);
       if (now?.status.status !== webhook.status.status) this.parked.delete(keyOf({ team, id }));
       return;
     }

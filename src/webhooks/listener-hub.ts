@@ -206,7 +206,7 @@ export class ListenerStream {
     const { store, config } = this.deps;
     this.starting.add(id);
     try {
-      const delivery = (await store.get(deliveryFamily.kind, this.team, id)) as Delivery | undefined;
+      const delivery = await store.get<Delivery['spec'], Delivery['status']>(deliveryFamily.kind, this.team, id);
       if (!delivery || this.ended) return;
       if (delivery.status.status !== 'pending' || !delivery.status.next_retry_at || Date.parse(delivery.status.next_retry_at) > Date.now()) {
         this.schedule(delivery);
@@ -234,7 +234,7 @@ export class ListenerStream {
     const seconds = (config.timeoutMs + ANSWER_GRACE_MS) / 1000;
     try {
       await recordAttempt(writer, config, delivery, { ok: false, status: null, error: `the listener reported no answer within ${seconds} s` }, startedAt);
-      const latest = (await store.get(deliveryFamily.kind, this.team, delivery.meta.id)) as Delivery | undefined;
+      const latest = await store.get<Delivery['spec'], Delivery['status']>(deliveryFamily.kind, this.team, delivery.meta.id);
       if (latest) this.schedule(latest);
     } catch (err) {
       logger.error({ delivery_id: delivery.meta.id, err: (err as Error).message }, 'a listener attempt without answer could not be recorded');
@@ -244,7 +244,7 @@ export class ListenerStream {
   private async renew(): Promise<void> {
     const { store, config, logger } = this.deps;
     try {
-      const webhook = (await store.get(webhookFamily.kind, this.team, this.id)) as Webhook | undefined;
+      const webhook = await store.get<Webhook['spec'], Webhook['status']>(webhookFamily.kind, this.team, this.id);
       if (!webhook || webhook.status.status === 'deleted') return this.end('the listener was deleted');
       if ((await renewLease(store, this.team, this.id, this.holder, config.listenerLeaseMs)) === 'lost') return this.end('another connection took this listener over');
       this.sink.keepAlive();

@@ -37,7 +37,7 @@ export class WebhookSubscriptionReconciler implements Reconciler {
   ) {}
 
   async reconcile(team: string, id: string): Promise<ReconcileResult | void> {
-    const webhook = (await this.store.get(this.kind, team, id)) as Webhook | undefined;
+    const webhook = await this.store.get<Webhook['spec'], Webhook['status']>(this.kind, team, id);
     if (!webhook?.status?.status) return;
     if (webhook.meta.deletionTimestamp) return this.finishDeletion(webhook);
     if (webhook.status.status === 'deleted' || webhook.status.status === 'failed') return;
@@ -92,7 +92,7 @@ export function signingSecretFirst(inner: Reconciler, store: Store): Reconciler 
   return {
     kind: inner.kind,
     async reconcile(team: string, id: string): Promise<ReconcileResult | void> {
-      const webhook = (await store.get(webhookFamily.kind, team, id)) as Webhook | undefined;
+      const webhook = await store.get<Webhook['spec'], Webhook['status']>(webhookFamily.kind, team, id);
       const live = webhook && !webhook.meta.deletionTimestamp && !['deleted', 'failed'].includes(webhook.status?.status);
       if (live) await ensureSecret(store, team, id);
       return inner.reconcile(team, id);

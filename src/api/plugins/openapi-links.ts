@@ -73,7 +73,7 @@ function operationsUnder(document: OpenApiDocument, base: string): { path: strin
     const rest = path.startsWith(`${base}/`) ? path.slice(base.length + 1).split('/') : [];
     const param = PARAM.exec(rest[0] ?? '')?.[1];
     if (!param || paramsOf(path).length !== baseParams.length + 1) continue;
-    for (const method of METHODS) if (item[method]?.operationId) found.push({ path, param, operation: item[method]! });
+    for (const method of METHODS) if (item[method]?.operationId) found.push({ path, param, operation: item[method] });
   }
   return found;
 }

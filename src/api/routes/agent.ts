@@ -123,7 +123,7 @@ export function registerAgentRoutes(app: ApiApp, ctx: ApiContext): void {
       await findResource(ctx, threadFamily, team, id);
       const message = await ctx.store.get<Message['spec'], Message['status']>(messageFamily.kind, team, message_id);
       if (!message || message.spec.thread_id !== id) throw notFound('message', message_id);
-      return send(ctx, request, reply, 200, messageFamily.toRecord(message as Message));
+      return send(ctx, request, reply, 200, messageFamily.toRecord(message));
     },
   });
 

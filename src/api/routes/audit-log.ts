@@ -55,12 +55,12 @@ export function registerAuditLogRoutes(app: ApiApp, ctx: ApiContext): void {
       const { events, more } = ctx.audit.page(
         principalOf(request).team,
         {
-          type: query.type as string | undefined,
-          resource_id: query.resource_id as string | undefined,
-          actor: query.actor as string | undefined,
+          type: query.type,
+          resource_id: query.resource_id,
+          actor: query.actor,
           since: since && new Date(since).toISOString(),
           until: until && new Date(until).toISOString(),
-          q: query.q as string | undefined,
+          q: query.q,
         },
         { order: paging.order, after: after && { created_at: after.v, id: after.i }, limit: paging.limit },
       );

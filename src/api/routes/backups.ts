@@ -32,7 +32,7 @@ const completedBackupsOf = (ctx: ApiContext, team: string, serverId: string): Pr
 
 /** A backup of this server, or 404 backup_not_found (one of another server is not found here). */
 async function findBackup(ctx: ApiContext, team: string, serverId: string, backupId: string): Promise<Backup> {
-  const backup = (await ctx.store.get(family.kind, team, backupId)) as Backup | undefined;
+  const backup = await ctx.store.get<Backup['spec'], Backup['status']>(family.kind, team, backupId);
   if (!backup || !isVisible(backup) || backup.spec.server_id !== serverId) throw notFound(family.name, backupId);
   return backup;
 }
@@ -157,7 +157,7 @@ export function registerBackupRoutes(app: ApiApp, ctx: ApiContext): void {
       const { backup_id: backupId } = request.body;
       const { team } = principalOf(request);
       const server = await findResource<Server>(ctx, serverFamily, team, id);
-      const backup = (await ctx.store.get(family.kind, team, backupId)) as Backup | undefined;
+      const backup = await ctx.store.get<Backup['spec'], Backup['status']>(family.kind, team, backupId);
       if (!backup || !isVisible(backup)) throw notFound(family.name, backupId);
       if (backup.spec.server_id !== id) throw fieldInvalid('backup_id', `is a backup of server ${backup.spec.server_id}, not of ${id}`);
       assertRestoreAllowed(server, backup, await completedBackupsOf(ctx, team, id));
@@ -170,7 +170,7 @@ export function registerBackupRoutes(app: ApiApp, ctx: ApiContext): void {
       };
       // Answered once the server shows the restore, so that a stop sent next is refused.
       await writeAndAwait<Server>(ctx.store, serverFamily.kind, team, id, ask, (s) => s.status.status === 'restoring');
-      const latest = (await ctx.store.get(family.kind, team, backupId)) as Backup | undefined;
+      const latest = await ctx.store.get<Backup['spec'], Backup['status']>(family.kind, team, backupId);
       const shown = latest && (latest.status.restore_state === 'restoring' || !restorePending(latest)) ? latest : { ...asked, status: { ...asked.status, restore_state: 'restoring' as const, restore_started_at: nowIso(), restore_finished_at: null } };
       return send(ctx, request, reply, 200, family.toRecord(shown));
     },

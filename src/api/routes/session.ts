@@ -63,7 +63,7 @@ async function viewOfKey(ctx: ApiContext, principal: Principal): Promise<object>
 }
 
 async function identityOf(ctx: ApiContext, principal: Principal, user: User) {
-  const team = (await ctx.store.get(teamFamily.kind, principal.team, principal.team)) as Team | undefined;
+  const team = await ctx.store.get<Team['spec'], Team['status']>(teamFamily.kind, principal.team, principal.team);
   return {
     user: { id: user.meta.id, name: user.spec.name, email: user.spec.email },
     team: { id: principal.team, name: team?.spec.name ?? principal.team },

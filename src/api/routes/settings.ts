@@ -155,7 +155,7 @@ export function registerSettingsRoutes(app: ApiApp, ctx: ApiContext): void {
 
 /** Revoking or rotating another member's key needs an owner or admin (an owner's key, an owner). */
 async function refuseUnlessMayManageKey(ctx: ApiContext, caller: Principal, key: ApiKey): Promise<void> {
-  const holder = (await ctx.store.get(userFamily.kind, caller.team, key.spec.user_id)) as User | undefined;
+  const holder = await ctx.store.get<User['spec'], User['status']>(userFamily.kind, caller.team, key.spec.user_id);
   const allowed = holder ? mayActFor(caller, holder) : atLeast(caller.role, 'admin');
   if (!allowed) throw forbidden("Only an owner or admin may revoke or rotate another member's key (an owner's key, an owner only).");
 }
@@ -163,7 +163,7 @@ async function refuseUnlessMayManageKey(ctx: ApiContext, caller: Principal, key:
 /** Who a new key is for: the caller, or the member `userId` names when the caller may act for them. */
 async function keyHolder(ctx: ApiContext, caller: Principal, userId: string | undefined): Promise<string> {
   if (!userId || userId === caller.user) return caller.user;
-  const user = (await ctx.store.get(userFamily.kind, caller.team, userId)) as User | undefined;
+  const user = await ctx.store.get<User['spec'], User['status']>(userFamily.kind, caller.team, userId);
   if (!user || user.status.status !== 'active') throw fieldInvalid('user_id', 'is not a member of this team');
   if (!mayActFor(caller, user)) throw forbidden("Only an owner or admin may make a key for another member (for an owner, an owner only).");
   return userId;

@@ -95,7 +95,7 @@ export function registerTeamRoutes(app: ApiApp, ctx: ApiContext): void {
     },
     handler: async (request, reply) => {
       const { id } = request.params;
-      const team = (await ctx.store.get(teamFamily.kind, id, id)) as Team | undefined;
+      const team = await ctx.store.get<Team['spec'], Team['status']>(teamFamily.kind, id, id);
       if (!team) throw notFound('team', id);
       return send(ctx, request, reply, 200, teamFamily.toRecord(team));
     },

@@ -57,7 +57,7 @@ function assertNotListener(webhook: Webhook): void {
 }
 
 export async function findDelivery(ctx: ApiContext, team: string, webhookId: string, deliveryId: string): Promise<Delivery> {
-  const delivery = (await ctx.store.get(deliveryFamily.kind, team, deliveryId)) as Delivery | undefined;
+  const delivery = await ctx.store.get<Delivery['spec'], Delivery['status']>(deliveryFamily.kind, team, deliveryId);
   if (!delivery || !isVisible(delivery) || delivery.spec.webhook_id !== webhookId) throw notFound('delivery', deliveryId);
   return delivery;
 }

@@ -214,7 +214,7 @@ export class VpnGatewayTunnelDriver implements VpnGatewayDriver {
       if (read.status === 'rejected') throw read.reason;
       return read.value;
     });
-    return { service: service as V1Service | null, deployment: deployment as V1Deployment | null, secret: secret as V1Secret | null };
+    return { service: service, deployment: deployment, secret: secret };
   }
 
   /** The agent's /status from the gateway's serving Pod, or null when no Pod answers. */

@@ -171,7 +171,7 @@ export class S3BucketDriver implements BucketDriver {
   }
 
   private externalOf(resource: Pick<Managed<BucketSpec>, 'external'>): BucketExternal {
-    return (resource.external ?? {}) as BucketExternal;
+    return (resource.external ?? {});
   }
 
   private async applyPolicy(resource: Managed<BucketSpec>, bucket: string): Promise<void> {

@@ -174,9 +174,9 @@ export class KubernetesStore implements Store {
           list: () => listInPages(this.o.listPageSize, async (query) => (await this.call(() => this.custom.listClusterCustomObject({ group: GROUP, version: VERSION, plural: info.plural, ...query }))) as ListPage),
         },
         {
-          replace: (items) => this.replaceKind(info, items as Raw[]),
-          upsert: (raw) => this.upsert(info, raw as Raw),
-          remove: (raw) => this.watchedRemoval(info, raw as Raw),
+          replace: (items) => this.replaceKind(info, items),
+          upsert: (raw) => this.upsert(info, raw),
+          remove: (raw) => this.watchedRemoval(info, raw),
         },
         this.o.logger,
         { silenceLimitMs: this.o.watchSilenceLimitMs },
@@ -321,7 +321,7 @@ export class KubernetesStore implements Store {
     const raw = structuredClone(entry.raw);
     raw.metadata.resourceVersion = object.meta.resourceVersion;
     raw.metadata.labels = { ...object.meta.labels, [ID_LABEL]: object.meta.id };
-    raw.metadata.annotations = { ...((raw.metadata.annotations as Record<string, string>) ?? {}), [UPDATED_AT_ANNOTATION]: nowIso() };
+    raw.metadata.annotations = { ...((raw.metadata.annotations) ?? {}), [UPDATED_AT_ANNOTATION]: nowIso() };
     raw.spec = object.spec as Record<string, unknown>;
     const answer = await this.replace(info, object, () =>
       this.custom.replaceNamespacedCustomObject({ group: GROUP, version: VERSION, namespace: raw.metadata.namespace!, plural: info.plural, name: raw.metadata.name, body: raw }),
@@ -411,8 +411,8 @@ export class KubernetesStore implements Store {
     const body = secretBody(name, namespace, data, existing?.raw.metadata.resourceVersion);
     const write = async (): Promise<KubeObject> =>
       (existing
-        ? await this.call(() => this.core.replaceNamespacedSecret({ name: body.metadata.name, namespace, body: body as never }))
-        : await this.call(() => this.core.createNamespacedSecret({ namespace, body: body as never }))) as unknown as KubeObject;
+        ? await this.call(() => this.core.replaceNamespacedSecret({ name: body.metadata.name, namespace, body: body }))
+        : await this.call(() => this.core.createNamespacedSecret({ namespace, body: body }))) as unknown as KubeObject;
     let answer: KubeObject;
     try {
       answer = await write();
@@ -421,7 +421,7 @@ export class KubernetesStore implements Store {
       if (httpCode(err) !== 409) throw err;
       const current = (await this.call(() => this.core.readNamespacedSecret({ name: body.metadata.name, namespace }))) as unknown as KubeObject;
       body.metadata = { ...body.metadata, resourceVersion: current.metadata.resourceVersion };
-      answer = (await this.call(() => this.core.replaceNamespacedSecret({ name: body.metadata.name, namespace, body: body as never }))) as unknown as KubeObject;
+      answer = (await this.call(() => this.core.replaceNamespacedSecret({ name: body.metadata.name, namespace, body: body }))) as unknown as KubeObject;
     }
     this.upsertSecret(answer);
   }
@@ -435,7 +435,7 @@ export class KubernetesStore implements Store {
     const body = secretBody(name, namespace, data);
     let answer: KubeObject;
     try {
-      answer = (await this.call(() => this.core.createNamespacedSecret({ namespace, body: body as never }))) as unknown as KubeObject;
+      answer = (await this.call(() => this.core.createNamespacedSecret({ namespace, body: body }))) as unknown as KubeObject;
     } catch (err) {
       // Another replica made it first: its data wins.
       if (httpCode(err) !== 409) throw err;
@@ -455,7 +455,7 @@ export class KubernetesStore implements Store {
       // The version read is the precondition: a write by anyone since then answers 409.
       const body = secretBody(name, namespace, data, current.metadata.resourceVersion);
       try {
-        const answer = (await this.call(() => this.core.replaceNamespacedSecret({ name: body.metadata.name, namespace, body: body as never }))) as unknown as KubeObject;
+        const answer = (await this.call(() => this.core.replaceNamespacedSecret({ name: body.metadata.name, namespace, body: body }))) as unknown as KubeObject;
         this.upsertSecret(answer);
         return true;
       } catch (err) {
@@ -553,7 +553,7 @@ export class KubernetesStore implements Store {
         ...(md.uid ? { object: { name: raw.metadata.name, uid: md.uid } } : {}),
         ...(md.annotations?.[PAUSED_ANNOTATION] === 'true' ? { paused: true } : {}),
       },
-      spec: (raw.spec ?? {}) as Record<string, unknown>,
+      spec: (raw.spec ?? {}),
       status: status,
     };
   }
@@ -967,6 +967,6 @@ function isoOf(timestamp: unknown): string {
 }
 
 function decodedData(raw: KubeObject): Record<string, string> {
-  const encoded = ((raw as { data?: Record<string, string> }).data ?? {}) as Record<string, string>;
+  const encoded = ((raw as { data?: Record<string, string> }).data ?? {});
   return Object.fromEntries(Object.entries(encoded).map(([k, v]) => [k, Buffer.from(v, 'base64').toString('utf8')]));
 }
