@@ -20,8 +20,10 @@ build: deps
 	npx svelte-check --workspace console --tsconfig ./tsconfig.json --fail-on-warnings --output machine
 	npx vite build --config console/vite.config.mts --logLevel warn
 
+# Types, then ESLint (eslint.config.mjs); test/unit/lint.test.ts runs the same in make test.
 lint: deps
 	npx tsc -p tsconfig.json --noEmit
+	npx eslint src
 
 # The layers of src/ (docs/layers.md): no import reaches up a layer, no import cycle.
 layers: deps

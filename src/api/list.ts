@@ -54,6 +54,7 @@ const pagingProperties = (states: readonly string[]) => ({
 export type PagingQuery = Static<TObject<ReturnType<typeof pagingProperties>>>;
 
 /** Query schema of a family's list endpoint; `status` takes the family's states, `extra` adds the list's filters. */
+// eslint-disable-next-line @typescript-eslint/no-empty-object-type -- no filters by default: the empty property set, as TypeBox writes it
 export function listQuerySchema<Extra extends TProperties = {}>(states: readonly string[], extra?: Extra) {
   return Type.Object({ ...pagingProperties(states), ...(extra as Extra) }, { additionalProperties: false });
 }

@@ -1,0 +1,49 @@
+// ESLint for src/: typescript-eslint's strict preset that reads the types (strictTypeChecked).
+// test/unit/lint.test.ts holds src/ at zero problems; `make lint` runs it with tsc.
+import tseslint from 'typescript-eslint';
+
+/**
+ * Rules of the preset that src/ does not keep yet, each with how many places broke it when
+ * it was set aside: they are worked down and turned on one by one, and none is added here.
+ */
+const NOT_YET = {
+  '@typescript-eslint/no-unnecessary-condition': 208,
+  '@typescript-eslint/restrict-template-expressions': 168,
+  '@typescript-eslint/no-unsafe-class-instance-assignment': 145,
+  '@typescript-eslint/no-non-null-assertion': 131,
+  '@typescript-eslint/no-unsafe-member-access': 122,
+  '@typescript-eslint/no-unsafe-assignment': 105,
+  '@typescript-eslint/no-confusing-void-expression': 104,
+  '@typescript-eslint/require-await': 49,
+  '@typescript-eslint/no-unsafe-argument': 40,
+  '@typescript-eslint/no-invalid-void-type': 23,
+  '@typescript-eslint/use-unknown-in-catch-callback-variable': 18,
+  '@typescript-eslint/no-unsafe-return': 17,
+  '@typescript-eslint/no-base-to-string': 16,
+  '@typescript-eslint/no-explicit-any': 15,
+  '@typescript-eslint/no-misused-spread': 12,
+  '@typescript-eslint/no-unnecessary-type-parameters': 3,
+  '@typescript-eslint/unbound-method': 3,
+  '@typescript-eslint/no-unsafe-call': 2,
+  '@typescript-eslint/await-thenable': 2,
+  '@typescript-eslint/no-deprecated': 1,
+  '@typescript-eslint/no-misused-promises': 1,
+  '@typescript-eslint/no-floating-promises': 1,
+};
+
+export default tseslint.config({
+  files: ['src/**/*.ts'],
+  extends: [...tseslint.configs.strictTypeChecked],
+  languageOptions: { parserOptions: { projectService: true, tsconfigRootDir: import.meta.dirname } },
+  linterOptions: { reportUnusedDisableDirectives: 'error' },
+  rules: {
+    ...Object.fromEntries(Object.keys(NOT_YET).map((rule) => [rule, 'off'])),
+    // A rest sibling or an `_` name is how a field is left out of a copy on purpose.
+    '@typescript-eslint/no-unused-vars': ['error', { ignoreRestSiblings: true, varsIgnorePattern: '^_', argsIgnorePattern: '^_' }],
+    // Labels, annotations and contexts are maps keyed by names: deleting a key is what they are for.
+    '@typescript-eslint/no-dynamic-delete': 'off',
+    // The types of some runtime values lie (process.stdin.isTTY is undefined off a terminal,
+    // an error's message may be anything): a String() or Boolean() there is on purpose.
+    '@typescript-eslint/no-unnecessary-type-conversion': 'off',
+  },
+});
