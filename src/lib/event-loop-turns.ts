@@ -43,3 +43,12 @@ export function yieldIfDue(budgetMs = TURN_BUDGET_MS): Promise<void> | undefined
   );
   return pending;
 }
+
+/**
+ * Waits, if the current turn has used its budget, until a turn with budget left: for work
+ * started by many callers at once (a dispatcher's concurrent deliveries). They all wait on
+ * the same turn, and each checks again when it resumes, so the turn after it is sliced too.
+ */
+export async function takeTurn(budgetMs = TURN_BUDGET_MS): Promise<void> {
+  for (let due = yieldIfDue(budgetMs); due; due = yieldIfDue(budgetMs)) await due;
+}

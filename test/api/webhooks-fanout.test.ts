@@ -1,9 +1,11 @@
 /**
  * One event for many subscriptions (issue 16, item 5): its deliveries are written together
  * (group commit) and each subscription gets its own, once. On the embedded store the
- * writes share one append and one disk flush, which shows as their records becoming
- * visible in the same turn of the event loop; written one after the other, each waits for
- * a flush of its own and turns up in a turn of its own.
+ * writes started in one turn of the event loop share one append and one disk flush, which
+ * shows as their records becoming visible in the same turn; written one after the other,
+ * each waits for a flush of its own and turns up in a turn of its own. The dispatcher
+ * starts them in slices of a few milliseconds (so that a fan-out of thousands does not hold
+ * the loop), so a few turns are allowed, far fewer than there are deliveries.
  */
 import { startTestService, TestService, eventually } from '../helpers/service';
 import { receiversOfThisFile } from '../helpers/receiver';
@@ -11,7 +13,9 @@ import { clusterMode } from '../helpers/cluster';
 import { deliveryFamily } from '../../src/resources/webhook';
 
 const WEBHOOK_ENV = { CLOUDPLANE_WEBHOOK_ALLOW_HTTP: 'true', CLOUDPLANE_WEBHOOK_ALLOW_PRIVATE_TARGETS: 'true', CLOUDPLANE_WEBHOOK_TIME_SCALE: '0.001' };
-const SUBSCRIPTIONS = 6;
+const SUBSCRIPTIONS = 12;
+/** Turns the deliveries may become visible in: each slice holds several of them. */
+const MOST_TURNS = SUBSCRIPTIONS / 3;
 
 const receiver = receiversOfThisFile();
 
@@ -68,7 +72,7 @@ describe('webhook fan-out', () => {
       if (!clusterMode()) {
         const ours = received.map((q) => createdInTurn.get(q.headers['webhook-id'] as string));
         expect(ours.every((x) => x !== undefined)).toBe(true);
-        expect(new Set(ours).size).toBe(1);
+        expect(new Set(ours).size).toBeLessThanOrEqual(MOST_TURNS);
       }
     } finally {
       ticking = false;
