@@ -42,7 +42,10 @@ ranks.forEach((rank, i) => {
   for (const layer of rank.layers) {
     upward.push({
       name: `no-upward-from-${layer.name}`,
-      comment: `${layer.name} sits below ${ranks.slice(i + 1).flatMap((r) => r.layers.map((l) => l.name)).join(', ')}: it may not import them (docs/layers.md)`,
+      comment: `${layer.name} sits below ${ranks
+        .slice(i + 1)
+        .flatMap((r) => r.layers.map((l) => l.name))
+        .join(', ')}: it may not import them (docs/layers.md)`,
       severity: 'error',
       from: { path: layer.paths },
       to: { path: higher },

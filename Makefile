@@ -2,7 +2,7 @@
 SHELL := /bin/bash
 NODE_MODULES_STAMP := node_modules/.package-lock.json
 
-.PHONY: run test soak build lint layers crds bench bench-webhooks bench-cluster bench-scale bench-noisy clean deps fuzz fuzz-kube
+.PHONY: run test soak build lint format layers crds bench bench-webhooks bench-cluster bench-scale bench-noisy clean deps fuzz fuzz-kube
 
 # `npm install` rather than `npm ci`: npm 11 leaves other platforms' optional binaries
 # (@swc/core-darwin-*, ...) out of the lock file, and `npm ci` then refuses it.
@@ -24,6 +24,11 @@ build: deps
 lint: deps
 	npx tsc -p tsconfig.json --noEmit
 	npx eslint src
+	npx prettier --check .
+
+# Rewrites every source file as Prettier writes it (.prettierrc.json); make lint checks it.
+format: deps
+	npx prettier --write .
 
 # The layers of src/ (docs/layers.md): no import reaches up a layer, no import cycle.
 layers: deps

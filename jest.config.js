@@ -5,7 +5,17 @@
  * @fastify/cookie loads the ESM-only `cookie` with a dynamic import(), which Jest's runtime
  * refuses without --experimental-vm-modules: compiled, it becomes a require().
  */
-const esmOnly = ['@kubernetes/client-node', 'openid-client', 'oauth4webapi', 'jose', 'jsonpath-plus', 'rfc4648', 'content-disposition', '@fastify/cookie', 'cookie'];
+const esmOnly = [
+  '@kubernetes/client-node',
+  'openid-client',
+  'oauth4webapi',
+  'jose',
+  'jsonpath-plus',
+  'rfc4648',
+  'content-disposition',
+  '@fastify/cookie',
+  'cookie',
+];
 const swc = ['@swc/jest', { jsc: { target: 'es2022', parser: { syntax: 'typescript' } }, module: { type: 'commonjs' } }];
 
 module.exports = {

@@ -107,10 +107,21 @@ function mainThreadCpuMs(): number | undefined {
 /** req/s of one short measurement, without warm-up: a slice of an interleaved comparison. */
 async function slice(scenario: Scenario, durationS: number): Promise<{ rate: number; cpuPerRequest: number | undefined }> {
   const cpuBefore = mainThreadCpuMs();
-  const r = await autocannon({ url: `${scenario.url}${scenario.path}`, method: scenario.method, headers: scenario.headers, body: scenario.body, connections: CONNECTIONS, workers: 1, duration: durationS });
+  const r = await autocannon({
+    url: `${scenario.url}${scenario.path}`,
+    method: scenario.method,
+    headers: scenario.headers,
+    body: scenario.body,
+    connections: CONNECTIONS,
+    workers: 1,
+    duration: durationS,
+  });
   const cpuAfter = mainThreadCpuMs();
   const requests = r.requests.total ?? r.requests.average * r.duration;
-  return { rate: r.requests.average, cpuPerRequest: cpuBefore === undefined || cpuAfter === undefined || requests === 0 ? undefined : (cpuAfter - cpuBefore) / requests };
+  return {
+    rate: r.requests.average,
+    cpuPerRequest: cpuBefore === undefined || cpuAfter === undefined || requests === 0 ? undefined : (cpuAfter - cpuBefore) / requests,
+  };
 }
 
 const median = (values: number[]) => {
@@ -193,7 +204,7 @@ async function precreate(url: string, count: number): Promise<string[]> {
     ids.push(...batch);
   }
   // Measure a settled service: wait until the reconcilers have provisioned everything.
-  for (const deadline = Date.now() + 60_000; ; ) {
+  for (const deadline = Date.now() + 60_000; ;) {
     const res = await fetch(`${url}/api/v1/load-balancers?status=creating&limit=1`, { headers });
     if (((await res.json()) as { data: unknown[] }).data.length === 0) break;
     if (Date.now() > deadline) throw new Error('pre-created load balancers did not reach running in time');
@@ -204,7 +215,14 @@ async function precreate(url: string, count: number): Promise<string[]> {
 
 const percent = (ratio: number) => `${(ratio * 100).toFixed(0)} %`;
 
-function markdown(report: { started_at: string; machine: ReturnType<typeof machine>; load_average: { before: number[]; after: number[] }; settings: Record<string, unknown>; note: string; results: ScenarioResult[] }): string {
+function markdown(report: {
+  started_at: string;
+  machine: ReturnType<typeof machine>;
+  load_average: { before: number[]; after: number[] };
+  settings: Record<string, unknown>;
+  note: string;
+  results: ScenarioResult[];
+}): string {
   const m = report.machine;
   const rows = report.results.map(
     (r) =>
@@ -224,10 +242,10 @@ function markdown(report: { started_at: string; machine: ReturnType<typeof machi
     '|---|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|',
     ...rows,
     '',
-    'The baseline is a bare Fastify app with one route returning a small JSON object, on the same machine in the same run: the ceiling for any Fastify service here. It is measured again right before every row (the load of other processes drifts), and `% of baseline` is the row\'s req/s over that measurement\'s.',
+    "The baseline is a bare Fastify app with one route returning a small JSON object, on the same machine in the same run: the ceiling for any Fastify service here. It is measured again right before every row (the load of other processes drifts), and `% of baseline` is the row's req/s over that measurement's.",
     '',
     `\`% of baseline, interleaved\` is the median ratio of ${String(report.settings.slices)} pairs of ${String(report.settings.slice_s)} s slices of the baseline and the row measured in turn (no warm-up; the row's own warm-up ran just before): a load that comes and goes hits both alike, so it is the figure to read on a busy machine.`,
-    ' `server CPU µs/request` is the CPU time the serving thread (the process\'s main thread, which serves both the service and the baseline; the load generator has a worker thread of its own) spent per request, from /proc; `% of baseline by CPU` is the baseline\'s CPU per request over the row\'s: the same ratio measured by cost (its interleaved column: the median over the same pairs of slices). The two "bare Fastify, same answer" rows answer the exact bytes and headers the service answered for one load balancer and for the list of 50, already serialised (as the service keeps its records), from a bare route: the ceiling for those answers, without authentication, rate limit, metrics, store or envelope. Issue 16 asks for a GET of one resource at >= 70 % and a list of 50 at >= 40 %. See bench/README.md.',
+    " `server CPU µs/request` is the CPU time the serving thread (the process's main thread, which serves both the service and the baseline; the load generator has a worker thread of its own) spent per request, from /proc; `% of baseline by CPU` is the baseline's CPU per request over the row's: the same ratio measured by cost (its interleaved column: the median over the same pairs of slices). The two \"bare Fastify, same answer\" rows answer the exact bytes and headers the service answered for one load balancer and for the list of 50, already serialised (as the service keeps its records), from a bare route: the ceiling for those answers, without authentication, rate limit, metrics, store or envelope. Issue 16 asks for a GET of one resource at >= 70 % and a list of 50 at >= 40 %. See bench/README.md.",
     '',
   ].join('\n');
 }
@@ -291,7 +309,9 @@ async function main(): Promise<void> {
       },
     ];
     // BENCH_ROWS (comma-separated words) keeps the baseline and the rows whose name holds one of them, e.g. for a profile.
-    const only = process.env.BENCH_ROWS?.split(',').map((word) => word.trim()).filter(Boolean);
+    const only = process.env.BENCH_ROWS?.split(',')
+      .map((word) => word.trim())
+      .filter(Boolean);
     const chosen = only ? scenarios.filter((s, i) => i === 0 || only.some((word) => s.name.includes(word))) : scenarios;
     // The load of other processes on a shared machine drifts within a run: the baseline is
     // measured again right before every row, and each row is a ratio of that measurement.
@@ -311,7 +331,8 @@ async function main(): Promise<void> {
         const baseSlice = await slice(baselineScenario, SLICE_S);
         const rowSlice = await slice(scenario, SLICE_S);
         result.slice_ratios.push(Math.round((rowSlice.rate / baseSlice.rate) * 1000) / 1000);
-        if (baseSlice.cpuPerRequest && rowSlice.cpuPerRequest) result.slice_cpu_ratios.push(Math.round((baseSlice.cpuPerRequest / rowSlice.cpuPerRequest) * 1000) / 1000);
+        if (baseSlice.cpuPerRequest && rowSlice.cpuPerRequest)
+          result.slice_cpu_ratios.push(Math.round((baseSlice.cpuPerRequest / rowSlice.cpuPerRequest) * 1000) / 1000);
       }
       result.ratio_interleaved = SLICES > 0 ? median(result.slice_ratios) : null;
       result.cpu_ratio_interleaved = result.slice_cpu_ratios.length > 0 ? median(result.slice_cpu_ratios) : null;
@@ -319,7 +340,9 @@ async function main(): Promise<void> {
         result.cpu_ratio_to_baseline = Math.round((base.server_cpu_us_per_request / result.server_cpu_us_per_request) * 1000) / 1000;
       }
       results.push(result);
-      process.stdout.write(`  baseline ${base.req_per_s_avg.toFixed(0)} req/s; ${result.req_per_s_avg.toFixed(0)} req/s = ${percent(result.ratio_to_baseline)} of it; CPU per request ${result.server_cpu_us_per_request} µs vs ${base.server_cpu_us_per_request} µs = ${result.cpu_ratio_to_baseline === null ? 'n/a' : percent(result.cpu_ratio_to_baseline)}; interleaved ${result.slice_ratios.map(percent).join(', ')}: median ${result.ratio_interleaved === null ? 'n/a' : percent(result.ratio_interleaved)}; by CPU, interleaved: ${result.slice_cpu_ratios.map(percent).join(', ')}: median ${result.cpu_ratio_interleaved === null ? 'n/a' : percent(result.cpu_ratio_interleaved)}, p50 ${result.latency_ms.p50} ms, p99 ${result.latency_ms.p99} ms, errors ${result.errors}, non-2xx ${result.non_2xx}\n`);
+      process.stdout.write(
+        `  baseline ${base.req_per_s_avg.toFixed(0)} req/s; ${result.req_per_s_avg.toFixed(0)} req/s = ${percent(result.ratio_to_baseline)} of it; CPU per request ${result.server_cpu_us_per_request} µs vs ${base.server_cpu_us_per_request} µs = ${result.cpu_ratio_to_baseline === null ? 'n/a' : percent(result.cpu_ratio_to_baseline)}; interleaved ${result.slice_ratios.map(percent).join(', ')}: median ${result.ratio_interleaved === null ? 'n/a' : percent(result.ratio_interleaved)}; by CPU, interleaved: ${result.slice_cpu_ratios.map(percent).join(', ')}: median ${result.cpu_ratio_interleaved === null ? 'n/a' : percent(result.cpu_ratio_interleaved)}, p50 ${result.latency_ms.p50} ms, p99 ${result.latency_ms.p99} ms, errors ${result.errors}, non-2xx ${result.non_2xx}\n`,
+      );
     }
   } finally {
     await baseline.close();
@@ -331,7 +354,15 @@ async function main(): Promise<void> {
     started_at: startedAt.toISOString(),
     machine: machine(),
     load_average: { before: loadBefore, after: os.loadavg() },
-    settings: { slices: SLICES, slice_s: SLICE_S, connections: CONNECTIONS, duration_s: DURATION_S, warmup_s: WARMUP_S, precreated: PRECREATE, load_generator: 'autocannon, 1 worker thread, same process' },
+    settings: {
+      slices: SLICES,
+      slice_s: SLICE_S,
+      connections: CONNECTIONS,
+      duration_s: DURATION_S,
+      warmup_s: WARMUP_S,
+      precreated: PRECREATE,
+      load_generator: 'autocannon, 1 worker thread, same process',
+    },
     note:
       process.env.BENCH_NOTE ??
       'Run on a shared machine while other processes were running (see the load averages): the figures show orders of magnitude and relations between rows, not the ceiling of the hardware.',

@@ -19,10 +19,7 @@ import { kubeApiRequests, reconcileCounter } from '../src/metrics';
 import { memoryAfterGc } from './report';
 
 export type OperatorRequest =
-  | { type: 'measure' }
-  | { type: 'reconciled'; kind: string; count: number; timeoutMs: number }
-  | { type: 'api-calls' }
-  | { type: 'stop' };
+  { type: 'measure' } | { type: 'reconciled'; kind: string; count: number; timeoutMs: number } | { type: 'api-calls' } | { type: 'stop' };
 
 export interface Measurement {
   at: number;
@@ -46,7 +43,14 @@ const send = (reply: OperatorReply) => process.send!(reply);
 async function measure(): Promise<Measurement> {
   const cpu = process.cpuUsage();
   const memory = await memoryAfterGc();
-  return { at: Date.now(), cpu_ms: (cpu.user + cpu.system) / 1000, rss_mb: memory.rss_mb, heap_used_mb: memory.heap_used_mb, heap_total_mb: memory.heap_total_mb, external_mb: memory.external_mb };
+  return {
+    at: Date.now(),
+    cpu_ms: (cpu.user + cpu.system) / 1000,
+    rss_mb: memory.rss_mb,
+    heap_used_mb: memory.heap_used_mb,
+    heap_total_mb: memory.heap_total_mb,
+    external_mb: memory.external_mb,
+  };
 }
 
 async function passes(kind: string): Promise<number> {

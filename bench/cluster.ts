@@ -136,7 +136,10 @@ class RunningTracker {
       {
         path: `/apis/${GROUP}/${VERSION}/${PLURAL}`,
         list: async () => {
-          const answer = (await custom.listClusterCustomObject({ group: GROUP, version: VERSION, plural: PLURAL })) as { items: KubeObject[]; metadata: { resourceVersion: string } };
+          const answer = (await custom.listClusterCustomObject({ group: GROUP, version: VERSION, plural: PLURAL })) as {
+            items: KubeObject[];
+            metadata: { resourceVersion: string };
+          };
           return { items: answer.items, resourceVersion: answer.metadata.resourceVersion };
         },
       },
@@ -283,7 +286,12 @@ function callsPer({ calls: before, passes: passesBefore }: OperatorCounts, { cal
     all += made;
     if (WRITE_VERBS.has(call.split(' ')[0])) writes += made;
   }
-  return { per_resource: round(all / count, 2), writes_per_resource: round(writes / count, 2), by_call, passes_per_resource: round((passesAfter - passesBefore) / count, 2) };
+  return {
+    per_resource: round(all / count, 2),
+    writes_per_resource: round(writes / count, 2),
+    by_call,
+    passes_per_resource: round((passesAfter - passesBefore) / count, 2),
+  };
 }
 
 /**
@@ -319,7 +327,10 @@ async function throughput(
   // The outbox relay takes the last events out on its own after DRAIN_DELAY_MS: those writes are the resources' too.
   await sleep(DRAIN_DELAY_MS + 1000);
   const callsAfterDrain = await operator.apiCalls();
-  const latencies = names.filter((n) => tracker.runningAt.has(n)).map((n) => (tracker.runningAt.get(n)! - sentAt.get(n)!) / 1000).sort((a, b) => a - b);
+  const latencies = names
+    .filter((n) => tracker.runningAt.has(n))
+    .map((n) => (tracker.runningAt.get(n)! - sentAt.get(n)!) / 1000)
+    .sort((a, b) => a - b);
   const lastRunning = Math.max(...names.map((n) => tracker.runningAt.get(n) ?? 0));
   const span = (lastRunning - start) / 1000;
   const result: ThroughputResult = {
@@ -339,9 +350,15 @@ async function throughput(
     api_calls: { until_last_running: callsPer(callsBefore, callsAtLastRunning, count), after_outbox_drain: callsPer(callsBefore, callsAfterDrain, count) },
     cpu,
   };
-  log(`  ${result.running} running (${result.failed} failed) ${result.first_create_to_last_running_s} s after the first create: ${result.running_per_s}/s; create->running p50 ${result.latency_s.p50} s, p99 ${result.latency_s.p99} s`);
-  log(`  CPU s over ${cpu.wall_s} s: operator ${cpu.operator_s}, kube-apiserver + etcd ${cpu.api_server_and_etcd_s}, benchmark ${cpu.benchmark_s}; machine ${cpu.machine_busy_percent} % busy`);
-  log(`  API calls per load balancer: ${result.api_calls.after_outbox_drain.per_resource} (${result.api_calls.after_outbox_drain.writes_per_resource} writes) ${JSON.stringify(result.api_calls.after_outbox_drain.by_call)}; reconcile passes per load balancer: ${result.api_calls.after_outbox_drain.passes_per_resource}`);
+  log(
+    `  ${result.running} running (${result.failed} failed) ${result.first_create_to_last_running_s} s after the first create: ${result.running_per_s}/s; create->running p50 ${result.latency_s.p50} s, p99 ${result.latency_s.p99} s`,
+  );
+  log(
+    `  CPU s over ${cpu.wall_s} s: operator ${cpu.operator_s}, kube-apiserver + etcd ${cpu.api_server_and_etcd_s}, benchmark ${cpu.benchmark_s}; machine ${cpu.machine_busy_percent} % busy`,
+  );
+  log(
+    `  API calls per load balancer: ${result.api_calls.after_outbox_drain.per_resource} (${result.api_calls.after_outbox_drain.writes_per_resource} writes) ${JSON.stringify(result.api_calls.after_outbox_drain.by_call)}; reconcile passes per load balancer: ${result.api_calls.after_outbox_drain.passes_per_resource}`,
+  );
   return result;
 }
 
@@ -366,9 +383,25 @@ async function baseline(kc: KubeConfig, count: number): Promise<BaselineResult> 
   const start = performance.now();
   await pool(count, CONCURRENCY, async (i) => {
     const name = `baseline-${i}`;
-    const created = (await custom.createNamespacedCustomObject({ group: GROUP, version: VERSION, namespace, plural: PLURAL, body: loadBalancerCr(name, namespace) })) as KubeObject;
+    const created = (await custom.createNamespacedCustomObject({
+      group: GROUP,
+      version: VERSION,
+      namespace,
+      plural: PLURAL,
+      body: loadBalancerCr(name, namespace),
+    })) as KubeObject;
     // About the size and shape of the first status the API writes.
-    const status = { status: 'creating', status_reason: null, observed_generation: 1, observed_config: 'baseline', conditions: [], backends: [], deleted_at: null, pending_events: [], updated_at: new Date().toISOString() };
+    const status = {
+      status: 'creating',
+      status_reason: null,
+      observed_generation: 1,
+      observed_config: 'baseline',
+      conditions: [],
+      backends: [],
+      deleted_at: null,
+      pending_events: [],
+      updated_at: new Date().toISOString(),
+    };
     await custom.replaceNamespacedCustomObjectStatus({ group: GROUP, version: VERSION, namespace, plural: PLURAL, name, body: { ...created, status } });
   });
   const span = (performance.now() - start) / 1000;
@@ -403,7 +436,15 @@ interface Report {
   /** The bulk row, the memory with every load balancer and the restart: only with the bulk row. */
   bulk: ThroughputResult | null;
   memory: { empty: Memory; full: Memory | null; after_restart: Memory | null };
-  restart: { total_load_balancers: number; stop_ms: number; store_sync_ms: number; store_only_memory: Measurement; service_start_ms: number; first_pass_ms: number | null; first_pass_reconciles: number } | null;
+  restart: {
+    total_load_balancers: number;
+    stop_ms: number;
+    store_sync_ms: number;
+    store_only_memory: Measurement;
+    service_start_ms: number;
+    first_pass_ms: number | null;
+    first_pass_reconciles: number;
+  } | null;
 }
 
 function markdown(r: Report): string {
@@ -412,7 +453,7 @@ function markdown(r: Report): string {
   const tRow = (t: ThroughputResult) =>
     `| ${t.how} | ${t.workers} | ${t.count} | ${t.running}${t.failed ? ` (${t.failed} failed)` : ''} | ${t.create_s} | ${t.first_create_to_last_running_s} | **${t.running_per_s}** | ${t.ratio_to_baseline ?? '–'} | ${t.latency_s.p50} | ${t.latency_s.p99} | ${t.latency_s.max} |`;
   const mRow = (name: string, x: Memory | null) =>
-    x === null ? [] : [ `| ${name} | ${x.load_balancers} | ${x.rss_mb} | ${x.heap_used_mb} | ${x.heap_total_mb} | ${x.external_mb} | ${x.cpu_percent} |`];
+    x === null ? [] : [`| ${name} | ${x.load_balancers} | ${x.rss_mb} | ${x.heap_used_mb} | ${x.heap_total_mb} | ${x.external_mb} | ${x.cpu_percent} |`];
   const b = r.baseline;
   const s = r.settings;
   const rs = r.restart;
@@ -445,7 +486,10 @@ function markdown(r: Report): string {
     '',
     '| created | workers | wall s | operator CPU s | kube-apiserver + etcd CPU s | benchmark CPU s | machine busy % |',
     '|---|---:|---:|---:|---:|---:|---:|',
-    ...[...r.throughput, ...(r.bulk ? [r.bulk] : [])].map((t) => `| ${t.how} | ${t.workers} | ${t.cpu.wall_s} | ${t.cpu.operator_s} | ${t.cpu.api_server_and_etcd_s} | ${t.cpu.benchmark_s} | ${t.cpu.machine_busy_percent} |`),
+    ...[...r.throughput, ...(r.bulk ? [r.bulk] : [])].map(
+      (t) =>
+        `| ${t.how} | ${t.workers} | ${t.cpu.wall_s} | ${t.cpu.operator_s} | ${t.cpu.api_server_and_etcd_s} | ${t.cpu.benchmark_s} | ${t.cpu.machine_busy_percent} |`,
+    ),
     '',
     '## API calls per load balancer',
     '',
@@ -455,13 +499,15 @@ function markdown(r: Report): string {
     '|---|---:|---:|---:|---:|---:|---:|---:|---|',
     ...[...r.throughput, ...(r.bulk ? [r.bulk] : [])].map((t) => {
       const [until, drained] = [t.api_calls.until_last_running, t.api_calls.after_outbox_drain];
-      const byCall = Object.entries(drained.by_call).map(([call, n]) => `${call} ${n}`).join(', ');
+      const byCall = Object.entries(drained.by_call)
+        .map(([call, n]) => `${call} ${n}`)
+        .join(', ');
       return `| ${t.how} | ${t.workers} | ${until.per_resource} | ${until.writes_per_resource} | ${until.passes_per_resource ?? '–'} | ${drained.per_resource} | ${drained.writes_per_resource} | ${drained.passes_per_resource ?? '–'} | ${byCall} |`;
     }),
     '',
     '## Memory of the operator',
     '',
-    'After a forced garbage collection (node --expose-gc, two collections); CPU is the operator\'s own over the settle window before the measurement, with every load balancer running and re-checked by its reconciler every 10 s.',
+    "After a forced garbage collection (node --expose-gc, two collections); CPU is the operator's own over the settle window before the measurement, with every load balancer running and re-checked by its reconciler every 10 s.",
     '',
     '| when | load balancers | RSS MB | V8 heap used MB | heap total MB | external MB | CPU % of one core |',
     '|---|---:|---:|---:|---:|---:|---:|',
@@ -496,14 +542,18 @@ async function ensureNamespace(kc: KubeConfig, name: string): Promise<void> {
 
 async function main(): Promise<void> {
   // The four throughput rows create THROUGHPUT_N each; the bulk row makes up the rest.
-  if (ROWS.has('bulk') && TOTAL <= 4 * THROUGHPUT_N) throw new Error(`BENCH_TOTAL (${TOTAL}) must be more than the ${4 * THROUGHPUT_N} load balancers the throughput rows create`);
+  if (ROWS.has('bulk') && TOTAL <= 4 * THROUGHPUT_N)
+    throw new Error(`BENCH_TOTAL (${TOTAL}) must be more than the ${4 * THROUGHPUT_N} load balancers the throughput rows create`);
   const startedAt = new Date();
   const t0 = performance.now();
   const loadBefore = os.loadavg();
   // Before anything else: what dist/ was just built from (others may commit during the run).
   const source = sourceState();
   // The test helper finds the build script relative to its source; from dist/ it would not.
-  process.env.KUBE_APISERVER_BIN ??= execFileSync(path.join(REPO, 'scripts/build-kube-component.sh'), ['kube-apiserver'], { encoding: 'utf8', stdio: ['ignore', 'pipe', 'inherit'] }).trim();
+  process.env.KUBE_APISERVER_BIN ??= execFileSync(path.join(REPO, 'scripts/build-kube-component.sh'), ['kube-apiserver'], {
+    encoding: 'utf8',
+    stdio: ['ignore', 'pipe', 'inherit'],
+  }).trim();
   const kubeVersion = path.basename(path.dirname(process.env.KUBE_APISERVER_BIN)).replace('kube-apiserver-', '');
 
   log('starting etcd + kube-apiserver and installing the CRDs...');
@@ -578,14 +628,35 @@ async function main(): Promise<void> {
     const results: ThroughputResult[] = [];
     let shed = 0;
     // API-made ids are unique; custom resources made by hand need a prefix of their own per row.
-    if (ROWS.has('api')) results.push({ ...(await throughput('through the API (POST)', WORKERS, THROUGHPUT_N, tracker, createViaApi, base, operator, server.workDir)), shed_503_so_far: shed });
-    if (ROWS.has('cr')) results.push(await throughput('as custom resources (kubectl-style, adopted)', WORKERS, THROUGHPUT_N, tracker, createCr('cr'), base, operator, server.workDir));
+    if (ROWS.has('api'))
+      results.push({
+        ...(await throughput('through the API (POST)', WORKERS, THROUGHPUT_N, tracker, createViaApi, base, operator, server.workDir)),
+        shed_503_so_far: shed,
+      });
+    if (ROWS.has('cr'))
+      results.push(
+        await throughput('as custom resources (kubectl-style, adopted)', WORKERS, THROUGHPUT_N, tracker, createCr('cr'), base, operator, server.workDir),
+      );
     if (ROWS.has('more') && MORE_WORKERS > 0) {
       await operator.stop();
       operator = await startOperator('service', MORE_WORKERS);
       url = operator.ready.url!;
-      results.push({ ...(await throughput('through the API (POST)', MORE_WORKERS, THROUGHPUT_N, tracker, createViaApi, base, operator, server.workDir)), shed_503_so_far: shed });
-      results.push(await throughput('as custom resources (kubectl-style, adopted)', MORE_WORKERS, THROUGHPUT_N, tracker, createCr('cr-more'), base, operator, server.workDir));
+      results.push({
+        ...(await throughput('through the API (POST)', MORE_WORKERS, THROUGHPUT_N, tracker, createViaApi, base, operator, server.workDir)),
+        shed_503_so_far: shed,
+      });
+      results.push(
+        await throughput(
+          'as custom resources (kubectl-style, adopted)',
+          MORE_WORKERS,
+          THROUGHPUT_N,
+          tracker,
+          createCr('cr-more'),
+          base,
+          operator,
+          server.workDir,
+        ),
+      );
       await operator.stop();
       operator = await startOperator('service');
       url = operator.ready.url!;
@@ -646,7 +717,7 @@ async function main(): Promise<void> {
       },
       note:
         process.env.BENCH_NOTE ??
-        'Run on a shared 2-CPU machine, with etcd, kube-apiserver, the operator and the load generator all on it and other engineers\' processes beside them (see the load averages): orders of magnitude, not the ceiling of the hardware.',
+        "Run on a shared 2-CPU machine, with etcd, kube-apiserver, the operator and the load generator all on it and other engineers' processes beside them (see the load averages): orders of magnitude, not the ceiling of the hardware.",
       baseline: base,
       throughput: results,
       bulk,

@@ -184,7 +184,7 @@ export function dominate(g: Graph) {
     }
     return a;
   };
-  for (let changed = true; changed; ) {
+  for (let changed = true; changed;) {
     changed = false;
     for (const v of rpo) {
       if (v === 0) continue;
@@ -280,7 +280,10 @@ export function dominated(g: Graph, d: ReturnType<typeof dominate>, v: number, m
     entry.count++;
     groups.set(key, entry);
   }
-  return [...groups].map(([how, x]) => ({ how, ...x })).filter((x) => x.retained >= min).sort((x, y) => y.retained - x.retained);
+  return [...groups]
+    .map(([how, x]) => ({ how, ...x }))
+    .filter((x) => x.retained >= min)
+    .sort((x, y) => y.retained - x.retained);
 }
 
 function analyze(beforeFile: string, afterFile: string, count: number, outFile?: string): void {
@@ -308,14 +311,19 @@ function analyze(beforeFile: string, afterFile: string, count: number, outFile?:
   say('');
   say('| constructor | objects per resource | bytes per resource |');
   say('|---|---:|---:|');
-  const diffs = [...selfB].map(([k, v]) => ({ k, count: v.count - (selfA.get(k)?.count ?? 0), size: v.size - (selfA.get(k)?.size ?? 0) })).sort((x, y) => y.size - x.size);
+  const diffs = [...selfB]
+    .map(([k, v]) => ({ k, count: v.count - (selfA.get(k)?.count ?? 0), size: v.size - (selfA.get(k)?.size ?? 0) }))
+    .sort((x, y) => y.size - x.size);
   for (const x of diffs.slice(0, 30)) say(`| \`${x.k}\` | ${(x.count / count).toFixed(2)} | ${per(x.size)} |`);
   say('');
   say(`### Retained size by owner (the path an object is first reached by), difference per resource`);
   say('');
   say('| owner path | retained before | retained after | bytes per resource |');
   say('|---|---:|---:|---:|');
-  const rows = [...ownersB].map(([k, v]) => ({ k, before: ownersA.get(k) ?? 0, after: v })).filter((x) => x.after - x.before > count * 8).sort((x, y) => y.after - y.before - (x.after - x.before));
+  const rows = [...ownersB]
+    .map(([k, v]) => ({ k, before: ownersA.get(k) ?? 0, after: v }))
+    .filter((x) => x.after - x.before > count * 8)
+    .sort((x, y) => y.after - y.before - (x.after - x.before));
   for (const x of rows.slice(0, 60)) say(`| \`${x.k.replace(/\|/g, '\\|')}\` | ${kb(x.before)} | ${kb(x.after)} | ${per(x.after - x.before)} |`);
   say('');
   say(`### What the largest owners hold (after; dominator-tree children retaining >= ${kb(count * 4)})`);
@@ -329,7 +337,9 @@ function analyze(beforeFile: string, afterFile: string, count: number, outFile?:
   say('');
   const tops = [0];
   for (let v = 1; v < b.nodeCount; v++) if (db.idom[v] === 0 && b.nodeTypes[b.type[v]] === 'synthetic') tops.push(v);
-  for (const v of tops) for (const c of dominated(b, db, v, count * 16).slice(0, 12)) say(`- under ${label(b, v)} ${b.names[b.name[v]]}: ${c.how}: ${per(c.retained)} bytes per resource (${c.count} objects)`);
+  for (const v of tops)
+    for (const c of dominated(b, db, v, count * 16).slice(0, 12))
+      say(`- under ${label(b, v)} ${b.names[b.name[v]]}: ${c.how}: ${per(c.retained)} bytes per resource (${c.count} objects)`);
   if (outFile) fs.writeFileSync(outFile, `${lines.join('\n')}\n`);
 }
 

@@ -21,7 +21,10 @@ import { runQuietProbe, percentilesOf, ProbeResult, Measure, GET_EVERY_MS, CREAT
 
 const PHASE_S = Number(process.env.BENCH_PHASE_S ?? 30);
 /** Words: only the abuses whose name holds one (e.g. `BENCH_ABUSES="never,burst"`); every abuse without it. */
-const ONLY = (process.env.BENCH_ABUSES ?? '').split(',').map((word) => word.trim()).filter(Boolean);
+const ONLY = (process.env.BENCH_ABUSES ?? '')
+  .split(',')
+  .map((word) => word.trim())
+  .filter(Boolean);
 const ADMIN_KEY = 'cpk_Noisy0123456789abcdefghijABCDEFGHIJKLMNO';
 const REGION = 'fra1';
 const MAIN = path.resolve(__dirname, '../src/main.js');
@@ -62,7 +65,7 @@ function apiOf(url: string): Api {
 function cpuPinning(): { service: string[]; note: string } {
   const cpus = os.availableParallelism();
   const taskset = ['/usr/bin/taskset', '/bin/taskset'].find((file) => fs.existsSync(file));
-  if (cpus < 2 || !taskset || process.env.BENCH_PIN === '0') return { service: [], note: 'not pinned: the service shares every CPU with both teams\' clients' };
+  if (cpus < 2 || !taskset || process.env.BENCH_PIN === '0') return { service: [], note: "not pinned: the service shares every CPU with both teams' clients" };
   const others = `1-${cpus - 1}`;
   spawnSync(taskset, ['-a', '-p', '-c', others, String(process.pid)], { stdio: 'ignore' });
   return { service: [taskset, '-c', '0'], note: `the service pinned to CPU 0, both teams' clients to CPUs ${others}` };
@@ -177,7 +180,8 @@ const ABUSES: Abuse[] = [
     name: 'scheduled jobs with a rare schedule (0 0 29 2 *)',
     async run(team, stop) {
       const c = statusCounter();
-      for (let i = 0; i < 20; i += 1) c.add((await team.api(team.key, 'POST', '/api/v1/jobs', { name: `rare-${i}`, command: 'true', schedule: '0 0 29 2 *' })).status);
+      for (let i = 0; i < 20; i += 1)
+        c.add((await team.api(team.key, 'POST', '/api/v1/jobs', { name: `rare-${i}`, command: 'true', schedule: '0 0 29 2 *' })).status);
       // The controller resyncs them every 5 s while the phase runs.
       while (!stop.done) await new Promise((resolve) => setTimeout(resolve, 200));
       return c.counts;
@@ -187,7 +191,9 @@ const ABUSES: Abuse[] = [
     name: 'schedules that never fire (* * * 30 2 *), four at a time',
     async run(team, stop) {
       const c = statusCounter();
-      await loop(4, stop, async () => c.add((await team.api(team.key, 'POST', '/api/v1/jobs', { name: 'never', command: 'true', schedule: '* * * 30 2 *' })).status));
+      await loop(4, stop, async () =>
+        c.add((await team.api(team.key, 'POST', '/api/v1/jobs', { name: 'never', command: 'true', schedule: '* * * 30 2 *' })).status),
+      );
       return c.counts;
     },
   },
@@ -196,7 +202,9 @@ const ABUSES: Abuse[] = [
     async run(team, stop) {
       const c = statusCounter();
       // 200 KB as the attacker sent it, and a body just inside the route's limit (16 KiB), which is read and validated.
-      const bodies = [100_000, 8_000].map((items) => JSON.stringify({ url: `http://127.0.0.1:${team.blackHolePort}/`, events: Array.from({ length: items }, () => 1) }));
+      const bodies = [100_000, 8_000].map((items) =>
+        JSON.stringify({ url: `http://127.0.0.1:${team.blackHolePort}/`, events: Array.from({ length: items }, () => 1) }),
+      );
       let n = 0;
       await loop(2, stop, async () => c.add((await team.api(team.key, 'POST', '/api/v1/webhooks', undefined, bodies[(n += 1) % 2])).status));
       return c.counts;
@@ -243,11 +251,19 @@ const ABUSES: Abuse[] = [
     async run(team, stop) {
       const c = statusCounter();
       let n = 0;
-      await loop(16, { get done() { return stop.done || n >= 900; } }, async () => {
-        const r = await team.api(team.key, 'POST', '/api/v1/load-balancers', { name: `burst-${(n += 1)}`, region: REGION });
-        c.add(r.status);
-        if (r.status === 201) team.acknowledged.push(r.json.data.id);
-      });
+      await loop(
+        16,
+        {
+          get done() {
+            return stop.done || n >= 900;
+          },
+        },
+        async () => {
+          const r = await team.api(team.key, 'POST', '/api/v1/load-balancers', { name: `burst-${(n += 1)}`, region: REGION });
+          c.add(r.status);
+          if (r.status === 201) team.acknowledged.push(r.json.data.id);
+        },
+      );
       while (!stop.done) await new Promise((resolve) => setTimeout(resolve, 200));
       return c.counts;
     },
@@ -256,7 +272,11 @@ const ABUSES: Abuse[] = [
     name: '100 webhook subscriptions to a receiver that never answers, then 16 creates',
     async run(team, stop) {
       const c = statusCounter();
-      for (let i = 0; i < 100; i += 1) c.add((await team.api(team.key, 'POST', '/api/v1/webhooks', { url: `http://127.0.0.1:${team.blackHolePort}/hook-${i}`, events: ['load_balancer.*'] })).status);
+      for (let i = 0; i < 100; i += 1)
+        c.add(
+          (await team.api(team.key, 'POST', '/api/v1/webhooks', { url: `http://127.0.0.1:${team.blackHolePort}/hook-${i}`, events: ['load_balancer.*'] }))
+            .status,
+        );
       for (let i = 0; i < 16; i += 1) {
         const r = await team.api(team.key, 'POST', '/api/v1/load-balancers', { name: `hooked-${i}`, region: REGION });
         c.add(r.status);
@@ -334,10 +354,11 @@ async function main() {
     // The noisy team may have spent its team-wide rate limit in the phase before (429: wait out
     // the minute), or left the client a pooled connection the service had closed (0: try again).
     const newKey = async (ownerKey: string, name: string) => {
-      for (const giveUpAt = Date.now() + 90_000; ; ) {
+      for (const giveUpAt = Date.now() + 90_000; ;) {
         const r = await api(ownerKey, 'POST', '/api/v1/settings/api-keys', { name });
         if (r.status === 201) return r.json.data.key as string;
-        if ((r.status !== 429 && r.status !== 0) || Date.now() > giveUpAt) throw new Error(`could not make the key ${name}: ${r.status} ${JSON.stringify(r.json)}`);
+        if ((r.status !== 429 && r.status !== 0) || Date.now() > giveUpAt)
+          throw new Error(`could not make the key ${name}: ${r.status} ${JSON.stringify(r.json)}`);
         await new Promise((resolve) => setTimeout(resolve, 2000));
       }
     };
@@ -350,7 +371,16 @@ async function main() {
     const lb = await api(quietKey, 'POST', '/api/v1/load-balancers', { name: 'quiet-read', region: REGION });
     const job = await api(quietKey, 'POST', '/api/v1/jobs', { name: 'quiet-job', command: 'true' });
     if (lb.status !== 201 || job.status !== 201) throw new Error(`quiet team's setup: ${lb.status} ${job.status}`);
-    const probeOptions = { url, readKeys: quietReadKeys, writeKey: quietWriteKey, pollKeys: quietPollKeys, loadBalancerId: lb.json.data.id as string, jobId: job.json.data.id as string, durationMs: PHASE_S * 1000, region: REGION };
+    const probeOptions = {
+      url,
+      readKeys: quietReadKeys,
+      writeKey: quietWriteKey,
+      pollKeys: quietPollKeys,
+      loadBalancerId: lb.json.data.id as string,
+      jobId: job.json.data.id as string,
+      durationMs: PHASE_S * 1000,
+      region: REGION,
+    };
 
     const rows: PhaseRow[] = [];
     const phase = async (name: string, abuse?: Abuse) => {
@@ -378,7 +408,9 @@ async function main() {
         ratio_create_to_running_p99: null,
       };
       rows.push(row);
-      console.log(`get p99 ${quiet.get_one.p99_ms} ms, create p99 ${quiet.create.p99_ms} ms, to running p99 ${quiet.create_to_running.p99_ms} ms, refused ${JSON.stringify(quiet.refused)}, provider ${JSON.stringify(quiet.provider_states)}`);
+      console.log(
+        `get p99 ${quiet.get_one.p99_ms} ms, create p99 ${quiet.create.p99_ms} ms, to running p99 ${quiet.create_to_running.p99_ms} ms, refused ${JSON.stringify(quiet.refused)}, provider ${JSON.stringify(quiet.provider_states)}`,
+      );
     };
 
     // A first round thrown away: the quiet team's first phase would otherwise carry the service's warm-up.
@@ -451,7 +483,10 @@ async function main() {
       '',
       '| phase | GET one p99 | × alone | create p99 | × alone | create → running p99 | × alone | quiet refused | quiet provider | service lag max | fds peak | written | black-hole conns peak |',
       '|---|---:|---:|---:|---:|---:|---:|---|---|---:|---:|---:|---:|',
-      ...rows.map((r) => `| ${r.phase} | ${r.quiet.get_one.p99_ms} ms | ${cell(r.ratio_get_one_p99)} | ${r.quiet.create.p99_ms} ms | ${cell(r.ratio_create_p99)} | ${r.quiet.create_to_running.p99_ms} ms | ${cell(r.ratio_create_to_running_p99)} | ${JSON.stringify(r.quiet.refused)} | ${JSON.stringify(r.quiet.provider_states)} | ${r.service_event_loop_lag_max_ms ?? '–'} ms | ${r.service_open_fds_peak ?? '–'} | ${r.service_written_mb ?? '–'} MB | ${r.black_hole_connections_peak} |`),
+      ...rows.map(
+        (r) =>
+          `| ${r.phase} | ${r.quiet.get_one.p99_ms} ms | ${cell(r.ratio_get_one_p99)} | ${r.quiet.create.p99_ms} ms | ${cell(r.ratio_create_p99)} | ${r.quiet.create_to_running.p99_ms} ms | ${cell(r.ratio_create_to_running_p99)} | ${JSON.stringify(r.quiet.refused)} | ${JSON.stringify(r.quiet.provider_states)} | ${r.service_event_loop_lag_max_ms ?? '–'} ms | ${r.service_open_fds_peak ?? '–'} | ${r.service_written_mb ?? '–'} MB | ${r.black_hole_connections_peak} |`,
+      ),
       '',
       `Nothing lost: the noisy team's ${noisy.acknowledged.length} acknowledged creates, ${notRunning === 0 ? 'all running' : `${notRunning} not running (up to 100 counted)`}; its deliveries still pending after the receiver recovered: ${pending}; the quiet team's creates not running: ${quietLost}.`,
       '',

@@ -23,7 +23,10 @@ export function machine() {
 /** Writes bench/results/<name>-<timestamp>.json and <name>-latest.md; returns their paths. */
 export function writeResults(name: string, startedAt: Date, report: unknown, markdown: string): { jsonFile: string; markdownFile: string } {
   fs.mkdirSync(RESULTS_DIR, { recursive: true });
-  const stamp = startedAt.toISOString().replace(/[-:]/g, '').replace(/\.\d+Z$/, 'Z');
+  const stamp = startedAt
+    .toISOString()
+    .replace(/[-:]/g, '')
+    .replace(/\.\d+Z$/, 'Z');
   const jsonFile = path.join(RESULTS_DIR, `${name}-${stamp}.json`);
   const markdownFile = path.join(RESULTS_DIR, `${name}-latest.md`);
   fs.writeFileSync(jsonFile, `${JSON.stringify(report, null, 2)}\n`);
@@ -48,7 +51,12 @@ export async function memoryAfterGc() {
 }
 
 /** A forked child's next IPC reply of `type`; its `failed` reply, its exit or the timeout reject. */
-export function nextReply<R extends { type: string }, T extends R['type']>(child: ChildProcess, who: string, type: T, timeoutMs: number): Promise<Extract<R, { type: T }>> {
+export function nextReply<R extends { type: string }, T extends R['type']>(
+  child: ChildProcess,
+  who: string,
+  type: T,
+  timeoutMs: number,
+): Promise<Extract<R, { type: T }>> {
   return new Promise((resolve, reject) => {
     const timer = setTimeout(() => finish(new Error(`the ${who} did not answer ${type} within ${timeoutMs} ms`)), timeoutMs);
     const onMessage = (reply: R) => {

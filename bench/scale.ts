@@ -160,8 +160,7 @@ async function child(): Promise<void> {
       } else if (request.type === 'measured') {
         await rowProfile?.stop(request.label);
         send({ type: 'measured', event_loop_max_ms: round(loopDelay.max / 1e6, 1), collections: collections.summary() });
-      }
-      else if (request.type === 'stop') {
+      } else if (request.type === 'stop') {
         await service.stop();
         send({ type: 'stopped' });
         process.disconnect();
@@ -224,7 +223,10 @@ class CollectionWatch {
       scavenge_p99_ms: at(0.99),
       scavenge_max_ms: round(sorted.at(-1) ?? 0, 2),
       full: this.full.length,
-      full_total_ms: round(this.full.reduce((a, b) => a + b, 0), 1),
+      full_total_ms: round(
+        this.full.reduce((a, b) => a + b, 0),
+        1,
+      ),
     };
   }
 }
@@ -271,7 +273,15 @@ async function load(url: string, headers?: Record<string, string>): Promise<Row>
   if (WARMUP_S > 0) await loadInWorker({ ...options, duration: WARMUP_S });
   const r = await loadInWorker({ ...options, duration: DURATION_S });
   const ms = (us: number) => round(us / 1000, 3);
-  return { req_per_s: r.req_per_s, p50_ms: ms(r.p50_us), p99_ms: ms(r.p99_us), max_ms: ms(r.max_us), responses_timed: r.recorded, errors: r.errors, non_2xx: r.non_2xx };
+  return {
+    req_per_s: r.req_per_s,
+    p50_ms: ms(r.p50_us),
+    p99_ms: ms(r.p99_us),
+    max_ms: ms(r.max_us),
+    responses_timed: r.recorded,
+    errors: r.errors,
+    non_2xx: r.non_2xx,
+  };
 }
 
 /**
@@ -295,7 +305,11 @@ class ServiceChild {
   static async start(environment: Record<string, string>): Promise<ServiceChild> {
     // The child's environment is the service's configuration alone, and the row profile's place.
     const rowProfileDir = process.env.BENCH_ROW_PROF_DIR ? { BENCH_ROW_PROF_DIR: process.env.BENCH_ROW_PROF_DIR } : {};
-    const proc = fork(__filename, ['service'], { execArgv: serviceExecArgv(), env: { PATH: process.env.PATH ?? '', ...rowProfileDir, ...environment }, stdio: ['ignore', 'inherit', 'inherit', 'ipc'] });
+    const proc = fork(__filename, ['service'], {
+      execArgv: serviceExecArgv(),
+      env: { PATH: process.env.PATH ?? '', ...rowProfileDir, ...environment },
+      stdio: ['ignore', 'inherit', 'inherit', 'ipc'],
+    });
     const ready = await nextReply<ChildReply, 'ready'>(proc, 'service', 'ready', 300_000);
     return new ServiceChild(proc, ready.url, ready.team_id);
   }
@@ -307,7 +321,8 @@ class ServiceChild {
   }
 
   async seed(target: number): Promise<SeedResult> {
-    return (await this.ask({ type: 'seed', target, concurrency: SEED_CONCURRENCY, timeoutMs: SEED_TIMEOUT_S * 1000 }, 'seeded', SEED_TIMEOUT_S * 2000 + 60_000)).result;
+    return (await this.ask({ type: 'seed', target, concurrency: SEED_CONCURRENCY, timeoutMs: SEED_TIMEOUT_S * 1000 }, 'seeded', SEED_TIMEOUT_S * 2000 + 60_000))
+      .result;
   }
 
   /** Memory after a forced GC; the event-loop watch (and row profile) starts from here. */
@@ -374,7 +389,7 @@ interface StoreResult {
  * Retry-After, for up to two minutes.
  */
 async function getRetryingOverload(url: string): Promise<Response> {
-  for (const giveUpAt = Date.now() + 120_000; ; ) {
+  for (const giveUpAt = Date.now() + 120_000; ;) {
     const res = await fetch(url, { headers: { authorization: `Bearer ${KEY}` } });
     if (res.status !== 503 || Date.now() > giveUpAt) return res;
     await res.arrayBuffer();
@@ -430,12 +445,18 @@ async function measureStore(result: StoreResult, baselineUrl: string, save: () =
       const { startKubeApiServer } = await import('../test/helpers/kube-apiserver');
       const { installCrds } = await import('../test/helpers/cluster');
       const { namespaceOfTeam } = await import('../src/store/kubernetes/names');
-      process.env.KUBE_APISERVER_BIN ??= execFileSync(path.join(REPO, 'scripts/build-kube-component.sh'), ['kube-apiserver'], { encoding: 'utf8', stdio: ['ignore', 'pipe', 'inherit'] }).trim();
+      process.env.KUBE_APISERVER_BIN ??= execFileSync(path.join(REPO, 'scripts/build-kube-component.sh'), ['kube-apiserver'], {
+        encoding: 'utf8',
+        stdio: ['ignore', 'pipe', 'inherit'],
+      }).trim();
       log('starting etcd + kube-apiserver and installing the CRDs...');
       const server = await startKubeApiServer();
       stopKube = () => server.stop();
       await installCrds(server);
-      Object.assign(environment, { CLOUDPLANE_STORE: 'kubernetes', CLOUDPLANE_KUBECONFIG: server.kubeconfigPath, CLOUDPLANE_SYSTEM_NAMESPACE: 'cloudplane-system',
+      Object.assign(environment, {
+        CLOUDPLANE_STORE: 'kubernetes',
+        CLOUDPLANE_KUBECONFIG: server.kubeconfigPath,
+        CLOUDPLANE_SYSTEM_NAMESPACE: 'cloudplane-system',
         // The simulated provider, as on the embedded store: the HAProxy driver makes a Service
         // per load balancer, and the API server's service range is full after a few hundred.
         CLOUDPLANE_JOB_DRIVER: 'simulated',
@@ -454,7 +475,9 @@ async function measureStore(result: StoreResult, baselineUrl: string, save: () =
       step = 'seed';
       log(`${store}: growing the collection to ${size} load balancers...`);
       const seed = await service.seed(size);
-      log(`  created ${seed.created} in ${seed.create_s} s, all running ${seed.until_running_s} s later (${seed.running} running), every event relayed and consumed at ${seed.until_consumed_s} s`);
+      log(
+        `  created ${seed.created} in ${seed.create_s} s, all running ${seed.until_running_s} s later (${seed.running} running), every event relayed and consumed at ${seed.until_consumed_s} s`,
+      );
       if (seed.running < size) throw new Error(`only ${seed.running} of ${size} load balancers reached running within ${SEED_TIMEOUT_S} s`);
       step = 'measure';
       const memory = await service.memory();
@@ -462,7 +485,9 @@ async function measureStore(result: StoreResult, baselineUrl: string, save: () =
       // added in front of it (newest first): at every size it asks for the last 100 rows.
       if (!deepCursor) deepCursor = await cursorAfter(service.url, size - PAGE);
       const loadAverage = os.loadavg();
-      log(`  RSS ${memory.rss_mb} MB, heap ${memory.heap_used_mb} MB; baseline, then ${ROUNDS} rounds of first page and deepest page (${WARMUP_S}+${DURATION_S} s each)...`);
+      log(
+        `  RSS ${memory.rss_mb} MB, heap ${memory.heap_used_mb} MB; baseline, then ${ROUNDS} rounds of first page and deepest page (${WARMUP_S}+${DURATION_S} s each)...`,
+      );
       const baseline = await load(`${baselineUrl}/ping`);
       const idleCpuPercent = await service.cpuPercent();
       const firstRounds: Row[] = [];
@@ -474,7 +499,9 @@ async function measureStore(result: StoreResult, baselineUrl: string, save: () =
       const firstPage = medianRound(firstRounds);
       const deepestPage = medianRound(deepestRounds);
       const { eventLoopMaxMs, collections } = await service.measured(`${store}-${size}`);
-      log(`  baseline ${baseline.req_per_s}/s p99 ${baseline.p99_ms} ms; first page ${firstPage.req_per_s}/s p99 ${firstPage.p99_ms} ms; deepest page ${deepestPage.req_per_s}/s p99 ${deepestPage.p99_ms} ms; event loop held ${eventLoopMaxMs} ms at most; service CPU during the baseline ${idleCpuPercent} %`);
+      log(
+        `  baseline ${baseline.req_per_s}/s p99 ${baseline.p99_ms} ms; first page ${firstPage.req_per_s}/s p99 ${firstPage.p99_ms} ms; deepest page ${deepestPage.req_per_s}/s p99 ${deepestPage.p99_ms} ms; event loop held ${eventLoopMaxMs} ms at most; service CPU during the baseline ${idleCpuPercent} %`,
+      );
       const first = result.sizes[0];
       const ratiosOf = (row: Row, firstRow: Row | undefined) => ({
         req_per_s_of_baseline: round(row.req_per_s / baseline.req_per_s, 4),
@@ -515,7 +542,11 @@ async function measureStore(result: StoreResult, baselineUrl: string, save: () =
 function sourceState() {
   const git = (...args: string[]) => execFileSync('git', args, { cwd: REPO, encoding: 'utf8' }).trim();
   try {
-    return { commit: git('rev-parse', 'HEAD'), branch: git('rev-parse', '--abbrev-ref', 'HEAD'), uncommitted_src: git('status', '--porcelain', '--', 'src').split('\n').filter(Boolean) };
+    return {
+      commit: git('rev-parse', 'HEAD'),
+      branch: git('rev-parse', '--abbrev-ref', 'HEAD'),
+      uncommitted_src: git('status', '--porcelain', '--', 'src').split('\n').filter(Boolean),
+    };
   } catch {
     return { commit: 'unknown', branch: 'unknown', uncommitted_src: [] };
   }
@@ -564,18 +595,33 @@ export function markdown(r: Report): string {
       lines.push(
         'Garbage collection while the rows ran (from the memory reading to the last row): ' +
           watched
-            .map(({ size, collections: c }) => `${size}: ${c!.scavenges} scavenges in ${c!.seconds} s, pause p50 ${c!.scavenge_p50_ms} ms, p99 ${c!.scavenge_p99_ms} ms, max ${c!.scavenge_max_ms} ms; ${c!.full} full, ${c!.full_total_ms} ms in all`)
+            .map(
+              ({ size, collections: c }) =>
+                `${size}: ${c!.scavenges} scavenges in ${c!.seconds} s, pause p50 ${c!.scavenge_p50_ms} ms, p99 ${c!.scavenge_p99_ms} ms, max ${c!.scavenge_max_ms} ms; ${c!.full} full, ${c!.full_total_ms} ms in all`,
+            )
             .join('; ') +
           '.',
         '',
       );
-    lines.push('Seeding (ResourceWriter.create, then the reconcilers to `running`, then every event relayed and consumed): ' + s.sizes.map((x) => `${x.size}: ${x.seed.created} created in ${x.seed.create_s} s, running ${x.seed.until_running_s} s later, events consumed at ${x.seed.until_consumed_s} s`).join('; ') + '.');
+    lines.push(
+      'Seeding (ResourceWriter.create, then the reconcilers to `running`, then every event relayed and consumed): ' +
+        s.sizes
+          .map(
+            (x) =>
+              `${x.size}: ${x.seed.created} created in ${x.seed.create_s} s, running ${x.seed.until_running_s} s later, events consumed at ${x.seed.until_consumed_s} s`,
+          )
+          .join('; ') +
+        '.',
+    );
     if (s.failure) lines.push('', `**Failed** at ${s.failure.size} load balancers (${s.failure.step}): \`${s.failure.error}\``);
     const errors = s.sizes.flatMap((x) => [x.first_page, x.deepest_page]).reduce((n, p) => n + p.errors + p.non_2xx, 0);
     if (errors) lines.push('', `${errors} requests failed or answered other than 2xx (see the JSON).`);
     lines.push('');
   }
-  lines.push('The baseline is a bare Fastify route returning a small JSON object, measured just before each size. Done-when of issue 16: p99 at 100k within 2x of 1k (the **p99 × first size** column). See bench/README.md.', '');
+  lines.push(
+    'The baseline is a bare Fastify route returning a small JSON object, measured just before each size. Done-when of issue 16: p99 at 100k within 2x of 1k (the **p99 × first size** column). See bench/README.md.',
+    '',
+  );
   return lines.join('\n');
 }
 
@@ -596,7 +642,18 @@ async function main(): Promise<void> {
     machine: machine(),
     source,
     load_average: { before: loadBefore, after: os.loadavg() },
-    settings: { sizes: SIZES, stores: STORES, connections: CONNECTIONS, duration_s: DURATION_S, rounds: ROUNDS, warmup_s: WARMUP_S, workers: WORKERS, sim_delay_ms: SIM_DELAY_MS, seed_concurrency: SEED_CONCURRENCY, page: PAGE },
+    settings: {
+      sizes: SIZES,
+      stores: STORES,
+      connections: CONNECTIONS,
+      duration_s: DURATION_S,
+      rounds: ROUNDS,
+      warmup_s: WARMUP_S,
+      workers: WORKERS,
+      sim_delay_ms: SIM_DELAY_MS,
+      seed_concurrency: SEED_CONCURRENCY,
+      page: PAGE,
+    },
     note:
       process.env.BENCH_NOTE ??
       'Run on a shared 2-CPU machine with other processes beside it (see the load averages): read the ratios, not the absolute figures.',

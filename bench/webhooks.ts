@@ -145,7 +145,8 @@ function loadThread(): void {
       }
       await Promise.all(inFlight);
     } else {
-      const send = command.cmd === 'post' ? () => post(command.url, command.body, {}) : command.cmd === 'churn' ? () => subscriptionCycle(command.url) : createBucket;
+      const send =
+        command.cmd === 'post' ? () => post(command.url, command.body, {}) : command.cmd === 'churn' ? () => subscriptionCycle(command.url) : createBucket;
       const expected = command.cmd === 'closed' ? 201 : 200;
       await Promise.all(
         Array.from({ length: command.connections }, async () => {
@@ -268,8 +269,18 @@ async function stages(store: Store, arrivals: Arrival[]): Promise<Stages> {
     }
     await new Promise((resolve) => setTimeout(resolve, 100));
   }
-  const p50 = (values: number[]) => percentile(values.sort((a, b) => a - b), 50);
-  return { to_bus: p50(samples.to_bus), to_record: p50(samples.to_record), to_attempt: p50(samples.to_attempt), to_arrival: p50(samples.to_arrival), to_outcome: p50(samples.to_outcome) };
+  const p50 = (values: number[]) =>
+    percentile(
+      values.sort((a, b) => a - b),
+      50,
+    );
+  return {
+    to_bus: p50(samples.to_bus),
+    to_record: p50(samples.to_record),
+    to_attempt: p50(samples.to_attempt),
+    to_arrival: p50(samples.to_arrival),
+    to_outcome: p50(samples.to_outcome),
+  };
 }
 
 /**
@@ -293,7 +304,8 @@ async function dispatcherRow(bus: EventBus, team: string, events: number, subscr
   const arrivals: Arrival[] = [];
   const deadline = Date.now() + DRAIN_TIMEOUT_MS;
   while (arrivals.length < events * subscriptions) {
-    if (Date.now() > deadline) throw new Error(`dispatcher row: ${arrivals.length} of ${events * subscriptions} deliveries arrived within ${DRAIN_TIMEOUT_MS} ms`);
+    if (Date.now() > deadline)
+      throw new Error(`dispatcher row: ${arrivals.length} of ${events * subscriptions} deliveries arrived within ${DRAIN_TIMEOUT_MS} ms`);
     await new Promise((resolve) => setTimeout(resolve, 50));
     arrivals.push(...(await ask<Arrival[]>(receiver, { cmd: 'take' })));
   }
@@ -369,12 +381,22 @@ async function churnWindows(receiverUrl: string, loader: Worker, store: Store): 
       deleted_kept: kept,
       ratio_to_first: Math.round((perSecond / (windows[0]?.cycles_per_s ?? perSecond)) * 1000) / 1000,
     });
-    process.stdout.write(`churn window ${i + 1}: ${perSecond} cycles/s (${(windows[i].ratio_to_first * 100).toFixed(1)} % of the first), ${kept} deleted subscriptions kept, failed ${result.failed}\n`);
+    process.stdout.write(
+      `churn window ${i + 1}: ${perSecond} cycles/s (${(windows[i].ratio_to_first * 100).toFixed(1)} % of the first), ${kept} deleted subscriptions kept, failed ${result.failed}\n`,
+    );
   }
   return windows;
 }
 
-function markdown(report: { started_at: string; machine: ReturnType<typeof machine>; load_average: { before: number[]; after: number[] }; settings: Record<string, unknown>; note: string; rows: Row[]; churn: ChurnWindow[] }): string {
+function markdown(report: {
+  started_at: string;
+  machine: ReturnType<typeof machine>;
+  load_average: { before: number[]; after: number[] };
+  settings: Record<string, unknown>;
+  note: string;
+  rows: Row[];
+  churn: ChurnWindow[];
+}): string {
   const m = report.machine;
   const load = (l: number[]) => l.map((x) => x.toFixed(2)).join(' / ');
   const rows = report.rows.map(
@@ -383,7 +405,10 @@ function markdown(report: { started_at: string; machine: ReturnType<typeof machi
   );
   const stageRows = report.rows
     .filter((r) => r.stages_p50_ms)
-    .map((r) => `| ${r.name} | ${r.stages_p50_ms!.to_bus} | ${r.stages_p50_ms!.to_record} | ${r.stages_p50_ms!.to_attempt} | ${r.stages_p50_ms!.to_arrival} | ${r.stages_p50_ms!.to_outcome} |`);
+    .map(
+      (r) =>
+        `| ${r.name} | ${r.stages_p50_ms!.to_bus} | ${r.stages_p50_ms!.to_record} | ${r.stages_p50_ms!.to_attempt} | ${r.stages_p50_ms!.to_arrival} | ${r.stages_p50_ms!.to_outcome} |`,
+    );
   return [
     `# Webhook benchmark, ${report.started_at}`,
     '',
@@ -397,21 +422,24 @@ function markdown(report: { started_at: string; machine: ReturnType<typeof machi
     '|---|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|',
     ...rows,
     '',
-    'Where a delivery\'s time goes (p50 ms of each stage): event to bus (outbox relay, durable publish; part of the next); event to delivery record (outbox relay, bus, consumer, durable create); record to first attempt (timer, rate limit, pump); attempt to arrival (secrets, signing, POST); arrival to the outcome\'s durable write.',
+    "Where a delivery's time goes (p50 ms of each stage): event to bus (outbox relay, durable publish; part of the next); event to delivery record (outbox relay, bus, consumer, durable create); record to first attempt (timer, rate limit, pump); attempt to arrival (secrets, signing, POST); arrival to the outcome's durable write.",
     '',
     '| row | to bus | to record | to attempt | to arrival | to outcome |',
     '|---|---:|---:|---:|---:|---:|',
     ...stageRows,
     '',
-    '- Delivery rows: requests are `POST /api/v1/object-storage` (a durable create with its event in the outbox); latency runs from the event\'s `created_at` (stamped by the resource write) to the arrival of the delivery at the receiver, in whole ms; delivered/s counts from the first create to the last arrival; drain is how long the last deliveries came after the load stopped.',
-    '- Baseline row: the same receiver answering a bare POST loop with a body of a delivery\'s size; latency is the client\'s round trip. It is the ceiling of the HTTP leg alone on this machine in this run.',
-    '- delivered/s vs baseline: each row\'s delivered/s over the baseline row\'s, same run (`ratio_to_baseline` in the JSON).',
+    "- Delivery rows: requests are `POST /api/v1/object-storage` (a durable create with its event in the outbox); latency runs from the event's `created_at` (stamped by the resource write) to the arrival of the delivery at the receiver, in whole ms; delivered/s counts from the first create to the last arrival; drain is how long the last deliveries came after the load stopped.",
+    "- Baseline row: the same receiver answering a bare POST loop with a body of a delivery's size; latency is the client's round trip. It is the ceiling of the HTTP leg alone on this machine in this run.",
+    "- delivered/s vs baseline: each row's delivered/s over the baseline row's, same run (`ratio_to_baseline` in the JSON).",
     '',
     `Subscription churn: ${report.settings.connections} clients each creating a subscription and deleting it again, in ${report.churn.length} windows of ${report.settings.duration_s} s back to back, after the rows above. Deleted subscriptions are kept for the delivery retention, so each window starts with more of them; the first window is the baseline.`,
     '',
     '| window | cycles/s | vs first window | cycle p50 ms | cycle p99 ms | deleted subscriptions kept | failed |',
     '|---:|---:|---:|---:|---:|---:|---:|',
-    ...report.churn.map((w, i) => `| ${i + 1} | ${w.cycles_per_s} | ${(w.ratio_to_first * 100).toFixed(1)} % | ${w.cycle_ms.p50} | ${w.cycle_ms.p99} | ${w.deleted_kept} | ${w.failed} |`),
+    ...report.churn.map(
+      (w, i) =>
+        `| ${i + 1} | ${w.cycles_per_s} | ${(w.ratio_to_first * 100).toFixed(1)} % | ${w.cycle_ms.p50} | ${w.cycle_ms.p99} | ${w.deleted_kept} | ${w.failed} |`,
+    ),
     '- See bench/README.md.',
     '',
   ].join('\n');
@@ -464,16 +492,47 @@ async function main(): Promise<void> {
     // Warm-up: a few creates end to end, thrown away; one body is kept for the baseline's size.
     await deliveryRow('warm-up', '', { cmd: 'closed', connections: 2, durationMs: 1000 }, loader, receiver, service.ctx.store);
     const sample = await fetch(`${service.url}/api/v1/object-storage?limit=1`, { headers: { authorization: `Bearer ${KEY}` } });
-    const body = JSON.stringify({ id: 'evt_00000000000000000000', type: 'bucket.created', created_at: new Date().toISOString(), team_id: 'team_0000000000000000', actor: 'key_00000000000000000000', data: ((await sample.json()) as { data: unknown[] }).data[0] });
+    const body = JSON.stringify({
+      id: 'evt_00000000000000000000',
+      type: 'bucket.created',
+      created_at: new Date().toISOString(),
+      team_id: 'team_0000000000000000',
+      actor: 'key_00000000000000000000',
+      data: ((await sample.json()) as { data: unknown[] }).data[0],
+    });
 
     const plan: Array<() => Promise<Row>> = [
       () => postRow(receiverUrl, body, loader, receiver),
-      () => deliveryRow('deliveries, paced', `${PACED_RATE} creates/s, open loop, ${DURATION_S} s`, { cmd: 'paced', rate: PACED_RATE, durationMs: DURATION_S * 1000 }, loader, receiver, service.ctx.store),
-      () => deliveryRow('deliveries, saturated', `${CONNECTIONS} connections creating, closed loop, ${DURATION_S} s`, { cmd: 'closed', connections: CONNECTIONS, durationMs: DURATION_S * 1000 }, loader, receiver, service.ctx.store),
+      () =>
+        deliveryRow(
+          'deliveries, paced',
+          `${PACED_RATE} creates/s, open loop, ${DURATION_S} s`,
+          { cmd: 'paced', rate: PACED_RATE, durationMs: DURATION_S * 1000 },
+          loader,
+          receiver,
+          service.ctx.store,
+        ),
+      () =>
+        deliveryRow(
+          'deliveries, saturated',
+          `${CONNECTIONS} connections creating, closed loop, ${DURATION_S} s`,
+          { cmd: 'closed', connections: CONNECTIONS, durationMs: DURATION_S * 1000 },
+          loader,
+          receiver,
+          service.ctx.store,
+        ),
       async () => {
         for (let i = 1; i < FANOUT; i++) await subscribe();
         const paced = Math.round(PACED_RATE * 2);
-        return deliveryRow(`deliveries, fan-out x${FANOUT}`, `${paced} creates/s, open loop, ${DURATION_S} s, ${FANOUT} subscriptions per event`, { cmd: 'paced', rate: paced, durationMs: DURATION_S * 1000 }, loader, receiver, service.ctx.store, FANOUT);
+        return deliveryRow(
+          `deliveries, fan-out x${FANOUT}`,
+          `${paced} creates/s, open loop, ${DURATION_S} s, ${FANOUT} subscriptions per event`,
+          { cmd: 'paced', rate: paced, durationMs: DURATION_S * 1000 },
+          loader,
+          receiver,
+          service.ctx.store,
+          FANOUT,
+        );
       },
       () => dispatcherRow(service.ctx.bus, service.bootstrap!.teamId, BURST_EVENTS, FANOUT, receiver, service.ctx.store),
     ];
@@ -481,7 +540,9 @@ async function main(): Promise<void> {
       const row = await run();
       rows.push(row);
       row.ratio_to_baseline ??= Math.round((row.delivered_per_s / rows[0].delivered_per_s) * 1000) / 1000;
-      process.stdout.write(`${row.name}: ${row.requests_per_s} req/s, ${row.delivered_per_s} delivered/s (${(row.ratio_to_baseline * 100).toFixed(1)} % of baseline), stages p50 ${JSON.stringify(row.stages_p50_ms ?? {})}, p50 ${row.latency_ms.p50} ms, p99 ${row.latency_ms.p99} ms, failed ${row.requests_failed}\n`);
+      process.stdout.write(
+        `${row.name}: ${row.requests_per_s} req/s, ${row.delivered_per_s} delivered/s (${(row.ratio_to_baseline * 100).toFixed(1)} % of baseline), stages p50 ${JSON.stringify(row.stages_p50_ms ?? {})}, p50 ${row.latency_ms.p50} ms, p99 ${row.latency_ms.p99} ms, failed ${row.requests_failed}\n`,
+      );
     }
     churn = await churnWindows(receiverUrl, loader, service.ctx.store);
   } finally {
@@ -496,7 +557,14 @@ async function main(): Promise<void> {
     started_at: startedAt.toISOString(),
     machine: machine(),
     load_average: { before: loadBefore, after: os.loadavg() },
-    settings: { duration_s: DURATION_S, connections: CONNECTIONS, paced_rate: PACED_RATE, sim_delay_ms: simDelayMs, bus: natsUrl ? 'NATS JetStream bus' : 'embedded event bus', rate_limit_per_minute: RATE_LIMIT_PER_MINUTE },
+    settings: {
+      duration_s: DURATION_S,
+      connections: CONNECTIONS,
+      paced_rate: PACED_RATE,
+      sim_delay_ms: simDelayMs,
+      bus: natsUrl ? 'NATS JetStream bus' : 'embedded event bus',
+      rate_limit_per_minute: RATE_LIMIT_PER_MINUTE,
+    },
     note:
       process.env.BENCH_NOTE ??
       'Run on a shared 2-CPU machine while other processes were running (see the load averages): the figures show orders of magnitude and relations between rows, not the ceiling of the hardware.',

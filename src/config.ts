@@ -7,7 +7,15 @@ import os from 'node:os';
 import path from 'node:path';
 import { parseIpv4Block } from './lib/cidr';
 import { parseKey } from './lib/secret-key';
-import { DEFAULT_PLAN_RESOURCES, DEFAULT_SERVER_IMAGES, missingPlans, ServerImageCatalog, ServerPlanResources, ServerImageCatalogSchema, ServerPlanResourcesSchema } from './lib/server-catalog';
+import {
+  DEFAULT_PLAN_RESOURCES,
+  DEFAULT_SERVER_IMAGES,
+  missingPlans,
+  ServerImageCatalog,
+  ServerPlanResources,
+  ServerImageCatalogSchema,
+  ServerPlanResourcesSchema,
+} from './lib/server-catalog';
 import { Value } from '@sinclair/typebox/value';
 import type { TSchema } from '@sinclair/typebox';
 
@@ -335,7 +343,10 @@ function positiveNumber(env: Env, name: string, fallback: number): number {
 function list(env: Env, name: string, fallback: string[]): string[] {
   const raw = env[name];
   if (raw === undefined) return fallback;
-  return raw.split(',').map((s) => s.trim()).filter(Boolean);
+  return raw
+    .split(',')
+    .map((s) => s.trim())
+    .filter(Boolean);
 }
 
 /** Parses `a=1,b=2.5` into a map of numbers within [min, max]. */
@@ -399,7 +410,13 @@ function json<T>(env: Env, name: string, schema: TSchema, fallback: T, example: 
 }
 
 function serverPlans(env: Env): ServerPlanResources {
-  const plans = json(env, 'CLOUDPLANE_SERVER_PLANS', ServerPlanResourcesSchema, DEFAULT_PLAN_RESOURCES, '{"s-1vcpu-1gb":{"requests":{"cpu":"1","memory":"1Gi"},"limits":{"cpu":"1","memory":"1Gi"}}}');
+  const plans = json(
+    env,
+    'CLOUDPLANE_SERVER_PLANS',
+    ServerPlanResourcesSchema,
+    DEFAULT_PLAN_RESOURCES,
+    '{"s-1vcpu-1gb":{"requests":{"cpu":"1","memory":"1Gi"},"limits":{"cpu":"1","memory":"1Gi"}}}',
+  );
   const missing = missingPlans(plans);
   if (missing.length > 0) throw new Error(`CLOUDPLANE_SERVER_PLANS must give every plan its resources; it lacks ${missing.join(', ')}`);
   return plans;
@@ -420,7 +437,8 @@ function keys(env: Env, name: string): Buffer[] {
 function objectNameSetting(env: Env, name: string): string | undefined {
   const raw = env[name];
   if (!raw) return undefined;
-  if (raw.length > 253 || !/^[a-z0-9]([-a-z0-9.]*[a-z0-9])?$/.test(raw)) throw new Error(`${name} must be a Kubernetes object name (lowercase letters, digits, '-' and '.'), got "${raw}"`);
+  if (raw.length > 253 || !/^[a-z0-9]([-a-z0-9.]*[a-z0-9])?$/.test(raw))
+    throw new Error(`${name} must be a Kubernetes object name (lowercase letters, digits, '-' and '.'), got "${raw}"`);
   return raw;
 }
 
@@ -429,7 +447,8 @@ function teamNamespaceBinding(env: Env): KubernetesConfig['teamNamespaceBinding'
   const clusterRole = objectNameSetting(env, 'CLOUDPLANE_TEAM_NAMESPACE_ROLE');
   const serviceAccount = objectNameSetting(env, 'CLOUDPLANE_SERVICE_ACCOUNT_NAME');
   if (!clusterRole && !serviceAccount) return undefined;
-  if (!clusterRole || !serviceAccount) throw new Error('CLOUDPLANE_TEAM_NAMESPACE_ROLE and CLOUDPLANE_SERVICE_ACCOUNT_NAME go together: set both (the chart does) or neither');
+  if (!clusterRole || !serviceAccount)
+    throw new Error('CLOUDPLANE_TEAM_NAMESPACE_ROLE and CLOUDPLANE_SERVICE_ACCOUNT_NAME go together: set both (the chart does) or neither');
   return { clusterRole, serviceAccount };
 }
 
@@ -444,14 +463,18 @@ function httpLimits(env: Env): HttpConfig {
   const headersTimeoutMs = int(env, 'CLOUDPLANE_HTTP_HEADERS_TIMEOUT_MS', Math.min(10_000, requestTimeoutMs), 1);
   // Node refuses a headers timeout longer than the request's; say which variable is wrong.
   if (headersTimeoutMs > requestTimeoutMs) {
-    throw new Error(`CLOUDPLANE_HTTP_HEADERS_TIMEOUT_MS (${headersTimeoutMs}) must not be longer than CLOUDPLANE_HTTP_REQUEST_TIMEOUT_MS (${requestTimeoutMs})`);
+    throw new Error(
+      `CLOUDPLANE_HTTP_HEADERS_TIMEOUT_MS (${headersTimeoutMs}) must not be longer than CLOUDPLANE_HTTP_REQUEST_TIMEOUT_MS (${requestTimeoutMs})`,
+    );
   }
   const maxConnections = int(env, 'CLOUDPLANE_HTTP_MAX_CONNECTIONS', 1000, 1);
   // 64 by default: a browser opens 6 per host and a client's pool a few, so a dozen users
   // behind one NAT fit, while one address holds at most a sixteenth of the 1000 in all.
   const maxConnectionsPerAddress = int(env, 'CLOUDPLANE_HTTP_MAX_CONNECTIONS_PER_ADDRESS', Math.min(64, maxConnections), 0);
   if (maxConnectionsPerAddress > maxConnections) {
-    throw new Error(`CLOUDPLANE_HTTP_MAX_CONNECTIONS_PER_ADDRESS (${maxConnectionsPerAddress}) must not be above CLOUDPLANE_HTTP_MAX_CONNECTIONS (${maxConnections}): the global cap is the last bound, above any one address's`);
+    throw new Error(
+      `CLOUDPLANE_HTTP_MAX_CONNECTIONS_PER_ADDRESS (${maxConnectionsPerAddress}) must not be above CLOUDPLANE_HTTP_MAX_CONNECTIONS (${maxConnections}): the global cap is the last bound, above any one address's`,
+    );
   }
   return {
     requestTimeoutMs,
@@ -501,7 +524,9 @@ function s3(env: Env): S3Config {
   const secretAccessKey = env.CLOUDPLANE_S3_SECRET_ACCESS_KEY || undefined;
   // Never the secret's value in the message: start-up errors are logged.
   if (Boolean(accessKeyId) !== Boolean(secretAccessKey)) {
-    throw new Error(`CLOUDPLANE_S3_ACCESS_KEY_ID and CLOUDPLANE_S3_SECRET_ACCESS_KEY go together; only ${accessKeyId ? 'CLOUDPLANE_S3_ACCESS_KEY_ID' : 'CLOUDPLANE_S3_SECRET_ACCESS_KEY'} is set`);
+    throw new Error(
+      `CLOUDPLANE_S3_ACCESS_KEY_ID and CLOUDPLANE_S3_SECRET_ACCESS_KEY go together; only ${accessKeyId ? 'CLOUDPLANE_S3_ACCESS_KEY_ID' : 'CLOUDPLANE_S3_SECRET_ACCESS_KEY'} is set`,
+    );
   }
   const bucketPrefix = env.CLOUDPLANE_S3_BUCKET_PREFIX ?? 'cp';
   // Room is left for the team and the bucket's own name (src/drivers/s3/names.ts).
@@ -511,7 +536,9 @@ function s3(env: Env): S3Config {
   const notificationSecret = env.CLOUDPLANE_S3_NOTIFICATION_SECRET || undefined;
   // Long enough not to be guessed through the route's rate limit; never its value in the message.
   if (notificationSecret !== undefined && !new RegExp(`^[A-Za-z0-9._~-]{${MIN_NOTIFICATION_SECRET},}$`).test(notificationSecret)) {
-    throw new Error(`CLOUDPLANE_S3_NOTIFICATION_SECRET must be at least ${MIN_NOTIFICATION_SECRET} letters, digits, '.', '_', '~' or '-' (it goes in a URL's user info as it is), got ${notificationSecret.length} characters or others`);
+    throw new Error(
+      `CLOUDPLANE_S3_NOTIFICATION_SECRET must be at least ${MIN_NOTIFICATION_SECRET} letters, digits, '.', '_', '~' or '-' (it goes in a URL's user info as it is), got ${notificationSecret.length} characters or others`,
+    );
   }
   return {
     endpoint,
@@ -547,7 +574,9 @@ function originUrl(env: Env, name: string, example: string, loopbackOnlyHttp = f
   }
   const httpAllowed = !loopbackOnlyHttp || (url !== undefined && isLoopbackHost(url.hostname));
   if (!url || !(url.protocol === 'https:' || (url.protocol === 'http:' && httpAllowed)) || url.search || url.hash || url.username) {
-    throw new Error(`${name} must be an ${loopbackOnlyHttp ? 'https:// (http:// only on loopback)' : 'http:// or https://'} URL such as ${example}, got "${raw}"`);
+    throw new Error(
+      `${name} must be an ${loopbackOnlyHttp ? 'https:// (http:// only on loopback)' : 'http:// or https://'} URL such as ${example}, got "${raw}"`,
+    );
   }
   return raw.replace(/\/+$/, '');
 }
@@ -558,14 +587,20 @@ function oidc(env: Env): OidcConfig | undefined {
   const clientSecret = env.CLOUDPLANE_OIDC_CLIENT_SECRET || undefined;
   if (!issuer && !clientId && !clientSecret) return undefined;
   // Never the secret's value in the message: start-up errors are logged.
-  const missing = [!issuer && 'CLOUDPLANE_OIDC_ISSUER', !clientId && 'CLOUDPLANE_OIDC_CLIENT_ID', !clientSecret && 'CLOUDPLANE_OIDC_CLIENT_SECRET'].filter(Boolean);
-  if (missing.length) throw new Error(`an identity provider needs CLOUDPLANE_OIDC_ISSUER, CLOUDPLANE_OIDC_CLIENT_ID and CLOUDPLANE_OIDC_CLIENT_SECRET; ${missing.join(' and ')} not set`);
+  const missing = [!issuer && 'CLOUDPLANE_OIDC_ISSUER', !clientId && 'CLOUDPLANE_OIDC_CLIENT_ID', !clientSecret && 'CLOUDPLANE_OIDC_CLIENT_SECRET'].filter(
+    Boolean,
+  );
+  if (missing.length)
+    throw new Error(
+      `an identity provider needs CLOUDPLANE_OIDC_ISSUER, CLOUDPLANE_OIDC_CLIENT_ID and CLOUDPLANE_OIDC_CLIENT_SECRET; ${missing.join(' and ')} not set`,
+    );
   return { issuer: issuer!, clientId: clientId!, clientSecret: clientSecret! };
 }
 
 function publicUrl(env: Env): string | undefined {
   const url = originUrl(env, 'CLOUDPLANE_PUBLIC_URL', 'https://cloudplane.example.com');
-  if (url && new URL(url).pathname !== '/') throw new Error(`CLOUDPLANE_PUBLIC_URL must be an origin without a path, such as https://cloudplane.example.com, got "${url}"`);
+  if (url && new URL(url).pathname !== '/')
+    throw new Error(`CLOUDPLANE_PUBLIC_URL must be an origin without a path, such as https://cloudplane.example.com, got "${url}"`);
   return url;
 }
 
@@ -669,36 +704,43 @@ export function loadConfig(env: Env = process.env): Config {
     publicUrl: publicUrl(env),
     sessions: sessions(env),
     oidc: oidc(env),
-    kubernetes: storeKind(env) === 'kubernetes'
-      ? {
-          kubeconfigPath: env.CLOUDPLANE_KUBECONFIG || undefined,
-          systemNamespace: env.CLOUDPLANE_SYSTEM_NAMESPACE || env.POD_NAMESPACE || 'cloudplane-system',
-          teamNamespaceBinding: teamNamespaceBinding(env),
-          leaseName: env.CLOUDPLANE_LEASE_NAME || 'cloudplane-operator',
-          identity: env.POD_NAME || `${os.hostname()}-${process.pid}`,
-          leaseDurationMs: int(env, 'CLOUDPLANE_LEASE_DURATION_SECONDS', 15, 2, 300) * 1000,
-          jobImagePullTimeoutMs: int(env, 'CLOUDPLANE_JOB_IMAGE_PULL_TIMEOUT_SECONDS', 300, 1) * 1000,
-          adoptionGraceMs: int(env, 'CLOUDPLANE_ADOPTION_GRACE_SECONDS', 5, 1, 3600) * 1000,
-          serverImages: json(env, 'CLOUDPLANE_SERVER_IMAGES', ServerImageCatalogSchema, DEFAULT_SERVER_IMAGES, '{"ubuntu-24.04":{"image":"docker.io/library/ubuntu:24.04","command":["sleep","infinity"]}}'),
-          serverPlans: serverPlans(env),
-          serverStartTimeoutMs: int(env, 'CLOUDPLANE_SERVER_START_TIMEOUT_SECONDS', 300, 1) * 1000,
-          haproxy: {
-            image: env.CLOUDPLANE_HAPROXY_IMAGE || 'docker.io/library/haproxy:2.6',
-            replicas: int(env, 'CLOUDPLANE_HAPROXY_REPLICAS', 2, 1, 100),
-            drainTimeoutMs: int(env, 'CLOUDPLANE_HAPROXY_DRAIN_TIMEOUT_SECONDS', 60, 0, 86_400) * 1000,
-            checkIntervalMs: int(env, 'CLOUDPLANE_HAPROXY_CHECK_INTERVAL_MS', 2000, 100, 3_600_000),
-            statsPort: int(env, 'CLOUDPLANE_HAPROXY_STATS_PORT', 8404, 1, 65535),
-            statsTimeoutMs: int(env, 'CLOUDPLANE_HAPROXY_STATS_TIMEOUT_MS', 2000, 1, 60_000),
-            progressDeadlineSeconds: int(env, 'CLOUDPLANE_HAPROXY_PROGRESS_DEADLINE_SECONDS', 600, 1),
-          },
-          fileShareStorageClass: objectNameSetting(env, 'CLOUDPLANE_FILE_SHARE_STORAGE_CLASS'),
-          vpnGateways: {
-            image: env.CLOUDPLANE_VPN_AGENT_IMAGE || 'ghcr.io/cloudplane/cloudplane:latest',
-            statusTimeoutMs: int(env, 'CLOUDPLANE_VPN_AGENT_STATUS_TIMEOUT_MS', 2000, 1, 60_000),
-            progressDeadlineSeconds: int(env, 'CLOUDPLANE_VPN_AGENT_PROGRESS_DEADLINE_SECONDS', 600, 1),
-          },
-        }
-      : undefined,
+    kubernetes:
+      storeKind(env) === 'kubernetes'
+        ? {
+            kubeconfigPath: env.CLOUDPLANE_KUBECONFIG || undefined,
+            systemNamespace: env.CLOUDPLANE_SYSTEM_NAMESPACE || env.POD_NAMESPACE || 'cloudplane-system',
+            teamNamespaceBinding: teamNamespaceBinding(env),
+            leaseName: env.CLOUDPLANE_LEASE_NAME || 'cloudplane-operator',
+            identity: env.POD_NAME || `${os.hostname()}-${process.pid}`,
+            leaseDurationMs: int(env, 'CLOUDPLANE_LEASE_DURATION_SECONDS', 15, 2, 300) * 1000,
+            jobImagePullTimeoutMs: int(env, 'CLOUDPLANE_JOB_IMAGE_PULL_TIMEOUT_SECONDS', 300, 1) * 1000,
+            adoptionGraceMs: int(env, 'CLOUDPLANE_ADOPTION_GRACE_SECONDS', 5, 1, 3600) * 1000,
+            serverImages: json(
+              env,
+              'CLOUDPLANE_SERVER_IMAGES',
+              ServerImageCatalogSchema,
+              DEFAULT_SERVER_IMAGES,
+              '{"ubuntu-24.04":{"image":"docker.io/library/ubuntu:24.04","command":["sleep","infinity"]}}',
+            ),
+            serverPlans: serverPlans(env),
+            serverStartTimeoutMs: int(env, 'CLOUDPLANE_SERVER_START_TIMEOUT_SECONDS', 300, 1) * 1000,
+            haproxy: {
+              image: env.CLOUDPLANE_HAPROXY_IMAGE || 'docker.io/library/haproxy:2.6',
+              replicas: int(env, 'CLOUDPLANE_HAPROXY_REPLICAS', 2, 1, 100),
+              drainTimeoutMs: int(env, 'CLOUDPLANE_HAPROXY_DRAIN_TIMEOUT_SECONDS', 60, 0, 86_400) * 1000,
+              checkIntervalMs: int(env, 'CLOUDPLANE_HAPROXY_CHECK_INTERVAL_MS', 2000, 100, 3_600_000),
+              statsPort: int(env, 'CLOUDPLANE_HAPROXY_STATS_PORT', 8404, 1, 65535),
+              statsTimeoutMs: int(env, 'CLOUDPLANE_HAPROXY_STATS_TIMEOUT_MS', 2000, 1, 60_000),
+              progressDeadlineSeconds: int(env, 'CLOUDPLANE_HAPROXY_PROGRESS_DEADLINE_SECONDS', 600, 1),
+            },
+            fileShareStorageClass: objectNameSetting(env, 'CLOUDPLANE_FILE_SHARE_STORAGE_CLASS'),
+            vpnGateways: {
+              image: env.CLOUDPLANE_VPN_AGENT_IMAGE || 'ghcr.io/cloudplane/cloudplane:latest',
+              statusTimeoutMs: int(env, 'CLOUDPLANE_VPN_AGENT_STATUS_TIMEOUT_MS', 2000, 1, 60_000),
+              progressDeadlineSeconds: int(env, 'CLOUDPLANE_VPN_AGENT_PROGRESS_DEADLINE_SECONDS', 600, 1),
+            },
+          }
+        : undefined,
     nats: natsServers.length
       ? {
           servers: natsServers,

@@ -60,7 +60,7 @@ async function main(argv: string[]): Promise<void> {
     return;
   }
   if (command === 'team' && rest[0] === 'create') {
-    process.stderr.write("usage: cloudplane team create NAME OWNER_EMAIL\n");
+    process.stderr.write('usage: cloudplane team create NAME OWNER_EMAIL\n');
     process.exit(2);
   }
   // Exit once stdout is flushed: a large answer piped to another program must arrive whole.

@@ -119,7 +119,7 @@ export const webhookAttemptsInFlight = new Gauge({
 
 export const webhookAttemptsWaiting = new Gauge({
   name: 'cloudplane_webhook_attempts_waiting',
-  help: 'Webhook deliveries due and waiting for a free place under the in-flight caps or for their subscription\'s rate limit.',
+  help: "Webhook deliveries due and waiting for a free place under the in-flight caps or for their subscription's rate limit.",
   registers: [registry],
   collect() {
     this.set(webhookAttempts().waiting);

@@ -99,7 +99,9 @@ export async function startService(config: Config, logger: Logger = createLogger
     }
     const quota: QuotaScope = { store, limits: config.quotas, shared, onSharedFailure: warnOfOwnCounts(logger, 'quota claims') };
     reportEventConsumers(() => bus.pending());
-    const events = config.kubernetes ? new KubernetesEventRecorder(kubeConfigFor(config.kubernetes), config.kubernetes.systemNamespace, logger) : embeddedEventRecorder;
+    const events = config.kubernetes
+      ? new KubernetesEventRecorder(kubeConfigFor(config.kubernetes), config.kubernetes.systemNamespace, logger)
+      : embeddedEventRecorder;
     const writer = new ResourceWriter(store, events);
     const authenticator = new ApiKeyAuthenticator(store, writer);
     await authenticator.start();
@@ -148,7 +150,9 @@ export async function startService(config: Config, logger: Logger = createLogger
   }
 }
 
-type LeaderWorkDeps = Pick<ApiContext, 'store' | 'bus' | 'drivers' | 'writer' | 'quota' | 'config' | 'logger' | 'usage'> & { agent: ReturnType<typeof createAgent> };
+type LeaderWorkDeps = Pick<ApiContext, 'store' | 'bus' | 'drivers' | 'writer' | 'quota' | 'config' | 'logger' | 'usage'> & {
+  agent: ReturnType<typeof createAgent>;
+};
 
 /**
  * What only the leader runs. Each term of leadership builds its parts anew, since a
@@ -163,7 +167,12 @@ function leaderWork({ store, bus, drivers, writer, quota, agent, usage, config, 
         for (const part of started.reverse()) await part.stop();
       };
       try {
-        const relay = new OutboxRelay(store, bus, families.map((f) => f.kind), logger);
+        const relay = new OutboxRelay(
+          store,
+          bus,
+          families.map((f) => f.kind),
+          logger,
+        );
         await relay.start();
         started.push(relay);
         const controllers: Controller[] = [];
@@ -176,7 +185,12 @@ function leaderWork({ store, bus, drivers, writer, quota, agent, usage, config, 
           ...accountReconcilers(store, writer),
         ];
         for (const reconciler of buildReconcilers({ store, writer, drivers, config, quota, outbox: relay, above })) {
-          const controller = new Controller(store, reconciler, { workers: config.workersPerController, resyncMs: config.resyncMs, resyncPassesPerSecond: config.resyncPassesPerSecond, logger });
+          const controller = new Controller(store, reconciler, {
+            workers: config.workersPerController,
+            resyncMs: config.resyncMs,
+            resyncPassesPerSecond: config.resyncPassesPerSecond,
+            logger,
+          });
           await controller.start();
           started.push(controller);
           controllers.push(controller);
@@ -189,7 +203,13 @@ function leaderWork({ store, bus, drivers, writer, quota, agent, usage, config, 
         started.push(retention);
         await agent.start();
         started.push(agent);
-        const sweeper = new SecretSweeper({ store, logger, intervalMs: config.secrets.sweepMs, orphanGraceMs: config.secrets.orphanGraceMs, ...SECRET_SWEEP_RULES });
+        const sweeper = new SecretSweeper({
+          store,
+          logger,
+          intervalMs: config.secrets.sweepMs,
+          orphanGraceMs: config.secrets.orphanGraceMs,
+          ...SECRET_SWEEP_RULES,
+        });
         sweeper.start();
         started.push(sweeper);
         for (const part of usage.leaderParts()) {

@@ -100,13 +100,25 @@ async function writeStream(svc: ChildService, round: number, dead: () => boolean
         if (dead()) return;
         const op: Op =
           step === 'patch'
-            ? { kind: 'patch', after: { ...state, algorithm: pick(ALGORITHMS), sticky_sessions: !state.sticky_sessions, health_check_path: `/health/${w}-${n}-${Math.floor(Math.random() * 1e6)}` } }
+            ? {
+                kind: 'patch',
+                after: {
+                  ...state,
+                  algorithm: pick(ALGORITHMS),
+                  sticky_sessions: !state.sticky_sessions,
+                  health_check_path: `/health/${w}-${n}-${Math.floor(Math.random() * 1e6)}`,
+                },
+              }
             : { kind: 'delete', after: { ...state, deleted: true } };
         lb.inFlight = op;
         try {
           response =
             step === 'patch'
-              ? await svc.api('PATCH', `/api/v1/load-balancers/${lb.id}`, { algorithm: op.after.algorithm, sticky_sessions: op.after.sticky_sessions, health_check_path: op.after.health_check_path })
+              ? await svc.api('PATCH', `/api/v1/load-balancers/${lb.id}`, {
+                  algorithm: op.after.algorithm,
+                  sticky_sessions: op.after.sticky_sessions,
+                  health_check_path: op.after.health_check_path,
+                })
               : await svc.api('DELETE', `/api/v1/load-balancers/${lb.id}`);
         } catch {
           return; // the process died with this op on the wire
@@ -176,7 +188,9 @@ async function verifyAcknowledged(svc: ChildService, tracked: Tracked[]): Promis
     const acknowledged = lb.acknowledged[lb.acknowledged.length - 1].after;
     const possible = [acknowledged, ...(lb.inFlight ? [lb.inFlight.after] : [])];
     if (!possible.some((expected) => matches(record, expected))) {
-      problems.push(`${lb.id} (round ${lb.round}): shows ${describeState(record)}, acknowledged ${JSON.stringify(acknowledged)}${lb.inFlight ? ` or, with the op in flight, ${JSON.stringify(lb.inFlight.after)}` : ''}`);
+      problems.push(
+        `${lb.id} (round ${lb.round}): shows ${describeState(record)}, acknowledged ${JSON.stringify(acknowledged)}${lb.inFlight ? ` or, with the op in flight, ${JSON.stringify(lb.inFlight.after)}` : ''}`,
+      );
     }
     // An op in flight that did happen is now the acknowledged state for later rounds.
     if (lb.inFlight && matches(record, lb.inFlight.after) && !matches(record, acknowledged)) lb.acknowledged.push(lb.inFlight);
@@ -230,7 +244,10 @@ describe('crash safety (SIGKILL of the real service)', () => {
       const statusOf = async (id: string) => (await svc.api('GET', `/api/v1/load-balancers/${id}`)).body.data.status;
       await eventually(async () => (await Promise.all(left.deleting.map(statusOf))).every((status) => status === 'deleted'), 30_000, 200);
       const problems = await verifyAcknowledged(svc, tracked);
-      if (problems.length) throw new Error(`round ${round} (killed after ${killAfterMs} ms, ${result.writes} writes acknowledged):\n${problems.join('\n')}\n--- service output ---\n${svc.output()}`);
+      if (problems.length)
+        throw new Error(
+          `round ${round} (killed after ${killAfterMs} ms, ${result.writes} writes acknowledged):\n${problems.join('\n')}\n--- service output ---\n${svc.output()}`,
+        );
 
       // The reconcilers finish what the crash interrupted: nothing stays `creating`.
       await eventually(async () => (await listAll(svc, 'creating')).length === 0, 30_000, 200);
@@ -284,7 +301,11 @@ describe('crash safety (SIGKILL of the real service)', () => {
     const count = (type: string, id: string) => events.filter((e) => e.type === type && e.data.id === id).length;
     const miscounted: string[] = [];
     for (const lb of all) {
-      const counts = { created: count('load_balancer.created', lb.id), running: count('load_balancer.running', lb.id), deleted: count('load_balancer.deleted', lb.id) };
+      const counts = {
+        created: count('load_balancer.created', lb.id),
+        running: count('load_balancer.running', lb.id),
+        deleted: count('load_balancer.deleted', lb.id),
+      };
       const want = { created: 1, running: reachedRunning.has(lb.id) ? 1 : 0, deleted: lb.status === 'deleted' ? 1 : 0 };
       if (JSON.stringify(counts) !== JSON.stringify(want)) miscounted.push(`${lb.id}: ${JSON.stringify(counts)}, expected ${JSON.stringify(want)}`);
     }
@@ -321,7 +342,8 @@ describe('crash safety (SIGKILL of the real service)', () => {
       expect(res.status).toBe(200);
     }
     expect((await svc.api('GET', `/api/v1/load-balancers/${acknowledged[0]}`)).body.data.algorithm).toBe('ip_hash');
-    for (const id of acknowledged) await eventually(async () => (await svc.api('GET', `/api/v1/load-balancers/${id}`)).body.data.status === 'running', 15_000, 100);
+    for (const id of acknowledged)
+      await eventually(async () => (await svc.api('GET', `/api/v1/load-balancers/${id}`)).body.data.status === 'running', 15_000, 100);
 
     // New writes go after the last complete record, so the next restart reads a clean log.
     const after = await svc.api('POST', '/api/v1/load-balancers', { name: 'after-torn', region: 'ams3' });

@@ -26,7 +26,8 @@ async function keysAtRest(dataDir: string): Promise<{ gateways: Map<string, { tu
   await store.start(); // takes over a dead process's lock
   try {
     const gateways = new Map<string, { tunnel: string; key?: string }>();
-    for (const gateway of await store.list<{ tunnel_type: string }, unknown>(vpnGatewayFamily.kind)) gateways.set(gateway.meta.id, { tunnel: gateway.spec.tunnel_type });
+    for (const gateway of await store.list<{ tunnel_type: string }, unknown>(vpnGatewayFamily.kind))
+      gateways.set(gateway.meta.id, { tunnel: gateway.spec.tunnel_type });
     const orphans: string[] = [];
     for (const secret of await store.listSecrets('vpn-psk-')) {
       const gateway = gateways.get(secret.name.slice('vpn-psk-'.length));
@@ -60,7 +61,9 @@ describe('the secrets of the real service', () => {
     await expect(start(dataDir, { CLOUDPLANE_ENCRYPTION_KEY: randomBytes(32).toString('base64') })).rejects.toThrow(
       /exited with code 1 before listening[\s\S]*cloudplane: .*encrypted with key [0-9a-f]{16}, which is not the configured key nor a previous one.*CLOUDPLANE_ENCRYPTION_KEY/,
     );
-    await expect(start(dataDir)).rejects.toThrow(/exited with code 1[\s\S]*holds encrypted secrets, but CLOUDPLANE_ENCRYPTION_KEY is not set and the key file .*encryption\.key is missing/);
+    await expect(start(dataDir)).rejects.toThrow(
+      /exited with code 1[\s\S]*holds encrypted secrets, but CLOUDPLANE_ENCRYPTION_KEY is not set and the key file .*encryption\.key is missing/,
+    );
     expect(fs.existsSync(path.join(dataDir, 'encryption.key'))).toBe(false);
     await expect(start(dataDir, { CLOUDPLANE_ENCRYPTION_KEY: 'c2hvcnQ=' })).rejects.toThrow(/CLOUDPLANE_ENCRYPTION_KEY must be the base64 of 32 random bytes/);
 
@@ -70,7 +73,7 @@ describe('the secrets of the real service', () => {
     expect(await again.stop()).toBe(0);
   });
 
-  it('collects the keys SIGKILLs during VPN creates left without a gateway, and keeps every gateway\'s key', async () => {
+  it("collects the keys SIGKILLs during VPN creates left without a gateway, and keeps every gateway's key", async () => {
     const dataDir = tempDataDir();
     const env = { CLOUDPLANE_SIM_DELAY_MS: '300', CLOUDPLANE_RATE_LIMIT_PER_MINUTE: '1000000' };
     /** Keys given in creates the service acknowledged, by gateway id. */
@@ -107,7 +110,12 @@ describe('the secrets of the real service', () => {
     for (const [id, key] of given) expect(gateways.get(id)?.key).toBe(key);
 
     // The leader's sweep, with a short grace, collects them after the restart.
-    const restarted = await start(dataDir, { ...env, CLOUDPLANE_ORPHAN_SECRET_GRACE_SECONDS: '1', CLOUDPLANE_SECRET_SWEEP_SECONDS: '1', CLOUDPLANE_LOG_LEVEL: 'info' });
+    const restarted = await start(dataDir, {
+      ...env,
+      CLOUDPLANE_ORPHAN_SECRET_GRACE_SECONDS: '1',
+      CLOUDPLANE_SECRET_SWEEP_SECONDS: '1',
+      CLOUDPLANE_LOG_LEVEL: 'info',
+    });
     await eventually(async () => left.orphans.every((name) => restarted.output().includes(name)), 60_000);
     expect(await restarted.stop()).toBe(0);
 

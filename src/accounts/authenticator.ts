@@ -128,7 +128,7 @@ export class ApiKeyAuthenticator {
    * refused at once, while the record reaches this cache moments later.
    */
   private async untilSeen(team: string, id: string, waitMs: number): Promise<ApiKey | undefined> {
-    for (const giveUpAt = Date.now() + waitMs; ; ) {
+    for (const giveUpAt = Date.now() + waitMs; ;) {
       const key = await this.store.get<ApiKey['spec'], ApiKey['status']>(apiKeyFamily.kind, team, id);
       if (key || Date.now() >= giveUpAt) return key;
       await new Promise((resolve) => setTimeout(resolve, 100));

@@ -29,7 +29,13 @@ export interface TeamInput {
   keyName?: string;
 }
 
-export async function createTeam(writer: ResourceWriter, authenticator: ApiKeyAuthenticator, input: TeamInput, ids = { teamId: newId('team'), userId: newId('usr') }, actor = 'system'): Promise<NewTeam> {
+export async function createTeam(
+  writer: ResourceWriter,
+  authenticator: ApiKeyAuthenticator,
+  input: TeamInput,
+  ids = { teamId: newId('team'), userId: newId('usr') },
+  actor = 'system',
+): Promise<NewTeam> {
   const { teamId, userId } = ids;
   await createOrKeep(() => writer.create(userFamily, teamId, { name: input.ownerName, email: input.ownerEmail, role: 'owner' }, actor, userId));
   await createOrKeep(() => writer.create(teamFamily, teamId, { name: input.teamName, owner_id: userId }, actor, teamId));
@@ -55,7 +61,12 @@ async function createOrKeep(create: () => Promise<unknown>): Promise<void> {
  * claimed with a create-only system secret, and only the replica whose claim won
  * issues the key.
  */
-export async function ensureBootstrap(store: Store, writer: ResourceWriter, authenticator: ApiKeyAuthenticator, configuredKey?: string): Promise<NewTeam | null> {
+export async function ensureBootstrap(
+  store: Store,
+  writer: ResourceWriter,
+  authenticator: ApiKeyAuthenticator,
+  configuredKey?: string,
+): Promise<NewTeam | null> {
   const made = await makeFirstTeamOrKey(store, writer, authenticator, configuredKey);
   if (configuredKey) await untilAccepted(authenticator, configuredKey, ACCEPTED_WAIT_MS);
   return made;
@@ -72,7 +83,7 @@ const ACCEPTED_WAIT_MS = 10_000;
  * that will never be accepted (revoked since) does not hold the start up for longer.
  */
 async function untilAccepted(authenticator: ApiKeyAuthenticator, token: string, waitMs: number): Promise<void> {
-  for (const giveUpAt = Date.now() + waitMs; !(await authenticator.knows(token)) && Date.now() < giveUpAt; ) {
+  for (const giveUpAt = Date.now() + waitMs; !(await authenticator.knows(token)) && Date.now() < giveUpAt;) {
     await new Promise((resolve) => setTimeout(resolve, 100));
   }
 }

@@ -21,7 +21,10 @@ export interface InvitationNotice {
 export class InvitationMailer {
   private readonly mailer: Mailer;
 
-  constructor(config: Pick<WebhookConfig, 'smtpUrl' | 'smtpFrom'>, private readonly logger: Logger) {
+  constructor(
+    config: Pick<WebhookConfig, 'smtpUrl' | 'smtpFrom'>,
+    private readonly logger: Logger,
+  ) {
     this.mailer = new Mailer(config);
   }
 

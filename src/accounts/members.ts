@@ -76,8 +76,11 @@ export async function inviteMember(deps: AccountDeps, caller: Principal, invitat
     if ((await activeMembers(deps, caller.team)).some((u) => u.spec.email.toLowerCase() === email)) {
       throw conflict('name_taken', `${invitation.email} is already a member of this team.`);
     }
-    const spec = userFamily.specFromCreate({ name: invitation.name ?? displayNameOf(invitation.email), email: invitation.email, role: invitation.role }, ruleContextOf(deps.config));
-    return (await deps.writer.create(userFamily, caller.team, spec, caller.key));
+    const spec = userFamily.specFromCreate(
+      { name: invitation.name ?? displayNameOf(invitation.email), email: invitation.email, role: invitation.role },
+      ruleContextOf(deps.config),
+    );
+    return await deps.writer.create(userFamily, caller.team, spec, caller.key);
   });
 }
 
@@ -100,7 +103,13 @@ export async function removeMember(deps: AccountDeps, caller: Principal, id: str
     const target = await findMember(deps, caller.team, id);
     assertMayManage(caller, target);
     if (target.spec.role === 'owner') await assertAnotherOwner(deps, caller.team, target);
-    const removed = await deps.writer.mutateStatus<User>(userFamily, caller.team, id, (u) => (u.status.status === 'removed' ? null : { status: 'removed' }), caller.key);
+    const removed = await deps.writer.mutateStatus<User>(
+      userFamily,
+      caller.team,
+      id,
+      (u) => (u.status.status === 'removed' ? null : { status: 'removed' }),
+      caller.key,
+    );
     const keys = (await deps.store.list(apiKeyFamily.kind, caller.team)) as ApiKey[];
     for (const key of keys) {
       if (key.spec.user_id === id && key.status.status === 'active') await deps.authenticator.revoke(caller.team, key.meta.id, caller.key);
@@ -130,7 +139,14 @@ async function handOverTeam(deps: AccountDeps, team: string, leaving: User, acto
  * request, which emits `<family>.updated` with the caller as actor (the account
  * reconciler leaves it to the request for a moment: controllers/api-settle-grace.ts).
  */
-export async function updateAccount(deps: AccountDeps, family: AnyFamily, team: string, id: string, patch: Record<string, unknown>, actor: string): Promise<Resource> {
+export async function updateAccount(
+  deps: AccountDeps,
+  family: AnyFamily,
+  team: string,
+  id: string,
+  patch: Record<string, unknown>,
+  actor: string,
+): Promise<Resource> {
   await deps.writer.mutateSpec(family, team, id, (current) => {
     const spec = family.applyUpdate!(current.spec, patch, ruleContextOf(deps.config));
     return sameJson(spec, current.spec) ? null : spec;

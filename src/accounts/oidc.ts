@@ -47,7 +47,11 @@ export class SignInError extends Error {
 }
 
 export const providerUnavailable = (cause: string) =>
-  new ApiError(503, 'provider_unavailable', `The identity provider cannot be reached (${cause}); sign-in is unavailable for now, API keys keep working. Retry later.`);
+  new ApiError(
+    503,
+    'provider_unavailable',
+    `The identity provider cannot be reached (${cause}); sign-in is unavailable for now, API keys keep working. Retry later.`,
+  );
 
 export class OidcSignIn {
   private configuration: Promise<client.Configuration> | null = null;
@@ -120,7 +124,8 @@ export class OidcSignIn {
     if (!idToken) throw new SignInError('invalid_request', 'the provider gave no ID token');
     // Providers that keep the ID token minimal (as OpenID Connect allows) give the e-mail at the UserInfo endpoint, for the same subject.
     const claims = typeof idToken.email === 'string' ? idToken : await this.userInfo(configuration, tokens.access_token, idToken.sub);
-    if (typeof claims.email !== 'string') throw new SignInError('email_not_verified', 'the identity provider gave no e-mail (is the email scope allowed for this client?)');
+    if (typeof claims.email !== 'string')
+      throw new SignInError('email_not_verified', 'the identity provider gave no e-mail (is the email scope allowed for this client?)');
     if (claims.email_verified !== true) throw new SignInError('email_not_verified', 'the identity provider has not verified the e-mail');
     return claims.email;
   }
@@ -170,11 +175,14 @@ export class OidcSignIn {
     const { issuer, clientId, clientSecret } = this.settings;
     // http:// is accepted for a loopback issuer only (config.ts), as in tests and local trials.
     const execute = issuer.startsWith('http:') ? [client.allowInsecureRequests] : [];
-    const attempt = client.discovery(new URL(issuer), clientId, undefined, client.ClientSecretBasic(clientSecret), { execute, timeout: DISCOVERY_TIMEOUT_SECONDS });
+    const attempt = client.discovery(new URL(issuer), clientId, undefined, client.ClientSecretBasic(clientSecret), {
+      execute,
+      timeout: DISCOVERY_TIMEOUT_SECONDS,
+    });
     this.configuration = attempt;
     attempt.then(
       () => this.logger.info({ issuer }, 'identity provider discovered'),
- (err: unknown) => {
+      (err: unknown) => {
         if (this.configuration === attempt) this.configuration = null;
         this.logger.warn({ issuer, err: describe(err) }, 'the identity provider cannot be discovered; sign-in answers 503 until it can');
       },
@@ -194,7 +202,11 @@ function describe(err: unknown): string {
 
 function isUnreachable(err: unknown): boolean {
   const cause = (err as { cause?: { code?: string } }).cause;
-  return (err instanceof TypeError && err.message === 'fetch failed') || (typeof cause?.code === 'string' && /^(ECONNREFUSED|ECONNRESET|ENOTFOUND|ETIMEDOUT|EAI_AGAIN|UND_ERR)/.test(cause.code)) || ['TimeoutError', 'AbortError'].includes((err as Error).name);
+  return (
+    (err instanceof TypeError && err.message === 'fetch failed') ||
+    (typeof cause?.code === 'string' && /^(ECONNREFUSED|ECONNRESET|ENOTFOUND|ETIMEDOUT|EAI_AGAIN|UND_ERR)/.test(cause.code)) ||
+    ['TimeoutError', 'AbortError'].includes((err as Error).name)
+  );
 }
 
 /** `returnTo` when it is a path of this origin, else `/`: the callback must not send a person elsewhere. */

@@ -42,7 +42,9 @@ export function refusalOf(caller: Caller, method: string, requires?: Requirement
     return caller.installationAdmin ? null : "Only an installation admin (an owner or admin of the installation's first team) may do this.";
   }
   const minimum: Role = requires && atLeast(requires, read ? 'viewer' : 'member') ? requires : read ? 'viewer' : 'member';
-  return atLeast(caller.role, minimum) ? null : `Your role (${caller.role}) may not do this; it needs ${minimum === 'member' ? 'a member' : `an ${minimum}`} or above.`;
+  return atLeast(caller.role, minimum)
+    ? null
+    : `Your role (${caller.role}) may not do this; it needs ${minimum === 'member' ? 'a member' : `an ${minimum}`} or above.`;
 }
 
 /** Who is calling, once authenticated: the key's team and user, the user's role, the key's scope. */

@@ -168,7 +168,10 @@ export class SessionManager {
 
   /** The teams the session's person may act in: every team where their e-mail is an active user (only the key's team for a key's session). */
   async teamsOf(session: Pick<ActiveSession, 'record' | 'principal'>): Promise<TeamChoice[]> {
-    const users = session.record.via === 'oidc' ? await activeUsersByEmail(this.store, session.record.email) : [(await this.store.get(userFamily.kind, session.principal.team, session.principal.user)) as User];
+    const users =
+      session.record.via === 'oidc'
+        ? await activeUsersByEmail(this.store, session.record.email)
+        : [(await this.store.get(userFamily.kind, session.principal.team, session.principal.user)) as User];
     return this.choicesOf(users.filter(Boolean));
   }
 

@@ -131,7 +131,8 @@ export class DataAgent implements Agent {
     try {
       return await this.llmGate.run(team, () => this.askLlm(team, threadId, question, facts));
     } catch (err) {
-      if (err instanceof GateBusyError) this.deps.logger.info({ team, reason: err.message }, "the team's places at the agent LLM are taken; answering from the rules");
+      if (err instanceof GateBusyError)
+        this.deps.logger.info({ team, reason: err.message }, "the team's places at the agent LLM are taken; answering from the rules");
       else this.deps.logger.warn({ err: String(err) }, 'agent LLM unavailable; answering from the rules');
       return facts;
     }
@@ -175,7 +176,9 @@ export class DataAgent implements Agent {
         .filter((phrase) => hasWord(words, phrase))
         .map((phrase) => ({ family, phrase })),
     );
-    const kept = hits.filter((hit) => !hits.some((other) => other.phrase.length > hit.phrase.length && other.phrase.includes(hit.phrase) && other.family !== hit.family));
+    const kept = hits.filter(
+      (hit) => !hits.some((other) => other.phrase.length > hit.phrase.length && other.phrase.includes(hit.phrase) && other.family !== hit.family),
+    );
     return [...new Set(kept.map((hit) => hit.family))];
   }
 
@@ -318,7 +321,7 @@ export class DataAgent implements Agent {
   private help(): string {
     const names = this.askableFamilies().map((f) => `${f.title}s`);
     return [
-      'I answer from your team\'s resources and events. You can ask me, for example:',
+      "I answer from your team's resources and events. You can ask me, for example:",
       '- "Which load balancers are not running?"',
       '- "Status of lb_…" (any resource id), or "history of lb_…" for all its events',
       '- "What failed in the last hour?"',
@@ -346,7 +349,7 @@ export class DataAgent implements Agent {
           {
             role: 'system',
             content:
-              'You are the assistant of a cloud control plane. Answer the user\'s question using only the facts given; ' +
+              "You are the assistant of a cloud control plane. Answer the user's question using only the facts given; " +
               'quote resource ids exactly; say so when the facts do not answer it.\n\n' +
               `Inventory:\n${inventory}\n\nFacts for this question:\n${facts}`,
           },

@@ -57,7 +57,7 @@ export class AlertFeed {
     let message: Message;
     try {
       const spec = { thread_id: threadId, role: 'event', content: alertMessage(event, alert) };
-      message = (await this.writer.create(messageFamily, event.team_id, spec, 'system', messageIdFor(event.id)));
+      message = await this.writer.create(messageFamily, event.team_id, spec, 'system', messageIdFor(event.id));
     } catch (err) {
       if (err instanceof AlreadyExistsError) return;
       throw err;

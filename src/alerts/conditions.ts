@@ -61,7 +61,9 @@ const READERS: Record<ConditionType, ConditionReader> = {
     kinds: [kindOf('vpn_gateway')],
     async holding(store, { meta, spec }) {
       const gateways = await resourcesOf<VpnGateway>(store, kindOf('vpn_gateway'), meta.team, spec.condition);
-      return gateways.filter((g) => g.status.status === 'active' && g.status.tunnel_status === 'down').map((g) => ({ resource_id: g.meta.id, detail: 'tunnel down' }));
+      return gateways
+        .filter((g) => g.status.status === 'active' && g.status.tunnel_status === 'down')
+        .map((g) => ({ resource_id: g.meta.id, detail: 'tunnel down' }));
     },
   },
   resource_failed: {
@@ -80,7 +82,9 @@ const READERS: Record<ConditionType, ConditionReader> = {
     async holding(store, policy) {
       const { meta, spec, status } = policy;
       const wanted = spec.condition.resource_id;
-      const jobs = ((await store.list(kindOf('job'), meta.team)) as Job[]).filter((j) => j.status?.finished_at && ['failed', 'completed'].includes(j.status.status));
+      const jobs = ((await store.list(kindOf('job'), meta.team)) as Job[]).filter(
+        (j) => j.status?.finished_at && ['failed', 'completed'].includes(j.status.status),
+      );
       // A run counts as its scheduled job: the alert is about the job, a later run that completes clears it.
       const latest = new Map<string, Job>();
       for (const job of jobs) {
@@ -104,7 +108,9 @@ const READERS: Record<ConditionType, ConditionReader> = {
     kinds: [kindOf('webhook')],
     async holding(store, { meta, spec }) {
       const hooks = await resourcesOf<Webhook>(store, kindOf('webhook'), meta.team, spec.condition);
-      return hooks.filter((h) => h.status.status === 'inactive' && h.status.disabled_reason).map((h) => ({ resource_id: h.meta.id, detail: `disabled: ${h.status.disabled_reason}` }));
+      return hooks
+        .filter((h) => h.status.status === 'inactive' && h.status.disabled_reason)
+        .map((h) => ({ resource_id: h.meta.id, detail: `disabled: ${h.status.disabled_reason}` }));
     },
   },
 };

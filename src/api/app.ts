@@ -109,7 +109,12 @@ export async function buildApp(ctx: ApiContext, options: AppOptions = {}): Promi
       components: {
         securitySchemes: {
           bearer: { type: 'http', scheme: 'bearer', description: 'An API key, cpk_...' },
-          session: { type: 'apiKey', in: 'cookie', name: 'cloudplane_session', description: 'A console session (sign-in under /auth); writes also need X-CSRF-Token.' },
+          session: {
+            type: 'apiKey',
+            in: 'cookie',
+            name: 'cloudplane_session',
+            description: 'A console session (sign-in under /auth); writes also need X-CSRF-Token.',
+          },
         },
       },
       security: [{ bearer: [] }, { session: [] }],

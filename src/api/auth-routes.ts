@@ -49,7 +49,12 @@ export function registerAuthRoutes(app: ApiApp, ctx: ApiContext): void {
       if (ctx.config.oidc) throw notFound('route');
       const match = BEARER.exec(request.headers.authorization ?? '');
       const principal = match ? await ctx.authenticator.authenticate(match[1]) : null;
-      if (!principal) throw new ApiError(401, 'unauthorized', match ? 'The API key is not valid, was revoked or has expired.' : 'Send the API key to sign in with as "Authorization: Bearer <key>".');
+      if (!principal)
+        throw new ApiError(
+          401,
+          'unauthorized',
+          match ? 'The API key is not valid, was revoked or has expired.' : 'Send the API key to sign in with as "Authorization: Bearer <key>".',
+        );
       const [user, key] = await Promise.all([
         ctx.store.get(userFamily.kind, principal.team, principal.user) as Promise<User>,
         ctx.store.get(apiKeyFamily.kind, principal.team, principal.key) as Promise<ApiKey>,
@@ -84,7 +89,12 @@ export function registerAuthRoutes(app: ApiApp, ctx: ApiContext): void {
       const flow = oidc.open(request.cookies[FLOW_COOKIE]);
       // One use: whatever happens now, the flow is over.
       reply.clearCookie(FLOW_COOKIE, { ...cookieOptions(ctx), path: CALLBACK });
-      if (!flow) return failedSignIn(request, reply, new SignInError('invalid_request', 'no sign-in in progress in this browser (the flow cookie is missing, expired or was changed)'));
+      if (!flow)
+        return failedSignIn(
+          request,
+          reply,
+          new SignInError('invalid_request', 'no sign-in in progress in this browser (the flow cookie is missing, expired or was changed)'),
+        );
       let email: string;
       try {
         email = await oidc.finish(queryOf(request).toString(), flow);

@@ -47,14 +47,24 @@ function metaTail(ctx: ApiContext, request: FastifyRequest, reply: FastifyReply,
  * route's response schema makes of `{data, meta}`, joined instead of made again.
  */
 export function sendSerialised(ctx: ApiContext, request: FastifyRequest, reply: FastifyReply, statusCode: number, data: Buffer) {
-  return reply.code(statusCode).type(JSON_TYPE).send(Buffer.concat([DATA_OPEN, data, metaTail(ctx, request, reply, '')]));
+  return reply
+    .code(statusCode)
+    .type(JSON_TYPE)
+    .send(Buffer.concat([DATA_OPEN, data, metaTail(ctx, request, reply, '')]));
 }
 
 /**
  * `sendSerialised` for a list: `data` is the array of the serialised items. The body is
  * copied straight into one buffer of its final size, without an array of its parts.
  */
-export function sendSerialisedList(ctx: ApiContext, request: FastifyRequest, reply: FastifyReply, statusCode: number, items: readonly Buffer[], extraMeta?: Partial<Meta>) {
+export function sendSerialisedList(
+  ctx: ApiContext,
+  request: FastifyRequest,
+  reply: FastifyReply,
+  statusCode: number,
+  items: readonly Buffer[],
+  extraMeta?: Partial<Meta>,
+) {
   const tail = metaTail(ctx, request, reply, ']', extraMeta);
   let length = LIST_OPEN.length + Math.max(0, items.length - 1) * COMMA.length + tail.length;
   for (let i = 0; i < items.length; i++) length += items[i].length;

@@ -165,7 +165,12 @@ export async function listPage<T = StoredObject>(
 }
 
 /** One page of `items` (already filtered to the caller's team) after the cursor; for rows that are not store objects. */
-export function paginate<T extends Listable>(items: T[], query: ListQuery, cursorKey: Buffer, hiddenByDefault: readonly string[] = ['deleted', 'destroyed']): { page: T[]; nextCursor: string | null } {
+export function paginate<T extends Listable>(
+  items: T[],
+  query: ListQuery,
+  cursorKey: Buffer,
+  hiddenByDefault: readonly string[] = ['deleted', 'destroyed'],
+): { page: T[]; nextCursor: string | null } {
   const visible = query.status ? items.filter((i) => i.status === query.status) : items.filter((i) => !hiddenByDefault.includes(i.status));
   const direction = query.order === 'asc' ? 1 : -1;
   const keyOf = (item: T) => (query.sort === 'name' ? item.name : item.created_at);
@@ -186,9 +191,6 @@ export function paginate<T extends Listable>(items: T[], query: ListQuery, curso
   }
   const page = visible.slice(start, start + query.limit);
   const last = page[page.length - 1];
-  const nextCursor =
-    start + query.limit < visible.length && last
-      ? encodeCursor(cursorKey, { l: query.scope, v: keyOf(last), i: last.id })
-      : null;
+  const nextCursor = start + query.limit < visible.length && last ? encodeCursor(cursorKey, { l: query.scope, v: keyOf(last), i: last.id }) : null;
   return { page, nextCursor };
 }

@@ -55,7 +55,11 @@ export async function registerS3NotificationRoute(app: ApiApp, ctx: ApiContext):
       const sent = secretOf(request);
       if (sent !== null && sameSecret(sent, expected)) return;
       await applyRateLimit(limiter, request, reply);
-      throw new ApiError(401, 'unauthorized', 'Send the S3 notification secret (CLOUDPLANE_S3_NOTIFICATION_SECRET) as the password of HTTP Basic, e.g. in the URL: http://s3:<secret>@host/hooks/s3-notifications.');
+      throw new ApiError(
+        401,
+        'unauthorized',
+        'Send the S3 notification secret (CLOUDPLANE_S3_NOTIFICATION_SECRET) as the password of HTTP Basic, e.g. in the URL: http://s3:<secret>@host/hooks/s3-notifications.',
+      );
     });
 
     hooks.post(S3_NOTIFICATIONS_PATH, {
@@ -74,7 +78,10 @@ export async function registerS3NotificationRoute(app: ApiApp, ctx: ApiContext):
           const bucket = buckets.get(record.s3.bucket.name);
           if (!bucket) {
             s3NotificationsDropped.inc({ reason: 'unknown_bucket' });
-            request.log.info({ s3_bucket: record.s3.bucket.name, s3_event: record.eventName }, 'dropped a notification of a bucket that is none of Cloudplane\'s');
+            request.log.info(
+              { s3_bucket: record.s3.bucket.name, s3_event: record.eventName },
+              "dropped a notification of a bucket that is none of Cloudplane's",
+            );
             continue;
           }
           const event = dataEventOf(record, type, bucket);
@@ -93,7 +100,8 @@ async function bucketsByBackendName(ctx: ApiContext): Promise<Map<string, Bucket
   const buckets = new Map<string, BucketOfNotification>();
   for (const object of (await ctx.store.list(bucketFamily.kind)) as Bucket[]) {
     const backend = object.status.external?.bucket;
-    if (typeof backend === 'string' && !object.status.external?.refused) buckets.set(backend, { id: object.meta.id, team: object.meta.team, name: object.spec.name });
+    if (typeof backend === 'string' && !object.status.external?.refused)
+      buckets.set(backend, { id: object.meta.id, team: object.meta.team, name: object.spec.name });
   }
   return buckets;
 }

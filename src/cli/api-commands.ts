@@ -89,7 +89,9 @@ async function run(operation: Operation, command: Command, args: string[]): Prom
 export function registerOperations(root: Command, operations: Operation[] = allOperations()): void {
   for (const operation of operations) {
     const words = operation.command;
-    const command = groupCommand(root, words.slice(0, -1)).command(words[words.length - 1]).description(operation.summary);
+    const command = groupCommand(root, words.slice(0, -1))
+      .command(words[words.length - 1])
+      .description(operation.summary);
     for (const placeholder of placeholdersOf(operation.path)) command.argument(`<${kebab(placeholder)}>`);
     if (operation.bodyArgument) command.argument(`<${operation.bodyArgument.label}>`);
     if (operation.body) {

@@ -45,7 +45,12 @@ export class ApiClient {
     }
     const body = parseJson(text);
     if (response.ok && body !== undefined) return { status: response.status, body: body };
-    if (response.ok) throw new CliError(`${this.options.apiUrl} answered ${response.status} with something other than JSON; is it a Cloudplane API?`, EXIT.unavailable, 'not_an_api');
+    if (response.ok)
+      throw new CliError(
+        `${this.options.apiUrl} answered ${response.status} with something other than JSON; is it a Cloudplane API?`,
+        EXIT.unavailable,
+        'not_an_api',
+      );
     throw apiError(response.status, body, text, response.headers.get('retry-after'));
   }
 }
@@ -67,7 +72,8 @@ function apiError(status: number, body: unknown, text: string, retryAfter: strin
   const error = (body as ErrorEnvelope | undefined)?.error;
   // A 429 or 503 says when to come back; a script retrying wants to know.
   const when = retryAfter ? ` (retry after ${retryAfter} s)` : '';
-  if (error?.code) return new CliError(`${error.message ?? ''}${when}`, exitCodeOfStatus(status), error.code, Array.isArray(error.details) ? error.details : []);
+  if (error?.code)
+    return new CliError(`${error.message ?? ''}${when}`, exitCodeOfStatus(status), error.code, Array.isArray(error.details) ? error.details : []);
   // Not the API's envelope: a proxy or another server answered.
   const excerpt = text.trim().slice(0, 200);
   return new CliError(`HTTP ${status}${excerpt ? `: ${excerpt}` : ''} (is this a Cloudplane API?)`, exitCodeOfStatus(status));

@@ -109,7 +109,9 @@ compdef _cloudplane cloudplane
 function fish(nodes: Node[]): string {
   const fishCase = (words: (node: Node) => string[]) =>
     nodes.map((n) => `    case ${quote(n.path)}\n        printf '%s\\n' ${words(n).map(quote).join(' ')}`).join('\n');
-  const choiceArms = nodes.flatMap((n) => n.choices.map(([flag, values]) => `    case ${quote(`${n.path}|${flag}`)}\n        printf '%s\\n' ${values.map(quote).join(' ')}`));
+  const choiceArms = nodes.flatMap((n) =>
+    n.choices.map(([flag, values]) => `    case ${quote(`${n.path}|${flag}`)}\n        printf '%s\\n' ${values.map(quote).join(' ')}`),
+  );
   return `# cloudplane completion for fish: cloudplane completion fish | source
 function __cloudplane_children
     switch "$argv[1]"

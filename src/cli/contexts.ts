@@ -42,7 +42,8 @@ export function readContexts(file = configPath()): ContextFile {
   const doc = (parsed ?? {}) as Partial<ContextFile>;
   const contexts: Record<string, Context> = {};
   for (const [name, value] of Object.entries(doc.contexts ?? {})) {
-    if (!value || typeof value.api_url !== 'string' || typeof value.api_key !== 'string') throw usageError(`${file}: context ${name} needs api_url and api_key`);
+    if (!value || typeof value.api_url !== 'string' || typeof value.api_key !== 'string')
+      throw usageError(`${file}: context ${name} needs api_url and api_key`);
     contexts[name] = { api_url: value.api_url, api_key: value.api_key };
   }
   return { current_context: typeof doc.current_context === 'string' ? doc.current_context : null, contexts };

@@ -25,7 +25,8 @@ function parseBoolean(value: string | boolean): boolean {
 function parseNumber(integer: boolean) {
   return (value: string): number => {
     const number = Number(value);
-    if (value.trim() === '' || !Number.isFinite(number) || (integer && !Number.isInteger(number))) throw new InvalidArgumentError(`expected ${integer ? 'an integer' : 'a number'}.`);
+    if (value.trim() === '' || !Number.isFinite(number) || (integer && !Number.isInteger(number)))
+      throw new InvalidArgumentError(`expected ${integer ? 'an integer' : 'a number'}.`);
     return number;
   };
 }
@@ -79,7 +80,10 @@ function optionFor(field: string, schema: TSchema): Option {
       return [...(previous ?? []), ...values];
     });
   }
-  const option = new Option(`--${kebab(field)} <${schema.type === 'string' || schema.type === 'integer' || schema.type === 'number' ? 'value' : 'json'}>`, description);
+  const option = new Option(
+    `--${kebab(field)} <${schema.type === 'string' || schema.type === 'integer' || schema.type === 'number' ? 'value' : 'json'}>`,
+    description,
+  );
   if (Array.isArray(schema.enum)) option.choices(schema.enum.map(String));
   const parser = scalarParser(schema);
   return parser ? option.argParser(parser) : option;

@@ -51,7 +51,7 @@ const MAX_ERROR = 300;
 export function registerListen(program: Command, target: () => ListenTarget): void {
   program
     .command('listen')
-    .description('Receive your team\'s webhook deliveries here and forward them, signed, to a local receiver (like `stripe listen`)')
+    .description("Receive your team's webhook deliveries here and forward them, signed, to a local receiver (like `stripe listen`)")
     .requiredOption('--forward-to <url>', 'the local receiver, e.g. http://localhost:3000/hook')
     .option('--events <types>', 'comma-separated event types or categories (load_balancer.*,server.running); all by default')
     .action(async (flags: { forwardTo: string; events?: string }) => {
@@ -67,7 +67,10 @@ export function registerListen(program: Command, target: () => ListenTarget): vo
 }
 
 export function parseEvents(raw: string | undefined): string[] | undefined {
-  const events = (raw ?? '').split(',').map((e) => e.trim()).filter(Boolean);
+  const events = (raw ?? '')
+    .split(',')
+    .map((e) => e.trim())
+    .filter(Boolean);
   return events.length ? events : undefined;
 }
 
@@ -111,7 +114,14 @@ export async function runListen(options: ListenOptions): Promise<ExitCode> {
 }
 
 /** Holds the stream, reconnecting, until stopped (resolves null) or the listener is gone (resolves why). */
-async function streamUntilStopped(options: ListenOptions, id: string, forwardTo: string, stopped: AbortSignal, out: NodeJS.WritableStream, err: NodeJS.WritableStream): Promise<string | null> {
+async function streamUntilStopped(
+  options: ListenOptions,
+  id: string,
+  forwardTo: string,
+  stopped: AbortSignal,
+  out: NodeJS.WritableStream,
+  err: NodeJS.WritableStream,
+): Promise<string | null> {
   const api = apiClientOf(options);
   let wait = RECONNECT_MIN_MS;
   while (!stopped.aborted) {
@@ -152,12 +162,25 @@ async function streamUntilStopped(options: ListenOptions, id: string, forwardTo:
 }
 
 /** POSTs one delivery to the local receiver, reports its answer, and prints a line. */
-async function forward(api: ApiClient, id: string, forwardTo: string, delivery: StreamedDelivery, out: NodeJS.WritableStream, err: NodeJS.WritableStream): Promise<void> {
+async function forward(
+  api: ApiClient,
+  id: string,
+  forwardTo: string,
+  delivery: StreamedDelivery,
+  out: NodeJS.WritableStream,
+  err: NodeJS.WritableStream,
+): Promise<void> {
   // fetch sets the length itself (of the same body); the rest goes as the service signed it.
   const { 'content-length': _length, ...headers } = delivery.headers;
   let answer: { response_status: number | null; error: string | null; retry_after: string | null };
   try {
-    const response = await fetch(forwardTo, { method: 'POST', headers, body: delivery.body, redirect: 'manual', signal: AbortSignal.timeout(delivery.timeout_ms) });
+    const response = await fetch(forwardTo, {
+      method: 'POST',
+      headers,
+      body: delivery.body,
+      redirect: 'manual',
+      signal: AbortSignal.timeout(delivery.timeout_ms),
+    });
     await response.arrayBuffer().catch(() => undefined);
     answer = { response_status: response.status, error: null, retry_after: response.headers.get('retry-after') };
   } catch (error) {

@@ -12,7 +12,9 @@ import { displayNameOf } from '../accounts/members';
 
 export async function createTeamOffline(config: Config, name: string, ownerEmail: string): Promise<NewTeam> {
   if (config.kubernetes) {
-    throw new Error('team create works on the embedded store only; with CLOUDPLANE_STORE=kubernetes an installation admin creates teams with POST /api/v1/teams (docs/api.md, Teams)');
+    throw new Error(
+      'team create works on the embedded store only; with CLOUDPLANE_STORE=kubernetes an installation admin creates teams with POST /api/v1/teams (docs/api.md, Teams)',
+    );
   }
   const store = new EmbeddedStore(embeddedStoreOptions(config));
   await store.start();

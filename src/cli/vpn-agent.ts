@@ -7,7 +7,8 @@ import { loadVpnAgentSettings } from '../config';
 import { createLogger } from '../logger';
 import { startVpnAgent } from '../vpn-agent/agent';
 
-export const VPN_AGENT_USAGE = 'cloudplane vpn-agent [--config /etc/cloudplane/vpn/config.json] [--listen 0.0.0.0:9180] [--state-dir /run/cloudplane-vpn] [--interface cpvpn0]';
+export const VPN_AGENT_USAGE =
+  'cloudplane vpn-agent [--config /etc/cloudplane/vpn/config.json] [--listen 0.0.0.0:9180] [--state-dir /run/cloudplane-vpn] [--interface cpvpn0]';
 
 function parseListen(text: string): { host: string; port: number } {
   const match = /^(?:\[([^\]]+)\]|([^:]+)):(\d{1,5})$/.exec(text);
@@ -28,7 +29,8 @@ export async function runVpnAgent(argv: string[]): Promise<void> {
     strict: true,
   });
   // Linux interface names: at most 15 bytes, no slash or space.
-  if (!/^[A-Za-z0-9_.-]{1,15}$/.test(values.interface)) throw new Error(`--interface must be a network interface name of 1-15 characters, got ${JSON.stringify(values.interface)}`);
+  if (!/^[A-Za-z0-9_.-]{1,15}$/.test(values.interface))
+    throw new Error(`--interface must be a network interface name of 1-15 characters, got ${JSON.stringify(values.interface)}`);
   const { host, port } = parseListen(values.listen);
   const settings = loadVpnAgentSettings();
   // Whatever the agent or its daemons write (key files, sockets) is for root's eyes only.

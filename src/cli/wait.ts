@@ -55,11 +55,19 @@ export async function waitFor(client: ApiClient, spec: WaitSpec, first: Resource
       const status = current.status ?? '';
       if (spec.target.includes(status)) return current;
       if (DEAD_END_STATES.includes(status)) {
-        throw new CliError(`${current.id} is ${status}${current.status_reason ? `: ${current.status_reason}` : ''}; it will not become ${target}`, EXIT.apiError, 'wait_failed');
+        throw new CliError(
+          `${current.id} is ${status}${current.status_reason ? `: ${current.status_reason}` : ''}; it will not become ${target}`,
+          EXIT.apiError,
+          'wait_failed',
+        );
       }
       const elapsed = Date.now() - started;
       if (elapsed >= timeoutMs) {
-        throw new CliError(`${current.id} is still ${status} after ${Math.round(elapsed / 1000)} s; it did not become ${target} (--wait-timeout)`, EXIT.waitTimedOut, 'wait_timeout');
+        throw new CliError(
+          `${current.id} is still ${status} after ${Math.round(elapsed / 1000)} s; it did not become ${target} (--wait-timeout)`,
+          EXIT.waitTimedOut,
+          'wait_timeout',
+        );
       }
       spinner.update(`${current.id}: ${status} -> ${target} (${Math.floor(elapsed / 1000)} s)`);
       await sleep(Math.min(POLL_MS, timeoutMs - elapsed));

@@ -84,14 +84,16 @@ async function adopt(family: AnyFamily, resource: Resource, store: Store, writer
     // The CR's spec is the create body; spec-only fields (psk_version, backends) are ignored by the rules.
     const ruled = family.specFromCreate(resource.spec, rules) as Record<string, unknown>;
     // Over the team's quota it is refused like a broken rule: `failed`, with the reason.
-    await withinQuota(quota, family, team, id, () => withUniqueName(store, family, team, ruled, id, async () => {
-      judged = true;
-      const current = await writeDefaults(store, resource, ruled);
-      // Kept by an earlier pass that stopped before the status write: it is this resource's.
-      const kept = family.secret ? await store.getSecret(team, family.secret.secretName(id)) : undefined;
-      const initialize = () => writer.initialize(family, current, ACTOR);
-      await (kept ? initialize() : withNewSecret(store, family, team, id, current.spec, undefined, initialize));
-    }));
+    await withinQuota(quota, family, team, id, () =>
+      withUniqueName(store, family, team, ruled, id, async () => {
+        judged = true;
+        const current = await writeDefaults(store, resource, ruled);
+        // Kept by an earlier pass that stopped before the status write: it is this resource's.
+        const kept = family.secret ? await store.getSecret(team, family.secret.secretName(id)) : undefined;
+        const initialize = () => writer.initialize(family, current, ACTOR);
+        await (kept ? initialize() : withNewSecret(store, family, team, id, current.spec, undefined, initialize));
+      }),
+    );
     return true;
   } catch (err) {
     // A broken rule is the resource's fault; a failed write (a conflict, the store away) is retried.
@@ -110,5 +112,5 @@ async function writeDefaults(store: Store, resource: Resource, ruled: Record<str
   const missing = Object.keys(ruled).filter((field) => !(field in spec));
   if (missing.length === 0) return resource;
   const defaulted = { ...spec, ...Object.fromEntries(missing.map((field) => [field, ruled[field]])) };
-  return (await store.update({ ...resource, spec: defaulted }));
+  return await store.update({ ...resource, spec: defaulted });
 }

@@ -57,7 +57,8 @@ export class AlertPolicyReconciler implements Reconciler {
       if (!WATCHED_KINDS.includes(kind)) return;
       void this.store.list(this.kind, team).then(
         (policies) => {
-          for (const policy of policies as AlertPolicy[]) if (policy.spec?.condition && readerOf(policy.spec.condition).kinds.includes(kind)) changed(team, policy.meta.id);
+          for (const policy of policies as AlertPolicy[])
+            if (policy.spec?.condition && readerOf(policy.spec.condition).kinds.includes(kind)) changed(team, policy.meta.id);
         },
         // The resync looks again; nothing is lost by a failed list here.
         () => undefined,
@@ -84,7 +85,12 @@ export class AlertPolicyReconciler implements Reconciler {
       if (still && !handled) continue;
       if (target.state === 'firing' && !handled) await this.requestResolve(team, target);
       byId.delete(target.resource_id);
-      current = await this.changeTargets(current, (targets) => targets.filter((t) => t.resource_id !== target.resource_id), target.state === 'firing' ? { target, change: 'resolved' } : undefined, reader.occurrence && target.state === 'firing' ? target.since : undefined);
+      current = await this.changeTargets(
+        current,
+        (targets) => targets.filter((t) => t.resource_id !== target.resource_id),
+        target.state === 'firing' ? { target, change: 'resolved' } : undefined,
+        reader.occurrence && target.state === 'firing' ? target.since : undefined,
+      );
     }
 
     // New holdings start pending; pending ones whose duration is up fire.
@@ -96,9 +102,11 @@ export class AlertPolicyReconciler implements Reconciler {
     for (const target of current.status.targets ?? []) {
       if (target.state !== 'pending') {
         // A pass that stopped between marking the target firing and opening its incident.
-        if (target.state === 'firing' && target.incident_id && !(await this.store.get(incidentFamily.kind, team, target.incident_id))) await this.openIncident(current, target);
+        if (target.state === 'firing' && target.incident_id && !(await this.store.get(incidentFamily.kind, team, target.incident_id)))
+          await this.openIncident(current, target);
         const detail = byId.get(target.resource_id)?.detail;
-        if (detail && detail !== target.detail) current = await this.changeTargets(current, (targets) => targets.map((t) => (t.resource_id === target.resource_id ? { ...t, detail } : t)));
+        if (detail && detail !== target.detail)
+          current = await this.changeTargets(current, (targets) => targets.map((t) => (t.resource_id === target.resource_id ? { ...t, detail } : t)));
         continue;
       }
       const dueAt = Date.parse(target.since) + durationMs;
@@ -108,8 +116,16 @@ export class AlertPolicyReconciler implements Reconciler {
       }
       // The alert fires first and its incident opens after, so that alert.triggered comes
       // before the incident.opened it causes; the incident's id is known beforehand.
-      const fired: AlertTarget = { ...target, state: 'firing', triggered_at: nowIso(), incident_id: incidentIdFor(policy.meta.id, target.resource_id, target.since) };
-      current = await this.changeTargets(current, (targets) => targets.map((t) => (t.resource_id === target.resource_id ? fired : t)), { target: fired, change: 'triggered' });
+      const fired: AlertTarget = {
+        ...target,
+        state: 'firing',
+        triggered_at: nowIso(),
+        incident_id: incidentIdFor(policy.meta.id, target.resource_id, target.since),
+      };
+      current = await this.changeTargets(current, (targets) => targets.map((t) => (t.resource_id === target.resource_id ? fired : t)), {
+        target: fired,
+        change: 'triggered',
+      });
       await this.openIncident(current, fired);
     }
 
@@ -128,7 +144,16 @@ export class AlertPolicyReconciler implements Reconciler {
   private async openIncident(policy: AlertPolicy, target: AlertTarget): Promise<void> {
     const id = incidentIdFor(policy.meta.id, target.resource_id, target.since);
     const title = `${policy.spec.name}: ${titleOf(target.resource_id)} ${target.resource_id} ${target.detail}`.slice(0, TITLE_LIMIT);
-    const spec: Incident['spec'] = { title, policy_id: policy.meta.id, condition_type: policy.spec.condition.type, resource_id: target.resource_id, acknowledge_requested: false, acknowledged_by: null, resolve_requested: false, resolved_by: null };
+    const spec: Incident['spec'] = {
+      title,
+      policy_id: policy.meta.id,
+      condition_type: policy.spec.condition.type,
+      resource_id: target.resource_id,
+      acknowledge_requested: false,
+      acknowledged_by: null,
+      resolve_requested: false,
+      resolved_by: null,
+    };
     try {
       await this.writer.create(incidentFamily, policy.meta.team, spec, SYSTEM, id);
     } catch (err) {
@@ -140,7 +165,9 @@ export class AlertPolicyReconciler implements Reconciler {
   private async requestResolve(team: string, target: AlertTarget): Promise<void> {
     if (!target.incident_id || !(await this.store.get(incidentFamily.kind, team, target.incident_id))) return;
     await this.writer.mutateSpec<Incident>(incidentFamily, team, target.incident_id, (incident) =>
-      incident.spec.resolve_requested || CLOSED_INCIDENT_STATES.includes(incident.status.status) ? null : { ...incident.spec, resolve_requested: true, resolved_by: SYSTEM },
+      incident.spec.resolve_requested || CLOSED_INCIDENT_STATES.includes(incident.status.status)
+        ? null
+        : { ...incident.spec, resolve_requested: true, resolved_by: SYSTEM },
     );
   }
 
@@ -161,7 +188,16 @@ export class AlertPolicyReconciler implements Reconciler {
         return {
           targets,
           status: firing ? 'triggered' : 'ok',
-          ...(transition ? { last_transition: { resource_id: transition.target.resource_id, change: transition.change, incident_id: transition.target.incident_id, at: nowIso() } } : {}),
+          ...(transition
+            ? {
+                last_transition: {
+                  resource_id: transition.target.resource_id,
+                  change: transition.change,
+                  incident_id: transition.target.incident_id,
+                  at: nowIso(),
+                },
+              }
+            : {}),
           ...(handledSince ? { handled: { ...(latest.status.handled ?? {}), [transition!.target.resource_id]: handledSince } } : {}),
         };
       },
@@ -173,14 +209,26 @@ export class AlertPolicyReconciler implements Reconciler {
   private async settle(policy: AlertPolicy): Promise<void> {
     const hash = configHash(family, policy.spec as unknown as Record<string, unknown>);
     if (policy.status.observed_generation === policy.meta.generation && policy.status.observed_config === hash) return;
-    await this.writer.mutateStatus<AlertPolicy>(family, policy.meta.team, policy.meta.id, (latest) => ({ observed_generation: latest.meta.generation, observed_config: configHash(family, latest.spec as unknown as Record<string, unknown>) }), SYSTEM);
+    await this.writer.mutateStatus<AlertPolicy>(
+      family,
+      policy.meta.team,
+      policy.meta.id,
+      (latest) => ({ observed_generation: latest.meta.generation, observed_config: configHash(family, latest.spec as unknown as Record<string, unknown>) }),
+      SYSTEM,
+    );
   }
 
   /** DELETE (or kubectl delete): `deleted` at once; removed after the retention period. Its incidents stay, to be resolved by hand. */
   private async reconcileDeletion(policy: AlertPolicy): Promise<ReconcileResult | void> {
     const { meta, status } = policy;
     if (status.status !== 'deleted') {
-      await this.writer.mutateStatus<AlertPolicy>(family, meta.team, meta.id, (latest) => (latest.status.status === 'deleted' ? null : { status: 'deleted', deleted_at: nowIso() }), deletedBy(policy) ?? SYSTEM);
+      await this.writer.mutateStatus<AlertPolicy>(
+        family,
+        meta.team,
+        meta.id,
+        (latest) => (latest.status.status === 'deleted' ? null : { status: 'deleted', deleted_at: nowIso() }),
+        deletedBy(policy) ?? SYSTEM,
+      );
       return;
     }
     const expiry = Date.parse(status.deleted_at ?? meta.deletionTimestamp!) + this.retentionMs;
@@ -192,5 +240,12 @@ export class AlertPolicyReconciler implements Reconciler {
 }
 
 function pendingTarget(holding: Holding): AlertTarget {
-  return { resource_id: holding.resource_id, state: 'pending', since: holding.failed_at ?? nowIso(), triggered_at: null, incident_id: null, detail: holding.detail };
+  return {
+    resource_id: holding.resource_id,
+    state: 'pending',
+    since: holding.failed_at ?? nowIso(),
+    triggered_at: null,
+    incident_id: null,
+    detail: holding.detail,
+  };
 }

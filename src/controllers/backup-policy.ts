@@ -60,7 +60,13 @@ export class BackupPolicyReconciler implements Reconciler {
   }
 
   private async backUp(server: Server, scheduledAt: string): Promise<void> {
-    const spec: BackupSpec = { name: `${server.spec.name}-daily-${scheduledAt.replace(/[-:]|\.\d+Z$/g, '')}Z`, server_id: server.meta.id, trigger: 'policy', scheduled_at: scheduledAt, restore_requests: 0 };
+    const spec: BackupSpec = {
+      name: `${server.spec.name}-daily-${scheduledAt.replace(/[-:]|\.\d+Z$/g, '')}Z`,
+      server_id: server.meta.id,
+      trigger: 'policy',
+      scheduled_at: scheduledAt,
+      restore_requests: 0,
+    };
     try {
       await this.writer.create(backupFamily, server.meta.team, spec, 'system', policyBackupId(server.meta.id, scheduledAt));
     } catch (err) {
@@ -71,7 +77,9 @@ export class BackupPolicyReconciler implements Reconciler {
   /** Deletes the policy's backups beyond the `retain` newest; manual ones are the owner's to delete. */
   private async prune(server: Server, retain: number): Promise<void> {
     // The server's backups alone, from the indexes; the deleted and destroyed ones a list leaves out are past pruning.
-    const backups = await listedArray<Backup['spec'], Backup['status']>(this.store, backupFamily.kind, server.meta.team, { where: { server_id: server.meta.id } });
+    const backups = await listedArray<Backup['spec'], Backup['status']>(this.store, backupFamily.kind, server.meta.team, {
+      where: { server_id: server.meta.id },
+    });
     const ofPolicy = backups
       .filter((b) => b.spec.trigger === 'policy' && !b.meta.deletionTimestamp)
       .sort((a, b) => (b.spec.scheduled_at ?? b.meta.createdAt).localeCompare(a.spec.scheduled_at ?? a.meta.createdAt));

@@ -34,7 +34,7 @@ const subjectOf = (backup: Backup): BackupSubject => {
 };
 
 /** Whether a server is gone for its backups: removed, deleted, or being deleted. */
-export const serverGone = (server: Pick<Server, 'meta'> & { status?: { status?: unknown } } | undefined): boolean =>
+export const serverGone = (server: (Pick<Server, 'meta'> & { status?: { status?: unknown } }) | undefined): boolean =>
   !server || Boolean(server.meta.deletionTimestamp) || ['deleted', 'destroyed'].includes(String(server.status?.status));
 
 export class BackupReconciler implements Reconciler {
@@ -77,7 +77,13 @@ export class BackupReconciler implements Reconciler {
     }
     const progress = await this.driver.observe(subjectOf(backup));
     if (progress.state === 'pending') return { requeueAfterMs: Math.max(1, progress.pollAfterMs) };
-    await this.write(backup, this.outcome(progress, { status: 'completed', completed_at: nowIso(), status_reason: null }, (reason) => ({ status: 'failed', status_reason: `The backup failed: ${reason}.` })));
+    await this.write(
+      backup,
+      this.outcome(progress, { status: 'completed', completed_at: nowIso(), status_reason: null }, (reason) => ({
+        status: 'failed',
+        status_reason: `The backup failed: ${reason}.`,
+      })),
+    );
   }
 
   /** A restore due is begun (restore_started), then followed to its end (restore_completed). */
@@ -85,17 +91,34 @@ export class BackupReconciler implements Reconciler {
     if (backup.status.restore_state !== 'restoring') {
       const startedAt = nowIso();
       const external = await this.driver.startRestore(subjectOf(backup), startedAt);
-      backup = await this.write(backup, { external, restore_state: 'restoring', restore_started_at: startedAt, restore_finished_at: null, observed_generation: backup.meta.generation });
+      backup = await this.write(backup, {
+        external,
+        restore_state: 'restoring',
+        restore_started_at: startedAt,
+        restore_finished_at: null,
+        observed_generation: backup.meta.generation,
+      });
       if (backup.status.restore_state !== 'restoring') return;
     }
     const progress = await this.driver.observeRestore(subjectOf(backup));
     if (progress.state === 'pending') return { requeueAfterMs: Math.max(1, progress.pollAfterMs) };
     // Every request made up to now is settled by this restore: the disk holds the backup.
     const settled = { restores_done: backup.spec.restore_requests, restore_finished_at: nowIso() };
-    await this.write(backup, this.outcome(progress, { ...settled, restore_state: 'succeeded', status_reason: null }, (reason) => ({ ...settled, restore_state: 'failed', status_reason: `The last restore failed: ${reason}.` })));
+    await this.write(
+      backup,
+      this.outcome(progress, { ...settled, restore_state: 'succeeded', status_reason: null }, (reason) => ({
+        ...settled,
+        restore_state: 'failed',
+        status_reason: `The last restore failed: ${reason}.`,
+      })),
+    );
   }
 
-  private outcome(progress: Exclude<OperationProgress, { state: 'pending' }>, succeeded: Record<string, unknown>, failed: (reason: string) => Record<string, unknown>): Record<string, unknown> {
+  private outcome(
+    progress: Exclude<OperationProgress, { state: 'pending' }>,
+    succeeded: Record<string, unknown>,
+    failed: (reason: string) => Record<string, unknown>,
+  ): Record<string, unknown> {
     return progress.state === 'succeeded' ? succeeded : failed(progress.reason);
   }
 
@@ -122,7 +145,8 @@ export class BackupReconciler implements Reconciler {
       backupFamily,
       meta.team,
       meta.id,
-      (latest) => (latest.status.status === status.status && latest.status.restore_state === status.restore_state && !latest.meta.deletionTimestamp ? changes : null),
+      (latest) =>
+        latest.status.status === status.status && latest.status.restore_state === status.restore_state && !latest.meta.deletionTimestamp ? changes : null,
       SYSTEM,
     );
   }

@@ -56,7 +56,12 @@ const DETAILS: Record<string, DetailsOf> = {
   [loadBalancerFamily.kind]: (resource) => {
     const { spec, status } = resource as unknown as LoadBalancer;
     if (!status.ipv4) return null;
-    return { address: status.ipv4, port: String(spec.port), protocol: spec.protocol, url: `${spec.protocol === 'tcp' ? 'tcp' : spec.protocol}://${status.ipv4}:${spec.port}` };
+    return {
+      address: status.ipv4,
+      port: String(spec.port),
+      protocol: spec.protocol,
+      url: `${spec.protocol === 'tcp' ? 'tcp' : spec.protocol}://${status.ipv4}:${spec.port}`,
+    };
   },
   [serverFamily.kind]: (resource) => {
     const { status } = resource as unknown as Server;
@@ -72,10 +77,11 @@ const DETAILS: Record<string, DetailsOf> = {
   },
   [vpnGatewayFamily.kind]: (resource) => {
     const { spec, status } = resource as unknown as VpnGateway;
-    return status.local_ip ? present({ public_ip: status.local_ip, tunnel_type: spec.tunnel_type, public_key: status.public_key, local_network_cidr: spec.local_network_cidr }) : null;
+    return status.local_ip
+      ? present({ public_ip: status.local_ip, tunnel_type: spec.tunnel_type, public_key: status.public_key, local_network_cidr: spec.local_network_cidr })
+      : null;
   },
 };
-
 
 export class ConnectionDetails {
   private readonly core: CoreV1Api;

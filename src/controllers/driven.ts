@@ -13,5 +13,12 @@ export type Driven = Resource<Record<string, any>, DrivenStatus & Record<string,
 export function managedOf<Desired>(family: AnyFamily, resource: Driven, desired: Desired): Managed<Desired> {
   const object = resource.meta.object;
   const owner: Owner | null = object ? { apiVersion: API_VERSION, kind: family.kind, name: object.name, uid: object.uid } : null;
-  return { id: resource.meta.id, team: resource.meta.team, generation: resource.meta.generation, desired, external: (resource.status.external as ExternalRecord | undefined) ?? null, owner };
+  return {
+    id: resource.meta.id,
+    team: resource.meta.team,
+    generation: resource.meta.generation,
+    desired,
+    external: (resource.status.external as ExternalRecord | undefined) ?? null,
+    owner,
+  };
 }

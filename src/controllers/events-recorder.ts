@@ -18,7 +18,6 @@ import { API_VERSION, namespaceOfTeam } from '../store/kubernetes/names';
 import { newId } from '../lib/ids';
 import type { EventRecorder } from '../resources/writer';
 
-
 /** The embedded store's: its event log already holds every change. */
 export const embeddedEventRecorder: EventRecorder = { record: () => undefined };
 
@@ -42,7 +41,7 @@ export class KubernetesEventRecorder implements EventRecorder {
   record(object: StoredObject<unknown, unknown>, event: ObjectEvent): void {
     const body = this.eventFor(object, event);
     if (!body) return;
-// API call: events recorder: Events
+    // API call: events recorder: Events
     this.core.createNamespacedEvent({ namespace: body.metadata.namespace!, body }).catch((err: Error) => {
       this.logger.warn({ err: err.message, kind: object.meta.kind, id: object.meta.id, reason: event.reason }, 'could not record a Kubernetes Event');
     });
@@ -57,7 +56,14 @@ export class KubernetesEventRecorder implements EventRecorder {
     const message = event.message.length > MAX_MESSAGE ? `${event.message.slice(0, MAX_MESSAGE - 1)}…` : event.message;
     return {
       metadata: { name: `${meta.object.name}.${newId('ev').slice(3)}`, namespace },
-      involvedObject: { apiVersion: API_VERSION, kind: meta.kind, name: meta.object.name, namespace, uid: meta.object.uid, resourceVersion: meta.resourceVersion },
+      involvedObject: {
+        apiVersion: API_VERSION,
+        kind: meta.kind,
+        name: meta.object.name,
+        namespace,
+        uid: meta.object.uid,
+        resourceVersion: meta.resourceVersion,
+      },
       type: event.type,
       reason: event.reason,
       message,

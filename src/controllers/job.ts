@@ -48,7 +48,13 @@ function statusOfRun(run: JobRun): Partial<Job['status']> {
     case 'succeeded':
       return { status: 'completed', exit_code: run.exit_code, started_at: run.started_at, finished_at: run.finished_at, status_reason: null };
     case 'failed':
-      return { status: 'failed', exit_code: run.exit_code, started_at: run.started_at, finished_at: run.finished_at, status_reason: run.reason ?? 'The job failed.' };
+      return {
+        status: 'failed',
+        exit_code: run.exit_code,
+        started_at: run.started_at,
+        finished_at: run.finished_at,
+        status_reason: run.reason ?? 'The job failed.',
+      };
     case 'cancelled':
       return { status: 'cancelled', started_at: run.started_at, finished_at: run.finished_at ?? nowIso(), status_reason: run.reason };
   }
@@ -75,7 +81,14 @@ export class JobReconciler implements Reconciler {
       if (carrier) await carrier.remove(team, id);
       else await this.executor.cancel(team, id, nowIso(), job.spec);
       // The cancel request was a spec change: observed, so kstatus does not wait on it forever.
-      if (!FINISHED_JOB_STATES.includes(job.status.status)) await this.write(job, () => ({ status: 'cancelled', finished_at: nowIso(), status_reason: 'Cancelled on request.', observed_generation: job.meta.generation, ...(isScheduled(job) ? { next_run_at: null } : { output }) }));
+      if (!FINISHED_JOB_STATES.includes(job.status.status))
+        await this.write(job, () => ({
+          status: 'cancelled',
+          finished_at: nowIso(),
+          status_reason: 'Cancelled on request.',
+          observed_generation: job.meta.generation,
+          ...(isScheduled(job) ? { next_run_at: null } : { output }),
+        }));
       return;
     }
     if (FINISHED_JOB_STATES.includes(job.status.status)) return this.cleanupOnce(job);
@@ -118,7 +131,9 @@ export class JobReconciler implements Reconciler {
     }
     const parsed = parseCron(schedule!);
     const now = new Date();
-    const anchor = new Date(Math.max(...[job.status.last_scheduled_at, job.status.resumed_at, job.meta.createdAt].filter((t): t is string => Boolean(t)).map(Date.parse)));
+    const anchor = new Date(
+      Math.max(...[job.status.last_scheduled_at, job.status.resumed_at, job.meta.createdAt].filter((t): t is string => Boolean(t)).map(Date.parse)),
+    );
     const due = lastFire(parsed, timezone, anchor, now);
     if (due) await this.runAt(job, due.toISOString());
     const next = nextFire(parsed, timezone, due ?? now)?.toISOString() ?? null;
@@ -160,7 +175,11 @@ export class JobReconciler implements Reconciler {
     }
     const parsed = parseCron(schedule!);
     const now = new Date();
-    const lastRun = [job.status.last_scheduled_at, runs[runs.length - 1]?.scheduledAt].filter((t): t is string => Boolean(t)).sort().pop() ?? null;
+    const lastRun =
+      [job.status.last_scheduled_at, runs[runs.length - 1]?.scheduledAt]
+        .filter((t): t is string => Boolean(t))
+        .sort()
+        .pop() ?? null;
     const next = nextFire(parsed, timezone, now)?.toISOString() ?? null;
     if (next !== (job.status.next_run_at ?? null) || lastRun !== (job.status.last_scheduled_at ?? null)) {
       await this.write(job, () => ({ next_run_at: next, last_scheduled_at: lastRun }));
@@ -191,7 +210,9 @@ export class JobReconciler implements Reconciler {
       }
       if (going.length > 0 && policy === 'forbid') return;
       for (const run of going) {
-        await this.writer.mutateSpec<Job>(jobFamily, run.meta.team, run.meta.id, (latest) => (latest.spec.cancel_requested ? null : { ...latest.spec, cancel_requested: true }));
+        await this.writer.mutateSpec<Job>(jobFamily, run.meta.team, run.meta.id, (latest) =>
+          latest.spec.cancel_requested ? null : { ...latest.spec, cancel_requested: true },
+        );
       }
     }
     await this.startRun(job, scheduledAt);
@@ -203,7 +224,13 @@ export class JobReconciler implements Reconciler {
    */
   private async startRun(job: Job, scheduledAt: string, made?: { id: string; executorRun: string }): Promise<void> {
     const { schedule: _schedule, timezone: _timezone, concurrency_policy: _policy, paused: _paused, ...rest } = job.spec;
-    const spec: JobSpec = { ...rest, cancel_requested: false, scheduled_job_id: job.meta.id, scheduled_at: scheduledAt, ...(made ? { executor_run: made.executorRun } : {}) };
+    const spec: JobSpec = {
+      ...rest,
+      cancel_requested: false,
+      scheduled_job_id: job.meta.id,
+      scheduled_at: scheduledAt,
+      ...(made ? { executor_run: made.executorRun } : {}),
+    };
     try {
       await this.writer.create(jobFamily, job.meta.team, spec, 'system', made?.id ?? runId(job.meta.id, scheduledAt));
     } catch (err) {
@@ -234,6 +261,12 @@ export class JobReconciler implements Reconciler {
 
   /** Writes unless the job finished or was cancelled meanwhile. */
   private write(job: Job, changes: () => Partial<Job['status']>): Promise<Job> {
-    return this.writer.mutateStatus<Job>(jobFamily, job.meta.team, job.meta.id, (latest) => (FINISHED_JOB_STATES.includes(latest.status.status) ? null : (changes())), 'system');
+    return this.writer.mutateStatus<Job>(
+      jobFamily,
+      job.meta.team,
+      job.meta.id,
+      (latest) => (FINISHED_JOB_STATES.includes(latest.status.status) ? null : changes()),
+      'system',
+    );
   }
 }

@@ -160,7 +160,14 @@ export class LeaderElector implements Leadership {
     const transitions = (spec.leaseTransitions ?? 0) + (spec.holderIdentity === this.o.identity ? 0 : 1);
     const body: V1Lease = {
       ...current,
-      spec: { ...spec, holderIdentity: this.o.identity, leaseDurationSeconds: this.durationSeconds, acquireTime: now, renewTime: now, leaseTransitions: transitions },
+      spec: {
+        ...spec,
+        holderIdentity: this.o.identity,
+        leaseDurationSeconds: this.durationSeconds,
+        acquireTime: now,
+        renewTime: now,
+        leaseTransitions: transitions,
+      },
     };
     try {
       this.lease = await this.o.api.replaceNamespacedLease({ name: this.o.name, namespace: this.o.namespace, body });

@@ -28,7 +28,11 @@ const UNRESOLVED_POLL_MS = 30_000;
 
 const gone = (server: ServerObject) => Boolean(server.meta.deletionTimestamp) || ['deleted', 'destroyed'].includes(server.status?.status);
 
-export function loadBalancerBinding(driver: LoadBalancerDriver, store: Store, drainMs: number): FamilyBinding<LoadBalancerDesired, LoadBalancerOutputs, BackendHealth[]> {
+export function loadBalancerBinding(
+  driver: LoadBalancerDriver,
+  store: Store,
+  drainMs: number,
+): FamilyBinding<LoadBalancerDesired, LoadBalancerOutputs, BackendHealth[]> {
   /** A server's address while it runs; a backend without one cannot be healthy. */
   const addressOf = async (team: string, serverId: string): Promise<string | null> => {
     const server = await store.get<unknown, { status: string; ipv4?: string | null }>(serverFamily.kind, team, serverId);
@@ -75,7 +79,15 @@ export function loadBalancerBinding(driver: LoadBalancerDriver, store: Store, dr
         // A backend detached since the last pass starts its grace period now; the status write keeps its end.
         const drainUntil = old.status === 'draining' && old.drain_until ? old.drain_until : addMs(now, drainMs);
         const ref = old.server_ref ? { server_ref: old.server_ref } : {};
-        if (drainUntil > now) draining.push({ server_id: old.server_id, ...ref, port: old.port, address: await addressOf(team, old.server_id), draining: true, drain_until: drainUntil });
+        if (drainUntil > now)
+          draining.push({
+            server_id: old.server_id,
+            ...ref,
+            port: old.port,
+            address: await addressOf(team, old.server_id),
+            draining: true,
+            drain_until: drainUntil,
+          });
       }
       return { ...lb.spec, backends: [...attached, ...draining] };
     },
@@ -104,7 +116,8 @@ export function loadBalancerBinding(driver: LoadBalancerDriver, store: Store, dr
         void store
           .list<LoadBalancer['spec'], LoadBalancer['status']>(loadBalancerFamily.kind, team)
           .then((lbs) => {
-            for (const lb of lbs) if (lb.spec.backends.some((b) => b.server_id === id || (name !== undefined && b.serverRef?.name === name))) changed(team, lb.meta.id);
+            for (const lb of lbs)
+              if (lb.spec.backends.some((b) => b.server_id === id || (name !== undefined && b.serverRef?.name === name))) changed(team, lb.meta.id);
           })
           .catch(() => undefined); // The periodic resync looks again.
       });

@@ -154,9 +154,15 @@ export class ManagedReconciler implements Reconciler {
     await this.connectionDetails?.publish(this.binding.family, { ...resource, status: { ...resource.status, ...changes } });
     // A refused update is no work under way: looking again every second would only repeat the refusal.
     const rejected = observation.exists && !observation.upToDate && Boolean(observation.rejected);
-    const pending = !observation.exists || (!observation.upToDate && !observation.failure && !rejected) || (state === this.binding.family.states[0] && !observation.ready);
+    const pending =
+      !observation.exists || (!observation.upToDate && !observation.failure && !rejected) || (state === this.binding.family.states[0] && !observation.ready);
     const retry = rejected ? (stepPollMs ?? REJECTED_POLL_MS) : stepPollMs;
-    const requeueAfterMs = minDefined(judged.requeueAfterMs, observation.exists ? observation.pollAfterMs : undefined, retry, pending ? DEFAULT_POLL_MS : undefined);
+    const requeueAfterMs = minDefined(
+      judged.requeueAfterMs,
+      observation.exists ? observation.pollAfterMs : undefined,
+      retry,
+      pending ? DEFAULT_POLL_MS : undefined,
+    );
     // A write that kept the state (the record of a driver's step, outputs, health) needs no
     // pass of its own: what comes next is what this pass asked for. A new state does (its
     // steady changes), and so does a write made on a version this pass did not read.

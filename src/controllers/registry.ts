@@ -67,7 +67,12 @@ export function buildReconcilers(deps: ReconcilerDeps): Reconciler[] {
   ];
   // Every reconciled family also takes in what kubectl created, and can be paused per resource.
   const adopt: Adopt = (family, reconciler) => adopting(family, reconciler, deps.store, deps.writer, deps.quota, ruleContextOf(deps.config));
-  const adopted = reconcilers.map((r) => adopt(families.find((f) => f.kind === r.kind)!, r));
+  const adopted = reconcilers.map((r) =>
+    adopt(
+      families.find((f) => f.kind === r.kind)!,
+      r,
+    ),
+  );
   // Servers' daily backups: a second reconciler of servers, which only makes and prunes backups.
   const backupPolicies = new BackupPolicyReconciler(deps.store, deps.writer, deps.config.backupPolicyDayMs);
   return [...adopted, backupPolicies, ...(deps.above?.(adopt) ?? [])].map((r) => pausable(r, deps.store));

@@ -25,7 +25,10 @@ type ServerWanted = ServerDesired & { restoring: boolean };
 /** Whether a restore of one of the server's backups is asked for or under way. */
 async function restoringOnto(store: Store, team: string, serverId: string): Promise<boolean> {
   // The server's completed backups alone, from the indexes: this runs on every reconcile of a server.
-  for await (const b of listedObjects<Backup['spec'], Backup['status']>(store, backupFamily.kind, team, { status: 'completed', where: { server_id: serverId } })) {
+  for await (const b of listedObjects<Backup['spec'], Backup['status']>(store, backupFamily.kind, team, {
+    status: 'completed',
+    where: { server_id: serverId },
+  })) {
     if (!b.meta.deletionTimestamp && (restorePending(b) || b.status.restore_state === 'restoring')) return true;
   }
   return false;
@@ -50,7 +53,10 @@ export function serverBinding(driver: ServerDriver, store: Store): FamilyBinding
       return { ...server.spec, mounts: mounts.filter((m): m is DesiredMount => m !== null), restoring };
     },
     outputs: ({ ipv4 }) => ({ ipv4 }),
-    steady: ({ power, reboots_done }, _resource, { restoring }) => ({ state: restoring && power === 'on' ? 'restoring' : STATE_OF_POWER[power], changes: { reboots_done } }),
+    steady: ({ power, reboots_done }, _resource, { restoring }) => ({
+      state: restoring && power === 'on' ? 'restoring' : STATE_OF_POWER[power],
+      changes: { reboots_done },
+    }),
     watchRelated(changed) {
       // A restore asked for, begun or ended moves the server into or out of `restoring`.
       return store.watch(({ object }) => {

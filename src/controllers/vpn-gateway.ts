@@ -20,7 +20,11 @@ export async function vpnGatewayDesired(store: Store, { meta, spec }: VpnGateway
 }
 
 /** `counterIntervalMs`: how often at most moving counters are written (CLOUDPLANE_VPN_COUNTER_INTERVAL_SECONDS). */
-export function vpnGatewayBinding(driver: VpnGatewayDriver, store: Store, counterIntervalMs: number): FamilyBinding<VpnGatewayDesired, VpnGatewayOutputs, TunnelStats> {
+export function vpnGatewayBinding(
+  driver: VpnGatewayDriver,
+  store: Store,
+  counterIntervalMs: number,
+): FamilyBinding<VpnGatewayDesired, VpnGatewayOutputs, TunnelStats> {
   return {
     family: vpnGatewayFamily,
     readyState: 'active',

@@ -69,7 +69,12 @@ export class OutcomeWindow {
     const last = this.outcomes.slice(-FAILURES_FOR_UNAVAILABLE);
     const allFailing = last.length === FAILURES_FOR_UNAVAILABLE && last.every((o) => !o.ok);
     const state = failures.length === 0 ? 'connected' : !this.reachable || allFailing ? 'unavailable' : 'degraded';
-    const health: DriverHealth = Object.freeze({ state, reachable: this.reachable, recentFailures: failures.length, lastFailure: failures.at(-1)?.message ?? null });
+    const health: DriverHealth = Object.freeze({
+      state,
+      reachable: this.reachable,
+      recentFailures: failures.length,
+      lastFailure: failures.at(-1)?.message ?? null,
+    });
     let oldest = Infinity;
     for (const o of this.outcomes) oldest = Math.min(oldest, o.at);
     this.answered = { health, until: oldest + this.windowMs };

@@ -19,7 +19,13 @@ import type { BackupDriver } from './backup';
 import { SimulatedBackupDriver } from './simulated/backups';
 import { VolumeSnapshotBackupDriver } from './kubernetes/backup-snapshots';
 import { Simulation } from './simulated/simulation';
-import { simulatedBucketDriver, simulatedFileShareDriver, SimulatedLoadBalancerDriver, SimulatedServerDriver, SimulatedVpnGatewayDriver } from './simulated/families';
+import {
+  simulatedBucketDriver,
+  simulatedFileShareDriver,
+  SimulatedLoadBalancerDriver,
+  SimulatedServerDriver,
+  SimulatedVpnGatewayDriver,
+} from './simulated/families';
 import { SimulatedJobExecutor } from './simulated/jobs';
 import { KubernetesJobExecutor } from './kubernetes/jobs';
 import { PodServerDriver } from './kubernetes/server-pods';
@@ -168,7 +174,8 @@ export class DriverSet {
     const kube = config.kubernetes ? { kubeConfig: kubeConfigFor(config.kubernetes), systemNamespace: config.kubernetes.systemNamespace, watches } : undefined;
     const ctx: BuildContext = { config, logger, kube, simulation: new Simulation(config.simulation) };
     for (const family of Object.keys(config.drivers.overrides)) {
-      if (!(DRIVER_FAMILIES as string[]).includes(family)) throw new Error(`CLOUDPLANE_DRIVER_${family.toUpperCase()} names no family with drivers; those are ${DRIVER_FAMILIES.join(', ')}`);
+      if (!(DRIVER_FAMILIES as string[]).includes(family))
+        throw new Error(`CLOUDPLANE_DRIVER_${family.toUpperCase()} names no family with drivers; those are ${DRIVER_FAMILIES.join(', ')}`);
     }
     const chosen = {} as Record<DriverFamily, string>;
     const drivers = {} as Record<DriverFamily, unknown>;
@@ -185,7 +192,8 @@ export class DriverSet {
         drivers[family] = external(ctx);
         continue;
       }
-      if (!kube || !config.kubernetes) throw new Error(`${settingOf(family)}=${name} needs cluster mode (CLOUDPLANE_STORE=kubernetes); the embedded default has no cluster to run it on`);
+      if (!kube || !config.kubernetes)
+        throw new Error(`${settingOf(family)}=${name} needs cluster mode (CLOUDPLANE_STORE=kubernetes); the embedded default has no cluster to run it on`);
       drivers[family] = factories.kubernetes!({ ...ctx, kube, cluster: config.kubernetes });
     }
     return new DriverSet(drivers as Drivers, chosen);
@@ -214,7 +222,8 @@ function chooseDriver(family: DriverFamily, config: Config, logger: Logger): str
   const available = driverNames(CATALOG[family]);
   const named = config.drivers.overrides[family];
   if (named !== undefined) {
-    if (!available.includes(named)) throw new Error(`${settingOf(family)}=${named}: the ${family} family has no driver "${named}"; it has ${available.join(', ')}`);
+    if (!available.includes(named))
+      throw new Error(`${settingOf(family)}=${named}: the ${family} family has no driver "${named}"; it has ${available.join(', ')}`);
     return named;
   }
   const provider = config.drivers.provider;

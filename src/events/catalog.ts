@@ -84,19 +84,21 @@ const STANDALONE_EVENTS: readonly EventTypeEntry[] = [
     type: 'data.created',
     category: 'data',
     description:
-      'An object was written to a bucket of the bucket driver `s3` (PUT, POST, copy, completed multipart upload; an overwrite too), told by its endpoint\'s bucket notifications. Never for simulated buckets or file shares.',
+      "An object was written to a bucket of the bucket driver `s3` (PUT, POST, copy, completed multipart upload; an overwrite too), told by its endpoint's bucket notifications. Never for simulated buckets or file shares.",
     data_schema: DataEventData,
   },
   {
     type: 'data.updated',
     category: 'data',
-    description: "An object of a bucket of the bucket driver `s3` had its tags or ACL changed, its content kept (a new content is data.created). Never for simulated buckets or file shares.",
+    description:
+      'An object of a bucket of the bucket driver `s3` had its tags or ACL changed, its content kept (a new content is data.created). Never for simulated buckets or file shares.',
     data_schema: DataEventData,
   },
   {
     type: 'data.destroyed',
     category: 'data',
-    description: 'An object was deleted from a bucket of the bucket driver `s3` (DELETE, DeleteObjects, and the objects a forced bucket deletion removes). Never for simulated buckets or file shares.',
+    description:
+      'An object was deleted from a bucket of the bucket driver `s3` (DELETE, DeleteObjects, and the objects a forced bucket deletion removes). Never for simulated buckets or file shares.',
     data_schema: DataEventData,
   },
   // Usage thresholds (src/usage/thresholds.ts): each once per period and threshold.
@@ -119,7 +121,12 @@ const article = (title: string) => (/^[aeiou]/i.test(title) ? 'An' : 'A');
 /** A family's event types, in the order of its lifecycle. */
 export function familyEventTypes(family: AnyFamily): EventTypeEntry[] {
   const subject = `${article(family.title)} ${family.title}`;
-  const entry = (verb: string, description: string): EventTypeEntry => ({ type: `${family.name}.${verb}`, category: family.name, description, data_schema: family.schemas.record });
+  const entry = (verb: string, description: string): EventTypeEntry => ({
+    type: `${family.name}.${verb}`,
+    category: family.name,
+    description,
+    data_schema: family.schemas.record,
+  });
   const entries: EventTypeEntry[] = [];
   if (family.creationEvent) entries.push(entry(family.creationEvent, `${subject} was created.`));
   for (const state of family.states) {
@@ -180,7 +187,8 @@ export function subscriptionProblems(events: readonly string[] | undefined, filt
     const category = categoryOf(key);
     const name = key.slice(category.length + 1);
     if (!categories.has(category)) problems.push({ field: `filter.${key}`, message: `names \`${category}\`, which is no category of event (${CATALOG_HINT})` });
-    else if (!dataFieldsOf(category).has(name)) problems.push({ field: `filter.${key}`, message: `names \`${name}\`, which is no field of the data of \`${category}\` events` });
+    else if (!dataFieldsOf(category).has(name))
+      problems.push({ field: `filter.${key}`, message: `names \`${name}\`, which is no field of the data of \`${category}\` events` });
   }
   return problems;
 }

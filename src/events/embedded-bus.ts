@@ -238,7 +238,7 @@ export class EmbeddedEventBus implements EventBus {
 
   /** The kept events created at or after `sinceMs`, oldest first, read from the log a megabyte at a time. */
   private *keptSince(sinceMs: number): Generator<{ event: CloudEvent; text: string }> {
-    for (let from = this.base; from < this.head; ) {
+    for (let from = this.base; from < this.head;) {
       const to = Math.min(this.head, this.base + this.log.recordsWithin(this.recordOf(from), READ_BATCH_BYTES) - this.headerRecords);
       const texts = this.log.readRecords(this.recordOf(from), this.recordOf(to));
       for (let i = 0; i < texts.length; i++) if (this.createdMs[from + i - this.base] >= sinceMs) yield { event: parseEvent(texts[i]), text: texts[i] };

@@ -137,10 +137,12 @@ export class NatsEventBus implements EventBus {
   async pending(): Promise<Record<string, number>> {
     const jsm = this.manager();
     const lags = await Promise.all(
-      [...this.loops.keys()].filter((name) => !name.startsWith(FOLLOWER_KEY_PREFIX)).map(async (name) => {
-        const info = await jsm.consumers.info(this.o.stream, token(name));
-        return [name, info.num_pending + info.num_ack_pending] as const;
-      }),
+      [...this.loops.keys()]
+        .filter((name) => !name.startsWith(FOLLOWER_KEY_PREFIX))
+        .map(async (name) => {
+          const info = await jsm.consumers.info(this.o.stream, token(name));
+          return [name, info.num_pending + info.num_ack_pending] as const;
+        }),
     );
     return Object.fromEntries(lags);
   }
@@ -155,7 +157,9 @@ export class NatsEventBus implements EventBus {
           // An ordered consumer: no server-side state, restarted from the last sequence seen.
           const consumer = await this.client().consumers.get(this.o.stream, {
             filterSubjects: `${this.o.subjectPrefix}.>`, // a string: nats-server 2.9 knows only filter_subject
-            ...(position ? { deliver_policy: DeliverPolicy.StartSequence, opt_start_seq: position.seq + 1 } : { deliver_policy: DeliverPolicy.StartTime, opt_start_time: since }),
+            ...(position
+              ? { deliver_policy: DeliverPolicy.StartSequence, opt_start_seq: position.seq + 1 }
+              : { deliver_policy: DeliverPolicy.StartTime, opt_start_time: since }),
           });
           const messages = await consumer.consume();
           current = messages;

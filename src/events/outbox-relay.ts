@@ -57,8 +57,7 @@ export interface PublishedEvents {
   isPublished(eventId: string): boolean;
 }
 
-const hasPending = (object: StoredObject<unknown, unknown>) =>
-  ((object as WithOutbox).status?.pending_events?.length ?? 0) > 0;
+const hasPending = (object: StoredObject<unknown, unknown>) => ((object as WithOutbox).status?.pending_events?.length ?? 0) > 0;
 
 export class OutboxRelay implements PublishedEvents {
   // Keys are kind/team/id: teams take turns by the middle part.
@@ -111,7 +110,9 @@ export class OutboxRelay implements PublishedEvents {
     await this.workers;
     // A graceful stop leaves no published event waiting in an outbox for a write that will not come.
     for (const key of [...this.drainAt.keys()]) {
-      await this.relay(key, true).catch((err: Error) => this.logger.warn({ err, key }, 'could not take published events out of an outbox on stop; the next leader will'));
+      await this.relay(key, true).catch((err: Error) =>
+        this.logger.warn({ err, key }, 'could not take published events out of an outbox on stop; the next leader will'),
+      );
     }
   }
 
@@ -163,7 +164,7 @@ export class OutboxRelay implements PublishedEvents {
   /** `now`: take the published events out at once, without waiting for another write. */
   private async relay(key: string, now = false): Promise<void> {
     const [kind, team, id] = key.split('/');
-    for (let conflicts = 0; ; ) {
+    for (let conflicts = 0; ;) {
       const object = await this.store.get<WithOutbox['spec'], WithOutbox['status']>(kind, team, id);
       const pending = object?.status.pending_events ?? [];
       this.prune(key, pending);

@@ -100,7 +100,8 @@ export function parseCron(expression: string): CronSchedule {
   const source = expression;
   const text = MACROS[expression.trim().toLowerCase()] ?? expression.trim();
   const fields = text.split(/\s+/).filter(Boolean);
-  if (fields.length !== 5 && fields.length !== 6) throw new CronSyntaxError(`expected 5 fields (minute hour day-of-month month day-of-week) or 6 with seconds first, got ${fields.length}`);
+  if (fields.length !== 5 && fields.length !== 6)
+    throw new CronSyntaxError(`expected 5 fields (minute hour day-of-month month day-of-week) or 6 with seconds first, got ${fields.length}`);
   const [second, minute, hour, dom, month, dow] = fields.length === 6 ? fields : ['0', ...fields];
   return {
     source,
@@ -123,7 +124,16 @@ const MAX_FORMATTERS = 1_000;
 function formatterOf(zone: string): Intl.DateTimeFormat {
   let format = formatters.get(zone);
   if (!format) {
-    format = new Intl.DateTimeFormat('en-US', { timeZone: zone, hourCycle: 'h23', year: 'numeric', month: 'numeric', day: 'numeric', hour: 'numeric', minute: 'numeric', second: 'numeric' });
+    format = new Intl.DateTimeFormat('en-US', {
+      timeZone: zone,
+      hourCycle: 'h23',
+      year: 'numeric',
+      month: 'numeric',
+      day: 'numeric',
+      hour: 'numeric',
+      minute: 'numeric',
+      second: 'numeric',
+    });
     if (formatters.size >= MAX_FORMATTERS) formatters.clear();
     formatters.set(zone, format);
   }

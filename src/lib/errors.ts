@@ -46,8 +46,7 @@ export const validationFailed = (details: FieldError[], unnamed = 0) => {
 
 export const fieldInvalid = (field: string, message: string) => validationFailed([{ field, message }]);
 
-export const domainError = (code: string, message: string, field?: string) =>
-  new ApiError(422, code, message, field ? [{ field, message }] : undefined);
+export const domainError = (code: string, message: string, field?: string) => new ApiError(422, code, message, field ? [{ field, message }] : undefined);
 
 export const quotaExceeded = (title: string, limit: number) =>
   new ApiError(422, 'quota_exceeded', `The team's quota of ${limit} ${title}s is used up; delete one, or ask the operator for a higher quota.`);
@@ -59,7 +58,12 @@ export const conflict = (code: string, message: string) => new ApiError(409, cod
 export const invalidState = (message: string) => conflict('invalid_state', message);
 
 export const idempotencyKeyReused = () =>
-  new ApiError(422, 'idempotency_key_reused', 'This Idempotency-Key was already used for another request (another body or another operation); use a new key for a new request.', [{ field: 'Idempotency-Key', message: 'was used for another request' }]);
+  new ApiError(
+    422,
+    'idempotency_key_reused',
+    'This Idempotency-Key was already used for another request (another body or another operation); use a new key for a new request.',
+    [{ field: 'Idempotency-Key', message: 'was used for another request' }],
+  );
 
 export const resourceBusy = (message: string) => conflict('resource_busy', message);
 

@@ -40,7 +40,10 @@ export type ServerPlanResources = Record<string, PlanResources>;
 
 const Quantities = Type.Record(Type.String({ minLength: 1 }), Type.String({ minLength: 1 }));
 /** The plans' shape, as CLOUDPLANE_SERVER_PLANS gives it. */
-export const ServerPlanResourcesSchema = Type.Record(Type.String({ minLength: 1 }), Type.Object({ requests: Quantities, limits: Quantities }, { additionalProperties: false }));
+export const ServerPlanResourcesSchema = Type.Record(
+  Type.String({ minLength: 1 }),
+  Type.Object({ requests: Quantities, limits: Quantities }, { additionalProperties: false }),
+);
 
 const KEEP_RUNNING = ['sleep', 'infinity'];
 

@@ -21,7 +21,9 @@ const UserName = Type.String({ minLength: 1, maxLength: 100, description: 'Displ
 const Email = Type.String({ format: 'email', maxLength: 254, description: 'E-mail address.' });
 const KeyName = Type.String({ minLength: 1, maxLength: 100, description: 'Human-readable name of the key.' });
 const RoleSchema = StringEnum(ROLES, { description: 'owner, admin, member or viewer (docs/api.md, "Roles").' });
-const ScopeSchema = StringEnum(KEY_SCOPES, { description: 'read_write (the default) or read_only: a read_only key is refused every write with 403 forbidden.' });
+const ScopeSchema = StringEnum(KEY_SCOPES, {
+  description: 'read_write (the default) or read_only: a read_only key is refused every write with 403 forbidden.',
+});
 const ExpiresAt = NullableTimestamp('When the key stops working (401 from then on); null for never.');
 
 export interface TeamSpec {
@@ -144,7 +146,9 @@ export const userFamily: FamilyDefinition<UserSpec, BaseStatus> = {
 /** The body of POST /api/v1/settings/api-keys. */
 export const ApiKeyCreate = strictObject({
   name: KeyName,
-  user_id: Type.Optional(IdOf('usr', "The member the key acts for; default the caller. Another member's key needs an owner or admin (an owner's key, an owner).")),
+  user_id: Type.Optional(
+    IdOf('usr', "The member the key acts for; default the caller. Another member's key needs an owner or admin (an owner's key, an owner)."),
+  ),
   scope: Type.Optional(ScopeSchema),
   expires_at: Type.Optional(ExpiresAt),
 });
@@ -194,7 +198,13 @@ export const apiKeyFamily: FamilyDefinition<ApiKeySpec, ApiKeyStatus> = {
       revoked_at: NullableTimestamp('When the key was revoked; null while active.'),
     }),
   },
-  specFromCreate: (body) => ({ name: body.name, user_id: body.user_id, prefix: body.prefix, scope: body.scope ?? 'read_write', expires_at: body.expires_at ?? null }),
+  specFromCreate: (body) => ({
+    name: body.name,
+    user_id: body.user_id,
+    prefix: body.prefix,
+    scope: body.scope ?? 'read_write',
+    expires_at: body.expires_at ?? null,
+  }),
   initialStatus: () => ({ revoked_at: null, last_used_at: null }),
   nameOf: (spec) => spec.name,
   toRecord: (key) => ({

@@ -53,7 +53,7 @@ export const threadFamily: FamilyDefinition<ThreadSpec, ThreadStatus> = {
   creationEvent: 'created',
   standardRoutes: false,
   deletable: false,
-  description: 'A conversation with the agent, which answers questions from the team\'s resources and events.',
+  description: "A conversation with the agent, which answers questions from the team's resources and events.",
   schemas: {
     create: strictObject({ title: Type.Optional(Title) }),
     spec: strictObject({ title: Title }),

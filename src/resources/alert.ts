@@ -91,18 +91,31 @@ const ConditionSchema = strictObject(
     type: Type.String({
       enum: [...CONDITION_TYPES],
       description:
-        'backend_unhealthy: a load balancer has a backend unhealthy; tunnel_down: a VPN gateway\'s tunnel is down; resource_failed: a resource ended failed; ' +
+        "backend_unhealthy: a load balancer has a backend unhealthy; tunnel_down: a VPN gateway's tunnel is down; resource_failed: a resource ended failed; " +
         'job_failed: a job (or a run of a scheduled job) failed; webhook_disabled: the service disabled a webhook subscription.',
     }),
     resource_id: Type.Optional(
       Type.String({
         pattern: '^[a-z]+_[0-9a-z]{16,26}$',
-        description: 'The one resource watched (lb_ for backend_unhealthy, vpn_ for tunnel_down, lb_/vpn_/svr_/bkt_/fs_ for resource_failed, job_ for job_failed, wh_ for webhook_disabled); absent: every one of the team.',
+        description:
+          'The one resource watched (lb_ for backend_unhealthy, vpn_ for tunnel_down, lb_/vpn_/svr_/bkt_/fs_ for resource_failed, job_ for job_failed, wh_ for webhook_disabled); absent: every one of the team.',
       }),
     ),
     family: Type.Optional(Type.String({ enum: [...WATCHED_FAMILIES], description: 'resource_failed only: watch only this family.' })),
-    for_minutes: Type.Optional(Type.Integer({ minimum: 0, maximum: MAX_FOR_SECONDS / 60, description: 'backend_unhealthy and tunnel_down: minutes the state must last before the alert fires; default 0.' })),
-    for_seconds: Type.Optional(Type.Integer({ minimum: 0, maximum: MAX_FOR_SECONDS, description: 'The same in seconds, for finer durations; give for_minutes or for_seconds, not both.' })),
+    for_minutes: Type.Optional(
+      Type.Integer({
+        minimum: 0,
+        maximum: MAX_FOR_SECONDS / 60,
+        description: 'backend_unhealthy and tunnel_down: minutes the state must last before the alert fires; default 0.',
+      }),
+    ),
+    for_seconds: Type.Optional(
+      Type.Integer({
+        minimum: 0,
+        maximum: MAX_FOR_SECONDS,
+        description: 'The same in seconds, for finer durations; give for_minutes or for_seconds, not both.',
+      }),
+    ),
   },
   'What the policy watches, told apart by `type`; each type takes only the fields its description names.',
 );
@@ -122,7 +135,10 @@ const TransitionSchema = Type.Union(
 
 const TargetSchema = strictObject({
   resource_id: Type.String({ description: 'The resource the condition holds for.' }),
-  state: Type.String({ enum: ['pending', 'firing'], description: 'pending: the condition holds, not yet for the policy\'s duration; firing: the alert is triggered.' }),
+  state: Type.String({
+    enum: ['pending', 'firing'],
+    description: "pending: the condition holds, not yet for the policy's duration; firing: the alert is triggered.",
+  }),
   since: Timestamp('When the condition was first seen to hold.'),
   triggered_at: NullableTimestamp('When the alert fired; null while pending.'),
   incident_id: Type.Union([Type.String(), Type.Null()], { description: 'The incident the alert opened; null while pending.' }),
@@ -136,14 +152,18 @@ export function conditionProblems(condition: AlertCondition): FieldError[] {
   const { type } = condition;
   if (condition.family !== undefined && type !== 'resource_failed') problems.push({ field: at('family'), message: 'applies to resource_failed only' });
   for (const field of ['for_minutes', 'for_seconds'] as const) {
-    if (condition[field] !== undefined && !DURATION_TYPES.includes(type)) problems.push({ field: at(field), message: `applies to ${DURATION_TYPES.join(' and ')} only` });
+    if (condition[field] !== undefined && !DURATION_TYPES.includes(type))
+      problems.push({ field: at(field), message: `applies to ${DURATION_TYPES.join(' and ')} only` });
   }
-  if (condition.for_minutes !== undefined && condition.for_seconds !== undefined) problems.push({ field: at('for_seconds'), message: 'give for_minutes or for_seconds, not both' });
+  if (condition.for_minutes !== undefined && condition.for_seconds !== undefined)
+    problems.push({ field: at('for_seconds'), message: 'give for_minutes or for_seconds, not both' });
   if (condition.resource_id !== undefined) {
     const prefix = condition.resource_id.slice(0, condition.resource_id.indexOf('_'));
-    if (!PREFIXES[type].includes(prefix)) problems.push({ field: at('resource_id'), message: `must be the id of ${PREFIXES[type].map((p) => `a ${p}_`).join(', ')} resource for ${type}` });
+    if (!PREFIXES[type].includes(prefix))
+      problems.push({ field: at('resource_id'), message: `must be the id of ${PREFIXES[type].map((p) => `a ${p}_`).join(', ')} resource for ${type}` });
     const { family } = condition;
-    if (family && PREFIXES_OF_FAMILY[family] && PREFIXES_OF_FAMILY[family] !== prefix) problems.push({ field: at('resource_id'), message: `is not a ${family.replace(/_/g, ' ')}` });
+    if (family && PREFIXES_OF_FAMILY[family] && PREFIXES_OF_FAMILY[family] !== prefix)
+      problems.push({ field: at('resource_id'), message: `is not a ${family.replace(/_/g, ' ')}` });
   }
   return problems;
 }
@@ -176,16 +196,30 @@ export const alertPolicyFamily: FamilyDefinition<AlertPolicySpec, AlertPolicySta
     resolved: 'resolved: its condition no longer holds for a resource that was firing (or the policy was disabled); its incident is resolved with it.',
   },
   uniqueNames: false,
-  description: 'An alert policy: a condition over the team\'s resources that, once it holds, triggers an alert and opens an incident.',
+  description: "An alert policy: a condition over the team's resources that, once it holds, triggers an alert and opens an incident.",
   schemas: {
-    create: strictObject({ name: ResourceName('Policy name, 2-40 characters.'), condition: ConditionSchema, enabled: Type.Optional(Type.Boolean({ description: 'Whether the policy is evaluated; default true.' })) }),
-    update: strictObject({ name: Type.Optional(ResourceName()), condition: Type.Optional(ConditionSchema), enabled: Type.Optional(Type.Boolean({ description: 'false resolves what fires and evaluates nothing until true again.' })) }),
+    create: strictObject({
+      name: ResourceName('Policy name, 2-40 characters.'),
+      condition: ConditionSchema,
+      enabled: Type.Optional(Type.Boolean({ description: 'Whether the policy is evaluated; default true.' })),
+    }),
+    update: strictObject({
+      name: Type.Optional(ResourceName()),
+      condition: Type.Optional(ConditionSchema),
+      enabled: Type.Optional(Type.Boolean({ description: 'false resolves what fires and evaluates nothing until true again.' })),
+    }),
     spec: strictObject({ name: ResourceName(), condition: ConditionSchema, enabled: Type.Boolean({ description: 'Whether the policy is evaluated.' }) }),
     status: strictObject({
       ...baseStatusProperties(STATES),
       // One target per resource (the controller adds a resource only when it has none).
-      targets: Type.Array(TargetSchema, { description: 'Resources the condition holds for.', 'x-kubernetes-list-type': 'map', 'x-kubernetes-list-map-keys': ['resource_id'] }),
-      handled: Type.Record(Type.String(), Type.String(), { description: 'job_failed: per job, the finish time of the latest failure already alerted on and resolved.' }),
+      targets: Type.Array(TargetSchema, {
+        description: 'Resources the condition holds for.',
+        'x-kubernetes-list-type': 'map',
+        'x-kubernetes-list-map-keys': ['resource_id'],
+      }),
+      handled: Type.Record(Type.String(), Type.String(), {
+        description: 'job_failed: per job, the finish time of the latest failure already alerted on and resolved.',
+      }),
       last_transition: TransitionSchema,
     }),
     record: strictObject({

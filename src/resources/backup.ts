@@ -45,10 +45,19 @@ export type Backup = Resource<BackupSpec, BackupStatus>;
 /** A restore asked for that is not carried out yet (it may be under way). */
 export const restorePending = (backup: Backup): boolean => (backup.spec.restore_requests ?? 0) > (backup.status.restores_done ?? 0);
 
-const BackupName = Type.String({ minLength: 1, maxLength: 80, pattern: '^\\S(.*\\S)?$', description: 'Name of the backup; default `<server name>-<UTC time>`.' });
-const Trigger = Type.String({ enum: [...BACKUP_TRIGGERS], description: 'What made the backup: manual (POST /servers/{id}/backups) or policy (the server\'s daily backup_policy).' });
+const BackupName = Type.String({
+  minLength: 1,
+  maxLength: 80,
+  pattern: '^\\S(.*\\S)?$',
+  description: 'Name of the backup; default `<server name>-<UTC time>`.',
+});
+const Trigger = Type.String({
+  enum: [...BACKUP_TRIGGERS],
+  description: "What made the backup: manual (POST /servers/{id}/backups) or policy (the server's daily backup_policy).",
+});
 const Method = Type.Union([Type.String({ enum: ['simulated', 'volume_snapshot'] }), Type.Null()], {
-  description: 'How the backup was taken: volume_snapshot (a snapshot.storage.k8s.io VolumeSnapshot of the server\'s volume) or simulated; null until the driver started it.',
+  description:
+    "How the backup was taken: volume_snapshot (a snapshot.storage.k8s.io VolumeSnapshot of the server's volume) or simulated; null until the driver started it.",
 });
 
 const isRestoring = (backup: Backup | undefined) => backup?.status?.restore_state === 'restoring';
@@ -79,7 +88,7 @@ export const backupFamily: FamilyDefinition<BackupSpec, BackupStatus> = {
     if (isRestoring(previous) && !isRestoring(next) && next.status.restore_state !== null) return ['restore_completed'];
     return [];
   },
-  description: 'A backup of a server\'s disk, made on request or by the server\'s daily backup policy, that can be restored onto the server.',
+  description: "A backup of a server's disk, made on request or by the server's daily backup policy, that can be restored onto the server.",
   schemas: {
     create: strictObject({ name: Type.Optional(BackupName) }),
     spec: strictObject({
@@ -92,7 +101,9 @@ export const backupFamily: FamilyDefinition<BackupSpec, BackupStatus> = {
     status: strictObject({
       ...baseStatusProperties(STATES),
       // No enums here: a CRD's enum must list null to allow it.
-      method: Type.Union([Type.String(), Type.Null()], { description: 'How the backup was taken: simulated or volume_snapshot; null until the driver started it.' }),
+      method: Type.Union([Type.String(), Type.Null()], {
+        description: 'How the backup was taken: simulated or volume_snapshot; null until the driver started it.',
+      }),
       completed_at: NullableTimestamp('When the backup was complete.'),
       restore_state: Type.Union([Type.String(), Type.Null()], { description: 'The last restore: restoring, succeeded or failed; null if never restored.' }),
       restore_started_at: NullableTimestamp('When the last restore began.'),
@@ -108,7 +119,9 @@ export const backupFamily: FamilyDefinition<BackupSpec, BackupStatus> = {
       scheduled_at: NullableTimestamp('Policy backups: the time of the policy it was made for; null for manual ones.'),
       method: Method,
       completed_at: NullableTimestamp('When the backup was complete; null before.'),
-      restore_status: Type.Union([Type.String({ enum: [...RESTORE_STATES] }), Type.Null()], { description: 'The last restore of this backup: restoring, succeeded or failed; null if never restored.' }),
+      restore_status: Type.Union([Type.String({ enum: [...RESTORE_STATES] }), Type.Null()], {
+        description: 'The last restore of this backup: restoring, succeeded or failed; null if never restored.',
+      }),
       restore_started_at: NullableTimestamp('When the last restore began.'),
       restore_finished_at: NullableTimestamp('When the last restore ended.'),
     }),

@@ -147,7 +147,8 @@ export const hasDeletionPolicy = (family: AnyFamily) => family.providerBacked &&
 const DELETION_POLICY_SCHEMA: Schema = {
   type: 'string',
   enum: ['Delete', 'Orphan'],
-  description: 'What deleting this resource does to what was provisioned for it: Delete (the default when left out) releases it; Orphan leaves it in place. Not a field of the API.',
+  description:
+    'What deleting this resource does to what was provisioned for it: Delete (the default when left out) releases it; Orphan leaves it in place. Not a field of the API.',
 };
 
 /**

@@ -26,7 +26,14 @@ function holdsName(object: StoredObject<unknown, { status?: string } | undefined
  * for each other (names are not changed after creation), so creates of different names
  * share disk flushes instead of taking turns.
  */
-export async function withUniqueName<R>(store: Store, family: AnyFamily, team: string, spec: unknown, self: string | undefined, create: () => Promise<R>): Promise<R> {
+export async function withUniqueName<R>(
+  store: Store,
+  family: AnyFamily,
+  team: string,
+  spec: unknown,
+  self: string | undefined,
+  create: () => Promise<R>,
+): Promise<R> {
   if (!family.uniqueNames) return create();
   const name = family.nameOf(spec);
   return uniqueNameLock.run(`${team}/${family.kind}/${name}`, async () => {
@@ -43,7 +50,15 @@ export async function withUniqueName<R>(store: Store, family: AnyFamily, team: s
  * before `write` makes the resource, so a reconciler always finds it; removes it again if
  * the write fails. Without a secret to keep, only writes.
  */
-export async function withNewSecret<R>(store: Store, family: AnyFamily, team: string, id: string, spec: unknown, given: string | undefined, write: () => Promise<R>): Promise<R> {
+export async function withNewSecret<R>(
+  store: Store,
+  family: AnyFamily,
+  team: string,
+  id: string,
+  spec: unknown,
+  given: string | undefined,
+  write: () => Promise<R>,
+): Promise<R> {
   const value = family.secret ? (given ?? family.secret.generate?.(spec) ?? null) : null;
   if (value === null) return write();
   const name = family.secret!.secretName(id);

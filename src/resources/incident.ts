@@ -36,7 +36,9 @@ export interface IncidentStatus extends BaseStatus {
 export type Incident = Resource<IncidentSpec, IncidentStatus>;
 
 const Title = Type.String({ minLength: 1, maxLength: 300, description: 'What happened, in words.' });
-const Actor = Type.Union([Type.String({ maxLength: 64 }), Type.Null()], { description: 'Who asked: an API key or user id, or `system` for the alert resolving by itself.' });
+const Actor = Type.Union([Type.String({ maxLength: 64 }), Type.Null()], {
+  description: 'Who asked: an API key or user id, or `system` for the alert resolving by itself.',
+});
 
 export const incidentFamily: FamilyDefinition<IncidentSpec, IncidentStatus> = {
   name: 'incident',
@@ -66,7 +68,7 @@ export const incidentFamily: FamilyDefinition<IncidentSpec, IncidentStatus> = {
     spec: strictObject({
       title: Title,
       policy_id: IdOf('alp', 'The alert policy that opened it.'),
-      condition_type: Type.String({ enum: [...CONDITION_TYPES], description: 'The type of the policy\'s condition.' }),
+      condition_type: Type.String({ enum: [...CONDITION_TYPES], description: "The type of the policy's condition." }),
       resource_id: Type.String({ maxLength: 64, description: 'The resource the alert fired for.' }),
       acknowledge_requested: Type.Boolean({ description: 'Set to true to acknowledge the incident.' }),
       acknowledged_by: Actor,
@@ -85,7 +87,7 @@ export const incidentFamily: FamilyDefinition<IncidentSpec, IncidentStatus> = {
       ...baseRecordProperties('inc', STATES),
       title: Title,
       policy_id: IdOf('alp', 'The alert policy that opened it.'),
-      condition_type: Type.String({ enum: [...CONDITION_TYPES], description: 'The type of the policy\'s condition.' }),
+      condition_type: Type.String({ enum: [...CONDITION_TYPES], description: "The type of the policy's condition." }),
       resource_id: Type.String({ description: 'The resource the alert fired for.' }),
       opened_at: NullableTimestamp('When it was opened.'),
       acknowledged_at: NullableTimestamp('When it was acknowledged; null before.'),

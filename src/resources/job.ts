@@ -66,9 +66,18 @@ export type Job = Resource<JobSpec, JobStatus>;
 const Command = Type.String({ minLength: 1, maxLength: 10_000, description: 'Shell command to execute (run with /bin/sh -c).' });
 const Image = Type.String({ minLength: 1, maxLength: 255, pattern: '^[^\\s]+$', description: `Container image, default ${DEFAULT_IMAGE}.` });
 const Plan = Type.String({ enum: JOB_PLANS, description: `Execution plan: ${JOB_PLANS.join(', ')}; default standard.` });
-const Schedule = Type.String({ minLength: 1, maxLength: 200, description: 'Cron expression: 5 fields (minute hour day-of-month month day-of-week), or 6 with seconds first; @hourly, @daily and the like. The job then runs on this schedule.' });
+const Schedule = Type.String({
+  minLength: 1,
+  maxLength: 200,
+  description:
+    'Cron expression: 5 fields (minute hour day-of-month month day-of-week), or 6 with seconds first; @hourly, @daily and the like. The job then runs on this schedule.',
+});
 const TimeZone = Type.String({ minLength: 1, maxLength: 64, description: 'IANA time zone the schedule is read in, e.g. Europe/Berlin; default UTC.' });
-const Concurrency = Type.String({ enum: [...CONCURRENCY_POLICIES], description: 'Scheduled jobs: when a time comes while a run is still going, allow (default) starts another, forbid skips this time, replace cancels the running one and starts anew.' });
+const Concurrency = Type.String({
+  enum: [...CONCURRENCY_POLICIES],
+  description:
+    'Scheduled jobs: when a time comes while a run is still going, allow (default) starts another, forbid skips this time, replace cancels the running one and starts anew.',
+});
 const ScheduledJobId = Type.String({ maxLength: 64, description: 'A run: the id of the scheduled job that made it.' });
 
 /** A schedule that parses, in a zone that exists, and that fires at all; 422 naming the field otherwise. */
@@ -79,7 +88,8 @@ function assertSchedule(schedule: string, timezone: string): void {
     const parsed = parseCron(schedule);
     // The fields rule out most such schedules at once; the zone's clock the rest (times all in its daylight-saving gaps).
     if (neverFires(parsed)) broken.push({ field: 'schedule', message: 'never fires (none of its months has one of its days of the month)' });
-    else if (broken.length === 0 && !nextFire(parsed, timezone, new Date())) broken.push({ field: 'schedule', message: 'never fires (none of its times comes on the zone\'s clock in the next eight years)' });
+    else if (broken.length === 0 && !nextFire(parsed, timezone, new Date()))
+      broken.push({ field: 'schedule', message: "never fires (none of its times comes on the zone's clock in the next eight years)" });
   } catch (err) {
     if (!(err instanceof CronSyntaxError)) throw err;
     broken.push({ field: 'schedule', message: `is not a cron expression: ${err.message}` });
@@ -132,7 +142,9 @@ export const jobFamily: FamilyDefinition<JobSpec, JobStatus> = {
       paused: Type.Optional(Type.Boolean({ description: 'Scheduled jobs: set to true to pause the schedule (POST /pause), false to resume it.' })),
       scheduled_job_id: Type.Optional(ScheduledJobId),
       scheduled_at: Type.Optional(Type.String({ format: 'date-time', description: 'A run: the time of the schedule it was made for.' })),
-      executor_run: Type.Optional(Type.String({ maxLength: 253, description: 'A run its executor made itself: its name there (the batch/v1 Job a CronJob made).' })),
+      executor_run: Type.Optional(
+        Type.String({ maxLength: 253, description: 'A run its executor made itself: its name there (the batch/v1 Job a CronJob made).' }),
+      ),
     }),
     status: strictObject({
       ...baseStatusProperties(STATES),
@@ -142,7 +154,11 @@ export const jobFamily: FamilyDefinition<JobSpec, JobStatus> = {
       last_scheduled_at: Type.Optional(NullableTimestamp('Scheduled jobs: the last time of the schedule a run was made for.')),
       next_run_at: Type.Optional(NullableTimestamp('Scheduled jobs: the next time of the schedule.')),
       resumed_at: Type.Optional(NullableTimestamp('Scheduled jobs: when the schedule was last resumed; times before it are not caught up.')),
-      output: Type.Optional(Type.Union([Type.String({ maxLength: 65_536 }), Type.Null()], { description: 'What the run printed (the first 64 KiB), kept once it ended; GET /api/v1/jobs/{id}/logs shows it.' })),
+      output: Type.Optional(
+        Type.Union([Type.String({ maxLength: 65_536 }), Type.Null()], {
+          description: 'What the run printed (the first 64 KiB), kept once it ended; GET /api/v1/jobs/{id}/logs shows it.',
+        }),
+      ),
     }),
     record: strictObject({
       ...baseRecordProperties('job', STATES),
@@ -156,17 +172,26 @@ export const jobFamily: FamilyDefinition<JobSpec, JobStatus> = {
       finished_at: NullableTimestamp('When the job ended; null while queued or running.'),
       schedule: Type.Union([Schedule, Type.Null()], { description: 'Cron expression of a scheduled job; null for a job that runs once.' }),
       timezone: Type.Union([TimeZone, Type.Null()], { description: 'Time zone of the schedule; null without one.' }),
-      concurrency_policy: Type.Union([Concurrency, Type.Null()], { description: 'What a time of the schedule does while a run is still going; null without a schedule.' }),
+      concurrency_policy: Type.Union([Concurrency, Type.Null()], {
+        description: 'What a time of the schedule does while a run is still going; null without a schedule.',
+      }),
       next_run_at: NullableTimestamp('Scheduled jobs: the next time of the schedule; null otherwise, and once cancelled.'),
       last_run_at: NullableTimestamp('Scheduled jobs: the time of the schedule the last run was made for.'),
-      scheduled_job_id: Type.Union([ScheduledJobId, Type.Null()], { description: 'A run of a scheduled job: that job\'s id; null otherwise.' }),
+      scheduled_job_id: Type.Union([ScheduledJobId, Type.Null()], { description: "A run of a scheduled job: that job's id; null otherwise." }),
       scheduled_at: NullableTimestamp('A run of a scheduled job: the time of the schedule it was made for.'),
     }),
   },
   specFromCreate(body, { config }) {
     const region = body.region ?? config.regions.find((r) => !config.unavailableRegions.includes(r)) ?? config.regions[0];
     assertRegionAvailable(config, region);
-    const spec: JobSpec = { name: body.name, command: body.command, image: body.image ?? DEFAULT_IMAGE, region, plan: body.plan ?? 'standard', cancel_requested: false };
+    const spec: JobSpec = {
+      name: body.name,
+      command: body.command,
+      image: body.image ?? DEFAULT_IMAGE,
+      region,
+      plan: body.plan ?? 'standard',
+      cancel_requested: false,
+    };
     const unscheduled = ['timezone', 'concurrency_policy'].filter((field) => body[field] !== undefined && body.schedule === undefined);
     if (unscheduled.length > 0) throw validationFailed(unscheduled.map((field) => ({ field, message: 'needs a schedule' })));
     if (body.schedule !== undefined) {

@@ -3,7 +3,16 @@ import { Type } from '@sinclair/typebox';
 import { domainError, fieldInvalid, validationFailed } from '../lib/errors';
 import { assertRegionAvailable } from './regions';
 import type { BaseStatus, FamilyDefinition, Resource } from './family';
-import { baseRecordProperties, baseStatusProperties, ExternalRecordSchema, IdOf, Region, ResourceName, strictObject, connectionSecretProperty } from './schema-kit';
+import {
+  baseRecordProperties,
+  baseStatusProperties,
+  ExternalRecordSchema,
+  IdOf,
+  Region,
+  ResourceName,
+  strictObject,
+  connectionSecretProperty,
+} from './schema-kit';
 
 const STATES = ['creating', 'running', 'failed', 'deleted', 'destroyed'] as const;
 const ALGORITHMS = ['round_robin', 'least_connections', 'ip_hash'];
@@ -59,13 +68,20 @@ const Sticky = Type.Boolean({ description: 'Cookie-based session stickiness.' })
 const Certificate = Type.String({ minLength: 1, maxLength: 128, description: 'Certificate id for HTTPS termination; required when protocol is https.' });
 
 /** A Kubernetes object name (RFC 1123 subdomain). */
-const ObjectName = Type.String({ minLength: 1, maxLength: 253, pattern: '^[a-z0-9]([-a-z0-9.]*[a-z0-9])?$', description: 'metadata.name of a Server custom resource in the same namespace.' });
+const ObjectName = Type.String({
+  minLength: 1,
+  maxLength: 253,
+  pattern: '^[a-z0-9]([-a-z0-9.]*[a-z0-9])?$',
+  description: 'metadata.name of a Server custom resource in the same namespace.',
+});
 export const EXACTLY_ONE_SERVER = 'exactly one of server_id and serverRef';
 
 const BackendRef = Type.Object(
   {
     server_id: Type.Optional(IdOf('svr', 'The attached server, by API id; or give serverRef.')),
-    serverRef: Type.Optional(strictObject({ name: ObjectName }, 'The attached server, by the name of its Server custom resource in this namespace; or give server_id.')),
+    serverRef: Type.Optional(
+      strictObject({ name: ObjectName }, 'The attached server, by the name of its Server custom resource in this namespace; or give server_id.'),
+    ),
     port: Port('Backend port on the server.'),
   },
   {
@@ -171,8 +187,12 @@ export const loadBalancerFamily: FamilyDefinition<LoadBalancerSpec, LoadBalancer
       ssl_certificate_id: Type.Union([Type.String(), Type.Null()], { description: 'Certificate for HTTPS termination, or null.' }),
       backends: Type.Array(
         strictObject({
-          server_id: Type.Union([Type.String(), Type.Null()], { description: 'Attached server; for a serverRef, the id it resolved to, null while it names no server.' }),
-          server_ref: Type.Union([strictObject({ name: Type.String() }), Type.Null()], { description: 'The serverRef of a backend given by reference in a manifest; null for one given by id.' }),
+          server_id: Type.Union([Type.String(), Type.Null()], {
+            description: 'Attached server; for a serverRef, the id it resolved to, null while it names no server.',
+          }),
+          server_ref: Type.Union([strictObject({ name: Type.String() }), Type.Null()], {
+            description: 'The serverRef of a backend given by reference in a manifest; null for one given by id.',
+          }),
           port: Type.Integer({ description: 'Backend port.' }),
           status: Type.String({ enum: BACKEND_STATES, description: 'healthy, unhealthy or draining.' }),
         }),
@@ -256,8 +276,7 @@ export const loadBalancerFamily: FamilyDefinition<LoadBalancerSpec, LoadBalancer
   },
 
   extraEvents(previous, next) {
-    const live = (lb: LoadBalancer | undefined) =>
-      new Set((lb?.status?.backends ?? []).filter((b) => b.status !== 'draining').map((b) => b.server_id));
+    const live = (lb: LoadBalancer | undefined) => new Set((lb?.status?.backends ?? []).filter((b) => b.status !== 'draining').map((b) => b.server_id));
     const before = live(previous);
     const after = live(next);
     const events: string[] = [];

@@ -20,7 +20,6 @@ import { recordName, SharedRecords } from '../store/shared-records';
 import type { QuotaFamily } from '../config';
 import type { AnyFamily, BaseStatus } from './family';
 
-
 export interface LedgerTimes {
   /** How long a pending entry holds its place without renewal (its holder renews at a third of it). */
   leaseMs: number;
@@ -77,7 +76,11 @@ const dataOf = (entries: Map<string, Entry>) => Object.fromEntries([...entries].
  * Reads the ledger and swaps in `change(entries)` until a swap wins; `change` answers the
  * next entries, or undefined for no write.
  */
-async function updateLedger(records: SharedRecords, name: string, change: (entries: Map<string, Entry>, now: number) => Promise<Map<string, Entry> | undefined>): Promise<void> {
+async function updateLedger(
+  records: SharedRecords,
+  name: string,
+  change: (entries: Map<string, Entry>, now: number) => Promise<Map<string, Entry> | undefined>,
+): Promise<void> {
   for (let attempt = 0; attempt < SWAP_ATTEMPTS; attempt++) {
     const stored = await records.read(name);
     const now = Date.now();
@@ -143,7 +146,15 @@ export class LedgerClaim {
  * Takes places for `named` (or one unnamed placeholder) in the team's ledger of the rule's
  * quota, or throws 422 quota_exceeded when the team holds its quota already.
  */
-export async function claimInLedger<Spec>(store: Store, records: SharedRecords, rule: QuotaRule<Spec>, team: string, limit: number, named: string[], times = LEDGER_TIMES): Promise<LedgerClaim> {
+export async function claimInLedger<Spec>(
+  store: Store,
+  records: SharedRecords,
+  rule: QuotaRule<Spec>,
+  team: string,
+  limit: number,
+  named: string[],
+  times = LEDGER_TIMES,
+): Promise<LedgerClaim> {
   const name = ledgerName(team, rule.quota);
   const taken = named.length > 0 ? named : [`unnamed-${randomUUID()}`];
   const holding = async (id: string) => {

@@ -84,7 +84,13 @@ export async function withinQuota<R>(scope: QuotaScope, family: AnyFamily, team:
 }
 
 /** `withinQuota` for any rule: room for as many resources as `ids` names. */
-export async function withinLimit<R, Spec>(scope: QuotaScope, rule: QuotaRule<Spec>, team: string, ids: string | string[], create: () => Promise<R>): Promise<R> {
+export async function withinLimit<R, Spec>(
+  scope: QuotaScope,
+  rule: QuotaRule<Spec>,
+  team: string,
+  ids: string | string[],
+  create: () => Promise<R>,
+): Promise<R> {
   const { store } = scope;
   const limit = scope.limits[rule.quota];
   const key = `${team}/${rule.quota}`;

@@ -5,18 +5,15 @@ import { Type, TProperties } from '@sinclair/typebox';
 export const StringEnum = <T extends string>(values: readonly T[], options: { description?: string; default?: T } = {}) =>
   Type.Unsafe<T>(Type.String({ ...options, enum: [...values] }));
 export const Timestamp = (description: string) => Type.String({ format: 'date-time', description });
-export const NullableTimestamp = (description: string) =>
-  Type.Union([Type.String({ format: 'date-time' }), Type.Null()], { description });
+export const NullableTimestamp = (description: string) => Type.Union([Type.String({ format: 'date-time' }), Type.Null()], { description });
 export const Nullable = <T extends ReturnType<typeof Type.String>>(schema: T) => Type.Union([schema, Type.Null()], { description: schema.description });
 
 export const ResourceName = (description = 'Human-readable name, 2-40 characters.') =>
   Type.String({ minLength: 2, maxLength: 40, pattern: '^\\S(.*\\S)?$', description });
 
-export const Region = (description = 'Region id from GET /api/v1/regions, e.g. fra1.') =>
-  Type.String({ minLength: 1, maxLength: 32, description });
+export const Region = (description = 'Region id from GET /api/v1/regions, e.g. fra1.') => Type.String({ minLength: 1, maxLength: 32, description });
 
-export const IdOf = (prefix: string, description: string) =>
-  Type.String({ pattern: `^${prefix}_[0-9a-z]{16,26}$`, description });
+export const IdOf = (prefix: string, description: string) => Type.String({ pattern: `^${prefix}_[0-9a-z]{16,26}$`, description });
 
 /**
  * The limits of metav1.Condition (k8s.io/apimachinery), which kstatus, Flux and Argo CD
@@ -35,7 +32,12 @@ export const ConditionSchema = Type.Object(
       description: 'Ready, Synced, Reconciling (True while work is under way) or Stalled (True when failed).',
     }),
     status: Type.String({ enum: ['True', 'False', 'Unknown'], description: 'True, False or Unknown.' }),
-    reason: Type.String({ minLength: 1, maxLength: CONDITION_REASON_MAX, pattern: CONDITION_REASON_PATTERN, description: 'Machine-readable reason in CamelCase.' }),
+    reason: Type.String({
+      minLength: 1,
+      maxLength: CONDITION_REASON_MAX,
+      pattern: CONDITION_REASON_PATTERN,
+      description: 'Machine-readable reason in CamelCase.',
+    }),
     message: Type.String({ maxLength: CONDITION_MESSAGE_MAX, description: 'Human-readable detail; may be empty.' }),
     lastTransitionTime: Type.String({ format: 'date-time', description: 'When status last changed.' }),
     observedGeneration: Type.Optional(Type.Integer({ minimum: 0, format: 'int64', description: 'The generation this condition describes.' })),
@@ -80,7 +82,13 @@ export const strictObject = <T extends TProperties>(properties: T, description?:
  * form, since each driver records its own; absent before its first step and once released.
  */
 export const ExternalRecordSchema = Type.Optional(
-  Type.Object({}, { additionalProperties: true, description: "The driver's record of what it made for this resource; absent before it made anything and once it was released." }),
+  Type.Object(
+    {},
+    {
+      additionalProperties: true,
+      description: "The driver's record of what it made for this resource; absent before it made anything and once it was released.",
+    },
+  ),
 );
 
 /** The spec field naming the Secret a managed resource's connection details are written to (controllers/connection-details.ts). */
@@ -88,7 +96,14 @@ export const CONNECTION_SECRET_FIELD = 'writeConnectionSecretToRef';
 export const connectionSecretProperty = () => ({
   [CONNECTION_SECRET_FIELD]: Type.Optional(
     strictObject(
-      { name: Type.String({ minLength: 1, maxLength: 253, pattern: '^[a-z0-9]([-a-z0-9.]*[a-z0-9])?$', description: 'Name of the Secret, in the same namespace.' }) },
+      {
+        name: Type.String({
+          minLength: 1,
+          maxLength: 253,
+          pattern: '^[a-z0-9]([-a-z0-9.]*[a-z0-9])?$',
+          description: 'Name of the Secret, in the same namespace.',
+        }),
+      },
       'Cluster mode, manifests only: the Secret in this namespace that the operator writes the connection details (address, endpoint, mount target) to once they are known, owned by this resource.',
     ),
   ),

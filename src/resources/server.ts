@@ -4,7 +4,16 @@ import { assertRegionAvailable } from './regions';
 import { nowIso } from '../lib/time';
 import { SERVER_PLANS } from '../lib/server-catalog';
 import type { BaseStatus, FamilyDefinition, Resource } from './family';
-import { baseRecordProperties, baseStatusProperties, ExternalRecordSchema, IdOf, Region, ResourceName, strictObject, connectionSecretProperty } from './schema-kit';
+import {
+  baseRecordProperties,
+  baseStatusProperties,
+  ExternalRecordSchema,
+  IdOf,
+  Region,
+  ResourceName,
+  strictObject,
+  connectionSecretProperty,
+} from './schema-kit';
 
 const STATES = ['creating', 'running', 'stopping', 'stopped', 'starting', 'rebooting', 'restoring', 'failed', 'deleted', 'destroyed'] as const;
 const DEFAULT_PLAN = 's-1vcpu-1gb';
@@ -40,17 +49,28 @@ const BackupPolicyInput = strictObject(
   {
     enabled: Type.Boolean({ description: 'Whether the daily backup is made.' }),
     time: Type.String({ pattern: '^([01][0-9]|2[0-3]):[0-5][0-9]$', description: 'Time of day of the backup, HH:MM in UTC.' }),
-    retain: Type.Optional(Type.Integer({ minimum: 1, maximum: 90, description: `How many backups of the policy are kept (the oldest beyond are deleted); default ${DEFAULT_RETAIN}. Manual backups are never deleted by it.` })),
+    retain: Type.Optional(
+      Type.Integer({
+        minimum: 1,
+        maximum: 90,
+        description: `How many backups of the policy are kept (the oldest beyond are deleted); default ${DEFAULT_RETAIN}. Manual backups are never deleted by it.`,
+      }),
+    ),
   },
   'A daily backup of the server: one backup a day at `time` (UTC), keeping the last `retain`.',
 );
-const BackupPolicySpec = strictObject({
-  enabled: Type.Boolean(),
-  time: Type.String({ pattern: '^([01][0-9]|2[0-3]):[0-5][0-9]$' }),
-  retain: Type.Integer({ minimum: 1, maximum: 90 }),
-  since: Type.Optional(Type.String({ format: 'date-time', description: 'When the policy was set; times of it before are not caught up.' })),
-}, 'A daily backup of the server at `time` UTC, keeping the last `retain` policy backups.');
-const BackupPolicyRecord = Type.Union([strictObject({ enabled: Type.Boolean(), time: Type.String(), retain: Type.Integer() }), Type.Null()], { description: 'The daily backup policy; null without one.' });
+const BackupPolicySpec = strictObject(
+  {
+    enabled: Type.Boolean(),
+    time: Type.String({ pattern: '^([01][0-9]|2[0-3]):[0-5][0-9]$' }),
+    retain: Type.Integer({ minimum: 1, maximum: 90 }),
+    since: Type.Optional(Type.String({ format: 'date-time', description: 'When the policy was set; times of it before are not caught up.' })),
+  },
+  'A daily backup of the server at `time` UTC, keeping the last `retain` policy backups.',
+);
+const BackupPolicyRecord = Type.Union([strictObject({ enabled: Type.Boolean(), time: Type.String(), retain: Type.Integer() }), Type.Null()], {
+  description: 'The daily backup policy; null without one.',
+});
 
 /** The policy as the spec keeps it: the default retention filled in, and when it was set. */
 function policyOf(input: { enabled: boolean; time: string; retain?: number } | null | undefined): BackupPolicy | undefined {
@@ -78,7 +98,12 @@ const Mount = strictObject({
 });
 
 const Plan = Type.String({ enum: SERVER_PLANS, description: `Size of the machine: ${SERVER_PLANS.join(', ')}.` });
-const Image = Type.String({ minLength: 1, maxLength: 100, pattern: '^[a-z0-9][a-z0-9._-]*$', description: `Operating system image, default ${DEFAULT_IMAGE}.` });
+const Image = Type.String({
+  minLength: 1,
+  maxLength: 100,
+  pattern: '^[a-z0-9][a-z0-9._-]*$',
+  description: `Operating system image, default ${DEFAULT_IMAGE}.`,
+});
 
 export const serverFamily: FamilyDefinition<ServerSpec, ServerStatus> = {
   name: 'server',
@@ -106,7 +131,10 @@ export const serverFamily: FamilyDefinition<ServerSpec, ServerStatus> = {
       image: Type.Optional(Image),
       backup_policy: Type.Optional(BackupPolicyInput),
     }),
-    update: strictObject({ name: Type.Optional(ResourceName()), backup_policy: Type.Optional(Type.Union([BackupPolicyInput, Type.Null()], { description: 'A new daily backup policy; null removes it.' })) }),
+    update: strictObject({
+      name: Type.Optional(ResourceName()),
+      backup_policy: Type.Optional(Type.Union([BackupPolicyInput, Type.Null()], { description: 'A new daily backup policy; null removes it.' })),
+    }),
     spec: strictObject({
       name: ResourceName(),
       region: Region(),
@@ -115,7 +143,12 @@ export const serverFamily: FamilyDefinition<ServerSpec, ServerStatus> = {
       power_state: Type.String({ enum: ['on', 'off'], description: 'Desired power state; the stop and start actions set it.' }),
       reboot_requests: Type.Integer({ minimum: 0, description: 'Number of reboots asked for; increment it to reboot.' }),
       // Unique: attach refuses a share already attached; the CRD makes it a set.
-      file_shares: Type.Optional(Type.Array(IdOf('fs', 'An attached file share.'), { uniqueItems: true, description: 'File shares attached to the server; the file-storage attach and detach actions set it.' })),
+      file_shares: Type.Optional(
+        Type.Array(IdOf('fs', 'An attached file share.'), {
+          uniqueItems: true,
+          description: 'File shares attached to the server; the file-storage attach and detach actions set it.',
+        }),
+      ),
       backup_policy: Type.Optional(BackupPolicySpec),
       ...connectionSecretProperty(),
     }),
@@ -140,7 +173,16 @@ export const serverFamily: FamilyDefinition<ServerSpec, ServerStatus> = {
   specFromCreate(body, { config }) {
     assertRegionAvailable(config, body.region);
     const policy = policyOf(body.backup_policy);
-    return { name: body.name, region: body.region, plan: body.plan ?? DEFAULT_PLAN, image: body.image ?? DEFAULT_IMAGE, power_state: 'on', reboot_requests: 0, file_shares: [], ...(policy ? { backup_policy: policy } : {}) };
+    return {
+      name: body.name,
+      region: body.region,
+      plan: body.plan ?? DEFAULT_PLAN,
+      image: body.image ?? DEFAULT_IMAGE,
+      power_state: 'on',
+      reboot_requests: 0,
+      file_shares: [],
+      ...(policy ? { backup_policy: policy } : {}),
+    };
   },
 
   applyUpdate(spec, patch) {

@@ -72,7 +72,8 @@ export const bucketFamily: FamilyDefinition<BucketSpec, BucketStatus> = {
       public: Public,
       endpoint: Type.Union([Type.String(), Type.Null()], { description: 'S3 endpoint URL of the bucket; null until it is available.' }),
       s3_bucket: Type.Union([Type.String(), Type.Null()], {
-        description: "The bucket's name on the S3 endpoint (`<prefix>-<team>-<name>`, shortened with a hash past 63 characters), for S3 clients; null until it is available, and under the simulated driver.",
+        description:
+          "The bucket's name on the S3 endpoint (`<prefix>-<team>-<name>`, shortened with a hash past 63 characters), for S3 clients; null until it is available, and under the simulated driver.",
       }),
       data_events: DataEvents,
     }),
@@ -135,7 +136,9 @@ export const fileShareFamily: FamilyDefinition<FileShareSpec, FileShareStatus> =
     spec: strictObject({ name: ResourceName(), region: Region(), size_gb: SizeGb, ...connectionSecretProperty() }),
     status: strictObject({
       ...baseStatusProperties(STATES),
-      mount_target: Type.Union([Type.String(), Type.Null()], { description: 'What servers mount: an NFS export host:/path, or a PersistentVolumeClaim <namespace>/<claim> (kubernetes driver).' }),
+      mount_target: Type.Union([Type.String(), Type.Null()], {
+        description: 'What servers mount: an NFS export host:/path, or a PersistentVolumeClaim <namespace>/<claim> (kubernetes driver).',
+      }),
       external: ExternalRecordSchema,
     }),
     record: strictObject({
@@ -144,7 +147,10 @@ export const fileShareFamily: FamilyDefinition<FileShareSpec, FileShareStatus> =
       region: Region(),
       size_gb: SizeGb,
       protocol: Type.String({ enum: ['nfs'], description: 'Access protocol: nfs (NFSv4.1).' }),
-      mount_target: Type.Union([Type.String(), Type.Null()], { description: 'What servers mount: an NFS export (host:/path), or on the kubernetes driver the PersistentVolumeClaim <namespace>/<claim>; null until the share is available.' }),
+      mount_target: Type.Union([Type.String(), Type.Null()], {
+        description:
+          'What servers mount: an NFS export (host:/path), or on the kubernetes driver the PersistentVolumeClaim <namespace>/<claim>; null until the share is available.',
+      }),
     }),
   },
   specFromCreate(body, { config }) {

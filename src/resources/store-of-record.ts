@@ -25,7 +25,7 @@ export function listedKindOf(family: AnyFamily): ListedKind {
   return {
     kind: family.kind,
     nameOf: (spec) => family.nameOf(spec),
-    ...(defaultState ? { stateOf: (o: StoredObject) => ((o.status as { status?: string } | undefined)?.status ?? defaultState) } : {}),
+    ...(defaultState ? { stateOf: (o: StoredObject) => (o.status as { status?: string } | undefined)?.status ?? defaultState } : {}),
     hiddenStates: rules.hiddenStates ?? DEFAULT_HIDDEN_STATES,
     filterFields: rules.filterFields ?? [],
     acrossTeams: rules.acrossTeams,

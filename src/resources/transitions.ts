@@ -90,7 +90,9 @@ export function conditionsFor(family: AnyFamily, resource: Resource, status: Bas
   return [
     make('Ready', ready, reason, message),
     make('Synced', synced, syncReason, failed ? failure : ''),
-    ...(reconciling ? [make('Reconciling', 'True', behind ? 'LatestGenerationNotObserved' : reason, behind ? `Generation ${generation} is not applied yet.` : message)] : []),
+    ...(reconciling
+      ? [make('Reconciling', 'True', behind ? 'LatestGenerationNotObserved' : reason, behind ? `Generation ${generation} is not applied yet.` : message)]
+      : []),
     ...(failed ? [make('Stalled', 'True', syncReason, failure)] : []),
   ];
 }
@@ -128,7 +130,8 @@ export function objectEventsForChange(family: AnyFamily, previous: Resource | un
   const reasonText = next.status.status_reason;
   const events: ObjectEvent[] = [];
   const synced = (r: Resource | undefined) => r?.status?.conditions?.find((c) => c.type === 'Synced');
-  const refusedNow = synced(next)?.reason === SPEC_REFUSED && (after !== before || synced(previous)?.reason !== SPEC_REFUSED || reasonText !== previous?.status?.status_reason);
+  const refusedNow =
+    synced(next)?.reason === SPEC_REFUSED && (after !== before || synced(previous)?.reason !== SPEC_REFUSED || reasonText !== previous?.status?.status_reason);
   // A family that reports none of its states (webhook deliveries, agent messages: records
   // made by the thousand) would double its writes with Events; it gets refusals only.
   const silent = family.eventStates !== undefined && family.eventStates.length === 0;
@@ -137,12 +140,14 @@ export function objectEventsForChange(family: AnyFamily, previous: Resource | un
   } else if (silent) {
     return events;
   } else if (after !== before) {
-    const message = reasonText ?? (before === undefined ? `The ${family.title} was accepted; it is ${after}.` : `The ${family.title} went from ${before} to ${after}.`);
+    const message =
+      reasonText ?? (before === undefined ? `The ${family.title} was accepted; it is ${after}.` : `The ${family.title} went from ${before} to ${after}.`);
     events.push({ type: after === 'failed' ? 'Warning' : 'Normal', reason: stateReason(after), message });
   } else if (reasonText && reasonText !== previous?.status?.status_reason) {
     // Same state, a new reason. A generation observed without its configuration applied is
     // an update the provider refused (the resource runs on as it was); else a degradation.
-    const refusedUpdate = next.status.observed_generation > (previous?.status?.observed_generation ?? 0) && next.status.observed_config === previous?.status?.observed_config;
+    const refusedUpdate =
+      next.status.observed_generation > (previous?.status?.observed_generation ?? 0) && next.status.observed_config === previous?.status?.observed_config;
     events.push({ type: 'Warning', reason: refusedUpdate ? 'UpdateRefused' : 'Degraded', message: reasonText });
   }
   const configBefore = previous?.status?.observed_config;

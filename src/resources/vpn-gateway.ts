@@ -6,7 +6,16 @@ import { isPublicAddress } from '../lib/ip';
 import { randomString } from '../lib/ids';
 import { assertRegionAvailable } from './regions';
 import type { BaseStatus, FamilyDefinition, Resource } from './family';
-import { baseRecordProperties, baseStatusProperties, ExternalRecordSchema, NullableTimestamp, Region, ResourceName, strictObject, connectionSecretProperty } from './schema-kit';
+import {
+  baseRecordProperties,
+  baseStatusProperties,
+  ExternalRecordSchema,
+  NullableTimestamp,
+  Region,
+  ResourceName,
+  strictObject,
+  connectionSecretProperty,
+} from './schema-kit';
 
 const STATES = ['creating', 'active', 'failed', 'deleting', 'deleted', 'destroyed'] as const;
 const TUNNEL_TYPES = ['ipsec', 'wireguard'];
@@ -73,7 +82,8 @@ function isWireguardKey(value: string): boolean {
 function assertRemotePublicKey(tunnelType: string, key: string | null | undefined): void {
   if (key === undefined) return;
   if (tunnelType !== 'wireguard') throw fieldInvalid('remote_public_key', `remote_public_key applies to WireGuard gateways only; this one uses ${tunnelType}.`);
-  if (key !== null && !isWireguardKey(key)) throw fieldInvalid('remote_public_key', 'remote_public_key must be a WireGuard public key: 32 bytes in base64, 44 characters ending in "=".');
+  if (key !== null && !isWireguardKey(key))
+    throw fieldInvalid('remote_public_key', 'remote_public_key must be a WireGuard public key: 32 bytes in base64, 44 characters ending in "=".');
 }
 
 function blockOf(field: string, value: string) {
@@ -160,7 +170,9 @@ export const vpnGatewayFamily: FamilyDefinition<VpnGatewaySpec, VpnGatewayStatus
       local_network_cidr: Type.String({ description: 'CIDR block of the local network.' }),
       remote_network_cidr: Type.String({ description: 'CIDR block of the remote network.' }),
       remote_peer_ip: Type.String({ description: 'Public IPv4 address of the remote peer.' }),
-      remote_public_key: Type.Union([Type.String(), Type.Null()], { description: "The remote peer's WireGuard public key; null when not given (the tunnel stays down) and for IPsec." }),
+      remote_public_key: Type.Union([Type.String(), Type.Null()], {
+        description: "The remote peer's WireGuard public key; null when not given (the tunnel stays down) and for IPsec.",
+      }),
       local_ip: Type.Union([Type.String(), Type.Null()], { description: 'Address of the gateway; null until it is active.' }),
       public_key: Type.Union([Type.String(), Type.Null()], { description: 'WireGuard public key of the gateway, for the peer; null for IPsec.' }),
       tunnel_status: TunnelStatus,
@@ -178,7 +190,11 @@ export const vpnGatewayFamily: FamilyDefinition<VpnGatewaySpec, VpnGatewayStatus
     const local = body.local_network_cidr ?? config.vpcCidr;
     assertNetworks(local, body.remote_network_cidr);
     if (!/^\d{1,3}(\.\d{1,3}){3}$/.test(body.remote_peer_ip) || !isPublicAddress(body.remote_peer_ip)) {
-      throw domainError('invalid_peer_ip', `remote_peer_ip must be a public IPv4 address (not private, loopback, link-local or multicast); "${body.remote_peer_ip}" is not.`, 'remote_peer_ip');
+      throw domainError(
+        'invalid_peer_ip',
+        `remote_peer_ip must be a public IPv4 address (not private, loopback, link-local or multicast); "${body.remote_peer_ip}" is not.`,
+        'remote_peer_ip',
+      );
     }
     assertRemotePublicKey(body.tunnel_type, body.remote_public_key);
     return {

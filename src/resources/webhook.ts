@@ -93,8 +93,10 @@ const AttemptEntry = strictObject({
   attempt: Type.Integer({ minimum: 1, description: 'The attempt number, from 1.' }),
   at: Timestamp('When the attempt started.'),
   response_status: Type.Union([Type.Integer(), Type.Null()], { description: 'HTTP status of the answer; null if none came.' }),
-  latency_ms: Type.Union([Type.Integer({ minimum: 0 }), Type.Null()], { description: 'From the request to the end of the answer (or the failure), in ms; null for a listener, whose CLI makes the request.' }),
-  response_body: Type.Union([Type.String(), Type.Null()], { description: 'The first KiB of the answer\'s body (UTF-8); null if no answer came.' }),
+  latency_ms: Type.Union([Type.Integer({ minimum: 0 }), Type.Null()], {
+    description: 'From the request to the end of the answer (or the failure), in ms; null for a listener, whose CLI makes the request.',
+  }),
+  response_body: Type.Union([Type.String(), Type.Null()], { description: "The first KiB of the answer's body (UTF-8); null if no answer came." }),
   error: Type.Union([Type.String(), Type.Null()], { description: 'Why the attempt failed; null if it succeeded.' }),
 });
 const AttemptLog = Type.Array(AttemptEntry, {
@@ -132,7 +134,8 @@ export const MAX_RATE_LIMIT_PER_MINUTE = 300_000;
 const RateLimit = Type.Integer({
   minimum: 1,
   maximum: MAX_RATE_LIMIT_PER_MINUTE,
-  description: 'Deliveries per minute, 1-300000, default 100; more are queued, never dropped. Past what the service carries (docs/api.md) the pipeline, not the limit, paces deliveries.',
+  description:
+    'Deliveries per minute, 1-300000, default 100; more are queued, never dropped. Past what the service carries (docs/api.md) the pipeline, not the limit, paces deliveries.',
 });
 
 function filterKeyProblems(filter: WebhookFilter | null | undefined): FieldError[] {
@@ -147,12 +150,20 @@ function filterKeyProblems(filter: WebhookFilter | null | undefined): FieldError
  * that no event the service emits has. `undefined` leaves that part unjudged (a PATCH
  * without it). The reconciler judges a kubectl-made subscription's spec by the same.
  */
-export function subscriptionRuleProblems(events: readonly string[] | undefined, filter: WebhookFilter | null | undefined, subscriptionProblems: SubscriptionProblems): FieldError[] {
+export function subscriptionRuleProblems(
+  events: readonly string[] | undefined,
+  filter: WebhookFilter | null | undefined,
+  subscriptionProblems: SubscriptionProblems,
+): FieldError[] {
   const wellFormed = filter && Object.fromEntries(Object.entries(filter).filter(([key]) => FILTER_KEY.test(key)));
   return [...subscriptionProblems(events, wellFormed), ...filterKeyProblems(filter)];
 }
 
-export function assertSubscription(events: readonly string[] | undefined, filter: WebhookFilter | null | undefined, subscriptionProblems: SubscriptionProblems): void {
+export function assertSubscription(
+  events: readonly string[] | undefined,
+  filter: WebhookFilter | null | undefined,
+  subscriptionProblems: SubscriptionProblems,
+): void {
   const problems = subscriptionRuleProblems(events, filter, subscriptionProblems);
   if (problems.length) throw validationFailed(problems);
 }
@@ -203,7 +214,9 @@ export const webhookFamily: FamilyDefinition<WebhookSpec, WebhookStatus> = {
       disabled_reason: Type.Union([Type.String(), Type.Null()], { description: 'Why the service disabled the subscription.' }),
       consecutive_failures: Type.Integer({ minimum: 0, description: 'Failed attempts in a row, across deliveries.' }),
       signing_secret_name: Type.Optional(
-        Type.Union([Type.String(), Type.Null()], { description: 'The Secret in this namespace whose key `current` is the signing secret (and `previous` during a rotation overlap).' }),
+        Type.Union([Type.String(), Type.Null()], {
+          description: 'The Secret in this namespace whose key `current` is the signing secret (and `previous` during a rotation overlap).',
+        }),
       ),
     }),
     record: strictObject({
@@ -213,9 +226,14 @@ export const webhookFamily: FamilyDefinition<WebhookSpec, WebhookStatus> = {
       filter: Filter,
       active: Type.Boolean({ description: 'Whether events are delivered now: false when paused by the owner or disabled by the service.' }),
       rate_limit_per_minute: RateLimit,
-      disabled_reason: Type.Union([Type.String(), Type.Null()], { description: 'Why the service disabled the subscription, or refused a kubectl-made one (status failed); null otherwise.' }),
+      disabled_reason: Type.Union([Type.String(), Type.Null()], {
+        description: 'Why the service disabled the subscription, or refused a kubectl-made one (status failed); null otherwise.',
+      }),
       consecutive_failures: Type.Integer({ minimum: 0, description: 'Failed attempts in a row across its deliveries; a success resets it.' }),
-      status: Type.String({ enum: [...WEBHOOK_STATES], description: 'active, inactive or deleted; failed for a kubectl-made subscription whose spec was refused.' }),
+      status: Type.String({
+        enum: [...WEBHOOK_STATES],
+        description: 'active, inactive or deleted; failed for a kubectl-made subscription whose spec was refused.',
+      }),
       created_at: Timestamp('Creation time.'),
       updated_at: Timestamp('Last change.'),
       deleted_at: NullableTimestamp('Time of deletion; null unless deleted.'),
@@ -330,7 +348,15 @@ export const deliveryFamily: FamilyDefinition<DeliverySpec, DeliveryStatus> = {
   },
   specFromCreate: (body) => body,
   // Due at once: the first attempt is immediate.
-  initialStatus: () => ({ attempt: 0, first_attempt_at: null, next_retry_at: nowIso(), response_status: null, error: null, single_attempt: false, attempts: [] }),
+  initialStatus: () => ({
+    attempt: 0,
+    first_attempt_at: null,
+    next_retry_at: nowIso(),
+    response_status: null,
+    error: null,
+    single_attempt: false,
+    attempts: [],
+  }),
   nameOf: (spec) => spec.event_type,
   listing: { hiddenStates: [], filterFields: ['webhook_id', 'event_type'] },
   toRecord: ({ meta, spec, status }) => ({

@@ -15,7 +15,7 @@ import { deletedByLabels } from './intents';
 const MAX_CONFLICT_RETRIES = 20;
 
 /** Returns the status fields to change, or null when nothing needs writing. */
-export type StatusMutation<R extends Resource = Resource> = (resource: R) => Partial<BaseStatus> & Record<string, unknown> | null;
+export type StatusMutation<R extends Resource = Resource> = (resource: R) => (Partial<BaseStatus> & Record<string, unknown>) | null;
 
 /** Where the Kubernetes Events of each status change go (controllers/events-recorder.ts). */
 export interface EventRecorder {
@@ -32,7 +32,11 @@ export class ResourceWriter {
   /** Creates a resource in its first state; its creation event is in the same write. */
   async create(family: AnyFamily, team: string, spec: object, actor: string, id = newId(family.idPrefix)): Promise<Resource> {
     const now = new Date().toISOString();
-    const draft = { meta: { kind: family.kind, id, team, resourceVersion: '', generation: 1, createdAt: now, updatedAt: now, labels: {} }, spec, status: {} } as Resource;
+    const draft = {
+      meta: { kind: family.kind, id, team, resourceVersion: '', generation: 1, createdAt: now, updatedAt: now, labels: {} },
+      spec,
+      status: {},
+    } as Resource;
     const status = this.firstStatus(family, draft, actor);
     const created = (await this.store.create({ meta: { kind: family.kind, id, team }, spec, status })) as Resource;
     this.report(family, undefined, created);

@@ -87,7 +87,7 @@ export class AppendLog {
     if (from === to) return [];
     const start = from === 0 ? 0 : this.ends[from - 1];
     const buffer = Buffer.allocUnsafe(this.ends[to - 1] - start);
-    for (let read = 0; read < buffer.length; ) {
+    for (let read = 0; read < buffer.length;) {
       const n = fs.readSync(this.fd, buffer, read, buffer.length - read, start + read);
       if (n === 0) throw new Error(`${this.file}: the log ended at byte ${start + read}, before ${start + buffer.length}`);
       read += n;
@@ -273,7 +273,7 @@ function fdatasync(fd: number): Promise<void> {
 async function copyRange(from: number, to: number, start: number, end: number, at: number): Promise<void> {
   if (end <= start) return;
   const chunk = Buffer.allocUnsafe(Math.min(COPY_CHUNK_BYTES, end - start));
-  for (let position = start; position < end; ) {
+  for (let position = start; position < end;) {
     const n = await new Promise<number>((resolve, reject) =>
       fs.read(from, chunk, 0, Math.min(chunk.length, end - position), position, (err, read) => (err ? reject(err) : resolve(read))),
     );

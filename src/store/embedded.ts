@@ -367,7 +367,11 @@ export class EmbeddedStore implements Store {
    * for the next start, which does the same again.
    */
   private async sealSecretsAtRest(sealedWith: Set<string>): Promise<void> {
-    const keyring = loadKeyring(this.options.dataDir, this.options.encryption ?? {}, [...sealedWith].filter((kid) => kid !== ''));
+    const keyring = loadKeyring(
+      this.options.dataDir,
+      this.options.encryption ?? {},
+      [...sealedWith].filter((kid) => kid !== ''),
+    );
     const box = new SecretBox(keyring.current, keyring.previous);
     const stale: Array<{ key: string; team: string; name: string; data: Record<string, string> }> = [];
     for (const [key, secret] of this.byKind.get(SECRET_KIND)?.entries() ?? []) {

@@ -133,7 +133,7 @@ export class KindIndex {
   private placementOf(object: StoredObject): Placement | undefined {
     const state = (this.listed.stateOf ?? defaultStateOf)(object);
     if (state === undefined) return undefined;
-    const spec = (object.spec ?? {});
+    const spec = object.spec ?? {};
     const id = object.meta.id;
     const name = this.listed.nameOf(spec);
     const fields: Array<[string, string]> = [];
@@ -266,7 +266,7 @@ export class KindIndex {
     return (object) => {
       const state = stateOf(object)!;
       if (request.status !== undefined ? state !== request.status : this.listed.hiddenStates.includes(state)) return false;
-      const spec = (object.spec ?? {});
+      const spec = object.spec ?? {};
       for (let i = 0; i < where.length; i++) if (spec[where[i][0]] !== where[i][1]) return false;
       const created = object.meta.createdAt;
       return (from === undefined || created >= from) && (before === undefined || created < before);

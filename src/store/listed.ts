@@ -23,7 +23,12 @@ export async function* listedObjects<S, St>(
 }
 
 /** What listedObjects walks, in one array. */
-export async function listedArray<S, St>(store: Store, kind: string, team: string | undefined, filter: Pick<PageRequest, 'status' | 'where' | 'created'>): Promise<StoredObject<S, St>[]> {
+export async function listedArray<S, St>(
+  store: Store,
+  kind: string,
+  team: string | undefined,
+  filter: Pick<PageRequest, 'status' | 'where' | 'created'>,
+): Promise<StoredObject<S, St>[]> {
   const all: StoredObject<S, St>[] = [];
   for await (const object of listedObjects<S, St>(store, kind, team, filter)) all.push(object);
   return all;

@@ -44,7 +44,13 @@ export class NatsSharedRecords implements SharedRecords {
   constructor(private readonly o: NatsSharedRecordsOptions) {}
 
   async start(): Promise<void> {
-    this.nc = await connect({ servers: this.o.servers, name: 'cloudplane-shared-records', maxReconnectAttempts: -1, reconnectTimeWait: 500, timeout: REQUEST_TIMEOUT_MS });
+    this.nc = await connect({
+      servers: this.o.servers,
+      name: 'cloudplane-shared-records',
+      maxReconnectAttempts: -1,
+      reconnectTimeWait: 500,
+      timeout: REQUEST_TIMEOUT_MS,
+    });
     this.kv = await this.nc.jetstream({ timeout: REQUEST_TIMEOUT_MS }).views.kv(this.o.bucket, { history: 1, ttl: RECORD_TTL_MS });
     this.connected = true;
     void this.followConnection(this.nc);
@@ -55,8 +61,7 @@ export class NatsSharedRecords implements SharedRecords {
       if (status.type === Events.Disconnect) {
         this.connected = false;
         for (const fail of this.underWay) fail(new Error('NATS is not connected'));
-      }
-      else if (status.type === Events.Reconnect) {
+      } else if (status.type === Events.Reconnect) {
         this.connected = true;
         this.pausedUntil = 0;
       }

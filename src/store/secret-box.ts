@@ -57,7 +57,10 @@ export class SecretBox {
   readonly currentKeyId: string;
 
   /** Seals with `current`; opens with `current` or any of `previous`. */
-  constructor(private readonly current: Buffer, previous: Buffer[] = []) {
+  constructor(
+    private readonly current: Buffer,
+    previous: Buffer[] = [],
+  ) {
     for (const key of [current, ...previous]) {
       if (key.length !== KEY_BYTES) throw new Error(`an encryption key must be ${KEY_BYTES} bytes`);
       this.keys.set(keyIdOf(key), key);

@@ -139,21 +139,30 @@ export interface StoredSecret {
 }
 
 export class ConflictError extends Error {
-  constructor(readonly kind: string, readonly id: string) {
+  constructor(
+    readonly kind: string,
+    readonly id: string,
+  ) {
     super(`${kind} ${id} was modified concurrently`);
     this.name = 'ConflictError';
   }
 }
 
 export class NotFoundError extends Error {
-  constructor(readonly kind: string, readonly id: string) {
+  constructor(
+    readonly kind: string,
+    readonly id: string,
+  ) {
     super(`${kind} ${id} does not exist`);
     this.name = 'NotFoundError';
   }
 }
 
 export class AlreadyExistsError extends Error {
-  constructor(readonly kind: string, readonly id: string) {
+  constructor(
+    readonly kind: string,
+    readonly id: string,
+  ) {
     super(`${kind} ${id} already exists`);
     this.name = 'AlreadyExistsError';
   }

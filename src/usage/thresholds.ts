@@ -71,9 +71,7 @@ export class ThresholdWatch {
   private timer: NodeJS.Timeout | null = null;
   private running: Promise<void> = Promise.resolve();
 
-  constructor(
-    private readonly deps: { store: Store; bus: EventBus; counters: UsageCounters; logger: Logger; intervalMs: number },
-  ) {}
+  constructor(private readonly deps: { store: Store; bus: EventBus; counters: UsageCounters; logger: Logger; intervalMs: number }) {}
 
   async start(): Promise<void> {
     if (this.timer) return;
@@ -89,7 +87,9 @@ export class ThresholdWatch {
 
   /** One check of every team with limits; one at a time. */
   check(): Promise<void> {
-    this.running = this.running.then(() => this.checkAll()).catch((err) => this.deps.logger.warn({ err: (err as Error).message }, 'usage thresholds not checked; the next check tries again'));
+    this.running = this.running
+      .then(() => this.checkAll())
+      .catch((err) => this.deps.logger.warn({ err: (err as Error).message }, 'usage thresholds not checked; the next check tries again'));
     return this.running;
   }
 

@@ -56,7 +56,13 @@ export async function startVpnAgent(options: VpnAgentOptions): Promise<VpnAgent>
 
   const tunnelFor = (type: VpnAgentConfig['tunnel_type']): Tunnel =>
     type === 'wireguard'
-      ? new WireguardTunnel({ interfaceName: options.interfaceName, stateDir: options.stateDir, wireguardGo: options.wireguardGo, handshakeWindowMs: options.handshakeWindowMs, logger })
+      ? new WireguardTunnel({
+          interfaceName: options.interfaceName,
+          stateDir: options.stateDir,
+          wireguardGo: options.wireguardGo,
+          handshakeWindowMs: options.handshakeWindowMs,
+          logger,
+        })
       : new IpsecTunnel({ stateDir: options.stateDir, logger });
 
   const readConfig = (): ConfigReading => {

@@ -100,7 +100,12 @@ export class IpsecTunnel implements Tunnel {
     if (!charonPath) throw new CommandError(`charon not found (looked in ${CHARON_PATHS.join(', ')}); install strongswan-charon`);
     const charon = new Daemon('charon', charonPath, [], { ...process.env, STRONGSWAN_CONF: this.strongswanConf }, this.options.logger);
     this.charon = charon;
-    await waitFor('charon vici socket', () => fs.existsSync(socket), 15_000, () => charon.running).catch((err: Error) => {
+    await waitFor(
+      'charon vici socket',
+      () => fs.existsSync(socket),
+      15_000,
+      () => charon.running,
+    ).catch((err: Error) => {
       throw new CommandError(charon.running ? err.message : `${charon.describeExit()} (another charon may hold /var/run/charon.pid)`);
     });
   }
@@ -113,7 +118,20 @@ export class IpsecTunnel implements Tunnel {
 export async function detectDataPlane(logger: Logger): Promise<IpsecDataPlane> {
   const id = ['src', '127.0.0.1', 'dst', '127.0.0.1', 'proto', 'esp', 'spi', '0xc10d0001'];
   try {
-    await run('ip', ['xfrm', 'state', 'add', ...id, 'mode', 'transport', 'enc', 'cbc(aes)', `0x${'00'.repeat(16)}`, 'auth', 'hmac(sha256)', `0x${'00'.repeat(32)}`]);
+    await run('ip', [
+      'xfrm',
+      'state',
+      'add',
+      ...id,
+      'mode',
+      'transport',
+      'enc',
+      'cbc(aes)',
+      `0x${'00'.repeat(16)}`,
+      'auth',
+      'hmac(sha256)',
+      `0x${'00'.repeat(32)}`,
+    ]);
     await run('ip', ['xfrm', 'state', 'delete', ...id]);
     logger.info('IPsec: the kernel has ESP; using kernel XFRM');
     return 'kernel';
@@ -131,7 +149,24 @@ export async function detectDataPlane(logger: Logger): Promise<IpsecDataPlane> {
  * retransmissions so a vanished peer shows as down within about half a minute after DPD.
  */
 export function renderStrongswanConf(viciSocket: string, dataPlane: IpsecDataPlane): string {
-  const plugins = ['random', 'nonce', 'openssl', 'pem', 'pkcs1', 'x509', 'revocation', 'constraints', 'pubkey', 'curve25519', 'hmac', 'kdf', 'gcm', 'aes', 'sha1', 'sha2'];
+  const plugins = [
+    'random',
+    'nonce',
+    'openssl',
+    'pem',
+    'pkcs1',
+    'x509',
+    'revocation',
+    'constraints',
+    'pubkey',
+    'curve25519',
+    'hmac',
+    'kdf',
+    'gcm',
+    'aes',
+    'sha1',
+    'sha2',
+  ];
   if (dataPlane === 'libipsec') plugins.push('kernel-libipsec');
   plugins.push('kernel-netlink', 'socket-default', 'vici');
   return `charon {
@@ -227,7 +262,7 @@ function parseRaw(text: string): RawSection {
   return root;
 }
 
-const text = (section: RawSection, key: string): string | undefined => (typeof section[key] === 'string' ? (section[key]) : undefined);
+const text = (section: RawSection, key: string): string | undefined => (typeof section[key] === 'string' ? section[key] : undefined);
 
 /** Up when an IKE SA is ESTABLISHED with an INSTALLED CHILD SA; bytes over the installed CHILD SAs. */
 export function readingOf(ikeSas: RawSection[], now = Date.now()): TunnelReading {

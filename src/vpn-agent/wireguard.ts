@@ -94,12 +94,26 @@ export class WireguardTunnel implements Tunnel {
     if (await succeeds('ip', ['link', 'add', 'dev', name, 'type', 'wireguard'])) {
       this.options.logger.info({ interface: name }, 'WireGuard: kernel interface');
     } else {
-      this.options.logger.info({ interface: name, wireguardGo: this.options.wireguardGo }, 'WireGuard: the kernel has no WireGuard module; starting wireguard-go');
+      this.options.logger.info(
+        { interface: name, wireguardGo: this.options.wireguardGo },
+        'WireGuard: the kernel has no WireGuard module; starting wireguard-go',
+      );
       // WG_PROCESS_FOREGROUND: what wireguard-go sets for its own daemon child; it also skips the kernel-module banner.
-      const daemon = new Daemon('wireguard-go', this.options.wireguardGo, ['-f', name], { ...process.env, LOG_LEVEL: 'error', WG_PROCESS_FOREGROUND: '1' }, this.options.logger);
+      const daemon = new Daemon(
+        'wireguard-go',
+        this.options.wireguardGo,
+        ['-f', name],
+        { ...process.env, LOG_LEVEL: 'error', WG_PROCESS_FOREGROUND: '1' },
+        this.options.logger,
+      );
       this.userspace = daemon;
       const socket = path.join(USERSPACE_SOCKET_DIR, `${name}.sock`);
-      await waitFor('wireguard-go interface', async () => fs.existsSync(socket) && (await succeeds('ip', ['link', 'show', 'dev', name])), 10_000, () => daemon.running);
+      await waitFor(
+        'wireguard-go interface',
+        async () => fs.existsSync(socket) && (await succeeds('ip', ['link', 'show', 'dev', name])),
+        10_000,
+        () => daemon.running,
+      );
     }
     this.interfaceReady = true;
   }

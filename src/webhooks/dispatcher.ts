@@ -71,7 +71,10 @@ interface SubscriptionRate {
 }
 
 /** A subscription that is gone needs no token: its attempt ends the delivery `failed`. */
-const rateOf = (webhook: Webhook | undefined): SubscriptionRate => ({ active: webhook?.status.status === 'active', perMinute: webhook?.spec.rate_limit_per_minute ?? 1 });
+const rateOf = (webhook: Webhook | undefined): SubscriptionRate => ({
+  active: webhook?.status.status === 'active',
+  perMinute: webhook?.spec.rate_limit_per_minute ?? 1,
+});
 
 export class WebhookDispatcher {
   private readonly timers = new Map<string, { due: number; timer: NodeJS.Timeout }>();
@@ -149,17 +152,20 @@ export class WebhookDispatcher {
     // for their retention, would otherwise be read on every event.
     for await (const webhook of listedObjects<Webhook['spec'], Webhook['status']>(this.deps.store, webhookFamily.kind, event.team_id, { status: 'active' })) {
       // A subscription is not told of its own failed delivery at the address that just failed.
-      if (subscriptionMatches(webhook.spec, event) && !(event.type === DELIVERY_FAILED && event.data.subscription_id === webhook.meta.id)) matching.push(webhook);
+      if (subscriptionMatches(webhook.spec, event) && !(event.type === DELIVERY_FAILED && event.data.subscription_id === webhook.meta.id))
+        matching.push(webhook);
     }
     const body = JSON.stringify(event);
     const writes: Array<Promise<PromiseSettledResult<void>>> = [];
     for (const webhook of matching) {
       await takeTurn();
       // Settled at once: a write that fails while a later one waits for its slice is not an unhandled rejection.
-      writes.push(this.createDelivery(event, webhook, body).then(
-        (value) => ({ status: 'fulfilled', value }),
-        (reason: unknown) => ({ status: 'rejected', reason }),
-      ));
+      writes.push(
+        this.createDelivery(event, webhook, body).then(
+          (value) => ({ status: 'fulfilled', value }),
+          (reason: unknown) => ({ status: 'rejected', reason }),
+        ),
+      );
     }
     const failed = (await Promise.all(writes)).find((w): w is PromiseRejectedResult => w.status === 'rejected');
     if (failed) throw failed.reason;
@@ -212,7 +218,9 @@ export class WebhookDispatcher {
 
   /** A re-enabled subscription's pending deliveries were held, a deleted listener's or inactive one's parked; they go again now (a deleted one's to end `failed`). */
   private async resumeHeld(webhook: Webhook): Promise<void> {
-    for await (const delivery of listedObjects<Delivery['spec'], Delivery['status']>(this.deps.store, deliveryFamily.kind, webhook.meta.team, { where: { webhook_id: webhook.meta.id } })) {
+    for await (const delivery of listedObjects<Delivery['spec'], Delivery['status']>(this.deps.store, deliveryFamily.kind, webhook.meta.team, {
+      where: { webhook_id: webhook.meta.id },
+    })) {
       this.parked.delete(keyOf(delivery.meta));
       this.scheduleFromRecord(delivery, true);
     }
@@ -237,11 +245,14 @@ export class WebhookDispatcher {
     const due = Math.max(Date.parse(delivery.status.next_retry_at), this.unrecorded.get(name)?.until ?? 0);
     if (existing && existing.due === due && !force) return;
     if (existing) clearTimeout(existing.timer);
-    const timer = setTimeout(() => {
-      this.timers.delete(name);
-      if (due > Date.now()) return this.scheduleFromRecord(delivery);
-      this.enqueue(delivery.spec.webhook_id, key);
-    }, Math.min(Math.max(0, due - Date.now()), MAX_TIMER_MS));
+    const timer = setTimeout(
+      () => {
+        this.timers.delete(name);
+        if (due > Date.now()) return this.scheduleFromRecord(delivery);
+        this.enqueue(delivery.spec.webhook_id, key);
+      },
+      Math.min(Math.max(0, due - Date.now()), MAX_TIMER_MS),
+    );
     this.timers.set(name, { due, timer });
   }
 
@@ -367,7 +378,18 @@ export class WebhookDispatcher {
     await takeTurn();
     const recorded = await recordAttempt(this.deps.writer, config, delivery, result, now);
     if (!recorded) return;
-    logger.debug({ delivery_id: id, webhook_id: webhook.meta.id, attempt: delivery.status.attempt + 1, ok: result.ok, response_status: result.status, error: result.error, detail: result.detail }, 'webhook delivery attempt');
+    logger.debug(
+      {
+        delivery_id: id,
+        webhook_id: webhook.meta.id,
+        attempt: delivery.status.attempt + 1,
+        ok: result.ok,
+        response_status: result.status,
+        error: result.error,
+        detail: result.detail,
+      },
+      'webhook delivery attempt',
+    );
     await this.countOutcome(webhook, result);
   }
 

@@ -134,7 +134,8 @@ export class ListenerStream {
     await claimLease(store, this.team, this.id, this.holder, config.listenerLeaseMs);
     this.sink.send('ready', { listener_id: this.id, lease_seconds: config.listenerLeaseMs / 1000 });
     this.renewal = setInterval(() => void this.renew(), Math.max(100, Math.floor(config.listenerLeaseMs / 3)));
-    for await (const delivery of listedObjects<Delivery['spec'], Delivery['status']>(store, deliveryFamily.kind, this.team, { where: { webhook_id: this.id } })) this.schedule(delivery);
+    for await (const delivery of listedObjects<Delivery['spec'], Delivery['status']>(store, deliveryFamily.kind, this.team, { where: { webhook_id: this.id } }))
+      this.schedule(delivery);
   }
 
   end(reason: string): void {
@@ -220,7 +221,14 @@ export class ListenerStream {
       this.inFlight.set(id, { attempt, timer });
       this.sink.send(
         'delivery',
-        { delivery_id: id, attempt, event_type: delivery.spec.event_type, timeout_ms: config.timeoutMs, headers: postHeaders({ ...signed }, delivery.spec.body), body: delivery.spec.body },
+        {
+          delivery_id: id,
+          attempt,
+          event_type: delivery.spec.event_type,
+          timeout_ms: config.timeoutMs,
+          headers: postHeaders({ ...signed }, delivery.spec.body),
+          body: delivery.spec.body,
+        },
         id,
       );
     } finally {
@@ -246,7 +254,8 @@ export class ListenerStream {
     try {
       const webhook = await store.get<Webhook['spec'], Webhook['status']>(webhookFamily.kind, this.team, this.id);
       if (!webhook || webhook.status.status === 'deleted') return this.end('the listener was deleted');
-      if ((await renewLease(store, this.team, this.id, this.holder, config.listenerLeaseMs)) === 'lost') return this.end('another connection took this listener over');
+      if ((await renewLease(store, this.team, this.id, this.holder, config.listenerLeaseMs)) === 'lost')
+        return this.end('another connection took this listener over');
       this.sink.keepAlive();
     } catch (err) {
       // The store failed this once; the next renewal tries again within the lease.

@@ -19,7 +19,11 @@ export interface DisabledNotice {
 export class OwnerNotifier {
   private readonly mailer: Mailer;
 
-  constructor(private readonly store: Store, config: WebhookConfig, private readonly logger: Logger) {
+  constructor(
+    private readonly store: Store,
+    config: WebhookConfig,
+    private readonly logger: Logger,
+  ) {
     this.mailer = new Mailer(config);
   }
 
@@ -27,7 +31,10 @@ export class OwnerNotifier {
     const to = await this.ownerEmail(notice.team);
     const log = { team: notice.team, webhook_id: notice.webhookId };
     if (!this.mailer.configured || !to) {
-      this.logger.warn({ ...log, owner_email: to ?? null }, `webhook ${notice.webhookId} was disabled (${notice.reason}); no e-mail sent: ${this.mailer.configured ? 'the team has no owner e-mail' : 'CLOUDPLANE_SMTP_URL is not set'}`);
+      this.logger.warn(
+        { ...log, owner_email: to ?? null },
+        `webhook ${notice.webhookId} was disabled (${notice.reason}); no e-mail sent: ${this.mailer.configured ? 'the team has no owner e-mail' : 'CLOUDPLANE_SMTP_URL is not set'}`,
+      );
       return;
     }
     try {

@@ -28,7 +28,10 @@ export async function recordAttempt(
 ): Promise<boolean> {
   const attempt = delivery.status.attempt + 1;
   const firstAt = delivery.status.first_attempt_at ? Date.parse(delivery.status.first_attempt_at) : startedAt;
-  const next = result.ok || delivery.status.single_attempt ? null : nextAttemptAt(attempt, firstAt, startedAt, config.timeScale, retryNotBefore(result, answeredAt, config.timeScale));
+  const next =
+    result.ok || delivery.status.single_attempt
+      ? null
+      : nextAttemptAt(attempt, firstAt, startedAt, config.timeScale, retryNotBefore(result, answeredAt, config.timeScale));
   const entry: DeliveryAttempt = {
     attempt,
     at: new Date(startedAt).toISOString(),
@@ -48,7 +51,9 @@ export async function recordAttempt(
     single_attempt: false,
     attempts: [...(delivery.status.attempts ?? []), entry].slice(-MAX_KEPT_ATTEMPTS),
     // In the same write as the outcome (the outbox), so the event is told once and never lost.
-    ...(exhausted && !delivery.status.single_attempt ? { pending_events: [...(delivery.status.pending_events ?? []), ...deliveryFailedEvent(delivery, attempt, result.error)] } : {}),
+    ...(exhausted && !delivery.status.single_attempt
+      ? { pending_events: [...(delivery.status.pending_events ?? []), ...deliveryFailedEvent(delivery, attempt, result.error)] }
+      : {}),
   });
 }
 

@@ -68,7 +68,13 @@ export class WebhookSubscriptionReconciler implements Reconciler {
     const { team, id } = webhook.meta;
     const left = (await leaseExpiry(this.store, team, id)) - Date.now();
     if (left > 0) return { requeueAfterMs: left + LEASE_SLACK_MS };
-    await this.writer.mutateStatus<Webhook>(webhookFamily, team, id, (current) => (current.status.status === 'deleted' ? null : { status: 'deleted', deleted_at: nowIso() }), ACTOR);
+    await this.writer.mutateStatus<Webhook>(
+      webhookFamily,
+      team,
+      id,
+      (current) => (current.status.status === 'deleted' ? null : { status: 'deleted', deleted_at: nowIso() }),
+      ACTOR,
+    );
     await deleteSecret(this.store, team, id);
     await deleteLease(this.store, team, id);
   }
@@ -78,7 +84,13 @@ export class WebhookSubscriptionReconciler implements Reconciler {
     const { team, id } = webhook.meta;
     if (isListener(webhook)) await deleteLease(this.store, team, id);
     if (webhook.status.status !== 'deleted') {
-      await this.writer.mutateStatus<Webhook>(webhookFamily, team, id, (current) => (current.status.status === 'deleted' ? null : { status: 'deleted', deleted_at: nowIso() }), ACTOR);
+      await this.writer.mutateStatus<Webhook>(
+        webhookFamily,
+        team,
+        id,
+        (current) => (current.status.status === 'deleted' ? null : { status: 'deleted', deleted_at: nowIso() }),
+        ACTOR,
+      );
     }
     await deleteSecret(this.store, team, id);
   }

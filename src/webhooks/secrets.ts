@@ -57,7 +57,11 @@ export async function rotateSecret(store: Store, team: string, webhookId: string
  * overlap has ended: it stopped signing then, and is not kept a moment longer than the
  * next sweep. Returns whether it dropped one; a rotation since the listing wins.
  */
-export async function dropExpiredPrevious(store: Store, secret: { team: string; name: string; data: Record<string, string> }, now = Date.now()): Promise<boolean> {
+export async function dropExpiredPrevious(
+  store: Store,
+  secret: { team: string; name: string; data: Record<string, string> },
+  now = Date.now(),
+): Promise<boolean> {
   const data = secret.data as unknown as StoredSecrets;
   if (!data.previous || Number(data.previous_expires_at) > now) return false;
   const next: StoredSecrets = { current: data.current, previous: '', previous_expires_at: '' };

@@ -66,7 +66,13 @@ export function postHeaders(signed: Record<string, string>, body: string): Recor
   return { ...signed, 'content-type': 'application/json', 'content-length': String(Buffer.byteLength(body)), 'user-agent': USER_AGENT };
 }
 
-export async function sendDelivery(target: string, headers: Record<string, string>, body: string, timeoutMs: number, policy: TargetPolicy): Promise<AttemptResult> {
+export async function sendDelivery(
+  target: string,
+  headers: Record<string, string>,
+  body: string,
+  timeoutMs: number,
+  policy: TargetPolicy,
+): Promise<AttemptResult> {
   let resolved: Awaited<ReturnType<typeof resolveTarget>>;
   try {
     resolved = await resolveTarget(target, policy);
@@ -120,7 +126,9 @@ export async function sendDelivery(target: string, headers: Record<string, strin
           const text = responseBody.slice(0, MAX_ERROR_BODY);
           finish({ ok: false, status, error: `receiver answered ${kind} ${status}${text ? `: ${text}` : ''}`, retryAfter, responseBody });
         });
-        response.on('error', (err) => finish({ ok: false, status, error: 'reading the answer failed', detail: err.message, responseBody: Buffer.concat(kept).toString('utf8') }));
+        response.on('error', (err) =>
+          finish({ ok: false, status, error: 'reading the answer failed', detail: err.message, responseBody: Buffer.concat(kept).toString('utf8') }),
+        );
       },
     );
     const timer = setTimeout(() => {

@@ -18,7 +18,15 @@ export function stateOf(webhook: Webhook): 'active' | 'inactive' | 'deleted' | '
  * `webhook.updated`. `judgedGeneration` (the reconciler's): only that generation of the
  * spec is settled; a newer one written meanwhile waits for its own judgement.
  */
-export function settle(writer: ResourceWriter, team: string, id: string, actor: string, reenable = false, extra: Record<string, unknown> = {}, judgedGeneration?: number): Promise<Webhook> {
+export function settle(
+  writer: ResourceWriter,
+  team: string,
+  id: string,
+  actor: string,
+  reenable = false,
+  extra: Record<string, unknown> = {},
+  judgedGeneration?: number,
+): Promise<Webhook> {
   return writer.mutateStatus<Webhook>(
     webhookFamily,
     team,
@@ -27,7 +35,13 @@ export function settle(writer: ResourceWriter, team: string, id: string, actor: 
       if (judgedGeneration !== undefined && current.meta.generation !== judgedGeneration) return null;
       const reset = reenable && current.status.status !== 'deleted' ? { disabled_reason: null, consecutive_failures: 0 } : {};
       const next = { ...current, status: { ...current.status, ...reset } } as Webhook;
-      const changes = { ...reset, ...extra, status: stateOf(next), observed_config: configHash(webhookFamily, current.spec as unknown as Record<string, unknown>), observed_generation: current.meta.generation };
+      const changes = {
+        ...reset,
+        ...extra,
+        status: stateOf(next),
+        observed_config: configHash(webhookFamily, current.spec as unknown as Record<string, unknown>),
+        observed_generation: current.meta.generation,
+      };
       const same = Object.entries(changes).every(([k, v]) => (current.status as unknown as Record<string, unknown>)[k] === v);
       return same ? null : changes;
     },

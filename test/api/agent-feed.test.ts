@@ -45,7 +45,7 @@ describe('agent feed', () => {
   }, 20_000);
   afterAll(async () => t?.stop());
 
-  it('posts one message about the failed server into the team\'s Alerts thread', async () => {
+  it("posts one message about the failed server into the team's Alerts thread", async () => {
     const thread = await eventually(async () => {
       const found = await alertThread();
       return found?.message_count === 1 ? found : null;
@@ -70,7 +70,7 @@ describe('agent feed', () => {
     expect(await ask('What failed today?', otherKey)).toMatch(/^Nothing failed today/);
   });
 
-  it('answers what happened, what failed and a resource\'s history from the audit log', async () => {
+  it("answers what happened, what failed and a resource's history from the audit log", async () => {
     const happened = await ask('What happened in the last hour?');
     expect(happened).toMatch(/^Events in the last hour/);
     expect(happened).toContain(`server.failed ${serverId} "doomed-svr" — Provisioning failed`);

@@ -47,7 +47,11 @@ describe("the agent's LLM endpoint, shared by teams", () => {
   const PER_TEAM = 2;
   beforeAll(async () => {
     llm = await startHeldLlm();
-    t = await startTestService({ CLOUDPLANE_AGENT_LLM_URL: llm.url, CLOUDPLANE_AGENT_LLM_CONCURRENCY: '3', CLOUDPLANE_AGENT_LLM_CONCURRENCY_PER_TEAM: String(PER_TEAM) });
+    t = await startTestService({
+      CLOUDPLANE_AGENT_LLM_URL: llm.url,
+      CLOUDPLANE_AGENT_LLM_CONCURRENCY: '3',
+      CLOUDPLANE_AGENT_LLM_CONCURRENCY_PER_TEAM: String(PER_TEAM),
+    });
   });
   afterAll(async () => {
     await t?.stop();

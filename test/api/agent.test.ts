@@ -116,7 +116,7 @@ describe('agent', () => {
     expect(help).toContain('load balancers');
   });
 
-  it('lists a thread\'s messages oldest first, paged, and keeps the thread\'s count', async () => {
+  it("lists a thread's messages oldest first, paged, and keeps the thread's count", async () => {
     const thread = await newThread();
     for (let i = 1; i <= 3; i++) await ask(thread, `question ${i}`);
 
@@ -152,7 +152,7 @@ describe('agent', () => {
     expect(types.some((type) => type.startsWith('message.'))).toBe(false);
   });
 
-  it('answers 404 thread_not_found for an unknown thread or another team\'s', async () => {
+  it("answers 404 thread_not_found for an unknown thread or another team's", async () => {
     const thread = await newThread();
     const other = await createTeam(t.service.ctx.writer, t.service.ctx.authenticator, { teamName: 'Other', ownerName: 'O', ownerEmail: 'o@example.com' });
     const asOther = { key: other.token };

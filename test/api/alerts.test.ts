@@ -22,7 +22,16 @@ const ENV = {
 };
 const POLICIES = '/api/v1/alert-policies';
 const INCIDENTS = '/api/v1/incidents';
-const ALL_TYPES = ['alert.created', 'alert.updated', 'alert.triggered', 'alert.resolved', 'alert.deleted', 'incident.opened', 'incident.acknowledged', 'incident.resolved'];
+const ALL_TYPES = [
+  'alert.created',
+  'alert.updated',
+  'alert.triggered',
+  'alert.resolved',
+  'alert.deleted',
+  'incident.opened',
+  'incident.acknowledged',
+  'incident.resolved',
+];
 
 describe('alert policies and incidents', () => {
   const receiver = receiversOfThisFile();
@@ -45,10 +54,14 @@ describe('alert policies and incidents', () => {
   };
   /** Polled four times a second: a test's requests count against the key's 1000 a minute. */
   const reaches = (url: string, status: string) =>
-    eventually(async () => {
-      const res = await t.api('GET', url);
-      return res.status === 200 && res.body.data.status === status ? res.body.data : null;
-    }, 30_000, 250);
+    eventually(
+      async () => {
+        const res = await t.api('GET', url);
+        return res.status === 200 && res.body.data.status === status ? res.body.data : null;
+      },
+      30_000,
+      250,
+    );
   const received = (type: string, id: string) => eventsOf(hook).filter((e) => e.type === type && e.data.id === id);
   const incidentsOf = async (policyId: string, status?: string): Promise<any[]> =>
     (await t.api('GET', `${INCIDENTS}?limit=100${status ? `&status=${status}` : ''}`)).body.data.filter((i: any) => i.policy_id === policyId);
@@ -60,7 +73,7 @@ describe('alert policies and incidents', () => {
     expect(res.body.error.details.map((d: any) => d.field)).toEqual(expect.arrayContaining(fields));
   };
 
-  it('refuses a condition that breaks its type\'s rules, naming the field', async () => {
+  it("refuses a condition that breaks its type's rules, naming the field", async () => {
     await refused({ name: 'x', condition: { type: 'cpu_high' } }, ['condition.type']);
     await refused({ name: 'bad', condition: { type: 'job_failed', for_minutes: 5 } }, ['condition.for_minutes']);
     await refused({ name: 'bad', condition: { type: 'tunnel_down', resource_id: 'lb_0123456789abcdef' } }, ['condition.resource_id']);
@@ -80,7 +93,7 @@ describe('alert policies and incidents', () => {
     expect((await t.api('DELETE', `${POLICIES}/${fine.id}`)).status).toBe(200);
   });
 
-  it('opens an incident for a load balancer\'s unhealthy backend, which is acknowledged and resolved', async () => {
+  it("opens an incident for a load balancer's unhealthy backend, which is acknowledged and resolved", async () => {
     const server = await created('/api/v1/servers', { name: 'alert-svr', region: 'fra1' });
     await reaches(`/api/v1/servers/${server.id}`, 'running');
     const lb = await created('/api/v1/load-balancers', { name: 'alert-lb', region: 'fra1' });
@@ -112,7 +125,10 @@ describe('alert policies and incidents', () => {
     expect([acked.status, acked.body.data?.status]).toEqual([200, 'acknowledged']);
     expect(acked.body.data.acknowledged_by).toMatch(/^(key|usr)_/);
     // Again: nothing changes.
-    expect((await t.api('POST', `${INCIDENTS}/${incident.id}/acknowledge`)).body.data).toMatchObject({ status: 'acknowledged', acknowledged_at: acked.body.data.acknowledged_at });
+    expect((await t.api('POST', `${INCIDENTS}/${incident.id}/acknowledge`)).body.data).toMatchObject({
+      status: 'acknowledged',
+      acknowledged_at: acked.body.data.acknowledged_at,
+    });
     const resolved = await t.api('POST', `${INCIDENTS}/${incident.id}/resolve`);
     expect([resolved.status, resolved.body.data?.status]).toEqual([200, 'resolved']);
     expect(resolved.body.data.resolved_by).toBe(acked.body.data.acknowledged_by);
@@ -127,7 +143,11 @@ describe('alert policies and incidents', () => {
     // The server is back: the alert resolves.
     expect((await t.api('POST', `/api/v1/servers/${server.id}/start`)).status).toBe(200);
     await eventually(async () => received('alert.resolved', policy.id).length > 0, 30_000, 250);
-    expect((await t.api('GET', `${POLICIES}/${policy.id}`)).body.data).toMatchObject({ status: 'ok', targets: [], last_transition: { resource_id: lb.id, change: 'resolved', incident_id: incident.id } });
+    expect((await t.api('GET', `${POLICIES}/${policy.id}`)).body.data).toMatchObject({
+      status: 'ok',
+      targets: [],
+      last_transition: { resource_id: lb.id, change: 'resolved', incident_id: incident.id },
+    });
 
     // It fires again: a new incident, which resolves by itself when the backend recovers.
     expect((await t.api('POST', `/api/v1/servers/${server.id}/stop`)).status).toBe(200);
@@ -143,15 +163,28 @@ describe('alert policies and incidents', () => {
 
     // Every alert and incident event reached the receiver, in order, with data valid by the catalog.
     await eventually(async () => received('alert.deleted', policy.id).length > 0 && received('incident.resolved', second.id).length > 0, 30_000, 250);
-    const policyEvents = eventsOf(hook).filter((e) => e.data.id === policy.id).map((e) => e.type);
+    const policyEvents = eventsOf(hook)
+      .filter((e) => e.data.id === policy.id)
+      .map((e) => e.type);
     expect(policyEvents).toEqual(['alert.created', 'alert.triggered', 'alert.resolved', 'alert.triggered', 'alert.resolved', 'alert.updated', 'alert.deleted']);
-    expect(eventsOf(hook).filter((e) => e.data.id === incident.id).map((e) => e.type)).toEqual(['incident.opened', 'incident.acknowledged', 'incident.resolved']);
-    expect(eventsOf(hook).filter((e) => e.data.id === second.id).map((e) => e.type)).toEqual(['incident.opened', 'incident.resolved']);
+    expect(
+      eventsOf(hook)
+        .filter((e) => e.data.id === incident.id)
+        .map((e) => e.type),
+    ).toEqual(['incident.opened', 'incident.acknowledged', 'incident.resolved']);
+    expect(
+      eventsOf(hook)
+        .filter((e) => e.data.id === second.id)
+        .map((e) => e.type),
+    ).toEqual(['incident.opened', 'incident.resolved']);
     // Cause before effect: each alert.triggered was published before the incident.opened it caused.
     const published: Array<{ type: string; data: { id: string } }> = [];
     let cursor: string | null = null;
     do {
-      const page: { body: { data: typeof published; meta: { next_cursor: string | null } } } = await t.api('GET', `/api/v1/audit-log?order=asc&limit=100${cursor ? `&cursor=${encodeURIComponent(cursor)}` : ''}`);
+      const page: { body: { data: typeof published; meta: { next_cursor: string | null } } } = await t.api(
+        'GET',
+        `/api/v1/audit-log?order=asc&limit=100${cursor ? `&cursor=${encodeURIComponent(cursor)}` : ''}`,
+      );
       published.push(...page.body.data);
       cursor = page.body.meta.next_cursor;
     } while (cursor);
@@ -179,7 +212,13 @@ describe('alert policies and incidents', () => {
     const doomedHook = await created('/api/v1/webhooks', { url: gone.url, events: ['job.*'] });
     const job = await created('/api/v1/jobs', { name: 'broken', command: 'exit 3' });
     const share = await created('/api/v1/file-storage', { name: 'doomed', region: 'fra1' });
-    const vpn = await created('/api/v1/vpn-gateways', { name: 'vpn-down', region: 'fra1', tunnel_type: 'ipsec', remote_network_cidr: '192.168.10.0/24', remote_peer_ip: '8.8.4.4' });
+    const vpn = await created('/api/v1/vpn-gateways', {
+      name: 'vpn-down',
+      region: 'fra1',
+      tunnel_type: 'ipsec',
+      remote_network_cidr: '192.168.10.0/24',
+      remote_peer_ip: '8.8.4.4',
+    });
 
     const jobIncident = await openIncident(jobs.id);
     expect(jobIncident).toMatchObject({ resource_id: job.id, condition_type: 'job_failed' });
@@ -206,15 +245,19 @@ describe('alert policies and incidents', () => {
     expect((await t.api('GET', `${POLICIES}/${tunnels.id}`)).body.data).toMatchObject({ status: 'ok', targets: [] });
   });
 
-  it('posts incidents to the team\'s Alerts thread and answers questions about them', async () => {
+  it("posts incidents to the team's Alerts thread and answers questions about them", async () => {
     const policy = await created(POLICIES, { name: 'agent jobs', condition: { type: 'job_failed' } });
     const job = await created('/api/v1/jobs', { name: 'agent-broken', command: 'exit 4' });
     const incident = await eventually(async () => (await incidentsOf(policy.id, 'open')).find((i) => i.resource_id === job.id), 30_000, 250);
     const thread = alertThreadId(t.teamId);
-    const posted = await eventually(async () => {
-      const messages = (await t.api('GET', `/api/v1/agent/threads/${thread}/messages?limit=100`)).body.data as any[];
-      return messages.find((m) => m.content.includes(incident.id));
-    }, 30_000, 250);
+    const posted = await eventually(
+      async () => {
+        const messages = (await t.api('GET', `/api/v1/agent/threads/${thread}/messages?limit=100`)).body.data as any[];
+        return messages.find((m) => m.content.includes(incident.id));
+      },
+      30_000,
+      250,
+    );
     expect(posted.role).toBe('event');
     expect(posted.content).toMatch(/Incident .* opened/);
     expect(posted.content).toContain(`POST /api/v1/incidents/${incident.id}/acknowledge`);
@@ -233,7 +276,7 @@ describe('alert policies and incidents', () => {
     expect(await ask('What incidents are open?')).not.toContain(incident.id);
   });
 
-  it('takes in a policy made with kubectl, judged by the API\'s rules', async () => {
+  it("takes in a policy made with kubectl, judged by the API's rules", async () => {
     /** As kubectl apply makes it: a custom resource without a status (on the embedded store, its equivalent). */
     const apply = async (name: string, spec: unknown): Promise<string> => {
       if (!clusterMode()) {
@@ -247,7 +290,9 @@ describe('alert policies and incidents', () => {
       return eventually(async () => ((await custom.getNamespacedCustomObject({ ...where, name })) as any).metadata.labels?.['cloudplane.dev/id'], 30_000, 250);
     };
     const refused = await apply('bad-policy', { name: 'kubectl bad', condition: { type: 'job_failed', for_minutes: 5 }, enabled: true });
-    expect((await reaches(`${POLICIES}/${refused}`, 'failed')).status_reason).toMatch(/condition.for_minutes applies to backend_unhealthy and tunnel_down only/);
+    expect((await reaches(`${POLICIES}/${refused}`, 'failed')).status_reason).toMatch(
+      /condition.for_minutes applies to backend_unhealthy and tunnel_down only/,
+    );
     // One webhook that does not exist: the earlier tests' 410 receiver disables its subscription again at each job event.
     const condition = { type: 'webhook_disabled', resource_id: 'wh_0123456789abcdefgh' };
     const accepted = await apply('good-policy', { name: 'kubectl good', condition, enabled: true });

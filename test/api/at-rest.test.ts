@@ -30,7 +30,12 @@ describe('resources at rest', () => {
     const hook = (await t.api('POST', '/api/v1/webhooks', { url: receiver.url, events: ['server.*', 'bucket.*'] })).body.data;
     const server = await make('Server', '/api/v1/servers', { name: 'app', region: 'fra1' }, 'running');
     const lb = await make('LoadBalancer', '/api/v1/load-balancers', { name: 'web', region: 'fra1' }, 'running');
-    await make('VpnGateway', '/api/v1/vpn-gateways', { name: 'office', region: 'fra1', tunnel_type: 'wireguard', remote_network_cidr: '192.168.10.0/24', remote_peer_ip: '8.8.4.4' }, 'active');
+    await make(
+      'VpnGateway',
+      '/api/v1/vpn-gateways',
+      { name: 'office', region: 'fra1', tunnel_type: 'wireguard', remote_network_cidr: '192.168.10.0/24', remote_peer_ip: '8.8.4.4' },
+      'active',
+    );
     await make('Bucket', '/api/v1/object-storage', { name: 'at-rest-assets', region: 'fra1' }, 'available');
     await make('FileShare', '/api/v1/file-storage', { name: 'home', region: 'fra1' }, 'available');
     await make('CloudJob', '/api/v1/jobs', { name: 'once', command: 'true' }, 'completed');

@@ -53,7 +53,7 @@ describe('audit log', () => {
     expect(bad.body.error.code).toBe('validation_failed');
   });
 
-  it('shows only the caller team\'s events', async () => {
+  it("shows only the caller team's events", async () => {
     const { createTeam } = await import('../../src/accounts/bootstrap');
     const other = await createTeam(t.service.ctx.writer, t.service.ctx.authenticator, { teamName: 'Other', ownerName: 'O', ownerEmail: 'o@example.com' });
     const res = await t.api('GET', `/api/v1/audit-log?resource_id=${lbId}`, undefined, { key: other.token });

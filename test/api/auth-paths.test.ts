@@ -79,7 +79,12 @@ describe('authentication by construction: every operation, every spelling', () =
   it('walks a document with every family in it', () => {
     const operations = new Set(probes.map((p) => p.operation));
     expect(operations.size).toBeGreaterThan(50);
-    for (const expected of ['GET /api/v1/regions', 'POST /api/v1/servers/{id}/stop', 'DELETE /api/v1/settings/api-keys/{id}', 'GET /api/v1/webhooks/{id}/deliveries']) {
+    for (const expected of [
+      'GET /api/v1/regions',
+      'POST /api/v1/servers/{id}/stop',
+      'DELETE /api/v1/settings/api-keys/{id}',
+      'GET /api/v1/webhooks/{id}/deliveries',
+    ]) {
       expect(operations).toContain(expected);
     }
   });
@@ -114,7 +119,11 @@ describe('authentication by construction: every operation, every spelling', () =
     }
     expect((await rawRequest(t.url, 'PUT', '/api/v1/regions')).status).toBe(401);
     const put = await rawRequest(t.url, 'PUT', '/api/v1/regions', { headers: { authorization: `Bearer ${t.key}` } });
-    expect({ status: put.status, code: put.body.error.code, allow: put.headers.allow }).toEqual({ status: 405, code: 'method_not_allowed', allow: 'GET, HEAD' });
+    expect({ status: put.status, code: put.body.error.code, allow: put.headers.allow }).toEqual({
+      status: 405,
+      code: 'method_not_allowed',
+      allow: 'GET, HEAD',
+    });
   });
 
   it('serves the public endpoints without a key, and nothing else under their names', async () => {

@@ -124,10 +124,14 @@ describe('unknown keys', () => {
     const unknown = randomKey();
     const before = secretScans;
     expect((await t.api('GET', LBS, undefined, { key: unknown })).status).toBe(401);
-    await eventually(async () => {
-      expect((await t.api('GET', LBS, undefined, { key: unknown })).status).toBe(401);
-      return secretScans - before === 2;
-    }, 20_000, 250);
+    await eventually(
+      async () => {
+        expect((await t.api('GET', LBS, undefined, { key: unknown })).status).toBe(401);
+        return secretScans - before === 2;
+      },
+      20_000,
+      250,
+    );
   });
 });
 

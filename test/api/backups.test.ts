@@ -14,7 +14,12 @@ const WEBHOOK_ENV = { CLOUDPLANE_WEBHOOK_ALLOW_HTTP: 'true', CLOUDPLANE_WEBHOOK_
 // In cluster mode backups go through the kubernetes driver: servers here are simulated (no
 // Pod, no claim) and the test API server has no snapshot API, so it takes them the simulated
 // way and says so in `method` (test/integration/backup-snapshots.test.ts shows the snapshots).
-const ENV = { ...WEBHOOK_ENV, CLOUDPLANE_SIM_DELAYS: 'backup=4000', CLOUDPLANE_BACKUP_POLICY_DAY_MS: '2000', ...(clusterMode() ? { CLOUDPLANE_DRIVER_BACKUP: 'kubernetes' } : {}) };
+const ENV = {
+  ...WEBHOOK_ENV,
+  CLOUDPLANE_SIM_DELAYS: 'backup=4000',
+  CLOUDPLANE_BACKUP_POLICY_DAY_MS: '2000',
+  ...(clusterMode() ? { CLOUDPLANE_DRIVER_BACKUP: 'kubernetes' } : {}),
+};
 const sleep = (ms: number) => new Promise((resolve) => setTimeout(resolve, ms));
 
 async function subscribe(t: TestService, receiver: Receiver): Promise<void> {
@@ -65,7 +70,15 @@ describe('server backups', () => {
     expect(created.status).toBe(201);
     const backup = created.body.data;
     expect(created.headers.get('location')).toBe(`/api/v1/servers/${server}/backups/${backup.id}`);
-    expect(backup).toMatchObject({ name: 'before-upgrade', server_id: server, status: 'creating', trigger: 'manual', scheduled_at: null, completed_at: null, restore_status: null });
+    expect(backup).toMatchObject({
+      name: 'before-upgrade',
+      server_id: server,
+      status: 'creating',
+      trigger: 'manual',
+      scheduled_at: null,
+      completed_at: null,
+      restore_status: null,
+    });
     expect(backup.id).toMatch(/^bkp_[0-9a-z]{16,26}$/);
     expect(created.body.meta.provider).toBe('connected');
 
@@ -113,7 +126,7 @@ describe('server backups', () => {
     expect(receivedFor(receiver, backup.id)[2].data.restore_status).toBe('restoring');
   });
 
-  it('pages a server\'s backups like every list, and shows only that server\'s', async () => {
+  it("pages a server's backups like every list, and shows only that server's", async () => {
     const other = await runningServer('paged');
     const made: string[] = [];
     for (const name of ['one', 'two', 'three']) made.push((await completedBackup(other, { name })).id);
@@ -135,7 +148,7 @@ describe('server backups', () => {
     await eventually(async () => (await t.api('GET', `/api/v1/servers/${other}/backups/${made[0]}`)).status === 404);
   });
 
-  it('answers unknown servers and backups, another server\'s backup and a bad body with the contract\'s errors', async () => {
+  it("answers unknown servers and backups, another server's backup and a bad body with the contract's errors", async () => {
     const missingServer = 'svr_0000000000000000';
     for (const [method, path, body] of [
       ['POST', `/api/v1/servers/${missingServer}/backups`, {}],
@@ -191,7 +204,7 @@ describe('server backups', () => {
     expect((await t.api('GET', `/api/v1/servers/${server}/backups/${backup.id}`, undefined, asViewer)).status).toBe(200);
   });
 
-  it('deletes a server\'s backups with the server', async () => {
+  it("deletes a server's backups with the server", async () => {
     const doomed = await runningServer('doomed');
     const backup = await completedBackup(doomed);
     const deleted = await t.api('DELETE', `/api/v1/servers/${doomed}`);
@@ -200,7 +213,7 @@ describe('server backups', () => {
     expect(await listAll(doomed, '&status=deleted')).toEqual([]);
   });
 
-  it('makes one backup a day at the policy\'s time and keeps the newest `retain` of them', async () => {
+  it("makes one backup a day at the policy's time and keeps the newest `retain` of them", async () => {
     const create = await t.api('POST', '/api/v1/servers', { name: 'daily', region: 'fra1', backup_policy: { enabled: true, time: '00:00', retain: 2 } });
     expect(create.status).toBe(201);
     expect(create.body.data.backup_policy).toEqual({ enabled: true, time: '00:00', retain: 2 });
@@ -220,10 +233,14 @@ describe('server backups', () => {
     expect(times).toHaveLength(seen.size);
     for (const time of times) expect(Date.parse(time) % 2000).toBe(0);
     // The oldest went beyond `retain`; the manual backup stays.
-    const kept = await eventually(async () => {
-      const current = await look();
-      return current.length <= 2 ? current : null;
-    }, 30_000, 200);
+    const kept = await eventually(
+      async () => {
+        const current = await look();
+        return current.length <= 2 ? current : null;
+      },
+      30_000,
+      200,
+    );
     expect(kept.every((b) => times.slice(-3).includes(b.scheduled_at))).toBe(true);
     await eventually(async () => (await t.api('GET', `/api/v1/servers/${daily}/backups/${[...seen.keys()][0]}`)).status === 404, 30_000);
     expect((await t.api('GET', `/api/v1/servers/${daily}/backups/${manual.id}`)).body.data.status).toBe('completed');

@@ -71,7 +71,9 @@ describe('connection limits', () => {
 
   it('closes a connection whose body trickles in, with 408 in the envelope', async () => {
     const conn = await connect();
-    await conn.write(`POST /api/v1/load-balancers HTTP/1.1\r\nHost: localhost\r\nAuthorization: Bearer ${t.key}\r\nContent-Type: application/json\r\nContent-Length: 1000\r\n\r\n{`);
+    await conn.write(
+      `POST /api/v1/load-balancers HTTP/1.1\r\nHost: localhost\r\nAuthorization: Bearer ${t.key}\r\nContent-Type: application/json\r\nContent-Length: 1000\r\n\r\n{`,
+    );
     const drip = setInterval(() => void conn.write(' '), 200);
     try {
       await eventually(async () => conn.closed, CLOSED_WITHIN_MS, 100);
@@ -203,14 +205,18 @@ describe('connection cap', () => {
       expect(held.some((conn) => conn.closed)).toBe(false);
 
       held.shift()!.destroy();
-      await eventually(async () => {
-        const next = new RawConnection(t.url);
-        await next.ready.catch(() => undefined);
-        await next.write(healthz);
-        await sleep(100);
-        next.destroy();
-        return next.head()?.status === 200;
-      }, CLOSED_WITHIN_MS, 50);
+      await eventually(
+        async () => {
+          const next = new RawConnection(t.url);
+          await next.ready.catch(() => undefined);
+          await next.write(healthz);
+          await sleep(100);
+          next.destroy();
+          return next.head()?.status === 200;
+        },
+        CLOSED_WITHIN_MS,
+        50,
+      );
     } finally {
       for (const conn of held) conn.destroy();
     }

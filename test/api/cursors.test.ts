@@ -51,7 +51,16 @@ describe('cursors', () => {
   });
 
   it("answers 422 to one list's cursor on every other list", async () => {
-    for (const other of ['/api/v1/servers', '/api/v1/vpn-gateways', '/api/v1/object-storage', '/api/v1/jobs', '/api/v1/settings/api-keys', '/api/v1/agent/threads', '/api/v1/webhooks', '/api/v1/audit-log']) {
+    for (const other of [
+      '/api/v1/servers',
+      '/api/v1/vpn-gateways',
+      '/api/v1/object-storage',
+      '/api/v1/jobs',
+      '/api/v1/settings/api-keys',
+      '/api/v1/agent/threads',
+      '/api/v1/webhooks',
+      '/api/v1/audit-log',
+    ]) {
       expectInvalidCursor(await t.api('GET', withCursor(`${other}?limit=1`, lbCursor)), other);
     }
   });
@@ -82,7 +91,20 @@ describe('cursors', () => {
 
   it('answers 422, never 500, to cursors that are not cursors', async () => {
     const [body, signature] = lbCursor.split('.');
-    const junk = ['', '.', '..', 'a.b', `${body}.`, `.${signature}`, `${body}.${signature}.${signature}`, '%', '\u0000', 'null.null', `${Buffer.from('[]').toString('base64url')}.${signature}`, 'x'.repeat(1024)];
+    const junk = [
+      '',
+      '.',
+      '..',
+      'a.b',
+      `${body}.`,
+      `.${signature}`,
+      `${body}.${signature}.${signature}`,
+      '%',
+      '\u0000',
+      'null.null',
+      `${Buffer.from('[]').toString('base64url')}.${signature}`,
+      'x'.repeat(1024),
+    ];
     for (const cursor of junk) {
       const res = await t.api('GET', withCursor(`${LBS}?limit=1`, cursor));
       expect({ cursor, status: res.status }).toEqual({ cursor, status: 422 });
@@ -104,7 +126,8 @@ describe('integers in query strings', () => {
     const found: Array<{ path: string; name: string }> = [];
     for (const [template, item] of Object.entries<any>(document.paths)) {
       for (const parameter of item.get?.parameters ?? []) {
-        if (parameter.in === 'query' && parameter.schema?.type === 'integer') found.push({ path: template.replace(/\{[^}]+\}/g, 'x_0000000000000000'), name: parameter.name });
+        if (parameter.in === 'query' && parameter.schema?.type === 'integer')
+          found.push({ path: template.replace(/\{[^}]+\}/g, 'x_0000000000000000'), name: parameter.name });
       }
     }
     return found;
@@ -116,15 +139,19 @@ describe('integers in query strings', () => {
     expect(lists).toContainEqual({ path: '/api/v1/audit-log', name: 'limit' });
   });
 
-  it.each(['0x10', '1e2', '%2B5', '%205', '5%20', '5.0', '1_0', '0b11', 'Infinity', '%EF%BC%95'])('answers 422 validation_failed naming the parameter to %s, on every endpoint', async (raw) => {
-    const wrong: string[] = [];
-    for (const { path, name } of integerQueries()) {
-      const res = await t.api('GET', `${path}?${name}=${raw}`);
-      const fields = res.body?.error?.details?.map((d: { field: string }) => d.field);
-      if (res.status !== 422 || res.body.error.code !== 'validation_failed' || !fields.includes(name)) wrong.push(`${path}?${name}=${raw} -> ${res.status} ${JSON.stringify(fields)}`);
-    }
-    expect(wrong).toEqual([]);
-  });
+  it.each(['0x10', '1e2', '%2B5', '%205', '5%20', '5.0', '1_0', '0b11', 'Infinity', '%EF%BC%95'])(
+    'answers 422 validation_failed naming the parameter to %s, on every endpoint',
+    async (raw) => {
+      const wrong: string[] = [];
+      for (const { path, name } of integerQueries()) {
+        const res = await t.api('GET', `${path}?${name}=${raw}`);
+        const fields = res.body?.error?.details?.map((d: { field: string }) => d.field);
+        if (res.status !== 422 || res.body.error.code !== 'validation_failed' || !fields.includes(name))
+          wrong.push(`${path}?${name}=${raw} -> ${res.status} ${JSON.stringify(fields)}`);
+      }
+      expect(wrong).toEqual([]);
+    },
+  );
 
   it('reports a non-decimal integer beside the other faults of the same query', async () => {
     const res = await t.api('GET', `${LBS}?limit=0x10&sort=size`);

@@ -36,10 +36,15 @@ describe('GET /docs', () => {
   });
 
   // Found by an attacker's review: the page had none of the console's security headers.
-  it('sends the pages\' security headers (nosniff, never framed) on the page, its assets and its document', async () => {
+  it("sends the pages' security headers (nosniff, never framed) on the page, its assets and its document", async () => {
     for (const path of ['/docs', '/docs/static/swagger-ui-bundle.js', '/docs/json']) {
       const answer = await rawRequest(t.url, 'GET', path);
-      expect({ path, status: answer.status, nosniff: answer.headers['x-content-type-options'], frame: answer.headers['x-frame-options'] }).toEqual({ path, status: 200, nosniff: 'nosniff', frame: 'DENY' });
+      expect({ path, status: answer.status, nosniff: answer.headers['x-content-type-options'], frame: answer.headers['x-frame-options'] }).toEqual({
+        path,
+        status: 200,
+        nosniff: 'nosniff',
+        frame: 'DENY',
+      });
     }
   });
 

@@ -146,7 +146,12 @@ describe('API errors (load balancers)', () => {
 
       it('answers 422 naming the filter of a webhook whose filter value is a deep array', async () => {
         // 7,000 levels: as deep as the webhook route's 16 KiB holds.
-        const res = await t.api('POST', '/api/v1/webhooks', undefined, raw(`{"url":"https://example.com/hook","events":["server.*"],"filter":{"server.region":${deepArray('"fra1"', 7_000)}}}`));
+        const res = await t.api(
+          'POST',
+          '/api/v1/webhooks',
+          undefined,
+          raw(`{"url":"https://example.com/hook","events":["server.*"],"filter":{"server.region":${deepArray('"fra1"', 7_000)}}}`),
+        );
         expectError(res, 422, 'validation_failed');
         expect(fieldsOf(res)[0]).toMatch(/^filter/);
       });

@@ -36,9 +36,36 @@ const VPN = { region: 'fra1', tunnel_type: 'ipsec', remote_network_cidr: '192.16
  * both to a receiver), and a failed backup (it needs a running server under a provider
  * whose backups fail: test/api/backups.test.ts).
  */
-const ALERTS_DRIVEN_ELSEWHERE = ['alert.created', 'alert.updated', 'alert.triggered', 'alert.resolved', 'alert.deleted', 'incident.opened', 'incident.acknowledged', 'incident.resolved'];
+const ALERTS_DRIVEN_ELSEWHERE = [
+  'alert.created',
+  'alert.updated',
+  'alert.triggered',
+  'alert.resolved',
+  'alert.deleted',
+  'incident.opened',
+  'incident.acknowledged',
+  'incident.resolved',
+];
 /** (Alert policies and incidents need a condition to fire over time: test/api/alerts.test.ts drives each of their types to a receiver.) */
-const NOT_DRIVEN = [...ALERTS_DRIVEN_ELSEWHERE, 'load_balancer.failed', 'vpn_gateway.failed', 'server.failed', 'bucket.failed', 'file_share.failed', 'vpn_gateway.destroyed', 'api_key.updated', 'webhook.disabled', 'webhook.delivery_failed', 'webhook.ping', 'data.created', 'data.updated', 'data.destroyed', 'usage.threshold_reached', 'usage.overage', 'backup.failed'];
+const NOT_DRIVEN = [
+  ...ALERTS_DRIVEN_ELSEWHERE,
+  'load_balancer.failed',
+  'vpn_gateway.failed',
+  'server.failed',
+  'bucket.failed',
+  'file_share.failed',
+  'vpn_gateway.destroyed',
+  'api_key.updated',
+  'webhook.disabled',
+  'webhook.delivery_failed',
+  'webhook.ping',
+  'data.created',
+  'data.updated',
+  'data.destroyed',
+  'usage.threshold_reached',
+  'usage.overage',
+  'backup.failed',
+];
 
 interface AuditEvent {
   id: string;
@@ -105,11 +132,41 @@ describe('event catalog', () => {
       expect(Object.keys(entry.data_schema.properties).length).toBeGreaterThan(1);
     }
     expect(new Set(entries.map((e) => e.type)).size).toBe(entries.length);
-    expect(entries.map((e) => e.type)).toEqual(expect.arrayContaining(['load_balancer.backend_attached', 'server.stopped', 'job.cancelled', 'api_key.revoked', 'webhook.disabled', 'vpn_gateway.deleting']));
+    expect(entries.map((e) => e.type)).toEqual(
+      expect.arrayContaining([
+        'load_balancer.backend_attached',
+        'server.stopped',
+        'job.cancelled',
+        'api_key.revoked',
+        'webhook.disabled',
+        'vpn_gateway.deleting',
+      ]),
+    );
     // Nothing emits these yet, so they are not in the catalog.
     // Every category the spec names is emitted now.
-    expect(entries.filter((e) => e.category === 'usage').map((e) => e.type).sort()).toEqual(['usage.overage', 'usage.threshold_reached']);
-    expect(entries.map((e) => e.type)).toEqual(expect.arrayContaining(['backup.created', 'backup.completed', 'backup.failed', 'backup.restore_started', 'backup.restore_completed', 'alert.triggered', 'alert.resolved', 'incident.opened', 'incident.acknowledged', 'incident.resolved', 'data.created', 'data.updated', 'data.destroyed']));
+    expect(
+      entries
+        .filter((e) => e.category === 'usage')
+        .map((e) => e.type)
+        .sort(),
+    ).toEqual(['usage.overage', 'usage.threshold_reached']);
+    expect(entries.map((e) => e.type)).toEqual(
+      expect.arrayContaining([
+        'backup.created',
+        'backup.completed',
+        'backup.failed',
+        'backup.restore_started',
+        'backup.restore_completed',
+        'alert.triggered',
+        'alert.resolved',
+        'incident.opened',
+        'incident.acknowledged',
+        'incident.resolved',
+        'data.created',
+        'data.updated',
+        'data.destroyed',
+      ]),
+    );
 
     const servers = await t.api('GET', '/api/v1/event-types?category=server');
     expect(servers.body.data.length).toBeGreaterThan(3);
@@ -188,7 +245,18 @@ describe('event catalog', () => {
     await ok('PATCH', `/api/v1/webhooks/${hook}`, { events: ['server.running'] });
     await ok('DELETE', `/api/v1/webhooks/${hook}`);
 
-    const wanted = ['profile.removed', 'load_balancer.destroyed', 'server.destroyed', 'vpn_gateway.deleted', 'job.cancelled', 'job.failed', 'api_key.revoked', 'webhook.deleted', 'bucket.destroyed', 'file_share.destroyed'];
+    const wanted = [
+      'profile.removed',
+      'load_balancer.destroyed',
+      'server.destroyed',
+      'vpn_gateway.deleted',
+      'job.cancelled',
+      'job.failed',
+      'api_key.revoked',
+      'webhook.deleted',
+      'bucket.destroyed',
+      'file_share.destroyed',
+    ];
     const events = await eventually(async () => {
       const all = await auditLog();
       const types = new Set(all.map((e) => e.type));
@@ -219,7 +287,11 @@ describe('event catalog', () => {
       expect(made.map((res) => res.status)).toEqual([201, 201, 201, 201, 201]);
       const failures = ['load_balancer.failed', 'vpn_gateway.failed', 'server.failed', 'bucket.failed', 'file_share.failed'];
       const categoryEvents = async () =>
-        (await Promise.all(failures.map(async (type) => (await failing.api('GET', `/api/v1/audit-log?limit=100&type=${type.split('.')[0]}.*`)).body.data as AuditEvent[]))).flat();
+        (
+          await Promise.all(
+            failures.map(async (type) => (await failing.api('GET', `/api/v1/audit-log?limit=100&type=${type.split('.')[0]}.*`)).body.data as AuditEvent[]),
+          )
+        ).flat();
       const events = await eventually(async () => {
         const all = await categoryEvents();
         return failures.every((type) => all.some((e) => e.type === type)) && all;
@@ -243,7 +315,13 @@ describe('event catalog', () => {
     };
 
     it('refuses on create a type or pattern outside it, naming the entry', async () => {
-      await refused('POST', '/api/v1/webhooks', { url: HOOK, events: ['server.*', 'server.running', 'disk.created'] }, 'events[2]', /`disk.created` is not an event type the service emits/);
+      await refused(
+        'POST',
+        '/api/v1/webhooks',
+        { url: HOOK, events: ['server.*', 'server.running', 'disk.created'] },
+        'events[2]',
+        /`disk.created` is not an event type the service emits/,
+      );
       await refused('POST', '/api/v1/webhooks', { url: HOOK, events: ['meteor.*'] }, 'events[0]', /`meteor.\*` matches no event type/);
       await refused('POST', '/api/v1/webhooks', { url: HOOK, events: ['server.exploded'] }, 'events[0]', /not an event type/);
       // Deliveries and agent messages are families that emit nothing.
@@ -252,10 +330,26 @@ describe('event catalog', () => {
       expect(both.body.error.details.map((d: any) => d.field)).toEqual(['events[0]', 'events[2]']);
     });
 
-    it('refuses a filter key that is no field of its category\'s data', async () => {
-      await refused('POST', '/api/v1/webhooks', { url: HOOK, events: ['server.*'], filter: { 'server.colour': 'blue' } }, 'filter.server.colour', /no field of the data of `server` events/);
-      await refused('POST', '/api/v1/webhooks', { url: HOOK, events: ['server.*'], filter: { 'disk.region': 'fra1' } }, 'filter.disk.region', /no category of event/);
-      const fine = await t.api('POST', '/api/v1/webhooks', { url: HOOK, events: ['server.*', 'bucket.created'], filter: { 'server.region': ['fra1'], 'bucket.name': 'x', 'job.plan': 'standard' } });
+    it("refuses a filter key that is no field of its category's data", async () => {
+      await refused(
+        'POST',
+        '/api/v1/webhooks',
+        { url: HOOK, events: ['server.*'], filter: { 'server.colour': 'blue' } },
+        'filter.server.colour',
+        /no field of the data of `server` events/,
+      );
+      await refused(
+        'POST',
+        '/api/v1/webhooks',
+        { url: HOOK, events: ['server.*'], filter: { 'disk.region': 'fra1' } },
+        'filter.disk.region',
+        /no category of event/,
+      );
+      const fine = await t.api('POST', '/api/v1/webhooks', {
+        url: HOOK,
+        events: ['server.*', 'bucket.created'],
+        filter: { 'server.region': ['fra1'], 'bucket.name': 'x', 'job.plan': 'standard' },
+      });
       expect(fine.status).toBe(201);
     });
 
@@ -283,8 +377,13 @@ describe('event catalog', () => {
         // As kubectl apply makes it: a custom resource without a status in the team's namespace.
         const custom = kubeConfigOf(await clusterFor(t.dataDir)).makeApiClient(CustomObjectsApi);
         const where = { group: 'cloudplane.dev', version: 'v1alpha1', namespace: t.teamId.replace('_', '-'), plural: 'webhooksubscriptions' };
-        await custom.createNamespacedCustomObject({ ...where, body: { apiVersion: 'cloudplane.dev/v1alpha1', kind: 'WebhookSubscription', metadata: { name: 'made-with-kubectl' }, spec } });
-        id = await eventually(async () => ((await custom.getNamespacedCustomObject({ ...where, name: 'made-with-kubectl' })) as any).metadata.labels?.['cloudplane.dev/id']);
+        await custom.createNamespacedCustomObject({
+          ...where,
+          body: { apiVersion: 'cloudplane.dev/v1alpha1', kind: 'WebhookSubscription', metadata: { name: 'made-with-kubectl' }, spec },
+        });
+        id = await eventually(
+          async () => ((await custom.getNamespacedCustomObject({ ...where, name: 'made-with-kubectl' })) as any).metadata.labels?.['cloudplane.dev/id'],
+        );
       } else {
         // The embedded store's equivalent: a resource written without a status.
         id = newId('wh');
@@ -328,9 +427,11 @@ describe('event catalog', () => {
     expect(rows).toEqual(eventCatalog().map(({ type, description }) => ({ type, description })));
   });
 
-  it('takes each family\'s types from the family: creation, reported states and declared verbs', () => {
+  it("takes each family's types from the family: creation, reported states and declared verbs", () => {
     for (const family of families) {
-      const types = eventCatalog().filter((e) => e.category === family.name).map((e) => e.type);
+      const types = eventCatalog()
+        .filter((e) => e.category === family.name)
+        .map((e) => e.type);
       for (const verb of Object.keys(family.eventVerbs ?? {})) expect(types).toContain(`${family.name}.${verb}`);
       if (family.creationEvent) expect(types).toContain(`${family.name}.${family.creationEvent}`);
       // A family's state changes carry its record; standalone events (a webhook's failed delivery, its ping) their own data.

@@ -27,7 +27,8 @@ describe('file shares attached to servers', () => {
   };
   const attach = (shareId: string, server_id: unknown) => t.api('POST', `/api/v1/file-storage/${shareId}/attach`, { server_id });
   const detach = (shareId: string, server_id: unknown) => t.api('POST', `/api/v1/file-storage/${shareId}/detach`, { server_id });
-  const eventsOf = async (id: string, type: string) => (await t.api('GET', `/api/v1/audit-log?resource_id=${id}&type=${type}`)).body.data as Array<{ data: any }>;
+  const eventsOf = async (id: string, type: string) =>
+    (await t.api('GET', `/api/v1/audit-log?resource_id=${id}&type=${type}`)).body.data as Array<{ data: any }>;
 
   it('a new server has no mounts', async () => {
     const server = await newServer('plain');
@@ -40,7 +41,9 @@ describe('file shares attached to servers', () => {
     const attached = await attach(share.id, server.id);
     expect(attached.status).toBe(200);
     expect(attached.body.data).toMatchObject({ id: server.id, mounts: [{ file_share_id: share.id, mount_path: `/mnt/file-storage/${share.id}` }] });
-    expect((await t.api('GET', `/api/v1/servers/${server.id}`)).body.data.mounts).toEqual([{ file_share_id: share.id, mount_path: `/mnt/file-storage/${share.id}` }]);
+    expect((await t.api('GET', `/api/v1/servers/${server.id}`)).body.data.mounts).toEqual([
+      { file_share_id: share.id, mount_path: `/mnt/file-storage/${share.id}` },
+    ]);
     const updated = await eventually(async () => {
       const events = await eventsOf(server.id, 'server.updated');
       return events.length === 1 ? events : null;
@@ -63,14 +66,17 @@ describe('file shares attached to servers', () => {
     expect((await attach(share.id, a.id)).status).toBe(200);
     expect((await attach(share.id, b.id)).status).toBe(200);
     for (const server of [a, b]) {
-      expect((await t.api('GET', `/api/v1/servers/${server.id}`)).body.data.mounts).toEqual([{ file_share_id: share.id, mount_path: `/mnt/file-storage/${share.id}` }]);
+      expect((await t.api('GET', `/api/v1/servers/${server.id}`)).body.data.mounts).toEqual([
+        { file_share_id: share.id, mount_path: `/mnt/file-storage/${share.id}` },
+      ]);
     }
   });
 
   it('answers the contract codes for what cannot be attached or detached', async () => {
     const share = await newShare('errors');
     const server = await newServer('target');
-    const expectError = (res: { status: number; body: any }, status: number, code: string) => expect({ status: res.status, code: res.body.error?.code }).toEqual({ status, code });
+    const expectError = (res: { status: number; body: any }, status: number, code: string) =>
+      expect({ status: res.status, code: res.body.error?.code }).toEqual({ status, code });
 
     expectError(await attach('fs_0000000000000000', server.id), 404, 'file_share_not_found');
     expectError(await attach(share.id, 'svr_0000000000000000'), 404, 'server_not_found');
@@ -112,11 +118,20 @@ describe('file shares attached to servers', () => {
     expect(codeOf(await attach(myShare.id, theirServer.id))).toEqual({ status: 404, code: 'server_not_found' });
     expect(codeOf(await attach(theirShare.id, myServer.id))).toEqual({ status: 404, code: 'file_share_not_found' });
     expect(codeOf(await detach(theirShare.id, theirServer.id))).toEqual({ status: 404, code: 'file_share_not_found' });
-    expect(codeOf(await theirApi('POST', `/api/v1/file-storage/${theirShare.id}/attach`, { server_id: myServer.id }))).toEqual({ status: 404, code: 'server_not_found' });
+    expect(codeOf(await theirApi('POST', `/api/v1/file-storage/${theirShare.id}/attach`, { server_id: myServer.id }))).toEqual({
+      status: 404,
+      code: 'server_not_found',
+    });
     // A load balancer's backend likewise: their server is not mine to attach.
     const myBalancer = (await t.api('POST', '/api/v1/load-balancers', { name: 'mine', region: 'fra1' })).body.data;
-    expect(codeOf(await t.api('POST', `/api/v1/load-balancers/${myBalancer.id}/attach`, { server_id: theirServer.id }))).toEqual({ status: 404, code: 'server_not_found' });
-    expect(codeOf(await theirApi('POST', `/api/v1/load-balancers/${myBalancer.id}/attach`, { server_id: theirServer.id }))).toEqual({ status: 404, code: 'load_balancer_not_found' });
+    expect(codeOf(await t.api('POST', `/api/v1/load-balancers/${myBalancer.id}/attach`, { server_id: theirServer.id }))).toEqual({
+      status: 404,
+      code: 'server_not_found',
+    });
+    expect(codeOf(await theirApi('POST', `/api/v1/load-balancers/${myBalancer.id}/attach`, { server_id: theirServer.id }))).toEqual({
+      status: 404,
+      code: 'load_balancer_not_found',
+    });
 
     expect((await theirApi('GET', `/api/v1/servers/${theirServer.id}`)).body.data.mounts).toEqual([]);
     expect((await t.api('GET', `/api/v1/servers/${myServer.id}`)).body.data.mounts).toEqual([]);

@@ -18,7 +18,8 @@ describe('file share size', () => {
     expect(created.status).toBe(201);
     return waitForStatus(t, `/api/v1/file-storage/${created.body.data.id}`, 'available');
   };
-  const eventsOf = async (id: string, type: string) => (await t.api('GET', `/api/v1/audit-log?resource_id=${id}&type=${type}`)).body.data as Array<{ data: any }>;
+  const eventsOf = async (id: string, type: string) =>
+    (await t.api('GET', `/api/v1/audit-log?resource_id=${id}&type=${type}`)).body.data as Array<{ data: any }>;
 
   it('a share grows by PATCH, emitting file_share.updated, and never shrinks (422 validation_failed)', async () => {
     const share = await newShare('growing', 'fra1', 20);

@@ -40,11 +40,12 @@ async function startHeldLlm() {
       open = false;
       for (const res of held.splice(0)) answer(res);
     },
-    close: () => new Promise<void>((resolve) => {
-      for (const res of held.splice(0)) res.destroy();
-      server.closeAllConnections();
-      server.close(() => resolve());
-    }),
+    close: () =>
+      new Promise<void>((resolve) => {
+        for (const res of held.splice(0)) res.destroy();
+        server.closeAllConnections();
+        server.close(() => resolve());
+      }),
   };
 }
 
@@ -164,7 +165,7 @@ describe('Idempotency-Key', () => {
     expect(replayed.body).toEqual(retried.body);
   });
 
-  it('a key is its API key\'s: another key with the same Idempotency-Key does its own work', async () => {
+  it("a key is its API key's: another key with the same Idempotency-Key does its own work", async () => {
     const other = (await t.api('POST', '/api/v1/settings/api-keys', { name: 'idem-other' })).body.data.key as string;
     const key = randomUUID();
     const body = { ...LB, name: 'idem-per-key' };
@@ -256,7 +257,12 @@ describe('a crash between the work and the record', () => {
     llm = await startHeldLlm();
     const dataDir = tempDataDir();
     const apiKey = `cpk_${randomBytes(20).toString('hex')}`;
-    const env = { ...(clusterMode() ? await clusterEnv(dataDir) : {}), CLOUDPLANE_SIM_DELAY_MS: '50', CLOUDPLANE_AGENT_LLM_URL: llm.url, CLOUDPLANE_IDEMPOTENCY_LEASE_SECONDS: '1' };
+    const env = {
+      ...(clusterMode() ? await clusterEnv(dataDir) : {}),
+      CLOUDPLANE_SIM_DELAY_MS: '50',
+      CLOUDPLANE_AGENT_LLM_URL: llm.url,
+      CLOUDPLANE_IDEMPOTENCY_LEASE_SECONDS: '1',
+    };
     child = await startChildService({ dataDir, key: apiKey, env });
     const thread = (await child.api('POST', '/api/v1/agent/threads', { title: 'crash' })).body.data;
     const path = `/api/v1/agent/threads/${thread.id}/messages`;
@@ -268,10 +274,14 @@ describe('a crash between the work and the record', () => {
     llm.release();
 
     child = await startChildService({ dataDir, key: apiKey, env });
-    const retried = await eventually(async () => {
-      const res = await child!.api('POST', path, { content: 'anything failed?' }, withKey(key));
-      return res.status === 201 ? res : null;
-    }, 30_000, 200);
+    const retried = await eventually(
+      async () => {
+        const res = await child!.api('POST', path, { content: 'anything failed?' }, withKey(key));
+        return res.status === 201 ? res : null;
+      },
+      30_000,
+      200,
+    );
     expect(retried.headers.get('idempotent-replayed')).toBeNull();
     const messages = (await child.api('GET', `${path}?limit=100`)).body.data as Array<{ role: string }>;
     // The first question (written before the crash) and the retry's: the work ran again.

@@ -13,7 +13,15 @@ describe('jobs', () => {
     const created = await t.api('POST', '/api/v1/jobs', { name: 'migrate', command: 'sleep 0.5 && echo done' });
     expect(created.status).toBe(201);
     const job = created.body.data;
-    expect(job).toMatchObject({ status: 'queued', image: 'docker.io/library/alpine:3.20', region: 'fra1', plan: 'standard', exit_code: null, started_at: null, finished_at: null });
+    expect(job).toMatchObject({
+      status: 'queued',
+      image: 'docker.io/library/alpine:3.20',
+      region: 'fra1',
+      plan: 'standard',
+      exit_code: null,
+      started_at: null,
+      finished_at: null,
+    });
     expect(job.id).toMatch(/^job_/);
     const done = await waitForStatus(t, `/api/v1/jobs/${job.id}`, 'completed');
     expect(done.exit_code).toBe(0);

@@ -11,7 +11,18 @@ describe('load balancers', () => {
     const created = await t.api('POST', '/api/v1/load-balancers', { name: 'web', region: 'fra1' });
     expect(created.status).toBe(201);
     const lb = created.body.data;
-    expect(lb).toMatchObject({ name: 'web', region: 'fra1', status: 'creating', algorithm: 'round_robin', protocol: 'http', port: 80, health_check_path: '/health', sticky_sessions: false, backends: [], ipv4: null });
+    expect(lb).toMatchObject({
+      name: 'web',
+      region: 'fra1',
+      status: 'creating',
+      algorithm: 'round_robin',
+      protocol: 'http',
+      port: 80,
+      health_check_path: '/health',
+      sticky_sessions: false,
+      backends: [],
+      ipv4: null,
+    });
     expect(lb.id).toMatch(/^lb_[0-9a-z]{16,26}$/);
     expect(created.headers.get('location')).toBe(`/api/v1/load-balancers/${lb.id}`);
     expect(created.body.meta).toMatchObject({ persistence: 'synced', provider: 'connected' });

@@ -26,7 +26,11 @@ function registeredRoutes(tree: string): RegisteredRoute[] {
     parents.length = depth;
     const url = (parents[depth - 1] ?? '') + match[2];
     parents[depth] = url;
-    for (const method of (match[3] ?? '').split(',').map((m) => m.trim()).filter(Boolean)) routes.push({ method, url });
+    for (const method of (match[3] ?? '')
+      .split(',')
+      .map((m) => m.trim())
+      .filter(Boolean))
+      routes.push({ method, url });
   }
   return routes;
 }
@@ -267,12 +271,13 @@ describe('GET /api/v1/openapi.json', () => {
     });
 
     it('documents ?force on the DELETE of buckets only, the family that refuses a delete while it holds data', () => {
-      const params = (path: string) => (document.paths[path].delete.parameters ?? []).filter((p: any) => p.in === 'query').map((p: any) => `${p.name}:${p.schema.type}`);
+      const params = (path: string) =>
+        (document.paths[path].delete.parameters ?? []).filter((p: any) => p.in === 'query').map((p: any) => `${p.name}:${p.schema.type}`);
       expect(params('/api/v1/object-storage/{id}')).toEqual(['force:boolean']);
       expect(params('/api/v1/file-storage/{id}')).toEqual([]);
     });
 
-    it('never links from the API key list, whose first key may be the caller\'s own', () => {
+    it("never links from the API key list, whose first key may be the caller's own", () => {
       expect(document.paths['/api/v1/settings/api-keys'].get.responses['200'].links).toBeUndefined();
     });
   });
@@ -280,14 +285,21 @@ describe('GET /api/v1/openapi.json', () => {
   describe('response descriptions and headers', () => {
     const responses = () =>
       Object.entries<Record<string, any>>(document.paths).flatMap(([path, item]) =>
-        Object.entries<any>(item).flatMap(([method, operation]) => Object.entries<any>(operation.responses).map(([status, response]) => ({ where: `${method.toUpperCase()} ${path} ${status}`, status, response }))),
+        Object.entries<any>(item).flatMap(([method, operation]) =>
+          Object.entries<any>(operation.responses).map(([status, response]) => ({ where: `${method.toUpperCase()} ${path} ${status}`, status, response })),
+        ),
       );
     /** A header object, through its $ref into components.headers. */
     const headerOf = (object: any) => (object?.$ref ? document.components.headers[object.$ref.replace('#/components/headers/', '')] : object);
-    const required = (response: any) => Object.keys(response.headers ?? {}).filter((name) => headerOf(response.headers[name]).required).sort();
+    const required = (response: any) =>
+      Object.keys(response.headers ?? {})
+        .filter((name) => headerOf(response.headers[name]).required)
+        .sort();
 
     it('describes every response in words of its own, never "Default Response"', () => {
-      const vague = responses().filter(({ response }) => !response.description || response.description === 'Default Response').map((r) => r.where);
+      const vague = responses()
+        .filter(({ response }) => !response.description || response.description === 'Default Response')
+        .map((r) => r.where);
       expect(responses().length).toBeGreaterThan(500);
       expect(vague).toEqual([]);
       const lb = document.paths['/api/v1/load-balancers'].post.responses;
@@ -306,8 +318,12 @@ describe('GET /api/v1/openapi.json', () => {
         for (const name of expected) if (!names.includes(name)) gaps.push(`${where} ${name}`);
       }
       expect(gaps).toEqual([]);
-      expect(headerOf(document.paths['/api/v1/servers'].get.responses['200'].headers['X-RateLimit-Reset'])).toEqual(expect.objectContaining({ required: true, schema: { type: 'integer' } }));
-      expect(headerOf(document.paths['/api/v1/servers'].get.responses['503'].headers['Retry-After'])).toEqual(expect.objectContaining({ schema: { type: 'integer' } }));
+      expect(headerOf(document.paths['/api/v1/servers'].get.responses['200'].headers['X-RateLimit-Reset'])).toEqual(
+        expect.objectContaining({ required: true, schema: { type: 'integer' } }),
+      );
+      expect(headerOf(document.paths['/api/v1/servers'].get.responses['503'].headers['Retry-After'])).toEqual(
+        expect.objectContaining({ schema: { type: 'integer' } }),
+      );
       expect(headerOf(document.paths['/api/v1/servers'].get.responses['503'].headers['Retry-After']).required).toBeUndefined();
     });
 
@@ -339,7 +355,15 @@ describe('GET /api/v1/openapi.json', () => {
           }
         }
         expect(missing).toEqual([]);
-        expect([...checked].sort()).toEqual(['Location', 'Retry-After', 'WWW-Authenticate', 'X-RateLimit-Limit', 'X-RateLimit-Remaining', 'X-RateLimit-Reset', 'X-Request-Id']);
+        expect([...checked].sort()).toEqual([
+          'Location',
+          'Retry-After',
+          'WWW-Authenticate',
+          'X-RateLimit-Limit',
+          'X-RateLimit-Remaining',
+          'X-RateLimit-Reset',
+          'X-Request-Id',
+        ]);
       } finally {
         await limited.stop();
       }
@@ -374,7 +398,9 @@ describe('GET /api/v1/openapi.json', () => {
     });
 
     it('answers every JSON response with a named schema: an envelope per record, the error envelope for every error', () => {
-      const inline = jsonAnswers().filter(({ schema }) => !schema.$ref).map((a) => a.where);
+      const inline = jsonAnswers()
+        .filter(({ schema }) => !schema.$ref)
+        .map((a) => a.where);
       expect(inline).toEqual([]);
       const errors = jsonAnswers().filter(({ status }) => Number(status) >= 400);
       expect(errors.length).toBeGreaterThan(400);

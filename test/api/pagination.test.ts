@@ -133,7 +133,11 @@ describe('pagination of load balancers', () => {
     expect(first.status).toBe(200);
     expect(first.body.data).toHaveLength(50);
     // Default order: newest first.
-    expect(first.body.data.map((r: Row) => r.id)).toEqual(sorted(made, 'created_at', 'desc').slice(0, 50).map((r) => r.id));
+    expect(first.body.data.map((r: Row) => r.id)).toEqual(
+      sorted(made, 'created_at', 'desc')
+        .slice(0, 50)
+        .map((r) => r.id),
+    );
     expect(first.body.meta.next_cursor).toEqual(expect.any(String));
 
     const last = await t.api('GET', `${LBS}?cursor=${encodeURIComponent(first.body.meta.next_cursor)}`, undefined, { key });

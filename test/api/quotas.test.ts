@@ -5,11 +5,26 @@ import { DEFAULT_QUOTAS, loadConfig } from '../../src/config';
 import { families } from '../../src/resources/registry';
 import { newId } from '../../src/lib/ids';
 
-const QUOTAS = { load_balancer: 2, vpn_gateway: 1, server: 1, bucket: 2, file_share: 1, job: 1, webhook: 2, api_key: 2, thread: 1, alert: 1, message: 3, webhook_listener: 1 };
+const QUOTAS = {
+  load_balancer: 2,
+  vpn_gateway: 1,
+  server: 1,
+  bucket: 2,
+  file_share: 1,
+  job: 1,
+  webhook: 2,
+  api_key: 2,
+  thread: 1,
+  alert: 1,
+  message: 3,
+  webhook_listener: 1,
+};
 /** Quotas of what one create does not make one of (an exchange writes two messages; a listener is a webhook too): tested by their own cases below. */
 const OWN_CASES = ['message', 'webhook_listener'];
 const ENV = {
-  CLOUDPLANE_QUOTAS: Object.entries(QUOTAS).map(([family, n]) => `${family}=${n}`).join(','),
+  CLOUDPLANE_QUOTAS: Object.entries(QUOTAS)
+    .map(([family, n]) => `${family}=${n}`)
+    .join(','),
   CLOUDPLANE_RATE_LIMIT_PER_MINUTE: '100000',
 };
 
@@ -30,17 +45,43 @@ const deleteAndWait = (path: string, settled: string, before?: string) => async 
 };
 
 const CASES: FamilyCase[] = [
-  { family: 'load_balancer', path: '/api/v1/load-balancers', body: (i) => ({ name: `quota-lb-${i}`, region: 'fra1' }), release: deleteAndWait('/api/v1/load-balancers', 'deleted') },
+  {
+    family: 'load_balancer',
+    path: '/api/v1/load-balancers',
+    body: (i) => ({ name: `quota-lb-${i}`, region: 'fra1' }),
+    release: deleteAndWait('/api/v1/load-balancers', 'deleted'),
+  },
   {
     family: 'vpn_gateway',
     path: '/api/v1/vpn-gateways',
-    body: (i) => ({ name: `quota-vpn-${i}`, region: 'fra1', tunnel_type: 'wireguard', remote_network_cidr: `192.168.${i}.0/24`, remote_peer_ip: '93.184.216.34' }),
+    body: (i) => ({
+      name: `quota-vpn-${i}`,
+      region: 'fra1',
+      tunnel_type: 'wireguard',
+      remote_network_cidr: `192.168.${i}.0/24`,
+      remote_peer_ip: '93.184.216.34',
+    }),
     // A gateway being deleted still holds its tunnel: it counts until it is deleted.
     release: deleteAndWait('/api/v1/vpn-gateways', 'deleted', 'active'),
   },
-  { family: 'server', path: '/api/v1/servers', body: (i) => ({ name: `quota-svr-${i}`, region: 'fra1' }), release: deleteAndWait('/api/v1/servers', 'deleted', 'running') },
-  { family: 'bucket', path: '/api/v1/object-storage', body: (i) => ({ name: `quota-bucket-${i}`, region: 'fra1' }), release: deleteAndWait('/api/v1/object-storage', 'deleted', 'available') },
-  { family: 'file_share', path: '/api/v1/file-storage', body: (i) => ({ name: `quota-share-${i}`, region: 'fra1' }), release: deleteAndWait('/api/v1/file-storage', 'deleted', 'available') },
+  {
+    family: 'server',
+    path: '/api/v1/servers',
+    body: (i) => ({ name: `quota-svr-${i}`, region: 'fra1' }),
+    release: deleteAndWait('/api/v1/servers', 'deleted', 'running'),
+  },
+  {
+    family: 'bucket',
+    path: '/api/v1/object-storage',
+    body: (i) => ({ name: `quota-bucket-${i}`, region: 'fra1' }),
+    release: deleteAndWait('/api/v1/object-storage', 'deleted', 'available'),
+  },
+  {
+    family: 'file_share',
+    path: '/api/v1/file-storage',
+    body: (i) => ({ name: `quota-share-${i}`, region: 'fra1' }),
+    release: deleteAndWait('/api/v1/file-storage', 'deleted', 'available'),
+  },
   {
     family: 'job',
     path: '/api/v1/jobs',
@@ -84,29 +125,34 @@ describe('per-team quotas', () => {
   });
   afterAll(async () => t.stop());
 
-  it.each(CASES.map((c) => [c.family, c] as const))('%s: creates up to the quota, then answers 422 quota_exceeded until one no longer counts', async (family, c) => {
-    const limit = QUOTAS[family];
-    const ids: string[] = [];
-    for (let i = 0; i < limit - (c.existing ?? 0); i++) {
-      const res = await t.api('POST', c.path, c.body(i));
-      expect(res.status).toBe(201);
-      ids.push(res.body.data.id);
-    }
-    const over = await t.api('POST', c.path, c.body(limit));
-    expect(over.status).toBe(422);
-    expect(over.body.error).toMatchObject({ code: 'quota_exceeded', message: expect.stringContaining(`quota of ${limit} `) });
-    expect(over.headers.get('x-request-id')).toBeTruthy();
-    if (!c.release) return;
-    await c.release(t, ids[0]);
-    const again = await t.api('POST', c.path, c.body(limit + 1));
-    expect(again.status).toBe(201);
-    expect((await t.api('POST', c.path, c.body(limit + 2))).body.error.code).toBe('quota_exceeded');
-  });
+  it.each(CASES.map((c) => [c.family, c] as const))(
+    '%s: creates up to the quota, then answers 422 quota_exceeded until one no longer counts',
+    async (family, c) => {
+      const limit = QUOTAS[family];
+      const ids: string[] = [];
+      for (let i = 0; i < limit - (c.existing ?? 0); i++) {
+        const res = await t.api('POST', c.path, c.body(i));
+        expect(res.status).toBe(201);
+        ids.push(res.body.data.id);
+      }
+      const over = await t.api('POST', c.path, c.body(limit));
+      expect(over.status).toBe(422);
+      expect(over.body.error).toMatchObject({ code: 'quota_exceeded', message: expect.stringContaining(`quota of ${limit} `) });
+      expect(over.headers.get('x-request-id')).toBeTruthy();
+      if (!c.release) return;
+      await c.release(t, ids[0]);
+      const again = await t.api('POST', c.path, c.body(limit + 1));
+      expect(again.status).toBe(201);
+      expect((await t.api('POST', c.path, c.body(limit + 2))).body.error.code).toBe('quota_exceeded');
+    },
+  );
 
   it('lets only as many of a burst of concurrent creates through as the quota has room for', async () => {
     const held = (await t.api('GET', '/api/v1/webhooks?limit=100')).body.data as Array<{ id: string }>;
     for (const { id } of held) expect((await t.api('DELETE', `/api/v1/webhooks/${id}`)).status).toBe(200);
-    const burst = await Promise.all(Array.from({ length: 8 }, () => t.api('POST', '/api/v1/webhooks', { url: 'https://example.com/hook', events: ['server.running'] })));
+    const burst = await Promise.all(
+      Array.from({ length: 8 }, () => t.api('POST', '/api/v1/webhooks', { url: 'https://example.com/hook', events: ['server.running'] })),
+    );
     const statuses = burst.map((r) => r.status).sort();
     expect(statuses).toEqual([201, 201, 422, 422, 422, 422, 422, 422]);
     expect((await t.api('GET', '/api/v1/webhooks?limit=100')).body.data).toHaveLength(QUOTAS.webhook);
@@ -114,14 +160,28 @@ describe('per-team quotas', () => {
 
   it('refuses a load balancer made outside the API over the quota as failed, with the reason', async () => {
     // The load balancer quota is full from the first test.
-    const spec = { name: 'made-with-kubectl', region: 'fra1', algorithm: 'round_robin', protocol: 'http', port: 80, health_check_path: '/health', sticky_sessions: false, backends: [] };
+    const spec = {
+      name: 'made-with-kubectl',
+      region: 'fra1',
+      algorithm: 'round_robin',
+      protocol: 'http',
+      port: 80,
+      health_check_path: '/health',
+      sticky_sessions: false,
+      backends: [],
+    };
     let id: string;
     if (clusterMode()) {
       // As kubectl apply makes it: a custom resource without a status in the team's namespace.
       const custom = kubeConfigOf(await clusterFor(t.dataDir)).makeApiClient(CustomObjectsApi);
       const where = { group: 'cloudplane.dev', version: 'v1alpha1', namespace: t.teamId.replace('_', '-'), plural: 'loadbalancers' };
-      await custom.createNamespacedCustomObject({ ...where, body: { apiVersion: 'cloudplane.dev/v1alpha1', kind: 'LoadBalancer', metadata: { name: 'made-with-kubectl' }, spec } });
-      id = await eventually(async () => ((await custom.getNamespacedCustomObject({ ...where, name: 'made-with-kubectl' })) as any).metadata.labels?.['cloudplane.dev/id']);
+      await custom.createNamespacedCustomObject({
+        ...where,
+        body: { apiVersion: 'cloudplane.dev/v1alpha1', kind: 'LoadBalancer', metadata: { name: 'made-with-kubectl' }, spec },
+      });
+      id = await eventually(
+        async () => ((await custom.getNamespacedCustomObject({ ...where, name: 'made-with-kubectl' })) as any).metadata.labels?.['cloudplane.dev/id'],
+      );
     } else {
       // The embedded store's equivalent: a resource written without a status.
       id = newId('lb');
@@ -130,7 +190,9 @@ describe('per-team quotas', () => {
     const refused = await waitForStatus(t, `/api/v1/load-balancers/${id}`, 'failed', 30_000);
     expect(refused.status_reason).toMatch(/quota of 2 load balancers is used up/);
     // Refused, it holds nothing: the quota is as full as before, no more.
-    const listed = (await t.api('GET', '/api/v1/load-balancers?limit=100&status=running')).body.data.length + (await t.api('GET', '/api/v1/load-balancers?limit=100&status=creating')).body.data.length;
+    const listed =
+      (await t.api('GET', '/api/v1/load-balancers?limit=100&status=running')).body.data.length +
+      (await t.api('GET', '/api/v1/load-balancers?limit=100&status=creating')).body.data.length;
     expect(listed).toBe(QUOTAS.load_balancer);
   });
 

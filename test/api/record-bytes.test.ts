@@ -47,7 +47,10 @@ describe('records answered from their serialised bytes', () => {
 
     const path = `/api/v1/load-balancers/${lb.id}`;
     const first = await readStable(path, lb.id);
-    const expected = await serialisedBySchema(loadBalancerFamily.schemas.record, { data: loadBalancerFamily.toRecord(first.object), meta: JSON.parse(first.raw).meta });
+    const expected = await serialisedBySchema(loadBalancerFamily.schemas.record, {
+      data: loadBalancerFamily.toRecord(first.object),
+      meta: JSON.parse(first.raw).meta,
+    });
     expect(first.raw).toBe(expected.payload);
     expect(first.contentType).toBe(expected.contentType);
     expect(JSON.parse(first.raw).data.backends).toEqual([expect.objectContaining({ server_id: server.id, server_ref: null, port: 8080 })]);
@@ -57,11 +60,15 @@ describe('records answered from their serialised bytes', () => {
     const second = await readStable(path, lb.id);
     expect(second.object).not.toBe(first.object);
     expect(JSON.parse(second.raw).data.algorithm).toBe('ip_hash');
-    expect(second.raw).toBe((await serialisedBySchema(loadBalancerFamily.schemas.record, { data: loadBalancerFamily.toRecord(second.object), meta: JSON.parse(second.raw).meta })).payload);
+    expect(second.raw).toBe(
+      (await serialisedBySchema(loadBalancerFamily.schemas.record, { data: loadBalancerFamily.toRecord(second.object), meta: JSON.parse(second.raw).meta }))
+        .payload,
+    );
   });
 
   it('answers a page, with its cursor, byte for byte as the response schema does', async () => {
-    for (const name of ['rb-page-1', 'rb-page-2', 'rb-page-3']) expect((await t.api('POST', '/api/v1/load-balancers', { name, region: 'ams3' })).status).toBe(201);
+    for (const name of ['rb-page-1', 'rb-page-2', 'rb-page-3'])
+      expect((await t.api('POST', '/api/v1/load-balancers', { name, region: 'ams3' })).status).toBe(201);
     const page = await eventually(async () => {
       const ids = async () => (await t.service.ctx.store.page(loadBalancerFamily.kind, t.teamId, { sort: 'name', order: 'asc', limit: 2 })).items;
       const before = await ids();
@@ -72,7 +79,10 @@ describe('records answered from their serialised bytes', () => {
     });
     const body = JSON.parse(page.raw);
     expect(typeof body.meta.next_cursor).toBe('string');
-    const expected = await serialisedBySchema(Type.Array(loadBalancerFamily.schemas.record), { data: page.objects.map((o) => loadBalancerFamily.toRecord(o)), meta: body.meta });
+    const expected = await serialisedBySchema(Type.Array(loadBalancerFamily.schemas.record), {
+      data: page.objects.map((o) => loadBalancerFamily.toRecord(o)),
+      meta: body.meta,
+    });
     expect(page.raw).toBe(expected.payload);
 
     // The last page: no cursor, an explicit null.

@@ -80,10 +80,12 @@ describe('request limits', () => {
     expect(res.headers.get('x-request-id')).toMatch(/^req_/);
     // A job's script is 10,000 characters: its route takes a body of that, \u-escaped.
     const script = '\\u00e9'.repeat(10_000);
-    const job = await t.api('POST', '/api/v1/jobs', undefined, { rawBody: `{"name":"long script","command":"${script}"}`, headers: { 'content-type': 'application/json' } });
+    const job = await t.api('POST', '/api/v1/jobs', undefined, {
+      rawBody: `{"name":"long script","command":"${script}"}`,
+      headers: { 'content-type': 'application/json' },
+    });
     expect(job.status).toBe(201);
   });
-
 });
 
 describe('a burst of the worst bodies', () => {

@@ -102,7 +102,10 @@ describe('buckets on a real S3 endpoint (driver s3)', () => {
     await client.send(new PutObjectCommand({ Bucket: bucket.s3_bucket, Key: 'a.txt', Body: 'a' }));
     // Let the passes that followed its own status writes end, so that only a later look can repair it.
     await new Promise((resolve) => setTimeout(resolve, 3_000));
-    const open = { Version: '2012-10-17', Statement: [{ Effect: 'Allow', Principal: '*', Action: ['s3:GetObject'], Resource: [`arn:aws:s3:::${bucket.s3_bucket}/*`] }] };
+    const open = {
+      Version: '2012-10-17',
+      Statement: [{ Effect: 'Allow', Principal: '*', Action: ['s3:GetObject'], Resource: [`arn:aws:s3:::${bucket.s3_bucket}/*`] }],
+    };
     await client.send(new PutBucketPolicyCommand({ Bucket: bucket.s3_bucket, Policy: JSON.stringify(open) }));
     // The next look at the resource (the periodic resync, every 2 s here) finds the policy and deletes it.
     await eventually(async () => (await anonymousGet(bucket.s3_bucket, 'a.txt')).status === 403, 45_000, 250);

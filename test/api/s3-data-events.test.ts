@@ -24,7 +24,7 @@ import { S3_NOTIFICATIONS_PATH } from '../../src/api/s3-notifications';
 
 jest.setTimeout(120_000);
 
-describe('data.* events from the S3 endpoint\'s bucket notifications', () => {
+describe("data.* events from the S3 endpoint's bucket notifications", () => {
   let s3: S3Server;
   let client: S3Client;
   let t: TestService;
@@ -67,7 +67,8 @@ describe('data.* events from the S3 endpoint\'s bucket notifications', () => {
   }
 
   const dataEventsOf = (bucketId: string) => inCreatedOrder(eventsOf(receiver).filter((e) => e.type.startsWith('data.') && e.data.bucket_id === bucketId));
-  const received = (bucketId: string, count: number) => eventually(async () => (dataEventsOf(bucketId).length >= count ? dataEventsOf(bucketId) : null), 30_000);
+  const received = (bucketId: string, count: number) =>
+    eventually(async () => (dataEventsOf(bucketId).length >= count ? dataEventsOf(bucketId) : null), 30_000);
   const droppedUnknown = async () => {
     const text = (await request(t.url, 'GET', '/metrics')).body as string;
     return Number(/^cloudplane_s3_notifications_dropped_total\{reason="unknown_bucket"\} (\d+)/m.exec(text)?.[1] ?? 0);
@@ -111,7 +112,12 @@ describe('data.* events from the S3 endpoint\'s bucket notifications', () => {
     const upload = await client.send(new CreateMultipartUploadCommand({ Bucket: bucket.s3_bucket, Key: 'big' }));
     const part = await client.send(new UploadPartCommand({ Bucket: bucket.s3_bucket, Key: 'big', UploadId: upload.UploadId, PartNumber: 1, Body: 'part one' }));
     await client.send(
-      new CompleteMultipartUploadCommand({ Bucket: bucket.s3_bucket, Key: 'big', UploadId: upload.UploadId, MultipartUpload: { Parts: [{ PartNumber: 1, ETag: part.ETag }] } }),
+      new CompleteMultipartUploadCommand({
+        Bucket: bucket.s3_bucket,
+        Key: 'big',
+        UploadId: upload.UploadId,
+        MultipartUpload: { Parts: [{ PartNumber: 1, ETag: part.ETag }] },
+      }),
     );
     await received(bucket.id, 3);
     await client.send(new DeleteObjectsCommand({ Bucket: bucket.s3_bucket, Delete: { Objects: [{ Key: 'copy' }, { Key: 'big' }] } }));
@@ -122,7 +128,12 @@ describe('data.* events from the S3 endpoint\'s bucket notifications', () => {
       ['data.created', 'big', 's3:ObjectCreated:CompleteMultipartUpload'],
     ]);
     // The gateway sends the keys of one DeleteObjects each on its own: in either order.
-    expect(events.slice(3).map((e) => [e.type, e.data.key, e.data.source_event]).sort()).toEqual([
+    expect(
+      events
+        .slice(3)
+        .map((e) => [e.type, e.data.key, e.data.source_event])
+        .sort(),
+    ).toEqual([
       ['data.destroyed', 'big', 's3:ObjectRemoved:DeleteObjects'],
       ['data.destroyed', 'copy', 's3:ObjectRemoved:DeleteObjects'],
     ]);
@@ -141,7 +152,7 @@ describe('data.* events from the S3 endpoint\'s bucket notifications', () => {
     expect(events[1].data.source_event).toBe('s3:ObjectRemoved:DeleteObjects');
   });
 
-  it('drops, with a metric, the notifications of a bucket that is not Cloudplane\'s', async () => {
+  it("drops, with a metric, the notifications of a bucket that is not Cloudplane's", async () => {
     const before = await droppedUnknown();
     await client.send(new CreateBucketCommand({ Bucket: 'not-cloudplanes' }));
     await client.send(new PutObjectCommand({ Bucket: 'not-cloudplanes', Key: 'x', Body: 'x' }));
@@ -163,14 +174,26 @@ describe('data.* events from the S3 endpoint\'s bucket notifications', () => {
     it('refuses a message without the secret or with a wrong one, before reading its body, and publishes nothing for it', async () => {
       const bucket = await availableBucket('forged');
       const forged = message(bucket.s3_bucket, 'forged.txt');
-      for (const authorization of [undefined, basic('s3', `${secret}x`), basic('s3', secret.slice(1)), `Bearer ${secret.toUpperCase()}`, basic(secret, 'wrong')]) {
+      for (const authorization of [
+        undefined,
+        basic('s3', `${secret}x`),
+        basic('s3', secret.slice(1)),
+        `Bearer ${secret.toUpperCase()}`,
+        basic(secret, 'wrong'),
+      ]) {
         const refused = await post(authorization, forged);
         expect(refused.status).toBe(401);
         expect(refused.body.error.code).toBe('unauthorized');
         expect(JSON.stringify(refused.body)).not.toContain(secret);
       }
       // The guard is the route's context, not a check of the URL: other spellings of the path get no further.
-      for (const spelling of ['/%68ooks/s3-notifications', '/hooks//s3-notifications', '/hooks/s3-notifications/', '/hooks/./s3-notifications', '/HOOKS/S3-NOTIFICATIONS']) {
+      for (const spelling of [
+        '/%68ooks/s3-notifications',
+        '/hooks//s3-notifications',
+        '/hooks/s3-notifications/',
+        '/hooks/./s3-notifications',
+        '/HOOKS/S3-NOTIFICATIONS',
+      ]) {
         const res = await request(t.url, 'POST', spelling, forged);
         expect([spelling, [401, 404].includes(res.status)]).toEqual([spelling, true]);
       }
@@ -189,7 +212,7 @@ describe('data.* events from the S3 endpoint\'s bucket notifications', () => {
       expect(events.map((e) => e.data.key)).toEqual(['forged.txt', 'bearer.txt']);
     });
 
-    it('answers a malformed message 422 and the gateway\'s test message 204 with nothing published', async () => {
+    it("answers a malformed message 422 and the gateway's test message 204 with nothing published", async () => {
       const bad = await post(basic('s3', secret), { Records: [{ eventName: 's3:ObjectCreated:Put' }] });
       expect(bad.status).toBe(422);
       expect(bad.body.error.code).toBe('validation_failed');

@@ -36,7 +36,10 @@ describe('scheduled jobs on rare or impossible days', () => {
       CLOUDPLANE_OVERLOAD_MAX_EVENT_LOOP_DELAY_MS: '1000',
       CLOUDPLANE_RATE_LIMIT_PER_MINUTE: '1000000',
     });
-    const as = (key: string): Call => (method, path, body) => t.api(method, path, body, { key });
+    const as =
+      (key: string): Call =>
+      (method, path, body) =>
+        t.api(method, path, body, { key });
     bystander = as(t.key);
     const team = await bystander('POST', '/api/v1/teams', { name: 'Leap', owner_email: 'owner@leap.example' });
     expect(team.status).toBe(201);
@@ -64,7 +67,9 @@ describe('scheduled jobs on rare or impossible days', () => {
     try {
       const created = await Promise.all([1, 2, 3, 4, 5].map((n) => attacker('POST', '/api/v1/jobs', { name: `leap-${n}`, command: 'true', schedule: RARE })));
       expect(created.map((res) => res.status)).toEqual([201, 201, 201, 201, 201]);
-      const refused = await Promise.all([1, 2, 3, 4].map((n) => attacker('POST', '/api/v1/jobs', { name: `never-${n}`, command: 'true', schedule: IMPOSSIBLE, timezone: 'Europe/Berlin' })));
+      const refused = await Promise.all(
+        [1, 2, 3, 4].map((n) => attacker('POST', '/api/v1/jobs', { name: `never-${n}`, command: 'true', schedule: IMPOSSIBLE, timezone: 'Europe/Berlin' })),
+      );
       for (const res of refused) {
         expect(res.status).toBe(422);
         expect(res.body.error.code).toBe('validation_failed');

@@ -161,7 +161,8 @@ describe('scheduled jobs', () => {
   });
 
   it('skips a time while a run is going under forbid', async () => {
-    const job = (await t.api('POST', '/api/v1/jobs', { name: 'exclusive', command: 'sleep 2', schedule: '* * * * * *', concurrency_policy: 'forbid' })).body.data;
+    const job = (await t.api('POST', '/api/v1/jobs', { name: 'exclusive', command: 'sleep 2', schedule: '* * * * * *', concurrency_policy: 'forbid' })).body
+      .data;
     expect(job.concurrency_policy).toBe('forbid');
     const runs = await eventually(async () => {
       const all = await runsOf(job.id);
@@ -177,7 +178,8 @@ describe('scheduled jobs', () => {
   });
 
   it('cancels the running run for the next under replace', async () => {
-    const job = (await t.api('POST', '/api/v1/jobs', { name: 'latest-wins', command: 'sleep 60', schedule: '*/2 * * * * *', concurrency_policy: 'replace' })).body.data;
+    const job = (await t.api('POST', '/api/v1/jobs', { name: 'latest-wins', command: 'sleep 60', schedule: '*/2 * * * * *', concurrency_policy: 'replace' }))
+      .body.data;
     const runs = await eventually(async () => {
       const all = (await runsOf(job.id)).sort((a, b) => a.scheduled_at.localeCompare(b.scheduled_at));
       return all.length >= 3 && all.slice(0, -1).every((r) => r.status === 'cancelled') ? all : null;
@@ -188,7 +190,8 @@ describe('scheduled jobs', () => {
   });
 
   it("shows a run's output, live and once it ended", async () => {
-    const job = (await t.api('POST', '/api/v1/jobs', { name: 'talker', command: 'echo hello; echo "from cron" && sleep 1', schedule: '* * * * * *' })).body.data;
+    const job = (await t.api('POST', '/api/v1/jobs', { name: 'talker', command: 'echo hello; echo "from cron" && sleep 1', schedule: '* * * * * *' })).body
+      .data;
     const run = await eventually(async () => (await runsOf(job.id)).find((r) => r.status === 'completed'), 20_000);
     await t.api('POST', `/api/v1/jobs/${job.id}/cancel`);
     const logs = await t.api('GET', `/api/v1/jobs/${job.id}/logs?run_id=${run.id}`);

@@ -32,7 +32,8 @@ describe('answers that carry a secret', () => {
     const signIn = await request(t.url, 'POST', '/auth/session', undefined, { key: t.key });
     answers.push(['POST /auth/session', 201, signIn]);
     const cookie = /^(cloudplane_session=[^;]+)/.exec(signIn.headers.getSetCookie().find((c) => c.startsWith('cloudplane_session='))!)![1];
-    const session = (method: string, body?: unknown) => request(t.url, method, '/api/v1/session', body, { headers: { cookie, 'x-csrf-token': signIn.body.data.csrf_token } });
+    const session = (method: string, body?: unknown) =>
+      request(t.url, method, '/api/v1/session', body, { headers: { cookie, 'x-csrf-token': signIn.body.data.csrf_token } });
     answers.push(['GET /api/v1/session', 200, await session('GET')]);
     // Only a session from the identity provider may switch teams (its 200 carries the token):
     // the route is marked as a whole, so a key's session gets its 403 no-store as well.

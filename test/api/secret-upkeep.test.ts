@@ -123,7 +123,7 @@ describe('secrets of the running service', () => {
     expect(await store.getSecret('__system', 'cursor-signing-key')).toBeDefined();
   });
 
-  it('has a sweep rule, or an upkeep of its own, for every secret the service keeps but the system\'s', async () => {
+  it("has a sweep rule, or an upkeep of its own, for every secret the service keeps but the system's", async () => {
     // A console session and an Idempotency-Key record, which no resource owns.
     expect((await request(t.url, 'POST', '/auth/session', undefined, { key: t.key })).status).toBe(201);
     expect((await t.api('POST', '/api/v1/agent/threads', {}, { headers: { 'idempotency-key': 'upkeep-1' } })).status).toBe(201);
@@ -132,7 +132,9 @@ describe('secrets of the running service', () => {
       return all.some((s) => s.name.startsWith('usage-')) && all;
     }, 30_000);
     expect(secrets.map((s) => s.name)).toEqual(
-      expect.arrayContaining([/^vpn-psk-/, /^webhook-secret-/, /^apikey-/, /^session-/, /^idempotency-/, /^usage-/].map((pattern) => expect.stringMatching(pattern))),
+      expect.arrayContaining(
+        [/^vpn-psk-/, /^webhook-secret-/, /^apikey-/, /^session-/, /^idempotency-/, /^usage-/].map((pattern) => expect.stringMatching(pattern)),
+      ),
     );
     const rules = [...SECRET_OWNERSHIP, ...SECRETS_KEPT_ELSEWHERE];
     const unruled = secrets.filter((s) => s.team !== '__system' && !rules.some((rule) => s.name.startsWith(rule.prefix)));

@@ -93,7 +93,10 @@ describe.each(variants)('no secret at rest, in the log or in events (%s)', (_var
       // Deliveries were signed with both secrets (vpn_gateway.updated after the rotation).
       await eventually(async () => receiver.received.some((r) => String(r.headers['x-service-signature']).split('v1=').length === 3), 30_000);
       for (const secret of webhookSecrets) {
-        needles.push({ label: 'webhook secret', value: secret }, { label: 'webhook signing key bytes', value: Buffer.from(secret.slice('whsec_'.length), 'base64') });
+        needles.push(
+          { label: 'webhook secret', value: secret },
+          { label: 'webhook signing key bytes', value: Buffer.from(secret.slice('whsec_'.length), 'base64') },
+        );
       }
 
       const issued = await api('POST', '/api/v1/settings/api-keys', { name: 'ci' });

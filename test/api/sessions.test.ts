@@ -87,7 +87,7 @@ describe('sessions from an API key', () => {
     expect(res.body.data).toEqual({ oidc: false, api_key_sign_in: true });
   });
 
-  it('exchanges a key for a session with the key\'s team, user, role and scope, in an HttpOnly SameSite=Lax cookie', async () => {
+  it("exchanges a key for a session with the key's team, user, role and scope, in an HttpOnly SameSite=Lax cookie", async () => {
     const s = await signIn(r, r.key);
     tokens.push(s.token);
     const attributes = s.setCookie.split(';').map((a) => a.trim().toLowerCase());
@@ -139,7 +139,12 @@ describe('sessions from an API key', () => {
   it('refuses a cookie write without the CSRF token, or with a wrong one, with 403 forbidden, and changes nothing', async () => {
     const s = await signIn(r, r.key);
     tokens.push(s.token);
-    for (const headers of [{} as Record<string, string>, { 'x-csrf-token': 'not-the-token' }, { 'x-csrf-token': `${s.csrf}x` }, { 'x-csrf-token': (await signIn(r, r.key)).csrf }]) {
+    for (const headers of [
+      {} as Record<string, string>,
+      { 'x-csrf-token': 'not-the-token' },
+      { 'x-csrf-token': `${s.csrf}x` },
+      { 'x-csrf-token': (await signIn(r, r.key)).csrf },
+    ]) {
       const res = await withCookie(r, s, 'POST', LBS, { name: 'forged', region: 'fra1' }, headers);
       expect({ status: res.status, code: res.body.error?.code }).toEqual({ status: 403, code: 'forbidden' });
     }
@@ -159,7 +164,11 @@ describe('sessions from an API key', () => {
     const raw = await request(r.url, 'POST', LBS, undefined, { key: null, headers: { cookie: s.cookie, ...form }, rawBody: 'name=forged&region=fra1' });
     expect({ status: raw.status, code: raw.body.error?.code }).toEqual({ status: 403, code: 'forbidden' });
     // A body larger than the service accepts is not read either: 403, not 413.
-    const huge = await request(r.url, 'POST', LBS, undefined, { key: null, headers: { cookie: s.cookie, 'content-type': 'application/json' }, rawBody: 'x'.repeat(2 * 1024 * 1024) });
+    const huge = await request(r.url, 'POST', LBS, undefined, {
+      key: null,
+      headers: { cookie: s.cookie, 'content-type': 'application/json' },
+      rawBody: 'x'.repeat(2 * 1024 * 1024),
+    });
     expect({ status: huge.status, code: huge.body.error?.code }).toEqual({ status: 403, code: 'forbidden' });
     // Even with the right token, a write the browser says came from another site.
     const marked = await withCookie(r, s, 'POST', LBS, { name: 'forged', region: 'fra1' }, { ...csrfOf(s), 'sec-fetch-site': 'cross-site' });

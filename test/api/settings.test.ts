@@ -48,7 +48,14 @@ describe('settings', () => {
     const listed = await t.api('GET', '/api/v1/settings/api-keys');
     expect(listed.body.data.map((k: any) => k.id)).toContain(id);
     expect(JSON.stringify(listed.body)).not.toContain(key);
-    expect(listed.body.data.find((k: any) => k.id === id)).toMatchObject({ name: 'ci', status: 'active', revoked_at: null, prefix: key.slice(0, 8), scope: 'read_write', expires_at: null });
+    expect(listed.body.data.find((k: any) => k.id === id)).toMatchObject({
+      name: 'ci',
+      status: 'active',
+      revoked_at: null,
+      prefix: key.slice(0, 8),
+      scope: 'read_write',
+      expires_at: null,
+    });
 
     expect((await t.api('GET', '/api/v1/settings/profile', undefined, { key })).status).toBe(200);
     const revoked = await t.api('DELETE', `/api/v1/settings/api-keys/${id}`);

@@ -24,7 +24,10 @@ describe('teams, members and keys through the API', () => {
   let ownerB: Call;
   let viewer: { id: string; key: string };
   let asViewer: Call;
-  const as = (key: string): Call => (method, path, body) => t.api(method, path, body, { key });
+  const as =
+    (key: string): Call =>
+    (method, path, body) =>
+      t.api(method, path, body, { key });
 
   /** Invites `email` into the caller's team with `role` and makes the new member's first key. */
   async function member(caller: Call, email: string, role: string): Promise<{ id: string; key: string }> {
@@ -112,7 +115,9 @@ describe('teams, members and keys through the API', () => {
     const writes = routesOf(t.service.app.printRoutes({ commonPrefix: false })).filter((route) => isWrite(route) && !route.url.startsWith('/auth/'));
     const document = (await t.api('GET', '/api/v1/openapi.json', undefined, { key: null })).body;
     const documented = Object.entries<Record<string, unknown>>(document.paths).flatMap(([path, item]) =>
-      Object.keys(item).filter((m) => m !== 'get').map((m) => `${m.toUpperCase()} ${path.replace(/\{([^}]+)\}/g, ':$1')}`),
+      Object.keys(item)
+        .filter((m) => m !== 'get')
+        .map((m) => `${m.toUpperCase()} ${path.replace(/\{([^}]+)\}/g, ':$1')}`),
     );
     expect(writes.map(({ method, url }) => `${method} ${url}`).sort()).toEqual(documented.sort());
     expect(writes.length).toBeGreaterThan(30);
@@ -124,7 +129,10 @@ describe('teams, members and keys through the API', () => {
     for (const { method, url } of writes) {
       if (ownSession.has(`${method} ${url}`)) continue;
       const path = concretePath(url);
-      for (const [who, key] of [['viewer', viewer.key], ['read_only key', readOnly]]) {
+      for (const [who, key] of [
+        ['viewer', viewer.key],
+        ['read_only key', readOnly],
+      ]) {
         const res = await t.api(method, path, {}, { key });
         if (res.status !== 403 || res.body.error.code !== 'forbidden') wrongly.push(`${method} ${url} as ${who}: ${res.status}`);
       }
@@ -150,11 +158,16 @@ describe('teams, members and keys through the API', () => {
     const shortLived = as(created.body.data.key);
     const beforeExpiry = await shortLived('GET', LBS);
     // Refused only if the machine was so loaded that the key had expired by then.
-    if (beforeExpiry.status !== 200) expect({ status: beforeExpiry.status, expired: Date.now() >= Date.parse(expiresAt) }).toEqual({ status: 401, expired: true });
-    const refused = await eventually(async () => {
-      const res = await shortLived('GET', LBS);
-      return res.status === 401 ? res : null;
-    }, 20_000, 250);
+    if (beforeExpiry.status !== 200)
+      expect({ status: beforeExpiry.status, expired: Date.now() >= Date.parse(expiresAt) }).toEqual({ status: 401, expired: true });
+    const refused = await eventually(
+      async () => {
+        const res = await shortLived('GET', LBS);
+        return res.status === 401 ? res : null;
+      },
+      20_000,
+      250,
+    );
     expect(refused.body.error.code).toBe('unauthorized');
     expect(refused.headers.get('www-authenticate')).toMatch(/^Bearer/);
 

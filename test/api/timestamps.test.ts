@@ -15,7 +15,11 @@ const IMPOSSIBLE = [
 ];
 
 function expectRefused(res: ApiResponse, field: string): void {
-  expect({ status: res.status, code: res.body?.error?.code, fields: res.body?.error?.details?.map((d: { field: string }) => d.field) }).toEqual({ status: 422, code: 'validation_failed', fields: [field] });
+  expect({ status: res.status, code: res.body?.error?.code, fields: res.body?.error?.details?.map((d: { field: string }) => d.field) }).toEqual({
+    status: 422,
+    code: 'validation_failed',
+    fields: [field],
+  });
 }
 
 describe('timestamps in requests', () => {
@@ -38,7 +42,12 @@ describe('timestamps in requests', () => {
   const WINDOWS = ['/api/v1/audit-log', '/api/v1/usage', '/api/v1/webhook-deliveries'];
 
   describe.each(WINDOWS)('%s', (path) => {
-    it.each(IMPOSSIBLE.flatMap((at) => [['since', at], ['until', at]]))('refuses %s=%s with 422 naming it, not 500', async (field, at) => {
+    it.each(
+      IMPOSSIBLE.flatMap((at) => [
+        ['since', at],
+        ['until', at],
+      ]),
+    )('refuses %s=%s with 422 naming it, not 500', async (field, at) => {
       expectRefused(await t.api('GET', `${path}?${field}=${encodeURIComponent(at)}`), field);
     });
 
@@ -48,7 +57,12 @@ describe('timestamps in requests', () => {
     });
   });
 
-  it.each(IMPOSSIBLE.flatMap((at) => [['since', at], ['until', at]]))("refuses a webhook recovery's %s=%s with 422 naming it", async (field, at) => {
+  it.each(
+    IMPOSSIBLE.flatMap((at) => [
+      ['since', at],
+      ['until', at],
+    ]),
+  )("refuses a webhook recovery's %s=%s with 422 naming it", async (field, at) => {
     const window = { since: '2026-01-01T00:00:00Z', until: '2026-01-02T00:00:00Z', [field]: at };
     expectRefused(await t.api('POST', '/api/v1/webhooks/wh_0000000000000000/recover', window), field);
   });

@@ -42,7 +42,10 @@ describe('usage', () => {
     // hour, 3.6 ms): otherwise, on a fast machine, the hours up to runningSeen and all of
     // them rounded to the same figure.
     const hoursUpToSeen = (runningSeen - createdAt) / HOUR_MS;
-    await eventually(async () => ((await t.api('GET', '/api/v1/usage')).body.data.resources.find((r: any) => r.family === 'load_balancer')?.quantity ?? 0) > hoursUpToSeen + 2e-6);
+    await eventually(
+      async () =>
+        ((await t.api('GET', '/api/v1/usage')).body.data.resources.find((r: any) => r.family === 'load_balancer')?.quantity ?? 0) > hoursUpToSeen + 2e-6,
+    );
     expect((await t.api('DELETE', `/api/v1/load-balancers/${made.body.data.id}`)).status).toBe(200);
     await waitForStatus(t, `/api/v1/load-balancers/${made.body.data.id}`, 'deleted');
     lb = { id: made.body.data.id, createdAt, runningSeen, deletedAt: Date.now() };
@@ -84,7 +87,7 @@ describe('usage', () => {
     await eventually(async () => (await rowOf()).quantity > first.quantity);
   });
 
-  it('counts a file share\'s hours under each size it had', async () => {
+  it("counts a file share's hours under each size it had", async () => {
     const share = (await t.api('POST', '/api/v1/file-storage', { name: 'metered-share', region: 'fra1', size_gb: 100 })).body.data.id;
     await waitForStatus(t, `/api/v1/file-storage/${share}`, 'available');
     const sizes = async () => {
@@ -125,7 +128,7 @@ describe('usage', () => {
     expect(after.quantity - before.quantity).toBe(7);
   });
 
-  it('still counts a past day\'s requests once this process has flushed them and let them go', async () => {
+  it("still counts a past day's requests once this process has flushed them and let them go", async () => {
     const { counters } = t.service.ctx.usage;
     const twoDaysAgo = new Date(Date.now() - 2 * 86_400_000);
     for (let i = 0; i < 3; i++) counters.countRequest(t.teamId, twoDaysAgo);
@@ -206,11 +209,17 @@ describe('usage', () => {
     };
     const put = await t.api('PUT', '/api/v1/usage/limits', { limits });
     expect(put.status).toBe(200);
-    expect(put.body.data.limits).toEqual({ api_requests: { ...limits.api_requests, unit: 'requests' }, server_hours: { soft: 0.0001, hard: null, unit: 'hours' } });
+    expect(put.body.data.limits).toEqual({
+      api_requests: { ...limits.api_requests, unit: 'requests' },
+      server_hours: { soft: 0.0001, hard: null, unit: 'hours' },
+    });
     expect((await t.api('GET', '/api/v1/usage/limits')).body.data).toEqual(put.body.data);
 
     const received = (type: string, metric: string) => eventsOf(alerts).filter((e) => e.type === type && e.data.metric === metric);
-    await eventually(async () => received('usage.threshold_reached', 'api_requests').length > 0 && received('usage.threshold_reached', 'server_hours').length > 0, 20_000);
+    await eventually(
+      async () => received('usage.threshold_reached', 'api_requests').length > 0 && received('usage.threshold_reached', 'server_hours').length > 0,
+      20_000,
+    );
     expect(received('usage.overage', 'api_requests')).toEqual([]);
     for (let i = 0; i < 10; i++) await t.api('GET', '/api/v1/regions');
     await eventually(async () => received('usage.overage', 'api_requests').length > 0, 20_000);
@@ -234,7 +243,11 @@ describe('usage', () => {
     expect(received('usage.threshold_reached', 'server_hours')).toHaveLength(1);
     // Each is in the audit log as well, with the catalog's category.
     const audited = (await t.api('GET', '/api/v1/audit-log?type=usage.*&limit=100')).body.data;
-    expect(audited.map((e: any) => e.id).sort()).toEqual(eventsOf(alerts).map((e) => e.id).sort());
+    expect(audited.map((e: any) => e.id).sort()).toEqual(
+      eventsOf(alerts)
+        .map((e) => e.id)
+        .sort(),
+    );
   });
 });
 
@@ -276,7 +289,8 @@ describe('usage retention', () => {
     const t = await startTestService({ ...ENV, CLOUDPLANE_USAGE_RETENTION_DAYS: String(1 / 86_400) });
     try {
       const rows = async () => (await t.api('GET', '/api/v1/usage')).body.data.resources as Array<{ family: string; quantity: number }>;
-      const intervals = async () => (await t.service.ctx.store.listSecrets('usage-interval-')).filter((s) => s.team === t.teamId).map((s) => s.data.resource_id);
+      const intervals = async () =>
+        (await t.service.ctx.store.listSecrets('usage-interval-')).filter((s) => s.team === t.teamId).map((s) => s.data.resource_id);
       const id = (await t.api('POST', '/api/v1/load-balancers', { name: 'brief', region: 'fra1' })).body.data.id;
       await waitForStatus(t, `/api/v1/load-balancers/${id}`, 'running');
       // Open for longer than the retention: an open interval is never swept.

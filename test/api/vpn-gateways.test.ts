@@ -18,7 +18,14 @@ describe('VPN gateways', () => {
     const created = await t.api('POST', '/api/v1/vpn-gateways', { ...valid, pre_shared_key: 'a-very-secret-key-1234' });
     expect(created.status).toBe(201);
     const gw = created.body.data;
-    expect(gw).toMatchObject({ status: 'creating', tunnel_type: 'ipsec', local_network_cidr: '10.10.0.0/16', remote_network_cidr: '192.168.10.0/24', local_ip: null, public_key: null });
+    expect(gw).toMatchObject({
+      status: 'creating',
+      tunnel_type: 'ipsec',
+      local_network_cidr: '10.10.0.0/16',
+      remote_network_cidr: '192.168.10.0/24',
+      local_ip: null,
+      public_key: null,
+    });
     expect(gw.id).toMatch(/^vpn_[0-9a-z]{16,26}$/);
     expect(JSON.stringify(created.body)).not.toContain('a-very-secret-key-1234');
     expect(created.body.meta).toMatchObject({ persistence: 'synced', provider: 'connected' });
@@ -33,7 +40,12 @@ describe('VPN gateways', () => {
 
     const first = await t.api('GET', `/api/v1/vpn-gateways/${gw.id}/status`);
     expect(first.status).toBe(200);
-    expect(first.body.data).toEqual({ tunnel_status: 'up', bytes_sent: expect.any(Number), bytes_received: expect.any(Number), last_handshake: expect.any(String) });
+    expect(first.body.data).toEqual({
+      tunnel_status: 'up',
+      bytes_sent: expect.any(Number),
+      bytes_received: expect.any(Number),
+      last_handshake: expect.any(String),
+    });
     expect(first.body.meta.provider).toBe('connected');
     await new Promise((r) => setTimeout(r, 1100));
     const second = await t.api('GET', `/api/v1/vpn-gateways/${gw.id}/status`);
@@ -68,7 +80,9 @@ describe('VPN gateways', () => {
     expect(rotated.status).toBe(200);
     expect(JSON.stringify(rotated.body)).not.toContain('rotated-key');
     expect((await t.service.ctx.store.getSecret(t.teamId, `vpn-psk-${ipsec.id}`))?.value).toBe('rotated-key-abcdefgh');
-    await eventually(async () => (await t.service.ctx.bus.recent(t.teamId, '1970-01-01T00:00:00Z')).some((e) => e.type === 'vpn_gateway.updated' && e.data.id === ipsec.id));
+    await eventually(async () =>
+      (await t.service.ctx.bus.recent(t.teamId, '1970-01-01T00:00:00Z')).some((e) => e.type === 'vpn_gateway.updated' && e.data.id === ipsec.id),
+    );
 
     const renamed = await t.api('PATCH', `/api/v1/vpn-gateways/${ipsec.id}`, { name: 'hq', remote_network_cidr: '172.20.0.0/16' });
     expect(renamed.body.data).toMatchObject({ name: 'hq', remote_network_cidr: '172.20.0.0/16' });
@@ -101,7 +115,9 @@ describe('VPN gateways', () => {
       const stored = await t.service.ctx.store.get<unknown, { observed_generation?: number }>('VpnGateway', t.teamId, bare.id);
       return stored && stored.meta.generation > 1 && stored.status.observed_generation === stored.meta.generation;
     });
-    await eventually(async () => (await t.service.ctx.bus.recent(t.teamId, '1970-01-01T00:00:00Z')).some((e) => e.type === 'vpn_gateway.updated' && e.data.id === bare.id));
+    await eventually(async () =>
+      (await t.service.ctx.bus.recent(t.teamId, '1970-01-01T00:00:00Z')).some((e) => e.type === 'vpn_gateway.updated' && e.data.id === bare.id),
+    );
     const cleared = await t.api('PATCH', `/api/v1/vpn-gateways/${bare.id}`, { remote_public_key: null });
     expect(cleared.status).toBe(200);
     expect(cleared.body.data.remote_public_key).toBeNull();

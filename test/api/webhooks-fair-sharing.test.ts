@@ -116,7 +116,10 @@ describe('webhook deliveries bounded and shared fairly', () => {
   });
 
   it('never holds more than the global cap, however many teams queue', async () => {
-    for (const [name, team] of [['d', teams.d], ['e', teams.e]] as const) {
+    for (const [name, team] of [
+      ['d', teams.d],
+      ['e', teams.e],
+    ] as const) {
       for (let i = 0; i < 6; i++) await subscribe(team, `${blackHole.url}/${name}${i}`);
       await buckets(team, name, 3);
       expected.set(team.id, 18);
@@ -124,10 +127,14 @@ describe('webhook deliveries bounded and shared fairly', () => {
     }
     // A holds 4 and C 2; D and E ask for 4 each, and only 4 places are left.
     await eventually(async () => blackHole.held.length >= CAPS.global, 30_000, 50);
-    const metrics = await eventually(async () => {
-      const text = (await t.api('GET', '/metrics', undefined, { key: null })).body as string;
-      return /^cloudplane_webhook_attempts_waiting 49$/m.test(text) ? text : null;
-    }, 30_000, 50);
+    const metrics = await eventually(
+      async () => {
+        const text = (await t.api('GET', '/metrics', undefined, { key: null })).body as string;
+        return /^cloudplane_webhook_attempts_waiting 49$/m.test(text) ? text : null;
+      },
+      30_000,
+      50,
+    );
     expect(metrics).toMatch(/^cloudplane_webhook_attempts_in_flight 10$/m);
     expect(blackHole.held.length).toBe(CAPS.global);
     expect(heldOf(teams.d) + heldOf(teams.e)).toBe(CAPS.global - CAPS.perTeam - CAPS.perSubscription);
@@ -141,11 +148,19 @@ describe('webhook deliveries bounded and shared fairly', () => {
     // Answers held 20 ms, so the attempts under way while the queue drains show as held too.
     blackHole.recover(20);
     for (const [name, team] of Object.entries(teams)) {
-      const made = await eventually(async () => {
-        const succeeded = await deliveries(team, 'succeeded');
-        return succeeded.length === (expected.get(team.id) ?? 1) ? succeeded : null;
-      }, 60_000, 100);
-      expect({ name, pending: (await deliveries(team, 'pending')).length, failed: (await deliveries(team, 'failed')).length }).toEqual({ name, pending: 0, failed: 0 });
+      const made = await eventually(
+        async () => {
+          const succeeded = await deliveries(team, 'succeeded');
+          return succeeded.length === (expected.get(team.id) ?? 1) ? succeeded : null;
+        },
+        60_000,
+        100,
+      );
+      expect({ name, pending: (await deliveries(team, 'pending')).length, failed: (await deliveries(team, 'failed')).length }).toEqual({
+        name,
+        pending: 0,
+        failed: 0,
+      });
       expect(made.every((d) => d.attempt === '1/15')).toBe(true);
     }
     // Each of the 18 + 5 + 18 + 18 deliveries to the dead receiver reached it once.
@@ -166,7 +181,13 @@ describe('deliveries waiting for a place, across a restart', () => {
   it('are all made after the restart, once the receiver answers', async () => {
     // One attempt at a time, each given up after 2 s, so the service stops promptly with
     // an attempt under way (it waits for it) and five deliveries waiting behind it.
-    const env = { ...WEBHOOK_ENV, CLOUDPLANE_WEBHOOK_TIMEOUT_MS: '2000', CLOUDPLANE_WEBHOOK_MAX_IN_FLIGHT: '1', CLOUDPLANE_WEBHOOK_MAX_IN_FLIGHT_PER_TEAM: '1', CLOUDPLANE_WEBHOOK_MAX_IN_FLIGHT_PER_SUBSCRIPTION: '1' };
+    const env = {
+      ...WEBHOOK_ENV,
+      CLOUDPLANE_WEBHOOK_TIMEOUT_MS: '2000',
+      CLOUDPLANE_WEBHOOK_MAX_IN_FLIGHT: '1',
+      CLOUDPLANE_WEBHOOK_MAX_IN_FLIGHT_PER_TEAM: '1',
+      CLOUDPLANE_WEBHOOK_MAX_IN_FLIGHT_PER_SUBSCRIPTION: '1',
+    };
     const dataDir = tempDataDir();
     const hole = await startBlackHole();
     let t = await startTestService(env, dataDir);

@@ -45,13 +45,18 @@ async function deliveryOf(t: TestService, webhookId: string, deliveryId: string)
 
 /** A delivery that reached `status`, the only one of the subscription. */
 function settled(t: TestService, webhookId: string, status: string, timeoutMs = 30_000) {
-  return eventually(async () => {
-    const [only] = await deliveriesOf(t, webhookId);
-    return only?.status === status ? only : null;
-  }, timeoutMs, 100);
+  return eventually(
+    async () => {
+      const [only] = await deliveriesOf(t, webhookId);
+      return only?.status === status ? only : null;
+    },
+    timeoutMs,
+    100,
+  );
 }
 
-const deliveryFailedEvents = async (t: TestService) => (await t.service.ctx.bus.recent(t.teamId, '1970-01-01T00:00:00Z')).filter((e) => e.type === 'webhook.delivery_failed');
+const deliveryFailedEvents = async (t: TestService) =>
+  (await t.service.ctx.bus.recent(t.teamId, '1970-01-01T00:00:00Z')).filter((e) => e.type === 'webhook.delivery_failed');
 
 describe('webhooks for receivers', () => {
   let t: TestService;
@@ -125,7 +130,9 @@ describe('webhooks for receivers', () => {
     const mail = await eventually(async () => mailbox.mails.find((m) => m.text.includes(hook.id)));
     expect(mail.to).toEqual(['owner@example.org']);
     expect(mail.text.replace(/=\s*\n/g, '')).toMatch(/410 Gone/);
-    await eventually(async () => (await t.service.ctx.bus.recent(t.teamId, '1970-01-01T00:00:00Z')).some((e) => e.type === 'webhook.disabled' && e.data.id === hook.id));
+    await eventually(async () =>
+      (await t.service.ctx.bus.recent(t.teamId, '1970-01-01T00:00:00Z')).some((e) => e.type === 'webhook.disabled' && e.data.id === hook.id),
+    );
 
     // Held, not failed: re-enabling sends it again.
     gone = false;
@@ -151,7 +158,13 @@ describe('webhooks for receivers', () => {
     expect(told).toMatchObject({
       team_id: t.teamId,
       actor: 'system',
-      data: { subscription_id: a.id, delivery_id: failed.id, event_type: 'bucket.created', attempts: 15, last_error: 'receiver answered status 500: down for maintenance' },
+      data: {
+        subscription_id: a.id,
+        delivery_id: failed.id,
+        event_type: 'bucket.created',
+        attempts: 15,
+        last_error: 'receiver answered status 500: down for maintenance',
+      },
     });
     const bucketEvent = (await t.service.ctx.bus.recent(t.teamId, '1970-01-01T00:00:00Z')).find((e) => e.type === 'bucket.created' && e.data.id === bucketId);
     expect(told.data.event_id).toBe(bucketEvent!.id);
@@ -229,7 +242,7 @@ describe('webhooks for receivers', () => {
     expect((await t.api('POST', '/api/v1/webhooks/wh_0000000000000000/ping')).status).toBe(404);
     for (const id of [hook.id, everything.id]) await t.api('DELETE', `/api/v1/webhooks/${id}`);
   });
-  it('lists the team\'s deliveries across subscriptions, filtered by status, event type, subscription and time, paged by cursor', async () => {
+  it("lists the team's deliveries across subscriptions, filtered by status, event type, subscription and time, paged by cursor", async () => {
     const start = new Date().toISOString();
     const dead = await receiver(() => ({ status: 500 }));
     const alive = await receiver();
@@ -237,10 +250,14 @@ describe('webhooks for receivers', () => {
     const healthy = await subscribe(t, { url: alive.url, events: ['bucket.*'] });
     await bucket(t, 'team-list-1');
     await bucket(t, 'team-list-2');
-    const failed = await eventually(async () => {
-      const rows = (await t.api('GET', `/api/v1/webhook-deliveries?status=failed&subscription_id=${failing.id}`)).body.data;
-      return rows.length === 2 ? rows : null;
-    }, 30_000, 200);
+    const failed = await eventually(
+      async () => {
+        const rows = (await t.api('GET', `/api/v1/webhook-deliveries?status=failed&subscription_id=${failing.id}`)).body.data;
+        return rows.length === 2 ? rows : null;
+      },
+      30_000,
+      200,
+    );
     expect(failed.every((d: any) => d.webhook_id === failing.id && d.status === 'failed' && d.attempt === '15/15')).toBe(true);
     const ofHealthy = await eventually(async () => {
       const rows = (await t.api('GET', `/api/v1/webhook-deliveries?subscription_id=${healthy.id}&status=succeeded`)).body.data;
@@ -295,10 +312,14 @@ describe('webhooks for receivers', () => {
     const second = await t.api('POST', `/api/v1/webhooks/${hook.id}/recover`, { since, until });
     expect(second.status).toBe(202);
     // Progress as a client sees it: the window's failed deliveries are gone, they succeeded.
-    const done = await eventually(async () => {
-      const rows = (await t.api('GET', `/api/v1/webhook-deliveries?subscription_id=${hook.id}&since=${since}&until=${until}`)).body.data;
-      return rows.every((d: any) => d.status === 'succeeded') ? rows : null;
-    }, 20_000, 100);
+    const done = await eventually(
+      async () => {
+        const rows = (await t.api('GET', `/api/v1/webhook-deliveries?subscription_id=${hook.id}&since=${since}&until=${until}`)).body.data;
+        return rows.every((d: any) => d.status === 'succeeded') ? rows : null;
+      },
+      20_000,
+      100,
+    );
     expect(done.map((d: any) => d.id).sort()).toEqual(window);
     // Each was sent once more, whatever the second call found.
     const attemptsOf = (id: string) => r.received.filter((x) => x.headers['webhook-id'] === id).length;
@@ -333,7 +354,10 @@ describe('webhooks for receivers', () => {
     const hook = await subscribe(t, { url: r.url, events: ['bucket.created'] });
     const key = (await t.api('POST', '/api/v1/settings/api-keys', { name: 'receiver-dashboards', scope: 'read_only' })).body.data.key as string;
     expect((await t.api('GET', '/api/v1/webhook-deliveries', undefined, { key })).status).toBe(200);
-    for (const [path, body] of [[`/api/v1/webhooks/${hook.id}/ping`, undefined], [`/api/v1/webhooks/${hook.id}/recover`, { since: '2000-01-01T00:00:00Z', until: '2001-01-01T00:00:00Z' }]] as const) {
+    for (const [path, body] of [
+      [`/api/v1/webhooks/${hook.id}/ping`, undefined],
+      [`/api/v1/webhooks/${hook.id}/recover`, { since: '2000-01-01T00:00:00Z', until: '2001-01-01T00:00:00Z' }],
+    ] as const) {
       const refused = await t.api('POST', path, body, { key });
       expect(refused.status).toBe(403);
     }

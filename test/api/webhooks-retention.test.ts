@@ -46,18 +46,22 @@ describe('webhook delivery retention', () => {
     // than the retention after it, and the finished one must vanish.
     const seen = new Map<string, { updatedAt: number; status: string }>();
     const vanished: string[] = [];
-    await eventually(async () => {
-      const current = [...(await deliveriesOf(okHook)), ...(await deliveriesOf(failingHook))];
-      const now = Date.now();
-      for (const [id, last] of seen) {
-        if (current.some((d) => d.id === id) || vanished.includes(id)) continue;
-        expect(last.status).not.toBe('pending');
-        expect(now).toBeGreaterThanOrEqual(last.updatedAt + RETENTION_MS);
-        vanished.push(id);
-      }
-      for (const d of current) seen.set(d.id, { updatedAt: Date.parse(d.updated_at), status: d.status });
-      return vanished.length === 1 && seen.size === 2;
-    }, 20_000, 100);
+    await eventually(
+      async () => {
+        const current = [...(await deliveriesOf(okHook)), ...(await deliveriesOf(failingHook))];
+        const now = Date.now();
+        for (const [id, last] of seen) {
+          if (current.some((d) => d.id === id) || vanished.includes(id)) continue;
+          expect(last.status).not.toBe('pending');
+          expect(now).toBeGreaterThanOrEqual(last.updatedAt + RETENTION_MS);
+          vanished.push(id);
+        }
+        for (const d of current) seen.set(d.id, { updatedAt: Date.parse(d.updated_at), status: d.status });
+        return vanished.length === 1 && seen.size === 2;
+      },
+      20_000,
+      100,
+    );
     const [pending] = await deliveriesOf(failingHook);
     expect(pending).toMatchObject({ status: 'pending' });
     expect(await deliveriesOf(okHook)).toEqual([]);
@@ -109,14 +113,17 @@ describe('webhook delivery retention', () => {
     };
     let listFailures = 0;
     store.list = async (kind, team) => {
-      if (kind === 'WebhookDelivery' && team === undefined && listFailures++ % 2 === 0) throw new StoreUnavailableError(new Error('injected: the store cannot be read'));
+      if (kind === 'WebhookDelivery' && team === undefined && listFailures++ % 2 === 0)
+        throw new StoreUnavailableError(new Error('injected: the store cannot be read'));
       return realList(kind, team);
     };
     try {
       // Past the retention, both kinds of failure were met, and the delivery is still there.
       await eventually(async () => removeCalls >= 1 && listFailures >= 2, 20_000, 100);
       expect(await metric('cloudplane_webhook_retention_failures_total')).toBeGreaterThanOrEqual(failuresBefore + 2);
-      expect(await realList('WebhookDelivery', t.teamId)).toEqual(expect.arrayContaining([expect.objectContaining({ meta: expect.objectContaining({ id: delivery.id }) })]));
+      expect(await realList('WebhookDelivery', t.teamId)).toEqual(
+        expect.arrayContaining([expect.objectContaining({ meta: expect.objectContaining({ id: delivery.id }) })]),
+      );
     } finally {
       store.remove = realRemove;
       store.list = realList;

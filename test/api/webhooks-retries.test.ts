@@ -44,11 +44,15 @@ describe('webhook retries, timeouts and rate limits', () => {
     const hook = await subscribe(t, { url: r.url, events: ['bucket.created'] });
     await bucket(t, 'retry-all');
     const seen: string[] = [];
-    const failed = await eventually(async () => {
-      const [delivery] = await deliveriesOf(t, hook.id);
-      if (delivery && !seen.includes(delivery.attempt)) seen.push(delivery.attempt);
-      return delivery?.status === 'failed' ? delivery : null;
-    }, 30_000, 10);
+    const failed = await eventually(
+      async () => {
+        const [delivery] = await deliveriesOf(t, hook.id);
+        if (delivery && !seen.includes(delivery.attempt)) seen.push(delivery.attempt);
+        return delivery?.status === 'failed' ? delivery : null;
+      },
+      30_000,
+      10,
+    );
     expect(failed).toMatchObject({ attempt: '15/15', next_retry_at: null, response_status: 500, event_type: 'bucket.created' });
     expect(failed.error).toMatch(/500/);
     expect(r.received).toHaveLength(15);
@@ -178,10 +182,14 @@ describe('webhook retries, timeouts and rate limits', () => {
     expect(Math.max(...inWindow)).toBeLessThanOrEqual(4);
     // The outcome is written after the answer arrives; in cluster mode it is seen through the
     // API server's watch, later still when earlier subscriptions' deliveries keep it busy.
-    const history = await eventually(async () => {
-      const all = await deliveriesOf(t, hook.id);
-      return all.length === 16 && all.every((d) => d.status === 'succeeded') ? all : null;
-    }, 20_000, 100);
+    const history = await eventually(
+      async () => {
+        const all = await deliveriesOf(t, hook.id);
+        return all.length === 16 && all.every((d) => d.status === 'succeeded') ? all : null;
+      },
+      20_000,
+      100,
+    );
     expect(history).toHaveLength(16);
   });
 });

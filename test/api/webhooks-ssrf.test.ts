@@ -51,7 +51,10 @@ describe('webhook SSRF guard', () => {
     const resolved = await lookup(internal);
     expect(isPublicAddress(resolved.address)).toBe(false);
     const hooks: Record<string, string> = {};
-    for (const [name, host] of [['internal', internal], ['unresolvable', 'no-such-host.invalid']]) {
+    for (const [name, host] of [
+      ['internal', internal],
+      ['unresolvable', 'no-such-host.invalid'],
+    ]) {
       const res = await t.api('POST', '/api/v1/webhooks', { url: `http://${host}:8080/hook`, events: ['bucket.created'] });
       expect(res.status).toBe(201);
       hooks[name] = res.body.data.id;

@@ -36,7 +36,15 @@ describe('webhook subscriptions', () => {
     expect(created.status).toBe(201);
     const hook = created.body.data;
     expect(created.headers.get('location')).toBe(`/api/v1/webhooks/${hook.id}`);
-    expect(hook).toMatchObject({ url: r.url, events: ['server.*'], filter: null, active: true, rate_limit_per_minute: 100, disabled_reason: null, consecutive_failures: 0 });
+    expect(hook).toMatchObject({
+      url: r.url,
+      events: ['server.*'],
+      filter: null,
+      active: true,
+      rate_limit_per_minute: 100,
+      disabled_reason: null,
+      consecutive_failures: 0,
+    });
     expect(hook.id).toMatch(/^wh_[0-9a-z]{16,26}$/);
     expect(hook.secret).toMatch(/^whsec_[A-Za-z0-9+/]{43}=$/);
 
@@ -112,7 +120,11 @@ describe('webhook subscriptions', () => {
     for (const request of r.received) {
       const event = stripe.webhooks.constructEvent(request.body, request.headers['x-service-signature'] as string, hook.secret);
       expect(event).toMatchObject({ team_id: t.teamId, data: expect.objectContaining({ id: bucketId }) });
-      const headers = { 'webhook-id': request.headers['webhook-id'], 'webhook-timestamp': request.headers['webhook-timestamp'], 'webhook-signature': request.headers['webhook-signature'] } as Record<string, string>;
+      const headers = {
+        'webhook-id': request.headers['webhook-id'],
+        'webhook-timestamp': request.headers['webhook-timestamp'],
+        'webhook-signature': request.headers['webhook-signature'],
+      } as Record<string, string>;
       expect(new Webhook(hook.secret).verify(request.body, headers)).toMatchObject({ id: JSON.parse(request.body).id });
       expect(request.headers['content-type']).toBe('application/json');
       expect(request.headers['user-agent']).toMatch(/Cloudplane/);
@@ -122,7 +134,19 @@ describe('webhook subscriptions', () => {
       const res = await t.api('GET', `/api/v1/webhooks/${hook.id}/deliveries`);
       return res.body.data.length === 2 && res.body.data.every((d: any) => d.status === 'succeeded') ? res.body.data : null;
     });
-    expect(Object.keys(history[0]).sort()).toEqual(['attempt', 'created_at', 'error', 'event_id', 'event_type', 'id', 'next_retry_at', 'response_status', 'status', 'updated_at', 'webhook_id']);
+    expect(Object.keys(history[0]).sort()).toEqual([
+      'attempt',
+      'created_at',
+      'error',
+      'event_id',
+      'event_type',
+      'id',
+      'next_retry_at',
+      'response_status',
+      'status',
+      'updated_at',
+      'webhook_id',
+    ]);
     expect(history[0]).toMatchObject({ webhook_id: hook.id, attempt: '1/15', response_status: 200, error: null, next_retry_at: null });
     expect(history.map((d: any) => d.id).sort()).toEqual(r.received.map((x) => x.headers['webhook-id']).sort());
     const one = await t.api('GET', `/api/v1/webhooks/${hook.id}/deliveries/${history[0].id}`);
@@ -153,7 +177,11 @@ describe('webhook subscriptions', () => {
       expect(request.headers['webhook-id']).toBe(deliveryId);
       const event = stripe.webhooks.constructEvent(request.body, request.headers['x-service-signature'] as string, hook.secret);
       expect(event).toMatchObject({ type: 'bucket.created', data: expect.objectContaining({ id: bucketId }) });
-      const headers = { 'webhook-id': request.headers['webhook-id'], 'webhook-timestamp': request.headers['webhook-timestamp'], 'webhook-signature': request.headers['webhook-signature'] } as Record<string, string>;
+      const headers = {
+        'webhook-id': request.headers['webhook-id'],
+        'webhook-timestamp': request.headers['webhook-timestamp'],
+        'webhook-signature': request.headers['webhook-signature'],
+      } as Record<string, string>;
       expect(new Webhook(hook.secret).verify(request.body, headers)).toMatchObject({ type: 'bucket.created' });
     }
     const delivery = await eventually(async () => {
@@ -179,7 +207,11 @@ describe('webhook subscriptions', () => {
     await eventually(async () => exact.received.length >= 3 && filtered.received.length >= 2 && listFilter.received.length >= 1);
     // Let any stray delivery arrive before asserting what did not.
     await new Promise((resolve) => setTimeout(resolve, 300));
-    expect(eventsOf(exact).map((e) => `${e.type}:${e.data.id}`).sort()).toEqual([fra, ams, lon].map((id) => `bucket.available:${id}`).sort());
+    expect(
+      eventsOf(exact)
+        .map((e) => `${e.type}:${e.data.id}`)
+        .sort(),
+    ).toEqual([fra, ams, lon].map((id) => `bucket.available:${id}`).sort());
     expect(eventsOf(filtered).map((e) => e.data.id)).toEqual([ams, ams]);
     expect(eventsOf(listFilter).map((e) => `${e.type}:${e.data.id}`)).toEqual([`bucket.created:${lon}`]);
     expect(other.received).toEqual([]);
@@ -197,10 +229,18 @@ describe('webhook subscriptions', () => {
     await bucket('rotated-1');
     await eventually(async () => r.received.length >= 1);
     const [request] = r.received;
-    expect(request.headers['x-service-signature']!.toString().split(',').filter((p) => p.startsWith('v1='))).toHaveLength(2);
+    expect(
+      request.headers['x-service-signature']!.toString()
+        .split(',')
+        .filter((p) => p.startsWith('v1=')),
+    ).toHaveLength(2);
     for (const secret of [hook.secret, fresh]) {
       expect(stripe.webhooks.constructEvent(request.body, request.headers['x-service-signature'] as string, secret)).toBeTruthy();
-      const headers = { 'webhook-id': request.headers['webhook-id'], 'webhook-timestamp': request.headers['webhook-timestamp'], 'webhook-signature': request.headers['webhook-signature'] } as Record<string, string>;
+      const headers = {
+        'webhook-id': request.headers['webhook-id'],
+        'webhook-timestamp': request.headers['webhook-timestamp'],
+        'webhook-signature': request.headers['webhook-signature'],
+      } as Record<string, string>;
       expect(new Webhook(secret).verify(request.body, headers)).toBeTruthy();
     }
   });

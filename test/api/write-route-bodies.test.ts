@@ -40,7 +40,9 @@ describe('bodies sent to write routes', () => {
     const conn = new RawConnection(t.url);
     try {
       await conn.ready;
-      await conn.write(`${method} ${concretePath(url)} HTTP/1.1\r\nHost: localhost\r\n${headers}Content-Type: application/json\r\nContent-Length: ${ANNOUNCED}\r\n\r\n{"name":"`);
+      await conn.write(
+        `${method} ${concretePath(url)} HTTP/1.1\r\nHost: localhost\r\n${headers}Content-Type: application/json\r\nContent-Length: ${ANNOUNCED}\r\n\r\n{"name":"`,
+      );
       await eventually(async () => conn.closed, CLOSED_WITHIN_MS, 50);
       const body = conn.json();
       return { route: `${method} ${url}`, status: conn.head()?.status, code: body?.error?.code, closed: conn.closed };
@@ -57,7 +59,9 @@ describe('bodies sent to write routes', () => {
 
   it('walks every write route the server has', () => {
     expect(writes.length).toBeGreaterThan(40);
-    expect(writes.map((w) => `${w.method} ${w.url}`)).toEqual(expect.arrayContaining(['POST /api/v1/load-balancers', 'POST /auth/session', 'PUT /api/v1/session', 'POST /api/v1/webhooks/listeners']));
+    expect(writes.map((w) => `${w.method} ${w.url}`)).toEqual(
+      expect.arrayContaining(['POST /api/v1/load-balancers', 'POST /auth/session', 'PUT /api/v1/session', 'POST /api/v1/webhooks/listeners']),
+    );
   });
 
   it('refuses each with 401 before reading the body when the request has no credentials', async () => {

@@ -62,7 +62,9 @@ describe('contexts', () => {
 
   it('auth init refuses a bad key and saves nothing', async () => {
     const config = freshConfigPath();
-    const init = await cli(['auth', 'init', '--api-url', t.url, '--api-key', 'cpk_not_a_real_key_00000000000000000000'], { env: { CLOUDPLANE_CONFIG: config } });
+    const init = await cli(['auth', 'init', '--api-url', t.url, '--api-key', 'cpk_not_a_real_key_00000000000000000000'], {
+      env: { CLOUDPLANE_CONFIG: config },
+    });
     expect(init.code).toBe(4);
     expect(init.stderr).toMatch(/^Error: unauthorized: the API at .* refused the key, nothing saved/);
     expect(fs.existsSync(config)).toBe(false);
@@ -129,7 +131,9 @@ describe('contexts', () => {
     expect(elsewhere.code).toBe(5);
     expect(elsewhere.stderr).toContain(`cannot reach http://127.0.0.1:${closed}`);
     // The environment alone is enough, without any file.
-    const envOnly = await cli(['regions', 'list', '-o', 'json'], { env: { CLOUDPLANE_CONFIG: freshConfigPath(), CLOUDPLANE_API_URL: t.url, CLOUDPLANE_API_KEY: t.key } });
+    const envOnly = await cli(['regions', 'list', '-o', 'json'], {
+      env: { CLOUDPLANE_CONFIG: freshConfigPath(), CLOUDPLANE_API_URL: t.url, CLOUDPLANE_API_KEY: t.key },
+    });
     expect(envOnly.code).toBe(0);
     expect(JSON.parse(envOnly.stdout).map((r: any) => r.id)).toContain('fra1');
   });
@@ -153,7 +157,9 @@ describe('failures outside the API', () => {
 
   it('an unreachable endpoint and one that never answers: exit 5, a sentence, no stack trace', async () => {
     const closed = await closedPort();
-    const unreachable = await cli(['servers', 'list'], { env: { CLOUDPLANE_CONFIG: freshConfigPath(), CLOUDPLANE_API_URL: `http://127.0.0.1:${closed}`, CLOUDPLANE_API_KEY: t.key } });
+    const unreachable = await cli(['servers', 'list'], {
+      env: { CLOUDPLANE_CONFIG: freshConfigPath(), CLOUDPLANE_API_URL: `http://127.0.0.1:${closed}`, CLOUDPLANE_API_KEY: t.key },
+    });
     expect(unreachable.code).toBe(5);
     expect(unreachable.stderr).toBe(`Error: unreachable: cannot reach http://127.0.0.1:${closed}: ECONNREFUSED\n`);
 
@@ -161,7 +167,9 @@ describe('failures outside the API', () => {
     await new Promise<void>((resolve) => silent.listen(0, '127.0.0.1', resolve));
     try {
       const url = `http://127.0.0.1:${(silent.address() as net.AddressInfo).port}`;
-      const run = await cli(['servers', 'list', '--timeout', '0.5'], { env: { CLOUDPLANE_CONFIG: freshConfigPath(), CLOUDPLANE_API_URL: url, CLOUDPLANE_API_KEY: t.key } });
+      const run = await cli(['servers', 'list', '--timeout', '0.5'], {
+        env: { CLOUDPLANE_CONFIG: freshConfigPath(), CLOUDPLANE_API_URL: url, CLOUDPLANE_API_KEY: t.key },
+      });
       expect(run.code).toBe(5);
       expect(run.stderr).toBe(`Error: timeout: no answer from ${url} within 0.5 s (--timeout)\n`);
       expect(hasStackTrace(run.stderr)).toBe(false);
@@ -208,9 +216,17 @@ describe('failures outside the API', () => {
 
   it('usage errors exit 2', async () => {
     const env = { CLOUDPLANE_CONFIG: freshConfigPath(), CLOUDPLANE_API_URL: t.url, CLOUDPLANE_API_KEY: t.key };
-    for (const args of [['no-such-group'], ['load-balancers', 'frobnicate'], ['load-balancers', 'get'], ['regions', 'list', '-o', 'xml'], ['load-balancers', 'create', '--port', 'eighty'], ['load-balancers', 'create', '-f', '/nonexistent/body.json'], ['completion', 'powershell'],
+    for (const args of [
+      ['no-such-group'],
+      ['load-balancers', 'frobnicate'],
+      ['load-balancers', 'get'],
+      ['regions', 'list', '-o', 'xml'],
+      ['load-balancers', 'create', '--port', 'eighty'],
+      ['load-balancers', 'create', '-f', '/nonexistent/body.json'],
+      ['completion', 'powershell'],
       // Settled within the request: nothing to wait for.
-      ['webhooks', 'update', 'wh_doesnotexist000000', '--active', 'false', '--wait']]) {
+      ['webhooks', 'update', 'wh_doesnotexist000000', '--active', 'false', '--wait'],
+    ]) {
       const run = await cli(args, { env });
       expect({ args, code: run.code }).toEqual({ args, code: 2 });
       expect(run.stderr).not.toBe('');
@@ -227,7 +243,11 @@ describe('completion', () => {
     const file = path.join(fs.mkdtempSync(path.join(os.tmpdir(), 'cloudplane-completion-')), 'c.bash');
     fs.writeFileSync(file, script);
     const array = words.map((w) => `'${w}'`).join(' ');
-    const out = execFileSync('bash', ['-c', `source '${file}'; COMP_WORDS=(${array}); COMP_CWORD=${words.length - 1}; _cloudplane; printf '%s\\n' "\${COMPREPLY[@]}"`], { encoding: 'utf8' });
+    const out = execFileSync(
+      'bash',
+      ['-c', `source '${file}'; COMP_WORDS=(${array}); COMP_CWORD=${words.length - 1}; _cloudplane; printf '%s\\n' "\${COMPREPLY[@]}"`],
+      { encoding: 'utf8' },
+    );
     return out.split('\n').filter(Boolean);
   };
 
@@ -236,9 +256,13 @@ describe('completion', () => {
     expect(run.code).toBe(0);
     execFileSync('bash', ['-n'], { input: run.stdout });
     expect(bashCompletes(run.stdout, ['cloudplane', ''])).toEqual(expect.arrayContaining(['auth', 'load-balancers', 'webhooks', 'serve', 'completion']));
-    expect(bashCompletes(run.stdout, ['cloudplane', 'load-balancers', ''])).toEqual(expect.arrayContaining(['list', 'get', 'create', 'update', 'delete', 'attach', 'detach']));
+    expect(bashCompletes(run.stdout, ['cloudplane', 'load-balancers', ''])).toEqual(
+      expect.arrayContaining(['list', 'get', 'create', 'update', 'delete', 'attach', 'detach']),
+    );
     expect(bashCompletes(run.stdout, ['cloudplane', 'webhooks', 'deliveries', ''])).toEqual(['list', 'get', 'retry']);
-    expect(bashCompletes(run.stdout, ['cloudplane', 'servers', 'create', '--'])).toEqual(expect.arrayContaining(['--name', '--region', '--wait', '--output', '--context']));
+    expect(bashCompletes(run.stdout, ['cloudplane', 'servers', 'create', '--'])).toEqual(
+      expect.arrayContaining(['--name', '--region', '--wait', '--output', '--context']),
+    );
     expect(bashCompletes(run.stdout, ['cloudplane', 'servers', 'list', '-o', ''])).toEqual(['table', 'json', 'yaml']);
     expect(bashCompletes(run.stdout, ['cloudplane', 'webhooks', 'deliveries', 'list', '--status', 'f'])).toEqual(['failed']);
     // After a flag that takes free text, nothing is offered (not the subcommands).
@@ -255,7 +279,15 @@ describe('completion', () => {
     execFileSync('zsh', ['-n', path.join(dir, 'c.zsh')]);
     // Outside a completion widget: compadd prints what it is given, and words/CURRENT are set by hand.
     const zshCompletes = (words: string[]) =>
-      execFileSync('zsh', ['-f', '-c', `compdef() { : }; compadd() { shift; print -l -- "$@" }; source '${dir}/c.zsh'; words=(${words.map((w) => `'${w}'`).join(' ')}); CURRENT=${words.length}; _cloudplane`], { encoding: 'utf8' })
+      execFileSync(
+        'zsh',
+        [
+          '-f',
+          '-c',
+          `compdef() { : }; compadd() { shift; print -l -- "$@" }; source '${dir}/c.zsh'; words=(${words.map((w) => `'${w}'`).join(' ')}); CURRENT=${words.length}; _cloudplane`,
+        ],
+        { encoding: 'utf8' },
+      )
         .split('\n')
         .filter(Boolean);
     expect(zshCompletes(['cloudplane', 'webhooks', 'deliveries', ''])).toEqual(['list', 'get', 'retry']);

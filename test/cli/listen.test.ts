@@ -93,10 +93,18 @@ describe('cloudplane listen', () => {
   const deliveriesOf = async (listenerId: string) => {
     const res = await t.api('GET', `/api/v1/webhooks/${listenerId}/deliveries?limit=100`);
     expect(res.status).toBe(200);
-    return res.body.data as Array<{ id: string; event_id: string; event_type: string; status: string; attempt: string; response_status: number | null; error: string | null }>;
+    return res.body.data as Array<{
+      id: string;
+      event_id: string;
+      event_type: string;
+      status: string;
+      attempt: string;
+      response_status: number | null;
+      error: string | null;
+    }>;
   };
 
-  it('forwards a load balancer\'s events, signed with the printed secret, exactly as an HTTP attempt, and Ctrl-C removes the listener', async () => {
+  it("forwards a load balancer's events, signed with the printed secret, exactly as an HTTP attempt, and Ctrl-C removes the listener", async () => {
     let secret = '';
     const { receiver, verified, refused } = await verifyingReceiver(() => secret);
     receivers.push(receiver);
@@ -116,7 +124,12 @@ describe('cloudplane listen', () => {
     expect(created).toBeDefined();
     expect(refused).toHaveLength(0);
     // The headers an HTTP attempt carries: both signature families, the spec's own, the transport's.
-    expect(running.headers).toMatchObject({ 'x-service-event': 'load_balancer.running', 'x-service-delivery': running.id, 'content-type': 'application/json', 'user-agent': 'Cloudplane-Webhooks/1' });
+    expect(running.headers).toMatchObject({
+      'x-service-event': 'load_balancer.running',
+      'x-service-delivery': running.id,
+      'content-type': 'application/json',
+      'user-agent': 'Cloudplane-Webhooks/1',
+    });
     expect(running.headers['x-service-signature']).toMatch(/^t=\d+,v1=[0-9a-f]{64}$/);
 
     // One line per delivery, and the history shows each succeeded at the first attempt with the receiver's status.
@@ -145,7 +158,7 @@ describe('cloudplane listen', () => {
     expect((await t.api('GET', `/api/v1/webhooks/${cli.listenerId}`)).body.data.status).toBe('deleted');
   });
 
-  it('records the local receiver\'s failures in the delivery history and retries on the schedule until it succeeds', async () => {
+  it("records the local receiver's failures in the delivery history and retries on the schedule until it succeeds", async () => {
     let secret = '';
     const answers = new Map<string, number>();
     // Each delivery fails twice (500), then succeeds.
@@ -245,7 +258,7 @@ describe('cloudplane listen', () => {
     await t.api('DELETE', `/api/v1/webhooks/${sub.body.data.id}`);
   });
 
-  it('another team\'s key can neither attach to the stream nor report an answer, and its own listener gets none of our events', async () => {
+  it("another team's key can neither attach to the stream nor report an answer, and its own listener gets none of our events", async () => {
     const created = await t.api('POST', '/api/v1/teams', { name: 'Other team', owner_email: 'owner@other.example' });
     expect(created.status).toBe(201);
     const otherKey = created.body.data.api_key.key as string;
@@ -259,7 +272,13 @@ describe('cloudplane listen', () => {
     const stream = await request(t.url, 'GET', `/api/v1/webhooks/${cli.listenerId}/stream`, undefined, { key: otherKey });
     expect(stream.status).toBe(404);
     expect(stream.body.error.code).toBe('webhook_not_found');
-    const answer = await request(t.url, 'POST', `/api/v1/webhooks/${cli.listenerId}/deliveries/del_00000000000000000000/answer`, { attempt: 1, response_status: 200 }, { key: otherKey });
+    const answer = await request(
+      t.url,
+      'POST',
+      `/api/v1/webhooks/${cli.listenerId}/deliveries/del_00000000000000000000/answer`,
+      { attempt: 1, response_status: 200 },
+      { key: otherKey },
+    );
     expect(answer.status).toBe(404);
 
     let theirSecret = '';
@@ -280,14 +299,20 @@ describe('cloudplane listen', () => {
   });
 
   it('a bad key is refused with its code (exit 4, as every command), a bad --forward-to a usage error (exit 2)', async () => {
-    const refused = spawnTracked(process.execPath, [CLI, 'listen', '--forward-to', 'http://127.0.0.1:9/hook'], { env: { ...process.env, CLOUDPLANE_API_URL: t.url, CLOUDPLANE_API_KEY: 'cpk_not_a_key' }, stdio: ['ignore', 'pipe', 'pipe'] });
+    const refused = spawnTracked(process.execPath, [CLI, 'listen', '--forward-to', 'http://127.0.0.1:9/hook'], {
+      env: { ...process.env, CLOUDPLANE_API_URL: t.url, CLOUDPLANE_API_KEY: 'cpk_not_a_key' },
+      stdio: ['ignore', 'pipe', 'pipe'],
+    });
     let err = '';
     refused.stderr!.on('data', (chunk: Buffer) => (err += chunk.toString()));
     expect(await new Promise((resolve) => refused.once('exit', resolve))).toBe(4);
     expect(err).toMatch(/^Error: unauthorized: /m);
     // Bad usage is told apart from an API error, and nothing is made.
     const before = (await t.api('GET', '/api/v1/webhooks?limit=100')).body.data.length;
-    const usage = spawnTracked(process.execPath, [CLI, 'listen', '--forward-to', 'ftp://127.0.0.1/hook'], { env: { ...process.env, CLOUDPLANE_API_URL: t.url, CLOUDPLANE_API_KEY: t.key }, stdio: ['ignore', 'pipe', 'pipe'] });
+    const usage = spawnTracked(process.execPath, [CLI, 'listen', '--forward-to', 'ftp://127.0.0.1/hook'], {
+      env: { ...process.env, CLOUDPLANE_API_URL: t.url, CLOUDPLANE_API_KEY: t.key },
+      stdio: ['ignore', 'pipe', 'pipe'],
+    });
     let usageErr = '';
     usage.stderr!.on('data', (chunk: Buffer) => (usageErr += chunk.toString()));
     expect(await new Promise((resolve) => usage.once('exit', resolve))).toBe(2);
@@ -376,9 +401,7 @@ describe('cloudplane listen', () => {
     const reading = (async () => {
       for await (const event of serverSentEvents(response.body!)) if (event.event === 'delivery') pushed.push(JSON.parse(event.data));
     })().catch(() => undefined);
-    const servers = await Promise.all(
-      Array.from({ length: 20 }, (_, i) => t.api('POST', '/api/v1/servers', { name: `burst-${i}`, region: 'fra1' })),
-    );
+    const servers = await Promise.all(Array.from({ length: 20 }, (_, i) => t.api('POST', '/api/v1/servers', { name: `burst-${i}`, region: 'fra1' })));
     expect(servers.map((r) => r.status)).toEqual(Array(20).fill(201));
     await eventually(async () => (await deliveriesOf(id)).length === 20);
     await eventually(async () => pushed.length === 16);
@@ -387,7 +410,10 @@ describe('cloudplane listen', () => {
     await eventually(async () => {
       for (const delivery of pushed.filter((d) => !answered.has(d.delivery_id))) {
         answered.add(delivery.delivery_id);
-        const res = await t.api('POST', `/api/v1/webhooks/${id}/deliveries/${delivery.delivery_id}/answer`, { attempt: delivery.attempt, response_status: 204 });
+        const res = await t.api('POST', `/api/v1/webhooks/${id}/deliveries/${delivery.delivery_id}/answer`, {
+          attempt: delivery.attempt,
+          response_status: 204,
+        });
         expect(res.status).toBe(200);
         expect(res.body.data).toMatchObject({ status: 'succeeded', response_status: 204 });
       }
@@ -435,7 +461,11 @@ describe('cloudplane listen across a restart of the service', () => {
     const dataDir = tempDataDir();
     const port = await freePort();
     const start = () =>
-      startChildService({ dataDir, key: KEY, env: { CLOUDPLANE_PORT: String(port), CLOUDPLANE_SIM_DELAY_MS: '50', CLOUDPLANE_WEBHOOK_LISTENER_LEASE_SECONDS: '60' } });
+      startChildService({
+        dataDir,
+        key: KEY,
+        env: { CLOUDPLANE_PORT: String(port), CLOUDPLANE_SIM_DELAY_MS: '50', CLOUDPLANE_WEBHOOK_LISTENER_LEASE_SECONDS: '60' },
+      });
     service = await start();
     let secret = '';
     const verifying = await verifyingReceiver(() => secret);
@@ -543,17 +573,21 @@ describe('cloudplane listen against two replicas in cluster mode', () => {
 
     cli.child.kill('SIGKILL');
     await cli.exited;
-    const gone = await eventually(async () => {
-      const res = await first.api('GET', `/api/v1/webhooks/${cli.listenerId}`);
-      return res.body.data.status === 'deleted' ? res.body.data : null;
-    }, 60_000, 200);
+    const gone = await eventually(
+      async () => {
+        const res = await first.api('GET', `/api/v1/webhooks/${cli.listenerId}`);
+        return res.body.data.status === 'deleted' ? res.body.data : null;
+      },
+      60_000,
+      200,
+    );
     expect(gone.active).toBe(false);
 
     // The secret was shown once, to the CLI: not in any replica's log, nor in the audit log or the events.
     const audit = await first.api('GET', '/api/v1/audit-log?limit=100');
     expect(audit.status).toBe(200);
     const needles = [{ label: 'the listener secret', value: secret }];
-    expect(findIn('the replicas\' logs', Buffer.concat(logs), needles)).toEqual([]);
+    expect(findIn("the replicas' logs", Buffer.concat(logs), needles)).toEqual([]);
     expect(findIn('the audit log', Buffer.from(JSON.stringify(audit.body)), needles)).toEqual([]);
     expect(findIn('the deliveries', Buffer.from(JSON.stringify(verified.map((v) => v.body))), needles)).toEqual([]);
     expect(Buffer.concat(logs).toString()).toContain(cli.listenerId);

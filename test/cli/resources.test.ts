@@ -49,7 +49,10 @@ describe('the command table and the OpenAPI document', () => {
       covered.add(key);
       const bodyFields = Object.keys(operation.requestBody?.content?.['application/json']?.schema?.properties ?? {}).sort();
       expect({ key, body: Object.keys(command.body?.properties ?? {}).sort() }).toEqual({ key, body: bodyFields });
-      const queryFields = (operation.parameters ?? []).filter((p: any) => p.in === 'query').map((p: any) => p.name).sort();
+      const queryFields = (operation.parameters ?? [])
+        .filter((p: any) => p.in === 'query')
+        .map((p: any) => p.name)
+        .sort();
       expect({ key, query: Object.keys(command.query?.properties ?? {}).sort() }).toEqual({ key, query: queryFields });
       expect(placeholdersOf(command.path)).toHaveLength((shape(command.path).match(/\{\}/g) ?? []).length);
     }
@@ -57,7 +60,9 @@ describe('the command table and the OpenAPI document', () => {
     // is anything outside the API (the console's files, sign-in redirects). The listener's
     // three operations are the protocol `cloudplane listen` speaks (test/cli/listen.test.ts).
     const listenProtocol = new Set(['POST /api/v1/webhooks/listeners', 'GET /api/v1/webhooks/{}/stream', 'POST /api/v1/webhooks/{}/deliveries/{}/answer']);
-    const missing = [...operations.keys()].filter((key) => !covered.has(key) && !listenProtocol.has(key) && / \/api\/v1\//.test(key) && !/ \/api\/v1\/session\b/.test(key));
+    const missing = [...operations.keys()].filter(
+      (key) => !covered.has(key) && !listenProtocol.has(key) && / \/api\/v1\//.test(key) && !/ \/api\/v1\/session\b/.test(key),
+    );
     expect(missing).toEqual([]);
   });
 });
@@ -110,7 +115,8 @@ describe('families', () => {
   });
 
   it('VPN gateways: create from a YAML body on stdin, tunnel status, key rotation, background delete --wait', async () => {
-    const body = 'name: cli-vpn\nregion: fra1\ntunnel_type: ipsec\nremote_network_cidr: 10.50.0.0/16\nremote_peer_ip: 93.184.216.34\npre_shared_key: first-secret-key-0123456789\n';
+    const body =
+      'name: cli-vpn\nregion: fra1\ntunnel_type: ipsec\nremote_network_cidr: 10.50.0.0/16\nremote_peer_ip: 93.184.216.34\npre_shared_key: first-secret-key-0123456789\n';
     const created = await run(['vpn-gateways', 'create', '-f', '-', '--name', 'cli-vpn-flag', '--wait', '-o', 'json'], { input: body });
     expect(created.code).toBe(0);
     expect(created.stdout).not.toContain('first-secret-key');
@@ -118,7 +124,10 @@ describe('families', () => {
     // Flags override the file's fields.
     expect(vpn).toMatchObject({ name: 'cli-vpn-flag', status: 'active', remote_peer_ip: '93.184.216.34' });
     expect(await json(['vpn-gateways', 'status', vpn.id])).toHaveProperty('tunnel_status');
-    expect(await json(['vpn-gateways', 'update', vpn.id, '--pre-shared-key', 'second-secret-key-0123456789', '--wait'])).toMatchObject({ id: vpn.id, status: 'active' });
+    expect(await json(['vpn-gateways', 'update', vpn.id, '--pre-shared-key', 'second-secret-key-0123456789', '--wait'])).toMatchObject({
+      id: vpn.id,
+      status: 'active',
+    });
     const deleted = await json(['vpn-gateways', 'delete', vpn.id, '--wait']);
     expect(deleted).toMatchObject({ id: vpn.id, status: 'deleted' });
   });
@@ -151,7 +160,9 @@ describe('families', () => {
 
     const slow = await run(['jobs', 'create', '--name', 'cli-slow', '--command', 'sleep 600', '--wait', '--wait-timeout', '1', '-o', 'json']);
     expect(slow.code).toBe(6);
-    expect(slow.stderr).toMatch(/^Error: wait_timeout: (job_\w+) is still (queued|running) after \d+ s; it did not become completed or scheduled \(--wait-timeout\)\n$/);
+    expect(slow.stderr).toMatch(
+      /^Error: wait_timeout: (job_\w+) is still (queued|running) after \d+ s; it did not become completed or scheduled \(--wait-timeout\)\n$/,
+    );
     const id = /(job_\w+)/.exec(slow.stderr)![1];
     expect(await json(['jobs', 'cancel', id])).toMatchObject({ id, status: 'cancelled' });
     const twice = await run(['jobs', 'cancel', id]);
@@ -162,7 +173,23 @@ describe('families', () => {
   });
 
   it('jobs: create --schedule --wait ends once the job is scheduled, its steady state (it never completes)', async () => {
-    const created = await run(['jobs', 'create', '--name', 'cli-nightly', '--command', 'echo tick', '--schedule', '0 3 * * *', '--timezone', 'Europe/Berlin', '--wait', '--wait-timeout', '15', '-o', 'json']);
+    const created = await run([
+      'jobs',
+      'create',
+      '--name',
+      'cli-nightly',
+      '--command',
+      'echo tick',
+      '--schedule',
+      '0 3 * * *',
+      '--timezone',
+      'Europe/Berlin',
+      '--wait',
+      '--wait-timeout',
+      '15',
+      '-o',
+      'json',
+    ]);
     expect({ code: created.code, stderr: created.stderr }).toEqual({ code: 0, stderr: '' });
     const job = JSON.parse(created.stdout);
     expect(job).toMatchObject({ status: 'scheduled', schedule: '0 3 * * *', timezone: 'Europe/Berlin', exit_code: null });
@@ -200,7 +227,9 @@ describe('errors', () => {
     expect(invalid).toMatchObject({ code: 1, stdout: '', stderr: 'Error: validation_failed: port: must be <= 65535\n' });
     const fields = await run(['load-balancers', 'create', '--port', '70000']);
     expect(fields.code).toBe(1);
-    expect(fields.stderr.trim().split('\n')).toEqual(expect.arrayContaining(['Error: validation_failed: name: is required', 'Error: validation_failed: port: must be <= 65535']));
+    expect(fields.stderr.trim().split('\n')).toEqual(
+      expect.arrayContaining(['Error: validation_failed: name: is required', 'Error: validation_failed: port: must be <= 65535']),
+    );
     const missing = await run(['vpn-gateways', 'get', 'vpn_doesnotexist000000']);
     expect(missing).toMatchObject({ code: 3, stderr: 'Error: vpn_gateway_not_found: No vpn gateway with id vpn_doesnotexist000000.\n' });
     const reader = (await t.api('POST', '/api/v1/settings/api-keys', { name: 'reader', scope: 'read_only' })).body.data.key as string;
@@ -226,10 +255,14 @@ describe('webhooks', () => {
     expect(hook.secret).toMatch(/^whsec_/);
     await json(['object-storage', 'create', '--name', 'hooked', '--region', 'fra1']);
 
-    const failed = await eventually(async () => {
-      const rows = await json(['webhooks', 'deliveries', 'list', hook.id, '--status', 'failed']);
-      return rows.length === 1 ? rows[0] : null;
-    }, 30_000, 200);
+    const failed = await eventually(
+      async () => {
+        const rows = await json(['webhooks', 'deliveries', 'list', hook.id, '--status', 'failed']);
+        return rows.length === 1 ? rows[0] : null;
+      },
+      30_000,
+      200,
+    );
     expect(failed).toMatchObject({ webhook_id: hook.id, event_type: 'bucket.created', status: 'failed', attempt: '15/15', response_status: 500 });
     const table = await run(['webhooks', 'deliveries', 'list', hook.id, '--status', 'failed']);
     expect(table.stdout).toMatch(new RegExp(`^${failed.id}\\s+bucket\\.created\\s+failed\\s+15/15\\s+500\\s+`, 'm'));
@@ -237,10 +270,14 @@ describe('webhooks', () => {
     healthy = true;
     const retried = await json(['webhooks', 'deliveries', 'retry', hook.id, failed.id]);
     expect(retried).toMatchObject({ id: failed.id, status: 'pending' });
-    const succeeded = await eventually(async () => {
-      const delivery = await json(['webhooks', 'deliveries', 'get', hook.id, failed.id]);
-      return delivery.status === 'succeeded' ? delivery : null;
-    }, 20_000, 200);
+    const succeeded = await eventually(
+      async () => {
+        const delivery = await json(['webhooks', 'deliveries', 'get', hook.id, failed.id]);
+        return delivery.status === 'succeeded' ? delivery : null;
+      },
+      20_000,
+      200,
+    );
     expect(succeeded).toMatchObject({ attempt: '16/15', response_status: 200 });
     expect(succeeded.attempts).toHaveLength(16);
     expect(succeeded.attempts[15]).toMatchObject({ attempt: 16, response_status: 200, response_body: 'ok', error: null });
@@ -258,7 +295,10 @@ describe('webhooks', () => {
     const rotated = await json(['webhooks', 'rotate-secret', hook.id]);
     expect(rotated.secret).toMatch(/^whsec_/);
     expect(rotated.secret).not.toBe(hook.secret);
-    expect(await json(['webhooks', 'update', hook.id, '--active', 'false', '--filter', '{"bucket.region":"fra1"}'])).toMatchObject({ active: false, filter: { 'bucket.region': 'fra1' } });
+    expect(await json(['webhooks', 'update', hook.id, '--active', 'false', '--filter', '{"bucket.region":"fra1"}'])).toMatchObject({
+      active: false,
+      filter: { 'bucket.region': 'fra1' },
+    });
     expect(await json(['webhooks', 'delete', hook.id])).toMatchObject({ status: 'deleted' });
   });
 });

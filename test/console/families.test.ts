@@ -46,7 +46,9 @@ describe('console: resource families in a browser', () => {
     const header = c.page.locator('header.top');
     await expect(header.textContent()).resolves.toContain('My team');
     await expect(header.textContent()).resolves.toContain('Owner');
-    const stored = await c.page.evaluate<string>('JSON.stringify({ local: { ...localStorage }, session: { ...sessionStorage }, cookie: document.cookie, url: location.href })');
+    const stored = await c.page.evaluate<string>(
+      'JSON.stringify({ local: { ...localStorage }, session: { ...sessionStorage }, cookie: document.cookie, url: location.href })',
+    );
     expect(stored).not.toContain(c.service.key);
     // The session cookie is HttpOnly: the page's script cannot read it.
     const cookies = await c.context.cookies();
@@ -314,7 +316,10 @@ describe('console: a bucket on a real S3 endpoint', () => {
     await c.page.getByRole('button', { name: 'Delete' }).click();
     const dialog = c.page.getByRole('dialog', { name: 'Delete photos?' });
     await dialog.getByRole('button', { name: 'Delete bucket' }).click();
-    await c.page.getByRole('alert').filter({ hasText: /objects/i }).waitFor();
+    await c.page
+      .getByRole('alert')
+      .filter({ hasText: /objects/i })
+      .waitFor();
     expect((await c.service.api('GET', `/api/v1/object-storage/${bucket.id}`)).body.data.status).toBe('available');
     await c.page.getByRole('button', { name: 'Delete' }).click();
     await dialog.getByLabel('Also delete the objects it holds').check();
@@ -341,7 +346,15 @@ describe('console: sign-in through an identity provider', () => {
       CLOUDPLANE_OIDC_CLIENT_ID: client.clientId,
       CLOUDPLANE_OIDC_CLIENT_SECRET: client.clientSecret,
     });
-    provider = await startOidcProvider({ port, ...client, redirectUris: [`${service.url}/auth/callback`], accounts: [{ email: 'owner@example.com', email_verified: true, name: 'Owner' }, { email: 'stranger@example.com', email_verified: true }] });
+    provider = await startOidcProvider({
+      port,
+      ...client,
+      redirectUris: [`${service.url}/auth/callback`],
+      accounts: [
+        { email: 'owner@example.com', email_verified: true, name: 'Owner' },
+        { email: 'stranger@example.com', email_verified: true },
+      ],
+    });
     // The same person owns a second team, which holds nothing yet.
     expect((await service.api('POST', '/api/v1/teams', { name: 'Second team', owner_email: 'owner@example.com' })).status).toBe(201);
     expect((await service.api('POST', '/api/v1/load-balancers', { name: 'first-team-lb', region: 'fra1' })).status).toBe(201);
@@ -448,7 +461,9 @@ describe('console: a phone-sized screen and the keyboard', () => {
   it('fills and sends the create form with the keyboard alone, every field labelled', async () => {
     await c.open('/servers/new');
     await c.page.getByLabel('Name').waitFor();
-    const unlabelled = await c.page.evaluate<string[]>("[...document.querySelectorAll('main form :is(input, select, textarea)')].filter((el) => el.labels.length === 0).map((el) => el.id)");
+    const unlabelled = await c.page.evaluate<string[]>(
+      "[...document.querySelectorAll('main form :is(input, select, textarea)')].filter((el) => el.labels.length === 0).map((el) => el.id)",
+    );
     const fields = await c.page.locator('main form :is(input, select, textarea)').count();
     expect(fields).toBeGreaterThanOrEqual(4);
     expect(unlabelled).toEqual([]);

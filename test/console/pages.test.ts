@@ -114,7 +114,10 @@ describe('webhooks', () => {
     const before = receiver.received.length;
     await row.getByRole('button', { name: `Retry delivery ${failed.id} (load_balancer.created)` }).click();
     // The outcome is announced in the page's live region, and the row shows it without a reload.
-    await page.getByRole('status').filter({ hasText: `Delivery ${failed.id} succeeded on attempt 16/15.` }).waitFor({ timeout: 30_000 });
+    await page
+      .getByRole('status')
+      .filter({ hasText: `Delivery ${failed.id} succeeded on attempt 16/15.` })
+      .waitFor({ timeout: 30_000 });
     await page.getByLabel('Show').selectOption('');
     await eventually(async () => (await row.locator('[data-label="Status"]').textContent())?.includes('succeeded'));
     const retried = await t.api('GET', `/api/v1/webhooks/${webhook.id}/deliveries/${failed.id}`);
@@ -154,7 +157,7 @@ describe('webhooks: a delivery waiting for its next attempt', () => {
 });
 
 describe('audit log', () => {
-  test('a search by type and text finds the load balancer\'s events; a bad filter shows the API\'s message', async () => {
+  test("a search by type and text finds the load balancer's events; a bad filter shows the API's message", async () => {
     const lbId = await createLoadBalancer('audited-lb');
     await eventually(async () => (await t.api('GET', `/api/v1/load-balancers/${lbId}`)).body.data.status === 'running', 30_000);
     await go('/audit-log');
@@ -162,7 +165,10 @@ describe('audit log', () => {
     await page.getByLabel('Event type').fill('load_balancer.*');
     await page.getByLabel('Text').fill('audited-lb');
     await page.getByRole('button', { name: 'Search' }).click();
-    await page.getByRole('status').filter({ hasText: /events? found/ }).waitFor();
+    await page
+      .getByRole('status')
+      .filter({ hasText: /events? found/ })
+      .waitFor();
     const table = page.getByRole('table', { name: 'Events' });
     await eventually(async () => (await table.getByText('load_balancer.running').count()) === 1);
     expect(await table.getByText('load_balancer.created').count()).toBe(1);
@@ -285,7 +291,7 @@ describe('settings', () => {
     await page.locator('header.top').getByText('Platform team').waitFor();
   });
 
-  test('members: invite (with the API\'s validation message), change the role, remove', async () => {
+  test("members: invite (with the API's validation message), change the role, remove", async () => {
     await go('/settings/team');
     await page.getByRole('heading', { name: 'Invite a member' }).waitFor();
     await page.getByLabel('E-mail').fill('not-an-address');
@@ -370,7 +376,11 @@ describe('session', () => {
     expect(withoutToken.status).toBe(403);
     const lbs = await t.api('GET', '/api/v1/load-balancers');
     expect(lbs.body.data.filter((lb: { name: string }) => lb.name === 'csrf-lb')).toEqual([]);
-    const withToken = await fetch(`${t.url}/api/v1/load-balancers`, { method: 'POST', headers: { cookie, 'content-type': 'application/json', 'x-csrf-token': csrf }, body });
+    const withToken = await fetch(`${t.url}/api/v1/load-balancers`, {
+      method: 'POST',
+      headers: { cookie, 'content-type': 'application/json', 'x-csrf-token': csrf },
+      body,
+    });
     expect(withToken.status).toBe(201);
   });
 

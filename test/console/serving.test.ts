@@ -93,7 +93,7 @@ describe('a service built without the console', () => {
 });
 
 describe('the start-up banner of `make run`', () => {
-  it('names the console\'s address, which serves the console', async () => {
+  it("names the console's address, which serves the console", async () => {
     const service = await startChildService({ dataDir: tempDataDir(), key: `cpk_${'a1B2'.repeat(10)}` });
     try {
       expect(service.output()).toContain(`Web console: open ${service.url}/ in a browser`);

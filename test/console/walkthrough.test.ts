@@ -77,7 +77,7 @@ afterAll(async () => {
   await receiver?.close();
 });
 
-test('sign in through the provider\'s own login page', async () => {
+test("sign in through the provider's own login page", async () => {
   await c.open('/sign-in');
   await page.getByRole('link', { name: 'Sign in with your identity provider' }).click();
   // The provider's page, on the provider's origin.
@@ -92,7 +92,9 @@ test('sign in through the provider\'s own login page', async () => {
   await page.getByRole('button', { name: 'Sign out' }).waitFor({ timeout: 30_000 });
   expect(new URL(page.url()).origin).toBe(new URL(t.url).origin);
   cookie = await sessionCookie(c.context, t.url);
-  const session = await fetch(`${t.url}/api/v1/session`, { headers: { cookie } }).then((r) => r.json() as Promise<{ data: { via: string; user: { email: string }; role: string } }>);
+  const session = await fetch(`${t.url}/api/v1/session`, { headers: { cookie } }).then(
+    (r) => r.json() as Promise<{ data: { via: string; user: { email: string }; role: string } }>,
+  );
   expect(session.data).toMatchObject({ via: 'oidc', user: { email: OWNER }, role: 'owner' });
 });
 
@@ -144,7 +146,10 @@ test('see a failed delivery and retry it', async () => {
   expect(await row.locator('[data-label="Error"]').textContent()).toContain('receiver answered status 500');
   receiverWorks = true;
   await row.getByRole('button', { name: `Retry delivery ${failed.id} (load_balancer.created)` }).click();
-  await page.getByRole('status').filter({ hasText: `Delivery ${failed.id} succeeded on attempt 16/15.` }).waitFor({ timeout: 30_000 });
+  await page
+    .getByRole('status')
+    .filter({ hasText: `Delivery ${failed.id} succeeded on attempt 16/15.` })
+    .waitFor({ timeout: 30_000 });
   expect((await t.api('GET', `/api/v1/webhooks/${webhookId}/deliveries/${failed.id}`)).body.data.status).toBe('succeeded');
   expect(receiver.received.some((r) => r.headers['x-service-delivery'] === failed.id && JSON.parse(r.body).data.id === lbId)).toBe(true);
 });

@@ -62,7 +62,9 @@ const RBAC_KINDS = new Set(['ServiceAccount', 'ClusterRole', 'ClusterRoleBinding
 export function operatorKubeconfigFromChart(cluster: KubeApiServer, dir: string): string {
   const kubectl = (args: string[], input?: string) =>
     execFileSync(kubectlBinary(), ['--kubeconfig', cluster.kubeconfigPath, ...args], { encoding: 'utf8', input, stdio: ['pipe', 'pipe', 'pipe'] });
-  const objects = parseAllDocuments(render()).map((d) => d.toJS()).filter((o) => o && RBAC_KINDS.has(o.kind));
+  const objects = parseAllDocuments(render())
+    .map((d) => d.toJS())
+    .filter((o) => o && RBAC_KINDS.has(o.kind));
   const account = objects.find((o) => o.kind === 'ServiceAccount');
   kubectl(['apply', '-f', '-'], stringify({ apiVersion: 'v1', kind: 'Namespace', metadata: { name: NAMESPACE } }));
   kubectl(['apply', '-f', '-'], objects.map((o) => stringify(o)).join('---\n'));
@@ -84,7 +86,9 @@ export function operatorKubeconfigFromChart(cluster: KubeApiServer, dir: string)
 
 /** The chart's ServiceAccount and team-namespace ClusterRole, by name. */
 function chartNames(): { serviceAccount: string; teamNamespaceRole: string } {
-  const objects = parseAllDocuments(render()).map((d) => d.toJS()).filter(Boolean);
+  const objects = parseAllDocuments(render())
+    .map((d) => d.toJS())
+    .filter(Boolean);
   const teamRole = objects.find((o) => o.kind === 'ClusterRole' && o.metadata.name.endsWith('-team-namespace'));
   return { serviceAccount: objects.find((o) => o.kind === 'ServiceAccount').metadata.name, teamNamespaceRole: teamRole.metadata.name };
 }
@@ -117,7 +121,10 @@ export function teamNamespaceAsTheOperatorMakesIt(cluster: KubeApiServer, namesp
       subjects: [{ kind: 'ServiceAccount', name: serviceAccount, namespace: NAMESPACE }],
     },
   ];
-  execFileSync(kubectlBinary(), ['--kubeconfig', cluster.kubeconfigPath, 'apply', '-f', '-'], { input: objects.map((o) => stringify(o)).join('---\n'), stdio: ['pipe', 'pipe', 'pipe'] });
+  execFileSync(kubectlBinary(), ['--kubeconfig', cluster.kubeconfigPath, 'apply', '-f', '-'], {
+    input: objects.map((o) => stringify(o)).join('---\n'),
+    stdio: ['pipe', 'pipe', 'pipe'],
+  });
 }
 
 /** One request of the operator's, as the API server's audit log has it. */
@@ -137,7 +144,9 @@ export interface OperatorCall {
 
 /** The chart's ServiceAccount as the API server names its user. */
 function operatorUser(): string {
-  const account = parseAllDocuments(render()).map((d) => d.toJS()).find((o) => o?.kind === 'ServiceAccount');
+  const account = parseAllDocuments(render())
+    .map((d) => d.toJS())
+    .find((o) => o?.kind === 'ServiceAccount');
   return `system:serviceaccount:${NAMESPACE}:${account.metadata.name}`;
 }
 
@@ -184,8 +193,16 @@ export function operatorCalls(cluster: KubeApiServer): OperatorCall[] {
  */
 export function isListed(call: OperatorCall): boolean {
   const scopes: Scope[] =
-    call.scope === 'system-namespace' ? ['system-namespace', 'team-namespaces', 'cluster'] : call.scope === 'team-namespaces' ? ['team-namespaces', 'cluster'] : call.scope === 'elsewhere' ? [] : [call.scope];
-  return kubernetesApiCalls(customResourcePlurals()).some((c) => c.group === call.group && c.resources.includes(call.resource) && (c.verbs as string[]).includes(call.verb) && scopes.includes(c.scope));
+    call.scope === 'system-namespace'
+      ? ['system-namespace', 'team-namespaces', 'cluster']
+      : call.scope === 'team-namespaces'
+        ? ['team-namespaces', 'cluster']
+        : call.scope === 'elsewhere'
+          ? []
+          : [call.scope];
+  return kubernetesApiCalls(customResourcePlurals()).some(
+    (c) => c.group === call.group && c.resources.includes(call.resource) && (c.verbs as string[]).includes(call.verb) && scopes.includes(c.scope),
+  );
 }
 
 /**
@@ -199,11 +216,14 @@ export function expectOnlyListedCalls(cluster: KubeApiServer): OperatorCall[] {
   // To see which listed calls a set of test files made between them (one call a line, as JSON).
   if (process.env.CLOUDPLANE_TEST_CALLS_OUT) fs.appendFileSync(process.env.CLOUDPLANE_TEST_CALLS_OUT, calls.map((c) => JSON.stringify(c)).join('\n') + '\n');
   if (calls.length === 0) throw new Error(`the audit log ${auditLogOf(cluster)} holds no call of the operator's: is it running as the chart's ServiceAccount?`);
-  const describe = (c: OperatorCall) => `${c.verb} ${c.group || 'core'}/${c.resource} (${c.scope}${c.namespace ? ` ${c.namespace}` : ''}) -> ${c.code}: ${c.uri}`;
+  const describe = (c: OperatorCall) =>
+    `${c.verb} ${c.group || 'core'}/${c.resource} (${c.scope}${c.namespace ? ` ${c.namespace}` : ''}) -> ${c.code}: ${c.uri}`;
   const unlisted = [...new Set(calls.filter((c) => !isListed(c)).map(describe))];
   const refused = [...new Set(calls.filter((c) => c.forbidden).map(describe))];
   if (unlisted.length > 0 || refused.length > 0) {
-    throw new Error(`the operator's calls and its RBAC differ.\nNot in src/store/kubernetes/api-calls.ts:\n  ${unlisted.join('\n  ') || '(none)'}\nRefused (403):\n  ${refused.join('\n  ') || '(none)'}`);
+    throw new Error(
+      `the operator's calls and its RBAC differ.\nNot in src/store/kubernetes/api-calls.ts:\n  ${unlisted.join('\n  ') || '(none)'}\nRefused (403):\n  ${refused.join('\n  ') || '(none)'}`,
+    );
   }
   return calls;
 }

@@ -98,7 +98,10 @@ export async function startChildService(options: ChildOptions): Promise<ChildSer
       });
     } else {
       const address = `http://127.0.0.1:${port}`;
-      eventually(async () => (await fetch(`${address}/healthz`)).ok, startTimeoutMs, 100).then(() => listening(address), () => undefined);
+      eventually(async () => (await fetch(`${address}/healthz`)).ok, startTimeoutMs, 100).then(
+        () => listening(address),
+        () => undefined,
+      );
     }
     child.once('error', (err) => fail(new Error(`could not start ${command}: ${err.message}`)));
     void exited.then((code) => fail(new Error(`the service exited with code ${code} before listening`)));

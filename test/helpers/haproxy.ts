@@ -61,9 +61,23 @@ export async function checkHaproxyConfig(text: string): Promise<Run & { valid: b
 export async function makeTestCertificate(dir: string): Promise<{ certificateFile: string; certificatePem: string }> {
   const certificateFile = path.join(dir, 'tls.pem');
   const result = await run('openssl', [
-    'req', '-x509', '-newkey', 'ec', '-pkeyopt', 'ec_paramgen_curve:prime256v1', '-nodes', '-days', '1',
-    '-subj', '/CN=localhost', '-addext', 'subjectAltName=DNS:localhost,IP:127.0.0.1',
-    '-keyout', `${certificateFile}.key`, '-out', certificateFile,
+    'req',
+    '-x509',
+    '-newkey',
+    'ec',
+    '-pkeyopt',
+    'ec_paramgen_curve:prime256v1',
+    '-nodes',
+    '-days',
+    '1',
+    '-subj',
+    '/CN=localhost',
+    '-addext',
+    'subjectAltName=DNS:localhost,IP:127.0.0.1',
+    '-keyout',
+    `${certificateFile}.key`,
+    '-out',
+    certificateFile,
   ]);
   if (result.code !== 0) throw new Error(`openssl could not make a certificate:\n${result.output}`);
   return { certificateFile, certificatePem: fs.readFileSync(certificateFile, 'utf8') };
@@ -118,7 +132,8 @@ export async function startHaproxy(text: string): Promise<LocalHaproxy> {
     new Promise<void>((resolve, reject) => {
       const timer = setInterval(() => {
         if (loadCount(output) >= count) done(resolve);
-        else if (LOAD_FAILED.test(output.slice(-2000)) || child.exitCode !== null) done(() => reject(new Error(`haproxy did not load its configuration:\n${output}`)));
+        else if (LOAD_FAILED.test(output.slice(-2000)) || child.exitCode !== null)
+          done(() => reject(new Error(`haproxy did not load its configuration:\n${output}`)));
       }, 20);
       const deadline = setTimeout(() => done(() => reject(new Error(`haproxy did not load its configuration within 20 s:\n${output}`))), 20_000);
       const done = (then: () => void) => {

@@ -70,7 +70,9 @@ export function builtTool(what: string, script: string, ...args: string[]): stri
     return execFileSync(path.join(REPO, 'scripts', script), args, { encoding: 'utf8', stdio: ['ignore', 'pipe', 'pipe'] }).trim();
   } catch (err) {
     const stderr = (err as { stderr?: string }).stderr ?? '';
-    throw new Error(`${what} is missing and scripts/${script} ${args.join(' ')} could not build it; run scripts/ensure-tools.sh (make test does):\n${stderr.slice(-3000) || String(err)}`);
+    throw new Error(
+      `${what} is missing and scripts/${script} ${args.join(' ')} could not build it; run scripts/ensure-tools.sh (make test does):\n${stderr.slice(-3000) || String(err)}`,
+    );
   }
 }
 
@@ -202,10 +204,29 @@ export async function startKubeApiServer(options: KubeApiServerOptions = {}): Pr
     const etcdUrl = `http://127.0.0.1:${etcdPort}`;
     const etcd = spawnLogged(
       etcdBinary(),
-      ['--data-dir', path.join(dir, `etcd-${etcdPort}`), '--listen-client-urls', etcdUrl, '--advertise-client-urls', etcdUrl, '--listen-peer-urls', `http://127.0.0.1:${peerPort}`, '--unsafe-no-fsync'],
+      [
+        '--data-dir',
+        path.join(dir, `etcd-${etcdPort}`),
+        '--listen-client-urls',
+        etcdUrl,
+        '--advertise-client-urls',
+        etcdUrl,
+        '--listen-peer-urls',
+        `http://127.0.0.1:${peerPort}`,
+        '--unsafe-no-fsync',
+      ],
       etcdLog,
     );
-    await waitUntil('etcd', async () => (await fetch(`${etcdUrl}/health`).then((r) => r.ok).catch(() => false)) as boolean, etcd, etcdLog, 30_000);
+    await waitUntil(
+      'etcd',
+      async () =>
+        (await fetch(`${etcdUrl}/health`)
+          .then((r) => r.ok)
+          .catch(() => false)) as boolean,
+      etcd,
+      etcdLog,
+      30_000,
+    );
     return { etcd, etcdUrl };
   });
 
@@ -219,25 +240,39 @@ export async function startKubeApiServer(options: KubeApiServerOptions = {}): Pr
   const binary = kubeApiServerBinary();
   let apiPort = 0;
   const apiArgs = () => [
-    '--etcd-servers', etcdUrl,
-    '--cert-dir', path.join(dir, 'certs'),
-    '--secure-port', String(apiPort),
-    '--bind-address', '127.0.0.1',
-    '--advertise-address', '127.0.0.1',
-    '--service-account-issuer', 'https://kubernetes.default.svc',
-    '--service-account-key-file', path.join(dir, 'sa.pub'),
-    '--service-account-signing-key-file', path.join(dir, 'sa.key'),
-    '--token-auth-file', path.join(dir, 'tokens.csv'),
-    '--authorization-mode', 'RBAC',
-    '--service-cluster-ip-range', '10.0.0.0/24',
+    '--etcd-servers',
+    etcdUrl,
+    '--cert-dir',
+    path.join(dir, 'certs'),
+    '--secure-port',
+    String(apiPort),
+    '--bind-address',
+    '127.0.0.1',
+    '--advertise-address',
+    '127.0.0.1',
+    '--service-account-issuer',
+    'https://kubernetes.default.svc',
+    '--service-account-key-file',
+    path.join(dir, 'sa.pub'),
+    '--service-account-signing-key-file',
+    path.join(dir, 'sa.key'),
+    '--token-auth-file',
+    path.join(dir, 'tokens.csv'),
+    '--authorization-mode',
+    'RBAC',
+    '--service-cluster-ip-range',
+    '10.0.0.0/24',
     ...(options.serviceAccountAdmission ? [] : ['--disable-admission-plugins', 'ServiceAccount']),
     ...(options.plainWatchFromZero ? ['--feature-gates', 'WatchList=false'] : []),
     '--allow-privileged=true',
-    '--audit-policy-file', path.join(dir, 'audit-policy.yaml'),
-    '--audit-log-path', auditLogOf({ workDir: dir }),
+    '--audit-policy-file',
+    path.join(dir, 'audit-policy.yaml'),
+    '--audit-log-path',
+    auditLogOf({ workDir: dir }),
     // As OpenShift and hardened clusters run it: an ownerReference with blockOwnerDeletion
     // needs update on the owner's finalizers, which the chart's RBAC must then grant.
-    '--enable-admission-plugins', 'OwnerReferencesPermissionEnforcement',
+    '--enable-admission-plugins',
+    'OwnerReferencesPermissionEnforcement',
   ];
   const apiLog = path.join(dir, 'kube-apiserver.log');
   let api: ChildProcess | undefined;
@@ -254,7 +289,8 @@ export async function startKubeApiServer(options: KubeApiServerOptions = {}): Pr
   // kube-apiserver signs its own serving certificate with a CA it makes up, and writes the
   // certificate followed by that CA's into the cert dir.
   const caPath = path.join(dir, 'ca.crt');
-  const servingChain = fs.readFileSync(path.join(dir, 'certs', 'apiserver.crt'), 'utf8').match(/-----BEGIN CERTIFICATE-----[\s\S]+?-----END CERTIFICATE-----\n?/g) ?? [];
+  const servingChain =
+    fs.readFileSync(path.join(dir, 'certs', 'apiserver.crt'), 'utf8').match(/-----BEGIN CERTIFICATE-----[\s\S]+?-----END CERTIFICATE-----\n?/g) ?? [];
   fs.writeFileSync(caPath, servingChain[servingChain.length - 1] ?? '');
 
   const kubeconfigYaml = [

@@ -48,7 +48,10 @@ export async function startOidcProvider(options: OidcProviderOptions): Promise<O
   const clientId = options.clientId ?? 'cloudplane-console';
   const clientSecret = options.clientSecret ?? `secret-${Math.random().toString(36).slice(2)}${Math.random().toString(36).slice(2)}`;
   const settings = { port: options.port ?? 0, clientId, clientSecret, redirectUris: options.redirectUris, accounts: options.accounts };
-  const child = spawnTracked(process.execPath, [FIXTURE], { env: { ...process.env, OIDC_FIXTURE: JSON.stringify(settings) }, stdio: ['ignore', 'pipe', 'pipe'] });
+  const child = spawnTracked(process.execPath, [FIXTURE], {
+    env: { ...process.env, OIDC_FIXTURE: JSON.stringify(settings) },
+    stdio: ['ignore', 'pipe', 'pipe'],
+  });
   const issuer = await issuerOf(child);
   return {
     issuer,
@@ -168,7 +171,8 @@ export async function signInThroughProvider(serviceUrl: string, login: string, o
     const page = await response.text();
     const action = /<form[^>]*action="([^"]+)"/.exec(page)?.[1];
     const prompt = /name="prompt" value="([a-z]+)"/.exec(page)?.[1];
-    if (response.status !== 200 || !action || !prompt) throw new Error(`the provider answered ${response.status} at ${url} without a form to fill: ${page.slice(0, 500)}`);
+    if (response.status !== 200 || !action || !prompt)
+      throw new Error(`the provider answered ${response.status} at ${url} without a form to fill: ${page.slice(0, 500)}`);
     form = new URLSearchParams(prompt === 'login' ? { prompt, login, password: 'any password' } : { prompt }).toString();
     url = new URL(action.replace(/&amp;/g, '&'), url).href;
   }

@@ -52,7 +52,16 @@ const stateOf = (o: StoredObject) => (o.status as { status: string }).status;
 const specOf = (o: StoredObject) => o.spec as { name: string; algorithm: string };
 
 function statusFor(state: State): Record<string, unknown> {
-  return { status: state, status_reason: null, observed_generation: 1, observed_config: '', deleted_at: null, conditions: [], pending_events: [], backends: [] };
+  return {
+    status: state,
+    status_reason: null,
+    observed_generation: 1,
+    observed_config: '',
+    deleted_at: null,
+    conditions: [],
+    pending_events: [],
+    backends: [],
+  };
 }
 
 export interface WalkRuns {
@@ -76,7 +85,16 @@ export async function checkPageWalks({ store: storeOf, numRuns, maxActions }: Wa
       const alive = new Map<string, StoredObject>();
       let serial = 0;
       const make = async (c: { name: string; algorithm: string; state: State }) => {
-        const spec = { name: c.name, region: 'fra1', algorithm: c.algorithm, protocol: 'http', port: 80, health_check_path: '/health', sticky_sessions: false, backends: [] };
+        const spec = {
+          name: c.name,
+          region: 'fra1',
+          algorithm: c.algorithm,
+          protocol: 'http',
+          port: 80,
+          health_check_path: '/health',
+          sticky_sessions: false,
+          backends: [],
+        };
         const id = `lb_walk${String(++serial).padStart(4, '0')}${run.toString(36)}`;
         alive.set(id, await store.create({ meta: { kind: KIND, id, team }, spec, status: statusFor(c.state) }));
       };
@@ -117,7 +135,8 @@ export async function checkPageWalks({ store: storeOf, numRuns, maxActions }: Wa
           }
           visited.push(...page.items);
           // A walk that does not advance would never end: more rows than were ever made is a repeat.
-          if (visited.length > serial) throw new Error(`the walk visited ${visited.length} rows of ${serial} ever made: ${visited.map((o) => o.meta.id).join(' ')}`);
+          if (visited.length > serial)
+            throw new Error(`the walk visited ${visited.length} rows of ${serial} ever made: ${visited.map((o) => o.meta.id).join(' ')}`);
           after = page.next ?? undefined;
           done = page.next === null;
         };

@@ -13,7 +13,12 @@ export interface RawResponse {
 }
 
 /** One request with `path` sent verbatim on a fresh connection. */
-export function rawRequest(baseUrl: string, method: string, path: string, options: { headers?: Record<string, string>; body?: string } = {}): Promise<RawResponse> {
+export function rawRequest(
+  baseUrl: string,
+  method: string,
+  path: string,
+  options: { headers?: Record<string, string>; body?: string } = {},
+): Promise<RawResponse> {
   const { hostname, port } = new URL(baseUrl);
   return new Promise((resolve, reject) => {
     const req = http.request({ host: hostname, port, method, path, headers: options.headers, agent: false }, (res) => {

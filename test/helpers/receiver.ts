@@ -71,7 +71,8 @@ export const eventsOf = (receiver: Receiver) => receiver.received.map((r) => JSO
  * order is best effort (events become deliveries concurrently), so a test that asserts a
  * sequence sorts by created_at first. The sort is stable: arrival order breaks a tie.
  */
-export const inCreatedOrder = <E extends { created_at: string }>(events: E[]): E[] => [...events].sort((a, b) => (a.created_at < b.created_at ? -1 : a.created_at > b.created_at ? 1 : 0));
+export const inCreatedOrder = <E extends { created_at: string }>(events: E[]): E[] =>
+  [...events].sort((a, b) => (a.created_at < b.created_at ? -1 : a.created_at > b.created_at ? 1 : 0));
 
 /** A test file's receivers: `receiver()` starts one, and all of them are closed after the file. */
 export function receiversOfThisFile(): (answer?: Receiver['answer']) => Promise<Receiver> {

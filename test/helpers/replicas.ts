@@ -27,7 +27,12 @@ export async function startReplicas(key: string, env: Record<string, string>, co
     const names = Array.from({ length: count }, (_, i) => String.fromCharCode(97 + i));
     const started = await Promise.all(
       names.map((name) =>
-        startChildService({ dataDir: tempDataDir(), key, startTimeoutMs: 60_000, env: { ...storeEnvFor(server), CLOUDPLANE_NATS_URL: nats.url, POD_NAME: `replica-${name}`, ...env } }),
+        startChildService({
+          dataDir: tempDataDir(),
+          key,
+          startTimeoutMs: 60_000,
+          env: { ...storeEnvFor(server), CLOUDPLANE_NATS_URL: nats.url, POD_NAME: `replica-${name}`, ...env },
+        }),
       ),
     );
     replicas.push(...started);

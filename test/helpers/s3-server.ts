@@ -52,7 +52,8 @@ export interface S3Account {
 export function versitygwBinary(): string {
   const candidates = [process.env.VERSITYGW_BIN, path.join(os.homedir(), `.cache/cloudplane/versitygw-${VERSITYGW_VERSION}/versitygw`)];
   const found = candidates.find((c) => c && fs.existsSync(c));
-  if (!found) throw new Error(`versitygw ${VERSITYGW_VERSION} not found: run \`make test\` (it builds it) or scripts/build-s3-server.sh, and see what that step said`);
+  if (!found)
+    throw new Error(`versitygw ${VERSITYGW_VERSION} not found: run \`make test\` (it builds it) or scripts/build-s3-server.sh, and see what that step said`);
   return found;
 }
 
@@ -79,7 +80,14 @@ function listening(port: number): Promise<boolean> {
   });
 }
 
-async function launch(port: number, dataDir: string, accessKeyId: string, secretAccessKey: string, iamDir: string | null, notificationUrl: string | null): Promise<ChildProcess> {
+async function launch(
+  port: number,
+  dataDir: string,
+  accessKeyId: string,
+  secretAccessKey: string,
+  iamDir: string | null,
+  notificationUrl: string | null,
+): Promise<ChildProcess> {
   // The credentials (and the notification URL, which holds a secret) go by environment, not
   // argv, so no process listing shows them.
   const iam = iamDir ? ['--iam-dir', iamDir] : [];
@@ -154,7 +162,15 @@ export async function startS3Server(options: { accounts?: boolean } = {}): Promi
     async addAccount() {
       if (!iamDir) throw new Error('start the S3 server with { accounts: true } to add accounts');
       const account = { accessKeyId: `acct${randomBytes(6).toString('hex')}`, secretAccessKey: randomBytes(24).toString('base64url') };
-      await admin(endpoint, { accessKeyId, secretAccessKey }, ['create-user', '--access', account.accessKeyId, '--secret', account.secretAccessKey, '--role', 'userplus']);
+      await admin(endpoint, { accessKeyId, secretAccessKey }, [
+        'create-user',
+        '--access',
+        account.accessKeyId,
+        '--secret',
+        account.secretAccessKey,
+        '--role',
+        'userplus',
+      ]);
       return account;
     },
     async kill() {

@@ -89,7 +89,8 @@ export async function startTestService(env: Record<string, string> = {}, dataDir
     key,
     teamId: service.bootstrap?.teamId ?? '',
     dataDir,
-    api: (method, urlPath, body, options = {}) => request(service.url, method, urlPath, body, { key: options.key === undefined ? key : options.key, ...options }),
+    api: (method, urlPath, body, options = {}) =>
+      request(service.url, method, urlPath, body, { key: options.key === undefined ? key : options.key, ...options }),
     stop: () => service.stop(),
   };
 }

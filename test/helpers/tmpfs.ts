@@ -28,7 +28,9 @@ export class Tmpfs {
       run('mount', ['-t', 'tmpfs', '-o', `size=${sizeBytes},nr_inodes=${inodes},mode=0700`, 'tmpfs', dir]);
     } catch (err) {
       fs.rmSync(dir, { recursive: true, force: true });
-      throw new Error(`this test needs a tmpfs it can fill, and mounting one failed (it runs as root with mount(8) on the test machines): ${(err as Error).message}`);
+      throw new Error(
+        `this test needs a tmpfs it can fill, and mounting one failed (it runs as root with mount(8) on the test machines): ${(err as Error).message}`,
+      );
     }
     return new Tmpfs(dir);
   }

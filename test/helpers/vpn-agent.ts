@@ -49,8 +49,26 @@ export function startAgentInNetns(options: AgentOptions): RunningAgent {
   const out = fs.openSync(logFile, 'a');
   const child = options.netns.spawn(
     process.execPath,
-    [AGENT_MAIN, 'vpn-agent', '--config', options.configFile, '--listen', `${options.statusAddress}:${port}`, '--state-dir', path.join(options.dir, 'agent-state')],
-    { privateRun: true, env: { ...process.env, CLOUDPLANE_WIREGUARD_GO: wireguardGoBinary(), CLOUDPLANE_LOG_LEVEL: 'info', CLOUDPLANE_VPN_HANDSHAKE_WINDOW_SECONDS: String(HANDSHAKE_WINDOW_S) }, stdio: ['ignore', out, out] },
+    [
+      AGENT_MAIN,
+      'vpn-agent',
+      '--config',
+      options.configFile,
+      '--listen',
+      `${options.statusAddress}:${port}`,
+      '--state-dir',
+      path.join(options.dir, 'agent-state'),
+    ],
+    {
+      privateRun: true,
+      env: {
+        ...process.env,
+        CLOUDPLANE_WIREGUARD_GO: wireguardGoBinary(),
+        CLOUDPLANE_LOG_LEVEL: 'info',
+        CLOUDPLANE_VPN_HANDSHAKE_WINDOW_SECONDS: String(HANDSHAKE_WINDOW_S),
+      },
+      stdio: ['ignore', out, out],
+    },
   );
   fs.closeSync(out);
   const exit = new Promise<number | null>((resolve) => child.once('exit', (code) => resolve(code)));
@@ -64,13 +82,17 @@ export function startAgentInNetns(options: AgentOptions): RunningAgent {
         throw new Error(`${err.message}\n--- the agent's last log lines ---\n${tail}`);
       }),
     status: async () => {
-      const res = await fetch(`http://${options.statusAddress}:${port}/status`, { signal: AbortSignal.timeout(10_000) }).catch((err: Error & { cause?: { code?: string } }) => {
-        const state = child.exitCode !== null || child.signalCode !== null ? `the agent exited (${child.signalCode ?? child.exitCode})` : 'the agent is running';
-        throw new Error(`GET /status failed (${err.cause?.code ?? err.message}); ${state}`);
-      });
+      const res = await fetch(`http://${options.statusAddress}:${port}/status`, { signal: AbortSignal.timeout(10_000) }).catch(
+        (err: Error & { cause?: { code?: string } }) => {
+          const state =
+            child.exitCode !== null || child.signalCode !== null ? `the agent exited (${child.signalCode ?? child.exitCode})` : 'the agent is running';
+          throw new Error(`GET /status failed (${err.cause?.code ?? err.message}); ${state}`);
+        },
+      );
       if (res.status !== 200) throw new Error(`GET /status answered ${res.status}`);
       const body: unknown = await res.json();
-      if (!Value.Check(AgentStatusSchema, body)) throw new Error(`/status answered outside its schema: ${JSON.stringify([...Value.Errors(AgentStatusSchema, body)])}`);
+      if (!Value.Check(AgentStatusSchema, body))
+        throw new Error(`/status answered outside its schema: ${JSON.stringify([...Value.Errors(AgentStatusSchema, body)])}`);
       return body;
     },
   };

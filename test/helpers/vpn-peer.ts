@@ -18,7 +18,11 @@ export const TOOLS_HINT = 'run scripts/ensure-vpn-tools.sh (make test runs it th
 
 /** wireguard-go as scripts/ensure-vpn-tools.sh builds it, unless CLOUDPLANE_WIREGUARD_GO names another. */
 export function wireguardGoBinary(): string {
-  const candidates = [process.env.CLOUDPLANE_WIREGUARD_GO, path.join(os.homedir(), '.cache/cloudplane/bin/wireguard-go'), ...(process.env.PATH ?? '').split(':').map((d) => path.join(d, 'wireguard-go'))];
+  const candidates = [
+    process.env.CLOUDPLANE_WIREGUARD_GO,
+    path.join(os.homedir(), '.cache/cloudplane/bin/wireguard-go'),
+    ...(process.env.PATH ?? '').split(':').map((d) => path.join(d, 'wireguard-go')),
+  ];
   const found = candidates.find((c) => c && fs.existsSync(c));
   if (!found) throw new Error(`wireguard-go not found: ${TOOLS_HINT}`);
   return found;
@@ -41,7 +45,9 @@ export function requireVpnTools(): void {
 
 export function wireguardKeyPair(): { privateKey: string; publicKey: string } {
   const privateKey = execFileSync('wg', ['genkey']).toString().trim();
-  const publicKey = execFileSync('wg', ['pubkey'], { input: `${privateKey}\n` }).toString().trim();
+  const publicKey = execFileSync('wg', ['pubkey'], { input: `${privateKey}\n` })
+    .toString()
+    .trim();
   return { privateKey, publicKey };
 }
 
@@ -75,9 +81,14 @@ export interface WireguardPeer {
   stop(): Promise<void>;
 }
 
-export async function startWireguardPeer(side: CustomerSide & { privateKey: string; gatewayPublicKey: string; gatewayPort?: number; interfaceName: string }): Promise<WireguardPeer> {
+export async function startWireguardPeer(
+  side: CustomerSide & { privateKey: string; gatewayPublicKey: string; gatewayPort?: number; interfaceName: string },
+): Promise<WireguardPeer> {
   const { netns, interfaceName } = side;
-  const daemon = netns.spawn(wireguardGoBinary(), ['-f', interfaceName], { env: { ...process.env, WG_PROCESS_FOREGROUND: '1', LOG_LEVEL: 'error' }, stdio: 'ignore' });
+  const daemon = netns.spawn(wireguardGoBinary(), ['-f', interfaceName], {
+    env: { ...process.env, WG_PROCESS_FOREGROUND: '1', LOG_LEVEL: 'error' },
+    stdio: 'ignore',
+  });
   await waitUntil(`wireguard-go ${interfaceName}`, () => fs.existsSync(`/var/run/wireguard/${interfaceName}.sock`));
   const file = path.join(side.dir, `${interfaceName}.conf`);
   const config = [

@@ -108,8 +108,12 @@ spec:
     - key: '.spec.containers.[] | select( .image | startswith("${UNREACHABLE_REGISTRY}/") ) | .name'
       operator: 'Exists'
     - key: '.status.containerStatuses.[].state.waiting.reason'
-${from === null ? "      operator: 'DoesNotExist'" : `      operator: 'In'
-      values: ['${from}']`}
+${
+  from === null
+    ? "      operator: 'DoesNotExist'"
+    : `      operator: 'In'
+      values: ['${from}']`
+}
   weight: 10000
   delay:
     durationMilliseconds: ${delayMs}
@@ -168,23 +172,25 @@ export function kwokTool(): { binary: string; stages: string } {
  * A controller-manager or scheduler on a free port, up once its /healthz answers. Both
  * authenticate callers against the API server and serve with a self-signed certificate.
  */
-async function startComponent(
-  name: 'kube-controller-manager' | 'kube-scheduler',
-  server: KubeApiServer,
-  args: string[],
-): Promise<ChildProcess> {
+async function startComponent(name: 'kube-controller-manager' | 'kube-scheduler', server: KubeApiServer, args: string[]): Promise<ChildProcess> {
   const binary = kubeComponentBinary(name);
   const log = path.join(server.workDir, `${name}.log`);
   return onFreePorts(1, async ([port]) => {
     const child = spawnLogged(
       binary,
       [
-        '--kubeconfig', server.kubeconfigPath,
-        '--authentication-kubeconfig', server.kubeconfigPath,
-        '--authorization-kubeconfig', server.kubeconfigPath,
-        '--bind-address', '127.0.0.1',
-        '--secure-port', String(port),
-        '--cert-dir', path.join(server.workDir, `${name}-certs`),
+        '--kubeconfig',
+        server.kubeconfigPath,
+        '--authentication-kubeconfig',
+        server.kubeconfigPath,
+        '--authorization-kubeconfig',
+        server.kubeconfigPath,
+        '--bind-address',
+        '127.0.0.1',
+        '--secure-port',
+        String(port),
+        '--cert-dir',
+        path.join(server.workDir, `${name}-certs`),
         // One instance per cluster: leader election would only delay its start.
         '--leader-elect=false',
         ...args,
@@ -279,19 +285,27 @@ export async function startWorkloadCluster(options: WorkloadClusterOptions = {})
         // Each controller with its own service account and RBAC role, as in kubeadm's
         // clusters; their tokens are signed with the API server's service-account key.
         '--use-service-account-credentials=true',
-        '--service-account-private-key-file', server.serviceAccountKeyPath,
-        '--root-ca-file', server.caPath,
-        '--controllers', '*',
+        '--service-account-private-key-file',
+        server.serviceAccountKeyPath,
+        '--root-ca-file',
+        server.caPath,
+        '--controllers',
+        '*',
         '--allocate-node-cidrs=true',
-        '--cluster-cidr', POD_CIDR,
-        '--service-cluster-ip-range', SERVICE_CIDR,
+        '--cluster-cidr',
+        POD_CIDR,
+        '--service-cluster-ip-range',
+        SERVICE_CIDR,
       ]),
     );
     children.push(await startComponent('kube-scheduler', server, []));
 
     const kwokLog = path.join(server.workDir, 'kwok.log');
     const stagesFile = path.join(server.workDir, 'kwok-stages.yaml');
-    fs.writeFileSync(stagesFile, fs.readFileSync(kwok.stages, 'utf8') + imagePullFailureStages() + (options.podLogsFile ? clusterLogsRule(options.podLogsFile) : ''));
+    fs.writeFileSync(
+      stagesFile,
+      fs.readFileSync(kwok.stages, 'utf8') + imagePullFailureStages() + (options.podLogsFile ? clusterLogsRule(options.podLogsFile) : ''),
+    );
     // KWOK's kubelet server (HTTPS with a certificate of its own, which kube-apiserver does
     // not check without --kubelet-certificate-authority); its port is each node's kubelet port.
     const kubeletPort = options.podLogsFile ? await freePort() : 0;
@@ -299,14 +313,19 @@ export async function startWorkloadCluster(options: WorkloadClusterOptions = {})
       spawnLogged(
         kwok.binary,
         [
-          '--kubeconfig', server.kubeconfigPath,
-          '--config', stagesFile,
-          '--manage-nodes-with-annotation-selector', `${KWOK_NODE_ANNOTATION}=fake`,
+          '--kubeconfig',
+          server.kubeconfigPath,
+          '--config',
+          stagesFile,
+          '--manage-nodes-with-annotation-selector',
+          `${KWOK_NODE_ANNOTATION}=fake`,
           // Heartbeats through each node's Lease, as kubelets do (KWOK's default is 40 s).
-          '--node-lease-duration-seconds', '40',
+          '--node-lease-duration-seconds',
+          '40',
           // Used only for a node without a Pod CIDR (none here once started); kept apart
           // from the ClusterIP range all the same.
-          '--cidr', '10.245.0.0/16',
+          '--cidr',
+          '10.245.0.0/16',
           ...(kubeletPort ? ['--server-address', `127.0.0.1:${kubeletPort}`, '--node-port', String(kubeletPort)] : []),
         ],
         kwokLog,

@@ -37,19 +37,43 @@ const CRS = {
     plural: 'vpngateways',
     kind: 'VpnGateway',
     name: 'office-ipsec',
-    spec: { name: 'office-ipsec', region: 'fra1', tunnel_type: 'ipsec', local_network_cidr: '10.10.0.0/16', remote_network_cidr: '192.168.10.0/24', remote_peer_ip: '93.184.216.34', psk_version: 1 },
+    spec: {
+      name: 'office-ipsec',
+      region: 'fra1',
+      tunnel_type: 'ipsec',
+      local_network_cidr: '10.10.0.0/16',
+      remote_network_cidr: '192.168.10.0/24',
+      remote_peer_ip: '93.184.216.34',
+      psk_version: 1,
+    },
   },
   wireguard: {
     plural: 'vpngateways',
     kind: 'VpnGateway',
     name: 'office-wg',
-    spec: { name: 'office-wg', region: 'fra1', tunnel_type: 'wireguard', local_network_cidr: '10.10.0.0/16', remote_network_cidr: '192.168.20.0/24', remote_peer_ip: '93.184.216.35', psk_version: 1 },
+    spec: {
+      name: 'office-wg',
+      region: 'fra1',
+      tunnel_type: 'wireguard',
+      local_network_cidr: '10.10.0.0/16',
+      remote_network_cidr: '192.168.20.0/24',
+      remote_peer_ip: '93.184.216.35',
+      psk_version: 1,
+    },
   },
   overlapping: {
     plural: 'vpngateways',
     kind: 'VpnGateway',
     name: 'overlapping',
-    spec: { name: 'overlapping', region: 'fra1', tunnel_type: 'ipsec', local_network_cidr: '10.10.0.0/16', remote_network_cidr: '10.10.4.0/24', remote_peer_ip: '93.184.216.36', psk_version: 1 },
+    spec: {
+      name: 'overlapping',
+      region: 'fra1',
+      tunnel_type: 'ipsec',
+      local_network_cidr: '10.10.0.0/16',
+      remote_network_cidr: '10.10.4.0/24',
+      remote_peer_ip: '93.184.216.36',
+      psk_version: 1,
+    },
   },
   unavailable: {
     plural: 'buckets',
@@ -62,7 +86,16 @@ const CRS = {
     plural: 'loadbalancers',
     kind: 'LoadBalancer',
     name: 'no-cert',
-    spec: { name: 'no-cert', region: 'fra1', algorithm: 'round_robin', protocol: 'http', port: 80, health_check_path: '/health', sticky_sessions: false, backends: [] },
+    spec: {
+      name: 'no-cert',
+      region: 'fra1',
+      algorithm: 'round_robin',
+      protocol: 'http',
+      port: 80,
+      health_check_path: '/health',
+      sticky_sessions: false,
+      backends: [],
+    },
   },
   nameTaken: {
     plural: 'buckets',
@@ -75,14 +108,31 @@ const CRS = {
     plural: 'loadbalancers',
     kind: 'LoadBalancer',
     name: 'fix-me',
-    spec: { name: 'fix-me', region: UNAVAILABLE_REGION, algorithm: 'round_robin', protocol: 'http', port: 80, health_check_path: '/health', sticky_sessions: false, backends: [] },
+    spec: {
+      name: 'fix-me',
+      region: UNAVAILABLE_REGION,
+      algorithm: 'round_robin',
+      protocol: 'http',
+      port: 80,
+      health_check_path: '/health',
+      sticky_sessions: false,
+      backends: [],
+    },
   },
   // Refused, edited into another refusal, then fixed.
   refusedTwice: {
     plural: 'vpngateways',
     kind: 'VpnGateway',
     name: 'twice',
-    spec: { name: 'twice', region: 'fra1', tunnel_type: 'ipsec', local_network_cidr: '10.20.0.0/16', remote_network_cidr: '10.20.4.0/24', remote_peer_ip: '93.184.216.37', psk_version: 1 },
+    spec: {
+      name: 'twice',
+      region: 'fra1',
+      tunnel_type: 'ipsec',
+      local_network_cidr: '10.20.0.0/16',
+      remote_network_cidr: '10.20.4.0/24',
+      remote_peer_ip: '93.184.216.37',
+      psk_version: 1,
+    },
   },
   // Accepted, then failed at the provider (CLOUDPLANE_SIM_FAILURES): an edit does not start it over.
   providerFailed: {
@@ -131,19 +181,30 @@ const where = (key: CrKey) => ({ group: GROUP, version: VERSION, namespace, plur
 const read = async (key: CrKey): Promise<any> => custom.getNamespacedCustomObject(where(key));
 /** The API id the operator gave the CR, once it has a status (adopted). */
 const adoptedId = (key: CrKey) =>
-  eventually(async () => {
-    const object = await read(key);
-    return object.status?.status ? (object.metadata.labels?.[`${GROUP}/id`] as string) : null;
-  }, SETTLE_MS, 100);
+  eventually(
+    async () => {
+      const object = await read(key);
+      return object.status?.status ? (object.metadata.labels?.[`${GROUP}/id`] as string) : null;
+    },
+    SETTLE_MS,
+    100,
+  );
 /** Changes the CR's spec as kubectl edit does: a replace of the object read, retried if the operator wrote in between. */
 const editSpec = (key: CrKey, changes: Record<string, unknown>) =>
-  eventually(async () => {
-    const object = await read(key);
-    const body = { ...object, spec: { ...object.spec, ...changes } };
-    return (await custom.replaceNamespacedCustomObject({ ...where(key), body })) as any;
-  }, 10_000, 100);
+  eventually(
+    async () => {
+      const object = await read(key);
+      const body = { ...object, spec: { ...object.spec, ...changes } };
+      return (await custom.replaceNamespacedCustomObject({ ...where(key), body })) as any;
+    },
+    10_000,
+    100,
+  );
 const syncedOf = (object: any) => object.status.conditions.find((c: { type: string }) => c.type === 'Synced');
-const eventTypesOf = (id: string) => eventsOf(receiver).filter((e) => e.data.id === id).map((e) => e.type as string);
+const eventTypesOf = (id: string) =>
+  eventsOf(receiver)
+    .filter((e) => e.data.id === id)
+    .map((e) => e.type as string);
 const secretName = (id: string) => `vpn-psk-${id.replace('_', '-')}`;
 
 beforeAll(async () => {
@@ -170,7 +231,18 @@ beforeAll(async () => {
 
   const hook = await t.api('POST', '/api/v1/webhooks', {
     url: receiver.url,
-    events: ['vpn_gateway.created', 'vpn_gateway.failed', 'vpn_gateway.updated', 'vpn_gateway.active', 'bucket.created', 'bucket.failed', 'load_balancer.created', 'load_balancer.failed', 'load_balancer.updated', 'load_balancer.running'],
+    events: [
+      'vpn_gateway.created',
+      'vpn_gateway.failed',
+      'vpn_gateway.updated',
+      'vpn_gateway.active',
+      'bucket.created',
+      'bucket.failed',
+      'load_balancer.created',
+      'load_balancer.failed',
+      'load_balancer.updated',
+      'load_balancer.running',
+    ],
   });
   expect(hook.status).toBe(201);
   // The name the kubectl-made "twin" asks for is held already.
@@ -182,7 +254,13 @@ beforeAll(async () => {
   }
   for (const key of Object.keys(CRS) as CrKey[]) {
     const { plural, kind, name, spec } = CRS[key];
-    await custom.createNamespacedCustomObject({ group: GROUP, version: VERSION, namespace, plural, body: { apiVersion: `${GROUP}/${VERSION}`, kind, metadata: { name }, spec } });
+    await custom.createNamespacedCustomObject({
+      group: GROUP,
+      version: VERSION,
+      namespace,
+      plural,
+      body: { apiVersion: `${GROUP}/${VERSION}`, kind, metadata: { name }, spec },
+    });
   }
 }, 120_000);
 
@@ -193,7 +271,7 @@ afterAll(async () => {
 });
 
 describe('adoption of kubectl-made custom resources', () => {
-  test('a kubectl-made CR is adopted well inside the grace; one the API left without its status waits for the grace, then is adopted as kubectl\'s', async () => {
+  test("a kubectl-made CR is adopted well inside the grace; one the API left without its status waits for the grace, then is adopted as kubectl's", async () => {
     // Created after the recent half-made CR, adopted within SETTLE_MS, far less than the grace.
     const id = await adoptedId('wireguard');
     expect((await t.api('GET', `/api/v1/vpn-gateways/${id}`)).status).toBe(200);
@@ -216,7 +294,13 @@ describe('adoption of kubectl-made custom resources', () => {
     const { backends: _backends, ...body } = CRS.defaulted.spec;
     const created = await t.api('POST', '/api/v1/load-balancers', { ...body, name: 'made-by-the-api' });
     expect(created.status).toBe(201);
-    const object: any = await custom.getNamespacedCustomObject({ group: GROUP, version: VERSION, namespace, plural: 'loadbalancers', name: objectNameForId(created.body.data.id) });
+    const object: any = await custom.getNamespacedCustomObject({
+      group: GROUP,
+      version: VERSION,
+      namespace,
+      plural: 'loadbalancers',
+      name: objectNameForId(created.body.data.id),
+    });
     expect(object.metadata.labels[STATUS_PENDING]).toBe('true');
     expect(typeof object.status.status).toBe('string'); // the mark stays, and is read no more
 
@@ -252,7 +336,7 @@ describe('adoption of kubectl-made custom resources', () => {
     await expect(core.readNamespacedSecret({ name: secretName(id), namespace })).rejects.toMatchObject({ code: 404 });
   });
 
-  test('a CR in an unavailable region ends failed with the API\'s reason, a Crossplane-like condition and the failed event', async () => {
+  test("a CR in an unavailable region ends failed with the API's reason, a Crossplane-like condition and the failed event", async () => {
     const refusedByApi = await t.api('POST', '/api/v1/object-storage', CRS.unavailable.spec);
     expect(refusedByApi.status).toBe(422);
     const reason: string = refusedByApi.body.error.message;
@@ -275,7 +359,7 @@ describe('adoption of kubectl-made custom resources', () => {
     expect(failed.data.status_reason).toBe(reason);
   });
 
-  test('a VPN gateway whose networks overlap is refused with the API\'s message and gets no key', async () => {
+  test("a VPN gateway whose networks overlap is refused with the API's message and gets no key", async () => {
     const id = await adoptedId('overlapping');
     const record = await waitForStatus(t, `/api/v1/vpn-gateways/${id}`, 'failed', SETTLE_MS);
     expect(record.status_reason).toBe('The remote network 10.10.4.0/24 overlaps the local network 10.10.0.0/16.');
@@ -340,10 +424,14 @@ describe('adoption of kubectl-made custom resources', () => {
 
     const stillBad = await editSpec('refusedTwice', { remote_network_cidr: '10.20.8.0/24' });
     const newReason = 'The remote network 10.20.8.0/24 overlaps the local network 10.20.0.0/16.';
-    const refusedAgain = await eventually(async () => {
-      const object = await read('refusedTwice');
-      return object.status.status_reason === newReason ? object : null;
-    }, SETTLE_MS, 100);
+    const refusedAgain = await eventually(
+      async () => {
+        const object = await read('refusedTwice');
+        return object.status.status_reason === newReason ? object : null;
+      },
+      SETTLE_MS,
+      100,
+    );
     expect(refusedAgain.status.status).toBe('failed');
     expect(refusedAgain.status.observedGeneration).toBe(stillBad.metadata.generation);
     expect(syncedOf(refusedAgain)).toMatchObject({ status: 'False', reason: 'SpecRefused', message: newReason });
@@ -375,10 +463,14 @@ describe('adoption of kubectl-made custom resources', () => {
     // been judged, accepted and provisioned (and failed there), the first edit was seen too.
     const edited = await editSpec('providerFailed', { size_gb: 200 });
     await editSpec('refusedShare', { region: 'fra1' });
-    const accepted = await eventually(async () => {
-      const object = await read('refusedShare');
-      return object.status.status === 'failed' && /^Provisioning failed: /.test(object.status.status_reason) ? object : null;
-    }, SETTLE_MS, 100);
+    const accepted = await eventually(
+      async () => {
+        const object = await read('refusedShare');
+        return object.status.status === 'failed' && /^Provisioning failed: /.test(object.status.status_reason) ? object : null;
+      },
+      SETTLE_MS,
+      100,
+    );
     expect(syncedOf(accepted).reason).toBe('ReconcileError');
 
     const after = await read('providerFailed');

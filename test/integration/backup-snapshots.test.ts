@@ -38,25 +38,53 @@ function snapshotCrd(kind: string, plural: string, scope: 'Namespaced' | 'Cluste
             spec: {
               type: 'object',
               required: ['source'],
-              properties: { volumeSnapshotClassName: str, source: { type: 'object', properties: { persistentVolumeClaimName: str, volumeSnapshotContentName: str } } },
+              properties: {
+                volumeSnapshotClassName: str,
+                source: { type: 'object', properties: { persistentVolumeClaimName: str, volumeSnapshotContentName: str } },
+              },
             },
             status: {
               type: 'object',
-              properties: { boundVolumeSnapshotContentName: str, creationTime: str, readyToUse: { type: 'boolean' }, restoreSize: str, error: { type: 'object', properties: { message: str, time: str } } },
+              properties: {
+                boundVolumeSnapshotContentName: str,
+                creationTime: str,
+                readyToUse: { type: 'boolean' },
+                restoreSize: str,
+                error: { type: 'object', properties: { message: str, time: str } },
+              },
             },
           },
         }
-      : { type: 'object', properties: { driver: str, deletionPolicy: { type: 'string', enum: ['Delete', 'Retain'] }, parameters: { type: 'object', additionalProperties: str } }, required: ['driver', 'deletionPolicy'] };
+      : {
+          type: 'object',
+          properties: {
+            driver: str,
+            deletionPolicy: { type: 'string', enum: ['Delete', 'Retain'] },
+            parameters: { type: 'object', additionalProperties: str },
+          },
+          required: ['driver', 'deletionPolicy'],
+        };
   return {
     apiVersion: 'apiextensions.k8s.io/v1',
     kind: 'CustomResourceDefinition',
     // A *.k8s.io group needs this annotation; a copy written for a test is honestly unapproved.
-    metadata: { name: `${plural}.${SNAPSHOT_GROUP}`, annotations: { 'api-approved.kubernetes.io': 'unapproved, a minimal test copy of the kubernetes-csi/external-snapshotter API' } },
+    metadata: {
+      name: `${plural}.${SNAPSHOT_GROUP}`,
+      annotations: { 'api-approved.kubernetes.io': 'unapproved, a minimal test copy of the kubernetes-csi/external-snapshotter API' },
+    },
     spec: {
       group: SNAPSHOT_GROUP,
       scope,
       names: { kind, plural, singular: kind.toLowerCase(), listKind: `${kind}List` },
-      versions: [{ name: 'v1', served: true, storage: true, schema: { openAPIV3Schema: schema as never }, ...(kind === 'VolumeSnapshot' ? { subresources: { status: {} } } : {}) }],
+      versions: [
+        {
+          name: 'v1',
+          served: true,
+          storage: true,
+          schema: { openAPIV3Schema: schema as never },
+          ...(kind === 'VolumeSnapshot' ? { subresources: { status: {} } } : {}),
+        },
+      ],
     },
   };
 }
@@ -75,7 +103,12 @@ describe('backup driver: VolumeSnapshots', () => {
     custom = kubeConfig.makeApiClient(CustomObjectsApi);
     await core.createNamespace({ body: { metadata: { name: NAMESPACE } } });
     const sim = new Simulation({ delayMs: 50, delays: {}, failures: {} });
-    driver = new VolumeSnapshotBackupDriver({ kubeConfig, systemNamespace: SYSTEM_NAMESPACE, logger: pino({ level: 'silent' }), fallback: new SimulatedBackupDriver(sim) });
+    driver = new VolumeSnapshotBackupDriver({
+      kubeConfig,
+      systemNamespace: SYSTEM_NAMESPACE,
+      logger: pino({ level: 'silent' }),
+      fallback: new SimulatedBackupDriver(sim),
+    });
   }, 120_000);
   afterAll(async () => cluster?.stop());
 
@@ -103,9 +136,20 @@ describe('backup driver: VolumeSnapshots', () => {
       version: 'v1alpha1',
       plural: 'serverbackups',
       namespace: NAMESPACE,
-      body: { apiVersion: 'cloudplane.dev/v1alpha1', kind: 'ServerBackup', metadata: { name: id.replace('_', '-'), labels: { 'cloudplane.dev/id': id } }, spec: { name: 'b', server_id: serverId, trigger: 'manual', restore_requests: 0 } },
+      body: {
+        apiVersion: 'cloudplane.dev/v1alpha1',
+        kind: 'ServerBackup',
+        metadata: { name: id.replace('_', '-'), labels: { 'cloudplane.dev/id': id } },
+        spec: { name: 'b', server_id: serverId, trigger: 'manual', restore_requests: 0 },
+      },
     })) as { metadata: { name: string; uid: string } };
-    return { id, team: TEAM, server_id: serverId, external: null, owner: { apiVersion: 'cloudplane.dev/v1alpha1', kind: 'ServerBackup', name: cr.metadata.name, uid: cr.metadata.uid } };
+    return {
+      id,
+      team: TEAM,
+      server_id: serverId,
+      external: null,
+      owner: { apiVersion: 'cloudplane.dev/v1alpha1', kind: 'ServerBackup', name: cr.metadata.name, uid: cr.metadata.uid },
+    };
   }
 
   it('takes the backup the simulated way without the snapshot API, and for a server without claims', async () => {
@@ -122,31 +166,61 @@ describe('backup driver: VolumeSnapshots', () => {
     expect(stopped).toMatchObject({ method: 'simulated', fallback_reason: 'the server mounts no PersistentVolumeClaim' });
   });
 
-  it('makes a VolumeSnapshot of each claim of the server with the cluster\'s class, and deletes it on release', async () => {
+  it("makes a VolumeSnapshot of each claim of the server with the cluster's class, and deletes it on release", async () => {
     const ext = kubeConfigOf(cluster).makeApiClient(ApiextensionsV1Api);
-    for (const crd of [snapshotCrd('VolumeSnapshotClass', 'volumesnapshotclasses', 'Cluster'), snapshotCrd('VolumeSnapshot', 'volumesnapshots', 'Namespaced')]) {
+    for (const crd of [
+      snapshotCrd('VolumeSnapshotClass', 'volumesnapshotclasses', 'Cluster'),
+      snapshotCrd('VolumeSnapshot', 'volumesnapshots', 'Namespaced'),
+    ]) {
       await ext.createCustomResourceDefinition({ body: crd });
-      await eventually(async () => (await ext.readCustomResourceDefinition({ name: crd.metadata!.name! })).status?.conditions?.some((c) => c.type === 'Established' && c.status === 'True'));
+      await eventually(async () =>
+        (await ext.readCustomResourceDefinition({ name: crd.metadata!.name! })).status?.conditions?.some(
+          (c) => c.type === 'Established' && c.status === 'True',
+        ),
+      );
     }
     // Still no class: simulated.
     const early = await backupOf(await serverPod(['early']));
     expect(await driver.start(early)).toMatchObject({ method: 'simulated', fallback_reason: 'the cluster has no VolumeSnapshotClass' });
 
-    for (const [name, isDefault] of [['a-other', false], ['csi-snapshots', true]] as const) {
+    for (const [name, isDefault] of [
+      ['a-other', false],
+      ['csi-snapshots', true],
+    ] as const) {
       await custom.createClusterCustomObject({
         group: SNAPSHOT_GROUP,
         version: 'v1',
         plural: 'volumesnapshotclasses',
-        body: { apiVersion: `${SNAPSHOT_GROUP}/v1`, kind: 'VolumeSnapshotClass', metadata: { name, annotations: isDefault ? { 'snapshot.storage.kubernetes.io/is-default-class': 'true' } : {} }, driver: 'hostpath.csi.k8s.io', deletionPolicy: 'Delete' },
+        body: {
+          apiVersion: `${SNAPSHOT_GROUP}/v1`,
+          kind: 'VolumeSnapshotClass',
+          metadata: { name, annotations: isDefault ? { 'snapshot.storage.kubernetes.io/is-default-class': 'true' } : {} },
+          driver: 'hostpath.csi.k8s.io',
+          deletionPolicy: 'Delete',
+        },
       });
     }
     const server = await serverPod(['disk-a', 'disk-b']);
     const backup = await backupOf(server);
     const record = await driver.start(backup);
     const name = backup.id.replace('_', '-');
-    expect(record).toEqual({ method: 'volume_snapshot', snapshot_class: 'csi-snapshots', namespace: NAMESPACE, snapshots: [{ name: `${name}-0`, claim: 'disk-a' }, { name: `${name}-1`, claim: 'disk-b' }] });
+    expect(record).toEqual({
+      method: 'volume_snapshot',
+      snapshot_class: 'csi-snapshots',
+      namespace: NAMESPACE,
+      snapshots: [
+        { name: `${name}-0`, claim: 'disk-a' },
+        { name: `${name}-1`, claim: 'disk-b' },
+      ],
+    });
     for (const [i, claim] of ['disk-a', 'disk-b'].entries()) {
-      const snapshot = (await custom.getNamespacedCustomObject({ group: SNAPSHOT_GROUP, version: 'v1', plural: 'volumesnapshots', namespace: NAMESPACE, name: `${name}-${i}` })) as any;
+      const snapshot = (await custom.getNamespacedCustomObject({
+        group: SNAPSHOT_GROUP,
+        version: 'v1',
+        plural: 'volumesnapshots',
+        namespace: NAMESPACE,
+        name: `${name}-${i}`,
+      })) as any;
       expect(snapshot.spec).toEqual({ volumeSnapshotClassName: 'csi-snapshots', source: { persistentVolumeClaimName: claim } });
       expect(snapshot.metadata.labels).toMatchObject(ID_LABELS(backup.id));
       expect(snapshot.metadata.ownerReferences).toEqual([expect.objectContaining({ kind: 'ServerBackup', name, uid: backup.owner!.uid, controller: true })]);
@@ -155,7 +229,13 @@ describe('backup driver: VolumeSnapshots', () => {
     expect(await driver.observe({ ...backup, external: record })).toEqual({ state: 'pending', pollAfterMs: expect.any(Number) });
 
     expect(await driver.release({ ...backup, external: record })).toBe(true);
-    const left = (await custom.listNamespacedCustomObject({ group: SNAPSHOT_GROUP, version: 'v1', plural: 'volumesnapshots', namespace: NAMESPACE, labelSelector: `cloudplane.dev/id=${backup.id}` })) as any;
+    const left = (await custom.listNamespacedCustomObject({
+      group: SNAPSHOT_GROUP,
+      version: 'v1',
+      plural: 'volumesnapshots',
+      namespace: NAMESPACE,
+      labelSelector: `cloudplane.dev/id=${backup.id}`,
+    })) as any;
     expect(left.items).toEqual([]);
     // Gone from under the backup: failed, not pending forever.
     expect(await driver.observe({ ...backup, external: record })).toEqual({ state: 'failed', reason: expect.stringContaining('is gone') });

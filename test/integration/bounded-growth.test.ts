@@ -107,7 +107,12 @@ async function eventsPublished(): Promise<number> {
 
 it(`levels off under ${2 * SUBSCRIPTION_CYCLES} events with short retentions and loses nothing unexpired`, async () => {
   const tapUrl = `${receiver.url}/tap`;
-  const tap = await t.api('POST', '/api/v1/webhooks', { url: receiver.url, events: ['webhook.deleted'], filter: { 'webhook.url': tapUrl }, rate_limit_per_minute: 10_000 });
+  const tap = await t.api('POST', '/api/v1/webhooks', {
+    url: receiver.url,
+    events: ['webhook.deleted'],
+    filter: { 'webhook.url': tapUrl },
+    rate_limit_per_minute: 10_000,
+  });
   expect(tap.status).toBe(201);
 
   const samples: Sample[] = [];
@@ -147,7 +152,12 @@ it(`levels off under ${2 * SUBSCRIPTION_CYCLES} events with short retentions and
   const published = await eventsPublished();
   console.log(
     `${published} events (${SUBSCRIPTION_CYCLES} subscription and ${buckets} bucket cycles); samples (cycles: data directory, store records, event log):\n` +
-      samples.map((s) => `  ${s.cycles}: ${(s.bytes / 1e6).toFixed(1)} MB, ${s.records} records, ${s.eventLog} events, ${s.recentCycles} cycles in the last ${RETENTION_WINDOW_MS / 1000} s`).join('\n'),
+      samples
+        .map(
+          (s) =>
+            `  ${s.cycles}: ${(s.bytes / 1e6).toFixed(1)} MB, ${s.records} records, ${s.eventLog} events, ${s.recentCycles} cycles in the last ${RETENTION_WINDOW_MS / 1000} s`,
+        )
+        .join('\n'),
   );
   expect(published).toBeGreaterThanOrEqual(2 * SUBSCRIPTION_CYCLES);
 

@@ -29,7 +29,19 @@ const SCHEDULING = {
   priorityClassName: 'platform-critical',
   // No labelSelector: the chart fills in the operator's selector labels.
   topologySpreadConstraints: [{ maxSkew: 1, topologyKey: 'topology.kubernetes.io/zone', whenUnsatisfiable: 'ScheduleAnyway' }],
-  affinity: { podAntiAffinity: { preferredDuringSchedulingIgnoredDuringExecution: [{ weight: 100, podAffinityTerm: { topologyKey: 'kubernetes.io/hostname', labelSelector: { matchLabels: { 'app.kubernetes.io/name': 'cloudplane', 'app.kubernetes.io/instance': 'cp' } } } }] } },
+  affinity: {
+    podAntiAffinity: {
+      preferredDuringSchedulingIgnoredDuringExecution: [
+        {
+          weight: 100,
+          podAffinityTerm: {
+            topologyKey: 'kubernetes.io/hostname',
+            labelSelector: { matchLabels: { 'app.kubernetes.io/name': 'cloudplane', 'app.kubernetes.io/instance': 'cp' } },
+          },
+        },
+      ],
+    },
+  },
   // The chart's own labels win: this name does not change the selector's.
   podLabels: { 'team.example.com/cost-center': 'platform', 'app.kubernetes.io/name': 'mine' },
   // IRSA: the s3 driver's keys come from the AWS SDK's chain, through the Pod's role.
@@ -50,7 +62,9 @@ const REPRESENTATIVE: Record<string, unknown> = {
   nats: { replicas: 3, nats: { url: 'nats://nats-0.nats:4222,nats://nats-1.nats:4222' } },
   'persistence off': { persistence: { enabled: false } },
   'persistence on a claim of yours': { persistence: { existingClaim: 'cloudplane-events' } },
-  'persistence tuned': { persistence: { storageClass: 'fast-ssd', accessModes: ['ReadWriteOncePod'], size: '5Gi', annotations: { 'helm.sh/resource-policy': 'keep' } } },
+  'persistence tuned': {
+    persistence: { storageClass: 'fast-ssd', accessModes: ['ReadWriteOncePod'], size: '5Gi', annotations: { 'helm.sh/resource-policy': 'keep' } },
+  },
   scheduling: SCHEDULING,
   'identity provider': {
     publicUrl: 'https://cloudplane.example.com',
@@ -59,7 +73,12 @@ const REPRESENTATIVE: Record<string, unknown> = {
   },
   s3: {
     drivers: { bucket: 's3' },
-    s3: { endpoint: 'http://minio.storage:9000', forcePathStyle: true, bucketPrefix: 'prod', credentials: { existingSecret: 'minio-keys', accessKeyIdKey: 'user', secretAccessKeyKey: 'password' } },
+    s3: {
+      endpoint: 'http://minio.storage:9000',
+      forcePathStyle: true,
+      bucketPrefix: 'prod',
+      credentials: { existingSecret: 'minio-keys', accessKeyIdKey: 'user', secretAccessKeyKey: 'password' },
+    },
   },
 };
 
@@ -85,20 +104,30 @@ describe('the chart step: helm lint --strict and helm template against values.sc
     const file = valuesFile(values);
     const lint = runHelm(['lint', '--strict', CHART, '-f', file]);
     // --strict turns warnings into failures; an [INFO] (no icon) is all that may remain.
-    expect({ status: lint.status, problems: `${lint.stdout}${lint.stderr}`.split('\n').filter((l) => /\[(WARNING|ERROR)\]/.test(l)) }).toEqual({ status: 0, problems: [] });
+    expect({ status: lint.status, problems: `${lint.stdout}${lint.stderr}`.split('\n').filter((l) => /\[(WARNING|ERROR)\]/.test(l)) }).toEqual({
+      status: 0,
+      problems: [],
+    });
     expect(lint.stdout).toMatch(/1 chart\(s\) linted, 0 chart\(s\) failed/);
 
     const rendered = runHelm(['template', 'cp', CHART, '--namespace', NAMESPACE, '-f', file]);
     expect({ status: rendered.status, stderr: rendered.stderr }).toEqual({ status: 0, stderr: '' });
-    const kinds = parseAllDocuments(rendered.stdout).map((d) => d.toJS()).filter(Boolean).map((o) => o.kind);
+    const kinds = parseAllDocuments(rendered.stdout)
+      .map((d) => d.toJS())
+      .filter(Boolean)
+      .map((o) => o.kind);
     expect(kinds).toEqual(expect.arrayContaining(['Deployment', 'Service', 'ServiceAccount']));
   });
 
   it('passes the identity provider, the public URL and the session timeouts to the operator, the client secret from a Secret of yours', () => {
     const rendered = runHelm(['template', 'cp', CHART, '--namespace', NAMESPACE, '-f', valuesFile(REPRESENTATIVE['identity provider'])]);
     expect(rendered.status).toBe(0);
-    const deployment = parseAllDocuments(rendered.stdout).map((d) => d.toJS()).find((o) => o?.kind === 'Deployment');
-    const env = Object.fromEntries(deployment.spec.template.spec.containers[0].env.map((e: { name: string; value?: string; valueFrom?: unknown }) => [e.name, e.value ?? e.valueFrom]));
+    const deployment = parseAllDocuments(rendered.stdout)
+      .map((d) => d.toJS())
+      .find((o) => o?.kind === 'Deployment');
+    const env = Object.fromEntries(
+      deployment.spec.template.spec.containers[0].env.map((e: { name: string; value?: string; valueFrom?: unknown }) => [e.name, e.value ?? e.valueFrom]),
+    );
     expect(env).toMatchObject({
       CLOUDPLANE_PUBLIC_URL: 'https://cloudplane.example.com',
       CLOUDPLANE_SESSION_IDLE_TIMEOUT: '30m',
@@ -111,19 +140,31 @@ describe('the chart step: helm lint --strict and helm template against values.sc
     const plain = runHelm(['template', 'cp', CHART, '--namespace', NAMESPACE]);
     expect(plain.stdout).not.toContain('CLOUDPLANE_OIDC_');
     // An issuer without the public URL (the redirect URI) or the client secret is refused, saying what is missing.
-    const incomplete = runHelm(['template', 'cp', CHART, '--namespace', NAMESPACE, '-f', valuesFile({ oidc: { issuer: 'https://id.example.com', clientId: 'cloudplane' } })]);
+    const incomplete = runHelm([
+      'template',
+      'cp',
+      CHART,
+      '--namespace',
+      NAMESPACE,
+      '-f',
+      valuesFile({ oidc: { issuer: 'https://id.example.com', clientId: 'cloudplane' } }),
+    ]);
     expect(incomplete.status).toBe(1);
     expect(incomplete.stderr).toContain('oidc.issuer needs oidc.clientId, oidc.existingSecret (the client secret) and publicUrl');
   });
 
   it('refuses, through the schema, a value set with a typo, a wrong type and a value out of range, naming each', () => {
     const bad = { persistance: { enabled: false }, replicas: 'two', persistence: { size: 'big', accessModes: ['ReadOnlyMany'] }, nats: { url: 42 } };
-    for (const command of [['lint', '--strict', CHART], ['template', 'cp', CHART]]) {
+    for (const command of [
+      ['lint', '--strict', CHART],
+      ['template', 'cp', CHART],
+    ]) {
       const result = runHelm([...command, '-f', valuesFile(bad)]);
       expect(result.status).toBe(1);
       const output = `${result.stdout}${result.stderr}`;
       expect(output).toContain(`values don't meet the specifications of the schema`);
-      for (const at of ["'/replicas'", "'/persistence/size'", "'/persistence/accessModes/0'", "'/nats/url'", "'persistance'"]) expect({ at, found: output.includes(at) }).toEqual({ at, found: true });
+      for (const at of ["'/replicas'", "'/persistence/size'", "'/persistence/accessModes/0'", "'/nats/url'", "'persistance'"])
+        expect({ at, found: output.includes(at) }).toEqual({ at, found: true });
     }
   });
 
@@ -156,12 +197,16 @@ describe('the chart step: helm lint --strict and helm template against values.sc
   it('renders the priority class, the spread constraints and the Pod labels on the Deployment, and the annotations on its ServiceAccount', () => {
     const rendered = runHelm(['template', 'cp', CHART, '--namespace', NAMESPACE, '-f', valuesFile(SCHEDULING)]);
     expect({ status: rendered.status, stderr: rendered.stderr }).toEqual({ status: 0, stderr: '' });
-    const objects = parseAllDocuments(rendered.stdout).map((d) => d.toJS()).filter(Boolean);
+    const objects = parseAllDocuments(rendered.stdout)
+      .map((d) => d.toJS())
+      .filter(Boolean);
     const deployment = objects.find((o) => o.kind === 'Deployment');
     const account = objects.find((o) => o.kind === 'ServiceAccount');
     const pod = deployment.spec.template;
     expect(pod.spec.priorityClassName).toBe('platform-critical');
-    expect(pod.spec.topologySpreadConstraints).toEqual([{ ...SCHEDULING.topologySpreadConstraints[0], labelSelector: { matchLabels: deployment.spec.selector.matchLabels } }]);
+    expect(pod.spec.topologySpreadConstraints).toEqual([
+      { ...SCHEDULING.topologySpreadConstraints[0], labelSelector: { matchLabels: deployment.spec.selector.matchLabels } },
+    ]);
     expect(pod.metadata.labels['team.example.com/cost-center']).toBe('platform');
     // The chart's selector labels still select the Pod.
     expect(pod.metadata.labels).toMatchObject(deployment.spec.selector.matchLabels);
@@ -170,12 +215,27 @@ describe('the chart step: helm lint --strict and helm template against values.sc
     expect(account.metadata.annotations).toEqual(SCHEDULING.serviceAccount.annotations);
 
     // A constraint with a selector of its own keeps it; the defaults set none of these.
-    const own = { maxSkew: 2, topologyKey: 'kubernetes.io/hostname', whenUnsatisfiable: 'DoNotSchedule', labelSelector: { matchExpressions: [{ key: 'tier', operator: 'In', values: ['control'] }] } };
+    const own = {
+      maxSkew: 2,
+      topologyKey: 'kubernetes.io/hostname',
+      whenUnsatisfiable: 'DoNotSchedule',
+      labelSelector: { matchExpressions: [{ key: 'tier', operator: 'In', values: ['control'] }] },
+    };
     const withOwn = runHelm(['template', 'cp', CHART, '--namespace', NAMESPACE, '-f', valuesFile({ topologySpreadConstraints: [own] })]);
-    expect(parseAllDocuments(withOwn.stdout).map((d) => d.toJS()).find((o) => o?.kind === 'Deployment').spec.template.spec.topologySpreadConstraints).toEqual([own]);
-    const plain = parseAllDocuments(runHelm(['template', 'cp', CHART, '--namespace', NAMESPACE]).stdout).map((d) => d.toJS()).filter(Boolean);
+    expect(
+      parseAllDocuments(withOwn.stdout)
+        .map((d) => d.toJS())
+        .find((o) => o?.kind === 'Deployment').spec.template.spec.topologySpreadConstraints,
+    ).toEqual([own]);
+    const plain = parseAllDocuments(runHelm(['template', 'cp', CHART, '--namespace', NAMESPACE]).stdout)
+      .map((d) => d.toJS())
+      .filter(Boolean);
     const plainPod = plain.find((o) => o.kind === 'Deployment').spec.template.spec;
-    expect([plainPod.priorityClassName, plainPod.topologySpreadConstraints, plain.find((o) => o.kind === 'ServiceAccount').metadata.annotations]).toEqual([undefined, undefined, undefined]);
+    expect([plainPod.priorityClassName, plainPod.topologySpreadConstraints, plain.find((o) => o.kind === 'ServiceAccount').metadata.annotations]).toEqual([
+      undefined,
+      undefined,
+      undefined,
+    ]);
   });
 
   it('refuses bad priority class names, spread constraints, Pod labels and ServiceAccount annotations, naming each', () => {
@@ -187,7 +247,14 @@ describe('the chart step: helm lint --strict and helm template against values.sc
     };
     const result = runHelm(['template', 'cp', CHART, '-f', valuesFile(bad)]);
     expect(result.status).toBe(1);
-    for (const at of ["'/priorityClassName'", "'/topologySpreadConstraints/0/maxSkew'", "'/topologySpreadConstraints/0/whenUnsatisfiable'", "'/podLabels'", "'/podLabels/ok'", "'/serviceAccount/annotations/eks.amazonaws.com~1role-arn'"]) {
+    for (const at of [
+      "'/priorityClassName'",
+      "'/topologySpreadConstraints/0/maxSkew'",
+      "'/topologySpreadConstraints/0/whenUnsatisfiable'",
+      "'/podLabels'",
+      "'/podLabels/ok'",
+      "'/serviceAccount/annotations/eks.amazonaws.com~1role-arn'",
+    ]) {
       expect({ at, found: result.stderr.includes(at) }).toEqual({ at, found: true });
     }
   });
@@ -196,15 +263,25 @@ describe('the chart step: helm lint --strict and helm template against values.sc
     const config: KubeScoreConfig = parse(fs.readFileSync(KUBE_SCORE_CONFIG, 'utf8'));
 
     it('excludes a check only with its reason', () => {
-      for (const { test: check, why: reason } of config.ignore) expect({ check, reason: typeof reason === 'string' && reason.length > 40 }).toEqual({ check, reason: true });
+      for (const { test: check, why: reason } of config.ignore)
+        expect({ check, reason: typeof reason === 'string' && reason.length > 40 }).toEqual({ check, reason: true });
     });
 
-    it.each([['default', {}], ['scheduling', SCHEDULING]])('finds nothing in the chart rendered with the %s values', (_name, values) => {
+    it.each([
+      ['default', {}],
+      ['scheduling', SCHEDULING],
+    ])('finds nothing in the chart rendered with the %s values', (_name, values) => {
       const rendered = runHelm(['template', 'cp', CHART, '--namespace', NAMESPACE, '-f', valuesFile(values)]);
       expect({ status: rendered.status, stderr: rendered.stderr }).toEqual({ status: 0, stderr: '' });
       const args = [
-        'score', '--output-format', 'ci', '--color', 'never', '--exit-one-on-warning',
-        '--kubernetes-version', config.kubernetesVersion,
+        'score',
+        '--output-format',
+        'ci',
+        '--color',
+        'never',
+        '--exit-one-on-warning',
+        '--kubernetes-version',
+        config.kubernetesVersion,
         // kube-score/ignore annotations in the chart would hide a check from this config: none count.
         '--disable-ignore-checks-annotations',
         ...config.enable.flatMap((check) => ['--enable-optional-test', check]),
@@ -215,7 +292,11 @@ describe('the chart step: helm lint --strict and helm template against values.sc
       // One line a check and object: [OK], [SKIPPED] or a finding ([WARNING], [CRITICAL]).
       const lines = scored.stdout.split('\n').filter(Boolean);
       expect(lines.filter((l) => l.startsWith('[OK]')).length).toBeGreaterThan(10);
-      expect({ findings: lines.filter((l) => !/^\[(OK|SKIPPED)\] /.test(l)), status: scored.status, stderr: scored.stderr }).toEqual({ findings: [], status: 0, stderr: '' });
+      expect({ findings: lines.filter((l) => !/^\[(OK|SKIPPED)\] /.test(l)), status: scored.status, stderr: scored.stderr }).toEqual({
+        findings: [],
+        status: 0,
+        stderr: '',
+      });
     });
   });
 });

@@ -99,15 +99,19 @@ describe('cluster mode: servers as Pods, load balancers on HAProxy', () => {
 
     const reboot = await t.api('POST', `/api/v1/servers/${id}/reboot`);
     expect(reboot.status).toBe(200);
-    const third = await eventually(async () => {
-      const pod = await podOf(id);
-      const server = (await t.api('GET', `/api/v1/servers/${id}`)).body.data;
-      return pod && pod.metadata?.uid !== second.metadata?.uid && server.status === 'running' && server.ipv4 === pod.status?.podIP ? pod : null;
-    }, 60_000, 200);
+    const third = await eventually(
+      async () => {
+        const pod = await podOf(id);
+        const server = (await t.api('GET', `/api/v1/servers/${id}`)).body.data;
+        return pod && pod.metadata?.uid !== second.metadata?.uid && server.status === 'running' && server.ipv4 === pod.status?.podIP ? pod : null;
+      },
+      60_000,
+      200,
+    );
     expect(third.status?.phase).toBe('Running');
   });
 
-  it('a Pod deleted by hand is recreated at once, through the driver\'s watch of what it made', async () => {
+  it("a Pod deleted by hand is recreated at once, through the driver's watch of what it made", async () => {
     const { id } = (await t.api('POST', '/api/v1/servers', { name: 'web-3', region: 'fra1' })).body.data;
     await waitForStatus(t, `/api/v1/servers/${id}`, 'running', 60_000);
     // Let the server settle (its running event relayed, the passes that follow done), so no
@@ -116,17 +120,32 @@ describe('cluster mode: servers as Pods, load balancers on HAProxy', () => {
     await new Promise((resolve) => setTimeout(resolve, 2_000));
     const before = (await podOf(id))!;
     await kubectl('delete', 'pod', before.metadata!.name!, '-n', namespace, '--wait=false');
-    const after = await eventually(async () => {
-      const pod = await podOf(id);
-      return pod && pod.metadata?.uid !== before.metadata?.uid && pod.status?.phase === 'Running' ? pod : null;
-    }, 60_000, 200);
+    const after = await eventually(
+      async () => {
+        const pod = await podOf(id);
+        return pod && pod.metadata?.uid !== before.metadata?.uid && pod.status?.phase === 'Running' ? pod : null;
+      },
+      60_000,
+      200,
+    );
     await eventually(async () => (await t.api('GET', `/api/v1/servers/${id}`)).body.data.ipv4 === after.status?.podIP, 60_000, 200);
   });
 
   it('a kubectl-made Server gets its Pod too, and the API serves it', async () => {
-    const manifest = { apiVersion: 'cloudplane.dev/v1alpha1', kind: 'Server', metadata: { name: 'from-git', namespace }, spec: { name: 'from-git', region: 'ams3' } };
+    const manifest = {
+      apiVersion: 'cloudplane.dev/v1alpha1',
+      kind: 'Server',
+      metadata: { name: 'from-git', namespace },
+      spec: { name: 'from-git', region: 'ams3' },
+    };
     await kubectlOn(cluster.kubeconfigPath)(['apply', '-f', '-'], JSON.stringify(manifest));
-    const id = await eventually(async () => JSON.parse(await kubectl('get', 'servers.cloudplane.dev', 'from-git', '-n', namespace, '-o', 'json')).metadata.labels?.['cloudplane.dev/id'] as string | undefined, 30_000, 200);
+    const id = await eventually(
+      async () =>
+        JSON.parse(await kubectl('get', 'servers.cloudplane.dev', 'from-git', '-n', namespace, '-o', 'json')).metadata.labels?.['cloudplane.dev/id'] as
+          string | undefined,
+      30_000,
+      200,
+    );
     const running = await waitForStatus(t, `/api/v1/servers/${id}`, 'running', 60_000);
     expect(running.ipv4).toBe((await podOf(id))!.status?.podIP);
   });
@@ -154,7 +173,13 @@ describe('cluster mode: servers as Pods, load balancers on HAProxy', () => {
   };
 
   it('a load balancer yields its Deployment, ConfigMap and Service, and turns running with the ingress IP', async () => {
-    const created = await t.api('POST', '/api/v1/load-balancers', { name: 'front', region: 'fra1', protocol: 'http', port: 80, algorithm: 'least_connections' });
+    const created = await t.api('POST', '/api/v1/load-balancers', {
+      name: 'front',
+      region: 'fra1',
+      protocol: 'http',
+      port: 80,
+      algorithm: 'least_connections',
+    });
     expect(created.status).toBe(201);
     const { id } = created.body.data;
     const running = await waitForStatus(t, `/api/v1/load-balancers/${id}`, 'running', 90_000);
@@ -169,7 +194,7 @@ describe('cluster mode: servers as Pods, load balancers on HAProxy', () => {
     expect(running.ipv4).toBe(addon.assigned().get(`${namespace}/${objectName(id)}`));
   });
 
-  it('attach and detach change the rendered configuration to the servers\' Pod IPs', async () => {
+  it("attach and detach change the rendered configuration to the servers' Pod IPs", async () => {
     const lb = (await t.api('POST', '/api/v1/load-balancers', { name: 'pool', region: 'fra1' })).body.data;
     const server = (await t.api('POST', '/api/v1/servers', { name: 'app-1', region: 'fra1' })).body.data;
     await waitForStatus(t, `/api/v1/load-balancers/${lb.id}`, 'running', 90_000);
@@ -177,25 +202,37 @@ describe('cluster mode: servers as Pods, load balancers on HAProxy', () => {
     expect(ipv4).toBe((await podOf(server.id))!.status?.podIP);
 
     expect((await t.api('POST', `/api/v1/load-balancers/${lb.id}/attach`, { server_id: server.id, port: 8080 })).status).toBe(200);
-    const rolled = await eventually(async () => {
-      const { configMap, deployment } = await haproxyObjectsOf(lb.id);
-      return configMap?.data?.[CONFIG_KEY].includes(`${ipv4}:8080`) ? deployment : null;
-    }, 60_000, 200);
+    const rolled = await eventually(
+      async () => {
+        const { configMap, deployment } = await haproxyObjectsOf(lb.id);
+        return configMap?.data?.[CONFIG_KEY].includes(`${ipv4}:8080`) ? deployment : null;
+      },
+      60_000,
+      200,
+    );
     // The Pod template carries the configuration's hash, so the change rolls out.
     expect(Object.keys(rolled!.spec!.template.metadata!.annotations ?? {})).toEqual(expect.arrayContaining([expect.stringMatching(/config/)]));
     // Nothing answers health checks in KWOK's Pods (no container runs), so HAProxy's stats,
     // read at the Pod IPs, cannot be had: the backend is reported unhealthy.
-    const attached = await eventually(async () => {
-      const record = (await t.api('GET', `/api/v1/load-balancers/${lb.id}`)).body.data;
-      return record.backends.length === 1 ? record : null;
-    }, 60_000, 200);
+    const attached = await eventually(
+      async () => {
+        const record = (await t.api('GET', `/api/v1/load-balancers/${lb.id}`)).body.data;
+        return record.backends.length === 1 ? record : null;
+      },
+      60_000,
+      200,
+    );
     expect(attached.backends[0]).toMatchObject({ server_id: server.id, port: 8080, status: 'unhealthy' });
 
     expect((await t.api('POST', `/api/v1/load-balancers/${lb.id}/detach`, { server_id: server.id })).status).toBe(200);
-    await eventually(async () => {
-      const { configMap } = await haproxyObjectsOf(lb.id);
-      return configMap && !configMap.data![CONFIG_KEY].includes(`${ipv4}:8080`);
-    }, 60_000, 200);
+    await eventually(
+      async () => {
+        const { configMap } = await haproxyObjectsOf(lb.id);
+        return configMap && !configMap.data![CONFIG_KEY].includes(`${ipv4}:8080`);
+      },
+      60_000,
+      200,
+    );
     await eventually(async () => (await t.api('GET', `/api/v1/load-balancers/${lb.id}`)).body.data.backends.length === 0, 60_000, 200);
   });
 
@@ -204,17 +241,33 @@ describe('cluster mode: servers as Pods, load balancers on HAProxy', () => {
     await waitForStatus(t, `/api/v1/load-balancers/${id}`, 'running', 90_000);
     const before = (await haproxyObjectsOf(id)).deployment!;
     await kubectl('delete', 'deployment', objectName(id), '-n', namespace, '--wait=false');
-    const after = await eventually(async () => {
-      const { deployment } = await haproxyObjectsOf(id);
-      return deployment && deployment.metadata?.uid !== before.metadata?.uid && !deployment.metadata?.deletionTimestamp ? deployment : null;
-    }, 60_000, 200);
+    const after = await eventually(
+      async () => {
+        const { deployment } = await haproxyObjectsOf(id);
+        return deployment && deployment.metadata?.uid !== before.metadata?.uid && !deployment.metadata?.deletionTimestamp ? deployment : null;
+      },
+      60_000,
+      200,
+    );
     expect(after.metadata?.labels?.['cloudplane.dev/id']).toBe(id);
   });
 
   it('a kubectl-made LoadBalancer gets the same objects and runs', async () => {
-    const manifest = { apiVersion: 'cloudplane.dev/v1alpha1', kind: 'LoadBalancer', metadata: { name: 'edge-from-git', namespace }, spec: { name: 'edge-from-git', region: 'ams3', protocol: 'tcp', port: 5432 } };
+    const manifest = {
+      apiVersion: 'cloudplane.dev/v1alpha1',
+      kind: 'LoadBalancer',
+      metadata: { name: 'edge-from-git', namespace },
+      spec: { name: 'edge-from-git', region: 'ams3', protocol: 'tcp', port: 5432 },
+    };
     await kubectlOn(cluster.kubeconfigPath)(['apply', '-f', '-'], JSON.stringify(manifest));
-    const id = await eventually(async () => JSON.parse(await kubectl('get', 'loadbalancers.cloudplane.dev', 'edge-from-git', '-n', namespace, '-o', 'json')).metadata.labels?.['cloudplane.dev/id'] as string | undefined, 30_000, 200);
+    const id = await eventually(
+      async () =>
+        JSON.parse(await kubectl('get', 'loadbalancers.cloudplane.dev', 'edge-from-git', '-n', namespace, '-o', 'json')).metadata.labels?.[
+          'cloudplane.dev/id'
+        ] as string | undefined,
+      30_000,
+      200,
+    );
     const running = await waitForStatus(t, `/api/v1/load-balancers/${id}`, 'running', 90_000);
     const { configMap, service } = await haproxyObjectsOf(id);
     expect(configMap!.data![CONFIG_KEY]).toContain('mode tcp');

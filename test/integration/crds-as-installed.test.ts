@@ -41,21 +41,42 @@ describe('CRDs installed with kubectl apply -f crds/', () => {
     expect(lines).toHaveLength(crdFiles().length);
     for (const line of lines) expect(line).toMatch(/^customresourcedefinition\.apiextensions\.k8s\.io\/\S+ created$/);
 
-    const names = allCrds().map((crd) => crd.metadata.name).sort();
+    const names = allCrds()
+      .map((crd) => crd.metadata.name)
+      .sort();
     const conditionsOf = async () => {
       // name, Established, NonStructuralSchema (empty when absent), one line per CRD.
-      const text = await kubectl('get', 'crd', ...names, '-o', 'jsonpath={range .items[*]}{.metadata.name}{"\\t"}{.status.conditions[?(@.type=="Established")].status}{"\\t"}{.status.conditions[?(@.type=="NonStructuralSchema")].status}{"\\n"}{end}');
-      return text.trim().split('\n').map((line) => line.split('\t'));
+      const text = await kubectl(
+        'get',
+        'crd',
+        ...names,
+        '-o',
+        'jsonpath={range .items[*]}{.metadata.name}{"\\t"}{.status.conditions[?(@.type=="Established")].status}{"\\t"}{.status.conditions[?(@.type=="NonStructuralSchema")].status}{"\\n"}{end}',
+      );
+      return text
+        .trim()
+        .split('\n')
+        .map((line) => line.split('\t'));
     };
-    const rows = await eventually(async () => {
-      const current = await conditionsOf();
-      return current.length === names.length && current.every(([, established]) => established === 'True') ? current : null;
-    }, 30_000, 200);
+    const rows = await eventually(
+      async () => {
+        const current = await conditionsOf();
+        return current.length === names.length && current.every(([, established]) => established === 'True') ? current : null;
+      },
+      30_000,
+      200,
+    );
     expect(rows.map(([name, established, nonStructural]) => [name, established, nonStructural ?? ''])).toEqual(names.map((name) => [name, 'True', '']));
   });
 
   test('the installed servers CRD offers the power states as strings, as the API does', async () => {
-    const enumText = await kubectl('get', 'crd', 'servers.cloudplane.dev', '-o', 'jsonpath={.spec.versions[0].schema.openAPIV3Schema.properties.spec.properties.power_state.enum}');
+    const enumText = await kubectl(
+      'get',
+      'crd',
+      'servers.cloudplane.dev',
+      '-o',
+      'jsonpath={.spec.versions[0].schema.openAPIV3Schema.properties.spec.properties.power_state.enum}',
+    );
     expect(JSON.parse(enumText)).toEqual(['on', 'off']);
   });
 
@@ -77,11 +98,15 @@ describe('CRDs installed with kubectl apply -f crds/', () => {
 
     const settled = await Promise.all(
       EXAMPLES_BY_FILE.map((example) =>
-        eventually(async () => {
-          const object = JSON.parse(await kubectl('get', example.short, example.name, '-n', namespace, '-o', 'json'));
-          const ready = object.status?.conditions?.find((c: { type: string }) => c.type === 'Ready');
-          return object.status?.status === example.ready && ready?.status === 'True' ? object : null;
-        }, 60_000, 250),
+        eventually(
+          async () => {
+            const object = JSON.parse(await kubectl('get', example.short, example.name, '-n', namespace, '-o', 'json'));
+            const ready = object.status?.conditions?.find((c: { type: string }) => c.type === 'Ready');
+            return object.status?.status === example.ready && ready?.status === 'True' ? object : null;
+          },
+          60_000,
+          250,
+        ),
       ),
     );
     for (const object of settled) {
@@ -89,7 +114,15 @@ describe('CRDs installed with kubectl apply -f crds/', () => {
       const types = object.status.conditions.map((c: { type: string }) => c.type);
       expect(new Set(types).size).toBe(types.length);
       for (const condition of object.status.conditions) {
-        expect(condition).toEqual(expect.objectContaining({ type: expect.any(String), status: expect.stringMatching(/^(True|False|Unknown)$/), reason: expect.stringMatching(/^[A-Za-z]([A-Za-z0-9_,:]*[A-Za-z0-9_])?$/), message: expect.any(String), lastTransitionTime: expect.any(String) }));
+        expect(condition).toEqual(
+          expect.objectContaining({
+            type: expect.any(String),
+            status: expect.stringMatching(/^(True|False|Unknown)$/),
+            reason: expect.stringMatching(/^[A-Za-z]([A-Za-z0-9_,:]*[A-Za-z0-9_])?$/),
+            message: expect.any(String),
+            lastTransitionTime: expect.any(String),
+          }),
+        );
       }
     }
     // The server was applied with power_state "on" and runs.

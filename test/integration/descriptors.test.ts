@@ -87,14 +87,22 @@ describe('out of file descriptors (real service under prlimit)', () => {
       const after = await service.api('POST', '/api/v1/load-balancers', { name: 'fd-after', region: 'fra1' });
       expect(after.status).toBe(201);
       ids.push(after.body.data.id);
-      await eventually(async () => {
-        const res = await service.api('GET', '/api/v1/load-balancers?limit=100');
-        return ids.every((id) => res.body.data.find((lb: any) => lb.id === id)?.status === 'running');
-      }, 90_000, 500);
-      const audit = await eventually(async () => {
-        const res = await service.api('GET', '/api/v1/audit-log?type=load_balancer.running&limit=100');
-        return res.body.data.length >= ids.length ? res.body.data : null;
-      }, 60_000, 500);
+      await eventually(
+        async () => {
+          const res = await service.api('GET', '/api/v1/load-balancers?limit=100');
+          return ids.every((id) => res.body.data.find((lb: any) => lb.id === id)?.status === 'running');
+        },
+        90_000,
+        500,
+      );
+      const audit = await eventually(
+        async () => {
+          const res = await service.api('GET', '/api/v1/audit-log?type=load_balancer.running&limit=100');
+          return res.body.data.length >= ids.length ? res.body.data : null;
+        },
+        60_000,
+        500,
+      );
       expect(audit.map((e: any) => e.data.id).sort()).toEqual([...ids].sort());
       expect(alive(service)).toBe(true);
     } catch (err) {

@@ -51,7 +51,8 @@ async function startReplica(): Promise<{ store: KubernetesStore; seen: StoredObj
 }
 
 const specNamesUnder = (seen: StoredObject[], id: string) => new Set(seen.filter((o) => o.meta.id === id).map((o) => (o.spec as { name: string }).name));
-const readLb = async (name: string): Promise<any> => custom.getNamespacedCustomObject({ group: GROUP, version: VERSION, namespace, plural: 'loadbalancers', name });
+const readLb = async (name: string): Promise<any> =>
+  custom.getNamespacedCustomObject({ group: GROUP, version: VERSION, namespace, plural: 'loadbalancers', name });
 const idOf = (object: any): string => object.metadata.labels?.[ID_LABEL];
 
 beforeAll(async () => {
@@ -66,9 +67,12 @@ beforeAll(async () => {
   const kc = kubeConfigOf(cluster);
   custom = kc.makeApiClient(CustomObjectsApi);
   namespace = t.teamId.replace('_', '-');
-  await kc.makeApiClient(CoreV1Api).createNamespace({ body: { metadata: { name: namespace } } }).catch((err: { code?: number }) => {
-    if (err.code !== 409) throw err;
-  });
+  await kc
+    .makeApiClient(CoreV1Api)
+    .createNamespace({ body: { metadata: { name: namespace } } })
+    .catch((err: { code?: number }) => {
+      if (err.code !== 409) throw err;
+    });
 });
 
 afterAll(async () => {
@@ -77,7 +81,7 @@ afterAll(async () => {
   await cluster?.stop();
 });
 
-test('a kubectl copy of an API-made load balancer gets an id of its own, is adopted at once, and is never served under the original\'s id', async () => {
+test("a kubectl copy of an API-made load balancer gets an id of its own, is adopted at once, and is never served under the original's id", async () => {
   const replicas = await Promise.all([startReplica(), startReplica()]);
   const created = await t.api('POST', '/api/v1/load-balancers', { ...LB_BODY, name: 'original-lb' });
   expect(created.status).toBe(201);
@@ -97,10 +101,14 @@ test('a kubectl copy of an API-made load balancer gets an id of its own, is adop
   await kubectl('apply', '-f', file, '-n', namespace);
 
   // Relabelled and adopted: status written long before the grace a copied mark would impose.
-  const copy = await eventually(async () => {
-    const object = await readLb('copied-lb');
-    return idOf(object) !== id && object.status?.status ? object : null;
-  }, SETTLE_MS, 100);
+  const copy = await eventually(
+    async () => {
+      const object = await readLb('copied-lb');
+      return idOf(object) !== id && object.status?.status ? object : null;
+    },
+    SETTLE_MS,
+    100,
+  );
   const copyId = idOf(copy);
   expect(copyId).toMatch(/^lb_[0-9a-z]{16,26}$/);
   expect(copy.metadata.labels[STATUS_PENDING]).toBeUndefined();
@@ -138,7 +146,14 @@ test('at a start, duplicates already there are sorted out before anything is ser
     };
     const made: any = await custom.createNamespacedCustomObject({ group: GROUP, version: VERSION, namespace, plural: 'loadbalancers', body });
     if (!extra.status) return made;
-    return custom.replaceNamespacedCustomObjectStatus({ group: GROUP, version: VERSION, namespace, plural: 'loadbalancers', name, body: { ...made, status: extra.status } });
+    return custom.replaceNamespacedCustomObjectStatus({
+      group: GROUP,
+      version: VERSION,
+      namespace,
+      plural: 'loadbalancers',
+      name,
+      body: { ...made, status: extra.status },
+    });
   };
   // A status as the service writes them, to be copied onto a copy.
   const donor = await t.api('POST', '/api/v1/load-balancers', { ...LB_BODY, name: 'status-donor' });
@@ -165,10 +180,16 @@ test('at a start, duplicates already there are sorted out before anything is ser
   expect(((await store.get('LoadBalancer', t.teamId, namedId))!.spec as { name: string }).name).toBe(objectNameForId(namedId));
 
   const relabelled = await Promise.all(
-    ['aa-younger-copy', 'aa-older-copy'].map((name) => eventually(async () => {
-      const object = await readLb(name);
-      return ![oldestId, namedId].includes(idOf(object)) ? object : null;
-    }, SETTLE_MS, 100)),
+    ['aa-younger-copy', 'aa-older-copy'].map((name) =>
+      eventually(
+        async () => {
+          const object = await readLb(name);
+          return ![oldestId, namedId].includes(idOf(object)) ? object : null;
+        },
+        SETTLE_MS,
+        100,
+      ),
+    ),
   );
   for (const object of relabelled) {
     expect(object.metadata.labels[STATUS_PENDING]).toBeUndefined();
@@ -191,7 +212,15 @@ test('at a start, duplicates already there are sorted out before anything is ser
   await create('doomed-copy', doomedId);
   await custom.deleteNamespacedCustomObject({ group: GROUP, version: VERSION, namespace, plural: 'loadbalancers', name: 'doomed-copy' });
   const restarted = await startReplica();
-  await eventually(async () => readLb('doomed-copy').then(() => false, (err: { code?: number }) => err.code === 404), SETTLE_MS, 100);
+  await eventually(
+    async () =>
+      readLb('doomed-copy').then(
+        () => false,
+        (err: { code?: number }) => err.code === 404,
+      ),
+    SETTLE_MS,
+    100,
+  );
   expect(((await restarted.store.get('LoadBalancer', t.teamId, doomedId))!.spec as { name: string }).name).toBe(objectNameForId(doomedId));
   expect(specNamesUnder(restarted.seen, doomedId)).toEqual(new Set([objectNameForId(doomedId)]));
 });

@@ -133,15 +133,21 @@ describe('durable events: cluster mode without NATS, the operator SIGKILLed mid-
     // Every bucket that exists (acknowledged or not) has its creation event, once. (A create
     // the kill cut in two shows up later, once adoption's grace has passed, with its event.)
     let buckets: Array<{ id: string }> = [];
-    const after = await eventually(async () => {
-      buckets = await pageAll<{ id: string }>(svc.api, '/api/v1/object-storage');
-      const events = await auditLog(svc);
-      const created = new Set(events.filter((e) => e.type === 'bucket.created').map((e) => e.data.id));
-      return buckets.every((b) => created.has(b.id)) ? events : null;
-    }, ARRIVAL_TIMEOUT_MS, 500).catch(async () => {
+    const after = await eventually(
+      async () => {
+        buckets = await pageAll<{ id: string }>(svc.api, '/api/v1/object-storage');
+        const events = await auditLog(svc);
+        const created = new Set(events.filter((e) => e.type === 'bucket.created').map((e) => e.data.id));
+        return buckets.every((b) => created.has(b.id)) ? events : null;
+      },
+      ARRIVAL_TIMEOUT_MS,
+      500,
+    ).catch(async () => {
       const created = new Set((await auditLog(svc)).filter((e) => e.type === 'bucket.created').map((e) => e.data.id));
       const missing = buckets.filter((b) => !created.has(b.id)).map((b) => b.id);
-      throw new Error(`${missing.length} of ${buckets.length} buckets have no bucket.created event in the audit log, e.g. ${missing.slice(0, 5).join(', ')}\n${svc.output()}`);
+      throw new Error(
+        `${missing.length} of ${buckets.length} buckets have no bucket.created event in the audit log, e.g. ${missing.slice(0, 5).join(', ')}\n${svc.output()}`,
+      );
     });
     expect(buckets.map((b) => b.id)).toEqual(expect.arrayContaining([...stream.acknowledged]));
     const createdEvents = after.filter((e) => e.type === 'bucket.created');
@@ -160,10 +166,16 @@ describe('durable events: cluster mode without NATS, the operator SIGKILLed mid-
       const missing = [...stream.acknowledged].filter((id) => !arrived().has(id));
       // What became of them: their events, and any delivery of those events.
       const events = after.filter((e) => missing.includes(e.data.id!) && e.type === 'bucket.created');
-      const deliveries = (await pageAll<{ event_id: string }>(svc.api, `/api/v1/webhooks/${subscribed.body.data.id}/deliveries`)).filter((d) => events.some((e) => e.id === d.event_id));
-      throw new Error(`${missing.length} of ${stream.acknowledged.size} acknowledged creates never reached the receiver, e.g. ${missing.slice(0, 5).join(', ')}\nevents: ${JSON.stringify(events.map((e) => ({ id: e.id, at: e.created_at, onDiskAtKill: publishedAtKill.includes(e.id) })))}\ndeliveries: ${JSON.stringify(deliveries)}\nunconsumed at kill: ${unconsumedAtKill}\n${svc.output()}`);
+      const deliveries = (await pageAll<{ event_id: string }>(svc.api, `/api/v1/webhooks/${subscribed.body.data.id}/deliveries`)).filter((d) =>
+        events.some((e) => e.id === d.event_id),
+      );
+      throw new Error(
+        `${missing.length} of ${stream.acknowledged.size} acknowledged creates never reached the receiver, e.g. ${missing.slice(0, 5).join(', ')}\nevents: ${JSON.stringify(events.map((e) => ({ id: e.id, at: e.created_at, onDiskAtKill: publishedAtKill.includes(e.id) })))}\ndeliveries: ${JSON.stringify(deliveries)}\nunconsumed at kill: ${unconsumedAtKill}\n${svc.output()}`,
+      );
     });
-    process.stdout.write(`[durable-events] ${JSON.stringify({ acknowledged: stream.acknowledged.size, buckets: buckets.length, auditBeforeKill: before.length, publishedAtKill: publishedAtKill.length, auditAfter: after.length, unconsumedAtKill, receipts: receiver.received.length })}\n`);
+    process.stdout.write(
+      `[durable-events] ${JSON.stringify({ acknowledged: stream.acknowledged.size, buckets: buckets.length, auditBeforeKill: before.length, publishedAtKill: publishedAtKill.length, auditAfter: after.length, unconsumedAtKill, receipts: receiver.received.length })}\n`,
+    );
     expect(await svc.stop()).toBe(0);
 
     // The control: the same cluster, an operator on a fresh data directory (an emptyDir).
@@ -193,10 +205,14 @@ describe('durable events: cluster mode without NATS, the operator SIGKILLed mid-
       const bucket = await svc.api('POST', '/api/v1/object-storage', { name: 'cut-in-two', region: 'fra1' });
       expect(bucket.status).toBe(201);
       // Sent, and its outcome recorded.
-      const delivery = await eventually(async () => {
-        const [only] = await pageAll<{ id: string; status: string }>(svc.api, `/api/v1/webhooks/${webhook.body.data.id}/deliveries`);
-        return only?.status === 'succeeded' ? only : null;
-      }, ARRIVAL_TIMEOUT_MS, 200);
+      const delivery = await eventually(
+        async () => {
+          const [only] = await pageAll<{ id: string; status: string }>(svc.api, `/api/v1/webhooks/${webhook.body.data.id}/deliveries`);
+          return only?.status === 'succeeded' ? only : null;
+        },
+        ARRIVAL_TIMEOUT_MS,
+        200,
+      );
       expect(own.received).toHaveLength(1);
       expect(await svc.stop()).toBe(0);
 
@@ -208,7 +224,10 @@ describe('durable events: cluster mode without NATS, the operator SIGKILLed mid-
       kubectl(['patch', ...where, '--type=merge', '-p', '{"metadata":{"finalizers":null}}']);
       kubectl(['delete', ...where, '--wait']);
       const { name, namespace, labels, annotations, finalizers } = cr.metadata;
-      kubectl(['create', '-f', '-'], JSON.stringify({ apiVersion: cr.apiVersion, kind: cr.kind, metadata: { name, namespace, labels, annotations, finalizers }, spec: cr.spec }));
+      kubectl(
+        ['create', '-f', '-'],
+        JSON.stringify({ apiVersion: cr.apiVersion, kind: cr.kind, metadata: { name, namespace, labels, annotations, finalizers }, spec: cr.spec }),
+      );
       expect(labels['cloudplane.dev/status-pending']).toBe('true');
       const positions = path.join(dir, 'events', 'events.consumers.json');
       fs.writeFileSync(positions, JSON.stringify({ ...JSON.parse(fs.readFileSync(positions, 'utf8')), webhooks: 0 }));
@@ -220,10 +239,14 @@ describe('durable events: cluster mode without NATS, the operator SIGKILLed mid-
       });
       expect(own.received.map((r) => r.headers['webhook-id'])).toEqual([delivery.id, delivery.id]);
       expect(own.received[1].body).toBe(own.received[0].body);
-      const again = await eventually(async () => {
-        const res = await svc.api('GET', `/api/v1/webhooks/${webhook.body.data.id}/deliveries/${delivery.id}`);
-        return res.body.data?.status === 'succeeded' ? res.body.data : null;
-      }, ARRIVAL_TIMEOUT_MS, 200);
+      const again = await eventually(
+        async () => {
+          const res = await svc.api('GET', `/api/v1/webhooks/${webhook.body.data.id}/deliveries/${delivery.id}`);
+          return res.body.data?.status === 'succeeded' ? res.body.data : null;
+        },
+        ARRIVAL_TIMEOUT_MS,
+        200,
+      );
       expect(again.id).toBe(delivery.id);
     } finally {
       await own.close();

@@ -135,9 +135,15 @@ describe('event log retention under SIGKILL (real service)', () => {
         fs.rmSync(reference);
         if (leftBehind) midway++;
         if (leftBehind && before.base > 0) midwayOnCompacted++;
-        rounds.push(`round ${round}: killed ${leftBehind ? 'before' : 'after'} the switch; old log ${before.events.length} events from ${before.base}, new ${after.events.length} from ${after.base}`);
+        rounds.push(
+          `round ${round}: killed ${leftBehind ? 'before' : 'after'} the switch; old log ${before.events.length} events from ${before.base}, new ${after.events.length} from ${after.base}`,
+        );
       } else {
-        rounds.push(caughtAt === null ? `round ${round}: no compaction caught in ${CATCH_MS / 1000} s; killed anyway` : `round ${round}: the old log was gone before the link`);
+        rounds.push(
+          caughtAt === null
+            ? `round ${round}: no compaction caught in ${CATCH_MS / 1000} s; killed anyway`
+            : `round ${round}: the old log was gone before the link`,
+        );
       }
     }
     expect({ midway: midway >= WANTED_MIDWAY, midwayOnCompacted: midwayOnCompacted > 0, rounds }).toEqual({ midway: true, midwayOnCompacted: true, rounds });
@@ -149,7 +155,8 @@ describe('event log retention under SIGKILL (real service)', () => {
     const stopWriting = writeStream(service);
     await new Promise((resolve) => setTimeout(resolve, RETENTION_MS * 2));
     await stopWriting();
-    const metric = async (name: string) => Number(new RegExp(`^${name} (\\d+)`, 'm').exec((await service.api('GET', '/metrics', undefined, { key: null })).body)![1]);
+    const metric = async (name: string) =>
+      Number(new RegExp(`^${name} (\\d+)`, 'm').exec((await service.api('GET', '/metrics', undefined, { key: null })).body)![1]);
     const kept = await metric('cloudplane_event_log_events');
     expect(kept).toBeGreaterThan(0);
     const audit = await eventually(async () => {

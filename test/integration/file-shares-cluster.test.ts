@@ -27,7 +27,7 @@ const SYSTEM_NAMESPACE = 'cloudplane-system';
 const EXPANDABLE = 'cp-test-nfs-expandable';
 const FIXED = 'cp-test-nfs-fixed';
 
-describe('cluster mode: file shares as PersistentVolumeClaims, mounted into servers\' Pods', () => {
+describe("cluster mode: file shares as PersistentVolumeClaims, mounted into servers' Pods", () => {
   let cluster: WorkloadCluster;
   let t: TestService;
   let core: CoreV1Api;
@@ -75,9 +75,19 @@ describe('cluster mode: file shares as PersistentVolumeClaims, mounted into serv
     core = cluster.kubeConfig.makeApiClient(CoreV1Api);
     const storage = cluster.kubeConfig.makeApiClient(StorageV1Api);
     // Static provisioning: the classes name no provisioner that would make volumes; the volumes are made here.
-    for (const [name, allowVolumeExpansion] of [[EXPANDABLE, true], [FIXED, false]] as const) {
+    for (const [name, allowVolumeExpansion] of [
+      [EXPANDABLE, true],
+      [FIXED, false],
+    ] as const) {
       await storage.createStorageClass({
-        body: { apiVersion: 'storage.k8s.io/v1', kind: 'StorageClass', metadata: { name }, provisioner: 'kubernetes.io/no-provisioner', volumeBindingMode: 'Immediate', allowVolumeExpansion },
+        body: {
+          apiVersion: 'storage.k8s.io/v1',
+          kind: 'StorageClass',
+          metadata: { name },
+          provisioner: 'kubernetes.io/no-provisioner',
+          volumeBindingMode: 'Immediate',
+          allowVolumeExpansion,
+        },
       });
     }
     for (const n of [1, 2, 3, 4, 5]) await nfsVolume(`nfs-expandable-${n}`, EXPANDABLE);
@@ -110,8 +120,13 @@ describe('cluster mode: file shares as PersistentVolumeClaims, mounted into serv
     expect(available.mount_target).toBe(`${namespace}/${objectName(id)}`);
   });
 
-  it('attach puts the claim into the server\'s Pod at /mnt/file-storage/<id> (the Pod is replaced); detach takes it out again', async () => {
-    const share = await waitForStatus(t, `/api/v1/file-storage/${(await t.api('POST', '/api/v1/file-storage', { name: 'data', region: 'fra1', size_gb: 10 })).body.data.id}`, 'available', 60_000);
+  it("attach puts the claim into the server's Pod at /mnt/file-storage/<id> (the Pod is replaced); detach takes it out again", async () => {
+    const share = await waitForStatus(
+      t,
+      `/api/v1/file-storage/${(await t.api('POST', '/api/v1/file-storage', { name: 'data', region: 'fra1', size_gb: 10 })).body.data.id}`,
+      'available',
+      60_000,
+    );
     const server = (await t.api('POST', '/api/v1/servers', { name: 'worker', region: 'fra1' })).body.data;
     await waitForStatus(t, `/api/v1/servers/${server.id}`, 'running', 60_000);
     const before = (await podOf(server.id))!;
@@ -121,11 +136,21 @@ describe('cluster mode: file shares as PersistentVolumeClaims, mounted into serv
     expect(attached.status).toBe(200);
     const mountPath = `/mnt/file-storage/${share.id}`;
     expect(attached.body.data.mounts).toEqual([{ file_share_id: share.id, mount_path: mountPath }]);
-    const mounted = await eventually(async () => {
-      const pod = await podOf(server.id);
-      const record = (await t.api('GET', `/api/v1/servers/${server.id}`)).body.data;
-      return pod && pod.metadata?.uid !== before.metadata?.uid && pod.status?.phase === 'Running' && record.status === 'running' && record.ipv4 === pod.status?.podIP ? pod : null;
-    }, 90_000, 200);
+    const mounted = await eventually(
+      async () => {
+        const pod = await podOf(server.id);
+        const record = (await t.api('GET', `/api/v1/servers/${server.id}`)).body.data;
+        return pod &&
+          pod.metadata?.uid !== before.metadata?.uid &&
+          pod.status?.phase === 'Running' &&
+          record.status === 'running' &&
+          record.ipv4 === pod.status?.podIP
+          ? pod
+          : null;
+      },
+      90_000,
+      200,
+    );
     const volume = mounted.spec!.volumes!.find((v) => v.persistentVolumeClaim);
     expect(volume?.persistentVolumeClaim?.claimName).toBe(objectName(share.id));
     expect(mounted.spec!.containers[0].volumeMounts).toEqual(expect.arrayContaining([expect.objectContaining({ name: volume!.name, mountPath })]));
@@ -135,10 +160,14 @@ describe('cluster mode: file shares as PersistentVolumeClaims, mounted into serv
     expect({ status: busy.status, code: busy.body.error?.code }).toEqual({ status: 409, code: 'resource_busy' });
 
     expect((await t.api('POST', `/api/v1/file-storage/${share.id}/detach`, { server_id: server.id })).status).toBe(200);
-    const unmounted = await eventually(async () => {
-      const pod = await podOf(server.id);
-      return pod && pod.metadata?.uid !== mounted.metadata?.uid && pod.status?.phase === 'Running' ? pod : null;
-    }, 90_000, 200);
+    const unmounted = await eventually(
+      async () => {
+        const pod = await podOf(server.id);
+        return pod && pod.metadata?.uid !== mounted.metadata?.uid && pod.status?.phase === 'Running' ? pod : null;
+      },
+      90_000,
+      200,
+    );
     expect((unmounted.spec?.volumes ?? []).filter((v) => v.persistentVolumeClaim)).toEqual([]);
     expect(unmounted.spec!.containers[0].volumeMounts ?? []).toEqual([]);
     await waitForStatus(t, `/api/v1/servers/${server.id}`, 'running', 60_000);
@@ -148,13 +177,17 @@ describe('cluster mode: file shares as PersistentVolumeClaims, mounted into serv
     expect(deleted.status).toBe(200);
     expect(deleted.body.data.status).toBe('deleted');
     await eventually(async () => (await claimOf(share.id)) === null, 60_000, 200);
-    await eventually(async () => {
-      const cr = (await t.service.ctx.store.get('FileShare', t.teamId, share.id)) as { status: { external?: unknown } } | undefined;
-      return cr !== undefined && cr.status.external === undefined;
-    }, 60_000, 200);
+    await eventually(
+      async () => {
+        const cr = (await t.service.ctx.store.get('FileShare', t.teamId, share.id)) as { status: { external?: unknown } } | undefined;
+        return cr !== undefined && cr.status.external === undefined;
+      },
+      60_000,
+      200,
+    );
   });
 
-  it('growth expands the claim\'s request where the class allows it; shrinking is 422', async () => {
+  it("growth expands the claim's request where the class allows it; shrinking is 422", async () => {
     const { id } = (await t.api('POST', '/api/v1/file-storage', { name: 'growing', region: 'fra1', size_gb: 20 })).body.data;
     await waitForStatus(t, `/api/v1/file-storage/${id}`, 'available', 60_000);
     const grown = await t.api('PATCH', `/api/v1/file-storage/${id}`, { size_gb: 40 });
@@ -168,22 +201,26 @@ describe('cluster mode: file shares as PersistentVolumeClaims, mounted into serv
     expect((await claimOf(id))?.spec?.resources?.requests?.storage).toBe('40Gi');
   });
 
-  it('a claim deleted by hand is made again at once, through the driver\'s watch of what it made', async () => {
+  it("a claim deleted by hand is made again at once, through the driver's watch of what it made", async () => {
     const { id } = (await t.api('POST', '/api/v1/file-storage', { name: 'sturdy', region: 'fra1', size_gb: 10 })).body.data;
     await waitForStatus(t, `/api/v1/file-storage/${id}`, 'available', 60_000);
     const before = (await claimOf(id))!;
     // Bound and settled, the share asks for no further pass: only the watch can bring one (the resync is an hour away).
     await new Promise((resolve) => setTimeout(resolve, 2_000));
     await core.deleteNamespacedPersistentVolumeClaim({ namespace, name: objectName(id) });
-    const after = await eventually(async () => {
-      const claim = await claimOf(id);
-      return claim && claim.metadata?.uid !== before.metadata?.uid && !claim.metadata?.deletionTimestamp ? claim : null;
-    }, 60_000, 200);
+    const after = await eventually(
+      async () => {
+        const claim = await claimOf(id);
+        return claim && claim.metadata?.uid !== before.metadata?.uid && !claim.metadata?.deletionTimestamp ? claim : null;
+      },
+      60_000,
+      200,
+    );
     expect(after.metadata?.labels?.['cloudplane.dev/id']).toBe(id);
     expect(after.spec).toMatchObject({ accessModes: ['ReadWriteMany'], storageClassName: EXPANDABLE, resources: { requests: { storage: '10Gi' } } });
   });
 
-  it('on a class without allowVolumeExpansion the API server\'s refusal shows in status_reason, and the share stays available at its size', async () => {
+  it("on a class without allowVolumeExpansion the API server's refusal shows in status_reason, and the share stays available at its size", async () => {
     // The operator again with the other class: the one before hands its leadership over as it stops.
     const key = t.key;
     await t.stop();
@@ -193,10 +230,14 @@ describe('cluster mode: file shares as PersistentVolumeClaims, mounted into serv
     expect((await claimOf(id))?.spec).toMatchObject({ storageClassName: FIXED, volumeName: 'nfs-fixed-1' });
 
     expect((await t.api('PATCH', `/api/v1/file-storage/${id}`, { size_gb: 60 })).status).toBe(200);
-    const refused = await eventually(async () => {
-      const record = (await t.api('GET', `/api/v1/file-storage/${id}`)).body.data;
-      return record.status_reason ? record : null;
-    }, 60_000, 200);
+    const refused = await eventually(
+      async () => {
+        const record = (await t.api('GET', `/api/v1/file-storage/${id}`)).body.data;
+        return record.status_reason ? record : null;
+      },
+      60_000,
+      200,
+    );
     expect(refused.status).toBe('available');
     expect(refused.status_reason).toMatch(/^The last configuration change was not applied: .*HTTP 403: .*(resize|expan)/i);
     expect((await claimOf(id))?.spec?.resources?.requests?.storage).toBe('20Gi');
@@ -209,7 +250,7 @@ describe('cluster mode: file shares as PersistentVolumeClaims, mounted into serv
     expect((await fileSharePasses()) - before).toBeLessThanOrEqual(2);
   });
 
-  it('made only calls the chart grants, none refused by RBAC (the refused growth above is the admission plugin\'s)', () => {
+  it("made only calls the chart grants, none refused by RBAC (the refused growth above is the admission plugin's)", () => {
     const calls = expectOnlyListedCalls(cluster);
     const onClaims = new Set(calls.filter((c) => c.resource === 'persistentvolumeclaims' && c.namespace === namespace).map((c) => c.verb));
     // A server-side apply that makes the claim is a patch (the API server checks create with it).

@@ -110,16 +110,29 @@ async function refuseAndRecover(dataDir: string, breakIt: () => void, mendIt: ()
     acknowledged.push(after.body.data.id);
 
     // What was in flight carries on: every load balancer runs, each event once.
-    await eventually(async () => {
-      const all = await listAll(svc);
-      return acknowledged.every((id) => all.find((lb) => lb.id === id)?.status === 'running');
-    }, 120_000, 500);
-    const events = await eventually(async () => {
-      const all = await auditEvents(svc);
-      return acknowledged.every((id) => all.some((e) => e.data.id === id && e.type === 'load_balancer.running')) ? all : null;
-    }, 60_000, 500);
+    await eventually(
+      async () => {
+        const all = await listAll(svc);
+        return acknowledged.every((id) => all.find((lb) => lb.id === id)?.status === 'running');
+      },
+      120_000,
+      500,
+    );
+    const events = await eventually(
+      async () => {
+        const all = await auditEvents(svc);
+        return acknowledged.every((id) => all.some((e) => e.data.id === id && e.type === 'load_balancer.running')) ? all : null;
+      },
+      60_000,
+      500,
+    );
     for (const id of acknowledged) {
-      expect(events.filter((e) => e.data.id === id).map((e) => e.type).sort()).toEqual(['load_balancer.created', 'load_balancer.running']);
+      expect(
+        events
+          .filter((e) => e.data.id === id)
+          .map((e) => e.type)
+          .sort(),
+      ).toEqual(['load_balancer.created', 'load_balancer.running']);
     }
 
     // Every acknowledged write survives a restart on the same directory.
@@ -148,16 +161,28 @@ describe('a data directory that stops taking writes (real service, real tmpfs)',
 
   it('full to the last byte: refuses writes, keeps reading and running, recovers once space is freed, loses nothing', async () => {
     const { fsys, dataDir } = mount(32 * 1024 * 1024);
-    await refuseAndRecover(dataDir, () => fsys.fillBytes(), () => fsys.free());
+    await refuseAndRecover(
+      dataDir,
+      () => fsys.fillBytes(),
+      () => fsys.free(),
+    );
   });
 
   it('out of inodes (no new file, logs still grow): the same', async () => {
     const { fsys, dataDir } = mount(32 * 1024 * 1024, 2_000);
-    await refuseAndRecover(dataDir, () => fsys.fillInodes(), () => fsys.free());
+    await refuseAndRecover(
+      dataDir,
+      () => fsys.fillInodes(),
+      () => fsys.free(),
+    );
   });
 
   it('read-only: the same, and recovers once it is writable again', async () => {
     const { fsys, dataDir } = mount(32 * 1024 * 1024);
-    await refuseAndRecover(dataDir, () => fsys.readOnly(dataDir), () => fsys.readWrite(dataDir));
+    await refuseAndRecover(
+      dataDir,
+      () => fsys.readOnly(dataDir),
+      () => fsys.readWrite(dataDir),
+    );
   });
 });

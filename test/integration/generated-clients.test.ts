@@ -28,11 +28,20 @@ interface ScenarioResult {
  * A command's exit status and output. Never a synchronous call: the service runs in this
  * process, and a blocked event loop would have it shed the scenario's requests as overload.
  */
-function run(command: string, args: string[], options: { cwd?: string; env?: NodeJS.ProcessEnv } = {}): Promise<{ status: number; stdout: string; stderr: string }> {
+function run(
+  command: string,
+  args: string[],
+  options: { cwd?: string; env?: NodeJS.ProcessEnv } = {},
+): Promise<{ status: number; stdout: string; stderr: string }> {
   return new Promise((resolve) => {
-    execFile(command, args, { cwd: options.cwd ?? ROOT, env: options.env ?? process.env, encoding: 'utf8', maxBuffer: 64 * 1024 * 1024 }, (err, stdout, stderr) => {
-      resolve({ status: err ? Number((err as { code?: unknown }).code ?? 1) || 1 : 0, stdout, stderr });
-    });
+    execFile(
+      command,
+      args,
+      { cwd: options.cwd ?? ROOT, env: options.env ?? process.env, encoding: 'utf8', maxBuffer: 64 * 1024 * 1024 },
+      (err, stdout, stderr) => {
+        resolve({ status: err ? Number((err as { code?: unknown }).code ?? 1) || 1 : 0, stdout, stderr });
+      },
+    );
   });
 }
 const node = (script: string, args: string[]) => run(process.execPath, [path.join(ROOT, 'node_modules', script), ...args]);
@@ -109,7 +118,11 @@ describe('clients generated from /api/v1/openapi.json', () => {
       bin = ensured.stdout.trim().split('\n').pop()!;
       // ruff, in the same venv, formats the generated code as the generator expects.
       const env = { ...process.env, PATH: `${bin}:${process.env.PATH}` };
-      const generated = await run(path.join(bin, 'openapi-python-client'), ['generate', '--path', documentFile, '--meta', 'none', '--output-path', path.join(work, 'cloudplane_client')], { cwd: work, env });
+      const generated = await run(
+        path.join(bin, 'openapi-python-client'),
+        ['generate', '--path', documentFile, '--meta', 'none', '--output-path', path.join(work, 'cloudplane_client')],
+        { cwd: work, env },
+      );
       expect(generated.status).toBe(0);
       generation = generated.stdout + generated.stderr;
     }, 300_000);
@@ -117,7 +130,9 @@ describe('clients generated from /api/v1/openapi.json', () => {
     it('generates without a warning, one model per record and none per inlined answer', () => {
       expect(generation).not.toMatch(/warning|error|unable|failure/i);
       const models = fs.readdirSync(path.join(work, 'cloudplane_client/models')).filter((file) => file.endsWith('.py') && file !== '__init__.py');
-      expect(models).toEqual(expect.arrayContaining(['load_balancer.py', 'load_balancer_envelope.py', 'load_balancer_list.py', 'error.py', 'error_envelope.py', 'vpn_gateway.py']));
+      expect(models).toEqual(
+        expect.arrayContaining(['load_balancer.py', 'load_balancer_envelope.py', 'load_balancer_list.py', 'error.py', 'error_envelope.py', 'vpn_gateway.py']),
+      );
       expect(models.filter((file) => /_response_\d{3}/.test(file))).toEqual([]);
       // 2,337 classes when every answer was inlined; one per record, envelope, body and enum now.
       expect(models.length).toBeLessThan(300);

@@ -34,10 +34,14 @@ async function apply(yaml: string): Promise<string> {
 const getJson = async (short: string, name: string) => JSON.parse(await kubectl('get', short, name, '-n', namespace, '-o', 'json'));
 /** The API id the operator gave a kubectl-made object, once it is adopted (has a status). */
 const adoptedId = (short: string, name: string) =>
-  eventually(async () => {
-    const object = await getJson(short, name);
-    return object.status?.status ? (object.metadata.labels['cloudplane.dev/id'] as string) : null;
-  }, SETTLE_MS, 100);
+  eventually(
+    async () => {
+      const object = await getJson(short, name);
+      return object.status?.status ? (object.metadata.labels['cloudplane.dev/id'] as string) : null;
+    },
+    SETTLE_MS,
+    100,
+  );
 const secretData = (name: string) => secretDataOf(core, namespace, name);
 
 const serverYaml = (name: string, extra = '') => `
@@ -88,10 +92,14 @@ spec:
   writeConnectionSecretToRef: { name: front-connection }
 `);
     const lbId = await adoptedId('cplb', 'front');
-    const waiting = await eventually(async () => {
-      const lb = (await t.api('GET', `/api/v1/load-balancers/${lbId}`)).body.data;
-      return lb.status === 'running' && lb.status_reason ? lb : null;
-    }, SETTLE_MS, 100);
+    const waiting = await eventually(
+      async () => {
+        const lb = (await t.api('GET', `/api/v1/load-balancers/${lbId}`)).body.data;
+        return lb.status === 'running' && lb.status_reason ? lb : null;
+      },
+      SETTLE_MS,
+      100,
+    );
     expect(waiting.status_reason).toMatch(/serverRef "web-1" names no Server in this namespace/);
     expect(waiting.backends).toEqual([{ server_id: null, server_ref: { name: 'web-1' }, port: 8080, status: 'unhealthy' }]);
     // The reason is the Ready condition's message, which kubectl describe shows.
@@ -103,10 +111,14 @@ spec:
     const server = await waitForStatus(t, `/api/v1/servers/${serverId}`, 'running', SETTLE_MS);
 
     // The server's arrival brings the load balancer back: the reference resolves and the backend is checked healthy.
-    const attached = await eventually(async () => {
-      const lb = (await t.api('GET', `/api/v1/load-balancers/${lbId}`)).body.data;
-      return lb.backends[0]?.status === 'healthy' && lb.status_reason === null ? lb : null;
-    }, SETTLE_MS, 100);
+    const attached = await eventually(
+      async () => {
+        const lb = (await t.api('GET', `/api/v1/load-balancers/${lbId}`)).body.data;
+        return lb.backends[0]?.status === 'healthy' && lb.status_reason === null ? lb : null;
+      },
+      SETTLE_MS,
+      100,
+    );
     expect(attached.backends).toEqual([{ server_id: serverId, server_ref: { name: 'web-1' }, port: 8080, status: 'healthy' }]);
     expect(attached.ipv4).toMatch(/^\d+\.\d+\.\d+\.\d+$/);
     expect(server.ipv4).toMatch(/^\d+\.\d+\.\d+\.\d+$/);
@@ -117,11 +129,24 @@ spec:
     const secret = await core.readNamespacedSecret({ name: 'front-connection', namespace });
     const lbObject = await getJson('cplb', 'front');
     // Owned by the custom resource: the garbage collector removes it with it.
-    expect(secret.metadata?.ownerReferences).toEqual([expect.objectContaining({ apiVersion: 'cloudplane.dev/v1alpha1', kind: 'LoadBalancer', name: 'front', uid: lbObject.metadata.uid, controller: true, blockOwnerDeletion: false })]);
+    expect(secret.metadata?.ownerReferences).toEqual([
+      expect.objectContaining({
+        apiVersion: 'cloudplane.dev/v1alpha1',
+        kind: 'LoadBalancer',
+        name: 'front',
+        uid: lbObject.metadata.uid,
+        controller: true,
+        blockOwnerDeletion: false,
+      }),
+    ]);
 
     // A change of what it publishes is written through.
     await kubectl('patch', 'cplb', 'front', '-n', namespace, '--type', 'merge', '-p', JSON.stringify({ spec: { port: 8081 } }));
-    const moved = await eventually(async () => ((await secretData('front-connection'))?.port === '8081' ? secretData('front-connection') : null), SETTLE_MS, 100);
+    const moved = await eventually(
+      async () => ((await secretData('front-connection'))?.port === '8081' ? secretData('front-connection') : null),
+      SETTLE_MS,
+      100,
+    );
     expect(moved).toEqual({ address: attached.ipv4, port: '8081', protocol: 'http', url: `http://${attached.ipv4}:8081` });
   });
 
@@ -137,7 +162,9 @@ spec:
   backends:
     - ${backend}
 `;
-    await expect(apply(lb('{ server_id: svr_aaaaaaaaaaaaaaaaaaaa, serverRef: { name: web-1 }, port: 8080 }'))).rejects.toThrow(/exactly one of server_id and serverRef/);
+    await expect(apply(lb('{ server_id: svr_aaaaaaaaaaaaaaaaaaaa, serverRef: { name: web-1 }, port: 8080 }'))).rejects.toThrow(
+      /exactly one of server_id and serverRef/,
+    );
     await expect(apply(lb('{ port: 8080 }'))).rejects.toThrow(/exactly one of server_id and serverRef/);
     await expect(kubectl('get', 'cplb', 'both', '-n', namespace)).rejects.toThrow(/NotFound/);
   });
@@ -201,7 +228,11 @@ spec:
     const shareId = await adoptedId('cpfs', 'home');
     const share = await waitForStatus(t, `/api/v1/file-storage/${shareId}`, 'available', SETTLE_MS);
     const [server, exportPath] = share.mount_target.split(':');
-    expect(await eventually(() => secretData('home-connection'), SETTLE_MS, 100)).toEqual({ mount_target: share.mount_target, nfs_server: server, nfs_path: exportPath });
+    expect(await eventually(() => secretData('home-connection'), SETTLE_MS, 100)).toEqual({
+      mount_target: share.mount_target,
+      nfs_server: server,
+      nfs_path: exportPath,
+    });
 
     const gatewayId = await adoptedId('cpvpn', 'office');
     const gateway = await waitForStatus(t, `/api/v1/vpn-gateways/${gatewayId}`, 'active', SETTLE_MS);
@@ -213,19 +244,33 @@ spec:
     });
   });
 
-  test('a Secret of the name that is not the resource\'s is never written over; the resource says why', async () => {
+  test("a Secret of the name that is not the resource's is never written over; the resource says why", async () => {
     await core.createNamespacedSecret({ namespace, body: { metadata: { name: 'taken' }, stringData: { password: 'not-yours' } } });
     await apply(serverYaml('web-3', '  writeConnectionSecretToRef: { name: taken }\n'));
     const id = await adoptedId('cpsvr', 'web-3');
-    const refused = await eventually(async () => {
-      const server = (await t.api('GET', `/api/v1/servers/${id}`)).body.data;
-      return server.status === 'running' && server.status_reason ? server : null;
-    }, SETTLE_MS, 100);
+    const refused = await eventually(
+      async () => {
+        const server = (await t.api('GET', `/api/v1/servers/${id}`)).body.data;
+        return server.status === 'running' && server.status_reason ? server : null;
+      },
+      SETTLE_MS,
+      100,
+    );
     expect(refused.status_reason).toMatch(/Connection secret "taken" was not written/);
     expect(await secretData('taken')).toEqual({ password: 'not-yours' });
 
     // Pointed at a free name, it publishes there and the reason clears.
-    await kubectl('patch', 'cpsvr', 'web-3', '-n', namespace, '--type', 'merge', '-p', JSON.stringify({ spec: { writeConnectionSecretToRef: { name: 'web-3-connection' } } }));
+    await kubectl(
+      'patch',
+      'cpsvr',
+      'web-3',
+      '-n',
+      namespace,
+      '--type',
+      'merge',
+      '-p',
+      JSON.stringify({ spec: { writeConnectionSecretToRef: { name: 'web-3-connection' } } }),
+    );
     expect(await eventually(() => secretData('web-3-connection'), SETTLE_MS, 100)).toEqual({ address: refused.ipv4 });
     await eventually(async () => (await t.api('GET', `/api/v1/servers/${id}`)).body.data.status_reason === null, SETTLE_MS, 100);
   });

@@ -28,10 +28,14 @@ let namespace: string;
 
 const kubectl = (args: string[], input?: string) => kubectlOn(cluster.kubeconfigPath)(args, input);
 const idOf = async (plural: string, name: string) =>
-  eventually(async () => {
-    const object = JSON.parse(await kubectl(['get', `${plural}.cloudplane.dev`, name, '-n', namespace, '-o', 'json']));
-    return object.status?.status ? (object.metadata.labels['cloudplane.dev/id'] as string) : null;
-  }, SETTLE_MS, 200);
+  eventually(
+    async () => {
+      const object = JSON.parse(await kubectl(['get', `${plural}.cloudplane.dev`, name, '-n', namespace, '-o', 'json']));
+      return object.status?.status ? (object.metadata.labels['cloudplane.dev/id'] as string) : null;
+    },
+    SETTLE_MS,
+    200,
+  );
 const secretData = (name: string) => secretDataOf(core, namespace, name);
 
 beforeAll(async () => {
@@ -87,15 +91,23 @@ spec:
   const lb = await waitForStatus(t, `/api/v1/load-balancers/${lbId}`, 'running', SETTLE_MS);
 
   // The reference reached the data plane: HAProxy's configuration has the server Pod's address.
-  await eventually(async () => {
-    const configMap = await core.readNamespacedConfigMap({ name: objectName(lbId), namespace });
-    return configMap.data?.[CONFIG_KEY].includes(`${server.ipv4}:8443`);
-  }, SETTLE_MS, 200);
+  await eventually(
+    async () => {
+      const configMap = await core.readNamespacedConfigMap({ name: objectName(lbId), namespace });
+      return configMap.data?.[CONFIG_KEY].includes(`${server.ipv4}:8443`);
+    },
+    SETTLE_MS,
+    200,
+  );
   // The record shows what the reconciler resolved, once its pass has written the status.
-  const record = await eventually(async () => {
-    const current = (await t.api('GET', `/api/v1/load-balancers/${lbId}`)).body.data;
-    return current.backends[0]?.server_id ? current : null;
-  }, SETTLE_MS, 200);
+  const record = await eventually(
+    async () => {
+      const current = (await t.api('GET', `/api/v1/load-balancers/${lbId}`)).body.data;
+      return current.backends[0]?.server_id ? current : null;
+    },
+    SETTLE_MS,
+    200,
+  );
   expect(record.backends).toEqual([expect.objectContaining({ server_id: serverId, server_ref: { name: 'shop-app' }, port: 8443 })]);
 
   // What another workload reads: the address the LoadBalancer Service was given.

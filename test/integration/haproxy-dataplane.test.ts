@@ -142,7 +142,14 @@ function get(port: number, urlPath = '/', options: { localAddress?: string; cook
   return new Promise((resolve, reject) => {
     const request = options.ca
       ? https.request({ host: '127.0.0.1', port, path: urlPath, agent: false, ca: options.ca, servername: 'localhost' })
-      : http.request({ host: '127.0.0.1', port, path: urlPath, agent: false, localAddress: options.localAddress, headers: options.cookie ? { cookie: options.cookie } : {} });
+      : http.request({
+          host: '127.0.0.1',
+          port,
+          path: urlPath,
+          agent: false,
+          localAddress: options.localAddress,
+          headers: options.cookie ? { cookie: options.cookie } : {},
+        });
     request.on('response', (res) => {
       let body = '';
       res.on('data', (chunk: Buffer) => (body += chunk.toString()));
@@ -168,7 +175,10 @@ async function tally(n: number, send: () => Promise<Answer>): Promise<Record<str
 describe('HAProxy data plane', () => {
   it('round robin spreads requests evenly', async () => {
     const backends = await Promise.all(['a', 'b', 'c'].map(httpBackend));
-    const lb = await balancer({ algorithm: 'round_robin' }, backends.map((b) => attached(b)));
+    const lb = await balancer(
+      { algorithm: 'round_robin' },
+      backends.map((b) => attached(b)),
+    );
     await allUp(lb);
     expect(await tally(30, () => get(lb.port))).toEqual({ a: 10, b: 10, c: 10 });
   });
@@ -195,7 +205,10 @@ describe('HAProxy data plane', () => {
 
   it('source hashing keeps each client address on one backend', async () => {
     const backends = await Promise.all(['a', 'b', 'c'].map(httpBackend));
-    const lb = await balancer({ algorithm: 'ip_hash' }, backends.map((b) => attached(b)));
+    const lb = await balancer(
+      { algorithm: 'ip_hash' },
+      backends.map((b) => attached(b)),
+    );
     await allUp(lb);
     const chosen = new Set<string>();
     for (let host = 2; host <= 17; host += 1) {
@@ -247,10 +260,14 @@ describe('HAProxy data plane', () => {
     await allUp(lb);
     b.healthy = false;
     const overHttp = httpStatsSource(lb.statsUrl);
-    const health = await eventually(async () => {
-      const h = await readBackendHealth(overHttp, lb.desired);
-      return h.find((x) => x.server_id === b.serverId)?.up === false ? h : null;
-    }, 20_000, 50);
+    const health = await eventually(
+      async () => {
+        const h = await readBackendHealth(overHttp, lb.desired);
+        return h.find((x) => x.server_id === b.serverId)?.up === false ? h : null;
+      },
+      20_000,
+      50,
+    );
     expect(health).toEqual([
       { server_id: a.serverId, port: a.port, up: true },
       { server_id: b.serverId, port: b.port, up: false },
@@ -281,7 +298,10 @@ describe('HAProxy data plane', () => {
 
   it('balances TCP connections in TCP mode', async () => {
     const backends = await Promise.all(['a', 'b'].map(tcpBackend));
-    const lb = await balancer({ protocol: 'tcp', port: 5432, health_check_path: '/health' }, backends.map((b) => attached(b)));
+    const lb = await balancer(
+      { protocol: 'tcp', port: 5432, health_check_path: '/health' },
+      backends.map((b) => attached(b)),
+    );
     await allUp(lb);
     const greet = () =>
       new Promise<string>((resolve, reject) => {

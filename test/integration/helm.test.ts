@@ -24,7 +24,9 @@ const describeWithHelm = describe;
 if (!helm) test('helm is available', () => expect(why).toBeUndefined());
 
 function manifests(rendered: string): any[] {
-  return parseAllDocuments(rendered).map((d) => d.toJS()).filter(Boolean);
+  return parseAllDocuments(rendered)
+    .map((d) => d.toJS())
+    .filter(Boolean);
 }
 
 function only(objects: any[], kind: string): any {
@@ -43,14 +45,28 @@ const EVERY_OPTION = {
   networkPolicy: {
     enabled: true,
     ingressFrom: [{ namespaceSelector: { matchLabels: { 'kubernetes.io/metadata.name': 'monitoring' } } }, { ipBlock: { cidr: '10.0.0.0/8' } }],
-    egress: [{ ports: [{ port: 53, protocol: 'UDP' }, { port: 53, protocol: 'TCP' }] }, { to: [{ ipBlock: { cidr: '10.96.0.1/32' } }], ports: [{ port: 443, protocol: 'TCP' }] }],
+    egress: [
+      {
+        ports: [
+          { port: 53, protocol: 'UDP' },
+          { port: 53, protocol: 'TCP' },
+        ],
+      },
+      { to: [{ ipBlock: { cidr: '10.96.0.1/32' } }], ports: [{ port: 443, protocol: 'TCP' }] },
+    ],
   },
   podSecurityContext: { runAsUser: 2000, runAsGroup: 2000, fsGroup: 2000 },
   securityContext: { runAsUser: 2000, capabilities: { drop: ['ALL'] } },
   resources: { requests: { cpu: '200m', memory: '256Mi', 'ephemeral-storage': '128Mi' }, limits: { cpu: '2', memory: '1Gi', 'ephemeral-storage': '2Gi' } },
   nodeSelector: { 'kubernetes.io/os': 'linux' },
   tolerations: [{ key: 'dedicated', operator: 'Equal', value: 'control-plane', effect: 'NoSchedule' }],
-  affinity: { podAntiAffinity: { preferredDuringSchedulingIgnoredDuringExecution: [{ weight: 100, podAffinityTerm: { topologyKey: 'kubernetes.io/hostname', labelSelector: { matchLabels: { 'app.kubernetes.io/name': 'cloudplane' } } } }] } },
+  affinity: {
+    podAntiAffinity: {
+      preferredDuringSchedulingIgnoredDuringExecution: [
+        { weight: 100, podAffinityTerm: { topologyKey: 'kubernetes.io/hostname', labelSelector: { matchLabels: { 'app.kubernetes.io/name': 'cloudplane' } } } },
+      ],
+    },
+  },
   priorityClassName: 'system-cluster-critical',
   topologySpreadConstraints: [{ maxSkew: 1, topologyKey: 'topology.kubernetes.io/zone', whenUnsatisfiable: 'ScheduleAnyway' }],
   podLabels: { 'team.example.com/cost-center': 'platform' },
@@ -93,13 +109,17 @@ describeWithHelm('Helm chart charts/cloudplane', () => {
   });
 
   it('carries exactly the generated CRDs (scripts/sync-chart-crds.sh copies them)', () => {
-    const generated = fs.readdirSync(path.join(REPO, 'crds')).filter((f) => f.endsWith('.yaml')).sort();
+    const generated = fs
+      .readdirSync(path.join(REPO, 'crds'))
+      .filter((f) => f.endsWith('.yaml'))
+      .sort();
     const inChart = fs.readdirSync(path.join(CHART, 'crds')).sort();
     expect(inChart).toEqual(generated);
     expect(generated.length).toBeGreaterThan(0);
     for (const file of generated) {
-      expect(`${file}:\n${fs.readFileSync(path.join(CHART, 'crds', file), 'utf8')}`)
-        .toBe(`${file}:\n${fs.readFileSync(path.join(REPO, 'crds', file), 'utf8')}`);
+      expect(`${file}:\n${fs.readFileSync(path.join(CHART, 'crds', file), 'utf8')}`).toBe(
+        `${file}:\n${fs.readFileSync(path.join(REPO, 'crds', file), 'utf8')}`,
+      );
     }
   });
 
@@ -163,7 +183,18 @@ describeWithHelm('Helm chart charts/cloudplane', () => {
   });
 
   it('passes the lease duration, the drivers, the server catalog and extra env to the operator', () => {
-    const objects = manifests(render(['leaseDurationSeconds=30', 'drivers.job=simulated', 'servers.startTimeoutSeconds=60', 'servers.images.alpine.image=registry.example/alpine:3', 'loadBalancers.haproxyImage=registry.example/haproxy:2.8', 'vpnGateways.agentImage=registry.example/cloudplane:vpn', 'extraEnv[0].name=CLOUDPLANE_SMTP_URL', 'extraEnv[0].value=smtp://mail:25']));
+    const objects = manifests(
+      render([
+        'leaseDurationSeconds=30',
+        'drivers.job=simulated',
+        'servers.startTimeoutSeconds=60',
+        'servers.images.alpine.image=registry.example/alpine:3',
+        'loadBalancers.haproxyImage=registry.example/haproxy:2.8',
+        'vpnGateways.agentImage=registry.example/cloudplane:vpn',
+        'extraEnv[0].name=CLOUDPLANE_SMTP_URL',
+        'extraEnv[0].value=smtp://mail:25',
+      ]),
+    );
     const env = envOf(only(objects, 'Deployment').spec.template.spec.containers[0]);
     expect(env).toMatchObject({
       CLOUDPLANE_LEASE_DURATION_SECONDS: '30',
@@ -181,7 +212,7 @@ describeWithHelm('Helm chart charts/cloudplane', () => {
     expect(env.CLOUDPLANE_DRIVER_SERVER).toBeUndefined();
   });
 
-  it('passes the s3 bucket driver its endpoint, and its keys from a Secret: one of yours, or the chart\'s own', () => {
+  it("passes the s3 bucket driver its endpoint, and its keys from a Secret: one of yours, or the chart's own", () => {
     const settings = ['drivers.bucket=s3', 's3.endpoint=http://minio.storage:9000', 's3.region=eu-west-1', 's3.forcePathStyle=true', 's3.bucketPrefix=prod'];
     const own = manifests(render([...settings, 's3.credentials.accessKeyId=AKID', 's3.credentials.secretAccessKey=s3cr3t']));
     const secret = only(own, 'Secret');
@@ -199,7 +230,9 @@ describeWithHelm('Helm chart charts/cloudplane', () => {
     // The secret is in no plain value of the Deployment.
     expect(JSON.stringify(only(own, 'Deployment'))).not.toContain('s3cr3t');
 
-    const theirs = manifests(render([...settings, 's3.credentials.existingSecret=minio-keys', 's3.credentials.accessKeyIdKey=user', 's3.credentials.secretAccessKeyKey=password']));
+    const theirs = manifests(
+      render([...settings, 's3.credentials.existingSecret=minio-keys', 's3.credentials.accessKeyIdKey=user', 's3.credentials.secretAccessKeyKey=password']),
+    );
     expect(envOf(only(theirs, 'Deployment').spec.template.spec.containers[0])).toMatchObject({
       CLOUDPLANE_S3_ACCESS_KEY_ID: { secretKeyRef: { name: 'minio-keys', key: 'user' } },
       CLOUDPLANE_S3_SECRET_ACCESS_KEY: { secretKeyRef: { name: 'minio-keys', key: 'password' } },
@@ -209,10 +242,14 @@ describeWithHelm('Helm chart charts/cloudplane', () => {
     // The notification secret (data.* events) comes from a Secret of yours, or is not set at all.
     expect(envOf(only(own, 'Deployment').spec.template.spec.containers[0]).CLOUDPLANE_S3_NOTIFICATION_SECRET).toBeUndefined();
     const notified = manifests(render([...settings, 's3.notifications.existingSecret=s3-hooks']));
-    expect(envOf(only(notified, 'Deployment').spec.template.spec.containers[0]).CLOUDPLANE_S3_NOTIFICATION_SECRET).toEqual({ secretKeyRef: { name: 's3-hooks', key: 'notification-secret' } });
+    expect(envOf(only(notified, 'Deployment').spec.template.spec.containers[0]).CLOUDPLANE_S3_NOTIFICATION_SECRET).toEqual({
+      secretKeyRef: { name: 's3-hooks', key: 'notification-secret' },
+    });
 
     // Without the s3 driver, no S3 setting; without keys, the SDK's own chain (a Pod role).
-    expect(Object.keys(envOf(only(manifests(render()), 'Deployment').spec.template.spec.containers[0])).filter((n) => n.startsWith('CLOUDPLANE_S3_'))).toEqual([]);
+    expect(Object.keys(envOf(only(manifests(render()), 'Deployment').spec.template.spec.containers[0])).filter((n) => n.startsWith('CLOUDPLANE_S3_'))).toEqual(
+      [],
+    );
     const chain = envOf(only(manifests(render(settings)), 'Deployment').spec.template.spec.containers[0]);
     expect(chain.CLOUDPLANE_S3_ENDPOINT).toBe('http://minio.storage:9000');
     expect(chain.CLOUDPLANE_S3_ACCESS_KEY_ID).toBeUndefined();
@@ -236,14 +273,24 @@ describeWithHelm('Helm chart charts/cloudplane', () => {
     expect(pod.securityContext.fsGroup).toBe(1000);
   });
 
-  it('puts the data directory on a claim of yours, or the chart\'s with the given class, modes, size and annotations', () => {
+  it("puts the data directory on a claim of yours, or the chart's with the given class, modes, size and annotations", () => {
     const theirs = manifests(render(['persistence.existingClaim=cloudplane-events']));
     none(theirs, 'PersistentVolumeClaim');
     const deployment = only(theirs, 'Deployment');
     expect(deployment.spec.strategy).toEqual({ type: 'Recreate' });
     expect(deployment.spec.template.spec.volumes).toContainEqual({ name: 'data', persistentVolumeClaim: { claimName: 'cloudplane-events' } });
 
-    const tuned = only(manifests(render(['persistence.storageClass=fast-ssd', 'persistence.accessModes[0]=ReadWriteOncePod', 'persistence.size=5Gi', 'persistence.annotations.helm\\.sh/resource-policy=keep'])), 'PersistentVolumeClaim');
+    const tuned = only(
+      manifests(
+        render([
+          'persistence.storageClass=fast-ssd',
+          'persistence.accessModes[0]=ReadWriteOncePod',
+          'persistence.size=5Gi',
+          'persistence.annotations.helm\\.sh/resource-policy=keep',
+        ]),
+      ),
+      'PersistentVolumeClaim',
+    );
     expect(tuned.metadata.annotations).toEqual({ 'helm.sh/resource-policy': 'keep' });
     expect(tuned.spec).toEqual({ accessModes: ['ReadWriteOncePod'], storageClassName: 'fast-ssd', resources: { requests: { storage: '5Gi' } } });
     // "-": no class at all (a statically provisioned volume), not the cluster's default.
@@ -276,24 +323,41 @@ describeWithHelm('Helm chart charts/cloudplane', () => {
   it('reads the bootstrap key from an existing Secret and then makes none (stable under helm template, for GitOps)', () => {
     const objects = manifests(render(['bootstrapApiKeySecret.existingSecret=cloudplane-bootstrap', 'bootstrapApiKeySecret.key=token']));
     // Nothing random rendered: two renders are the same, so Argo CD sees no drift.
-    expect(render(['bootstrapApiKeySecret.existingSecret=cloudplane-bootstrap', 'bootstrapApiKeySecret.key=token']))
-      .toBe(render(['bootstrapApiKeySecret.existingSecret=cloudplane-bootstrap', 'bootstrapApiKeySecret.key=token']));
+    expect(render(['bootstrapApiKeySecret.existingSecret=cloudplane-bootstrap', 'bootstrapApiKeySecret.key=token'])).toBe(
+      render(['bootstrapApiKeySecret.existingSecret=cloudplane-bootstrap', 'bootstrapApiKeySecret.key=token']),
+    );
     none(objects, 'Secret');
     const ref = { secretKeyRef: { name: 'cloudplane-bootstrap', key: 'token' } };
     expect(envOf(only(objects, 'Deployment').spec.template.spec.containers[0]).CLOUDPLANE_BOOTSTRAP_API_KEY).toEqual(ref);
     expect(envOf(testPod(objects).spec.containers[0]).CLOUDPLANE_API_KEY).toEqual(ref);
 
     // The chart's Secret stays for the S3 keys, without a bootstrap key.
-    const withS3 = manifests(render(['bootstrapApiKeySecret.existingSecret=cloudplane-bootstrap', 'drivers.bucket=s3', 's3.credentials.accessKeyId=AKID', 's3.credentials.secretAccessKey=s3cr3t']));
+    const withS3 = manifests(
+      render([
+        'bootstrapApiKeySecret.existingSecret=cloudplane-bootstrap',
+        'drivers.bucket=s3',
+        's3.credentials.accessKeyId=AKID',
+        's3.credentials.secretAccessKey=s3cr3t',
+      ]),
+    );
     expect(Object.keys(only(withS3, 'Secret').data).sort()).toEqual(['s3-access-key-id', 's3-secret-access-key']);
-    expect(envOf(only(withS3, 'Deployment').spec.template.spec.containers[0]).CLOUDPLANE_BOOTSTRAP_API_KEY)
-      .toEqual({ secretKeyRef: { name: 'cloudplane-bootstrap', key: 'bootstrap-api-key' } });
+    expect(envOf(only(withS3, 'Deployment').spec.template.spec.containers[0]).CLOUDPLANE_BOOTSTRAP_API_KEY).toEqual({
+      secretKeyRef: { name: 'cloudplane-bootstrap', key: 'bootstrap-api-key' },
+    });
 
     // Without it, helm template (no cluster to look the Secret up in) makes a new key each time: what the README warns of.
     const keyOf = (out: string) => only(manifests(out), 'Secret').data['bootstrap-api-key'];
     expect(keyOf(render())).not.toBe(keyOf(render()));
 
-    const both = runHelm(['template', 'cp', CHART, '--set', `bootstrapApiKey=cpk_${'a1B2'.repeat(10)}`, '--set', 'bootstrapApiKeySecret.existingSecret=cloudplane-bootstrap']);
+    const both = runHelm([
+      'template',
+      'cp',
+      CHART,
+      '--set',
+      `bootstrapApiKey=cpk_${'a1B2'.repeat(10)}`,
+      '--set',
+      'bootstrapApiKeySecret.existingSecret=cloudplane-bootstrap',
+    ]);
     expect(both.status).toBe(1);
     expect(both.stderr).toMatch(/set bootstrapApiKey or bootstrapApiKeySecret.existingSecret, not both/);
   });
@@ -302,13 +366,21 @@ describeWithHelm('Helm chart charts/cloudplane', () => {
     const objects = manifests(renderValues(EVERY_OPTION));
     const pod = only(objects, 'Deployment').spec.template.spec;
     expect(pod.securityContext).toEqual({ runAsNonRoot: true, runAsUser: 2000, runAsGroup: 2000, fsGroup: 2000, seccompProfile: { type: 'RuntimeDefault' } });
-    expect(pod.containers[0].securityContext).toEqual({ runAsNonRoot: true, runAsUser: 2000, allowPrivilegeEscalation: false, readOnlyRootFilesystem: true, capabilities: { drop: ['ALL'] } });
+    expect(pod.containers[0].securityContext).toEqual({
+      runAsNonRoot: true,
+      runAsUser: 2000,
+      allowPrivilegeEscalation: false,
+      readOnlyRootFilesystem: true,
+      capabilities: { drop: ['ALL'] },
+    });
     expect(pod.containers[0].resources).toEqual(EVERY_OPTION.resources);
     expect(pod.nodeSelector).toEqual(EVERY_OPTION.nodeSelector);
     expect(pod.tolerations).toEqual(EVERY_OPTION.tolerations);
     expect(pod.affinity).toEqual(EVERY_OPTION.affinity);
     expect(pod.priorityClassName).toBe(EVERY_OPTION.priorityClassName);
-    expect(pod.topologySpreadConstraints).toEqual([{ ...EVERY_OPTION.topologySpreadConstraints[0], labelSelector: { matchLabels: only(objects, 'Deployment').spec.selector.matchLabels } }]);
+    expect(pod.topologySpreadConstraints).toEqual([
+      { ...EVERY_OPTION.topologySpreadConstraints[0], labelSelector: { matchLabels: only(objects, 'Deployment').spec.selector.matchLabels } },
+    ]);
     expect(only(objects, 'Deployment').spec.template.metadata.labels).toMatchObject(EVERY_OPTION.podLabels);
     expect(only(objects, 'ServiceAccount').metadata.annotations).toEqual(EVERY_OPTION.serviceAccount.annotations);
     // The helm test Pod runs as hardened as the operator, on the same nodes.
@@ -321,7 +393,12 @@ describeWithHelm('Helm chart charts/cloudplane', () => {
     // A field set to null is dropped (e.g. a platform's admission sets the uid itself).
     const unset = only(manifests(render(['podSecurityContext.runAsUser=null', 'securityContext.runAsUser=null'])), 'Deployment').spec.template.spec;
     expect(unset.securityContext.runAsUser).toBeUndefined();
-    expect(unset.containers[0].securityContext).toEqual({ runAsNonRoot: true, allowPrivilegeEscalation: false, readOnlyRootFilesystem: true, capabilities: { drop: ['ALL'] } });
+    expect(unset.containers[0].securityContext).toEqual({
+      runAsNonRoot: true,
+      allowPrivilegeEscalation: false,
+      readOnlyRootFilesystem: true,
+      capabilities: { drop: ['ALL'] },
+    });
   });
 
   it('renders a PodDisruptionBudget of minAvailable 1 with several replicas, or when told to', () => {
@@ -335,7 +412,7 @@ describeWithHelm('Helm chart charts/cloudplane', () => {
     expect(pdbOf(['podDisruptionBudget.enabled=true', 'podDisruptionBudget.minAvailable=50%'])[0].spec.minAvailable).toBe('50%');
   });
 
-  it('renders a ServiceMonitor of /metrics on the Service\'s http port only when asked', () => {
+  it("renders a ServiceMonitor of /metrics on the Service's http port only when asked", () => {
     none(manifests(render()), 'ServiceMonitor');
     const objects = manifests(renderValues(EVERY_OPTION));
     const monitor = only(objects, 'ServiceMonitor');
@@ -363,10 +440,12 @@ describeWithHelm('Helm chart charts/cloudplane', () => {
     const deployment = only(objects, 'Deployment');
     expect(policy.spec.podSelector).toEqual(deployment.spec.selector);
     expect(policy.spec.policyTypes).toEqual(['Ingress', 'Egress']);
-    expect(policy.spec.ingress).toEqual([{
-      ports: [{ port: 8080, protocol: 'TCP' }],
-      from: [...EVERY_OPTION.networkPolicy.ingressFrom, { podSelector: { matchLabels: expect.any(Object) } }],
-    }]);
+    expect(policy.spec.ingress).toEqual([
+      {
+        ports: [{ port: 8080, protocol: 'TCP' }],
+        from: [...EVERY_OPTION.networkPolicy.ingressFrom, { podSelector: { matchLabels: expect.any(Object) } }],
+      },
+    ]);
     // The added peer selects the helm test Pod, and the operator's selector does not (the Service must not route to it).
     const testLabels = testPod(objects).metadata.labels;
     for (const [label, value] of Object.entries(policy.spec.ingress[0].from[2].podSelector.matchLabels)) expect(testLabels[label]).toBe(value);
@@ -382,7 +461,7 @@ describeWithHelm('Helm chart charts/cloudplane', () => {
     none(manifests(render(['networkPolicy.enabled=false'])), 'NetworkPolicy');
   });
 
-  it('helm test hook: the rendered Pod\'s node -e check passes against the real service with the bootstrap key, and fails on a wrong key or an unreachable service', async () => {
+  it("helm test hook: the rendered Pod's node -e check passes against the real service with the bootstrap key, and fails on a wrong key or an unreachable service", async () => {
     const pod = testPod(manifests(render()));
     expect(pod.spec.restartPolicy).toBe('Never');
     const [container] = pod.spec.containers;
@@ -392,10 +471,15 @@ describeWithHelm('Helm chart charts/cloudplane', () => {
     expect(envOf(container).CLOUDPLANE_URL).toBe(`http://cp-cloudplane.${NAMESPACE}.svc:80`);
 
     // The service runs in this process: the check must run asynchronously, or it would wait on a blocked event loop.
-    const run = (url: string, key: string) => new Promise<{ status: number | null; stdout: string; stderr: string }>((resolve) => {
-      execFile(container.command[0], container.command.slice(1), { encoding: 'utf8', env: { PATH: process.env.PATH, CLOUDPLANE_URL: url, CLOUDPLANE_API_KEY: key }, timeout: 30_000 },
-        (error, stdout, stderr) => resolve({ status: error ? (typeof error.code === 'number' ? error.code : null) : 0, stdout, stderr }));
-    });
+    const run = (url: string, key: string) =>
+      new Promise<{ status: number | null; stdout: string; stderr: string }>((resolve) => {
+        execFile(
+          container.command[0],
+          container.command.slice(1),
+          { encoding: 'utf8', env: { PATH: process.env.PATH, CLOUDPLANE_URL: url, CLOUDPLANE_API_KEY: key }, timeout: 30_000 },
+          (error, stdout, stderr) => resolve({ status: error ? (typeof error.code === 'number' ? error.code : null) : 0, stdout, stderr }),
+        );
+      });
     const service = await startTestService();
     try {
       const passed = await run(service.url, service.key);
@@ -419,7 +503,22 @@ describeWithHelm('Helm chart charts/cloudplane', () => {
   }, 60_000);
 
   it('rejects values its schema forbids', () => {
-    for (const bad of ['replicas=abc', 'replicas=0', 'drivers.job=docker', 'servers.startTimeoutSeconds=0', 'loadBalancers.replicas=0', 'fileShares.storageClass=Not_A_Name', 'leaseDurationSeconds=1', 'bootstrapApiKey=not-a-key', 'service.port=70000', 'unknownSetting=1', 'drivers.bucket=minio', 's3.endpoint=minio:9000', 's3.bucketPrefix=Prod', 's3.credentials.unknown=1']) {
+    for (const bad of [
+      'replicas=abc',
+      'replicas=0',
+      'drivers.job=docker',
+      'servers.startTimeoutSeconds=0',
+      'loadBalancers.replicas=0',
+      'fileShares.storageClass=Not_A_Name',
+      'leaseDurationSeconds=1',
+      'bootstrapApiKey=not-a-key',
+      'service.port=70000',
+      'unknownSetting=1',
+      'drivers.bucket=minio',
+      's3.endpoint=minio:9000',
+      's3.bucketPrefix=Prod',
+      's3.credentials.unknown=1',
+    ]) {
       const result = runHelm(['template', 'cp', CHART, '--set', bad]);
       expect({ bad, status: result.status }).toEqual({ bad, status: 1 });
       expect(result.stderr).toMatch(/values don't meet the specifications of the schema/);
@@ -491,7 +590,8 @@ describeWithHelm('Helm chart charts/cloudplane', () => {
     }, 120_000);
 
     it('accepts the manifests of every option in a server-side dry run (the ServiceMonitor too when its CRD is installed)', () => {
-      const hasServiceMonitorCrd = spawnSync(kubectlBinary(), ['--kubeconfig', kube.kubeconfigPath, 'get', 'crd', 'servicemonitors.monitoring.coreos.com']).status === 0;
+      const hasServiceMonitorCrd =
+        spawnSync(kubectlBinary(), ['--kubeconfig', kube.kubeconfigPath, 'get', 'crd', 'servicemonitors.monitoring.coreos.com']).status === 0;
       const objects = manifests(renderValues(EVERY_OPTION));
       // The harness has no Prometheus Operator CRDs; the ServiceMonitor's shape is checked by the render test above.
       const applied = objects.filter((o) => hasServiceMonitorCrd || o.kind !== 'ServiceMonitor');
@@ -509,17 +609,32 @@ describeWithHelm('Helm chart charts/cloudplane', () => {
       expect(out.trim().split('\n')).toHaveLength(applied.length);
     }, 120_000);
 
-    it('installs with an existing bootstrap Secret: helm makes no key of its own and the operator reads the user\'s', () => {
+    it("installs with an existing bootstrap Secret: helm makes no key of its own and the operator reads the user's", () => {
       const namespace = 'cloudplane-existing';
       kubectl(['create', 'namespace', namespace]);
       const key = `cpk_${'Z9y8'.repeat(10)}`;
       kubectl(['create', 'secret', 'generic', 'cloudplane-bootstrap', '-n', namespace, `--from-literal=token=${key}`]);
       // A release of its own name: the ClusterRole of release cp belongs to another namespace's test.
-      helmOnCluster(['install', 'gitops', CHART, '--namespace', namespace, '--skip-crds', '--set', 'bootstrapApiKeySecret.existingSecret=cloudplane-bootstrap', '--set', 'bootstrapApiKeySecret.key=token']);
+      helmOnCluster([
+        'install',
+        'gitops',
+        CHART,
+        '--namespace',
+        namespace,
+        '--skip-crds',
+        '--set',
+        'bootstrapApiKeySecret.existingSecret=cloudplane-bootstrap',
+        '--set',
+        'bootstrapApiKeySecret.key=token',
+      ]);
       // Helm's own release records aside (type helm.sh/release.v1), the only Secret is the user's.
-      expect(kubectl(['get', 'secrets', '-n', namespace, '--field-selector', 'type!=helm.sh/release.v1', '-o', 'jsonpath={.items[*].metadata.name}']).trim()).toBe('cloudplane-bootstrap');
+      expect(
+        kubectl(['get', 'secrets', '-n', namespace, '--field-selector', 'type!=helm.sh/release.v1', '-o', 'jsonpath={.items[*].metadata.name}']).trim(),
+      ).toBe('cloudplane-bootstrap');
       const env = JSON.parse(kubectl(['get', 'deployment', 'gitops-cloudplane', '-n', namespace, '-o', 'jsonpath={.spec.template.spec.containers[0].env}']));
-      expect(env.find((e: any) => e.name === 'CLOUDPLANE_BOOTSTRAP_API_KEY').valueFrom).toEqual({ secretKeyRef: { name: 'cloudplane-bootstrap', key: 'token' } });
+      expect(env.find((e: any) => e.name === 'CLOUDPLANE_BOOTSTRAP_API_KEY').valueFrom).toEqual({
+        secretKeyRef: { name: 'cloudplane-bootstrap', key: 'token' },
+      });
       // helm status tells how to read the key from the user's Secret.
       expect(helmOnCluster(['status', 'gitops', '--namespace', namespace])).toContain(`get secret cloudplane-bootstrap -o jsonpath='{.data.token}'`);
       // An upgrade leaves the user's Secret (and its key) alone.
@@ -546,7 +661,8 @@ describeWithHelm('Helm chart charts/cloudplane', () => {
 
     it('keeps a generated bootstrap key across helm upgrade', () => {
       const namespace = 'cloudplane-upgrade';
-      const keyOf = () => Buffer.from(kubectl(['get', 'secret', 'cp-cloudplane', '-n', namespace, '-o', 'jsonpath={.data.bootstrap-api-key}']), 'base64').toString();
+      const keyOf = () =>
+        Buffer.from(kubectl(['get', 'secret', 'cp-cloudplane', '-n', namespace, '-o', 'jsonpath={.data.bootstrap-api-key}']), 'base64').toString();
       const install = helmOnCluster(['install', 'cp', CHART, '--namespace', namespace, '--create-namespace', '--skip-crds']);
       expect(install).toMatch(/port-forward service\/cp-cloudplane 8080:80/);
       const first = keyOf();

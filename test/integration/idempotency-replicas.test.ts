@@ -20,7 +20,9 @@ beforeAll(async () => {
   server = await startKubeApiServer();
   await installCrds(server);
   const env = (name: string) => ({ ...storeEnvFor(server), CLOUDPLANE_SIM_DELAY_MS: '50', POD_NAME: `replica-${name}` });
-  replicas.push(...(await Promise.all(['a', 'b'].map((name) => startChildService({ dataDir: tempDataDir(), key: KEY, startTimeoutMs: 60_000, env: env(name) })))));
+  replicas.push(
+    ...(await Promise.all(['a', 'b'].map((name) => startChildService({ dataDir: tempDataDir(), key: KEY, startTimeoutMs: 60_000, env: env(name) })))),
+  );
 });
 
 afterAll(async () => {

@@ -21,7 +21,7 @@ function imageNodeMajors(): string[] {
   return [...new Set([...dockerfile.matchAll(/^FROM node:(\d+)[-\w.]*/gm)].map((m) => m[1]))];
 }
 
-describe('the service on the image\'s Node.js line', () => {
+describe("the service on the image's Node.js line", () => {
   let node: string;
   let version: string;
   const dataDir = tempDataDir();

@@ -28,7 +28,15 @@ describe('batch/v1 Job driver', () => {
     batch = kc.makeApiClient(BatchV1Api);
     core = kc.makeApiClient(CoreV1Api);
     const asChartAllows = operatorEnvFromChart(server, dataDir);
-    t = await startTestService({ ...(await clusterEnv(dataDir)), ...asChartAllows, CLOUDPLANE_JOB_DRIVER: 'kubernetes', CLOUDPLANE_JOB_IMAGE_PULL_TIMEOUT_SECONDS: String(PULL_TIMEOUT_S) }, dataDir);
+    t = await startTestService(
+      {
+        ...(await clusterEnv(dataDir)),
+        ...asChartAllows,
+        CLOUDPLANE_JOB_DRIVER: 'kubernetes',
+        CLOUDPLANE_JOB_IMAGE_PULL_TIMEOUT_SECONDS: String(PULL_TIMEOUT_S),
+      },
+      dataDir,
+    );
     namespace = t.teamId.replace('team_', 'team-');
   }, 120_000);
 
@@ -180,12 +188,31 @@ describe('batch/v1 Job driver', () => {
       terminating: 0,
       uncountedTerminatedPods: {},
       conditions: [
-        { type: 'FailureTarget', status: 'True', reason: 'BackoffLimitExceeded', message: 'Job has reached the specified backoff limit', lastTransitionTime: failedAt, lastProbeTime: failedAt },
-        { type: 'Failed', status: 'True', reason: 'BackoffLimitExceeded', message: 'Job has reached the specified backoff limit', lastTransitionTime: failedAt, lastProbeTime: failedAt },
+        {
+          type: 'FailureTarget',
+          status: 'True',
+          reason: 'BackoffLimitExceeded',
+          message: 'Job has reached the specified backoff limit',
+          lastTransitionTime: failedAt,
+          lastProbeTime: failedAt,
+        },
+        {
+          type: 'Failed',
+          status: 'True',
+          reason: 'BackoffLimitExceeded',
+          message: 'Job has reached the specified backoff limit',
+          lastTransitionTime: failedAt,
+          lastProbeTime: failedAt,
+        },
       ],
     });
     const failed = await waitForStatus(t, `/api/v1/jobs/${id}`, 'failed');
-    expect(failed).toMatchObject({ exit_code: 3, started_at: startTime.toISOString(), finished_at: failedAt.toISOString(), status_reason: 'the command exited with code 3' });
+    expect(failed).toMatchObject({
+      exit_code: 3,
+      started_at: startTime.toISOString(),
+      finished_at: failedAt.toISOString(),
+      status_reason: 'the command exited with code 3',
+    });
   });
 
   it('cancels a running job by deleting its Job', async () => {
@@ -210,7 +237,7 @@ describe('batch/v1 Job driver', () => {
     expect(failed.status_reason).toMatch(/no longer exists/);
   });
 
-  it('fails a job whose image name is invalid at once, with the kubelet\'s message, and deletes its Job', async () => {
+  it("fails a job whose image name is invalid at once, with the kubelet's message, and deletes its Job", async () => {
     const image = 'docker.io/library/BusyBox:1.36';
     const { id, job } = await createJob('true', 'standard', image);
     await writeJobStatus(id, pending(secondsAgo(0)));
@@ -236,11 +263,15 @@ describe('batch/v1 Job driver', () => {
     // The pull is timed from the Pod's scheduling time, so the failure cannot come earlier.
     expect(Date.now()).toBeGreaterThanOrEqual(scheduledAt.getTime() + PULL_TIMEOUT_S * 1000);
     expect(new Date(failed.finished_at).getTime()).toBeGreaterThanOrEqual(scheduledAt.getTime() + PULL_TIMEOUT_S * 1000);
-    expect(failed).toMatchObject({ exit_code: null, started_at: null, status_reason: `the image "${image}" could not be pulled in ${PULL_TIMEOUT_S} s: ${message}` });
+    expect(failed).toMatchObject({
+      exit_code: null,
+      started_at: null,
+      status_reason: `the image "${image}" could not be pulled in ${PULL_TIMEOUT_S} s: ${message}`,
+    });
     await jobGone(id);
   });
 
-  it('times a failing pull from the Pod\'s scheduling, so an operator that only now sees it (as after a restart) fails the job at once', async () => {
+  it("times a failing pull from the Pod's scheduling, so an operator that only now sees it (as after a restart) fails the job at once", async () => {
     const image = 'registry.example.com/private/tool:1';
     const { id, job } = await createJob('true', 'standard', image);
     // Scheduled ten minutes ago: the pull has failed for longer than the timeout, however recently this operator saw it.

@@ -85,7 +85,13 @@ describe('jobs on a cluster that runs them (kube-controller-manager, KWOK)', () 
   });
 
   it('keeps a scheduled job as a batch/v1 CronJob: schedule, zone and policy mapped, pause and resume as suspend, each Job it makes recorded as a run; cancel removes it', async () => {
-    const created = await t.api('POST', '/api/v1/jobs', { name: 'nightly', command: 'echo nightly', schedule: '30 3 * * 1-5', timezone: 'Europe/Berlin', concurrency_policy: 'forbid' });
+    const created = await t.api('POST', '/api/v1/jobs', {
+      name: 'nightly',
+      command: 'echo nightly',
+      schedule: '30 3 * * 1-5',
+      timezone: 'Europe/Berlin',
+      concurrency_policy: 'forbid',
+    });
     expect(created.status).toBe(201);
     const job = created.body.data;
     const cronJob = (await eventually(() => cronJobOf(job.id), 30_000))!;
@@ -127,10 +133,14 @@ describe('jobs on a cluster that runs them (kube-controller-manager, KWOK)', () 
 
     // Deleted or edited by hand: put back at the next look (at most a minute later).
     await batch.deleteNamespacedCronJob({ name: objectName(job.id), namespace });
-    const back = await eventually(async () => {
-      const current = await cronJobOf(job.id);
-      return current && !current.metadata?.deletionTimestamp && current.metadata?.uid !== cronJob.metadata!.uid ? current : null;
-    }, 90_000, 500);
+    const back = await eventually(
+      async () => {
+        const current = await cronJobOf(job.id);
+        return current && !current.metadata?.deletionTimestamp && current.metadata?.uid !== cronJob.metadata!.uid ? current : null;
+      },
+      90_000,
+      500,
+    );
     expect(back.spec).toMatchObject({ schedule: '30 3 * * 1-5', timeZone: 'Europe/Berlin', concurrencyPolicy: 'Forbid', suspend: false });
 
     const cancelled = await t.api('POST', `/api/v1/jobs/${job.id}/cancel`);
@@ -141,24 +151,38 @@ describe('jobs on a cluster that runs them (kube-controller-manager, KWOK)', () 
   it("runs on the CronJob controller's own schedule; under replace the next time cancels the run still going", async () => {
     // Pods of this image never start (KWOK fails its pull), so a run stays queued until replaced.
     const image = `${UNREACHABLE_REGISTRY}/tool:1`;
-    const created = await t.api('POST', '/api/v1/jobs', { name: 'every-minute', command: 'echo tick', image, schedule: '* * * * *', concurrency_policy: 'replace' });
+    const created = await t.api('POST', '/api/v1/jobs', {
+      name: 'every-minute',
+      command: 'echo tick',
+      image,
+      schedule: '* * * * *',
+      concurrency_policy: 'replace',
+    });
     expect(created.status).toBe(201);
     const job = created.body.data;
     expect((await eventually(() => cronJobOf(job.id), 30_000))!.spec).toMatchObject({ schedule: '* * * * *', timeZone: 'UTC', concurrencyPolicy: 'Replace' });
 
     // Two whole minutes at most: the CronJob controller makes a Job at each, deleting the one still going.
-    const [first] = await eventually(async () => {
-      const runs = await runsOf(job.id);
-      return runs.length >= 1 ? runs : null;
-    }, 90_000, 500);
+    const [first] = await eventually(
+      async () => {
+        const runs = await runsOf(job.id);
+        return runs.length >= 1 ? runs : null;
+      },
+      90_000,
+      500,
+    );
     expect(first).toMatchObject({ scheduled_job_id: job.id, status: 'queued', exit_code: null });
     // The CronJob's time: a whole minute.
     expect(first.scheduled_at).toMatch(/:00\.000Z$/);
     await eventually(async () => (await t.api('GET', `/api/v1/jobs/${job.id}`)).body.data.last_run_at === first.scheduled_at, 20_000, 500);
-    const replaced = await eventually(async () => {
-      const res = await t.api('GET', `/api/v1/jobs/${first.id}`);
-      return res.body.data.status === 'cancelled' ? res.body.data : null;
-    }, 90_000, 500);
+    const replaced = await eventually(
+      async () => {
+        const res = await t.api('GET', `/api/v1/jobs/${first.id}`);
+        return res.body.data.status === 'cancelled' ? res.body.data : null;
+      },
+      90_000,
+      500,
+    );
     expect(replaced.status_reason).toBe('Replaced by a later run of its schedule (concurrency policy replace).');
     const second = await eventually(async () => (await runsOf(job.id)).find((r) => r.id !== first.id), 30_000, 500);
     expect(second).toMatchObject({ scheduled_job_id: job.id, status: 'queued' });
@@ -171,7 +195,11 @@ describe('jobs on a cluster that runs them (kube-controller-manager, KWOK)', () 
     await eventually(async () => (await cronJobOf(job.id)) === null, 20_000);
     expect((await t.api('GET', `/api/v1/jobs/${second.id}`)).body.data.status).toBe('queued');
     expect((await t.api('POST', `/api/v1/jobs/${second.id}/cancel`)).body.data.status).toBe('cancelled');
-    await eventually(async () => !(await batch.listNamespacedJob({ namespace })).items.some((j) => j.metadata?.labels?.['cloudplane.dev/scheduled-job-id'] === job.id), 30_000, 500);
+    await eventually(
+      async () => !(await batch.listNamespacedJob({ namespace })).items.some((j) => j.metadata?.labels?.['cloudplane.dev/scheduled-job-id'] === job.id),
+      30_000,
+      500,
+    );
   });
 
   it('made only calls the chart grants, none refused: CronJobs made, read, replaced and deleted; Jobs listed', () => {

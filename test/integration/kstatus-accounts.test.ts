@@ -35,16 +35,22 @@ describe('kstatus of the account kinds after a kubectl edit', () => {
 
   const firstCr = async (family: AnyFamily) =>
     ((await custom.listNamespacedCustomObject({ group: GROUP, version: VERSION, namespace, plural: family.plural })) as { items: any[] }).items[0];
-  const readCr = async (family: AnyFamily, name: string) => (await custom.getNamespacedCustomObject({ group: GROUP, version: VERSION, namespace, plural: family.plural, name })) as any;
+  const readCr = async (family: AnyFamily, name: string) =>
+    (await custom.getNamespacedCustomObject({ group: GROUP, version: VERSION, namespace, plural: family.plural, name })) as any;
   const patchSpec = async (family: AnyFamily, name: string, spec: object) =>
     (await custom.patchNamespacedCustomObject({ group: GROUP, version: VERSION, namespace, plural: family.plural, name, body: { spec } }, mergePatch)) as any;
   const idOf = (cr: any) => cr.metadata.labels[`${GROUP}/id`] as string;
   const settled = (family: AnyFamily, name: string, generation: number) =>
-    eventually(async () => {
-      const cr = await readCr(family, name);
-      return cr.status.observedGeneration >= generation ? cr : null;
-    }, 60_000, 200);
-  const updates = async (family: AnyFamily, id: string) => (await t.api('GET', `/api/v1/audit-log?type=${family.name}.updated&resource_id=${id}`)).body.data as any[];
+    eventually(
+      async () => {
+        const cr = await readCr(family, name);
+        return cr.status.observedGeneration >= generation ? cr : null;
+      },
+      60_000,
+      200,
+    );
+  const updates = async (family: AnyFamily, id: string) =>
+    (await t.api('GET', `/api/v1/audit-log?type=${family.name}.updated&resource_id=${id}`)).body.data as any[];
 
   beforeAll(async () => {
     const dataDir = tempDataDir();
@@ -79,10 +85,14 @@ describe('kstatus of the account kinds after a kubectl edit', () => {
     const after = await settled(family, cr.metadata.name, edited.metadata.generation);
     expect(after.status.observedGeneration).toBe(after.metadata.generation);
     expect(kstatus(after).status).toBe('Current');
-    const events = await eventually(async () => {
-      const found = await updates(family, id);
-      return found.some((e) => e.data.name === name) ? found : null;
-    }, 30_000, 200);
+    const events = await eventually(
+      async () => {
+        const found = await updates(family, id);
+        return found.some((e) => e.data.name === name) ? found : null;
+      },
+      30_000,
+      200,
+    );
     expect(events.find((e) => e.data.name === name)).toMatchObject({ type: `${family.name}.updated`, actor: 'system', team_id: t.teamId });
   });
 
@@ -92,10 +102,14 @@ describe('kstatus of the account kinds after a kubectl edit', () => {
     for (const name of ['renamed-1', 'renamed-2', 'renamed-3']) {
       const answer = await t.api('PATCH', '/api/v1/settings/team', { name });
       expect(answer.status).toBe(200);
-      const events = await eventually(async () => {
-        const found = await updates(teamFamily, idOf(team));
-        return found.some((e) => e.data.name === name) ? found : null;
-      }, 30_000, 200);
+      const events = await eventually(
+        async () => {
+          const found = await updates(teamFamily, idOf(team));
+          return found.some((e) => e.data.name === name) ? found : null;
+        },
+        30_000,
+        200,
+      );
       expect(events.filter((e) => e.data.name === name).map((e) => e.actor)).toEqual([idOf(key)]);
     }
     const after = await readCr(teamFamily, team.metadata.name);
@@ -118,15 +132,19 @@ describe('kstatus of the account kinds after a kubectl edit', () => {
     const fixed = await settled(userFamily, user.metadata.name, restored.metadata.generation);
     expect(fixed.status.status_reason ?? null).toBeNull();
     expect(kstatus(fixed).status).toBe('Current');
-    const events = await eventually(async () => {
-      const found = await updates(userFamily, id);
-      return found.some((e) => e.data.name === 'owner-again') ? found : null;
-    }, 30_000, 200);
+    const events = await eventually(
+      async () => {
+        const found = await updates(userFamily, id);
+        return found.some((e) => e.data.name === 'owner-again') ? found : null;
+      },
+      30_000,
+      200,
+    );
     // One event: of the fix; none of the refused edit.
     expect(events.length).toBe(before + 1);
   });
 
-  it("reports a team whose owner_id names no owner, and clears the report once it names one", async () => {
+  it('reports a team whose owner_id names no owner, and clears the report once it names one', async () => {
     const team = await firstCr(teamFamily);
     const owner = team.spec.owner_id as string;
     const stray = await patchSpec(teamFamily, team.metadata.name, { owner_id: 'usr_0000000000000000' });
@@ -134,10 +152,14 @@ describe('kstatus of the account kinds after a kubectl edit', () => {
     expect(refused.status.status_reason).toMatch(/owner_id must name an active owner/);
     expect(refused.status.observed_config).toBe(team.status.observed_config);
     // Told where kubectl users look: a Warning on the custom resource.
-    const warning = await eventually(async () => {
-      const list = await core.listNamespacedEvent({ namespace });
-      return list.items.find((e) => e.involvedObject.kind === 'Team' && e.reason === 'UpdateRefused');
-    }, 30_000, 500);
+    const warning = await eventually(
+      async () => {
+        const list = await core.listNamespacedEvent({ namespace });
+        return list.items.find((e) => e.involvedObject.kind === 'Team' && e.reason === 'UpdateRefused');
+      },
+      30_000,
+      500,
+    );
     expect(warning).toMatchObject({ type: 'Warning', message: expect.stringMatching(/owner_id must name an active owner/) });
     const back = await patchSpec(teamFamily, team.metadata.name, { owner_id: owner });
     const fixed = await settled(teamFamily, team.metadata.name, back.metadata.generation);
@@ -159,15 +181,23 @@ describe('kstatus of the account kinds after a kubectl edit', () => {
     expect(await updates(userFamily, id)).toEqual([]);
     // The owner moves to another address through the API: the member's edit breaks no rule now.
     expect((await t.api('PATCH', '/api/v1/settings/profile', { email: 'moved@example.com' })).status).toBe(200);
-    const cleared = await eventually(async () => {
-      const cr = await readCr(userFamily, name);
-      return cr.status.status_reason ? null : cr;
-    }, 60_000, 200);
+    const cleared = await eventually(
+      async () => {
+        const cr = await readCr(userFamily, name);
+        return cr.status.status_reason ? null : cr;
+      },
+      60_000,
+      200,
+    );
     expect(kstatus(cleared).status).toBe('Current');
-    const events = await eventually(async () => {
-      const found = await updates(userFamily, id);
-      return found.length > 0 ? found : null;
-    }, 30_000, 200);
+    const events = await eventually(
+      async () => {
+        const found = await updates(userFamily, id);
+        return found.length > 0 ? found : null;
+      },
+      30_000,
+      200,
+    );
     expect(events.map((e) => [e.actor, e.data.email])).toEqual([['system', ownerEmail]]);
   });
 });

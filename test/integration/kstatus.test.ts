@@ -51,7 +51,10 @@ interface KstatusAnswer {
 function kstatus(objects: object[]): KstatusAnswer[] {
   const binary = builtTool('kstatus', 'build-kstatus.sh');
   const out = execFileSync(binary, { input: objects.map((o) => JSON.stringify(o)).join('\n') + '\n', encoding: 'utf8' });
-  return out.trim().split('\n').map((line) => JSON.parse(line) as KstatusAnswer);
+  return out
+    .trim()
+    .split('\n')
+    .map((line) => JSON.parse(line) as KstatusAnswer);
 }
 
 describe('kstatus on every kind', () => {
@@ -62,7 +65,8 @@ describe('kstatus on every kind', () => {
 
   const crsOf = async (family: AnyFamily) =>
     ((await custom.listNamespacedCustomObject({ group: GROUP, version: VERSION, namespace, plural: family.plural })) as { items: any[] }).items;
-  const readCr = async (family: AnyFamily, name: string) => (await custom.getNamespacedCustomObject({ group: GROUP, version: VERSION, namespace, plural: family.plural, name })) as any;
+  const readCr = async (family: AnyFamily, name: string) =>
+    (await custom.getNamespacedCustomObject({ group: GROUP, version: VERSION, namespace, plural: family.plural, name })) as any;
   const idOf = (cr: any) => cr.metadata.labels[`${GROUP}/id`] as string;
 
   beforeAll(async () => {
@@ -84,7 +88,18 @@ describe('kstatus on every kind', () => {
       made.push([`${path}/${answer.body.data.id}`, state]);
     };
     await post('/api/v1/load-balancers', { name: 'web-lb', region: 'fra1' }, 'running');
-    await post('/api/v1/vpn-gateways', { name: 'office', region: 'fra1', tunnel_type: 'ipsec', local_network_cidr: '10.10.0.0/16', remote_network_cidr: '192.168.10.0/24', remote_peer_ip: '93.184.216.34' }, 'active');
+    await post(
+      '/api/v1/vpn-gateways',
+      {
+        name: 'office',
+        region: 'fra1',
+        tunnel_type: 'ipsec',
+        local_network_cidr: '10.10.0.0/16',
+        remote_network_cidr: '192.168.10.0/24',
+        remote_peer_ip: '93.184.216.34',
+      },
+      'active',
+    );
     await post('/api/v1/servers', { name: 'web-1', region: 'fra1' }, 'running');
     await post('/api/v1/object-storage', { name: 'kstatus-bucket', region: 'fra1' }, 'available');
     await post('/api/v1/file-storage', { name: 'share-1', region: 'fra1' }, 'available');
@@ -111,7 +126,11 @@ describe('kstatus on every kind', () => {
     await waitForStatus(t, `/api/v1/alert-policies/${policy.body.data.id}`, 'ok', 60_000);
     await eventually(async () => (await t.api('GET', '/api/v1/incidents?status=resolved')).body.data?.length > 0, 60_000, 200);
     // A delivery of one of those events to the webhook's receiver.
-    await eventually(async () => (await crsOf(families.find((f) => f.kind === 'WebhookDelivery')!)).some((cr) => cr.status?.status === 'succeeded'), 60_000, 200);
+    await eventually(
+      async () => (await crsOf(families.find((f) => f.kind === 'WebhookDelivery')!)).some((cr) => cr.status?.status === 'succeeded'),
+      60_000,
+      200,
+    );
   });
 
   afterAll(async () => {
@@ -154,7 +173,14 @@ describe('kstatus on every kind', () => {
     for (const family of families) {
       const [cr] = await crsOf(family);
       await custom.patchNamespacedCustomObject(
-        { group: GROUP, version: VERSION, namespace, plural: family.plural, name: cr.metadata.name, body: { metadata: { annotations: { [`${GROUP}/paused`]: 'true' } } } },
+        {
+          group: GROUP,
+          version: VERSION,
+          namespace,
+          plural: family.plural,
+          name: cr.metadata.name,
+          body: { metadata: { annotations: { [`${GROUP}/paused`]: 'true' } } },
+        },
         mergePatch,
       );
       await eventually(async () => (await t.service.ctx.store.get(family.kind, t.teamId, idOf(cr)))?.meta.paused, 10_000);
@@ -163,7 +189,13 @@ describe('kstatus on every kind', () => {
     for (const family of families) {
       const cr = paused.get(family.kind);
       for (const state of family.states) {
-        await t.service.ctx.writer.mutateStatus(family, t.teamId, idOf(cr), () => ({ status: state, status_reason: state === 'failed' ? 'The provider said no.' : null }), 'system');
+        await t.service.ctx.writer.mutateStatus(
+          family,
+          t.teamId,
+          idOf(cr),
+          () => ({ status: state, status_reason: state === 'failed' ? 'The provider said no.' : null }),
+          'system',
+        );
         const [answer] = kstatus([await readCr(family, cr.metadata.name)]);
         expect([family.kind, state, answer.status]).toEqual([family.kind, state, expectedFor(family.kind, state)]);
         checked.push(`${family.kind}/${state}`);
@@ -194,7 +226,14 @@ describe('kstatus on every kind', () => {
     const [cr] = await crsOf(family);
     const { observedGeneration, ...rest } = cr.status;
     const legacy = { ...cr, status: { ...rest, observed_generation: observedGeneration } };
-    await custom.replaceNamespacedCustomObjectStatus({ group: GROUP, version: VERSION, namespace, plural: family.plural, name: cr.metadata.name, body: legacy });
+    await custom.replaceNamespacedCustomObjectStatus({
+      group: GROUP,
+      version: VERSION,
+      namespace,
+      plural: family.plural,
+      name: cr.metadata.name,
+      body: legacy,
+    });
     const stored = await eventually(async () => {
       const object = await t.service.ctx.store.get<unknown, { observed_generation: number }>(family.kind, t.teamId, idOf(cr));
       return object && object.meta.resourceVersion !== cr.metadata.resourceVersion ? object : null;

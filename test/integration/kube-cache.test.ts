@@ -20,7 +20,16 @@ jest.setTimeout(120_000);
 const KIND = loadBalancerFamily.kind;
 const config = loadConfig({});
 const spec = (name: string) => ({ ...loadBalancerFamily.specFromCreate({ name, region: 'fra1' }, ruleContextOf(config)) });
-const status = (state: string) => ({ status: state, status_reason: null, observed_generation: 1, observed_config: '', deleted_at: null, conditions: [], pending_events: [], backends: [] });
+const status = (state: string) => ({
+  status: state,
+  status_reason: null,
+  observed_generation: 1,
+  observed_config: '',
+  deleted_at: null,
+  conditions: [],
+  pending_events: [],
+  backends: [],
+});
 const PLURAL = families.find((f) => f.kind === KIND)!.plural;
 const TEAM = newId('team');
 let cluster: KubeApiServer;
@@ -64,7 +73,9 @@ it("leaves the API server's field managers as they were when it writes a cached 
   const custom = kubeConfigOf(cluster).makeApiClient(CustomObjectsApi);
   const where = { group: GROUP, version: VERSION, namespace: namespaceOfTeam(TEAM, 'cloudplane-system'), plural: PLURAL, name: objectName(id) };
   const managers = async () =>
-    (((await custom.getNamespacedCustomObject(where)) as { metadata: { managedFields?: { subresource?: string }[] } }).metadata.managedFields ?? []).map((m) => m.subresource ?? 'main').sort();
+    (((await custom.getNamespacedCustomObject(where)) as { metadata: { managedFields?: { subresource?: string }[] } }).metadata.managedFields ?? [])
+      .map((m) => m.subresource ?? 'main')
+      .sort();
   const before = await managers();
   expect(before).toEqual(['main', 'status']);
 

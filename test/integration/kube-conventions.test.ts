@@ -34,8 +34,13 @@ describe('Kubernetes conventions: Events, pause, deletion policy', () => {
     const pods = await core.listNamespacedPod({ namespace, labelSelector: `${GROUP}/id=${id}` });
     return pods.items.find((p) => !p.metadata?.deletionTimestamp);
   };
-  const serverCr = (id: string) => custom.getNamespacedCustomObject({ group: GROUP, version: VERSION, namespace, plural: 'servers', name: objectName(id) }) as Promise<any>;
-  const serverGone = (id: string) => serverCr(id).then(() => false, (err) => (err as { code?: number }).code === 404);
+  const serverCr = (id: string) =>
+    custom.getNamespacedCustomObject({ group: GROUP, version: VERSION, namespace, plural: 'servers', name: objectName(id) }) as Promise<any>;
+  const serverGone = (id: string) =>
+    serverCr(id).then(
+      () => false,
+      (err) => (err as { code?: number }).code === 404,
+    );
   const newRunningServer = async (name: string): Promise<string> => {
     const created = await t.api('POST', '/api/v1/servers', { name, region: 'fra1' });
     expect(created.status).toBe(201);
@@ -60,19 +65,23 @@ describe('Kubernetes conventions: Events, pause, deletion policy', () => {
     await cluster?.stop();
   });
 
-  it('kubectl describe lists the Events of a server\'s transitions', async () => {
+  it("kubectl describe lists the Events of a server's transitions", async () => {
     expect(t.service.ctx.drivers.chosen).toMatchObject({ server: 'kubernetes' });
     const id = await newRunningServer('described');
-    const described = await eventually(async () => {
-      const text = await kubectl('describe', 'servers.cloudplane.dev', objectName(id), '-n', namespace);
-      return /Normal\s+Creating\s/.test(text) && /Normal\s+Running\s/.test(text) ? text : null;
-    }, 30_000, 500);
+    const described = await eventually(
+      async () => {
+        const text = await kubectl('describe', 'servers.cloudplane.dev', objectName(id), '-n', namespace);
+        return /Normal\s+Creating\s/.test(text) && /Normal\s+Running\s/.test(text) ? text : null;
+      },
+      30_000,
+      500,
+    );
     expect(described).toMatch(/Events:/);
     expect(described).toMatch(/The server was accepted; it is creating\./);
     expect(described).toMatch(/The server went from creating to running\./);
   });
 
-  it('kubectl describe shows a Warning for a spec refused, with the API\'s message', async () => {
+  it("kubectl describe shows a Warning for a spec refused, with the API's message", async () => {
     const manifest = JSON.stringify({
       apiVersion: `${GROUP}/${VERSION}`,
       kind: 'Server',
@@ -80,10 +89,14 @@ describe('Kubernetes conventions: Events, pause, deletion policy', () => {
       spec: { name: 'refused', region: 'nowhere1' },
     });
     await kubectlOn(cluster.kubeconfigPath)(['apply', '-f', '-'], manifest);
-    const described = await eventually(async () => {
-      const text = await kubectl('describe', 'servers.cloudplane.dev', 'refused', '-n', namespace);
-      return /Warning\s+SpecRefused\s/.test(text) ? text : null;
-    }, 30_000, 500);
+    const described = await eventually(
+      async () => {
+        const text = await kubectl('describe', 'servers.cloudplane.dev', 'refused', '-n', namespace);
+        return /Warning\s+SpecRefused\s/.test(text) ? text : null;
+      },
+      30_000,
+      500,
+    );
     expect(described).toMatch(/The spec was refused: .*nowhere1/);
   });
 
@@ -97,10 +110,14 @@ describe('Kubernetes conventions: Events, pause, deletion policy', () => {
       pre_shared_key: PRE_SHARED_KEY,
     });
     expect([201, 202]).toContain(created.status);
-    const events = await eventually(async () => {
-      const list = await core.listNamespacedEvent({ namespace });
-      return list.items.some((e) => e.involvedObject.kind === 'VpnGateway') ? list.items : null;
-    }, 30_000, 500);
+    const events = await eventually(
+      async () => {
+        const list = await core.listNamespacedEvent({ namespace });
+        return list.items.some((e) => e.involvedObject.kind === 'VpnGateway') ? list.items : null;
+      },
+      30_000,
+      500,
+    );
     const all = JSON.stringify(events);
     expect(all).not.toContain(PRE_SHARED_KEY);
     expect(all).not.toContain(t.key);

@@ -57,7 +57,9 @@ describe('secrets on the Kubernetes store', () => {
     await core.deleteNamespacedSecret({ name: secretObjectName('webhook-secret-wh_2'), namespace: namespaceOfTeam(S2, 'cloudplane-system') });
     expect(await store.swapSecret(S2, 'webhook-secret-wh_2', { current: 'x' }, { current: 'y' })).toBe(false);
     expect(await store.getSecret(S2, 'webhook-secret-wh_2')).toBeUndefined();
-    await expect(core.readNamespacedSecret({ name: secretObjectName('webhook-secret-wh_2'), namespace: namespaceOfTeam(S2, 'cloudplane-system') })).rejects.toMatchObject({ code: 404 });
+    await expect(
+      core.readNamespacedSecret({ name: secretObjectName('webhook-secret-wh_2'), namespace: namespaceOfTeam(S2, 'cloudplane-system') }),
+    ).rejects.toMatchObject({ code: 404 });
   });
 
   it("gives a secret's creation time from its Secret, kept by later writes", async () => {

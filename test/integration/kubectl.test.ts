@@ -33,15 +33,13 @@ const idAssigned = (short: string, name: string) => eventually(async () => idOf(
 beforeAll(async () => {
   cluster = await startKubeApiServer();
   await installCrds(cluster);
-  t = await startTestService(
-    {
-      ...storeEnvFor(cluster),
-      CLOUDPLANE_SIM_DELAY_MS: '50',
-      CLOUDPLANE_DELETED_RETENTION_SECONDS: String(RETENTION_SECONDS),
-      // Several waits poll the API at once; the per-key limit is not what this file tests.
-      CLOUDPLANE_RATE_LIMIT_PER_MINUTE: '100000',
-    },
-  );
+  t = await startTestService({
+    ...storeEnvFor(cluster),
+    CLOUDPLANE_SIM_DELAY_MS: '50',
+    CLOUDPLANE_DELETED_RETENTION_SECONDS: String(RETENTION_SECONDS),
+    // Several waits poll the API at once; the per-key limit is not what this file tests.
+    CLOUDPLANE_RATE_LIMIT_PER_MINUTE: '100000',
+  });
   // A team is a namespace: team_x7k2... lives in team-x7k2...
   namespace = t.teamId.replace('_', '-');
   await kubectl('create', 'namespace', namespace).catch((err: Error) => {
@@ -55,7 +53,7 @@ afterAll(async () => {
 });
 
 describe('kubectl against cluster mode', () => {
-  test('the checked-in CRDs (crds/) and every example pass the API server\'s validation', async () => {
+  test("the checked-in CRDs (crds/) and every example pass the API server's validation", async () => {
     // The CRD files are what users and the chart install; check them, not only the generator.
     const crdFiles = fs.readdirSync(path.join(REPO, 'crds')).filter((f) => f.endsWith('.yaml'));
     const crdOut = await kubectl('apply', '--dry-run=server', '-f', path.join(REPO, 'crds'));
@@ -101,7 +99,12 @@ describe('kubectl against cluster mode', () => {
   });
 
   test('a kubectl-created object is not shown until it has its first status, and never as an error', async () => {
-    const manifest = ['apiVersion: cloudplane.dev/v1alpha1', 'kind: Bucket', 'metadata: {name: fresh-one}', 'spec: {name: fresh-one, region: fra1, public: false}'].join('\n');
+    const manifest = [
+      'apiVersion: cloudplane.dev/v1alpha1',
+      'kind: Bucket',
+      'metadata: {name: fresh-one}',
+      'spec: {name: fresh-one, region: fra1, public: false}',
+    ].join('\n');
     const file = path.join(fs.mkdtempSync(path.join(os.tmpdir(), 'cp-kubectl-')), 'bucket.yaml');
     fs.writeFileSync(file, manifest);
     await kubectl('create', '-n', namespace, '-f', file);
@@ -176,7 +179,17 @@ describe('kubectl against cluster mode', () => {
     const id = await idAssigned('cplb', 'web-frontend');
     await waitForStatus(t, `/api/v1/load-balancers/${id}`, 'running', 30_000);
     const before = await getJson('cplb', 'web-frontend');
-    await kubectl('patch', 'cplb', 'web-frontend', '-n', namespace, '--type', 'merge', '-p', JSON.stringify({ spec: { port: 8080, algorithm: 'least_connections' } }));
+    await kubectl(
+      'patch',
+      'cplb',
+      'web-frontend',
+      '-n',
+      namespace,
+      '--type',
+      'merge',
+      '-p',
+      JSON.stringify({ spec: { port: 8080, algorithm: 'least_connections' } }),
+    );
 
     const record = await eventually(async () => {
       const res = await t.api('GET', `/api/v1/load-balancers/${id}`);
@@ -197,14 +210,35 @@ describe('kubectl against cluster mode', () => {
     const id = await idAssigned('cpfs', 'shared-home');
     await waitForStatus(t, `/api/v1/file-storage/${id}`, 'available', 30_000);
 
-    const ignored = await kubectl('patch', 'cpfs', 'shared-home', '-n', namespace, '--type', 'merge', '-p', JSON.stringify({ status: { status: 'failed', status_reason: 'forged' } }));
+    const ignored = await kubectl(
+      'patch',
+      'cpfs',
+      'shared-home',
+      '-n',
+      namespace,
+      '--type',
+      'merge',
+      '-p',
+      JSON.stringify({ status: { status: 'failed', status_reason: 'forged' } }),
+    );
     expect(ignored).toContain('(no change)');
     const still = await t.api('GET', `/api/v1/file-storage/${id}`);
     expect(still.body.data.status).toBe('available');
     expect((await getJson('cpfs', 'shared-home')).status.status_reason).toBeNull();
 
     const note = 'maintenance window 02:00-03:00';
-    const written = await kubectl('patch', 'cpfs', 'shared-home', '-n', namespace, '--subresource=status', '--type', 'merge', '-p', JSON.stringify({ status: { status_reason: note } }));
+    const written = await kubectl(
+      'patch',
+      'cpfs',
+      'shared-home',
+      '-n',
+      namespace,
+      '--subresource=status',
+      '--type',
+      'merge',
+      '-p',
+      JSON.stringify({ status: { status_reason: note } }),
+    );
     expect(written).toContain('patched');
     expect((await getJson('cpfs', 'shared-home')).status.status_reason).toBe(note);
     await eventually(async () => (await t.api('GET', `/api/v1/file-storage/${id}`)).body.data.status_reason === note);
@@ -217,11 +251,15 @@ describe('kubectl against cluster mode', () => {
 
     // Seen through the API: deleting (provider teardown) then deleted, with the time of the request.
     const seen = new Set<string>();
-    const deleted = await eventually(async () => {
-      const res = await t.api('GET', `/api/v1/vpn-gateways/${id}`);
-      seen.add(res.body.data?.status);
-      return res.body.data?.status === 'deleted' ? res.body.data : null;
-    }, 10_000, 10);
+    const deleted = await eventually(
+      async () => {
+        const res = await t.api('GET', `/api/v1/vpn-gateways/${id}`);
+        seen.add(res.body.data?.status);
+        return res.body.data?.status === 'deleted' ? res.body.data : null;
+      },
+      10_000,
+      10,
+    );
     expect(deleted.deleted_at).toEqual(expect.any(String));
     expect([...seen].every((s) => ['active', 'deleting', 'deleted'].includes(s))).toBe(true);
 
@@ -231,10 +269,17 @@ describe('kubectl against cluster mode', () => {
     expect(held.metadata.finalizers).toEqual(['cloudplane.dev/finalizer']);
 
     // Then it is destroyed, the finalizer removed, and the object and its key are gone.
-    await eventually(async () => {
-      const err = await kubectl('get', 'cpvpn', 'office-link', '-n', namespace).then(() => null, (e: Error) => e);
-      return err && /NotFound/.test(err.message);
-    }, RETENTION_SECONDS * 1000 + 15_000, 100);
+    await eventually(
+      async () => {
+        const err = await kubectl('get', 'cpvpn', 'office-link', '-n', namespace).then(
+          () => null,
+          (e: Error) => e,
+        );
+        return err && /NotFound/.test(err.message);
+      },
+      RETENTION_SECONDS * 1000 + 15_000,
+      100,
+    );
     expect((await t.api('GET', `/api/v1/vpn-gateways/${id}`)).status).toBe(404);
     await expect(kubectl('get', 'secret', `vpn-psk-${id.replace('_', '-')}`, '-n', namespace)).rejects.toThrow(/NotFound/);
   });
@@ -298,10 +343,14 @@ describe('the operator across an API server restart', () => {
     expect((await t.api('GET', `/api/v1/servers/${id}`)).body.meta.persistence).toBe('synced');
 
     await killApiServer();
-    const stale = await eventually(async () => {
-      const res = await t.api('GET', `/api/v1/servers/${id}`);
-      return res.status === 200 && res.body.meta.persistence === 'stale' ? res : null;
-    }, 20_000, 100);
+    const stale = await eventually(
+      async () => {
+        const res = await t.api('GET', `/api/v1/servers/${id}`);
+        return res.status === 200 && res.body.meta.persistence === 'stale' ? res : null;
+      },
+      20_000,
+      100,
+    );
     expect(stale.body.data.name).toBe('survivor');
     const refused = await t.api('POST', '/api/v1/object-storage', { name: 'while-down', region: 'fra1' });
     expect(refused.status).toBe(503);
@@ -310,17 +359,25 @@ describe('the operator across an API server restart', () => {
     await cluster.startApiServer();
     // kubectl writes at once, before the operator has necessarily noticed the server is back.
     await kubectl('patch', 'cpsvr', id.replace('_', '-'), '-n', namespace, '--type', 'merge', '-p', JSON.stringify({ spec: { name: 'renamed-by-kubectl' } }));
-    const renamed = await eventually(async () => {
-      const res = await t.api('GET', `/api/v1/servers/${id}`);
-      return res.body.data?.name === 'renamed-by-kubectl' && res.body.meta.persistence === 'synced' ? res : null;
-    }, 30_000, 100);
+    const renamed = await eventually(
+      async () => {
+        const res = await t.api('GET', `/api/v1/servers/${id}`);
+        return res.body.data?.name === 'renamed-by-kubectl' && res.body.meta.persistence === 'synced' ? res : null;
+      },
+      30_000,
+      100,
+    );
     expect(renamed.status).toBe(200);
 
     // Writes work again.
-    const bucket = await eventually(async () => {
-      const res = await t.api('POST', '/api/v1/object-storage', { name: 'after-restart', region: 'fra1' });
-      return res.status === 201 ? res : null;
-    }, 15_000, 200);
+    const bucket = await eventually(
+      async () => {
+        const res = await t.api('POST', '/api/v1/object-storage', { name: 'after-restart', region: 'fra1' });
+        return res.status === 201 ? res : null;
+      },
+      15_000,
+      200,
+    );
     await waitForStatus(t, `/api/v1/object-storage/${bucket.body.data.id}`, 'available');
   });
 });

@@ -82,7 +82,11 @@ function runChild(failure: string): Run {
   return {
     exitCode: new Promise((resolve) => child.once('exit', (code) => resolve(code))),
     port,
-    logs: () => stdout.split('\n').filter((line) => line.startsWith('{')).map((line) => JSON.parse(line)),
+    logs: () =>
+      stdout
+        .split('\n')
+        .filter((line) => line.startsWith('{'))
+        .map((line) => JSON.parse(line)),
     kill: () => child.kill('SIGKILL'),
   };
 }

@@ -114,10 +114,14 @@ async function createServerAndWaitRunning(via: ChildService, name: string): Prom
   const created = await via.api('POST', '/api/v1/servers', { name, region: 'fra1' });
   expect(created.status).toBe(201);
   const id = created.body.data.id as string;
-  await eventually(async () => {
-    const res = await via.api('GET', `/api/v1/servers/${id}`);
-    return res.status === 200 && res.body.data.status === 'running';
-  }, 15_000, 100);
+  await eventually(
+    async () => {
+      const res = await via.api('GET', `/api/v1/servers/${id}`);
+      return res.status === 200 && res.body.data.status === 'running';
+    },
+    15_000,
+    100,
+  );
 }
 
 beforeAll(async () => {
@@ -153,10 +157,14 @@ it('one replica leads; a killed leader is replaced within the lease, a stopped o
   expect(await leaderGauge(standby)).toBe(0);
 
   // The leader renews: renewTime moves on while the holder stays.
-  const renewed = await eventually(async () => {
-    const lease = await readLease();
-    return String(lease.spec?.renewTime) !== String(first.spec?.renewTime) && lease;
-  }, LEASE_SECONDS * 1000 * 2, 200);
+  const renewed = await eventually(
+    async () => {
+      const lease = await readLease();
+      return String(lease.spec?.renewTime) !== String(first.spec?.renewTime) && lease;
+    },
+    LEASE_SECONDS * 1000 * 2,
+    200,
+  );
   expect(renewed.spec?.holderIdentity).toBe(leaderName);
 
   // Written through the replica that does not lead, reconciled by the one that does.
@@ -167,10 +175,14 @@ it('one replica leads; a killed leader is replaced within the lease, a stopped o
   // SIGKILL: no release, so the standby waits out the Lease and then takes it.
   const killedAt = Date.now();
   await leader.kill();
-  const takenOver = await eventually(async () => {
-    const lease = await readLease();
-    return lease.spec?.holderIdentity === standbyName && lease;
-  }, LEASE_SECONDS * 1000 * 4, 100);
+  const takenOver = await eventually(
+    async () => {
+      const lease = await readLease();
+      return lease.spec?.holderIdentity === standbyName && lease;
+    },
+    LEASE_SECONDS * 1000 * 4,
+    100,
+  );
   const takeoverMs = Date.now() - killedAt;
   console.log(`standby took the Lease ${takeoverMs} ms after the leader was killed (lease ${LEASE_SECONDS} s)`);
   expect(takenOver.spec?.leaseTransitions).toBe((first.spec?.leaseTransitions ?? 0) + 1);
@@ -204,17 +216,21 @@ it('one replica leads; a killed leader is replaced within the lease, a stopped o
   const cutAt = Date.now();
   proxy.cut();
   let steppedDownAt = 0;
-  const takenAt = await eventually(async () => {
-    if (!steppedDownAt && (await leaderGauge(next)) === 0) steppedDownAt = Date.now();
-    return (await readLease()).spec?.holderIdentity === 'replica-d' && Date.now();
-  }, LEASE_SECONDS * 1000 * 4, 50);
+  const takenAt = await eventually(
+    async () => {
+      if (!steppedDownAt && (await leaderGauge(next)) === 0) steppedDownAt = Date.now();
+      return (await readLease()).spec?.holderIdentity === 'replica-d' && Date.now();
+    },
+    LEASE_SECONDS * 1000 * 4,
+    50,
+  );
   console.log(`cut off: replica-c stepped down after ${steppedDownAt - cutAt} ms, replica-d took the Lease after ${takenAt - cutAt} ms`);
   expect(steppedDownAt).toBeGreaterThan(0);
   expect(steppedDownAt).toBeLessThanOrEqual(takenAt);
   await leadsPerGauge(standbyD);
 });
 
-it('took, renewed and handed over the Lease with the chart\'s rights alone: every call listed, none refused', () => {
+it("took, renewed and handed over the Lease with the chart's rights alone: every call listed, none refused", () => {
   const lease = expectOnlyListedCalls(server).filter((c) => c.group === 'coordination.k8s.io');
   expect(new Set(lease.map((c) => c.verb))).toEqual(new Set(['get', 'create', 'update']));
   expect(new Set(lease.map((c) => c.namespace))).toEqual(new Set([NAMESPACE]));

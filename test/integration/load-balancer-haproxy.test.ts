@@ -83,7 +83,12 @@ async function customResource(id: string, desired: LoadBalancerDesired): Promise
     version: VERSION,
     namespace,
     plural: 'loadbalancers',
-    body: { apiVersion: API_VERSION, kind: 'LoadBalancer', metadata: { name: objectName(id), labels: { [`${GROUP}/id`]: id } }, spec: { ...spec, backends: [] } },
+    body: {
+      apiVersion: API_VERSION,
+      kind: 'LoadBalancer',
+      metadata: { name: objectName(id), labels: { [`${GROUP}/id`]: id } },
+      spec: { ...spec, backends: [] },
+    },
   })) as { metadata: { name: string; uid: string } };
   return { apiVersion: API_VERSION, kind: 'LoadBalancer', name: made.metadata.name, uid: made.metadata.uid };
 }
@@ -113,11 +118,19 @@ async function reconcileOnce(resource: Managed<LoadBalancerDesired>): Promise<Lo
 }
 
 /** Passes until the observation satisfies `done`. */
-async function reconcileUntil(resource: Managed<LoadBalancerDesired>, done: (o: LoadBalancerObservation) => boolean, timeoutMs = 45_000): Promise<LoadBalancerObservation> {
-  return eventually(async () => {
-    const observed = await reconcileOnce(resource);
-    return done(observed) ? observed : null;
-  }, timeoutMs, 100);
+async function reconcileUntil(
+  resource: Managed<LoadBalancerDesired>,
+  done: (o: LoadBalancerObservation) => boolean,
+  timeoutMs = 45_000,
+): Promise<LoadBalancerObservation> {
+  return eventually(
+    async () => {
+      const observed = await reconcileOnce(resource);
+      return done(observed) ? observed : null;
+    },
+    timeoutMs,
+    100,
+  );
 }
 
 const readyAndCurrent = (o: LoadBalancerObservation) => o.exists && o.ready && o.upToDate;
@@ -133,17 +146,21 @@ async function objectsOf(resource: Managed<LoadBalancerDesired>) {
 }
 
 const configOf = async (resource: Managed<LoadBalancerDesired>) => (await objectsOf(resource)).configMap?.data?.[CONFIG_KEY] ?? '';
-const serverLines = (config: string) => config.split('\n').map((l) => l.trim()).filter((l) => l.startsWith('server '));
+const serverLines = (config: string) =>
+  config
+    .split('\n')
+    .map((l) => l.trim())
+    .filter((l) => l.startsWith('server '));
 
 /** The rollout is over: every Pod runs the template of the Deployment's current generation. */
 function rolledOut(deployment: V1Deployment | null, replicas: number): boolean {
   const s = deployment?.status;
   return Boolean(
     deployment &&
-      s?.observedGeneration === deployment.metadata?.generation &&
-      s?.updatedReplicas === replicas &&
-      s?.replicas === replicas &&
-      s?.availableReplicas === replicas,
+    s?.observedGeneration === deployment.metadata?.generation &&
+    s?.updatedReplicas === replicas &&
+    s?.replicas === replicas &&
+    s?.availableReplicas === replicas,
   );
 }
 
@@ -169,7 +186,11 @@ describe('HAProxy load balancer driver (workload cluster)', () => {
     );
     expect(deployment!.spec!.template.metadata!.annotations![CONFIG_HASH_ANNOTATION]).toMatch(/^[0-9a-f]{16}$/);
     expect(deployment!.spec!.strategy).toEqual({ type: 'RollingUpdate', rollingUpdate: { maxSurge: 1, maxUnavailable: 0 } });
-    expect(service!.spec).toMatchObject({ type: 'LoadBalancer', externalTrafficPolicy: 'Local', ports: [expect.objectContaining({ port: 80, targetPort: 'frontend' })] });
+    expect(service!.spec).toMatchObject({
+      type: 'LoadBalancer',
+      externalTrafficPolicy: 'Local',
+      ports: [expect.objectContaining({ port: 80, targetPort: 'frontend' })],
+    });
 
     // The address the add-on (playing MetalLB) gave the Service.
     const assigned = addon.assigned().get(`${namespace}/${objectName(resource.id)}`);
@@ -191,7 +212,10 @@ describe('HAProxy load balancer driver (workload cluster)', () => {
     // One backend attached, one detached and draining.
     const [kept, detached] = resource.desired.backends;
     const attached = backend('10.244.2.20', 9090);
-    resource.desired = { ...resource.desired, backends: [kept, { ...detached, draining: true, drain_until: new Date(Date.now() + 60_000).toISOString() }, attached] };
+    resource.desired = {
+      ...resource.desired,
+      backends: [kept, { ...detached, draining: true, drain_until: new Date(Date.now() + 60_000).toISOString() }, attached],
+    };
     resource.generation += 1;
     const stale = await driver.observe(resource);
     expect(stale).toMatchObject({ exists: true, upToDate: false });
@@ -199,11 +223,15 @@ describe('HAProxy load balancer driver (workload cluster)', () => {
     // Every pass of the rollout keeps both old Pods' worth available (maxUnavailable 0).
     const availableSeen: number[] = [];
     await reconcileUntil(resource, (o) => o.exists && o.upToDate);
-    await eventually(async () => {
-      const { deployment } = await objectsOf(resource);
-      availableSeen.push(deployment?.status?.availableReplicas ?? 0);
-      return rolledOut(deployment, 2) && deployment!.spec!.template.metadata!.annotations![CONFIG_HASH_ANNOTATION] !== oldHash;
-    }, 60_000, 50);
+    await eventually(
+      async () => {
+        const { deployment } = await objectsOf(resource);
+        availableSeen.push(deployment?.status?.availableReplicas ?? 0);
+        return rolledOut(deployment, 2) && deployment!.spec!.template.metadata!.annotations![CONFIG_HASH_ANNOTATION] !== oldHash;
+      },
+      60_000,
+      50,
+    );
     expect(Math.min(...availableSeen)).toBeGreaterThanOrEqual(2);
 
     expect(serverLines(await configOf(resource))).toEqual(
@@ -234,9 +262,7 @@ describe('HAProxy load balancer driver (workload cluster)', () => {
     await reconcileUntil(resource, readyAndCurrent);
     expect((await objectsOf(resource)).deployment?.metadata?.ownerReferences?.[0]?.uid).toBe(resource.owner!.uid);
 
-    await core.patchNamespacedConfigMap(
-      { name, namespace, body: [{ op: 'replace', path: `/data/${CONFIG_KEY}`, value: 'global\n' }] },
-    );
+    await core.patchNamespacedConfigMap({ name, namespace, body: [{ op: 'replace', path: `/data/${CONFIG_KEY}`, value: 'global\n' }] });
     expect(await configOf(resource)).toBe('global\n');
     expect(await driver.observe(resource)).toMatchObject({ exists: true, upToDate: false });
     await reconcileUntil(resource, readyAndCurrent);
@@ -247,7 +273,12 @@ describe('HAProxy load balancer driver (workload cluster)', () => {
     const resource = await managed(spec({ protocol: 'https', port: 443, ssl_certificate_id: 'web-tls', sticky_sessions: true }));
     // No Secret yet: nothing of the Deployment is made, and observe says why.
     const waiting = await reconcileUntil(resource, (o) => o.exists && o.rejected !== null && o.rejected !== undefined);
-    expect(waiting).toMatchObject({ exists: true, ready: false, upToDate: false, rejected: `the certificate Secret 'web-tls' does not exist in namespace ${namespace}` });
+    expect(waiting).toMatchObject({
+      exists: true,
+      ready: false,
+      upToDate: false,
+      rejected: `the certificate Secret 'web-tls' does not exist in namespace ${namespace}`,
+    });
     expect((await objectsOf(resource)).deployment).toBeNull();
 
     const dir = fs.mkdtempSync(path.join(os.tmpdir(), 'cloudplane-lb-tls-'));
@@ -256,7 +287,11 @@ describe('HAProxy load balancer driver (workload cluster)', () => {
       const key = fs.readFileSync(`${certificateFile}.key`);
       const secret = await core.createNamespacedSecret({
         namespace,
-        body: { metadata: { name: 'web-tls' }, type: 'kubernetes.io/tls', data: { 'tls.crt': Buffer.from(certificatePem).toString('base64'), 'tls.key': key.toString('base64') } },
+        body: {
+          metadata: { name: 'web-tls' },
+          type: 'kubernetes.io/tls',
+          data: { 'tls.crt': Buffer.from(certificatePem).toString('base64'), 'tls.key': key.toString('base64') },
+        },
       });
       const observed = await reconcileUntil(resource, readyAndCurrent);
       expect(observed).toMatchObject({ rejected: null });
@@ -267,7 +302,13 @@ describe('HAProxy load balancer driver (workload cluster)', () => {
         expect.arrayContaining([
           expect.objectContaining({
             name: 'tls',
-            secret: expect.objectContaining({ secretName: 'web-tls', items: [{ key: 'tls.crt', path: 'tls.pem' }, { key: 'tls.key', path: 'tls.pem.key' }] }),
+            secret: expect.objectContaining({
+              secretName: 'web-tls',
+              items: [
+                { key: 'tls.crt', path: 'tls.pem' },
+                { key: 'tls.key', path: 'tls.pem.key' },
+              ],
+            }),
           }),
         ]),
       );
@@ -301,10 +342,14 @@ describe('HAProxy load balancer driver (workload cluster)', () => {
     const fresh = await managed(spec());
     const failing = unpullable(3);
     fresh.external = (await failing.create(fresh)).external;
-    const failed = await eventually(async () => {
-      const o = await failing.observe(fresh);
-      return o.exists && o.failure ? o : null;
-    }, 60_000, 200);
+    const failed = await eventually(
+      async () => {
+        const o = await failing.observe(fresh);
+        return o.exists && o.failure ? o : null;
+      },
+      60_000,
+      200,
+    );
     expect(failed).toMatchObject({ ready: false, failure: expect.stringMatching(/^the HAProxy Deployment did not roll out: ProgressDeadlineExceeded/) });
 
     // Running: the update's new Pods cannot start, the old ones keep serving (maxUnavailable 0), and observe says why.
@@ -313,11 +358,19 @@ describe('HAProxy load balancer driver (workload cluster)', () => {
     await eventually(async () => rolledOut((await objectsOf(running)).deployment, 2), 60_000, 100);
     const stuck = unpullable(3);
     await stuck.update(running);
-    const rejected = await eventually(async () => {
-      const o = await stuck.observe(running);
-      return o.exists && o.rejected ? o : null;
-    }, 60_000, 200);
-    expect(rejected).toMatchObject({ ready: true, failure: null, rejected: expect.stringMatching(/^the HAProxy Deployment did not roll out: ProgressDeadlineExceeded/) });
+    const rejected = await eventually(
+      async () => {
+        const o = await stuck.observe(running);
+        return o.exists && o.rejected ? o : null;
+      },
+      60_000,
+      200,
+    );
+    expect(rejected).toMatchObject({
+      ready: true,
+      failure: null,
+      rejected: expect.stringMatching(/^the HAProxy Deployment did not roll out: ProgressDeadlineExceeded/),
+    });
     expect((await objectsOf(running)).deployment!.status!.availableReplicas).toBe(2);
   });
 
@@ -328,33 +381,61 @@ describe('HAProxy load balancer driver (workload cluster)', () => {
     const created = await driver.create(resource);
     expect(created.external).toEqual({ namespace, name });
     const observed = await driver.observe(resource);
-    expect(observed).toMatchObject({ exists: true, ready: false, failure: `a ConfigMap ${namespace}/${name} that Cloudplane did not make for this load balancer is in the way` });
+    expect(observed).toMatchObject({
+      exists: true,
+      ready: false,
+      failure: `a ConfigMap ${namespace}/${name} that Cloudplane did not make for this load balancer is in the way`,
+    });
     await driver.delete(resource);
     const { configMap, deployment, service } = await objectsOf(resource);
-    expect({ data: configMap?.data, labels: configMap?.metadata?.labels, deployment, service }).toEqual({ data: { 'haproxy.cfg': 'mine' }, labels: undefined, deployment: null, service: null });
+    expect({ data: configMap?.data, labels: configMap?.metadata?.labels, deployment, service }).toEqual({
+      data: { 'haproxy.cfg': 'mine' },
+      labels: undefined,
+      deployment: null,
+      service: null,
+    });
     await core.deleteNamespacedConfigMap({ name, namespace });
   });
 
   it('delete removes all three objects, and observe then reports absent', async () => {
     const resource = await managed(spec());
     await reconcileUntil(resource, readyAndCurrent);
-    await eventually(async () => {
-      await driver.delete(resource);
-      return !(await driver.observe(resource)).exists;
-    }, 30_000, 100);
+    await eventually(
+      async () => {
+        await driver.delete(resource);
+        return !(await driver.observe(resource)).exists;
+      },
+      30_000,
+      100,
+    );
     expect(await objectsOf(resource)).toEqual({ configMap: null, deployment: null, service: null });
     // The Pods follow their ReplicaSets (the garbage collector).
-    await eventually(async () => (await core.listNamespacedPod({ namespace, labelSelector: `cloudplane.dev/id=${resource.id}` })).items.length === 0, 60_000, 200);
+    await eventually(
+      async () => (await core.listNamespacedPod({ namespace, labelSelector: `cloudplane.dev/id=${resource.id}` })).items.length === 0,
+      60_000,
+      200,
+    );
   });
 
   it('owner references cascade: deleting the custom resource removes what the driver made', async () => {
     const resource = await managed(spec());
     await reconcileUntil(resource, readyAndCurrent);
-    await custom.deleteNamespacedCustomObject({ group: GROUP, version: VERSION, namespace, plural: 'loadbalancers', name: resource.owner!.name, propagationPolicy: 'Background' });
-    await eventually(async () => {
-      const objects = await objectsOf(resource);
-      return objects.configMap === null && objects.deployment === null && objects.service === null;
-    }, 60_000, 200);
+    await custom.deleteNamespacedCustomObject({
+      group: GROUP,
+      version: VERSION,
+      namespace,
+      plural: 'loadbalancers',
+      name: resource.owner!.name,
+      propagationPolicy: 'Background',
+    });
+    await eventually(
+      async () => {
+        const objects = await objectsOf(resource);
+        return objects.configMap === null && objects.deployment === null && objects.service === null;
+      },
+      60_000,
+      200,
+    );
     expect(await driver.observe(resource)).toEqual({ exists: false });
   });
 

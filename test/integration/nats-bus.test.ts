@@ -8,7 +8,14 @@ import { eventually } from '../helpers/service';
 const logger = pino({ level: 'silent' });
 
 function busFor(server: NatsServer): NatsEventBus {
-  return new NatsEventBus({ servers: [server.url], stream: 'TEST_EVENTS', subjectPrefix: 'cloudplane.events', duplicateWindowMs: 60_000, maxAgeMs: 3_600_000, logger });
+  return new NatsEventBus({
+    servers: [server.url],
+    stream: 'TEST_EVENTS',
+    subjectPrefix: 'cloudplane.events',
+    duplicateWindowMs: 60_000,
+    maxAgeMs: 3_600_000,
+    logger,
+  });
 }
 
 function event(team: string, type: string, n = 0): CloudEvent {
@@ -66,16 +73,20 @@ describe('NATS JetStream event bus', () => {
     }
     await server.kill();
     await server.restart();
-    await eventually(async () => {
-      try {
-        const e = event(team, 'server.destroyed');
-        await bus.publish(e);
-        published.push(e.id);
-        return true;
-      } catch {
-        return false;
-      }
-    }, 20_000, 200);
+    await eventually(
+      async () => {
+        try {
+          const e = event(team, 'server.destroyed');
+          await bus.publish(e);
+          published.push(e.id);
+          return true;
+        } catch {
+          return false;
+        }
+      },
+      20_000,
+      200,
+    );
     bus.subscribe('audit-test', async (e) => {
       if (e.team_id === team) seen.push(e.id);
     });
@@ -190,7 +201,15 @@ describe('NATS JetStream event bus: follow', () => {
       await server.kill();
       await server.restart();
       const after = event('team_ffffffffffffffff', 'bucket.deleted');
-      await eventually(async () => bus.publish(after).then(() => true, () => false), 20_000, 200);
+      await eventually(
+        async () =>
+          bus.publish(after).then(
+            () => true,
+            () => false,
+          ),
+        20_000,
+        200,
+      );
       await eventually(async () => seen.includes(after.id), 20_000);
       stop();
       // The stream's time index is of publish time, so `old` (published just now) is replayed too.

@@ -73,7 +73,10 @@ describe('sign-in through an OpenID Connect provider', () => {
   });
 
   const signedIn = (session: string, jar?: CookieJar) => (method: string, path: string, body?: unknown, csrf?: string) =>
-    request(t.url, method, path, body, { key: null, headers: { cookie: jar ? jar.header(t.url) : `cloudplane_session=${session}`, ...(csrf ? { 'x-csrf-token': csrf } : {}) } });
+    request(t.url, method, path, body, {
+      key: null,
+      headers: { cookie: jar ? jar.header(t.url) : `cloudplane_session=${session}`, ...(csrf ? { 'x-csrf-token': csrf } : {}) },
+    });
 
   it('while the provider is down, answers sign-in with 503 provider_unavailable and keeps serving API keys', async () => {
     const config = await request(t.url, 'GET', '/auth/config');
@@ -86,7 +89,7 @@ describe('sign-in through an OpenID Connect provider', () => {
     expect({ status: exchange.status, code: exchange.body.error?.code }).toEqual({ status: 404, code: 'route_not_found' });
   });
 
-  it('signs a person in through the provider\'s own pages once it is up, and the cookie works across /api/v1', async () => {
+  it("signs a person in through the provider's own pages once it is up, and the cookie works across /api/v1", async () => {
     provider = await startOidcProvider({
       port: providerPort,
       ...CLIENT,
@@ -98,10 +101,14 @@ describe('sign-in through an OpenID Connect provider', () => {
       ],
     });
     // Discovery is tried again on the next sign-in.
-    const login = await eventually(async () => {
-      const res = await fetch(`${t.url}/auth/login`, { redirect: 'manual' });
-      return res.status === 302 ? res : null;
-    }, 30_000, 500);
+    const login = await eventually(
+      async () => {
+        const res = await fetch(`${t.url}/auth/login`, { redirect: 'manual' });
+        return res.status === 302 ? res : null;
+      },
+      30_000,
+      500,
+    );
     // The authorization code flow with PKCE S256, state and nonce, back to <public URL>/auth/callback.
     const authorize = new URL(login.headers.get('location')!);
     expect(authorize.origin).toBe(provider.issuer);
@@ -149,7 +156,12 @@ describe('sign-in through an OpenID Connect provider', () => {
     const { session } = await signInThroughProvider(t.url, ALICE);
     const as = signedIn(session!);
     const view = (await as('GET', '/api/v1/session')).body.data;
-    expect(view.teams.map((team: { id: string; role: string }) => [team.id, team.role]).sort()).toEqual([[t.teamId, 'member'], [secondTeam, 'owner']].sort());
+    expect(view.teams.map((team: { id: string; role: string }) => [team.id, team.role]).sort()).toEqual(
+      [
+        [t.teamId, 'member'],
+        [secondTeam, 'owner'],
+      ].sort(),
+    );
 
     const refused = await as('PUT', '/api/v1/session', { team_id: secondTeam });
     expect(refused.status).toBe(403);
@@ -215,7 +227,11 @@ describe('sign-in through an OpenID Connect provider', () => {
     const log = t.log();
     expect(log).toContain('/auth/callback?');
     expect(log).toContain('code=%5Bredacted%5D');
-    for (const [label, value] of [['authorization code', codes[0]], ['session cookie', cookies[0]], ['client secret', CLIENT.clientSecret]]) {
+    for (const [label, value] of [
+      ['authorization code', codes[0]],
+      ['session cookie', cookies[0]],
+      ['client secret', CLIENT.clientSecret],
+    ]) {
       expect({ label, found: log.includes(value) }).toEqual({ label, found: false });
     }
   });

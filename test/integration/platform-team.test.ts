@@ -80,10 +80,14 @@ spec:
 `;
   await kubectl(['apply', '-n', namespace, '-f', '-'], manifest(443));
   const idOf = (plural: string, name: string) =>
-    eventually(async () => {
-      const object = JSON.parse(await kubectl(['get', `${plural}.cloudplane.dev`, name, '-n', namespace, '-o', 'json']));
-      return object.status?.status ? (object.metadata.labels['cloudplane.dev/id'] as string) : null;
-    }, SETTLE_MS, 200);
+    eventually(
+      async () => {
+        const object = JSON.parse(await kubectl(['get', `${plural}.cloudplane.dev`, name, '-n', namespace, '-o', 'json']));
+        return object.status?.status ? (object.metadata.labels['cloudplane.dev/id'] as string) : null;
+      },
+      SETTLE_MS,
+      200,
+    );
   const serverId = await idOf('servers', 'checkout-app');
   const lbId = await idOf('loadbalancers', 'checkout');
   const lb = await waitForStatus({ api: asOwner }, `/api/v1/load-balancers/${lbId}`, 'running', SETTLE_MS);
@@ -91,10 +95,14 @@ spec:
   const endpoint = await eventually(() => secretDataOf(core, namespace, 'checkout-endpoint'), SETTLE_MS, 200);
   expect(endpoint).toMatchObject({ address: lb.ipv4, port: '443' });
   // The viewer reads what the reconciler resolved, once its pass has written it.
-  const resolved = await eventually(async () => {
-    const record = (await request(operator.url, 'GET', `/api/v1/load-balancers/${lbId}`, undefined, { key: viewerKey })).body.data;
-    return record.backends[0]?.server_id ? record : null;
-  }, SETTLE_MS, 200);
+  const resolved = await eventually(
+    async () => {
+      const record = (await request(operator.url, 'GET', `/api/v1/load-balancers/${lbId}`, undefined, { key: viewerKey })).body.data;
+      return record.backends[0]?.server_id ? record : null;
+    },
+    SETTLE_MS,
+    200,
+  );
   expect(resolved.backends[0]).toMatchObject({ server_id: serverId, server_ref: { name: 'checkout-app' } });
 
   // Paused: a change from Git waits, the load balancer's Service and the Secret untouched, until resumed.

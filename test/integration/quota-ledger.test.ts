@@ -115,9 +115,25 @@ test('with NATS gone the records fail at once (no caller waits for a timeout), a
   await create('lb_one');
   await nats.kill();
   // From the client's disconnect on, a call is refused without going out.
-  await eventually(async () => (await records.read(LEDGER).then(() => '', (err: Error) => err.message)) === 'NATS is not connected', 10_000, 50);
+  await eventually(
+    async () =>
+      (await records.read(LEDGER).then(
+        () => '',
+        (err: Error) => err.message,
+      )) === 'NATS is not connected',
+    10_000,
+    50,
+  );
   await expect(claimInLedger(store, records, rule, TEAM, LIMIT, ['lb_two'])).rejects.toThrow('NATS is not connected');
   await nats.restart();
-  await eventually(async () => (await records.read(LEDGER).then(() => true, () => false)), 30_000, 200);
+  await eventually(
+    async () =>
+      await records.read(LEDGER).then(
+        () => true,
+        () => false,
+      ),
+    30_000,
+    200,
+  );
   expect(await create('lb_two')).toBe('created');
 });

@@ -27,17 +27,20 @@ jest.setTimeout(180_000);
 const MADE_BEFORE_UPGRADE = 'team-0upgraded0before0rbac';
 const SOMEONE_ELSES = 'made-by-someone-else';
 
-const chart = parseAllDocuments(render()).map((d) => d.toJS()).filter(Boolean);
+const chart = parseAllDocuments(render())
+  .map((d) => d.toJS())
+  .filter(Boolean);
 const account = chart.find((o) => o.kind === 'ServiceAccount').metadata.name as string;
 const teamRole = chart.find((o) => o.kind === 'ClusterRole' && o.metadata.name.endsWith('-team-namespace')).metadata.name as string;
 const OPERATOR = `system:serviceaccount:${NAMESPACE}:${account}`;
 
-describe('the operator\'s rights reach only the namespaces it made for teams', () => {
+describe("the operator's rights reach only the namespaces it made for teams", () => {
   let cluster: KubeApiServer;
   let t: TestService;
   let teamNamespace: string;
 
-  const kubectl = (...args: string[]) => execFileSync(kubectlBinary(), ['--kubeconfig', cluster.kubeconfigPath, ...args], { encoding: 'utf8', stdio: ['ignore', 'pipe', 'pipe'] }).trim();
+  const kubectl = (...args: string[]) =>
+    execFileSync(kubectlBinary(), ['--kubeconfig', cluster.kubeconfigPath, ...args], { encoding: 'utf8', stdio: ['ignore', 'pipe', 'pipe'] }).trim();
   /** `kubectl auth can-i` as the operator's ServiceAccount. */
   const can = (...args: string[]) => {
     try {
@@ -78,20 +81,21 @@ describe('the operator\'s rights reach only the namespaces it made for teams', (
     ['create', 'jobs.batch'],
   ];
 
-  it('made the team\'s namespace and bound itself there, to the team-namespace ClusterRole', async () => {
+  it("made the team's namespace and bound itself there, to the team-namespace ClusterRole", async () => {
     const binding = await kubeConfigOf(cluster).makeApiClient(RbacAuthorizationV1Api).readNamespacedRoleBinding({ name: teamRole, namespace: teamNamespace });
     expect(binding.roleRef).toEqual({ apiGroup: 'rbac.authorization.k8s.io', kind: 'ClusterRole', name: teamRole });
     expect(binding.subjects).toEqual([{ kind: 'ServiceAccount', name: account, namespace: NAMESPACE }]);
   });
 
-  it('may get and create Secrets, Pods, Deployments and Jobs in the team\'s namespace', () => {
+  it("may get and create Secrets, Pods, Deployments and Jobs in the team's namespace", () => {
     for (const [verb, resource] of WORK) expect([verb, resource, can(verb, resource, '-n', teamNamespace)]).toEqual([verb, resource, 'yes']);
   });
 
   it('may do none of it in a namespace it did not make', () => {
     for (const namespace of ['default', 'kube-system', SOMEONE_ELSES]) {
       for (const [verb, resource] of WORK) expect([namespace, verb, resource, can(verb, resource, '-n', namespace)]).toEqual([namespace, verb, resource, 'no']);
-      for (const verb of ['list', 'watch', 'update', 'delete']) expect([namespace, verb, can(verb, 'secrets', '-n', namespace)]).toEqual([namespace, verb, 'no']);
+      for (const verb of ['list', 'watch', 'update', 'delete'])
+        expect([namespace, verb, can(verb, 'secrets', '-n', namespace)]).toEqual([namespace, verb, 'no']);
     }
   });
 
@@ -103,7 +107,8 @@ describe('the operator\'s rights reach only the namespaces it made for teams', (
 
   it('may bind no role but the team-namespace ClusterRole', () => {
     expect(can('bind', `clusterroles.rbac.authorization.k8s.io/${teamRole}`)).toBe('yes');
-    for (const role of ['cluster-admin', 'admin', 'edit', 'view']) expect([role, can('bind', `clusterroles.rbac.authorization.k8s.io/${role}`)]).toEqual([role, 'no']);
+    for (const role of ['cluster-admin', 'admin', 'edit', 'view'])
+      expect([role, can('bind', `clusterroles.rbac.authorization.k8s.io/${role}`)]).toEqual([role, 'no']);
   });
 
   it('bound itself, when it started, in a namespace it had made before binding itself (an upgrade)', () => {

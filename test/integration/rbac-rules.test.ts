@@ -30,7 +30,8 @@ interface Rule {
 /** `group|resource|verb` of every grant of the rules. */
 function grantsOf(rules: Rule[]): Set<string> {
   const out = new Set<string>();
-  for (const rule of rules) for (const group of rule.apiGroups) for (const resource of rule.resources) for (const verb of rule.verbs) out.add(`${group}|${resource}|${verb}`);
+  for (const rule of rules)
+    for (const group of rule.apiGroups) for (const resource of rule.resources) for (const verb of rule.verbs) out.add(`${group}|${resource}|${verb}`);
   return out;
 }
 
@@ -46,14 +47,18 @@ function compare(granted: Set<string>, listed: Set<string>) {
 }
 
 function sourceFiles(dir: string): string[] {
-  return fs.readdirSync(dir, { withFileTypes: true }).flatMap((e) => (e.isDirectory() ? sourceFiles(path.join(dir, e.name)) : e.name.endsWith('.ts') ? [path.join(dir, e.name)] : []));
+  return fs
+    .readdirSync(dir, { withFileTypes: true })
+    .flatMap((e) => (e.isDirectory() ? sourceFiles(path.join(dir, e.name)) : e.name.endsWith('.ts') ? [path.join(dir, e.name)] : []));
 }
 
 const { helm, why } = findOrBuildHelm();
 if (!helm) throw new Error(`helm is needed to render the chart: ${why}`);
 
-describe('the chart\'s RBAC is the list of calls the code makes, no more and no less', () => {
-  const objects = parseAllDocuments(render()).map((d) => d.toJS()).filter(Boolean);
+describe("the chart's RBAC is the list of calls the code makes, no more and no less", () => {
+  const objects = parseAllDocuments(render())
+    .map((d) => d.toJS())
+    .filter(Boolean);
   const ofKind = (kind: string) => objects.filter((o) => o.kind === kind);
   const calls = kubernetesApiCalls(customResourcePlurals());
   const account = ofKind('ServiceAccount')[0];
@@ -62,7 +67,7 @@ describe('the chart\'s RBAC is the list of calls the code makes, no more and no 
   const clusterRole = ofKind('ClusterRole').find((r) => r !== teamRole);
   const role = ofKind('Role');
 
-  it('has the operator\'s ClusterRole bound cluster-wide, the team-namespace one bound in the release namespace only, and a Role', () => {
+  it("has the operator's ClusterRole bound cluster-wide, the team-namespace one bound in the release namespace only, and a Role", () => {
     expect(ofKind('ClusterRole')).toHaveLength(2);
     expect(teamRole).toBeDefined();
     expect(role).toHaveLength(1);
@@ -92,25 +97,36 @@ describe('the chart\'s RBAC is the list of calls the code makes, no more and no 
     for (const rule of [...clusterRole.rules, ...teamRole.rules, ...role[0].rules] as Rule[]) {
       for (const field of [rule.apiGroups, rule.resources, rule.verbs]) expect(field).not.toContain('*');
       expect(rule.nonResourceURLs).toBeUndefined();
-      if (rule.verbs.includes('bind')) expect(rule).toEqual({ apiGroups: ['rbac.authorization.k8s.io'], resources: ['clusterroles'], resourceNames: [teamRole.metadata.name], verbs: ['bind'] });
+      if (rule.verbs.includes('bind'))
+        expect(rule).toEqual({
+          apiGroups: ['rbac.authorization.k8s.io'],
+          resources: ['clusterroles'],
+          resourceNames: [teamRole.metadata.name],
+          verbs: ['bind'],
+        });
       else expect(rule.resourceNames).toBeUndefined();
     }
-    expect(calls.filter((c) => c.teamNamespaceRoleOnly).map((c) => `${c.group}|${c.resources.join(',')}|${c.verbs.join(',')}`)).toEqual(['rbac.authorization.k8s.io|clusterroles|bind']);
+    expect(calls.filter((c) => c.teamNamespaceRoleOnly).map((c) => `${c.group}|${c.resources.join(',')}|${c.verbs.join(',')}`)).toEqual([
+      'rbac.authorization.k8s.io|clusterroles|bind',
+    ]);
   });
 
-  it('grants in the operator\'s ClusterRole exactly the calls that are cluster-wide: its own kinds, namespaces, its RoleBindings', () => {
+  it("grants in the operator's ClusterRole exactly the calls that are cluster-wide: its own kinds, namespaces, its RoleBindings", () => {
     const listed = grantsListed(calls.filter((c) => c.scope === 'cluster'));
     expect(compare(grantsOf(clusterRole.rules), listed)).toEqual({ unused: [], missing: [] });
   });
 
-  it('grants cluster-wide nothing on anyone\'s Secrets, Pods, workloads or claims, and no write of its own kinds', () => {
+  it("grants cluster-wide nothing on anyone's Secrets, Pods, workloads or claims, and no write of its own kinds", () => {
     const granted = [...grantsOf(clusterRole.rules)];
-    for (const resource of ['secrets', 'pods', 'pods/log', 'configmaps', 'services', 'persistentvolumeclaims', 'events']) expect(granted.filter((g) => g.startsWith(`|${resource}|`))).toEqual([]);
+    for (const resource of ['secrets', 'pods', 'pods/log', 'configmaps', 'services', 'persistentvolumeclaims', 'events'])
+      expect(granted.filter((g) => g.startsWith(`|${resource}|`))).toEqual([]);
     expect(granted.filter((g) => /^(apps|batch|coordination\.k8s\.io)\|/.test(g))).toEqual([]);
-    expect(granted.filter((g) => g.startsWith('cloudplane.dev|')).map((g) => g.split('|')[2])).toEqual(expect.not.arrayContaining(['get', 'create', 'update', 'delete']));
+    expect(granted.filter((g) => g.startsWith('cloudplane.dev|')).map((g) => g.split('|')[2])).toEqual(
+      expect.not.arrayContaining(['get', 'create', 'update', 'delete']),
+    );
   });
 
-  it('grants in the team-namespace ClusterRole exactly the calls into a team\'s namespace', () => {
+  it("grants in the team-namespace ClusterRole exactly the calls into a team's namespace", () => {
     const listed = grantsListed(calls.filter((c) => c.scope === 'team-namespaces'));
     expect(compare(grantsOf(teamRole.rules), listed)).toEqual({ unused: [], missing: [] });
   });
@@ -157,7 +173,7 @@ describe('the chart\'s RBAC is the list of calls the code makes, no more and no 
   });
 });
 
-describe('on a real kube-apiserver, the chart\'s ServiceAccount', () => {
+describe("on a real kube-apiserver, the chart's ServiceAccount", () => {
   let server: KubeApiServer;
   let operatorKubeconfig: string;
 
@@ -172,7 +188,10 @@ describe('on a real kube-apiserver, the chart\'s ServiceAccount', () => {
   /** `kubectl auth can-i` as the operator: the API server's own answer (SelfSubjectAccessReview). */
   const can = (...args: string[]) => {
     try {
-      return execFileSync(kubectlBinary(), ['--kubeconfig', operatorKubeconfig, 'auth', 'can-i', ...args], { encoding: 'utf8', stdio: ['ignore', 'pipe', 'pipe'] }).trim();
+      return execFileSync(kubectlBinary(), ['--kubeconfig', operatorKubeconfig, 'auth', 'can-i', ...args], {
+        encoding: 'utf8',
+        stdio: ['ignore', 'pipe', 'pipe'],
+      }).trim();
     } catch (err) {
       // can-i exits 1 for "no".
       return String((err as { stdout?: string }).stdout ?? '').trim();
@@ -185,10 +204,11 @@ describe('on a real kube-apiserver, the chart\'s ServiceAccount', () => {
     for (const verb of ['delete', 'update', 'patch', 'get']) expect([verb, can(verb, 'namespaces/kube-system')]).toEqual([verb, 'no']);
   });
 
-  it('may take and renew its Lease in its own namespace only, never in kube-system or a team\'s', () => {
+  it("may take and renew its Lease in its own namespace only, never in kube-system or a team's", () => {
     for (const verb of ['get', 'create', 'update']) expect([verb, can(verb, 'leases.coordination.k8s.io', '-n', NAMESPACE)]).toEqual([verb, 'yes']);
     for (const namespace of ['kube-system', 'team-x7k2abcdefghijklmn']) {
-      for (const verb of ['get', 'create', 'update', 'delete']) expect([namespace, verb, can(verb, 'leases.coordination.k8s.io', '-n', namespace)]).toEqual([namespace, verb, 'no']);
+      for (const verb of ['get', 'create', 'update', 'delete'])
+        expect([namespace, verb, can(verb, 'leases.coordination.k8s.io', '-n', namespace)]).toEqual([namespace, verb, 'no']);
     }
     expect(can('delete', 'leases.coordination.k8s.io', '-n', NAMESPACE)).toBe('no');
   });
@@ -211,7 +231,8 @@ describe('on a real kube-apiserver, the chart\'s ServiceAccount', () => {
     expect(can('get', 'secrets', '-n', 'team-x7k2abcdefghijklmn')).toBe('no');
     expect(can('create', 'rolebindings.rbac.authorization.k8s.io', '-n', 'team-x7k2abcdefghijklmn')).toBe('yes');
     expect(can('bind', 'clusterroles.rbac.authorization.k8s.io/cp-cloudplane-team-namespace')).toBe('yes');
-    for (const other of ['cluster-admin', 'admin', 'edit', 'cp-cloudplane']) expect([other, can('bind', `clusterroles.rbac.authorization.k8s.io/${other}`)]).toEqual([other, 'no']);
+    for (const other of ['cluster-admin', 'admin', 'edit', 'cp-cloudplane'])
+      expect([other, can('bind', `clusterroles.rbac.authorization.k8s.io/${other}`)]).toEqual([other, 'no']);
     expect(can('escalate', 'clusterroles.rbac.authorization.k8s.io')).toBe('no');
   });
 });

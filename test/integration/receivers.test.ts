@@ -39,7 +39,12 @@ interface RunningReceiver {
 /** The commands that run each receiver, from the paths ensure-receivers.sh printed. */
 function receiverCommands(): Record<string, [string, string[]]> {
   const printed = execFileSync(path.join(REPO, 'scripts/ensure-receivers.sh'), { encoding: 'utf8', stdio: ['ignore', 'pipe', 'inherit'] });
-  const paths = Object.fromEntries(printed.trim().split('\n').map((line) => line.split(' ', 2)));
+  const paths = Object.fromEntries(
+    printed
+      .trim()
+      .split('\n')
+      .map((line) => line.split(' ', 2)),
+  );
   return {
     python: [paths.python, [path.join(REPO, 'test/receivers/python/receiver.py')]],
     go: [paths.go, []],

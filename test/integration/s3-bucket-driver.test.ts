@@ -51,7 +51,13 @@ describe('the s3 bucket driver against versitygw', () => {
   });
   beforeEach(() => {
     driver = new S3BucketDriver({
-      s3: { endpoint: s3.endpoint, region: s3.region, credentials: { accessKeyId: s3.accessKeyId, secretAccessKey: s3.secretAccessKey }, forcePathStyle: true, bucketPrefix: 'drv' },
+      s3: {
+        endpoint: s3.endpoint,
+        region: s3.region,
+        credentials: { accessKeyId: s3.accessKeyId, secretAccessKey: s3.secretAccessKey },
+        forcePathStyle: true,
+        bucketPrefix: 'drv',
+      },
       logger: pino({ level: 'silent' }),
     });
   });
@@ -108,7 +114,7 @@ describe('a bucket name another account of the endpoint owns', () => {
   });
   afterAll(async () => s3?.stop());
 
-  it('fails the bucket with a reason, and its deletion leaves the other account\'s bucket alone', async () => {
+  it("fails the bucket with a reason, and its deletion leaves the other account's bucket alone", async () => {
     const ours = await s3.addAccount();
     const theirs = await s3.addAccount();
     const other = s3.client(theirs);
@@ -117,7 +123,14 @@ describe('a bucket name another account of the endpoint owns', () => {
       s3: { endpoint: s3.endpoint, region: s3.region, credentials: ours, forcePathStyle: true, bucketPrefix: 'drv' },
       logger: pino({ level: 'silent' }),
     });
-    const resource: Managed<BucketSpec> = { id: 'bkt_taken', team: 'team_t1', generation: 1, desired: { name: 'taken', region: 'fra1', public: true }, external: null, owner: null };
+    const resource: Managed<BucketSpec> = {
+      id: 'bkt_taken',
+      team: 'team_t1',
+      generation: 1,
+      desired: { name: 'taken', region: 'fra1', public: true },
+      external: null,
+      owner: null,
+    };
     const step = await driver.create(resource);
     expect(step.external).toEqual({ bucket: 'drv-team-t1-taken', refused: 'the bucket name drv-team-t1-taken is taken on the S3 endpoint by another account' });
     const seen = await driver.observe({ ...resource, external: step.external });
@@ -140,7 +153,14 @@ describe('a bucket name another account of the endpoint owns', () => {
       s3: { endpoint: s3.endpoint, region: s3.region, credentials: ours, forcePathStyle: true, bucketPrefix: 'drv' },
       logger: pino({ level: 'silent' }),
     });
-    const step = await driver.create({ id: 'bkt_mine', team: 'team_t1', generation: 1, desired: { name: 'mine', region: 'fra1', public: false }, external: null, owner: null });
+    const step = await driver.create({
+      id: 'bkt_mine',
+      team: 'team_t1',
+      generation: 1,
+      desired: { name: 'mine', region: 'fra1', public: false },
+      external: null,
+      owner: null,
+    });
     expect(step.external).toEqual({ bucket: 'drv-team-t1-mine' });
     mine.destroy();
   });

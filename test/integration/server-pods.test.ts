@@ -38,13 +38,28 @@ describe('server driver: servers as Pods', () => {
   let driver: PodServerDriver;
 
   const newDriver = (options: Partial<PodServerDriverOptions> = {}) =>
-    new PodServerDriver({ kubeConfig: cluster.kubeConfig, systemNamespace: SYSTEM_NAMESPACE, logger: pino({ level: 'silent' }), catalog: CATALOG, pollMs: 200, ...options });
+    new PodServerDriver({
+      kubeConfig: cluster.kubeConfig,
+      systemNamespace: SYSTEM_NAMESPACE,
+      logger: pino({ level: 'silent' }),
+      catalog: CATALOG,
+      pollMs: 200,
+      ...options,
+    });
 
   /** A server as the reconciler hands it to the driver, owned by a real Server custom resource. */
   async function newServer(desired: Partial<ServerDesired> = {}): Promise<Managed<ServerDesired>> {
     const id = `svr_${randomBytes(8).toString('hex')}`;
     const { mounts = [], ...fields } = desired;
-    const spec = { name: id.replace('_', '-'), region: 'fra1', plan: 's-1vcpu-1gb', image: 'ubuntu-24.04', power_state: 'on' as const, reboot_requests: 0, ...fields };
+    const spec = {
+      name: id.replace('_', '-'),
+      region: 'fra1',
+      plan: 's-1vcpu-1gb',
+      image: 'ubuntu-24.04',
+      power_state: 'on' as const,
+      reboot_requests: 0,
+      ...fields,
+    };
     const cr = (await custom.createNamespacedCustomObject({
       group: 'cloudplane.dev',
       version: 'v1alpha1',
@@ -52,7 +67,14 @@ describe('server driver: servers as Pods', () => {
       namespace: NAMESPACE,
       body: { apiVersion: 'cloudplane.dev/v1alpha1', kind: 'Server', metadata: { name: id.replace('_', '-'), labels: { 'cloudplane.dev/id': id } }, spec },
     })) as { metadata: { name: string; uid: string } };
-    return { id, team: TEAM, generation: 1, desired: { ...spec, mounts }, external: null, owner: { apiVersion: 'cloudplane.dev/v1alpha1', kind: 'Server', name: cr.metadata.name, uid: cr.metadata.uid } };
+    return {
+      id,
+      team: TEAM,
+      generation: 1,
+      desired: { ...spec, mounts },
+      external: null,
+      owner: { apiVersion: 'cloudplane.dev/v1alpha1', kind: 'Server', name: cr.metadata.name, uid: cr.metadata.uid },
+    };
   }
 
   /**
@@ -71,7 +93,11 @@ describe('server driver: servers as Pods', () => {
   }
 
   /** Passes until an observation satisfies `done`; returns it. */
-  async function converge(server: Managed<ServerDesired>, done: (o: Obs) => boolean, options: { d?: PodServerDriver; deleting?: boolean; timeoutMs?: number } = {}): Promise<Obs> {
+  async function converge(
+    server: Managed<ServerDesired>,
+    done: (o: Obs) => boolean,
+    options: { d?: PodServerDriver; deleting?: boolean; timeoutMs?: number } = {},
+  ): Promise<Obs> {
     let last: Obs | undefined;
     return eventually(
       async () => {
@@ -87,7 +113,11 @@ describe('server driver: servers as Pods', () => {
 
   const running = (o: Obs) => o.exists && o.ready && o.upToDate && o.observed.power === 'on';
   const readPod = (server: Managed<ServerDesired>) => core.readNamespacedPod({ name: server.id.replace('_', '-'), namespace: NAMESPACE });
-  const podGone = async (server: Managed<ServerDesired>) => readPod(server).then(() => false, (err) => (err as { code?: number }).code === 404);
+  const podGone = async (server: Managed<ServerDesired>) =>
+    readPod(server).then(
+      () => false,
+      (err) => (err as { code?: number }).code === 404,
+    );
   const isReady = (pod: V1Pod) => pod.status?.phase === 'Running' && pod.status.conditions?.some((c) => c.type === 'Ready' && c.status === 'True');
 
   beforeAll(async () => {
@@ -104,7 +134,7 @@ describe('server driver: servers as Pods', () => {
     await cluster?.stop();
   });
 
-  test('create makes a Pod in the team namespace, owned by the custom resource and labelled; it turns running with the Pod\'s IP', async () => {
+  test("create makes a Pod in the team namespace, owned by the custom resource and labelled; it turns running with the Pod's IP", async () => {
     const server = await newServer();
     expect(await driver.observe(server)).toEqual({ exists: false });
 
@@ -193,10 +223,14 @@ describe('server driver: servers as Pods', () => {
     const patient = newDriver({ startTimeoutMs: 600_000 });
 
     await pass(server, quick);
-    const pod = await eventually(async () => {
-      const p = await readPod(server);
-      return p.status?.conditions?.some((c) => c.type === 'PodScheduled' && c.status === 'False' && c.reason === 'Unschedulable') ? p : null;
-    }, 30_000, 100);
+    const pod = await eventually(
+      async () => {
+        const p = await readPod(server);
+        return p.status?.conditions?.some((c) => c.type === 'PodScheduled' && c.status === 'False' && c.reason === 'Unschedulable') ? p : null;
+      },
+      30_000,
+      100,
+    );
     expect(pod.spec?.nodeName).toBeUndefined();
     // Within its timeout, an unschedulable Pod is only a server still starting.
     expect(await patient.observe(server)).toMatchObject({ exists: true, ready: false, failure: null, observed: { power: 'starting' } });
@@ -211,10 +245,14 @@ describe('server driver: servers as Pods', () => {
     const patient = newDriver({ startTimeoutMs: 600_000 });
 
     await pass(server, quick);
-    await eventually(async () => {
-      const waiting = (await readPod(server)).status?.containerStatuses?.[0]?.state?.waiting?.reason;
-      return waiting === 'ErrImagePull' || waiting === 'ImagePullBackOff';
-    }, 30_000, 100);
+    await eventually(
+      async () => {
+        const waiting = (await readPod(server)).status?.containerStatuses?.[0]?.state?.waiting?.reason;
+        return waiting === 'ErrImagePull' || waiting === 'ImagePullBackOff';
+      },
+      30_000,
+      100,
+    );
     expect(await patient.observe(server)).toMatchObject({ exists: true, ready: false, failure: null });
 
     const failed = await converge(server, (o) => o.exists && o.failure !== null, { d: quick, timeoutMs: 30_000 });
@@ -232,7 +270,10 @@ describe('server driver: servers as Pods', () => {
   test('a Pod of the same name that Cloudplane did not make is reported and left alone', async () => {
     const server = await newServer();
     const name = server.id.replace('_', '-');
-    await core.createNamespacedPod({ namespace: NAMESPACE, body: { metadata: { name }, spec: { containers: [{ name: 'other', image: 'registry.example/other:1' }] } } });
+    await core.createNamespacedPod({
+      namespace: NAMESPACE,
+      body: { metadata: { name }, spec: { containers: [{ name: 'other', image: 'registry.example/other:1' }] } },
+    });
     // Running with an address of its own, which is not the server's.
     await eventually(async () => (await readPod(server)).status?.podIP, 30_000, 100);
     const seen = await converge(server, (o) => o.exists && o.failure !== null);
@@ -256,7 +297,13 @@ describe('server driver: servers as Pods', () => {
   test('deleting the custom resource cascades to its Pod (the garbage collector follows the owner reference)', async () => {
     const server = await newServer();
     await converge(server, running);
-    await custom.deleteNamespacedCustomObject({ group: 'cloudplane.dev', version: 'v1alpha1', plural: 'servers', namespace: NAMESPACE, name: server.owner!.name });
+    await custom.deleteNamespacedCustomObject({
+      group: 'cloudplane.dev',
+      version: 'v1alpha1',
+      plural: 'servers',
+      namespace: NAMESPACE,
+      name: server.owner!.name,
+    });
     await eventually(() => podGone(server), 60_000, 200);
   });
 
@@ -268,7 +315,10 @@ describe('server driver: servers as Pods', () => {
     try {
       // Admission counts against the quota once the quota controller has written its status.
       await eventually(async () => (await core.readNamespacedResourceQuota({ name: 'no-pods', namespace: NAMESPACE })).status?.hard?.pods === '0', 30_000, 200);
-      const refused = await d.create(server).then(() => null, (err: Error) => err);
+      const refused = await d.create(server).then(
+        () => null,
+        (err: Error) => err,
+      );
       expect(refused).toBeInstanceOf(OwnerRefusal);
       expect(refused!.message).toMatch(/exceeded quota: no-pods/);
       expect(d.health()).toEqual({ state: 'connected', reachable: true, recentFailures: 0, lastFailure: null });
@@ -292,7 +342,15 @@ describe('server driver: servers as Pods', () => {
     } finally {
       await cluster.startApiServer();
     }
-    await eventually(async () => (await d.observe(server).then(() => true, () => false)) && d.health().reachable, 30_000, 200);
+    await eventually(
+      async () =>
+        (await d.observe(server).then(
+          () => true,
+          () => false,
+        )) && d.health().reachable,
+      30_000,
+      200,
+    );
     // The failure stays counted for the health window; the API server answers again.
     expect(d.health()).toMatchObject({ state: 'degraded', reachable: true });
     expect(d.health().recentFailures).toBeGreaterThanOrEqual(1);

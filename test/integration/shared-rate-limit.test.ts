@@ -85,9 +85,13 @@ test('with NATS gone each replica counts on its own rather than refuse, and shar
 
   await nats.restart();
   let window = 0;
-  await eventually(async () => {
-    window++;
-    await alone.take(key, NOW + window * 60_000);
-    return (await leasedOf(key.id, WINDOW + window * 60_000)) !== undefined;
-  }, 30_000, 500);
+  await eventually(
+    async () => {
+      window++;
+      await alone.take(key, NOW + window * 60_000);
+      return (await leasedOf(key.id, WINDOW + window * 60_000)) !== undefined;
+    },
+    30_000,
+    500,
+  );
 });

@@ -40,7 +40,7 @@ afterAll(async () => {
   await server?.stop();
 });
 
-test('every replica answers the team\'s whole usage, and it survives the leader\'s SIGKILL', async () => {
+test("every replica answers the team's whole usage, and it survives the leader's SIGKILL", async () => {
   const [a, b] = replicas;
   // A team of its own: the only requests it makes are the ones below, counted here.
   const team = await a.api('POST', '/api/v1/teams', { name: 'Metered', owner_email: 'owner@metered.example' });
@@ -58,7 +58,8 @@ test('every replica answers the team\'s whole usage, and it survives the leader\
     const expected = made;
     return (await call(replica, 'GET', '/api/v1/usage')).body.data.api_requests.quantity === expected;
   };
-  const loadBalancerRow = async (replica: ChildService) => (await call(replica, 'GET', '/api/v1/usage')).body.data.resources.find((r: any) => r.family === 'load_balancer');
+  const loadBalancerRow = async (replica: ChildService) =>
+    (await call(replica, 'GET', '/api/v1/usage')).body.data.resources.find((r: any) => r.family === 'load_balancer');
 
   for (let i = 0; i < 5; i++) await call(a, 'GET', '/api/v1/regions');
   for (let i = 0; i < 7; i++) await call(b, 'GET', '/api/v1/regions');

@@ -45,7 +45,8 @@ async function statusOf(agent: Agent): Promise<AgentStatus> {
   const res = await fetch(`${await agent.url}/status`);
   expect(res.status).toBe(200);
   const body: unknown = await res.json();
-  if (!Value.Check(AgentStatusSchema, body)) throw new Error(`/status answered outside its schema: ${JSON.stringify([...Value.Errors(AgentStatusSchema, body)])}`);
+  if (!Value.Check(AgentStatusSchema, body))
+    throw new Error(`/status answered outside its schema: ${JSON.stringify([...Value.Errors(AgentStatusSchema, body)])}`);
   return body;
 }
 
@@ -107,10 +108,14 @@ it('reports a wrong configuration by its fields, never its values, and picks up 
 
   // The driver rewrites the Secret: the agent reads it again within its 2 s poll.
   fs.writeFileSync(file, JSON.stringify({ ...wrong, wireguard: undefined }));
-  const second = await eventually(async () => {
-    const status = await statusOf(agent);
-    return status.error?.includes('overlap') ? status : null;
-  }, 15_000, 200);
+  const second = await eventually(
+    async () => {
+      const status = await statusOf(agent);
+      return status.error?.includes('overlap') ? status : null;
+    },
+    15_000,
+    200,
+  );
   expect(second.applied_version).toBeNull();
 
   fs.writeFileSync(file, '{"version": "8", "pre_shared_key": ');

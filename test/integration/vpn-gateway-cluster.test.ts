@@ -99,10 +99,14 @@ describe('cluster mode: VPN gateways as the VPN agent behind a UDP LoadBalancer 
     const created = await api('POST', '/api/v1/vpn-gateways', { ...GATEWAY, name: 'wg-objects', tunnel_type: 'wireguard' });
     expect(created.status).toBe(201);
     const { id } = created.body.data;
-    const made = await eventually(async () => {
-      const objects = await objectsOf(id);
-      return objects.deployment && configIn(objects.secret) ? objects : null;
-    }, 60_000, 200);
+    const made = await eventually(
+      async () => {
+        const objects = await objectsOf(id);
+        return objects.deployment && configIn(objects.secret) ? objects : null;
+      },
+      60_000,
+      200,
+    );
     const { secret, deployment, service: svc } = made;
     for (const object of [secret!, deployment!, svc!]) {
       expect(object.metadata?.labels).toMatchObject({ 'app.kubernetes.io/managed-by': 'cloudplane', 'cloudplane.dev/id': id });
@@ -126,7 +130,9 @@ describe('cluster mode: VPN gateways as the VPN agent behind a UDP LoadBalancer 
     });
     const pod = deployment!.spec!.template.spec!;
     expect(pod.containers[0]).toMatchObject({ command: ['node', 'dist/src/main.js', 'vpn-agent'], securityContext: { capabilities: { add: ['NET_ADMIN'] } } });
-    expect(pod.volumes).toEqual(expect.arrayContaining([expect.objectContaining({ secret: expect.objectContaining({ secretName: `${objectName(id)}-agent` }) })]));
+    expect(pod.volumes).toEqual(
+      expect.arrayContaining([expect.objectContaining({ secret: expect.objectContaining({ secretName: `${objectName(id)}-agent` }) })]),
+    );
     // KWOK runs no container: no agent answers at the Pod IP, so the gateway is not active, and says nothing of its key.
     const pending = await gatewayOf(id);
     expect(pending).toMatchObject({ status: 'creating', local_ip: null, public_key: null, tunnel_status: 'down' });
@@ -139,18 +145,30 @@ describe('cluster mode: VPN gateways as the VPN agent behind a UDP LoadBalancer 
 
   it('puts back a Deployment deleted and a configuration edited by hand', async () => {
     const { id } = (await api('POST', '/api/v1/vpn-gateways', { ...GATEWAY, name: 'drift', tunnel_type: 'wireguard' })).body.data;
-    const first = await eventually(async () => {
-      const objects = await objectsOf(id);
-      return objects.deployment && configIn(objects.secret) ? objects : null;
-    }, 60_000, 200);
+    const first = await eventually(
+      async () => {
+        const objects = await objectsOf(id);
+        return objects.deployment && configIn(objects.secret) ? objects : null;
+      },
+      60_000,
+      200,
+    );
     await apps.deleteNamespacedDeployment({ namespace, name: objectName(id) });
-    await eventually(async () => {
-      const { deployment } = await objectsOf(id);
-      return deployment && deployment.metadata?.uid !== first.deployment!.metadata?.uid;
-    }, 30_000, 200);
+    await eventually(
+      async () => {
+        const { deployment } = await objectsOf(id);
+        return deployment && deployment.metadata?.uid !== first.deployment!.metadata?.uid;
+      },
+      30_000,
+      200,
+    );
     const secret = (await objectsOf(id)).secret!;
     const edited = { ...configIn(secret)!, remote_network_cidr: '172.31.0.0/16' };
-    await core.replaceNamespacedSecret({ namespace, name: secret.metadata!.name!, body: { ...secret, data: { ...secret.data, [CONFIG_KEY]: Buffer.from(JSON.stringify(edited)).toString('base64') } } });
+    await core.replaceNamespacedSecret({
+      namespace,
+      name: secret.metadata!.name!,
+      body: { ...secret, data: { ...secret.data, [CONFIG_KEY]: Buffer.from(JSON.stringify(edited)).toString('base64') } },
+    });
     await eventually(async () => configIn((await objectsOf(id)).secret)?.remote_network_cidr === GATEWAY.remote_network_cidr, 30_000, 200);
     needles.push({ label: 'WireGuard private key (drift)', value: Buffer.from(secret.data![PRIVATE_KEY_KEY], 'base64').toString('utf8') });
   });
@@ -159,11 +177,18 @@ describe('cluster mode: VPN gateways as the VPN agent behind a UDP LoadBalancer 
     const psk = `psk-${Date.now()}-cluster-secret`;
     needles.push({ label: 'pre-shared key', value: psk });
     const { id } = (await api('POST', '/api/v1/vpn-gateways', { ...GATEWAY, name: 'ipsec-objects', tunnel_type: 'ipsec', pre_shared_key: psk })).body.data;
-    const { secret, service: svc } = await eventually(async () => {
-      const objects = await objectsOf(id);
-      return objects.deployment && configIn(objects.secret) ? objects : null;
-    }, 60_000, 200);
-    expect(svc!.spec?.ports?.map((p) => [p.port, p.protocol])).toEqual([[500, 'UDP'], [4500, 'UDP']]);
+    const { secret, service: svc } = await eventually(
+      async () => {
+        const objects = await objectsOf(id);
+        return objects.deployment && configIn(objects.secret) ? objects : null;
+      },
+      60_000,
+      200,
+    );
+    expect(svc!.spec?.ports?.map((p) => [p.port, p.protocol])).toEqual([
+      [500, 'UDP'],
+      [4500, 'UDP'],
+    ]);
     expect(configIn(secret)).toMatchObject({ tunnel_type: 'ipsec', ipsec: { pre_shared_key: psk } });
     expect(secret!.data![PRIVATE_KEY_KEY]).toBeUndefined();
   });
@@ -172,16 +197,24 @@ describe('cluster mode: VPN gateways as the VPN agent behind a UDP LoadBalancer 
     const psk = `psk-${Date.now()}-lost-from-store`;
     needles.push({ label: 'pre-shared key (lost)', value: psk });
     const { id } = (await api('POST', '/api/v1/vpn-gateways', { ...GATEWAY, name: 'ipsec-keyless', tunnel_type: 'ipsec', pre_shared_key: psk })).body.data;
-    await eventually(async () => {
-      const objects = await objectsOf(id);
-      return objects.deployment && configIn(objects.secret) ? objects : null;
-    }, 60_000, 200);
+    await eventually(
+      async () => {
+        const objects = await objectsOf(id);
+        return objects.deployment && configIn(objects.secret) ? objects : null;
+      },
+      60_000,
+      200,
+    );
     // The store's own Secret deleted by hand: the key is nowhere the operator could read it again.
     await core.deleteNamespacedSecret({ namespace, name: secretObjectName(`vpn-psk-${id}`) });
-    const said = await eventually(async () => {
-      const gateway = await gatewayOf(id);
-      return gateway.status_reason ? gateway : null;
-    }, 60_000, 200);
+    const said = await eventually(
+      async () => {
+        const gateway = await gatewayOf(id);
+        return gateway.status_reason ? gateway : null;
+      },
+      60_000,
+      200,
+    );
     expect(said).toMatchObject({
       status: 'creating',
       status_reason: 'The configuration was not applied: the pre-shared key is missing from the store; set a new one with PATCH pre_shared_key.',
@@ -207,7 +240,7 @@ describe('cluster mode: VPN gateways as the VPN agent behind a UDP LoadBalancer 
     expect(found).toEqual([]);
   });
 
-  it('made only calls the chart grants, none refused: the agent\'s Secret, Deployment and Service applied', () => {
+  it("made only calls the chart grants, none refused: the agent's Secret, Deployment and Service applied", () => {
     const calls = expectOnlyListedCalls(cluster);
     const applied = new Set(calls.filter((c) => c.verb === 'patch' && c.namespace === namespace).map((c) => c.resource));
     expect([...applied]).toEqual(expect.arrayContaining(['secrets', 'deployments', 'services']));

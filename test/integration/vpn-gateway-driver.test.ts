@@ -50,7 +50,13 @@ beforeAll(async () => {
   const operatorKubeConfig = new KubeConfig();
   operatorKubeConfig.loadFromFile(operatorKubeconfigFromChart(cluster, cluster.workDir));
   // Nothing answers at a KWOK Pod's IP: each read of the agent gives up soon.
-  driver = new VpnGatewayTunnelDriver({ kubeConfig: operatorKubeConfig, systemNamespace: SYSTEM_NAMESPACE, logger: pino({ level: 'silent' }), statusTimeoutMs: 300, progressPollMs: 100 });
+  driver = new VpnGatewayTunnelDriver({
+    kubeConfig: operatorKubeConfig,
+    systemNamespace: SYSTEM_NAMESPACE,
+    logger: pino({ level: 'silent' }),
+    statusTimeoutMs: 300,
+    progressPollMs: 100,
+  });
 }, 180_000);
 
 afterAll(async () => {
@@ -100,12 +106,16 @@ async function objectsOf(resource: Managed<VpnGatewayDesired>) {
 /** Creates, then updates until the objects hold the desired state (the Service's address included). */
 async function made(resource: Managed<VpnGatewayDesired>) {
   let external = (await driver.create(resource)).external;
-  await eventually(async () => {
-    const observed = await driver.observe({ ...resource, external });
-    if (observed.exists && observed.upToDate) return true;
-    external = (await driver.update({ ...resource, external })).external;
-    return false;
-  }, 60_000, 100);
+  await eventually(
+    async () => {
+      const observed = await driver.observe({ ...resource, external });
+      if (observed.exists && observed.upToDate) return true;
+      external = (await driver.update({ ...resource, external })).external;
+      return false;
+    },
+    60_000,
+    100,
+  );
   return { ...resource, external };
 }
 
@@ -115,7 +125,13 @@ describe('the Kubernetes VPN gateway driver', () => {
     expect(resource.external).toEqual({ namespace, name: objectName(resource.id), config_version: expect.stringMatching(/^[0-9a-f]{16}$/) });
     const observed = await driver.observe(resource);
     // No agent answers: not ready, the tunnel down, and the driver's health untouched by it.
-    expect(observed).toMatchObject({ exists: true, upToDate: true, ready: false, observed: { tunnel_status: 'down', bytes_sent: 0, bytes_received: 0, last_handshake: null }, failure: null });
+    expect(observed).toMatchObject({
+      exists: true,
+      upToDate: true,
+      ready: false,
+      observed: { tunnel_status: 'down', bytes_sent: 0, bytes_received: 0, last_handshake: null },
+      failure: null,
+    });
     expect(driver.health()).toMatchObject({ state: 'connected', recentFailures: 0 });
   });
 
@@ -133,37 +149,65 @@ describe('the Kubernetes VPN gateway driver', () => {
     const name = `${objectName(resource.id)}-agent`;
     await core.createNamespacedSecret({ namespace, body: { metadata: { name }, stringData: { note: 'mine' } } });
     await driver.create(resource);
-    expect(await driver.observe(resource)).toMatchObject({ exists: true, ready: false, failure: `a Secret ${namespace}/${name} that Cloudplane did not make for this VPN gateway is in the way` });
+    expect(await driver.observe(resource)).toMatchObject({
+      exists: true,
+      ready: false,
+      failure: `a Secret ${namespace}/${name} that Cloudplane did not make for this VPN gateway is in the way`,
+    });
     await driver.delete(resource);
     const left = await objectsOf(resource);
-    expect({ note: left.secret?.data?.note, deployment: left.deployment, service: left.service }).toEqual({ note: Buffer.from('mine').toString('base64'), deployment: null, service: null });
+    expect({ note: left.secret?.data?.note, deployment: left.deployment, service: left.service }).toEqual({
+      note: Buffer.from('mine').toString('base64'),
+      deployment: null,
+      service: null,
+    });
     await core.deleteNamespacedSecret({ name, namespace });
   });
 
   it('delete removes all three objects, and observe then reports absent', async () => {
     const resource = await made(await managed());
-    await eventually(async () => {
-      await driver.delete(resource);
-      return !(await driver.observe(resource)).exists;
-    }, 30_000, 100);
+    await eventually(
+      async () => {
+        await driver.delete(resource);
+        return !(await driver.observe(resource)).exists;
+      },
+      30_000,
+      100,
+    );
     expect(await objectsOf(resource)).toEqual({ secret: null, deployment: null, service: null });
     expect(addon.assigned().has(`${namespace}/${objectName(resource.id)}`)).toBe(false);
   });
 
   it('owner references cascade: deleting the custom resource removes what the driver made', async () => {
     const resource = await made(await managed());
-    await custom.deleteNamespacedCustomObject({ group: GROUP, version: VERSION, namespace, plural: 'vpngateways', name: resource.owner!.name, propagationPolicy: 'Background' });
-    await eventually(async () => {
-      const objects = await objectsOf(resource);
-      return objects.secret === null && objects.deployment === null && objects.service === null;
-    }, 60_000, 200);
+    await custom.deleteNamespacedCustomObject({
+      group: GROUP,
+      version: VERSION,
+      namespace,
+      plural: 'vpngateways',
+      name: resource.owner!.name,
+      propagationPolicy: 'Background',
+    });
+    await eventually(
+      async () => {
+        const objects = await objectsOf(resource);
+        return objects.secret === null && objects.deployment === null && objects.service === null;
+      },
+      60_000,
+      200,
+    );
     expect(await driver.observe(resource)).toEqual({ exists: false });
   });
 
   it('counts an API server that does not answer into its health', async () => {
     const nowhere = new KubeConfig();
     nowhere.loadFromString(cluster.kubeconfigYaml.replace(cluster.url, 'https://127.0.0.1:1'));
-    const unreachable = new VpnGatewayTunnelDriver({ kubeConfig: nowhere, systemNamespace: SYSTEM_NAMESPACE, logger: pino({ level: 'silent' }), requestTimeoutMs: 2_000 });
+    const unreachable = new VpnGatewayTunnelDriver({
+      kubeConfig: nowhere,
+      systemNamespace: SYSTEM_NAMESPACE,
+      logger: pino({ level: 'silent' }),
+      requestTimeoutMs: 2_000,
+    });
     await expect(unreachable.observe(await managed())).rejects.toThrow();
     expect(unreachable.health()).toMatchObject({ state: 'unavailable', reachable: false, recentFailures: 3 });
   });
@@ -173,11 +217,15 @@ describe('the Kubernetes VPN gateway driver', () => {
     const keyless = { ...resource, desired: { ...resource.desired, pre_shared_key: null } };
     let external = (await driver.create(keyless)).external;
     // Also once the Service has its address, which a configuration would need.
-    const observed = await eventually(async () => {
-      external = (await driver.update({ ...keyless, external })).external;
-      const seen = await driver.observe({ ...keyless, external });
-      return addon.assigned().has(`${namespace}/${objectName(resource.id)}`) ? seen : null;
-    }, 60_000, 100);
+    const observed = await eventually(
+      async () => {
+        external = (await driver.update({ ...keyless, external })).external;
+        const seen = await driver.observe({ ...keyless, external });
+        return addon.assigned().has(`${namespace}/${objectName(resource.id)}`) ? seen : null;
+      },
+      60_000,
+      100,
+    );
     expect(observed).toMatchObject({ exists: true, upToDate: false, ready: false, failure: NO_PRE_SHARED_KEY, rejected: null });
     const objects = await objectsOf(resource);
     expect(objects.secret?.data?.[CONFIG_KEY]).toBeUndefined();
@@ -195,16 +243,24 @@ describe('the Kubernetes VPN gateway driver', () => {
     // The agent's configuration stays as it was: never one with an empty key.
     expect((await objectsOf(resource)).secret!.data![CONFIG_KEY]).toBe(before);
     // A new key (a PATCH) brings it back.
-    const rekeyed = await made({ ...keyless, external: step.external, desired: { ...keyless.desired, psk_version: 2, pre_shared_key: 'a-new-pre-shared-key' } });
+    const rekeyed = await made({
+      ...keyless,
+      external: step.external,
+      desired: { ...keyless.desired, psk_version: 2, pre_shared_key: 'a-new-pre-shared-key' },
+    });
     expect(await driver.observe(rekeyed)).toMatchObject({ upToDate: true, rejected: null, failure: null });
   });
 
-  it("reads the agent at the Pod IP: ready once it applied the configuration, and a newer one it refused is not applied, with its reason", async () => {
+  it('reads the agent at the Pod IP: ready once it applied the configuration, and a newer one it refused is not applied, with its reason', async () => {
     const resource = await made(await managed('ipsec'));
-    const pod = await eventually(async () => {
-      const pods = await core.listNamespacedPod({ namespace, labelSelector: `${GROUP}/id=${resource.id}` });
-      return pods.items.find((p) => p.status?.podIP && p.status.phase === 'Running' && !p.metadata?.deletionTimestamp) ?? null;
-    }, 60_000, 200);
+    const pod = await eventually(
+      async () => {
+        const pods = await core.listNamespacedPod({ namespace, labelSelector: `${GROUP}/id=${resource.id}` });
+        return pods.items.find((p) => p.status?.podIP && p.status.phase === 'Running' && !p.metadata?.deletionTimestamp) ?? null;
+      },
+      60_000,
+      200,
+    );
     const podIp = pod.status!.podIP!;
     const paired = podIp.split('.').map(Number);
     paired[3] ^= 1;
@@ -219,7 +275,8 @@ describe('the Kubernetes VPN gateway driver', () => {
       fs.writeFileSync(`${configFile}.new`, text, { mode: 0o600 });
       fs.renameSync(`${configFile}.new`, configFile);
     };
-    const configText = async () => Buffer.from((await core.readNamespacedSecret({ namespace, name: `${objectName(resource.id)}-agent` })).data![CONFIG_KEY], 'base64').toString('utf8');
+    const configText = async () =>
+      Buffer.from((await core.readNamespacedSecret({ namespace, name: `${objectName(resource.id)}-agent` })).data![CONFIG_KEY], 'base64').toString('utf8');
     writeConfig(await configText());
     const logFile = path.join(dir, 'agent.log');
     const log = fs.openSync(logFile, 'a');
@@ -233,10 +290,14 @@ describe('the Kubernetes VPN gateway driver', () => {
         [AGENT_MAIN, 'vpn-agent', '--config', configFile, '--listen', `0.0.0.0:${AGENT_STATUS_PORT}`, '--state-dir', path.join(dir, 'state')],
         { privateRun: true, env: { ...process.env, CLOUDPLANE_LOG_LEVEL: 'info' }, stdio: ['ignore', log, log] },
       );
-      const applied = await eventually(async () => {
-        const seen = await driver.observe(resource);
-        return seen.exists && seen.ready ? seen : null;
-      }, 60_000, 200).catch(explain);
+      const applied = await eventually(
+        async () => {
+          const seen = await driver.observe(resource);
+          return seen.exists && seen.ready ? seen : null;
+        },
+        60_000,
+        200,
+      ).catch(explain);
       expect(applied).toMatchObject({ upToDate: true, ready: true, failure: null, rejected: null });
 
       // Its key gone from the store: still ready on the configuration it runs, refused by name.
@@ -249,11 +310,21 @@ describe('the Kubernetes VPN gateway driver', () => {
       const text = await configText();
       expect(JSON.parse(text).remote_network_cidr).toBe('192.168.20.0/24');
       writeConfig(text.slice(0, text.length / 3));
-      const refused = await eventually(async () => {
-        const seen = await driver.observe({ ...changed, external: step.external });
-        return seen.exists && seen.rejected ? seen : null;
-      }, 60_000, 200).catch(explain);
-      expect(refused).toMatchObject({ exists: true, upToDate: false, ready: false, failure: null, rejected: 'the VPN agent did not apply it: configuration is not valid JSON' });
+      const refused = await eventually(
+        async () => {
+          const seen = await driver.observe({ ...changed, external: step.external });
+          return seen.exists && seen.rejected ? seen : null;
+        },
+        60_000,
+        200,
+      ).catch(explain);
+      expect(refused).toMatchObject({
+        exists: true,
+        upToDate: false,
+        ready: false,
+        failure: null,
+        rejected: 'the VPN agent did not apply it: configuration is not valid JSON',
+      });
       expect(JSON.stringify(refused)).not.toContain(resource.desired.pre_shared_key);
     } finally {
       fs.closeSync(log);

@@ -110,13 +110,17 @@ describe('cluster mode: a VPN gateway carries traffic between its agent and a cu
    * file synced from the Secret, and the agent.
    */
   async function playPod(id: string, role: string): Promise<PlayedPod> {
-    const { pod, secret, localIp } = await eventually(async () => {
-      const pods = await core.listNamespacedPod({ namespace, labelSelector: `cloudplane.dev/id=${id}` });
-      const running = pods.items.find((p: V1Pod) => p.status?.podIP && !p.metadata?.deletionTimestamp);
-      const made = await secretOf(id).catch(() => null);
-      const address = addon.assigned().get(`${namespace}/${objectName(id)}`);
-      return running && made && configText(made) && address ? { pod: running, secret: made, localIp: address } : null;
-    }, 90_000, 200);
+    const { pod, secret, localIp } = await eventually(
+      async () => {
+        const pods = await core.listNamespacedPod({ namespace, labelSelector: `cloudplane.dev/id=${id}` });
+        const running = pods.items.find((p: V1Pod) => p.status?.podIP && !p.metadata?.deletionTimestamp);
+        const made = await secretOf(id).catch(() => null);
+        const address = addon.assigned().get(`${namespace}/${objectName(id)}`);
+        return running && made && configText(made) && address ? { pod: running, secret: made, localIp: address } : null;
+      },
+      90_000,
+      200,
+    );
     const podIp = pod.status!.podIP!;
     // Namespaces of this Pod only, gone with it: the next Pod's addresses may be this one's.
     const netns = netnsSet();
@@ -156,7 +160,11 @@ describe('cluster mode: a VPN gateway carries traffic between its agent and a cu
     const agent = gateway.spawn(
       process.execPath,
       [MAIN, 'vpn-agent', '--config', configFile, '--listen', '0.0.0.0:9180', '--state-dir', path.join(dir, 'state'), '--interface', 'cpvpn0'],
-      { privateRun: true, env: { ...process.env, CLOUDPLANE_WIREGUARD_GO: wireguardGoBinary(), CLOUDPLANE_LOG_LEVEL: 'info', CLOUDPLANE_VPN_HANDSHAKE_WINDOW_SECONDS: '60' }, stdio: ['ignore', agentLog, agentLog] },
+      {
+        privateRun: true,
+        env: { ...process.env, CLOUDPLANE_WIREGUARD_GO: wireguardGoBinary(), CLOUDPLANE_LOG_LEVEL: 'info', CLOUDPLANE_VPN_HANDSHAKE_WINDOW_SECONDS: '60' },
+        stdio: ['ignore', agentLog, agentLog],
+      },
     );
     return {
       podIp,
@@ -179,17 +187,22 @@ describe('cluster mode: a VPN gateway carries traffic between its agent and a cu
   /** Pings across until one gets through, asking the peer to (re)negotiate between tries, as a customer would; fails with what both ends said. */
   async function crossesTunnel(pod: PlayedPod, peer: IpsecPeer): Promise<void> {
     let said = '';
-    await eventually(async () => {
-      if ((await ping(pod)).ok) return true;
-      said = (await peer.initiate()).output;
-      return null;
-    }, 90_000, 1_000).catch((err) => {
+    await eventually(
+      async () => {
+        if ((await ping(pod)).ok) return true;
+        said = (await peer.initiate()).output;
+        return null;
+      },
+      90_000,
+      1_000,
+    ).catch((err) => {
       throw new Error(`${err.message}\nthe peer's swanctl said:\n${said}\nagent log:\n${agentLogOf(pod).slice(-4000)}`);
     });
   }
 
   /** The agent's own /status, asked at the Pod IP as the operator asks it. */
-  const agentStatusOf = async (pod: PlayedPod) => (await (await fetch(`http://${pod.podIp}:9180/status`)).json()) as { applied_version: string | null; tunnel_status: string };
+  const agentStatusOf = async (pod: PlayedPod) =>
+    (await (await fetch(`http://${pod.podIp}:9180/status`)).json()) as { applied_version: string | null; tunnel_status: string };
   const agentLogOf = (pod: PlayedPod) => fs.readFileSync(path.join(pod.dir, 'agent.log'), 'utf8');
   const ping = (pod: PlayedPod) => pod.customer.attempt('ping', ['-c', '2', '-W', '2', '-I', CUSTOMER_SIDE_HOST, GATEWAY_SIDE_HOST]);
 
@@ -212,10 +225,14 @@ describe('cluster mode: a VPN gateway carries traffic between its agent and a cu
       const before = JSON.parse(configText(await secretOf(id))!);
       const patched = await t.api('PATCH', `/api/v1/vpn-gateways/${id}`, { remote_public_key: customerKeys.publicKey });
       expect(patched.status).toBe(200);
-      const after = await eventually(async () => {
-        const config = JSON.parse(configText(await secretOf(id))!);
-        return config.version !== before.version ? config : null;
-      }, 30_000, 200);
+      const after = await eventually(
+        async () => {
+          const config = JSON.parse(configText(await secretOf(id))!);
+          return config.version !== before.version ? config : null;
+        },
+        30_000,
+        200,
+      );
       expect(after.wireguard).toEqual({ ...before.wireguard, remote_public_key: customerKeys.publicKey });
       await eventually(async () => (await agentStatusOf(pod)).applied_version === after.version, 30_000, 200);
 
@@ -229,28 +246,44 @@ describe('cluster mode: a VPN gateway carries traffic between its agent and a cu
         privateKey: customerKeys.privateKey,
         interfaceName: 'cpwgpeer',
       });
-      const crossed = await eventually(async () => {
-        const result = await ping(pod);
-        return result.ok ? result : null;
-      }, 30_000, 500);
+      const crossed = await eventually(
+        async () => {
+          const result = await ping(pod);
+          return result.ok ? result : null;
+        },
+        30_000,
+        500,
+      );
       expect(crossed.output).toMatch(/2 received/);
 
-      const live = await eventually(async () => {
-        const status = (await t.api('GET', `/api/v1/vpn-gateways/${id}/status`)).body.data;
-        return status.tunnel_status === 'up' && status.bytes_received > 0 && status.bytes_sent > 0 && status.last_handshake ? status : null;
-      }, 30_000, 500);
+      const live = await eventually(
+        async () => {
+          const status = (await t.api('GET', `/api/v1/vpn-gateways/${id}/status`)).body.data;
+          return status.tunnel_status === 'up' && status.bytes_received > 0 && status.bytes_sent > 0 && status.last_handshake ? status : null;
+        },
+        30_000,
+        500,
+      );
       expect(Date.parse(live.last_handshake)).toBeGreaterThan(Date.now() - 120_000);
 
       // The record follows: up at once, the counters at most every 2 s (the interval set above).
-      const first = await eventually(async () => {
-        const record = (await t.api('GET', `/api/v1/vpn-gateways/${id}`)).body.data;
-        return record.tunnel_status === 'up' && record.bytes_received > 0 && record.last_handshake ? record : null;
-      }, 30_000, 500);
+      const first = await eventually(
+        async () => {
+          const record = (await t.api('GET', `/api/v1/vpn-gateways/${id}`)).body.data;
+          return record.tunnel_status === 'up' && record.bytes_received > 0 && record.last_handshake ? record : null;
+        },
+        30_000,
+        500,
+      );
       expect((await ping(pod)).ok).toBe(true);
-      await eventually(async () => {
-        const record = (await t.api('GET', `/api/v1/vpn-gateways/${id}`)).body.data;
-        return record.bytes_received > first.bytes_received && record.bytes_sent > first.bytes_sent;
-      }, 30_000, 500);
+      await eventually(
+        async () => {
+          const record = (await t.api('GET', `/api/v1/vpn-gateways/${id}`)).body.data;
+          return record.bytes_received > first.bytes_received && record.bytes_sent > first.bytes_sent;
+        },
+        30_000,
+        500,
+      );
 
       // The peer goes away: no handshake follows, and the tunnel turns down once the last one is stale.
       await peer.stop();
@@ -290,10 +323,14 @@ describe('cluster mode: a VPN gateway carries traffic between its agent and a cu
       try {
         // The peer brings the tunnel up as it loads (start_action = start), and the gateway may too: a ping across is the proof.
         await crossesTunnel(pod, peer);
-        const up = await eventually(async () => {
-          const status = (await t.api('GET', `/api/v1/vpn-gateways/${id}/status`)).body.data;
-          return status.tunnel_status === 'up' && status.bytes_received > 0 && status.last_handshake ? status : null;
-        }, 30_000, 500);
+        const up = await eventually(
+          async () => {
+            const status = (await t.api('GET', `/api/v1/vpn-gateways/${id}/status`)).body.data;
+            return status.tunnel_status === 'up' && status.bytes_received > 0 && status.last_handshake ? status : null;
+          },
+          30_000,
+          500,
+        );
         const firstSas = spisOf(await peer.ikeSas());
         expect(firstSas.length).toBeGreaterThan(0);
 
@@ -301,10 +338,14 @@ describe('cluster mode: a VPN gateway carries traffic between its agent and a cu
         const before = configText(await secretOf(id));
         const rotated = `rotated-psk-${Date.now()}`;
         expect((await t.api('PATCH', `/api/v1/vpn-gateways/${id}`, { pre_shared_key: rotated })).status).toBe(200);
-        const after = await eventually(async () => {
-          const text = configText(await secretOf(id));
-          return text && text !== before ? JSON.parse(text) : null;
-        }, 30_000, 200);
+        const after = await eventually(
+          async () => {
+            const text = configText(await secretOf(id));
+            return text && text !== before ? JSON.parse(text) : null;
+          },
+          30_000,
+          200,
+        );
         expect(after.ipsec.pre_shared_key).toBe(rotated);
         expect(after.version).not.toBe(JSON.parse(before!).version);
         await peer.rotatePsk(rotated);
@@ -316,10 +357,14 @@ describe('cluster mode: a VPN gateway carries traffic between its agent and a cu
         // The agent (asked at the Pod IP, as the operator asks it) runs the new configuration's version, and the API sees the tunnel up.
         const agentStatus = await agentStatusOf(pod);
         expect(agentStatus).toMatchObject({ applied_version: after.version, tunnel_status: 'up' });
-        await eventually(async () => {
-          const status = (await t.api('GET', `/api/v1/vpn-gateways/${id}/status`)).body.data;
-          return status.tunnel_status === 'up' && status.last_handshake && Date.parse(status.last_handshake) >= Date.parse(up.last_handshake);
-        }, 30_000, 500);
+        await eventually(
+          async () => {
+            const status = (await t.api('GET', `/api/v1/vpn-gateways/${id}/status`)).body.data;
+            return status.tunnel_status === 'up' && status.last_handshake && Date.parse(status.last_handshake) >= Date.parse(up.last_handshake);
+          },
+          30_000,
+          500,
+        );
 
         await peer.stop('SIGTERM');
         await eventually(async () => (await t.api('GET', `/api/v1/vpn-gateways/${id}`)).body.data.tunnel_status === 'down', 120_000, 1_000);

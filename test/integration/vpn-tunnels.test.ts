@@ -18,7 +18,6 @@ import { Netns, netnsSet, NetnsSet } from '../helpers/netns';
 import { eventually } from '../helpers/service';
 import { IpsecPeer, requireVpnTools, startIpsecPeer, startWireguardPeer, WireguardPeer, wireguardKeyPair } from '../helpers/vpn-peer';
 
-
 /** The addresses of one gateway and its customer; `k` keeps two tests' namespaces apart. */
 function addressesFor(k: number) {
   return {
@@ -106,7 +105,12 @@ describe('WireGuard gateway: the agent with wireguard-go, a customer peer with w
   });
 
   it('uses addresses the API accepts', () => {
-    const config: VpnAgentConfig = { version: 'check', tunnel_type: 'wireguard', ...baseConfig(site.addresses), wireguard: { private_key: gatewayKeys.privateKey, listen_port: 51820, remote_public_key: customerKeys.publicKey } };
+    const config: VpnAgentConfig = {
+      version: 'check',
+      tunnel_type: 'wireguard',
+      ...baseConfig(site.addresses),
+      wireguard: { private_key: gatewayKeys.privateKey, listen_port: 51820, remote_public_key: customerKeys.publicKey },
+    };
     expect(isPublicAddress(site.addresses.remotePeerIp)).toBe(true);
     expect(parseAgentConfig(JSON.stringify(config)).ok).toBe(true);
   });
@@ -136,10 +140,14 @@ describe('WireGuard gateway: the agent with wireguard-go, a customer peer with w
     });
     await running.explain(eventually(() => pingAcross(site), 30_000, 200));
     const up = await running.explain(
-      eventually(async () => {
-        const status = await running.status();
-        return status.tunnel_status === 'up' && status.bytes_received > 0 && status.bytes_sent > 0 ? status : null;
-      }, 15_000, 200),
+      eventually(
+        async () => {
+          const status = await running.status();
+          return status.tunnel_status === 'up' && status.bytes_received > 0 && status.bytes_sent > 0 ? status : null;
+        },
+        15_000,
+        200,
+      ),
     );
     expect(Date.now() - Date.parse(up.last_handshake!)).toBeLessThan(120_000);
     // Nothing secret in an answer or a log line.
@@ -154,10 +162,14 @@ describe('WireGuard gateway: the agent with wireguard-go, a customer peer with w
     await peer!.stop();
     expect((await site.peer.attempt('ip', ['link', 'show', peer!.interfaceName])).ok).toBe(false);
     const down = await running.explain(
-      eventually(async () => {
-        const status = await running.status();
-        return status.tunnel_status === 'down' ? status : null;
-      }, 240_000, 2000),
+      eventually(
+        async () => {
+          const status = await running.status();
+          return status.tunnel_status === 'down' ? status : null;
+        },
+        240_000,
+        2000,
+      ),
     );
     // The counters and the handshake stay what they were: the tunnel is configured, only silent.
     expect(down.last_handshake).not.toBeNull();
@@ -179,7 +191,12 @@ describe('IPsec gateway: the agent with charon, a customer peer with charon (IKE
   const firstPsk = 'first shared "secret" of the test';
   const secondPsk = 'second shared secret, after rotation';
   let configFile: string;
-  const configWith = (version: string, psk: string): VpnAgentConfig => ({ version, tunnel_type: 'ipsec', ...baseConfig(site.addresses), ipsec: { pre_shared_key: psk } });
+  const configWith = (version: string, psk: string): VpnAgentConfig => ({
+    version,
+    tunnel_type: 'ipsec',
+    ...baseConfig(site.addresses),
+    ipsec: { pre_shared_key: psk },
+  });
   const customer = () => ({
     netns: site.peer,
     dir: site.dir,
@@ -190,10 +207,14 @@ describe('IPsec gateway: the agent with charon, a customer peer with charon (IKE
   });
   const statusWhen = (check: (s: AgentStatus) => boolean, timeoutMs = 30_000) =>
     agent!.explain(
-      eventually(async () => {
-        const status = await agent!.status();
-        return check(status) ? status : null;
-      }, timeoutMs, 250),
+      eventually(
+        async () => {
+          const status = await agent!.status();
+          return check(status) ? status : null;
+        },
+        timeoutMs,
+        250,
+      ),
     );
 
   beforeAll(async () => {
@@ -260,10 +281,14 @@ describe('IPsec gateway: the agent with charon, a customer peer with charon (IKE
     const [charon] = childrenNamed(agent!.child.pid!, 'charon');
     expect(charon).toBeDefined();
     process.kill(charon, 'SIGKILL');
-    await eventually(async () => {
-      const [again] = childrenNamed(agent!.child.pid!, 'charon');
-      return again !== undefined && again !== charon;
-    }, 30_000, 250);
+    await eventually(
+      async () => {
+        const [again] = childrenNamed(agent!.child.pid!, 'charon');
+        return again !== undefined && again !== charon;
+      },
+      30_000,
+      250,
+    );
     await agent!.explain(eventually(() => pingAcross(site), 60_000, 500));
     await statusWhen((s) => s.tunnel_status === 'up' && s.applied_version === 'ipsec-2' && s.error !== null);
     expect(agent!.log()).toContain('charon is gone; starting it again');

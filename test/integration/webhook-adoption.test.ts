@@ -166,7 +166,17 @@ describe('kubectl-made webhook subscriptions', () => {
     expect(record).toMatchObject({ status: 'failed', active: false });
     expect(record.disabled_reason).toMatch(/filter/);
 
-    await kubectl('patch', 'cpwh', 'broken-filter', '-n', namespace, '--type', 'merge', '-p', JSON.stringify({ spec: { filter: { region: null, 'server.region': 'fra1' } } }));
+    await kubectl(
+      'patch',
+      'cpwh',
+      'broken-filter',
+      '-n',
+      namespace,
+      '--type',
+      'merge',
+      '-p',
+      JSON.stringify({ spec: { filter: { region: null, 'server.region': 'fra1' } } }),
+    );
     await eventually(async () => (await api('GET', `/api/v1/webhooks/${idOf(refused)}`)).body.data.status === 'active', SETTLE_MS, 100);
   });
 
@@ -175,13 +185,17 @@ describe('kubectl-made webhook subscriptions', () => {
     await kubectl('delete', 'cpwh', 'deploy-hooks', '-n', namespace, '--wait=false');
     // Kept, deleted, like one deleted through the API, until the retention sweep removes it.
     await eventually(async () => (await api('GET', `/api/v1/webhooks/${id}`)).body.data.status === 'deleted', SETTLE_MS, 100);
-    await eventually(async () => {
-      try {
-        await core.readNamespacedSecret({ name: secretName, namespace });
-        return false;
-      } catch (err) {
-        return (err as { code?: number }).code === 404;
-      }
-    }, SETTLE_MS, 100);
+    await eventually(
+      async () => {
+        try {
+          await core.readNamespacedSecret({ name: secretName, namespace });
+          return false;
+        } catch (err) {
+          return (err as { code?: number }).code === 404;
+        }
+      },
+      SETTLE_MS,
+      100,
+    );
   });
 });

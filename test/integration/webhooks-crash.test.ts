@@ -66,7 +66,9 @@ async function verify(svc: ChildService, receiver: Receiver, webhookId: string, 
   ).catch(() => {
     const arrived = new Set(receiver.received.map((r) => bucketOf(r.body)));
     const missing = [...acknowledged].filter((id) => !arrived.has(id));
-    throw new Error(`${missing.length} of ${acknowledged.size} acknowledged creates did not reach the receiver within ${ARRIVAL_TIMEOUT_MS} ms, e.g. ${missing.slice(0, 5).join(', ')}\n--- service output ---\n${svc.output()}`);
+    throw new Error(
+      `${missing.length} of ${acknowledged.size} acknowledged creates did not reach the receiver within ${ARRIVAL_TIMEOUT_MS} ms, e.g. ${missing.slice(0, 5).join(', ')}\n--- service output ---\n${svc.output()}`,
+    );
   });
 
   const records = await eventually(
@@ -167,7 +169,10 @@ describe('webhook deliveries through crashes', () => {
   async function setUp(nats: NatsServer | null) {
     const dataDir = tempDataDir();
     const receiver = await startReceiver(() => ({ status: 200, delayMs: ANSWER_DELAY_MS }));
-    cleanups.push(async () => fs.rmSync(dataDir, { recursive: true, force: true }), () => receiver.close());
+    cleanups.push(
+      async () => fs.rmSync(dataDir, { recursive: true, force: true }),
+      () => receiver.close(),
+    );
     const env = { ...BASE_ENV, ...(nats ? { CLOUDPLANE_NATS_URL: nats.url } : {}) };
     const start = async () => {
       const svc = await startChildService({ dataDir, key: KEY, env });

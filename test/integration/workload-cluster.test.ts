@@ -38,8 +38,7 @@ describe('workload cluster (kube-controller-manager, kube-scheduler, KWOK nodes)
   let apps: AppsV1Api;
   let discovery: DiscoveryV1Api;
 
-  const kubectl = async (...args: string[]) =>
-    (await run(kubectlBinary(), args, { env: { ...process.env, KUBECONFIG: cluster.kubeconfigPath } })).stdout;
+  const kubectl = async (...args: string[]) => (await run(kubectlBinary(), args, { env: { ...process.env, KUBECONFIG: cluster.kubeconfigPath } })).stdout;
 
   const podsOf = async (selector: string) => (await core.listNamespacedPod({ namespace: NAMESPACE, labelSelector: selector })).items;
   const ready = (pod: V1Pod) => pod.status?.conditions?.some((c) => c.type === 'Ready' && c.status === 'True') ?? false;
@@ -59,13 +58,17 @@ describe('workload cluster (kube-controller-manager, kube-scheduler, KWOK nodes)
     await cluster?.stop();
   });
 
-  test('a Deployment makes a ReplicaSet whose Pods run on the fake nodes, Ready, with IPs from their node\'s Pod CIDR', async () => {
+  test("a Deployment makes a ReplicaSet whose Pods run on the fake nodes, Ready, with IPs from their node's Pod CIDR", async () => {
     await kubectl('create', 'deployment', 'web', '--image=registry.example/web:1', '--replicas=3', '--port=8080');
 
-    const replicaSet = await eventually(async () => {
-      const sets = await apps.listNamespacedReplicaSet({ namespace: NAMESPACE, labelSelector: 'app=web' });
-      return sets.items.find((rs) => rs.metadata?.ownerReferences?.some((o) => o.kind === 'Deployment' && o.name === 'web' && o.controller));
-    }, 30_000, 200);
+    const replicaSet = await eventually(
+      async () => {
+        const sets = await apps.listNamespacedReplicaSet({ namespace: NAMESPACE, labelSelector: 'app=web' });
+        return sets.items.find((rs) => rs.metadata?.ownerReferences?.some((o) => o.kind === 'Deployment' && o.name === 'web' && o.controller));
+      },
+      30_000,
+      200,
+    );
     const pods = await eventually(async () => runningAndReady(await podsOf('app=web'), 3), 60_000, 200);
 
     const nodes = new Map((await core.listNode()).items.map((n) => [n.metadata!.name!, n]));
@@ -77,14 +80,18 @@ describe('workload cluster (kube-controller-manager, kube-scheduler, KWOK nodes)
     }
     expect(new Set(pods.map((p) => p.status!.podIP)).size).toBe(3);
 
-    const deployment = await eventually(async () => {
-      const d = await apps.readNamespacedDeployment({ name: 'web', namespace: NAMESPACE });
-      return d.status?.readyReplicas === 3 && d.status.availableReplicas === 3 ? d : null;
-    }, 30_000, 200);
+    const deployment = await eventually(
+      async () => {
+        const d = await apps.readNamespacedDeployment({ name: 'web', namespace: NAMESPACE });
+        return d.status?.readyReplicas === 3 && d.status.availableReplicas === 3 ? d : null;
+      },
+      30_000,
+      200,
+    );
     expect(deployment.status?.conditions?.find((c) => c.type === 'Available')?.status).toBe('True');
   });
 
-  test('the EndpointSlices of a Service list the ready Pods\' IPs, and a deleted Pod is replaced and listed instead', async () => {
+  test("the EndpointSlices of a Service list the ready Pods' IPs, and a deleted Pod is replaced and listed instead", async () => {
     await kubectl('expose', 'deployment', 'web', '--port=80', '--target-port=8080');
     /** The ready endpoints, as `pod-name=ip`. */
     const endpoints = async () => {
@@ -102,10 +109,14 @@ describe('workload cluster (kube-controller-manager, kube-scheduler, KWOK nodes)
 
     const [victim] = before;
     await core.deleteNamespacedPod({ name: victim.metadata!.name!, namespace: NAMESPACE });
-    const after = await eventually(async () => {
-      const pods = runningAndReady(await podsOf('app=web'), 3);
-      return pods && !pods.some((p) => p.metadata!.uid === victim.metadata!.uid) ? pods : null;
-    }, 60_000, 200);
+    const after = await eventually(
+      async () => {
+        const pods = runningAndReady(await podsOf('app=web'), 3);
+        return pods && !pods.some((p) => p.metadata!.uid === victim.metadata!.uid) ? pods : null;
+      },
+      60_000,
+      200,
+    );
     // The replacement is a new Pod (KWOK may hand it the IP its predecessor freed).
     await eventually(async () => JSON.stringify(await endpoints()) === JSON.stringify(listed(after)), 30_000, 200);
     expect((await endpoints()).some((e) => e.startsWith(`${victim.metadata!.name}=`))).toBe(false);
@@ -119,10 +130,14 @@ describe('workload cluster (kube-controller-manager, kube-scheduler, KWOK nodes)
         spec: { containers: [{ name: 'main', image: 'registry.example/big:1', resources: { requests: { cpu: String(Number(NODE_CPU) * 2) } } }] },
       },
     });
-    const condition = await eventually(async () => {
-      const pod = await core.readNamespacedPod({ name: 'too-big', namespace: NAMESPACE });
-      return pod.status?.conditions?.find((c) => c.type === 'PodScheduled' && c.status === 'False');
-    }, 30_000, 200);
+    const condition = await eventually(
+      async () => {
+        const pod = await core.readNamespacedPod({ name: 'too-big', namespace: NAMESPACE });
+        return pod.status?.conditions?.find((c) => c.type === 'PodScheduled' && c.status === 'False');
+      },
+      30_000,
+      200,
+    );
     expect(condition.reason).toBe('Unschedulable');
     expect(condition.message).toMatch(/Insufficient cpu/);
     const pod = await core.readNamespacedPod({ name: 'too-big', namespace: NAMESPACE });
@@ -136,15 +151,19 @@ describe('workload cluster (kube-controller-manager, kube-scheduler, KWOK nodes)
     const image = `${UNREACHABLE_REGISTRY}/nothing:1`;
     await core.createNamespacedPod({ namespace: NAMESPACE, body: { metadata: { name: 'unpullable' }, spec: { containers: [{ name: 'main', image }] } } });
     const seen = new Set<string>();
-    await eventually(async () => {
-      const pod = await core.readNamespacedPod({ name: 'unpullable', namespace: NAMESPACE });
-      const waiting = pod.status?.containerStatuses?.[0]?.state?.waiting;
-      if (waiting?.reason) seen.add(waiting.reason);
-      expect(pod.status?.phase).toBe('Pending');
-      expect(ready(pod)).toBe(false);
-      if (waiting?.reason === 'ErrImagePull') expect(waiting.message).toContain(image);
-      return seen.has('ErrImagePull') && seen.has('ImagePullBackOff');
-    }, 30_000, 100);
+    await eventually(
+      async () => {
+        const pod = await core.readNamespacedPod({ name: 'unpullable', namespace: NAMESPACE });
+        const waiting = pod.status?.containerStatuses?.[0]?.state?.waiting;
+        if (waiting?.reason) seen.add(waiting.reason);
+        expect(pod.status?.phase).toBe('Pending');
+        expect(ready(pod)).toBe(false);
+        if (waiting?.reason === 'ErrImagePull') expect(waiting.message).toContain(image);
+        return seen.has('ErrImagePull') && seen.has('ImagePullBackOff');
+      },
+      30_000,
+      100,
+    );
     const pod = await core.readNamespacedPod({ name: 'unpullable', namespace: NAMESPACE });
     expect(cluster.nodeNames).toContain(pod.spec?.nodeName);
     expect(pod.status?.podIP).toBeUndefined();
@@ -154,10 +173,14 @@ describe('workload cluster (kube-controller-manager, kube-scheduler, KWOK nodes)
   // (MetalLB or a cloud's controller): no component of the workload cluster assigns one.
   test('a Service of type LoadBalancer gets its ingress IP from the LoadBalancer add-on the test plays', async () => {
     await kubectl('expose', 'deployment', 'web', '--name=web-public', '--type=LoadBalancer', '--port=80', '--target-port=8080');
-    const service = await eventually(async () => {
-      const s = await core.readNamespacedService({ name: 'web-public', namespace: NAMESPACE });
-      return s.status?.loadBalancer?.ingress?.[0]?.ip ? s : null;
-    }, 30_000, 200);
+    const service = await eventually(
+      async () => {
+        const s = await core.readNamespacedService({ name: 'web-public', namespace: NAMESPACE });
+        return s.status?.loadBalancer?.ingress?.[0]?.ip ? s : null;
+      },
+      30_000,
+      200,
+    );
     const ip = service.status!.loadBalancer!.ingress![0].ip!;
     expect(inCidr(ip, LOAD_BALANCER_POOL)).toBe(true);
     expect(addon.assigned().get(`${NAMESPACE}/web-public`)).toBe(ip);

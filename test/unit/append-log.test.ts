@@ -9,7 +9,12 @@ import { spawn } from 'node:child_process';
 import { AppendLog, lockDataDir, writeFileDurable } from '../../src/store/append-log';
 
 const tempDir = () => fs.mkdtempSync(path.join(os.tmpdir(), 'cloudplane-log-'));
-const lines = (file: string) => fs.readFileSync(file, 'utf8').split('\n').filter(Boolean).map((l) => JSON.parse(l));
+const lines = (file: string) =>
+  fs
+    .readFileSync(file, 'utf8')
+    .split('\n')
+    .filter(Boolean)
+    .map((l) => JSON.parse(l));
 
 describe('AppendLog', () => {
   let dir: string;
@@ -160,8 +165,14 @@ describe('AppendLog', () => {
     const realWrite = fs.write;
     jest
       .spyOn(fs, 'write')
-      .mockImplementationOnce(((fd: number, buffer: Buffer, offset: number, length: number, position: number, cb: (err: NodeJS.ErrnoException | null, n: number) => void) =>
-        realWrite(fd, buffer, offset, Math.floor((length * 5) / 6), position, cb)) as unknown as typeof fs.write)
+      .mockImplementationOnce(((
+        fd: number,
+        buffer: Buffer,
+        offset: number,
+        length: number,
+        position: number,
+        cb: (err: NodeJS.ErrnoException | null, n: number) => void,
+      ) => realWrite(fd, buffer, offset, Math.floor((length * 5) / 6), position, cb)) as unknown as typeof fs.write)
       .mockImplementationOnce(((...args: unknown[]) => {
         const cb = args[args.length - 1] as (err: NodeJS.ErrnoException) => void;
         cb(Object.assign(new Error('no space left on device'), { code: 'ENOSPC' }));
@@ -188,8 +199,14 @@ describe('AppendLog', () => {
     const realWrite = fs.write;
     jest
       .spyOn(fs, 'write')
-      .mockImplementationOnce(((fd: number, buffer: Buffer, offset: number, length: number, position: number, cb: (err: NodeJS.ErrnoException | null, n: number) => void) =>
-        realWrite(fd, buffer, offset, Math.floor((length * 5) / 6), position, cb)) as unknown as typeof fs.write)
+      .mockImplementationOnce(((
+        fd: number,
+        buffer: Buffer,
+        offset: number,
+        length: number,
+        position: number,
+        cb: (err: NodeJS.ErrnoException | null, n: number) => void,
+      ) => realWrite(fd, buffer, offset, Math.floor((length * 5) / 6), position, cb)) as unknown as typeof fs.write)
       .mockImplementationOnce(((...args: unknown[]) => {
         const cb = args[args.length - 1] as (err: NodeJS.ErrnoException) => void;
         cb(Object.assign(new Error('no space left on device'), { code: 'ENOSPC' }));

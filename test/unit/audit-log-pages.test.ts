@@ -66,7 +66,8 @@ function matchesReference(event: CloudEvent, team: string, filter: AuditFilter):
   );
 }
 
-const byPosition = (a: CloudEvent, b: CloudEvent) => (a.created_at < b.created_at ? -1 : a.created_at > b.created_at ? 1 : a.id < b.id ? -1 : a.id > b.id ? 1 : 0);
+const byPosition = (a: CloudEvent, b: CloudEvent) =>
+  a.created_at < b.created_at ? -1 : a.created_at > b.created_at ? 1 : a.id < b.id ? -1 : a.id > b.id ? 1 : 0;
 
 describe('audit log pages', () => {
   let serial = 0;
@@ -127,9 +128,20 @@ describe('audit log pages', () => {
             expect(walked).toEqual(order === 'asc' ? sorted : sorted.reverse());
             expect(ids).toEqual(expect.arrayContaining(existing.map((e) => e.id)));
             // Without arrivals during the walk, the walk is exactly the reference.
-            if (arrivals.every((a) => a.length === 0)) expect(ids).toEqual(existing.sort(byPosition)[order === 'asc' ? 'slice' : 'reverse']().map((e) => e.id));
+            if (arrivals.every((a) => a.length === 0))
+              expect(ids).toEqual(
+                existing
+                  .sort(byPosition)
+                  [order === 'asc' ? 'slice' : 'reverse']()
+                  .map((e) => e.id),
+              );
             // A search is the whole walk, oldest first.
-            expect(audit.search(team, filter).map((e) => e.id)).toEqual(published.filter((e) => matchesReference(e, team, filter)).sort(byPosition).map((e) => e.id));
+            expect(audit.search(team, filter).map((e) => e.id)).toEqual(
+              published
+                .filter((e) => matchesReference(e, team, filter))
+                .sort(byPosition)
+                .map((e) => e.id),
+            );
           } finally {
             audit.stop();
             await bus.stop();

@@ -55,7 +55,9 @@ describe('AuditLog retention', () => {
     expect(audit.search('team_a', { resource_id: 'lb_old3' })).toEqual([]);
     expect(ids(audit.search('team_a', { resource_id: 'lb_old1' }))).toEqual(ids(kept.filter((e) => e.data.id === 'lb_old1')));
     expect(ids(audit.search('team_a', { type: 'bucket.*' }))).toEqual(ids(kept.filter((e) => e.type === 'bucket.deleted')));
-    expect(ids(audit.search('team_a', { actor: 'key_1', q: 'WORD10' }))).toEqual(ids(kept.filter((e) => e.actor === 'key_1' && /word10/.test(String(e.data.note)))));
+    expect(ids(audit.search('team_a', { actor: 'key_1', q: 'WORD10' }))).toEqual(
+      ids(kept.filter((e) => e.actor === 'key_1' && /word10/.test(String(e.data.note)))),
+    );
     expect(audit.page('team_a', { type: 'load_balancer.created' }, { order: 'desc', limit: 2 })).toEqual({ events: [kept[28], kept[26]], more: true });
   });
 });

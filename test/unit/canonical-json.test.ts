@@ -21,7 +21,15 @@ describe('canonical JSON', () => {
 });
 
 describe('sameJsonApartFrom', () => {
-  const member = fc.oneof(fc.constant(undefined), fc.constant(null), fc.integer({ min: 0, max: 3 }), fc.constantFrom('a', 'b'), fc.constant({ x: 1, y: [1] }), fc.constant({ y: [1], x: 1 }), fc.constant([{ x: 1 }]));
+  const member = fc.oneof(
+    fc.constant(undefined),
+    fc.constant(null),
+    fc.integer({ min: 0, max: 3 }),
+    fc.constantFrom('a', 'b'),
+    fc.constant({ x: 1, y: [1] }),
+    fc.constant({ y: [1], x: 1 }),
+    fc.constant([{ x: 1 }]),
+  );
   const objectOf = fc.dictionary(fc.constantFrom('p', 'q', 'r', 's', 'pending_events'), member);
 
   it('answers as sameJson of both objects without the ignored members', () => {

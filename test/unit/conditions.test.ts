@@ -16,7 +16,17 @@ import { crdFor } from '../../src/resources/crd';
 import type { AnyFamily, Condition, Resource } from '../../src/resources/family';
 
 const TEAM = 'team_conditions000000';
-const spec = { name: 'web', region: 'fra1', algorithm: 'round_robin', protocol: 'http', port: 80, health_check_path: '/', sticky_sessions: false, ssl_certificate_id: null, backends: [] };
+const spec = {
+  name: 'web',
+  region: 'fra1',
+  algorithm: 'round_robin',
+  protocol: 'http',
+  port: 80,
+  health_check_path: '/',
+  sticky_sessions: false,
+  ssl_certificate_id: null,
+  backends: [],
+};
 const syncedReason = (r: Resource) => r.status.conditions?.find((c) => c.type === 'Synced')?.reason;
 
 describe('Synced condition reasons', () => {
@@ -40,14 +50,26 @@ describe('Synced condition reasons', () => {
     expect(refused.status.status).toBe('failed');
     expect(syncedReason(refused)).toBe(SPEC_REFUSED);
 
-    const touched = await writer.mutateStatus(loadBalancerFamily, TEAM, made.meta.id, () => ({ status_reason: 'region fra9 is not available (still)' }), 'system');
+    const touched = await writer.mutateStatus(
+      loadBalancerFamily,
+      TEAM,
+      made.meta.id,
+      () => ({ status_reason: 'region fra9 is not available (still)' }),
+      'system',
+    );
     expect(touched.status.status).toBe('failed');
     expect(syncedReason(touched)).toBe(SPEC_REFUSED);
   });
 
   it('says ReconcileError for a provider failure, and keeps saying it', async () => {
     const created = await writer.create(loadBalancerFamily, TEAM, spec, 'key_test');
-    const failed = await writer.mutateStatus(loadBalancerFamily, TEAM, created.meta.id, () => ({ status: 'failed', status_reason: 'the provider said no' }), 'system');
+    const failed = await writer.mutateStatus(
+      loadBalancerFamily,
+      TEAM,
+      created.meta.id,
+      () => ({ status: 'failed', status_reason: 'the provider said no' }),
+      'system',
+    );
     expect(syncedReason(failed)).toBe('ReconcileError');
     const touched = await writer.mutateStatus(loadBalancerFamily, TEAM, created.meta.id, () => ({ status_reason: 'the provider still says no' }), 'system');
     expect(syncedReason(touched)).toBe('ReconcileError');
@@ -70,7 +92,8 @@ function conditionProblems(condition: Record<string, unknown>, item: any): strin
         if (rule.minLength !== undefined && value.length < rule.minLength) problems.push(`${name} shorter than ${rule.minLength}`);
         if (rule.format === 'date-time' && Number.isNaN(Date.parse(value))) problems.push(`${name} not a date-time`);
       }
-    } else if (rule.type === 'integer' && !(Number.isInteger(value) && (value as number) >= (rule.minimum ?? -Infinity))) problems.push(`${name} ${value} not an integer >= ${rule.minimum}`);
+    } else if (rule.type === 'integer' && !(Number.isInteger(value) && (value as number) >= (rule.minimum ?? -Infinity)))
+      problems.push(`${name} ${value} not an integer >= ${rule.minimum}`);
   }
   return problems;
 }
@@ -83,11 +106,32 @@ describe('conditions as the API server checks them (metav1.Condition)', () => {
 
   it('writes every condition within the item schema: CamelCase reasons, a transition time, a bounded message', () => {
     const written = [
-      conditionsFor(family, resource, { status: 'pending_dns', status_reason: null, observed_generation: 1, observed_config: '', deleted_at: null, conditions: [], pending_events: [] }),
-      conditionsFor(family, resource, { status: 'failed', status_reason: 'x'.repeat(40_000), observed_generation: 2, observed_config: '', deleted_at: null, conditions: [], pending_events: [] }),
+      conditionsFor(family, resource, {
+        status: 'pending_dns',
+        status_reason: null,
+        observed_generation: 1,
+        observed_config: '',
+        deleted_at: null,
+        conditions: [],
+        pending_events: [],
+      }),
+      conditionsFor(family, resource, {
+        status: 'failed',
+        status_reason: 'x'.repeat(40_000),
+        observed_generation: 2,
+        observed_config: '',
+        deleted_at: null,
+        conditions: [],
+        pending_events: [],
+      }),
       // Conditions of an earlier version, written without a transition time.
       conditionsFor(family, resource, {
-        status: 'running', status_reason: null, observed_generation: 2, observed_config: '', deleted_at: null, pending_events: [],
+        status: 'running',
+        status_reason: null,
+        observed_generation: 2,
+        observed_config: '',
+        deleted_at: null,
+        pending_events: [],
         conditions: [{ type: 'Ready', status: 'True', reason: 'Running', message: '' } as Condition],
       }),
     ];
@@ -102,7 +146,10 @@ describe('conditions as the API server checks them (metav1.Condition)', () => {
     expect(conditions).toMatchObject({ 'x-kubernetes-list-type': 'map', 'x-kubernetes-list-map-keys': ['type'] });
     expect([...item.required].sort()).toEqual(['lastTransitionTime', 'message', 'reason', 'status', 'type']);
     expect(item.properties.status.enum).toEqual(['True', 'False', 'Unknown']);
-    expect(item.properties.type).toMatchObject({ maxLength: 316, pattern: '^([a-z0-9]([-a-z0-9]*[a-z0-9])?(\\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*/)?(([A-Za-z0-9][-A-Za-z0-9_.]*)?[A-Za-z0-9])$' });
+    expect(item.properties.type).toMatchObject({
+      maxLength: 316,
+      pattern: '^([a-z0-9]([-a-z0-9]*[a-z0-9])?(\\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*/)?(([A-Za-z0-9][-A-Za-z0-9_.]*)?[A-Za-z0-9])$',
+    });
     expect(item.properties.reason).toMatchObject({ minLength: 1, maxLength: 1024, pattern: '^[A-Za-z]([A-Za-z0-9_,:]*[A-Za-z0-9_])?$' });
     expect(item.properties.message).toMatchObject({ type: 'string', maxLength: 32768 });
     expect(item.properties.lastTransitionTime).toMatchObject({ type: 'string', format: 'date-time' });

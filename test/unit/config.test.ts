@@ -27,11 +27,17 @@ describe('HTTP and overload settings', () => {
   });
 
   it.each([
-    [{ CLOUDPLANE_HTTP_MAX_CONNECTIONS_PER_ADDRESS: '2000' }, /CLOUDPLANE_HTTP_MAX_CONNECTIONS_PER_ADDRESS \(2000\) must not be above CLOUDPLANE_HTTP_MAX_CONNECTIONS \(1000\)/],
+    [
+      { CLOUDPLANE_HTTP_MAX_CONNECTIONS_PER_ADDRESS: '2000' },
+      /CLOUDPLANE_HTTP_MAX_CONNECTIONS_PER_ADDRESS \(2000\) must not be above CLOUDPLANE_HTTP_MAX_CONNECTIONS \(1000\)/,
+    ],
     [{ CLOUDPLANE_HTTP_FIRST_REQUEST_TIMEOUT_MS: '0' }, /CLOUDPLANE_HTTP_FIRST_REQUEST_TIMEOUT_MS/],
     [{ CLOUDPLANE_HTTP_REQUEST_TIMEOUT_MS: '0' }, /CLOUDPLANE_HTTP_REQUEST_TIMEOUT_MS/],
     [{ CLOUDPLANE_HTTP_MAX_CONNECTIONS: 'many' }, /CLOUDPLANE_HTTP_MAX_CONNECTIONS/],
-    [{ CLOUDPLANE_HTTP_HEADERS_TIMEOUT_MS: '20000', CLOUDPLANE_HTTP_REQUEST_TIMEOUT_MS: '5000' }, /CLOUDPLANE_HTTP_HEADERS_TIMEOUT_MS \(20000\) must not be longer than CLOUDPLANE_HTTP_REQUEST_TIMEOUT_MS/],
+    [
+      { CLOUDPLANE_HTTP_HEADERS_TIMEOUT_MS: '20000', CLOUDPLANE_HTTP_REQUEST_TIMEOUT_MS: '5000' },
+      /CLOUDPLANE_HTTP_HEADERS_TIMEOUT_MS \(20000\) must not be longer than CLOUDPLANE_HTTP_REQUEST_TIMEOUT_MS/,
+    ],
     [{ CLOUDPLANE_OVERLOAD_MAX_HEAP_USED_PERCENT: '150' }, /CLOUDPLANE_OVERLOAD_MAX_HEAP_USED_PERCENT/],
     [{ CLOUDPLANE_OVERLOAD_MAX_EVENT_LOOP_DELAY_MS: '-1' }, /CLOUDPLANE_OVERLOAD_MAX_EVENT_LOOP_DELAY_MS/],
   ])('refuses %j naming the variable', (env, message) => {
@@ -51,7 +57,10 @@ describe('webhook in-flight caps', () => {
 
   it.each([
     [{ CLOUDPLANE_WEBHOOK_MAX_IN_FLIGHT: '0' }, /CLOUDPLANE_WEBHOOK_MAX_IN_FLIGHT must be an integer between 1 and 100000/],
-    [{ CLOUDPLANE_WEBHOOK_MAX_IN_FLIGHT: '10', CLOUDPLANE_WEBHOOK_MAX_IN_FLIGHT_PER_TEAM: '32' }, /CLOUDPLANE_WEBHOOK_MAX_IN_FLIGHT_PER_TEAM must be an integer between 1 and 10/],
+    [
+      { CLOUDPLANE_WEBHOOK_MAX_IN_FLIGHT: '10', CLOUDPLANE_WEBHOOK_MAX_IN_FLIGHT_PER_TEAM: '32' },
+      /CLOUDPLANE_WEBHOOK_MAX_IN_FLIGHT_PER_TEAM must be an integer between 1 and 10/,
+    ],
     [{ CLOUDPLANE_WEBHOOK_MAX_IN_FLIGHT_PER_SUBSCRIPTION: '33' }, /CLOUDPLANE_WEBHOOK_MAX_IN_FLIGHT_PER_SUBSCRIPTION must be an integer between 1 and 32/],
     [{ CLOUDPLANE_WEBHOOK_MAX_IN_FLIGHT_PER_SUBSCRIPTION: 'four' }, /CLOUDPLANE_WEBHOOK_MAX_IN_FLIGHT_PER_SUBSCRIPTION/],
   ])('refuses %j naming the variable and the bound', (env, message) => {
@@ -68,16 +77,21 @@ describe('file share settings (cluster mode)', () => {
   });
 
   it.each(['NFS', 'nfs_csi', '-nfs', 'a'.repeat(254)])('refuses the class %s, naming the variable', (name) => {
-    expect(() => loadConfig({ ...cluster, CLOUDPLANE_FILE_SHARE_STORAGE_CLASS: name })).toThrow(/CLOUDPLANE_FILE_SHARE_STORAGE_CLASS must be a Kubernetes object name/);
+    expect(() => loadConfig({ ...cluster, CLOUDPLANE_FILE_SHARE_STORAGE_CLASS: name })).toThrow(
+      /CLOUDPLANE_FILE_SHARE_STORAGE_CLASS must be a Kubernetes object name/,
+    );
   });
 });
 
-describe('the binding of the operator\'s rights in team namespaces (cluster mode)', () => {
+describe("the binding of the operator's rights in team namespaces (cluster mode)", () => {
   const cluster = { CLOUDPLANE_STORE: 'kubernetes' };
 
   it('binds nothing unless told which ClusterRole to bind to which ServiceAccount', () => {
     expect(loadConfig(cluster).kubernetes?.teamNamespaceBinding).toBeUndefined();
-    expect(loadConfig({ ...cluster, CLOUDPLANE_TEAM_NAMESPACE_ROLE: 'cp-cloudplane-team-namespace', CLOUDPLANE_SERVICE_ACCOUNT_NAME: 'cp-cloudplane' }).kubernetes?.teamNamespaceBinding).toEqual({
+    expect(
+      loadConfig({ ...cluster, CLOUDPLANE_TEAM_NAMESPACE_ROLE: 'cp-cloudplane-team-namespace', CLOUDPLANE_SERVICE_ACCOUNT_NAME: 'cp-cloudplane' }).kubernetes
+        ?.teamNamespaceBinding,
+    ).toEqual({
       clusterRole: 'cp-cloudplane-team-namespace',
       serviceAccount: 'cp-cloudplane',
     });
@@ -162,7 +176,10 @@ describe('sign-in settings: sessions, public URL, identity provider', () => {
     [{ CLOUDPLANE_SESSION_MAX_AGE: '0' }, /CLOUDPLANE_SESSION_MAX_AGE/],
     [{ CLOUDPLANE_PUBLIC_URL: 'cloudplane.example.com' }, /CLOUDPLANE_PUBLIC_URL/],
     [{ CLOUDPLANE_PUBLIC_URL: 'https://cloudplane.example.com/console' }, /CLOUDPLANE_PUBLIC_URL must be an origin/],
-    [{ CLOUDPLANE_OIDC_ISSUER: 'http://id.example.com', CLOUDPLANE_OIDC_CLIENT_ID: 'c', CLOUDPLANE_OIDC_CLIENT_SECRET: 's' }, /CLOUDPLANE_OIDC_ISSUER must be an https:\/\//],
+    [
+      { CLOUDPLANE_OIDC_ISSUER: 'http://id.example.com', CLOUDPLANE_OIDC_CLIENT_ID: 'c', CLOUDPLANE_OIDC_CLIENT_SECRET: 's' },
+      /CLOUDPLANE_OIDC_ISSUER must be an https:\/\//,
+    ],
     [{ CLOUDPLANE_OIDC_ISSUER: 'https://id.example.com' }, /CLOUDPLANE_OIDC_CLIENT_ID and CLOUDPLANE_OIDC_CLIENT_SECRET not set/],
   ])('refuses %j naming the variable', (env, message) => {
     expect(() => loadConfig(env)).toThrow(message);

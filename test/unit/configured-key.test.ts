@@ -32,7 +32,9 @@ describe('a configured key issued twice at once', () => {
     const writer = new ResourceWriter(store);
     await writer.create(userFamily, 'team_a', { name: 'Owner', email: 'owner@example.com', role: 'owner' }, 'system', 'usr_00000000000000000001');
     const [one, two] = [new ApiKeyAuthenticator(store, writer), new ApiKeyAuthenticator(store, writer)];
-    const issued = await Promise.all([one, two].map((authenticator) => authenticator.issue('team_a', 'usr_00000000000000000001', 'bootstrap', 'system', { token: TOKEN })));
+    const issued = await Promise.all(
+      [one, two].map((authenticator) => authenticator.issue('team_a', 'usr_00000000000000000001', 'bootstrap', 'system', { token: TOKEN })),
+    );
     expect(issued[0].key.meta.id).toBe(issued[1].key.meta.id);
     expect((await store.list(apiKeyFamily.kind)).map((key) => key.meta.id)).toEqual([issued[0].key.meta.id]);
     const principals = await Promise.all([one, two].map((authenticator) => authenticator.authenticate(TOKEN)));

@@ -78,7 +78,7 @@ function counting(duringPass: (id: string) => Promise<void> = async () => undefi
   return { reconciler, of, passed };
 }
 
-describe('the watch event of a pass\'s own write', () => {
+describe("the watch event of a pass's own write", () => {
   // One worker and a first-in, first-out queue: once `marker` has had its pass, any pass queued before it has run.
   for (const [how, storeOf] of [
     ['told within the pass (embedded store)', (s: Store) => s],
@@ -117,7 +117,16 @@ describe('the watch event of a pass\'s own write', () => {
 });
 
 describe('the managed reconciler', () => {
-  const spec = (name: string) => ({ name, region: 'fra1', algorithm: 'round_robin', protocol: 'http', port: 80, health_check_path: '/healthz', sticky_sessions: false, backends: [] });
+  const spec = (name: string) => ({
+    name,
+    region: 'fra1',
+    algorithm: 'round_robin',
+    protocol: 'http',
+    port: 80,
+    health_check_path: '/healthz',
+    sticky_sessions: false,
+    backends: [],
+  });
   const reconcilerOf = (delayMs: number, driver = new SimulatedLoadBalancerDriver(new Simulation({ delayMs, delays: {}, failures: {} }))) =>
     new ManagedReconciler(loadBalancerBinding(driver, store, 1_000), store, new ResourceWriter(store), 60_000);
   const current = async (id: string) => (await store.get(loadBalancerFamily.kind, TEAM, id)) as Driven;

@@ -11,11 +11,30 @@ const { parseCookie } = require('cookie') as { parseCookie(header: string): Reco
 
 describe('cookieOf', () => {
   it('reads a header as the cookie package does: pairs at `;`, blanks trimmed, the first of a name, percent-decoded', () => {
-    const piece = fc.constantFrom('cloudplane_session', 'other', ' cloudplane_session', 'cloudplane_session ', '=', ';', ' ', 'cps_abc-_09', '%41', '%zz', '"q"', 'a=b', '\t', '\u00a0', '\v');
+    const piece = fc.constantFrom(
+      'cloudplane_session',
+      'other',
+      ' cloudplane_session',
+      'cloudplane_session ',
+      '=',
+      ';',
+      ' ',
+      'cps_abc-_09',
+      '%41',
+      '%zz',
+      '"q"',
+      'a=b',
+      '\t',
+      '\u00a0',
+      '\v',
+    );
     fc.assert(
-      fc.property(fc.array(piece, { maxLength: 12 }).map((parts) => parts.join('')), (header) => {
-        expect(cookieOf(header, 'cloudplane_session')).toBe(parseCookie(header).cloudplane_session);
-      }),
+      fc.property(
+        fc.array(piece, { maxLength: 12 }).map((parts) => parts.join('')),
+        (header) => {
+          expect(cookieOf(header, 'cloudplane_session')).toBe(parseCookie(header).cloudplane_session);
+        },
+      ),
       { numRuns: 5_000 },
     );
   });

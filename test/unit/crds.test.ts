@@ -14,13 +14,33 @@ const dir = crdDir(repoRoot(__dirname));
 
 /** Fields of apiextensions.k8s.io/v1 JSONSchemaProps this generator may emit. */
 const ALLOWED_KEYWORDS = new Set([
-  'type', 'description', 'format', 'enum', 'nullable', 'minimum', 'maximum', 'exclusiveMinimum', 'exclusiveMaximum',
-  'multipleOf', 'minLength', 'maxLength', 'pattern', 'minItems', 'maxItems', 'minProperties', 'maxProperties',
-  'properties', 'required', 'items', 'additionalProperties',
-  'x-kubernetes-preserve-unknown-fields', 'x-kubernetes-int-or-string',
+  'type',
+  'description',
+  'format',
+  'enum',
+  'nullable',
+  'minimum',
+  'maximum',
+  'exclusiveMinimum',
+  'exclusiveMaximum',
+  'multipleOf',
+  'minLength',
+  'maxLength',
+  'pattern',
+  'minItems',
+  'maxItems',
+  'minProperties',
+  'maxProperties',
+  'properties',
+  'required',
+  'items',
+  'additionalProperties',
+  'x-kubernetes-preserve-unknown-fields',
+  'x-kubernetes-int-or-string',
   // CEL rules (a load balancer backend names exactly one server): the API server checks them on apply.
   'x-kubernetes-validations',
-  'x-kubernetes-list-type', 'x-kubernetes-list-map-keys',
+  'x-kubernetes-list-type',
+  'x-kubernetes-list-map-keys',
 ]);
 
 /** Every schema node below `schema`, with a path for messages. */
@@ -50,26 +70,120 @@ function structuralProblems(node: any): string[] {
 
 /** Kinds a stock cluster serves (core and the built-in API groups). */
 const BUILT_IN_KINDS = [
-  'Binding', 'ComponentStatus', 'ConfigMap', 'Endpoints', 'Event', 'LimitRange', 'Namespace', 'Node',
-  'PersistentVolume', 'PersistentVolumeClaim', 'Pod', 'PodTemplate', 'ReplicationController', 'ResourceQuota',
-  'Secret', 'Service', 'ServiceAccount', 'MutatingWebhookConfiguration', 'ValidatingWebhookConfiguration',
-  'ValidatingAdmissionPolicy', 'ValidatingAdmissionPolicyBinding', 'MutatingAdmissionPolicy',
-  'MutatingAdmissionPolicyBinding', 'CustomResourceDefinition', 'APIService', 'ControllerRevision', 'DaemonSet',
-  'Deployment', 'ReplicaSet', 'StatefulSet', 'SelfSubjectReview', 'TokenReview', 'LocalSubjectAccessReview',
-  'SelfSubjectAccessReview', 'SelfSubjectRulesReview', 'SubjectAccessReview', 'HorizontalPodAutoscaler',
-  'CronJob', 'Job', 'CertificateSigningRequest', 'ClusterTrustBundle', 'Lease', 'LeaseCandidate', 'EndpointSlice',
-  'FlowSchema', 'PriorityLevelConfiguration', 'Ingress', 'IngressClass', 'NetworkPolicy', 'IPAddress', 'ServiceCIDR',
-  'RuntimeClass', 'PodDisruptionBudget', 'ClusterRole', 'ClusterRoleBinding', 'Role', 'RoleBinding', 'PriorityClass',
-  'CSIDriver', 'CSINode', 'CSIStorageCapacity', 'StorageClass', 'VolumeAttachment', 'VolumeAttributesClass',
-  'DeviceClass', 'ResourceClaim', 'ResourceClaimTemplate', 'ResourceSlice', 'StorageVersion',
-  'StorageVersionMigration', 'Eviction', 'Scale', 'TokenRequest',
+  'Binding',
+  'ComponentStatus',
+  'ConfigMap',
+  'Endpoints',
+  'Event',
+  'LimitRange',
+  'Namespace',
+  'Node',
+  'PersistentVolume',
+  'PersistentVolumeClaim',
+  'Pod',
+  'PodTemplate',
+  'ReplicationController',
+  'ResourceQuota',
+  'Secret',
+  'Service',
+  'ServiceAccount',
+  'MutatingWebhookConfiguration',
+  'ValidatingWebhookConfiguration',
+  'ValidatingAdmissionPolicy',
+  'ValidatingAdmissionPolicyBinding',
+  'MutatingAdmissionPolicy',
+  'MutatingAdmissionPolicyBinding',
+  'CustomResourceDefinition',
+  'APIService',
+  'ControllerRevision',
+  'DaemonSet',
+  'Deployment',
+  'ReplicaSet',
+  'StatefulSet',
+  'SelfSubjectReview',
+  'TokenReview',
+  'LocalSubjectAccessReview',
+  'SelfSubjectAccessReview',
+  'SelfSubjectRulesReview',
+  'SubjectAccessReview',
+  'HorizontalPodAutoscaler',
+  'CronJob',
+  'Job',
+  'CertificateSigningRequest',
+  'ClusterTrustBundle',
+  'Lease',
+  'LeaseCandidate',
+  'EndpointSlice',
+  'FlowSchema',
+  'PriorityLevelConfiguration',
+  'Ingress',
+  'IngressClass',
+  'NetworkPolicy',
+  'IPAddress',
+  'ServiceCIDR',
+  'RuntimeClass',
+  'PodDisruptionBudget',
+  'ClusterRole',
+  'ClusterRoleBinding',
+  'Role',
+  'RoleBinding',
+  'PriorityClass',
+  'CSIDriver',
+  'CSINode',
+  'CSIStorageCapacity',
+  'StorageClass',
+  'VolumeAttachment',
+  'VolumeAttributesClass',
+  'DeviceClass',
+  'ResourceClaim',
+  'ResourceClaimTemplate',
+  'ResourceSlice',
+  'StorageVersion',
+  'StorageVersionMigration',
+  'Eviction',
+  'Scale',
+  'TokenRequest',
 ];
 
 /** Short names a stock cluster serves (`kubectl api-resources`). */
 const BUILT_IN_SHORT_NAMES = [
-  'cs', 'cm', 'ep', 'ev', 'limits', 'ns', 'no', 'pvc', 'pv', 'po', 'rc', 'quota', 'sa', 'svc', 'crd', 'crds',
-  'ds', 'deploy', 'rs', 'sts', 'hpa', 'cj', 'csr', 'ing', 'netpol', 'pdb', 'pc', 'psp', 'sc', 'ip', 'vac',
-  'mwc', 'vwc', 'apisvc', 'eps', 'fs', 'plc',
+  'cs',
+  'cm',
+  'ep',
+  'ev',
+  'limits',
+  'ns',
+  'no',
+  'pvc',
+  'pv',
+  'po',
+  'rc',
+  'quota',
+  'sa',
+  'svc',
+  'crd',
+  'crds',
+  'ds',
+  'deploy',
+  'rs',
+  'sts',
+  'hpa',
+  'cj',
+  'csr',
+  'ing',
+  'netpol',
+  'pdb',
+  'pc',
+  'psp',
+  'sc',
+  'ip',
+  'vac',
+  'mwc',
+  'vwc',
+  'apisvc',
+  'eps',
+  'fs',
+  'plc',
 ];
 
 describe('crds/', () => {
@@ -96,8 +210,7 @@ describe('crds/', () => {
 describe('CRD schemas', () => {
   it.each(allCrds().map((crd) => [crd.spec.names.kind, crd]))('%s is structural', (_kind, crd) => {
     const version = crd.spec.versions[0];
-    const problems = schemaNodes(version.schema.openAPIV3Schema, '$')
-      .flatMap(({ at, node }) => structuralProblems(node).map((problem) => `${at}: ${problem}`));
+    const problems = schemaNodes(version.schema.openAPIV3Schema, '$').flatMap(({ at, node }) => structuralProblems(node).map((problem) => `${at}: ${problem}`));
     expect(problems).toEqual([]);
   });
 
@@ -110,7 +223,9 @@ describe('CRD schemas', () => {
       if (type !== 'map') return node['x-kubernetes-list-map-keys'] ? [`${at}: map keys on a ${type}`] : [];
       const keys: string[] = node['x-kubernetes-list-map-keys'] ?? [];
       // The API server refuses a map list whose keys an item may leave out.
-      return keys.length === 0 ? [`${at}: a map without keys`] : keys.filter((k) => !(node.items.required ?? []).includes(k)).map((k) => `${at}: key ${k} not required`);
+      return keys.length === 0
+        ? [`${at}: a map without keys`]
+        : keys.filter((k) => !(node.items.required ?? []).includes(k)).map((k) => `${at}: key ${k} not required`);
     });
     expect(problems).toEqual([]);
   });
@@ -126,7 +241,11 @@ describe('CRD schemas', () => {
     expect(specOf('webhook').events['x-kubernetes-list-type']).toBe('set');
     expect(statusOf('alert').targets).toMatchObject({ 'x-kubernetes-list-type': 'map', 'x-kubernetes-list-map-keys': ['resource_id'] });
     expect(specOf('load_balancer').backends['x-kubernetes-list-type']).toBe('atomic');
-    expect(convertSchema(JSON.parse(JSON.stringify(Type.Array(Type.String(), { uniqueItems: true }))))).toEqual({ type: 'array', items: { type: 'string' }, 'x-kubernetes-list-type': 'set' });
+    expect(convertSchema(JSON.parse(JSON.stringify(Type.Array(Type.String(), { uniqueItems: true }))))).toEqual({
+      type: 'array',
+      items: { type: 'string' },
+      'x-kubernetes-list-type': 'set',
+    });
   });
 
   it('keeps the rules kubectl explain and validation need', () => {
@@ -168,7 +287,8 @@ describe('CRD required fields', () => {
     for (const family of families) {
       const specSchema = (crdFor(family) as any).spec.versions[0].schema.openAPIV3Schema.properties.spec;
       const createRequired: string[] = JSON.parse(JSON.stringify(family.schemas.create)).required ?? [];
-      for (const name of specSchema.required ?? []) expect(`${family.kind}.${name}`).toBe(createRequired.includes(name) ? `${family.kind}.${name}` : 'required only on create');
+      for (const name of specSchema.required ?? [])
+        expect(`${family.kind}.${name}`).toBe(createRequired.includes(name) ? `${family.kind}.${name}` : 'required only on create');
     }
     const lb = (crdFor(familyByName('load_balancer')) as any).spec.versions[0].schema.openAPIV3Schema.properties.spec;
     expect(lb.required).toEqual(expect.arrayContaining(['name', 'region']));

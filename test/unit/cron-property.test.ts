@@ -18,7 +18,16 @@ const formatters = new Map<string, Intl.DateTimeFormat>();
 function wallClock(ms: number, zone: string) {
   let format = formatters.get(zone);
   if (!format) {
-    format = new Intl.DateTimeFormat('en-US', { timeZone: zone, hourCycle: 'h23', month: 'numeric', day: 'numeric', weekday: 'short', hour: 'numeric', minute: 'numeric', second: 'numeric' });
+    format = new Intl.DateTimeFormat('en-US', {
+      timeZone: zone,
+      hourCycle: 'h23',
+      month: 'numeric',
+      day: 'numeric',
+      weekday: 'short',
+      hour: 'numeric',
+      minute: 'numeric',
+      second: 'numeric',
+    });
     formatters.set(zone, format);
   }
   const parts = Object.fromEntries(format.formatToParts(ms).map((p) => [p.type, p.value]));
@@ -72,7 +81,8 @@ function walkedLastFire(s: CronSchedule, zone: string, since: Date, now: Date): 
       if (from === since.getTime()) return null;
       continue;
     }
-    for (let next = walkedNextFire(s, zone, fire, now.getTime()); next && next.getTime() <= now.getTime(); next = walkedNextFire(s, zone, next, now.getTime())) fire = next;
+    for (let next = walkedNextFire(s, zone, fire, now.getTime()); next && next.getTime() <= now.getTime(); next = walkedNextFire(s, zone, next, now.getTime()))
+      fire = next;
     return fire;
   }
   return null;

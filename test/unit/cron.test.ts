@@ -74,8 +74,12 @@ describe('cron expressions', () => {
     expect(next('30 2 * * *', '2026-03-07T12:00:00Z', 'America/New_York')).toBe('2026-03-09T06:30:00.000Z');
     expect(next('30 1 * * *', '2026-11-01T05:30:00Z', 'America/New_York')).toBe('2026-11-01T06:30:00.000Z');
     // Looking back over a repeated time finds its second coming.
-    expect(lastFire(parseCron('30 2 * * *'), 'Europe/Berlin', new Date('2026-10-24T00:00:00Z'), new Date('2026-10-25T02:00:00Z'))?.toISOString()).toBe('2026-10-25T01:30:00.000Z');
-    expect(lastFire(parseCron('30 2 * * *'), 'Europe/Berlin', new Date('2026-10-24T00:00:00Z'), new Date('2026-10-25T01:00:00Z'))?.toISOString()).toBe('2026-10-25T00:30:00.000Z');
+    expect(lastFire(parseCron('30 2 * * *'), 'Europe/Berlin', new Date('2026-10-24T00:00:00Z'), new Date('2026-10-25T02:00:00Z'))?.toISOString()).toBe(
+      '2026-10-25T01:30:00.000Z',
+    );
+    expect(lastFire(parseCron('30 2 * * *'), 'Europe/Berlin', new Date('2026-10-24T00:00:00Z'), new Date('2026-10-25T01:00:00Z'))?.toISOString()).toBe(
+      '2026-10-25T00:30:00.000Z',
+    );
   });
 
   it('finds the last time a schedule fired, looking back no further than since', () => {

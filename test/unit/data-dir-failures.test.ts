@@ -20,7 +20,11 @@ import { eventually } from '../helpers/service';
 import { Tmpfs } from '../helpers/tmpfs';
 
 const sleep = (ms: number) => new Promise((resolve) => setTimeout(resolve, ms));
-const lb = (n: number) => ({ meta: { kind: 'LoadBalancer', id: `lb_${String(n).padStart(20, '0')}`, team: 'team_a' }, spec: { name: `lb-${n}`, pad: 'x'.repeat(500) }, status: {} });
+const lb = (n: number) => ({
+  meta: { kind: 'LoadBalancer', id: `lb_${String(n).padStart(20, '0')}`, team: 'team_a' },
+  spec: { name: `lb-${n}`, pad: 'x'.repeat(500) },
+  status: {},
+});
 
 describe('BackgroundWrite', () => {
   let dir: string;
@@ -34,10 +38,15 @@ describe('BackgroundWrite', () => {
     const target = path.join(dir, 'later', 'positions.json');
     const health = new DataDirHealth(dir);
     const attempts: number[] = [];
-    const write = new BackgroundWrite('positions', () => {
-      attempts.push(Date.now());
-      writeFileDurable(target, '{}');
-    }, health, { baseMs: 50, maxMs: 400 });
+    const write = new BackgroundWrite(
+      'positions',
+      () => {
+        attempts.push(Date.now());
+        writeFileDurable(target, '{}');
+      },
+      health,
+      { baseMs: 50, maxMs: 400 },
+    );
     write.request();
     await eventually(async () => attempts.length >= 5, 10_000, 10);
     expect(health.state).toBe('stale');
@@ -61,10 +70,15 @@ describe('BackgroundWrite', () => {
     const health = new DataDirHealth(probed);
     let attempts = 0;
     let fail = true;
-    const write = new BackgroundWrite('snapshot', () => {
-      attempts++;
-      if (fail) throw Object.assign(new Error('no space left on device'), { code: 'ENOSPC' });
-    }, health, { baseMs: 20, maxMs: 20 });
+    const write = new BackgroundWrite(
+      'snapshot',
+      () => {
+        attempts++;
+        if (fail) throw Object.assign(new Error('no space left on device'), { code: 'ENOSPC' });
+      },
+      health,
+      { baseMs: 20, maxMs: 20 },
+    );
     write.request();
     await eventually(async () => attempts >= 1);
     // The directory itself is gone: every probe fails, and the costly write is not tried.
@@ -81,10 +95,14 @@ describe('BackgroundWrite', () => {
     const health = new DataDirHealth(dir);
     let runs = 0;
     let release: () => void = () => undefined;
-    const write = new BackgroundWrite('w', async () => {
-      runs++;
-      await new Promise<void>((resolve) => (release = resolve));
-    }, health);
+    const write = new BackgroundWrite(
+      'w',
+      async () => {
+        runs++;
+        await new Promise<void>((resolve) => (release = resolve));
+      },
+      health,
+    );
     write.request();
     write.request();
     await eventually(async () => runs === 1);
@@ -190,7 +208,8 @@ describe('the embedded store and bus on a tmpfs that fills up', () => {
     bus.subscribe('c', async (e) => {
       seen.push(e.type);
     });
-    const publish = (n: number) => bus.publish({ id: newId('evt'), type: `e.${n}`, created_at: new Date().toISOString(), team_id: 'team_a', actor: 'system', data: {} });
+    const publish = (n: number) =>
+      bus.publish({ id: newId('evt'), type: `e.${n}`, created_at: new Date().toISOString(), team_id: 'team_a', actor: 'system', data: {} });
     for (let n = 0; n < 3; n++) await publish(n);
     await eventually(async () => seen.length === 3 && fs.readFileSync(path.join(dir, 'events.consumers.json'), 'utf8') === '{"c":3}');
     fsys.fillInodes();

@@ -32,7 +32,15 @@ function clusterEnv(): Record<string, string> {
 
 describe('driver selection', () => {
   it('uses the simulated driver of every family on the embedded default', () => {
-    expect(build({}).chosen).toEqual({ server: 'simulated', load_balancer: 'simulated', vpn_gateway: 'simulated', bucket: 'simulated', file_share: 'simulated', job: 'simulated', backup: 'simulated' });
+    expect(build({}).chosen).toEqual({
+      server: 'simulated',
+      load_balancer: 'simulated',
+      vpn_gateway: 'simulated',
+      bucket: 'simulated',
+      file_share: 'simulated',
+      job: 'simulated',
+      backup: 'simulated',
+    });
   });
 
   it('takes a per-family choice, and the older CLOUDPLANE_JOB_DRIVER for jobs', () => {
@@ -63,7 +71,14 @@ describe('driver selection', () => {
 
   it('defaults to the kubernetes provider in cluster mode, where each family without a kubernetes driver keeps the simulated one', () => {
     const drivers = build(clusterEnv());
-    expect(drivers.chosen).toMatchObject({ server: 'kubernetes', load_balancer: 'kubernetes', vpn_gateway: 'kubernetes', file_share: 'kubernetes', job: 'kubernetes', backup: 'kubernetes' });
+    expect(drivers.chosen).toMatchObject({
+      server: 'kubernetes',
+      load_balancer: 'kubernetes',
+      vpn_gateway: 'kubernetes',
+      file_share: 'kubernetes',
+      job: 'kubernetes',
+      backup: 'kubernetes',
+    });
     expect(drivers.chosen.bucket).toBe('simulated');
     expect(build({ ...clusterEnv(), CLOUDPLANE_PROVIDER: 'simulated' }).chosen.job).toBe('simulated');
   });

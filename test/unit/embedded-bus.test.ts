@@ -51,7 +51,10 @@ describe('EmbeddedEventBus', () => {
     const e = event('load_balancer.created');
     await bus.publish(e);
     await bus.publish({ ...e, type: 'load_balancer.changed_meanwhile' });
-    await Promise.all([bus.publish(event('x.racing', 'team_a', e.created_at, 'evt_racing00000000000')), bus.publish(event('x.racing', 'team_a', e.created_at, 'evt_racing00000000000'))]);
+    await Promise.all([
+      bus.publish(event('x.racing', 'team_a', e.created_at, 'evt_racing00000000000')),
+      bus.publish(event('x.racing', 'team_a', e.created_at, 'evt_racing00000000000')),
+    ]);
     expect((await bus.recent('team_a', '1970-01-01T00:00:00.000Z')).map((x) => x.id)).toEqual([e.id, 'evt_racing00000000000']);
     await bus.stop();
 
@@ -64,7 +67,7 @@ describe('EmbeddedEventBus', () => {
     expect(fs.readFileSync(path.join(dir, 'events.log'), 'utf8').trim().split('\n')).toHaveLength(2);
   });
 
-  it('answers recent() with one team\'s events from a moment on, oldest first', async () => {
+  it("answers recent() with one team's events from a moment on, oldest first", async () => {
     await bus.publish(event('a.old', 'team_a', '2026-01-01T00:00:00.000Z'));
     await bus.publish(event('b.old', 'team_b', '2026-01-01T00:00:00.000Z'));
     await bus.publish(event('a.edge', 'team_a', '2026-02-01T00:00:00.000Z'));
@@ -273,7 +276,10 @@ describe('EmbeddedEventBus', () => {
 
   it('hands a consumer and a follower that are further behind than the texts kept in memory every event, read back from the log', async () => {
     // More than the 1,024 newest texts the bus keeps, and than one read of the log (1 MiB: these are 1.6 MB).
-    const published = Array.from({ length: 2_500 }, (_, i) => ({ ...event(`e.${i}`), data: { n: i, name: `ünïcödé ${'x'.repeat(i % 50)}`, pad: 'p'.repeat(450) } }));
+    const published = Array.from({ length: 2_500 }, (_, i) => ({
+      ...event(`e.${i}`),
+      data: { n: i, name: `ünïcödé ${'x'.repeat(i % 50)}`, pad: 'p'.repeat(450) },
+    }));
     for (let i = 0; i < published.length; i += 100) await Promise.all(published.slice(i, i + 100).map((e) => bus.publish(e)));
     const followed: CloudEvent[] = [];
     bus.follow('1970-01-01T00:00:00.000Z', (e) => followed.push(e))();

@@ -72,7 +72,11 @@ describe('EmbeddedStore', () => {
 
   it('keeps its own copy of what a write hands it, frozen at every depth, and shares what the write left as it was', async () => {
     type Deep = { phase: string; parts: Array<{ n: number }>; kept: { note: string }; at?: Date };
-    const first = await store.create<Spec, Deep>({ meta: { kind: 'Thing', id: 'deep', team: 'team_a' }, spec: { name: 'deep' }, status: { phase: 'a', parts: [{ n: 1 }], kept: { note: 'same' } } });
+    const first = await store.create<Spec, Deep>({
+      meta: { kind: 'Thing', id: 'deep', team: 'team_a' },
+      spec: { name: 'deep' },
+      status: { phase: 'a', parts: [{ n: 1 }], kept: { note: 'same' } },
+    });
     const next: Deep = { ...first.status, phase: 'b', parts: [...first.status.parts, { n: 2 }], at: new Date('2026-11-28T10:00:00.000Z') };
     const second = await store.updateStatus<Spec, Deep>({ ...first, status: next });
     // The caller's objects are not the store's: changing them afterwards changes nothing stored.
@@ -242,7 +246,7 @@ describe('EmbeddedStore', () => {
     expect(Number(next.meta.resourceVersion)).toBeGreaterThan(lastVersion);
   });
 
-  it('lets the log grow to the last snapshot\'s size before compacting again, however low the threshold', async () => {
+  it("lets the log grow to the last snapshot's size before compacting again, however low the threshold", async () => {
     await store.stop();
     store = await open(4_096);
     const note = 'x'.repeat(400);

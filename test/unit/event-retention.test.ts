@@ -17,7 +17,12 @@ import { eventually } from '../helpers/service';
 
 const EPOCH = '1970-01-01T00:00:00.000Z';
 const sleep = (ms: number) => new Promise((resolve) => setTimeout(resolve, ms));
-const records = (file: string) => fs.readFileSync(file, 'utf8').split('\n').filter(Boolean).map((line) => JSON.parse(line));
+const records = (file: string) =>
+  fs
+    .readFileSync(file, 'utf8')
+    .split('\n')
+    .filter(Boolean)
+    .map((line) => JSON.parse(line));
 
 const event = (n: number, createdAt = new Date().toISOString()): CloudEvent => ({
   id: newId('evt'),
@@ -152,10 +157,14 @@ describe('EmbeddedEventBus retention', () => {
       b.subscribe('in-order', async (e) => {
         inOrder.push(e.id);
       });
-      b.subscribe('concurrent', async (e) => {
-        await sleep(Math.random() * 3);
-        concurrent.push(e.id);
-      }, { concurrency: 8 });
+      b.subscribe(
+        'concurrent',
+        async (e) => {
+          await sleep(Math.random() * 3);
+          concurrent.push(e.id);
+        },
+        { concurrency: 8 },
+      );
     };
     subscribe(bus);
     const stream = async (b: EmbeddedEventBus, count: number) => {

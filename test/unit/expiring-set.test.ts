@@ -19,7 +19,7 @@ describe('ExpiringSet', () => {
     expect(set.size).toBe(3);
   });
 
-  it('lets expired members go as new ones come, so a set only added to holds the last ttl\'s members', () => {
+  it("lets expired members go as new ones come, so a set only added to holds the last ttl's members", () => {
     const set = new ExpiringSet(1_000_000, 1000);
     for (let t = 0; t < 10_000; t++) set.add(`m${t}`, t);
     expect(set.size).toBe(1000);

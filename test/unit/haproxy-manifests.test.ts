@@ -46,7 +46,10 @@ describe('HAProxy objects for Kubernetes', () => {
         ownerReferences: [{ ...owner, controller: true, blockOwnerDeletion: true }],
       });
     }
-    expect(haproxyObjects({ ...resource(), owner: null }, AT, DEFAULT_HAPROXY_SETTINGS, null).configMap.metadata).not.toHaveProperty('ownerReferences', expect.anything());
+    expect(haproxyObjects({ ...resource(), owner: null }, AT, DEFAULT_HAPROXY_SETTINGS, null).configMap.metadata).not.toHaveProperty(
+      'ownerReferences',
+      expect.anything(),
+    );
   });
 
   it('runs the rendered configuration, exposed on the spec port through an unprivileged container port', () => {
@@ -90,7 +93,13 @@ describe('HAProxy objects for Kubernetes', () => {
     expect(pod.metadata!.annotations![CERTIFICATE_VERSION_ANNOTATION]).toBe('42');
     expect(pod.spec!.volumes).toContainEqual({
       name: 'tls',
-      secret: { secretName: 'web-tls', items: [{ key: 'tls.crt', path: 'tls.pem' }, { key: 'tls.key', path: 'tls.pem.key' }] },
+      secret: {
+        secretName: 'web-tls',
+        items: [
+          { key: 'tls.crt', path: 'tls.pem' },
+          { key: 'tls.key', path: 'tls.pem.key' },
+        ],
+      },
     });
     expect(pod.spec!.containers[0].volumeMounts).toContainEqual({ name: 'tls', mountPath: '/etc/haproxy/tls', readOnly: true });
     expect(objects.config).toContain('bind *:8080 ssl crt "/etc/haproxy/tls/tls.pem"');
@@ -98,7 +107,9 @@ describe('HAProxy objects for Kubernetes', () => {
 
   it('holdsDesired: extra members are defaults, a missing or changed field or list element is a difference', () => {
     const desired = { spec: { ports: [{ port: 80, targetPort: 'frontend' }], type: 'LoadBalancer' } };
-    expect(holdsDesired({ spec: { ports: [{ port: 80, targetPort: 'frontend', nodePort: 31000 }], type: 'LoadBalancer', clusterIP: '10.0.0.5' } }, desired)).toBe(true);
+    expect(
+      holdsDesired({ spec: { ports: [{ port: 80, targetPort: 'frontend', nodePort: 31000 }], type: 'LoadBalancer', clusterIP: '10.0.0.5' } }, desired),
+    ).toBe(true);
     expect(holdsDesired({ spec: { ports: [{ port: 81, targetPort: 'frontend' }], type: 'LoadBalancer' } }, desired)).toBe(false);
     expect(holdsDesired({ spec: { ports: [{ port: 80, targetPort: 'frontend' }, { port: 443 }], type: 'LoadBalancer' } }, desired)).toBe(false);
     expect(holdsDesired({ spec: { ports: [] } }, desired)).toBe(false);

@@ -16,7 +16,10 @@ function backend(server_id: string, port: number, address: string | null, draini
 }
 
 function desired(overrides: Partial<LoadBalancerDesired> = {}): LoadBalancerDesired {
-  return desiredLoadBalancer({ backends: [backend('svr_bbbbbbbbbbbbbbbbbbbb', 8080, '10.0.0.2'), backend('svr_aaaaaaaaaaaaaaaaaaaa', 8080, '10.0.0.1')], ...overrides });
+  return desiredLoadBalancer({
+    backends: [backend('svr_bbbbbbbbbbbbbbbbbbbb', 8080, '10.0.0.2'), backend('svr_aaaaaaaaaaaaaaaaaaaa', 8080, '10.0.0.1')],
+    ...overrides,
+  });
 }
 
 const options: RenderOptions = { stats: { port: 8404 }, certificateFile: '/etc/haproxy/tls/tls.pem' };
@@ -26,7 +29,11 @@ function section(config: string, header: string): string[] {
   const blocks = config.split('\n\n').map((b) => b.replace(/^#.*\n/, ''));
   const block = blocks.find((b) => b.split('\n')[0] === header);
   if (!block) throw new Error(`no section '${header}' in:\n${config}`);
-  return block.split('\n').slice(1).filter(Boolean).map((line) => line.trim());
+  return block
+    .split('\n')
+    .slice(1)
+    .filter(Boolean)
+    .map((line) => line.trim());
 }
 
 const serverLines = (config: string) => section(config, 'backend servers').filter((l) => l.startsWith('server '));
@@ -191,7 +198,10 @@ describe('HAProxy renderer', () => {
       for (const algorithm of ['round_robin', 'least_connections', 'ip_hash']) {
         for (const sticky_sessions of [false, true]) {
           const port = protocol === 'https' ? 443 : protocol === 'tcp' ? 5432 : 80;
-          cases.push([`${protocol} ${algorithm}${sticky_sessions ? ' sticky' : ''}`, { protocol, algorithm, sticky_sessions, port, ssl_certificate_id: protocol === 'https' ? 'c' : null }]);
+          cases.push([
+            `${protocol} ${algorithm}${sticky_sessions ? ' sticky' : ''}`,
+            { protocol, algorithm, sticky_sessions, port, ssl_certificate_id: protocol === 'https' ? 'c' : null },
+          ]);
         }
       }
     }
@@ -200,7 +210,11 @@ describe('HAProxy renderer', () => {
       'draining, addressless and IPv6 backends with a hostile check path',
       {
         health_check_path: '/h "x" #y $HOME',
-        backends: [backend('svr_aaaaaaaaaaaaaaaaaaaa', 8080, '10.0.0.1', true), backend('svr_bbbbbbbbbbbbbbbbbbbb', 8080, null), backend('svr_cccccccccccccccccccc', 1, 'fd00::2')],
+        backends: [
+          backend('svr_aaaaaaaaaaaaaaaaaaaa', 8080, '10.0.0.1', true),
+          backend('svr_bbbbbbbbbbbbbbbbbbbb', 8080, null),
+          backend('svr_cccccccccccccccccccc', 1, 'fd00::2'),
+        ],
       },
     ]);
 

@@ -9,7 +9,8 @@ import type { AddressInfo } from 'node:net';
 import type { LoadBalancerDesired } from '../../src/drivers/load-balancer';
 import { backendHealth, httpStatsSource, parseServerStats, readServerStats, serverState, StatsSource } from '../../src/drivers/haproxy/state';
 
-const HEADER = '# pxname,svname,qcur,qmax,scur,smax,slim,stot,bin,bout,dreq,dresp,ereq,econ,eresp,wretr,wredis,status,weight,act,bck,chkfail,chkdown,lastchg,downtime,qlimit,pid,iid,sid,throttle,lbtot,tracked,type,rate,rate_lim,rate_max,check_status,check_code,check_duration,hrsp_1xx,last_chk,';
+const HEADER =
+  '# pxname,svname,qcur,qmax,scur,smax,slim,stot,bin,bout,dreq,dresp,ereq,econ,eresp,wretr,wredis,status,weight,act,bck,chkfail,chkdown,lastchg,downtime,qlimit,pid,iid,sid,throttle,lbtot,tracked,type,rate,rate_lim,rate_max,check_status,check_code,check_duration,hrsp_1xx,last_chk,';
 
 /** A stats row with the given name, status, weight and check fields (the rest empty). */
 function row(proxy: string, server: string, status: string, weight: string, checkStatus = '', lastCheck = ''): string {
@@ -67,7 +68,13 @@ describe('HAProxy state', () => {
       ],
     } as LoadBalancerDesired;
     const stats = parseServerStats(
-      [HEADER, row('servers', 'svr_a-80', 'UP', '1'), row('servers', 'svr_b-80', 'UP', '0'), row('servers', 'svr_d-80', 'DOWN', '1'), row('stats', 'svr_c-80', 'UP', '1')].join('\n'),
+      [
+        HEADER,
+        row('servers', 'svr_a-80', 'UP', '1'),
+        row('servers', 'svr_b-80', 'UP', '0'),
+        row('servers', 'svr_d-80', 'DOWN', '1'),
+        row('stats', 'svr_c-80', 'UP', '1'),
+      ].join('\n'),
     );
     expect(backendHealth(desired, stats)).toEqual([
       { server_id: 'svr_a', port: 80, up: true },
@@ -78,7 +85,10 @@ describe('HAProxy state', () => {
   });
 
   it('gives up on a source that does not answer in time, and says which', async () => {
-    const silent: StatsSource = { description: 'a silent source', read: (signal) => new Promise((_resolve, reject) => signal.addEventListener('abort', () => reject(signal.reason))) };
+    const silent: StatsSource = {
+      description: 'a silent source',
+      read: (signal) => new Promise((_resolve, reject) => signal.addEventListener('abort', () => reject(signal.reason))),
+    };
     await expect(readServerStats(silent, 50)).rejects.toThrow('no stats from a silent source within 50 ms');
   });
 

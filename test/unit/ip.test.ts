@@ -85,7 +85,17 @@ const EMBEDDED: Array<[string, string, boolean]> = [
   ['IPv6 outside 2000::/3 (reserved by the IETF)', '4000::1', false],
 ];
 
-const PUBLIC: string[] = ['8.8.8.8', '1.1.1.1', '9.9.9.9', '140.82.112.3', '151.101.1.69', '2606:4700:4700::1111', '2001:4860:4860::8888', '2a00:1450:4001:81c::200e', '2620:fe::fe'];
+const PUBLIC: string[] = [
+  '8.8.8.8',
+  '1.1.1.1',
+  '9.9.9.9',
+  '140.82.112.3',
+  '151.101.1.69',
+  '2606:4700:4700::1111',
+  '2001:4860:4860::8888',
+  '2a00:1450:4001:81c::200e',
+  '2620:fe::fe',
+];
 
 describe('isPublicAddress', () => {
   it.each(IPV4_SPECIAL)('refuses IPv4 %s (%s)', (_entry, address) => {
@@ -104,7 +114,10 @@ describe('isPublicAddress', () => {
     expect(isPublicAddress(address)).toBe(true);
   });
 
-  it.each(['', 'localhost', '1.2.3', '01.2.3.4', '256.1.1.1', '0x7f.0.0.1', '2130706433', '::ffff:1.2.3', 'fe80::1::2'])('refuses %j, which is no address', (text) => {
-    expect(isPublicAddress(text)).toBe(false);
-  });
+  it.each(['', 'localhost', '1.2.3', '01.2.3.4', '256.1.1.1', '0x7f.0.0.1', '2130706433', '::ffff:1.2.3', 'fe80::1::2'])(
+    'refuses %j, which is no address',
+    (text) => {
+      expect(isPublicAddress(text)).toBe(false);
+    },
+  );
 });

@@ -22,7 +22,8 @@ function cruiseSrc(): { modules: number; violations: Violation[] } {
   return JSON.parse(out);
 }
 
-const describeViolation = (v: Violation): string => `${v.from} → ${v.to} (${v.rule})${v.cycle ? `: ${[v.to, ...v.cycle.filter((m) => m !== v.to)].join(' → ')} → ${v.to}` : ''}`;
+const describeViolation = (v: Violation): string =>
+  `${v.from} → ${v.to} (${v.rule})${v.cycle ? `: ${[v.to, ...v.cycle.filter((m) => m !== v.to)].join(' → ')} → ${v.to}` : ''}`;
 
 describe('layers of src/', () => {
   it('has no upward import, no import between peer layers and no import cycle', () => {

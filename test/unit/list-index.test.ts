@@ -99,7 +99,10 @@ describe('KindIndex against a scan', () => {
   const GROUPS = ['g1', 'g2'];
   type Change = { pick: number; name: string; state: string | undefined; group: string } | { pick: number; remove: true };
   const change: fc.Arbitrary<Change> = fc.oneof(
-    { arbitrary: fc.record({ pick: fc.nat(), name: fc.constantFrom(...NAMES), state: fc.constantFrom(...STATES), group: fc.constantFrom(...GROUPS) }), weight: 5 },
+    {
+      arbitrary: fc.record({ pick: fc.nat(), name: fc.constantFrom(...NAMES), state: fc.constantFrom(...STATES), group: fc.constantFrom(...GROUPS) }),
+      weight: 5,
+    },
     { arbitrary: fc.record({ pick: fc.nat(), remove: fc.constant(true as const) }), weight: 1 },
   );
   const keyOf = (o: StoredObject, sort: ListSort) => [sort === 'name' ? (o.spec as { name: string }).name : o.meta.createdAt, o.meta.id] as const;
@@ -139,7 +142,9 @@ describe('KindIndex against a scan', () => {
         const running = [...objects.values()].filter((o) => stateOf(o) === 'running').length;
         expect(index.count('team_a')).toBe(running);
         for (const name of NAMES) {
-          const named = [...objects.values()].filter((o) => (o.spec as { name: string }).name === name && stateOf(o) !== undefined && stateOf(o) !== 'destroyed');
+          const named = [...objects.values()].filter(
+            (o) => (o.spec as { name: string }).name === name && stateOf(o) !== undefined && stateOf(o) !== 'destroyed',
+          );
           expect(ids(index.named('team_a', name)).sort()).toEqual(ids(named).sort());
         }
       }),

@@ -20,7 +20,16 @@ import { OutboxRelay, PublishedEvents } from '../../src/events/outbox-relay';
 import { EmbeddedEventBus } from '../../src/events/embedded-bus';
 
 const TEAM = 'team_outboxwrite000000000';
-const spec = (name: string) => ({ name, region: 'fra1', algorithm: 'round_robin', protocol: 'http', port: 80, health_check_path: '/healthz', sticky_sessions: false, backends: [] });
+const spec = (name: string) => ({
+  name,
+  region: 'fra1',
+  algorithm: 'round_robin',
+  protocol: 'http',
+  port: 80,
+  health_check_path: '/healthz',
+  sticky_sessions: false,
+  backends: [],
+});
 
 let dir: string;
 let store: EmbeddedStore;
@@ -41,7 +50,14 @@ afterEach(async () => {
 
 /** The reconciler of load balancers on a simulated provider that takes `delayMs`. */
 const reconcilerOf = (outbox?: PublishedEvents, delayMs = 600_000) =>
-  new ManagedReconciler(loadBalancerBinding(new SimulatedLoadBalancerDriver(new Simulation({ delayMs, delays: {}, failures: {} })), store, 1_000), store, writer, 60_000, undefined, outbox);
+  new ManagedReconciler(
+    loadBalancerBinding(new SimulatedLoadBalancerDriver(new Simulation({ delayMs, delays: {}, failures: {} })), store, 1_000),
+    store,
+    writer,
+    60_000,
+    undefined,
+    outbox,
+  );
 
 const current = async (id: string) => (await store.get(loadBalancerFamily.kind, TEAM, id)) as Driven;
 

@@ -18,8 +18,18 @@ import { Simulation } from '../../src/drivers/simulated/simulation';
 import { OwnerRefusal } from '../../src/drivers/types';
 
 const TEAM = 'team_ownerrefusal00000000';
-const spec = { name: 'full', region: 'fra1', algorithm: 'round_robin', protocol: 'http', port: 80, health_check_path: '/healthz', sticky_sessions: false, backends: [] };
-const REFUSAL = 'creating Deployment: HTTP 403: deployments.apps "full" is forbidden: exceeded quota: team-limits, requested: count/deployments.apps=1, used: count/deployments.apps=5, limited: count/deployments.apps=5';
+const spec = {
+  name: 'full',
+  region: 'fra1',
+  algorithm: 'round_robin',
+  protocol: 'http',
+  port: 80,
+  health_check_path: '/healthz',
+  sticky_sessions: false,
+  backends: [],
+};
+const REFUSAL =
+  'creating Deployment: HTTP 403: deployments.apps "full" is forbidden: exceeded quota: team-limits, requested: count/deployments.apps=1, used: count/deployments.apps=5, limited: count/deployments.apps=5';
 
 /** The simulated provider, whose creates the team's namespace has no room for while `full`. */
 class FullNamespace extends SimulatedLoadBalancerDriver {

@@ -10,7 +10,16 @@ import type { AnyFamily, Resource } from '../../src/resources/family';
 
 const resourceOf = (status: { status: string } & Record<string, unknown>, generation = 1): Resource =>
   ({
-    meta: { kind: 'LoadBalancer', id: 'lb_events00000000000', team: 'team_events000000000', resourceVersion: '1', generation, createdAt: '', updatedAt: '', labels: {} },
+    meta: {
+      kind: 'LoadBalancer',
+      id: 'lb_events00000000000',
+      team: 'team_events000000000',
+      resourceVersion: '1',
+      generation,
+      createdAt: '',
+      updatedAt: '',
+      labels: {},
+    },
     spec: {},
     status: { status_reason: null, observed_generation: generation, observed_config: 'c1', deleted_at: null, conditions: [], pending_events: [], ...status },
   }) as Resource;
@@ -28,13 +37,18 @@ describe('Kubernetes Events of a status change', () => {
   });
 
   it('tells a failure as a Warning with its reason', () => {
-    expect(eventsOf(loadBalancerFamily, resourceOf({ status: 'creating' }), resourceOf({ status: 'failed', status_reason: 'Provisioning failed: no capacity.' }))).toEqual([
-      { type: 'Warning', reason: 'Failed', message: 'Provisioning failed: no capacity.' },
-    ]);
+    expect(
+      eventsOf(loadBalancerFamily, resourceOf({ status: 'creating' }), resourceOf({ status: 'failed', status_reason: 'Provisioning failed: no capacity.' })),
+    ).toEqual([{ type: 'Warning', reason: 'Failed', message: 'Provisioning failed: no capacity.' }]);
   });
 
   it('tells a spec refused at adoption, and again when an edited spec is refused for another reason', () => {
-    const refused = (reason: string) => resourceOf({ status: 'failed', status_reason: reason, conditions: [{ type: 'Synced', status: 'False', reason: SPEC_REFUSED, message: reason, lastTransitionTime: '', observedGeneration: 1 }] });
+    const refused = (reason: string) =>
+      resourceOf({
+        status: 'failed',
+        status_reason: reason,
+        conditions: [{ type: 'Synced', status: 'False', reason: SPEC_REFUSED, message: reason, lastTransitionTime: '', observedGeneration: 1 }],
+      });
     expect(eventsOf(loadBalancerFamily, undefined, refused('Region "x" does not exist.'))).toEqual([
       { type: 'Warning', reason: SPEC_REFUSED, message: 'The spec was refused: Region "x" does not exist.' },
     ]);
@@ -46,7 +60,9 @@ describe('Kubernetes Events of a status change', () => {
   it('tells an update the provider refused apart from a degradation, and a configuration applied', () => {
     const running = resourceOf({ status: 'running' });
     const rejected = resourceOf({ status: 'running', observed_generation: 2, status_reason: 'The last configuration change was not applied: too big.' }, 2);
-    expect(eventsOf(loadBalancerFamily, running, rejected)).toEqual([{ type: 'Warning', reason: 'UpdateRefused', message: 'The last configuration change was not applied: too big.' }]);
+    expect(eventsOf(loadBalancerFamily, running, rejected)).toEqual([
+      { type: 'Warning', reason: 'UpdateRefused', message: 'The last configuration change was not applied: too big.' },
+    ]);
     expect(eventsOf(loadBalancerFamily, running, resourceOf({ status: 'running', status_reason: 'A backend is unhealthy.' }))).toEqual([
       { type: 'Warning', reason: 'Degraded', message: 'A backend is unhealthy.' },
     ]);

@@ -53,7 +53,14 @@ class LosingStore extends EmbeddedStore {
   }
 }
 
-const event = (objectId: string, type: string): CloudEvent => ({ id: newId('evt'), type, created_at: new Date().toISOString(), team_id: TEAM, actor: 'system', data: { id: objectId } });
+const event = (objectId: string, type: string): CloudEvent => ({
+  id: newId('evt'),
+  type,
+  created_at: new Date().toISOString(),
+  team_id: TEAM,
+  actor: 'system',
+  data: { id: objectId },
+});
 
 async function until(probe: () => Promise<boolean>, timeoutMs = 5_000): Promise<void> {
   const deadline = Date.now() + timeoutMs;
@@ -88,10 +95,14 @@ describe('OutboxRelay', () => {
   const published = async () => (await bus.recent(TEAM, '1970-01-01T00:00:00Z')).map((e) => e.id);
   const outboxOf = async (id: string) => ((await store.get(KIND, TEAM, id))?.status as { pending_events: CloudEvent[] }).pending_events;
 
-  it('publishes each object\'s events in order and empties the outboxes, one slow publish holding up no other object', async () => {
+  it("publishes each object's events in order and empties the outboxes, one slow publish holding up no other object", async () => {
     const slow = event('bkt_slow', 'bucket.created');
     bus.hold(slow.id);
-    await store.create({ meta: { kind: KIND, id: 'bkt_slow', team: TEAM }, spec: {}, status: { pending_events: [slow, event('bkt_slow', 'bucket.available')] } });
+    await store.create({
+      meta: { kind: KIND, id: 'bkt_slow', team: TEAM },
+      spec: {},
+      status: { pending_events: [slow, event('bkt_slow', 'bucket.available')] },
+    });
     await relay.start();
     const others = Array.from({ length: 5 }, (_, i) => [event(`bkt_${i}`, 'bucket.created'), event(`bkt_${i}`, 'bucket.available')]);
     for (const [i, pending] of others.entries()) {
@@ -147,7 +158,7 @@ describe('OutboxRelay', () => {
     expect(pending.map((e) => bus.calls.get(e.id))).toEqual([1, 1, 1]);
   });
 
-  it('leaves published events to the object\'s next write, which takes them out with its own change: no write of the relay\'s', async () => {
+  it("leaves published events to the object's next write, which takes them out with its own change: no write of the relay's", async () => {
     // Longer than any test runs: only another write can empty this outbox.
     relay = new OutboxRelay(store, bus, [KIND], pino({ level: 'silent' }), { drainDelayMs: 600_000 });
     const created = event('bkt_next', 'bucket.created');
@@ -182,7 +193,7 @@ describe('OutboxRelay', () => {
     expect(pending.map((e) => relay.isPublished(e.id))).toEqual([false, false]);
   });
 
-  it('waits past the delay for the write of a pass its reconciler has queued, which takes the published events out: no write of the relay\'s', async () => {
+  it("waits past the delay for the write of a pass its reconciler has queued, which takes the published events out: no write of the relay's", async () => {
     relay = new OutboxRelay(store, bus, [KIND], pino({ level: 'silent' }), { drainDelayMs: 20, writeWaitMs: 600_000 });
     const asked: string[] = [];
     relay.expectWritesFrom((object) => {
@@ -208,7 +219,7 @@ describe('OutboxRelay', () => {
     expect(await published()).toEqual([created.id]);
   });
 
-  it('takes published events out itself once the wait for a queued pass\'s write is up', async () => {
+  it("takes published events out itself once the wait for a queued pass's write is up", async () => {
     relay = new OutboxRelay(store, bus, [KIND], pino({ level: 'silent' }), { drainDelayMs: 20, writeWaitMs: 100 });
     let asked = 0;
     relay.expectWritesFrom(() => {

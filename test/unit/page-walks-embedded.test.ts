@@ -29,8 +29,18 @@ describe('page walks on the embedded store', () => {
 
   it('keeps its indexes across a restart: they are rebuilt from the snapshot and the log', async () => {
     const team = 'team_restart';
-    const spec = (name: string) => ({ name, region: 'fra1', algorithm: 'ip_hash', protocol: 'http', port: 80, health_check_path: '/health', sticky_sessions: false, backends: [] });
-    for (const name of ['b', 'a', 'c']) await store.create({ meta: { kind: 'LoadBalancer', id: `lb_${name}`, team }, spec: spec(name), status: { status: 'running' } });
+    const spec = (name: string) => ({
+      name,
+      region: 'fra1',
+      algorithm: 'ip_hash',
+      protocol: 'http',
+      port: 80,
+      health_check_path: '/health',
+      sticky_sessions: false,
+      backends: [],
+    });
+    for (const name of ['b', 'a', 'c'])
+      await store.create({ meta: { kind: 'LoadBalancer', id: `lb_${name}`, team }, spec: spec(name), status: { status: 'running' } });
     await store.stop();
     store = new EmbeddedStore({ dataDir: dir, listed: [listedForTest] });
     await store.start();

@@ -20,7 +20,9 @@ function pod(status: V1PodStatus, createdSecondsAgo = 10, extra: Partial<V1Pod['
 const waiting = (reason: string, message?: string): V1PodStatus => ({
   phase: 'Pending',
   conditions: [{ type: 'PodScheduled', status: 'True' }],
-  containerStatuses: [{ name: 'server', image: 'docker.io/library/ubuntu:24.04', imageID: '', ready: false, restartCount: 0, state: { waiting: { reason, message } } }],
+  containerStatuses: [
+    { name: 'server', image: 'docker.io/library/ubuntu:24.04', imageID: '', ready: false, restartCount: 0, state: { waiting: { reason, message } } },
+  ],
 });
 
 const unschedulable: V1PodStatus = {
@@ -38,21 +40,23 @@ describe('podProgress', () => {
     expect(podProgress(pod(waiting('ContainerCreating')), TIMEOUT, NOW)).toEqual({ state: 'coming', ip: null, failure: null, failsInMs: null });
   });
 
-  test('an unschedulable Pod fails once it is as old as the timeout, with the scheduler\'s message', () => {
+  test("an unschedulable Pod fails once it is as old as the timeout, with the scheduler's message", () => {
     expect(podProgress(pod(unschedulable, 10), TIMEOUT, NOW)).toEqual({ state: 'coming', ip: null, failure: null, failsInMs: 50_000 });
     const late = podProgress(pod(unschedulable, 60), TIMEOUT, NOW);
     expect(late).toMatchObject({ state: 'coming', failsInMs: 0 });
     expect(late.state === 'coming' && late.failure).toBe('no node could take its Pod within 60 s: 0/2 nodes are available: 2 Insufficient cpu.');
   });
 
-  test('a failing pull fails once it is as old as the timeout, naming the image and the kubelet\'s reason', () => {
+  test("a failing pull fails once it is as old as the timeout, naming the image and the kubelet's reason", () => {
     expect(podProgress(pod(waiting('ImagePullBackOff', 'Back-off pulling image')), TIMEOUT, NOW)).toMatchObject({ failure: null, failsInMs: 50_000 });
     const late = podProgress(pod(waiting('ErrImagePull', 'no such host'), 61), TIMEOUT, NOW);
-    expect(late.state === 'coming' && late.failure).toBe('the image docker.io/library/ubuntu:24.04 could not be pulled within 60 s (ErrImagePull: no such host)');
+    expect(late.state === 'coming' && late.failure).toBe(
+      'the image docker.io/library/ubuntu:24.04 could not be pulled within 60 s (ErrImagePull: no such host)',
+    );
   });
 
   test('a malformed image name fails at once', () => {
-    const progress = podProgress(pod(waiting('InvalidImageName', 'couldn\'t parse image name'), 1), TIMEOUT, NOW);
+    const progress = podProgress(pod(waiting('InvalidImageName', "couldn't parse image name"), 1), TIMEOUT, NOW);
     expect(progress).toMatchObject({ state: 'coming', failsInMs: 0 });
     expect(progress.state === 'coming' && progress.failure).toMatch(/is not a valid image name/);
   });

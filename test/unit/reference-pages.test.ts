@@ -50,7 +50,9 @@ describe('docs/cli.md', () => {
 
   /** `serve`, `team create`, `vpn-agent`: dispatched by src/main.ts before the commander tree. */
   const serviceCommands = [
-    ...new Set([...read('src/main.ts').matchAll(/command === '([\w-]+)'(?: && rest\[0\] === '([\w-]+)')?/g)].map((m) => [m[1], m[2]].filter(Boolean).join(' '))),
+    ...new Set(
+      [...read('src/main.ts').matchAll(/command === '([\w-]+)'(?: && rest\[0\] === '([\w-]+)')?/g)].map((m) => [m[1], m[2]].filter(Boolean).join(' ')),
+    ),
   ];
 
   it('finds the commands to look for', () => {
@@ -92,7 +94,9 @@ describe('CLOUDPLANE_* variables', () => {
   const mentionedIn = (text: string) => (name: string) => new RegExp(`(?<![A-Z0-9_])${name}(?![A-Z0-9_])`).test(text);
 
   it('finds the variables to look for', () => {
-    expect(serviceVariables).toEqual(expect.arrayContaining(['CLOUDPLANE_PORT', 'CLOUDPLANE_STORE', 'CLOUDPLANE_NATS_URL', 'CLOUDPLANE_DRIVER_BACKUP', 'CLOUDPLANE_WIREGUARD_GO']));
+    expect(serviceVariables).toEqual(
+      expect.arrayContaining(['CLOUDPLANE_PORT', 'CLOUDPLANE_STORE', 'CLOUDPLANE_NATS_URL', 'CLOUDPLANE_DRIVER_BACKUP', 'CLOUDPLANE_WIREGUARD_GO']),
+    );
     expect(serviceVariables.length).toBeGreaterThan(90);
     expect(serviceVariables).not.toContain('CLOUDPLANE_EVENTS');
     expect(cliVariables).toEqual(['CLOUDPLANE_API_KEY', 'CLOUDPLANE_API_URL', 'CLOUDPLANE_CONFIG']);

@@ -42,7 +42,11 @@ const WRITTEN_AT = '2026-01-02T03:04:05.000Z';
 /** A secret record as versions before encryption wrote it: the data as the object's spec. */
 function plainSecret(team: string, name: string, data: Record<string, string>, version: number) {
   const at = WRITTEN_AT;
-  return { meta: { kind: '__Secret', id: name, team, labels: {}, generation: 1, createdAt: at, updatedAt: at, resourceVersion: String(version) }, spec: data, status: {} };
+  return {
+    meta: { kind: '__Secret', id: name, team, labels: {}, generation: 1, createdAt: at, updatedAt: at, resourceVersion: String(version) },
+    spec: data,
+    status: {},
+  };
 }
 
 describe('sealing secrets (SecretBox)', () => {
@@ -83,7 +87,9 @@ describe('configuration of the key', () => {
   it('takes base64 of 32 bytes and names the variable when a key is malformed', () => {
     const key = newKey();
     expect(loadConfig({ CLOUDPLANE_ENCRYPTION_KEY: key.toString('base64') }).secrets.encryptionKey).toEqual(key);
-    expect(loadConfig({ CLOUDPLANE_ENCRYPTION_KEY_PREVIOUS: `${newKey().toString('base64')},${key.toString('base64')}` }).secrets.previousEncryptionKeys[1]).toEqual(key);
+    expect(
+      loadConfig({ CLOUDPLANE_ENCRYPTION_KEY_PREVIOUS: `${newKey().toString('base64')},${key.toString('base64')}` }).secrets.previousEncryptionKeys[1],
+    ).toEqual(key);
     expect(() => loadConfig({ CLOUDPLANE_ENCRYPTION_KEY: randomBytes(16).toString('base64') })).toThrow(/CLOUDPLANE_ENCRYPTION_KEY must be the base64 of 32/);
     expect(() => loadConfig({ CLOUDPLANE_ENCRYPTION_KEY: 'not base64 at all!' })).toThrow(/CLOUDPLANE_ENCRYPTION_KEY must/);
     expect(() => loadConfig({ CLOUDPLANE_ENCRYPTION_KEY_PREVIOUS: 'short' })).toThrow(/CLOUDPLANE_ENCRYPTION_KEY_PREVIOUS must/);
@@ -120,7 +126,10 @@ describe('secrets at rest in the embedded store', () => {
     await store.putSecret('team_a', 'vpn-psk-vpn_1', { value: 'psk-in-the-log-2' });
     await close(store);
 
-    const needles: Needle[] = [{ label: 'first key', value: 'psk-in-the-log-1' }, { label: 'second key', value: 'psk-in-the-log-2' }];
+    const needles: Needle[] = [
+      { label: 'first key', value: 'psk-in-the-log-1' },
+      { label: 'second key', value: 'psk-in-the-log-2' },
+    ];
     expect(findInFiles(dir, needles)).toEqual([]);
     expect(secretRecords(dir).map((r) => r.spec.sealed.kid)).toEqual([keyIdOf(key), keyIdOf(key)]);
 
@@ -176,7 +185,11 @@ describe('secrets at rest in the embedded store', () => {
     await store.putSecret('team_a', 'vpn-psk-vpn_2', { value: 'second' });
     await close(store);
     const log = path.join(dir, 'store.log');
-    const records = fs.readFileSync(log, 'utf8').split('\n').filter(Boolean).map((line) => JSON.parse(line));
+    const records = fs
+      .readFileSync(log, 'utf8')
+      .split('\n')
+      .filter(Boolean)
+      .map((line) => JSON.parse(line));
     // Someone with write access to the log gives gateway 2 the key of gateway 1.
     records[1].o.spec = records[0].o.spec;
     fs.writeFileSync(log, records.map((r) => `${JSON.stringify(r)}\n`).join(''));
@@ -188,23 +201,38 @@ describe('secrets at rest in the embedded store', () => {
     // the log, one of them overwritten and one deleted since.
     fs.writeFileSync(
       path.join(dir, 'store.snapshot.json'),
-      JSON.stringify({ revision: 2, objects: [plainSecret('team_a', 'vpn-psk-vpn_1', { value: 'plain-psk-in-snapshot' }, 1), plainSecret('__system', 'cursor-signing-key', { key: 'plain-cursor-key-base64' }, 2)] }),
+      JSON.stringify({
+        revision: 2,
+        objects: [
+          plainSecret('team_a', 'vpn-psk-vpn_1', { value: 'plain-psk-in-snapshot' }, 1),
+          plainSecret('__system', 'cursor-signing-key', { key: 'plain-cursor-key-base64' }, 2),
+        ],
+      }),
     );
     const log = [
       { op: 'put', o: plainSecret('team_a', 'webhook-secret-wh_1', { current: 'whsec_plain-current', previous: '', previous_expires_at: '' }, 3) },
-      { op: 'put', o: plainSecret('team_a', 'webhook-secret-wh_1', { current: 'whsec_plain-rotated', previous: 'whsec_plain-current', previous_expires_at: '1' }, 4) },
+      {
+        op: 'put',
+        o: plainSecret('team_a', 'webhook-secret-wh_1', { current: 'whsec_plain-rotated', previous: 'whsec_plain-current', previous_expires_at: '1' }, 4),
+      },
       { op: 'put', o: plainSecret('team_b', 'vpn-psk-vpn_2', { value: 'plain-psk-deleted' }, 5) },
       { op: 'del', k: '__Secret/team_b/vpn-psk-vpn_2' },
     ];
     fs.writeFileSync(path.join(dir, 'store.log'), log.map((r) => `${JSON.stringify(r)}\n`).join(''));
-    const plain: Needle[] = ['plain-psk-in-snapshot', 'plain-cursor-key-base64', 'whsec_plain-current', 'whsec_plain-rotated', 'plain-psk-deleted'].map((value) => ({ label: value, value }));
+    const plain: Needle[] = ['plain-psk-in-snapshot', 'plain-cursor-key-base64', 'whsec_plain-current', 'whsec_plain-rotated', 'plain-psk-deleted'].map(
+      (value) => ({ label: value, value }),
+    );
     expect(findInFiles(dir, plain)).toHaveLength(5);
 
     const store = await open();
     expect(findInFiles(dir, plain)).toEqual([]);
     expect(await store.getSecret('team_a', 'vpn-psk-vpn_1')).toEqual({ value: 'plain-psk-in-snapshot' });
     expect(await store.getSecret('__system', 'cursor-signing-key')).toEqual({ key: 'plain-cursor-key-base64' });
-    expect(await store.getSecret('team_a', 'webhook-secret-wh_1')).toEqual({ current: 'whsec_plain-rotated', previous: 'whsec_plain-current', previous_expires_at: '1' });
+    expect(await store.getSecret('team_a', 'webhook-secret-wh_1')).toEqual({
+      current: 'whsec_plain-rotated',
+      previous: 'whsec_plain-current',
+      previous_expires_at: '1',
+    });
     expect(await store.getSecret('team_b', 'vpn-psk-vpn_2')).toBeUndefined();
     // Creation times survive the re-sealing.
     expect((await store.listSecrets('vpn-psk-vpn_1'))[0].createdAt).toBe(WRITTEN_AT);

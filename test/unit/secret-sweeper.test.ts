@@ -78,7 +78,7 @@ describe('SecretSweeper', () => {
     expect(await sweeper.sweep(newest + 2 * GRACE_MS)).toEqual({ removedOrphans: 0, droppedPrevious: 0, expiredIdempotencyKeys: 0 });
   });
 
-  it('removes a listener\'s lease once its listener is deleted or was never made, and keeps a live one\'s', async () => {
+  it("removes a listener's lease once its listener is deleted or was never made, and keeps a live one's", async () => {
     await resource(webhookFamily.kind, 'wh_listening', 'active');
     await store.putSecret('team_a', leaseSecretName('wh_listening'), { holder: 'h', expires_at: '0' });
     await resource(webhookFamily.kind, 'wh_lapsed', 'deleted');

@@ -34,7 +34,10 @@ describe('SecretTable', () => {
         }
         expect(table.size).toBe(scanned.size);
         for (const prefix of ['', ...prefixes]) {
-          const expected = [...scanned.values()].filter((e) => e.name.startsWith(prefix)).map((e) => `${e.team}/${e.name}`).sort();
+          const expected = [...scanned.values()]
+            .filter((e) => e.name.startsWith(prefix))
+            .map((e) => `${e.team}/${e.name}`)
+            .sort();
           expect([...table.withPrefix(prefix)].map((e) => `${e.team}/${e.name}`).sort()).toEqual(expected);
         }
       }),
@@ -43,7 +46,13 @@ describe('SecretTable', () => {
 
   it('hands out the entries of a prefix in order of name, then team', () => {
     const table = new SecretTable<Entry>();
-    for (const [team, name] of [['team_b', 'usage-interval-lb_2'], ['team_a', 'usage-limits'], ['team_a', 'usage-interval-lb_1'], ['team_b', 'usage-limits'], ['team_a', 'apikey-x']]) {
+    for (const [team, name] of [
+      ['team_b', 'usage-interval-lb_2'],
+      ['team_a', 'usage-limits'],
+      ['team_a', 'usage-interval-lb_1'],
+      ['team_b', 'usage-limits'],
+      ['team_a', 'apikey-x'],
+    ]) {
       table.set(`${team}/${name}`, { team, name });
     }
     expect([...table.withPrefix('usage-limits')].map((e) => e.team)).toEqual(['team_a', 'team_b']);

@@ -16,7 +16,13 @@ describe('SortedKeys', () => {
   it('holds, trims and walks as a sorted array of distinct keys', () => {
     fc.assert(
       fc.property(
-        fc.array(fc.oneof({ arbitrary: keyArbitrary.map((add): Step => ({ add })), weight: 5 }, { arbitrary: keyArbitrary.map((deleteBelow): Step => ({ deleteBelow })), weight: 1 }), { maxLength: 60 }),
+        fc.array(
+          fc.oneof(
+            { arbitrary: keyArbitrary.map((add): Step => ({ add })), weight: 5 },
+            { arbitrary: keyArbitrary.map((deleteBelow): Step => ({ deleteBelow })), weight: 1 },
+          ),
+          { maxLength: 60 },
+        ),
         fc.array(fc.option(keyArbitrary, { nil: undefined }), { minLength: 1, maxLength: 5 }),
         (steps, probes) => {
           const keys = new SortedKeys();

@@ -31,8 +31,7 @@ function totals(results: string, makeStatus = 0): { lastLine: string; status: nu
   return { lastLine: lines[lines.length - 1], status: run.status };
 }
 
-const junit = (cases: string) =>
-  `<?xml version="1.0" encoding="utf-8"?>\n<testsuites><testsuite name="schemathesis">\n${cases}\n</testsuite></testsuites>\n`;
+const junit = (cases: string) => `<?xml version="1.0" encoding="utf-8"?>\n<testsuites><testsuite name="schemathesis">\n${cases}\n</testsuite></testsuites>\n`;
 
 it('totals every jest suite and schemathesis report, and ends with the line alone', () => {
   const results = tempDir();

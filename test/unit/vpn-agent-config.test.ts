@@ -69,7 +69,9 @@ describe('VPN agent configuration', () => {
   });
 
   it('gives WireGuard a peer only once the peer key is known', () => {
-    expect(renderWgConfig({ ...wireguard, tunnel_type: 'wireguard', wireguard: wireguard.wireguard! })).toContain(`[Peer]\nPublicKey = ${PUBLIC_KEY}\nAllowedIPs = 10.30.0.0/24`);
+    expect(renderWgConfig({ ...wireguard, tunnel_type: 'wireguard', wireguard: wireguard.wireguard! })).toContain(
+      `[Peer]\nPublicKey = ${PUBLIC_KEY}\nAllowedIPs = 10.30.0.0/24`,
+    );
     expect(renderWgConfig({ ...wireguard, tunnel_type: 'wireguard', wireguard: { ...wireguard.wireguard!, remote_public_key: null } })).not.toContain('[Peer]');
   });
 });
@@ -87,14 +89,15 @@ describe("reading swanctl's --list-sas --raw", () => {
   });
 
   it('is down while the IKE SA is still connecting, and with no SA at all', () => {
-    const connecting = 'list-sa event {cloudplane {uniqueid=3 version=2 state=CONNECTING local-host=11.200.0.1 remote-host=11.200.0.2 child-sas {}}}\nlist-sas reply {}\n';
+    const connecting =
+      'list-sa event {cloudplane {uniqueid=3 version=2 state=CONNECTING local-host=11.200.0.1 remote-host=11.200.0.2 child-sas {}}}\nlist-sas reply {}\n';
     expect(readingOf(parseListSas(connecting))).toEqual({ up: false, bytesSent: 0, bytesReceived: 0, lastHandshake: null });
     expect(readingOf(parseListSas('list-sas reply {}\n'))).toEqual({ up: false, bytesSent: 0, bytesReceived: 0, lastHandshake: null });
   });
 });
 
 describe('tool errors', () => {
-  it("blank out the secrets a tool quotes back (wg prints a key it refuses)", async () => {
+  it('blank out the secrets a tool quotes back (wg prints a key it refuses)', async () => {
     const dir = fs.mkdtempSync(path.join(os.tmpdir(), 'cloudplane-wg-error-'));
     const file = path.join(dir, 'wg.conf');
     const notAKey = 'SECRET-looking-but-malformed-key';

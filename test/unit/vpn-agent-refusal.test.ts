@@ -20,7 +20,10 @@ describe("the driver's reading of the agent's error", () => {
 
   it('never carries a pre-shared key or a private key, even one a tool quoted back', () => {
     const privateKey = generateWireguardKey();
-    const said = agentRefusal({ error: `swanctl --load-all failed: bad secret "${PSK}" | wg syncconf failed: Key is not the correct length or format: \`${privateKey}'` }, [PSK, privateKey, null]);
+    const said = agentRefusal(
+      { error: `swanctl --load-all failed: bad secret "${PSK}" | wg syncconf failed: Key is not the correct length or format: \`${privateKey}'` },
+      [PSK, privateKey, null],
+    );
     expect(said).not.toContain(PSK);
     expect(said).not.toContain(privateKey);
     expect(said).toContain('[redacted]');
@@ -36,7 +39,17 @@ describe("the driver's reading of the agent's error", () => {
   });
 
   it("carries the agent's own refusal of a configuration with a misplaced key without the key", () => {
-    const reading = parseAgentConfig(JSON.stringify({ version: 'v1', tunnel_type: 'ipsec', local_ip: '198.51.100.7', local_network_cidr: '10.10.0.0/16', remote_network_cidr: '192.168.10.0/24', remote_peer_ip: '8.8.4.4', psk: PSK }));
+    const reading = parseAgentConfig(
+      JSON.stringify({
+        version: 'v1',
+        tunnel_type: 'ipsec',
+        local_ip: '198.51.100.7',
+        local_network_cidr: '10.10.0.0/16',
+        remote_network_cidr: '192.168.10.0/24',
+        remote_peer_ip: '8.8.4.4',
+        psk: PSK,
+      }),
+    );
     expect(reading.ok).toBe(false);
     const said = agentRefusal({ error: reading.ok ? null : reading.error }, [])!;
     expect(said).toMatch(/^the VPN agent did not apply it: configuration is invalid: /);

@@ -76,11 +76,19 @@ describe('VPN gateway manifests', () => {
     expect(agentConfig(gateway({ pre_shared_key: 'another-key-entirely' }).desired, '198.51.100.7', null).version).toBe(config.version);
     expect(agentConfig(gateway({ psk_version: 2 }).desired, '198.51.100.7', null).version).not.toBe(config.version);
     expect(agentConfig(gateway({ remote_network_cidr: '172.20.0.0/16' }).desired, '198.51.100.7', null).version).not.toBe(config.version);
-    expect(findIn('the Deployment and Service', Buffer.from(JSON.stringify([objects.deployment, objects.service])), [{ label: 'pre-shared key', value: PSK }])).toEqual([]);
+    expect(
+      findIn('the Deployment and Service', Buffer.from(JSON.stringify([objects.deployment, objects.service])), [{ label: 'pre-shared key', value: PSK }]),
+    ).toEqual([]);
   });
 
   it('runs the agent with NET_ADMIN, /dev/net/tun, forwarding and its Secret, and readiness on /healthz', () => {
-    const objects = vpnGatewayObjects(gateway(), placement, { ...DEFAULT_VPN_AGENT_SETTINGS, image: 'registry.example/cloudplane:1.2.3' }, '198.51.100.7', null);
+    const objects = vpnGatewayObjects(
+      gateway(),
+      placement,
+      { ...DEFAULT_VPN_AGENT_SETTINGS, image: 'registry.example/cloudplane:1.2.3' },
+      '198.51.100.7',
+      null,
+    );
     const pod = objects.deployment!.spec!.template.spec!;
     const container = pod.containers[0];
     expect(objects.deployment!.spec).toMatchObject({ replicas: 1, strategy: { type: 'Recreate' } });
@@ -90,7 +98,12 @@ describe('VPN gateway manifests', () => {
       securityContext: { runAsUser: 0, capabilities: { add: ['NET_ADMIN'] } },
       readinessProbe: { httpGet: { path: '/healthz', port: 'status' } },
     });
-    expect(container.ports).toEqual(expect.arrayContaining([{ name: 'status', containerPort: 9180, protocol: 'TCP' }, { name: 'ike', containerPort: 500, protocol: 'UDP' }]));
+    expect(container.ports).toEqual(
+      expect.arrayContaining([
+        { name: 'status', containerPort: 9180, protocol: 'TCP' },
+        { name: 'ike', containerPort: 500, protocol: 'UDP' },
+      ]),
+    );
     expect(container.volumeMounts).toEqual([
       { name: 'config', mountPath: '/etc/cloudplane/vpn', readOnly: true },
       { name: 'tun', mountPath: '/dev/net/tun' },
@@ -105,7 +118,13 @@ describe('VPN gateway manifests', () => {
   it("gives a WireGuard agent its private key and the peer's, on UDP 51820, versioned by the public half", () => {
     const privateKey = generateWireguardKey();
     const peer = peerKey();
-    const objects = vpnGatewayObjects(gateway({ tunnel_type: 'wireguard', pre_shared_key: null, remote_public_key: peer }), placement, DEFAULT_VPN_AGENT_SETTINGS, '198.51.100.8', privateKey);
+    const objects = vpnGatewayObjects(
+      gateway({ tunnel_type: 'wireguard', pre_shared_key: null, remote_public_key: peer }),
+      placement,
+      DEFAULT_VPN_AGENT_SETTINGS,
+      '198.51.100.8',
+      privateKey,
+    );
     expect(Buffer.from(objects.secret.data![PRIVATE_KEY_KEY], 'base64').toString()).toBe(privateKey);
     expect(objects.config).toMatchObject({ tunnel_type: 'wireguard', wireguard: { private_key: privateKey, listen_port: 51820, remote_public_key: peer } });
     expect(objects.config!.ipsec).toBeUndefined();
@@ -125,10 +144,22 @@ describe('VPN gateway manifests', () => {
     expect(missingPreSharedKey(gateway({ tunnel_type: 'wireguard', pre_shared_key: null }).desired)).toBe(false);
   });
 
-  it("writes configurations the agent accepts (src/vpn-agent/config.ts is the contract)", () => {
+  it('writes configurations the agent accepts (src/vpn-agent/config.ts is the contract)', () => {
     const ipsec = vpnGatewayObjects(gateway(), placement, DEFAULT_VPN_AGENT_SETTINGS, '198.51.100.7', null);
-    const wireguard = vpnGatewayObjects(gateway({ tunnel_type: 'wireguard', pre_shared_key: null, remote_public_key: peerKey() }), placement, DEFAULT_VPN_AGENT_SETTINGS, '198.51.100.8', generateWireguardKey());
-    const bare = vpnGatewayObjects(gateway({ tunnel_type: 'wireguard', pre_shared_key: null }), placement, DEFAULT_VPN_AGENT_SETTINGS, '198.51.100.9', generateWireguardKey());
+    const wireguard = vpnGatewayObjects(
+      gateway({ tunnel_type: 'wireguard', pre_shared_key: null, remote_public_key: peerKey() }),
+      placement,
+      DEFAULT_VPN_AGENT_SETTINGS,
+      '198.51.100.8',
+      generateWireguardKey(),
+    );
+    const bare = vpnGatewayObjects(
+      gateway({ tunnel_type: 'wireguard', pre_shared_key: null }),
+      placement,
+      DEFAULT_VPN_AGENT_SETTINGS,
+      '198.51.100.9',
+      generateWireguardKey(),
+    );
     for (const { secret } of [ipsec, wireguard, bare]) {
       const reading = parseAgentConfig(Buffer.from(secret.data![CONFIG_KEY], 'base64').toString('utf8'));
       expect(reading).toMatchObject({ ok: true });

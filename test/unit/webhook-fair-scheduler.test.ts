@@ -62,7 +62,8 @@ describe('fair webhook scheduler', () => {
     const running: Array<Started<string>> = [];
     const startedIds: string[] = [];
     const within = () => {
-      const count = (pick: (s: Started<string>) => string) => Math.max(0, ...Object.values(running.reduce<Record<string, number>>((n, s) => ({ ...n, [pick(s)]: (n[pick(s)] ?? 0) + 1 }), {})));
+      const count = (pick: (s: Started<string>) => string) =>
+        Math.max(0, ...Object.values(running.reduce<Record<string, number>>((n, s) => ({ ...n, [pick(s)]: (n[pick(s)] ?? 0) + 1 }), {})));
       expect(running.length).toBeLessThanOrEqual(limits.global);
       expect(queue.inFlight).toBe(running.length);
       expect(count((s) => s.team)).toBeLessThanOrEqual(limits.perTeam);
@@ -87,7 +88,7 @@ describe('fair webhook scheduler', () => {
     expect(queue.inFlight).toBe(0);
   });
 
-  it('keeps a paused subscription\'s deliveries in order until it is resumed, serving the others meanwhile', () => {
+  it("keeps a paused subscription's deliveries in order until it is resumed, serving the others meanwhile", () => {
     const queue = new FairScheduler<string>(DEFAULTS);
     for (let i = 0; i < 3; i++) queue.add('team-a', 'wh-limited', `l${i}`, `l${i}`);
     queue.add('team-a', 'wh-other', 'o0', 'o0');

@@ -22,10 +22,12 @@ function openedAtRest(dataDir: string): string[] {
     const record = JSON.parse(line);
     if (record.op === 'put') objects.push(record.o);
   }
-  return objects.filter((o) => o.meta.kind === '__Secret').map((o) => {
-    expect(isSealed(o.spec)).toBe(true);
-    return JSON.stringify(box.open(o.meta.team, o.meta.id, o.spec));
-  });
+  return objects
+    .filter((o) => o.meta.kind === '__Secret')
+    .map((o) => {
+      expect(isSealed(o.spec)).toBe(true);
+      return JSON.stringify(box.open(o.meta.team, o.meta.id, o.spec));
+    });
 }
 
 describe('a rotated-away webhook secret', () => {

@@ -45,7 +45,12 @@ describe('webhook signatures', () => {
   it('names the event type and the delivery beside the signatures', () => {
     const secret = newWebhookSecret();
     const headers = deliveryHeaders([secret], { id: 'del_abc', eventType: 'server.running', body }, now);
-    expect(headers).toMatchObject({ 'x-service-event': 'server.running', 'x-service-delivery': 'del_abc', 'webhook-id': 'del_abc', 'webhook-timestamp': String(now) });
+    expect(headers).toMatchObject({
+      'x-service-event': 'server.running',
+      'x-service-delivery': 'del_abc',
+      'webhook-id': 'del_abc',
+      'webhook-timestamp': String(now),
+    });
     expect(stripe.webhooks.constructEvent(body, headers['x-service-signature'], secret)).toMatchObject({ id: 'evt_abc' });
     expect(new Webhook(secret).verify(body, headers)).toMatchObject({ id: 'evt_abc' });
   });

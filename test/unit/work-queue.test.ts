@@ -266,7 +266,7 @@ describe('WorkQueue', () => {
     setTimeout(() => (takenWhenTimerRan = taken), 0);
     // A pass answered from memory: some work, and no I/O to wait on.
     const pass = () => {
-      for (const end = performance.now() + 0.05; performance.now() < end; );
+      for (const end = performance.now() + 0.05; performance.now() < end;);
     };
     const worker = async () => {
       for (let key = await queue.get(); key !== null; key = await queue.get()) {
@@ -287,7 +287,7 @@ describe('WorkQueue', () => {
     const turns = countEventLoopTurns();
     const takenInTurn = new Map<number, number>();
     const pass = () => {
-      for (const end = performance.now() + 0.05; performance.now() < end; );
+      for (const end = performance.now() + 0.05; performance.now() < end;);
     };
     let taken = 0;
     const worker = async () => {
@@ -362,7 +362,8 @@ describe('Controller', () => {
     listed.mockClear();
     controller = new Controller(store, { kind: 'Widget', async reconcile() {} }, { workers: 1, resyncMs: 100, resyncPassesPerSecond: 100_000, logger });
     await controller.start();
-    for (const deadline = Date.now() + 10_000; resyncsOfKind() < 3; await sleep(20)) if (Date.now() > deadline) throw new Error(`${resyncsOfKind()} resyncs in 10 s`);
+    for (const deadline = Date.now() + 10_000; resyncsOfKind() < 3; await sleep(20))
+      if (Date.now() > deadline) throw new Error(`${resyncsOfKind()} resyncs in 10 s`);
   });
 
   it('queues no pass for a write that only took events out of the outbox; any other change of the status does', async () => {

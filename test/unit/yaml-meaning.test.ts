@@ -50,8 +50,36 @@ describe('YAML users apply', () => {
 
 describe('stringifyPortableYaml', () => {
   // Strings YAML 1.1 reads as booleans, nulls, numbers or timestamps, and ones only 1.2 reads as numbers (0o17).
-  const TRICKY = ['on', 'Off', 'YES', 'no', 'y', 'N', 'true', 'False', 'null', 'Null', '~', '', '017', '0o17', '0x1F', '0b101',
-    '1:20', '190:20:30.15', '1_000', '+1', '1e3', '.inf', '-.Inf', '.NaN', '2001-12-14', '2001-12-14t21:59:43.10-05:00', '<<', '='];
+  const TRICKY = [
+    'on',
+    'Off',
+    'YES',
+    'no',
+    'y',
+    'N',
+    'true',
+    'False',
+    'null',
+    'Null',
+    '~',
+    '',
+    '017',
+    '0o17',
+    '0x1F',
+    '0b101',
+    '1:20',
+    '190:20:30.15',
+    '1_000',
+    '+1',
+    '1e3',
+    '.inf',
+    '-.Inf',
+    '.NaN',
+    '2001-12-14',
+    '2001-12-14t21:59:43.10-05:00',
+    '<<',
+    '=',
+  ];
 
   it('writes every string so that 1.1 and 1.2 read it back as that string', () => {
     const value = { strings: TRICKY, keys: Object.fromEntries(TRICKY.filter((s) => s && s !== '<<').map((s) => [s, s])) };

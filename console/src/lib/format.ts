@@ -5,7 +5,10 @@ export function formatValue(value: unknown): string {
   if (typeof value === 'string' && /^\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d(\.\d+)?Z$/.test(value)) return new Date(value).toLocaleString();
   if (Array.isArray(value)) return value.length === 0 ? '—' : value.map(formatValue).join('; ');
   // A nested record (a mount, a reference) reads as its fields: `file_share_id fs_1, mount_path /mnt/...`.
-  if (typeof value === 'object') return Object.entries(value).map(([key, inner]) => `${key} ${formatValue(inner)}`).join(', ');
+  if (typeof value === 'object')
+    return Object.entries(value)
+      .map(([key, inner]) => `${key} ${formatValue(inner)}`)
+      .join(', ');
   return String(value);
 }
 

@@ -44,7 +44,10 @@ interface OpenApiParameter {
 }
 
 interface OpenApiDocument {
-  paths: Record<string, Record<string, { parameters?: OpenApiParameter[]; requestBody?: { content?: Record<string, { schema?: FieldSchema & Partial<ObjectSchema> }> } }>>;
+  paths: Record<
+    string,
+    Record<string, { parameters?: OpenApiParameter[]; requestBody?: { content?: Record<string, { schema?: FieldSchema & Partial<ObjectSchema> }> } }>
+  >;
   components?: { schemas?: Record<string, FieldSchema & Partial<ObjectSchema>> };
 }
 

@@ -80,6 +80,6 @@ function refuseForgedWrite(ctx: ApiContext, request: FastifyRequest): void {
   if (request.headers['sec-fetch-site'] === 'cross-site') throw forbidden('A write from another site is refused.');
   const sent = request.headers[CSRF_HEADER];
   if (!ctx.sessions.csrfTokenMatches(request.session!.token, typeof sent === 'string' ? sent : undefined)) {
-    throw forbidden('A write made with the session cookie needs the session\'s X-CSRF-Token header (csrf_token in GET /api/v1/session).');
+    throw forbidden("A write made with the session cookie needs the session's X-CSRF-Token header (csrf_token in GET /api/v1/session).");
   }
 }

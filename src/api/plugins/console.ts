@@ -45,7 +45,9 @@ export async function registerConsole(app: FastifyInstance, consoleDir: string):
         reply
           .code(404)
           .type('text/plain; charset=utf-8')
-          .send(`The web console is not built. Run \`make build\` (it builds console/ into ${consoleDir}), then restart. The API is at /api/v1 and its documentation at /docs.\n`),
+          .send(
+            `The web console is not built. Run \`make build\` (it builds console/ into ${consoleDir}), then restart. The API is at /api/v1 and its documentation at /docs.\n`,
+          ),
       );
       return;
     }

@@ -15,7 +15,9 @@ export const ErrorEnvelope = Type.Object({
     code: Type.String(),
     message: Type.String(),
     details: Type.Optional(Type.Array(Type.Object({ field: Type.String(), message: Type.String() }), { maxItems: MAX_ERROR_DETAILS })),
-    more_details: Type.Optional(Type.Integer({ minimum: 1, description: 'How many more problems there are than `details` names (present only when there are more).' })),
+    more_details: Type.Optional(
+      Type.Integer({ minimum: 1, description: 'How many more problems there are than `details` names (present only when there are more).' }),
+    ),
     request_id: Type.Optional(Type.String()),
   }),
   meta: Type.Object({ persistence: Type.String(), provider: Type.String() }),
@@ -38,7 +40,13 @@ export function sharedErrorStatuses(method: string, options: { hasInput: boolean
 
 export function documentSharedErrors(api: FastifyInstance): void {
   api.addHook('onRoute', (route: RouteOptions) => {
-    const schema = (route.schema ??= {}) as { hide?: boolean; params?: unknown; querystring?: unknown; body?: unknown; response?: Record<string | number, unknown> };
+    const schema = (route.schema ??= {}) as {
+      hide?: boolean;
+      params?: unknown;
+      querystring?: unknown;
+      body?: unknown;
+      response?: Record<string | number, unknown>;
+    };
     if (schema.hide) return;
     const response = (schema.response ??= {});
     const methods = Array.isArray(route.method) ? route.method : [route.method];

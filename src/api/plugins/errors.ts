@@ -37,7 +37,7 @@ function fieldOf(issue: AjvIssue, context: string | undefined): string {
     .replace(/^\./, '');
   const property = (issue.params.missingProperty ?? issue.params.additionalProperty) as string | undefined;
   const full = property ? (path ? `${path}.${property}` : property) : path;
-  return full || (context === 'body' ? 'body' : context ?? 'request');
+  return full || (context === 'body' ? 'body' : (context ?? 'request'));
 }
 
 function messageOf(issue: AjvIssue, method: string): string {
@@ -151,7 +151,10 @@ export function sendApiError(ctx: ApiContext, request: FastifyRequest, reply: Fa
   if (error.status === 401) reply.header('WWW-Authenticate', 'Bearer realm="cloudplane"');
   // Refused before its body has arrived (no key, too large, overloaded).
   if (bodyStillComing(request)) hangUpWithoutReading(request, reply);
-  const body: { code: string; message: string; details?: FieldError[]; more_details?: number; request_id?: string } = { code: error.code, message: error.message };
+  const body: { code: string; message: string; details?: FieldError[]; more_details?: number; request_id?: string } = {
+    code: error.code,
+    message: error.message,
+  };
   if (error.details) {
     body.details = error.details.slice(0, MAX_ERROR_DETAILS);
     const more = error.details.length - body.details.length + error.moreDetails;
@@ -255,7 +258,8 @@ export function registerNotFoundHandler(api: FastifyInstance, ctx: ApiContext, r
     const path = decodedPath(request.url);
     const allowed = routes.allowed(path);
     // A route that takes this method but found nothing (a docs asset that is not there) is a 404 too.
-    if (allowed.length === 0 || allowed.includes(request.method)) return sendApiError(ctx, request, reply, new ApiError(404, 'route_not_found', `No endpoint ${request.method} ${path}.`));
+    if (allowed.length === 0 || allowed.includes(request.method))
+      return sendApiError(ctx, request, reply, new ApiError(404, 'route_not_found', `No endpoint ${request.method} ${path}.`));
     reply.header('allow', allowed.join(', '));
     return sendApiError(ctx, request, reply, new ApiError(405, 'method_not_allowed', `${path} answers ${allowed.join(', ')}, not ${request.method}.`));
   });

@@ -75,11 +75,13 @@ class Claim {
   }
 
   private renew(): void {
-    this.renewing = this.renewing.then(async () => {
-      if (this.settled) return;
-      const next = { ...this.current, lease_until: new Date(Date.now() + this.config.leaseMs).toISOString() };
-      if (await this.store.swapSecret(this.team, this.name, this.current, next)) this.current = next;
-    }).catch(() => undefined);
+    this.renewing = this.renewing
+      .then(async () => {
+        if (this.settled) return;
+        const next = { ...this.current, lease_until: new Date(Date.now() + this.config.leaseMs).toISOString() };
+        if (await this.store.swapSecret(this.team, this.name, this.current, next)) this.current = next;
+      })
+      .catch(() => undefined);
   }
 
   /** Replaces the claim with `next` (the answer, or a release); false if another request took the key meanwhile. */
@@ -96,7 +98,15 @@ class Claim {
   }
 
   done(status: number, headers: Record<string, string>, body: string): Done {
-    return { state: 'done', fingerprint: this.current.fingerprint, claim: this.current.claim, expires_at: this.current.expires_at, status: String(status), headers: JSON.stringify(headers), body };
+    return {
+      state: 'done',
+      fingerprint: this.current.fingerprint,
+      claim: this.current.claim,
+      expires_at: this.current.expires_at,
+      status: String(status),
+      headers: JSON.stringify(headers),
+      body,
+    };
   }
 }
 
@@ -108,7 +118,13 @@ export function idempotencySecretName(team: string, caller: string, key: string)
 }
 
 function fingerprintOf(request: FastifyRequest): string {
-  const operation = { method: request.method, route: routeConfigOf(request).url, params: request.params ?? null, query: request.query ?? null, body: request.body ?? null };
+  const operation = {
+    method: request.method,
+    route: routeConfigOf(request).url,
+    params: request.params ?? null,
+    query: request.query ?? null,
+    body: request.body ?? null,
+  };
   return createHash('sha256').update(canonicalJson(operation)).digest('hex');
 }
 
@@ -174,12 +190,15 @@ function replayedHeadersOf(reply: FastifyReply): Record<string, string> {
 
 /** The header's documentation, added to every POST in one place like the shared error answers. */
 const HEADER_SCHEMA = Type.Object({
-  [IDEMPOTENCY_HEADER]: Type.Optional(Type.String({
-    minLength: 1,
-    maxLength: MAX_KEY_LENGTH,
-    pattern: PRINTABLE_ASCII.source,
-    description: 'A key of your choosing (printable ASCII, at most 255 characters, e.g. a UUID). A retry with the same key and body within 24 hours (CLOUDPLANE_IDEMPOTENCY_TTL_SECONDS) answers the first answer again (marked `Idempotent-Replayed: true`) and does the work once. See docs/api.md, Idempotency.',
-  })),
+  [IDEMPOTENCY_HEADER]: Type.Optional(
+    Type.String({
+      minLength: 1,
+      maxLength: MAX_KEY_LENGTH,
+      pattern: PRINTABLE_ASCII.source,
+      description:
+        'A key of your choosing (printable ASCII, at most 255 characters, e.g. a UUID). A retry with the same key and body within 24 hours (CLOUDPLANE_IDEMPOTENCY_TTL_SECONDS) answers the first answer again (marked `Idempotent-Replayed: true`) and does the work once. See docs/api.md, Idempotency.',
+    }),
+  ),
 });
 
 export function registerIdempotency(api: FastifyInstance, ctx: ApiContext): void {
@@ -203,7 +222,8 @@ export function registerIdempotency(api: FastifyInstance, ctx: ApiContext): void
     const keep = reply.statusCode < 500 && body !== undefined && !isBusyAnswer(reply.statusCode, body);
     const next = keep ? claim.done(reply.statusCode, replayedHeadersOf(reply), body) : claim.released();
     try {
-      if (!(await claim.settle(next))) request.log.warn('the Idempotency-Key was taken over while its request ran (its lease lapsed); the answer is not kept for a retry');
+      if (!(await claim.settle(next)))
+        request.log.warn('the Idempotency-Key was taken over while its request ran (its lease lapsed); the answer is not kept for a retry');
     } catch (err) {
       // The answer is sent anyway; the claim lapses with its lease and a retry runs again.
       request.log.warn({ err: (err as Error).message }, 'could not record the answer of an Idempotency-Key');

@@ -33,7 +33,7 @@ const PREFIX_LENGTH = 'req_'.length;
 
 /** `req_` and 20 uniformly random characters of [0-9a-z] (rejection sampling, no modulo bias). */
 function newRequestId(): string {
-  for (let n = 0; n < REQUEST_ID_LENGTH; ) {
+  for (let n = 0; n < REQUEST_ID_LENGTH;) {
     const byte = randomByte();
     if (byte >= UNBIASED_LIMIT) continue;
     idBytes[PREFIX_LENGTH + n] = ALPHABET_CODES[byte % ALPHABET_CODES.length];

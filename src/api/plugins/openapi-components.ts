@@ -22,7 +22,10 @@ const PREFIX = '#/components/schemas/';
 function signatureOf(value: unknown): string {
   if (Array.isArray(value)) return `[${value.map(signatureOf).join(',')}]`;
   if (value && typeof value === 'object') {
-    return `{${Object.keys(value).sort().map((key) => `${JSON.stringify(key)}:${signatureOf((value as Schema)[key])}`).join(',')}}`;
+    return `{${Object.keys(value)
+      .sort()
+      .map((key) => `${JSON.stringify(key)}:${signatureOf((value as Schema)[key])}`)
+      .join(',')}}`;
   }
   return JSON.stringify(value);
 }

@@ -21,7 +21,10 @@ const PARAM = /^\{([^}]+)\}$/;
 
 interface Operation {
   operationId?: string;
-  responses?: Record<string, { description?: string; headers?: Record<string, unknown>; content?: Record<string, { schema?: JsonSchema }>; links?: Record<string, Link> }>;
+  responses?: Record<
+    string,
+    { description?: string; headers?: Record<string, unknown>; content?: Record<string, { schema?: JsonSchema }>; links?: Record<string, Link> }
+  >;
 }
 interface JsonSchema {
   type?: string;
@@ -52,7 +55,11 @@ export function requireOperationIds(api: FastifyInstance): void {
   });
 }
 
-const paramsOf = (path: string) => path.split('/').map((s) => PARAM.exec(s)?.[1]).filter((p): p is string => Boolean(p));
+const paramsOf = (path: string) =>
+  path
+    .split('/')
+    .map((s) => PARAM.exec(s)?.[1])
+    .filter((p): p is string => Boolean(p));
 
 /** Where the id sits in a JSON answer: data.id, or data[0].id for a list; null if it has none. */
 function idPointer(operation: Operation | undefined, status: string): string | null {

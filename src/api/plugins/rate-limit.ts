@@ -128,7 +128,11 @@ export async function applyRateLimit(
   reply.header('X-RateLimit-Limit', limiter.limit);
   reply.header('X-RateLimit-Remaining', Math.min(own.remaining, teams?.remaining ?? own.remaining));
   reply.header('X-RateLimit-Reset', Math.ceil(own.resetAt / 1000));
-  const refused = !own.allowed ? `More than ${limiter.limit} requests this minute` : teams && !teams.allowed ? `More than ${team!.limit} requests this minute from the team's keys together` : null;
+  const refused = !own.allowed
+    ? `More than ${limiter.limit} requests this minute`
+    : teams && !teams.allowed
+      ? `More than ${team!.limit} requests this minute from the team's keys together`
+      : null;
   if (refused) {
     const retryAfter = Math.max(1, Math.ceil((own.resetAt - now) / 1000));
     throw new ApiError(429, 'rate_limit_exceeded', `${refused}; retry in ${retryAfter} s.`, undefined, { 'Retry-After': String(retryAfter) });

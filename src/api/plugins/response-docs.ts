@@ -19,7 +19,10 @@ interface HeaderObject {
   schema: { type: HeaderDoc['type'] };
 }
 
-const REQUEST_ID: HeaderDoc = { type: 'string', description: "The request's id: the client's X-Request-Id when it sent a usable one, else one the service made. Quote it when reporting a problem." };
+const REQUEST_ID: HeaderDoc = {
+  type: 'string',
+  description: "The request's id: the client's X-Request-Id when it sent a usable one, else one the service made. Quote it when reporting a problem.",
+};
 const RATE_LIMIT: Record<string, HeaderDoc> = {
   'X-RateLimit-Limit': { type: 'integer', description: 'Requests allowed per API key (or, without a valid key, per client address) a minute.' },
   'X-RateLimit-Remaining': { type: 'integer', description: 'Requests left in the current window.' },
@@ -38,7 +41,8 @@ export function headersOf(status: number): Record<string, HeaderObject> {
   if (status === 201) headers.Location = header({ type: 'string', description: 'The URL of the record just created.' }, true);
   if (status === 401) headers['WWW-Authenticate'] = header({ type: 'string', description: 'Bearer: send an API key as "Authorization: Bearer <key>".' }, true);
   if (status === 429) headers['Retry-After'] = header(RETRY_AFTER, true);
-  if (status === 503) headers['Retry-After'] = header({ ...RETRY_AFTER, description: 'Seconds to wait before trying again, when the service sheds load (service_overloaded).' });
+  if (status === 503)
+    headers['Retry-After'] = header({ ...RETRY_AFTER, description: 'Seconds to wait before trying again, when the service sheds load (service_overloaded).' });
   return headers;
 }
 
@@ -46,7 +50,7 @@ const ERROR_DESCRIPTIONS: Record<number, string> = {
   400: 'invalid_json: the body is not JSON, or the URL is malformed.',
   401: 'unauthorized: no API key, or one that is not valid, was revoked or has expired.',
   403: "forbidden: the caller's role, or the key's scope (read_only), does not allow the operation.",
-  404: '<resource>_not_found: no such record in the caller\'s team (another team\'s id answers the same).',
+  404: "<resource>_not_found: no such record in the caller's team (another team's id answers the same).",
   409: 'Conflict: the record is busy (resource_busy), in a state that refuses the request (invalid_state), or the name or backend is taken (name_taken, backend_already_attached).',
   413: 'payload_too_large: the body is larger than the service accepts.',
   415: 'unsupported_media_type: send the body as application/json.',
@@ -78,7 +82,8 @@ export function describeResponses<D extends OpenApiDocument & { components?: { h
   for (const item of Object.values(document.paths)) {
     for (const [method, operation] of Object.entries(item)) {
       for (const [status, response] of Object.entries(operation?.responses ?? {})) {
-        if (!response.description || response.description === DEFAULT_DESCRIPTION) response.description = describeResponse(method.toUpperCase(), Number(status));
+        if (!response.description || response.description === DEFAULT_DESCRIPTION)
+          response.description = describeResponse(method.toUpperCase(), Number(status));
         const headers: Record<string, unknown> = {};
         for (const [name, object] of Object.entries(headersOf(Number(status)))) {
           // A header is sent always on some answers and may be missing on others: one entry each.

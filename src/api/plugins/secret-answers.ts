@@ -33,7 +33,7 @@ const noStore: onRequestHookHandler = (_request, reply, done) => {
 
 export function markSecretAnswers(app: FastifyInstance): void {
   app.addHook('onRoute', (route: RouteOptions) => {
-    const response = (route.schema)?.response;
+    const response = route.schema?.response;
     if (!route.config?.carriesSecret && !answersSecret(response)) return;
     const own = route.onRequest;
     route.onRequest = own === undefined ? [noStore] : [...(Array.isArray(own) ? own : [own]), noStore];

@@ -33,7 +33,13 @@ function decimalIntegersOnly(schema: { properties?: Record<string, { type?: unkn
   const check = ((data: Record<string, unknown> | null) => {
     const issues: ErrorObject[] = integers
       .filter((name) => data?.[name] !== undefined && [data[name]].flat().some((value) => typeof value !== 'string' || !DECIMAL.test(value)))
-      .map((name) => ({ instancePath: `/${name}`, schemaPath: '#/decimal', keyword: 'type', params: { type: 'integer' }, message: 'must be an integer written in decimal digits' }));
+      .map((name) => ({
+        instancePath: `/${name}`,
+        schemaPath: '#/decimal',
+        keyword: 'type',
+        params: { type: 'integer' },
+        message: 'must be an integer written in decimal digits',
+      }));
     const valid = validate(data);
     const reported = new Set(issues.map((issue) => issue.instancePath));
     check.errors = [...issues, ...(validate.errors ?? []).filter((error) => !reported.has(error.instancePath))];
@@ -94,7 +100,11 @@ const MAX_FIELD_DEPTH = 16;
 function fieldOf(item: Pending): string {
   const steps: string[] = [];
   for (let at: Pending | null = item; at; at = at.parent) steps.push(at.step);
-  return steps.reverse().slice(0, MAX_FIELD_DEPTH + 1).join('').replace(/^\./, '');
+  return steps
+    .reverse()
+    .slice(0, MAX_FIELD_DEPTH + 1)
+    .join('')
+    .replace(/^\./, '');
 }
 
 /**

@@ -50,14 +50,21 @@ export function registerAgentRoutes(app: ApiApp, ctx: ApiContext): void {
       tags,
       operationId: 'listAgentThreads',
       summary: 'List agent threads',
-      description: 'The team\'s threads; `sort=name` orders by title. Default order: newest first.',
+      description: "The team's threads; `sort=name` orders by title. Default order: newest first.",
       querystring: listQuerySchema(threadFamily.states),
       response: { 200: envelopeOf(Type.Array(ThreadRecord)), ...errors },
     },
     handler: async (request, reply) => {
       const query = listQueryOf(request);
       const { page, nextCursor } = await listPage<Thread>(ctx.store, threadFamily.kind, principalOf(request).team, query, ctx.cursorKey);
-      return send(ctx, request, reply, 200, page.map((t) => threadFamily.toRecord(t)), { next_cursor: nextCursor });
+      return send(
+        ctx,
+        request,
+        reply,
+        200,
+        page.map((t) => threadFamily.toRecord(t)),
+        { next_cursor: nextCursor },
+      );
     },
   });
 
@@ -85,7 +92,13 @@ export function registerAgentRoutes(app: ApiApp, ctx: ApiContext): void {
   });
 
   app.get(`${base}/:id`, {
-    schema: { tags, operationId: 'getAgentThread', summary: 'Get an agent thread', params: ThreadParams, response: { 200: envelopeOf(ThreadRecord), ...errors } },
+    schema: {
+      tags,
+      operationId: 'getAgentThread',
+      summary: 'Get an agent thread',
+      params: ThreadParams,
+      response: { 200: envelopeOf(ThreadRecord), ...errors },
+    },
     handler: async (request, reply) => {
       const { id } = request.params;
       const thread = await findResource<Thread>(ctx, threadFamily, principalOf(request).team, id);
@@ -110,13 +123,28 @@ export function registerAgentRoutes(app: ApiApp, ctx: ApiContext): void {
       // The cursor is bound to the role filter like to any filter (scopeOf).
       const { role } = request.query;
       const where: Record<string, string> = role ? { thread_id: id, role } : { thread_id: id };
-      const { page, nextCursor } = await listPage<Message>(ctx.store, messageFamily.kind, team, listQueryOf(request, { order: 'asc' }), ctx.cursorKey, { where });
-      return send(ctx, request, reply, 200, page.map((m) => messageFamily.toRecord(m)), { next_cursor: nextCursor });
+      const { page, nextCursor } = await listPage<Message>(ctx.store, messageFamily.kind, team, listQueryOf(request, { order: 'asc' }), ctx.cursorKey, {
+        where,
+      });
+      return send(
+        ctx,
+        request,
+        reply,
+        200,
+        page.map((m) => messageFamily.toRecord(m)),
+        { next_cursor: nextCursor },
+      );
     },
   });
 
   app.get(`${base}/:id/messages/:message_id`, {
-    schema: { tags, operationId: 'getAgentThreadMessage', summary: 'Get a message of a thread', params: MessageParams, response: { 200: envelopeOf(MessageRecord), ...errors } },
+    schema: {
+      tags,
+      operationId: 'getAgentThreadMessage',
+      summary: 'Get a message of a thread',
+      params: MessageParams,
+      response: { 200: envelopeOf(MessageRecord), ...errors },
+    },
     handler: async (request, reply) => {
       const { id, message_id } = request.params;
       const { team } = principalOf(request);
@@ -131,9 +159,9 @@ export function registerAgentRoutes(app: ApiApp, ctx: ApiContext): void {
     schema: {
       tags,
       operationId: 'askAgent',
-      summary: 'Ask the agent: answers 201 with data = [the user message, the agent\'s answer]',
+      summary: "Ask the agent: answers 201 with data = [the user message, the agent's answer]",
       description:
-        'Stores `content` as a user message, has the agent answer it from the team\'s resources and events, and stores the answer as an assistant message. ' +
+        "Stores `content` as a user message, has the agent answer it from the team's resources and events, and stores the answer as an assistant message. " +
         'The response is 201 with `data` an array of the two messages, question first; `Location` names the user message.',
       params: ThreadParams,
       body: MessageCreate,
@@ -155,9 +183,17 @@ export function registerAgentRoutes(app: ApiApp, ctx: ApiContext): void {
   });
 }
 
-
-async function exchange(ctx: ApiContext, request: FastifyRequest, team: string, key: string, threadId: string, content: string, [questionId, answerId]: [string, string]): Promise<[Message, Message]> {
-  const write = (role: MessageRole, text: string, id: string) => ctx.writer.create(messageFamily, team, { thread_id: threadId, role, content: text }, key, id) as Promise<Message>;
+async function exchange(
+  ctx: ApiContext,
+  request: FastifyRequest,
+  team: string,
+  key: string,
+  threadId: string,
+  content: string,
+  [questionId, answerId]: [string, string],
+): Promise<[Message, Message]> {
+  const write = (role: MessageRole, text: string, id: string) =>
+    ctx.writer.create(messageFamily, team, { thread_id: threadId, role, content: text }, key, id) as Promise<Message>;
   const question = await write('user', content, questionId);
   let text: string;
   try {

@@ -21,8 +21,14 @@ import { ruleContextOf } from '../../events/catalog';
 const config = { family: family.name };
 const tags = [family.title];
 const ServerParams = Type.Object({ id: Type.String({ maxLength: 64, description: 'Server id.' }) });
-const BackupParams = Type.Object({ id: Type.String({ maxLength: 64, description: 'Server id.' }), backup_id: Type.String({ maxLength: 64, description: 'Backup id.' }) });
-const RestoreBody = Type.Object({ backup_id: Type.String({ minLength: 1, maxLength: 64, description: 'A completed backup of this server.' }) }, { additionalProperties: false });
+const BackupParams = Type.Object({
+  id: Type.String({ maxLength: 64, description: 'Server id.' }),
+  backup_id: Type.String({ maxLength: 64, description: 'Backup id.' }),
+});
+const RestoreBody = Type.Object(
+  { backup_id: Type.String({ minLength: 1, maxLength: 64, description: 'A completed backup of this server.' }) },
+  { additionalProperties: false },
+);
 const errors = { 401: ErrorEnvelope, 404: ErrorEnvelope, 409: ErrorEnvelope, 422: ErrorEnvelope, 503: ErrorEnvelope };
 const Record = family.schemas.record;
 
@@ -49,11 +55,14 @@ function assertRestoreAllowed(server: Server, backup: Backup, completedSiblings:
   assertChangeable(serverFamily, server);
   if (server.status.status !== 'running') throw invalidState(`Cannot restore onto a server that is ${server.status.status}; it must be running.`);
   // A stop or reboot asked for and not begun yet would run under the restore.
-  if (server.spec.power_state !== 'on' || (server.spec.reboot_requests ?? 0) > (server.status.reboots_done ?? 0)) throw resourceBusy('The server has a power action under way; try again when it is done.');
-  if (completedSiblings.some((b) => restorePending(b) || b.status.restore_state === 'restoring')) throw resourceBusy('A restore onto this server is under way; try again when it is done.');
+  if (server.spec.power_state !== 'on' || (server.spec.reboot_requests ?? 0) > (server.status.reboots_done ?? 0))
+    throw resourceBusy('The server has a power action under way; try again when it is done.');
+  if (completedSiblings.some((b) => restorePending(b) || b.status.restore_state === 'restoring'))
+    throw resourceBusy('A restore onto this server is under way; try again when it is done.');
   const state = backup.status.status;
   if (state === 'creating') throw resourceBusy('The backup is still being taken; restore it once it is completed.');
-  if (state !== 'completed' || backup.meta.deletionTimestamp) throw invalidState(`The backup is ${backup.meta.deletionTimestamp ? 'deleted' : state}; only a completed backup can be restored.`);
+  if (state !== 'completed' || backup.meta.deletionTimestamp)
+    throw invalidState(`The backup is ${backup.meta.deletionTimestamp ? 'deleted' : state}; only a completed backup can be restored.`);
 }
 
 const defaultName = (server: Server) => `${server.spec.name}-${nowIso().replace(/[-:]|\.\d+Z$/g, '')}Z`;
@@ -67,7 +76,8 @@ export function registerBackupRoutes(app: ApiApp, ctx: ApiContext): void {
       tags,
       operationId: 'createServerBackup',
       summary: 'Back up a server',
-      description: 'Starts a backup of the server\'s disk: 201 with the backup `creating`, then `completed` or `failed` (events backup.created, backup.completed, backup.failed). The server must be running or stopped: 409 resource_busy while it is being created or in a transient state, 409 invalid_state once deleted or failed.',
+      description:
+        "Starts a backup of the server's disk: 201 with the backup `creating`, then `completed` or `failed` (events backup.created, backup.completed, backup.failed). The server must be running or stopped: 409 resource_busy while it is being created or in a transient state, 409 invalid_state once deleted or failed.",
       params: ServerParams,
       body: family.schemas.create,
       response: { 201: envelopeOf(Record), ...errors },
@@ -101,13 +111,26 @@ export function registerBackupRoutes(app: ApiApp, ctx: ApiContext): void {
       const { team } = principalOf(request);
       await findResource<Server>(ctx, serverFamily, team, id);
       const { page, nextCursor } = await listPage<Backup>(ctx.store, family.kind, team, listQueryOf(request), ctx.cursorKey, { where: { server_id: id } });
-      return send(ctx, request, reply, 200, page.map((b) => family.toRecord(b)), { next_cursor: nextCursor });
+      return send(
+        ctx,
+        request,
+        reply,
+        200,
+        page.map((b) => family.toRecord(b)),
+        { next_cursor: nextCursor },
+      );
     },
   });
 
   app.get(`${base}/:backup_id`, {
     config,
-    schema: { tags, operationId: 'getServerBackup', summary: 'Get a backup of a server', params: BackupParams, response: { 200: envelopeOf(Record), ...errors } },
+    schema: {
+      tags,
+      operationId: 'getServerBackup',
+      summary: 'Get a backup of a server',
+      params: BackupParams,
+      response: { 200: envelopeOf(Record), ...errors },
+    },
     handler: async (request, reply) => {
       const { id, backup_id: backupId } = request.params;
       const { team } = principalOf(request);
@@ -134,7 +157,14 @@ export function registerBackupRoutes(app: ApiApp, ctx: ApiContext): void {
       if (backup.status.status === 'deleted') return send(ctx, request, reply, 200, family.toRecord(backup));
       if (backup.status.status === 'creating') throw resourceBusy('The backup is still being taken; try again when it is done.');
       if (restorePending(backup) || backup.status.restore_state === 'restoring') throw resourceBusy('The backup is being restored; try again when it is done.');
-      const moved = await writeAndAwait<Backup>(ctx.store, family.kind, team, backupId, () => ctx.writer.requestDeletion(family, team, backupId, key), (b) => b.status.status === 'deleted');
+      const moved = await writeAndAwait<Backup>(
+        ctx.store,
+        family.kind,
+        team,
+        backupId,
+        () => ctx.writer.requestDeletion(family, team, backupId, key),
+        (b) => b.status.status === 'deleted',
+      );
       const deleted = moved ?? { ...backup, status: { ...backup.status, status: 'deleted', deleted_at: nowIso() } };
       return send(ctx, request, reply, 200, family.toRecord(deleted));
     },
@@ -171,7 +201,10 @@ export function registerBackupRoutes(app: ApiApp, ctx: ApiContext): void {
       // Answered once the server shows the restore, so that a stop sent next is refused.
       await writeAndAwait<Server>(ctx.store, serverFamily.kind, team, id, ask, (s) => s.status.status === 'restoring');
       const latest = await ctx.store.get<Backup['spec'], Backup['status']>(family.kind, team, backupId);
-      const shown = latest && (latest.status.restore_state === 'restoring' || !restorePending(latest)) ? latest : { ...asked, status: { ...asked.status, restore_state: 'restoring' as const, restore_started_at: nowIso(), restore_finished_at: null } };
+      const shown =
+        latest && (latest.status.restore_state === 'restoring' || !restorePending(latest))
+          ? latest
+          : { ...asked, status: { ...asked.status, restore_state: 'restoring' as const, restore_started_at: nowIso(), restore_finished_at: null } };
       return send(ctx, request, reply, 200, family.toRecord(shown));
     },
   });

@@ -11,7 +11,9 @@ import type { ApiApp } from '../api-app';
 
 const EventTypeRecord = Type.Object({
   type: Type.String({ description: 'The event type, `<category>.<verb>`, as in `events` of a subscription and `type` of an event.' }),
-  category: Type.String({ description: 'The part before the dot: `<category>.*` subscribes to every type of it, and `filter` keys are `<category>.<field of data>`.' }),
+  category: Type.String({
+    description: 'The part before the dot: `<category>.*` subscribes to every type of it, and `filter` keys are `<category>.<field of data>`.',
+  }),
   description: Type.String({ description: 'What happened.' }),
   data_schema: Type.Object({}, { additionalProperties: true, description: "JSON Schema of the event's `data`." }),
 });
@@ -31,7 +33,13 @@ export function registerEventTypeRoutes(app: ApiApp, ctx: ApiContext): void {
     },
     handler: async (request, reply) => {
       const { category } = request.query;
-      return send(ctx, request, reply, 200, eventCatalog().filter((entry) => !category || entry.category === category));
+      return send(
+        ctx,
+        request,
+        reply,
+        200,
+        eventCatalog().filter((entry) => !category || entry.category === category),
+      );
     },
   });
 }

@@ -25,8 +25,7 @@ import { ruleContextOf } from '../../events/catalog';
 const IdParams = Type.Object({ id: Type.String({ maxLength: 64, description: 'Resource id.' }) });
 
 /** The envelope schemas, for the OpenAPI document and fast serialisation. */
-export const envelopeOf = (data: TSchema) =>
-  Type.Object({ data, meta: metaSchema() });
+export const envelopeOf = (data: TSchema) => Type.Object({ data, meta: metaSchema() });
 
 export { ErrorEnvelope };
 
@@ -110,7 +109,7 @@ async function assertUnreferenced(ctx: ApiContext, family: AnyFamily, team: stri
 }
 
 const ForceQuery = Type.Object({
-  force: Type.Optional(Type.Boolean({ description: 'Delete what the resource still holds (a bucket\'s objects) with it, instead of answering 409.' })),
+  force: Type.Optional(Type.Boolean({ description: "Delete what the resource still holds (a bucket's objects) with it, instead of answering 409." })),
 });
 
 /**
@@ -149,23 +148,44 @@ export function registerFamilyRoutes(app: ApiApp, ctx: ApiContext, family: AnyFa
 
   app.get(base, {
     config,
-    schema: { tags, operationId: `list${pluralOf(typeName)}`, summary: `List ${family.title}s`, querystring: listQuerySchema(family.states), response: { 200: envelopeOf(Type.Array(RecordSchema)), ...errorResponses } },
+    schema: {
+      tags,
+      operationId: `list${pluralOf(typeName)}`,
+      summary: `List ${family.title}s`,
+      querystring: listQuerySchema(family.states),
+      response: { 200: envelopeOf(Type.Array(RecordSchema)), ...errorResponses },
+    },
     handler: async (request, reply) => {
       const { page, nextCursor } = await listPage<Resource>(ctx.store, family.kind, principalOf(request).team, listQueryOf(request), ctx.cursorKey);
-      return sendSerialisedList(ctx, request, reply, 200, page.map((r) => records.of(r, reply)), { next_cursor: nextCursor });
+      return sendSerialisedList(
+        ctx,
+        request,
+        reply,
+        200,
+        page.map((r) => records.of(r, reply)),
+        { next_cursor: nextCursor },
+      );
     },
   });
 
   app.post(base, {
     config,
-    schema: { tags, operationId: `create${typeName}`, summary: `Create a ${family.title}`, body: family.schemas.create, response: { 201: envelopeOf(RecordSchema), ...errorResponses } },
+    schema: {
+      tags,
+      operationId: `create${typeName}`,
+      summary: `Create a ${family.title}`,
+      body: family.schemas.create,
+      response: { 201: envelopeOf(RecordSchema), ...errorResponses },
+    },
     handler: async (request, reply) => {
       const { team, key } = principalOf(request);
       const { body, secret } = splitSecret(family, request.body);
       const spec = family.specFromCreate(body, ruleContext);
       const id = newId(family.idPrefix);
       const resource = await withinQuota(ctx.quota, family, team, id, () =>
-        withUniqueName(ctx.store, family, team, spec, undefined, () => withNewSecret(ctx.store, family, team, id, spec, secret, () => ctx.writer.create(family, team, spec, key, id))),
+        withUniqueName(ctx.store, family, team, spec, undefined, () =>
+          withNewSecret(ctx.store, family, team, id, spec, secret, () => ctx.writer.create(family, team, spec, key, id)),
+        ),
       );
       reply.header('Location', `${base}/${resource.meta.id}`);
       return send(ctx, request, reply, 201, family.toRecord(resource));
@@ -174,7 +194,13 @@ export function registerFamilyRoutes(app: ApiApp, ctx: ApiContext, family: AnyFa
 
   app.get(`${base}/:id`, {
     config,
-    schema: { tags, operationId: `get${typeName}`, summary: `Get a ${family.title}`, params: IdParams, response: { 200: envelopeOf(RecordSchema), ...errorResponses } },
+    schema: {
+      tags,
+      operationId: `get${typeName}`,
+      summary: `Get a ${family.title}`,
+      params: IdParams,
+      response: { 200: envelopeOf(RecordSchema), ...errorResponses },
+    },
     handler: async (request, reply) => {
       const { id } = request.params;
       return sendSerialised(ctx, request, reply, 200, records.of(await findResource(ctx, family, principalOf(request).team, id), reply));
@@ -185,7 +211,14 @@ export function registerFamilyRoutes(app: ApiApp, ctx: ApiContext, family: AnyFa
     const applyUpdate = family.applyUpdate;
     app.patch(`${base}/:id`, {
       config,
-      schema: { tags, operationId: `update${typeName}`, summary: `Update a ${family.title}`, params: IdParams, body: family.schemas.update, response: { 200: envelopeOf(RecordSchema), ...errorResponses } },
+      schema: {
+        tags,
+        operationId: `update${typeName}`,
+        summary: `Update a ${family.title}`,
+        params: IdParams,
+        body: family.schemas.update,
+        response: { 200: envelopeOf(RecordSchema), ...errorResponses },
+      },
       handler: async (request, reply) => {
         const { id } = request.params;
         const { team } = principalOf(request);
@@ -222,13 +255,21 @@ export function registerFamilyRoutes(app: ApiApp, ctx: ApiContext, family: AnyFa
       const { team, key } = principalOf(request);
       const resource = await findResource(ctx, family, team, id);
       if (resource.status.status === 'deleted') return send(ctx, request, reply, 200, family.toRecord(resource));
-      if (family.busyStates?.includes(resource.status.status)) throw resourceBusy(`The ${family.title} is ${resource.status.status}; try again when it is done.`);
+      if (family.busyStates?.includes(resource.status.status))
+        throw resourceBusy(`The ${family.title} is ${resource.status.status}; try again when it is done.`);
       await assertUnreferenced(ctx, family, team, id);
       if (!force) await assertNothingHeld(ctx, family, resource);
       // The reconciler moves it to deleted (or deleting) and names the caller in the event.
       const immediate = family.deletion === 'immediate';
       const leaving = ['deleted', 'deleting', 'destroyed'];
-      const moved = await writeAndAwait<Resource>(ctx.store, family.kind, team, id, () => ctx.writer.requestDeletion(family, team, id, key), (r) => leaving.includes(r.status?.status));
+      const moved = await writeAndAwait<Resource>(
+        ctx.store,
+        family.kind,
+        team,
+        id,
+        () => ctx.writer.requestDeletion(family, team, id, key),
+        (r) => leaving.includes(r.status?.status),
+      );
       const deleted = moved && moved.status.status !== 'destroyed' ? moved : projectedDeletion(resource, immediate);
       return send(ctx, request, reply, immediate ? 200 : 202, family.toRecord(deleted));
     },

@@ -42,7 +42,7 @@ const ACTIONS: Action[] = [
   {
     name: 'attach',
     summary: 'Attach a file share to a server (mounted at /mnt/file-storage/<id>)',
-    body: ServerBody('The server to mount the share on (prefix svr), in the share\'s region.'),
+    body: ServerBody("The server to mount the share on (prefix svr), in the share's region."),
     check(share, server) {
       assertAttachable(share);
       assertChangeable(serverFamily, server);
@@ -74,7 +74,14 @@ export function registerFileShareRoutes(app: ApiApp, ctx: ApiContext): void {
     app.post(`/api/v1/${fileShareFamily.path}/:id/${action.name}`, {
       // What the answer shows, and what does the work, is the server.
       config: { family: serverFamily.name },
-      schema: { tags: [fileShareFamily.title], operationId: `${action.name}FileShare`, summary: action.summary, params: IdParams, body: action.body, response: responses },
+      schema: {
+        tags: [fileShareFamily.title],
+        operationId: `${action.name}FileShare`,
+        summary: action.summary,
+        params: IdParams,
+        body: action.body,
+        response: responses,
+      },
       handler: async (request, reply) => {
         const { id } = request.params;
         const { server_id } = request.body;

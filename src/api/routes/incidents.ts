@@ -31,7 +31,8 @@ const ACTIONS: Action[] = [
   {
     name: 'acknowledge',
     summary: 'Acknowledge an open incident',
-    description: 'Says someone is on it: the incident is `acknowledged` (incident.acknowledged). Acknowledging an acknowledged incident changes nothing; a resolved one answers 409 invalid_state.',
+    description:
+      'Says someone is on it: the incident is `acknowledged` (incident.acknowledged). Acknowledging an acknowledged incident changes nothing; a resolved one answers 409 invalid_state.',
     target: 'acknowledged',
     already: ['acknowledged'],
     ask: (incident, actor) => (incident.spec.acknowledge_requested ? null : { ...incident.spec, acknowledge_requested: true, acknowledged_by: actor }),
@@ -69,7 +70,9 @@ function registerAction(app: ApiApp, ctx: ApiContext, action: Action): void {
       assertActionable(found, action);
       if (action.already.includes(found.status.status)) return send(ctx, request, reply, 200, family.toRecord(found));
       const ask = () => ctx.writer.mutateSpec<Incident>(family, team, id, (incident) => action.ask(incident, key));
-      const moved = await writeAndAwait<Incident>(ctx.store, family.kind, team, id, ask, (incident) => [action.target, 'resolved'].includes(incident.status.status));
+      const moved = await writeAndAwait<Incident>(ctx.store, family.kind, team, id, ask, (incident) =>
+        [action.target, 'resolved'].includes(incident.status.status),
+      );
       // Resolved otherwise before the acknowledgement reached it: 409, as acknowledging a resolved incident.
       if (moved && moved.status.status !== action.target) assertActionable(moved, action);
       const at = nowIso();
@@ -91,12 +94,25 @@ export function registerIncidentRoutes(app: ApiApp, ctx: ApiContext): void {
     },
     handler: async (request, reply) => {
       const { page, nextCursor } = await listPage<Incident>(ctx.store, family.kind, principalOf(request).team, listQueryOf(request), ctx.cursorKey);
-      return send(ctx, request, reply, 200, page.map((r) => family.toRecord(r)), { next_cursor: nextCursor });
+      return send(
+        ctx,
+        request,
+        reply,
+        200,
+        page.map((r) => family.toRecord(r)),
+        { next_cursor: nextCursor },
+      );
     },
   });
 
   app.get(`/api/v1/${family.path}/:id`, {
-    schema: { tags, operationId: 'getIncident', summary: 'Get an incident', params: IdParams, response: { 200: envelopeOf(family.schemas.record), 404: ErrorEnvelope } },
+    schema: {
+      tags,
+      operationId: 'getIncident',
+      summary: 'Get an incident',
+      params: IdParams,
+      response: { 200: envelopeOf(family.schemas.record), 404: ErrorEnvelope },
+    },
     handler: async (request, reply) => {
       const { id } = request.params;
       return send(ctx, request, reply, 200, family.toRecord(await findResource<Incident>(ctx, family, principalOf(request).team, id)));

@@ -12,7 +12,10 @@ import { listedArray } from '../../store/listed';
 import type { ApiApp } from '../api-app';
 
 const IdParams = Type.Object({ id: Type.String({ maxLength: 64 }) });
-const LogsQuery = Type.Object({ run_id: Type.Optional(Type.String({ maxLength: 64, description: 'The run whose output to show; default the latest run.' })) }, { additionalProperties: false });
+const LogsQuery = Type.Object(
+  { run_id: Type.Optional(Type.String({ maxLength: 64, description: 'The run whose output to show; default the latest run.' })) },
+  { additionalProperties: false },
+);
 const JobLogs = Type.Object({
   job_id: Type.String({ description: 'The job asked about.' }),
   run_id: Type.String({ description: 'The run whose output this is (the job itself for a job without a schedule).' }),
@@ -29,7 +32,8 @@ async function runsOf(ctx: ApiContext, team: string, job: Job): Promise<Job[]> {
 }
 
 function assertCancellable(job: Job): void {
-  if (FINISHED_JOB_STATES.includes(job.status.status)) throw invalidState(`The job is already ${job.status.status}; only a queued or running job can be cancelled.`);
+  if (FINISHED_JOB_STATES.includes(job.status.status))
+    throw invalidState(`The job is already ${job.status.status}; only a queued or running job can be cancelled.`);
 }
 
 /** A scheduled job that is not cancelled; 409 invalid_state otherwise. */
@@ -60,7 +64,14 @@ function registerScheduleAction(app: ApiApp, ctx: ApiContext, action: 'pause' | 
       const { team } = principalOf(request);
       assertSchedulable(await findResource<Job>(ctx, family, team, id), past);
       const ask = () => ctx.writer.mutateSpec<Job>(family, team, id, (job) => (Boolean(job.spec.paused) === paused ? null : { ...job.spec, paused }));
-      const moved = await writeAndAwait<Job>(ctx.store, family.kind, team, id, ask, (job) => job.status.status === target || FINISHED_JOB_STATES.includes(job.status.status));
+      const moved = await writeAndAwait<Job>(
+        ctx.store,
+        family.kind,
+        team,
+        id,
+        ask,
+        (job) => job.status.status === target || FINISHED_JOB_STATES.includes(job.status.status),
+      );
       // The controller did not answer in time (another replica leads): the state the request leads to.
       const current = moved ?? (await findResource<Job>(ctx, family, team, id));
       const latest = moved ?? { ...current, status: { ...current.status, status: target, ...(paused ? { next_run_at: null } : {}) } };
@@ -104,7 +115,8 @@ export function registerJobRoutes(app: ApiApp, ctx: ApiContext): void {
       tags: [family.title],
       operationId: 'listJobRuns',
       summary: 'List the runs of a job',
-      description: 'Each run of a scheduled job is a job of its own, with `scheduled_job_id` and `scheduled_at` set; newest first by default. A job without a schedule is its own single run.',
+      description:
+        'Each run of a scheduled job is a job of its own, with `scheduled_job_id` and `scheduled_at` set; newest first by default. A job without a schedule is its own single run.',
       params: IdParams,
       querystring: listQuerySchema(family.states),
       response: { 200: envelopeOf(Type.Array(family.schemas.record)), 404: ErrorEnvelope, 422: ErrorEnvelope },
@@ -117,10 +129,28 @@ export function registerJobRoutes(app: ApiApp, ctx: ApiContext): void {
       // A scheduled job's runs are store objects, paged from its index; a job that runs once is one row.
       if (job.spec.schedule) {
         const { page, nextCursor } = await listPage<Job>(ctx.store, family.kind, team, query, ctx.cursorKey, { where: { scheduled_job_id: job.meta.id } });
-        return send(ctx, request, reply, 200, page.map((r) => family.toRecord(r)), { next_cursor: nextCursor });
+        return send(
+          ctx,
+          request,
+          reply,
+          200,
+          page.map((r) => family.toRecord(r)),
+          { next_cursor: nextCursor },
+        );
       }
-      const { page, nextCursor } = paginate([{ id: job.meta.id, name: job.spec.name, created_at: job.meta.createdAt, status: job.status.status, job }], query, ctx.cursorKey);
-      return send(ctx, request, reply, 200, page.map((row) => family.toRecord(row.job)), { next_cursor: nextCursor });
+      const { page, nextCursor } = paginate(
+        [{ id: job.meta.id, name: job.spec.name, created_at: job.meta.createdAt, status: job.status.status, job }],
+        query,
+        ctx.cursorKey,
+      );
+      return send(
+        ctx,
+        request,
+        reply,
+        200,
+        page.map((row) => family.toRecord(row.job)),
+        { next_cursor: nextCursor },
+      );
     },
   });
 
@@ -130,7 +160,8 @@ export function registerJobRoutes(app: ApiApp, ctx: ApiContext): void {
       tags: [family.title],
       operationId: 'getJobLogs',
       summary: "A run's output",
-      description: 'The output of a run (`run_id`, default the latest run by `scheduled_at`): read from the executor while the run goes, kept with the run once it ended. 404 run_not_found for a run that is not one of the job\'s, or a scheduled job without runs yet.',
+      description:
+        "The output of a run (`run_id`, default the latest run by `scheduled_at`): read from the executor while the run goes, kept with the run once it ended. 404 run_not_found for a run that is not one of the job's, or a scheduled job without runs yet.",
       params: IdParams,
       querystring: LogsQuery,
       response: { 200: envelopeOf(JobLogs), 404: ErrorEnvelope },

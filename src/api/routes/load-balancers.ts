@@ -29,7 +29,14 @@ export function registerLoadBalancerRoutes(app: ApiApp, ctx: ApiContext): void {
 
   app.post(`${base}/attach`, {
     config,
-    schema: { tags, operationId: 'attachLoadBalancerBackend', summary: 'Attach a server as a backend', params: IdParams, body: AttachBody, response: responses },
+    schema: {
+      tags,
+      operationId: 'attachLoadBalancerBackend',
+      summary: 'Attach a server as a backend',
+      params: IdParams,
+      body: AttachBody,
+      response: responses,
+    },
     handler: async (request, reply) => {
       const { id } = request.params;
       const { server_id, port } = request.body;

@@ -26,7 +26,13 @@ interface PowerAction {
 const ACTIONS: PowerAction[] = [
   { name: 'stop', summary: 'Stop a running server', from: 'running', via: 'stopping', wish: () => ({ power_state: 'off' }) },
   { name: 'start', summary: 'Start a stopped server', from: 'stopped', via: 'starting', wish: () => ({ power_state: 'on' }) },
-  { name: 'reboot', summary: 'Reboot a running server', from: 'running', via: 'rebooting', wish: (spec) => ({ reboot_requests: (spec.reboot_requests ?? 0) + 1 }) },
+  {
+    name: 'reboot',
+    summary: 'Reboot a running server',
+    from: 'running',
+    via: 'rebooting',
+    wish: (spec) => ({ reboot_requests: (spec.reboot_requests ?? 0) + 1 }),
+  },
 ];
 
 /** A stop, start or reboot asked for that the reconciler has not begun yet. */

@@ -22,28 +22,29 @@ const errors = { 401: ErrorEnvelope, 403: ErrorEnvelope, 429: ErrorEnvelope };
 const Role = Type.String({ enum: [...ROLES] });
 const DateTime = Type.String({ format: 'date-time' });
 
-export const SessionView = Type.Object(
-  {
-    user: Type.Object({ id: Type.String(), name: Type.String(), email: Type.String() }),
-    team: Type.Object({ id: Type.String(), name: Type.String() }),
-    role: Role,
-    scope: Type.String({ enum: [...KEY_SCOPES] }),
-    teams: Type.Array(Type.Object({ id: Type.String(), name: Type.String(), role: Role }), { description: 'The teams the signed-in person may choose (PUT).' }),
-    csrf_token: Type.Optional(Type.String({ description: 'Send as X-CSRF-Token on every write made with the session cookie. Absent when asked with a key.' })),
-    expires_at: Type.Union([DateTime, Type.Null()], { description: 'When the session ends however busy (a key: its expiry, or null).' }),
-    idle_expires_at: Type.Union([DateTime, Type.Null()], { description: 'When the session ends unless used before (null with a key).' }),
-    via: Type.String({ enum: ['oidc', 'api_key', 'bearer'], description: 'oidc: signed in through the identity provider; api_key: a key exchanged for a session; bearer: asked with a key, no session.' }),
-  },
-);
+export const SessionView = Type.Object({
+  user: Type.Object({ id: Type.String(), name: Type.String(), email: Type.String() }),
+  team: Type.Object({ id: Type.String(), name: Type.String() }),
+  role: Role,
+  scope: Type.String({ enum: [...KEY_SCOPES] }),
+  teams: Type.Array(Type.Object({ id: Type.String(), name: Type.String(), role: Role }), { description: 'The teams the signed-in person may choose (PUT).' }),
+  csrf_token: Type.Optional(Type.String({ description: 'Send as X-CSRF-Token on every write made with the session cookie. Absent when asked with a key.' })),
+  expires_at: Type.Union([DateTime, Type.Null()], { description: 'When the session ends however busy (a key: its expiry, or null).' }),
+  idle_expires_at: Type.Union([DateTime, Type.Null()], { description: 'When the session ends unless used before (null with a key).' }),
+  via: Type.String({
+    enum: ['oidc', 'api_key', 'bearer'],
+    description: 'oidc: signed in through the identity provider; api_key: a key exchanged for a session; bearer: asked with a key, no session.',
+  }),
+});
 
-const TeamChoice = Type.Object({ team_id: Type.String({ maxLength: 64, description: 'One of the session\'s `teams`.' }) }, { additionalProperties: false });
+const TeamChoice = Type.Object({ team_id: Type.String({ maxLength: 64, description: "One of the session's `teams`." }) }, { additionalProperties: false });
 
 /** The session view of a cookie session. */
 export async function viewOfSession(ctx: ApiContext, session: ActiveSession): Promise<object> {
   const { principal, record, user } = session;
   const teams = await ctx.sessions.teamsOf(session);
   return {
-    ...await identityOf(ctx, principal, user),
+    ...(await identityOf(ctx, principal, user)),
     teams,
     csrf_token: ctx.sessions.csrfTokenOf(session.token),
     expires_at: record.expires_at,
@@ -81,7 +82,12 @@ export function clearSessionCookie(ctx: ApiContext, reply: FastifyReply): void {
   reply.clearCookie(SESSION_COOKIE, cookieOptions(ctx));
 }
 
-export const cookieOptions = (ctx: ApiContext) => ({ httpOnly: true, sameSite: 'lax' as const, path: '/', secure: ctx.config.publicUrl?.startsWith('https:') ?? false });
+export const cookieOptions = (ctx: ApiContext) => ({
+  httpOnly: true,
+  sameSite: 'lax' as const,
+  path: '/',
+  secure: ctx.config.publicUrl?.startsWith('https:') ?? false,
+});
 
 /** The session routes set and clear the session cookie: they get a context that can (api/cookies.ts). */
 export function registerSessionRoutes(api: ApiApp, ctx: ApiContext): void {
@@ -108,8 +114,9 @@ function sessionRoutes(app: ApiApp, ctx: ApiContext): void {
     schema: {
       tags,
       operationId: 'chooseSessionTeam',
-      summary: 'Choose the session\'s team',
-      description: 'Moves a session made through the identity provider to another of the person\'s teams (one of `teams`); the role is theirs in that team. Cookie sessions only.',
+      summary: "Choose the session's team",
+      description:
+        "Moves a session made through the identity provider to another of the person's teams (one of `teams`); the role is theirs in that team. Cookie sessions only.",
       body: TeamChoice,
       response: { 200: envelopeOf(SessionView), 404: ErrorEnvelope, 422: ErrorEnvelope, ...errors },
     },

@@ -53,7 +53,12 @@ function registerSingleton(app: ApiApp, ctx: ApiContext, family: AnyFamily, idOf
   const url = `/api/v1/${family.path}`;
   const tags = ['settings'];
   app.get(url, {
-    schema: { tags, operationId: `get${typeNameOf(family.title)}`, summary: `Get the ${family.title}`, response: { 200: envelopeOf(family.schemas.record), ...errors } },
+    schema: {
+      tags,
+      operationId: `get${typeNameOf(family.title)}`,
+      summary: `Get the ${family.title}`,
+      response: { 200: envelopeOf(family.schemas.record), ...errors },
+    },
     handler: async (request, reply) => {
       const principal = principalOf(request);
       return send(ctx, request, reply, 200, family.toRecord(await readAccount(ctx, family, principal.team, idOf(principal))));
@@ -61,7 +66,13 @@ function registerSingleton(app: ApiApp, ctx: ApiContext, family: AnyFamily, idOf
   });
   app.patch(url, {
     config: { requires: updateRequires },
-    schema: { tags, operationId: `update${typeNameOf(family.title)}`, summary: `Update the ${family.title}`, body: family.schemas.update!, response: { 200: envelopeOf(family.schemas.record), ...errors } },
+    schema: {
+      tags,
+      operationId: `update${typeNameOf(family.title)}`,
+      summary: `Update the ${family.title}`,
+      body: family.schemas.update!,
+      response: { 200: envelopeOf(family.schemas.record), ...errors },
+    },
     handler: async (request, reply) => {
       const principal = principalOf(request);
       const updated = await updateAccount(ctx, family, principal.team, idOf(principal), request.body, principal.key);
@@ -90,7 +101,14 @@ export function registerSettingsRoutes(app: ApiApp, ctx: ApiContext): void {
     handler: async (request, reply) => {
       const query = listQueryOf(request);
       const { page, nextCursor } = await listPage<ApiKey>(ctx.store, apiKeyFamily.kind, principalOf(request).team, query, ctx.cursorKey);
-      return send(ctx, request, reply, 200, page.map((k) => apiKeyFamily.toRecord(k)), { next_cursor: nextCursor });
+      return send(
+        ctx,
+        request,
+        reply,
+        200,
+        page.map((k) => apiKeyFamily.toRecord(k)),
+        { next_cursor: nextCursor },
+      );
     },
   });
 
@@ -118,7 +136,14 @@ export function registerSettingsRoutes(app: ApiApp, ctx: ApiContext): void {
   });
 
   app.delete(`${keys}/:id`, {
-    schema: { tags, operationId: 'revokeApiKey', summary: 'Revoke an API key', description: 'The key is refused from the next request on. Answers 204.', params: KeyIdParams, response: { 204: Type.Null(), ...errors } },
+    schema: {
+      tags,
+      operationId: 'revokeApiKey',
+      summary: 'Revoke an API key',
+      description: 'The key is refused from the next request on. Answers 204.',
+      params: KeyIdParams,
+      response: { 204: Type.Null(), ...errors },
+    },
     handler: async (request, reply) => {
       const { id } = request.params;
       const caller = principalOf(request);
@@ -165,7 +190,7 @@ async function keyHolder(ctx: ApiContext, caller: Principal, userId: string | un
   if (!userId || userId === caller.user) return caller.user;
   const user = await ctx.store.get<User['spec'], User['status']>(userFamily.kind, caller.team, userId);
   if (!user || user.status.status !== 'active') throw fieldInvalid('user_id', 'is not a member of this team');
-  if (!mayActFor(caller, user)) throw forbidden("Only an owner or admin may make a key for another member (for an owner, an owner only).");
+  if (!mayActFor(caller, user)) throw forbidden('Only an owner or admin may make a key for another member (for an owner, an owner only).');
   return userId;
 }
 
@@ -193,7 +218,14 @@ function registerMemberRoutes(app: ApiApp, ctx: ApiContext): void {
     handler: async (request, reply) => {
       const query = listQueryOf(request);
       const { page, nextCursor } = await listPage<User>(ctx.store, userFamily.kind, principalOf(request).team, query, ctx.cursorKey);
-      return send(ctx, request, reply, 200, page.map((u) => userFamily.toRecord(u)), { next_cursor: nextCursor });
+      return send(
+        ctx,
+        request,
+        reply,
+        200,
+        page.map((u) => userFamily.toRecord(u)),
+        { next_cursor: nextCursor },
+      );
     },
   });
 
@@ -229,7 +261,7 @@ function registerMemberRoutes(app: ApiApp, ctx: ApiContext): void {
       tags,
       operationId: 'updateMember',
       summary: "Change a member's role",
-      description: 'An admin may change any role but an owner\'s, and may not make owners. The last owner cannot be demoted (409 invalid_state).',
+      description: "An admin may change any role but an owner's, and may not make owners. The last owner cannot be demoted (409 invalid_state).",
       params: MemberIdParams,
       body: RoleChange,
       response: { 200: memberEnvelope, 403: ErrorEnvelope, 409: ErrorEnvelope, ...errors },
@@ -246,7 +278,8 @@ function registerMemberRoutes(app: ApiApp, ctx: ApiContext): void {
       tags,
       operationId: 'removeMember',
       summary: 'Remove a member',
-      description: "Answers 200 with the member, now status=removed; the member's keys are revoked. An admin may not remove an owner; the last owner cannot be removed (409 invalid_state).",
+      description:
+        "Answers 200 with the member, now status=removed; the member's keys are revoked. An admin may not remove an owner; the last owner cannot be removed (409 invalid_state).",
       params: MemberIdParams,
       response: { 200: memberEnvelope, 403: ErrorEnvelope, 409: ErrorEnvelope, ...errors },
     },

@@ -24,7 +24,9 @@ const NewTeamBody = Type.Object(
   {
     name: Type.String({ minLength: 1, maxLength: 100, description: 'Team name.' }),
     owner_email: Type.String({ format: 'email', maxLength: 254, description: "The owner's e-mail address." }),
-    owner_name: Type.Optional(Type.String({ minLength: 1, maxLength: 100, description: "The owner's display name; default the part of the e-mail before the @." })),
+    owner_name: Type.Optional(
+      Type.String({ minLength: 1, maxLength: 100, description: "The owner's display name; default the part of the e-mail before the @." }),
+    ),
   },
   { additionalProperties: false },
 );
@@ -79,7 +81,14 @@ export function registerTeamRoutes(app: ApiApp, ctx: ApiContext): void {
     },
     handler: async (request, reply) => {
       const { page, nextCursor } = await listPage<Team>(ctx.store, teamFamily.kind, undefined, listQueryOf(request), ctx.cursorKey);
-      return send(ctx, request, reply, 200, page.map((t) => teamFamily.toRecord(t)), { next_cursor: nextCursor });
+      return send(
+        ctx,
+        request,
+        reply,
+        200,
+        page.map((t) => teamFamily.toRecord(t)),
+        { next_cursor: nextCursor },
+      );
     },
   });
 

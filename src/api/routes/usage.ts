@@ -33,7 +33,10 @@ const UsageRecord = Type.Object(
       Type.Object(
         {
           family: Type.String({ description: 'The resource family, e.g. server.' }),
-          plan: Type.String({ description: "The plan or size the hours ran at: a server's or job's plan, a file share's size (`100gb`), a VPN gateway's tunnel type, `standard` for load balancers and buckets." }),
+          plan: Type.String({
+            description:
+              "The plan or size the hours ran at: a server's or job's plan, a file share's size (`100gb`), a VPN gateway's tunnel type, `standard` for load balancers and buckets.",
+          }),
           quantity: Type.Number({ minimum: 0, description: 'Resource-hours within the window, to six decimals.' }),
           unit: Type.Literal('hours'),
           resources: Type.Integer({ minimum: 0, description: 'How many resources contributed.' }),
@@ -43,7 +46,10 @@ const UsageRecord = Type.Object(
       { description: 'Resource-hours per family and plan; only rows with usage in the window.' },
     ),
     resource_hours: Quantity('hours', 'All resource-hours of the window.'),
-    webhook_deliveries: Quantity('deliveries', 'Webhook deliveries made (one per event and subscription, whatever its attempts), in the hours the window overlaps.'),
+    webhook_deliveries: Quantity(
+      'deliveries',
+      'Webhook deliveries made (one per event and subscription, whatever its attempts), in the hours the window overlaps.',
+    ),
     api_requests: Quantity('requests', 'Authenticated API requests of the team, in the hours the window overlaps.'),
   },
   { additionalProperties: false },
@@ -52,8 +58,8 @@ const UsageRecord = Type.Object(
 const Threshold = (description: string) => Type.Union([Type.Number({ minimum: 0 }), Type.Null()], { description });
 const MetricLimit = Type.Object(
   {
-    soft: Type.Optional(Threshold('Emits usage.threshold_reached once the period\'s usage reaches it; null for none.')),
-    hard: Type.Optional(Threshold('Emits usage.overage once the period\'s usage passes it; null for none. Refuses nothing.')),
+    soft: Type.Optional(Threshold("Emits usage.threshold_reached once the period's usage reaches it; null for none.")),
+    hard: Type.Optional(Threshold("Emits usage.overage once the period's usage passes it; null for none. Refuses nothing.")),
   },
   { additionalProperties: false },
 );
@@ -72,12 +78,20 @@ const LimitsRecord = Type.Object(
       Object.fromEntries(
         METRICS.map((metric) => [
           metric,
-          Type.Optional(Type.Object({ soft: Threshold('Soft threshold, or null.'), hard: Threshold('Hard limit, or null.'), unit: Type.String() }, { additionalProperties: false })),
+          Type.Optional(
+            Type.Object(
+              { soft: Threshold('Soft threshold, or null.'), hard: Threshold('Hard limit, or null.'), unit: Type.String() },
+              { additionalProperties: false },
+            ),
+          ),
         ]),
       ),
       { additionalProperties: false, description: 'The thresholds set, per metric, with the unit of each.' },
     ),
-    period: Type.Object({ start: Type.String({ format: 'date-time' }), end: Type.String({ format: 'date-time' }) }, { additionalProperties: false, description: 'The current period: the calendar month (UTC).' }),
+    period: Type.Object(
+      { start: Type.String({ format: 'date-time' }), end: Type.String({ format: 'date-time' }) },
+      { additionalProperties: false, description: 'The current period: the calendar month (UTC).' },
+    ),
   },
   { additionalProperties: false },
 );

@@ -18,7 +18,7 @@ export function registerVpnGatewayRoutes(app: ApiApp, ctx: ApiContext): void {
       // Not getVpnGatewayStatus: generators name the gateway's own `status` enum VpnGatewayStatus.
       operationId: 'getVpnTunnelStatus',
       summary: 'Live tunnel status',
-      description: 'Asks the gateway\'s driver for the tunnel state now. A gateway that is not active reports `down` with its last observed counters.',
+      description: "Asks the gateway's driver for the tunnel state now. A gateway that is not active reports `down` with its last observed counters.",
       params: IdParams,
       response: { 200: envelopeOf(tunnelStatsSchema), 404: ErrorEnvelope },
     },
@@ -26,10 +26,17 @@ export function registerVpnGatewayRoutes(app: ApiApp, ctx: ApiContext): void {
       const { id } = request.params;
       const gateway = await findResource<VpnGateway>(ctx, family, principalOf(request).team, id);
       const { status } = gateway;
-      const last = { tunnel_status: 'down' as const, bytes_sent: status.bytes_sent ?? 0, bytes_received: status.bytes_received ?? 0, last_handshake: status.last_handshake ?? null };
+      const last = {
+        tunnel_status: 'down' as const,
+        bytes_sent: status.bytes_sent ?? 0,
+        bytes_received: status.bytes_received ?? 0,
+        last_handshake: status.last_handshake ?? null,
+      };
       if (status.status !== 'active') return send(ctx, request, reply, 200, last);
       // observe only reads: asking it from a request changes nothing the reconciler relies on.
-      const observation = await ctx.drivers.drivers.vpn_gateway.observe(managedOf(family, gateway as unknown as Driven, await vpnGatewayDesired(ctx.store, gateway)));
+      const observation = await ctx.drivers.drivers.vpn_gateway.observe(
+        managedOf(family, gateway as unknown as Driven, await vpnGatewayDesired(ctx.store, gateway)),
+      );
       return send(ctx, request, reply, 200, observation.exists ? observation.observed : last);
     },
   });

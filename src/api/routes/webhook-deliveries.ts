@@ -47,7 +47,8 @@ export function registerWebhookDeliveryRoutes(app: ApiApp, ctx: ApiContext): voi
       tags: ['webhook'],
       operationId: 'listTeamWebhookDeliveries',
       summary: "Every delivery of the team's subscriptions",
-      description: 'Filtered by `status`, `event_type`, `subscription_id` and a creation window (`since` inclusive, `until` exclusive); all filters given must match. Without the attempt log (GET one delivery for it).',
+      description:
+        'Filtered by `status`, `event_type`, `subscription_id` and a creation window (`since` inclusive, `until` exclusive); all filters given must match. Without the attempt log (GET one delivery for it).',
       querystring: listQuerySchema(deliveryFamily.states, Filters),
       response: { 200: envelopeOf(Type.Array(deliveryFamily.schemas.record)), 400: ErrorEnvelope, 401: ErrorEnvelope, 422: ErrorEnvelope, 429: ErrorEnvelope },
     },
@@ -55,8 +56,22 @@ export function registerWebhookDeliveryRoutes(app: ApiApp, ctx: ApiContext): voi
       const filters = request.query;
       assertWindow(filters.since, filters.until);
       const query = listQueryOf(request);
-      const { page, nextCursor } = await listPage<Delivery>(ctx.store, deliveryFamily.kind, principalOf(request).team, query, ctx.cursorKey, deliveryFilterOf(filters));
-      return send(ctx, request, reply, 200, page.map((d) => deliveryFamily.toRecord(d)), { next_cursor: nextCursor });
+      const { page, nextCursor } = await listPage<Delivery>(
+        ctx.store,
+        deliveryFamily.kind,
+        principalOf(request).team,
+        query,
+        ctx.cursorKey,
+        deliveryFilterOf(filters),
+      );
+      return send(
+        ctx,
+        request,
+        reply,
+        200,
+        page.map((d) => deliveryFamily.toRecord(d)),
+        { next_cursor: nextCursor },
+      );
     },
   });
 }

@@ -10,7 +10,17 @@ import type { ApiContext } from '../context';
 import { send } from '../envelope';
 import { assertChangeable, envelopeOf, ErrorEnvelope, findResource, principalOf } from './families';
 import { createSubscription, findDelivery, WithSecret } from './webhooks';
-import { DeliveryWithAttempts, deliveryWithAttempts, DEFAULT_RATE_LIMIT_PER_MINUTE, assertSubscription, Events, Filter, Webhook, webhookFamily, WebhookSpec } from '../../resources/webhook';
+import {
+  DeliveryWithAttempts,
+  deliveryWithAttempts,
+  DEFAULT_RATE_LIMIT_PER_MINUTE,
+  assertSubscription,
+  Events,
+  Filter,
+  Webhook,
+  webhookFamily,
+  WebhookSpec,
+} from '../../resources/webhook';
 import { eventCategories, subscriptionProblems } from '../../events/catalog';
 import { invalidState } from '../../lib/errors';
 import { newId } from '../../lib/ids';
@@ -23,7 +33,17 @@ import { recordAttempt } from '../../webhooks/outcome';
 import type { AttemptResult } from '../../webhooks/sender';
 import type { ApiApp } from '../api-app';
 
-const errors = { 400: ErrorEnvelope, 401: ErrorEnvelope, 403: ErrorEnvelope, 404: ErrorEnvelope, 409: ErrorEnvelope, 415: ErrorEnvelope, 422: ErrorEnvelope, 429: ErrorEnvelope, 503: ErrorEnvelope };
+const errors = {
+  400: ErrorEnvelope,
+  401: ErrorEnvelope,
+  403: ErrorEnvelope,
+  404: ErrorEnvelope,
+  409: ErrorEnvelope,
+  415: ErrorEnvelope,
+  422: ErrorEnvelope,
+  429: ErrorEnvelope,
+  503: ErrorEnvelope,
+};
 const tags = ['webhook'];
 const IdParams = Type.Object({ id: Type.String({ maxLength: 64, description: 'Listener (subscription) id.' }) });
 const DeliveryParams = Type.Object({
@@ -34,7 +54,13 @@ const CreateListener = Type.Object(
   {
     events: Type.Optional(Events),
     filter: Type.Optional(Filter),
-    forward_to: Type.Optional(Type.String({ minLength: 1, maxLength: 2000, description: 'Where the CLI forwards deliveries; shown in the listener\'s url as `listen:<forward_to>`, never called by the service.' })),
+    forward_to: Type.Optional(
+      Type.String({
+        minLength: 1,
+        maxLength: 2000,
+        description: "Where the CLI forwards deliveries; shown in the listener's url as `listen:<forward_to>`, never called by the service.",
+      }),
+    ),
   },
   { additionalProperties: false },
 );
@@ -42,8 +68,12 @@ const MAX_ERROR_LENGTH = 500;
 const Answer = Type.Object(
   {
     attempt: Type.Integer({ minimum: 1, description: 'The attempt number the stream gave with the delivery.' }),
-    response_status: Type.Union([Type.Integer({ minimum: 100, maximum: 599 }), Type.Null()], { description: "The local receiver's HTTP status; null when it gave none." }),
-    error: Type.Optional(Type.Union([Type.String({ maxLength: MAX_ERROR_LENGTH }), Type.Null()], { description: 'Why no answer came (connection refused, timeout).' })),
+    response_status: Type.Union([Type.Integer({ minimum: 100, maximum: 599 }), Type.Null()], {
+      description: "The local receiver's HTTP status; null when it gave none.",
+    }),
+    error: Type.Optional(
+      Type.Union([Type.String({ maxLength: MAX_ERROR_LENGTH }), Type.Null()], { description: 'Why no answer came (connection refused, timeout).' }),
+    ),
     retry_after: Type.Optional(Type.Union([Type.String({ maxLength: 64 }), Type.Null()], { description: "The receiver's Retry-After header, on 429 or 503." })),
   },
   { additionalProperties: false },
@@ -109,7 +139,13 @@ export function registerWebhookListenerRoutes(app: ApiApp, ctx: ApiContext): voi
       const { team, key } = principalOf(request);
       const body = request.body;
       assertSubscription(body.events, body.filter, subscriptionProblems);
-      const spec: WebhookSpec = { url: listenerUrl(body.forward_to), events: body.events ?? allEvents(), filter: body.filter ?? null, active: true, rate_limit_per_minute: DEFAULT_RATE_LIMIT_PER_MINUTE };
+      const spec: WebhookSpec = {
+        url: listenerUrl(body.forward_to),
+        events: body.events ?? allEvents(),
+        filter: body.filter ?? null,
+        active: true,
+        rate_limit_per_minute: DEFAULT_RATE_LIMIT_PER_MINUTE,
+      };
       const id = newId(webhookFamily.idPrefix);
       // The lease first: the reaper never finds a listener without one, and a CLI has a lease's time to attach.
       await claimLease(ctx.store, team, id, '', ctx.config.webhooks.listenerLeaseMs);
@@ -130,7 +166,7 @@ export function registerWebhookListenerRoutes(app: ApiApp, ctx: ApiContext): voi
       operationId: 'streamWebhookListener',
       summary: "A listener's deliveries, as server-sent events",
       description:
-        'text/event-stream: `ready` once, then one `delivery` event per attempt ({delivery_id, attempt, event_type, timeout_ms, headers, body}: the exact headers and body an HTTP attempt would carry, signed with the listener\'s secret), comments as keep-alives, and `closed` ({reason}) before the service ends it. Holding it renews the lease; a newer stream of the same listener takes over.',
+        "text/event-stream: `ready` once, then one `delivery` event per attempt ({delivery_id, attempt, event_type, timeout_ms, headers, body}: the exact headers and body an HTTP attempt would carry, signed with the listener's secret), comments as keep-alives, and `closed` ({reason}) before the service ends it. Holding it renews the lease; a newer stream of the same listener takes over.",
       params: IdParams,
       response: { 200: { description: 'The event stream.', content: { 'text/event-stream': { schema: StreamEvent } } }, ...errors },
     },
@@ -141,7 +177,12 @@ export function registerWebhookListenerRoutes(app: ApiApp, ctx: ApiContext): voi
       const raw = reply.raw;
       // Keep-alives every third of the lease show a dead peer; the idle timeout would cut a quiet stream.
       request.raw.socket.setTimeout(0);
-      raw.writeHead(200, { 'content-type': 'text/event-stream; charset=utf-8', 'cache-control': 'no-store', 'x-accel-buffering': 'no', 'x-request-id': String(request.id) });
+      raw.writeHead(200, {
+        'content-type': 'text/event-stream; charset=utf-8',
+        'cache-control': 'no-store',
+        'x-accel-buffering': 'no',
+        'x-request-id': String(request.id),
+      });
       const sink = sseSink(raw);
       let stream: ListenerStream | null = null;
       // Registered first: a client gone while the stream starts must not leave it renewing the lease.

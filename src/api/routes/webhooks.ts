@@ -9,7 +9,16 @@ import type { ApiContext } from '../context';
 import { send } from '../envelope';
 import { listPage, listQueryOf, listQuerySchema } from '../list';
 import { assertChangeable, envelopeOf, ErrorEnvelope, findResource, isVisible, principalOf } from './families';
-import { Delivery, deliveryFamily, deliveryIdFor, DeliveryWithAttempts, deliveryWithAttempts, Webhook, webhookFamily, WebhookSpec } from '../../resources/webhook';
+import {
+  Delivery,
+  deliveryFamily,
+  deliveryIdFor,
+  DeliveryWithAttempts,
+  deliveryWithAttempts,
+  Webhook,
+  webhookFamily,
+  WebhookSpec,
+} from '../../resources/webhook';
 import { invalidState, notFound } from '../../lib/errors';
 import { sameJson } from '../../lib/canonical-json';
 import { newId } from '../../lib/ids';
@@ -23,7 +32,16 @@ import { listedArray } from '../../store/listed';
 import type { ApiApp } from '../api-app';
 import { ruleContextOf } from '../../events/catalog';
 
-const errors = { 400: ErrorEnvelope, 401: ErrorEnvelope, 404: ErrorEnvelope, 409: ErrorEnvelope, 415: ErrorEnvelope, 422: ErrorEnvelope, 429: ErrorEnvelope, 503: ErrorEnvelope };
+const errors = {
+  400: ErrorEnvelope,
+  401: ErrorEnvelope,
+  404: ErrorEnvelope,
+  409: ErrorEnvelope,
+  415: ErrorEnvelope,
+  422: ErrorEnvelope,
+  429: ErrorEnvelope,
+  503: ErrorEnvelope,
+};
 const tags = ['webhook'];
 /** The test delivery's event type: sent by ping to one subscription, never published on the bus. */
 export const PING = 'webhook.ping';
@@ -63,7 +81,13 @@ export async function findDelivery(ctx: ApiContext, team: string, webhookId: str
 }
 
 /** The subscription and its first secret; the secret is made first, so no delivery is ever made unsigned. */
-export async function createSubscription(ctx: ApiContext, team: string, spec: WebhookSpec, actor: string, id: string): Promise<{ webhook: Webhook; secret: string }> {
+export async function createSubscription(
+  ctx: ApiContext,
+  team: string,
+  spec: WebhookSpec,
+  actor: string,
+  id: string,
+): Promise<{ webhook: Webhook; secret: string }> {
   const secret = await createSecret(ctx.store, team, id);
   try {
     return { webhook: (await ctx.writer.create(webhookFamily, team, spec, actor, id)) as Webhook, secret };
@@ -78,11 +102,24 @@ export function registerWebhookRoutes(app: ApiApp, ctx: ApiContext): void {
   const rules = ruleContextOf(ctx.config);
 
   app.get(base, {
-    schema: { tags, operationId: 'listWebhooks', summary: 'List webhook subscriptions', querystring: listQuerySchema(webhookFamily.states), response: { 200: envelopeOf(Type.Array(Record_)), ...errors } },
+    schema: {
+      tags,
+      operationId: 'listWebhooks',
+      summary: 'List webhook subscriptions',
+      querystring: listQuerySchema(webhookFamily.states),
+      response: { 200: envelopeOf(Type.Array(Record_)), ...errors },
+    },
     handler: async (request, reply) => {
       const query = listQueryOf(request);
       const { page, nextCursor } = await listPage<Webhook>(ctx.store, webhookFamily.kind, principalOf(request).team, query, ctx.cursorKey);
-      return send(ctx, request, reply, 200, page.map((w) => webhookFamily.toRecord(w)), { next_cursor: nextCursor });
+      return send(
+        ctx,
+        request,
+        reply,
+        200,
+        page.map((w) => webhookFamily.toRecord(w)),
+        { next_cursor: nextCursor },
+      );
     },
   });
 
@@ -141,7 +178,14 @@ export function registerWebhookRoutes(app: ApiApp, ctx: ApiContext): void {
   });
 
   app.delete(`${base}/:id`, {
-    schema: { tags, operationId: 'deleteWebhook', summary: 'Delete a webhook subscription', description: 'Deliveries stop at once; pending ones end as failed.', params: IdParams, response: { 200: envelopeOf(Record_), ...errors } },
+    schema: {
+      tags,
+      operationId: 'deleteWebhook',
+      summary: 'Delete a webhook subscription',
+      description: 'Deliveries stop at once; pending ones end as failed.',
+      params: IdParams,
+      response: { 200: envelopeOf(Record_), ...errors },
+    },
     handler: async (request, reply) => {
       const { id } = request.params;
       const { team, key } = principalOf(request);
@@ -165,7 +209,8 @@ export function registerWebhookRoutes(app: ApiApp, ctx: ApiContext): void {
       tags,
       operationId: 'rotateWebhookSecret',
       summary: 'Rotate the signing secret',
-      description: 'Returns the new secret in `secret`, once. The previous one keeps signing too for CLOUDPLANE_WEBHOOK_SECRET_OVERLAP_SECONDS (default 24 hours).',
+      description:
+        'Returns the new secret in `secret`, once. The previous one keeps signing too for CLOUDPLANE_WEBHOOK_SECRET_OVERLAP_SECONDS (default 24 hours).',
       params: IdParams,
       response: { 200: envelopeOf(WithSecret), ...errors },
     },
@@ -194,7 +239,14 @@ export function registerWebhookRoutes(app: ApiApp, ctx: ApiContext): void {
       await findResource(ctx, webhookFamily, team, id);
       const query = listQueryOf(request);
       const { page, nextCursor } = await listPage<Delivery>(ctx.store, deliveryFamily.kind, team, query, ctx.cursorKey, { where: { webhook_id: id } });
-      return send(ctx, request, reply, 200, page.map((d) => deliveryFamily.toRecord(d)), { next_cursor: nextCursor });
+      return send(
+        ctx,
+        request,
+        reply,
+        200,
+        page.map((d) => deliveryFamily.toRecord(d)),
+        { next_cursor: nextCursor },
+      );
     },
   });
 
@@ -203,7 +255,7 @@ export function registerWebhookRoutes(app: ApiApp, ctx: ApiContext): void {
       tags,
       operationId: 'getWebhookDelivery',
       summary: 'Get a delivery',
-      description: 'With `attempts`: each attempt\'s time, status code, latency, the first KiB of the answer and the error (the latest 20 attempts).',
+      description: "With `attempts`: each attempt's time, status code, latency, the first KiB of the answer and the error (the latest 20 attempts).",
       params: DeliveryParams,
       response: { 200: envelopeOf(DeliveryWithAttempts), ...errors },
     },
@@ -272,7 +324,7 @@ export function registerWebhookRoutes(app: ApiApp, ctx: ApiContext): void {
       operationId: 'recoverWebhook',
       summary: 'Re-queue the failed deliveries of a time window',
       description:
-        'Every delivery of this subscription created in [since, until) that is `failed` gets one more attempt, as a background task: 202 answers the deliveries found (as found, `failed`); each turns `pending` as the task reaches it and is sent at the subscription\'s rate limit. Safe to call twice: a delivery already re-queued is `pending`, not `failed`, and is not queued again. Progress: `GET /api/v1/webhook-deliveries?subscription_id=<id>&status=failed&since=...&until=...` empties as deliveries are re-queued and stays empty unless one fails again.',
+        "Every delivery of this subscription created in [since, until) that is `failed` gets one more attempt, as a background task: 202 answers the deliveries found (as found, `failed`); each turns `pending` as the task reaches it and is sent at the subscription's rate limit. Safe to call twice: a delivery already re-queued is `pending`, not `failed`, and is not queued again. Progress: `GET /api/v1/webhook-deliveries?subscription_id=<id>&status=failed&since=...&until=...` empties as deliveries are re-queued and stays empty unless one fails again.",
       params: IdParams,
       body: RecoverWindow,
       response: { 202: envelopeOf(Type.Array(DeliveryRecord)), ...errors },
@@ -284,9 +336,19 @@ export function registerWebhookRoutes(app: ApiApp, ctx: ApiContext): void {
       assertWindow(since, until);
       assertChangeableAnd(await findResource<Webhook>(ctx, webhookFamily, team, id));
       // The subscription's failed deliveries of the window, oldest first, from the indexes.
-      const failed = await listedArray<Delivery['spec'], Delivery['status']>(ctx.store, deliveryFamily.kind, team, { status: 'failed', ...deliveryFilterOf({ subscription_id: id, since, until }) });
+      const failed = await listedArray<Delivery['spec'], Delivery['status']>(ctx.store, deliveryFamily.kind, team, {
+        status: 'failed',
+        ...deliveryFilterOf({ subscription_id: id, since, until }),
+      });
       void requeue(ctx, team, failed, key);
-      return send(ctx, request, reply, 202, failed.map((d) => deliveryFamily.toRecord(d)), { next_cursor: null });
+      return send(
+        ctx,
+        request,
+        reply,
+        202,
+        failed.map((d) => deliveryFamily.toRecord(d)),
+        { next_cursor: null },
+      );
     },
   });
 }

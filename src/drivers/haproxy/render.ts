@@ -174,7 +174,7 @@ export function renderHaproxyConfig(desired: LoadBalancerDesired, options: Rende
   ];
 
   return [
-    '# Rendered by Cloudplane from the load balancer\'s spec; the operator overwrites any edit.',
+    "# Rendered by Cloudplane from the load balancer's spec; the operator overwrites any edit.",
     section('global', global),
     section('defaults', defaults),
     section('frontend stats', stats),

@@ -44,7 +44,10 @@ export class AppliedObjects {
   readonly outcomes = new OutcomeWindow();
   private readonly api: KubernetesObjectApi;
 
-  constructor(kubeConfig: KubeConfig, private readonly timeoutMs = DEFAULT_REQUEST_TIMEOUT_MS) {
+  constructor(
+    kubeConfig: KubeConfig,
+    private readonly timeoutMs = DEFAULT_REQUEST_TIMEOUT_MS,
+  ) {
     this.api = KubernetesObjectApi.makeApiClient(kubeConfig);
   }
 
@@ -69,7 +72,11 @@ export class AppliedObjects {
   // API call: drivers: applied objects, created by apply
   // API call: drivers: Deployments, created by apply
   async apply<T extends KubernetesObject>(object: T & ObjectHeader, ...refusals: number[]): Promise<Answer<T>> {
-    return this.call(`apply ${describe(object)}`, () => this.api.patch<T>(object, undefined, undefined, FIELD_MANAGER, true, PatchStrategy.ServerSideApply), ...refusals);
+    return this.call(
+      `apply ${describe(object)}`,
+      () => this.api.patch<T>(object, undefined, undefined, FIELD_MANAGER, true, PatchStrategy.ServerSideApply),
+      ...refusals,
+    );
   }
 
   /** Starts deleting the object (its dependents in the background); false when there was none. */

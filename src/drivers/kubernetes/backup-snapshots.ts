@@ -78,7 +78,12 @@ export class VolumeSnapshotBackupDriver implements BackupDriver {
         spec: { volumeSnapshotClassName: snapshotClass, source: { persistentVolumeClaimName: snapshot.claim } },
       };
       // API call: backup driver: VolumeSnapshots (made, and below read and deleted)
-      await callApi(this.outcomes, `create VolumeSnapshot ${namespace}/${snapshot.name}`, () => this.custom.createNamespacedCustomObject({ group: SNAPSHOT_GROUP, version: SNAPSHOT_VERSION, plural: 'volumesnapshots', namespace, body }), 409);
+      await callApi(
+        this.outcomes,
+        `create VolumeSnapshot ${namespace}/${snapshot.name}`,
+        () => this.custom.createNamespacedCustomObject({ group: SNAPSHOT_GROUP, version: SNAPSHOT_VERSION, plural: 'volumesnapshots', namespace, body }),
+        409,
+      );
     }
     const record: SnapshotRecord = { method: 'volume_snapshot', snapshot_class: snapshotClass, namespace, snapshots };
     return { ...record };
@@ -105,7 +110,10 @@ export class VolumeSnapshotBackupDriver implements BackupDriver {
 
   async observeRestore(backup: BackupSubject): Promise<OperationProgress> {
     if (!isSnapshotRecord(backup.external)) return this.o.fallback.observeRestore(backup);
-    return { state: 'failed', reason: 'restoring a VolumeSnapshot onto a server is not supported by the kubernetes server driver yet (it would mount a claim made from the snapshot)' };
+    return {
+      state: 'failed',
+      reason: 'restoring a VolumeSnapshot onto a server is not supported by the kubernetes server driver yet (it would mount a claim made from the snapshot)',
+    };
   }
 
   async release(backup: BackupSubject): Promise<boolean> {
@@ -113,7 +121,19 @@ export class VolumeSnapshotBackupDriver implements BackupDriver {
     const record = backup.external as unknown as SnapshotRecord;
     for (const snapshot of record.snapshots) {
       // API call: backup driver: VolumeSnapshots
-      await callApi(this.outcomes, `delete VolumeSnapshot ${record.namespace}/${snapshot.name}`, () => this.custom.deleteNamespacedCustomObject({ group: SNAPSHOT_GROUP, version: SNAPSHOT_VERSION, plural: 'volumesnapshots', namespace: record.namespace, name: snapshot.name }), 404);
+      await callApi(
+        this.outcomes,
+        `delete VolumeSnapshot ${record.namespace}/${snapshot.name}`,
+        () =>
+          this.custom.deleteNamespacedCustomObject({
+            group: SNAPSHOT_GROUP,
+            version: SNAPSHOT_VERSION,
+            plural: 'volumesnapshots',
+            namespace: record.namespace,
+            name: snapshot.name,
+          }),
+        404,
+      );
     }
     return true;
   }
@@ -149,7 +169,12 @@ export class VolumeSnapshotBackupDriver implements BackupDriver {
 
   private async readSnapshot(namespace: string, name: string): Promise<VolumeSnapshotObject | null> {
     // API call: backup driver: VolumeSnapshots
-    const answer = await callApi<VolumeSnapshotObject>(this.outcomes, `read VolumeSnapshot ${namespace}/${name}`, () => this.custom.getNamespacedCustomObject({ group: SNAPSHOT_GROUP, version: SNAPSHOT_VERSION, plural: 'volumesnapshots', namespace, name }), 404);
+    const answer = await callApi<VolumeSnapshotObject>(
+      this.outcomes,
+      `read VolumeSnapshot ${namespace}/${name}`,
+      () => this.custom.getNamespacedCustomObject({ group: SNAPSHOT_GROUP, version: SNAPSHOT_VERSION, plural: 'volumesnapshots', namespace, name }),
+      404,
+    );
     return answer.ok ? answer.value : null;
   }
 }

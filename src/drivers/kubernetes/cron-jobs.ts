@@ -70,7 +70,8 @@ export function cronJobManifest(namespace: string, id: string, spec: ScheduleSpe
 }
 
 /** What apply keeps in line with the spec (a job has no PATCH: the template never changes). */
-const settingsOf = (cronJob: V1CronJob) => JSON.stringify([cronJob.spec?.schedule, cronJob.spec?.timeZone ?? null, cronJob.spec?.concurrencyPolicy, Boolean(cronJob.spec?.suspend)]);
+const settingsOf = (cronJob: V1CronJob) =>
+  JSON.stringify([cronJob.spec?.schedule, cronJob.spec?.timeZone ?? null, cronJob.spec?.concurrencyPolicy, Boolean(cronJob.spec?.suspend)]);
 
 export class CronJobSchedules implements ScheduleExecutor {
   constructor(private readonly o: CronJobScheduleOptions) {}

@@ -92,7 +92,13 @@ export class FileShareClaimDriver implements FileShareDriver {
     if (!claim) return { exists: false };
     const present = { exists: true as const, observed: null, outputs: { mount_target: `${placement.namespace}/${placement.name}` } };
     if (!madeFor(claim.metadata, share.id)) {
-      return { ...present, upToDate: true, ready: false, outputs: null, failure: `a PersistentVolumeClaim ${placement.namespace}/${placement.name} that Cloudplane did not make for this file share is in the way` };
+      return {
+        ...present,
+        upToDate: true,
+        ready: false,
+        outputs: null,
+        failure: `a PersistentVolumeClaim ${placement.namespace}/${placement.name} that Cloudplane did not make for this file share is in the way`,
+      };
     }
     const record = claimRecordOf(share.external) ?? this.newRecord();
     const upToDate = holdsDesired(claim, this.claimOf(share, placement, record));
@@ -136,10 +142,20 @@ export class FileShareClaimDriver implements FileShareDriver {
     }
     const answer = await this.objects.apply(this.claimOf(share, placement, record), ...REFUSALS);
     if (!answer.ok) {
-      this.o.logger.warn({ file_share: share.id, claim: placement.name, size_gb: share.desired.size_gb, reason: answer.message }, 'file share claim change refused');
-      return { external: toExternal({ ...record, refused: { size_gb: share.desired.size_gb, reason: answer.message, at: new Date().toISOString() } }), pollAfterMs: REFUSAL_RETRY_MS };
+      this.o.logger.warn(
+        { file_share: share.id, claim: placement.name, size_gb: share.desired.size_gb, reason: answer.message },
+        'file share claim change refused',
+      );
+      return {
+        external: toExternal({ ...record, refused: { size_gb: share.desired.size_gb, reason: answer.message, at: new Date().toISOString() } }),
+        pollAfterMs: REFUSAL_RETRY_MS,
+      };
     }
-    if (!existing) this.o.logger.info({ file_share: share.id, namespace: placement.namespace, claim: placement.name, storage_class: record.storage_class }, 'file share claim created');
+    if (!existing)
+      this.o.logger.info(
+        { file_share: share.id, namespace: placement.namespace, claim: placement.name, storage_class: record.storage_class },
+        'file share claim created',
+      );
     return { external: toExternal({ ...record, refused: null }), pollAfterMs: this.pollMs };
   }
 

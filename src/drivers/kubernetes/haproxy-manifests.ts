@@ -110,7 +110,13 @@ export function haproxyObjects(
   if (tls && certificate) {
     volumes.push({
       name: 'tls',
-      secret: { secretName: certificate.secretName, items: [{ key: 'tls.crt', path: 'tls.pem' }, { key: 'tls.key', path: 'tls.pem.key' }] },
+      secret: {
+        secretName: certificate.secretName,
+        items: [
+          { key: 'tls.crt', path: 'tls.pem' },
+          { key: 'tls.key', path: 'tls.pem.key' },
+        ],
+      },
     });
     mounts.push({ name: 'tls', mountPath: TLS_DIR, readOnly: true });
     annotations[CERTIFICATE_VERSION_ANNOTATION] = certificate.version;
@@ -122,51 +128,54 @@ export function haproxyObjects(
     config,
     configHash,
     configMap: { apiVersion: 'v1', kind: 'ConfigMap', metadata, data: { [CONFIG_KEY]: config } },
-    deployment: tls && !certificate ? null : {
-      apiVersion: 'apps/v1',
-      kind: 'Deployment',
-      metadata,
-      spec: {
-        replicas: settings.replicas,
-        revisionHistoryLimit: 3,
-        progressDeadlineSeconds: settings.progressDeadlineSeconds,
-        selector: { matchLabels: podSelector(resource.id) },
-        strategy: { type: 'RollingUpdate', rollingUpdate: { maxSurge: 1, maxUnavailable: 0 } },
-        template: {
-          metadata: { labels, annotations },
-          spec: {
-            automountServiceAccountToken: false,
-            enableServiceLinks: false,
-            terminationGracePeriodSeconds: PRE_STOP_DELAY_SECONDS + drainSeconds + 5,
-            containers: [
-              {
-                name: CONTAINER_NAME,
-                image: settings.image,
-                command: ['haproxy', '-W', '-db', '-f', `${CONFIG_DIR}/${CONFIG_KEY}`],
-                ports: [
-                  { name: 'frontend', containerPort: FRONTEND_CONTAINER_PORT, protocol: 'TCP' },
-                  { name: 'stats', containerPort: settings.statsPort, protocol: 'TCP' },
-                ],
-                readinessProbe: { ...readiness, periodSeconds: 2, failureThreshold: 2 },
-                livenessProbe: { ...readiness, periodSeconds: 10, failureThreshold: 3 },
-                lifecycle: {
-                  preStop: {
-                    exec: {
-                      // HAProxy is PID 1 (its master); SIGUSR1 soft-stops it and it exits once its connections are done.
-                      command: ['/bin/sh', '-c', `sleep ${PRE_STOP_DELAY_SECONDS}; kill -USR1 1; while kill -0 1 2>/dev/null; do sleep 1; done`],
+    deployment:
+      tls && !certificate
+        ? null
+        : {
+            apiVersion: 'apps/v1',
+            kind: 'Deployment',
+            metadata,
+            spec: {
+              replicas: settings.replicas,
+              revisionHistoryLimit: 3,
+              progressDeadlineSeconds: settings.progressDeadlineSeconds,
+              selector: { matchLabels: podSelector(resource.id) },
+              strategy: { type: 'RollingUpdate', rollingUpdate: { maxSurge: 1, maxUnavailable: 0 } },
+              template: {
+                metadata: { labels, annotations },
+                spec: {
+                  automountServiceAccountToken: false,
+                  enableServiceLinks: false,
+                  terminationGracePeriodSeconds: PRE_STOP_DELAY_SECONDS + drainSeconds + 5,
+                  containers: [
+                    {
+                      name: CONTAINER_NAME,
+                      image: settings.image,
+                      command: ['haproxy', '-W', '-db', '-f', `${CONFIG_DIR}/${CONFIG_KEY}`],
+                      ports: [
+                        { name: 'frontend', containerPort: FRONTEND_CONTAINER_PORT, protocol: 'TCP' },
+                        { name: 'stats', containerPort: settings.statsPort, protocol: 'TCP' },
+                      ],
+                      readinessProbe: { ...readiness, periodSeconds: 2, failureThreshold: 2 },
+                      livenessProbe: { ...readiness, periodSeconds: 10, failureThreshold: 3 },
+                      lifecycle: {
+                        preStop: {
+                          exec: {
+                            // HAProxy is PID 1 (its master); SIGUSR1 soft-stops it and it exits once its connections are done.
+                            command: ['/bin/sh', '-c', `sleep ${PRE_STOP_DELAY_SECONDS}; kill -USR1 1; while kill -0 1 2>/dev/null; do sleep 1; done`],
+                          },
+                        },
+                      },
+                      resources: settings.resources,
+                      securityContext: { allowPrivilegeEscalation: false, capabilities: { drop: ['ALL'] } },
+                      volumeMounts: mounts,
                     },
-                  },
+                  ],
+                  volumes,
                 },
-                resources: settings.resources,
-                securityContext: { allowPrivilegeEscalation: false, capabilities: { drop: ['ALL'] } },
-                volumeMounts: mounts,
               },
-            ],
-            volumes,
+            },
           },
-        },
-      },
-    },
     service: {
       apiVersion: 'v1',
       kind: 'Service',

@@ -115,7 +115,13 @@ export class KubernetesJobExecutor implements JobExecutor {
   constructor(private readonly o: KubernetesJobExecutorOptions) {
     this.batch = o.kubeConfig.makeApiClient(BatchV1Api);
     this.core = o.kubeConfig.makeApiClient(CoreV1Api);
-    this.schedules = new CronJobSchedules({ batch: this.batch, logger: o.logger, namespaceOf: (team) => this.namespaceOf(team), jobManifest, call: (request) => this.call(request) });
+    this.schedules = new CronJobSchedules({
+      batch: this.batch,
+      logger: o.logger,
+      namespaceOf: (team) => this.namespaceOf(team),
+      jobManifest,
+      call: (request) => this.call(request),
+    });
   }
 
   // API call: job driver: Jobs (created here, read and deleted below)
@@ -146,7 +152,13 @@ export class KubernetesJobExecutor implements JobExecutor {
       const cancelledAt = this.cancelled.get(key);
       if (cancelledAt) return { state: 'cancelled', exit_code: null, started_at: null, finished_at: cancelledAt, reason: 'Cancelled on request.' };
       if (spec?.executor_run && spec.scheduled_job_id && spec.scheduled_at && (await this.schedules.replaced(team, spec.scheduled_job_id, spec.scheduled_at))) {
-        return { state: 'cancelled', exit_code: null, started_at: null, finished_at: new Date().toISOString(), reason: 'Replaced by a later run of its schedule (concurrency policy replace).' };
+        return {
+          state: 'cancelled',
+          exit_code: null,
+          started_at: null,
+          finished_at: new Date().toISOString(),
+          reason: 'Replaced by a later run of its schedule (concurrency policy replace).',
+        };
       }
       return {
         state: 'failed',
@@ -175,7 +187,8 @@ export class KubernetesJobExecutor implements JobExecutor {
       return await this.core.readNamespacedPodLog({ name: newest.metadata.name, namespace, container: CONTAINER_NAME, limitBytes: LOG_LIMIT_BYTES });
     } catch (err) {
       // 400: the container has not started yet; 404: the Pod went meanwhile. Both are usual.
-      if (httpCode(err) !== 400 && httpCode(err) !== 404) this.o.logger.warn({ namespace, pod: newest.metadata.name, err: (err as Error).message }, 'could not read the log of a Pod');
+      if (httpCode(err) !== 400 && httpCode(err) !== 404)
+        this.o.logger.warn({ namespace, pod: newest.metadata.name, err: (err as Error).message }, 'could not read the log of a Pod');
       return null;
     }
   }

@@ -176,7 +176,10 @@ export class HaproxyLoadBalancerDriver implements LoadBalancerDriver {
     const certificate = await this.certificate(resource, placement.namespace);
     const wanted = haproxyObjects(resource, placement, this.settings, certificate.ok ? certificate.mounted : null);
     if (!wanted.deployment) {
-      this.o.logger.warn({ id: resource.id, ...placement, problem: certificate.ok ? null : certificate.problem }, 'load balancer not rolled out: its certificate is unusable');
+      this.o.logger.warn(
+        { id: resource.id, ...placement, problem: certificate.ok ? null : certificate.problem },
+        'load balancer not rolled out: its certificate is unusable',
+      );
       if (!live.deployment) {
         await this.objects.apply(wanted.configMap);
         await this.objects.apply(wanted.service);

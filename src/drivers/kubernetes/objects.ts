@@ -61,7 +61,7 @@ function refusalMessage(err: unknown, code: number | undefined): string {
     }
   }
   const said = typeof body === 'object' && body !== null ? (body as { message?: unknown }).message : body;
-  const message = typeof said === 'string' && said ? said : (err as Error)?.message ?? String(err);
+  const message = typeof said === 'string' && said ? said : ((err as Error)?.message ?? String(err));
   return code === undefined ? message : `HTTP ${code}: ${message}`;
 }
 

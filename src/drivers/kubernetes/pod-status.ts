@@ -59,7 +59,10 @@ function stuckReason(pod: V1Pod, startTimeoutMs: number): { reason: string; perm
     const permanent = PERMANENT_IMAGE_REASONS[waiting.reason];
     if (permanent) return { reason: `the image ${image} ${permanent}${waiting.message ? `: ${waiting.message}` : ''}`, permanent: true };
     if (RETRIED_IMAGE_REASONS.has(waiting.reason)) {
-      return { reason: `the image ${image} could not be pulled within ${seconds(startTimeoutMs)} (${waiting.reason}${waiting.message ? `: ${waiting.message}` : ''})`, permanent: false };
+      return {
+        reason: `the image ${image} could not be pulled within ${seconds(startTimeoutMs)} (${waiting.reason}${waiting.message ? `: ${waiting.message}` : ''})`,
+        permanent: false,
+      };
     }
   }
   return null;

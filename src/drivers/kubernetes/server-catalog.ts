@@ -13,7 +13,8 @@ export type Resolved = { ok: true; image: CatalogImage; resources: PlanResources
 /** The image and resources of a server, or why it cannot run (a name the catalog lacks). */
 export function resolveServer(spec: { image: string; plan: string }, catalog: ServerImageCatalog, plans: ServerPlanResources): Resolved {
   const image = Object.hasOwn(catalog, spec.image) ? catalog[spec.image] : undefined;
-  if (!image) return { ok: false, reason: `the image '${spec.image}' is not in the server image catalog (offered: ${Object.keys(catalog).sort().join(', ') || 'none'})` };
+  if (!image)
+    return { ok: false, reason: `the image '${spec.image}' is not in the server image catalog (offered: ${Object.keys(catalog).sort().join(', ') || 'none'})` };
   const resources = Object.hasOwn(plans, spec.plan) ? plans[spec.plan] : undefined;
   if (!resources) return { ok: false, reason: `the plan '${spec.plan}' has no resources configured` };
   return { ok: true, image, resources };

@@ -299,7 +299,11 @@ export class PodServerDriver implements ServerDriver {
     };
     const what = `creating Pod ${placement.namespace}/${placement.name}`;
     const answer = await callApi(this.outcomes, what, () => this.core.createNamespacedPod({ namespace: placement.namespace, body: pod }), 409);
-    if (answer.ok) this.o.logger.info({ server: server.id, namespace: placement.namespace, pod: placement.name, image: resolved.image.image, claims: mounts.map((m) => m.claim) }, 'server Pod created');
+    if (answer.ok)
+      this.o.logger.info(
+        { server: server.id, namespace: placement.namespace, pod: placement.name, image: resolved.image.image, claims: mounts.map((m) => m.claim) },
+        'server Pod created',
+      );
   }
 
   /** Deletes this very Pod (by uid: never a newer one of the same name); gone already is fine. */

@@ -233,7 +233,7 @@ export class VpnGatewayTunnelDriver implements VpnGatewayDriver {
       const response = await fetch(url, { signal: AbortSignal.timeout(this.o.statusTimeoutMs ?? DEFAULT_STATUS_TIMEOUT_MS) });
       if (!response.ok) throw new Error(`HTTP ${response.status}`);
       const status = agentStatusOf(await response.json());
-      if (!status) throw new Error('an answer that is not the agent\'s status');
+      if (!status) throw new Error("an answer that is not the agent's status");
       return status;
     } catch (err) {
       this.o.logger.debug({ id: resource.id, pod: pod.metadata?.name, err: (err as Error).message }, "could not read a VPN agent's status");
@@ -279,7 +279,12 @@ export function agentRefusal(agent: Pick<AgentStatus, 'error'>, secrets: Readonl
   return `the VPN agent did not apply it: ${bounded.replace(/\.$/, '')}`;
 }
 
-const tunnelOf = ({ tunnel_status, bytes_sent, bytes_received, last_handshake }: AgentStatus): TunnelStats => ({ tunnel_status, bytes_sent, bytes_received, last_handshake });
+const tunnelOf = ({ tunnel_status, bytes_sent, bytes_received, last_handshake }: AgentStatus): TunnelStats => ({
+  tunnel_status,
+  bytes_sent,
+  bytes_received,
+  last_handshake,
+});
 
 /** The WireGuard key kept in the agent's Secret, or null. */
 function keptPrivateKey(secret: V1Secret | null): string | null {
@@ -307,5 +312,7 @@ function ingressIp(service: V1Service | null): string | null {
 /** What stands under the gateway's names without having been made for it, or null. */
 function inTheWay(live: Live, id: string, placement: Placement): string | null {
   const foreign = KINDS.find(({ key }) => live[key] !== null && !madeFor(live[key]?.metadata, id));
-  return foreign ? `a ${foreign.kind} ${placement.namespace}/${live[foreign.key]!.metadata?.name} that Cloudplane did not make for this VPN gateway is in the way` : null;
+  return foreign
+    ? `a ${foreign.kind} ${placement.namespace}/${live[foreign.key]!.metadata?.name} that Cloudplane did not make for this VPN gateway is in the way`
+    : null;
 }

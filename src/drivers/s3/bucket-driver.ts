@@ -114,7 +114,14 @@ export class S3BucketDriver implements BucketDriver {
     const isPublic = policy?.Policy !== undefined && isPublicReadPolicy(policy.Policy, bucket);
     const hasPolicy = policy?.Policy !== undefined;
     const upToDate = resource.desired.public ? isPublic : !hasPolicy;
-    return { exists: true, upToDate, ready: true, outputs: { endpoint: this.endpoint, s3_bucket: bucket, data_events: this.options.s3.notificationSecret !== undefined }, observed: null, failure: null };
+    return {
+      exists: true,
+      upToDate,
+      ready: true,
+      outputs: { endpoint: this.endpoint, s3_bucket: bucket, data_events: this.options.s3.notificationSecret !== undefined },
+      observed: null,
+      failure: null,
+    };
   }
 
   async create(resource: Managed<BucketSpec>): Promise<Step> {
@@ -123,7 +130,12 @@ export class S3BucketDriver implements BucketDriver {
     // us-east-1 is S3's default location and the one region it refuses to be named in.
     const region = this.options.s3.region;
     const location = region === 'us-east-1' ? undefined : { LocationConstraint: region as BucketLocationConstraint };
-    const made = await this.call(resource, () => this.client.send(new CreateBucketCommand({ Bucket: bucket, CreateBucketConfiguration: location })), 'BucketAlreadyOwnedByYou', 'BucketAlreadyExists');
+    const made = await this.call(
+      resource,
+      () => this.client.send(new CreateBucketCommand({ Bucket: bucket, CreateBucketConfiguration: location })),
+      'BucketAlreadyOwnedByYou',
+      'BucketAlreadyExists',
+    );
     if (made === null) {
       // Either ours already (made before a crash lost the status write) or someone else's.
       const owned = await this.ownsBucket(resource, bucket);
@@ -154,7 +166,8 @@ export class S3BucketDriver implements BucketDriver {
     const { bucket, refused } = (resource.external ?? {}) as BucketExternal;
     if (!bucket || refused) return false;
     const listed = await this.call(resource, () => this.client.send(new ListObjectsV2Command({ Bucket: bucket, MaxKeys: 1 })), 'NoSuchBucket');
-    const uploads = listed && (await this.call(resource, () => this.client.send(new ListMultipartUploadsCommand({ Bucket: bucket, MaxUploads: 1 })), 'NoSuchBucket'));
+    const uploads =
+      listed && (await this.call(resource, () => this.client.send(new ListMultipartUploadsCommand({ Bucket: bucket, MaxUploads: 1 })), 'NoSuchBucket'));
     return (listed?.KeyCount ?? listed?.Contents?.length ?? 0) > 0 || (uploads?.Uploads?.length ?? 0) > 0;
   }
 
@@ -171,7 +184,7 @@ export class S3BucketDriver implements BucketDriver {
   }
 
   private externalOf(resource: Pick<Managed<BucketSpec>, 'external'>): BucketExternal {
-    return (resource.external ?? {});
+    return resource.external ?? {};
   }
 
   private async applyPolicy(resource: Managed<BucketSpec>, bucket: string): Promise<void> {
@@ -196,14 +209,19 @@ export class S3BucketDriver implements BucketDriver {
       if (keys.length === 0) break;
       const result = await this.call(resource, () => this.client.send(new DeleteObjectsCommand({ Bucket: bucket, Delete: { Objects: keys, Quiet: true } })));
       const failed = result?.Errors ?? [];
-      if (failed.length > 0) throw new Error(`the S3 endpoint did not delete ${failed.length} objects of ${bucket}: ${failed[0].Code ?? ''} ${failed[0].Message ?? ''}`.trim());
+      if (failed.length > 0)
+        throw new Error(`the S3 endpoint did not delete ${failed.length} objects of ${bucket}: ${failed[0].Code ?? ''} ${failed[0].Message ?? ''}`.trim());
     }
     for (;;) {
       const page = await this.call(resource, () => this.client.send(new ListMultipartUploadsCommand({ Bucket: bucket })), 'NoSuchBucket');
       const uploads = page?.Uploads ?? [];
       if (uploads.length === 0) break;
       for (const upload of uploads) {
-        await this.call(resource, () => this.client.send(new AbortMultipartUploadCommand({ Bucket: bucket, Key: upload.Key, UploadId: upload.UploadId })), 'NoSuchUpload');
+        await this.call(
+          resource,
+          () => this.client.send(new AbortMultipartUploadCommand({ Bucket: bucket, Key: upload.Key, UploadId: upload.UploadId })),
+          'NoSuchUpload',
+        );
       }
     }
   }
@@ -257,7 +275,10 @@ export class S3BucketDriver implements BucketDriver {
     this.outcomes.recovered();
     const stranded = [...this.stranded.values()];
     this.stranded.clear();
-    this.logger.info({ endpoint: this.endpoint, resources: stranded.length }, 'the S3 endpoint answers again; looking at the buckets whose calls failed meanwhile');
+    this.logger.info(
+      { endpoint: this.endpoint, resources: stranded.length },
+      'the S3 endpoint answers again; looking at the buckets whose calls failed meanwhile',
+    );
     for (const { team, id } of stranded) this.changed?.(team, id);
   }
 }

@@ -15,7 +15,8 @@ const asList = (value: unknown): unknown[] => (Array.isArray(value) ? value : [v
 
 /** Principal "*", or {"AWS": "*"} as servers may give it back. */
 const isAnyone = (principal: unknown): boolean =>
-  principal === '*' || (typeof principal === 'object' && principal !== null && asList((principal as { AWS?: unknown }).AWS).every((p) => p === '*') && 'AWS' in principal);
+  principal === '*' ||
+  (typeof principal === 'object' && principal !== null && asList((principal as { AWS?: unknown }).AWS).every((p) => p === '*') && 'AWS' in principal);
 
 /**
  * Whether a policy read back from the endpoint is exactly the public-read grant, compared

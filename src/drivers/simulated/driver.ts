@@ -149,7 +149,10 @@ export abstract class SimulatedDriver<Desired, Outputs, Observed> implements Dri
   }
 
   private configHash(desired: Desired): string {
-    return createHash('sha256').update(canonicalJson(this.configOf(desired))).digest('hex').slice(0, 16);
+    return createHash('sha256')
+      .update(canonicalJson(this.configOf(desired)))
+      .digest('hex')
+      .slice(0, 16);
   }
 
   /** Whether the configuration asked for last is the desired one and applied. */

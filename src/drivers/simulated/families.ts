@@ -43,7 +43,8 @@ export class SimulatedServerDriver extends SimulatedDriver<ServerDesired, Server
     const power = this.powerOf(resource, record);
     if (power.moving) return record;
     const requests = desired.reboot_requests ?? 0;
-    if (power.state !== desired.power_state) return { ...record, power: { ...this.start(resource, desired.power_state === 'off' ? 'power_off' : 'power_on'), state: desired.power_state, requests } };
+    if (power.state !== desired.power_state)
+      return { ...record, power: { ...this.start(resource, desired.power_state === 'off' ? 'power_off' : 'power_on'), state: desired.power_state, requests } };
     if (power.state === 'on' && this.rebootsDone(resource, record) < requests && !this.rebootPending(resource, record)) {
       return { ...record, reboot: { ...this.start(resource, 'reboot'), requests } };
     }
@@ -56,7 +57,8 @@ export class SimulatedServerDriver extends SimulatedDriver<ServerDesired, Server
     if (!ready) return { observed: { power: 'starting', reboots_done } };
     const power = this.powerOf(resource, record);
     if (power.failure) return { observed: { power: power.state, reboots_done }, failure: power.failure };
-    if (power.moving) return { observed: { power: power.state === 'off' ? 'stopping' : 'starting', reboots_done }, upToDate: false, pollAfterMs: power.remainingMs };
+    if (power.moving)
+      return { observed: { power: power.state === 'off' ? 'stopping' : 'starting', reboots_done }, upToDate: false, pollAfterMs: power.remainingMs };
     if (record.reboot) {
       const reboot = this.progressOf(resource, 'reboot', record.reboot);
       if (reboot.state === 'failed') return { observed: { power: 'on', reboots_done }, failure: failedMove('reboot', reboot.reason) };
@@ -114,7 +116,11 @@ export class SimulatedLoadBalancerDriver extends SimulatedDriver<LoadBalancerDes
     const failureRate = this.sim.failureRate('backend');
     const observed = resource.desired.backends
       .filter((b) => !b.draining)
-      .map((b) => ({ server_id: b.server_id, port: b.port, up: b.address !== null && draw('backend', resource.id, b.server_id, b.port, window) >= failureRate }));
+      .map((b) => ({
+        server_id: b.server_id,
+        port: b.port,
+        up: b.address !== null && draw('backend', resource.id, b.server_id, b.port, window) >= failureRate,
+      }));
     return { observed, pollAfterMs: observed.length > 0 ? BACKEND_POLL_MS : undefined };
   }
 }
@@ -182,7 +188,13 @@ class SimulatedPlainDriver<Spec, Outputs> extends SimulatedDriver<Spec, Outputs,
 }
 
 export const simulatedBucketDriver = (sim: Simulation) =>
-  new SimulatedPlainDriver<BucketSpec, BucketOutputs>('bucket', sim, ({ desired }) => ({ endpoint: `https://${desired.name}.${desired.region}.objects.cloudplane.example`, s3_bucket: null, data_events: false }));
+  new SimulatedPlainDriver<BucketSpec, BucketOutputs>('bucket', sim, ({ desired }) => ({
+    endpoint: `https://${desired.name}.${desired.region}.objects.cloudplane.example`,
+    s3_bucket: null,
+    data_events: false,
+  }));
 
 export const simulatedFileShareDriver = (sim: Simulation) =>
-  new SimulatedPlainDriver<FileShareSpec, FileShareOutputs>('file_share', sim, ({ id }) => ({ mount_target: `${sim.allocateAddress(id, '10.200')}:/exports/${id}` }));
+  new SimulatedPlainDriver<FileShareSpec, FileShareOutputs>('file_share', sim, ({ id }) => ({
+    mount_target: `${sim.allocateAddress(id, '10.200')}:/exports/${id}`,
+  }));

@@ -36,7 +36,8 @@ export class SimulatedJobExecutor implements JobExecutor {
     const exit = /\bexit\s+(\d{1,3})\s*;?\s*$/.exec(spec.command);
     const injected = draw('job', team, id, submittedAt) < this.sim.failureRate('job');
     const code = injected ? 1 : exit ? Number(exit[1]) % 256 : 0;
-    const reason = code === 0 ? null : injected ? 'the job failed (simulated failure injected by CLOUDPLANE_SIM_FAILURES)' : `the command exited with code ${code}`;
+    const reason =
+      code === 0 ? null : injected ? 'the job failed (simulated failure injected by CLOUDPLANE_SIM_FAILURES)' : `the command exited with code ${code}`;
     // Only an injected failure is the runner's; a command that exits non-zero ran as asked,
     // so it is the job's own failure (its status), not one of the provider's (meta.provider).
     this.sim.recordOnce('job', `${team}/${id}/${submittedAt}`, injected ? reason : null, end);
@@ -46,7 +47,9 @@ export class SimulatedJobExecutor implements JobExecutor {
   async logs(_team: string, _id: string, spec: JobSpecForRun, submittedAt: string): Promise<string | null> {
     const start = Date.parse(submittedAt) + Math.round(this.sim.baseDelayMs('job') * 0.25);
     if (Date.now() < start) return null;
-    return echoedLines(spec.command).map((line) => `${line}\n`).join('');
+    return echoedLines(spec.command)
+      .map((line) => `${line}\n`)
+      .join('');
   }
 
   async cancel(): Promise<void> {}

@@ -24,8 +24,8 @@ const FAILURE_REASONS: Record<string, string> = {
   power_off: 'the hypervisor did not confirm the shutdown',
   power_on: 'the hypervisor could not start the machine',
   reboot: 'the hypervisor did not confirm the reboot',
-  snapshot: 'the provider could not snapshot the server\'s disk',
-  restore: 'the provider could not write the backup back to the server\'s disk',
+  snapshot: "the provider could not snapshot the server's disk",
+  restore: "the provider could not write the backup back to the server's disk",
 };
 
 /** An operation as a simulated driver records it: when it was started. */

@@ -55,22 +55,28 @@ export function kubernetesApiCalls(plurals: string[]): ApiCall[] {
     { entry: 'store: custom resources, watched', group: GROUP, resources: plurals, verbs: ['list', 'watch'], scope: 'cluster' },
     // get is a fresh read before a delete and after a conflict; update is a replace with a resourceVersion precondition (finalizers, labels, spec).
     { entry: 'store: custom resources, written', group: GROUP, resources: plurals, verbs: ['get', 'create', 'update', 'delete'], scope: 'team-namespaces' },
-    { entry: 'store: custom resources\' status', group: GROUP, resources: plurals.map((p) => `${p}/status`), verbs: ['update'], scope: 'team-namespaces' },
+    { entry: "store: custom resources' status", group: GROUP, resources: plurals.map((p) => `${p}/status`), verbs: ['update'], scope: 'team-namespaces' },
     {
-      entry: 'drivers: owner references that block their owner\'s deletion',
+      entry: "drivers: owner references that block their owner's deletion",
       group: GROUP,
       resources: plurals.map((p) => `${p}/finalizers`),
       verbs: ['update'],
       scope: 'team-namespaces',
       checkedBy:
-        'the OwnerReferencesPermissionEnforcement admission plugin (on in OpenShift and other hardened clusters): an object whose ownerReference sets blockOwnerDeletion may be written only by who may update its owner\'s finalizers',
+        "the OwnerReferencesPermissionEnforcement admission plugin (on in OpenShift and other hardened clusters): an object whose ownerReference sets blockOwnerDeletion may be written only by who may update its owner's finalizers",
     },
     // A team's namespace is made the first time the store writes into it, labelled as the operator's; never changed or deleted.
     { entry: 'store: team namespaces, created', group: '', resources: ['namespaces'], verbs: ['create'], scope: 'cluster' },
     // The namespaces it made (by their label), watched: each gets its RoleBinding (also those made before an upgrade), and its watches start and stop with it.
-    { entry: 'team namespaces: the operator\'s, watched', group: '', resources: ['namespaces'], verbs: ['list', 'watch'], scope: 'cluster' },
+    { entry: "team namespaces: the operator's, watched", group: '', resources: ['namespaces'], verbs: ['list', 'watch'], scope: 'cluster' },
     // The operator's rights in a team namespace: a RoleBinding there of its ServiceAccount to the team-namespace ClusterRole (409 when made already).
-    { entry: 'team namespaces: the operator\'s RoleBinding, created', group: 'rbac.authorization.k8s.io', resources: ['rolebindings'], verbs: ['create'], scope: 'cluster' },
+    {
+      entry: "team namespaces: the operator's RoleBinding, created",
+      group: 'rbac.authorization.k8s.io',
+      resources: ['rolebindings'],
+      verbs: ['create'],
+      scope: 'cluster',
+    },
     {
       entry: 'team namespaces: binding the team-namespace ClusterRole',
       group: 'rbac.authorization.k8s.io',
@@ -78,14 +84,27 @@ export function kubernetesApiCalls(plurals: string[]): ApiCall[] {
       verbs: ['bind'],
       scope: 'cluster',
       teamNamespaceRoleOnly: true,
-      checkedBy: 'RBAC\'s escalation check on the RoleBinding\'s create: binding a role needs bind on it (or holding its rights there already), and the operator may bind this one alone',
+      checkedBy:
+        "RBAC's escalation check on the RoleBinding's create: binding a role needs bind on it (or holding its rights there already), and the operator may bind this one alone",
     },
     // Whether a new RoleBinding is in effect yet (the authorizer lags its write), before any call into the namespace.
-    { entry: 'team namespaces: the operator\'s rights, checked in effect', group: 'authorization.k8s.io', resources: ['selfsubjectaccessreviews'], verbs: ['create'], scope: 'cluster' },
+    {
+      entry: "team namespaces: the operator's rights, checked in effect",
+      group: 'authorization.k8s.io',
+      resources: ['selfsubjectaccessreviews'],
+      verbs: ['create'],
+      scope: 'cluster',
+    },
     // The store's secrets (labelled) and what the drivers made (managed-by label), watched in each team namespace.
     { entry: 'store and drivers: secrets, watched', group: '', resources: ['secrets'], verbs: ['list', 'watch'], scope: 'team-namespaces' },
     // The store's secrets (create, replace, delete; get after a conflict); VPN agents' configuration (server-side apply); load balancers' certificates (get).
-    { entry: 'store and drivers: secrets, written', group: '', resources: ['secrets'], verbs: ['get', 'create', 'update', 'patch', 'delete'], scope: 'team-namespaces' },
+    {
+      entry: 'store and drivers: secrets, written',
+      group: '',
+      resources: ['secrets'],
+      verbs: ['get', 'create', 'update', 'patch', 'delete'],
+      scope: 'team-namespaces',
+    },
     // Leader election (src/controllers/leader-election.ts): one Lease, read, created once, renewed and handed over by replace.
     { entry: 'leader election: the Lease', group: 'coordination.k8s.io', resources: ['leases'], verbs: ['get', 'create', 'update'], scope: 'system-namespace' },
     // Servers' Pods (src/drivers/kubernetes/server-pods.ts) and, watched, every Pod the drivers made.
@@ -99,17 +118,49 @@ export function kubernetesApiCalls(plurals: string[]): ApiCall[] {
     { entry: 'job driver: CronJobs', group: 'batch', resources: ['cronjobs'], verbs: ['get', 'create', 'update', 'delete'], scope: 'team-namespaces' },
     // A job's output: its Pod's log, kept in the job's status once it ended.
     // Backups as VolumeSnapshots (src/drivers/kubernetes/backup-snapshots.ts): which class to use, and the snapshots.
-    { entry: 'backup driver: VolumeSnapshotClasses', group: 'snapshot.storage.k8s.io', resources: ['volumesnapshotclasses'], verbs: ['list'], scope: 'cluster' },
-    { entry: 'backup driver: VolumeSnapshots', group: 'snapshot.storage.k8s.io', resources: ['volumesnapshots'], verbs: ['get', 'create', 'delete'], scope: 'team-namespaces' },
+    {
+      entry: 'backup driver: VolumeSnapshotClasses',
+      group: 'snapshot.storage.k8s.io',
+      resources: ['volumesnapshotclasses'],
+      verbs: ['list'],
+      scope: 'cluster',
+    },
+    {
+      entry: 'backup driver: VolumeSnapshots',
+      group: 'snapshot.storage.k8s.io',
+      resources: ['volumesnapshots'],
+      verbs: ['get', 'create', 'delete'],
+      scope: 'team-namespaces',
+    },
     { entry: 'job driver: Pod logs', group: '', resources: ['pods/log'], verbs: ['get'], scope: 'team-namespaces' },
     // Load balancers on HAProxy and VPN gateways' agents (src/drivers/kubernetes/applied.ts), file shares' claims.
     // Watched: Services (given an address) and claims (bound); a ConfigMap's hand edit is left to the resync.
-    { entry: 'drivers: applied objects, watched', group: '', resources: ['services', 'persistentvolumeclaims'], verbs: ['list', 'watch'], scope: 'team-namespaces' },
+    {
+      entry: 'drivers: applied objects, watched',
+      group: '',
+      resources: ['services', 'persistentvolumeclaims'],
+      verbs: ['list', 'watch'],
+      scope: 'team-namespaces',
+    },
     { entry: 'drivers: applied objects', group: '', resources: ['configmaps', 'services', 'persistentvolumeclaims'], verbs: APPLIED, scope: 'team-namespaces' },
-    { entry: 'drivers: applied objects, created by apply', group: '', resources: ['configmaps', 'services', 'persistentvolumeclaims'], verbs: ['create'], scope: 'team-namespaces', checkedBy: CREATED_BY_APPLY },
+    {
+      entry: 'drivers: applied objects, created by apply',
+      group: '',
+      resources: ['configmaps', 'services', 'persistentvolumeclaims'],
+      verbs: ['create'],
+      scope: 'team-namespaces',
+      checkedBy: CREATED_BY_APPLY,
+    },
     { entry: 'drivers: Deployments, watched', group: 'apps', resources: ['deployments'], verbs: ['list', 'watch'], scope: 'team-namespaces' },
     { entry: 'drivers: Deployments', group: 'apps', resources: ['deployments'], verbs: APPLIED, scope: 'team-namespaces' },
-    { entry: 'drivers: Deployments, created by apply', group: 'apps', resources: ['deployments'], verbs: ['create'], scope: 'team-namespaces', checkedBy: CREATED_BY_APPLY },
+    {
+      entry: 'drivers: Deployments, created by apply',
+      group: 'apps',
+      resources: ['deployments'],
+      verbs: ['create'],
+      scope: 'team-namespaces',
+      checkedBy: CREATED_BY_APPLY,
+    },
     // Connection details (src/controllers/connection-details.ts): the Secret a resource's spec names, found by its label, written, withdrawn.
     { entry: 'connection details: Secrets', group: '', resources: ['secrets'], verbs: ['get', 'list', 'create', 'update', 'delete'], scope: 'team-namespaces' },
     // Kubernetes Events of each status change and refusal (src/controllers/events-recorder.ts), beside the resource.

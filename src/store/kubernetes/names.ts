@@ -47,7 +47,10 @@ export const objectName = objectNameForId;
 
 /** A Secret name from a store secret name: DNS-safe, with the original kept in an annotation. */
 export function secretObjectName(name: string): string {
-  return name.toLowerCase().replace(/[^a-z0-9.-]/g, '-').slice(0, 253);
+  return name
+    .toLowerCase()
+    .replace(/[^a-z0-9.-]/g, '-')
+    .slice(0, 253);
 }
 
 /** What the rightful owner of an id is judged by: a custom resource's immutable fields. */

@@ -25,14 +25,23 @@ type ListQuery = { namespace: string; labelSelector: string; limit: number; _con
  * API call: drivers: Deployments, watched
  */
 const COLLECTIONS = {
-  secrets: { path: (ns: string) => `/api/v1/namespaces/${ns}/secrets`, list: (kc: KubeConfig, q: ListQuery) => kc.makeApiClient(CoreV1Api).listNamespacedSecret(q) },
+  secrets: {
+    path: (ns: string) => `/api/v1/namespaces/${ns}/secrets`,
+    list: (kc: KubeConfig, q: ListQuery) => kc.makeApiClient(CoreV1Api).listNamespacedSecret(q),
+  },
   pods: { path: (ns: string) => `/api/v1/namespaces/${ns}/pods`, list: (kc: KubeConfig, q: ListQuery) => kc.makeApiClient(CoreV1Api).listNamespacedPod(q) },
-  services: { path: (ns: string) => `/api/v1/namespaces/${ns}/services`, list: (kc: KubeConfig, q: ListQuery) => kc.makeApiClient(CoreV1Api).listNamespacedService(q) },
+  services: {
+    path: (ns: string) => `/api/v1/namespaces/${ns}/services`,
+    list: (kc: KubeConfig, q: ListQuery) => kc.makeApiClient(CoreV1Api).listNamespacedService(q),
+  },
   persistentvolumeclaims: {
     path: (ns: string) => `/api/v1/namespaces/${ns}/persistentvolumeclaims`,
     list: (kc: KubeConfig, q: ListQuery) => kc.makeApiClient(CoreV1Api).listNamespacedPersistentVolumeClaim(q),
   },
-  deployments: { path: (ns: string) => `/apis/apps/v1/namespaces/${ns}/deployments`, list: (kc: KubeConfig, q: ListQuery) => kc.makeApiClient(AppsV1Api).listNamespacedDeployment(q) },
+  deployments: {
+    path: (ns: string) => `/apis/apps/v1/namespaces/${ns}/deployments`,
+    list: (kc: KubeConfig, q: ListQuery) => kc.makeApiClient(AppsV1Api).listNamespacedDeployment(q),
+  },
 } satisfies Record<string, { path: (namespace: string) => string; list: (kc: KubeConfig, query: ListQuery) => Promise<unknown> }>;
 
 export type Collection = keyof typeof COLLECTIONS;
@@ -128,7 +137,11 @@ export class NamespacedWatches {
       {
         path: source.path(namespace),
         labelSelector: MANAGED_BY,
-        list: () => listInPages(this.o.listPageSize, async (query) => (await source.list(this.o.kubeConfig, { namespace, labelSelector: MANAGED_BY, ...query })) as ListPage),
+        list: () =>
+          listInPages(
+            this.o.listPageSize,
+            async (query) => (await source.list(this.o.kubeConfig, { namespace, labelSelector: MANAGED_BY, ...query })) as ListPage,
+          ),
       },
       {
         replace: (items) => followers().forEach((f) => f.replace(namespace, items)),

@@ -171,7 +171,12 @@ export class KubernetesStore implements Store {
         this.watchClient,
         {
           path: `/apis/${GROUP}/${VERSION}/${info.plural}`,
-          list: () => listInPages(this.o.listPageSize, async (query) => (await this.call(() => this.custom.listClusterCustomObject({ group: GROUP, version: VERSION, plural: info.plural, ...query }))) as ListPage),
+          list: () =>
+            listInPages(
+              this.o.listPageSize,
+              async (query) =>
+                (await this.call(() => this.custom.listClusterCustomObject({ group: GROUP, version: VERSION, plural: info.plural, ...query }))) as ListPage,
+            ),
         },
         {
           replace: (items) => this.replaceKind(info, items),
@@ -276,7 +281,9 @@ export class KubernetesStore implements Store {
     try {
       let created: Raw;
       try {
-        created = (await this.call(() => this.custom.createNamespacedCustomObject({ group: GROUP, version: VERSION, namespace, plural: info.plural, body }))) as Raw;
+        created = (await this.call(() =>
+          this.custom.createNamespacedCustomObject({ group: GROUP, version: VERSION, namespace, plural: info.plural, body }),
+        )) as Raw;
       } catch (err) {
         if (httpCode(err) === 409) throw new AlreadyExistsError(info.kind, input.meta.id);
         throw err;
@@ -285,7 +292,14 @@ export class KubernetesStore implements Store {
       const withStatus = { ...created, status: kubeStatusOf({ ...(input.status as Record<string, unknown>), updated_at: now }) };
       try {
         const answer = (await this.call(() =>
-          this.custom.replaceNamespacedCustomObjectStatus({ group: GROUP, version: VERSION, namespace, plural: info.plural, name: created.metadata.name, body: withStatus }),
+          this.custom.replaceNamespacedCustomObjectStatus({
+            group: GROUP,
+            version: VERSION,
+            namespace,
+            plural: info.plural,
+            name: created.metadata.name,
+            body: withStatus,
+          }),
         )) as Raw;
         this.creating.delete(creatingKey);
         return this.upsert(info, answer) as StoredObject<S, St>;
@@ -321,10 +335,17 @@ export class KubernetesStore implements Store {
     const raw = structuredClone(entry.raw);
     raw.metadata.resourceVersion = object.meta.resourceVersion;
     raw.metadata.labels = { ...object.meta.labels, [ID_LABEL]: object.meta.id };
-    raw.metadata.annotations = { ...((raw.metadata.annotations) ?? {}), [UPDATED_AT_ANNOTATION]: nowIso() };
+    raw.metadata.annotations = { ...(raw.metadata.annotations ?? {}), [UPDATED_AT_ANNOTATION]: nowIso() };
     raw.spec = object.spec as Record<string, unknown>;
     const answer = await this.replace(info, object, () =>
-      this.custom.replaceNamespacedCustomObject({ group: GROUP, version: VERSION, namespace: raw.metadata.namespace!, plural: info.plural, name: raw.metadata.name, body: raw }),
+      this.custom.replaceNamespacedCustomObject({
+        group: GROUP,
+        version: VERSION,
+        namespace: raw.metadata.namespace!,
+        plural: info.plural,
+        name: raw.metadata.name,
+        body: raw,
+      }),
     );
     return this.upsert(info, answer) as StoredObject<S, St>;
   }
@@ -340,7 +361,14 @@ export class KubernetesStore implements Store {
     const updatedAt = onlyOutboxDiffers(previous, next) ? (previous.updated_at as string | undefined) : nowIso();
     raw.status = kubeStatusOf({ ...next, updated_at: updatedAt ?? nowIso() });
     const answer = await this.replace(info, object, () =>
-      this.custom.replaceNamespacedCustomObjectStatus({ group: GROUP, version: VERSION, namespace: raw.metadata.namespace!, plural: info.plural, name: raw.metadata.name, body: raw }),
+      this.custom.replaceNamespacedCustomObjectStatus({
+        group: GROUP,
+        version: VERSION,
+        namespace: raw.metadata.namespace!,
+        plural: info.plural,
+        name: raw.metadata.name,
+        body: raw,
+      }),
     );
     return this.upsert(info, answer) as StoredObject<S, St>;
   }
@@ -494,7 +522,12 @@ export class KubernetesStore implements Store {
   }
 
   async listSecrets(prefix: string): Promise<StoredSecret[]> {
-    return [...this.secrets.withPrefix(prefix)].map((s) => ({ team: s.team, name: s.name, data: { ...s.data }, createdAt: isoOf(s.raw.metadata.creationTimestamp) }));
+    return [...this.secrets.withPrefix(prefix)].map((s) => ({
+      team: s.team,
+      name: s.name,
+      data: { ...s.data },
+      createdAt: isoOf(s.raw.metadata.creationTimestamp),
+    }));
   }
 
   // --- cache -----------------------------------------------------------------------
@@ -553,7 +586,7 @@ export class KubernetesStore implements Store {
         ...(md.uid ? { object: { name: raw.metadata.name, uid: md.uid } } : {}),
         ...(md.annotations?.[PAUSED_ANNOTATION] === 'true' ? { paused: true } : {}),
       },
-      spec: (raw.spec ?? {}),
+      spec: raw.spec ?? {},
       status: status,
     };
   }
@@ -621,7 +654,10 @@ export class KubernetesStore implements Store {
     const id = key.slice(key.indexOf('/') + 1);
     const claims = this.claims.get(info.kind)!;
     const rivals = [...(this.claimants.get(info.kind)!.get(key) ?? [])].map((name) => claims.get(name)!.raw);
-    const owner = rightfulOwner(id, rivals.filter((raw) => this.disowned.get(uidKeyOf(info, raw)) !== id));
+    const owner = rightfulOwner(
+      id,
+      rivals.filter((raw) => this.disowned.get(uidKeyOf(info, raw)) !== id),
+    );
     for (const raw of rivals) if (raw !== owner) this.disown(info, raw, id);
     const byKey = this.objects.get(info.kind)!;
     const previous = byKey.get(key);
@@ -744,7 +780,7 @@ export class KubernetesStore implements Store {
     const from = idLabelOf(raw);
     try {
       if (raw.metadata.deletionTimestamp) {
-        const finalizers = ((raw.metadata.finalizers as string[]) ?? []);
+        const finalizers = (raw.metadata.finalizers as string[]) ?? [];
         if (!finalizers.includes(FINALIZER)) return;
         const body = structuredClone(raw);
         body.metadata.finalizers = finalizers.filter((f) => f !== FINALIZER);
@@ -758,9 +794,16 @@ export class KubernetesStore implements Store {
       }
       const body = asOwnObject(current, newId(info.idPrefix));
       await this.custom.replaceNamespacedCustomObject({ ...where, body });
-      this.o.logger.info({ kind: info.kind, namespace: where.namespace, name: where.name, copiedId: from, id: idLabelOf(body) }, 'gave a custom resource carrying another\'s id one of its own');
+      this.o.logger.info(
+        { kind: info.kind, namespace: where.namespace, name: where.name, copiedId: from, id: idLabelOf(body) },
+        "gave a custom resource carrying another's id one of its own",
+      );
     } catch (err) {
-      if (httpCode(err) !== 409 && httpCode(err) !== 404) this.o.logger.warn({ kind: info.kind, name: raw.metadata.name, err: (err as Error).message }, 'could not give a copied custom resource an id of its own');
+      if (httpCode(err) !== 409 && httpCode(err) !== 404)
+        this.o.logger.warn(
+          { kind: info.kind, name: raw.metadata.name, err: (err as Error).message },
+          'could not give a copied custom resource an id of its own',
+        );
     }
   }
 
@@ -775,9 +818,17 @@ export class KubernetesStore implements Store {
     if (raw.metadata.deletionTimestamp) return;
     const body = asOwnObject(raw, newId(info.idPrefix));
     try {
-      await this.custom.replaceNamespacedCustomObject({ group: GROUP, version: VERSION, namespace: raw.metadata.namespace!, plural: info.plural, name: raw.metadata.name, body });
+      await this.custom.replaceNamespacedCustomObject({
+        group: GROUP,
+        version: VERSION,
+        namespace: raw.metadata.namespace!,
+        plural: info.plural,
+        name: raw.metadata.name,
+        body,
+      });
     } catch (err) {
-      if (httpCode(err) !== 409 && httpCode(err) !== 404) this.o.logger.warn({ kind: info.kind, name: raw.metadata.name, err: (err as Error).message }, 'could not assign an id');
+      if (httpCode(err) !== 409 && httpCode(err) !== 404)
+        this.o.logger.warn({ kind: info.kind, name: raw.metadata.name, err: (err as Error).message }, 'could not assign an id');
     }
   }
 
@@ -846,7 +897,13 @@ export class KubernetesStore implements Store {
     const entry = this.objects.get(info.kind)!.get(`${object.meta.team}/${object.meta.id}`);
     if (!entry) return;
     const fresh = (await this.call(() =>
-      this.custom.getNamespacedCustomObject({ group: GROUP, version: VERSION, namespace: entry.raw.metadata.namespace!, plural: info.plural, name: entry.raw.metadata.name }),
+      this.custom.getNamespacedCustomObject({
+        group: GROUP,
+        version: VERSION,
+        namespace: entry.raw.metadata.namespace!,
+        plural: info.plural,
+        name: entry.raw.metadata.name,
+      }),
     )) as Raw;
     this.upsert(info, fresh);
   }
@@ -967,6 +1024,6 @@ function isoOf(timestamp: unknown): string {
 }
 
 function decodedData(raw: KubeObject): Record<string, string> {
-  const encoded = ((raw as { data?: Record<string, string> }).data ?? {});
+  const encoded = (raw as { data?: Record<string, string> }).data ?? {};
   return Object.fromEntries(Object.entries(encoded).map(([k, v]) => [k, Buffer.from(v, 'base64').toString('utf8')]));
 }

@@ -179,7 +179,7 @@ export class TeamNamespaces {
         await this.bind(namespace);
         return;
       } catch (err) {
-        this.o.logger.warn({ namespace, err: (err as Error).message }, 'could not bind the operator\'s rights in a team namespace; retrying');
+        this.o.logger.warn({ namespace, err: (err as Error).message }, "could not bind the operator's rights in a team namespace; retrying");
         await new Promise((resolve) => setTimeout(resolve, backoffMs(failures, 200, 10_000)).unref());
       }
     }

@@ -133,7 +133,8 @@ export class CollectionWatcher {
         // less current meanwhile; anything else leaves it behind until the next watch runs.
         if (err) this.healthy = false;
         if (this.stopped) return;
-        if (err && (err as { name?: string }).name !== 'AbortError') this.logger.warn({ path: this.source.path, err: (err as Error).message }, 'watch ended; re-establishing');
+        if (err && (err as { name?: string }).name !== 'AbortError')
+          this.logger.warn({ path: this.source.path, err: (err as Error).message }, 'watch ended; re-establishing');
         // Every end of a watch, clean or not, leads to a new one from the last version seen.
         void this.backoff(err ? (err as Error) : null).then(() => this.cycle());
       },

@@ -9,7 +9,8 @@ export function relativeTime(iso: string | null | undefined, now = Date.now()): 
   if (!iso) return '';
   const diffS = Math.round((Date.parse(iso) - now) / 1000);
   const abs = Math.abs(diffS);
-  const amount = abs < 60 ? `${abs} s` : abs < 3600 ? `${Math.round(abs / 60)} min` : abs < 86_400 ? `${Math.round(abs / 3600)} h` : `${Math.round(abs / 86_400)} d`;
+  const amount =
+    abs < 60 ? `${abs} s` : abs < 3600 ? `${Math.round(abs / 60)} min` : abs < 86_400 ? `${Math.round(abs / 3600)} h` : `${Math.round(abs / 86_400)} d`;
   if (abs < 1) return 'now';
   return diffS > 0 ? `in ${amount}` : `${amount} ago`;
 }
