@@ -76,7 +76,9 @@ export async function startChildService(options: ChildOptions): Promise<ChildSer
   };
   child.stderr!.on('data', remember);
 
-  const startTimeoutMs = options.startTimeoutMs ?? 20_000;
+  // A guard against a service that hangs, not a measure: a busy CI machine (two CPUs, every
+  // worker starting services) took over 20 s to start one.
+  const startTimeoutMs = options.startTimeoutMs ?? 60_000;
   const url = await new Promise<string>((resolve, reject) => {
     let buffered = '';
     const timer = setTimeout(() => fail(new Error(`the service did not start within ${startTimeoutMs} ms`)), startTimeoutMs);
