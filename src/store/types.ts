@@ -4,6 +4,8 @@
  * interface only, and rely on Kubernetes semantics: resourceVersion preconditions,
  * generation bumped by spec changes only, status written separately, and a watch.
  */
+import { messageOf } from './unknown-values';
+
 export interface ObjectMeta {
   /** Family kind, e.g. `LoadBalancer`. */
   kind: string;
@@ -168,10 +170,10 @@ export class AlreadyExistsError extends Error {
   }
 }
 
-/** The store of record could not be reached; the write did not happen. */
+/** The store of record could not be reached; the write did not happen. `cause`: what was thrown, an Error most often. */
 export class StoreUnavailableError extends Error {
-  constructor(cause?: Error) {
-    super(`store unavailable${cause ? `: ${cause.message}` : ''}`);
+  constructor(cause?: unknown) {
+    super(`store unavailable${cause ? `: ${String(messageOf(cause))}` : ''}`);
     this.name = 'StoreUnavailableError';
   }
 }
