@@ -34,6 +34,15 @@ export interface StoredObject<Spec = Record<string, unknown>, Status = Record<st
   status: Status;
 }
 
+/**
+ * A stored object as the spec and status types its caller names (Store.get<Spec, Status>).
+ * The store keeps every kind as plain JSON, which the kind's schema checked on the way in;
+ * it cannot tell a kind's types itself, so this is the one place it takes them on trust.
+ */
+export function readAs<S, St>(object: StoredObject): StoredObject<S, St> {
+  return object as StoredObject<S, St>;
+}
+
 export interface NewObject<Spec = Record<string, unknown>, Status = Record<string, unknown>> {
   meta: Pick<ObjectMeta, 'kind' | 'id' | 'team'> & { labels?: Record<string, string> };
   spec: Spec;
