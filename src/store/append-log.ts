@@ -6,6 +6,7 @@
  */
 import fs from 'node:fs';
 import path from 'node:path';
+import { codeOf } from './unknown-values';
 
 const NEWLINE = 0x0a;
 /** The new log of a rewrite() is written under this suffix, then renamed over the log. */
@@ -15,7 +16,7 @@ const COPY_CHUNK_BYTES = 1024 * 1024;
 interface PendingAppend {
   line: string;
   resolve: () => void;
-  reject: (err: Error) => void;
+  reject: (err: unknown) => void;
 }
 
 export class AppendLog {
@@ -258,7 +259,7 @@ export class AppendLog {
           // batch would leave some of this refused one behind it, to come back on open().
           this.tailToCut = true;
         }
-        for (const p of batch) p.reject(err as Error);
+        for (const p of batch) p.reject(err);
       }
     }
     this.flushing = null;
@@ -343,7 +344,7 @@ export function lockDataDir(dir: string): () => void {
       fs.closeSync(fd);
       return () => fs.rmSync(lock, { force: true });
     } catch (err) {
-      if ((err as NodeJS.ErrnoException).code !== 'EEXIST') throw err;
+      if (codeOf(err) !== 'EEXIST') throw err;
       const pid = Number(fs.readFileSync(lock, 'utf8'));
       if (pid && pid !== process.pid && isAlive(pid)) {
         throw new Error(`data directory ${dir} is in use by process ${pid}`);
@@ -359,6 +360,6 @@ function isAlive(pid: number): boolean {
     process.kill(pid, 0);
     return true;
   } catch (err) {
-    return (err as NodeJS.ErrnoException).code === 'EPERM';
+    return codeOf(err) === 'EPERM';
   }
 }

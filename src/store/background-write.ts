@@ -97,7 +97,7 @@ export class BackgroundWrite {
       this.health.recovered(this.source);
     } catch (err) {
       this.failures++;
-      this.health.failed(this.source, err as Error);
+      this.health.failed(this.source, err);
       if (!this.stopped && !this.timer) this.schedule(backoffMs(this.failures - 1, this.retry.baseMs, this.retry.maxMs));
     }
   }

@@ -16,7 +16,7 @@ import { dataDirFailingWrites } from '../metrics';
 const PROBE_BYTES = 4096;
 
 export class DataDirHealth {
-  private readonly failing = new Map<string, Error>();
+  private readonly failing = new Map<string, unknown>();
 
   constructor(
     readonly dir: string,
@@ -28,11 +28,11 @@ export class DataDirHealth {
   }
 
   /** The oldest failure not yet resolved, for the errors of refused writes. */
-  get cause(): Error | undefined {
+  get cause(): unknown {
     return this.failing.values().next().value;
   }
 
-  failed(source: string, err: Error): void {
+  failed(source: string, err: unknown): void {
     if (!this.failing.has(source)) {
       this.logger?.error(
         { err, source, dataDir: this.dir },

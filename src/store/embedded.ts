@@ -17,8 +17,9 @@ import { nowIso } from '../lib/time';
 import { sameJson } from '../lib/canonical-json';
 import { onlyOutboxDiffers } from './outbox-only';
 import { EncryptionKeys, loadKeyring } from './encryption-key';
-import { isSealed, SealedData, SecretBox, SecretKeyError } from './secret-box';
+import { isSealed, SecretBox, SecretKeyError } from './secret-box';
 import { ListedKind, ListIndexes } from './list-index';
+import { isRecord } from './unknown-values';
 import {
   AlreadyExistsError,
   ConflictError,
@@ -27,6 +28,7 @@ import {
   Page,
   PageRequest,
   PersistenceState,
+  readAs,
   Store,
   StoredObject,
   StoredSecret,
@@ -70,9 +72,9 @@ const teamOfKey = (key: string) => {
 };
 
 function deepFreeze<T>(value: T): T {
-  if (value && typeof value === 'object' && !Object.isFrozen(value)) {
+  if (isRecord(value) && !Object.isFrozen(value)) {
     Object.freeze(value);
-    for (const child of Object.values(value as Record<string, unknown>)) deepFreeze(child);
+    for (const child of Object.values(value)) deepFreeze(child);
   }
   return value;
 }
@@ -93,16 +95,21 @@ const isPlainObject = (value: unknown): value is Record<string, unknown> => {
  */
 function storedCopy<T>(value: T, stored: unknown): T {
   if (value === stored || value === null || typeof value !== 'object') return value;
+  // Not plain JSON (a Date): copied whole, as before.
+  if (!Array.isArray(value) && !isPlainObject(value)) return deepFreeze(structuredClone(value));
+  // The same items or members, each the value or its copy: the copy has the type of `value`.
+  return Object.freeze(copiedMembers(value, stored)) as T;
+}
+
+function copiedMembers(value: unknown[] | Record<string, unknown>, stored: unknown): unknown[] | Record<string, unknown> {
   if (Array.isArray(value)) {
     const before: unknown[] = Array.isArray(stored) ? stored : [];
-    return Object.freeze(value.map((item, i) => storedCopy(item, before[i]))) as T;
+    return value.map((item, i) => storedCopy(item, before[i]));
   }
-  // Not plain JSON (a Date): copied whole, as before.
-  if (!isPlainObject(value)) return deepFreeze(structuredClone(value));
   const before = isPlainObject(stored) ? stored : {};
   const copy: Record<string, unknown> = {};
   for (const key of Object.keys(value)) copy[key] = storedCopy(value[key], before[key]);
-  return Object.freeze(copy) as T;
+  return copy;
 }
 
 export class EmbeddedStore implements Store {
@@ -196,11 +203,12 @@ export class EmbeddedStore implements Store {
   }
 
   async get<S, St>(kind: string, team: string, id: string): Promise<StoredObject<S, St> | undefined> {
-    return this.objects.get(keyOf(kind, team, id)) as StoredObject<S, St> | undefined;
+    const object = this.objects.get(keyOf(kind, team, id));
+    return object && readAs<S, St>(object);
   }
 
   async list<S, St>(kind: string, team?: string): Promise<StoredObject<S, St>[]> {
-    return [...(this.byKind.get(kind)?.values(team) ?? [])] as StoredObject<S, St>[];
+    return Array.from(this.byKind.get(kind)?.values(team) ?? [], (object) => readAs<S, St>(object));
   }
 
   async page(kind: string, team: string | undefined, request: PageRequest): Promise<Page> {
@@ -269,11 +277,11 @@ export class EmbeddedStore implements Store {
   async requestDeletion<S, St>(kind: string, team: string, id: string): Promise<StoredObject<S, St>> {
     const key = keyOf(kind, team, id);
     return this.exclusive(key, async () => {
-      const current = this.latest(key) as StoredObject<S, St> | undefined;
+      const current = this.latest(key);
       if (!current) throw new NotFoundError(kind, id);
-      if (current.meta.deletionTimestamp) return current;
+      if (current.meta.deletionTimestamp) return readAs<S, St>(current);
       const now = nowIso();
-      return this.commit(key, { ...current, meta: { ...current.meta, deletionTimestamp: now, updatedAt: now } });
+      return readAs<S, St>(await this.commit(key, { ...current, meta: { ...current.meta, deletionTimestamp: now, updatedAt: now } }));
     });
   }
 
@@ -349,8 +357,10 @@ export class EmbeddedStore implements Store {
     await this.commit(key, { meta, spec: this.secretBox().seal(team, name, data), status: {} });
   }
 
+  /** A secret's data; every secret is sealed once the store started (sealSecretsAtRest). */
   private unseal(object: StoredObject): Record<string, string> {
-    return this.secretBox().open(object.meta.team, object.meta.id, object.spec as unknown as SealedData);
+    if (!isSealed(object.spec)) throw new Error(`secret ${object.meta.team}/${object.meta.id} is not sealed`);
+    return this.secretBox().open(object.meta.team, object.meta.id, object.spec);
   }
 
   private secretBox(): SecretBox {
@@ -415,17 +425,18 @@ export class EmbeddedStore implements Store {
 
   /** The latest version of `object`, checking that the caller wrote on top of it. */
   private current<S, St>(object: StoredObject<S, St>): StoredObject<S, St> {
-    const current = this.latest(this.keyFor(object)) as StoredObject<S, St> | undefined;
+    const current = this.latest(this.keyFor(object));
     if (!current) throw new NotFoundError(object.meta.kind, object.meta.id);
     if (current.meta.resourceVersion !== object.meta.resourceVersion) throw new ConflictError(object.meta.kind, object.meta.id);
-    return current;
+    return readAs<S, St>(current);
   }
 
   private async commit<S, St>(key: string, object: StoredObject<S, St>): Promise<StoredObject<S, St>> {
-    const versioned = { ...object, meta: { ...object.meta, resourceVersion: String(++this.revision) } } as unknown as StoredObject;
-    const stored = storedCopy(versioned, this.latest(key));
-    await this.write(key, stored, { op: 'put', o: stored });
-    return stored as unknown as StoredObject<S, St>;
+    const stored = storedCopy({ ...object, meta: { ...object.meta, resourceVersion: String(++this.revision) } }, this.latest(key));
+    // Kept as JSON of any kind, as every object is (readAs takes it back).
+    const kept = stored as StoredObject;
+    await this.write(key, kept, { op: 'put', o: kept });
+    return stored;
   }
 
   private async write(key: string, value: StoredObject | null, record: LogRecord): Promise<void> {
@@ -442,9 +453,9 @@ export class EmbeddedStore implements Store {
     try {
       await appended;
     } catch (err) {
-      this.health.failed('store.log', err as Error);
+      this.health.failed('store.log', err);
       this.appendRecovery.request(DEFAULT_RETRY.baseMs);
-      throw new StoreUnavailableError(err as Error);
+      throw new StoreUnavailableError(err);
     } finally {
       if (this.inflight.get(key) === settled) this.inflight.delete(key);
     }

@@ -74,7 +74,7 @@ class Bucket {
 const SORTS: ListSort[] = ['created_at', 'name'];
 
 const defaultStateOf = (object: StoredObject): string | undefined => {
-  const state = (object.status as { status?: unknown } | undefined)?.status;
+  const state = object.status?.status;
   return typeof state === 'string' && state !== 'destroyed' ? state : undefined;
 };
 
@@ -234,8 +234,8 @@ export class KindIndex {
       candidates.push(views.byField.get(field)?.get(value));
     }
     // A filter without a tree matches nothing.
-    if (candidates.some((tree) => tree === undefined)) return { items: [], next: null };
-    const tree = (candidates as Tree[]).reduce((a, b) => (b.size < a.size ? b : a));
+    if (!candidates.every((tree) => tree !== undefined)) return { items: [], next: null };
+    const tree = candidates.reduce((a, b) => (b.size < a.size ? b : a));
     const matches = this.matcher(request, where);
     const { from, before } = request.created ?? NO_WINDOW;
     const bySort = request.sort === 'created_at';
@@ -281,7 +281,7 @@ export class KindIndex {
  * allocated, which sets how often the scavenger pauses the loop.
  */
 function walk(tree: Tree, request: PageRequest): IterableIterator<[Key, undefined]> {
-  const pair = [] as unknown as [Key, undefined];
+  const pair: Array<Key | undefined> = [];
   const after: Key | undefined = request.after && [request.after.value, request.after.id];
   const { from, before } = request.sort === 'created_at' ? (request.created ?? NO_WINDOW) : NO_WINDOW;
   if (request.order === 'asc') {

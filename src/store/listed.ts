@@ -4,7 +4,7 @@
  * object of the kind instead, so a caller that wants a team's active webhooks or one
  * subscription's deliveries should walk this, not filter a list.
  */
-import type { PageRequest, Position, StoredObject, Store } from './types';
+import { PageRequest, Position, readAs, StoredObject, Store } from './types';
 
 const PAGE_SIZE = 500;
 
@@ -17,7 +17,7 @@ export async function* listedObjects<S, St>(
   let after: Position | undefined;
   do {
     const { items, next } = await store.page(kind, team, { sort: 'created_at', order: 'asc', ...filter, after, limit: PAGE_SIZE });
-    yield* items as StoredObject<S, St>[];
+    for (const item of items) yield readAs<S, St>(item);
     after = next ?? undefined;
   } while (after);
 }

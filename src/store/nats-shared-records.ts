@@ -13,6 +13,7 @@
  */
 import { connect, Events, JSONCodec, KV, NatsConnection } from 'nats';
 import type { SharedRecord, SharedRecords } from './shared-records';
+import { isRecord, messageOf } from './unknown-values';
 
 export interface NatsSharedRecordsOptions {
   servers: string[];
@@ -29,8 +30,8 @@ const WRONG_LAST_SEQUENCE = 10071;
 const codec = JSONCodec<Record<string, string>>();
 
 function lostTheRace(err: unknown): boolean {
-  const apiError = (err as { api_error?: { err_code?: number } }).api_error;
-  return apiError?.err_code === WRONG_LAST_SEQUENCE || /wrong last sequence/i.test(String((err as Error).message));
+  const apiError = isRecord(err) ? err.api_error : undefined;
+  return (isRecord(apiError) && apiError.err_code === WRONG_LAST_SEQUENCE) || /wrong last sequence/i.test(String(messageOf(err)));
 }
 
 export class NatsSharedRecords implements SharedRecords {

@@ -6,9 +6,13 @@
  * by member (sameJsonApartFrom) rather than serialising both statuses whole.
  */
 import { sameJsonApartFrom } from '../lib/canonical-json';
+import { isRecord } from './unknown-values';
 
 const OUTBOX_MEMBERS: ReadonlySet<string> = new Set(['pending_events', 'updated_at']);
 
+/** A status is an object; a missing one has no members. */
+const membersOf = (status: unknown): Record<string, unknown> => (isRecord(status) ? status : {});
+
 export function onlyOutboxDiffers(before: unknown, after: unknown): boolean {
-  return sameJsonApartFrom((before ?? {}) as Record<string, unknown>, (after ?? {}) as Record<string, unknown>, OUTBOX_MEMBERS);
+  return sameJsonApartFrom(membersOf(before), membersOf(after), OUTBOX_MEMBERS);
 }

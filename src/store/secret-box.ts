@@ -9,6 +9,7 @@
  */
 import { createCipheriv, createDecipheriv, createHmac, randomBytes } from 'node:crypto';
 import { KEY_BYTES } from '../lib/secret-key';
+import { isRecord } from './unknown-values';
 
 const NONCE_BYTES = 12;
 const TAG_BYTES = 16;
@@ -33,8 +34,8 @@ export interface SealedData {
 
 /** Whether a stored secret record is sealed (plaintext records hold only string values). */
 export function isSealed(data: unknown): data is SealedData {
-  const sealed = (data as Partial<SealedData> | null)?.sealed;
-  return typeof sealed === 'object' && sealed !== null && sealed.v === 1 && typeof sealed.kid === 'string';
+  const sealed = isRecord(data) ? data.sealed : undefined;
+  return isRecord(sealed) && sealed.v === 1 && typeof sealed.kid === 'string';
 }
 
 /** A short public name of a key: it tells which key sealed a record without saying anything about the key. */

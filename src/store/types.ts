@@ -4,6 +4,8 @@
  * interface only, and rely on Kubernetes semantics: resourceVersion preconditions,
  * generation bumped by spec changes only, status written separately, and a watch.
  */
+import { messageOf } from './unknown-values';
+
 export interface ObjectMeta {
   /** Family kind, e.g. `LoadBalancer`. */
   kind: string;
@@ -30,6 +32,15 @@ export interface StoredObject<Spec = Record<string, unknown>, Status = Record<st
   meta: ObjectMeta;
   spec: Spec;
   status: Status;
+}
+
+/**
+ * A stored object as the spec and status types its caller names (Store.get<Spec, Status>).
+ * The store keeps every kind as plain JSON, which the kind's schema checked on the way in;
+ * it cannot tell a kind's types itself, so this is the one place it takes them on trust.
+ */
+export function readAs<S, St>(object: StoredObject): StoredObject<S, St> {
+  return object as StoredObject<S, St>;
 }
 
 export interface NewObject<Spec = Record<string, unknown>, Status = Record<string, unknown>> {
@@ -168,10 +179,10 @@ export class AlreadyExistsError extends Error {
   }
 }
 
-/** The store of record could not be reached; the write did not happen. */
+/** The store of record could not be reached; the write did not happen. `cause`: what was thrown, an Error most often. */
 export class StoreUnavailableError extends Error {
-  constructor(cause?: Error) {
-    super(`store unavailable${cause ? `: ${cause.message}` : ''}`);
+  constructor(cause?: unknown) {
+    super(`store unavailable${cause ? `: ${String(messageOf(cause))}` : ''}`);
     this.name = 'StoreUnavailableError';
   }
 }

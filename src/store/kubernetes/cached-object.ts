@@ -7,10 +7,8 @@
  * object back without the field leaves the server's record as it was (an absent field is
  * left alone; only an empty list would reset it).
  */
-import type { KubeObject } from './watcher';
-
-/** Trims, in place, an object parsed from an API server answer, and returns it. */
-export function asCached<T extends KubeObject>(object: T): T {
-  delete object.metadata.managedFields;
+/** Trims, in place, an object parsed from an API server answer (a watch's JSON or a typed client's), and returns it. */
+export function asCached<T extends { metadata?: { managedFields?: unknown } }>(object: T): T {
+  delete object.metadata?.managedFields;
   return object;
 }

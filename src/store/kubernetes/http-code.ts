@@ -1,5 +1,7 @@
+import { codeOf } from '../unknown-values';
+
 /** Kubernetes answers with an HTTP code in `code`; a network failure has none. */
 export function httpCode(err: unknown): number | undefined {
-  const code = (err as { code?: unknown })?.code;
+  const code = codeOf(err);
   return typeof code === 'number' ? code : undefined;
 }

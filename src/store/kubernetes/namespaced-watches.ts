@@ -140,6 +140,7 @@ export class NamespacedWatches {
         list: () =>
           listInPages(
             this.o.listPageSize,
+            // The client's types leave metadata and its name optional; the API server always sends both.
             async (query) => (await source.list(this.o.kubeConfig, { namespace, labelSelector: MANAGED_BY, ...query })) as ListPage,
           ),
       },

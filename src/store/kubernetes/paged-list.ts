@@ -11,16 +11,16 @@ import type { KubeObject } from './watcher';
 
 export const PAGE_SIZE = 500;
 
-export interface ListPage {
-  items: KubeObject[];
+export interface ListPage<T extends KubeObject = KubeObject> {
+  items: T[];
   metadata?: { resourceVersion?: string; continue?: string; _continue?: string };
 }
 
-export async function listInPages(
+export async function listInPages<T extends KubeObject = KubeObject>(
   pageSize: number = PAGE_SIZE,
-  fetchPage: (query: { limit: number; _continue?: string }) => Promise<ListPage>,
-): Promise<{ items: KubeObject[]; resourceVersion: string }> {
-  const items: KubeObject[] = [];
+  fetchPage: (query: { limit: number; _continue?: string }) => Promise<ListPage<T>>,
+): Promise<{ items: T[]; resourceVersion: string }> {
+  const items: T[] = [];
   let resourceVersion: string | undefined;
   let next: string | undefined;
   do {

@@ -18,6 +18,7 @@ import {
   Page,
   PageRequest,
   PersistenceState,
+  readAs,
   Store,
   StoredObject,
   StoredSecret,
@@ -35,6 +36,7 @@ import { ListedKind, ListIndexes } from '../list-index';
 import { sameJson } from '../../lib/canonical-json';
 import { onlyOutboxDiffers } from '../outbox-only';
 import { httpCode } from './http-code';
+import { messageOf } from '../unknown-values';
 import { TeamPartition } from '../team-partition';
 import { NamespacedWatches } from './namespaced-watches';
 import { TeamNamespaceBinding, TeamNamespaces } from './team-namespaces';
@@ -84,14 +86,41 @@ export interface KubernetesStoreOptions {
   teamNamespaceBinding?: TeamNamespaceBinding;
 }
 
+/** What the store reads of a Secret: the typed client's answers (V1Secret) and the watch's JSON both are this. */
+interface SecretObject {
+  metadata?: { namespace?: string; resourceVersion?: string; annotations?: Record<string, string>; creationTimestamp?: string | Date; managedFields?: unknown };
+  data?: Record<string, string>;
+}
+
 interface SecretEntry {
   team: string;
   name: string;
   data: Record<string, string>;
-  raw: KubeObject;
+  raw: SecretObject;
 }
 
-type Raw = KubeObject & { spec?: Record<string, unknown>; status?: Record<string, unknown> };
+/** The metadata the store reads of a custom resource; timestamps are strings in JSON, Dates from the typed client. */
+interface RawMetadata {
+  name: string;
+  namespace?: string;
+  uid?: string;
+  resourceVersion?: string;
+  generation?: number;
+  labels?: Record<string, string>;
+  annotations?: Record<string, string>;
+  finalizers?: string[];
+  creationTimestamp?: string | Date;
+  deletionTimestamp?: string | Date;
+  /** Dropped as it comes in (cached-object.ts). */
+  managedFields?: unknown;
+}
+
+/**
+ * A custom resource as the API server sends it. The custom objects API is untyped (its
+ * answers are `any`), and so are the watch's events: they take this type where they arrive
+ * (the `call<Raw>`s, the watcher's), as the CRD's schema has the API server keep to it.
+ */
+type Raw = KubeObject & { metadata: RawMetadata; spec?: Record<string, unknown>; status?: Record<string, unknown> };
 
 /** The garbage collector's finalizer of a deletion that orphans the dependents. */
 const ORPHAN_FINALIZER = 'orphan';
@@ -109,7 +138,7 @@ export class KubernetesStore implements Store {
   private readonly indexes: ListIndexes;
   private readonly secrets = new SecretTable<SecretEntry>();
   private readonly listeners = new Set<WatchListener>();
-  private readonly watchers: CollectionWatcher[] = [];
+  private readonly watchers: CollectionWatcher<Raw>[] = [];
   /** The team namespaces (made on a first write) and the store's secrets, watched in each. */
   private readonly watches: NamespacedWatches;
   private stopSecrets: (() => void) | null = null;
@@ -167,15 +196,13 @@ export class KubernetesStore implements Store {
     // The team namespaces first: the operator's rights there are in effect before any call into one.
     await this.watches.namespaces.start();
     for (const info of this.kinds.values()) {
-      const watcher = new CollectionWatcher(
+      const watcher = new CollectionWatcher<Raw>(
         this.watchClient,
         {
           path: `/apis/${GROUP}/${VERSION}/${info.plural}`,
           list: () =>
-            listInPages(
-              this.o.listPageSize,
-              async (query) =>
-                (await this.call(() => this.custom.listClusterCustomObject({ group: GROUP, version: VERSION, plural: info.plural, ...query }))) as ListPage,
+            listInPages(this.o.listPageSize, (query) =>
+              this.call<ListPage<Raw>>(() => this.custom.listClusterCustomObject({ group: GROUP, version: VERSION, plural: info.plural, ...query })),
             ),
         },
         {
@@ -235,11 +262,12 @@ export class KubernetesStore implements Store {
   }
 
   async get<S, St>(kind: string, team: string, id: string): Promise<StoredObject<S, St> | undefined> {
-    return this.objects.get(kind)?.get(`${team}/${id}`)?.object as StoredObject<S, St> | undefined;
+    const entry = this.objects.get(kind)?.get(`${team}/${id}`);
+    return entry && readAs<S, St>(entry.object);
   }
 
   async list<S, St>(kind: string, team?: string): Promise<StoredObject<S, St>[]> {
-    return [...(this.objects.get(kind)?.values(team) ?? [])].map((e) => e.object as StoredObject<S, St>);
+    return [...(this.objects.get(kind)?.values(team) ?? [])].map((e) => readAs<S, St>(e.object));
   }
 
   async page(kind: string, team: string | undefined, request: PageRequest): Promise<Page> {
@@ -262,7 +290,7 @@ export class KubernetesStore implements Store {
     await this.ensureNamespace(namespace);
     const now = nowIso();
     const creatingKey = `${info.kind}/${input.meta.team}/${input.meta.id}`;
-    const body: Raw = {
+    const body = {
       apiVersion: API_VERSION,
       kind: info.kind,
       metadata: {
@@ -275,23 +303,23 @@ export class KubernetesStore implements Store {
         annotations: { [CREATED_AT_ANNOTATION]: now, [UPDATED_AT_ANNOTATION]: now },
         finalizers: [FINALIZER],
       },
-      spec: input.spec as Record<string, unknown>,
+      spec: input.spec,
     };
     this.creating.add(creatingKey);
     try {
       let created: Raw;
       try {
-        created = (await this.call(() =>
+        created = await this.call<Raw>(() =>
           this.custom.createNamespacedCustomObject({ group: GROUP, version: VERSION, namespace, plural: info.plural, body }),
-        )) as Raw;
+        );
       } catch (err) {
         if (httpCode(err) === 409) throw new AlreadyExistsError(info.kind, input.meta.id);
         throw err;
       }
       // The status subresource ignores status on create: it is a second write.
-      const withStatus = { ...created, status: kubeStatusOf({ ...(input.status as Record<string, unknown>), updated_at: now }) };
+      const withStatus = { ...created, status: kubeStatusOf({ ...input.status, updated_at: now }) };
       try {
-        const answer = (await this.call(() =>
+        const answer = await this.call<Raw>(() =>
           this.custom.replaceNamespacedCustomObjectStatus({
             group: GROUP,
             version: VERSION,
@@ -300,9 +328,9 @@ export class KubernetesStore implements Store {
             name: created.metadata.name,
             body: withStatus,
           }),
-        )) as Raw;
+        );
         this.creating.delete(creatingKey);
-        return this.upsert(info, answer) as StoredObject<S, St>;
+        return readAs<S, St>(this.upsert(info, answer));
       } catch (err) {
         // The create as a whole failed: take back its first half, so it is not adopted later
         // as if kubectl had made it. Should even that fail, adoption initializes it.
@@ -319,9 +347,9 @@ export class KubernetesStore implements Store {
   // API call: store: custom resources, written
   private async discard(info: KindInfo, created: Raw): Promise<boolean> {
     const where = { group: GROUP, version: VERSION, namespace: created.metadata.namespace!, plural: info.plural, name: created.metadata.name };
-    const fresh = (await this.call(() => this.custom.getNamespacedCustomObject(where))) as Raw;
-    fresh.metadata.finalizers = ((fresh.metadata.finalizers as string[]) ?? []).filter((f) => f !== FINALIZER);
-    const answer = (await this.call(() => this.custom.replaceNamespacedCustomObject({ ...where, body: fresh }))) as Raw;
+    const fresh = await this.call<Raw>(() => this.custom.getNamespacedCustomObject(where));
+    fresh.metadata.finalizers = (fresh.metadata.finalizers ?? []).filter((f) => f !== FINALIZER);
+    const answer = await this.call<Raw>(() => this.custom.replaceNamespacedCustomObject({ ...where, body: fresh }));
     await this.call(() => this.custom.deleteNamespacedCustomObject(where)).catch((err) => {
       if (httpCode(err) !== 404) throw err;
     });
@@ -336,7 +364,6 @@ export class KubernetesStore implements Store {
     raw.metadata.resourceVersion = object.meta.resourceVersion;
     raw.metadata.labels = { ...object.meta.labels, [ID_LABEL]: object.meta.id };
     raw.metadata.annotations = { ...(raw.metadata.annotations ?? {}), [UPDATED_AT_ANNOTATION]: nowIso() };
-    raw.spec = object.spec as Record<string, unknown>;
     const answer = await this.replace(info, object, () =>
       this.custom.replaceNamespacedCustomObject({
         group: GROUP,
@@ -344,10 +371,10 @@ export class KubernetesStore implements Store {
         namespace: raw.metadata.namespace!,
         plural: info.plural,
         name: raw.metadata.name,
-        body: raw,
+        body: { ...raw, spec: object.spec },
       }),
     );
-    return this.upsert(info, answer) as StoredObject<S, St>;
+    return readAs<S, St>(this.upsert(info, answer));
   }
 
   // API call: store: custom resources' status
@@ -356,9 +383,9 @@ export class KubernetesStore implements Store {
     const raw = structuredClone(entry.raw);
     raw.metadata.resourceVersion = object.meta.resourceVersion;
     const previous = recordStatusOf(entry.raw.status);
-    const next = object.status as Record<string, unknown>;
+    const next = object.status;
     // Draining the event outbox is not an update a client would see as one.
-    const updatedAt = onlyOutboxDiffers(previous, next) ? (previous.updated_at as string | undefined) : nowIso();
+    const updatedAt = onlyOutboxDiffers(previous, next) ? previous.updated_at : nowIso();
     raw.status = kubeStatusOf({ ...next, updated_at: updatedAt ?? nowIso() });
     const answer = await this.replace(info, object, () =>
       this.custom.replaceNamespacedCustomObjectStatus({
@@ -370,7 +397,7 @@ export class KubernetesStore implements Store {
         body: raw,
       }),
     );
-    return this.upsert(info, answer) as StoredObject<S, St>;
+    return readAs<S, St>(this.upsert(info, answer));
   }
 
   // API call: store: custom resources, written
@@ -378,12 +405,12 @@ export class KubernetesStore implements Store {
     const info = this.info(kind);
     const entry = this.objects.get(kind)!.get(`${team}/${id}`);
     if (!entry) throw new NotFoundError(kind, id);
-    if (entry.object.meta.deletionTimestamp) return entry.object as StoredObject<S, St>;
+    if (entry.object.meta.deletionTimestamp) return readAs<S, St>(entry.object);
     const where = { group: GROUP, version: VERSION, namespace: entry.raw.metadata.namespace!, plural: info.plural, name: entry.raw.metadata.name };
     try {
       await this.call(() => this.custom.deleteNamespacedCustomObject(where));
-      const fresh = (await this.call(() => this.custom.getNamespacedCustomObject(where))) as Raw;
-      return this.upsert(info, fresh) as StoredObject<S, St>;
+      const fresh = await this.call<Raw>(() => this.custom.getNamespacedCustomObject(where));
+      return readAs<S, St>(this.upsert(info, fresh));
     } catch (err) {
       if (httpCode(err) === 404) throw new NotFoundError(kind, id);
       throw err;
@@ -404,13 +431,13 @@ export class KubernetesStore implements Store {
       // Orphaned, what it owns (the objects its driver made) must outlive it: a deletion with
       // propagationPolicy Orphan has the garbage collector take the owner references off them
       // first (its `orphan` finalizer), where removing ours alone would have them collected.
-      if (orphansOnDelete(raw.spec) && !((raw.metadata.finalizers as string[] | undefined) ?? []).includes(ORPHAN_FINALIZER)) {
+      if (orphansOnDelete(raw.spec) && !(raw.metadata.finalizers ?? []).includes(ORPHAN_FINALIZER)) {
         if (raw.metadata.resourceVersion !== entry.raw.metadata.resourceVersion) throw new ConflictError(info.kind, id);
-        const answer = (await this.call(() => this.custom.deleteNamespacedCustomObject({ ...where, propagationPolicy: 'Orphan' }))) as Raw;
+        const answer = await this.call<Raw | undefined>(() => this.custom.deleteNamespacedCustomObject({ ...where, propagationPolicy: 'Orphan' }));
         if (answer?.metadata?.resourceVersion) raw = structuredClone(answer);
         deleting = true;
       }
-      raw.metadata.finalizers = ((raw.metadata.finalizers as string[]) ?? []).filter((f) => f !== FINALIZER);
+      raw.metadata.finalizers = (raw.metadata.finalizers ?? []).filter((f) => f !== FINALIZER);
       // Without our finalizer an object already being deleted goes; otherwise delete it too.
       last = await this.replace(info, entry.object, () => this.custom.replaceNamespacedCustomObject({ ...where, body: raw }));
       if (!deleting) await this.call(() => this.custom.deleteNamespacedCustomObject(where));
@@ -436,20 +463,20 @@ export class KubernetesStore implements Store {
     await this.ensureNamespace(namespace);
     const existing = this.secrets.get(`${team}/${name}`);
     this.tombstones.delete(`Secret/${team}/${name}`);
-    const body = secretBody(name, namespace, data, existing?.raw.metadata.resourceVersion);
-    const write = async (): Promise<KubeObject> =>
-      (existing
+    const body = secretBody(name, namespace, data, existing?.raw.metadata?.resourceVersion);
+    const write = async (): Promise<SecretObject> =>
+      existing
         ? await this.call(() => this.core.replaceNamespacedSecret({ name: body.metadata.name, namespace, body: body }))
-        : await this.call(() => this.core.createNamespacedSecret({ namespace, body: body }))) as unknown as KubeObject;
-    let answer: KubeObject;
+        : await this.call(() => this.core.createNamespacedSecret({ namespace, body: body }));
+    let answer: SecretObject;
     try {
       answer = await write();
     } catch (err) {
       // Another writer got there first (or the cache lagged): write over what is there now.
       if (httpCode(err) !== 409) throw err;
-      const current = (await this.call(() => this.core.readNamespacedSecret({ name: body.metadata.name, namespace }))) as unknown as KubeObject;
-      body.metadata = { ...body.metadata, resourceVersion: current.metadata.resourceVersion };
-      answer = (await this.call(() => this.core.replaceNamespacedSecret({ name: body.metadata.name, namespace, body: body }))) as unknown as KubeObject;
+      const current = await this.call(() => this.core.readNamespacedSecret({ name: body.metadata.name, namespace }));
+      body.metadata = { ...body.metadata, resourceVersion: current.metadata?.resourceVersion };
+      answer = await this.call(() => this.core.replaceNamespacedSecret({ name: body.metadata.name, namespace, body: body }));
     }
     this.upsertSecret(answer);
   }
@@ -461,13 +488,13 @@ export class KubernetesStore implements Store {
     const namespace = this.namespaceOf(team);
     await this.ensureNamespace(namespace);
     const body = secretBody(name, namespace, data);
-    let answer: KubeObject;
+    let answer: SecretObject;
     try {
-      answer = (await this.call(() => this.core.createNamespacedSecret({ namespace, body: body }))) as unknown as KubeObject;
+      answer = await this.call(() => this.core.createNamespacedSecret({ namespace, body: body }));
     } catch (err) {
       // Another replica made it first: its data wins.
       if (httpCode(err) !== 409) throw err;
-      answer = (await this.call(() => this.core.readNamespacedSecret({ name: body.metadata.name, namespace }))) as unknown as KubeObject;
+      answer = await this.call(() => this.core.readNamespacedSecret({ name: body.metadata.name, namespace }));
     }
     this.tombstones.delete(`Secret/${team}/${name}`);
     this.upsertSecret(answer);
@@ -481,9 +508,9 @@ export class KubernetesStore implements Store {
     for (;;) {
       if (!current || !sameJson(decodedData(current), expected)) return false;
       // The version read is the precondition: a write by anyone since then answers 409.
-      const body = secretBody(name, namespace, data, current.metadata.resourceVersion);
+      const body = secretBody(name, namespace, data, current.metadata?.resourceVersion);
       try {
-        const answer = (await this.call(() => this.core.replaceNamespacedSecret({ name: body.metadata.name, namespace, body: body }))) as unknown as KubeObject;
+        const answer = await this.call(() => this.core.replaceNamespacedSecret({ name: body.metadata.name, namespace, body: body }));
         this.upsertSecret(answer);
         return true;
       } catch (err) {
@@ -491,7 +518,7 @@ export class KubernetesStore implements Store {
         if (httpCode(err) !== 409) throw err;
       }
       try {
-        current = (await this.call(() => this.core.readNamespacedSecret({ name: body.metadata.name, namespace }))) as unknown as KubeObject;
+        current = await this.call(() => this.core.readNamespacedSecret({ name: body.metadata.name, namespace }));
       } catch (err) {
         if (httpCode(err) === 404) return this.forgetSecret(team, name, current);
         throw err;
@@ -501,18 +528,19 @@ export class KubernetesStore implements Store {
   }
 
   /** A secret the API server no longer has leaves the cache at once, not when the watch tells; returns false (nothing written). */
-  private forgetSecret(team: string, name: string, lastSeen: KubeObject): false {
+  private forgetSecret(team: string, name: string, lastSeen: SecretObject): false {
     this.secrets.delete(`${team}/${name}`);
-    this.tombstones.set(`Secret/${team}/${name}`, lastSeen.metadata.resourceVersion ?? '0');
+    this.tombstones.set(`Secret/${team}/${name}`, lastSeen.metadata?.resourceVersion ?? '0');
     return false;
   }
 
   // API call: store and drivers: secrets, written
   async deleteSecret(team: string, name: string): Promise<void> {
     const namespace = this.namespaceOf(team);
-    let version = this.secrets.get(`${team}/${name}`)?.raw.metadata.resourceVersion ?? '0';
+    let version = this.secrets.get(`${team}/${name}`)?.raw.metadata?.resourceVersion ?? '0';
     try {
-      const answer = (await this.call(() => this.core.deleteNamespacedSecret({ name: secretObjectName(name), namespace }))) as unknown as KubeObject;
+      // The API server answers the deleted Secret (typed a Status, whose metadata holds a resourceVersion too).
+      const answer = await this.call(() => this.core.deleteNamespacedSecret({ name: secretObjectName(name), namespace }));
       version = laterVersion(version, answer?.metadata?.resourceVersion);
     } catch (err) {
       if (httpCode(err) !== 404) throw err;
@@ -526,7 +554,7 @@ export class KubernetesStore implements Store {
       team: s.team,
       name: s.name,
       data: { ...s.data },
-      createdAt: isoOf(s.raw.metadata.creationTimestamp),
+      createdAt: isoOf(s.raw.metadata?.creationTimestamp),
     }));
   }
 
@@ -551,25 +579,19 @@ export class KubernetesStore implements Store {
 
   /** The id of a custom resource: its label, or one derived from a name like `lb-x7k2...`. */
   private idOf(info: KindInfo, raw: Raw): string | null {
-    const label = (raw.metadata.labels as Record<string, string> | undefined)?.[ID_LABEL];
+    const label = raw.metadata.labels?.[ID_LABEL];
     if (label) return label;
     const m = new RegExp(`^${info.idPrefix}-([0-9a-z]{16,26})$`).exec(raw.metadata.name);
     return m ? `${info.idPrefix}_${m[1]}` : null;
   }
 
   private toStored(info: KindInfo, raw: Raw, id: string): StoredObject {
-    const md = raw.metadata as KubeObject['metadata'] & {
-      labels?: Record<string, string>;
-      annotations?: Record<string, string>;
-      uid?: string;
-      generation?: number;
-      creationTimestamp?: string | Date;
-      deletionTimestamp?: string | Date;
-    };
+    const md = raw.metadata;
     const iso = (value: string | Date | undefined) => (value === undefined ? undefined : new Date(value).toISOString());
     const createdAt = md.annotations?.[CREATED_AT_ANNOTATION] ?? iso(md.creationTimestamp) ?? nowIso();
     const { updated_at: statusUpdatedAt, ...status } = recordStatusOf(raw.status);
-    const updatedAt = laterOf(laterOf(md.annotations?.[UPDATED_AT_ANNOTATION], statusUpdatedAt as string | undefined), createdAt)!;
+    const statusUpdated = typeof statusUpdatedAt === 'string' ? statusUpdatedAt : undefined;
+    const updatedAt = laterOf(laterOf(md.annotations?.[UPDATED_AT_ANNOTATION], statusUpdated), createdAt)!;
     const labels = { ...(md.labels ?? {}) };
     delete labels[ID_LABEL];
     return {
@@ -780,7 +802,7 @@ export class KubernetesStore implements Store {
     const from = idLabelOf(raw);
     try {
       if (raw.metadata.deletionTimestamp) {
-        const finalizers = (raw.metadata.finalizers as string[]) ?? [];
+        const finalizers = raw.metadata.finalizers ?? [];
         if (!finalizers.includes(FINALIZER)) return;
         const body = structuredClone(raw);
         body.metadata.finalizers = finalizers.filter((f) => f !== FINALIZER);
@@ -790,7 +812,7 @@ export class KubernetesStore implements Store {
       let current = raw;
       if (raw.status && Object.keys(raw.status).length > 0) {
         const { status: _copied, ...statusless } = structuredClone(raw);
-        current = (await this.custom.replaceNamespacedCustomObjectStatus({ ...where, body: statusless })) as Raw;
+        current = await this.custom.replaceNamespacedCustomObjectStatus({ ...where, body: statusless });
       }
       const body = asOwnObject(current, newId(info.idPrefix));
       await this.custom.replaceNamespacedCustomObject({ ...where, body });
@@ -800,10 +822,7 @@ export class KubernetesStore implements Store {
       );
     } catch (err) {
       if (httpCode(err) !== 409 && httpCode(err) !== 404)
-        this.o.logger.warn(
-          { kind: info.kind, name: raw.metadata.name, err: (err as Error).message },
-          'could not give a copied custom resource an id of its own',
-        );
+        this.o.logger.warn({ kind: info.kind, name: raw.metadata.name, err: messageOf(err) }, 'could not give a copied custom resource an id of its own');
     }
   }
 
@@ -828,13 +847,13 @@ export class KubernetesStore implements Store {
       });
     } catch (err) {
       if (httpCode(err) !== 409 && httpCode(err) !== 404)
-        this.o.logger.warn({ kind: info.kind, name: raw.metadata.name, err: (err as Error).message }, 'could not assign an id');
+        this.o.logger.warn({ kind: info.kind, name: raw.metadata.name, err: messageOf(err) }, 'could not assign an id');
     }
   }
 
-  private upsertSecret(raw: KubeObject): void {
+  private upsertSecret(raw: SecretObject): void {
     asCached(raw);
-    const md = raw.metadata as KubeObject['metadata'] & { annotations?: Record<string, string> };
+    const md = raw.metadata ?? {};
     const name = md.annotations?.[SECRET_NAME_ANNOTATION];
     if (!name) return;
     const data = decodedData(raw);
@@ -842,14 +861,14 @@ export class KubernetesStore implements Store {
     const version = md.resourceVersion ?? '';
     // A late watch event must not undo a write this store already saw answered, nor bring back a deleted secret.
     const current = this.secrets.get(`${team}/${name}`);
-    if (current && !isNewer(version, current.raw.metadata.resourceVersion ?? '')) return;
+    if (current && !isNewer(version, current.raw.metadata?.resourceVersion ?? '')) return;
     const removedAt = this.tombstones.get(`Secret/${team}/${name}`);
     if (removedAt !== undefined && !isOlder(removedAt, version)) return;
     this.secrets.set(`${team}/${name}`, { team, name, data, raw });
   }
 
-  private secretKeyOf(raw: KubeObject): string {
-    const md = raw.metadata as KubeObject['metadata'] & { annotations?: Record<string, string> };
+  private secretKeyOf(raw: SecretObject): string {
+    const md = raw.metadata ?? {};
     return `${teamOfNamespace(md.namespace ?? '', this.o.systemNamespace)}/${md.annotations?.[SECRET_NAME_ANNOTATION] ?? ''}`;
   }
 
@@ -877,9 +896,9 @@ export class KubernetesStore implements Store {
    * version than the one written against: the write that won is most often this
    * process's own (the reconciler's and the outbox relay's race), its answer is cached.
    */
-  private async replace(info: KindInfo, object: StoredObject<unknown, unknown>, request: () => Promise<unknown>): Promise<Raw> {
+  private async replace(info: KindInfo, object: StoredObject<unknown, unknown>, request: () => Promise<Raw>): Promise<Raw> {
     try {
-      return (await this.call(request)) as Raw;
+      return await this.call(request);
     } catch (err) {
       const code = httpCode(err);
       if (code === 409) {
@@ -896,7 +915,7 @@ export class KubernetesStore implements Store {
   private async refresh(info: KindInfo, object: StoredObject<unknown, unknown>): Promise<void> {
     const entry = this.objects.get(info.kind)!.get(`${object.meta.team}/${object.meta.id}`);
     if (!entry) return;
-    const fresh = (await this.call(() =>
+    const fresh = await this.call<Raw>(() =>
       this.custom.getNamespacedCustomObject({
         group: GROUP,
         version: VERSION,
@@ -904,7 +923,7 @@ export class KubernetesStore implements Store {
         plural: info.plural,
         name: entry.raw.metadata.name,
       }),
-    )) as Raw;
+    );
     this.upsert(info, fresh);
   }
 
@@ -921,7 +940,7 @@ export class KubernetesStore implements Store {
       const code = httpCode(err);
       if (code === undefined || code >= 500) {
         this.unreachableSince ??= Date.now();
-        throw new StoreUnavailableError(err as Error);
+        throw new StoreUnavailableError(err);
       }
       this.unreachableSince = null;
       throw err;
@@ -929,7 +948,7 @@ export class KubernetesStore implements Store {
   }
 }
 
-const idLabelOf = (raw: KubeObject) => (raw.metadata.labels as Record<string, string> | undefined)?.[ID_LABEL];
+const idLabelOf = (raw: Raw) => raw.metadata.labels?.[ID_LABEL];
 
 /**
  * A custom resource as a kubectl-made one with the id given: without what the store puts
@@ -938,14 +957,14 @@ const idLabelOf = (raw: KubeObject) => (raw.metadata.labels as Record<string, st
  */
 function asOwnObject(raw: Raw, id: string): Raw {
   const body = structuredClone(raw);
-  const labels: Record<string, string> = { ...((body.metadata.labels as Record<string, string>) ?? {}), [ID_LABEL]: id };
+  const labels: Record<string, string> = { ...(body.metadata.labels ?? {}), [ID_LABEL]: id };
   delete labels[STATUS_PENDING_LABEL];
-  const annotations = { ...((body.metadata.annotations as Record<string, string>) ?? {}) };
+  const annotations = { ...(body.metadata.annotations ?? {}) };
   delete annotations[CREATED_AT_ANNOTATION];
   delete annotations[UPDATED_AT_ANNOTATION];
   body.metadata.labels = labels;
   body.metadata.annotations = annotations;
-  body.metadata.finalizers = [...new Set([...((body.metadata.finalizers as string[]) ?? []), FINALIZER])];
+  body.metadata.finalizers = [...new Set([...(body.metadata.finalizers ?? []), FINALIZER])];
   return body;
 }
 
@@ -954,12 +973,12 @@ function asOwnObject(raw: Raw, id: string): Raw {
  * finalizer (the garbage collector's `orphan`, while it orphans what the resource owned).
  * It is gone for the store, as it will be for the API server.
  */
-const leaving = (raw: KubeObject) => Boolean(raw.metadata.deletionTimestamp) && !((raw.metadata.finalizers as string[] | undefined) ?? []).includes(FINALIZER);
+const leaving = (raw: Raw) => Boolean(raw.metadata.deletionTimestamp) && !(raw.metadata.finalizers ?? []).includes(FINALIZER);
 
 /** The team of a `team/id` key (labelKeyOf): team ids hold no `/`. */
 const teamOfKey = (key: string) => key.slice(0, key.indexOf('/'));
 const nameKeyOf = (raw: KubeObject) => `${raw.metadata.namespace ?? ''}/${raw.metadata.name}`;
-const uidKeyOf = (info: KindInfo, raw: KubeObject) => `${info.kind}/${(raw.metadata.uid as string | undefined) ?? nameKeyOf(raw)}`;
+const uidKeyOf = (info: KindInfo, raw: Raw) => `${info.kind}/${raw.metadata.uid ?? nameKeyOf(raw)}`;
 
 /** Two versions of one custom resource (not one deleted and made again under its name). */
 function sameResource(a: KubeObject, b: KubeObject): boolean {
@@ -1018,12 +1037,12 @@ function secretBody(name: string, namespace: string, data: Record<string, string
   };
 }
 
-/** A metadata timestamp as ISO 8601: a string from a watch, a Date from the client's typed answers. */
-function isoOf(timestamp: unknown): string {
-  return new Date(timestamp as string | Date).toISOString();
+/** A metadata timestamp as ISO 8601: a string from a watch, a Date from the client's typed answers (never absent: it throws then). */
+function isoOf(timestamp: string | Date | undefined): string {
+  return new Date(timestamp ?? Number.NaN).toISOString();
 }
 
-function decodedData(raw: KubeObject): Record<string, string> {
-  const encoded = (raw as { data?: Record<string, string> }).data ?? {};
+function decodedData(raw: SecretObject): Record<string, string> {
+  const encoded = raw.data ?? {};
   return Object.fromEntries(Object.entries(encoded).map(([k, v]) => [k, Buffer.from(v, 'base64').toString('utf8')]));
 }

@@ -17,6 +17,7 @@ import { backoffMs } from '../../lib/backoff';
 import { CollectionWatcher, KubeObject } from './watcher';
 import { httpCode } from './http-code';
 import { MANAGED_BY } from './names';
+import { messageOf } from '../unknown-values';
 
 /** Whom the operator binds the team-namespace ClusterRole to in each namespace it makes. */
 export interface TeamNamespaceBinding {
@@ -46,7 +47,7 @@ const LABELS = { 'app.kubernetes.io/managed-by': 'cloudplane' };
 /** How long a new RoleBinding may take to be in effect before binding is tried again. */
 const IN_EFFECT_TIMEOUT_MS = 30_000;
 
-const terminating = (o: KubeObject) => Boolean((o.metadata as { deletionTimestamp?: unknown }).deletionTimestamp);
+const terminating = (o: KubeObject) => Boolean(o.metadata.deletionTimestamp);
 
 export class TeamNamespaces {
   private readonly core: CoreV1Api;
@@ -80,6 +81,7 @@ export class TeamNamespaces {
         labelSelector: MANAGED_BY,
         list: async () => {
           const answer = await this.core.listNamespace({ labelSelector: MANAGED_BY });
+          // The client's types leave metadata and its name optional; the API server always sends both.
           return { items: answer.items as KubeObject[], resourceVersion: answer.metadata?.resourceVersion ?? '' };
         },
       },
@@ -179,7 +181,7 @@ export class TeamNamespaces {
         await this.bind(namespace);
         return;
       } catch (err) {
-        this.o.logger.warn({ namespace, err: (err as Error).message }, "could not bind the operator's rights in a team namespace; retrying");
+        this.o.logger.warn({ namespace, err: messageOf(err) }, "could not bind the operator's rights in a team namespace; retrying");
         await new Promise((resolve) => setTimeout(resolve, backoffMs(failures, 200, 10_000)).unref());
       }
     }

@@ -8,6 +8,7 @@
 import { Watch } from '@kubernetes/client-node';
 import type { Logger } from 'pino';
 import { backoffMs } from '../../lib/backoff';
+import { isRecord, messageOf } from '../unknown-values';
 
 export interface KubeObject {
   apiVersion?: string;
@@ -16,19 +17,22 @@ export interface KubeObject {
   [key: string]: unknown;
 }
 
-export interface CollectionSource {
+/** `T`: what the collection's objects are read as; its list and its watch events hand them out so typed. */
+export interface CollectionSource<T extends KubeObject = KubeObject> {
   /** Path of the collection across namespaces, e.g. /apis/cloudplane.dev/v1alpha1/loadbalancers. */
   path: string;
   labelSelector?: string;
-  list(): Promise<{ items: KubeObject[]; resourceVersion: string }>;
+  list(): Promise<{ items: T[]; resourceVersion: string }>;
 }
 
-export interface WatcherHandlers {
+export interface WatcherHandlers<T extends KubeObject = KubeObject> {
   /** The full contents after a (re)list: the receiver reconciles its cache with it. */
-  replace(items: KubeObject[]): void;
-  upsert(object: KubeObject): void;
-  remove(object: KubeObject): void;
+  replace(items: T[]): void;
+  upsert(object: T): void;
+  remove(object: T): void;
 }
+
+const nameOf = (err: unknown) => (isRecord(err) ? err.name : undefined);
 
 const MAX_BACKOFF_MS = 10_000;
 /** The API server sends a bookmark about once a minute; twice that without a word is a dead watch. */
@@ -36,7 +40,7 @@ const SILENCE_LIMIT_MS = 150_000;
 /** Server-side timeout of one watch request, so watches are renewed even when all is well. */
 const WATCH_TIMEOUT_S = 300;
 
-export class CollectionWatcher {
+export class CollectionWatcher<T extends KubeObject = KubeObject> {
   private resourceVersion: string | null = null;
   private abort: AbortController | null = null;
   private stopped = false;
@@ -51,8 +55,8 @@ export class CollectionWatcher {
 
   constructor(
     private readonly watch: Watch,
-    private readonly source: CollectionSource,
-    private readonly handlers: WatcherHandlers,
+    private readonly source: CollectionSource<T>,
+    private readonly handlers: WatcherHandlers<T>,
     private readonly logger: Logger,
     options: { silenceLimitMs?: number } = {},
   ) {
@@ -97,7 +101,7 @@ export class CollectionWatcher {
         return;
       } catch (err) {
         this.healthy = false;
-        await this.backoff(err as Error);
+        await this.backoff(err);
       }
     }
   }
@@ -125,7 +129,7 @@ export class CollectionWatcher {
       this.source.path,
       query,
       (phase, object) => this.onEvent(phase, object),
-      (err) => {
+      (err: unknown) => {
         if (ended) return;
         ended = true;
         if (this.abort === controller) this.abort = null;
@@ -133,10 +137,9 @@ export class CollectionWatcher {
         // less current meanwhile; anything else leaves it behind until the next watch runs.
         if (err) this.healthy = false;
         if (this.stopped) return;
-        if (err && (err as { name?: string }).name !== 'AbortError')
-          this.logger.warn({ path: this.source.path, err: (err as Error).message }, 'watch ended; re-establishing');
+        if (err && nameOf(err) !== 'AbortError') this.logger.warn({ path: this.source.path, err: messageOf(err) }, 'watch ended; re-establishing');
         // Every end of a watch, clean or not, leads to a new one from the last version seen.
-        void this.backoff(err ? (err as Error) : null).then(() => this.cycle());
+        void this.backoff(err ? err : null).then(() => this.cycle());
       },
     );
     this.abort = controller;
@@ -144,7 +147,7 @@ export class CollectionWatcher {
     this.failures = 0;
   }
 
-  private onEvent(phase: string, object: KubeObject & { code?: number; reason?: string }): void {
+  private onEvent(phase: string, object: T & { code?: number; reason?: string }): void {
     this.lastHeard = Date.now();
     if (phase === 'ERROR') {
       // 410 Gone: the version we watch from was compacted away; only a relist helps.
@@ -169,8 +172,9 @@ export class CollectionWatcher {
     }
   }
 
-  private backoff(err: Error | null): Promise<void> {
-    if (err && /\b410\b|Gone|Expired/.test(String(err.message))) this.resourceVersion = null;
+  /** `err`: what ended the last try (null or nothing for a clean end, which is retried at once). */
+  private backoff(err: unknown): Promise<void> {
+    if (err && /\b410\b|Gone|Expired/.test(String(messageOf(err)))) this.resourceVersion = null;
     const delay = err ? backoffMs(this.failures++, 200, MAX_BACKOFF_MS) : 0;
     return new Promise((resolve) => {
       this.retryTimer = setTimeout(resolve, delay);
