@@ -14,7 +14,7 @@
  * write, so a crash anywhere resumes at the same step.
  */
 import type { Store, StoredObject } from '../store/types';
-import type { AnyFamily, DrivenStatus } from '../resources/family';
+import { lifecycleState, type AnyFamily } from '../resources/family';
 import type { ResourceWriter } from '../resources/writer';
 import { Driver, Observation, OwnerRefusal } from '../drivers/types';
 import { configHash } from '../resources/transitions';
@@ -107,8 +107,7 @@ export class ManagedReconciler implements Reconciler {
    * provisioning or its end (running, or failed), and takes published events out with it.
    */
   passWritesOutbox(object: StoredObject<unknown, unknown>): boolean {
-    const status = object.status as Partial<DrivenStatus> | undefined;
-    return this.outbox !== undefined && !object.meta.deletionTimestamp && status?.status === this.binding.family.states[0];
+    return this.outbox !== undefined && !object.meta.deletionTimestamp && lifecycleState(object) === this.binding.family.states[0];
   }
 
   watchExternal(changed: (team: string, id: string) => void): () => void {

@@ -8,6 +8,7 @@ import type { CloudEvent } from './cloud-event';
 import type { StoredObject } from '../store/types';
 import type { Config } from '../config';
 import type { FieldError } from '../lib/errors';
+import { fieldOf } from '../lib/unknown-values';
 
 /**
  * A Kubernetes-style condition (metav1.Condition): Ready and Synced after Crossplane,
@@ -42,6 +43,12 @@ export interface DrivenStatus extends BaseStatus {
 }
 
 export type Resource<Spec = any, Status extends BaseStatus = BaseStatus> = StoredObject<Spec, Status>;
+
+/** The lifecycle state of a stored object of any kind; undefined before its first status. */
+export function lifecycleState(object: StoredObject<unknown, unknown>): string | undefined {
+  const state = fieldOf(object.status, 'status');
+  return typeof state === 'string' ? state : undefined;
+}
 
 /**
  * Why a webhook subscription's `events` and `filter` cannot be served: what they name that

@@ -1,5 +1,5 @@
 /** Load balancers: HTTP, HTTPS and TCP, with attached servers as backends. */
-import { Type } from '@sinclair/typebox';
+import { Static, Type } from '@sinclair/typebox';
 import { domainError, fieldInvalid, validationFailed } from '../lib/errors';
 import { assertRegionAvailable } from './regions';
 import type { BaseStatus, FamilyDefinition, Resource } from './family';
@@ -91,6 +91,16 @@ const BackendRef = Type.Object(
   },
 );
 
+/** A PATCH body, as validated against the update schema. */
+const LoadBalancerUpdate = strictObject({
+  algorithm: Type.Optional(Algorithm),
+  port: Type.Optional(Port('Frontend port.')),
+  protocol: Type.Optional(Protocol),
+  health_check_path: Type.Optional(HealthCheckPath),
+  sticky_sessions: Type.Optional(Sticky),
+  ssl_certificate_id: Type.Optional(Certificate),
+});
+
 /** The spec backends that break the rule (both or neither of server_id and serverRef), by index. */
 export function backendsNamingNotOneServer(backends: readonly BackendSpec[]): number[] {
   return backends.flatMap((b, i) => ((b.server_id === undefined) === (b.serverRef === undefined) ? [i] : []));
@@ -139,14 +149,7 @@ export const loadBalancerFamily: FamilyDefinition<LoadBalancerSpec, LoadBalancer
       sticky_sessions: Type.Optional(Sticky),
       ssl_certificate_id: Type.Optional(Certificate),
     }),
-    update: strictObject({
-      algorithm: Type.Optional(Algorithm),
-      port: Type.Optional(Port('Frontend port.')),
-      protocol: Type.Optional(Protocol),
-      health_check_path: Type.Optional(HealthCheckPath),
-      sticky_sessions: Type.Optional(Sticky),
-      ssl_certificate_id: Type.Optional(Certificate),
-    }),
+    update: LoadBalancerUpdate,
     spec: strictObject({
       name: ResourceName(),
       region: Region(),
@@ -223,8 +226,8 @@ export const loadBalancerFamily: FamilyDefinition<LoadBalancerSpec, LoadBalancer
     };
   },
 
-  applyUpdate(spec, patch) {
-    const next = { ...spec, ...patch } as LoadBalancerSpec;
+  applyUpdate(spec, patch: Static<typeof LoadBalancerUpdate>) {
+    const next = { ...spec, ...patch };
     if (patch.protocol !== undefined && patch.port === undefined) {
       // docs/api.md: the port is kept only if the new pair stays valid; else the protocol's default.
       const pairValid = !((next.protocol === 'http' && next.port === 443) || (next.protocol === 'https' && next.port === 80));
