@@ -13,6 +13,7 @@ import {
   strictObject,
   connectionSecretProperty,
 } from './schema-kit';
+import type { ExternalRecord } from '../drivers/types';
 
 const STATES = ['creating', 'running', 'failed', 'deleted', 'destroyed'] as const;
 const ALGORITHMS = ['round_robin', 'least_connections', 'ip_hash'];
@@ -55,7 +56,7 @@ export interface ObservedBackend {
 export interface LoadBalancerStatus extends BaseStatus {
   ipv4: string | null;
   backends: ObservedBackend[];
-  external?: Record<string, unknown>;
+  external?: ExternalRecord;
 }
 
 export type LoadBalancer = Resource<LoadBalancerSpec, LoadBalancerStatus>;

@@ -16,6 +16,7 @@ import {
   strictObject,
   connectionSecretProperty,
 } from './schema-kit';
+import type { ExternalRecord } from '../drivers/types';
 
 const STATES = ['creating', 'active', 'failed', 'deleting', 'deleted', 'destroyed'] as const;
 const TUNNEL_TYPES = ['ipsec', 'wireguard'];
@@ -45,7 +46,7 @@ export interface VpnGatewayStatus extends BaseStatus {
   bytes_sent: number;
   bytes_received: number;
   last_handshake: string | null;
-  external?: Record<string, unknown>;
+  external?: ExternalRecord;
 }
 
 export type VpnGateway = Resource<VpnGatewaySpec, VpnGatewayStatus>;
