@@ -82,7 +82,7 @@ async function adopt(family: AnyFamily, resource: Resource, store: Store, writer
   let judged = false;
   try {
     // The CR's spec is the create body; spec-only fields (psk_version, backends) are ignored by the rules.
-    const ruled = family.specFromCreate(resource.spec, rules) as Record<string, unknown>;
+    const ruled: object = family.specFromCreate(resource.spec, rules);
     // Over the team's quota it is refused like a broken rule: `failed`, with the reason.
     await withinQuota(quota, family, team, id, () =>
       withUniqueName(store, family, team, ruled, id, async () => {
@@ -107,10 +107,10 @@ async function adopt(family: AnyFamily, resource: Resource, store: Store, writer
  * Writes into the spec, once, the fields the rules fill in that the CR leaves out (as the
  * API server's defaulting would); the values the CR gives are kept as they are.
  */
-async function writeDefaults(store: Store, resource: Resource, ruled: Record<string, unknown>): Promise<Resource> {
-  const spec = resource.spec as Record<string, unknown>;
-  const missing = Object.keys(ruled).filter((field) => !(field in spec));
+async function writeDefaults(store: Store, resource: Resource, ruled: object): Promise<Resource> {
+  const spec: object = resource.spec;
+  const missing = Object.entries(ruled).filter(([field]) => !(field in spec));
   if (missing.length === 0) return resource;
-  const defaulted = { ...spec, ...Object.fromEntries(missing.map((field) => [field, ruled[field]])) };
+  const defaulted = { ...spec, ...Object.fromEntries(missing) };
   return await store.update({ ...resource, spec: defaulted });
 }

@@ -22,6 +22,7 @@ import { deletedBy } from '../resources/intents';
 import { families } from '../resources/registry';
 import { readerOf, WATCHED_KINDS, Holding } from '../alerts/conditions';
 import { nowIso } from '../lib/time';
+import { fieldOf } from '../lib/unknown-values';
 import type { ReconcileResult, Reconciler } from './controller';
 
 const SYSTEM = 'system';
@@ -50,15 +51,14 @@ export class AlertPolicyReconciler implements Reconciler {
     return this.store.watch((event) => {
       const { kind, team } = event.object.meta;
       if (kind === incidentFamily.kind) {
-        const policyId = (event.object.spec as { policy_id?: unknown } | undefined)?.policy_id;
+        const policyId = fieldOf(event.object.spec, 'policy_id');
         if (typeof policyId === 'string') changed(team, policyId);
         return;
       }
       if (!WATCHED_KINDS.includes(kind)) return;
-      void this.store.list(this.kind, team).then(
+      void this.store.list<AlertPolicy['spec'], AlertPolicy['status']>(this.kind, team).then(
         (policies) => {
-          for (const policy of policies as AlertPolicy[])
-            if (policy.spec?.condition && readerOf(policy.spec.condition).kinds.includes(kind)) changed(team, policy.meta.id);
+          for (const policy of policies) if (policy.spec?.condition && readerOf(policy.spec.condition).kinds.includes(kind)) changed(team, policy.meta.id);
         },
         // The resync looks again; nothing is lost by a failed list here.
         () => undefined,
@@ -207,13 +207,13 @@ export class AlertPolicyReconciler implements Reconciler {
 
   /** A spec change (PATCH, kubectl edit) is observed: `alert.updated`. */
   private async settle(policy: AlertPolicy): Promise<void> {
-    const hash = configHash(family, policy.spec as unknown as Record<string, unknown>);
+    const hash = configHash(family, policy.spec);
     if (policy.status.observed_generation === policy.meta.generation && policy.status.observed_config === hash) return;
     await this.writer.mutateStatus<AlertPolicy>(
       family,
       policy.meta.team,
       policy.meta.id,
-      (latest) => ({ observed_generation: latest.meta.generation, observed_config: configHash(family, latest.spec as unknown as Record<string, unknown>) }),
+      (latest) => ({ observed_generation: latest.meta.generation, observed_config: configHash(family, latest.spec) }),
       SYSTEM,
     );
   }

@@ -11,7 +11,6 @@
 import type { Store } from '../store/types';
 import type { ResourceWriter } from '../resources/writer';
 import type { BackupDriver, BackupSubject, OperationProgress } from '../drivers/backup';
-import type { ExternalRecord } from '../drivers/types';
 import { Backup, backupFamily, restorePending } from '../resources/backup';
 import { Server, serverFamily } from '../resources/server';
 import { nowIso } from '../lib/time';
@@ -28,7 +27,7 @@ const subjectOf = (backup: Backup): BackupSubject => {
     id: backup.meta.id,
     team: backup.meta.team,
     server_id: backup.spec.server_id,
-    external: (backup.status.external as ExternalRecord | undefined) ?? null,
+    external: backup.status.external ?? null,
     owner: object ? { apiVersion: API_VERSION, kind: backupFamily.kind, name: object.name, uid: object.uid } : null,
   };
 };

@@ -1,15 +1,14 @@
 /** How buckets bind to the managed reconciler: the spec is what the driver is asked for; the endpoint, backend name and whether data events are on are what it gives out. */
 import type { BucketDriver, BucketOutputs } from '../drivers/storage';
-import type { BucketSpec } from '../resources/storage';
-import { bucketFamily } from '../resources/storage';
+import { bucketFamily, type Bucket, type BucketSpec } from '../resources/storage';
 import type { FamilyBinding } from './managed';
 
-export function bucketBinding(driver: BucketDriver): FamilyBinding<BucketSpec, BucketOutputs, null> {
+export function bucketBinding(driver: BucketDriver): FamilyBinding<BucketSpec, BucketOutputs, null, Bucket> {
   return {
     family: bucketFamily,
     readyState: 'available',
     driver,
-    desired: async (resource) => resource.spec as BucketSpec,
+    desired: async ({ spec }) => spec,
     outputs: ({ endpoint, s3_bucket, data_events }) => ({ endpoint, s3_bucket, data_events }),
   };
 }

@@ -20,12 +20,12 @@
  */
 import { CoreV1Api, type KubeConfig, type V1OwnerReference, type V1Secret } from '@kubernetes/client-node';
 import type { ResourceWriter } from '../resources/writer';
-import type { AnyFamily } from '../resources/family';
-import { loadBalancerFamily, type LoadBalancer } from '../resources/load-balancer';
-import { serverFamily, type Server } from '../resources/server';
-import { bucketFamily, fileShareFamily, type Bucket, type FileShare } from '../resources/storage';
-import { vpnGatewayFamily, type VpnGateway } from '../resources/vpn-gateway';
-import { CONNECTION_SECRET_FIELD, type ConnectionSecretSpec } from '../resources/schema-kit';
+import { isOfFamily, type AnyFamily, type BaseStatus, type FamilyDefinition, type Resource } from '../resources/family';
+import { loadBalancerFamily } from '../resources/load-balancer';
+import { serverFamily } from '../resources/server';
+import { bucketFamily, fileShareFamily } from '../resources/storage';
+import { vpnGatewayFamily } from '../resources/vpn-gateway';
+import { CONNECTION_SECRET_FIELD } from '../resources/schema-kit';
 import { GROUP, ID_LABEL, namespaceOfTeam } from '../store/kubernetes/names';
 import { httpCode } from '../store/kubernetes/http-code';
 import { ownerReferencesOf } from '../drivers/kubernetes/objects';
@@ -51,10 +51,17 @@ function mountDetails(target: string, namespace: string): Details {
   return nfs ? { mount_target: target, nfs_server: nfs[1], nfs_path: nfs[2] } : { mount_target: target };
 }
 
+/** A family's details, of its own resources only. */
+function detailsOfFamily<Spec, Status extends BaseStatus>(
+  family: FamilyDefinition<Spec, Status>,
+  of: (resource: Resource<Spec, Status>, namespace: string) => Details | null,
+): [string, DetailsOf] {
+  return [family.kind, (resource, namespace) => (isOfFamily(family, resource) ? of(resource, namespace) : null)];
+}
+
 /** What each family publishes, from its status once known; null while there is nothing to publish yet. */
-const DETAILS: Record<string, DetailsOf> = {
-  [loadBalancerFamily.kind]: (resource) => {
-    const { spec, status } = resource as unknown as LoadBalancer;
+const DETAILS = new Map<string, DetailsOf>([
+  detailsOfFamily(loadBalancerFamily, ({ spec, status }) => {
     if (!status.ipv4) return null;
     return {
       address: status.ipv4,
@@ -62,26 +69,18 @@ const DETAILS: Record<string, DetailsOf> = {
       protocol: spec.protocol,
       url: `${spec.protocol === 'tcp' ? 'tcp' : spec.protocol}://${status.ipv4}:${spec.port}`,
     };
-  },
-  [serverFamily.kind]: (resource) => {
-    const { status } = resource as unknown as Server;
-    return status.ipv4 ? { address: status.ipv4 } : null;
-  },
-  [bucketFamily.kind]: (resource) => {
-    const { spec, status } = resource as unknown as Bucket;
-    return status.endpoint ? present({ endpoint: status.endpoint, bucket: status.s3_bucket ?? spec.name, region: spec.region }) : null;
-  },
-  [fileShareFamily.kind]: (resource, namespace) => {
-    const { status } = resource as unknown as FileShare;
-    return status.mount_target ? mountDetails(status.mount_target, namespace) : null;
-  },
-  [vpnGatewayFamily.kind]: (resource) => {
-    const { spec, status } = resource as unknown as VpnGateway;
-    return status.local_ip
+  }),
+  detailsOfFamily(serverFamily, ({ status }) => (status.ipv4 ? { address: status.ipv4 } : null)),
+  detailsOfFamily(bucketFamily, ({ spec, status }) =>
+    status.endpoint ? present({ endpoint: status.endpoint, bucket: status.s3_bucket ?? spec.name, region: spec.region }) : null,
+  ),
+  detailsOfFamily(fileShareFamily, ({ status }, namespace) => (status.mount_target ? mountDetails(status.mount_target, namespace) : null)),
+  detailsOfFamily(vpnGatewayFamily, ({ spec, status }) =>
+    status.local_ip
       ? present({ public_ip: status.local_ip, tunnel_type: spec.tunnel_type, public_key: status.public_key, local_network_cidr: spec.local_network_cidr })
-      : null;
-  },
-};
+      : null,
+  ),
+]);
 
 export class ConnectionDetails {
   private readonly core: CoreV1Api;
@@ -96,8 +95,8 @@ export class ConnectionDetails {
 
   /** Brings the resource's connection Secret in line with its status (the one just written). */
   async publish(family: AnyFamily, resource: Driven): Promise<void> {
-    const detailsOf = DETAILS[family.kind];
-    const ref = (resource.spec as ConnectionSecretSpec)[CONNECTION_SECRET_FIELD];
+    const detailsOf = DETAILS.get(family.kind);
+    const ref = resource.spec[CONNECTION_SECRET_FIELD];
     if (!detailsOf || !ref || !resource.meta.object) return;
     const namespace = namespaceOfTeam(resource.meta.team, this.systemNamespace);
     const details = detailsOf(resource, namespace);
@@ -111,7 +110,7 @@ export class ConnectionDetails {
    * custom resource after the retention period, so no consumer connects to a released address.
    */
   async withdraw(resource: Driven): Promise<void> {
-    if (!(resource.spec as ConnectionSecretSpec)[CONNECTION_SECRET_FIELD] || !resource.meta.object) return;
+    if (!resource.spec[CONNECTION_SECRET_FIELD] || !resource.meta.object) return;
     await this.removeOthers(namespaceOfTeam(resource.meta.team, this.systemNamespace), resource.meta.id, null);
   }
 

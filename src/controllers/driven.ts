@@ -3,11 +3,12 @@
  * connection details (connection-details.ts) both see it.
  */
 import type { AnyFamily, DrivenStatus, Resource } from '../resources/family';
-import type { ExternalRecord, Managed, Owner } from '../drivers/types';
+import type { Managed, Owner } from '../drivers/types';
+import type { ConnectionSecretSpec } from '../resources/schema-kit';
 import { API_VERSION } from '../store/kubernetes/names';
 
-/** A resource as its driver sees it. */
-export type Driven = Resource<Record<string, any>, DrivenStatus & Record<string, any>>;
+/** A resource as its driver sees it; every driven family may name a Secret for its connection details. */
+export type Driven = Resource<ConnectionSecretSpec & Record<string, any>, DrivenStatus & Record<string, any>>;
 
 /** What the driver is handed of a resource: its identity, what it should be, what was made for it and who owns that. */
 export function managedOf<Desired>(family: AnyFamily, resource: Driven, desired: Desired): Managed<Desired> {
@@ -18,7 +19,7 @@ export function managedOf<Desired>(family: AnyFamily, resource: Driven, desired:
     team: resource.meta.team,
     generation: resource.meta.generation,
     desired,
-    external: (resource.status.external as ExternalRecord | undefined) ?? null,
+    external: resource.status.external ?? null,
     owner,
   };
 }

@@ -3,15 +3,15 @@
  * `mount_target` is what servers mount (the server binding reads it for attached shares).
  */
 import type { FamilyBinding } from './managed';
-import { fileShareFamily } from '../resources/storage';
+import { fileShareFamily, type FileShare } from '../resources/storage';
 import type { FileShareDesired, FileShareDriver, FileShareOutputs } from '../drivers/storage';
 
-export function fileShareBinding(driver: FileShareDriver): FamilyBinding<FileShareDesired, FileShareOutputs, null> {
+export function fileShareBinding(driver: FileShareDriver): FamilyBinding<FileShareDesired, FileShareOutputs, null, FileShare> {
   return {
     family: fileShareFamily,
     readyState: 'available',
     driver,
-    desired: async (share) => share.spec as FileShareDesired,
+    desired: async ({ spec }) => spec,
     outputs: ({ mount_target }) => ({ mount_target }),
   };
 }

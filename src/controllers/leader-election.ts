@@ -14,6 +14,8 @@
  */
 import { CoordinationV1Api, V1Lease, V1MicroTime } from '@kubernetes/client-node';
 import type { Logger } from 'pino';
+import { httpCode } from '../store/kubernetes/http-code';
+import { messageOf } from '../lib/unknown-values';
 
 export interface Leadership {
   start(): Promise<void>;
@@ -35,12 +37,6 @@ export interface LeaderElectorOptions extends LeaderCallbacks {
   leaseDurationMs: number;
   logger: Logger;
 }
-
-/** Kubernetes answers with an HTTP code in `code`; a network failure has none. */
-const httpCode = (err: unknown): number | undefined => {
-  const code = (err as { code?: unknown })?.code;
-  return typeof code === 'number' ? code : undefined;
-};
 
 export class SoleLeader implements Leadership {
   private leading = false;
@@ -121,7 +117,7 @@ export class LeaderElector implements Leadership {
     } catch (err) {
       // Renewal failures are retried sooner, so one lost request does not cost the Lease.
       if (this.leading) next = Math.max(100, Math.floor(this.retryMs / 3));
-      this.o.logger.warn({ err: { message: (err as Error).message, code: httpCode(err) }, lease: this.o.name }, 'lease request failed');
+      this.o.logger.warn({ err: { message: messageOf(err), code: httpCode(err) }, lease: this.o.name }, 'lease request failed');
     }
     this.schedule(next);
   }
@@ -252,7 +248,7 @@ export class LeaderElector implements Leadership {
       this.o.logger.info({ lease: `${this.o.namespace}/${this.o.name}` }, 'released the lease');
     } catch (err) {
       // The standby then takes over once the Lease expires.
-      this.o.logger.warn({ err: { message: (err as Error).message, code: httpCode(err) } }, 'releasing the lease failed');
+      this.o.logger.warn({ err: { message: messageOf(err), code: httpCode(err) } }, 'releasing the lease failed');
     }
   }
 }

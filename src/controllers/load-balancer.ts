@@ -17,6 +17,8 @@ import { backendsNamingNotOneServer, BackendSpec, EXACTLY_ONE_SERVER, loadBalanc
 import { serverFamily } from '../resources/server';
 import type { BackendHealth, DesiredBackend, LoadBalancerDesired, LoadBalancerDriver, LoadBalancerOutputs } from '../drivers/load-balancer';
 import { addMs, nowIso } from '../lib/time';
+import { fieldOf } from '../lib/unknown-values';
+import { lifecycleState } from '../resources/family';
 
 type ServerObject = StoredObject<unknown, { status: string; ipv4?: string | null }>;
 
@@ -32,7 +34,7 @@ export function loadBalancerBinding(
   driver: LoadBalancerDriver,
   store: Store,
   drainMs: number,
-): FamilyBinding<LoadBalancerDesired, LoadBalancerOutputs, BackendHealth[]> {
+): FamilyBinding<LoadBalancerDesired, LoadBalancerOutputs, BackendHealth[], LoadBalancer> {
   /** A server's address while it runs; a backend without one cannot be healthy. */
   const addressOf = async (team: string, serverId: string): Promise<string | null> => {
     const server = await store.get<unknown, { status: string; ipv4?: string | null }>(serverFamily.kind, team, serverId);
@@ -50,12 +52,11 @@ export function loadBalancerBinding(
     family: loadBalancerFamily,
     readyState: 'running',
     driver,
-    async desired(resource) {
-      const lb = resource as unknown as LoadBalancer;
+    async desired(lb) {
       const { team } = lb.meta;
       const now = nowIso();
       let listed: Promise<ServerObject[]> | undefined;
-      const servers = () => (listed ??= store.list(serverFamily.kind, team) as Promise<ServerObject[]>);
+      const servers = () => (listed ??= store.list<ServerObject['spec'], ServerObject['status']>(serverFamily.kind, team));
       const broken = new Set(backendsNamingNotOneServer(lb.spec.backends));
       const resolved = await Promise.all(
         lb.spec.backends.map(async (b, i) => (broken.has(i) ? undefined : { spec: b, server_id: await serverIdOf(b, servers) })),
@@ -101,7 +102,7 @@ export function loadBalancerBinding(
           : { server_id: b.server_id, ...ref, port: b.port, status: b.address !== null && up.get(keyOf(b)) ? 'healthy' : 'unhealthy', drain_until: null };
       });
       const drainEnds = desired.backends.filter((b) => b.drain_until).map((b) => Date.parse(b.drain_until!) - Date.now());
-      const problem = backendProblem(resource as unknown as LoadBalancer, desired);
+      const problem = backendProblem(resource, desired);
       const current: string | null = resource.status.status_reason ?? null;
       const reason = problem ? { status_reason: problem } : current?.startsWith(REFERENCE_REASON) ? { status_reason: null } : {};
       const waits = [...drainEnds, ...(problem ? [UNRESOLVED_POLL_MS] : [])];
@@ -110,7 +111,7 @@ export function loadBalancerBinding(
     watchRelated(changed) {
       // A server's change matters to the load balancers that name it, by id or by its custom resource's name.
       return store.watch(({ object, previous }) => {
-        if (object.meta.kind !== serverFamily.kind || !backendRelevantChange(object as ServerObject, previous as ServerObject | undefined)) return;
+        if (object.meta.kind !== serverFamily.kind || !backendRelevantChange(object, previous)) return;
         const { team, id } = object.meta;
         const name = object.meta.object?.name;
         void store
@@ -138,11 +139,11 @@ function backendProblem(lb: LoadBalancer, desired: LoadBalancerDesired): string 
 }
 
 /** Whether a server changed in what a backend reads: being there, its name, its state, its address. */
-function backendRelevantChange(server: ServerObject, previous: ServerObject | undefined): boolean {
+function backendRelevantChange(server: StoredObject<unknown, unknown>, previous: StoredObject<unknown, unknown> | undefined): boolean {
   if (!previous) return true;
   return (
-    server.status?.status !== previous.status?.status ||
-    server.status?.ipv4 !== previous.status?.ipv4 ||
+    lifecycleState(server) !== lifecycleState(previous) ||
+    fieldOf(server.status, 'ipv4') !== fieldOf(previous.status, 'ipv4') ||
     Boolean(server.meta.deletionTimestamp) !== Boolean(previous.meta.deletionTimestamp)
   );
 }

@@ -14,7 +14,7 @@
  * write, so a crash anywhere resumes at the same step.
  */
 import type { Store, StoredObject } from '../store/types';
-import type { AnyFamily, DrivenStatus } from '../resources/family';
+import { lifecycleState, type AnyFamily, type FamilyDefinition } from '../resources/family';
 import type { ResourceWriter } from '../resources/writer';
 import { Driver, Observation, OwnerRefusal } from '../drivers/types';
 import { configHash } from '../resources/transitions';
@@ -35,24 +35,25 @@ export interface SteadyState {
   requeueAfterMs?: number;
 }
 
-export interface FamilyBinding<Desired, Outputs, Observed> {
-  family: AnyFamily;
+/** `R`: the family's resources, of its spec and status types. */
+export interface FamilyBinding<Desired, Outputs, Observed, R extends Driven = Driven> {
+  family: FamilyDefinition<R['spec'], R['status']>;
   /** The state a successful creation ends in: running, active or available. */
   readyState: string;
   driver: Driver<Desired, Outputs, Observed>;
   /** What the driver is asked for: the spec, with references resolved. */
-  desired(resource: Driven): Promise<Desired>;
+  desired(resource: R): Promise<Desired>;
   /** Status fields from a ready resource's outputs, written whenever they change. */
   outputs(outputs: Outputs): Record<string, unknown>;
   /** Status fields written once, as the resource first becomes ready, from what the driver then observed. */
   onReady?(observed: Observed): Record<string, unknown>;
   /** The state and status fields of a ready resource, from what the driver observed. */
-  steady?(observed: Observed, resource: Driven, desired: Desired): SteadyState;
+  steady?(observed: Observed, resource: R, desired: Desired): SteadyState;
   /** Changes of other resources that call for a look at one of this family's (a load balancer's servers). Returns a stop. */
   watchRelated?(changed: (team: string, id: string) => void): () => void;
 }
 
-export type AnyBinding = FamilyBinding<any, any, any>;
+export type AnyBinding = FamilyBinding<any, any, any, any>;
 
 const SYSTEM = 'system';
 const OUTBOX_POLL_MS = 200;
@@ -107,8 +108,7 @@ export class ManagedReconciler implements Reconciler {
    * provisioning or its end (running, or failed), and takes published events out with it.
    */
   passWritesOutbox(object: StoredObject<unknown, unknown>): boolean {
-    const status = object.status as Partial<DrivenStatus> | undefined;
-    return this.outbox !== undefined && !object.meta.deletionTimestamp && status?.status === this.binding.family.states[0];
+    return this.outbox !== undefined && !object.meta.deletionTimestamp && lifecycleState(object) === this.binding.family.states[0];
   }
 
   watchExternal(changed: (team: string, id: string) => void): () => void {

@@ -34,7 +34,7 @@ async function restoringOnto(store: Store, team: string, serverId: string): Prom
   return false;
 }
 
-export function serverBinding(driver: ServerDriver, store: Store): FamilyBinding<ServerWanted, ServerOutputs, ServerObserved> {
+export function serverBinding(driver: ServerDriver, store: Store): FamilyBinding<ServerWanted, ServerOutputs, ServerObserved, Server> {
   /** An attached share while it is available (and not being deleted); null otherwise: nothing to mount yet, or any more. */
   const mountOf = async (team: string, id: string): Promise<DesiredMount | null> => {
     const share = await store.get<unknown, FileShareStatus>(fileShareFamily.kind, team, id);
@@ -46,8 +46,7 @@ export function serverBinding(driver: ServerDriver, store: Store): FamilyBinding
     family: serverFamily,
     readyState: 'running',
     driver,
-    async desired(resource) {
-      const server = resource as unknown as Server;
+    async desired(server) {
       const mounts = await Promise.all(attachedShares(server.spec).map((id) => mountOf(server.meta.team, id)));
       const restoring = await restoringOnto(store, server.meta.team, server.meta.id);
       return { ...server.spec, mounts: mounts.filter((m): m is DesiredMount => m !== null), restoring };

@@ -24,17 +24,16 @@ export function vpnGatewayBinding(
   driver: VpnGatewayDriver,
   store: Store,
   counterIntervalMs: number,
-): FamilyBinding<VpnGatewayDesired, VpnGatewayOutputs, TunnelStats> {
+): FamilyBinding<VpnGatewayDesired, VpnGatewayOutputs, TunnelStats, VpnGateway> {
   return {
     family: vpnGatewayFamily,
     readyState: 'active',
     driver,
-    desired: (resource) => vpnGatewayDesired(store, resource as unknown as VpnGateway),
+    desired: (resource) => vpnGatewayDesired(store, resource),
     outputs: ({ local_ip, public_key }) => ({ local_ip, public_key }),
     // The tunnel as the driver sees it: a WireGuard gateway without its peer's key is active with its tunnel down.
     onReady: (stats) => ({ active_since: nowIso(), ...stats }),
-    steady: (stats, resource) => {
-      const { status, meta } = resource as unknown as VpnGateway;
+    steady: (stats, { status, meta }) => {
       const flipped = stats.tunnel_status !== status.tunnel_status;
       const moved = stats.bytes_sent !== status.bytes_sent || stats.bytes_received !== status.bytes_received || stats.last_handshake !== status.last_handshake;
       const sinceWrite = Date.now() - Date.parse(meta.updatedAt);

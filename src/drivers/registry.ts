@@ -158,7 +158,9 @@ const CATALOG: Catalog = {
   },
 };
 
-export const DRIVER_FAMILIES = Object.keys(CATALOG) as DriverFamily[];
+const isDriverFamily = (name: string): name is DriverFamily => Object.hasOwn(CATALOG, name);
+
+export const DRIVER_FAMILIES: DriverFamily[] = Object.keys(CATALOG).filter(isDriverFamily);
 
 /** The drivers in use, with the health meta.provider shows for each family. */
 export class DriverSet {
@@ -174,29 +176,30 @@ export class DriverSet {
     const kube = config.kubernetes ? { kubeConfig: kubeConfigFor(config.kubernetes), systemNamespace: config.kubernetes.systemNamespace, watches } : undefined;
     const ctx: BuildContext = { config, logger, kube, simulation: new Simulation(config.simulation) };
     for (const family of Object.keys(config.drivers.overrides)) {
-      if (!(DRIVER_FAMILIES as string[]).includes(family))
+      if (!isDriverFamily(family))
         throw new Error(`CLOUDPLANE_DRIVER_${family.toUpperCase()} names no family with drivers; those are ${DRIVER_FAMILIES.join(', ')}`);
     }
-    const chosen = {} as Record<DriverFamily, string>;
-    const drivers = {} as Record<DriverFamily, unknown>;
-    for (const family of DRIVER_FAMILIES) {
-      const name = chooseDriver(family, config, logger);
-      const factories: Factories<unknown> = CATALOG[family];
-      chosen[family] = name;
-      if (name === 'simulated') {
-        drivers[family] = factories.simulated(ctx);
-        continue;
-      }
-      const external = factories.external?.[name];
-      if (external) {
-        drivers[family] = external(ctx);
-        continue;
-      }
-      if (!kube || !config.kubernetes)
-        throw new Error(`${settingOf(family)}=${name} needs cluster mode (CLOUDPLANE_STORE=kubernetes); the embedded default has no cluster to run it on`);
-      drivers[family] = factories.kubernetes!({ ...ctx, kube, cluster: config.kubernetes });
-    }
-    return new DriverSet(drivers as Drivers, chosen);
+    const choose = (family: DriverFamily) => chooseDriver(family, config, logger);
+    const chosen: Record<DriverFamily, string> = {
+      server: choose('server'),
+      load_balancer: choose('load_balancer'),
+      vpn_gateway: choose('vpn_gateway'),
+      bucket: choose('bucket'),
+      file_share: choose('file_share'),
+      job: choose('job'),
+      backup: choose('backup'),
+    };
+    const build = <F extends DriverFamily>(family: F): Drivers[F] => buildDriver(family, chosen[family], ctx, config.kubernetes);
+    const drivers: Drivers = {
+      server: build('server'),
+      load_balancer: build('load_balancer'),
+      vpn_gateway: build('vpn_gateway'),
+      bucket: build('bucket'),
+      file_share: build('file_share'),
+      job: build('job'),
+      backup: build('backup'),
+    };
+    return new DriverSet(drivers, chosen);
   }
 
   /**
@@ -204,19 +207,30 @@ export class DriverSet {
    * bucket's objects); false for drivers that hold none. Throws when the backend cannot be asked.
    */
   async holdsData(family: string, resource: { id: string; team: string; external: ExternalRecord | null }): Promise<boolean> {
-    const driver = this.drivers[family as DriverFamily];
+    const driver = isDriverFamily(family) ? this.drivers[family] : undefined;
     return driver && 'holdsData' in driver && driver.holdsData ? driver.holdsData(resource) : false;
   }
 
   /** The health of the driver behind a family, as meta.provider shows it. */
   health(family: string): ProviderHealth {
-    const driver = this.drivers[family as DriverFamily];
+    const driver = isDriverFamily(family) ? this.drivers[family] : undefined;
     return driver ? driver.health().state : 'connected';
   }
 }
 
 /** CLOUDPLANE_DRIVER_LOAD_BALANCER for load_balancer. */
 export const settingOf = (family: DriverFamily) => `CLOUDPLANE_DRIVER_${family.toUpperCase()}`;
+
+/** A family's driver of that name, built; throws when it needs the cluster mode the service is not in. */
+function buildDriver<F extends DriverFamily>(family: F, name: string, ctx: BuildContext, cluster: KubernetesConfig | undefined): Drivers[F] {
+  const factories: Factories<Drivers[F]> = CATALOG[family];
+  if (name === 'simulated') return factories.simulated(ctx);
+  const external = factories.external?.[name];
+  if (external) return external(ctx);
+  if (!ctx.kube || !cluster)
+    throw new Error(`${settingOf(family)}=${name} needs cluster mode (CLOUDPLANE_STORE=kubernetes); the embedded default has no cluster to run it on`);
+  return factories.kubernetes!({ ...ctx, kube: ctx.kube, cluster });
+}
 
 function chooseDriver(family: DriverFamily, config: Config, logger: Logger): string {
   const available = driverNames(CATALOG[family]);

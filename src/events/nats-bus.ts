@@ -20,9 +20,10 @@ import {
   RetentionPolicy,
   StorageType,
 } from 'nats';
-import type { EventBus, EventHandler, SubscribeOptions } from './types';
+import { parseEvent, type EventBus, type EventHandler, type SubscribeOptions } from './types';
 import type { CloudEvent } from '../resources/cloud-event';
 import { backoffMs } from '../lib/backoff';
+import { fieldOf, messageOf } from '../lib/unknown-values';
 
 export interface NatsBusOptions {
   servers: string[];
@@ -167,7 +168,7 @@ export class NatsEventBus implements EventBus {
             if (stopped) break;
             position = { seq: message.seq };
             const text = message.string();
-            handler(JSON.parse(text) as CloudEvent, text);
+            handler(parseEvent(text), text);
           }
         } catch (err) {
           if (!stopped) this.o.logger.warn({ err }, 'event follower interrupted; resuming');
@@ -298,8 +299,8 @@ export class NatsEventBus implements EventBus {
 }
 
 function isNotFound(err: unknown): boolean {
-  const e = err as { code?: string; api_error?: { err_code?: number }; message?: string };
-  return e?.api_error?.err_code === 10059 || e?.api_error?.err_code === 10014 || e?.code === '404' || /not found/i.test(e?.message ?? '');
+  const apiCode = fieldOf(fieldOf(err, 'api_error'), 'err_code');
+  return apiCode === 10059 || apiCode === 10014 || fieldOf(err, 'code') === '404' || /not found/i.test(messageOf(err) ?? '');
 }
 
 function sleep(ms: number): Promise<void> {

@@ -18,6 +18,7 @@ import type { EventBus } from './types';
 import type { CloudEvent } from '../resources/cloud-event';
 import { ConflictError, NotFoundError } from '../store/types';
 import { WorkQueue } from '../lib/work-queue';
+import { fieldOf } from '../lib/unknown-values';
 import { eventsPublished } from '../metrics';
 
 type WithOutbox = StoredObject<unknown, { pending_events?: CloudEvent[] }>;
@@ -57,7 +58,10 @@ export interface PublishedEvents {
   isPublished(eventId: string): boolean;
 }
 
-const hasPending = (object: StoredObject<unknown, unknown>) => ((object as WithOutbox).status?.pending_events?.length ?? 0) > 0;
+const hasPending = (object: StoredObject<unknown, unknown>) => {
+  const pending = fieldOf(object.status, 'pending_events');
+  return Array.isArray(pending) && pending.length > 0;
+};
 
 export class OutboxRelay implements PublishedEvents {
   // Keys are kind/team/id: teams take turns by the middle part.

@@ -1,3 +1,5 @@
+import { isRecord } from './unknown-values';
+
 /**
  * JSON with object keys sorted at every depth. The Kubernetes API server hands objects
  * back with their keys sorted (Go encodes maps that way), the embedded store in the order
@@ -31,8 +33,8 @@ export function sameJsonApartFrom(a: Record<string, unknown>, b: Record<string, 
 
 function sortKeys(value: unknown): unknown {
   if (Array.isArray(value)) return value.map(sortKeys);
-  if (value === null || typeof value !== 'object') return value;
+  if (!isRecord(value)) return value;
   const sorted: Record<string, unknown> = {};
-  for (const key of Object.keys(value).sort()) sorted[key] = sortKeys((value as Record<string, unknown>)[key]);
+  for (const key of Object.keys(value).sort()) sorted[key] = sortKeys(value[key]);
   return sorted;
 }

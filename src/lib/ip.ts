@@ -72,6 +72,5 @@ export function isPublicAddress(text: string): boolean {
   // node:net is the strict syntax gate: ipaddr.js also takes `127.1`, `0x7f.0.0.1` and `2130706433`.
   const family = isIP(text);
   if (family === 0) return false;
-  const address = ipaddr.parse(family === 6 ? hexTail(text) : text);
-  return address.kind() === 'ipv4' ? isPublicIpv4(address as IPv4) : isPublicIpv6(address as IPv6);
+  return family === 4 ? isPublicIpv4(ipaddr.IPv4.parse(text)) : isPublicIpv6(ipaddr.IPv6.parse(hexTail(text)));
 }

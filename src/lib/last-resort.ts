@@ -12,6 +12,7 @@
  */
 import { types } from 'node:util';
 import type { Logger } from 'pino';
+import { fieldOf } from './unknown-values';
 
 /** How long the log may take to reach its destination before the process exits anyway. */
 const FLUSH_TIMEOUT_MS = 2_000;
@@ -19,7 +20,7 @@ const FLUSH_TIMEOUT_MS = 2_000;
 /** A failed system call: Node gives it an `E...` code, the negative errno and the syscall's name. */
 export function isOperationalError(err: unknown): err is NodeJS.ErrnoException {
   if (!types.isNativeError(err)) return false;
-  const { code, errno, syscall } = err as NodeJS.ErrnoException;
+  const [code, errno, syscall] = [fieldOf(err, 'code'), fieldOf(err, 'errno'), fieldOf(err, 'syscall')];
   return typeof code === 'string' && /^E[A-Z0-9]+$/.test(code) && typeof errno === 'number' && typeof syscall === 'string';
 }
 

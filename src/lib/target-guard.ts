@@ -54,14 +54,15 @@ export async function resolveTarget(raw: string, policy: TargetPolicy): Promise<
   const url = new URL(raw);
   const host = url.hostname.replace(/^\[|\]$/g, '');
   const literal = isIP(host);
-  let resolved: { address: string; family: 4 | 6 };
+  let resolved: { address: string; family: number };
   try {
-    resolved = literal ? { address: host, family: literal as 4 | 6 } : ((await lookup(host, { verbatim: true })) as { address: string; family: 4 | 6 });
+    resolved = literal ? { address: host, family: literal } : await lookup(host, { verbatim: true });
   } catch (err) {
     throw new TargetRefused(NO_PUBLIC_ADDRESS, { cause: err });
   }
   if (!policy.allowPrivateTargets && !isPublicAddress(resolved.address)) {
     throw new TargetRefused(NO_PUBLIC_ADDRESS, { cause: new Error(`${host} resolves to ${resolved.address}`) });
   }
-  return { url, address: resolved.address, family: resolved.family };
+  // Node answers 4 or 6 for an address, a literal's or the resolver's.
+  return { url, address: resolved.address, family: resolved.family === 6 ? 6 : 4 };
 }

@@ -12,6 +12,7 @@
 import { Type } from '@sinclair/typebox';
 import type { BaseStatus, FamilyDefinition, Resource } from './family';
 import { baseRecordProperties, baseStatusProperties, ExternalRecordSchema, IdOf, NullableTimestamp, strictObject } from './schema-kit';
+import type { ExternalRecord } from '../drivers/types';
 
 const STATES = ['creating', 'completed', 'failed', 'deleted', 'destroyed'] as const;
 export const BACKUP_TRIGGERS = ['manual', 'policy'] as const;
@@ -37,7 +38,7 @@ export interface BackupStatus extends BaseStatus {
   restore_started_at: string | null;
   restore_finished_at: string | null;
   restores_done: number;
-  external?: Record<string, unknown>;
+  external?: ExternalRecord;
 }
 
 export type Backup = Resource<BackupSpec, BackupStatus>;

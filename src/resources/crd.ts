@@ -121,7 +121,7 @@ function convertObject(schema: Schema, result: Schema, path: string): void {
   // A map (Type.Record) keeps its value schema; any other property-less object is free-form.
   const mapValue = schema.patternProperties ? Object.values(schema.patternProperties)[0] : schema.additionalProperties;
   if (mapValue && typeof mapValue === 'object') {
-    result.additionalProperties = convertSchema(mapValue as Schema, `${path}{}`);
+    result.additionalProperties = convertSchema(mapValue, `${path}{}`);
   } else {
     result['x-kubernetes-preserve-unknown-fields'] = true;
   }

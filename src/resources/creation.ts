@@ -6,7 +6,7 @@
 import type { Store, StoredObject } from '../store/types';
 import { conflict } from '../lib/errors';
 import { KeyedMutex } from '../lib/mutex';
-import type { AnyFamily } from './family';
+import { lifecycleState, type AnyFamily } from './family';
 
 const uniqueNameLock = new KeyedMutex();
 
@@ -15,8 +15,8 @@ const uniqueNameLock = new KeyedMutex();
  * custom resource still waiting for adoption holds none, so two kubectl-made objects of
  * the same name do not refuse each other: the first adopted keeps the name.
  */
-function holdsName(object: StoredObject<unknown, { status?: string } | undefined>): boolean {
-  const state = object.status?.status;
+function holdsName(object: StoredObject<unknown, unknown>): boolean {
+  const state = lifecycleState(object);
   return state !== undefined && state !== 'deleted' && state !== 'destroyed';
 }
 
@@ -38,7 +38,7 @@ export async function withUniqueName<R>(
   const name = family.nameOf(spec);
   return uniqueNameLock.run(`${team}/${family.kind}/${name}`, async () => {
     // A seek to the name in the store's name index, not a scan of the team.
-    const objects = (await store.named(family.kind, team, name)) as StoredObject<unknown, { status?: string } | undefined>[];
+    const objects = await store.named(family.kind, team, name);
     const taken = objects.some((o) => o.meta.id !== self && holdsName(o));
     if (taken) throw conflict('name_taken', `A ${family.title} named "${name}" already exists in this team.`);
     return create();

@@ -8,6 +8,8 @@ import type { CloudEvent } from './cloud-event';
 import type { StoredObject } from '../store/types';
 import type { Config } from '../config';
 import type { FieldError } from '../lib/errors';
+import { fieldOf } from '../lib/unknown-values';
+import type { ExternalRecord } from '../drivers/types';
 
 /**
  * A Kubernetes-style condition (metav1.Condition): Ready and Synced after Crossplane,
@@ -38,10 +40,27 @@ export interface BaseStatus {
 /** Status of a family whose driver does the real work (src/drivers): what the driver recorded. */
 export interface DrivenStatus extends BaseStatus {
   /** Absent (undefined) before the driver's first step and once released. */
-  external?: Record<string, unknown>;
+  external?: ExternalRecord;
 }
 
 export type Resource<Spec = any, Status extends BaseStatus = BaseStatus> = StoredObject<Spec, Status>;
+
+/**
+ * Whether a stored object is of the family's kind, and so of its spec and status types:
+ * the store keeps every object of a kind to that family's schemas.
+ */
+export function isOfFamily<Spec, Status extends BaseStatus>(
+  family: FamilyDefinition<Spec, Status>,
+  object: StoredObject<unknown, unknown>,
+): object is Resource<Spec, Status> {
+  return object.meta.kind === family.kind;
+}
+
+/** The lifecycle state of a stored object of any kind; undefined before its first status. */
+export function lifecycleState(object: StoredObject<unknown, unknown>): string | undefined {
+  const state = fieldOf(object.status, 'status');
+  return typeof state === 'string' ? state : undefined;
+}
 
 /**
  * Why a webhook subscription's `events` and `filter` cannot be served: what they name that

@@ -1,5 +1,5 @@
 /** Load balancers: HTTP, HTTPS and TCP, with attached servers as backends. */
-import { Type } from '@sinclair/typebox';
+import { Static, Type } from '@sinclair/typebox';
 import { domainError, fieldInvalid, validationFailed } from '../lib/errors';
 import { assertRegionAvailable } from './regions';
 import type { BaseStatus, FamilyDefinition, Resource } from './family';
@@ -13,6 +13,7 @@ import {
   strictObject,
   connectionSecretProperty,
 } from './schema-kit';
+import type { ExternalRecord } from '../drivers/types';
 
 const STATES = ['creating', 'running', 'failed', 'deleted', 'destroyed'] as const;
 const ALGORITHMS = ['round_robin', 'least_connections', 'ip_hash'];
@@ -55,7 +56,7 @@ export interface ObservedBackend {
 export interface LoadBalancerStatus extends BaseStatus {
   ipv4: string | null;
   backends: ObservedBackend[];
-  external?: Record<string, unknown>;
+  external?: ExternalRecord;
 }
 
 export type LoadBalancer = Resource<LoadBalancerSpec, LoadBalancerStatus>;
@@ -90,6 +91,16 @@ const BackendRef = Type.Object(
     'x-kubernetes-validations': [{ rule: 'has(self.server_id) != has(self.serverRef)', message: EXACTLY_ONE_SERVER }],
   },
 );
+
+/** A PATCH body, as validated against the update schema. */
+const LoadBalancerUpdate = strictObject({
+  algorithm: Type.Optional(Algorithm),
+  port: Type.Optional(Port('Frontend port.')),
+  protocol: Type.Optional(Protocol),
+  health_check_path: Type.Optional(HealthCheckPath),
+  sticky_sessions: Type.Optional(Sticky),
+  ssl_certificate_id: Type.Optional(Certificate),
+});
 
 /** The spec backends that break the rule (both or neither of server_id and serverRef), by index. */
 export function backendsNamingNotOneServer(backends: readonly BackendSpec[]): number[] {
@@ -139,14 +150,7 @@ export const loadBalancerFamily: FamilyDefinition<LoadBalancerSpec, LoadBalancer
       sticky_sessions: Type.Optional(Sticky),
       ssl_certificate_id: Type.Optional(Certificate),
     }),
-    update: strictObject({
-      algorithm: Type.Optional(Algorithm),
-      port: Type.Optional(Port('Frontend port.')),
-      protocol: Type.Optional(Protocol),
-      health_check_path: Type.Optional(HealthCheckPath),
-      sticky_sessions: Type.Optional(Sticky),
-      ssl_certificate_id: Type.Optional(Certificate),
-    }),
+    update: LoadBalancerUpdate,
     spec: strictObject({
       name: ResourceName(),
       region: Region(),
@@ -223,8 +227,8 @@ export const loadBalancerFamily: FamilyDefinition<LoadBalancerSpec, LoadBalancer
     };
   },
 
-  applyUpdate(spec, patch) {
-    const next = { ...spec, ...patch } as LoadBalancerSpec;
+  applyUpdate(spec, patch: Static<typeof LoadBalancerUpdate>) {
+    const next = { ...spec, ...patch };
     if (patch.protocol !== undefined && patch.port === undefined) {
       // docs/api.md: the port is kept only if the new pair stays valid; else the protocol's default.
       const pairValid = !((next.protocol === 'http' && next.port === 443) || (next.protocol === 'https' && next.port === 80));

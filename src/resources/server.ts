@@ -14,6 +14,7 @@ import {
   strictObject,
   connectionSecretProperty,
 } from './schema-kit';
+import type { ExternalRecord } from '../drivers/types';
 
 const STATES = ['creating', 'running', 'stopping', 'stopped', 'starting', 'rebooting', 'restoring', 'failed', 'deleted', 'destroyed'] as const;
 const DEFAULT_PLAN = 's-1vcpu-1gb';
@@ -87,7 +88,7 @@ export const attachedShares = (spec: Pick<ServerSpec, 'file_shares'>): string[] 
 export interface ServerStatus extends BaseStatus {
   ipv4: string | null;
   reboots_done: number;
-  external?: Record<string, unknown>;
+  external?: ExternalRecord;
 }
 
 export type Server = Resource<ServerSpec, ServerStatus>;

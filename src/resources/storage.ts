@@ -5,6 +5,7 @@ import { fieldInvalid } from '../lib/errors';
 import { serverFamily } from './server';
 import type { BaseStatus, FamilyDefinition, Resource } from './family';
 import { baseRecordProperties, baseStatusProperties, ExternalRecordSchema, Region, ResourceName, strictObject, connectionSecretProperty } from './schema-kit';
+import type { ExternalRecord } from '../drivers/types';
 
 const STATES = ['creating', 'available', 'failed', 'deleted', 'destroyed'] as const;
 
@@ -17,7 +18,7 @@ export interface BucketStatus extends BaseStatus {
   endpoint: string | null;
   s3_bucket?: string | null;
   data_events?: boolean;
-  external?: Record<string, unknown>;
+  external?: ExternalRecord;
 }
 export type Bucket = Resource<BucketSpec, BucketStatus>;
 
@@ -108,7 +109,7 @@ export interface FileShareSpec {
 }
 export interface FileShareStatus extends BaseStatus {
   mount_target: string | null;
-  external?: Record<string, unknown>;
+  external?: ExternalRecord;
 }
 export type FileShare = Resource<FileShareSpec, FileShareStatus>;
 

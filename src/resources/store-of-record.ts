@@ -6,7 +6,7 @@
 import type { Logger } from 'pino';
 import type { Config } from '../config';
 import { families } from './registry';
-import type { AnyFamily } from './family';
+import { lifecycleState, type AnyFamily } from './family';
 import { holdsQuota } from './quota';
 import { EmbeddedStore, EmbeddedStoreOptions } from '../store/embedded';
 import type { DataDirHealth } from '../store/data-dir-health';
@@ -25,7 +25,7 @@ export function listedKindOf(family: AnyFamily): ListedKind {
   return {
     kind: family.kind,
     nameOf: (spec) => family.nameOf(spec),
-    ...(defaultState ? { stateOf: (o: StoredObject) => (o.status as { status?: string } | undefined)?.status ?? defaultState } : {}),
+    ...(defaultState ? { stateOf: (o: StoredObject) => lifecycleState(o) ?? defaultState } : {}),
     hiddenStates: rules.hiddenStates ?? DEFAULT_HIDDEN_STATES,
     filterFields: rules.filterFields ?? [],
     acrossTeams: rules.acrossTeams,

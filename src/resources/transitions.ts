@@ -12,7 +12,7 @@ import { CONDITION_MESSAGE_MAX } from './schema-kit';
 import { DELETION_POLICY_FIELD } from '../store/deletion-policy';
 
 /** Hash of the spec fields whose change is a `<family>.updated`. */
-export function configHash(family: AnyFamily, spec: Record<string, unknown>): string {
+export function configHash(family: AnyFamily, spec: object): string {
   const ignored = new Set([...(family.actionFields ?? []), DELETION_POLICY_FIELD]);
   const relevant = Object.fromEntries(Object.entries(spec).filter(([k]) => !ignored.has(k)));
   return createHash('sha256').update(canonicalJson(relevant)).digest('hex').slice(0, 16);

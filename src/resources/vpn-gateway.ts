@@ -1,5 +1,5 @@
 /** Site-to-site VPN gateways: IPsec or WireGuard tunnels to a remote network. */
-import { Type } from '@sinclair/typebox';
+import { Static, Type } from '@sinclair/typebox';
 import { domainError, fieldInvalid } from '../lib/errors';
 import { blocksOverlap, parseIpv4Block } from '../lib/cidr';
 import { isPublicAddress } from '../lib/ip';
@@ -16,6 +16,7 @@ import {
   strictObject,
   connectionSecretProperty,
 } from './schema-kit';
+import type { ExternalRecord } from '../drivers/types';
 
 const STATES = ['creating', 'active', 'failed', 'deleting', 'deleted', 'destroyed'] as const;
 const TUNNEL_TYPES = ['ipsec', 'wireguard'];
@@ -45,7 +46,7 @@ export interface VpnGatewayStatus extends BaseStatus {
   bytes_sent: number;
   bytes_received: number;
   last_handshake: string | null;
-  external?: Record<string, unknown>;
+  external?: ExternalRecord;
 }
 
 export type VpnGateway = Resource<VpnGatewaySpec, VpnGatewayStatus>;
@@ -101,6 +102,14 @@ function assertNetworks(local: string, remote: string): void {
   }
 }
 
+/** A PATCH body, as validated against the update schema; the key is taken out of it (secret) before the spec sees it. */
+const VpnGatewayUpdate = strictObject({
+  name: Type.Optional(ResourceName()),
+  remote_network_cidr: Type.Optional(Cidr('CIDR block of the remote network.')),
+  pre_shared_key: Type.Optional(PreSharedKey),
+  remote_public_key: Type.Optional(NullableWireguardKey),
+});
+
 export const vpnGatewayFamily: FamilyDefinition<VpnGatewaySpec, VpnGatewayStatus> = {
   name: 'vpn_gateway',
   title: 'VPN gateway',
@@ -134,12 +143,7 @@ export const vpnGatewayFamily: FamilyDefinition<VpnGatewaySpec, VpnGatewayStatus
       remote_public_key: Type.Optional(WireguardKey),
       local_network_cidr: Type.Optional(Cidr('CIDR block of the local network; defaults to the team network (CLOUDPLANE_VPC_CIDR).')),
     }),
-    update: strictObject({
-      name: Type.Optional(ResourceName()),
-      remote_network_cidr: Type.Optional(Cidr('CIDR block of the remote network.')),
-      pre_shared_key: Type.Optional(PreSharedKey),
-      remote_public_key: Type.Optional(NullableWireguardKey),
-    }),
+    update: VpnGatewayUpdate,
     spec: strictObject({
       name: ResourceName(),
       region: Region(),
@@ -209,8 +213,8 @@ export const vpnGatewayFamily: FamilyDefinition<VpnGatewaySpec, VpnGatewayStatus
     };
   },
 
-  applyUpdate(spec, patch) {
-    const next = { ...spec, ...patch } as VpnGatewaySpec;
+  applyUpdate(spec, patch: Omit<Static<typeof VpnGatewayUpdate>, 'pre_shared_key'>) {
+    const next = { ...spec, ...patch };
     if (patch.remote_network_cidr !== undefined) assertNetworks(next.local_network_cidr, next.remote_network_cidr);
     assertRemotePublicKey(spec.tunnel_type, patch.remote_public_key);
     return next;

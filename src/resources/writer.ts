@@ -14,8 +14,11 @@ import { deletedByLabels } from './intents';
 
 const MAX_CONFLICT_RETRIES = 20;
 
+/** A resource as the store hands it back: of R's spec and status types. */
+type Stored<R extends Resource> = Resource<R['spec'], R['status']>;
+
 /** Returns the status fields to change, or null when nothing needs writing. */
-export type StatusMutation<R extends Resource = Resource> = (resource: R) => (Partial<BaseStatus> & Record<string, unknown>) | null;
+export type StatusMutation<R extends Resource = Resource> = (resource: Stored<R>) => (Partial<BaseStatus> & Record<string, unknown>) | null;
 
 /** Where the Kubernetes Events of each status change go (controllers/events-recorder.ts). */
 export interface EventRecorder {
@@ -32,13 +35,9 @@ export class ResourceWriter {
   /** Creates a resource in its first state; its creation event is in the same write. */
   async create(family: AnyFamily, team: string, spec: object, actor: string, id = newId(family.idPrefix)): Promise<Resource> {
     const now = new Date().toISOString();
-    const draft = {
-      meta: { kind: family.kind, id, team, resourceVersion: '', generation: 1, createdAt: now, updatedAt: now, labels: {} },
-      spec,
-      status: {},
-    } as Resource;
-    const status = this.firstStatus(family, draft, actor);
-    const created = (await this.store.create({ meta: { kind: family.kind, id, team }, spec, status })) as Resource;
+    const meta = { kind: family.kind, id, team, resourceVersion: '', generation: 1, createdAt: now, updatedAt: now, labels: {} };
+    const status = this.firstStatus(family, { meta, spec }, undefined, actor);
+    const created = await this.store.create({ meta: { kind: family.kind, id, team }, spec, status });
     this.report(family, undefined, created);
     return created;
   }
@@ -52,9 +51,10 @@ export class ResourceWriter {
    * `failed`, and a refusal again keeps the observed config, since none was applied.
    */
   async initialize(family: AnyFamily, resource: Resource, actor: string, refusal?: string): Promise<Resource> {
-    const status = this.firstStatus(family, resource, actor, refusal);
-    const written = (await this.store.updateStatus({ ...resource, status })) as Resource;
-    this.report(family, resource.status?.status ? resource : undefined, written);
+    const previous = resource.status?.status ? resource : undefined;
+    const status = this.firstStatus(family, resource, previous, actor, refusal);
+    const written = await this.store.updateStatus({ ...resource, status });
+    this.report(family, previous, written);
     return written;
   }
 
@@ -64,42 +64,51 @@ export class ResourceWriter {
     for (const event of objectEventsForChange(family, previous, next)) this.events.record(next, event);
   }
 
-  private firstStatus(family: AnyFamily, resource: Resource, actor: string, refusal?: string): BaseStatus {
-    const previous = resource.status?.status ? resource : undefined;
+  /** The first status of `resource`; `previous`: the resource as it was, when it had one (a refused one judged again). */
+  private firstStatus(
+    family: AnyFamily,
+    resource: Pick<Resource, 'meta' | 'spec'>,
+    previous: Resource | undefined,
+    actor: string,
+    refusal?: string,
+  ): BaseStatus {
     const refused = refusal !== undefined;
-    const status: BaseStatus & Record<string, unknown> = {
+    const first: BaseStatus = {
       ...family.initialStatus(resource.spec),
       status: refused ? 'failed' : (family.firstState?.(resource.spec) ?? family.states[0]),
       status_reason: refusal ?? null,
       observed_generation: resource.meta.generation,
-      observed_config: refused && previous ? previous.status.observed_config : configHash(family, resource.spec as Record<string, unknown>),
+      observed_config: refused && previous ? previous.status.observed_config : configHash(family, resource.spec),
       deleted_at: null,
       conditions: previous?.status.conditions ?? [],
       pending_events: [],
     };
-    const next = { ...resource, status } as Resource;
-    status.conditions = conditionsFor(family, next, status, refused);
+    const status = { ...first, conditions: conditionsFor(family, { ...resource, status: first }, first, refused) };
     // Events not yet relayed stay in the outbox.
-    status.pending_events = [...(previous?.status.pending_events ?? []), ...buildEvents(family, previous, next, actor)];
-    return status;
+    return { ...status, pending_events: [...(previous?.status.pending_events ?? []), ...buildEvents(family, previous, { ...resource, status }, actor)] };
   }
 
   /**
    * Applies `mutate` to the latest version of the resource and writes the status,
    * re-reading and retrying when another writer got there first.
    */
-  async mutateStatus<R extends Resource>(family: AnyFamily, team: string, id: string, mutate: StatusMutation<R>, actor: string): Promise<R> {
-    return this.onLatest<R, R>(family, team, id, async (current) => {
+  async mutateStatus<R extends Resource>(family: AnyFamily, team: string, id: string, mutate: StatusMutation<R>, actor: string): Promise<Stored<R>> {
+    return this.onLatest<R, Stored<R>>(family, team, id, async (current) => {
       const changes = mutate(current);
-      return changes ? ((await this.writeStatus(family, current, changes, actor)) as R) : current;
+      return changes ? this.writeStatus(family, current, changes, actor) : current;
     });
   }
 
   /** Writes the spec; a change of it is reconciled (and reported) by the family's reconciler. */
-  async mutateSpec<R extends Resource>(family: AnyFamily, team: string, id: string, mutate: (resource: R) => Record<string, unknown> | null): Promise<R> {
-    return this.onLatest<R, R>(family, team, id, async (current) => {
+  async mutateSpec<R extends Resource>(
+    family: AnyFamily,
+    team: string,
+    id: string,
+    mutate: (resource: Stored<R>) => Record<string, unknown> | null,
+  ): Promise<Stored<R>> {
+    return this.onLatest<R, Stored<R>>(family, team, id, async (current) => {
       const spec = mutate(current);
-      return spec ? ((await this.store.update({ ...current, spec })) as R) : current;
+      return spec ? this.store.update({ ...current, spec }) : current;
     });
   }
 
@@ -119,9 +128,9 @@ export class ResourceWriter {
    * Applies `write` to the latest version of the resource, reading it again and retrying
    * when another writer got there first (a resourceVersion conflict).
    */
-  private async onLatest<R extends Resource, T>(family: AnyFamily, team: string, id: string, write: (current: R) => Promise<T>): Promise<T> {
+  private async onLatest<R extends Resource, T>(family: AnyFamily, team: string, id: string, write: (current: Stored<R>) => Promise<T>): Promise<T> {
     for (let attempt = 0; ; attempt++) {
-      const current = (await this.store.get(family.kind, team, id)) as R | undefined;
+      const current = await this.store.get<R['spec'], R['status']>(family.kind, team, id);
       if (!current) throw notFound(family.name, id);
       try {
         return await write(current);
@@ -131,13 +140,12 @@ export class ResourceWriter {
     }
   }
 
-  private async writeStatus(family: AnyFamily, current: Resource, changes: Record<string, unknown>, actor: string): Promise<Resource> {
-    const status = { ...current.status, ...changes };
-    const next = { ...current, status };
-    status.conditions = conditionsFor(family, next, status);
+  private async writeStatus<R extends Resource>(family: AnyFamily, current: Stored<R>, changes: Record<string, unknown>, actor: string): Promise<Stored<R>> {
+    const changed: R['status'] = { ...current.status, ...changes };
+    const status: R['status'] = { ...changed, conditions: conditionsFor(family, { ...current, status: changed }, changed) };
     // `changes` may add events of its own to the outbox (a delivery's webhook.delivery_failed).
-    status.pending_events = [...(status.pending_events ?? []), ...buildEvents(family, current, next, actor)];
-    const written = (await this.store.updateStatus(next)) as Resource;
+    const pending_events = [...(status.pending_events ?? []), ...buildEvents(family, current, { ...current, status }, actor)];
+    const written = await this.store.updateStatus<R['spec'], R['status']>({ ...current, status: { ...status, pending_events } });
     this.report(family, current, written);
     return written;
   }

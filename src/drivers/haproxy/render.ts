@@ -119,7 +119,8 @@ export function renderHaproxyConfig(desired: LoadBalancerDesired, options: Rende
   if (!protocol) throw new Error(`no HAProxy mode for protocol '${desired.protocol}'`);
   const balance = BALANCE[desired.algorithm];
   if (!balance) throw new Error(`no HAProxy balance for algorithm '${desired.algorithm}'`);
-  if (protocol.tls && !options.certificateFile) throw new Error('an https load balancer needs a certificate file');
+  const certificate = protocol.tls ? options.certificateFile : null;
+  if (protocol.tls && !certificate) throw new Error('an https load balancer needs a certificate file');
   const t = { ...DEFAULT_TIMEOUTS, ...options.timeouts };
   const http = protocol.mode === 'http';
   const sticky = desired.sticky_sessions;
@@ -153,7 +154,7 @@ export function renderHaproxyConfig(desired: LoadBalancerDesired, options: Rende
   const listen = options.listen ?? {};
   const bind = `bind ${hostPort(listen.address ?? '*', listen.port ?? desired.port)}`;
   const frontend = [
-    protocol.tls ? `${bind} ssl crt ${quoted(options.certificateFile as string)} alpn h2,http/1.1` : bind,
+    certificate ? `${bind} ssl crt ${quoted(certificate)} alpn h2,http/1.1` : bind,
     ...(http ? ['option forwardfor', `http-request set-header X-Forwarded-Proto ${protocol.tls ? 'https' : 'http'}`] : []),
     `default_backend ${BACKEND_NAME}`,
   ];

@@ -11,6 +11,7 @@
 import { KubernetesObject, KubernetesObjectApi, KubeConfig, PatchStrategy } from '@kubernetes/client-node';
 import { OutcomeWindow } from '../health';
 import { Answer, callApi } from './objects';
+import { isRecord } from '../../lib/unknown-values';
 
 export const FIELD_MANAGER = 'cloudplane';
 export const DEFAULT_REQUEST_TIMEOUT_MS = 10_000;
@@ -29,9 +30,8 @@ export function holdsDesired(live: unknown, desired: unknown): boolean {
     return Array.isArray(live) && live.length === desired.length && desired.every((d, i) => holdsDesired(live[i], d));
   }
   if (desired !== null && typeof desired === 'object') {
-    if (live === null || typeof live !== 'object' || Array.isArray(live)) return false;
-    const l = live as Record<string, unknown>;
-    return Object.entries(desired as Record<string, unknown>).every(([key, value]) => holdsDesired(l[key], value));
+    if (!isRecord(live)) return false;
+    return Object.entries(desired).every(([key, value]) => holdsDesired(live[key], value));
   }
   return live === desired;
 }

@@ -20,6 +20,7 @@ import type { Logger } from 'pino';
 import type { BackupDriver, BackupSubject, OperationProgress } from '../backup';
 import type { DriverHealth, ExternalRecord } from '../types';
 import { OutcomeWindow } from '../health';
+import { isRecord } from '../../lib/unknown-values';
 import { callApi, madeFor, managedLabels, ownerReferencesOf, placementOf } from './objects';
 
 export const SNAPSHOT_GROUP = 'snapshot.storage.k8s.io';
@@ -49,6 +50,23 @@ interface VolumeSnapshotObject {
 }
 
 const isSnapshotRecord = (external: ExternalRecord | null): boolean => external?.method === 'volume_snapshot';
+
+/**
+ * Where a VolumeSnapshot backup's snapshots are, from its record; null for a backup the
+ * fallback took. Read leniently (anyone with kubectl could have edited the record): one
+ * that says it is a snapshot record but does not say where its snapshots are is refused.
+ */
+function recordedSnapshots(external: ExternalRecord | null): Pick<SnapshotRecord, 'namespace' | 'snapshots'> | null {
+  if (!external || !isSnapshotRecord(external)) return null;
+  const { namespace, snapshots } = external;
+  const named = Array.isArray(snapshots)
+    ? snapshots.flatMap((s) => (isRecord(s) && typeof s.name === 'string' && typeof s.claim === 'string' ? [{ name: s.name, claim: s.claim }] : []))
+    : [];
+  if (typeof namespace !== 'string' || !Array.isArray(snapshots) || named.length !== snapshots.length) {
+    throw new Error("the backup's VolumeSnapshot record does not say where its snapshots are");
+  }
+  return { namespace, snapshots: named };
+}
 
 export class VolumeSnapshotBackupDriver implements BackupDriver {
   private readonly core: CoreV1Api;
@@ -90,8 +108,8 @@ export class VolumeSnapshotBackupDriver implements BackupDriver {
   }
 
   async observe(backup: BackupSubject): Promise<OperationProgress> {
-    if (!isSnapshotRecord(backup.external)) return this.o.fallback.observe(backup);
-    const record = backup.external as unknown as SnapshotRecord;
+    const record = recordedSnapshots(backup.external);
+    if (!record) return this.o.fallback.observe(backup);
     for (const snapshot of record.snapshots) {
       const live = await this.readSnapshot(record.namespace, snapshot.name);
       if (!live || !madeFor(live.metadata, backup.id)) return { state: 'failed', reason: `the VolumeSnapshot ${record.namespace}/${snapshot.name} is gone` };
@@ -117,8 +135,8 @@ export class VolumeSnapshotBackupDriver implements BackupDriver {
   }
 
   async release(backup: BackupSubject): Promise<boolean> {
-    if (!isSnapshotRecord(backup.external)) return this.o.fallback.release(backup);
-    const record = backup.external as unknown as SnapshotRecord;
+    const record = recordedSnapshots(backup.external);
+    if (!record) return this.o.fallback.release(backup);
     for (const snapshot of record.snapshots) {
       // API call: backup driver: VolumeSnapshots
       await callApi(

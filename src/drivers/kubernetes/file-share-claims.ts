@@ -26,6 +26,7 @@ import type { DriverHealth, ExternalRecord, Managed, Observation, Step } from '.
 import { AppliedObjects, holdsDesired, ObjectHeader } from './applied';
 import { madeFor, managedLabels, ownerReferencesOf, Placement, placementOf } from './objects';
 import { Changed, MadeWatchOptions, watchMade } from './made-watch';
+import { isRecord } from '../../lib/unknown-values';
 
 const DEFAULT_POLL_MS = 2_000;
 /** How long a refused expansion to a size waits before it is asked again. */
@@ -56,11 +57,12 @@ type Share = Managed<FileShareDesired>;
 /** The record as stored, read leniently: anyone with kubectl could have edited it. */
 export function claimRecordOf(external: ExternalRecord | null): FileShareClaimRecord | null {
   if (!external) return null;
-  const refused = external.refused as Record<string, unknown> | null | undefined;
-  const valid = refused && typeof refused.size_gb === 'number' && typeof refused.reason === 'string' && typeof refused.at === 'string';
+  const { refused } = external;
+  const { size_gb, reason, at } = isRecord(refused) ? refused : {};
+  const valid = typeof size_gb === 'number' && typeof reason === 'string' && typeof at === 'string';
   return {
     storage_class: typeof external.storage_class === 'string' ? external.storage_class : null,
-    refused: valid ? { size_gb: refused.size_gb as number, reason: refused.reason as string, at: refused.at as string } : null,
+    refused: valid ? { size_gb, reason, at } : null,
   };
 }
 

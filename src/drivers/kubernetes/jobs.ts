@@ -25,6 +25,7 @@ import { OutcomeWindow } from '../health';
 import type { JobExecutor, JobRun, JobSpecForRun } from '../job';
 import type { DriverHealth } from '../types';
 import { httpCode } from '../../store/kubernetes/http-code';
+import { messageOf } from '../../lib/unknown-values';
 import { CronJobSchedules } from './cron-jobs';
 
 export const CONTAINER_NAME = 'job';
@@ -188,7 +189,7 @@ export class KubernetesJobExecutor implements JobExecutor {
     } catch (err) {
       // 400: the container has not started yet; 404: the Pod went meanwhile. Both are usual.
       if (httpCode(err) !== 400 && httpCode(err) !== 404)
-        this.o.logger.warn({ namespace, pod: newest.metadata.name, err: (err as Error).message }, 'could not read the log of a Pod');
+        this.o.logger.warn({ namespace, pod: newest.metadata.name, err: messageOf(err) }, 'could not read the log of a Pod');
       return null;
     }
   }
@@ -283,7 +284,7 @@ export class KubernetesJobExecutor implements JobExecutor {
     try {
       return (await this.call(() => this.core.listNamespacedPod({ namespace, labelSelector: `${POD_JOB_NAME_LABEL}=${jobName}` }))).items;
     } catch (err) {
-      this.o.logger.warn({ namespace, job: jobName, err: (err as Error).message }, 'could not read the Pods of a Job');
+      this.o.logger.warn({ namespace, job: jobName, err: messageOf(err) }, 'could not read the Pods of a Job');
       return undefined;
     }
   }
@@ -329,7 +330,7 @@ export class KubernetesJobExecutor implements JobExecutor {
       const code = httpCode(err);
       // A refusal (404, 409) is the API server answering; only no answer or a 5xx counts against it.
       if (code !== undefined && code < 500) this.outcomes.succeeded();
-      else this.outcomes.failed(`the Kubernetes API server did not answer: ${(err as Error).message}`, code !== undefined);
+      else this.outcomes.failed(`the Kubernetes API server did not answer: ${messageOf(err)}`, code !== undefined);
       throw err;
     }
   }

@@ -39,6 +39,7 @@ import {
 import { madeFor, Placement, placementOf } from './objects';
 import { Changed, MadeWatchOptions, watchMade } from './made-watch';
 import { isAvailable, isServing, podBaseUrl, selectorOf, stalledRollout } from './deployed-pods';
+import { messageOf } from '../../lib/unknown-values';
 
 export interface HaproxyLoadBalancerDriverOptions extends MadeWatchOptions {
   kubeConfig: KubeConfig;
@@ -195,14 +196,18 @@ export class HaproxyLoadBalancerDriver implements LoadBalancerDriver {
   }
 
   private async readLive(placement: Placement): Promise<Live> {
-    const header = (apiVersion: string, kind: string): ObjectHeader => ({ apiVersion, kind, metadata: placement });
+    const header = ({ apiVersion, kind }: (typeof KINDS)[number]): ObjectHeader => ({ apiVersion, kind, metadata: placement });
     // Settled, not raced: each read's outcome counts into the health before the caller goes on.
-    const [service, deployment, configMap] = await Promise.allSettled(KINDS.map(({ apiVersion, kind }) => this.objects.read(header(apiVersion, kind))));
-    const value = <T>(read: PromiseSettledResult<unknown>): T | null => {
+    const [service, deployment, configMap] = await Promise.allSettled([
+      this.objects.read<V1Service>(header(KINDS[0])),
+      this.objects.read<V1Deployment>(header(KINDS[1])),
+      this.objects.read<V1ConfigMap>(header(KINDS[2])),
+    ]);
+    const value = <T>(read: PromiseSettledResult<T | null>): T | null => {
       if (read.status === 'rejected') throw read.reason;
-      return read.value as T | null;
+      return read.value;
     };
-    return { service: value<V1Service>(service), deployment: value<V1Deployment>(deployment), configMap: value<V1ConfigMap>(configMap) };
+    return { service: value(service), deployment: value(deployment), configMap: value(configMap) };
   }
 
   /** The certificate to mount (null for http and tcp), or why there is none to mount. */
@@ -240,7 +245,7 @@ export class HaproxyLoadBalancerDriver implements LoadBalancerDriver {
     try {
       return await readServerStats(source, this.o.statsTimeoutMs ?? DEFAULT_STATS_TIMEOUT_MS);
     } catch (err) {
-      this.o.logger.debug({ id: resource.id, pod: pod.metadata?.name, err: (err as Error).message }, "could not read an HAProxy Pod's stats");
+      this.o.logger.debug({ id: resource.id, pod: pod.metadata?.name, err: messageOf(err) }, "could not read an HAProxy Pod's stats");
       return null;
     }
   }

@@ -17,6 +17,7 @@ import { KubeObject } from '../../store/kubernetes/watcher';
 import { ID_LABEL, teamOfNamespace } from '../../store/kubernetes/names';
 import { Collection, NamespacedWatches } from '../../store/kubernetes/namespaced-watches';
 import { TeamNamespaces } from '../../store/kubernetes/team-namespaces';
+import { fieldOf } from '../../lib/unknown-values';
 
 export type MadeKind = Collection;
 
@@ -35,8 +36,8 @@ export function watchMade(o: MadeWatchOptions, kinds: MadeKind[], changed: Chang
   const own = o.watches ? null : new NamespacedWatches(new TeamNamespaces(o), o);
   const watches = o.watches ?? own!;
   const tell = (object: KubeObject) => {
-    const id = (object.metadata.labels as Record<string, string> | undefined)?.[ID_LABEL];
-    if (id && object.metadata.namespace) changed(teamOfNamespace(object.metadata.namespace, o.systemNamespace), id);
+    const id = fieldOf(object.metadata.labels, ID_LABEL);
+    if (typeof id === 'string' && id && object.metadata.namespace) changed(teamOfNamespace(object.metadata.namespace, o.systemNamespace), id);
   };
   // A relist (at the start, after 410 Gone) may have missed deletions: each resource is looked at again.
   const follows = kinds.map((kind) => watches.follow(kind, { replace: (_namespace, items) => items.forEach(tell), upsert: tell, remove: tell }));

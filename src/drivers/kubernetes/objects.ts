@@ -10,6 +10,7 @@ import { ID_LABEL, namespaceOfTeam, objectName } from '../../store/kubernetes/na
 import { Managed, Owner, OwnerRefusal } from '../types';
 import type { OutcomeWindow } from '../health';
 import { httpCode } from '../../store/kubernetes/http-code';
+import { fieldOf, messageOf } from '../../lib/unknown-values';
 
 export const MANAGED_BY_LABEL = 'app.kubernetes.io/managed-by';
 export const MANAGED_BY = 'cloudplane';
@@ -52,7 +53,7 @@ export function madeFor(metadata: V1ObjectMeta | undefined, id: string): boolean
 
 /** What the API server said in its Status, or the error's own message when it said nothing. */
 function refusalMessage(err: unknown, code: number | undefined): string {
-  let body = (err as { body?: unknown })?.body;
+  let body = fieldOf(err, 'body');
   if (typeof body === 'string') {
     try {
       body = JSON.parse(body);
@@ -60,8 +61,8 @@ function refusalMessage(err: unknown, code: number | undefined): string {
       // Not a Status: the text itself.
     }
   }
-  const said = typeof body === 'object' && body !== null ? (body as { message?: unknown }).message : body;
-  const message = typeof said === 'string' && said ? said : ((err as Error)?.message ?? String(err));
+  const said = typeof body === 'object' && body !== null ? fieldOf(body, 'message') : body;
+  const message = typeof said === 'string' && said ? said : (messageOf(err) ?? String(err));
   return code === undefined ? message : `HTTP ${code}: ${message}`;
 }
 

@@ -51,6 +51,7 @@ import {
 import { madeFor, Placement, placementOf } from './objects';
 import { Changed, MadeWatchOptions, watchMade } from './made-watch';
 import { isAvailable, isServing, podBaseUrl, selectorOf, stalledRollout } from './deployed-pods';
+import { messageOf } from '../../lib/unknown-values';
 
 export interface VpnGatewayTunnelDriverOptions extends MadeWatchOptions {
   kubeConfig: KubeConfig;
@@ -236,7 +237,7 @@ export class VpnGatewayTunnelDriver implements VpnGatewayDriver {
       if (!status) throw new Error("an answer that is not the agent's status");
       return status;
     } catch (err) {
-      this.o.logger.debug({ id: resource.id, pod: pod.metadata?.name, err: (err as Error).message }, "could not read a VPN agent's status");
+      this.o.logger.debug({ id: resource.id, pod: pod.metadata?.name, err: messageOf(err) }, "could not read a VPN agent's status");
       return null;
     }
   }

@@ -163,7 +163,7 @@ export class S3BucketDriver implements BucketDriver {
 
   /** Whether the bucket still holds objects, which deleting it would destroy. */
   async holdsData(resource: Pick<Managed<BucketSpec>, 'id' | 'team' | 'external'>): Promise<boolean> {
-    const { bucket, refused } = (resource.external ?? {}) as BucketExternal;
+    const { bucket, refused } = this.externalOf(resource);
     if (!bucket || refused) return false;
     const listed = await this.call(resource, () => this.client.send(new ListObjectsV2Command({ Bucket: bucket, MaxKeys: 1 })), 'NoSuchBucket');
     const uploads =

@@ -3,6 +3,7 @@
  * (Principal "*") read the bucket's objects (s3:GetObject), and nothing else: no listing,
  * no writes. `public: false` is no policy at all.
  */
+import { isRecord } from '../../lib/unknown-values';
 
 export function publicReadPolicy(bucket: string): string {
   return JSON.stringify({
@@ -15,8 +16,7 @@ const asList = (value: unknown): unknown[] => (Array.isArray(value) ? value : [v
 
 /** Principal "*", or {"AWS": "*"} as servers may give it back. */
 const isAnyone = (principal: unknown): boolean =>
-  principal === '*' ||
-  (typeof principal === 'object' && principal !== null && asList((principal as { AWS?: unknown }).AWS).every((p) => p === '*') && 'AWS' in principal);
+  principal === '*' || (typeof principal === 'object' && principal !== null && 'AWS' in principal && asList(principal.AWS).every((p) => p === '*'));
 
 /**
  * Whether a policy read back from the endpoint is exactly the public-read grant, compared
@@ -32,8 +32,9 @@ export function isPublicReadPolicy(text: string, bucket: string): boolean {
   }
   const statements = asList(policy.Statement);
   if (statements.length !== 1) return false;
-  const statement = statements[0] as Record<string, unknown>;
+  const statement = statements[0];
   return (
+    isRecord(statement) &&
     statement.Effect === 'Allow' &&
     isAnyone(statement.Principal) &&
     statement.NotPrincipal === undefined &&

@@ -4,11 +4,16 @@
  * at its rate (CLOUDPLANE_SIM_FAILURES `backup=`), decided when the operation starts and
  * kept in the backup's record, as every simulated operation.
  */
+import { Type } from '@sinclair/typebox';
+import { Value } from '@sinclair/typebox/value';
 import type { BackupDriver, BackupSubject, OperationProgress } from '../backup';
 import type { DriverHealth, ExternalRecord } from '../types';
 import type { SimulatedOperation, Simulation } from './simulation';
 
 const FAMILY = 'backup';
+
+/** An operation as `begin` records it; anything else in its place was not started here. */
+const RecordedOperation = Type.Object({ name: Type.String(), started_at: Type.String(), fails: Type.Optional(Type.Boolean()) });
 
 export class SimulatedBackupDriver implements BackupDriver {
   constructor(private readonly sim: Simulation) {}
@@ -43,8 +48,8 @@ export class SimulatedBackupDriver implements BackupDriver {
   }
 
   private progressOf(backup: BackupSubject, name: string): OperationProgress {
-    const op = backup.external?.[name] as SimulatedOperation | undefined;
-    if (!op) return { state: 'failed', reason: `the simulated ${name} was never started` };
+    const op = backup.external?.[name];
+    if (!Value.Check(RecordedOperation, op)) return { state: 'failed', reason: `the simulated ${name} was never started` };
     const progress = this.sim.progress(FAMILY, backup.id, op);
     return progress.state === 'pending' ? { state: 'pending', pollAfterMs: progress.remainingMs } : progress;
   }
