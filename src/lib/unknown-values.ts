@@ -14,3 +14,6 @@ export function messageOf(err: unknown): string | undefined {
   const message = fieldOf(err, 'message');
   return typeof message === 'string' ? message : undefined;
 }
+
+/** The `code` of a thrown value: an errno name from Node (`EEXIST`), an HTTP status from the Kubernetes client. */
+export const codeOf = (err: unknown): unknown => fieldOf(err, 'code');

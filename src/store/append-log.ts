@@ -6,7 +6,7 @@
  */
 import fs from 'node:fs';
 import path from 'node:path';
-import { codeOf } from './unknown-values';
+import { codeOf } from '../lib/unknown-values';
 
 const NEWLINE = 0x0a;
 /** The new log of a rewrite() is written under this suffix, then renamed over the log. */

@@ -19,7 +19,6 @@ import { onlyOutboxDiffers } from './outbox-only';
 import { EncryptionKeys, loadKeyring } from './encryption-key';
 import { isSealed, SecretBox, SecretKeyError } from './secret-box';
 import { ListedKind, ListIndexes } from './list-index';
-import { isRecord } from './unknown-values';
 import {
   AlreadyExistsError,
   ConflictError,
@@ -72,7 +71,8 @@ const teamOfKey = (key: string) => {
 };
 
 function deepFreeze<T>(value: T): T {
-  if (isRecord(value) && !Object.isFrozen(value)) {
+  // Arrays too: a stored object's lists are as frozen as its members.
+  if (typeof value === 'object' && value !== null && !Object.isFrozen(value)) {
     Object.freeze(value);
     for (const child of Object.values(value)) deepFreeze(child);
   }

@@ -13,7 +13,7 @@
  */
 import { connect, Events, JSONCodec, KV, NatsConnection } from 'nats';
 import type { SharedRecord, SharedRecords } from './shared-records';
-import { isRecord, messageOf } from './unknown-values';
+import { isRecord, messageOf } from '../lib/unknown-values';
 
 export interface NatsSharedRecordsOptions {
   servers: string[];

@@ -6,7 +6,7 @@
  * by member (sameJsonApartFrom) rather than serialising both statuses whole.
  */
 import { sameJsonApartFrom } from '../lib/canonical-json';
-import { isRecord } from './unknown-values';
+import { isRecord } from '../lib/unknown-values';
 
 const OUTBOX_MEMBERS: ReadonlySet<string> = new Set(['pending_events', 'updated_at']);
 

@@ -9,7 +9,7 @@
  */
 import { createCipheriv, createDecipheriv, createHmac, randomBytes } from 'node:crypto';
 import { KEY_BYTES } from '../lib/secret-key';
-import { isRecord } from './unknown-values';
+import { isRecord } from '../lib/unknown-values';
 
 const NONCE_BYTES = 12;
 const TAG_BYTES = 16;

@@ -4,7 +4,7 @@
  * interface only, and rely on Kubernetes semantics: resourceVersion preconditions,
  * generation bumped by spec changes only, status written separately, and a watch.
  */
-import { messageOf } from './unknown-values';
+import { messageOf } from '../lib/unknown-values';
 
 export interface ObjectMeta {
   /** Family kind, e.g. `LoadBalancer`. */

@@ -1,4 +1,4 @@
-import { codeOf } from '../unknown-values';
+import { codeOf } from '../../lib/unknown-values';
 
 /** Kubernetes answers with an HTTP code in `code`; a network failure has none. */
 export function httpCode(err: unknown): number | undefined {

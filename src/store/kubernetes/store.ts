@@ -36,7 +36,7 @@ import { ListedKind, ListIndexes } from '../list-index';
 import { sameJson } from '../../lib/canonical-json';
 import { onlyOutboxDiffers } from '../outbox-only';
 import { httpCode } from './http-code';
-import { messageOf } from '../unknown-values';
+import { messageOf } from '../../lib/unknown-values';
 import { TeamPartition } from '../team-partition';
 import { NamespacedWatches } from './namespaced-watches';
 import { TeamNamespaceBinding, TeamNamespaces } from './team-namespaces';

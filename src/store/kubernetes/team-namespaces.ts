@@ -17,7 +17,7 @@ import { backoffMs } from '../../lib/backoff';
 import { CollectionWatcher, KubeObject } from './watcher';
 import { httpCode } from './http-code';
 import { MANAGED_BY } from './names';
-import { messageOf } from '../unknown-values';
+import { messageOf } from '../../lib/unknown-values';
 
 /** Whom the operator binds the team-namespace ClusterRole to in each namespace it makes. */
 export interface TeamNamespaceBinding {

@@ -8,7 +8,7 @@
 import { Watch } from '@kubernetes/client-node';
 import type { Logger } from 'pino';
 import { backoffMs } from '../../lib/backoff';
-import { isRecord, messageOf } from '../unknown-values';
+import { isRecord, messageOf } from '../../lib/unknown-values';
 
 export interface KubeObject {
   apiVersion?: string;
