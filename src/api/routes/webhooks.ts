@@ -170,7 +170,7 @@ export function registerWebhookRoutes(app: ApiApp, ctx: ApiContext): void {
       await ctx.writer.mutateSpec<Webhook>(webhookFamily, team, id, (current) => {
         assertChangeable(webhookFamily, current);
         const spec = webhookFamily.applyUpdate!(current.spec, patch, rules);
-        return sameJson(spec, current.spec) ? null : (spec as unknown as Record<string, unknown>);
+        return sameJson(spec, current.spec) ? null : { ...spec };
       });
       const updated = await settle(ctx.writer, team, id, key, patch.active === true);
       return send(ctx, request, reply, 200, webhookFamily.toRecord(updated));
