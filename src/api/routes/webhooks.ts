@@ -370,7 +370,10 @@ async function requeue(ctx: ApiContext, team: string, deliveries: Delivery[], ac
       );
     } catch (err) {
       // Gone (retention) or the store failed: calling recover again picks up what is still failed.
-      ctx.logger.warn({ delivery_id: delivery.meta.id, err: (err as Error).message }, 'webhook recover: a delivery could not be re-queued');
+      ctx.logger.warn(
+        { delivery_id: delivery.meta.id, err: err instanceof Error ? err.message : String(err) },
+        'webhook recover: a delivery could not be re-queued',
+      );
     }
   }
 }
