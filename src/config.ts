@@ -17,7 +17,7 @@ import {
   ServerPlanResourcesSchema,
 } from './lib/server-catalog';
 import { Value } from '@sinclair/typebox/value';
-import type { TSchema } from '@sinclair/typebox';
+import type { Static, TSchema } from '@sinclair/typebox';
 
 export interface SimulationConfig {
   /** Base provisioning delay of the simulated provider. */
@@ -396,17 +396,19 @@ function drivers(env: Env): DriverConfig {
 }
 
 /** A JSON value of a given shape, or the fallback when unset. */
-function json<T>(env: Env, name: string, schema: TSchema, fallback: T, example: string): T {
+function json<S extends TSchema>(env: Env, name: string, schema: S, fallback: Static<S>, example: string): Static<S> {
   const raw = env[name];
   if (!raw) return fallback;
   let value: unknown;
   try {
     value = JSON.parse(raw);
   } catch (err) {
-    throw new Error(`${name} must be JSON such as ${example}: ${(err as Error).message}`);
+    // JSON.parse throws nothing but SyntaxErrors.
+    if (!(err instanceof SyntaxError)) throw err;
+    throw new Error(`${name} must be JSON such as ${example}: ${err.message}`);
   }
   if (!Value.Check(schema, value)) throw new Error(`${name} must be JSON such as ${example}; ${[...Value.Errors(schema, value)][0]?.path || '/'} is not`);
-  return value as T;
+  return value;
 }
 
 function serverPlans(env: Env): ServerPlanResources {
@@ -550,12 +552,15 @@ function s3(env: Env): S3Config {
   };
 }
 
+/** Seconds in each unit a duration may be written in. */
+const UNIT_SECONDS: Readonly<Record<string, number>> = { s: 1, m: 60, h: 3600, d: 86_400 };
+
 /** `7200`, `7200s`, `120m`, `2h` or `1d`: a duration, in seconds without a unit. */
 function duration(env: Env, name: string, fallbackMs: number): number {
   const raw = env[name];
   if (raw === undefined || raw === '') return fallbackMs;
   const match = /^(\d+)(s|m|h|d)?$/.exec(raw.trim());
-  const value = match ? Number(match[1]) * { s: 1, m: 60, h: 3600, d: 86_400 }[(match[2] ?? 's') as 's' | 'm' | 'h' | 'd'] * 1000 : 0;
+  const value = match ? Number(match[1]) * UNIT_SECONDS[match[2] ?? 's'] * 1000 : 0;
   if (!match || value <= 0 || !Number.isSafeInteger(value)) throw new Error(`${name} must be a duration above 0 such as 7200, 90m, 2h or 1d, got "${raw}"`);
   return value;
 }

@@ -145,7 +145,7 @@ export async function startService(config: Config, logger: Logger = createLogger
 
     return { app, ctx, url: `http://${host}:${port}`, bootstrap, stop: stopAll };
   } catch (err) {
-    await stopAll().catch((stopErr) => logger.error({ err: (stopErr as Error).message }, 'could not stop what had started'));
+    await stopAll().catch((stopErr) => logger.error({ err: stopErr instanceof Error ? stopErr.message : String(stopErr) }, 'could not stop what had started'));
     throw err;
   }
 }

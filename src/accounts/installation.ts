@@ -16,6 +16,6 @@ export async function installationTeamOf(store: Store): Promise<string | undefin
   const claim = await store.getSecret(SYSTEM_TEAM, BOOTSTRAP_CLAIM);
   if (claim?.team_id) return (await store.get(teamFamily.kind, claim.team_id, claim.team_id)) ? claim.team_id : undefined;
   // Installs older than the claim: the first team is the oldest.
-  const teams = (await store.list(teamFamily.kind)) as Team[];
+  const teams = await store.list<Team['spec'], Team['status']>(teamFamily.kind);
   return teams.sort((a, b) => a.meta.createdAt.localeCompare(b.meta.createdAt))[0]?.meta.team;
 }

@@ -48,7 +48,7 @@ export class InvitationMailer {
       });
       this.logger.info(log, 'member invited: invitation e-mailed');
     } catch (err) {
-      this.logger.warn({ ...log, err: (err as Error).message }, 'member invited: the invitation e-mail could not be sent');
+      this.logger.warn({ ...log, err: err instanceof Error ? err.message : String(err) }, 'member invited: the invitation e-mail could not be sent');
     }
   }
 

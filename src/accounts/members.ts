@@ -52,7 +52,7 @@ export async function findMember(deps: AccountDeps, team: string, id: string): P
 }
 
 export async function activeMembers(deps: AccountDeps, team: string): Promise<User[]> {
-  return ((await deps.store.list(userFamily.kind, team)) as User[]).filter(isActive);
+  return (await deps.store.list<User['spec'], User['status']>(userFamily.kind, team)).filter(isActive);
 }
 
 /** Whether `caller` may manage `target`'s keys: their own, or anyone's but an owner's as an admin, anyone's as an owner. */
@@ -91,7 +91,7 @@ export async function changeRole(deps: AccountDeps, caller: Principal, id: strin
     assertMayGrant(caller, role);
     if (target.spec.role === role) return target;
     if (target.spec.role === 'owner') await assertAnotherOwner(deps, caller.team, target);
-    const updated = (await updateAccount(deps, userFamily, caller.team, id, { role }, caller.key)) as User;
+    const updated = await updateAccount<User>(deps, userFamily, caller.team, id, { role }, caller.key);
     if (role !== 'owner') await handOverTeam(deps, caller.team, target, caller.key);
     return updated;
   });
@@ -110,7 +110,7 @@ export async function removeMember(deps: AccountDeps, caller: Principal, id: str
       (u) => (u.status.status === 'removed' ? null : { status: 'removed' }),
       caller.key,
     );
-    const keys = (await deps.store.list(apiKeyFamily.kind, caller.team)) as ApiKey[];
+    const keys = await deps.store.list<ApiKey['spec'], ApiKey['status']>(apiKeyFamily.kind, caller.team);
     for (const key of keys) {
       if (key.spec.user_id === id && key.status.status === 'active') await deps.authenticator.revoke(caller.team, key.meta.id, caller.key);
     }
@@ -139,17 +139,17 @@ async function handOverTeam(deps: AccountDeps, team: string, leaving: User, acto
  * request, which emits `<family>.updated` with the caller as actor (the account
  * reconciler leaves it to the request for a moment: controllers/api-settle-grace.ts).
  */
-export async function updateAccount(
+export async function updateAccount<R extends Resource = Resource>(
   deps: AccountDeps,
   family: AnyFamily,
   team: string,
   id: string,
   patch: Record<string, unknown>,
   actor: string,
-): Promise<Resource> {
+): Promise<R> {
   await deps.writer.mutateSpec(family, team, id, (current) => {
     const spec = family.applyUpdate!(current.spec, patch, ruleContextOf(deps.config));
     return sameJson(spec, current.spec) ? null : spec;
   });
-  return settleAccount(deps.writer, family, team, id, actor);
+  return settleAccount<R>(deps.writer, family, team, id, actor);
 }

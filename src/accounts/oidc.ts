@@ -154,8 +154,8 @@ export class OidcSignIn {
       const raw = Buffer.from(sealed, 'base64url');
       const decipher = createDecipheriv('aes-256-gcm', this.sealKey, raw.subarray(0, 12));
       decipher.setAuthTag(raw.subarray(12, 28));
-      const flow = JSON.parse(Buffer.concat([decipher.update(raw.subarray(28)), decipher.final()]).toString('utf8')) as SignInFlow;
-      return typeof flow.state === 'string' && typeof flow.verifier === 'string' && typeof flow.returnTo === 'string' ? flow : null;
+      const flow: unknown = JSON.parse(Buffer.concat([decipher.update(raw.subarray(28)), decipher.final()]).toString('utf8'));
+      return isSignInFlow(flow) ? flow : null;
     } catch {
       return null;
     }
@@ -194,18 +194,40 @@ export class OidcSignIn {
 /** The error and its causes, which say what actually failed (openid-client's own message can be "something went wrong"). */
 function describe(err: unknown): string {
   const parts: string[] = [];
-  for (let e = err as { message?: string; cause?: unknown; code?: string } | undefined; e && parts.length < 4; e = e.cause as typeof e) {
-    if (e.message) parts.push(e.code ? `${e.message} (${e.code})` : e.message);
+  for (let e: unknown = err; typeof e === 'object' && e !== null && parts.length < 4; e = 'cause' in e ? e.cause : undefined) {
+    const message = 'message' in e ? e.message : undefined;
+    const code = 'code' in e ? e.code : undefined;
+    if (typeof message === 'string' && message) parts.push(code ? `${message} (${String(code)})` : message);
   }
   return parts.join(': ') || String(err);
 }
 
 function isUnreachable(err: unknown): boolean {
-  const cause = (err as { cause?: { code?: string } }).cause;
+  if (typeof err !== 'object' || err === null) return false;
+  const cause = 'cause' in err ? err.cause : undefined;
+  const code = typeof cause === 'object' && cause !== null && 'code' in cause ? cause.code : undefined;
   return (
     (err instanceof TypeError && err.message === 'fetch failed') ||
-    (typeof cause?.code === 'string' && /^(ECONNREFUSED|ECONNRESET|ENOTFOUND|ETIMEDOUT|EAI_AGAIN|UND_ERR)/.test(cause.code)) ||
-    ['TimeoutError', 'AbortError'].includes((err as Error).name)
+    (typeof code === 'string' && /^(ECONNREFUSED|ECONNRESET|ENOTFOUND|ETIMEDOUT|EAI_AGAIN|UND_ERR)/.test(code)) ||
+    ('name' in err && (err.name === 'TimeoutError' || err.name === 'AbortError'))
+  );
+}
+
+/** A sign-in flow as seal() wrote it: every field there, with its type. */
+function isSignInFlow(value: unknown): value is SignInFlow {
+  return (
+    typeof value === 'object' &&
+    value !== null &&
+    'state' in value &&
+    typeof value.state === 'string' &&
+    'nonce' in value &&
+    typeof value.nonce === 'string' &&
+    'verifier' in value &&
+    typeof value.verifier === 'string' &&
+    'returnTo' in value &&
+    typeof value.returnTo === 'string' &&
+    'exp' in value &&
+    typeof value.exp === 'number'
   );
 }
 

@@ -27,9 +27,10 @@ import { settleAccount } from './settle';
 const ACTOR = 'system';
 
 /** The rule of the API a stored spec breaks, as a message; null when it breaks none. */
-type AccountRule<R extends Resource> = (store: Store, resource: R) => Promise<string | null>;
+type AccountRule<R extends Resource> = (store: Store, resource: Resource<R['spec'], R['status']>) => Promise<string | null>;
 
-const activeMembers = async (store: Store, team: string) => ((await store.list(userFamily.kind, team)) as User[]).filter((u) => u.status.status === 'active');
+const activeMembers = async (store: Store, team: string) =>
+  (await store.list<User['spec'], User['status']>(userFamily.kind, team)).filter((u) => u.status.status === 'active');
 
 const teamRule: AccountRule<Team> = async (store, team) => {
   const owner = (await activeMembers(store, team.meta.team)).find((u) => u.meta.id === team.spec.owner_id);
@@ -64,7 +65,7 @@ export class AccountReconciler<R extends Resource> implements Reconciler {
   }
 
   async reconcile(team: string, id: string): Promise<ReconcileResult | void> {
-    const resource = (await this.store.get(this.kind, team, id)) as R | undefined;
+    const resource = await this.store.get<R['spec'], R['status']>(this.kind, team, id);
     // Made with kubectl and never taken in (see above), or settled. A refused one is judged
     // again on every pass (a resync, a change): the rule may hold by now (another owner made).
     if (!resource?.status?.status) return;

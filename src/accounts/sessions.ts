@@ -18,7 +18,7 @@ import { createHash, createHmac, randomBytes, timingSafeEqual } from 'node:crypt
 import type { Logger } from 'pino';
 import type { Store } from '../store/types';
 import type { SessionConfig } from '../config';
-import { apiKeyFamily, teamFamily, userFamily, ApiKey, KeyScope, Role, Team, User } from '../resources/accounts';
+import { apiKeyFamily, teamFamily, userFamily, ApiKey, KEY_SCOPES, KeyScope, Role, Team, User } from '../resources/accounts';
 import { ExpiringSet } from '../lib/expiring-set';
 import { hasPassed } from '../lib/timestamps';
 import { ApiError, forbidden, notFound } from '../lib/errors';
@@ -53,6 +53,15 @@ interface SessionRecord {
   created_at: string;
   expires_at: string;
   last_seen_at: string;
+}
+
+const ORIGINS: readonly string[] = ['oidc', 'api_key'] satisfies SessionOrigin[];
+const SCOPES: readonly string[] = KEY_SCOPES;
+const STRING_FIELDS = ['hash', 'email', 'team', 'user', 'created_at', 'expires_at', 'last_seen_at'] as const;
+
+/** Whether a secret's data is a session's record: every field there, origin and scope ones the service knows. */
+function isSessionRecord(data: Record<string, string> | undefined): data is Record<string, string> & SessionRecord {
+  return data !== undefined && ORIGINS.includes(data.via) && SCOPES.includes(data.scope) && STRING_FIELDS.every((field) => typeof data[field] === 'string');
 }
 
 /** An authenticated session: who it acts as, and what the session view shows. */
@@ -139,8 +148,8 @@ export class SessionManager {
     const hash = hashOf(token);
     const home = this.homeOf.get(hash) ?? (this.unknown.has(hash) ? undefined : await this.lookup(hash));
     if (!home) return null;
-    const record = (await this.store.getSecret(home, secretNameOf(hash))) as SessionRecord | undefined;
-    if (!record || !timingSafeEqual(Buffer.from(record.hash, 'hex'), Buffer.from(hash, 'hex'))) {
+    const record = await this.store.getSecret(home, secretNameOf(hash));
+    if (!isSessionRecord(record) || !timingSafeEqual(Buffer.from(record.hash, 'hex'), Buffer.from(hash, 'hex'))) {
       this.forget(hash);
       return null;
     }
@@ -168,11 +177,9 @@ export class SessionManager {
 
   /** The teams the session's person may act in: every team where their e-mail is an active user (only the key's team for a key's session). */
   async teamsOf(session: Pick<ActiveSession, 'record' | 'principal'>): Promise<TeamChoice[]> {
-    const users =
-      session.record.via === 'oidc'
-        ? await activeUsersByEmail(this.store, session.record.email)
-        : [(await this.store.get(userFamily.kind, session.principal.team, session.principal.user)) as User];
-    return this.choicesOf(users.filter(Boolean));
+    if (session.record.via === 'oidc') return this.choicesOf(await activeUsersByEmail(this.store, session.record.email));
+    const user = await this.store.get<User['spec'], User['status']>(userFamily.kind, session.principal.team, session.principal.user);
+    return this.choicesOf(user ? [user] : []);
   }
 
   /** Moves an identity provider's session to another team of the same person. */
@@ -186,8 +193,8 @@ export class SessionManager {
     const next: SessionRecord = { ...session.record, team: teamId, user: user.meta.id };
     // Only if the session is as it was read: a sign-out meanwhile must not be undone.
     if (!(await this.store.swapSecret(session.home, name, { ...session.record }, { ...next }))) {
-      const current = (await this.store.getSecret(session.home, name)) as SessionRecord | undefined;
-      if (!current) throw new ApiError(401, 'unauthorized', 'The session has ended; sign in again.');
+      const current = await this.store.getSecret(session.home, name);
+      if (!isSessionRecord(current)) throw new ApiError(401, 'unauthorized', 'The session has ended; sign in again.');
       if (!(await this.store.swapSecret(session.home, name, { ...current }, { ...current, team: teamId, user: user.meta.id }))) {
         throw new ApiError(409, 'resource_busy', 'The session changed meanwhile; try again.');
       }
@@ -211,7 +218,8 @@ export class SessionManager {
   async removeExpired(now = Date.now()): Promise<number> {
     let removed = 0;
     for (const secret of await this.store.listSecrets(SESSION_SECRET_PREFIX)) {
-      const record = secret.data as unknown as SessionRecord;
+      const record = secret.data;
+      if (!isSessionRecord(record)) continue;
       // The stored last use may lag by one resolution; a session is only removed once surely idle.
       const idleSince = Math.max(Date.parse(record.last_seen_at) || 0, this.lastSeen.get(record.hash) ?? 0);
       if (hasPassed(record.expires_at, now) || now - idleSince >= this.config.idleTimeoutMs + this.lastSeenResolutionMs) {
@@ -279,7 +287,7 @@ export class SessionManager {
 /** Active users with this e-mail (compared without case), in every team, oldest first. */
 export async function activeUsersByEmail(store: Store, email: string): Promise<User[]> {
   const wanted = email.toLowerCase();
-  const users = (await store.list(userFamily.kind)) as User[];
+  const users = await store.list<User['spec'], User['status']>(userFamily.kind);
   return users
     .filter((u) => u.status.status === 'active' && u.spec.email.toLowerCase() === wanted && !u.meta.deletionTimestamp)
     .sort((a, b) => a.meta.createdAt.localeCompare(b.meta.createdAt));

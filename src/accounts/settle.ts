@@ -19,24 +19,34 @@ export interface Judgement {
  * was judged: a refused one is observed without its configuration, so no `.updated` is
  * emitted and status_reason says why; a newer one waits for its own judgement.
  */
-export function settleAccount(writer: ResourceWriter, family: AnyFamily, team: string, id: string, actor: string, judgement?: Judgement): Promise<Resource> {
-  return writer.mutateStatus(
+export function settleAccount<R extends Resource = Resource>(
+  writer: ResourceWriter,
+  family: AnyFamily,
+  team: string,
+  id: string,
+  actor: string,
+  judgement?: Judgement,
+): Promise<R> {
+  return writer.mutateStatus<R>(
     family,
     team,
     id,
     (current) => {
       if (judgement && judgement.generation !== current.meta.generation) return null;
       const refusal = judgement?.refusal ?? null;
-      const changes = {
-        observed_generation: current.meta.generation,
-        observed_config: refusal ? current.status.observed_config : configHash(family, current.spec as Record<string, unknown>),
+      const { status } = current;
+      const observedConfig = refusal ? status.observed_config : configHash(family, current.spec);
+      const same =
+        unchanged(status.observed_generation, current.meta.generation) &&
+        unchanged(status.observed_config, observedConfig) &&
         // The API judged its patch, not the whole record: a reconciler's report stays until a judgement clears it.
-        ...(judgement ? { status_reason: refusal } : {}),
-      };
-      const status = current.status as unknown as Record<string, unknown>;
-      const same = Object.entries(changes).every(([field, value]) => (status[field] ?? null) === value);
-      return same ? null : changes;
+        (!judgement || unchanged(status.status_reason, refusal));
+      if (same) return null;
+      return { observed_generation: current.meta.generation, observed_config: observedConfig, ...(judgement ? { status_reason: refusal } : {}) };
     },
     actor,
   );
 }
+
+/** A status field that already holds the value to write (a missing one holds null). */
+const unchanged = (held: unknown, value: unknown) => (held ?? null) === value;

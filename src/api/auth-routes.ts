@@ -56,9 +56,10 @@ export function registerAuthRoutes(app: ApiApp, ctx: ApiContext): void {
           match ? 'The API key is not valid, was revoked or has expired.' : 'Send the API key to sign in with as "Authorization: Bearer <key>".',
         );
       const [user, key] = await Promise.all([
-        ctx.store.get(userFamily.kind, principal.team, principal.user) as Promise<User>,
-        ctx.store.get(apiKeyFamily.kind, principal.team, principal.key) as Promise<ApiKey>,
+        ctx.store.get<User['spec'], User['status']>(userFamily.kind, principal.team, principal.user),
+        ctx.store.get<ApiKey['spec'], ApiKey['status']>(apiKeyFamily.kind, principal.team, principal.key),
       ]);
+      if (!user || !key) throw new ApiError(401, 'unauthorized', 'The API key was revoked while signing in.');
       const token = await ctx.sessions.create(principal.team, user, 'api_key', principal.scope, key.meta.id);
       const session = await ctx.sessions.authenticate(token);
       if (!session) throw new ApiError(401, 'unauthorized', 'The API key was revoked while signing in.');

@@ -11,28 +11,35 @@ import type { Store, StoredObject } from '../store/types';
 
 const WAIT_MS = 5_000;
 
+/** An object with the spec and status of R, whatever else R's type says. */
+type Of<R extends StoredObject<any, any>> = StoredObject<R['spec'], R['status']>;
+
 export async function writeAndAwait<R extends StoredObject<any, any>>(
   store: Store,
   kind: string,
   team: string,
   id: string,
   write: () => Promise<unknown>,
-  done: (resource: R) => boolean,
+  done: (resource: Of<R>) => boolean,
   waitMs = WAIT_MS,
-): Promise<R | undefined> {
-  let resolve!: (resource: R | undefined) => void;
-  const settled = new Promise<R | undefined>((r) => (resolve = r));
+): Promise<Of<R> | undefined> {
+  let resolve!: (resource: Of<R> | undefined) => void;
+  const settled = new Promise<Of<R> | undefined>((r) => (resolve = r));
   // Watching before the write: the reconciler's answer may come before the write returns.
   const unwatch = store.watch((event) => {
     const { meta } = event.object;
     if (meta.kind !== kind || meta.team !== team || meta.id !== id) return;
     if (event.type === 'deleted') resolve(undefined);
-    else if (done(event.object as R)) resolve(event.object as R);
+    else {
+      // The watch carries every kind untyped; this object is of `kind`, whose objects are R.
+      const object = event.object as Of<R>;
+      if (done(object)) resolve(object);
+    }
   });
   const timer = setTimeout(() => resolve(undefined), waitMs);
   try {
     await write();
-    const current = (await store.get(kind, team, id)) as R | undefined;
+    const current = await store.get<R['spec'], R['status']>(kind, team, id);
     if (current && done(current)) return current;
     return await settled;
   } finally {

@@ -64,7 +64,7 @@ export function limitConnections(server: Server, limits: ConnectionLimits): void
   // reconnecting as fast as it is refused (thousands a second) cost the process that much
   // more for each. A refused connection is reset, as a firewall's REJECT would: nothing of
   // it is kept, on either side, past the refusal.
-  const accept = server.listeners('connection') as Array<(socket: Socket) => void>;
+  const accept = server.listeners('connection');
   server.removeAllListeners('connection');
   server.on('connection', (socket: Socket) => {
     const address = socket.remoteAddress;

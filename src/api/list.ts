@@ -50,13 +50,16 @@ const pagingProperties = (states: readonly string[]) => ({
   order: pagingParameters.order('Sort direction, default desc.'),
 });
 
+type PagingProperties = ReturnType<typeof pagingProperties>;
+
 /** The paging parameters of every list's (validated) query. */
-export type PagingQuery = Static<TObject<ReturnType<typeof pagingProperties>>>;
+export type PagingQuery = Static<TObject<PagingProperties>>;
 
 /** Query schema of a family's list endpoint; `status` takes the family's states, `extra` adds the list's filters. */
-// eslint-disable-next-line @typescript-eslint/no-empty-object-type -- no filters by default: the empty property set, as TypeBox writes it
-export function listQuerySchema<Extra extends TProperties = {}>(states: readonly string[], extra?: Extra) {
-  return Type.Object({ ...pagingProperties(states), ...(extra as Extra) }, { additionalProperties: false });
+export function listQuerySchema(states: readonly string[]): TObject<PagingProperties>;
+export function listQuerySchema<Extra extends TProperties>(states: readonly string[], extra: Extra): TObject<PagingProperties & Extra>;
+export function listQuerySchema(states: readonly string[], extra: TProperties = {}): TObject {
+  return Type.Object({ ...pagingProperties(states), ...extra }, { additionalProperties: false });
 }
 
 /** Query parameters that page through a list rather than choose it (sort, order and status are bound normalised). */
@@ -112,8 +115,16 @@ export function encodeCursor(key: Buffer, payload: CursorPayload): string {
 }
 
 function isCursorPayload(value: unknown): value is CursorPayload {
-  const payload = value as Partial<CursorPayload> | null;
-  return typeof payload === 'object' && payload !== null && typeof payload.l === 'string' && typeof payload.v === 'string' && typeof payload.i === 'string';
+  return (
+    typeof value === 'object' &&
+    value !== null &&
+    'l' in value &&
+    typeof value.l === 'string' &&
+    'v' in value &&
+    typeof value.v === 'string' &&
+    'i' in value &&
+    typeof value.i === 'string'
+  );
 }
 
 export function decodeCursor(key: Buffer, cursor: string, query: ListQuery): CursorPayload {

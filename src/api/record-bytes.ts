@@ -23,7 +23,7 @@ export class RecordBytes {
   of(resource: Resource, reply: FastifyReply): Buffer {
     let bytes = this.made.get(resource);
     if (bytes === undefined) {
-      const serialize = reply.compileSerializationSchema(this.family.schemas.record) as (record: unknown) => string;
+      const serialize = reply.compileSerializationSchema(this.family.schemas.record);
       const json = serialize(this.family.toRecord(resource));
       // A buffer of its own, not a slice of Node's shared 8 KiB pool: a kept slice would keep
       // its whole pool slab alive as long as it lives.

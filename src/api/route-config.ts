@@ -6,7 +6,10 @@
  */
 import type { FastifyInstance, FastifyRequest } from 'fastify';
 
-export type RouteConfig = FastifyRequest['routeOptions']['config'];
+type MatchedRouteConfig = FastifyRequest['routeOptions']['config'];
+
+/** A matched route's config; a request that matched none has no url or method. */
+export type RouteConfig = Omit<MatchedRouteConfig, 'url' | 'method'> & Partial<Pick<MatchedRouteConfig, 'url' | 'method'>>;
 
 declare module 'fastify' {
   interface FastifyRequest {
@@ -20,7 +23,7 @@ export function keepRouteConfig(app: FastifyInstance): void {
   app.decorateRequest('routeConfig', null);
 }
 
-const NO_CONFIG = Object.freeze({}) as RouteConfig;
+const NO_CONFIG: RouteConfig = Object.freeze({});
 
 export function routeConfigOf(request: FastifyRequest): RouteConfig {
   return (request.routeConfig ??= request.routeOptions?.config ?? NO_CONFIG);

@@ -98,7 +98,7 @@ export async function registerS3NotificationRoute(app: ApiApp, ctx: ApiContext):
 /** Every bucket the driver made, by its name on the endpoint (the store's list is its cache, not a call). */
 async function bucketsByBackendName(ctx: ApiContext): Promise<Map<string, BucketOfNotification>> {
   const buckets = new Map<string, BucketOfNotification>();
-  for (const object of (await ctx.store.list(bucketFamily.kind)) as Bucket[]) {
+  for (const object of await ctx.store.list<Bucket['spec'], Bucket['status']>(bucketFamily.kind)) {
     const backend = object.status.external?.bucket;
     if (typeof backend === 'string' && !object.status.external?.refused)
       buckets.set(backend, { id: object.meta.id, team: object.meta.team, name: object.spec.name });

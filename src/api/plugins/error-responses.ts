@@ -9,6 +9,7 @@ import type { FastifyInstance, RouteOptions } from 'fastify';
 import { Type } from '@sinclair/typebox';
 import { isRead } from '../../accounts/roles';
 import { MAX_ERROR_DETAILS } from '../../lib/errors';
+import { isRecord } from '../json-objects';
 
 export const ErrorEnvelope = Type.Object({
   error: Type.Object({
@@ -40,15 +41,10 @@ export function sharedErrorStatuses(method: string, options: { hasInput: boolean
 
 export function documentSharedErrors(api: FastifyInstance): void {
   api.addHook('onRoute', (route: RouteOptions) => {
-    const schema = (route.schema ??= {}) as {
-      hide?: boolean;
-      params?: unknown;
-      querystring?: unknown;
-      body?: unknown;
-      response?: Record<string | number, unknown>;
-    };
+    const schema = (route.schema ??= {});
     if (schema.hide) return;
-    const response = (schema.response ??= {});
+    const response = isRecord(schema.response) ? schema.response : {};
+    schema.response = response;
     const methods = Array.isArray(route.method) ? route.method : [route.method];
     const hasParams = route.url.includes(':');
     const hasInput = Boolean(hasParams || schema.querystring);

@@ -35,7 +35,8 @@ function fieldOf(issue: AjvIssue, context: string | undefined): string {
     .map((part) => (/^\d+$/.test(part) ? `[${part}]` : `.${part}`))
     .join('')
     .replace(/^\./, '');
-  const property = (issue.params.missingProperty ?? issue.params.additionalProperty) as string | undefined;
+  const named = issue.params.missingProperty ?? issue.params.additionalProperty;
+  const property = typeof named === 'string' ? named : undefined;
   const full = property ? (path ? `${path}.${property}` : property) : path;
   return full || (context === 'body' ? 'body' : (context ?? 'request'));
 }
@@ -46,8 +47,11 @@ function messageOf(issue: AjvIssue, method: string): string {
       return 'is required';
     case 'additionalProperties':
       return method === 'PATCH' ? 'is not a field that can be updated' : 'is not a recognised field';
-    case 'enum':
-      return `must be one of: ${(issue.params.allowedValues as string[]).join(', ')}`;
+    case 'enum': {
+      const allowed = issue.params.allowedValues;
+      if (Array.isArray(allowed)) return `must be one of: ${allowed.join(', ')}`;
+      return issue.message ?? 'is invalid';
+    }
     default:
       return issue.message ?? 'is invalid';
   }
@@ -182,8 +186,7 @@ export function clientErrorHandlerFor(ctx: ApiContext): (err: NodeJS.ErrnoExcept
     if (err.code === 'ECONNRESET' || socket.destroyed) return;
     // Node's own rule: answer only if no response has begun on this connection, so the
     // client never gets a second status line in the middle of the first answer.
-    const inFlight = (socket as Socket & { _httpMessage?: { headersSent?: boolean } })._httpMessage;
-    if (socket.writable && !inFlight?.headersSent) {
+    if (socket.writable && !answerBegun(socket)) {
       const [status, code, message] = clientErrorOf(err);
       const requestId = requestIdOf(undefined);
       const body = JSON.stringify({ error: { code, message }, meta: { persistence: ctx.store.persistence(), provider: 'connected' } });
@@ -195,6 +198,12 @@ export function clientErrorHandlerFor(ctx: ApiContext): (err: NodeJS.ErrnoExcept
     }
     socket.destroySoon();
   };
+}
+
+/** Whether the response Node's HTTP server holds on the socket (its own `_httpMessage`, untyped) has sent its headers. */
+function answerBegun(socket: Socket): boolean {
+  const inFlight: unknown = '_httpMessage' in socket ? socket._httpMessage : undefined;
+  return typeof inFlight === 'object' && inFlight !== null && 'headersSent' in inFlight && inFlight.headersSent === true;
 }
 
 /** HTTP/1.1 requires a Host header (RFC 9112 3.2): the 400 Node would send, in the envelope. */

@@ -21,6 +21,7 @@ import type { IdempotencyConfig } from '../../config';
 import type { Store } from '../../store/types';
 import type { ApiContext } from '../context';
 import { routeConfigOf } from '../route-config';
+import { recordAt } from '../json-objects';
 
 export const IDEMPOTENCY_HEADER = 'idempotency-key';
 export const REPLAYED_HEADER = 'idempotent-replayed';
@@ -149,6 +150,10 @@ export function lapsed(record: Record<string, string>, now: number): boolean {
 
 type Outcome = { kind: 'claimed'; claim: Claim } | { kind: 'replay'; record: Done };
 
+/** A finished key's record: Claim.done writes the answer's fields with the state. */
+const isDone = (record: Record<string, string>): record is Done =>
+  record.state === 'done' && typeof record.status === 'string' && typeof record.headers === 'string' && typeof record.body === 'string';
+
 async function claimKey(ctx: ApiContext, team: string, name: string, fingerprint: string): Promise<Outcome> {
   const { store } = ctx;
   const config = ctx.config.idempotency;
@@ -168,14 +173,15 @@ async function claimKey(ctx: ApiContext, team: string, name: string, fingerprint
       continue;
     }
     if (stored.fingerprint !== fingerprint) throw idempotencyKeyReused();
-    if (stored.state === 'done') return { kind: 'replay', record: stored as Done };
+    if (isDone(stored)) return { kind: 'replay', record: stored };
     throw resourceBusy('A request with this Idempotency-Key is still being processed; retry once it has finished to get its answer.');
   }
   throw resourceBusy('Other requests with this Idempotency-Key kept changing its record; retry.');
 }
 
 function replay(reply: FastifyReply, record: Done): FastifyReply {
-  const headers = JSON.parse(record.headers) as Record<string, string>;
+  const headers: Record<string, string> = {};
+  for (const [name, value] of Object.entries(recordAt(JSON.parse(record.headers)) ?? {})) if (typeof value === 'string') headers[name] = value;
   return reply.code(Number(record.status)).headers(headers).header(REPLAYED_HEADER, 'true').send(record.body);
 }
 
@@ -226,7 +232,7 @@ export function registerIdempotency(api: FastifyInstance, ctx: ApiContext): void
         request.log.warn('the Idempotency-Key was taken over while its request ran (its lease lapsed); the answer is not kept for a retry');
     } catch (err) {
       // The answer is sent anyway; the claim lapses with its lease and a retry runs again.
-      request.log.warn({ err: (err as Error).message }, 'could not record the answer of an Idempotency-Key');
+      request.log.warn({ err: err instanceof Error ? err.message : String(err) }, 'could not record the answer of an Idempotency-Key');
     }
     return payload;
   };
@@ -245,7 +251,7 @@ export function registerIdempotency(api: FastifyInstance, ctx: ApiContext): void
     route.preHandler = [claimKeyOf, ...[route.preHandler ?? []].flat()];
     route.onSend = [recordAnswer, ...[route.onSend ?? []].flat()];
     route.onResponse = [releaseUnanswered, ...[route.onResponse ?? []].flat()];
-    const schema = (route.schema ??= {}) as { hide?: boolean; headers?: unknown };
+    const schema = (route.schema ??= {});
     if (schema.hide || schema.headers) return;
     schema.headers = HEADER_SCHEMA;
   });
@@ -255,7 +261,7 @@ export function registerIdempotency(api: FastifyInstance, ctx: ApiContext): void
 function isBusyAnswer(status: number, body: string): boolean {
   if (status !== 409) return false;
   try {
-    return (JSON.parse(body) as { error?: { code?: string } }).error?.code === 'resource_busy';
+    return recordAt(JSON.parse(body), 'error')?.code === 'resource_busy';
   } catch {
     return false;
   }

@@ -14,6 +14,7 @@
  * keyword for keyword, as a named one.
  */
 import type { OpenApiDocument } from './openapi-links';
+import { isRecord, recordAt } from '../json-objects';
 
 type Schema = Record<string, unknown>;
 const PREFIX = '#/components/schemas/';
@@ -21,10 +22,10 @@ const PREFIX = '#/components/schemas/';
 /** The same JSON with keys sorted, so that equal schemas give equal strings. */
 function signatureOf(value: unknown): string {
   if (Array.isArray(value)) return `[${value.map(signatureOf).join(',')}]`;
-  if (value && typeof value === 'object') {
+  if (isRecord(value)) {
     return `{${Object.keys(value)
       .sort()
-      .map((key) => `${JSON.stringify(key)}:${signatureOf((value as Schema)[key])}`)
+      .map((key) => `${JSON.stringify(key)}:${signatureOf(value[key])}`)
       .join(',')}}`;
   }
   return JSON.stringify(value);
@@ -33,10 +34,9 @@ function signatureOf(value: unknown): string {
 /** LoadBalancers -> LoadBalancer, WebhookDeliveries -> WebhookDelivery. */
 const singularOf = (plural: string) => (plural.endsWith('ies') ? `${plural.slice(0, -3)}y` : plural.replace(/s$/, ''));
 
-const schemaOf = (response: unknown, mediaType: string): Schema | undefined =>
-  (response as { content?: Record<string, { schema?: Schema }> } | undefined)?.content?.[mediaType]?.schema;
+const schemaOf = (response: unknown, mediaType: string): Schema | undefined => recordAt(response, 'content', mediaType, 'schema');
 const jsonSchemaOf = (response: unknown) => schemaOf(response, 'application/json');
-const propertyOf = (schema: Schema | undefined, key: string) => (schema?.properties as Record<string, Schema> | undefined)?.[key];
+const propertyOf = (schema: Schema | undefined, key: string) => recordAt(schema, 'properties', key);
 const dataOf = (envelope: Schema | undefined) => propertyOf(envelope, 'data');
 
 /** The schemas to name, taken from the operations that answer them. */
@@ -60,7 +60,7 @@ function namedSchemas(document: OpenApiDocument): Map<string, Schema> {
     const list = jsonSchemaOf(responses['200']);
     if (listed && dataOf(list)?.type === 'array') {
       name(`${singularOf(listed[1])}List`, list);
-      name(singularOf(listed[1]), dataOf(list)!.items as Schema);
+      name(singularOf(listed[1]), recordAt(dataOf(list), 'items'));
     }
     // A stream's answer is described event by event: `streamWebhookListener` sends WebhookListenerStreamEvents.
     const streamed = /^stream([A-Z]\w*)$/.exec(id);

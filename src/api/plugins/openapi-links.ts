@@ -50,7 +50,7 @@ export function requireOperationIds(api: FastifyInstance): void {
   api.addHook('onRoute', (route: RouteOptions) => {
     const methods = Array.isArray(route.method) ? route.method : [route.method];
     if (methods.includes('HEAD')) return; // Fastify's own HEAD twin of a GET, not documented
-    const schema = (route.schema ?? {}) as { hide?: boolean; operationId?: string };
+    const schema = route.schema ?? {};
     if (!schema.hide && !schema.operationId) throw new Error(`${methods.join(',')} ${route.url} is documented but names no operationId`);
   });
 }

@@ -92,7 +92,7 @@ export class RateLimiter {
     } catch (err) {
       // The shared records cannot be reached (or kept changing): this window is counted per
       // process, as without replicas, rather than refuse every request.
-      this.onSharedFailure?.(err as Error);
+      this.onSharedFailure?.(err instanceof Error ? err : new Error(String(err)));
       window.alone = true;
       window.budget = this.limit;
       window.unleased = 0;

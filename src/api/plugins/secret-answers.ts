@@ -7,23 +7,25 @@
  * routes get the hook: every other answer pays nothing.
  */
 import type { FastifyInstance, onRequestHookHandler, RouteOptions } from 'fastify';
+import { isRecord, recordAt } from '../json-objects';
 
 /** Names of answer fields that hold a secret shown once (`public_key` and the like are not). */
 const SECRET_FIELDS = new Set(['key', 'secret', 'csrf_token', 'token', 'api_key', 'password']);
 
-type SchemaNode = { properties?: Record<string, SchemaNode>; items?: SchemaNode; anyOf?: SchemaNode[]; oneOf?: SchemaNode[] };
+const listOf = (value: unknown): unknown[] => (Array.isArray(value) ? value : []);
 
-function showsSecret(schema: SchemaNode | undefined): boolean {
-  if (!schema || typeof schema !== 'object') return false;
-  const properties = Object.entries(schema.properties ?? {});
+/** Whether a schema, or one below it (properties, items, anyOf, oneOf), has a secret field. */
+function showsSecret(schema: unknown): boolean {
+  if (!isRecord(schema)) return false;
+  const properties = Object.entries(recordAt(schema, 'properties') ?? {});
   if (properties.some(([name, value]) => SECRET_FIELDS.has(name) || showsSecret(value))) return true;
-  return [schema.items, ...(schema.anyOf ?? []), ...(schema.oneOf ?? [])].some(showsSecret);
+  return [schema.items, ...listOf(schema.anyOf), ...listOf(schema.oneOf)].some(showsSecret);
 }
 
 /** Whether a 2xx answer of the route, as its schema describes it, holds a secret. */
 function answersSecret(response: unknown): boolean {
-  if (!response || typeof response !== 'object') return false;
-  return Object.entries(response).some(([status, schema]) => /^2/.test(status) && showsSecret(schema as SchemaNode));
+  if (!isRecord(response)) return false;
+  return Object.entries(response).some(([status, schema]) => /^2/.test(status) && showsSecret(schema));
 }
 
 const noStore: onRequestHookHandler = (_request, reply, done) => {

@@ -24,13 +24,24 @@ function makeAjv(coerceTypes: boolean): Ajv {
 /** What a query string or path may spell an integer as: decimal digits, nothing else. */
 const DECIMAL = /^[0-9]+$/;
 
+/** The schema of a query string or of path parameters: an object of named properties. */
+interface PartSchema {
+  properties?: Record<string, { type?: unknown }>;
+}
+
+/** What Fastify needs of a validator: a check of the part, and the issues of the last one. */
+interface Validation {
+  (data: Record<string, unknown> | null): boolean;
+  errors?: ErrorObject[] | null;
+}
+
 /** ajv's coercion takes anything Number() does (`0x10`, `1e2`, ` 5`, `5.0`): refuse those, beside ajv's own findings. */
-function decimalIntegersOnly(schema: { properties?: Record<string, { type?: unknown }> }, validate: ValidateFunction): ValidateFunction {
+function decimalIntegersOnly(schema: PartSchema, validate: ValidateFunction): Validation {
   const integers = Object.entries(schema.properties ?? {})
     .filter(([, property]) => property.type === 'integer')
     .map(([name]) => name);
   if (integers.length === 0) return validate;
-  const check = ((data: Record<string, unknown> | null) => {
+  const check: Validation = (data) => {
     const issues: ErrorObject[] = integers
       .filter((name) => data?.[name] !== undefined && [data[name]].flat().some((value) => typeof value !== 'string' || !DECIMAL.test(value)))
       .map((name) => ({
@@ -44,7 +55,7 @@ function decimalIntegersOnly(schema: { properties?: Record<string, { type?: unkn
     const reported = new Set(issues.map((issue) => issue.instancePath));
     check.errors = [...issues, ...(validate.errors ?? []).filter((error) => !reported.has(error.instancePath))];
     return valid && issues.length === 0;
-  }) as ValidateFunction;
+  };
   return check;
 }
 
@@ -58,9 +69,9 @@ export const schemaErrorFormatter = (_errors: unknown[], dataVar: string): Error
 export function registerValidation(app: FastifyInstance): void {
   const strict = makeAjv(false);
   const coercing = makeAjv(true);
-  app.setValidatorCompiler(({ schema, httpPart }) => {
+  app.setValidatorCompiler<PartSchema>(({ schema, httpPart }) => {
     if (httpPart === 'body') return strict.compile(schema);
-    return decimalIntegersOnly(schema as Parameters<typeof decimalIntegersOnly>[0], coercing.compile(schema));
+    return decimalIntegersOnly(schema, coercing.compile(schema));
   });
 
   // The API speaks JSON only: Fastify's built-in text/plain parser would let a text body
@@ -68,11 +79,11 @@ export function registerValidation(app: FastifyInstance): void {
   app.removeContentTypeParser('text/plain');
   // An empty body with a JSON content type is no body at all (POST .../cancel with curl -H).
   const defaultJson = app.getDefaultJsonParser('error', 'error');
-  app.addContentTypeParser('application/json', { parseAs: 'string' }, (request, body, done) => {
+  app.addContentTypeParser<string>('application/json', { parseAs: 'string' }, (request, body, done) => {
     if (body === '') return done(null, undefined);
-    defaultJson(request, body as string, (err, parsed) => {
+    defaultJson(request, body, (err, parsed) => {
       if (err) return done(err, undefined);
-      const field = illFormedField(body as string, parsed);
+      const field = illFormedField(body, parsed);
       if (field !== null) return done(fieldInvalid(field || 'body', 'is not valid Unicode (a lone surrogate)'), undefined);
       done(null, parsed);
     });

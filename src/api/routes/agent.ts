@@ -192,8 +192,7 @@ async function exchange(
   content: string,
   [questionId, answerId]: [string, string],
 ): Promise<[Message, Message]> {
-  const write = (role: MessageRole, text: string, id: string) =>
-    ctx.writer.create(messageFamily, team, { thread_id: threadId, role, content: text }, key, id) as Promise<Message>;
+  const write = (role: MessageRole, text: string, id: string) => ctx.writer.create(messageFamily, team, { thread_id: threadId, role, content: text }, key, id);
   const question = await write('user', content, questionId);
   let text: string;
   try {

@@ -87,8 +87,12 @@ export function registerBackupRoutes(app: ApiApp, ctx: ApiContext): void {
       const { team, key } = principalOf(request);
       const server = await findResource<Server>(ctx, serverFamily, team, id);
       assertBackupAllowed(server);
-      const body = (request.body ?? {}) as { name?: string };
-      const spec = family.specFromCreate({ name: body.name ?? defaultName(server), server_id: id, trigger: 'manual' }, ruleContextOf(ctx.config));
+      // The family's create schema let only a string through; without a body, the default name.
+      const name = request.body?.name;
+      const spec = family.specFromCreate(
+        { name: typeof name === 'string' ? name : defaultName(server), server_id: id, trigger: 'manual' },
+        ruleContextOf(ctx.config),
+      );
       const backup = (await ctx.writer.create(family, team, spec, key)) as Backup;
       reply.header('Location', `/api/v1/${serverFamily.path}/${id}/backups/${backup.meta.id}`);
       return send(ctx, request, reply, 201, family.toRecord(backup));

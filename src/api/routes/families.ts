@@ -52,15 +52,20 @@ export function isVisible(resource: { status?: { status?: string } } | undefined
   return state !== undefined && state !== 'destroyed';
 }
 
-export async function findResource<R extends Resource = Resource>(ctx: ApiContext, family: AnyFamily, team: string, id: string): Promise<R> {
-  const resource = (await ctx.store.get(family.kind, team, id)) as R | undefined;
+export async function findResource<R extends Resource = Resource>(
+  ctx: ApiContext,
+  family: AnyFamily,
+  team: string,
+  id: string,
+): Promise<Resource<R['spec'], R['status']>> {
+  const resource = await ctx.store.get<R['spec'], R['status']>(family.kind, team, id);
   if (!resource || !isVisible(resource)) throw notFound(family.name, id);
   return resource;
 }
 
 /** The team's objects of a family that the API shows. */
-export async function listVisible<R extends Resource = Resource>(ctx: ApiContext, kind: string, team: string): Promise<R[]> {
-  return ((await ctx.store.list(kind, team)) as unknown as R[]).filter(isVisible);
+export async function listVisible<R extends Resource = Resource>(ctx: ApiContext, kind: string, team: string): Promise<Resource<R['spec'], R['status']>[]> {
+  return (await ctx.store.list<R['spec'], R['status']>(kind, team)).filter(isVisible);
 }
 
 /** Refuses changes to a resource in a transient state, or one that is gone. */
@@ -77,7 +82,8 @@ function splitSecret(family: AnyFamily, body: Record<string, unknown>): { body: 
   const field = family.secret?.field;
   if (!field || !body || !(field in body)) return { body };
   const { [field]: secret, ...rest } = body;
-  return { body: rest, secret: secret as string };
+  // The family's body schema validated it as a string.
+  return { body: rest, secret: typeof secret === 'string' ? secret : undefined };
 }
 
 /** Replaces the secret and bumps the spec's version of it; a refused update puts the old secret back. */
@@ -99,8 +105,8 @@ async function rotateSecret(ctx: ApiContext, family: AnyFamily, team: string, id
 async function assertUnreferenced(ctx: ApiContext, family: AnyFamily, team: string, id: string): Promise<void> {
   const ref = family.referencedBy;
   if (!ref) return;
-  const users = (await listVisible(ctx, ref.kind, team)).filter((r) => {
-    const listed = (r.spec as Record<string, unknown>)[ref.field];
+  const users = (await listVisible<Resource<Record<string, unknown>>>(ctx, ref.kind, team)).filter((r) => {
+    const listed = r.spec[ref.field];
     return r.status.status !== 'deleted' && !r.meta.deletionTimestamp && Array.isArray(listed) && listed.includes(id);
   });
   if (users.length > 0) {
@@ -125,7 +131,7 @@ async function assertNothingHeld(ctx: ApiContext, family: AnyFamily, resource: R
   try {
     holds = await ctx.drivers.holdsData(family.name, { id: meta.id, team: meta.team, external: (status as { external?: ExternalRecord }).external ?? null });
   } catch (err) {
-    throw providerUnavailable(family.title, (err as Error).message);
+    throw providerUnavailable(family.title, err instanceof Error ? err.message : String(err));
   }
   if (holds) throw conflict(guard.code, guard.message);
 }

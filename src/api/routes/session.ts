@@ -56,9 +56,11 @@ export async function viewOfSession(ctx: ApiContext, session: ActiveSession): Pr
 /** The same view for a caller with a key: no session, so no CSRF token and no idle expiry. */
 async function viewOfKey(ctx: ApiContext, principal: Principal): Promise<object> {
   const [user, key] = await Promise.all([
-    ctx.store.get(userFamily.kind, principal.team, principal.user) as Promise<User>,
-    ctx.store.get(apiKeyFamily.kind, principal.team, principal.key) as Promise<ApiKey | undefined>,
+    ctx.store.get<User['spec'], User['status']>(userFamily.kind, principal.team, principal.user),
+    ctx.store.get<ApiKey['spec'], ApiKey['status']>(apiKeyFamily.kind, principal.team, principal.key),
   ]);
+  // Removed since the key was checked: the next request is refused, so is this one.
+  if (!user) throw new ApiError(401, 'unauthorized', 'The API key is not valid, was revoked or has expired.');
   const identity = await identityOf(ctx, principal, user);
   return { ...identity, teams: [{ ...identity.team, role: principal.role }], expires_at: key?.spec.expires_at ?? null, idle_expires_at: null, via: 'bearer' };
 }

@@ -43,9 +43,9 @@ const NewKeyRecord = Type.Object({
 });
 
 async function readAccount(ctx: ApiContext, family: AnyFamily, team: string, id: string): Promise<Resource> {
-  const resource = await ctx.store.get(family.kind, team, id);
+  const resource = await ctx.store.get<Resource['spec'], Resource['status']>(family.kind, team, id);
   if (!resource) throw notFound(family.name, id);
-  return resource as Resource;
+  return resource;
 }
 
 /** GET and PATCH of a singleton settings record: the profile or the team. */
@@ -290,8 +290,8 @@ function registerMemberRoutes(app: ApiApp, ctx: ApiContext): void {
 /** E-mails the invited member, without holding up the answer (InvitationMailer never throws). */
 async function notifyInvited(ctx: ApiContext, mailer: InvitationMailer, caller: Principal, member: User): Promise<void> {
   const [team, inviter] = await Promise.all([
-    ctx.store.get(teamFamily.kind, caller.team, caller.team) as Promise<Team | undefined>,
-    ctx.store.get(userFamily.kind, caller.team, caller.user) as Promise<User | undefined>,
+    ctx.store.get<Team['spec'], Team['status']>(teamFamily.kind, caller.team, caller.team),
+    ctx.store.get<User['spec'], User['status']>(userFamily.kind, caller.team, caller.user),
   ]).catch(() => [undefined, undefined]);
   await mailer.invited({
     to: member.spec.email,

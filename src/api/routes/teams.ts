@@ -56,15 +56,16 @@ export function registerTeamRoutes(app: ApiApp, ctx: ApiContext): void {
       const input = { teamName: body.name, ownerEmail: body.owner_email, ownerName: body.owner_name ?? displayNameOf(body.owner_email), keyName: 'owner' };
       const made = await createTeam(ctx.writer, ctx.authenticator, input, undefined, principalOf(request).key);
       const [team, owner, key] = await Promise.all([
-        ctx.store.get(teamFamily.kind, made.teamId, made.teamId),
-        ctx.store.get(userFamily.kind, made.teamId, made.userId),
-        ctx.store.get(apiKeyFamily.kind, made.teamId, made.keyId),
+        ctx.store.get<Team['spec'], Team['status']>(teamFamily.kind, made.teamId, made.teamId),
+        ctx.store.get<User['spec'], User['status']>(userFamily.kind, made.teamId, made.userId),
+        ctx.store.get<ApiKey['spec'], ApiKey['status']>(apiKeyFamily.kind, made.teamId, made.keyId),
       ]);
+      if (!team || !owner || !key) throw new Error(`team ${made.teamId} was removed while it was being made`);
       reply.header('Location', `${TEAMS}/${made.teamId}`);
       return send(ctx, request, reply, 201, {
-        ...teamFamily.toRecord(team as Team),
-        owner: userFamily.toRecord(owner as User),
-        api_key: { ...apiKeyFamily.toRecord(key as ApiKey), key: made.token },
+        ...teamFamily.toRecord(team),
+        owner: userFamily.toRecord(owner),
+        api_key: { ...apiKeyFamily.toRecord(key), key: made.token },
       });
     },
   });

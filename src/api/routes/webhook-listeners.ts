@@ -190,7 +190,7 @@ export function registerWebhookListenerRoutes(app: ApiApp, ctx: ApiContext): voi
       try {
         stream = await hub.attach(listener, sink);
       } catch (err) {
-        ctx.logger.error({ webhook_id: id, err: (err as Error).message }, 'a listener stream could not start');
+        ctx.logger.error({ webhook_id: id, err: err instanceof Error ? err.message : String(err) }, 'a listener stream could not start');
         sink.end('the stream could not start; reconnect');
         return;
       }

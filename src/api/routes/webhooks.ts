@@ -170,7 +170,7 @@ export function registerWebhookRoutes(app: ApiApp, ctx: ApiContext): void {
       await ctx.writer.mutateSpec<Webhook>(webhookFamily, team, id, (current) => {
         assertChangeable(webhookFamily, current);
         const spec = webhookFamily.applyUpdate!(current.spec, patch, rules);
-        return sameJson(spec, current.spec) ? null : (spec as unknown as Record<string, unknown>);
+        return sameJson(spec, current.spec) ? null : { ...spec };
       });
       const updated = await settle(ctx.writer, team, id, key, patch.active === true);
       return send(ctx, request, reply, 200, webhookFamily.toRecord(updated));
@@ -370,7 +370,10 @@ async function requeue(ctx: ApiContext, team: string, deliveries: Delivery[], ac
       );
     } catch (err) {
       // Gone (retention) or the store failed: calling recover again picks up what is still failed.
-      ctx.logger.warn({ delivery_id: delivery.meta.id, err: (err as Error).message }, 'webhook recover: a delivery could not be re-queued');
+      ctx.logger.warn(
+        { delivery_id: delivery.meta.id, err: err instanceof Error ? err.message : String(err) },
+        'webhook recover: a delivery could not be re-queued',
+      );
     }
   }
 }
