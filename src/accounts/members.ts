@@ -146,7 +146,7 @@ export async function updateAccount<R extends Resource = Resource>(
   id: string,
   patch: Record<string, unknown>,
   actor: string,
-): Promise<R> {
+): Promise<Resource<R['spec'], R['status']>> {
   await deps.writer.mutateSpec(family, team, id, (current) => {
     const spec = family.applyUpdate!(current.spec, patch, ruleContextOf(deps.config));
     return sameJson(spec, current.spec) ? null : spec;

@@ -26,7 +26,7 @@ export function settleAccount<R extends Resource = Resource>(
   id: string,
   actor: string,
   judgement?: Judgement,
-): Promise<R> {
+): Promise<Resource<R['spec'], R['status']>> {
   return writer.mutateStatus<R>(
     family,
     team,
