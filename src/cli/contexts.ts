@@ -3,13 +3,12 @@
  * $XDG_CONFIG_HOME/cloudplane/config.yaml (~/.config by default). The file holds keys, so
  * it is written with mode 0600 (in a 0700 directory) and replaced atomically.
  */
-import { types } from 'node:util';
 import fs from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
 import YAML from 'yaml';
 import { CliError, EXIT, usageError } from './exit-codes';
-import { fieldOf, hasStrings } from './shapes';
+import { fieldOf, hasStrings, messageOf } from './shapes';
 
 export interface Context {
   api_url: string;
@@ -32,14 +31,14 @@ export function readContexts(file = configPath()): ContextFile {
   try {
     text = fs.readFileSync(file, 'utf8');
   } catch (err) {
-    if (types.isNativeError(err) && 'code' in err && err.code === 'ENOENT') return { current_context: null, contexts: {} };
-    throw usageError(`cannot read ${file}: ${types.isNativeError(err) ? err.message : String(err)}`);
+    if (fieldOf(err, 'code') === 'ENOENT') return { current_context: null, contexts: {} };
+    throw usageError(`cannot read ${file}: ${messageOf(err)}`);
   }
   let parsed: unknown;
   try {
     parsed = YAML.parse(text);
   } catch (err) {
-    throw usageError(`${file} is not valid YAML: ${types.isNativeError(err) ? err.message : String(err)}`);
+    throw usageError(`${file} is not valid YAML: ${messageOf(err)}`);
   }
   const contexts: Record<string, Context> = {};
   for (const [name, value] of Object.entries(fieldOf(parsed, 'contexts') ?? {})) {

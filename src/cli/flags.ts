@@ -4,13 +4,12 @@
  * is a flag without further code. Arrays take repeated flags or a JSON array; objects and
  * unions take JSON; booleans take `--flag`, `--flag true` or `--flag false`.
  */
-import { types } from 'node:util';
 import fs from 'node:fs';
 import { Command, InvalidArgumentError, Option } from 'commander';
 import type { TObject, TSchema } from '@sinclair/typebox';
 import YAML from 'yaml';
 import { usageError } from './exit-codes';
-import { isRecord } from './shapes';
+import { isRecord, messageOf } from './shapes';
 
 export const kebab = (field: string) => field.replace(/_/g, '-');
 
@@ -120,13 +119,13 @@ export function readBodyFile(path: string): Record<string, unknown> {
   try {
     text = fs.readFileSync(path === '-' ? 0 : path, 'utf8');
   } catch (err) {
-    throw usageError(`cannot read ${path === '-' ? 'stdin' : path}: ${types.isNativeError(err) ? err.message : String(err)}`);
+    throw usageError(`cannot read ${path === '-' ? 'stdin' : path}: ${messageOf(err)}`);
   }
   let parsed: unknown;
   try {
     parsed = YAML.parse(text);
   } catch (err) {
-    throw usageError(`${path === '-' ? 'stdin' : path} is neither JSON nor YAML: ${(types.isNativeError(err) ? err.message : String(err)).split('\n')[0]}`);
+    throw usageError(`${path === '-' ? 'stdin' : path} is neither JSON nor YAML: ${messageOf(err).split('\n')[0]}`);
   }
   if (!isRecord(parsed) || Array.isArray(parsed)) throw usageError(`${path === '-' ? 'stdin' : path} must hold an object of fields`);
   return parsed;

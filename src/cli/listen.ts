@@ -6,10 +6,9 @@
  * the retry schedule work as for any subscription. The stream is reconnected when it
  * drops (the listener lives for its lease meanwhile); Ctrl-C deletes the listener.
  */
-import { types } from 'node:util';
 import type { Command } from 'commander';
 import { ApiClient, envelopeError, parseJson } from './client';
-import { fieldOf, hasStrings } from './shapes';
+import { fieldOf, hasStrings, messageOf } from './shapes';
 import { CliError, EXIT, ExitCode } from './exit-codes';
 
 export interface ListenTarget {
@@ -153,7 +152,7 @@ async function streamUntilStopped(
       }
     } catch (error) {
       if (stopped.aborted) break;
-      err.write(`Stream interrupted (${types.isNativeError(error) ? error.message : String(error)}); reconnecting\n`);
+      err.write(`Stream interrupted (${messageOf(error)}); reconnecting\n`);
     } finally {
       stopped.removeEventListener('abort', abort);
       connection.abort();
@@ -195,7 +194,7 @@ async function forward(
   try {
     await api.request('POST', `/webhooks/${id}/deliveries/${delivery.delivery_id}/answer`, { body: { attempt: delivery.attempt, ...answer } });
   } catch (error) {
-    err.write(`Could not report the answer to ${delivery.delivery_id}: ${types.isNativeError(error) ? error.message : String(error)}\n`);
+    err.write(`Could not report the answer to ${delivery.delivery_id}: ${messageOf(error)}\n`);
   }
 }
 
@@ -217,7 +216,7 @@ function reportFailure(error: unknown, err: NodeJS.WritableStream): ExitCode {
     err.write(`${error.render()}\n`);
     return error.exitCode;
   }
-  err.write(`Error: ${types.isNativeError(error) ? error.message : String(error)}\n`);
+  err.write(`Error: ${messageOf(error)}\n`);
   return EXIT.apiError;
 }
 
