@@ -24,6 +24,9 @@ import { FairGate, GateBusyError } from '../lib/fair-gate';
 
 const HOUR_MS = 3_600_000;
 const DAY_MS = 24 * HOUR_MS;
+/** The units a question may name a window in ("last 2 hours"), and what each is called in the answer. */
+const UNIT_MS: Record<string, number> = { minute: 60_000, min: 60_000, hour: HOUR_MS, hr: HOUR_MS, day: DAY_MS, week: 7 * DAY_MS };
+const UNIT_NAMES: Record<string, string> = { min: 'minute', hr: 'hour' };
 const MAX_LINES = 50;
 const RECENT_EVENT_COUNT = 10;
 /** Events shown with a resource's status; "history of <id>" shows up to MAX_LINES. */
@@ -60,7 +63,10 @@ function phrasesOf(family: AnyFamily): string[] {
 const escapeRegExp = (text: string) => text.replace(/[.*+?^${}()|[\]\\]/g, '\\$&');
 const hasWord = (text: string, phrase: string) => new RegExp(`\\b${escapeRegExp(phrase)}\\b`).test(text);
 
-const nameOf = (record: Record<string, unknown>) => (record.name ?? record.title ?? record.url ?? null) as string | null;
+const nameOf = (record: Record<string, unknown>): string | null => {
+  const name = record.name ?? record.title ?? record.url;
+  return typeof name === 'string' ? name : null;
+};
 const plural = (family: AnyFamily, count: number) => (count === 1 ? family.title : `${family.title}s`);
 
 function describe(item: Item): string {
@@ -88,8 +94,8 @@ function windowIn(question: string, now: number): Window | null {
   const match = /\b(?:last|past)\s+(\d+)?\s*(minute|min|hour|hr|day|week)s?\b/.exec(question);
   if (match) {
     const count = match[1] ? Number(match[1]) : 1;
-    const unitMs = { minute: 60_000, min: 60_000, hour: HOUR_MS, hr: HOUR_MS, day: DAY_MS, week: 7 * DAY_MS }[match[2] as 'minute'];
-    const unit = { min: 'minute', hr: 'hour' }[match[2] as 'min'] ?? match[2];
+    const unitMs = UNIT_MS[match[2]];
+    const unit = UNIT_NAMES[match[2]] ?? match[2];
     return { sinceMs: now - count * unitMs, phrase: `in the last ${count === 1 ? unit : `${count} ${unit}s`}` };
   }
   if (/\btoday\b/.test(question)) {
@@ -183,9 +189,9 @@ export class DataAgent implements Agent {
   }
 
   private async itemsOf(team: string, family: AnyFamily): Promise<Item[]> {
-    const resources = await this.deps.store.list(family.kind, team);
+    const resources = await this.deps.store.list<Resource['spec'], Resource['status']>(family.kind, team);
     return resources
-      .map((r) => ({ family, record: family.toRecord(r as Resource) }))
+      .map((r) => ({ family, record: family.toRecord(r) }))
       .filter((item) => item.record.status !== 'destroyed')
       .sort((a, b) => String(a.record.created_at).localeCompare(String(b.record.created_at)));
   }
@@ -368,10 +374,11 @@ export class DataAgent implements Agent {
   /** The thread so far (without the question being answered), for the LLM's context. */
   private async history(team: string, threadId: string): Promise<Array<{ role: 'user' | 'assistant'; content: string }>> {
     // The thread's messages alone, oldest first, from the thread_id index.
-    const messages: Message[] = [];
+    const messages: Array<{ role: 'user' | 'assistant'; content: string }> = [];
     for await (const m of listedObjects<Message['spec'], Message['status']>(this.deps.store, messageFamily.kind, team, { where: { thread_id: threadId } })) {
-      if (m.spec.role !== 'event') messages.push(m);
+      const { role, content } = m.spec;
+      if (role !== 'event') messages.push({ role, content });
     }
-    return messages.slice(-11, -1).map((m) => ({ role: m.spec.role as 'user' | 'assistant', content: m.spec.content }));
+    return messages.slice(-11, -1);
   }
 }

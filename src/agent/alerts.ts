@@ -27,6 +27,9 @@ export function isAlert(event: CloudEvent): boolean {
   return event.type.endsWith('.failed') || event.type === 'webhook.disabled' || INCIDENT_NEWS.includes(event.type);
 }
 
+/** A text field of an event's data; null when it has none. */
+const textOf = (value: unknown): string | null => (typeof value === 'string' ? value : null);
+
 /** The alert an event raises, or null for a routine event. */
 export function alertOf(event: CloudEvent): Alert | null {
   if (!isAlert(event)) return null;
@@ -34,20 +37,20 @@ export function alertOf(event: CloudEvent): Alert | null {
   const family = families.find((f) => f.name === category);
   const data = event.data ?? {};
   const id = String(data.id ?? '');
-  const name = (data.name ?? data.url ?? null) as string | null;
+  const name = textOf(data.name ?? data.url);
   const subject = `${family?.title ?? category.replace(/_/g, ' ')} ${id}${name ? ` "${name}"` : ''}`;
   if (INCIDENT_NEWS.includes(event.type)) return incidentAlert(event.type, id, data);
   if (event.type === 'webhook.disabled') {
     return {
       subject,
       verb: 'was disabled',
-      reason: (data.disabled_reason as string | null) ?? null,
+      reason: textOf(data.disabled_reason),
       nextStep:
         `its deliveries have stopped. Check why the receiver refuses them (GET ${API}/webhooks/${id}/deliveries shows each attempt's answer), ` +
         `fix it, then re-enable the subscription with PATCH ${API}/webhooks/${id} {"active": true}.`,
     };
   }
-  const reason = (data.status_reason as string | null) ?? null;
+  const reason = textOf(data.status_reason);
   const exit = category === 'job' && typeof data.exit_code === 'number' ? ` with exit code ${data.exit_code}` : '';
   return { subject, verb: `failed${exit}`, reason, nextStep: nextStepForFailure(category, family?.path ?? '', id, reason) };
 }

@@ -35,12 +35,18 @@ interface ConditionReader {
 
 const live = (r: Resource) => !['deleted', 'destroyed', 'deleting'].includes(r.status?.status) && !r.meta.deletionTimestamp;
 
-async function resourcesOf<R extends Resource>(store: Store, kind: string, team: string, condition: AlertCondition): Promise<R[]> {
+/** `R`: the family's resource type, which the store's objects of `kind` have. */
+async function resourcesOf<R extends Resource>(
+  store: Store,
+  kind: string,
+  team: string,
+  condition: AlertCondition,
+): Promise<Resource<R['spec'], R['status']>[]> {
   if (condition.resource_id) {
-    const one = (await store.get(kind, team, condition.resource_id)) as R | undefined;
+    const one = await store.get<R['spec'], R['status']>(kind, team, condition.resource_id);
     return one?.status?.status ? [one] : [];
   }
-  return ((await store.list(kind, team)) as unknown as R[]).filter((r) => r.status?.status);
+  return (await store.list<R['spec'], R['status']>(kind, team)).filter((r) => r.status?.status);
 }
 
 const kindOf = (name: string) => familyByName(name).kind;
@@ -82,7 +88,7 @@ const READERS: Record<ConditionType, ConditionReader> = {
     async holding(store, policy) {
       const { meta, spec, status } = policy;
       const wanted = spec.condition.resource_id;
-      const jobs = ((await store.list(kindOf('job'), meta.team)) as Job[]).filter(
+      const jobs = (await store.list<Job['spec'], Job['status']>(kindOf('job'), meta.team)).filter(
         (j) => j.status?.finished_at && ['failed', 'completed'].includes(j.status.status),
       );
       // A run counts as its scheduled job: the alert is about the job, a later run that completes clears it.

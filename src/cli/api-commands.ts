@@ -3,7 +3,8 @@ import { Command } from 'commander';
 import { allOperations, Operation, placeholdersOf } from './operations';
 import { addSchemaFlags, kebab, parseSeconds, readBodyFile, schemaValues } from './flags';
 import { clientFor, globalsOf, note, print } from './session';
-import { waitFor } from './wait';
+import { isResource, waitFor } from './wait';
+import { CliError, EXIT } from './exit-codes';
 import type { ApiClient, Query } from './client';
 import { families } from '../resources/registry';
 
@@ -46,12 +47,22 @@ function bodyOf(operation: Operation, opts: Record<string, unknown>, args: strin
   return body;
 }
 
+/** The query flags given, as the client sends them: scalars as they are, anything else as its text (the client's String()). */
+function queryOf(values: Record<string, unknown>): Query {
+  const query: Query = {};
+  for (const [name, value] of Object.entries(values)) {
+    query[name] = typeof value === 'string' || typeof value === 'number' || typeof value === 'boolean' ? value : String(value);
+  }
+  return query;
+}
+
 async function listPages(client: ApiClient, path: string, query: Query, all: boolean): Promise<unknown[]> {
   const rows: unknown[] = [];
-  let cursor = query.cursor as string | undefined;
+  let cursor = query.cursor;
   for (;;) {
     const answer = await client.request('GET', path, { query: { ...query, cursor } });
-    rows.push(...((answer.body?.data as unknown[]) ?? []));
+    const data = answer.body?.data;
+    if (Array.isArray(data)) rows.push(...data);
     const next = answer.body?.meta?.next_cursor;
     if (!next) return rows;
     if (!all) {
@@ -62,13 +73,23 @@ async function listPages(client: ApiClient, path: string, query: Query, all: boo
   }
 }
 
+/** The flags an API command may declare besides its schema's fields (registerOperations). */
+interface OperationFlags {
+  file?: string;
+  all?: boolean;
+  wait?: boolean;
+  waitTimeout?: number;
+}
+
+const DEFAULT_WAIT_SECONDS = 300;
+
 async function run(operation: Operation, command: Command, args: string[]): Promise<void> {
-  const opts = globalsOf(command);
+  const opts = globalsOf<OperationFlags>(command);
   const client = clientFor(command);
   const ids = args.slice(0, placeholdersOf(operation.path).length);
   let index = 0;
   const path = operation.path.replace(/\{[a-z_]+\}/g, () => encodeURIComponent(ids[index++]));
-  const query = operation.query ? (schemaValues(opts, 'query', operation.query) as Query) : undefined;
+  const query = operation.query ? queryOf(schemaValues(opts, 'query', operation.query)) : undefined;
   if (operation.paged) {
     print(command, await listPages(client, path, query ?? {}, opts.all === true), operation.columns);
     return;
@@ -81,7 +102,8 @@ async function run(operation: Operation, command: Command, args: string[]): Prom
     return;
   }
   if (operation.wait && opts.wait === true) {
-    data = await waitFor(client, operation.wait, data as { id: string }, (opts.waitTimeout as number) * 1000);
+    if (!isResource(data)) throw new CliError('the API answered without the resource to wait for', EXIT.apiError, 'wait_failed');
+    data = await waitFor(client, operation.wait, data, (opts.waitTimeout ?? DEFAULT_WAIT_SECONDS) * 1000);
   }
   print(command, data, operation.columns);
 }
@@ -102,11 +124,11 @@ export function registerOperations(root: Command, operations: Operation[] = allO
     if (operation.paged) command.option('--all', 'Follow the cursor through every page');
     if (operation.wait) {
       command.option('--wait', `Wait until the resource is ${operation.wait.target.join(' or ')}`);
-      command.option('--wait-timeout <seconds>', 'Give up waiting after this long (exit code 6)', parseSeconds, 300);
+      command.option('--wait-timeout <seconds>', 'Give up waiting after this long (exit code 6)', parseSeconds, DEFAULT_WAIT_SECONDS);
     }
-    command.action(async (...received: unknown[]) => {
-      const self = received[received.length - 1] as Command;
-      await run(operation, self, self.processedArgs as string[]);
+    // Commander calls an action with the command as `this`; its arguments have no parsers, so they are strings.
+    command.action(async function (this: Command) {
+      await run(operation, this, this.processedArgs.map(String));
     });
   }
 }

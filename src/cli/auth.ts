@@ -9,6 +9,7 @@ import { ApiClient } from './client';
 import { configPath, normaliseApiUrl, readContexts, writeContexts } from './contexts';
 import { CliError, EXIT, usageError } from './exit-codes';
 import { globalsOf, note, print } from './session';
+import { hasStrings } from './shapes';
 
 /** Reads answers line by line: from the terminal, with prompts (the key not echoed), or from a pipe. */
 class Prompter {
@@ -74,7 +75,9 @@ interface Profile {
 
 async function verify(apiUrl: string, apiKey: string, timeoutMs: number): Promise<Profile> {
   try {
-    return (await new ApiClient({ apiUrl, apiKey, timeoutMs }).request('GET', '/settings/profile')).body?.data as Profile;
+    const profile = (await new ApiClient({ apiUrl, apiKey, timeoutMs }).request('GET', '/settings/profile')).body?.data;
+    if (!hasStrings(profile, 'email', 'team_id', 'role')) throw new CliError(`the API at ${apiUrl} answered without a profile, nothing saved`, EXIT.apiError);
+    return profile;
   } catch (err) {
     if (err instanceof CliError && err.exitCode === EXIT.auth) {
       throw new CliError(`the API at ${apiUrl} refused the key, nothing saved: ${err.message}`, EXIT.auth, err.code);
@@ -92,9 +95,9 @@ export function registerAuth(program: Command): void {
     .option('--api-url <url>', 'The API endpoint, e.g. https://cloudplane.example.com')
     .option('--api-key <key>', 'An API key (cpk_...); without it, it is asked for and not echoed')
     .action(async (_opts, command: Command) => {
-      const opts = globalsOf(command);
+      const opts = globalsOf<{ apiUrl?: string; apiKey?: string }>(command);
       const name = opts.context ?? 'default';
-      const answers = await askMissing(opts.apiUrl as string | undefined, opts.apiKey as string | undefined);
+      const answers = await askMissing(opts.apiUrl, opts.apiKey);
       const apiUrl = normaliseApiUrl(answers.url);
       const profile = await verify(apiUrl, answers.key, opts.timeout * 1000);
       const doc = readContexts();

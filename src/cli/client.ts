@@ -4,6 +4,7 @@
  * or a sentence about the network, never a stack trace.
  */
 import { CliError, EXIT, exitCodeOfStatus, FieldDetail } from './exit-codes';
+import { fieldOf, hasStrings, isRecord } from './shapes';
 
 export type Query = Record<string, string | number | boolean | undefined>;
 
@@ -55,7 +56,7 @@ export class ApiClient {
   }
 }
 
-function parseJson(text: string): unknown {
+export function parseJson(text: string): unknown {
   if (!text) return null;
   try {
     return JSON.parse(text);
@@ -64,26 +65,32 @@ function parseJson(text: string): unknown {
   }
 }
 
-interface ErrorEnvelope {
-  error?: { code?: string; message?: string; details?: FieldDetail[] };
+/** The API's error envelope, `{"error": {"code", "message", "details"}}`, in an answer's body; undefined when it is not one. */
+export function envelopeError(body: unknown): { code: string; message: string; details: FieldDetail[] } | undefined {
+  const error = fieldOf(body, 'error');
+  if (!isRecord(error) || typeof error.code !== 'string' || !error.code) return undefined;
+  const listed: unknown[] = Array.isArray(error.details) ? error.details : [];
+  const details = listed.filter((d) => hasStrings(d, 'field', 'message'));
+  return { code: error.code, message: typeof error.message === 'string' ? error.message : '', details };
 }
 
 function apiError(status: number, body: unknown, text: string, retryAfter: string | null): CliError {
-  const error = (body as ErrorEnvelope | undefined)?.error;
+  const error = envelopeError(body);
   // A 429 or 503 says when to come back; a script retrying wants to know.
   const when = retryAfter ? ` (retry after ${retryAfter} s)` : '';
-  if (error?.code)
-    return new CliError(`${error.message ?? ''}${when}`, exitCodeOfStatus(status), error.code, Array.isArray(error.details) ? error.details : []);
+  if (error) return new CliError(`${error.message}${when}`, exitCodeOfStatus(status), error.code, error.details);
   // Not the API's envelope: a proxy or another server answered.
   const excerpt = text.trim().slice(0, 200);
   return new CliError(`HTTP ${status}${excerpt ? `: ${excerpt}` : ''} (is this a Cloudplane API?)`, exitCodeOfStatus(status));
 }
 
 function networkError(err: unknown, apiUrl: string, timeoutMs: number): CliError {
-  const error = err as Error & { cause?: { code?: string; message?: string } };
-  if (error.name === 'TimeoutError' || error.name === 'AbortError') {
+  // fetch's failures: a DOMException when timed out or aborted, a TypeError whose cause is the socket's error.
+  const name = fieldOf(err, 'name');
+  if (name === 'TimeoutError' || name === 'AbortError') {
     return new CliError(`no answer from ${apiUrl} within ${timeoutMs / 1000} s (--timeout)`, EXIT.unavailable, 'timeout');
   }
-  const reason = error.cause?.code ?? error.cause?.message ?? error.message;
-  return new CliError(`cannot reach ${apiUrl}: ${reason}`, EXIT.unavailable, 'unreachable');
+  const cause = fieldOf(err, 'cause');
+  const reason = fieldOf(cause, 'code') ?? fieldOf(cause, 'message') ?? fieldOf(err, 'message');
+  return new CliError(`cannot reach ${apiUrl}: ${String(reason)}`, EXIT.unavailable, 'unreachable');
 }

@@ -8,6 +8,7 @@ import os from 'node:os';
 import path from 'node:path';
 import YAML from 'yaml';
 import { CliError, EXIT, usageError } from './exit-codes';
+import { fieldOf, hasStrings, messageOf } from './shapes';
 
 export interface Context {
   api_url: string;
@@ -30,23 +31,22 @@ export function readContexts(file = configPath()): ContextFile {
   try {
     text = fs.readFileSync(file, 'utf8');
   } catch (err) {
-    if ((err as NodeJS.ErrnoException).code === 'ENOENT') return { current_context: null, contexts: {} };
-    throw usageError(`cannot read ${file}: ${(err as Error).message}`);
+    if (fieldOf(err, 'code') === 'ENOENT') return { current_context: null, contexts: {} };
+    throw usageError(`cannot read ${file}: ${messageOf(err)}`);
   }
   let parsed: unknown;
   try {
     parsed = YAML.parse(text);
   } catch (err) {
-    throw usageError(`${file} is not valid YAML: ${(err as Error).message}`);
+    throw usageError(`${file} is not valid YAML: ${messageOf(err)}`);
   }
-  const doc = (parsed ?? {}) as Partial<ContextFile>;
   const contexts: Record<string, Context> = {};
-  for (const [name, value] of Object.entries(doc.contexts ?? {})) {
-    if (!value || typeof value.api_url !== 'string' || typeof value.api_key !== 'string')
-      throw usageError(`${file}: context ${name} needs api_url and api_key`);
+  for (const [name, value] of Object.entries(fieldOf(parsed, 'contexts') ?? {})) {
+    if (!hasStrings(value, 'api_url', 'api_key')) throw usageError(`${file}: context ${name} needs api_url and api_key`);
     contexts[name] = { api_url: value.api_url, api_key: value.api_key };
   }
-  return { current_context: typeof doc.current_context === 'string' ? doc.current_context : null, contexts };
+  const current = fieldOf(parsed, 'current_context');
+  return { current_context: typeof current === 'string' ? current : null, contexts };
 }
 
 export function writeContexts(doc: ContextFile, file = configPath()): void {

@@ -20,6 +20,8 @@ export const EXIT = {
 
 export type ExitCode = (typeof EXIT)[keyof typeof EXIT];
 
+export const isExitCode = (code: unknown): code is ExitCode => Object.values(EXIT).some((known) => known === code);
+
 export interface FieldDetail {
   field: string;
   message: string;

@@ -9,6 +9,7 @@ import { Command, InvalidArgumentError, Option } from 'commander';
 import type { TObject, TSchema } from '@sinclair/typebox';
 import YAML from 'yaml';
 import { usageError } from './exit-codes';
+import { isRecord, messageOf } from './shapes';
 
 export const kebab = (field: string) => field.replace(/_/g, '-');
 
@@ -47,7 +48,7 @@ function parseJson(value: string): unknown {
 }
 
 /** A union, object or anything else without a plain type: JSON, or the text itself where a string is allowed. */
-function parseLoose(schema: TSchema) {
+function parseLoose(schema: object) {
   const allowsString = JSON.stringify(schema).includes('"type":"string"');
   return (value: string): unknown => {
     try {
@@ -59,7 +60,8 @@ function parseLoose(schema: TSchema) {
   };
 }
 
-function scalarParser(schema: TSchema): ((value: string) => unknown) | undefined {
+/** `schema`: a field's, or an array's `items` (which TypeBox types loosely). */
+function scalarParser(schema: Record<string, unknown>): ((value: string) => unknown) | undefined {
   if (schema.type === 'integer') return parseNumber(true);
   if (schema.type === 'number') return parseNumber(false);
   if (schema.type === 'string') return undefined;
@@ -73,10 +75,12 @@ function optionFor(field: string, schema: TSchema): Option {
     return new Option(`--${kebab(field)} [bool]`, description).argParser(parseBoolean).preset(true);
   }
   if (schema.type === 'array') {
-    const item = scalarParser(schema.items as TSchema) ?? ((v: string) => v);
+    const item = scalarParser(schema.items) ?? ((v: string) => v);
     const option = new Option(`--${kebab(field)} <value>`, `${description} (repeat the flag, or give a JSON array)`);
     return option.argParser((value: string, previous: unknown[] | undefined) => {
-      const values = value.trim().startsWith('[') ? (parseJson(value) as unknown[]) : [item(value)];
+      // Starting with `[`, valid JSON is an array.
+      const parsed = value.trim().startsWith('[') ? parseJson(value) : undefined;
+      const values = Array.isArray(parsed) ? parsed : [item(value)];
       return [...(previous ?? []), ...values];
     });
   }
@@ -115,14 +119,14 @@ export function readBodyFile(path: string): Record<string, unknown> {
   try {
     text = fs.readFileSync(path === '-' ? 0 : path, 'utf8');
   } catch (err) {
-    throw usageError(`cannot read ${path === '-' ? 'stdin' : path}: ${(err as Error).message}`);
+    throw usageError(`cannot read ${path === '-' ? 'stdin' : path}: ${messageOf(err)}`);
   }
   let parsed: unknown;
   try {
     parsed = YAML.parse(text);
   } catch (err) {
-    throw usageError(`${path === '-' ? 'stdin' : path} is neither JSON nor YAML: ${(err as Error).message.split('\n')[0]}`);
+    throw usageError(`${path === '-' ? 'stdin' : path} is neither JSON nor YAML: ${messageOf(err).split('\n')[0]}`);
   }
-  if (!parsed || typeof parsed !== 'object' || Array.isArray(parsed)) throw usageError(`${path === '-' ? 'stdin' : path} must hold an object of fields`);
-  return parsed as Record<string, unknown>;
+  if (!isRecord(parsed) || Array.isArray(parsed)) throw usageError(`${path === '-' ? 'stdin' : path} must hold an object of fields`);
+  return parsed;
 }

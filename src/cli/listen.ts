@@ -7,7 +7,8 @@
  * drops (the listener lives for its lease meanwhile); Ctrl-C deletes the listener.
  */
 import type { Command } from 'commander';
-import { ApiClient } from './client';
+import { ApiClient, envelopeError, parseJson } from './client';
+import { fieldOf, hasStrings, messageOf } from './shapes';
 import { CliError, EXIT, ExitCode } from './exit-codes';
 
 export interface ListenTarget {
@@ -90,7 +91,9 @@ export async function runListen(options: ListenOptions): Promise<ExitCode> {
   let listener: { id: string; secret: string };
   try {
     const created = await api.request('POST', '/webhooks/listeners', { body: { events: options.events, forward_to: forwardTo } });
-    listener = created.body?.data as { id: string; secret: string };
+    const data = created.body?.data;
+    if (!hasStrings(data, 'id', 'secret')) throw new CliError('the API made no listener: its answer has no id and secret', EXIT.apiError);
+    listener = data;
   } catch (error) {
     return reportFailure(error, err);
   }
@@ -149,7 +152,7 @@ async function streamUntilStopped(
       }
     } catch (error) {
       if (stopped.aborted) break;
-      err.write(`Stream interrupted (${(error as Error).message}); reconnecting\n`);
+      err.write(`Stream interrupted (${messageOf(error)}); reconnecting\n`);
     } finally {
       stopped.removeEventListener('abort', abort);
       connection.abort();
@@ -191,14 +194,16 @@ async function forward(
   try {
     await api.request('POST', `/webhooks/${id}/deliveries/${delivery.delivery_id}/answer`, { body: { attempt: delivery.attempt, ...answer } });
   } catch (error) {
-    err.write(`Could not report the answer to ${delivery.delivery_id}: ${(error as Error).message}\n`);
+    err.write(`Could not report the answer to ${delivery.delivery_id}: ${messageOf(error)}\n`);
   }
 }
 
 function receiverError(error: unknown): string {
-  const e = error as Error & { cause?: { code?: string } };
-  if (e.name === 'TimeoutError') return 'the receiver did not answer in time';
-  return e.cause?.code ? `${e.cause.code} (${e.message})` : e.message;
+  // fetch's failures: a DOMException when timed out, a TypeError whose cause is the socket's error.
+  if (fieldOf(error, 'name') === 'TimeoutError') return 'the receiver did not answer in time';
+  const code = fieldOf(fieldOf(error, 'cause'), 'code');
+  const message = String(fieldOf(error, 'message'));
+  return code ? `${String(code)} (${message})` : message;
 }
 
 /** The CLI's client: the API calls get its timeout and its error codes; the stream is fetched apart, as it stays open. */
@@ -211,26 +216,22 @@ function reportFailure(error: unknown, err: NodeJS.WritableStream): ExitCode {
     err.write(`${error.render()}\n`);
     return error.exitCode;
   }
-  err.write(`Error: ${(error as Error).message}\n`);
+  err.write(`Error: ${messageOf(error)}\n`);
   return EXIT.apiError;
 }
 
 /** `code: message` of a refused stream, from the API's envelope when there is one. */
 async function refusalOf(response: Response): Promise<string> {
   const text = await response.text().catch(() => '');
-  try {
-    const { error } = JSON.parse(text) as { error: { code: string; message: string } };
-    return `${error.code}: ${error.message}`;
-  } catch {
-    return `HTTP ${response.status}: ${text.slice(0, 200) || response.statusText}`;
-  }
+  const error = envelopeError(parseJson(text));
+  return error ? `${error.code}: ${error.message}` : `HTTP ${response.status}: ${text.slice(0, 200) || response.statusText}`;
 }
 
 /** Parses a text/event-stream body into its events (comments and ids dropped). */
 export async function* serverSentEvents(body: ReadableStream<Uint8Array>): AsyncGenerator<StreamEvent> {
   const decoder = new TextDecoder();
   let buffer = '';
-  for await (const chunk of body as unknown as AsyncIterable<Uint8Array>) {
+  for await (const chunk of body) {
     buffer += decoder.decode(chunk, { stream: true });
     let end: number;
     while ((end = buffer.indexOf('\n\n')) >= 0) {

@@ -1,5 +1,6 @@
 /** Printing what the API answered: a table (chosen columns), or its data exactly as JSON or YAML. */
 import YAML from 'yaml';
+import { isRecord } from './shapes';
 
 export const OUTPUT_FORMATS = ['table', 'json', 'yaml'] as const;
 export type OutputFormat = (typeof OUTPUT_FORMATS)[number];
@@ -9,7 +10,7 @@ function cell(value: unknown): string {
   if (value === null || value === undefined || value === '') return '-';
   if (Array.isArray(value)) {
     if (value.length === 0) return '-';
-    return value.map((item) => (item && typeof item === 'object' ? idOf(item as Record<string, unknown>) : String(item))).join(',');
+    return value.map((item: unknown) => (isRecord(item) ? idOf(item) : String(item))).join(',');
   }
   if (typeof value === 'object') return JSON.stringify(value);
   return String(value).replace(/\s+/g, ' ');
@@ -31,7 +32,8 @@ export function renderTable(rows: Record<string, unknown>[], columns: string[]):
 export function render(data: unknown, format: OutputFormat, columns: string[]): string {
   if (format === 'json') return `${JSON.stringify(data, null, 2)}\n`;
   if (format === 'yaml') return YAML.stringify(data);
-  const rows = (Array.isArray(data) ? data : [data]) as Record<string, unknown>[];
+  // A row that is no object (a bare value) has no columns: its cells are empty.
+  const rows = (Array.isArray(data) ? data : [data]).map((row: unknown) => (isRecord(row) ? row : {}));
   // Columns the chosen ones miss but the answer holds once (a new key, a signing secret) are shown too.
   const shownOnce = ['key', 'secret'].filter((k) => rows.length === 1 && rows[0] && k in rows[0] && !columns.includes(k));
   return renderTable(rows, [...columns, ...shownOnce]);

@@ -6,7 +6,7 @@ import { Argument, Command, CommanderError, Option } from 'commander';
 import { registerAuth } from './auth';
 import { registerOperations } from './api-commands';
 import { completionScript, SHELLS, Shell } from './completion';
-import { CliError, EXIT, ExitCode } from './exit-codes';
+import { CliError, EXIT, ExitCode, isExitCode } from './exit-codes';
 import { OUTPUT_FORMATS } from './output';
 import { parseSeconds } from './flags';
 import { registerListen } from './listen';
@@ -60,8 +60,9 @@ export async function runCli(argv: string[]): Promise<ExitCode> {
   const program = buildProgram();
   try {
     await program.parseAsync(argv, { from: 'user' });
-    // A long-running action that reports its own failures (listen) leaves its code here.
-    return (process.exitCode ?? EXIT.ok) as ExitCode;
+    // A long-running action that reports its own failures (listen) leaves its code here; only an ExitCode is ever left.
+    const code = process.exitCode ?? EXIT.ok;
+    return isExitCode(code) ? code : EXIT.apiError;
   } catch (err) {
     // Commander has printed its message (or the help, asked for: exit code 0).
     if (err instanceof CommanderError) return err.exitCode === 0 ? EXIT.ok : EXIT.usage;

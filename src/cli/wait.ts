@@ -5,6 +5,7 @@
 import { ApiClient } from './client';
 import { CliError, EXIT } from './exit-codes';
 import { DEAD_END_STATES, WaitSpec } from './operations';
+import { isRecord } from './shapes';
 
 const FRAMES = ['⠋', '⠙', '⠹', '⠸', '⠼', '⠴', '⠦', '⠧', '⠇', '⠏'];
 const POLL_MS = 500;
@@ -14,6 +15,10 @@ interface Resource {
   status?: string;
   status_reason?: string | null;
 }
+
+/** Whether an answer's data is a resource that can be waited for (it has an id; its status, if any, is a string). */
+export const isResource = (data: unknown): data is Resource =>
+  isRecord(data) && typeof data.id === 'string' && (data.status === undefined || typeof data.status === 'string');
 
 class Spinner {
   private frame = 0;
@@ -72,7 +77,9 @@ export async function waitFor(client: ApiClient, spec: WaitSpec, first: Resource
       spinner.update(`${current.id}: ${status} -> ${target} (${Math.floor(elapsed / 1000)} s)`);
       await sleep(Math.min(POLL_MS, timeoutMs - elapsed));
       try {
-        current = (await client.request('GET', path)).body?.data as Resource;
+        const data = (await client.request('GET', path)).body?.data;
+        if (!isResource(data)) throw new CliError(`${current.id} cannot be waited for: the API answered without it`, EXIT.apiError, 'wait_failed');
+        current = data;
       } catch (err) {
         // Destroyed while waiting for its deletion: as deleted as it gets.
         if (err instanceof CliError && err.exitCode === EXIT.notFound && spec.target.includes('deleted')) return { ...current, status: 'deleted' };

@@ -7,6 +7,7 @@
  * record, and the report sums the records of all processes. A process killed without a
  * stop loses what it counted since its last flush.
  */
+import { types } from 'node:util';
 import { randomBytes } from 'node:crypto';
 import type { Logger } from 'pino';
 import type { Store } from '../store/types';
@@ -104,7 +105,10 @@ export class UsageCounters {
           await this.store.putSecret(entry.team, countsName(this.process, entry.day), countsToSecret(this.process, entry.day, entry.counts));
         } catch (err) {
           entry.dirty = true;
-          this.logger.warn({ err: (err as Error).message, team: entry.team }, 'usage counts not flushed; the next flush tries again');
+          this.logger.warn(
+            { err: types.isNativeError(err) ? err.message : String(err), team: entry.team },
+            'usage counts not flushed; the next flush tries again',
+          );
           continue;
         }
       }

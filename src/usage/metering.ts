@@ -78,7 +78,8 @@ export function meteredSubject(event: CloudEvent): { metered: MeteredFamily; id:
 export function applyEvent(current: Interval | undefined, metered: MeteredFamily, id: string, event: CloudEvent): Interval | undefined {
   const interval: Interval = current ?? { family: metered.family, resource_id: id, segments: [], ended: false };
   if (interval.ended) return undefined;
-  const state = event.data.status as string;
+  // meteredSubject admits string states only; anything else is no state ('').
+  const state = typeof event.data.status === 'string' ? event.data.status : '';
   const at = event.created_at;
   const open = interval.segments.find((s) => s.to === null);
   const segments = interval.segments.map((s) => ({ ...s }));

@@ -4,6 +4,7 @@
  * grow with every resource and day for ever: an interval once it ended that long ago, a
  * day's counts once the day is that old, a month's notices once the month is.
  */
+import { types } from 'node:util';
 import type { Logger } from 'pino';
 import type { Store, StoredSecret } from '../store/types';
 import { COUNTS_PREFIX, INTERVAL_PREFIX, intervalFromSecret, NOTICES_PREFIX } from './records';
@@ -45,7 +46,9 @@ export class UsageRetention {
   sweep(): Promise<void> {
     this.running = this.running
       .then(() => this.deleteExpired())
-      .catch((err) => this.deps.logger.warn({ err: (err as Error).message }, 'usage records not swept; the next sweep tries again'));
+      .catch((err) =>
+        this.deps.logger.warn({ err: types.isNativeError(err) ? err.message : String(err) }, 'usage records not swept; the next sweep tries again'),
+      );
     return this.running;
   }
 

@@ -11,6 +11,7 @@
  * emission is then noted in the period's notices record, which later checks read first.
  * The leader checks every CLOUDPLANE_USAGE_FLUSH_SECONDS.
  */
+import { types } from 'node:util';
 import { createHash } from 'node:crypto';
 import type { Logger } from 'pino';
 import type { EventBus } from '../events/types';
@@ -30,9 +31,12 @@ export interface MetricLimit {
 }
 export type UsageLimits = Record<string, MetricLimit>;
 
+/** The limits record's `limits`, as writeLimits wrote them (from limits the API validated). */
+const parseLimits = (text: string): UsageLimits => JSON.parse(text) as UsageLimits;
+
 export async function readLimits(store: Store, team: string): Promise<UsageLimits> {
   const secret = await store.getSecret(team, LIMITS_NAME);
-  return secret ? (JSON.parse(secret.limits) as UsageLimits) : {};
+  return secret ? parseLimits(secret.limits) : {};
 }
 
 export async function writeLimits(store: Store, team: string, limits: UsageLimits): Promise<void> {
@@ -89,7 +93,9 @@ export class ThresholdWatch {
   check(): Promise<void> {
     this.running = this.running
       .then(() => this.checkAll())
-      .catch((err) => this.deps.logger.warn({ err: (err as Error).message }, 'usage thresholds not checked; the next check tries again'));
+      .catch((err) =>
+        this.deps.logger.warn({ err: types.isNativeError(err) ? err.message : String(err) }, 'usage thresholds not checked; the next check tries again'),
+      );
     return this.running;
   }
 
@@ -99,7 +105,7 @@ export class ThresholdWatch {
     const period = periodOf(now);
     for (const secret of await store.listSecrets(LIMITS_NAME)) {
       if (secret.name !== LIMITS_NAME) continue;
-      const limits = JSON.parse(secret.data.limits) as UsageLimits;
+      const limits = parseLimits(secret.data.limits);
       if (Object.keys(limits).length === 0) continue;
       const report = await usageReport(store, this.deps.counters, secret.team, period.start, now, now.getTime());
       const found = crossings(limits, metricQuantities(report));

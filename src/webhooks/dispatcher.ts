@@ -8,6 +8,7 @@
  * exactly where the records say. A delivery's id is derived from (subscription, event),
  * so an event handed over again after a crash finds its delivery instead of doubling it.
  */
+import { types } from 'node:util';
 import type { Logger } from 'pino';
 import { AlreadyExistsError, Store, WatchEvent } from '../store/types';
 import type { EventBus } from '../events/types';
@@ -20,6 +21,7 @@ import { deliveryHeaders } from './signing';
 import { sendDelivery, AttemptResult } from './sender';
 import { DELIVERY_FAILED, finishAttempt, recordAttempt } from './outcome';
 import { isListener } from './listener';
+import { isDelivery, isWebhook } from './watched';
 import { signingSecrets } from './secrets';
 import { TokenBuckets } from './rate-limiter';
 import { FairScheduler } from './fair-scheduler';
@@ -201,19 +203,18 @@ export class WebhookDispatcher {
   private onStoreChange({ type, object, previous }: WatchEvent): void {
     if (this.stopped) return;
     if (type === 'deleted') {
-      if (object.meta.kind === webhookFamily.kind) this.rates.delete(object.meta.id);
+      if (isWebhook(object)) this.rates.delete(object.meta.id);
       return;
     }
-    if (object.meta.kind === deliveryFamily.kind) {
-      this.scheduleFromRecord(object as unknown as Delivery);
+    if (isDelivery(object)) {
+      this.scheduleFromRecord(object);
       return;
     }
-    if (object.meta.kind !== webhookFamily.kind) return;
-    const webhook = object as unknown as Webhook;
-    if (this.rates.has(webhook.meta.id)) this.rates.set(webhook.meta.id, rateOf(webhook));
-    const was = (previous as unknown as Webhook | undefined)?.status?.status;
-    if (was !== 'active' && webhook.status.status === 'active') void this.resumeHeld(webhook);
-    if (was !== 'deleted' && webhook.status.status === 'deleted' && (isListener(webhook) || was !== 'active')) void this.resumeHeld(webhook);
+    if (!isWebhook(object)) return;
+    if (this.rates.has(object.meta.id)) this.rates.set(object.meta.id, rateOf(object));
+    const was = previous?.status?.status;
+    if (was !== 'active' && object.status.status === 'active') void this.resumeHeld(object);
+    if (was !== 'deleted' && object.status.status === 'deleted' && (isListener(object) || was !== 'active')) void this.resumeHeld(object);
   }
 
   /** A re-enabled subscription's pending deliveries were held, a deleted listener's or inactive one's parked; they go again now (a deleted one's to end `failed`). */
@@ -278,7 +279,10 @@ export class WebhookDispatcher {
           const failures = (this.unrecorded.get(name)?.failures ?? 0) + 1;
           const holdMs = backoffMs(failures - 1, UNRECORDED_HOLD_MS, UNRECORDED_HOLD_MAX_MS);
           this.unrecorded.set(name, { failures, until: Date.now() + holdMs });
-          this.deps.logger.error({ delivery_id: key.id, err: (err as Error).message, retry_in_ms: holdMs }, 'webhook delivery attempt could not be recorded');
+          this.deps.logger.error(
+            { delivery_id: key.id, err: types.isNativeError(err) ? err.message : String(err), retry_in_ms: holdMs },
+            'webhook delivery attempt could not be recorded',
+          );
         })
         .finally(() => {
           this.inFlight.delete(name);
@@ -322,7 +326,10 @@ export class WebhookDispatcher {
       const webhook = await this.deps.store.get<Webhook['spec'], Webhook['status']>(webhookFamily.kind, team, webhookId);
       this.rates.set(webhookId, rateOf(webhook));
     } catch (err) {
-      this.deps.logger.error({ webhook_id: webhookId, err: (err as Error).message }, 'webhook subscription could not be read; its due deliveries wait');
+      this.deps.logger.error(
+        { webhook_id: webhookId, err: types.isNativeError(err) ? err.message : String(err) },
+        'webhook subscription could not be read; its due deliveries wait',
+      );
       await this.sleep(UNRECORDED_HOLD_MS);
     }
   }

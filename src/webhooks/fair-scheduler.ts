@@ -104,7 +104,10 @@ export class FairScheduler<T> {
   }
 
   private take(team: string, lanes: Map<string, Lane<T>>, subscription: string, lane: Lane<T>): Started<T> {
-    const [id, item] = lane.waiting.entries().next().value as [string, T];
+    const first = lane.waiting.entries().next();
+    // A lane with nothing waiting leaves the rotation when its last item is taken.
+    if (first.done) throw new Error(`subscription ${subscription} of team ${team} is in the rotation with nothing waiting`);
+    const [id, item] = first.value;
     lane.waiting.delete(id);
     this.waitingCount--;
     // Served now: both go to the back of their rotation (or leave it with nothing waiting).

@@ -15,6 +15,7 @@
  * old one noticed) may both push a delivery: the record keeps one outcome per attempt
  * (outcome.ts), and the receiver drops the duplicate by its `webhook-id`, as for any retry.
  */
+import { types } from 'node:util';
 import { randomUUID } from 'node:crypto';
 import type { Logger } from 'pino';
 import type { Store, WatchEvent } from '../store/types';
@@ -26,6 +27,7 @@ import { signingSecrets } from './secrets';
 import { postHeaders } from './sender';
 import { recordAttempt } from './outcome';
 import { claimLease, renewLease } from './listener';
+import { isDelivery, isWebhook } from './watched';
 import { listedObjects } from '../store/listed';
 
 /** Deliveries pushed to one CLI and not answered yet; more wait their turn. */
@@ -94,10 +96,9 @@ export class ListenerHub {
 
   private onStoreChange({ type, object }: WatchEvent): void {
     if (type === 'deleted') return;
-    if (object.meta.kind === deliveryFamily.kind) {
-      const delivery = object as unknown as Delivery;
-      this.streams.get(keyOf(delivery.meta.team, delivery.spec.webhook_id))?.schedule(delivery);
-    } else if (object.meta.kind === webhookFamily.kind && (object as unknown as Webhook).status.status === 'deleted') {
+    if (isDelivery(object)) {
+      this.streams.get(keyOf(object.meta.team, object.spec.webhook_id))?.schedule(object);
+    } else if (isWebhook(object) && object.status.status === 'deleted') {
       this.streams.get(keyOf(object.meta.team, object.meta.id))?.end('the listener was deleted');
     }
   }
@@ -185,7 +186,10 @@ export class ListenerStream {
   /** A push the store failed (reading the record or the secret) is tried again shortly, not left until the record changes. */
   private pushOrRetry(id: string): void {
     this.push(id).catch((err) => {
-      this.deps.logger.error({ delivery_id: id, err: (err as Error).message, retry_in_ms: PUSH_RETRY_MS }, 'a listener delivery could not be pushed');
+      this.deps.logger.error(
+        { delivery_id: id, err: types.isNativeError(err) ? err.message : String(err), retry_in_ms: PUSH_RETRY_MS },
+        'a listener delivery could not be pushed',
+      );
       if (this.ended || this.timers.has(id)) return;
       this.timers.set(
         id,
@@ -245,7 +249,10 @@ export class ListenerStream {
       const latest = await store.get<Delivery['spec'], Delivery['status']>(deliveryFamily.kind, this.team, delivery.meta.id);
       if (latest) this.schedule(latest);
     } catch (err) {
-      logger.error({ delivery_id: delivery.meta.id, err: (err as Error).message }, 'a listener attempt without answer could not be recorded');
+      logger.error(
+        { delivery_id: delivery.meta.id, err: types.isNativeError(err) ? err.message : String(err) },
+        'a listener attempt without answer could not be recorded',
+      );
     }
   }
 
@@ -259,7 +266,7 @@ export class ListenerStream {
       this.sink.keepAlive();
     } catch (err) {
       // The store failed this once; the next renewal tries again within the lease.
-      logger.warn({ webhook_id: this.id, err: (err as Error).message }, 'a listener lease could not be renewed');
+      logger.warn({ webhook_id: this.id, err: types.isNativeError(err) ? err.message : String(err) }, 'a listener lease could not be renewed');
     }
   }
 }

@@ -31,7 +31,7 @@ interface Lease {
 }
 
 export async function leaseExpiry(store: Store, team: string, id: string): Promise<number> {
-  const lease = (await store.getSecret(team, leaseSecretName(id))) as Lease | undefined;
+  const lease = await store.getSecret(team, leaseSecretName(id));
   return lease ? Number(lease.expires_at) : 0;
 }
 
@@ -49,7 +49,7 @@ export async function claimLease(store: Store, team: string, id: string, holder:
 export async function renewLease(store: Store, team: string, id: string, holder: string, leaseMs: number): Promise<'renewed' | 'lost' | 'contended'> {
   for (let attempt = 0; attempt < RENEW_SWAPS; attempt++) {
     if (attempt > 0) await new Promise((resolve) => setTimeout(resolve, RENEW_SWAP_PAUSE_MS));
-    const current = (await store.getSecret(team, leaseSecretName(id))) as Lease | undefined;
+    const current = await store.getSecret(team, leaseSecretName(id));
     if (!current || current.holder !== holder) return 'lost';
     const renewed: Lease = { holder, expires_at: String(Date.now() + leaseMs) };
     // A swap: a takeover written between the read and this write is never overwritten.

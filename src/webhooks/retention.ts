@@ -13,6 +13,7 @@
  * delivery pending again wins over the sweep. A store error skips the record (or the
  * pass); the next pass tries again.
  */
+import { types } from 'node:util';
 import type { Logger } from 'pino';
 import { ConflictError, NotFoundError, Store } from '../store/types';
 import type { WebhookConfig } from '../config';
@@ -79,7 +80,7 @@ export class WebhookRetention {
     const result: SweepResult = { deliveries: 0, webhooks: 0, failures: 0 };
     const cutoff = now - config.deliveryRetentionMs;
     try {
-      const deliveries = (await store.list(deliveryFamily.kind)) as unknown as Delivery[];
+      const deliveries = await store.list<Delivery['spec'], Delivery['status']>(deliveryFamily.kind);
       const left = new Set<string>();
       const expiredDeliveries: Delivery[] = [];
       for (const delivery of deliveries) {
@@ -91,7 +92,7 @@ export class WebhookRetention {
         if (await this.remove(delivery, result)) result.deliveries++;
         else left.add(`${delivery.meta.team}/${delivery.spec.webhook_id}`);
       });
-      const webhooks = (await store.list(webhookFamily.kind)) as unknown as Webhook[];
+      const webhooks = await store.list<Webhook['spec'], Webhook['status']>(webhookFamily.kind);
       const gone = webhooks.filter(({ meta, status }) => {
         const deletedLongAgo = status?.status === 'deleted' && status.deleted_at !== null && Date.parse(status.deleted_at) <= cutoff;
         // Its events reach the bus before the record goes (the outbox relay removes them).
@@ -105,7 +106,7 @@ export class WebhookRetention {
       });
     } catch (err) {
       result.failures++;
-      logger.warn({ err: (err as Error).message }, 'webhook retention pass failed; the next pass tries again');
+      logger.warn({ err: types.isNativeError(err) ? err.message : String(err) }, 'webhook retention pass failed; the next pass tries again');
     }
     webhookRecordsRemoved.inc({ kind: 'delivery' }, result.deliveries);
     webhookRecordsRemoved.inc({ kind: 'webhook' }, result.webhooks);
@@ -123,7 +124,10 @@ export class WebhookRetention {
     } catch (err) {
       if (err instanceof ConflictError || err instanceof NotFoundError) return false;
       result.failures++;
-      this.deps.logger.warn({ kind, id, err: (err as Error).message }, 'webhook retention could not remove a record; the next pass tries again');
+      this.deps.logger.warn(
+        { kind, id, err: types.isNativeError(err) ? err.message : String(err) },
+        'webhook retention could not remove a record; the next pass tries again',
+      );
       return false;
     }
   }

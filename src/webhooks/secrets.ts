@@ -39,7 +39,7 @@ export async function rotateSecret(store: Store, team: string, webhookId: string
   const name = webhookSecretName(webhookId);
   const current = newWebhookSecret();
   for (;;) {
-    const existing = (await store.getSecret(team, name)) as StoredSecrets | undefined;
+    const existing = await store.getSecret(team, name);
     const data: StoredSecrets =
       existing?.current && overlapMs > 0
         ? { current, previous: existing.current, previous_expires_at: String(now + overlapMs) }
@@ -62,15 +62,15 @@ export async function dropExpiredPrevious(
   secret: { team: string; name: string; data: Record<string, string> },
   now = Date.now(),
 ): Promise<boolean> {
-  const data = secret.data as unknown as StoredSecrets;
-  if (!data.previous || Number(data.previous_expires_at) > now) return false;
-  const next: StoredSecrets = { current: data.current, previous: '', previous_expires_at: '' };
+  const { current, previous, previous_expires_at } = secret.data;
+  if (!previous || Number(previous_expires_at) > now) return false;
+  const next: StoredSecrets = { current, previous: '', previous_expires_at: '' };
   return store.swapSecret(secret.team, secret.name, secret.data, { ...next });
 }
 
 /** Every secret that signs a delivery now, the current one first. */
 export async function signingSecrets(store: Store, team: string, webhookId: string, now = Date.now()): Promise<string[]> {
-  const data = (await store.getSecret(team, webhookSecretName(webhookId))) as StoredSecrets | undefined;
+  const data = await store.getSecret(team, webhookSecretName(webhookId));
   if (!data?.current) return [];
   const previousLive = data.previous && Number(data.previous_expires_at) > now;
   return previousLive ? [data.current, data.previous] : [data.current];

@@ -7,6 +7,7 @@
  * or port (Node's connection errors do: "connect ECONNREFUSED 10.0.0.5:443"); what the
  * operator needs to look into a failure is in `detail`, which only the log gets.
  */
+import { types } from 'node:util';
 import http from 'node:http';
 import https from 'node:https';
 import type { LookupFunction } from 'node:net';
@@ -77,13 +78,14 @@ export async function sendDelivery(
   try {
     resolved = await resolveTarget(target, policy);
   } catch (err) {
-    const cause = (err as Error).cause as Error | undefined;
-    return { ok: false, status: null, error: `refused: ${(err as Error).message}`, detail: cause?.message };
+    const message = types.isNativeError(err) ? err.message : String(err);
+    const detail = types.isNativeError(err) && types.isNativeError(err.cause) ? err.cause.message : undefined;
+    return { ok: false, status: null, error: `refused: ${message}`, detail };
   }
   const { url, address, family } = resolved;
   // Connect to the checked address whatever a second DNS lookup would say.
   const pinned: LookupFunction = (_hostname, options, callback) => {
-    if ((options as { all?: boolean }).all) (callback as (e: null, a: Array<{ address: string; family: number }>) => void)(null, [{ address, family }]);
+    if (options.all) callback(null, [{ address, family }]);
     else callback(null, address, family);
   };
   const client = url.protocol === 'https:' ? https : http;

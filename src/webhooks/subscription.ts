@@ -34,15 +34,16 @@ export function settle(
     (current) => {
       if (judgedGeneration !== undefined && current.meta.generation !== judgedGeneration) return null;
       const reset = reenable && current.status.status !== 'deleted' ? { disabled_reason: null, consecutive_failures: 0 } : {};
-      const next = { ...current, status: { ...current.status, ...reset } } as Webhook;
+      const next: Webhook = { ...current, status: { ...current.status, ...reset } };
       const changes = {
         ...reset,
         ...extra,
         status: stateOf(next),
-        observed_config: configHash(webhookFamily, current.spec as unknown as Record<string, unknown>),
+        observed_config: configHash(webhookFamily, { ...current.spec }),
         observed_generation: current.meta.generation,
       };
-      const same = Object.entries(changes).every(([k, v]) => (current.status as unknown as Record<string, unknown>)[k] === v);
+      const recorded: Record<string, unknown> = { ...current.status };
+      const same = Object.entries(changes).every(([k, v]) => recorded[k] === v);
       return same ? null : changes;
     },
     actor,
