@@ -8,6 +8,7 @@
  */
 // Each command loads only what it runs: the API commands start in a fraction of the
 // service's load time (the Kubernetes client alone takes most of a second).
+import { textOf } from './lib/unknown-values';
 
 async function serve(): Promise<void> {
   const { loadConfig } = await import('./config');
@@ -68,6 +69,6 @@ async function main(argv: string[]): Promise<void> {
 }
 
 main(process.argv.slice(2)).catch((err) => {
-  process.stderr.write(`cloudplane: ${err instanceof Error ? err.message : String(err)}\n`);
+  process.stderr.write(`cloudplane: ${textOf(err)}\n`);
   process.exit(1);
 });

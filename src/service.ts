@@ -50,6 +50,7 @@ import { CoordinationV1Api } from '@kubernetes/client-node';
 import { kubeConfigFor } from './store';
 import { LeaderCallbacks, LeaderElector, Leadership, SoleLeader } from './controllers/leader-election';
 import { reportEventConsumers, reportLeadership } from './metrics';
+import { textOf } from './lib/unknown-values';
 
 export interface RunningService {
   app: FastifyInstance;
@@ -145,7 +146,7 @@ export async function startService(config: Config, logger: Logger = createLogger
 
     return { app, ctx, url: `http://${host}:${port}`, bootstrap, stop: stopAll };
   } catch (err) {
-    await stopAll().catch((stopErr) => logger.error({ err: stopErr instanceof Error ? stopErr.message : String(stopErr) }, 'could not stop what had started'));
+    await stopAll().catch((stopErr) => logger.error({ err: textOf(stopErr) }, 'could not stop what had started'));
     throw err;
   }
 }

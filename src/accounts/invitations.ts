@@ -7,6 +7,7 @@
 import type { Logger } from 'pino';
 import type { WebhookConfig } from '../config';
 import { Mailer } from '../lib/mailer';
+import { textOf } from '../lib/unknown-values';
 
 export interface InvitationNotice {
   to: string;
@@ -48,7 +49,7 @@ export class InvitationMailer {
       });
       this.logger.info(log, 'member invited: invitation e-mailed');
     } catch (err) {
-      this.logger.warn({ ...log, err: err instanceof Error ? err.message : String(err) }, 'member invited: the invitation e-mail could not be sent');
+      this.logger.warn({ ...log, err: textOf(err) }, 'member invited: the invitation e-mail could not be sent');
     }
   }
 

@@ -9,7 +9,7 @@ import { ApiClient } from './client';
 import { configPath, normaliseApiUrl, readContexts, writeContexts } from './contexts';
 import { CliError, EXIT, usageError } from './exit-codes';
 import { globalsOf, note, print } from './session';
-import { hasStrings } from './shapes';
+import { hasStrings } from '../lib/unknown-values';
 
 /** Reads answers line by line: from the terminal, with prompts (the key not echoed), or from a pipe. */
 class Prompter {

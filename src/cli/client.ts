@@ -4,7 +4,7 @@
  * or a sentence about the network, never a stack trace.
  */
 import { CliError, EXIT, exitCodeOfStatus, FieldDetail } from './exit-codes';
-import { fieldOf, hasStrings, isRecord } from './shapes';
+import { fieldOf, hasStrings, isRecord } from '../lib/unknown-values';
 
 export type Query = Record<string, string | number | boolean | undefined>;
 

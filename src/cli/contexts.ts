@@ -8,7 +8,7 @@ import os from 'node:os';
 import path from 'node:path';
 import YAML from 'yaml';
 import { CliError, EXIT, usageError } from './exit-codes';
-import { fieldOf, hasStrings, messageOf } from './shapes';
+import { fieldOf, hasStrings, textOf } from '../lib/unknown-values';
 
 export interface Context {
   api_url: string;
@@ -32,13 +32,13 @@ export function readContexts(file = configPath()): ContextFile {
     text = fs.readFileSync(file, 'utf8');
   } catch (err) {
     if (fieldOf(err, 'code') === 'ENOENT') return { current_context: null, contexts: {} };
-    throw usageError(`cannot read ${file}: ${messageOf(err)}`);
+    throw usageError(`cannot read ${file}: ${textOf(err)}`);
   }
   let parsed: unknown;
   try {
     parsed = YAML.parse(text);
   } catch (err) {
-    throw usageError(`${file} is not valid YAML: ${messageOf(err)}`);
+    throw usageError(`${file} is not valid YAML: ${textOf(err)}`);
   }
   const contexts: Record<string, Context> = {};
   for (const [name, value] of Object.entries(fieldOf(parsed, 'contexts') ?? {})) {

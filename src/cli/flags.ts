@@ -9,7 +9,7 @@ import { Command, InvalidArgumentError, Option } from 'commander';
 import type { TObject, TSchema } from '@sinclair/typebox';
 import YAML from 'yaml';
 import { usageError } from './exit-codes';
-import { isRecord, messageOf } from './shapes';
+import { isRecord, textOf } from '../lib/unknown-values';
 
 export const kebab = (field: string) => field.replace(/_/g, '-');
 
@@ -119,13 +119,13 @@ export function readBodyFile(path: string): Record<string, unknown> {
   try {
     text = fs.readFileSync(path === '-' ? 0 : path, 'utf8');
   } catch (err) {
-    throw usageError(`cannot read ${path === '-' ? 'stdin' : path}: ${messageOf(err)}`);
+    throw usageError(`cannot read ${path === '-' ? 'stdin' : path}: ${textOf(err)}`);
   }
   let parsed: unknown;
   try {
     parsed = YAML.parse(text);
   } catch (err) {
-    throw usageError(`${path === '-' ? 'stdin' : path} is neither JSON nor YAML: ${messageOf(err).split('\n')[0]}`);
+    throw usageError(`${path === '-' ? 'stdin' : path} is neither JSON nor YAML: ${textOf(err).split('\n')[0]}`);
   }
   if (!isRecord(parsed) || Array.isArray(parsed)) throw usageError(`${path === '-' ? 'stdin' : path} must hold an object of fields`);
   return parsed;

@@ -8,7 +8,7 @@
  */
 import type { Command } from 'commander';
 import { ApiClient, envelopeError, parseJson } from './client';
-import { fieldOf, hasStrings, messageOf } from './shapes';
+import { fieldOf, hasStrings, textOf } from '../lib/unknown-values';
 import { CliError, EXIT, ExitCode } from './exit-codes';
 
 export interface ListenTarget {
@@ -152,7 +152,7 @@ async function streamUntilStopped(
       }
     } catch (error) {
       if (stopped.aborted) break;
-      err.write(`Stream interrupted (${messageOf(error)}); reconnecting\n`);
+      err.write(`Stream interrupted (${textOf(error)}); reconnecting\n`);
     } finally {
       stopped.removeEventListener('abort', abort);
       connection.abort();
@@ -194,7 +194,7 @@ async function forward(
   try {
     await api.request('POST', `/webhooks/${id}/deliveries/${delivery.delivery_id}/answer`, { body: { attempt: delivery.attempt, ...answer } });
   } catch (error) {
-    err.write(`Could not report the answer to ${delivery.delivery_id}: ${messageOf(error)}\n`);
+    err.write(`Could not report the answer to ${delivery.delivery_id}: ${textOf(error)}\n`);
   }
 }
 
@@ -216,7 +216,7 @@ function reportFailure(error: unknown, err: NodeJS.WritableStream): ExitCode {
     err.write(`${error.render()}\n`);
     return error.exitCode;
   }
-  err.write(`Error: ${messageOf(error)}\n`);
+  err.write(`Error: ${textOf(error)}\n`);
   return EXIT.apiError;
 }
 

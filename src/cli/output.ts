@@ -1,6 +1,6 @@
 /** Printing what the API answered: a table (chosen columns), or its data exactly as JSON or YAML. */
 import YAML from 'yaml';
-import { isRecord } from './shapes';
+import { isRecord } from '../lib/unknown-values';
 
 export const OUTPUT_FORMATS = ['table', 'json', 'yaml'] as const;
 export type OutputFormat = (typeof OUTPUT_FORMATS)[number];

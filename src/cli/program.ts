@@ -11,6 +11,7 @@ import { OUTPUT_FORMATS } from './output';
 import { parseSeconds } from './flags';
 import { registerListen } from './listen';
 import { resolveCredentials } from './contexts';
+import { textOf } from '../lib/unknown-values';
 
 const SERVICE_COMMANDS = `
 Service commands:
@@ -70,7 +71,7 @@ export async function runCli(argv: string[]): Promise<ExitCode> {
       process.stderr.write(`${err.render()}\n`);
       return err.exitCode;
     }
-    process.stderr.write(`Error: ${err instanceof Error ? err.message : String(err)}\n`);
+    process.stderr.write(`Error: ${textOf(err)}\n`);
     return EXIT.apiError;
   }
 }

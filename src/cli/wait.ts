@@ -5,7 +5,7 @@
 import { ApiClient } from './client';
 import { CliError, EXIT } from './exit-codes';
 import { DEAD_END_STATES, WaitSpec } from './operations';
-import { isRecord } from './shapes';
+import { isRecord } from '../lib/unknown-values';
 
 const FRAMES = ['⠋', '⠙', '⠹', '⠸', '⠼', '⠴', '⠦', '⠧', '⠇', '⠏'];
 const POLL_MS = 500;

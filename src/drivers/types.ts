@@ -15,6 +15,9 @@ import type { KubeConfig } from '@kubernetes/client-node';
 import type { Logger } from 'pino';
 import type { Config } from '../config';
 import type { NamespacedWatches } from '../store/kubernetes/namespaced-watches';
+import type { ExternalRecord, Json } from '../resources/external-record';
+
+export type { ExternalRecord, Json };
 
 /** Health of the driver behind a family, as meta.provider shows it. */
 export type ProviderHealth = 'connected' | 'degraded' | 'unavailable';
@@ -36,12 +39,6 @@ export interface DriverHealth {
   /** What the last of them said, or null. */
   lastFailure: string | null;
 }
-
-/** A JSON value, as a resource's status holds it (an undefined member is left out). */
-export type Json = string | number | boolean | null | Json[] | { [key: string]: Json | undefined };
-
-/** What a driver remembers of its own calls for one resource (status.external). */
-export type ExternalRecord = { [key: string]: Json | undefined };
 
 /** The custom resource that owns what a driver creates (cluster mode). */
 export interface Owner {

@@ -17,3 +17,17 @@ export function messageOf(err: unknown): string | undefined {
 
 /** The `code` of a thrown value: an errno name from Node (`EEXIST`), an HTTP status from the Kubernetes client. */
 export const codeOf = (err: unknown): unknown => fieldOf(err, 'code');
+
+/** What a thrown value says, as text: its message, or else the value itself written out. */
+export const textOf = (err: unknown): string => messageOf(err) ?? String(err);
+
+/** The object at `path` below `value`, or undefined where a step is missing or not an object. */
+export function recordAt(value: unknown, ...path: string[]): Record<string, unknown> | undefined {
+  let at = value;
+  for (const key of path) at = fieldOf(at, key);
+  return isRecord(at) ? at : undefined;
+}
+
+/** Whether `value` is an object whose `keys` all hold strings. */
+export const hasStrings = <K extends string>(value: unknown, ...keys: K[]): value is Record<K, string> =>
+  isRecord(value) && keys.every((key) => typeof value[key] === 'string');

@@ -12,7 +12,7 @@
 import { Type } from '@sinclair/typebox';
 import type { BaseStatus, FamilyDefinition, Resource } from './family';
 import { baseRecordProperties, baseStatusProperties, ExternalRecordSchema, IdOf, NullableTimestamp, strictObject } from './schema-kit';
-import type { ExternalRecord } from '../drivers/types';
+import type { ExternalRecord } from './external-record';
 
 const STATES = ['creating', 'completed', 'failed', 'deleted', 'destroyed'] as const;
 export const BACKUP_TRIGGERS = ['manual', 'policy'] as const;

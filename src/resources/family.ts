@@ -9,7 +9,7 @@ import type { StoredObject } from '../store/types';
 import type { Config } from '../config';
 import type { FieldError } from '../lib/errors';
 import { fieldOf } from '../lib/unknown-values';
-import type { ExternalRecord } from '../drivers/types';
+import type { ExternalRecord } from './external-record';
 
 /**
  * A Kubernetes-style condition (metav1.Condition): Ready and Synced after Crossplane,

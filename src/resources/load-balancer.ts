@@ -13,7 +13,7 @@ import {
   strictObject,
   connectionSecretProperty,
 } from './schema-kit';
-import type { ExternalRecord } from '../drivers/types';
+import type { ExternalRecord } from './external-record';
 
 const STATES = ['creating', 'running', 'failed', 'deleted', 'destroyed'] as const;
 const ALGORITHMS = ['round_robin', 'least_connections', 'ip_hash'];

@@ -14,7 +14,7 @@ import {
   strictObject,
   connectionSecretProperty,
 } from './schema-kit';
-import type { ExternalRecord } from '../drivers/types';
+import type { ExternalRecord } from './external-record';
 
 const STATES = ['creating', 'running', 'stopping', 'stopped', 'starting', 'rebooting', 'restoring', 'failed', 'deleted', 'destroyed'] as const;
 const DEFAULT_PLAN = 's-1vcpu-1gb';

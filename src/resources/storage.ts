@@ -5,7 +5,7 @@ import { fieldInvalid } from '../lib/errors';
 import { serverFamily } from './server';
 import type { BaseStatus, FamilyDefinition, Resource } from './family';
 import { baseRecordProperties, baseStatusProperties, ExternalRecordSchema, Region, ResourceName, strictObject, connectionSecretProperty } from './schema-kit';
-import type { ExternalRecord } from '../drivers/types';
+import type { ExternalRecord } from './external-record';
 
 const STATES = ['creating', 'available', 'failed', 'deleted', 'destroyed'] as const;
 

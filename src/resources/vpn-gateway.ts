@@ -16,7 +16,7 @@ import {
   strictObject,
   connectionSecretProperty,
 } from './schema-kit';
-import type { ExternalRecord } from '../drivers/types';
+import type { ExternalRecord } from './external-record';
 
 const STATES = ['creating', 'active', 'failed', 'deleting', 'deleted', 'destroyed'] as const;
 const TUNNEL_TYPES = ['ipsec', 'wireguard'];

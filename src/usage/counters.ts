@@ -7,11 +7,11 @@
  * record, and the report sums the records of all processes. A process killed without a
  * stop loses what it counted since its last flush.
  */
-import { types } from 'node:util';
 import { randomBytes } from 'node:crypto';
 import type { Logger } from 'pino';
 import type { Store } from '../store/types';
 import { countsName, countsToSecret, DayCounts } from './records';
+import { textOf } from '../lib/unknown-values';
 
 interface DayEntry {
   team: string;
@@ -105,10 +105,7 @@ export class UsageCounters {
           await this.store.putSecret(entry.team, countsName(this.process, entry.day), countsToSecret(this.process, entry.day, entry.counts));
         } catch (err) {
           entry.dirty = true;
-          this.logger.warn(
-            { err: types.isNativeError(err) ? err.message : String(err), team: entry.team },
-            'usage counts not flushed; the next flush tries again',
-          );
+          this.logger.warn({ err: textOf(err), team: entry.team }, 'usage counts not flushed; the next flush tries again');
           continue;
         }
       }

@@ -4,10 +4,10 @@
  * grow with every resource and day for ever: an interval once it ended that long ago, a
  * day's counts once the day is that old, a month's notices once the month is.
  */
-import { types } from 'node:util';
 import type { Logger } from 'pino';
 import type { Store, StoredSecret } from '../store/types';
 import { COUNTS_PREFIX, INTERVAL_PREFIX, intervalFromSecret, NOTICES_PREFIX } from './records';
+import { textOf } from '../lib/unknown-values';
 
 const DAY_MS = 86_400_000;
 
@@ -46,9 +46,7 @@ export class UsageRetention {
   sweep(): Promise<void> {
     this.running = this.running
       .then(() => this.deleteExpired())
-      .catch((err) =>
-        this.deps.logger.warn({ err: types.isNativeError(err) ? err.message : String(err) }, 'usage records not swept; the next sweep tries again'),
-      );
+      .catch((err) => this.deps.logger.warn({ err: textOf(err) }, 'usage records not swept; the next sweep tries again'));
     return this.running;
   }
 

@@ -11,7 +11,6 @@
  * emission is then noted in the period's notices record, which later checks read first.
  * The leader checks every CLOUDPLANE_USAGE_FLUSH_SECONDS.
  */
-import { types } from 'node:util';
 import { createHash } from 'node:crypto';
 import type { Logger } from 'pino';
 import type { EventBus } from '../events/types';
@@ -21,6 +20,7 @@ import { unitOf } from './metering';
 import { LIMITS_NAME, NOTICES_PREFIX, swapUntilDone } from './records';
 import { metricQuantities, usageReport } from './report';
 import type { UsageCounters } from './counters';
+import { textOf } from '../lib/unknown-values';
 
 export const THRESHOLD_REACHED = 'usage.threshold_reached';
 export const OVERAGE = 'usage.overage';
@@ -93,9 +93,7 @@ export class ThresholdWatch {
   check(): Promise<void> {
     this.running = this.running
       .then(() => this.checkAll())
-      .catch((err) =>
-        this.deps.logger.warn({ err: types.isNativeError(err) ? err.message : String(err) }, 'usage thresholds not checked; the next check tries again'),
-      );
+      .catch((err) => this.deps.logger.warn({ err: textOf(err) }, 'usage thresholds not checked; the next check tries again'));
     return this.running;
   }
 

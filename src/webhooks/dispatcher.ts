@@ -8,7 +8,6 @@
  * exactly where the records say. A delivery's id is derived from (subscription, event),
  * so an event handed over again after a crash finds its delivery instead of doubling it.
  */
-import { types } from 'node:util';
 import type { Logger } from 'pino';
 import { AlreadyExistsError, Store, WatchEvent } from '../store/types';
 import type { EventBus } from '../events/types';
@@ -30,6 +29,7 @@ import { backoffMs } from '../lib/backoff';
 import { takeTurn } from '../lib/event-loop-turns';
 import { listedObjects } from '../store/listed';
 import { reportWebhookAttempts } from '../metrics';
+import { textOf } from '../lib/unknown-values';
 
 const SYSTEM = 'system';
 const GONE = 410;
@@ -279,10 +279,7 @@ export class WebhookDispatcher {
           const failures = (this.unrecorded.get(name)?.failures ?? 0) + 1;
           const holdMs = backoffMs(failures - 1, UNRECORDED_HOLD_MS, UNRECORDED_HOLD_MAX_MS);
           this.unrecorded.set(name, { failures, until: Date.now() + holdMs });
-          this.deps.logger.error(
-            { delivery_id: key.id, err: types.isNativeError(err) ? err.message : String(err), retry_in_ms: holdMs },
-            'webhook delivery attempt could not be recorded',
-          );
+          this.deps.logger.error({ delivery_id: key.id, err: textOf(err), retry_in_ms: holdMs }, 'webhook delivery attempt could not be recorded');
         })
         .finally(() => {
           this.inFlight.delete(name);
@@ -326,10 +323,7 @@ export class WebhookDispatcher {
       const webhook = await this.deps.store.get<Webhook['spec'], Webhook['status']>(webhookFamily.kind, team, webhookId);
       this.rates.set(webhookId, rateOf(webhook));
     } catch (err) {
-      this.deps.logger.error(
-        { webhook_id: webhookId, err: types.isNativeError(err) ? err.message : String(err) },
-        'webhook subscription could not be read; its due deliveries wait',
-      );
+      this.deps.logger.error({ webhook_id: webhookId, err: textOf(err) }, 'webhook subscription could not be read; its due deliveries wait');
       await this.sleep(UNRECORDED_HOLD_MS);
     }
   }

@@ -15,7 +15,6 @@
  * old one noticed) may both push a delivery: the record keeps one outcome per attempt
  * (outcome.ts), and the receiver drops the duplicate by its `webhook-id`, as for any retry.
  */
-import { types } from 'node:util';
 import { randomUUID } from 'node:crypto';
 import type { Logger } from 'pino';
 import type { Store, WatchEvent } from '../store/types';
@@ -29,6 +28,7 @@ import { recordAttempt } from './outcome';
 import { claimLease, renewLease } from './listener';
 import { isDelivery, isWebhook } from './watched';
 import { listedObjects } from '../store/listed';
+import { textOf } from '../lib/unknown-values';
 
 /** Deliveries pushed to one CLI and not answered yet; more wait their turn. */
 const MAX_IN_FLIGHT = 16;
@@ -186,10 +186,7 @@ export class ListenerStream {
   /** A push the store failed (reading the record or the secret) is tried again shortly, not left until the record changes. */
   private pushOrRetry(id: string): void {
     this.push(id).catch((err) => {
-      this.deps.logger.error(
-        { delivery_id: id, err: types.isNativeError(err) ? err.message : String(err), retry_in_ms: PUSH_RETRY_MS },
-        'a listener delivery could not be pushed',
-      );
+      this.deps.logger.error({ delivery_id: id, err: textOf(err), retry_in_ms: PUSH_RETRY_MS }, 'a listener delivery could not be pushed');
       if (this.ended || this.timers.has(id)) return;
       this.timers.set(
         id,
@@ -249,10 +246,7 @@ export class ListenerStream {
       const latest = await store.get<Delivery['spec'], Delivery['status']>(deliveryFamily.kind, this.team, delivery.meta.id);
       if (latest) this.schedule(latest);
     } catch (err) {
-      logger.error(
-        { delivery_id: delivery.meta.id, err: types.isNativeError(err) ? err.message : String(err) },
-        'a listener attempt without answer could not be recorded',
-      );
+      logger.error({ delivery_id: delivery.meta.id, err: textOf(err) }, 'a listener attempt without answer could not be recorded');
     }
   }
 
@@ -266,7 +260,7 @@ export class ListenerStream {
       this.sink.keepAlive();
     } catch (err) {
       // The store failed this once; the next renewal tries again within the lease.
-      logger.warn({ webhook_id: this.id, err: types.isNativeError(err) ? err.message : String(err) }, 'a listener lease could not be renewed');
+      logger.warn({ webhook_id: this.id, err: textOf(err) }, 'a listener lease could not be renewed');
     }
   }
 }

@@ -3,12 +3,12 @@
  * by e-mail through CLOUDPLANE_SMTP_URL; without an SMTP server configured, a warning
  * in the log has to do.
  */
-import { types } from 'node:util';
 import type { Logger } from 'pino';
 import type { Store } from '../store/types';
 import type { WebhookConfig } from '../config';
 import { Mailer } from '../lib/mailer';
 import { teamFamily, userFamily, TeamSpec, UserSpec } from '../resources/accounts';
+import { textOf } from '../lib/unknown-values';
 
 export interface DisabledNotice {
   team: string;
@@ -52,7 +52,7 @@ export class OwnerNotifier {
       });
       this.logger.info(log, 'webhook disabled: owner notified by e-mail');
     } catch (err) {
-      this.logger.warn({ ...log, err: types.isNativeError(err) ? err.message : String(err) }, 'webhook disabled: the e-mail to the owner could not be sent');
+      this.logger.warn({ ...log, err: textOf(err) }, 'webhook disabled: the e-mail to the owner could not be sent');
     }
   }
 

@@ -13,13 +13,13 @@
  * delivery pending again wins over the sweep. A store error skips the record (or the
  * pass); the next pass tries again.
  */
-import { types } from 'node:util';
 import type { Logger } from 'pino';
 import { ConflictError, NotFoundError, Store } from '../store/types';
 import type { WebhookConfig } from '../config';
 import { Delivery, deliveryFamily, Webhook, webhookFamily } from '../resources/webhook';
 import { deleteSecret } from './secrets';
 import { webhookRecordsRemoved, webhookRetentionFailures } from '../metrics';
+import { textOf } from '../lib/unknown-values';
 
 const MIN_INTERVAL_MS = 1_000;
 const MAX_INTERVAL_MS = 10 * 60_000;
@@ -106,7 +106,7 @@ export class WebhookRetention {
       });
     } catch (err) {
       result.failures++;
-      logger.warn({ err: types.isNativeError(err) ? err.message : String(err) }, 'webhook retention pass failed; the next pass tries again');
+      logger.warn({ err: textOf(err) }, 'webhook retention pass failed; the next pass tries again');
     }
     webhookRecordsRemoved.inc({ kind: 'delivery' }, result.deliveries);
     webhookRecordsRemoved.inc({ kind: 'webhook' }, result.webhooks);
@@ -124,10 +124,7 @@ export class WebhookRetention {
     } catch (err) {
       if (err instanceof ConflictError || err instanceof NotFoundError) return false;
       result.failures++;
-      this.deps.logger.warn(
-        { kind, id, err: types.isNativeError(err) ? err.message : String(err) },
-        'webhook retention could not remove a record; the next pass tries again',
-      );
+      this.deps.logger.warn({ kind, id, err: textOf(err) }, 'webhook retention could not remove a record; the next pass tries again');
       return false;
     }
   }

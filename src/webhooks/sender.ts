@@ -7,11 +7,11 @@
  * or port (Node's connection errors do: "connect ECONNREFUSED 10.0.0.5:443"); what the
  * operator needs to look into a failure is in `detail`, which only the log gets.
  */
-import { types } from 'node:util';
 import http from 'node:http';
 import https from 'node:https';
 import type { LookupFunction } from 'node:net';
 import { NO_PUBLIC_ADDRESS, resolveTarget, TargetPolicy } from '../lib/target-guard';
+import { fieldOf, messageOf, textOf } from '../lib/unknown-values';
 
 export interface AttemptResult {
   ok: boolean;
@@ -78,9 +78,7 @@ export async function sendDelivery(
   try {
     resolved = await resolveTarget(target, policy);
   } catch (err) {
-    const message = types.isNativeError(err) ? err.message : String(err);
-    const detail = types.isNativeError(err) && types.isNativeError(err.cause) ? err.cause.message : undefined;
-    return { ok: false, status: null, error: `refused: ${message}`, detail };
+    return { ok: false, status: null, error: `refused: ${textOf(err)}`, detail: messageOf(fieldOf(err, 'cause')) };
   }
   const { url, address, family } = resolved;
   // Connect to the checked address whatever a second DNS lookup would say.

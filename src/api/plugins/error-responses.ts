@@ -9,7 +9,7 @@ import type { FastifyInstance, RouteOptions } from 'fastify';
 import { Type } from '@sinclair/typebox';
 import { isRead } from '../../accounts/roles';
 import { MAX_ERROR_DETAILS } from '../../lib/errors';
-import { isRecord } from '../json-objects';
+import { isRecord } from '../../lib/unknown-values';
 
 export const ErrorEnvelope = Type.Object({
   error: Type.Object({

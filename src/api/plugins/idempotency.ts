@@ -21,7 +21,7 @@ import type { IdempotencyConfig } from '../../config';
 import type { Store } from '../../store/types';
 import type { ApiContext } from '../context';
 import { routeConfigOf } from '../route-config';
-import { recordAt } from '../json-objects';
+import { recordAt, textOf } from '../../lib/unknown-values';
 
 export const IDEMPOTENCY_HEADER = 'idempotency-key';
 export const REPLAYED_HEADER = 'idempotent-replayed';
@@ -232,7 +232,7 @@ export function registerIdempotency(api: FastifyInstance, ctx: ApiContext): void
         request.log.warn('the Idempotency-Key was taken over while its request ran (its lease lapsed); the answer is not kept for a retry');
     } catch (err) {
       // The answer is sent anyway; the claim lapses with its lease and a retry runs again.
-      request.log.warn({ err: err instanceof Error ? err.message : String(err) }, 'could not record the answer of an Idempotency-Key');
+      request.log.warn({ err: textOf(err) }, 'could not record the answer of an Idempotency-Key');
     }
     return payload;
   };

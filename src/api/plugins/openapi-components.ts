@@ -14,7 +14,7 @@
  * keyword for keyword, as a named one.
  */
 import type { OpenApiDocument } from './openapi-links';
-import { isRecord, recordAt } from '../json-objects';
+import { isRecord, recordAt } from '../../lib/unknown-values';
 
 type Schema = Record<string, unknown>;
 const PREFIX = '#/components/schemas/';

@@ -7,7 +7,7 @@
  * routes get the hook: every other answer pays nothing.
  */
 import type { FastifyInstance, onRequestHookHandler, RouteOptions } from 'fastify';
-import { isRecord, recordAt } from '../json-objects';
+import { isRecord, recordAt } from '../../lib/unknown-values';
 
 /** Names of answer fields that hold a secret shown once (`public_key` and the like are not). */
 const SECRET_FIELDS = new Set(['key', 'secret', 'csrf_token', 'token', 'api_key', 'password']);

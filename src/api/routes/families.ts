@@ -21,6 +21,7 @@ import { ErrorEnvelope } from '../plugins/error-responses';
 import { pluralOf, typeNameOf } from '../openapi-names';
 import type { ApiApp } from '../api-app';
 import { ruleContextOf } from '../../events/catalog';
+import { textOf } from '../../lib/unknown-values';
 
 const IdParams = Type.Object({ id: Type.String({ maxLength: 64, description: 'Resource id.' }) });
 
@@ -131,7 +132,7 @@ async function assertNothingHeld(ctx: ApiContext, family: AnyFamily, resource: R
   try {
     holds = await ctx.drivers.holdsData(family.name, { id: meta.id, team: meta.team, external: (status as { external?: ExternalRecord }).external ?? null });
   } catch (err) {
-    throw providerUnavailable(family.title, err instanceof Error ? err.message : String(err));
+    throw providerUnavailable(family.title, textOf(err));
   }
   if (holds) throw conflict(guard.code, guard.message);
 }

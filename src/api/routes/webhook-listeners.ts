@@ -32,6 +32,7 @@ import { ListenerHub, ListenerStream, StreamSink } from '../../webhooks/listener
 import { recordAttempt } from '../../webhooks/outcome';
 import type { AttemptResult } from '../../webhooks/sender';
 import type { ApiApp } from '../api-app';
+import { textOf } from '../../lib/unknown-values';
 
 const errors = {
   400: ErrorEnvelope,
@@ -190,7 +191,7 @@ export function registerWebhookListenerRoutes(app: ApiApp, ctx: ApiContext): voi
       try {
         stream = await hub.attach(listener, sink);
       } catch (err) {
-        ctx.logger.error({ webhook_id: id, err: err instanceof Error ? err.message : String(err) }, 'a listener stream could not start');
+        ctx.logger.error({ webhook_id: id, err: textOf(err) }, 'a listener stream could not start');
         sink.end('the stream could not start; reconnect');
         return;
       }

@@ -31,6 +31,7 @@ import { assertWindow, deliveryFilterOf } from './webhook-deliveries';
 import { listedArray } from '../../store/listed';
 import type { ApiApp } from '../api-app';
 import { ruleContextOf } from '../../events/catalog';
+import { textOf } from '../../lib/unknown-values';
 
 const errors = {
   400: ErrorEnvelope,
@@ -370,10 +371,7 @@ async function requeue(ctx: ApiContext, team: string, deliveries: Delivery[], ac
       );
     } catch (err) {
       // Gone (retention) or the store failed: calling recover again picks up what is still failed.
-      ctx.logger.warn(
-        { delivery_id: delivery.meta.id, err: err instanceof Error ? err.message : String(err) },
-        'webhook recover: a delivery could not be re-queued',
-      );
+      ctx.logger.warn({ delivery_id: delivery.meta.id, err: textOf(err) }, 'webhook recover: a delivery could not be re-queued');
     }
   }
 }
