@@ -15,8 +15,6 @@ import {
   ConflictError,
   NewObject,
   NotFoundError,
-  Page,
-  PageRequest,
   PersistenceState,
   readAs,
   Store,
@@ -32,12 +30,12 @@ import { nowIso } from '../../lib/time';
 import { CollectionWatcher, KubeObject } from './watcher';
 import { asCached } from './cached-object';
 import { listInPages, ListPage } from './paged-list';
-import { ListedKind, ListIndexes } from '../list-index';
+import { ListedKind } from '../list-index';
+import { ObjectCache } from '../object-cache';
 import { sameJson } from '../../lib/canonical-json';
 import { onlyOutboxDiffers } from '../outbox-only';
 import { httpCode } from './http-code';
 import { messageOf } from '../../lib/unknown-values';
-import { TeamPartition } from '../team-partition';
 import { NamespacedWatches } from './namespaced-watches';
 import { TeamNamespaceBinding, TeamNamespaces } from './team-namespaces';
 import { orphansOnDelete } from '../deletion-policy';
@@ -132,10 +130,8 @@ export class KubernetesStore implements Store {
   private readonly core: CoreV1Api;
   private readonly watchClient: Watch;
   private readonly kinds = new Map<string, KindInfo>();
-  /** kind -> `team/id` -> the object, and the raw custom resource it came from. */
-  private readonly objects = new Map<string, TeamPartition<{ object: StoredObject; raw: Raw }>>();
-  /** Ordered indexes of `objects` for pages, changed wherever `objects` is (settle). */
-  private readonly indexes: ListIndexes;
+  /** kind -> `team/id` -> the object, and the raw custom resource it came from; changed by settle alone. */
+  private readonly cache: ObjectCache<{ object: StoredObject; raw: Raw }>;
   private readonly secrets = new SecretTable<SecretEntry>();
   private readonly listeners = new Set<WatchListener>();
   private readonly watchers: CollectionWatcher<Raw>[] = [];
@@ -170,11 +166,19 @@ export class KubernetesStore implements Store {
   /** Set when a request to the API server failed for lack of an answer; cleared by the next success. */
   private unreachableSince: number | null = null;
 
+  // Reads are answered by the cache (set in the constructor), as the embedded store's are.
+  readonly get: Store['get'];
+  readonly list: Store['list'];
+  readonly page: Store['page'];
+  readonly named: Store['named'];
+  readonly count: Store['count'];
+
   constructor(private readonly o: KubernetesStoreOptions) {
+    this.cache = new ObjectCache(o.listed, (entry) => entry.object);
+    ({ get: this.get, list: this.list, page: this.page, named: this.named, count: this.count } = this.cache);
     this.custom = o.kubeConfig.makeApiClient(CustomObjectsApi);
     this.core = o.kubeConfig.makeApiClient(CoreV1Api);
     this.watchClient = new Watch(o.kubeConfig);
-    this.indexes = new ListIndexes(o.listed);
     const timing = { logger: o.logger, watchSilenceLimitMs: o.watchSilenceLimitMs };
     this.watches =
       o.watches ??
@@ -185,7 +189,6 @@ export class KubernetesStore implements Store {
       });
     for (const info of o.kinds) {
       this.kinds.set(info.kind, info);
-      this.objects.set(info.kind, new TeamPartition(teamOfKey));
       this.claims.set(info.kind, new Map());
       this.claimants.set(info.kind, new Map());
     }
@@ -259,27 +262,6 @@ export class KubernetesStore implements Store {
   rewatch(): void {
     for (const watcher of this.watchers) watcher.restartNow();
     this.watches.restart('secrets');
-  }
-
-  async get<S, St>(kind: string, team: string, id: string): Promise<StoredObject<S, St> | undefined> {
-    const entry = this.objects.get(kind)?.get(`${team}/${id}`);
-    return entry && readAs<S, St>(entry.object);
-  }
-
-  async list<S, St>(kind: string, team?: string): Promise<StoredObject<S, St>[]> {
-    return [...(this.objects.get(kind)?.values(team) ?? [])].map((e) => readAs<S, St>(e.object));
-  }
-
-  async page(kind: string, team: string | undefined, request: PageRequest): Promise<Page> {
-    return this.indexes.of(kind).page(team, request);
-  }
-
-  async named(kind: string, team: string, name: string): Promise<StoredObject[]> {
-    return this.indexes.of(kind).named(team, name);
-  }
-
-  async count(kind: string, team: string): Promise<number> {
-    return this.indexes.of(kind).count(team);
   }
 
   // API call: store: custom resources, written
@@ -403,7 +385,7 @@ export class KubernetesStore implements Store {
   // API call: store: custom resources, written
   async requestDeletion<S, St>(kind: string, team: string, id: string): Promise<StoredObject<S, St>> {
     const info = this.info(kind);
-    const entry = this.objects.get(kind)!.get(`${team}/${id}`);
+    const entry = this.cache.entry(kind, `${team}/${id}`);
     if (!entry) throw new NotFoundError(kind, id);
     if (entry.object.meta.deletionTimestamp) return readAs<S, St>(entry.object);
     const where = { group: GROUP, version: VERSION, namespace: entry.raw.metadata.namespace!, plural: info.plural, name: entry.raw.metadata.name };
@@ -420,7 +402,7 @@ export class KubernetesStore implements Store {
   // API call: store: custom resources, written
   async remove(kind: string, team: string, id: string, resourceVersion?: string): Promise<void> {
     const info = this.info(kind);
-    const entry = this.objects.get(kind)!.get(`${team}/${id}`);
+    const entry = this.cache.entry(kind, `${team}/${id}`);
     if (!entry) throw new NotFoundError(kind, id);
     const where = { group: GROUP, version: VERSION, namespace: entry.raw.metadata.namespace!, plural: info.plural, name: entry.raw.metadata.name };
     let raw = structuredClone(entry.raw);
@@ -568,7 +550,7 @@ export class KubernetesStore implements Store {
 
   private entryOf(object: StoredObject<unknown, unknown>) {
     const info = this.info(object.meta.kind);
-    const entry = this.objects.get(info.kind)!.get(`${object.meta.team}/${object.meta.id}`);
+    const entry = this.cache.entry(info.kind, `${object.meta.team}/${object.meta.id}`);
     if (!entry) throw new NotFoundError(object.meta.kind, object.meta.id);
     return { info, entry };
   }
@@ -632,7 +614,7 @@ export class KubernetesStore implements Store {
     const removedAt = this.tombstones.get(`${info.kind}/${key}`);
     if (removedAt !== undefined && !isOlder(removedAt, object.meta.resourceVersion)) return object;
     for (const changed of this.claim(info, raw, key) ?? []) this.settle(info, changed);
-    const entry = this.objects.get(info.kind)!.get(key);
+    const entry = this.cache.entry(info.kind, key);
     return entry && sameResource(entry.raw, raw) ? entry.object : object;
   }
 
@@ -681,19 +663,16 @@ export class KubernetesStore implements Store {
       rivals.filter((raw) => this.disowned.get(uidKeyOf(info, raw)) !== id),
     );
     for (const raw of rivals) if (raw !== owner) this.disown(info, raw, id);
-    const byKey = this.objects.get(info.kind)!;
-    const previous = byKey.get(key);
+    const previous = this.cache.entry(info.kind, key);
     const same = previous !== undefined && owner !== undefined && sameResource(previous.raw, owner);
     if (same && !isNewer(owner.metadata.resourceVersion ?? '', previous.object.meta.resourceVersion)) return;
     if (previous && !same) {
-      byKey.delete(key);
-      this.indexes.replace(previous.object, undefined);
+      this.cache.delete(info.kind, key);
       this.notify({ type: 'deleted', object: previous.object, previous: previous.object });
     }
     if (!owner) return;
     const object = this.toStored(info, owner, id);
-    byKey.set(key, { object, raw: owner });
-    this.indexes.replace(same ? previous.object : undefined, object);
+    this.cache.set(info.kind, key, { object, raw: owner });
     this.notify({ type: same ? 'modified' : 'added', object, previous: same ? previous.object : undefined });
   }
 
@@ -714,7 +693,7 @@ export class KubernetesStore implements Store {
     const key = this.knownKeyOf(info, raw);
     if (claim && sameResource(claim.raw, raw)) this.unclaim(info, name);
     if (!key) return;
-    const previous = this.objects.get(info.kind)!.get(key);
+    const previous = this.cache.entry(info.kind, key);
     // A copy that never had the id leaves the id's owner and its tombstone alone.
     if (!previous || sameResource(previous.raw, raw)) this.bury(info, key, raw.metadata.resourceVersion);
     this.settle(info, key);
@@ -723,14 +702,14 @@ export class KubernetesStore implements Store {
   /** Marks `team/id` removed as of a version: a late event of an earlier one must not bring it back. */
   private bury(info: KindInfo, key: string, version: string | undefined): void {
     const tombstone = `${info.kind}/${key}`;
-    const cached = this.objects.get(info.kind)!.get(key)?.object.meta.resourceVersion;
+    const cached = this.cache.entry(info.kind, key)?.object.meta.resourceVersion;
     this.tombstones.set(tombstone, laterVersion(laterVersion(this.tombstones.get(tombstone) ?? '0', cached), version));
   }
 
   /** A deletion the watch reports is the object's last event: nothing older can follow it. */
   private watchedRemoval(info: KindInfo, raw: Raw): void {
     const key = this.knownKeyOf(info, raw);
-    const cached = key ? this.objects.get(info.kind)!.get(key) : undefined;
+    const cached = key ? this.cache.entry(info.kind, key) : undefined;
     const served = !cached || sameResource(cached.raw, raw);
     this.removeRaw(info, raw);
     if (key && served) this.tombstones.delete(`${info.kind}/${key}`);
@@ -744,8 +723,7 @@ export class KubernetesStore implements Store {
   private replaceKind(info: KindInfo, items: Raw[]): void {
     for (const key of [...this.tombstones.keys()]) if (key.startsWith(`${info.kind}/`)) this.tombstones.delete(key);
     const claims = this.claims.get(info.kind)!;
-    const byKey = this.objects.get(info.kind)!;
-    const changed = new Set<string>(byKey.keys());
+    const changed = new Set<string>(this.cache.keys(info.kind));
     const listed = new Set<string>();
     for (const raw of items) {
       asCached(raw);
@@ -758,7 +736,7 @@ export class KubernetesStore implements Store {
     }
     for (const [name, claim] of [...claims]) {
       if (listed.has(name)) continue;
-      const cached = byKey.get(claim.key);
+      const cached = this.cache.entry(info.kind, claim.key);
       if (cached && sameResource(cached.raw, claim.raw)) this.bury(info, claim.key, claim.raw.metadata.resourceVersion);
       this.unclaim(info, name);
       changed.add(claim.key);
@@ -902,7 +880,7 @@ export class KubernetesStore implements Store {
     } catch (err) {
       const code = httpCode(err);
       if (code === 409) {
-        const cached = this.objects.get(info.kind)!.get(`${object.meta.team}/${object.meta.id}`)?.object.meta.resourceVersion;
+        const cached = this.cache.entry(info.kind, `${object.meta.team}/${object.meta.id}`)?.object.meta.resourceVersion;
         if (!cached || !isNewer(cached, object.meta.resourceVersion)) await this.refresh(info, object).catch(() => undefined);
         throw new ConflictError(info.kind, object.meta.id);
       }
@@ -913,7 +891,7 @@ export class KubernetesStore implements Store {
 
   // API call: store: custom resources, written
   private async refresh(info: KindInfo, object: StoredObject<unknown, unknown>): Promise<void> {
-    const entry = this.objects.get(info.kind)!.get(`${object.meta.team}/${object.meta.id}`);
+    const entry = this.cache.entry(info.kind, `${object.meta.team}/${object.meta.id}`);
     if (!entry) return;
     const fresh = await this.call<Raw>(() =>
       this.custom.getNamespacedCustomObject({
@@ -975,8 +953,6 @@ function asOwnObject(raw: Raw, id: string): Raw {
  */
 const leaving = (raw: Raw) => Boolean(raw.metadata.deletionTimestamp) && !(raw.metadata.finalizers ?? []).includes(FINALIZER);
 
-/** The team of a `team/id` key (labelKeyOf): team ids hold no `/`. */
-const teamOfKey = (key: string) => key.slice(0, key.indexOf('/'));
 const nameKeyOf = (raw: KubeObject) => `${raw.metadata.namespace ?? ''}/${raw.metadata.name}`;
 const uidKeyOf = (info: KindInfo, raw: Raw) => `${info.kind}/${raw.metadata.uid ?? nameKeyOf(raw)}`;
 
