@@ -19,6 +19,7 @@ import { EncryptionKeys, loadKeyring } from './encryption-key';
 import { isSealed, SecretBox, SecretKeyError } from './secret-box';
 import { ListedKind } from './list-index';
 import { ObjectCache } from './object-cache';
+import { WatchListeners } from './watch-listeners';
 import {
   AlreadyExistsError,
   ConflictError,
@@ -30,8 +31,6 @@ import {
   StoredObject,
   StoredSecret,
   StoreUnavailableError,
-  WatchEvent,
-  WatchListener,
 } from './types';
 
 const SECRET_KIND = '__Secret';
@@ -117,7 +116,8 @@ export class EmbeddedStore implements Store {
    * against committed state, and readers never see what is not yet durable.
    */
   private readonly inflight = new Map<string, Promise<void>>();
-  private readonly listeners = new Set<WatchListener>();
+  private readonly listeners = new WatchListeners();
+  readonly watch = this.listeners.watch;
   private readonly log: AppendLog;
   private readonly snapshotFile: string;
   private readonly compactBytes: number;
@@ -273,11 +273,6 @@ export class EmbeddedStore implements Store {
       if (resourceVersion !== undefined && current.meta.resourceVersion !== resourceVersion) throw new ConflictError(kind, id);
       return this.write(key, null, { op: 'del', k: key });
     });
-  }
-
-  watch(listener: WatchListener): () => void {
-    this.listeners.add(listener);
-    return () => this.listeners.delete(listener);
   }
 
   async getSecret(team: string, name: string): Promise<Record<string, string> | undefined> {
@@ -441,7 +436,9 @@ export class EmbeddedStore implements Store {
     }
     const previous = this.objects.get(key);
     this.apply(key, value);
-    this.notify(value ? { type: previous ? 'modified' : 'added', object: value, previous } : previous ? { type: 'deleted', object: previous, previous } : null);
+    this.listeners.notify(
+      value ? { type: previous ? 'modified' : 'added', object: value, previous } : previous ? { type: 'deleted', object: previous, previous } : null,
+    );
     if (this.compactionDue()) this.compaction.request();
   }
 
@@ -470,17 +467,6 @@ export class EmbeddedStore implements Store {
       this.objects.delete(key);
       this.cache.delete(kind, teamAndId);
       if (kind === SECRET_KIND && previous) this.secretNames.delete(previous.meta.team, previous.meta.id);
-    }
-  }
-
-  private notify(event: WatchEvent | null): void {
-    if (!event) return;
-    for (const listener of this.listeners) {
-      try {
-        listener(event);
-      } catch {
-        // A listener's failure must not undo or hide a committed write.
-      }
     }
   }
 
