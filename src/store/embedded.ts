@@ -9,7 +9,6 @@ import fs from 'node:fs';
 import path from 'node:path';
 import type { Logger } from 'pino';
 import { SecretNameOrder } from './secret-table';
-import { TeamPartition } from './team-partition';
 import { AppendLog, lockDataDir, writeFileDurable } from './append-log';
 import { DataDirHealth } from './data-dir-health';
 import { BackgroundWrite, DEFAULT_RETRY } from './background-write';
@@ -18,22 +17,20 @@ import { sameJson } from '../lib/canonical-json';
 import { onlyOutboxDiffers } from './outbox-only';
 import { EncryptionKeys, loadKeyring } from './encryption-key';
 import { isSealed, SecretBox, SecretKeyError } from './secret-box';
-import { ListedKind, ListIndexes } from './list-index';
+import { ListedKind } from './list-index';
+import { ObjectCache } from './object-cache';
+import { WatchListeners } from './watch-listeners';
 import {
   AlreadyExistsError,
   ConflictError,
   NewObject,
   NotFoundError,
-  Page,
-  PageRequest,
   PersistenceState,
   readAs,
   Store,
   StoredObject,
   StoredSecret,
   StoreUnavailableError,
-  WatchEvent,
-  WatchListener,
 } from './types';
 
 const SECRET_KIND = '__Secret';
@@ -64,11 +61,6 @@ export interface EmbeddedStoreOptions {
 }
 
 const keyOf = (kind: string, team: string, id: string) => `${kind}/${team}/${id}`;
-/** The team of a key of keyOf: kinds and teams hold no `/`. */
-const teamOfKey = (key: string) => {
-  const start = key.indexOf('/') + 1;
-  return key.slice(start, key.indexOf('/', start));
-};
 
 function deepFreeze<T>(value: T): T {
   // Arrays too: a stored object's lists are as frozen as its members.
@@ -114,17 +106,18 @@ function copiedMembers(value: unknown[] | Record<string, unknown>, stored: unkno
 
 export class EmbeddedStore implements Store {
   private readonly objects = new Map<string, StoredObject>();
-  private readonly byKind = new Map<string, TeamPartition<StoredObject>>();
+  /** The committed objects by kind and team, and their list indexes: what reads are answered from (object-cache.ts). */
+  private readonly cache: ObjectCache<StoredObject>;
   /** Each secret's key in order of its name, for listSecrets (secret-table.ts). */
   private readonly secretNames = new SecretNameOrder<string>();
-  private readonly indexes: ListIndexes;
   /**
    * Writes handed to the log but not yet on disk, by key. A second write of the same key
    * waits for the first to settle, so writes of one object are serialised and checked
    * against committed state, and readers never see what is not yet durable.
    */
   private readonly inflight = new Map<string, Promise<void>>();
-  private readonly listeners = new Set<WatchListener>();
+  private readonly listeners = new WatchListeners();
+  readonly watch = this.listeners.watch;
   private readonly log: AppendLog;
   private readonly snapshotFile: string;
   private readonly compactBytes: number;
@@ -138,8 +131,16 @@ export class EmbeddedStore implements Store {
   /** After a refused append: probes the directory until it takes writes again. */
   private readonly appendRecovery: BackgroundWrite;
 
+  // Reads are answered by the cache (set in the constructor), as the Kubernetes store's are.
+  readonly get: Store['get'];
+  readonly list: Store['list'];
+  readonly page: Store['page'];
+  readonly named: Store['named'];
+  readonly count: Store['count'];
+
   constructor(private readonly options: EmbeddedStoreOptions) {
-    this.indexes = new ListIndexes(options.listed);
+    this.cache = new ObjectCache(options.listed, (object) => object);
+    ({ get: this.get, list: this.list, page: this.page, named: this.named, count: this.count } = this.cache);
     this.log = new AppendLog(path.join(options.dataDir, 'store.log'));
     this.snapshotFile = path.join(options.dataDir, 'store.snapshot.json');
     this.compactBytes = options.compactBytes ?? 64 * 1024 * 1024;
@@ -200,27 +201,6 @@ export class EmbeddedStore implements Store {
   /** `stale` while the data directory refuses a write (see DataDirHealth); reads still answer. */
   persistence(): PersistenceState {
     return this.health.state;
-  }
-
-  async get<S, St>(kind: string, team: string, id: string): Promise<StoredObject<S, St> | undefined> {
-    const object = this.objects.get(keyOf(kind, team, id));
-    return object && readAs<S, St>(object);
-  }
-
-  async list<S, St>(kind: string, team?: string): Promise<StoredObject<S, St>[]> {
-    return Array.from(this.byKind.get(kind)?.values(team) ?? [], (object) => readAs<S, St>(object));
-  }
-
-  async page(kind: string, team: string | undefined, request: PageRequest): Promise<Page> {
-    return this.indexes.of(kind).page(team, request);
-  }
-
-  async named(kind: string, team: string, name: string): Promise<StoredObject[]> {
-    return this.indexes.of(kind).named(team, name);
-  }
-
-  async count(kind: string, team: string): Promise<number> {
-    return this.indexes.of(kind).count(team);
   }
 
   async create<S, St>(input: NewObject<S, St>): Promise<StoredObject<S, St>> {
@@ -295,11 +275,6 @@ export class EmbeddedStore implements Store {
     });
   }
 
-  watch(listener: WatchListener): () => void {
-    this.listeners.add(listener);
-    return () => this.listeners.delete(listener);
-  }
-
   async getSecret(team: string, name: string): Promise<Record<string, string> | undefined> {
     const object = this.latest(keyOf(SECRET_KIND, team, name));
     return object ? this.unseal(object) : undefined;
@@ -340,9 +315,8 @@ export class EmbeddedStore implements Store {
   }
 
   async listSecrets(prefix: string): Promise<StoredSecret[]> {
-    const secrets = this.byKind.get(SECRET_KIND);
     return [...this.secretNames.withPrefix(prefix)].map((key) => {
-      const s = secrets!.get(key)!;
+      const s = this.objects.get(key)!;
       return { team: s.meta.team, name: s.meta.id, data: this.unseal(s), createdAt: s.meta.createdAt };
     });
   }
@@ -384,8 +358,9 @@ export class EmbeddedStore implements Store {
     );
     const box = new SecretBox(keyring.current, keyring.previous);
     const stale: Array<{ key: string; team: string; name: string; data: Record<string, string> }> = [];
-    for (const [key, secret] of this.byKind.get(SECRET_KIND)?.entries() ?? []) {
+    for (const secret of this.cache.values(SECRET_KIND)) {
       const { team, id: name } = secret.meta;
+      const key = keyOf(SECRET_KIND, team, name);
       let data: Record<string, string>;
       try {
         data = isSealed(secret.spec) ? box.open(team, name, secret.spec) : { ...(secret.spec as Record<string, string>) };
@@ -461,7 +436,9 @@ export class EmbeddedStore implements Store {
     }
     const previous = this.objects.get(key);
     this.apply(key, value);
-    this.notify(value ? { type: previous ? 'modified' : 'added', object: value, previous } : previous ? { type: 'deleted', object: previous, previous } : null);
+    this.listeners.notify(
+      value ? { type: previous ? 'modified' : 'added', object: value, previous } : previous ? { type: 'deleted', object: previous, previous } : null,
+    );
     if (this.compactionDue()) this.compaction.request();
   }
 
@@ -480,29 +457,16 @@ export class EmbeddedStore implements Store {
 
   private apply(key: string, value: StoredObject | null): void {
     const kind = key.slice(0, key.indexOf('/'));
+    const teamAndId = key.slice(kind.length + 1);
     const previous = this.objects.get(key);
-    this.indexes.replace(previous, value ?? undefined);
     if (value) {
       this.objects.set(key, deepFreeze(value));
-      let forKind = this.byKind.get(kind);
-      if (!forKind) this.byKind.set(kind, (forKind = new TeamPartition(teamOfKey)));
-      forKind.set(key, value);
+      this.cache.set(kind, teamAndId, value);
       if (kind === SECRET_KIND) this.secretNames.set(value.meta.team, value.meta.id, key);
     } else {
       this.objects.delete(key);
-      this.byKind.get(kind)?.delete(key);
+      this.cache.delete(kind, teamAndId);
       if (kind === SECRET_KIND && previous) this.secretNames.delete(previous.meta.team, previous.meta.id);
-    }
-  }
-
-  private notify(event: WatchEvent | null): void {
-    if (!event) return;
-    for (const listener of this.listeners) {
-      try {
-        listener(event);
-      } catch {
-        // A listener's failure must not undo or hide a committed write.
-      }
     }
   }
 

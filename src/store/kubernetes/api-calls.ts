@@ -51,7 +51,7 @@ const CREATED_BY_APPLY = 'server-side apply of an object that is not there yet: 
 /** `plurals`: the custom resources the store keeps, one CRD each (resources/crd.ts customResourcePlurals). */
 export function kubernetesApiCalls(plurals: string[]): ApiCall[] {
   return [
-    // The store (src/store/kubernetes/store.ts): a cache of every kind of its own, watched across namespaces.
+    // The store (src/store/kubernetes/): a cache of every kind of its own, watched across namespaces (custom-resource-watches.ts).
     { entry: 'store: custom resources, watched', group: GROUP, resources: plurals, verbs: ['list', 'watch'], scope: 'cluster' },
     // get is a fresh read before a delete and after a conflict; update is a replace with a resourceVersion precondition (finalizers, labels, spec).
     { entry: 'store: custom resources, written', group: GROUP, resources: plurals, verbs: ['get', 'create', 'update', 'delete'], scope: 'team-namespaces' },
