@@ -159,7 +159,10 @@ export async function claimInLedger<Spec>(
   const taken = named.length > 0 ? named : [`unnamed-${randomUUID()}`];
   const holding = async (id: string) => {
     const object = await store.get<Spec, Partial<BaseStatus>>(rule.family.kind, team, id);
-    return object === undefined ? 'unseen' : rule.holds(object) ? 'holds' : 'seen';
+    // A custom resource is created without its status, which is a second write: until
+    // this replica sees that too, the store does not count it, so its entry must.
+    if (object?.status?.status === undefined) return 'unseen';
+    return rule.holds(object) ? 'holds' : 'seen';
   };
   await updateLedger(records, name, async (entries, now) => {
     let held = await rule.held(store, team);

@@ -3,7 +3,7 @@
  * replicas, in a real nats-server's key-value bucket: claims raced without any process
  * lock (as two replicas race) take the last place once; a crashed replica's claim holds
  * its place until its lease lapses; a create another replica wrote counts before this
- * replica's store shows it; a deleted resource and a create that failed free their places.
+ * replica's store shows it (or shows it without its status yet); a deleted resource and a create that failed free their places.
  */
 import fs from 'node:fs';
 import os from 'node:os';
@@ -96,6 +96,15 @@ test("a crashed replica's claim holds its place until its lease lapses", async (
 test('a create another replica wrote counts before this store shows it', async () => {
   await create('lb_one');
   await create('lb_two');
+  await putLedger({ lb_elsewhere: `written ${inOneHour()}` });
+  expect(await create('lb_three')).toBe('quota_exceeded');
+});
+
+test('a create another replica wrote counts while this store shows it without its status yet', async () => {
+  await create('lb_one');
+  await create('lb_two');
+  // The custom resource's create is seen, its status write (a second write) not yet.
+  await store.create({ meta: { kind: 'LoadBalancer', id: 'lb_elsewhere', team: TEAM }, spec: { name: 'lb_elsewhere', region: 'fra1' }, status: undefined });
   await putLedger({ lb_elsewhere: `written ${inOneHour()}` });
   expect(await create('lb_three')).toBe('quota_exceeded');
 });
