@@ -24,6 +24,7 @@ const LAYERS = [
   { name: 'agent', peers: 'side', paths: ['^src/agent/'] },
   { name: 'accounts', paths: ['^src/accounts/'] },
   { name: 'api', paths: ['^src/api/'] },
+  { name: 'families', paths: ['^src/families/'] },
   { name: 'entry', paths: ['^src/cli/', '^src/service\\.ts$', '^src/main\\.ts$', '^src/secret-upkeep\\.ts$'] },
 ];
 

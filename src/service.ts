@@ -21,7 +21,6 @@ import { NatsSharedRecords } from './store/nats-shared-records';
 import { warnOfOwnCounts } from './store/shared-records';
 import type { QuotaScope } from './resources/quota';
 import type { EventBus } from './events/types';
-import { DriverSet } from './drivers/registry';
 import { ResourceWriter } from './resources/writer';
 import { families } from './resources/registry';
 import { ApiKeyAuthenticator } from './accounts/authenticator';
@@ -29,12 +28,9 @@ import { SessionManager } from './accounts/sessions';
 import { OidcSignIn } from './accounts/oidc';
 import { ensureBootstrap, NewTeam } from './accounts/bootstrap';
 import { Controller } from './controllers/controller';
-import { Adopt, buildReconcilers } from './controllers/registry';
-import type { Reconciler } from './controllers/controller';
-import { signingSecretFirst, WebhookSubscriptionReconciler } from './webhooks/reconciler';
-import { webhookFamily } from './resources/webhook';
-import { secretObjectName } from './store/kubernetes/names';
-import { accountReconcilers } from './accounts/reconciler';
+import { buildReconcilers } from './controllers/registry';
+import { buildFamilies, BuiltFamilies } from './families/build';
+import { FAMILY_MODULES } from './families';
 import { buildApp } from './api/app';
 import type { ApiContext } from './api/context';
 import type { Store } from './store/types';
@@ -82,7 +78,8 @@ export async function startService(config: Config, logger: Logger = createLogger
     // First, so that a family left without a driver stops start-up before anything opens.
     // In cluster mode the store and the drivers watch the team namespaces on the same watches.
     const watches = config.kubernetes ? teamNamespaceWatchesFor(config.kubernetes, logger) : undefined;
-    const drivers = DriverSet.build(config, logger, watches);
+    const familyParts = buildFamilies(FAMILY_MODULES, families, config, logger, watches);
+    const { drivers } = familyParts;
     // The embedded store and bus report refused writes of the data directory in one place.
     const health = new DataDirHealth(config.dataDir, logger);
     const store = createStore(config, logger, health, watches);
@@ -124,12 +121,12 @@ export async function startService(config: Config, logger: Logger = createLogger
     started.push(() => usage.stop());
     const ctx: ApiContext = { config, store, bus, drivers, writer, quota, shared, authenticator, sessions, oidc, agent, audit, usage, cursorKey, logger };
 
-    const leadership = leadershipFor(config, logger, leaderWork({ store, bus, drivers, writer, quota, agent, usage, config, logger }));
+    const leadership = leadershipFor(config, logger, leaderWork({ store, bus, families: familyParts, writer, quota, agent, usage, config, logger }));
     await leadership.start();
     started.push(() => leadership.stop());
 
     let ready = false;
-    const app = await buildApp(ctx, { isReady: () => ready });
+    const app = await buildApp(ctx, { familyRoutes: familyParts.routes, isReady: () => ready });
     started.push(async () => {
       ready = false;
       await app.close();
@@ -151,15 +148,16 @@ export async function startService(config: Config, logger: Logger = createLogger
   }
 }
 
-type LeaderWorkDeps = Pick<ApiContext, 'store' | 'bus' | 'drivers' | 'writer' | 'quota' | 'config' | 'logger' | 'usage'> & {
+type LeaderWorkDeps = Pick<ApiContext, 'store' | 'bus' | 'writer' | 'quota' | 'config' | 'logger' | 'usage'> & {
   agent: ReturnType<typeof createAgent>;
+  families: BuiltFamilies;
 };
 
 /**
  * What only the leader runs. Each term of leadership builds its parts anew, since a
  * stopped work queue or dispatcher does not start again.
  */
-function leaderWork({ store, bus, drivers, writer, quota, agent, usage, config, logger }: LeaderWorkDeps): LeaderCallbacks {
+function leaderWork({ store, bus, families: familyParts, writer, quota, agent, usage, config, logger }: LeaderWorkDeps): LeaderCallbacks {
   let stopCurrent: (() => Promise<void>) | null = null;
   return {
     async onStartedLeading() {
@@ -179,13 +177,7 @@ function leaderWork({ store, bus, drivers, writer, quota, agent, usage, config, 
         const controllers: Controller[] = [];
         // A queued pass's write takes the relay's published events out: the relay waits for it rather than write first.
         relay.expectWritesFrom((object) => controllers.some((c) => c.outboxWriteComing(object)));
-        const above = (adopt: Adopt): Reconciler[] => [
-          // A kubectl-made subscription gets its signing secret before adoption lets it deliver.
-          signingSecretFirst(adopt(webhookFamily, new WebhookSubscriptionReconciler(store, writer, config.kubernetes ? secretObjectName : undefined)), store),
-          // Accounts settle what kubectl changed; one made with kubectl is not taken in (accounts/reconciler.ts).
-          ...accountReconcilers(store, writer),
-        ];
-        for (const reconciler of buildReconcilers({ store, writer, drivers, config, quota, outbox: relay, above })) {
+        for (const reconciler of buildReconcilers({ store, writer, config, quota, outbox: relay }, familyParts.reconcilers)) {
           const controller = new Controller(store, reconciler, {
             workers: config.workersPerController,
             resyncMs: config.resyncMs,

@@ -30,8 +30,6 @@ import { RouteMethods } from './route-methods';
 import { keepRouteConfig } from './route-config';
 import { limitBodies } from './body-limits';
 import { markSecretAnswers } from './plugins/secret-answers';
-import { families } from '../resources/registry';
-import { registerFamilyRoutes } from './routes/families';
 import { registerRouteModules } from './routes';
 import { registerAuthRoutes } from './auth-routes';
 import { withCookies } from './cookies';
@@ -40,6 +38,8 @@ import type { HttpConfig } from '../config';
 import { limitConnections } from './connection-limits';
 
 export interface AppOptions {
+  /** Registers every family's routes, its generic ones and its own (src/families/), in the authenticated context. */
+  familyRoutes: (api: ApiApp, ctx: ApiContext) => void;
   isReady?: () => boolean;
 }
 
@@ -49,7 +49,7 @@ export interface AppOptions {
  */
 const checkingIntervalFor = (http: HttpConfig) => Math.min(1000, Math.max(10, Math.floor(Math.min(http.headersTimeoutMs, http.requestTimeoutMs) / 4)));
 
-export async function buildApp(ctx: ApiContext, options: AppOptions = {}): Promise<ApiApp> {
+export async function buildApp(ctx: ApiContext, options: AppOptions): Promise<ApiApp> {
   const { http } = ctx.config;
   // Fastify's logger type, not pino's own: the app's type (ApiApp) is written with it.
   const logger: FastifyBaseLogger = ctx.logger;
@@ -138,7 +138,7 @@ export async function buildApp(ctx: ApiContext, options: AppOptions = {}): Promi
     registerNotFoundHandler(api, ctx, routes);
     documentSharedErrors(api);
     requireOperationIds(api);
-    for (const family of families) if (family.standardRoutes !== false) registerFamilyRoutes(api, ctx, family);
+    options.familyRoutes(api, ctx);
     registerRouteModules(api, ctx);
   });
   return app;

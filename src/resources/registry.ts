@@ -1,6 +1,9 @@
 /**
- * Every resource family of the service. Adding a family means adding its module here,
- * its reconciler in src/controllers/registry.ts, and routes for its actions, if any.
+ * Every resource family's definition: the list the layers from here up read (the store's
+ * kinds, the CRDs, the event catalog, the CLI). A family's drivers, reconcilers and routes
+ * are joined in its module under src/families/, listed in src/families/index.ts; start-up
+ * refuses a family in one list and not the other (docs/architecture.md, How a resource
+ * family is made).
  */
 import type { AnyFamily } from './family';
 import { loadBalancerFamily } from './load-balancer';

@@ -9,11 +9,13 @@ import fs from 'node:fs';
 import path from 'node:path';
 import { loadConfig } from '../../src/config';
 import { createLogger } from '../../src/logger';
-import { DriverSet } from '../../src/drivers/registry';
+import { buildFamilies } from '../../src/families/build';
+import { FAMILY_MODULES } from '../../src/families';
+import { families } from '../../src/resources/registry';
 import { tempDataDir } from '../helpers/service';
 
 const logger = createLogger('silent');
-const build = (env: Record<string, string>) => DriverSet.build(loadConfig(env), logger);
+const build = (env: Record<string, string>) => buildFamilies(FAMILY_MODULES, families, loadConfig(env), logger).drivers;
 
 /** Cluster mode's settings; building drivers only reads the kubeconfig, it contacts nobody. */
 function clusterEnv(): Record<string, string> {
@@ -51,7 +53,7 @@ describe('driver selection', () => {
   it.each([
     [{ CLOUDPLANE_DRIVER_LOAD_BALANCER: 'f5' }, /CLOUDPLANE_DRIVER_LOAD_BALANCER=f5: the load_balancer family has no driver "f5"; it has simulated/],
     [{ CLOUDPLANE_DRIVER_JOB: 'kubernetes' }, /CLOUDPLANE_DRIVER_JOB=kubernetes needs cluster mode \(CLOUDPLANE_STORE=kubernetes\)/],
-    [{ CLOUDPLANE_DRIVER_DATABASE: 'simulated' }, /CLOUDPLANE_DRIVER_DATABASE names no family with drivers; those are server, load_balancer/],
+    [{ CLOUDPLANE_DRIVER_DATABASE: 'simulated' }, /CLOUDPLANE_DRIVER_DATABASE names no family with drivers; those are load_balancer, vpn_gateway, server/],
   ])('refuses %j, naming the setting', (env, message) => {
     expect(() => build(env)).toThrow(message);
   });

@@ -10,7 +10,8 @@ import path from 'node:path';
 import type { Command } from 'commander';
 import { parse } from 'yaml';
 import { buildProgram } from '../../src/cli/program';
-import { DRIVER_FAMILIES, settingOf } from '../../src/drivers/registry';
+import { settingOf } from '../../src/drivers/registry';
+import { DRIVER_FAMILIES } from '../../src/families';
 
 const REPO = path.resolve(__dirname, '../..');
 const read = (file: string) => fs.readFileSync(path.join(REPO, file), 'utf8');

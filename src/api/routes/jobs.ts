@@ -10,6 +10,7 @@ import { nowIso } from '../../lib/time';
 import { writeAndAwait } from '../awaiting';
 import { listedArray } from '../../store/listed';
 import type { ApiApp } from '../api-app';
+import type { JobExecutor } from '../../drivers/job';
 
 const IdParams = Type.Object({ id: Type.String({ maxLength: 64 }) });
 const LogsQuery = Type.Object(
@@ -81,7 +82,8 @@ function registerScheduleAction(app: ApiApp, ctx: ApiContext, action: 'pause' | 
   });
 }
 
-export function registerJobRoutes(app: ApiApp, ctx: ApiContext): void {
+/** `executor`: the jobs' driver in use, asked for a running job's logs. */
+export function registerJobRoutes(app: ApiApp, ctx: ApiContext, executor: JobExecutor): void {
   registerScheduleAction(app, ctx, 'pause');
   registerScheduleAction(app, ctx, 'resume');
   app.post(`/api/v1/${family.path}/:id/cancel`, {
@@ -175,7 +177,7 @@ export function registerJobRoutes(app: ApiApp, ctx: ApiContext): void {
       const run = runId === undefined ? latest : runs.find((r) => r.meta.id === runId);
       if (!run) throw notFound('run', runId);
       const ended = FINISHED_JOB_STATES.includes(run.status.status);
-      const output = ended ? run.status.output : await ctx.drivers.drivers.job.logs(team, run.meta.id, run.spec, run.meta.createdAt);
+      const output = ended ? run.status.output : await executor.logs(team, run.meta.id, run.spec, run.meta.createdAt);
       return send(ctx, request, reply, 200, { job_id: id, run_id: run.meta.id, status: run.status.status, output: output ?? '' });
     },
   });

@@ -7,10 +7,12 @@ import { tunnelStatsSchema, vpnGatewayFamily as family, VpnGateway } from '../..
 import { managedOf, Driven } from '../../controllers/driven';
 import { vpnGatewayDesired } from '../../controllers/vpn-gateway';
 import type { ApiApp } from '../api-app';
+import type { VpnGatewayDriver } from '../../drivers/vpn-gateway';
 
 const IdParams = Type.Object({ id: Type.String({ maxLength: 64 }) });
 
-export function registerVpnGatewayRoutes(app: ApiApp, ctx: ApiContext): void {
+/** `driver`: the gateways' driver in use, asked for the live tunnel state. */
+export function registerVpnGatewayRoutes(app: ApiApp, ctx: ApiContext, driver: VpnGatewayDriver): void {
   app.get(`/api/v1/${family.path}/:id/status`, {
     config: { family: family.name },
     schema: {
@@ -34,9 +36,7 @@ export function registerVpnGatewayRoutes(app: ApiApp, ctx: ApiContext): void {
       };
       if (status.status !== 'active') return send(ctx, request, reply, 200, last);
       // observe only reads: asking it from a request changes nothing the reconciler relies on.
-      const observation = await ctx.drivers.drivers.vpn_gateway.observe(
-        managedOf(family, gateway as unknown as Driven, await vpnGatewayDesired(ctx.store, gateway)),
-      );
+      const observation = await driver.observe(managedOf(family, gateway as unknown as Driven, await vpnGatewayDesired(ctx.store, gateway)));
       return send(ctx, request, reply, 200, observation.exists ? observation.observed : last);
     },
   });

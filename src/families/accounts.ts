@@ -1,0 +1,17 @@
+/** Account settings: teams, their members (users) and API keys. */
+import { apiKeyFamily, teamFamily, userFamily } from '../resources/accounts';
+import { accountReconcilers } from '../accounts/reconciler';
+import { registerSettingsRoutes } from '../api/routes/settings';
+import { registerTeamRoutes } from '../api/routes/teams';
+import { familyModule } from './module';
+
+export const accountsModule = familyModule({
+  families: [teamFamily, userFamily, apiKeyFamily],
+  // Accounts settle what kubectl changed; one made with kubectl is not taken in (accounts/reconciler.ts).
+  reconcilers: (deps) => accountReconcilers(deps.store, deps.writer),
+  routes: (app, ctx) => {
+    registerSettingsRoutes(app, ctx);
+    // After settings, so that GET /api/v1/settings/team names the Team schema (openapi-components.ts).
+    registerTeamRoutes(app, ctx);
+  },
+});
