@@ -86,8 +86,8 @@ export interface Config {
     countsBucket: string;
   };
   webhooks: WebhookConfig;
-  /** Per-team quotas: how many of a family's resources a team may hold (src/resources/quota.ts says what counts). */
-  quotas: Quotas;
+  /** CLOUDPLANE_QUOTAS: per-team quotas over the families' defaults, by quota name (src/resources/quota.ts says what counts). */
+  quotas: Record<string, number>;
   secrets: SecretsConfig;
   idempotency: IdempotencyConfig;
   usage: UsageConfig;
@@ -190,33 +190,6 @@ export interface IdempotencyConfig {
   /** How long a request in flight holds its key without renewing it; past it, a crashed replica's claim is taken over. */
   leaseMs: number;
 }
-
-/**
- * Default per-team quotas: far above what a team uses (the largest rarely holds a few
- * hundred of anything), yet bounded, so that no team can grow the store without end (a
- * team once made 10,000 subscriptions; one event to 2,000 of them wrote 11.7 MB).
- * Webhooks are lower: every event is copied once per matching subscription. Listeners
- * (`cloudplane listen`) are webhooks too, and each holds a stream open: a few per person.
- * Messages bound what a team's conversations with the agent keep (threads cannot be
- * deleted, so neither quota is released).
- */
-export const DEFAULT_QUOTAS = {
-  load_balancer: 1000,
-  vpn_gateway: 1000,
-  server: 1000,
-  bucket: 1000,
-  file_share: 1000,
-  job: 1000,
-  webhook: 100,
-  api_key: 100,
-  thread: 10_000,
-  message: 100_000,
-  webhook_listener: 25,
-  alert: 100,
-};
-
-export type QuotaFamily = keyof typeof DEFAULT_QUOTAS;
-export type Quotas = Record<QuotaFamily, number>;
 
 export interface KubernetesConfig {
   kubeconfigPath?: string;
@@ -363,15 +336,18 @@ function numberMap(env: Env, name: string, min: number, max: number): Record<str
   return out;
 }
 
-/** `CLOUDPLANE_QUOTAS=webhook=100,load_balancer=5000` over the defaults; every key a family with a quota. */
-function quotas(env: Env): Quotas {
+/**
+ * `CLOUDPLANE_QUOTAS=webhook=100,load_balancer=5000`: quotas over the families' defaults.
+ * Each name is checked at start-up against the quotas the families declare
+ * (resources/quota.ts quotaLimits), which this layer does not know.
+ */
+function quotaOverrides(env: Env): Record<string, number> {
   const name = 'CLOUDPLANE_QUOTAS';
   const given = numberMap(env, name, 0, Number.MAX_SAFE_INTEGER);
   for (const [family, value] of Object.entries(given)) {
-    if (!(family in DEFAULT_QUOTAS)) throw new Error(`${name}: "${family}" is not one of ${Object.keys(DEFAULT_QUOTAS).join(', ')}`);
     if (!Number.isInteger(value)) throw new Error(`${name}: the quota of ${family} must be a whole number, got ${value}`);
   }
-  return { ...DEFAULT_QUOTAS, ...given };
+  return given;
 }
 
 function storeKind(env: Env): 'embedded' | 'kubernetes' {
@@ -681,7 +657,7 @@ export function loadConfig(env: Env = process.env): Config {
       smtpFrom: env.CLOUDPLANE_SMTP_FROM || 'Cloudplane <noreply@cloudplane.local>',
       listenerLeaseMs: int(env, 'CLOUDPLANE_WEBHOOK_LISTENER_LEASE_SECONDS', 30, 1, 3600) * 1000,
     },
-    quotas: quotas(env),
+    quotas: quotaOverrides(env),
     secrets: {
       encryptionKey: key(env, 'CLOUDPLANE_ENCRYPTION_KEY'),
       previousEncryptionKeys: keys(env, 'CLOUDPLANE_ENCRYPTION_KEY_PREVIOUS'),

@@ -19,7 +19,7 @@ import { OutboxRelay } from './events/outbox-relay';
 import { NatsEventBus } from './events/nats-bus';
 import { NatsSharedRecords } from './store/nats-shared-records';
 import { warnOfOwnCounts } from './store/shared-records';
-import type { QuotaScope } from './resources/quota';
+import { quotaLimits, QuotaScope } from './resources/quota';
 import type { EventBus } from './events/types';
 import { ResourceWriter } from './resources/writer';
 import { families } from './resources/registry';
@@ -75,11 +75,12 @@ export async function startService(config: Config, logger: Logger = createLogger
     for (const stop of started.splice(0).reverse()) await stop();
   };
   try {
-    // First, so that a family left without a driver stops start-up before anything opens.
+    // First, so that a family left without a driver, or a quota naming none, stops start-up before anything opens.
     // In cluster mode the store and the drivers watch the team namespaces on the same watches.
     const watches = config.kubernetes ? teamNamespaceWatchesFor(config.kubernetes, logger) : undefined;
     const familyParts = buildFamilies(FAMILY_MODULES, families, config, logger, watches);
     const { drivers } = familyParts;
+    const limits = quotaLimits(families, config.quotas);
     // The embedded store and bus report refused writes of the data directory in one place.
     const health = new DataDirHealth(config.dataDir, logger);
     const store = createStore(config, logger, health, watches);
@@ -95,7 +96,7 @@ export async function startService(config: Config, logger: Logger = createLogger
       await shared.start();
       started.push(() => shared.stop());
     }
-    const quota: QuotaScope = { store, limits: config.quotas, shared, onSharedFailure: warnOfOwnCounts(logger, 'quota claims') };
+    const quota: QuotaScope = { store, limits, shared, onSharedFailure: warnOfOwnCounts(logger, 'quota claims') };
     reportEventConsumers(() => bus.pending());
     const events = config.kubernetes
       ? new KubernetesEventRecorder(kubeConfigFor(config.kubernetes), config.kubernetes.systemNamespace, logger)

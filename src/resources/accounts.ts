@@ -155,6 +155,7 @@ export const ApiKeyCreate = strictObject({
 
 export const apiKeyFamily: FamilyDefinition<ApiKeySpec, ApiKeyStatus> = {
   name: 'api_key',
+  quota: { default: 100, releasedIn: ['revoked'] },
   title: 'API key',
   kind: 'ApiKey',
   plural: 'apikeys',

@@ -40,6 +40,7 @@ export type Message = Resource<MessageSpec>;
 
 export const threadFamily: FamilyDefinition<ThreadSpec, ThreadStatus> = {
   name: 'thread',
+  quota: { default: 10_000 },
   title: 'agent thread',
   kind: 'AgentThread',
   plural: 'agentthreads',
@@ -86,6 +87,7 @@ export const MessageCreate = strictObject({ content: Question });
 
 export const messageFamily: FamilyDefinition<MessageSpec, BaseStatus> = {
   name: 'message',
+  quota: { default: 100_000 },
   title: 'agent message',
   kind: 'AgentMessage',
   plural: 'agentmessages',

@@ -178,6 +178,7 @@ function assertCondition(condition: AlertCondition): AlertCondition {
 
 export const alertPolicyFamily: FamilyDefinition<AlertPolicySpec, AlertPolicyStatus> = {
   name: 'alert',
+  quota: { default: 100 },
   title: 'alert policy',
   kind: 'AlertPolicy',
   plural: 'alertpolicies',

@@ -134,6 +134,12 @@ export interface FamilyDefinition<Spec = any, Status extends BaseStatus = any> {
   referencedBy?: { kind: string; title: string; field: string };
   /** A write-only secret of the family's request bodies. */
   secret?: SecretField<Spec>;
+  /**
+   * The family's per-team quota (docs/api.md, Quotas): how many a team may hold unless
+   * CLOUDPLANE_QUOTAS says otherwise, and the states in which a resource no longer counts
+   * besides `deleted` and `destroyed` (a finished job, a revoked key). None: no quota.
+   */
+  quota?: { default: number; releasedIn?: readonly string[] };
   /** Field descriptions and examples for docs, OpenAPI and kubectl explain. */
   description: string;
   /** The spec of a new resource from a validated create body; throws ApiError on a broken rule. */

@@ -101,6 +101,7 @@ export const isScheduled = (job: Job): boolean => Boolean(job.spec.schedule);
 
 export const jobFamily: FamilyDefinition<JobSpec, JobStatus> = {
   name: 'job',
+  quota: { default: 1000, releasedIn: FINISHED_JOB_STATES },
   title: 'job',
   kind: 'CloudJob',
   plural: 'cloudjobs',

@@ -121,6 +121,7 @@ function assertProtocolPort(protocol: string, port: number, certificate: string 
 
 export const loadBalancerFamily: FamilyDefinition<LoadBalancerSpec, LoadBalancerStatus> = {
   name: 'load_balancer',
+  quota: { default: 1000 },
   title: 'load balancer',
   kind: 'LoadBalancer',
   plural: 'loadbalancers',

@@ -17,7 +17,6 @@ import { randomUUID } from 'node:crypto';
 import { quotaExceeded, resourceBusy } from '../lib/errors';
 import type { Store, StoredObject } from '../store/types';
 import { recordName, SharedRecords } from '../store/shared-records';
-import type { QuotaFamily } from '../config';
 import type { AnyFamily, BaseStatus } from './family';
 
 export interface LedgerTimes {
@@ -30,7 +29,8 @@ export interface LedgerTimes {
 export const LEDGER_TIMES: LedgerTimes = { leaseMs: 30_000, settleMs: 10_000 };
 /** What a quota counts of a team: which of the family's stored resources, and how many there are now. */
 export interface QuotaRule<Spec = unknown> {
-  quota: QuotaFamily;
+  /** Its name in the quotas (resources/quota.ts quotaLimits): the family's, or a narrower one's. */
+  quota: string;
   family: AnyFamily;
   /** What one counted resource is called in the refusal ("The team's quota of 10 <title>s ..."). */
   title: string;

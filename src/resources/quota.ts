@@ -25,19 +25,43 @@
  */
 import type { Store, StoredObject } from '../store/types';
 import type { SharedRecords } from '../store/shared-records';
-import { DEFAULT_QUOTAS, QuotaFamily, Quotas } from '../config';
 import { ApiError, quotaExceeded } from '../lib/errors';
 import { KeyedMutex } from '../lib/mutex';
 import { claimInLedger, QuotaRule } from './quota-ledger';
 import { SPEC_REFUSED } from './transitions';
-import { FINISHED_JOB_STATES } from './job';
 import type { AnyFamily, BaseStatus } from './family';
 
-/** States in which a resource no longer counts, beyond those every family shares. */
-const RELEASED_STATES: Partial<Record<QuotaFamily, readonly string[]>> = {
-  job: FINISHED_JOB_STATES,
-  api_key: ['revoked'],
-};
+/**
+ * Each family declares its default quota (`quota` of its definition): far above what a
+ * team uses (the largest rarely holds a few hundred of anything), yet bounded, so that no
+ * team can grow the store without end (a team once made 10,000 subscriptions; one event to
+ * 2,000 of them wrote 11.7 MB). Webhooks are lower: every event is copied once per
+ * matching subscription. Messages bound what a team's conversations with the agent keep
+ * (threads cannot be deleted, so neither quota is released).
+ *
+ * Quotas that count a part of a family are declared here: listeners (`cloudplane listen`)
+ * are webhooks too, and each holds a stream open, so a few per person
+ * (api/routes/webhook-listeners.ts).
+ */
+export const NARROWER_QUOTAS = { webhook_listener: 25 } as const;
+
+/** The limit of every quota by name: a family's (its name) or a narrower one. */
+export type Quotas = Readonly<Record<string, number>>;
+
+/**
+ * The quotas in force: the families' defaults and NARROWER_QUOTAS, with `overrides`
+ * (CLOUDPLANE_QUOTAS) over them. Throws, naming the setting, for a name that is no quota.
+ */
+export function quotaLimits(families: readonly AnyFamily[], overrides: Readonly<Record<string, number>>): Quotas {
+  const defaults: Record<string, number> = {};
+  for (const family of families) if (family.quota) defaults[family.name] = family.quota.default;
+  Object.assign(defaults, NARROWER_QUOTAS);
+  for (const name of Object.keys(overrides)) {
+    if (!Object.hasOwn(defaults, name)) throw new Error(`CLOUDPLANE_QUOTAS: "${name}" is not one of ${Object.keys(defaults).join(', ')}`);
+  }
+  return { ...defaults, ...overrides };
+}
+
 const GONE_STATES = ['deleted', 'destroyed'];
 
 const countLock = new KeyedMutex();
@@ -53,20 +77,18 @@ export interface QuotaScope {
   onSharedFailure?: (err: Error) => void;
 }
 
-const hasQuota = (name: string): name is QuotaFamily => Object.hasOwn(DEFAULT_QUOTAS, name);
-
 /** Whether a stored resource uses up one of its team's quota of its family. */
 export function holdsQuota(family: AnyFamily, object: StoredObject<unknown, Partial<BaseStatus> | undefined>): boolean {
   const state = object.status?.status;
   if (state === undefined || GONE_STATES.includes(state)) return false;
-  if (hasQuota(family.name) && RELEASED_STATES[family.name]?.includes(state)) return false;
+  if (family.quota?.releasedIn?.includes(state)) return false;
   const refused = state === 'failed' && (object.status?.conditions ?? []).some((c) => c.type === 'Synced' && c.reason === SPEC_REFUSED);
   return !refused;
 }
 
 /** A family's own quota: the store keeps its count (resources/store-of-record.ts counts by holdsQuota), so no create scans the team. */
-const familyRule = (family: AnyFamily, quota: QuotaFamily): QuotaRule => ({
-  quota,
+const familyRule = (family: AnyFamily): QuotaRule => ({
+  quota: family.name,
   family,
   title: family.title,
   holds: (object) => holdsQuota(family, object),
@@ -79,8 +101,8 @@ const familyRule = (family: AnyFamily, quota: QuotaFamily): QuotaRule => ({
  * create writes; adoption's resource exists already and must not count against itself).
  */
 export async function withinQuota<R>(scope: QuotaScope, family: AnyFamily, team: string, ids: string | string[], create: () => Promise<R>): Promise<R> {
-  if (!hasQuota(family.name)) return create();
-  return withinLimit(scope, familyRule(family, family.name), team, ids, create);
+  if (!family.quota) return create();
+  return withinLimit(scope, familyRule(family), team, ids, create);
 }
 
 /** `withinQuota` for any rule: room for as many resources as `ids` names. */
@@ -93,6 +115,7 @@ export async function withinLimit<R, Spec>(
 ): Promise<R> {
   const { store } = scope;
   const limit = scope.limits[rule.quota];
+  if (limit === undefined) throw new Error(`no quota is named ${rule.quota}`);
   const key = `${team}/${rule.quota}`;
   const taken = typeof ids === 'string' ? [ids] : ids;
   if (scope.shared) {

@@ -108,6 +108,7 @@ const Image = Type.String({
 
 export const serverFamily: FamilyDefinition<ServerSpec, ServerStatus> = {
   name: 'server',
+  quota: { default: 1000 },
   title: 'server',
   kind: 'Server',
   plural: 'servers',

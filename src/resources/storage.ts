@@ -36,6 +36,7 @@ const DataEvents = Type.Boolean({
 
 export const bucketFamily: FamilyDefinition<BucketSpec, BucketStatus> = {
   name: 'bucket',
+  quota: { default: 1000 },
   title: 'bucket',
   kind: 'Bucket',
   plural: 'buckets',
@@ -117,6 +118,7 @@ const SizeGb = Type.Integer({ minimum: 10, maximum: 16384, description: 'Size in
 
 export const fileShareFamily: FamilyDefinition<FileShareSpec, FileShareStatus> = {
   name: 'file_share',
+  quota: { default: 1000 },
   title: 'file share',
   kind: 'FileShare',
   plural: 'fileshares',

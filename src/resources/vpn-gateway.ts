@@ -112,6 +112,7 @@ const VpnGatewayUpdate = strictObject({
 
 export const vpnGatewayFamily: FamilyDefinition<VpnGatewaySpec, VpnGatewayStatus> = {
   name: 'vpn_gateway',
+  quota: { default: 1000 },
   title: 'VPN gateway',
   kind: 'VpnGateway',
   plural: 'vpngateways',

@@ -175,6 +175,7 @@ function assertUrl(url: string, config: Config): void {
 
 export const webhookFamily: FamilyDefinition<WebhookSpec, WebhookStatus> = {
   name: 'webhook',
+  quota: { default: 100 },
   title: 'webhook',
   kind: 'WebhookSubscription',
   plural: 'webhooksubscriptions',

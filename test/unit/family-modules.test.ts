@@ -18,7 +18,7 @@ import { FAMILY_MODULES, DRIVER_FAMILIES } from '../../src/families';
 import { buildFamilies, checkFamilyModules } from '../../src/families/build';
 import { familyModule } from '../../src/families/module';
 import { buildReconcilers } from '../../src/controllers/registry';
-import { DEFAULT_QUOTAS } from '../../src/config';
+import { quotaLimits } from '../../src/resources/quota';
 
 const logger = createLogger('silent');
 
@@ -74,7 +74,7 @@ describe('the reconcilers the leader runs', () => {
     const config = loadConfig({});
     const built = buildFamilies(FAMILY_MODULES, families, config, logger);
     const writer = new ResourceWriter(store);
-    const quota = { store, limits: { ...DEFAULT_QUOTAS } };
+    const quota = { store, limits: quotaLimits(families, {}) };
     const kinds = buildReconcilers({ store, writer, config, quota }, built.reconcilers).map((r) => r.kind);
     // Threads, messages and deliveries are written by the agent and the dispatcher, not reconciled.
     const reconciled = families.filter((f) => !['thread', 'message', 'delivery'].includes(f.name)).map((f) => f.kind);
