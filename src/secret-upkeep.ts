@@ -1,44 +1,32 @@
 /**
  * Which secrets the service keeps, and who keeps each kind: the rules of the leader's
- * secret sweep (controllers/secret-sweeper.ts). The secrets are named by modules of every
- * layer (resources, webhooks, accounts, usage, the API's Idempotency-Key records), so the
- * rules are gathered here, at the composition root, and handed to the sweeper by service.ts.
+ * secret sweep (controllers/secret-sweeper.ts). Those a resource owns come from the family
+ * definitions and modules; the rest are named by modules of several layers (accounts'
+ * sessions, usage records, the API's Idempotency-Key records), so the rules are gathered
+ * here, at the composition root, and handed to the sweeper by service.ts.
  */
-import type { StoredSecret } from './store/types';
 import { families } from './resources/registry';
-import { webhookFamily, webhookSecretName } from './resources/webhook';
-import { apiKeyFamily } from './resources/accounts';
-import { SECRET_PREFIX as API_KEY_SECRET_PREFIX } from './accounts/authenticator';
+import { webhookSecretName } from './resources/webhook';
+import { FAMILY_MODULES } from './families';
 import { SESSION_SECRET_PREFIX } from './accounts/sessions';
 import { dropExpiredPrevious } from './webhooks/secrets';
-import { LISTENER_SECRET_PREFIX } from './webhooks/listener';
 import { IDEMPOTENCY_SECRET_PREFIX, lapsed as idempotencyRecordLapsed } from './api/plugins/idempotency';
 import { USAGE_SECRET_PREFIX } from './usage/records';
-import type { SecretOwnership, SecretSweepRules } from './controllers/secret-sweeper';
-
-const named = (kind: string, prefix: string) => (secret: StoredSecret) => ({ kind, id: secret.name.slice(prefix.length) });
+import { ownedByName, SecretOwnership, SecretSweepRules } from './controllers/secret-sweeper';
 
 /**
- * Every secret a resource owns. The system team's secrets (the cursor-signing key, the
- * bootstrap claim) belong to no resource and match no rule, so they are never swept.
+ * Every secret a resource owns: a family's write-only secret (a VPN pre-shared key), named
+ * after the resource's id, and what each family module declares (webhook signing secrets
+ * and listener leases, API key hashes). The system team's secrets (the cursor-signing key,
+ * the bootstrap claim) belong to no resource and match no rule, so they are never swept.
  */
 export const SECRET_OWNERSHIP: SecretOwnership[] = [
-  // A family's write-only secret (a VPN pre-shared key), named after the resource's id.
   ...families.flatMap((family) => {
     if (!family.secret) return [];
     const prefix = family.secret.secretName('');
-    return [{ prefix, owner: named(family.kind, prefix) }];
+    return [{ prefix, owner: ownedByName(family.kind, prefix) }];
   }),
-  // A subscription's signing secrets; a deleted subscription signs nothing.
-  { prefix: webhookSecretName(''), owner: named(webhookFamily.kind, webhookSecretName('')), needs: (hook) => hook.status?.status !== 'deleted' },
-  // A listener's lease (`cloudplane listen`); a deleted listener has none.
-  { prefix: LISTENER_SECRET_PREFIX, owner: named(webhookFamily.kind, LISTENER_SECRET_PREFIX), needs: (hook) => hook.status?.status !== 'deleted' },
-  // An API key's hash, named after the hash, with the key's id inside; a revoked key is refused anyway.
-  {
-    prefix: API_KEY_SECRET_PREFIX,
-    owner: (secret) => (secret.data.key_id ? { kind: apiKeyFamily.kind, id: secret.data.key_id } : null),
-    needs: (key) => key.status?.status !== 'revoked',
-  },
+  ...FAMILY_MODULES.flatMap((module) => module.secrets),
 ];
 
 /**

@@ -23,6 +23,11 @@ export interface SecretOwnership {
   needs?(owner: StoredObject<unknown, { status?: string }>): boolean;
 }
 
+/** The owner of a secret named `<prefix><owner's id>`. */
+export const ownedByName =
+  (kind: string, prefix: string) =>
+  (secret: StoredSecret): { kind: string; id: string } => ({ kind, id: secret.name.slice(prefix.length) });
+
 export interface SecretSweeperOptions {
   store: Store;
   logger: Logger;

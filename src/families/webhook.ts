@@ -1,5 +1,7 @@
 /** Outbound webhook subscriptions and their delivery records; `cloudplane listen` streams are subscriptions too. */
-import { deliveryFamily, webhookFamily } from '../resources/webhook';
+import { deliveryFamily, webhookFamily, webhookSecretName } from '../resources/webhook';
+import { LISTENER_SECRET_PREFIX } from '../webhooks/listener';
+import { ownedByName } from '../controllers/secret-sweeper';
 import { signingSecretFirst, WebhookSubscriptionReconciler } from '../webhooks/reconciler';
 import { secretObjectName } from '../store/kubernetes/names';
 import { registerWebhookRoutes } from '../api/routes/webhooks';
@@ -15,6 +17,12 @@ export const webhookModule = familyModule({
       deps.adopt(webhookFamily, new WebhookSubscriptionReconciler(deps.store, deps.writer, deps.config.kubernetes ? secretObjectName : undefined)),
       deps.store,
     ),
+  ],
+  secrets: [
+    // A subscription's signing secrets; a deleted subscription signs nothing.
+    { prefix: webhookSecretName(''), owner: ownedByName(webhookFamily.kind, webhookSecretName('')), needs: (hook) => hook.status?.status !== 'deleted' },
+    // A listener's lease (`cloudplane listen`); a deleted listener has none.
+    { prefix: LISTENER_SECRET_PREFIX, owner: ownedByName(webhookFamily.kind, LISTENER_SECRET_PREFIX), needs: (hook) => hook.status?.status !== 'deleted' },
   ],
   routes: (app, ctx) => {
     registerWebhookRoutes(app, ctx);
