@@ -22,7 +22,7 @@ import { installCrds } from '../test/helpers/cluster';
 import { KeepAliveKubeConfig } from '../src/store/kubernetes/keep-alive-config';
 import { KubeApiServer, startKubeApiServer } from '../test/helpers/kube-apiserver';
 import type { Measurement, OperatorReply, OperatorRequest } from './cluster-operator';
-import { DRAIN_DELAY_MS } from '../src/events/outbox-relay';
+import { DRAIN_DELAY_MS } from '../src/events/write-timing';
 import { cpuSecondsOf, machine, machineCpuSeconds, nextReply, pidsWithArgument, serviceExecArgv, writeResults } from './report';
 
 const REPO = path.resolve(__dirname, '..', '..');

@@ -26,13 +26,13 @@ import { QuotaScope, withinQuota } from '../resources/quota';
 import { ApiError } from '../lib/errors';
 import { STATUS_PENDING_LABEL } from '../store/kubernetes/names';
 import type { ReconcileResult, Reconciler } from './controller';
+import { ADOPTION_GRACE_MS } from '../events/write-timing';
 
-/** Without cluster settings (the embedded store writes status with the create, marks nothing). */
-const DEFAULT_GRACE_MS = 5_000;
 const ACTOR = 'system';
 
 export function adopting(family: AnyFamily, inner: Reconciler, store: Store, writer: ResourceWriter, quota: QuotaScope, rules: RuleContext): Reconciler {
-  const graceMs = rules.config.kubernetes?.adoptionGraceMs ?? DEFAULT_GRACE_MS;
+  // Without cluster settings (the embedded store writes status with the create, marks nothing): the default.
+  const graceMs = rules.config.kubernetes?.adoptionGraceMs ?? ADOPTION_GRACE_MS;
   return {
     kind: inner.kind,
     watchExternal: inner.watchExternal?.bind(inner),

@@ -24,9 +24,9 @@ import { readerOf, WATCHED_KINDS, Holding } from '../alerts/conditions';
 import { nowIso } from '../lib/time';
 import { fieldOf } from '../lib/unknown-values';
 import type { ReconcileResult, Reconciler } from './controller';
+import { OUTBOX_POLL_MS } from '../events/write-timing';
 
 const SYSTEM = 'system';
-const OUTBOX_POLL_MS = 200;
 const TITLE_LIMIT = 300;
 
 /** The incident of one firing: the same for every pass and replica. */

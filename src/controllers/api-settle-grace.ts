@@ -7,8 +7,7 @@
  * updated-at as it was (only the service's writes stamp it), so it is settled at once.
  */
 import type { StoredObject } from '../store/types';
-
-export const API_SETTLE_GRACE_MS = 2_000;
+import { API_SETTLE_GRACE_MS } from '../events/write-timing';
 
 /** How long an unsettled spec change is still left to the API request that wrote it: 0 when it is settled or not the API's. */
 export function apiSettleWait(resource: StoredObject<unknown, { observed_generation?: number }>): number {

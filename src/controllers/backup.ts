@@ -16,9 +16,9 @@ import { Server, serverFamily } from '../resources/server';
 import { nowIso } from '../lib/time';
 import { API_VERSION } from '../store/kubernetes/names';
 import type { ReconcileResult, Reconciler } from './controller';
+import { OUTBOX_POLL_MS } from '../events/write-timing';
 
 const SYSTEM = 'system';
-const OUTBOX_POLL_MS = 200;
 const RELEASE_POLL_MS = 1_000;
 
 const subjectOf = (backup: Backup): BackupSubject => {

@@ -27,6 +27,7 @@ import type { ConnectionDetails } from './connection-details';
 import { Driven, managedOf } from './driven';
 import type { PublishedEvents } from '../events/outbox-relay';
 import type { CloudEvent } from '../resources/cloud-event';
+import { OUTBOX_POLL_MS } from '../events/write-timing';
 
 /** The lifecycle state and status fields a family reads from what its driver observed. */
 export interface SteadyState {
@@ -56,7 +57,6 @@ export interface FamilyBinding<Desired, Outputs, Observed, R extends Driven = Dr
 export type AnyBinding = FamilyBinding<any, any, any, any>;
 
 const SYSTEM = 'system';
-const OUTBOX_POLL_MS = 200;
 /** Look again this soon when a driver gave no hint (something it made is not visible yet). */
 const DEFAULT_POLL_MS = 1_000;
 /** How soon an update the provider refused is looked at again, unless the driver says when. */

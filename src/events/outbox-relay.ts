@@ -20,6 +20,7 @@ import { ConflictError, NotFoundError } from '../store/types';
 import { WorkQueue } from '../lib/work-queue';
 import { fieldOf } from '../lib/unknown-values';
 import { eventsPublished } from '../metrics';
+import { DRAIN_DELAY_MS, WRITE_WAIT_MS } from './write-timing';
 
 type WithOutbox = StoredObject<unknown, { pending_events?: CloudEvent[] }>;
 
@@ -36,14 +37,6 @@ type WithOutbox = StoredObject<unknown, { pending_events?: CloudEvent[] }>;
 const RELAY_WORKERS = 32;
 /** Lost races with other writers of an object before its relay goes back to the queue, with backoff. */
 const MAX_CONFLICTS_PER_PASS = 10;
-/** How long published events may wait in an outbox for another write to take them out. */
-export const DRAIN_DELAY_MS = 2_000;
-/**
- * How much longer they may wait while a pass that will write the object is queued. Far
- * inside the bus's duplicate window (an hour by default), on which a re-publish of events
- * still in an outbox after a crash relies.
- */
-export const WRITE_WAIT_MS = 30_000;
 
 export interface OutboxRelayOptions {
   drainDelayMs?: number;
