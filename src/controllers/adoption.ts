@@ -25,7 +25,7 @@ import { withNewSecret, withUniqueName } from '../resources/creation';
 import { QuotaScope, withinQuota } from '../resources/quota';
 import { ApiError } from '../lib/errors';
 import { STATUS_PENDING_LABEL } from '../store/kubernetes/names';
-import type { ReconcileResult, Reconciler } from './controller';
+import { decorating, ReconcileResult, Reconciler } from './controller';
 import { ADOPTION_GRACE_MS } from '../events/write-timing';
 
 const ACTOR = 'system';
@@ -33,28 +33,23 @@ const ACTOR = 'system';
 export function adopting(family: AnyFamily, inner: Reconciler, store: Store, writer: ResourceWriter, quota: QuotaScope, rules: RuleContext): Reconciler {
   // Without cluster settings (the embedded store writes status with the create, marks nothing): the default.
   const graceMs = rules.config.kubernetes?.adoptionGraceMs ?? ADOPTION_GRACE_MS;
-  return {
-    kind: inner.kind,
-    watchExternal: inner.watchExternal?.bind(inner),
-    passWritesOutbox: inner.passWritesOutbox?.bind(inner),
-    async reconcile(team: string, id: string): Promise<ReconcileResult | void> {
-      const resource = await store.get<Resource['spec'], Resource['status']>(family.kind, team, id);
-      if (resource && !resource.status?.status) {
-        if (resource.meta.deletionTimestamp) {
-          await store.remove(family.kind, team, id, resource.meta.resourceVersion);
-          return;
-        }
-        const wait = statusPendingFor(resource, graceMs);
-        if (wait > 0) return { requeueAfterMs: wait };
-        if (!(await adopt(family, resource, store, writer, quota, rules))) return;
-      } else if (resource && refusedSpecChanged(resource)) {
-        if (!(await adopt(family, resource, store, writer, quota, rules))) return;
+  return decorating(inner, async (team: string, id: string): Promise<ReconcileResult | void> => {
+    const resource = await store.get<Resource['spec'], Resource['status']>(family.kind, team, id);
+    if (resource && !resource.status?.status) {
+      if (resource.meta.deletionTimestamp) {
+        await store.remove(family.kind, team, id, resource.meta.resourceVersion);
+        return;
       }
-      // An accepted resource goes on to its first step in the same pass, not after every
-      // other resource of a bulk apply has been adopted.
-      return inner.reconcile(team, id);
-    },
-  };
+      const wait = statusPendingFor(resource, graceMs);
+      if (wait > 0) return { requeueAfterMs: wait };
+      if (!(await adopt(family, resource, store, writer, quota, rules))) return;
+    } else if (resource && refusedSpecChanged(resource)) {
+      if (!(await adopt(family, resource, store, writer, quota, rules))) return;
+    }
+    // An accepted resource goes on to its first step in the same pass, not after every
+    // other resource of a bulk apply has been adopted.
+    return inner.reconcile(team, id);
+  });
 }
 
 /**

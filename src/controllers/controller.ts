@@ -38,6 +38,21 @@ export interface Reconciler {
   passWritesOutbox?(object: StoredObject<unknown, unknown>): boolean;
 }
 
+/**
+ * A reconciler whose passes run `reconcile` (which calls `inner.reconcile` when it goes
+ * on), and which is `inner` in every other respect. Decorators (adoption, pausing, a
+ * webhook's signing secret) are made through here, the one place that forwards the
+ * optional parts of a Reconciler: one added later reaches every decorated reconciler.
+ */
+export function decorating(inner: Reconciler, reconcile: Reconciler['reconcile']): Reconciler {
+  return {
+    kind: inner.kind,
+    watchExternal: inner.watchExternal?.bind(inner),
+    passWritesOutbox: inner.passWritesOutbox?.bind(inner),
+    reconcile,
+  };
+}
+
 export interface ControllerOptions {
   workers: number;
   resyncMs: number;

@@ -5,17 +5,12 @@
  * to its reconciler. Outermost of the reconciler wrappers, so nothing below runs.
  */
 import type { Store } from '../store/types';
-import type { ReconcileResult, Reconciler } from './controller';
+import { decorating, ReconcileResult, Reconciler } from './controller';
 
 export function pausable(inner: Reconciler, store: Store): Reconciler {
-  return {
-    kind: inner.kind,
-    watchExternal: inner.watchExternal?.bind(inner),
-    passWritesOutbox: inner.passWritesOutbox?.bind(inner),
-    async reconcile(team: string, id: string): Promise<ReconcileResult | void> {
-      const resource = await store.get(inner.kind, team, id);
-      if (resource?.meta.paused) return;
-      return inner.reconcile(team, id);
-    },
-  };
+  return decorating(inner, async (team: string, id: string): Promise<ReconcileResult | void> => {
+    const resource = await store.get(inner.kind, team, id);
+    if (resource?.meta.paused) return;
+    return inner.reconcile(team, id);
+  });
 }

@@ -12,7 +12,7 @@
  */
 import type { Store } from '../store/types';
 import type { ResourceWriter } from '../resources/writer';
-import type { ReconcileResult, Reconciler } from '../controllers/controller';
+import { decorating, ReconcileResult, Reconciler } from '../controllers/controller';
 import { subscriptionRuleProblems, Webhook, webhookFamily, webhookSecretName } from '../resources/webhook';
 import { validationFailed } from '../lib/errors';
 import { nowIso } from '../lib/time';
@@ -101,13 +101,10 @@ export class WebhookSubscriptionReconciler implements Reconciler {
  * sees it. Never writes over one: the API's secret, made first, is found and kept.
  */
 export function signingSecretFirst(inner: Reconciler, store: Store): Reconciler {
-  return {
-    kind: inner.kind,
-    async reconcile(team: string, id: string): Promise<ReconcileResult | void> {
-      const webhook = await store.get<Webhook['spec'], Webhook['status']>(webhookFamily.kind, team, id);
-      const live = webhook && !webhook.meta.deletionTimestamp && !['deleted', 'failed'].includes(webhook.status?.status);
-      if (live) await ensureSecret(store, team, id);
-      return inner.reconcile(team, id);
-    },
-  };
+  return decorating(inner, async (team: string, id: string): Promise<ReconcileResult | void> => {
+    const webhook = await store.get<Webhook['spec'], Webhook['status']>(webhookFamily.kind, team, id);
+    const live = webhook && !webhook.meta.deletionTimestamp && !['deleted', 'failed'].includes(webhook.status?.status);
+    if (live) await ensureSecret(store, team, id);
+    return inner.reconcile(team, id);
+  });
 }
