@@ -42,7 +42,7 @@ describe('agent feed', () => {
     t = await startTestService(FAILING, dataDir);
     otherKey = (await createTeam(t.service.ctx.writer, t.service.ctx.authenticator, { teamName: 'Other', ownerName: 'O', ownerEmail: 'o@example.com' })).token;
     serverId = await failServer('doomed-svr');
-  }, 20_000);
+  }, 120_000);
   afterAll(async () => t?.stop());
 
   it("posts one message about the failed server into the team's Alerts thread", async () => {
@@ -109,5 +109,5 @@ describe('agent feed', () => {
     expect(messages[1].content).toContain(`Server ${secondId} "doomed-again" failed`);
     expect((await t.api('GET', '/api/v1/agent/threads')).body.data.filter((x: any) => x.title === 'Alerts')).toHaveLength(1);
     expect(await alertThread(otherKey)).toBeUndefined();
-  }, 20_000);
+  }, 120_000);
 });
