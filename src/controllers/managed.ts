@@ -22,6 +22,7 @@ import { orphansOnDelete } from '../store/deletion-policy';
 import { deletedBy } from '../resources/intents';
 import { sameJson } from '../lib/canonical-json';
 import { nowIso } from '../lib/time';
+import { fieldOf } from '../lib/unknown-values';
 import type { ReconcileResult, Reconciler } from './controller';
 import type { ConnectionDetails } from './connection-details';
 import { Driven, managedOf } from './driven';
@@ -54,7 +55,7 @@ export interface FamilyBinding<Desired, Outputs, Observed, R extends Driven = Dr
   watchRelated?(changed: (team: string, id: string) => void): () => void;
 }
 
-export type AnyBinding = FamilyBinding<any, any, any, any>;
+export type AnyBinding = FamilyBinding<unknown, unknown, unknown>;
 
 const SYSTEM = 'system';
 /** Look again this soon when a driver gave no hint (something it made is not visible yet). */
@@ -70,7 +71,7 @@ const OWNER_REFUSED_POLL_MS = 30_000;
  * resource's spec again though few change. Held weakly by the spec object.
  */
 const specHashes = new WeakMap<object, string>();
-function specHashOf(family: AnyFamily, spec: Record<string, unknown>): string {
+function specHashOf(family: AnyFamily, spec: object): string {
   let hash = specHashes.get(spec);
   if (hash === undefined) specHashes.set(spec, (hash = configHash(family, spec)));
   return hash;
@@ -82,8 +83,8 @@ const minDefined = (...values: Array<number | undefined>): number | undefined =>
 };
 
 /** Only the fields that differ from the status: a pass that changes nothing writes nothing. */
-function differing(status: Record<string, unknown>, changes: Record<string, unknown>): Record<string, unknown> | null {
-  const entries = Object.entries(changes).filter(([field, value]) => !sameJson(status[field] ?? null, value ?? null));
+function differing(status: object, changes: Record<string, unknown>): Record<string, unknown> | null {
+  const entries = Object.entries(changes).filter(([field, value]) => !sameJson(fieldOf(status, field) ?? null, value ?? null));
   return entries.length > 0 ? Object.fromEntries(entries) : null;
 }
 
