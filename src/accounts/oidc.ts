@@ -17,6 +17,7 @@ import type { Logger } from 'pino';
 import * as client from 'openid-client';
 import type { OidcConfig } from '../config';
 import { ApiError } from '../lib/errors';
+import { scalarText } from '../lib/unknown-values';
 
 export const FLOW_COOKIE = 'cloudplane_oidc';
 /** How long a person may take on the provider's login page. */
@@ -196,8 +197,8 @@ function describe(err: unknown): string {
   const parts: string[] = [];
   for (let e: unknown = err; typeof e === 'object' && e !== null && parts.length < 4; e = 'cause' in e ? e.cause : undefined) {
     const message = 'message' in e ? e.message : undefined;
-    const code = 'code' in e ? e.code : undefined;
-    if (typeof message === 'string' && message) parts.push(code ? `${message} (${String(code)})` : message);
+    const code = 'code' in e ? scalarText(e.code) : undefined;
+    if (typeof message === 'string' && message) parts.push(code ? `${message} (${code})` : message);
   }
   return parts.join(': ') || String(err);
 }

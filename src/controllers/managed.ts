@@ -117,7 +117,7 @@ export class ManagedReconciler implements Reconciler {
     return () => stops.forEach((stop) => stop?.());
   }
 
-  async reconcile(team: string, id: string): Promise<ReconcileResult | void> {
+  async reconcile(team: string, id: string): Promise<ReconcileResult | undefined> {
     const resource = await this.store.get<Driven['spec'], Driven['status']>(this.kind, team, id);
     if (!resource) return;
     if (resource.meta.deletionTimestamp) return this.reconcileDeletion(resource);
@@ -209,7 +209,7 @@ export class ManagedReconciler implements Reconciler {
     return { changes: { ...outputs, ...steady.changes, ...applied, ...moved }, requeueAfterMs: steady.requeueAfterMs };
   }
 
-  private async reconcileDeletion(resource: Driven): Promise<ReconcileResult | void> {
+  private async reconcileDeletion(resource: Driven): Promise<ReconcileResult | undefined> {
     const { family } = this.binding;
     const { status, meta } = resource;
     await this.connectionDetails?.withdraw(resource);
@@ -246,7 +246,7 @@ export class ManagedReconciler implements Reconciler {
   }
 
   /** Asks the driver to remove what it made until it observes nothing left; then the record says so (external absent). */
-  private async release(resource: Driven): Promise<ReconcileResult | void> {
+  private async release(resource: Driven): Promise<ReconcileResult | undefined> {
     const { driver } = this.binding;
     const managed = managedOf(this.binding.family, resource, await this.binding.desired(resource));
     const observation = await driver.observe(managed);
