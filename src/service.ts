@@ -127,7 +127,7 @@ export async function startService(config: Config, logger: Logger = createLogger
     started.push(() => leadership.stop());
 
     let ready = false;
-    const app = await buildApp(ctx, { familyRoutes: familyParts.routes, isReady: () => ready });
+    const app = await buildApp(ctx, { familyRoutes: familyParts.routes.bind(familyParts), isReady: () => ready });
     started.push(async () => {
       ready = false;
       await app.close();

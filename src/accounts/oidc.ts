@@ -175,6 +175,7 @@ export class OidcSignIn {
     if (this.configuration) return this.configuration;
     const { issuer, clientId, clientSecret } = this.settings;
     // http:// is accepted for a loopback issuer only (config.ts), as in tests and local trials.
+    // eslint-disable-next-line @typescript-eslint/no-deprecated -- openid-client's one way to allow http://, deprecated only to stand out
     const execute = issuer.startsWith('http:') ? [client.allowInsecureRequests] : [];
     const attempt = client.discovery(new URL(issuer), clientId, undefined, client.ClientSecretBasic(clientSecret), {
       execute,

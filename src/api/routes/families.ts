@@ -215,7 +215,7 @@ export function registerFamilyRoutes(app: ApiApp, ctx: ApiContext, family: AnyFa
   });
 
   if (family.schemas.update && family.applyUpdate) {
-    const applyUpdate = family.applyUpdate;
+    const applyUpdate = family.applyUpdate.bind(family);
     app.patch(`${base}/:id`, {
       config,
       schema: {
