@@ -68,7 +68,7 @@ async function main(argv: string[]): Promise<void> {
   process.exitCode = await (await import('./cli/program')).runCli(argv);
 }
 
-main(process.argv.slice(2)).catch((err) => {
+main(process.argv.slice(2)).catch((err: unknown) => {
   process.stderr.write(`cloudplane: ${textOf(err)}\n`);
   process.exit(1);
 });

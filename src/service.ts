@@ -127,7 +127,7 @@ export async function startService(config: Config, logger: Logger = createLogger
     started.push(() => leadership.stop());
 
     let ready = false;
-    const app = await buildApp(ctx, { familyRoutes: familyParts.routes, isReady: () => ready });
+    const app = await buildApp(ctx, { familyRoutes: familyParts.routes.bind(familyParts), isReady: () => ready });
     started.push(async () => {
       ready = false;
       await app.close();
@@ -144,7 +144,7 @@ export async function startService(config: Config, logger: Logger = createLogger
 
     return { app, ctx, url: `http://${host}:${port}`, bootstrap, stop: stopAll };
   } catch (err) {
-    await stopAll().catch((stopErr) => logger.error({ err: textOf(stopErr) }, 'could not stop what had started'));
+    await stopAll().catch((stopErr: unknown) => logger.error({ err: textOf(stopErr) }, 'could not stop what had started'));
     throw err;
   }
 }

@@ -64,7 +64,7 @@ export class AccountReconciler<R extends Resource> implements Reconciler {
     this.kind = family.kind;
   }
 
-  async reconcile(team: string, id: string): Promise<ReconcileResult | void> {
+  async reconcile(team: string, id: string): Promise<ReconcileResult | undefined> {
     const resource = await this.store.get<R['spec'], R['status']>(this.kind, team, id);
     // Made with kubectl and never taken in (see above), or settled. A refused one is judged
     // again on every pass (a resync, a change): the rule may hold by now (another owner made).

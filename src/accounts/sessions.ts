@@ -22,6 +22,7 @@ import { apiKeyFamily, teamFamily, userFamily, ApiKey, KEY_SCOPES, KeyScope, Rol
 import { ExpiringSet } from '../lib/expiring-set';
 import { hasPassed } from '../lib/timestamps';
 import { ApiError, forbidden, notFound } from '../lib/errors';
+import { textOf } from '../lib/unknown-values';
 import { atLeast, Principal } from './roles';
 import { installationTeamOf } from './installation';
 
@@ -108,7 +109,7 @@ export class SessionManager {
   start(): void {
     const interval = Math.min(SWEEP_MAX_INTERVAL_MS, Math.max(1000, this.config.idleTimeoutMs));
     this.sweepTimer = setInterval(() => {
-      this.removeExpired().catch((err: Error) => this.logger.warn({ err: err.message }, 'could not remove expired sessions; trying again later'));
+      this.removeExpired().catch((err: unknown) => this.logger.warn({ err: textOf(err) }, 'could not remove expired sessions; trying again later'));
     }, interval);
     this.sweepTimer.unref();
   }

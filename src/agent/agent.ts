@@ -21,6 +21,7 @@ import type { AlertFeed } from './alert-feed';
 import { alertLine, alertOf, isAlert } from './alerts';
 import { listedObjects } from '../store/listed';
 import { FairGate, GateBusyError } from '../lib/fair-gate';
+import { scalarText } from '../lib/unknown-values';
 
 const HOUR_MS = 3_600_000;
 const DAY_MS = 24 * HOUR_MS;
@@ -73,7 +74,8 @@ function describe(item: Item): string {
   const { record } = item;
   const name = nameOf(record);
   const details = [record.status, record.region, record.ipv4].filter((v) => typeof v === 'string' && v !== '');
-  const reason = record.status_reason ? ` — ${record.status_reason}` : '';
+  const statusReason = scalarText(record.status_reason);
+  const reason = statusReason ? ` — ${statusReason}` : '';
   return `${record.id}${name ? ` "${name}"` : ''}: ${details.join(', ')}${reason}`;
 }
 
@@ -85,7 +87,7 @@ function bulletList(lines: string[]): string {
 
 /** " — <why>" for an alert that says why; routine events carry no reason worth showing. */
 const reasonOf = (e: CloudEvent) => {
-  const reason = isAlert(e) ? (e.data?.status_reason ?? e.data?.disabled_reason) : null;
+  const reason = isAlert(e) ? scalarText(e.data?.status_reason ?? e.data?.disabled_reason) : undefined;
   return reason ? ` — ${reason}` : '';
 };
 
@@ -212,12 +214,15 @@ export class DataAgent implements Agent {
     }
     const record = family.toRecord(resource);
     const name = nameOf(record);
-    const lines = [`${id}${name ? ` "${name}"` : ''} is a ${family.title}; its status is ${record.status ?? resource.status.status}.`];
-    if (record.status_reason) lines.push(`Reason: ${record.status_reason}`);
+    const lines = [`${id}${name ? ` "${name}"` : ''} is a ${family.title}; its status is ${scalarText(record.status) ?? resource.status.status}.`];
+    const statusReason = scalarText(record.status_reason);
+    if (statusReason) lines.push(`Reason: ${statusReason}`);
     const skip = new Set(['id', 'name', 'status', 'status_reason', 'created_at', 'updated_at', 'deleted_at']);
     const details = Object.entries(record).filter(([key, value]) => !skip.has(key) && value !== null && ['string', 'number', 'boolean'].includes(typeof value));
     if (details.length > 0) lines.push(details.map(([key, value]) => `${key}: ${value}`).join(', '));
-    lines.push(`Created ${record.created_at ?? resource.meta.createdAt}, last changed ${record.updated_at ?? resource.meta.updatedAt}.`);
+    lines.push(
+      `Created ${scalarText(record.created_at) ?? resource.meta.createdAt}, last changed ${scalarText(record.updated_at) ?? resource.meta.updatedAt}.`,
+    );
     if (events.length > 0) lines.push(history);
     return lines.join('\n');
   }
@@ -229,7 +234,7 @@ export class DataAgent implements Agent {
     const lines = new Map<string, string>();
     for (const event of this.audit.search(team, { since })) {
       const alert = alertOf(event);
-      if (alert && categories.has(categoryOf(event.type))) lines.set(String(event.data?.id ?? event.id), alertLine(event, alert));
+      if (alert && categories.has(categoryOf(event.type))) lines.set(scalarText(event.data?.id) ?? event.id, alertLine(event, alert));
     }
     const stillFailed: Item[] = [];
     for (const family of scope) {
@@ -304,8 +309,10 @@ export class DataAgent implements Agent {
     const items = (await this.itemsOf(team, family)).filter((i) => wanted.includes(String(i.record.status)));
     const what = `${wanted.join(' or ')} incidents`;
     if (items.length === 0) return `You have no ${what}.`;
-    const line = ({ record }: Item) =>
-      `${record.id} (${record.status}, opened ${record.opened_at}${record.acknowledged_by ? `, acknowledged by ${record.acknowledged_by}` : ''}): ${record.title} — /api/v1/${family.path}/${record.id}`;
+    const line = ({ record }: Item) => {
+      const by = scalarText(record.acknowledged_by);
+      return `${record.id} (${record.status}, opened ${record.opened_at}${by ? `, acknowledged by ${by}` : ''}): ${record.title} — /api/v1/${family.path}/${record.id}`;
+    };
     return `Your ${what} (${items.length}):\n${bulletList(items.map(line))}`;
   }
 
@@ -318,7 +325,7 @@ export class DataAgent implements Agent {
     const newest = events.slice(-RECENT_EVENT_COUNT).reverse();
     const line = (e: CloudEvent) => {
       const name = nameOf(e.data ?? {});
-      return `${e.created_at} ${e.type} ${e.data?.id ?? ''}${name ? ` "${name}"` : ''}${reasonOf(e)}`;
+      return `${e.created_at} ${e.type} ${scalarText(e.data?.id) ?? ''}${name ? ` "${name}"` : ''}${reasonOf(e)}`;
     };
     const shown = events.length > newest.length ? `the newest ${newest.length} of ${events.length}` : `${events.length}`;
     return `Events ${window.phrase} (${shown}, newest first):\n${bulletList(newest.map(line))}`;

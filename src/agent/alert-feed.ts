@@ -12,7 +12,7 @@ import type { EventBus } from '../events/types';
 import type { CloudEvent } from '../resources/cloud-event';
 import type { ResourceWriter } from '../resources/writer';
 import { AlreadyExistsError } from '../store/types';
-import { messageFamily, Message, Thread, threadFamily } from '../resources/agent';
+import { messageFamily, Message, MessageSpec, Thread, threadFamily } from '../resources/agent';
 import { alertMessage, alertOf } from './alerts';
 
 export const ALERT_CONSUMER = 'agent';
@@ -56,7 +56,7 @@ export class AlertFeed {
     const threadId = await this.ensureThread(event.team_id);
     let message: Message;
     try {
-      const spec = { thread_id: threadId, role: 'event', content: alertMessage(event, alert) };
+      const spec: MessageSpec = { thread_id: threadId, role: 'event', content: alertMessage(event, alert) };
       message = await this.writer.create(messageFamily, event.team_id, spec, 'system', messageIdFor(event.id));
     } catch (err) {
       if (err instanceof AlreadyExistsError) return;

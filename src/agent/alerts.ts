@@ -8,6 +8,7 @@
 import type { CloudEvent } from '../resources/cloud-event';
 import { categoryOf } from '../events/types';
 import { families } from '../resources/registry';
+import { scalarText } from '../lib/unknown-values';
 
 export interface Alert {
   /** `load balancer lb_… "web"` */
@@ -36,7 +37,7 @@ export function alertOf(event: CloudEvent): Alert | null {
   const category = categoryOf(event.type);
   const family = families.find((f) => f.name === category);
   const data = event.data ?? {};
-  const id = String(data.id ?? '');
+  const id = scalarText(data.id) ?? '';
   const name = textOf(data.name ?? data.url);
   const subject = `${family?.title ?? category.replace(/_/g, ' ')} ${id}${name ? ` "${name}"` : ''}`;
   if (INCIDENT_NEWS.includes(event.type)) return incidentAlert(event.type, id, data);
@@ -57,7 +58,7 @@ export function alertOf(event: CloudEvent): Alert | null {
 
 /** An incident opened by an alert policy, or resolved (by a person, or with its alert). */
 function incidentAlert(type: string, id: string, data: Record<string, unknown>): Alert {
-  const subject = `incident ${id} "${String(data.title ?? '')}"`;
+  const subject = `incident ${id} "${scalarText(data.title) ?? ''}"`;
   if (type === 'incident.resolved') {
     const by = data.resolved_by === 'system' ? 'by itself: its alert resolved' : `by ${String(data.resolved_by)}`;
     return { subject, verb: `was resolved ${by}`, reason: null, nextStep: `nothing; GET ${API}/incidents/${id} keeps its record.` };

@@ -74,7 +74,9 @@ export async function buildApp(ctx: ApiContext, options: AppOptions): Promise<Ap
     // tells 405 from 404) already assumed: a GET there answered "answers GET, not GET".
     routerOptions: { maxParamLength: 16 * 1024, ignoreTrailingSlash: true },
     // A path that is not valid percent-encoding never reaches a route: answer it in the envelope.
-    frameworkErrors: (err, request, reply) => sendFrameworkError(ctx, err, request, reply),
+    frameworkErrors: (err, request, reply) => {
+      sendFrameworkError(ctx, err, request, reply);
+    },
     schemaErrorFormatter,
   }).withTypeProvider<TypeBoxTypeProvider>();
   app.server.maxConnections = http.maxConnections;

@@ -12,9 +12,9 @@ import type { Store, StoredObject } from '../store/types';
 const WAIT_MS = 5_000;
 
 /** An object with the spec and status of R, whatever else R's type says. */
-type Of<R extends StoredObject<any, any>> = StoredObject<R['spec'], R['status']>;
+type Of<R extends StoredObject<unknown, unknown>> = StoredObject<R['spec'], R['status']>;
 
-export async function writeAndAwait<R extends StoredObject<any, any>>(
+export async function writeAndAwait<R extends StoredObject<unknown, unknown>>(
   store: Store,
   kind: string,
   team: string,

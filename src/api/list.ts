@@ -9,10 +9,11 @@ import { createHmac, hash, timingSafeEqual } from 'node:crypto';
 import type { FastifyRequest } from 'fastify';
 import { Static, TObject, TProperties, Type } from '@sinclair/typebox';
 import { domainError } from '../lib/errors';
-import type { Store, StoredObject } from '../store/types';
+import type { Store } from '../store/types';
 import type { PageRequest } from '../store/types';
 import { routeConfigOf } from './route-config';
 import { StringEnum } from '../resources/schema-kit';
+import { isOfFamily, type BaseStatus, type FamilyDefinition, type Resource } from '../resources/family';
 
 export type SortField = 'name' | 'created_at';
 export type SortOrder = 'asc' | 'desc';
@@ -150,20 +151,20 @@ export function decodeCursor(key: Buffer, cursor: string, query: ListQuery): Cur
 export type ListFilter = Pick<PageRequest, 'where' | 'created'>;
 
 /**
- * One page of a kind's objects of a team (undefined: a kind listed across teams) after the
+ * One page of a family's objects of a team (undefined: a kind listed across teams) after the
  * cursor, read from the store's ordered indexes: a seek and a walk of the page, whatever
  * the team holds. Hidden states and the names sorted on are the family's (its `listing`).
  */
-export async function listPage<T = StoredObject>(
+export async function listPage<Spec, Status extends BaseStatus>(
   store: Store,
-  kind: string,
+  family: FamilyDefinition<Spec, Status>,
   team: string | undefined,
   query: ListQuery,
   cursorKey: Buffer,
   filter: ListFilter = {},
-): Promise<{ page: T[]; nextCursor: string | null }> {
+): Promise<{ page: Resource<Spec, Status>[]; nextCursor: string | null }> {
   const after = query.cursor === undefined ? undefined : decodeCursor(cursorKey, query.cursor, query);
-  const { items, next } = await store.page(kind, team, {
+  const { items, next } = await store.page(family.kind, team, {
     sort: query.sort,
     order: query.order,
     status: query.status,
@@ -172,7 +173,11 @@ export async function listPage<T = StoredObject>(
     after: after && { value: after.v, id: after.i },
     limit: query.limit,
   });
-  return { page: items as T[], nextCursor: next ? encodeCursor(cursorKey, { l: query.scope, v: next.value, i: next.id }) : null };
+  // The page holds the family's kind alone: the filter only tells the compiler so.
+  return {
+    page: items.filter((item) => isOfFamily(family, item)),
+    nextCursor: next ? encodeCursor(cursorKey, { l: query.scope, v: next.value, i: next.id }) : null,
+  };
 }
 
 /** One page of `items` (already filtered to the caller's team) after the cursor; for rows that are not store objects. */

@@ -73,18 +73,11 @@ async function listPages(client: ApiClient, path: string, query: Query, all: boo
   }
 }
 
-/** The flags an API command may declare besides its schema's fields (registerOperations). */
-interface OperationFlags {
-  file?: string;
-  all?: boolean;
-  wait?: boolean;
-  waitTimeout?: number;
-}
-
 const DEFAULT_WAIT_SECONDS = 300;
 
 async function run(operation: Operation, command: Command, args: string[]): Promise<void> {
-  const opts = globalsOf<OperationFlags>(command);
+  // Besides its schema's fields, an API command may declare --file, --all, --wait and --wait-timeout (registerOperations).
+  const opts = globalsOf(command);
   const client = clientFor(command);
   const ids = args.slice(0, placeholdersOf(operation.path).length);
   let index = 0;
@@ -103,7 +96,8 @@ async function run(operation: Operation, command: Command, args: string[]): Prom
   }
   if (operation.wait && opts.wait === true) {
     if (!isResource(data)) throw new CliError('the API answered without the resource to wait for', EXIT.apiError, 'wait_failed');
-    data = await waitFor(client, operation.wait, data, (opts.waitTimeout ?? DEFAULT_WAIT_SECONDS) * 1000);
+    const waitSeconds = typeof opts.waitTimeout === 'number' ? opts.waitTimeout : DEFAULT_WAIT_SECONDS;
+    data = await waitFor(client, operation.wait, data, waitSeconds * 1000);
   }
   print(command, data, operation.columns);
 }

@@ -95,9 +95,10 @@ export function registerAuth(program: Command): void {
     .option('--api-url <url>', 'The API endpoint, e.g. https://cloudplane.example.com')
     .option('--api-key <key>', 'An API key (cpk_...); without it, it is asked for and not echoed')
     .action(async (_opts, command: Command) => {
-      const opts = globalsOf<{ apiUrl?: string; apiKey?: string }>(command);
+      const opts = globalsOf(command);
       const name = opts.context ?? 'default';
-      const answers = await askMissing(opts.apiUrl, opts.apiKey);
+      const text = (value: unknown) => (typeof value === 'string' ? value : undefined);
+      const answers = await askMissing(text(opts.apiUrl), text(opts.apiKey));
       const apiUrl = normaliseApiUrl(answers.url);
       const profile = await verify(apiUrl, answers.key, opts.timeout * 1000);
       const doc = readContexts();

@@ -80,7 +80,7 @@ function optionFor(field: string, schema: TSchema): Option {
     return option.argParser((value: string, previous: unknown[] | undefined) => {
       // Starting with `[`, valid JSON is an array.
       const parsed = value.trim().startsWith('[') ? parseJson(value) : undefined;
-      const values = Array.isArray(parsed) ? parsed : [item(value)];
+      const values: unknown[] = Array.isArray(parsed) ? parsed : [item(value)];
       return [...(previous ?? []), ...values];
     });
   }

@@ -8,7 +8,7 @@
  */
 import type { Command } from 'commander';
 import { ApiClient, envelopeError, parseJson } from './client';
-import { fieldOf, hasStrings, textOf } from '../lib/unknown-values';
+import { fieldOf, hasStrings, scalarText, textOf } from '../lib/unknown-values';
 import { CliError, EXIT, ExitCode } from './exit-codes';
 
 export interface ListenTarget {
@@ -201,9 +201,9 @@ async function forward(
 function receiverError(error: unknown): string {
   // fetch's failures: a DOMException when timed out, a TypeError whose cause is the socket's error.
   if (fieldOf(error, 'name') === 'TimeoutError') return 'the receiver did not answer in time';
-  const code = fieldOf(fieldOf(error, 'cause'), 'code');
+  const code = scalarText(fieldOf(fieldOf(error, 'cause'), 'code'));
   const message = String(fieldOf(error, 'message'));
-  return code ? `${String(code)} (${message})` : message;
+  return code ? `${code} (${message})` : message;
 }
 
 /** The CLI's client: the API calls get its timeout and its error codes; the stream is fetched apart, as it stays open. */

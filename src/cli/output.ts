@@ -1,6 +1,6 @@
 /** Printing what the API answered: a table (chosen columns), or its data exactly as JSON or YAML. */
 import YAML from 'yaml';
-import { isRecord } from '../lib/unknown-values';
+import { isRecord, scalarText } from '../lib/unknown-values';
 
 export const OUTPUT_FORMATS = ['table', 'json', 'yaml'] as const;
 export type OutputFormat = (typeof OUTPUT_FORMATS)[number];
@@ -12,8 +12,8 @@ function cell(value: unknown): string {
     if (value.length === 0) return '-';
     return value.map((item: unknown) => (isRecord(item) ? idOf(item) : String(item))).join(',');
   }
-  if (typeof value === 'object') return JSON.stringify(value);
-  return String(value).replace(/\s+/g, ' ');
+  // What the API answers holds objects and scalars, nothing else.
+  return scalarText(value)?.replace(/\s+/g, ' ') ?? JSON.stringify(value);
 }
 
 function idOf(item: Record<string, unknown>): string {

@@ -10,8 +10,8 @@ export interface GlobalOptions {
   timeout: number;
 }
 
-/** The global options with the command's own (`Own`: the flags it declares, as their parsers make them). */
-export const globalsOf = <Own extends object = object>(command: Command) => command.optsWithGlobals<GlobalOptions & Own & Record<string, unknown>>();
+/** The global options with the command's own: the flags it declares, as their parsers make them, each read by its type. */
+export const globalsOf = (command: Command) => command.optsWithGlobals<GlobalOptions & Record<string, unknown>>();
 
 export function clientFor(command: Command): ApiClient {
   const { context, timeout } = globalsOf(command);

@@ -33,7 +33,7 @@ const ACTOR = 'system';
 export function adopting(family: AnyFamily, inner: Reconciler, store: Store, writer: ResourceWriter, quota: QuotaScope, rules: RuleContext): Reconciler {
   // Without cluster settings (the embedded store writes status with the create, marks nothing): the default.
   const graceMs = rules.config.kubernetes?.adoptionGraceMs ?? ADOPTION_GRACE_MS;
-  return decorating(inner, async (team: string, id: string): Promise<ReconcileResult | void> => {
+  return decorating(inner, async (team: string, id: string): Promise<ReconcileResult | undefined> => {
     const resource = await store.get<Resource['spec'], Resource['status']>(family.kind, team, id);
     if (resource && !resource.status?.status) {
       if (resource.meta.deletionTimestamp) {

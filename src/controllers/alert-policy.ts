@@ -66,7 +66,7 @@ export class AlertPolicyReconciler implements Reconciler {
     });
   }
 
-  async reconcile(team: string, id: string): Promise<ReconcileResult | void> {
+  async reconcile(team: string, id: string): Promise<ReconcileResult | undefined> {
     const policy = await this.store.get<AlertPolicy['spec'], AlertPolicy['status']>(this.kind, team, id);
     if (!policy?.status?.status) return;
     if (policy.meta.deletionTimestamp) return this.reconcileDeletion(policy);
@@ -219,7 +219,7 @@ export class AlertPolicyReconciler implements Reconciler {
   }
 
   /** DELETE (or kubectl delete): `deleted` at once; removed after the retention period. Its incidents stay, to be resolved by hand. */
-  private async reconcileDeletion(policy: AlertPolicy): Promise<ReconcileResult | void> {
+  private async reconcileDeletion(policy: AlertPolicy): Promise<ReconcileResult | undefined> {
     const { meta, status } = policy;
     if (status.status !== 'deleted') {
       await this.writer.mutateStatus<AlertPolicy>(

@@ -46,7 +46,7 @@ export class BackupPolicyReconciler implements Reconciler {
     private readonly dayMs: number,
   ) {}
 
-  async reconcile(team: string, id: string): Promise<ReconcileResult | void> {
+  async reconcile(team: string, id: string): Promise<ReconcileResult | undefined> {
     const server = await this.store.get<Server['spec'], Server['status']>(this.kind, team, id);
     const policy = server?.spec.backup_policy;
     if (!server || serverGone(server) || !policy?.enabled || server.status?.status === 'failed') return;

@@ -57,18 +57,21 @@ export class BackupReconciler implements Reconciler {
     });
   }
 
-  async reconcile(team: string, id: string): Promise<ReconcileResult | void> {
+  async reconcile(team: string, id: string): Promise<ReconcileResult | undefined> {
     const backup = await this.store.get<Backup['spec'], Backup['status']>(this.kind, team, id);
     if (!backup) return;
     if (backup.meta.deletionTimestamp) return this.reconcileDeletion(backup);
     const server = await this.store.get<Server['spec'], Server['status']>(serverFamily.kind, team, backup.spec.server_id);
     // Backups belong to their server: they go with it.
-    if (serverGone(server)) return this.writer.requestDeletion(backupFamily, team, id, SYSTEM);
+    if (serverGone(server)) {
+      await this.writer.requestDeletion(backupFamily, team, id, SYSTEM);
+      return;
+    }
     if (backup.status.status === 'creating') return this.take(backup);
     if (backup.status.status === 'completed' && (restorePending(backup) || backup.status.restore_state === 'restoring')) return this.restore(backup);
   }
 
-  private async take(backup: Backup): Promise<ReconcileResult | void> {
+  private async take(backup: Backup): Promise<ReconcileResult | undefined> {
     if (!backup.status.external) {
       const external = await this.driver.start(subjectOf(backup));
       backup = await this.write(backup, { external, method: typeof external.method === 'string' ? external.method : null });
@@ -86,7 +89,7 @@ export class BackupReconciler implements Reconciler {
   }
 
   /** A restore due is begun (restore_started), then followed to its end (restore_completed). */
-  private async restore(backup: Backup): Promise<ReconcileResult | void> {
+  private async restore(backup: Backup): Promise<ReconcileResult | undefined> {
     if (backup.status.restore_state !== 'restoring') {
       const startedAt = nowIso();
       const external = await this.driver.startRestore(subjectOf(backup), startedAt);
@@ -122,7 +125,7 @@ export class BackupReconciler implements Reconciler {
   }
 
   /** `deleted`, then what the driver holds is freed, then the record goes once its events are on the bus. */
-  private async reconcileDeletion(backup: Backup): Promise<ReconcileResult | void> {
+  private async reconcileDeletion(backup: Backup): Promise<ReconcileResult | undefined> {
     const { meta, status } = backup;
     if (status.status !== 'deleted') {
       await this.writer.mutateStatus<Backup>(backupFamily, meta.team, meta.id, () => ({ status: 'deleted', deleted_at: nowIso() }), SYSTEM);

@@ -148,7 +148,7 @@ export class ConnectionDetails {
     const list = await this.core.listNamespacedSecret({ namespace, labelSelector: `${CONNECTION_OF_LABEL}=${id}` });
     for (const secret of list.items) {
       if (secret.metadata?.name === keep) continue;
-      await this.core.deleteNamespacedSecret({ name: secret.metadata!.name!, namespace }).catch((err) => {
+      await this.core.deleteNamespacedSecret({ name: secret.metadata!.name!, namespace }).catch((err: unknown) => {
         if (httpCode(err) !== 404) throw err;
       });
     }

@@ -27,7 +27,7 @@ export interface ReconcileResult {
 export interface Reconciler {
   /** The kind this reconciler owns. */
   kind: string;
-  reconcile(team: string, id: string): Promise<ReconcileResult | void>;
+  reconcile(team: string, id: string): Promise<ReconcileResult | undefined>;
   /** Optional: a source of other changes that call for a look at a resource (what its driver made). Returns a stop. */
   watchExternal?(changed: (team: string, id: string) => void): () => void;
   /**

@@ -8,7 +8,7 @@ import type { ConnectionSecretSpec } from '../resources/schema-kit';
 import { API_VERSION } from '../store/kubernetes/names';
 
 /** A resource as its driver sees it; every driven family may name a Secret for its connection details. */
-export type Driven = Resource<ConnectionSecretSpec & Record<string, any>, DrivenStatus & Record<string, any>>;
+export type Driven = Resource<object & ConnectionSecretSpec, DrivenStatus>;
 
 /** What the driver is handed of a resource: its identity, what it should be, what was made for it and who owns that. */
 export function managedOf<Desired>(family: AnyFamily, resource: Driven, desired: Desired): Managed<Desired> {

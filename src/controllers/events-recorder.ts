@@ -16,6 +16,7 @@ import type { StoredObject } from '../store/types';
 import type { ObjectEvent } from '../resources/transitions';
 import { API_VERSION, namespaceOfTeam } from '../store/kubernetes/names';
 import { newId } from '../lib/ids';
+import { textOf } from '../lib/unknown-values';
 import type { EventRecorder } from '../resources/writer';
 
 /** The embedded store's: its event log already holds every change. */
@@ -42,8 +43,8 @@ export class KubernetesEventRecorder implements EventRecorder {
     const body = this.eventFor(object, event);
     if (!body) return;
     // API call: events recorder: Events
-    this.core.createNamespacedEvent({ namespace: body.metadata.namespace!, body }).catch((err: Error) => {
-      this.logger.warn({ err: err.message, kind: object.meta.kind, id: object.meta.id, reason: event.reason }, 'could not record a Kubernetes Event');
+    this.core.createNamespacedEvent({ namespace: body.metadata.namespace!, body }).catch((err: unknown) => {
+      this.logger.warn({ err: textOf(err), kind: object.meta.kind, id: object.meta.id, reason: event.reason }, 'could not record a Kubernetes Event');
     });
   }
 

@@ -20,7 +20,7 @@ export class IncidentReconciler implements Reconciler {
     private readonly writer: ResourceWriter,
   ) {}
 
-  async reconcile(team: string, id: string): Promise<void> {
+  async reconcile(team: string, id: string): Promise<undefined> {
     const incident = await this.store.get<Incident['spec'], Incident['status']>(this.kind, team, id);
     if (!incident?.status?.status || CLOSED_INCIDENT_STATES.includes(incident.status.status)) return;
     const { spec } = incident;

@@ -70,7 +70,7 @@ export class JobReconciler implements Reconciler {
     private readonly executor: JobExecutor,
   ) {}
 
-  async reconcile(team: string, id: string): Promise<ReconcileResult | void> {
+  async reconcile(team: string, id: string): Promise<ReconcileResult | undefined> {
     const job = await this.store.get<Job['spec'], Job['status']>(this.kind, team, id);
     if (!job) return;
     const submittedAt = job.meta.createdAt;
@@ -91,7 +91,10 @@ export class JobReconciler implements Reconciler {
         }));
       return;
     }
-    if (FINISHED_JOB_STATES.includes(job.status.status)) return this.cleanupOnce(job);
+    if (FINISHED_JOB_STATES.includes(job.status.status)) {
+      await this.cleanupOnce(job);
+      return;
+    }
     if (carrier) return this.mirror(job, carrier);
     if (isScheduled(job)) return this.schedule(job);
     await this.executor.submit(team, id, job.spec, submittedAt);
@@ -107,7 +110,10 @@ export class JobReconciler implements Reconciler {
         await this.write(job, () => ({ status: 'running', started_at: run.started_at }));
       }
       await this.write(job, () => next);
-      if (FINISHED_JOB_STATES.includes(next.status!)) return this.cleanupOnce(job);
+      if (FINISHED_JOB_STATES.includes(next.status!)) {
+        await this.cleanupOnce(job);
+        return;
+      }
     }
     return { requeueAfterMs: POLL_MS };
   }
@@ -118,7 +124,7 @@ export class JobReconciler implements Reconciler {
    * (or a leader change) the times missed meanwhile are found from it, and only the latest
    * of them gets a run, as a CronJob with startingDeadlineSeconds catches up at most once.
    */
-  private async schedule(job: Job): Promise<ReconcileResult | void> {
+  private async schedule(job: Job): Promise<ReconcileResult | undefined> {
     const { schedule, timezone = 'UTC' } = job.spec;
     if (job.spec.paused) {
       if (job.status.status !== 'paused') await this.write(job, () => ({ status: 'paused', next_run_at: null, observed_generation: job.meta.generation }));
@@ -157,7 +163,7 @@ export class JobReconciler implements Reconciler {
    * follows like any job. The runs are made by the executor, so the concurrency policy and
    * the catch-up are its own; next_run_at and last_run_at are computed here all the same.
    */
-  private async mirror(job: Job, carrier: ScheduleExecutor): Promise<ReconcileResult | void> {
+  private async mirror(job: Job, carrier: ScheduleExecutor): Promise<ReconcileResult | undefined> {
     const { team, id } = job.meta;
     const { schedule, timezone = 'UTC', concurrency_policy = 'allow' } = job.spec;
     const paused = Boolean(job.spec.paused);

@@ -12,7 +12,7 @@
  *   on its next try instead of waiting out the Lease.
  * In embedded mode there is one process and no election: SoleLeader always leads.
  */
-import { CoordinationV1Api, V1Lease, V1MicroTime } from '@kubernetes/client-node';
+import { CoordinationV1Api, V1Lease, V1LeaseSpec, V1MicroTime } from '@kubernetes/client-node';
 import type { Logger } from 'pino';
 import { httpCode } from '../store/kubernetes/http-code';
 import { messageOf } from '../lib/unknown-values';
@@ -186,16 +186,16 @@ export class LeaderElector implements Leadership {
   private async renew(): Promise<void> {
     const sentAt = Date.now();
     const held = this.lease ?? (await this.read());
-    const body = (lease: V1Lease): V1Lease => ({ ...lease, spec: { ...lease.spec, renewTime: new V1MicroTime(sentAt) } });
+    const body = (lease: V1Lease, spec: V1LeaseSpec): V1Lease => ({ ...lease, spec: { ...spec, renewTime: new V1MicroTime(sentAt) } });
     try {
       if (!held || held.spec?.holderIdentity !== this.o.identity) return this.stepDown('the lease has another holder');
-      this.lease = await this.o.api.replaceNamespacedLease({ name: this.o.name, namespace: this.o.namespace, body: body(held) });
+      this.lease = await this.o.api.replaceNamespacedLease({ name: this.o.name, namespace: this.o.namespace, body: body(held, held.spec) });
     } catch (err) {
       if (httpCode(err) !== 409) throw err;
       // Our copy is stale: renew on the current one if it is still ours.
       const current = await this.read();
       if (!current || current.spec?.holderIdentity !== this.o.identity) return this.stepDown('the lease has another holder');
-      this.lease = await this.o.api.replaceNamespacedLease({ name: this.o.name, namespace: this.o.namespace, body: body(current) });
+      this.lease = await this.o.api.replaceNamespacedLease({ name: this.o.name, namespace: this.o.namespace, body: body(current, current.spec) });
     }
     if (this.leading) this.armDeadline(sentAt);
   }

@@ -22,6 +22,7 @@ import { orphansOnDelete } from '../store/deletion-policy';
 import { deletedBy } from '../resources/intents';
 import { sameJson } from '../lib/canonical-json';
 import { nowIso } from '../lib/time';
+import { fieldOf } from '../lib/unknown-values';
 import type { ReconcileResult, Reconciler } from './controller';
 import type { ConnectionDetails } from './connection-details';
 import { Driven, managedOf } from './driven';
@@ -54,7 +55,7 @@ export interface FamilyBinding<Desired, Outputs, Observed, R extends Driven = Dr
   watchRelated?(changed: (team: string, id: string) => void): () => void;
 }
 
-export type AnyBinding = FamilyBinding<any, any, any, any>;
+export type AnyBinding = FamilyBinding<unknown, unknown, unknown>;
 
 const SYSTEM = 'system';
 /** Look again this soon when a driver gave no hint (something it made is not visible yet). */
@@ -70,7 +71,7 @@ const OWNER_REFUSED_POLL_MS = 30_000;
  * resource's spec again though few change. Held weakly by the spec object.
  */
 const specHashes = new WeakMap<object, string>();
-function specHashOf(family: AnyFamily, spec: Record<string, unknown>): string {
+function specHashOf(family: AnyFamily, spec: object): string {
   let hash = specHashes.get(spec);
   if (hash === undefined) specHashes.set(spec, (hash = configHash(family, spec)));
   return hash;
@@ -82,8 +83,8 @@ const minDefined = (...values: Array<number | undefined>): number | undefined =>
 };
 
 /** Only the fields that differ from the status: a pass that changes nothing writes nothing. */
-function differing(status: Record<string, unknown>, changes: Record<string, unknown>): Record<string, unknown> | null {
-  const entries = Object.entries(changes).filter(([field, value]) => !sameJson(status[field] ?? null, value ?? null));
+function differing(status: object, changes: Record<string, unknown>): Record<string, unknown> | null {
+  const entries = Object.entries(changes).filter(([field, value]) => !sameJson(fieldOf(status, field) ?? null, value ?? null));
   return entries.length > 0 ? Object.fromEntries(entries) : null;
 }
 
@@ -116,7 +117,7 @@ export class ManagedReconciler implements Reconciler {
     return () => stops.forEach((stop) => stop?.());
   }
 
-  async reconcile(team: string, id: string): Promise<ReconcileResult | void> {
+  async reconcile(team: string, id: string): Promise<ReconcileResult | undefined> {
     const resource = await this.store.get<Driven['spec'], Driven['status']>(this.kind, team, id);
     if (!resource) return;
     if (resource.meta.deletionTimestamp) return this.reconcileDeletion(resource);
@@ -208,7 +209,7 @@ export class ManagedReconciler implements Reconciler {
     return { changes: { ...outputs, ...steady.changes, ...applied, ...moved }, requeueAfterMs: steady.requeueAfterMs };
   }
 
-  private async reconcileDeletion(resource: Driven): Promise<ReconcileResult | void> {
+  private async reconcileDeletion(resource: Driven): Promise<ReconcileResult | undefined> {
     const { family } = this.binding;
     const { status, meta } = resource;
     await this.connectionDetails?.withdraw(resource);
@@ -245,7 +246,7 @@ export class ManagedReconciler implements Reconciler {
   }
 
   /** Asks the driver to remove what it made until it observes nothing left; then the record says so (external absent). */
-  private async release(resource: Driven): Promise<ReconcileResult | void> {
+  private async release(resource: Driven): Promise<ReconcileResult | undefined> {
     const { driver } = this.binding;
     const managed = managedOf(this.binding.family, resource, await this.binding.desired(resource));
     const observation = await driver.observe(managed);

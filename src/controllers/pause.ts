@@ -8,7 +8,7 @@ import type { Store } from '../store/types';
 import { decorating, ReconcileResult, Reconciler } from './controller';
 
 export function pausable(inner: Reconciler, store: Store): Reconciler {
-  return decorating(inner, async (team: string, id: string): Promise<ReconcileResult | void> => {
+  return decorating(inner, async (team: string, id: string): Promise<ReconcileResult | undefined> => {
     const resource = await store.get(inner.kind, team, id);
     if (resource?.meta.paused) return;
     return inner.reconcile(team, id);

@@ -13,6 +13,7 @@
 import type { Logger } from 'pino';
 import type { Store, StoredObject, StoredSecret } from '../store/types';
 import { BACKGROUND_TURN_BUDGET_MS, yieldIfDue } from '../lib/event-loop-turns';
+import { textOf } from '../lib/unknown-values';
 
 /** Which resource the secrets of one name prefix belong to. */
 export interface SecretOwnership {
@@ -127,7 +128,7 @@ export class SecretSweeper {
     this.timer = setTimeout(() => {
       this.timer = null;
       this.running = this.sweep()
-        .catch((err: Error) => this.o.logger.warn({ err: err.message }, 'secret sweep failed; trying again at the next one'))
+        .catch((err: unknown) => this.o.logger.warn({ err: textOf(err) }, 'secret sweep failed; trying again at the next one'))
         .finally(() => {
           this.running = null;
           this.schedule(this.o.intervalMs);

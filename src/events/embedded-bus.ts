@@ -190,7 +190,7 @@ export class EmbeddedEventBus implements EventBus {
         for (const follower of this.followers) follower(event, text);
         for (const name of this.consumers.keys()) this.pump(name);
       },
-      (err: Error) => {
+      (err: unknown) => {
         // Not published: the publisher (the outbox relay) keeps the event and tries again.
         this.health.failed('events.log', err);
         this.appendRecovery.request(DEFAULT_RETRY.baseMs);

@@ -10,6 +10,7 @@ import type { Logger } from 'pino';
 import {
   AckPolicy,
   connect,
+  type ConsumerMessages,
   DeliverPolicy,
   JetStreamClient,
   JetStreamManager,
@@ -94,7 +95,7 @@ export class NatsEventBus implements EventBus {
     if (this.loops.has(name)) throw new Error(`consumer ${name} is already subscribed`);
     const limit = Math.max(1, concurrency);
     let stopped = false;
-    let current: { close(): Promise<void | Error> } | null = null;
+    let current: ConsumerMessages | null = null;
     const active = new Set<Promise<void>>();
     const done = (async () => {
       while (!stopped) {
@@ -109,7 +110,7 @@ export class NatsEventBus implements EventBus {
               continue;
             }
             const handling: Promise<void> = this.handle(message, handler, () => stopped)
-              .catch((err) => this.o.logger.warn({ err, consumer: name }, 'event could not be acknowledged; it will come again'))
+              .catch((err: unknown) => this.o.logger.warn({ err, consumer: name }, 'event could not be acknowledged; it will come again'))
               .finally(() => active.delete(handling));
             active.add(handling);
             if (active.size >= limit) await Promise.race(active);
@@ -150,7 +151,7 @@ export class NatsEventBus implements EventBus {
 
   follow(since: string, handler: (event: CloudEvent, text: string) => void): () => void {
     let stopped = false;
-    let current: { close(): Promise<void | Error> } | null = null;
+    let current: ConsumerMessages | null = null;
     let position: { seq: number } | null = null;
     const done = (async () => {
       while (!stopped) {

@@ -60,7 +60,7 @@ export class OutboxRelay implements PublishedEvents {
   // Keys are kind/team/id: teams take turns by the middle part.
   private readonly queue = new WorkQueue({ backoff: { baseMs: 200, maxMs: 30_000 }, teamOf: (key) => key.split('/')[1] ?? '' });
   private unwatch: (() => void) | null = null;
-  private workers: Promise<void[]> | null = null;
+  private workers: Promise<unknown> | null = null;
   /** Object key -> ids of its events on the bus that may still be in its outbox. */
   private readonly published = new Map<string, Set<string>>();
   private readonly publishedIds = new Set<string>();
@@ -107,7 +107,7 @@ export class OutboxRelay implements PublishedEvents {
     await this.workers;
     // A graceful stop leaves no published event waiting in an outbox for a write that will not come.
     for (const key of [...this.drainAt.keys()]) {
-      await this.relay(key, true).catch((err: Error) =>
+      await this.relay(key, true).catch((err: unknown) =>
         this.logger.warn({ err, key }, 'could not take published events out of an outbox on stop; the next leader will'),
       );
     }

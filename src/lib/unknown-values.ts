@@ -31,3 +31,7 @@ export function recordAt(value: unknown, ...path: string[]): Record<string, unkn
 /** Whether `value` is an object whose `keys` all hold strings. */
 export const hasStrings = <K extends string>(value: unknown, ...keys: K[]): value is Record<K, string> =>
   isRecord(value) && keys.every((key) => typeof value[key] === 'string');
+
+/** A string, number or boolean written out; undefined for anything else (null, an object, a list), which has no text of its own. */
+export const scalarText = (value: unknown): string | undefined =>
+  typeof value === 'string' || typeof value === 'number' || typeof value === 'boolean' ? String(value) : undefined;

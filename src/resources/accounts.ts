@@ -1,6 +1,6 @@
 /** Account families: the team, its users (the profile) and their API keys. */
 import { Type } from '@sinclair/typebox';
-import type { BaseStatus, FamilyDefinition, Resource } from './family';
+import type { BaseStatus, CreateBody, FamilyDefinition, Resource } from './family';
 import { baseStatusProperties, IdOf, Timestamp, NullableTimestamp, strictObject, StringEnum } from './schema-kit';
 
 /** A member's role in the team (accounts/roles.ts: what each may do). */
@@ -58,7 +58,7 @@ export type ApiKey = Resource<ApiKeySpec, ApiKeyStatus>;
 const stamps = (r: Resource) => ({ created_at: r.meta.createdAt, updated_at: r.meta.updatedAt });
 const noStatusFields = () => ({});
 
-export const teamFamily: FamilyDefinition<TeamSpec, BaseStatus> = {
+export const teamFamily: FamilyDefinition<TeamSpec> = {
   name: 'team',
   title: 'team',
   kind: 'Team',
@@ -88,14 +88,14 @@ export const teamFamily: FamilyDefinition<TeamSpec, BaseStatus> = {
       updated_at: Timestamp('Last change.'),
     }),
   },
-  specFromCreate: (body) => ({ name: body.name, owner_id: body.owner_id }),
-  applyUpdate: (spec, patch) => ({ ...spec, ...patch }),
+  specFromCreate: (body: TeamSpec) => ({ name: body.name, owner_id: body.owner_id }),
+  applyUpdate: (spec, patch: Partial<TeamSpec>) => ({ ...spec, ...patch }),
   initialStatus: noStatusFields,
   nameOf: (spec) => spec.name,
   toRecord: (team) => ({ id: team.meta.id, name: team.spec.name, owner_id: team.spec.owner_id, ...stamps(team) }),
 };
 
-export const userFamily: FamilyDefinition<UserSpec, BaseStatus> = {
+export const userFamily: FamilyDefinition<UserSpec> = {
   name: 'profile',
   title: 'profile',
   kind: 'User',
@@ -128,8 +128,9 @@ export const userFamily: FamilyDefinition<UserSpec, BaseStatus> = {
       updated_at: Timestamp('Last change.'),
     }),
   },
-  specFromCreate: (body) => ({ name: body.name, email: body.email, role: body.role ?? 'member' }),
-  applyUpdate: (spec, patch) => ({ ...spec, ...patch }),
+  // The role is the inviter's to give (accounts/members.ts); without one, a member.
+  specFromCreate: (body: CreateBody<UserSpec, 'role'>) => ({ name: body.name, email: body.email, role: body.role ?? 'member' }),
+  applyUpdate: (spec, patch: Partial<UserSpec>) => ({ ...spec, ...patch }),
   initialStatus: noStatusFields,
   nameOf: (spec) => spec.name,
   toRecord: (user) => ({
@@ -199,7 +200,8 @@ export const apiKeyFamily: FamilyDefinition<ApiKeySpec, ApiKeyStatus> = {
       revoked_at: NullableTimestamp('When the key was revoked; null while active.'),
     }),
   },
-  specFromCreate: (body) => ({
+  // The key's owner and prefix are the issuer's to add to the create body (accounts/authenticator.ts).
+  specFromCreate: (body: ApiKeySpec) => ({
     name: body.name,
     user_id: body.user_id,
     prefix: body.prefix,

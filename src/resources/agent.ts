@@ -68,7 +68,7 @@ export const threadFamily: FamilyDefinition<ThreadSpec, ThreadStatus> = {
       updated_at: Timestamp('Time of the last change (a new message), ISO 8601 UTC.'),
     }),
   },
-  specFromCreate: (body) => ({ title: body?.title ?? DEFAULT_THREAD_TITLE }),
+  specFromCreate: (body: Partial<ThreadSpec>) => ({ title: body?.title ?? DEFAULT_THREAD_TITLE }),
   initialStatus: () => ({ message_count: 0, last_message_at: null }),
   nameOf: (spec) => spec.title,
   toRecord: (thread) => ({
@@ -85,7 +85,7 @@ export const threadFamily: FamilyDefinition<ThreadSpec, ThreadStatus> = {
 /** The body of a question to the agent (POST /api/v1/agent/threads/{id}/messages). */
 export const MessageCreate = strictObject({ content: Question });
 
-export const messageFamily: FamilyDefinition<MessageSpec, BaseStatus> = {
+export const messageFamily: FamilyDefinition<MessageSpec> = {
   name: 'message',
   quota: { default: 100_000 },
   title: 'agent message',
@@ -116,7 +116,8 @@ export const messageFamily: FamilyDefinition<MessageSpec, BaseStatus> = {
       created_at: Timestamp('When the message was written, ISO 8601 UTC.'),
     }),
   },
-  specFromCreate: (body) => ({ thread_id: body.thread_id, role: body.role, content: body.content }),
+  // The thread and the role are the route's to add to the question's body (api/routes/agent.ts).
+  specFromCreate: (body: MessageSpec) => ({ thread_id: body.thread_id, role: body.role, content: body.content }),
   initialStatus: () => ({}),
   nameOf: (spec) => spec.role,
   listing: { hiddenStates: [], filterFields: ['thread_id', 'role'] },

@@ -11,7 +11,7 @@
  */
 import { Type } from '@sinclair/typebox';
 import { validationFailed, type FieldError } from '../lib/errors';
-import type { BaseStatus, FamilyDefinition, Resource } from './family';
+import type { BaseStatus, CreateBody, FamilyDefinition, Resource } from './family';
 import { baseRecordProperties, baseStatusProperties, NullableTimestamp, ResourceName, strictObject, Timestamp } from './schema-kit';
 
 const STATES = ['ok', 'triggered', 'deleted', 'failed'] as const;
@@ -232,8 +232,16 @@ export const alertPolicyFamily: FamilyDefinition<AlertPolicySpec, AlertPolicySta
       last_transition: TransitionSchema,
     }),
   },
-  specFromCreate: (body) => ({ name: body.name, condition: assertCondition(body.condition), enabled: body.enabled ?? true }),
-  applyUpdate: (spec, patch) => ({ ...spec, ...patch, condition: patch.condition ? assertCondition(patch.condition) : spec.condition }),
+  specFromCreate: (body: CreateBody<AlertPolicySpec, 'enabled'>) => ({
+    name: body.name,
+    condition: assertCondition(body.condition),
+    enabled: body.enabled ?? true,
+  }),
+  applyUpdate: (spec, patch: Partial<AlertPolicySpec>) => ({
+    ...spec,
+    ...patch,
+    condition: patch.condition ? assertCondition(patch.condition) : spec.condition,
+  }),
   initialStatus: () => ({ targets: [], handled: {}, last_transition: null }),
   /** `triggered` for each write that makes a target fire, `resolved` for each that ends one. */
   extraEvents(previous, next) {

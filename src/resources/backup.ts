@@ -10,7 +10,7 @@
  * Backups belong to their server: deleting the server deletes them (controllers/backup.ts).
  */
 import { Type } from '@sinclair/typebox';
-import type { BaseStatus, FamilyDefinition, Resource } from './family';
+import type { BaseStatus, CreateBody, FamilyDefinition, Resource } from './family';
 import { baseRecordProperties, baseStatusProperties, ExternalRecordSchema, IdOf, NullableTimestamp, strictObject } from './schema-kit';
 import type { ExternalRecord } from './external-record';
 
@@ -129,7 +129,7 @@ export const backupFamily: FamilyDefinition<BackupSpec, BackupStatus> = {
   },
 
   /** The API route supplies server_id and the default name; a custom resource has them in its spec. */
-  specFromCreate(body) {
+  specFromCreate(body: CreateBody<BackupSpec, 'trigger' | 'restore_requests'>) {
     return {
       name: body.name,
       server_id: body.server_id,

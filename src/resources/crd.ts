@@ -4,12 +4,53 @@
  * nullable unions become `nullable: true`, free objects preserve unknown fields, and
  * keywords Kubernetes rejects or does not know are dropped.
  */
+import type { TSchema } from '@sinclair/typebox';
 import type { AnyFamily } from './family';
 import { families } from './registry';
 import { GROUP as CRD_GROUP, VERSION as CRD_VERSION, ID_LABEL } from '../store/kubernetes/names';
 import { DELETION_POLICY_FIELD } from '../store/deletion-policy';
+import { isRecord } from '../lib/unknown-values';
 
-type Schema = Record<string, any>;
+/** A JSON Schema node, by the keywords read here; any other is carried as it came. */
+export interface Schema {
+  type?: string | string[];
+  anyOf?: Schema[];
+  oneOf?: Schema[];
+  items?: Schema;
+  properties?: Record<string, Schema>;
+  patternProperties?: Record<string, Schema>;
+  additionalProperties?: Schema | boolean;
+  required?: string[];
+  nullable?: boolean;
+  [keyword: string]: unknown;
+}
+
+/** A column `kubectl get` shows. */
+interface PrinterColumn {
+  name: string;
+  type: string;
+  jsonPath: string;
+}
+
+/** A family's CustomResourceDefinition, as crds/ holds it. */
+export interface CustomResourceDefinition {
+  apiVersion: string;
+  kind: string;
+  metadata: { name: string };
+  spec: {
+    group: string;
+    scope: string;
+    names: { kind: string; listKind: string; plural: string; singular: string; shortNames: string[]; categories: string[] };
+    versions: {
+      name: string;
+      served: boolean;
+      storage: boolean;
+      subresources: { status: Record<string, never> };
+      additionalPrinterColumns: PrinterColumn[];
+      schema: { openAPIV3Schema: Schema & { properties: Record<string, Schema> } };
+    }[];
+  };
+}
 
 /** Keywords a structural schema may carry, copied as they are. `default` is left out: it would have to validate. */
 const KEPT_KEYWORDS = [
@@ -60,7 +101,7 @@ function convertUnion(members: Schema[], outer: Schema, path: string): Schema {
   return { 'x-kubernetes-preserve-unknown-fields': true, description: outer.description ?? `One of: ${[...types].join(', ')}.` };
 }
 
-const SCALAR_TYPES = new Set(['string', 'integer', 'number', 'boolean']);
+const SCALAR_TYPES = new Set<Schema['type']>(['string', 'integer', 'number', 'boolean']);
 
 /**
  * How server-side apply merges a list, which every list states (kube-conventions: an
@@ -111,10 +152,11 @@ function convertObject(schema: Schema, result: Schema, path: string): void {
   const properties: Record<string, Schema> = schema.properties ?? {};
   const names = Object.keys(properties);
   if (names.length > 0) {
-    result.properties = Object.fromEntries(names.map((name) => [name, convertSchema(properties[name], `${path}.${name}`)]));
+    const converted: Record<string, Schema> = Object.fromEntries(names.map((name) => [name, convertSchema(properties[name], `${path}.${name}`)]));
+    result.properties = converted;
     // A nullable field is not required: client-side `kubectl apply` drops null values, and
     // an absent field reads as null.
-    const required = (Array.isArray(schema.required) ? schema.required : []).filter((name: string) => !result.properties[name].nullable);
+    const required = (Array.isArray(schema.required) ? schema.required : []).filter((name: string) => !converted[name].nullable);
     if (required.length > 0) result.required = required;
     return;
   }
@@ -127,12 +169,19 @@ function convertObject(schema: Schema, result: Schema, path: string): void {
   }
 }
 
-/** TypeBox keeps its metadata under symbols; a JSON round trip leaves plain JSON Schema. */
-const plain = (schema: unknown): Schema => JSON.parse(JSON.stringify(schema));
+/** A TypeBox schema's JSON Schema: TypeBox keeps its metadata under symbols, which a JSON round trip leaves out. */
+function plain(schema: TSchema): Schema {
+  const parsed: unknown = JSON.parse(JSON.stringify(schema));
+  if (!isSchema(parsed)) throw new Error('a TypeBox schema is an object');
+  return parsed;
+}
 
-function printerColumns(family: AnyFamily): Schema[] {
+/** What TypeBox made is JSON Schema through and through: an object is all there is to check. */
+const isSchema = (value: unknown): value is Schema => isRecord(value);
+
+function printerColumns(family: AnyFamily): PrinterColumn[] {
   const spec = plain(family.schemas.spec).properties ?? {};
-  const columns: Schema[] = [{ name: 'ID', type: 'string', jsonPath: `.metadata.labels.${ID_LABEL.replace(/\./g, '\\.')}` }];
+  const columns: PrinterColumn[] = [{ name: 'ID', type: 'string', jsonPath: `.metadata.labels.${ID_LABEL.replace(/\./g, '\\.')}` }];
   if (spec.name) columns.push({ name: 'Name', type: 'string', jsonPath: '.spec.name' });
   columns.push({ name: 'Status', type: 'string', jsonPath: '.status.status' });
   columns.push({ name: 'Ready', type: 'string', jsonPath: '.status.conditions[?(@.type=="Ready")].status' });
@@ -157,7 +206,7 @@ const DELETION_POLICY_SCHEMA: Schema = {
  * before the rename still carry it, and are read the same.
  */
 function kubeStatusSchema(status: Schema): Schema {
-  const { observed_generation: legacy, ...properties } = status.properties;
+  const { observed_generation: legacy, ...properties } = status.properties ?? {};
   return {
     ...status,
     properties: {
@@ -170,7 +219,7 @@ function kubeStatusSchema(status: Schema): Schema {
   };
 }
 
-export function crdFor(family: AnyFamily): Schema {
+export function crdFor(family: AnyFamily): CustomResourceDefinition {
   const spec = convertSchema(plain(family.schemas.spec), `${family.kind}.spec`);
   // A kubectl user writes what a POST body would hold: what the create rules default or
   // the service sets (adoption fills them in) is not required of them.
@@ -179,7 +228,7 @@ export function crdFor(family: AnyFamily): Schema {
   if (required.length > 0) spec.required = required;
   else delete spec.required;
   spec.description ??= 'What was asked for: the fields of the POST body. Fields left out get the defaults the API would give them.';
-  if (hasDeletionPolicy(family)) spec.properties[DELETION_POLICY_FIELD] = DELETION_POLICY_SCHEMA;
+  if (hasDeletionPolicy(family)) spec.properties = { ...spec.properties, [DELETION_POLICY_FIELD]: DELETION_POLICY_SCHEMA };
   const status = kubeStatusSchema(convertSchema(plain(family.schemas.status), `${family.kind}.status`));
   return {
     apiVersion: 'apiextensions.k8s.io/v1',
@@ -228,6 +277,6 @@ export function customResourcePlurals(): string[] {
   return families.map((family) => family.plural).sort();
 }
 
-export function allCrds(): Schema[] {
+export function allCrds(): CustomResourceDefinition[] {
   return families.map(crdFor);
 }

@@ -30,7 +30,7 @@ export async function withUniqueName<R>(
   store: Store,
   family: AnyFamily,
   team: string,
-  spec: unknown,
+  spec: object,
   self: string | undefined,
   create: () => Promise<R>,
 ): Promise<R> {
@@ -55,7 +55,7 @@ export async function withNewSecret<R>(
   family: AnyFamily,
   team: string,
   id: string,
-  spec: unknown,
+  spec: object,
   given: string | undefined,
   write: () => Promise<R>,
 ): Promise<R> {

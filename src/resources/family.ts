@@ -43,7 +43,7 @@ export interface DrivenStatus extends BaseStatus {
   external?: ExternalRecord;
 }
 
-export type Resource<Spec = any, Status extends BaseStatus = BaseStatus> = StoredObject<Spec, Status>;
+export type Resource<Spec = object, Status extends BaseStatus = BaseStatus> = StoredObject<Spec, Status>;
 
 /**
  * Whether a stored object is of the family's kind, and so of its spec and status types:
@@ -76,7 +76,7 @@ export interface RuleContext {
   subscriptionProblems: SubscriptionProblems;
 }
 
-export interface FamilyDefinition<Spec = any, Status extends BaseStatus = any> {
+export interface FamilyDefinition<Spec = object, Status extends BaseStatus = BaseStatus> {
   /** Event category and error-code prefix: `load_balancer`. */
   name: string;
   /** Human name for messages: `load balancer`. */
@@ -143,9 +143,9 @@ export interface FamilyDefinition<Spec = any, Status extends BaseStatus = any> {
   /** Field descriptions and examples for docs, OpenAPI and kubectl explain. */
   description: string;
   /** The spec of a new resource from a validated create body; throws ApiError on a broken rule. */
-  specFromCreate(body: any, ctx: RuleContext): Spec;
+  specFromCreate(body: object, ctx: RuleContext): Spec;
   /** The spec after a validated PATCH body; throws ApiError on a broken rule. */
-  applyUpdate?(spec: Spec, patch: any, ctx: RuleContext): Spec;
+  applyUpdate?(spec: Spec, patch: object, ctx: RuleContext): Spec;
   /** Family-specific fields of a new status. */
   initialStatus(spec: Spec): Omit<Status, keyof BaseStatus>;
   /** The state a new resource starts in when not the family's first (a scheduled job starts `scheduled`, not `queued`). */
@@ -166,6 +166,13 @@ export interface FamilyDefinition<Spec = any, Status extends BaseStatus = any> {
   listing?: ListingRules;
 }
 
+/**
+ * A create body as a family's rules read it: the spec's fields, those in `Defaulted` optional
+ * (the rules fill them in). A POST body holds some of them; the spec of a custom resource,
+ * judged as its create body on adoption, may hold every one.
+ */
+export type CreateBody<Spec, Defaulted extends keyof Spec> = Omit<Spec, Defaulted> & Partial<Pick<Spec, Defaulted>>;
+
 export interface ListingRules {
   /** States a list leaves out unless asked for by `status`; by default `deleted` and `destroyed`. */
   hiddenStates?: readonly string[];
@@ -182,15 +189,15 @@ export interface ListingRules {
  * kept in a store secret, never in the resource: the spec holds only a version number that
  * a rotation bumps, so the reconciler re-applies the key and `<family>.updated` is emitted.
  */
-export interface SecretField<Spec = any> {
+export interface SecretField<Spec = object> {
   /** Body field of create and PATCH, e.g. `pre_shared_key`. */
   field: string;
   /** Name of the store secret of a resource. */
   secretName(id: string): string;
   /** The value to keep when the create body has none; null for none. */
   generate?(spec: Spec): string | null;
-  /** Spec field counting rotations. */
-  versionField: keyof Spec & string;
+  /** Spec field counting rotations; a family checks it names one (`satisfies keyof Spec`). */
+  versionField: string;
 }
 
 export type AnyFamily = FamilyDefinition;

@@ -7,7 +7,7 @@
  * the status, so kubectl and the API go the same way. Incidents are history: no DELETE.
  */
 import { Type } from '@sinclair/typebox';
-import type { BaseStatus, FamilyDefinition, Resource } from './family';
+import type { BaseStatus, CreateBody, FamilyDefinition, Resource } from './family';
 import { baseRecordProperties, baseStatusProperties, IdOf, NullableTimestamp, strictObject } from './schema-kit';
 import { CONDITION_TYPES } from './alert';
 
@@ -96,7 +96,7 @@ export const incidentFamily: FamilyDefinition<IncidentSpec, IncidentStatus> = {
       resolved_by: Actor,
     }),
   },
-  specFromCreate: (body) => ({
+  specFromCreate: (body: CreateBody<IncidentSpec, 'acknowledge_requested' | 'acknowledged_by' | 'resolve_requested' | 'resolved_by'>) => ({
     title: body.title,
     policy_id: body.policy_id,
     condition_type: body.condition_type,

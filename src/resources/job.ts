@@ -12,7 +12,7 @@ import { Type } from '@sinclair/typebox';
 import { CronSyntaxError, isTimeZone, neverFires, nextFire, parseCron } from '../lib/cron';
 import { validationFailed, type FieldError } from '../lib/errors';
 import { assertRegionAvailable } from './regions';
-import type { BaseStatus, FamilyDefinition, Resource } from './family';
+import type { BaseStatus, CreateBody, FamilyDefinition, Resource } from './family';
 import { baseRecordProperties, baseStatusProperties, NullableTimestamp, Region, ResourceName, strictObject } from './schema-kit';
 
 const STATES = ['queued', 'running', 'completed', 'failed', 'cancelled', 'scheduled', 'paused'] as const;
@@ -182,7 +182,7 @@ export const jobFamily: FamilyDefinition<JobSpec, JobStatus> = {
       scheduled_at: NullableTimestamp('A run of a scheduled job: the time of the schedule it was made for.'),
     }),
   },
-  specFromCreate(body, { config }) {
+  specFromCreate(body: CreateBody<JobSpec, 'image' | 'region' | 'plan' | 'cancel_requested'>, { config }) {
     const region = body.region ?? config.regions.find((r) => !config.unavailableRegions.includes(r)) ?? config.regions[0];
     assertRegionAvailable(config, region);
     const spec: JobSpec = {
@@ -193,7 +193,8 @@ export const jobFamily: FamilyDefinition<JobSpec, JobStatus> = {
       plan: body.plan ?? 'standard',
       cancel_requested: false,
     };
-    const unscheduled = ['timezone', 'concurrency_policy'].filter((field) => body[field] !== undefined && body.schedule === undefined);
+    const scheduleOnly: ('timezone' | 'concurrency_policy')[] = ['timezone', 'concurrency_policy'];
+    const unscheduled = scheduleOnly.filter((field) => body[field] !== undefined && body.schedule === undefined);
     if (unscheduled.length > 0) throw validationFailed(unscheduled.map((field) => ({ field, message: 'needs a schedule' })));
     if (body.schedule !== undefined) {
       const timezone = body.timezone ?? 'UTC';

@@ -92,6 +92,17 @@ const BackendRef = Type.Object(
   },
 );
 
+const LoadBalancerCreate = strictObject({
+  name: ResourceName(),
+  region: Region(),
+  algorithm: Type.Optional(Algorithm),
+  protocol: Type.Optional(Protocol),
+  port: Type.Optional(Port('Frontend port; default 80 for http, 443 for https, required for tcp.')),
+  health_check_path: Type.Optional(HealthCheckPath),
+  sticky_sessions: Type.Optional(Sticky),
+  ssl_certificate_id: Type.Optional(Certificate),
+});
+
 /** A PATCH body, as validated against the update schema. */
 const LoadBalancerUpdate = strictObject({
   algorithm: Type.Optional(Algorithm),
@@ -141,16 +152,7 @@ export const loadBalancerFamily: FamilyDefinition<LoadBalancerSpec, LoadBalancer
   actionFields: ['backends'],
   description: 'A load balancer distributing HTTP, HTTPS or TCP traffic over attached servers.',
   schemas: {
-    create: strictObject({
-      name: ResourceName(),
-      region: Region(),
-      algorithm: Type.Optional(Algorithm),
-      protocol: Type.Optional(Protocol),
-      port: Type.Optional(Port('Frontend port; default 80 for http, 443 for https, required for tcp.')),
-      health_check_path: Type.Optional(HealthCheckPath),
-      sticky_sessions: Type.Optional(Sticky),
-      ssl_certificate_id: Type.Optional(Certificate),
-    }),
+    create: LoadBalancerCreate,
     update: LoadBalancerUpdate,
     spec: strictObject({
       name: ResourceName(),
@@ -205,7 +207,7 @@ export const loadBalancerFamily: FamilyDefinition<LoadBalancerSpec, LoadBalancer
     }),
   },
 
-  specFromCreate(body, { config }) {
+  specFromCreate(body: Static<typeof LoadBalancerCreate> & Partial<Pick<LoadBalancerSpec, 'backends'>>, { config }) {
     assertRegionAvailable(config, body.region);
     // Only a manifest has backends here (a POST body cannot): adoption judges them too.
     const broken = backendsNamingNotOneServer(body.backends ?? []);

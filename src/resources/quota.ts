@@ -74,7 +74,7 @@ export interface QuotaScope {
   limits: Quotas;
   shared?: SharedRecords;
   /** Told when the shared ledger cannot be reached and a create is counted by this replica alone. */
-  onSharedFailure?: (err: Error) => void;
+  onSharedFailure?: (err: unknown) => void;
 }
 
 /** Whether a stored resource uses up one of its team's quota of its family. */
@@ -121,7 +121,7 @@ export async function withinLimit<R, Spec>(
   if (scope.shared) {
     const claim = await countLock
       .run(key, () => claimInLedger(store, scope.shared!, rule, team, limit, taken))
-      .catch((err: Error) => {
+      .catch((err: unknown) => {
         if (err instanceof ApiError) throw err;
         scope.onSharedFailure?.(err);
         return null;

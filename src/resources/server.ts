@@ -1,5 +1,5 @@
 /** Servers: virtual machines with the general lifecycle of the spec and power actions. */
-import { Type } from '@sinclair/typebox';
+import { Static, Type } from '@sinclair/typebox';
 import { assertRegionAvailable } from './regions';
 import { nowIso } from '../lib/time';
 import { SERVER_PLANS } from '../lib/server-catalog';
@@ -106,6 +106,19 @@ const Image = Type.String({
   description: `Operating system image, default ${DEFAULT_IMAGE}.`,
 });
 
+const ServerCreate = strictObject({
+  name: ResourceName(),
+  region: Region(),
+  plan: Type.Optional(Plan),
+  image: Type.Optional(Image),
+  backup_policy: Type.Optional(BackupPolicyInput),
+});
+
+const ServerUpdate = strictObject({
+  name: Type.Optional(ResourceName()),
+  backup_policy: Type.Optional(Type.Union([BackupPolicyInput, Type.Null()], { description: 'A new daily backup policy; null removes it.' })),
+});
+
 export const serverFamily: FamilyDefinition<ServerSpec, ServerStatus> = {
   name: 'server',
   quota: { default: 1000 },
@@ -126,17 +139,8 @@ export const serverFamily: FamilyDefinition<ServerSpec, ServerStatus> = {
   actionFields: ['power_state', 'reboot_requests'],
   description: 'A virtual server. Stop, start and reboot are actions; a deleted server is kept for the retention period, then destroyed.',
   schemas: {
-    create: strictObject({
-      name: ResourceName(),
-      region: Region(),
-      plan: Type.Optional(Plan),
-      image: Type.Optional(Image),
-      backup_policy: Type.Optional(BackupPolicyInput),
-    }),
-    update: strictObject({
-      name: Type.Optional(ResourceName()),
-      backup_policy: Type.Optional(Type.Union([BackupPolicyInput, Type.Null()], { description: 'A new daily backup policy; null removes it.' })),
-    }),
+    create: ServerCreate,
+    update: ServerUpdate,
     spec: strictObject({
       name: ResourceName(),
       region: Region(),
@@ -172,7 +176,7 @@ export const serverFamily: FamilyDefinition<ServerSpec, ServerStatus> = {
     }),
   },
 
-  specFromCreate(body, { config }) {
+  specFromCreate(body: Static<typeof ServerCreate>, { config }) {
     assertRegionAvailable(config, body.region);
     const policy = policyOf(body.backup_policy);
     return {
@@ -187,7 +191,7 @@ export const serverFamily: FamilyDefinition<ServerSpec, ServerStatus> = {
     };
   },
 
-  applyUpdate(spec, patch) {
+  applyUpdate(spec, patch: Static<typeof ServerUpdate>) {
     const { backup_policy: policy, ...rest } = patch;
     const next = { ...spec, ...rest };
     if (policy === undefined) return next;

@@ -1,5 +1,5 @@
 /** Storage families: S3-style object storage buckets and NFS file shares. */
-import { Type } from '@sinclair/typebox';
+import { Static, Type } from '@sinclair/typebox';
 import { assertRegionAvailable } from './regions';
 import { fieldInvalid } from '../lib/errors';
 import { serverFamily } from './server';
@@ -34,6 +34,10 @@ const DataEvents = Type.Boolean({
     "Whether changes to the bucket's objects are data.* events: true under the bucket driver `s3` once the bucket is available, when the installation takes its endpoint's notifications (CLOUDPLANE_S3_NOTIFICATION_SECRET); false under the simulated driver, whose objects nothing observes.",
 });
 
+const BucketCreate = strictObject({ name: BucketName, region: Region(), public: Type.Optional(Public) });
+// Only `public` changes: the name is the bucket's name on the endpoint, which S3 cannot rename.
+const BucketUpdate = strictObject({ public: Type.Optional(Public) });
+
 export const bucketFamily: FamilyDefinition<BucketSpec, BucketStatus> = {
   name: 'bucket',
   quota: { default: 1000 },
@@ -56,9 +60,8 @@ export const bucketFamily: FamilyDefinition<BucketSpec, BucketStatus> = {
   uniqueNames: true,
   description: 'An S3-compatible object storage bucket.',
   schemas: {
-    create: strictObject({ name: BucketName, region: Region(), public: Type.Optional(Public) }),
-    // Only `public` changes: the name is the bucket's name on the endpoint, which S3 cannot rename.
-    update: strictObject({ public: Type.Optional(Public) }),
+    create: BucketCreate,
+    update: BucketUpdate,
     spec: strictObject({ name: BucketName, region: Region(), public: Public, ...connectionSecretProperty() }),
     status: strictObject({
       ...baseStatusProperties(STATES),
@@ -80,11 +83,11 @@ export const bucketFamily: FamilyDefinition<BucketSpec, BucketStatus> = {
       data_events: DataEvents,
     }),
   },
-  specFromCreate(body, { config }) {
+  specFromCreate(body: Static<typeof BucketCreate>, { config }) {
     assertRegionAvailable(config, body.region);
     return { name: body.name, region: body.region, public: body.public ?? false };
   },
-  applyUpdate: (spec, patch) => ({ ...spec, ...patch }),
+  applyUpdate: (spec, patch: Static<typeof BucketUpdate>) => ({ ...spec, ...patch }),
   initialStatus: () => ({ endpoint: null, s3_bucket: null }),
   nameOf: (spec) => spec.name,
   toRecord: ({ meta, spec, status }) => ({
@@ -116,6 +119,9 @@ export type FileShare = Resource<FileShareSpec, FileShareStatus>;
 
 const SizeGb = Type.Integer({ minimum: 10, maximum: 16384, description: 'Size in GB, 10-16384, default 100.' });
 
+const FileShareCreate = strictObject({ name: ResourceName(), region: Region(), size_gb: Type.Optional(SizeGb) });
+const FileShareUpdate = strictObject({ name: Type.Optional(ResourceName()), size_gb: Type.Optional(SizeGb) });
+
 export const fileShareFamily: FamilyDefinition<FileShareSpec, FileShareStatus> = {
   name: 'file_share',
   quota: { default: 1000 },
@@ -134,8 +140,8 @@ export const fileShareFamily: FamilyDefinition<FileShareSpec, FileShareStatus> =
   description: 'An NFS file share mountable from the team network.',
   referencedBy: { kind: serverFamily.kind, title: serverFamily.title, field: 'file_shares' },
   schemas: {
-    create: strictObject({ name: ResourceName(), region: Region(), size_gb: Type.Optional(SizeGb) }),
-    update: strictObject({ name: Type.Optional(ResourceName()), size_gb: Type.Optional(SizeGb) }),
+    create: FileShareCreate,
+    update: FileShareUpdate,
     spec: strictObject({ name: ResourceName(), region: Region(), size_gb: SizeGb, ...connectionSecretProperty() }),
     status: strictObject({
       ...baseStatusProperties(STATES),
@@ -156,12 +162,12 @@ export const fileShareFamily: FamilyDefinition<FileShareSpec, FileShareStatus> =
       }),
     }),
   },
-  specFromCreate(body, { config }) {
+  specFromCreate(body: Static<typeof FileShareCreate>, { config }) {
     assertRegionAvailable(config, body.region);
     return { name: body.name, region: body.region, size_gb: body.size_gb ?? 100 };
   },
   /** A share grows; it never shrinks (a volume cannot give back space its files may use). */
-  applyUpdate(spec, patch) {
+  applyUpdate(spec, patch: Static<typeof FileShareUpdate>) {
     if (patch.size_gb !== undefined && patch.size_gb < spec.size_gb) {
       throw fieldInvalid('size_gb', `cannot shrink the share from ${spec.size_gb} to ${patch.size_gb} GB; a file share only grows`);
     }

@@ -102,6 +102,17 @@ function assertNetworks(local: string, remote: string): void {
   }
 }
 
+const VpnGatewayCreate = strictObject({
+  name: ResourceName(),
+  region: Region(),
+  tunnel_type: TunnelType,
+  remote_network_cidr: Cidr('CIDR block of the remote network, e.g. 192.168.10.0/24.'),
+  remote_peer_ip: PeerIp,
+  pre_shared_key: Type.Optional(PreSharedKey),
+  remote_public_key: Type.Optional(WireguardKey),
+  local_network_cidr: Type.Optional(Cidr('CIDR block of the local network; defaults to the team network (CLOUDPLANE_VPC_CIDR).')),
+});
+
 /** A PATCH body, as validated against the update schema; the key is taken out of it (secret) before the spec sees it. */
 const VpnGatewayUpdate = strictObject({
   name: Type.Optional(ResourceName()),
@@ -131,19 +142,10 @@ export const vpnGatewayFamily: FamilyDefinition<VpnGatewaySpec, VpnGatewayStatus
     field: 'pre_shared_key',
     secretName: (id) => `vpn-psk-${id}`,
     generate: (spec) => (spec.tunnel_type === 'ipsec' ? randomString(GENERATED_PSK_LENGTH, PSK_ALPHABET) : null),
-    versionField: 'psk_version',
+    versionField: 'psk_version' satisfies keyof VpnGatewaySpec,
   },
   schemas: {
-    create: strictObject({
-      name: ResourceName(),
-      region: Region(),
-      tunnel_type: TunnelType,
-      remote_network_cidr: Cidr('CIDR block of the remote network, e.g. 192.168.10.0/24.'),
-      remote_peer_ip: PeerIp,
-      pre_shared_key: Type.Optional(PreSharedKey),
-      remote_public_key: Type.Optional(WireguardKey),
-      local_network_cidr: Type.Optional(Cidr('CIDR block of the local network; defaults to the team network (CLOUDPLANE_VPC_CIDR).')),
-    }),
+    create: VpnGatewayCreate,
     update: VpnGatewayUpdate,
     spec: strictObject({
       name: ResourceName(),
@@ -187,7 +189,7 @@ export const vpnGatewayFamily: FamilyDefinition<VpnGatewaySpec, VpnGatewayStatus
     }),
   },
 
-  specFromCreate(body, { config }) {
+  specFromCreate(body: Static<typeof VpnGatewayCreate>, { config }) {
     assertRegionAvailable(config, body.region);
     if (!TUNNEL_TYPES.includes(body.tunnel_type)) {
       throw domainError('invalid_tunnel_type', `tunnel_type must be ipsec or wireguard, not "${body.tunnel_type}".`, 'tunnel_type');

@@ -9,7 +9,7 @@ import { createHash } from 'node:crypto';
 import { Type } from '@sinclair/typebox';
 import { fieldInvalid, validationFailed, FieldError } from '../lib/errors';
 import { urlProblem } from '../lib/target-guard';
-import type { BaseStatus, FamilyDefinition, Resource, SubscriptionProblems } from './family';
+import type { BaseStatus, CreateBody, FamilyDefinition, Resource, SubscriptionProblems } from './family';
 import { baseStatusProperties, IdOf, NullableTimestamp, strictObject, Timestamp } from './schema-kit';
 import type { Config } from '../config';
 import { nowIso } from '../lib/time';
@@ -241,7 +241,7 @@ export const webhookFamily: FamilyDefinition<WebhookSpec, WebhookStatus> = {
     }),
   },
 
-  specFromCreate(body, { config, subscriptionProblems }) {
+  specFromCreate(body: CreateBody<WebhookSpec, 'filter' | 'active' | 'rate_limit_per_minute'>, { config, subscriptionProblems }) {
     assertUrl(body.url, config);
     assertSubscription(body.events, body.filter, subscriptionProblems);
     return {
@@ -253,7 +253,7 @@ export const webhookFamily: FamilyDefinition<WebhookSpec, WebhookStatus> = {
     };
   },
 
-  applyUpdate(spec, patch, { config, subscriptionProblems }) {
+  applyUpdate(spec, patch: Partial<WebhookSpec>, { config, subscriptionProblems }) {
     if (patch.url !== undefined) assertUrl(patch.url, config);
     assertSubscription(patch.events, patch.filter, subscriptionProblems);
     return { ...spec, ...patch };
@@ -347,7 +347,8 @@ export const deliveryFamily: FamilyDefinition<DeliverySpec, DeliveryStatus> = {
       updated_at: Timestamp('Last change.'),
     }),
   },
-  specFromCreate: (body) => body,
+  // Never a POST body (no route creates one): a whole spec.
+  specFromCreate: (body: DeliverySpec) => body,
   // Due at once: the first attempt is immediate.
   initialStatus: () => ({
     attempt: 0,

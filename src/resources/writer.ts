@@ -8,7 +8,7 @@
 import { ConflictError, Store, StoredObject } from '../store/types';
 import { newId } from '../lib/ids';
 import { notFound } from '../lib/errors';
-import type { AnyFamily, BaseStatus, Resource } from './family';
+import type { AnyFamily, BaseStatus, FamilyDefinition, Resource } from './family';
 import { buildEvents, conditionsFor, configHash, objectEventsForChange, ObjectEvent } from './transitions';
 import { deletedByLabels } from './intents';
 
@@ -33,7 +33,13 @@ export class ResourceWriter {
   ) {}
 
   /** Creates a resource in its first state; its creation event is in the same write. */
-  async create(family: AnyFamily, team: string, spec: object, actor: string, id = newId(family.idPrefix)): Promise<Resource> {
+  async create<Spec extends object>(
+    family: FamilyDefinition<Spec>,
+    team: string,
+    spec: NoInfer<Spec>,
+    actor: string,
+    id = newId(family.idPrefix),
+  ): Promise<Resource<Spec>> {
     const now = new Date().toISOString();
     const meta = { kind: family.kind, id, team, resourceVersion: '', generation: 1, createdAt: now, updatedAt: now, labels: {} };
     const status = this.firstStatus(family, { meta, spec }, undefined, actor);
@@ -100,12 +106,7 @@ export class ResourceWriter {
   }
 
   /** Writes the spec; a change of it is reconciled (and reported) by the family's reconciler. */
-  async mutateSpec<R extends Resource>(
-    family: AnyFamily,
-    team: string,
-    id: string,
-    mutate: (resource: Stored<R>) => Record<string, unknown> | null,
-  ): Promise<Stored<R>> {
+  async mutateSpec<R extends Resource>(family: AnyFamily, team: string, id: string, mutate: (resource: Stored<R>) => object | null): Promise<Stored<R>> {
     return this.onLatest<R, Stored<R>>(family, team, id, async (current) => {
       const spec = mutate(current);
       return spec ? this.store.update({ ...current, spec }) : current;

@@ -4,6 +4,7 @@
  * custom resource (kubernetes/store.ts: an Orphan deletion), the managed reconciler when
  * it releases (controllers/managed.ts), and the CRDs declare it (resources/crd.ts).
  */
+import { fieldOf } from '../lib/unknown-values';
 
 /**
  * A spec field of the custom resource only, about the record rather than what is provisioned
@@ -16,4 +17,4 @@ export const DELETION_POLICY_FIELD = 'deletionPolicy';
  * resource's `spec.deletionPolicy` (after Crossplane) is `Orphan`; `Delete`, the default,
  * releases it.
  */
-export const orphansOnDelete = (spec: Record<string, unknown> | undefined): boolean => spec?.[DELETION_POLICY_FIELD] === 'Orphan';
+export const orphansOnDelete = (spec: object | undefined): boolean => fieldOf(spec, DELETION_POLICY_FIELD) === 'Orphan';

@@ -23,9 +23,9 @@ import type { ListSort, Page, PageRequest, StoredObject } from './types';
 export interface ListedKind {
   kind: string;
   /** The name lists sort by and unique names are checked on. */
-  nameOf(spec: any): string;
+  nameOf(spec: object): string;
   /** The state lists show and filter on; undefined: not listed. Default: status.status, unless `destroyed`. */
-  stateOf?(object: StoredObject): string | undefined;
+  stateOf?: (object: StoredObject) => string | undefined;
   /** States a list leaves out unless asked for by `status`. */
   hiddenStates: readonly string[];
   /** Spec fields lists filter on by equality. */

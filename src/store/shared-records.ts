@@ -5,6 +5,7 @@
  * JetStream (nats-shared-records.ts), which the chart requires beyond one replica.
  */
 import type { Logger } from 'pino';
+import { textOf } from '../lib/unknown-values';
 
 export interface SharedRecord {
   data: Record<string, string>;
@@ -28,12 +29,12 @@ export const recordName = (...parts: string[]) => parts.map((part) => part.repla
 const FALLBACK_LOG_MS = 60_000;
 
 /** Logs that `what` are counted by this replica alone while the shared records cannot be reached; once a minute at most. */
-export function warnOfOwnCounts(logger: Logger, what: string): (err: Error) => void {
+export function warnOfOwnCounts(logger: Logger, what: string): (err: unknown) => void {
   let lastLogged = 0;
   return (err) => {
     const now = Date.now();
     if (now - lastLogged < FALLBACK_LOG_MS) return;
     lastLogged = now;
-    logger.warn({ err: err.message }, `the records the replicas share (NATS) cannot be reached: ${what} are counted by this replica alone for now`);
+    logger.warn({ err: textOf(err) }, `the records the replicas share (NATS) cannot be reached: ${what} are counted by this replica alone for now`);
   };
 }

@@ -9,6 +9,7 @@
  */
 import type { CloudEvent } from '../resources/cloud-event';
 import { categoryOf } from '../events/types';
+import { scalarText } from '../lib/unknown-values';
 
 export interface MeteredFamily {
   /** The family's name, its event category: `server`. */
@@ -20,7 +21,7 @@ export interface MeteredFamily {
 }
 
 const fixedPlan = () => 'standard';
-const field = (name: string) => (data: Record<string, unknown>) => String(data[name] ?? 'standard');
+const field = (name: string) => (data: Record<string, unknown>) => scalarText(data[name]) ?? 'standard';
 
 /**
  * Every family with a plan or size. A stopped server still counts: its plan's capacity
@@ -31,7 +32,7 @@ export const METERED_FAMILIES: readonly MeteredFamily[] = [
   { family: 'vpn_gateway', counting: ['active'], planOf: field('tunnel_type') },
   { family: 'server', counting: ['running', 'stopping', 'stopped', 'starting', 'rebooting'], planOf: field('plan') },
   { family: 'bucket', counting: ['available'], planOf: fixedPlan },
-  { family: 'file_share', counting: ['available'], planOf: (data) => `${String(data.size_gb ?? '')}gb` },
+  { family: 'file_share', counting: ['available'], planOf: (data) => `${scalarText(data.size_gb) ?? ''}gb` },
   { family: 'job', counting: ['running'], planOf: field('plan') },
 ];
 

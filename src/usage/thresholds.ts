@@ -93,7 +93,7 @@ export class ThresholdWatch {
   check(): Promise<void> {
     this.running = this.running
       .then(() => this.checkAll())
-      .catch((err) => this.deps.logger.warn({ err: textOf(err) }, 'usage thresholds not checked; the next check tries again'));
+      .catch((err: unknown) => this.deps.logger.warn({ err: textOf(err) }, 'usage thresholds not checked; the next check tries again'));
     return this.running;
   }
 

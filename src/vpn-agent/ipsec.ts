@@ -12,6 +12,7 @@ import type { Logger } from 'pino';
 import { CommandError, Daemon, run, succeeds, waitFor, writePrivateFile } from './commands';
 import { IpsecAgentConfig, isIpsecConfig, VpnAgentConfig } from './config';
 import type { Tunnel, TunnelReading } from './tunnel';
+import { textOf } from '../lib/unknown-values';
 
 export const CONNECTION = 'cloudplane';
 const CHARON_PATHS = ['/usr/lib/ipsec/charon', '/usr/libexec/ipsec/charon', '/usr/lib/strongswan/charon'];
@@ -59,8 +60,8 @@ export class IpsecTunnel implements Tunnel {
     // A changed key or traffic selector: the SAs negotiated under the old settings go, and
     // a new IKE SA is negotiated under the new ones.
     await this.swanctl(['--terminate', '--ike', CONNECTION, '--force', '--timeout', '5']).catch(() => undefined);
-    await this.swanctl(['--initiate', '--child', CONNECTION, '--timeout', '3']).catch((err: Error) => {
-      this.options.logger.info({ reason: err.message }, 'IPsec: initiation after a change did not complete yet (the trap policy initiates on traffic)');
+    await this.swanctl(['--initiate', '--child', CONNECTION, '--timeout', '3']).catch((err: unknown) => {
+      this.options.logger.info({ reason: textOf(err) }, 'IPsec: initiation after a change did not complete yet (the trap policy initiates on traffic)');
     });
   }
 
@@ -105,8 +106,8 @@ export class IpsecTunnel implements Tunnel {
       () => fs.existsSync(socket),
       15_000,
       () => charon.running,
-    ).catch((err: Error) => {
-      throw new CommandError(charon.running ? err.message : `${charon.describeExit()} (another charon may hold /var/run/charon.pid)`);
+    ).catch((err: unknown) => {
+      throw new CommandError(charon.running ? textOf(err) : `${charon.describeExit()} (another charon may hold /var/run/charon.pid)`);
     });
   }
 }

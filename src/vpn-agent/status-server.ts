@@ -2,6 +2,7 @@
 import http from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { Static, Type } from '@sinclair/typebox';
+import { textOf } from '../lib/unknown-values';
 
 /** The answer of GET /status: the schema a poller can check what it reads against. */
 export const AgentStatusSchema = Type.Object({
@@ -34,7 +35,7 @@ export async function startStatusServer(host: string, port: number, status: () =
     if (route !== '/status') return reply(404, { error: 'not found' });
     status().then(
       (body) => reply(200, body),
-      (err: Error) => reply(500, { error: err.message }),
+      (err: unknown) => reply(500, { error: textOf(err) }),
     );
   });
   await new Promise<void>((resolve, reject) => {

@@ -275,7 +275,7 @@ export class WebhookDispatcher {
       }
       const run = this.attempt(key)
         .then(() => void this.unrecorded.delete(name))
-        .catch((err) => {
+        .catch((err: unknown) => {
           const failures = (this.unrecorded.get(name)?.failures ?? 0) + 1;
           const holdMs = backoffMs(failures - 1, UNRECORDED_HOLD_MS, UNRECORDED_HOLD_MAX_MS);
           this.unrecorded.set(name, { failures, until: Date.now() + holdMs });

@@ -185,7 +185,7 @@ export class ListenerStream {
 
   /** A push the store failed (reading the record or the secret) is tried again shortly, not left until the record changes. */
   private pushOrRetry(id: string): void {
-    this.push(id).catch((err) => {
+    this.push(id).catch((err: unknown) => {
       this.deps.logger.error({ delivery_id: id, err: textOf(err), retry_in_ms: PUSH_RETRY_MS }, 'a listener delivery could not be pushed');
       if (this.ended || this.timers.has(id)) return;
       this.timers.set(

@@ -7,6 +7,7 @@
 import type { CloudEvent } from '../resources/cloud-event';
 import type { WebhookFilter } from '../resources/webhook';
 import { categoryOf } from '../events/types';
+import { scalarText } from '../lib/unknown-values';
 
 export function typeMatches(patterns: string[], type: string): boolean {
   const category = categoryOf(type);
@@ -19,10 +20,9 @@ export function filterMatches(filter: WebhookFilter | null | undefined, event: C
   for (const [key, expected] of Object.entries(filter)) {
     const dot = key.indexOf('.');
     if (key.slice(0, dot) !== category) continue;
-    const actual = event.data?.[key.slice(dot + 1)];
-    const value = actual === undefined || actual === null ? null : String(actual);
+    const value = scalarText(event.data?.[key.slice(dot + 1)]);
     const allowed = Array.isArray(expected) ? expected : [expected];
-    if (value === null || !allowed.includes(value)) return false;
+    if (value === undefined || !allowed.includes(value)) return false;
   }
   return true;
 }

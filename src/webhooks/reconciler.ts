@@ -36,10 +36,13 @@ export class WebhookSubscriptionReconciler implements Reconciler {
     private readonly secretObjectName?: (storeName: string) => string,
   ) {}
 
-  async reconcile(team: string, id: string): Promise<ReconcileResult | void> {
+  async reconcile(team: string, id: string): Promise<ReconcileResult | undefined> {
     const webhook = await this.store.get<Webhook['spec'], Webhook['status']>(this.kind, team, id);
     if (!webhook?.status?.status) return;
-    if (webhook.meta.deletionTimestamp) return this.finishDeletion(webhook);
+    if (webhook.meta.deletionTimestamp) {
+      await this.finishDeletion(webhook);
+      return;
+    }
     if (webhook.status.status === 'deleted' || webhook.status.status === 'failed') return;
     // A change written moments ago is the API request's to settle, with the caller as actor.
     const wait = apiSettleWait(webhook);
@@ -64,7 +67,7 @@ export class WebhookSubscriptionReconciler implements Reconciler {
   }
 
   /** A listener lives while its lease is renewed (a CLI holds its stream); once it lapses, it is deleted. */
-  private async reapLapsed(webhook: Webhook): Promise<ReconcileResult | void> {
+  private async reapLapsed(webhook: Webhook): Promise<ReconcileResult | undefined> {
     const { team, id } = webhook.meta;
     const left = (await leaseExpiry(this.store, team, id)) - Date.now();
     if (left > 0) return { requeueAfterMs: left + LEASE_SLACK_MS };
@@ -101,7 +104,7 @@ export class WebhookSubscriptionReconciler implements Reconciler {
  * sees it. Never writes over one: the API's secret, made first, is found and kept.
  */
 export function signingSecretFirst(inner: Reconciler, store: Store): Reconciler {
-  return decorating(inner, async (team: string, id: string): Promise<ReconcileResult | void> => {
+  return decorating(inner, async (team: string, id: string): Promise<ReconcileResult | undefined> => {
     const webhook = await store.get<Webhook['spec'], Webhook['status']>(webhookFamily.kind, team, id);
     const live = webhook && !webhook.meta.deletionTimestamp && !['deleted', 'failed'].includes(webhook.status?.status);
     if (live) await ensureSecret(store, team, id);

@@ -16,7 +16,7 @@ import { ResourceWriter } from '../../src/resources/writer';
 import { ManagedReconciler } from '../../src/controllers/managed';
 import { Driven } from '../../src/controllers/driven';
 import { loadBalancerBinding } from '../../src/controllers/load-balancer';
-import { loadBalancerFamily } from '../../src/resources/load-balancer';
+import { loadBalancerFamily, LoadBalancerSpec } from '../../src/resources/load-balancer';
 import { SimulatedLoadBalancerDriver } from '../../src/drivers/simulated/families';
 import { Simulation } from '../../src/drivers/simulated/simulation';
 
@@ -117,7 +117,7 @@ describe("the watch event of a pass's own write", () => {
 });
 
 describe('the managed reconciler', () => {
-  const spec = (name: string) => ({
+  const spec = (name: string): LoadBalancerSpec => ({
     name,
     region: 'fra1',
     algorithm: 'round_robin',
@@ -125,6 +125,7 @@ describe('the managed reconciler', () => {
     port: 80,
     health_check_path: '/healthz',
     sticky_sessions: false,
+    ssl_certificate_id: null,
     backends: [],
   });
   const reconcilerOf = (delayMs: number, driver = new SimulatedLoadBalancerDriver(new Simulation({ delayMs, delays: {}, failures: {} }))) =>

@@ -251,12 +251,12 @@ describe('CRD schemas', () => {
   it('keeps the rules kubectl explain and validation need', () => {
     const version = crdFor(familyByName('load_balancer')).spec.versions[0];
     const spec = version.schema.openAPIV3Schema.properties.spec;
-    expect(spec.properties.port).toMatchObject({ type: 'integer', minimum: 1, maximum: 65535 });
-    expect(spec.properties.ssl_certificate_id).toMatchObject({ type: 'string', nullable: true });
+    expect(spec.properties?.port).toMatchObject({ type: 'integer', minimum: 1, maximum: 65535 });
+    expect(spec.properties?.ssl_certificate_id).toMatchObject({ type: 'string', nullable: true });
     expect(spec.required).toContain('name');
     const status = version.schema.openAPIV3Schema.properties.status;
-    expect(status.properties.pending_events.items).toEqual({ type: 'object', 'x-kubernetes-preserve-unknown-fields': true });
-    expect(status.properties.deleted_at).toMatchObject({ type: 'string', format: 'date-time', nullable: true });
+    expect(status.properties?.pending_events.items).toEqual({ type: 'object', 'x-kubernetes-preserve-unknown-fields': true });
+    expect(status.properties?.deleted_at).toMatchObject({ type: 'string', format: 'date-time', nullable: true });
     expect(version.additionalPrinterColumns.map((c: any) => c.name)).toEqual(['ID', 'Name', 'Status', 'Ready', 'Region', 'Age']);
   });
 
@@ -278,7 +278,7 @@ describe('CRD schemas', () => {
   it('leaves nullable fields out of required, since client-side kubectl apply drops nulls', () => {
     const node = convertSchema(JSON.parse(JSON.stringify(Type.Object({ a: Type.String(), b: Type.Union([Type.String(), Type.Null()]) }))));
     expect(node.required).toEqual(['a']);
-    expect(node.properties.b).toMatchObject({ type: 'string', nullable: true });
+    expect(node.properties?.b).toMatchObject({ type: 'string', nullable: true });
   });
 });
 

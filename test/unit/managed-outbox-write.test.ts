@@ -12,7 +12,7 @@ import { ResourceWriter } from '../../src/resources/writer';
 import { ManagedReconciler } from '../../src/controllers/managed';
 import { Driven } from '../../src/controllers/driven';
 import { loadBalancerBinding } from '../../src/controllers/load-balancer';
-import { loadBalancerFamily } from '../../src/resources/load-balancer';
+import { loadBalancerFamily, LoadBalancerSpec } from '../../src/resources/load-balancer';
 import { SimulatedLoadBalancerDriver } from '../../src/drivers/simulated/families';
 import { Simulation } from '../../src/drivers/simulated/simulation';
 import pino from 'pino';
@@ -20,7 +20,7 @@ import { OutboxRelay, PublishedEvents } from '../../src/events/outbox-relay';
 import { EmbeddedEventBus } from '../../src/events/embedded-bus';
 
 const TEAM = 'team_outboxwrite000000000';
-const spec = (name: string) => ({
+const spec = (name: string): LoadBalancerSpec => ({
   name,
   region: 'fra1',
   algorithm: 'round_robin',
@@ -28,6 +28,7 @@ const spec = (name: string) => ({
   port: 80,
   health_check_path: '/healthz',
   sticky_sessions: false,
+  ssl_certificate_id: null,
   backends: [],
 });
 

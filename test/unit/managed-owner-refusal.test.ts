@@ -12,13 +12,13 @@ import { ResourceWriter } from '../../src/resources/writer';
 import { ManagedReconciler } from '../../src/controllers/managed';
 import { Driven } from '../../src/controllers/driven';
 import { loadBalancerBinding } from '../../src/controllers/load-balancer';
-import { loadBalancerFamily } from '../../src/resources/load-balancer';
+import { loadBalancerFamily, LoadBalancerSpec } from '../../src/resources/load-balancer';
 import { SimulatedLoadBalancerDriver } from '../../src/drivers/simulated/families';
 import { Simulation } from '../../src/drivers/simulated/simulation';
 import { OwnerRefusal } from '../../src/drivers/types';
 
 const TEAM = 'team_ownerrefusal00000000';
-const spec = {
+const spec: LoadBalancerSpec = {
   name: 'full',
   region: 'fra1',
   algorithm: 'round_robin',
@@ -26,6 +26,7 @@ const spec = {
   port: 80,
   health_check_path: '/healthz',
   sticky_sessions: false,
+  ssl_certificate_id: null,
   backends: [],
 };
 const REFUSAL =

@@ -35,7 +35,7 @@ afterAll(async () => {
 class Inner implements Reconciler {
   readonly kind = loadBalancerFamily.kind;
   readonly calls: string[] = [];
-  async reconcile(team: string, id: string) {
+  async reconcile(team: string, id: string): Promise<undefined> {
     this.calls.push(`reconcile ${team}/${id}`);
   }
   watchExternal(changed: (team: string, id: string) => void) {

@@ -340,7 +340,7 @@ describe('Controller', () => {
   it('queues a resync of many objects in short turns of the event loop', async () => {
     const objects = 10_000;
     await Promise.all(Array.from({ length: objects }, (_, i) => store.create(thing(`w${i}`))));
-    controller = new Controller(store, { kind: 'Widget', async reconcile() {} }, { workers: 1, resyncMs: 60_000, logger });
+    controller = new Controller(store, { kind: 'Widget', async reconcile(): Promise<undefined> {} }, { workers: 1, resyncMs: 60_000, logger });
     const turns = countEventLoopTurns();
     await controller.start();
     turns.stop();
@@ -353,14 +353,22 @@ describe('Controller', () => {
     const resyncsOfKind = () => listed.mock.calls.filter(([kind]) => kind === 'Widget').length;
     await Promise.all(Array.from({ length: 50 }, (_, i) => store.create(thing(`w${i}`))));
     // At 10 passes a second the first resync's keys take about 5 s; the period is 100 ms.
-    controller = new Controller(store, { kind: 'Widget', async reconcile() {} }, { workers: 1, resyncMs: 100, resyncPassesPerSecond: 10, logger });
+    controller = new Controller(
+      store,
+      { kind: 'Widget', async reconcile(): Promise<undefined> {} },
+      { workers: 1, resyncMs: 100, resyncPassesPerSecond: 10, logger },
+    );
     await controller.start();
     await sleep(450);
     expect(resyncsOfKind()).toBe(1);
     await controller.stop();
 
     listed.mockClear();
-    controller = new Controller(store, { kind: 'Widget', async reconcile() {} }, { workers: 1, resyncMs: 100, resyncPassesPerSecond: 100_000, logger });
+    controller = new Controller(
+      store,
+      { kind: 'Widget', async reconcile(): Promise<undefined> {} },
+      { workers: 1, resyncMs: 100, resyncPassesPerSecond: 100_000, logger },
+    );
     await controller.start();
     for (const deadline = Date.now() + 10_000; resyncsOfKind() < 3; await sleep(20))
       if (Date.now() > deadline) throw new Error(`${resyncsOfKind()} resyncs in 10 s`);
@@ -370,7 +378,7 @@ describe('Controller', () => {
     const passes: string[] = [];
     const reconciler: Reconciler = {
       kind: 'Widget',
-      async reconcile(_team, id) {
+      async reconcile(_team, id): Promise<undefined> {
         passes.push(id);
       },
     };
@@ -404,7 +412,7 @@ describe('Controller', () => {
     const calls: string[] = [];
     const reconciler: Reconciler = {
       kind: 'Widget',
-      async reconcile(team, id) {
+      async reconcile(team, id): Promise<undefined> {
         if (active.has(id)) overlap = true;
         active.add(id);
         calls.push(`${team}/${id}`);
@@ -461,7 +469,7 @@ describe('Controller', () => {
       store,
       {
         kind: 'Widget',
-        async reconcile() {
+        async reconcile(): Promise<undefined> {
           times.push(Date.now());
           if (times.length < 4) throw new Error('provider hiccup');
         },

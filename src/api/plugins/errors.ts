@@ -27,6 +27,12 @@ const FRAMEWORK_ERRORS: Record<string, [number, string, string]> = {
   FST_ERR_CTP_BODY_TOO_LARGE: [413, 'payload_too_large', 'The body is larger than the service accepts.'],
 };
 
+/** The missing or unknown property an issue names, where ajv names one. */
+function propertyOf(issue: AjvIssue): string | undefined {
+  const named = issue.params.missingProperty ?? issue.params.additionalProperty;
+  return typeof named === 'string' ? named : undefined;
+}
+
 /** `/a/b/0` -> `a.b[0]`, with the missing or unknown property appended where ajv names one. */
 function fieldOf(issue: AjvIssue, context: string | undefined): string {
   const path = issue.instancePath
@@ -35,8 +41,7 @@ function fieldOf(issue: AjvIssue, context: string | undefined): string {
     .map((part) => (/^\d+$/.test(part) ? `[${part}]` : `.${part}`))
     .join('')
     .replace(/^\./, '');
-  const named = issue.params.missingProperty ?? issue.params.additionalProperty;
-  const property = typeof named === 'string' ? named : undefined;
+  const property = propertyOf(issue);
   const full = property ? (path ? `${path}.${property}` : property) : path;
   return full || (context === 'body' ? 'body' : (context ?? 'request'));
 }
@@ -73,10 +78,10 @@ export function toFieldErrors(issues: AjvIssue[], context: string | undefined, m
   for (const issue of issues) {
     // anyOf/oneOf wrappers repeat what their branches said.
     if (issue.keyword === 'anyOf' || issue.keyword === 'oneOf' || issue.keyword === 'if') continue;
-    const property = issue.params.missingProperty ?? issue.params.additionalProperty;
+    const property = propertyOf(issue);
     if (named.length < MAX_ERROR_DETAILS) {
       // The path as ajv wrote it, with the property it names: one key per field, cheap to make.
-      const key = property === undefined ? issue.instancePath : `${issue.instancePath}/${String(property)}`;
+      const key = property === undefined ? issue.instancePath : `${issue.instancePath}/${property}`;
       if (seen.has(key)) continue;
       seen.add(key);
       named.push({ field: fieldOf(issue, context), message: messageOf(issue, method) });
@@ -89,9 +94,7 @@ export function toFieldErrors(issues: AjvIssue[], context: string | undefined, m
 }
 
 const sameField = (issue: AjvIssue, previous: AjvIssue | undefined) =>
-  previous !== undefined &&
-  issue.instancePath === previous.instancePath &&
-  (issue.params.missingProperty ?? issue.params.additionalProperty) === (previous.params.missingProperty ?? previous.params.additionalProperty);
+  previous !== undefined && issue.instancePath === previous.instancePath && propertyOf(issue) === propertyOf(previous);
 
 /** What the router refuses before any hook runs (a path that is not valid percent-encoding). */
 const ROUTER_ERRORS: Record<string, [number, string]> = {

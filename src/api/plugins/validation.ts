@@ -81,7 +81,8 @@ export function registerValidation(app: FastifyInstance): void {
   const defaultJson = app.getDefaultJsonParser('error', 'error');
   app.addContentTypeParser<string>('application/json', { parseAs: 'string' }, (request, body, done) => {
     if (body === '') return done(null, undefined);
-    defaultJson(request, body, (err, parsed) => {
+    // Called with a callback, the default parser answers through it; its type also allows a promise.
+    void defaultJson(request, body, (err, parsed) => {
       if (err) return done(err, undefined);
       const field = illFormedField(body, parsed);
       if (field !== null) return done(fieldInvalid(field || 'body', 'is not valid Unicode (a lone surrogate)'), undefined);

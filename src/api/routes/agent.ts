@@ -56,7 +56,7 @@ export function registerAgentRoutes(app: ApiApp, ctx: ApiContext): void {
     },
     handler: async (request, reply) => {
       const query = listQueryOf(request);
-      const { page, nextCursor } = await listPage<Thread>(ctx.store, threadFamily.kind, principalOf(request).team, query, ctx.cursorKey);
+      const { page, nextCursor } = await listPage(ctx.store, threadFamily, principalOf(request).team, query, ctx.cursorKey);
       return send(
         ctx,
         request,
@@ -123,7 +123,7 @@ export function registerAgentRoutes(app: ApiApp, ctx: ApiContext): void {
       // The cursor is bound to the role filter like to any filter (scopeOf).
       const { role } = request.query;
       const where: Record<string, string> = role ? { thread_id: id, role } : { thread_id: id };
-      const { page, nextCursor } = await listPage<Message>(ctx.store, messageFamily.kind, team, listQueryOf(request, { order: 'asc' }), ctx.cursorKey, {
+      const { page, nextCursor } = await listPage(ctx.store, messageFamily, team, listQueryOf(request, { order: 'asc' }), ctx.cursorKey, {
         where,
       });
       return send(

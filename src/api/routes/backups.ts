@@ -114,7 +114,7 @@ export function registerBackupRoutes(app: ApiApp, ctx: ApiContext): void {
       const { id } = request.params;
       const { team } = principalOf(request);
       await findResource<Server>(ctx, serverFamily, team, id);
-      const { page, nextCursor } = await listPage<Backup>(ctx.store, family.kind, team, listQueryOf(request), ctx.cursorKey, { where: { server_id: id } });
+      const { page, nextCursor } = await listPage(ctx.store, family, team, listQueryOf(request), ctx.cursorKey, { where: { server_id: id } });
       return send(
         ctx,
         request,

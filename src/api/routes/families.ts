@@ -21,7 +21,7 @@ import { ErrorEnvelope } from '../plugins/error-responses';
 import { pluralOf, typeNameOf } from '../openapi-names';
 import type { ApiApp } from '../api-app';
 import { ruleContextOf } from '../../events/catalog';
-import { textOf } from '../../lib/unknown-values';
+import { fieldOf, textOf } from '../../lib/unknown-values';
 
 const IdParams = Type.Object({ id: Type.String({ maxLength: 64, description: 'Resource id.' }) });
 
@@ -89,12 +89,12 @@ function splitSecret(family: AnyFamily, body: Record<string, unknown>): { body: 
 
 /** Replaces the secret and bumps the spec's version of it; a refused update puts the old secret back. */
 async function rotateSecret(ctx: ApiContext, family: AnyFamily, team: string, id: string, value: string, update: SpecUpdate): Promise<Resource> {
-  const { secretName, versionField } = family.secret!;
-  const name = secretName(id);
+  const secret = family.secret!;
+  const name = secret.secretName(id);
   const previous = await ctx.store.getSecret(team, name);
   await ctx.store.putSecret(team, name, { value });
   try {
-    return await update((current) => ({ [versionField]: Number(current.spec[versionField] ?? 0) + 1 }));
+    return await update((current) => ({ [secret.versionField]: Number(fieldOf(current.spec, secret.versionField) ?? 0) + 1 }));
   } catch (err) {
     if (previous) await ctx.store.putSecret(team, name, previous);
     else await ctx.store.deleteSecret(team, name);
@@ -163,7 +163,7 @@ export function registerFamilyRoutes(app: ApiApp, ctx: ApiContext, family: AnyFa
       response: { 200: envelopeOf(Type.Array(RecordSchema)), ...errorResponses },
     },
     handler: async (request, reply) => {
-      const { page, nextCursor } = await listPage<Resource>(ctx.store, family.kind, principalOf(request).team, listQueryOf(request), ctx.cursorKey);
+      const { page, nextCursor } = await listPage(ctx.store, family, principalOf(request).team, listQueryOf(request), ctx.cursorKey);
       return sendSerialisedList(
         ctx,
         request,
@@ -215,7 +215,7 @@ export function registerFamilyRoutes(app: ApiApp, ctx: ApiContext, family: AnyFa
   });
 
   if (family.schemas.update && family.applyUpdate) {
-    const applyUpdate = family.applyUpdate;
+    const applyUpdate = family.applyUpdate.bind(family);
     app.patch(`${base}/:id`, {
       config,
       schema: {

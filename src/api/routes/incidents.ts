@@ -93,7 +93,7 @@ export function registerIncidentRoutes(app: ApiApp, ctx: ApiContext): void {
       response: { 200: envelopeOf(Type.Array(family.schemas.record)), 422: ErrorEnvelope },
     },
     handler: async (request, reply) => {
-      const { page, nextCursor } = await listPage<Incident>(ctx.store, family.kind, principalOf(request).team, listQueryOf(request), ctx.cursorKey);
+      const { page, nextCursor } = await listPage(ctx.store, family, principalOf(request).team, listQueryOf(request), ctx.cursorKey);
       return send(
         ctx,
         request,

@@ -130,7 +130,7 @@ export function registerJobRoutes(app: ApiApp, ctx: ApiContext, executor: JobExe
       const query = listQueryOf(request);
       // A scheduled job's runs are store objects, paged from its index; a job that runs once is one row.
       if (job.spec.schedule) {
-        const { page, nextCursor } = await listPage<Job>(ctx.store, family.kind, team, query, ctx.cursorKey, { where: { scheduled_job_id: job.meta.id } });
+        const { page, nextCursor } = await listPage(ctx.store, family, team, query, ctx.cursorKey, { where: { scheduled_job_id: job.meta.id } });
         return send(
           ctx,
           request,

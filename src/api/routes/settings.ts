@@ -100,7 +100,7 @@ export function registerSettingsRoutes(app: ApiApp, ctx: ApiContext): void {
     },
     handler: async (request, reply) => {
       const query = listQueryOf(request);
-      const { page, nextCursor } = await listPage<ApiKey>(ctx.store, apiKeyFamily.kind, principalOf(request).team, query, ctx.cursorKey);
+      const { page, nextCursor } = await listPage(ctx.store, apiKeyFamily, principalOf(request).team, query, ctx.cursorKey);
       return send(
         ctx,
         request,
@@ -204,7 +204,7 @@ function registerMemberRoutes(app: ApiApp, ctx: ApiContext): void {
   const manage = { requires: 'admin' as const };
   const mailer = new InvitationMailer(ctx.config.webhooks, ctx.logger);
   app.addHook('onClose', async () => mailer.close());
-  const send200 = (request: FastifyRequest, reply: FastifyReply, user: Resource) => send(ctx, request, reply, 200, userFamily.toRecord(user));
+  const send200 = (request: FastifyRequest, reply: FastifyReply, user: User) => send(ctx, request, reply, 200, userFamily.toRecord(user));
 
   app.get(members, {
     schema: {
@@ -217,7 +217,7 @@ function registerMemberRoutes(app: ApiApp, ctx: ApiContext): void {
     },
     handler: async (request, reply) => {
       const query = listQueryOf(request);
-      const { page, nextCursor } = await listPage<User>(ctx.store, userFamily.kind, principalOf(request).team, query, ctx.cursorKey);
+      const { page, nextCursor } = await listPage(ctx.store, userFamily, principalOf(request).team, query, ctx.cursorKey);
       return send(
         ctx,
         request,

@@ -81,7 +81,7 @@ export function registerTeamRoutes(app: ApiApp, ctx: ApiContext): void {
       response: { 200: envelopeOf(Type.Array(teamFamily.schemas.record)), ...errors },
     },
     handler: async (request, reply) => {
-      const { page, nextCursor } = await listPage<Team>(ctx.store, teamFamily.kind, undefined, listQueryOf(request), ctx.cursorKey);
+      const { page, nextCursor } = await listPage(ctx.store, teamFamily, undefined, listQueryOf(request), ctx.cursorKey);
       return send(
         ctx,
         request,

@@ -8,7 +8,7 @@ import type { ApiContext } from '../context';
 import { send } from '../envelope';
 import { ListFilter, listPage, listQueryOf, listQuerySchema } from '../list';
 import { envelopeOf, ErrorEnvelope, principalOf } from './families';
-import { Delivery, deliveryFamily } from '../../resources/webhook';
+import { deliveryFamily } from '../../resources/webhook';
 import { fieldInvalid } from '../../lib/errors';
 import type { ApiApp } from '../api-app';
 
@@ -56,14 +56,7 @@ export function registerWebhookDeliveryRoutes(app: ApiApp, ctx: ApiContext): voi
       const filters = request.query;
       assertWindow(filters.since, filters.until);
       const query = listQueryOf(request);
-      const { page, nextCursor } = await listPage<Delivery>(
-        ctx.store,
-        deliveryFamily.kind,
-        principalOf(request).team,
-        query,
-        ctx.cursorKey,
-        deliveryFilterOf(filters),
-      );
+      const { page, nextCursor } = await listPage(ctx.store, deliveryFamily, principalOf(request).team, query, ctx.cursorKey, deliveryFilterOf(filters));
       return send(
         ctx,
         request,

@@ -112,7 +112,7 @@ export function registerWebhookRoutes(app: ApiApp, ctx: ApiContext): void {
     },
     handler: async (request, reply) => {
       const query = listQueryOf(request);
-      const { page, nextCursor } = await listPage<Webhook>(ctx.store, webhookFamily.kind, principalOf(request).team, query, ctx.cursorKey);
+      const { page, nextCursor } = await listPage(ctx.store, webhookFamily, principalOf(request).team, query, ctx.cursorKey);
       return send(
         ctx,
         request,
@@ -239,7 +239,7 @@ export function registerWebhookRoutes(app: ApiApp, ctx: ApiContext): void {
       const { team } = principalOf(request);
       await findResource(ctx, webhookFamily, team, id);
       const query = listQueryOf(request);
-      const { page, nextCursor } = await listPage<Delivery>(ctx.store, deliveryFamily.kind, team, query, ctx.cursorKey, { where: { webhook_id: id } });
+      const { page, nextCursor } = await listPage(ctx.store, deliveryFamily, team, query, ctx.cursorKey, { where: { webhook_id: id } });
       return send(
         ctx,
         request,

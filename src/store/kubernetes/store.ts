@@ -161,7 +161,7 @@ export class KubernetesStore implements Store {
     const answer = await this.api.call<Raw>(() => this.custom.replaceNamespacedCustomObject({ ...where, body: fresh }));
     await this.api
       .call(() => this.custom.deleteNamespacedCustomObject(where))
-      .catch((err) => {
+      .catch((err: unknown) => {
         if (httpCode(err) !== 404) throw err;
       });
     this.claims.removeRaw(info, answer);

@@ -37,8 +37,8 @@ export interface TeamNamespacesOptions {
 }
 
 export interface NamespaceListener {
-  /** A namespace is known and the operator's rights there are in effect; a promise is waited for. */
-  added(namespace: string): void | Promise<void>;
+  /** A namespace is known and the operator's rights there are in effect; the promise is waited for. */
+  added(namespace: string): Promise<void>;
   /** A namespace is gone (or going). */
   removed(namespace: string): void;
 }
