@@ -4,13 +4,16 @@
  * second (another team got 503 service_overloaded meanwhile); a body of any size up to
  * 1 MiB was read on every route. Now each route takes the body its schema needs
  * (api/body-limits.ts), a 422 names at most 20 problems and counts the rest, and a burst of
- * the worst bodies leaves the other team answered (how long it waits: bench/noisy-neighbours.ts).
+ * the worst bodies leaves the event loop and the other team alone.
  */
+import { monitorEventLoopDelay } from 'node:perf_hooks';
 import { ApiResponse, startTestService, TestService } from '../helpers/service';
 import { routesOf } from '../helpers/routes';
 import { ROUTE_BODY_LIMITS } from '../../src/api/body-limits';
 
 const WEBHOOKS = '/api/v1/webhooks';
+/** See the burst's test: above any stall of a loaded machine, below what the worst bodies cost before. */
+const MAX_EVENT_LOOP_DELAY_MS = 900;
 
 function expectError(res: ApiResponse, status: number, code: string): void {
   expect({ status: res.status, code: res.body?.error?.code }).toEqual({ status, code });
@@ -102,16 +105,21 @@ describe('a burst of the worst bodies', () => {
 
   it('keeps the event loop free, and another team answered, through a burst of the worst bodies', async () => {
     const worst = [badEventsOf(200 * 1024), badEventsOf(16 * 1024)];
+    const delay = monitorEventLoopDelay({ resolution: 10 });
+    delay.enable();
     const burst = Array.from({ length: 16 }, (_, i) =>
       t.api('POST', WEBHOOKS, undefined, { rawBody: worst[i % 2], headers: { 'content-type': 'application/json' } }),
     );
     const others = Array.from({ length: 8 }, () => t.api('GET', '/api/v1/regions', undefined, { key: otherTeamKey }));
     const [attacks, answers] = await Promise.all([Promise.all(burst), Promise.all(others)]);
+    delay.disable();
     expect(attacks.map((r) => r.status).sort()).toEqual([...Array(8).fill(413), ...Array(8).fill(422)].sort());
+    expect(answers.map((r) => r.status)).toEqual(Array(8).fill(200));
     // Each answer is bounded, so is the work behind it: 20 problems named, the rest counted.
     for (const attack of attacks) expect(JSON.stringify(attack.body).length).toBeLessThan(16 * 1024);
-    // Load shedding is on at its production threshold: a held event loop would show here as 503s.
-    // How long the other team waits is measured by bench/noisy-neighbours.ts, not asserted.
-    expect(answers.map((r) => r.status)).toEqual(Array(8).fill(200));
+    // A ceiling load cannot reach, far below the old cost: the body parsing itself is a few
+    // ms, a loaded 2-core CI machine showed up to 410 ms, and a 200 KB body held the loop
+    // for about a second before. How long the other team waits is bench/noisy-neighbours.ts's.
+    expect(delay.max / 1e6).toBeLessThan(MAX_EVENT_LOOP_DELAY_MS);
   });
 });
