@@ -90,7 +90,7 @@ export class RateLimiter {
       window.budget += granted;
       window.unleased = unleased;
     } catch (err) {
-      // The shared records cannot be reached (or kept changing): this window is counted per
+      // The shared records cannot be reached: this window is counted per
       // process, as without replicas, rather than refuse every request.
       this.onSharedFailure?.(err instanceof Error ? err : new Error(String(err)));
       window.alone = true;

@@ -11,9 +11,6 @@
 import { createHash } from 'node:crypto';
 import { recordName, SharedRecords } from '../../store/shared-records';
 
-/** Lost swaps before the replica gives up sharing this window (another replica's progress each). */
-const SWAP_ATTEMPTS = 10;
-
 export interface Lease {
   /** Places of the window this replica may now use. */
   granted: number;
@@ -39,10 +36,16 @@ export class SharedRequestCounts {
     return left <= 0 ? 0 : Math.min(this.maxBatch, Math.ceil(left / 4));
   }
 
-  /** Leases a batch of the places of `client`'s window starting at `windowStart`; none when the window's are all leased. */
+  /**
+   * Leases a batch of the places of `client`'s window starting at `windowStart`; none when
+   * the window's are all leased. A lost swap is tried again without a cap: each loss is
+   * another replica's lease of at least one place, so the window's places bound the tries.
+   * (Giving up after a few used to count the window by this replica alone, which let a
+   * key through up to the limit once more: contention is not an outage.)
+   */
   async lease(client: string, windowStart: number): Promise<Lease> {
     const name = requestCountName(client, windowStart);
-    for (let attempt = 0; attempt < SWAP_ATTEMPTS; attempt++) {
+    for (;;) {
       const stored = await this.records.read(name);
       const leased = Number(stored?.data.leased) || 0;
       const granted = this.batchOf(this.limit - leased);
@@ -51,6 +54,5 @@ export class SharedRequestCounts {
         return { granted, unleased: this.limit - leased - granted };
       }
     }
-    throw new Error('the shared request count kept changing');
   }
 }
