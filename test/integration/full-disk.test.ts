@@ -88,8 +88,13 @@ async function refuseAndRecover(dataDir: string, breakIt: () => void, mendIt: ()
     await eventually(async () => stream.acknowledged.length >= 30, 30_000);
     breakIt();
 
-    // Writes are refused once the service meets the broken directory.
-    await eventually(async () => stream.refused() > 0 || stream.unexpected.length > 0, 30_000);
+    // Writes are refused once the service meets the broken directory. Kept broken while
+    // waiting too: a compaction that renames its new file over the old one gives the
+    // inode back, and one free inode lets the next compaction through as well.
+    await eventually(async () => {
+      keepBroken?.();
+      return stream.refused() > 0 || stream.unexpected.length > 0;
+    }, 30_000, 250);
     expect(stream.unexpected).toEqual([]);
     for (const until = Date.now() + HOLD_MS; Date.now() < until; await sleep(250)) {
       keepBroken?.();
