@@ -180,7 +180,7 @@ export class EmbeddedEventBus implements EventBus {
     const inFlight = this.publishing.get(event.id);
     if (inFlight) return inFlight;
     const text = JSON.stringify(event);
-    const done = this.log.appendJson(text).then(
+    const done = this.log.appendJson(text, event.team_id).then(
       () => {
         this.ids.add(event.id);
         const sequence = this.head++;

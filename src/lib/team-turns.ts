@@ -1,6 +1,7 @@
 /**
- * Keys of many teams waiting in one lane of a WorkQueue: first in, first out within a
- * team, and the teams with keys waiting served in turns (round robin), one key a turn.
+ * Items of many teams waiting in one line (the keys of a WorkQueue lane, the records of an
+ * append log's next commit): first in, first out within a team, and the teams with items
+ * waiting served in turns (round robin), one item a turn.
  * In one first-in-first-out line a team's burst (10,000 creates) put every other team's
  * single change behind all of it; in turns that change goes out within one turn of each
  * team waiting. A team's line exists only while it holds keys, so memory stays bounded by
@@ -8,8 +9,8 @@
  */
 import Denque from 'denque';
 
-/** The team a key belongs to; keys without one (cluster-scoped, system objects) share the lane ''. */
-export type TeamOf = (key: string) => string;
+/** The team an item belongs to; items without one (cluster-scoped, system objects) share the lane ''. */
+export type TeamOf<T = string> = (item: T) => string;
 
 /** `team/id` (the controllers' keys): the part before the first slash; '' for a key without one. */
 export const teamBeforeSlash: TeamOf = (key) => {
@@ -17,39 +18,39 @@ export const teamBeforeSlash: TeamOf = (key) => {
   return slash < 0 ? '' : key.slice(0, slash);
 };
 
-export class TeamTurns {
-  private readonly byTeam = new Map<string, Denque<string>>();
+export class TeamTurns<T = string> {
+  private readonly byTeam = new Map<string, Denque<T>>();
   /** The teams holding keys, in the order of their next turn. */
   private readonly turns = new Denque<string>();
   private size = 0;
 
-  constructor(private readonly teamOf: TeamOf) {}
+  constructor(private readonly teamOf: TeamOf<T>) {}
 
   get length(): number {
     return this.size;
   }
 
-  push(key: string): void {
-    const team = this.teamOf(key);
-    let keys = this.byTeam.get(team);
-    if (!keys) {
-      keys = new Denque<string>();
-      this.byTeam.set(team, keys);
+  push(item: T): void {
+    const team = this.teamOf(item);
+    let items = this.byTeam.get(team);
+    if (!items) {
+      items = new Denque<T>();
+      this.byTeam.set(team, items);
       this.turns.push(team);
     }
-    keys.push(key);
+    items.push(item);
     this.size++;
   }
 
-  /** The oldest key of the team whose turn it is; the team then waits behind the others. */
-  shift(): string | undefined {
+  /** The oldest item of the team whose turn it is; the team then waits behind the others. */
+  shift(): T | undefined {
     const team = this.turns.shift();
     if (team === undefined) return undefined;
-    const keys = this.byTeam.get(team)!;
-    const key = keys.shift()!;
+    const items = this.byTeam.get(team)!;
+    const item = items.shift()!;
     this.size--;
-    if (keys.length > 0) this.turns.push(team);
+    if (items.length > 0) this.turns.push(team);
     else this.byTeam.delete(team);
-    return key;
+    return item;
   }
 }

@@ -61,6 +61,8 @@ export interface EmbeddedStoreOptions {
 }
 
 const keyOf = (kind: string, team: string, id: string) => `${kind}/${team}/${id}`;
+/** The team part of a key (kinds and team ids hold no slash). */
+const teamOfKey = (key: string) => key.split('/', 2)[1];
 
 function deepFreeze<T>(value: T): T {
   // Arrays too: a stored object's lists are as frozen as its members.
@@ -419,7 +421,7 @@ export class EmbeddedStore implements Store {
     // would answer 201 beside 503s and flip persistence back and forth; recovery is the
     // background retries' job, and the first of them to succeed ends this.
     if (this.health.state !== 'synced') throw new StoreUnavailableError(this.health.cause);
-    const appended = this.log.append(record);
+    const appended = this.log.append(record, teamOfKey(key));
     const settled = appended.then(
       () => undefined,
       () => undefined,

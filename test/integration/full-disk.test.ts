@@ -91,10 +91,14 @@ async function refuseAndRecover(dataDir: string, breakIt: () => void, mendIt: ()
     // Writes are refused once the service meets the broken directory. Kept broken while
     // waiting too: a compaction that renames its new file over the old one gives the
     // inode back, and one free inode lets the next compaction through as well.
-    await eventually(async () => {
-      keepBroken?.();
-      return stream.refused() > 0 || stream.unexpected.length > 0;
-    }, 30_000, 250);
+    await eventually(
+      async () => {
+        keepBroken?.();
+        return stream.refused() > 0 || stream.unexpected.length > 0;
+      },
+      30_000,
+      250,
+    );
     expect(stream.unexpected).toEqual([]);
     for (const until = Date.now() + HOLD_MS; Date.now() < until; await sleep(250)) {
       keepBroken?.();

@@ -90,6 +90,32 @@ describe('AppendLog', () => {
     await log.close();
   });
 
+  it("bounds a commit's size, and puts one team's record in the first commit however many another queued before it", async () => {
+    const log = new AppendLog(file);
+    log.open();
+    const writes: number[] = [];
+    const write = fs.write.bind(fs);
+    jest.spyOn(fs, 'write').mockImplementation(((fd: number, buffer: Buffer, ...rest: unknown[]) => {
+      writes.push(buffer.length);
+      return (write as (...args: unknown[]) => void)(fd, buffer, ...rest);
+    }) as typeof fs.write);
+    const padding = 'x'.repeat(1000);
+    const order: string[] = [];
+    const burst = Array.from({ length: 2000 }, (_, i) => log.append({ team: 'noisy', i, padding }, 'noisy').then(() => order.push(`noisy-${i}`)));
+    const single = log.append({ team: 'quiet' }, 'quiet').then(() => order.push('quiet'));
+    await Promise.all([...burst, single]);
+
+    // 2 MB in commits of about 256 KiB, the quiet record in the first; each team's own in order.
+    expect(writes.length).toBeGreaterThanOrEqual(7);
+    expect(Math.max(...writes)).toBeLessThan(256 * 1024 + 2000);
+    expect(order.indexOf('quiet')).toBeLessThan(2);
+    const records = lines(file);
+    expect(records.filter((r) => r.team === 'noisy').map((r) => r.i)).toEqual(Array.from({ length: 2000 }, (_, i) => i));
+    expect(records.findIndex((r) => r.team === 'quiet')).toBeLessThan(2);
+    expect(log.records).toBe(2001);
+    await log.close();
+  });
+
   it('cuts off a torn last line on open and appends after the last complete record', async () => {
     const complete = `${JSON.stringify({ n: 1 })}\n${JSON.stringify({ n: 2, s: 'é' })}\n`;
     fs.writeFileSync(file, `${complete}{"n":3,"s":"half a rec`);
