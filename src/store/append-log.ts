@@ -15,13 +15,14 @@ import fs from 'node:fs';
 import path from 'node:path';
 import { codeOf } from '../lib/unknown-values';
 import { TeamTurns } from '../lib/team-turns';
+import { takeTurn } from '../lib/event-loop-turns';
 
 const NEWLINE = 0x0a;
 /** The new log of a rewrite() is written under this suffix, then renamed over the log. */
 const REWRITE_SUFFIX = '.rewrite';
 const COPY_CHUNK_BYTES = 1024 * 1024;
-/** What one commit writes at most (one record more if it alone is larger): a few milliseconds of disk. */
-const COMMIT_BYTES = 256 * 1024;
+/** What one commit writes at most (one record more if it alone is larger): well under a millisecond of disk, and few appenders to resume. */
+const COMMIT_BYTES = 64 * 1024;
 
 interface PendingAppend {
   line: string;
@@ -261,7 +262,6 @@ export class AppendLog {
         let end = this.bytes;
         for (const p of batch) this.ends.push((end += p.bytes));
         this.bytes = end;
-        for (const p of batch) p.resolve();
       } catch (err) {
         // Cut off whatever part of the batch reached the file, so that a later, shorter
         // batch written at the same offset cannot leave a remnant of this one behind it.
@@ -273,6 +273,14 @@ export class AppendLog {
           this.tailToCut = true;
         }
         for (const p of batch) p.reject(err);
+        continue;
+      }
+      // Each appender's continuation (the store's cache and watchers, the bus's consumers)
+      // runs when its record resolves: in turns of the event loop, so that a commit's
+      // continuations together cannot hold it longer than a turn's budget.
+      for (const p of batch) {
+        p.resolve();
+        await takeTurn();
       }
     }
     this.flushing = null;
