@@ -151,9 +151,32 @@ export class AppendLog {
     return this.flushing === null && this.queue.length === 0;
   }
 
-  /** Empties an idle log; the caller must have made its contents durable elsewhere first. */
+  /**
+   * Runs `step` between commits: once the commit in flight is on disk and each of its
+   * appenders has resumed, while later appends wait; they are committed after it, into
+   * whatever the log then is. For a step that must see every record of the file applied
+   * and none half-way (the store's compaction), without waiting for a moment when nobody
+   * appends, which a steady load may never give.
+   */
+  async betweenCommits<T>(step: () => T): Promise<T> {
+    if (this.held || this.rewriting) throw new Error(`${this.file}: commits are held already`);
+    await this.hold();
+    try {
+      // The appenders of the last commit resume in turns (flushLoop): let the last of them finish.
+      await new Promise((resolve) => setImmediate(resolve));
+      return step();
+    } finally {
+      this.release();
+    }
+  }
+
+  /**
+   * Empties the log, between commits (no commit being written; appends waiting for one are
+   * not in the file and are written after); the caller must have made the records in the
+   * file durable elsewhere first.
+   */
   truncateSync(): void {
-    if (!this.idle) throw new Error('cannot truncate a log with writes in flight');
+    if (this.flushing) throw new Error('cannot truncate a log with a commit in flight');
     fs.ftruncateSync(this.fd, 0);
     fs.fsyncSync(this.fd);
     this.bytes = 0;
