@@ -149,8 +149,9 @@ describe('refused uploads, against the service in a process of its own', () => {
   // In its own process the service's hang-up races the client's reads, as over a network;
   // in-process, the test reads every answer before the service's next turn.
   let child: ChildService;
+  const key = `cpk_${'u'.repeat(40)}`;
   beforeAll(async () => {
-    child = await startChildService({ dataDir: tempDataDir(), key: `cpk_${'u'.repeat(40)}`, env: { CLOUDPLANE_SIM_DELAY_MS: '50' } });
+    child = await startChildService({ dataDir: tempDataDir(), key, env: { CLOUDPLANE_SIM_DELAY_MS: '50' } });
   });
   afterAll(async () => {
     await child.stop();
@@ -179,6 +180,24 @@ describe('refused uploads, against the service in a process of its own', () => {
       expect(conn.written).toBeLessThan(24 * 1024 * 1024);
       conn.destroy();
     }
+  });
+
+  it('refuses a small body sent after its headers with 401, reads and drops it, and keeps the connection for the next request', async () => {
+    const conn = new RawConnection(child.url);
+    await conn.ready;
+    const body = JSON.stringify({ name: 'x'.repeat(200), region: 'fra1' });
+    await conn.write(
+      `POST /api/v1/load-balancers HTTP/1.1\r\nHost: localhost\r\nAuthorization: Bearer cpk_${'n'.repeat(40)}\r\nContent-Type: application/json\r\nContent-Length: ${body.length}\r\n\r\n`,
+    );
+    // Refused before its body arrived: a hang-up here would cost the client a new connection per refusal.
+    await eventually(async () => conn.json() !== null, CLOSED_WITHIN_MS, 20);
+    expectEnvelope(conn, 401, 'unauthorized');
+    expect(conn.head()?.headers.connection).not.toBe('close');
+    await conn.write(body);
+    await conn.write(`GET /api/v1/regions HTTP/1.1\r\nHost: localhost\r\nAuthorization: Bearer ${key}\r\n\r\n`);
+    await eventually(async () => conn.received.includes('HTTP/1.1 200 '), CLOSED_WITHIN_MS, 20);
+    expect(conn.closed).toBe(false);
+    conn.destroy();
   });
 });
 
