@@ -29,6 +29,9 @@ const ONLY = (process.env.BENCH_ABUSES ?? '')
 const ADMIN_KEY = 'cpk_Noisy0123456789abcdefghijABCDEFGHIJKLMNO';
 const REGION = 'fra1';
 const MAIN = path.resolve(__dirname, '../src/main.js');
+const REFUSAL_PEER = path.resolve(__dirname, 'refusal-peer.js');
+/** How long each flood runs against the refusal peer. */
+const PEER_S = Number(process.env.BENCH_PEER_S ?? 20);
 
 interface Api {
   (key: string, method: string, urlPath: string, body?: unknown, raw?: string): Promise<{ status: number; json: any }>;
@@ -115,6 +118,55 @@ async function startService(dataDir: string, pinned: string[]): Promise<{ child:
   return { child, url };
 }
 
+/** The refusal peer (bench/refusal-peer.ts) on the CPU the service had; resolves with its URL once it listens. */
+async function startRefusalPeer(pinned: string[]): Promise<{ child: ChildProcess; url: string }> {
+  const [command, ...args] = [...pinned, process.execPath, REFUSAL_PEER];
+  const child = spawn(command, args, { stdio: ['ignore', 'pipe', 'inherit'] });
+  const url = await new Promise<string>((resolve, reject) => {
+    let buffered = '';
+    child.stdout!.on('data', (chunk: Buffer) => {
+      buffered += chunk.toString('utf8');
+      const match = /listening on (http:\/\/\S+?) /.exec(buffered);
+      if (match) resolve(match[1]);
+    });
+    child.once('exit', (code) => reject(new Error(`the refusal peer exited (${code}) before listening`)));
+  });
+  return { child, url };
+}
+
+interface FloodCost {
+  phase: string;
+  /** What the abuse sent the peer in PEER_S, and the CPU the peer used meanwhile. */
+  peer_operations: number;
+  peer_cpu_ms: number | null;
+}
+
+/** Each flood that ran, against the refusal peer, one after the other. */
+async function floodsAgainstPeer(abuses: Abuse[], noisy: NoisyTeam, pinned: string[]): Promise<FloodCost[]> {
+  const costs: FloodCost[] = [];
+  for (const abuse of abuses.filter((a) => a.flood)) {
+    const peer = await startRefusalPeer(pinned);
+    try {
+      const stop = { done: false };
+      const cpuBefore = cpuMs(peer.child.pid!);
+      const work = abuse.run({ ...noisy, url: peer.url, api: apiOf(peer.url) }, stop);
+      await new Promise((resolve) => setTimeout(resolve, PEER_S * 1000));
+      stop.done = true;
+      const counts = await work;
+      const cpuAfter = cpuMs(peer.child.pid!);
+      costs.push({
+        phase: abuse.name,
+        peer_operations: operationsOf(counts),
+        peer_cpu_ms: cpuBefore === null || cpuAfter === null ? null : cpuAfter - cpuBefore,
+      });
+      console.log(`refusal peer, ${abuse.name}: ${JSON.stringify(counts)}`);
+    } finally {
+      peer.child.kill('SIGKILL');
+    }
+  }
+  return costs;
+}
+
 /** A receiver that accepts connections and never answers, until told to; counts what it holds. */
 function blackHole() {
   const sockets = new Set<net.Socket>();
@@ -169,7 +221,16 @@ interface Abuse {
   name: string;
   /** What the noisy team does while the quiet team's probe runs; returns what it counted. */
   run(team: NoisyTeam, stop: { done: boolean }): Promise<Record<string, number>>;
+  /**
+   * A flood: as many requests or connections as the service answers, all refused. It is run
+   * against the refusal peer too (bench/refusal-peer.ts), for the floor of what refusing costs.
+   */
+  flood?: boolean;
 }
+
+/** What the noisy team sent in a phase: its requests (every status counted), or the connections it opened. */
+const operationsOf = (counts: Record<string, number>) =>
+  counts.opened ?? Object.entries(counts).reduce((n, [name, count]) => n + (name.startsWith('status_') ? count : 0), 0);
 
 const statusCounter = () => {
   const counts: Record<string, number> = {};
@@ -190,6 +251,7 @@ const ABUSES: Abuse[] = [
   },
   {
     name: 'schedules that never fire (* * * 30 2 *), four at a time',
+    flood: true,
     async run(team, stop) {
       const c = statusCounter();
       await loop(4, stop, async () =>
@@ -200,6 +262,7 @@ const ABUSES: Abuse[] = [
   },
   {
     name: 'bodies of invalid array items (200 KB, and the most the route takes), two at a time',
+    flood: true,
     async run(team, stop) {
       const c = statusCounter();
       // 200 KB as the attacker sent it, and a body just inside the route's limit (16 KiB), which is read and validated.
@@ -224,6 +287,7 @@ const ABUSES: Abuse[] = [
   },
   {
     name: '1,010 idle connections without credentials (from 127.0.0.2, reconnecting)',
+    flood: true,
     async run(team, stop) {
       const { hostname, port } = new URL(team.url);
       const open = new Set<net.Socket>();
@@ -308,6 +372,17 @@ function writtenBytes(pid: number): number | null {
   }
 }
 
+/** CPU time a process has used so far, all its threads, user and system (Linux, in clock ticks of 10 ms), or null. */
+function cpuMs(pid: number): number | null {
+  try {
+    // The fields after the command name, which is in parentheses and may hold spaces.
+    const fields = fs.readFileSync(`/proc/${pid}/stat`, 'utf8').split(') ')[1].split(' ');
+    return (Number(fields[11]) + Number(fields[12])) * 10;
+  } catch {
+    return null;
+  }
+}
+
 /** The service's event-loop lag since the last scrape (prom-client resets its histogram on each). */
 async function eventLoopLagMaxMs(url: string): Promise<number | null> {
   try {
@@ -326,6 +401,9 @@ interface PhaseRow {
   service_event_loop_lag_max_ms: number | null;
   service_open_fds_peak: number | null;
   service_written_mb: number | null;
+  /** CPU the service used in the phase, and what the noisy team sent it (requests, or connections opened). */
+  service_cpu_ms: number | null;
+  noisy_operations: number;
   black_hole_connections_peak: number;
   /** Over the quiet team's p99 alone (both alone phases pooled); set once the run has ended. */
   ratio_get_one_p99: number | null;
@@ -390,6 +468,7 @@ async function main() {
       const stop = { done: false };
       let fdsPeak = openFds(child.pid!) ?? 0;
       const writtenBefore = writtenBytes(child.pid!);
+      const cpuBefore = cpuMs(child.pid!);
       const fdSampler = setInterval(() => (fdsPeak = Math.max(fdsPeak, openFds(child.pid!) ?? 0)), 250);
       const noisyWork = abuse ? abuse.run(noisy, stop) : Promise.resolve({});
       const quiet = await runQuietProbe(probeOptions);
@@ -403,6 +482,8 @@ async function main() {
         service_event_loop_lag_max_ms: await eventLoopLagMaxMs(url),
         service_open_fds_peak: fdsPeak || null,
         service_written_mb: writtenBefore === null ? null : Math.round(((writtenBytes(child.pid!) ?? writtenBefore) - writtenBefore) / 10_000) / 100,
+        service_cpu_ms: cpuBefore === null ? null : (cpuMs(child.pid!) ?? cpuBefore) - cpuBefore,
+        noisy_operations: operationsOf(noisyCounts),
         black_hole_connections_peak: hole.peak(),
         ratio_get_one_p99: null,
         ratio_create_p99: null,
@@ -417,7 +498,8 @@ async function main() {
     // A first round thrown away: the quiet team's first phase would otherwise carry the service's warm-up.
     await runQuietProbe({ ...probeOptions, durationMs: 5000 });
     await phase('alone');
-    for (const abuse of ABUSES.filter((a) => ONLY.length === 0 || ONLY.some((word) => a.name.includes(word)))) {
+    const abuses = ABUSES.filter((a) => ONLY.length === 0 || ONLY.some((word) => a.name.includes(word)));
+    for (const abuse of abuses) {
       // A fresh key each phase, as an attacker holding many keys would: one phase's rate limit does not blunt the next.
       noisy.key = await newKey(noisyOwnerKey, `noisy-${rows.length}`);
       await phase(abuse.name, abuse);
@@ -440,6 +522,7 @@ async function main() {
       await new Promise((resolve) => setTimeout(resolve, 2000));
     }
     await phase('alone again, after the noisy team settled');
+    const peerCosts = await floodsAgainstPeer(abuses, noisy, pinning.service);
     const quietLost = rows.reduce((n, row) => n + row.quiet.not_running, 0);
 
     // The baseline pools both alone phases: one 20-second p99 moves by half between runs of the
@@ -452,6 +535,29 @@ async function main() {
       row.ratio_create_to_running_p99 = ratio(row.quiet.create_to_running.p99_ms, baseline.create_to_running.p99_ms);
       console.log(`${row.phase}: get ×${row.ratio_get_one_p99}, create ×${row.ratio_create_p99}, to running ×${row.ratio_create_to_running_p99}`);
     }
+    // What each flood cost the service above its CPU alone, per request or connection, beside the peer's cost for the same flood.
+    const aloneCpu = alone.map((row) => row.service_cpu_ms).filter((ms): ms is number => ms !== null);
+    const aloneCpuMs = aloneCpu.length === alone.length ? aloneCpu.reduce((a, b) => a + b, 0) / aloneCpu.length : null;
+    const perOperationUs = (cpu: number | null, operations: number) => (cpu === null || operations <= 0 ? null : Math.round((cpu * 1000) / operations));
+    const floodCosts = peerCosts.map((peer) => {
+      const row = rows.find((r) => r.phase === peer.phase);
+      const operations = row?.noisy_operations ?? 0;
+      const aboveAlone = row?.service_cpu_ms != null && aloneCpuMs !== null ? row.service_cpu_ms - aloneCpuMs : null;
+      const serviceUs = perOperationUs(aboveAlone, operations);
+      const peerUs = perOperationUs(peer.peer_cpu_ms, peer.peer_operations);
+      return {
+        ...peer,
+        service_operations_per_s: Math.round(operations / PHASE_S),
+        service_cpu_above_alone_ms: aboveAlone,
+        service_us_per_operation: serviceUs,
+        peer_operations_per_s: Math.round(peer.peer_operations / PEER_S),
+        peer_us_per_operation: peerUs,
+        ratio_to_peer: serviceUs !== null && peerUs !== null ? ratio(serviceUs, peerUs) : null,
+      };
+    });
+    for (const cost of floodCosts)
+      console.log(`${cost.phase}: ${cost.service_us_per_operation} µs an operation, the peer ${cost.peer_us_per_operation} µs (×${cost.ratio_to_peer})`);
+
     // The raw samples made the baseline; the results keep the percentiles.
     const rowsReported = rows.map((row) => ({ ...row, quiet: { ...row.quiet, samples_us: undefined } }));
 
@@ -468,6 +574,7 @@ async function main() {
       },
       baseline_alone_pooled: baseline,
       rows: rowsReported,
+      flood_costs: floodCosts,
       nothing_lost: {
         noisy_creates_acknowledged: noisy.acknowledged.length,
         noisy_creates_not_running: notRunning,
@@ -489,6 +596,15 @@ async function main() {
       ...rows.map(
         (r) =>
           `| ${r.phase} | ${r.quiet.get_one.p99_ms} ms | ${cell(r.ratio_get_one_p99)} | ${r.quiet.create.p99_ms} ms | ${cell(r.ratio_create_p99)} | ${r.quiet.create.max_ms} ms | ${r.quiet.create_to_running.p99_ms} ms | ${cell(r.ratio_create_to_running_p99)} | ${JSON.stringify(r.quiet.refused)} | ${JSON.stringify(r.quiet.provider_states)} | ${r.service_event_loop_lag_max_ms ?? '–'} ms | ${r.service_open_fds_peak ?? '–'} | ${r.service_written_mb ?? '–'} MB | ${r.black_hole_connections_peak} |`,
+      ),
+      '',
+      `What a flood costs: the service's CPU in the phase above its CPU alone (the mean of the alone phases), per request or connection the noisy team sent, beside the same flood for ${PEER_S} s against the refusal peer (bench/refusal-peer.ts: bare Fastify answering every request 429 before reading it, resetting every connection from the flooding address), pinned to the same CPU. On one CPU a flood's rate is set by what each refusal costs: the quiet team's p99 under a flood follows from it.`,
+      '',
+      '| flood | service: sent per s | service CPU per operation | peer: sent per s | peer CPU per operation | × peer |',
+      '|---|---:|---:|---:|---:|---:|',
+      ...floodCosts.map(
+        (c) =>
+          `| ${c.phase} | ${c.service_operations_per_s} | ${c.service_us_per_operation ?? '–'} µs | ${c.peer_operations_per_s} | ${c.peer_us_per_operation ?? '–'} µs | ${cell(c.ratio_to_peer)} |`,
       ),
       '',
       `Nothing lost: the noisy team's ${noisy.acknowledged.length} acknowledged creates, ${notRunning === 0 ? 'all running' : `${notRunning} not running (up to 100 counted)`}; its deliveries still pending after the receiver recovered: ${pending}; the quiet team's creates not running: ${quietLost}.`,
