@@ -75,6 +75,23 @@ function cpuPinning(): { service: string[]; note: string } {
   return { service: [taskset, '-c', '0'], note: `the service pinned to CPU 0, both teams' clients to CPUs ${others}` };
 }
 
+/** The URL a child process (the service, the refusal peer) prints once it listens. */
+function listeningUrl(child: ChildProcess, what: string): Promise<string> {
+  return new Promise<string>((resolve, reject) => {
+    let buffered = '';
+    const timer = setTimeout(() => reject(new Error(`${what} did not start within 60 s`)), 60_000);
+    child.stdout!.on('data', (chunk: Buffer) => {
+      buffered += chunk.toString('utf8');
+      const match = /listening on (http:\/\/\S+?) /.exec(buffered);
+      if (match) {
+        clearTimeout(timer);
+        resolve(match[1]);
+      }
+    });
+    child.once('exit', (code) => reject(new Error(`${what} exited (${code}) before listening`)));
+  });
+}
+
 /** The service as `make run` starts it; resolves with its URL once it listens. */
 async function startService(dataDir: string, pinned: string[]): Promise<{ child: ChildProcess; url: string }> {
   // BENCH_CPU_PROF=<dir>: the service writes a V8 CPU profile there when it stops, to see where a phase's time goes.
@@ -102,19 +119,7 @@ async function startService(dataDir: string, pinned: string[]): Promise<{ child:
     stdio: ['ignore', 'pipe', 'pipe'],
   });
   child.stderr!.on('data', (chunk: Buffer) => process.stderr.write(chunk));
-  const url = await new Promise<string>((resolve, reject) => {
-    let buffered = '';
-    const timer = setTimeout(() => reject(new Error('the service did not start within 60 s')), 60_000);
-    child.stdout!.on('data', (chunk: Buffer) => {
-      buffered += chunk.toString('utf8');
-      const match = /listening on (http:\/\/\S+?) /.exec(buffered);
-      if (match) {
-        clearTimeout(timer);
-        resolve(match[1]);
-      }
-    });
-    child.once('exit', (code) => reject(new Error(`the service exited (${code}) before listening`)));
-  });
+  const url = await listeningUrl(child, 'the service');
   return { child, url };
 }
 
@@ -122,15 +127,7 @@ async function startService(dataDir: string, pinned: string[]): Promise<{ child:
 async function startRefusalPeer(pinned: string[]): Promise<{ child: ChildProcess; url: string }> {
   const [command, ...args] = [...pinned, process.execPath, REFUSAL_PEER];
   const child = spawn(command, args, { stdio: ['ignore', 'pipe', 'inherit'] });
-  const url = await new Promise<string>((resolve, reject) => {
-    let buffered = '';
-    child.stdout!.on('data', (chunk: Buffer) => {
-      buffered += chunk.toString('utf8');
-      const match = /listening on (http:\/\/\S+?) /.exec(buffered);
-      if (match) resolve(match[1]);
-    });
-    child.once('exit', (code) => reject(new Error(`the refusal peer exited (${code}) before listening`)));
-  });
+  const url = await listeningUrl(child, 'the refusal peer');
   return { child, url };
 }
 
