@@ -39,8 +39,9 @@ import { AuditLog } from './audit/audit-log';
 import { UsageMeter } from './usage';
 import { WebhookDispatcher } from './webhooks/dispatcher';
 import { WebhookRetention } from './webhooks/retention';
-import { SecretSweeper } from './controllers/secret-sweeper';
-import { SECRET_SWEEP_RULES } from './secret-upkeep';
+import { RecordSweeper } from './controllers/record-sweeper';
+import { RECORD_KINDS, RECORD_SWEEP_RULES } from './record-upkeep';
+import { moveRecordsOutOfSecrets } from './store/records-out-of-secrets';
 import { embeddedEventRecorder, KubernetesEventRecorder } from './controllers/events-recorder';
 import { CoordinationV1Api } from '@kubernetes/client-node';
 import { kubeConfigFor } from './store';
@@ -63,7 +64,7 @@ const SYSTEM_TEAM = '__system';
 /** The key that signs list cursors, made once and kept as a secret so cursors survive restarts. */
 async function cursorKeyOf(store: Store): Promise<Buffer> {
   // Create-only: replicas starting at once end up with the same key.
-  const stored = await store.addSecret(SYSTEM_TEAM, 'cursor-signing-key', { key: randomBytes(32).toString('base64') });
+  const stored = await store.secrets.add(SYSTEM_TEAM, 'cursor-signing-key', { key: randomBytes(32).toString('base64') });
   return Buffer.from(stored.key, 'base64');
 }
 
@@ -86,6 +87,8 @@ export async function startService(config: Config, logger: Logger = createLogger
     const store = createStore(config, logger, health, watches);
     await store.start();
     started.push(() => store.stop());
+    const moved = await moveRecordsOutOfSecrets(store, RECORD_KINDS);
+    if (moved > 0) logger.info({ moved }, 'moved records kept as secrets by an earlier version out of the secrets');
     const bus: EventBus = config.nats
       ? new NatsEventBus({ ...config.nats, logger })
       : new EmbeddedEventBus(path.join(config.dataDir, 'events'), { health, logger, retentionMs: config.eventRetentionMs });
@@ -197,12 +200,12 @@ function leaderWork({ store, bus, families: familyParts, writer, quota, agent, u
         started.push(retention);
         await agent.start();
         started.push(agent);
-        const sweeper = new SecretSweeper({
+        const sweeper = new RecordSweeper({
           store,
           logger,
           intervalMs: config.secrets.sweepMs,
           orphanGraceMs: config.secrets.orphanGraceMs,
-          ...SECRET_SWEEP_RULES,
+          ...RECORD_SWEEP_RULES,
         });
         sweeper.start();
         started.push(sweeper);

@@ -29,7 +29,7 @@ async function keysAtRest(dataDir: string): Promise<{ gateways: Map<string, { tu
     for (const gateway of await store.list<{ tunnel_type: string }, unknown>(vpnGatewayFamily.kind))
       gateways.set(gateway.meta.id, { tunnel: gateway.spec.tunnel_type });
     const orphans: string[] = [];
-    for (const secret of await store.listSecrets('vpn-psk-')) {
+    for (const secret of await store.secrets.list('vpn-psk-')) {
       const gateway = gateways.get(secret.name.slice('vpn-psk-'.length));
       if (gateway) gateway.key = secret.data.value;
       else orphans.push(secret.name);

@@ -72,7 +72,7 @@ export class ApiKeyAuthenticator {
   ) {}
 
   async start(): Promise<void> {
-    for (const secret of await this.store.listSecrets(SECRET_PREFIX)) {
+    for (const secret of await this.store.secrets.list(SECRET_PREFIX)) {
       this.byHash.set(secret.data.hash, { team: secret.team, keyId: secret.data.key_id, hash: secret.data.hash });
     }
   }
@@ -117,7 +117,7 @@ export class ApiKeyAuthenticator {
       if (!made) throw err;
       key = made;
     }
-    await this.store.putSecret(team, secretNameOf(hash), { hash, key_id: key.meta.id });
+    await this.store.secrets.put(team, secretNameOf(hash), { hash, key_id: key.meta.id });
     this.byHash.set(hash, { team, keyId: key.meta.id, hash });
     this.unknown.delete(hash);
     return { key, token };
@@ -147,7 +147,7 @@ export class ApiKeyAuthenticator {
     for (const [hash, entry] of this.byHash) {
       if (entry.keyId === keyId && entry.team === team) {
         this.byHash.delete(hash);
-        await this.store.deleteSecret(team, secretNameOf(hash));
+        await this.store.secrets.delete(team, secretNameOf(hash));
       }
     }
     return key;
@@ -195,7 +195,7 @@ export class ApiKeyAuthenticator {
   }
 
   private async lookup(hash: string): Promise<KeyEntry | undefined> {
-    const [secret] = await this.store.listSecrets(secretNameOf(hash));
+    const [secret] = await this.store.secrets.list(secretNameOf(hash));
     // The secret is named after the hash's first 40 digits: the full hash must match too.
     if (!secret || !sameHash(secret.data.hash, hash)) {
       this.unknown.add(hash);

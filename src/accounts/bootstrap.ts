@@ -58,7 +58,7 @@ async function createOrKeep(create: () => Promise<unknown>): Promise<void> {
  * was created, for printing, or null when there was nothing to do.
  *
  * Replicas starting at once on an empty cluster agree on one first team: the ids are
- * claimed with a create-only system secret, and only the replica whose claim won
+ * claimed with a create-only system record, and only the replica whose claim won
  * issues the key.
  */
 export async function ensureBootstrap(
@@ -92,7 +92,7 @@ async function makeFirstTeamOrKey(store: Store, writer: ResourceWriter, authenti
   const teams = await store.list<Team['spec'], Team['status']>(teamFamily.kind);
   if (teams.length === 0) {
     const proposal = { team_id: newId('team'), user_id: newId('usr') };
-    const claim = await store.addSecret(SYSTEM_TEAM, BOOTSTRAP_CLAIM, proposal);
+    const claim = await store.records.add(SYSTEM_TEAM, BOOTSTRAP_CLAIM, proposal);
     const ids = { teamId: claim.team_id, userId: claim.user_id };
     // A claim whose team never appears was left by a start that died: take it over.
     if (claim.team_id === proposal.team_id || !(await firstTeam(store, 10_000))) {

@@ -2,7 +2,7 @@
  * Console sessions: what a signed-in person's browser holds instead of an API key.
  *
  * The browser gets an opaque token (`cps_<43 base64url>`) in an HttpOnly cookie; the store
- * keeps only its SHA-256 hash, in a secret named after the hash (as API keys are kept), in
+ * keeps only its SHA-256 hash, in a record named after the hash (as API keys are kept), in
  * the namespace of the team the person signed in to. Every request re-reads the session
  * and its user (and, for a session made from an API key, the key), so sign-out, a removed
  * member, a revoked key or a changed role apply on the very next request, on any replica.
@@ -17,6 +17,7 @@
 import { createHash, createHmac, randomBytes, timingSafeEqual } from 'node:crypto';
 import type { Logger } from 'pino';
 import type { Store } from '../store/types';
+import type { RecordKind } from '../store/record-kinds';
 import type { SessionConfig } from '../config';
 import { apiKeyFamily, teamFamily, userFamily, ApiKey, KEY_SCOPES, KeyScope, Role, Team, User } from '../resources/accounts';
 import { ExpiringSet } from '../lib/expiring-set';
@@ -27,19 +28,25 @@ import { atLeast, Principal } from './roles';
 import { installationTeamOf } from './installation';
 
 export const SESSION_COOKIE = 'cloudplane_session';
-export const SESSION_SECRET_PREFIX = 'session-';
+export const SESSION_RECORD_PREFIX = 'session-';
+/** Not sealed: a session's record holds its token's hash, never the token. */
+export const SESSION_RECORDS: RecordKind = {
+  prefix: SESSION_RECORD_PREFIX,
+  sealed: false,
+  keptBy: 'accounts/sessions.ts removes a session past its idle or absolute expiry',
+};
 
 const TOKEN_FORMAT = /^cps_[0-9A-Za-z_-]{43}$/;
 const CSRF_CONTEXT = 'cloudplane csrf token v1';
 
 const hashOf = (token: string) => createHash('sha256').update(token).digest('hex');
-/** Secret name derived from the hash, so a session is found without scanning. */
-const secretNameOf = (hash: string) => `${SESSION_SECRET_PREFIX}${hash.slice(0, 40)}`;
+/** Record name derived from the hash, so a session is found without scanning. */
+const recordNameOf = (hash: string) => `${SESSION_RECORD_PREFIX}${hash.slice(0, 40)}`;
 
 /** How the session was made: through the identity provider, or by exchanging an API key. */
 export type SessionOrigin = 'oidc' | 'api_key';
 
-/** What the store keeps of a session (all strings: a secret's data). */
+/** What the store keeps of a session (all strings: a record's data). */
 interface SessionRecord {
   hash: string;
   via: SessionOrigin;
@@ -60,7 +67,7 @@ const ORIGINS: readonly string[] = ['oidc', 'api_key'] satisfies SessionOrigin[]
 const SCOPES: readonly string[] = KEY_SCOPES;
 const STRING_FIELDS = ['hash', 'email', 'team', 'user', 'created_at', 'expires_at', 'last_seen_at'] as const;
 
-/** Whether a secret's data is a session's record: every field there, origin and scope ones the service knows. */
+/** Whether a record's data is a session's: every field there, origin and scope ones the service knows. */
 function isSessionRecord(data: Record<string, string> | undefined): data is Record<string, string> & SessionRecord {
   return data !== undefined && ORIGINS.includes(data.via) && SCOPES.includes(data.scope) && STRING_FIELDS.every((field) => typeof data[field] === 'string');
 }
@@ -69,7 +76,7 @@ function isSessionRecord(data: Record<string, string> | undefined): data is Reco
 export interface ActiveSession {
   principal: Principal;
   record: Readonly<SessionRecord>;
-  /** The secret's team (where the session is kept), which a team switch does not move. */
+  /** The record's team (where the session is kept), which a team switch does not move. */
   home: string;
   token: string;
   user: User;
@@ -136,7 +143,7 @@ export class SessionManager {
       expires_at: new Date(now + this.config.maxAgeMs).toISOString(),
       last_seen_at: new Date(now).toISOString(),
     };
-    await this.store.putSecret(team, secretNameOf(hash), { ...record });
+    await this.store.records.put(team, recordNameOf(hash), { ...record });
     this.homeOf.set(hash, team);
     this.unknown.delete(hash);
     this.lastSeen.set(hash, now);
@@ -149,7 +156,7 @@ export class SessionManager {
     const hash = hashOf(token);
     const home = this.homeOf.get(hash) ?? (this.unknown.has(hash) ? undefined : await this.lookup(hash));
     if (!home) return null;
-    const record = await this.store.getSecret(home, secretNameOf(hash));
+    const record = await this.store.records.get(home, recordNameOf(hash));
     if (!isSessionRecord(record) || !timingSafeEqual(Buffer.from(record.hash, 'hex'), Buffer.from(hash, 'hex'))) {
       this.forget(hash);
       return null;
@@ -190,13 +197,13 @@ export class SessionManager {
     }
     const user = (await activeUsersByEmail(this.store, session.record.email)).find((u) => u.meta.team === teamId);
     if (!user) throw notFound('team', teamId);
-    const name = secretNameOf(session.record.hash);
+    const name = recordNameOf(session.record.hash);
     const next: SessionRecord = { ...session.record, team: teamId, user: user.meta.id };
     // Only if the session is as it was read: a sign-out meanwhile must not be undone.
-    if (!(await this.store.swapSecret(session.home, name, { ...session.record }, { ...next }))) {
-      const current = await this.store.getSecret(session.home, name);
+    if (!(await this.store.records.swap(session.home, name, { ...session.record }, { ...next }))) {
+      const current = await this.store.records.get(session.home, name);
       if (!isSessionRecord(current)) throw new ApiError(401, 'unauthorized', 'The session has ended; sign in again.');
-      if (!(await this.store.swapSecret(session.home, name, { ...current }, { ...current, team: teamId, user: user.meta.id }))) {
+      if (!(await this.store.records.swap(session.home, name, { ...current }, { ...current, team: teamId, user: user.meta.id }))) {
         throw new ApiError(409, 'resource_busy', 'The session changed meanwhile; try again.');
       }
     }
@@ -215,16 +222,16 @@ export class SessionManager {
     return given.length === expected.length && timingSafeEqual(given, expected);
   }
 
-  /** Removes every session past its absolute or idle expiry (every replica may do it; a delete of a deleted secret is harmless). */
+  /** Removes every session past its absolute or idle expiry (every replica may do it; a delete of a deleted record is harmless). */
   async removeExpired(now = Date.now()): Promise<number> {
     let removed = 0;
-    for (const secret of await this.store.listSecrets(SESSION_SECRET_PREFIX)) {
-      const record = secret.data;
+    for (const stored of await this.store.records.list(SESSION_RECORD_PREFIX)) {
+      const record = stored.data;
       if (!isSessionRecord(record)) continue;
       // The stored last use may lag by one resolution; a session is only removed once surely idle.
       const idleSince = Math.max(Date.parse(record.last_seen_at) || 0, this.lastSeen.get(record.hash) ?? 0);
       if (hasPassed(record.expires_at, now) || now - idleSince >= this.config.idleTimeoutMs + this.lastSeenResolutionMs) {
-        await this.end(secret.team, record.hash);
+        await this.end(stored.team, record.hash);
         removed++;
       }
     }
@@ -255,13 +262,13 @@ export class SessionManager {
   private noteUse(home: string, hash: string, record: SessionRecord, seen: number, now: number): void {
     this.lastSeen.set(hash, now);
     if (now - seen < this.lastSeenResolutionMs) return;
-    const name = secretNameOf(hash);
-    this.store.swapSecret(home, name, { ...record }, { ...record, last_seen_at: new Date(now).toISOString() }).catch(() => undefined);
+    const name = recordNameOf(hash);
+    this.store.records.swap(home, name, { ...record }, { ...record, last_seen_at: new Date(now).toISOString() }).catch(() => undefined);
   }
 
   private async end(home: string, hash: string): Promise<void> {
     this.forget(hash);
-    await this.store.deleteSecret(home, secretNameOf(hash));
+    await this.store.records.delete(home, recordNameOf(hash));
   }
 
   private forget(hash: string): void {
@@ -270,13 +277,13 @@ export class SessionManager {
   }
 
   private async lookup(hash: string): Promise<string | undefined> {
-    const [secret] = await this.store.listSecrets(secretNameOf(hash));
-    if (!secret) {
+    const [stored] = await this.store.records.list(recordNameOf(hash));
+    if (!stored) {
       this.unknown.add(hash);
       return undefined;
     }
-    this.homeOf.set(hash, secret.team);
-    return secret.team;
+    this.homeOf.set(hash, stored.team);
+    return stored.team;
   }
 
   private async installationTeamId(): Promise<string | undefined> {

@@ -84,7 +84,7 @@ async function adopt(family: AnyFamily, resource: Resource, store: Store, writer
         judged = true;
         const current = await writeDefaults(store, resource, ruled);
         // Kept by an earlier pass that stopped before the status write: it is this resource's.
-        const kept = family.secret ? await store.getSecret(team, family.secret.secretName(id)) : undefined;
+        const kept = family.secret ? await store.secrets.get(team, family.secret.secretName(id)) : undefined;
         const initialize = () => writer.initialize(family, current, ACTOR);
         await (kept ? initialize() : withNewSecret(store, family, team, id, current.spec, undefined, initialize));
       }),

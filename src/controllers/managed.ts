@@ -216,7 +216,7 @@ export class ManagedReconciler implements Reconciler {
     if (status.status === 'destroyed') {
       // The destroyed event must reach the bus before the record disappears.
       if ((status.pending_events ?? []).length > 0) return { requeueAfterMs: OUTBOX_POLL_MS };
-      if (family.secret) await this.store.deleteSecret(meta.team, family.secret.secretName(meta.id));
+      if (family.secret) await this.store.secrets.delete(meta.team, family.secret.secretName(meta.id));
       await this.store.remove(this.kind, meta.team, meta.id, meta.resourceVersion);
       return;
     }

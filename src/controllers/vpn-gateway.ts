@@ -15,7 +15,7 @@ import { nowIso } from '../lib/time';
 
 /** The spec with the pre-shared key read from its store secret: the tunnel needs the key itself, the spec keeps only its version. */
 export async function vpnGatewayDesired(store: Store, { meta, spec }: VpnGateway): Promise<VpnGatewayDesired> {
-  const secret = await store.getSecret(meta.team, vpnGatewayFamily.secret!.secretName(meta.id));
+  const secret = await store.secrets.get(meta.team, vpnGatewayFamily.secret!.secretName(meta.id));
   return { ...spec, remote_public_key: spec.remote_public_key ?? null, pre_shared_key: secret?.value ?? null };
 }
 

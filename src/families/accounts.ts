@@ -10,10 +10,11 @@ export const accountsModule = familyModule({
   families: [teamFamily, userFamily, apiKeyFamily],
   // Accounts settle what kubectl changed; one made with kubectl is not taken in (accounts/reconciler.ts).
   reconcilers: (deps) => accountReconcilers(deps.store, deps.writer),
-  secrets: [
+  records: [
     // An API key's hash, named after the hash, with the key's id inside; a revoked key is refused anyway.
     {
       prefix: API_KEY_SECRET_PREFIX,
+      sealed: true,
       owner: (secret) => (secret.data.key_id ? { kind: apiKeyFamily.kind, id: secret.data.key_id } : null),
       needs: (key) => key.status?.status !== 'revoked',
     },

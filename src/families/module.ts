@@ -12,7 +12,7 @@
 import type { AnyFamily } from '../resources/family';
 import type { Reconciler } from '../controllers/controller';
 import type { FamilyReconcilerDeps } from '../controllers/registry';
-import type { SecretOwnership } from '../controllers/secret-sweeper';
+import type { RecordKind } from '../store/record-kinds';
 import type { ApiApp } from '../api/api-app';
 import type { ApiContext } from '../api/context';
 import { registerFamilyRoutes } from '../api/routes/families';
@@ -26,8 +26,8 @@ export interface FamilyParts {
   reconcilers?(deps: FamilyReconcilerDeps): Reconciler[];
   /** Its routes beyond the generic ones of each family (api/routes/families.ts). */
   routes?(app: ApiApp, ctx: ApiContext): void;
-  /** The store secrets its resources own beyond a definition's write-only `secret`: the secret sweep removes those left without their owner. */
-  secrets?: readonly SecretOwnership[];
+  /** The store secrets and records its resources own beyond a definition's write-only `secret`: the sweep removes those left without their owner. */
+  records?: readonly RecordKind[];
 }
 
 /** The parts of a module whose family's work is done by a driver. */
@@ -44,7 +44,7 @@ export interface FamilyModule {
   readonly families: readonly AnyFamily[];
   /** The names of the drivers its family has, when its work is done by one. */
   readonly driverNames?: readonly string[];
-  readonly secrets: readonly SecretOwnership[];
+  readonly records: readonly RecordKind[];
   /** Builds its driver (the configured one), ready for its reconcilers and routes. */
   build(ctx: BuildContext): BuiltFamilyModule;
 }
@@ -64,7 +64,7 @@ const genericRoutes = (families: readonly AnyFamily[], app: ApiApp, ctx: ApiCont
 export function familyModule(parts: FamilyParts): FamilyModule {
   return {
     families: parts.families,
-    secrets: parts.secrets ?? [],
+    records: parts.records ?? [],
     build: () => ({
       reconcilers: (deps) => parts.reconcilers?.(deps) ?? [],
       routes: (app, ctx) => {
@@ -79,7 +79,7 @@ export function drivenFamilyModule<D extends SomeDriver>(parts: DrivenFamilyPart
   return {
     families: [parts.family],
     driverNames: driverNames(parts.drivers),
-    secrets: [],
+    records: [],
     build: (ctx) => {
       const chosen = chooseDriver(parts.family.name, parts.drivers, ctx);
       return {

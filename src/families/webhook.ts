@@ -1,9 +1,9 @@
 /** Outbound webhook subscriptions and their delivery records; `cloudplane listen` streams are subscriptions too. */
 import { deliveryFamily, webhookFamily, webhookSecretName } from '../resources/webhook';
-import { LISTENER_SECRET_PREFIX } from '../webhooks/listener';
-import { ownedByName } from '../controllers/secret-sweeper';
+import { LISTENER_RECORD_PREFIX } from '../webhooks/listener';
+import { ownedByName } from '../store/record-kinds';
 import { signingSecretFirst, WebhookSubscriptionReconciler } from '../webhooks/reconciler';
-import { secretObjectName } from '../store/kubernetes/names';
+import { entryObjectName } from '../store/kubernetes/names';
 import { registerWebhookRoutes } from '../api/routes/webhooks';
 import { registerWebhookListenerRoutes } from '../api/routes/webhook-listeners';
 import { registerWebhookDeliveryRoutes } from '../api/routes/webhook-deliveries';
@@ -14,15 +14,25 @@ export const webhookModule = familyModule({
   reconcilers: (deps) => [
     // A kubectl-made subscription gets its signing secret before adoption lets it deliver.
     signingSecretFirst(
-      deps.adopt(webhookFamily, new WebhookSubscriptionReconciler(deps.store, deps.writer, deps.config.kubernetes ? secretObjectName : undefined)),
+      deps.adopt(webhookFamily, new WebhookSubscriptionReconciler(deps.store, deps.writer, deps.config.kubernetes ? entryObjectName : undefined)),
       deps.store,
     ),
   ],
-  secrets: [
+  records: [
     // A subscription's signing secrets; a deleted subscription signs nothing.
-    { prefix: webhookSecretName(''), owner: ownedByName(webhookFamily.kind, webhookSecretName('')), needs: (hook) => hook.status?.status !== 'deleted' },
+    {
+      prefix: webhookSecretName(''),
+      sealed: true,
+      owner: ownedByName(webhookFamily.kind, webhookSecretName('')),
+      needs: (hook) => hook.status?.status !== 'deleted',
+    },
     // A listener's lease (`cloudplane listen`); a deleted listener has none.
-    { prefix: LISTENER_SECRET_PREFIX, owner: ownedByName(webhookFamily.kind, LISTENER_SECRET_PREFIX), needs: (hook) => hook.status?.status !== 'deleted' },
+    {
+      prefix: LISTENER_RECORD_PREFIX,
+      sealed: false,
+      owner: ownedByName(webhookFamily.kind, LISTENER_RECORD_PREFIX),
+      needs: (hook) => hook.status?.status !== 'deleted',
+    },
   ],
   routes: (app, ctx) => {
     registerWebhookRoutes(app, ctx);

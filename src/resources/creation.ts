@@ -62,11 +62,11 @@ export async function withNewSecret<R>(
   const value = family.secret ? (given ?? family.secret.generate?.(spec) ?? null) : null;
   if (value === null) return write();
   const name = family.secret!.secretName(id);
-  await store.putSecret(team, name, { value });
+  await store.secrets.put(team, name, { value });
   try {
     return await write();
   } catch (err) {
-    await store.deleteSecret(team, name);
+    await store.secrets.delete(team, name);
     throw err;
   }
 }

@@ -8,7 +8,7 @@
 import fs from 'node:fs';
 import path from 'node:path';
 import type { Logger } from 'pino';
-import { SecretNameOrder } from './secret-table';
+import { EmbeddedEntries } from './embedded-entries';
 import { AppendLog, lockDataDir, writeFileDurable } from './append-log';
 import { DataDirHealth } from './data-dir-health';
 import { BackgroundWrite, DEFAULT_RETRY } from './background-write';
@@ -20,20 +20,11 @@ import { isSealed, SecretBox, SecretKeyError } from './secret-box';
 import { ListedKind } from './list-index';
 import { ObjectCache } from './object-cache';
 import { WatchListeners } from './watch-listeners';
-import {
-  AlreadyExistsError,
-  ConflictError,
-  NewObject,
-  NotFoundError,
-  PersistenceState,
-  readAs,
-  Store,
-  StoredObject,
-  StoredSecret,
-  StoreUnavailableError,
-} from './types';
+import { AlreadyExistsError, ConflictError, NewObject, NotFoundError, PersistenceState, readAs, Store, StoredObject, StoreUnavailableError } from './types';
 
 const SECRET_KIND = '__Secret';
+/** Records that are not secret (types.ts, Store.records), kept as they are. */
+const RECORD_KIND = '__Record';
 
 type LogRecord = { op: 'put'; o: StoredObject } | { op: 'del'; k: string };
 
@@ -63,6 +54,10 @@ export interface EmbeddedStoreOptions {
 const keyOf = (kind: string, team: string, id: string) => `${kind}/${team}/${id}`;
 /** The team part of a key (kinds and team ids hold no slash). */
 const teamOfKey = (key: string) => key.split('/', 2)[1];
+
+/** A record's data as stored (every value a string, as written). */
+const stringsOf = (spec: Record<string, unknown>): Record<string, string> =>
+  Object.fromEntries(Object.entries(spec).map(([field, value]) => [field, String(value)]));
 
 function deepFreeze<T>(value: T): T {
   // Arrays too: a stored object's lists are as frozen as its members.
@@ -110,8 +105,6 @@ export class EmbeddedStore implements Store {
   private readonly objects = new Map<string, StoredObject>();
   /** The committed objects by kind and team, and their list indexes: what reads are answered from (object-cache.ts). */
   private readonly cache: ObjectCache<StoredObject>;
-  /** Each secret's key in order of its name, for listSecrets (secret-table.ts). */
-  private readonly secretNames = new SecretNameOrder<string>();
   /**
    * Writes handed to the log but not yet on disk, by key. A second write of the same key
    * waits for the first to settle, so writes of one object are serialised and checked
@@ -139,10 +132,26 @@ export class EmbeddedStore implements Store {
   readonly page: Store['page'];
   readonly named: Store['named'];
   readonly count: Store['count'];
+  readonly secrets: EmbeddedEntries;
+  readonly records: EmbeddedEntries;
 
   constructor(private readonly options: EmbeddedStoreOptions) {
     this.cache = new ObjectCache(options.listed, (object) => object);
     ({ get: this.get, list: this.list, page: this.page, named: this.named, count: this.count } = this.cache);
+    const host = {
+      latest: (key: string) => this.latest(key),
+      exclusive: <T>(key: string, write: () => Promise<T>) => this.exclusive(key, write),
+      commit: async (key: string, object: StoredObject<object, object> | null) => {
+        if (object) await this.commit(key, object);
+        else await this.write(key, null, { op: 'del', k: key });
+      },
+      keyOf,
+    };
+    this.secrets = new EmbeddedEntries(SECRET_KIND, host, {
+      encode: (team, name, data) => this.secretBox().seal(team, name, data),
+      decode: (object) => this.unseal(object),
+    });
+    this.records = new EmbeddedEntries(RECORD_KIND, host, { encode: (_team, _name, data) => ({ ...data }), decode: (object) => stringsOf(object.spec) });
     this.log = new AppendLog(path.join(options.dataDir, 'store.log'));
     this.snapshotFile = path.join(options.dataDir, 'store.snapshot.json');
     this.compactBytes = options.compactBytes ?? 64 * 1024 * 1024;
@@ -277,62 +286,6 @@ export class EmbeddedStore implements Store {
     });
   }
 
-  async getSecret(team: string, name: string): Promise<Record<string, string> | undefined> {
-    const object = this.latest(keyOf(SECRET_KIND, team, name));
-    return object ? this.unseal(object) : undefined;
-  }
-
-  async putSecret(team: string, name: string, data: Record<string, string>): Promise<void> {
-    const key = keyOf(SECRET_KIND, team, name);
-    await this.exclusive(key, () => this.commitSecret(key, team, name, data));
-  }
-
-  async addSecret(team: string, name: string, data: Record<string, string>): Promise<Record<string, string>> {
-    const key = keyOf(SECRET_KIND, team, name);
-    let stored = data;
-    await this.exclusive(key, async () => {
-      const existing = this.latest(key);
-      if (existing) {
-        stored = this.unseal(existing);
-        return;
-      }
-      await this.commitSecret(key, team, name, data);
-    });
-    return { ...stored };
-  }
-
-  async swapSecret(team: string, name: string, expected: Record<string, string>, data: Record<string, string>): Promise<boolean> {
-    const key = keyOf(SECRET_KIND, team, name);
-    return this.exclusive(key, async () => {
-      const existing = this.latest(key);
-      if (!existing || !sameJson(this.unseal(existing), expected)) return false;
-      await this.commitSecret(key, team, name, data);
-      return true;
-    });
-  }
-
-  async deleteSecret(team: string, name: string): Promise<void> {
-    const key = keyOf(SECRET_KIND, team, name);
-    await this.exclusive(key, () => (this.latest(key) ? this.write(key, null, { op: 'del', k: key }) : Promise.resolve()));
-  }
-
-  async listSecrets(prefix: string): Promise<StoredSecret[]> {
-    return [...this.secretNames.withPrefix(prefix)].map((key) => {
-      const s = this.objects.get(key)!;
-      return { team: s.meta.team, name: s.meta.id, data: this.unseal(s), createdAt: s.meta.createdAt };
-    });
-  }
-
-  /** Seals `data` and writes it as the secret `key`; the caller holds `exclusive(key)`. */
-  private async commitSecret(key: string, team: string, name: string, data: Record<string, string>): Promise<void> {
-    const existing = this.latest(key);
-    const now = nowIso();
-    const meta = existing
-      ? { ...existing.meta, generation: existing.meta.generation + 1, updatedAt: now }
-      : { kind: SECRET_KIND, id: name, team, labels: {}, generation: 1, createdAt: now, updatedAt: now, resourceVersion: '' };
-    await this.commit(key, { meta, spec: this.secretBox().seal(team, name, data), status: {} });
-  }
-
   /** A secret's data; every secret is sealed once the store started (sealSecretsAtRest). */
   private unseal(object: StoredObject): Record<string, string> {
     if (!isSealed(object.spec)) throw new Error(`secret ${object.meta.team}/${object.meta.id} is not sealed`);
@@ -376,7 +329,7 @@ export class EmbeddedStore implements Store {
       if (!isSealed(secret.spec) || secret.spec.sealed.kid !== box.currentKeyId) stale.push({ key, team, name, data });
     }
     this.box = box;
-    await Promise.all(stale.map(({ key, team, name, data }) => this.exclusive(key, () => this.commitSecret(key, team, name, data))));
+    await Promise.all(stale.map(({ key, team, name, data }) => this.exclusive(key, () => this.secrets.write(key, team, name, data))));
     if ([...sealedWith].some((kid) => kid !== box.currentKeyId)) await this.compact();
   }
 
@@ -461,14 +414,14 @@ export class EmbeddedStore implements Store {
     const kind = key.slice(0, key.indexOf('/'));
     const teamAndId = key.slice(kind.length + 1);
     const previous = this.objects.get(key);
+    if (kind === SECRET_KIND) this.secrets.applied(key, value, previous);
+    if (kind === RECORD_KIND) this.records.applied(key, value, previous);
     if (value) {
       this.objects.set(key, deepFreeze(value));
       this.cache.set(kind, teamAndId, value);
-      if (kind === SECRET_KIND) this.secretNames.set(value.meta.team, value.meta.id, key);
     } else {
       this.objects.delete(key);
       this.cache.delete(kind, teamAndId);
-      if (kind === SECRET_KIND && previous) this.secretNames.delete(previous.meta.team, previous.meta.id);
     }
   }
 

@@ -1,5 +1,5 @@
 /**
- * Secrets' names kept in order (name, then team), so that `listSecrets(prefix)` is a range
+ * Secrets' names kept in order (name, then team), so that `secrets.list(prefix)` is a range
  * of names, O(log N + matches), rather than a scan of every secret. At 100,000 load
  * balancers (a usage record each) the scan of the usage thresholds' check held the event
  * loop about 240 ms on every run, and the authenticator scanned once for every unknown API

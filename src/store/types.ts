@@ -122,30 +122,41 @@ export interface Store {
   watch(listener: WatchListener): () => void;
   persistence(): PersistenceState;
 
-  /** Secrets (keys, key hashes) never live in a resource; in Kubernetes they are Secrets. */
-  getSecret(team: string, name: string): Promise<Record<string, string> | undefined>;
-  putSecret(team: string, name: string, data: Record<string, string>): Promise<void>;
+  /** Secrets (keys, key hashes, signing secrets): sealed at rest, Secrets in Kubernetes. */
+  readonly secrets: NamedEntries;
   /**
-   * Writes the secret unless it exists; returns what is stored, the first writer's data
-   * when several race (replicas starting at once must agree on one key).
+   * Records that are not secret (usage counts, listener leases, sessions, the bootstrap
+   * claim): kept as they are, ConfigMaps in Kubernetes. Which names are which is each
+   * owner's RecordKind (record-kinds.ts).
    */
-  addSecret(team: string, name: string, data: Record<string, string>): Promise<Record<string, string>>;
-  /**
-   * Writes `data` only if the secret still holds `expected` (compared by value), and says
-   * whether it did: a read-modify-write of a secret that other writers may change meanwhile
-   * (a rotation, and the dropping of an expired previous secret) loses no one's write.
-   */
-  swapSecret(team: string, name: string, expected: Record<string, string>, data: Record<string, string>): Promise<boolean>;
-  deleteSecret(team: string, name: string): Promise<void>;
-  /** Secrets whose names start with `prefix`, across all teams. */
-  listSecrets(prefix: string): Promise<StoredSecret[]>;
+  readonly records: NamedEntries;
 }
 
-export interface StoredSecret {
+/** Small maps of strings kept by name per team beside the resources, never in one. */
+export interface NamedEntries {
+  get(team: string, name: string): Promise<Record<string, string> | undefined>;
+  put(team: string, name: string, data: Record<string, string>): Promise<void>;
+  /**
+   * Writes the entry unless it exists; returns what is stored, the first writer's data
+   * when several race (replicas starting at once must agree on one key).
+   */
+  add(team: string, name: string, data: Record<string, string>): Promise<Record<string, string>>;
+  /**
+   * Writes `data` only if the entry still holds `expected` (compared by value), and says
+   * whether it did: a read-modify-write that other writers may race (a rotation, a lease
+   * renewal, the dropping of an expired previous secret) loses no one's write.
+   */
+  swap(team: string, name: string, expected: Record<string, string>, data: Record<string, string>): Promise<boolean>;
+  delete(team: string, name: string): Promise<void>;
+  /** Entries whose names start with `prefix`, across all teams. */
+  list(prefix: string): Promise<StoredEntry[]>;
+}
+
+export interface StoredEntry {
   team: string;
   name: string;
   data: Record<string, string>;
-  /** When the secret was first written (ISO 8601); a later put keeps it. */
+  /** When the entry was first written (ISO 8601); a later put keeps it. */
   createdAt: string;
 }
 

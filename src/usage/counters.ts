@@ -10,7 +10,7 @@
 import { randomBytes } from 'node:crypto';
 import type { Logger } from 'pino';
 import type { Store } from '../store/types';
-import { countsName, countsToSecret, DayCounts } from './records';
+import { countsName, countsToRecord, DayCounts } from './records';
 import { textOf } from '../lib/unknown-values';
 
 interface DayEntry {
@@ -102,7 +102,7 @@ export class UsageCounters {
       if (entry.dirty) {
         entry.dirty = false;
         try {
-          await this.store.putSecret(entry.team, countsName(this.process, entry.day), countsToSecret(this.process, entry.day, entry.counts));
+          await this.store.records.put(entry.team, countsName(this.process, entry.day), countsToRecord(this.process, entry.day, entry.counts));
         } catch (err) {
           entry.dirty = true;
           this.logger.warn({ err: textOf(err), team: entry.team }, 'usage counts not flushed; the next flush tries again');

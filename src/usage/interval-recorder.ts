@@ -10,7 +10,7 @@ import type { EventBus } from '../events/types';
 import type { CloudEvent } from '../resources/cloud-event';
 import type { Store } from '../store/types';
 import { applyEvent, meteredSubject } from './metering';
-import { intervalFromSecret, intervalName, intervalToSecret, swapUntilDone } from './records';
+import { intervalFromRecord, intervalName, intervalToRecord, swapUntilDone } from './records';
 
 export const USAGE_CONSUMER = 'usage';
 
@@ -37,8 +37,8 @@ export class IntervalRecorder {
     const subject = meteredSubject(event);
     if (!subject) return;
     await swapUntilDone(this.store, event.team_id, intervalName(subject.id), (current) => {
-      const next = applyEvent(current && intervalFromSecret(current), subject.metered, subject.id, event);
-      return next && intervalToSecret(next);
+      const next = applyEvent(current && intervalFromRecord(current), subject.metered, subject.id, event);
+      return next && intervalToRecord(next);
     });
     this.logger.debug({ team: event.team_id, resource: subject.id, type: event.type }, 'usage interval recorded');
   }

@@ -1,11 +1,10 @@
 /**
- * The durable usage records, kept as store secrets because the Store offers no other
- * free-form record with create-if-absent and compare-and-swap on both backends (in
- * Kubernetes they are Secrets in the team's namespace; the embedded store seals them at
- * rest). They hold no secret; the secret sweeper leaves them to usage retention
- * (retention.ts), which is why they share one prefix, USAGE_SECRET_PREFIX.
+ * The durable usage records, kept as store records (Store.records: create-if-absent and
+ * compare-and-swap on both backends; in Kubernetes ConfigMaps in the team's namespace).
+ * Usage retention (retention.ts) removes them, which is why they share one prefix,
+ * USAGE_RECORD_PREFIX.
  * - `usage-interval-<resource id>`: a metered resource's segments (metering.ts); written
- *   by the recorder only, with swapSecret.
+ *   by the recorder only, with a swap.
  * - `usage-counts-<process>-<day>`: one service process's request and delivery counts of
  *   one UTC day, per hour. Each process writes only its own (so replicas never contend)
  *   and the report sums them all.
@@ -13,22 +12,28 @@
  * - `usage-notices-<period>`: which thresholds already emitted their event this period.
  */
 import type { Store } from '../store/types';
+import type { RecordKind } from '../store/record-kinds';
 import { sameJson } from '../lib/canonical-json';
 import type { Interval } from './metering';
 
-export const USAGE_SECRET_PREFIX = 'usage-';
-export const INTERVAL_PREFIX = `${USAGE_SECRET_PREFIX}interval-`;
-export const COUNTS_PREFIX = `${USAGE_SECRET_PREFIX}counts-`;
-export const LIMITS_NAME = `${USAGE_SECRET_PREFIX}limits`;
-export const NOTICES_PREFIX = `${USAGE_SECRET_PREFIX}notices-`;
+export const USAGE_RECORD_PREFIX = 'usage-';
+export const INTERVAL_PREFIX = `${USAGE_RECORD_PREFIX}interval-`;
+export const COUNTS_PREFIX = `${USAGE_RECORD_PREFIX}counts-`;
+export const LIMITS_NAME = `${USAGE_RECORD_PREFIX}limits`;
+export const NOTICES_PREFIX = `${USAGE_RECORD_PREFIX}notices-`;
+export const USAGE_RECORDS: RecordKind = {
+  prefix: USAGE_RECORD_PREFIX,
+  sealed: false,
+  keptBy: 'usage/retention.ts removes records past CLOUDPLANE_USAGE_RETENTION_DAYS',
+};
 
 export const intervalName = (resourceId: string) => `${INTERVAL_PREFIX}${resourceId}`;
 
-export function intervalFromSecret(data: Record<string, string>): Interval {
+export function intervalFromRecord(data: Record<string, string>): Interval {
   return { family: data.family, resource_id: data.resource_id, segments: JSON.parse(data.segments), ended: data.ended === 'true' };
 }
 
-export function intervalToSecret(interval: Interval): Record<string, string> {
+export function intervalToRecord(interval: Interval): Record<string, string> {
   return { family: interval.family, resource_id: interval.resource_id, segments: JSON.stringify(interval.segments), ended: String(interval.ended) };
 }
 
@@ -40,16 +45,16 @@ export interface DayCounts {
 
 export const countsName = (process: string, day: string) => `${COUNTS_PREFIX}${process}-${day}`;
 
-export function countsFromSecret(data: Record<string, string>): DayCounts {
+export function countsFromRecord(data: Record<string, string>): DayCounts {
   return { requests: JSON.parse(data.requests ?? '{}'), deliveries: JSON.parse(data.deliveries ?? '{}') };
 }
 
-export function countsToSecret(process: string, day: string, counts: DayCounts): Record<string, string> {
+export function countsToRecord(process: string, day: string, counts: DayCounts): Record<string, string> {
   return { process, day, requests: JSON.stringify(counts.requests), deliveries: JSON.stringify(counts.deliveries) };
 }
 
 /**
- * Reads, changes and writes one secret until no other writer came in between; `change`
+ * Reads, changes and writes one record until no other writer came in between; `change`
  * answers undefined to write nothing.
  */
 export async function swapUntilDone(
@@ -59,13 +64,13 @@ export async function swapUntilDone(
   change: (current: Record<string, string> | undefined) => Record<string, string> | undefined,
 ): Promise<void> {
   for (;;) {
-    const current = await store.getSecret(team, name);
+    const current = await store.records.get(team, name);
     const next = change(current);
     if (next === undefined) return;
     if (current === undefined) {
-      const stored = await store.addSecret(team, name, next);
+      const stored = await store.records.add(team, name, next);
       if (sameJson(stored, next)) return;
-    } else if (await store.swapSecret(team, name, current, next)) {
+    } else if (await store.records.swap(team, name, current, next)) {
       return;
     }
   }

@@ -6,7 +6,7 @@
  */
 import type { Store } from '../store/types';
 import { API_REQUESTS, hoursMetric, hoursWithin, RESOURCE_HOURS, WEBHOOK_DELIVERIES } from './metering';
-import { COUNTS_PREFIX, countsFromSecret, DayCounts, INTERVAL_PREFIX, intervalFromSecret } from './records';
+import { COUNTS_PREFIX, countsFromRecord, DayCounts, INTERVAL_PREFIX, intervalFromRecord } from './records';
 import type { UsageCounters } from './counters';
 
 const HOUR_MS = 3_600_000;
@@ -36,9 +36,9 @@ export async function usageReport(store: Store, counters: UsageCounters, team: s
   const from = since.getTime();
   const to = until.getTime();
   const byPlan = new Map<string, { family: string; plan: string; hours: number; ids: Set<string> }>();
-  for (const secret of await store.listSecrets(INTERVAL_PREFIX)) {
-    if (secret.team !== team) continue;
-    const interval = intervalFromSecret(secret.data);
+  for (const record of await store.records.list(INTERVAL_PREFIX)) {
+    if (record.team !== team) continue;
+    const interval = intervalFromRecord(record.data);
     for (const segment of interval.segments) {
       const hours = hoursWithin(segment, from, to, now);
       if (hours <= 0) continue;
@@ -51,9 +51,9 @@ export async function usageReport(store: Store, counters: UsageCounters, team: s
   }
   const own = counters.own(team);
   const days: DayCounts[] = [...own.values()];
-  for (const secret of await store.listSecrets(COUNTS_PREFIX)) {
-    const superseded = secret.data.process === counters.process && own.has(secret.data.day);
-    if (secret.team === team && !superseded) days.push(countsFromSecret(secret.data));
+  for (const record of await store.records.list(COUNTS_PREFIX)) {
+    const superseded = record.data.process === counters.process && own.has(record.data.day);
+    if (record.team === team && !superseded) days.push(countsFromRecord(record.data));
   }
   const inWindow = (hour: string) => {
     const start = Date.parse(`${hour}:00:00Z`);

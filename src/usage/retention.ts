@@ -5,21 +5,21 @@
  * day's counts once the day is that old, a month's notices once the month is.
  */
 import type { Logger } from 'pino';
-import type { Store, StoredSecret } from '../store/types';
-import { COUNTS_PREFIX, INTERVAL_PREFIX, intervalFromSecret, NOTICES_PREFIX } from './records';
+import type { Store, StoredEntry } from '../store/types';
+import { COUNTS_PREFIX, INTERVAL_PREFIX, intervalFromRecord, NOTICES_PREFIX } from './records';
 import { textOf } from '../lib/unknown-values';
 
 const DAY_MS = 86_400_000;
 
 /** When a record's usage ended, or null while it may still grow. */
-function endOf(secret: StoredSecret): number | null {
-  if (secret.name.startsWith(INTERVAL_PREFIX)) {
-    const interval = intervalFromSecret(secret.data);
+function endOf(record: StoredEntry): number | null {
+  if (record.name.startsWith(INTERVAL_PREFIX)) {
+    const interval = intervalFromRecord(record.data);
     const last = interval.segments[interval.segments.length - 1];
-    return interval.ended ? Date.parse(last?.to ?? secret.createdAt) : null;
+    return interval.ended ? Date.parse(last?.to ?? record.createdAt) : null;
   }
-  if (secret.name.startsWith(COUNTS_PREFIX)) return Date.parse(`${secret.data.day}T00:00:00Z`) + DAY_MS;
-  const month = secret.name.slice(NOTICES_PREFIX.length);
+  if (record.name.startsWith(COUNTS_PREFIX)) return Date.parse(`${record.data.day}T00:00:00Z`) + DAY_MS;
+  const month = record.name.slice(NOTICES_PREFIX.length);
   const start = new Date(`${month}-01T00:00:00Z`);
   return Date.UTC(start.getUTCFullYear(), start.getUTCMonth() + 1, 1);
 }
@@ -54,9 +54,9 @@ export class UsageRetention {
     const { store, retentionMs } = this.deps;
     const cutoff = Date.now() - retentionMs;
     for (const prefix of [INTERVAL_PREFIX, COUNTS_PREFIX, NOTICES_PREFIX]) {
-      for (const secret of await store.listSecrets(prefix)) {
-        const end = endOf(secret);
-        if (end !== null && end < cutoff) await store.deleteSecret(secret.team, secret.name);
+      for (const record of await store.records.list(prefix)) {
+        const end = endOf(record);
+        if (end !== null && end < cutoff) await store.records.delete(record.team, record.name);
       }
     }
   }

@@ -35,12 +35,12 @@ export type UsageLimits = Record<string, MetricLimit>;
 const parseLimits = (text: string): UsageLimits => JSON.parse(text) as UsageLimits;
 
 export async function readLimits(store: Store, team: string): Promise<UsageLimits> {
-  const secret = await store.getSecret(team, LIMITS_NAME);
-  return secret ? parseLimits(secret.limits) : {};
+  const record = await store.records.get(team, LIMITS_NAME);
+  return record ? parseLimits(record.limits) : {};
 }
 
 export async function writeLimits(store: Store, team: string, limits: UsageLimits): Promise<void> {
-  await store.putSecret(team, LIMITS_NAME, { limits: JSON.stringify(limits) });
+  await store.records.put(team, LIMITS_NAME, { limits: JSON.stringify(limits) });
 }
 
 /** The calendar month (UTC) holding `at`: the period thresholds are judged over. */
@@ -68,7 +68,7 @@ export function crossings(limits: UsageLimits, quantities: Record<string, number
   return found;
 }
 
-/** A key of the notices record; Kubernetes allows only `[-._a-zA-Z0-9]` in a Secret's keys (`1e+21` has a `+`). */
+/** A key of the notices record; Kubernetes allows only `[-._a-zA-Z0-9]` in a ConfigMap's keys (`1e+21` has a `+`). */
 const noticeKey = (c: Crossing) => `${c.type === OVERAGE ? 'hard' : 'soft'}.${c.metric}.${String(c.threshold).replace(/[^-._a-zA-Z0-9]/g, '_')}`;
 
 export class ThresholdWatch {
@@ -101,16 +101,16 @@ export class ThresholdWatch {
     const { store } = this.deps;
     const now = new Date();
     const period = periodOf(now);
-    for (const secret of await store.listSecrets(LIMITS_NAME)) {
-      if (secret.name !== LIMITS_NAME) continue;
-      const limits = parseLimits(secret.data.limits);
+    for (const record of await store.records.list(LIMITS_NAME)) {
+      if (record.name !== LIMITS_NAME) continue;
+      const limits = parseLimits(record.data.limits);
       if (Object.keys(limits).length === 0) continue;
-      const report = await usageReport(store, this.deps.counters, secret.team, period.start, now, now.getTime());
+      const report = await usageReport(store, this.deps.counters, record.team, period.start, now, now.getTime());
       const found = crossings(limits, metricQuantities(report));
       if (found.length === 0) continue;
       const noticesName = `${NOTICES_PREFIX}${period.name}`;
-      const notices = (await store.getSecret(secret.team, noticesName)) ?? {};
-      for (const crossing of found.filter((c) => !notices[noticeKey(c)])) await this.emit(secret.team, period, noticesName, crossing, now);
+      const notices = (await store.records.get(record.team, noticesName)) ?? {};
+      for (const crossing of found.filter((c) => !notices[noticeKey(c)])) await this.emit(record.team, period, noticesName, crossing, now);
     }
   }
 

@@ -88,11 +88,11 @@ describe('unknown keys', () => {
     t = await startTestService({ CLOUDPLANE_RATE_LIMIT_PER_MINUTE: '100000' });
     // Count the real store's scans of its secrets for one key, the work an unknown key
     // costs (the leader's secret sweep scans them too, by family: those are not counted).
-    const store = t.service.ctx.store;
-    const listSecrets = store.listSecrets.bind(store);
-    store.listSecrets = (prefix: string) => {
+    const { secrets } = t.service.ctx.store;
+    const list = secrets.list.bind(secrets);
+    secrets.list = (prefix: string) => {
       if (/^apikey-[0-9a-f]+$/.test(prefix)) secretScans++;
-      return listSecrets(prefix);
+      return list(prefix);
     };
   });
   afterAll(async () => t.stop());

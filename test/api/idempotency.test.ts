@@ -12,7 +12,7 @@ import { eventually, startTestService, tempDataDir, TestService, waitForStatus }
 import { clusterEnv, clusterMode } from '../helpers/cluster';
 import { startChildService, ChildService } from '../helpers/child-service';
 import { findInFiles, filesUnder } from '../helpers/secret-scan';
-import { IDEMPOTENCY_SECRET_PREFIX } from '../../src/api/plugins/idempotency';
+import { IDEMPOTENCY_RECORD_PREFIX } from '../../src/api/plugins/idempotency';
 import fs from 'node:fs';
 
 jest.setTimeout(120_000);
@@ -219,7 +219,7 @@ describe('Idempotency-Key records expire', () => {
     const key = randomUUID();
     const first = t.api('POST', path, { content: 'still there?' }, withKey(key));
     await eventually(async () => llm.held() > 0);
-    const records = await t.service.ctx.store.listSecrets(IDEMPOTENCY_SECRET_PREFIX);
+    const records = await t.service.ctx.store.secrets.list(IDEMPOTENCY_RECORD_PREFIX);
     const expiry = Math.max(...records.map((r) => Date.parse(r.data.expires_at)));
     await eventually(async () => Date.now() > expiry + 1_500, 10_000, 100);
     const busy = await t.api('POST', path, { content: 'still there?' }, withKey(key));
@@ -235,7 +235,7 @@ describe('Idempotency-Key records expire', () => {
     const body = { ...LB, name: 'idem-expiry' };
     const first = await t.api('POST', '/api/v1/load-balancers', body, withKey(key));
     expect(first.status).toBe(201);
-    const records = () => t.service.ctx.store.listSecrets(IDEMPOTENCY_SECRET_PREFIX);
+    const records = () => t.service.ctx.store.secrets.list(IDEMPOTENCY_RECORD_PREFIX);
     expect((await records()).length).toBeGreaterThan(0);
     await eventually(async () => (await records()).length === 0, 30_000, 200);
     const later = await t.api('POST', '/api/v1/load-balancers', body, withKey(key));

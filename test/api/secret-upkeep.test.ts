@@ -10,7 +10,7 @@ import { startTestService, TestService, eventually, request } from '../helpers/s
 import { startReceiver, Receiver } from '../helpers/receiver';
 import { dropExpiredPrevious, rotateSecret } from '../../src/webhooks/secrets';
 import { webhookSecretName } from '../../src/resources/webhook';
-import { SECRET_OWNERSHIP, SECRETS_KEPT_ELSEWHERE } from '../../src/secret-upkeep';
+import { RECORD_KINDS } from '../../src/record-upkeep';
 import { newId } from '../../src/lib/ids';
 
 jest.setTimeout(120_000);
@@ -42,7 +42,7 @@ describe('secrets of the running service', () => {
     expect(res.status).toBe(201);
     return res.body.data as { id: string; secret: string };
   };
-  const stored = (id: string) => t.service.ctx.store.getSecret(t.teamId, webhookSecretName(id));
+  const stored = (id: string) => t.service.ctx.store.secrets.get(t.teamId, webhookSecretName(id));
 
   it('drops the previous secret once its overlap has ended, and signs with the current one alone', async () => {
     const hook = await subscribe();
@@ -55,7 +55,7 @@ describe('secrets of the running service', () => {
       return data?.previous === '' ? data : null;
     }, 30_000);
     expect(dropped).toEqual({ current: fresh, previous: '', previous_expires_at: '' });
-    expect(JSON.stringify(await t.service.ctx.store.listSecrets(''))).not.toContain(hook.secret);
+    expect(JSON.stringify(await t.service.ctx.store.secrets.list(''))).not.toContain(hook.secret);
 
     const bucket = await t.api('POST', '/api/v1/object-storage', { name: 'after-the-overlap', region: 'fra1' });
     expect(bucket.status).toBe(201);
@@ -79,7 +79,7 @@ describe('secrets of the running service', () => {
   it('gives way to a rotation made after it looked: the drop of an expired previous secret is a swap', async () => {
     const hook = await subscribe();
     await rotateSecret(t.service.ctx.store, t.teamId, hook.id, 3_600_000);
-    const [looked] = await t.service.ctx.store.listSecrets(webhookSecretName(hook.id));
+    const [looked] = await t.service.ctx.store.secrets.list(webhookSecretName(hook.id));
     const newest = await rotateSecret(t.service.ctx.store, t.teamId, hook.id, 3_600_000);
     // The drop sees what it listed as expired (placed two hours on), but the secret has changed since.
     expect(await dropExpiredPrevious(t.service.ctx.store, looked, Date.now() + 7_200_000)).toBe(false);
@@ -92,52 +92,58 @@ describe('secrets of the running service', () => {
     const given = `psk-${randomBytes(12).toString('hex')}`;
     const withKey = (await t.api('POST', '/api/v1/vpn-gateways', { ...VPN, name: 'owned-given', pre_shared_key: given })).body.data;
     const generated = (await t.api('POST', '/api/v1/vpn-gateways', { ...VPN, name: 'owned-generated' })).body.data;
-    const generatedKey = (await store.getSecret(team, `vpn-psk-${generated.id}`))!.value;
+    const generatedKey = (await store.secrets.get(team, `vpn-psk-${generated.id}`))!.value;
     const hook = await subscribe();
     const apiKey = (await t.api('POST', '/api/v1/settings/api-keys', { name: 'owned' })).body.data;
 
     // What crashes leave: a create's secret without its resource, a delete or a revocation
     // whose secret was not removed yet.
     const orphans = [`vpn-psk-${newId('vpn')}`, webhookSecretName(newId('wh'))];
-    await store.putSecret(team, orphans[0], { value: 'orphaned-psk-0123456789' });
-    await store.putSecret(team, orphans[1], { current: 'whsec_orphaned', previous: '', previous_expires_at: '' });
+    await store.secrets.put(team, orphans[0], { value: 'orphaned-psk-0123456789' });
+    await store.secrets.put(team, orphans[1], { current: 'whsec_orphaned', previous: '', previous_expires_at: '' });
     const deletedHook = await subscribe();
     expect((await t.api('DELETE', `/api/v1/webhooks/${deletedHook.id}`)).status).toBe(200);
-    await store.putSecret(team, webhookSecretName(deletedHook.id), { current: deletedHook.secret, previous: '', previous_expires_at: '' });
+    await store.secrets.put(team, webhookSecretName(deletedHook.id), { current: deletedHook.secret, previous: '', previous_expires_at: '' });
     const revoked = (await t.api('POST', '/api/v1/settings/api-keys', { name: 'revoked' })).body.data;
     expect((await t.api('DELETE', `/api/v1/settings/api-keys/${revoked.id}`)).status).toBe(204);
     const revokedHash = createHash('sha256').update(revoked.key).digest('hex');
-    await store.putSecret(team, `apikey-${revokedHash.slice(0, 40)}`, { hash: revokedHash, key_id: revoked.id });
+    await store.secrets.put(team, `apikey-${revokedHash.slice(0, 40)}`, { hash: revokedHash, key_id: revoked.id });
     orphans.push(webhookSecretName(deletedHook.id), `apikey-${revokedHash.slice(0, 40)}`);
     const owned = [`vpn-psk-${withKey.id}`, `vpn-psk-${generated.id}`, webhookSecretName(hook.id)];
 
     await eventually(async () => {
-      const names = (await store.listSecrets('')).map((secret) => secret.name);
+      const names = (await store.secrets.list('')).map((secret) => secret.name);
       return orphans.every((name) => !names.includes(name)) && owned.every((name) => names.includes(name));
     }, 30_000);
-    expect((await store.getSecret(team, `vpn-psk-${withKey.id}`))!.value).toBe(given);
-    expect((await store.getSecret(team, `vpn-psk-${generated.id}`))!.value).toBe(generatedKey);
+    expect((await store.secrets.get(team, `vpn-psk-${withKey.id}`))!.value).toBe(given);
+    expect((await store.secrets.get(team, `vpn-psk-${generated.id}`))!.value).toBe(generatedKey);
     expect((await stored(hook.id))!.current).toBe(hook.secret);
     expect((await t.api('GET', '/api/v1/settings/profile', undefined, { key: apiKey.key })).status).toBe(200);
     expect((await t.api('GET', '/api/v1/vpn-gateways?limit=1')).status).toBe(200);
-    expect(await store.getSecret('__system', 'cursor-signing-key')).toBeDefined();
+    expect(await store.secrets.get('__system', 'cursor-signing-key')).toBeDefined();
   });
 
-  it("has a sweep rule, or an upkeep of its own, for every secret the service keeps but the system's", async () => {
+  it('keeps as a secret only what is secret, and has a kind, with its owner, expiry or upkeep, for every entry', async () => {
     // A console session and an Idempotency-Key record, which no resource owns.
     expect((await request(t.url, 'POST', '/auth/session', undefined, { key: t.key })).status).toBe(201);
     expect((await t.api('POST', '/api/v1/agent/threads', {}, { headers: { 'idempotency-key': 'upkeep-1' } })).status).toBe(201);
-    const secrets = await eventually(async () => {
-      const all = await t.service.ctx.store.listSecrets('');
+    const { store } = t.service.ctx;
+    const records = await eventually(async () => {
+      const all = await store.records.list('');
       return all.some((s) => s.name.startsWith('usage-')) && all;
     }, 30_000);
-    expect(secrets.map((s) => s.name)).toEqual(
-      expect.arrayContaining(
-        [/^vpn-psk-/, /^webhook-secret-/, /^apikey-/, /^session-/, /^idempotency-/, /^usage-/].map((pattern) => expect.stringMatching(pattern)),
-      ),
-    );
-    const rules = [...SECRET_OWNERSHIP, ...SECRETS_KEPT_ELSEWHERE];
-    const unruled = secrets.filter((s) => s.team !== '__system' && !rules.some((rule) => s.name.startsWith(rule.prefix)));
-    expect(unruled.map((s) => s.name)).toEqual([]);
+    const secrets = await store.secrets.list('');
+    const namesOf = (entries: Array<{ team: string; name: string }>) => entries.filter((s) => s.team !== '__system').map((s) => s.name);
+    const matching = (patterns: RegExp[]) => expect.arrayContaining(patterns.map((pattern) => expect.stringMatching(pattern)));
+    expect(namesOf(secrets)).toEqual(matching([/^vpn-psk-/, /^webhook-secret-/, /^apikey-/, /^idempotency-/]));
+    expect(namesOf(records)).toEqual(matching([/^session-/, /^usage-/]));
+    // Usage counts and sessions are not secrets; none of them is kept as one.
+    expect(namesOf(secrets).filter((name) => /^(session|usage|webhook-listener)-/.test(name))).toEqual([]);
+    expect(await store.records.get('__system', 'bootstrap-team')).toBeDefined();
+
+    const kindOf = (name: string, sealed: boolean) => RECORD_KINDS.find((kind) => kind.sealed === sealed && name.startsWith(kind.prefix));
+    const unkinded = [...namesOf(secrets).filter((name) => !kindOf(name, true)), ...namesOf(records).filter((name) => !kindOf(name, false))];
+    expect(unkinded).toEqual([]);
+    for (const kind of RECORD_KINDS) expect([kind.prefix, Boolean(kind.owner ?? kind.expired ?? kind.keptBy)]).toEqual([kind.prefix, true]);
   });
 });

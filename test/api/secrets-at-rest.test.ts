@@ -75,7 +75,7 @@ describe.each(variants)('no secret at rest, in the log or in events (%s)', (_var
       const generated = await api('POST', '/api/v1/vpn-gateways', { ...VPN, name: 'generated' });
       expect([withKey.status, generated.status]).toEqual([201, 201]);
       someId = withKey.body.data.id;
-      const generatedKey = (await service.ctx.store.getSecret(team, `vpn-psk-${generated.body.data.id}`))!.value;
+      const generatedKey = (await service.ctx.store.secrets.get(team, `vpn-psk-${generated.body.data.id}`))!.value;
       expect(generatedKey).toMatch(/^[A-Za-z0-9]{40}$/);
       needles.push({ label: 'given pre-shared key', value: given }, { label: 'generated pre-shared key', value: generatedKey });
 

@@ -180,10 +180,10 @@ describe('sessions from an API key', () => {
   it('writes the last use to the store at most once a minute, not on every request', async () => {
     const s = await signIn(r, r.key);
     tokens.push(s.token);
-    const [secret] = (await r.service.ctx.store.listSecrets('session-')).filter((x) => x.data.hash === createHash('sha256').update(s.token).digest('hex'));
-    const before = secret.data.last_seen_at;
+    const [record] = (await r.service.ctx.store.records.list('session-')).filter((x) => x.data.hash === createHash('sha256').update(s.token).digest('hex'));
+    const before = record.data.last_seen_at;
     for (let i = 0; i < 5; i++) expect((await withCookie(r, s, 'GET', LBS)).status).toBe(200);
-    const after = await r.service.ctx.store.getSecret(secret.team, secret.name);
+    const after = await r.service.ctx.store.records.get(record.team, record.name);
     // Unless a minute passed (a stalled machine), the record is as sign-in wrote it.
     if (Date.now() - Date.parse(before) < 60_000) expect(after!.last_seen_at).toBe(before);
     expect(after).not.toHaveProperty('token');
@@ -295,7 +295,7 @@ describe('session expiry', () => {
   it('removes expired sessions from the store', async () => {
     const s = await signIn(r, r.key);
     const name = `session-`;
-    await eventually(async () => (await r.service.ctx.store.listSecrets(name)).length === 0, 30_000, 500);
+    await eventually(async () => (await r.service.ctx.store.records.list(name)).length === 0, 30_000, 500);
     expect(await r.service.ctx.sessions.authenticate(s.token)).toBeNull();
   });
 });

@@ -290,7 +290,7 @@ describe('usage retention', () => {
     try {
       const rows = async () => (await t.api('GET', '/api/v1/usage')).body.data.resources as Array<{ family: string; quantity: number }>;
       const intervals = async () =>
-        (await t.service.ctx.store.listSecrets('usage-interval-')).filter((s) => s.team === t.teamId).map((s) => s.data.resource_id);
+        (await t.service.ctx.store.records.list('usage-interval-')).filter((s) => s.team === t.teamId).map((s) => s.data.resource_id);
       const id = (await t.api('POST', '/api/v1/load-balancers', { name: 'brief', region: 'fra1' })).body.data.id;
       await waitForStatus(t, `/api/v1/load-balancers/${id}`, 'running');
       // Open for longer than the retention: an open interval is never swept.

@@ -68,10 +68,10 @@ describe('VPN gateways', () => {
 
   it('keeps the pre-shared key in a secret, generates one for IPsec, and rotates it with an update event', async () => {
     const ipsec = (await t.api('POST', '/api/v1/vpn-gateways', valid)).body.data;
-    const secret = await t.service.ctx.store.getSecret(t.teamId, `vpn-psk-${ipsec.id}`);
+    const secret = await t.service.ctx.store.secrets.get(t.teamId, `vpn-psk-${ipsec.id}`);
     expect(secret?.value).toMatch(/^[A-Za-z0-9]{40}$/);
     const wg = (await t.api('POST', '/api/v1/vpn-gateways', { ...valid, name: 'wg', tunnel_type: 'wireguard' })).body.data;
-    expect(await t.service.ctx.store.getSecret(t.teamId, `vpn-psk-${wg.id}`)).toBeUndefined();
+    expect(await t.service.ctx.store.secrets.get(t.teamId, `vpn-psk-${wg.id}`)).toBeUndefined();
     const wgActive = await waitForStatus(t, `/api/v1/vpn-gateways/${wg.id}`, 'active');
     expect(wgActive.public_key).toMatch(/^[A-Za-z0-9+/]{43}=$/);
 
@@ -79,7 +79,7 @@ describe('VPN gateways', () => {
     const rotated = await t.api('PATCH', `/api/v1/vpn-gateways/${ipsec.id}`, { pre_shared_key: 'rotated-key-abcdefgh' });
     expect(rotated.status).toBe(200);
     expect(JSON.stringify(rotated.body)).not.toContain('rotated-key');
-    expect((await t.service.ctx.store.getSecret(t.teamId, `vpn-psk-${ipsec.id}`))?.value).toBe('rotated-key-abcdefgh');
+    expect((await t.service.ctx.store.secrets.get(t.teamId, `vpn-psk-${ipsec.id}`))?.value).toBe('rotated-key-abcdefgh');
     await eventually(async () =>
       (await t.service.ctx.bus.recent(t.teamId, '1970-01-01T00:00:00Z')).some((e) => e.type === 'vpn_gateway.updated' && e.data.id === ipsec.id),
     );

@@ -89,7 +89,7 @@ describe('webhook delivery retention', () => {
     const { store } = t.service.ctx;
     expect(await store.get('WebhookSubscription', t.teamId, hook)).toBeUndefined();
     expect(await store.get('WebhookDelivery', t.teamId, delivery.id)).toBeUndefined();
-    expect(await store.getSecret(t.teamId, webhookSecretName(hook))).toBeUndefined();
+    expect(await store.secrets.get(t.teamId, webhookSecretName(hook))).toBeUndefined();
     expect((await t.api('GET', `/api/v1/webhooks/${hook}/deliveries`)).body.error.code).toBe('webhook_not_found');
   });
 

@@ -58,12 +58,12 @@ it('starts with every object and secret of a collection listed over several page
     const id = newId('lb');
     ids.push(id);
     await writer.create({ meta: { kind: KIND, id, team: TEAM }, spec: spec(`paged-${n}`), status: status('running') });
-    await writer.putSecret(TEAM, `paged-secret-${n}`, { value: `v${n}` });
+    await writer.secrets.put(TEAM, `paged-secret-${n}`, { value: `v${n}` });
   }
 
   const reader = await replica(2);
   expect((await reader.list(KIND, TEAM)).map((o) => o.meta.id).sort()).toEqual([...ids].sort());
-  for (let n = 0; n < 5; n++) expect(await reader.getSecret(TEAM, `paged-secret-${n}`)).toEqual({ value: `v${n}` });
+  for (let n = 0; n < 5; n++) expect(await reader.secrets.get(TEAM, `paged-secret-${n}`)).toEqual({ value: `v${n}` });
 });
 
 it("leaves the API server's field managers as they were when it writes a cached object", async () => {

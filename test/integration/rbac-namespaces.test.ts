@@ -143,19 +143,19 @@ describe('the watches of a team namespace', () => {
     await store.start();
     try {
       const follow = { replace: () => undefined, upsert: () => undefined, remove: () => undefined };
-      // The store follows secrets; two drivers' followers of pods and one more of secrets add one watch a namespace.
+      // The store follows secrets and its records; two drivers' followers of pods and one more of secrets add one watch a namespace.
       const followers = [watches.follow('secrets', follow), watches.follow('pods', follow), watches.follow('pods', follow)];
-      expect(watches.count()).toBe(2);
-      await store.putSecret('team_0watched0namespace0', 'greeting', { hello: 'world' });
+      expect(watches.count()).toBe(3);
+      await store.secrets.put('team_0watched0namespace0', 'greeting', { hello: 'world' });
       expect(watches.namespaces.has('team-0watched0namespace0')).toBe(true);
-      expect(watches.count()).toBe(4);
+      expect(watches.count()).toBe(6);
       await kubeConfig.makeApiClient(CoreV1Api).deleteNamespace({ name: 'team-0watched0namespace0' });
       // No namespace controller here: it stays Terminating, which is gone enough.
-      await eventually(async () => watches.count() === 2, 10_000);
+      await eventually(async () => watches.count() === 3, 10_000);
       expect(watches.namespaces.has('team-0watched0namespace0')).toBe(false);
-      expect(await store.getSecret('team_0watched0namespace0', 'greeting')).toBeUndefined();
+      expect(await store.secrets.get('team_0watched0namespace0', 'greeting')).toBeUndefined();
       for (const f of followers) f.stop();
-      expect(watches.count()).toBe(1);
+      expect(watches.count()).toBe(2);
     } finally {
       await store.stop();
     }

@@ -217,7 +217,9 @@ describe("on a real kube-apiserver, the chart's ServiceAccount", () => {
     // The chart binds the team-namespace rights in the release namespace: the store keeps its own records there.
     expect(can('update', 'servers.cloudplane.dev', '-n', NAMESPACE)).toBe('yes');
     expect(can('patch', 'servers.cloudplane.dev', '-n', NAMESPACE)).toBe('no');
-    expect(can('update', 'configmaps', '-n', NAMESPACE)).toBe('no');
+    // ConfigMaps: the drivers' are applied (patch), the store's records replaced (update); none deleted in bulk.
+    expect(can('update', 'configmaps', '-n', NAMESPACE)).toBe('yes');
+    expect(can('deletecollection', 'configmaps', '-n', NAMESPACE)).toBe('no');
     // Jobs are listed (a CronJob's, by label) but never watched; CronJobs are replaced, never patched.
     expect(can('watch', 'jobs.batch', '-n', NAMESPACE)).toBe('no');
     expect(can('update', 'cronjobs.batch', '-n', NAMESPACE)).toBe('yes');

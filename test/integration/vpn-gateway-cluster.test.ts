@@ -13,7 +13,7 @@ import { AppsV1Api, CoreV1Api, CustomObjectsApi, V1Deployment, V1Secret, V1Servi
 import { loadConfig } from '../../src/config';
 import { createLogger } from '../../src/logger';
 import { startService, RunningService } from '../../src/service';
-import { namespaceOfTeam, objectName, secretObjectName } from '../../src/store/kubernetes/names';
+import { namespaceOfTeam, objectName, entryObjectName } from '../../src/store/kubernetes/names';
 import { CONFIG_KEY, PRIVATE_KEY_KEY, wireguardPublicKey } from '../../src/drivers/kubernetes/vpn-gateway-manifests';
 import type { VpnAgentConfig } from '../../src/vpn-agent/config';
 import { LoadBalancerAddon, startLoadBalancerAddon } from '../helpers/load-balancer-addon';
@@ -206,7 +206,7 @@ describe('cluster mode: VPN gateways as the VPN agent behind a UDP LoadBalancer 
       200,
     );
     // The store's own Secret deleted by hand: the key is nowhere the operator could read it again.
-    await core.deleteNamespacedSecret({ namespace, name: secretObjectName(`vpn-psk-${id}`) });
+    await core.deleteNamespacedSecret({ namespace, name: entryObjectName(`vpn-psk-${id}`) });
     const said = await eventually(
       async () => {
         const gateway = await gatewayOf(id);

@@ -200,7 +200,7 @@ describe('EmbeddedStore', () => {
     await store.requestDeletion('Thing', 'team_a', 'r2');
     await store.create(thing('r3'));
     await store.remove('Thing', 'team_a', 'r3');
-    await store.putSecret('team_a', 'api-key', { hash: 'abc' });
+    await store.secrets.put('team_a', 'api-key', { hash: 'abc' });
 
     // A second store on the same directory, the first never stopped: what a crash leaves.
     const crashed = new EmbeddedStore({ dataDir: dir });
@@ -208,7 +208,7 @@ describe('EmbeddedStore', () => {
     expect(await crashed.get('Thing', 'team_a', 'r1')).toEqual(c);
     expect((await crashed.get('Thing', 'team_a', 'r2'))!.meta.deletionTimestamp).toEqual(expect.any(String));
     expect(await crashed.get('Thing', 'team_a', 'r3')).toBeUndefined();
-    expect(await crashed.getSecret('team_a', 'api-key')).toEqual({ hash: 'abc' });
+    expect(await crashed.secrets.get('team_a', 'api-key')).toEqual({ hash: 'abc' });
     await crashed.stop();
 
     await store.stop();
@@ -340,45 +340,48 @@ describe('EmbeddedStore', () => {
   });
 
   it('keeps secrets apart from resources, per team, across restarts', async () => {
-    await store.putSecret('team_a', 'key_1', { hash: 'h1' });
-    const [{ createdAt }] = await store.listSecrets('key_1');
+    await store.secrets.put('team_a', 'key_1', { hash: 'h1' });
+    const [{ createdAt }] = await store.secrets.list('key_1');
     await new Promise((resolve) => setTimeout(resolve, 5));
-    await store.putSecret('team_b', 'key_2', { hash: 'h2' });
-    await store.putSecret('team_a', 'other', { value: 'v' });
-    await store.putSecret('team_a', 'key_1', { hash: 'h1-rotated' });
-    const copy = (await store.getSecret('team_a', 'key_1'))!;
+    await store.secrets.put('team_b', 'key_2', { hash: 'h2' });
+    await store.secrets.put('team_a', 'other', { value: 'v' });
+    await store.secrets.put('team_a', 'key_1', { hash: 'h1-rotated' });
+    const copy = (await store.secrets.get('team_a', 'key_1'))!;
     copy.hash = 'tampered';
-    expect(await store.getSecret('team_a', 'key_1')).toEqual({ hash: 'h1-rotated' });
-    expect(await store.getSecret('team_b', 'key_1')).toBeUndefined();
+    expect(await store.secrets.get('team_a', 'key_1')).toEqual({ hash: 'h1-rotated' });
+    expect(await store.secrets.get('team_b', 'key_1')).toBeUndefined();
     // A secret's creation time is its first write's, kept by later ones.
-    expect((await store.listSecrets('key_')).sort((x, y) => x.name.localeCompare(y.name))).toEqual([
+    expect((await store.secrets.list('key_')).sort((x, y) => x.name.localeCompare(y.name))).toEqual([
       { team: 'team_a', name: 'key_1', data: { hash: 'h1-rotated' }, createdAt },
       { team: 'team_b', name: 'key_2', data: { hash: 'h2' }, createdAt: expect.stringMatching(/^\d{4}-.*Z$/) },
     ]);
-    expect((await store.listSecrets('key_2'))[0].createdAt > createdAt).toBe(true);
+    expect((await store.secrets.list('key_2'))[0].createdAt > createdAt).toBe(true);
     expect(await store.list('Thing')).toEqual([]);
 
     // Racing writers of one secret: each write lands whole, the last one wins; deletes are idempotent.
-    await Promise.all([store.putSecret('team_a', 'race', { v: '1' }), store.putSecret('team_a', 'race', { v: '2' })]);
-    expect(await store.getSecret('team_a', 'race')).toEqual({ v: '2' });
-    await Promise.all([store.deleteSecret('team_a', 'race'), store.deleteSecret('team_a', 'race')]);
-    expect(await store.getSecret('team_a', 'race')).toBeUndefined();
+    await Promise.all([store.secrets.put('team_a', 'race', { v: '1' }), store.secrets.put('team_a', 'race', { v: '2' })]);
+    expect(await store.secrets.get('team_a', 'race')).toEqual({ v: '2' });
+    await Promise.all([store.secrets.delete('team_a', 'race'), store.secrets.delete('team_a', 'race')]);
+    expect(await store.secrets.get('team_a', 'race')).toBeUndefined();
 
     // A swap writes only over the data it expects: of two swaps from the same data, one wins.
-    await store.putSecret('team_a', 'swap', { v: '1' });
-    const swaps = await Promise.all([store.swapSecret('team_a', 'swap', { v: '1' }, { v: '2' }), store.swapSecret('team_a', 'swap', { v: '1' }, { v: '3' })]);
+    await store.secrets.put('team_a', 'swap', { v: '1' });
+    const swaps = await Promise.all([
+      store.secrets.swap('team_a', 'swap', { v: '1' }, { v: '2' }),
+      store.secrets.swap('team_a', 'swap', { v: '1' }, { v: '3' }),
+    ]);
     expect(swaps.filter(Boolean)).toHaveLength(1);
-    expect(await store.getSecret('team_a', 'swap')).toEqual({ v: swaps[0] ? '2' : '3' });
-    expect(await store.swapSecret('team_a', 'never-existed', {}, { v: '1' })).toBe(false);
-    expect(await store.getSecret('team_a', 'never-existed')).toBeUndefined();
-    await store.deleteSecret('team_a', 'swap');
+    expect(await store.secrets.get('team_a', 'swap')).toEqual({ v: swaps[0] ? '2' : '3' });
+    expect(await store.secrets.swap('team_a', 'never-existed', {}, { v: '1' })).toBe(false);
+    expect(await store.secrets.get('team_a', 'never-existed')).toBeUndefined();
+    await store.secrets.delete('team_a', 'swap');
 
-    await store.deleteSecret('team_b', 'key_2');
-    await store.deleteSecret('team_b', 'never-existed');
+    await store.secrets.delete('team_b', 'key_2');
+    await store.secrets.delete('team_b', 'never-existed');
     await store.stop();
     store = await open();
-    expect(await store.getSecret('team_a', 'key_1')).toEqual({ hash: 'h1-rotated' });
-    expect(await store.getSecret('team_b', 'key_2')).toBeUndefined();
-    expect((await store.listSecrets('')).map((s) => s.name).sort()).toEqual(['key_1', 'other']);
+    expect(await store.secrets.get('team_a', 'key_1')).toEqual({ hash: 'h1-rotated' });
+    expect(await store.secrets.get('team_b', 'key_2')).toBeUndefined();
+    expect((await store.secrets.list('')).map((s) => s.name).sort()).toEqual(['key_1', 'other']);
   });
 });

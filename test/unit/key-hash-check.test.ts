@@ -38,18 +38,18 @@ describe('the full hash of an API key', () => {
     const { key } = await issuer.issue('team_a', 'usr_00000000000000000001', 'ci', 'system', { token: TOKEN });
     const hash = hashOf(TOKEN);
     const name = `${SECRET_PREFIX}${hash.slice(0, 40)}`;
-    expect(await store.getSecret('team_a', name)).toEqual({ hash, key_id: key.meta.id });
+    expect(await store.secrets.get('team_a', name)).toEqual({ hash, key_id: key.meta.id });
 
     // The secret under the same name now records another full hash (as a token whose hash
     // shared the first 40 digits would have): the token no longer matches it.
     const other = `${hash.slice(0, 40)}${hash.slice(40).split('').reverse().join('')}`;
     expect(other).not.toBe(hash);
-    await store.putSecret('team_a', name, { hash: other, key_id: key.meta.id });
+    await store.secrets.put('team_a', name, { hash: other, key_id: key.meta.id });
     const fresh = new ApiKeyAuthenticator(store, writer);
     expect(await fresh.authenticate(TOKEN)).toBeNull();
 
     // A secret that does hold the token's full hash is accepted.
-    await store.putSecret('team_a', name, { hash, key_id: key.meta.id });
+    await store.secrets.put('team_a', name, { hash, key_id: key.meta.id });
     const again = new ApiKeyAuthenticator(store, writer);
     expect((await again.authenticate(TOKEN))?.key).toBe(key.meta.id);
   });

@@ -122,8 +122,8 @@ describe('secrets at rest in the embedded store', () => {
     expect(fs.statSync(file).mode & 0o777).toBe(0o600);
     const key = Buffer.from(fs.readFileSync(file, 'utf8').trim(), 'base64');
     expect(key).toHaveLength(32);
-    await store.putSecret('team_a', 'vpn-psk-vpn_1', { value: 'psk-in-the-log-1' });
-    await store.putSecret('team_a', 'vpn-psk-vpn_1', { value: 'psk-in-the-log-2' });
+    await store.secrets.put('team_a', 'vpn-psk-vpn_1', { value: 'psk-in-the-log-1' });
+    await store.secrets.put('team_a', 'vpn-psk-vpn_1', { value: 'psk-in-the-log-2' });
     await close(store);
 
     const needles: Needle[] = [
@@ -136,7 +136,7 @@ describe('secrets at rest in the embedded store', () => {
     // The same key file is used again, and a mode widened by a copy is narrowed again.
     fs.chmodSync(file, 0o644);
     const again = await open();
-    expect(await again.getSecret('team_a', 'vpn-psk-vpn_1')).toEqual({ value: 'psk-in-the-log-2' });
+    expect(await again.secrets.get('team_a', 'vpn-psk-vpn_1')).toEqual({ value: 'psk-in-the-log-2' });
     expect(fs.statSync(file).mode & 0o777).toBe(0o600);
     expect(Buffer.from(fs.readFileSync(file, 'utf8').trim(), 'base64')).toEqual(key);
   });
@@ -144,18 +144,18 @@ describe('secrets at rest in the embedded store', () => {
   it('uses a configured key and makes no key file', async () => {
     const key = newKey();
     const store = await open({ key });
-    await store.putSecret('team_a', 's', { value: 'configured-secret' });
+    await store.secrets.put('team_a', 's', { value: 'configured-secret' });
     await close(store);
     expect(fs.existsSync(path.join(dir, KEY_FILE))).toBe(false);
     expect(secretRecords(dir).map((r) => r.spec.sealed.kid)).toEqual([keyIdOf(key)]);
     const again = await open({ key });
-    expect(await again.getSecret('team_a', 's')).toEqual({ value: 'configured-secret' });
+    expect(await again.secrets.get('team_a', 's')).toEqual({ value: 'configured-secret' });
   });
 
   it('stops start-up with a wrong key, and with a missing key file, never making a new key', async () => {
     const key = newKey();
     const store = await open({ key });
-    await store.putSecret('team_a', 's', { value: 'v' });
+    await store.secrets.put('team_a', 's', { value: 'v' });
     await close(store);
 
     await expect(opened(dir, { key: newKey() })).rejects.toThrow(/encrypted with key [0-9a-f]{16}, which is not the configured key.*CLOUDPLANE_ENCRYPTION_KEY/);
@@ -166,7 +166,7 @@ describe('secrets at rest in the embedded store', () => {
     // The same with a generated key file that went missing.
     const fileDir = tempDir();
     const generated = await opened(fileDir);
-    await generated.putSecret('team_a', 's', { value: 'v' });
+    await generated.secrets.put('team_a', 's', { value: 'v' });
     await generated.stop();
     fs.rmSync(path.join(fileDir, KEY_FILE));
     await expect(opened(fileDir)).rejects.toThrow(/holds encrypted secrets/);
@@ -175,14 +175,14 @@ describe('secrets at rest in the embedded store', () => {
 
     // The right key still opens it: nothing was changed by the refused starts.
     const right = await open({ key });
-    expect(await right.getSecret('team_a', 's')).toEqual({ value: 'v' });
+    expect(await right.secrets.get('team_a', 's')).toEqual({ value: 'v' });
   });
 
   it('refuses a sealed record moved onto another secret', async () => {
     const key = newKey();
     const store = await open({ key });
-    await store.putSecret('team_a', 'vpn-psk-vpn_1', { value: 'first' });
-    await store.putSecret('team_a', 'vpn-psk-vpn_2', { value: 'second' });
+    await store.secrets.put('team_a', 'vpn-psk-vpn_1', { value: 'first' });
+    await store.secrets.put('team_a', 'vpn-psk-vpn_2', { value: 'second' });
     await close(store);
     const log = path.join(dir, 'store.log');
     const records = fs
@@ -226,55 +226,55 @@ describe('secrets at rest in the embedded store', () => {
 
     const store = await open();
     expect(findInFiles(dir, plain)).toEqual([]);
-    expect(await store.getSecret('team_a', 'vpn-psk-vpn_1')).toEqual({ value: 'plain-psk-in-snapshot' });
-    expect(await store.getSecret('__system', 'cursor-signing-key')).toEqual({ key: 'plain-cursor-key-base64' });
-    expect(await store.getSecret('team_a', 'webhook-secret-wh_1')).toEqual({
+    expect(await store.secrets.get('team_a', 'vpn-psk-vpn_1')).toEqual({ value: 'plain-psk-in-snapshot' });
+    expect(await store.secrets.get('__system', 'cursor-signing-key')).toEqual({ key: 'plain-cursor-key-base64' });
+    expect(await store.secrets.get('team_a', 'webhook-secret-wh_1')).toEqual({
       current: 'whsec_plain-rotated',
       previous: 'whsec_plain-current',
       previous_expires_at: '1',
     });
-    expect(await store.getSecret('team_b', 'vpn-psk-vpn_2')).toBeUndefined();
+    expect(await store.secrets.get('team_b', 'vpn-psk-vpn_2')).toBeUndefined();
     // Creation times survive the re-sealing.
-    expect((await store.listSecrets('vpn-psk-vpn_1'))[0].createdAt).toBe(WRITTEN_AT);
+    expect((await store.secrets.list('vpn-psk-vpn_1'))[0].createdAt).toBe(WRITTEN_AT);
     expect(fs.statSync(path.join(dir, KEY_FILE)).mode & 0o777).toBe(0o600);
     const kid = keyIdOf(Buffer.from(fs.readFileSync(path.join(dir, KEY_FILE), 'utf8').trim(), 'base64'));
     expect(secretRecords(dir).every((r) => r.spec.sealed?.kid === kid)).toBe(true);
     await close(store);
     const again = await open();
-    expect(await again.getSecret('team_a', 'vpn-psk-vpn_1')).toEqual({ value: 'plain-psk-in-snapshot' });
+    expect(await again.secrets.get('team_a', 'vpn-psk-vpn_1')).toEqual({ value: 'plain-psk-in-snapshot' });
   });
 
   it('rotates the key: a previous key opens, everything is sealed again under the new key, and the old key then opens nothing', async () => {
     const oldKey = newKey();
     const store = await open({ key: oldKey });
-    await store.putSecret('team_a', 'a', { value: 'secret-a' });
-    await store.putSecret('team_b', 'b', { value: 'secret-b' });
-    await store.deleteSecret('team_b', 'b');
-    await store.putSecret('team_b', 'c', { value: 'secret-c' });
+    await store.secrets.put('team_a', 'a', { value: 'secret-a' });
+    await store.secrets.put('team_b', 'b', { value: 'secret-b' });
+    await store.secrets.delete('team_b', 'b');
+    await store.secrets.put('team_b', 'c', { value: 'secret-c' });
     await close(store);
 
     const newer = newKey();
     const rotating = await open({ key: newer, previousKeys: [oldKey] });
-    expect(await rotating.getSecret('team_a', 'a')).toEqual({ value: 'secret-a' });
+    expect(await rotating.secrets.get('team_a', 'a')).toEqual({ value: 'secret-a' });
     expect(secretRecords(dir).map((r) => r.spec.sealed.kid)).toEqual([keyIdOf(newer), keyIdOf(newer)]);
     await close(rotating);
 
     const rotated = await open({ key: newer });
-    expect((await rotated.listSecrets('')).map((s) => s.data.value).sort()).toEqual(['secret-a', 'secret-c']);
+    expect((await rotated.secrets.list('')).map((s) => s.data.value).sort()).toEqual(['secret-a', 'secret-c']);
     await close(rotated);
     await expect(opened(dir, { key: oldKey })).rejects.toThrow(/not the configured key nor a previous one/);
   });
 
   it('rotates from a generated key file to a new one', async () => {
     const first = await open();
-    await first.putSecret('team_a', 'a', { value: 'secret-a' });
+    await first.secrets.put('team_a', 'a', { value: 'secret-a' });
     await close(first);
     const file = path.join(dir, KEY_FILE);
     const oldKey = Buffer.from(fs.readFileSync(file, 'utf8').trim(), 'base64');
     // The operator moves the key file aside; the next start makes a new one, reading with the old.
     fs.renameSync(file, path.join(dir, 'old.key'));
     const rotating = await open({ previousKeys: [oldKey] });
-    expect(await rotating.getSecret('team_a', 'a')).toEqual({ value: 'secret-a' });
+    expect(await rotating.secrets.get('team_a', 'a')).toEqual({ value: 'secret-a' });
     const newKeyId = keyIdOf(Buffer.from(fs.readFileSync(file, 'utf8').trim(), 'base64'));
     expect(newKeyId).not.toBe(keyIdOf(oldKey));
     expect(secretRecords(dir).map((r) => r.spec.sealed.kid)).toEqual([newKeyId]);

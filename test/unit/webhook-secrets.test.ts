@@ -49,7 +49,7 @@ describe('a rotated-away webhook secret', () => {
     const first = await createSecret(store, 'team_a', 'wh_1');
     const second = await rotateSecret(store, 'team_a', 'wh_1', 60_000, now);
     expect(await signingSecrets(store, 'team_a', 'wh_1', now + 59_999)).toEqual([second, first]);
-    const [listed] = await store.listSecrets(webhookSecretName('wh_1'));
+    const [listed] = await store.secrets.list(webhookSecretName('wh_1'));
 
     // Not before the overlap ends.
     expect(await dropExpiredPrevious(store, listed, now + 59_999)).toBe(false);
@@ -60,9 +60,9 @@ describe('a rotated-away webhook secret', () => {
     await store.start();
     expect(await signingSecrets(store, 'team_a', 'wh_1', now + 60_000)).toEqual([second]);
     expect(await dropExpiredPrevious(store, listed, now + 60_000)).toBe(true);
-    expect(await store.getSecret('team_a', webhookSecretName('wh_1'))).toEqual({ current: second, previous: '', previous_expires_at: '' });
+    expect(await store.secrets.get('team_a', webhookSecretName('wh_1'))).toEqual({ current: second, previous: '', previous_expires_at: '' });
     // Once dropped, there is nothing more to drop.
-    const [after] = await store.listSecrets(webhookSecretName('wh_1'));
+    const [after] = await store.secrets.list(webhookSecretName('wh_1'));
     expect(await dropExpiredPrevious(store, after, now + 120_000)).toBe(false);
     await store.stop(); // waits for the compaction the drop set off
 

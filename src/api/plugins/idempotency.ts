@@ -8,9 +8,9 @@
  * The record is a store secret, because an answer can hold a secret (a new API key, a
  * webhook's signing secret): the embedded store seals secrets at rest, the Kubernetes store
  * keeps them in Secrets. It is named after a hash of (team, caller, key), so two callers
- * never share a key, and claimed with addSecret (create-if-absent): of replicas racing on
+ * never share a key, and claimed with secrets.add (create-if-absent): of replicas racing on
  * one key exactly one wins. A claim is a lease the holder renews while it works; a claim
- * whose holder crashed lapses, and a retry takes it over with swapSecret.
+ * whose holder crashed lapses, and a retry takes it over with secrets.swap.
  */
 import { createHash, randomUUID } from 'node:crypto';
 import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
@@ -19,14 +19,15 @@ import { canonicalJson } from '../../lib/canonical-json';
 import { fieldInvalid, idempotencyKeyReused, resourceBusy } from '../../lib/errors';
 import type { IdempotencyConfig } from '../../config';
 import type { Store } from '../../store/types';
+import type { RecordKind } from '../../store/record-kinds';
 import type { ApiContext } from '../context';
 import { routeConfigOf } from '../route-config';
 import { recordAt, textOf } from '../../lib/unknown-values';
 
 export const IDEMPOTENCY_HEADER = 'idempotency-key';
 export const REPLAYED_HEADER = 'idempotent-replayed';
-/** Names of the records; the secret sweep deletes expired ones (controllers/secret-sweeper.ts). */
-export const IDEMPOTENCY_SECRET_PREFIX = 'idempotency-';
+/** Names of the records; the sweep deletes expired ones (IDEMPOTENCY_RECORDS). */
+export const IDEMPOTENCY_RECORD_PREFIX = 'idempotency-';
 const MAX_KEY_LENGTH = 255;
 const PRINTABLE_ASCII = /^[\x20-\x7e]+$/;
 /** The headers of an answer a client relies on; the rest (X-Request-Id, rate-limit counters) belong to each request. */
@@ -80,7 +81,7 @@ class Claim {
       .then(async () => {
         if (this.settled) return;
         const next = { ...this.current, lease_until: new Date(Date.now() + this.config.leaseMs).toISOString() };
-        if (await this.store.swapSecret(this.team, this.name, this.current, next)) this.current = next;
+        if (await this.store.secrets.swap(this.team, this.name, this.current, next)) this.current = next;
       })
       .catch(() => undefined);
   }
@@ -91,7 +92,7 @@ class Claim {
     if (this.timer) clearInterval(this.timer);
     this.timer = null;
     await this.renewing;
-    return this.store.swapSecret(this.team, this.name, this.current, next);
+    return this.store.secrets.swap(this.team, this.name, this.current, next);
   }
 
   released(): IdempotencyRecord {
@@ -115,7 +116,7 @@ const claims = new WeakMap<FastifyRequest, Claim>();
 
 /** The record's name: a hash, so neither the caller nor the key can be read off it, and short enough for a Secret name. */
 export function idempotencySecretName(team: string, caller: string, key: string): string {
-  return IDEMPOTENCY_SECRET_PREFIX + createHash('sha256').update(`${team}\0${caller}\0${key}`).digest('hex').slice(0, 48);
+  return IDEMPOTENCY_RECORD_PREFIX + createHash('sha256').update(`${team}\0${caller}\0${key}`).digest('hex').slice(0, 48);
 }
 
 function fingerprintOf(request: FastifyRequest): string {
@@ -148,6 +149,18 @@ export function lapsed(record: Record<string, string>, now: number): boolean {
   return record.state === 'released' || isPast(record.expires_at, now);
 }
 
+/**
+ * Sealed: a record keeps the answer to replay, and an answer may carry what is shown once
+ * (a new API key, a subscription's signing secret). One past its expiry only takes room,
+ * unless a request still running holds it by its lease; a retry that takes it over between
+ * the sweep's list and its delete loses its record, and with it only the replay of its answer.
+ */
+export const IDEMPOTENCY_RECORDS: RecordKind = {
+  prefix: IDEMPOTENCY_RECORD_PREFIX,
+  sealed: true,
+  expired: (record, now) => Date.parse(record.data.expires_at ?? '') <= now && lapsed(record.data, now),
+};
+
 type Outcome = { kind: 'claimed'; claim: Claim } | { kind: 'replay'; record: Done };
 
 /** A finished key's record: Claim.done writes the answer's fields with the state. */
@@ -166,10 +179,10 @@ async function claimKey(ctx: ApiContext, team: string, name: string, fingerprint
       expires_at: new Date(now + config.ttlMs).toISOString(),
       lease_until: new Date(now + config.leaseMs).toISOString(),
     };
-    const stored = await store.addSecret(team, name, mine);
+    const stored = await store.secrets.add(team, name, mine);
     if (stored.claim === mine.claim) return { kind: 'claimed', claim: new Claim(store, team, name, mine, config) };
     if (lapsed(stored, now)) {
-      if (await store.swapSecret(team, name, stored, mine)) return { kind: 'claimed', claim: new Claim(store, team, name, mine, config) };
+      if (await store.secrets.swap(team, name, stored, mine)) return { kind: 'claimed', claim: new Claim(store, team, name, mine, config) };
       continue;
     }
     if (stored.fingerprint !== fingerprint) throw idempotencyKeyReused();

@@ -91,13 +91,13 @@ function splitSecret(family: AnyFamily, body: Record<string, unknown>): { body: 
 async function rotateSecret(ctx: ApiContext, family: AnyFamily, team: string, id: string, value: string, update: SpecUpdate): Promise<Resource> {
   const secret = family.secret!;
   const name = secret.secretName(id);
-  const previous = await ctx.store.getSecret(team, name);
-  await ctx.store.putSecret(team, name, { value });
+  const previous = await ctx.store.secrets.get(team, name);
+  await ctx.store.secrets.put(team, name, { value });
   try {
     return await update((current) => ({ [secret.versionField]: Number(fieldOf(current.spec, secret.versionField) ?? 0) + 1 }));
   } catch (err) {
-    if (previous) await ctx.store.putSecret(team, name, previous);
-    else await ctx.store.deleteSecret(team, name);
+    if (previous) await ctx.store.secrets.put(team, name, previous);
+    else await ctx.store.secrets.delete(team, name);
     throw err;
   }
 }

@@ -105,6 +105,10 @@ export function kubernetesApiCalls(plurals: string[]): ApiCall[] {
       verbs: ['get', 'create', 'update', 'patch', 'delete'],
       scope: 'team-namespaces',
     },
+    // The store's records that are not secret (usage counts, leases, sessions): ConfigMaps labelled as the store's, watched in each team namespace.
+    { entry: 'store: records, watched', group: '', resources: ['configmaps'], verbs: ['list', 'watch'], scope: 'team-namespaces' },
+    // Created, replaced with a precondition, deleted; read after a conflict.
+    { entry: 'store: records, written', group: '', resources: ['configmaps'], verbs: ['get', 'create', 'update', 'delete'], scope: 'team-namespaces' },
     // Leader election (src/controllers/leader-election.ts): one Lease, read, created once, renewed and handed over by replace.
     { entry: 'leader election: the Lease', group: 'coordination.k8s.io', resources: ['leases'], verbs: ['get', 'create', 'update'], scope: 'system-namespace' },
     // Servers' Pods (src/drivers/kubernetes/server-pods.ts) and, watched, every Pod the drivers made.

@@ -14,6 +14,10 @@ export const CREATED_AT_ANNOTATION = `${GROUP}/created-at`;
 export const UPDATED_AT_ANNOTATION = `${GROUP}/updated-at`;
 export const FINALIZER = `${GROUP}/finalizer`;
 export const SECRET_NAME_ANNOTATION = `${GROUP}/secret-name`;
+/** On the ConfigMap of a store record: the record's name in the store. */
+export const RECORD_NAME_ANNOTATION = `${GROUP}/record-name`;
+/** `"true"` on the store's record ConfigMaps, which the store watches (and no driver's). */
+export const STORE_RECORD_LABEL = `${GROUP}/store-record`;
 /** `"true"` on a custom resource stops its reconciliation until removed (docs/kubernetes.md). */
 export const PAUSED_ANNOTATION = `${GROUP}/paused`;
 /**
@@ -45,8 +49,8 @@ export function teamOfNamespace(namespace: string, systemNamespace: string): str
 
 export const objectName = objectNameForId;
 
-/** A Secret name from a store secret name: DNS-safe, with the original kept in an annotation. */
-export function secretObjectName(name: string): string {
+/** An object name from a store entry's name: DNS-safe, with the original kept in an annotation. */
+export function entryObjectName(name: string): string {
   return name
     .toLowerCase()
     .replace(/[^a-z0-9.-]/g, '-')

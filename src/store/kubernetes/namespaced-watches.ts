@@ -12,7 +12,7 @@ import { AppsV1Api, CoreV1Api, KubeConfig, Watch } from '@kubernetes/client-node
 import type { Logger } from 'pino';
 import { CollectionWatcher, KubeObject } from './watcher';
 import { listInPages, ListPage } from './paged-list';
-import { MANAGED_BY } from './names';
+import { MANAGED_BY, STORE_RECORD_LABEL } from './names';
 import { TeamNamespaces } from './team-namespaces';
 
 type ListQuery = { namespace: string; labelSelector: string; limit: number; _continue?: string };
@@ -20,6 +20,7 @@ type ListQuery = { namespace: string; labelSelector: string; limit: number; _con
 /**
  * The collections followed, each with its path in a namespace and its list (a typed client's).
  * API call: store and drivers: secrets, watched
+ * API call: store: records, watched
  * API call: drivers: Pods, watched
  * API call: drivers: applied objects, watched
  * API call: drivers: Deployments, watched
@@ -28,6 +29,12 @@ const COLLECTIONS = {
   secrets: {
     path: (ns: string) => `/api/v1/namespaces/${ns}/secrets`,
     list: (kc: KubeConfig, q: ListQuery) => kc.makeApiClient(CoreV1Api).listNamespacedSecret(q),
+  },
+  // The store's records alone (store/kubernetes/entry-objects.ts), not the drivers' ConfigMaps.
+  storeRecords: {
+    path: (ns: string) => `/api/v1/namespaces/${ns}/configmaps`,
+    list: (kc: KubeConfig, q: ListQuery) => kc.makeApiClient(CoreV1Api).listNamespacedConfigMap(q),
+    labelSelector: `${MANAGED_BY},${STORE_RECORD_LABEL}=true`,
   },
   pods: { path: (ns: string) => `/api/v1/namespaces/${ns}/pods`, list: (kc: KubeConfig, q: ListQuery) => kc.makeApiClient(CoreV1Api).listNamespacedPod(q) },
   services: {
@@ -42,7 +49,7 @@ const COLLECTIONS = {
     path: (ns: string) => `/apis/apps/v1/namespaces/${ns}/deployments`,
     list: (kc: KubeConfig, q: ListQuery) => kc.makeApiClient(AppsV1Api).listNamespacedDeployment(q),
   },
-} satisfies Record<string, { path: (namespace: string) => string; list: (kc: KubeConfig, query: ListQuery) => Promise<unknown> }>;
+} satisfies Record<string, { path: (namespace: string) => string; list: (kc: KubeConfig, query: ListQuery) => Promise<unknown>; labelSelector?: string }>;
 
 export type Collection = keyof typeof COLLECTIONS;
 
@@ -131,17 +138,19 @@ export class NamespacedWatches {
     const existing = byNamespace.get(namespace);
     if (existing) return existing.listed;
     const followers = () => this.followers.get(collection) ?? new Set<CollectionFollower>();
-    const source = COLLECTIONS[collection];
+    const source: { path: (namespace: string) => string; list: (kc: KubeConfig, query: ListQuery) => Promise<unknown>; labelSelector?: string } =
+      COLLECTIONS[collection];
+    const labelSelector = source.labelSelector ?? MANAGED_BY;
     const watcher = new CollectionWatcher(
       this.watchClient,
       {
         path: source.path(namespace),
-        labelSelector: MANAGED_BY,
+        labelSelector,
         list: () =>
           listInPages(
             this.o.listPageSize,
             // The client's types leave metadata and its name optional; the API server always sends both.
-            async (query) => (await source.list(this.o.kubeConfig, { namespace, labelSelector: MANAGED_BY, ...query })) as ListPage,
+            async (query) => (await source.list(this.o.kubeConfig, { namespace, labelSelector, ...query })) as ListPage,
           ),
       },
       {

@@ -21,7 +21,8 @@ import { CachedResource, KindInfo, kubeStatusOf, newResource, Raw, recordStatusO
 import { CustomResourceWatches } from './custom-resource-watches';
 import { WatchListeners } from '../watch-listeners';
 import { IdClaims } from './id-claims';
-import { KubernetesSecrets } from './secrets';
+import { KubernetesEntries } from './named-entries';
+import { RECORD_OBJECTS, SECRET_OBJECTS } from './entry-objects';
 import { isNewer } from './resource-version';
 import { ApiServerCalls } from './api-server-calls';
 import { FINALIZER, GROUP, ID_LABEL, namespaceOfTeam, UPDATED_AT_ANNOTATION, VERSION } from './names';
@@ -41,28 +42,23 @@ export class KubernetesStore implements Store {
   private readonly cache: ObjectCache<CachedResource>;
   /** Which custom resource is cached under which id: every one the API server answers goes in through them. */
   private readonly claims: IdClaims;
-  private readonly secrets: KubernetesSecrets;
+  readonly secrets: KubernetesEntries;
+  readonly records: KubernetesEntries;
   private readonly listeners = new WatchListeners();
   readonly watch = this.listeners.watch;
   /** The watches of the custom resources, which feed the claims. */
   private readonly resources: CustomResourceWatches;
-  /** The team namespaces (made on a first write) and the store's secrets, watched in each. */
+  /** The team namespaces (made on a first write) and the store's secrets and records, watched in each. */
   private readonly watches: NamespacedWatches;
   /** Every request to the API server goes through its call, which finds whether the server answers. */
   private readonly api = new ApiServerCalls(() => this.rewatch());
 
-  // Reads are answered by the cache, as the embedded store's are; secrets by the Secrets (both set in the constructor).
+  // Reads are answered by the cache (set in the constructor), as the embedded store's are.
   readonly get: Store['get'];
   readonly list: Store['list'];
   readonly page: Store['page'];
   readonly named: Store['named'];
   readonly count: Store['count'];
-  readonly getSecret: Store['getSecret'];
-  readonly putSecret: Store['putSecret'];
-  readonly addSecret: Store['addSecret'];
-  readonly swapSecret: Store['swapSecret'];
-  readonly deleteSecret: Store['deleteSecret'];
-  readonly listSecrets: Store['listSecrets'];
 
   constructor(private readonly o: KubernetesStoreOptions) {
     this.custom = o.kubeConfig.makeApiClient(CustomObjectsApi);
@@ -80,38 +76,39 @@ export class KubernetesStore implements Store {
     // Each part takes what it needs of the options (the logger, the system namespace, the kinds...).
     this.claims = new IdClaims({ ...o, cache: this.cache, notify: (event) => this.listeners.notify(event), custom: this.custom });
     this.resources = new CustomResourceWatches({ ...o, kinds: [...this.kinds.values()], custom: this.custom, call: this.api.call, claims: this.claims });
-    this.secrets = new KubernetesSecrets({ ...o, core: this.core, call: this.api.call, ensureNamespace: (namespace) => this.ensureNamespace(namespace) });
+    const entries = { ...o, core: this.core, call: this.api.call, ensureNamespace: (namespace: string) => this.ensureNamespace(namespace) };
+    this.secrets = new KubernetesEntries(entries, SECRET_OBJECTS);
+    this.records = new KubernetesEntries(entries, RECORD_OBJECTS);
     ({ get: this.get, list: this.list, page: this.page, named: this.named, count: this.count } = this.cache);
-    ({ getSecret: this.getSecret, putSecret: this.putSecret, addSecret: this.addSecret } = this.secrets);
-    ({ swapSecret: this.swapSecret, deleteSecret: this.deleteSecret, listSecrets: this.listSecrets } = this.secrets);
   }
 
   async start(): Promise<void> {
     // The team namespaces first: the operator's rights there are in effect before any call into one.
     await this.watches.namespaces.start();
     // Each watch's start resolves after its first list: the cache is complete before serving.
-    const secretsListed = this.secrets.watch(this.watches);
-    await Promise.all([this.resources.start(), secretsListed]);
+    await Promise.all([this.resources.start(), this.secrets.watch(this.watches), this.records.watch(this.watches)]);
   }
 
   async stop(): Promise<void> {
     this.resources.stop();
     this.secrets.stop();
+    this.records.stop();
     this.watches.stop();
     this.watches.namespaces.stop();
     this.listeners.clear();
   }
 
   persistence(): PersistenceState {
-    if (!this.resources.synced || !this.secrets.listed) return 'unavailable';
+    if (!this.resources.synced || !this.secrets.listed || !this.records.listed) return 'unavailable';
     if (this.api.unreachable) return 'stale';
-    return this.resources.healthy && this.watches.healthy('secrets') ? 'synced' : 'stale';
+    return this.resources.healthy && this.watches.healthy('secrets') && this.watches.healthy('storeRecords') ? 'synced' : 'stale';
   }
 
   /** Drops every watch and starts new ones (used after the API server came back). */
   rewatch(): void {
     this.resources.restart();
     this.watches.restart('secrets');
+    this.watches.restart('storeRecords');
   }
 
   // API call: store: custom resources, written
