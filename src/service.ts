@@ -178,10 +178,13 @@ function leaderWork({ store, bus, families: familyParts, writer, quota, agent, u
         );
         await relay.start();
         started.push(relay);
+        // Every status write while this replica leads takes the relay's published events out of the outbox.
+        writer.drainPublishedWith(relay);
+        started.push({ stop: async () => writer.drainPublishedWith(undefined) });
         const controllers: Controller[] = [];
         // A queued pass's write takes the relay's published events out: the relay waits for it rather than write first.
         relay.expectWritesFrom((object) => controllers.some((c) => c.outboxWriteComing(object)));
-        for (const reconciler of buildReconcilers({ store, writer, config, quota, outbox: relay }, familyParts.reconcilers)) {
+        for (const reconciler of buildReconcilers({ store, writer, config, quota }, familyParts.reconcilers)) {
           const controller = new Controller(store, reconciler, {
             workers: config.workersPerController,
             resyncMs: config.resyncMs,

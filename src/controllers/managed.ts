@@ -26,8 +26,6 @@ import { fieldOf } from '../lib/unknown-values';
 import type { ReconcileResult, Reconciler } from './controller';
 import type { ConnectionDetails } from './connection-details';
 import { Driven, managedOf } from './driven';
-import type { PublishedEvents } from '../events/outbox-relay';
-import type { CloudEvent } from '../resources/cloud-event';
 import { OUTBOX_POLL_MS } from '../events/write-timing';
 
 /** The lifecycle state and status fields a family reads from what its driver observed. */
@@ -98,18 +96,17 @@ export class ManagedReconciler implements Reconciler {
     private readonly retentionMs: number,
     /** Cluster mode: where connection details are published (writeConnectionSecretToRef). */
     private readonly connectionDetails?: ConnectionDetails,
-    /** The outbox relay: events it has published leave the outbox with this reconciler's next write. */
-    private readonly outbox?: PublishedEvents,
   ) {
     this.kind = binding.family.kind;
   }
 
   /**
    * A resource in its first state: this reconciler writes it next, the start of its
-   * provisioning or its end (running, or failed), and takes published events out with it.
+   * provisioning or its end (running, or failed), and the writer takes published events
+   * out with it (ResourceWriter.drainPublishedWith).
    */
   passWritesOutbox(object: StoredObject<unknown, unknown>): boolean {
-    return this.outbox !== undefined && !object.meta.deletionTimestamp && lifecycleState(object) === this.binding.family.states[0];
+    return !object.meta.deletionTimestamp && lifecycleState(object) === this.binding.family.states[0];
   }
 
   watchExternal(changed: (team: string, id: string) => void): () => void {
@@ -261,8 +258,7 @@ export class ManagedReconciler implements Reconciler {
 
   /**
    * Writes status changes; skipped (null) if the resource moved on (another state, a
-   * deletion) since it was read. Events of the outbox already on the bus leave it in the
-   * same write, which spares the relay a write of its own (outbox-relay.ts). Answers the
+   * deletion) since it was read. Answers the
    * written object and the version it was written on (another than `resource`'s after a
    * lost race).
    */
@@ -276,18 +272,10 @@ export class ManagedReconciler implements Reconciler {
       (latest) => {
         const applies = latest.status.status === resource.status.status && Boolean(latest.meta.deletionTimestamp) === Boolean(meta.deletionTimestamp);
         base = applies ? latest.meta.resourceVersion : null;
-        return applies ? { ...changes, ...this.drained(latest) } : null;
+        return applies ? changes : null;
       },
       actor,
     );
     return base === null ? null : { object, base };
-  }
-
-  /** The outbox without the events the relay has published, when there are any. */
-  private drained(latest: Driven): { pending_events?: CloudEvent[] } {
-    const pending: CloudEvent[] = latest.status.pending_events ?? [];
-    const outbox = this.outbox;
-    if (!outbox || !pending.some((e) => outbox.isPublished(e.id))) return {};
-    return { pending_events: pending.filter((e) => !outbox.isPublished(e.id)) };
   }
 }

@@ -10,7 +10,6 @@ import type { ResourceWriter } from '../resources/writer';
 import type { Config } from '../config';
 import type { QuotaScope } from '../resources/quota';
 import type { Reconciler } from './controller';
-import type { PublishedEvents } from '../events/outbox-relay';
 import { ManagedReconciler, AnyBinding } from './managed';
 import { adopting } from './adoption';
 import { pausable } from './pause';
@@ -24,8 +23,6 @@ export interface ReconcilerDeps {
   config: Config;
   /** What adoption counts a kubectl-made resource's team quota against. */
   quota: QuotaScope;
-  /** The outbox relay, whose published events managed resources' status writes take out of the outbox. */
-  outbox?: PublishedEvents;
 }
 
 /** What a family module builds its reconcilers with. */
@@ -45,8 +42,7 @@ export function buildReconcilers(deps: ReconcilerDeps, families: ReadonlyArray<(
   const familyDeps: FamilyReconcilerDeps = {
     ...deps,
     adopt,
-    managed: (binding) =>
-      adopt(binding.family, new ManagedReconciler(binding, deps.store, deps.writer, deps.config.deletedRetentionMs, connectionDetails, deps.outbox)),
+    managed: (binding) => adopt(binding.family, new ManagedReconciler(binding, deps.store, deps.writer, deps.config.deletedRetentionMs, connectionDetails)),
   };
   return families.flatMap((reconcilersOf) => reconcilersOf(familyDeps)).map((r) => pausable(r, deps.store));
 }

@@ -16,6 +16,7 @@ import type { Logger } from 'pino';
 import type { Store, StoredObject } from '../store/types';
 import type { EventBus } from './types';
 import type { CloudEvent } from '../resources/cloud-event';
+import type { PublishedEvents } from '../resources/writer';
 import { ConflictError, NotFoundError } from '../store/types';
 import { WorkQueue } from '../lib/work-queue';
 import { fieldOf } from '../lib/unknown-values';
@@ -45,11 +46,6 @@ export interface OutboxRelayOptions {
 
 /** Whether a write of the object that takes published events out is on its way (a reconciler's queued pass). */
 export type UpcomingWrite = (object: StoredObject<unknown, unknown>) => boolean;
-
-/** What a writer of an object's status needs from the relay: whether an event of its outbox is on the bus. */
-export interface PublishedEvents {
-  isPublished(eventId: string): boolean;
-}
 
 const hasPending = (object: StoredObject<unknown, unknown>) => {
   const pending = fieldOf(object.status, 'pending_events');

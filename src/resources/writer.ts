@@ -20,17 +20,34 @@ type Stored<R extends Resource> = Resource<R['spec'], R['status']>;
 /** Returns the status fields to change, or null when nothing needs writing. */
 export type StatusMutation<R extends Resource = Resource> = (resource: Stored<R>) => (Partial<BaseStatus> & Record<string, unknown>) | null;
 
+/** Which events of outboxes are on the bus already (the outbox relay, events/outbox-relay.ts). */
+export interface PublishedEvents {
+  isPublished(eventId: string): boolean;
+}
+
 /** Where the Kubernetes Events of each status change go (controllers/events-recorder.ts). */
 export interface EventRecorder {
   record(object: StoredObject<unknown, unknown>, event: ObjectEvent): void;
 }
 
 export class ResourceWriter {
+  /** The relay whose published events every status write takes out of the outbox (on the leader). */
+  private published: PublishedEvents | undefined;
+
   /** `events`: where the Kubernetes Events of each status change go (cluster mode). */
   constructor(
     private readonly store: Store,
     private readonly events?: EventRecorder,
   ) {}
+
+  /**
+   * From now on every status write leaves out of the outbox the events `published` has put
+   * on the bus (undefined: none, as when this replica stops leading): the removal rides on
+   * a write that happens anyway, which spares the relay a write of its own (outbox-relay.ts).
+   */
+  drainPublishedWith(published: PublishedEvents | undefined): void {
+    this.published = published;
+  }
 
   /** Creates a resource in its first state; its creation event is in the same write. */
   async create<Spec extends object>(
@@ -145,7 +162,8 @@ export class ResourceWriter {
     const changed: R['status'] = { ...current.status, ...changes };
     const status: R['status'] = { ...changed, conditions: conditionsFor(family, { ...current, status: changed }, changed) };
     // `changes` may add events of its own to the outbox (a delivery's webhook.delivery_failed).
-    const pending_events = [...(status.pending_events ?? []), ...buildEvents(family, current, { ...current, status }, actor)];
+    const unpublished = (status.pending_events ?? []).filter((event) => !this.published?.isPublished(event.id));
+    const pending_events = [...unpublished, ...buildEvents(family, current, { ...current, status }, actor)];
     const written = await this.store.updateStatus<R['spec'], R['status']>({ ...current, status: { ...status, pending_events } });
     this.report(family, current, written);
     return written;
