@@ -391,7 +391,7 @@ export class EmbeddedStore implements Store {
     }
     const previous = this.objects.get(key);
     this.apply(key, value);
-    this.listeners.notify(
+    this.listeners.notifyLater(
       value ? { type: previous ? 'modified' : 'added', object: value, previous } : previous ? { type: 'deleted', object: previous, previous } : null,
     );
     if (this.compactionDue()) this.compaction.request();

@@ -144,12 +144,16 @@ describe('EmbeddedStore', () => {
     await store.create(thing('d1'));
   });
 
+  /** Watch events come once the turn of the event loop that committed the write is over. */
+  const afterTurn = () => new Promise((resolve) => setImmediate(resolve));
+
   it('delivers watch events in commit order, with the previous object, until unsubscribed', async () => {
     const events: WatchEvent[] = [];
     const unwatch = store.watch((e) => events.push(e));
     const created = await store.create<Spec, Status>(thing('w1'));
     const updated = await store.updateStatus<Spec, Status>({ ...created, status: { phase: 'ready' } });
     await store.remove('Thing', 'team_a', 'w1');
+    await afterTurn();
     expect(events.map((e) => e.type)).toEqual(['added', 'modified', 'deleted']);
     expect(events[0].previous).toBeUndefined();
     expect(events[0].object).toEqual(created);
@@ -162,14 +166,29 @@ describe('EmbeddedStore', () => {
     const writes: Promise<StoredObject>[] = [];
     for (let i = 0; i < 200; i++) writes.push(store.create(thing(`m${i}`, i % 2 ? 'team_a' : 'team_b')));
     const stored = await Promise.all(writes);
+    await afterTurn();
     const versions = events.map((e) => Number(e.object.meta.resourceVersion));
     expect(versions).toHaveLength(200);
     expect(versions).toEqual([...versions].sort((a, b) => a - b));
     expect(new Set(events.map((e) => e.object.meta.id))).toEqual(new Set(stored.map((o) => o.meta.id)));
 
+    // Unsubscribed between a commit and its event: that event is not delivered either.
+    const late = store.create(thing('after'));
+    await late;
     unwatch();
-    await store.create(thing('after'));
+    await afterTurn();
     expect(events).toHaveLength(200);
+  });
+
+  it('tells watchers of a write only after its writer has the answer, as an API server watch does', async () => {
+    const order: string[] = [];
+    store.watch((e) => order.push(`event ${e.object.meta.id}`));
+    await store.create(thing('first'));
+    order.push('answer first');
+    await store.create(thing('second'));
+    order.push('answer second');
+    await afterTurn();
+    expect(order).toEqual(['answer first', 'event first', 'answer second', 'event second']);
   });
 
   it('lets a throwing watcher neither undo the write nor keep it from other watchers', async () => {
@@ -179,6 +198,7 @@ describe('EmbeddedStore', () => {
     });
     store.watch((e) => seen.push(e.object.meta.id));
     await store.create(thing('robust'));
+    await afterTurn();
     expect(seen).toEqual(['robust']);
     expect(await store.get('Thing', 'team_a', 'robust')).toBeDefined();
   });
@@ -189,6 +209,7 @@ describe('EmbeddedStore', () => {
     const pending = store.create(thing('durable'));
     expect(await store.get('Thing', 'team_a', 'durable')).toBeUndefined();
     await pending;
+    await afterTurn();
     expect(seenAt).toEqual(['on disk']);
   });
 
