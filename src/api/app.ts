@@ -90,7 +90,9 @@ export async function buildApp(ctx: ApiContext, options: AppOptions): Promise<Ap
   registerErrorHandler(app, ctx);
   // Every route's methods, public ones included, so the not-found handler can answer 405.
   const routes = new RouteMethods();
-  app.addHook('onRoute', (route) => routes.add(route.url, route.method));
+  app.addHook('onRoute', (route) => {
+    routes.add(route.url, route.method);
+  });
   await app.register(swagger, {
     // Links need every route's operationId, so they are added to the whole document; so are
     // the response descriptions and headers, written once per status rather than on each route,
@@ -125,7 +127,9 @@ export async function buildApp(ctx: ApiContext, options: AppOptions): Promise<Ap
 
   registerObservability(app, ctx, options.isReady ?? (() => true));
   refuseHostless(app);
-  await withCookies(app, (signIn) => registerAuthRoutes(signIn, ctx));
+  await withCookies(app, (signIn) => {
+    registerAuthRoutes(signIn, ctx);
+  });
   // The S3 endpoint's bucket notifications: guarded by a secret of their own, in a context of their own.
   await registerS3NotificationRoute(app, ctx);
   app.get('/api/v1/openapi.json', { schema: { hide: true } }, async () => app.swagger());

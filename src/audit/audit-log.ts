@@ -136,9 +136,16 @@ export class AuditLog {
   ) {}
 
   start(): void {
-    this.stopFollowing = this.bus.follow(new Date(Date.now() - this.retentionMs).toISOString(), (event, text) => this.record(event, text));
+    this.stopFollowing = this.bus.follow(new Date(Date.now() - this.retentionMs).toISOString(), (event, text) => {
+      this.record(event, text);
+    });
     // Hourly, or a tenth of a retention shorter than 10 hours (tests use seconds).
-    this.trimTimer = setInterval(() => this.trim(), Math.min(Math.max(this.retentionMs / 10, 100), 3_600_000));
+    this.trimTimer = setInterval(
+      () => {
+        this.trim();
+      },
+      Math.min(Math.max(this.retentionMs / 10, 100), 3_600_000),
+    );
     this.trimTimer.unref();
   }
 

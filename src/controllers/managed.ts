@@ -114,7 +114,9 @@ export class ManagedReconciler implements Reconciler {
 
   watchExternal(changed: (team: string, id: string) => void): () => void {
     const stops = [this.binding.driver.watchMade?.(changed), this.binding.watchRelated?.(changed)];
-    return () => stops.forEach((stop) => stop?.());
+    return () => {
+      for (const stop of stops) stop?.();
+    };
   }
 
   async reconcile(team: string, id: string): Promise<ReconcileResult | undefined> {

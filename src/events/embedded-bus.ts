@@ -132,7 +132,13 @@ export class EmbeddedEventBus implements EventBus {
     this.positionsFile = path.join(dataDir, 'events.consumers.json');
     this.health = options.health ?? new DataDirHealth(dataDir, options.logger);
     this.positionsWrite = new BackgroundWrite('events.positions', () => writeFileDurableAsync(this.positionsFile, JSON.stringify(this.positions)), this.health);
-    this.appendRecovery = new BackgroundWrite('events.log', () => this.health.probe(), this.health);
+    this.appendRecovery = new BackgroundWrite(
+      'events.log',
+      () => {
+        this.health.probe();
+      },
+      this.health,
+    );
     const { retentionMs } = options;
     this.retention =
       retentionMs === undefined
@@ -158,7 +164,9 @@ export class EmbeddedEventBus implements EventBus {
     if (this.retention) {
       const { compaction, checkMs } = this.retention;
       compaction.request();
-      this.retentionTimer = setInterval(() => compaction.request(), checkMs);
+      this.retentionTimer = setInterval(() => {
+        compaction.request();
+      }, checkMs);
       this.retentionTimer.unref();
     }
   }
@@ -313,7 +321,9 @@ export class EmbeddedEventBus implements EventBus {
     if (expired === 0 || expired * COMPACT_FRACTION < this.createdMs.length) return;
     const base = this.base + expired;
     const header: LogHeader = { header: { base } };
-    await this.log.rewrite(this.headerRecords + expired, header, () => this.forgetBefore(base));
+    await this.log.rewrite(this.headerRecords + expired, header, () => {
+      this.forgetBefore(base);
+    });
   }
 
   /** Forgets the events before sequence number `base`, which the log no longer holds. */

@@ -140,7 +140,10 @@ export class WorkQueue {
    */
   addAfter(key: string, ms: number): void {
     if (this.shuttingDown) return;
-    if (ms <= 0) return this.add(key);
+    if (ms <= 0) {
+      this.add(key);
+      return;
+    }
     ms = Math.min(ms, MAX_TIMER_MS);
     const at = Date.now() + ms;
     const existing = this.timers.get(key);
@@ -191,7 +194,9 @@ export class WorkQueue {
     if (lane === 'change' || !this.pace) return true;
     const waitMs = this.pace.take();
     if (waitMs === 0) return true;
-    this.paceTimer ??= setTimeout(() => this.wakeForBackground(), waitMs);
+    this.paceTimer ??= setTimeout(() => {
+      this.wakeForBackground();
+    }, waitMs);
     this.paceTimer.unref?.();
     return false;
   }

@@ -104,7 +104,12 @@ export class LedgerClaim {
     private readonly ids: string[],
     private readonly times: LedgerTimes,
   ) {
-    this.timer = setInterval(() => this.renew(), Math.max(1, Math.floor(times.leaseMs / 3)));
+    this.timer = setInterval(
+      () => {
+        this.renew();
+      },
+      Math.max(1, Math.floor(times.leaseMs / 3)),
+    );
     this.timer.unref();
   }
 

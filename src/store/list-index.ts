@@ -156,7 +156,10 @@ export class KindIndex {
   replace(previous: StoredObject | undefined, next: StoredObject | undefined): void {
     const before = previous && this.placementOf(previous);
     const after = next && this.placementOf(next);
-    if (before && after && before.bucket === after.bucket) return this.move(before, after, next);
+    if (before && after && before.bucket === after.bucket) {
+      this.move(before, after, next);
+      return;
+    }
     if (before) this.place(before, undefined);
     if (after) this.place(after, next);
   }

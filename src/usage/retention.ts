@@ -46,7 +46,9 @@ export class UsageRetention {
   sweep(): Promise<void> {
     this.running = this.running
       .then(() => this.deleteExpired())
-      .catch((err: unknown) => this.deps.logger.warn({ err: textOf(err) }, 'usage records not swept; the next sweep tries again'));
+      .catch((err: unknown) => {
+        this.deps.logger.warn({ err: textOf(err) }, 'usage records not swept; the next sweep tries again');
+      });
     return this.running;
   }
 

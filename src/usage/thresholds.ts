@@ -93,7 +93,9 @@ export class ThresholdWatch {
   check(): Promise<void> {
     this.running = this.running
       .then(() => this.checkAll())
-      .catch((err: unknown) => this.deps.logger.warn({ err: textOf(err) }, 'usage thresholds not checked; the next check tries again'));
+      .catch((err: unknown) => {
+        this.deps.logger.warn({ err: textOf(err) }, 'usage thresholds not checked; the next check tries again');
+      });
     return this.running;
   }
 

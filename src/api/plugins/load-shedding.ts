@@ -82,10 +82,15 @@ export async function shedLoad(api: FastifyInstance, config: OverloadConfig): Pr
     gauge.start();
     armedAt = Date.now() + 2 * SAMPLE_INTERVAL_MS;
   });
-  api.addHook('onClose', async () => gauge.stop());
+  api.addHook('onClose', async () => {
+    gauge.stop();
+  });
   // Passed on as an error, so the 503 goes through the error handler and is in the envelope.
   api.addHook('onRequest', (request, _reply, done) => {
-    if (gauge.reason === null || Date.now() < armedAt) return done();
+    if (gauge.reason === null || Date.now() < armedAt) {
+      done();
+      return;
+    }
     request.log.debug({ reason: gauge.reason }, 'shedding load');
     done(overloaded(config.retryAfterSeconds, gauge.reason));
   });

@@ -80,12 +80,21 @@ export function registerValidation(app: FastifyInstance): void {
   // An empty body with a JSON content type is no body at all (POST .../cancel with curl -H).
   const defaultJson = app.getDefaultJsonParser('error', 'error');
   app.addContentTypeParser<string>('application/json', { parseAs: 'string' }, (request, body, done) => {
-    if (body === '') return done(null, undefined);
+    if (body === '') {
+      done(null, undefined);
+      return;
+    }
     // Called with a callback, the default parser answers through it; its type also allows a promise.
     void defaultJson(request, body, (err, parsed) => {
-      if (err) return done(err, undefined);
+      if (err) {
+        done(err, undefined);
+        return;
+      }
       const field = illFormedField(body, parsed);
-      if (field !== null) return done(fieldInvalid(field || 'body', 'is not valid Unicode (a lone surrogate)'), undefined);
+      if (field !== null) {
+        done(fieldInvalid(field || 'body', 'is not valid Unicode (a lone surrogate)'), undefined);
+        return;
+      }
       done(null, parsed);
     });
   });

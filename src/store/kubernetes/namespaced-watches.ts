@@ -93,10 +93,17 @@ export class NamespacedWatches {
     this.followers.get(collection)!.add(follower);
     this.stopListening ??= this.namespaces.listen({
       added: (namespace) => Promise.all([...this.followers.keys()].map((c) => this.watch(c, namespace))).then(() => undefined),
-      removed: (namespace) => this.unwatchNamespace(namespace),
+      removed: (namespace) => {
+        this.unwatchNamespace(namespace);
+      },
     }).stop;
     const ready = Promise.all(this.namespaces.all().map((namespace) => this.watch(collection, namespace))).then(() => undefined);
-    return { ready, stop: () => this.unfollow(collection, follower) };
+    return {
+      ready,
+      stop: () => {
+        this.unfollow(collection, follower);
+      },
+    };
   }
 
   /**
@@ -145,9 +152,21 @@ export class NamespacedWatches {
           ),
       },
       {
-        replace: (items) => followers().forEach((f) => f.replace(namespace, items)),
-        upsert: (object) => followers().forEach((f) => f.upsert(object)),
-        remove: (object) => followers().forEach((f) => f.remove(object)),
+        replace: (items) => {
+          followers().forEach((f) => {
+            f.replace(namespace, items);
+          });
+        },
+        upsert: (object) => {
+          followers().forEach((f) => {
+            f.upsert(object);
+          });
+        },
+        remove: (object) => {
+          followers().forEach((f) => {
+            f.remove(object);
+          });
+        },
       },
       this.o.logger,
       { silenceLimitMs: this.o.watchSilenceLimitMs },

@@ -61,13 +61,17 @@ export class KubernetesSecrets {
         this.forgetSecretsOf(namespace);
         for (const item of items) this.upsertSecret(item);
       },
-      upsert: (item) => this.upsertSecret(item),
+      upsert: (item) => {
+        this.upsertSecret(item);
+      },
       remove: (item) => {
         // The watch is in order and a deletion is an object's last event: no tombstone needed.
         this.secrets.delete(this.secretKeyOf(item));
         this.tombstones.delete(this.secretKeyOf(item));
       },
-      forget: (namespace) => this.forgetSecretsOf(namespace),
+      forget: (namespace) => {
+        this.forgetSecretsOf(namespace);
+      },
     });
     this.stopWatch = secrets.stop;
     await secrets.ready.then(() => (this.listed = true));

@@ -49,7 +49,9 @@ export class KubernetesStore implements Store {
   /** The team namespaces (made on a first write) and the store's secrets, watched in each. */
   private readonly watches: NamespacedWatches;
   /** Every request to the API server goes through its call, which finds whether the server answers. */
-  private readonly api = new ApiServerCalls(() => this.rewatch());
+  private readonly api = new ApiServerCalls(() => {
+    this.rewatch();
+  });
 
   // Reads are answered by the cache, as the embedded store's are; secrets by the Secrets (both set in the constructor).
   readonly get: Store['get'];
@@ -78,7 +80,14 @@ export class KubernetesStore implements Store {
     for (const info of o.kinds) this.kinds.set(info.kind, info);
     this.cache = new ObjectCache(o.listed, (entry) => entry.object);
     // Each part takes what it needs of the options (the logger, the system namespace, the kinds...).
-    this.claims = new IdClaims({ ...o, cache: this.cache, notify: (event) => this.listeners.notify(event), custom: this.custom });
+    this.claims = new IdClaims({
+      ...o,
+      cache: this.cache,
+      notify: (event) => {
+        this.listeners.notify(event);
+      },
+      custom: this.custom,
+    });
     this.resources = new CustomResourceWatches({ ...o, kinds: [...this.kinds.values()], custom: this.custom, call: this.api.call, claims: this.claims });
     this.secrets = new KubernetesSecrets({ ...o, core: this.core, call: this.api.call, ensureNamespace: (namespace) => this.ensureNamespace(namespace) });
     ({ get: this.get, list: this.list, page: this.page, named: this.named, count: this.count } = this.cache);
