@@ -13,7 +13,6 @@ const NOT_YET = {
   '@typescript-eslint/no-non-null-assertion': 131,
   '@typescript-eslint/no-unsafe-member-access': 122,
   '@typescript-eslint/no-unsafe-assignment': 105,
-  '@typescript-eslint/require-await': 49,
   '@typescript-eslint/no-unsafe-argument': 40,
 };
 

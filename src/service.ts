@@ -201,9 +201,9 @@ function leaderWork({ store, bus, families: familyParts, writer, quota, agent, u
         await webhooks.start();
         started.push(webhooks);
         const retention = new WebhookRetention({ store, config: config.webhooks, logger });
-        await retention.start();
+        retention.start();
         started.push(retention);
-        await agent.start();
+        agent.start();
         started.push(agent);
         const sweeper = new SecretSweeper({
           store,

@@ -125,12 +125,13 @@ export class DataAgent implements Agent {
   }
 
   /** Starts posting alerts; answering needs no start, so every replica answers. */
-  async start(): Promise<void> {
+  start(): void {
     this.feed.start();
   }
 
-  async stop(): Promise<void> {
+  stop(): Promise<void> {
     this.feed.stop();
+    return Promise.resolve();
   }
 
   async answer(team: string, threadId: string, question: string): Promise<string> {
@@ -316,7 +317,7 @@ export class DataAgent implements Agent {
     return `Your ${what} (${items.length}):\n${bulletList(items.map(line))}`;
   }
 
-  private async recentEvents(team: string, mentioned: AnyFamily[], window: Window): Promise<string> {
+  private recentEvents(team: string, mentioned: AnyFamily[], window: Window): string {
     const categories = mentioned.length > 0 ? new Set(mentioned.map((f) => f.name)) : null;
     // Without a family named, the conversation's own events (threads) would only drown the infrastructure's.
     const wanted = (e: CloudEvent) => (categories ? categories.has(categoryOf(e.type)) : !CONVERSATION.has(categoryOf(e.type)));

@@ -25,6 +25,7 @@ import { BackgroundWrite, DEFAULT_RETRY } from '../store/background-write';
 import { eventLogBytes, eventLogEvents } from '../metrics';
 import { EventBus, EventHandler, parseEvent, SubscribeOptions } from './types';
 import { CloudEvent } from '../resources/cloud-event';
+import { promised } from '../lib/promised';
 
 const RETRY_DELAY_MS = 500;
 /** How many of the newest events' texts are kept in memory, for the consumers that keep up. */
@@ -146,29 +147,31 @@ export class EmbeddedEventBus implements EventBus {
         : { compaction: new BackgroundWrite('events.compaction', () => this.dropExpired(retentionMs), this.health), checkMs: retentionCheckMs(retentionMs) };
   }
 
-  async start(): Promise<void> {
-    this.createdMs = [];
-    for (const record of this.log.open<CloudEvent | LogHeader>()) {
-      if (isHeader(record)) {
-        this.base = record.header.base;
-        this.headerRecords = 1;
-      } else {
-        this.createdMs.push(Date.parse(record.created_at));
-        this.ids.add(record.id);
+  start(): Promise<void> {
+    return promised(() => {
+      this.createdMs = [];
+      for (const record of this.log.open<CloudEvent | LogHeader>()) {
+        if (isHeader(record)) {
+          this.base = record.header.base;
+          this.headerRecords = 1;
+        } else {
+          this.createdMs.push(Date.parse(record.created_at));
+          this.ids.add(record.id);
+        }
       }
-    }
-    this.head = this.base + this.createdMs.length;
-    this.recentFrom = this.head;
-    if (fs.existsSync(this.positionsFile)) this.positions = JSON.parse(fs.readFileSync(this.positionsFile, 'utf8'));
-    this.updateGauges();
-    if (this.retention) {
-      const { compaction, checkMs } = this.retention;
-      compaction.request();
-      this.retentionTimer = setInterval(() => {
+      this.head = this.base + this.createdMs.length;
+      this.recentFrom = this.head;
+      if (fs.existsSync(this.positionsFile)) this.positions = JSON.parse(fs.readFileSync(this.positionsFile, 'utf8'));
+      this.updateGauges();
+      if (this.retention) {
+        const { compaction, checkMs } = this.retention;
         compaction.request();
-      }, checkMs);
-      this.retentionTimer.unref();
-    }
+        this.retentionTimer = setInterval(() => {
+          compaction.request();
+        }, checkMs);
+        this.retentionTimer.unref();
+      }
+    });
   }
 
   async stop(): Promise<void> {
@@ -233,15 +236,19 @@ export class EmbeddedEventBus implements EventBus {
     return () => this.followers.delete(handler);
   }
 
-  async recent(team: string, since: string): Promise<CloudEvent[]> {
-    const events: CloudEvent[] = [];
-    for (const { event } of this.keptSince(Date.parse(since))) if (event.team_id === team) events.push(event);
-    return events;
+  recent(team: string, since: string): Promise<CloudEvent[]> {
+    return promised(() => {
+      const events: CloudEvent[] = [];
+      for (const { event } of this.keptSince(Date.parse(since))) if (event.team_id === team) events.push(event);
+      return events;
+    });
   }
 
-  async pending(): Promise<Record<string, number>> {
+  pending(): Promise<Record<string, number>> {
     // Past the saved position: the events not handed out or in the handler; those finished out of order are done.
-    return Object.fromEntries([...this.consumers].map(([name, consumer]) => [name, this.head - this.positions[name] - consumer.finished.size]));
+    return Promise.resolve(
+      Object.fromEntries([...this.consumers].map(([name, consumer]) => [name, this.head - this.positions[name] - consumer.finished.size])),
+    );
   }
 
   /** The kept events created at or after `sinceMs`, oldest first, read from the log a megabyte at a time. */

@@ -32,6 +32,7 @@ import {
   StoredSecret,
   StoreUnavailableError,
 } from './types';
+import { promised } from '../lib/promised';
 
 const SECRET_KIND = '__Secret';
 
@@ -283,9 +284,11 @@ export class EmbeddedStore implements Store {
     });
   }
 
-  async getSecret(team: string, name: string): Promise<Record<string, string> | undefined> {
-    const object = this.latest(keyOf(SECRET_KIND, team, name));
-    return object ? this.unseal(object) : undefined;
+  getSecret(team: string, name: string): Promise<Record<string, string> | undefined> {
+    return promised(() => {
+      const object = this.latest(keyOf(SECRET_KIND, team, name));
+      return object ? this.unseal(object) : undefined;
+    });
   }
 
   async putSecret(team: string, name: string, data: Record<string, string>): Promise<void> {
@@ -322,11 +325,13 @@ export class EmbeddedStore implements Store {
     await this.exclusive(key, () => (this.latest(key) ? this.write(key, null, { op: 'del', k: key }) : Promise.resolve()));
   }
 
-  async listSecrets(prefix: string): Promise<StoredSecret[]> {
-    return [...this.secretNames.withPrefix(prefix)].map((key) => {
-      const s = this.objects.get(key)!;
-      return { team: s.meta.team, name: s.meta.id, data: this.unseal(s), createdAt: s.meta.createdAt };
-    });
+  listSecrets(prefix: string): Promise<StoredSecret[]> {
+    return promised(() =>
+      [...this.secretNames.withPrefix(prefix)].map((key) => {
+        const s = this.objects.get(key)!;
+        return { team: s.meta.team, name: s.meta.id, data: this.unseal(s), createdAt: s.meta.createdAt };
+      }),
+    );
   }
 
   /** Seals `data` and writes it as the secret `key`; the caller holds `exclusive(key)`. */

@@ -30,11 +30,12 @@ export class UsageRetention {
 
   constructor(private readonly deps: { store: Store; logger: Logger; retentionMs: number }) {}
 
-  async start(): Promise<void> {
-    if (this.timer) return;
+  start(): Promise<void> {
+    if (this.timer) return Promise.resolve();
     // Hourly, or a tenth of a retention shorter than 10 hours (tests use seconds).
     this.timer = setInterval(() => void this.sweep(), Math.min(Math.max(this.deps.retentionMs / 10, 100), 3_600_000));
     this.timer.unref();
+    return Promise.resolve();
   }
 
   async stop(): Promise<void> {

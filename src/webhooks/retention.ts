@@ -57,7 +57,7 @@ export class WebhookRetention {
 
   constructor(private readonly deps: RetentionDeps) {}
 
-  async start(): Promise<void> {
+  start(): void {
     this.schedule(0);
   }
 

@@ -203,7 +203,7 @@ function registerMemberRoutes(app: ApiApp, ctx: ApiContext): void {
   const memberEnvelope = envelopeOf(memberRecord);
   const manage = { requires: 'admin' as const };
   const mailer = new InvitationMailer(ctx.config.webhooks, ctx.logger);
-  app.addHook('onClose', async () => {
+  app.addHook('onClose', () => {
     mailer.close();
   });
   const send200 = (request: FastifyRequest, reply: FastifyReply, user: User) => send(ctx, request, reply, 200, userFamily.toRecord(user));

@@ -124,7 +124,7 @@ export function registerWebhookListenerRoutes(app: ApiApp, ctx: ApiContext): voi
   const base = `/api/v1/${webhookFamily.path}`;
   const hub = new ListenerHub({ store: ctx.store, writer: ctx.writer, config: ctx.config.webhooks, logger: ctx.logger });
   // Before the server waits for its connections to end: a stream never would by itself.
-  app.addHook('preClose', async () => {
+  app.addHook('preClose', () => {
     hub.close();
   });
 

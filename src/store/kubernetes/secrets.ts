@@ -9,6 +9,7 @@ import { CoreV1Api } from '@kubernetes/client-node';
 import { StoredSecret } from '../types';
 import { SecretTable } from '../secret-table';
 import { sameJson } from '../../lib/canonical-json';
+import { promised } from '../../lib/promised';
 import { httpCode } from './http-code';
 import { asCached } from './cached-object';
 import { NamespacedWatches } from './namespaced-watches';
@@ -90,9 +91,9 @@ export class KubernetesSecrets {
 
   // The secrets' part of the Store interface, as properties the store takes over as its own.
 
-  readonly getSecret = async (team: string, name: string): Promise<Record<string, string> | undefined> => {
+  readonly getSecret = (team: string, name: string): Promise<Record<string, string> | undefined> => {
     const entry = this.secrets.get(`${team}/${name}`);
-    return entry ? { ...entry.data } : undefined;
+    return Promise.resolve(entry ? { ...entry.data } : undefined);
   };
 
   // API call: store and drivers: secrets, written
@@ -187,13 +188,15 @@ export class KubernetesSecrets {
     this.tombstones.set(`${team}/${name}`, version);
   };
 
-  readonly listSecrets = async (prefix: string): Promise<StoredSecret[]> =>
-    [...this.secrets.withPrefix(prefix)].map((s) => ({
-      team: s.team,
-      name: s.name,
-      data: { ...s.data },
-      createdAt: isoOf(s.raw.metadata?.creationTimestamp),
-    }));
+  readonly listSecrets = (prefix: string): Promise<StoredSecret[]> =>
+    promised(() =>
+      [...this.secrets.withPrefix(prefix)].map((s) => ({
+        team: s.team,
+        name: s.name,
+        data: { ...s.data },
+        createdAt: isoOf(s.raw.metadata?.creationTimestamp),
+      })),
+    );
 
   private upsertSecret(raw: SecretObject): void {
     asCached(raw);

@@ -26,6 +26,7 @@ import { isNewer } from './resource-version';
 import { ApiServerCalls } from './api-server-calls';
 import { FINALIZER, GROUP, ID_LABEL, namespaceOfTeam, UPDATED_AT_ANNOTATION, VERSION } from './names';
 import { KubernetesStoreOptions } from './store-options';
+import { promised } from '../../lib/promised';
 
 export type { KindInfo } from './custom-resource';
 export type { KubernetesStoreOptions } from './store-options';
@@ -103,12 +104,14 @@ export class KubernetesStore implements Store {
     await Promise.all([this.resources.start(), secretsListed]);
   }
 
-  async stop(): Promise<void> {
-    this.resources.stop();
-    this.secrets.stop();
-    this.watches.stop();
-    this.watches.namespaces.stop();
-    this.listeners.clear();
+  stop(): Promise<void> {
+    return promised(() => {
+      this.resources.stop();
+      this.secrets.stop();
+      this.watches.stop();
+      this.watches.namespaces.stop();
+      this.listeners.clear();
+    });
   }
 
   persistence(): PersistenceState {
