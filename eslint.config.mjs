@@ -8,7 +8,6 @@ import tseslint from 'typescript-eslint';
  */
 const NOT_YET = {
   '@typescript-eslint/no-unnecessary-condition': 208,
-  '@typescript-eslint/restrict-template-expressions': 168,
   '@typescript-eslint/no-unsafe-class-instance-assignment': 145,
   '@typescript-eslint/no-non-null-assertion': 131,
   '@typescript-eslint/no-unsafe-member-access': 122,
@@ -23,6 +22,8 @@ export default tseslint.config({
   linterOptions: { reportUnusedDisableDirectives: 'error' },
   rules: {
     ...Object.fromEntries(Object.keys(NOT_YET).map((rule) => [rule, 'off'])),
+    // Numbers read fine in messages (as the non-strict preset allows); anything else is converted on purpose.
+    '@typescript-eslint/restrict-template-expressions': ['error', { allowNumber: true }],
     // A rest sibling or an `_` name is how a field is left out of a copy on purpose.
     '@typescript-eslint/no-unused-vars': ['error', { ignoreRestSiblings: true, varsIgnorePattern: '^_', argsIgnorePattern: '^_' }],
     // Labels, annotations and contexts are maps keyed by names: deleting a key is what they are for.

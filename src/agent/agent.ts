@@ -76,7 +76,7 @@ function describe(item: Item): string {
   const details = [record.status, record.region, record.ipv4].filter((v) => typeof v === 'string' && v !== '');
   const statusReason = scalarText(record.status_reason);
   const reason = statusReason ? ` — ${statusReason}` : '';
-  return `${record.id}${name ? ` "${name}"` : ''}: ${details.join(', ')}${reason}`;
+  return `${String(record.id)}${name ? ` "${name}"` : ''}: ${details.join(', ')}${reason}`;
 }
 
 function bulletList(lines: string[]): string {
@@ -220,7 +220,7 @@ export class DataAgent implements Agent {
     if (statusReason) lines.push(`Reason: ${statusReason}`);
     const skip = new Set(['id', 'name', 'status', 'status_reason', 'created_at', 'updated_at', 'deleted_at']);
     const details = Object.entries(record).filter(([key, value]) => !skip.has(key) && value !== null && ['string', 'number', 'boolean'].includes(typeof value));
-    if (details.length > 0) lines.push(details.map(([key, value]) => `${key}: ${value}`).join(', '));
+    if (details.length > 0) lines.push(details.map(([key, value]) => `${key}: ${String(value)}`).join(', '));
     lines.push(
       `Created ${scalarText(record.created_at) ?? resource.meta.createdAt}, last changed ${scalarText(record.updated_at) ?? resource.meta.updatedAt}.`,
     );
@@ -243,7 +243,7 @@ export class DataAgent implements Agent {
         if (item.record.status !== 'failed') continue;
         const id = String(item.record.id);
         if (String(item.record.updated_at) >= since) {
-          if (!lines.has(id)) lines.set(id, `${family.title} ${describe(item)} (failed at ${item.record.updated_at})`);
+          if (!lines.has(id)) lines.set(id, `${family.title} ${describe(item)} (failed at ${String(item.record.updated_at)})`);
         } else if (!lines.has(id)) stillFailed.push(item);
       }
     }
@@ -311,8 +311,9 @@ export class DataAgent implements Agent {
     const what = `${wanted.join(' or ')} incidents`;
     if (items.length === 0) return `You have no ${what}.`;
     const line = ({ record }: Item) => {
+      const id = String(record.id);
       const by = scalarText(record.acknowledged_by);
-      return `${record.id} (${record.status}, opened ${record.opened_at}${by ? `, acknowledged by ${by}` : ''}): ${record.title} — /api/v1/${family.path}/${record.id}`;
+      return `${id} (${String(record.status)}, opened ${String(record.opened_at)}${by ? `, acknowledged by ${by}` : ''}): ${String(record.title)} — /api/v1/${family.path}/${id}`;
     };
     return `Your ${what} (${items.length}):\n${bulletList(items.map(line))}`;
   }
