@@ -22,6 +22,7 @@ import { alertLine, alertOf, isAlert } from './alerts';
 import { listedObjects } from '../store/listed';
 import { FairGate, GateBusyError } from '../lib/fair-gate';
 import { scalarText } from '../lib/unknown-values';
+import { known } from '../lib/known';
 
 const HOUR_MS = 3_600_000;
 const DAY_MS = 24 * HOUR_MS;
@@ -55,7 +56,13 @@ interface Window {
 function phrasesOf(family: AnyFamily): string[] {
   const title = family.title.toLowerCase();
   const words = title.split(/\s+/);
-  const phrases = [title, `${title}s`, family.plural.toLowerCase(), family.name.replace(/_/g, ' '), family.path.split('/').pop()!.replace(/-/g, ' ')];
+  const phrases = [
+    title,
+    `${title}s`,
+    family.plural.toLowerCase(),
+    family.name.replace(/_/g, ' '),
+    (family.path.split('/').at(-1) ?? family.path).replace(/-/g, ' '),
+  ];
   if (words.length > 1) phrases.push(words.map((w) => w[0]).join(''), `${words.map((w) => w[0]).join('')}s`);
   if (family.idPrefix.length >= 3) phrases.push(family.idPrefix, `${family.idPrefix}s`);
   return [...new Set(phrases)];
@@ -349,7 +356,7 @@ export class DataAgent implements Agent {
 
   /** Asks an OpenAI-compatible chat completion to phrase the answer from the gathered facts. */
   private async askLlm(team: string, threadId: string, question: string, facts: string): Promise<string> {
-    const llm = this.deps.config.agentLlm!;
+    const llm = known(this.deps.config.agentLlm, 'the LLM settings (askLlm runs only when they are set)');
     const inventory = await this.counts(team, []);
     const history = await this.history(team, threadId);
     const url = llm.url.replace(/\/+$/, '').endsWith('/chat/completions') ? llm.url : `${llm.url.replace(/\/+$/, '')}/chat/completions`;

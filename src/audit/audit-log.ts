@@ -20,6 +20,7 @@ import type { CloudEvent } from '../resources/cloud-event';
 import { categoryOf, parseEvent } from '../events/types';
 import { OrderedKeys, SortedKeys, SortedMap } from '../lib/sorted-keys';
 import { TextArena } from '../lib/text-arena';
+import { known } from '../lib/known';
 
 export interface AuditFilter {
   /** An exact type, or `category.*`. */
@@ -86,7 +87,7 @@ class TeamEvents {
   }
 
   textOf(key: string): string {
-    return this.arena.text(this.all.get(key)!);
+    return this.arena.text(known(this.all.get(key), 'an indexed audit record'));
   }
 
   /** Whether the event at `key`, met in the walk of index `walked`, is of every other value the filter asks for. */

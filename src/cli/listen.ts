@@ -146,7 +146,8 @@ async function streamUntilStopped(
         if (response.status === 404 || response.status === 409 || response.status === 401 || response.status === 403) return failure;
         throw new Error(failure);
       }
-      for await (const event of serverSentEvents(response.body!)) {
+      if (!response.body) throw new Error('the stream was answered without a body');
+      for await (const event of serverSentEvents(response.body)) {
         wait = RECONNECT_MIN_MS;
         if (event.event === 'delivery') void forward(api, id, forwardTo, JSON.parse(event.data) as StreamedDelivery, out, err);
         if (event.event === 'closed') {

@@ -24,6 +24,7 @@
 import { backoffMs } from './backoff';
 import { BACKGROUND_TURN_BUDGET_MS, TURN_BUDGET_MS, yieldIfDue } from './event-loop-turns';
 import { TeamOf, teamBeforeSlash, TeamTurns } from './team-turns';
+import { known } from './known';
 
 /** The longest delay a Node timer accepts (2^31 - 1 ms). */
 const MAX_TIMER_MS = 2_147_483_647;
@@ -207,7 +208,7 @@ export class WorkQueue {
       const key = this.takeWaiting();
       if (key === undefined) return;
       this.processing.add(key);
-      this.waiters.shift()!(key);
+      known(this.waiters.shift(), 'a worker waiting (the loop runs while one does)')(key);
     }
   }
 

@@ -184,7 +184,11 @@ export class ListenerStream {
   }
 
   private pushWaiting(): void {
-    while (this.waiting.length > 0 && this.inFlight.size + this.starting.size < MAX_IN_FLIGHT) this.pushOrRetry(this.waiting.shift()!);
+    while (this.inFlight.size + this.starting.size < MAX_IN_FLIGHT) {
+      const next = this.waiting.shift();
+      if (next === undefined) return;
+      this.pushOrRetry(next);
+    }
   }
 
   /** A push the store failed (reading the record or the secret) is tried again shortly, not left until the record changes. */

@@ -149,8 +149,7 @@ function illFormedField(text: string, body: unknown): string | null {
     if (value !== null && typeof value === 'object') stack.push({ value, parent, step });
     return null;
   };
-  while (stack.length > 0) {
-    const item = stack.pop()!;
+  for (let item = stack.pop(); item !== undefined; item = stack.pop()) {
     const { value } = item;
     if (Array.isArray(value)) {
       for (let i = value.length - 1; i >= 0; i--) {

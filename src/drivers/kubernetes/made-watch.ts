@@ -33,8 +33,8 @@ export interface MadeWatchOptions {
 }
 
 export function watchMade(o: MadeWatchOptions, kinds: MadeKind[], changed: Changed): () => void {
-  const own = o.watches ? null : new NamespacedWatches(new TeamNamespaces(o), o);
-  const watches = o.watches ?? own!;
+  const watches = o.watches ?? new NamespacedWatches(new TeamNamespaces(o), o);
+  const own = o.watches ? null : watches;
   const tell = (object: KubeObject) => {
     const id = fieldOf(object.metadata.labels, ID_LABEL);
     if (typeof id === 'string' && id && object.metadata.namespace) changed(teamOfNamespace(object.metadata.namespace, o.systemNamespace), id);
