@@ -33,6 +33,7 @@ import {
   StoreUnavailableError,
 } from './types';
 import { promised } from '../lib/promised';
+import { known } from '../lib/known';
 
 const SECRET_KIND = '__Secret';
 
@@ -328,7 +329,7 @@ export class EmbeddedStore implements Store {
   listSecrets(prefix: string): Promise<StoredSecret[]> {
     return promised(() =>
       [...this.secretNames.withPrefix(prefix)].map((key) => {
-        const s = this.objects.get(key)!;
+        const s = known(this.objects.get(key), 'a secret of the name index');
         return { team: s.meta.team, name: s.meta.id, data: this.unseal(s), createdAt: s.meta.createdAt };
       }),
     );
