@@ -568,14 +568,15 @@ function oidc(env: Env): OidcConfig | undefined {
   const clientSecret = env.CLOUDPLANE_OIDC_CLIENT_SECRET || undefined;
   if (!issuer && !clientId && !clientSecret) return undefined;
   // Never the secret's value in the message: start-up errors are logged.
-  const missing = [!issuer && 'CLOUDPLANE_OIDC_ISSUER', !clientId && 'CLOUDPLANE_OIDC_CLIENT_ID', !clientSecret && 'CLOUDPLANE_OIDC_CLIENT_SECRET'].filter(
-    Boolean,
-  );
-  if (missing.length)
+  if (!issuer || !clientId || !clientSecret) {
+    const missing = [!issuer && 'CLOUDPLANE_OIDC_ISSUER', !clientId && 'CLOUDPLANE_OIDC_CLIENT_ID', !clientSecret && 'CLOUDPLANE_OIDC_CLIENT_SECRET'].filter(
+      Boolean,
+    );
     throw new Error(
       `an identity provider needs CLOUDPLANE_OIDC_ISSUER, CLOUDPLANE_OIDC_CLIENT_ID and CLOUDPLANE_OIDC_CLIENT_SECRET; ${missing.join(' and ')} not set`,
     );
-  return { issuer: issuer!, clientId: clientId!, clientSecret: clientSecret! };
+  }
+  return { issuer, clientId, clientSecret };
 }
 
 function publicUrl(env: Env): string | undefined {

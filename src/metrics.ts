@@ -64,7 +64,7 @@ export function reportLeadership(isLeader: () => boolean): void {
 }
 
 /** Where cloudplane_event_consumer_pending reads the bus's consumers from; set by the service. */
-let consumersPending: () => Promise<Record<string, number>> = async () => ({});
+let consumersPending: () => Promise<Record<string, number>> = () => Promise.resolve({});
 
 /**
  * How far each durable consumer of the bus (the webhook dispatcher, the agent, ...) is

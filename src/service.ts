@@ -111,14 +111,18 @@ export async function startService(config: Config, logger: Logger = createLogger
     const cursorKey = await cursorKeyOf(store);
     const sessions = new SessionManager(store, config.sessions, logger);
     sessions.start();
-    started.push(() => sessions.stop());
+    started.push(() => {
+      sessions.stop();
+    });
     // The listen address is the default public URL, known once listening (port 0 picks one).
     let publicUrl = config.publicUrl;
     const oidc = config.oidc ? new OidcSignIn(config.oidc, () => `${publicUrl}/auth/callback`, cursorKey, logger) : undefined;
     oidc?.warmUp();
     const audit = new AuditLog(bus, config.eventRetentionMs);
     audit.start();
-    started.push(() => audit.stop());
+    started.push(() => {
+      audit.stop();
+    });
     const agent = createAgent({ store, bus, config, logger, writer, audit });
     const usage = new UsageMeter({ store, bus, config: config.usage, logger });
     usage.start();
@@ -138,7 +142,9 @@ export async function startService(config: Config, logger: Logger = createLogger
     await app.listen({ host: config.host, port: config.port });
     // Past listen() Fastify leaves the server's 'error' event to us: an accept() that fails
     // (EMFILE with no descriptor left) would otherwise end the process. It goes on listening.
-    app.server.on('error', (err) => logger.error({ err }, 'the HTTP listener could not accept a connection'));
+    app.server.on('error', (err) => {
+      logger.error({ err }, 'the HTTP listener could not accept a connection');
+    });
     ready = true;
     const address = app.server.address();
     const port = typeof address === 'object' && address ? address.port : config.port;
@@ -147,7 +153,9 @@ export async function startService(config: Config, logger: Logger = createLogger
 
     return { app, ctx, url: `http://${host}:${port}`, bootstrap, stop: stopAll };
   } catch (err) {
-    await stopAll().catch((stopErr: unknown) => logger.error({ err: textOf(stopErr) }, 'could not stop what had started'));
+    await stopAll().catch((stopErr: unknown) => {
+      logger.error({ err: textOf(stopErr) }, 'could not stop what had started');
+    });
     throw err;
   }
 }
@@ -180,7 +188,12 @@ function leaderWork({ store, bus, families: familyParts, writer, quota, agent, u
         started.push(relay);
         // Every status write while this replica leads takes the relay's published events out of the outbox.
         writer.drainPublishedWith(relay);
-        started.push({ stop: async () => writer.drainPublishedWith(undefined) });
+        started.push({
+          stop: () => {
+            writer.drainPublishedWith(undefined);
+            return Promise.resolve();
+          },
+        });
         const controllers: Controller[] = [];
         // A queued pass's write takes the relay's published events out: the relay waits for it rather than write first.
         relay.expectWritesFrom((object) => controllers.some((c) => c.outboxWriteComing(object)));
@@ -199,9 +212,9 @@ function leaderWork({ store, bus, families: familyParts, writer, quota, agent, u
         await webhooks.start();
         started.push(webhooks);
         const retention = new WebhookRetention({ store, config: config.webhooks, logger });
-        await retention.start();
+        retention.start();
         started.push(retention);
-        await agent.start();
+        agent.start();
         started.push(agent);
         const sweeper = new RecordSweeper({
           store,

@@ -10,6 +10,7 @@ import { newId } from '../lib/ids';
 import { teamFamily, userFamily, Team } from '../resources/accounts';
 import type { ApiKeyAuthenticator } from './authenticator';
 import { BOOTSTRAP_CLAIM, SYSTEM_TEAM } from './installation';
+import { known } from '../lib/known';
 
 export interface NewTeam {
   teamId: string;
@@ -100,7 +101,7 @@ async function makeFirstTeamOrKey(store: Store, writer: ResourceWriter, authenti
     }
   }
   if (configuredKey && !(await authenticator.knows(configuredKey))) {
-    const first = (await firstTeam(store, 0))!;
+    const first = known(await firstTeam(store, 0), 'the first team (a configured key is only issued once one exists)');
     const { key } = await authenticator.issue(first.meta.team, first.spec.owner_id, 'bootstrap', 'system', { token: configuredKey });
     return { teamId: first.meta.team, userId: first.spec.owner_id, keyId: key.meta.id, token: configuredKey };
   }

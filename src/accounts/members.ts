@@ -148,7 +148,8 @@ export async function updateAccount<R extends Resource = Resource>(
   actor: string,
 ): Promise<Resource<R['spec'], R['status']>> {
   await deps.writer.mutateSpec(family, team, id, (current) => {
-    const spec = family.applyUpdate!(current.spec, patch, ruleContextOf(deps.config));
+    if (!family.applyUpdate) throw new Error(`internal error: the update of a ${family.title} is missing (a family without one has no update route)`);
+    const spec = family.applyUpdate(current.spec, patch, ruleContextOf(deps.config));
     return sameJson(spec, current.spec) ? null : spec;
   });
   return settleAccount<R>(deps.writer, family, team, id, actor);

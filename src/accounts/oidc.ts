@@ -183,7 +183,9 @@ export class OidcSignIn {
     });
     this.configuration = attempt;
     attempt.then(
-      () => this.logger.info({ issuer }, 'identity provider discovered'),
+      () => {
+        this.logger.info({ issuer }, 'identity provider discovered');
+      },
       (err: unknown) => {
         if (this.configuration === attempt) this.configuration = null;
         this.logger.warn({ issuer, err: describe(err) }, 'the identity provider cannot be discovered; sign-in answers 503 until it can');

@@ -116,7 +116,9 @@ export class SessionManager {
   start(): void {
     const interval = Math.min(SWEEP_MAX_INTERVAL_MS, Math.max(1000, this.config.idleTimeoutMs));
     this.sweepTimer = setInterval(() => {
-      this.removeExpired().catch((err: unknown) => this.logger.warn({ err: textOf(err) }, 'could not remove expired sessions; trying again later'));
+      this.removeExpired().catch((err: unknown) => {
+        this.logger.warn({ err: textOf(err) }, 'could not remove expired sessions; trying again later');
+      });
     }, interval);
     this.sweepTimer.unref();
   }

@@ -22,6 +22,7 @@ import { alertLine, alertOf, isAlert } from './alerts';
 import { listedObjects } from '../store/listed';
 import { FairGate, GateBusyError } from '../lib/fair-gate';
 import { scalarText } from '../lib/unknown-values';
+import { known } from '../lib/known';
 
 const HOUR_MS = 3_600_000;
 const DAY_MS = 24 * HOUR_MS;
@@ -55,7 +56,13 @@ interface Window {
 function phrasesOf(family: AnyFamily): string[] {
   const title = family.title.toLowerCase();
   const words = title.split(/\s+/);
-  const phrases = [title, `${title}s`, family.plural.toLowerCase(), family.name.replace(/_/g, ' '), family.path.split('/').pop()!.replace(/-/g, ' ')];
+  const phrases = [
+    title,
+    `${title}s`,
+    family.plural.toLowerCase(),
+    family.name.replace(/_/g, ' '),
+    (family.path.split('/').at(-1) ?? family.path).replace(/-/g, ' '),
+  ];
   if (words.length > 1) phrases.push(words.map((w) => w[0]).join(''), `${words.map((w) => w[0]).join('')}s`);
   if (family.idPrefix.length >= 3) phrases.push(family.idPrefix, `${family.idPrefix}s`);
   return [...new Set(phrases)];
@@ -76,7 +83,7 @@ function describe(item: Item): string {
   const details = [record.status, record.region, record.ipv4].filter((v) => typeof v === 'string' && v !== '');
   const statusReason = scalarText(record.status_reason);
   const reason = statusReason ? ` — ${statusReason}` : '';
-  return `${record.id}${name ? ` "${name}"` : ''}: ${details.join(', ')}${reason}`;
+  return `${String(record.id)}${name ? ` "${name}"` : ''}: ${details.join(', ')}${reason}`;
 }
 
 function bulletList(lines: string[]): string {
@@ -125,12 +132,13 @@ export class DataAgent implements Agent {
   }
 
   /** Starts posting alerts; answering needs no start, so every replica answers. */
-  async start(): Promise<void> {
+  start(): void {
     this.feed.start();
   }
 
-  async stop(): Promise<void> {
+  stop(): Promise<void> {
     this.feed.stop();
+    return Promise.resolve();
   }
 
   async answer(team: string, threadId: string, question: string): Promise<string> {
@@ -219,7 +227,7 @@ export class DataAgent implements Agent {
     if (statusReason) lines.push(`Reason: ${statusReason}`);
     const skip = new Set(['id', 'name', 'status', 'status_reason', 'created_at', 'updated_at', 'deleted_at']);
     const details = Object.entries(record).filter(([key, value]) => !skip.has(key) && value !== null && ['string', 'number', 'boolean'].includes(typeof value));
-    if (details.length > 0) lines.push(details.map(([key, value]) => `${key}: ${value}`).join(', '));
+    if (details.length > 0) lines.push(details.map(([key, value]) => `${key}: ${String(value)}`).join(', '));
     lines.push(
       `Created ${scalarText(record.created_at) ?? resource.meta.createdAt}, last changed ${scalarText(record.updated_at) ?? resource.meta.updatedAt}.`,
     );
@@ -242,7 +250,7 @@ export class DataAgent implements Agent {
         if (item.record.status !== 'failed') continue;
         const id = String(item.record.id);
         if (String(item.record.updated_at) >= since) {
-          if (!lines.has(id)) lines.set(id, `${family.title} ${describe(item)} (failed at ${item.record.updated_at})`);
+          if (!lines.has(id)) lines.set(id, `${family.title} ${describe(item)} (failed at ${String(item.record.updated_at)})`);
         } else if (!lines.has(id)) stillFailed.push(item);
       }
     }
@@ -310,13 +318,14 @@ export class DataAgent implements Agent {
     const what = `${wanted.join(' or ')} incidents`;
     if (items.length === 0) return `You have no ${what}.`;
     const line = ({ record }: Item) => {
+      const id = String(record.id);
       const by = scalarText(record.acknowledged_by);
-      return `${record.id} (${record.status}, opened ${record.opened_at}${by ? `, acknowledged by ${by}` : ''}): ${record.title} — /api/v1/${family.path}/${record.id}`;
+      return `${id} (${String(record.status)}, opened ${String(record.opened_at)}${by ? `, acknowledged by ${by}` : ''}): ${String(record.title)} — /api/v1/${family.path}/${id}`;
     };
     return `Your ${what} (${items.length}):\n${bulletList(items.map(line))}`;
   }
 
-  private async recentEvents(team: string, mentioned: AnyFamily[], window: Window): Promise<string> {
+  private recentEvents(team: string, mentioned: AnyFamily[], window: Window): string {
     const categories = mentioned.length > 0 ? new Set(mentioned.map((f) => f.name)) : null;
     // Without a family named, the conversation's own events (threads) would only drown the infrastructure's.
     const wanted = (e: CloudEvent) => (categories ? categories.has(categoryOf(e.type)) : !CONVERSATION.has(categoryOf(e.type)));
@@ -347,7 +356,7 @@ export class DataAgent implements Agent {
 
   /** Asks an OpenAI-compatible chat completion to phrase the answer from the gathered facts. */
   private async askLlm(team: string, threadId: string, question: string, facts: string): Promise<string> {
-    const llm = this.deps.config.agentLlm!;
+    const llm = known(this.deps.config.agentLlm, 'the LLM settings (askLlm runs only when they are set)');
     const inventory = await this.counts(team, []);
     const history = await this.history(team, threadId);
     const url = llm.url.replace(/\/+$/, '').endsWith('/chat/completions') ? llm.url : `${llm.url.replace(/\/+$/, '')}/chat/completions`;

@@ -66,10 +66,14 @@ export class AlertFeed {
       threadFamily,
       event.team_id,
       threadId,
-      (thread) => ({
-        message_count: (thread.status.message_count ?? 0) + 1,
-        last_message_at: [thread.status.last_message_at, message.meta.createdAt].filter(Boolean).sort().pop()!,
-      }),
+      (thread) => {
+        const previous = thread.status.last_message_at;
+        return {
+          message_count: (thread.status.message_count ?? 0) + 1,
+          // ISO times in UTC: the later one is the greater text.
+          last_message_at: previous && previous > message.meta.createdAt ? previous : message.meta.createdAt,
+        };
+      },
       'system',
     );
     this.logger.info({ team: event.team_id, eventId: event.id, type: event.type, messageId: message.meta.id }, 'agent posted an alert');

@@ -92,20 +92,21 @@ const READERS: Record<ConditionType, ConditionReader> = {
         (j) => j.status?.finished_at && ['failed', 'completed'].includes(j.status.status),
       );
       // A run counts as its scheduled job: the alert is about the job, a later run that completes clears it.
-      const latest = new Map<string, Job>();
+      const latest = new Map<string, { job: Job; finishedAt: string }>();
       for (const job of jobs) {
         const target = job.spec.scheduled_job_id ?? job.meta.id;
         if (wanted && target !== wanted) continue;
-        // History from before the policy is not news.
-        if (job.status.finished_at! < meta.createdAt) continue;
+        // The list holds finished jobs only; history from before the policy is not news.
+        const finishedAt = job.status.finished_at;
+        if (!finishedAt || finishedAt < meta.createdAt) continue;
         const seen = latest.get(target);
-        if (!seen || seen.status.finished_at! < job.status.finished_at!) latest.set(target, job);
+        if (!seen || seen.finishedAt < finishedAt) latest.set(target, { job, finishedAt });
       }
       return [...latest]
-        .filter(([target, job]) => job.status.status === 'failed' && (status.handled?.[target] ?? '') < job.status.finished_at!)
-        .map(([target, job]) => ({
+        .filter(([target, { job, finishedAt }]) => job.status.status === 'failed' && (status.handled?.[target] ?? '') < finishedAt)
+        .map(([target, { job, finishedAt }]) => ({
           resource_id: target,
-          failed_at: job.status.finished_at!,
+          failed_at: finishedAt,
           detail: `${job.meta.id === target ? 'failed' : `run ${job.meta.id} failed`}${job.status.exit_code !== null ? ` with exit code ${job.status.exit_code}` : ''}`,
         }));
     },

@@ -36,6 +36,7 @@ import { withCookies } from './cookies';
 import { registerS3NotificationRoute } from './s3-notifications';
 import type { HttpConfig } from '../config';
 import { limitConnections } from './connection-limits';
+import { promised } from '../lib/promised';
 
 export interface AppOptions {
   /** Registers every family's routes, its generic ones and its own (src/families/), in the authenticated context. */
@@ -90,7 +91,9 @@ export async function buildApp(ctx: ApiContext, options: AppOptions): Promise<Ap
   registerErrorHandler(app, ctx);
   // Every route's methods, public ones included, so the not-found handler can answer 405.
   const routes = new RouteMethods();
-  app.addHook('onRoute', (route) => routes.add(route.url, route.method));
+  app.addHook('onRoute', (route) => {
+    routes.add(route.url, route.method);
+  });
   await app.register(swagger, {
     // Links need every route's operationId, so they are added to the whole document; so are
     // the response descriptions and headers, written once per status rather than on each route,
@@ -125,23 +128,28 @@ export async function buildApp(ctx: ApiContext, options: AppOptions): Promise<Ap
 
   registerObservability(app, ctx, options.isReady ?? (() => true));
   refuseHostless(app);
-  await withCookies(app, (signIn) => registerAuthRoutes(signIn, ctx));
+  await withCookies(app, (signIn) => {
+    registerAuthRoutes(signIn, ctx);
+  });
   // The S3 endpoint's bucket notifications: guarded by a secret of their own, in a context of their own.
   await registerS3NotificationRoute(app, ctx);
-  app.get('/api/v1/openapi.json', { schema: { hide: true } }, async () => app.swagger());
+  app.get('/api/v1/openapi.json', { schema: { hide: true } }, () => app.swagger());
   await registerDocsPage(app);
   await registerConsole(app, ctx.config.consoleDir);
 
-  await app.register(async function authenticatedApi(api) {
-    await shedLoad(api, ctx.config.overload);
-    requireApiKey(api, ctx);
-    meterRequests(api, ctx);
-    registerIdempotency(api, ctx);
-    registerNotFoundHandler(api, ctx, routes);
-    documentSharedErrors(api);
-    requireOperationIds(api);
-    options.familyRoutes(api, ctx);
-    registerRouteModules(api, ctx);
+  await app.register(function authenticatedApi(api) {
+    // Nothing to wait for, but a throw (a route added twice) is still the registration's rejection.
+    return promised(() => {
+      shedLoad(api, ctx.config.overload);
+      requireApiKey(api, ctx);
+      meterRequests(api, ctx);
+      registerIdempotency(api, ctx);
+      registerNotFoundHandler(api, ctx, routes);
+      documentSharedErrors(api);
+      requireOperationIds(api);
+      options.familyRoutes(api, ctx);
+      registerRouteModules(api, ctx);
+    });
   });
   return app;
 }

@@ -36,7 +36,9 @@ export async function writeAndAwait<R extends StoredObject<unknown, unknown>>(
       if (done(object)) resolve(object);
     }
   });
-  const timer = setTimeout(() => resolve(undefined), waitMs);
+  const timer = setTimeout(() => {
+    resolve(undefined);
+  }, waitMs);
   try {
     await write();
     const current = await store.get<R['spec'], R['status']>(kind, team, id);

@@ -75,7 +75,9 @@ export function limitConnections(server: Server, limits: ConnectionLimits): void
     const timer = setTimeout(() => server.emit('clientError', firstRequestTimedOut(), socket), limits.firstRequestTimeoutMs);
     timer.unref();
     waiting.set(socket, timer);
-    socket.once('close', () => clearTimeout(timer));
+    socket.once('close', () => {
+      clearTimeout(timer);
+    });
   });
 
   // A request whose headers arrived: from here on the per-request timeouts apply.
@@ -87,5 +89,7 @@ export function limitConnections(server: Server, limits: ConnectionLimits): void
   };
   // Only 'request': a listener of 'upgrade' or 'checkContinue' would change what Node does
   // with those requests (it drops an upgrade and answers 100 Continue itself without one).
-  server.on('request', (request) => arrived(request.socket));
+  server.on('request', (request) => {
+    arrived(request.socket);
+  });
 }

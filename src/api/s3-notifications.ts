@@ -21,6 +21,7 @@ import { bucketFamily, type Bucket } from '../resources/storage';
 import { BucketOfNotification, dataEventOf, dataEventTypeOf, NotificationMessage } from '../drivers/s3/notifications';
 import { eventsPublished, s3NotificationsDropped } from '../metrics';
 import type { ApiApp } from './api-app';
+import { promised } from '../lib/promised';
 
 export const S3_NOTIFICATIONS_PATH = '/hooks/s3-notifications';
 /** A message is one change (a DeleteObjects of 1000 keys is 1000 messages): 64 KiB is ample. */
@@ -50,47 +51,50 @@ export async function registerS3NotificationRoute(app: ApiApp, ctx: ApiContext):
   const expected = digest(secret);
   const limiter = new RateLimiter(ctx.config.rateLimitPerMinute);
 
-  await app.register(async function s3Notifications(hooks: ApiApp) {
-    hooks.addHook('onRequest', async (request, reply) => {
-      const sent = secretOf(request);
-      if (sent !== null && sameSecret(sent, expected)) return;
-      await applyRateLimit(limiter, request, reply);
-      throw new ApiError(
-        401,
-        'unauthorized',
-        'Send the S3 notification secret (CLOUDPLANE_S3_NOTIFICATION_SECRET) as the password of HTTP Basic, e.g. in the URL: http://s3:<secret>@host/hooks/s3-notifications.',
-      );
-    });
+  await app.register(function s3Notifications(hooks: ApiApp) {
+    // Hooks and a route added: nothing to wait for, but a throw is still the registration's rejection.
+    return promised(() => {
+      hooks.addHook('onRequest', async (request, reply) => {
+        const sent = secretOf(request);
+        if (sent !== null && sameSecret(sent, expected)) return;
+        await applyRateLimit(limiter, request, reply);
+        throw new ApiError(
+          401,
+          'unauthorized',
+          'Send the S3 notification secret (CLOUDPLANE_S3_NOTIFICATION_SECRET) as the password of HTTP Basic, e.g. in the URL: http://s3:<secret>@host/hooks/s3-notifications.',
+        );
+      });
 
-    hooks.post(S3_NOTIFICATIONS_PATH, {
-      bodyLimit: BODY_LIMIT,
-      schema: { hide: true, body: NotificationMessage },
-      handler: async (request, reply) => {
-        const message = request.body;
-        const records = message.Records ?? [];
-        const buckets = records.length > 0 ? await bucketsByBackendName(ctx) : new Map<string, BucketOfNotification>();
-        for (const record of records) {
-          const type = dataEventTypeOf(record.eventName);
-          if (!type) {
-            s3NotificationsDropped.inc({ reason: 'not_a_data_change' });
-            continue;
+      hooks.post(S3_NOTIFICATIONS_PATH, {
+        bodyLimit: BODY_LIMIT,
+        schema: { hide: true, body: NotificationMessage },
+        handler: async (request, reply) => {
+          const message = request.body;
+          const records = message.Records ?? [];
+          const buckets = records.length > 0 ? await bucketsByBackendName(ctx) : new Map<string, BucketOfNotification>();
+          for (const record of records) {
+            const type = dataEventTypeOf(record.eventName);
+            if (!type) {
+              s3NotificationsDropped.inc({ reason: 'not_a_data_change' });
+              continue;
+            }
+            const bucket = buckets.get(record.s3.bucket.name);
+            if (!bucket) {
+              s3NotificationsDropped.inc({ reason: 'unknown_bucket' });
+              request.log.info(
+                { s3_bucket: record.s3.bucket.name, s3_event: record.eventName },
+                "dropped a notification of a bucket that is none of Cloudplane's",
+              );
+              continue;
+            }
+            const event = dataEventOf(record, type, bucket);
+            // Answered only once the event is durable: the gateway does not send it again.
+            await ctx.bus.publish(event);
+            eventsPublished.inc({ type: event.type });
           }
-          const bucket = buckets.get(record.s3.bucket.name);
-          if (!bucket) {
-            s3NotificationsDropped.inc({ reason: 'unknown_bucket' });
-            request.log.info(
-              { s3_bucket: record.s3.bucket.name, s3_event: record.eventName },
-              "dropped a notification of a bucket that is none of Cloudplane's",
-            );
-            continue;
-          }
-          const event = dataEventOf(record, type, bucket);
-          // Answered only once the event is durable: the gateway does not send it again.
-          await ctx.bus.publish(event);
-          eventsPublished.inc({ type: event.type });
-        }
-        return reply.code(204).send();
-      },
+          return reply.code(204).send();
+        },
+      });
     });
   });
 }

@@ -20,6 +20,7 @@ import type { CloudEvent } from '../resources/cloud-event';
 import { categoryOf, parseEvent } from '../events/types';
 import { OrderedKeys, SortedKeys, SortedMap } from '../lib/sorted-keys';
 import { TextArena } from '../lib/text-arena';
+import { known } from '../lib/known';
 
 export interface AuditFilter {
   /** An exact type, or `category.*`. */
@@ -86,7 +87,7 @@ class TeamEvents {
   }
 
   textOf(key: string): string {
-    return this.arena.text(this.all.get(key)!);
+    return this.arena.text(known(this.all.get(key), 'an indexed audit record'));
   }
 
   /** Whether the event at `key`, met in the walk of index `walked`, is of every other value the filter asks for. */
@@ -136,9 +137,16 @@ export class AuditLog {
   ) {}
 
   start(): void {
-    this.stopFollowing = this.bus.follow(new Date(Date.now() - this.retentionMs).toISOString(), (event, text) => this.record(event, text));
+    this.stopFollowing = this.bus.follow(new Date(Date.now() - this.retentionMs).toISOString(), (event, text) => {
+      this.record(event, text);
+    });
     // Hourly, or a tenth of a retention shorter than 10 hours (tests use seconds).
-    this.trimTimer = setInterval(() => this.trim(), Math.min(Math.max(this.retentionMs / 10, 100), 3_600_000));
+    this.trimTimer = setInterval(
+      () => {
+        this.trim();
+      },
+      Math.min(Math.max(this.retentionMs / 10, 100), 3_600_000),
+    );
     this.trimTimer.unref();
   }
 

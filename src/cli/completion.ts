@@ -26,7 +26,10 @@ function nodesOf(command: Command, path: string[], inherited: readonly Option[])
     path: path.join(' '),
     children: [...visible.map((c) => c.name()), ...(path.length === 0 ? OUTSIDE_THE_PROGRAM : [])],
     flags: [...options.flatMap(spellings), '--help'],
-    choices: options.filter((o) => o.argChoices).flatMap((o) => spellings(o).map((flag): [string, string[]] => [flag, o.argChoices!])),
+    choices: options.flatMap((o) => {
+      const choices = o.argChoices;
+      return choices ? spellings(o).map((flag): [string, string[]] => [flag, choices]) : [];
+    }),
     valueFlags: options.filter((o) => o.required && !o.argChoices).flatMap(spellings),
   };
   // Program-level options apply to every subcommand.

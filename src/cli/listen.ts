@@ -57,7 +57,9 @@ export function registerListen(program: Command, target: () => ListenTarget): vo
     .option('--events <types>', 'comma-separated event types or categories (load_balancer.*,server.running); all by default')
     .action(async (flags: { forwardTo: string; events?: string }) => {
       const controller = new AbortController();
-      const stop = () => controller.abort();
+      const stop = () => {
+        controller.abort();
+      };
       process.once('SIGINT', stop);
       process.once('SIGTERM', stop);
       const code = await runListen({ ...target(), forwardTo: flags.forwardTo, events: parseEvents(flags.events), signal: controller.signal });
@@ -129,7 +131,9 @@ async function streamUntilStopped(
   let wait = RECONNECT_MIN_MS;
   while (!stopped.aborted) {
     const connection = new AbortController();
-    const abort = () => connection.abort();
+    const abort = () => {
+      connection.abort();
+    };
     stopped.addEventListener('abort', abort, { once: true });
     try {
       const response = await fetch(`${options.apiUrl}/api/v1/webhooks/${id}/stream`, {
@@ -142,7 +146,8 @@ async function streamUntilStopped(
         if (response.status === 404 || response.status === 409 || response.status === 401 || response.status === 403) return failure;
         throw new Error(failure);
       }
-      for await (const event of serverSentEvents(response.body!)) {
+      if (!response.body) throw new Error('the stream was answered without a body');
+      for await (const event of serverSentEvents(response.body)) {
         wait = RECONNECT_MIN_MS;
         if (event.event === 'delivery') void forward(api, id, forwardTo, JSON.parse(event.data) as StreamedDelivery, out, err);
         if (event.event === 'closed') {

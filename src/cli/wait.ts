@@ -29,7 +29,9 @@ class Spinner {
   start(text: string): void {
     if (!this.stream.isTTY) return;
     this.text = text;
-    this.timer = setInterval(() => this.draw(), 100);
+    this.timer = setInterval(() => {
+      this.draw();
+    }, 100);
     this.draw();
   }
   update(text: string): void {

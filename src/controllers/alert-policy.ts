@@ -198,7 +198,7 @@ export class AlertPolicyReconciler implements Reconciler {
                 },
               }
             : {}),
-          ...(handledSince ? { handled: { ...(latest.status.handled ?? {}), [transition!.target.resource_id]: handledSince } } : {}),
+          ...(transition && handledSince ? { handled: { ...(latest.status.handled ?? {}), [transition.target.resource_id]: handledSince } } : {}),
         };
       },
       SYSTEM,
@@ -231,7 +231,9 @@ export class AlertPolicyReconciler implements Reconciler {
       );
       return;
     }
-    const expiry = Date.parse(status.deleted_at ?? meta.deletionTimestamp!) + this.retentionMs;
+    const deletedAt = status.deleted_at ?? meta.deletionTimestamp;
+    // No time of deletion kept (a status edited by hand): there is nothing to wait for.
+    const expiry = deletedAt === undefined ? 0 : Date.parse(deletedAt) + this.retentionMs;
     if (Date.now() < expiry) return { requeueAfterMs: expiry - Date.now() };
     // The deleted event must reach the bus before the record disappears.
     if ((status.pending_events ?? []).length > 0) return { requeueAfterMs: OUTBOX_POLL_MS };

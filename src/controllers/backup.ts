@@ -52,7 +52,9 @@ export class BackupReconciler implements Reconciler {
       const { team, id } = object.meta;
       void this.store
         .list<Backup['spec'], Backup['status']>(this.kind, team)
-        .then((backups) => backups.filter((b) => b.spec.server_id === id).forEach((b) => changed(team, b.meta.id)))
+        .then((backups) => {
+          for (const b of backups) if (b.spec.server_id === id) changed(team, b.meta.id);
+        })
         .catch(() => undefined); // The periodic resync looks again.
     });
   }

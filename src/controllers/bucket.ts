@@ -8,7 +8,7 @@ export function bucketBinding(driver: BucketDriver): FamilyBinding<BucketSpec, B
     family: bucketFamily,
     readyState: 'available',
     driver,
-    desired: async ({ spec }) => spec,
+    desired: ({ spec }) => Promise.resolve(spec),
     outputs: ({ endpoint, s3_bucket, data_events }) => ({ endpoint, s3_bucket, data_events }),
   };
 }

@@ -147,8 +147,10 @@ export class ConnectionDetails {
   private async removeOthers(namespace: string, id: string, keep: string | null): Promise<void> {
     const list = await this.core.listNamespacedSecret({ namespace, labelSelector: `${CONNECTION_OF_LABEL}=${id}` });
     for (const secret of list.items) {
-      if (secret.metadata?.name === keep) continue;
-      await this.core.deleteNamespacedSecret({ name: secret.metadata!.name!, namespace }).catch((err: unknown) => {
+      const name = secret.metadata?.name;
+      // A listed Secret has a name: none is only the type's.
+      if (name === undefined || name === keep) continue;
+      await this.core.deleteNamespacedSecret({ name, namespace }).catch((err: unknown) => {
         if (httpCode(err) !== 404) throw err;
       });
     }

@@ -98,8 +98,13 @@ export class Controller {
   }
 
   async start(): Promise<void> {
-    this.unwatch = this.store.watch((event) => this.onChange(event));
-    this.unwatchExternal = this.reconciler.watchExternal?.((team, id) => this.enqueue(team, id)) ?? null;
+    this.unwatch = this.store.watch((event) => {
+      this.onChange(event);
+    });
+    this.unwatchExternal =
+      this.reconciler.watchExternal?.((team, id) => {
+        this.enqueue(team, id);
+      }) ?? null;
     await this.resync();
     this.resyncTimer = setInterval(() => void this.resync(), this.options.resyncMs);
     this.resyncTimer.unref?.();

@@ -18,6 +18,7 @@ import { API_VERSION, namespaceOfTeam } from '../store/kubernetes/names';
 import { newId } from '../lib/ids';
 import { textOf } from '../lib/unknown-values';
 import type { EventRecorder } from '../resources/writer';
+import { known } from '../lib/known';
 
 /** The embedded store's: its event log already holds every change. */
 export const embeddedEventRecorder: EventRecorder = { record: () => undefined };
@@ -43,9 +44,11 @@ export class KubernetesEventRecorder implements EventRecorder {
     const body = this.eventFor(object, event);
     if (!body) return;
     // API call: events recorder: Events
-    this.core.createNamespacedEvent({ namespace: body.metadata.namespace!, body }).catch((err: unknown) => {
-      this.logger.warn({ err: textOf(err), kind: object.meta.kind, id: object.meta.id, reason: event.reason }, 'could not record a Kubernetes Event');
-    });
+    this.core
+      .createNamespacedEvent({ namespace: known(body.metadata.namespace, 'the namespace of an Event (eventFor sets it)'), body })
+      .catch((err: unknown) => {
+        this.logger.warn({ err: textOf(err), kind: object.meta.kind, id: object.meta.id, reason: event.reason }, 'could not record a Kubernetes Event');
+      });
   }
 
   /** The Event, or null for an object with no custom resource to point at (not yet created). */

@@ -11,7 +11,7 @@ export function fileShareBinding(driver: FileShareDriver): FamilyBinding<FileSha
     family: fileShareFamily,
     readyState: 'available',
     driver,
-    desired: async ({ spec }) => spec,
+    desired: ({ spec }) => Promise.resolve(spec),
     outputs: ({ mount_target }) => ({ mount_target }),
   };
 }

@@ -39,7 +39,8 @@ export function runId(jobId: string, scheduledAt: string): string {
 }
 const ORDER = ['queued', 'running'];
 
-function statusOfRun(run: JobRun): Partial<Job['status']> {
+/** The status a run shows: always with its state. */
+function statusOfRun(run: JobRun): Partial<Job['status']> & Pick<Job['status'], 'status'> {
   switch (run.state) {
     case 'queued':
       return { status: 'queued' };
@@ -95,14 +96,14 @@ export class JobReconciler implements Reconciler {
       await this.cleanupOnce(job);
       return;
     }
-    if (carrier) return this.mirror(job, carrier);
-    if (isScheduled(job)) return this.schedule(job);
+    const { schedule } = job.spec;
+    if (schedule) return carrier ? this.mirror(job, carrier, schedule) : this.schedule(job, schedule);
     await this.executor.submit(team, id, job.spec, submittedAt);
     const run = await this.executor.observe(team, id, job.spec, submittedAt);
     const next = statusOfRun(run);
     // The output is kept with the outcome: cleanup frees the run (and its Pod's log) next.
-    if (FINISHED_JOB_STATES.includes(next.status!)) next.output = await this.outputOf(job);
-    const forward = FINISHED_JOB_STATES.includes(next.status!) || ORDER.indexOf(next.status!) > ORDER.indexOf(job.status.status);
+    if (FINISHED_JOB_STATES.includes(next.status)) next.output = await this.outputOf(job);
+    const forward = FINISHED_JOB_STATES.includes(next.status) || ORDER.indexOf(next.status) > ORDER.indexOf(job.status.status);
     if (forward) {
       // A run that started and ended between two looks still ran: record `running` (and
       // emit job.running) before its end, so every job that ran shows the whole lifecycle.
@@ -110,7 +111,7 @@ export class JobReconciler implements Reconciler {
         await this.write(job, () => ({ status: 'running', started_at: run.started_at }));
       }
       await this.write(job, () => next);
-      if (FINISHED_JOB_STATES.includes(next.status!)) {
+      if (FINISHED_JOB_STATES.includes(next.status)) {
         await this.cleanupOnce(job);
         return;
       }
@@ -124,8 +125,8 @@ export class JobReconciler implements Reconciler {
    * (or a leader change) the times missed meanwhile are found from it, and only the latest
    * of them gets a run, as a CronJob with startingDeadlineSeconds catches up at most once.
    */
-  private async schedule(job: Job): Promise<ReconcileResult | undefined> {
-    const { schedule, timezone = 'UTC' } = job.spec;
+  private async schedule(job: Job, schedule: string): Promise<ReconcileResult | undefined> {
+    const { timezone = 'UTC' } = job.spec;
     if (job.spec.paused) {
       if (job.status.status !== 'paused') await this.write(job, () => ({ status: 'paused', next_run_at: null, observed_generation: job.meta.generation }));
       return;
@@ -135,7 +136,7 @@ export class JobReconciler implements Reconciler {
       job = await this.write(job, () => ({ status: 'scheduled', resumed_at: nowIso(), observed_generation: job.meta.generation }));
       if (job.status.status !== 'scheduled') return;
     }
-    const parsed = parseCron(schedule!);
+    const parsed = parseCron(schedule);
     const now = new Date();
     const anchor = new Date(
       Math.max(...[job.status.last_scheduled_at, job.status.resumed_at, job.meta.createdAt].filter((t): t is string => Boolean(t)).map(Date.parse)),
@@ -154,7 +155,8 @@ export class JobReconciler implements Reconciler {
   /** The executor's own schedule keeper, when it keeps this scheduled job's schedule (a CronJob); else the timer above does. */
   private carrierOf(job: Job): ScheduleExecutor | undefined {
     const carrier = this.executor.schedules;
-    return isScheduled(job) && carrier?.carries(job.spec.schedule!) ? carrier : undefined;
+    const { schedule } = job.spec;
+    return schedule && carrier?.carries(schedule) ? carrier : undefined;
   }
 
   /**
@@ -163,11 +165,11 @@ export class JobReconciler implements Reconciler {
    * follows like any job. The runs are made by the executor, so the concurrency policy and
    * the catch-up are its own; next_run_at and last_run_at are computed here all the same.
    */
-  private async mirror(job: Job, carrier: ScheduleExecutor): Promise<ReconcileResult | undefined> {
+  private async mirror(job: Job, carrier: ScheduleExecutor, schedule: string): Promise<ReconcileResult | undefined> {
     const { team, id } = job.meta;
-    const { schedule, timezone = 'UTC', concurrency_policy = 'allow' } = job.spec;
+    const { timezone = 'UTC', concurrency_policy = 'allow' } = job.spec;
     const paused = Boolean(job.spec.paused);
-    await carrier.apply(team, id, { ...job.spec, schedule: schedule!, timezone, concurrency_policy, paused });
+    await carrier.apply(team, id, { ...job.spec, schedule, timezone, concurrency_policy, paused });
     const runs = await carrier.runs(team, id);
     // Runs made before a pause are recorded all the same.
     for (const run of runs) await this.mirrorRun(job, run);
@@ -179,7 +181,7 @@ export class JobReconciler implements Reconciler {
       job = await this.write(job, () => ({ status: 'scheduled', resumed_at: nowIso(), observed_generation: job.meta.generation }));
       if (job.status.status !== 'scheduled') return;
     }
-    const parsed = parseCron(schedule!);
+    const parsed = parseCron(schedule);
     const now = new Date();
     const lastRun =
       [job.status.last_scheduled_at, runs[runs.length - 1]?.scheduledAt]

@@ -149,7 +149,8 @@ export class LeaderElector implements Leadership {
         if (httpCode(err) === 409) return; // another replica created it first
         throw err;
       }
-      return this.becomeLeader(sentAt);
+      this.becomeLeader(sentAt);
+      return;
     }
     if (!this.acquirable(current)) return;
     const spec = current.spec ?? {};
@@ -188,13 +189,19 @@ export class LeaderElector implements Leadership {
     const held = this.lease ?? (await this.read());
     const body = (lease: V1Lease, spec: V1LeaseSpec): V1Lease => ({ ...lease, spec: { ...spec, renewTime: new V1MicroTime(sentAt) } });
     try {
-      if (!held || held.spec?.holderIdentity !== this.o.identity) return this.stepDown('the lease has another holder');
+      if (!held || held.spec?.holderIdentity !== this.o.identity) {
+        this.stepDown('the lease has another holder');
+        return;
+      }
       this.lease = await this.o.api.replaceNamespacedLease({ name: this.o.name, namespace: this.o.namespace, body: body(held, held.spec) });
     } catch (err) {
       if (httpCode(err) !== 409) throw err;
       // Our copy is stale: renew on the current one if it is still ours.
       const current = await this.read();
-      if (!current || current.spec?.holderIdentity !== this.o.identity) return this.stepDown('the lease has another holder');
+      if (!current || current.spec?.holderIdentity !== this.o.identity) {
+        this.stepDown('the lease has another holder');
+        return;
+      }
       this.lease = await this.o.api.replaceNamespacedLease({ name: this.o.name, namespace: this.o.namespace, body: body(current, current.spec) });
     }
     if (this.leading) this.armDeadline(sentAt);
@@ -218,7 +225,12 @@ export class LeaderElector implements Leadership {
   private armDeadline(sentAt: number): void {
     if (this.deadline) clearTimeout(this.deadline);
     const remaining = sentAt + this.renewDeadlineMs - Date.now();
-    this.deadline = setTimeout(() => this.stepDown('the lease could not be renewed in time'), Math.max(0, remaining));
+    this.deadline = setTimeout(
+      () => {
+        this.stepDown('the lease could not be renewed in time');
+      },
+      Math.max(0, remaining),
+    );
   }
 
   private stepDown(reason: string): void {

@@ -19,6 +19,7 @@ import type { BackendHealth, DesiredBackend, LoadBalancerDesired, LoadBalancerDr
 import { addMs, nowIso } from '../lib/time';
 import { fieldOf } from '../lib/unknown-values';
 import { lifecycleState } from '../resources/family';
+import { known } from '../lib/known';
 
 type ServerObject = StoredObject<unknown, { status: string; ipv4?: string | null }>;
 
@@ -44,7 +45,8 @@ export function loadBalancerBinding(
   /** The server a backend names: by id, or by its custom resource's name in the team's namespace; undefined when none does. */
   const serverIdOf = async (backend: BackendSpec, servers: () => Promise<ServerObject[]>): Promise<string | undefined> => {
     if (backend.server_id !== undefined) return backend.server_id;
-    const named = (await servers()).find((s) => s.meta.object?.name === backend.serverRef!.name && !gone(s));
+    const { name } = known(backend.serverRef, "a backend's server_id or serverRef (the schema requires one)");
+    const named = (await servers()).find((s) => s.meta.object?.name === name && !gone(s));
     return named?.meta.id;
   };
 
@@ -101,7 +103,7 @@ export function loadBalancerBinding(
           ? { server_id: b.server_id, ...ref, port: b.port, status: 'draining', drain_until: b.drain_until }
           : { server_id: b.server_id, ...ref, port: b.port, status: b.address !== null && up.get(keyOf(b)) ? 'healthy' : 'unhealthy', drain_until: null };
       });
-      const drainEnds = desired.backends.filter((b) => b.drain_until).map((b) => Date.parse(b.drain_until!) - Date.now());
+      const drainEnds = desired.backends.flatMap((b) => (b.drain_until ? [Date.parse(b.drain_until) - Date.now()] : []));
       const problem = backendProblem(resource, desired);
       const current: string | null = resource.status.status_reason ?? null;
       const reason = problem ? { status_reason: problem } : current?.startsWith(REFERENCE_REASON) ? { status_reason: null } : {};

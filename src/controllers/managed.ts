@@ -111,7 +111,9 @@ export class ManagedReconciler implements Reconciler {
 
   watchExternal(changed: (team: string, id: string) => void): () => void {
     const stops = [this.binding.driver.watchMade?.(changed), this.binding.watchRelated?.(changed)];
-    return () => stops.forEach((stop) => stop?.());
+    return () => {
+      for (const stop of stops) stop?.();
+    };
   }
 
   async reconcile(team: string, id: string): Promise<ReconcileResult | undefined> {
@@ -237,7 +239,9 @@ export class ManagedReconciler implements Reconciler {
       await this.write(resource, { status: 'deleted', deleted_at: nowIso() }, SYSTEM);
       return;
     }
-    const expiry = Date.parse(status.deleted_at ?? meta.deletionTimestamp!) + this.retentionMs;
+    const deletedAt = status.deleted_at ?? meta.deletionTimestamp;
+    // No time of deletion kept (a status edited by hand): there is nothing to wait for.
+    const expiry = deletedAt === undefined ? 0 : Date.parse(deletedAt) + this.retentionMs;
     if (Date.now() < expiry) return { requeueAfterMs: expiry - Date.now() };
     await this.write(resource, { status: 'destroyed' }, SYSTEM);
   }

@@ -108,7 +108,9 @@ export class RecordSweeper {
     this.timer = setTimeout(() => {
       this.timer = null;
       this.running = this.sweep()
-        .catch((err: unknown) => this.o.logger.warn({ err: textOf(err) }, 'secret and record sweep failed; trying again at the next one'))
+        .catch((err: unknown) => {
+          this.o.logger.warn({ err: textOf(err) }, 'secret and record sweep failed; trying again at the next one');
+        })
         .finally(() => {
           this.running = null;
           this.schedule(this.o.intervalMs);

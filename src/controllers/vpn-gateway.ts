@@ -12,10 +12,12 @@ import type { FamilyBinding } from './managed';
 import { vpnGatewayFamily, VpnGateway } from '../resources/vpn-gateway';
 import type { TunnelStats, VpnGatewayDesired, VpnGatewayDriver, VpnGatewayOutputs } from '../drivers/vpn-gateway';
 import { nowIso } from '../lib/time';
+import { known } from '../lib/known';
 
 /** The spec with the pre-shared key read from its store secret: the tunnel needs the key itself, the spec keeps only its version. */
 export async function vpnGatewayDesired(store: Store, { meta, spec }: VpnGateway): Promise<VpnGatewayDesired> {
-  const secret = await store.secrets.get(meta.team, vpnGatewayFamily.secret!.secretName(meta.id));
+  const keySecret = known(vpnGatewayFamily.secret, 'the pre-shared key secret of a VPN gateway');
+  const secret = await store.secrets.get(meta.team, keySecret.secretName(meta.id));
   return { ...spec, remote_public_key: spec.remote_public_key ?? null, pre_shared_key: secret?.value ?? null };
 }
 

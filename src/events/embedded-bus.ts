@@ -25,6 +25,7 @@ import { BackgroundWrite, DEFAULT_RETRY } from '../store/background-write';
 import { eventLogBytes, eventLogEvents } from '../metrics';
 import { EventBus, EventHandler, parseEvent, SubscribeOptions } from './types';
 import { CloudEvent } from '../resources/cloud-event';
+import { promised } from '../lib/promised';
 
 const RETRY_DELAY_MS = 500;
 /** How many of the newest events' texts are kept in memory, for the consumers that keep up. */
@@ -132,7 +133,13 @@ export class EmbeddedEventBus implements EventBus {
     this.positionsFile = path.join(dataDir, 'events.consumers.json');
     this.health = options.health ?? new DataDirHealth(dataDir, options.logger);
     this.positionsWrite = new BackgroundWrite('events.positions', () => writeFileDurableAsync(this.positionsFile, JSON.stringify(this.positions)), this.health);
-    this.appendRecovery = new BackgroundWrite('events.log', () => this.health.probe(), this.health);
+    this.appendRecovery = new BackgroundWrite(
+      'events.log',
+      () => {
+        this.health.probe();
+      },
+      this.health,
+    );
     const { retentionMs } = options;
     this.retention =
       retentionMs === undefined
@@ -140,27 +147,31 @@ export class EmbeddedEventBus implements EventBus {
         : { compaction: new BackgroundWrite('events.compaction', () => this.dropExpired(retentionMs), this.health), checkMs: retentionCheckMs(retentionMs) };
   }
 
-  async start(): Promise<void> {
-    this.createdMs = [];
-    for (const record of this.log.open<CloudEvent | LogHeader>()) {
-      if (isHeader(record)) {
-        this.base = record.header.base;
-        this.headerRecords = 1;
-      } else {
-        this.createdMs.push(Date.parse(record.created_at));
-        this.ids.add(record.id);
+  start(): Promise<void> {
+    return promised(() => {
+      this.createdMs = [];
+      for (const record of this.log.open<CloudEvent | LogHeader>()) {
+        if (isHeader(record)) {
+          this.base = record.header.base;
+          this.headerRecords = 1;
+        } else {
+          this.createdMs.push(Date.parse(record.created_at));
+          this.ids.add(record.id);
+        }
       }
-    }
-    this.head = this.base + this.createdMs.length;
-    this.recentFrom = this.head;
-    if (fs.existsSync(this.positionsFile)) this.positions = JSON.parse(fs.readFileSync(this.positionsFile, 'utf8'));
-    this.updateGauges();
-    if (this.retention) {
-      const { compaction, checkMs } = this.retention;
-      compaction.request();
-      this.retentionTimer = setInterval(() => compaction.request(), checkMs);
-      this.retentionTimer.unref();
-    }
+      this.head = this.base + this.createdMs.length;
+      this.recentFrom = this.head;
+      if (fs.existsSync(this.positionsFile)) this.positions = JSON.parse(fs.readFileSync(this.positionsFile, 'utf8'));
+      this.updateGauges();
+      if (this.retention) {
+        const { compaction, checkMs } = this.retention;
+        compaction.request();
+        this.retentionTimer = setInterval(() => {
+          compaction.request();
+        }, checkMs);
+        this.retentionTimer.unref();
+      }
+    });
   }
 
   async stop(): Promise<void> {
@@ -225,15 +236,19 @@ export class EmbeddedEventBus implements EventBus {
     return () => this.followers.delete(handler);
   }
 
-  async recent(team: string, since: string): Promise<CloudEvent[]> {
-    const events: CloudEvent[] = [];
-    for (const { event } of this.keptSince(Date.parse(since))) if (event.team_id === team) events.push(event);
-    return events;
+  recent(team: string, since: string): Promise<CloudEvent[]> {
+    return promised(() => {
+      const events: CloudEvent[] = [];
+      for (const { event } of this.keptSince(Date.parse(since))) if (event.team_id === team) events.push(event);
+      return events;
+    });
   }
 
-  async pending(): Promise<Record<string, number>> {
+  pending(): Promise<Record<string, number>> {
     // Past the saved position: the events not handed out or in the handler; those finished out of order are done.
-    return Object.fromEntries([...this.consumers].map(([name, consumer]) => [name, this.head - this.positions[name] - consumer.finished.size]));
+    return Promise.resolve(
+      Object.fromEntries([...this.consumers].map(([name, consumer]) => [name, this.head - this.positions[name] - consumer.finished.size])),
+    );
   }
 
   /** The kept events created at or after `sinceMs`, oldest first, read from the log a megabyte at a time. */
@@ -313,7 +328,9 @@ export class EmbeddedEventBus implements EventBus {
     if (expired === 0 || expired * COMPACT_FRACTION < this.createdMs.length) return;
     const base = this.base + expired;
     const header: LogHeader = { header: { base } };
-    await this.log.rewrite(this.headerRecords + expired, header, () => this.forgetBefore(base));
+    await this.log.rewrite(this.headerRecords + expired, header, () => {
+      this.forgetBefore(base);
+    });
   }
 
   /** Forgets the events before sequence number `base`, which the log no longer holds. */

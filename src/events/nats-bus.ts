@@ -110,7 +110,9 @@ export class NatsEventBus implements EventBus {
               continue;
             }
             const handling: Promise<void> = this.handle(message, handler, () => stopped)
-              .catch((err: unknown) => this.o.logger.warn({ err, consumer: name }, 'event could not be acknowledged; it will come again'))
+              .catch((err: unknown) => {
+                this.o.logger.warn({ err, consumer: name }, 'event could not be acknowledged; it will come again');
+              })
               .finally(() => active.delete(handling));
             active.add(handling);
             if (active.size >= limit) await Promise.race(active);
@@ -230,7 +232,9 @@ export class NatsEventBus implements EventBus {
   private async handle(message: JsMsg, handler: EventHandler, isStopped: () => boolean): Promise<void> {
     const event = codec.decode(message.data);
     for (let attempt = 0; !isStopped(); attempt++) {
-      const keepAlive = setInterval(() => message.working(), ACK_WAIT_MS / 3);
+      const keepAlive = setInterval(() => {
+        message.working();
+      }, ACK_WAIT_MS / 3);
       try {
         await handler(event);
         message.ack();

@@ -103,9 +103,9 @@ export class OutboxRelay implements PublishedEvents {
     await this.workers;
     // A graceful stop leaves no published event waiting in an outbox for a write that will not come.
     for (const key of [...this.drainAt.keys()]) {
-      await this.relay(key, true).catch((err: unknown) =>
-        this.logger.warn({ err, key }, 'could not take published events out of an outbox on stop; the next leader will'),
-      );
+      await this.relay(key, true).catch((err: unknown) => {
+        this.logger.warn({ err, key }, 'could not take published events out of an outbox on stop; the next leader will');
+      });
     }
   }
 
@@ -161,7 +161,10 @@ export class OutboxRelay implements PublishedEvents {
       const object = await this.store.get<WithOutbox['spec'], WithOutbox['status']>(kind, team, id);
       const pending = object?.status.pending_events ?? [];
       this.prune(key, pending);
-      if (!object || pending.length === 0) return this.forget(key);
+      if (!object || pending.length === 0) {
+        this.forget(key);
+        return;
+      }
       // Each event once: a removal that lost a race to another writer (a resource updated
       // many times a second) is retried without publishing the same events again.
       for (const event of pending) {

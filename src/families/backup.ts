@@ -21,5 +21,7 @@ export const backupModule = drivenFamilyModule<BackupDriver>({
       }),
   },
   reconcilers: (deps, driver) => [deps.adopt(backupFamily, new BackupReconciler(deps.store, deps.writer, driver))],
-  routes: (app, ctx) => registerBackupRoutes(app, ctx),
+  routes: (app, ctx) => {
+    registerBackupRoutes(app, ctx);
+  },
 });

@@ -21,5 +21,7 @@ export const fileShareModule = drivenFamilyModule<FileShareDriver>({
       }),
   },
   reconcilers: (deps, driver) => [deps.managed(fileShareBinding(driver))],
-  routes: (app, ctx) => registerFileShareRoutes(app, ctx),
+  routes: (app, ctx) => {
+    registerFileShareRoutes(app, ctx);
+  },
 });

@@ -20,5 +20,7 @@ export const jobModule = drivenFamilyModule<JobExecutor>({
       }),
   },
   reconcilers: (deps, executor) => [deps.adopt(jobFamily, new JobReconciler(deps.store, deps.writer, executor))],
-  routes: (app, ctx, executor) => registerJobRoutes(app, ctx, executor),
+  routes: (app, ctx, executor) => {
+    registerJobRoutes(app, ctx, executor);
+  },
 });

@@ -28,5 +28,7 @@ export const serverModule = drivenFamilyModule<ServerDriver>({
     // Servers' daily backups: a second reconciler of servers, which only makes and prunes backups.
     new BackupPolicyReconciler(deps.store, deps.writer, deps.config.backupPolicyDayMs),
   ],
-  routes: (app, ctx) => registerServerRoutes(app, ctx),
+  routes: (app, ctx) => {
+    registerServerRoutes(app, ctx);
+  },
 });

@@ -24,5 +24,7 @@ export const vpnGatewayModule = drivenFamilyModule<VpnGatewayDriver>({
     },
   },
   reconcilers: (deps, driver) => [deps.managed(vpnGatewayBinding(driver, deps.store, deps.config.tunnelCounterIntervalMs))],
-  routes: (app, ctx, driver) => registerVpnGatewayRoutes(app, ctx, driver),
+  routes: (app, ctx, driver) => {
+    registerVpnGatewayRoutes(app, ctx, driver);
+  },
 });

@@ -8,6 +8,8 @@
  * waits at most `maxWaitMs`. Past either, `run` throws GateBusyError without running the
  * call, for the caller's fallback (the agent then answers from its rules).
  */
+import { known } from './known';
+
 export class GateBusyError extends Error {}
 
 interface Waiter {
@@ -101,10 +103,10 @@ export class FairGate {
   /** Hands free places to the waiting teams in turn. */
   private admit(): void {
     while (this.running < this.options.total) {
-      const next = [...this.waiting.keys()].find((team) => this.mayStart(team));
-      if (next === undefined) return;
-      const queue = this.waiting.get(next)!;
-      const waiter = queue.shift()!;
+      const turn = [...this.waiting].find(([team]) => this.mayStart(team));
+      if (turn === undefined) return;
+      const [next, queue] = turn;
+      const waiter = known(queue.shift(), 'a call waiting (a team is in the turns only while one waits)');
       // To the back of the turns, or out of them once it has no call waiting.
       this.waiting.delete(next);
       if (queue.length > 0) this.waiting.set(next, queue);

@@ -38,6 +38,10 @@ export function installLastResort(logger: Logger): void {
     setTimeout(exit, FLUSH_TIMEOUT_MS);
     logger.flush(exit);
   };
-  process.on('uncaughtException', (err, origin) => handle(err, origin));
-  process.on('unhandledRejection', (reason) => handle(reason, 'unhandledRejection'));
+  process.on('uncaughtException', (err, origin) => {
+    handle(err, origin);
+  });
+  process.on('unhandledRejection', (reason) => {
+    handle(reason, 'unhandledRejection');
+  });
 }

@@ -8,6 +8,7 @@
  * the keys waiting, as before.
  */
 import Denque from 'denque';
+import { known } from './known';
 
 /** The team an item belongs to; items without one (cluster-scoped, system objects) share the lane ''. */
 export type TeamOf<T = string> = (item: T) => string;
@@ -18,7 +19,7 @@ export const teamBeforeSlash: TeamOf = (key) => {
   return slash < 0 ? '' : key.slice(0, slash);
 };
 
-export class TeamTurns<T = string> {
+export class TeamTurns<T extends string | object = string> {
   private readonly byTeam = new Map<string, Denque<T>>();
   /** The teams holding keys, in the order of their next turn. */
   private readonly turns = new Denque<string>();
@@ -46,8 +47,9 @@ export class TeamTurns<T = string> {
   shift(): T | undefined {
     const team = this.turns.shift();
     if (team === undefined) return undefined;
-    const items = this.byTeam.get(team)!;
-    const item = items.shift()!;
+    // A team is in the turns only while it holds items.
+    const items = known(this.byTeam.get(team), 'the items of a team in the turns');
+    const item = known(items.shift(), 'an item of a team in the turns');
     this.size--;
     if (items.length > 0) this.turns.push(team);
     else this.byTeam.delete(team);

@@ -24,6 +24,7 @@
 import { backoffMs } from './backoff';
 import { BACKGROUND_TURN_BUDGET_MS, TURN_BUDGET_MS, yieldIfDue } from './event-loop-turns';
 import { TeamOf, teamBeforeSlash, TeamTurns } from './team-turns';
+import { known } from './known';
 
 /** The longest delay a Node timer accepts (2^31 - 1 ms). */
 const MAX_TIMER_MS = 2_147_483_647;
@@ -140,7 +141,10 @@ export class WorkQueue {
    */
   addAfter(key: string, ms: number): void {
     if (this.shuttingDown) return;
-    if (ms <= 0) return this.add(key);
+    if (ms <= 0) {
+      this.add(key);
+      return;
+    }
     ms = Math.min(ms, MAX_TIMER_MS);
     const at = Date.now() + ms;
     const existing = this.timers.get(key);
@@ -191,7 +195,9 @@ export class WorkQueue {
     if (lane === 'change' || !this.pace) return true;
     const waitMs = this.pace.take();
     if (waitMs === 0) return true;
-    this.paceTimer ??= setTimeout(() => this.wakeForBackground(), waitMs);
+    this.paceTimer ??= setTimeout(() => {
+      this.wakeForBackground();
+    }, waitMs);
     this.paceTimer.unref?.();
     return false;
   }
@@ -202,7 +208,7 @@ export class WorkQueue {
       const key = this.takeWaiting();
       if (key === undefined) return;
       this.processing.add(key);
-      this.waiters.shift()!(key);
+      known(this.waiters.shift(), 'a worker waiting (the loop runs while one does)')(key);
     }
   }
 

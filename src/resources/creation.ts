@@ -59,9 +59,11 @@ export async function withNewSecret<R>(
   given: string | undefined,
   write: () => Promise<R>,
 ): Promise<R> {
-  const value = family.secret ? (given ?? family.secret.generate?.(spec) ?? null) : null;
+  const { secret } = family;
+  if (!secret) return write();
+  const value = given ?? secret.generate?.(spec) ?? null;
   if (value === null) return write();
-  const name = family.secret!.secretName(id);
+  const name = secret.secretName(id);
   await store.secrets.put(team, name, { value });
   try {
     return await write();

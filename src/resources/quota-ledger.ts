@@ -79,7 +79,7 @@ const dataOf = (entries: Map<string, Entry>) => Object.fromEntries([...entries].
 async function updateLedger(
   records: SharedRecords,
   name: string,
-  change: (entries: Map<string, Entry>, now: number) => Promise<Map<string, Entry> | undefined>,
+  change: (entries: Map<string, Entry>, now: number) => Map<string, Entry> | undefined | Promise<Map<string, Entry> | undefined>,
 ): Promise<void> {
   for (let attempt = 0; attempt < SWAP_ATTEMPTS; attempt++) {
     const stored = await records.read(name);
@@ -104,7 +104,12 @@ export class LedgerClaim {
     private readonly ids: string[],
     private readonly times: LedgerTimes,
   ) {
-    this.timer = setInterval(() => this.renew(), Math.max(1, Math.floor(times.leaseMs / 3)));
+    this.timer = setInterval(
+      () => {
+        this.renew();
+      },
+      Math.max(1, Math.floor(times.leaseMs / 3)),
+    );
     this.timer.unref();
   }
 
@@ -128,7 +133,7 @@ export class LedgerClaim {
 
   /** Sets each of the claim's entries still pending to `next` (undefined: removes it). */
   private rewrite(next: (id: string, now: number) => Entry | undefined): Promise<void> {
-    return updateLedger(this.records, this.name, async (entries, now) => {
+    return updateLedger(this.records, this.name, (entries, now) => {
       const mine = this.ids.filter((id) => entries.get(id)?.state === 'pending');
       if (mine.length === 0) return undefined;
       const changed = new Map(entries);

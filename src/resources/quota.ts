@@ -30,6 +30,7 @@ import { KeyedMutex } from '../lib/mutex';
 import { claimInLedger, QuotaRule } from './quota-ledger';
 import { SPEC_REFUSED } from './transitions';
 import type { AnyFamily, BaseStatus } from './family';
+import { known } from '../lib/known';
 
 /**
  * Each family declares its default quota (`quota` of its definition): far above what a
@@ -118,9 +119,10 @@ export async function withinLimit<R, Spec>(
   if (limit === undefined) throw new Error(`no quota is named ${rule.quota}`);
   const key = `${team}/${rule.quota}`;
   const taken = typeof ids === 'string' ? [ids] : ids;
-  if (scope.shared) {
+  const { shared } = scope;
+  if (shared) {
     const claim = await countLock
-      .run(key, () => claimInLedger(store, scope.shared!, rule, team, limit, taken))
+      .run(key, () => claimInLedger(store, shared, rule, team, limit, taken))
       .catch((err: unknown) => {
         if (err instanceof ApiError) throw err;
         scope.onSharedFailure?.(err);
@@ -145,7 +147,7 @@ export async function withinLimit<R, Spec>(
   try {
     return await create();
   } finally {
-    const reserved = reservations.get(key)!;
+    const reserved = known(reservations.get(key), `the reservations of ${key} (this create holds some)`);
     for (const id of taken) reserved.delete(id);
     if (reserved.size === 0) reservations.delete(key);
   }

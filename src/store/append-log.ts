@@ -324,7 +324,12 @@ export class AppendLog {
 }
 
 function fdatasync(fd: number): Promise<void> {
-  return new Promise<void>((resolve, reject) => fs.fdatasync(fd, (err) => (err ? reject(err) : resolve())));
+  return new Promise<void>((resolve, reject) => {
+    fs.fdatasync(fd, (err) => {
+      if (err) reject(err);
+      else resolve();
+    });
+  });
 }
 
 /** Copies bytes [start, end) of one file to another at `at`. */
@@ -332,9 +337,12 @@ async function copyRange(from: number, to: number, start: number, end: number, a
   if (end <= start) return;
   const chunk = Buffer.allocUnsafe(Math.min(COPY_CHUNK_BYTES, end - start));
   for (let position = start; position < end;) {
-    const n = await new Promise<number>((resolve, reject) =>
-      fs.read(from, chunk, 0, Math.min(chunk.length, end - position), position, (err, read) => (err ? reject(err) : resolve(read))),
-    );
+    const n = await new Promise<number>((resolve, reject) => {
+      fs.read(from, chunk, 0, Math.min(chunk.length, end - position), position, (err, read) => {
+        if (err) reject(err);
+        else resolve(read);
+      });
+    });
     if (n === 0) throw new Error(`the log ended at byte ${position}, before ${end}`);
     await writeAll(to, chunk.subarray(0, n), at + position - start);
     position += n;
@@ -344,9 +352,12 @@ async function copyRange(from: number, to: number, start: number, end: number, a
 async function writeAll(fd: number, buffer: Buffer, position: number): Promise<void> {
   let offset = 0;
   while (offset < buffer.length) {
-    const written = await new Promise<number>((res, rej) =>
-      fs.write(fd, buffer, offset, buffer.length - offset, position + offset, (err, n) => (err ? rej(err) : res(n))),
-    );
+    const written = await new Promise<number>((res, rej) => {
+      fs.write(fd, buffer, offset, buffer.length - offset, position + offset, (err, n) => {
+        if (err) rej(err);
+        else res(n);
+      });
+    });
     offset += written;
   }
 }
@@ -399,7 +410,9 @@ export function lockDataDir(dir: string): () => void {
       const fd = fs.openSync(lock, 'wx', 0o600);
       fs.writeSync(fd, String(process.pid));
       fs.closeSync(fd);
-      return () => fs.rmSync(lock, { force: true });
+      return () => {
+        fs.rmSync(lock, { force: true });
+      };
     } catch (err) {
       if (codeOf(err) !== 'EEXIST') throw err;
       const pid = Number(fs.readFileSync(lock, 'utf8'));

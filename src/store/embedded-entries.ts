@@ -7,6 +7,7 @@
 import { SecretNameOrder } from './secret-table';
 import { sameJson } from '../lib/canonical-json';
 import { nowIso } from '../lib/time';
+import { promised } from '../lib/promised';
 import type { NamedEntries, StoredEntry, StoredObject } from './types';
 
 /** What the entries need of the store that holds them. */
@@ -43,8 +44,11 @@ export class EmbeddedEntries implements NamedEntries {
   }
 
   get(team: string, name: string): Promise<Record<string, string> | undefined> {
-    const object = this.host.latest(this.host.keyOf(this.kind, team, name));
-    return Promise.resolve(object ? this.codec.decode(object) : undefined);
+    // Decoding may throw (a secret that does not open): as the promise's rejection.
+    return promised(() => {
+      const object = this.host.latest(this.host.keyOf(this.kind, team, name));
+      return object ? this.codec.decode(object) : undefined;
+    });
   }
 
   async put(team: string, name: string, data: Record<string, string>): Promise<void> {
@@ -82,12 +86,14 @@ export class EmbeddedEntries implements NamedEntries {
   }
 
   list(prefix: string): Promise<StoredEntry[]> {
-    const entries: StoredEntry[] = [];
-    for (const key of this.names.withPrefix(prefix)) {
-      const object = this.host.latest(key);
-      if (object) entries.push({ team: object.meta.team, name: object.meta.id, data: this.codec.decode(object), createdAt: object.meta.createdAt });
-    }
-    return Promise.resolve(entries);
+    return promised(() => {
+      const entries: StoredEntry[] = [];
+      for (const key of this.names.withPrefix(prefix)) {
+        const object = this.host.latest(key);
+        if (object) entries.push({ team: object.meta.team, name: object.meta.id, data: this.codec.decode(object), createdAt: object.meta.createdAt });
+      }
+      return entries;
+    });
   }
 
   /** Encodes `data` and writes it as the entry `key`; the caller holds `exclusive(key)`. */

@@ -157,7 +157,13 @@ export class EmbeddedStore implements Store {
     this.compactBytes = options.compactBytes ?? 64 * 1024 * 1024;
     this.health = options.health ?? new DataDirHealth(options.dataDir, options.logger);
     this.compaction = new BackgroundWrite('store.snapshot', () => this.compact(), this.health);
-    this.appendRecovery = new BackgroundWrite('store.log', () => this.health.probe(), this.health);
+    this.appendRecovery = new BackgroundWrite(
+      'store.log',
+      () => {
+        this.health.probe();
+      },
+      this.health,
+    );
   }
 
   async start(): Promise<void> {

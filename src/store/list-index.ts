@@ -18,6 +18,7 @@
  */
 import BTree from 'sorted-btree';
 import type { ListSort, Page, PageRequest, StoredObject } from './types';
+import { known } from '../lib/known';
 
 /** What a store must know of a kind to index it; from its family (resources/store-of-record.ts listedKindOf). */
 export interface ListedKind {
@@ -156,7 +157,10 @@ export class KindIndex {
   replace(previous: StoredObject | undefined, next: StoredObject | undefined): void {
     const before = previous && this.placementOf(previous);
     const after = next && this.placementOf(next);
-    if (before && after && before.bucket === after.bucket) return this.move(before, after, next);
+    if (before && after && before.bucket === after.bucket) {
+      this.move(before, after, next);
+      return;
+    }
     if (before) this.place(before, undefined);
     if (after) this.place(after, next);
   }
@@ -191,7 +195,7 @@ export class KindIndex {
    * old and new state's) change, or every tree of a sort whose key changed (a new name).
    */
   private move(before: Placement, after: Placement, object: StoredObject): void {
-    const bucket = this.buckets.get(before.bucket)!;
+    const bucket = known(this.buckets.get(before.bucket), 'the bucket of a placed object');
     for (const sort of SORTS) {
       const views = bucket.sorts[sort];
       const [oldKey, newKey] = [before.keys[sort], after.keys[sort]];
@@ -215,9 +219,10 @@ export class KindIndex {
   named(team: string | undefined, name: string): StoredObject[] {
     const bucket = this.buckets.get(this.bucketKey(team));
     const found: StoredObject[] = [];
-    for (const [key] of bucket?.sorts.name.visible.entries([name, '']) ?? []) {
+    if (!bucket) return found;
+    for (const [key] of bucket.sorts.name.visible.entries([name, ''])) {
       if (key[0] !== name) break;
-      found.push(bucket!.objects.get(key[1])!);
+      found.push(known(bucket.objects.get(key[1]), 'an object of its bucket'));
     }
     return found;
   }
@@ -247,9 +252,12 @@ export class KindIndex {
     for (const [key] of walk(tree, request)) {
       if (bySort && request.order === 'asc' && before !== undefined && key[0] >= before) break;
       if (bySort && request.order === 'desc' && from !== undefined && key[0] < from) break;
-      const object = bucket.objects.get(key[1])!;
+      const object = known(bucket.objects.get(key[1]), 'an object of its bucket');
       if (!matches(object)) continue;
-      if (count === request.limit) return { items, next: { value: last![0], id: last![1] } };
+      if (count === request.limit) {
+        const [value, id] = known(last, 'the last key of a full page');
+        return { items, next: { value, id } };
+      }
       items[count++] = object;
       last = key;
     }
@@ -264,7 +272,8 @@ export class KindIndex {
     // Called for every entry a page walks: a loop rather than where.some, whose callback
     // would be a new closure (over the spec) on every call.
     return (object) => {
-      const state = stateOf(object)!;
+      // Only an object with a state is placed in a tree.
+      const state = known(stateOf(object), 'the state of a listed object');
       if (request.status !== undefined ? state !== request.status : this.listed.hiddenStates.includes(state)) return false;
       const spec = object.spec ?? {};
       for (let i = 0; i < where.length; i++) if (spec[where[i][0]] !== where[i][1]) return false;

@@ -8,6 +8,7 @@
  * What is kept per object is the store's own (`E`), under `team/id` in its kind: the object
  * itself, or the object with what it was read from; `objectOf` takes the object out.
  */
+import { promised } from '../lib/promised';
 import { ListedKind, ListIndexes } from './list-index';
 import { TeamPartition } from './team-partition';
 import { Page, PageRequest, readAs, StoredObject } from './types';
@@ -59,17 +60,18 @@ export class ObjectCache<E> {
 
   // The reads of the Store interface, as properties the stores take over as their own.
 
-  readonly get = async <S, St>(kind: string, team: string, id: string): Promise<StoredObject<S, St> | undefined> => {
-    const entry = this.entry(kind, `${team}/${id}`);
-    return entry && readAs<S, St>(this.objectOf(entry));
-  };
+  readonly get = <S, St>(kind: string, team: string, id: string): Promise<StoredObject<S, St> | undefined> =>
+    promised(() => {
+      const entry = this.entry(kind, `${team}/${id}`);
+      return entry && readAs<S, St>(this.objectOf(entry));
+    });
 
-  readonly list = async <S, St>(kind: string, team?: string): Promise<StoredObject<S, St>[]> =>
-    Array.from(this.values(kind, team), (entry) => readAs<S, St>(this.objectOf(entry)));
+  readonly list = <S, St>(kind: string, team?: string): Promise<StoredObject<S, St>[]> =>
+    promised(() => Array.from(this.values(kind, team), (entry) => readAs<S, St>(this.objectOf(entry))));
 
-  readonly page = async (kind: string, team: string | undefined, request: PageRequest): Promise<Page> => this.indexes.of(kind).page(team, request);
+  readonly page = (kind: string, team: string | undefined, request: PageRequest): Promise<Page> => promised(() => this.indexes.of(kind).page(team, request));
 
-  readonly named = async (kind: string, team: string, name: string): Promise<StoredObject[]> => this.indexes.of(kind).named(team, name);
+  readonly named = (kind: string, team: string, name: string): Promise<StoredObject[]> => promised(() => this.indexes.of(kind).named(team, name));
 
-  readonly count = async (kind: string, team: string): Promise<number> => this.indexes.of(kind).count(team);
+  readonly count = (kind: string, team: string): Promise<number> => promised(() => this.indexes.of(kind).count(team));
 }

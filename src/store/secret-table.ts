@@ -6,6 +6,7 @@
  * key a client sent.
  */
 import BTree from 'sorted-btree';
+import { getOrCreate } from '../lib/maps';
 
 /** The separator sorts below every character of a name, so a name's teams sort together right after it. */
 const positionOf = (team: string, name: string) => `${name}\u0000${team}`;
@@ -56,8 +57,7 @@ export class SecretTable<T extends { readonly team: string; readonly name: strin
     if (previous && previous.team !== entry.team) this.delete(key);
     this.byKey.set(key, entry);
     this.names.set(entry.team, entry.name, entry);
-    if (!this.byTeam.has(entry.team)) this.byTeam.set(entry.team, new Set());
-    this.byTeam.get(entry.team)!.add(key);
+    getOrCreate(this.byTeam, entry.team, () => new Set()).add(key);
   }
 
   delete(key: string): void {

@@ -20,7 +20,10 @@ export class WatchListeners {
    */
   notifyLater(event: WatchEvent | null): void {
     if (!event) return;
-    if (this.due.length === 0) setImmediate(() => this.tellDue());
+    if (this.due.length === 0)
+      setImmediate(() => {
+        this.tellDue();
+      });
     this.due.push({ event, listeners: [...this.listeners] });
   }
 

@@ -23,13 +23,15 @@ export class IntervalRecorder {
     private readonly logger: Logger,
   ) {}
 
-  async start(): Promise<void> {
+  start(): Promise<void> {
     if (!this.unsubscribe) this.unsubscribe = this.bus.subscribe(USAGE_CONSUMER, (event) => this.record(event));
+    return Promise.resolve();
   }
 
-  async stop(): Promise<void> {
+  stop(): Promise<void> {
     this.unsubscribe?.();
     this.unsubscribe = null;
+    return Promise.resolve();
   }
 
   /** Throws when the store refuses a write, so the bus hands the event over again. */

@@ -30,11 +30,12 @@ export class UsageRetention {
 
   constructor(private readonly deps: { store: Store; logger: Logger; retentionMs: number }) {}
 
-  async start(): Promise<void> {
-    if (this.timer) return;
+  start(): Promise<void> {
+    if (this.timer) return Promise.resolve();
     // Hourly, or a tenth of a retention shorter than 10 hours (tests use seconds).
     this.timer = setInterval(() => void this.sweep(), Math.min(Math.max(this.deps.retentionMs / 10, 100), 3_600_000));
     this.timer.unref();
+    return Promise.resolve();
   }
 
   async stop(): Promise<void> {
@@ -46,7 +47,9 @@ export class UsageRetention {
   sweep(): Promise<void> {
     this.running = this.running
       .then(() => this.deleteExpired())
-      .catch((err: unknown) => this.deps.logger.warn({ err: textOf(err) }, 'usage records not swept; the next sweep tries again'));
+      .catch((err: unknown) => {
+        this.deps.logger.warn({ err: textOf(err) }, 'usage records not swept; the next sweep tries again');
+      });
     return this.running;
   }
 

@@ -77,10 +77,11 @@ export class ThresholdWatch {
 
   constructor(private readonly deps: { store: Store; bus: EventBus; counters: UsageCounters; logger: Logger; intervalMs: number }) {}
 
-  async start(): Promise<void> {
-    if (this.timer) return;
+  start(): Promise<void> {
+    if (this.timer) return Promise.resolve();
     this.timer = setInterval(() => void this.check(), this.deps.intervalMs);
     this.timer.unref();
+    return Promise.resolve();
   }
 
   async stop(): Promise<void> {
@@ -93,7 +94,9 @@ export class ThresholdWatch {
   check(): Promise<void> {
     this.running = this.running
       .then(() => this.checkAll())
-      .catch((err: unknown) => this.deps.logger.warn({ err: textOf(err) }, 'usage thresholds not checked; the next check tries again'));
+      .catch((err: unknown) => {
+        this.deps.logger.warn({ err: textOf(err) }, 'usage thresholds not checked; the next check tries again');
+      });
     return this.running;
   }
 

@@ -24,7 +24,10 @@ export interface RunOptions {
 export function run(command: string, args: readonly string[], options: RunOptions = {}): Promise<string> {
   return new Promise((resolve, reject) => {
     execFile(command, args, { timeout: options.timeoutMs ?? 15_000, env: options.env ?? process.env, maxBuffer: 4 * 1024 * 1024 }, (err, stdout, stderr) => {
-      if (!err) return resolve(stdout);
+      if (!err) {
+        resolve(stdout);
+        return;
+      }
       const said = String(stderr).trim().split('\n').slice(-3).join(' | ');
       const why = err.killed ? 'timed out' : said || err.message;
       reject(new CommandError(`${path.basename(command)} ${args[0] ?? ''} failed: ${redacted(why, options.redact ?? [])}`));
@@ -90,7 +93,10 @@ export class Daemon {
       });
     });
     for (const stream of [this.child.stdout, this.child.stderr]) {
-      if (stream) createInterface({ input: stream }).on('line', (line) => logger.info({ daemon: name }, line));
+      if (!stream) continue;
+      createInterface({ input: stream }).on('line', (line) => {
+        logger.info({ daemon: name }, line);
+      });
     }
   }
 

@@ -30,17 +30,32 @@ export async function startStatusServer(host: string, port: number, status: () =
       res.end(JSON.stringify(body));
     };
     const route = (req.url ?? '').split('?')[0];
-    if (req.method !== 'GET') return reply(405, { error: 'method not allowed' });
-    if (route === '/healthz') return reply(200, { ok: true });
-    if (route !== '/status') return reply(404, { error: 'not found' });
+    if (req.method !== 'GET') {
+      reply(405, { error: 'method not allowed' });
+      return;
+    }
+    if (route === '/healthz') {
+      reply(200, { ok: true });
+      return;
+    }
+    if (route !== '/status') {
+      reply(404, { error: 'not found' });
+      return;
+    }
     status().then(
-      (body) => reply(200, body),
-      (err: unknown) => reply(500, { error: textOf(err) }),
+      (body) => {
+        reply(200, body);
+      },
+      (err: unknown) => {
+        reply(500, { error: textOf(err) });
+      },
     );
   });
   await new Promise<void>((resolve, reject) => {
     server.once('error', reject);
-    server.listen(port, host, () => resolve());
+    server.listen(port, host, () => {
+      resolve();
+    });
   });
   const address = server.address() as AddressInfo;
   const shownHost = address.family === 'IPv6' ? `[${address.address}]` : address.address;
@@ -49,7 +64,9 @@ export async function startStatusServer(host: string, port: number, status: () =
     close: () =>
       new Promise<void>((resolve) => {
         server.closeAllConnections();
-        server.close(() => resolve());
+        server.close(() => {
+          resolve();
+        });
       }),
   };
 }

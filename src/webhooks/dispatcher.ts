@@ -114,7 +114,9 @@ export class WebhookDispatcher {
 
   async start(): Promise<void> {
     reportWebhookAttempts(() => ({ inFlight: this.queue.inFlight, waiting: this.queue.waiting }));
-    this.unwatch = this.deps.store.watch((event) => this.onStoreChange(event));
+    this.unwatch = this.deps.store.watch((event) => {
+      this.onStoreChange(event);
+    });
     for (const delivery of await this.deps.store.list<Delivery['spec'], Delivery['status']>(deliveryFamily.kind)) {
       this.scheduleFromRecord(delivery);
     }
@@ -249,7 +251,10 @@ export class WebhookDispatcher {
     const timer = setTimeout(
       () => {
         this.timers.delete(name);
-        if (due > Date.now()) return this.scheduleFromRecord(delivery);
+        if (due > Date.now()) {
+          this.scheduleFromRecord(delivery);
+          return;
+        }
         this.enqueue(delivery.spec.webhook_id, key);
       },
       Math.min(Math.max(0, due - Date.now()), MAX_TIMER_MS),

@@ -74,8 +74,12 @@ export class ListenerHub {
     const name = keyOf(listener.meta.team, listener.meta.id);
     // Before watching: ending the last stream stops the watch.
     this.streams.get(name)?.end('another connection took this listener over');
-    this.unwatch ??= this.deps.store.watch((event) => this.onStoreChange(event));
-    const stream = new ListenerStream(this.deps, listener, sink, () => this.forget(name, stream));
+    this.unwatch ??= this.deps.store.watch((event) => {
+      this.onStoreChange(event);
+    });
+    const stream = new ListenerStream(this.deps, listener, sink, () => {
+      this.forget(name, stream);
+    });
     this.streams.set(name, stream);
     await stream.start();
     return stream;
@@ -180,7 +184,11 @@ export class ListenerStream {
   }
 
   private pushWaiting(): void {
-    while (this.waiting.length > 0 && this.inFlight.size + this.starting.size < MAX_IN_FLIGHT) this.pushOrRetry(this.waiting.shift()!);
+    while (this.inFlight.size + this.starting.size < MAX_IN_FLIGHT) {
+      const next = this.waiting.shift();
+      if (next === undefined) return;
+      this.pushOrRetry(next);
+    }
   }
 
   /** A push the store failed (reading the record or the secret) is tried again shortly, not left until the record changes. */
@@ -254,9 +262,14 @@ export class ListenerStream {
     const { store, config, logger } = this.deps;
     try {
       const webhook = await store.get<Webhook['spec'], Webhook['status']>(webhookFamily.kind, this.team, this.id);
-      if (!webhook || webhook.status.status === 'deleted') return this.end('the listener was deleted');
-      if ((await renewLease(store, this.team, this.id, this.holder, config.listenerLeaseMs)) === 'lost')
-        return this.end('another connection took this listener over');
+      if (!webhook || webhook.status.status === 'deleted') {
+        this.end('the listener was deleted');
+        return;
+      }
+      if ((await renewLease(store, this.team, this.id, this.holder, config.listenerLeaseMs)) === 'lost') {
+        this.end('another connection took this listener over');
+        return;
+      }
       this.sink.keepAlive();
     } catch (err) {
       // The store failed this once; the next renewal tries again within the lease.

@@ -57,7 +57,7 @@ export class WebhookRetention {
 
   constructor(private readonly deps: RetentionDeps) {}
 
-  async start(): Promise<void> {
+  start(): void {
     this.schedule(0);
   }
 
@@ -70,7 +70,9 @@ export class WebhookRetention {
   private schedule(delayMs: number): void {
     if (this.stopped) return;
     this.timer = setTimeout(() => {
-      this.running = this.sweep().finally(() => this.schedule(sweepIntervalMs(this.deps.config.deliveryRetentionMs)));
+      this.running = this.sweep().finally(() => {
+        this.schedule(sweepIntervalMs(this.deps.config.deliveryRetentionMs));
+      });
     }, delayMs);
   }
 

@@ -121,21 +121,26 @@ export async function sendDelivery(
           // A character cut at the KiB's edge decodes as U+FFFD, which is still valid JSON text.
           const responseBody = Buffer.concat(kept).toString('utf8');
           const retryAfter = typeof response.headers['retry-after'] === 'string' ? response.headers['retry-after'] : undefined;
-          if (status >= 200 && status < 300) return finish({ ok: true, status, error: null, responseBody });
+          if (status >= 200 && status < 300) {
+            finish({ ok: true, status, error: null, responseBody });
+            return;
+          }
           const kind = status >= 300 && status < 400 ? 'redirect (not followed)' : 'status';
           const text = responseBody.slice(0, MAX_ERROR_BODY);
           finish({ ok: false, status, error: `receiver answered ${kind} ${status}${text ? `: ${text}` : ''}`, retryAfter, responseBody });
         });
-        response.on('error', (err) =>
-          finish({ ok: false, status, error: 'reading the answer failed', detail: err.message, responseBody: Buffer.concat(kept).toString('utf8') }),
-        );
+        response.on('error', (err) => {
+          finish({ ok: false, status, error: 'reading the answer failed', detail: err.message, responseBody: Buffer.concat(kept).toString('utf8') });
+        });
       },
     );
     const timer = setTimeout(() => {
       request.destroy();
       finish({ ok: false, status: null, error: `no answer within ${timeoutMs / 1000} s` });
     }, timeoutMs);
-    request.on('error', (err) => finish({ ok: false, status: null, error: connectionError(err), detail: err.message }));
+    request.on('error', (err) => {
+      finish({ ok: false, status: null, error: connectionError(err), detail: err.message });
+    });
     request.end(body);
   });
 }

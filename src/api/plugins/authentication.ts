@@ -23,6 +23,7 @@ import { applyRateLimit, RateLimiter, sharedCountsOf } from './rate-limit';
 import { warnOfOwnCounts } from '../../store/shared-records';
 import { routeConfigOf } from '../route-config';
 import { cookieOf } from '../cookies';
+import { known } from '../../lib/known';
 
 export const BEARER = /^Bearer\s+(\S+)\s*$/i;
 export const CSRF_HEADER = 'x-csrf-token';
@@ -79,7 +80,8 @@ function refuseForgedWrite(ctx: ApiContext, request: FastifyRequest): void {
   if (isRead(request.method)) return;
   if (request.headers['sec-fetch-site'] === 'cross-site') throw forbidden('A write from another site is refused.');
   const sent = request.headers[CSRF_HEADER];
-  if (!ctx.sessions.csrfTokenMatches(request.session!.token, typeof sent === 'string' ? sent : undefined)) {
+  const { token } = known(request.session, 'the session of a request made with the session cookie');
+  if (!ctx.sessions.csrfTokenMatches(token, typeof sent === 'string' ? sent : undefined)) {
     throw forbidden("A write made with the session cookie needs the session's X-CSRF-Token header (csrf_token in GET /api/v1/session).");
   }
 }

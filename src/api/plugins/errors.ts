@@ -158,7 +158,9 @@ function hangUpWithoutReading(request: FastifyRequest, reply: FastifyReply): voi
     request.raw.pause();
     socket.end();
     const drop = setTimeout(() => socket.destroy(), HANG_UP_GRACE_MS);
-    socket.once('close', () => clearTimeout(drop));
+    socket.once('close', () => {
+      clearTimeout(drop);
+    });
   };
 }
 
@@ -223,7 +225,8 @@ function answerBegun(socket: Socket): boolean {
 export function refuseHostless(app: FastifyInstance): void {
   app.addHook('onRequest', (request, _reply, done) => {
     if (request.raw.httpVersion === '1.1' && request.headers.host === undefined) {
-      return done(new ApiError(400, 'bad_request', 'An HTTP/1.1 request must carry a Host header.'));
+      done(new ApiError(400, 'bad_request', 'An HTTP/1.1 request must carry a Host header.'));
+      return;
     }
     done();
   });

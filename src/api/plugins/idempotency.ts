@@ -72,7 +72,12 @@ class Claim {
     private current: IdempotencyRecord,
     private readonly config: IdempotencyConfig,
   ) {
-    this.timer = setInterval(() => this.renew(), Math.max(1, Math.floor(config.leaseMs / 3)));
+    this.timer = setInterval(
+      () => {
+        this.renew();
+      },
+      Math.max(1, Math.floor(config.leaseMs / 3)),
+    );
     this.timer.unref();
   }
 

@@ -71,21 +71,26 @@ class PressureGauge {
   }
 }
 
-export async function shedLoad(api: FastifyInstance, config: OverloadConfig): Promise<void> {
+export function shedLoad(api: FastifyInstance, config: OverloadConfig): void {
   const maxHeapUsedBytes = Math.floor((getHeapStatistics().heap_size_limit * config.maxHeapUsedPercent) / 100);
   if (config.maxEventLoopDelayMs === 0 && maxHeapUsedBytes === 0) return;
   const gauge = new PressureGauge(config.maxEventLoopDelayMs, maxHeapUsedBytes);
   // The first sample after start-up measures the start-up itself (compiling every route's
   // schemas blocks the loop for a while), not load: shed only from the sample after it.
   let armedAt = Infinity;
-  api.addHook('onReady', async () => {
+  api.addHook('onReady', () => {
     gauge.start();
     armedAt = Date.now() + 2 * SAMPLE_INTERVAL_MS;
   });
-  api.addHook('onClose', async () => gauge.stop());
+  api.addHook('onClose', () => {
+    gauge.stop();
+  });
   // Passed on as an error, so the 503 goes through the error handler and is in the envelope.
   api.addHook('onRequest', (request, _reply, done) => {
-    if (gauge.reason === null || Date.now() < armedAt) return done();
+    if (gauge.reason === null || Date.now() < armedAt) {
+      done();
+      return;
+    }
     request.log.debug({ reason: gauge.reason }, 'shedding load');
     done(overloaded(config.retryAfterSeconds, gauge.reason));
   });

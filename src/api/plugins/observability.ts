@@ -62,9 +62,9 @@ export function registerObservability(app: FastifyInstance, ctx: ApiContext, isR
     done();
   });
 
-  app.get('/healthz', { schema: { hide: true } }, async () => ({ status: 'ok' }));
+  app.get('/healthz', { schema: { hide: true } }, () => ({ status: 'ok' }));
 
-  app.get('/readyz', { schema: { hide: true } }, async (_request, reply) => {
+  app.get('/readyz', { schema: { hide: true } }, (_request, reply) => {
     const persistence = ctx.store.persistence();
     const ready = isReady() && persistence !== 'unavailable';
     return reply.code(ready ? 200 : 503).send({ status: ready ? 'ready' : 'not_ready', persistence });

@@ -15,6 +15,7 @@
  *   record again (a server that became running) and then act on it.
  */
 import type { FastifyInstance, RouteOptions } from 'fastify';
+import { known } from '../../lib/known';
 
 const METHODS = ['get', 'put', 'post', 'patch', 'delete'] as const;
 const PARAM = /^\{([^}]+)\}$/;
@@ -94,7 +95,8 @@ function addLinks(source: Operation | undefined, status: string, base: string, t
     const parameters: Record<string, string> = {};
     for (const name of paramsOf(base)) parameters[`path.${name}`] = `$request.path.${name}`;
     parameters[`path.${target.param}`] = `$response.body#${pointer}`;
-    links[target.operation.operationId!] ??= { operationId: target.operation.operationId!, parameters, description: describe };
+    const operationId = known(target.operation.operationId, 'an operationId (requireOperationIds gives every route one)');
+    links[operationId] ??= { operationId, parameters, description: describe };
   }
 }
 

@@ -12,6 +12,7 @@ import type { FastifyRequest } from 'fastify';
 import { ApiError } from '../../lib/errors';
 import type { SharedRecords } from '../../store/shared-records';
 import { SharedRequestCounts } from './shared-request-counts';
+import { known } from '../../lib/known';
 
 const WINDOW_MS = 60_000;
 
@@ -86,7 +87,7 @@ export class RateLimiter {
 
   private async lease(window: Window, client: string): Promise<void> {
     try {
-      const { granted, unleased } = await this.shared!.lease(client, window.start);
+      const { granted, unleased } = await known(this.shared, 'the shared counter (leases are taken only with one)').lease(client, window.start);
       window.budget += granted;
       window.unleased = unleased;
     } catch (err) {
@@ -130,8 +131,8 @@ export async function applyRateLimit(
   reply.header('X-RateLimit-Reset', Math.ceil(own.resetAt / 1000));
   const refused = !own.allowed
     ? `More than ${limiter.limit} requests this minute`
-    : teams && !teams.allowed
-      ? `More than ${team!.limit} requests this minute from the team's keys together`
+    : team && teams && !teams.allowed
+      ? `More than ${team.limit} requests this minute from the team's keys together`
       : null;
   if (refused) {
     const retryAfter = Math.max(1, Math.ceil((own.resetAt - now) / 1000));

@@ -80,12 +80,21 @@ export function registerValidation(app: FastifyInstance): void {
   // An empty body with a JSON content type is no body at all (POST .../cancel with curl -H).
   const defaultJson = app.getDefaultJsonParser('error', 'error');
   app.addContentTypeParser<string>('application/json', { parseAs: 'string' }, (request, body, done) => {
-    if (body === '') return done(null, undefined);
+    if (body === '') {
+      done(null, undefined);
+      return;
+    }
     // Called with a callback, the default parser answers through it; its type also allows a promise.
     void defaultJson(request, body, (err, parsed) => {
-      if (err) return done(err, undefined);
+      if (err) {
+        done(err, undefined);
+        return;
+      }
       const field = illFormedField(body, parsed);
-      if (field !== null) return done(fieldInvalid(field || 'body', 'is not valid Unicode (a lone surrogate)'), undefined);
+      if (field !== null) {
+        done(fieldInvalid(field || 'body', 'is not valid Unicode (a lone surrogate)'), undefined);
+        return;
+      }
       done(null, parsed);
     });
   });
@@ -140,8 +149,7 @@ function illFormedField(text: string, body: unknown): string | null {
     if (value !== null && typeof value === 'object') stack.push({ value, parent, step });
     return null;
   };
-  while (stack.length > 0) {
-    const item = stack.pop()!;
+  for (let item = stack.pop(); item !== undefined; item = stack.pop()) {
     const { value } = item;
     if (Array.isArray(value)) {
       for (let i = value.length - 1; i >= 0; i--) {

@@ -78,8 +78,9 @@ export function registerAgentRoutes(app: ApiApp, ctx: ApiContext): void {
       response: { 201: envelopeOf(ThreadRecord), ...errors },
     },
     // The body is optional: a request without one is an empty object, every field defaulted.
-    preValidation: async (request) => {
+    preValidation: (request, _reply, done) => {
       request.body ??= {};
+      done();
     },
     handler: async (request, reply) => {
       const { team, key } = principalOf(request);

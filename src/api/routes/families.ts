@@ -22,6 +22,7 @@ import { pluralOf, typeNameOf } from '../openapi-names';
 import type { ApiApp } from '../api-app';
 import { ruleContextOf } from '../../events/catalog';
 import { fieldOf, textOf } from '../../lib/unknown-values';
+import { known } from '../../lib/known';
 
 const IdParams = Type.Object({ id: Type.String({ maxLength: 64, description: 'Resource id.' }) });
 
@@ -41,7 +42,7 @@ const errorResponses = {
   503: ErrorEnvelope,
 };
 
-export const principalOf = (request: FastifyRequest) => request.principal!;
+export const principalOf = (request: FastifyRequest) => known(request.principal, 'the principal (authentication sets it before any handler runs)');
 
 /** Reads a resource of the caller's team, or answers `<family>_not_found`. */
 /**
@@ -89,7 +90,7 @@ function splitSecret(family: AnyFamily, body: Record<string, unknown>): { body: 
 
 /** Replaces the secret and bumps the spec's version of it; a refused update puts the old secret back. */
 async function rotateSecret(ctx: ApiContext, family: AnyFamily, team: string, id: string, value: string, update: SpecUpdate): Promise<Resource> {
-  const secret = family.secret!;
+  const secret = known(family.secret, `the secret of a ${family.title} (only a family with one rotates it)`);
   const name = secret.secretName(id);
   const previous = await ctx.store.secrets.get(team, name);
   await ctx.store.secrets.put(team, name, { value });

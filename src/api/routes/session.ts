@@ -93,7 +93,9 @@ export const cookieOptions = (ctx: ApiContext) => ({
 
 /** The session routes set and clear the session cookie: they get a context that can (api/cookies.ts). */
 export function registerSessionRoutes(api: ApiApp, ctx: ApiContext): void {
-  void withCookies(api, (app) => sessionRoutes(app, ctx));
+  void withCookies(api, (app) => {
+    sessionRoutes(app, ctx);
+  });
 }
 
 function sessionRoutes(app: ApiApp, ctx: ApiContext): void {

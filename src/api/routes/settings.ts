@@ -23,6 +23,7 @@ import { hasPassed } from '../../lib/timestamps';
 import { StringEnum } from '../../resources/schema-kit';
 import { InvitationMailer } from '../../accounts/invitations';
 import type { ApiApp } from '../api-app';
+import { known } from '../../lib/known';
 
 const errors = { 401: ErrorEnvelope, 404: ErrorEnvelope, 422: ErrorEnvelope, 429: ErrorEnvelope };
 const KeyIdParams = Type.Object({ id: Type.String({ maxLength: 64 }) });
@@ -70,7 +71,7 @@ function registerSingleton(app: ApiApp, ctx: ApiContext, family: AnyFamily, idOf
       tags,
       operationId: `update${typeNameOf(family.title)}`,
       summary: `Update the ${family.title}`,
-      body: family.schemas.update!,
+      body: known(family.schemas.update, `the update schema of a ${family.title}`),
       response: { 200: envelopeOf(family.schemas.record), ...errors },
     },
     handler: async (request, reply) => {
@@ -203,7 +204,9 @@ function registerMemberRoutes(app: ApiApp, ctx: ApiContext): void {
   const memberEnvelope = envelopeOf(memberRecord);
   const manage = { requires: 'admin' as const };
   const mailer = new InvitationMailer(ctx.config.webhooks, ctx.logger);
-  app.addHook('onClose', async () => mailer.close());
+  app.addHook('onClose', () => {
+    mailer.close();
+  });
   const send200 = (request: FastifyRequest, reply: FastifyReply, user: User) => send(ctx, request, reply, 200, userFamily.toRecord(user));
 
   app.get(members, {

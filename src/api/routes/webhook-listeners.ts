@@ -124,7 +124,9 @@ export function registerWebhookListenerRoutes(app: ApiApp, ctx: ApiContext): voi
   const base = `/api/v1/${webhookFamily.path}`;
   const hub = new ListenerHub({ store: ctx.store, writer: ctx.writer, config: ctx.config.webhooks, logger: ctx.logger });
   // Before the server waits for its connections to end: a stream never would by itself.
-  app.addHook('preClose', async () => hub.close());
+  app.addHook('preClose', () => {
+    hub.close();
+  });
 
   app.post(`${base}/listeners`, {
     schema: {
@@ -247,8 +249,12 @@ function sseSink(raw: ServerResponse): StreamSink {
     if (!raw.writableEnded && !raw.destroyed) raw.write(text);
   };
   return {
-    send: (event, data, id) => write(`${id ? `id: ${id}\n` : ''}event: ${event}\ndata: ${JSON.stringify(data)}\n\n`),
-    keepAlive: () => write(': keep-alive\n\n'),
+    send: (event, data, id) => {
+      write(`${id ? `id: ${id}\n` : ''}event: ${event}\ndata: ${JSON.stringify(data)}\n\n`);
+    },
+    keepAlive: () => {
+      write(': keep-alive\n\n');
+    },
     end: (reason) => {
       write(`event: closed\ndata: ${JSON.stringify({ reason })}\n\n`);
       if (!raw.writableEnded) raw.end();

@@ -32,6 +32,7 @@ import { listedArray } from '../../store/listed';
 import type { ApiApp } from '../api-app';
 import { ruleContextOf } from '../../events/catalog';
 import { textOf } from '../../lib/unknown-values';
+import { known } from '../../lib/known';
 
 const errors = {
   400: ErrorEnvelope,
@@ -160,7 +161,7 @@ export function registerWebhookRoutes(app: ApiApp, ctx: ApiContext): void {
       summary: 'Update a webhook subscription',
       description: '`active: true` re-enables a subscription the service disabled and resets consecutive_failures.',
       params: IdParams,
-      body: webhookFamily.schemas.update!,
+      body: known(webhookFamily.schemas.update, 'the update schema of a webhook'),
       response: { 200: envelopeOf(Record_), ...errors },
     },
     handler: async (request, reply) => {
@@ -170,7 +171,8 @@ export function registerWebhookRoutes(app: ApiApp, ctx: ApiContext): void {
       assertNotListener(assertChangeableAnd(await findResource<Webhook>(ctx, webhookFamily, team, id)));
       await ctx.writer.mutateSpec<Webhook>(webhookFamily, team, id, (current) => {
         assertChangeable(webhookFamily, current);
-        const spec = webhookFamily.applyUpdate!(current.spec, patch, rules);
+        if (!webhookFamily.applyUpdate) throw new Error('internal error: the update of a webhook is missing');
+        const spec = webhookFamily.applyUpdate(current.spec, patch, rules);
         return sameJson(spec, current.spec) ? null : { ...spec };
       });
       const updated = await settle(ctx.writer, team, id, key, patch.active === true);

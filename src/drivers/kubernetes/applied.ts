@@ -94,9 +94,13 @@ export class AppliedObjects {
 function bounded<T>(request: Promise<T>, ms: number): Promise<T> {
   let timer: NodeJS.Timeout | undefined;
   const timeout = new Promise<never>((_resolve, reject) => {
-    timer = setTimeout(() => reject(new Error(`no answer from the API server within ${ms} ms`)), ms);
+    timer = setTimeout(() => {
+      reject(new Error(`no answer from the API server within ${ms} ms`));
+    }, ms);
   });
-  return Promise.race([request, timeout]).finally(() => clearTimeout(timer));
+  return Promise.race([request, timeout]).finally(() => {
+    clearTimeout(timer);
+  });
 }
 
 function describe(header: ObjectHeader): string {

@@ -180,9 +180,11 @@ export class VolumeSnapshotBackupDriver implements BackupDriver {
       404,
     );
     if (!answer.ok) return null;
-    const classes = (answer.value.items ?? []).filter((c) => c.metadata?.name).sort((a, b) => a.metadata!.name!.localeCompare(b.metadata!.name!));
-    const chosen = classes.find((c) => c.metadata?.annotations?.[DEFAULT_CLASS_ANNOTATION] === 'true') ?? classes[0];
-    return chosen?.metadata?.name ?? null;
+    const classes = (answer.value.items ?? [])
+      .flatMap(({ metadata }) => (metadata?.name ? [{ name: metadata.name, annotations: metadata.annotations }] : []))
+      .sort((a, b) => a.name.localeCompare(b.name));
+    const chosen = classes.find((c) => c.annotations?.[DEFAULT_CLASS_ANNOTATION] === 'true') ?? classes.at(0);
+    return chosen?.name ?? null;
   }
 
   private async readSnapshot(namespace: string, name: string): Promise<VolumeSnapshotObject | null> {

@@ -15,6 +15,7 @@ import type { Logger } from 'pino';
 import type { JobSpecForRun, ScheduledRun, ScheduleExecutor, ScheduleSpec } from '../job';
 import { ID_LABEL, objectName } from '../../store/kubernetes/names';
 import { httpCode } from '../../store/kubernetes/http-code';
+import { known } from '../../lib/known';
 
 /** On the Jobs a CronJob makes (from its template) and their Pods: the scheduled job. */
 export const SCHEDULED_JOB_LABEL = 'cloudplane.dev/scheduled-job-id';
@@ -47,13 +48,14 @@ export function cronJobCarries(schedule: string): boolean {
 
 /** The CronJob of a scheduled job. */
 export function cronJobManifest(namespace: string, id: string, spec: ScheduleSpec, job: V1Job): V1CronJob {
-  const labels = { ...job.metadata!.labels, [SCHEDULED_JOB_LABEL]: id };
+  const labels = { ...job.metadata?.labels, [SCHEDULED_JOB_LABEL]: id };
+  const jobSpec = known(job.spec, "the spec of a run's Job manifest");
   // A run's id is its own: the template names the scheduled job only.
   const runLabels = Object.fromEntries(Object.entries(labels).filter(([label]) => label !== ID_LABEL));
   return {
     apiVersion: 'batch/v1',
     kind: 'CronJob',
-    metadata: { name: objectName(id), namespace, labels, annotations: job.metadata!.annotations },
+    metadata: { name: objectName(id), namespace, labels, annotations: job.metadata?.annotations },
     spec: {
       schedule: spec.schedule,
       timeZone: spec.timezone,
@@ -62,8 +64,8 @@ export function cronJobManifest(namespace: string, id: string, spec: ScheduleSpe
       successfulJobsHistoryLimit: HISTORY_LIMIT,
       failedJobsHistoryLimit: HISTORY_LIMIT,
       jobTemplate: {
-        metadata: { labels: runLabels, annotations: job.metadata!.annotations },
-        spec: { ...job.spec!, template: { ...job.spec!.template, metadata: { labels: runLabels } } },
+        metadata: { labels: runLabels, annotations: job.metadata?.annotations },
+        spec: { ...jobSpec, template: { ...jobSpec.template, metadata: { labels: runLabels } } },
       },
     },
   };
@@ -102,7 +104,11 @@ export class CronJobSchedules implements ScheduleExecutor {
       }
     } else if (settingsOf(current) !== settingsOf(desired)) {
       // A replace with the read's resourceVersion: a conflict (409) is retried by the reconciler.
-      const body: V1CronJob = { ...current, spec: { ...current.spec!, ...desired.spec!, jobTemplate: current.spec!.jobTemplate } };
+      const currentSpec = known(current.spec, `the spec of CronJob ${name}`);
+      const body: V1CronJob = {
+        ...current,
+        spec: { ...currentSpec, ...known(desired.spec, 'the spec of a CronJob manifest'), jobTemplate: currentSpec.jobTemplate },
+      };
       await this.o.call(() => this.o.batch.replaceNamespacedCronJob({ name, namespace, body }));
       this.o.logger.info({ team, id, cronJob: name, suspend: spec.paused }, 'batch/v1 CronJob updated');
     }
@@ -113,12 +119,12 @@ export class CronJobSchedules implements ScheduleExecutor {
   async runs(team: string, id: string): Promise<ScheduledRun[]> {
     const namespace = this.o.namespaceOf(team);
     const jobs = await this.o.call(() => this.o.batch.listNamespacedJob({ namespace, labelSelector: `${SCHEDULED_JOB_LABEL}=${id}` }));
-    const runs = jobs.items
-      .filter((job) => job.metadata?.name && !job.metadata.deletionTimestamp)
-      .map((job) => {
-        const stamp = job.metadata!.annotations?.[SCHEDULED_TIMESTAMP_ANNOTATION] ?? job.metadata!.creationTimestamp;
-        return { name: job.metadata!.name!, scheduledAt: new Date(stamp ?? Date.now()).toISOString() };
-      });
+    const runs = jobs.items.flatMap((job) => {
+      const metadata = job.metadata;
+      if (!metadata?.name || metadata.deletionTimestamp) return [];
+      const stamp = metadata.annotations?.[SCHEDULED_TIMESTAMP_ANNOTATION] ?? metadata.creationTimestamp;
+      return [{ name: metadata.name, scheduledAt: new Date(stamp ?? Date.now()).toISOString() }];
+    });
     return runs.sort((a, b) => a.scheduledAt.localeCompare(b.scheduledAt) || a.name.localeCompare(b.name));
   }
 

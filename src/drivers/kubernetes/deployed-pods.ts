@@ -4,6 +4,7 @@
  * whether its rollout stopped.
  */
 import type { V1Deployment, V1Pod } from '@kubernetes/client-node';
+import { known } from '../../lib/known';
 
 /** A label selector's text from its labels. */
 export function selectorOf(labels: Record<string, string>): string {
@@ -20,7 +21,7 @@ export function isServing(pod: V1Pod): boolean {
 
 /** `http://<podIP>:<port>` of a serving Pod (an IPv6 address in brackets). */
 export function podBaseUrl(pod: V1Pod, port: number): string {
-  const ip = pod.status!.podIP!;
+  const ip = known(pod.status?.podIP, 'the IP of a serving Pod');
   return `http://${ip.includes(':') ? `[${ip}]` : ip}:${port}`;
 }
 

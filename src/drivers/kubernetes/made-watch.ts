@@ -33,18 +33,26 @@ export interface MadeWatchOptions {
 }
 
 export function watchMade(o: MadeWatchOptions, kinds: MadeKind[], changed: Changed): () => void {
-  const own = o.watches ? null : new NamespacedWatches(new TeamNamespaces(o), o);
-  const watches = o.watches ?? own!;
+  const watches = o.watches ?? new NamespacedWatches(new TeamNamespaces(o), o);
+  const own = o.watches ? null : watches;
   const tell = (object: KubeObject) => {
     const id = fieldOf(object.metadata.labels, ID_LABEL);
     if (typeof id === 'string' && id && object.metadata.namespace) changed(teamOfNamespace(object.metadata.namespace, o.systemNamespace), id);
   };
   // A relist (at the start, after 410 Gone) may have missed deletions: each resource is looked at again.
-  const follows = kinds.map((kind) => watches.follow(kind, { replace: (_namespace, items) => items.forEach(tell), upsert: tell, remove: tell }));
+  const follows = kinds.map((kind) =>
+    watches.follow(kind, {
+      replace: (_namespace, items) => {
+        for (const item of items) tell(item);
+      },
+      upsert: tell,
+      remove: tell,
+    }),
+  );
   // Not awaited: the first lists retry until they succeed, and the reconcilers must not wait for them.
   if (own) void own.namespaces.start();
   return () => {
-    follows.forEach((f) => f.stop());
+    for (const f of follows) f.stop();
     own?.stop();
     own?.namespaces.stop();
   };

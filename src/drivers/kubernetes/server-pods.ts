@@ -117,9 +117,14 @@ const mountsKey = (mounts: ClaimMount[]) => JSON.stringify(mounts.map((m) => `${
 
 /** The claims a Pod's server container mounts, where. */
 function podClaimMounts(pod: V1Pod): ClaimMount[] {
-  const claims = new Map((pod.spec?.volumes ?? []).filter((v) => v.persistentVolumeClaim).map((v) => [v.name, v.persistentVolumeClaim!.claimName]));
+  const claims = new Map(
+    (pod.spec?.volumes ?? []).flatMap((v): [string, string][] => (v.persistentVolumeClaim ? [[v.name, v.persistentVolumeClaim.claimName]] : [])),
+  );
   const container = pod.spec?.containers.find((c) => c.name === SERVER_CONTAINER);
-  return (container?.volumeMounts ?? []).filter((vm) => claims.has(vm.name)).map((vm) => ({ claim: claims.get(vm.name)!, mount_path: vm.mountPath }));
+  return (container?.volumeMounts ?? []).flatMap((vm) => {
+    const claim = claims.get(vm.name);
+    return claim === undefined ? [] : [{ claim, mount_path: vm.mountPath }];
+  });
 }
 
 type ServerObservation = Observation<ServerOutputs, ServerObserved>;

@@ -24,6 +24,7 @@ import type { VpnGatewayDesired } from '../vpn-gateway';
 import type { VpnAgentConfig } from '../../vpn-agent/config';
 import type { Managed } from '../types';
 import { managedLabels, ownerReferencesOf, Placement } from './objects';
+import { known } from '../../lib/known';
 
 export const CONTAINER_NAME = 'vpn-agent';
 export const CONFIG_KEY = 'config.json';
@@ -73,7 +74,7 @@ export const agentSecretName = (placement: Placement) => `${placement.name}-agen
 /** A new WireGuard private key: X25519, raw 32 bytes in base64 as `wg genkey` prints it. */
 export function generateWireguardKey(): string {
   const { privateKey } = generateKeyPairSync('x25519');
-  return rawKey(privateKey.export({ format: 'jwk' }).d!);
+  return rawKey(known(privateKey.export({ format: 'jwk' }).d, 'the private part (d) of an X25519 JWK'));
 }
 
 /** PKCS#8 DER of an X25519 private key up to its 32 raw bytes (RFC 8410). */
@@ -83,7 +84,7 @@ const X25519_PKCS8_PREFIX = Buffer.from('302e020100300506032b656e04220420', 'hex
 export function wireguardPublicKey(privateKeyBase64: string): string {
   const der = Buffer.concat([X25519_PKCS8_PREFIX, Buffer.from(privateKeyBase64, 'base64')]);
   const publicKey = createPublicKey(createPrivateKey({ key: der, format: 'der', type: 'pkcs8' }));
-  return rawKey(publicKey.export({ format: 'jwk' }).x!);
+  return rawKey(known(publicKey.export({ format: 'jwk' }).x, 'the public part (x) of an X25519 JWK'));
 }
 
 const rawKey = (base64url: string) => Buffer.from(base64url, 'base64url').toString('base64');

@@ -52,6 +52,7 @@ import { madeFor, Placement, placementOf } from './objects';
 import { Changed, MadeWatchOptions, watchMade } from './made-watch';
 import { isAvailable, isServing, podBaseUrl, selectorOf, stalledRollout } from './deployed-pods';
 import { messageOf } from '../../lib/unknown-values';
+import { known } from '../../lib/known';
 
 export interface VpnGatewayTunnelDriverOptions extends MadeWatchOptions {
   kubeConfig: KubeConfig;
@@ -167,8 +168,9 @@ export class VpnGatewayTunnelDriver implements VpnGatewayDriver {
       // Only what was made for this gateway: someone else's object of the same name stays.
       const object = live[key];
       if (!object || !madeFor(object.metadata, resource.id)) continue;
-      if (await this.objects.delete({ apiVersion, kind, metadata: { name: object.metadata!.name!, namespace: placement.namespace } })) {
-        this.o.logger.info({ id: resource.id, namespace: placement.namespace, name: object.metadata!.name, kind }, 'VPN gateway object deleted');
+      const name = known(object.metadata?.name, `the name of a live ${kind}`);
+      if (await this.objects.delete({ apiVersion, kind, metadata: { name, namespace: placement.namespace } })) {
+        this.o.logger.info({ id: resource.id, namespace: placement.namespace, name, kind }, 'VPN gateway object deleted');
       }
     }
     return { external: { ...placement }, pollAfterMs: this.progressPollMs };
@@ -312,8 +314,11 @@ function ingressIp(service: V1Service | null): string | null {
 
 /** What stands under the gateway's names without having been made for it, or null. */
 function inTheWay(live: Live, id: string, placement: Placement): string | null {
-  const foreign = KINDS.find(({ key }) => live[key] !== null && !madeFor(live[key]?.metadata, id));
-  return foreign
-    ? `a ${foreign.kind} ${placement.namespace}/${live[foreign.key]!.metadata?.name} that Cloudplane did not make for this VPN gateway is in the way`
-    : null;
+  for (const { key, kind } of KINDS) {
+    const object = live[key];
+    if (object !== null && !madeFor(object.metadata, id)) {
+      return `a ${kind} ${placement.namespace}/${object.metadata?.name} that Cloudplane did not make for this VPN gateway is in the way`;
+    }
+  }
+  return null;
 }

@@ -9,6 +9,7 @@ import { Value } from '@sinclair/typebox/value';
 import type { BackupDriver, BackupSubject, OperationProgress } from '../backup';
 import type { DriverHealth, ExternalRecord } from '../types';
 import type { SimulatedOperation, Simulation } from './simulation';
+import { promised } from '../../lib/promised';
 
 const FAMILY = 'backup';
 
@@ -18,24 +19,24 @@ const RecordedOperation = Type.Object({ name: Type.String(), started_at: Type.St
 export class SimulatedBackupDriver implements BackupDriver {
   constructor(private readonly sim: Simulation) {}
 
-  async start(backup: BackupSubject): Promise<ExternalRecord> {
-    return { method: 'simulated', snapshot: { ...this.begin(backup, 'snapshot') } };
+  start(backup: BackupSubject): Promise<ExternalRecord> {
+    return promised(() => ({ method: 'simulated', snapshot: { ...this.begin(backup, 'snapshot') } }));
   }
 
-  async observe(backup: BackupSubject): Promise<OperationProgress> {
-    return this.progressOf(backup, 'snapshot');
+  observe(backup: BackupSubject): Promise<OperationProgress> {
+    return promised(() => this.progressOf(backup, 'snapshot'));
   }
 
-  async startRestore(backup: BackupSubject, startedAt: string): Promise<ExternalRecord> {
-    return { ...backup.external, restore: { ...this.begin(backup, 'restore', startedAt) } };
+  startRestore(backup: BackupSubject, startedAt: string): Promise<ExternalRecord> {
+    return promised(() => ({ ...backup.external, restore: { ...this.begin(backup, 'restore', startedAt) } }));
   }
 
-  async observeRestore(backup: BackupSubject): Promise<OperationProgress> {
-    return this.progressOf(backup, 'restore');
+  observeRestore(backup: BackupSubject): Promise<OperationProgress> {
+    return promised(() => this.progressOf(backup, 'restore'));
   }
 
-  async release(): Promise<boolean> {
-    return true;
+  release(): Promise<boolean> {
+    return Promise.resolve(true);
   }
 
   health(): DriverHealth {

@@ -12,6 +12,7 @@ import { canonicalJson } from '../../lib/canonical-json';
 import { nowIso } from '../../lib/time';
 import type { Driver, DriverHealth, ExternalRecord, Managed, Observation, Step } from '../types';
 import type { Progress, Simulation } from './simulation';
+import { promised } from '../../lib/promised';
 
 const Started = { started_at: Type.String(), fails: Type.Optional(Type.Boolean()) };
 
@@ -67,37 +68,41 @@ export abstract class SimulatedDriver<Desired, Outputs, Observed> implements Dri
     return record;
   }
 
-  async observe(resource: Managed<Desired>): Promise<Observation<Outputs, Observed>> {
-    const record = this.recordOf(resource);
-    if (!record) return { exists: false };
-    if (record.release) {
-      const release = this.progressOf(resource, 'release', record.release);
-      if (release.state !== 'pending') {
-        this.sim.releaseAddress(resource.id);
-        return { exists: false };
+  observe(resource: Managed<Desired>): Promise<Observation<Outputs, Observed>> {
+    return promised(() => {
+      const record = this.recordOf(resource);
+      if (!record) return { exists: false };
+      if (record.release) {
+        const release = this.progressOf(resource, 'release', record.release);
+        if (release.state !== 'pending') {
+          this.sim.releaseAddress(resource.id);
+          return { exists: false };
+        }
+        const { observed } = this.stateOf(resource, record, false);
+        return { exists: true, upToDate: true, ready: false, outputs: null, observed, failure: null, pollAfterMs: release.remainingMs };
       }
-      const { observed } = this.stateOf(resource, record, false);
-      return { exists: true, upToDate: true, ready: false, outputs: null, observed, failure: null, pollAfterMs: release.remainingMs };
-    }
-    const provision = this.progressOf(resource, 'provision', record.provision);
-    const ready = provision.state === 'succeeded';
-    const config = this.configProgress(resource, record);
-    const family = this.stateOf(resource, record, ready);
-    return {
-      exists: true,
-      upToDate: config.upToDate && (family.upToDate ?? true),
-      ready,
-      outputs: ready ? this.outputsOf(resource) : null,
-      observed: family.observed,
-      failure: provision.state === 'failed' ? provision.reason : (family.failure ?? null),
-      rejected: config.rejected,
-      pollAfterMs: minDefined(pendingMs(provision), config.pollAfterMs, family.pollAfterMs),
-    };
+      const provision = this.progressOf(resource, 'provision', record.provision);
+      const ready = provision.state === 'succeeded';
+      const config = this.configProgress(resource, record);
+      const family = this.stateOf(resource, record, ready);
+      return {
+        exists: true,
+        upToDate: config.upToDate && (family.upToDate ?? true),
+        ready,
+        outputs: ready ? this.outputsOf(resource) : null,
+        observed: family.observed,
+        failure: provision.state === 'failed' ? provision.reason : (family.failure ?? null),
+        rejected: config.rejected,
+        pollAfterMs: minDefined(pendingMs(provision), config.pollAfterMs, family.pollAfterMs),
+      };
+    });
   }
 
-  async create(resource: Managed<Desired>): Promise<Step> {
-    const record: SimulatedRecord = { provision: { ...this.start(resource, 'provision'), config: this.configHash(resource.desired) } };
-    return this.step(resource, record, 'provision', record.provision.started_at);
+  create(resource: Managed<Desired>): Promise<Step> {
+    return promised(() => {
+      const record: SimulatedRecord = { provision: { ...this.start(resource, 'provision'), config: this.configHash(resource.desired) } };
+      return this.step(resource, record, 'provision', record.provision.started_at);
+    });
   }
 
   async update(resource: Managed<Desired>): Promise<Step> {
@@ -113,12 +118,14 @@ export abstract class SimulatedDriver<Desired, Outputs, Observed> implements Dri
     return { external: record, pollAfterMs: this.sim.baseDelayMs(this.family) };
   }
 
-  async delete(resource: Managed<Desired>): Promise<Step> {
-    const current = this.recordOf(resource);
-    if (!current) return { external: {} };
-    if (current.release) return { external: current, pollAfterMs: this.remainingOf(resource, 'release', current.release.started_at) };
-    const record = { ...current, release: this.start(resource, 'release') };
-    return this.step(resource, record, 'release', record.release.started_at);
+  delete(resource: Managed<Desired>): Promise<Step> {
+    return promised(() => {
+      const current = this.recordOf(resource);
+      if (!current) return { external: {} };
+      if (current.release) return { external: current, pollAfterMs: this.remainingOf(resource, 'release', current.release.started_at) };
+      const record = { ...current, release: this.start(resource, 'release') };
+      return this.step(resource, record, 'release', record.release.started_at);
+    });
   }
 
   health(): DriverHealth {

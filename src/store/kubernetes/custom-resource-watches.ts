@@ -47,9 +47,13 @@ export class CustomResourceWatches {
             ),
         },
         {
-          replace: (items) => this.o.claims.replaceKind(info, items),
+          replace: (items) => {
+            this.o.claims.replaceKind(info, items);
+          },
           upsert: (raw) => this.o.claims.upsert(info, raw),
-          remove: (raw) => this.o.claims.watchedRemoval(info, raw),
+          remove: (raw) => {
+            this.o.claims.watchedRemoval(info, raw);
+          },
         },
         this.o.logger,
         { silenceLimitMs: this.o.watchSilenceLimitMs },

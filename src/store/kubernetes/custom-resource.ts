@@ -19,6 +19,7 @@ import {
   UPDATED_AT_ANNOTATION,
   VERSION,
 } from './names';
+import { known } from '../../lib/known';
 
 export interface KindInfo {
   kind: string;
@@ -57,7 +58,13 @@ export interface CachedResource {
 
 /** A custom resource as the custom objects API's requests name it. */
 export function whereOf(info: KindInfo, raw: Raw) {
-  return { group: GROUP, version: VERSION, namespace: raw.metadata.namespace!, plural: info.plural, name: raw.metadata.name };
+  return {
+    group: GROUP,
+    version: VERSION,
+    namespace: known(raw.metadata.namespace, 'the namespace of a custom resource'),
+    plural: info.plural,
+    name: raw.metadata.name,
+  };
 }
 
 const laterOf = (a: string | undefined, b: string | undefined) => (!a ? b : !b ? a : a > b ? a : b);
@@ -76,7 +83,7 @@ export function toStored(info: KindInfo, raw: Raw, id: string, systemNamespace: 
   const createdAt = md.annotations?.[CREATED_AT_ANNOTATION] ?? iso(md.creationTimestamp) ?? nowIso();
   const { updated_at: statusUpdatedAt, ...status } = recordStatusOf(raw.status);
   const statusUpdated = typeof statusUpdatedAt === 'string' ? statusUpdatedAt : undefined;
-  const updatedAt = laterOf(laterOf(md.annotations?.[UPDATED_AT_ANNOTATION], statusUpdated), createdAt)!;
+  const updatedAt = laterOf(laterOf(md.annotations?.[UPDATED_AT_ANNOTATION], statusUpdated), createdAt) ?? createdAt;
   const labels = { ...(md.labels ?? {}) };
   delete labels[ID_LABEL];
   return {

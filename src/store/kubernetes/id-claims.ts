@@ -28,6 +28,8 @@ import {
   UPDATED_AT_ANNOTATION,
   VERSION,
 } from './names';
+import { known } from '../../lib/known';
+import { getOrCreate } from '../../lib/maps';
 
 /** What the claims need of the store they decide for. */
 export interface IdClaimsContext {
@@ -97,13 +99,22 @@ export class IdClaims {
     return entry && sameResource(entry.raw, raw) ? entry.object : object;
   }
 
+  /** The claims of one of the store's kinds, each given its maps by the constructor. */
+  private claimsOf(info: KindInfo): Map<string, { key: string; raw: Raw }> {
+    return known(this.claims.get(info.kind), 'the claims of a kind of the store');
+  }
+
+  private claimantsOf(info: KindInfo): Map<string, Set<string>> {
+    return known(this.claimants.get(info.kind), 'the claimants of a kind of the store');
+  }
+
   /**
    * Records the id a custom resource claims (none: null). Answers the `team/id`s whose
    * claimants changed, to be settled, or null for a version older than one already seen.
    */
   private claim(info: KindInfo, raw: Raw, key: string | null): string[] | null {
     const name = nameKeyOf(raw);
-    const prior = this.claims.get(info.kind)!.get(name);
+    const prior = this.claimsOf(info).get(name);
     if (prior && isOlder(raw.metadata.resourceVersion ?? '', prior.raw.metadata.resourceVersion ?? '')) return null;
     const changed = key ? [key] : [];
     if (prior && prior.key !== key) {
@@ -111,21 +122,19 @@ export class IdClaims {
       changed.push(prior.key);
     }
     if (key) {
-      this.claims.get(info.kind)!.set(name, { key, raw });
-      const byKey = this.claimants.get(info.kind)!;
-      if (!byKey.has(key)) byKey.set(key, new Set());
-      byKey.get(key)!.add(name);
+      this.claimsOf(info).set(name, { key, raw });
+      getOrCreate(this.claimantsOf(info), key, () => new Set()).add(name);
     }
     return changed;
   }
 
   private unclaim(info: KindInfo, name: string): void {
-    const prior = this.claims.get(info.kind)!.get(name);
+    const prior = this.claimsOf(info).get(name);
     if (!prior) return;
-    this.claims.get(info.kind)!.delete(name);
-    const names = this.claimants.get(info.kind)!.get(prior.key);
+    this.claimsOf(info).delete(name);
+    const names = this.claimantsOf(info).get(prior.key);
     names?.delete(name);
-    if (names?.size === 0) this.claimants.get(info.kind)!.delete(prior.key);
+    if (names?.size === 0) this.claimantsOf(info).delete(prior.key);
     this.disowned.delete(uidKeyOf(info, prior.raw));
   }
 
@@ -135,8 +144,8 @@ export class IdClaims {
    */
   private settle(info: KindInfo, key: string): void {
     const id = key.slice(key.indexOf('/') + 1);
-    const claims = this.claims.get(info.kind)!;
-    const rivals = [...(this.claimants.get(info.kind)!.get(key) ?? [])].map((name) => claims.get(name)!.raw);
+    const claims = this.claimsOf(info);
+    const rivals = [...(this.claimantsOf(info).get(key) ?? [])].map((name) => known(claims.get(name), 'the claim of a claimant').raw);
     const owner = rightfulOwner(
       id,
       rivals.filter((raw) => this.disowned.get(uidKeyOf(info, raw)) !== id),
@@ -163,12 +172,12 @@ export class IdClaims {
 
   /** The `team/id` a custom resource is known under: the one it claimed, else its label's. */
   private knownKeyOf(info: KindInfo, raw: Raw): string | null {
-    return this.claims.get(info.kind)!.get(nameKeyOf(raw))?.key ?? this.labelKeyOf(info, raw);
+    return this.claimsOf(info).get(nameKeyOf(raw))?.key ?? this.labelKeyOf(info, raw);
   }
 
   removeRaw(info: KindInfo, raw: Raw): void {
     const name = nameKeyOf(raw);
-    const claim = this.claims.get(info.kind)!.get(name);
+    const claim = this.claimsOf(info).get(name);
     const key = this.knownKeyOf(info, raw);
     if (claim && sameResource(claim.raw, raw)) this.unclaim(info, name);
     if (!key) return;
@@ -201,7 +210,7 @@ export class IdClaims {
    */
   replaceKind(info: KindInfo, items: Raw[]): void {
     for (const key of [...this.tombstones.keys()]) if (key.startsWith(`${info.kind}/`)) this.tombstones.delete(key);
-    const claims = this.claims.get(info.kind)!;
+    const claims = this.claimsOf(info);
     const changed = new Set<string>(this.o.cache.keys(info.kind));
     const listed = new Set<string>();
     for (const raw of items) {
@@ -236,7 +245,7 @@ export class IdClaims {
     void this.relabel(info, raw).finally(() => {
       this.relabeling.delete(uidKey);
       // A version that came in while this ran was passed over: try again on it.
-      const latest = this.claims.get(info.kind)!.get(nameKeyOf(raw));
+      const latest = this.claimsOf(info).get(nameKeyOf(raw));
       if (latest && this.disowned.get(uidKey) === id && sameResource(latest.raw, raw) && latest.raw.metadata.resourceVersion !== raw.metadata.resourceVersion) {
         this.disown(info, latest.raw, id);
       }
@@ -255,7 +264,13 @@ export class IdClaims {
   // API call: store: custom resources, written
   // API call: store: custom resources' status
   private async relabel(info: KindInfo, raw: Raw): Promise<void> {
-    const where = { group: GROUP, version: VERSION, namespace: raw.metadata.namespace!, plural: info.plural, name: raw.metadata.name };
+    const where = {
+      group: GROUP,
+      version: VERSION,
+      namespace: known(raw.metadata.namespace, 'the namespace of a custom resource'),
+      plural: info.plural,
+      name: raw.metadata.name,
+    };
     const from = idLabelOf(raw);
     try {
       if (raw.metadata.deletionTimestamp) {
@@ -297,7 +312,7 @@ export class IdClaims {
       await this.o.custom.replaceNamespacedCustomObject({
         group: GROUP,
         version: VERSION,
-        namespace: raw.metadata.namespace!,
+        namespace: known(raw.metadata.namespace, 'the namespace of a custom resource'),
         plural: info.plural,
         name: raw.metadata.name,
         body,

@@ -60,13 +60,17 @@ export class KubernetesEntries implements NamedEntries {
         this.forgetEntriesOf(namespace);
         for (const item of items) this.upsert(item);
       },
-      upsert: (item) => this.upsert(item),
+      upsert: (item) => {
+        this.upsert(item);
+      },
       remove: (item) => {
         // The watch is in order and a deletion is an object's last event: no tombstone needed.
         this.entries.delete(this.keyOfObject(item));
         this.tombstones.delete(this.keyOfObject(item));
       },
-      forget: (namespace) => this.forgetEntriesOf(namespace),
+      forget: (namespace) => {
+        this.forgetEntriesOf(namespace);
+      },
     });
     this.stopWatch = followed.stop;
     await followed.ready.then(() => (this.listed = true));

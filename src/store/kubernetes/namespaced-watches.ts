@@ -14,6 +14,7 @@ import { CollectionWatcher, KubeObject } from './watcher';
 import { listInPages, ListPage } from './paged-list';
 import { MANAGED_BY, STORE_RECORD_LABEL } from './names';
 import { TeamNamespaces } from './team-namespaces';
+import { getOrCreate } from '../../lib/maps';
 
 type ListQuery = { namespace: string; labelSelector: string; limit: number; _continue?: string };
 
@@ -96,14 +97,20 @@ export class NamespacedWatches {
    * running hears from it only what changes from then on.
    */
   follow(collection: Collection, follower: CollectionFollower): { ready: Promise<void>; stop: () => void } {
-    if (!this.followers.has(collection)) this.followers.set(collection, new Set());
-    this.followers.get(collection)!.add(follower);
+    getOrCreate(this.followers, collection, () => new Set()).add(follower);
     this.stopListening ??= this.namespaces.listen({
       added: (namespace) => Promise.all([...this.followers.keys()].map((c) => this.watch(c, namespace))).then(() => undefined),
-      removed: (namespace) => this.unwatchNamespace(namespace),
+      removed: (namespace) => {
+        this.unwatchNamespace(namespace);
+      },
     }).stop;
     const ready = Promise.all(this.namespaces.all().map((namespace) => this.watch(collection, namespace))).then(() => undefined);
-    return { ready, stop: () => this.unfollow(collection, follower) };
+    return {
+      ready,
+      stop: () => {
+        this.unfollow(collection, follower);
+      },
+    };
   }
 
   /**
@@ -133,8 +140,7 @@ export class NamespacedWatches {
   }
 
   private watch(collection: Collection, namespace: string): Promise<void> {
-    if (!this.running.has(collection)) this.running.set(collection, new Map());
-    const byNamespace = this.running.get(collection)!;
+    const byNamespace = getOrCreate(this.running, collection, () => new Map());
     const existing = byNamespace.get(namespace);
     if (existing) return existing.listed;
     const followers = () => this.followers.get(collection) ?? new Set<CollectionFollower>();
@@ -154,9 +160,21 @@ export class NamespacedWatches {
           ),
       },
       {
-        replace: (items) => followers().forEach((f) => f.replace(namespace, items)),
-        upsert: (object) => followers().forEach((f) => f.upsert(object)),
-        remove: (object) => followers().forEach((f) => f.remove(object)),
+        replace: (items) => {
+          followers().forEach((f) => {
+            f.replace(namespace, items);
+          });
+        },
+        upsert: (object) => {
+          followers().forEach((f) => {
+            f.upsert(object);
+          });
+        },
+        remove: (object) => {
+          followers().forEach((f) => {
+            f.remove(object);
+          });
+        },
       },
       this.o.logger,
       { silenceLimitMs: this.o.watchSilenceLimitMs },

@@ -27,6 +27,7 @@ import { isNewer } from './resource-version';
 import { ApiServerCalls } from './api-server-calls';
 import { FINALIZER, GROUP, ID_LABEL, namespaceOfTeam, UPDATED_AT_ANNOTATION, VERSION } from './names';
 import { KubernetesStoreOptions } from './store-options';
+import { promised } from '../../lib/promised';
 
 export type { KindInfo } from './custom-resource';
 export type { KubernetesStoreOptions } from './store-options';
@@ -51,7 +52,9 @@ export class KubernetesStore implements Store {
   /** The team namespaces (made on a first write) and the store's secrets and records, watched in each. */
   private readonly watches: NamespacedWatches;
   /** Every request to the API server goes through its call, which finds whether the server answers. */
-  private readonly api = new ApiServerCalls(() => this.rewatch());
+  private readonly api = new ApiServerCalls(() => {
+    this.rewatch();
+  });
 
   // Reads are answered by the cache (set in the constructor), as the embedded store's are.
   readonly get: Store['get'];
@@ -74,7 +77,14 @@ export class KubernetesStore implements Store {
     for (const info of o.kinds) this.kinds.set(info.kind, info);
     this.cache = new ObjectCache(o.listed, (entry) => entry.object);
     // Each part takes what it needs of the options (the logger, the system namespace, the kinds...).
-    this.claims = new IdClaims({ ...o, cache: this.cache, notify: (event) => this.listeners.notifyLater(event), custom: this.custom });
+    this.claims = new IdClaims({
+      ...o,
+      cache: this.cache,
+      notify: (event) => {
+        this.listeners.notifyLater(event);
+      },
+      custom: this.custom,
+    });
     this.resources = new CustomResourceWatches({ ...o, kinds: [...this.kinds.values()], custom: this.custom, call: this.api.call, claims: this.claims });
     const entries = { ...o, core: this.core, call: this.api.call, ensureNamespace: (namespace: string) => this.ensureNamespace(namespace) };
     this.secrets = new KubernetesEntries(entries, SECRET_OBJECTS);
@@ -89,13 +99,15 @@ export class KubernetesStore implements Store {
     await Promise.all([this.resources.start(), this.secrets.watch(this.watches), this.records.watch(this.watches)]);
   }
 
-  async stop(): Promise<void> {
-    this.resources.stop();
-    this.secrets.stop();
-    this.records.stop();
-    this.watches.stop();
-    this.watches.namespaces.stop();
-    this.listeners.clear();
+  stop(): Promise<void> {
+    return promised(() => {
+      this.resources.stop();
+      this.secrets.stop();
+      this.records.stop();
+      this.watches.stop();
+      this.watches.namespaces.stop();
+      this.listeners.clear();
+    });
   }
 
   persistence(): PersistenceState {

@@ -91,8 +91,13 @@ export class TeamNamespaces {
           for (const namespace of [...this.known]) if (!live.has(namespace)) this.remove(namespace);
           for (const namespace of live) void this.add(namespace);
         },
-        upsert: (o) => (terminating(o) ? this.remove(o.metadata.name) : void this.add(o.metadata.name)),
-        remove: (o) => this.remove(o.metadata.name),
+        upsert: (o) => {
+          if (terminating(o)) this.remove(o.metadata.name);
+          else void this.add(o.metadata.name);
+        },
+        remove: (o) => {
+          this.remove(o.metadata.name);
+        },
       },
       this.o.logger,
       { silenceLimitMs: this.o.watchSilenceLimitMs },

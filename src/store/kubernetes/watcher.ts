@@ -65,7 +65,12 @@ export class CollectionWatcher<T extends KubeObject = KubeObject> {
 
   /** Lists (retrying until it succeeds or stop()) and starts watching. */
   async start(): Promise<void> {
-    this.watchdog = setInterval(() => this.checkSilence(), Math.min(this.silenceLimitMs, 10_000));
+    this.watchdog = setInterval(
+      () => {
+        this.checkSilence();
+      },
+      Math.min(this.silenceLimitMs, 10_000),
+    );
     this.watchdog.unref();
     await this.cycle();
   }
@@ -128,7 +133,9 @@ export class CollectionWatcher<T extends KubeObject = KubeObject> {
     const controller = await this.watch.watch(
       this.source.path,
       query,
-      (phase, object) => this.onEvent(phase, object),
+      (phase, object) => {
+        this.onEvent(phase, object);
+      },
       (err: unknown) => {
         if (ended) return;
         ended = true;
