@@ -8,10 +8,6 @@ import tseslint from 'typescript-eslint';
  */
 const NOT_YET = {
   '@typescript-eslint/no-unnecessary-condition': 208,
-  '@typescript-eslint/no-unsafe-class-instance-assignment': 145,
-  '@typescript-eslint/no-unsafe-member-access': 122,
-  '@typescript-eslint/no-unsafe-assignment': 105,
-  '@typescript-eslint/no-unsafe-argument': 40,
 };
 
 export default tseslint.config({
@@ -30,6 +26,11 @@ export default tseslint.config({
     // The types of some runtime values lie (process.stdin.isTTY is undefined off a terminal,
     // an error's message may be anything): a String() or Boolean() there is on purpose.
     '@typescript-eslint/no-unnecessary-type-conversion': 'off',
+    // Every place it finds (145) is an object literal where one of the Kubernetes client's
+    // models is typed, and those are classes of data alone (no methods, no private state; its
+    // serializer reads their fields by name), so a literal is an instance in all but name.
+    // The rule takes no list of classes to allow, as no-misused-spread does below.
+    '@typescript-eslint/no-unsafe-class-instance-assignment': 'off',
     // The Kubernetes client's models are classes of data alone (no methods; its serializer
     // reads their fields by name), so a spread copy of one loses nothing.
     '@typescript-eslint/no-misused-spread': [

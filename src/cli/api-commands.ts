@@ -62,7 +62,8 @@ async function listPages(client: ApiClient, path: string, query: Query, all: boo
   for (;;) {
     const answer = await client.request('GET', path, { query: { ...query, cursor } });
     const data = answer.body?.data;
-    if (Array.isArray(data)) rows.push(...data);
+    const page: unknown[] = Array.isArray(data) ? data : [];
+    rows.push(...page);
     const next = answer.body?.meta?.next_cursor;
     if (!next) return rows;
     if (!all) {

@@ -9,7 +9,7 @@ import { Command, InvalidArgumentError, Option } from 'commander';
 import type { TObject, TSchema } from '@sinclair/typebox';
 import YAML from 'yaml';
 import { usageError } from './exit-codes';
-import { isRecord, textOf } from '../lib/unknown-values';
+import { isRecord, recordAt, textOf } from '../lib/unknown-values';
 
 export const kebab = (field: string) => field.replace(/_/g, '-');
 
@@ -75,7 +75,7 @@ function optionFor(field: string, schema: TSchema): Option {
     return new Option(`--${kebab(field)} [bool]`, description).argParser(parseBoolean).preset(true);
   }
   if (schema.type === 'array') {
-    const item = scalarParser(schema.items) ?? ((v: string) => v);
+    const item = scalarParser(recordAt(schema, 'items') ?? {}) ?? ((v: string) => v);
     const option = new Option(`--${kebab(field)} <value>`, `${description} (repeat the flag, or give a JSON array)`);
     return option.argParser((value: string, previous: unknown[] | undefined) => {
       // Starting with `[`, valid JSON is an array.

@@ -26,6 +26,7 @@ import { eventLogBytes, eventLogEvents } from '../metrics';
 import { EventBus, EventHandler, parseEvent, SubscribeOptions } from './types';
 import { CloudEvent } from '../resources/cloud-event';
 import { promised } from '../lib/promised';
+import { isRecord } from '../lib/unknown-values';
 
 const RETRY_DELAY_MS = 500;
 /** How many of the newest events' texts are kept in memory, for the consumers that keep up. */
@@ -76,6 +77,13 @@ interface LogHeader {
 const isHeader = (record: CloudEvent | LogHeader): record is LogHeader => 'header' in record;
 
 /** How often expiry is checked: a tenth of the retention, within 100 ms and 10 min. */
+/** The consumers' saved positions (name -> sequence number); what is no number is left out. */
+function positionsOf(saved: unknown): Record<string, number> {
+  const positions: Record<string, number> = {};
+  if (isRecord(saved)) for (const [consumer, at] of Object.entries(saved)) if (typeof at === 'number') positions[consumer] = at;
+  return positions;
+}
+
 const retentionCheckMs = (retentionMs: number) => Math.min(Math.max(retentionMs / 10, 100), 600_000);
 
 interface Consumer {
@@ -108,7 +116,7 @@ export class EmbeddedEventBus implements EventBus {
   /** When each kept event was created (epoch ms): `createdMs[i]` is that of sequence number `base + i`. */
   private createdMs: number[] = [];
   /** The texts of the newest events, at sequence number modulo RECENT_TEXTS, from `recentFrom` on. */
-  private readonly recentTexts: string[] = new Array(RECENT_TEXTS);
+  private readonly recentTexts: string[] = new Array<string>(RECENT_TEXTS);
   private recentFrom = 0;
   /** Records before the first event in the log file: 1 once it has a header. */
   private headerRecords = 0;
@@ -161,7 +169,7 @@ export class EmbeddedEventBus implements EventBus {
       }
       this.head = this.base + this.createdMs.length;
       this.recentFrom = this.head;
-      if (fs.existsSync(this.positionsFile)) this.positions = JSON.parse(fs.readFileSync(this.positionsFile, 'utf8'));
+      if (fs.existsSync(this.positionsFile)) this.positions = positionsOf(JSON.parse(fs.readFileSync(this.positionsFile, 'utf8')));
       this.updateGauges();
       if (this.retention) {
         const { compaction, checkMs } = this.retention;

@@ -69,7 +69,7 @@ function deepFreeze<T>(value: T): T {
 }
 
 const isPlainObject = (value: unknown): value is Record<string, unknown> => {
-  const prototype = value !== null && typeof value === 'object' ? Object.getPrototypeOf(value) : undefined;
+  const prototype: unknown = value !== null && typeof value === 'object' ? Object.getPrototypeOf(value) : undefined;
   return prototype === Object.prototype || prototype === null;
 };
 

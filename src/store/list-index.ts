@@ -95,7 +95,7 @@ function treesOf(views: SortedViews, placement: Placement, sort: ListSort, creat
     let values = views.byField.get(field);
     if (!values) {
       if (!create) continue;
-      views.byField.set(field, (values = new Map()));
+      views.byField.set(field, (values = new Map<string, Tree>()));
     }
     const tree = treeIn(values, value, create);
     if (tree) trees.push(tree);
@@ -246,7 +246,7 @@ export class KindIndex {
     const bySort = request.sort === 'created_at';
     // Sized once: grown by push, the array of a page of 100 was copied four times, which
     // was most of what a list request allocated here (see walk on why that counts).
-    const items: StoredObject[] = new Array(Math.min(request.limit, tree.size));
+    const items: StoredObject[] = new Array<StoredObject>(Math.min(request.limit, tree.size));
     let count = 0;
     let last: Key | undefined;
     for (const [key] of walk(tree, request)) {

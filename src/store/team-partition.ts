@@ -18,7 +18,7 @@ export class TeamPartition<V> {
   set(key: string, value: V): void {
     const team = this.teamOf(key);
     let values = this.teams.get(team);
-    if (!values) this.teams.set(team, (values = new Map()));
+    if (!values) this.teams.set(team, (values = new Map<string, V>()));
     values.set(key, value);
   }
 

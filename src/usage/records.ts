@@ -14,6 +14,8 @@
 import type { Store } from '../store/types';
 import type { RecordKind } from '../store/record-kinds';
 import { sameJson } from '../lib/canonical-json';
+import { Static, Type } from '@sinclair/typebox';
+import { Value } from '@sinclair/typebox/value';
 import type { Interval } from './metering';
 
 export const USAGE_RECORD_PREFIX = 'usage-';
@@ -29,8 +31,20 @@ export const USAGE_RECORDS: RecordKind = {
 
 export const intervalName = (resourceId: string) => `${INTERVAL_PREFIX}${resourceId}`;
 
+/** What a record's JSON fields hold, checked as they are read (a record edited by hand reads as empty). */
+const Segments = Type.Array(Type.Object({ plan: Type.String(), from: Type.String(), to: Type.Union([Type.String(), Type.Null()]) }));
+const Counts = Type.Record(Type.String(), Type.Number());
+const parsed = <T extends typeof Segments | typeof Counts>(schema: T, text: string | undefined, empty: () => Static<T>): Static<T> => {
+  try {
+    const value: unknown = JSON.parse(text ?? '');
+    return Value.Check(schema, value) ? value : empty();
+  } catch {
+    return empty();
+  }
+};
+
 export function intervalFromRecord(data: Record<string, string>): Interval {
-  return { family: data.family, resource_id: data.resource_id, segments: JSON.parse(data.segments), ended: data.ended === 'true' };
+  return { family: data.family, resource_id: data.resource_id, segments: parsed(Segments, data.segments, () => []), ended: data.ended === 'true' };
 }
 
 export function intervalToRecord(interval: Interval): Record<string, string> {
@@ -46,7 +60,7 @@ export interface DayCounts {
 export const countsName = (process: string, day: string) => `${COUNTS_PREFIX}${process}-${day}`;
 
 export function countsFromRecord(data: Record<string, string>): DayCounts {
-  return { requests: JSON.parse(data.requests ?? '{}'), deliveries: JSON.parse(data.deliveries ?? '{}') };
+  return { requests: parsed(Counts, data.requests, () => ({})), deliveries: parsed(Counts, data.deliveries, () => ({})) };
 }
 
 export function countsToRecord(process: string, day: string, counts: DayCounts): Record<string, string> {

@@ -5,6 +5,7 @@
 import type { CloudEvent } from '../../src/resources/cloud-event';
 import { applyEvent, hoursWithin, Interval, meteredSubject } from '../../src/usage/metering';
 import { crossings, periodOf } from '../../src/usage/thresholds';
+import { countsFromRecord, countsToRecord, intervalFromRecord, intervalToRecord } from '../../src/usage/records';
 
 const event = (type: string, at: string, data: Record<string, unknown>): CloudEvent => ({
   id: `evt_${Math.random().toString(36).slice(2, 18)}`,
@@ -96,5 +97,22 @@ describe('usage thresholds', () => {
   it('judges over the calendar month in UTC', () => {
     const period = periodOf(new Date('2026-12-31T23:59:59Z'));
     expect([period.name, period.start.toISOString(), period.end.toISOString()]).toEqual(['2026-12', '2026-12-01T00:00:00.000Z', '2027-01-01T00:00:00.000Z']);
+  });
+});
+
+describe('usage records as stored', () => {
+  it('reads back what it wrote, and a record whose JSON was spoilt (edited by hand) as empty rather than failing every report', () => {
+    const interval: Interval = {
+      family: 'server',
+      resource_id: 'svr_1',
+      segments: [{ plan: 's-1', from: '2026-11-01T00:00:00.000Z', to: null }],
+      ended: false,
+    };
+    expect(intervalFromRecord(intervalToRecord(interval))).toEqual(interval);
+    expect(intervalFromRecord({ ...intervalToRecord(interval), segments: '{not json' }).segments).toEqual([]);
+    expect(intervalFromRecord({ ...intervalToRecord(interval), segments: '[{"plan":1}]' }).segments).toEqual([]);
+    const counts = { requests: { '00': 3 }, deliveries: {} };
+    expect(countsFromRecord(countsToRecord('p1', '2026-11-29', counts))).toEqual(counts);
+    expect(countsFromRecord({ requests: '{"00":"three"}', deliveries: 'null' })).toEqual({ requests: {}, deliveries: {} });
   });
 });

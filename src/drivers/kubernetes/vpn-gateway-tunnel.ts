@@ -51,7 +51,7 @@ import {
 import { madeFor, Placement, placementOf } from './objects';
 import { Changed, MadeWatchOptions, watchMade } from './made-watch';
 import { isAvailable, isServing, podBaseUrl, selectorOf, stalledRollout } from './deployed-pods';
-import { messageOf } from '../../lib/unknown-values';
+import { fieldOf, messageOf } from '../../lib/unknown-values';
 import { known } from '../../lib/known';
 
 export interface VpnGatewayTunnelDriverOptions extends MadeWatchOptions {
@@ -300,7 +300,8 @@ function keptConfigVersion(secret: V1Secret | null): string | null {
   const kept = secret?.data?.[CONFIG_KEY];
   if (!kept) return null;
   try {
-    const version: unknown = JSON.parse(Buffer.from(kept, 'base64').toString('utf8')).version;
+    const applied: unknown = JSON.parse(Buffer.from(kept, 'base64').toString('utf8'));
+    const version = fieldOf(applied, 'version');
     return typeof version === 'string' ? version : null;
   } catch {
     return null;

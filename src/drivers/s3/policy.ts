@@ -3,7 +3,7 @@
  * (Principal "*") read the bucket's objects (s3:GetObject), and nothing else: no listing,
  * no writes. `public: false` is no policy at all.
  */
-import { isRecord } from '../../lib/unknown-values';
+import { fieldOf, isRecord } from '../../lib/unknown-values';
 
 export function publicReadPolicy(bucket: string): string {
   return JSON.stringify({
@@ -24,13 +24,13 @@ const isAnyone = (principal: unknown): boolean =>
  * statement, another action) is drift the driver puts back.
  */
 export function isPublicReadPolicy(text: string, bucket: string): boolean {
-  let policy: { Statement?: unknown };
+  let policy: unknown;
   try {
     policy = JSON.parse(text);
   } catch {
     return false;
   }
-  const statements = asList(policy.Statement);
+  const statements = asList(fieldOf(policy, 'Statement'));
   if (statements.length !== 1) return false;
   const statement = statements[0];
   return (

@@ -15,7 +15,7 @@ import { messageOf } from '../../lib/unknown-values';
 import { asCached } from './cached-object';
 import { httpCode } from './http-code';
 import { KubeObject } from './watcher';
-import { CachedResource, idOf, KindInfo, Raw, toStored } from './custom-resource';
+import { CachedResource, idOf, KindInfo, Raw, rawAnswer, toStored } from './custom-resource';
 import { isNewer, isOlder, laterVersion } from './resource-version';
 import {
   CREATED_AT_ANNOTATION,
@@ -283,8 +283,8 @@ export class IdClaims {
       }
       let current = raw;
       if (raw.status && Object.keys(raw.status).length > 0) {
-        const { status: _copied, ...statusless } = structuredClone(raw);
-        current = await this.o.custom.replaceNamespacedCustomObjectStatus({ ...where, body: statusless });
+        const { status: _copied, ...statusless } = structuredClone<Raw>(raw);
+        current = await rawAnswer(() => this.o.custom.replaceNamespacedCustomObjectStatus({ ...where, body: statusless }));
       }
       const body = asOwnObject(current, newId(info.idPrefix));
       await this.o.custom.replaceNamespacedCustomObject({ ...where, body });

@@ -133,7 +133,8 @@ export class CollectionWatcher<T extends KubeObject = KubeObject> {
     const controller = await this.watch.watch(
       this.source.path,
       query,
-      (phase, object) => {
+      // The API server's watch events, as the client hands them on: an object of the collection, or a Status.
+      (phase: string, object: T & { code?: number; reason?: string }) => {
         this.onEvent(phase, object);
       },
       (err: unknown) => {
