@@ -18,27 +18,25 @@ export class WatchListeners {
    * write, so code that runs on the embedded store meets the order it meets in cluster
    * mode. Only the listeners there at the commit hear of it, and not those gone since.
    */
-  notifyLater(event: WatchEvent | null): void {
+  readonly notifyLater = (event: WatchEvent | null): void => {
     if (!event) return;
-    if (this.due.length === 0)
-      setImmediate(() => {
-        this.tellDue();
-      });
+    if (this.due.length === 0) setImmediate(this.tellDue);
     this.due.push({ event, listeners: [...this.listeners] });
-  }
+  };
 
   clear(): void {
     this.listeners.clear();
     this.due.length = 0;
   }
 
-  private tellDue(): void {
-    for (const { event, listeners } of this.due.splice(0))
+  private readonly tellDue = (): void => {
+    for (const { event, listeners } of this.due.splice(0)) {
       this.tell(
         event,
         listeners.filter((listener) => this.listeners.has(listener)),
       );
-  }
+    }
+  };
 
   private tell(event: WatchEvent, listeners: Iterable<WatchListener>): void {
     for (const listener of listeners) {

@@ -77,14 +77,7 @@ export class KubernetesStore implements Store {
     for (const info of o.kinds) this.kinds.set(info.kind, info);
     this.cache = new ObjectCache(o.listed, (entry) => entry.object);
     // Each part takes what it needs of the options (the logger, the system namespace, the kinds...).
-    this.claims = new IdClaims({
-      ...o,
-      cache: this.cache,
-      notify: (event) => {
-        this.listeners.notifyLater(event);
-      },
-      custom: this.custom,
-    });
+    this.claims = new IdClaims({ ...o, cache: this.cache, notify: this.listeners.notifyLater, custom: this.custom });
     this.resources = new CustomResourceWatches({ ...o, kinds: [...this.kinds.values()], custom: this.custom, call: this.api.call, claims: this.claims });
     const entries = { ...o, core: this.core, call: this.api.call, ensureNamespace: (namespace: string) => this.ensureNamespace(namespace) };
     this.secrets = new KubernetesEntries(entries, SECRET_OBJECTS);
