@@ -198,8 +198,7 @@ export class EmbeddedStore implements Store {
     } catch (err) {
       // A start refused (a wrong or missing key) leaves the data directory as it found it.
       await this.log.close();
-      this.unlock?.();
-      this.unlock = null;
+      this.releaseDataDir();
       throw err;
     }
   }
@@ -211,6 +210,11 @@ export class EmbeddedStore implements Store {
     await this.appendRecovery.stop();
     await this.log.close();
     this.listeners.clear();
+    this.releaseDataDir();
+  }
+
+  /** Lets another process open the data directory (a second call does nothing). */
+  private releaseDataDir(): void {
     this.unlock?.();
     this.unlock = null;
   }

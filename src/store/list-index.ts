@@ -75,7 +75,7 @@ class Bucket {
 const SORTS: ListSort[] = ['created_at', 'name'];
 
 const defaultStateOf = (object: StoredObject): string | undefined => {
-  const state = object.status?.status;
+  const state = object.status.status;
   return typeof state === 'string' && state !== 'destroyed' ? state : undefined;
 };
 
@@ -134,7 +134,7 @@ export class KindIndex {
   private placementOf(object: StoredObject): Placement | undefined {
     const state = (this.listed.stateOf ?? defaultStateOf)(object);
     if (state === undefined) return undefined;
-    const spec = object.spec ?? {};
+    const spec = object.spec;
     const id = object.meta.id;
     const name = this.listed.nameOf(spec);
     const fields: Array<[string, string]> = [];
@@ -275,7 +275,7 @@ export class KindIndex {
       // Only an object with a state is placed in a tree.
       const state = known(stateOf(object), 'the state of a listed object');
       if (request.status !== undefined ? state !== request.status : this.listed.hiddenStates.includes(state)) return false;
-      const spec = object.spec ?? {};
+      const spec = object.spec;
       for (let i = 0; i < where.length; i++) if (spec[where[i][0]] !== where[i][1]) return false;
       const created = object.meta.createdAt;
       return (from === undefined || created >= from) && (before === undefined || created < before);

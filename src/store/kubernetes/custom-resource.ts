@@ -5,6 +5,7 @@
  */
 import { NewObject, StoredObject } from '../types';
 import { nowIso } from '../../lib/time';
+import { hasStrings, recordAt } from '../../lib/unknown-values';
 import { KubeObject } from './watcher';
 import {
   API_VERSION,
@@ -49,6 +50,12 @@ interface RawMetadata {
  * (the `call<Raw>`s, the watcher's), as the CRD's schema has the API server keep to it.
  */
 export type Raw = KubeObject & { metadata: RawMetadata; spec?: Record<string, unknown>; status?: Record<string, unknown> };
+
+/** Whether an answer is a custom resource with a version: a delete's is a Status instead once the object is gone. */
+export function isVersionedRaw(answer: unknown): answer is Raw {
+  const metadata = recordAt(answer, 'metadata');
+  return hasStrings(metadata, 'name', 'resourceVersion') && metadata.resourceVersion !== '';
+}
 
 /** Runs a request of the custom objects API where no `call<Raw>` does, its answer typed as it arrives. */
 export const rawAnswer = (request: () => Promise<Raw>): Promise<Raw> => request();

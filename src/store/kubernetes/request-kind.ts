@@ -24,7 +24,8 @@ export function requestKindOf(method: string, url: string): RequestKind {
   else if (parts[0] === 'apis') [group, rest] = [parts[1] ?? '', parts.slice(3)];
   else return { verb: method.toLowerCase(), resource: 'non-resource' };
   if (rest[0] === 'namespaces' && rest.length > 2 && !NAMESPACE_SUBRESOURCES.has(rest[2])) rest = rest.slice(2);
-  const [plural = '', name, subresource] = rest;
+  // Any of them may be missing: the index of an absent one is undefined.
+  const [plural = '', name, subresource]: Array<string | undefined> = rest;
   const resource = `${plural}${group ? `.${group}` : ''}${subresource ? `/${subresource}` : ''}`;
   return { verb: verbOf(method.toUpperCase(), name !== undefined, searchParams.get('watch') === 'true'), resource };
 }

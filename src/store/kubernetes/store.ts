@@ -17,7 +17,7 @@ import { httpCode } from './http-code';
 import { NamespacedWatches } from './namespaced-watches';
 import { TeamNamespaces } from './team-namespaces';
 import { orphansOnDelete } from '../deletion-policy';
-import { CachedResource, KindInfo, kubeStatusOf, newResource, Raw, recordStatusOf, whereOf } from './custom-resource';
+import { CachedResource, isVersionedRaw, KindInfo, kubeStatusOf, newResource, Raw, recordStatusOf, whereOf } from './custom-resource';
 import { CustomResourceWatches } from './custom-resource-watches';
 import { WatchListeners } from '../watch-listeners';
 import { IdClaims } from './id-claims';
@@ -230,8 +230,8 @@ export class KubernetesStore implements Store {
       // first (its `orphan` finalizer), where removing ours alone would have them collected.
       if (orphansOnDelete(raw.spec) && !(raw.metadata.finalizers ?? []).includes(ORPHAN_FINALIZER)) {
         if (raw.metadata.resourceVersion !== entry.raw.metadata.resourceVersion) throw new ConflictError(info.kind, id);
-        const answer = await this.api.call<Raw | undefined>(() => this.custom.deleteNamespacedCustomObject({ ...where, propagationPolicy: 'Orphan' }));
-        if (answer?.metadata?.resourceVersion) raw = structuredClone(answer);
+        const answer = await this.api.call<unknown>(() => this.custom.deleteNamespacedCustomObject({ ...where, propagationPolicy: 'Orphan' }));
+        if (isVersionedRaw(answer)) raw = structuredClone(answer);
         deleting = true;
       }
       raw.metadata.finalizers = (raw.metadata.finalizers ?? []).filter((f) => f !== FINALIZER);

@@ -8,7 +8,7 @@
 import { Watch } from '@kubernetes/client-node';
 import type { Logger } from 'pino';
 import { backoffMs } from '../../lib/backoff';
-import { isRecord, messageOf } from '../../lib/unknown-values';
+import { fieldOf, isRecord, messageOf } from '../../lib/unknown-values';
 
 export interface KubeObject {
   apiVersion?: string;
@@ -159,12 +159,14 @@ export class CollectionWatcher<T extends KubeObject = KubeObject> {
     this.lastHeard = Date.now();
     if (phase === 'ERROR') {
       // 410 Gone: the version we watch from was compacted away; only a relist helps.
-      if (object?.code === 410 || object?.reason === 'Expired' || object?.reason === 'Gone') this.resourceVersion = null;
+      // Its object is a Status, not one of the collection: read for what it may hold.
+      const [code, reason] = [fieldOf(object, 'code'), fieldOf(object, 'reason')];
+      if (code === 410 || reason === 'Expired' || reason === 'Gone') this.resourceVersion = null;
       this.dropWatch();
       return;
     }
-    const version = object?.metadata?.resourceVersion;
-    if (version) this.resourceVersion = version;
+    const version = fieldOf(fieldOf(object, 'metadata'), 'resourceVersion');
+    if (typeof version === 'string' && version) this.resourceVersion = version;
     if (phase === 'BOOKMARK') return;
     if (phase === 'DELETED') this.handlers.remove(object);
     else if (phase === 'ADDED' || phase === 'MODIFIED') this.handlers.upsert(object);
