@@ -326,7 +326,8 @@ function list(env: Env, name: string, fallback: string[]): string[] {
 function numberMap(env: Env, name: string, min: number, max: number): Record<string, number> {
   const out: Record<string, number> = {};
   for (const pair of list(env, name, [])) {
-    const [key, raw] = pair.split('=');
+    const [key, ...values] = pair.split('=');
+    const raw = values.at(0);
     const value = Number(raw);
     if (!key || raw === undefined || !Number.isFinite(value) || value < min || value > max) {
       throw new Error(`${name}: "${pair}" is not of the form family=number with ${min} <= number <= ${max}`);
@@ -536,7 +537,7 @@ function duration(env: Env, name: string, fallbackMs: number): number {
   const raw = env[name];
   if (raw === undefined || raw === '') return fallbackMs;
   const match = /^(\d+)(s|m|h|d)?$/.exec(raw.trim());
-  const value = match ? Number(match[1]) * UNIT_SECONDS[match[2] ?? 's'] * 1000 : 0;
+  const value = match ? Number(match[1]) * UNIT_SECONDS[match.at(2) ?? 's'] * 1000 : 0;
   if (!match || value <= 0 || !Number.isSafeInteger(value)) throw new Error(`${name} must be a duration above 0 such as 7200, 90m, 2h or 1d, got "${raw}"`);
   return value;
 }

@@ -95,21 +95,23 @@ export class NatsEventBus implements EventBus {
     if (this.loops.has(name)) throw new Error(`consumer ${name} is already subscribed`);
     const limit = Math.max(1, concurrency);
     let stopped = false;
+    // Read through a call: stop() sets it while a loop awaits, which the compiler cannot see.
+    const isStopped = () => stopped;
     let current: ConsumerMessages | null = null;
     const active = new Set<Promise<void>>();
     const done = (async () => {
-      while (!stopped) {
+      while (!isStopped()) {
         try {
           const consumer = await this.ensureConsumer(name);
           const messages = await consumer.consume({ max_messages: Math.max(PULL_BATCH, limit) });
           current = messages;
           for await (const message of messages) {
             // Pulled but not handled: back to the stream at once, not after the ack wait.
-            if (stopped) {
+            if (isStopped()) {
               message.nak();
               continue;
             }
-            const handling: Promise<void> = this.handle(message, handler, () => stopped)
+            const handling: Promise<void> = this.handle(message, handler, isStopped)
               .catch((err: unknown) => {
                 this.o.logger.warn({ err, consumer: name }, 'event could not be acknowledged; it will come again');
               })
@@ -118,11 +120,11 @@ export class NatsEventBus implements EventBus {
             if (active.size >= limit) await Promise.race(active);
           }
         } catch (err) {
-          if (!stopped) this.o.logger.warn({ err, consumer: name }, 'event consumer interrupted; resuming');
+          if (!isStopped()) this.o.logger.warn({ err, consumer: name }, 'event consumer interrupted; resuming');
         }
         // The handlers still running finish (or hand their event back) before a new pull.
         await Promise.allSettled([...active]);
-        if (!stopped) await sleep(RECONNECT_PAUSE_MS);
+        if (!isStopped()) await sleep(RECONNECT_PAUSE_MS);
       }
     })();
     this.loops.set(name, {
@@ -153,10 +155,12 @@ export class NatsEventBus implements EventBus {
 
   follow(since: string, handler: (event: CloudEvent, text: string) => void): () => void {
     let stopped = false;
+    // Read through a call: stop() sets it while a loop awaits, which the compiler cannot see.
+    const isStopped = () => stopped;
     let current: ConsumerMessages | null = null;
     let position: { seq: number } | null = null;
     const done = (async () => {
-      while (!stopped) {
+      while (!isStopped()) {
         try {
           // An ordered consumer: no server-side state, restarted from the last sequence seen.
           const consumer = await this.client().consumers.get(this.o.stream, {
@@ -168,15 +172,15 @@ export class NatsEventBus implements EventBus {
           const messages = await consumer.consume();
           current = messages;
           for await (const message of messages) {
-            if (stopped) break;
+            if (isStopped()) break;
             position = { seq: message.seq };
             const text = message.string();
             handler(parseEvent(text), text);
           }
         } catch (err) {
-          if (!stopped) this.o.logger.warn({ err }, 'event follower interrupted; resuming');
+          if (!isStopped()) this.o.logger.warn({ err }, 'event follower interrupted; resuming');
         }
-        if (!stopped) await sleep(RECONNECT_PAUSE_MS);
+        if (!isStopped()) await sleep(RECONNECT_PAUSE_MS);
       }
     })();
     const key = `${FOLLOWER_KEY_PREFIX}${Math.random()}`;

@@ -69,7 +69,8 @@ function valueOf(text: string, rule: FieldRule): number {
 function parseField(text: string, rule: FieldRule): Set<number> {
   const values = new Set<number>();
   for (const part of text.split(',')) {
-    const [range, stepText, extra] = part.split('/');
+    const [range, ...steps] = part.split('/');
+    const [stepText, extra] = [steps.at(0), steps.at(1)];
     if (extra !== undefined || range === '') throw new CronSyntaxError(`${rule.name} "${part}" is malformed`);
     let step = 1;
     if (stepText !== undefined) {
@@ -81,8 +82,8 @@ function parseField(text: string, rule: FieldRule): Set<number> {
     if (range === '*') {
       [low, high] = [rule.min, rule === DAY_OF_WEEK ? 6 : rule.max];
     } else if (range.includes('-')) {
-      const [a, b, more] = range.split('-');
-      if (more !== undefined) throw new CronSyntaxError(`${rule.name} "${range}" is malformed`);
+      const [a, b, ...more] = range.split('-');
+      if (more.length > 0) throw new CronSyntaxError(`${rule.name} "${range}" is malformed`);
       [low, high] = [valueOf(a, rule), valueOf(b, rule)];
       if (low > high) throw new CronSyntaxError(`${rule.name} range "${range}" runs backwards`);
     } else {

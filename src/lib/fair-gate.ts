@@ -78,7 +78,7 @@ export class FairGate {
           reject(new GateBusyError(`no place within ${this.options.maxWaitMs} ms`));
         }, this.options.maxWaitMs),
       };
-      waiter.timer.unref?.();
+      waiter.timer.unref();
       queue.push(waiter);
       this.waiting.set(team, queue);
     });

@@ -70,6 +70,6 @@ export const DEFAULT_PLAN_RESOURCES: ServerPlanResources = {
 };
 
 /** Every plan the API accepts must have resources: a gap would fail servers at run time. */
-export function missingPlans(plans: ServerPlanResources): string[] {
+export function missingPlans(plans: Readonly<Record<string, PlanResources | undefined>>): string[] {
   return SERVER_PLANS.filter((plan) => !plans[plan]);
 }

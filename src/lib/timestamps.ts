@@ -16,7 +16,7 @@ const daysIn = (year: number, month: number) => (month === 2 && isLeap(year) ? 2
 export function parseTimestamp(text: string): number | null {
   const match = RFC3339.exec(text);
   if (!match) return null;
-  const [year, month, day, hour, minute, second, offsetHours, offsetMinutes] = match.slice(1).map((part) => Number(part ?? 0));
+  const [year, month, day, hour, minute, second, offsetHours, offsetMinutes] = match.slice(1).map((part: string | undefined) => Number(part ?? 0));
   if (month < 1 || month > 12 || day < 1 || day > daysIn(year, month)) return null;
   // No leap second: the platform's clock has none, and Date.parse refuses one.
   if (hour > 23 || minute > 59 || second > 59 || offsetHours > 23 || offsetMinutes > 59) return null;

@@ -154,7 +154,7 @@ export class WorkQueue {
       this.timers.delete(key);
       this.add(key);
     }, ms);
-    timer.unref?.();
+    timer.unref();
     this.timers.set(key, { at, timer });
   }
 
@@ -198,7 +198,7 @@ export class WorkQueue {
     this.paceTimer ??= setTimeout(() => {
       this.wakeForBackground();
     }, waitMs);
-    this.paceTimer.unref?.();
+    this.paceTimer.unref();
     return false;
   }
 
