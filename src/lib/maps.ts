@@ -7,3 +7,6 @@ export function getOrCreate<K, V>(map: Map<K, V>, key: K, create: () => NoInfer<
   }
   return value;
 }
+
+/** `record[key]`, typed as what it may be: undefined where the record has no such key. */
+export const entryOf = <V>(record: Readonly<Record<string, V>>, key: string): V | undefined => record[key];

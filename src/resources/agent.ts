@@ -5,6 +5,7 @@
  */
 import { Type } from '@sinclair/typebox';
 import type { BaseStatus, FamilyDefinition, Resource } from './family';
+import { asStored } from './family';
 import { baseStatusProperties, IdOf, NullableTimestamp, strictObject, Timestamp } from './schema-kit';
 
 const THREAD_STATES = ['active'] as const;
@@ -68,18 +69,21 @@ export const threadFamily: FamilyDefinition<ThreadSpec, ThreadStatus> = {
       updated_at: Timestamp('Time of the last change (a new message), ISO 8601 UTC.'),
     }),
   },
-  specFromCreate: (body: Partial<ThreadSpec>) => ({ title: body?.title ?? DEFAULT_THREAD_TITLE }),
+  specFromCreate: (body: Partial<ThreadSpec>) => ({ title: body.title ?? DEFAULT_THREAD_TITLE }),
   initialStatus: () => ({ message_count: 0, last_message_at: null }),
   nameOf: (spec) => spec.title,
-  toRecord: (thread) => ({
-    id: thread.meta.id,
-    title: thread.spec.title,
-    message_count: thread.status.message_count ?? 0,
-    last_message_at: thread.status.last_message_at ?? null,
-    created_at: thread.meta.createdAt,
-    // A thread changes only by new messages; the outbox relay's own writes are no change of it.
-    updated_at: thread.status.last_message_at ?? thread.meta.createdAt,
-  }),
+  toRecord: (thread) => {
+    const status = asStored(thread.status);
+    return {
+      id: thread.meta.id,
+      title: thread.spec.title,
+      message_count: status.message_count ?? 0,
+      last_message_at: status.last_message_at ?? null,
+      created_at: thread.meta.createdAt,
+      // A thread changes only by new messages; the outbox relay's own writes are no change of it.
+      updated_at: status.last_message_at ?? thread.meta.createdAt,
+    };
+  },
 };
 
 /** The body of a question to the agent (POST /api/v1/agent/threads/{id}/messages). */

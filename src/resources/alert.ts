@@ -12,6 +12,7 @@
 import { Type } from '@sinclair/typebox';
 import { validationFailed, type FieldError } from '../lib/errors';
 import type { BaseStatus, CreateBody, FamilyDefinition, Resource } from './family';
+import { asStored } from './family';
 import { baseRecordProperties, baseStatusProperties, NullableTimestamp, ResourceName, strictObject, Timestamp } from './schema-kit';
 
 const STATES = ['ok', 'triggered', 'deleted', 'failed'] as const;
@@ -245,23 +246,26 @@ export const alertPolicyFamily: FamilyDefinition<AlertPolicySpec, AlertPolicySta
   initialStatus: () => ({ targets: [], handled: {}, last_transition: null }),
   /** `triggered` for each write that makes a target fire, `resolved` for each that ends one. */
   extraEvents(previous, next) {
-    const firing = (policy: AlertPolicy | undefined) => new Set((policy?.status?.targets ?? []).filter((t) => t.state === 'firing').map((t) => t.resource_id));
+    const firing = (policy: AlertPolicy | undefined) => new Set((policy?.status.targets ?? []).filter((t) => t.state === 'firing').map((t) => t.resource_id));
     const before = firing(previous);
     const after = firing(next);
     return [...([...after].some((id) => !before.has(id)) ? ['triggered'] : []), ...([...before].some((id) => !after.has(id)) ? ['resolved'] : [])];
   },
   nameOf: (spec) => spec.name,
-  toRecord: ({ meta, spec, status }) => ({
-    id: meta.id,
-    name: spec.name,
-    status: status.status,
-    status_reason: status.status_reason ?? null,
-    condition: spec.condition,
-    enabled: spec.enabled ?? true,
-    targets: status.targets ?? [],
-    last_transition: status.last_transition ?? null,
-    created_at: meta.createdAt,
-    updated_at: meta.updatedAt,
-    deleted_at: status.deleted_at ?? null,
-  }),
+  toRecord: ({ meta, spec, status }) => {
+    const [given, written] = [asStored(spec), asStored(status)];
+    return {
+      id: meta.id,
+      name: spec.name,
+      status: status.status,
+      status_reason: status.status_reason ?? null,
+      condition: spec.condition,
+      enabled: given.enabled ?? true,
+      targets: written.targets ?? [],
+      last_transition: written.last_transition ?? null,
+      created_at: meta.createdAt,
+      updated_at: meta.updatedAt,
+      deleted_at: status.deleted_at ?? null,
+    };
+  },
 };

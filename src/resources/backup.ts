@@ -11,6 +11,7 @@
  */
 import { Type } from '@sinclair/typebox';
 import type { BaseStatus, CreateBody, FamilyDefinition, Resource } from './family';
+import { asStored } from './family';
 import { baseRecordProperties, baseStatusProperties, ExternalRecordSchema, IdOf, NullableTimestamp, strictObject } from './schema-kit';
 import type { ExternalRecord } from './external-record';
 
@@ -44,7 +45,10 @@ export interface BackupStatus extends BaseStatus {
 export type Backup = Resource<BackupSpec, BackupStatus>;
 
 /** A restore asked for that is not carried out yet (it may be under way). */
-export const restorePending = (backup: Backup): boolean => (backup.spec.restore_requests ?? 0) > (backup.status.restores_done ?? 0);
+export function restorePending(backup: Backup): boolean {
+  const [given, written] = [asStored(backup.spec), asStored(backup.status)];
+  return (given.restore_requests ?? 0) > (written.restores_done ?? 0);
+}
 
 const BackupName = Type.String({
   minLength: 1,
@@ -61,7 +65,7 @@ const Method = Type.Union([Type.String({ enum: ['simulated', 'volume_snapshot'] 
     "How the backup was taken: volume_snapshot (a snapshot.storage.k8s.io VolumeSnapshot of the server's volume) or simulated; null until the driver started it.",
 });
 
-const isRestoring = (backup: Backup | undefined) => backup?.status?.restore_state === 'restoring';
+const isRestoring = (backup: Backup | undefined) => backup?.status.restore_state === 'restoring';
 
 export const backupFamily: FamilyDefinition<BackupSpec, BackupStatus> = {
   name: 'backup',

@@ -180,7 +180,7 @@ function plain(schema: TSchema): Schema {
 const isSchema = (value: unknown): value is Schema => isRecord(value);
 
 function printerColumns(family: AnyFamily): PrinterColumn[] {
-  const spec = plain(family.schemas.spec).properties ?? {};
+  const spec: Record<string, Schema | undefined> = plain(family.schemas.spec).properties ?? {};
   const columns: PrinterColumn[] = [{ name: 'ID', type: 'string', jsonPath: `.metadata.labels.${ID_LABEL.replace(/\./g, '\\.')}` }];
   if (spec.name) columns.push({ name: 'Name', type: 'string', jsonPath: '.spec.name' });
   columns.push({ name: 'Status', type: 'string', jsonPath: '.status.status' });

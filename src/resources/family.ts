@@ -24,6 +24,13 @@ export interface Condition {
   observedGeneration: number;
 }
 
+/**
+ * A stored resource's status or spec with no field promised, for the reads that check: one
+ * made with kubectl has no status until its controller first writes it (nor the defaults of
+ * a spec that was refused), and one written before a field existed lacks that field.
+ */
+export const asStored = <T extends object>(fields: T): Partial<T> => fields;
+
 /** Status fields every family shares. */
 export interface BaseStatus {
   status: string;

@@ -16,5 +16,5 @@ export function deletedByLabels(labels: Record<string, string>, actor: string): 
 }
 
 export function deletedBy(resource: StoredObject<unknown, unknown>): string | undefined {
-  return resource.meta.labels?.[DELETED_BY_LABEL];
+  return resource.meta.labels[DELETED_BY_LABEL];
 }

@@ -3,6 +3,7 @@ import { Static, Type } from '@sinclair/typebox';
 import { domainError, fieldInvalid, validationFailed } from '../lib/errors';
 import { assertRegionAvailable } from './regions';
 import type { BaseStatus, FamilyDefinition, Resource } from './family';
+import { asStored } from './family';
 import {
   baseRecordProperties,
   baseStatusProperties,
@@ -118,7 +119,8 @@ export function backendsNamingNotOneServer(backends: readonly BackendSpec[]): nu
   return backends.flatMap((b, i) => ((b.server_id === undefined) === (b.serverRef === undefined) ? [i] : []));
 }
 
-const DEFAULT_PORTS: Record<string, number> = { http: 80, https: 443 };
+// tcp has no default port.
+const DEFAULT_PORTS: Record<string, number | undefined> = { http: 80, https: 443 };
 
 /** docs/api.md: https needs a certificate; http on 443 and https on 80 are invalid pairs. */
 function assertProtocolPort(protocol: string, port: number, certificate: string | null): void {
@@ -247,7 +249,7 @@ export const loadBalancerFamily: FamilyDefinition<LoadBalancerSpec, LoadBalancer
 
   toRecord(lb) {
     const { spec, status, meta } = lb;
-    const observed = status.backends ?? [];
+    const observed = asStored(status).backends ?? [];
     const seenFor = (b: BackendSpec) => observed.find((o) => (b.serverRef ? o.server_ref === b.serverRef.name : o.server_id === b.server_id && !o.server_ref));
     const attached = spec.backends.map((b) => ({ b, seen: seenFor(b) }));
     const shown = new Set(attached.map(({ seen }) => seen));
@@ -283,7 +285,7 @@ export const loadBalancerFamily: FamilyDefinition<LoadBalancerSpec, LoadBalancer
   },
 
   extraEvents(previous, next) {
-    const live = (lb: LoadBalancer | undefined) => new Set((lb?.status?.backends ?? []).filter((b) => b.status !== 'draining').map((b) => b.server_id));
+    const live = (lb: LoadBalancer | undefined) => new Set((lb?.status.backends ?? []).filter((b) => b.status !== 'draining').map((b) => b.server_id));
     const before = live(previous);
     const after = live(next);
     const events: string[] = [];

@@ -51,8 +51,8 @@ interface Entry {
 const encode = (entry: Entry) => `${entry.state} ${new Date(entry.until).toISOString()}`;
 
 function decode(value: string): Entry | undefined {
-  const [state, until] = value.split(' ');
-  const time = Date.parse(until ?? '');
+  const [state, ...rest] = value.split(' ');
+  const time = Date.parse(rest.at(0) ?? '');
   if ((state !== 'pending' && state !== 'written') || Number.isNaN(time)) return undefined;
   return { state, until: time };
 }
@@ -166,7 +166,7 @@ export async function claimInLedger<Spec>(
     const object = await store.get<Spec, Partial<BaseStatus>>(rule.family.kind, team, id);
     // A custom resource is created without its status, which is a second write: until
     // this replica sees that too, the store does not count it, so its entry must.
-    if (object?.status?.status === undefined) return 'unseen';
+    if (object?.status.status === undefined) return 'unseen';
     return rule.holds(object) ? 'holds' : 'seen';
   };
   await updateLedger(records, name, async (entries, now) => {

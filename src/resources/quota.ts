@@ -31,6 +31,7 @@ import { claimInLedger, QuotaRule } from './quota-ledger';
 import { SPEC_REFUSED } from './transitions';
 import type { AnyFamily, BaseStatus } from './family';
 import { known } from '../lib/known';
+import { entryOf } from '../lib/maps';
 
 /**
  * Each family declares its default quota (`quota` of its definition): far above what a
@@ -115,7 +116,7 @@ export async function withinLimit<R, Spec>(
   create: () => Promise<R>,
 ): Promise<R> {
   const { store } = scope;
-  const limit = scope.limits[rule.quota];
+  const limit = entryOf(scope.limits, rule.quota);
   if (limit === undefined) throw new Error(`no quota is named ${rule.quota}`);
   const key = `${team}/${rule.quota}`;
   const taken = typeof ids === 'string' ? [ids] : ids;

@@ -8,6 +8,7 @@ import { newId } from '../lib/ids';
 import { nowIso } from '../lib/time';
 import type { CloudEvent } from './cloud-event';
 import type { AnyFamily, BaseStatus, Condition, Resource } from './family';
+import { asStored } from './family';
 import { CONDITION_MESSAGE_MAX } from './schema-kit';
 import { DELETION_POLICY_FIELD } from '../store/deletion-policy';
 
@@ -25,11 +26,11 @@ export function stateEmitsEvent(family: AnyFamily, state: string): boolean {
 
 export function eventTypesForChange(family: AnyFamily, previous: Resource | undefined, next: Resource): string[] {
   const types: string[] = [];
-  const before = previous?.status?.status;
+  const before = previous?.status.status;
   const after = next.status.status;
   if (before === undefined && family.creationEvent) types.push(`${family.name}.${family.creationEvent}`);
   if (after !== before && stateEmitsEvent(family, after)) types.push(`${family.name}.${after}`);
-  const configBefore = previous?.status?.observed_config;
+  const configBefore = previous?.status.observed_config;
   if (configBefore && next.status.observed_config && configBefore !== next.status.observed_config) types.push(`${family.name}.updated`);
   for (const verb of family.extraEvents?.(previous, next) ?? []) types.push(`${family.name}.${verb}`);
   return types;
@@ -69,7 +70,7 @@ export function isReconcilingState(family: AnyFamily, state: string): boolean {
 export function conditionsFor(family: AnyFamily, resource: Resource, status: BaseStatus, refused = false): Condition[] {
   const now = nowIso();
   const generation = resource.meta.generation;
-  const previous = new Map((status.conditions ?? []).map((c) => [c.type, c]));
+  const previous = new Map((asStored(status).conditions ?? []).map((c) => [c.type, c]));
   const make = (type: Condition['type'], value: Condition['status'], reason: string, message: string): Condition => {
     const old = previous.get(type);
     // A condition written without a time (by an earlier version) gets one: the API server refuses it without.
@@ -125,13 +126,13 @@ export interface ObjectEvent {
  * holds goes into them, and the status never holds a secret.
  */
 export function objectEventsForChange(family: AnyFamily, previous: Resource | undefined, next: Resource): ObjectEvent[] {
-  const before = previous?.status?.status;
+  const before = previous?.status.status;
   const after = next.status.status;
   const reasonText = next.status.status_reason;
   const events: ObjectEvent[] = [];
-  const synced = (r: Resource | undefined) => r?.status?.conditions?.find((c) => c.type === 'Synced');
+  const synced = (r: Resource | undefined) => (r && asStored(r.status).conditions)?.find((c) => c.type === 'Synced');
   const refusedNow =
-    synced(next)?.reason === SPEC_REFUSED && (after !== before || synced(previous)?.reason !== SPEC_REFUSED || reasonText !== previous?.status?.status_reason);
+    synced(next)?.reason === SPEC_REFUSED && (after !== before || synced(previous)?.reason !== SPEC_REFUSED || reasonText !== previous?.status.status_reason);
   // A family that reports none of its states (webhook deliveries, agent messages: records
   // made by the thousand) would double its writes with Events; it gets refusals only.
   const silent = family.eventStates !== undefined && family.eventStates.length === 0;
@@ -143,14 +144,14 @@ export function objectEventsForChange(family: AnyFamily, previous: Resource | un
     const message =
       reasonText ?? (before === undefined ? `The ${family.title} was accepted; it is ${after}.` : `The ${family.title} went from ${before} to ${after}.`);
     events.push({ type: after === 'failed' ? 'Warning' : 'Normal', reason: stateReason(after), message });
-  } else if (reasonText && reasonText !== previous?.status?.status_reason) {
+  } else if (reasonText && reasonText !== previous?.status.status_reason) {
     // Same state, a new reason. A generation observed without its configuration applied is
     // an update the provider refused (the resource runs on as it was); else a degradation.
     const refusedUpdate =
-      next.status.observed_generation > (previous?.status?.observed_generation ?? 0) && next.status.observed_config === previous?.status?.observed_config;
+      next.status.observed_generation > (previous?.status.observed_generation ?? 0) && next.status.observed_config === previous?.status.observed_config;
     events.push({ type: 'Warning', reason: refusedUpdate ? 'UpdateRefused' : 'Degraded', message: reasonText });
   }
-  const configBefore = previous?.status?.observed_config;
+  const configBefore = previous?.status.observed_config;
   if (before !== undefined && configBefore && next.status.observed_config && configBefore !== next.status.observed_config && after !== 'failed') {
     events.push({ type: 'Normal', reason: 'Updated', message: `Generation ${next.status.observed_generation} of the spec was applied.` });
   }

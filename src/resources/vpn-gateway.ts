@@ -6,6 +6,7 @@ import { isPublicAddress } from '../lib/ip';
 import { randomString } from '../lib/ids';
 import { assertRegionAvailable } from './regions';
 import type { BaseStatus, FamilyDefinition, Resource } from './family';
+import { asStored } from './family';
 import {
   baseRecordProperties,
   baseStatusProperties,
@@ -236,6 +237,7 @@ export const vpnGatewayFamily: FamilyDefinition<VpnGatewaySpec, VpnGatewayStatus
   nameOf: (spec) => spec.name,
 
   toRecord({ meta, spec, status }) {
+    const written = asStored(status);
     return {
       id: meta.id,
       name: spec.name,
@@ -249,9 +251,9 @@ export const vpnGatewayFamily: FamilyDefinition<VpnGatewaySpec, VpnGatewayStatus
       remote_public_key: spec.remote_public_key ?? null,
       local_ip: status.local_ip ?? null,
       public_key: status.public_key ?? null,
-      tunnel_status: status.tunnel_status ?? 'down',
-      bytes_sent: status.bytes_sent ?? 0,
-      bytes_received: status.bytes_received ?? 0,
+      tunnel_status: written.tunnel_status ?? 'down',
+      bytes_sent: written.bytes_sent ?? 0,
+      bytes_received: written.bytes_received ?? 0,
       last_handshake: status.last_handshake ?? null,
       created_at: meta.createdAt,
       updated_at: meta.updatedAt,

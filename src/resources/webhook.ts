@@ -10,6 +10,7 @@ import { Type } from '@sinclair/typebox';
 import { fieldInvalid, validationFailed, FieldError } from '../lib/errors';
 import { urlProblem } from '../lib/target-guard';
 import type { BaseStatus, CreateBody, FamilyDefinition, Resource, SubscriptionProblems } from './family';
+import { asStored } from './family';
 import { baseStatusProperties, IdOf, NullableTimestamp, strictObject, Timestamp } from './schema-kit';
 import type { Config } from '../config';
 import { nowIso } from '../lib/time';
@@ -272,6 +273,8 @@ export const webhookFamily: FamilyDefinition<WebhookSpec, WebhookStatus> = {
   nameOf: (spec) => spec.url,
 
   toRecord({ meta, spec, status }) {
+    const written = asStored(status);
+    const given = asStored(spec);
     return {
       id: meta.id,
       url: spec.url,
@@ -279,9 +282,9 @@ export const webhookFamily: FamilyDefinition<WebhookSpec, WebhookStatus> = {
       filter: spec.filter ?? null,
       active: status.status === 'active',
       // A kubectl-made subscription whose spec was refused never got the defaults written in.
-      rate_limit_per_minute: spec.rate_limit_per_minute ?? DEFAULT_RATE_LIMIT_PER_MINUTE,
+      rate_limit_per_minute: given.rate_limit_per_minute ?? DEFAULT_RATE_LIMIT_PER_MINUTE,
       disabled_reason: status.status === 'failed' ? (status.status_reason ?? null) : (status.disabled_reason ?? null),
-      consecutive_failures: status.consecutive_failures ?? 0,
+      consecutive_failures: written.consecutive_failures ?? 0,
       status: status.status,
       created_at: meta.createdAt,
       updated_at: meta.updatedAt,
@@ -361,19 +364,22 @@ export const deliveryFamily: FamilyDefinition<DeliverySpec, DeliveryStatus> = {
   }),
   nameOf: (spec) => spec.event_type,
   listing: { hiddenStates: [], filterFields: ['webhook_id', 'event_type'] },
-  toRecord: ({ meta, spec, status }) => ({
-    id: meta.id,
-    webhook_id: spec.webhook_id,
-    event_id: spec.event_id,
-    event_type: spec.event_type,
-    status: status.status,
-    attempt: `${status.attempt ?? 0}/${MAX_ATTEMPTS}`,
-    next_retry_at: status.next_retry_at ?? null,
-    response_status: status.response_status ?? null,
-    error: status.error ?? null,
-    created_at: meta.createdAt,
-    updated_at: meta.updatedAt,
-  }),
+  toRecord: ({ meta, spec, status }) => {
+    const written = asStored(status);
+    return {
+      id: meta.id,
+      webhook_id: spec.webhook_id,
+      event_id: spec.event_id,
+      event_type: spec.event_type,
+      status: status.status,
+      attempt: `${written.attempt ?? 0}/${MAX_ATTEMPTS}`,
+      next_retry_at: status.next_retry_at ?? null,
+      response_status: status.response_status ?? null,
+      error: status.error ?? null,
+      created_at: meta.createdAt,
+      updated_at: meta.updatedAt,
+    };
+  },
 };
 
 /** A delivery with its attempt log: what GET of one delivery shows (a list leaves the log out, it is up to 20 KiB each). */

@@ -9,6 +9,7 @@ import { ConflictError, Store, StoredObject } from '../store/types';
 import { newId } from '../lib/ids';
 import { notFound } from '../lib/errors';
 import type { AnyFamily, BaseStatus, FamilyDefinition, Resource } from './family';
+import { asStored } from './family';
 import { buildEvents, conditionsFor, configHash, objectEventsForChange, ObjectEvent } from './transitions';
 import { deletedByLabels } from './intents';
 
@@ -74,7 +75,7 @@ export class ResourceWriter {
    * `failed`, and a refusal again keeps the observed config, since none was applied.
    */
   async initialize(family: AnyFamily, resource: Resource, actor: string, refusal?: string): Promise<Resource> {
-    const previous = resource.status?.status ? resource : undefined;
+    const previous = resource.status.status ? resource : undefined;
     const status = this.firstStatus(family, resource, previous, actor, refusal);
     const written = await this.store.updateStatus({ ...resource, status });
     this.report(family, previous, written);
@@ -162,7 +163,7 @@ export class ResourceWriter {
     const changed: R['status'] = { ...current.status, ...changes };
     const status: R['status'] = { ...changed, conditions: conditionsFor(family, { ...current, status: changed }, changed) };
     // `changes` may add events of its own to the outbox (a delivery's webhook.delivery_failed).
-    const unpublished = (status.pending_events ?? []).filter((event) => !this.published?.isPublished(event.id));
+    const unpublished = (asStored(status).pending_events ?? []).filter((event) => !this.published?.isPublished(event.id));
     const pending_events = [...unpublished, ...buildEvents(family, current, { ...current, status }, actor)];
     const written = await this.store.updateStatus<R['spec'], R['status']>({ ...current, status: { ...status, pending_events } });
     this.report(family, current, written);
