@@ -27,6 +27,7 @@ import { ApiError } from '../lib/errors';
 import { STATUS_PENDING_LABEL } from '../store/kubernetes/names';
 import { decorating, ReconcileResult, Reconciler } from './controller';
 import { ADOPTION_GRACE_MS } from '../events/write-timing';
+import { asStored } from '../resources/family';
 
 const ACTOR = 'system';
 
@@ -35,7 +36,7 @@ export function adopting(family: AnyFamily, inner: Reconciler, store: Store, wri
   const graceMs = rules.config.kubernetes?.adoptionGraceMs ?? ADOPTION_GRACE_MS;
   return decorating(inner, async (team: string, id: string): Promise<ReconcileResult | undefined> => {
     const resource = await store.get<Resource['spec'], Resource['status']>(family.kind, team, id);
-    if (resource && !resource.status?.status) {
+    if (resource && !resource.status.status) {
       if (resource.meta.deletionTimestamp) {
         await store.remove(family.kind, team, id, resource.meta.resourceVersion);
         return;
@@ -57,7 +58,7 @@ export function adopting(family: AnyFamily, inner: Reconciler, store: Store, wri
  * the store marked it at create, else what remains of the grace since its creation.
  */
 function statusPendingFor(resource: Resource, graceMs: number): number {
-  if (resource.meta.labels?.[STATUS_PENDING_LABEL] !== 'true') return 0;
+  if (resource.meta.labels[STATUS_PENDING_LABEL] !== 'true') return 0;
   return graceMs - (Date.now() - Date.parse(resource.meta.createdAt));
 }
 
@@ -65,7 +66,7 @@ function statusPendingFor(resource: Resource, graceMs: number): number {
 function refusedSpecChanged(resource: Resource): boolean {
   const { status, meta } = resource;
   if (status.status !== 'failed' || meta.deletionTimestamp || meta.generation <= status.observed_generation) return false;
-  return (status.conditions ?? []).some((c) => c.type === 'Synced' && c.reason === SPEC_REFUSED);
+  return (asStored(status).conditions ?? []).some((c) => c.type === 'Synced' && c.reason === SPEC_REFUSED);
 }
 
 /**
@@ -74,14 +75,15 @@ function refusedSpecChanged(resource: Resource): boolean {
  */
 async function adopt(family: AnyFamily, resource: Resource, store: Store, writer: ResourceWriter, quota: QuotaScope, rules: RuleContext): Promise<boolean> {
   const { team, id } = resource.meta;
-  let judged = false;
+  // Set inside the callbacks below (an object: the compiler would take a `let` for never set).
+  const progress = { judged: false };
   try {
     // The CR's spec is the create body; spec-only fields (psk_version, backends) are ignored by the rules.
     const ruled: object = family.specFromCreate(resource.spec, rules);
     // Over the team's quota it is refused like a broken rule: `failed`, with the reason.
     await withinQuota(quota, family, team, id, () =>
       withUniqueName(store, family, team, ruled, id, async () => {
-        judged = true;
+        progress.judged = true;
         const current = await writeDefaults(store, resource, ruled);
         // Kept by an earlier pass that stopped before the status write: it is this resource's.
         const kept = family.secret ? await store.secrets.get(team, family.secret.secretName(id)) : undefined;
@@ -92,7 +94,7 @@ async function adopt(family: AnyFamily, resource: Resource, store: Store, writer
     return true;
   } catch (err) {
     // A broken rule is the resource's fault; a failed write (a conflict, the store away) is retried.
-    if (judged || !(err instanceof ApiError)) throw err;
+    if (progress.judged || !(err instanceof ApiError)) throw err;
     await writer.initialize(family, resource, ACTOR, err.message);
     return false;
   }

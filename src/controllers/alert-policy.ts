@@ -25,6 +25,7 @@ import { nowIso } from '../lib/time';
 import { fieldOf } from '../lib/unknown-values';
 import type { ReconcileResult, Reconciler } from './controller';
 import { OUTBOX_POLL_MS } from '../events/write-timing';
+import { asStored } from '../resources/family';
 
 const SYSTEM = 'system';
 const TITLE_LIMIT = 300;
@@ -58,7 +59,8 @@ export class AlertPolicyReconciler implements Reconciler {
       if (!WATCHED_KINDS.includes(kind)) return;
       void this.store.list<AlertPolicy['spec'], AlertPolicy['status']>(this.kind, team).then(
         (policies) => {
-          for (const policy of policies) if (policy.spec?.condition && readerOf(policy.spec.condition).kinds.includes(kind)) changed(team, policy.meta.id);
+          for (const policy of policies)
+            if (asStored(policy.spec).condition && readerOf(policy.spec.condition).kinds.includes(kind)) changed(team, policy.meta.id);
         },
         // The resync looks again; nothing is lost by a failed list here.
         () => undefined,
@@ -68,7 +70,7 @@ export class AlertPolicyReconciler implements Reconciler {
 
   async reconcile(team: string, id: string): Promise<ReconcileResult | undefined> {
     const policy = await this.store.get<AlertPolicy['spec'], AlertPolicy['status']>(this.kind, team, id);
-    if (!policy?.status?.status) return;
+    if (!policy?.status.status) return;
     if (policy.meta.deletionTimestamp) return this.reconcileDeletion(policy);
     if (['deleted', 'failed'].includes(policy.status.status)) return;
 
@@ -79,7 +81,7 @@ export class AlertPolicyReconciler implements Reconciler {
     let current = policy;
 
     // Targets that stopped holding, or (an occurrence) whose incident was resolved by hand.
-    for (const target of policy.status.targets ?? []) {
+    for (const target of asStored(policy.status).targets ?? []) {
       const still = byId.get(target.resource_id);
       const handled = reader.occurrence && target.state === 'firing' && (await this.incidentClosed(team, target));
       if (still && !handled) continue;
@@ -95,15 +97,14 @@ export class AlertPolicyReconciler implements Reconciler {
 
     // New holdings start pending; pending ones whose duration is up fire.
     const durationMs = durationMsOf(policy.spec.condition);
-    const known = new Set((current.status.targets ?? []).map((t) => t.resource_id));
+    const known = new Set((asStored(current.status).targets ?? []).map((t) => t.resource_id));
     const fresh = holding.filter((h) => !known.has(h.resource_id) && byId.has(h.resource_id));
     if (fresh.length > 0) current = await this.changeTargets(current, (targets) => [...targets, ...fresh.map((h) => pendingTarget(h))]);
     let nextDueMs: number | undefined;
-    for (const target of current.status.targets ?? []) {
+    for (const target of asStored(current.status).targets ?? []) {
       if (target.state !== 'pending') {
         // A pass that stopped between marking the target firing and opening its incident.
-        if (target.state === 'firing' && target.incident_id && !(await this.store.get(incidentFamily.kind, team, target.incident_id)))
-          await this.openIncident(current, target);
+        if (target.incident_id && !(await this.store.get(incidentFamily.kind, team, target.incident_id))) await this.openIncident(current, target);
         const detail = byId.get(target.resource_id)?.detail;
         if (detail && detail !== target.detail)
           current = await this.changeTargets(current, (targets) => targets.map((t) => (t.resource_id === target.resource_id ? { ...t, detail } : t)));
@@ -137,7 +138,7 @@ export class AlertPolicyReconciler implements Reconciler {
     if (!target.incident_id) return false;
     const incident = await this.store.get<Incident['spec'], Incident['status']>(incidentFamily.kind, team, target.incident_id);
     // Not there yet: the firing pass stopped before opening it, and this pass opens it.
-    return incident !== undefined && CLOSED_INCIDENT_STATES.includes(incident.status?.status);
+    return incident !== undefined && CLOSED_INCIDENT_STATES.includes(incident.status.status);
   }
 
   /** Opens the target's incident, or finds the one an earlier pass opened. */
@@ -183,7 +184,7 @@ export class AlertPolicyReconciler implements Reconciler {
       policy.meta.team,
       policy.meta.id,
       (latest) => {
-        const targets = change(latest.status.targets ?? []);
+        const targets = change(asStored(latest.status).targets ?? []);
         const firing = targets.some((t) => t.state === 'firing');
         return {
           targets,
@@ -198,7 +199,7 @@ export class AlertPolicyReconciler implements Reconciler {
                 },
               }
             : {}),
-          ...(transition && handledSince ? { handled: { ...(latest.status.handled ?? {}), [transition.target.resource_id]: handledSince } } : {}),
+          ...(transition && handledSince ? { handled: { ...(asStored(latest.status).handled ?? {}), [transition.target.resource_id]: handledSince } } : {}),
         };
       },
       SYSTEM,
@@ -236,7 +237,7 @@ export class AlertPolicyReconciler implements Reconciler {
     const expiry = deletedAt === undefined ? 0 : Date.parse(deletedAt) + this.retentionMs;
     if (Date.now() < expiry) return { requeueAfterMs: expiry - Date.now() };
     // The deleted event must reach the bus before the record disappears.
-    if ((status.pending_events ?? []).length > 0) return { requeueAfterMs: OUTBOX_POLL_MS };
+    if ((asStored(status).pending_events ?? []).length > 0) return { requeueAfterMs: OUTBOX_POLL_MS };
     await this.store.remove(this.kind, meta.team, meta.id, meta.resourceVersion);
   }
 }

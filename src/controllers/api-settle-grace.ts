@@ -11,7 +11,7 @@ import { API_SETTLE_GRACE_MS } from '../events/write-timing';
 
 /** How long an unsettled spec change is still left to the API request that wrote it: 0 when it is settled or not the API's. */
 export function apiSettleWait(resource: StoredObject<unknown, { observed_generation?: number }>): number {
-  if (resource.meta.generation === resource.status?.observed_generation) return 0;
+  if (resource.meta.generation === resource.status.observed_generation) return 0;
   const sinceWrite = Date.now() - Date.parse(resource.meta.updatedAt);
   return sinceWrite >= 0 && sinceWrite < API_SETTLE_GRACE_MS ? API_SETTLE_GRACE_MS - sinceWrite : 0;
 }

@@ -49,7 +49,7 @@ export class BackupPolicyReconciler implements Reconciler {
   async reconcile(team: string, id: string): Promise<ReconcileResult | undefined> {
     const server = await this.store.get<Server['spec'], Server['status']>(this.kind, team, id);
     const policy = server?.spec.backup_policy;
-    if (!server || serverGone(server) || !policy?.enabled || server.status?.status === 'failed') return;
+    if (!server || serverGone(server) || !policy?.enabled || server.status.status === 'failed') return;
     const now = Date.now();
     const due = lastPolicyTime(policy, this.dayMs, now);
     const since = Math.max(Date.parse(policy.since ?? server.meta.createdAt), Date.parse(server.meta.createdAt));
@@ -84,7 +84,7 @@ export class BackupPolicyReconciler implements Reconciler {
       .filter((b) => b.spec.trigger === 'policy' && !b.meta.deletionTimestamp)
       .sort((a, b) => (b.spec.scheduled_at ?? b.meta.createdAt).localeCompare(a.spec.scheduled_at ?? a.meta.createdAt));
     // One being restored is kept until the restore is over; the next look deletes it.
-    const beyond = ofPolicy.slice(retain).filter((b) => !restorePending(b) && b.status?.restore_state !== 'restoring');
+    const beyond = ofPolicy.slice(retain).filter((b) => !restorePending(b) && b.status.restore_state !== 'restoring');
     for (const old of beyond) await this.writer.requestDeletion(backupFamily, server.meta.team, old.meta.id, 'system');
   }
 }

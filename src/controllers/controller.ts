@@ -72,8 +72,8 @@ export function outboxOnlyChange({ type, object, previous }: WatchEvent): boolea
   if (type !== 'modified' || !previous) return false;
   const [now, before] = [object.meta, previous.meta];
   if (now.generation !== before.generation || now.deletionTimestamp !== before.deletionTimestamp || now.paused !== before.paused) return false;
-  if (!sameJson(now.labels ?? {}, before.labels ?? {}) || !sameJson(object.spec ?? null, previous.spec ?? null)) return false;
-  return object.status !== undefined && previous.status !== undefined && onlyOutboxDiffers(previous.status, object.status);
+  if (!sameJson(now.labels, before.labels) || !sameJson(object.spec, previous.spec)) return false;
+  return onlyOutboxDiffers(previous.status, object.status);
 }
 
 export class Controller {
@@ -107,7 +107,7 @@ export class Controller {
       }) ?? null;
     await this.resync();
     this.resyncTimer = setInterval(() => void this.resync(), this.options.resyncMs);
-    this.resyncTimer.unref?.();
+    this.resyncTimer.unref();
     for (let i = 0; i < this.options.workers; i++) this.workers.push(this.work());
   }
 

@@ -22,7 +22,7 @@ export class IncidentReconciler implements Reconciler {
 
   async reconcile(team: string, id: string): Promise<undefined> {
     const incident = await this.store.get<Incident['spec'], Incident['status']>(this.kind, team, id);
-    if (!incident?.status?.status || CLOSED_INCIDENT_STATES.includes(incident.status.status)) return;
+    if (!incident?.status.status || CLOSED_INCIDENT_STATES.includes(incident.status.status)) return;
     const { spec } = incident;
     if (spec.resolve_requested) {
       const by = spec.resolved_by ?? SYSTEM;

@@ -18,7 +18,7 @@ import { serverFamily } from '../resources/server';
 import type { BackendHealth, DesiredBackend, LoadBalancerDesired, LoadBalancerDriver, LoadBalancerOutputs } from '../drivers/load-balancer';
 import { addMs, nowIso } from '../lib/time';
 import { fieldOf } from '../lib/unknown-values';
-import { lifecycleState } from '../resources/family';
+import { asStored, lifecycleState } from '../resources/family';
 import { known } from '../lib/known';
 
 type ServerObject = StoredObject<unknown, { status: string; ipv4?: string | null }>;
@@ -29,7 +29,7 @@ const REFERENCE_REASON = 'Backend reference';
 /** Servers are watched; this only bounds how long a missed watch event could leave a reference unresolved. */
 const UNRESOLVED_POLL_MS = 30_000;
 
-const gone = (server: ServerObject) => Boolean(server.meta.deletionTimestamp) || ['deleted', 'destroyed'].includes(server.status?.status);
+const gone = (server: ServerObject) => Boolean(server.meta.deletionTimestamp) || ['deleted', 'destroyed'].includes(server.status.status);
 
 export function loadBalancerBinding(
   driver: LoadBalancerDriver,
@@ -77,7 +77,7 @@ export function loadBalancerBinding(
       );
       const attachedIds = new Set(attached.map((b) => b.server_id));
       const draining: DesiredBackend[] = [];
-      for (const old of lb.status.backends ?? []) {
+      for (const old of asStored(lb.status).backends ?? []) {
         if (attachedIds.has(old.server_id)) continue;
         // A backend detached since the last pass starts its grace period now; the status write keeps its end.
         const drainUntil = old.status === 'draining' && old.drain_until ? old.drain_until : addMs(now, drainMs);

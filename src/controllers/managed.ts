@@ -14,7 +14,7 @@
  * write, so a crash anywhere resumes at the same step.
  */
 import type { Store, StoredObject } from '../store/types';
-import { lifecycleState, type AnyFamily, type FamilyDefinition } from '../resources/family';
+import { asStored, lifecycleState, type AnyFamily, type FamilyDefinition } from '../resources/family';
 import type { ResourceWriter } from '../resources/writer';
 import { Driver, Observation, OwnerRefusal } from '../drivers/types';
 import { configHash } from '../resources/transitions';
@@ -214,7 +214,7 @@ export class ManagedReconciler implements Reconciler {
     await this.connectionDetails?.withdraw(resource);
     if (status.status === 'destroyed') {
       // The destroyed event must reach the bus before the record disappears.
-      if ((status.pending_events ?? []).length > 0) return { requeueAfterMs: OUTBOX_POLL_MS };
+      if ((asStored(status).pending_events ?? []).length > 0) return { requeueAfterMs: OUTBOX_POLL_MS };
       if (family.secret) await this.store.secrets.delete(meta.team, family.secret.secretName(meta.id));
       await this.store.remove(this.kind, meta.team, meta.id, meta.resourceVersion);
       return;
@@ -268,18 +268,19 @@ export class ManagedReconciler implements Reconciler {
    */
   private async write(resource: Driven, changes: Record<string, unknown>, actor: string): Promise<{ object: Driven; base: string } | null> {
     const { meta } = resource;
-    let base: string | null = null;
+    // Set by the mutation, which runs inside mutateStatus (an object: the compiler would take a `let` for never set).
+    const read: { base: string | null } = { base: null };
     const object = await this.writer.mutateStatus<Driven>(
       this.binding.family,
       meta.team,
       meta.id,
       (latest) => {
         const applies = latest.status.status === resource.status.status && Boolean(latest.meta.deletionTimestamp) === Boolean(meta.deletionTimestamp);
-        base = applies ? latest.meta.resourceVersion : null;
+        read.base = applies ? latest.meta.resourceVersion : null;
         return applies ? changes : null;
       },
       actor,
     );
-    return base === null ? null : { object, base };
+    return read.base === null ? null : { object, base: read.base };
   }
 }

@@ -270,10 +270,10 @@ export function readingOf(ikeSas: RawSection[], now = Date.now()): TunnelReading
   let up = false;
   let bytesSent = 0;
   let bytesReceived = 0;
-  let newestSecondsAgo: number | null = null;
+  const secondsAgoSeen: number[] = [];
   const seen = (secondsAgo: string | undefined) => {
     if (secondsAgo === undefined || !/^\d+$/.test(secondsAgo)) return;
-    newestSecondsAgo = newestSecondsAgo === null ? Number(secondsAgo) : Math.min(newestSecondsAgo, Number(secondsAgo));
+    secondsAgoSeen.push(Number(secondsAgo));
   };
   for (const ike of ikeSas) {
     if (text(ike, 'state') !== 'ESTABLISHED') continue;
@@ -288,6 +288,6 @@ export function readingOf(ikeSas: RawSection[], now = Date.now()): TunnelReading
       seen(text(child, 'install-time'));
     }
   }
-  const lastHandshake = newestSecondsAgo === null ? null : new Date(Math.floor(now / 1000 - newestSecondsAgo) * 1000);
+  const lastHandshake = secondsAgoSeen.length === 0 ? null : new Date(Math.floor(now / 1000 - Math.min(...secondsAgoSeen)) * 1000);
   return { up, bytesSent, bytesReceived, lastHandshake };
 }
