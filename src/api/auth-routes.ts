@@ -104,7 +104,7 @@ export function registerAuthRoutes(app: ApiApp, ctx: ApiContext): void {
         throw err;
       }
       // The person's oldest membership first; PUT /api/v1/session moves to another.
-      const [user] = await activeUsersByEmail(ctx.store, email);
+      const user = (await activeUsersByEmail(ctx.store, email)).at(0);
       if (!user) return failedSignIn(request, reply, new SignInError('invalid_request', 'no active user has this e-mail'), 'no_account');
       const token = await ctx.sessions.create(user.meta.team, user, 'oidc', 'read_write');
       setSessionCookie(ctx, reply, token);

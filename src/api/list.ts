@@ -206,7 +206,7 @@ export function paginate<T extends Listable>(
     start = lo;
   }
   const page = visible.slice(start, start + query.limit);
-  const last = page[page.length - 1];
+  const last = page.at(-1);
   const nextCursor = start + query.limit < visible.length && last ? encodeCursor(cursorKey, { l: query.scope, v: keyOf(last), i: last.id }) : null;
   return { page, nextCursor };
 }

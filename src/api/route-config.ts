@@ -23,8 +23,6 @@ export function keepRouteConfig(app: FastifyInstance): void {
   app.decorateRequest('routeConfig', null);
 }
 
-const NO_CONFIG: RouteConfig = Object.freeze({});
-
 export function routeConfigOf(request: FastifyRequest): RouteConfig {
-  return (request.routeConfig ??= request.routeOptions?.config ?? NO_CONFIG);
+  return (request.routeConfig ??= request.routeOptions.config);
 }

@@ -23,6 +23,7 @@ import type { RecordKind } from '../../store/record-kinds';
 import type { ApiContext } from '../context';
 import { routeConfigOf } from '../route-config';
 import { recordAt, textOf } from '../../lib/unknown-values';
+import { entryOf } from '../../lib/maps';
 
 export const IDEMPOTENCY_HEADER = 'idempotency-key';
 export const REPLAYED_HEADER = 'idempotent-replayed';
@@ -163,7 +164,7 @@ export function lapsed(record: Record<string, string>, now: number): boolean {
 export const IDEMPOTENCY_RECORDS: RecordKind = {
   prefix: IDEMPOTENCY_RECORD_PREFIX,
   sealed: true,
-  expired: (record, now) => Date.parse(record.data.expires_at ?? '') <= now && lapsed(record.data, now),
+  expired: (record, now) => Date.parse(entryOf(record.data, 'expires_at') ?? '') <= now && lapsed(record.data, now),
 };
 
 type Outcome = { kind: 'claimed'; claim: Claim } | { kind: 'replay'; record: Done };

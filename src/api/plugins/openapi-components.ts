@@ -47,8 +47,8 @@ function namedSchemas(document: OpenApiDocument): Map<string, Schema> {
   };
   const operations = Object.values(document.paths).flatMap((item) => Object.values(item));
   for (const operation of operations) {
-    const id = operation?.operationId ?? '';
-    const responses = operation?.responses ?? {};
+    const id = operation.operationId ?? '';
+    const responses = operation.responses ?? {};
     const answer = jsonSchemaOf(responses['200']);
     const got = /^get([A-Z]\w*)$/.exec(id);
     if (got) {
@@ -71,8 +71,8 @@ function namedSchemas(document: OpenApiDocument): Map<string, Schema> {
   }
   // A create answers the record itself, or more (a secret shown once): then a New<Record>.
   for (const operation of operations) {
-    const created = /^create([A-Z]\w*)$/.exec(operation?.operationId ?? '');
-    const envelope = jsonSchemaOf(operation?.responses?.['201']);
+    const created = /^create([A-Z]\w*)$/.exec(operation.operationId ?? '');
+    const envelope = jsonSchemaOf(operation.responses?.['201']);
     if (!created || !envelope) continue;
     const known = [...named.values()].some((schema) => signatureOf(schema) === signatureOf(envelope));
     if (!known) {

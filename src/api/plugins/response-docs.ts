@@ -81,7 +81,7 @@ export function describeResponses<D extends OpenApiDocument & { components?: { h
   const shared = (components.headers ??= {});
   for (const item of Object.values(document.paths)) {
     for (const [method, operation] of Object.entries(item)) {
-      for (const [status, response] of Object.entries(operation?.responses ?? {})) {
+      for (const [status, response] of Object.entries(operation.responses ?? {})) {
         if (!response.description || response.description === DEFAULT_DESCRIPTION)
           response.description = describeResponse(method.toUpperCase(), Number(status));
         const headers: Record<string, unknown> = {};

@@ -16,6 +16,7 @@ import { newId } from '../../lib/ids';
 import { withinQuota } from '../../resources/quota';
 import type { ApiApp } from '../api-app';
 import { ruleContextOf } from '../../events/catalog';
+import { asStored } from '../../resources/family';
 
 const tags = ['agent'];
 const ThreadParams = Type.Object({ id: Type.String({ maxLength: 64, description: 'Thread id.' }) });
@@ -79,12 +80,14 @@ export function registerAgentRoutes(app: ApiApp, ctx: ApiContext): void {
     },
     // The body is optional: a request without one is an empty object, every field defaulted.
     preValidation: (request, _reply, done) => {
-      request.body ??= {};
+      // Typed as the schema says, but absent until this hook runs.
+      const sent: unknown = request.body;
+      if (sent === undefined || sent === null) request.body = {};
       done();
     },
     handler: async (request, reply) => {
       const { team, key } = principalOf(request);
-      const spec = threadFamily.specFromCreate(request.body ?? {}, ruleContextOf(ctx.config));
+      const spec = threadFamily.specFromCreate(request.body, ruleContextOf(ctx.config));
       const id = newId(threadFamily.idPrefix);
       const thread = (await withinQuota(ctx.quota, threadFamily, team, id, () => ctx.writer.create(threadFamily, team, spec, key, id))) as Thread;
       reply.header('Location', `${base}/${thread.meta.id}`);
@@ -209,7 +212,7 @@ async function exchange(
     threadFamily,
     team,
     threadId,
-    (thread) => ({ message_count: (thread.status.message_count ?? 0) + 2, last_message_at: answer.meta.createdAt }),
+    (thread) => ({ message_count: (asStored(thread.status).message_count ?? 0) + 2, last_message_at: answer.meta.createdAt }),
     key,
   );
   return [question, answer];

@@ -64,7 +64,7 @@ export function registerAuditLogRoutes(app: ApiApp, ctx: ApiContext): void {
         },
         { order: paging.order, after: after && { created_at: after.v, id: after.i }, limit: paging.limit },
       );
-      const last = events[events.length - 1];
+      const last = events.at(-1);
       const nextCursor = more && last ? encodeCursor(ctx.cursorKey, { l: paging.scope, v: last.created_at, i: last.id }) : null;
       return send(ctx, request, reply, 200, events, { next_cursor: nextCursor });
     },

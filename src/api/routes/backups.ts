@@ -17,6 +17,8 @@ import { nowIso } from '../../lib/time';
 import { listedArray } from '../../store/listed';
 import type { ApiApp } from '../api-app';
 import { ruleContextOf } from '../../events/catalog';
+import { asStored } from '../../resources/family';
+import { fieldOf } from '../../lib/unknown-values';
 
 const config = { family: family.name };
 const tags = [family.title];
@@ -55,7 +57,7 @@ function assertRestoreAllowed(server: Server, backup: Backup, completedSiblings:
   assertChangeable(serverFamily, server);
   if (server.status.status !== 'running') throw invalidState(`Cannot restore onto a server that is ${server.status.status}; it must be running.`);
   // A stop or reboot asked for and not begun yet would run under the restore.
-  if (server.spec.power_state !== 'on' || (server.spec.reboot_requests ?? 0) > (server.status.reboots_done ?? 0))
+  if (server.spec.power_state !== 'on' || (asStored(server.spec).reboot_requests ?? 0) > (asStored(server.status).reboots_done ?? 0))
     throw resourceBusy('The server has a power action under way; try again when it is done.');
   if (completedSiblings.some((b) => restorePending(b) || b.status.restore_state === 'restoring'))
     throw resourceBusy('A restore onto this server is under way; try again when it is done.');
@@ -88,7 +90,7 @@ export function registerBackupRoutes(app: ApiApp, ctx: ApiContext): void {
       const server = await findResource<Server>(ctx, serverFamily, team, id);
       assertBackupAllowed(server);
       // The family's create schema let only a string through; without a body, the default name.
-      const name = request.body?.name;
+      const name = fieldOf(request.body, 'name');
       const spec = family.specFromCreate(
         { name: typeof name === 'string' ? name : defaultName(server), server_id: id, trigger: 'manual' },
         ruleContextOf(ctx.config),
@@ -199,7 +201,7 @@ export function registerBackupRoutes(app: ApiApp, ctx: ApiContext): void {
       const ask = async () => {
         asked = await ctx.writer.mutateSpec<Backup>(family, team, backupId, (latest) => {
           assertRestoreAllowed(server, latest, []);
-          return { ...latest.spec, restore_requests: (latest.spec.restore_requests ?? 0) + 1 };
+          return { ...latest.spec, restore_requests: (asStored(latest.spec).restore_requests ?? 0) + 1 };
         });
       };
       // Answered once the server shows the restore, so that a stop sent next is refused.

@@ -82,7 +82,8 @@ type SpecUpdate = (extra?: (current: Resource) => Record<string, unknown>) => Pr
 /** Takes the family's write-only secret field out of a request body. */
 function splitSecret(family: AnyFamily, body: Record<string, unknown>): { body: Record<string, unknown>; secret?: string } {
   const field = family.secret?.field;
-  if (!field || !body || !(field in body)) return { body };
+  // The body was validated against the family's create or update schema: always an object.
+  if (!field || !(field in body)) return { body };
   const { [field]: secret, ...rest } = body;
   // The family's body schema validated it as a string.
   return { body: rest, secret: typeof secret === 'string' ? secret : undefined };
@@ -276,7 +277,7 @@ export function registerFamilyRoutes(app: ApiApp, ctx: ApiContext, family: AnyFa
         team,
         id,
         () => ctx.writer.requestDeletion(family, team, id, key),
-        (r) => leaving.includes(r.status?.status),
+        (r) => leaving.includes(r.status.status),
       );
       const deleted = moved && moved.status.status !== 'destroyed' ? moved : projectedDeletion(resource, immediate);
       return send(ctx, request, reply, immediate ? 200 : 202, family.toRecord(deleted));

@@ -11,6 +11,7 @@ import { serverFamily as family, Server, ServerSpec } from '../../resources/serv
 import { invalidState, resourceBusy } from '../../lib/errors';
 import { writeAndAwait } from '../awaiting';
 import type { ApiApp } from '../api-app';
+import { asStored } from '../../resources/family';
 
 const IdParams = Type.Object({ id: Type.String({ maxLength: 64 }) });
 const responses = { 200: envelopeOf(family.schemas.record), 404: ErrorEnvelope, 409: ErrorEnvelope };
@@ -31,14 +32,14 @@ const ACTIONS: PowerAction[] = [
     summary: 'Reboot a running server',
     from: 'running',
     via: 'rebooting',
-    wish: (spec) => ({ reboot_requests: (spec.reboot_requests ?? 0) + 1 }),
+    wish: (spec) => ({ reboot_requests: (asStored(spec).reboot_requests ?? 0) + 1 }),
   },
 ];
 
 /** A stop, start or reboot asked for that the reconciler has not begun yet. */
 function moveAskedFor(server: Server): boolean {
   const { spec, status } = server;
-  if (status.status === 'running') return spec.power_state === 'off' || (spec.reboot_requests ?? 0) > (status.reboots_done ?? 0);
+  if (status.status === 'running') return spec.power_state === 'off' || (asStored(spec).reboot_requests ?? 0) > (asStored(status).reboots_done ?? 0);
   return status.status === 'stopped' && spec.power_state === 'on';
 }
 

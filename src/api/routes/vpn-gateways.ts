@@ -8,6 +8,7 @@ import { managedOf, Driven } from '../../controllers/driven';
 import { vpnGatewayDesired } from '../../controllers/vpn-gateway';
 import type { ApiApp } from '../api-app';
 import type { VpnGatewayDriver } from '../../drivers/vpn-gateway';
+import { asStored } from '../../resources/family';
 
 const IdParams = Type.Object({ id: Type.String({ maxLength: 64 }) });
 
@@ -27,7 +28,7 @@ export function registerVpnGatewayRoutes(app: ApiApp, ctx: ApiContext, driver: V
     handler: async (request, reply) => {
       const { id } = request.params;
       const gateway = await findResource<VpnGateway>(ctx, family, principalOf(request).team, id);
-      const { status } = gateway;
+      const status = asStored(gateway.status);
       const last = {
         tunnel_status: 'down' as const,
         bytes_sent: status.bytes_sent ?? 0,
