@@ -13,6 +13,7 @@ import { kubeConfigFor } from '../store';
 import type { NamespacedWatches } from '../store/kubernetes/namespaced-watches';
 import type { DriverContext, DriverHealth, ExternalRecord, ProviderHealth } from './types';
 import { Simulation } from './simulated/simulation';
+import { entryOf } from '../lib/maps';
 
 /** What drivers are built from; `kube` only in cluster mode. */
 export interface BuildContext extends DriverContext {
@@ -81,7 +82,7 @@ export function chooseDriver<D>(family: string, factories: DriverFactories<D>, c
 
 function chosenName(family: string, factories: DriverFactories<unknown>, config: Config, logger: Logger): string {
   const available = driverNames(factories);
-  const named = config.drivers.overrides[family];
+  const named = entryOf(config.drivers.overrides, family);
   if (named !== undefined) {
     if (!available.includes(named))
       throw new Error(`${settingOf(family)}=${named}: the ${family} family has no driver "${named}"; it has ${available.join(', ')}`);

@@ -198,7 +198,7 @@ export class WebhookDispatcher {
     const existing = await this.deps.store.get<Delivery['spec'], Delivery['status']>(deliveryFamily.kind, team, id);
     // Not in this replica's cache yet: the bus hands the event over again, and by then it is (or the create succeeds).
     if (!existing) throw new Error(`delivery ${id} exists but is not in the cache yet`);
-    if (existing.status?.status) return;
+    if (existing.status.status) return;
     this.scheduleFromRecord((await this.deps.writer.initialize(deliveryFamily, existing, SYSTEM)) as Delivery);
   }
 
@@ -214,7 +214,7 @@ export class WebhookDispatcher {
     }
     if (!isWebhook(object)) return;
     if (this.rates.has(object.meta.id)) this.rates.set(object.meta.id, rateOf(object));
-    const was = previous?.status?.status;
+    const was = previous?.status.status;
     if (was !== 'active' && object.status.status === 'active') void this.resumeHeld(object);
     if (was !== 'deleted' && object.status.status === 'deleted' && (isListener(object) || was !== 'active')) void this.resumeHeld(object);
   }
@@ -402,25 +402,28 @@ export class WebhookDispatcher {
   /** consecutive_failures across the subscription's attempts; at the limit, or at a 410 Gone, it is disabled. */
   private async countOutcome(webhook: Webhook, result: AttemptResult): Promise<void> {
     const { writer, config } = this.deps;
-    let tripped: string | null = null;
+    // Set by the mutation, which runs inside mutateStatus (an object: the compiler would take a `let` for never set).
+    const outcome: { tripped: string | null } = { tripped: null };
     const updated = await writer.mutateStatus<Webhook>(
       webhookFamily,
       webhook.meta.team,
       webhook.meta.id,
       (latest) => {
-        tripped = null;
+        outcome.tripped = null;
         if (result.ok) return latest.status.consecutive_failures === 0 ? null : { consecutive_failures: 0 };
         const failures = latest.status.consecutive_failures + 1;
         // 410 Gone: the receiver says the endpoint is gone for good; no use trying it again.
         const gone = result.status === GONE;
         if ((failures < config.disableAfter && !gone) || latest.status.status !== 'active') return { consecutive_failures: failures };
-        tripped = gone
+        const tripped = gone
           ? 'Disabled at once: the receiver answered 410 Gone.'
           : `Disabled after ${failures} consecutive failed delivery attempts; the last: ${result.error ?? 'unknown error'}.`;
+        outcome.tripped = tripped;
         return { consecutive_failures: failures, status: 'inactive', disabled_reason: tripped };
       },
       SYSTEM,
     );
+    const { tripped } = outcome;
     if (tripped) {
       this.buckets.forget(webhook.meta.id);
       await this.notifier.webhookDisabled({ team: webhook.meta.team, webhookId: webhook.meta.id, url: updated.spec.url, reason: tripped });

@@ -143,6 +143,11 @@ export class ListenerStream {
       this.schedule(delivery);
   }
 
+  /** Read through a call after an await: end() may have run meanwhile, which the compiler cannot see. */
+  private hasEnded(): boolean {
+    return this.ended;
+  }
+
   end(reason: string): void {
     if (this.ended) return;
     this.ended = true;
@@ -217,7 +222,7 @@ export class ListenerStream {
     this.starting.add(id);
     try {
       const delivery = await store.get<Delivery['spec'], Delivery['status']>(deliveryFamily.kind, this.team, id);
-      if (!delivery || this.ended) return;
+      if (!delivery || this.hasEnded()) return;
       if (delivery.status.status !== 'pending' || !delivery.status.next_retry_at || Date.parse(delivery.status.next_retry_at) > Date.now()) {
         this.schedule(delivery);
         return;

@@ -7,7 +7,7 @@
 import type { CloudEvent } from '../resources/cloud-event';
 import type { WebhookFilter } from '../resources/webhook';
 import { categoryOf } from '../events/types';
-import { scalarText } from '../lib/unknown-values';
+import { fieldOf, scalarText } from '../lib/unknown-values';
 
 export function typeMatches(patterns: string[], type: string): boolean {
   const category = categoryOf(type);
@@ -20,7 +20,8 @@ export function filterMatches(filter: WebhookFilter | null | undefined, event: C
   for (const [key, expected] of Object.entries(filter)) {
     const dot = key.indexOf('.');
     if (key.slice(0, dot) !== category) continue;
-    const value = scalarText(event.data?.[key.slice(dot + 1)]);
+    // An event from the bus was written by another process: its data may be missing.
+    const value = scalarText(fieldOf(event.data, key.slice(dot + 1)));
     const allowed = Array.isArray(expected) ? expected : [expected];
     if (value === undefined || !allowed.includes(value)) return false;
   }

@@ -12,6 +12,7 @@ import type { CloudEvent } from '../resources/cloud-event';
 import { newId } from '../lib/ids';
 import { nextAttemptAt, retryAfterMs } from './schedule';
 import type { AttemptResult } from './sender';
+import { asStored } from '../resources/family';
 
 export const DELIVERY_FAILED = 'webhook.delivery_failed';
 
@@ -52,7 +53,7 @@ export async function recordAttempt(
     attempts: [...(delivery.status.attempts ?? []), entry].slice(-MAX_KEPT_ATTEMPTS),
     // In the same write as the outcome (the outbox), so the event is told once and never lost.
     ...(exhausted && !delivery.status.single_attempt
-      ? { pending_events: [...(delivery.status.pending_events ?? []), ...deliveryFailedEvent(delivery, attempt, result.error)] }
+      ? { pending_events: [...(asStored(delivery.status).pending_events ?? []), ...deliveryFailedEvent(delivery, attempt, result.error)] }
       : {}),
   });
 }

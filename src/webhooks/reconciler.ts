@@ -38,7 +38,7 @@ export class WebhookSubscriptionReconciler implements Reconciler {
 
   async reconcile(team: string, id: string): Promise<ReconcileResult | undefined> {
     const webhook = await this.store.get<Webhook['spec'], Webhook['status']>(this.kind, team, id);
-    if (!webhook?.status?.status) return;
+    if (!webhook?.status.status) return;
     if (webhook.meta.deletionTimestamp) {
       await this.finishDeletion(webhook);
       return;
@@ -106,7 +106,7 @@ export class WebhookSubscriptionReconciler implements Reconciler {
 export function signingSecretFirst(inner: Reconciler, store: Store): Reconciler {
   return decorating(inner, async (team: string, id: string): Promise<ReconcileResult | undefined> => {
     const webhook = await store.get<Webhook['spec'], Webhook['status']>(webhookFamily.kind, team, id);
-    const live = webhook && !webhook.meta.deletionTimestamp && !['deleted', 'failed'].includes(webhook.status?.status);
+    const live = webhook && !webhook.meta.deletionTimestamp && !['deleted', 'failed'].includes(webhook.status.status);
     if (live) await ensureSecret(store, team, id);
     return inner.reconcile(team, id);
   });

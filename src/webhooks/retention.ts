@@ -20,6 +20,7 @@ import { Delivery, deliveryFamily, Webhook, webhookFamily } from '../resources/w
 import { deleteSecret } from './secrets';
 import { webhookRecordsRemoved, webhookRetentionFailures } from '../metrics';
 import { textOf } from '../lib/unknown-values';
+import { asStored } from '../resources/family';
 
 const MIN_INTERVAL_MS = 1_000;
 const MAX_INTERVAL_MS = 10 * 60_000;
@@ -86,7 +87,7 @@ export class WebhookRetention {
       const left = new Set<string>();
       const expiredDeliveries: Delivery[] = [];
       for (const delivery of deliveries) {
-        const expired = FINISHED.includes(delivery.status?.status) && Date.parse(delivery.meta.updatedAt) <= cutoff;
+        const expired = FINISHED.includes(delivery.status.status) && Date.parse(delivery.meta.updatedAt) <= cutoff;
         if (expired) expiredDeliveries.push(delivery);
         else left.add(`${delivery.meta.team}/${delivery.spec.webhook_id}`);
       }
@@ -96,9 +97,9 @@ export class WebhookRetention {
       });
       const webhooks = await store.list<Webhook['spec'], Webhook['status']>(webhookFamily.kind);
       const gone = webhooks.filter(({ meta, status }) => {
-        const deletedLongAgo = status?.status === 'deleted' && status.deleted_at !== null && Date.parse(status.deleted_at) <= cutoff;
+        const deletedLongAgo = status.status === 'deleted' && status.deleted_at !== null && Date.parse(status.deleted_at) <= cutoff;
         // Its events reach the bus before the record goes (the outbox relay removes them).
-        const relayed = (status?.pending_events?.length ?? 0) === 0;
+        const relayed = (asStored(status).pending_events?.length ?? 0) === 0;
         return deletedLongAgo && relayed && !left.has(`${meta.team}/${meta.id}`);
       });
       await inBatches(gone, async (webhook) => {

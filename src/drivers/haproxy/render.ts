@@ -20,6 +20,7 @@
 import { createHash } from 'node:crypto';
 import { isIP } from 'node:net';
 import type { DesiredBackend, LoadBalancerDesired } from '../load-balancer';
+import { entryOf } from '../../lib/maps';
 
 export const FRONTEND_NAME = 'public';
 export const BACKEND_NAME = 'servers';
@@ -115,7 +116,7 @@ export function renderedServers(desired: LoadBalancerDesired): RenderedServer[] 
 }
 
 export function renderHaproxyConfig(desired: LoadBalancerDesired, options: RenderOptions): string {
-  const protocol = MODES[desired.protocol];
+  const protocol = entryOf(MODES, desired.protocol);
   if (!protocol) throw new Error(`no HAProxy mode for protocol '${desired.protocol}'`);
   const balance = BALANCE[desired.algorithm];
   if (!balance) throw new Error(`no HAProxy balance for algorithm '${desired.algorithm}'`);

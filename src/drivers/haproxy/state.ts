@@ -99,7 +99,7 @@ export function parseServerStats(csv: string): ServerStat[] {
   const stats: ServerStat[] = [];
   for (const line of lines) {
     const fields = splitCsvLine(line);
-    const server = fields[svname];
+    const server = fields.at(svname);
     if (server === undefined || server === 'FRONTEND' || server === 'BACKEND') continue;
     const w = Number(fields[weight] ?? '');
     const statusText = fields[status] ?? '';

@@ -182,7 +182,7 @@ export class KubernetesJobExecutor implements JobExecutor {
   async logs(team: string, id: string, spec?: JobSpecForRun): Promise<string | null> {
     const namespace = this.namespaceOf(team);
     const pods = (await this.podsOf(namespace, jobNameOf(id, spec))) ?? [];
-    const newest = pods.sort((a, b) => (iso(b.metadata?.creationTimestamp) ?? '').localeCompare(iso(a.metadata?.creationTimestamp) ?? ''))[0];
+    const newest = pods.sort((a, b) => (iso(b.metadata?.creationTimestamp) ?? '').localeCompare(iso(a.metadata?.creationTimestamp) ?? '')).at(0);
     if (!newest?.metadata?.name) return null;
     try {
       return await this.core.readNamespacedPodLog({ name: newest.metadata.name, namespace, container: CONTAINER_NAME, limitBytes: LOG_LIMIT_BYTES });

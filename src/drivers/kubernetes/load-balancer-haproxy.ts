@@ -219,7 +219,7 @@ export class HaproxyLoadBalancerDriver implements LoadBalancerDriver {
     }
     const secret = await this.objects.read<V1Secret>({ apiVersion: 'v1', kind: 'Secret', metadata: { name: secretName, namespace } });
     if (!secret) return { ok: false, problem: `the certificate Secret '${secretName}' does not exist in namespace ${namespace}` };
-    if (!secret.data?.['tls.crt'] || !secret.data?.['tls.key']) {
+    if (!secret.data?.['tls.crt'] || !secret.data['tls.key']) {
       return { ok: false, problem: `the certificate Secret '${secretName}' has no tls.crt and tls.key (it must be of type kubernetes.io/tls)` };
     }
     return { ok: true, mounted: { secretName, version: secret.metadata?.resourceVersion ?? '' } };
@@ -257,7 +257,7 @@ export class HaproxyLoadBalancerDriver implements LoadBalancerDriver {
 
 /** What stands under the load balancer's name without having been made for it, or null. */
 function inTheWay(live: Live, id: string, { namespace, name }: Placement): string | null {
-  const foreign = KINDS.find(({ key }) => live[key] !== null && !madeFor(live[key]?.metadata, id));
+  const foreign = KINDS.find(({ key }) => live[key] !== null && !madeFor(live[key].metadata, id));
   return foreign ? `a ${foreign.kind} ${namespace}/${name} that Cloudplane did not make for this load balancer is in the way` : null;
 }
 

@@ -6,7 +6,7 @@
  * cluster keeps, so a restart of the operator does not reset it); a malformed image name
  * fails it at once.
  */
-import type { V1Pod } from '@kubernetes/client-node';
+import type { V1ContainerStatus, V1Pod } from '@kubernetes/client-node';
 
 /** Waiting reasons of the kubelet that no retry can fix. */
 const PERMANENT_IMAGE_REASONS: Record<string, string> = {
@@ -55,7 +55,9 @@ function stuckReason(pod: V1Pod, startTimeoutMs: number): { reason: string; perm
   for (const status of [...(pod.status?.initContainerStatuses ?? []), ...(pod.status?.containerStatuses ?? [])]) {
     const waiting = status.state?.waiting;
     if (!waiting?.reason) continue;
-    const image = status.image ?? pod.spec?.containers.find((c) => c.name === status.name)?.image ?? 'its image';
+    // As the API server reports it: a container waiting for its image may not name it yet.
+    const reported: Partial<V1ContainerStatus> = status;
+    const image = reported.image ?? pod.spec?.containers.find((c) => c.name === status.name)?.image ?? 'its image';
     const permanent = PERMANENT_IMAGE_REASONS[waiting.reason];
     if (permanent) return { reason: `the image ${image} ${permanent}${waiting.message ? `: ${waiting.message}` : ''}`, permanent: true };
     if (RETRIED_IMAGE_REASONS.has(waiting.reason)) {

@@ -13,6 +13,7 @@ import type { BucketOutputs, FileShareOutputs } from '../storage';
 import type { BucketSpec, FileShareSpec } from '../../resources/storage';
 import { draw, Simulation } from './simulation';
 import { FamilyState, SimulatedDriver, SimulatedRecord } from './driver';
+import { asStored } from '../../resources/family';
 
 /** How often a simulated health check gives a new answer. */
 const HEALTH_CHECK_WINDOW_MS = 30_000;
@@ -42,7 +43,7 @@ export class SimulatedServerDriver extends SimulatedDriver<ServerDesired, Server
     const { desired } = resource;
     const power = this.powerOf(resource, record);
     if (power.moving) return record;
-    const requests = desired.reboot_requests ?? 0;
+    const requests = asStored(desired).reboot_requests ?? 0;
     if (power.state !== desired.power_state)
       return { ...record, power: { ...this.start(resource, desired.power_state === 'off' ? 'power_off' : 'power_on'), state: desired.power_state, requests } };
     if (power.state === 'on' && this.rebootsDone(resource, record) < requests && !this.rebootPending(resource, record)) {
@@ -65,7 +66,7 @@ export class SimulatedServerDriver extends SimulatedDriver<ServerDesired, Server
       if (reboot.state === 'pending') return { observed: { power: 'rebooting', reboots_done }, upToDate: false, pollAfterMs: reboot.remainingMs };
     }
     const settled: PowerState = power.state;
-    const upToDate = settled === desired.power_state && (settled === 'off' || reboots_done >= (desired.reboot_requests ?? 0));
+    const upToDate = settled === desired.power_state && (settled === 'off' || reboots_done >= (asStored(desired).reboot_requests ?? 0));
     return { observed: { power: settled, reboots_done }, upToDate };
   }
 

@@ -15,7 +15,7 @@ export function echoedLines(command: string): string[] {
     .split(/;|&&|\|\||\n/)
     .map((step) => /^\s*echo(?:\s+(.*))?$/.exec(step))
     .filter((m): m is RegExpExecArray => m !== null)
-    .map((m) => (m[1] ?? '').trim().replace(/^(['"])(.*)\1$/, '$2'));
+    .map((m) => (m.at(1) ?? '').trim().replace(/^(['"])(.*)\1$/, '$2'));
 }
 
 export class SimulatedJobExecutor implements JobExecutor {
