@@ -24,8 +24,8 @@ export function requestKindOf(method: string, url: string): RequestKind {
   else if (parts[0] === 'apis') [group, rest] = [parts[1] ?? '', parts.slice(3)];
   else return { verb: method.toLowerCase(), resource: 'non-resource' };
   if (rest[0] === 'namespaces' && rest.length > 2 && !NAMESPACE_SUBRESOURCES.has(rest[2])) rest = rest.slice(2);
-  // Any of them may be missing: the index of an absent one is undefined.
-  const [plural = '', name, subresource]: Array<string | undefined> = rest;
+  // Any of them may be missing, so each is read with at().
+  const [plural, name, subresource] = [rest.at(0) ?? '', rest.at(1), rest.at(2)];
   const resource = `${plural}${group ? `.${group}` : ''}${subresource ? `/${subresource}` : ''}`;
   return { verb: verbOf(method.toUpperCase(), name !== undefined, searchParams.get('watch') === 'true'), resource };
 }
