@@ -7,7 +7,7 @@ import tseslint from 'typescript-eslint';
  * it was set aside: they are worked down and turned on one by one, and none is added here.
  */
 const NOT_YET = {
-  '@typescript-eslint/no-unnecessary-condition': 30,
+  '@typescript-eslint/no-unnecessary-condition': 25,
 };
 
 export default tseslint.config({

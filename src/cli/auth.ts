@@ -10,6 +10,7 @@ import { configPath, normaliseApiUrl, readContexts, writeContexts } from './cont
 import { CliError, EXIT, usageError } from './exit-codes';
 import { globalsOf, note, print } from './session';
 import { hasStrings } from '../lib/unknown-values';
+import { entryOf } from '../lib/maps';
 
 /** Reads answers line by line: from the terminal, with prompts (the key not echoed), or from a pipe. */
 class Prompter {
@@ -123,7 +124,7 @@ export function registerAuth(program: Command): void {
     .argument('<name>')
     .action((name: string) => {
       const doc = readContexts();
-      if (!doc.contexts[name]) throw usageError(`no context named ${name} (cloudplane auth list)`);
+      if (!entryOf(doc.contexts, name)) throw usageError(`no context named ${name} (cloudplane auth list)`);
       doc.current_context = name;
       writeContexts(doc);
       note(`Current context: ${name}.`);
@@ -135,7 +136,7 @@ export function registerAuth(program: Command): void {
     .argument('<name>')
     .action((name: string) => {
       const doc = readContexts();
-      if (!doc.contexts[name]) throw usageError(`no context named ${name} (cloudplane auth list)`);
+      if (!entryOf(doc.contexts, name)) throw usageError(`no context named ${name} (cloudplane auth list)`);
       delete doc.contexts[name];
       if (doc.current_context === name) doc.current_context = null;
       writeContexts(doc);

@@ -129,7 +129,9 @@ async function streamUntilStopped(
 ): Promise<string | null> {
   const api = apiClientOf(options);
   let wait = RECONNECT_MIN_MS;
-  while (!stopped.aborted) {
+  // Read through a call: the signal aborts while the loop awaits, which the compiler cannot see.
+  const isStopped = () => stopped.aborted;
+  while (!isStopped()) {
     const connection = new AbortController();
     const abort = () => {
       connection.abort();
@@ -156,13 +158,13 @@ async function streamUntilStopped(
         }
       }
     } catch (error) {
-      if (stopped.aborted) break;
+      if (isStopped()) break;
       err.write(`Stream interrupted (${textOf(error)}); reconnecting\n`);
     } finally {
       stopped.removeEventListener('abort', abort);
       connection.abort();
     }
-    if (stopped.aborted) break;
+    if (isStopped()) break;
     await sleep(wait, stopped);
     wait = Math.min(wait * 2, RECONNECT_MAX_MS);
   }

@@ -14,7 +14,7 @@ function parseListen(text: string): { host: string; port: number } {
   const match = /^(?:\[([^\]]+)\]|([^:]+)):(\d{1,5})$/.exec(text);
   const port = match ? Number(match[3]) : NaN;
   if (!match || port > 65535) throw new Error(`--listen must be HOST:PORT, got ${JSON.stringify(text)}`);
-  return { host: match[1] ?? match[2], port };
+  return { host: match.at(1) ?? match[2], port };
 }
 
 export async function runVpnAgent(argv: string[]): Promise<void> {
