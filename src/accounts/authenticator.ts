@@ -195,7 +195,7 @@ export class ApiKeyAuthenticator {
   }
 
   private async lookup(hash: string): Promise<KeyEntry | undefined> {
-    const [secret] = await this.store.secrets.list(secretNameOf(hash));
+    const secret = (await this.store.secrets.list(secretNameOf(hash))).at(0);
     // The secret is named after the hash's first 40 digits: the full hash must match too.
     if (!secret || !sameHash(secret.data.hash, hash)) {
       this.unknown.add(hash);

@@ -128,9 +128,10 @@ async function assertAnotherOwner(deps: AccountDeps, team: string, owner: User):
 async function handOverTeam(deps: AccountDeps, team: string, leaving: User, actor: string): Promise<void> {
   const teamObject = await deps.store.get<Team['spec'], Team['status']>(teamFamily.kind, team, team);
   if (!teamObject || teamObject.spec.owner_id !== leaving.meta.id) return;
-  const [next] = (await activeMembers(deps, team))
+  const next = (await activeMembers(deps, team))
     .filter((u) => u.spec.role === 'owner' && u.meta.id !== leaving.meta.id)
-    .sort((a, b) => a.meta.createdAt.localeCompare(b.meta.createdAt));
+    .sort((a, b) => a.meta.createdAt.localeCompare(b.meta.createdAt))
+    .at(0);
   if (next) await updateAccount(deps, teamFamily, team, team, { owner_id: next.meta.id }, actor);
 }
 

@@ -68,7 +68,7 @@ export class AccountReconciler<R extends Resource> implements Reconciler {
     const resource = await this.store.get<R['spec'], R['status']>(this.kind, team, id);
     // Made with kubectl and never taken in (see above), or settled. A refused one is judged
     // again on every pass (a resync, a change): the rule may hold by now (another owner made).
-    if (!resource?.status?.status) return;
+    if (!resource?.status.status) return;
     if (resource.meta.generation === resource.status.observed_generation && !resource.status.status_reason) return;
     const wait = apiSettleWait(resource);
     if (wait > 0) return { requeueAfterMs: wait };

@@ -279,7 +279,7 @@ export class SessionManager {
   }
 
   private async lookup(hash: string): Promise<string | undefined> {
-    const [stored] = await this.store.records.list(recordNameOf(hash));
+    const stored = (await this.store.records.list(recordNameOf(hash))).at(0);
     if (!stored) {
       this.unknown.add(hash);
       return undefined;

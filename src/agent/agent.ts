@@ -21,7 +21,7 @@ import type { AlertFeed } from './alert-feed';
 import { alertLine, alertOf, isAlert } from './alerts';
 import { listedObjects } from '../store/listed';
 import { FairGate, GateBusyError } from '../lib/fair-gate';
-import { scalarText } from '../lib/unknown-values';
+import { fieldOf, recordAt, scalarText } from '../lib/unknown-values';
 import { known } from '../lib/known';
 
 const HOUR_MS = 3_600_000;
@@ -94,7 +94,7 @@ function bulletList(lines: string[]): string {
 
 /** " — <why>" for an alert that says why; routine events carry no reason worth showing. */
 const reasonOf = (e: CloudEvent) => {
-  const reason = isAlert(e) ? scalarText(e.data?.status_reason ?? e.data?.disabled_reason) : undefined;
+  const reason = isAlert(e) ? scalarText(fieldOf(e.data, 'status_reason') ?? fieldOf(e.data, 'disabled_reason')) : undefined;
   return reason ? ` — ${reason}` : '';
 };
 
@@ -242,7 +242,7 @@ export class DataAgent implements Agent {
     const lines = new Map<string, string>();
     for (const event of this.audit.search(team, { since })) {
       const alert = alertOf(event);
-      if (alert && categories.has(categoryOf(event.type))) lines.set(scalarText(event.data?.id) ?? event.id, alertLine(event, alert));
+      if (alert && categories.has(categoryOf(event.type))) lines.set(scalarText(fieldOf(event.data, 'id')) ?? event.id, alertLine(event, alert));
     }
     const stillFailed: Item[] = [];
     for (const family of scope) {
@@ -333,8 +333,8 @@ export class DataAgent implements Agent {
     if (events.length === 0) return `No events ${window.phrase}.`;
     const newest = events.slice(-RECENT_EVENT_COUNT).reverse();
     const line = (e: CloudEvent) => {
-      const name = nameOf(e.data ?? {});
-      return `${e.created_at} ${e.type} ${scalarText(e.data?.id) ?? ''}${name ? ` "${name}"` : ''}${reasonOf(e)}`;
+      const name = nameOf(recordAt(e, 'data') ?? {});
+      return `${e.created_at} ${e.type} ${scalarText(fieldOf(e.data, 'id')) ?? ''}${name ? ` "${name}"` : ''}${reasonOf(e)}`;
     };
     const shown = events.length > newest.length ? `the newest ${newest.length} of ${events.length}` : `${events.length}`;
     return `Events ${window.phrase} (${shown}, newest first):\n${bulletList(newest.map(line))}`;

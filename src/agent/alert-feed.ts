@@ -14,6 +14,7 @@ import type { ResourceWriter } from '../resources/writer';
 import { AlreadyExistsError } from '../store/types';
 import { messageFamily, Message, MessageSpec, Thread, threadFamily } from '../resources/agent';
 import { alertMessage, alertOf } from './alerts';
+import { asStored } from '../resources/family';
 
 export const ALERT_CONSUMER = 'agent';
 export const ALERT_THREAD_TITLE = 'Alerts';
@@ -69,7 +70,7 @@ export class AlertFeed {
       (thread) => {
         const previous = thread.status.last_message_at;
         return {
-          message_count: (thread.status.message_count ?? 0) + 1,
+          message_count: (asStored(thread.status).message_count ?? 0) + 1,
           // ISO times in UTC: the later one is the greater text.
           last_message_at: previous && previous > message.meta.createdAt ? previous : message.meta.createdAt,
         };

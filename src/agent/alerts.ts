@@ -8,7 +8,7 @@
 import type { CloudEvent } from '../resources/cloud-event';
 import { categoryOf } from '../events/types';
 import { families } from '../resources/registry';
-import { scalarText } from '../lib/unknown-values';
+import { recordAt, scalarText } from '../lib/unknown-values';
 
 export interface Alert {
   /** `load balancer lb_… "web"` */
@@ -36,7 +36,7 @@ export function alertOf(event: CloudEvent): Alert | null {
   if (!isAlert(event)) return null;
   const category = categoryOf(event.type);
   const family = families.find((f) => f.name === category);
-  const data = event.data ?? {};
+  const data = recordAt(event, 'data') ?? {};
   const id = scalarText(data.id) ?? '';
   const name = textOf(data.name ?? data.url);
   const subject = `${family?.title ?? category.replace(/_/g, ' ')} ${id}${name ? ` "${name}"` : ''}`;

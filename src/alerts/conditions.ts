@@ -12,6 +12,7 @@ import type { Job } from '../resources/job';
 import type { LoadBalancer } from '../resources/load-balancer';
 import type { VpnGateway } from '../resources/vpn-gateway';
 import type { Webhook } from '../resources/webhook';
+import { asStored } from '../resources/family';
 
 /** One resource a condition holds for. */
 export interface Holding {
@@ -33,7 +34,7 @@ interface ConditionReader {
   occurrence?: boolean;
 }
 
-const live = (r: Resource) => !['deleted', 'destroyed', 'deleting'].includes(r.status?.status) && !r.meta.deletionTimestamp;
+const live = (r: Resource) => !['deleted', 'destroyed', 'deleting'].includes(r.status.status) && !r.meta.deletionTimestamp;
 
 /** `R`: the family's resource type, which the store's objects of `kind` have. */
 async function resourcesOf<R extends Resource>(
@@ -44,9 +45,9 @@ async function resourcesOf<R extends Resource>(
 ): Promise<Resource<R['spec'], R['status']>[]> {
   if (condition.resource_id) {
     const one = await store.get<R['spec'], R['status']>(kind, team, condition.resource_id);
-    return one?.status?.status ? [one] : [];
+    return one?.status.status ? [one] : [];
   }
-  return (await store.list<R['spec'], R['status']>(kind, team)).filter((r) => r.status?.status);
+  return (await store.list<R['spec'], R['status']>(kind, team)).filter((r) => r.status.status);
 }
 
 const kindOf = (name: string) => familyByName(name).kind;
@@ -58,7 +59,7 @@ const READERS: Record<ConditionType, ConditionReader> = {
     async holding(store, { meta, spec }) {
       const lbs = await resourcesOf<LoadBalancer>(store, kindOf('load_balancer'), meta.team, spec.condition);
       return lbs.filter(live).flatMap((lb) => {
-        const unhealthy = (lb.status.backends ?? []).filter((b) => b.status === 'unhealthy').map((b) => b.server_id);
+        const unhealthy = (asStored(lb.status).backends ?? []).filter((b) => b.status === 'unhealthy').map((b) => b.server_id);
         return unhealthy.length > 0 ? [{ resource_id: lb.meta.id, detail: `backend${unhealthy.length > 1 ? 's' : ''} ${unhealthy.join(', ')} unhealthy` }] : [];
       });
     },
@@ -89,7 +90,7 @@ const READERS: Record<ConditionType, ConditionReader> = {
       const { meta, spec, status } = policy;
       const wanted = spec.condition.resource_id;
       const jobs = (await store.list<Job['spec'], Job['status']>(kindOf('job'), meta.team)).filter(
-        (j) => j.status?.finished_at && ['failed', 'completed'].includes(j.status.status),
+        (j) => j.status.finished_at && ['failed', 'completed'].includes(j.status.status),
       );
       // A run counts as its scheduled job: the alert is about the job, a later run that completes clears it.
       const latest = new Map<string, { job: Job; finishedAt: string }>();
@@ -103,7 +104,7 @@ const READERS: Record<ConditionType, ConditionReader> = {
         if (!seen || seen.finishedAt < finishedAt) latest.set(target, { job, finishedAt });
       }
       return [...latest]
-        .filter(([target, { job, finishedAt }]) => job.status.status === 'failed' && (status.handled?.[target] ?? '') < finishedAt)
+        .filter(([target, { job, finishedAt }]) => job.status.status === 'failed' && (asStored(status).handled?.[target] ?? '') < finishedAt)
         .map(([target, { job, finishedAt }]) => ({
           resource_id: target,
           failed_at: finishedAt,

@@ -21,6 +21,7 @@ import { categoryOf, parseEvent } from '../events/types';
 import { OrderedKeys, SortedKeys, SortedMap } from '../lib/sorted-keys';
 import { TextArena } from '../lib/text-arena';
 import { known } from '../lib/known';
+import { fieldOf } from '../lib/unknown-values';
 
 export interface AuditFilter {
   /** An exact type, or `category.*`. */
@@ -55,7 +56,7 @@ const idOf = (key: string) => key.slice(key.indexOf('\u0000') + 1);
 /** The equality indexes an event is entered in, by name (`<filter>:<value>`). */
 function indexNamesOf(event: CloudEvent): string[] {
   const names = [`type:${event.type}`, `category:${categoryOf(event.type)}`, `actor:${event.actor}`];
-  const resource = event.data?.id;
+  const resource = fieldOf(event.data, 'id');
   if (typeof resource === 'string') names.push(`resource:${resource}`);
   return names;
 }

@@ -16,7 +16,7 @@ export const accountsModule = familyModule({
       prefix: API_KEY_SECRET_PREFIX,
       sealed: true,
       owner: (secret) => (secret.data.key_id ? { kind: apiKeyFamily.kind, id: secret.data.key_id } : null),
-      needs: (key) => key.status?.status !== 'revoked',
+      needs: (key) => key.status.status !== 'revoked',
     },
   ],
   routes: (app, ctx) => {

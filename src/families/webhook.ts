@@ -24,14 +24,14 @@ export const webhookModule = familyModule({
       prefix: webhookSecretName(''),
       sealed: true,
       owner: ownedByName(webhookFamily.kind, webhookSecretName('')),
-      needs: (hook) => hook.status?.status !== 'deleted',
+      needs: (hook) => hook.status.status !== 'deleted',
     },
     // A listener's lease (`cloudplane listen`); a deleted listener has none.
     {
       prefix: LISTENER_RECORD_PREFIX,
       sealed: false,
       owner: ownedByName(webhookFamily.kind, LISTENER_RECORD_PREFIX),
-      needs: (hook) => hook.status?.status !== 'deleted',
+      needs: (hook) => hook.status.status !== 'deleted',
     },
   ],
   routes: (app, ctx) => {

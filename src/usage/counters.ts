@@ -20,6 +20,9 @@ interface DayEntry {
   dirty: boolean;
 }
 
+/** Read through a call: a count during the write's await sets it again, which the compiler cannot see. */
+const isDirty = (entry: DayEntry): boolean => entry.dirty;
+
 /** `2026-11-24T13`: the UTC hour a count falls in. */
 export const hourOf = (at: Date) => at.toISOString().slice(0, 13);
 const HOUR_MS = 3_600_000;
@@ -110,7 +113,7 @@ export class UsageCounters {
         }
       }
       // A past day, written: its record answers from now on.
-      if (!entry.dirty && entry.day < today) this.days.delete(key);
+      if (!isDirty(entry) && entry.day < today) this.days.delete(key);
     }
   }
 }

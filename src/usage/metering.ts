@@ -9,7 +9,7 @@
  */
 import type { CloudEvent } from '../resources/cloud-event';
 import { categoryOf } from '../events/types';
-import { scalarText } from '../lib/unknown-values';
+import { fieldOf, scalarText } from '../lib/unknown-values';
 
 export interface MeteredFamily {
   /** The family's name, its event category: `server`. */
@@ -67,7 +67,8 @@ export interface Interval {
 /** The family and resource an event is about, when it is metered. */
 export function meteredSubject(event: CloudEvent): { metered: MeteredFamily; id: string } | null {
   const metered = meteredFamily(categoryOf(event.type));
-  const id = event.data?.id;
+  // An event from the bus was written by another process: its data may be missing.
+  const id = fieldOf(event.data, 'id');
   if (!metered || typeof id !== 'string' || typeof event.data.status !== 'string') return null;
   return { metered, id };
 }

@@ -15,7 +15,7 @@ const DAY_MS = 86_400_000;
 function endOf(record: StoredEntry): number | null {
   if (record.name.startsWith(INTERVAL_PREFIX)) {
     const interval = intervalFromRecord(record.data);
-    const last = interval.segments[interval.segments.length - 1];
+    const last = interval.segments.at(-1);
     return interval.ended ? Date.parse(last?.to ?? record.createdAt) : null;
   }
   if (record.name.startsWith(COUNTS_PREFIX)) return Date.parse(`${record.data.day}T00:00:00Z`) + DAY_MS;
