@@ -103,8 +103,9 @@ test('a create another replica wrote counts before this store shows it', async (
 test('a create another replica wrote counts while this store shows it without its status yet', async () => {
   await create('lb_one');
   await create('lb_two');
-  // The custom resource's create is seen, its status write (a second write) not yet.
-  await store.create({ meta: { kind: 'LoadBalancer', id: 'lb_elsewhere', team: TEAM }, spec: { name: 'lb_elsewhere', region: 'fra1' }, status: undefined });
+  // The custom resource's create is seen, its status write (a second write) not yet: the
+  // Kubernetes store shows such an object with an empty status (custom-resource.ts, toStored).
+  await store.create({ meta: { kind: 'LoadBalancer', id: 'lb_elsewhere', team: TEAM }, spec: { name: 'lb_elsewhere', region: 'fra1' }, status: {} });
   await putLedger({ lb_elsewhere: `written ${inOneHour()}` });
   expect(await create('lb_three')).toBe('quota_exceeded');
 });
