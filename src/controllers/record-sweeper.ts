@@ -12,7 +12,7 @@
  * usage/): the kinds are handed in (src/record-upkeep.ts, by service.ts).
  */
 import type { Logger } from 'pino';
-import type { Store, StoredEntry } from '../store/types';
+import type { NamedEntries, Store, StoredEntry } from '../store/types';
 import { entriesOf, RecordKind } from '../store/record-kinds';
 import { BACKGROUND_TURN_BUDGET_MS, yieldIfDue } from '../lib/event-loop-turns';
 import { textOf } from '../lib/unknown-values';
@@ -68,13 +68,14 @@ export class RecordSweeper {
     if (this.o.store.persistence() !== 'synced') return result;
     for (const kind of this.o.kinds) {
       if (!kind.owner && !kind.expired) continue;
-      for (const entry of await entriesOf(this.o.store, kind).list(kind.prefix)) {
+      const entries = entriesOf(this.o.store, kind);
+      for (const entry of await entries.list(kind.prefix)) {
         // Most checks are answered from memory: a sweep of many entries lets the event loop turn.
         await yieldIfDue(BACKGROUND_TURN_BUDGET_MS);
         if (kind.expired?.(entry, now)) {
-          await entriesOf(this.o.store, kind).delete(entry.team, entry.name);
+          await entries.delete(entry.team, entry.name);
           result.expired++;
-        } else if (kind.owner && (await this.removeIfOrphaned(kind, entry, now))) result.removedOrphans++;
+        } else if (kind.owner && (await this.removeIfOrphaned(kind, entries, entry, now))) result.removedOrphans++;
       }
     }
     for (const secret of await this.o.store.secrets.list(this.o.previous.prefix)) {
@@ -84,13 +85,13 @@ export class RecordSweeper {
     return result;
   }
 
-  private async removeIfOrphaned(kind: RecordKind, entry: StoredEntry, now: number): Promise<boolean> {
+  private async removeIfOrphaned(kind: RecordKind, entries: NamedEntries, entry: StoredEntry, now: number): Promise<boolean> {
     if (now - Date.parse(entry.createdAt) < this.o.orphanGraceMs) return false;
     const owner = kind.owner?.(entry);
     if (!owner) return false;
     const resource = await this.o.store.get<unknown, { status?: string }>(owner.kind, entry.team, owner.id);
     if (resource && (kind.needs?.(resource) ?? true)) return false;
-    await entriesOf(this.o.store, kind).delete(entry.team, entry.name);
+    await entries.delete(entry.team, entry.name);
     this.o.logger.info(
       {
         team: entry.team,
