@@ -80,6 +80,14 @@ export const threadFamily: FamilyDefinition<ThreadSpec, ThreadStatus> = {
     // A thread changes only by new messages; the outbox relay's own writes are no change of it.
     updated_at: thread.status.last_message_at ?? thread.meta.createdAt,
   }),
+  presentation: {
+    columns: [
+      { key: 'id', label: 'ID' },
+      { key: 'title', label: 'Title' },
+      { key: 'message_count', label: 'Messages' },
+      { key: 'last_message_at', label: 'Last message at' },
+    ],
+  },
 };
 
 /** The body of a question to the agent (POST /api/v1/agent/threads/{id}/messages). */
@@ -128,4 +136,12 @@ export const messageFamily: FamilyDefinition<MessageSpec> = {
     content: message.spec.content,
     created_at: message.meta.createdAt,
   }),
+  presentation: {
+    columns: [
+      { key: 'id', label: 'ID' },
+      { key: 'role', label: 'Role' },
+      { key: 'created_at', label: 'Created at' },
+      { key: 'content', label: 'Content' },
+    ],
+  },
 };
