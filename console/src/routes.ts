@@ -1,10 +1,11 @@
 /**
  * Every page of the console: a hash path pattern (`:name` segments become the page's
  * `params`) mapped to a page component. A route with `nav` gets a link in the navigation,
- * under its section, in the order of this list. Pages of other parts add their lines here.
+ * under its section, in the order of this list. Pages of other parts add their lines here;
+ * the resource families' pages are made for the families the API describes (lib/families.ts).
  */
 import type { Component } from 'svelte';
-import { families } from './lib/families';
+import type { Family } from './lib/families';
 import SignIn from './pages/SignIn.svelte';
 import FamilyList from './pages/families/FamilyList.svelte';
 import FamilyDetail from './pages/families/FamilyDetail.svelte';
@@ -36,26 +37,33 @@ export interface Route {
   public?: boolean;
 }
 
-export const routes: Route[] = [
-  { pattern: '/sign-in', component: SignIn, title: 'Sign in', public: true },
-  ...families.flatMap((family): Route[] => [
-    { pattern: `/${family.path}`, component: FamilyList, props: { family }, title: family.title, nav: { label: family.title, section: 'Resources' } },
-    { pattern: `/${family.path}/new`, component: FamilyCreate, props: { family }, title: `New ${family.singular}` },
-    { pattern: `/${family.path}/:id`, component: FamilyDetail, props: { family }, title: family.title },
-    { pattern: `/${family.path}/:id/edit`, component: FamilyEdit, props: { family }, title: `Change ${family.singular}` },
-  ]),
-  // console-pages: webhooks, audit log, agent, settings (the first match wins: /webhooks/failed before /webhooks/:id).
-  { pattern: '/webhooks', component: WebhookList, title: 'Webhooks', nav: { label: 'Webhooks', section: 'Activity' } },
-  { pattern: '/webhooks/failed', component: FailedDeliveries, title: 'Failed deliveries' },
-  { pattern: '/webhooks/:id', component: WebhookDetail, title: 'Webhook subscription' },
-  { pattern: '/audit-log', component: AuditLog, title: 'Audit log', nav: { label: 'Audit log', section: 'Activity' } },
-  { pattern: '/agent', component: AgentThreads, title: 'Agent', nav: { label: 'Agent', section: 'Activity' } },
-  { pattern: '/agent/:id', component: AgentThread, title: 'Agent thread' },
-  { pattern: '/settings', component: Profile, title: 'Profile' },
-  { pattern: '/settings/profile', component: Profile, title: 'Profile', nav: { label: 'Profile', section: 'Settings' } },
-  { pattern: '/settings/team', component: TeamSettings, title: 'Team and members', nav: { label: 'Team and members', section: 'Settings' } },
-  { pattern: '/settings/api-keys', component: ApiKeys, title: 'API keys', nav: { label: 'API keys', section: 'Settings' } },
-];
+export interface Routing {
+  routes: Route[];
+  /** Where `/` and a fresh sign-in lead: the first family's list. */
+  home: string;
+}
 
-/** Where `/` and a fresh sign-in lead. */
-export const HOME = `/${families[0].path}`;
+export function routingFor(families: Family[]): Routing {
+  const home = families.length > 0 ? `/${families[0].path}` : '/settings/profile';
+  const routes: Route[] = [
+    { pattern: '/sign-in', component: SignIn, props: { home }, title: 'Sign in', public: true },
+    ...families.flatMap((family): Route[] => [
+      { pattern: `/${family.path}`, component: FamilyList, props: { family }, title: family.title, nav: { label: family.title, section: 'Resources' } },
+      { pattern: `/${family.path}/new`, component: FamilyCreate, props: { family }, title: `New ${family.singular}` },
+      { pattern: `/${family.path}/:id`, component: FamilyDetail, props: { family }, title: family.title },
+      { pattern: `/${family.path}/:id/edit`, component: FamilyEdit, props: { family }, title: `Change ${family.singular}` },
+    ]),
+    // console-pages: webhooks, audit log, agent, settings (the first match wins: /webhooks/failed before /webhooks/:id).
+    { pattern: '/webhooks', component: WebhookList, title: 'Webhooks', nav: { label: 'Webhooks', section: 'Activity' } },
+    { pattern: '/webhooks/failed', component: FailedDeliveries, title: 'Failed deliveries' },
+    { pattern: '/webhooks/:id', component: WebhookDetail, title: 'Webhook subscription' },
+    { pattern: '/audit-log', component: AuditLog, title: 'Audit log', nav: { label: 'Audit log', section: 'Activity' } },
+    { pattern: '/agent', component: AgentThreads, title: 'Agent', nav: { label: 'Agent', section: 'Activity' } },
+    { pattern: '/agent/:id', component: AgentThread, title: 'Agent thread' },
+    { pattern: '/settings', component: Profile, title: 'Profile' },
+    { pattern: '/settings/profile', component: Profile, title: 'Profile', nav: { label: 'Profile', section: 'Settings' } },
+    { pattern: '/settings/team', component: TeamSettings, title: 'Team and members', nav: { label: 'Team and members', section: 'Settings' } },
+    { pattern: '/settings/api-keys', component: ApiKeys, title: 'API keys', nav: { label: 'API keys', section: 'Settings' } },
+  ];
+  return { routes, home };
+}

@@ -37,6 +37,8 @@ import { registerS3NotificationRoute } from './s3-notifications';
 import type { HttpConfig } from '../config';
 import { limitConnections } from './connection-limits';
 import { promised } from '../lib/promised';
+import { families } from '../resources/registry';
+import { publishedFamily } from '../resources/presentation-of';
 
 export interface AppOptions {
   /** Registers every family's routes, its generic ones and its own (src/families/), in the authenticated context. */
@@ -49,6 +51,13 @@ export interface AppOptions {
  * (30 s by default): check often enough that they bite within a quarter of the shorter one.
  */
 const checkingIntervalFor = (http: HttpConfig) => Math.min(1000, Math.max(10, Math.floor(Math.min(http.headersTimeoutMs, http.requestTimeoutMs) / 4)));
+
+/**
+ * Every family's names and presentation, in the registry's order, for clients that show
+ * them (the web console builds its pages from it; docs/api.md). A vendor extension at the
+ * document's root, which @fastify/swagger copies as it is but its types do not name.
+ */
+const familyExtension = () => ({ 'x-cloudplane-families': families.map(publishedFamily) });
 
 export async function buildApp(ctx: ApiContext, options: AppOptions): Promise<ApiApp> {
   const { http } = ctx.config;
@@ -123,6 +132,7 @@ export async function buildApp(ctx: ApiContext, options: AppOptions): Promise<Ap
         },
       },
       security: [{ bearer: [] }, { session: [] }],
+      ...familyExtension(),
     },
   });
 

@@ -12,4 +12,4 @@ export const typeNameOf = (title: string): string =>
     .join('');
 
 /** LoadBalancer -> LoadBalancers, for the operationId of a list. */
-export const pluralOf = (typeName: string): string => (/[^aeiou]y$/.test(typeName) ? `${typeName.slice(0, -1)}ies` : `${typeName}s`);
+export { pluralOf } from '../lib/plural';

@@ -1,7 +1,8 @@
 /**
  * Every API operation the CLI offers, as data: the command that runs it, the method and
  * path, the positional arguments (the path's placeholders), the body and query schemas
- * its flags are built from, the columns of its table and the status --wait waits for.
+ * its flags are built from, the columns of its table (the family's presentation) and the
+ * status --wait waits for.
  *
  * The families' CRUD comes from the service's own family registry (paths, states,
  * TypeBox create and update schemas), so a new family or field appears here by itself.
@@ -12,6 +13,7 @@
 import { Type, TObject } from '@sinclair/typebox';
 import { families } from '../resources/registry';
 import type { AnyFamily } from '../resources/family';
+import { presentationOf } from '../resources/presentation-of';
 import { listQuerySchema } from '../api/list';
 import { ROLES } from '../resources/accounts';
 import { MESSAGE_ROLES } from '../resources/agent';
@@ -46,26 +48,6 @@ export interface Operation {
 /** Statuses after which a wait for another status cannot succeed. */
 export const DEAD_END_STATES = ['failed', 'cancelled', 'deleted', 'destroyed'];
 
-/** Table columns per family: id, name, status and a few useful ones. */
-const COLUMNS: Record<string, string[]> = {
-  load_balancer: ['id', 'name', 'status', 'region', 'protocol', 'port', 'ipv4', 'backends'],
-  vpn_gateway: ['id', 'name', 'status', 'region', 'tunnel_type', 'remote_peer_ip', 'tunnel_status'],
-  server: ['id', 'name', 'status', 'region', 'plan', 'ipv4', 'mounts'],
-  bucket: ['id', 'name', 'status', 'region', 'public', 'endpoint'],
-  file_share: ['id', 'name', 'status', 'region', 'size_gb', 'mount_target'],
-  job: ['id', 'name', 'status', 'region', 'schedule', 'exit_code', 'finished_at'],
-  team: ['id', 'name', 'owner_id', 'created_at'],
-  profile: ['id', 'name', 'email', 'role', 'status'],
-  api_key: ['id', 'name', 'prefix', 'status', 'scope', 'expires_at', 'last_used_at'],
-  thread: ['id', 'title', 'message_count', 'last_message_at'],
-  message: ['id', 'role', 'created_at', 'content'],
-  webhook: ['id', 'url', 'status', 'events', 'consecutive_failures', 'disabled_reason'],
-  delivery: ['id', 'event_type', 'status', 'attempt', 'response_status', 'next_retry_at', 'error'],
-  backup: ['id', 'name', 'status', 'trigger', 'method', 'completed_at', 'restore_status'],
-  alert: ['id', 'name', 'status', 'condition', 'enabled', 'targets'],
-  incident: ['id', 'status', 'title', 'resource_id', 'opened_at', 'acknowledged_by', 'resolved_at'],
-};
-
 const family = (name: string): AnyFamily => {
   const found = families.find((f) => f.name === name);
   if (!found) throw new Error(`unknown family ${name}`);
@@ -73,7 +55,11 @@ const family = (name: string): AnyFamily => {
 };
 /** `a load balancer`, `an agent thread`. */
 const aOrAn = (title: string) => `${/^[aeiou]/i.test(title) ? 'an' : 'a'} ${title}`;
-const columnsOf = (f: AnyFamily) => COLUMNS[f.name] ?? ['id', 'name', 'status'];
+/** The columns of the family's tables: those of its presentation the CLI shows. */
+const columnsOf = (f: AnyFamily) =>
+  presentationOf(f)
+    .columns.filter((column) => column.shownIn !== 'console')
+    .map((column) => column.key);
 const groupOf = (f: AnyFamily) => f.path.split('/');
 /**
  * --wait for a family whose resources have work to finish after the answer (a new one is
@@ -166,7 +152,7 @@ function actions(): Operation[] {
     wait: serverPoll(['running']),
   });
   const members = '/settings/team/members';
-  const memberColumns = COLUMNS.profile;
+  const memberColumns = columnsOf(profile);
   return [
     {
       command: [...groupOf(lb), 'attach'],

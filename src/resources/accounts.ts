@@ -93,6 +93,14 @@ export const teamFamily: FamilyDefinition<TeamSpec> = {
   initialStatus: noStatusFields,
   nameOf: (spec) => spec.name,
   toRecord: (team) => ({ id: team.meta.id, name: team.spec.name, owner_id: team.spec.owner_id, ...stamps(team) }),
+  presentation: {
+    columns: [
+      { key: 'id', label: 'ID' },
+      { key: 'name', label: 'Name' },
+      { key: 'owner_id', label: 'Owner' },
+      { key: 'created_at', label: 'Created at' },
+    ],
+  },
 };
 
 export const userFamily: FamilyDefinition<UserSpec> = {
@@ -142,6 +150,15 @@ export const userFamily: FamilyDefinition<UserSpec> = {
     team_id: user.meta.team,
     ...stamps(user),
   }),
+  presentation: {
+    columns: [
+      { key: 'id', label: 'ID' },
+      { key: 'name', label: 'Name' },
+      { key: 'email', label: 'E-mail' },
+      { key: 'role', label: 'Role' },
+      { key: 'status', label: 'Status' },
+    ],
+  },
 };
 
 /** The body of POST /api/v1/settings/api-keys. */
@@ -222,4 +239,15 @@ export const apiKeyFamily: FamilyDefinition<ApiKeySpec, ApiKeyStatus> = {
     ...stamps(key),
     revoked_at: key.status.revoked_at ?? null,
   }),
+  presentation: {
+    columns: [
+      { key: 'id', label: 'ID' },
+      { key: 'name', label: 'Name' },
+      { key: 'prefix', label: 'Prefix' },
+      { key: 'status', label: 'Status' },
+      { key: 'scope', label: 'Scope' },
+      { key: 'expires_at', label: 'Expires at' },
+      { key: 'last_used_at', label: 'Last used at' },
+    ],
+  },
 };

@@ -84,6 +84,14 @@ export const threadFamily: FamilyDefinition<ThreadSpec, ThreadStatus> = {
       updated_at: status.last_message_at ?? thread.meta.createdAt,
     };
   },
+  presentation: {
+    columns: [
+      { key: 'id', label: 'ID' },
+      { key: 'title', label: 'Title' },
+      { key: 'message_count', label: 'Messages' },
+      { key: 'last_message_at', label: 'Last message at' },
+    ],
+  },
 };
 
 /** The body of a question to the agent (POST /api/v1/agent/threads/{id}/messages). */
@@ -132,4 +140,12 @@ export const messageFamily: FamilyDefinition<MessageSpec> = {
     content: message.spec.content,
     created_at: message.meta.createdAt,
   }),
+  presentation: {
+    columns: [
+      { key: 'id', label: 'ID' },
+      { key: 'role', label: 'Role' },
+      { key: 'created_at', label: 'Created at' },
+      { key: 'content', label: 'Content' },
+    ],
+  },
 };

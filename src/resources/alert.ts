@@ -14,6 +14,7 @@ import { validationFailed, type FieldError } from '../lib/errors';
 import type { BaseStatus, CreateBody, FamilyDefinition, Resource } from './family';
 import { asStored } from './family';
 import { baseRecordProperties, baseStatusProperties, NullableTimestamp, ResourceName, strictObject, Timestamp } from './schema-kit';
+import { BASIC_COLUMNS } from './presentation';
 
 const STATES = ['ok', 'triggered', 'deleted', 'failed'] as const;
 
@@ -267,5 +268,10 @@ export const alertPolicyFamily: FamilyDefinition<AlertPolicySpec, AlertPolicySta
       updated_at: meta.updatedAt,
       deleted_at: status.deleted_at ?? null,
     };
+  },
+  presentation: {
+    columns: [...BASIC_COLUMNS, { key: 'condition', label: 'Condition' }, { key: 'enabled', label: 'Enabled' }, { key: 'targets', label: 'Targets' }],
+    // The console has no alert pages yet.
+    console: false,
   },
 };

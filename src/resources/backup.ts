@@ -14,6 +14,7 @@ import type { BaseStatus, CreateBody, FamilyDefinition, Resource } from './famil
 import { asStored } from './family';
 import { baseRecordProperties, baseStatusProperties, ExternalRecordSchema, IdOf, NullableTimestamp, strictObject } from './schema-kit';
 import type { ExternalRecord } from './external-record';
+import { BASIC_COLUMNS } from './presentation';
 
 const STATES = ['creating', 'completed', 'failed', 'deleted', 'destroyed'] as const;
 export const BACKUP_TRIGGERS = ['manual', 'policy'] as const;
@@ -165,4 +166,13 @@ export const backupFamily: FamilyDefinition<BackupSpec, BackupStatus> = {
     updated_at: meta.updatedAt,
     deleted_at: status.deleted_at ?? null,
   }),
+  presentation: {
+    columns: [
+      ...BASIC_COLUMNS,
+      { key: 'trigger', label: 'Trigger' },
+      { key: 'method', label: 'Method' },
+      { key: 'completed_at', label: 'Completed at' },
+      { key: 'restore_status', label: 'Restore status' },
+    ],
+  },
 };

@@ -1,7 +1,8 @@
 /**
  * What a resource family is, declared once: its schemas, rules, lifecycle and names.
  * From a FamilyDefinition come request validation, the OpenAPI document, the CRD, the
- * generic REST routes, the events of its state changes and its list behaviour.
+ * generic REST routes, the events of its state changes, its list behaviour and how the CLI
+ * and the web console show it.
  */
 import { TObject } from '@sinclair/typebox';
 import type { CloudEvent } from './cloud-event';
@@ -10,6 +11,7 @@ import type { Config } from '../config';
 import type { FieldError } from '../lib/errors';
 import { fieldOf } from '../lib/unknown-values';
 import type { ExternalRecord } from './external-record';
+import type { PresentationDeclaration } from './presentation';
 
 /**
  * A Kubernetes-style condition (metav1.Condition): Ready and Synced after Crossplane,
@@ -171,6 +173,11 @@ export interface FamilyDefinition<Spec = object, Status extends BaseStatus = Bas
   nameOf(spec: Spec): string;
   /** How the family's lists read; the stores index it so (src/store/list-index.ts). */
   listing?: ListingRules;
+  /**
+   * How the CLI and the web console show the family: headings, list columns, actions,
+   * delete options. Each part left out has a default (resources/presentation-of.ts).
+   */
+  presentation?: PresentationDeclaration;
 }
 
 /**

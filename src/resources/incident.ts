@@ -125,4 +125,15 @@ export const incidentFamily: FamilyDefinition<IncidentSpec, IncidentStatus> = {
     updated_at: meta.updatedAt,
     deleted_at: null,
   }),
+  presentation: {
+    columns: [
+      { key: 'id', label: 'ID' },
+      { key: 'status', label: 'Status' },
+      { key: 'title', label: 'Title' },
+      { key: 'resource_id', label: 'Resource' },
+      { key: 'opened_at', label: 'Opened at' },
+      { key: 'acknowledged_by', label: 'Acknowledged by' },
+      { key: 'resolved_at', label: 'Resolved at' },
+    ],
+  },
 };

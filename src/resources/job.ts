@@ -14,6 +14,7 @@ import { validationFailed, type FieldError } from '../lib/errors';
 import { assertRegionAvailable } from './regions';
 import type { BaseStatus, CreateBody, FamilyDefinition, Resource } from './family';
 import { baseRecordProperties, baseStatusProperties, NullableTimestamp, Region, ResourceName, strictObject } from './schema-kit';
+import { BASIC_COLUMNS } from './presentation';
 
 const STATES = ['queued', 'running', 'completed', 'failed', 'cancelled', 'scheduled', 'paused'] as const;
 export const CONCURRENCY_POLICIES = ['allow', 'forbid', 'replace'] as const;
@@ -233,4 +234,15 @@ export const jobFamily: FamilyDefinition<JobSpec, JobStatus> = {
     updated_at: meta.updatedAt,
     deleted_at: null,
   }),
+  presentation: {
+    columns: [
+      ...BASIC_COLUMNS,
+      { key: 'region', label: 'Region', secondary: true },
+      { key: 'plan', label: 'Plan', secondary: true, shownIn: 'console' },
+      { key: 'schedule', label: 'Schedule', shownIn: 'cli' },
+      { key: 'exit_code', label: 'Exit code' },
+      { key: 'finished_at', label: 'Finished at', shownIn: 'cli' },
+    ],
+    actions: [{ name: 'cancel', label: 'Cancel job', allowedIn: ['queued', 'running'] }],
+  },
 };

@@ -15,6 +15,7 @@ import {
   connectionSecretProperty,
 } from './schema-kit';
 import type { ExternalRecord } from './external-record';
+import { BASIC_COLUMNS } from './presentation';
 
 const STATES = ['creating', 'running', 'failed', 'deleted', 'destroyed'] as const;
 const ALGORITHMS = ['round_robin', 'least_connections', 'ip_hash'];
@@ -292,5 +293,15 @@ export const loadBalancerFamily: FamilyDefinition<LoadBalancerSpec, LoadBalancer
     for (const id of after) if (!before.has(id)) events.push('backend_attached');
     for (const id of before) if (!after.has(id)) events.push('backend_detached');
     return events;
+  },
+  presentation: {
+    columns: [
+      ...BASIC_COLUMNS,
+      { key: 'region', label: 'Region' },
+      { key: 'protocol', label: 'Protocol', secondary: true },
+      { key: 'port', label: 'Port', secondary: true },
+      { key: 'ipv4', label: 'IPv4', secondary: true },
+      { key: 'backends', label: 'Backends', shownIn: 'cli' },
+    ],
   },
 };

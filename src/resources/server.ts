@@ -15,6 +15,7 @@ import {
   connectionSecretProperty,
 } from './schema-kit';
 import type { ExternalRecord } from './external-record';
+import { BASIC_COLUMNS } from './presentation';
 
 const STATES = ['creating', 'running', 'stopping', 'stopped', 'starting', 'rebooting', 'restoring', 'failed', 'deleted', 'destroyed'] as const;
 const DEFAULT_PLAN = 's-1vcpu-1gb';
@@ -220,5 +221,19 @@ export const serverFamily: FamilyDefinition<ServerSpec, ServerStatus> = {
       updated_at: meta.updatedAt,
       deleted_at: status.deleted_at ?? null,
     };
+  },
+  presentation: {
+    columns: [
+      ...BASIC_COLUMNS,
+      { key: 'region', label: 'Region' },
+      { key: 'plan', label: 'Plan', secondary: true },
+      { key: 'ipv4', label: 'IPv4', secondary: true },
+      { key: 'mounts', label: 'Mounts', shownIn: 'cli' },
+    ],
+    actions: [
+      { name: 'stop', label: 'Stop', allowedIn: ['running'] },
+      { name: 'start', label: 'Start', allowedIn: ['stopped'] },
+      { name: 'reboot', label: 'Reboot', allowedIn: ['running'] },
+    ],
   },
 };

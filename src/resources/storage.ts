@@ -6,6 +6,7 @@ import { serverFamily } from './server';
 import type { BaseStatus, FamilyDefinition, Resource } from './family';
 import { baseRecordProperties, baseStatusProperties, ExternalRecordSchema, Region, ResourceName, strictObject, connectionSecretProperty } from './schema-kit';
 import type { ExternalRecord } from './external-record';
+import { BASIC_COLUMNS } from './presentation';
 
 const STATES = ['creating', 'available', 'failed', 'deleted', 'destroyed'] as const;
 
@@ -104,6 +105,16 @@ export const bucketFamily: FamilyDefinition<BucketSpec, BucketStatus> = {
     updated_at: meta.updatedAt,
     deleted_at: status.deleted_at ?? null,
   }),
+  presentation: {
+    columns: [
+      ...BASIC_COLUMNS,
+      { key: 'region', label: 'Region' },
+      { key: 'public', label: 'Public', secondary: true },
+      { key: 'endpoint', label: 'Endpoint', secondary: true },
+    ],
+    // A bucket holding objects is refused (409 bucket_not_empty) unless they go with it.
+    deleteOptions: [{ query: 'force', label: 'Also delete the objects it holds' }],
+  },
 };
 
 export interface FileShareSpec {
@@ -188,4 +199,12 @@ export const fileShareFamily: FamilyDefinition<FileShareSpec, FileShareStatus> =
     updated_at: meta.updatedAt,
     deleted_at: status.deleted_at ?? null,
   }),
+  presentation: {
+    columns: [
+      ...BASIC_COLUMNS,
+      { key: 'region', label: 'Region' },
+      { key: 'size_gb', label: 'Size (GB)', secondary: true },
+      { key: 'mount_target', label: 'Mount target', secondary: true },
+    ],
+  },
 };

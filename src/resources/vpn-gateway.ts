@@ -18,6 +18,7 @@ import {
   connectionSecretProperty,
 } from './schema-kit';
 import type { ExternalRecord } from './external-record';
+import { BASIC_COLUMNS } from './presentation';
 
 const STATES = ['creating', 'active', 'failed', 'deleting', 'deleted', 'destroyed'] as const;
 const TUNNEL_TYPES = ['ipsec', 'wireguard'];
@@ -259,5 +260,14 @@ export const vpnGatewayFamily: FamilyDefinition<VpnGatewaySpec, VpnGatewayStatus
       updated_at: meta.updatedAt,
       deleted_at: status.deleted_at ?? null,
     };
+  },
+  presentation: {
+    columns: [
+      ...BASIC_COLUMNS,
+      { key: 'region', label: 'Region' },
+      { key: 'tunnel_type', label: 'Tunnel', secondary: true },
+      { key: 'remote_peer_ip', label: 'Remote peer', secondary: true },
+      { key: 'tunnel_status', label: 'Tunnel status', secondary: true },
+    ],
   },
 };

@@ -291,6 +291,16 @@ export const webhookFamily: FamilyDefinition<WebhookSpec, WebhookStatus> = {
       deleted_at: status.deleted_at ?? null,
     };
   },
+  presentation: {
+    columns: [
+      { key: 'id', label: 'ID' },
+      { key: 'url', label: 'URL' },
+      { key: 'status', label: 'Status' },
+      { key: 'events', label: 'Events' },
+      { key: 'consecutive_failures', label: 'Consecutive failures' },
+      { key: 'disabled_reason', label: 'Disabled reason' },
+    ],
+  },
 };
 
 /** The same delivery id whenever (subscription, event) is processed again, e.g. after a crash. */
@@ -379,6 +389,17 @@ export const deliveryFamily: FamilyDefinition<DeliverySpec, DeliveryStatus> = {
       created_at: meta.createdAt,
       updated_at: meta.updatedAt,
     };
+  },
+  presentation: {
+    columns: [
+      { key: 'id', label: 'ID' },
+      { key: 'event_type', label: 'Event type' },
+      { key: 'status', label: 'Status' },
+      { key: 'attempt', label: 'Attempt' },
+      { key: 'response_status', label: 'Response status' },
+      { key: 'next_retry_at', label: 'Next retry at' },
+      { key: 'error', label: 'Error' },
+    ],
   },
 };
 

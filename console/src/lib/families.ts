@@ -1,9 +1,12 @@
 /**
- * What the console knows of each resource family beyond what the OpenAPI document says:
- * its title, the columns a list shows, its actions, and panels of its own for the detail
- * page. Lists, details, create and delete are one generic set of pages (pages/families/).
+ * The resource families the console shows. What each is (title, the columns a list shows,
+ * its actions and delete options) comes from the API's OpenAPI document, where the service
+ * publishes every family's presentation (`x-cloudplane-families`); only the detail page's
+ * panels, which are components of the console, are kept here. Lists, details, create and
+ * delete are one generic set of pages (pages/families/).
  */
 import type { Component } from 'svelte';
+import { publishedFamilies, type PublishedFamily } from './openapi';
 import LoadBalancerBackends from '../pages/families/panels/LoadBalancerBackends.svelte';
 import FileShareServers from '../pages/families/panels/FileShareServers.svelte';
 import VpnTunnelStatus from '../pages/families/panels/VpnTunnelStatus.svelte';
@@ -58,98 +61,36 @@ export interface Family {
   deleteOptions?: DeleteOption[];
 }
 
-export const families: Family[] = [
-  {
-    path: 'load-balancers',
-    title: 'Load balancers',
-    singular: 'load balancer',
-    columns: [
-      { key: 'region', label: 'Region' },
-      { key: 'protocol', label: 'Protocol', secondary: true },
-      { key: 'port', label: 'Port', secondary: true },
-      { key: 'ipv4', label: 'IPv4', secondary: true },
-    ],
-    actions: [],
-    panels: [LoadBalancerBackends],
-    shownByPanels: ['backends'],
-    deletable: true,
-  },
-  {
-    path: 'vpn-gateways',
-    title: 'VPN gateways',
-    singular: 'VPN gateway',
-    columns: [
-      { key: 'region', label: 'Region' },
-      { key: 'tunnel_type', label: 'Tunnel', secondary: true },
-      { key: 'tunnel_status', label: 'Tunnel status', secondary: true },
-      { key: 'remote_peer_ip', label: 'Remote peer', secondary: true },
-    ],
-    actions: [],
-    panels: [VpnTunnelStatus],
-    shownByPanels: ['tunnel_status', 'bytes_sent', 'bytes_received', 'last_handshake'],
-    deletable: true,
-  },
-  {
-    path: 'servers',
-    title: 'Servers',
-    singular: 'server',
-    columns: [
-      { key: 'region', label: 'Region' },
-      { key: 'plan', label: 'Plan', secondary: true },
-      { key: 'ipv4', label: 'IPv4', secondary: true },
-    ],
-    actions: [
-      { name: 'stop', label: 'Stop', allowedIn: ['running'] },
-      { name: 'start', label: 'Start', allowedIn: ['stopped'] },
-      { name: 'reboot', label: 'Reboot', allowedIn: ['running'] },
-    ],
-    panels: [],
-    shownByPanels: [],
-    deletable: true,
-  },
-  {
-    path: 'object-storage',
-    title: 'Buckets',
-    singular: 'bucket',
-    columns: [
-      { key: 'region', label: 'Region' },
-      { key: 'public', label: 'Public', secondary: true },
-      { key: 'endpoint', label: 'Endpoint', secondary: true },
-    ],
-    actions: [],
-    panels: [],
-    shownByPanels: [],
-    deletable: true,
-    // A bucket holding objects is refused (409 bucket_not_empty) unless they go with it.
-    deleteOptions: [{ query: 'force', label: 'Also delete the objects it holds' }],
-  },
-  {
-    path: 'file-storage',
-    title: 'File shares',
-    singular: 'file share',
-    columns: [
-      { key: 'region', label: 'Region' },
-      { key: 'size_gb', label: 'Size (GB)', secondary: true },
-      { key: 'mount_target', label: 'Mount target', secondary: true },
-    ],
-    actions: [],
-    panels: [FileShareServers],
-    shownByPanels: [],
-    deletable: true,
-  },
-  {
-    path: 'jobs',
-    title: 'Jobs',
-    singular: 'job',
-    columns: [
-      { key: 'region', label: 'Region', secondary: true },
-      { key: 'plan', label: 'Plan', secondary: true },
-      { key: 'exit_code', label: 'Exit code' },
-    ],
-    actions: [{ name: 'cancel', label: 'Cancel job', allowedIn: ['queued', 'running'] }],
-    panels: [],
-    shownByPanels: [],
-    // Jobs are kept as history: the API has no DELETE for them.
-    deletable: false,
-  },
-];
+/** The panels of a family's detail page, and the record fields they show (left out of the generic list of fields). */
+interface Panels {
+  panels: Component<PanelProps>[];
+  shownByPanels: string[];
+}
+
+/** Panels by family path; a family without an entry gets the generic pages only. */
+const PANELS: Record<string, Panels> = {
+  'load-balancers': { panels: [LoadBalancerBackends], shownByPanels: ['backends'] },
+  'vpn-gateways': { panels: [VpnTunnelStatus], shownByPanels: ['tunnel_status', 'bytes_sent', 'bytes_received', 'last_handshake'] },
+  'file-storage': { panels: [FileShareServers], shownByPanels: [] },
+};
+
+/** The list shows the name (a link) and the status (a badge) itself, and never the id. */
+const SHOWN_BY_THE_LIST = ['id', 'name', 'status'];
+
+function familyOf(published: PublishedFamily): Family {
+  return {
+    path: published.path,
+    title: published.title,
+    singular: published.singular,
+    columns: published.columns.filter((column) => column.shownIn !== 'cli' && !SHOWN_BY_THE_LIST.includes(column.key)),
+    actions: published.actions,
+    deletable: published.deletable,
+    deleteOptions: published.deleteOptions,
+    ...(PANELS[published.path] ?? { panels: [], shownByPanels: [] }),
+  };
+}
+
+/** The families the console shows, in the API's order (the navigation's). */
+export async function loadFamilies(): Promise<Family[]> {
+  return (await publishedFamilies()).filter((published) => published.console).map(familyOf);
+}

@@ -2,6 +2,8 @@
  * Create forms are built from the API's own OpenAPI document (public at
  * /api/v1/openapi.json): a family's POST requestBody schema gives its fields, their types,
  * enums, limits and which are required, so the console follows the API as it changes.
+ * The families themselves, and how each is shown, come from the same document
+ * (`x-cloudplane-families`, docs/api.md).
  */
 import { API_BASE } from './api';
 
@@ -43,7 +45,30 @@ interface OpenApiParameter {
   schema?: FieldSchema;
 }
 
+/** A column of a family's list; `shownIn` names the one client that shows it, if only one does. */
+export interface PublishedColumn {
+  key: string;
+  label: string;
+  secondary?: boolean;
+  shownIn?: 'cli' | 'console';
+}
+
+/** One entry of the document's `x-cloudplane-families`: a family and how it is shown. */
+export interface PublishedFamily {
+  name: string;
+  path: string;
+  deletable: boolean;
+  title: string;
+  singular: string;
+  columns: PublishedColumn[];
+  actions: { name: string; label: string; allowedIn: string[] }[];
+  deleteOptions: { query: string; label: string }[];
+  /** Whether the console shows the family with its generic pages. */
+  console: boolean;
+}
+
 interface OpenApiDocument {
+  'x-cloudplane-families'?: PublishedFamily[];
   paths: Record<
     string,
     Record<string, { parameters?: OpenApiParameter[]; requestBody?: { content?: Record<string, { schema?: FieldSchema & Partial<ObjectSchema> }> } }>
@@ -119,4 +144,12 @@ export async function listStatusesOf(path: string): Promise<string[]> {
   const document = await openApiDocument();
   const parameter = document.paths[`${API_BASE}/${path}`]?.get?.parameters?.find((p) => p.in === 'query' && p.name === 'status');
   return (parameter?.schema?.enum ?? []).map(String).filter((state) => state !== 'destroyed');
+}
+
+/** Every family the API serves, in its order, with how each is shown. */
+export async function publishedFamilies(): Promise<PublishedFamily[]> {
+  const document = await openApiDocument();
+  const families = document['x-cloudplane-families'];
+  if (!families) throw new Error('The API description names no resource families.');
+  return families;
 }
