@@ -20,11 +20,7 @@
  */
 import { CoreV1Api, type KubeConfig, type V1OwnerReference, type V1Secret } from '@kubernetes/client-node';
 import type { ResourceWriter } from '../resources/writer';
-import { isOfFamily, type AnyFamily, type BaseStatus, type FamilyDefinition, type Resource } from '../resources/family';
-import { loadBalancerFamily } from '../resources/load-balancer';
-import { serverFamily } from '../resources/server';
-import { bucketFamily, fileShareFamily } from '../resources/storage';
-import { vpnGatewayFamily } from '../resources/vpn-gateway';
+import type { AnyFamily, ConnectionDetails as Details } from '../resources/family';
 import { CONNECTION_SECRET_FIELD } from '../resources/schema-kit';
 import { GROUP, ID_LABEL, namespaceOfTeam } from '../store/kubernetes/names';
 import { httpCode } from '../store/kubernetes/http-code';
@@ -32,55 +28,11 @@ import { ownerReferencesOf } from '../drivers/kubernetes/objects';
 import { sameJson } from '../lib/canonical-json';
 import { Driven, managedOf } from './driven';
 
-type Details = Record<string, string>;
-type DetailsOf = (resource: Driven, namespace: string) => Details | null;
-
 /** Marks the Secret as this resource's connection secret; it is written over only while it carries the mark. */
 export const CONNECTION_OF_LABEL = `${GROUP}/connection-of`;
 /** Marks the status_reason written here, so that it clears its own and no one else's. */
 const REASON_PREFIX = 'Connection secret';
 const MANAGED_BY_LABEL = 'app.kubernetes.io/managed-by';
-
-const present = (entries: Record<string, string | null | undefined>): Details =>
-  Object.fromEntries(Object.entries(entries).filter((e): e is [string, string] => typeof e[1] === 'string' && e[1] !== ''));
-
-/** A file share's mount target: a claim in the namespace (`<namespace>/<claim>`) or an NFS export (`<host>:<path>`). */
-function mountDetails(target: string, namespace: string): Details {
-  if (target.startsWith(`${namespace}/`)) return { mount_target: target, claim_name: target.slice(namespace.length + 1) };
-  const nfs = /^([^:/]+):(\/.*)$/.exec(target);
-  return nfs ? { mount_target: target, nfs_server: nfs[1], nfs_path: nfs[2] } : { mount_target: target };
-}
-
-/** A family's details, of its own resources only. */
-function detailsOfFamily<Spec, Status extends BaseStatus>(
-  family: FamilyDefinition<Spec, Status>,
-  of: (resource: Resource<Spec, Status>, namespace: string) => Details | null,
-): [string, DetailsOf] {
-  return [family.kind, (resource, namespace) => (isOfFamily(family, resource) ? of(resource, namespace) : null)];
-}
-
-/** What each family publishes, from its status once known; null while there is nothing to publish yet. */
-const DETAILS = new Map<string, DetailsOf>([
-  detailsOfFamily(loadBalancerFamily, ({ spec, status }) => {
-    if (!status.ipv4) return null;
-    return {
-      address: status.ipv4,
-      port: String(spec.port),
-      protocol: spec.protocol,
-      url: `${spec.protocol === 'tcp' ? 'tcp' : spec.protocol}://${status.ipv4}:${spec.port}`,
-    };
-  }),
-  detailsOfFamily(serverFamily, ({ status }) => (status.ipv4 ? { address: status.ipv4 } : null)),
-  detailsOfFamily(bucketFamily, ({ spec, status }) =>
-    status.endpoint ? present({ endpoint: status.endpoint, bucket: status.s3_bucket ?? spec.name, region: spec.region }) : null,
-  ),
-  detailsOfFamily(fileShareFamily, ({ status }, namespace) => (status.mount_target ? mountDetails(status.mount_target, namespace) : null)),
-  detailsOfFamily(vpnGatewayFamily, ({ spec, status }) =>
-    status.local_ip
-      ? present({ public_ip: status.local_ip, tunnel_type: spec.tunnel_type, public_key: status.public_key, local_network_cidr: spec.local_network_cidr })
-      : null,
-  ),
-]);
 
 export class ConnectionDetails {
   private readonly core: CoreV1Api;
@@ -95,11 +47,10 @@ export class ConnectionDetails {
 
   /** Brings the resource's connection Secret in line with its status (the one just written). */
   async publish(family: AnyFamily, resource: Driven): Promise<void> {
-    const detailsOf = DETAILS.get(family.kind);
     const ref = resource.spec[CONNECTION_SECRET_FIELD];
-    if (!detailsOf || !ref || !resource.meta.object) return;
+    if (!family.connectionDetails || !ref || !resource.meta.object) return;
     const namespace = namespaceOfTeam(resource.meta.team, this.systemNamespace);
-    const details = detailsOf(resource, namespace);
+    const details = family.connectionDetails(resource, namespace);
     if (!details) return;
     const problem = await this.write(family, resource, namespace, ref.name, details);
     await this.sayProblem(family, resource, problem);

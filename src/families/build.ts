@@ -6,6 +6,7 @@
 import type { Logger } from 'pino';
 import type { Config } from '../config';
 import type { AnyFamily } from '../resources/family';
+import { CONNECTION_SECRET_FIELD } from '../resources/schema-kit';
 import type { NamespacedWatches } from '../store/kubernetes/namespaced-watches';
 import type { Reconciler } from '../controllers/controller';
 import type { FamilyReconcilerDeps } from '../controllers/registry';
@@ -25,7 +26,8 @@ export interface BuiltFamilies {
 
 /**
  * Throws, naming the family, unless `defined` (src/resources/registry.ts) and the modules
- * hold the same families, each in one module.
+ * hold the same families, each in one module, and each family whose spec offers a
+ * connection Secret says what it holds.
  */
 export function checkFamilyModules(modules: readonly FamilyModule[], defined: readonly AnyFamily[]): void {
   const inModules = modules.flatMap((m) => m.families);
@@ -36,6 +38,8 @@ export function checkFamilyModules(modules: readonly FamilyModule[], defined: re
   }
   const undefinedFamily = inModules.find((f) => !defined.includes(f));
   if (undefinedFamily) throw new Error(`the ${undefinedFamily.name} family has a module but is not in src/resources/registry.ts`);
+  const silent = defined.find((f) => CONNECTION_SECRET_FIELD in f.schemas.spec.properties && !f.connectionDetails);
+  if (silent) throw new Error(`the ${silent.name} family offers ${CONNECTION_SECRET_FIELD} but does not declare its connectionDetails`);
 }
 
 export function buildFamilies(

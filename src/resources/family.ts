@@ -178,6 +178,14 @@ export interface FamilyDefinition<Spec = object, Status extends BaseStatus = Bas
    * delete options. Each part left out has a default (resources/presentation-of.ts).
    */
   presentation?: PresentationDeclaration;
+  /**
+   * Cluster mode: what the Secret named by a resource's `writeConnectionSecretToRef` holds
+   * (controllers/connection-details.ts), from its status once known; null while there is
+   * nothing to publish yet. Only what the record already shows, never a credential of the
+   * operator's own. `namespace` is the resource's, for details relative to it (a claim's
+   * name). A family whose spec offers the reference must declare it (checked at start-up).
+   */
+  connectionDetails?(resource: Resource<Spec, Status>, namespace: string): ConnectionDetails | null;
 }
 
 /**
@@ -213,5 +221,12 @@ export interface SecretField<Spec = object> {
   /** Spec field counting rotations; a family checks it names one (`satisfies keyof Spec`). */
   versionField: string;
 }
+
+/** A connection Secret's entries: names a consumer reads (`address`, `endpoint`, ...) and their text. */
+export type ConnectionDetails = Record<string, string>;
+
+/** The entries of `fields` that hold text, the others left out (a detail not known yet). */
+export const presentDetails = (fields: Readonly<Record<string, string | null | undefined>>): ConnectionDetails =>
+  Object.fromEntries(Object.entries(fields).filter((e): e is [string, string] => typeof e[1] === 'string' && e[1] !== ''));
 
 export type AnyFamily = FamilyDefinition;

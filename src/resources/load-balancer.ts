@@ -247,6 +247,8 @@ export const loadBalancerFamily: FamilyDefinition<LoadBalancerSpec, LoadBalancer
   initialStatus: () => ({ ipv4: null, backends: [] }),
 
   nameOf: (spec) => spec.name,
+  connectionDetails: ({ spec, status }) =>
+    status.ipv4 ? { address: status.ipv4, port: String(spec.port), protocol: spec.protocol, url: `${spec.protocol}://${status.ipv4}:${spec.port}` } : null,
 
   toRecord(lb) {
     const { spec, status, meta } = lb;

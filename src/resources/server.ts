@@ -204,6 +204,7 @@ export const serverFamily: FamilyDefinition<ServerSpec, ServerStatus> = {
   initialStatus: () => ({ ipv4: null, reboots_done: 0 }),
 
   nameOf: (spec) => spec.name,
+  connectionDetails: ({ status }) => (status.ipv4 ? { address: status.ipv4 } : null),
 
   toRecord({ meta, spec, status }) {
     return {

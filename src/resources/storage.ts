@@ -3,7 +3,8 @@ import { Static, Type } from '@sinclair/typebox';
 import { assertRegionAvailable } from './regions';
 import { fieldInvalid } from '../lib/errors';
 import { serverFamily } from './server';
-import type { BaseStatus, FamilyDefinition, Resource } from './family';
+import type { BaseStatus, ConnectionDetails, FamilyDefinition, Resource } from './family';
+import { presentDetails } from './family';
 import { baseRecordProperties, baseStatusProperties, ExternalRecordSchema, Region, ResourceName, strictObject, connectionSecretProperty } from './schema-kit';
 import type { ExternalRecord } from './external-record';
 import { BASIC_COLUMNS } from './presentation';
@@ -38,6 +39,13 @@ const DataEvents = Type.Boolean({
 const BucketCreate = strictObject({ name: BucketName, region: Region(), public: Type.Optional(Public) });
 // Only `public` changes: the name is the bucket's name on the endpoint, which S3 cannot rename.
 const BucketUpdate = strictObject({ public: Type.Optional(Public) });
+
+/** A file share's mount target as connection details: a claim in the namespace (`<namespace>/<claim>`) or an NFS export (`<host>:<path>`). */
+function mountDetails(target: string, namespace: string): ConnectionDetails {
+  if (target.startsWith(`${namespace}/`)) return { mount_target: target, claim_name: target.slice(namespace.length + 1) };
+  const nfs = /^([^:/]+):(\/.*)$/.exec(target);
+  return nfs ? { mount_target: target, nfs_server: nfs[1], nfs_path: nfs[2] } : { mount_target: target };
+}
 
 export const bucketFamily: FamilyDefinition<BucketSpec, BucketStatus> = {
   name: 'bucket',
@@ -91,6 +99,8 @@ export const bucketFamily: FamilyDefinition<BucketSpec, BucketStatus> = {
   applyUpdate: (spec, patch: Static<typeof BucketUpdate>) => ({ ...spec, ...patch }),
   initialStatus: () => ({ endpoint: null, s3_bucket: null }),
   nameOf: (spec) => spec.name,
+  connectionDetails: ({ spec, status }) =>
+    status.endpoint ? presentDetails({ endpoint: status.endpoint, bucket: status.s3_bucket ?? spec.name, region: spec.region }) : null,
   toRecord: ({ meta, spec, status }) => ({
     id: meta.id,
     name: spec.name,
@@ -186,6 +196,7 @@ export const fileShareFamily: FamilyDefinition<FileShareSpec, FileShareStatus> =
   },
   initialStatus: () => ({ mount_target: null }),
   nameOf: (spec) => spec.name,
+  connectionDetails: ({ status }, namespace) => (status.mount_target ? mountDetails(status.mount_target, namespace) : null),
   toRecord: ({ meta, spec, status }) => ({
     id: meta.id,
     name: spec.name,

@@ -6,7 +6,7 @@ import { isPublicAddress } from '../lib/ip';
 import { randomString } from '../lib/ids';
 import { assertRegionAvailable } from './regions';
 import type { BaseStatus, FamilyDefinition, Resource } from './family';
-import { asStored } from './family';
+import { asStored, presentDetails } from './family';
 import {
   baseRecordProperties,
   baseStatusProperties,
@@ -236,6 +236,15 @@ export const vpnGatewayFamily: FamilyDefinition<VpnGatewaySpec, VpnGatewayStatus
   }),
 
   nameOf: (spec) => spec.name,
+  connectionDetails: ({ spec, status }) =>
+    status.local_ip
+      ? presentDetails({
+          public_ip: status.local_ip,
+          tunnel_type: spec.tunnel_type,
+          public_key: status.public_key,
+          local_network_cidr: spec.local_network_cidr,
+        })
+      : null,
 
   toRecord({ meta, spec, status }) {
     const written = asStored(status);

@@ -13,6 +13,7 @@ import { EmbeddedStore } from '../../src/store/embedded';
 import { ResourceWriter } from '../../src/resources/writer';
 import { families } from '../../src/resources/registry';
 import { loadBalancerFamily } from '../../src/resources/load-balancer';
+import { bucketFamily, fileShareFamily } from '../../src/resources/storage';
 import { threadFamily } from '../../src/resources/agent';
 import { FAMILY_MODULES, DRIVER_FAMILIES } from '../../src/families';
 import { buildFamilies, checkFamilyModules } from '../../src/families/build';
@@ -45,6 +46,38 @@ test('a family left out of either list, or in two modules, is named', () => {
     ),
   ).toThrow('the thread family has a module but is not in src/resources/registry.ts');
   expect(() => buildFamilies(withoutLoadBalancers, families, loadConfig({}), logger)).toThrow('the load_balancer family');
+});
+
+test('a family whose spec offers a connection Secret must say what it holds', () => {
+  const { connectionDetails: _declared, ...silentLoadBalancers } = loadBalancerFamily;
+  const defined = families.map((f) => (f === loadBalancerFamily ? silentLoadBalancers : f));
+  const modules = FAMILY_MODULES.map((m) => (m.families.includes(loadBalancerFamily) ? { ...m, families: [silentLoadBalancers] } : m));
+  expect(() => checkFamilyModules(modules, defined)).toThrow(
+    'the load_balancer family offers writeConnectionSecretToRef but does not declare its connectionDetails',
+  );
+  // Every family that offers it declares it.
+  for (const family of families)
+    if ('writeConnectionSecretToRef' in family.schemas.spec.properties)
+      expect([family.name, typeof family.connectionDetails]).toEqual([family.name, 'function']);
+});
+
+test('connection details are what the record shows, once known', () => {
+  const lb = { meta: {}, spec: { port: 443, protocol: 'https' }, status: { ipv4: '203.0.113.7' } };
+  expect(loadBalancerFamily.connectionDetails?.(lb as never, 'cp-team-a')).toEqual({
+    address: '203.0.113.7',
+    port: '443',
+    protocol: 'https',
+    url: 'https://203.0.113.7:443',
+  });
+  expect(loadBalancerFamily.connectionDetails?.({ ...lb, status: { ipv4: null } } as never, 'cp-team-a')).toBeNull();
+  const share = (target: string) => fileShareFamily.connectionDetails?.({ meta: {}, spec: {}, status: { mount_target: target } } as never, 'cp-team-a');
+  expect(share('cp-team-a/fs-data')).toEqual({ mount_target: 'cp-team-a/fs-data', claim_name: 'fs-data' });
+  expect(share('10.0.0.4:/exports/data')).toEqual({ mount_target: '10.0.0.4:/exports/data', nfs_server: '10.0.0.4', nfs_path: '/exports/data' });
+  const bucket = bucketFamily.connectionDetails?.(
+    { meta: {}, spec: { name: 'logs', region: 'fra1' }, status: { endpoint: 'https://s3.example', s3_bucket: null } } as never,
+    'cp-team-a',
+  );
+  expect(bucket).toEqual({ endpoint: 'https://s3.example', bucket: 'logs', region: 'fra1' });
 });
 
 test('the driven families are the ones with drivers, each with its configured driver', () => {
