@@ -15,6 +15,7 @@ import type { AnyFamily, Resource } from '../resources/family';
 import type { CloudEvent } from '../resources/cloud-event';
 import { categoryOf } from '../events/types';
 import { families } from '../resources/registry';
+import { pluralOf } from '../lib/plural';
 import { messageFamily, Message } from '../resources/agent';
 import { incidentFamily } from '../resources/incident';
 import type { AlertFeed } from './alert-feed';
@@ -58,7 +59,7 @@ function phrasesOf(family: AnyFamily): string[] {
   const words = title.split(/\s+/);
   const phrases = [
     title,
-    `${title}s`,
+    pluralOf(title),
     family.plural.toLowerCase(),
     family.name.replace(/_/g, ' '),
     (family.path.split('/').at(-1) ?? family.path).replace(/-/g, ' '),
@@ -75,7 +76,7 @@ const nameOf = (record: Record<string, unknown>): string | null => {
   const name = record.name ?? record.title ?? record.url;
   return typeof name === 'string' ? name : null;
 };
-const plural = (family: AnyFamily, count: number) => (count === 1 ? family.title : `${family.title}s`);
+const plural = (family: AnyFamily, count: number) => (count === 1 ? family.title : pluralOf(family.title));
 
 function describe(item: Item): string {
   const { record } = item;
@@ -341,7 +342,7 @@ export class DataAgent implements Agent {
   }
 
   private help(): string {
-    const names = this.askableFamilies().map((f) => `${f.title}s`);
+    const names = this.askableFamilies().map((f) => pluralOf(f.title));
     return [
       "I answer from your team's resources and events. You can ask me, for example:",
       '- "Which load balancers are not running?"',

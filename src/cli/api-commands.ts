@@ -1,5 +1,6 @@
 /** The API's commands, built from the operation table (operations.ts). */
 import { Command } from 'commander';
+import { presentationOf } from '../resources/presentation-of';
 import { allOperations, Operation, placeholdersOf } from './operations';
 import { addSchemaFlags, kebab, parseSeconds, readBodyFile, schemaValues } from './flags';
 import { clientFor, globalsOf, note, print } from './session';
@@ -26,7 +27,7 @@ function describeGroup(words: string[]): string {
   const described = GROUP_DESCRIPTIONS[words[words.length - 1]];
   if (described) return described;
   const family = families.find((f) => f.path === words.join('/'));
-  return family ? `${family.title[0].toUpperCase()}${family.title.slice(1)}s` : '';
+  return family ? presentationOf(family).title : '';
 }
 
 /** The group command for `words`, made on first use. */

@@ -14,6 +14,7 @@ import { Type, TObject } from '@sinclair/typebox';
 import { families } from '../resources/registry';
 import type { AnyFamily } from '../resources/family';
 import { presentationOf } from '../resources/presentation-of';
+import { pluralOf } from '../lib/plural';
 import { listQuerySchema } from '../api/list';
 import { ROLES } from '../resources/accounts';
 import { MESSAGE_ROLES } from '../resources/agent';
@@ -82,7 +83,7 @@ function crudOf(f: AnyFamily): Operation[] {
   const columns = columnsOf(f);
   const base = `/${f.path}`;
   const operations: Operation[] = [
-    { command: [...group, 'list'], summary: `List ${f.title}s`, method: 'GET', path: base, query: listQuerySchema(f.states), paged: true, columns },
+    { command: [...group, 'list'], summary: `List ${pluralOf(f.title)}`, method: 'GET', path: base, query: listQuerySchema(f.states), paged: true, columns },
     { command: [...group, 'get'], summary: `Get ${aOrAn(f.title)}`, method: 'GET', path: `${base}/{id}`, columns },
     { command: [...group, 'create'], summary: `Create ${aOrAn(f.title)}`, method: 'POST', path: base, body: f.schemas.create, columns, wait: readyWait(f) },
   ];

@@ -114,6 +114,10 @@ describe('agent', () => {
     const help = await ask(thread, 'Hello there');
     expect(help).toContain('What failed in the last hour?');
     expect(help).toContain('load balancers');
+    // Families are named in proper plurals.
+    expect(help).toContain('alert policies');
+    expect(help).not.toMatch(/[^aeiou]ys\b/);
+    expect(await ask(thread, 'how many alert policies do I have?')).toMatch(/You have 0 alert policies/);
   });
 
   it("lists a thread's messages oldest first, paged, and keeps the thread's count", async () => {

@@ -83,6 +83,14 @@ describe('GET /api/v1/openapi.json', () => {
     expect(missing).toEqual([]);
   });
 
+  it('names the families in proper plurals ("List alert policies", never "policys")', () => {
+    const summaries: string[] = [];
+    for (const item of Object.values<Record<string, any>>(document.paths))
+      for (const operation of Object.values<any>(item)) if (typeof operation?.summary === 'string') summaries.push(operation.summary);
+    expect(summaries).toContain('List alert policies');
+    expect(summaries.filter((s) => /[^aeiou]ys\b/.test(s))).toEqual([]);
+  });
+
   it('documents at least one 2xx response for every operation', () => {
     const methods = new Set(['get', 'put', 'post', 'patch', 'delete', 'options', 'head', 'trace']);
     const withoutSuccess: string[] = [];

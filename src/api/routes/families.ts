@@ -160,7 +160,7 @@ export function registerFamilyRoutes(app: ApiApp, ctx: ApiContext, family: AnyFa
     schema: {
       tags,
       operationId: `list${pluralOf(typeName)}`,
-      summary: `List ${family.title}s`,
+      summary: `List ${pluralOf(family.title)}`,
       querystring: listQuerySchema(family.states),
       response: { 200: envelopeOf(Type.Array(RecordSchema)), ...errorResponses },
     },
