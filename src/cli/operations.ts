@@ -16,8 +16,6 @@ import type { AnyFamily } from '../resources/family';
 import { presentationOf } from '../resources/presentation-of';
 import { pluralOf } from '../lib/plural';
 import { listQuerySchema } from '../api/list';
-import { ROLES } from '../resources/accounts';
-import { MESSAGE_ROLES } from '../resources/agent';
 
 export type Method = 'GET' | 'POST' | 'PATCH' | 'PUT' | 'DELETE';
 
@@ -116,357 +114,29 @@ function crudOf(f: AnyFamily): Operation[] {
   return operations;
 }
 
-const ServerId = (description: string) => Type.Object({ server_id: Type.String({ minLength: 1, description }) });
+/** A family's commands beyond the generic ones, as its definition declares them (resources/commands.ts). */
+function commandsOf(f: AnyFamily): Operation[] {
+  return (f.commands ?? []).map((c): Operation => {
+    const answered = c.answers ? family(c.answers) : f;
+    const query = c.query && 'list' in c.query ? listQuerySchema(answered.states, c.query.filters) : c.query;
+    return {
+      command: [...(c.base?.group ?? groupOf(f)), ...c.words],
+      summary: c.summary,
+      method: c.method,
+      path: `${c.base?.path ?? `/${f.path}`}${c.path}`,
+      ...(c.body ? { body: c.body } : {}),
+      ...(c.bodyArgument ? { bodyArgument: c.bodyArgument } : {}),
+      ...(query ? { query } : {}),
+      ...(c.paged ? { paged: true } : {}),
+      columns: c.columns ? [...c.columns] : columnsOf(answered),
+      ...(c.waitFor ? { wait: { target: c.waitFor, poll: `/${answered.path}/{id}` } } : {}),
+    };
+  });
+}
 
-/** The actions and sub-resources of the route modules (src/api/routes/*.ts). */
-function actions(): Operation[] {
-  const lb = family('load_balancer');
-  const server = family('server');
-  const backup = family('backup');
-  const share = family('file_share');
-  const job = family('job');
-  const vpn = family('vpn_gateway');
-  const webhook = family('webhook');
-  const delivery = family('delivery');
-  const thread = family('thread');
-  const message = family('message');
-  const profile = family('profile');
-  const team = family('team');
-  const apiKey = family('api_key');
-  const incident = family('incident');
-  const serverPoll = (target: string[]): WaitSpec => ({ target, poll: `/${server.path}/{id}` });
-  const power = (verb: string, summary: string, target: string): Operation => ({
-    command: [...groupOf(server), verb],
-    summary,
-    method: 'POST',
-    path: `/${server.path}/{id}/${verb}`,
-    columns: columnsOf(server),
-    wait: serverPoll([target]),
-  });
-  const shareAction = (verb: string, summary: string): Operation => ({
-    command: [...groupOf(share), verb],
-    summary: `${summary} (the answer is the server)`,
-    method: 'POST',
-    path: `/${share.path}/{id}/${verb}`,
-    body: ServerId('The server (svr_...).'),
-    columns: columnsOf(server),
-    wait: serverPoll(['running']),
-  });
-  const members = '/settings/team/members';
-  const memberColumns = columnsOf(profile);
+/** The calls that belong to no family: the audit log, usage, regions, the event catalog. */
+function serviceOperations(): Operation[] {
   return [
-    {
-      command: [...groupOf(lb), 'attach'],
-      summary: 'Attach a server as a backend',
-      method: 'POST',
-      path: `/${lb.path}/{id}/attach`,
-      body: Type.Object({
-        server_id: Type.String({ minLength: 1, description: 'The server to attach (svr_...).' }),
-        port: Type.Optional(Type.Integer({ minimum: 1, maximum: 65535, description: 'Backend port; defaults to the frontend port.' })),
-      }),
-      columns: columnsOf(lb),
-    },
-    {
-      command: [...groupOf(lb), 'detach'],
-      summary: 'Detach a backend server',
-      method: 'POST',
-      path: `/${lb.path}/{id}/detach`,
-      body: ServerId('The attached server to detach.'),
-      columns: columnsOf(lb),
-    },
-    power('stop', 'Stop a running server', 'stopped'),
-    power('start', 'Start a stopped server', 'running'),
-    power('reboot', 'Reboot a running server', 'running'),
-    {
-      command: [...groupOf(server), 'backups', 'list'],
-      summary: "List a server's backups",
-      method: 'GET',
-      path: `/${server.path}/{id}/backups`,
-      query: listQuerySchema(backup.states),
-      paged: true,
-      columns: columnsOf(backup),
-    },
-    {
-      command: [...groupOf(server), 'backups', 'get'],
-      summary: 'Get a backup of a server',
-      method: 'GET',
-      path: `/${server.path}/{id}/backups/{backup_id}`,
-      columns: columnsOf(backup),
-    },
-    {
-      command: [...groupOf(server), 'backups', 'create'],
-      summary: 'Back up a server',
-      method: 'POST',
-      path: `/${server.path}/{id}/backups`,
-      body: backup.schemas.create,
-      columns: columnsOf(backup),
-    },
-    {
-      command: [...groupOf(server), 'backups', 'delete'],
-      summary: 'Delete a backup of a server',
-      method: 'DELETE',
-      path: `/${server.path}/{id}/backups/{backup_id}`,
-      columns: columnsOf(backup),
-    },
-    {
-      command: [...groupOf(server), 'restore'],
-      summary: 'Restore a backup onto its server (the answer is the backup)',
-      method: 'POST',
-      path: `/${server.path}/{id}/restore`,
-      body: Type.Object({ backup_id: Type.String({ minLength: 1, description: 'A completed backup of the server (bkp_...).' }) }),
-      columns: columnsOf(backup),
-    },
-    shareAction('attach', 'Attach a file share to a server'),
-    shareAction('detach', 'Detach a file share from a server'),
-    {
-      command: [...groupOf(incident), 'list'],
-      summary: 'List incidents',
-      method: 'GET',
-      path: `/${incident.path}`,
-      query: listQuerySchema(incident.states),
-      paged: true,
-      columns: columnsOf(incident),
-    },
-    { command: [...groupOf(incident), 'get'], summary: 'Get an incident', method: 'GET', path: `/${incident.path}/{id}`, columns: columnsOf(incident) },
-    {
-      command: [...groupOf(incident), 'acknowledge'],
-      summary: 'Acknowledge an open incident',
-      method: 'POST',
-      path: `/${incident.path}/{id}/acknowledge`,
-      columns: columnsOf(incident),
-    },
-    {
-      command: [...groupOf(incident), 'resolve'],
-      summary: 'Resolve an incident',
-      method: 'POST',
-      path: `/${incident.path}/{id}/resolve`,
-      columns: columnsOf(incident),
-    },
-    {
-      command: [...groupOf(job), 'cancel'],
-      summary: 'Cancel a queued or running job',
-      method: 'POST',
-      path: `/${job.path}/{id}/cancel`,
-      columns: columnsOf(job),
-    },
-    {
-      command: [...groupOf(job), 'pause'],
-      summary: 'Pause the schedule of a scheduled job',
-      method: 'POST',
-      path: `/${job.path}/{id}/pause`,
-      columns: columnsOf(job),
-    },
-    {
-      command: [...groupOf(job), 'resume'],
-      summary: 'Resume the schedule of a paused job',
-      method: 'POST',
-      path: `/${job.path}/{id}/resume`,
-      columns: columnsOf(job),
-    },
-    {
-      command: [...groupOf(job), 'logs'],
-      summary: "A run's output (the latest run unless --run-id)",
-      method: 'GET',
-      path: `/${job.path}/{id}/logs`,
-      query: Type.Object({ run_id: Type.Optional(Type.String({ description: 'The run whose output to show; default the latest run.' })) }),
-      columns: ['run_id', 'status', 'output'],
-    },
-    {
-      command: [...groupOf(job), 'runs', 'list'],
-      summary: 'List the runs of a job',
-      method: 'GET',
-      path: `/${job.path}/{id}/runs`,
-      query: listQuerySchema(job.states),
-      paged: true,
-      columns: ['id', 'status', 'scheduled_at', 'exit_code', 'finished_at'],
-    },
-    {
-      command: [...groupOf(job), 'runs', 'get'],
-      summary: 'Get one run of a job',
-      method: 'GET',
-      path: `/${job.path}/{id}/runs/{run_id}`,
-      columns: ['id', 'status', 'scheduled_at', 'exit_code', 'finished_at'],
-    },
-    {
-      command: [...groupOf(vpn), 'status'],
-      summary: 'Live tunnel status',
-      method: 'GET',
-      path: `/${vpn.path}/{id}/status`,
-      columns: ['tunnel_status', 'bytes_sent', 'bytes_received', 'last_handshake'],
-    },
-    {
-      command: [...groupOf(webhook), 'rotate-secret'],
-      summary: 'Rotate the signing secret (the new one is shown once)',
-      method: 'POST',
-      path: `/${webhook.path}/{id}/rotate-secret`,
-      columns: ['id', 'url', 'status', 'secret'],
-    },
-    {
-      command: [...groupOf(webhook), 'ping'],
-      summary: 'Send a test delivery (webhook.ping) to one subscription',
-      method: 'POST',
-      path: `/${webhook.path}/{id}/ping`,
-      columns: columnsOf(delivery),
-    },
-    {
-      command: [...groupOf(webhook), 'recover'],
-      summary: 'Re-queue the failed deliveries created in [since, until)',
-      method: 'POST',
-      path: `/${webhook.path}/{id}/recover`,
-      body: Type.Object({
-        since: Type.String({ description: 'Deliveries created at or after this time (ISO 8601).' }),
-        until: Type.String({ description: 'Deliveries created before this time (ISO 8601).' }),
-      }),
-      columns: columnsOf(delivery),
-    },
-    {
-      command: ['webhook-deliveries', 'list'],
-      summary: "Every delivery of the team's subscriptions, filtered",
-      method: 'GET',
-      path: '/webhook-deliveries',
-      query: listQuerySchema(delivery.states, {
-        event_type: Type.Optional(Type.String({ description: 'Only deliveries of this event type.' })),
-        subscription_id: Type.Optional(Type.String({ description: 'Only deliveries of this subscription (wh_...).' })),
-        since: Type.Optional(Type.String({ description: 'Only deliveries created at or after this time (ISO 8601).' })),
-        until: Type.Optional(Type.String({ description: 'Only deliveries created before this time (ISO 8601).' })),
-      }),
-      paged: true,
-      columns: columnsOf(delivery),
-    },
-    {
-      command: [...groupOf(webhook), 'deliveries', 'list'],
-      summary: 'Delivery history of a subscription',
-      method: 'GET',
-      path: `/${webhook.path}/{webhook_id}/deliveries`,
-      query: listQuerySchema(delivery.states),
-      paged: true,
-      columns: columnsOf(delivery),
-    },
-    {
-      command: [...groupOf(webhook), 'deliveries', 'get'],
-      summary: 'Get a delivery',
-      method: 'GET',
-      path: `/${webhook.path}/{webhook_id}/deliveries/{delivery_id}`,
-      columns: columnsOf(delivery),
-    },
-    {
-      command: [...groupOf(webhook), 'deliveries', 'retry'],
-      summary: 'Retry a delivery now',
-      method: 'POST',
-      path: `/${webhook.path}/{webhook_id}/deliveries/{delivery_id}/retry`,
-      columns: columnsOf(delivery),
-    },
-    {
-      command: [...groupOf(thread), 'read'],
-      summary: 'Read the messages of a thread, oldest first',
-      method: 'GET',
-      path: `/${thread.path}/{thread_id}/messages`,
-      query: Type.Object({
-        cursor: Type.Optional(Type.String({ description: 'Pagination cursor from the previous page.' })),
-        limit: Type.Optional(Type.Integer({ minimum: 1, maximum: 100, description: 'Results per page, 1-100, default 50.' })),
-        role: Type.Optional(Type.String({ enum: [...MESSAGE_ROLES], description: 'Only messages of this role.' })),
-        sort: Type.Optional(Type.String({ enum: ['created_at'], description: 'Sort field: created_at.' })),
-        order: Type.Optional(Type.String({ enum: ['asc', 'desc'], description: 'Default asc (oldest first).' })),
-      }),
-      paged: true,
-      columns: columnsOf(message),
-    },
-    {
-      command: [...groupOf(thread), 'message'],
-      summary: 'Get one message of a thread',
-      method: 'GET',
-      path: `/${thread.path}/{thread_id}/messages/{message_id}`,
-      columns: columnsOf(message),
-    },
-    {
-      command: [...groupOf(thread), 'ask'],
-      summary: 'Ask the agent a question; prints the question and the answer',
-      method: 'POST',
-      path: `/${thread.path}/{thread_id}/messages`,
-      body: message.schemas.create,
-      bodyArgument: { field: 'content', label: 'question' },
-      columns: columnsOf(message),
-    },
-    { command: [...groupOf(profile), 'get'], summary: 'Get your profile', method: 'GET', path: `/${profile.path}`, columns: columnsOf(profile) },
-    {
-      command: [...groupOf(profile), 'update'],
-      summary: 'Update your profile',
-      method: 'PATCH',
-      path: `/${profile.path}`,
-      body: profile.schemas.update,
-      columns: columnsOf(profile),
-    },
-    { command: [...groupOf(team), 'get'], summary: 'Get the team', method: 'GET', path: `/${team.path}`, columns: columnsOf(team) },
-    {
-      command: [...groupOf(team), 'update'],
-      summary: 'Update the team (owner or admin)',
-      method: 'PATCH',
-      path: `/${team.path}`,
-      body: team.schemas.update,
-      columns: columnsOf(team),
-    },
-    {
-      command: ['settings', 'members', 'list'],
-      summary: 'List team members',
-      method: 'GET',
-      path: members,
-      query: listQuerySchema(profile.states),
-      paged: true,
-      columns: memberColumns,
-    },
-    { command: ['settings', 'members', 'get'], summary: 'Get a team member', method: 'GET', path: `${members}/{id}`, columns: memberColumns },
-    {
-      command: ['settings', 'members', 'invite'],
-      summary: 'Invite a member (owner or admin)',
-      method: 'POST',
-      path: members,
-      body: Type.Object({
-        email: Type.String({ description: 'E-mail address of the member.' }),
-        role: Type.String({ enum: [...ROLES], description: 'owner, admin, member or viewer.' }),
-        name: Type.Optional(Type.String({ description: 'Display name; default the part of the e-mail before the @.' })),
-      }),
-      columns: memberColumns,
-    },
-    {
-      command: ['settings', 'members', 'update'],
-      summary: "Change a member's role",
-      method: 'PATCH',
-      path: `${members}/{id}`,
-      body: Type.Object({ role: Type.String({ enum: [...ROLES], description: 'owner, admin, member or viewer.' }) }),
-      columns: memberColumns,
-    },
-    {
-      command: ['settings', 'members', 'remove'],
-      summary: 'Remove a member (their keys are revoked)',
-      method: 'DELETE',
-      path: `${members}/{id}`,
-      columns: memberColumns,
-    },
-    {
-      command: [...groupOf(apiKey), 'list'],
-      summary: 'List API keys',
-      method: 'GET',
-      path: `/${apiKey.path}`,
-      query: listQuerySchema(apiKey.states),
-      paged: true,
-      columns: columnsOf(apiKey),
-    },
-    {
-      command: [...groupOf(apiKey), 'create'],
-      summary: 'Create an API key (the key is shown once)',
-      method: 'POST',
-      path: `/${apiKey.path}`,
-      body: apiKey.schemas.create,
-      columns: ['id', 'name', 'scope', 'expires_at', 'key'],
-    },
-    { command: [...groupOf(apiKey), 'revoke'], summary: 'Revoke an API key', method: 'DELETE', path: `/${apiKey.path}/{id}`, columns: [] },
-    {
-      command: [...groupOf(apiKey), 'rotate'],
-      summary: 'Rotate an API key: a new key (shown once) replaces it, and it is revoked',
-      method: 'POST',
-      path: `/${apiKey.path}/{id}/rotate`,
-      columns: ['id', 'name', 'scope', 'expires_at', 'key'],
-    },
     {
       command: ['audit-log', 'search'],
       summary: "Search the team's events, newest first",
@@ -520,34 +190,12 @@ function actions(): Operation[] {
       query: Type.Object({ category: Type.Optional(Type.String({ description: 'Only the types of this category (`server`, `load_balancer`, ...).' })) }),
       columns: ['type', 'category', 'description'],
     },
-    {
-      command: ['teams', 'list'],
-      summary: 'List every team (installation admin)',
-      method: 'GET',
-      path: '/teams',
-      query: listQuerySchema(team.states),
-      paged: true,
-      columns: columnsOf(team),
-    },
-    { command: ['teams', 'get'], summary: 'Get a team (installation admin)', method: 'GET', path: '/teams/{id}', columns: columnsOf(team) },
-    {
-      command: ['teams', 'create'],
-      summary: "Create a team with its owner (installation admin); the owner's key is shown once",
-      method: 'POST',
-      path: '/teams',
-      body: Type.Object({
-        name: Type.String({ description: 'Team name.' }),
-        owner_email: Type.String({ description: "The owner's e-mail address." }),
-        owner_name: Type.Optional(Type.String({ description: "The owner's display name." })),
-      }),
-      columns: ['id', 'name', 'owner_id', 'api_key'],
-    },
   ];
 }
 
 export function allOperations(): Operation[] {
-  const generic = families.filter((f) => f.standardRoutes !== false || SAME_SHAPE_AS_GENERIC.includes(f.name));
-  return [...generic.flatMap(crudOf), ...actions()];
+  const generic = (f: AnyFamily) => f.standardRoutes !== false || SAME_SHAPE_AS_GENERIC.includes(f.name);
+  return [...families.flatMap((f) => [...(generic(f) ? crudOf(f) : []), ...commandsOf(f)]), ...serviceOperations()];
 }
 
 /** The placeholders of a path, in order: `{webhook_id}` -> webhook_id. */

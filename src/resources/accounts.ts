@@ -1,6 +1,7 @@
 /** Account families: the team, its users (the profile) and their API keys. */
 import { Type } from '@sinclair/typebox';
 import type { BaseStatus, CreateBody, FamilyDefinition, Resource } from './family';
+import type { FamilyCommand } from './commands';
 import { baseStatusProperties, IdOf, Timestamp, NullableTimestamp, strictObject, StringEnum } from './schema-kit';
 
 /** A member's role in the team (accounts/roles.ts: what each may do). */
@@ -58,6 +59,40 @@ export type ApiKey = Resource<ApiKeySpec, ApiKeyStatus>;
 const stamps = (r: Resource) => ({ created_at: r.meta.createdAt, updated_at: r.meta.updatedAt });
 const noStatusFields = () => ({});
 
+const TeamUpdate = strictObject({ name: Type.Optional(TeamName) });
+const ProfileUpdate = strictObject({ name: Type.Optional(UserName), email: Type.Optional(Email) });
+
+const ALL_TEAMS = { path: '/teams', group: ['teams'] };
+
+/** The caller's team, and every team for an installation admin (api/routes/settings.ts, teams.ts). */
+const TEAM_COMMANDS: readonly FamilyCommand[] = [
+  { words: ['get'], summary: 'Get the team', method: 'GET', path: '' },
+  { words: ['update'], summary: 'Update the team (owner or admin)', method: 'PATCH', path: '', body: TeamUpdate },
+  {
+    words: ['list'],
+    summary: 'List every team (installation admin)',
+    method: 'GET',
+    path: '',
+    base: ALL_TEAMS,
+    query: { list: true },
+    paged: true,
+  },
+  { words: ['get'], summary: 'Get a team (installation admin)', method: 'GET', path: '/{id}', base: ALL_TEAMS },
+  {
+    words: ['create'],
+    summary: "Create a team with its owner (installation admin); the owner's key is shown once",
+    method: 'POST',
+    path: '',
+    base: ALL_TEAMS,
+    body: Type.Object({
+      name: Type.String({ description: 'Team name.' }),
+      owner_email: Type.String({ description: "The owner's e-mail address." }),
+      owner_name: Type.Optional(Type.String({ description: "The owner's display name." })),
+    }),
+    columns: ['id', 'name', 'owner_id', 'api_key'],
+  },
+];
+
 export const teamFamily: FamilyDefinition<TeamSpec> = {
   name: 'team',
   title: 'team',
@@ -77,7 +112,7 @@ export const teamFamily: FamilyDefinition<TeamSpec> = {
   description: 'A team: the owner of every resource, key and user in it. In Kubernetes, a namespace.',
   schemas: {
     create: strictObject({ name: TeamName }),
-    update: strictObject({ name: Type.Optional(TeamName) }),
+    update: TeamUpdate,
     spec: strictObject({ name: TeamName, owner_id: IdOf('usr', 'The owner, who receives notices.') }),
     status: strictObject(baseStatusProperties(TEAM_STATES)),
     record: strictObject({
@@ -92,6 +127,7 @@ export const teamFamily: FamilyDefinition<TeamSpec> = {
   applyUpdate: (spec, patch: Partial<TeamSpec>) => ({ ...spec, ...patch }),
   initialStatus: noStatusFields,
   nameOf: (spec) => spec.name,
+  commands: TEAM_COMMANDS,
   toRecord: (team) => ({ id: team.meta.id, name: team.spec.name, owner_id: team.spec.owner_id, ...stamps(team) }),
   presentation: {
     columns: [
@@ -102,6 +138,31 @@ export const teamFamily: FamilyDefinition<TeamSpec> = {
     ],
   },
 };
+
+const MEMBERS = { path: '/settings/team/members', group: ['settings', 'members'] };
+const Role = Type.String({ enum: [...ROLES], description: 'owner, admin, member or viewer.' });
+
+/** The caller's profile, and the team's members (api/routes/settings.ts). */
+const PROFILE_COMMANDS: readonly FamilyCommand[] = [
+  { words: ['get'], summary: 'Get your profile', method: 'GET', path: '' },
+  { words: ['update'], summary: 'Update your profile', method: 'PATCH', path: '', body: ProfileUpdate },
+  { words: ['list'], summary: 'List team members', method: 'GET', path: '', base: MEMBERS, query: { list: true }, paged: true },
+  { words: ['get'], summary: 'Get a team member', method: 'GET', path: '/{id}', base: MEMBERS },
+  {
+    words: ['invite'],
+    summary: 'Invite a member (owner or admin)',
+    method: 'POST',
+    path: '',
+    base: MEMBERS,
+    body: Type.Object({
+      email: Type.String({ description: 'E-mail address of the member.' }),
+      role: Role,
+      name: Type.Optional(Type.String({ description: 'Display name; default the part of the e-mail before the @.' })),
+    }),
+  },
+  { words: ['update'], summary: "Change a member's role", method: 'PATCH', path: '/{id}', base: MEMBERS, body: Type.Object({ role: Role }) },
+  { words: ['remove'], summary: 'Remove a member (their keys are revoked)', method: 'DELETE', path: '/{id}', base: MEMBERS },
+];
 
 export const userFamily: FamilyDefinition<UserSpec> = {
   name: 'profile',
@@ -122,7 +183,7 @@ export const userFamily: FamilyDefinition<UserSpec> = {
   description: 'A user of a team; the profile of the caller.',
   schemas: {
     create: strictObject({ name: UserName, email: Email }),
-    update: strictObject({ name: Type.Optional(UserName), email: Type.Optional(Email) }),
+    update: ProfileUpdate,
     spec: strictObject({ name: UserName, email: Email, role: RoleSchema }),
     status: strictObject(baseStatusProperties(USER_STATES)),
     record: strictObject({
@@ -141,6 +202,7 @@ export const userFamily: FamilyDefinition<UserSpec> = {
   applyUpdate: (spec, patch: Partial<UserSpec>) => ({ ...spec, ...patch }),
   initialStatus: noStatusFields,
   nameOf: (spec) => spec.name,
+  commands: PROFILE_COMMANDS,
   toRecord: (user) => ({
     id: user.meta.id,
     name: user.spec.name,
@@ -170,6 +232,22 @@ export const ApiKeyCreate = strictObject({
   scope: Type.Optional(ScopeSchema),
   expires_at: Type.Optional(ExpiresAt),
 });
+
+const SHOWN_ONCE_COLUMNS = ['id', 'name', 'scope', 'expires_at', 'key'];
+
+/** Keys are listed, made (shown once), revoked and rotated (api/routes/settings.ts). */
+const API_KEY_COMMANDS: readonly FamilyCommand[] = [
+  { words: ['list'], summary: 'List API keys', method: 'GET', path: '', query: { list: true }, paged: true },
+  { words: ['create'], summary: 'Create an API key (the key is shown once)', method: 'POST', path: '', body: ApiKeyCreate, columns: SHOWN_ONCE_COLUMNS },
+  { words: ['revoke'], summary: 'Revoke an API key', method: 'DELETE', path: '/{id}', columns: [] },
+  {
+    words: ['rotate'],
+    summary: 'Rotate an API key: a new key (shown once) replaces it, and it is revoked',
+    method: 'POST',
+    path: '/{id}/rotate',
+    columns: SHOWN_ONCE_COLUMNS,
+  },
+];
 
 export const apiKeyFamily: FamilyDefinition<ApiKeySpec, ApiKeyStatus> = {
   name: 'api_key',
@@ -227,6 +305,7 @@ export const apiKeyFamily: FamilyDefinition<ApiKeySpec, ApiKeyStatus> = {
   }),
   initialStatus: () => ({ revoked_at: null, last_used_at: null }),
   nameOf: (spec) => spec.name,
+  commands: API_KEY_COMMANDS,
   toRecord: (key) => ({
     id: key.meta.id,
     name: key.spec.name,

@@ -5,6 +5,7 @@
  */
 import { Type } from '@sinclair/typebox';
 import type { BaseStatus, FamilyDefinition, Resource } from './family';
+import type { FamilyCommand } from './commands';
 import { asStored } from './family';
 import { baseStatusProperties, IdOf, NullableTimestamp, strictObject, Timestamp } from './schema-kit';
 
@@ -39,6 +40,38 @@ export interface MessageSpec {
 }
 export type Message = Resource<MessageSpec>;
 
+/** The body of a question to the agent (POST /api/v1/agent/threads/{id}/messages). */
+export const MessageCreate = strictObject({ content: Question });
+
+/** A thread's messages, read and asked (api/routes/agent.ts). */
+const THREAD_COMMANDS: readonly FamilyCommand[] = [
+  {
+    words: ['read'],
+    summary: 'Read the messages of a thread, oldest first',
+    method: 'GET',
+    path: '/{thread_id}/messages',
+    query: Type.Object({
+      cursor: Type.Optional(Type.String({ description: 'Pagination cursor from the previous page.' })),
+      limit: Type.Optional(Type.Integer({ minimum: 1, maximum: 100, description: 'Results per page, 1-100, default 50.' })),
+      role: Type.Optional(Type.String({ enum: [...MESSAGE_ROLES], description: 'Only messages of this role.' })),
+      sort: Type.Optional(Type.String({ enum: ['created_at'], description: 'Sort field: created_at.' })),
+      order: Type.Optional(Type.String({ enum: ['asc', 'desc'], description: 'Default asc (oldest first).' })),
+    }),
+    paged: true,
+    answers: 'message',
+  },
+  { words: ['message'], summary: 'Get one message of a thread', method: 'GET', path: '/{thread_id}/messages/{message_id}', answers: 'message' },
+  {
+    words: ['ask'],
+    summary: 'Ask the agent a question; prints the question and the answer',
+    method: 'POST',
+    path: '/{thread_id}/messages',
+    body: MessageCreate,
+    bodyArgument: { field: 'content', label: 'question' },
+    answers: 'message',
+  },
+];
+
 export const threadFamily: FamilyDefinition<ThreadSpec, ThreadStatus> = {
   name: 'thread',
   quota: { default: 10_000 },
@@ -72,6 +105,7 @@ export const threadFamily: FamilyDefinition<ThreadSpec, ThreadStatus> = {
   specFromCreate: (body: Partial<ThreadSpec>) => ({ title: body.title ?? DEFAULT_THREAD_TITLE }),
   initialStatus: () => ({ message_count: 0, last_message_at: null }),
   nameOf: (spec) => spec.title,
+  commands: THREAD_COMMANDS,
   toRecord: (thread) => {
     const status = asStored(thread.status);
     return {
@@ -93,9 +127,6 @@ export const threadFamily: FamilyDefinition<ThreadSpec, ThreadStatus> = {
     ],
   },
 };
-
-/** The body of a question to the agent (POST /api/v1/agent/threads/{id}/messages). */
-export const MessageCreate = strictObject({ content: Question });
 
 export const messageFamily: FamilyDefinition<MessageSpec> = {
   name: 'message',

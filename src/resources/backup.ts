@@ -68,6 +68,9 @@ const Method = Type.Union([Type.String({ enum: ['simulated', 'volume_snapshot'] 
 
 const isRestoring = (backup: Backup | undefined) => backup?.status.restore_state === 'restoring';
 
+/** A backup's create body: under a server (POST /servers/{id}/backups), a name at most. */
+export const BackupCreate = strictObject({ name: Type.Optional(BackupName) });
+
 export const backupFamily: FamilyDefinition<BackupSpec, BackupStatus> = {
   name: 'backup',
   title: 'backup',
@@ -96,7 +99,7 @@ export const backupFamily: FamilyDefinition<BackupSpec, BackupStatus> = {
   },
   description: "A backup of a server's disk, made on request or by the server's daily backup policy, that can be restored onto the server.",
   schemas: {
-    create: strictObject({ name: Type.Optional(BackupName) }),
+    create: BackupCreate,
     spec: strictObject({
       name: BackupName,
       server_id: IdOf('svr', 'The server backed up.'),

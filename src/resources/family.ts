@@ -12,6 +12,7 @@ import type { FieldError } from '../lib/errors';
 import { fieldOf } from '../lib/unknown-values';
 import type { ExternalRecord } from './external-record';
 import type { PresentationDeclaration } from './presentation';
+import type { FamilyCommand } from './commands';
 
 /**
  * A Kubernetes-style condition (metav1.Condition): Ready and Synced after Crossplane,
@@ -178,6 +179,8 @@ export interface FamilyDefinition<Spec = object, Status extends BaseStatus = Bas
    * delete options. Each part left out has a default (resources/presentation-of.ts).
    */
   presentation?: PresentationDeclaration;
+  /** Its API calls beyond the generic ones, as the CLI offers them (resources/commands.ts). */
+  commands?: readonly FamilyCommand[];
   /**
    * Cluster mode: what the Secret named by a resource's `writeConnectionSecretToRef` holds
    * (controllers/connection-details.ts), from its status once known; null while there is

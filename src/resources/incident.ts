@@ -8,6 +8,7 @@
  */
 import { Type } from '@sinclair/typebox';
 import type { BaseStatus, CreateBody, FamilyDefinition, Resource } from './family';
+import type { FamilyCommand } from './commands';
 import { baseRecordProperties, baseStatusProperties, IdOf, NullableTimestamp, strictObject } from './schema-kit';
 import { CONDITION_TYPES } from './alert';
 
@@ -39,6 +40,14 @@ const Title = Type.String({ minLength: 1, maxLength: 300, description: 'What hap
 const Actor = Type.Union([Type.String({ maxLength: 64 }), Type.Null()], {
   description: 'Who asked: an API key or user id, or `system` for the alert resolving by itself.',
 });
+
+/** Incidents are opened by alert policies: listed, read, acknowledged and resolved (api/routes/incidents.ts). */
+const INCIDENT_COMMANDS: readonly FamilyCommand[] = [
+  { words: ['list'], summary: 'List incidents', method: 'GET', path: '', query: { list: true }, paged: true },
+  { words: ['get'], summary: 'Get an incident', method: 'GET', path: '/{id}' },
+  { words: ['acknowledge'], summary: 'Acknowledge an open incident', method: 'POST', path: '/{id}/acknowledge' },
+  { words: ['resolve'], summary: 'Resolve an incident', method: 'POST', path: '/{id}/resolve' },
+];
 
 export const incidentFamily: FamilyDefinition<IncidentSpec, IncidentStatus> = {
   name: 'incident',
@@ -108,6 +117,7 @@ export const incidentFamily: FamilyDefinition<IncidentSpec, IncidentStatus> = {
   }),
   initialStatus: () => ({ opened_at: new Date().toISOString(), acknowledged_at: null, acknowledged_by: null, resolved_at: null, resolved_by: null }),
   nameOf: (spec) => spec.title,
+  commands: INCIDENT_COMMANDS,
   toRecord: ({ meta, spec, status }) => ({
     id: meta.id,
     title: spec.title,

@@ -13,6 +13,7 @@ import { CronSyntaxError, isTimeZone, neverFires, nextFire, parseCron } from '..
 import { validationFailed, type FieldError } from '../lib/errors';
 import { assertRegionAvailable } from './regions';
 import type { BaseStatus, CreateBody, FamilyDefinition, Resource } from './family';
+import type { FamilyCommand } from './commands';
 import { baseRecordProperties, baseStatusProperties, NullableTimestamp, Region, ResourceName, strictObject } from './schema-kit';
 import { BASIC_COLUMNS } from './presentation';
 
@@ -99,6 +100,25 @@ function assertSchedule(schedule: string, timezone: string): void {
 }
 
 export const isScheduled = (job: Job): boolean => Boolean(job.spec.schedule);
+
+const RUN_COLUMNS = ['id', 'status', 'scheduled_at', 'exit_code', 'finished_at'];
+
+/** Cancel, the schedule's pause and resume, a run's output and a scheduled job's runs (api/routes/jobs.ts). */
+const JOB_COMMANDS: readonly FamilyCommand[] = [
+  { words: ['cancel'], summary: 'Cancel a queued or running job', method: 'POST', path: '/{id}/cancel' },
+  { words: ['pause'], summary: 'Pause the schedule of a scheduled job', method: 'POST', path: '/{id}/pause' },
+  { words: ['resume'], summary: 'Resume the schedule of a paused job', method: 'POST', path: '/{id}/resume' },
+  {
+    words: ['logs'],
+    summary: "A run's output (the latest run unless --run-id)",
+    method: 'GET',
+    path: '/{id}/logs',
+    query: Type.Object({ run_id: Type.Optional(Type.String({ description: 'The run whose output to show; default the latest run.' })) }),
+    columns: ['run_id', 'status', 'output'],
+  },
+  { words: ['runs', 'list'], summary: 'List the runs of a job', method: 'GET', path: '/{id}/runs', query: { list: true }, paged: true, columns: RUN_COLUMNS },
+  { words: ['runs', 'get'], summary: 'Get one run of a job', method: 'GET', path: '/{id}/runs/{run_id}', columns: RUN_COLUMNS },
+];
 
 export const jobFamily: FamilyDefinition<JobSpec, JobStatus> = {
   name: 'job',
@@ -210,6 +230,7 @@ export const jobFamily: FamilyDefinition<JobSpec, JobStatus> = {
   firstState: (spec) => (spec.schedule ? 'scheduled' : 'queued'),
   initialStatus: (spec) => ({ exit_code: null, started_at: null, finished_at: null, ...(spec.schedule ? { last_scheduled_at: null, next_run_at: null } : {}) }),
   nameOf: (spec) => spec.name,
+  commands: JOB_COMMANDS,
   listing: { filterFields: ['scheduled_job_id'] },
   toRecord: ({ meta, spec, status }) => ({
     id: meta.id,

@@ -3,6 +3,7 @@ import { Static, Type } from '@sinclair/typebox';
 import { domainError, fieldInvalid, validationFailed } from '../lib/errors';
 import { assertRegionAvailable } from './regions';
 import type { BaseStatus, FamilyDefinition, Resource } from './family';
+import type { FamilyCommand } from './commands';
 import { asStored } from './family';
 import {
   baseRecordProperties,
@@ -133,6 +134,27 @@ function assertProtocolPort(protocol: string, port: number, certificate: string 
   }
 }
 
+/** Backends are attached and detached by actions (api/routes/load-balancers.ts). */
+const LOAD_BALANCER_COMMANDS: readonly FamilyCommand[] = [
+  {
+    words: ['attach'],
+    summary: 'Attach a server as a backend',
+    method: 'POST',
+    path: '/{id}/attach',
+    body: Type.Object({
+      server_id: Type.String({ minLength: 1, description: 'The server to attach (svr_...).' }),
+      port: Type.Optional(Type.Integer({ minimum: 1, maximum: 65535, description: 'Backend port; defaults to the frontend port.' })),
+    }),
+  },
+  {
+    words: ['detach'],
+    summary: 'Detach a backend server',
+    method: 'POST',
+    path: '/{id}/detach',
+    body: Type.Object({ server_id: Type.String({ minLength: 1, description: 'The attached server to detach.' }) }),
+  },
+];
+
 export const loadBalancerFamily: FamilyDefinition<LoadBalancerSpec, LoadBalancerStatus> = {
   name: 'load_balancer',
   quota: { default: 1000 },
@@ -247,6 +269,7 @@ export const loadBalancerFamily: FamilyDefinition<LoadBalancerSpec, LoadBalancer
   initialStatus: () => ({ ipv4: null, backends: [] }),
 
   nameOf: (spec) => spec.name,
+  commands: LOAD_BALANCER_COMMANDS,
   connectionDetails: ({ spec, status }) =>
     status.ipv4 ? { address: status.ipv4, port: String(spec.port), protocol: spec.protocol, url: `${spec.protocol}://${status.ipv4}:${spec.port}` } : null,
 

@@ -4,6 +4,8 @@ import { assertRegionAvailable } from './regions';
 import { nowIso } from '../lib/time';
 import { SERVER_PLANS } from '../lib/server-catalog';
 import type { BaseStatus, FamilyDefinition, Resource } from './family';
+import type { FamilyCommand } from './commands';
+import { BackupCreate } from './backup';
 import {
   baseRecordProperties,
   baseStatusProperties,
@@ -120,6 +122,41 @@ const ServerUpdate = strictObject({
   backup_policy: Type.Optional(Type.Union([BackupPolicyInput, Type.Null()], { description: 'A new daily backup policy; null removes it.' })),
 });
 
+const power = (verb: string, summary: string, target: string): FamilyCommand => ({
+  words: [verb],
+  summary,
+  method: 'POST',
+  path: `/{id}/${verb}`,
+  waitFor: [target],
+});
+
+/** Power actions, backups and restores (api/routes/servers.ts, backups.ts). */
+const SERVER_COMMANDS: readonly FamilyCommand[] = [
+  power('stop', 'Stop a running server', 'stopped'),
+  power('start', 'Start a stopped server', 'running'),
+  power('reboot', 'Reboot a running server', 'running'),
+  {
+    words: ['backups', 'list'],
+    summary: "List a server's backups",
+    method: 'GET',
+    path: '/{id}/backups',
+    query: { list: true },
+    paged: true,
+    answers: 'backup',
+  },
+  { words: ['backups', 'get'], summary: 'Get a backup of a server', method: 'GET', path: '/{id}/backups/{backup_id}', answers: 'backup' },
+  { words: ['backups', 'create'], summary: 'Back up a server', method: 'POST', path: '/{id}/backups', body: BackupCreate, answers: 'backup' },
+  { words: ['backups', 'delete'], summary: 'Delete a backup of a server', method: 'DELETE', path: '/{id}/backups/{backup_id}', answers: 'backup' },
+  {
+    words: ['restore'],
+    summary: 'Restore a backup onto its server (the answer is the backup)',
+    method: 'POST',
+    path: '/{id}/restore',
+    body: Type.Object({ backup_id: Type.String({ minLength: 1, description: 'A completed backup of the server (bkp_...).' }) }),
+    answers: 'backup',
+  },
+];
+
 export const serverFamily: FamilyDefinition<ServerSpec, ServerStatus> = {
   name: 'server',
   quota: { default: 1000 },
@@ -204,6 +241,7 @@ export const serverFamily: FamilyDefinition<ServerSpec, ServerStatus> = {
   initialStatus: () => ({ ipv4: null, reboots_done: 0 }),
 
   nameOf: (spec) => spec.name,
+  commands: SERVER_COMMANDS,
   connectionDetails: ({ status }) => (status.ipv4 ? { address: status.ipv4 } : null),
 
   toRecord({ meta, spec, status }) {

@@ -4,6 +4,7 @@ import { assertRegionAvailable } from './regions';
 import { fieldInvalid } from '../lib/errors';
 import { serverFamily } from './server';
 import type { BaseStatus, ConnectionDetails, FamilyDefinition, Resource } from './family';
+import type { FamilyCommand } from './commands';
 import { presentDetails } from './family';
 import { baseRecordProperties, baseStatusProperties, ExternalRecordSchema, Region, ResourceName, strictObject, connectionSecretProperty } from './schema-kit';
 import type { ExternalRecord } from './external-record';
@@ -143,6 +144,22 @@ const SizeGb = Type.Integer({ minimum: 10, maximum: 16384, description: 'Size in
 const FileShareCreate = strictObject({ name: ResourceName(), region: Region(), size_gb: Type.Optional(SizeGb) });
 const FileShareUpdate = strictObject({ name: Type.Optional(ResourceName()), size_gb: Type.Optional(SizeGb) });
 
+const shareAction = (verb: string, summary: string): FamilyCommand => ({
+  words: [verb],
+  summary: `${summary} (the answer is the server)`,
+  method: 'POST',
+  path: `/{id}/${verb}`,
+  body: Type.Object({ server_id: Type.String({ minLength: 1, description: 'The server (svr_...).' }) }),
+  answers: 'server',
+  waitFor: ['running'],
+});
+
+/** A share is attached to and detached from servers by actions (api/routes/file-shares.ts). */
+const FILE_SHARE_COMMANDS: readonly FamilyCommand[] = [
+  shareAction('attach', 'Attach a file share to a server'),
+  shareAction('detach', 'Detach a file share from a server'),
+];
+
 export const fileShareFamily: FamilyDefinition<FileShareSpec, FileShareStatus> = {
   name: 'file_share',
   quota: { default: 1000 },
@@ -196,6 +213,7 @@ export const fileShareFamily: FamilyDefinition<FileShareSpec, FileShareStatus> =
   },
   initialStatus: () => ({ mount_target: null }),
   nameOf: (spec) => spec.name,
+  commands: FILE_SHARE_COMMANDS,
   connectionDetails: ({ status }, namespace) => (status.mount_target ? mountDetails(status.mount_target, namespace) : null),
   toRecord: ({ meta, spec, status }) => ({
     id: meta.id,

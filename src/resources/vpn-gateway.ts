@@ -6,6 +6,7 @@ import { isPublicAddress } from '../lib/ip';
 import { randomString } from '../lib/ids';
 import { assertRegionAvailable } from './regions';
 import type { BaseStatus, FamilyDefinition, Resource } from './family';
+import type { FamilyCommand } from './commands';
 import { asStored, presentDetails } from './family';
 import {
   baseRecordProperties,
@@ -123,6 +124,17 @@ const VpnGatewayUpdate = strictObject({
   remote_public_key: Type.Optional(NullableWireguardKey),
 });
 
+/** The tunnel's live status (api/routes/vpn-gateways.ts). */
+const VPN_GATEWAY_COMMANDS: readonly FamilyCommand[] = [
+  {
+    words: ['status'],
+    summary: 'Live tunnel status',
+    method: 'GET',
+    path: '/{id}/status',
+    columns: ['tunnel_status', 'bytes_sent', 'bytes_received', 'last_handshake'],
+  },
+];
+
 export const vpnGatewayFamily: FamilyDefinition<VpnGatewaySpec, VpnGatewayStatus> = {
   name: 'vpn_gateway',
   quota: { default: 1000 },
@@ -236,6 +248,7 @@ export const vpnGatewayFamily: FamilyDefinition<VpnGatewaySpec, VpnGatewayStatus
   }),
 
   nameOf: (spec) => spec.name,
+  commands: VPN_GATEWAY_COMMANDS,
   connectionDetails: ({ spec, status }) =>
     status.local_ip
       ? presentDetails({

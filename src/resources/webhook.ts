@@ -10,6 +10,7 @@ import { Type } from '@sinclair/typebox';
 import { fieldInvalid, validationFailed, FieldError } from '../lib/errors';
 import { urlProblem } from '../lib/target-guard';
 import type { BaseStatus, CreateBody, FamilyDefinition, Resource, SubscriptionProblems } from './family';
+import type { FamilyCommand } from './commands';
 import { asStored } from './family';
 import { baseStatusProperties, IdOf, NullableTimestamp, strictObject, Timestamp } from './schema-kit';
 import type { Config } from '../config';
@@ -174,6 +175,46 @@ function assertUrl(url: string, config: Config): void {
   if (problem) throw fieldInvalid('url', problem);
 }
 
+/** The signing secret's rotation, a test delivery, recovery, and a subscription's deliveries (api/routes/webhooks.ts). */
+const WEBHOOK_COMMANDS: readonly FamilyCommand[] = [
+  {
+    words: ['rotate-secret'],
+    summary: 'Rotate the signing secret (the new one is shown once)',
+    method: 'POST',
+    path: '/{id}/rotate-secret',
+    columns: ['id', 'url', 'status', 'secret'],
+  },
+  { words: ['ping'], summary: 'Send a test delivery (webhook.ping) to one subscription', method: 'POST', path: '/{id}/ping', answers: 'delivery' },
+  {
+    words: ['recover'],
+    summary: 'Re-queue the failed deliveries created in [since, until)',
+    method: 'POST',
+    path: '/{id}/recover',
+    body: Type.Object({
+      since: Type.String({ description: 'Deliveries created at or after this time (ISO 8601).' }),
+      until: Type.String({ description: 'Deliveries created before this time (ISO 8601).' }),
+    }),
+    answers: 'delivery',
+  },
+  {
+    words: ['deliveries', 'list'],
+    summary: 'Delivery history of a subscription',
+    method: 'GET',
+    path: '/{webhook_id}/deliveries',
+    query: { list: true },
+    paged: true,
+    answers: 'delivery',
+  },
+  { words: ['deliveries', 'get'], summary: 'Get a delivery', method: 'GET', path: '/{webhook_id}/deliveries/{delivery_id}', answers: 'delivery' },
+  {
+    words: ['deliveries', 'retry'],
+    summary: 'Retry a delivery now',
+    method: 'POST',
+    path: '/{webhook_id}/deliveries/{delivery_id}/retry',
+    answers: 'delivery',
+  },
+];
+
 export const webhookFamily: FamilyDefinition<WebhookSpec, WebhookStatus> = {
   name: 'webhook',
   quota: { default: 100 },
@@ -271,6 +312,7 @@ export const webhookFamily: FamilyDefinition<WebhookSpec, WebhookStatus> = {
   },
 
   nameOf: (spec) => spec.url,
+  commands: WEBHOOK_COMMANDS,
 
   toRecord({ meta, spec, status }) {
     const written = asStored(status);
@@ -308,6 +350,27 @@ export function deliveryIdFor(webhookId: string, eventId: string): string {
   const digest = createHash('sha256').update(`${webhookId}/${eventId}`).digest('hex');
   return `del_${BigInt(`0x${digest}`).toString(36).padStart(20, '0').slice(0, 20)}`;
 }
+
+/** Every delivery of a team's subscriptions, filtered (api/routes/webhook-deliveries.ts). */
+const DELIVERY_COMMANDS: readonly FamilyCommand[] = [
+  {
+    words: ['list'],
+    summary: "Every delivery of the team's subscriptions, filtered",
+    method: 'GET',
+    path: '',
+    base: { path: '/webhook-deliveries', group: ['webhook-deliveries'] },
+    query: {
+      list: true,
+      filters: {
+        event_type: Type.Optional(Type.String({ description: 'Only deliveries of this event type.' })),
+        subscription_id: Type.Optional(Type.String({ description: 'Only deliveries of this subscription (wh_...).' })),
+        since: Type.Optional(Type.String({ description: 'Only deliveries created at or after this time (ISO 8601).' })),
+        until: Type.Optional(Type.String({ description: 'Only deliveries created before this time (ISO 8601).' })),
+      },
+    },
+    paged: true,
+  },
+];
 
 export const deliveryFamily: FamilyDefinition<DeliverySpec, DeliveryStatus> = {
   name: 'delivery',
@@ -373,6 +436,7 @@ export const deliveryFamily: FamilyDefinition<DeliverySpec, DeliveryStatus> = {
     attempts: [],
   }),
   nameOf: (spec) => spec.event_type,
+  commands: DELIVERY_COMMANDS,
   listing: { hiddenStates: [], filterFields: ['webhook_id', 'event_type'] },
   toRecord: ({ meta, spec, status }) => {
     const written = asStored(status);
