@@ -45,6 +45,9 @@ describe('jobs on a cluster that runs them (kube-controller-manager, KWOK)', () 
       // machine that passed the default 1,000 requests a minute, and the 429s that followed
       // read as a missing run and an empty log (as in scheduled-jobs.test.ts).
       CLOUDPLANE_RATE_LIMIT_PER_MINUTE: '1000000',
+      // A CronJob deleted by hand is put back at the next look, the resync (30 s by
+      // default): 5 s here, so that wait is not most of the test.
+      CLOUDPLANE_RESYNC_SECONDS: '5',
     });
     namespace = namespaceOfTeam(t.teamId, SYSTEM_NAMESPACE);
     receiver = await startReceiver();
@@ -69,7 +72,10 @@ describe('jobs on a cluster that runs them (kube-controller-manager, KWOK)', () 
   /** `kubectl create job --from=cronjob/...`: a run made by hand from the CronJob's template, owned by it. */
   const runByHand = (id: string, name: string) => kubectl('create', 'job', name, `--from=cronjob/${objectName(id)}`, '-n', namespace);
 
-  it("runs a job as a batch/v1 Job to completion, and GET /jobs/{id}/logs shows its Pod's log read through the API server", async () => {
+  // The three below run side by side: the CronJob controller's schedule takes one to two
+  // whole minutes of waiting, during which the others' jobs run on the same cluster. Each
+  // looks only at its own job's runs, events and Jobs.
+  it.concurrent("runs a job as a batch/v1 Job to completion, and GET /jobs/{id}/logs shows its Pod's log read through the API server", async () => {
     const created = await t.api('POST', '/api/v1/jobs', { name: 'say-hello', command: 'echo hello' });
     expect(created.status).toBe(201);
     const { id } = created.body.data;
@@ -84,7 +90,7 @@ describe('jobs on a cluster that runs them (kube-controller-manager, KWOK)', () 
     await eventually(async () => !(await batch.listNamespacedJob({ namespace })).items.some((j) => j.metadata?.name === objectName(id)), 30_000);
   });
 
-  it('keeps a scheduled job as a batch/v1 CronJob: schedule, zone and policy mapped, pause and resume as suspend, each Job it makes recorded as a run; cancel removes it', async () => {
+  it.concurrent('keeps a scheduled job as a batch/v1 CronJob: schedule, zone and policy mapped, pause and resume as suspend, each Job it makes recorded as a run; cancel removes it', async () => {
     const created = await t.api('POST', '/api/v1/jobs', {
       name: 'nightly',
       command: 'echo nightly',
@@ -131,7 +137,7 @@ describe('jobs on a cluster that runs them (kube-controller-manager, KWOK)', () 
     expect(await runsOf(job.id)).toHaveLength(1);
     await eventually(async () => (await t.api('GET', `/api/v1/jobs/${job.id}`)).body.data.last_run_at === run.scheduled_at);
 
-    // Deleted or edited by hand: put back at the next look (at most a minute later).
+    // Deleted or edited by hand: put back at the next look (the resync, shortened above).
     await batch.deleteNamespacedCronJob({ name: objectName(job.id), namespace });
     const back = await eventually(
       async () => {
@@ -148,7 +154,7 @@ describe('jobs on a cluster that runs them (kube-controller-manager, KWOK)', () 
     await eventually(async () => (await cronJobOf(job.id)) === null, 20_000);
   });
 
-  it("runs on the CronJob controller's own schedule; under replace the next time cancels the run still going", async () => {
+  it.concurrent("runs on the CronJob controller's own schedule; under replace the next time cancels the run still going", async () => {
     // Pods of this image never start (KWOK fails its pull), so a run stays queued until replaced.
     const image = `${UNREACHABLE_REGISTRY}/tool:1`;
     const created = await t.api('POST', '/api/v1/jobs', {
