@@ -164,7 +164,12 @@ describe('cluster mode: a VPN gateway carries traffic between its agent and a cu
       [MAIN, 'vpn-agent', '--config', configFile, '--listen', '0.0.0.0:9180', '--state-dir', path.join(dir, 'state'), '--interface', 'cpvpn0'],
       {
         privateRun: true,
-        env: { ...process.env, CLOUDPLANE_WIREGUARD_GO: wireguardGoBinary(), CLOUDPLANE_LOG_LEVEL: 'info', CLOUDPLANE_VPN_HANDSHAKE_WINDOW_SECONDS: String(HANDSHAKE_WINDOW_S) },
+        env: {
+          ...process.env,
+          CLOUDPLANE_WIREGUARD_GO: wireguardGoBinary(),
+          CLOUDPLANE_LOG_LEVEL: 'info',
+          CLOUDPLANE_VPN_HANDSHAKE_WINDOW_SECONDS: String(HANDSHAKE_WINDOW_S),
+        },
         stdio: ['ignore', agentLog, agentLog],
       },
     );
