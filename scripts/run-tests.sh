@@ -22,17 +22,23 @@ suite() {
   fi
 }
 
-if ! scripts/ensure-tools.sh; then
-  echo "run-tests: installing the test tools failed; no suite ran" >&2
-  exit 1
-fi
-
 # helm for the chart step (test/integration/chart-lint.test.ts: helm lint --strict and
 # helm template against values.schema.json; helm.test.ts), built here once rather than
 # inside a test worker. If that fails, those tests fail saying why; the other suites run.
-scripts/build-helm.sh >/dev/null || echo "run-tests: building helm failed; the chart tests will fail" >&2
 # kube-score, which chart-lint.test.ts runs on the rendered chart (charts/kube-score.yaml).
-scripts/build-kube-score.sh >/dev/null || echo "run-tests: building kube-score failed; the chart lint test will fail" >&2
+# Both build beside scripts/ensure-tools.sh's lanes (on a fresh machine, minutes of Go).
+(
+  scripts/build-helm.sh >/dev/null || echo "run-tests: building helm failed; the chart tests will fail" >&2
+  scripts/build-kube-score.sh >/dev/null || echo "run-tests: building kube-score failed; the chart lint test will fail" >&2
+) &
+chart_tools=$!
+
+if ! scripts/ensure-tools.sh; then
+  wait "$chart_tools"
+  echo "run-tests: installing the test tools failed; no suite ran" >&2
+  exit 1
+fi
+wait "$chart_tools"
 
 # Everything on the embedded store, with the integration tests against real servers (the
 # chart step among them).

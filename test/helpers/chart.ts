@@ -7,7 +7,7 @@ import { execFileSync, spawnSync } from 'node:child_process';
 import fs from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
-import { parseAllDocuments, stringify } from 'yaml';
+import { parse, parseAllDocuments, stringify } from 'yaml';
 import { auditLogOf, kubectlBinary, KubeApiServer } from './kube-apiserver';
 import { kubernetesApiCalls, Scope } from '../../src/store/kubernetes/api-calls';
 import { customResourcePlurals } from '../../src/resources/crd';
@@ -52,6 +52,20 @@ export function render(sets: string[] = []): string {
   return result.stdout;
 }
 
+let defaultObjects: any[] | undefined;
+/**
+ * The objects of the chart rendered with its defaults, rendered and parsed once per test
+ * file: every cluster of an API-suite file asks for them three times (its RBAC, the names
+ * bound in team namespaces, the operator's user in the audit log), and the chart does not
+ * change during a run.
+ */
+function chartObjects(): any[] {
+  defaultObjects ??= parseAllDocuments(render())
+    .map((d) => d.toJS())
+    .filter(Boolean);
+  return defaultObjects;
+}
+
 const RBAC_KINDS = new Set(['ServiceAccount', 'ClusterRole', 'ClusterRoleBinding', 'Role', 'RoleBinding']);
 
 /**
@@ -62,15 +76,13 @@ const RBAC_KINDS = new Set(['ServiceAccount', 'ClusterRole', 'ClusterRoleBinding
 export function operatorKubeconfigFromChart(cluster: KubeApiServer, dir: string): string {
   const kubectl = (args: string[], input?: string) =>
     execFileSync(kubectlBinary(), ['--kubeconfig', cluster.kubeconfigPath, ...args], { encoding: 'utf8', input, stdio: ['pipe', 'pipe', 'pipe'] });
-  const objects = parseAllDocuments(render())
-    .map((d) => d.toJS())
-    .filter((o) => o && RBAC_KINDS.has(o.kind));
+  const objects = chartObjects().filter((o) => RBAC_KINDS.has(o.kind));
   const account = objects.find((o) => o.kind === 'ServiceAccount');
-  kubectl(['apply', '-f', '-'], stringify({ apiVersion: 'v1', kind: 'Namespace', metadata: { name: NAMESPACE } }));
-  kubectl(['apply', '-f', '-'], objects.map((o) => stringify(o)).join('---\n'));
+  // One apply, the namespace first: each kubectl run against a new API server begins with discovery.
+  const namespace = { apiVersion: 'v1', kind: 'Namespace', metadata: { name: NAMESPACE } };
+  kubectl(['apply', '-f', '-'], [namespace, ...objects].map((o) => stringify(o)).join('---\n'));
   const token = kubectl(['create', 'token', account.metadata.name, '-n', NAMESPACE, '--duration', '2h']).trim();
-  const admin = JSON.parse(kubectl(['config', 'view', '--raw', '-o', 'json']));
-  const cluster0 = admin.clusters[0];
+  const cluster0 = parse(cluster.kubeconfigYaml).clusters[0];
   const kubeconfig = {
     apiVersion: 'v1',
     kind: 'Config',
@@ -86,9 +98,7 @@ export function operatorKubeconfigFromChart(cluster: KubeApiServer, dir: string)
 
 /** The chart's ServiceAccount and team-namespace ClusterRole, by name. */
 function chartNames(): { serviceAccount: string; teamNamespaceRole: string } {
-  const objects = parseAllDocuments(render())
-    .map((d) => d.toJS())
-    .filter(Boolean);
+  const objects = chartObjects();
   const teamRole = objects.find((o) => o.kind === 'ClusterRole' && o.metadata.name.endsWith('-team-namespace'));
   return { serviceAccount: objects.find((o) => o.kind === 'ServiceAccount').metadata.name, teamNamespaceRole: teamRole.metadata.name };
 }
@@ -144,9 +154,7 @@ export interface OperatorCall {
 
 /** The chart's ServiceAccount as the API server names its user. */
 function operatorUser(): string {
-  const account = parseAllDocuments(render())
-    .map((d) => d.toJS())
-    .find((o) => o?.kind === 'ServiceAccount');
+  const account = chartObjects().find((o) => o.kind === 'ServiceAccount');
   return `system:serviceaccount:${NAMESPACE}:${account.metadata.name}`;
 }
 

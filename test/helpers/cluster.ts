@@ -98,8 +98,9 @@ export async function clusterEnv(dataDir: string): Promise<Record<string, string
   if (chartRbac() && !operatorEnvs.has(server)) operatorEnvs.set(server, operatorEnvFromChart(server, server.workDir));
   return {
     // Every write here is a round trip to the API server and back through a watch, several
-    // times slower than the embedded store's, and two of these clusters share two cores: a
-    // transient state (stopping, deleting) must outlast the next request as it does there.
+    // times slower than the embedded store's, and three of these clusters (jest.config.js's
+    // workers) share two cores: a transient state (stopping, deleting) must outlast the
+    // next request as it does there.
     CLOUDPLANE_SIM_DELAY_MS: '200',
     ...storeEnvFor(server),
     ...(chartRbac() ? operatorEnvs.get(server)! : {}),

@@ -45,6 +45,9 @@ describe('jobs on a cluster that runs them (kube-controller-manager, KWOK)', () 
       // machine that passed the default 1,000 requests a minute, and the 429s that followed
       // read as a missing run and an empty log (as in scheduled-jobs.test.ts).
       CLOUDPLANE_RATE_LIMIT_PER_MINUTE: '1000000',
+      // A CronJob deleted by hand is put back at the next look, the resync (30 s by
+      // default): 5 s here, so that wait is not most of the test.
+      CLOUDPLANE_RESYNC_SECONDS: '5',
     });
     namespace = namespaceOfTeam(t.teamId, SYSTEM_NAMESPACE);
     receiver = await startReceiver();
@@ -69,7 +72,10 @@ describe('jobs on a cluster that runs them (kube-controller-manager, KWOK)', () 
   /** `kubectl create job --from=cronjob/...`: a run made by hand from the CronJob's template, owned by it. */
   const runByHand = (id: string, name: string) => kubectl('create', 'job', name, `--from=cronjob/${objectName(id)}`, '-n', namespace);
 
-  it("runs a job as a batch/v1 Job to completion, and GET /jobs/{id}/logs shows its Pod's log read through the API server", async () => {
+  // The three below run side by side: the CronJob controller's schedule takes one to two
+  // whole minutes of waiting, during which the others' jobs run on the same cluster. Each
+  // looks only at its own job's runs, events and Jobs.
+  it.concurrent("runs a job as a batch/v1 Job to completion, and GET /jobs/{id}/logs shows its Pod's log read through the API server", async () => {
     const created = await t.api('POST', '/api/v1/jobs', { name: 'say-hello', command: 'echo hello' });
     expect(created.status).toBe(201);
     const { id } = created.body.data;
@@ -84,71 +90,78 @@ describe('jobs on a cluster that runs them (kube-controller-manager, KWOK)', () 
     await eventually(async () => !(await batch.listNamespacedJob({ namespace })).items.some((j) => j.metadata?.name === objectName(id)), 30_000);
   });
 
-  it('keeps a scheduled job as a batch/v1 CronJob: schedule, zone and policy mapped, pause and resume as suspend, each Job it makes recorded as a run; cancel removes it', async () => {
-    const created = await t.api('POST', '/api/v1/jobs', {
-      name: 'nightly',
-      command: 'echo nightly',
-      schedule: '30 3 * * 1-5',
-      timezone: 'Europe/Berlin',
-      concurrency_policy: 'forbid',
-    });
-    expect(created.status).toBe(201);
-    const job = created.body.data;
-    const cronJob = (await eventually(() => cronJobOf(job.id), 30_000))!;
-    expect(cronJob.metadata!.labels).toMatchObject({ 'cloudplane.dev/id': job.id, 'app.kubernetes.io/managed-by': 'cloudplane' });
-    expect(cronJob.spec).toMatchObject({ schedule: '30 3 * * 1-5', timeZone: 'Europe/Berlin', concurrencyPolicy: 'Forbid', suspend: false });
-    const template = cronJob.spec!.jobTemplate.spec!;
-    expect(template).toMatchObject({ backoffLimit: 0, completions: 1, parallelism: 1 });
-    expect(template.template.spec!.containers[0]).toMatchObject({ image: 'docker.io/library/alpine:3.20', command: ['/bin/sh', '-c'], args: ['echo nightly'] });
-    const shown = await eventually(async () => {
-      const current = (await t.api('GET', `/api/v1/jobs/${job.id}`)).body.data;
-      return current.next_run_at ? current : null;
-    });
-    expect(shown).toMatchObject({ status: 'scheduled', last_run_at: null });
-    expect(new Date(shown.next_run_at).getUTCMinutes()).toBe(30);
+  it.concurrent(
+    'keeps a scheduled job as a batch/v1 CronJob: schedule, zone and policy mapped, pause and resume as suspend, each Job it makes recorded as a run; cancel removes it',
+    async () => {
+      const created = await t.api('POST', '/api/v1/jobs', {
+        name: 'nightly',
+        command: 'echo nightly',
+        schedule: '30 3 * * 1-5',
+        timezone: 'Europe/Berlin',
+        concurrency_policy: 'forbid',
+      });
+      expect(created.status).toBe(201);
+      const job = created.body.data;
+      const cronJob = (await eventually(() => cronJobOf(job.id), 30_000))!;
+      expect(cronJob.metadata!.labels).toMatchObject({ 'cloudplane.dev/id': job.id, 'app.kubernetes.io/managed-by': 'cloudplane' });
+      expect(cronJob.spec).toMatchObject({ schedule: '30 3 * * 1-5', timeZone: 'Europe/Berlin', concurrencyPolicy: 'Forbid', suspend: false });
+      const template = cronJob.spec!.jobTemplate.spec!;
+      expect(template).toMatchObject({ backoffLimit: 0, completions: 1, parallelism: 1 });
+      expect(template.template.spec!.containers[0]).toMatchObject({
+        image: 'docker.io/library/alpine:3.20',
+        command: ['/bin/sh', '-c'],
+        args: ['echo nightly'],
+      });
+      const shown = await eventually(async () => {
+        const current = (await t.api('GET', `/api/v1/jobs/${job.id}`)).body.data;
+        return current.next_run_at ? current : null;
+      });
+      expect(shown).toMatchObject({ status: 'scheduled', last_run_at: null });
+      expect(new Date(shown.next_run_at).getUTCMinutes()).toBe(30);
 
-    expect((await t.api('POST', `/api/v1/jobs/${job.id}/pause`)).body.data.status).toBe('paused');
-    await eventually(async () => (await cronJobOf(job.id))?.spec?.suspend === true, 20_000);
-    expect((await t.api('POST', `/api/v1/jobs/${job.id}/resume`)).body.data.status).toBe('scheduled');
-    await eventually(async () => (await cronJobOf(job.id))?.spec?.suspend === false, 20_000);
+      expect((await t.api('POST', `/api/v1/jobs/${job.id}/pause`)).body.data.status).toBe('paused');
+      await eventually(async () => (await cronJobOf(job.id))?.spec?.suspend === true, 20_000);
+      expect((await t.api('POST', `/api/v1/jobs/${job.id}/resume`)).body.data.status).toBe('scheduled');
+      await eventually(async () => (await cronJobOf(job.id))?.spec?.suspend === false, 20_000);
 
-    // A run made by hand from the CronJob, as the CronJob controller makes one at a time of the schedule.
-    await runByHand(job.id, 'nightly-by-hand');
-    const [run] = await eventually(async () => {
-      const runs = await runsOf(job.id);
-      return runs.length === 1 && runs[0].status === 'completed' ? runs : null;
-    }, 90_000);
-    expect(run).toMatchObject({ scheduled_job_id: job.id, name: 'nightly', command: 'echo nightly', schedule: null, exit_code: 0 });
-    expect(run.id).not.toBe(job.id);
-    const logs = (await t.api('GET', `/api/v1/jobs/${job.id}/logs`)).body.data;
-    expect(logs).toEqual({ job_id: job.id, run_id: run.id, status: 'completed', output: LOG_LINES.map((l) => `${l}\n`).join('') });
-    // Deliveries run side by side, so job.running may arrive after job.completed: wait for all three, then compare in created order.
-    await eventually(async () => typesFor(run.id).length >= 3, 20_000).catch(() => undefined);
-    expect(typesFor(run.id)).toEqual(['job.queued', 'job.running', 'job.completed']);
-    expect(eventsOf(receiver).find((e) => e.data.id === run.id).data).toMatchObject({ scheduled_job_id: job.id, scheduled_at: run.scheduled_at });
-    // The outcome is on the run's record: its Job is freed, and no second run is recorded.
-    await eventually(async () => !(await batch.listNamespacedJob({ namespace })).items.some((j) => j.metadata?.name === 'nightly-by-hand'), 30_000);
-    expect(await runsOf(job.id)).toHaveLength(1);
-    await eventually(async () => (await t.api('GET', `/api/v1/jobs/${job.id}`)).body.data.last_run_at === run.scheduled_at);
+      // A run made by hand from the CronJob, as the CronJob controller makes one at a time of the schedule.
+      await runByHand(job.id, 'nightly-by-hand');
+      const [run] = await eventually(async () => {
+        const runs = await runsOf(job.id);
+        return runs.length === 1 && runs[0].status === 'completed' ? runs : null;
+      }, 90_000);
+      expect(run).toMatchObject({ scheduled_job_id: job.id, name: 'nightly', command: 'echo nightly', schedule: null, exit_code: 0 });
+      expect(run.id).not.toBe(job.id);
+      const logs = (await t.api('GET', `/api/v1/jobs/${job.id}/logs`)).body.data;
+      expect(logs).toEqual({ job_id: job.id, run_id: run.id, status: 'completed', output: LOG_LINES.map((l) => `${l}\n`).join('') });
+      // Deliveries run side by side, so job.running may arrive after job.completed: wait for all three, then compare in created order.
+      await eventually(async () => typesFor(run.id).length >= 3, 20_000).catch(() => undefined);
+      expect(typesFor(run.id)).toEqual(['job.queued', 'job.running', 'job.completed']);
+      expect(eventsOf(receiver).find((e) => e.data.id === run.id).data).toMatchObject({ scheduled_job_id: job.id, scheduled_at: run.scheduled_at });
+      // The outcome is on the run's record: its Job is freed, and no second run is recorded.
+      await eventually(async () => !(await batch.listNamespacedJob({ namespace })).items.some((j) => j.metadata?.name === 'nightly-by-hand'), 30_000);
+      expect(await runsOf(job.id)).toHaveLength(1);
+      await eventually(async () => (await t.api('GET', `/api/v1/jobs/${job.id}`)).body.data.last_run_at === run.scheduled_at);
 
-    // Deleted or edited by hand: put back at the next look (at most a minute later).
-    await batch.deleteNamespacedCronJob({ name: objectName(job.id), namespace });
-    const back = await eventually(
-      async () => {
-        const current = await cronJobOf(job.id);
-        return current && !current.metadata?.deletionTimestamp && current.metadata?.uid !== cronJob.metadata!.uid ? current : null;
-      },
-      90_000,
-      500,
-    );
-    expect(back.spec).toMatchObject({ schedule: '30 3 * * 1-5', timeZone: 'Europe/Berlin', concurrencyPolicy: 'Forbid', suspend: false });
+      // Deleted or edited by hand: put back at the next look (the resync, shortened above).
+      await batch.deleteNamespacedCronJob({ name: objectName(job.id), namespace });
+      const back = await eventually(
+        async () => {
+          const current = await cronJobOf(job.id);
+          return current && !current.metadata?.deletionTimestamp && current.metadata?.uid !== cronJob.metadata!.uid ? current : null;
+        },
+        90_000,
+        500,
+      );
+      expect(back.spec).toMatchObject({ schedule: '30 3 * * 1-5', timeZone: 'Europe/Berlin', concurrencyPolicy: 'Forbid', suspend: false });
 
-    const cancelled = await t.api('POST', `/api/v1/jobs/${job.id}/cancel`);
-    expect(cancelled.body.data.status).toBe('cancelled');
-    await eventually(async () => (await cronJobOf(job.id)) === null, 20_000);
-  });
+      const cancelled = await t.api('POST', `/api/v1/jobs/${job.id}/cancel`);
+      expect(cancelled.body.data.status).toBe('cancelled');
+      await eventually(async () => (await cronJobOf(job.id)) === null, 20_000);
+    },
+  );
 
-  it("runs on the CronJob controller's own schedule; under replace the next time cancels the run still going", async () => {
+  it.concurrent("runs on the CronJob controller's own schedule; under replace the next time cancels the run still going", async () => {
     // Pods of this image never start (KWOK fails its pull), so a run stays queued until replaced.
     const image = `${UNREACHABLE_REGISTRY}/tool:1`;
     const created = await t.api('POST', '/api/v1/jobs', {
