@@ -38,8 +38,8 @@ const PASSWORD_ALPHABET = 'ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0
 export interface DatabaseSpec {
   name: string;
   engine: (typeof DATABASE_ENGINES)[number];
-  /** The major asked for; null for the driver's newest. */
-  version: string | null;
+  /** The major asked for; absent for the driver's newest (absent, not null: a CRD's enum takes no null). */
+  version?: string;
   region: string;
   size: string;
   num_nodes: number;
@@ -148,7 +148,7 @@ export const databaseFamily: FamilyDefinition<DatabaseSpec, DatabaseStatus> = {
     spec: strictObject({
       name: ResourceName(),
       engine: Engine,
-      version: Type.Union([Version, Type.Null()], { description: 'PostgreSQL major version; null for the newest the provider offers.' }),
+      version: Type.Optional(Version),
       region: Region(),
       size: Size,
       num_nodes: NumNodes,
@@ -181,7 +181,7 @@ export const databaseFamily: FamilyDefinition<DatabaseSpec, DatabaseStatus> = {
     return {
       name: body.name,
       engine: body.engine ?? 'pg',
-      version: body.version ?? null,
+      ...(body.version ? { version: body.version } : {}),
       region: body.region,
       size: body.size ?? DATABASE_SIZES[0],
       num_nodes: body.num_nodes ?? 1,
@@ -209,7 +209,7 @@ export const databaseFamily: FamilyDefinition<DatabaseSpec, DatabaseStatus> = {
     status: status.status,
     status_reason: status.status_reason ?? null,
     engine: spec.engine,
-    version: status.version ?? spec.version,
+    version: status.version ?? spec.version ?? null,
     region: spec.region,
     size: spec.size,
     num_nodes: spec.num_nodes,
