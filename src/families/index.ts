@@ -18,6 +18,7 @@ import { agentModule } from './agent';
 import { webhookModule } from './webhook';
 import { alertPolicyModule } from './alert-policy';
 import { incidentModule } from './incident';
+import { databaseModule } from './database';
 
 export const FAMILY_MODULES: readonly FamilyModule[] = [
   loadBalancerModule,
@@ -25,6 +26,7 @@ export const FAMILY_MODULES: readonly FamilyModule[] = [
   serverModule,
   bucketModule,
   fileShareModule,
+  databaseModule,
   jobModule,
   backupModule,
   accountsModule,

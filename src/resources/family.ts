@@ -223,6 +223,11 @@ export interface SecretField<Spec = object> {
   generate?(spec: Spec): string | null;
   /** Spec field counting rotations; a family checks it names one (`satisfies keyof Spec`). */
   versionField: string;
+  /**
+   * The create's answer shows the value once, under `field`, described so (a database's
+   * generated password); without it, no answer ever holds the value.
+   */
+  shownOnCreate?: string;
 }
 
 /** A connection Secret's entries: names a consumer reads (`address`, `endpoint`, ...) and their text. */

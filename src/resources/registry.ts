@@ -17,6 +17,7 @@ import { messageFamily, threadFamily } from './agent';
 import { deliveryFamily, webhookFamily } from './webhook';
 import { alertPolicyFamily } from './alert';
 import { incidentFamily } from './incident';
+import { databaseFamily } from './database';
 
 export const families: AnyFamily[] = [
   loadBalancerFamily,
@@ -24,6 +25,7 @@ export const families: AnyFamily[] = [
   serverFamily,
   bucketFamily,
   fileShareFamily,
+  databaseFamily,
   jobFamily,
   backupFamily,
   teamFamily,

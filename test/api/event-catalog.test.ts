@@ -54,6 +54,7 @@ const NOT_DRIVEN = [
   'server.failed',
   'bucket.failed',
   'file_share.failed',
+  'database.failed',
   'vpn_gateway.destroyed',
   'api_key.updated',
   'webhook.disabled',
@@ -220,6 +221,11 @@ describe('event catalog', () => {
     await sawEvent(share, 'file_share.updated');
     await eventually(async () => (await t.api('DELETE', `/api/v1/object-storage/${bucket}`)).status < 300);
     await eventually(async () => (await t.api('DELETE', `/api/v1/file-storage/${share}`)).status < 300);
+    const database = await created('/api/v1/databases', { name: 'cat-db', region: 'fra1' });
+    await waitForStatus(t, `/api/v1/databases/${database}`, 'running');
+    await ok('POST', `/api/v1/databases/${database}/reset-password`);
+    await sawEvent(database, 'database.updated');
+    await eventually(async () => (await t.api('DELETE', `/api/v1/databases/${database}`)).status < 300);
 
     const done = await created('/api/v1/jobs', { name: 'cat-ok', command: 'echo hi' });
     const broken = await created('/api/v1/jobs', { name: 'cat-broken', command: 'exit 3' });
@@ -256,6 +262,7 @@ describe('event catalog', () => {
       'webhook.deleted',
       'bucket.destroyed',
       'file_share.destroyed',
+      'database.destroyed',
     ];
     const events = await eventually(async () => {
       const all = await auditLog();
@@ -275,7 +282,7 @@ describe('event catalog', () => {
 
   it('holds the failures of every driver-backed family, with data valid by its schema', async () => {
     // A second service whose simulated provider fails every provisioning.
-    const failing = await startTestService({ ...ENV, CLOUDPLANE_SIM_FAILURES: 'load_balancer=1,vpn_gateway=1,server=1,bucket=1,file_share=1' });
+    const failing = await startTestService({ ...ENV, CLOUDPLANE_SIM_FAILURES: 'load_balancer=1,vpn_gateway=1,server=1,bucket=1,file_share=1,database=1' });
     try {
       const made = await Promise.all([
         failing.api('POST', '/api/v1/load-balancers', { name: 'bad-lb', region: 'fra1' }),
@@ -283,9 +290,10 @@ describe('event catalog', () => {
         failing.api('POST', '/api/v1/servers', { name: 'bad-svr', region: 'fra1' }),
         failing.api('POST', '/api/v1/object-storage', { name: 'bad-bucket', region: 'fra1' }),
         failing.api('POST', '/api/v1/file-storage', { name: 'bad-share', region: 'fra1' }),
+        failing.api('POST', '/api/v1/databases', { name: 'bad-db', region: 'fra1' }),
       ]);
-      expect(made.map((res) => res.status)).toEqual([201, 201, 201, 201, 201]);
-      const failures = ['load_balancer.failed', 'vpn_gateway.failed', 'server.failed', 'bucket.failed', 'file_share.failed'];
+      expect(made.map((res) => res.status)).toEqual([201, 201, 201, 201, 201, 201]);
+      const failures = ['load_balancer.failed', 'vpn_gateway.failed', 'server.failed', 'bucket.failed', 'file_share.failed', 'database.failed'];
       const categoryEvents = async () =>
         (
           await Promise.all(

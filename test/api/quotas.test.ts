@@ -14,6 +14,7 @@ const QUOTAS = {
   server: 1,
   bucket: 2,
   file_share: 1,
+  database: 1,
   job: 1,
   webhook: 2,
   api_key: 2,
@@ -84,6 +85,12 @@ const CASES: FamilyCase[] = [
     path: '/api/v1/file-storage',
     body: (i) => ({ name: `quota-share-${i}`, region: 'fra1' }),
     release: deleteAndWait('/api/v1/file-storage', 'deleted', 'available'),
+  },
+  {
+    family: 'database',
+    path: '/api/v1/databases',
+    body: (i) => ({ name: `quota-db-${i}`, region: 'fra1' }),
+    release: deleteAndWait('/api/v1/databases', 'deleted', 'running'),
   },
   {
     family: 'job',

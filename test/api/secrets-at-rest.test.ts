@@ -1,6 +1,7 @@
 /**
  * Secrets at rest, in logs and in events. The service is given and makes every kind of
- * secret it keeps: VPN pre-shared keys (given, generated and rotated), webhook secrets
+ * secret it keeps: VPN pre-shared keys (given, generated and rotated), database passwords
+ * (generated and reset), webhook secrets
  * (created and rotated, signing real deliveries), API keys (issued, used, revoked, and
  * the bootstrap key) and the cursor-signing key. Then every file of its data directory
  * (raw bytes, recursively), everything it logged at trace level (requests included) and
@@ -99,6 +100,15 @@ describe.each(variants)('no secret at rest, in the log or in events (%s)', (_var
         );
       }
 
+      // Database: the generated password (shown once) and the one reset-password made.
+      const database = await api('POST', '/api/v1/databases', { name: 'orders', region: 'fra1' });
+      expect(database.status).toBe(201);
+      await eventually(async () => (await api('GET', `/api/v1/databases/${database.body.data.id}`)).body.data.status === 'running', 30_000);
+      const reset = await api('POST', `/api/v1/databases/${database.body.data.id}/reset-password`);
+      expect(reset.status).toBe(200);
+      expect(reset.body.data.password).not.toBe(database.body.data.password);
+      needles.push({ label: 'database password', value: database.body.data.password }, { label: 'reset database password', value: reset.body.data.password });
+
       const issued = await api('POST', '/api/v1/settings/api-keys', { name: 'ci' });
       const revokedKey = await api('POST', '/api/v1/settings/api-keys', { name: 'old' });
       expect([issued.status, revokedKey.status]).toEqual([201, 201]);
@@ -135,7 +145,7 @@ describe.each(variants)('no secret at rest, in the log or in events (%s)', (_var
     expect(log).toContain(someId);
     expect(audit).toContain(someId);
     expect(filesUnder(dataDir).some((file) => fs.readFileSync(file).includes(someId))).toBe(true);
-    expect(needles.length).toBe(variantEnv.CLOUDPLANE_ENCRYPTION_KEY ? 13 : 12);
+    expect(needles.length).toBe(variantEnv.CLOUDPLANE_ENCRYPTION_KEY ? 15 : 14);
 
     const found = [...findInFiles(dataDir, needles), ...findIn('the log', Buffer.from(log), needles), ...findIn('the audit log', Buffer.from(audit), needles)];
     expect(found).toEqual([]);

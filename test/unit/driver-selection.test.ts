@@ -40,6 +40,7 @@ describe('driver selection', () => {
       vpn_gateway: 'simulated',
       bucket: 'simulated',
       file_share: 'simulated',
+      database: 'simulated',
       job: 'simulated',
       backup: 'simulated',
     });
@@ -53,7 +54,7 @@ describe('driver selection', () => {
   it.each([
     [{ CLOUDPLANE_DRIVER_LOAD_BALANCER: 'f5' }, /CLOUDPLANE_DRIVER_LOAD_BALANCER=f5: the load_balancer family has no driver "f5"; it has simulated/],
     [{ CLOUDPLANE_DRIVER_JOB: 'kubernetes' }, /CLOUDPLANE_DRIVER_JOB=kubernetes needs cluster mode \(CLOUDPLANE_STORE=kubernetes\)/],
-    [{ CLOUDPLANE_DRIVER_DATABASE: 'simulated' }, /CLOUDPLANE_DRIVER_DATABASE names no family with drivers; those are load_balancer, vpn_gateway, server/],
+    [{ CLOUDPLANE_DRIVER_QUEUE: 'simulated' }, /CLOUDPLANE_DRIVER_QUEUE names no family with drivers; those are load_balancer, vpn_gateway, server/],
   ])('refuses %j, naming the setting', (env, message) => {
     expect(() => build(env)).toThrow(message);
   });

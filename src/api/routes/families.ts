@@ -77,7 +77,7 @@ export function assertChangeable(family: AnyFamily, resource: Resource): void {
   if (state === 'deleted' || resource.meta.deletionTimestamp) throw invalidState(`The ${family.title} is deleted.`);
 }
 
-type SpecUpdate = (extra?: (current: Resource) => Record<string, unknown>) => Promise<Resource>;
+export type SpecUpdate<R extends Resource = Resource> = (extra?: (current: Resource) => Record<string, unknown>) => Promise<R>;
 
 /** Takes the family's write-only secret field out of a request body. */
 function splitSecret(family: AnyFamily, body: Record<string, unknown>): { body: Record<string, unknown>; secret?: string } {
@@ -90,7 +90,14 @@ function splitSecret(family: AnyFamily, body: Record<string, unknown>): { body: 
 }
 
 /** Replaces the secret and bumps the spec's version of it; a refused update puts the old secret back. */
-async function rotateSecret(ctx: ApiContext, family: AnyFamily, team: string, id: string, value: string, update: SpecUpdate): Promise<Resource> {
+export async function rotateSecret<R extends Resource>(
+  ctx: ApiContext,
+  family: AnyFamily,
+  team: string,
+  id: string,
+  value: string,
+  update: SpecUpdate<R>,
+): Promise<R> {
   const secret = known(family.secret, `the secret of a ${family.title} (only a family with one rotates it)`);
   const name = secret.secretName(id);
   const previous = await ctx.store.secrets.get(team, name);
@@ -145,6 +152,16 @@ function projectedDeletion(resource: Resource, immediate: boolean): Resource {
   return { ...resource, status: { ...resource.status, ...status } };
 }
 
+/** The record with the family's secret, for an answer that shows it once (SecretField.shownOnCreate). */
+export function withShownSecret(family: AnyFamily): TSchema {
+  const secret = family.secret;
+  if (!secret?.shownOnCreate) return family.schemas.record;
+  return Type.Object(
+    { ...family.schemas.record.properties, [secret.field]: Type.String({ description: secret.shownOnCreate }) },
+    { additionalProperties: false },
+  );
+}
+
 export function registerFamilyRoutes(app: ApiApp, ctx: ApiContext, family: AnyFamily): void {
   const base = `/api/v1/${family.path}`;
   const config: { family?: string } = family.providerBacked ? { family: family.name } : {};
@@ -184,20 +201,23 @@ export function registerFamilyRoutes(app: ApiApp, ctx: ApiContext, family: AnyFa
       operationId: `create${typeName}`,
       summary: `Create a ${family.title}`,
       body: family.schemas.create,
-      response: { 201: envelopeOf(RecordSchema), ...errorResponses },
+      response: { 201: envelopeOf(withShownSecret(family)), ...errorResponses },
     },
     handler: async (request, reply) => {
       const { team, key } = principalOf(request);
-      const { body, secret } = splitSecret(family, request.body);
+      const { body, secret: given } = splitSecret(family, request.body);
       const spec = family.specFromCreate(body, ruleContext);
       const id = newId(family.idPrefix);
+      const secret = given ?? family.secret?.generate?.(spec) ?? undefined;
       const resource = await withinQuota(ctx.quota, family, team, id, () =>
         withUniqueName(ctx.store, family, team, spec, undefined, () =>
           withNewSecret(ctx.store, family, team, id, spec, secret, () => ctx.writer.create(family, team, spec, key, id)),
         ),
       );
       reply.header('Location', `${base}/${resource.meta.id}`);
-      return send(ctx, request, reply, 201, family.toRecord(resource));
+      const record = family.toRecord(resource);
+      const shown = family.secret?.shownOnCreate && secret !== undefined ? { [family.secret.field]: secret } : {};
+      return send(ctx, request, reply, 201, { ...record, ...shown });
     },
   });
 

@@ -11,6 +11,8 @@ import type { BackendHealth, LoadBalancerDesired, LoadBalancerOutputs } from '..
 import type { TunnelStats, VpnGatewayDesired, VpnGatewayOutputs } from '../vpn-gateway';
 import type { BucketOutputs, FileShareOutputs } from '../storage';
 import type { BucketSpec, FileShareSpec } from '../../resources/storage';
+import type { DatabaseDesired, DatabaseObserved, DatabaseOutputs } from '../database';
+import { ADMIN_USER, DEFAULT_DATABASE, PG_VERSIONS } from '../../resources/database';
 import { draw, Simulation } from './simulation';
 import { FamilyState, SimulatedDriver, SimulatedRecord } from './driver';
 import { asStored } from '../../resources/family';
@@ -199,3 +201,30 @@ export const simulatedFileShareDriver = (sim: Simulation) =>
   new SimulatedPlainDriver<FileShareSpec, FileShareOutputs>('file_share', sim, ({ id }) => ({
     mount_target: `${sim.allocateAddress(id, '10.200')}:/exports/${id}`,
   }));
+
+/**
+ * A simulated PostgreSQL: an address of its own, the newest major unless one is asked for,
+ * and every standby following. Its configuration is the spec with the password's version,
+ * never the password, so nothing of the password is kept in what it records.
+ */
+export class SimulatedDatabaseDriver extends SimulatedDriver<DatabaseDesired, DatabaseOutputs, DatabaseObserved> {
+  constructor(sim: Simulation) {
+    super('database', sim);
+  }
+
+  protected configOf({ password: _password, ...config }: DatabaseDesired): unknown {
+    return config;
+  }
+
+  protected outputsOf({ id, desired }: Managed<DatabaseDesired>): DatabaseOutputs {
+    const host = `${id.replace(/_/g, '-')}.db.${desired.region}.cloudplane.example`;
+    return {
+      connection: { host, port: 25060, user: ADMIN_USER, database: DEFAULT_DATABASE, ssl_mode: 'require' },
+      version: desired.version ?? PG_VERSIONS[PG_VERSIONS.length - 1],
+    };
+  }
+
+  protected stateOf({ desired }: Managed<DatabaseDesired>, _record: SimulatedRecord, ready: boolean): FamilyState<DatabaseObserved> {
+    return { observed: { standby_nodes: ready ? desired.num_nodes - 1 : 0 } };
+  }
+}

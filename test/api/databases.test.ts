@@ -1,0 +1,108 @@
+/**
+ * Managed databases through the API: the lifecycle (creating -> running -> deleted), the
+ * administrator's password shown once (by the create and by reset-password, never by a
+ * read, a list or an event), and the rules of a create.
+ */
+import { startTestService, TestService, waitForStatus, eventually } from '../helpers/service';
+
+describe('databases', () => {
+  let t: TestService;
+  beforeAll(async () => {
+    t = await startTestService();
+  });
+  afterAll(async () => t.stop());
+
+  it('goes creating -> running with its connection details, and shows the password once', async () => {
+    const created = await t.api('POST', '/api/v1/databases', { name: 'orders', region: 'fra1' });
+    expect(created.status).toBe(201);
+    const db = created.body.data;
+    expect(db.id).toMatch(/^db_[0-9a-z]{16,26}$/);
+    expect(db).toMatchObject({
+      name: 'orders',
+      status: 'creating',
+      engine: 'pg',
+      version: null,
+      size: 'db-s-1vcpu-1gb',
+      num_nodes: 1,
+      storage_gb: 10,
+      connection: null,
+      standby_nodes: 0,
+    });
+    expect(db.password).toMatch(/^[A-Za-z0-9]{32}$/);
+    expect(created.headers.get('location')).toBe(`/api/v1/databases/${db.id}`);
+
+    const running = await waitForStatus(t, `/api/v1/databases/${db.id}`, 'running');
+    expect(running.password).toBeUndefined();
+    expect(running.version).toBe('17');
+    expect(running.connection).toEqual({
+      host: expect.stringContaining('.db.fra1.'),
+      port: 25060,
+      user: 'dbadmin',
+      database: 'defaultdb',
+      ssl_mode: 'require',
+      uri: `postgresql://dbadmin@${running.connection.host}:25060/defaultdb?sslmode=require`,
+    });
+
+    const listed = await t.api('GET', '/api/v1/databases');
+    expect(listed.body.data.map((d: { id: string }) => d.id)).toContain(db.id);
+    const events = await eventually(async () => {
+      const page = await t.api('GET', `/api/v1/audit-log?resource_id=${db.id}`);
+      return page.body.data.some((e: { type: string }) => e.type === 'database.running') ? page.body.data : null;
+    });
+    expect(events.map((e: { type: string }) => e.type)).toEqual(expect.arrayContaining(['database.created', 'database.running']));
+    for (const text of [JSON.stringify(listed.body), JSON.stringify(events)]) expect(text).not.toContain(db.password);
+  });
+
+  it('resets the password: a new one, shown once, set by the driver (database.updated)', async () => {
+    const db = (await t.api('POST', '/api/v1/databases', { name: 'billing', region: 'fra1', version: '15', num_nodes: 3 })).body.data;
+    await waitForStatus(t, `/api/v1/databases/${db.id}`, 'running');
+    const reset = await t.api('POST', `/api/v1/databases/${db.id}/reset-password`);
+    expect(reset.status).toBe(200);
+    expect(reset.body.data).toMatchObject({ id: db.id, version: '15', num_nodes: 3 });
+    expect(reset.body.data.password).toMatch(/^[A-Za-z0-9]{32}$/);
+    expect(reset.body.data.password).not.toBe(db.password);
+    expect(await t.service.ctx.store.secrets.get(t.teamId, `db-password-${db.id}`)).toEqual({ value: reset.body.data.password });
+    await eventually(async () => {
+      const page = await t.api('GET', `/api/v1/audit-log?resource_id=${db.id}&type=database.updated`);
+      return page.body.data.length > 0;
+    });
+    const after = await waitForStatus(t, `/api/v1/databases/${db.id}`, 'running');
+    expect(after.standby_nodes).toBe(2);
+    expect(JSON.stringify(after)).not.toContain(reset.body.data.password);
+  });
+
+  it('answers a replayed create with the same password, and refuses what it cannot make', async () => {
+    const key = `db-${Date.now()}`;
+    const first = await t.api('POST', '/api/v1/databases', { name: 'replayed', region: 'fra1' }, { headers: { 'idempotency-key': key } });
+    const again = await t.api('POST', '/api/v1/databases', { name: 'replayed', region: 'fra1' }, { headers: { 'idempotency-key': key } });
+    expect([first.status, again.status]).toEqual([201, 201]);
+    expect(again.body.data.password).toBe(first.body.data.password);
+
+    const taken = await t.api('POST', '/api/v1/databases', { name: 'replayed', region: 'fra1' });
+    expect(taken.status).toBe(409);
+    expect(taken.body.error.code).toBe('name_taken');
+    for (const [body, field] of [
+      [{ name: 'x1', region: 'fra1', engine: 'mysql' }, 'engine'],
+      [{ name: 'x2', region: 'fra1', version: '9' }, 'version'],
+      [{ name: 'x3', region: 'fra1', num_nodes: 4 }, 'num_nodes'],
+      [{ name: 'x4', region: 'fra1', storage_gb: 5 }, 'storage_gb'],
+      [{ name: 'x5', region: 'fra1', password: 'mine' }, 'password'],
+    ] as const) {
+      const refused = await t.api('POST', '/api/v1/databases', body);
+      expect([refused.status, refused.body.error.code]).toEqual([422, 'validation_failed']);
+      expect(JSON.stringify(refused.body.error)).toContain(field);
+    }
+    const unknown = await t.api('POST', '/api/v1/databases/db_00000000000000000000/reset-password');
+    expect([unknown.status, unknown.body.error.code]).toEqual([404, 'database_not_found']);
+  });
+
+  it('deletes: deleted at once, and a deleted one keeps its password unshown (409 on reset)', async () => {
+    const db = (await t.api('POST', '/api/v1/databases', { name: 'scratch', region: 'fra1' })).body.data;
+    await waitForStatus(t, `/api/v1/databases/${db.id}`, 'running');
+    const deleted = await t.api('DELETE', `/api/v1/databases/${db.id}`);
+    expect(deleted.status).toBe(200);
+    expect(deleted.body.data.status).toBe('deleted');
+    const reset = await t.api('POST', `/api/v1/databases/${db.id}/reset-password`);
+    expect([reset.status, reset.body.error.code]).toEqual([409, 'invalid_state']);
+  });
+});
