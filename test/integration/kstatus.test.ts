@@ -33,6 +33,7 @@ const IN_PROGRESS: Record<string, string[]> = {
   ServerBackup: ['creating'],
   Bucket: ['creating'],
   FileShare: ['creating'],
+  Database: ['creating'],
   CloudJob: ['queued', 'running'],
   WebhookDelivery: ['pending'],
 };
@@ -103,6 +104,7 @@ describe('kstatus on every kind', () => {
     await post('/api/v1/servers', { name: 'web-1', region: 'fra1' }, 'running');
     await post('/api/v1/object-storage', { name: 'kstatus-bucket', region: 'fra1' }, 'available');
     await post('/api/v1/file-storage', { name: 'share-1', region: 'fra1' }, 'available');
+    await post('/api/v1/databases', { name: 'db-1', region: 'fra1' }, 'running');
     await post('/api/v1/jobs', { name: 'once', command: 'true' }, 'completed');
     const thread = await t.api('POST', '/api/v1/agent/threads', { title: 'questions' });
     expect(thread.status).toBe(201);
