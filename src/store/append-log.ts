@@ -14,6 +14,7 @@
 import fs from 'node:fs';
 import path from 'node:path';
 import { codeOf } from '../lib/unknown-values';
+import { isAlive } from '../lib/processes';
 import { TeamTurns } from '../lib/team-turns';
 import { takeTurn } from '../lib/event-loop-turns';
 
@@ -423,13 +424,4 @@ export function lockDataDir(dir: string): () => void {
     }
   }
   throw new Error(`could not lock data directory ${dir}`);
-}
-
-function isAlive(pid: number): boolean {
-  try {
-    process.kill(pid, 0);
-    return true;
-  } catch (err) {
-    return codeOf(err) === 'EPERM';
-  }
 }

@@ -7,7 +7,8 @@
 import fs from 'node:fs';
 import path from 'node:path';
 import type { Logger } from 'pino';
-import { Daemon, run, succeeds, waitFor, writePrivateFile } from './commands';
+import { Daemon } from './commands';
+import { run, succeeds, waitFor, writePrivateFile } from '../lib/processes';
 import { isWireguardConfig, VpnAgentConfig, WireguardAgentConfig } from './config';
 import type { Tunnel, TunnelReading } from './tunnel';
 

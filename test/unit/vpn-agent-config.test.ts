@@ -6,7 +6,7 @@
 import fs from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
-import { run } from '../../src/vpn-agent/commands';
+import { run } from '../../src/lib/processes';
 import { parseAgentConfig, VpnAgentConfig } from '../../src/vpn-agent/config';
 import { parseListSas, readingOf, renderSwanctlConf } from '../../src/vpn-agent/ipsec';
 import { renderWgConfig } from '../../src/vpn-agent/wireguard';

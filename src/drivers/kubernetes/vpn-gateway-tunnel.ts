@@ -31,7 +31,7 @@ import type { KubeConfig, V1Deployment, V1Pod, V1Secret, V1Service } from '@kube
 import type { Logger } from 'pino';
 import { Value } from '@sinclair/typebox/value';
 import { AgentStatus, AgentStatusSchema } from '../../vpn-agent/status-server';
-import { redacted } from '../../vpn-agent/commands';
+import { redacted } from '../../lib/processes';
 import type { TunnelStats, VpnGatewayDesired, VpnGatewayDriver, VpnGatewayOutputs } from '../vpn-gateway';
 import type { DriverHealth, Managed, Observation, Step } from '../types';
 import { AppliedObjects, holdsDesired, ObjectHeader } from './applied';
