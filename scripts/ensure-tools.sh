@@ -52,6 +52,12 @@ debian_tools() {
     echo "ensure-tools: could not install Debian's haproxy (needs apt-get as root); the tests that run HAProxy will fail" >&2
   fi
 
+  #   postgresql — Debian's package: the local database driver runs its initdb and pg_ctl
+  #   (test/integration/database-local.test.ts), and the tests connect with its psql.
+  if ! { ls /usr/lib/postgresql/*/bin/initdb >/dev/null 2>&1 || have initdb; } && ! apt_install postgresql; then
+    echo "ensure-tools: could not install Debian's postgresql (needs apt-get as root); the local database tests will fail" >&2
+  fi
+
   #   chromium — Debian's package, the real browser Playwright (playwright-core) drives in the
   #   console tests (test/console/). Debian's build rather than Playwright's download: it is
   #   kept patched by the distribution and needs no second browser cache.

@@ -7,7 +7,8 @@
 # real etcd + kube-apiserver with the CRDs installed (test/helpers/fuzz-cluster.ts, stopped
 # at the end), so refusals of the API server that the embedded store never makes show up.
 #
-# Knobs (environment): FUZZ_STORE (embedded, default, or kubernetes), FUZZ_MAX_EXAMPLES (per operation, default 30), FUZZ_SEED,
+# Knobs (environment): FUZZ_STORE (embedded, default, or kubernetes), FUZZ_PROVIDER (simulated, default: the
+# local drivers would start a real PostgreSQL for each of the hundreds of databases it makes; or local), FUZZ_MAX_EXAMPLES (per operation, default 30), FUZZ_SEED,
 # FUZZ_WORKERS (default 2), FUZZ_REPORT_DIR (default bench/results/fuzz, git-ignored),
 # FUZZ_PHASES (default examples,coverage,fuzzing,stateful). Extra arguments go to `st run`.
 set -euo pipefail
@@ -79,7 +80,7 @@ if [ "$STORE" = kubernetes ]; then
 fi
 
 env CLOUDPLANE_PORT=0 CLOUDPLANE_HOST=127.0.0.1 CLOUDPLANE_DATA_DIR="$data_dir/data" \
-CLOUDPLANE_BOOTSTRAP_API_KEY="$key" CLOUDPLANE_SIM_DELAY_MS=50 \
+CLOUDPLANE_BOOTSTRAP_API_KEY="$key" CLOUDPLANE_SIM_DELAY_MS=50 CLOUDPLANE_PROVIDER="${FUZZ_PROVIDER:-simulated}" \
 CLOUDPLANE_RATE_LIMIT_PER_MINUTE=1000000 CLOUDPLANE_LOG_LEVEL="${FUZZ_LOG_LEVEL:-warn}" \
   "${store_env[@]}" node dist/src/main.js >"$log" 2>&1 &
 service_pid=$!

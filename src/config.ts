@@ -30,10 +30,18 @@ export interface SimulationConfig {
 
 /** Which driver does each family's work (src/drivers/registry.ts chooses and checks them). */
 export interface DriverConfig {
-  /** The provider whose drivers families use by default: `simulated` on the embedded default, `kubernetes` in cluster mode. */
-  provider: string;
+  /**
+   * The provider whose drivers families use by default: `local` on the embedded default (a
+   * family's driver that runs real software on this machine where it has one and finds its
+   * binaries, the simulated one otherwise), `kubernetes` in cluster mode, or `simulated`.
+   */
+  provider: 'local' | 'kubernetes' | 'simulated';
   /** Per-family choices (CLOUDPLANE_DRIVER_<FAMILY>), by family name such as `load_balancer`. */
   overrides: Record<string, string>;
+  /** Where the local database driver takes PostgreSQL's programs from (CLOUDPLANE_POSTGRES_BIN_DIR); unset, it looks for them. */
+  postgresBinDir: string | null;
+  /** Where the local database driver keeps each database's files (CLOUDPLANE_LOCAL_DATABASE_DIR; `<data dir>/databases`). */
+  localDatabaseDir: string;
 }
 
 export interface Config {
@@ -359,9 +367,10 @@ function storeKind(env: Env): 'embedded' | 'kubernetes' {
 
 const DRIVER_PREFIX = 'CLOUDPLANE_DRIVER_';
 
-function drivers(env: Env): DriverConfig {
-  const provider = env.CLOUDPLANE_PROVIDER || (storeKind(env) === 'kubernetes' ? 'kubernetes' : 'simulated');
-  if (provider !== 'kubernetes' && provider !== 'simulated') throw new Error(`CLOUDPLANE_PROVIDER must be simulated or kubernetes, got "${provider}"`);
+function drivers(env: Env, dataDir: string): DriverConfig {
+  const provider = env.CLOUDPLANE_PROVIDER || (storeKind(env) === 'kubernetes' ? 'kubernetes' : 'local');
+  if (provider !== 'kubernetes' && provider !== 'simulated' && provider !== 'local')
+    throw new Error(`CLOUDPLANE_PROVIDER must be local, simulated or kubernetes, got "${provider}"`);
   const overrides: Record<string, string> = {};
   // CLOUDPLANE_JOB_DRIVER is the older name of CLOUDPLANE_DRIVER_JOB.
   if (env.CLOUDPLANE_JOB_DRIVER) overrides.job = env.CLOUDPLANE_JOB_DRIVER;
@@ -369,7 +378,12 @@ function drivers(env: Env): DriverConfig {
     if (!name.startsWith(DRIVER_PREFIX) || !value) continue;
     overrides[name.slice(DRIVER_PREFIX.length).toLowerCase()] = value;
   }
-  return { provider, overrides };
+  return {
+    provider,
+    overrides,
+    postgresBinDir: env.CLOUDPLANE_POSTGRES_BIN_DIR ? path.resolve(env.CLOUDPLANE_POSTGRES_BIN_DIR) : null,
+    localDatabaseDir: path.resolve(env.CLOUDPLANE_LOCAL_DATABASE_DIR || path.join(dataDir, 'databases')),
+  };
 }
 
 /** A JSON value of a given shape, or the fallback when unset. */
@@ -607,10 +621,11 @@ export function loadConfig(env: Env = process.env): Config {
   const natsServers = list(env, 'CLOUDPLANE_NATS_URL', []);
   // Fractional days are allowed (0.0001 is 8.64 s), so tests can watch events expire.
   const eventRetentionMs = Math.max(1, Math.round(positiveNumber(env, 'CLOUDPLANE_EVENT_RETENTION_DAYS', 30) * 86_400_000));
+  const dataDir = path.resolve(env.CLOUDPLANE_DATA_DIR || './data');
   return {
     host: env.CLOUDPLANE_HOST || '127.0.0.1',
     port: int(env, 'CLOUDPLANE_PORT', 8080, 0, 65535),
-    dataDir: path.resolve(env.CLOUDPLANE_DATA_DIR || './data'),
+    dataDir,
     consoleDir: path.resolve(env.CLOUDPLANE_CONSOLE_DIR || path.join(packageRoot(), 'dist', 'console')),
     storeCompactBytes: int(env, 'CLOUDPLANE_STORE_COMPACT_BYTES', 64 * 1024 * 1024, 4096),
     bootstrapApiKey: env.CLOUDPLANE_BOOTSTRAP_API_KEY || undefined,
@@ -634,7 +649,7 @@ export function loadConfig(env: Env = process.env): Config {
       delays: numberMap(env, 'CLOUDPLANE_SIM_DELAYS', 0, Number.MAX_SAFE_INTEGER),
       failures: numberMap(env, 'CLOUDPLANE_SIM_FAILURES', 0, 1),
     },
-    drivers: drivers(env),
+    drivers: drivers(env, dataDir),
     agentLlm: llmUrl
       ? {
           url: llmUrl,

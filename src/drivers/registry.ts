@@ -1,10 +1,11 @@
 /**
  * Which driver does a family's work, chosen by configuration: the provider's default for
- * the mode (`simulated` on the embedded default, `kubernetes` in cluster mode), and a
+ * the mode (`local` on the embedded default, `kubernetes` in cluster mode), and a
  * per-family override (CLOUDPLANE_DRIVER_<FAMILY>). Each family lists the drivers it has in
  * its module (src/families/); a family without a driver of the chosen provider falls back
- * to `simulated`, saying so in the log, while a driver named explicitly must exist, or the
- * service refuses to start. This is the choosing and building every family shares, and the
+ * to `simulated`, saying so in the log (the local provider says so only of a local driver
+ * whose software is missing), while a driver named explicitly must exist, or the service
+ * refuses to start. This is the choosing and building every family shares, and the
  * set of drivers in use that meta.provider reads.
  */
 import type { Logger } from 'pino';
@@ -14,6 +15,7 @@ import type { NamespacedWatches } from '../store/kubernetes/namespaced-watches';
 import type { DriverContext, DriverHealth, ExternalRecord, ProviderHealth } from './types';
 import { Simulation } from './simulated/simulation';
 import { entryOf } from '../lib/maps';
+import { known } from '../lib/known';
 
 /** What drivers are built from; `kube` only in cluster mode. */
 export interface BuildContext extends DriverContext {
@@ -27,13 +29,21 @@ export interface ClusterContext extends BuildContext {
 }
 
 /**
+ * A driver that runs real software on this machine (PostgreSQL's programs), or why it
+ * cannot here (the programs are not installed): `found` is what it runs, said at start-up.
+ */
+export type LocalDriver<D> = { driver: D; found: string } | { missing: string };
+
+/**
  * A family's drivers: the simulated one, one that makes objects in the cluster where it
- * has one, and drivers of services outside the cluster (an S3 endpoint), which need no
- * cluster and so work in either mode.
+ * has one, one that runs real software on this machine (the embedded default's), and
+ * drivers of services outside the cluster (an S3 endpoint), which need no cluster and so
+ * work in either mode.
  */
 export interface DriverFactories<D> {
   simulated: (ctx: BuildContext) => D;
   kubernetes?: (ctx: ClusterContext) => D;
+  local?: (ctx: BuildContext) => LocalDriver<D>;
   external?: Record<string, (ctx: BuildContext) => D>;
 }
 
@@ -54,6 +64,7 @@ export interface ChosenDriver<D> {
 export const driverNames = (factories: DriverFactories<unknown>): string[] => [
   'simulated',
   ...(factories.kubernetes ? ['kubernetes'] : []),
+  ...(factories.local ? ['local'] : []),
   ...Object.keys(factories.external ?? {}),
 ];
 
@@ -77,6 +88,7 @@ export function checkDriverSettings(config: Config, familiesWithDrivers: readonl
 /** The configured driver of a family, built; throws, naming the setting, when it cannot be had. */
 export function chooseDriver<D>(family: string, factories: DriverFactories<D>, ctx: BuildContext): ChosenDriver<D> {
   const name = chosenName(family, factories, ctx.config, ctx.logger);
+  if (name === 'local') return chooseLocal(family, factories, ctx);
   return { name, driver: buildDriver(family, factories, name, ctx) };
 }
 
@@ -90,8 +102,27 @@ function chosenName(family: string, factories: DriverFactories<unknown>, config:
   }
   const provider = config.drivers.provider;
   if (available.includes(provider)) return provider;
-  logger.warn({ family, provider, using: 'simulated' }, `the ${family} family has no ${provider} driver yet; it uses the simulated one`);
+  // The local provider is "real where this machine can": the other families simulate, as they always have.
+  if (provider !== 'local')
+    logger.warn({ family, provider, using: 'simulated' }, `the ${family} family has no ${provider} driver yet; it uses the simulated one`);
   return 'simulated';
+}
+
+/**
+ * A family's local driver: refused at start-up when named explicitly and its software is
+ * missing; taken by the local provider where found, and the simulated driver otherwise,
+ * said at start-up either way.
+ */
+function chooseLocal<D>(family: string, factories: DriverFactories<D>, ctx: BuildContext): ChosenDriver<D> {
+  const local = known(factories.local, `the ${family} family's local driver`)(ctx);
+  const named = entryOf(ctx.config.drivers.overrides, family) === 'local';
+  if ('missing' in local) {
+    if (named) throw new Error(`${settingOf(family)}=local: ${local.missing}`);
+    ctx.logger.warn({ family, using: 'simulated' }, `the ${family} family's local driver cannot run here (${local.missing}); it uses the simulated one`);
+    return { name: 'simulated', driver: factories.simulated(ctx) };
+  }
+  ctx.logger.info({ family, driver: 'local' }, `the ${family} family runs ${local.found}`);
+  return { name: 'local', driver: local.driver };
 }
 
 /** A family's driver of that name, built; throws when it needs the cluster mode the service is not in. */

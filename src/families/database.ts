@@ -1,7 +1,13 @@
-/** Managed PostgreSQL databases: simulated on the embedded default (a local and a cluster driver come next). */
-import { databaseFamily } from '../resources/database';
+/**
+ * Managed PostgreSQL databases: a real PostgreSQL on this machine on the embedded default
+ * (the local driver, where PostgreSQL is installed), simulated otherwise; the cluster
+ * driver comes next.
+ */
+import { databaseFamily, PG_VERSIONS } from '../resources/database';
 import type { DatabaseDriver } from '../drivers/database';
 import { SimulatedDatabaseDriver } from '../drivers/simulated/families';
+import { LocalDatabaseDriver } from '../drivers/local/database';
+import { findPostgres } from '../drivers/local/postgres-install';
 import { databaseBinding } from '../controllers/database';
 import { registerDatabaseRoutes } from '../api/routes/databases';
 import { drivenFamilyModule } from './module';
@@ -10,6 +16,13 @@ export const databaseModule = drivenFamilyModule<DatabaseDriver>({
   family: databaseFamily,
   drivers: {
     simulated: (ctx) => new SimulatedDatabaseDriver(ctx.simulation),
+    local: ({ config, logger }) => {
+      const { postgresBinDir, localDatabaseDir } = config.drivers;
+      const install = findPostgres(postgresBinDir, localDatabaseDir, PG_VERSIONS);
+      if ('missing' in install) return install;
+      const driver = new LocalDatabaseDriver(install, localDatabaseDir, logger);
+      return { driver, found: driver.describe() };
+    },
   },
   reconcilers: (deps, driver) => [deps.managed(databaseBinding(driver, deps.store))],
   routes: (app, ctx) => {

@@ -15,6 +15,9 @@ export const RUN_TMPDIR_ENV = 'CLOUDPLANE_TEST_RUN_TMPDIR';
 
 export default function globalSetup(): void {
   const runDir = fs.mkdtempSync(path.join(os.tmpdir(), 'cloudplane-run-'));
+  // Others may pass through, not list: PostgreSQL runs as its own user when the tests run as
+  // root, and reaches the directory a local-database test opens to it (each test's own stays 0700).
+  fs.chmodSync(runDir, 0o711);
   process.env[RUN_TMPDIR_ENV] = runDir;
   // Read by os.tmpdir() in the test workers, which inherit this environment, and by the tools they start.
   process.env.TMPDIR = runDir;

@@ -75,12 +75,15 @@ export async function request(url: string, method: string, urlPath: string, body
   return { status: response.status, headers: response.headers, body: parsed };
 }
 
-export async function startTestService(env: Record<string, string> = {}, dataDir = tempDataDir()): Promise<TestService> {
+/** `logTo`: where the service's log goes (at the level `env` sets), for a test that reads it. */
+export async function startTestService(env: Record<string, string> = {}, dataDir = tempDataDir(), logTo?: { write(line: string): void }): Promise<TestService> {
   const cluster = clusterMode() ? await clusterEnv(dataDir) : {};
   // CLOUDPLANE_TEST_LOG_LEVEL (e.g. `error`) shows the services' logs when a test is being debugged.
   const logLevel = process.env.CLOUDPLANE_TEST_LOG_LEVEL ? { CLOUDPLANE_LOG_LEVEL: process.env.CLOUDPLANE_TEST_LOG_LEVEL } : {};
-  const config = loadConfig({ ...FAST_ENV, CLOUDPLANE_PORT: '0', CLOUDPLANE_DATA_DIR: dataDir, ...cluster, ...env, ...logLevel });
-  const service = await startService(config, createLogger(config.logLevel));
+  // The embedded default's local drivers run real software (PostgreSQL); a test asks for them by name.
+  const simulated = clusterMode() ? {} : { CLOUDPLANE_PROVIDER: 'simulated' };
+  const config = loadConfig({ ...FAST_ENV, CLOUDPLANE_PORT: '0', CLOUDPLANE_DATA_DIR: dataDir, ...simulated, ...cluster, ...env, ...logLevel });
+  const service = await startService(config, createLogger(config.logLevel, logTo));
   const key = env.CLOUDPLANE_BOOTSTRAP_API_KEY ?? service.bootstrap?.token;
   if (!key) throw new Error('no bootstrap key: start tests in a fresh data directory or pass CLOUDPLANE_BOOTSTRAP_API_KEY');
   return {

@@ -12,6 +12,8 @@ import { createLogger } from '../../src/logger';
 import { buildFamilies } from '../../src/families/build';
 import { FAMILY_MODULES } from '../../src/families';
 import { families } from '../../src/resources/registry';
+import { findPostgres } from '../../src/drivers/local/postgres-install';
+import { PG_VERSIONS } from '../../src/resources/database';
 import { tempDataDir } from '../helpers/service';
 
 const logger = createLogger('silent');
@@ -33,8 +35,8 @@ function clusterEnv(): Record<string, string> {
 }
 
 describe('driver selection', () => {
-  it('uses the simulated driver of every family on the embedded default', () => {
-    expect(build({}).chosen).toEqual({
+  it('uses the simulated driver of every family under the simulated provider', () => {
+    expect(build({ CLOUDPLANE_PROVIDER: 'simulated' }).chosen).toEqual({
       server: 'simulated',
       load_balancer: 'simulated',
       vpn_gateway: 'simulated',
@@ -44,6 +46,31 @@ describe('driver selection', () => {
       job: 'simulated',
       backup: 'simulated',
     });
+  });
+
+  it('defaults to the local provider on the embedded default: a real PostgreSQL for databases where installed, the simulated drivers elsewhere', () => {
+    const dir = tempDataDir();
+    const env = { CLOUDPLANE_LOCAL_DATABASE_DIR: path.join(dir, 'databases') };
+    fs.chmodSync(dir, 0o711);
+    const installed = findPostgres(null, env.CLOUDPLANE_LOCAL_DATABASE_DIR, PG_VERSIONS);
+    const chosen = build(env).chosen;
+    expect(chosen.database).toBe('missing' in installed ? 'simulated' : 'local');
+    expect(Object.entries(chosen).filter(([family]) => family !== 'database')).toEqual(
+      Object.keys(chosen)
+        .filter((f) => f !== 'database')
+        .map((f) => [f, 'simulated']),
+    );
+  });
+
+  it('falls back to the simulated database driver, saying why, where PostgreSQL is missing; refuses to start when it was named', () => {
+    const missing = { CLOUDPLANE_POSTGRES_BIN_DIR: path.join(tempDataDir(), 'no-postgres') };
+    const lines: string[] = [];
+    const said = createLogger('info', { write: (line: string) => lines.push(line) });
+    const chosen = buildFamilies(FAMILY_MODULES, families, loadConfig(missing), said).drivers.chosen;
+    expect(chosen.database).toBe('simulated');
+    expect(lines.join('')).toContain("the database family's local driver cannot run here");
+    expect(lines.join('')).toContain('no-postgres lacks initdb, pg_ctl, postgres, pg_basebackup');
+    expect(() => build({ ...missing, CLOUDPLANE_DRIVER_DATABASE: 'local' })).toThrow(/CLOUDPLANE_DRIVER_DATABASE=local: .*no-postgres lacks initdb/);
   });
 
   it('takes a per-family choice, and the older CLOUDPLANE_JOB_DRIVER for jobs', () => {
@@ -69,7 +96,7 @@ describe('driver selection', () => {
   });
 
   it('refuses an unknown provider', () => {
-    expect(() => loadConfig({ CLOUDPLANE_PROVIDER: 'aws' })).toThrow(/CLOUDPLANE_PROVIDER must be simulated or kubernetes, got "aws"/);
+    expect(() => loadConfig({ CLOUDPLANE_PROVIDER: 'aws' })).toThrow(/CLOUDPLANE_PROVIDER must be local, simulated or kubernetes, got "aws"/);
   });
 
   it('defaults to the kubernetes provider in cluster mode, where each family without a kubernetes driver keeps the simulated one', () => {

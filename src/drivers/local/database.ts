@@ -1,0 +1,400 @@
+/**
+ * The local database driver: each database is a real PostgreSQL on this machine, the
+ * embedded default's, so that a laptop user can `psql` into what they made. A database is a
+ * directory under CLOUDPLANE_LOCAL_DATABASE_DIR holding one data directory per node
+ * (`node-0` the primary, `node-1`… its standbys, made by pg_basebackup and following it by
+ * streaming replication), listening on free loopback ports, with the sockets the driver
+ * itself connects through in a directory only their owner may enter.
+ *
+ * The administrator's password reaches PostgreSQL only as its SCRAM verifier (lib/scram.ts):
+ * neither a server log nor the data directory ever holds it. The clusters run on after the
+ * service stops, as databases outlive their control plane; one found stopped (the machine
+ * restarted) is started again by the next pass. Provisioning runs in the background, at
+ * most two databases at once and one per team (a FairGate), and observe reports its
+ * progress.
+ */
+import fs from 'node:fs';
+import net from 'node:net';
+import path from 'node:path';
+import { Client } from 'pg';
+import { Type, type Static } from '@sinclair/typebox';
+import { Value } from '@sinclair/typebox/value';
+import type { Logger } from 'pino';
+import { ADMIN_USER, DEFAULT_DATABASE } from '../../resources/database';
+import type { DatabaseDesired, DatabaseDriver, DatabaseObserved, DatabaseOutputs } from '../database';
+import type { DriverHealth, Managed, Observation, Step } from '../types';
+import { OutcomeWindow } from '../health';
+import { FairGate } from '../../lib/fair-gate';
+import { isAlive, run, type RunAs } from '../../lib/processes';
+import { scramSha256Verifier } from '../../lib/scram';
+import { textOf } from '../../lib/unknown-values';
+import type { PostgresInstall } from './postgres-install';
+
+/** What the driver records of a database (status.external). */
+const LocalRecord = Type.Object({
+  /** The major that runs; null when the one asked for is not installed here. */
+  major: Type.Union([Type.String(), Type.Null()]),
+  /** The major asked for, kept to say why there is none. */
+  wanted: Type.Optional(Type.String()),
+  /** The loopback port of each node, the primary's first. */
+  ports: Type.Array(Type.Integer()),
+  /** The password version last set. */
+  password_version: Type.Integer(),
+});
+type LocalRecord = Static<typeof LocalRecord>;
+
+/** What a finished provisioning writes beside the nodes: a database without it was not finished. */
+const MARKER = 'cloudplane.json';
+const Marker = Type.Object({ password_version: Type.Integer(), nodes: Type.Integer() });
+
+const POLL_MS = 500;
+/** initdb and pg_basebackup of a small cluster take seconds; a busy disk may take a minute. */
+const PROGRAM_TIMEOUT_MS = 180_000;
+const CONNECT_TIMEOUT_MS = 3_000;
+
+/** Work under way for one database, and how it ended. */
+interface Work {
+  kind: 'create' | 'update' | 'delete';
+  done: boolean;
+  failure: string | null;
+}
+
+export class LocalDatabaseDriver implements DatabaseDriver {
+  private readonly outcomes = new OutcomeWindow();
+  private readonly work = new Map<string, Work>();
+  private readonly gate = new FairGate({ total: 2, perTeam: 1, maxWaitingPerTeam: 1000, maxWaitMs: 30 * 60_000 });
+  private readonly runAs: RunAs | null;
+
+  constructor(
+    private readonly install: PostgresInstall,
+    private readonly root: string,
+    private readonly logger: Logger,
+  ) {
+    this.runAs = install.runAs;
+  }
+
+  /** What start-up says the family runs. */
+  describe(): string {
+    return `PostgreSQL ${[...this.install.majors.keys()].join(', ')} on this machine (databases in ${this.root})`;
+  }
+
+  health(): DriverHealth {
+    return this.outcomes.health();
+  }
+
+  async observe(m: Managed<DatabaseDesired>): Promise<Observation<DatabaseOutputs, DatabaseObserved>> {
+    const record = recordOf(m.external);
+    if (!record) return { exists: false };
+    const notReady = (rest: { failure?: string | null; rejected?: string | null; upToDate?: boolean } = {}) => ({
+      exists: true as const,
+      upToDate: rest.upToDate ?? true,
+      ready: false,
+      outputs: null,
+      observed: { standby_nodes: 0 },
+      failure: rest.failure ?? null,
+      rejected: rest.rejected ?? null,
+      pollAfterMs: POLL_MS,
+    });
+    if (record.major === null) return notReady({ failure: `PostgreSQL ${record.wanted ?? ''} is not installed on this machine; it has ${this.majors()}` });
+    const work = this.work.get(m.id);
+    if (work && !work.done) return notReady();
+    if (work?.failure && work.kind === 'create') return notReady({ failure: work.failure });
+    const dir = this.dirOf(m.id);
+    const marker = readMarker(dir);
+    if (!marker) return { exists: false };
+
+    const alive = record.ports.map((_port, node) => this.isRunning(path.join(dir, nodeDir(node))));
+    const primary = alive[0] ? await this.askPrimary(m.id, record) : null;
+    const version = m.desired.version ?? record.major;
+    const upToDate =
+      alive.every(Boolean) && marker.password_version === m.desired.password_version && marker.nodes === m.desired.num_nodes && version === record.major;
+    const rejected =
+      version !== record.major
+        ? `the local driver runs PostgreSQL ${record.major} and does not move a database to another major`
+        : work?.failure && work.kind === 'update'
+          ? work.failure
+          : null;
+    const primaryPort = record.ports[0] ?? 0;
+    return {
+      exists: true,
+      upToDate: upToDate || version !== record.major,
+      ready: primary !== null,
+      outputs: {
+        connection: { host: '127.0.0.1', port: primaryPort, user: ADMIN_USER, database: DEFAULT_DATABASE, ssl_mode: 'disable' },
+        version: record.major,
+      },
+      observed: { standby_nodes: primary?.streaming ?? 0 },
+      failure: null,
+      rejected,
+      // Standbys catching up, or a node found stopped: look again soon.
+      pollAfterMs: primary === null || primary.streaming < m.desired.num_nodes - 1 ? POLL_MS * 4 : undefined,
+    };
+  }
+
+  async create(m: Managed<DatabaseDesired>): Promise<Step> {
+    const password = passwordOf(m);
+    const major = m.desired.version ?? this.newest();
+    const bin = this.install.majors.get(major);
+    if (!bin) return { external: { major: null, wanted: major, ports: [], password_version: m.desired.password_version } };
+    const record: LocalRecord = { major, ports: await freePorts(m.desired.num_nodes), password_version: m.desired.password_version };
+    this.begin(m, 'create', async () => {
+      const dir = this.dirOf(m.id);
+      await fs.promises.rm(dir, { recursive: true, force: true });
+      await this.makeDir(dir);
+      await this.makeDir(path.join(dir, 'sockets'));
+      await this.initPrimary(bin, dir, record);
+      await this.withPrimary(dir, record, async (client) => {
+        await client.query(`CREATE DATABASE ${DEFAULT_DATABASE}`);
+        await setPassword(client, password);
+      });
+      for (let node = 1; node < record.ports.length; node++) await this.addStandby(bin, dir, record, node);
+      writeMarker(dir, { password_version: m.desired.password_version, nodes: record.ports.length });
+    });
+    return { external: record, pollAfterMs: POLL_MS };
+  }
+
+  async update(m: Managed<DatabaseDesired>): Promise<Step> {
+    const current = recordOf(m.external);
+    if (!current?.major) return this.create(m);
+    const bin = this.install.majors.get(current.major);
+    if (!bin) throw new Error(`PostgreSQL ${current.major}, which this database runs, is no longer installed on this machine`);
+    const wanted = m.desired.num_nodes;
+    const ports = current.ports.length < wanted ? [...current.ports, ...(await freePorts(wanted - current.ports.length))] : current.ports.slice(0, wanted);
+    const record: LocalRecord = { ...current, ports, password_version: m.desired.password_version };
+    const password = passwordOf(m);
+    this.begin(m, 'update', async () => {
+      const dir = this.dirOf(m.id);
+      const marker = readMarker(dir);
+      await this.start(bin, path.join(dir, nodeDir(0)));
+      if (marker?.password_version !== m.desired.password_version) await this.withPrimary(dir, record, (client) => setPassword(client, password));
+      for (let node = 1; node < current.ports.length; node++) {
+        if (node < wanted) await this.start(bin, path.join(dir, nodeDir(node)));
+        else await this.removeNode(bin, path.join(dir, nodeDir(node)));
+      }
+      for (let node = current.ports.length; node < wanted; node++) await this.addStandby(bin, dir, record, node);
+      writeMarker(dir, { password_version: m.desired.password_version, nodes: wanted });
+    });
+    return { external: record, pollAfterMs: POLL_MS };
+  }
+
+  /** Stops the nodes and removes their files, in the background. */
+  delete(m: Managed<DatabaseDesired>): Promise<Step> {
+    const record = recordOf(m.external);
+    const external = record ?? { major: null, ports: [], password_version: 0 };
+    if (!record?.major) return Promise.resolve({ external });
+    const bin = this.install.majors.get(record.major);
+    this.begin(m, 'delete', async () => {
+      const dir = this.dirOf(m.id);
+      for (let node = record.ports.length - 1; node >= 0; node--) await this.stop(bin, path.join(dir, nodeDir(node)));
+      await fs.promises.rm(dir, { recursive: true, force: true });
+    });
+    return Promise.resolve({ external, pollAfterMs: POLL_MS });
+  }
+
+  /** Runs a database's work in the background, one piece at a time per database, in the fair gate. */
+  private begin(m: Managed<DatabaseDesired>, kind: Work['kind'], body: () => Promise<void>): void {
+    const previous = this.work.get(m.id);
+    if (previous && !previous.done) return;
+    const work: Work = { kind, done: false, failure: null };
+    this.work.set(m.id, work);
+    void this.gate
+      .run(m.team, body)
+      .then(() => {
+        this.outcomes.succeeded();
+        // Forgotten once done: what exists is read from the disk from now on.
+        this.work.delete(m.id);
+      })
+      .catch((err: unknown) => {
+        const message = textOf(err);
+        this.logger.warn({ database: m.id, team: m.team, step: kind, err: message }, 'local PostgreSQL step failed');
+        this.outcomes.failed(message);
+        work.failure = message;
+        work.done = true;
+      });
+  }
+
+  private async initPrimary(bin: string, dir: string, record: LocalRecord): Promise<void> {
+    const data = path.join(dir, nodeDir(0));
+    await this.program(bin, 'initdb', ['-D', data, '-U', ADMIN_USER, '--auth-local=trust', '--auth-host=scram-sha-256', '-E', 'UTF8', '--no-instructions']);
+    // Every node reads these; a standby's port is set after it in its own postgresql.auto.conf.
+    await fs.promises.appendFile(
+      path.join(data, 'postgresql.conf'),
+      [
+        '',
+        "# Cloudplane's local driver: loopback only, sockets in the database's own directory.",
+        "listen_addresses = '127.0.0.1'",
+        `unix_socket_directories = '${path.join(dir, 'sockets')}'`,
+        "password_encryption = 'scram-sha-256'",
+        `port = ${record.ports[0] ?? 0}`,
+        '',
+      ].join('\n'),
+    );
+    await this.start(bin, data);
+  }
+
+  private async addStandby(bin: string, dir: string, record: LocalRecord, node: number): Promise<void> {
+    const data = path.join(dir, nodeDir(node));
+    await fs.promises.rm(data, { recursive: true, force: true });
+    await this.program(bin, 'pg_basebackup', [
+      '-D',
+      data,
+      '-h',
+      path.join(dir, 'sockets'),
+      '-p',
+      String(record.ports[0]),
+      '-U',
+      ADMIN_USER,
+      '-R',
+      '-X',
+      'stream',
+      '-c',
+      'fast',
+    ]);
+    await fs.promises.appendFile(path.join(data, 'postgresql.auto.conf'), `port = ${record.ports[node] ?? 0}\n`);
+    await this.start(bin, data);
+  }
+
+  private async removeNode(bin: string, data: string): Promise<void> {
+    await this.stop(bin, data);
+    await fs.promises.rm(data, { recursive: true, force: true });
+  }
+
+  private async start(bin: string, data: string): Promise<void> {
+    if (this.isRunning(data)) return;
+    await this.program(bin, 'pg_ctl', ['-D', data, '-l', path.join(data, 'server.log'), '-w', '-t', '60', 'start']);
+  }
+
+  private async stop(bin: string | undefined, data: string): Promise<void> {
+    const pid = postmasterPid(data);
+    if (pid === null || !isAlive(pid)) return;
+    if (bin) {
+      try {
+        await this.program(bin, 'pg_ctl', ['-D', data, '-m', 'fast', '-w', '-t', '60', 'stop']);
+        return;
+      } catch (err) {
+        this.logger.warn({ data, err: textOf(err) }, 'pg_ctl stop failed; stopping the postmaster by signal');
+      }
+    }
+    // Immediate shutdown: the database is being deleted, nothing of it is kept.
+    process.kill(pid, 'SIGQUIT');
+  }
+
+  private program(bin: string, program: string, args: string[]): Promise<string> {
+    return run(path.join(bin, program), args, { runAs: this.runAs, timeoutMs: PROGRAM_TIMEOUT_MS, env: { PATH: process.env.PATH, LANG: 'C.UTF-8' } });
+  }
+
+  /** A directory PostgreSQL's user owns and only it may enter, in the databases' directory, which it may pass through. */
+  private async makeDir(dir: string): Promise<void> {
+    await fs.promises.mkdir(this.root, { recursive: true, mode: 0o711 });
+    await fs.promises.mkdir(dir, { recursive: true, mode: 0o700 });
+    if (this.runAs) await fs.promises.chown(dir, this.runAs.uid, this.runAs.gid);
+  }
+
+  private async withPrimary<T>(dir: string, record: LocalRecord, use: (client: Client) => Promise<T>): Promise<T> {
+    const client = new Client({
+      host: path.join(dir, 'sockets'),
+      port: record.ports[0],
+      user: ADMIN_USER,
+      database: 'postgres',
+      connectionTimeoutMillis: CONNECT_TIMEOUT_MS,
+      query_timeout: 30_000,
+    });
+    await client.connect();
+    try {
+      return await use(client);
+    } finally {
+      await client.end().catch(() => undefined);
+    }
+  }
+
+  /** Whether the primary answers, and how many standbys stream from it; null when it does not answer. */
+  private async askPrimary(id: string, record: LocalRecord): Promise<{ streaming: number } | null> {
+    try {
+      const streaming = await this.withPrimary(this.dirOf(id), record, async (client) => {
+        const { rows } = await client.query<{ streaming: string }>("SELECT count(*) AS streaming FROM pg_stat_replication WHERE state = 'streaming'");
+        return Number(rows[0]?.streaming ?? 0);
+      });
+      return { streaming };
+    } catch {
+      return null;
+    }
+  }
+
+  private isRunning(data: string): boolean {
+    const pid = postmasterPid(data);
+    return pid !== null && isAlive(pid);
+  }
+
+  private dirOf(id: string): string {
+    return path.join(this.root, id);
+  }
+
+  private majors(): string {
+    return [...this.install.majors.keys()].join(', ');
+  }
+
+  private newest(): string {
+    return [...this.install.majors.keys()].sort((a, b) => Number(a) - Number(b)).at(-1) ?? '';
+  }
+}
+
+const nodeDir = (node: number) => `node-${node}`;
+
+function recordOf(external: Managed<DatabaseDesired>['external']): LocalRecord | null {
+  return Value.Check(LocalRecord, external) ? external : null;
+}
+
+function passwordOf(m: Managed<DatabaseDesired>): string {
+  if (m.desired.password === null) throw new Error("the administrator's password cannot be read yet");
+  return m.desired.password;
+}
+
+/** Sets the administrator's password as its SCRAM verifier: the password itself never reaches the server. */
+async function setPassword(client: Client, password: string): Promise<void> {
+  await client.query(`ALTER ROLE ${ADMIN_USER} PASSWORD ${client.escapeLiteral(scramSha256Verifier(password))}`);
+}
+
+function readMarker(dir: string): Static<typeof Marker> | null {
+  try {
+    const parsed: unknown = JSON.parse(fs.readFileSync(path.join(dir, MARKER), 'utf8'));
+    return Value.Check(Marker, parsed) ? parsed : null;
+  } catch {
+    return null;
+  }
+}
+
+function writeMarker(dir: string, marker: Static<typeof Marker>): void {
+  const file = path.join(dir, MARKER);
+  fs.writeFileSync(`${file}.tmp`, JSON.stringify(marker));
+  fs.renameSync(`${file}.tmp`, file);
+}
+
+/** The postmaster's pid from its lock file, or null when there is none. */
+function postmasterPid(data: string): number | null {
+  try {
+    const pid = Number(fs.readFileSync(path.join(data, 'postmaster.pid'), 'utf8').split('\n')[0]);
+    return Number.isInteger(pid) && pid > 0 ? pid : null;
+  } catch {
+    return null;
+  }
+}
+
+/** Free loopback ports, each asked of the kernel (port 0) and released for PostgreSQL to take. */
+async function freePorts(count: number): Promise<number[]> {
+  const ports: number[] = [];
+  while (ports.length < count) {
+    const port = await new Promise<number>((resolve, reject) => {
+      const server = net.createServer();
+      server.once('error', reject);
+      server.listen(0, '127.0.0.1', () => {
+        const address = server.address();
+        const port = typeof address === 'object' && address ? address.port : 0;
+        server.close(() => {
+          resolve(port);
+        });
+      });
+    });
+    if (!ports.includes(port)) ports.push(port);
+  }
+  return ports;
+}
