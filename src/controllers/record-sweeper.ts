@@ -90,7 +90,7 @@ export class RecordSweeper {
     const owner = kind.owner?.(entry);
     if (!owner) return false;
     const resource = await this.o.store.get<unknown, { status?: string }>(owner.kind, entry.team, owner.id);
-    if (resource && (kind.needs?.(resource) ?? true)) return false;
+    if (resource && (kind.needs?.(resource, entry) ?? true)) return false;
     await entries.delete(entry.team, entry.name);
     this.o.logger.info(
       {

@@ -3,7 +3,8 @@
  * (the local driver, where PostgreSQL is installed), simulated otherwise; the cluster
  * driver comes next.
  */
-import { databaseFamily, PG_VERSIONS } from '../resources/database';
+import { databaseFamily, ownerOfUserPassword, PG_VERSIONS, USER_PASSWORD_PREFIX } from '../resources/database';
+import { fieldOf } from '../lib/unknown-values';
 import type { DatabaseDriver } from '../drivers/database';
 import { SimulatedDatabaseDriver } from '../drivers/simulated/families';
 import { LocalDatabaseDriver } from '../drivers/local/database';
@@ -25,6 +26,22 @@ export const databaseModule = drivenFamilyModule<DatabaseDriver>({
     },
   },
   reconcilers: (deps, driver) => [deps.managed(databaseBinding(driver, deps.store))],
+  records: [
+    // A user's password: needed while its database, not deleted, still has the user.
+    {
+      prefix: USER_PASSWORD_PREFIX,
+      sealed: true,
+      owner: (entry) => {
+        const owner = ownerOfUserPassword(entry.name);
+        return owner ? { kind: databaseFamily.kind, id: owner.id } : null;
+      },
+      needs: (database, entry) => {
+        const user = ownerOfUserPassword(entry.name)?.user;
+        const users = fieldOf(database.spec, 'users');
+        return database.status.status !== 'deleted' && Array.isArray(users) && users.some((u) => fieldOf(u, 'name') === user);
+      },
+    },
+  ],
   routes: (app, ctx) => {
     registerDatabaseRoutes(app, ctx);
   },

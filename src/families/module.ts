@@ -37,6 +37,8 @@ export interface DrivenFamilyParts<D extends SomeDriver> {
   drivers: DriverFactories<D>;
   reconcilers(deps: FamilyReconcilerDeps, driver: D): Reconciler[];
   routes?(app: ApiApp, ctx: ApiContext, driver: D): void;
+  /** The store secrets and records its resources own beyond the definition's `secret` (FamilyParts.records). */
+  records?: readonly RecordKind[];
 }
 
 /** A module as the registries see it: its driver's type stays inside. */
@@ -79,7 +81,7 @@ export function drivenFamilyModule<D extends SomeDriver>(parts: DrivenFamilyPart
   return {
     families: [parts.family],
     driverNames: driverNames(parts.drivers),
-    records: [],
+    records: parts.records ?? [],
     build: (ctx) => {
       const chosen = chooseDriver(parts.family.name, parts.drivers, ctx);
       return {

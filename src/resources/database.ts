@@ -6,6 +6,8 @@
  */
 import { Static, Type } from '@sinclair/typebox';
 import { randomString } from '../lib/ids';
+import { parseIpv4Block } from '../lib/cidr';
+import { fieldInvalid } from '../lib/errors';
 import { assertRegionAvailable } from './regions';
 import type { BaseStatus, FamilyDefinition, Resource } from './family';
 import { presentDetails } from './family';
@@ -34,6 +36,28 @@ export const ADMIN_USER = 'dbadmin';
 export const DEFAULT_DATABASE = 'defaultdb';
 const PASSWORD_LENGTH = 32;
 const PASSWORD_ALPHABET = 'ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789';
+/** Users, logical databases and trusted sources a database holds at most. */
+export const DATABASE_PART_LIMIT = 50;
+
+/** A new password: of a database's administrator, or of one of its users. */
+export const newDatabasePassword = () => randomString(PASSWORD_LENGTH, PASSWORD_ALPHABET);
+
+/** The store secret holding a user's password: `db-user-<database id>.<user name>`. */
+export const USER_PASSWORD_PREFIX = 'db-user-';
+export const userPasswordSecret = (id: string, user: string) => `${USER_PASSWORD_PREFIX}${id}.${user}`;
+/** The database a user's password secret belongs to, and the user. */
+export function ownerOfUserPassword(name: string): { id: string; user: string } | null {
+  const [id, user] = name.slice(USER_PASSWORD_PREFIX.length).split('.');
+  return id && user ? { id, user } : null;
+}
+
+/** Names PostgreSQL keeps, or the service does, that no user or logical database may take. */
+const RESERVED_NAMES = new Set([ADMIN_USER, DEFAULT_DATABASE, 'postgres', 'template0', 'template1', 'public']);
+
+/** Refuses a user or logical database name the service or PostgreSQL keeps. */
+export function assertPartNameFree(field: string, name: string): void {
+  if (RESERVED_NAMES.has(name) || name.startsWith('pg_')) throw fieldInvalid(field, `"${name}" is kept by PostgreSQL or the service; choose another name`);
+}
 
 export interface DatabaseSpec {
   name: string;
@@ -46,6 +70,25 @@ export interface DatabaseSpec {
   storage_gb: number;
   /** Bumped by reset-password: the driver sets the new password (FamilyDefinition.secret). */
   password_version: number;
+  /** Users beside the administrator (absent on databases made before there were any). */
+  users?: DatabaseUser[];
+  /** Logical databases beside `defaultdb`. */
+  db_names?: string[];
+  /** Who may connect; none: anyone with the password. */
+  trusted_sources?: TrustedSource[];
+}
+
+/** A user of a database; its password is a store secret of its own (userPasswordSecret). */
+export interface DatabaseUser {
+  name: string;
+  /** Bumped by the user's reset-password: the driver sets the new one. */
+  password_version: number;
+}
+
+/** An address block, or a server (by id) whose address the driver allows. */
+export interface TrustedSource {
+  type: 'ip_addr' | 'server';
+  value: string;
 }
 
 /** How a client reaches it: what the driver gives out once it runs. */
@@ -73,6 +116,47 @@ const Size = StringEnum(DATABASE_SIZES, { description: 'The plan of each node: v
 const NumNodes = Type.Integer({ minimum: 1, maximum: 3, description: 'Nodes: one primary and up to two standbys. Default 1.' });
 const StorageGb = Type.Integer({ minimum: 10, maximum: 4096, description: 'Storage of each node in GB, 10-4096. Default 10.' });
 
+/** A PostgreSQL identifier that needs no quoting: lower-case letters, digits and underscores. */
+export const PartName = (what: string) =>
+  Type.String({
+    pattern: '^[a-z_][a-z0-9_]{0,62}$',
+    description: `The ${what}'s name: lower-case letters, digits and underscores, 1-63, not starting with a digit.`,
+  });
+
+const TrustedSourceSchema = strictObject(
+  {
+    type: StringEnum(['ip_addr', 'server'] as const, { description: 'ip_addr: an IPv4 address or block; server: a server of the team, by id.' }),
+    value: Type.String({ minLength: 1, maxLength: 64, description: 'The address or block (203.0.113.7, 10.0.0.0/8), or the server id.' }),
+  },
+  'A source allowed to connect.',
+);
+const TrustedSources = Type.Array(TrustedSourceSchema, {
+  maxItems: DATABASE_PART_LIMIT,
+  description: 'Who may connect: none, anyone with a password; else only these addresses, blocks and servers.',
+});
+
+const DatabaseUpdate = strictObject({
+  size: Type.Optional(Size),
+  num_nodes: Type.Optional(NumNodes),
+  storage_gb: Type.Optional(StorageGb),
+  trusted_sources: Type.Optional(TrustedSources),
+});
+
+/** An address or block of a trusted source as a block (`203.0.113.7` → `203.0.113.7/32`); null if neither. */
+export function trustedBlockOf(value: string): string | null {
+  const block = value.includes('/') ? value : `${value}/32`;
+  return parseIpv4Block(block) ? block : null;
+}
+
+function checkTrustedSources(sources: readonly TrustedSource[]): TrustedSource[] {
+  sources.forEach((source, i) => {
+    if (source.type === 'ip_addr' && !trustedBlockOf(source.value))
+      throw fieldInvalid(`trusted_sources[${i}].value`, `"${source.value}" is not an IPv4 address or network block (203.0.113.7, 10.0.0.0/8)`);
+    if (source.type === 'server' && !source.value.startsWith('srv_')) throw fieldInvalid(`trusted_sources[${i}].value`, `"${source.value}" is not a server id`);
+  });
+  return [...sources];
+}
+
 const ConnectionSchema = strictObject(
   {
     host: Type.String({ description: 'Host name or address.' }),
@@ -99,7 +183,17 @@ const DatabaseCreate = strictObject({
   size: Type.Optional(Size),
   num_nodes: Type.Optional(NumNodes),
   storage_gb: Type.Optional(StorageGb),
+  trusted_sources: Type.Optional(TrustedSources),
 });
+
+/** A user as the API shows it: the administrator is `primary`, the others `normal`. */
+export const DatabaseUserRecord = strictObject(
+  {
+    name: Type.String({ description: "The user's name." }),
+    role: StringEnum(['primary', 'normal'] as const, { description: 'primary: the administrator (dbadmin); normal: a user made through the API.' }),
+  },
+  'A user of the database; its password is shown once, by its create and its reset-password.',
+);
 
 /** `postgresql://user@host:port/database?sslmode=...`: everything but the password. */
 export function connectionUri({ host, port, user, database, ssl_mode }: DatabaseConnection): string {
@@ -117,6 +211,34 @@ const DATABASE_COMMANDS: readonly FamilyCommand[] = [
     columns: ['id', 'name', 'status', 'password'],
     waitFor: ['running'],
   },
+  { words: ['users', 'list'], summary: "List a database's users", method: 'GET', path: '/{id}/users', columns: ['name', 'role'] },
+  { words: ['users', 'get'], summary: 'Get a user of a database', method: 'GET', path: '/{id}/users/{name}', columns: ['name', 'role'] },
+  {
+    words: ['users', 'create'],
+    summary: 'Add a user (its password is shown once)',
+    method: 'POST',
+    path: '/{id}/users',
+    body: strictObject({ name: PartName('user') }),
+    columns: ['name', 'role', 'password'],
+  },
+  {
+    words: ['users', 'reset-password'],
+    summary: "Reset a user's password (the new one is shown once)",
+    method: 'POST',
+    path: '/{id}/users/{name}/reset-password',
+    columns: ['name', 'role', 'password'],
+  },
+  { words: ['users', 'delete'], summary: 'Remove a user', method: 'DELETE', path: '/{id}/users/{name}', columns: ['name', 'role'] },
+  { words: ['dbs', 'list'], summary: "List a database's logical databases", method: 'GET', path: '/{id}/dbs', columns: ['name'] },
+  {
+    words: ['dbs', 'create'],
+    summary: 'Add a logical database',
+    method: 'POST',
+    path: '/{id}/dbs',
+    body: strictObject({ name: PartName('logical database') }),
+    columns: ['name'],
+  },
+  { words: ['dbs', 'delete'], summary: 'Remove a logical database and everything in it', method: 'DELETE', path: '/{id}/dbs/{name}', columns: ['name'] },
 ];
 
 export const databaseFamily: FamilyDefinition<DatabaseSpec, DatabaseStatus> = {
@@ -139,12 +261,13 @@ export const databaseFamily: FamilyDefinition<DatabaseSpec, DatabaseStatus> = {
   secret: {
     field: 'password',
     secretName: (id) => `db-password-${id}`,
-    generate: () => randomString(PASSWORD_LENGTH, PASSWORD_ALPHABET),
+    generate: newDatabasePassword,
     versionField: 'password_version' satisfies keyof DatabaseSpec,
     shownOnCreate: "The administrator's password, shown in this answer only; reset-password makes a new one.",
   },
   schemas: {
     create: DatabaseCreate,
+    update: DatabaseUpdate,
     spec: strictObject({
       name: ResourceName(),
       engine: Engine,
@@ -154,6 +277,17 @@ export const databaseFamily: FamilyDefinition<DatabaseSpec, DatabaseStatus> = {
       num_nodes: NumNodes,
       storage_gb: StorageGb,
       password_version: Type.Integer({ minimum: 0, description: 'Password resets asked for; reset-password increments it.' }),
+      users: Type.Optional(
+        Type.Array(
+          strictObject({
+            name: PartName('user'),
+            password_version: Type.Integer({ minimum: 0, description: "The user's password resets; its reset-password increments it." }),
+          }),
+          { maxItems: DATABASE_PART_LIMIT, description: 'Users beside the administrator; each password is a store secret.' },
+        ),
+      ),
+      db_names: Type.Optional(Type.Array(PartName('logical database'), { maxItems: DATABASE_PART_LIMIT, description: 'Logical databases beside defaultdb.' })),
+      trusted_sources: Type.Optional(TrustedSources),
       ...connectionSecretProperty(),
     }),
     status: strictObject({
@@ -174,6 +308,9 @@ export const databaseFamily: FamilyDefinition<DatabaseSpec, DatabaseStatus> = {
       storage_gb: StorageGb,
       connection: Type.Union([ConnectionRecord, Type.Null()], { description: 'How a client connects; null until the database runs.' }),
       standby_nodes: Type.Integer({ minimum: 0, description: 'Standbys following the primary.' }),
+      users: Type.Array(DatabaseUserRecord, { description: 'The administrator and the users made through /databases/{id}/users.' }),
+      db_names: Type.Array(Type.String(), { description: 'Its logical databases: defaultdb and those made through /databases/{id}/dbs.' }),
+      trusted_sources: TrustedSources,
     }),
   },
   specFromCreate(body: Static<typeof DatabaseCreate>, { config }) {
@@ -187,7 +324,15 @@ export const databaseFamily: FamilyDefinition<DatabaseSpec, DatabaseStatus> = {
       num_nodes: body.num_nodes ?? 1,
       storage_gb: body.storage_gb ?? 10,
       password_version: 0,
+      ...(body.trusted_sources ? { trusted_sources: checkTrustedSources(body.trusted_sources) } : {}),
     };
+  },
+  /** Storage grows, never shrinks (a volume cannot give back what the data may use). */
+  applyUpdate(spec, patch: Static<typeof DatabaseUpdate>) {
+    if (patch.storage_gb !== undefined && patch.storage_gb < spec.storage_gb)
+      throw fieldInvalid('storage_gb', `cannot shrink the storage from ${spec.storage_gb} to ${patch.storage_gb} GB; it only grows`);
+    const { trusted_sources, ...resized } = patch;
+    return { ...spec, ...resized, ...(trusted_sources ? { trusted_sources: checkTrustedSources(trusted_sources) } : {}) };
   },
   initialStatus: () => ({ connection: null, version: null, standby_nodes: 0 }),
   nameOf: (spec) => spec.name,
@@ -216,6 +361,9 @@ export const databaseFamily: FamilyDefinition<DatabaseSpec, DatabaseStatus> = {
     storage_gb: spec.storage_gb,
     connection: status.connection ? { ...status.connection, uri: connectionUri(status.connection) } : null,
     standby_nodes: status.standby_nodes,
+    users: [{ name: ADMIN_USER, role: 'primary' }, ...(spec.users ?? []).map(({ name }) => ({ name, role: 'normal' }))],
+    db_names: [DEFAULT_DATABASE, ...(spec.db_names ?? [])],
+    trusted_sources: spec.trusted_sources ?? [],
     created_at: meta.createdAt,
     updated_at: meta.updatedAt,
     deleted_at: status.deleted_at ?? null,

@@ -17,8 +17,8 @@ export interface RecordKind {
    * does not exist or no longer needs it. null when the entry does not say (it is left alone).
    */
   owner?(entry: StoredEntry): { kind: string; id: string } | null;
-  /** Whether an existing owner still needs its entry; always, without this. */
-  needs?(owner: StoredObject<unknown, { status?: string }>): boolean;
+  /** Whether an existing owner still needs this entry of its (a database still has the user whose password it is); always, without this. */
+  needs?(owner: StoredObject<unknown, { status?: string }>, entry: StoredEntry): boolean;
   /** Whether the entry has expired at `now` (epoch ms) and may go. */
   expired?(entry: StoredEntry, now: number): boolean;
   /** For a kind with neither an owner nor an expiry: who removes its entries, and when. */

@@ -96,6 +96,79 @@ describe('databases', () => {
     expect([unknown.status, unknown.body.error.code]).toEqual([404, 'database_not_found']);
   });
 
+  it("keeps users and logical databases as named parts: a user's password shown once, the rules of each", async () => {
+    const db = (await t.api('POST', '/api/v1/databases', { name: 'parts', region: 'fra1' })).body.data;
+    const base = `/api/v1/databases/${db.id}`;
+    const user = await t.api('POST', `${base}/users`, { name: 'app_user' });
+    expect(user.status).toBe(201);
+    expect(user.body.data).toEqual({ name: 'app_user', role: 'normal', password: expect.stringMatching(/^[A-Za-z0-9]{32}$/) });
+    expect(await t.service.ctx.store.secrets.get(t.teamId, `db-user-${db.id}.app_user`)).toEqual({ value: user.body.data.password });
+    expect((await t.api('GET', `${base}/users`)).body.data).toEqual([
+      { name: 'dbadmin', role: 'primary' },
+      { name: 'app_user', role: 'normal' },
+    ]);
+    expect((await t.api('GET', `${base}/users/app_user`)).body.data).toEqual({ name: 'app_user', role: 'normal' });
+    const reset = await t.api('POST', `${base}/users/app_user/reset-password`);
+    expect(reset.status).toBe(200);
+    expect(reset.body.data.password).not.toBe(user.body.data.password);
+    expect(await t.service.ctx.store.secrets.get(t.teamId, `db-user-${db.id}.app_user`)).toEqual({ value: reset.body.data.password });
+
+    // A name taken keeps its password: the refusal comes before the secret is touched.
+    const again = await t.api('POST', `${base}/users`, { name: 'app_user' });
+    expect([again.status, again.body.error.code]).toEqual([409, 'name_taken']);
+    expect(await t.service.ctx.store.secrets.get(t.teamId, `db-user-${db.id}.app_user`)).toEqual({ value: reset.body.data.password });
+    for (const name of ['dbadmin', 'postgres', 'pg_monitor', 'Upper', '1abc', 'a-b']) {
+      const refused = await t.api('POST', `${base}/users`, { name });
+      expect([name, refused.status, refused.body.error.code]).toEqual([name, 422, 'validation_failed']);
+    }
+    expect((await t.api('GET', `${base}/users/nobody`)).body.error.code).toBe('database_user_not_found');
+    expect((await t.api('DELETE', `${base}/users/dbadmin`)).body.error.code).toBe('invalid_state');
+
+    expect((await t.api('POST', `${base}/dbs`, { name: 'reports' })).status).toBe(201);
+    expect((await t.api('GET', `${base}/dbs`)).body.data).toEqual([{ name: 'defaultdb' }, { name: 'reports' }]);
+    expect((await t.api('POST', `${base}/dbs`, { name: 'reports' })).body.error.code).toBe('name_taken');
+    expect((await t.api('POST', `${base}/dbs`, { name: 'template1' })).body.error.code).toBe('validation_failed');
+    expect((await t.api('DELETE', `${base}/dbs/defaultdb`)).body.error.code).toBe('invalid_state');
+    expect((await t.api('GET', `${base}/dbs/nothing`)).body.error.code).toBe('database_db_not_found');
+
+    const record = (await t.api('GET', base)).body.data;
+    expect(record).toMatchObject({
+      db_names: ['defaultdb', 'reports'],
+      users: [
+        { name: 'dbadmin', role: 'primary' },
+        { name: 'app_user', role: 'normal' },
+      ],
+    });
+    expect(JSON.stringify(record)).not.toContain(reset.body.data.password);
+
+    expect((await t.api('DELETE', `${base}/users/app_user`)).status).toBe(200);
+    expect(await t.service.ctx.store.secrets.get(t.teamId, `db-user-${db.id}.app_user`)).toBeUndefined();
+    expect((await t.api('DELETE', `${base}/dbs/reports`)).status).toBe(200);
+    expect((await t.api('GET', base)).body.data).toMatchObject({ db_names: ['defaultdb'], users: [{ name: 'dbadmin', role: 'primary' }] });
+  });
+
+  it('resizes and sets trusted sources by PATCH: storage only grows, sources are addresses, blocks or server ids', async () => {
+    const db = (await t.api('POST', '/api/v1/databases', { name: 'resized', region: 'fra1', trusted_sources: [{ type: 'ip_addr', value: '203.0.113.7' }] }))
+      .body.data;
+    expect(db.trusted_sources).toEqual([{ type: 'ip_addr', value: '203.0.113.7' }]);
+    await waitForStatus(t, `/api/v1/databases/${db.id}`, 'running');
+    const resized = await t.api('PATCH', `/api/v1/databases/${db.id}`, { size: 'db-s-2vcpu-4gb', num_nodes: 2, storage_gb: 20 });
+    expect(resized.status).toBe(200);
+    expect(resized.body.data).toMatchObject({ size: 'db-s-2vcpu-4gb', num_nodes: 2, storage_gb: 20 });
+    await eventually(async () => (await t.api('GET', `/api/v1/databases/${db.id}`)).body.data.standby_nodes === 1);
+    const shrink = await t.api('PATCH', `/api/v1/databases/${db.id}`, { storage_gb: 10 });
+    expect([shrink.status, shrink.body.error.code, shrink.body.error.details[0].field]).toEqual([422, 'validation_failed', 'storage_gb']);
+    const bad = await t.api('PATCH', `/api/v1/databases/${db.id}`, { trusted_sources: [{ type: 'ip_addr', value: '10.0.0.1/8' }] });
+    expect([bad.status, bad.body.error.details[0].field]).toEqual([422, 'trusted_sources[0].value']);
+    const set = await t.api('PATCH', `/api/v1/databases/${db.id}`, {
+      trusted_sources: [
+        { type: 'ip_addr', value: '10.0.0.0/8' },
+        { type: 'server', value: 'srv_00000000000000000000' },
+      ],
+    });
+    expect(set.body.data.trusted_sources).toHaveLength(2);
+  });
+
   it('deletes: deleted at once, and a deleted one keeps its password unshown (409 on reset)', async () => {
     const db = (await t.api('POST', '/api/v1/databases', { name: 'scratch', region: 'fra1' })).body.data;
     await waitForStatus(t, `/api/v1/databases/${db.id}`, 'running');

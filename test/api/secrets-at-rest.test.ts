@@ -108,6 +108,13 @@ describe.each(variants)('no secret at rest, in the log or in events (%s)', (_var
       expect(reset.status).toBe(200);
       expect(reset.body.data.password).not.toBe(database.body.data.password);
       needles.push({ label: 'database password', value: database.body.data.password }, { label: 'reset database password', value: reset.body.data.password });
+      const user = await api('POST', `/api/v1/databases/${database.body.data.id}/users`, { name: 'app_user' });
+      expect(user.status).toBe(201);
+      const userReset = await api('POST', `/api/v1/databases/${database.body.data.id}/users/app_user/reset-password`);
+      needles.push(
+        { label: 'database user password', value: user.body.data.password },
+        { label: 'reset database user password', value: userReset.body.data.password },
+      );
 
       const issued = await api('POST', '/api/v1/settings/api-keys', { name: 'ci' });
       const revokedKey = await api('POST', '/api/v1/settings/api-keys', { name: 'old' });
@@ -145,7 +152,7 @@ describe.each(variants)('no secret at rest, in the log or in events (%s)', (_var
     expect(log).toContain(someId);
     expect(audit).toContain(someId);
     expect(filesUnder(dataDir).some((file) => fs.readFileSync(file).includes(someId))).toBe(true);
-    expect(needles.length).toBe(variantEnv.CLOUDPLANE_ENCRYPTION_KEY ? 15 : 14);
+    expect(needles.length).toBe(variantEnv.CLOUDPLANE_ENCRYPTION_KEY ? 17 : 16);
 
     const found = [...findInFiles(dataDir, needles), ...findIn('the log', Buffer.from(log), needles), ...findIn('the audit log', Buffer.from(audit), needles)];
     expect(found).toEqual([]);

@@ -37,6 +37,8 @@ interface Connection {
 
 async function connect(connection: Connection, password: string, database = connection.database, user = connection.user): Promise<Client> {
   const client = new Client({ host: connection.host, port: connection.port, user, database, password, ssl: connection.ssl_mode === 'disable' ? false : true });
+  // The afterAll stops the servers under clients a failed test left open: not an error of the run.
+  client.on('error', () => undefined);
   await client.connect();
   return client;
 }
@@ -117,6 +119,59 @@ describe('databases on the local driver (a real PostgreSQL)', () => {
       ...findIn('the log', Buffer.from(logs.join('')), needles),
       ...findIn('the events', Buffer.from(JSON.stringify(events.body)), needles),
     ]).toEqual([]);
+  }, 240_000);
+
+  it('makes users and logical databases that clients use, drops them, and lets in only trusted sources', async () => {
+    const created = await t.api('POST', '/api/v1/databases', { name: 'shop', region: 'fra1' });
+    const { id, password } = created.body.data;
+    const running = await waitForStatus(t, `/api/v1/databases/${id}`, 'running', 120_000);
+    const connection: Connection = running.connection;
+    const base = `/api/v1/databases/${id}`;
+    const user = (await t.api('POST', `${base}/users`, { name: 'shop_app' })).body.data;
+    expect((await t.api('POST', `${base}/dbs`, { name: 'catalog' })).status).toBe(201);
+
+    // The user reaches the new logical database with its own password, and may create in it, once the driver made both.
+    const asUser = await eventually(async () => {
+      try {
+        const client = await connect(connection, user.password, 'catalog', 'shop_app');
+        if ((await client.query("SELECT has_schema_privilege('public', 'CREATE') AS ok")).rows[0].ok) return client;
+        await client.end();
+        return null;
+      } catch {
+        return null;
+      }
+    }, 60_000);
+    await asUser.query('CREATE TABLE items (sku text)');
+    await asUser.query("INSERT INTO items VALUES ('tea-1')");
+    expect((await asUser.query('SELECT current_user, current_database()')).rows).toEqual([{ current_user: 'shop_app', current_database: 'catalog' }]);
+    await asUser.end();
+
+    // Trusted sources: a block that is not this machine's shuts the loopback client out, its address lets it in again.
+    await t.api('PATCH', base, { trusted_sources: [{ type: 'ip_addr', value: '192.0.2.0/24' }] });
+    await eventually(async () => {
+      try {
+        await (await connect(connection, password)).end();
+        return false;
+      } catch (err) {
+        return String(err).includes('no pg_hba.conf entry');
+      }
+    }, 60_000);
+    await t.api('PATCH', base, { trusted_sources: [{ type: 'ip_addr', value: '127.0.0.1' }] });
+    const admin = await eventually(async () => {
+      try {
+        return await connect(connection, password);
+      } catch {
+        return null;
+      }
+    }, 60_000);
+
+    // Dropping the user passes what it owned to the administrator; dropping the logical database removes it.
+    expect((await t.api('DELETE', `${base}/users/shop_app`)).status).toBe(200);
+    await eventually(async () => (await admin.query("SELECT 1 FROM pg_roles WHERE rolname = 'shop_app'")).rowCount === 0, 60_000);
+    expect((await t.api('DELETE', `${base}/dbs/catalog`)).status).toBe(200);
+    await eventually(async () => (await admin.query("SELECT 1 FROM pg_database WHERE datname = 'catalog'")).rowCount === 0, 60_000);
+    await admin.end();
+    expect(findInFiles(dir, [{ label: 'user password', value: user.password }])).toEqual([]);
   }, 240_000);
 
   it('starts a database found stopped again (as after the machine restarted), its data kept', async () => {

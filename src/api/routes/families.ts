@@ -99,11 +99,21 @@ export async function rotateSecret<R extends Resource>(
   update: SpecUpdate<R>,
 ): Promise<R> {
   const secret = known(family.secret, `the secret of a ${family.title} (only a family with one rotates it)`);
-  const name = secret.secretName(id);
+  return withSecret(ctx, team, secret.secretName(id), value, () =>
+    update((current) => ({ [secret.versionField]: Number(fieldOf(current.spec, secret.versionField) ?? 0) + 1 })),
+  );
+}
+
+/**
+ * Puts a store secret, then makes the write that says it is due (a spec naming its new
+ * version): the driver never reads a version whose secret is not there. A refused write
+ * puts the earlier secret back, or removes the new one.
+ */
+export async function withSecret<T>(ctx: ApiContext, team: string, name: string, value: string, write: () => Promise<T>): Promise<T> {
   const previous = await ctx.store.secrets.get(team, name);
   await ctx.store.secrets.put(team, name, { value });
   try {
-    return await update((current) => ({ [secret.versionField]: Number(fieldOf(current.spec, secret.versionField) ?? 0) + 1 }));
+    return await write();
   } catch (err) {
     if (previous) await ctx.store.secrets.put(team, name, previous);
     else await ctx.store.secrets.delete(team, name);

@@ -28,6 +28,7 @@ import { FairGate } from '../../lib/fair-gate';
 import { isAlive, run, type RunAs } from '../../lib/processes';
 import { scramSha256Verifier } from '../../lib/scram';
 import { textOf } from '../../lib/unknown-values';
+import { sameJson } from '../../lib/canonical-json';
 import type { PostgresInstall } from './postgres-install';
 
 /** What the driver records of a database (status.external). */
@@ -43,9 +44,28 @@ const LocalRecord = Type.Object({
 });
 type LocalRecord = Static<typeof LocalRecord>;
 
-/** What a finished provisioning writes beside the nodes: a database without it was not finished. */
-const MARKER = 'cloudplane.json';
-const Marker = Type.Object({ password_version: Type.Integer(), nodes: Type.Integer() });
+/**
+ * What a finished step applied, written beside the nodes: a database without it was not
+ * finished; one whose applied state differs from the desired one is brought to it.
+ */
+const APPLIED = 'cloudplane.json';
+const Applied = Type.Object({
+  password_version: Type.Integer(),
+  nodes: Type.Integer(),
+  /** Each user's password version. */
+  users: Type.Record(Type.String(), Type.Integer()),
+  db_names: Type.Array(Type.String()),
+  trusted_blocks: Type.Union([Type.Array(Type.String()), Type.Null()]),
+});
+type Applied = Static<typeof Applied>;
+
+const appliedOf = (desired: DatabaseDesired): Applied => ({
+  password_version: desired.password_version,
+  nodes: desired.num_nodes,
+  users: Object.fromEntries(desired.users.map((user) => [user.name, user.password_version])),
+  db_names: desired.db_names ?? [],
+  trusted_blocks: desired.trusted_blocks,
+});
 
 const POLL_MS = 500;
 /** initdb and pg_basebackup of a small cluster take seconds; a busy disk may take a minute. */
@@ -100,14 +120,13 @@ export class LocalDatabaseDriver implements DatabaseDriver {
     if (work && !work.done) return notReady();
     if (work?.failure && work.kind === 'create') return notReady({ failure: work.failure });
     const dir = this.dirOf(m.id);
-    const marker = readMarker(dir);
-    if (!marker) return { exists: false };
+    const applied = readApplied(dir);
+    if (!applied) return { exists: false };
 
     const alive = record.ports.map((_port, node) => this.isRunning(path.join(dir, nodeDir(node))));
     const primary = alive[0] ? await this.askPrimary(m.id, record) : null;
     const version = m.desired.version ?? record.major;
-    const upToDate =
-      alive.every(Boolean) && marker.password_version === m.desired.password_version && marker.nodes === m.desired.num_nodes && version === record.major;
+    const upToDate = alive.every(Boolean) && sameJson(applied, appliedOf(m.desired)) && version === record.major;
     const rejected =
       version !== record.major
         ? `the local driver runs PostgreSQL ${record.major} and does not move a database to another major`
@@ -132,7 +151,7 @@ export class LocalDatabaseDriver implements DatabaseDriver {
   }
 
   async create(m: Managed<DatabaseDesired>): Promise<Step> {
-    const password = passwordOf(m);
+    passwordsOf(m.desired);
     const major = m.desired.version ?? this.newest();
     const bin = this.install.majors.get(major);
     if (!bin) return { external: { major: null, wanted: major, ports: [], password_version: m.desired.password_version } };
@@ -143,12 +162,8 @@ export class LocalDatabaseDriver implements DatabaseDriver {
       await this.makeDir(dir);
       await this.makeDir(path.join(dir, 'sockets'));
       await this.initPrimary(bin, dir, record);
-      await this.withPrimary(dir, record, async (client) => {
-        await client.query(`CREATE DATABASE ${DEFAULT_DATABASE}`);
-        await setPassword(client, password);
-      });
-      for (let node = 1; node < record.ports.length; node++) await this.addStandby(bin, dir, record, node);
-      writeMarker(dir, { password_version: m.desired.password_version, nodes: record.ports.length });
+      await this.withPrimary(dir, record, (client) => client.query(`CREATE DATABASE ${DEFAULT_DATABASE}`));
+      await this.converge(bin, dir, record, m.desired, null, 1);
     });
     return { external: record, pollAfterMs: POLL_MS };
   }
@@ -158,23 +173,82 @@ export class LocalDatabaseDriver implements DatabaseDriver {
     if (!current?.major) return this.create(m);
     const bin = this.install.majors.get(current.major);
     if (!bin) throw new Error(`PostgreSQL ${current.major}, which this database runs, is no longer installed on this machine`);
+    passwordsOf(m.desired);
     const wanted = m.desired.num_nodes;
     const ports = current.ports.length < wanted ? [...current.ports, ...(await freePorts(wanted - current.ports.length))] : current.ports.slice(0, wanted);
     const record: LocalRecord = { ...current, ports, password_version: m.desired.password_version };
-    const password = passwordOf(m);
     this.begin(m, 'update', async () => {
       const dir = this.dirOf(m.id);
-      const marker = readMarker(dir);
       await this.start(bin, path.join(dir, nodeDir(0)));
-      if (marker?.password_version !== m.desired.password_version) await this.withPrimary(dir, record, (client) => setPassword(client, password));
-      for (let node = 1; node < current.ports.length; node++) {
-        if (node < wanted) await this.start(bin, path.join(dir, nodeDir(node)));
-        else await this.removeNode(bin, path.join(dir, nodeDir(node)));
-      }
-      for (let node = current.ports.length; node < wanted; node++) await this.addStandby(bin, dir, record, node);
-      writeMarker(dir, { password_version: m.desired.password_version, nodes: wanted });
+      await this.converge(bin, dir, record, m.desired, readApplied(dir), current.ports.length);
     });
     return { external: record, pollAfterMs: POLL_MS };
+  }
+
+  /**
+   * Brings a database whose primary runs to the desired state: passwords, users, logical
+   * databases, trusted sources, then the standbys (`nodesBefore` of them ran), and writes
+   * what it applied.
+   */
+  private async converge(bin: string, dir: string, record: LocalRecord, desired: DatabaseDesired, applied: Applied | null, nodesBefore: number): Promise<void> {
+    const { password, users } = passwordsOf(desired);
+    await this.withPrimary(dir, record, async (client) => {
+      if (applied?.password_version !== desired.password_version) await setPassword(client, ADMIN_USER, password);
+      await applyUsers(client, users, applied?.users ?? {});
+      await this.applyDbNames(dir, record, client, desired);
+    });
+    const wanted = desired.num_nodes;
+    for (let node = 1; node < nodesBefore; node++) {
+      if (node < wanted) await this.start(bin, path.join(dir, nodeDir(node)));
+      else await this.removeNode(bin, path.join(dir, nodeDir(node)));
+    }
+    for (let node = nodesBefore; node < wanted; node++) await this.addStandby(bin, dir, record, node);
+    if (!sameJson(applied?.trusted_blocks, desired.trusted_blocks))
+      for (let node = 0; node < wanted; node++) await this.allow(bin, path.join(dir, nodeDir(node)), desired.trusted_blocks);
+    writeApplied(dir, appliedOf(desired));
+  }
+
+  /**
+   * Creates and drops logical databases, and drops the users no longer wanted (what they
+   * owned passes to the administrator, in every database); every user may create in the
+   * public schema of every logical database, as the owner may.
+   */
+  private async applyDbNames(dir: string, record: LocalRecord, client: Client, desired: DatabaseDesired): Promise<void> {
+    const { rows } = await client.query<{ datname: string }>('SELECT datname FROM pg_database WHERE NOT datistemplate');
+    const present = new Set(rows.map((row) => row.datname));
+    const wanted = new Set([DEFAULT_DATABASE, ...(desired.db_names ?? [])]);
+    for (const name of wanted) if (!present.has(name)) await client.query(`CREATE DATABASE ${client.escapeIdentifier(name)} OWNER ${ADMIN_USER}`);
+    for (const name of present) if (!wanted.has(name) && name !== 'postgres') await client.query(`DROP DATABASE ${client.escapeIdentifier(name)} WITH (FORCE)`);
+    const roles = await client.query<{ rolname: string }>('SELECT rolname FROM pg_roles WHERE rolcanlogin AND rolname <> $1', [ADMIN_USER]);
+    const keep = new Set(desired.users.map((user) => user.name));
+    const leaving = roles.rows.map((row) => row.rolname).filter((name) => !keep.has(name));
+    for (const database of [...wanted, 'postgres']) {
+      await this.withPrimary(
+        dir,
+        record,
+        async (inDb) => {
+          for (const name of leaving)
+            await inDb.query(`REASSIGN OWNED BY ${inDb.escapeIdentifier(name)} TO ${ADMIN_USER}; DROP OWNED BY ${inDb.escapeIdentifier(name)}`);
+          for (const user of desired.users) await inDb.query(`GRANT USAGE, CREATE ON SCHEMA public TO ${inDb.escapeIdentifier(user.name)}`);
+        },
+        database,
+      );
+    }
+    for (const name of leaving) await client.query(`DROP ROLE ${client.escapeIdentifier(name)}`);
+  }
+
+  /** Who may connect over TCP: the trusted blocks, or anyone with a password; the driver itself always, through its socket. */
+  private async allow(bin: string, data: string, blocks: string[] | null): Promise<void> {
+    const hosts = (blocks ?? ['0.0.0.0/0']).map((block) => `host all all ${block} scram-sha-256`);
+    const lines = [
+      "# Written by Cloudplane's local driver: the trusted sources of the database.",
+      'local all all trust',
+      'local replication all trust',
+      ...hosts,
+      '',
+    ];
+    await fs.promises.writeFile(path.join(data, 'pg_hba.conf'), lines.join('\n'));
+    if (this.isRunning(data)) await this.program(bin, 'pg_ctl', ['-D', data, 'reload']);
   }
 
   /** Stops the nodes and removes their files, in the background. */
@@ -290,14 +364,18 @@ export class LocalDatabaseDriver implements DatabaseDriver {
     if (this.runAs) await fs.promises.chown(dir, this.runAs.uid, this.runAs.gid);
   }
 
-  private async withPrimary<T>(dir: string, record: LocalRecord, use: (client: Client) => Promise<T>): Promise<T> {
+  private async withPrimary<T>(dir: string, record: LocalRecord, use: (client: Client) => Promise<T>, database = 'postgres'): Promise<T> {
     const client = new Client({
       host: path.join(dir, 'sockets'),
       port: record.ports[0],
       user: ADMIN_USER,
-      database: 'postgres',
+      database,
       connectionTimeoutMillis: CONNECT_TIMEOUT_MS,
       query_timeout: 30_000,
+    });
+    // A connection the server ends (a node stopping) is an 'error' event; unheard, it would end the service.
+    client.on('error', (err) => {
+      this.logger.debug({ err: err.message }, 'local PostgreSQL connection ended');
     });
     await client.connect();
     try {
@@ -344,28 +422,49 @@ function recordOf(external: Managed<DatabaseDesired>['external']): LocalRecord |
   return Value.Check(LocalRecord, external) ? external : null;
 }
 
-function passwordOf(m: Managed<DatabaseDesired>): string {
-  if (m.desired.password === null) throw new Error("the administrator's password cannot be read yet");
-  return m.desired.password;
+/** The passwords, all readable; a step waits (throws) while one is not. */
+function passwordsOf(desired: DatabaseDesired): { password: string; users: Array<{ name: string; password_version: number; password: string }> } {
+  const { password } = desired;
+  if (password === null) throw new Error("the administrator's password cannot be read yet");
+  const users = desired.users.map((user) => {
+    if (user.password === null) throw new Error(`the password of user ${user.name} cannot be read yet`);
+    return { ...user, password: user.password };
+  });
+  return { password, users };
 }
 
-/** Sets the administrator's password as its SCRAM verifier: the password itself never reaches the server. */
-async function setPassword(client: Client, password: string): Promise<void> {
-  await client.query(`ALTER ROLE ${ADMIN_USER} PASSWORD ${client.escapeLiteral(scramSha256Verifier(password))}`);
+/** Sets a password as its SCRAM verifier: the password itself never reaches the server. */
+async function setPassword(client: Client, role: string, password: string): Promise<void> {
+  await client.query(`ALTER ROLE ${client.escapeIdentifier(role)} PASSWORD ${client.escapeLiteral(scramSha256Verifier(password))}`);
 }
 
-function readMarker(dir: string): Static<typeof Marker> | null {
+/** Makes the users not there yet, and sets the passwords reset since `applied`. */
+async function applyUsers(
+  client: Client,
+  users: Array<{ name: string; password_version: number; password: string }>,
+  applied: Record<string, number>,
+): Promise<void> {
+  const { rows } = await client.query<{ rolname: string }>('SELECT rolname FROM pg_roles');
+  const present = new Set(rows.map((row) => row.rolname));
+  for (const user of users) {
+    if (!present.has(user.name))
+      await client.query(`CREATE ROLE ${client.escapeIdentifier(user.name)} LOGIN PASSWORD ${client.escapeLiteral(scramSha256Verifier(user.password))}`);
+    else if (applied[user.name] !== user.password_version) await setPassword(client, user.name, user.password);
+  }
+}
+
+function readApplied(dir: string): Applied | null {
   try {
-    const parsed: unknown = JSON.parse(fs.readFileSync(path.join(dir, MARKER), 'utf8'));
-    return Value.Check(Marker, parsed) ? parsed : null;
+    const parsed: unknown = JSON.parse(fs.readFileSync(path.join(dir, APPLIED), 'utf8'));
+    return Value.Check(Applied, parsed) ? parsed : null;
   } catch {
     return null;
   }
 }
 
-function writeMarker(dir: string, marker: Static<typeof Marker>): void {
-  const file = path.join(dir, MARKER);
-  fs.writeFileSync(`${file}.tmp`, JSON.stringify(marker));
+function writeApplied(dir: string, applied: Applied): void {
+  const file = path.join(dir, APPLIED);
+  fs.writeFileSync(`${file}.tmp`, JSON.stringify(applied));
   fs.renameSync(`${file}.tmp`, file);
 }
 

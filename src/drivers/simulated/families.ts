@@ -212,8 +212,9 @@ export class SimulatedDatabaseDriver extends SimulatedDriver<DatabaseDesired, Da
     super('database', sim);
   }
 
-  protected configOf({ password: _password, ...config }: DatabaseDesired): unknown {
-    return config;
+  /** Everything but the passwords: a password version says a reset is due. */
+  protected configOf({ password: _password, users, ...config }: DatabaseDesired): unknown {
+    return { ...config, users: users.map(({ name, password_version }) => ({ name, password_version })) };
   }
 
   protected outputsOf({ id, desired }: Managed<DatabaseDesired>): DatabaseOutputs {
