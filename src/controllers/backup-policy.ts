@@ -14,7 +14,7 @@ import { AlreadyExistsError, Store } from '../store/types';
 import type { ResourceWriter } from '../resources/writer';
 import { Backup, backupFamily, BackupSpec, restorePending } from '../resources/backup';
 import { BackupPolicy, Server, serverFamily } from '../resources/server';
-import { serverGone } from './backup';
+import { sourceGone } from './backup';
 import { listedArray } from '../store/listed';
 import type { ReconcileResult, Reconciler } from './controller';
 
@@ -49,7 +49,7 @@ export class BackupPolicyReconciler implements Reconciler {
   async reconcile(team: string, id: string): Promise<ReconcileResult | undefined> {
     const server = await this.store.get<Server['spec'], Server['status']>(this.kind, team, id);
     const policy = server?.spec.backup_policy;
-    if (!server || serverGone(server) || !policy?.enabled || server.status.status === 'failed') return;
+    if (!server || sourceGone(server) || !policy?.enabled || server.status.status === 'failed') return;
     const now = Date.now();
     const due = lastPolicyTime(policy, this.dayMs, now);
     const since = Math.max(Date.parse(policy.since ?? server.meta.createdAt), Date.parse(server.meta.createdAt));

@@ -1,6 +1,8 @@
 /**
  * Backups: take the copy through the backup driver, restore it onto its server when asked,
- * and delete backups whose server is gone. Status only moves forward: creating ->
+ * and delete backups whose source is gone. One reconciler per source family (servers,
+ * databases), each with that family's backup driver and only its own backups; the server
+ * one also fails a backup that names no single source. Status only moves forward: creating ->
  * completed | failed; a restore goes restoring -> succeeded | failed in `restore_state`
  * while the backup stays completed (resources/backup.ts). The server shows `restoring`
  * while a restore of one of its backups is due (controllers/server.ts).
@@ -11,8 +13,8 @@
 import type { Store } from '../store/types';
 import type { ResourceWriter } from '../resources/writer';
 import type { BackupDriver, BackupSubject, OperationProgress } from '../drivers/backup';
-import { Backup, backupFamily, restorePending } from '../resources/backup';
-import { Server, serverFamily } from '../resources/server';
+import { Backup, backupFamily, restorePending, sourceOf } from '../resources/backup';
+import type { AnyFamily } from '../resources/family';
 import { nowIso } from '../lib/time';
 import { API_VERSION } from '../store/kubernetes/names';
 import type { ReconcileResult, Reconciler } from './controller';
@@ -22,20 +24,20 @@ import { asStored } from '../resources/family';
 const SYSTEM = 'system';
 const RELEASE_POLL_MS = 1_000;
 
-const subjectOf = (backup: Backup): BackupSubject => {
+const subjectOf = (backup: Backup, sourceId: string): BackupSubject => {
   const object = backup.meta.object;
   return {
     id: backup.meta.id,
     team: backup.meta.team,
-    server_id: backup.spec.server_id,
+    source_id: sourceId,
     external: backup.status.external ?? null,
     owner: object ? { apiVersion: API_VERSION, kind: backupFamily.kind, name: object.name, uid: object.uid } : null,
   };
 };
 
-/** Whether a server is gone for its backups: removed, deleted, or being deleted. */
-export const serverGone = (server: (Pick<Server, 'meta'> & { status?: { status?: unknown } }) | undefined): boolean =>
-  !server || Boolean(server.meta.deletionTimestamp) || ['deleted', 'destroyed'].includes(String(server.status?.status));
+/** Whether a backup's source (a server, a database) is gone for it: removed, deleted, or being deleted. */
+export const sourceGone = (source: { meta: { deletionTimestamp?: string }; status?: { status?: unknown } } | undefined): boolean =>
+  !source || Boolean(source.meta.deletionTimestamp) || ['deleted', 'destroyed'].includes(String(source.status?.status));
 
 export class BackupReconciler implements Reconciler {
   readonly kind = backupFamily.kind;
@@ -44,17 +46,19 @@ export class BackupReconciler implements Reconciler {
     private readonly store: Store,
     private readonly writer: ResourceWriter,
     private readonly driver: BackupDriver,
+    /** The family whose resources these backups are of: servers, or databases. */
+    private readonly source: AnyFamily,
   ) {}
 
-  /** A server's deletion calls for a look at its backups. */
+  /** A source's deletion calls for a look at its backups. */
   watchExternal(changed: (team: string, id: string) => void): () => void {
     return this.store.watch(({ object }) => {
-      if (object.meta.kind !== serverFamily.kind || !serverGone(object)) return;
+      if (object.meta.kind !== this.source.kind || !sourceGone(object)) return;
       const { team, id } = object.meta;
       void this.store
         .list<Backup['spec'], Backup['status']>(this.kind, team)
         .then((backups) => {
-          for (const b of backups) if (b.spec.server_id === id) changed(team, b.meta.id);
+          for (const b of backups) if (sourceOf(b.spec)?.id === id) changed(team, b.meta.id);
         })
         .catch(() => undefined); // The periodic resync looks again.
     });
@@ -63,24 +67,35 @@ export class BackupReconciler implements Reconciler {
   async reconcile(team: string, id: string): Promise<ReconcileResult | undefined> {
     const backup = await this.store.get<Backup['spec'], Backup['status']>(this.kind, team, id);
     if (!backup) return;
-    if (backup.meta.deletionTimestamp) return this.reconcileDeletion(backup);
-    const server = await this.store.get<Server['spec'], Server['status']>(serverFamily.kind, team, backup.spec.server_id);
-    // Backups belong to their server: they go with it.
-    if (serverGone(server)) {
+    const source = sourceOf(backup.spec);
+    if (!source) return this.sourceless(backup);
+    // Another source family's backup: its own reconciler takes it.
+    if (source.family !== this.source.name) return;
+    if (backup.meta.deletionTimestamp) return this.reconcileDeletion(backup, source.id);
+    // Backups belong to their source: they go with it.
+    if (sourceGone(await this.store.get(this.source.kind, team, source.id))) {
       await this.writer.requestDeletion(backupFamily, team, id, SYSTEM);
       return;
     }
-    if (backup.status.status === 'creating') return this.take(backup);
-    if (backup.status.status === 'completed' && (restorePending(backup) || backup.status.restore_state === 'restoring')) return this.restore(backup);
+    if (backup.status.status === 'creating') return this.take(backup, source.id);
+    if (backup.status.status === 'completed' && (restorePending(backup) || backup.status.restore_state === 'restoring')) return this.restore(backup, source.id);
   }
 
-  private async take(backup: Backup): Promise<ReconcileResult | undefined> {
+  /** A backup naming no single source (a custom resource written by hand): the server reconciler fails it, or lets its deletion finish. */
+  private async sourceless(backup: Backup): Promise<ReconcileResult | undefined> {
+    if (this.source.name !== 'server') return;
+    if (backup.meta.deletionTimestamp) return this.reconcileDeletion(backup, '');
+    if (backup.status.status === 'creating')
+      await this.write(backup, { status: 'failed', status_reason: 'The backup names no source: give exactly one of server_id and database_id.' });
+  }
+
+  private async take(backup: Backup, sourceId: string): Promise<ReconcileResult | undefined> {
     if (!backup.status.external) {
-      const external = await this.driver.start(subjectOf(backup));
+      const external = await this.driver.start(subjectOf(backup, sourceId));
       backup = await this.write(backup, { external, method: typeof external.method === 'string' ? external.method : null });
       if (backup.status.status !== 'creating') return;
     }
-    const progress = await this.driver.observe(subjectOf(backup));
+    const progress = await this.driver.observe(subjectOf(backup, sourceId));
     if (progress.state === 'pending') return { requeueAfterMs: Math.max(1, progress.pollAfterMs) };
     await this.write(
       backup,
@@ -92,10 +107,10 @@ export class BackupReconciler implements Reconciler {
   }
 
   /** A restore due is begun (restore_started), then followed to its end (restore_completed). */
-  private async restore(backup: Backup): Promise<ReconcileResult | undefined> {
+  private async restore(backup: Backup, sourceId: string): Promise<ReconcileResult | undefined> {
     if (backup.status.restore_state !== 'restoring') {
       const startedAt = nowIso();
-      const external = await this.driver.startRestore(subjectOf(backup), startedAt);
+      const external = await this.driver.startRestore(subjectOf(backup, sourceId), startedAt);
       backup = await this.write(backup, {
         external,
         restore_state: 'restoring',
@@ -105,7 +120,7 @@ export class BackupReconciler implements Reconciler {
       });
       if (backup.status.restore_state !== 'restoring') return;
     }
-    const progress = await this.driver.observeRestore(subjectOf(backup));
+    const progress = await this.driver.observeRestore(subjectOf(backup, sourceId));
     if (progress.state === 'pending') return { requeueAfterMs: Math.max(1, progress.pollAfterMs) };
     // Every request made up to now is settled by this restore: the disk holds the backup.
     const settled = { restores_done: backup.spec.restore_requests, restore_finished_at: nowIso() };
@@ -128,14 +143,14 @@ export class BackupReconciler implements Reconciler {
   }
 
   /** `deleted`, then what the driver holds is freed, then the record goes once its events are on the bus. */
-  private async reconcileDeletion(backup: Backup): Promise<ReconcileResult | undefined> {
+  private async reconcileDeletion(backup: Backup, sourceId: string): Promise<ReconcileResult | undefined> {
     const { meta, status } = backup;
     if (status.status !== 'deleted') {
       await this.writer.mutateStatus<Backup>(backupFamily, meta.team, meta.id, () => ({ status: 'deleted', deleted_at: nowIso() }), SYSTEM);
       return;
     }
     if (status.external !== undefined) {
-      if (!(await this.driver.release(subjectOf(backup)))) return { requeueAfterMs: RELEASE_POLL_MS };
+      if (!(await this.driver.release(subjectOf(backup, sourceId)))) return { requeueAfterMs: RELEASE_POLL_MS };
       await this.writer.mutateStatus<Backup>(backupFamily, meta.team, meta.id, () => ({ external: undefined }), SYSTEM);
       return;
     }

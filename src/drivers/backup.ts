@@ -1,6 +1,6 @@
 /**
- * The backup driver's contract. A backup is a copy taken once, and a restore puts it back
- * onto its server, so the driver is an executor of two operations, each started once and
+ * The backup driver's contract. A backup is a copy taken once (of a server's disk, of a
+ * database), and a restore puts it back onto its server, so the driver is an executor of two operations, each started once and
  * then observed to its end: start/observe take the copy, startRestore/observeRestore put
  * it back, release frees what the copy holds. What a driver needs to remember (how it took
  * the copy, the name of a VolumeSnapshot, when an operation began) it returns as an
@@ -13,7 +13,8 @@ import type { DriverHealth, ExternalRecord, Owner } from './types';
 export interface BackupSubject {
   id: string;
   team: string;
-  server_id: string;
+  /** What it is a copy of: the server, or the database (the driver is that family's). */
+  source_id: string;
   /** The driver's record of its calls for this backup; null before start. */
   external: ExternalRecord | null;
   /** The ServerBackup custom resource, owner of what a driver makes (cluster mode); null in the embedded store. */

@@ -1,6 +1,7 @@
 /** The database drivers' contract: a PostgreSQL primary and its standbys, and how a client reaches them. */
 import type { DatabaseConnection, DatabaseSpec } from '../resources/database';
 import type { Driver } from './types';
+import type { BackupDriver } from './backup';
 
 /** A user as a driver is asked for it: with its password read from its store secret. */
 export interface DesiredUser {
@@ -34,4 +35,7 @@ export interface DatabaseObserved {
   standby_nodes: number;
 }
 
-export type DatabaseDriver = Driver<DatabaseDesired, DatabaseOutputs, DatabaseObserved>;
+/** A database driver, with the driver of its databases' backups (a database is restored into a new one, by its create). */
+export interface DatabaseDriver extends Driver<DatabaseDesired, DatabaseOutputs, DatabaseObserved> {
+  readonly backups: BackupDriver;
+}

@@ -9,8 +9,11 @@ import type { DatabaseDriver } from '../drivers/database';
 import { SimulatedDatabaseDriver } from '../drivers/simulated/families';
 import { LocalDatabaseDriver } from '../drivers/local/database';
 import { findPostgres } from '../drivers/local/postgres-install';
+import { PostgresHost } from '../drivers/local/postgres-host';
+import { BackupReconciler } from '../controllers/backup';
+import { registerBackupRoutes } from '../api/routes/backups';
 import { databaseBinding } from '../controllers/database';
-import { registerDatabaseRoutes } from '../api/routes/databases';
+import { DATABASE_BACKUPS, registerDatabaseRoutes } from '../api/routes/databases';
 import { drivenFamilyModule } from './module';
 
 export const databaseModule = drivenFamilyModule<DatabaseDriver>({
@@ -21,11 +24,15 @@ export const databaseModule = drivenFamilyModule<DatabaseDriver>({
       const { postgresBinDir, localDatabaseDir } = config.drivers;
       const install = findPostgres(postgresBinDir, localDatabaseDir, PG_VERSIONS);
       if ('missing' in install) return install;
-      const driver = new LocalDatabaseDriver(install, localDatabaseDir, logger);
+      const driver = new LocalDatabaseDriver(new PostgresHost(install, localDatabaseDir, logger.child({ component: 'local-postgres' })));
       return { driver, found: driver.describe() };
     },
   },
-  reconcilers: (deps, driver) => [deps.managed(databaseBinding(driver, deps.store))],
+  reconcilers: (deps, driver) => [
+    deps.managed(databaseBinding(driver, deps.store)),
+    // Its backups are the backup family's, carried out by this driver (the backup module's reconciler takes servers').
+    new BackupReconciler(deps.store, deps.writer, driver.backups, databaseFamily),
+  ],
   records: [
     // A user's password: needed while its database, not deleted, still has the user.
     {
@@ -44,5 +51,6 @@ export const databaseModule = drivenFamilyModule<DatabaseDriver>({
   ],
   routes: (app, ctx) => {
     registerDatabaseRoutes(app, ctx);
+    registerBackupRoutes(app, ctx, DATABASE_BACKUPS);
   },
 });

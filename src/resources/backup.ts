@@ -1,13 +1,17 @@
 /**
- * Server backups: a copy of a server's disk, taken on request (POST /servers/{id}/backups)
- * or by the server's daily backup_policy. `creating` -> `completed` | `failed`. A completed
- * backup can be restored onto its server: the restore is an intent on the backup (the spec
- * counts restore requests, as a server counts reboots) that the backup controller carries
- * out; the server is `restoring` meanwhile. A restore is no state of the backup, which stays
- * `completed`: its start and end are the events `backup.restore_started` and
- * `backup.restore_completed` (extraEvents), so `backup.completed` is said once.
+ * Backups: a copy of a server's disk or of a database, taken on request (POST
+ * /servers/{id}/backups, POST /databases/{id}/backups) or by a server's daily
+ * backup_policy. One family for both sources, so both say the same `backup.*` events; a
+ * backup names its source by `server_id` or `database_id`, exactly one. `creating` ->
+ * `completed` | `failed`. A completed server backup can be restored onto its server: the
+ * restore is an intent on the backup (the spec counts restore requests, as a server counts
+ * reboots) that the backup controller carries out; the server is `restoring` meanwhile. A
+ * restore is no state of the backup, which stays `completed`: its start and end are the
+ * events `backup.restore_started` and `backup.restore_completed` (extraEvents), so
+ * `backup.completed` is said once. A database backup is restored into a new database
+ * (resources/database.ts, `backup_restore`).
  *
- * Backups belong to their server: deleting the server deletes them (controllers/backup.ts).
+ * Backups belong to their source: deleting it deletes them (controllers/backup.ts).
  */
 import { Type } from '@sinclair/typebox';
 import type { BaseStatus, CreateBody, FamilyDefinition, Resource } from './family';
@@ -15,6 +19,7 @@ import { asStored } from './family';
 import { baseRecordProperties, baseStatusProperties, ExternalRecordSchema, IdOf, NullableTimestamp, strictObject } from './schema-kit';
 import type { ExternalRecord } from './external-record';
 import { BASIC_COLUMNS } from './presentation';
+import type { FamilyCommand } from './commands';
 
 const STATES = ['creating', 'completed', 'failed', 'deleted', 'destroyed'] as const;
 export const BACKUP_TRIGGERS = ['manual', 'policy'] as const;
@@ -23,7 +28,9 @@ export type RestoreState = (typeof RESTORE_STATES)[number];
 
 export interface BackupSpec {
   name: string;
-  server_id: string;
+  /** The source: a server's disk, or a database (exactly one of the two). */
+  server_id?: string;
+  database_id?: string;
   /** `manual` (POST) or `policy` (the server's backup_policy); retention deletes only policy backups. */
   trigger: (typeof BACKUP_TRIGGERS)[number];
   /** Policy backups: the time of the policy they were made for. */
@@ -61,15 +68,38 @@ const Trigger = Type.String({
   enum: [...BACKUP_TRIGGERS],
   description: "What made the backup: manual (POST /servers/{id}/backups) or policy (the server's daily backup_policy).",
 });
-const Method = Type.Union([Type.String({ enum: ['simulated', 'volume_snapshot'] }), Type.Null()], {
+const Method = Type.Union([Type.String({ enum: ['simulated', 'volume_snapshot', 'pg_basebackup'] }), Type.Null()], {
   description:
-    "How the backup was taken: volume_snapshot (a snapshot.storage.k8s.io VolumeSnapshot of the server's volume) or simulated; null until the driver started it.",
+    "How the backup was taken: volume_snapshot (a snapshot.storage.k8s.io VolumeSnapshot of the server's volume), pg_basebackup (a copy of a database's data directory, by the local database driver) or simulated; null until the driver started it.",
 });
 
 const isRestoring = (backup: Backup | undefined) => backup?.status.restore_state === 'restoring';
 
-/** A backup's create body: under a server (POST /servers/{id}/backups), a name at most. */
+/** What a backup is of, by the family's name, or null when its spec names no single source (a custom resource edited by hand). */
+export function sourceOf(spec: Pick<BackupSpec, 'server_id' | 'database_id'>): { family: 'server' | 'database'; id: string } | null {
+  if (spec.server_id && !spec.database_id) return { family: 'server', id: spec.server_id };
+  if (spec.database_id && !spec.server_id) return { family: 'database', id: spec.database_id };
+  return null;
+}
+
+/** A backup's create body: under its source (POST /servers/{id}/backups, /databases/{id}/backups), a name at most. */
 export const BackupCreate = strictObject({ name: Type.Optional(BackupName) });
+
+/** The CLI's commands of a source's backups (`servers backups list`, `databases backups create`), answered as backups. */
+export const backupCommands = (title: string): FamilyCommand[] => [
+  {
+    words: ['backups', 'list'],
+    summary: `List a ${title}'s backups`,
+    method: 'GET',
+    path: '/{id}/backups',
+    query: { list: true },
+    paged: true,
+    answers: 'backup',
+  },
+  { words: ['backups', 'get'], summary: `Get a backup of a ${title}`, method: 'GET', path: '/{id}/backups/{backup_id}', answers: 'backup' },
+  { words: ['backups', 'create'], summary: `Back up a ${title}`, method: 'POST', path: '/{id}/backups', body: BackupCreate, answers: 'backup' },
+  { words: ['backups', 'delete'], summary: `Delete a backup of a ${title}`, method: 'DELETE', path: '/{id}/backups/{backup_id}', answers: 'backup' },
+];
 
 export const backupFamily: FamilyDefinition<BackupSpec, BackupStatus> = {
   name: 'backup',
@@ -97,12 +127,14 @@ export const backupFamily: FamilyDefinition<BackupSpec, BackupStatus> = {
     if (isRestoring(previous) && !isRestoring(next) && next.status.restore_state !== null) return ['restore_completed'];
     return [];
   },
-  description: "A backup of a server's disk, made on request or by the server's daily backup policy, that can be restored onto the server.",
+  description:
+    "A backup of a server's disk, made on request or by the server's daily backup policy, that can be restored onto the server; or of a database, restored into a new one.",
   schemas: {
     create: BackupCreate,
     spec: strictObject({
       name: BackupName,
-      server_id: IdOf('svr', 'The server backed up.'),
+      server_id: Type.Optional(IdOf('svr', 'The server backed up (or database_id).')),
+      database_id: Type.Optional(IdOf('db', 'The database backed up (or server_id).')),
       trigger: Trigger,
       scheduled_at: Type.Optional(Type.String({ format: 'date-time', description: 'Policy backups: the time of the policy it was made for.' })),
       restore_requests: Type.Integer({ minimum: 0, description: 'Number of restores asked for; increment it to restore the backup onto its server.' }),
@@ -111,7 +143,7 @@ export const backupFamily: FamilyDefinition<BackupSpec, BackupStatus> = {
       ...baseStatusProperties(STATES),
       // No enums here: a CRD's enum must list null to allow it.
       method: Type.Union([Type.String(), Type.Null()], {
-        description: 'How the backup was taken: simulated or volume_snapshot; null until the driver started it.',
+        description: 'How the backup was taken: simulated, volume_snapshot or pg_basebackup; null until the driver started it.',
       }),
       completed_at: NullableTimestamp('When the backup was complete.'),
       restore_state: Type.Union([Type.String(), Type.Null()], { description: 'The last restore: restoring, succeeded or failed; null if never restored.' }),
@@ -123,7 +155,8 @@ export const backupFamily: FamilyDefinition<BackupSpec, BackupStatus> = {
     record: strictObject({
       ...baseRecordProperties('bkp', STATES),
       name: BackupName,
-      server_id: IdOf('svr', 'The server backed up.'),
+      server_id: Type.Union([IdOf('svr', 'The server backed up.'), Type.Null()], { description: 'The server backed up; null for a database backup.' }),
+      database_id: Type.Union([IdOf('db', 'The database backed up.'), Type.Null()], { description: 'The database backed up; null for a server backup.' }),
       trigger: Trigger,
       scheduled_at: NullableTimestamp('Policy backups: the time of the policy it was made for; null for manual ones.'),
       method: Method,
@@ -140,7 +173,8 @@ export const backupFamily: FamilyDefinition<BackupSpec, BackupStatus> = {
   specFromCreate(body: CreateBody<BackupSpec, 'trigger' | 'restore_requests'>) {
     return {
       name: body.name,
-      server_id: body.server_id,
+      ...(body.server_id ? { server_id: body.server_id } : {}),
+      ...(body.database_id ? { database_id: body.database_id } : {}),
       trigger: body.trigger ?? 'manual',
       ...(body.scheduled_at ? { scheduled_at: body.scheduled_at } : {}),
       restore_requests: body.restore_requests ?? 0,
@@ -150,12 +184,13 @@ export const backupFamily: FamilyDefinition<BackupSpec, BackupStatus> = {
   initialStatus: () => ({ method: null, completed_at: null, restore_state: null, restore_started_at: null, restore_finished_at: null, restores_done: 0 }),
 
   nameOf: (spec) => spec.name,
-  listing: { filterFields: ['server_id'] },
+  listing: { filterFields: ['server_id', 'database_id'] },
 
   toRecord: ({ meta, spec, status }) => ({
     id: meta.id,
     name: spec.name,
-    server_id: spec.server_id,
+    server_id: spec.server_id ?? null,
+    database_id: spec.database_id ?? null,
     status: status.status,
     status_reason: status.status_reason ?? null,
     trigger: spec.trigger,

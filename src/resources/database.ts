@@ -17,12 +17,14 @@ import {
   baseStatusProperties,
   connectionSecretProperty,
   ExternalRecordSchema,
+  IdOf,
   Region,
   ResourceName,
   StringEnum,
   strictObject,
 } from './schema-kit';
 import type { ExternalRecord } from './external-record';
+import { backupCommands, backupFamily, sourceOf, type BackupSpec, type BackupStatus } from './backup';
 import { BASIC_COLUMNS } from './presentation';
 
 const STATES = ['creating', 'running', 'failed', 'deleted', 'destroyed'] as const;
@@ -76,6 +78,8 @@ export interface DatabaseSpec {
   db_names?: string[];
   /** Who may connect; none: anyone with the password. */
   trusted_sources?: TrustedSource[];
+  /** The backup (of another database) it was made from, holding that database's data. */
+  backup_restore?: { backup_id: string };
 }
 
 /** A user of a database; its password is a store secret of its own (userPasswordSecret). */
@@ -135,6 +139,11 @@ const TrustedSources = Type.Array(TrustedSourceSchema, {
   description: 'Who may connect: none, anyone with a password; else only these addresses, blocks and servers.',
 });
 
+const BackupRestore = strictObject(
+  { backup_id: IdOf('bkp', 'A completed backup of a database of the team.') },
+  "Makes the database from a backup: its data, its logical databases and its major version (a version asked for must be that one). Its users are not restored: the new database's administrator owns what they owned.",
+);
+
 const DatabaseUpdate = strictObject({
   size: Type.Optional(Size),
   num_nodes: Type.Optional(NumNodes),
@@ -184,6 +193,7 @@ const DatabaseCreate = strictObject({
   num_nodes: Type.Optional(NumNodes),
   storage_gb: Type.Optional(StorageGb),
   trusted_sources: Type.Optional(TrustedSources),
+  backup_restore: Type.Optional(BackupRestore),
 });
 
 /** A user as the API shows it: the administrator is `primary`, the others `normal`. */
@@ -211,6 +221,7 @@ const DATABASE_COMMANDS: readonly FamilyCommand[] = [
     columns: ['id', 'name', 'status', 'password'],
     waitFor: ['running'],
   },
+  ...backupCommands('database'),
   { words: ['users', 'list'], summary: "List a database's users", method: 'GET', path: '/{id}/users', columns: ['name', 'role'] },
   { words: ['users', 'get'], summary: 'Get a user of a database', method: 'GET', path: '/{id}/users/{name}', columns: ['name', 'role'] },
   {
@@ -230,6 +241,7 @@ const DATABASE_COMMANDS: readonly FamilyCommand[] = [
   },
   { words: ['users', 'delete'], summary: 'Remove a user', method: 'DELETE', path: '/{id}/users/{name}', columns: ['name', 'role'] },
   { words: ['dbs', 'list'], summary: "List a database's logical databases", method: 'GET', path: '/{id}/dbs', columns: ['name'] },
+  { words: ['dbs', 'get'], summary: 'Get a logical database', method: 'GET', path: '/{id}/dbs/{name}', columns: ['name'] },
   {
     words: ['dbs', 'create'],
     summary: 'Add a logical database',
@@ -288,6 +300,7 @@ export const databaseFamily: FamilyDefinition<DatabaseSpec, DatabaseStatus> = {
       ),
       db_names: Type.Optional(Type.Array(PartName('logical database'), { maxItems: DATABASE_PART_LIMIT, description: 'Logical databases beside defaultdb.' })),
       trusted_sources: Type.Optional(TrustedSources),
+      backup_restore: Type.Optional(BackupRestore),
       ...connectionSecretProperty(),
     }),
     status: strictObject({
@@ -311,6 +324,7 @@ export const databaseFamily: FamilyDefinition<DatabaseSpec, DatabaseStatus> = {
       users: Type.Array(DatabaseUserRecord, { description: 'The administrator and the users made through /databases/{id}/users.' }),
       db_names: Type.Array(Type.String(), { description: 'Its logical databases: defaultdb and those made through /databases/{id}/dbs.' }),
       trusted_sources: TrustedSources,
+      backup_restore: Type.Union([BackupRestore, Type.Null()], { description: 'The backup it was made from; null for a new one.' }),
     }),
   },
   specFromCreate(body: Static<typeof DatabaseCreate>, { config }) {
@@ -325,7 +339,24 @@ export const databaseFamily: FamilyDefinition<DatabaseSpec, DatabaseStatus> = {
       storage_gb: body.storage_gb ?? 10,
       password_version: 0,
       ...(body.trusted_sources ? { trusted_sources: checkTrustedSources(body.trusted_sources) } : {}),
+      ...(body.backup_restore ? { backup_restore: body.backup_restore } : {}),
     };
+  },
+  /** Made from a backup: a completed database backup of the team, whose major and logical databases it takes. */
+  async resolveCreate(spec, team, store) {
+    if (!spec.backup_restore) return spec;
+    const field = 'backup_restore.backup_id';
+    const { backup_id: backupId } = spec.backup_restore;
+    const backup = await store.get<BackupSpec, BackupStatus>(backupFamily.kind, team, backupId);
+    if (!backup || backup.meta.deletionTimestamp || backup.status.status === 'destroyed') throw fieldInvalid(field, `no backup ${backupId} in this team`);
+    const of = sourceOf(backup.spec);
+    if (of?.family !== 'database') throw fieldInvalid(field, `${backupId} is not a backup of a database`);
+    if (backup.status.status !== 'completed') throw fieldInvalid(field, `${backupId} is ${backup.status.status}; only a completed backup can be restored`);
+    const source = await store.get<DatabaseSpec, DatabaseStatus>(databaseFamily.kind, team, of.id);
+    const major = source?.status.version ?? source?.spec.version;
+    if (!source || !major) throw fieldInvalid(field, `the database ${of.id} backed up is gone`);
+    if (spec.version && spec.version !== major) throw fieldInvalid('version', `the backup holds PostgreSQL ${major}; leave version out or ask for ${major}`);
+    return { ...spec, version: major, db_names: source.spec.db_names ?? [] };
   },
   /** Storage grows, never shrinks (a volume cannot give back what the data may use). */
   applyUpdate(spec, patch: Static<typeof DatabaseUpdate>) {
@@ -364,6 +395,7 @@ export const databaseFamily: FamilyDefinition<DatabaseSpec, DatabaseStatus> = {
     users: [{ name: ADMIN_USER, role: 'primary' }, ...(spec.users ?? []).map(({ name }) => ({ name, role: 'normal' }))],
     db_names: [DEFAULT_DATABASE, ...(spec.db_names ?? [])],
     trusted_sources: spec.trusted_sources ?? [],
+    backup_restore: spec.backup_restore ?? null,
     created_at: meta.createdAt,
     updated_at: meta.updatedAt,
     deleted_at: status.deleted_at ?? null,

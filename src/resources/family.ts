@@ -6,7 +6,7 @@
  */
 import { TObject } from '@sinclair/typebox';
 import type { CloudEvent } from './cloud-event';
-import type { StoredObject } from '../store/types';
+import type { Store, StoredObject } from '../store/types';
 import type { Config } from '../config';
 import type { FieldError } from '../lib/errors';
 import { fieldOf } from '../lib/unknown-values';
@@ -154,6 +154,12 @@ export interface FamilyDefinition<Spec = object, Status extends BaseStatus = Bas
   description: string;
   /** The spec of a new resource from a validated create body; throws ApiError on a broken rule. */
   specFromCreate(body: object, ctx: RuleContext): Spec;
+  /**
+   * A new spec checked against the other resources it names and completed from them (a
+   * database restored from a backup takes the backup's major): the API's create calls it
+   * after specFromCreate. Throws ApiError on a broken rule.
+   */
+  resolveCreate?(spec: Spec, team: string, store: Store): Promise<Spec>;
   /** The spec after a validated PATCH body; throws ApiError on a broken rule. */
   applyUpdate?(spec: Spec, patch: object, ctx: RuleContext): Spec;
   /** Family-specific fields of a new status. */

@@ -5,7 +5,7 @@ import { nowIso } from '../lib/time';
 import { SERVER_PLANS } from '../lib/server-catalog';
 import type { BaseStatus, FamilyDefinition, Resource } from './family';
 import type { FamilyCommand } from './commands';
-import { BackupCreate } from './backup';
+import { backupCommands } from './backup';
 import {
   baseRecordProperties,
   baseStatusProperties,
@@ -135,18 +135,7 @@ const SERVER_COMMANDS: readonly FamilyCommand[] = [
   power('stop', 'Stop a running server', 'stopped'),
   power('start', 'Start a stopped server', 'running'),
   power('reboot', 'Reboot a running server', 'running'),
-  {
-    words: ['backups', 'list'],
-    summary: "List a server's backups",
-    method: 'GET',
-    path: '/{id}/backups',
-    query: { list: true },
-    paged: true,
-    answers: 'backup',
-  },
-  { words: ['backups', 'get'], summary: 'Get a backup of a server', method: 'GET', path: '/{id}/backups/{backup_id}', answers: 'backup' },
-  { words: ['backups', 'create'], summary: 'Back up a server', method: 'POST', path: '/{id}/backups', body: BackupCreate, answers: 'backup' },
-  { words: ['backups', 'delete'], summary: 'Delete a backup of a server', method: 'DELETE', path: '/{id}/backups/{backup_id}', answers: 'backup' },
+  ...backupCommands('server'),
   {
     words: ['restore'],
     summary: 'Restore a backup onto its server (the answer is the backup)',

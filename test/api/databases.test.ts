@@ -169,6 +169,34 @@ describe('databases', () => {
     expect(set.body.data.trusted_sources).toHaveLength(2);
   });
 
+  it('takes backups under /databases/{id}/backups (backup.* events) and restores one into a new database', async () => {
+    const db = (await t.api('POST', '/api/v1/databases', { name: 'kept', region: 'fra1', version: '16' })).body.data;
+    await waitForStatus(t, `/api/v1/databases/${db.id}`, 'running');
+    await t.api('POST', `/api/v1/databases/${db.id}/dbs`, { name: 'reports' });
+    const taken = await t.api('POST', `/api/v1/databases/${db.id}/backups`, {});
+    expect(taken.status).toBe(201);
+    expect(taken.headers.get('location')).toBe(`/api/v1/databases/${db.id}/backups/${taken.body.data.id}`);
+    expect(taken.body.data).toMatchObject({ database_id: db.id, server_id: null, name: expect.stringMatching(/^kept-\d{8}T\d{6}Z$/) });
+    const backup = await waitForStatus(t, `/api/v1/databases/${db.id}/backups/${taken.body.data.id}`, 'completed');
+    expect((await t.api('GET', `/api/v1/databases/${db.id}/backups`)).body.data.map((b: { id: string }) => b.id)).toEqual([backup.id]);
+    await eventually(async () => {
+      const page = await t.api('GET', `/api/v1/audit-log?resource_id=${backup.id}`);
+      return page.body.data.some((e: { type: string }) => e.type === 'backup.completed');
+    });
+
+    const mismatch = await t.api('POST', '/api/v1/databases', { name: 'copy', region: 'fra1', version: '15', backup_restore: { backup_id: backup.id } });
+    expect([mismatch.status, mismatch.body.error.details[0].field]).toEqual([422, 'version']);
+    const restored = await t.api('POST', '/api/v1/databases', { name: 'copy', region: 'fra1', backup_restore: { backup_id: backup.id } });
+    expect(restored.status).toBe(201);
+    expect(restored.body.data).toMatchObject({ version: '16', db_names: ['defaultdb', 'reports'], backup_restore: { backup_id: backup.id } });
+    await waitForStatus(t, `/api/v1/databases/${restored.body.data.id}`, 'running');
+
+    // A server's restore route takes no database backup; a database's backup is not found under another database.
+    expect((await t.api('GET', `/api/v1/databases/${restored.body.data.id}/backups/${backup.id}`)).body.error.code).toBe('backup_not_found');
+    const deleted = await t.api('DELETE', `/api/v1/databases/${db.id}/backups/${backup.id}`);
+    expect([deleted.status, deleted.body.data.status]).toEqual([200, 'deleted']);
+  });
+
   it('deletes: deleted at once, and a deleted one keeps its password unshown (409 on reset)', async () => {
     const db = (await t.api('POST', '/api/v1/databases', { name: 'scratch', region: 'fra1' })).body.data;
     await waitForStatus(t, `/api/v1/databases/${db.id}`, 'running');

@@ -146,7 +146,7 @@ describe('backup driver: VolumeSnapshots', () => {
     return {
       id,
       team: TEAM,
-      server_id: serverId,
+      source_id: serverId,
       external: null,
       owner: { apiVersion: 'cloudplane.dev/v1alpha1', kind: 'ServerBackup', name: cr.metadata.name, uid: cr.metadata.uid },
     };

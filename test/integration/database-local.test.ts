@@ -174,6 +174,44 @@ describe('databases on the local driver (a real PostgreSQL)', () => {
     expect(findInFiles(dir, [{ label: 'user password', value: user.password }])).toEqual([]);
   }, 240_000);
 
+  it('backs a database up and restores the backup into a new database that holds the rows written before it', async () => {
+    const source = (await t.api('POST', '/api/v1/databases', { name: 'ledger', region: 'fra1' })).body.data;
+    const running = await waitForStatus(t, `/api/v1/databases/${source.id}`, 'running', 120_000);
+    expect((await t.api('POST', `/api/v1/databases/${source.id}/dbs`, { name: 'archive' })).status).toBe(201);
+    const client = await connect(running.connection, source.password);
+    await client.query('CREATE TABLE entries (n int)');
+    await client.query('INSERT INTO entries VALUES (1), (2), (3)');
+    await client.end();
+
+    const taken = await t.api('POST', `/api/v1/databases/${source.id}/backups`, { name: 'nightly' });
+    expect(taken.status).toBe(201);
+    expect(taken.body.data).toMatchObject({ database_id: source.id, server_id: null, status: 'creating' });
+    const backup = await waitForStatus(t, `/api/v1/databases/${source.id}/backups/${taken.body.data.id}`, 'completed', 120_000);
+    expect(backup.method).toBe('pg_basebackup');
+
+    // Written after the backup: not in what is restored.
+    const later = await connect(running.connection, source.password);
+    await later.query('INSERT INTO entries VALUES (4)');
+    await later.end();
+
+    const restored = await t.api('POST', '/api/v1/databases', { name: 'ledger-restored', region: 'fra1', backup_restore: { backup_id: backup.id } });
+    expect(restored.status).toBe(201);
+    expect(restored.body.data).toMatchObject({ backup_restore: { backup_id: backup.id }, db_names: ['defaultdb', 'archive'] });
+    const copy = await waitForStatus(t, `/api/v1/databases/${restored.body.data.id}`, 'running', 120_000);
+    expect(copy.connection.port).not.toBe(running.connection.port);
+    // The new database's own password opens it; the source's does not.
+    const reader = await connect(copy.connection, restored.body.data.password);
+    expect((await reader.query('SELECT n FROM entries ORDER BY n')).rows).toEqual([{ n: 1 }, { n: 2 }, { n: 3 }]);
+    await reader.end();
+    await expect(connect(copy.connection, source.password)).rejects.toThrow(/password authentication failed/);
+    const archive = await connect(copy.connection, restored.body.data.password, 'archive');
+    await archive.end();
+
+    // A backup of a server, or one still unknown, is refused with the field named.
+    const unknown = await t.api('POST', '/api/v1/databases', { name: 'nothing', region: 'fra1', backup_restore: { backup_id: 'bkp_00000000000000000000' } });
+    expect([unknown.status, unknown.body.error.details[0].field]).toEqual([422, 'backup_restore.backup_id']);
+  }, 240_000);
+
   it('starts a database found stopped again (as after the machine restarted), its data kept', async () => {
     const created = await t.api('POST', '/api/v1/databases', { name: 'restarted', region: 'fra1' });
     const { id, password } = created.body.data;

@@ -1,8 +1,9 @@
 /**
- * Server backups: take one (POST /servers/{id}/backups), list and read a server's backups,
- * delete one, and restore one onto its server (POST /servers/{id}/restore). Each records
- * what is wanted (a new backup, a deletion, a restore request on the backup's spec); the
- * backup controller carries it out (controllers/backup.ts).
+ * Backups under their source: take one (POST /servers/{id}/backups, /databases/{id}/backups),
+ * list and read a source's backups, delete one; and restore a server backup onto its server
+ * (POST /servers/{id}/restore). Each records what is wanted (a new backup, a deletion, a
+ * restore request on the backup's spec); the backup controller carries it out
+ * (controllers/backup.ts).
  */
 import { Type } from '@sinclair/typebox';
 import type { ApiContext } from '../context';
@@ -10,21 +11,22 @@ import { send } from '../envelope';
 import { assertChangeable, envelopeOf, ErrorEnvelope, findResource, isVisible, principalOf } from './families';
 import { listPage, listQueryOf, listQuerySchema } from '../list';
 import { writeAndAwait } from '../awaiting';
-import { Backup, backupFamily as family, restorePending } from '../../resources/backup';
+import { Backup, backupFamily as family, restorePending, sourceOf } from '../../resources/backup';
 import { Server, serverFamily } from '../../resources/server';
 import { fieldInvalid, invalidState, notFound, resourceBusy } from '../../lib/errors';
 import { nowIso } from '../../lib/time';
 import { listedArray } from '../../store/listed';
 import type { ApiApp } from '../api-app';
 import { ruleContextOf } from '../../events/catalog';
-import { asStored } from '../../resources/family';
+import { asStored, type AnyFamily, type Resource } from '../../resources/family';
 import { fieldOf } from '../../lib/unknown-values';
 
 const config = { family: family.name };
 const tags = [family.title];
 const ServerParams = Type.Object({ id: Type.String({ maxLength: 64, description: 'Server id.' }) });
+const SourceParams = Type.Object({ id: Type.String({ maxLength: 64, description: 'Id of the server or database backed up.' }) });
 const BackupParams = Type.Object({
-  id: Type.String({ maxLength: 64, description: 'Server id.' }),
+  id: Type.String({ maxLength: 64, description: 'Id of the server or database backed up.' }),
   backup_id: Type.String({ maxLength: 64, description: 'Backup id.' }),
 });
 const RestoreBody = Type.Object(
@@ -38,19 +40,33 @@ const Record = family.schemas.record;
 const completedBackupsOf = (ctx: ApiContext, team: string, serverId: string): Promise<Backup[]> =>
   listedArray<Backup['spec'], Backup['status']>(ctx.store, family.kind, team, { status: 'completed', where: { server_id: serverId } });
 
-/** A backup of this server, or 404 backup_not_found (one of another server is not found here). */
-async function findBackup(ctx: ApiContext, team: string, serverId: string, backupId: string): Promise<Backup> {
+/** A backup of this source, or 404 backup_not_found (one of another source is not found here). */
+async function findBackup(ctx: ApiContext, team: string, sourceId: string, backupId: string): Promise<Backup> {
   const backup = await ctx.store.get<Backup['spec'], Backup['status']>(family.kind, team, backupId);
-  if (!backup || !isVisible(backup) || backup.spec.server_id !== serverId) throw notFound(family.name, backupId);
+  if (!backup || !isVisible(backup) || sourceOf(backup.spec)?.id !== sourceId) throw notFound(family.name, backupId);
   return backup;
 }
 
-/** A server that can be backed up: provisioned, not moving, not deleted. */
-function assertBackupAllowed(server: Server): void {
-  if (server.status.status === 'creating') throw resourceBusy('The server is still being created; back it up once it is running.');
-  assertChangeable(serverFamily, server);
-  if (server.status.status === 'failed') throw invalidState('The server failed; there is nothing to back up.');
+/** What backups are taken of: servers, databases. */
+export interface BackupSource {
+  family: AnyFamily;
+  /** The noun of its operation ids: `Server` makes createServerBackup. */
+  noun: string;
+  /** The backup's field naming it. */
+  field: 'server_id' | 'database_id';
+  /** What a backup of it is a copy of, for the descriptions: "the server's disk". */
+  copyOf: string;
 }
+
+/** A source that can be backed up: provisioned, not moving, not deleted, not failed. */
+function assertBackupAllowed(source: BackupSource, resource: Resource): void {
+  const { title } = source.family;
+  if (resource.status.status === 'creating') throw resourceBusy(`The ${title} is still being created; back it up once it is running.`);
+  assertChangeable(source.family, resource);
+  if (resource.status.status === 'failed') throw invalidState(`The ${title} failed; there is nothing to back up.`);
+}
+
+export const SERVER_BACKUPS: BackupSource = { family: serverFamily, noun: 'Server', field: 'server_id', copyOf: "the server's disk" };
 
 /** A running server, with no other restore asked for or under way, and a completed backup of it. */
 function assertRestoreAllowed(server: Server, backup: Backup, completedSiblings: Backup[]): void {
@@ -67,36 +83,37 @@ function assertRestoreAllowed(server: Server, backup: Backup, completedSiblings:
     throw invalidState(`The backup is ${backup.meta.deletionTimestamp ? 'deleted' : state}; only a completed backup can be restored.`);
 }
 
-const defaultName = (server: Server) => `${server.spec.name}-${nowIso().replace(/[-:]|\.\d+Z$/g, '')}Z`;
+const defaultName = (source: BackupSource, resource: Resource) => `${source.family.nameOf(resource.spec)}-${nowIso().replace(/[-:]|\.\d+Z$/g, '')}Z`;
 
-export function registerBackupRoutes(app: ApiApp, ctx: ApiContext): void {
-  const base = `/api/v1/${serverFamily.path}/:id/backups`;
+/** Backups under a source: POST, GET (list), GET one and DELETE at /<source path>/{id}/backups. */
+export function registerBackupRoutes(app: ApiApp, ctx: ApiContext, source: BackupSource): void {
+  const base = `/api/v1/${source.family.path}/:id/backups`;
+  const { noun, title } = { noun: source.noun, title: source.family.title };
 
   app.post(base, {
     config,
     schema: {
       tags,
-      operationId: 'createServerBackup',
-      summary: 'Back up a server',
-      description:
-        "Starts a backup of the server's disk: 201 with the backup `creating`, then `completed` or `failed` (events backup.created, backup.completed, backup.failed). The server must be running or stopped: 409 resource_busy while it is being created or in a transient state, 409 invalid_state once deleted or failed.",
-      params: ServerParams,
+      operationId: `create${noun}Backup`,
+      summary: `Back up a ${title}`,
+      description: `Starts a backup of ${source.copyOf}: 201 with the backup \`creating\`, then \`completed\` or \`failed\` (events backup.created, backup.completed, backup.failed). 409 resource_busy while the ${title} is being created or in a transient state, 409 invalid_state once it is deleted or failed.`,
+      params: SourceParams,
       body: family.schemas.create,
       response: { 201: envelopeOf(Record), ...errors },
     },
     handler: async (request, reply) => {
       const { id } = request.params;
       const { team, key } = principalOf(request);
-      const server = await findResource<Server>(ctx, serverFamily, team, id);
-      assertBackupAllowed(server);
+      const resource = await findResource(ctx, source.family, team, id);
+      assertBackupAllowed(source, resource);
       // The family's create schema let only a string through; without a body, the default name.
       const name = fieldOf(request.body, 'name');
       const spec = family.specFromCreate(
-        { name: typeof name === 'string' ? name : defaultName(server), server_id: id, trigger: 'manual' },
+        { name: typeof name === 'string' ? name : defaultName(source, resource), [source.field]: id, trigger: 'manual' },
         ruleContextOf(ctx.config),
       );
       const backup = (await ctx.writer.create(family, team, spec, key)) as Backup;
-      reply.header('Location', `/api/v1/${serverFamily.path}/${id}/backups/${backup.meta.id}`);
+      reply.header('Location', `/api/v1/${source.family.path}/${id}/backups/${backup.meta.id}`);
       return send(ctx, request, reply, 201, family.toRecord(backup));
     },
   });
@@ -105,18 +122,18 @@ export function registerBackupRoutes(app: ApiApp, ctx: ApiContext): void {
     config,
     schema: {
       tags,
-      operationId: 'listServerBackups',
-      summary: "List a server's backups",
+      operationId: `list${noun}Backups`,
+      summary: `List a ${title}'s backups`,
       description: 'Newest first by default; paged and filtered like every list.',
-      params: ServerParams,
+      params: SourceParams,
       querystring: listQuerySchema(family.states),
       response: { 200: envelopeOf(Type.Array(Record)), ...errors },
     },
     handler: async (request, reply) => {
       const { id } = request.params;
       const { team } = principalOf(request);
-      await findResource<Server>(ctx, serverFamily, team, id);
-      const { page, nextCursor } = await listPage(ctx.store, family, team, listQueryOf(request), ctx.cursorKey, { where: { server_id: id } });
+      await findResource(ctx, source.family, team, id);
+      const { page, nextCursor } = await listPage(ctx.store, family, team, listQueryOf(request), ctx.cursorKey, { where: { [source.field]: id } });
       return send(
         ctx,
         request,
@@ -132,15 +149,15 @@ export function registerBackupRoutes(app: ApiApp, ctx: ApiContext): void {
     config,
     schema: {
       tags,
-      operationId: 'getServerBackup',
-      summary: 'Get a backup of a server',
+      operationId: `get${noun}Backup`,
+      summary: `Get a backup of a ${title}`,
       params: BackupParams,
       response: { 200: envelopeOf(Record), ...errors },
     },
     handler: async (request, reply) => {
       const { id, backup_id: backupId } = request.params;
       const { team } = principalOf(request);
-      await findResource<Server>(ctx, serverFamily, team, id);
+      await findResource(ctx, source.family, team, id);
       return send(ctx, request, reply, 200, family.toRecord(await findBackup(ctx, team, id, backupId)));
     },
   });
@@ -149,8 +166,8 @@ export function registerBackupRoutes(app: ApiApp, ctx: ApiContext): void {
     config,
     schema: {
       tags,
-      operationId: 'deleteServerBackup',
-      summary: 'Delete a backup of a server',
+      operationId: `delete${noun}Backup`,
+      summary: `Delete a backup of a ${title}`,
       description: '200 with the backup `deleted`; it is then gone. 409 resource_busy while it is being taken or restored.',
       params: BackupParams,
       response: { 200: envelopeOf(Record), ...errors },
@@ -158,7 +175,7 @@ export function registerBackupRoutes(app: ApiApp, ctx: ApiContext): void {
     handler: async (request, reply) => {
       const { id, backup_id: backupId } = request.params;
       const { team, key } = principalOf(request);
-      await findResource<Server>(ctx, serverFamily, team, id);
+      await findResource(ctx, source.family, team, id);
       const backup = await findBackup(ctx, team, id, backupId);
       if (backup.status.status === 'deleted') return send(ctx, request, reply, 200, family.toRecord(backup));
       if (backup.status.status === 'creating') throw resourceBusy('The backup is still being taken; try again when it is done.');
@@ -175,7 +192,10 @@ export function registerBackupRoutes(app: ApiApp, ctx: ApiContext): void {
       return send(ctx, request, reply, 200, family.toRecord(deleted));
     },
   });
+}
 
+/** POST /servers/{id}/restore: a completed backup written back onto its server. */
+export function registerServerRestoreRoute(app: ApiApp, ctx: ApiContext): void {
   app.post(`/api/v1/${serverFamily.path}/:id/restore`, {
     config,
     schema: {
@@ -195,7 +215,10 @@ export function registerBackupRoutes(app: ApiApp, ctx: ApiContext): void {
       const server = await findResource<Server>(ctx, serverFamily, team, id);
       const backup = await ctx.store.get<Backup['spec'], Backup['status']>(family.kind, team, backupId);
       if (!backup || !isVisible(backup)) throw notFound(family.name, backupId);
-      if (backup.spec.server_id !== id) throw fieldInvalid('backup_id', `is a backup of server ${backup.spec.server_id}, not of ${id}`);
+      if (backup.spec.server_id !== id) {
+        const of = sourceOf(backup.spec);
+        throw fieldInvalid('backup_id', `is a backup of ${of ? `${of.family} ${of.id}` : 'no single source'}, not of server ${id}`);
+      }
       assertRestoreAllowed(server, backup, await completedBackupsOf(ctx, team, id));
       let asked = backup;
       const ask = async () => {

@@ -23,8 +23,17 @@ import {
   type DatabaseSpec,
 } from '../../resources/database';
 import type { ApiApp } from '../api-app';
+import type { BackupSource } from './backups';
 import { known } from '../../lib/known';
 import { ApiError, conflict } from '../../lib/errors';
+
+/** Backups of databases, under /databases/{id}/backups (routes/backups.ts); restored by a create with backup_restore. */
+export const DATABASE_BACKUPS: BackupSource = {
+  family,
+  noun: 'Database',
+  field: 'database_id',
+  copyOf: 'the database (its data, logical databases and roles)',
+};
 
 const IdParams = Type.Object({ id: Type.String({ maxLength: 64 }) });
 const PartParams = Type.Object({ id: Type.String({ maxLength: 64 }), name: Type.String({ maxLength: 64 }) });

@@ -216,7 +216,8 @@ export function registerFamilyRoutes(app: ApiApp, ctx: ApiContext, family: AnyFa
     handler: async (request, reply) => {
       const { team, key } = principalOf(request);
       const { body, secret: given } = splitSecret(family, request.body);
-      const spec = family.specFromCreate(body, ruleContext);
+      const made = family.specFromCreate(body, ruleContext);
+      const spec = family.resolveCreate ? await family.resolveCreate(made, team, ctx.store) : made;
       const id = newId(family.idPrefix);
       const secret = given ?? family.secret?.generate?.(spec) ?? undefined;
       const resource = await withinQuota(ctx.quota, family, team, id, () =>

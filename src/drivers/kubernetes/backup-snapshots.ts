@@ -83,7 +83,7 @@ export class VolumeSnapshotBackupDriver implements BackupDriver {
     const snapshotClass = claims.length > 0 ? await this.snapshotClass() : null;
     if (!snapshotClass) {
       const why = claims.length === 0 ? 'the server mounts no PersistentVolumeClaim' : 'the cluster has no VolumeSnapshotClass';
-      this.o.logger.info({ backup: backup.id, server: backup.server_id, why }, 'backup taken by the simulated driver');
+      this.o.logger.info({ backup: backup.id, server: backup.source_id, why }, 'backup taken by the simulated driver');
       return { ...(await this.o.fallback.start(backup)), fallback_reason: why };
     }
     const { namespace, name } = placementOf(backup, this.o.systemNamespace);
@@ -163,10 +163,10 @@ export class VolumeSnapshotBackupDriver implements BackupDriver {
 
   /** The claims the server's Pod mounts (servers/server-pods.ts names the Pod after the server); none without a Pod. */
   private async claimsOf(backup: BackupSubject): Promise<string[]> {
-    const { namespace, name } = placementOf({ id: backup.server_id, team: backup.team }, this.o.systemNamespace);
+    const { namespace, name } = placementOf({ id: backup.source_id, team: backup.team }, this.o.systemNamespace);
     // API call: drivers: Pods
     const answer = await callApi<V1Pod>(this.outcomes, `read Pod ${namespace}/${name}`, () => this.core.readNamespacedPod({ namespace, name }), 404);
-    if (!answer.ok || !madeFor(answer.value.metadata, backup.server_id)) return [];
+    if (!answer.ok || !madeFor(answer.value.metadata, backup.source_id)) return [];
     return (answer.value.spec?.volumes ?? []).flatMap((v) => (v.persistentVolumeClaim ? [v.persistentVolumeClaim.claimName] : []));
   }
 

@@ -16,20 +16,19 @@
 import fs from 'node:fs';
 import net from 'node:net';
 import path from 'node:path';
-import { Client } from 'pg';
+import type { Client } from 'pg';
 import { Type, type Static } from '@sinclair/typebox';
 import { Value } from '@sinclair/typebox/value';
-import type { Logger } from 'pino';
 import { ADMIN_USER, DEFAULT_DATABASE } from '../../resources/database';
 import type { DatabaseDesired, DatabaseDriver, DatabaseObserved, DatabaseOutputs } from '../database';
 import type { DriverHealth, Managed, Observation, Step } from '../types';
-import { OutcomeWindow } from '../health';
-import { FairGate } from '../../lib/fair-gate';
-import { isAlive, run, type RunAs } from '../../lib/processes';
+import type { BackupDriver } from '../backup';
+import { isAlive } from '../../lib/processes';
 import { scramSha256Verifier } from '../../lib/scram';
 import { textOf } from '../../lib/unknown-values';
 import { sameJson } from '../../lib/canonical-json';
-import type { PostgresInstall } from './postgres-install';
+import { isRunning, postmasterOf, type PostgresHost } from './postgres-host';
+import { backupDataOf, LocalDatabaseBackups } from './database-backups';
 
 /** What the driver records of a database (status.external). */
 const LocalRecord = Type.Object({
@@ -68,38 +67,21 @@ const appliedOf = (desired: DatabaseDesired): Applied => ({
 });
 
 const POLL_MS = 500;
-/** initdb and pg_basebackup of a small cluster take seconds; a busy disk may take a minute. */
-const PROGRAM_TIMEOUT_MS = 180_000;
-const CONNECT_TIMEOUT_MS = 3_000;
-
-/** Work under way for one database, and how it ended. */
-interface Work {
-  kind: 'create' | 'update' | 'delete';
-  done: boolean;
-  failure: string | null;
-}
 
 export class LocalDatabaseDriver implements DatabaseDriver {
-  private readonly outcomes = new OutcomeWindow();
-  private readonly work = new Map<string, Work>();
-  private readonly gate = new FairGate({ total: 2, perTeam: 1, maxWaitingPerTeam: 1000, maxWaitMs: 30 * 60_000 });
-  private readonly runAs: RunAs | null;
+  readonly backups: BackupDriver;
 
-  constructor(
-    private readonly install: PostgresInstall,
-    private readonly root: string,
-    private readonly logger: Logger,
-  ) {
-    this.runAs = install.runAs;
+  constructor(private readonly host: PostgresHost) {
+    this.backups = new LocalDatabaseBackups(host);
   }
 
   /** What start-up says the family runs. */
   describe(): string {
-    return `PostgreSQL ${[...this.install.majors.keys()].join(', ')} on this machine (databases in ${this.root})`;
+    return `PostgreSQL ${this.host.majors()} on this machine (databases in ${this.host.root})`;
   }
 
   health(): DriverHealth {
-    return this.outcomes.health();
+    return this.host.health();
   }
 
   async observe(m: Managed<DatabaseDesired>): Promise<Observation<DatabaseOutputs, DatabaseObserved>> {
@@ -115,15 +97,15 @@ export class LocalDatabaseDriver implements DatabaseDriver {
       rejected: rest.rejected ?? null,
       pollAfterMs: POLL_MS,
     });
-    if (record.major === null) return notReady({ failure: `PostgreSQL ${record.wanted ?? ''} is not installed on this machine; it has ${this.majors()}` });
-    const work = this.work.get(m.id);
+    if (record.major === null) return notReady({ failure: `PostgreSQL ${record.wanted ?? ''} is not installed on this machine; it has ${this.host.majors()}` });
+    const work = this.host.workOf(m.id);
     if (work && !work.done) return notReady();
     if (work?.failure && work.kind === 'create') return notReady({ failure: work.failure });
     const dir = this.dirOf(m.id);
     const applied = readApplied(dir);
     if (!applied) return { exists: false };
 
-    const alive = record.ports.map((_port, node) => this.isRunning(path.join(dir, nodeDir(node))));
+    const alive = record.ports.map((_port, node) => isRunning(path.join(dir, nodeDir(node))));
     const primary = alive[0] ? await this.askPrimary(m.id, record) : null;
     const version = m.desired.version ?? record.major;
     const upToDate = alive.every(Boolean) && sameJson(applied, appliedOf(m.desired)) && version === record.major;
@@ -152,17 +134,22 @@ export class LocalDatabaseDriver implements DatabaseDriver {
 
   async create(m: Managed<DatabaseDesired>): Promise<Step> {
     passwordsOf(m.desired);
-    const major = m.desired.version ?? this.newest();
-    const bin = this.install.majors.get(major);
+    const major = m.desired.version ?? this.host.newest();
+    const bin = this.host.install.majors.get(major);
     if (!bin) return { external: { major: null, wanted: major, ports: [], password_version: m.desired.password_version } };
     const record: LocalRecord = { major, ports: await freePorts(m.desired.num_nodes), password_version: m.desired.password_version };
-    this.begin(m, 'create', async () => {
+    const restore = m.desired.backup_restore?.backup_id;
+    this.host.begin(m.id, m.team, 'create', async () => {
       const dir = this.dirOf(m.id);
       await fs.promises.rm(dir, { recursive: true, force: true });
-      await this.makeDir(dir);
-      await this.makeDir(path.join(dir, 'sockets'));
-      await this.initPrimary(bin, dir, record);
-      await this.withPrimary(dir, record, (client) => client.query(`CREATE DATABASE ${DEFAULT_DATABASE}`));
+      await this.host.makeDir(dir);
+      await this.host.makeDir(path.join(dir, 'sockets'));
+      if (restore) await this.restorePrimary(bin, dir, record, restore);
+      else await this.initPrimary(bin, dir, record);
+      await this.withPrimary(dir, record, async (client) => {
+        const { rowCount } = await client.query('SELECT 1 FROM pg_database WHERE datname = $1', [DEFAULT_DATABASE]);
+        if (!rowCount) await client.query(`CREATE DATABASE ${DEFAULT_DATABASE}`);
+      });
       await this.converge(bin, dir, record, m.desired, null, 1);
     });
     return { external: record, pollAfterMs: POLL_MS };
@@ -171,13 +158,12 @@ export class LocalDatabaseDriver implements DatabaseDriver {
   async update(m: Managed<DatabaseDesired>): Promise<Step> {
     const current = recordOf(m.external);
     if (!current?.major) return this.create(m);
-    const bin = this.install.majors.get(current.major);
-    if (!bin) throw new Error(`PostgreSQL ${current.major}, which this database runs, is no longer installed on this machine`);
+    const bin = this.host.binOf(current.major);
     passwordsOf(m.desired);
     const wanted = m.desired.num_nodes;
     const ports = current.ports.length < wanted ? [...current.ports, ...(await freePorts(wanted - current.ports.length))] : current.ports.slice(0, wanted);
     const record: LocalRecord = { ...current, ports, password_version: m.desired.password_version };
-    this.begin(m, 'update', async () => {
+    this.host.begin(m.id, m.team, 'update', async () => {
       const dir = this.dirOf(m.id);
       await this.start(bin, path.join(dir, nodeDir(0)));
       await this.converge(bin, dir, record, m.desired, readApplied(dir), current.ports.length);
@@ -248,7 +234,7 @@ export class LocalDatabaseDriver implements DatabaseDriver {
       '',
     ];
     await fs.promises.writeFile(path.join(data, 'pg_hba.conf'), lines.join('\n'));
-    if (this.isRunning(data)) await this.program(bin, 'pg_ctl', ['-D', data, 'reload']);
+    if (isRunning(data)) await this.host.program(bin, 'pg_ctl', ['-D', data, 'reload']);
   }
 
   /** Stops the nodes and removes their files, in the background. */
@@ -256,8 +242,8 @@ export class LocalDatabaseDriver implements DatabaseDriver {
     const record = recordOf(m.external);
     const external = record ?? { major: null, ports: [], password_version: 0 };
     if (!record?.major) return Promise.resolve({ external });
-    const bin = this.install.majors.get(record.major);
-    this.begin(m, 'delete', async () => {
+    const bin = this.host.install.majors.get(record.major) ?? null;
+    this.host.begin(m.id, m.team, 'delete', async () => {
       const dir = this.dirOf(m.id);
       for (let node = record.ports.length - 1; node >= 0; node--) await this.stop(bin, path.join(dir, nodeDir(node)));
       await fs.promises.rm(dir, { recursive: true, force: true });
@@ -265,34 +251,36 @@ export class LocalDatabaseDriver implements DatabaseDriver {
     return Promise.resolve({ external, pollAfterMs: POLL_MS });
   }
 
-  /** Runs a database's work in the background, one piece at a time per database, in the fair gate. */
-  private begin(m: Managed<DatabaseDesired>, kind: Work['kind'], body: () => Promise<void>): void {
-    const previous = this.work.get(m.id);
-    if (previous && !previous.done) return;
-    const work: Work = { kind, done: false, failure: null };
-    this.work.set(m.id, work);
-    void this.gate
-      .run(m.team, body)
-      .then(() => {
-        this.outcomes.succeeded();
-        // Forgotten once done: what exists is read from the disk from now on.
-        this.work.delete(m.id);
-      })
-      .catch((err: unknown) => {
-        const message = textOf(err);
-        this.logger.warn({ database: m.id, team: m.team, step: kind, err: message }, 'local PostgreSQL step failed');
-        this.outcomes.failed(message);
-        work.failure = message;
-        work.done = true;
-      });
-  }
-
   private async initPrimary(bin: string, dir: string, record: LocalRecord): Promise<void> {
     const data = path.join(dir, nodeDir(0));
-    await this.program(bin, 'initdb', ['-D', data, '-U', ADMIN_USER, '--auth-local=trust', '--auth-host=scram-sha-256', '-E', 'UTF8', '--no-instructions']);
-    // Every node reads these; a standby's port is set after it in its own postgresql.auto.conf.
+    await this.host.program(bin, 'initdb', [
+      '-D',
+      data,
+      '-U',
+      ADMIN_USER,
+      '--auth-local=trust',
+      '--auth-host=scram-sha-256',
+      '-E',
+      'UTF8',
+      '--no-instructions',
+    ]);
+    await this.configure(dir, record);
+    await this.start(bin, data);
+  }
+
+  /** The primary made from a backup's copy of another database (pg_basebackup's): its data, logical databases and roles. */
+  private async restorePrimary(bin: string, dir: string, record: LocalRecord, backupId: string): Promise<void> {
+    const copy = backupDataOf(this.host, backupId);
+    if (!copy) throw new Error(`backup ${backupId} is not on this machine (the local driver keeps backups under ${this.host.root})`);
+    await this.host.program(null, 'cp', ['-a', copy, path.join(dir, nodeDir(0))]);
+    await this.configure(dir, record);
+    await this.start(bin, path.join(dir, nodeDir(0)));
+  }
+
+  /** Every node reads these (later lines win, over a restored copy's too); a standby's port is set after it in its own postgresql.auto.conf. */
+  private async configure(dir: string, record: LocalRecord): Promise<void> {
     await fs.promises.appendFile(
-      path.join(data, 'postgresql.conf'),
+      path.join(dir, nodeDir(0), 'postgresql.conf'),
       [
         '',
         "# Cloudplane's local driver: loopback only, sockets in the database's own directory.",
@@ -303,13 +291,12 @@ export class LocalDatabaseDriver implements DatabaseDriver {
         '',
       ].join('\n'),
     );
-    await this.start(bin, data);
   }
 
   private async addStandby(bin: string, dir: string, record: LocalRecord, node: number): Promise<void> {
     const data = path.join(dir, nodeDir(node));
     await fs.promises.rm(data, { recursive: true, force: true });
-    await this.program(bin, 'pg_basebackup', [
+    await this.host.program(bin, 'pg_basebackup', [
       '-D',
       data,
       '-h',
@@ -334,55 +321,27 @@ export class LocalDatabaseDriver implements DatabaseDriver {
   }
 
   private async start(bin: string, data: string): Promise<void> {
-    if (this.isRunning(data)) return;
-    await this.program(bin, 'pg_ctl', ['-D', data, '-l', path.join(data, 'server.log'), '-w', '-t', '60', 'start']);
+    if (isRunning(data)) return;
+    await this.host.program(bin, 'pg_ctl', ['-D', data, '-l', path.join(data, 'server.log'), '-w', '-t', '60', 'start']);
   }
 
-  private async stop(bin: string | undefined, data: string): Promise<void> {
-    const pid = postmasterPid(data);
-    if (pid === null || !isAlive(pid)) return;
+  private async stop(bin: string | null, data: string): Promise<void> {
+    const pid = postmasterOf(data)?.pid;
+    if (pid === undefined || !isAlive(pid)) return;
     if (bin) {
       try {
-        await this.program(bin, 'pg_ctl', ['-D', data, '-m', 'fast', '-w', '-t', '60', 'stop']);
+        await this.host.program(bin, 'pg_ctl', ['-D', data, '-m', 'fast', '-w', '-t', '60', 'stop']);
         return;
       } catch (err) {
-        this.logger.warn({ data, err: textOf(err) }, 'pg_ctl stop failed; stopping the postmaster by signal');
+        this.host.logger.warn({ data, err: textOf(err) }, 'pg_ctl stop failed; stopping the postmaster by signal');
       }
     }
     // Immediate shutdown: the database is being deleted, nothing of it is kept.
     process.kill(pid, 'SIGQUIT');
   }
 
-  private program(bin: string, program: string, args: string[]): Promise<string> {
-    return run(path.join(bin, program), args, { runAs: this.runAs, timeoutMs: PROGRAM_TIMEOUT_MS, env: { PATH: process.env.PATH, LANG: 'C.UTF-8' } });
-  }
-
-  /** A directory PostgreSQL's user owns and only it may enter, in the databases' directory, which it may pass through. */
-  private async makeDir(dir: string): Promise<void> {
-    await fs.promises.mkdir(this.root, { recursive: true, mode: 0o711 });
-    await fs.promises.mkdir(dir, { recursive: true, mode: 0o700 });
-    if (this.runAs) await fs.promises.chown(dir, this.runAs.uid, this.runAs.gid);
-  }
-
-  private async withPrimary<T>(dir: string, record: LocalRecord, use: (client: Client) => Promise<T>, database = 'postgres'): Promise<T> {
-    const client = new Client({
-      host: path.join(dir, 'sockets'),
-      port: record.ports[0],
-      user: ADMIN_USER,
-      database,
-      connectionTimeoutMillis: CONNECT_TIMEOUT_MS,
-      query_timeout: 30_000,
-    });
-    // A connection the server ends (a node stopping) is an 'error' event; unheard, it would end the service.
-    client.on('error', (err) => {
-      this.logger.debug({ err: err.message }, 'local PostgreSQL connection ended');
-    });
-    await client.connect();
-    try {
-      return await use(client);
-    } finally {
-      await client.end().catch(() => undefined);
-    }
+  private withPrimary<T>(dir: string, record: LocalRecord, use: (client: Client) => Promise<T>, database = 'postgres'): Promise<T> {
+    return this.host.connect(path.join(dir, 'sockets'), record.ports[0] ?? 0, use, database);
   }
 
   /** Whether the primary answers, and how many standbys stream from it; null when it does not answer. */
@@ -398,21 +357,8 @@ export class LocalDatabaseDriver implements DatabaseDriver {
     }
   }
 
-  private isRunning(data: string): boolean {
-    const pid = postmasterPid(data);
-    return pid !== null && isAlive(pid);
-  }
-
   private dirOf(id: string): string {
-    return path.join(this.root, id);
-  }
-
-  private majors(): string {
-    return [...this.install.majors.keys()].join(', ');
-  }
-
-  private newest(): string {
-    return [...this.install.majors.keys()].sort((a, b) => Number(a) - Number(b)).at(-1) ?? '';
+    return path.join(this.host.root, id);
   }
 }
 
@@ -466,16 +412,6 @@ function writeApplied(dir: string, applied: Applied): void {
   const file = path.join(dir, APPLIED);
   fs.writeFileSync(`${file}.tmp`, JSON.stringify(applied));
   fs.renameSync(`${file}.tmp`, file);
-}
-
-/** The postmaster's pid from its lock file, or null when there is none. */
-function postmasterPid(data: string): number | null {
-  try {
-    const pid = Number(fs.readFileSync(path.join(data, 'postmaster.pid'), 'utf8').split('\n')[0]);
-    return Number.isInteger(pid) && pid > 0 ? pid : null;
-  } catch {
-    return null;
-  }
 }
 
 /** Free loopback ports, each asked of the kernel (port 0) and released for PostgreSQL to take. */

@@ -11,7 +11,9 @@ import type { BackendHealth, LoadBalancerDesired, LoadBalancerOutputs } from '..
 import type { TunnelStats, VpnGatewayDesired, VpnGatewayOutputs } from '../vpn-gateway';
 import type { BucketOutputs, FileShareOutputs } from '../storage';
 import type { BucketSpec, FileShareSpec } from '../../resources/storage';
-import type { DatabaseDesired, DatabaseObserved, DatabaseOutputs } from '../database';
+import type { DatabaseDesired, DatabaseDriver, DatabaseObserved, DatabaseOutputs } from '../database';
+import type { BackupDriver } from '../backup';
+import { SimulatedBackupDriver } from './backups';
 import { ADMIN_USER, DEFAULT_DATABASE, PG_VERSIONS } from '../../resources/database';
 import { draw, Simulation } from './simulation';
 import { FamilyState, SimulatedDriver, SimulatedRecord } from './driver';
@@ -207,9 +209,12 @@ export const simulatedFileShareDriver = (sim: Simulation) =>
  * and every standby following. Its configuration is the spec with the password's version,
  * never the password, so nothing of the password is kept in what it records.
  */
-export class SimulatedDatabaseDriver extends SimulatedDriver<DatabaseDesired, DatabaseOutputs, DatabaseObserved> {
+export class SimulatedDatabaseDriver extends SimulatedDriver<DatabaseDesired, DatabaseOutputs, DatabaseObserved> implements DatabaseDriver {
+  readonly backups: BackupDriver;
+
   constructor(sim: Simulation) {
     super('database', sim);
+    this.backups = new SimulatedBackupDriver(sim);
   }
 
   /** Everything but the passwords: a password version says a reset is due. */
