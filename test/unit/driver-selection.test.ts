@@ -41,6 +41,7 @@ describe('driver selection', () => {
       bucket: 'simulated',
       file_share: 'simulated',
       database: 'simulated',
+      kubernetes_cluster: 'simulated',
       job: 'simulated',
       backup: 'simulated',
     });
