@@ -66,6 +66,9 @@ describe('Kubernetes clusters', () => {
     const got = await t.api('GET', path(cluster.id));
     for (const shown of [JSON.stringify(listed.body), JSON.stringify(events), JSON.stringify(got.body)]) expect(shown).not.toContain(token);
     expect(text).toContain(token);
+    // A client that takes plain text alone gets the same document as text/plain.
+    const plain = await t.api('GET', path(cluster.id, '/kubeconfig'), undefined, { headers: { accept: 'text/plain' } });
+    expect([plain.status, plain.headers.get('content-type'), plain.body]).toEqual([200, expect.stringMatching(/^text\/plain/), text]);
   });
 
   it('rotates the kubeconfig: a new token, the old one gone, kubernetes_cluster.updated', async () => {

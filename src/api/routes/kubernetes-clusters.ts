@@ -41,6 +41,19 @@ const UpgradeBody = Type.Object(
   { additionalProperties: false },
 );
 const YAML_TYPE = 'application/yaml';
+const TEXT_TYPE = 'text/plain';
+
+/**
+ * The kubeconfig's media type: application/yaml, unless the client asks for plain text
+ * alone (a generated client that reads text only: openapi-python-client takes no
+ * application/yaml), which gets the same YAML as text/plain.
+ */
+function kubeconfigType(accept: string | undefined): string {
+  const asked = (accept ?? '').split(',').map((part) => part.split(';')[0].trim().toLowerCase());
+  const wantsText = asked.some((type) => type === TEXT_TYPE || type === 'text/*');
+  const takesYaml = asked.some((type) => type === YAML_TYPE || type === 'application/*' || type === '*/*' || type === '');
+  return wantsText && !takesYaml ? TEXT_TYPE : YAML_TYPE;
+}
 const errors = { 400: ErrorEnvelope, 404: ErrorEnvelope, 409: ErrorEnvelope, 415: ErrorEnvelope, 422: ErrorEnvelope };
 
 /** A kubeconfig of the cluster for its token, with one cluster, user and context, all named after the cluster's id. */
@@ -87,12 +100,15 @@ export function registerKubernetesClusterRoutes(app: ApiApp, ctx: ApiContext): v
       operationId: 'getKubernetesClusterKubeconfig',
       summary: 'Get the kubeconfig of a cluster',
       description:
-        'The kubeconfig as YAML (application/yaml, not an envelope): the API server `endpoint` and a bearer token, which is kept in a store secret and shown by this call only. Once the cluster serves (running, degraded or upgrading); before, and once deleted, 409 invalid_state.',
+        'The kubeconfig as YAML (application/yaml, not an envelope; text/plain to a client that asks for that alone): the API server `endpoint` and a bearer token, which is kept in a store secret and shown by this call only. Once the cluster serves (running, degraded or upgrading); before, and once deleted, 409 invalid_state.',
       params: IdParams,
       response: {
         200: {
           description: 'The kubeconfig.',
-          content: { [YAML_TYPE]: { schema: Type.String({ description: 'A kubeconfig (apiVersion v1, kind Config).' }) } },
+          content: {
+            [YAML_TYPE]: { schema: Type.String({ description: 'A kubeconfig (apiVersion v1, kind Config).' }) },
+            [TEXT_TYPE]: { schema: Type.String({ description: 'The same YAML, to a client that asks for text/plain alone.' }) },
+          },
         },
         404: ErrorEnvelope,
         409: ErrorEnvelope,
@@ -109,7 +125,7 @@ export function registerKubernetesClusterRoutes(app: ApiApp, ctx: ApiContext): v
       if (!secret) throw invalidState('The Kubernetes cluster has no token yet; rotate its kubeconfig to make one.');
       return reply
         .code(200)
-        .type(YAML_TYPE)
+        .type(kubeconfigType(request.headers.accept))
         .send(kubeconfigOf(cluster, endpoint, secret.value));
     },
   });
