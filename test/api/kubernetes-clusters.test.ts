@@ -66,6 +66,11 @@ describe('Kubernetes clusters', () => {
     const got = await t.api('GET', path(cluster.id));
     for (const shown of [JSON.stringify(listed.body), JSON.stringify(events), JSON.stringify(got.body)]) expect(shown).not.toContain(token);
     expect(text).toContain(token);
+    // The agent knows a cluster by its id (a prefix with a digit), and tells no token.
+    const thread = (await t.api('POST', '/api/v1/agent/threads')).body.data.id;
+    const asked = await t.api('POST', `/api/v1/agent/threads/${thread}/messages`, { content: `status of ${cluster.id}` });
+    expect(asked.body.data[1].content).toContain(`${cluster.id} "prod" is a Kubernetes cluster; its status is running.`);
+    expect(asked.body.data[1].content).not.toContain(token);
     // A client that takes plain text alone gets the same document as text/plain.
     const plain = await t.api('GET', path(cluster.id, '/kubeconfig'), undefined, { headers: { accept: 'text/plain' } });
     expect([plain.status, plain.headers.get('content-type'), plain.body]).toEqual([200, expect.stringMatching(/^text\/plain/), text]);
