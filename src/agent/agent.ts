@@ -37,7 +37,7 @@ const EVENTS_WITH_STATUS = 5;
 const LLM_TIMEOUT_MS = 20_000;
 /** Calls of one team waiting for a place at the LLM; more are answered from the rules at once. */
 const LLM_WAITING_PER_TEAM = 10;
-const ID_IN_TEXT = /\b([a-z]+)_([0-9a-z]{16,26})\b/g;
+const ID_IN_TEXT = /\b([a-z][a-z0-9]*)_([0-9a-z]{16,26})\b/g;
 /** Families that are not infrastructure a user asks about in these words. */
 const NOT_ASKED_ABOUT = new Set(['team', 'profile', 'thread', 'message']);
 const CONVERSATION = new Set(['thread', 'message']);

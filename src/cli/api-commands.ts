@@ -1,13 +1,16 @@
 /** The API's commands, built from the operation table (operations.ts). */
+import fs from 'node:fs';
 import { Command } from 'commander';
+import YAML from 'yaml';
 import { presentationOf } from '../resources/presentation-of';
 import { allOperations, Operation, placeholdersOf } from './operations';
 import { addSchemaFlags, kebab, parseSeconds, readBodyFile, schemaValues } from './flags';
 import { clientFor, globalsOf, note, print } from './session';
 import { isResource, waitFor } from './wait';
-import { CliError, EXIT } from './exit-codes';
+import { CliError, EXIT, usageError } from './exit-codes';
 import type { ApiClient, Query } from './client';
 import { families } from '../resources/registry';
+import { textOf } from '../lib/unknown-values';
 
 /** Descriptions of the command groups that are not a family of their own. */
 const GROUP_DESCRIPTIONS: Record<string, string> = {
@@ -77,6 +80,31 @@ async function listPages(client: ApiClient, path: string, query: Query, all: boo
 
 const DEFAULT_WAIT_SECONDS = 300;
 
+/**
+ * A document the API answers as it is (a kubeconfig): printed unchanged (as JSON with `-o
+ * json`), or written to the file the command's flag names, mode 0600, as it may hold a
+ * credential; the note saying so goes to stderr.
+ */
+async function runDocument(operation: Operation, document: NonNullable<Operation['document']>, command: Command, path: string): Promise<void> {
+  const opts = globalsOf(command);
+  const text = await clientFor(command).document(operation.method, path, document.mediaType);
+  const file = opts[camel(document.fileFlag)];
+  if (typeof file === 'string') {
+    try {
+      fs.writeFileSync(file, text, { mode: 0o600 });
+      // A file that was there keeps its mode on a write: the credential must not stay readable by others.
+      fs.chmodSync(file, 0o600);
+    } catch (err) {
+      throw usageError(`cannot write ${file}: ${textOf(err)}`);
+    }
+    note(`Wrote ${file}.`);
+    return;
+  }
+  process.stdout.write(opts.output === 'json' ? `${JSON.stringify(YAML.parse(text), null, 2)}\n` : text);
+}
+
+const camel = (flag: string) => flag.replace(/-([a-z])/g, (_, letter: string) => letter.toUpperCase());
+
 async function run(operation: Operation, command: Command, args: string[]): Promise<void> {
   // Besides its schema's fields, an API command may declare --file, --all, --wait and --wait-timeout (registerOperations).
   const opts = globalsOf(command);
@@ -84,6 +112,10 @@ async function run(operation: Operation, command: Command, args: string[]): Prom
   const ids = args.slice(0, placeholdersOf(operation.path).length);
   let index = 0;
   const path = operation.path.replace(/\{[a-z_]+\}/g, () => encodeURIComponent(ids[index++]));
+  if (operation.document) {
+    await runDocument(operation, operation.document, command, path);
+    return;
+  }
   const query = operation.query ? queryOf(schemaValues(opts, 'query', operation.query)) : undefined;
   if (operation.paged) {
     print(command, await listPages(client, path, query ?? {}, opts.all === true), operation.columns);
@@ -118,6 +150,7 @@ export function registerOperations(root: Command, operations: Operation[] = allO
     }
     if (operation.query) addSchemaFlags(command, 'query', operation.query);
     if (operation.paged) command.option('--all', 'Follow the cursor through every page');
+    if (operation.document) command.option(`--${operation.document.fileFlag} <path>`, 'Write it to this file (mode 0600) instead of printing it');
     if (operation.wait) {
       command.option('--wait', `Wait until the resource is ${operation.wait.target.join(' or ')}`);
       command.option('--wait-timeout <seconds>', 'Give up waiting after this long (exit code 6)', parseSeconds, DEFAULT_WAIT_SECONDS);

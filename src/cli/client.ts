@@ -28,22 +28,7 @@ export class ApiClient {
   }
 
   async request(method: string, path: string, options: { query?: Query; body?: unknown } = {}): Promise<ApiAnswer> {
-    const url = new URL(`${this.options.apiUrl}/api/v1${path}`);
-    for (const [name, value] of Object.entries(options.query ?? {})) if (value !== undefined) url.searchParams.set(name, String(value));
-    const headers: Record<string, string> = { authorization: `Bearer ${this.options.apiKey}`, accept: 'application/json', 'user-agent': 'cloudplane-cli' };
-    let payload: string | undefined;
-    if (options.body !== undefined) {
-      payload = JSON.stringify(options.body);
-      headers['content-type'] = 'application/json';
-    }
-    let response: Response;
-    let text: string;
-    try {
-      response = await fetch(url, { method, headers, body: payload, signal: AbortSignal.timeout(this.options.timeoutMs) });
-      text = await response.text();
-    } catch (err) {
-      throw networkError(err, this.options.apiUrl, this.options.timeoutMs);
-    }
+    const { response, text } = await this.fetch(method, path, 'application/json', options);
     const body = parseJson(text);
     if (response.ok && body !== undefined) return { status: response.status, body: body };
     if (response.ok)
@@ -53,6 +38,35 @@ export class ApiClient {
         'not_an_api',
       );
     throw apiError(response.status, body, text, response.headers.get('retry-after'));
+  }
+
+  /** A call whose answer is a document of `mediaType` (a kubeconfig), not an envelope: its text. Errors are envelopes as ever. */
+  async document(method: string, path: string, mediaType: string): Promise<string> {
+    const { response, text } = await this.fetch(method, path, `${mediaType}, application/json;q=0.5`);
+    if (response.ok) return text;
+    throw apiError(response.status, parseJson(text), text, response.headers.get('retry-after'));
+  }
+
+  private async fetch(
+    method: string,
+    path: string,
+    accept: string,
+    options: { query?: Query; body?: unknown } = {},
+  ): Promise<{ response: Response; text: string }> {
+    const url = new URL(`${this.options.apiUrl}/api/v1${path}`);
+    for (const [name, value] of Object.entries(options.query ?? {})) if (value !== undefined) url.searchParams.set(name, String(value));
+    const headers: Record<string, string> = { authorization: `Bearer ${this.options.apiKey}`, accept, 'user-agent': 'cloudplane-cli' };
+    let payload: string | undefined;
+    if (options.body !== undefined) {
+      payload = JSON.stringify(options.body);
+      headers['content-type'] = 'application/json';
+    }
+    try {
+      const response = await fetch(url, { method, headers, body: payload, signal: AbortSignal.timeout(this.options.timeoutMs) });
+      return { response, text: await response.text() };
+    } catch (err) {
+      throw networkError(err, this.options.apiUrl, this.options.timeoutMs);
+    }
   }
 }
 

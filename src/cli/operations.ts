@@ -42,6 +42,8 @@ export interface Operation {
   /** Columns of the table output. */
   columns: string[];
   wait?: WaitSpec;
+  /** The answer is a document of this media type, printed as it is or written to `--<fileFlag>` (a kubeconfig). */
+  document?: { mediaType: string; fileFlag: string };
 }
 
 /** Statuses after which a wait for another status cannot succeed. */
@@ -130,6 +132,7 @@ function commandsOf(f: AnyFamily): Operation[] {
       ...(c.paged ? { paged: true } : {}),
       columns: c.columns ? [...c.columns] : columnsOf(answered),
       ...(c.waitFor ? { wait: { target: c.waitFor, poll: `/${answered.path}/{id}` } } : {}),
+      ...(c.document ? { document: c.document } : {}),
     };
   });
 }

@@ -19,6 +19,7 @@ import { webhookModule } from './webhook';
 import { alertPolicyModule } from './alert-policy';
 import { incidentModule } from './incident';
 import { databaseModule } from './database';
+import { kubernetesClusterModule } from './kubernetes-cluster';
 
 export const FAMILY_MODULES: readonly FamilyModule[] = [
   loadBalancerModule,
@@ -27,6 +28,7 @@ export const FAMILY_MODULES: readonly FamilyModule[] = [
   bucketModule,
   fileShareModule,
   databaseModule,
+  kubernetesClusterModule,
   jobModule,
   backupModule,
   accountsModule,

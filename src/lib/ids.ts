@@ -36,7 +36,7 @@ export function newApiKeySecret(): string {
   return `cpk_${randomString(40, BASE62)}`;
 }
 
-const ID_PATTERN = /^([a-z]+)_([0-9a-z]{16,26})$/;
+const ID_PATTERN = /^([a-z][a-z0-9]*)_([0-9a-z]{16,26})$/;
 
 export function isId(value: string, prefix?: string): boolean {
   const m = ID_PATTERN.exec(value);

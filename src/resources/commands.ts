@@ -31,4 +31,9 @@ export interface FamilyCommand {
   columns?: readonly string[];
   /** --wait: the states of the answered resource that end it. */
   waitFor?: readonly string[];
+  /**
+   * The answer is a document of this media type, not an envelope (a cluster's kubeconfig):
+   * printed as it is, or written to the file given by the flag `--<fileFlag>`.
+   */
+  document?: { mediaType: string; fileFlag: string };
 }

@@ -18,6 +18,7 @@ import { deliveryFamily, webhookFamily } from './webhook';
 import { alertPolicyFamily } from './alert';
 import { incidentFamily } from './incident';
 import { databaseFamily } from './database';
+import { kubernetesClusterFamily } from './kubernetes-cluster';
 
 export const families: AnyFamily[] = [
   loadBalancerFamily,
@@ -26,6 +27,7 @@ export const families: AnyFamily[] = [
   bucketFamily,
   fileShareFamily,
   databaseFamily,
+  kubernetesClusterFamily,
   jobFamily,
   backupFamily,
   teamFamily,

@@ -33,8 +33,9 @@ const VPN = { region: 'fra1', tunnel_type: 'ipsec', remote_network_cidr: '192.16
  * ping (test/api/webhooks-receivers.test.ts causes both), data.*: only the bucket
  * driver `s3` emits them, from its endpoint's notifications (test/api/s3-data-events.test.ts),
  * usage thresholds, which need limits set and crossed (test/api/usage.test.ts drives
- * both to a receiver), and a failed backup (it needs a running server under a provider
- * whose backups fail: test/api/backups.test.ts).
+ * both to a receiver), a failed backup (it needs a running server under a provider
+ * whose backups fail: test/api/backups.test.ts), and a degraded Kubernetes cluster (a change
+ * its provider refused: test/api/kubernetes-clusters.test.ts).
  */
 const ALERTS_DRIVEN_ELSEWHERE = [
   'alert.created',
@@ -55,6 +56,8 @@ const NOT_DRIVEN = [
   'bucket.failed',
   'file_share.failed',
   'database.failed',
+  'kubernetes_cluster.failed',
+  'kubernetes_cluster.degraded',
   'vpn_gateway.destroyed',
   'api_key.updated',
   'webhook.disabled',
@@ -226,6 +229,20 @@ describe('event catalog', () => {
     await ok('POST', `/api/v1/databases/${database}/reset-password`);
     await sawEvent(database, 'database.updated');
     await eventually(async () => (await t.api('DELETE', `/api/v1/databases/${database}`)).status < 300);
+    const cluster = await created('/api/v1/kubernetes-clusters', {
+      name: 'cat-k8s',
+      region: 'fra1',
+      version: '1.33',
+      node_pools: [{ name: 'pool', size: 's-1vcpu-2gb', count: 1 }],
+    });
+    await waitForStatus(t, `/api/v1/kubernetes-clusters/${cluster}`, 'running');
+    await ok('POST', `/api/v1/kubernetes-clusters/${cluster}/upgrade`, { version: '1.34' });
+    await sawEvent(cluster, 'kubernetes_cluster.upgrading');
+    await eventually(async () => (await t.api('GET', `/api/v1/kubernetes-clusters/${cluster}`)).body.data.version === '1.34');
+    await waitForStatus(t, `/api/v1/kubernetes-clusters/${cluster}`, 'running');
+    await ok('POST', `/api/v1/kubernetes-clusters/${cluster}/kubeconfig/rotate`);
+    await sawEvent(cluster, 'kubernetes_cluster.updated');
+    await eventually(async () => (await t.api('DELETE', `/api/v1/kubernetes-clusters/${cluster}`)).status < 300);
 
     const done = await created('/api/v1/jobs', { name: 'cat-ok', command: 'echo hi' });
     const broken = await created('/api/v1/jobs', { name: 'cat-broken', command: 'exit 3' });
@@ -263,6 +280,7 @@ describe('event catalog', () => {
       'bucket.destroyed',
       'file_share.destroyed',
       'database.destroyed',
+      'kubernetes_cluster.destroyed',
     ];
     const events = await eventually(async () => {
       const all = await auditLog();
@@ -282,7 +300,10 @@ describe('event catalog', () => {
 
   it('holds the failures of every driver-backed family, with data valid by its schema', async () => {
     // A second service whose simulated provider fails every provisioning.
-    const failing = await startTestService({ ...ENV, CLOUDPLANE_SIM_FAILURES: 'load_balancer=1,vpn_gateway=1,server=1,bucket=1,file_share=1,database=1' });
+    const failing = await startTestService({
+      ...ENV,
+      CLOUDPLANE_SIM_FAILURES: 'load_balancer=1,vpn_gateway=1,server=1,bucket=1,file_share=1,database=1,kubernetes_cluster=1',
+    });
     try {
       const made = await Promise.all([
         failing.api('POST', '/api/v1/load-balancers', { name: 'bad-lb', region: 'fra1' }),
@@ -291,9 +312,18 @@ describe('event catalog', () => {
         failing.api('POST', '/api/v1/object-storage', { name: 'bad-bucket', region: 'fra1' }),
         failing.api('POST', '/api/v1/file-storage', { name: 'bad-share', region: 'fra1' }),
         failing.api('POST', '/api/v1/databases', { name: 'bad-db', region: 'fra1' }),
+        failing.api('POST', '/api/v1/kubernetes-clusters', { name: 'bad-k8s', region: 'fra1', node_pools: [{ name: 'pool', size: 's-1vcpu-2gb', count: 1 }] }),
       ]);
-      expect(made.map((res) => res.status)).toEqual([201, 201, 201, 201, 201, 201]);
-      const failures = ['load_balancer.failed', 'vpn_gateway.failed', 'server.failed', 'bucket.failed', 'file_share.failed', 'database.failed'];
+      expect(made.map((res) => res.status)).toEqual([201, 201, 201, 201, 201, 201, 201]);
+      const failures = [
+        'load_balancer.failed',
+        'vpn_gateway.failed',
+        'server.failed',
+        'bucket.failed',
+        'file_share.failed',
+        'database.failed',
+        'kubernetes_cluster.failed',
+      ];
       const categoryEvents = async () =>
         (
           await Promise.all(

@@ -15,6 +15,7 @@ const QUOTAS = {
   bucket: 2,
   file_share: 1,
   database: 1,
+  kubernetes_cluster: 1,
   job: 1,
   webhook: 2,
   api_key: 2,
@@ -91,6 +92,12 @@ const CASES: FamilyCase[] = [
     path: '/api/v1/databases',
     body: (i) => ({ name: `quota-db-${i}`, region: 'fra1' }),
     release: deleteAndWait('/api/v1/databases', 'deleted', 'running'),
+  },
+  {
+    family: 'kubernetes_cluster',
+    path: '/api/v1/kubernetes-clusters',
+    body: (i) => ({ name: `quota-k8s-${i}`, region: 'fra1', node_pools: [{ name: 'pool', size: 's-1vcpu-2gb', count: 1 }] }),
+    release: deleteAndWait('/api/v1/kubernetes-clusters', 'deleted', 'running'),
   },
   {
     family: 'job',

@@ -1,7 +1,7 @@
 /**
  * Secrets at rest, in logs and in events. The service is given and makes every kind of
  * secret it keeps: VPN pre-shared keys (given, generated and rotated), database passwords
- * (generated and reset), webhook secrets
+ * (generated and reset), Kubernetes clusters' kubeconfig tokens (generated and rotated), webhook secrets
  * (created and rotated, signing real deliveries), API keys (issued, used, revoked, and
  * the bootstrap key) and the cursor-signing key. Then every file of its data directory
  * (raw bytes, recursively), everything it logged at trace level (requests included) and
@@ -116,6 +116,27 @@ describe.each(variants)('no secret at rest, in the log or in events (%s)', (_var
         { label: 'reset database user password', value: userReset.body.data.password },
       );
 
+      // Kubernetes cluster: the kubeconfig's generated token and the one a rotation made, each read from the kubeconfig.
+      const cluster = await api('POST', '/api/v1/kubernetes-clusters', {
+        name: 'prod',
+        region: 'fra1',
+        node_pools: [{ name: 'pool', size: 's-1vcpu-2gb', count: 1 }],
+      });
+      expect(cluster.status).toBe(201);
+      const clusterPath = `/api/v1/kubernetes-clusters/${cluster.body.data.id}`;
+      const tokenOf = async () => {
+        const kubeconfig = await api('GET', `${clusterPath}/kubeconfig`);
+        expect(kubeconfig.status).toBe(200);
+        return String(/token: (\S+)/.exec(String(kubeconfig.body))?.[1]);
+      };
+      await eventually(async () => (await api('GET', clusterPath)).body.data.status === 'running', 30_000);
+      const firstToken = await tokenOf();
+      expect((await api('POST', `${clusterPath}/kubeconfig/rotate`)).status).toBe(200);
+      const rotatedToken = await tokenOf();
+      expect(rotatedToken).not.toBe(firstToken);
+      expect(firstToken).toMatch(/^[A-Za-z0-9]{48}$/);
+      needles.push({ label: 'kubeconfig token', value: firstToken }, { label: 'rotated kubeconfig token', value: rotatedToken });
+
       const issued = await api('POST', '/api/v1/settings/api-keys', { name: 'ci' });
       const revokedKey = await api('POST', '/api/v1/settings/api-keys', { name: 'old' });
       expect([issued.status, revokedKey.status]).toEqual([201, 201]);
@@ -152,7 +173,7 @@ describe.each(variants)('no secret at rest, in the log or in events (%s)', (_var
     expect(log).toContain(someId);
     expect(audit).toContain(someId);
     expect(filesUnder(dataDir).some((file) => fs.readFileSync(file).includes(someId))).toBe(true);
-    expect(needles.length).toBe(variantEnv.CLOUDPLANE_ENCRYPTION_KEY ? 17 : 16);
+    expect(needles.length).toBe(variantEnv.CLOUDPLANE_ENCRYPTION_KEY ? 19 : 18);
 
     const found = [...findInFiles(dataDir, needles), ...findIn('the log', Buffer.from(log), needles), ...findIn('the audit log', Buffer.from(audit), needles)];
     expect(found).toEqual([]);

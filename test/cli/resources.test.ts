@@ -5,6 +5,9 @@
  * the audit log, and the API's errors with their exit codes. The first test holds the
  * command table to the OpenAPI document the service serves.
  */
+import fs from 'node:fs';
+import os from 'node:os';
+import path from 'node:path';
 import YAML from 'yaml';
 import { startTestService, TestService, eventually } from '../helpers/service';
 import { startReceiver, Receiver } from '../helpers/receiver';
@@ -150,6 +153,53 @@ describe('families', () => {
     expect(busy.stderr).toMatch(/^Error: resource_busy: /);
     expect(JSON.stringify((await json(['file-storage', 'detach', share.id, '--server-id', server.id, '--wait'])).mounts)).not.toContain(share.id);
     expect(await json(['file-storage', 'delete', share.id])).toMatchObject({ status: 'deleted' });
+  });
+
+  it('Kubernetes clusters: create --wait, kubeconfig printed and written 0600, node pools, upgrade --wait, rotate', async () => {
+    const pools = JSON.stringify([{ name: 'workers', size: 's-2vcpu-4gb', count: 2 }]);
+    const cluster = await json([
+      'kubernetes-clusters',
+      'create',
+      '--name',
+      'cli-k8s',
+      '--region',
+      'fra1',
+      '--version',
+      '1.33',
+      '--node-pools',
+      pools,
+      '--wait',
+    ]);
+    expect(cluster).toMatchObject({ status: 'running', version: '1.33', node_pools: [{ name: 'workers', ready_nodes: 2 }] });
+
+    const printed = await run(['kubernetes-clusters', 'kubeconfig', cluster.id]);
+    expect(printed.code).toBe(0);
+    const kubeconfig = YAML.parse(printed.stdout);
+    expect(kubeconfig).toMatchObject({ kind: 'Config', clusters: [{ cluster: { server: cluster.endpoint } }] });
+    expect(await json(['kubernetes-clusters', 'kubeconfig', cluster.id])).toEqual(kubeconfig);
+    const file = path.join(fs.mkdtempSync(path.join(os.tmpdir(), 'cli-kubeconfig-')), 'config.yaml');
+    const written = await run(['kubernetes-clusters', 'kubeconfig', cluster.id, '--output-file', file]);
+    expect([written.code, written.stdout, written.stderr.trim()]).toEqual([0, '', `Wrote ${file}.`]);
+    expect(fs.readFileSync(file, 'utf8')).toBe(printed.stdout);
+    expect(fs.statSync(file).mode & 0o777).toBe(0o600);
+
+    const added = await run(['kubernetes-clusters', 'node-pools', 'create', cluster.id, '--name', 'gpu', '--size', 's-8vcpu-16gb', '--count', '1']);
+    expect(added.code).toBe(0);
+    expect(added.stdout.split('\n')[0].split(/\s+/)).toEqual(['NAME', 'SIZE', 'COUNT', 'READY_NODES', 'AUTO_SCALE']);
+    expect(await json(['kubernetes-clusters', 'node-pools', 'update', cluster.id, 'gpu', '--count', '3'])).toMatchObject({ name: 'gpu', count: 3 });
+    expect((await json(['kubernetes-clusters', 'node-pools', 'list', cluster.id])).map((p: { name: string }) => p.name)).toEqual(['workers', 'gpu']);
+    const deleted = await run(['kubernetes-clusters', 'node-pools', 'delete', cluster.id, 'gpu']);
+    expect([deleted.code, deleted.stderr.trim()]).toEqual([0, `Done: kubernetes-clusters node-pools delete ${cluster.id} gpu.`]);
+    const last = await run(['kubernetes-clusters', 'node-pools', 'delete', cluster.id, 'workers']);
+    expect([last.code, last.stderr]).toEqual([1, expect.stringMatching(/^Error: invalid_state: /)]);
+
+    expect(await json(['kubernetes-clusters', 'upgrade', cluster.id, '--version', '1.34', '--wait'])).toMatchObject({ status: 'running', version: '1.34' });
+    expect(await json(['kubernetes-clusters', 'rotate-kubeconfig', cluster.id, '--wait'])).toMatchObject({ id: cluster.id, status: 'running' });
+    const rotated = YAML.parse((await run(['kubernetes-clusters', 'kubeconfig', cluster.id])).stdout);
+    expect(rotated.users[0].user.token).not.toBe(kubeconfig.users[0].user.token);
+
+    const missing = await run(['kubernetes-clusters', 'kubeconfig', 'k8s_00000000000000000000']);
+    expect([missing.code, missing.stderr]).toEqual([3, expect.stringMatching(/^Error: kubernetes_cluster_not_found: /)]);
   });
 
   it('jobs: --wait completed, a failed job and a wait that times out, cancel', async () => {

@@ -34,6 +34,7 @@ const IN_PROGRESS: Record<string, string[]> = {
   Bucket: ['creating'],
   FileShare: ['creating'],
   Database: ['creating'],
+  KubernetesCluster: ['creating', 'upgrading', 'deleting'],
   CloudJob: ['queued', 'running'],
   WebhookDelivery: ['pending'],
 };
@@ -105,6 +106,7 @@ describe('kstatus on every kind', () => {
     await post('/api/v1/object-storage', { name: 'kstatus-bucket', region: 'fra1' }, 'available');
     await post('/api/v1/file-storage', { name: 'share-1', region: 'fra1' }, 'available');
     await post('/api/v1/databases', { name: 'db-1', region: 'fra1' }, 'running');
+    await post('/api/v1/kubernetes-clusters', { name: 'k8s-1', region: 'fra1', node_pools: [{ name: 'pool', size: 's-1vcpu-2gb', count: 1 }] }, 'running');
     await post('/api/v1/jobs', { name: 'once', command: 'true' }, 'completed');
     const thread = await t.api('POST', '/api/v1/agent/threads', { title: 'questions' });
     expect(thread.status).toBe(201);

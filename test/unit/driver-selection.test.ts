@@ -43,6 +43,7 @@ describe('driver selection', () => {
       bucket: 'simulated',
       file_share: 'simulated',
       database: 'simulated',
+      kubernetes_cluster: 'simulated',
       job: 'simulated',
       backup: 'simulated',
     });

@@ -81,7 +81,7 @@ test('connection details are what the record shows, once known', () => {
 });
 
 test('the driven families are the ones with drivers, each with its configured driver', () => {
-  expect(DRIVER_FAMILIES).toEqual(['load_balancer', 'vpn_gateway', 'server', 'bucket', 'file_share', 'database', 'job', 'backup']);
+  expect(DRIVER_FAMILIES).toEqual(['load_balancer', 'vpn_gateway', 'server', 'bucket', 'file_share', 'database', 'kubernetes_cluster', 'job', 'backup']);
   const built = buildFamilies(FAMILY_MODULES, families, loadConfig({ CLOUDPLANE_DRIVER_BUCKET: 's3' }), logger);
   expect(Object.keys(built.drivers.chosen).sort()).toEqual([...DRIVER_FAMILIES].sort());
   expect(built.drivers.chosen.bucket).toBe('s3');

@@ -163,7 +163,7 @@ export abstract class SimulatedDriver<Desired, Outputs, Observed> implements Dri
   }
 
   /** Whether the configuration asked for last is the desired one and applied. */
-  private configProgress(resource: Managed<Desired>, record: SimulatedRecord): { upToDate: boolean; rejected: string | null; pollAfterMs?: number } {
+  protected configProgress(resource: Managed<Desired>, record: SimulatedRecord): { upToDate: boolean; rejected: string | null; pollAfterMs?: number } {
     const wanted = this.configHash(resource.desired);
     const attempt = record.configure;
     if (!attempt) return { upToDate: record.provision.config === wanted, rejected: null };

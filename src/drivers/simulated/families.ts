@@ -5,7 +5,7 @@
  * traffic.
  */
 import { createHash } from 'node:crypto';
-import type { Managed } from '../types';
+import type { Managed, Step } from '../types';
 import type { ServerDesired, ServerObserved, ServerOutputs, PowerState } from '../server';
 import type { BackendHealth, LoadBalancerDesired, LoadBalancerOutputs } from '../load-balancer';
 import type { TunnelStats, VpnGatewayDesired, VpnGatewayOutputs } from '../vpn-gateway';
@@ -15,8 +15,10 @@ import type { DatabaseDesired, DatabaseDriver, DatabaseObserved, DatabaseOutputs
 import type { BackupDriver } from '../backup';
 import { SimulatedBackupDriver } from './backups';
 import { ADMIN_USER, DEFAULT_DATABASE, PG_VERSIONS } from '../../resources/database';
+import type { KubernetesClusterDesired, KubernetesClusterObserved, KubernetesClusterOutputs } from '../kubernetes-cluster';
+import { NEWEST_KUBERNETES_VERSION } from '../../resources/kubernetes-cluster';
 import { draw, Simulation } from './simulation';
-import { FamilyState, SimulatedDriver, SimulatedRecord } from './driver';
+import { FamilyState, SimulatedDriver, SimulatedRecord, simulatedRecordOf } from './driver';
 import { asStored } from '../../resources/family';
 
 /** How often a simulated health check gives a new answer. */
@@ -26,6 +28,9 @@ const BACKEND_POLL_MS = 10_000;
 const HANDSHAKE_INTERVAL_MS = 120_000;
 /** How often an active gateway's counters are looked at again. */
 const TUNNEL_POLL_MS = 30_000;
+
+/** How many base delays a simulated cluster waits before asking again for a change the provider refused. */
+const REFUSED_RETRY_DELAYS = 20;
 
 const failedMove = (operation: string, reason: string) => `${operation.replace(/_/g, ' ')} failed: ${reason}`;
 
@@ -232,5 +237,55 @@ export class SimulatedDatabaseDriver extends SimulatedDriver<DatabaseDesired, Da
 
   protected stateOf({ desired }: Managed<DatabaseDesired>, _record: SimulatedRecord, ready: boolean): FamilyState<DatabaseObserved> {
     return { observed: { standby_nodes: ready ? desired.num_nodes - 1 : 0 } };
+  }
+}
+
+/**
+ * A simulated managed Kubernetes: an API server at a name of its own under
+ * cloudplane.example, the minor asked for (else the newest), and every pool's nodes ready
+ * once provisioned. A configuration change (an upgrade, a pool's count, labels or taints,
+ * a new token) is one simulated operation, which CLOUDPLANE_SIM_FAILURES can make the
+ * provider refuse. Its configuration is the spec with the token's version, never the
+ * token, so nothing of the token is kept in what it records.
+ */
+export class SimulatedKubernetesClusterDriver extends SimulatedDriver<KubernetesClusterDesired, KubernetesClusterOutputs, KubernetesClusterObserved> {
+  constructor(sim: Simulation) {
+    super('kubernetes_cluster', sim);
+  }
+
+  /**
+   * A change the provider refused is asked for again only after a while (twenty of the
+   * family's base delays), as a cloud's API is not retried at once: meanwhile the refusal is
+   * what observe sees, and the cluster shows it (degraded).
+   */
+  override async update(resource: Managed<KubernetesClusterDesired>): Promise<Step> {
+    const record = simulatedRecordOf(resource.external);
+    if (record?.configure && this.configProgress(resource, record).rejected !== null) {
+      const retryAt =
+        this.sim.endOf(this.family, resource.id, { name: 'configure', ...record.configure }) + REFUSED_RETRY_DELAYS * this.sim.baseDelayMs(this.family);
+      if (Date.now() < retryAt) return { external: record, pollAfterMs: retryAt - Date.now() };
+    }
+    return super.update(resource);
+  }
+
+  protected configOf({ token: _token, ...config }: KubernetesClusterDesired): unknown {
+    return config;
+  }
+
+  protected outputsOf({ id, desired }: Managed<KubernetesClusterDesired>): KubernetesClusterOutputs {
+    return { endpoint: `https://${id.replace(/_/g, '-')}.k8s.${desired.region}.cloudplane.example` };
+  }
+
+  protected stateOf(resource: Managed<KubernetesClusterDesired>, record: SimulatedRecord, ready: boolean): FamilyState<KubernetesClusterObserved> {
+    const { desired } = resource;
+    const config = this.configProgress(resource, record);
+    return {
+      observed: {
+        applying: ready && !config.upToDate && config.rejected === null,
+        refused: ready ? config.rejected : null,
+        version: desired.version ?? NEWEST_KUBERNETES_VERSION,
+        node_pools: desired.node_pools.map((pool) => ({ name: pool.name, ready_nodes: ready ? pool.count : 0 })),
+      },
+    };
   }
 }

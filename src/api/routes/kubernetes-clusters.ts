@@ -1,0 +1,328 @@
+/**
+ * Kubernetes cluster routes beyond CRUD: the kubeconfig (a YAML document with the token
+ * from the store secret) and its token's rotation, the upgrade to a newer minor, and the
+ * node pools as a named part of the cluster. Every change is a change of the spec (its
+ * node_pools, version or token_version), which the reconciler carries out like a kubectl
+ * edit of the custom resource.
+ */
+import { Type } from '@sinclair/typebox';
+import YAML from 'yaml';
+import type { ApiContext } from '../context';
+import { send } from '../envelope';
+import { assertChangeable, envelopeOf, ErrorEnvelope, findResource, principalOf, rotateSecret, type SpecUpdate } from './families';
+import {
+  assertNodePools,
+  isNewerVersion,
+  MAX_NODE_POOLS,
+  kubernetesClusterFamily as family,
+  NodePoolCreate,
+  nodePoolOf,
+  NodePoolRecord,
+  nodePoolRecord,
+  NodePoolUpdate,
+  runningVersionOf,
+  SERVING_STATES,
+  KUBERNETES_VERSIONS,
+  type KubernetesCluster,
+  type NodePoolSpec,
+} from '../../resources/kubernetes-cluster';
+import type { ApiApp } from '../api-app';
+import { writeAndAwait } from '../awaiting';
+import { conflict, fieldInvalid, invalidState, notFound } from '../../lib/errors';
+import { known } from '../../lib/known';
+
+const IdParams = Type.Object({ id: Type.String({ maxLength: 64, description: 'The cluster id (prefix k8s).' }) });
+const PoolParams = Type.Object({
+  id: Type.String({ maxLength: 64, description: 'The cluster id (prefix k8s).' }),
+  pool_name: Type.String({ maxLength: 63, description: "The node pool's name." }),
+});
+const UpgradeBody = Type.Object(
+  { version: Type.String({ enum: [...KUBERNETES_VERSIONS], description: 'The minor version to run: newer than the one that runs.' }) },
+  { additionalProperties: false },
+);
+const YAML_TYPE = 'application/yaml';
+const TEXT_TYPE = 'text/plain';
+
+/**
+ * The kubeconfig's media type: application/yaml, unless the client asks for plain text
+ * alone (a generated client that reads text only: openapi-python-client takes no
+ * application/yaml), which gets the same YAML as text/plain.
+ */
+function kubeconfigType(accept: string | undefined): string {
+  const asked = (accept ?? '').split(',').map((part) => part.split(';')[0].trim().toLowerCase());
+  const wantsText = asked.some((type) => type === TEXT_TYPE || type === 'text/*');
+  const takesYaml = asked.some((type) => type === YAML_TYPE || type === 'application/*' || type === '*/*' || type === '');
+  return wantsText && !takesYaml ? TEXT_TYPE : YAML_TYPE;
+}
+const errors = { 400: ErrorEnvelope, 404: ErrorEnvelope, 409: ErrorEnvelope, 415: ErrorEnvelope, 422: ErrorEnvelope };
+
+/** A kubeconfig of the cluster for its token, with one cluster, user and context, all named after the cluster's id. */
+export function kubeconfigOf(cluster: KubernetesCluster, endpoint: string, token: string): string {
+  const name = `cloudplane-${cluster.meta.id}`;
+  const user = `${name}-admin`;
+  return YAML.stringify({
+    apiVersion: 'v1',
+    kind: 'Config',
+    clusters: [{ name, cluster: { server: endpoint } }],
+    users: [{ name: user, user: { token } }],
+    contexts: [{ name, context: { cluster: name, user } }],
+    'current-context': name,
+    preferences: {},
+  });
+}
+
+const poolOf = (cluster: KubernetesCluster, poolName: string): NodePoolSpec => {
+  const pool = cluster.spec.node_pools.find((p) => p.name === poolName);
+  if (!pool) throw notFound('node_pool', poolName);
+  return pool;
+};
+
+export function registerKubernetesClusterRoutes(app: ApiApp, ctx: ApiContext): void {
+  const base = `/api/v1/${family.path}/:id`;
+  const config = { family: family.name };
+  const tags = [family.title];
+  const tokenSecret = known(family.secret, 'the kubeconfig token secret of a Kubernetes cluster');
+  const poolRecordOf = (cluster: KubernetesCluster, pool: NodePoolSpec) => nodePoolRecord(pool, cluster.status.node_pools);
+
+  /** Changes the cluster's node pools on its latest version, checked again as a whole. */
+  const changePools = (team: string, id: string, change: (cluster: KubernetesCluster) => NodePoolSpec[]) =>
+    ctx.writer.mutateSpec<KubernetesCluster>(family, team, id, (current) => {
+      assertChangeable(family, current);
+      const pools = change(current);
+      assertNodePools(pools);
+      return { ...current.spec, node_pools: pools };
+    });
+
+  app.get(`${base}/kubeconfig`, {
+    config: { ...config, carriesSecret: true },
+    schema: {
+      tags,
+      operationId: 'getKubernetesClusterKubeconfig',
+      summary: 'Get the kubeconfig of a cluster',
+      description:
+        'The kubeconfig as YAML (application/yaml, not an envelope; text/plain to a client that asks for that alone): the API server `endpoint` and a bearer token, which is kept in a store secret and shown by this call only. Once the cluster serves (running, degraded or upgrading); before, and once deleted, 409 invalid_state.',
+      params: IdParams,
+      response: {
+        200: {
+          description: 'The kubeconfig.',
+          content: {
+            [YAML_TYPE]: { schema: Type.String({ description: 'A kubeconfig (apiVersion v1, kind Config).' }) },
+            [TEXT_TYPE]: { schema: Type.String({ description: 'The same YAML, to a client that asks for text/plain alone.' }) },
+          },
+        },
+        404: ErrorEnvelope,
+        409: ErrorEnvelope,
+      },
+    },
+    handler: async (request, reply) => {
+      const { id } = request.params;
+      const { team } = principalOf(request);
+      const cluster = await findResource<KubernetesCluster>(ctx, family, team, id);
+      const { endpoint } = cluster.status;
+      if (cluster.meta.deletionTimestamp || !SERVING_STATES.includes(cluster.status.status) || !endpoint)
+        throw invalidState(`The Kubernetes cluster is ${cluster.status.status}; its kubeconfig is there once it is running.`);
+      const secret = await ctx.store.secrets.get(team, tokenSecret.secretName(id));
+      if (!secret) throw invalidState('The Kubernetes cluster has no token yet; rotate its kubeconfig to make one.');
+      return reply
+        .code(200)
+        .type(kubeconfigType(request.headers.accept))
+        .send(kubeconfigOf(cluster, endpoint, secret.value));
+    },
+  });
+
+  app.post(`${base}/kubeconfig/rotate`, {
+    config,
+    schema: {
+      tags,
+      operationId: 'rotateKubernetesClusterKubeconfig',
+      summary: "Rotate the kubeconfig's token",
+      description:
+        'Makes a new token; the driver serves it (`kubernetes_cluster.updated`) and the old one stops working. The answer is the cluster, without the token: GET the kubeconfig again. While upgrading 409 resource_busy; a deleted cluster 409 invalid_state.',
+      params: IdParams,
+      response: { 200: envelopeOf(family.schemas.record), 404: ErrorEnvelope, 409: ErrorEnvelope },
+    },
+    handler: async (request, reply) => {
+      const { id } = request.params;
+      const { team } = principalOf(request);
+      const cluster = await findResource<KubernetesCluster>(ctx, family, team, id);
+      assertChangeable(family, cluster);
+      const token = known(tokenSecret.generate?.(cluster.spec), "a new kubeconfig token (the family's secret generates one)");
+      const update: SpecUpdate<KubernetesCluster> = (extra = () => ({})) =>
+        ctx.writer.mutateSpec<KubernetesCluster>(family, team, id, (current) => {
+          assertChangeable(family, current);
+          return { ...current.spec, ...extra(current) };
+        });
+      const updated = await rotateSecret(ctx, family, team, id, token, update);
+      return send(ctx, request, reply, 200, family.toRecord(updated));
+    },
+  });
+
+  app.post(`${base}/upgrade`, {
+    config,
+    schema: {
+      tags,
+      operationId: 'upgradeKubernetesCluster',
+      summary: 'Upgrade a cluster to a newer Kubernetes version',
+      description:
+        'Asks for `version`, which must be newer than the one that runs (422 validation_failed naming `version` otherwise). The cluster is `upgrading` until it runs the new version, then `running` again. Only a running or degraded cluster: 409 resource_busy while upgrading, 409 invalid_state while creating, failed or deleted.',
+      params: IdParams,
+      body: UpgradeBody,
+      response: { 200: envelopeOf(family.schemas.record), ...errors },
+    },
+    handler: async (request, reply) => {
+      const { id } = request.params;
+      const { version } = request.body;
+      const { team } = principalOf(request);
+      const check = (cluster: KubernetesCluster) => {
+        assertChangeable(family, cluster);
+        if (!['running', 'degraded'].includes(cluster.status.status))
+          throw invalidState(`The Kubernetes cluster is ${cluster.status.status}; only a running or degraded cluster can be upgraded.`);
+        const running = runningVersionOf(cluster);
+        if (!isNewerVersion(version, running)) throw fieldInvalid('version', `must be newer than the version that runs (${running})`);
+      };
+      check(await findResource<KubernetesCluster>(ctx, family, team, id));
+      const ask = () =>
+        ctx.writer.mutateSpec<KubernetesCluster>(family, team, id, (current) => {
+          check(current);
+          return { ...current.spec, version };
+        });
+      const moved = await writeAndAwait<KubernetesCluster>(
+        ctx.store,
+        family.kind,
+        team,
+        id,
+        ask,
+        (c) => c.status.status !== 'running' || c.status.version === version,
+      );
+      // The reconciler did not answer in time (another replica leads): the state the request leads to.
+      const current = moved ?? (await findResource<KubernetesCluster>(ctx, family, team, id));
+      const shown = moved ?? (current.status.status === 'running' ? { ...current, status: { ...current.status, status: 'upgrading' } } : current);
+      return send(ctx, request, reply, 200, family.toRecord(shown));
+    },
+  });
+
+  app.get(`${base}/node-pools`, {
+    config,
+    schema: {
+      tags,
+      operationId: 'listKubernetesClusterNodePools',
+      summary: 'List the node pools of a cluster',
+      description: 'Every pool of the cluster, in the order of its spec, with its ready nodes; not paged (a cluster has at most 10).',
+      params: IdParams,
+      response: { 200: envelopeOf(Type.Array(NodePoolRecord)), 404: ErrorEnvelope },
+    },
+    handler: async (request, reply) => {
+      const { id } = request.params;
+      const cluster = await findResource<KubernetesCluster>(ctx, family, principalOf(request).team, id);
+      return send(
+        ctx,
+        request,
+        reply,
+        200,
+        cluster.spec.node_pools.map((pool) => poolRecordOf(cluster, pool)),
+      );
+    },
+  });
+
+  app.post(`${base}/node-pools`, {
+    config,
+    schema: {
+      tags,
+      operationId: 'createKubernetesClusterNodePool',
+      summary: 'Add a node pool to a cluster',
+      description:
+        'Adds the pool to the spec; the driver makes its nodes (`kubernetes_cluster.updated`; `ready_nodes` grows to `count`). A name the cluster has: 409 name_taken; an eleventh pool, or a count outside auto_scale: 422 validation_failed.',
+      params: IdParams,
+      body: NodePoolCreate,
+      response: { 201: envelopeOf(NodePoolRecord), ...errors },
+    },
+    handler: async (request, reply) => {
+      const { id } = request.params;
+      const { team } = principalOf(request);
+      const pool = nodePoolOf(request.body);
+      assertChangeable(family, await findResource<KubernetesCluster>(ctx, family, team, id));
+      const updated = await changePools(team, id, (cluster) => {
+        if (cluster.spec.node_pools.some((p) => p.name === pool.name)) throw conflict('name_taken', `The cluster already has a node pool named ${pool.name}.`);
+        if (cluster.spec.node_pools.length >= MAX_NODE_POOLS) throw fieldInvalid('node_pools', `a cluster has at most ${MAX_NODE_POOLS} node pools`);
+        return [...cluster.spec.node_pools, pool];
+      });
+      reply.header('Location', `/api/v1/${family.path}/${id}/node-pools/${encodeURIComponent(pool.name)}`);
+      return send(ctx, request, reply, 201, poolRecordOf(updated, poolOf(updated, pool.name)));
+    },
+  });
+
+  app.get(`${base}/node-pools/:pool_name`, {
+    config,
+    schema: {
+      tags,
+      operationId: 'getKubernetesClusterNodePool',
+      summary: 'Get a node pool of a cluster',
+      description: 'A pool the cluster does not have: 404 node_pool_not_found.',
+      params: PoolParams,
+      response: { 200: envelopeOf(NodePoolRecord), 404: ErrorEnvelope },
+    },
+    handler: async (request, reply) => {
+      const { id, pool_name: poolName } = request.params;
+      const cluster = await findResource<KubernetesCluster>(ctx, family, principalOf(request).team, id);
+      return send(ctx, request, reply, 200, poolRecordOf(cluster, poolOf(cluster, poolName)));
+    },
+  });
+
+  app.patch(`${base}/node-pools/:pool_name`, {
+    config,
+    schema: {
+      tags,
+      operationId: 'updateKubernetesClusterNodePool',
+      summary: 'Update a node pool of a cluster',
+      description:
+        "Changes the pool's `count`, `labels`, `taints` (each replaced as a whole) or `auto_scale` (null stops autoscaling); its name and size stay. A count outside the pool's auto_scale: 422 validation_failed naming it.",
+      params: PoolParams,
+      body: NodePoolUpdate,
+      response: { 200: envelopeOf(NodePoolRecord), ...errors },
+    },
+    handler: async (request, reply) => {
+      const { id, pool_name: poolName } = request.params;
+      const { team } = principalOf(request);
+      const { auto_scale: autoScale, ...patch } = request.body;
+      const cluster = await findResource<KubernetesCluster>(ctx, family, team, id);
+      assertChangeable(family, cluster);
+      poolOf(cluster, poolName);
+      const updated = await changePools(team, id, (current) =>
+        current.spec.node_pools.map((pool) => {
+          if (pool.name !== poolName) return pool;
+          const { auto_scale: kept, ...rest } = { ...pool, ...patch };
+          const scale = autoScale === undefined ? kept : (autoScale ?? undefined);
+          return { ...rest, ...(scale ? { auto_scale: scale } : {}) };
+        }),
+      );
+      return send(ctx, request, reply, 200, poolRecordOf(updated, poolOf(updated, poolName)));
+    },
+  });
+
+  app.delete(`${base}/node-pools/:pool_name`, {
+    config,
+    schema: {
+      tags,
+      operationId: 'deleteKubernetesClusterNodePool',
+      summary: 'Delete a node pool of a cluster',
+      description:
+        'Takes the pool out of the spec; the driver removes its nodes (`kubernetes_cluster.updated`). Answers 204. The last pool of a cluster cannot be deleted (409 invalid_state): delete the cluster instead.',
+      params: PoolParams,
+      response: { 204: Type.Null(), 404: ErrorEnvelope, 409: ErrorEnvelope },
+    },
+    handler: async (request, reply) => {
+      const { id, pool_name: poolName } = request.params;
+      const { team } = principalOf(request);
+      const cluster = await findResource<KubernetesCluster>(ctx, family, team, id);
+      assertChangeable(family, cluster);
+      poolOf(cluster, poolName);
+      await changePools(team, id, (current) => {
+        poolOf(current, poolName);
+        if (current.spec.node_pools.length === 1)
+          throw invalidState(`Node pool ${poolName} is the cluster's last; a cluster keeps at least one. Delete the cluster instead.`);
+        return current.spec.node_pools.filter((p) => p.name !== poolName);
+      });
+      return reply.code(204).send(null);
+    },
+  });
+}

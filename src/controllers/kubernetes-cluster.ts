@@ -1,0 +1,45 @@
+/**
+ * How Kubernetes clusters bind to the managed reconciler: the driver is asked for the spec
+ * with the kubeconfig's token from its store secret. A running cluster shows its endpoint,
+ * the version that runs and each pool's ready nodes; while a configuration change is
+ * applied those stay as they were, and a change of version shows as `upgrading`; a change
+ * the provider refused leaves the cluster `degraded` (as it ran before) until it is applied.
+ */
+import type { Store } from '../store/types';
+import type { FamilyBinding } from './managed';
+import { kubernetesClusterFamily, NEWEST_KUBERNETES_VERSION, type KubernetesCluster } from '../resources/kubernetes-cluster';
+import type { KubernetesClusterDesired, KubernetesClusterDriver, KubernetesClusterObserved, KubernetesClusterOutputs } from '../drivers/kubernetes-cluster';
+import { known } from '../lib/known';
+
+export async function kubernetesClusterDesired(store: Store, { meta, spec }: KubernetesCluster): Promise<KubernetesClusterDesired> {
+  const tokenSecret = known(kubernetesClusterFamily.secret, 'the kubeconfig token secret of a Kubernetes cluster');
+  const secret = await store.secrets.get(meta.team, tokenSecret.secretName(meta.id));
+  return { ...spec, token: secret?.value ?? null };
+}
+
+/** The state of a made cluster from what its driver observed. */
+export function clusterState(observed: KubernetesClusterObserved, { spec, status }: KubernetesCluster): { state: string; changes?: Record<string, unknown> } {
+  if (observed.refused) return { state: 'degraded' };
+  if (observed.applying) {
+    // A degraded cluster stays so while its change is tried again; a new version on the way is an upgrade.
+    if (status.status === 'degraded') return { state: 'degraded' };
+    const upgrading = (spec.version ?? NEWEST_KUBERNETES_VERSION) !== status.version;
+    return { state: upgrading ? 'upgrading' : 'running' };
+  }
+  return { state: 'running', changes: { version: observed.version, node_pools: observed.node_pools } };
+}
+
+export function kubernetesClusterBinding(
+  driver: KubernetesClusterDriver,
+  store: Store,
+): FamilyBinding<KubernetesClusterDesired, KubernetesClusterOutputs, KubernetesClusterObserved, KubernetesCluster> {
+  return {
+    family: kubernetesClusterFamily,
+    readyState: 'running',
+    driver,
+    desired: (resource) => kubernetesClusterDesired(store, resource),
+    outputs: ({ endpoint }) => ({ endpoint }),
+    onReady: ({ version, node_pools }) => ({ version, node_pools }),
+    steady: (observed, resource) => clusterState(observed, resource),
+  };
+}
