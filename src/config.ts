@@ -42,6 +42,10 @@ export interface DriverConfig {
   postgresBinDir: string | null;
   /** Where the local database driver keeps each database's files (CLOUDPLANE_LOCAL_DATABASE_DIR; `<data dir>/databases`). */
   localDatabaseDir: string;
+  /** Directories the local Kubernetes cluster driver looks in for etcd, kube-apiserver and kwok before PATH (CLOUDPLANE_KUBERNETES_BIN_PATH). */
+  kubernetesBinPath: string[];
+  /** Where the local Kubernetes cluster driver keeps each cluster's files (CLOUDPLANE_LOCAL_KUBERNETES_DIR; `<data dir>/kubernetes-clusters`). */
+  localKubernetesDir: string;
 }
 
 export interface Config {
@@ -383,6 +387,11 @@ function drivers(env: Env, dataDir: string): DriverConfig {
     overrides,
     postgresBinDir: env.CLOUDPLANE_POSTGRES_BIN_DIR ? path.resolve(env.CLOUDPLANE_POSTGRES_BIN_DIR) : null,
     localDatabaseDir: path.resolve(env.CLOUDPLANE_LOCAL_DATABASE_DIR || path.join(dataDir, 'databases')),
+    kubernetesBinPath: (env.CLOUDPLANE_KUBERNETES_BIN_PATH ?? '')
+      .split(path.delimiter)
+      .filter(Boolean)
+      .map((dir) => path.resolve(dir)),
+    localKubernetesDir: path.resolve(env.CLOUDPLANE_LOCAL_KUBERNETES_DIR || path.join(dataDir, 'kubernetes-clusters')),
   };
 }
 

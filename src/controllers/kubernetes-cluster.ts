@@ -7,7 +7,7 @@
  */
 import type { Store } from '../store/types';
 import type { FamilyBinding } from './managed';
-import { kubernetesClusterFamily, NEWEST_KUBERNETES_VERSION, type KubernetesCluster } from '../resources/kubernetes-cluster';
+import { kubernetesClusterFamily, type KubernetesCluster } from '../resources/kubernetes-cluster';
 import type { KubernetesClusterDesired, KubernetesClusterDriver, KubernetesClusterObserved, KubernetesClusterOutputs } from '../drivers/kubernetes-cluster';
 import { known } from '../lib/known';
 
@@ -23,7 +23,8 @@ export function clusterState(observed: KubernetesClusterObserved, { spec, status
   if (observed.applying) {
     // A degraded cluster stays so while its change is tried again; a new version on the way is an upgrade.
     if (status.status === 'degraded') return { state: 'degraded' };
-    const upgrading = (spec.version ?? NEWEST_KUBERNETES_VERSION) !== status.version;
+    // No version asked is the driver's newest, which is what runs (a local driver's newest may be older than the API's).
+    const upgrading = spec.version !== undefined && spec.version !== status.version;
     return { state: upgrading ? 'upgrading' : 'running' };
   }
   return { state: 'running', changes: { version: observed.version, node_pools: observed.node_pools } };
@@ -38,7 +39,7 @@ export function kubernetesClusterBinding(
     readyState: 'running',
     driver,
     desired: (resource) => kubernetesClusterDesired(store, resource),
-    outputs: ({ endpoint }) => ({ endpoint }),
+    outputs: ({ endpoint, certificate_authority }) => ({ endpoint, certificate_authority }),
     onReady: ({ version, node_pools }) => ({ version, node_pools }),
     steady: (observed, resource) => clusterState(observed, resource),
   };

@@ -11,6 +11,8 @@ export interface KubernetesClusterDesired extends KubernetesClusterSpec {
 export interface KubernetesClusterOutputs {
   /** The API server's https URL. */
   endpoint: string;
+  /** The PEM certificate of the authority behind the API server's serving certificate, where the driver has one. */
+  certificate_authority: string | null;
 }
 
 /** What a made cluster shows beyond its outputs. */

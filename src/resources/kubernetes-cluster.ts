@@ -40,8 +40,13 @@ export const MAX_NODE_POOLS = 10;
 export const MAX_NODES_PER_POOL = 100;
 const MAX_LABELS = 64;
 const MAX_TAINTS = 50;
-const TOKEN_LENGTH = 48;
-const TOKEN_ALPHABET = 'ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789';
+const TOKEN_ALPHABET = 'abcdefghijklmnopqrstuvwxyz0123456789';
+/**
+ * A kubeconfig token in the form of a Kubernetes bootstrap token (`<6>.<16>`, lower-case
+ * letters and digits): a cluster can take it as a kube-system Secret, and stop taking it by
+ * deleting that Secret, with no restart of its API server.
+ */
+export const newClusterToken = () => `${randomString(6, TOKEN_ALPHABET)}.${randomString(16, TOKEN_ALPHABET)}`;
 
 export type KubernetesVersion = (typeof KUBERNETES_VERSIONS)[number];
 export type NodeSize = (typeof NODE_SIZES)[number];
@@ -88,6 +93,8 @@ export interface ObservedNodePool {
 export interface KubernetesClusterStatus extends BaseStatus {
   /** The API server's https URL, once it answers. */
   endpoint: string | null;
+  /** The PEM certificate of the authority that signed the API server's serving certificate; null where the driver has none (simulated). */
+  certificate_authority?: string | null;
   /** The minor that runs. */
   version: string | null;
   node_pools: ObservedNodePool[];
@@ -318,7 +325,7 @@ export const kubernetesClusterFamily: FamilyDefinition<KubernetesClusterSpec, Ku
   secret: {
     field: 'token',
     secretName: (id) => `k8s-token-${id}`,
-    generate: () => randomString(TOKEN_LENGTH, TOKEN_ALPHABET),
+    generate: newClusterToken,
     versionField: 'token_version' satisfies keyof KubernetesClusterSpec,
   },
   schemas: {
@@ -335,6 +342,9 @@ export const kubernetesClusterFamily: FamilyDefinition<KubernetesClusterSpec, Ku
     status: strictObject({
       ...baseStatusProperties(STATES),
       endpoint: Type.Union([Type.String(), Type.Null()], { description: "The API server's https URL." }),
+      certificate_authority: Type.Optional(
+        Type.Union([Type.String(), Type.Null()], { description: "The PEM certificate of the authority that signed the API server's serving certificate." }),
+      ),
       version: Type.Union([Type.String(), Type.Null()], { description: 'The minor version that runs.' }),
       node_pools: Type.Array(strictObject({ name: Type.String(), ready_nodes: Type.Integer({ minimum: 0 }) }), {
         description: 'Ready nodes of each pool, as last observed.',

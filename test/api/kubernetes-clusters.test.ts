@@ -53,7 +53,7 @@ describe('Kubernetes clusters', () => {
     expect(doc).toMatchObject({ apiVersion: 'v1', kind: 'Config', 'current-context': `cloudplane-${cluster.id}` });
     expect(doc.clusters[0].cluster.server).toBe(running.endpoint);
     const token: string = doc.users[0].user.token;
-    expect(token).toMatch(/^[A-Za-z0-9]{48}$/);
+    expect(token).toMatch(/^[a-z0-9]{6}\.[a-z0-9]{16}$/);
     expect(await t.service.ctx.store.secrets.get(t.teamId, `k8s-token-${cluster.id}`)).toEqual({ value: token });
 
     const listed = await t.api('GET', '/api/v1/kubernetes-clusters');

@@ -14,6 +14,8 @@ import { FAMILY_MODULES } from '../../src/families';
 import { families } from '../../src/resources/registry';
 import { findPostgres } from '../../src/drivers/local/postgres-install';
 import { PG_VERSIONS } from '../../src/resources/database';
+import { findKubernetes } from '../../src/drivers/local/kube-install';
+import { KUBERNETES_VERSIONS } from '../../src/resources/kubernetes-cluster';
 import { tempDataDir } from '../helpers/service';
 
 const logger = createLogger('silent');
@@ -54,13 +56,12 @@ describe('driver selection', () => {
     const env = { CLOUDPLANE_LOCAL_DATABASE_DIR: path.join(dir, 'databases') };
     fs.chmodSync(dir, 0o711);
     const installed = findPostgres(null, env.CLOUDPLANE_LOCAL_DATABASE_DIR, PG_VERSIONS);
+    const kubernetes = findKubernetes([], KUBERNETES_VERSIONS);
     const chosen = build(env).chosen;
     expect(chosen.database).toBe('missing' in installed ? 'simulated' : 'local');
-    expect(Object.entries(chosen).filter(([family]) => family !== 'database')).toEqual(
-      Object.keys(chosen)
-        .filter((f) => f !== 'database')
-        .map((f) => [f, 'simulated']),
-    );
+    expect(chosen.kubernetes_cluster).toBe('missing' in kubernetes ? 'simulated' : 'local');
+    const others = Object.keys(chosen).filter((f) => f !== 'database' && f !== 'kubernetes_cluster');
+    expect(Object.entries(chosen).filter(([family]) => others.includes(family))).toEqual(others.map((f) => [f, 'simulated']));
   });
 
   it('falls back to the simulated database driver, saying why, where PostgreSQL is missing; refuses to start when it was named', () => {

@@ -56,6 +56,12 @@ function kubeconfigType(accept: string | undefined): string {
 }
 const errors = { 400: ErrorEnvelope, 404: ErrorEnvelope, 409: ErrorEnvelope, 415: ErrorEnvelope, 422: ErrorEnvelope };
 
+/** The authority kubectl is to trust for the API server, where the driver made one (a local cluster's). */
+const certificateAuthorityOf = (cluster: KubernetesCluster) => {
+  const pem = cluster.status.certificate_authority;
+  return pem ? { 'certificate-authority-data': Buffer.from(pem).toString('base64') } : {};
+};
+
 /** A kubeconfig of the cluster for its token, with one cluster, user and context, all named after the cluster's id. */
 export function kubeconfigOf(cluster: KubernetesCluster, endpoint: string, token: string): string {
   const name = `cloudplane-${cluster.meta.id}`;
@@ -63,7 +69,7 @@ export function kubeconfigOf(cluster: KubernetesCluster, endpoint: string, token
   return YAML.stringify({
     apiVersion: 'v1',
     kind: 'Config',
-    clusters: [{ name, cluster: { server: endpoint } }],
+    clusters: [{ name, cluster: { server: endpoint, ...certificateAuthorityOf(cluster) } }],
     users: [{ name: user, user: { token } }],
     contexts: [{ name, context: { cluster: name, user } }],
     'current-context': name,

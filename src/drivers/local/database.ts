@@ -14,7 +14,6 @@
  * progress.
  */
 import fs from 'node:fs';
-import net from 'node:net';
 import path from 'node:path';
 import type { Client } from 'pg';
 import { Type, type Static } from '@sinclair/typebox';
@@ -27,6 +26,7 @@ import { isAlive } from '../../lib/processes';
 import { scramSha256Verifier } from '../../lib/scram';
 import { textOf } from '../../lib/unknown-values';
 import { sameJson } from '../../lib/canonical-json';
+import { freeLoopbackPorts } from '../../lib/ports';
 import { isRunning, postmasterOf, type PostgresHost } from './postgres-host';
 import { backupDataOf, LocalDatabaseBackups } from './database-backups';
 
@@ -137,7 +137,7 @@ export class LocalDatabaseDriver implements DatabaseDriver {
     const major = m.desired.version ?? this.host.newest();
     const bin = this.host.install.majors.get(major);
     if (!bin) return { external: { major: null, wanted: major, ports: [], password_version: m.desired.password_version } };
-    const record: LocalRecord = { major, ports: await freePorts(m.desired.num_nodes), password_version: m.desired.password_version };
+    const record: LocalRecord = { major, ports: await freeLoopbackPorts(m.desired.num_nodes), password_version: m.desired.password_version };
     const restore = m.desired.backup_restore?.backup_id;
     this.host.begin(m.id, m.team, 'create', async () => {
       const dir = this.dirOf(m.id);
@@ -161,7 +161,8 @@ export class LocalDatabaseDriver implements DatabaseDriver {
     const bin = this.host.binOf(current.major);
     passwordsOf(m.desired);
     const wanted = m.desired.num_nodes;
-    const ports = current.ports.length < wanted ? [...current.ports, ...(await freePorts(wanted - current.ports.length))] : current.ports.slice(0, wanted);
+    const ports =
+      current.ports.length < wanted ? [...current.ports, ...(await freeLoopbackPorts(wanted - current.ports.length))] : current.ports.slice(0, wanted);
     const record: LocalRecord = { ...current, ports, password_version: m.desired.password_version };
     this.host.begin(m.id, m.team, 'update', async () => {
       const dir = this.dirOf(m.id);
@@ -412,24 +413,4 @@ function writeApplied(dir: string, applied: Applied): void {
   const file = path.join(dir, APPLIED);
   fs.writeFileSync(`${file}.tmp`, JSON.stringify(applied));
   fs.renameSync(`${file}.tmp`, file);
-}
-
-/** Free loopback ports, each asked of the kernel (port 0) and released for PostgreSQL to take. */
-async function freePorts(count: number): Promise<number[]> {
-  const ports: number[] = [];
-  while (ports.length < count) {
-    const port = await new Promise<number>((resolve, reject) => {
-      const server = net.createServer();
-      server.once('error', reject);
-      server.listen(0, '127.0.0.1', () => {
-        const address = server.address();
-        const port = typeof address === 'object' && address ? address.port : 0;
-        server.close(() => {
-          resolve(port);
-        });
-      });
-    });
-    if (!ports.includes(port)) ports.push(port);
-  }
-  return ports;
 }

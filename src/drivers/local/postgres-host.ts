@@ -1,76 +1,31 @@
 /**
  * This machine as the local database driver and its backups use it: PostgreSQL's programs
  * (run as the user that runs PostgreSQL), the directory the databases and backups live in,
- * and work in the background. Work runs in one fair gate shared by databases and backups
- * (at most two at once, one per team: initdb and pg_basebackup are disk-heavy), one piece
- * at a time per database or backup; what it ended with is kept until the next piece, and
- * every outcome counts in one health.
+ * and work in the background, in one fair gate and one health for databases and backups
+ * alike (BackgroundWork).
  */
 import fs from 'node:fs';
 import path from 'node:path';
 import { Client } from 'pg';
 import type { Logger } from 'pino';
 import { ADMIN_USER } from '../../resources/database';
-import type { DriverHealth } from '../types';
-import { OutcomeWindow } from '../health';
-import { FairGate } from '../../lib/fair-gate';
 import { isAlive, run } from '../../lib/processes';
-import { textOf } from '../../lib/unknown-values';
 import type { PostgresInstall } from './postgres-install';
+import { BackgroundWork } from './background-work';
 
 /** initdb and pg_basebackup of a small cluster take seconds; a busy disk may take minutes. */
 const PROGRAM_TIMEOUT_MS = 180_000;
 const CONNECT_TIMEOUT_MS = 3_000;
 const QUERY_TIMEOUT_MS = 30_000;
 
-/** Work under way for one database or backup, and how it ended. */
-export interface Work {
-  kind: string;
-  done: boolean;
-  failure: string | null;
-}
-
-export class PostgresHost {
-  private readonly outcomes = new OutcomeWindow();
-  private readonly work = new Map<string, Work>();
-  private readonly gate = new FairGate({ total: 2, perTeam: 1, maxWaitingPerTeam: 1000, maxWaitMs: 30 * 60_000 });
-
+export class PostgresHost extends BackgroundWork {
   constructor(
     readonly install: PostgresInstall,
     /** Where the databases (`<id>/`) and their backups (`backups/<id>/`) live. */
     readonly root: string,
-    readonly logger: Logger,
-  ) {}
-
-  health(): DriverHealth {
-    return this.outcomes.health();
-  }
-
-  /** The work of a database or backup: under way (done false), or how it ended until the next piece is begun. */
-  workOf(id: string): Work | undefined {
-    return this.work.get(id);
-  }
-
-  /** Runs a piece of work in the background, in the fair gate; nothing when one is under way for `id`. */
-  begin(id: string, team: string, kind: string, body: () => Promise<void>): void {
-    const previous = this.work.get(id);
-    if (previous && !previous.done) return;
-    const work: Work = { kind, done: false, failure: null };
-    this.work.set(id, work);
-    void this.gate
-      .run(team, body)
-      .then(() => {
-        this.outcomes.succeeded();
-        // Forgotten once done: what exists is read from the disk from now on.
-        this.work.delete(id);
-      })
-      .catch((err: unknown) => {
-        const message = textOf(err);
-        this.logger.warn({ id, team, step: kind, err: message }, 'local PostgreSQL step failed');
-        this.outcomes.failed(message);
-        work.failure = message;
-        work.done = true;
-      });
+    logger: Logger,
+  ) {
+    super(logger);
   }
 
   /** The directory of a major's programs; throws when it is not installed. */

@@ -273,7 +273,7 @@ export class SimulatedKubernetesClusterDriver extends SimulatedDriver<Kubernetes
   }
 
   protected outputsOf({ id, desired }: Managed<KubernetesClusterDesired>): KubernetesClusterOutputs {
-    return { endpoint: `https://${id.replace(/_/g, '-')}.k8s.${desired.region}.cloudplane.example` };
+    return { endpoint: `https://${id.replace(/_/g, '-')}.k8s.${desired.region}.cloudplane.example`, certificate_authority: null };
   }
 
   protected stateOf(resource: Managed<KubernetesClusterDesired>, record: SimulatedRecord, ready: boolean): FamilyState<KubernetesClusterObserved> {
