@@ -91,3 +91,13 @@ export function isAlive(pid: number): boolean {
     return codeOf(err) === 'EPERM';
   }
 }
+
+/** Whether `file` is a regular file this process may run. */
+export function isExecutable(file: string): boolean {
+  try {
+    fs.accessSync(file, fs.constants.X_OK);
+    return fs.statSync(file).isFile();
+  } catch {
+    return false;
+  }
+}

@@ -7,6 +7,7 @@
 import { execFileSync } from 'node:child_process';
 import fs from 'node:fs';
 import path from 'node:path';
+import { isExecutable } from '../../lib/processes';
 
 export interface KubernetesInstall {
   etcd: string;
@@ -33,15 +34,6 @@ export function findKubernetes(searchPath: readonly string[], supported: readonl
   if (!supported.includes(minor)) return { missing: `kube-apiserver ${minor} is installed; the API offers ${supported.join(', ')}` };
   const stages = path.join(path.dirname(kwok), 'stages.yaml');
   return { etcd, kubeApiServer, kwok, kwokStages: fs.existsSync(stages) ? stages : null, minor };
-}
-
-function isExecutable(file: string): boolean {
-  try {
-    fs.accessSync(file, fs.constants.X_OK);
-    return fs.statSync(file).isFile();
-  } catch {
-    return false;
-  }
 }
 
 /** "Kubernetes v1.34.4" → "1.34". */

@@ -9,7 +9,7 @@
 import { execFileSync } from 'node:child_process';
 import fs from 'node:fs';
 import path from 'node:path';
-import type { RunAs } from '../../lib/processes';
+import { isExecutable, type RunAs } from '../../lib/processes';
 
 /** The programs the driver runs, in each installed major's directory. */
 const PROGRAMS = ['initdb', 'pg_ctl', 'postgres', 'pg_basebackup'] as const;
@@ -61,15 +61,6 @@ function fromPath(): Map<string, string> | string {
     if (isExecutable(path.join(dir, 'initdb'))) return fromDirectory(dir);
   }
   return 'PostgreSQL is not installed (no initdb in /usr/lib/postgresql/*/bin or on PATH; on Debian and Ubuntu: apt install postgresql)';
-}
-
-function isExecutable(file: string): boolean {
-  try {
-    fs.accessSync(file, fs.constants.X_OK);
-    return fs.statSync(file).isFile();
-  } catch {
-    return false;
-  }
 }
 
 /** "initdb (PostgreSQL) 15.14 (Debian 15.14-0+deb12u1)" → "15". */
