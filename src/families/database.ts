@@ -11,6 +11,7 @@ import { LocalDatabaseDriver } from '../drivers/local/database';
 import { findPostgres } from '../drivers/local/postgres-install';
 import { PostgresHost } from '../drivers/local/postgres-host';
 import { BackupReconciler } from '../controllers/backup';
+import { BackupPolicyReconciler } from '../controllers/backup-policy';
 import { registerBackupRoutes } from '../api/routes/backups';
 import { databaseBinding } from '../controllers/database';
 import { DATABASE_BACKUPS, registerDatabaseRoutes } from '../api/routes/databases';
@@ -32,6 +33,7 @@ export const databaseModule = drivenFamilyModule<DatabaseDriver>({
     deps.managed(databaseBinding(driver, deps.store)),
     // Its backups are the backup family's, carried out by this driver (the backup module's reconciler takes servers').
     new BackupReconciler(deps.store, deps.writer, driver.backups, databaseFamily),
+    new BackupPolicyReconciler(deps.store, deps.writer, deps.config.backupPolicyDayMs, { family: databaseFamily, field: 'database_id' }),
   ],
   records: [
     // A user's password: needed while its database, not deleted, still has the user.

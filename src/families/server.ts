@@ -26,7 +26,7 @@ export const serverModule = drivenFamilyModule<ServerDriver>({
   reconcilers: (deps, driver) => [
     deps.managed(serverBinding(driver, deps.store)),
     // Servers' daily backups: a second reconciler of servers, which only makes and prunes backups.
-    new BackupPolicyReconciler(deps.store, deps.writer, deps.config.backupPolicyDayMs),
+    new BackupPolicyReconciler(deps.store, deps.writer, deps.config.backupPolicyDayMs, { family: serverFamily, field: 'server_id' }),
   ],
   routes: (app, ctx) => {
     registerServerRoutes(app, ctx);

@@ -19,6 +19,7 @@ import { asStored } from './family';
 import { baseRecordProperties, baseStatusProperties, ExternalRecordSchema, IdOf, NullableTimestamp, strictObject } from './schema-kit';
 import type { ExternalRecord } from './external-record';
 import { BASIC_COLUMNS } from './presentation';
+import { nowIso } from '../lib/time';
 import type { FamilyCommand } from './commands';
 
 const STATES = ['creating', 'completed', 'failed', 'deleted', 'destroyed'] as const;
@@ -84,6 +85,64 @@ export function sourceOf(spec: Pick<BackupSpec, 'server_id' | 'database_id'>): {
 
 /** A backup's create body: under its source (POST /servers/{id}/backups, /databases/{id}/backups), a name at most. */
 export const BackupCreate = strictObject({ name: Type.Optional(BackupName) });
+
+/** A daily backup of a source (a server, a database): at `time` UTC, keeping the last `retain` policy backups; absent or disabled: none. */
+export interface BackupPolicy {
+  enabled: boolean;
+  /** `HH:MM`, UTC. */
+  time: string;
+  retain: number;
+  /** When the policy was last set: times of it before are not caught up (a policy set at 10:00 makes no backup for 03:00 that day). */
+  since?: string;
+}
+
+const DEFAULT_RETAIN = 7;
+const POLICY_TIME = '^([01][0-9]|2[0-3]):[0-5][0-9]$';
+
+/** The policy as a create or PATCH takes it, as a spec keeps it, and as a record shows it, worded for the source's title. */
+export function backupPolicySchemas(title: string) {
+  return {
+    Input: strictObject(
+      {
+        enabled: Type.Boolean({ description: 'Whether the daily backup is made.' }),
+        time: Type.String({ pattern: POLICY_TIME, description: 'Time of day of the backup, HH:MM in UTC.' }),
+        retain: Type.Optional(
+          Type.Integer({
+            minimum: 1,
+            maximum: 90,
+            description: `How many backups of the policy are kept (the oldest beyond are deleted); default ${DEFAULT_RETAIN}. Manual backups are never deleted by it.`,
+          }),
+        ),
+      },
+      `A daily backup of the ${title}: one backup a day at \`time\` (UTC), keeping the last \`retain\`.`,
+    ),
+    Spec: BackupPolicySpec,
+    Record: Type.Union([strictObject({ enabled: Type.Boolean(), time: Type.String(), retain: Type.Integer() }), Type.Null()], {
+      description: 'The daily backup policy; null without one.',
+    }),
+  };
+}
+
+/** A policy as a spec keeps it (the reconciler reads it back with this). */
+export const BackupPolicySpec = strictObject(
+  {
+    enabled: Type.Boolean(),
+    time: Type.String({ pattern: POLICY_TIME }),
+    retain: Type.Integer({ minimum: 1, maximum: 90 }),
+    // No `format`: the reconciler checks a spec against this with TypeBox's Value, which knows no formats unless registered.
+    since: Type.Optional(Type.String({ description: 'When the policy was set (an RFC 3339 time); times of it before are not caught up.' })),
+  },
+  'A daily backup at `time` UTC, keeping the last `retain` policy backups.',
+);
+
+/** The policy as the spec keeps it: the default retention filled in, and when it was set. */
+export function policyOf(input: { enabled: boolean; time: string; retain?: number } | null | undefined): BackupPolicy | undefined {
+  if (!input) return undefined;
+  return { enabled: input.enabled, time: input.time, retain: input.retain ?? DEFAULT_RETAIN, since: nowIso() };
+}
+
+/** A policy as a record shows it: null without one. */
+export const policyRecord = (policy: BackupPolicy | undefined) => (policy ? { enabled: policy.enabled, time: policy.time, retain: policy.retain } : null);
 
 /** The CLI's commands of a source's backups (`servers backups list`, `databases backups create`), answered as backups. */
 export const backupCommands = (title: string): FamilyCommand[] => [

@@ -24,7 +24,7 @@ import {
   strictObject,
 } from './schema-kit';
 import type { ExternalRecord } from './external-record';
-import { backupCommands, backupFamily, sourceOf, type BackupSpec, type BackupStatus } from './backup';
+import { backupCommands, backupFamily, backupPolicySchemas, policyOf, policyRecord, sourceOf, type BackupPolicy, type BackupSpec, type BackupStatus } from './backup';
 import { BASIC_COLUMNS } from './presentation';
 
 const STATES = ['creating', 'running', 'failed', 'deleted', 'destroyed'] as const;
@@ -80,6 +80,8 @@ export interface DatabaseSpec {
   trusted_sources?: TrustedSource[];
   /** The backup (of another database) it was made from, holding that database's data. */
   backup_restore?: { backup_id: string };
+  /** A daily backup, as servers have (resources/backup.ts). */
+  backup_policy?: BackupPolicy;
 }
 
 /** A user of a database; its password is a store secret of its own (userPasswordSecret). */
@@ -144,11 +146,14 @@ const BackupRestore = strictObject(
   "Makes the database from a backup: its data, its logical databases and its major version (a version asked for must be that one). Its users are not restored: the new database's administrator owns what they owned.",
 );
 
+const { Input: BackupPolicyInput, Spec: BackupPolicySpec, Record: BackupPolicyRecord } = backupPolicySchemas('database');
+
 const DatabaseUpdate = strictObject({
   size: Type.Optional(Size),
   num_nodes: Type.Optional(NumNodes),
   storage_gb: Type.Optional(StorageGb),
   trusted_sources: Type.Optional(TrustedSources),
+  backup_policy: Type.Optional(Type.Union([BackupPolicyInput, Type.Null()], { description: 'A new daily backup policy; null removes it.' })),
 });
 
 /** An address or block of a trusted source as a block (`203.0.113.7` → `203.0.113.7/32`); null if neither. */
@@ -194,7 +199,10 @@ const DatabaseCreate = strictObject({
   storage_gb: Type.Optional(StorageGb),
   trusted_sources: Type.Optional(TrustedSources),
   backup_restore: Type.Optional(BackupRestore),
+  backup_policy: Type.Optional(BackupPolicyInput),
 });
+
+const withPolicy = (policy: BackupPolicy | undefined) => (policy ? { backup_policy: policy } : {});
 
 /** A user as the API shows it: the administrator is `primary`, the others `normal`. */
 export const DatabaseUserRecord = strictObject(
@@ -301,6 +309,7 @@ export const databaseFamily: FamilyDefinition<DatabaseSpec, DatabaseStatus> = {
       db_names: Type.Optional(Type.Array(PartName('logical database'), { maxItems: DATABASE_PART_LIMIT, description: 'Logical databases beside defaultdb.' })),
       trusted_sources: Type.Optional(TrustedSources),
       backup_restore: Type.Optional(BackupRestore),
+      backup_policy: Type.Optional(BackupPolicySpec),
       ...connectionSecretProperty(),
     }),
     status: strictObject({
@@ -325,6 +334,7 @@ export const databaseFamily: FamilyDefinition<DatabaseSpec, DatabaseStatus> = {
       db_names: Type.Array(Type.String(), { description: 'Its logical databases: defaultdb and those made through /databases/{id}/dbs.' }),
       trusted_sources: TrustedSources,
       backup_restore: Type.Union([BackupRestore, Type.Null()], { description: 'The backup it was made from; null for a new one.' }),
+      backup_policy: BackupPolicyRecord,
     }),
   },
   specFromCreate(body: Static<typeof DatabaseCreate>, { config }) {
@@ -340,6 +350,7 @@ export const databaseFamily: FamilyDefinition<DatabaseSpec, DatabaseStatus> = {
       password_version: 0,
       ...(body.trusted_sources ? { trusted_sources: checkTrustedSources(body.trusted_sources) } : {}),
       ...(body.backup_restore ? { backup_restore: body.backup_restore } : {}),
+      ...withPolicy(policyOf(body.backup_policy)),
     };
   },
   /** Made from a backup: a completed database backup of the team, whose major and logical databases it takes. */
@@ -362,8 +373,10 @@ export const databaseFamily: FamilyDefinition<DatabaseSpec, DatabaseStatus> = {
   applyUpdate(spec, patch: Static<typeof DatabaseUpdate>) {
     if (patch.storage_gb !== undefined && patch.storage_gb < spec.storage_gb)
       throw fieldInvalid('storage_gb', `cannot shrink the storage from ${spec.storage_gb} to ${patch.storage_gb} GB; it only grows`);
-    const { trusted_sources, ...resized } = patch;
-    return { ...spec, ...resized, ...(trusted_sources ? { trusted_sources: checkTrustedSources(trusted_sources) } : {}) };
+    const { trusted_sources, backup_policy: policy, ...resized } = patch;
+    const { backup_policy: previous, ...next } = { ...spec, ...resized, ...(trusted_sources ? { trusted_sources: checkTrustedSources(trusted_sources) } : {}) };
+    // Absent: the policy stays; null: it goes; a new one replaces it.
+    return { ...next, ...withPolicy(policy === undefined ? previous : policyOf(policy)) };
   },
   initialStatus: () => ({ connection: null, version: null, standby_nodes: 0 }),
   nameOf: (spec) => spec.name,
@@ -396,6 +409,7 @@ export const databaseFamily: FamilyDefinition<DatabaseSpec, DatabaseStatus> = {
     db_names: [DEFAULT_DATABASE, ...(spec.db_names ?? [])],
     trusted_sources: spec.trusted_sources ?? [],
     backup_restore: spec.backup_restore ?? null,
+    backup_policy: policyRecord(spec.backup_policy),
     created_at: meta.createdAt,
     updated_at: meta.updatedAt,
     deleted_at: status.deleted_at ?? null,

@@ -1,11 +1,10 @@
 /** Servers: virtual machines with the general lifecycle of the spec and power actions. */
 import { Static, Type } from '@sinclair/typebox';
 import { assertRegionAvailable } from './regions';
-import { nowIso } from '../lib/time';
 import { SERVER_PLANS } from '../lib/server-catalog';
 import type { BaseStatus, FamilyDefinition, Resource } from './family';
 import type { FamilyCommand } from './commands';
-import { backupCommands } from './backup';
+import { backupCommands, backupPolicySchemas, policyOf, policyRecord, type BackupPolicy } from './backup';
 import {
   baseRecordProperties,
   baseStatusProperties,
@@ -38,49 +37,7 @@ export interface ServerSpec {
   backup_policy?: BackupPolicy;
 }
 
-export interface BackupPolicy {
-  enabled: boolean;
-  /** `HH:MM`, UTC. */
-  time: string;
-  retain: number;
-  /** When the policy was last set: times of it before are not caught up (a policy set at 10:00 makes no backup for 03:00 that day). */
-  since?: string;
-}
-
-const DEFAULT_RETAIN = 7;
-
-const BackupPolicyInput = strictObject(
-  {
-    enabled: Type.Boolean({ description: 'Whether the daily backup is made.' }),
-    time: Type.String({ pattern: '^([01][0-9]|2[0-3]):[0-5][0-9]$', description: 'Time of day of the backup, HH:MM in UTC.' }),
-    retain: Type.Optional(
-      Type.Integer({
-        minimum: 1,
-        maximum: 90,
-        description: `How many backups of the policy are kept (the oldest beyond are deleted); default ${DEFAULT_RETAIN}. Manual backups are never deleted by it.`,
-      }),
-    ),
-  },
-  'A daily backup of the server: one backup a day at `time` (UTC), keeping the last `retain`.',
-);
-const BackupPolicySpec = strictObject(
-  {
-    enabled: Type.Boolean(),
-    time: Type.String({ pattern: '^([01][0-9]|2[0-3]):[0-5][0-9]$' }),
-    retain: Type.Integer({ minimum: 1, maximum: 90 }),
-    since: Type.Optional(Type.String({ format: 'date-time', description: 'When the policy was set; times of it before are not caught up.' })),
-  },
-  'A daily backup of the server at `time` UTC, keeping the last `retain` policy backups.',
-);
-const BackupPolicyRecord = Type.Union([strictObject({ enabled: Type.Boolean(), time: Type.String(), retain: Type.Integer() }), Type.Null()], {
-  description: 'The daily backup policy; null without one.',
-});
-
-/** The policy as the spec keeps it: the default retention filled in, and when it was set. */
-function policyOf(input: { enabled: boolean; time: string; retain?: number } | null | undefined): BackupPolicy | undefined {
-  if (!input) return undefined;
-  return { enabled: input.enabled, time: input.time, retain: input.retain ?? DEFAULT_RETAIN, since: nowIso() };
-}
+const { Input: BackupPolicyInput, Spec: BackupPolicySpec, Record: BackupPolicyRecord } = backupPolicySchemas('server');
 
 /** Where an attached file share appears in the server's file system. */
 export const mountPathOf = (fileShareId: string) => `/mnt/file-storage/${fileShareId}`;
@@ -244,7 +201,7 @@ export const serverFamily: FamilyDefinition<ServerSpec, ServerStatus> = {
       image: spec.image,
       ipv4: status.ipv4 ?? null,
       mounts: attachedShares(spec).map((id) => ({ file_share_id: id, mount_path: mountPathOf(id) })),
-      backup_policy: spec.backup_policy ? { enabled: spec.backup_policy.enabled, time: spec.backup_policy.time, retain: spec.backup_policy.retain } : null,
+      backup_policy: policyRecord(spec.backup_policy),
       created_at: meta.createdAt,
       updated_at: meta.updatedAt,
       deleted_at: status.deleted_at ?? null,

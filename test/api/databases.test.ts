@@ -207,3 +207,35 @@ describe('databases', () => {
     expect([reset.status, reset.body.error.code]).toEqual([409, 'invalid_state']);
   });
 });
+
+describe('databases: the daily backup policy (a "day" of two seconds)', () => {
+  let t: TestService;
+  beforeAll(async () => {
+    t = await startTestService({ CLOUDPLANE_BACKUP_POLICY_DAY_MS: '2000' });
+  });
+  afterAll(async () => t.stop());
+
+  it('makes a backup at each of the policy’s times, keeps the newest `retain`, and stops when PATCH removes it', async () => {
+    const created = await t.api('POST', '/api/v1/databases', { name: 'nightly', region: 'fra1', backup_policy: { enabled: true, time: '00:00', retain: 2 } });
+    expect(created.status).toBe(201);
+    expect(created.body.data.backup_policy).toEqual({ enabled: true, time: '00:00', retain: 2 });
+    const { id } = created.body.data;
+    const seen = new Set<string>();
+    const policyBackups = async () => {
+      const page = await t.api('GET', `/api/v1/databases/${id}/backups?limit=100`);
+      const ofPolicy = page.body.data.filter((b: { trigger: string }) => b.trigger === 'policy');
+      for (const b of ofPolicy) seen.add(b.id);
+      return ofPolicy;
+    };
+    await eventually(async () => (await policyBackups(), seen.size >= 3), 60_000, 200);
+    expect((await policyBackups()).every((b: { database_id: string; name: string }) => b.database_id === id && b.name.startsWith('nightly-daily-'))).toBe(true);
+    await eventually(async () => (await policyBackups()).length <= 2, 30_000, 200);
+
+    const patched = await t.api('PATCH', `/api/v1/databases/${id}`, { backup_policy: null });
+    expect(patched.body.data.backup_policy).toBeNull();
+    const kept = await t.api('PATCH', `/api/v1/databases/${id}`, { storage_gb: 20 });
+    expect(kept.body.data.backup_policy).toBeNull();
+    const again = await t.api('PATCH', `/api/v1/databases/${id}`, { backup_policy: { enabled: false, time: '03:30' } });
+    expect(again.body.data.backup_policy).toEqual({ enabled: false, time: '03:30', retain: 7 });
+  });
+});

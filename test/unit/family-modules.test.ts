@@ -103,7 +103,7 @@ describe('the reconcilers the leader runs', () => {
     fs.rmSync(dir, { recursive: true, force: true });
   });
 
-  it('are one per reconciled kind, from the modules, plus the servers’ backup policies and the databases’ backups', () => {
+  it('are one per reconciled kind, from the modules, plus the servers’ and databases’ backup policies and the databases’ backups', () => {
     const config = loadConfig({});
     const built = buildFamilies(FAMILY_MODULES, families, config, logger);
     const writer = new ResourceWriter(store);
@@ -111,6 +111,6 @@ describe('the reconcilers the leader runs', () => {
     const kinds = buildReconcilers({ store, writer, config, quota }, built.reconcilers).map((r) => r.kind);
     // Threads, messages and deliveries are written by the agent and the dispatcher, not reconciled.
     const reconciled = families.filter((f) => !['thread', 'message', 'delivery'].includes(f.name)).map((f) => f.kind);
-    expect(kinds.slice().sort()).toEqual([...reconciled, 'Server', 'ServerBackup'].sort());
+    expect(kinds.slice().sort()).toEqual([...reconciled, 'Server', 'Database', 'ServerBackup'].sort());
   });
 });
