@@ -24,7 +24,17 @@ import {
   strictObject,
 } from './schema-kit';
 import type { ExternalRecord } from './external-record';
-import { backupCommands, backupFamily, backupPolicySchemas, policyOf, policyRecord, sourceOf, type BackupPolicy, type BackupSpec, type BackupStatus } from './backup';
+import {
+  backupCommands,
+  backupFamily,
+  backupPolicySchemas,
+  policyOf,
+  policyRecord,
+  sourceOf,
+  type BackupPolicy,
+  type BackupSpec,
+  type BackupStatus,
+} from './backup';
 import { BASIC_COLUMNS } from './presentation';
 
 const STATES = ['creating', 'running', 'failed', 'deleted', 'destroyed'] as const;
