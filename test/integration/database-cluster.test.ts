@@ -211,7 +211,7 @@ describe('cluster mode: databases as a PostgreSQL StatefulSet', () => {
     await asPostgres('bash', [script], undefined, {
       ...psqlEnv,
       POSTGRES_USER: 'dbadmin',
-      CLOUDPLANE_OPERATOR_VERIFIER: decoded(secret!, SECRET_KEYS.operatorVerifier),
+      DB_OPERATOR_VERIFIER: decoded(secret!, SECRET_KEYS.operatorVerifier),
     });
     return { podIp };
   }

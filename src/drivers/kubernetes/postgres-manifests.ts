@@ -124,14 +124,14 @@ if [ "$ordinal" != 0 ] && [ ! -s "$PGDATA/PG_VERSION" ]; then
   mkdir -p "$PGDATA"
   chown postgres:postgres "$PGDATA"
   chmod 700 "$PGDATA"
-  PGPASSWORD="$CLOUDPLANE_OPERATOR_PASSWORD" gosu postgres pg_basebackup -D "$PGDATA" -h "$CLOUDPLANE_PRIMARY_HOST" -U ${OPERATOR_ROLE} -R -X stream -c fast
+  PGPASSWORD="$DB_OPERATOR_PASSWORD" gosu postgres pg_basebackup -D "$PGDATA" -h "$DB_PRIMARY_HOST" -U ${OPERATOR_ROLE} -R -X stream -c fast
 fi
 exec docker-entrypoint.sh postgres -c hba_file=${CONFIG_DIR}/${HBA_KEY} -c password_encryption=scram-sha-256 -c listen_addresses='*'
 `;
 
 /** Run once, by the image's entrypoint, as the primary is first made: the operator's role, by its verifier. */
 const INITDB_SCRIPT = `# Written by Cloudplane's kubernetes driver: the role the operator and the standbys log in as.
-psql -v ON_ERROR_STOP=1 --username "$POSTGRES_USER" --dbname postgres --set verifier="$CLOUDPLANE_OPERATOR_VERIFIER" <<'SQL'
+psql -v ON_ERROR_STOP=1 --username "$POSTGRES_USER" --dbname postgres --set verifier="$DB_OPERATOR_VERIFIER" <<'SQL'
 CREATE ROLE ${OPERATOR_ROLE} SUPERUSER REPLICATION LOGIN PASSWORD :'verifier';
 SQL
 `;
@@ -241,9 +241,9 @@ export function postgresObjects(
                   { name: 'POSTGRES_DB', value: DEFAULT_DATABASE },
                   // A verifier, not the password: initdb stores it as it is.
                   fromSecret('POSTGRES_PASSWORD', SECRET_KEYS.adminVerifier),
-                  fromSecret('CLOUDPLANE_OPERATOR_VERIFIER', SECRET_KEYS.operatorVerifier),
-                  fromSecret('CLOUDPLANE_OPERATOR_PASSWORD', SECRET_KEYS.operatorPassword),
-                  { name: 'CLOUDPLANE_PRIMARY_HOST', value: `${primaryPodName(placement)}.${nodes}` },
+                  fromSecret('DB_OPERATOR_VERIFIER', SECRET_KEYS.operatorVerifier),
+                  fromSecret('DB_OPERATOR_PASSWORD', SECRET_KEYS.operatorPassword),
+                  { name: 'DB_PRIMARY_HOST', value: `${primaryPodName(placement)}.${nodes}` },
                 ],
                 ports: [{ name: 'postgres', containerPort: POSTGRES_PORT, protocol: 'TCP' }],
                 readinessProbe: { exec: { command: ['pg_isready', '-h', '127.0.0.1', '-p', String(POSTGRES_PORT)] }, periodSeconds: 5, failureThreshold: 3 },
