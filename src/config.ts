@@ -238,6 +238,16 @@ export interface KubernetesConfig {
   fileShareStorageClass?: string;
   /** The VPN gateway driver's agents. */
   vpnGateways: VpnGatewayDriverSettings;
+  /** The database driver's StatefulSets. */
+  databases: DatabaseDriverSettings;
+}
+
+/** What the Kubernetes database driver runs for each database. */
+export interface DatabaseDriverSettings {
+  /** The PostgreSQL image, `<major>` standing for the major (`docker.io/library/postgres:<major>`). */
+  image: string;
+  /** The StorageClass of each node's PersistentVolumeClaim; null: the cluster's default class. */
+  storageClass: string | null;
 }
 
 /** What the Kubernetes VPN gateway driver runs for each gateway. */
@@ -741,6 +751,10 @@ export function loadConfig(env: Env = process.env): Config {
               progressDeadlineSeconds: int(env, 'CLOUDPLANE_HAPROXY_PROGRESS_DEADLINE_SECONDS', 600, 1),
             },
             fileShareStorageClass: objectNameSetting(env, 'CLOUDPLANE_FILE_SHARE_STORAGE_CLASS'),
+            databases: {
+              image: env.CLOUDPLANE_POSTGRES_IMAGE || 'docker.io/library/postgres:<major>',
+              storageClass: objectNameSetting(env, 'CLOUDPLANE_DATABASE_STORAGE_CLASS') ?? null,
+            },
             vpnGateways: {
               image: env.CLOUDPLANE_VPN_AGENT_IMAGE || 'ghcr.io/cloudplane/cloudplane:latest',
               statusTimeoutMs: int(env, 'CLOUDPLANE_VPN_AGENT_STATUS_TIMEOUT_MS', 2000, 1, 60_000),

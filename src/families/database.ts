@@ -1,12 +1,14 @@
 /**
  * Managed PostgreSQL databases: a real PostgreSQL on this machine on the embedded default
- * (the local driver, where PostgreSQL is installed), simulated otherwise; the cluster
- * driver comes next.
+ * (the local driver, where PostgreSQL is installed), a StatefulSet of PostgreSQL in the
+ * team's namespace in cluster mode (its backups simulated for now), simulated otherwise.
  */
 import { databaseFamily, ownerOfUserPassword, PG_VERSIONS, USER_PASSWORD_PREFIX } from '../resources/database';
 import { fieldOf } from '../lib/unknown-values';
 import type { DatabaseDriver } from '../drivers/database';
 import { SimulatedDatabaseDriver } from '../drivers/simulated/families';
+import { SimulatedBackupDriver } from '../drivers/simulated/backups';
+import { PostgresStatefulSetDriver } from '../drivers/kubernetes/database-statefulset';
 import { LocalDatabaseDriver } from '../drivers/local/database';
 import { findPostgres } from '../drivers/local/postgres-install';
 import { PostgresHost } from '../drivers/local/postgres-host';
@@ -21,6 +23,15 @@ export const databaseModule = drivenFamilyModule<DatabaseDriver>({
   family: databaseFamily,
   drivers: {
     simulated: (ctx) => new SimulatedDatabaseDriver(ctx.simulation),
+    kubernetes: (ctx) =>
+      new PostgresStatefulSetDriver({
+        kubeConfig: ctx.kube.kubeConfig,
+        systemNamespace: ctx.kube.systemNamespace,
+        watches: ctx.kube.watches,
+        logger: ctx.logger.child({ component: 'database-driver' }),
+        postgres: ctx.cluster.databases,
+        backups: new SimulatedBackupDriver(ctx.simulation),
+      }),
     local: ({ config, logger }) => {
       const { postgresBinDir, localDatabaseDir } = config.drivers;
       const install = findPostgres(postgresBinDir, localDatabaseDir, PG_VERSIONS);

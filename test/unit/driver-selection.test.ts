@@ -108,6 +108,7 @@ describe('driver selection', () => {
       load_balancer: 'kubernetes',
       vpn_gateway: 'kubernetes',
       file_share: 'kubernetes',
+      database: 'kubernetes',
       job: 'kubernetes',
       backup: 'kubernetes',
     });

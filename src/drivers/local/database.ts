@@ -23,12 +23,12 @@ import type { DatabaseDesired, DatabaseDriver, DatabaseObserved, DatabaseOutputs
 import type { DriverHealth, Managed, Observation, Step } from '../types';
 import type { BackupDriver } from '../backup';
 import { isAlive } from '../../lib/processes';
-import { scramSha256Verifier } from '../../lib/scram';
 import { textOf } from '../../lib/unknown-values';
 import { sameJson } from '../../lib/canonical-json';
 import { freeLoopbackPorts } from '../../lib/ports';
 import { isRunning, postmasterOf, type PostgresHost } from './postgres-host';
 import { backupDataOf, LocalDatabaseBackups } from './database-backups';
+import { applyDbNames, applyUsers, passwordsOf, setPassword, trustedHbaLines } from '../postgres-sql';
 
 /** What the driver records of a database (status.external). */
 const LocalRecord = Type.Object({
@@ -182,7 +182,7 @@ export class LocalDatabaseDriver implements DatabaseDriver {
     await this.withPrimary(dir, record, async (client) => {
       if (applied?.password_version !== desired.password_version) await setPassword(client, ADMIN_USER, password);
       await applyUsers(client, users, applied?.users ?? {});
-      await this.applyDbNames(dir, record, client, desired);
+      await applyDbNames(client, (database, use) => this.withPrimary(dir, record, use, database), desired);
     });
     const wanted = desired.num_nodes;
     for (let node = 1; node < nodesBefore; node++) {
@@ -195,38 +195,9 @@ export class LocalDatabaseDriver implements DatabaseDriver {
     writeApplied(dir, appliedOf(desired));
   }
 
-  /**
-   * Creates and drops logical databases, and drops the users no longer wanted (what they
-   * owned passes to the administrator, in every database); every user may create in the
-   * public schema of every logical database, as the owner may.
-   */
-  private async applyDbNames(dir: string, record: LocalRecord, client: Client, desired: DatabaseDesired): Promise<void> {
-    const { rows } = await client.query<{ datname: string }>('SELECT datname FROM pg_database WHERE NOT datistemplate');
-    const present = new Set(rows.map((row) => row.datname));
-    const wanted = new Set([DEFAULT_DATABASE, ...(desired.db_names ?? [])]);
-    for (const name of wanted) if (!present.has(name)) await client.query(`CREATE DATABASE ${client.escapeIdentifier(name)} OWNER ${ADMIN_USER}`);
-    for (const name of present) if (!wanted.has(name) && name !== 'postgres') await client.query(`DROP DATABASE ${client.escapeIdentifier(name)} WITH (FORCE)`);
-    const roles = await client.query<{ rolname: string }>('SELECT rolname FROM pg_roles WHERE rolcanlogin AND rolname <> $1', [ADMIN_USER]);
-    const keep = new Set(desired.users.map((user) => user.name));
-    const leaving = roles.rows.map((row) => row.rolname).filter((name) => !keep.has(name));
-    for (const database of [...wanted, 'postgres']) {
-      await this.withPrimary(
-        dir,
-        record,
-        async (inDb) => {
-          for (const name of leaving)
-            await inDb.query(`REASSIGN OWNED BY ${inDb.escapeIdentifier(name)} TO ${ADMIN_USER}; DROP OWNED BY ${inDb.escapeIdentifier(name)}`);
-          for (const user of desired.users) await inDb.query(`GRANT USAGE, CREATE ON SCHEMA public TO ${inDb.escapeIdentifier(user.name)}`);
-        },
-        database,
-      );
-    }
-    for (const name of leaving) await client.query(`DROP ROLE ${client.escapeIdentifier(name)}`);
-  }
-
   /** Who may connect over TCP: the trusted blocks, or anyone with a password; the driver itself always, through its socket. */
   private async allow(bin: string, data: string, blocks: string[] | null): Promise<void> {
-    const hosts = (blocks ?? ['0.0.0.0/0']).map((block) => `host all all ${block} scram-sha-256`);
+    const hosts = trustedHbaLines(blocks);
     const lines = [
       "# Written by Cloudplane's local driver: the trusted sources of the database.",
       'local all all trust',
@@ -367,37 +338,6 @@ const nodeDir = (node: number) => `node-${node}`;
 
 function recordOf(external: Managed<DatabaseDesired>['external']): LocalRecord | null {
   return Value.Check(LocalRecord, external) ? external : null;
-}
-
-/** The passwords, all readable; a step waits (throws) while one is not. */
-function passwordsOf(desired: DatabaseDesired): { password: string; users: Array<{ name: string; password_version: number; password: string }> } {
-  const { password } = desired;
-  if (password === null) throw new Error("the administrator's password cannot be read yet");
-  const users = desired.users.map((user) => {
-    if (user.password === null) throw new Error(`the password of user ${user.name} cannot be read yet`);
-    return { ...user, password: user.password };
-  });
-  return { password, users };
-}
-
-/** Sets a password as its SCRAM verifier: the password itself never reaches the server. */
-async function setPassword(client: Client, role: string, password: string): Promise<void> {
-  await client.query(`ALTER ROLE ${client.escapeIdentifier(role)} PASSWORD ${client.escapeLiteral(scramSha256Verifier(password))}`);
-}
-
-/** Makes the users not there yet, and sets the passwords reset since `applied`. */
-async function applyUsers(
-  client: Client,
-  users: Array<{ name: string; password_version: number; password: string }>,
-  applied: Record<string, number>,
-): Promise<void> {
-  const { rows } = await client.query<{ rolname: string }>('SELECT rolname FROM pg_roles');
-  const present = new Set(rows.map((row) => row.rolname));
-  for (const user of users) {
-    if (!present.has(user.name))
-      await client.query(`CREATE ROLE ${client.escapeIdentifier(user.name)} LOGIN PASSWORD ${client.escapeLiteral(scramSha256Verifier(user.password))}`);
-    else if (applied[user.name] !== user.password_version) await setPassword(client, user.name, user.password);
-  }
 }
 
 function readApplied(dir: string): Applied | null {

@@ -165,6 +165,16 @@ export function kubernetesApiCalls(plurals: string[]): ApiCall[] {
       scope: 'team-namespaces',
       checkedBy: CREATED_BY_APPLY,
     },
+    // Databases as StatefulSets (src/drivers/kubernetes/database-statefulset.ts): applied, read back, deleted; their Pods are watched.
+    { entry: 'drivers: StatefulSets', group: 'apps', resources: ['statefulsets'], verbs: APPLIED, scope: 'team-namespaces' },
+    {
+      entry: 'drivers: StatefulSets, created by apply',
+      group: 'apps',
+      resources: ['statefulsets'],
+      verbs: ['create'],
+      scope: 'team-namespaces',
+      checkedBy: CREATED_BY_APPLY,
+    },
     // Connection details (src/controllers/connection-details.ts): the Secret a resource's spec names, found by its label, written, withdrawn.
     { entry: 'connection details: Secrets', group: '', resources: ['secrets'], verbs: ['get', 'list', 'create', 'update', 'delete'], scope: 'team-namespaces' },
     // Kubernetes Events of each status change and refusal (src/controllers/events-recorder.ts), beside the resource.
