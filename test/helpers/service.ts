@@ -80,8 +80,10 @@ export async function startTestService(env: Record<string, string> = {}, dataDir
   const cluster = clusterMode() ? await clusterEnv(dataDir) : {};
   // CLOUDPLANE_TEST_LOG_LEVEL (e.g. `error`) shows the services' logs when a test is being debugged.
   const logLevel = process.env.CLOUDPLANE_TEST_LOG_LEVEL ? { CLOUDPLANE_LOG_LEVEL: process.env.CLOUDPLANE_TEST_LOG_LEVEL } : {};
-  // The embedded default's local drivers run real software (PostgreSQL); a test asks for them by name.
-  const simulated = clusterMode() ? {} : { CLOUDPLANE_PROVIDER: 'simulated' };
+  // The embedded default's local drivers run real software (PostgreSQL); a test asks for them by
+  // name. On the Kubernetes store the provider stays the store's default (kubernetes).
+  const embedded = !clusterMode() && env.CLOUDPLANE_STORE !== 'kubernetes';
+  const simulated = embedded ? { CLOUDPLANE_PROVIDER: 'simulated' } : {};
   const config = loadConfig({ ...FAST_ENV, CLOUDPLANE_PORT: '0', CLOUDPLANE_DATA_DIR: dataDir, ...simulated, ...cluster, ...env, ...logLevel });
   const service = await startService(config, createLogger(config.logLevel, logTo));
   const key = env.CLOUDPLANE_BOOTSTRAP_API_KEY ?? service.bootstrap?.token;
