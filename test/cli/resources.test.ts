@@ -252,7 +252,11 @@ describe('families', () => {
 describe('outputs and lists', () => {
   it('json and yaml are the API data; table has the columns; --limit pages and --all walks every page', async () => {
     for (const name of ['page-a', 'page-b', 'page-c']) await json(['object-storage', 'create', '--name', name, '--region', 'ams3']);
-    const everything = (await t.api('GET', '/api/v1/object-storage?limit=100')).body.data;
+    // Compared with what the CLI prints next: the buckets first settle (none still creating), so the data holds still.
+    const everything = await eventually(async () => {
+      const data = (await t.api('GET', '/api/v1/object-storage?limit=100')).body.data as Array<{ status: string }>;
+      return data.every((bucket) => bucket.status !== 'creating') ? data : null;
+    }, 30_000);
     expect(await json(['object-storage', 'list', '--all', '--limit', '1'])).toEqual(everything);
     const yaml = await run(['object-storage', 'list', '-o', 'yaml']);
     expect(YAML.parse(yaml.stdout)).toEqual(everything);

@@ -182,8 +182,12 @@ it(`levels off under ${2 * SUBSCRIPTION_CYCLES} events with short retentions and
     expect(perRecentCycle(sample, 'records')).toBeLessThanOrEqual(ceiling((s) => perRecentCycle(s, 'records')));
     expect(perRecentCycle(sample, 'eventLog')).toBeLessThanOrEqual(ceiling((s) => perRecentCycle(s, 'eventLog')));
   }
-  // The event log holds a window of the stream, not the stream.
-  expect(samples[samples.length - 1].eventLog).toBeLessThan(0.3 * published);
+  // The event log holds a window of the stream, not the stream: the two events of every
+  // subscription cycle finished before the last window (twice the retention) are gone. Counted
+  // in cycles, not as a share of the stream: a machine that runs the load faster keeps a
+  // larger share of it inside the window.
+  const last = samples[samples.length - 1];
+  expect(last.eventLog).toBeLessThanOrEqual(published - 2 * (last.cycles - last.recentCycles));
 
   // Nothing unexpired is lost. The subscriptions deleted in the last three seconds (well
   // inside the ten-second retention) still have both their events in the audit log...
