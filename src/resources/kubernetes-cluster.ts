@@ -319,6 +319,7 @@ export const kubernetesClusterFamily: FamilyDefinition<KubernetesClusterSpec, Ku
   creationEvent: 'created',
   eventVerbs: {
     updated: 'had a new configuration applied (a node pool changed, an upgrade, its kubeconfig rotated, or an edit of its custom resource).',
+    kubeconfig_read: 'had its kubeconfig read (GET /kubernetes-clusters/{id}/kubeconfig); the actor is who read it. The data is the cluster, never the token.',
   },
   uniqueNames: true,
   description: 'A managed Kubernetes cluster: a control plane and its node pools.',

@@ -242,6 +242,8 @@ describe('event catalog', () => {
     await waitForStatus(t, `/api/v1/kubernetes-clusters/${cluster}`, 'running');
     await ok('POST', `/api/v1/kubernetes-clusters/${cluster}/kubeconfig/rotate`);
     await sawEvent(cluster, 'kubernetes_cluster.updated');
+    await ok('GET', `/api/v1/kubernetes-clusters/${cluster}/kubeconfig`);
+    await sawEvent(cluster, 'kubernetes_cluster.kubeconfig_read');
     await eventually(async () => (await t.api('DELETE', `/api/v1/kubernetes-clusters/${cluster}`)).status < 300);
 
     const done = await created('/api/v1/jobs', { name: 'cat-ok', command: 'echo hi' });

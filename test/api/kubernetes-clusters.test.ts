@@ -71,6 +71,15 @@ describe('Kubernetes clusters', () => {
     const asked = await t.api('POST', `/api/v1/agent/threads/${thread}/messages`, { content: `status of ${cluster.id}` });
     expect(asked.body.data[1].content).toContain(`${cluster.id} "prod" is a Kubernetes cluster; its status is running.`);
     expect(asked.body.data[1].content).not.toContain(token);
+    // Every read of the kubeconfig is in the audit log, with who read it, and without the token.
+    const reads = await eventually(async () => {
+      const page = await t.api('GET', `/api/v1/audit-log?resource_id=${cluster.id}&type=kubernetes_cluster.kubeconfig_read`);
+      return page.body.data.length > 0 ? page.body.data : null;
+    });
+    const creator = events.find((e: { type: string }) => e.type === 'kubernetes_cluster.created').actor;
+    expect(reads[0]).toMatchObject({ actor: creator, data: { id: cluster.id, name: 'prod' } });
+    expect(creator).toMatch(/^key_/);
+    expect(JSON.stringify(reads)).not.toContain(token);
     // A client that takes plain text alone gets the same document as text/plain.
     const plain = await t.api('GET', path(cluster.id, '/kubeconfig'), undefined, { headers: { accept: 'text/plain' } });
     expect([plain.status, plain.headers.get('content-type'), plain.body]).toEqual([200, expect.stringMatching(/^text\/plain/), text]);

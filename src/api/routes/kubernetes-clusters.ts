@@ -28,8 +28,9 @@ import {
 } from '../../resources/kubernetes-cluster';
 import type { ApiApp } from '../api-app';
 import { writeAndAwait } from '../awaiting';
-import { conflict, fieldInvalid, invalidState, notFound } from '../../lib/errors';
+import { ApiError, conflict, fieldInvalid, invalidState, notFound } from '../../lib/errors';
 import { known } from '../../lib/known';
+import { newId } from '../../lib/ids';
 
 const IdParams = Type.Object({ id: Type.String({ maxLength: 64, description: 'The cluster id (prefix k8s).' }) });
 const PoolParams = Type.Object({
@@ -122,13 +123,27 @@ export function registerKubernetesClusterRoutes(app: ApiApp, ctx: ApiContext): v
     },
     handler: async (request, reply) => {
       const { id } = request.params;
-      const { team } = principalOf(request);
+      const { team, key } = principalOf(request);
       const cluster = await findResource<KubernetesCluster>(ctx, family, team, id);
       const { endpoint } = cluster.status;
       if (cluster.meta.deletionTimestamp || !SERVING_STATES.includes(cluster.status.status) || !endpoint)
         throw invalidState(`The Kubernetes cluster is ${cluster.status.status}; its kubeconfig is there once it is running.`);
       const secret = await ctx.store.secrets.get(team, tokenSecret.secretName(id));
       if (!secret) throw invalidState('The Kubernetes cluster has no token yet; rotate its kubeconfig to make one.');
+      // Audited before it is served: a read the bus cannot record is refused, not served unseen.
+      await ctx.bus
+        .publish({
+          id: newId('evt'),
+          type: `${family.name}.kubeconfig_read`,
+          created_at: new Date().toISOString(),
+          team_id: team,
+          actor: key,
+          data: family.toRecord(cluster),
+        })
+        .catch((err: unknown) => {
+          request.log.warn({ err, cluster: id }, 'kubeconfig read not served: its audit event could not be published');
+          throw new ApiError(503, 'persistence_unavailable', 'The read cannot be recorded in the audit log now, so the kubeconfig is not served. Retry later.');
+        });
       return reply
         .code(200)
         .type(kubeconfigType(request.headers.accept))
