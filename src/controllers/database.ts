@@ -43,6 +43,8 @@ export function databaseBinding(driver: DatabaseDriver, store: Store): FamilyBin
     driver,
     desired: (resource) => databaseDesired(store, resource),
     outputs: ({ connection, version }) => ({ connection, version }),
+    // What was applied: its logical databases made or dropped are data.* events (resources/database.ts).
+    applied: ({ spec }) => ({ db_names: spec.db_names ?? [] }),
     onReady: ({ standby_nodes }) => ({ standby_nodes }),
     steady: ({ standby_nodes }, { status }) => (standby_nodes === status.standby_nodes ? {} : { changes: { standby_nodes } }),
     watchRelated(changed) {

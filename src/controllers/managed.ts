@@ -45,6 +45,8 @@ export interface FamilyBinding<Desired, Outputs, Observed, R extends Driven = Dr
   desired(resource: R): Promise<Desired>;
   /** Status fields from a ready resource's outputs, written whenever they change. */
   outputs(outputs: Outputs): Record<string, unknown>;
+  /** Status fields that record what a spec the driver has just applied holds (a database's logical databases). */
+  applied?(resource: R): Record<string, unknown>;
   /** Status fields written once, as the resource first becomes ready, from what the driver then observed. */
   onReady?(observed: Observed): Record<string, unknown>;
   /** The state and status fields of a ready resource, from what the driver observed. */
@@ -193,7 +195,12 @@ export class ManagedReconciler implements Reconciler {
     const hash = specHashOf(binding.family, resource.spec);
     // A configuration just applied clears what a rejected one said; a reason written by others stays.
     const applied = observation.upToDate
-      ? { observed_generation: resource.meta.generation, observed_config: hash, ...(hash !== resource.status.observed_config ? { status_reason: null } : {}) }
+      ? {
+          observed_generation: resource.meta.generation,
+          observed_config: hash,
+          ...binding.applied?.(resource),
+          ...(hash !== resource.status.observed_config ? { status_reason: null } : {}),
+        }
       : observation.rejected
         ? { observed_generation: resource.meta.generation, status_reason: `The last configuration change was not applied: ${observation.rejected}.` }
         : {};

@@ -12,6 +12,7 @@
  * nothing emits would be accepted and never fire.
  */
 import { Type, type Static, type TObject } from '@sinclair/typebox';
+import { LogicalDatabaseEventData } from '../resources/database';
 import type { FieldError } from '../lib/errors';
 import type { Config } from '../config';
 import type { AnyFamily, RuleContext } from '../resources/family';
@@ -29,18 +30,31 @@ export interface EventTypeEntry {
   data_schema: TObject;
 }
 
-/** The `data` of every `data.*` event (drivers/s3/notifications.ts makes them). */
-export const DataEventData = Type.Object({
+/** The fields of a `data.*` event of an object of a bucket (drivers/s3/notifications.ts makes them). */
+const ObjectEventFields = {
   bucket_id: Type.String({ description: 'The bucket (`bkt_…`) the object is in.' }),
   bucket_name: Type.String({ description: "The bucket's name in Cloudplane." }),
-  kind: Type.Literal('object', { description: 'What changed: an object of a bucket (the only kind today).' }),
   key: Type.String({ description: "The object's key." }),
   size: Type.Union([Type.Integer({ minimum: 0 }), Type.Null()], { description: 'Bytes, as the endpoint reports them, on data.created; null otherwise.' }),
   etag: Type.Union([Type.String(), Type.Null()], { description: "The object's ETag, as the endpoint reports it; null where it gives none." }),
   source_event: Type.String({ description: "The endpoint's name for the change, e.g. `s3:ObjectCreated:Put`." }),
   sequencer: Type.Union([Type.String(), Type.Null()], { description: "The endpoint's ordering token for changes of one key, where it gives one." }),
+};
+export const ObjectEventData = Type.Object({ kind: Type.Literal('object'), ...ObjectEventFields });
+export type ObjectEventData = Static<typeof ObjectEventData>;
+
+/**
+ * The `data` of every `data.*` event: an object of a bucket (`kind: object`, the object's
+ * fields) or a logical database of a database (`kind: database`, resources/database.ts);
+ * the fields of the other kind are absent.
+ */
+const DataEventData = Type.Object({
+  kind: Type.Union([Type.Literal('object'), Type.Literal('database')], {
+    description: 'What changed: `object`, an object of a bucket; `database`, a logical database of a database.',
+  }),
+  ...Type.Partial(Type.Object(ObjectEventFields)).properties,
+  ...Type.Partial(Type.Object(LogicalDatabaseEventData)).properties,
 });
-export type DataEventData = Static<typeof DataEventData>;
 
 const UsageNotice = Type.Object({
   metric: Type.String({ description: 'The metric: api_requests, webhook_deliveries, resource_hours or <family>_hours.' }),
@@ -78,13 +92,14 @@ const STANDALONE_EVENTS: readonly EventTypeEntry[] = [
     description: 'A test delivery, sent by POST /webhooks/{id}/ping to that subscription only, whatever its events; never published.',
     data_schema: Type.Object({ subscription_id: Type.String(), url: Type.String() }),
   },
-  // data.*: the S3 endpoint's bucket notifications (src/api/s3-notifications.ts). Nothing
-  // observes the objects of simulated buckets or the files of file shares: no data.* for them.
+  // data.*: the S3 endpoint's bucket notifications (src/api/s3-notifications.ts), and a
+  // database's logical databases (resources/database.ts dataEvents). Nothing observes the
+  // objects of simulated buckets or the files of file shares: no data.* for them.
   {
     type: 'data.created',
     category: 'data',
     description:
-      "An object was written to a bucket of the bucket driver `s3` (PUT, POST, copy, completed multipart upload; an overwrite too), told by its endpoint's bucket notifications. Never for simulated buckets or file shares.",
+      "An object was written to a bucket of the bucket driver `s3` (PUT, POST, copy, completed multipart upload; an overwrite too), told by its endpoint's bucket notifications; or a logical database was made in a database. Never for simulated buckets or file shares.",
     data_schema: DataEventData,
   },
   {
@@ -98,7 +113,7 @@ const STANDALONE_EVENTS: readonly EventTypeEntry[] = [
     type: 'data.destroyed',
     category: 'data',
     description:
-      'An object was deleted from a bucket of the bucket driver `s3` (DELETE, DeleteObjects, and the objects a forced bucket deletion removes). Never for simulated buckets or file shares.',
+      'An object was deleted from a bucket of the bucket driver `s3` (DELETE, DeleteObjects, and the objects a forced bucket deletion removes); or a logical database was dropped from a database, with everything in it. Never for simulated buckets or file shares.',
     data_schema: DataEventData,
   },
   // Usage thresholds (src/usage/thresholds.ts): each once per period and threshold.

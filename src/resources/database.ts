@@ -9,7 +9,7 @@ import { randomString } from '../lib/ids';
 import { parseIpv4Block } from '../lib/cidr';
 import { fieldInvalid } from '../lib/errors';
 import { assertRegionAvailable } from './regions';
-import type { BaseStatus, FamilyDefinition, Resource } from './family';
+import type { BaseStatus, FamilyDefinition, ForeignEvent, Resource } from './family';
 import { presentDetails } from './family';
 import type { FamilyCommand } from './commands';
 import {
@@ -122,6 +122,8 @@ export interface DatabaseStatus extends BaseStatus {
   version: string | null;
   /** Standbys that follow the primary. */
   standby_nodes: number;
+  /** The logical databases beside defaultdb as last applied by the driver; absent until then (a status of an earlier version). */
+  db_names?: string[];
   external?: ExternalRecord;
 }
 export type Database = Resource<DatabaseSpec, DatabaseStatus>;
@@ -131,6 +133,32 @@ const Version = Type.String({ enum: [...PG_VERSIONS], description: 'PostgreSQL m
 const Size = StringEnum(DATABASE_SIZES, { description: 'The plan of each node: vCPUs and memory. Default db-s-1vcpu-1gb.' });
 const NumNodes = Type.Integer({ minimum: 1, maximum: 3, description: 'Nodes: one primary and up to two standbys. Default 1.' });
 const StorageGb = Type.Integer({ minimum: 10, maximum: 4096, description: 'Storage of each node in GB, 10-4096. Default 10.' });
+
+/** The `data` of a `data.*` event of a logical database (events/catalog.ts declares the type with the other kinds). */
+export const LogicalDatabaseEventData = {
+  database_id: Type.String({ description: 'The database (`db_…`) a logical database was made in or dropped from.' }),
+  database_name: Type.String({ description: "The database's name." }),
+  name: Type.String({ description: "The logical database's name." }),
+};
+
+/**
+ * A logical database the driver made is `data.created`, one it dropped with everything in it
+ * `data.destroyed`: told once the change is applied, whoever asked (the API, kubectl). A
+ * status without the list (written by an earlier version) tells nothing: what it held is not known.
+ */
+function logicalDatabaseEvents(previous: Database, next: Database): ForeignEvent[] {
+  const before = previous.status.db_names;
+  const after = next.status.db_names;
+  if (!before || !after) return [];
+  const event = (type: string, name: string): ForeignEvent => ({
+    type,
+    data: { kind: 'database', database_id: next.meta.id, database_name: next.spec.name, name },
+  });
+  return [
+    ...after.filter((name) => !before.includes(name)).map((name) => event('data.created', name)),
+    ...before.filter((name) => !after.includes(name)).map((name) => event('data.destroyed', name)),
+  ];
+}
 
 /** A PostgreSQL identifier that needs no quoting: lower-case letters, digits and underscores. */
 export const PartName = (what: string) =>
@@ -327,6 +355,9 @@ export const databaseFamily: FamilyDefinition<DatabaseSpec, DatabaseStatus> = {
       connection: Type.Union([ConnectionSchema, Type.Null()]),
       version: Type.Union([Type.String(), Type.Null()], { description: 'The major version that runs.' }),
       standby_nodes: Type.Integer({ minimum: 0, description: 'Standbys following the primary.' }),
+      db_names: Type.Optional(
+        Type.Array(Type.String(), { maxItems: DATABASE_PART_LIMIT, description: 'The logical databases beside defaultdb, as the driver last applied them.' }),
+      ),
       external: ExternalRecordSchema,
     }),
     record: strictObject({
@@ -388,7 +419,8 @@ export const databaseFamily: FamilyDefinition<DatabaseSpec, DatabaseStatus> = {
     // Absent: the policy stays; null: it goes; a new one replaces it.
     return { ...next, ...withPolicy(policy === undefined ? previous : policyOf(policy)) };
   },
-  initialStatus: () => ({ connection: null, version: null, standby_nodes: 0 }),
+  initialStatus: () => ({ connection: null, version: null, standby_nodes: 0, db_names: [] }),
+  dataEvents: logicalDatabaseEvents,
   nameOf: (spec) => spec.name,
   commands: DATABASE_COMMANDS,
   connectionDetails: ({ status }) =>

@@ -78,6 +78,12 @@ export function lifecycleState(object: StoredObject<unknown, unknown>): string |
  * read from every family, the webhook family included, so the rules are handed it rather
  * than import it.
  */
+/** An event of another category than the family's own, as dataEvents gives it. */
+export interface ForeignEvent {
+  type: string;
+  data: Record<string, unknown>;
+}
+
 export type SubscriptionProblems = (events: readonly string[] | undefined, filter: Readonly<Record<string, unknown>> | null | undefined) => FieldError[];
 
 /** What a family's rules may consult (events/catalog.ts ruleContextOf makes it). */
@@ -176,6 +182,12 @@ export interface FamilyDefinition<Spec = object, Status extends BaseStatus = Bas
   eventVerbs?: Readonly<Record<string, string>>;
   /** Extra event verbs for a status change, e.g. `backend_attached`; each one is in eventVerbs. */
   extraEvents?(previous: Resource<Spec, Status> | undefined, next: Resource<Spec, Status>): string[];
+  /**
+   * Events of another category that a status change tells, each with its own data: a
+   * database's logical databases made or dropped are `data.*` events (events/catalog.ts
+   * declares them). Only for a change of an existing status, in the same write as the rest.
+   */
+  dataEvents?(previous: Resource<Spec, Status>, next: Resource<Spec, Status>): ForeignEvent[];
   /** The name used for sorting and uniqueness. */
   nameOf(spec: Spec): string;
   /** How the family's lists read; the stores index it so (src/store/list-index.ts). */

@@ -38,10 +38,12 @@ export function eventTypesForChange(family: AnyFamily, previous: Resource | unde
 
 export function buildEvents(family: AnyFamily, previous: Resource | undefined, next: Resource, actor: string): CloudEvent[] {
   const types = eventTypesForChange(family, previous, next);
-  if (types.length === 0) return [];
-  const data = family.toRecord(next);
+  const foreign = previous ? (family.dataEvents?.(previous, next) ?? []) : [];
+  if (types.length === 0 && foreign.length === 0) return [];
   const created_at = nowIso();
-  return types.map((type) => ({ id: newId('evt'), type, created_at, team_id: next.meta.team, actor, data }));
+  const event = (type: string, data: Record<string, unknown>): CloudEvent => ({ id: newId('evt'), type, created_at, team_id: next.meta.team, actor, data });
+  const own = types.length > 0 ? types.map((type) => event(type, family.toRecord(next))) : [];
+  return [...own, ...foreign.map(({ type, data }) => event(type, data))];
 }
 
 /**

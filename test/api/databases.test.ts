@@ -147,6 +147,31 @@ describe('databases', () => {
     expect((await t.api('GET', base)).body.data).toMatchObject({ db_names: ['defaultdb'], users: [{ name: 'dbadmin', role: 'primary' }] });
   });
 
+  it('tells a logical database made or dropped as data.created and data.destroyed, once the driver applied it', async () => {
+    const db = (await t.api('POST', '/api/v1/databases', { name: 'told', region: 'fra1' })).body.data;
+    const base = `/api/v1/databases/${db.id}`;
+    await waitForStatus(t, base, 'running');
+    const dataEvents = async (count: number) =>
+      eventually(async () => {
+        const page = await t.api('GET', '/api/v1/audit-log?type=data.*&order=asc&limit=100');
+        const mine = page.body.data.filter((e: { data: { database_id?: string } }) => e.data.database_id === db.id);
+        return mine.length >= count ? mine : null;
+      });
+    expect((await t.api('POST', `${base}/dbs`, { name: 'analytics' })).status).toBe(201);
+    const [created] = await dataEvents(1);
+    expect(created).toMatchObject({
+      type: 'data.created',
+      team_id: t.teamId,
+      data: { kind: 'database', database_id: db.id, database_name: 'told', name: 'analytics' },
+    });
+    expect((await t.api('DELETE', `${base}/dbs/analytics`)).status).toBe(200);
+    const events = await dataEvents(2);
+    expect(events.map((e: { type: string; data: { name: string } }) => [e.type, e.data.name])).toEqual([
+      ['data.created', 'analytics'],
+      ['data.destroyed', 'analytics'],
+    ]);
+  });
+
   it('resizes and sets trusted sources by PATCH: storage only grows, sources are addresses, blocks or server ids', async () => {
     const db = (await t.api('POST', '/api/v1/databases', { name: 'resized', region: 'fra1', trusted_sources: [{ type: 'ip_addr', value: '203.0.113.7' }] }))
       .body.data;

@@ -171,6 +171,16 @@ describe('databases on the local driver (a real PostgreSQL)', () => {
     expect((await t.api('DELETE', `${base}/dbs/catalog`)).status).toBe(200);
     await eventually(async () => (await admin.query("SELECT 1 FROM pg_database WHERE datname = 'catalog'")).rowCount === 0, 60_000);
     await admin.end();
+    // The logical database's life is told as data.* events, once the driver made and dropped it.
+    const told = await eventually(async () => {
+      const page = await t.api('GET', '/api/v1/audit-log?type=data.*&order=asc&limit=100');
+      const mine = page.body.data.filter((e: { data: { database_id?: string } }) => e.data.database_id === id);
+      return mine.length >= 2 ? mine : null;
+    }, 60_000);
+    expect(told.map((e: { type: string; data: { name: string } }) => [e.type, e.data.name])).toEqual([
+      ['data.created', 'catalog'],
+      ['data.destroyed', 'catalog'],
+    ]);
     expect(findInFiles(dir, [{ label: 'user password', value: user.password }])).toEqual([]);
   }, 240_000);
 

@@ -17,7 +17,7 @@
 import { Type, type Static } from '@sinclair/typebox';
 import { newId } from '../../lib/ids';
 import type { CloudEvent } from '../../resources/cloud-event';
-import { DataEventData } from '../../events/catalog';
+import { ObjectEventData } from '../../events/catalog';
 
 export const DATA_CREATED = 'data.created';
 export const DATA_UPDATED = 'data.updated';
@@ -64,7 +64,7 @@ export interface BucketOfNotification {
 /** The event a notification of `bucket` becomes; `type` from dataEventTypeOf. */
 export function dataEventOf(record: NotificationRecord, type: string, bucket: BucketOfNotification): CloudEvent {
   const { object } = record.s3;
-  const data: DataEventData = {
+  const data: ObjectEventData = {
     bucket_id: bucket.id,
     bucket_name: bucket.name,
     kind: 'object',
