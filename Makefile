@@ -13,12 +13,26 @@ deps: $(NODE_MODULES_STAMP)
 
 # The service (tsc into dist/src) and the web console (its TypeScript modules and the
 # scripts and markup of its .svelte components type-checked, accessibility warnings
-# included, then Vite into dist/console; docs/console.md).
-build: deps
-	npx tsc -p tsconfig.json
-	npx tsc -p console/tsconfig.json
-	npx svelte-check --workspace console --tsconfig ./tsconfig.json --fail-on-warnings --output machine
-	npx vite build --config console/vite.config.mts --logLevel warn
+# included, then Vite into dist/console; docs/console.md). Each is built again only when
+# one of its sources changed, so `make run` with nothing changed starts at once; a build
+# prints nothing but its problems.
+SERVICE_SOURCES := $(shell find src test bench -name '*.ts' -not -path 'test/clients/*') tsconfig.json
+CONSOLE_SOURCES := $(shell find console -type f) tsconfig.json
+SERVICE_STAMP := dist/.service-built
+CONSOLE_STAMP := dist/console/index.html
+
+$(SERVICE_STAMP): $(NODE_MODULES_STAMP) $(SERVICE_SOURCES)
+	@echo "Building the service (src/ into dist/)"
+	@npx tsc -p tsconfig.json
+	@touch $@
+
+$(CONSOLE_STAMP): $(NODE_MODULES_STAMP) $(CONSOLE_SOURCES)
+	@echo "Building the web console (console/ into dist/console)"
+	@npx tsc -p console/tsconfig.json
+	@out=$$(npx svelte-check --workspace console --tsconfig ./tsconfig.json --fail-on-warnings --output human 2>&1) || { echo "$$out"; exit 1; }
+	@npx vite build --config console/vite.config.mts --logLevel warn
+
+build: deps $(SERVICE_STAMP) $(CONSOLE_STAMP)
 
 # Types, then ESLint (eslint.config.mjs); test/unit/lint.test.ts runs the same in make test.
 lint: deps
@@ -35,7 +49,7 @@ layers: deps
 	npx depcruise src --config .dependency-cruiser.cjs
 
 run: build
-	node dist/src/main.js
+	@node dist/src/main.js
 
 # The API suite runs twice: on the embedded store (with everything else), then on the
 # Kubernetes store, each file against its own real etcd + kube-apiserver with the CRDs.

@@ -20,6 +20,8 @@ export default defineConfig({
     modulePreload: { polyfill: false },
     assetsInlineLimit: 0,
     cssCodeSplit: false,
+    // Which plugins took long (a warning on any busy machine) is nothing a person running the service can act on.
+    rolldownOptions: { checks: { bundlerTimings: false } },
   },
   plugins: [
     svelte({

@@ -56,6 +56,8 @@ export interface Config {
   storeCompactBytes: number;
   bootstrapApiKey?: string;
   logLevel: string;
+  /** The level of the one line logged per answered request (an access log). */
+  requestLogLevel: RequestLogLevel;
   rateLimitPerMinute: number;
   /** What all of a team's keys and sessions may send in a minute together: a team with many keys gets no more. */
   teamRateLimitPerMinute: number;
@@ -373,6 +375,21 @@ function quotaOverrides(env: Env): Record<string, number> {
   return given;
 }
 
+export const REQUEST_LOG_LEVELS = ['trace', 'debug', 'info'] as const;
+export type RequestLogLevel = (typeof REQUEST_LOG_LEVELS)[number];
+
+/**
+ * A laptop's terminal is for the banner and warnings: requests are logged at debug on the
+ * embedded store. An installation's logs are collected, and an access log is expected there:
+ * info on the Kubernetes store.
+ */
+function requestLogLevel(env: Env): RequestLogLevel {
+  const raw = env.CLOUDPLANE_REQUEST_LOG_LEVEL || (storeKind(env) === 'kubernetes' ? 'info' : 'debug');
+  const level = REQUEST_LOG_LEVELS.find((known) => known === raw);
+  if (!level) throw new Error(`CLOUDPLANE_REQUEST_LOG_LEVEL must be one of ${REQUEST_LOG_LEVELS.join(', ')}, got "${raw}"`);
+  return level;
+}
+
 function storeKind(env: Env): 'embedded' | 'kubernetes' {
   const raw = env.CLOUDPLANE_STORE || 'embedded';
   if (raw !== 'embedded' && raw !== 'kubernetes') throw new Error(`CLOUDPLANE_STORE must be embedded or kubernetes, got "${raw}"`);
@@ -649,6 +666,7 @@ export function loadConfig(env: Env = process.env): Config {
     storeCompactBytes: int(env, 'CLOUDPLANE_STORE_COMPACT_BYTES', 64 * 1024 * 1024, 4096),
     bootstrapApiKey: env.CLOUDPLANE_BOOTSTRAP_API_KEY || undefined,
     logLevel: env.CLOUDPLANE_LOG_LEVEL || 'info',
+    requestLogLevel: requestLogLevel(env),
     rateLimitPerMinute: int(env, 'CLOUDPLANE_RATE_LIMIT_PER_MINUTE', 1000, 1),
     // Ten keys' worth by default: a team's CI, console users and scripts side by side, while
     // its quota of 100 keys cannot make it 100 keys' worth of the service.

@@ -47,7 +47,7 @@ import { CoordinationV1Api } from '@kubernetes/client-node';
 import { kubeConfigFor } from './store';
 import { LeaderCallbacks, LeaderElector, Leadership, SoleLeader } from './controllers/leader-election';
 import { reportEventConsumers, reportLeadership } from './metrics';
-import { textOf } from './lib/unknown-values';
+import { fieldOf, textOf } from './lib/unknown-values';
 
 export interface RunningService {
   app: FastifyInstance;
@@ -139,7 +139,9 @@ export async function startService(config: Config, logger: Logger = createLogger
       ready = false;
       await app.close();
     });
-    await app.listen({ host: config.host, port: config.port });
+    await app.listen({ host: config.host, port: config.port }).catch((err: unknown) => {
+      throw listenProblem(err, config) ?? err;
+    });
     // Past listen() Fastify leaves the server's 'error' event to us: an accept() that fails
     // (EMFILE with no descriptor left) would otherwise end the process. It goes on listening.
     app.server.on('error', (err) => {
@@ -158,6 +160,22 @@ export async function startService(config: Config, logger: Logger = createLogger
     });
     throw err;
   }
+}
+
+/** A port that cannot be had, said with the settings that choose another; null for any other failure. */
+function listenProblem(err: unknown, { host, port }: Config): Error | null {
+  const code = fieldOf(err, 'code');
+  const where = `${host}:${port}`;
+  if (code === 'EADDRINUSE')
+    return new Error(
+      `${where} is already in use (another Cloudplane, or another program): set CLOUDPLANE_PORT to a free port (e.g. CLOUDPLANE_PORT=8081 make run), or CLOUDPLANE_HOST to another address`,
+      { cause: err },
+    );
+  if (code === 'EACCES')
+    return new Error(`${where} may not be used by this user (ports below 1024 need privileges): set CLOUDPLANE_PORT to a port above 1023`, { cause: err });
+  if (code === 'EADDRNOTAVAIL')
+    return new Error(`${host} is no address of this machine: set CLOUDPLANE_HOST to one of its addresses (127.0.0.1 by default)`, { cause: err });
+  return null;
 }
 
 type LeaderWorkDeps = Pick<ApiContext, 'store' | 'bus' | 'writer' | 'quota' | 'config' | 'logger' | 'usage'> & {

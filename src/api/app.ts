@@ -9,6 +9,7 @@
  * Only the routes that set cookies (sign-in, the session) are in contexts that handle them
  * (api/cookies.ts); every other answer pays nothing for cookies.
  */
+import { RequestLog } from './request-log';
 import Fastify, { FastifyBaseLogger } from 'fastify';
 import type { ApiApp, TypeBoxTypeProvider } from './api-app';
 import swagger from '@fastify/swagger';
@@ -65,6 +66,7 @@ export async function buildApp(ctx: ApiContext, options: AppOptions): Promise<Ap
   const logger: FastifyBaseLogger = ctx.logger;
   const app: ApiApp = Fastify({
     loggerInstance: logger,
+    logController: new RequestLog(ctx.config.requestLogLevel),
     genReqId: (request) => requestIdOf(request.headers['x-request-id']),
     // A request's child logger only binds its id for the lines it writes: with logging off
     // (level silent) there are none, and making one per request is pure cost.

@@ -23,6 +23,9 @@ export class TargetRefused extends Error {}
 /** The one answer for "resolves only to a non-public address" and "does not resolve". */
 export const NO_PUBLIC_ADDRESS = "the URL's host does not resolve to a public address";
 
+export const HTTPS_ONLY = 'must be an https URL';
+export const NOT_PRIVATE = 'must not point at a private, loopback or link-local address';
+
 /** A host name without the root's trailing dot (`localhost.` is `localhost`). */
 const withoutRootDot = (host: string) => host.replace(/\.$/, '');
 
@@ -34,11 +37,11 @@ export function urlProblem(raw: string, policy: TargetPolicy): string | null {
   } catch {
     return 'must be an absolute URL';
   }
-  if (url.protocol !== 'https:' && !(policy.allowHttp && url.protocol === 'http:')) return 'must be an https URL';
+  if (url.protocol !== 'https:' && !(policy.allowHttp && url.protocol === 'http:')) return HTTPS_ONLY;
   if (url.username || url.password) return 'must not contain credentials';
   const host = withoutRootDot(url.hostname.replace(/^\[|\]$/g, '')).toLowerCase();
   if (!policy.allowPrivateTargets && (host === 'localhost' || host.endsWith('.localhost') || (isIP(host) && !isPublicAddress(host)))) {
-    return 'must not point at a private, loopback or link-local address';
+    return NOT_PRIVATE;
   }
   return null;
 }

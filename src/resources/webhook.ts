@@ -8,7 +8,7 @@
 import { createHash } from 'node:crypto';
 import { Type } from '@sinclair/typebox';
 import { fieldInvalid, validationFailed, FieldError } from '../lib/errors';
-import { urlProblem } from '../lib/target-guard';
+import { HTTPS_ONLY, NOT_PRIVATE, urlProblem } from '../lib/target-guard';
 import type { BaseStatus, CreateBody, FamilyDefinition, Resource, SubscriptionProblems } from './family';
 import type { FamilyCommand } from './commands';
 import { asStored } from './family';
@@ -170,9 +170,16 @@ export function assertSubscription(
   if (problems.length) throw validationFailed(problems);
 }
 
+/** What a person who refused a local URL can do instead: the CLI's listener, or the operator's two settings. */
+const LOCAL_RECEIVER_HINT =
+  'To receive deliveries on your own machine, run `cloudplane listen --forward-to <local URL>` (docs/cli.md); an operator may allow such URLs with CLOUDPLANE_WEBHOOK_ALLOW_HTTP and CLOUDPLANE_WEBHOOK_ALLOW_PRIVATE_TARGETS.';
+
 function assertUrl(url: string, config: Config): void {
   const problem = urlProblem(url, config.webhooks);
-  if (problem) throw fieldInvalid('url', problem);
+  if (!problem) return;
+  const refused = fieldInvalid('url', problem);
+  if (problem === HTTPS_ONLY || problem === NOT_PRIVATE) refused.message = `${refused.message} ${LOCAL_RECEIVER_HINT}`;
+  throw refused;
 }
 
 /** The signing secret's rotation, a test delivery, recovery, and a subscription's deliveries (api/routes/webhooks.ts). */

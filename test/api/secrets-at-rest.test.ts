@@ -169,7 +169,7 @@ describe.each(variants)('no secret at rest, in the log or in events (%s)', (_var
 
     const log = lines.join('');
     // The searches look where the data is: requests are logged, the gateway is on disk and in events.
-    expect(log).toContain('incoming request');
+    expect(log).toContain('request completed');
     expect(log).toContain(someId);
     expect(audit).toContain(someId);
     expect(filesUnder(dataDir).some((file) => fs.readFileSync(file).includes(someId))).toBe(true);

@@ -263,7 +263,7 @@ describe('sessions from an API key', () => {
       { label: `CSRF token ${i}`, value: r.service.ctx.sessions.csrfTokenOf(token) },
     ]);
     const log = r.log();
-    expect(log).toContain('incoming request');
+    expect(log).toContain('request completed');
     const places = [r.dataDir, ...(clusterMode() ? [(await clusterFor(r.dataDir)).workDir] : [])];
     const found = [...places.flatMap((dir) => findInFiles(dir, needles)), ...findIn('the log', Buffer.from(log), needles)];
     expect(found).toEqual([]);

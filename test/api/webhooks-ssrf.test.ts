@@ -42,6 +42,9 @@ describe('webhook SSRF guard', () => {
     const res = await t.api('POST', '/api/v1/webhooks', { url, events: ['bucket.created'] });
     expect(res.status).toBe(422);
     expect(res.body.error.details).toEqual([{ field: 'url', message: 'must not point at a private, loopback or link-local address' }]);
+    // The message says what to do instead: the CLI's listener, or the operator's settings.
+    expect(res.body.error.message).toContain('cloudplane listen --forward-to');
+    expect(res.body.error.message).toContain('CLOUDPLANE_WEBHOOK_ALLOW_PRIVATE_TARGETS');
   });
 
   it('says the same of a name that resolves to a non-public address as of one that does not resolve, and names no address', async () => {

@@ -11,8 +11,8 @@ import { tempDataDir } from '../helpers/service';
 jest.setTimeout(120_000);
 
 const KEY = 'cpk_LogOutputTest0123456789abcdefghijABCDEF';
-/** info: every request writes log lines. */
-const ENV = { CLOUDPLANE_LOG_LEVEL: 'info', CLOUDPLANE_SIM_DELAY_MS: '100' };
+/** info, requests included: every request writes a log line. */
+const ENV = { CLOUDPLANE_LOG_LEVEL: 'info', CLOUDPLANE_REQUEST_LOG_LEVEL: 'info', CLOUDPLANE_SIM_DELAY_MS: '100' };
 const sleep = (ms: number) => new Promise((resolve) => setTimeout(resolve, ms));
 const alive = (svc: ChildService) => svc.child.exitCode === null && svc.child.signalCode === null;
 
