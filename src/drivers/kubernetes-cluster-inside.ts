@@ -35,7 +35,18 @@ const ALLOCATABLE: Record<NodePoolSpec['size'], { cpu: string; memory: string }>
 };
 
 /** What a finished step applied inside the cluster: the token's version and the pools' shapes. */
-export const Applied = Type.Object({ token_version: Type.Integer(), pools: Type.Array(Type.Unknown()) });
+export const Applied = Type.Object({
+  token_version: Type.Integer(),
+  pools: Type.Array(
+    Type.Object({
+      name: Type.String(),
+      size: Type.String(),
+      count: Type.Integer(),
+      labels: Type.Record(Type.String(), Type.String()),
+      taints: Type.Array(Type.Object({ key: Type.String(), value: Type.String(), effect: Type.String() })),
+    }),
+  ),
+});
 export type Applied = Static<typeof Applied>;
 const poolShape = ({ name, size, count, labels, taints }: NodePoolSpec) => ({ name, size, count, labels, taints });
 export const appliedOf = (desired: KubernetesClusterDesired): Applied => ({ token_version: desired.token_version, pools: desired.node_pools.map(poolShape) });
