@@ -242,6 +242,22 @@ export interface KubernetesConfig {
   vpnGateways: VpnGatewayDriverSettings;
   /** The database driver's StatefulSets. */
   databases: DatabaseDriverSettings;
+  /** The Kubernetes cluster driver's hosted control planes. */
+  kubernetesClusters: KubernetesClusterDriverSettings;
+}
+
+/** What the Kubernetes cluster driver runs for each cluster's control plane and nodes. */
+export interface KubernetesClusterDriverSettings {
+  /** Where kube-apiserver, kube-controller-manager and kube-scheduler come from: `<registry>/<component>:v<patch>`. */
+  imageRegistry: string;
+  /** etcd's image. */
+  etcdImage: string;
+  /** KWOK's image (the `kwok` node provider). */
+  kwokImage: string;
+  /** The StorageClass of etcd's PersistentVolumeClaims; null: the cluster's default class. */
+  storageClass: string | null;
+  /** Who plays the node pools' nodes: `kwok` (Cluster API MachineDeployments are the next provider, not built). */
+  nodeProvider: 'kwok';
 }
 
 /** What the Kubernetes database driver runs for each database. */
@@ -469,6 +485,22 @@ function objectNameSetting(env: Env, name: string): string | undefined {
   if (raw.length > 253 || !/^[a-z0-9]([-a-z0-9.]*[a-z0-9])?$/.test(raw))
     throw new Error(`${name} must be a Kubernetes object name (lowercase letters, digits, '-' and '.'), got "${raw}"`);
   return raw;
+}
+
+/** The hosted control planes' images, etcd's StorageClass and the node provider (CLOUDPLANE_KUBERNETES_*). */
+function kubernetesClusterSettings(env: Env): KubernetesClusterDriverSettings {
+  const provider = env.CLOUDPLANE_KUBERNETES_NODE_PROVIDER || 'kwok';
+  if (provider !== 'kwok')
+    throw new Error(
+      `CLOUDPLANE_KUBERNETES_NODE_PROVIDER must be kwok, got "${provider}" (Cluster API MachineDeployments are the next provider, not built yet)`,
+    );
+  return {
+    imageRegistry: (env.CLOUDPLANE_KUBERNETES_IMAGE_REGISTRY || 'registry.k8s.io').replace(/\/+$/, ''),
+    etcdImage: env.CLOUDPLANE_KUBERNETES_ETCD_IMAGE || 'registry.k8s.io/etcd:3.5.21-0',
+    kwokImage: env.CLOUDPLANE_KUBERNETES_KWOK_IMAGE || 'registry.k8s.io/kwok/kwok:v0.8.0',
+    storageClass: objectNameSetting(env, 'CLOUDPLANE_KUBERNETES_STORAGE_CLASS') ?? null,
+    nodeProvider: provider,
+  };
 }
 
 /** Both names or neither: a ClusterRole without whom to bind it to (or the reverse) is a mistake. */
@@ -773,6 +805,7 @@ export function loadConfig(env: Env = process.env): Config {
               image: env.CLOUDPLANE_POSTGRES_IMAGE || 'docker.io/library/postgres:<major>',
               storageClass: objectNameSetting(env, 'CLOUDPLANE_DATABASE_STORAGE_CLASS') ?? null,
             },
+            kubernetesClusters: kubernetesClusterSettings(env),
             vpnGateways: {
               image: env.CLOUDPLANE_VPN_AGENT_IMAGE || 'ghcr.io/cloudplane/cloudplane:latest',
               statusTimeoutMs: int(env, 'CLOUDPLANE_VPN_AGENT_STATUS_TIMEOUT_MS', 2000, 1, 60_000),

@@ -28,6 +28,8 @@ export interface KubernetesClusterObserved {
   version: string;
   /** Ready nodes of each pool, once nothing is being applied. */
   node_pools: ObservedNodePool[];
+  /** Why the cluster's API server does not answer, where the driver asks it (a made cluster is then degraded); null while it answers. */
+  unreachable?: string | null;
 }
 
 export type KubernetesClusterDriver = Driver<KubernetesClusterDesired, KubernetesClusterOutputs, KubernetesClusterObserved>;

@@ -97,6 +97,13 @@ describe('driver selection', () => {
     expect(() => build({ CLOUDPLANE_DRIVER_BUCKET: 'minio' })).toThrow(/the bucket family has no driver "minio"; it has simulated, s3/);
   });
 
+  it('takes kwok as the node provider of Kubernetes clusters in cluster mode, and refuses any other, saying what comes next', () => {
+    expect(loadConfig(clusterEnv()).kubernetes?.kubernetesClusters.nodeProvider).toBe('kwok');
+    expect(() => loadConfig({ ...clusterEnv(), CLOUDPLANE_KUBERNETES_NODE_PROVIDER: 'cluster-api' })).toThrow(
+      /CLOUDPLANE_KUBERNETES_NODE_PROVIDER must be kwok, got "cluster-api" \(Cluster API MachineDeployments are the next provider/,
+    );
+  });
+
   it('refuses an unknown provider', () => {
     expect(() => loadConfig({ CLOUDPLANE_PROVIDER: 'aws' })).toThrow(/CLOUDPLANE_PROVIDER must be local, simulated or kubernetes, got "aws"/);
   });
@@ -109,6 +116,7 @@ describe('driver selection', () => {
       vpn_gateway: 'kubernetes',
       file_share: 'kubernetes',
       database: 'kubernetes',
+      kubernetes_cluster: 'kubernetes',
       job: 'kubernetes',
       backup: 'kubernetes',
     });

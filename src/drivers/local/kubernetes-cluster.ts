@@ -19,18 +19,27 @@ import fs from 'node:fs';
 import https from 'node:https';
 import path from 'node:path';
 import { promisify } from 'node:util';
-import { CoreV1Api, KubeConfig, PatchStrategy, RbacAuthorizationV1Api, setHeaderOptions, type V1Node } from '@kubernetes/client-node';
+import { KubeConfig } from '@kubernetes/client-node';
 import { Type, type Static } from '@sinclair/typebox';
 import { Value } from '@sinclair/typebox/value';
-import type { NodePoolSpec } from '../../resources/kubernetes-cluster';
 import type { KubernetesClusterDesired, KubernetesClusterDriver, KubernetesClusterObserved, KubernetesClusterOutputs } from '../kubernetes-cluster';
 import type { DriverHealth, Managed, Observation, Step } from '../types';
 import { isAlive, waitFor, writePrivateFile } from '../../lib/processes';
 import { sameJson } from '../../lib/canonical-json';
 import { freeLoopbackPorts } from '../../lib/ports';
-import { codeOf } from '../../lib/unknown-values';
 import { BackgroundWork } from './background-work';
 import type { KubernetesInstall } from './kube-install';
+import {
+  Applied,
+  appliedOf,
+  applyNodes,
+  applyToken,
+  encryptionConfigOf,
+  KWOK_ANNOTATION,
+  poolNodesOf,
+  readyNodesOf,
+  tokenOf,
+} from '../kubernetes-cluster-inside';
 
 const generateKeyPairAsync = promisify(generateKeyPair);
 
@@ -43,12 +52,6 @@ const LocalClusterRecord = Type.Object({
 });
 type LocalClusterRecord = Static<typeof LocalClusterRecord>;
 
-/** What a finished step applied (a cluster without it was not finished). */
-const Applied = Type.Object({ token_version: Type.Integer(), pools: Type.Array(Type.Unknown()) });
-type Applied = Static<typeof Applied>;
-const appliedOf = (desired: KubernetesClusterDesired): Applied => ({ token_version: desired.token_version, pools: desired.node_pools.map(poolShape) });
-const poolShape = ({ name, size, count, labels, taints }: NodePoolSpec) => ({ name, size, count, labels, taints });
-
 /** The processes of a cluster, by name, with their pids (`processes.json`). */
 const Pids = Type.Record(Type.String(), Type.Integer());
 const PROCESSES = ['etcd', 'kube-apiserver', 'kwok'] as const;
@@ -56,20 +59,6 @@ type ProcessName = (typeof PROCESSES)[number];
 
 const POLL_MS = 500;
 const API_TIMEOUT_MS = 5_000;
-const POOL_LABEL = 'cloudplane.dev/node-pool';
-const KWOK_ANNOTATION = 'kwok.x-k8s.io/node';
-/** The group of the kubeconfig's bootstrap token, bound to cluster-admin. */
-const ADMIN_GROUP = 'system:bootstrappers:cloudplane-admin';
-const TOKEN_LABEL = 'cloudplane.dev/kubeconfig';
-/** What each plan gives a node, as a kubelet would report it. */
-const ALLOCATABLE: Record<NodePoolSpec['size'], { cpu: string; memory: string }> = {
-  's-1vcpu-2gb': { cpu: '1', memory: '2Gi' },
-  's-2vcpu-2gb': { cpu: '2', memory: '2Gi' },
-  's-2vcpu-4gb': { cpu: '2', memory: '4Gi' },
-  's-4vcpu-8gb': { cpu: '4', memory: '8Gi' },
-  's-8vcpu-16gb': { cpu: '8', memory: '16Gi' },
-};
-
 export class LocalKubernetesClusterDriver implements KubernetesClusterDriver {
   private readonly work: BackgroundWork;
 
@@ -111,7 +100,7 @@ export class LocalKubernetesClusterDriver implements KubernetesClusterDriver {
     if (!applied) return { exists: false };
 
     const alive = this.running(dir);
-    const nodes = alive ? await this.nodesOf(dir, record).catch(() => null) : null;
+    const nodes = alive ? await poolNodesOf(this.clientOf(dir, record), API_TIMEOUT_MS / 1000).catch(() => null) : null;
     const wanted = m.desired.version ?? record.minor;
     const refused =
       wanted !== record.minor
@@ -121,10 +110,7 @@ export class LocalKubernetesClusterDriver implements KubernetesClusterDriver {
           : null;
     const upToDate = alive && sameJson(applied, appliedOf(m.desired));
     const ready = nodes !== null;
-    const poolsReady = m.desired.node_pools.map((pool) => ({
-      name: pool.name,
-      ready_nodes: (nodes ?? []).filter((node) => node.metadata?.labels?.[POOL_LABEL] === pool.name && isReady(node)).length,
-    }));
+    const poolsReady = readyNodesOf(m.desired.node_pools, nodes ?? []);
     return {
       exists: true,
       upToDate: upToDate || refused !== null,
@@ -186,22 +172,7 @@ export class LocalKubernetesClusterDriver implements KubernetesClusterDriver {
     writePrivateFile(path.join(dir, 'sa.key'), privateKey.export({ type: 'pkcs8', format: 'pem' }).toString());
     writePrivateFile(path.join(dir, 'sa.pub'), publicKey.export({ type: 'spki', format: 'pem' }).toString());
     writePrivateFile(path.join(dir, 'driver-token.csv'), `${randomBytes(24).toString('hex')},cloudplane-driver,cloudplane-driver,system:masters\n`);
-    writePrivateFile(
-      path.join(dir, 'encryption.yaml'),
-      [
-        'apiVersion: apiserver.config.k8s.io/v1',
-        'kind: EncryptionConfiguration',
-        'resources:',
-        '  - resources: [secrets]',
-        '    providers:',
-        '      - aesgcm:',
-        '          keys:',
-        `            - name: key1`,
-        `              secret: ${randomBytes(32).toString('base64')}`,
-        '      - identity: {}',
-        '',
-      ].join('\n'),
-    );
+    writePrivateFile(path.join(dir, 'encryption.yaml'), encryptionConfigOf(randomBytes(32).toString('base64')));
     await fs.promises.mkdir(path.join(dir, 'certs'), { mode: 0o700 });
   }
 
@@ -209,8 +180,8 @@ export class LocalKubernetesClusterDriver implements KubernetesClusterDriver {
   private async converge(dir: string, record: LocalClusterRecord, desired: KubernetesClusterDesired): Promise<void> {
     await this.startAll(dir, record);
     const kube = this.clientOf(dir, record);
-    await this.applyToken(kube, tokenOf(desired));
-    await this.applyNodes(kube, desired.node_pools);
+    await applyToken(kube, tokenOf(desired));
+    await applyNodes(kube, desired.node_pools);
     fs.writeFileSync(path.join(dir, 'applied.json'), JSON.stringify(appliedOf(desired)));
   }
 
@@ -316,67 +287,6 @@ export class LocalKubernetesClusterDriver implements KubernetesClusterDriver {
     });
   }
 
-  /** The kubeconfig's token: its Secret in kube-system, and no other of the driver's; its group bound to cluster-admin. */
-  private async applyToken(kube: KubeConfig, token: string): Promise<void> {
-    const [id = '', secret = ''] = token.split('.');
-    const core = kube.makeApiClient(CoreV1Api);
-    const rbac = kube.makeApiClient(RbacAuthorizationV1Api);
-    await ignoreConflict(
-      rbac.createClusterRoleBinding({
-        body: {
-          metadata: { name: 'cloudplane:kubeconfig-admin' },
-          roleRef: { apiGroup: 'rbac.authorization.k8s.io', kind: 'ClusterRole', name: 'cluster-admin' },
-          subjects: [{ apiGroup: 'rbac.authorization.k8s.io', kind: 'Group', name: ADMIN_GROUP }],
-        },
-      }),
-    );
-    const name = `bootstrap-token-${id}`;
-    const existing = await core.listNamespacedSecret({ namespace: 'kube-system', labelSelector: `${TOKEN_LABEL}=true` });
-    for (const old of existing.items)
-      if (old.metadata?.name !== name) await core.deleteNamespacedSecret({ namespace: 'kube-system', name: old.metadata?.name ?? '' });
-    if (existing.items.some((s) => s.metadata?.name === name)) return;
-    await core.createNamespacedSecret({
-      namespace: 'kube-system',
-      body: {
-        metadata: { name, labels: { [TOKEN_LABEL]: 'true' } },
-        type: 'bootstrap.kubernetes.io/token',
-        stringData: { 'token-id': id, 'token-secret': secret, 'usage-bootstrap-authentication': 'true', 'auth-extra-groups': ADMIN_GROUP },
-      },
-    });
-  }
-
-  /** Each pool's nodes (`<pool>-<n>`, KWOK's): made, removed, and given the pool's labels and taints. */
-  private async applyNodes(kube: KubeConfig, pools: readonly NodePoolSpec[]): Promise<void> {
-    const core = kube.makeApiClient(CoreV1Api);
-    const present = (await core.listNode({ labelSelector: POOL_LABEL })).items;
-    const wanted = new Map<string, V1Node>();
-    for (const pool of pools) for (let n = 0; n < pool.count; n++) wanted.set(`${pool.name}-${n}`, nodeOf(`${pool.name}-${n}`, pool));
-    for (const node of present) {
-      const name = node.metadata?.name ?? '';
-      const want = wanted.get(name);
-      if (!want) await core.deleteNode({ name });
-      else if (!sameJson(node.metadata?.labels, want.metadata?.labels) || !sameJson(poolTaints(node), want.spec?.taints ?? []))
-        // A JSON patch: labels and taints replaced whole, so those the pool no longer has go too.
-        await core.patchNode(
-          {
-            name,
-            body: [
-              { op: 'add', path: '/metadata/labels', value: want.metadata?.labels ?? {} },
-              { op: 'add', path: '/spec/taints', value: want.spec?.taints ?? [] },
-            ],
-          },
-          setHeaderOptions('Content-Type', PatchStrategy.JsonPatch),
-        );
-    }
-    const names = new Set(present.map((node) => node.metadata?.name));
-    for (const [name, node] of wanted) if (!names.has(name)) await core.createNode({ body: node });
-  }
-
-  private async nodesOf(dir: string, record: LocalClusterRecord): Promise<V1Node[]> {
-    const core = this.clientOf(dir, record).makeApiClient(CoreV1Api);
-    return (await core.listNode({ labelSelector: POOL_LABEL, timeoutSeconds: API_TIMEOUT_MS / 1000 })).items;
-  }
-
   /** The driver's own client of the cluster: its token, and the authority the API server's certificate comes from. */
   private clientOf(dir: string, record: LocalClusterRecord): KubeConfig {
     const token = fs.readFileSync(path.join(dir, 'driver-token.csv'), 'utf8').split(',')[0] ?? '';
@@ -406,39 +316,6 @@ export class LocalKubernetesClusterDriver implements KubernetesClusterDriver {
 function recordOf(external: Managed<KubernetesClusterDesired>['external']): LocalClusterRecord | null {
   return Value.Check(LocalClusterRecord, external) ? external : null;
 }
-
-function tokenOf(desired: KubernetesClusterDesired): string {
-  if (desired.token === null) throw new Error("the kubeconfig's token cannot be read yet");
-  if (!/^[a-z0-9]{6}\.[a-z0-9]{16}$/.test(desired.token)) throw new Error("the kubeconfig's token is not of the form a bootstrap token takes; rotate it");
-  return desired.token;
-}
-
-function nodeOf(name: string, pool: NodePoolSpec): V1Node {
-  const allocatable = { ...ALLOCATABLE[pool.size], pods: '110' };
-  return {
-    apiVersion: 'v1',
-    kind: 'Node',
-    metadata: {
-      name,
-      annotations: { [KWOK_ANNOTATION]: 'fake' },
-      labels: {
-        ...pool.labels,
-        [POOL_LABEL]: pool.name,
-        'kubernetes.io/hostname': name,
-        'kubernetes.io/os': 'linux',
-        'kubernetes.io/arch': 'amd64',
-        type: 'kwok',
-      },
-    },
-    spec: { taints: pool.taints.map(({ key, value, effect }) => ({ key, ...(value ? { value } : {}), effect })) },
-    status: { allocatable, capacity: allocatable },
-  };
-}
-
-/** A node's taints but those Kubernetes itself puts on (`node.kubernetes.io/…`). */
-const poolTaints = (node: V1Node) => (node.spec?.taints ?? []).filter((taint) => !taint.key.startsWith('node.kubernetes.io/'));
-
-const isReady = (node: V1Node) => node.status?.conditions?.some((c) => c.type === 'Ready' && c.status === 'True') ?? false;
 
 /** Whether `pid` is a live process of this cluster (its command line names the cluster's directory), not another that took the pid. */
 function isOurs(pid: number | undefined, dir: string): boolean {
@@ -483,12 +360,4 @@ function readyz(port: number): Promise<boolean> {
     });
     req.on('timeout', () => req.destroy());
   });
-}
-
-async function ignoreConflict(call: Promise<unknown>): Promise<void> {
-  try {
-    await call;
-  } catch (err) {
-    if (codeOf(err) !== 409) throw err;
-  }
 }
