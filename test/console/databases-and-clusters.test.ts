@@ -188,6 +188,30 @@ describe('console: databases', () => {
     expect((await c.service.api('GET', `/api/v1/databases/${databaseId}`)).body.data.trusted_sources).toEqual([{ type: 'ip_addr', value: '203.0.113.7' }]);
   });
 
+  it("changes the database from its PATCH form, a list field starting from the record's items", async () => {
+    await c.page.getByRole('link', { name: 'Change' }).click();
+    await c.page.waitForURL(/\/edit$/);
+    const sources = c.page.getByRole('group', { name: 'Trusted sources' });
+    await expect(sources.getByRole('group', { name: 'Trusted source 1' }).getByLabel('Value').inputValue()).resolves.toBe('203.0.113.7');
+    await c.page.getByLabel('Storage GB').fill('20');
+    await sources.getByRole('button', { name: 'Add trusted source' }).click();
+    const second = sources.getByRole('group', { name: 'Trusted source 2' });
+    await second.getByLabel('Type').selectOption('ip_addr');
+    await second.getByLabel('Value').fill('198.51.100.0/24');
+    await c.page.getByRole('button', { name: 'Save changes' }).click();
+    await c.page.waitForURL(new RegExp(`#/databases/${databaseId}$`));
+    await eventually(async () => (await c.service.api('GET', `/api/v1/databases/${databaseId}`)).body.data.storage_gb === 20);
+    const record = (await c.service.api('GET', `/api/v1/databases/${databaseId}`)).body.data;
+    expect({ size: record.size, trusted_sources: record.trusted_sources }).toEqual({
+      size: 'db-s-1vcpu-1gb',
+      trusted_sources: [
+        { type: 'ip_addr', value: '203.0.113.7' },
+        { type: 'ip_addr', value: '198.51.100.0/24' },
+      ],
+    });
+    await status(c.page, 'running').waitFor({ timeout: 30_000 });
+  });
+
   it('takes a backup and restores it into a new database, whose password is shown once on its page', async () => {
     const backups = region('Backups');
     await backups.getByRole('button', { name: 'Take a backup now' }).click();
@@ -293,8 +317,11 @@ describe('console: Kubernetes clusters', () => {
     await nodePools().getByRole('row', { name: /batch/ }).waitFor({ state: 'detached' });
     const pools = (await c.service.api('GET', `/api/v1/kubernetes-clusters/${clusterId}/node-pools`)).body.data;
     expect(pools.map((p: { name: string }) => p.name)).toEqual(['workers']);
-    // The last pool cannot be deleted: its button says so by being disabled.
-    await expect(nodePools().getByRole('button', { name: 'Delete node pool workers' }).isDisabled()).resolves.toBe(true);
+    // The last pool cannot be deleted: its button is disabled, and says why.
+    const last = nodePools().getByRole('button', { name: 'Delete node pool workers' });
+    await expect(last.isDisabled()).resolves.toBe(true);
+    await expect(last.getAttribute('aria-describedby')).resolves.toBe('last-pool-hint');
+    await nodePools().getByText('A cluster keeps at least one node pool').waitFor();
   });
 
   it('upgrades to a newer version', async () => {
