@@ -457,8 +457,6 @@ export const databaseFamily: FamilyDefinition<DatabaseSpec, DatabaseStatus> = {
     deleted_at: status.deleted_at ?? null,
   }),
   presentation: {
-    // Not in the console until it can show a password once (a create's answer, reset-password).
-    console: false,
     columns: [
       ...BASIC_COLUMNS,
       { key: 'region', label: 'Region' },

@@ -402,8 +402,6 @@ export const kubernetesClusterFamily: FamilyDefinition<KubernetesClusterSpec, Ku
     };
   },
   presentation: {
-    // Not in the console yet: its pages would need the node pools and the kubeconfig download.
-    console: false,
     columns: [
       ...BASIC_COLUMNS,
       { key: 'region', label: 'Region' },

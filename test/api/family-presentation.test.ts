@@ -45,6 +45,8 @@ describe('x-cloudplane-families in GET /api/v1/openapi.json', () => {
       ['servers', 'Servers', 'server'],
       ['object-storage', 'Buckets', 'bucket'],
       ['file-storage', 'File shares', 'file share'],
+      ['databases', 'Databases', 'database'],
+      ['kubernetes-clusters', 'Kubernetes clusters', 'Kubernetes cluster'],
       ['jobs', 'Jobs', 'job'],
     ]);
     const servers = shown.find((f) => f.path === 'servers');

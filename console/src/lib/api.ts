@@ -96,6 +96,24 @@ async function call(method: string, path: string, options: { query?: Query; body
   return envelope;
 }
 
+/**
+ * A GET answered with a document rather than an envelope (a cluster's kubeconfig, YAML): its
+ * text, with the session cookie as every call; an error is still the JSON error envelope.
+ */
+async function documentOf(path: string, accept: string): Promise<string> {
+  let response: Response;
+  try {
+    response = await fetch(urlOf(path), { method: 'GET', headers: { accept: `${accept}, application/json` }, credentials: 'same-origin', cache: 'no-store' });
+  } catch {
+    throw new ApiError(0, 'network_error', 'The service could not be reached. Check your connection and try again.');
+  }
+  if (response.ok) return response.text();
+  const envelope = (await response.json().catch(() => ({}))) as Envelope;
+  const error = envelope.error ?? { code: 'unknown_error', message: `The service answered ${response.status}.` };
+  if (response.status === 401) unauthorizedHandler();
+  throw new ApiError(response.status, error.code, error.message, error.details);
+}
+
 export const api = {
   async get<T>(path: string, query?: Query): Promise<T> {
     return (await call('GET', path, { query })).data as T;
@@ -116,4 +134,6 @@ export const api = {
   async del(path: string, query?: Query): Promise<unknown> {
     return (await call('DELETE', path, { query })).data;
   },
+  /** A document the API answers as it is (`accept`: its media type), as text. */
+  document: documentOf,
 };

@@ -10,6 +10,13 @@ import { publishedFamilies, type PublishedFamily } from './openapi';
 import LoadBalancerBackends from '../pages/families/panels/LoadBalancerBackends.svelte';
 import FileShareServers from '../pages/families/panels/FileShareServers.svelte';
 import VpnTunnelStatus from '../pages/families/panels/VpnTunnelStatus.svelte';
+import DatabaseConnection from '../pages/families/panels/DatabaseConnection.svelte';
+import DatabaseUsers from '../pages/families/panels/DatabaseUsers.svelte';
+import DatabaseDbs from '../pages/families/panels/DatabaseDbs.svelte';
+import DatabaseTrustedSources from '../pages/families/panels/DatabaseTrustedSources.svelte';
+import DatabaseBackups from '../pages/families/panels/DatabaseBackups.svelte';
+import ClusterAccess from '../pages/families/panels/ClusterAccess.svelte';
+import ClusterNodePools from '../pages/families/panels/ClusterNodePools.svelte';
 
 export interface ResourceRecord {
   id: string;
@@ -72,6 +79,11 @@ const PANELS: Record<string, Panels> = {
   'load-balancers': { panels: [LoadBalancerBackends], shownByPanels: ['backends'] },
   'vpn-gateways': { panels: [VpnTunnelStatus], shownByPanels: ['tunnel_status', 'bytes_sent', 'bytes_received', 'last_handshake'] },
   'file-storage': { panels: [FileShareServers], shownByPanels: [] },
+  databases: {
+    panels: [DatabaseConnection, DatabaseUsers, DatabaseDbs, DatabaseTrustedSources, DatabaseBackups],
+    shownByPanels: ['connection', 'private_connection', 'standby_nodes', 'users', 'db_names', 'trusted_sources'],
+  },
+  'kubernetes-clusters': { panels: [ClusterAccess, ClusterNodePools], shownByPanels: ['endpoint', 'version', 'ha', 'node_pools'] },
 };
 
 /** The list shows the name (a link) and the status (a badge) itself, and never the id. */

@@ -20,6 +20,16 @@ export interface FieldSchema {
   writeOnly?: boolean;
   anyOf?: FieldSchema[];
   $ref?: string;
+  /** An object's fields (a node pool), and which it needs. */
+  properties?: Record<string, FieldSchema>;
+  required?: string[];
+  /** A map's values (a node pool's labels): an object with no fixed fields. */
+  additionalProperties?: boolean | FieldSchema;
+  /** A list's items (node pools, trusted sources) and its bounds. */
+  items?: FieldSchema;
+  minItems?: number;
+  maxItems?: number;
+  maxProperties?: number;
 }
 
 export interface ObjectSchema {
@@ -32,11 +42,21 @@ export interface FormField {
   name: string;
   label: string;
   required: boolean;
-  /** The value's kind, after a nullable union is reduced to its non-null branch. */
-  kind: 'text' | 'longtext' | 'secret' | 'integer' | 'number' | 'boolean' | 'choice';
+  /**
+   * The value's kind, after a nullable union is reduced to its non-null branch: a scalar,
+   * an `object` of named fields (`fields`), a `list` of items alike (`item`), or a `map`
+   * of free keys to text values (labels).
+   */
+  kind: 'text' | 'longtext' | 'secret' | 'integer' | 'number' | 'boolean' | 'choice' | 'object' | 'list' | 'map';
   choices: string[];
   description: string;
   schema: FieldSchema;
+  /** Whether the API takes null for it (an update's "remove it": a backup policy). */
+  nullable: boolean;
+  /** An object's fields, in the document's order. */
+  fields?: FormField[];
+  /** A list's item (its name is the list's, its label the list's in the singular). */
+  item?: FormField;
 }
 
 interface OpenApiParameter {
@@ -67,12 +87,17 @@ export interface PublishedFamily {
   console: boolean;
 }
 
+type JsonContent = Record<string, { schema?: FieldSchema & Partial<ObjectSchema> }>;
+
+interface OpenApiOperation {
+  parameters?: OpenApiParameter[];
+  requestBody?: { content?: JsonContent };
+  responses?: Record<string, { content?: JsonContent }>;
+}
+
 interface OpenApiDocument {
   'x-cloudplane-families'?: PublishedFamily[];
-  paths: Record<
-    string,
-    Record<string, { parameters?: OpenApiParameter[]; requestBody?: { content?: Record<string, { schema?: FieldSchema & Partial<ObjectSchema> }> } }>
-  >;
+  paths: Record<string, Record<string, OpenApiOperation>>;
   components?: { schemas?: Record<string, FieldSchema & Partial<ObjectSchema>> };
 }
 
@@ -106,10 +131,26 @@ export function labelOf(name: string): string {
 /** A write-only secret (a VPN pre-shared key) is typed into a password field and never shown. */
 const isSecret = (schema: FieldSchema) => schema.writeOnly === true || /write-only/i.test(schema.description ?? '');
 
-function fieldOf(name: string, raw: FieldSchema, required: boolean): FormField {
-  const schema = raw.anyOf?.find((branch) => branch.type !== 'null') ?? raw;
-  const base = { name, label: labelOf(name), required, choices: [] as string[], description: schema.description ?? '', schema };
+/** `Node pools` → `Node pool`: what one item of a list is called. */
+export const singularOf = (label: string) => label.replace(/ies$/, 'y').replace(/s$/, '');
+
+function fieldOf(document: OpenApiDocument, name: string, raw: FieldSchema, required: boolean): FormField {
+  const given = resolve(document, raw);
+  const nonNull = given.anyOf?.find((branch) => branch.type !== 'null');
+  const schema = resolve(document, nonNull ?? given);
+  const nullable = given.anyOf?.some((branch) => branch.type === 'null') ?? false;
+  const base = { name, label: labelOf(name), required, choices: [] as string[], description: schema.description ?? '', schema, nullable };
   if (schema.enum) return { ...base, kind: 'choice', choices: schema.enum.map(String) };
+  if (schema.type === 'object' && schema.properties) {
+    const inner = new Set(schema.required ?? []);
+    const fields = Object.entries(schema.properties).map(([key, field]) => fieldOf(document, key, field, inner.has(key)));
+    return { ...base, kind: 'object', fields };
+  }
+  if (schema.type === 'object' && typeof schema.additionalProperties === 'object') return { ...base, kind: 'map' };
+  if (schema.type === 'array' && schema.items) {
+    const item = fieldOf(document, name, schema.items, true);
+    return { ...base, kind: 'list', item: { ...item, label: singularOf(base.label) } };
+  }
   if (schema.type === 'boolean') return { ...base, kind: 'boolean' };
   if (schema.type === 'integer') return { ...base, kind: 'integer' };
   if (schema.type === 'number') return { ...base, kind: 'number' };
@@ -124,7 +165,7 @@ async function bodyFieldsOf(apiPath: string, method: 'post' | 'patch'): Promise<
   if (!body) return null;
   const schema = resolve(document, body) as ObjectSchema;
   const required = new Set(schema.required ?? []);
-  return Object.entries(schema.properties ?? {}).map(([name, field]) => fieldOf(name, resolve(document, field), required.has(name)));
+  return Object.entries(schema.properties ?? {}).map(([name, field]) => fieldOf(document, name, field, required.has(name)));
 }
 
 /** The fields of `POST /api/v1/<path>` (create). */
@@ -137,6 +178,11 @@ export async function createFieldsOf(path: string): Promise<FormField[]> {
 /** The fields of `PATCH /api/v1/<path>/{id}` (update), or null for a family that cannot be changed (jobs). */
 export function updateFieldsOf(path: string): Promise<FormField[] | null> {
   return bodyFieldsOf(`/${path}/{id}`, 'patch');
+}
+
+/** The body fields of another operation of the API (`/kubernetes-clusters/{id}/node-pools`, post), or null when it has none. */
+export function operationFieldsOf(apiPath: string, method: 'post' | 'patch'): Promise<FormField[] | null> {
+  return bodyFieldsOf(apiPath, method);
 }
 
 /** The states a family's list can be filtered by (its `status` query parameter), minus `destroyed`, which a list never shows. */
@@ -152,4 +198,32 @@ export async function publishedFamilies(): Promise<PublishedFamily[]> {
   const families = document['x-cloudplane-families'];
   if (!families) throw new Error('The API description names no resource families.');
   return families;
+}
+
+/** The fields of an operation's answer record (its envelope's `data`), by name. */
+function answerFieldsOf(document: OpenApiDocument, operation: OpenApiOperation | undefined, status: string): Record<string, FieldSchema> {
+  const envelope = operation?.responses?.[status]?.content?.['application/json']?.schema;
+  if (!envelope) return {};
+  const data = resolve(document, envelope).properties?.data;
+  return data ? (resolve(document, data).properties ?? {}) : {};
+}
+
+/** A field a create's answer carries once (a database's password), with what the API says of it. */
+export interface ShownOnce {
+  name: string;
+  label: string;
+  description: string;
+}
+
+/**
+ * The fields of `POST /api/v1/<path>`'s answer that the family's record never has: a secret
+ * the API shows in that answer only (docs/api.md: a database's administrator password).
+ */
+export async function shownOnceOf(path: string): Promise<ShownOnce[]> {
+  const document = await openApiDocument();
+  const created = answerFieldsOf(document, document.paths[`${API_BASE}/${path}`]?.post, '201');
+  const record = answerFieldsOf(document, document.paths[`${API_BASE}/${path}/{id}`]?.get, '200');
+  return Object.entries(created)
+    .filter(([name]) => !(name in record))
+    .map(([name, schema]) => ({ name, label: labelOf(name).toLowerCase(), description: schema.description ?? '' }));
 }
