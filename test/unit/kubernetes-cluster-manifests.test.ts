@@ -9,13 +9,17 @@ import {
   hostedClusterObjects,
   KUBERNETES_PATCHES,
   newPki,
+  type Pki,
   PKI_KEYS,
 } from '../../src/drivers/kubernetes/kubernetes-cluster-manifests';
 import { KUBERNETES_VERSIONS, type KubernetesVersion } from '../../src/resources/kubernetes-cluster';
 import type { KubernetesClusterDesired } from '../../src/drivers/kubernetes-cluster';
 
 const placement = { namespace: 'team-a', name: 'k8s-abc' };
-const pki = newPki(placement, '10.0.0.12');
+let pki: Pki;
+beforeAll(async () => {
+  pki = await newPki(placement, '10.0.0.12');
+});
 const TOKEN = 'abcdef.0123456789abcdef';
 
 function objects(version: KubernetesVersion, ha: boolean) {

@@ -1,5 +1,5 @@
 /**
- * The certificates src/lib/x509.ts makes, read back by node:crypto's X509Certificate and
+ * The certificates src/lib/x509.ts makes (with @peculiar/x509), read back by node:crypto's X509Certificate and
  * checked by OpenSSL's strict verification: an authority, a serving certificate with DNS
  * and IP names, and a client certificate whose organisations Kubernetes reads as groups.
  */
@@ -8,13 +8,18 @@ import { createPrivateKey, X509Certificate } from 'node:crypto';
 import fs from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
-import { issueCertificate } from '../../src/lib/x509';
+import { issueCertificate, type KeyPair } from '../../src/lib/x509';
 
-describe('X.509 certificates made with node:crypto', () => {
-  const ca = issueCertificate({ commonName: 'kubernetes', ca: true });
-  const issuer = { commonName: 'kubernetes', key: ca.key };
-  const serving = issueCertificate({ commonName: 'kube-apiserver', usages: ['server'], altNames: ['api.team.svc', '10.0.0.12'] }, issuer);
-  const client = issueCertificate({ commonName: 'cloudplane', organizations: ['system:masters'], usages: ['client'] }, issuer);
+describe('X.509 certificates of a control plane', () => {
+  let ca: KeyPair;
+  let serving: KeyPair;
+  let client: KeyPair;
+  beforeAll(async () => {
+    ca = await issueCertificate({ commonName: 'kubernetes', ca: true });
+    const issuer = { commonName: 'kubernetes', key: ca.key };
+    serving = await issueCertificate({ commonName: 'kube-apiserver', usages: ['server'], altNames: ['api.team.svc', '10.0.0.12'] }, issuer);
+    client = await issueCertificate({ commonName: 'cloudplane', organizations: ['system:masters'], usages: ['client'] }, issuer);
+  });
 
   it('makes an authority that signs the others', () => {
     const authority = new X509Certificate(ca.cert);

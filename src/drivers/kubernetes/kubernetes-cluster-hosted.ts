@@ -51,7 +51,7 @@ import {
   HostedClusterObjects,
   HostedClusterSettings,
   HostedShape,
-  COMPONENTS,
+  componentIdentities,
   componentIdentityOf,
   issueComponentIdentity,
   minorOf,
@@ -260,7 +260,7 @@ export class HostedKubernetesClusterDriver implements KubernetesClusterDriver {
     const service = await this.objects.apply(apiServiceOf(m, placement));
     const clusterIp = service.ok ? service.value.spec?.clusterIP : undefined;
     if (!clusterIp) return step;
-    const pki = keptPki(live) ?? completedPki(live, placement, clusterIp);
+    const pki = keptPki(live) ?? (await completedPki(live, placement, clusterIp));
     const encryptionKey = encryptionKeyOf(live.encryption) ?? randomBytes(32).toString('base64');
     const wanted = hostedClusterObjects(m, placement, this.settings, shape, pki, encryptionKey, clusterIp, token);
     // API call: store and drivers: secrets, written (a Kubernetes cluster's PKI, kubeconfigs and connection Secret)
@@ -445,13 +445,11 @@ function keptPki(live: Live): Pki | null {
  * The PKI the PKI Secret holds, with a new identity for each component whose Secret is
  * gone; a new PKI altogether when there is none (a new cluster).
  */
-function completedPki(live: Live, placement: Placement, clusterIp: string): Pki {
+async function completedPki(live: Live, placement: Placement, clusterIp: string): Promise<Pki> {
   const base = pkiBaseOf(live.pki);
   if (!base) return newPki(placement, clusterIp);
   const secrets = componentSecrets(live);
-  const component = Object.fromEntries(
-    COMPONENTS.map((c) => [c, componentIdentityOf(secrets[c]) ?? issueComponentIdentity(c, base[PKI_KEYS.caKey])]),
-  ) as Pki['component'];
+  const component = await componentIdentities(async (c) => componentIdentityOf(secrets[c]) ?? issueComponentIdentity(c, base[PKI_KEYS.caKey]));
   return { ...base, component };
 }
 

@@ -25,7 +25,7 @@ import type { V1ConfigMap, V1Container, V1Deployment, V1PodSpec, V1Secret, V1Ser
 import { stringify } from 'yaml';
 import { ID_LABEL } from '../../store/kubernetes/names';
 import { KUBERNETES_VERSIONS, type KubernetesVersion } from '../../resources/kubernetes-cluster';
-import { issueCertificate, newKey, privateKeyPem, publicKeyPem } from '../../lib/x509';
+import { issueCertificate, newKey, privateKeyPem, publicKeyPem, type KeyPair } from '../../lib/x509';
 import type { KubernetesClusterDesired } from '../kubernetes-cluster';
 import { encryptionConfigOf, KWOK_ANNOTATION } from '../kubernetes-cluster-inside';
 import type { Managed } from '../types';
@@ -134,11 +134,11 @@ export function podSelector(id: string, component: string): Record<string, strin
  * A new PKI for the cluster whose API Service has `clusterIp`: the authority, and every
  * certificate it signs, each with a key of its own (ECDSA P-256).
  */
-export function newPki(placement: Placement, clusterIp: string): Pki {
-  const ca = issueCertificate({ commonName: CA_NAME, ca: true });
+export async function newPki(placement: Placement, clusterIp: string): Promise<Pki> {
+  const ca = await issueCertificate({ commonName: CA_NAME, ca: true });
   const issuer = { commonName: CA_NAME, key: ca.key };
   const svc = serviceHost(placement);
-  const apiserver = issueCertificate(
+  const apiserver = await issueCertificate(
     {
       commonName: 'kube-apiserver',
       usages: ['server'],
@@ -161,11 +161,11 @@ export function newPki(placement: Placement, clusterIp: string): Pki {
     issuer,
   );
   const etcdHeadless = `${etcdName(placement)}.${placement.namespace}.svc`;
-  const etcd = issueCertificate({ commonName: 'etcd', altNames: [`*.${etcdHeadless}`, etcdHeadless, 'localhost', '127.0.0.1'] }, issuer);
-  const etcdClient = issueCertificate({ commonName: 'kube-apiserver-etcd-client', usages: ['client'] }, issuer);
-  const operator = issueCertificate({ commonName: 'cloudplane-operator', organizations: ['system:masters'], usages: ['client'] }, issuer);
+  const etcd = await issueCertificate({ commonName: 'etcd', altNames: [`*.${etcdHeadless}`, etcdHeadless, 'localhost', '127.0.0.1'] }, issuer);
+  const etcdClient = await issueCertificate({ commonName: 'kube-apiserver-etcd-client', usages: ['client'] }, issuer);
+  const operator = await issueCertificate({ commonName: 'cloudplane-operator', organizations: ['system:masters'], usages: ['client'] }, issuer);
   const sa = newKey();
-  const component = Object.fromEntries(COMPONENTS.map((c) => [c, issueComponentIdentity(c, ca.key)])) as Pki['component'];
+  const component = await componentIdentities((c) => issueComponentIdentity(c, ca.key));
   return {
     [PKI_KEYS.caCert]: ca.cert,
     [PKI_KEYS.caKey]: ca.key,
@@ -200,8 +200,14 @@ export function componentIdentityOf(secret: V1Secret | null): { cert: string; ke
 }
 
 /** A new client identity of `component`, signed by the cluster's authority. */
-export function issueComponentIdentity(component: Component, caKey: string): { cert: string; key: string } {
+export function issueComponentIdentity(component: Component, caKey: string): Promise<KeyPair> {
   return issueCertificate({ ...COMPONENT_USERS[component], usages: ['client'] }, { commonName: CA_NAME, key: caKey });
+}
+
+/** Every component's identity, as `identity` gives it. */
+export async function componentIdentities(identity: (component: Component) => Promise<KeyPair>): Promise<Pki['component']> {
+  const pairs = await Promise.all(COMPONENTS.map(async (c) => [c, await identity(c)] as const));
+  return Object.fromEntries(pairs) as Pki['component'];
 }
 
 /** The PKI the cluster's Secrets hold, or null where any part is missing. */
