@@ -83,6 +83,18 @@ const Concurrency = Type.String({
 const ScheduledJobId = Type.String({ maxLength: 64, description: 'A run: the id of the scheduled job that made it.' });
 
 /** A schedule that parses, in a zone that exists, and that fires at all; 422 naming the field otherwise. */
+/** A scheduled job's next time as it is made, so that the create's answer shows it; the reconciler keeps it after. */
+function firstRunAt({ schedule, timezone = 'UTC', paused }: JobSpec): string | null {
+  if (!schedule || paused || !isTimeZone(timezone)) return null;
+  try {
+    return nextFire(parseCron(schedule), timezone, new Date())?.toISOString() ?? null;
+  } catch (err) {
+    // A kubectl-made job's schedule is judged by the reconciler, which says what is wrong with it.
+    if (err instanceof CronSyntaxError) return null;
+    throw err;
+  }
+}
+
 function assertSchedule(schedule: string, timezone: string): void {
   const broken: FieldError[] = [];
   if (!isTimeZone(timezone)) broken.push({ field: 'timezone', message: `"${timezone}" is not an IANA time zone` });
@@ -228,7 +240,12 @@ export const jobFamily: FamilyDefinition<JobSpec, JobStatus> = {
     return spec;
   },
   firstState: (spec) => (spec.schedule ? 'scheduled' : 'queued'),
-  initialStatus: (spec) => ({ exit_code: null, started_at: null, finished_at: null, ...(spec.schedule ? { last_scheduled_at: null, next_run_at: null } : {}) }),
+  initialStatus: (spec) => ({
+    exit_code: null,
+    started_at: null,
+    finished_at: null,
+    ...(spec.schedule ? { last_scheduled_at: null, next_run_at: firstRunAt(spec) } : {}),
+  }),
   nameOf: (spec) => spec.name,
   commands: JOB_COMMANDS,
   listing: { filterFields: ['scheduled_job_id'] },
