@@ -148,10 +148,16 @@ export async function updateAccount<R extends Resource = Resource>(
   patch: Record<string, unknown>,
   actor: string,
 ): Promise<Resource<R['spec'], R['status']>> {
-  await deps.writer.mutateSpec(family, team, id, (current) => {
-    if (!family.applyUpdate) throw new Error(`internal error: the update of a ${family.title} is missing (a family without one has no update route)`);
-    const spec = family.applyUpdate(current.spec, patch, ruleContextOf(deps.config));
-    return sameJson(spec, current.spec) ? null : spec;
-  });
+  await deps.writer.mutateSpec(
+    family,
+    team,
+    id,
+    (current) => {
+      if (!family.applyUpdate) throw new Error(`internal error: the update of a ${family.title} is missing (a family without one has no update route)`);
+      const spec = family.applyUpdate(current.spec, patch, ruleContextOf(deps.config));
+      return sameJson(spec, current.spec) ? null : spec;
+    },
+    actor,
+  );
   return settleAccount<R>(deps.writer, family, team, id, actor);
 }

@@ -157,7 +157,7 @@ function serviceOperations(): Operation[] {
         order: Type.Optional(Type.String({ enum: ['asc', 'desc'], description: 'By time; default desc.' })),
       }),
       paged: true,
-      columns: ['id', 'type', 'created_at', 'actor'],
+      columns: ['created_at', 'type', 'resource_id', 'resource_name', 'actor_name'],
     },
     {
       command: ['usage', 'get'],

@@ -5,9 +5,10 @@ import { isRecord, scalarText } from '../lib/unknown-values';
 export const OUTPUT_FORMATS = ['table', 'json', 'yaml'] as const;
 export type OutputFormat = (typeof OUTPUT_FORMATS)[number];
 
-/** A cell: ids of a list of objects (backends, mounts), values of a list, JSON of an object. */
+/** A cell: ids of a list of objects (backends, mounts), values of a list, an object's status (endpoint_health), else its JSON. */
 function cell(value: unknown): string {
   if (value === null || value === undefined || value === '') return '-';
+  if (isRecord(value) && typeof value.status === 'string') return value.status;
   if (Array.isArray(value)) {
     if (value.length === 0) return '-';
     return value.map((item: unknown) => (isRecord(item) ? idOf(item) : String(item))).join(',');

@@ -165,10 +165,15 @@ export class AlertPolicyReconciler implements Reconciler {
   /** The alert resolved by itself: its incident is resolved by the service, unless someone did already. */
   private async requestResolve(team: string, target: AlertTarget): Promise<void> {
     if (!target.incident_id || !(await this.store.get(incidentFamily.kind, team, target.incident_id))) return;
-    await this.writer.mutateSpec<Incident>(incidentFamily, team, target.incident_id, (incident) =>
-      incident.spec.resolve_requested || CLOSED_INCIDENT_STATES.includes(incident.status.status)
-        ? null
-        : { ...incident.spec, resolve_requested: true, resolved_by: SYSTEM },
+    await this.writer.mutateSpec<Incident>(
+      incidentFamily,
+      team,
+      target.incident_id,
+      (incident) =>
+        incident.spec.resolve_requested || CLOSED_INCIDENT_STATES.includes(incident.status.status)
+          ? null
+          : { ...incident.spec, resolve_requested: true, resolved_by: SYSTEM },
+      SYSTEM,
     );
   }
 

@@ -218,8 +218,12 @@ export class JobReconciler implements Reconciler {
       }
       if (going.length > 0 && policy === 'forbid') return;
       for (const run of going) {
-        await this.writer.mutateSpec<Job>(jobFamily, run.meta.team, run.meta.id, (latest) =>
-          latest.spec.cancel_requested ? null : { ...latest.spec, cancel_requested: true },
+        await this.writer.mutateSpec<Job>(
+          jobFamily,
+          run.meta.team,
+          run.meta.id,
+          (latest) => (latest.spec.cancel_requested ? null : { ...latest.spec, cancel_requested: true }),
+          'system',
         );
       }
     }

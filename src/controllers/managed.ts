@@ -19,7 +19,7 @@ import type { ResourceWriter } from '../resources/writer';
 import { Driver, Observation, OwnerRefusal } from '../drivers/types';
 import { configHash } from '../resources/transitions';
 import { orphansOnDelete } from '../store/deletion-policy';
-import { deletedBy } from '../resources/intents';
+import { changedBy, deletedBy } from '../resources/intents';
 import { sameJson } from '../lib/canonical-json';
 import { nowIso } from '../lib/time';
 import { fieldOf } from '../lib/unknown-values';
@@ -152,7 +152,7 @@ export class ManagedReconciler implements Reconciler {
     }
     const judged = this.judge(resource, observation, desired);
     const changes = differing(resource.status, { ...(sameJson(external, managed.external) ? {} : { external: external ?? undefined }), ...judged.changes });
-    const written = changes ? await this.write(resource, changes, SYSTEM) : null;
+    const written = changes ? await this.write(resource, changes, SYSTEM, changedBy(resource) ?? SYSTEM) : null;
     await this.connectionDetails?.publish(this.binding.family, { ...resource, status: { ...resource.status, ...changes } });
     // A refused update is no work under way: looking again every second would only repeat the refusal.
     const rejected = observation.exists && !observation.upToDate && Boolean(observation.rejected);
@@ -273,7 +273,8 @@ export class ManagedReconciler implements Reconciler {
    * written object and the version it was written on (another than `resource`'s after a
    * lost race).
    */
-  private async write(resource: Driven, changes: Record<string, unknown>, actor: string): Promise<{ object: Driven; base: string } | null> {
+  /** `requester`: who asked for the spec the write carries out (writer.ts mutateStatus); by default `actor`. */
+  private async write(resource: Driven, changes: Record<string, unknown>, actor: string, requester = actor): Promise<{ object: Driven; base: string } | null> {
     const { meta } = resource;
     // Set by the mutation, which runs inside mutateStatus (an object: the compiler would take a `let` for never set).
     const read: { base: string | null } = { base: null };
@@ -287,6 +288,7 @@ export class ManagedReconciler implements Reconciler {
         return applies ? changes : null;
       },
       actor,
+      requester,
     );
     return read.base === null ? null : { object, base: read.base };
   }

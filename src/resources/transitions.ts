@@ -36,14 +36,28 @@ export function eventTypesForChange(family: AnyFamily, previous: Resource | unde
   return types;
 }
 
-export function buildEvents(family: AnyFamily, previous: Resource | undefined, next: Resource, actor: string): CloudEvent[] {
+/**
+ * The events of a write by `actor`. `requester`: who asked for the change of the spec that
+ * the write carries out (resources/intents.ts), told as the actor of the change's own events
+ * (`updated` and the family's extra verbs, a backend attached); the creation and the states
+ * are the writer's (a state the provider reached is the system's).
+ */
+export function buildEvents(family: AnyFamily, previous: Resource | undefined, next: Resource, actor: string, requester = actor): CloudEvent[] {
   const types = eventTypesForChange(family, previous, next);
   const foreign = previous ? (family.dataEvents?.(previous, next) ?? []) : [];
   if (types.length === 0 && foreign.length === 0) return [];
   const created_at = nowIso();
-  const event = (type: string, data: Record<string, unknown>): CloudEvent => ({ id: newId('evt'), type, created_at, team_id: next.meta.team, actor, data });
-  const own = types.length > 0 ? types.map((type) => event(type, family.toRecord(next))) : [];
-  return [...own, ...foreign.map(({ type, data }) => event(type, data))];
+  const stateTypes = new Set([family.creationEvent, ...family.states].map((verb) => `${family.name}.${verb}`));
+  const event = (type: string, data: Record<string, unknown>, by: string): CloudEvent => ({
+    id: newId('evt'),
+    type,
+    created_at,
+    team_id: next.meta.team,
+    actor: by,
+    data,
+  });
+  const own = types.length > 0 ? types.map((type) => event(type, family.toRecord(next), stateTypes.has(type) ? actor : requester)) : [];
+  return [...own, ...foreign.map(({ type, data }) => event(type, data, requester))];
 }
 
 /**

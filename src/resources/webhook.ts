@@ -6,7 +6,7 @@
  * Secret, named in status.signing_secret_name), never in the resource.
  */
 import { createHash } from 'node:crypto';
-import { Type } from '@sinclair/typebox';
+import { Type, type Static } from '@sinclair/typebox';
 import { fieldInvalid, validationFailed, FieldError } from '../lib/errors';
 import { HTTPS_ONLY, NOT_PRIVATE, urlProblem } from '../lib/target-guard';
 import type { BaseStatus, CreateBody, FamilyDefinition, Resource, SubscriptionProblems } from './family';
@@ -36,6 +36,11 @@ export interface WebhookSpec {
 export interface WebhookStatus extends BaseStatus {
   disabled_reason: string | null;
   consecutive_failures: number;
+  /** The endpoint's health as its attempts tell it (webhooks/dispatcher.ts); absent on records written before it existed. */
+  last_attempt_at?: string | null;
+  last_error?: string | null;
+  next_retry_at?: string | null;
+  failures_before_disable?: number | null;
   /** Cluster mode: the Kubernetes Secret holding the signing secret (key `current`). */
   signing_secret_name?: string | null;
 }
@@ -87,6 +92,26 @@ export interface DeliveryStatus extends BaseStatus {
 export type Delivery = Resource<DeliverySpec, DeliveryStatus>;
 
 export const webhookSecretName = (id: string) => `webhook-secret-${id}`;
+
+export const ENDPOINT_HEALTH_STATES = ['healthy', 'failing', 'disabled'] as const;
+
+const EndpointHealth = strictObject(
+  {
+    status: Type.String({
+      enum: [...ENDPOINT_HEALTH_STATES],
+      description:
+        'healthy: its last attempt succeeded (or none was made); failing: from its first failed attempt until one succeeds; disabled: the service disabled the subscription (disabled_reason).',
+    }),
+    recent_failures: Type.Integer({ minimum: 0, description: 'Failed attempts in a row across its deliveries (consecutive_failures).' }),
+    failures_before_disable: Type.Union([Type.Integer({ minimum: 0 }), Type.Null()], {
+      description: 'Failed attempts in a row still allowed before the service disables the subscription; null while healthy.',
+    }),
+    last_attempt_at: NullableTimestamp('The last attempt: exact after a failure; while healthy, recorded at most once a minute.'),
+    last_error: Type.Union([Type.String(), Type.Null()], { description: 'Why the last attempt failed; null while healthy.' }),
+    next_retry_at: NullableTimestamp('When the endpoint is tried again: the earliest retry of its failed deliveries; null while healthy.'),
+  },
+  'Whether the endpoint answers now, from its recent attempts (docs/api.md, Endpoint health).',
+);
 
 const EVENT_PATTERN = '^[a-z][a-z0-9_]*\\.([a-z][a-z0-9_]*|\\*)$';
 const FILTER_KEY = /^[a-z][a-z0-9_]*\.[a-z][a-z0-9_]*$/;
@@ -263,6 +288,14 @@ export const webhookFamily: FamilyDefinition<WebhookSpec, WebhookStatus> = {
       ...baseStatusProperties(WEBHOOK_STATES),
       disabled_reason: Type.Union([Type.String(), Type.Null()], { description: 'Why the service disabled the subscription.' }),
       consecutive_failures: Type.Integer({ minimum: 0, description: 'Failed attempts in a row, across deliveries.' }),
+      last_attempt_at: Type.Optional(NullableTimestamp('The last attempt: exact after a failure, to the minute while the endpoint answers.')),
+      last_error: Type.Optional(Type.Union([Type.String(), Type.Null()], { description: 'Why the last failed attempt failed; null after a success.' })),
+      next_retry_at: Type.Optional(NullableTimestamp("The earliest retry of the endpoint's failed deliveries; null while it answers.")),
+      failures_before_disable: Type.Optional(
+        Type.Union([Type.Integer({ minimum: 0 }), Type.Null()], {
+          description: 'Failed attempts in a row left before the service disables it; null while it answers.',
+        }),
+      ),
       signing_secret_name: Type.Optional(
         Type.Union([Type.String(), Type.Null()], {
           description: 'The Secret in this namespace whose key `current` is the signing secret (and `previous` during a rotation overlap).',
@@ -280,6 +313,7 @@ export const webhookFamily: FamilyDefinition<WebhookSpec, WebhookStatus> = {
         description: 'Why the service disabled the subscription, or refused a kubectl-made one (status failed); null otherwise.',
       }),
       consecutive_failures: Type.Integer({ minimum: 0, description: 'Failed attempts in a row across its deliveries; a success resets it.' }),
+      endpoint_health: EndpointHealth,
       status: Type.String({
         enum: [...WEBHOOK_STATES],
         description: 'active, inactive or deleted; failed for a kubectl-made subscription whose spec was refused.',
@@ -334,6 +368,7 @@ export const webhookFamily: FamilyDefinition<WebhookSpec, WebhookStatus> = {
       rate_limit_per_minute: given.rate_limit_per_minute ?? DEFAULT_RATE_LIMIT_PER_MINUTE,
       disabled_reason: status.status === 'failed' ? (status.status_reason ?? null) : (status.disabled_reason ?? null),
       consecutive_failures: written.consecutive_failures ?? 0,
+      endpoint_health: endpointHealthOf(written),
       status: status.status,
       created_at: meta.createdAt,
       updated_at: meta.updatedAt,
@@ -346,11 +381,29 @@ export const webhookFamily: FamilyDefinition<WebhookSpec, WebhookStatus> = {
       { key: 'url', label: 'URL' },
       { key: 'status', label: 'Status' },
       { key: 'events', label: 'Events' },
+      { key: 'endpoint_health', label: 'Endpoint' },
       { key: 'consecutive_failures', label: 'Consecutive failures' },
       { key: 'disabled_reason', label: 'Disabled reason' },
     ],
   },
 };
+
+/**
+ * Whether the endpoint answers now: failing from the first failed attempt until one
+ * succeeds, disabled once the service disabled the subscription. Read from what the
+ * dispatcher records on the subscription, so a list costs no look at the deliveries.
+ */
+function endpointHealthOf(status: Partial<WebhookStatus>): Static<typeof EndpointHealth> {
+  const failures = status.consecutive_failures ?? 0;
+  return {
+    status: status.disabled_reason ? 'disabled' : failures > 0 ? 'failing' : 'healthy',
+    recent_failures: failures,
+    failures_before_disable: failures > 0 ? (status.failures_before_disable ?? null) : null,
+    last_attempt_at: status.last_attempt_at ?? null,
+    last_error: failures > 0 ? (status.last_error ?? null) : null,
+    next_retry_at: failures > 0 ? (status.next_retry_at ?? null) : null,
+  };
+}
 
 /** The same delivery id whenever (subscription, event) is processed again, e.g. after a crash. */
 export function deliveryIdFor(webhookId: string, eventId: string): string {

@@ -11,7 +11,8 @@ import { notFound } from '../lib/errors';
 import type { AnyFamily, BaseStatus, FamilyDefinition, Resource } from './family';
 import { asStored } from './family';
 import { buildEvents, conditionsFor, configHash, objectEventsForChange, ObjectEvent } from './transitions';
-import { deletedByLabels } from './intents';
+import { changedByLabels, deletedByLabels } from './intents';
+import { sameJson } from '../lib/canonical-json';
 
 const MAX_CONFLICT_RETRIES = 20;
 
@@ -116,18 +117,40 @@ export class ResourceWriter {
    * Applies `mutate` to the latest version of the resource and writes the status,
    * re-reading and retrying when another writer got there first.
    */
-  async mutateStatus<R extends Resource>(family: AnyFamily, team: string, id: string, mutate: StatusMutation<R>, actor: string): Promise<Stored<R>> {
+  /**
+   * `requester`: who asked for the spec this write carries out, the actor of the change's
+   * own events (transitions.ts buildEvents); by default `actor`.
+   */
+  async mutateStatus<R extends Resource>(
+    family: AnyFamily,
+    team: string,
+    id: string,
+    mutate: StatusMutation<R>,
+    actor: string,
+    requester = actor,
+  ): Promise<Stored<R>> {
     return this.onLatest<R, Stored<R>>(family, team, id, async (current) => {
       const changes = mutate(current);
-      return changes ? this.writeStatus(family, current, changes, actor) : current;
+      return changes ? this.writeStatus(family, current, changes, actor, requester) : current;
     });
   }
 
-  /** Writes the spec; a change of it is reconciled (and reported) by the family's reconciler. */
-  async mutateSpec<R extends Resource>(family: AnyFamily, team: string, id: string, mutate: (resource: Stored<R>) => object | null): Promise<Stored<R>> {
+  /**
+   * Writes the spec on behalf of `actor`; a change of it is reconciled (and reported, naming
+   * `actor`: intents.ts) by the family's reconciler.
+   */
+  async mutateSpec<R extends Resource>(
+    family: AnyFamily,
+    team: string,
+    id: string,
+    mutate: (resource: Stored<R>) => object | null,
+    actor: string,
+  ): Promise<Stored<R>> {
     return this.onLatest<R, Stored<R>>(family, team, id, async (current) => {
       const spec = mutate(current);
-      return spec ? this.store.update({ ...current, spec }) : current;
+      if (!spec) return current;
+      const labels = sameJson(spec, current.spec) ? current.meta.labels : changedByLabels(current.meta.labels, actor, current.meta.generation + 1);
+      return this.store.update({ ...current, meta: { ...current.meta, labels }, spec });
     });
   }
 
@@ -159,12 +182,18 @@ export class ResourceWriter {
     }
   }
 
-  private async writeStatus<R extends Resource>(family: AnyFamily, current: Stored<R>, changes: Record<string, unknown>, actor: string): Promise<Stored<R>> {
+  private async writeStatus<R extends Resource>(
+    family: AnyFamily,
+    current: Stored<R>,
+    changes: Record<string, unknown>,
+    actor: string,
+    requester: string,
+  ): Promise<Stored<R>> {
     const changed: R['status'] = { ...current.status, ...changes };
     const status: R['status'] = { ...changed, conditions: conditionsFor(family, { ...current, status: changed }, changed) };
     // `changes` may add events of its own to the outbox (a delivery's webhook.delivery_failed).
     const unpublished = (asStored(status).pending_events ?? []).filter((event) => !this.published?.isPublished(event.id));
-    const pending_events = [...unpublished, ...buildEvents(family, current, { ...current, status }, actor)];
+    const pending_events = [...unpublished, ...buildEvents(family, current, { ...current, status }, actor, requester)];
     const written = await this.store.updateStatus<R['spec'], R['status']>({ ...current, status: { ...status, pending_events } });
     this.report(family, current, written);
     return written;

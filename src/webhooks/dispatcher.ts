@@ -33,6 +33,17 @@ import { textOf } from '../lib/unknown-values';
 
 const SYSTEM = 'system';
 const GONE = 410;
+/** A healthy endpoint's last attempt is recorded at most this often (endpoint_health.last_attempt_at). */
+const HEALTHY_ATTEMPT_RECORD_MS = 60_000;
+
+/**
+ * When a failing endpoint is tried next: the earlier of the retry already known (if still
+ * to come) and the one this failed attempt scheduled. A delivery out of attempts schedules none.
+ */
+function earliestRetry(known: string | null, scheduled: string | null, now: number): string | null {
+  const upcoming = [known, scheduled].filter((at): at is string => at !== null && Date.parse(at) > now);
+  return upcoming.length > 0 ? upcoming.reduce((a, b) => (Date.parse(a) <= Date.parse(b) ? a : b)) : null;
+}
 const CONSUMER = 'webhooks';
 /**
  * Events turned into deliveries at once. Each costs a durable write; handled one by one
@@ -396,11 +407,16 @@ export class WebhookDispatcher {
       },
       'webhook delivery attempt',
     );
-    await this.countOutcome(webhook, result);
+    await this.countOutcome(webhook, result, now, recorded.nextRetryAt);
   }
 
-  /** consecutive_failures across the subscription's attempts; at the limit, or at a 410 Gone, it is disabled. */
-  private async countOutcome(webhook: Webhook, result: AttemptResult): Promise<void> {
+  /**
+   * consecutive_failures across the subscription's attempts, and the endpoint's health
+   * (resources/webhook.ts endpointHealthOf); at the limit, or at a 410 Gone, it is disabled.
+   * A success writes only when it ends a failure or the last attempt recorded is a minute
+   * old: a healthy endpoint's deliveries cost no write of their subscription each.
+   */
+  private async countOutcome(webhook: Webhook, result: AttemptResult, startedAt: number, nextRetryAt: string | null): Promise<void> {
     const { writer, config } = this.deps;
     // Set by the mutation, which runs inside mutateStatus (an object: the compiler would take a `let` for never set).
     const outcome: { tripped: string | null } = { tripped: null };
@@ -410,16 +426,27 @@ export class WebhookDispatcher {
       webhook.meta.id,
       (latest) => {
         outcome.tripped = null;
-        if (result.ok) return latest.status.consecutive_failures === 0 ? null : { consecutive_failures: 0 };
+        const at = new Date(startedAt).toISOString();
+        if (result.ok) {
+          const recordedAt = latest.status.last_attempt_at ? Date.parse(latest.status.last_attempt_at) : 0;
+          if (latest.status.consecutive_failures === 0 && startedAt - recordedAt < HEALTHY_ATTEMPT_RECORD_MS) return null;
+          return { consecutive_failures: 0, last_attempt_at: at, last_error: null, next_retry_at: null, failures_before_disable: null };
+        }
         const failures = latest.status.consecutive_failures + 1;
+        const health = {
+          last_attempt_at: at,
+          last_error: result.error,
+          next_retry_at: earliestRetry(latest.status.next_retry_at ?? null, nextRetryAt, startedAt),
+          failures_before_disable: Math.max(0, config.disableAfter - failures),
+        };
         // 410 Gone: the receiver says the endpoint is gone for good; no use trying it again.
         const gone = result.status === GONE;
-        if ((failures < config.disableAfter && !gone) || latest.status.status !== 'active') return { consecutive_failures: failures };
+        if ((failures < config.disableAfter && !gone) || latest.status.status !== 'active') return { consecutive_failures: failures, ...health };
         const tripped = gone
           ? 'Disabled at once: the receiver answered 410 Gone.'
           : `Disabled after ${failures} consecutive failed delivery attempts; the last: ${result.error ?? 'unknown error'}.`;
         outcome.tripped = tripped;
-        return { consecutive_failures: failures, status: 'inactive', disabled_reason: tripped };
+        return { consecutive_failures: failures, ...health, failures_before_disable: 0, status: 'inactive', disabled_reason: tripped };
       },
       SYSTEM,
     );

@@ -18,7 +18,12 @@ export const DELIVERY_FAILED = 'webhook.delivery_failed';
 
 const SYSTEM = 'system';
 
-/** Records `result` as attempt `delivery.status.attempt + 1`; false when another outcome of it got there first. */
+/** An attempt's outcome as the delivery recorded it: when it is tried again (null: never). */
+export interface RecordedAttempt {
+  nextRetryAt: string | null;
+}
+
+/** Records `result` as attempt `delivery.status.attempt + 1`; null when another outcome of it got there first. */
 export async function recordAttempt(
   writer: ResourceWriter,
   config: Pick<WebhookConfig, 'timeScale'>,
@@ -26,7 +31,7 @@ export async function recordAttempt(
   result: AttemptResult,
   startedAt: number,
   answeredAt = Date.now(),
-): Promise<boolean> {
+): Promise<RecordedAttempt | null> {
   const attempt = delivery.status.attempt + 1;
   const firstAt = delivery.status.first_attempt_at ? Date.parse(delivery.status.first_attempt_at) : startedAt;
   const next =
@@ -42,7 +47,7 @@ export async function recordAttempt(
     error: result.error,
   };
   const exhausted = !result.ok && next === null;
-  return finishAttempt(writer, delivery, {
+  const written = await finishAttempt(writer, delivery, {
     status: result.ok ? 'succeeded' : exhausted ? 'failed' : 'pending',
     attempt,
     first_attempt_at: new Date(firstAt).toISOString(),
@@ -56,6 +61,7 @@ export async function recordAttempt(
       ? { pending_events: [...(asStored(delivery.status).pending_events ?? []), ...deliveryFailedEvent(delivery, attempt, result.error)] }
       : {}),
   });
+  return written ? { nextRetryAt: next === null ? null : new Date(next).toISOString() } : null;
 }
 
 /**

@@ -33,7 +33,10 @@ export function settle(
     id,
     (current) => {
       if (judgedGeneration !== undefined && current.meta.generation !== judgedGeneration) return null;
-      const reset = reenable && current.status.status !== 'deleted' ? { disabled_reason: null, consecutive_failures: 0 } : {};
+      const reset =
+        reenable && current.status.status !== 'deleted'
+          ? { disabled_reason: null, consecutive_failures: 0, last_error: null, next_retry_at: null, failures_before_disable: null }
+          : {};
       const next: Webhook = { ...current, status: { ...current.status, ...reset } };
       const changes = {
         ...reset,

@@ -1,4 +1,5 @@
 import { startTestService, TestService, waitForStatus, eventually } from '../helpers/service';
+import type { LoadBalancer } from '../../src/resources/load-balancer';
 
 describe('audit log', () => {
   let t: TestService;
@@ -59,5 +60,45 @@ describe('audit log', () => {
     const res = await t.api('GET', `/api/v1/audit-log?resource_id=${lbId}`, undefined, { key: other.token });
     expect(res.status).toBe(200);
     expect(res.body.data).toEqual([]);
+  });
+});
+
+describe('audit log: who asked for a change the reconciler carries out', () => {
+  let t: TestService;
+  beforeAll(async () => {
+    t = await startTestService();
+  });
+  afterAll(async () => t.stop());
+
+  it('names who asked for an attach, a detach or an update, though the reconciler carries them out', async () => {
+    const lb = (await t.api('POST', '/api/v1/load-balancers', { name: 'attached', region: 'fra1' })).body.data;
+    const server = (await t.api('POST', '/api/v1/servers', { name: 'backend-1', region: 'fra1' })).body.data;
+    await waitForStatus(t, `/api/v1/load-balancers/${lb.id}`, 'running');
+    await waitForStatus(t, `/api/v1/servers/${server.id}`, 'running');
+    const eventOf = (type: string) => eventually(async () => (await t.api('GET', `/api/v1/audit-log?resource_id=${lb.id}&type=${type}`)).body.data[0]);
+    const created = await eventOf('load_balancer.created');
+    expect((await t.api('POST', `/api/v1/load-balancers/${lb.id}/attach`, { server_id: server.id })).status).toBe(200);
+    expect((await eventOf('load_balancer.backend_attached')).actor).toBe(created.actor);
+    expect((await t.api('PATCH', `/api/v1/load-balancers/${lb.id}`, { algorithm: 'least_connections' })).status).toBe(200);
+    expect((await eventOf('load_balancer.updated')).actor).toBe(created.actor);
+    expect((await t.api('POST', `/api/v1/load-balancers/${lb.id}/detach`, { server_id: server.id })).status).toBe(200);
+    expect((await eventOf('load_balancer.backend_detached')).actor).toBe(created.actor);
+    expect(created.actor).toMatch(/^key_/);
+    // Named as people read it: the key's name and its owner's, and the resource with its name.
+    const key = (await t.api('GET', '/api/v1/settings/api-keys')).body.data.find((k: { id: string }) => k.id === created.actor);
+    const owner = (await t.api('GET', '/api/v1/settings/profile')).body.data;
+    expect(created).toMatchObject({ actor_name: `${key.name} (${owner.name})`, resource_id: lb.id, resource_name: 'attached' });
+    const running = await eventOf('load_balancer.running');
+    expect(running).toMatchObject({ actor: 'system', actor_name: 'system' });
+
+    // A change made outside the API (a kubectl edit of the custom resource) names no one: system.
+    const before = (await t.api('GET', `/api/v1/audit-log?resource_id=${lb.id}&type=load_balancer.updated`)).body.data.length;
+    const stored = await t.service.ctx.store.get<LoadBalancer['spec'], LoadBalancer['status']>('LoadBalancer', t.teamId, lb.id);
+    await t.service.ctx.store.update({ ...stored!, spec: { ...stored!.spec, port: 8080 } });
+    const edited = await eventually(async () => {
+      const page = (await t.api('GET', `/api/v1/audit-log?resource_id=${lb.id}&type=load_balancer.updated`)).body.data;
+      return page.length > before ? page[0] : null;
+    });
+    expect(edited.actor).toBe('system');
   });
 });

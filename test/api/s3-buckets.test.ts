@@ -93,7 +93,7 @@ describe('buckets on a real S3 endpoint (driver s3)', () => {
     const bucket = await availableBucket('turning-private', true);
     await client.send(new PutObjectCommand({ Bucket: bucket.s3_bucket, Key: 'a.txt', Body: 'a' }));
     expect((await anonymousGet(bucket.s3_bucket, 'a.txt')).status).toBe(200);
-    await t.service.ctx.writer.mutateSpec(bucketFamily, t.teamId, bucket.id, (current) => ({ ...current.spec, public: false }));
+    await t.service.ctx.writer.mutateSpec(bucketFamily, t.teamId, bucket.id, (current) => ({ ...current.spec, public: false }), 'system');
     await eventually(async () => (await anonymousGet(bucket.s3_bucket, 'a.txt')).status === 403, 30_000);
   });
 

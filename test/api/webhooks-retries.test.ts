@@ -90,6 +90,41 @@ describe('webhook retries, timeouts and rate limits', () => {
     expect(r.received).toHaveLength(16);
   }, 40_000);
 
+  it('shows the endpoint failing from its first failed attempt until one succeeds, with its next retry and how close it is to being disabled', async () => {
+    let failing = true;
+    const r = await receiver(() => ({ status: failing ? 503 : 200 }));
+    const hook = await subscribe(t, { url: r.url, events: ['bucket.created'] });
+    expect((await t.api('GET', `/api/v1/webhooks/${hook.id}`)).body.data.endpoint_health).toEqual({
+      status: 'healthy',
+      recent_failures: 0,
+      failures_before_disable: null,
+      last_attempt_at: null,
+      last_error: null,
+      next_retry_at: null,
+    });
+    await bucket(t, 'health-1');
+    const failingNow = await eventually(async () => {
+      const health = (await t.api('GET', `/api/v1/webhooks/${hook.id}`)).body.data.endpoint_health;
+      return health.status === 'failing' && health.next_retry_at ? health : null;
+    });
+    const { disableAfter } = t.service.ctx.config.webhooks;
+    expect(failingNow.recent_failures).toBeGreaterThanOrEqual(1);
+    expect(failingNow.failures_before_disable).toBe(disableAfter - failingNow.recent_failures);
+    expect(failingNow.last_error).toMatch(/503/);
+    expect(Date.parse(failingNow.next_retry_at)).toBeGreaterThan(Date.parse(failingNow.last_attempt_at));
+    // The list says so too: a failing endpoint is seen without opening it.
+    const listed = (await t.api('GET', '/api/v1/webhooks?limit=100')).body.data.find((w: { id: string }) => w.id === hook.id);
+    expect(listed.endpoint_health.status).toBe('failing');
+
+    failing = false;
+    const healthy = await eventually(async () => {
+      const health = (await t.api('GET', `/api/v1/webhooks/${hook.id}`)).body.data.endpoint_health;
+      return health.status === 'healthy' ? health : null;
+    }, 30_000);
+    expect(healthy).toMatchObject({ recent_failures: 0, failures_before_disable: null, last_error: null, next_retry_at: null });
+    expect(Date.parse(healthy.last_attempt_at)).toBeGreaterThanOrEqual(Date.parse(failingNow.last_attempt_at));
+  });
+
   it('waits as long as a 429 Retry-After asks', async () => {
     const r = await receiver((_req, i) => (i === 0 ? { status: 429, headers: { 'retry-after': '300' } } : { status: 200 }));
     const hook = await subscribe(t, { url: r.url, events: ['bucket.created'] });
@@ -224,6 +259,12 @@ describe('webhook auto-disable', () => {
     }, 15_000);
     expect(disabled.consecutive_failures).toBe(5);
     expect(disabled.disabled_reason).toMatch(/5 consecutive failed/);
+    expect(disabled.endpoint_health).toMatchObject({
+      status: 'disabled',
+      recent_failures: 5,
+      failures_before_disable: 0,
+      last_error: expect.stringMatching(/503/),
+    });
     expect(r.received).toHaveLength(5);
 
     const mail = await eventually(async () => mailbox.mails.find((m) => m.text.includes(hook.id)));
@@ -259,7 +300,7 @@ describe('webhook auto-disable', () => {
 
     failing = false;
     const enabled = await t.api('PATCH', `/api/v1/webhooks/${hook.id}`, { active: true });
-    expect(enabled.body.data).toMatchObject({ active: true, disabled_reason: null, consecutive_failures: 0 });
+    expect(enabled.body.data).toMatchObject({ active: true, disabled_reason: null, consecutive_failures: 0, endpoint_health: { status: 'healthy' } });
     const [delivery] = await eventually(async () => {
       const list = await deliveriesOf(t, hook.id);
       return list[0]?.status === 'succeeded' ? list : null;

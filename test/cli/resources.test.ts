@@ -320,6 +320,10 @@ describe('webhooks', () => {
     expect(failed).toMatchObject({ webhook_id: hook.id, event_type: 'bucket.created', status: 'failed', attempt: '15/15', response_status: 500 });
     const table = await run(['webhooks', 'deliveries', 'list', hook.id, '--status', 'failed']);
     expect(table.stdout).toMatch(new RegExp(`^${failed.id}\\s+bucket\\.created\\s+failed\\s+15/15\\s+500\\s+`, 'm'));
+    // The subscription's table says its endpoint is failing now.
+    const subscriptions = await run(['webhooks', 'get', hook.id]);
+    expect(subscriptions.stdout.split('\n')[0].split(/\s+/)).toContain('ENDPOINT_HEALTH');
+    expect(subscriptions.stdout).toMatch(new RegExp(`^${hook.id}\\s+\\S+\\s+active\\s+\\S+\\s+failing\\s+15\\s+`, 'm'));
 
     healthy = true;
     const retried = await json(['webhooks', 'deliveries', 'retry', hook.id, failed.id]);
@@ -410,6 +414,10 @@ describe('agent, settings and audit log', () => {
       return found.some((e: any) => e.type === 'bucket.available') ? found : null;
     });
     expect(bucketEvents.every((e: any) => e.type.startsWith('bucket.') && e.data.id === bucket.id)).toBe(true);
+    // The table names the resource and who acted, by name.
+    const table = await run(['audit-log', 'search', '--type', 'bucket.created', '--resource-id', bucket.id]);
+    expect(table.stdout.split('\n')[0].split(/\s+/)).toEqual(['CREATED_AT', 'TYPE', 'RESOURCE_ID', 'RESOURCE_NAME', 'ACTOR_NAME']);
+    expect(table.stdout).toMatch(new RegExp(`bucket\\.created\\s+${bucket.id}\\s+audited\\s+\\S.*\\(.+\\)$`, 'm'));
     const bad = await run(['audit-log', 'search', '--since', 'yesterday']);
     expect(bad.code).toBe(1);
     expect(bad.stderr).toMatch(/^Error: validation_failed: since: /);

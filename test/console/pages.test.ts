@@ -150,6 +150,15 @@ describe('webhooks: a delivery waiting for its next attempt', () => {
       expect(await row.locator('[data-label="Next retry"] time').getAttribute('datetime')).toBe(pending.next_retry_at);
       expect(await row.locator('[data-label="Next retry"]').textContent()).toMatch(/\(in \d+ s\)/);
       expect(await row.locator('[data-label="Error"]').textContent()).toContain('receiver answered status 503');
+      // The subscription shows its endpoint failing now, long before a delivery runs out of attempts.
+      const health = page.locator('[data-endpoint-health]');
+      expect(await health.getAttribute('data-endpoint-health')).toBe('failing');
+      expect(await health.textContent()).toMatch(/1 failed attempt in a row; disabled after \d+ more/);
+      expect(await page.locator('.health-details').textContent()).toContain('receiver answered status 503');
+      await go('/webhooks');
+      const listed = page.locator(`tr:has(a:text-is("${busy.url}")) [data-endpoint-health]`);
+      await listed.waitFor();
+      expect(await listed.getAttribute('data-endpoint-health')).toBe('failing');
     } finally {
       await busy.close();
     }
@@ -173,12 +182,20 @@ describe('audit log', () => {
     await eventually(async () => (await table.getByText('load_balancer.running').count()) === 1);
     expect(await table.getByText('load_balancer.created').count()).toBe(1);
     expect(await table.getByRole('button', { name: lbId }).count()).toBe(2);
+    // Who acted, by name: the key and its owner for the creation, the service for the state it reached.
+    const created = (await t.api('GET', `/api/v1/audit-log?resource_id=${lbId}&type=load_balancer.created`)).body.data[0];
+    expect(created.actor_name).not.toBe(created.actor);
+    await table.getByRole('button', { name: created.actor_name }).waitFor();
+    expect(await table.getByRole('button', { name: 'system', exact: true }).count()).toBe(1);
     await screenshot(page, 'audit-log');
     await checkOnPhone('audit-log');
 
     // The resource's own history, from its id.
     await table.getByRole('button', { name: lbId }).first().click();
     await eventually(async () => (await page.getByLabel('Resource id').inputValue()) === lbId);
+    // Everything one actor did, from their name.
+    await table.getByRole('button', { name: created.actor_name }).first().click();
+    await eventually(async () => (await page.getByLabel('Actor').inputValue()) === created.actor);
 
     await page.getByLabel('Event type').fill('not a type');
     await page.getByRole('button', { name: 'Search' }).click();

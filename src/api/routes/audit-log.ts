@@ -6,6 +6,10 @@ import { decodeCursor, encodeCursor, listQueryOf, pagingParameters } from '../li
 import { envelopeOf, ErrorEnvelope, principalOf } from './families';
 import { fieldInvalid } from '../../lib/errors';
 import type { ApiApp } from '../api-app';
+import type { Store } from '../../store/types';
+import type { CloudEvent } from '../../resources/cloud-event';
+import { apiKeyFamily, userFamily, type ApiKey, type User } from '../../resources/accounts';
+import { fieldOf } from '../../lib/unknown-values';
 
 const EventRecord = Type.Object(
   {
@@ -13,7 +17,15 @@ const EventRecord = Type.Object(
     type: Type.String({ description: '`<family>.<state or verb>`, e.g. load_balancer.running.' }),
     created_at: Type.String({ format: 'date-time', description: 'When the change happened.' }),
     team_id: Type.String({ description: 'The team the event belongs to.' }),
-    actor: Type.String({ description: 'The API key id that caused it, or `system` for the reconcilers.' }),
+    actor: Type.String({
+      description: 'Who caused it: an API key id (`key_…`), a user id (`usr_…`, a console session), or `system` (the service on its own).',
+    }),
+    actor_name: Type.String({
+      description:
+        'Who caused it, as people read it: a key as `<its name> (<its owner>)`, a user by name; `system`; the id itself when the key or user is gone.',
+    }),
+    resource_id: Type.Union([Type.String(), Type.Null()], { description: "The resource the event is about (its data's `id`); null for none." }),
+    resource_name: Type.Union([Type.String(), Type.Null()], { description: "That resource's name (its data's `name`); null for none." }),
     data: Type.Object({}, { additionalProperties: true, description: 'The resource as the API showed it at that moment, without secrets.' }),
   },
   { additionalProperties: false },
@@ -35,6 +47,32 @@ const AuditQuery = Type.Object(
   },
   { additionalProperties: false },
 );
+
+const stringField = (data: unknown, key: string): string | null => {
+  const value = fieldOf(data, key);
+  return typeof value === 'string' ? value : null;
+};
+
+/**
+ * The page's actors as people read them: a key by its name and its owner's, a user by
+ * name. Read when asked, so a renamed key reads by its new name; one that is gone stays an id.
+ */
+async function actorNames(store: Store, team: string, events: readonly CloudEvent[]): Promise<Map<string, string>> {
+  const names = new Map<string, string>();
+  const userName = async (id: string) => (await store.get<User['spec'], User['status']>(userFamily.kind, team, id))?.spec.name;
+  for (const actor of new Set(events.map((event) => event.actor))) {
+    if (actor.startsWith(`${userFamily.idPrefix}_`)) {
+      const name = await userName(actor);
+      if (name) names.set(actor, name);
+    } else if (actor.startsWith(`${apiKeyFamily.idPrefix}_`)) {
+      const key = await store.get<ApiKey['spec'], ApiKey['status']>(apiKeyFamily.kind, team, actor);
+      if (!key) continue;
+      const owner = await userName(key.spec.user_id);
+      names.set(actor, owner ? `${key.spec.name} (${owner})` : key.spec.name);
+    }
+  }
+  return names;
+}
 
 export function registerAuditLogRoutes(app: ApiApp, ctx: ApiContext): void {
   app.get('/api/v1/audit-log', {
@@ -66,7 +104,14 @@ export function registerAuditLogRoutes(app: ApiApp, ctx: ApiContext): void {
       );
       const last = events.at(-1);
       const nextCursor = more && last ? encodeCursor(ctx.cursorKey, { l: paging.scope, v: last.created_at, i: last.id }) : null;
-      return send(ctx, request, reply, 200, events, { next_cursor: nextCursor });
+      const names = await actorNames(ctx.store, principalOf(request).team, events);
+      const shown = events.map((event) => ({
+        ...event,
+        actor_name: names.get(event.actor) ?? event.actor,
+        resource_id: stringField(event.data, 'id'),
+        resource_name: stringField(event.data, 'name'),
+      }));
+      return send(ctx, request, reply, 200, shown, { next_cursor: nextCursor });
     },
   });
 }

@@ -211,7 +211,7 @@ export function registerServerRestoreRoute(app: ApiApp, ctx: ApiContext): void {
     handler: async (request, reply) => {
       const { id } = request.params;
       const { backup_id: backupId } = request.body;
-      const { team } = principalOf(request);
+      const { team, key } = principalOf(request);
       const server = await findResource<Server>(ctx, serverFamily, team, id);
       const backup = await ctx.store.get<Backup['spec'], Backup['status']>(family.kind, team, backupId);
       if (!backup || !isVisible(backup)) throw notFound(family.name, backupId);
@@ -222,10 +222,16 @@ export function registerServerRestoreRoute(app: ApiApp, ctx: ApiContext): void {
       assertRestoreAllowed(server, backup, await completedBackupsOf(ctx, team, id));
       let asked = backup;
       const ask = async () => {
-        asked = await ctx.writer.mutateSpec<Backup>(family, team, backupId, (latest) => {
-          assertRestoreAllowed(server, latest, []);
-          return { ...latest.spec, restore_requests: (asStored(latest.spec).restore_requests ?? 0) + 1 };
-        });
+        asked = await ctx.writer.mutateSpec<Backup>(
+          family,
+          team,
+          backupId,
+          (latest) => {
+            assertRestoreAllowed(server, latest, []);
+            return { ...latest.spec, restore_requests: (asStored(latest.spec).restore_requests ?? 0) + 1 };
+          },
+          key,
+        );
       };
       // Answered once the server shows the restore, so that a stop sent next is refused.
       await writeAndAwait<Server>(ctx.store, serverFamily.kind, team, id, ask, (s) => s.status.status === 'restoring');

@@ -71,11 +71,19 @@ export function registerDatabaseRoutes(app: ApiApp, ctx: ApiContext): void {
     return { team, database };
   };
   /** Changes the database's spec on its latest version, refused as a write of a deleted one is. */
-  const changeSpec = (team: string, id: string, change: (spec: DatabaseSpec) => DatabaseSpec) =>
-    ctx.writer.mutateSpec<Database>(family, team, id, (current) => {
-      assertChangeable(family, current);
-      return change(current.spec);
-    });
+  const changeSpec = (request: FastifyRequest, id: string, change: (spec: DatabaseSpec) => DatabaseSpec) => {
+    const { team, key } = principalOf(request);
+    return ctx.writer.mutateSpec<Database>(
+      family,
+      team,
+      id,
+      (current) => {
+        assertChangeable(family, current);
+        return change(current.spec);
+      },
+      key,
+    );
+  };
 
   const passwordSecret = known(family.secret, "the administrator's password secret of a database");
   app.post(`${base}/reset-password`, {
@@ -94,7 +102,7 @@ export function registerDatabaseRoutes(app: ApiApp, ctx: ApiContext): void {
       const { team, database } = await databaseOf(request, request.params.id, true);
       const { id } = request.params;
       const password = known(passwordSecret.generate?.(database.spec), "a new database password (the family's secret generates one)");
-      const update: SpecUpdate<Database> = (extra = () => ({})) => changeSpec(team, id, (spec) => ({ ...spec, ...extra(database) }));
+      const update: SpecUpdate<Database> = (extra = () => ({})) => changeSpec(request, id, (spec) => ({ ...spec, ...extra(database) }));
       const updated = await rotateSecret(ctx, family, team, id, password, update);
       return send(ctx, request, reply, 200, { ...family.toRecord(updated), [passwordSecret.field]: password });
     },
@@ -111,10 +119,10 @@ export function registerDatabaseRoutes(app: ApiApp, ctx: ApiContext): void {
     return user;
   };
   /** A user's new password: its secret first, then the spec that names its version (the driver sets it). */
-  const setUserPassword = (team: string, id: string, name: string, change: (spec: DatabaseSpec) => DatabaseSpec) => {
+  const setUserPassword = (request: FastifyRequest, id: string, name: string, change: (spec: DatabaseSpec) => DatabaseSpec) => {
     const password = newDatabasePassword();
-    return withSecret(ctx, team, userPasswordSecret(id, name), password, async () => {
-      await changeSpec(team, id, change);
+    return withSecret(ctx, principalOf(request).team, userPasswordSecret(id, name), password, async () => {
+      await changeSpec(request, id, change);
       return { name, role: 'normal' as const, password };
     });
   };
@@ -160,7 +168,7 @@ export function registerDatabaseRoutes(app: ApiApp, ctx: ApiContext): void {
       response: { 201: envelopeOf(UserWithPassword), ...errors },
     },
     handler: async (request, reply) => {
-      const { team, database } = await databaseOf(request, request.params.id, true);
+      const { database } = await databaseOf(request, request.params.id, true);
       const { name } = request.body;
       assertPartNameFree('name', name);
       const addTo = (spec: DatabaseSpec): DatabaseSpec => {
@@ -171,7 +179,7 @@ export function registerDatabaseRoutes(app: ApiApp, ctx: ApiContext): void {
       };
       // Checked before its secret is written too: a taken name must not have its password replaced, even for a moment.
       addTo(database.spec);
-      const created = await setUserPassword(team, database.meta.id, name, addTo);
+      const created = await setUserPassword(request, database.meta.id, name, addTo);
       return send(ctx, request, reply, 201, created);
     },
   });
@@ -188,11 +196,11 @@ export function registerDatabaseRoutes(app: ApiApp, ctx: ApiContext): void {
       response: { 200: envelopeOf(UserWithPassword), ...errors },
     },
     handler: async (request, reply) => {
-      const { team, database } = await databaseOf(request, request.params.id, true);
+      const { database } = await databaseOf(request, request.params.id, true);
       const { id, name } = request.params;
       if (userOf(database, name).role === 'primary')
         throw conflict('invalid_state', `The administrator's password is reset by POST /api/v1/databases/${id}/reset-password.`);
-      const reset = await setUserPassword(team, id, name, (spec) => ({
+      const reset = await setUserPassword(request, id, name, (spec) => ({
         ...spec,
         users: (spec.users ?? []).map((u) => (u.name === name ? { ...u, password_version: u.password_version + 1 } : u)),
       }));
@@ -216,7 +224,7 @@ export function registerDatabaseRoutes(app: ApiApp, ctx: ApiContext): void {
       const { id, name } = request.params;
       const user = userOf(database, name);
       if (user.role === 'primary') throw conflict('invalid_state', 'The administrator cannot be removed.');
-      await changeSpec(team, id, (spec) => ({ ...spec, users: (spec.users ?? []).filter((u) => u.name !== name) }));
+      await changeSpec(request, id, (spec) => ({ ...spec, users: (spec.users ?? []).filter((u) => u.name !== name) }));
       // The record sweep removes it too, should this fail: the spec no longer names the user.
       await ctx.store.secrets.delete(team, userPasswordSecret(id, name));
       return send(ctx, request, reply, 200, user);
@@ -267,10 +275,10 @@ export function registerDatabaseRoutes(app: ApiApp, ctx: ApiContext): void {
       response: { 201: envelopeOf(DbRecord), ...errors },
     },
     handler: async (request, reply) => {
-      const { team, database } = await databaseOf(request, request.params.id, true);
+      const { database } = await databaseOf(request, request.params.id, true);
       const { name } = request.body;
       assertPartNameFree('name', name);
-      await changeSpec(team, database.meta.id, (spec) => {
+      await changeSpec(request, database.meta.id, (spec) => {
         const names = spec.db_names ?? [];
         if (names.includes(name)) throw conflict('name_taken', `Database ${database.meta.id} already has a logical database "${name}".`);
         if (names.length >= DATABASE_PART_LIMIT) throw partLimit('logical databases');
@@ -292,11 +300,11 @@ export function registerDatabaseRoutes(app: ApiApp, ctx: ApiContext): void {
       response: { 200: envelopeOf(DbRecord), ...errors },
     },
     handler: async (request, reply) => {
-      const { team, database } = await databaseOf(request, request.params.id, true);
+      const { database } = await databaseOf(request, request.params.id, true);
       const { id, name } = request.params;
       const db = dbOf(database, name);
       if (name === DEFAULT_DATABASE) throw conflict('invalid_state', `${DEFAULT_DATABASE} cannot be removed.`);
-      await changeSpec(team, id, (spec) => ({ ...spec, db_names: (spec.db_names ?? []).filter((n) => n !== name) }));
+      await changeSpec(request, id, (spec) => ({ ...spec, db_names: (spec.db_names ?? []).filter((n) => n !== name) }));
       return send(ctx, request, reply, 200, db);
     },
   });

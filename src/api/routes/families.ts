@@ -261,14 +261,20 @@ export function registerFamilyRoutes(app: ApiApp, ctx: ApiContext, family: AnyFa
       },
       handler: async (request, reply) => {
         const { id } = request.params;
-        const { team } = principalOf(request);
+        const { team, key } = principalOf(request);
         const { body, secret } = splitSecret(family, request.body);
         assertChangeable(family, await findResource(ctx, family, team, id));
         const update: SpecUpdate = (extra = () => ({})) =>
-          ctx.writer.mutateSpec(family, team, id, (current) => {
-            assertChangeable(family, current);
-            return { ...applyUpdate(current.spec, body, ruleContext), ...extra(current) };
-          });
+          ctx.writer.mutateSpec(
+            family,
+            team,
+            id,
+            (current) => {
+              assertChangeable(family, current);
+              return { ...applyUpdate(current.spec, body, ruleContext), ...extra(current) };
+            },
+            key,
+          );
         const updated = secret === undefined ? await update() : await rotateSecret(ctx, family, team, id, secret, update);
         return send(ctx, request, reply, 200, family.toRecord(updated));
       },

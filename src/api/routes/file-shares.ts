@@ -85,16 +85,22 @@ export function registerFileShareRoutes(app: ApiApp, ctx: ApiContext): void {
       handler: async (request, reply) => {
         const { id } = request.params;
         const { server_id } = request.body;
-        const { team } = principalOf(request);
+        const { team, key } = principalOf(request);
         const share = await findResource<FileShare>(ctx, fileShareFamily, team, id);
         const found = await findResource<Server>(ctx, serverFamily, team, server_id);
         action.check(share, found);
         let asked = found;
         const write = async () => {
-          asked = await ctx.writer.mutateSpec<Server>(serverFamily, team, server_id, (server) => {
-            action.check(share, server);
-            return { ...server.spec, file_shares: action.shares(attachedShares(server.spec), id) };
-          });
+          asked = await ctx.writer.mutateSpec<Server>(
+            serverFamily,
+            team,
+            server_id,
+            (server) => {
+              action.check(share, server);
+              return { ...server.spec, file_shares: action.shares(attachedShares(server.spec), id) };
+            },
+            key,
+          );
         };
         // Begun (the Pod driver replaces the Pod: rebooting), or already done (this generation observed).
         const begun = (server: Server) => server.status.status !== found.status.status || server.status.observed_generation >= asked.meta.generation;

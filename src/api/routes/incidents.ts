@@ -69,7 +69,7 @@ function registerAction(app: ApiApp, ctx: ApiContext, action: Action): void {
       const found = await findResource<Incident>(ctx, family, team, id);
       assertActionable(found, action);
       if (action.already.includes(found.status.status)) return send(ctx, request, reply, 200, family.toRecord(found));
-      const ask = () => ctx.writer.mutateSpec<Incident>(family, team, id, (incident) => action.ask(incident, key));
+      const ask = () => ctx.writer.mutateSpec<Incident>(family, team, id, (incident) => action.ask(incident, key), key);
       const moved = await writeAndAwait<Incident>(ctx.store, family.kind, team, id, ask, (incident) =>
         [action.target, 'resolved'].includes(incident.status.status),
       );

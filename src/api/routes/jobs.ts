@@ -62,9 +62,9 @@ function registerScheduleAction(app: ApiApp, ctx: ApiContext, action: 'pause' | 
     },
     handler: async (request, reply) => {
       const { id } = request.params;
-      const { team } = principalOf(request);
+      const { team, key } = principalOf(request);
       assertSchedulable(await findResource<Job>(ctx, family, team, id), past);
-      const ask = () => ctx.writer.mutateSpec<Job>(family, team, id, (job) => (Boolean(job.spec.paused) === paused ? null : { ...job.spec, paused }));
+      const ask = () => ctx.writer.mutateSpec<Job>(family, team, id, (job) => (Boolean(job.spec.paused) === paused ? null : { ...job.spec, paused }), key);
       const moved = await writeAndAwait<Job>(
         ctx.store,
         family.kind,
@@ -98,11 +98,12 @@ export function registerJobRoutes(app: ApiApp, ctx: ApiContext, executor: JobExe
     },
     handler: async (request, reply) => {
       const { id } = request.params;
-      const { team } = principalOf(request);
+      const { team, key } = principalOf(request);
       const found = await findResource<Job>(ctx, family, team, id);
       assertCancellable(found);
       // The reconciler stops the run and writes `cancelled`, unless the job finished first.
-      const ask = () => ctx.writer.mutateSpec<Job>(family, team, id, (job) => (job.spec.cancel_requested ? null : { ...job.spec, cancel_requested: true }));
+      const ask = () =>
+        ctx.writer.mutateSpec<Job>(family, team, id, (job) => (job.spec.cancel_requested ? null : { ...job.spec, cancel_requested: true }), key);
       const ended = await writeAndAwait<Job>(ctx.store, family.kind, team, id, ask, (job) => FINISHED_JOB_STATES.includes(job.status.status));
       // It ended otherwise before the cancel reached it: 409, as a cancel of a finished job.
       if (ended && ended.status.status !== 'cancelled') assertCancellable(ended);

@@ -7,6 +7,7 @@
  */
 import { Type } from '@sinclair/typebox';
 import YAML from 'yaml';
+import type { FastifyRequest } from 'fastify';
 import type { ApiContext } from '../context';
 import { send } from '../envelope';
 import { assertChangeable, envelopeOf, ErrorEnvelope, findResource, principalOf, rotateSecret, type SpecUpdate } from './families';
@@ -92,13 +93,21 @@ export function registerKubernetesClusterRoutes(app: ApiApp, ctx: ApiContext): v
   const poolRecordOf = (cluster: KubernetesCluster, pool: NodePoolSpec) => nodePoolRecord(pool, cluster.status.node_pools);
 
   /** Changes the cluster's node pools on its latest version, checked again as a whole. */
-  const changePools = (team: string, id: string, change: (cluster: KubernetesCluster) => NodePoolSpec[]) =>
-    ctx.writer.mutateSpec<KubernetesCluster>(family, team, id, (current) => {
-      assertChangeable(family, current);
-      const pools = change(current);
-      assertNodePools(pools);
-      return { ...current.spec, node_pools: pools };
-    });
+  const changePools = (request: FastifyRequest, id: string, change: (cluster: KubernetesCluster) => NodePoolSpec[]) => {
+    const { team, key } = principalOf(request);
+    return ctx.writer.mutateSpec<KubernetesCluster>(
+      family,
+      team,
+      id,
+      (current) => {
+        assertChangeable(family, current);
+        const pools = change(current);
+        assertNodePools(pools);
+        return { ...current.spec, node_pools: pools };
+      },
+      key,
+    );
+  };
 
   app.get(`${base}/kubeconfig`, {
     config: { ...config, carriesSecret: true },
@@ -164,15 +173,21 @@ export function registerKubernetesClusterRoutes(app: ApiApp, ctx: ApiContext): v
     },
     handler: async (request, reply) => {
       const { id } = request.params;
-      const { team } = principalOf(request);
+      const { team, key } = principalOf(request);
       const cluster = await findResource<KubernetesCluster>(ctx, family, team, id);
       assertChangeable(family, cluster);
       const token = known(tokenSecret.generate?.(cluster.spec), "a new kubeconfig token (the family's secret generates one)");
       const update: SpecUpdate<KubernetesCluster> = (extra = () => ({})) =>
-        ctx.writer.mutateSpec<KubernetesCluster>(family, team, id, (current) => {
-          assertChangeable(family, current);
-          return { ...current.spec, ...extra(current) };
-        });
+        ctx.writer.mutateSpec<KubernetesCluster>(
+          family,
+          team,
+          id,
+          (current) => {
+            assertChangeable(family, current);
+            return { ...current.spec, ...extra(current) };
+          },
+          key,
+        );
       const updated = await rotateSecret(ctx, family, team, id, token, update);
       return send(ctx, request, reply, 200, family.toRecord(updated));
     },
@@ -193,7 +208,7 @@ export function registerKubernetesClusterRoutes(app: ApiApp, ctx: ApiContext): v
     handler: async (request, reply) => {
       const { id } = request.params;
       const { version } = request.body;
-      const { team } = principalOf(request);
+      const { team, key } = principalOf(request);
       const check = (cluster: KubernetesCluster) => {
         assertChangeable(family, cluster);
         if (!['running', 'degraded'].includes(cluster.status.status))
@@ -203,10 +218,16 @@ export function registerKubernetesClusterRoutes(app: ApiApp, ctx: ApiContext): v
       };
       check(await findResource<KubernetesCluster>(ctx, family, team, id));
       const ask = () =>
-        ctx.writer.mutateSpec<KubernetesCluster>(family, team, id, (current) => {
-          check(current);
-          return { ...current.spec, version };
-        });
+        ctx.writer.mutateSpec<KubernetesCluster>(
+          family,
+          team,
+          id,
+          (current) => {
+            check(current);
+            return { ...current.spec, version };
+          },
+          key,
+        );
       const moved = await writeAndAwait<KubernetesCluster>(
         ctx.store,
         family.kind,
@@ -262,7 +283,7 @@ export function registerKubernetesClusterRoutes(app: ApiApp, ctx: ApiContext): v
       const { team } = principalOf(request);
       const pool = nodePoolOf(request.body);
       assertChangeable(family, await findResource<KubernetesCluster>(ctx, family, team, id));
-      const updated = await changePools(team, id, (cluster) => {
+      const updated = await changePools(request, id, (cluster) => {
         if (cluster.spec.node_pools.some((p) => p.name === pool.name)) throw conflict('name_taken', `The cluster already has a node pool named ${pool.name}.`);
         if (cluster.spec.node_pools.length >= MAX_NODE_POOLS) throw fieldInvalid('node_pools', `a cluster has at most ${MAX_NODE_POOLS} node pools`);
         return [...cluster.spec.node_pools, pool];
@@ -308,7 +329,7 @@ export function registerKubernetesClusterRoutes(app: ApiApp, ctx: ApiContext): v
       const cluster = await findResource<KubernetesCluster>(ctx, family, team, id);
       assertChangeable(family, cluster);
       poolOf(cluster, poolName);
-      const updated = await changePools(team, id, (current) =>
+      const updated = await changePools(request, id, (current) =>
         current.spec.node_pools.map((pool) => {
           if (pool.name !== poolName) return pool;
           const { auto_scale: kept, ...rest } = { ...pool, ...patch };
@@ -337,7 +358,7 @@ export function registerKubernetesClusterRoutes(app: ApiApp, ctx: ApiContext): v
       const cluster = await findResource<KubernetesCluster>(ctx, family, team, id);
       assertChangeable(family, cluster);
       poolOf(cluster, poolName);
-      await changePools(team, id, (current) => {
+      await changePools(request, id, (current) => {
         poolOf(current, poolName);
         if (current.spec.node_pools.length === 1)
           throw invalidState(`Node pool ${poolName} is the cluster's last; a cluster keeps at least one. Delete the cluster instead.`);

@@ -40,17 +40,23 @@ export function registerLoadBalancerRoutes(app: ApiApp, ctx: ApiContext): void {
     handler: async (request, reply) => {
       const { id } = request.params;
       const { server_id, port } = request.body;
-      const { team } = principalOf(request);
+      const { team, key } = principalOf(request);
       assertChangeable(family, await findResource(ctx, family, team, id));
       const server = await ctx.store.get<unknown, { status: string }>(familyByName('server').kind, team, server_id);
       if (!server || ['deleted', 'destroyed'].includes(server.status.status)) throw notFound('server', server_id);
-      const updated = await ctx.writer.mutateSpec<LoadBalancer>(family, team, id, (lb) => {
-        assertChangeable(family, lb);
-        if (lb.spec.backends.some((b) => b.server_id === server_id)) {
-          throw conflict('backend_already_attached', `Server ${server_id} is already a backend of ${id}.`);
-        }
-        return { ...lb.spec, backends: [...lb.spec.backends, { server_id, port: port ?? lb.spec.port }] };
-      });
+      const updated = await ctx.writer.mutateSpec<LoadBalancer>(
+        family,
+        team,
+        id,
+        (lb) => {
+          assertChangeable(family, lb);
+          if (lb.spec.backends.some((b) => b.server_id === server_id)) {
+            throw conflict('backend_already_attached', `Server ${server_id} is already a backend of ${id}.`);
+          }
+          return { ...lb.spec, backends: [...lb.spec.backends, { server_id, port: port ?? lb.spec.port }] };
+        },
+        key,
+      );
       return send(ctx, request, reply, 200, family.toRecord(updated));
     },
   });
@@ -61,15 +67,21 @@ export function registerLoadBalancerRoutes(app: ApiApp, ctx: ApiContext): void {
     handler: async (request, reply) => {
       const { id } = request.params;
       const { server_id } = request.body;
-      const { team } = principalOf(request);
+      const { team, key } = principalOf(request);
       assertChangeable(family, await findResource(ctx, family, team, id));
-      const updated = await ctx.writer.mutateSpec<LoadBalancer>(family, team, id, (lb) => {
-        assertChangeable(family, lb);
-        if (!lb.spec.backends.some((b) => b.server_id === server_id)) {
-          throw notFound('backend', server_id);
-        }
-        return { ...lb.spec, backends: lb.spec.backends.filter((b) => b.server_id !== server_id) };
-      });
+      const updated = await ctx.writer.mutateSpec<LoadBalancer>(
+        family,
+        team,
+        id,
+        (lb) => {
+          assertChangeable(family, lb);
+          if (!lb.spec.backends.some((b) => b.server_id === server_id)) {
+            throw notFound('backend', server_id);
+          }
+          return { ...lb.spec, backends: lb.spec.backends.filter((b) => b.server_id !== server_id) };
+        },
+        key,
+      );
       return send(ctx, request, reply, 200, family.toRecord(updated));
     },
   });

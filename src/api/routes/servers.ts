@@ -58,15 +58,21 @@ export function registerServerRoutes(app: ApiApp, ctx: ApiContext): void {
       schema: { tags: [family.title], operationId: `${action.name}Server`, summary: action.summary, params: IdParams, response: responses },
       handler: async (request, reply) => {
         const { id } = request.params;
-        const { team } = principalOf(request);
+        const { team, key } = principalOf(request);
         const found = await findResource<Server>(ctx, family, team, id);
         assertActionAllowed(found, action);
         let asked = found;
         const wish = async () => {
-          asked = await ctx.writer.mutateSpec<Server>(family, team, id, (server) => {
-            assertActionAllowed(server, action);
-            return { ...server.spec, ...action.wish(server.spec) };
-          });
+          asked = await ctx.writer.mutateSpec<Server>(
+            family,
+            team,
+            id,
+            (server) => {
+              assertActionAllowed(server, action);
+              return { ...server.spec, ...action.wish(server.spec) };
+            },
+            key,
+          );
         };
         // Begun (the state left `from`), or already done (the reconciler observed this generation).
         const begun = (server: Server) => server.status.status !== action.from || server.status.observed_generation >= asked.meta.generation;

@@ -169,12 +169,18 @@ export function registerWebhookRoutes(app: ApiApp, ctx: ApiContext): void {
       const { team, key } = principalOf(request);
       const patch = request.body;
       assertNotListener(assertChangeableAnd(await findResource<Webhook>(ctx, webhookFamily, team, id)));
-      await ctx.writer.mutateSpec<Webhook>(webhookFamily, team, id, (current) => {
-        assertChangeable(webhookFamily, current);
-        if (!webhookFamily.applyUpdate) throw new Error('internal error: the update of a webhook is missing');
-        const spec = webhookFamily.applyUpdate(current.spec, patch, rules);
-        return sameJson(spec, current.spec) ? null : { ...spec };
-      });
+      await ctx.writer.mutateSpec<Webhook>(
+        webhookFamily,
+        team,
+        id,
+        (current) => {
+          assertChangeable(webhookFamily, current);
+          if (!webhookFamily.applyUpdate) throw new Error('internal error: the update of a webhook is missing');
+          const spec = webhookFamily.applyUpdate(current.spec, patch, rules);
+          return sameJson(spec, current.spec) ? null : { ...spec };
+        },
+        key,
+      );
       const updated = await settle(ctx.writer, team, id, key, patch.active === true);
       return send(ctx, request, reply, 200, webhookFamily.toRecord(updated));
     },

@@ -8,10 +8,21 @@ export interface Webhook {
   rate_limit_per_minute: number;
   disabled_reason: string | null;
   consecutive_failures: number;
+  endpoint_health: EndpointHealth;
   status: 'active' | 'inactive' | 'deleted' | 'failed';
   created_at: string;
   updated_at: string;
   deleted_at: string | null;
+}
+
+/** Whether the endpoint answers now (docs/api.md, "Endpoint health"). */
+export interface EndpointHealth {
+  status: 'healthy' | 'failing' | 'disabled';
+  recent_failures: number;
+  failures_before_disable: number | null;
+  last_attempt_at: string | null;
+  last_error: string | null;
+  next_retry_at: string | null;
 }
 
 export type WebhookWithSecret = Webhook & { secret: string };
