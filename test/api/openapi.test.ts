@@ -358,7 +358,7 @@ describe('GET /api/v1/openapi.json', () => {
       }
       expect(gaps).toEqual([]);
       expect(headerOf(document.paths['/api/v1/servers'].get.responses['200'].headers['X-RateLimit-Reset'])).toEqual(
-        expect.objectContaining({ required: true, schema: { type: 'integer' } }),
+        expect.objectContaining({ required: true, schema: { type: 'integer', format: 'int64' } }),
       );
       expect(headerOf(document.paths['/api/v1/servers'].get.responses['503'].headers['Retry-After'])).toEqual(
         expect.objectContaining({ schema: { type: 'integer' } }),
