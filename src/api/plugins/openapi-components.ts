@@ -8,10 +8,16 @@
  * compiling exactly the schemas they did. The names follow the operationIds the routes
  * write (requireOperationIds): `getLoadBalancer` answers a `LoadBalancerEnvelope` whose
  * data is a `LoadBalancer`; `listLoadBalancers` a `LoadBalancerList`; a create whose
- * answer shows more than the record (an API key's secret) a `NewApiKeyEnvelope`; every
+ * answer shows more than the record (an API key's secret) an `ApiKeyCreatedEnvelope`; every
  * error an `ErrorEnvelope` of an `Error`; an event stream (`streamWebhookListener`) a
  * `WebhookListenerStreamEvent` per event. A schema is replaced where it is the same,
  * keyword for keyword, as a named one.
+ *
+ * Every name is a noun phrase that starts with the record's name and never with a word that
+ * generators put before a model's name for their own helpers: openapi-generator's Go client
+ * writes `New<Model>` and `New<Model>WithDefaults` constructors and a `Nullable<Model>`
+ * wrapper for each model, so a schema named `NewApiKey` beside an `ApiKey` did not compile.
+ * test/api/openapi.test.ts holds every name to that rule (GENERATOR_PREFIXES there).
  */
 import type { OpenApiDocument } from './openapi-links';
 import { isRecord, recordAt } from '../../lib/unknown-values';
@@ -69,15 +75,15 @@ function namedSchemas(document: OpenApiDocument): Map<string, Schema> {
     name('ErrorEnvelope', error);
     name('Error', propertyOf(error, 'error'));
   }
-  // A create answers the record itself, or more (a secret shown once): then a New<Record>.
+  // A create answers the record itself, or more (a secret shown once): then a <Record>Created.
   for (const operation of operations) {
     const created = /^create([A-Z]\w*)$/.exec(operation.operationId ?? '');
     const envelope = jsonSchemaOf(operation.responses?.['201']);
     if (!created || !envelope) continue;
     const known = [...named.values()].some((schema) => signatureOf(schema) === signatureOf(envelope));
     if (!known) {
-      name(`New${created[1]}Envelope`, envelope);
-      name(`New${created[1]}`, dataOf(envelope));
+      name(`${created[1]}CreatedEnvelope`, envelope);
+      name(`${created[1]}Created`, dataOf(envelope));
     }
   }
   return named;
