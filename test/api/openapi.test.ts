@@ -468,6 +468,17 @@ describe('GET /api/v1/openapi.json', () => {
       expect(schemas[`${name}Envelope`].properties.meta).toEqual({ $ref: '#/components/schemas/Meta' });
     });
 
+    it("names a shape two families answer by the words their records share: a server's and a database's Backup", () => {
+      const answer = (path: string, status = '200', method = 'get') => document.paths[path][method].responses[status].content['application/json'].schema.$ref;
+      for (const source of ['servers', 'databases']) {
+        expect(answer(`/api/v1/${source}/{id}/backups`)).toBe('#/components/schemas/BackupList');
+        expect(answer(`/api/v1/${source}/{id}/backups/{backup_id}`)).toBe('#/components/schemas/BackupEnvelope');
+      }
+      expect(document.components.schemas.BackupEnvelope.properties.data).toEqual({ $ref: '#/components/schemas/Backup' });
+      // Nothing shared but the role: a job's runs answer the job's own schemas.
+      expect(answer('/api/v1/jobs/{id}/runs')).toBe('#/components/schemas/JobList');
+    });
+
     it('names the answers that show a secret once apart from the record', () => {
       const created = (path: string) => document.paths[path].post.responses['201'].content['application/json'].schema.$ref;
       expect(created('/api/v1/settings/api-keys')).toBe('#/components/schemas/ApiKeyCreatedEnvelope');
@@ -524,7 +535,7 @@ describe('GET /api/v1/openapi.json', () => {
     it("lists null in the enum of every nullable enum (a backup's method and restore_status among them)", () => {
       const nullableEnums = schemasNamed(document, '').filter(({ schema }) => schema.nullable === true && Array.isArray(schema.enum));
       expect(nullableEnums.filter(({ schema }) => !schema.enum.includes(null)).map((s) => s.where)).toEqual([]);
-      const backup = document.components.schemas.DatabaseBackup.properties;
+      const backup = document.components.schemas.Backup.properties;
       expect(backup.method.enum).toContain(null);
       expect(backup.restore_status.enum).toEqual(['restoring', 'succeeded', 'failed', null]);
     });
