@@ -77,8 +77,11 @@ debian_tools() {
   "$here/ensure-vpn-tools.sh" >/dev/null
 
   #   Java (Debian's default-jre-headless) and openapi-generator's CLI jar from Maven Central,
-  #   cached beside the other tools, for the Go client of test/integration/generated-clients.test.ts.
-  "$here/ensure-openapi-generator.sh" >/dev/null
+  #   cached beside the other tools, for the Go client of test/integration/generated-clients.test.ts
+  #   (which runs the same script again, and fails saying why, if this could not).
+  if ! "$here/ensure-openapi-generator.sh" >/dev/null; then
+    echo "ensure-tools: could not install openapi-generator (see above); the generated Go client test will fail" >&2
+  fi
 }
 
 #   kube-apiserver, and for the workload cluster (test/helpers/workload-cluster.ts)
