@@ -2,8 +2,8 @@
 # Installs the real components the tests run against, when they are missing:
 #   nats-server (JetStream) — Debian's package when apt is usable, else built from its
 #   Go module into ~/.cache/cloudplane/bin (outside the repo, reused between runs).
-#   (etcd, haproxy, the Kubernetes components, KWOK, kubectl and the guide's webhook
-#   receivers: further down.)
+#   (etcd, haproxy, the Kubernetes components, KWOK, kubectl, the guide's webhook
+#   receivers and openapi-generator with Java: further down.)
 # On a fresh machine that is mostly Go builds and downloads. They run in lanes side by side
 # (see the end): apt's packages in one, since dpkg installs one at a time, and the Go
 # tools in three, each lane's builds one after another. Every build shares Go's module
@@ -75,6 +75,13 @@ debian_tools() {
 
   #   wg, wireguard-go and strongSwan, for test/integration/vpn-tunnels.test.ts (apt, then a Go build).
   "$here/ensure-vpn-tools.sh" >/dev/null
+
+  #   Java (Debian's default-jre-headless) and openapi-generator's CLI jar from Maven Central,
+  #   cached beside the other tools, for the Go client of test/integration/generated-clients.test.ts
+  #   (which runs the same script again, and fails saying why, if this could not).
+  if ! "$here/ensure-openapi-generator.sh" >/dev/null; then
+    echo "ensure-tools: could not install openapi-generator (see above); the generated Go client test will fail" >&2
+  fi
 }
 
 #   kube-apiserver, and for the workload cluster (test/helpers/workload-cluster.ts)

@@ -18,6 +18,7 @@ import { clientErrorHandlerFor, refuseHostless, registerErrorHandler, registerNo
 import { documentSharedErrors } from './plugins/error-responses';
 import { describeResponses } from './plugins/response-docs';
 import { nameComponents } from './plugins/openapi-components';
+import { listNullInNullableEnums } from './plugins/openapi-nullable';
 import { requireOperationIds, linkOperations, OpenApiDocument } from './plugins/openapi-links';
 import { registerValidation, schemaErrorFormatter } from './plugins/validation';
 import { registerDocsPage } from './plugins/docs-page';
@@ -108,10 +109,11 @@ export async function buildApp(ctx: ApiContext, options: AppOptions): Promise<Ap
   await app.register(swagger, {
     // Links need every route's operationId, so they are added to the whole document; so are
     // the response descriptions and headers, written once per status rather than on each route,
-    // and the named component schemas, last, once the links have read the inline answers.
+    // and the named component schemas, once the links have read the inline answers; last,
+    // null in every nullable enum, which @fastify/swagger leaves out.
     transformObject: (document) => {
       if (!('openapiObject' in document)) return document.swaggerObject;
-      nameComponents(describeResponses(linkOperations(document.openapiObject as unknown as OpenApiDocument)));
+      listNullInNullableEnums(nameComponents(describeResponses(linkOperations(document.openapiObject as unknown as OpenApiDocument))));
       return document.openapiObject;
     },
     openapi: {

@@ -68,7 +68,8 @@ const WireguardKey = Type.String({
 });
 const NullableWireguardKey = Type.Union([WireguardKey, Type.Null()]);
 const TunnelStatus = Type.String({ enum: ['up', 'down'], description: 'Live tunnel state: up or down.' });
-const Counter = (description: string) => Type.Integer({ minimum: 0, description });
+/** A byte counter: int64, since a tunnel passes 2^31 bytes (2 GiB) soon enough and a client reading an int32 would fail on it. */
+const Counter = (description: string) => Type.Integer({ minimum: 0, format: 'int64', description });
 
 export const tunnelStatsSchema = strictObject({
   tunnel_status: TunnelStatus,

@@ -9,8 +9,8 @@ export const AgentStatusSchema = Type.Object({
   /** The config's `version` once applied; null before the first good configuration. */
   applied_version: Type.Union([Type.String(), Type.Null()]),
   tunnel_status: Type.Union([Type.Literal('up'), Type.Literal('down')]),
-  bytes_sent: Type.Integer({ minimum: 0 }),
-  bytes_received: Type.Integer({ minimum: 0 }),
+  bytes_sent: Type.Integer({ minimum: 0, format: 'int64' }),
+  bytes_received: Type.Integer({ minimum: 0, format: 'int64' }),
   /** ISO 8601. */
   last_handshake: Type.Union([Type.String(), Type.Null()]),
   /** Why the file is not applied or the tunnel cannot be read; never a key. */

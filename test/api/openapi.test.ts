@@ -13,6 +13,9 @@ interface RegisteredRoute {
   url: string;
 }
 
+/** Words generators put before a model's name for helpers of their own: New<Model>(), Nullable<Model>. */
+const GENERATOR_PREFIXES = /^(New|Nullable)[A-Z]/;
+
 const ROUTE_LINE = /^([│ ]*)(?:├── |└── )(\S+)(?: \(([^)]*)\))?$/;
 
 /** Reads Fastify's route tree (printRoutes without common prefixes) back into method + URL pairs. */
@@ -358,7 +361,7 @@ describe('GET /api/v1/openapi.json', () => {
       }
       expect(gaps).toEqual([]);
       expect(headerOf(document.paths['/api/v1/servers'].get.responses['200'].headers['X-RateLimit-Reset'])).toEqual(
-        expect.objectContaining({ required: true, schema: { type: 'integer' } }),
+        expect.objectContaining({ required: true, schema: { type: 'integer', format: 'int64' } }),
       );
       expect(headerOf(document.paths['/api/v1/servers'].get.responses['503'].headers['Retry-After'])).toEqual(
         expect.objectContaining({ schema: { type: 'integer' } }),
@@ -465,11 +468,76 @@ describe('GET /api/v1/openapi.json', () => {
       expect(schemas[`${name}Envelope`].properties.meta).toEqual({ $ref: '#/components/schemas/Meta' });
     });
 
+    it("names a shape two families answer by the words their records share: a server's and a database's Backup", () => {
+      const answer = (path: string, status = '200', method = 'get') => document.paths[path][method].responses[status].content['application/json'].schema.$ref;
+      for (const source of ['servers', 'databases']) {
+        expect(answer(`/api/v1/${source}/{id}/backups`)).toBe('#/components/schemas/BackupList');
+        expect(answer(`/api/v1/${source}/{id}/backups/{backup_id}`)).toBe('#/components/schemas/BackupEnvelope');
+      }
+      expect(document.components.schemas.BackupEnvelope.properties.data).toEqual({ $ref: '#/components/schemas/Backup' });
+      // Nothing shared but the role: a job's runs answer the job's own schemas.
+      expect(answer('/api/v1/jobs/{id}/runs')).toBe('#/components/schemas/JobList');
+    });
+
     it('names the answers that show a secret once apart from the record', () => {
       const created = (path: string) => document.paths[path].post.responses['201'].content['application/json'].schema.$ref;
-      expect(created('/api/v1/settings/api-keys')).toBe('#/components/schemas/NewApiKeyEnvelope');
-      expect(created('/api/v1/webhooks')).toBe('#/components/schemas/NewWebhookEnvelope');
+      expect(created('/api/v1/settings/api-keys')).toBe('#/components/schemas/ApiKeyCreatedEnvelope');
+      expect(created('/api/v1/webhooks')).toBe('#/components/schemas/WebhookCreatedEnvelope');
       expect(created('/api/v1/load-balancers')).toBe('#/components/schemas/LoadBalancerEnvelope');
+      expect(document.components.schemas.ApiKeyCreatedEnvelope.properties.data).toEqual({ $ref: '#/components/schemas/ApiKeyCreated' });
+    });
+
+    // openapi-generator's Go client writes New<Model>, New<Model>WithDefaults and Nullable<Model>
+    // for every model: a schema named NewApiKey beside ApiKey did not compile.
+    it('names no schema as a generator names its helpers of another, nor two alike but for case', () => {
+      const names = Object.keys(document.components.schemas);
+      expect(names.filter((name) => GENERATOR_PREFIXES.test(name) || /WithDefaults$/.test(name))).toEqual([]);
+      const folded = names.map((name) => name.toLowerCase().replace(/[^a-z0-9]/g, ''));
+      expect(names.filter((_, i) => folded.indexOf(folded[i]) !== i)).toEqual([]);
+    });
+  });
+
+  describe('integers and enums as a strict client reads them', () => {
+    /** Every schema in the document, with the name it is found under (a property's, a header's). */
+    const schemasNamed = (node: any, name: string, found: { name: string; where: string; schema: any }[] = [], where = '#') => {
+      if (!node || typeof node !== 'object') return found;
+      if (Array.isArray(node)) {
+        node.forEach((item, i) => schemasNamed(item, name, found, `${where}/${i}`));
+        return found;
+      }
+      if (typeof node.type === 'string' || node.enum) found.push({ name, where, schema: node });
+      for (const [key, value] of Object.entries<any>(node)) {
+        if (key === 'properties' || key === 'headers')
+          for (const [child, schema] of Object.entries(value)) schemasNamed(schema, child, found, `${where}/${key}/${child}`);
+        else schemasNamed(value, name, found, `${where}/${key}`);
+      }
+      return found;
+    };
+    const INT32_MAX = 2 ** 31 - 1;
+
+    it('marks int64 every integer named for bytes, sizes or a Unix time that may pass 2^31', () => {
+      const integers = schemasNamed(document, '').filter(({ schema }) => schema.type === 'integer');
+      const large = integers.filter(({ name, schema }) => /bytes|size|octets|reset|unix|epoch/i.test(name) && !(schema.maximum <= INT32_MAX));
+      expect(large.filter(({ schema }) => schema.format !== 'int64').map((s) => s.where)).toEqual([]);
+      // The ones the rule is there for are found by it: the VPN byte counters and the rate limit's reset.
+      const found = large.map(({ where }) => where);
+      for (const expected of [
+        '#/components/schemas/VpnGateway/properties/bytes_sent',
+        '#/components/schemas/VpnGateway/properties/bytes_received',
+        '#/components/schemas/VpnTunnelStatus/properties/bytes_sent',
+        '#/components/schemas/VpnTunnelStatus/properties/bytes_received',
+        '#/components/headers/X-RateLimit-Reset',
+      ]) {
+        expect(found.some((where) => where.startsWith(expected))).toBe(true);
+      }
+    });
+
+    it("lists null in the enum of every nullable enum (a backup's method and restore_status among them)", () => {
+      const nullableEnums = schemasNamed(document, '').filter(({ schema }) => schema.nullable === true && Array.isArray(schema.enum));
+      expect(nullableEnums.filter(({ schema }) => !schema.enum.includes(null)).map((s) => s.where)).toEqual([]);
+      const backup = document.components.schemas.Backup.properties;
+      expect(backup.method.enum).toContain(null);
+      expect(backup.restore_status.enum).toEqual(['restoring', 'succeeded', 'failed', null]);
     });
   });
 

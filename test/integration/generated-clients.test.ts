@@ -1,8 +1,9 @@
 /**
  * Clients generated from the served OpenAPI document, as a user would make them, drive a
  * short scenario against the service: openapi-typescript (types checked by tsc, calls by
- * openapi-fetch) and openapi-python-client. The generators must also find nothing in the
- * document they cannot model, and name one class per record rather than one per answer.
+ * openapi-fetch), openapi-python-client and openapi-generator's Go client (`-g go`, built
+ * by `go build`). The generators must also find nothing in the document they cannot model,
+ * and name one class per record rather than one per answer.
  */
 import { execFile } from 'node:child_process';
 import fs from 'node:fs';
@@ -14,6 +15,8 @@ const ROOT = path.resolve(__dirname, '../..');
 const TS_DIR = path.join(ROOT, 'test/clients/typescript');
 const GENERATED_TS = path.join(TS_DIR, 'generated');
 const PY_SCENARIO = path.join(ROOT, 'test/clients/python/scenario.py');
+const GO_DIR = path.join(ROOT, 'test/clients/go');
+const GENERATED_GO = path.join(GO_DIR, 'generated');
 /** What test/clients/typescript/scenario.ts returns (its own type needs the generated one). */
 interface ScenarioResult {
   created: { id: string; name: string; region: string; algorithm: string; status: string };
@@ -152,5 +155,78 @@ describe('clients generated from /api/v1/openapi.json', () => {
       expect(result.missing_code).toBe('load_balancer_not_found');
       expect(['deleting', 'deleted']).toContain(result.deleted_status);
     });
+  });
+  describe("openapi-generator's Go client", () => {
+    let generation: string;
+    // The machine's Go, never a toolchain it would download; the client needs nothing but the
+    // standard library, so go.mod and go.sum are only read (-mod=readonly).
+    const goEnv = { ...process.env, GOTOOLCHAIN: 'local', GOFLAGS: '-mod=readonly' };
+
+    beforeAll(async () => {
+      const ensured = await run(path.join(ROOT, 'scripts/ensure-openapi-generator.sh'), []);
+      expect({ status: ensured.status, stderr: ensured.status ? ensured.stderr : '' }).toEqual({ status: 0, stderr: '' });
+      const tools = Object.fromEntries(
+        ensured.stdout
+          .trim()
+          .split('\n')
+          .map((line) => line.split(' ', 2) as [string, string]),
+      );
+      fs.rmSync(GENERATED_GO, { recursive: true, force: true });
+      const generated = await run(tools.java, [
+        '-jar',
+        tools.jar,
+        'generate',
+        '-g',
+        'go',
+        '-i',
+        documentFile,
+        '-o',
+        GENERATED_GO,
+        '--package-name',
+        'cloudplane',
+        // The module test/clients/go/go.mod replaces with this directory.
+        '--git-host',
+        'cloudplane.dev',
+        '--git-user-id',
+        'cloudplane',
+        '--git-repo-id',
+        'go-client',
+        // The client alone: its own tests and Markdown docs are not what is checked here.
+        '--global-property',
+        'apiTests=false,modelTests=false,apiDocs=false,modelDocs=false',
+      ]);
+      expect(generated.status).toBe(0);
+      generation = generated.stdout + generated.stderr;
+    }, 300_000);
+
+    it('generates warning only of Go keywords it renames, one model per record', () => {
+      const warnings = generation.split('\n').filter((line) => /\b(WARN|ERROR)\b/.test(line) && !/\(reserved word\) cannot be used/.test(line));
+      expect(warnings).toEqual([]);
+      const models = fs.readdirSync(GENERATED_GO).filter((file) => file.startsWith('model_'));
+      expect(models).toEqual(
+        expect.arrayContaining(['model_load_balancer.go', 'model_load_balancer_envelope.go', 'model_error_envelope.go', 'model_api_key_created.go']),
+      );
+    });
+
+    it('compiles: no schema clashes with the constructors and wrappers it writes (NewApiKey, NullableTeam, ...)', async () => {
+      const built = await run('go', ['build', './...'], { cwd: GENERATED_GO, env: goEnv });
+      expect({ status: built.status, stderr: built.stderr }).toEqual({ status: 0, stderr: '' });
+      // Byte counters are int64: test/clients/go/main.go does not compile against an int32 one.
+      const vetted = await run('go', ['vet', '.'], { cwd: GO_DIR, env: goEnv });
+      expect({ status: vetted.status, stderr: vetted.stderr }).toEqual({ status: 0, stderr: '' });
+    }, 300_000);
+
+    it('creates, gets, lists, misses and deletes a load balancer', async () => {
+      const scenario = await run('go', ['run', '.', t.url, t.key], { cwd: GO_DIR, env: goEnv });
+      expect({ status: scenario.status, stderr: scenario.stderr }).toEqual({ status: 0, stderr: '' });
+      const result = JSON.parse(scenario.stdout.trim().split('\n').pop()!);
+      expect(result.created).toMatchObject({ name: 'generated-go', region: 'fra1', algorithm: 'least_connections', status: 'creating' });
+      expect(result.status_code).toBe(201);
+      expect(result.location).toBe(`/api/v1/load-balancers/${result.created.id}`);
+      expect(result.got_name).toBe('generated-go');
+      expect(result.listed_ids).toContain(result.created.id);
+      expect({ status: result.missing_status, code: result.missing_code }).toEqual({ status: 404, code: 'load_balancer_not_found' });
+      expect(['deleting', 'deleted']).toContain(result.deleted_status);
+    }, 120_000);
   });
 });

@@ -8,10 +8,17 @@
  * compiling exactly the schemas they did. The names follow the operationIds the routes
  * write (requireOperationIds): `getLoadBalancer` answers a `LoadBalancerEnvelope` whose
  * data is a `LoadBalancer`; `listLoadBalancers` a `LoadBalancerList`; a create whose
- * answer shows more than the record (an API key's secret) a `NewApiKeyEnvelope`; every
+ * answer shows more than the record (an API key's secret) an `ApiKeyCreatedEnvelope`; every
  * error an `ErrorEnvelope` of an `Error`; an event stream (`streamWebhookListener`) a
  * `WebhookListenerStreamEvent` per event. A schema is replaced where it is the same,
- * keyword for keyword, as a named one.
+ * keyword for keyword, as a named one; a shape several operations name takes the words
+ * their names share (a server's and a database's backups are one `Backup`).
+ *
+ * Every name is a noun phrase that starts with the record's name and never with a word that
+ * generators put before a model's name for their own helpers: openapi-generator's Go client
+ * writes `New<Model>` and `New<Model>WithDefaults` constructors and a `Nullable<Model>`
+ * wrapper for each model, so a schema named `NewApiKey` beside an `ApiKey` did not compile.
+ * test/api/openapi.test.ts holds every name to that rule (GENERATOR_PREFIXES there).
  */
 import type { OpenApiDocument } from './openapi-links';
 import { isRecord, recordAt } from '../../lib/unknown-values';
@@ -69,15 +76,15 @@ function namedSchemas(document: OpenApiDocument): Map<string, Schema> {
     name('ErrorEnvelope', error);
     name('Error', propertyOf(error, 'error'));
   }
-  // A create answers the record itself, or more (a secret shown once): then a New<Record>.
+  // A create answers the record itself, or more (a secret shown once): then a <Record>Created.
   for (const operation of operations) {
     const created = /^create([A-Z]\w*)$/.exec(operation.operationId ?? '');
     const envelope = jsonSchemaOf(operation.responses?.['201']);
     if (!created || !envelope) continue;
     const known = [...named.values()].some((schema) => signatureOf(schema) === signatureOf(envelope));
     if (!known) {
-      name(`New${created[1]}Envelope`, envelope);
-      name(`New${created[1]}`, dataOf(envelope));
+      name(`${created[1]}CreatedEnvelope`, envelope);
+      name(`${created[1]}Created`, dataOf(envelope));
     }
   }
   return named;
@@ -94,15 +101,45 @@ function refer(node: unknown, byShape: Map<string, string>, keep?: unknown): unk
   return Object.fromEntries(Object.entries(node).map(([key, value]) => [key, refer(value, byShape)]));
 }
 
+const ROLES = ['CreatedEnvelope', 'Envelope', 'List', 'StreamEvent', 'Created'];
+const roleOf = (name: string) => ROLES.find((role) => name.endsWith(role) && name.length > role.length) ?? '';
+const wordsOf = (name: string) => name.match(/[A-Z][a-z0-9]*/g) ?? [];
+
+/**
+ * One name for a shape that several operations name: the words their records end in alike,
+ * with the role they share (`getServerBackup` and `getDatabaseBackup` answer one
+ * `BackupEnvelope` of a `Backup`), else the first name (`Job` for a job and its runs).
+ */
+function sharedName(names: string[], taken: (name: string) => boolean): string {
+  const role = roleOf(names[0]);
+  if (names.length === 1 || names.some((name) => roleOf(name) !== role)) return names[0];
+  const records = names.map((name) => wordsOf(name.slice(0, name.length - role.length)).reverse());
+  const common: string[] = [];
+  for (let i = 0; records.every((words) => i < words.length && words[i] === records[0][i]); i++) common.unshift(records[0][i]);
+  const name = `${common.join('')}${role}`;
+  return common.length > 0 && !taken(name) ? name : names[0];
+}
+
 /** Moves the named schemas into components.schemas and refers to them; returns the document. */
 export function nameComponents<D extends OpenApiDocument & { components?: { schemas?: Record<string, unknown> } }>(document: D): D {
   const named = namedSchemas(document);
+  const shapes = new Map<string, { schema: Schema; names: string[]; name: string }>();
+  for (const [name, schema] of named) {
+    const shape = shapes.get(signatureOf(schema));
+    if (shape) shape.names.push(name);
+    else shapes.set(signatureOf(schema), { schema, names: [name], name });
+  }
   const byShape = new Map<string, string>();
-  for (const [name, schema] of named) if (!byShape.has(signatureOf(schema))) byShape.set(signatureOf(schema), name);
+  const taken = new Set(named.keys());
+  for (const [signature, shape] of shapes) {
+    shape.name = sharedName(shape.names, (candidate) => taken.has(candidate) && !shape.names.includes(candidate));
+    taken.add(shape.name);
+    byShape.set(signature, shape.name);
+  }
   const components = (document.components ??= {});
   const schemas = (components.schemas ??= {});
   // Each component refers to the others below it (an envelope to its record), never to itself.
-  for (const name of byShape.values()) schemas[name] = refer(named.get(name), byShape, named.get(name));
+  for (const { schema, name } of shapes.values()) schemas[name] = refer(schema, byShape, schema);
   document.paths = refer(document.paths, byShape) as D['paths'];
   return document;
 }

@@ -11,12 +11,14 @@ const DEFAULT_DESCRIPTION = 'Default Response';
 
 interface HeaderDoc {
   type: 'string' | 'integer';
+  /** int64 for an integer that can pass 2^31 (a Unix time in seconds does in 2038), so no client reads it as an int32. */
+  format?: 'int64';
   description: string;
 }
 interface HeaderObject {
   description: string;
   required?: boolean;
-  schema: { type: HeaderDoc['type'] };
+  schema: { type: HeaderDoc['type']; format?: HeaderDoc['format'] };
 }
 
 const REQUEST_ID: HeaderDoc = {
@@ -26,11 +28,15 @@ const REQUEST_ID: HeaderDoc = {
 const RATE_LIMIT: Record<string, HeaderDoc> = {
   'X-RateLimit-Limit': { type: 'integer', description: 'Requests allowed per API key (or, without a valid key, per client address) a minute.' },
   'X-RateLimit-Remaining': { type: 'integer', description: 'Requests left in the current window.' },
-  'X-RateLimit-Reset': { type: 'integer', description: 'When the current window ends, in Unix seconds.' },
+  'X-RateLimit-Reset': { type: 'integer', format: 'int64', description: 'When the current window ends, in Unix seconds.' },
 };
 const RETRY_AFTER: HeaderDoc = { type: 'integer', description: 'Seconds to wait before trying again.' };
 
-const header = ({ type, description }: HeaderDoc, required = false): HeaderObject => ({ description, ...(required ? { required } : {}), schema: { type } });
+const header = ({ type, format, description }: HeaderDoc, required = false): HeaderObject => ({
+  description,
+  ...(required ? { required } : {}),
+  schema: { type, ...(format ? { format } : {}) },
+});
 
 /** The header objects of one response: every header it may carry, those always sent marked required. */
 export function headersOf(status: number): Record<string, HeaderObject> {
