@@ -2,9 +2,9 @@
  * Every setting of the service, read once from the environment. README.md documents
  * each variable; a malformed value stops start-up with a message naming it.
  */
-import fs from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
+import { packageRoot } from './lib/package-root';
 import { parseIpv4Block } from './lib/cidr';
 import { parseKey } from './lib/secret-key';
 import {
@@ -676,13 +676,6 @@ function sessions(env: Env): SessionConfig {
 }
 
 export const DEFAULT_REGIONS = ['fra1', 'ams3', 'lon1', 'nyc1', 'sfo3', 'sgp1'];
-
-/** The directory of the package's package.json, from src/ (tests) or dist/src/ (built) alike. */
-function packageRoot(): string {
-  let dir = __dirname;
-  while (!fs.existsSync(path.join(dir, 'package.json')) && path.dirname(dir) !== dir) dir = path.dirname(dir);
-  return dir;
-}
 
 export function loadConfig(env: Env = process.env): Config {
   const llmUrl = env.CLOUDPLANE_AGENT_LLM_URL;

@@ -12,6 +12,7 @@ import { parseSeconds } from './flags';
 import { registerListen } from './listen';
 import { resolveCredentials } from './contexts';
 import { textOf } from '../lib/unknown-values';
+import { packageVersion } from '../lib/package-root';
 
 const SERVICE_COMMANDS = `
 Service commands:
@@ -32,6 +33,7 @@ export function buildProgram(): Command {
     .addOption(new Option('--context <name>', 'Use this context of the config file instead of the current one'))
     .addOption(new Option('-o, --output <format>', 'Output format').choices(OUTPUT_FORMATS).default('table'))
     .addOption(new Option('--timeout <seconds>', 'Give up on an API request after this long').argParser(parseSeconds).default(30))
+    .version(packageVersion(), '-V, --version', "Print the CLI's version")
     .addHelpText('after', SERVICE_COMMANDS);
 
   registerAuth(program);

@@ -236,6 +236,12 @@ describe('failures outside the API', () => {
     expect(help.code).toBe(0);
     expect(help.stdout).toContain('Exit codes:');
   });
+
+  it('--version prints the package version, needing no credentials', async () => {
+    const { version } = JSON.parse(fs.readFileSync(path.resolve(__dirname, '../../package.json'), 'utf8')) as { version: string };
+    for (const flag of ['--version', '-V'])
+      expect(await cli([flag], { env: { CLOUDPLANE_CONFIG: freshConfigPath() } })).toEqual({ code: 0, stdout: `${version}\n`, stderr: '' });
+  });
 });
 
 describe('completion', () => {

@@ -8,9 +8,10 @@ import { Type } from '@sinclair/typebox';
 import { parse } from 'yaml';
 import { allCrds, convertSchema, crdFor } from '../../src/resources/crd';
 import { families, familyByName } from '../../src/resources/registry';
-import { crdDir, crdDrift, renderCrdFiles, repoRoot } from '../../src/cli/generate-crds';
+import { crdDir, crdDrift, renderCrdFiles } from '../../src/cli/generate-crds';
+import { packageRoot } from '../../src/lib/package-root';
 
-const dir = crdDir(repoRoot(__dirname));
+const dir = crdDir(packageRoot(__dirname));
 
 /** Fields of apiextensions.k8s.io/v1 JSONSchemaProps this generator may emit. */
 const ALLOWED_KEYWORDS = new Set([
