@@ -133,7 +133,7 @@ async function run(operation: Operation, command: Command, args: string[]): Prom
     const waitSeconds = typeof opts.waitTimeout === 'number' ? opts.waitTimeout : DEFAULT_WAIT_SECONDS;
     data = await waitFor(client, operation.wait, data, waitSeconds * 1000);
   }
-  print(command, data, operation.columns);
+  print(command, data, operation.columns, operation.tableRows);
 }
 
 export function registerOperations(root: Command, operations: Operation[] = allOperations()): void {

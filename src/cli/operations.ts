@@ -15,6 +15,7 @@ import { families } from '../resources/registry';
 import type { AnyFamily } from '../resources/family';
 import { presentationOf } from '../resources/presentation-of';
 import { pluralOf } from '../lib/plural';
+import { fieldOf, recordAt, scalarText } from '../lib/unknown-values';
 import { listQuerySchema } from '../api/list';
 
 export type Method = 'GET' | 'POST' | 'PATCH' | 'PUT' | 'DELETE';
@@ -41,6 +42,8 @@ export interface Operation {
   paged?: boolean;
   /** Columns of the table output. */
   columns: string[];
+  /** The table's rows, for an answer that is no record or list of them (usage: a row per metric); json and yaml print the answer. */
+  tableRows?: (data: unknown) => Array<Record<string, unknown>>;
   wait?: WaitSpec;
   /** The answer is a document of this media type, printed as it is or written to `--<fileFlag>` (a kubeconfig). */
   document?: { mediaType: string; fileFlag: string };
@@ -137,6 +140,25 @@ function commandsOf(f: AnyFamily): Operation[] {
   });
 }
 
+/**
+ * The usage report as a table: the total resource-hours, each family and plan's, then the
+ * deliveries and requests, each row with the report's window.
+ */
+function usageRows(data: unknown): Array<Record<string, unknown>> {
+  const window = { since: fieldOf(data, 'since'), until: fieldOf(data, 'until') };
+  const total = (metric: string) => ({ metric, plan: null, ...recordAt(data, metric), resources: null, ...window });
+  const plans = fieldOf(data, 'resources');
+  const perPlan = (Array.isArray(plans) ? plans : []).map((row: unknown) => ({
+    metric: `${scalarText(fieldOf(row, 'family')) ?? 'resource'}_hours`,
+    plan: fieldOf(row, 'plan'),
+    quantity: fieldOf(row, 'quantity'),
+    unit: fieldOf(row, 'unit'),
+    resources: fieldOf(row, 'resources'),
+    ...window,
+  }));
+  return [total('resource_hours'), ...perPlan, total('webhook_deliveries'), total('api_requests')];
+}
+
 /** The calls that belong to no family: the audit log, usage, regions, the event catalog. */
 function serviceOperations(): Operation[] {
   return [
@@ -168,7 +190,8 @@ function serviceOperations(): Operation[] {
         since: Type.Optional(Type.String({ description: 'Start of the window (RFC 3339); default the start of the calendar month.' })),
         until: Type.Optional(Type.String({ description: 'End of the window (RFC 3339); default now.' })),
       }),
-      columns: ['since', 'until', 'resources', 'resource_hours', 'webhook_deliveries', 'api_requests'],
+      columns: ['metric', 'plan', 'quantity', 'unit', 'resources', 'since', 'until'],
+      tableRows: usageRows,
     },
     { command: ['usage', 'limits', 'get'], summary: "Get the team's usage limits", method: 'GET', path: '/usage/limits', columns: ['limits', 'period'] },
     {

@@ -19,8 +19,10 @@ export function clientFor(command: Command): ApiClient {
   return new ApiClient({ apiUrl, apiKey, timeoutMs: timeout * 1000 });
 }
 
-export function print(command: Command, data: unknown, columns: string[]): void {
-  process.stdout.write(render(data, globalsOf(command).output, columns));
+/** `tableRows`: what a table shows of an answer that is no record or list of them (operations.ts). */
+export function print(command: Command, data: unknown, columns: string[], tableRows?: (data: unknown) => Array<Record<string, unknown>>): void {
+  const format = globalsOf(command).output;
+  process.stdout.write(render(format === 'table' && tableRows ? tableRows(data) : data, format, columns));
 }
 
 /** A note for people (more pages, what was done), on stderr so stdout stays parseable. */

@@ -2,6 +2,8 @@
  * Errors are values with a docs/api.md code; src/api/plugins/errors.ts maps them to HTTP
  * in one place.
  */
+import { pluralOf } from './plural';
+
 export interface FieldError {
   field: string;
   message: string;
@@ -49,7 +51,7 @@ export const fieldInvalid = (field: string, message: string) => validationFailed
 export const domainError = (code: string, message: string, field?: string) => new ApiError(422, code, message, field ? [{ field, message }] : undefined);
 
 export const quotaExceeded = (title: string, limit: number) =>
-  new ApiError(422, 'quota_exceeded', `The team's quota of ${limit} ${title}s is used up; delete one, or ask the operator for a higher quota.`);
+  new ApiError(422, 'quota_exceeded', `The team's quota of ${limit} ${pluralOf(title)} is used up; delete one, or ask the operator for a higher quota.`);
 
 export const forbidden = (message: string) => new ApiError(403, 'forbidden', message);
 

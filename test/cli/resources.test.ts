@@ -421,6 +421,14 @@ describe('agent, settings and audit log', () => {
     const bad = await run(['audit-log', 'search', '--since', 'yesterday']);
     expect(bad.code).toBe(1);
     expect(bad.stderr).toMatch(/^Error: validation_failed: since: /);
+    // Usage reads as a row per metric; json is the API's answer.
+    const usage = await run(['usage', 'get']);
+    const usageLines = usage.stdout.trim().split('\n');
+    expect(usageLines[0].split(/\s+/)).toEqual(['METRIC', 'PLAN', 'QUANTITY', 'UNIT', 'RESOURCES', 'SINCE', 'UNTIL']);
+    expect(usageLines[1]).toMatch(/^resource_hours\s+-\s+[\d.]+\s+hours\s+-\s+\S+Z\s+\S+Z$/);
+    expect(usageLines.some((line) => /^bucket_hours\s+\S+\s+[\d.]+\s+hours\s+\d+\s/.test(line))).toBe(true);
+    expect(usageLines.at(-1)).toMatch(/^api_requests\s+-\s+\d+\s+requests\s/);
+    expect(await json(['usage', 'get'])).toMatchObject({ api_requests: { unit: 'requests' }, resource_hours: { unit: 'hours' } });
     expect((await json(['regions', 'list'])).map((r: any) => r.id)).toContain('fra1');
     const serverTypes = await json(['event-types', 'list', '--category', 'server']);
     expect(serverTypes.map((e: any) => e.type)).toContain('server.running');
