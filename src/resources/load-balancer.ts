@@ -69,7 +69,13 @@ const Protocol = Type.String({ enum: PROTOCOLS, description: 'Frontend protocol:
 const Port = (description: string) => Type.Integer({ minimum: 1, maximum: 65535, description });
 const HealthCheckPath = Type.String({ minLength: 1, maxLength: 255, pattern: '^/', description: 'HTTP path the health check requests, starting with /.' });
 const Sticky = Type.Boolean({ description: 'Cookie-based session stickiness.' });
-const Certificate = Type.String({ minLength: 1, maxLength: 128, description: 'Certificate id for HTTPS termination; required when protocol is https.' });
+const Certificate = Type.String({
+  minLength: 1,
+  maxLength: 253,
+  pattern: '^[a-z0-9]([-a-z0-9]*[a-z0-9])?(\\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*$',
+  description:
+    "The certificate for HTTPS termination, required when protocol is https: the name of a kubernetes.io/tls Secret (tls.crt, tls.key) in the team's namespace in cluster mode (a DNS subdomain name); the simulated provider takes any such name.",
+});
 
 /** A Kubernetes object name (RFC 1123 subdomain). */
 const ObjectName = Type.String({

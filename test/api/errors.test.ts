@@ -191,8 +191,17 @@ describe('API errors (load balancers)', () => {
       ['http', 443],
       ['https', 80],
     ])('answers 422 invalid_protocol_port for %s on %i', async (protocol, port) => {
-      const res = await t.api('POST', LBS, { name: 'bad-pair', region: 'fra1', protocol, port, ssl_certificate_id: 'cert_1' });
+      const res = await t.api('POST', LBS, { name: 'bad-pair', region: 'fra1', protocol, port, ssl_certificate_id: 'cert-1' });
       expectError(res, 422, 'invalid_protocol_port');
+    });
+
+    it('answers 422 naming ssl_certificate_id when it cannot name a TLS Secret', async () => {
+      for (const name of ['Web_TLS', '-tls', 'tls.', 'x'.repeat(254)]) {
+        const res = await t.api('POST', LBS, { name: 'bad-cert', region: 'fra1', protocol: 'https', ssl_certificate_id: name });
+        expectError(res, 422, 'validation_failed');
+        expect(res.body.error.details.map((d: { field: string }) => d.field)).toEqual(['ssl_certificate_id']);
+      }
+      expect((await t.api('POST', LBS, { name: 'good-cert', region: 'fra1', protocol: 'https', ssl_certificate_id: 'web.example-tls' })).status).toBe(201);
     });
 
     it('answers 422 invalid_protocol_port when a PATCH makes the pair invalid', async () => {
