@@ -266,6 +266,8 @@ export interface DatabaseDriverSettings {
   image: string;
   /** The StorageClass of each node's PersistentVolumeClaim; null: the cluster's default class. */
   storageClass: string | null;
+  /** The cloudnative-pg driver's image (a Cluster's imageName), `<major>` standing for the major (`ghcr.io/cloudnative-pg/postgresql:<major>`). */
+  cnpgImage: string;
 }
 
 /** What the Kubernetes VPN gateway driver runs for each gateway. */
@@ -797,6 +799,7 @@ export function loadConfig(env: Env = process.env): Config {
             databases: {
               image: env.CLOUDPLANE_POSTGRES_IMAGE || 'docker.io/library/postgres:<major>',
               storageClass: objectNameSetting(env, 'CLOUDPLANE_DATABASE_STORAGE_CLASS') ?? null,
+              cnpgImage: env.CLOUDPLANE_CNPG_IMAGE || 'ghcr.io/cloudnative-pg/postgresql:<major>',
             },
             kubernetesClusters: kubernetesClusterSettings(env),
             vpnGateways: {

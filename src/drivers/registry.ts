@@ -45,6 +45,11 @@ export interface DriverFactories<D> {
   kubernetes?: (ctx: ClusterContext) => D;
   local?: (ctx: BuildContext) => LocalDriver<D>;
   external?: Record<string, (ctx: BuildContext) => D>;
+  /**
+   * Further drivers that make objects in the cluster, for software that may or may not be
+   * installed there (CloudNativePG's operator): chosen by name only, in cluster mode.
+   */
+  cluster?: Record<string, (ctx: ClusterContext) => D>;
 }
 
 /** What every driver answers, whatever its family. */
@@ -66,6 +71,7 @@ export const driverNames = (factories: DriverFactories<unknown>): string[] => [
   ...(factories.kubernetes ? ['kubernetes'] : []),
   ...(factories.local ? ['local'] : []),
   ...Object.keys(factories.external ?? {}),
+  ...Object.keys(factories.cluster ?? {}),
 ];
 
 /** CLOUDPLANE_DRIVER_LOAD_BALANCER for load_balancer. */
@@ -131,9 +137,10 @@ function buildDriver<D>(family: string, factories: DriverFactories<D>, name: str
   const external = factories.external?.[name];
   if (external) return external(ctx);
   const cluster = ctx.config.kubernetes;
-  if (!ctx.kube || !cluster || !factories.kubernetes)
+  const factory = name === 'kubernetes' ? factories.kubernetes : factories.cluster?.[name];
+  if (!ctx.kube || !cluster || !factory)
     throw new Error(`${settingOf(family)}=${name} needs cluster mode (CLOUDPLANE_STORE=kubernetes); the embedded default has no cluster to run it on`);
-  return factories.kubernetes({ ...ctx, kube: ctx.kube, cluster });
+  return factory({ ...ctx, kube: ctx.kube, cluster });
 }
 
 /** The drivers in use, by family name, with the health meta.provider shows for each family. */

@@ -1,7 +1,8 @@
 /**
  * Managed PostgreSQL databases: a real PostgreSQL on this machine on the embedded default
  * (the local driver, where PostgreSQL is installed), a StatefulSet of PostgreSQL in the
- * team's namespace in cluster mode (its backups simulated for now), simulated otherwise.
+ * team's namespace in cluster mode, or, named, a CloudNativePG Cluster (backups simulated
+ * for now in both), simulated otherwise.
  */
 import { databaseFamily, ownerOfUserPassword, PG_VERSIONS, USER_PASSWORD_PREFIX } from '../resources/database';
 import { fieldOf } from '../lib/unknown-values';
@@ -9,6 +10,7 @@ import type { DatabaseDriver } from '../drivers/database';
 import { SimulatedDatabaseDriver } from '../drivers/simulated/families';
 import { SimulatedBackupDriver } from '../drivers/simulated/backups';
 import { PostgresStatefulSetDriver } from '../drivers/kubernetes/database-statefulset';
+import { CloudNativePgDatabaseDriver } from '../drivers/kubernetes/database-cloudnative-pg';
 import { LocalDatabaseDriver } from '../drivers/local/database';
 import { findPostgres } from '../drivers/local/postgres-install';
 import { PostgresHost } from '../drivers/local/postgres-host';
@@ -32,6 +34,17 @@ export const databaseModule = drivenFamilyModule<DatabaseDriver>({
         postgres: ctx.cluster.databases,
         backups: new SimulatedBackupDriver(ctx.simulation),
       }),
+    cluster: {
+      // Named only (CLOUDPLANE_DRIVER_DATABASE=cloudnative-pg): see docs/architecture/database-driver.md for why it is not detected.
+      'cloudnative-pg': (ctx) =>
+        new CloudNativePgDatabaseDriver({
+          kubeConfig: ctx.kube.kubeConfig,
+          systemNamespace: ctx.kube.systemNamespace,
+          logger: ctx.logger.child({ component: 'database-driver' }),
+          settings: { image: ctx.cluster.databases.cnpgImage, storageClass: ctx.cluster.databases.storageClass },
+          backups: new SimulatedBackupDriver(ctx.simulation),
+        }),
+    },
     local: ({ config, logger }) => {
       const { postgresBinDir, localDatabaseDir } = config.drivers;
       const install = findPostgres(postgresBinDir, localDatabaseDir, PG_VERSIONS);

@@ -97,6 +97,15 @@ describe('driver selection', () => {
     expect(() => build({ CLOUDPLANE_DRIVER_BUCKET: 'minio' })).toThrow(/the bucket family has no driver "minio"; it has simulated, s3/);
   });
 
+  it('takes the cloudnative-pg database driver by name in cluster mode only: it is never detected', () => {
+    expect(build({ ...clusterEnv(), CLOUDPLANE_DRIVER_DATABASE: 'cloudnative-pg' }).chosen.database).toBe('cloudnative-pg');
+    // Installed or not, the kubernetes provider keeps the StatefulSet driver.
+    expect(build(clusterEnv()).chosen.database).toBe('kubernetes');
+    expect(() => build({ CLOUDPLANE_DRIVER_DATABASE: 'cloudnative-pg' })).toThrow(/CLOUDPLANE_DRIVER_DATABASE=cloudnative-pg needs cluster mode/);
+    expect(() => build({ ...clusterEnv(), CLOUDPLANE_DRIVER_SERVER: 'cloudnative-pg' })).toThrow(/the server family has no driver "cloudnative-pg"/);
+    expect(() => build({ ...clusterEnv(), CLOUDPLANE_DRIVER_DATABASE: 'crunchy' })).toThrow(/it has simulated, kubernetes, local, cloudnative-pg/);
+  });
+
   it('takes kwok as the node provider of Kubernetes clusters in cluster mode, and refuses any other, saying what comes next', () => {
     expect(loadConfig(clusterEnv()).kubernetes?.kubernetesClusters.nodeProvider).toBe('kwok');
     expect(() => loadConfig({ ...clusterEnv(), CLOUDPLANE_KUBERNETES_NODE_PROVIDER: 'cluster-api' })).toThrow(

@@ -175,6 +175,25 @@ export function kubernetesApiCalls(plurals: string[]): ApiCall[] {
       scope: 'team-namespaces',
       checkedBy: CREATED_BY_APPLY,
     },
+    // Databases as CloudNativePG Clusters and Databases (src/drivers/kubernetes/database-cloudnative-pg.ts): applied, read back, deleted; never watched.
+    { entry: 'drivers: CloudNativePG Clusters', group: 'postgresql.cnpg.io', resources: ['clusters'], verbs: APPLIED, scope: 'team-namespaces' },
+    {
+      entry: 'drivers: CloudNativePG Clusters, created by apply',
+      group: 'postgresql.cnpg.io',
+      resources: ['clusters'],
+      verbs: ['create'],
+      scope: 'team-namespaces',
+      checkedBy: CREATED_BY_APPLY,
+    },
+    { entry: 'drivers: CloudNativePG Databases', group: 'postgresql.cnpg.io', resources: ['databases'], verbs: APPLIED, scope: 'team-namespaces' },
+    {
+      entry: 'drivers: CloudNativePG Databases, created by apply',
+      group: 'postgresql.cnpg.io',
+      resources: ['databases'],
+      verbs: ['create'],
+      scope: 'team-namespaces',
+      checkedBy: CREATED_BY_APPLY,
+    },
     // Connection details (src/controllers/connection-details.ts): the Secret a resource's spec names, found by its label, written, withdrawn.
     { entry: 'connection details: Secrets', group: '', resources: ['secrets'], verbs: ['get', 'list', 'create', 'update', 'delete'], scope: 'team-namespaces' },
     // Kubernetes Events of each status change and refusal (src/controllers/events-recorder.ts), beside the resource.
