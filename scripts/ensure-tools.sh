@@ -95,11 +95,13 @@ kubernetes_tools() {
 
 #   KWOK with its stages; kstatus (sigs.k8s.io/cli-utils) as Flux and Argo CD compute it, for
 #   test/integration/kstatus.test.ts; the receivers of docs/webhook-receivers.md, for
-#   test/integration/receivers.test.ts.
+#   test/integration/receivers.test.ts; CloudNativePG's manager and CRDs, for
+#   test/integration/database-cloudnative-pg.test.ts.
 cluster_tools() {
   "$here/build-kwok.sh" >/dev/null
   "$here/build-kstatus.sh" >/dev/null
   "$here/ensure-receivers.sh" >/dev/null
+  "$here/build-cloudnative-pg.sh" >/dev/null
 }
 
 #   versitygw, the real S3 server of the s3 bucket driver's tests (test/helpers/s3-server.ts).
