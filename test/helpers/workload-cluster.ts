@@ -31,6 +31,7 @@ import {
   httpsStatus,
   KubeApiServer,
   kubeComponentBinary,
+  kubectlOn,
   onFreePorts,
   spawnLogged,
   startKubeApiServer,
@@ -45,6 +46,17 @@ export interface WorkloadClusterOptions {
   allocatable?: { cpu: string; memory: string; pods: string };
   /** Installs Cloudplane's CRDs, for tests of what owns objects on the cluster (default false). */
   crds?: boolean;
+  /**
+   * Further CRDs (a directory of YAML files, applied server-side: some are too large for a
+   * client-side apply's annotation), installed before the controller manager starts, so
+   * that its garbage collector follows what they own from the start.
+   */
+  moreCrdsDir?: string;
+  /**
+   * Whether KWOK ends every Pod of a Job with exit 0 (its pod-complete stage; default true).
+   * Off, a Job's Pod stays Running until the test, playing its kubelet, says how it ended.
+   */
+  completeJobPods?: boolean;
   /**
    * A file in the CRI log format (`<RFC 3339 time> stdout F <line>`): KWOK then serves the
    * kubelet's API on a loopback port, and every container's log (pods/log, `kubectl logs`)
@@ -160,6 +172,20 @@ ${
     stage('pod-image-pull-back-off', 'ErrImagePull', 'ImagePullBackOff', 1000),
     stage('pod-image-pull-retried', 'ImagePullBackOff', 'ErrImagePull', 4000),
   ].join('');
+}
+
+/** The stages of a multi-document YAML, less those named. */
+function stagesWithout(yaml: string, names: string[]): string {
+  if (names.length === 0) return yaml;
+  const documents = yaml.split(/^---$/m);
+  return documents.filter((doc) => !names.some((name) => new RegExp(`^  name: ${name}$`, 'm').test(doc))).join('---');
+}
+
+/** Applies every CRD of `dir` server-side and waits until each is established. */
+async function installCrdsFrom(server: KubeApiServer, dir: string): Promise<void> {
+  const kubectl = kubectlOn(server.kubeconfigPath);
+  await kubectl(['apply', '--server-side', '-f', dir]);
+  await kubectl(['wait', '--for=condition=Established', '--timeout=60s', '-f', dir]);
 }
 
 /** KWOK and the stages it plays, written beside it by scripts/build-kwok.sh. */
@@ -280,6 +306,7 @@ export async function startWorkloadCluster(options: WorkloadClusterOptions = {})
     // from the start: CRDs it discovers later take it up to 30 s to follow, and until then
     // deleting a custom resource leaves what it owns in place.
     if (options.crds) await installCrds(server);
+    if (options.moreCrdsDir) await installCrdsFrom(server, options.moreCrdsDir);
     children.push(
       await startComponent('kube-controller-manager', server, [
         // Each controller with its own service account and RBAC role, as in kubeadm's
@@ -304,7 +331,9 @@ export async function startWorkloadCluster(options: WorkloadClusterOptions = {})
     const stagesFile = path.join(server.workDir, 'kwok-stages.yaml');
     fs.writeFileSync(
       stagesFile,
-      fs.readFileSync(kwok.stages, 'utf8') + imagePullFailureStages() + (options.podLogsFile ? clusterLogsRule(options.podLogsFile) : ''),
+      stagesWithout(fs.readFileSync(kwok.stages, 'utf8'), options.completeJobPods === false ? ['pod-complete'] : []) +
+        imagePullFailureStages() +
+        (options.podLogsFile ? clusterLogsRule(options.podLogsFile) : ''),
     );
     // KWOK's kubelet server (HTTPS with a certificate of its own, which kube-apiserver does
     // not check without --kubelet-certificate-authority); its port is each node's kubelet port.
