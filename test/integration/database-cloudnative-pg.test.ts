@@ -296,7 +296,7 @@ describe('cluster mode: databases as CloudNativePG Clusters, run by the real ope
     expect(t.service.ctx.drivers.chosen.database).toBe('cloudnative-pg');
   });
 
-  it('makes a Cluster the real operator runs, reads its status, applies users and logical databases, and deletes it', async () => {
+  it('makes a Cluster the real operator runs, reads its status, applies users, logical databases, trusted sources and a reset password, and deletes it', async () => {
     expect(install.majors.has('15')).toBe(true);
     const created = await t.api('POST', '/api/v1/databases', { name: 'orders', region: 'fra1', version: '15', num_nodes: 1 });
     expect(created.status).toBe(201);
@@ -404,9 +404,35 @@ describe('cluster mode: databases as CloudNativePG Clusters, run by the real ope
     ]);
     await waitForStatus(t, `/api/v1/databases/${id}`, 'running', 60_000);
 
+    // Trusted sources: only 192.0.2.0/24 from now on; the test's address is not in it. CloudNativePG's instance manager reloads pg_hba.
+    expect((await t.api('PATCH', `/api/v1/databases/${id}`, { trusted_sources: [{ type: 'ip_addr', value: '192.0.2.0/24' }] })).status).toBe(200);
+    const refused = await eventually(
+      async () =>
+        connect('dbadmin', password, 'defaultdb').then(
+          async (client) => {
+            await client.end();
+            return null;
+          },
+          (err: Error) => err.message,
+        ),
+      120_000,
+      1000,
+    );
+    expect(refused).toMatch(/pg_hba.conf rejects connection/);
+    expect((await t.api('PATCH', `/api/v1/databases/${id}`, { trusted_sources: [] })).status).toBe(200);
+    await eventually(async () => (await connect('dbadmin', password, 'defaultdb')).end().then(() => true), 120_000, 1000);
+
+    // A reset password: CloudNativePG sets the new one from the Secret, and the old one stops.
+    const reset = await t.api('POST', `/api/v1/databases/${id}/reset-password`);
+    expect(reset.status).toBe(200);
+    const newPassword: string = reset.body.data.password;
+    await eventually(async () => (await connect('dbadmin', newPassword, 'defaultdb')).end().then(() => true), 120_000, 1000);
+    await expect(connect('dbadmin', password, 'defaultdb')).rejects.toThrow(/password authentication failed/);
+    await waitForStatus(t, `/api/v1/databases/${id}`, 'running', 60_000);
+
     // The passwords are in their Secrets alone: neither CloudNativePG's operator nor its instance manager logged one.
     for (const log of [path.join(work, 'operator.log'), instanceLog])
-      for (const secret of [password, user.body.data.password]) expect(fs.readFileSync(log, 'utf8')).not.toContain(secret);
+      for (const secret of [password, newPassword, user.body.data.password]) expect(fs.readFileSync(log, 'utf8')).not.toContain(secret);
 
     // Delete: the Database, the Cluster (CloudNativePG's objects go with it by their owner references) and the Secrets.
     expect((await t.api('DELETE', `/api/v1/databases/${id}`)).status).toBe(200);

@@ -81,6 +81,8 @@ const CnpgRecord = Type.Object({
   absent: Type.Array(Type.String()),
   /** The logical databases whose Database resources were applied last. */
   db_names: Type.Array(Type.String()),
+  /** Set when the API server does not serve CloudNativePG's Database kind (before 1.25): logical databases are refused. */
+  no_database_kind: Type.Optional(Type.Boolean()),
 });
 type CnpgRecord = Static<typeof CnpgRecord>;
 
@@ -219,7 +221,8 @@ export class CloudNativePgDatabaseDriver implements DatabaseDriver {
       };
     const placement = placementOf(m, this.o.systemNamespace);
     const record = recordOf(m.external) ?? this.newRecord(m);
-    const wanted = cnpgObjects(m, placement, this.settings, record, null);
+    // With the passwords where they can be read: a Secret holding an old one (a reset) is out of date.
+    const wanted = cnpgObjects(m, placement, this.settings, record, readablePasswords(m.desired));
     const cluster = await this.objects.read<CnpgCluster>(wanted.cluster);
     const adminSecret = await this.objects.read<V1Secret>(wanted.adminSecret);
     if (!cluster && !adminSecret) return { exists: false };
@@ -235,13 +238,16 @@ export class CloudNativePgDatabaseDriver implements DatabaseDriver {
     const status = cluster?.status ?? {};
     const ready = status.phase === CNPG_HEALTHY && (status.readyInstances ?? 0) >= 1 && Boolean(status.currentPrimary);
     const reconciled = new Set(status.managedRolesStatus?.byStatus?.reconciled ?? []);
-    const databases = await Promise.all(wanted.databases.map((db) => this.objects.read<CnpgDatabase>(db)));
+    const databases = record.no_database_kind ? [] : await Promise.all(wanted.databases.map((db) => this.objects.read<CnpgDatabase>(db)));
     const userSecrets = await Promise.all(wanted.userSecrets.map((secret) => this.objects.read<V1Secret>(secret)));
     const upToDate =
       cluster !== null &&
       holdsDesired(cluster, wanted.cluster) &&
-      userSecrets.every((secret, i) => secret !== null && holdsDesired(secret.metadata, wanted.userSecrets[i].metadata)) &&
+      adminSecret !== null &&
+      holdsDesired(adminSecret, wanted.adminSecret) &&
+      userSecrets.every((secret, i) => secret !== null && holdsDesired(secret, wanted.userSecrets[i])) &&
       m.desired.users.every((user) => reconciled.has(user.name)) &&
+      !(record.no_database_kind && wanted.databases.length > 0) &&
       databases.every(
         (db, i) =>
           db !== null && holdsDesired(db, wanted.databases[i]) && db.status?.applied === true && db.status.observedGeneration === db.metadata?.generation,
@@ -254,7 +260,9 @@ export class CloudNativePgDatabaseDriver implements DatabaseDriver {
     const rejected =
       m.desired.version && m.desired.version !== record.major
         ? `the cloudnative-pg driver runs PostgreSQL ${record.major} and does not move a database to another major`
-        : null;
+        : record.no_database_kind && wanted.databases.length > 0
+          ? `this cluster's CloudNativePG has no Database resource (1.25 or later makes logical databases): ${(m.desired.db_names ?? []).join(', ')} not made`
+          : null;
     const cannot = Object.entries(status.managedRolesStatus?.cannotReconcile ?? {}).map(([role, errors]) => `${role}: ${errors.join('; ')}`);
     if (cannot.length > 0) this.o.logger.debug({ id: m.id, roles: cannot }, 'CloudNativePG cannot reconcile some roles yet');
     const standbys = Math.max((status.readyInstances ?? 0) - 1, 0);
@@ -332,8 +340,17 @@ export class CloudNativePgDatabaseDriver implements DatabaseDriver {
     if (!applied.ok) throw new Error(`CloudNativePG's Cluster could not be applied: ${applied.message}`);
     // API call: drivers: CloudNativePG Databases
     // API call: drivers: CloudNativePG Databases, created by apply
+    let noDatabaseKind = false;
     for (const db of wanted.databases) {
-      const answer = await this.objects.apply(db);
+      const answer = await this.objects.apply(db).catch((err: unknown) => {
+        // client-node finds no such kind in the group's discovery: an operator older than 1.25.
+        if (err instanceof Error && /Unrecognized API version and kind/.test(err.message)) return null;
+        throw err;
+      });
+      if (answer === null) {
+        noDatabaseKind = true;
+        break;
+      }
       if (!answer.ok) throw new Error(`CloudNativePG's Database ${db.metadata.name} could not be applied: ${answer.message}`);
     }
     const desiredDbs = new Set(m.desired.db_names ?? []);
@@ -350,7 +367,8 @@ export class CloudNativePgDatabaseDriver implements DatabaseDriver {
         ...record,
         users: [...desiredUsers].sort(),
         absent: absentOf(record, m.desired),
-        db_names: [...desiredDbs].sort(),
+        db_names: noDatabaseKind ? [] : [...desiredDbs].sort(),
+        ...(noDatabaseKind ? { no_database_kind: true } : {}),
       },
     };
   }
@@ -376,6 +394,12 @@ function header(kind: 'Cluster' | 'Database' | 'Secret', placement: Placement, n
 }
 
 const sameNames = (a: string[], b: string[]) => JSON.stringify([...a].sort()) === JSON.stringify([...b].sort());
+
+/** The passwords, or null while one cannot be read (the Secrets are then compared without their data). */
+function readablePasswords(desired: DatabaseDesired): { password: string; users: Record<string, string> } | null {
+  if (desired.password === null || desired.users.some((user) => user.password === null)) return null;
+  return { password: desired.password, users: Object.fromEntries(desired.users.map((user) => [user.name, user.password ?? ''])) };
+}
 
 function recordOf(external: Managed<DatabaseDesired>['external']): CnpgRecord | null {
   return Value.Check(CnpgRecord, external) ? external : null;
