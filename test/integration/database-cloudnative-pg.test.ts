@@ -240,6 +240,9 @@ describe('cluster mode: databases as CloudNativePG Clusters, run by the real ope
     fs.copyFileSync(cluster.caPath, path.join(account, 'ca.crt'));
     fs.chmodSync(path.join(account, 'ca.crt'), 0o644);
     fs.writeFileSync(path.join(account, 'namespace'), namespace, { mode: 0o644 });
+    // The mount points of the Pod's /controller and /var/lib/postgresql (CloudNativePG names both): empty
+    // directories of this machine, made once; what goes in them is the namespace's own tmpfs.
+    for (const mountPoint of ['/controller', '/var/lib/postgresql']) fs.mkdirSync(mountPoint, { recursive: true });
     const user = install.runAs?.name ?? os.userInfo().username;
     const bin = install.majors.get('15') ?? [...install.majors.values()][0];
     /** The container's command, in the namespace, with private /controller, /run and the volume mounted where the Pod has them. */
@@ -365,6 +368,9 @@ describe('cluster mode: databases as CloudNativePG Clusters, run by the real ope
       connection: { host: `${name}-rw.${namespace}.svc`, port: 5432, user: 'dbadmin', database: 'defaultdb', ssl_mode: 'require' },
     });
     const status = ((await clusterOf(name)) as { status: Record<string, unknown> }).status;
+    // CloudNativePG's write Service, the API's host, selects the primary; nothing routes its ClusterIP here (no kube-proxy).
+    const rw = await core.readNamespacedService({ namespace, name: `${name}-rw` });
+    expect(rw.spec?.selector).toMatchObject({ 'cnpg.io/cluster': name, 'cnpg.io/instanceRole': 'primary' });
     expect(status).toMatchObject({ phase: 'Cluster in healthy state', readyInstances: 1, currentPrimary: `${name}-1`, writeService: `${name}-rw` });
 
     // TLS verified against the Cluster's CA for the API's host name, at the Pod's IP (no kube-proxy routes the Service's ClusterIP here).
