@@ -15,13 +15,18 @@
  * Debian's PostgreSQL programs on PATH:
  * - the initdb Job's Pod: `manager instance init`; then marks the Pod Succeeded through the
  *   API, as a kubelet would (KWOK's stage that would end it is off here);
- * - the instance's Pod: `manager instance run`, left running.
- * The instance manager reaches the API server through a forward at the Pod's side of the
- * link (it listens on loopback only), with the admin credentials rather than the Pod's
- * service account token (noted in the docs).
+ * - the instance's Pod: `manager instance run`, left running;
+ * - with num_nodes 2, the join Job's Pod (`manager instance join`: a pg_basebackup of the
+ *   primary through the `-rw` Service's name, which the Pod's hosts file gives, over a
+ *   link between the two Pods' namespaces), then the standby's `manager instance run`.
+ * The instance manager reaches the API server as a Pod does, at the kubernetes Service's
+ * address (forwarded to kube-apiserver, which listens on loopback only), with the Pod's
+ * service account token (requested for the Pod, as a kubelet projects it), so CloudNativePG's
+ * own Role for the instance is what it may do.
  * Then: the database runs, a client connects with the API's details over TLS verified
  * against the Cluster's CA (at the Pod's IP: no kube-proxy routes the `-rw` Service's
- * ClusterIP here), users and logical databases made through the API work, and delete
+ * ClusterIP here), users and logical databases made through the API work, trusted sources
+ * shut others out, a reset password takes, a standby streams, and delete
  * removes the Cluster, which takes what CloudNativePG made with it.
  */
 import fs from 'node:fs';
@@ -38,7 +43,7 @@ import { eventually, TestService, waitForStatus, startServiceUnderChartRbac } fr
 import { startWorkloadCluster, WorkloadCluster } from '../helpers/workload-cluster';
 import { builtTool, freePort, spawnLogged, stopChild } from '../helpers/kube-apiserver';
 import { expectOnlyListedCalls, NAMESPACE as SYSTEM_NAMESPACE } from '../helpers/chart';
-import { netnsSet, NetnsSet } from '../helpers/netns';
+import { Netns, netnsSet, NetnsSet } from '../helpers/netns';
 
 jest.setTimeout(600_000);
 
@@ -201,7 +206,7 @@ describe('cluster mode: databases as CloudNativePG Clusters, run by the real ope
    * link to the API server, the kubernetes Service's address and the Pod's token; returns how to run its
    * container's command there.
    */
-  async function podSandbox(pod: V1Pod, volume: string, role: string) {
+  async function podSandbox(pod: V1Pod, volume: string, role: string, hosts: Record<string, string> = {}) {
     const podIp = pod.status!.podIP!;
     const hostSide = pairedAddress(podIp);
     const netns: NetnsSet = netnsSet();
@@ -243,6 +248,13 @@ describe('cluster mode: databases as CloudNativePG Clusters, run by the real ope
     // The mount points of the Pod's /controller and /var/lib/postgresql (CloudNativePG names both): empty
     // directories of this machine, made once; what goes in them is the namespace's own tmpfs.
     for (const mountPoint of ['/controller', '/var/lib/postgresql']) fs.mkdirSync(mountPoint, { recursive: true });
+    // The cluster's DNS, for the names the Pod looks up (a Service's, at the Pod behind it).
+    const hostsFile = path.join(dir, 'hosts');
+    fs.writeFileSync(
+      hostsFile,
+      ['127.0.0.1 localhost', ...Object.entries(hosts).map(([host, ip]) => `${ip} ${host} ${host}.${namespace} ${host}.${namespace}.svc`), ''].join('\n'),
+      { mode: 0o644 },
+    );
     const user = install.runAs?.name ?? os.userInfo().username;
     const bin = install.majors.get('15') ?? [...install.majors.values()][0];
     /** The container's command, in the namespace, with private /controller, /run and the volume mounted where the Pod has them. */
@@ -264,6 +276,7 @@ describe('cluster mode: databases as CloudNativePG Clusters, run by the real ope
         'cp "$MANAGER" /controller/manager',
         'mkdir -p /run/secrets/kubernetes.io',
         'cp -r "$ACCOUNT" /run/secrets/kubernetes.io/serviceaccount',
+        'mount --bind "$HOSTS" /etc/hosts',
         `chown ${user} /controller /run /var/lib/postgresql`,
         `exec runuser -u ${user} -- env -i "$@"`,
       ].join('\n');
@@ -277,6 +290,7 @@ describe('cluster mode: databases as CloudNativePG Clusters, run by the real ope
           `VOLUME=${volume}`,
           `MANAGER=${manager}`,
           `ACCOUNT=${account}`,
+          `HOSTS=${hostsFile}`,
           'sh',
           '-c',
           script,
@@ -293,6 +307,48 @@ describe('cluster mode: databases as CloudNativePG Clusters, run by the real ope
       netns.destroy();
     });
     return { node, command, podIp };
+  }
+
+  /** Ends a Job's Pod as a kubelet does once its container exited 0. */
+  async function succeeded(started: V1Pod): Promise<void> {
+    const now = new Date();
+    const pod = await core.readNamespacedPod({ namespace, name: started.metadata!.name! });
+    await core.replaceNamespacedPodStatus({
+      namespace,
+      name: pod.metadata!.name!,
+      body: {
+        ...pod,
+        status: {
+          ...pod.status,
+          phase: 'Succeeded',
+          conditions: (pod.status?.conditions ?? []).map((c) =>
+            c.type === 'Ready' || c.type === 'ContainersReady' ? { ...c, status: 'False', reason: 'PodCompleted' } : c,
+          ),
+          containerStatuses: (pod.status?.containerStatuses ?? []).map((s) => ({
+            ...s,
+            ready: false,
+            started: false,
+            state: { terminated: { exitCode: 0, reason: 'Completed', startedAt: s.state?.running?.startedAt ?? now, finishedAt: now } },
+          })),
+        },
+      },
+    });
+  }
+
+  let podLinks = 0;
+  /** A Pod network between two Pods' namespaces: a veth pair, each end a route to the other Pod's IP. */
+  function linkPods(a: { node: Netns; podIp: string }, b: { node: Netns; podIp: string }): void {
+    const base = `cpp${process.pid % 100_000}${++podLinks}`.slice(0, 13);
+    const ip = (args: string[]) => execFileSync('ip', args);
+    ip(['link', 'add', `${base}a`, 'type', 'veth', 'peer', 'name', `${base}b`]);
+    for (const [end, side, other] of [
+      [`${base}a`, a, b],
+      [`${base}b`, b, a],
+    ] as const) {
+      ip(['link', 'set', end, 'netns', side.node.name]);
+      ip(['-n', side.node.name, 'link', 'set', end, 'up']);
+      ip(['-n', side.node.name, 'route', 'add', `${other.podIp}/32`, 'dev', end, 'src', side.podIp]);
+    }
   }
 
   it('chooses the cloudnative-pg driver, as named', () => {
@@ -324,27 +380,7 @@ describe('cluster mode: databases as CloudNativePG Clusters, run by the real ope
     const init = await podSandbox(initPod, initVolume, 'initdb');
     const [program, args] = await init.command(initContainer);
     await init.node.exec(program, args, 180_000);
-    const now = new Date();
-    await core.replaceNamespacedPodStatus({
-      namespace,
-      name: initPod.metadata!.name!,
-      body: {
-        ...initPod,
-        status: {
-          ...initPod.status,
-          phase: 'Succeeded',
-          conditions: (initPod.status?.conditions ?? []).map((c) =>
-            c.type === 'Ready' || c.type === 'ContainersReady' ? { ...c, status: 'False', reason: 'PodCompleted' } : c,
-          ),
-          containerStatuses: (initPod.status?.containerStatuses ?? []).map((s) => ({
-            ...s,
-            ready: false,
-            started: false,
-            state: { terminated: { exitCode: 0, reason: 'Completed', startedAt: s.state?.running?.startedAt ?? now, finishedAt: now } },
-          })),
-        },
-      },
-    });
+    await succeeded(initPod);
 
     // The instance's Pod: `manager instance run`, on the same volume, left running.
     const pod = await eventually(() => podWith(`cnpg.io/cluster=${name},cnpg.io/instanceName=${name}-1,cnpg.io/podRole=instance`), 120_000, 500);
@@ -375,9 +411,9 @@ describe('cluster mode: databases as CloudNativePG Clusters, run by the real ope
 
     // TLS verified against the Cluster's CA for the API's host name, at the Pod's IP (no kube-proxy routes the Service's ClusterIP here).
     const ca = await core.readNamespacedSecret({ namespace, name: `${name}-ca` });
-    const connect = async (user: string, secret: string, database: string) => {
+    const connect = async (user: string, secret: string, database: string, host = instance.podIp) => {
       const client = new Client({
-        host: instance.podIp,
+        host,
         port: 5432,
         user,
         password: secret,
@@ -435,6 +471,53 @@ describe('cluster mode: databases as CloudNativePG Clusters, run by the real ope
     await eventually(async () => (await connect('dbadmin', newPassword, 'defaultdb')).end().then(() => true), 120_000, 1000);
     await expect(connect('dbadmin', password, 'defaultdb')).rejects.toThrow(/password authentication failed/);
     await waitForStatus(t, `/api/v1/databases/${id}`, 'running', 60_000);
+
+    // A standby: CloudNativePG's join Job (pg_basebackup of the primary through the -rw Service), then its instance streaming.
+    // (The base backup waits for a spread checkpoint, CloudNativePG's default: about a minute and a half.)
+    expect((await t.api('PATCH', `/api/v1/databases/${id}`, { num_nodes: 2 })).status).toBe(200);
+    const primary = { node: instance.node, podIp: instance.podIp };
+    const joinVolume = await volumeFor(`${name}-2`);
+    const joinPod = await eventually(() => podWith(`cnpg.io/cluster=${name},cnpg.io/jobRole=join`), 120_000, 500);
+    const join = await podSandbox(joinPod, joinVolume, 'join', { [`${name}-rw`]: instance.podIp });
+    linkPods(primary, join);
+    const [joinProgram, joinArgs] = await join.command(joinPod.spec!.containers[0]);
+    const joined = await join.node.exec(joinProgram, joinArgs, 180_000);
+    if (process.env.CLOUDPLANE_TEST_KEEP_LOGS) fs.writeFileSync(path.join(process.env.CLOUDPLANE_TEST_KEEP_LOGS, 'cnpg-join.log'), joined);
+    await succeeded(joinPod);
+    const standbyPod = await eventually(() => podWith(`cnpg.io/cluster=${name},cnpg.io/instanceName=${name}-2,cnpg.io/podRole=instance`), 120_000, 500);
+    const standby = await podSandbox(standbyPod, joinVolume, 'standby', { [`${name}-rw`]: instance.podIp });
+    linkPods(primary, standby);
+    const [standbyProgram, standbyArgs] = await standby.command(standbyPod.spec!.containers.find((c) => c.name === 'postgres')!);
+    const standbyLog = path.join(work, 'standby.log');
+    const standbyOut = fs.openSync(standbyLog, 'a');
+    const streaming = standby.node.spawn(standbyProgram, standbyArgs, { stdio: ['ignore', standbyOut, standbyOut] });
+    cleanups.push(async () => {
+      if (process.env.CLOUDPLANE_TEST_KEEP_LOGS) fs.copyFileSync(standbyLog, path.join(process.env.CLOUDPLANE_TEST_KEEP_LOGS, 'cnpg-standby.log'));
+      await stopChild(streaming, 'SIGTERM');
+    });
+    await eventually(
+      async () => {
+        const body = (await t.api('GET', `/api/v1/databases/${id}`)).body.data;
+        return body.status === 'running' && body.standby_nodes === 1 ? true : null;
+      },
+      240_000,
+      1000,
+    );
+    const check = await connect('dbadmin', newPassword, 'defaultdb');
+    await check.query('INSERT INTO orders VALUES (2)');
+    await check.end();
+    // Streamed: the row written on the primary is read on the standby (a hot standby, at its own Pod's IP).
+    const replicated = await eventually(
+      async () => {
+        const reader = await connect('dbadmin', newPassword, 'defaultdb', standby.podIp);
+        const { rows } = await reader.query<{ n: number; recovering: boolean }>('SELECT count(*)::int AS n, pg_is_in_recovery() AS recovering FROM orders');
+        await reader.end();
+        return rows[0].n === 2 ? rows[0] : null;
+      },
+      60_000,
+      1000,
+    );
+    expect(replicated.recovering).toBe(true);
 
     // The passwords are in their Secrets alone: neither CloudNativePG's operator nor its instance manager logged one.
     for (const log of [path.join(work, 'operator.log'), instanceLog])
