@@ -14,7 +14,11 @@ import { resolveCredentials } from './contexts';
 import { textOf } from '../lib/unknown-values';
 import { packageVersion } from '../lib/package-root';
 
+const VERSION_FLAGS = ['--version', '-V'];
+
 const SERVICE_COMMANDS = `
+cloudplane --version (or -V) prints the CLI's version.
+
 Service commands:
   serve                           Run the service (the default without a command)
   team create NAME OWNER_EMAIL    Add a team to a stopped embedded service's data directory
@@ -33,7 +37,6 @@ export function buildProgram(): Command {
     .addOption(new Option('--context <name>', 'Use this context of the config file instead of the current one'))
     .addOption(new Option('-o, --output <format>', 'Output format').choices(OUTPUT_FORMATS).default('table'))
     .addOption(new Option('--timeout <seconds>', 'Give up on an API request after this long').argParser(parseSeconds).default(30))
-    .version(packageVersion(), '-V, --version', "Print the CLI's version")
     .addHelpText('after', SERVICE_COMMANDS);
 
   registerAuth(program);
@@ -60,6 +63,11 @@ export async function runCli(argv: string[]): Promise<ExitCode> {
     if (err.code !== 'EPIPE') process.stderr.write(`Error: cannot write the output: ${err.message}\n`);
     process.exit(err.code === 'EPIPE' ? EXIT.ok : EXIT.apiError);
   });
+  // Alone on the line only: commander's own --version would also catch a command's --version (a cluster's, a database's).
+  if (argv.length === 1 && VERSION_FLAGS.includes(argv[0])) {
+    process.stdout.write(`${packageVersion()}\n`);
+    return EXIT.ok;
+  }
   const program = buildProgram();
   try {
     await program.parseAsync(argv, { from: 'user' });
