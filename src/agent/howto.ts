@@ -10,7 +10,7 @@ import { commandGroupOf, commandPathOf, commandWordsOf } from '../resources/comm
 import { fieldOf, isRecord } from '../lib/unknown-values';
 import { pluralOf } from '../lib/plural';
 
-interface Call {
+export interface Call {
   method: string;
   /** Under /api/v1. */
   path: string;
@@ -18,7 +18,7 @@ interface Call {
 }
 
 /** The family's calls the CLI offers, by the verb that names them. */
-function callsOf(family: AnyFamily): Map<string, Call> {
+export function callsOf(family: AnyFamily): Map<string, Call> {
   const base = `/${family.path}`;
   const group = commandGroupOf(family);
   const calls = new Map<string, Call>([
@@ -66,7 +66,7 @@ function exampleOf(field: string, schema: unknown, regions: string[], family: An
   const variants = fieldOf(schema, 'anyOf') ?? fieldOf(schema, 'oneOf');
   if (Array.isArray(variants) && variants.length > 0)
     return exampleOf(field, variants.find((v) => fieldOf(v, 'type') !== 'null') ?? variants[0], regions, family);
-  const format = fieldOf(schema, 'format');
+  const described = fromDescription(fieldOf(schema, 'description'));
   switch (fieldOf(schema, 'type')) {
     case 'integer':
     case 'number': {
@@ -75,16 +75,36 @@ function exampleOf(field: string, schema: unknown, regions: string[], family: An
     }
     case 'boolean':
       return false;
-    case 'array':
-      return [];
+    case 'array': {
+      const minItems = fieldOf(schema, 'minItems');
+      if (typeof minItems !== 'number' || minItems < 1) return [];
+      return [described ?? exampleOf(field, resolvedItems(schema), regions, family)];
+    }
     case 'object':
       return {};
-    default:
-      if (format === 'ipv4') return '203.0.113.10';
-      if (format === 'uri' || field.endsWith('url')) return 'https://example.com/hook';
+    default: {
+      if (described !== undefined) return described;
+      const text = fieldOf(schema, 'description');
+      const description = typeof text === 'string' ? text : '';
+      if (fieldOf(schema, 'format') === 'ipv4' || /\bIPv4\b/.test(description)) return '203.0.113.10';
+      if (fieldOf(schema, 'format') === 'uri' || /\bHTTPS? address\b/i.test(description) || field.endsWith('url')) return 'https://example.com/hook';
       if (field.endsWith('_id')) return `${field.slice(0, -3)}_…`;
       return '…';
+    }
   }
+}
+
+const resolvedItems = (schema: unknown) => fieldOf(schema, 'items');
+
+/**
+ * An example a field's description gives: "e.g. 192.168.10.0/24", the first `quoted`
+ * value, or the first of "Tunnel protocol: ipsec or wireguard".
+ */
+function fromDescription(description: unknown): string | undefined {
+  if (typeof description !== 'string') return undefined;
+  const given =
+    /\be\.g\.,?\s+`?([^\s`,;)]+?)`?[.,;)]?(?:\s|$)/.exec(description) ?? /`([^`\s]+)`/.exec(description) ?? /:\s+([\w.-]+) or [\w.-]+\.?$/.exec(description);
+  return given?.[1];
 }
 
 const shellWord = (value: unknown): string => {
@@ -101,7 +121,7 @@ export function howTo(document: unknown, family: AnyFamily, verb: string, region
   if (!isRecord(operation)) return `The OpenAPI document this service serves has no ${call.method} /api/v1${call.path}.`;
   const summary = fieldOf(operation, 'summary');
   const placeholders = [...call.path.matchAll(/\{([a-z_]+)\}/g)].map((m) => m[1]);
-  const lines = [`To ${verb} ${/^[aeiou]/i.test(family.title) ? 'an' : 'a'} ${family.title}${typeof summary === 'string' ? ` (${summary})` : ''}:`];
+  const lines = [`${typeof summary === 'string' ? summary : `To ${verb} ${/^[aeiou]/i.test(family.title) ? 'an' : 'a'} ${family.title}`}:`];
   lines.push(`- API: ${call.method} /api/v1${call.path}`);
   const schema = resolved(document, fieldOf(fieldOf(fieldOf(fieldOf(operation, 'requestBody'), 'content'), 'application/json'), 'schema'));
   const properties = fieldOf(schema, 'properties');
@@ -115,7 +135,11 @@ export function howTo(document: unknown, family: AnyFamily, verb: string, region
       `- Required body fields: ${required.length > 0 ? required.join(', ') : 'none'}${optional.length > 0 ? `; optional: ${optional.join(', ')}` : ''}`,
     );
     lines.push(`- Example body: ${JSON.stringify(example)}`);
-    for (const [field, value] of Object.entries(example)) flags.push(`--${field.replace(/_/g, '-')} ${shellWord(value)}`);
+    // The CLI takes an array of scalars as repeated flags (cli/flags.ts).
+    for (const [field, value] of Object.entries(example)) {
+      const values = Array.isArray(value) && value.every((v) => typeof v !== 'object') ? value : [value];
+      for (const v of values) flags.push(`--${field.replace(/_/g, '-')} ${shellWord(v)}`);
+    }
   }
   const cli = ['cloudplane', ...call.words, ...placeholders.map((p) => p.toUpperCase()), ...flags].join(' ');
   lines.push(`- CLI: ${cli}`);
