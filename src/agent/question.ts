@@ -183,7 +183,11 @@ export function parseQuestion(raw: string, live: LiveState, now: number): Questi
     return { ...base, intent: 'howto', resources: [], ids: [], verb };
   }
 
-  const { resources, ids } = resourcesIn(raw, question, families, live);
+  const found = resourcesIn(raw, question, families, live);
+  const { ids } = found;
+  // "How many web servers ..." counts servers, though one of them be named web.
+  const counting = /\b(how many|count|number of)\b/.test(question) && families.length > 0 && ids.length === 0;
+  const resources = counting ? [] : found.resources;
   const scope = families.length > 0 ? families : live.families;
   const negation = /\b(?:not|isn'?t|aren'?t)\s+(\w+)/.exec(question);
   const stateFamilies = resources.length > 0 ? [] : scope;

@@ -48,5 +48,8 @@ describe('agent questions', () => {
 
     expect(parseQuestion('events in the last 2 hours', live, 10 * 3_600_000).window).toEqual({ sinceMs: 8 * 3_600_000, phrase: 'in the last 2 hours' });
     expect(parseQuestion('Hello there', live, Date.now()).intent).toBe('unknown');
+    // A name that is also a word of a count does not turn the count into a status.
+    expect(parseQuestion('how many web-1 servers are there?', live, Date.now())).toMatchObject({ intent: 'count', resources: [] });
+    expect(parseQuestion('status of the server web-1', live, Date.now()).resources.map((r) => r.record.name)).toEqual(['web-1']);
   });
 });
