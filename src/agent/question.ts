@@ -143,7 +143,7 @@ const VERB_SYNONYMS: Record<string, string> = {
 
 const HOWTO = /^\s*(?:how\s+(?:do|can|could|would|should|to)\b(?:\s+(?:i|we|you|one))?|what\s+is\s+the\s+(?:call|command|api)\s+to)\s+(?:\w+\s+)??([a-z-]+)\b/;
 const HISTORY_WORDS = /\b(history|events?|happened|timeline|log)\b/;
-const OVERVIEW_WORDS = /\b(overview|summary|inventory|everything|all (?:my |our )?resources)\b/;
+const OVERVIEW_WORDS = /\b(overview|summary|inventory|everything|infrastructure|resources)\b/;
 /** Words around a name that are no name: a resource called one of these is not looked for. */
 const NOT_NAMES = new Set(['a', 'an', 'the', 'my', 'all', 'any', 'of', 'in', 'is', 'it', 'status', 'list', 'show', 'count', 'events', 'history']);
 
