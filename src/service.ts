@@ -123,7 +123,9 @@ export async function startService(config: Config, logger: Logger = createLogger
     started.push(() => {
       audit.stop();
     });
-    const agent = createAgent({ store, bus, config, logger, writer, audit });
+    // The agent answers "how do I …" from the OpenAPI document the API serves, known once the API is built.
+    const served: { document?: () => unknown } = {};
+    const agent = createAgent({ store, bus, config, logger, writer, audit, apiDocument: () => served.document?.() });
     const usage = new UsageMeter({ store, bus, config: config.usage, logger });
     usage.start();
     started.push(() => usage.stop());
@@ -135,6 +137,7 @@ export async function startService(config: Config, logger: Logger = createLogger
 
     let ready = false;
     const app = await buildApp(ctx, { familyRoutes: familyParts.routes.bind(familyParts), isReady: () => ready });
+    served.document = () => app.swagger();
     started.push(async () => {
       ready = false;
       await app.close();

@@ -24,12 +24,11 @@ import { listedObjects } from '../store/listed';
 import { FairGate, GateBusyError } from '../lib/fair-gate';
 import { fieldOf, recordAt, scalarText } from '../lib/unknown-values';
 import { known } from '../lib/known';
+import { hasWord, LiveResource, nameOf, parseQuestion, Question, Window } from './question';
+import { howTo, noSuchCall } from './howto';
 
 const HOUR_MS = 3_600_000;
 const DAY_MS = 24 * HOUR_MS;
-/** The units a question may name a window in ("last 2 hours"), and what each is called in the answer. */
-const UNIT_MS: Record<string, number> = { minute: 60_000, min: 60_000, hour: HOUR_MS, hr: HOUR_MS, day: DAY_MS, week: 7 * DAY_MS };
-const UNIT_NAMES: Record<string, string> = { min: 'minute', hr: 'hour' };
 const MAX_LINES = 50;
 const RECENT_EVENT_COUNT = 10;
 /** Events shown with a resource's status; "history of <id>" shows up to MAX_LINES. */
@@ -37,45 +36,14 @@ const EVENTS_WITH_STATUS = 5;
 const LLM_TIMEOUT_MS = 20_000;
 /** Calls of one team waiting for a place at the LLM; more are answered from the rules at once. */
 const LLM_WAITING_PER_TEAM = 10;
-const ID_IN_TEXT = /\b([a-z][a-z0-9]*)_([0-9a-z]{16,26})\b/g;
 /** Families that are not infrastructure a user asks about in these words. */
 const NOT_ASKED_ABOUT = new Set(['team', 'profile', 'thread', 'message']);
 const CONVERSATION = new Set(['thread', 'message']);
 
-interface Item {
-  family: AnyFamily;
-  record: Record<string, unknown>;
-}
+type Item = LiveResource;
 
-interface Window {
-  sinceMs: number;
-  /** "in the last hour" */
-  phrase: string;
-}
-
-/** Words a user may call a family by: its title, plural, path, acronym and id prefix. */
-function phrasesOf(family: AnyFamily): string[] {
-  const title = family.title.toLowerCase();
-  const words = title.split(/\s+/);
-  const phrases = [
-    title,
-    pluralOf(title),
-    family.plural.toLowerCase(),
-    family.name.replace(/_/g, ' '),
-    (family.path.split('/').at(-1) ?? family.path).replace(/-/g, ' '),
-  ];
-  if (words.length > 1) phrases.push(words.map((w) => w[0]).join(''), `${words.map((w) => w[0]).join('')}s`);
-  if (family.idPrefix.length >= 3) phrases.push(family.idPrefix, `${family.idPrefix}s`);
-  return [...new Set(phrases)];
-}
-
-const escapeRegExp = (text: string) => text.replace(/[.*+?^${}()|[\]\\]/g, '\\$&');
-const hasWord = (text: string, phrase: string) => new RegExp(`\\b${escapeRegExp(phrase)}\\b`).test(text);
-
-const nameOf = (record: Record<string, unknown>): string | null => {
-  const name = record.name ?? record.title ?? record.url;
-  return typeof name === 'string' ? name : null;
-};
+/** The items in the region, when one is named. */
+const inRegion = (items: Item[], region?: string) => (region ? items.filter((i) => i.record.region === region) : items);
 const plural = (family: AnyFamily, count: number) => (count === 1 ? family.title : pluralOf(family.title));
 
 function describe(item: Item): string {
@@ -98,23 +66,6 @@ const reasonOf = (e: CloudEvent) => {
   const reason = isAlert(e) ? scalarText(fieldOf(e.data, 'status_reason') ?? fieldOf(e.data, 'disabled_reason')) : undefined;
   return reason ? ` — ${reason}` : '';
 };
-
-/** "last hour", "past 30 minutes", "last 2 days", "today"; null when the question names none. */
-function windowIn(question: string, now: number): Window | null {
-  const match = /\b(?:last|past)\s+(\d+)?\s*(minute|min|hour|hr|day|week)s?\b/.exec(question);
-  if (match) {
-    const count = match[1] ? Number(match[1]) : 1;
-    const unitMs = UNIT_MS[match[2]];
-    const unit = UNIT_NAMES[match[2]] ?? match[2];
-    return { sinceMs: now - count * unitMs, phrase: `in the last ${count === 1 ? unit : `${count} ${unit}s`}` };
-  }
-  if (/\btoday\b/.test(question)) {
-    const midnight = new Date(now);
-    midnight.setUTCHours(0, 0, 0, 0);
-    return { sinceMs: midnight.getTime(), phrase: 'today (UTC)' };
-  }
-  return null;
-}
 
 export class DataAgent implements Agent {
   /** The LLM endpoint's places, shared by teams in turns; null without an endpoint. */
@@ -157,46 +108,70 @@ export class DataAgent implements Agent {
 
   /** The answer from the data alone: exact, and the facts an LLM gets to work with. */
   async ruleBasedAnswer(team: string, rawQuestion: string): Promise<string> {
-    const question = rawQuestion.toLowerCase();
-    const words = question.replace(/[-_]/g, ' ');
     const now = Date.now();
-    const mentioned = this.familiesMentioned(words);
-    const ids = [...rawQuestion.matchAll(ID_IN_TEXT)].map((m) => m[0].toLowerCase());
+    const askable = this.askableFamilies();
+    const resources = (await Promise.all(askable.map((f) => this.itemsOf(team, f)))).flat();
+    const regions = [...new Set([...this.deps.config.regions, ...resources.map((r) => r.record.region).filter((r): r is string => typeof r === 'string')])];
+    const question = parseQuestion(rawQuestion, { families: askable, resources, regions }, now);
+    return this.answerTo(team, question, rawQuestion.toLowerCase(), now);
+  }
 
-    if (ids.length > 0) {
-      const wholeHistory = /\b(history|events?|happened|timeline|log)\b/.test(question);
-      return (await Promise.all(ids.map((id) => this.describeId(team, id, wholeHistory)))).join('\n\n');
+  private async answerTo(team: string, q: Question, text: string, now: number): Promise<string> {
+    const filter = { state: q.state, region: q.region };
+    switch (q.intent) {
+      case 'howto':
+        return this.howTo(q);
+      case 'status':
+      case 'history': {
+        if (q.unmatchedName) return this.nothingNamed(q.unmatchedName);
+        const ids = [...new Set([...q.resources.map((r) => String(r.record.id)), ...q.ids])];
+        return (await Promise.all(ids.map((id) => this.describeId(team, id, q.intent === 'history')))).join('\n\n');
+      }
+      case 'incidents':
+        return this.incidents(team, text);
+      case 'failures':
+        return this.failures(team, q.families, q.window ?? { sinceMs: now - HOUR_MS, phrase: 'in the last hour' });
+      case 'not_ready':
+        return this.notReady(team, q.families, q.negated ? q.state : undefined, q.region);
+      case 'count':
+        return this.counts(team, q.families, filter);
+      case 'events':
+        return this.recentEvents(team, q.families, q.window ?? { sinceMs: now - DAY_MS, phrase: 'in the last 24 hours' });
+      case 'list':
+        return this.lists(team, q.families, filter);
+      case 'overview':
+        return this.counts(team, []);
+      case 'unknown':
+        return this.help(true);
     }
-    if (/\bincidents?\b/.test(question)) return this.incidents(team, question);
-    if (/\b(fail(ed|ures?|ing|s)?|errors?|broken|went wrong|problems?|issues?)\b/.test(question)) {
-      return this.failures(team, mentioned, windowIn(question, now) ?? { sinceMs: now - HOUR_MS, phrase: 'in the last hour' });
+  }
+
+  /** "How do I <verb> a <family>?", from the OpenAPI document the service serves. */
+  private howTo(q: Question): string {
+    const verb = q.verb ?? 'create';
+    const family = q.families[0] as AnyFamily | undefined;
+    if (!family) {
+      return (
+        `I understood a "how do I ${verb} …" question but not what it is about. Name the kind of resource, for example ` +
+        `"how do I ${verb} a load balancer?". I know about: ${this.askableFamilies()
+          .map((f) => pluralOf(f.title))
+          .join(', ')}.`
+      );
     }
-    const notState = /\b(?:not|isn'?t|aren'?t)\s+(\w+)/.exec(question);
-    if (notState || /\b(down|unhealthy|not ready|degraded)\b/.test(question)) return this.notReady(team, mentioned, notState?.[1]);
-    if (/\b(how many|count|number of)\b/.test(question)) return this.counts(team, mentioned);
-    if (/\b(events?|happened|activity|changes|changed|what'?s new|latest)\b/.test(question)) {
-      return this.recentEvents(team, mentioned, windowIn(question, now) ?? { sinceMs: now - DAY_MS, phrase: 'in the last 24 hours' });
-    }
-    if (mentioned.length > 0) return this.lists(team, mentioned, question);
-    if (/\b(status|overview|summary|everything|all|resources|inventory)\b/.test(question)) return this.counts(team, []);
-    return this.help();
+    const document = this.deps.apiDocument?.();
+    if (!document) return 'The OpenAPI document is not available yet; it is served at /api/v1/openapi.json.';
+    return howTo(document, family, verb, this.deps.config.regions) ?? noSuchCall(family, verb);
+  }
+
+  private nothingNamed(name: string): string {
+    return (
+      `I found nothing named "${name}" in your team (I look for a resource by its exact name or id). ` +
+      'Ask "list my <kind>" (servers, load balancers, VPN gateways, …) to see the names, or give the id.'
+    );
   }
 
   private askableFamilies(): AnyFamily[] {
     return families.filter((f) => !NOT_ASKED_ABOUT.has(f.name));
-  }
-
-  /** Families named in the question; a phrase inside a longer matched one does not count. */
-  private familiesMentioned(words: string): AnyFamily[] {
-    const hits = this.askableFamilies().flatMap((family) =>
-      phrasesOf(family)
-        .filter((phrase) => hasWord(words, phrase))
-        .map((phrase) => ({ family, phrase })),
-    );
-    const kept = hits.filter(
-      (hit) => !hits.some((other) => other.phrase.length > hit.phrase.length && other.phrase.includes(hit.phrase) && other.family !== hit.family),
-    );
-    return [...new Set(kept.map((hit) => hit.family))];
   }
 
   private async itemsOf(team: string, family: AnyFamily): Promise<Item[]> {
@@ -260,30 +235,45 @@ export class DataAgent implements Agent {
     return `${lines.size} ${lines.size === 1 ? 'thing' : 'things'} failed ${window.phrase}:\n${bulletList([...lines.values()])}${earlier}`;
   }
 
-  /** Resources not in `state` (a state of the family), or not ready when no such state is named. */
-  private async notReady(team: string, mentioned: AnyFamily[], state?: string): Promise<string> {
+  /** Resources not in `state` (a state of the family), or not ready when no such state is named; in `region` when one is named. */
+  private async notReady(team: string, mentioned: AnyFamily[], state?: string, region?: string): Promise<string> {
     const scope = mentioned.length > 0 ? mentioned : this.askableFamilies();
+    const where = region ? ` in ${region}` : '';
     const parts: string[] = [];
     for (const family of scope) {
       const wanted = state && family.states.includes(state) ? [state] : family.readyStates;
-      const items = (await this.itemsOf(team, family)).filter((i) => i.record.status !== 'deleted');
+      const items = inRegion(await this.itemsOf(team, family), region).filter((i) => i.record.status !== 'deleted');
       const off = items.filter((i) => !wanted.includes(String(i.record.status)));
       if (mentioned.length === 0 && off.length === 0) continue;
       const label = wanted.join(' or ');
       parts.push(
         off.length === 0
-          ? `All ${items.length} of your ${plural(family, 2)} are ${label}.`
-          : `${off.length} of your ${items.length} ${plural(family, items.length)} ${off.length === 1 ? 'is' : 'are'} not ${label}:\n${bulletList(off.map(describe))}`,
+          ? `All ${items.length} of your ${plural(family, 2)}${where} are ${label}.`
+          : `${off.length} of your ${items.length} ${plural(family, items.length)}${where} ${off.length === 1 ? 'is' : 'are'} not ${label}:\n${bulletList(off.map(describe))}`,
       );
     }
-    return parts.length > 0 ? parts.join('\n\n') : 'Everything you have is ready; nothing is in a state other than its normal one.';
+    return parts.length > 0 ? parts.join('\n\n') : `Everything you have${where} is ready; nothing is in a state other than its normal one.`;
   }
 
-  private async counts(team: string, mentioned: AnyFamily[]): Promise<string> {
+  /**
+   * How many of each family (all families the team has, when none is named): by state, or
+   * exactly those in the state and region the question names, each listed.
+   */
+  private async counts(team: string, mentioned: AnyFamily[], filter: { state?: string; region?: string } = {}): Promise<string> {
     const scope = mentioned.length > 0 ? mentioned : this.askableFamilies();
+    const where = filter.region ? ` in ${filter.region}` : '';
     const lines: string[] = [];
     for (const family of scope) {
-      const items = await this.itemsOf(team, family);
+      const items = inRegion(await this.itemsOf(team, family), filter.region);
+      if (filter.state) {
+        const { state } = filter;
+        const matching = items.filter((i) => i.record.status === state);
+        if (mentioned.length === 0 && matching.length === 0) continue;
+        lines.push(
+          `You have ${matching.length} ${state} ${plural(family, matching.length)}${where}${matching.length > 0 ? `:\n${bulletList(matching.map(describe))}` : '.'}`,
+        );
+        continue;
+      }
       const live = items.filter((i) => i.record.status !== 'deleted');
       const deleted = items.length - live.length;
       if (mentioned.length === 0 && items.length === 0) continue;
@@ -291,23 +281,31 @@ export class DataAgent implements Agent {
       for (const item of live) byState.set(String(item.record.status), (byState.get(String(item.record.status)) ?? 0) + 1);
       const breakdown = [...byState].map(([s, n]) => `${n} ${s}`).join(', ');
       lines.push(
-        `You have ${live.length} ${plural(family, live.length)}${breakdown ? ` (${breakdown})` : ''}` +
+        `You have ${live.length} ${plural(family, live.length)}${where}${breakdown ? ` (${breakdown})` : ''}` +
           (deleted > 0 ? `, plus ${deleted} deleted and kept for the retention period` : '') +
           '.',
       );
     }
-    return lines.length > 0 ? lines.join('\n') : 'You have no resources yet.';
+    if (lines.length > 0) return lines.join('\n');
+    return filter.state || filter.region ? `You have nothing ${filter.state ?? ''}${where}.`.replace('  ', ' ') : 'You have no resources yet.';
   }
 
-  private async lists(team: string, mentioned: AnyFamily[], question: string): Promise<string> {
+  /** The named families' resources (or, with a state or region but no family, every family's that has any), filtered by state and region. */
+  private async lists(team: string, mentioned: AnyFamily[], filter: { state?: string; region?: string }): Promise<string> {
+    const scope = mentioned.length > 0 ? mentioned : this.askableFamilies();
+    const where = filter.region ? ` in ${filter.region}` : '';
     const parts: string[] = [];
-    for (const family of mentioned) {
-      const state = family.states.find((s) => hasWord(question, s));
-      const items = (await this.itemsOf(team, family)).filter((i) => (state ? i.record.status === state : i.record.status !== 'deleted'));
-      const what = `${state ? `${state} ` : ''}${plural(family, 2)}`;
+    for (const family of scope) {
+      const state = filter.state && family.states.includes(filter.state) ? filter.state : undefined;
+      if (mentioned.length === 0 && filter.state && !state) continue;
+      const items = inRegion(await this.itemsOf(team, family), filter.region).filter((i) =>
+        state ? i.record.status === state : i.record.status !== 'deleted',
+      );
+      if (mentioned.length === 0 && items.length === 0) continue;
+      const what = `${state ? `${state} ` : ''}${plural(family, 2)}${where}`;
       parts.push(items.length === 0 ? `You have no ${what}.` : `Your ${what} (${items.length}):\n${bulletList(items.map(describe))}`);
     }
-    return parts.join('\n\n');
+    return parts.length > 0 ? parts.join('\n\n') : `You have nothing ${filter.state ?? ''}${where}.`.replace('  ', ' ');
   }
 
   /** The team's incidents: open and acknowledged ones unless the question names a state; each with its status and its link. */
@@ -341,16 +339,27 @@ export class DataAgent implements Agent {
     return `Events ${window.phrase} (${shown}, newest first):\n${bulletList(newest.map(line))}`;
   }
 
-  private help(): string {
+  /** What the agent can answer; first, when the question was not understood, that it was not, and why. */
+  private help(notUnderstood = false): string {
     const names = this.askableFamilies().map((f) => pluralOf(f.title));
     return [
+      ...(notUnderstood
+        ? [
+            'I could not understand that question.' +
+              (this.deps.config.agentLlm
+                ? ''
+                : ' Without an LLM I match its words: kinds of resources, names and ids, regions, states and time windows ("last hour"); ' +
+                  'set CLOUDPLANE_AGENT_LLM_URL (an OpenAI-compatible endpoint, with CLOUDPLANE_AGENT_LLM_MODEL and CLOUDPLANE_AGENT_LLM_API_KEY) to have a model answer too.'),
+          ]
+        : []),
       "I answer from your team's resources and events. You can ask me, for example:",
+      '- "How many servers are running in fra1?"',
       '- "Which load balancers are not running?"',
-      '- "Status of lb_…" (any resource id), or "history of lb_…" for all its events',
+      '- "What is the status of web-1?" (a name or any resource id), or "history of lb_…" for all its events',
       '- "What failed in the last hour?"',
-      '- "How many servers do I have?"',
       '- "List my VPN gateways"',
       '- "Recent events" (or "events in the last 2 days")',
+      '- "How do I create a load balancer?" (the API call and the CLI command)',
       `I know about: ${names.join(', ')}.`,
     ].join('\n');
   }

@@ -27,4 +27,6 @@ export interface AgentDeps {
   writer: ResourceWriter;
   /** The team's recent events to answer from: the service's audit log (audit/audit-log.ts). */
   audit: EventHistory;
+  /** The OpenAPI document the service serves ("how do I …" answers from it); undefined until the API is built. */
+  apiDocument?: () => unknown;
 }

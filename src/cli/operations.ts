@@ -14,6 +14,7 @@ import { Type, TObject } from '@sinclair/typebox';
 import { families } from '../resources/registry';
 import type { AnyFamily } from '../resources/family';
 import { presentationOf } from '../resources/presentation-of';
+import { commandGroupOf, commandPathOf, commandWordsOf } from '../resources/commands';
 import { pluralOf } from '../lib/plural';
 import { fieldOf, recordAt, scalarText } from '../lib/unknown-values';
 import { listQuerySchema } from '../api/list';
@@ -64,7 +65,6 @@ const columnsOf = (f: AnyFamily) =>
   presentationOf(f)
     .columns.filter((column) => column.shownIn !== 'console')
     .map((column) => column.key);
-const groupOf = (f: AnyFamily) => f.path.split('/');
 /**
  * --wait for a family whose resources have work to finish after the answer (a new one is
  * not ready at once: `creating`, `queued`); none for those settled within the request
@@ -82,7 +82,7 @@ const SAME_SHAPE_AS_GENERIC = ['webhook', 'thread'];
 
 /** list, get, create, update and delete of a family, as the generic routes serve them. */
 function crudOf(f: AnyFamily): Operation[] {
-  const group = groupOf(f);
+  const group = commandGroupOf(f);
   const columns = columnsOf(f);
   const base = `/${f.path}`;
   const operations: Operation[] = [
@@ -125,10 +125,10 @@ function commandsOf(f: AnyFamily): Operation[] {
     const answered = c.answers ? family(c.answers) : f;
     const query = c.query && 'list' in c.query ? listQuerySchema(answered.states, c.query.filters) : c.query;
     return {
-      command: [...(c.base?.group ?? groupOf(f)), ...c.words],
+      command: commandWordsOf(f, c),
       summary: c.summary,
       method: c.method,
-      path: `${c.base?.path ?? `/${f.path}`}${c.path}`,
+      path: commandPathOf(f, c),
       ...(c.body ? { body: c.body } : {}),
       ...(c.bodyArgument ? { bodyArgument: c.bodyArgument } : {}),
       ...(query ? { query } : {}),

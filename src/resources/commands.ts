@@ -37,3 +37,15 @@ export interface FamilyCommand {
    */
   document?: { mediaType: string; fileFlag: string };
 }
+
+/** A family's command group: its path's segments (`agent/threads` -> `agent threads`). */
+export const commandGroupOf = (family: { path: string }): string[] => family.path.split('/');
+
+/** The words of one of a family's own commands: its group (the family's, or its base's), then its words. */
+export const commandWordsOf = (family: { path: string }, command: FamilyCommand): string[] => [
+  ...(command.base?.group ?? commandGroupOf(family)),
+  ...command.words,
+];
+
+/** The path of one of a family's own commands under /api/v1. */
+export const commandPathOf = (family: { path: string }, command: FamilyCommand): string => `${command.base?.path ?? `/${family.path}`}${command.path}`;
