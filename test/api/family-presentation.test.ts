@@ -48,6 +48,8 @@ describe('x-cloudplane-families in GET /api/v1/openapi.json', () => {
       ['databases', 'Databases', 'database'],
       ['kubernetes-clusters', 'Kubernetes clusters', 'Kubernetes cluster'],
       ['jobs', 'Jobs', 'job'],
+      ['alert-policies', 'Alert policies', 'alert policy'],
+      ['incidents', 'Incidents', 'incident'],
     ]);
     const servers = shown.find((f) => f.path === 'servers');
     expect(servers?.actions.map((a) => [a.name, a.allowedIn])).toEqual([
@@ -57,5 +59,12 @@ describe('x-cloudplane-families in GET /api/v1/openapi.json', () => {
     ]);
     expect(shown.find((f) => f.path === 'object-storage')?.deleteOptions).toEqual([{ query: 'force', label: 'Also delete the objects it holds' }]);
     expect(shown.find((f) => f.path === 'jobs')?.deletable).toBe(false);
+    // Incidents are read and moved on by their two actions; they are history, never deleted.
+    const incidents = shown.find((f) => f.path === 'incidents');
+    expect(incidents?.actions.map((a) => [a.name, a.allowedIn])).toEqual([
+      ['acknowledge', ['open']],
+      ['resolve', ['open', 'acknowledged']],
+    ]);
+    expect(incidents?.deletable).toBe(false);
   });
 });

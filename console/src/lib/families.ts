@@ -6,7 +6,7 @@
  * delete are one generic set of pages (pages/families/).
  */
 import type { Component } from 'svelte';
-import { publishedFamilies, type PublishedFamily } from './openapi';
+import { creatablePaths, publishedFamilies, type PublishedFamily } from './openapi';
 import LoadBalancerBackends from '../pages/families/panels/LoadBalancerBackends.svelte';
 import FileShareServers from '../pages/families/panels/FileShareServers.svelte';
 import VpnTunnelStatus from '../pages/families/panels/VpnTunnelStatus.svelte';
@@ -66,7 +66,14 @@ export interface Family {
   shownByPanels: string[];
   deletable: boolean;
   deleteOptions?: DeleteOption[];
+  /** The record field that names a resource: `name`, or `title` for a family without names (incidents). */
+  nameKey: 'name' | 'title';
+  /** Whether the API has a create (`POST /<path>`): incidents are opened by alert policies only. */
+  creatable: boolean;
 }
+
+/** What a resource is called in headings, links and announcements. */
+export const nameOf = (family: Family, record: ResourceRecord): string => String(record[family.nameKey] ?? record.id);
 
 /** The panels of a family's detail page, and the record fields they show (left out of the generic list of fields). */
 interface Panels {
@@ -89,12 +96,16 @@ const PANELS: Record<string, Panels> = {
 /** The list shows the name (a link) and the status (a badge) itself, and never the id. */
 const SHOWN_BY_THE_LIST = ['id', 'name', 'status'];
 
-function familyOf(published: PublishedFamily): Family {
+function familyOf(published: PublishedFamily, creatable: Set<string>): Family {
+  const keys = published.columns.map((column) => column.key);
+  const nameKey = keys.includes('title') && !keys.includes('name') ? 'title' : 'name';
   return {
     path: published.path,
     title: published.title,
     singular: published.singular,
-    columns: published.columns.filter((column) => column.shownIn !== 'cli' && !SHOWN_BY_THE_LIST.includes(column.key)),
+    nameKey,
+    creatable: creatable.has(published.path),
+    columns: published.columns.filter((column) => column.shownIn !== 'cli' && column.key !== nameKey && !SHOWN_BY_THE_LIST.includes(column.key)),
     actions: published.actions,
     deletable: published.deletable,
     deleteOptions: published.deleteOptions,
@@ -104,5 +115,6 @@ function familyOf(published: PublishedFamily): Family {
 
 /** The families the console shows, in the API's order (the navigation's). */
 export async function loadFamilies(): Promise<Family[]> {
-  return (await publishedFamilies()).filter((published) => published.console).map(familyOf);
+  const [published, creatable] = await Promise.all([publishedFamilies(), creatablePaths()]);
+  return published.filter((family) => family.console).map((family) => familyOf(family, creatable));
 }

@@ -175,6 +175,17 @@ export async function createFieldsOf(path: string): Promise<FormField[]> {
   return fields;
 }
 
+/** The family paths the API has a create for (`POST /api/v1/<path>`). */
+export async function creatablePaths(): Promise<Set<string>> {
+  const document = await openApiDocument();
+  const prefix = `${API_BASE}/`;
+  return new Set(
+    Object.entries(document.paths)
+      .filter(([path, operations]) => path.startsWith(prefix) && !path.slice(prefix.length).includes('/') && operations.post !== undefined)
+      .map(([path]) => path.slice(prefix.length)),
+  );
+}
+
 /** The fields of `PATCH /api/v1/<path>/{id}` (update), or null for a family that cannot be changed (jobs). */
 export function updateFieldsOf(path: string): Promise<FormField[] | null> {
   return bodyFieldsOf(`/${path}/{id}`, 'patch');
