@@ -17,6 +17,8 @@ import DatabaseTrustedSources from '../pages/families/panels/DatabaseTrustedSour
 import DatabaseBackups from '../pages/families/panels/DatabaseBackups.svelte';
 import ClusterAccess from '../pages/families/panels/ClusterAccess.svelte';
 import ClusterNodePools from '../pages/families/panels/ClusterNodePools.svelte';
+import JobOutput from '../pages/families/panels/JobOutput.svelte';
+import JobRuns from '../pages/families/panels/JobRuns.svelte';
 
 export interface ResourceRecord {
   id: string;
@@ -91,6 +93,7 @@ const PANELS: Record<string, Panels> = {
     shownByPanels: ['connection', 'private_connection', 'standby_nodes', 'users', 'db_names', 'trusted_sources'],
   },
   'kubernetes-clusters': { panels: [ClusterAccess, ClusterNodePools], shownByPanels: ['endpoint', 'version', 'ha', 'node_pools'] },
+  jobs: { panels: [JobOutput, JobRuns], shownByPanels: [] },
 };
 
 /** The list shows the name (a link) and the status (a badge) itself, and never the id. */
