@@ -15,6 +15,7 @@ import DatabaseUsers from '../pages/families/panels/DatabaseUsers.svelte';
 import DatabaseDbs from '../pages/families/panels/DatabaseDbs.svelte';
 import DatabaseTrustedSources from '../pages/families/panels/DatabaseTrustedSources.svelte';
 import DatabaseBackups from '../pages/families/panels/DatabaseBackups.svelte';
+import ServerBackups from '../pages/families/panels/ServerBackups.svelte';
 import ClusterAccess from '../pages/families/panels/ClusterAccess.svelte';
 import ClusterNodePools from '../pages/families/panels/ClusterNodePools.svelte';
 import JobOutput from '../pages/families/panels/JobOutput.svelte';
@@ -88,6 +89,7 @@ const PANELS: Record<string, Panels> = {
   'load-balancers': { panels: [LoadBalancerBackends], shownByPanels: ['backends'] },
   'vpn-gateways': { panels: [VpnTunnelStatus], shownByPanels: ['tunnel_status', 'bytes_sent', 'bytes_received', 'last_handshake'] },
   'file-storage': { panels: [FileShareServers], shownByPanels: [] },
+  servers: { panels: [ServerBackups], shownByPanels: [] },
   databases: {
     panels: [DatabaseConnection, DatabaseUsers, DatabaseDbs, DatabaseTrustedSources, DatabaseBackups],
     shownByPanels: ['connection', 'private_connection', 'standby_nodes', 'users', 'db_names', 'trusted_sources'],
