@@ -48,6 +48,8 @@ describe('console: alert policies and incidents', () => {
     await c.page.getByRole('link', { name: 'New alert policy' }).click();
     await c.page.getByLabel('Name').fill('shares failing');
     const condition = c.page.getByRole('group', { name: 'Condition' });
+    // Enum values are offered in words; the value sent is the API's.
+    await expect(condition.getByLabel('Type').locator('option[value="resource_failed"]').textContent()).resolves.toBe('resource failed');
     await condition.getByLabel('Type').selectOption('resource_failed');
     await condition.getByLabel('Family').selectOption('server');
     // A load balancer's id for a condition on servers: the API names the field, the form focuses it.
@@ -103,6 +105,8 @@ describe('console: alert policies and incidents', () => {
     await status(c.page, 'open').waitFor();
     await expect(c.page.getByRole('button', { name: 'Delete' }).count()).resolves.toBe(0);
     await expect(c.page.getByRole('link', { name: 'Change' }).count()).resolves.toBe(0);
+    // An enum value of the record reads as words.
+    await c.page.locator('dl.fields dd', { hasText: /^resource failed$/ }).waitFor();
 
     await c.page.getByRole('button', { name: 'Acknowledge' }).click();
     await status(c.page, 'acknowledged').waitFor();

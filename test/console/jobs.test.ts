@@ -34,6 +34,14 @@ afterEach(() => {
 });
 
 describe('console: jobs', () => {
+  it('says in the create form what to do with a field, not which API call feeds it', async () => {
+    await c.open('/jobs/new');
+    const hint = c.page.locator('#field-region-hint');
+    await expect(hint.textContent()).resolves.toBe('Where it runs. Only the regions that take new resources are listed; with Default the service chooses.');
+    await expect(c.page.getByLabel(/^Region/).getAttribute('aria-describedby')).resolves.toContain('field-region-hint');
+    expect(await c.page.content()).not.toContain('GET /api/v1/regions');
+  });
+
   it("shows a failed job's output beside its exit code", async () => {
     const job = await c.service.api('POST', '/api/v1/jobs', {
       name: 'migrate',

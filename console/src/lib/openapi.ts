@@ -238,3 +238,18 @@ export async function shownOnceOf(path: string): Promise<ShownOnce[]> {
     .filter(([name]) => !(name in record))
     .map(([name, schema]) => ({ name, label: labelOf(name).toLowerCase(), description: schema.description ?? '' }));
 }
+
+/** The fields of a family's record whose values are an enum (a condition's type, a backup's trigger): shown in words. */
+export async function enumFieldsOf(path: string): Promise<Set<string>> {
+  const document = await openApiDocument();
+  const record = answerFieldsOf(document, document.paths[`${API_BASE}/${path}/{id}`]?.get, '200');
+  const isEnum = (schema: FieldSchema): boolean => {
+    const given = resolve(document, schema);
+    return given.enum !== undefined || (given.anyOf ?? []).some((branch) => resolve(document, branch).enum !== undefined);
+  };
+  return new Set(
+    Object.entries(record)
+      .filter(([, schema]) => isEnum(schema))
+      .map(([name]) => name),
+  );
+}
