@@ -34,7 +34,9 @@ describe('x-cloudplane-families in GET /api/v1/openapi.json', () => {
   });
 
   it('carries each family as its definition declares it: names, deletability and presentation', () => {
-    expect(published).toEqual(families.map((f) => ({ name: f.name, path: f.path, deletable: f.deletable !== false, ...presentationOf(f) })));
+    expect(published).toEqual(
+      families.map((f) => ({ name: f.name, path: f.path, deletable: f.deletable !== false, idPrefix: f.idPrefix, ...presentationOf(f) })),
+    );
   });
 
   it("names the console's families in the order of its navigation, with what their pages show", () => {

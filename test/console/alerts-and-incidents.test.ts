@@ -105,6 +105,11 @@ describe('console: alert policies and incidents', () => {
     await status(c.page, 'open').waitFor();
     await expect(c.page.getByRole('button', { name: 'Delete' }).count()).resolves.toBe(0);
     await expect(c.page.getByRole('link', { name: 'Change' }).count()).resolves.toBe(0);
+    // The policy and the resource it names read as their names, links to their pages.
+    const fields = c.page.locator('dl.fields');
+    await fields.getByRole('link', { name: 'file shares failing' }).waitFor();
+    await expect(fields.getByRole('link', { name: 'file shares failing' }).getAttribute('href')).resolves.toBe(`#/alert-policies/${policyId}`);
+    await fields.getByRole('link', { name: 'doomed' }).waitFor();
     // An enum value of the record reads as words.
     await c.page.locator('dl.fields dd', { hasText: /^resource failed$/ }).waitFor();
 

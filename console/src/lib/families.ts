@@ -73,7 +73,16 @@ export interface Family {
   nameKey: 'name' | 'title';
   /** Whether the API has a create (`POST /<path>`): incidents are opened by alert policies only. */
   creatable: boolean;
+  /** What its ids start with before the `_`. */
+  idPrefix: string;
 }
+
+/** The console's families, once loaded: what an id found in a record refers to. */
+let known: Family[] = [];
+
+/** The family an id belongs to (`svr_...` → servers), if the console shows that family. */
+export const familyOfId = (value: unknown): Family | undefined =>
+  typeof value === 'string' ? known.find((family) => value.startsWith(`${family.idPrefix}_`) && /^[a-z0-9]+_[0-9a-z]{16,26}$/.test(value)) : undefined;
 
 /** What a resource is called in headings, links and announcements. */
 export const nameOf = (family: Family, record: ResourceRecord): string => String(record[family.nameKey] ?? record.id);
@@ -110,6 +119,7 @@ function familyOf(published: PublishedFamily, creatable: Set<string>): Family {
     singular: published.singular,
     nameKey,
     creatable: creatable.has(published.path),
+    idPrefix: published.idPrefix,
     columns: published.columns.filter((column) => column.shownIn !== 'cli' && column.key !== nameKey && !SHOWN_BY_THE_LIST.includes(column.key)),
     actions: published.actions,
     deletable: published.deletable,
@@ -121,5 +131,6 @@ function familyOf(published: PublishedFamily, creatable: Set<string>): Family {
 /** The families the console shows, in the API's order (the navigation's). */
 export async function loadFamilies(): Promise<Family[]> {
   const [published, creatable] = await Promise.all([publishedFamilies(), creatablePaths()]);
-  return published.filter((family) => family.console).map((family) => familyOf(family, creatable));
+  known = published.filter((family) => family.console).map((family) => familyOf(family, creatable));
+  return known;
 }

@@ -78,6 +78,7 @@ export interface PublishedFamily {
   name: string;
   path: string;
   deletable: boolean;
+  idPrefix: string;
   title: string;
   singular: string;
   columns: PublishedColumn[];
