@@ -20,6 +20,8 @@ import AgentThread from './pages/agent/Thread.svelte';
 import Profile from './pages/settings/Profile.svelte';
 import TeamSettings from './pages/settings/TeamSettings.svelte';
 import ApiKeys from './pages/settings/ApiKeys.svelte';
+import Overview from './pages/overview/Overview.svelte';
+import Usage from './pages/usage/Usage.svelte';
 
 export interface PageProps {
   params: Record<string, string>;
@@ -47,6 +49,8 @@ export function routingFor(families: Family[]): Routing {
   const home = families.length > 0 ? `/${families[0].path}` : '/settings/profile';
   const routes: Route[] = [
     { pattern: '/sign-in', component: SignIn, props: { home }, title: 'Sign in', public: true },
+    // The team's resources by state, drawn (first in the navigation, before the families it counts).
+    { pattern: '/overview', component: Overview, props: { families }, title: 'Overview', nav: { label: 'Overview', section: 'Resources' } },
     ...families.flatMap((family): Route[] => [
       { pattern: `/${family.path}`, component: FamilyList, props: { family }, title: family.title, nav: { label: family.title, section: 'Resources' } },
       { pattern: `/${family.path}/new`, component: FamilyCreate, props: { family }, title: `New ${family.singular}` },
@@ -57,6 +61,7 @@ export function routingFor(families: Family[]): Routing {
     { pattern: '/webhooks', component: WebhookList, title: 'Webhooks', nav: { label: 'Webhooks', section: 'Activity' } },
     { pattern: '/webhooks/failed', component: FailedDeliveries, title: 'Failed deliveries' },
     { pattern: '/webhooks/:id', component: WebhookDetail, title: 'Webhook subscription' },
+    { pattern: '/usage', component: Usage, title: 'Usage', nav: { label: 'Usage', section: 'Activity' } },
     { pattern: '/audit-log', component: AuditLog, title: 'Audit log', nav: { label: 'Audit log', section: 'Activity' } },
     { pattern: '/agent', component: AgentThreads, title: 'Agent', nav: { label: 'Agent', section: 'Activity' } },
     { pattern: '/agent/:id', component: AgentThread, title: 'Agent thread' },

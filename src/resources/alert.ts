@@ -270,8 +270,11 @@ export const alertPolicyFamily: FamilyDefinition<AlertPolicySpec, AlertPolicySta
     };
   },
   presentation: {
-    columns: [...BASIC_COLUMNS, { key: 'condition', label: 'Condition' }, { key: 'enabled', label: 'Enabled' }, { key: 'targets', label: 'Targets' }],
-    // The console has no alert pages yet.
-    console: false,
+    columns: [
+      ...BASIC_COLUMNS,
+      { key: 'condition', label: 'Condition' },
+      { key: 'enabled', label: 'Enabled' },
+      { key: 'targets', label: 'Targets', secondary: true },
+    ],
   },
 };

@@ -143,7 +143,13 @@ export const incidentFamily: FamilyDefinition<IncidentSpec, IncidentStatus> = {
       { key: 'resource_id', label: 'Resource' },
       { key: 'opened_at', label: 'Opened at' },
       { key: 'acknowledged_by', label: 'Acknowledged by' },
-      { key: 'resolved_at', label: 'Resolved at' },
+      { key: 'resolved_at', label: 'Resolved at', secondary: true },
     ],
+    // The generic pages read and list; these two are its only writes (api/routes/incidents.ts).
+    actions: [
+      { name: 'acknowledge', label: 'Acknowledge', allowedIn: ['open'] },
+      { name: 'resolve', label: 'Resolve', allowedIn: ['open', 'acknowledged'] },
+    ],
+    console: true,
   },
 };

@@ -281,6 +281,11 @@ export const jobFamily: FamilyDefinition<JobSpec, JobStatus> = {
       { key: 'exit_code', label: 'Exit code' },
       { key: 'finished_at', label: 'Finished at', shownIn: 'cli' },
     ],
-    actions: [{ name: 'cancel', label: 'Cancel job', allowedIn: ['queued', 'running'] }],
+    // Cancel also ends a schedule (paused or not); pause and resume are for scheduled jobs only.
+    actions: [
+      { name: 'pause', label: 'Pause schedule', allowedIn: ['scheduled'] },
+      { name: 'resume', label: 'Resume schedule', allowedIn: ['paused'] },
+      { name: 'cancel', label: 'Cancel job', allowedIn: ['queued', 'running', 'scheduled', 'paused'] },
+    ],
   },
 };

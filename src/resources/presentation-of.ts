@@ -31,7 +31,7 @@ export function presentationOf(family: AnyFamily): FamilyPresentation {
 
 /** The family as the OpenAPI document's `x-cloudplane-families` lists it (docs/api.md). */
 export function publishedFamily(family: AnyFamily): PublishedFamily {
-  return { name: family.name, path: family.path, deletable: family.deletable !== false, ...presentationOf(family) };
+  return { name: family.name, path: family.path, deletable: family.deletable !== false, idPrefix: family.idPrefix, ...presentationOf(family) };
 }
 
 /**

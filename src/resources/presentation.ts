@@ -57,6 +57,9 @@ export const PublishedFamilySchema = Type.Composite([
     name: Type.String({ description: 'The family: event category and error-code prefix, `load_balancer`.' }),
     path: Type.String({ description: 'Its path under /api/v1: `load-balancers`.' }),
     deletable: Type.Boolean({ description: 'Whether its resources can be deleted (DELETE).' }),
+    idPrefix: Type.String({
+      description: 'What its ids start with before the `_`: `lb` for `lb_...`, so a field holding such an id is known to name one of its resources.',
+    }),
   }),
   FamilyPresentationSchema,
 ]);

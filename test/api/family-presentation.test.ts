@@ -34,7 +34,9 @@ describe('x-cloudplane-families in GET /api/v1/openapi.json', () => {
   });
 
   it('carries each family as its definition declares it: names, deletability and presentation', () => {
-    expect(published).toEqual(families.map((f) => ({ name: f.name, path: f.path, deletable: f.deletable !== false, ...presentationOf(f) })));
+    expect(published).toEqual(
+      families.map((f) => ({ name: f.name, path: f.path, deletable: f.deletable !== false, idPrefix: f.idPrefix, ...presentationOf(f) })),
+    );
   });
 
   it("names the console's families in the order of its navigation, with what their pages show", () => {
@@ -48,6 +50,8 @@ describe('x-cloudplane-families in GET /api/v1/openapi.json', () => {
       ['databases', 'Databases', 'database'],
       ['kubernetes-clusters', 'Kubernetes clusters', 'Kubernetes cluster'],
       ['jobs', 'Jobs', 'job'],
+      ['alert-policies', 'Alert policies', 'alert policy'],
+      ['incidents', 'Incidents', 'incident'],
     ]);
     const servers = shown.find((f) => f.path === 'servers');
     expect(servers?.actions.map((a) => [a.name, a.allowedIn])).toEqual([
@@ -57,5 +61,12 @@ describe('x-cloudplane-families in GET /api/v1/openapi.json', () => {
     ]);
     expect(shown.find((f) => f.path === 'object-storage')?.deleteOptions).toEqual([{ query: 'force', label: 'Also delete the objects it holds' }]);
     expect(shown.find((f) => f.path === 'jobs')?.deletable).toBe(false);
+    // Incidents are read and moved on by their two actions; they are history, never deleted.
+    const incidents = shown.find((f) => f.path === 'incidents');
+    expect(incidents?.actions.map((a) => [a.name, a.allowedIn])).toEqual([
+      ['acknowledge', ['open']],
+      ['resolve', ['open', 'acknowledged']],
+    ]);
+    expect(incidents?.deletable).toBe(false);
   });
 });

@@ -106,6 +106,9 @@ describe('console: resource families in a browser', () => {
     await c.page.getByRole('button', { name: 'Attach', exact: true }).click();
     const backend = c.page.getByRole('region', { name: 'Backends' }).getByRole('row', { name: new RegExp(serverId) });
     await backend.getByText('healthy').waitFor({ timeout: 30_000 });
+    // The backend reads as its server's name (a link to it), not only its id.
+    await backend.getByRole('link', { name: 'app-1' }).waitFor();
+    await c.page.getByTestId('announcements').getByText('Attached server app-1 to web-1.').waitFor();
     expect(await stillSameDocument(c.page)).toBe(true);
     const lb = (await c.service.api('GET', '/api/v1/load-balancers')).body.data[0];
     expect(lb.backends.map((b: { server_id: string; port: number }) => [b.server_id, b.port])).toEqual([[serverId, 8080]]);
@@ -114,7 +117,7 @@ describe('console: resource families in a browser', () => {
 
   it('detaches the server again', async () => {
     const lb = (await c.service.api('GET', '/api/v1/load-balancers')).body.data[0];
-    await c.page.getByRole('button', { name: `Detach ${serverId}` }).click();
+    await c.page.getByRole('button', { name: 'Detach app-1' }).click();
     await eventually(async () => (await c.service.api('GET', `/api/v1/load-balancers/${lb.id}`)).body.data.backends.length === 0, 30_000);
     await c.page.getByRole('region', { name: 'Backends' }).getByText('No backends yet.').waitFor({ timeout: 30_000 });
   });

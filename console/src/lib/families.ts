@@ -6,7 +6,7 @@
  * delete are one generic set of pages (pages/families/).
  */
 import type { Component } from 'svelte';
-import { publishedFamilies, type PublishedFamily } from './openapi';
+import { creatablePaths, publishedFamilies, type PublishedFamily } from './openapi';
 import LoadBalancerBackends from '../pages/families/panels/LoadBalancerBackends.svelte';
 import FileShareServers from '../pages/families/panels/FileShareServers.svelte';
 import VpnTunnelStatus from '../pages/families/panels/VpnTunnelStatus.svelte';
@@ -15,8 +15,11 @@ import DatabaseUsers from '../pages/families/panels/DatabaseUsers.svelte';
 import DatabaseDbs from '../pages/families/panels/DatabaseDbs.svelte';
 import DatabaseTrustedSources from '../pages/families/panels/DatabaseTrustedSources.svelte';
 import DatabaseBackups from '../pages/families/panels/DatabaseBackups.svelte';
+import ServerBackups from '../pages/families/panels/ServerBackups.svelte';
 import ClusterAccess from '../pages/families/panels/ClusterAccess.svelte';
 import ClusterNodePools from '../pages/families/panels/ClusterNodePools.svelte';
+import JobOutput from '../pages/families/panels/JobOutput.svelte';
+import JobRuns from '../pages/families/panels/JobRuns.svelte';
 
 export interface ResourceRecord {
   id: string;
@@ -66,7 +69,23 @@ export interface Family {
   shownByPanels: string[];
   deletable: boolean;
   deleteOptions?: DeleteOption[];
+  /** The record field that names a resource: `name`, or `title` for a family without names (incidents). */
+  nameKey: 'name' | 'title';
+  /** Whether the API has a create (`POST /<path>`): incidents are opened by alert policies only. */
+  creatable: boolean;
+  /** What its ids start with before the `_`. */
+  idPrefix: string;
 }
+
+/** The console's families, once loaded: what an id found in a record refers to. */
+let known: Family[] = [];
+
+/** The family an id belongs to (`svr_...` → servers), if the console shows that family. */
+export const familyOfId = (value: unknown): Family | undefined =>
+  typeof value === 'string' ? known.find((family) => value.startsWith(`${family.idPrefix}_`) && /^[a-z0-9]+_[0-9a-z]{16,26}$/.test(value)) : undefined;
+
+/** What a resource is called in headings, links and announcements. */
+export const nameOf = (family: Family, record: ResourceRecord): string => String(record[family.nameKey] ?? record.id);
 
 /** The panels of a family's detail page, and the record fields they show (left out of the generic list of fields). */
 interface Panels {
@@ -79,22 +98,29 @@ const PANELS: Record<string, Panels> = {
   'load-balancers': { panels: [LoadBalancerBackends], shownByPanels: ['backends'] },
   'vpn-gateways': { panels: [VpnTunnelStatus], shownByPanels: ['tunnel_status', 'bytes_sent', 'bytes_received', 'last_handshake'] },
   'file-storage': { panels: [FileShareServers], shownByPanels: [] },
+  servers: { panels: [ServerBackups], shownByPanels: [] },
   databases: {
     panels: [DatabaseConnection, DatabaseUsers, DatabaseDbs, DatabaseTrustedSources, DatabaseBackups],
     shownByPanels: ['connection', 'private_connection', 'standby_nodes', 'users', 'db_names', 'trusted_sources'],
   },
   'kubernetes-clusters': { panels: [ClusterAccess, ClusterNodePools], shownByPanels: ['endpoint', 'version', 'ha', 'node_pools'] },
+  jobs: { panels: [JobOutput, JobRuns], shownByPanels: [] },
 };
 
 /** The list shows the name (a link) and the status (a badge) itself, and never the id. */
 const SHOWN_BY_THE_LIST = ['id', 'name', 'status'];
 
-function familyOf(published: PublishedFamily): Family {
+function familyOf(published: PublishedFamily, creatable: Set<string>): Family {
+  const keys = published.columns.map((column) => column.key);
+  const nameKey = keys.includes('title') && !keys.includes('name') ? 'title' : 'name';
   return {
     path: published.path,
     title: published.title,
     singular: published.singular,
-    columns: published.columns.filter((column) => column.shownIn !== 'cli' && !SHOWN_BY_THE_LIST.includes(column.key)),
+    nameKey,
+    creatable: creatable.has(published.path),
+    idPrefix: published.idPrefix,
+    columns: published.columns.filter((column) => column.shownIn !== 'cli' && column.key !== nameKey && !SHOWN_BY_THE_LIST.includes(column.key)),
     actions: published.actions,
     deletable: published.deletable,
     deleteOptions: published.deleteOptions,
@@ -104,5 +130,7 @@ function familyOf(published: PublishedFamily): Family {
 
 /** The families the console shows, in the API's order (the navigation's). */
 export async function loadFamilies(): Promise<Family[]> {
-  return (await publishedFamilies()).filter((published) => published.console).map(familyOf);
+  const [published, creatable] = await Promise.all([publishedFamilies(), creatablePaths()]);
+  known = published.filter((family) => family.console).map((family) => familyOf(family, creatable));
+  return known;
 }

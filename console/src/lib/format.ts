@@ -23,3 +23,9 @@ export function formatBytes(bytes: number | null | undefined): string {
   }
   return `${unit === 0 ? value : value.toFixed(1)} ${units[unit]}`;
 }
+
+/** An enum value as words (`resource_failed` → "resource failed", `ip_addr` → "ip addr"): the value itself is what is sent. */
+export const wordsOf = (value: string): string => value.replace(/_/g, ' ');
+
+/** A record value as a list or detail shows it: an enum field's value in words, anything else as formatValue does. */
+export const formatField = (value: unknown, isEnum: boolean): string => (isEnum && typeof value === 'string' ? wordsOf(value) : formatValue(value));

@@ -78,6 +78,7 @@ export interface PublishedFamily {
   name: string;
   path: string;
   deletable: boolean;
+  idPrefix: string;
   title: string;
   singular: string;
   columns: PublishedColumn[];
@@ -175,6 +176,17 @@ export async function createFieldsOf(path: string): Promise<FormField[]> {
   return fields;
 }
 
+/** The family paths the API has a create for (`POST /api/v1/<path>`). */
+export async function creatablePaths(): Promise<Set<string>> {
+  const document = await openApiDocument();
+  const prefix = `${API_BASE}/`;
+  return new Set(
+    Object.entries(document.paths)
+      .filter(([path, operations]) => path.startsWith(prefix) && !path.slice(prefix.length).includes('/') && operations.post !== undefined)
+      .map(([path]) => path.slice(prefix.length)),
+  );
+}
+
 /** The fields of `PATCH /api/v1/<path>/{id}` (update), or null for a family that cannot be changed (jobs). */
 export function updateFieldsOf(path: string): Promise<FormField[] | null> {
   return bodyFieldsOf(`/${path}/{id}`, 'patch');
@@ -226,4 +238,19 @@ export async function shownOnceOf(path: string): Promise<ShownOnce[]> {
   return Object.entries(created)
     .filter(([name]) => !(name in record))
     .map(([name, schema]) => ({ name, label: labelOf(name).toLowerCase(), description: schema.description ?? '' }));
+}
+
+/** The fields of a family's record whose values are an enum (a condition's type, a backup's trigger): shown in words. */
+export async function enumFieldsOf(path: string): Promise<Set<string>> {
+  const document = await openApiDocument();
+  const record = answerFieldsOf(document, document.paths[`${API_BASE}/${path}/{id}`]?.get, '200');
+  const isEnum = (schema: FieldSchema): boolean => {
+    const given = resolve(document, schema);
+    return given.enum !== undefined || (given.anyOf ?? []).some((branch) => resolve(document, branch).enum !== undefined);
+  };
+  return new Set(
+    Object.entries(record)
+      .filter(([, schema]) => isEnum(schema))
+      .map(([name]) => name),
+  );
 }
