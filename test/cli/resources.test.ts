@@ -11,7 +11,7 @@ import path from 'node:path';
 import YAML from 'yaml';
 import { startTestService, TestService, eventually } from '../helpers/service';
 import { startReceiver, Receiver } from '../helpers/receiver';
-import { allOperations, placeholdersOf } from '../../src/cli/operations';
+import { allOperations, placeholdersOf } from '../../src/api/operations';
 import { boundCli, cliInTerminal, freshConfigPath, hasStackTrace } from './run-cli';
 
 const WEBHOOK_ENV = {
