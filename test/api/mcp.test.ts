@@ -1,0 +1,152 @@
+/**
+ * The MCP server, over streamable HTTP from the service (POST /api/v1/mcp) and over stdio
+ * from the CLI (`cloudplane mcp`, the built CLI as a child process), both driven by the
+ * SDK's own client: the tools a read-only and a read-write key are shown, calls that return
+ * the API's own data, a write seen through REST, refusals, and an API error as a tool error.
+ */
+import path from 'node:path';
+import { Client } from '@modelcontextprotocol/sdk/client/index.js';
+import { StreamableHTTPClientTransport } from '@modelcontextprotocol/sdk/client/streamableHttp.js';
+import { StdioClientTransport } from '@modelcontextprotocol/sdk/client/stdio.js';
+import { eventually, startTestService, TestService } from '../helpers/service';
+import { RawConnection } from '../helpers/raw-http';
+import { allTools } from '../../src/api/mcp';
+import { freshConfigPath } from '../cli/run-cli';
+
+const MAIN = path.resolve(__dirname, '../../dist/src/main.js');
+
+let t: TestService;
+let readOnlyKey: string;
+const clients: Client[] = [];
+
+beforeAll(async () => {
+  t = await startTestService();
+  readOnlyKey = (await t.api('POST', '/api/v1/settings/api-keys', { name: 'reader', scope: 'read_only' })).body.data.key;
+});
+afterAll(async () => {
+  await Promise.all(clients.map((c) => c.close()));
+  await t.stop();
+});
+
+async function httpClient(key: string): Promise<Client> {
+  const client = new Client({ name: 'cloudplane-test', version: '1.0.0' });
+  const transport = new StreamableHTTPClientTransport(new URL(`${t.url}/api/v1/mcp`), { requestInit: { headers: { authorization: `Bearer ${key}` } } });
+  await client.connect(transport);
+  clients.push(client);
+  return client;
+}
+
+async function stdioClient(key: string): Promise<Client> {
+  const client = new Client({ name: 'cloudplane-test', version: '1.0.0' });
+  const env: Record<string, string> = {};
+  for (const [name, value] of Object.entries(process.env)) if (value !== undefined && !name.startsWith('CLOUDPLANE_')) env[name] = value;
+  const transport = new StdioClientTransport({
+    command: process.execPath,
+    args: [MAIN, 'mcp'],
+    env: { ...env, CLOUDPLANE_API_URL: t.url, CLOUDPLANE_API_KEY: key, CLOUDPLANE_CONFIG: freshConfigPath() },
+    stderr: 'pipe',
+  });
+  await client.connect(transport);
+  clients.push(client);
+  return client;
+}
+
+const textOf = (result: any): string => result.content.map((c: any) => c.text).join('');
+const jsonOf = (result: any): any => JSON.parse(textOf(result));
+
+describe('the tools', () => {
+  it('are one per operation, each with a distinct valid name', () => {
+    const names = allTools().map((tool) => tool.name);
+    expect(new Set(names).size).toBe(names.length);
+    for (const name of names) expect(name).toMatch(/^[A-Za-z0-9_-]{1,128}$/);
+    expect(names).toEqual(expect.arrayContaining(['load_balancers_list', 'load_balancers_get', 'load_balancers_create', 'load_balancers_delete']));
+  });
+});
+
+describe.each([
+  ['streamable HTTP from the service', httpClient],
+  ['stdio from the CLI', stdioClient],
+])('over %s', (_, connect) => {
+  it('shows a read-only key the reads only, and a read-write key the writes too', async () => {
+    const reader = (await (await connect(readOnlyKey)).listTools()).tools.map((tool) => tool.name);
+    const writer = (await (await connect(t.key)).listTools()).tools.map((tool) => tool.name);
+    const reads = allTools()
+      .filter((tool) => tool.operation.method === 'GET')
+      .map((tool) => tool.name);
+    expect(reader.sort()).toEqual(reads.sort());
+    expect(writer).toEqual(expect.arrayContaining(['load_balancers_create', 'load_balancers_update', 'load_balancers_delete', 'servers_stop']));
+    expect(writer.length).toBeGreaterThan(reader.length);
+  });
+
+  it('creates a load balancer through a tool, which REST then shows, and lists and gets it as the API does', async () => {
+    const client = await connect(t.key);
+    const name = `mcp-${Math.random().toString(36).slice(2, 8)}`;
+    const created = await client.callTool({ name: 'load_balancers_create', arguments: { body: { name, region: 'fra1' } } });
+    expect(created.isError).toBeFalsy();
+    const record = jsonOf(created).data;
+    expect(record).toMatchObject({ name, region: 'fra1' });
+    const rest = await t.api('GET', `/api/v1/load-balancers/${record.id}`);
+    expect(rest.status).toBe(200);
+    expect(rest.body.data.name).toBe(name);
+
+    const got = jsonOf(await client.callTool({ name: 'load_balancers_get', arguments: { id: record.id } }));
+    expect(got.data).toMatchObject({ id: record.id, name, region: 'fra1', created_at: rest.body.data.created_at });
+    const listed = jsonOf(await client.callTool({ name: 'load_balancers_list', arguments: { query: { limit: 100 } } }));
+    expect(listed.data.map((lb: any) => lb.id)).toContain(record.id);
+  });
+
+  it('refuses a write tool to a read-only key', async () => {
+    const client = await connect(readOnlyKey);
+    const result = await client.callTool({ name: 'load_balancers_create', arguments: { body: { name: 'nope', region: 'fra1' } } });
+    expect(result.isError).toBe(true);
+    expect(jsonOf(result)).toMatchObject({ status: 403, error: { code: 'forbidden' } });
+    const all = await t.api('GET', '/api/v1/load-balancers?limit=100');
+    expect(all.body.data.map((lb: any) => lb.name)).not.toContain('nope');
+  });
+
+  it("returns an API error as a tool error with the API's code and message", async () => {
+    const client = await connect(t.key);
+    const missing = await client.callTool({ name: 'load_balancers_get', arguments: { id: 'lb_doesnotexist' } });
+    expect(missing.isError).toBe(true);
+    expect(jsonOf(missing)).toMatchObject({ status: 404, error: { code: 'load_balancer_not_found', message: expect.any(String) } });
+    const invalid = await client.callTool({ name: 'load_balancers_create', arguments: { body: { region: 'fra1' } } });
+    expect(invalid.isError).toBe(true);
+    expect(jsonOf(invalid)).toMatchObject({ status: 422, error: { code: 'validation_failed' } });
+  });
+});
+
+describe('the endpoint', () => {
+  it('answers 401 to no key before reading the body', async () => {
+    // Headers announcing a body that never comes: the answer does not wait for it.
+    const conn = new RawConnection(t.url);
+    await conn.ready;
+    const { host } = new URL(t.url);
+    await conn.write(`POST /api/v1/mcp HTTP/1.1\r\nHost: ${host}\r\nContent-Type: application/json\r\nContent-Length: 50000\r\n\r\n{"jsonrpc"`);
+    const answer = await eventually(async () => conn.json());
+    conn.destroy();
+    expect(conn.head()?.status).toBe(401);
+    expect(answer.error.code).toBe('unauthorized');
+  });
+
+  it('answers GET and DELETE with 405: a stateless server has no stream or session', async () => {
+    for (const method of ['GET', 'DELETE']) {
+      const res = await t.api(method, '/api/v1/mcp');
+      expect(res.status).toBe(405);
+      expect(res.headers.get('allow')).toContain('POST');
+    }
+  });
+
+  it("answers a client that does not accept the transport's answers in the API's envelope", async () => {
+    const res = await t.api('POST', '/api/v1/mcp', { jsonrpc: '2.0', id: 1, method: 'tools/list' }, { headers: { accept: 'application/json' } });
+    expect(res.status).toBe(406);
+    expect(res.body.error.code).toBe('not_acceptable');
+  });
+
+  it('counts each tool call as the request it makes, in the audit log', async () => {
+    const client = await httpClient(t.key);
+    const name = `audited-${Math.random().toString(36).slice(2, 8)}`;
+    const record = jsonOf(await client.callTool({ name: 'load_balancers_create', arguments: { body: { name, region: 'fra1' } } })).data;
+    const created = await eventually(async () => (await t.api('GET', `/api/v1/audit-log?resource_id=${record.id}&type=load_balancer.created`)).body.data[0]);
+    expect(created).toMatchObject({ resource_id: record.id, type: 'load_balancer.created' });
+  });
+});
