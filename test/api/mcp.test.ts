@@ -140,6 +140,10 @@ describe('the endpoint', () => {
     const res = await t.api('POST', '/api/v1/mcp', { jsonrpc: '2.0', id: 1, method: 'tools/list' }, { headers: { accept: 'application/json' } });
     expect(res.status).toBe(406);
     expect(res.body.error.code).toBe('not_acceptable');
+    const accept = { accept: 'application/json, text/event-stream' };
+    const broken = await t.api('POST', '/api/v1/mcp', { jsonrpc: '2.0', params: {} }, { headers: accept });
+    expect(broken.status).toBe(400);
+    expect(broken.body.error.code).toBe('invalid_mcp_request');
   });
 
   it('counts each tool call as the request it makes, in the audit log', async () => {

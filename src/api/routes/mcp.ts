@@ -17,6 +17,7 @@ import { known } from '../../lib/known';
 import { ApiError } from '../../lib/errors';
 import { fieldOf } from '../../lib/unknown-values';
 import { parseJsonText } from '../mcp';
+import { ErrorEnvelope } from '../plugins/error-responses';
 import { packageVersion } from '../../lib/package-root';
 
 /** A JSON-RPC 2.0 message: its members are MCP's (its specification), not this API's. */
@@ -41,6 +42,8 @@ export function registerMcpRoute(app: ApiApp, rules: RouteRules): void {
       response: {
         200: { description: 'The JSON-RPC response.', content: { 'application/json': { schema: JsonRpcMessage } } },
         202: { description: 'A notification or a response, accepted; no body.', type: 'null' },
+        400: ErrorEnvelope,
+        406: ErrorEnvelope,
       },
     },
     config: { judgedPerCall: true },
