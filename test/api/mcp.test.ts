@@ -2,7 +2,8 @@
  * The MCP server, over streamable HTTP from the service (POST /api/v1/mcp) and over stdio
  * from the CLI (`cloudplane mcp`, the built CLI as a child process), both driven by the
  * SDK's own client: the tools a read-only and a read-write key are shown, calls that return
- * the API's own data, a write seen through REST, refusals, and an API error as a tool error.
+ * the API's own data, a write seen through REST, refusals, an API error as a tool error, and
+ * each role shown what its routes allow (a viewer no writes, a member no admin's tools).
  */
 import path from 'node:path';
 import { Client } from '@modelcontextprotocol/sdk/client/index.js';
@@ -112,6 +113,36 @@ describe.each([
     const invalid = await client.callTool({ name: 'load_balancers_create', arguments: { body: { region: 'fra1' } } });
     expect(invalid.isError).toBe(true);
     expect(jsonOf(invalid)).toMatchObject({ status: 422, error: { code: 'validation_failed' } });
+  });
+});
+
+describe('roles', () => {
+  /** Invites `email` into the bootstrap team with `role` and makes the new member's first key. */
+  async function memberKey(email: string, role: string): Promise<string> {
+    const invited = await t.api('POST', '/api/v1/settings/team/members', { email, role });
+    expect(invited.status).toBe(201);
+    return (await t.api('POST', '/api/v1/settings/api-keys', { name: `${role} key`, user_id: invited.body.data.id })).body.data.key;
+  }
+
+  it("shows each role what its routes allow: a viewer no writes, a member no admin's or installation admin's tools", async () => {
+    const viewer = (await (await httpClient(await memberKey('viewer@mcp.example', 'viewer'))).listTools()).tools.map((tool) => tool.name);
+    const member = await httpClient(await memberKey('member@mcp.example', 'member'));
+    const memberTools = (await member.listTools()).tools.map((tool) => tool.name);
+    const owner = (await (await httpClient(t.key)).listTools()).tools.map((tool) => tool.name);
+
+    expect(viewer).toEqual(expect.arrayContaining(['load_balancers_list', 'settings_members_list']));
+    expect(viewer).not.toContain('load_balancers_create');
+    expect(memberTools).toEqual(expect.arrayContaining(['load_balancers_create', 'servers_stop']));
+    // An admin's (members, usage limits) and an installation admin's (teams, even to read).
+    for (const name of ['settings_members_invite', 'usage_limits_set', 'teams_list', 'teams_create']) {
+      expect(memberTools).not.toContain(name);
+      expect(owner).toContain(name);
+    }
+    expect(viewer).not.toContain('teams_list');
+
+    const refused = await member.callTool({ name: 'teams_list', arguments: {} });
+    expect(refused.isError).toBe(true);
+    expect(jsonOf(refused)).toMatchObject({ status: 403, error: { code: 'forbidden' } });
   });
 });
 
