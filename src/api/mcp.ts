@@ -159,7 +159,8 @@ async function callTool(app: FastifyInstance, request: FastifyRequest, tool: Mcp
   const userAgent = request.headers['user-agent'];
   headers['user-agent'] = `${typeof userAgent === 'string' ? `${userAgent} ` : ''}(mcp)`;
   const options: InjectOptions = { method: operation.method, url: `${path}${queryOf(args)}`, headers, remoteAddress: request.ip };
-  if (operation.method !== 'GET' && operation.method !== 'DELETE') {
+  // A body only where the operation takes one (an action without one gets none, as from the CLI).
+  if (operation.body) {
     options.payload = JSON.stringify(isRecord(args.body) ? args.body : {});
     headers['content-type'] = 'application/json';
   }

@@ -9,7 +9,7 @@ import path from 'node:path';
 import { Client } from '@modelcontextprotocol/sdk/client/index.js';
 import { StreamableHTTPClientTransport } from '@modelcontextprotocol/sdk/client/streamableHttp.js';
 import { StdioClientTransport } from '@modelcontextprotocol/sdk/client/stdio.js';
-import { eventually, startTestService, TestService } from '../helpers/service';
+import { eventually, startTestService, TestService, waitForStatus } from '../helpers/service';
 import { RawConnection } from '../helpers/raw-http';
 import { allTools } from '../../src/api/mcp';
 import { freshConfigPath } from '../cli/run-cli';
@@ -94,6 +94,15 @@ describe.each([
     expect(got.data).toMatchObject({ id: record.id, name, region: 'fra1', created_at: rest.body.data.created_at });
     const listed = jsonOf(await client.callTool({ name: 'load_balancers_list', arguments: { query: { limit: 100 } } }));
     expect(listed.data.map((lb: any) => lb.id)).toContain(record.id);
+  });
+
+  it('runs an action that takes no body', async () => {
+    const client = await connect(t.key);
+    const server = jsonOf(await client.callTool({ name: 'servers_create', arguments: { body: { name: 'mcp-app', region: 'fra1' } } })).data;
+    await waitForStatus(t, `/api/v1/servers/${server.id}`, 'running');
+    const stopped = await client.callTool({ name: 'servers_stop', arguments: { id: server.id } });
+    expect(stopped.isError).toBeFalsy();
+    expect(jsonOf(stopped).data).toMatchObject({ id: server.id, status: expect.stringMatching(/^stop/) });
   });
 
   it('refuses a write tool to a read-only key', async () => {
