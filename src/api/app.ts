@@ -33,6 +33,8 @@ import { keepRouteConfig } from './route-config';
 import { limitBodies } from './body-limits';
 import { markSecretAnswers } from './plugins/secret-answers';
 import { registerRouteModules } from './routes';
+import { registerMcpRoute } from './routes/mcp';
+import { RouteRules } from './mcp';
 import { registerAuthRoutes } from './auth-routes';
 import { withCookies } from './cookies';
 import { registerS3NotificationRoute } from './s3-notifications';
@@ -161,8 +163,12 @@ export async function buildApp(ctx: ApiContext, options: AppOptions): Promise<Ap
       registerNotFoundHandler(api, ctx, routes);
       documentSharedErrors(api);
       requireOperationIds(api);
+      // Before the routes, so the MCP tools a caller is shown know what each route requires.
+      const rules = new RouteRules();
+      rules.collect(api);
       options.familyRoutes(api, ctx);
       registerRouteModules(api, ctx);
+      registerMcpRoute(api, rules);
     });
   });
   return app;

@@ -30,6 +30,8 @@ export const ROUTE_BODY_LIMITS: Readonly<Record<string, number>> = {
   'POST /api/v1/jobs': 64 * KiB,
   // `content`: a message of up to 10,000 characters.
   'POST /api/v1/agent/threads/:id/messages': 64 * KiB,
+  // A tool call of the MCP endpoint: the body of any route above, in a JSON-RPC message.
+  'POST /api/v1/mcp': 80 * KiB,
 };
 
 export function bodyLimitOf(method: string, url: string): number {

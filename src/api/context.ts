@@ -52,6 +52,11 @@ declare module 'fastify' {
     requires?: Requirement;
     /** A read by its method that acts (a listener's stream): it needs what a write needs, a member and a read_write key. */
     actsAsWrite?: boolean;
+    /**
+     * The route carries calls of other routes, each made as a request of its own and judged
+     * there (the MCP endpoint's tool calls): the route itself needs only what a read needs.
+     */
+    judgedPerCall?: boolean;
     /** Any authenticated caller, whatever its role and scope: the route changes only the caller's own session (sign-out, choosing a team). */
     ownSession?: boolean;
     /** The answer carries a secret its schema does not show (a session cookie): sent with Cache-Control: no-store (plugins/secret-answers.ts). */

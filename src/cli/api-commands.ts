@@ -3,7 +3,7 @@ import fs from 'node:fs';
 import { Command } from 'commander';
 import YAML from 'yaml';
 import { presentationOf } from '../resources/presentation-of';
-import { allOperations, Operation, placeholdersOf } from './operations';
+import { allOperations, Operation, placeholdersOf } from '../api/operations';
 import { addSchemaFlags, kebab, parseSeconds, readBodyFile, schemaValues } from './flags';
 import { clientFor, globalsOf, note, print } from './session';
 import { isResource, waitFor } from './wait';

@@ -10,6 +10,7 @@ import { CliError, EXIT, ExitCode, isExitCode } from './exit-codes';
 import { OUTPUT_FORMATS } from './output';
 import { parseSeconds } from './flags';
 import { registerListen } from './listen';
+import { registerMcp } from './mcp';
 import { resolveCredentials } from './contexts';
 import { textOf } from '../lib/unknown-values';
 import { packageVersion } from '../lib/package-root';
@@ -41,10 +42,12 @@ export function buildProgram(): Command {
 
   registerAuth(program);
   registerOperations(program);
-  registerListen(program, () => {
+  const connection = () => {
     const { context, timeout } = program.opts<{ context?: string; timeout: number }>();
     return { ...resolveCredentials(context), timeoutMs: timeout * 1000 };
-  });
+  };
+  registerListen(program, connection);
+  registerMcp(program, connection);
 
   program
     .command('completion')

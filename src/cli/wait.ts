@@ -4,7 +4,7 @@
  */
 import { ApiClient } from './client';
 import { CliError, EXIT } from './exit-codes';
-import { DEAD_END_STATES, WaitSpec } from './operations';
+import { DEAD_END_STATES, WaitSpec } from '../api/operations';
 import { isRecord } from '../lib/unknown-values';
 
 const FRAMES = ['⠋', '⠙', '⠹', '⠸', '⠼', '⠴', '⠦', '⠧', '⠇', '⠏'];

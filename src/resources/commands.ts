@@ -3,7 +3,7 @@
  * offers them: its actions and sub-resources (a server's `stop`, a webhook's deliveries).
  * Declared in the family's definition (FamilyDefinition.commands), so that what a family
  * is, how it is shown and what may be done with it are read in one place; the routes
- * that serve them are in its module. `cli/operations.ts` turns each into a command.
+ * that serve them are in its module. `api/operations.ts` turns each into a command (and an MCP tool).
  */
 import type { TObject, TProperties } from '@sinclair/typebox';
 

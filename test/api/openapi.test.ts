@@ -128,6 +128,7 @@ describe('GET /api/v1/openapi.json', () => {
       expect(named).toEqual({
         'GET /api/v1/load-balancers': 'listLoadBalancers',
         'POST /api/v1/load-balancers': 'createLoadBalancer',
+        'POST /api/v1/mcp': 'sendMcpMessage',
         'GET /api/v1/load-balancers/{id}': 'getLoadBalancer',
         'PATCH /api/v1/load-balancers/{id}': 'updateLoadBalancer',
         'DELETE /api/v1/load-balancers/{id}': 'deleteLoadBalancer',

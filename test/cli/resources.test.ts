@@ -11,7 +11,7 @@ import path from 'node:path';
 import YAML from 'yaml';
 import { startTestService, TestService, eventually } from '../helpers/service';
 import { startReceiver, Receiver } from '../helpers/receiver';
-import { allOperations, placeholdersOf } from '../../src/cli/operations';
+import { allOperations, placeholdersOf } from '../../src/api/operations';
 import { boundCli, cliInTerminal, freshConfigPath, hasStackTrace } from './run-cli';
 
 const WEBHOOK_ENV = {
@@ -63,6 +63,8 @@ describe('the command table and the OpenAPI document', () => {
     // is anything outside the API (the console's files, sign-in redirects). The listener's
     // three operations are the protocol `cloudplane listen` speaks (test/cli/listen.test.ts).
     const listenProtocol = new Set(['POST /api/v1/webhooks/listeners', 'GET /api/v1/webhooks/{}/stream', 'POST /api/v1/webhooks/{}/deliveries/{}/answer']);
+    // The MCP endpoint is the protocol `cloudplane mcp` speaks, whose tools are these very operations (test/api/mcp.test.ts).
+    listenProtocol.add('POST /api/v1/mcp');
     const missing = [...operations.keys()].filter(
       (key) => !covered.has(key) && !listenProtocol.has(key) && / \/api\/v1\//.test(key) && !/ \/api\/v1\/session\b/.test(key),
     );

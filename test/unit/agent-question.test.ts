@@ -1,10 +1,10 @@
 /**
  * The agent's question parser and its "how do I" calls, without a service: the calls are
- * the CLI's own commands (same words, method and path as cli/operations.ts builds), and a
+ * the CLI's own commands (same words, method and path as api/operations.ts builds), and a
  * question's entities are matched against the live state it is given.
  */
 import { families } from '../../src/resources/registry';
-import { allOperations } from '../../src/cli/operations';
+import { allOperations } from '../../src/api/operations';
 import { callsOf } from '../../src/agent/howto';
 import { parseQuestion, LiveResource } from '../../src/agent/question';
 

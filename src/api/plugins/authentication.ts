@@ -58,7 +58,7 @@ export function requireApiKey(api: FastifyInstance, ctx: ApiContext): void {
     if (request.is404) return;
     const config = routeConfigOf(request);
     if (config.ownSession) return;
-    const refusal = refusalOf(principal, request.method, config.requires, config.actsAsWrite);
+    const refusal = refusalOf(principal, config.judgedPerCall ? 'GET' : request.method, config.requires, config.actsAsWrite);
     if (refusal) throw new ApiError(403, 'forbidden', refusal);
   });
 }

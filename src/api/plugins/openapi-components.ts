@@ -10,7 +10,8 @@
  * data is a `LoadBalancer`; `listLoadBalancers` a `LoadBalancerList`; a create whose
  * answer shows more than the record (an API key's secret) an `ApiKeyCreatedEnvelope`; every
  * error an `ErrorEnvelope` of an `Error`; an event stream (`streamWebhookListener`) a
- * `WebhookListenerStreamEvent` per event. A schema is replaced where it is the same,
+ * `WebhookListenerStreamEvent` per event; a protocol's message (`sendMcpMessage`) an
+ * `McpMessage`. A schema is replaced where it is the same,
  * keyword for keyword, as a named one; a shape several operations name takes the words
  * their names share (a server's and a database's backups are one `Backup`).
  *
@@ -72,6 +73,9 @@ function namedSchemas(document: OpenApiDocument): Map<string, Schema> {
     // A stream's answer is described event by event: `streamWebhookListener` sends WebhookListenerStreamEvents.
     const streamed = /^stream([A-Z]\w*)$/.exec(id);
     if (streamed) name(`${streamed[1]}StreamEvent`, schemaOf(responses['200'], 'text/event-stream'));
+    // A protocol's messages, sent and answered (`sendMcpMessage`: an McpMessage each way).
+    const sent = /^send([A-Z]\w*Message)$/.exec(id);
+    if (sent) name(sent[1], answer);
     const error = jsonSchemaOf(responses['401']);
     name('ErrorEnvelope', error);
     name('Error', propertyOf(error, 'error'));

@@ -1,12 +1,14 @@
 /**
- * Every API operation the CLI offers, as data: the command that runs it, the method and
- * path, the positional arguments (the path's placeholders), the body and query schemas
- * its flags are built from, the columns of its table (the family's presentation) and the
- * status --wait waits for.
+ * Every API operation the CLI and the MCP server offer, as data: the command that runs it,
+ * the method and path, the positional arguments (the path's placeholders), the body and
+ * query schemas its flags (or a tool's arguments) are built from, the columns of its table
+ * (the family's presentation) and the status --wait waits for. It lives in the api layer so
+ * that the service's MCP endpoint (api/mcp.ts) derives its tools from the same list as the
+ * CLI its commands (cli/api-commands.ts).
  *
  * The families' CRUD comes from the service's own family registry (paths, states,
  * TypeBox create and update schemas), so a new family or field appears here by itself.
- * The route modules' actions are declared below; test/cli/operations.test.ts checks every
+ * The route modules' actions are declared below; test/cli/resources.test.ts checks every
  * entry against the OpenAPI document the service serves (method, path, body and query
  * fields), and that every operation there has a command here.
  */
@@ -17,7 +19,7 @@ import { presentationOf } from '../resources/presentation-of';
 import { commandGroupOf, commandPathOf, commandWordsOf } from '../resources/commands';
 import { pluralOf } from '../lib/plural';
 import { fieldOf, recordAt, scalarText } from '../lib/unknown-values';
-import { listQuerySchema } from '../api/list';
+import { listQuerySchema } from './list';
 
 export type Method = 'GET' | 'POST' | 'PATCH' | 'PUT' | 'DELETE';
 
