@@ -1,5 +1,6 @@
 import { startTestService, TestService, waitForStatus, eventually } from '../helpers/service';
 import type { LoadBalancer } from '../../src/resources/load-balancer';
+import { ConflictError } from '../../src/store/types';
 
 describe('audit log', () => {
   let t: TestService;
@@ -93,8 +94,17 @@ describe('audit log: who asked for a change the reconciler carries out', () => {
 
     // A change made outside the API (a kubectl edit of the custom resource) names no one: system.
     const before = (await t.api('GET', `/api/v1/audit-log?resource_id=${lb.id}&type=load_balancer.updated`)).body.data.length;
-    const stored = await t.service.ctx.store.get<LoadBalancer['spec'], LoadBalancer['status']>('LoadBalancer', t.teamId, lb.id);
-    await t.service.ctx.store.update({ ...stored!, spec: { ...stored!.spec, port: 8080 } });
+    // As kubectl does: read, edit, write back; a write that lost to the reconciler's is made again on the newer version.
+    await eventually(async () => {
+      const stored = await t.service.ctx.store.get<LoadBalancer['spec'], LoadBalancer['status']>('LoadBalancer', t.teamId, lb.id);
+      try {
+        await t.service.ctx.store.update({ ...stored!, spec: { ...stored!.spec, port: 8080 } });
+        return true;
+      } catch (err) {
+        if (err instanceof ConflictError) return false;
+        throw err;
+      }
+    });
     const edited = await eventually(async () => {
       const page = (await t.api('GET', `/api/v1/audit-log?resource_id=${lb.id}&type=load_balancer.updated`)).body.data;
       return page.length > before ? page[0] : null;
