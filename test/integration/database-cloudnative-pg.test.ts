@@ -301,12 +301,17 @@ describe('cluster mode: databases as CloudNativePG Clusters, run by the real ope
         ],
       ];
     };
-    cleanups.push(async () => {
+    // A finished Pod's network goes with it, as a kubelet frees it: KWOK may give its IP to the next Pod.
+    let released = false;
+    const release = async () => {
+      if (released) return;
+      released = true;
       await stopChild(inside, 'SIGKILL');
       await new Promise((resolve) => forward.close(resolve));
       netns.destroy();
-    });
-    return { node, command, podIp };
+    };
+    cleanups.push(release);
+    return { node, command, podIp, release };
   }
 
   /** Ends a Job's Pod as a kubelet does once its container exited 0. */
@@ -381,6 +386,7 @@ describe('cluster mode: databases as CloudNativePG Clusters, run by the real ope
     const [program, args] = await init.command(initContainer);
     await init.node.exec(program, args, 180_000);
     await succeeded(initPod);
+    await init.release();
 
     // The instance's Pod: `manager instance run`, on the same volume, left running.
     const pod = await eventually(() => podWith(`cnpg.io/cluster=${name},cnpg.io/instanceName=${name}-1,cnpg.io/podRole=instance`), 120_000, 500);
@@ -484,6 +490,7 @@ describe('cluster mode: databases as CloudNativePG Clusters, run by the real ope
     const joined = await join.node.exec(joinProgram, joinArgs, 180_000);
     if (process.env.CLOUDPLANE_TEST_KEEP_LOGS) fs.writeFileSync(path.join(process.env.CLOUDPLANE_TEST_KEEP_LOGS, 'cnpg-join.log'), joined);
     await succeeded(joinPod);
+    await join.release();
     const standbyPod = await eventually(() => podWith(`cnpg.io/cluster=${name},cnpg.io/instanceName=${name}-2,cnpg.io/podRole=instance`), 120_000, 500);
     const standby = await podSandbox(standbyPod, joinVolume, 'standby', { [`${name}-rw`]: instance.podIp });
     linkPods(primary, standby);
