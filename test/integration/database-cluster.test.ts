@@ -290,7 +290,17 @@ describe('cluster mode: databases as a PostgreSQL StatefulSet', () => {
     const user = await t.api('POST', `/api/v1/databases/${id}/users`, { name: 'app' });
     expect(user.status).toBe(201);
     expect((await t.api('POST', `/api/v1/databases/${id}/dbs`, { name: 'inventory' })).status).toBe(201);
-    const app = await eventually(async () => connect(podIp, 'app', user.body.data.password, 'inventory'), 60_000, 500);
+    // The database exists (and accepts connections) a moment before the driver has granted its users the public schema:
+    // `data.created` is what says that it was applied whole.
+    await eventually(
+      async () => {
+        const told = await t.api('GET', '/api/v1/audit-log?type=data.created&limit=100');
+        return told.body.data.some((e: { data: { database_id?: string; name?: string } }) => e.data.database_id === id && e.data.name === 'inventory');
+      },
+      60_000,
+      500,
+    );
+    const app = await connect(podIp, 'app', user.body.data.password, 'inventory');
     await app.query('CREATE TABLE items (sku text)');
     await app.query("INSERT INTO items VALUES ('a-1')");
     expect((await app.query('SELECT count(*)::int AS n FROM items')).rows[0].n).toBe(1);
