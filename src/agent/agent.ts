@@ -1,16 +1,18 @@
 /**
  * The agent: answers questions about the team's infrastructure from its real resources
- * (the store) and events (the audit log). A small set of rules recognises the questions it can
- * answer exactly; when an OpenAI-compatible LLM is configured, the facts those rules
- * gathered are handed to it as context to phrase the answer, and the rule-based answer
- * stands whenever the LLM cannot be reached.
+ * (the store) and events (the audit log). A parser and a small set of rules recognise the
+ * questions they can answer exactly; when an OpenAI-compatible LLM is configured, the facts
+ * those rules gathered are handed to it as a start, with the API's reads as tools it may
+ * call as the asker (llm-chat.ts), and the rule-based answer stands whenever the LLM cannot
+ * be reached.
  *
  * The endpoint is shared by every team: calls to it go through a FairGate, so a team asking
  * in many threads at once holds a few places (CLOUDPLANE_AGENT_LLM_CONCURRENCY_PER_TEAM) and
  * the teams waiting take free places in turns. A call that finds no place in time is
  * answered from the rules, as when the endpoint is down.
  */
-import type { Agent, AgentDeps, EventHistory } from './types';
+import type { Agent, AgentDeps, AgentTools, EventHistory } from './types';
+import { chat } from './llm-chat';
 import type { AnyFamily, Resource } from '../resources/family';
 import type { CloudEvent } from '../resources/cloud-event';
 import { categoryOf } from '../events/types';
@@ -33,7 +35,8 @@ const MAX_LINES = 50;
 const RECENT_EVENT_COUNT = 10;
 /** Events shown with a resource's status; "history of <id>" shows up to MAX_LINES. */
 const EVENTS_WITH_STATUS = 5;
-const LLM_TIMEOUT_MS = 20_000;
+/** The whole of an LLM answer, its rounds of tool calls included. */
+const LLM_TIMEOUT_MS = 30_000;
 /** Calls of one team waiting for a place at the LLM; more are answered from the rules at once. */
 const LLM_WAITING_PER_TEAM = 10;
 /** Families that are not infrastructure a user asks about in these words. */
@@ -93,11 +96,11 @@ export class DataAgent implements Agent {
     return Promise.resolve();
   }
 
-  async answer(team: string, threadId: string, question: string): Promise<string> {
+  async answer(team: string, threadId: string, question: string, tools?: AgentTools): Promise<string> {
     const facts = await this.ruleBasedAnswer(team, question);
     if (!this.llmGate) return facts;
     try {
-      return await this.llmGate.run(team, () => this.askLlm(team, threadId, question, facts));
+      return await this.llmGate.run(team, () => this.askLlm(team, threadId, question, facts, tools));
     } catch (err) {
       if (err instanceof GateBusyError)
         this.deps.logger.info({ team, reason: err.message }, "the team's places at the agent LLM are taken; answering from the rules");
@@ -364,37 +367,20 @@ export class DataAgent implements Agent {
     ].join('\n');
   }
 
-  /** Asks an OpenAI-compatible chat completion to phrase the answer from the gathered facts. */
-  private async askLlm(team: string, threadId: string, question: string, facts: string): Promise<string> {
+  /**
+   * Asks an OpenAI-compatible chat completion, with the facts the rules gathered as a start
+   * and the API's reads as tools over the team's live state (llm-chat.ts).
+   */
+  private async askLlm(team: string, threadId: string, question: string, facts: string, tools: AgentTools | undefined): Promise<string> {
     const llm = known(this.deps.config.agentLlm, 'the LLM settings (askLlm runs only when they are set)');
     const inventory = await this.counts(team, []);
     const history = await this.history(team, threadId);
-    const url = llm.url.replace(/\/+$/, '').endsWith('/chat/completions') ? llm.url : `${llm.url.replace(/\/+$/, '')}/chat/completions`;
-    const response = await fetch(url, {
-      method: 'POST',
-      headers: { 'content-type': 'application/json', ...(llm.apiKey ? { authorization: `Bearer ${llm.apiKey}` } : {}) },
-      signal: AbortSignal.timeout(LLM_TIMEOUT_MS),
-      body: JSON.stringify({
-        model: llm.model,
-        temperature: 0,
-        messages: [
-          {
-            role: 'system',
-            content:
-              "You are the assistant of a cloud control plane. Answer the user's question using only the facts given; " +
-              'quote resource ids exactly; say so when the facts do not answer it.\n\n' +
-              `Inventory:\n${inventory}\n\nFacts for this question:\n${facts}`,
-          },
-          ...history,
-          { role: 'user', content: question },
-        ],
-      }),
-    });
-    if (!response.ok) throw new Error(`LLM answered HTTP ${response.status}`);
-    const body = (await response.json()) as { choices?: Array<{ message?: { content?: string } }> };
-    const content = body.choices?.[0]?.message?.content?.trim();
-    if (!content) throw new Error('LLM answer without content');
-    return content;
+    const system =
+      "You are the assistant of a cloud control plane. Answer the user's question from the facts given" +
+      (tools ? " and from what the tools (the API's reads over the team's live state) return; call them for anything the facts do not settle" : ' only') +
+      '. Quote resource ids and names exactly; say so when you cannot find the answer.\n\n' +
+      `Inventory:\n${inventory}\n\nFacts for this question:\n${facts}`;
+    return chat(llm, [{ role: 'system', content: system }, ...history, { role: 'user', content: question }], tools, LLM_TIMEOUT_MS);
   }
 
   /** The thread so far (without the question being answered), for the LLM's context. */

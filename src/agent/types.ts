@@ -7,7 +7,26 @@ import type { CloudEvent } from '../resources/cloud-event';
 
 /** The agent as the API sees it: it answers a question in a thread from the team's data. */
 export interface Agent {
-  answer(team: string, threadId: string, question: string): Promise<string>;
+  /** `tools`: the reads an LLM may call to answer, made as the person who asked. */
+  answer(team: string, threadId: string, question: string, tools?: AgentTools): Promise<string>;
+}
+
+/** A read the agent's LLM may call, described as a function of OpenAI's chat completions. */
+export interface AgentTool {
+  name: string;
+  description: string;
+  /** JSON Schema of the call's arguments. */
+  parameters: Record<string, unknown>;
+}
+
+/**
+ * The API's reads as tools, made as the person who asked (their key, role and team), so a
+ * model sees exactly what that person could read; the API builds them (api/mcp.ts).
+ */
+export interface AgentTools {
+  readonly list: AgentTool[];
+  /** The API's answer as JSON text; a refusal or an error is text too, for the model to read. */
+  call(name: string, args: Record<string, unknown>): Promise<string>;
 }
 
 /**

@@ -10,7 +10,7 @@
  * (api/cookies.ts); every other answer pays nothing for cookies.
  */
 import { RequestLog } from './request-log';
-import Fastify, { FastifyBaseLogger } from 'fastify';
+import Fastify, { FastifyBaseLogger, FastifyRequest } from 'fastify';
 import type { ApiApp, TypeBoxTypeProvider } from './api-app';
 import swagger from '@fastify/swagger';
 import type { ApiContext } from './context';
@@ -34,7 +34,7 @@ import { limitBodies } from './body-limits';
 import { markSecretAnswers } from './plugins/secret-answers';
 import { registerRouteModules } from './routes';
 import { registerMcpRoute } from './routes/mcp';
-import { RouteRules } from './mcp';
+import { agentToolsFor, RouteRules } from './mcp';
 import { registerAuthRoutes } from './auth-routes';
 import { withCookies } from './cookies';
 import { registerS3NotificationRoute } from './s3-notifications';
@@ -166,6 +166,11 @@ export async function buildApp(ctx: ApiContext, options: AppOptions): Promise<Ap
       // Before the routes, so the MCP tools a caller is shown know what each route requires.
       const rules = new RouteRules();
       rules.collect(api);
+      api.decorateRequest('agentTools', {
+        getter(this: FastifyRequest) {
+          return this.principal ? agentToolsFor(api, this, this.principal, rules) : undefined;
+        },
+      });
       options.familyRoutes(api, ctx);
       registerRouteModules(api, ctx);
       registerMcpRoute(api, rules);

@@ -8,7 +8,7 @@ import type { ResourceWriter } from '../resources/writer';
 import type { ApiKeyAuthenticator } from '../accounts/authenticator';
 import type { ActiveSession, SessionManager } from '../accounts/sessions';
 import type { OidcSignIn } from '../accounts/oidc';
-import type { Agent } from '../agent/types';
+import type { Agent, AgentTools } from '../agent/types';
 import type { AuditLog } from '../audit/audit-log';
 import type { Principal, Requirement } from '../accounts/roles';
 import type { UsageMeter } from '../usage';
@@ -44,6 +44,8 @@ declare module 'fastify' {
     principal?: Principal;
     /** The console session the request came with, when it was authenticated by its cookie. */
     session?: ActiveSession;
+    /** The API's reads as the agent's tools, made as this request's caller (api/mcp.ts); set on authenticated routes. */
+    readonly agentTools?: AgentTools;
   }
   interface FastifyContextConfig {
     /** The resource family a route serves: drives meta.provider on its answers and errors. */

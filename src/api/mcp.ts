@@ -18,6 +18,7 @@ import { CallToolRequestSchema, CallToolResult, ListToolsRequestSchema, Tool } f
 import { allOperations, Operation, placeholdersOf } from './operations';
 import { refusalOf, Principal, Requirement } from '../accounts/roles';
 import { isRecord } from '../lib/unknown-values';
+import type { AgentTools } from '../agent/types';
 
 export const MCP_PATH = '/api/v1/mcp';
 
@@ -170,6 +171,30 @@ async function callTool(app: FastifyInstance, request: FastifyRequest, tool: Mcp
   if (response.statusCode >= 400) return errorResult(response.statusCode, isRecord(body) ? body.error : undefined);
   if (body === undefined) return textResult(response.body);
   return textResult(JSON.stringify(body));
+}
+
+/** The text of a tool's result: the API's JSON, or its refusal as `{status, error}`, marked. */
+const textOf = (result: CallToolResult): string => {
+  const text = result.content.map((part) => (part.type === 'text' ? part.text : '')).join('');
+  return result.isError ? `The API refused the call: ${text}` : text;
+};
+
+/**
+ * The reads the agent's LLM may call, as the caller of `request`: every GET the caller may
+ * make, except those answering a document (a kubeconfig holds credentials, which no model
+ * is to be handed). Made as MCP tool calls are, through the app with the caller's
+ * credentials, so the team, role, rate limit and usage apply as to the caller's own GETs.
+ */
+export function agentToolsFor(app: FastifyInstance, request: FastifyRequest, principal: Principal, rules: RouteRules): AgentTools {
+  const reads = allTools().filter((tool) => tool.operation.method === 'GET' && !tool.operation.document && toolRefusal(principal, tool, rules) === null);
+  return {
+    list: reads.map(({ tool }) => ({ name: tool.name, description: tool.description ?? tool.name, parameters: tool.inputSchema })),
+    async call(name, args) {
+      const tool = reads.find((t) => t.name === name);
+      if (!tool) return textOf(errorResult(404, { code: 'not_found', message: `No tool named ${name}; the tools are the API's reads.` }));
+      return textOf(await callTool(app, request, tool, args));
+    },
+  };
 }
 
 /**

@@ -200,7 +200,7 @@ async function exchange(
   const question = await write('user', content, questionId);
   let text: string;
   try {
-    text = await ctx.agent.answer(team, threadId, content);
+    text = await ctx.agent.answer(team, threadId, content, request.agentTools);
   } catch (err) {
     request.log.error({ err }, 'the agent failed to answer');
     text = 'Sorry, I could not work out an answer just now. Please ask again in a moment.';
