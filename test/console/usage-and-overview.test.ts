@@ -72,6 +72,32 @@ describe('console: usage and overview', () => {
     await fitsOnPhone(c.page);
   });
 
+  it("changes one metric's limits from the page, keeping the others", async () => {
+    await c.service.api('PUT', '/api/v1/usage/limits', { limits: { api_requests: { soft: 5, hard: 1_000_000 }, resource_hours: { soft: null, hard: 900 } } });
+    await c.open('/usage');
+    await c.page.getByLabel('Metric').selectOption('api_requests');
+    await c.page.getByRole('button', { name: 'Change the limits of API requests' }).click();
+    const form = c.page.getByRole('form', { name: 'Limits of API requests' });
+    await expect(form.getByLabel(/^Soft threshold/).inputValue()).resolves.toBe('5');
+    await form.getByLabel(/^Soft threshold/).fill('1000000000');
+    await form.getByLabel(/^Hard limit/).fill('');
+    await form.getByRole('button', { name: 'Save limits' }).click();
+    await c.page
+      .getByTestId('usage-standing')
+      .getByText(/^[\d,]+ requests, under its soft threshold 1,000,000,000\.$/)
+      .waitFor();
+    const saved = (await c.service.api('GET', '/api/v1/usage/limits')).body.data.limits;
+    expect(saved.api_requests).toMatchObject({ soft: 1_000_000_000, hard: null });
+    expect(saved.resource_hours).toMatchObject({ soft: null, hard: 900 });
+
+    // A soft threshold above the hard limit is the API's 422, shown beside the form, which stays open.
+    await c.page.getByRole('button', { name: 'Change the limits of API requests' }).click();
+    await form.getByLabel(/^Hard limit/).fill('10');
+    await form.getByRole('button', { name: 'Save limits' }).click();
+    await form.getByRole('alert').waitFor();
+    expect((await c.service.api('GET', '/api/v1/usage/limits')).body.data.limits.api_requests).toMatchObject({ soft: 1_000_000_000, hard: null });
+  });
+
   it("shows the team's resources by state, and follows a change live", async () => {
     const server = await c.service.api('POST', '/api/v1/servers', { name: 'app-1', region: 'fra1' });
     await waitForStatus(c.service, `/api/v1/servers/${server.body.data.id}`, 'running', 30_000);

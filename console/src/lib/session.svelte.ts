@@ -42,3 +42,6 @@ export async function signOut(): Promise<void> {
 
 /** Whether the session may write (a viewer, or a read_only key's session, may not). */
 export const canWrite = () => session.current !== null && session.current.scope !== 'read_only' && session.current.role !== 'viewer';
+
+/** Whether the session may change what admins and owners change (the team's usage limits, its members). */
+export const canAdminister = () => canWrite() && (session.current?.role === 'owner' || session.current?.role === 'admin');
