@@ -13,7 +13,7 @@ import { Type } from '@sinclair/typebox';
 import { validationFailed, type FieldError } from '../lib/errors';
 import type { BaseStatus, CreateBody, FamilyDefinition, Resource } from './family';
 import { asStored } from './family';
-import { baseRecordProperties, baseStatusProperties, NullableTimestamp, ResourceName, strictObject, Timestamp } from './schema-kit';
+import { baseRecordProperties, baseStatusProperties, NullableTimestamp, ResourceName, strictObject, Timestamp, recordTimes } from './schema-kit';
 import { BASIC_COLUMNS } from './presentation';
 
 const STATES = ['ok', 'triggered', 'deleted', 'failed'] as const;
@@ -264,9 +264,7 @@ export const alertPolicyFamily: FamilyDefinition<AlertPolicySpec, AlertPolicySta
       enabled: given.enabled ?? true,
       targets: written.targets ?? [],
       last_transition: written.last_transition ?? null,
-      created_at: meta.createdAt,
-      updated_at: meta.updatedAt,
-      deleted_at: status.deleted_at ?? null,
+      ...recordTimes(meta, status),
     };
   },
   presentation: {

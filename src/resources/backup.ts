@@ -16,7 +16,7 @@
 import { Type } from '@sinclair/typebox';
 import type { BaseStatus, CreateBody, FamilyDefinition, Resource } from './family';
 import { asStored } from './family';
-import { baseRecordProperties, baseStatusProperties, ExternalRecordSchema, IdOf, NullableTimestamp, strictObject } from './schema-kit';
+import { baseRecordProperties, baseStatusProperties, ExternalRecordSchema, IdOf, NullableTimestamp, strictObject, recordTimes } from './schema-kit';
 import type { ExternalRecord } from './external-record';
 import { BASIC_COLUMNS } from './presentation';
 import { nowIso } from '../lib/time';
@@ -259,9 +259,7 @@ export const backupFamily: FamilyDefinition<BackupSpec, BackupStatus> = {
     restore_status: status.restore_state ?? null,
     restore_started_at: status.restore_started_at ?? null,
     restore_finished_at: status.restore_finished_at ?? null,
-    created_at: meta.createdAt,
-    updated_at: meta.updatedAt,
-    deleted_at: status.deleted_at ?? null,
+    ...recordTimes(meta, status),
   }),
   presentation: {
     columns: [

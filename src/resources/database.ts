@@ -22,6 +22,7 @@ import {
   ResourceName,
   StringEnum,
   strictObject,
+  recordTimes,
 } from './schema-kit';
 import type { ExternalRecord } from './external-record';
 import {
@@ -35,7 +36,7 @@ import {
   type BackupSpec,
   type BackupStatus,
 } from './backup';
-import { BASIC_COLUMNS } from './presentation';
+import { REGIONAL_COLUMNS } from './presentation';
 
 const STATES = ['creating', 'running', 'failed', 'deleted', 'destroyed'] as const;
 export const DATABASE_ENGINES = ['pg'] as const;
@@ -452,16 +453,9 @@ export const databaseFamily: FamilyDefinition<DatabaseSpec, DatabaseStatus> = {
     trusted_sources: spec.trusted_sources ?? [],
     backup_restore: spec.backup_restore ?? null,
     backup_policy: policyRecord(spec.backup_policy),
-    created_at: meta.createdAt,
-    updated_at: meta.updatedAt,
-    deleted_at: status.deleted_at ?? null,
+    ...recordTimes(meta, status),
   }),
   presentation: {
-    columns: [
-      ...BASIC_COLUMNS,
-      { key: 'region', label: 'Region' },
-      { key: 'version', label: 'Version', secondary: true },
-      { key: 'size', label: 'Size', secondary: true },
-    ],
+    columns: [...REGIONAL_COLUMNS, { key: 'version', label: 'Version', secondary: true }, { key: 'size', label: 'Size', secondary: true }],
   },
 };

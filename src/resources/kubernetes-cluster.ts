@@ -23,9 +23,10 @@ import {
   ResourceName,
   StringEnum,
   strictObject,
+  recordTimes,
 } from './schema-kit';
 import type { ExternalRecord } from './external-record';
-import { BASIC_COLUMNS } from './presentation';
+import { REGIONAL_COLUMNS } from './presentation';
 
 const STATES = ['creating', 'running', 'degraded', 'upgrading', 'failed', 'deleting', 'deleted', 'destroyed'] as const;
 /** The minor versions a cluster may run, oldest first; none asked, the newest. */
@@ -396,17 +397,10 @@ export const kubernetesClusterFamily: FamilyDefinition<KubernetesClusterSpec, Ku
       ha: spec.ha,
       endpoint: asStored(status).endpoint ?? null,
       node_pools: spec.node_pools.map((pool) => nodePoolRecord(pool, observed)),
-      created_at: meta.createdAt,
-      updated_at: meta.updatedAt,
-      deleted_at: status.deleted_at ?? null,
+      ...recordTimes(meta, status),
     };
   },
   presentation: {
-    columns: [
-      ...BASIC_COLUMNS,
-      { key: 'region', label: 'Region' },
-      { key: 'version', label: 'Version', secondary: true },
-      { key: 'endpoint', label: 'Endpoint', secondary: true },
-    ],
+    columns: [...REGIONAL_COLUMNS, { key: 'version', label: 'Version', secondary: true }, { key: 'endpoint', label: 'Endpoint', secondary: true }],
   },
 };

@@ -14,9 +14,10 @@ import {
   ResourceName,
   strictObject,
   connectionSecretProperty,
+  recordTimes,
 } from './schema-kit';
 import type { ExternalRecord } from './external-record';
-import { BASIC_COLUMNS } from './presentation';
+import { REGIONAL_COLUMNS } from './presentation';
 
 const STATES = ['creating', 'running', 'failed', 'deleted', 'destroyed'] as const;
 const ALGORITHMS = ['round_robin', 'least_connections', 'ip_hash'];
@@ -310,9 +311,7 @@ export const loadBalancerFamily: FamilyDefinition<LoadBalancerSpec, LoadBalancer
       sticky_sessions: spec.sticky_sessions,
       ssl_certificate_id: spec.ssl_certificate_id ?? null,
       backends,
-      created_at: meta.createdAt,
-      updated_at: meta.updatedAt,
-      deleted_at: status.deleted_at ?? null,
+      ...recordTimes(meta, status),
     };
   },
 
@@ -327,8 +326,7 @@ export const loadBalancerFamily: FamilyDefinition<LoadBalancerSpec, LoadBalancer
   },
   presentation: {
     columns: [
-      ...BASIC_COLUMNS,
-      { key: 'region', label: 'Region' },
+      ...REGIONAL_COLUMNS,
       { key: 'protocol', label: 'Protocol', secondary: true },
       { key: 'port', label: 'Port', secondary: true },
       { key: 'ipv4', label: 'IPv4', secondary: true },

@@ -25,6 +25,9 @@ export const BASIC_COLUMNS: readonly PresentationColumn[] = [
   { key: 'status', label: 'Status' },
 ];
 
+/** The basic columns and the region, for the families that live in one. */
+export const REGIONAL_COLUMNS: readonly PresentationColumn[] = [...BASIC_COLUMNS, { key: 'region', label: 'Region' }];
+
 export const PresentationActionSchema = Type.Object({
   name: Type.String({ description: 'The action: `POST /api/v1/<path>/{id}/<name>`, without a body.' }),
   label: Type.String({ description: "The button's label." }),

@@ -74,6 +74,19 @@ export const baseRecordProperties = (prefix: string, states: readonly string[]) 
   deleted_at: NullableTimestamp('Time of deletion, ISO 8601 UTC; null unless deleted.'),
 });
 
+/** The values of the record's timestamps (baseRecordProperties), from the stored object. */
+export interface RecordTimes {
+  created_at: string;
+  updated_at: string;
+  deleted_at: string | null;
+}
+
+export const recordTimes = (meta: { createdAt: string; updatedAt: string }, status: { deleted_at?: string | null }): RecordTimes => ({
+  created_at: meta.createdAt,
+  updated_at: meta.updatedAt,
+  deleted_at: status.deleted_at ?? null,
+});
+
 export const strictObject = <T extends TProperties>(properties: T, description?: string) =>
   Type.Object(properties, { additionalProperties: false, description });
 

@@ -14,9 +14,10 @@ import {
   ResourceName,
   strictObject,
   connectionSecretProperty,
+  recordTimes,
 } from './schema-kit';
 import type { ExternalRecord } from './external-record';
-import { BASIC_COLUMNS } from './presentation';
+import { REGIONAL_COLUMNS } from './presentation';
 
 const STATES = ['creating', 'running', 'stopping', 'stopped', 'starting', 'rebooting', 'restoring', 'failed', 'deleted', 'destroyed'] as const;
 const DEFAULT_PLAN = 's-1vcpu-1gb';
@@ -202,15 +203,12 @@ export const serverFamily: FamilyDefinition<ServerSpec, ServerStatus> = {
       ipv4: status.ipv4 ?? null,
       mounts: attachedShares(spec).map((id) => ({ file_share_id: id, mount_path: mountPathOf(id) })),
       backup_policy: policyRecord(spec.backup_policy),
-      created_at: meta.createdAt,
-      updated_at: meta.updatedAt,
-      deleted_at: status.deleted_at ?? null,
+      ...recordTimes(meta, status),
     };
   },
   presentation: {
     columns: [
-      ...BASIC_COLUMNS,
-      { key: 'region', label: 'Region' },
+      ...REGIONAL_COLUMNS,
       { key: 'plan', label: 'Plan', secondary: true },
       { key: 'ipv4', label: 'IPv4', secondary: true },
       { key: 'mounts', label: 'Mounts', shownIn: 'cli' },

@@ -6,9 +6,18 @@ import { serverFamily } from './server';
 import type { BaseStatus, ConnectionDetails, FamilyDefinition, Resource } from './family';
 import type { FamilyCommand } from './commands';
 import { presentDetails } from './family';
-import { baseRecordProperties, baseStatusProperties, ExternalRecordSchema, Region, ResourceName, strictObject, connectionSecretProperty } from './schema-kit';
+import {
+  baseRecordProperties,
+  baseStatusProperties,
+  ExternalRecordSchema,
+  Region,
+  ResourceName,
+  strictObject,
+  connectionSecretProperty,
+  recordTimes,
+} from './schema-kit';
 import type { ExternalRecord } from './external-record';
-import { BASIC_COLUMNS } from './presentation';
+import { REGIONAL_COLUMNS } from './presentation';
 
 const STATES = ['creating', 'available', 'failed', 'deleted', 'destroyed'] as const;
 
@@ -112,17 +121,10 @@ export const bucketFamily: FamilyDefinition<BucketSpec, BucketStatus> = {
     endpoint: status.endpoint ?? null,
     s3_bucket: status.s3_bucket ?? null,
     data_events: status.data_events ?? false,
-    created_at: meta.createdAt,
-    updated_at: meta.updatedAt,
-    deleted_at: status.deleted_at ?? null,
+    ...recordTimes(meta, status),
   }),
   presentation: {
-    columns: [
-      ...BASIC_COLUMNS,
-      { key: 'region', label: 'Region' },
-      { key: 'public', label: 'Public', secondary: true },
-      { key: 'endpoint', label: 'Endpoint', secondary: true },
-    ],
+    columns: [...REGIONAL_COLUMNS, { key: 'public', label: 'Public', secondary: true }, { key: 'endpoint', label: 'Endpoint', secondary: true }],
     // A bucket holding objects is refused (409 bucket_not_empty) unless they go with it.
     deleteOptions: [{ query: 'force', label: 'Also delete the objects it holds' }],
   },
@@ -224,16 +226,9 @@ export const fileShareFamily: FamilyDefinition<FileShareSpec, FileShareStatus> =
     size_gb: spec.size_gb,
     protocol: 'nfs',
     mount_target: status.mount_target ?? null,
-    created_at: meta.createdAt,
-    updated_at: meta.updatedAt,
-    deleted_at: status.deleted_at ?? null,
+    ...recordTimes(meta, status),
   }),
   presentation: {
-    columns: [
-      ...BASIC_COLUMNS,
-      { key: 'region', label: 'Region' },
-      { key: 'size_gb', label: 'Size (GB)', secondary: true },
-      { key: 'mount_target', label: 'Mount target', secondary: true },
-    ],
+    columns: [...REGIONAL_COLUMNS, { key: 'size_gb', label: 'Size (GB)', secondary: true }, { key: 'mount_target', label: 'Mount target', secondary: true }],
   },
 };

@@ -17,9 +17,10 @@ import {
   ResourceName,
   strictObject,
   connectionSecretProperty,
+  recordTimes,
 } from './schema-kit';
 import type { ExternalRecord } from './external-record';
-import { BASIC_COLUMNS } from './presentation';
+import { REGIONAL_COLUMNS } from './presentation';
 
 const STATES = ['creating', 'active', 'failed', 'deleting', 'deleted', 'destroyed'] as const;
 const TUNNEL_TYPES = ['ipsec', 'wireguard'];
@@ -279,15 +280,12 @@ export const vpnGatewayFamily: FamilyDefinition<VpnGatewaySpec, VpnGatewayStatus
       bytes_sent: written.bytes_sent ?? 0,
       bytes_received: written.bytes_received ?? 0,
       last_handshake: status.last_handshake ?? null,
-      created_at: meta.createdAt,
-      updated_at: meta.updatedAt,
-      deleted_at: status.deleted_at ?? null,
+      ...recordTimes(meta, status),
     };
   },
   presentation: {
     columns: [
-      ...BASIC_COLUMNS,
-      { key: 'region', label: 'Region' },
+      ...REGIONAL_COLUMNS,
       { key: 'tunnel_type', label: 'Tunnel', secondary: true },
       { key: 'remote_peer_ip', label: 'Remote peer', secondary: true },
       { key: 'tunnel_status', label: 'Tunnel status', secondary: true },

@@ -12,7 +12,7 @@ import { HTTPS_ONLY, NOT_PRIVATE, urlProblem } from '../lib/target-guard';
 import type { BaseStatus, CreateBody, FamilyDefinition, Resource, SubscriptionProblems } from './family';
 import type { FamilyCommand } from './commands';
 import { asStored } from './family';
-import { baseStatusProperties, IdOf, NullableTimestamp, strictObject, Timestamp } from './schema-kit';
+import { baseStatusProperties, IdOf, NullableTimestamp, strictObject, Timestamp, recordTimes } from './schema-kit';
 import type { Config } from '../config';
 import { nowIso } from '../lib/time';
 
@@ -370,9 +370,7 @@ export const webhookFamily: FamilyDefinition<WebhookSpec, WebhookStatus> = {
       consecutive_failures: written.consecutive_failures ?? 0,
       endpoint_health: endpointHealthOf(written),
       status: status.status,
-      created_at: meta.createdAt,
-      updated_at: meta.updatedAt,
-      deleted_at: status.deleted_at ?? null,
+      ...recordTimes(meta, status),
     };
   },
   presentation: {
