@@ -18,6 +18,7 @@ import { quotaExceeded, resourceBusy } from '../lib/errors';
 import type { Store, StoredObject } from '../store/types';
 import { recordName, SharedRecords } from '../store/shared-records';
 import type { AnyFamily, BaseStatus } from './family';
+import { Periodic } from '../lib/periodic';
 
 export interface LedgerTimes {
   /** How long a pending entry holds its place without renewal (its holder renews at a third of it). */
@@ -92,8 +93,8 @@ async function updateLedger(
 
 /** The places a create took in the ledger, held until it ends. */
 export class LedgerClaim {
-  private renewing: Promise<unknown> = Promise.resolve();
-  private readonly timer: NodeJS.Timeout;
+  /** Renews the claim's lease while it lasts. */
+  private readonly renewal: Periodic;
 
   constructor(
     private readonly store: Store,
@@ -104,17 +105,13 @@ export class LedgerClaim {
     private readonly ids: string[],
     private readonly times: LedgerTimes,
   ) {
-    this.timer = setInterval(
-      () => {
-        this.renew();
-      },
+    // A renewal that cannot be written is let go: the next one, or the lease's end, settles it.
+    this.renewal = new Periodic(
       Math.max(1, Math.floor(times.leaseMs / 3)),
+      () => this.rewrite((_id, now) => ({ state: 'pending', until: now + this.times.leaseMs })),
+      () => undefined,
     );
-    this.timer.unref();
-  }
-
-  private renew(): void {
-    this.renewing = this.renewing.then(() => this.rewrite((_id, now) => ({ state: 'pending', until: now + this.times.leaseMs }))).catch(() => undefined);
+    this.renewal.start();
   }
 
   /**
@@ -123,8 +120,7 @@ export class LedgerClaim {
    * shows its own writes at once) counts as written.
    */
   async end(succeeded: boolean): Promise<void> {
-    clearInterval(this.timer);
-    await this.renewing;
+    await this.renewal.stop();
     const written = new Set<string>();
     for (const id of this.ids) if (succeeded || (await this.store.get(this.kind, this.team, id))) written.add(id);
     // An end that cannot be written leaves the entries to lapse with their lease.

@@ -8,6 +8,7 @@ import type { Logger } from 'pino';
 import type { Store, StoredEntry } from '../store/types';
 import { COUNTS_PREFIX, INTERVAL_PREFIX, intervalFromRecord, NOTICES_PREFIX } from './records';
 import { textOf } from '../lib/unknown-values';
+import { Periodic } from '../lib/periodic';
 
 const DAY_MS = 86_400_000;
 
@@ -25,32 +26,30 @@ function endOf(record: StoredEntry): number | null {
 }
 
 export class UsageRetention {
-  private timer: NodeJS.Timeout | null = null;
-  private running: Promise<void> = Promise.resolve();
+  /** Hourly, or a tenth of a retention shorter than 10 hours (tests use seconds). */
+  private readonly periodic: Periodic;
 
-  constructor(private readonly deps: { store: Store; logger: Logger; retentionMs: number }) {}
+  constructor(private readonly deps: { store: Store; logger: Logger; retentionMs: number }) {
+    this.periodic = new Periodic(
+      Math.min(Math.max(deps.retentionMs / 10, 100), 3_600_000),
+      () => this.deleteExpired(),
+      (err) => {
+        deps.logger.warn({ err: textOf(err) }, 'usage records not swept; the next sweep tries again');
+      },
+    );
+  }
 
   start(): Promise<void> {
-    if (this.timer) return Promise.resolve();
-    // Hourly, or a tenth of a retention shorter than 10 hours (tests use seconds).
-    this.timer = setInterval(() => void this.sweep(), Math.min(Math.max(this.deps.retentionMs / 10, 100), 3_600_000));
-    this.timer.unref();
+    this.periodic.start();
     return Promise.resolve();
   }
 
-  async stop(): Promise<void> {
-    if (this.timer) clearInterval(this.timer);
-    this.timer = null;
-    await this.running;
+  stop(): Promise<void> {
+    return this.periodic.stop();
   }
 
   sweep(): Promise<void> {
-    this.running = this.running
-      .then(() => this.deleteExpired())
-      .catch((err: unknown) => {
-        this.deps.logger.warn({ err: textOf(err) }, 'usage records not swept; the next sweep tries again');
-      });
-    return this.running;
+    return this.periodic.runNow();
   }
 
   private async deleteExpired(): Promise<void> {

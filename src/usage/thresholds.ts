@@ -21,6 +21,7 @@ import { LIMITS_NAME, NOTICES_PREFIX, swapUntilDone } from './records';
 import { metricQuantities, usageReport } from './report';
 import type { UsageCounters } from './counters';
 import { textOf } from '../lib/unknown-values';
+import { Periodic } from '../lib/periodic';
 
 export const THRESHOLD_REACHED = 'usage.threshold_reached';
 export const OVERAGE = 'usage.overage';
@@ -72,32 +73,30 @@ export function crossings(limits: UsageLimits, quantities: Record<string, number
 const noticeKey = (c: Crossing) => `${c.type === OVERAGE ? 'hard' : 'soft'}.${c.metric}.${String(c.threshold).replace(/[^-._a-zA-Z0-9]/g, '_')}`;
 
 export class ThresholdWatch {
-  private timer: NodeJS.Timeout | null = null;
-  private running: Promise<void> = Promise.resolve();
+  private readonly periodic: Periodic;
 
-  constructor(private readonly deps: { store: Store; bus: EventBus; counters: UsageCounters; logger: Logger; intervalMs: number }) {}
+  constructor(private readonly deps: { store: Store; bus: EventBus; counters: UsageCounters; logger: Logger; intervalMs: number }) {
+    this.periodic = new Periodic(
+      deps.intervalMs,
+      () => this.checkAll(),
+      (err) => {
+        deps.logger.warn({ err: textOf(err) }, 'usage thresholds not checked; the next check tries again');
+      },
+    );
+  }
 
   start(): Promise<void> {
-    if (this.timer) return Promise.resolve();
-    this.timer = setInterval(() => void this.check(), this.deps.intervalMs);
-    this.timer.unref();
+    this.periodic.start();
     return Promise.resolve();
   }
 
-  async stop(): Promise<void> {
-    if (this.timer) clearInterval(this.timer);
-    this.timer = null;
-    await this.running;
+  stop(): Promise<void> {
+    return this.periodic.stop();
   }
 
   /** One check of every team with limits; one at a time. */
   check(): Promise<void> {
-    this.running = this.running
-      .then(() => this.checkAll())
-      .catch((err: unknown) => {
-        this.deps.logger.warn({ err: textOf(err) }, 'usage thresholds not checked; the next check tries again');
-      });
-    return this.running;
+    return this.periodic.runNow();
   }
 
   private async checkAll(): Promise<void> {

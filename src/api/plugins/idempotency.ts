@@ -24,6 +24,7 @@ import type { ApiContext } from '../context';
 import { routeConfigOf } from '../route-config';
 import { recordAt, textOf } from '../../lib/unknown-values';
 import { entryOf } from '../../lib/maps';
+import { Periodic } from '../../lib/periodic';
 
 export const IDEMPOTENCY_HEADER = 'idempotency-key';
 export const REPLAYED_HEADER = 'idempotent-replayed';
@@ -62,8 +63,8 @@ interface Done extends IdempotencyRecord {
 
 /** What a request that claimed its key carries to onSend. */
 class Claim {
-  private renewing: Promise<unknown> = Promise.resolve();
-  private timer: NodeJS.Timeout | null = null;
+  /** Renews the claim's lease until it is settled. */
+  private readonly renewal: Periodic;
   settled = false;
 
   constructor(
@@ -73,31 +74,25 @@ class Claim {
     private current: IdempotencyRecord,
     private readonly config: IdempotencyConfig,
   ) {
-    this.timer = setInterval(
-      () => {
-        this.renew();
-      },
+    // A renewal that cannot be written is let go: the next one, or the lease's end, settles it.
+    this.renewal = new Periodic(
       Math.max(1, Math.floor(config.leaseMs / 3)),
+      () => this.renew(),
+      () => undefined,
     );
-    this.timer.unref();
+    this.renewal.start();
   }
 
-  private renew(): void {
-    this.renewing = this.renewing
-      .then(async () => {
-        if (this.settled) return;
-        const next = { ...this.current, lease_until: new Date(Date.now() + this.config.leaseMs).toISOString() };
-        if (await this.store.secrets.swap(this.team, this.name, this.current, next)) this.current = next;
-      })
-      .catch(() => undefined);
+  private async renew(): Promise<void> {
+    if (this.settled) return;
+    const next = { ...this.current, lease_until: new Date(Date.now() + this.config.leaseMs).toISOString() };
+    if (await this.store.secrets.swap(this.team, this.name, this.current, next)) this.current = next;
   }
 
   /** Replaces the claim with `next` (the answer, or a release); false if another request took the key meanwhile. */
   async settle(next: IdempotencyRecord): Promise<boolean> {
     this.settled = true;
-    if (this.timer) clearInterval(this.timer);
-    this.timer = null;
-    await this.renewing;
+    await this.renewal.stop();
     return this.store.secrets.swap(this.team, this.name, this.current, next);
   }
 
