@@ -24,8 +24,9 @@ import { KubeApiServer, startKubeApiServer } from '../test/helpers/kube-apiserve
 import type { Measurement, OperatorReply, OperatorRequest } from './cluster-operator';
 import { DRAIN_DELAY_MS } from '../src/events/write-timing';
 import { cpuSecondsOf, machine, machineCpuSeconds, nextReply, pidsWithArgument, serviceExecArgv, writeResults } from './report';
+import { packageRoot } from '../src/lib/package-root';
 
-const REPO = path.resolve(__dirname, '..', '..');
+const REPO = packageRoot(__dirname);
 const KEY = 'cpk_Bench0123456789abcdefghijABCDEFGHIJKLMNO';
 const SYSTEM_NAMESPACE = 'cloudplane-system';
 const PLURAL = 'loadbalancers';

@@ -25,9 +25,10 @@ import { CoreV1Api } from '@kubernetes/client-node';
 import { machine, memoryAfterGc, nextReply, serviceExecArgv, writeResults } from './report';
 import { loadInWorker } from './load-worker';
 import { ruleContextOf } from '../src/events/catalog';
+import { packageRoot } from '../src/lib/package-root';
 
 const KEY = 'cpk_Bench0123456789abcdefghijABCDEFGHIJKLMNO';
-const REPO = path.resolve(__dirname, '..', '..');
+const REPO = packageRoot(__dirname);
 const env = (name: string, fallback: number) => Number(process.env[name] ?? fallback);
 const SIZES = (process.env.BENCH_SCALE_SIZES ?? '1000,10000,100000').split(',').map(Number);
 const STORES = (process.env.BENCH_SCALE_STORES ?? 'embedded,kubernetes').split(',') as StoreName[];

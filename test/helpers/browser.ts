@@ -9,9 +9,11 @@ import fs from 'node:fs';
 import path from 'node:path';
 import { chromium, Browser, BrowserContext, Page } from 'playwright-core';
 import { startTestService, TestService } from './service';
+import { packageRoot } from '../../src/lib/package-root';
 
 export const CHROMIUM = process.env.CLOUDPLANE_TEST_CHROMIUM || '/usr/bin/chromium';
-const REPO = path.resolve(__dirname, '..', '..');
+/** The repository, from test/helpers (jest) or dist/test/helpers (a built benchmark) alike. */
+const REPO = packageRoot(__dirname);
 export const CONSOLE_DIR = path.join(REPO, 'dist', 'console');
 export const SCREENSHOT_DIR = path.join(REPO, 'docs', 'screenshots');
 

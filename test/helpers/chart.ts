@@ -11,8 +11,10 @@ import { parse, parseAllDocuments, stringify } from 'yaml';
 import { auditLogOf, kubectlBinary, KubeApiServer } from './kube-apiserver';
 import { kubernetesApiCalls, Scope } from '../../src/store/kubernetes/api-calls';
 import { customResourcePlurals } from '../../src/resources/crd';
+import { packageRoot } from '../../src/lib/package-root';
 
-const REPO = path.resolve(__dirname, '../..');
+/** The repository, from test/helpers (jest) or dist/test/helpers (a built benchmark) alike. */
+const REPO = packageRoot(__dirname);
 export const CHART = path.join(REPO, 'charts/cloudplane');
 export const NAMESPACE = 'cloudplane-system';
 

@@ -9,8 +9,9 @@ import path from 'node:path';
 import type { ChildProcess } from 'node:child_process';
 import { spawnTracked } from './processes';
 import { request, eventually, ApiResponse, RequestOptions } from './service';
+import { packageRoot } from '../../src/lib/package-root';
 
-const MAIN = path.resolve(__dirname, '../../dist/src/main.js');
+const MAIN = path.join(packageRoot(__dirname), 'dist', 'src', 'main.js');
 const LISTENING = /listening on (http:\/\/\S+?) /;
 
 export interface ChildService {

@@ -12,6 +12,7 @@ import { createLogger } from '../../src/logger';
 import { KubernetesStore, KubernetesStoreOptions } from '../../src/store/kubernetes/store';
 import { KubeApiServer, kubectlOn, startKubeApiServer } from './kube-apiserver';
 import { expectOnlyListedCalls, operatorEnvFromChart } from './chart';
+import { packageRoot } from '../../src/lib/package-root';
 
 const clusters = new Map<string, Promise<KubeApiServer>>();
 const started: KubeApiServer[] = [];
@@ -44,7 +45,7 @@ export function kubeConfigOf(server: KubeApiServer): KubeConfig {
 }
 
 /** The CRD files users and the chart install (`make crds`). */
-export const CRD_FILES_DIR = path.resolve(__dirname, '../../crds');
+export const CRD_FILES_DIR = path.join(packageRoot(__dirname), 'crds');
 
 /**
  * Installs the CRDs as users do, `kubectl apply -f crds/` with the real kubectl (which

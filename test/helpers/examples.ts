@@ -1,8 +1,9 @@
 /** The manifests in examples/ (examples/README.md): each file's object and the state it settles in. */
 import fs from 'node:fs';
 import path from 'node:path';
+import { packageRoot } from '../../src/lib/package-root';
 
-export const EXAMPLES = path.resolve(__dirname, '../../examples');
+export const EXAMPLES = path.join(packageRoot(__dirname), 'examples');
 
 /** Each example: its file, short name, object name, API path and the ready state examples/README.md names. */
 export const EXAMPLES_BY_FILE = [

@@ -7,10 +7,11 @@
 import path from 'node:path';
 import { execFileSync } from 'node:child_process';
 import { clusterEnv, stopClusters } from './cluster';
+import { packageRoot } from '../../src/lib/package-root';
 
 // Compiled into dist/test/helpers: the repo is three levels up, where kube-apiserver.ts's
 // own lookup (two levels, for the sources jest runs) would miss build-kube-component.sh.
-const REPO = path.resolve(__dirname, '../../..');
+const REPO = packageRoot(__dirname);
 
 async function main(): Promise<void> {
   process.env.KUBE_APISERVER_BIN ??= execFileSync(path.join(REPO, 'scripts/build-kube-component.sh'), ['kube-apiserver'], {

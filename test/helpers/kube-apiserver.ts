@@ -17,6 +17,7 @@ import os from 'node:os';
 import path from 'node:path';
 import https from 'node:https';
 import { promisify } from 'node:util';
+import { packageRoot } from '../../src/lib/package-root';
 
 const generateKeyPairAsync = promisify(generateKeyPair);
 
@@ -42,7 +43,8 @@ export interface KubeApiServer {
   stop(): Promise<void>;
 }
 
-const REPO = path.resolve(__dirname, '../..');
+/** The repository, from test/helpers (jest) or dist/test/helpers (a built benchmark) alike. */
+const REPO = packageRoot(__dirname);
 
 /**
  * The service accounts whose requests the API server audits: the namespace the chart's

@@ -12,8 +12,9 @@ import { Value } from '@sinclair/typebox/value';
 import { AgentStatus, AgentStatusSchema } from '../../src/vpn-agent/status-server';
 import type { Netns } from './netns';
 import { wireguardGoBinary } from './vpn-peer';
+import { packageRoot } from '../../src/lib/package-root';
 
-export const AGENT_MAIN = path.resolve(__dirname, '../../dist/src/main.js');
+export const AGENT_MAIN = path.join(packageRoot(__dirname), 'dist', 'src', 'main.js');
 /**
  * The handshake window the agents here run with: 30 s rather than 180 s, so a test sees a
  * silent peer's tunnel turn down in half a minute. Each test's tunnel is up for less.
