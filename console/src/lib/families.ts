@@ -108,7 +108,7 @@ const PANELS: Record<string, Panels> = {
   jobs: { panels: [JobOutput, JobRuns], shownByPanels: [] },
 };
 
-/** The list shows the name (a link) and the status (a badge) itself, and never the id. */
+/** The list shows the name (a link, the short id beside it) and the status (a badge) itself, not as columns. */
 const SHOWN_BY_THE_LIST = ['id', 'name', 'status'];
 
 function familyOf(published: PublishedFamily, creatable: Set<string>): Family {
