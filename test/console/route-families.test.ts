@@ -10,7 +10,7 @@
 import fs from 'node:fs';
 import path from 'node:path';
 import { startConsole, ConsoleSession } from '../helpers/browser';
-import { eventually } from '../helpers/service';
+import { eventually, waitForStatus } from '../helpers/service';
 
 jest.setTimeout(180_000);
 
@@ -165,7 +165,12 @@ describe('console: ids in lists', () => {
     const webhook = (await c.service.api('GET', '/api/v1/webhooks')).body.data[0];
     const thread = (await c.service.api('GET', '/api/v1/agent/threads')).body.data[0];
     const team = (await c.service.api('GET', '/api/v1/settings/team')).body.data;
+    // A detail page's lists too: a server's backups.
+    const server = (await c.service.api('POST', '/api/v1/servers', { name: 'app-1', region: 'fra1' })).body.data;
+    await waitForStatus(c.service, `/api/v1/servers/${server.id}`, 'running', 30_000);
+    const backup = (await c.service.api('POST', `/api/v1/servers/${server.id}/backups`, {})).body.data;
     for (const [consolePath, id] of [
+      [`/servers/${server.id}`, backup.id],
       ['/webhooks', webhook.id],
       ['/agent', thread.id],
       ['/settings/api-keys', key.id],
