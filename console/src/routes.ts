@@ -22,6 +22,8 @@ import TeamSettings from './pages/settings/TeamSettings.svelte';
 import ApiKeys from './pages/settings/ApiKeys.svelte';
 import Overview from './pages/overview/Overview.svelte';
 import Usage from './pages/usage/Usage.svelte';
+import Teams from './pages/teams/Teams.svelte';
+import TeamDetail from './pages/teams/TeamDetail.svelte';
 
 export interface PageProps {
   params: Record<string, string>;
@@ -69,6 +71,9 @@ export function routingFor(families: Family[]): Routing {
     { pattern: '/settings/profile', component: Profile, title: 'Profile', nav: { label: 'Profile', section: 'Settings' } },
     { pattern: '/settings/team', component: TeamSettings, title: 'Team and members', nav: { label: 'Team and members', section: 'Settings' } },
     { pattern: '/settings/api-keys', component: ApiKeys, title: 'API keys', nav: { label: 'API keys', section: 'Settings' } },
+    // The installation's teams (GET /teams, installation admins only; others are told so).
+    { pattern: '/teams', component: Teams, title: 'Teams', nav: { label: 'Teams', section: 'Settings' } },
+    { pattern: '/teams/:id', component: TeamDetail, title: 'Team' },
   ];
   return { routes, home };
 }

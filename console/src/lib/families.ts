@@ -10,6 +10,7 @@ import { creatablePaths, publishedFamilies, type PublishedFamily } from './opena
 import LoadBalancerBackends from '../pages/families/panels/LoadBalancerBackends.svelte';
 import FileShareServers from '../pages/families/panels/FileShareServers.svelte';
 import VpnTunnelStatus from '../pages/families/panels/VpnTunnelStatus.svelte';
+import VpnTunnelTraffic from '../pages/families/panels/VpnTunnelTraffic.svelte';
 import DatabaseConnection from '../pages/families/panels/DatabaseConnection.svelte';
 import DatabaseUsers from '../pages/families/panels/DatabaseUsers.svelte';
 import DatabaseDbs from '../pages/families/panels/DatabaseDbs.svelte';
@@ -96,7 +97,7 @@ interface Panels {
 /** Panels by family path; a family without an entry gets the generic pages only. */
 const PANELS: Record<string, Panels> = {
   'load-balancers': { panels: [LoadBalancerBackends], shownByPanels: ['backends'] },
-  'vpn-gateways': { panels: [VpnTunnelStatus], shownByPanels: ['tunnel_status', 'bytes_sent', 'bytes_received', 'last_handshake'] },
+  'vpn-gateways': { panels: [VpnTunnelStatus, VpnTunnelTraffic], shownByPanels: ['tunnel_status', 'bytes_sent', 'bytes_received', 'last_handshake'] },
   'file-storage': { panels: [FileShareServers], shownByPanels: [] },
   servers: { panels: [ServerBackups], shownByPanels: [] },
   databases: {
@@ -107,7 +108,7 @@ const PANELS: Record<string, Panels> = {
   jobs: { panels: [JobOutput, JobRuns], shownByPanels: [] },
 };
 
-/** The list shows the name (a link) and the status (a badge) itself, and never the id. */
+/** The list shows the name (a link, the short id beside it) and the status (a badge) itself, not as columns. */
 const SHOWN_BY_THE_LIST = ['id', 'name', 'status'];
 
 function familyOf(published: PublishedFamily, creatable: Set<string>): Family {

@@ -51,3 +51,16 @@ export function eventsFromText(text: string): string[] {
     .map((part) => part.trim())
     .filter(Boolean);
 }
+
+/** One attempt of a delivery, from its attempt log (GET .../deliveries/{delivery_id}). */
+export interface DeliveryAttempt {
+  attempt: number;
+  at: string;
+  response_status: number | null;
+  /** Null for a listener's delivery, whose CLI makes the request. */
+  latency_ms: number | null;
+  response_body: string | null;
+  error: string | null;
+}
+
+export type DeliveryWithAttempts = Delivery & { attempts: DeliveryAttempt[] };
