@@ -31,11 +31,12 @@ const UNRESOLVED_POLL_MS = 30_000;
 
 const gone = (server: ServerObject) => Boolean(server.meta.deletionTimestamp) || ['deleted', 'destroyed'].includes(server.status.status);
 
-export function loadBalancerBinding(
-  driver: LoadBalancerDriver,
-  store: Store,
-  drainMs: number,
-): FamilyBinding<LoadBalancerDesired, LoadBalancerOutputs, BackendHealth[], LoadBalancer> {
+/**
+ * What the driver is asked for: the spec's backends resolved to their servers' ids and
+ * addresses, and a backend detached since the last pass kept, `draining`, for `drainMs`
+ * after it left. The stats route asks the driver with the same.
+ */
+export async function loadBalancerDesired(store: Store, lb: LoadBalancer, drainMs: number): Promise<LoadBalancerDesired> {
   /** A server's address while it runs; a backend without one cannot be healthy. */
   const addressOf = async (team: string, serverId: string): Promise<string | null> => {
     const server = await store.get<unknown, { status: string; ipv4?: string | null }>(serverFamily.kind, team, serverId);
@@ -50,50 +51,54 @@ export function loadBalancerBinding(
     return named?.meta.id;
   };
 
+  const { team } = lb.meta;
+  const now = nowIso();
+  let listed: Promise<ServerObject[]> | undefined;
+  const servers = () => (listed ??= store.list<ServerObject['spec'], ServerObject['status']>(serverFamily.kind, team));
+  const broken = new Set(backendsNamingNotOneServer(lb.spec.backends));
+  const resolved = await Promise.all(lb.spec.backends.map(async (b, i) => (broken.has(i) ? undefined : { spec: b, server_id: await serverIdOf(b, servers) })));
+  const attached: DesiredBackend[] = await Promise.all(
+    resolved
+      .filter((r): r is { spec: BackendSpec; server_id: string } => r?.server_id !== undefined)
+      .map(async ({ spec, server_id }) => ({
+        server_id,
+        ...(spec.serverRef ? { server_ref: spec.serverRef.name } : {}),
+        port: spec.port,
+        address: await addressOf(team, server_id),
+        draining: false,
+        drain_until: null,
+      })),
+  );
+  const attachedIds = new Set(attached.map((b) => b.server_id));
+  const draining: DesiredBackend[] = [];
+  for (const old of asStored(lb.status).backends ?? []) {
+    if (attachedIds.has(old.server_id)) continue;
+    // A backend detached since the last pass starts its grace period now; the status write keeps its end.
+    const drainUntil = old.status === 'draining' && old.drain_until ? old.drain_until : addMs(now, drainMs);
+    const ref = old.server_ref ? { server_ref: old.server_ref } : {};
+    if (drainUntil > now)
+      draining.push({
+        server_id: old.server_id,
+        ...ref,
+        port: old.port,
+        address: await addressOf(team, old.server_id),
+        draining: true,
+        drain_until: drainUntil,
+      });
+  }
+  return { ...lb.spec, backends: [...attached, ...draining] };
+}
+
+export function loadBalancerBinding(
+  driver: LoadBalancerDriver,
+  store: Store,
+  drainMs: number,
+): FamilyBinding<LoadBalancerDesired, LoadBalancerOutputs, BackendHealth[], LoadBalancer> {
   return {
     family: loadBalancerFamily,
     readyState: 'running',
     driver,
-    async desired(lb) {
-      const { team } = lb.meta;
-      const now = nowIso();
-      let listed: Promise<ServerObject[]> | undefined;
-      const servers = () => (listed ??= store.list<ServerObject['spec'], ServerObject['status']>(serverFamily.kind, team));
-      const broken = new Set(backendsNamingNotOneServer(lb.spec.backends));
-      const resolved = await Promise.all(
-        lb.spec.backends.map(async (b, i) => (broken.has(i) ? undefined : { spec: b, server_id: await serverIdOf(b, servers) })),
-      );
-      const attached: DesiredBackend[] = await Promise.all(
-        resolved
-          .filter((r): r is { spec: BackendSpec; server_id: string } => r?.server_id !== undefined)
-          .map(async ({ spec, server_id }) => ({
-            server_id,
-            ...(spec.serverRef ? { server_ref: spec.serverRef.name } : {}),
-            port: spec.port,
-            address: await addressOf(team, server_id),
-            draining: false,
-            drain_until: null,
-          })),
-      );
-      const attachedIds = new Set(attached.map((b) => b.server_id));
-      const draining: DesiredBackend[] = [];
-      for (const old of asStored(lb.status).backends ?? []) {
-        if (attachedIds.has(old.server_id)) continue;
-        // A backend detached since the last pass starts its grace period now; the status write keeps its end.
-        const drainUntil = old.status === 'draining' && old.drain_until ? old.drain_until : addMs(now, drainMs);
-        const ref = old.server_ref ? { server_ref: old.server_ref } : {};
-        if (drainUntil > now)
-          draining.push({
-            server_id: old.server_id,
-            ...ref,
-            port: old.port,
-            address: await addressOf(team, old.server_id),
-            draining: true,
-            drain_until: drainUntil,
-          });
-      }
-      return { ...lb.spec, backends: [...attached, ...draining] };
-    },
+    desired: (lb) => loadBalancerDesired(store, lb, drainMs),
     outputs: ({ ipv4 }) => ({ ipv4 }),
     steady(health, resource, desired) {
       const up = new Map(health.map((h) => [keyOf(h), h.up]));

@@ -24,7 +24,7 @@ export const loadBalancerModule = drivenFamilyModule<LoadBalancerDriver>({
     },
   },
   reconcilers: (deps, driver) => [deps.managed(loadBalancerBinding(driver, deps.store, deps.config.backendDrainMs))],
-  routes: (app, ctx) => {
-    registerLoadBalancerRoutes(app, ctx);
+  routes: (app, ctx, driver) => {
+    registerLoadBalancerRoutes(app, ctx, driver);
   },
 });

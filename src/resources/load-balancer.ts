@@ -15,6 +15,7 @@ import {
   strictObject,
   connectionSecretProperty,
   recordTimes,
+  Timestamp,
 } from './schema-kit';
 import type { ExternalRecord } from './external-record';
 import { REGIONAL_COLUMNS } from './presentation';
@@ -141,7 +142,35 @@ function assertProtocolPort(protocol: string, port: number, certificate: string 
   }
 }
 
-/** Backends are attached and detached by actions (api/routes/load-balancers.ts). */
+/** A traffic counter: int64, as the bytes through a load balancer pass 2^31 (2 GiB) soon enough and a client reading an int32 would fail on them. */
+const Counter = (description: string) => Type.Integer({ minimum: 0, format: 'int64', description });
+const trafficProperties = (what: string) => ({
+  sessions_total: Counter(`Sessions (connections) ${what} since its data-plane processes started.`),
+  bytes_in: Counter(`Bytes received from the clients ${what} since its data-plane processes started.`),
+  bytes_out: Counter(`Bytes sent to the clients ${what} since its data-plane processes started.`),
+  current_sessions: Counter(`Sessions ${what} open now.`),
+});
+
+/** GET /load-balancers/{id}/stats (api/routes/load-balancers.ts): the traffic, read live from the data plane. */
+export const loadBalancerStatsSchema = strictObject({
+  ...trafficProperties('through the load balancer'),
+  instances: Type.Integer({
+    minimum: 0,
+    description: 'How many data-plane processes (HAProxy Pods) the counters are summed over; 0 when none serves (and always on the simulated provider).',
+  }),
+  observed_at: Timestamp('When the counters were read.'),
+  backends: Type.Array(
+    strictObject({
+      server_id: Type.String({ description: 'The backend server.' }),
+      port: Type.Integer({ description: 'Backend port.' }),
+      up: Type.Boolean({ description: "Whether the data plane's own health check of it passes (on every process)." }),
+      ...trafficProperties('to this backend'),
+    }),
+    { description: 'Each backend the load balancer has, a draining one included.' },
+  ),
+});
+
+/** Backends are attached and detached by actions, its traffic read (api/routes/load-balancers.ts). */
 const LOAD_BALANCER_COMMANDS: readonly FamilyCommand[] = [
   {
     words: ['attach'],
@@ -159,6 +188,13 @@ const LOAD_BALANCER_COMMANDS: readonly FamilyCommand[] = [
     method: 'POST',
     path: '/{id}/detach',
     body: Type.Object({ server_id: Type.String({ minLength: 1, description: 'The attached server to detach.' }) }),
+  },
+  {
+    words: ['stats'],
+    summary: 'Live traffic counters',
+    method: 'GET',
+    path: '/{id}/stats',
+    columns: ['sessions_total', 'current_sessions', 'bytes_in', 'bytes_out', 'instances', 'observed_at'],
   },
 ];
 

@@ -1,4 +1,7 @@
 import { startTestService, TestService, waitForStatus, eventually } from '../helpers/service';
+import { createTeam } from '../../src/accounts/bootstrap';
+import { DataPlaneUnavailable } from '../../src/drivers/load-balancer';
+import { SimulatedLoadBalancerDriver } from '../../src/drivers/simulated/families';
 
 describe('load balancers', () => {
   let t: TestService;
@@ -52,5 +55,64 @@ describe('load balancers', () => {
       return all.length >= 3 ? all : null;
     });
     expect(events.map((e) => e.type)).toEqual(['load_balancer.created', 'load_balancer.running', 'load_balancer.deleted']);
+  });
+
+  it('answers the traffic counters: zeros on the simulated provider, which passes no traffic, with its backends and their health', async () => {
+    const lb = (await t.api('POST', '/api/v1/load-balancers', { name: 'counted', region: 'fra1' })).body.data;
+    const server = (await t.api('POST', '/api/v1/servers', { name: 'behind', region: 'fra1' })).body.data;
+    await waitForStatus(t, `/api/v1/load-balancers/${lb.id}`, 'running');
+    await waitForStatus(t, `/api/v1/servers/${server.id}`, 'running');
+    expect((await t.api('POST', `/api/v1/load-balancers/${lb.id}/attach`, { server_id: server.id, port: 8080 })).status).toBe(200);
+    await eventually(async () => (await t.api('GET', `/api/v1/load-balancers/${lb.id}`)).body.data.backends[0]?.status === 'healthy', 30_000, 100);
+
+    const before = Date.now();
+    const stats = await t.api('GET', `/api/v1/load-balancers/${lb.id}/stats`);
+    expect(stats.status).toBe(200);
+    expect(stats.body.meta).toMatchObject({ provider: 'connected' });
+    expect(stats.body.data).toEqual({
+      sessions_total: 0,
+      bytes_in: 0,
+      bytes_out: 0,
+      current_sessions: 0,
+      instances: 0,
+      observed_at: expect.any(String),
+      backends: [{ server_id: server.id, port: 8080, up: true, sessions_total: 0, bytes_in: 0, bytes_out: 0, current_sessions: 0 }],
+    });
+    // Read now, not taken from the record.
+    expect(Date.parse(stats.body.data.observed_at)).toBeGreaterThanOrEqual(before - 1_000);
+
+    // A read: a viewer's key and a read-only key may make it.
+    const member = await t.api('POST', '/api/v1/settings/team/members', { email: 'viewer@lb-stats.example', role: 'viewer' });
+    const viewerKey = (await t.api('POST', '/api/v1/settings/api-keys', { name: 'viewer', user_id: member.body.data.id })).body.data.key;
+    const readOnlyKey = (await t.api('POST', '/api/v1/settings/api-keys', { name: 'reader', scope: 'read_only' })).body.data.key;
+    for (const key of [viewerKey, readOnlyKey]) {
+      const res = await t.api('GET', `/api/v1/load-balancers/${lb.id}/stats`, undefined, { key });
+      expect([res.status, res.body.data?.backends?.length]).toEqual([200, 1]);
+    }
+
+    // Another team's load balancer is not found, as any of its records; so is one that does not exist.
+    const other = await createTeam(t.service.ctx.writer, t.service.ctx.authenticator, { teamName: 'Other', ownerName: 'O', ownerEmail: 'o@lb-stats.example' });
+    const theirs = await t.api('GET', `/api/v1/load-balancers/${lb.id}/stats`, undefined, { key: other.token });
+    expect([theirs.status, theirs.body.error?.code]).toEqual([404, 'load_balancer_not_found']);
+    const missing = await t.api('GET', '/api/v1/load-balancers/lb_0000000000000000/stats');
+    expect([missing.status, missing.body.error?.code]).toEqual([404, 'load_balancer_not_found']);
+    expect((await t.api('GET', `/api/v1/load-balancers/${lb.id}/stats`, undefined, { key: null })).status).toBe(401);
+  });
+
+  it('answers 503 provider_unavailable, not 500, when the data plane cannot be read', async () => {
+    const lb = (await t.api('POST', '/api/v1/load-balancers', { name: 'unread', region: 'fra1' })).body.data;
+    await waitForStatus(t, `/api/v1/load-balancers/${lb.id}`, 'running');
+    // What the HAProxy driver throws when a serving Pod does not give its stats in time.
+    const silent = jest
+      .spyOn(SimulatedLoadBalancerDriver.prototype, 'traffic')
+      .mockRejectedValueOnce(new DataPlaneUnavailable('1 of its 2 serving HAProxy Pods did not give their stats within 2000 ms'));
+    try {
+      const res = await t.api('GET', `/api/v1/load-balancers/${lb.id}/stats`);
+      expect(res.status).toBe(503);
+      expect(res.body.error).toMatchObject({ code: 'provider_unavailable', message: expect.stringContaining('did not give their stats') });
+    } finally {
+      silent.mockRestore();
+    }
+    expect((await t.api('GET', `/api/v1/load-balancers/${lb.id}/stats`)).status).toBe(200);
   });
 });

@@ -130,6 +130,7 @@ describe('GET /api/v1/openapi.json', () => {
         'POST /api/v1/load-balancers': 'createLoadBalancer',
         'POST /api/v1/mcp': 'sendMcpMessage',
         'GET /api/v1/load-balancers/{id}': 'getLoadBalancer',
+        'GET /api/v1/load-balancers/{id}/stats': 'getLoadBalancerStats',
         'PATCH /api/v1/load-balancers/{id}': 'updateLoadBalancer',
         'DELETE /api/v1/load-balancers/{id}': 'deleteLoadBalancer',
         'POST /api/v1/load-balancers/{id}/attach': 'attachLoadBalancerBackend',

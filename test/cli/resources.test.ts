@@ -93,6 +93,12 @@ describe('families', () => {
     const table = await run(['load-balancers', 'get', lb.id]);
     expect(table.stdout.split('\n')[0].split(/\s+/)).toEqual(['ID', 'NAME', 'STATUS', 'REGION', 'PROTOCOL', 'PORT', 'IPV4', 'BACKENDS']);
     expect(table.stdout).toMatch(new RegExp(`^${lb.id}\\s+cli-web\\s+running\\s+fra1\\s+http\\s+8443\\s+\\S+\\s+${server.id}$`, 'm'));
+    // The traffic counters, live: json prints the API's answer, the table its counters (a simulated load balancer passes none).
+    const stats = await json(['load-balancers', 'stats', lb.id]);
+    expect(stats).toMatchObject({ sessions_total: 0, bytes_in: 0, bytes_out: 0, instances: 0, backends: [{ server_id: server.id, port: 8443 }] });
+    const statsTable = await run(['load-balancers', 'stats', lb.id]);
+    expect(statsTable.stdout.split('\n')[0].split(/\s+/)).toEqual(['SESSIONS_TOTAL', 'CURRENT_SESSIONS', 'BYTES_IN', 'BYTES_OUT', 'INSTANCES', 'OBSERVED_AT']);
+    expect(statsTable.stdout.split('\n')[1]).toMatch(/^0\s+0\s+0\s+0\s+0\s+\d{4}-\d\d-\d\dT/);
     // A detached backend drains for a grace period before it goes.
     const detached = await json(['load-balancers', 'detach', lb.id, '--server-id', server.id]);
     expect(detached.backends.filter((b: any) => b.status !== 'draining')).toEqual([]);

@@ -192,6 +192,11 @@ describe('cluster mode: servers as Pods, load balancers on HAProxy', () => {
     expect(service!.spec?.type).toBe('LoadBalancer');
     expect(running.ipv4).toBe(service!.status?.loadBalancer?.ingress?.[0]?.ip);
     expect(running.ipv4).toBe(addon.assigned().get(`${namespace}/${objectName(id)}`));
+    // The traffic is read live from the serving Pods' stats, which nothing in KWOK's Pods
+    // serves: 503 provider_unavailable, neither a 500 nor counters made up without them.
+    const stats = await t.api('GET', `/api/v1/load-balancers/${id}/stats`);
+    expect([stats.status, stats.body.error?.code]).toEqual([503, 'provider_unavailable']);
+    expect(stats.body.error.message).toMatch(/of its \d serving HAProxy Pods did not give their stats within 2000 ms/);
   });
 
   it("attach and detach change the rendered configuration to the servers' Pod IPs", async () => {

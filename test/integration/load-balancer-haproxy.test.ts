@@ -10,21 +10,28 @@
  * plays their lifecycle, so the stats the driver reads at each Pod's IP never answer and
  * every backend is reported not up), and nothing assigns a LoadBalancer Service its
  * address: test/helpers/load-balancer-addon.ts plays MetalLB by writing the Service's
- * status.loadBalancer.ingress as MetalLB would.
+ * status.loadBalancer.ingress as MetalLB would. The traffic test plays the kubelet for
+ * its Pods instead: real HAProxy (Debian's) runs the ConfigMap's configuration in a network
+ * namespace carrying each Pod's IP, and real requests go through it.
  */
 import fs from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
+import http from 'node:http';
+import type { ChildProcess } from 'node:child_process';
 import { AppsV1Api, CoreV1Api, CustomObjectsApi, KubeConfig, V1Deployment } from '@kubernetes/client-node';
 import pino from 'pino';
-import { CONFIG_HASH_ANNOTATION, CERTIFICATE_VERSION_ANNOTATION, CONFIG_KEY } from '../../src/drivers/kubernetes/haproxy-manifests';
 import { HaproxyLoadBalancerDriver } from '../../src/drivers/kubernetes/load-balancer-haproxy';
+import { DataPlaneUnavailable } from '../../src/drivers/load-balancer';
 import type { DesiredBackend, LoadBalancerDesired, LoadBalancerOutputs, BackendHealth } from '../../src/drivers/load-balancer';
+import { CONFIG_HASH_ANNOTATION, CERTIFICATE_VERSION_ANNOTATION, CONFIG_KEY, FRONTEND_CONTAINER_PORT } from '../../src/drivers/kubernetes/haproxy-manifests';
+import { isServing } from '../../src/drivers/kubernetes/deployed-pods';
 import type { Managed, Observation, Owner } from '../../src/drivers/types';
 import { newId } from '../../src/lib/ids';
 import { API_VERSION, GROUP, VERSION, namespaceOfTeam, objectName } from '../../src/store/kubernetes/names';
 import { operatorKubeconfigFromChart, teamNamespaceAsTheOperatorMakesIt } from '../helpers/chart';
-import { makeTestCertificate } from '../helpers/haproxy';
+import { haproxyBinary, makeTestCertificate, run } from '../helpers/haproxy';
+import { netnsSet } from '../helpers/netns';
 import { LoadBalancerAddon, startLoadBalancerAddon } from '../helpers/load-balancer-addon';
 import { eventually } from '../helpers/service';
 import { startWorkloadCluster, UNREACHABLE_REGISTRY, WorkloadCluster } from '../helpers/workload-cluster';
@@ -437,6 +444,132 @@ describe('HAProxy load balancer driver (workload cluster)', () => {
       200,
     );
     expect(await driver.observe(resource)).toEqual({ exists: false });
+  });
+
+  it('reads the traffic of real requests through HAProxy in each serving Pod, summed, and refuses a sum that would leave a Pod out', async () => {
+    const counted = new HaproxyLoadBalancerDriver({
+      kubeConfig: operatorKubeConfig,
+      systemNamespace: SYSTEM_NAMESPACE,
+      logger: pino({ level: 'silent' }),
+      // Checks often, so the backend is seen up a short while after HAProxy starts.
+      haproxy: { replicas: 2, checkIntervalMs: 200 },
+      statsTimeoutMs: 1_000,
+      progressPollMs: 100,
+    });
+    // The backend runs beside HAProxy on each played Pod's loopback.
+    const target: DesiredBackend = { server_id: newId('svr'), port: 9000, address: '127.0.0.1', draining: false, drain_until: null };
+    const resource = await managed(desiredLoadBalancer({ backends: [target] }));
+    await eventually(
+      async () => {
+        const observed = await counted.observe(resource);
+        if (!observed.exists) resource.external = (await counted.create(resource)).external;
+        else if (!observed.upToDate) resource.external = (await counted.update(resource)).external;
+        return readyAndCurrent(observed) && rolledOut((await objectsOf(resource)).deployment, 2);
+      },
+      60_000,
+      100,
+    );
+    // KWOK's Pods run nothing: their stats never answer, and no sum is made up without them.
+    await expect(counted.traffic(resource)).rejects.toThrow(
+      new DataPlaneUnavailable('2 of its 2 serving HAProxy Pods did not give their stats within 1000 ms'),
+    );
+
+    const pods = (await core.listNamespacedPod({ namespace, labelSelector: `cloudplane.dev/id=${resource.id}` })).items.filter(isServing);
+    expect(pods).toHaveLength(2);
+    const config = await configOf(resource);
+    const netns = netnsSet();
+    const processes: ChildProcess[] = [];
+    const outputs: string[] = [];
+    const dirs: string[] = [];
+    const stop = async (child: ChildProcess) => {
+      if (child.exitCode !== null || child.signalCode !== null) return;
+      child.kill('SIGTERM');
+      await new Promise((resolve) => child.once('exit', resolve));
+    };
+    try {
+      // The kubelet's part for each Pod: the Pod's IP in a namespace of its own, reached from the
+      // test's namespace (as the operator reaches Pod IPs), HAProxy on the ConfigMap's file, and the backend.
+      for (const [i, pod] of pods.entries()) {
+        const podIp = pod.status!.podIP!;
+        const near = `192.0.2.${10 + i}`;
+        const ns = netns.make(`lb${i}`);
+        netns.link(null, `${near}/32`, ns, `${podIp}/32`);
+        const hostEnd = (await run('ip', ['-o', '-4', 'addr', 'show', 'to', `${near}/32`])).output.trim().split(/\s+/)[1];
+        await run('ip', ['route', 'add', `${podIp}/32`, 'dev', hostEnd, 'src', near]);
+        const podEnd = (await ns.exec('ip', ['-o', '-4', 'addr', 'show', 'to', `${podIp}/32`])).trim().split(/\s+/)[1];
+        await ns.exec('ip', ['route', 'add', `${near}/32`, 'dev', podEnd]);
+        const dir = fs.mkdtempSync(path.join(os.tmpdir(), 'cloudplane-lb-pod-'));
+        dirs.push(dir);
+        fs.writeFileSync(path.join(dir, 'haproxy.cfg'), config);
+        const backend = ns.spawn(
+          process.execPath,
+          ['-e', `require('node:http').createServer((req, res) => res.end(req.url === '/health' ? '' : 'served by pod ${i}')).listen(9000, '127.0.0.1')`],
+          { stdio: 'ignore' },
+        );
+        const haproxy = ns.spawn(haproxyBinary(), ['-W', '-db', '-f', path.join(dir, 'haproxy.cfg')], { stdio: ['ignore', 'pipe', 'pipe'] });
+        outputs[i] = '';
+        haproxy.stdout!.on('data', (chunk: Buffer) => (outputs[i] += chunk.toString()));
+        haproxy.stderr!.on('data', (chunk: Buffer) => (outputs[i] += chunk.toString()));
+        processes.push(backend, haproxy);
+      }
+      // Both Pods answer and see the backend up (HAProxy's own checks).
+      await eventually(
+        async () => {
+          const traffic = await counted.traffic(resource).catch(() => null);
+          return traffic?.backends[0]?.up ? traffic : null;
+        },
+        30_000,
+        100,
+      ).catch((err) => {
+        throw new Error(`${err.message}\nHAProxy said:\n${outputs.join('\n---\n')}`);
+      });
+      const before = await counted.traffic(resource);
+
+      const perPod = 5;
+      const get = (ip: string) =>
+        new Promise<string>((resolve, reject) => {
+          http
+            .get({ host: ip, port: FRONTEND_CONTAINER_PORT, path: '/', agent: false }, (res) => {
+              let body = '';
+              res.on('data', (chunk: Buffer) => (body += chunk.toString()));
+              res.on('end', () => resolve(`${res.statusCode} ${body}`));
+            })
+            .on('error', reject);
+        });
+      for (const [i, pod] of pods.entries()) {
+        for (let n = 0; n < perPod; n += 1) expect(await get(pod.status!.podIP!)).toBe(`200 served by pod ${i}`);
+      }
+
+      const after = await counted.traffic(resource);
+      expect(after).toMatchObject({ instances: 2, current_sessions: 0, observed_at: expect.any(String) });
+      // Summed over both Pods: every request was a session of its own, with bytes each way.
+      expect(after.sessions_total - before.sessions_total).toBeGreaterThanOrEqual(2 * perPod);
+      expect(after.bytes_in - before.bytes_in).toBeGreaterThan(0);
+      expect(after.bytes_out - before.bytes_out).toBeGreaterThan(0);
+      const [backendBefore] = before.backends;
+      const [backendAfter] = after.backends;
+      expect(backendAfter).toMatchObject({ server_id: target.server_id, port: target.port, up: true });
+      expect(backendAfter.sessions_total - backendBefore.sessions_total).toBeGreaterThanOrEqual(2 * perPod);
+      expect(backendAfter.bytes_in - backendBefore.bytes_in).toBeGreaterThan(0);
+      expect(backendAfter.bytes_out - backendBefore.bytes_out).toBeGreaterThan(0);
+      // The counters are the Pods' own, cumulative: what one Pod served alone is under the sum.
+      const onePod = await fetch(`http://${pods[0].status!.podIP!}:8404/stats;csv`).then((res) => res.text());
+      const publicRow = onePod.split('\n').find((line) => line.startsWith('public,FRONTEND,'))!;
+      const header = onePod.split('\n')[0].slice(2).split(',');
+      const oneSessions = Number(publicRow.split(',')[header.indexOf('stot')]);
+      expect(oneSessions).toBeGreaterThanOrEqual(perPod);
+      expect(oneSessions).toBeLessThan(after.sessions_total);
+
+      // One Pod's HAProxy stops answering while the Pod still counts as serving: no sum without it.
+      await stop(processes[3]);
+      await expect(counted.traffic(resource)).rejects.toThrow(
+        new DataPlaneUnavailable('1 of its 2 serving HAProxy Pods did not give their stats within 1000 ms'),
+      );
+    } finally {
+      for (const child of processes) await stop(child);
+      netns.destroy();
+      for (const dir of dirs) fs.rmSync(dir, { recursive: true, force: true });
+    }
   });
 
   it('counts an API server that does not answer into its health', async () => {

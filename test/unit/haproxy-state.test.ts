@@ -1,13 +1,31 @@
 /**
  * Reading HAProxy's stats: the status words it uses map onto up, drain, down and
  * maintenance as HAProxy routes them, fields it quotes are read whole, and a desired
- * backend HAProxy does not list is not up. The data-plane test reads the same code from a
- * running HAProxy; these cover the words a test cannot easily provoke.
+ * backend HAProxy does not list is not up. The traffic counters are read from stats CSV
+ * that HAProxy 2.6 (Debian's, as the tests run) served after real requests
+ * (test/fixtures/haproxy-2.6-stats.csv: the renderer's stats and public frontends and
+ * servers backend, eight requests through it, a third server down). The data-plane test
+ * reads the same code from a running HAProxy; these cover the words a test cannot easily
+ * provoke.
  */
+import fs from 'node:fs';
 import http from 'node:http';
 import type { AddressInfo } from 'node:net';
+import path from 'node:path';
 import type { LoadBalancerDesired } from '../../src/drivers/load-balancer';
-import { backendHealth, httpStatsSource, parseServerStats, readServerStats, serverState, StatsSource } from '../../src/drivers/haproxy/state';
+import {
+  backendHealth,
+  httpStatsSource,
+  parseServerStats,
+  parseStats,
+  readServerStats,
+  serverState,
+  StatsSource,
+  summedTraffic,
+} from '../../src/drivers/haproxy/state';
+
+const REAL_CSV = fs.readFileSync(path.join(__dirname, '../fixtures/haproxy-2.6-stats.csv'), 'utf8');
+const ZERO = { sessions_total: 0, bytes_in: 0, bytes_out: 0, current_sessions: 0 };
 
 const HEADER =
   '# pxname,svname,qcur,qmax,scur,smax,slim,stot,bin,bout,dreq,dresp,ereq,econ,eresp,wretr,wredis,status,weight,act,bck,chkfail,chkdown,lastchg,downtime,qlimit,pid,iid,sid,throttle,lbtot,tracked,type,rate,rate_lim,rate_max,check_status,check_code,check_duration,hrsp_1xx,last_chk,';
@@ -51,8 +69,8 @@ describe('HAProxy state', () => {
     ].join('\n');
     const stats = parseServerStats(csv);
     expect(stats).toEqual([
-      { proxy: 'servers', server: 'svr_a-80', status: 'UP', state: 'up', weight: 1, checkStatus: 'L7OK' },
-      { proxy: 'servers', server: 'svr_b-80', status: 'DOWN', state: 'down', weight: 1, checkStatus: 'L7STS' },
+      { proxy: 'servers', server: 'svr_a-80', status: 'UP', state: 'up', weight: 1, checkStatus: 'L7OK', traffic: ZERO },
+      { proxy: 'servers', server: 'svr_b-80', status: 'DOWN', state: 'down', weight: 1, checkStatus: 'L7STS', traffic: ZERO },
     ]);
     expect(() => parseServerStats('<html>not stats</html>')).toThrow(/no header/);
     expect(() => parseServerStats('# pxname,svname\nx,y')).toThrow(/lacks the column 'status'/);
@@ -107,5 +125,73 @@ describe('HAProxy state', () => {
     } finally {
       await new Promise((resolve) => server.close(resolve));
     }
+  });
+
+  it("reads the counters of HAProxy's own CSV: the frontends' and the servers', not the BACKEND summaries", () => {
+    const stats = parseStats(REAL_CSV);
+    // The stats endpoint's frontend (this very request open) and the public one, as the renderer names them.
+    expect(stats.frontends).toEqual([
+      { proxy: 'stats', traffic: { sessions_total: 1, bytes_in: 0, bytes_out: 0, current_sessions: 1 } },
+      { proxy: 'public', traffic: { sessions_total: 8, bytes_in: 676, bytes_out: 944, current_sessions: 0 } },
+    ]);
+    expect(stats.servers.map(({ server, state, traffic }) => ({ server, state, traffic }))).toEqual([
+      { server: 'svr_5k2m9q7x4h-18081', state: 'up', traffic: { sessions_total: 4, bytes_in: 348, bytes_out: 472, current_sessions: 0 } },
+      { server: 'svr_8w3n6p2r1t-18082', state: 'up', traffic: { sessions_total: 4, bytes_in: 328, bytes_out: 472, current_sessions: 0 } },
+      { server: 'svr_1a2b3c4d5e-18083', state: 'down', traffic: ZERO },
+    ]);
+    // What a server row counts adds up to the frontend's: every request went to a backend.
+    const sum = (key: 'sessions_total' | 'bytes_in' | 'bytes_out') => stats.servers.reduce((total, s) => total + s.traffic[key], 0);
+    expect([sum('sessions_total'), sum('bytes_in'), sum('bytes_out')]).toEqual([8, 676, 944]);
+    // parseServerStats is the same reading, the server rows only.
+    expect(parseServerStats(REAL_CSV)).toEqual(stats.servers);
+  });
+
+  it('refuses a counter that is not a count rather than reading it as some number', () => {
+    const csv = [HEADER, row('servers', 'svr_a-80', 'UP', '1')].join('\n').replace('svr_a-80,', 'svr_a-80,,,-1,');
+    expect(() => parseStats(csv)).toThrow(/has '-1' as scur/);
+  });
+
+  it("sums the public frontend and each desired backend over HAProxy's processes, and lists every desired backend", () => {
+    const desired = {
+      backends: [
+        { server_id: 'svr_5k2m9q7x4h', port: 18081, address: '127.0.0.1', draining: false, drain_until: null },
+        { server_id: 'svr_8w3n6p2r1t', port: 18082, address: '127.0.0.1', draining: true, drain_until: '2030-01-01T00:00:00Z' },
+        { server_id: 'svr_1a2b3c4d5e', port: 18083, address: '127.0.0.1', draining: false, drain_until: null },
+        { server_id: 'svr_nowhere000', port: 80, address: null, draining: false, drain_until: null },
+      ],
+    } as LoadBalancerDesired;
+    const one = parseStats(REAL_CSV);
+    // A second process that has seen the same, but sees the first server down.
+    const other = parseStats(
+      REAL_CSV.replace('svr_5k2m9q7x4h-18081,0,0,0,1,,4,348,472,,0,,0,0,0,0,UP,', 'svr_5k2m9q7x4h-18081,0,0,0,1,,4,348,472,,0,,0,0,0,0,DOWN,'),
+    );
+    expect(summedTraffic(desired, [one])).toEqual({
+      sessions_total: 8,
+      bytes_in: 676,
+      bytes_out: 944,
+      current_sessions: 0,
+      instances: 1,
+      backends: [
+        { server_id: 'svr_5k2m9q7x4h', port: 18081, up: true, sessions_total: 4, bytes_in: 348, bytes_out: 472, current_sessions: 0 },
+        { server_id: 'svr_8w3n6p2r1t', port: 18082, up: true, sessions_total: 4, bytes_in: 328, bytes_out: 472, current_sessions: 0 },
+        { server_id: 'svr_1a2b3c4d5e', port: 18083, up: false, ...ZERO },
+        { server_id: 'svr_nowhere000', port: 80, up: false, ...ZERO },
+      ],
+    });
+    const both = summedTraffic(desired, [one, other]);
+    // The stats frontend's own session is not the load balancer's traffic.
+    expect(both).toMatchObject({ sessions_total: 16, bytes_in: 1352, bytes_out: 1888, current_sessions: 0, instances: 2 });
+    expect(both.backends.map(({ up, sessions_total, bytes_in }) => ({ up, sessions_total, bytes_in }))).toEqual([
+      { up: false, sessions_total: 8, bytes_in: 696 }, // down on one process: not up
+      { up: true, sessions_total: 8, bytes_in: 656 },
+      { up: false, sessions_total: 0, bytes_in: 0 },
+      { up: false, sessions_total: 0, bytes_in: 0 },
+    ]);
+    // No process: no traffic, nothing up.
+    expect(summedTraffic(desired, [])).toEqual({
+      ...ZERO,
+      instances: 0,
+      backends: desired.backends.map((b) => ({ server_id: b.server_id, port: b.port, up: false, ...ZERO })),
+    });
   });
 });

@@ -1,12 +1,15 @@
-/** Load balancer actions: attach and detach a server as a backend. */
+/** Load balancer actions: attach and detach a server as a backend; the live traffic counters. */
 import { Type } from '@sinclair/typebox';
 import type { ApiContext } from '../context';
 import { send } from '../envelope';
 import { assertChangeable, envelopeOf, ErrorEnvelope, findResource, principalOf } from './families';
-import { loadBalancerFamily as family, LoadBalancer } from '../../resources/load-balancer';
+import { loadBalancerFamily as family, LoadBalancer, loadBalancerStatsSchema } from '../../resources/load-balancer';
 import { familyByName } from '../../resources/registry';
-import { conflict, notFound } from '../../lib/errors';
+import { conflict, notFound, providerUnavailable } from '../../lib/errors';
 import type { ApiApp } from '../api-app';
+import { DataPlaneUnavailable, LoadBalancerDriver, LoadBalancerTraffic } from '../../drivers/load-balancer';
+import { managedOf, Driven } from '../../controllers/driven';
+import { loadBalancerDesired } from '../../controllers/load-balancer';
 
 const IdParams = Type.Object({ id: Type.String({ maxLength: 64 }) });
 const AttachBody = Type.Object(
@@ -22,7 +25,8 @@ const DetachBody = Type.Object(
 );
 const responses = { 200: envelopeOf(family.schemas.record), 404: ErrorEnvelope, 409: ErrorEnvelope, 422: ErrorEnvelope };
 
-export function registerLoadBalancerRoutes(app: ApiApp, ctx: ApiContext): void {
+/** `driver`: the load balancers' driver in use, asked for the live traffic. */
+export function registerLoadBalancerRoutes(app: ApiApp, ctx: ApiContext, driver: LoadBalancerDriver): void {
   const base = `/api/v1/${family.path}/:id`;
   const config = { family: family.name };
   const tags = [family.title];
@@ -83,6 +87,34 @@ export function registerLoadBalancerRoutes(app: ApiApp, ctx: ApiContext): void {
         key,
       );
       return send(ctx, request, reply, 200, family.toRecord(updated));
+    },
+  });
+
+  app.get(`${base}/stats`, {
+    config,
+    schema: {
+      tags,
+      operationId: 'getLoadBalancerStats',
+      summary: 'Live traffic counters',
+      description:
+        "Asks the load balancer's data plane for its counters now: the sessions and bytes through its frontend and to each backend, cumulative since its data-plane processes started, summed over them. A data plane that cannot be read answers 503 provider_unavailable.",
+      params: IdParams,
+      response: { 200: envelopeOf(loadBalancerStatsSchema), 404: ErrorEnvelope, 503: ErrorEnvelope },
+    },
+    handler: async (request, reply) => {
+      const { id } = request.params;
+      const lb = await findResource<LoadBalancer>(ctx, family, principalOf(request).team, id);
+      // The desired state the reconciler asks with: the backends by server id and port, as the data plane names them.
+      const desired = await loadBalancerDesired(ctx.store, lb, ctx.config.backendDrainMs);
+      let traffic: LoadBalancerTraffic;
+      try {
+        // traffic only reads: asking it from a request changes nothing the reconciler relies on.
+        traffic = await driver.traffic(managedOf(family, lb as unknown as Driven, desired));
+      } catch (err) {
+        if (err instanceof DataPlaneUnavailable) throw providerUnavailable(family.title, err.message);
+        throw err;
+      }
+      return send(ctx, request, reply, 200, traffic);
     },
   });
 }

@@ -5,8 +5,8 @@
  * one in a Pod reached by its IP. Every read is bounded by a timeout.
  */
 import net from 'node:net';
-import type { BackendHealth, LoadBalancerDesired } from '../load-balancer';
-import { BACKEND_NAME, serverName, STATS_PATH } from './render';
+import type { BackendHealth, BackendTraffic, LoadBalancerDesired, TrafficCounters } from '../load-balancer';
+import { BACKEND_NAME, FRONTEND_NAME, serverName, STATS_PATH } from './render';
 
 /** Where stats CSV is read from; the signal aborts the read when its time is up. */
 export interface StatsSource {
@@ -70,6 +70,20 @@ export interface ServerStat {
   weight: number;
   /** The last check's result (`L7OK`, `L4CON`...), or null without checks. */
   checkStatus: string | null;
+  /** What went through this server (its row's stot, bin, bout, scur). */
+  traffic: TrafficCounters;
+}
+
+/** A FRONTEND row: what clients sent through one of HAProxy's frontends. */
+export interface FrontendStat {
+  proxy: string;
+  traffic: TrafficCounters;
+}
+
+/** One HAProxy process's stats: its frontends and the servers of its backends. */
+export interface HaproxyStats {
+  frontends: FrontendStat[];
+  servers: ServerStat[];
 }
 
 /**
@@ -84,8 +98,15 @@ export function serverState(status: string, weight: number): ServerState {
   return 'down';
 }
 
-/** The server rows of stats CSV (the FRONTEND and BACKEND summary rows left out). */
-export function parseServerStats(csv: string): ServerStat[] {
+export const NO_TRAFFIC: TrafficCounters = { sessions_total: 0, bytes_in: 0, bytes_out: 0, current_sessions: 0 };
+
+/**
+ * The FRONTEND rows and the server rows of stats CSV (the BACKEND summary rows left out).
+ * Counters are HAProxy's: `stot` the sessions since the process started, `bin` and `bout`
+ * the bytes from and to the clients (on a server row: to and from that server), `scur` the
+ * sessions open now. An empty counter is 0.
+ */
+export function parseStats(csv: string): HaproxyStats {
   const lines = csv.split('\n').filter((line) => line.trim() !== '');
   const header = lines.shift();
   if (!header || !header.startsWith('# ')) throw new Error('not HAProxy stats CSV: no header line');
@@ -96,23 +117,44 @@ export function parseServerStats(csv: string): ServerStat[] {
     return i;
   };
   const [pxname, svname, status, weight, checkStatus] = ['pxname', 'svname', 'status', 'weight', 'check_status'].map(index);
-  const stats: ServerStat[] = [];
+  const [stot, bin, bout, scur] = ['stot', 'bin', 'bout', 'scur'].map(index);
+  const stats: HaproxyStats = { frontends: [], servers: [] };
   for (const line of lines) {
     const fields = splitCsvLine(line);
     const server = fields.at(svname);
-    if (server === undefined || server === 'FRONTEND' || server === 'BACKEND') continue;
+    if (server === undefined || server === 'BACKEND') continue;
+    const counter = (i: number) => counterOf(fields[i], columns[i], line);
+    const traffic = { sessions_total: counter(stot), bytes_in: counter(bin), bytes_out: counter(bout), current_sessions: counter(scur) };
+    if (server === 'FRONTEND') {
+      stats.frontends.push({ proxy: fields[pxname], traffic });
+      continue;
+    }
     const w = Number(fields[weight] ?? '');
     const statusText = fields[status] ?? '';
-    stats.push({
+    stats.servers.push({
       proxy: fields[pxname],
       server,
       status: statusText,
       state: serverState(statusText, Number.isFinite(w) ? w : 0),
       weight: Number.isFinite(w) ? w : 0,
       checkStatus: fields[checkStatus] || null,
+      traffic,
     });
   }
   return stats;
+}
+
+/** The server rows of stats CSV (the FRONTEND and BACKEND summary rows left out). */
+export function parseServerStats(csv: string): ServerStat[] {
+  return parseStats(csv).servers;
+}
+
+/** A counter field: empty is 0; anything but a non-negative integer is not HAProxy's stats. */
+function counterOf(field: string | undefined, column: string, line: string): number {
+  if (field === undefined || field === '') return 0;
+  const value = Number(field);
+  if (!/^\d+$/.test(field) || !Number.isSafeInteger(value)) throw new Error(`HAProxy stats CSV has '${field}' as ${column} in: ${line.slice(0, 200)}`);
+  return value;
 }
 
 /** One CSV line, with HAProxy's quoting of fields that hold commas or quotes. */
@@ -141,14 +183,19 @@ function splitCsvLine(line: string): string[] {
 export const DEFAULT_STATS_TIMEOUT_MS = 3_000;
 
 /** Reads the stats, failing after `timeoutMs`. */
-export async function readServerStats(source: StatsSource, timeoutMs = DEFAULT_STATS_TIMEOUT_MS): Promise<ServerStat[]> {
+export async function readStats(source: StatsSource, timeoutMs = DEFAULT_STATS_TIMEOUT_MS): Promise<HaproxyStats> {
   const signal = AbortSignal.timeout(timeoutMs);
   try {
-    return parseServerStats(await source.read(signal));
+    return parseStats(await source.read(signal));
   } catch (err) {
     if (signal.aborted) throw new Error(`no stats from ${source.description} within ${timeoutMs} ms`);
     throw err;
   }
+}
+
+/** The server rows only, failing after `timeoutMs`. */
+export async function readServerStats(source: StatsSource, timeoutMs = DEFAULT_STATS_TIMEOUT_MS): Promise<ServerStat[]> {
+  return (await readStats(source, timeoutMs)).servers;
 }
 
 /**
@@ -172,4 +219,46 @@ export function backendHealth(desired: LoadBalancerDesired, stats: ServerStat[])
 
 export async function readBackendHealth(source: StatsSource, desired: LoadBalancerDesired, timeoutMs = DEFAULT_STATS_TIMEOUT_MS): Promise<BackendHealth[]> {
   return backendHealth(desired, await readServerStats(source, timeoutMs));
+}
+
+/** The load balancer's traffic summed over HAProxy processes (`instances`: how many were summed). */
+export interface SummedTraffic extends TrafficCounters {
+  instances: number;
+  backends: BackendTraffic[];
+}
+
+const plus = (a: TrafficCounters, b: TrafficCounters): TrafficCounters => ({
+  sessions_total: a.sessions_total + b.sessions_total,
+  bytes_in: a.bytes_in + b.bytes_in,
+  bytes_out: a.bytes_out + b.bytes_out,
+  current_sessions: a.current_sessions + b.current_sessions,
+});
+
+/**
+ * The load balancer's traffic from the stats of each of its HAProxy processes: the public
+ * frontend's counters (what clients sent and got; the stats endpoint's own frontend left
+ * out) and each desired backend's server row, summed over the processes. A backend is up
+ * where every process sees it up (as backendHealth has it); one that no process lists (no
+ * address, not rendered yet) has no traffic and is not up. With no process there is no
+ * traffic at all.
+ */
+export function summedTraffic(desired: LoadBalancerDesired, instances: HaproxyStats[]): SummedTraffic {
+  let total = NO_TRAFFIC;
+  for (const stats of instances) {
+    const frontend = stats.frontends.find((f) => f.proxy === FRONTEND_NAME);
+    if (frontend) total = plus(total, frontend.traffic);
+  }
+  const rows = instances.map((stats) => new Map(stats.servers.filter((s) => s.proxy === BACKEND_NAME).map((s) => [s.server, s])));
+  const seen = new Set<string>();
+  const backends: BackendTraffic[] = [];
+  for (const backend of desired.backends) {
+    const name = serverName(backend);
+    if (seen.has(name)) continue;
+    seen.add(name);
+    const listed = rows.map((byName) => byName.get(name));
+    const traffic = listed.reduce((sum: TrafficCounters, row) => (row ? plus(sum, row.traffic) : sum), NO_TRAFFIC);
+    const up = listed.length > 0 && listed.every((row) => row?.state === 'up' || row?.state === 'drain');
+    backends.push({ server_id: backend.server_id, port: backend.port, up, ...traffic });
+  }
+  return { ...total, instances: instances.length, backends };
 }

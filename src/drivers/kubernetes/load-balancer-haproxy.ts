@@ -18,14 +18,21 @@
  * load balancer is left as it is and keeps serving as before, a new one gets no Pods yet,
  * observe says why in `rejected`, and every update tries again.
  *
+ * Traffic (GET /load-balancers/{id}/stats) is read live from the same stats: the public
+ * frontend's and each backend's counters, summed over every serving Pod (an older
+ * configuration's too during a rollout, as they carry traffic until they stop). Unlike
+ * health, a Pod that does not answer fails the read: a sum without it would look like the
+ * counters falling.
+ *
  * An object under the load balancer's name that Cloudplane did not make for it is never
  * touched: the load balancer fails, saying what is in the way.
  */
 import { isIPv4 } from 'node:net';
 import type { KubeConfig, V1ConfigMap, V1Deployment, V1Pod, V1Secret, V1Service } from '@kubernetes/client-node';
 import type { Logger } from 'pino';
-import { backendHealth, httpStatsSource, readServerStats, ServerStat } from '../haproxy/state';
-import type { BackendHealth, LoadBalancerDesired, LoadBalancerDriver, LoadBalancerOutputs } from '../load-balancer';
+import { backendHealth, httpStatsSource, readServerStats, readStats, ServerStat, summedTraffic } from '../haproxy/state';
+import { DataPlaneUnavailable } from '../load-balancer';
+import type { BackendHealth, LoadBalancerDesired, LoadBalancerDriver, LoadBalancerOutputs, LoadBalancerTraffic } from '../load-balancer';
 import type { DriverHealth, Managed, Observation, Step } from '../types';
 import { AppliedObjects, holdsDesired, ObjectHeader } from './applied';
 import {
@@ -40,6 +47,7 @@ import { madeFor, Placement, placementOf } from './objects';
 import { Changed, MadeWatchOptions, watchMade } from './made-watch';
 import { isAvailable, isServing, podBaseUrl, selectorOf, stalledRollout } from './deployed-pods';
 import { messageOf } from '../../lib/unknown-values';
+import { nowIso } from '../../lib/time';
 
 export interface HaproxyLoadBalancerDriverOptions extends MadeWatchOptions {
   kubeConfig: KubeConfig;
@@ -162,6 +170,33 @@ export class HaproxyLoadBalancerDriver implements LoadBalancerDriver {
 
   health(): DriverHealth {
     return this.objects.outcomes.health();
+  }
+
+  /**
+   * The counters of every serving HAProxy Pod, summed: each Pod's are cumulative since it
+   * started, so a Pod replaced (a rollout, a restart) takes its share with it. No serving
+   * Pod is no traffic; one that does not answer in time, or an API server that does not,
+   * is DataPlaneUnavailable. The reasons given are for the API's answer: the Pods'
+   * addresses and the API server's words go to the log only.
+   */
+  async traffic(resource: Managed<LoadBalancerDesired>): Promise<LoadBalancerTraffic> {
+    const { namespace } = this.placementOf(resource);
+    let pods: V1Pod[];
+    try {
+      pods = (await this.objects.list<V1Pod>('v1', 'Pod', namespace, selectorOf(podSelector(resource.id)))).filter(isServing);
+    } catch (err) {
+      this.o.logger.warn({ id: resource.id, err: messageOf(err) }, "could not list a load balancer's HAProxy Pods for its traffic");
+      throw new DataPlaneUnavailable("the cluster's API server did not answer for its HAProxy Pods");
+    }
+    const timeoutMs = this.o.statsTimeoutMs ?? DEFAULT_STATS_TIMEOUT_MS;
+    const answers = await Promise.allSettled(pods.map((pod) => readStats(httpStatsSource(podBaseUrl(pod, this.settings.statsPort)), timeoutMs)));
+    const silent = answers.flatMap((answer, i) => (answer.status === 'rejected' ? [{ pod: pods[i].metadata?.name, err: messageOf(answer.reason) }] : []));
+    if (silent.length > 0) {
+      this.o.logger.warn({ id: resource.id, silent }, "could not read an HAProxy Pod's stats for the traffic");
+      throw new DataPlaneUnavailable(`${silent.length} of its ${pods.length} serving HAProxy Pods did not give their stats within ${timeoutMs} ms`);
+    }
+    const stats = answers.flatMap((answer) => (answer.status === 'fulfilled' ? [answer.value] : []));
+    return { ...summedTraffic(resource.desired, stats), observed_at: nowIso() };
   }
 
   /**

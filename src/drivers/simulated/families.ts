@@ -7,7 +7,7 @@
 import { createHash } from 'node:crypto';
 import type { Managed, Step } from '../types';
 import type { ServerDesired, ServerObserved, ServerOutputs, PowerState } from '../server';
-import type { BackendHealth, LoadBalancerDesired, LoadBalancerOutputs } from '../load-balancer';
+import type { BackendHealth, LoadBalancerDesired, LoadBalancerDriver, LoadBalancerOutputs, LoadBalancerTraffic } from '../load-balancer';
 import type { TunnelStats, VpnGatewayDesired, VpnGatewayOutputs } from '../vpn-gateway';
 import type { BucketOutputs, FileShareOutputs } from '../storage';
 import type { BucketSpec, FileShareSpec } from '../../resources/storage';
@@ -20,6 +20,7 @@ import { NEWEST_KUBERNETES_VERSION } from '../../resources/kubernetes-cluster';
 import { draw, Simulation } from './simulation';
 import { FamilyState, SimulatedDriver, SimulatedRecord, simulatedRecordOf } from './driver';
 import { asStored } from '../../resources/family';
+import { nowIso } from '../../lib/time';
 
 /** How often a simulated health check gives a new answer. */
 const HEALTH_CHECK_WINDOW_MS = 30_000;
@@ -105,7 +106,7 @@ export class SimulatedServerDriver extends SimulatedDriver<ServerDesired, Server
   }
 }
 
-export class SimulatedLoadBalancerDriver extends SimulatedDriver<LoadBalancerDesired, LoadBalancerOutputs, BackendHealth[]> {
+export class SimulatedLoadBalancerDriver extends SimulatedDriver<LoadBalancerDesired, LoadBalancerOutputs, BackendHealth[]> implements LoadBalancerDriver {
   constructor(sim: Simulation) {
     super('load_balancer', sim);
   }
@@ -132,6 +133,24 @@ export class SimulatedLoadBalancerDriver extends SimulatedDriver<LoadBalancerDes
         up: b.address !== null && draw('backend', resource.id, b.server_id, b.port, window) >= failureRate,
       }));
     return { observed, pollAfterMs: observed.length > 0 ? BACKEND_POLL_MS : undefined };
+  }
+
+  /**
+   * No traffic passes a simulated load balancer (it has no data plane, and its servers none
+   * to answer): every counter is 0 and no process is summed. What it does have is its
+   * backends' simulated health, as observe gives it.
+   */
+  async traffic(resource: Managed<LoadBalancerDesired>): Promise<LoadBalancerTraffic> {
+    const observation = await this.observe(resource);
+    const up = new Map((observation.exists ? observation.observed : []).map((h) => [`${h.server_id}:${h.port}`, h.up]));
+    const seen = new Set<string>();
+    const backends = resource.desired.backends.flatMap((b) => {
+      const key = `${b.server_id}:${b.port}`;
+      if (seen.has(key)) return [];
+      seen.add(key);
+      return [{ server_id: b.server_id, port: b.port, up: up.get(key) ?? false, sessions_total: 0, bytes_in: 0, bytes_out: 0, current_sessions: 0 }];
+    });
+    return { sessions_total: 0, bytes_in: 0, bytes_out: 0, current_sessions: 0, instances: 0, observed_at: nowIso(), backends };
   }
 }
 
