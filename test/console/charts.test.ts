@@ -161,3 +161,30 @@ describe("console: a VPN tunnel's traffic", () => {
     await eventually(async () => (await drawnPixels(c.page, 'section[aria-labelledby="traffic-title"]'))[0] > 1000);
   });
 });
+
+describe("console: a load balancer's traffic", () => {
+  it('draws the rates of its data plane counters, and says why they are zero on the simulated provider', async () => {
+    const made = await c.service.api('POST', '/api/v1/load-balancers', { name: 'edge', region: 'fra1' });
+    expect(made.status).toBe(201);
+    const id = made.body.data.id;
+    await waitForStatus(c.service, `/api/v1/load-balancers/${id}`, 'running', 30_000);
+    const stats = (await c.service.api('GET', `/api/v1/load-balancers/${id}/stats`)).body.data;
+    expect(stats).toMatchObject({ instances: 0, bytes_in: 0, bytes_out: 0 });
+
+    await c.open(`/load-balancers/${id}`);
+    const panel = c.page.getByRole('region', { name: 'Traffic' });
+    await panel
+      .getByTestId('lb-sessions')
+      .getByText(/^No data plane serves it yet \(the simulated provider passes no traffic\)/)
+      .waitFor();
+    await panel.getByText('The numbers, reading by reading').click();
+    const table = panel.getByRole('region', { name: 'Traffic of edge, reading by reading' }).locator('table');
+    await eventually(async () => (await table.locator('tbody tr').count()) >= 2, 20_000, 200);
+    // The API's counters stand still, so every rate shown is zero, in and out.
+    for (const label of ['In', 'Out']) for (const cell of await column(table, label)) expect(bytesPerSecond(cell)).toBe(0);
+    const sentence = await panel.getByTestId('rate-sentence').textContent();
+    expect(sentence).toMatch(/^Traffic of edge: in 0 B\/s, out 0 B\/s at .*, measured every 2 s\.$/);
+    await panel.getByRole('img', { name: /^Traffic of edge: in / }).waitFor();
+    await eventually(async () => (await drawnPixels(c.page, 'section[aria-labelledby="lb-traffic-title"]'))[0] > 1000);
+  });
+});

@@ -7,6 +7,7 @@
  */
 import type { Component } from 'svelte';
 import { creatablePaths, publishedFamilies, type PublishedFamily } from './openapi';
+import LoadBalancerTraffic from '../pages/families/panels/LoadBalancerTraffic.svelte';
 import LoadBalancerBackends from '../pages/families/panels/LoadBalancerBackends.svelte';
 import FileShareServers from '../pages/families/panels/FileShareServers.svelte';
 import VpnTunnelStatus from '../pages/families/panels/VpnTunnelStatus.svelte';
@@ -96,7 +97,7 @@ interface Panels {
 
 /** Panels by family path; a family without an entry gets the generic pages only. */
 const PANELS: Record<string, Panels> = {
-  'load-balancers': { panels: [LoadBalancerBackends], shownByPanels: ['backends'] },
+  'load-balancers': { panels: [LoadBalancerBackends, LoadBalancerTraffic], shownByPanels: ['backends'] },
   'vpn-gateways': { panels: [VpnTunnelStatus, VpnTunnelTraffic], shownByPanels: ['tunnel_status', 'bytes_sent', 'bytes_received', 'last_handshake'] },
   'file-storage': { panels: [FileShareServers], shownByPanels: [] },
   servers: { panels: [ServerBackups], shownByPanels: [] },
