@@ -8,7 +8,7 @@ import { familyByName } from '../../resources/registry';
 import { conflict, notFound, providerUnavailable } from '../../lib/errors';
 import type { ApiApp } from '../api-app';
 import { DataPlaneUnavailable, LoadBalancerDriver, LoadBalancerTraffic } from '../../drivers/load-balancer';
-import { managedOf, Driven } from '../../controllers/driven';
+import { managedOf } from '../../controllers/driven';
 import { loadBalancerDesired } from '../../controllers/load-balancer';
 
 const IdParams = Type.Object({ id: Type.String({ maxLength: 64 }) });
@@ -109,7 +109,7 @@ export function registerLoadBalancerRoutes(app: ApiApp, ctx: ApiContext, driver:
       let traffic: LoadBalancerTraffic;
       try {
         // traffic only reads: asking it from a request changes nothing the reconciler relies on.
-        traffic = await driver.traffic(managedOf(family, lb as unknown as Driven, desired));
+        traffic = await driver.traffic(managedOf(family, lb, desired));
       } catch (err) {
         if (err instanceof DataPlaneUnavailable) throw providerUnavailable(family.title, err.message);
         throw err;

@@ -4,7 +4,7 @@ import type { ApiContext } from '../context';
 import { send } from '../envelope';
 import { envelopeOf, ErrorEnvelope, findResource, principalOf } from './families';
 import { tunnelStatsSchema, vpnGatewayFamily as family, VpnGateway } from '../../resources/vpn-gateway';
-import { managedOf, Driven } from '../../controllers/driven';
+import { managedOf } from '../../controllers/driven';
 import { vpnGatewayDesired } from '../../controllers/vpn-gateway';
 import type { ApiApp } from '../api-app';
 import type { VpnGatewayDriver } from '../../drivers/vpn-gateway';
@@ -37,7 +37,7 @@ export function registerVpnGatewayRoutes(app: ApiApp, ctx: ApiContext, driver: V
       };
       if (status.status !== 'active') return send(ctx, request, reply, 200, last);
       // observe only reads: asking it from a request changes nothing the reconciler relies on.
-      const observation = await driver.observe(managedOf(family, gateway as unknown as Driven, await vpnGatewayDesired(ctx.store, gateway)));
+      const observation = await driver.observe(managedOf(family, gateway, await vpnGatewayDesired(ctx.store, gateway)));
       return send(ctx, request, reply, 200, observation.exists ? observation.observed : last);
     },
   });
