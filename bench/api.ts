@@ -89,6 +89,10 @@ interface ScenarioResult {
   peer_slice_ratios: number[];
   /** Their median: the read path's target (issue 36: >= 100 %). */
   ratio_to_peer_interleaved: number | null;
+  /** The peer's CPU per request over the row's, in each of those pairs: the same comparison by cost, less moved by other load. */
+  peer_slice_cpu_ratios: number[];
+  /** Their median. */
+  cpu_ratio_to_peer_interleaved: number | null;
   method: string;
   path: string;
   connections: number;
@@ -166,6 +170,8 @@ async function run(scenario: Scenario): Promise<ScenarioResult> {
     cpu_ratio_interleaved: null,
     peer_slice_ratios: [],
     ratio_to_peer_interleaved: null,
+    peer_slice_cpu_ratios: [],
+    cpu_ratio_to_peer_interleaved: null,
     method: scenario.method,
     path: scenario.path,
     connections: CONNECTIONS,
@@ -238,7 +244,7 @@ function markdown(report: {
   const m = report.machine;
   const rows = report.results.map(
     (r) =>
-      `| ${r.name} | \`${r.method} ${r.path}\` | ${r.req_per_s_avg.toFixed(0)} | ${r.baseline_req_per_s.toFixed(0)} | ${percent(r.ratio_to_baseline)} | ${r.ratio_interleaved === null ? 'n/a' : percent(r.ratio_interleaved)} | ${r.server_cpu_us_per_request ?? 'n/a'} | ${r.cpu_ratio_to_baseline === null ? 'n/a' : percent(r.cpu_ratio_to_baseline)} | ${r.cpu_ratio_interleaved === null ? 'n/a' : percent(r.cpu_ratio_interleaved)} | ${r.ratio_to_peer_interleaved === null ? '' : `**${percent(r.ratio_to_peer_interleaved)}**`} | ${r.latency_ms.p50} | ${r.latency_ms.p97_5} | ${r.latency_ms.p99} | ${r.latency_ms.max} | ${r.errors} | ${r.non_2xx} |`,
+      `| ${r.name} | \`${r.method} ${r.path}\` | ${r.req_per_s_avg.toFixed(0)} | ${r.baseline_req_per_s.toFixed(0)} | ${percent(r.ratio_to_baseline)} | ${r.ratio_interleaved === null ? 'n/a' : percent(r.ratio_interleaved)} | ${r.server_cpu_us_per_request ?? 'n/a'} | ${r.cpu_ratio_to_baseline === null ? 'n/a' : percent(r.cpu_ratio_to_baseline)} | ${r.cpu_ratio_interleaved === null ? 'n/a' : percent(r.cpu_ratio_interleaved)} | ${r.ratio_to_peer_interleaved === null ? '' : `**${percent(r.ratio_to_peer_interleaved)}**`} | ${r.cpu_ratio_to_peer_interleaved === null ? '' : percent(r.cpu_ratio_to_peer_interleaved)} | ${r.latency_ms.p50} | ${r.latency_ms.p97_5} | ${r.latency_ms.p99} | ${r.latency_ms.max} | ${r.errors} | ${r.non_2xx} |`,
   );
   const load = (l: number[]) => l.map((x) => x.toFixed(2)).join(' / ');
   return [
@@ -250,8 +256,8 @@ function markdown(report: {
     '',
     `> ${report.note}`,
     '',
-    '| row | request | req/s (avg) | baseline req/s just before | % of baseline | % of baseline, interleaved | server CPU µs/request | % of baseline by CPU | % of baseline by CPU, interleaved | % of the idiomatic peer, interleaved | p50 ms | p97.5 ms | p99 ms | max ms | errors | non-2xx |',
-    '|---|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|',
+    '| row | request | req/s (avg) | baseline req/s just before | % of baseline | % of baseline, interleaved | server CPU µs/request | % of baseline by CPU | % of baseline by CPU, interleaved | % of the idiomatic peer, interleaved | % of the peer by CPU, interleaved | p50 ms | p97.5 ms | p99 ms | max ms | errors | non-2xx |',
+    '|---|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|',
     ...rows,
     '',
     "The baseline is a bare Fastify app with one route returning a small JSON object, on the same machine in the same run: the ceiling for any Fastify service here. It is measured again right before every row (the load of other processes drifts), and `% of baseline` is the row's req/s over that measurement's.",
@@ -259,7 +265,7 @@ function markdown(report: {
     `\`% of baseline, interleaved\` is the median ratio of ${String(report.settings.slices)} pairs of ${String(report.settings.slice_s)} s slices of the baseline and the row measured in turn (no warm-up; the row's own warm-up ran just before): a load that comes and goes hits both alike, so it is the figure to read on a busy machine.`,
     " `server CPU µs/request` is the CPU time the serving thread (the process's main thread, which serves both the service and the baseline; the load generator has a worker thread of its own) spent per request, from /proc; `% of baseline by CPU` is the baseline's CPU per request over the row's: the same ratio measured by cost (its interleaved column: the median over the same pairs of slices). The two \"bare Fastify, same answer\" rows answer the exact bytes and headers the service answered for one load balancer and for the list of 50, already serialised (as the service keeps its records), from a bare route: the ceiling for those answers, without authentication, rate limit, metrics, store or envelope. Issue 16 asks for a GET of one resource at >= 70 % and a list of 50 at >= 40 %.",
     '',
-    "The two \"idiomatic peer\" rows are the Fastify app a good team would write for the same answers (bench/idiomatic-peer.ts): a SHA-256-hashed bearer key looked up in a hook, `@fastify/rate-limit` keyed by it, a prom-client duration histogram, and the service's records and envelope held in memory and serialised by Fastify from the response schema. Their `% of baseline` is the peer's own distance from the bare route. `% of the idiomatic peer, interleaved` is, for the service's two reads, the median ratio of the same number of pairs of slices of the peer's row and the service's measured in turn: issue 36 asks for >= 100 % on both. See bench/README.md.",
+    "The two \"idiomatic peer\" rows are the Fastify app a good team would write for the same answers (bench/idiomatic-peer.ts): a SHA-256-hashed bearer key looked up in a hook, `@fastify/rate-limit` keyed by it, a prom-client duration histogram, and the service's records and envelope held in memory and serialised by Fastify from the response schema. Their `% of baseline` is the peer's own distance from the bare route. `% of the idiomatic peer, interleaved` is, for the service's two reads, the median ratio of the same number of pairs of slices of the peer's row and the service's measured in turn: issue 36 asks for >= 100 % on both; `% of the peer by CPU, interleaved` is the same comparison by the serving thread's CPU per request (the peer's over the service's), which other processes' load moves less. See bench/README.md.",
     '',
   ].join('\n');
 }
@@ -368,8 +374,11 @@ async function main(): Promise<void> {
           const peerSlice = await slice(scenario.peer, SLICE_S);
           const rowSlice = await slice(scenario, SLICE_S);
           result.peer_slice_ratios.push(Math.round((rowSlice.rate / peerSlice.rate) * 1000) / 1000);
+          if (peerSlice.cpuPerRequest && rowSlice.cpuPerRequest)
+            result.peer_slice_cpu_ratios.push(Math.round((peerSlice.cpuPerRequest / rowSlice.cpuPerRequest) * 1000) / 1000);
         }
         result.ratio_to_peer_interleaved = SLICES > 0 ? median(result.peer_slice_ratios) : null;
+        result.cpu_ratio_to_peer_interleaved = result.peer_slice_cpu_ratios.length > 0 ? median(result.peer_slice_cpu_ratios) : null;
       }
       result.cpu_ratio_interleaved = result.slice_cpu_ratios.length > 0 ? median(result.slice_cpu_ratios) : null;
       if (base.server_cpu_us_per_request && result.server_cpu_us_per_request) {
@@ -377,7 +386,7 @@ async function main(): Promise<void> {
       }
       results.push(result);
       process.stdout.write(
-        `  baseline ${base.req_per_s_avg.toFixed(0)} req/s; ${result.req_per_s_avg.toFixed(0)} req/s = ${percent(result.ratio_to_baseline)} of it; CPU per request ${result.server_cpu_us_per_request} µs vs ${base.server_cpu_us_per_request} µs = ${result.cpu_ratio_to_baseline === null ? 'n/a' : percent(result.cpu_ratio_to_baseline)}; interleaved ${result.slice_ratios.map(percent).join(', ')}: median ${result.ratio_interleaved === null ? 'n/a' : percent(result.ratio_interleaved)}; by CPU, interleaved: ${result.slice_cpu_ratios.map(percent).join(', ')}: median ${result.cpu_ratio_interleaved === null ? 'n/a' : percent(result.cpu_ratio_interleaved)}, ${result.ratio_to_peer_interleaved === null ? '' : `against the idiomatic peer, interleaved: ${result.peer_slice_ratios.map(percent).join(', ')}: median ${percent(result.ratio_to_peer_interleaved)}, `}p50 ${result.latency_ms.p50} ms, p99 ${result.latency_ms.p99} ms, errors ${result.errors}, non-2xx ${result.non_2xx}\n`,
+        `  baseline ${base.req_per_s_avg.toFixed(0)} req/s; ${result.req_per_s_avg.toFixed(0)} req/s = ${percent(result.ratio_to_baseline)} of it; CPU per request ${result.server_cpu_us_per_request} µs vs ${base.server_cpu_us_per_request} µs = ${result.cpu_ratio_to_baseline === null ? 'n/a' : percent(result.cpu_ratio_to_baseline)}; interleaved ${result.slice_ratios.map(percent).join(', ')}: median ${result.ratio_interleaved === null ? 'n/a' : percent(result.ratio_interleaved)}; by CPU, interleaved: ${result.slice_cpu_ratios.map(percent).join(', ')}: median ${result.cpu_ratio_interleaved === null ? 'n/a' : percent(result.cpu_ratio_interleaved)}, ${result.ratio_to_peer_interleaved === null ? '' : `against the idiomatic peer, interleaved: ${result.peer_slice_ratios.map(percent).join(', ')}: median ${percent(result.ratio_to_peer_interleaved)}; by CPU: ${result.peer_slice_cpu_ratios.map(percent).join(', ')}: median ${result.cpu_ratio_to_peer_interleaved === null ? 'n/a' : percent(result.cpu_ratio_to_peer_interleaved)}, `}p50 ${result.latency_ms.p50} ms, p99 ${result.latency_ms.p99} ms, errors ${result.errors}, non-2xx ${result.non_2xx}\n`,
       );
     }
   } finally {

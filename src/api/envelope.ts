@@ -38,8 +38,20 @@ const DATA_OPEN = Buffer.from('{"data":');
 const LIST_OPEN = Buffer.from('{"data":[');
 const COMMA = Buffer.from(',');
 
+/**
+ * The bytes of `meta` without extras, by closing, persistence and provider: a handful of
+ * answers every read repeats, serialised once each instead of once per request.
+ */
+const plainTails = new Map<string, Buffer>();
+
 function metaTail(ctx: ApiContext, request: FastifyRequest, reply: FastifyReply, closing: string, extraMeta?: Partial<Meta>): Buffer {
-  return Buffer.from(`${closing},"meta":${reply.serializeInput(metaFor(ctx, request, extraMeta), META_SCHEMA)}}`);
+  const meta = metaFor(ctx, request, extraMeta);
+  const serialise = () => Buffer.from(`${closing},"meta":${reply.serializeInput(meta, META_SCHEMA)}}`);
+  if (extraMeta !== undefined) return serialise();
+  const key = `${closing}|${meta.persistence}|${meta.provider ?? ''}`;
+  let tail = plainTails.get(key);
+  if (!tail) plainTails.set(key, (tail = serialise()));
+  return tail;
 }
 
 /**

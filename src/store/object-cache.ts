@@ -62,7 +62,7 @@ export class ObjectCache<E> {
 
   readonly get = <S, St>(kind: string, team: string, id: string): Promise<StoredObject<S, St> | undefined> =>
     promised(() => {
-      const entry = this.entry(kind, `${team}/${id}`);
+      const entry = this.kinds.get(kind)?.getOfTeam(team, `${team}/${id}`);
       return entry && readAs<S, St>(this.objectOf(entry));
     });
 

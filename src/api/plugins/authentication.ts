@@ -51,7 +51,8 @@ export function requireApiKey(api: FastifyInstance, ctx: ApiContext): void {
     }
     if (principal) request.principal = principal;
     // Counted before the refusal, so guessing keys is limited per client address.
-    await applyRateLimit(limiter, request, reply, teamLimiter);
+    const limited = applyRateLimit(limiter, request, reply, teamLimiter);
+    if (limited) await limited;
     if (!principal) throw new ApiError(401, 'unauthorized', refusalMessage(authorization, cookie));
     if (request.session) refuseForgedWrite(ctx, request);
     // A path no route answers gets its 404 or 405 whoever asks.

@@ -52,8 +52,11 @@ export class RateLimiter {
     private readonly onSharedFailure?: (err: Error) => void,
   ) {}
 
-  /** Counts one request of `client`; returns the window's state after it. */
-  async take(client: Client, now = Date.now()): Promise<Taken> {
+  /**
+   * Counts one request of `client`; returns the window's state after it, at once unless
+   * places must be leased from the shared count first (a read of every request).
+   */
+  take(client: Client, now = Date.now()): Taken | Promise<Taken> {
     this.sweep(now);
     const start = now - (now % WINDOW_MS);
     const shared = this.shared !== undefined && client.shared;
@@ -62,15 +65,23 @@ export class RateLimiter {
       window = { start, count: 0, budget: shared ? 0 : this.limit, unleased: 0 };
       this.windows.set(client.id, window);
     }
+    return shared && !window.alone && window.count >= window.budget ? this.takeLeased(window, client.id) : this.count(window);
+  }
+
+  private async takeLeased(window: Window, client: string): Promise<Taken> {
     // The last check of the places left and the count of this request run with no await
     // between them, so requests waiting for one lease never take the same place.
-    while (shared && !window.alone && window.count >= window.budget) {
-      if (!(await this.leaseMore(window, client.id))) break;
+    while (!window.alone && window.count >= window.budget) {
+      if (!(await this.leaseMore(window, client))) break;
     }
+    return this.count(window);
+  }
+
+  private count(window: Window): Taken {
     const allowed = window.count < window.budget;
     window.count++;
     const unused = Math.max(0, window.budget - window.count);
-    return { allowed, remaining: Math.min(this.limit, unused + window.unleased), resetAt: start + WINDOW_MS };
+    return { allowed, remaining: Math.min(this.limit, unused + window.unleased), resetAt: window.start + WINDOW_MS };
   }
 
   /**
@@ -114,18 +125,41 @@ export const sharedCountsOf = (shared: SharedRecords | undefined, limit: number)
  * Counts the request against its key's (or client address's) limit and, for a caller of a
  * team, against the team's: `team` bounds what all of a team's keys send together.
  */
-export async function applyRateLimit(
+export function applyRateLimit(
   limiter: RateLimiter,
   request: FastifyRequest,
   reply: { header(name: string, value: string | number): unknown },
   team?: RateLimiter,
-): Promise<void> {
+): void | Promise<void> {
   const { principal } = request;
   const client: Client = principal ? { id: `key:${principal.key}`, shared: true } : { id: `ip:${request.ip}`, shared: false };
   const now = Date.now();
-  const own = await limiter.take(client, now);
-  // A request its key may not send is not counted against its team.
-  const teams = own.allowed && principal && team ? await team.take({ id: `team:${principal.team}`, shared: true }, now) : undefined;
+  const own = limiter.take(client, now);
+  const teamsOf = (taken: Taken): Taken | Promise<Taken> | undefined =>
+    // A request its key may not send is not counted against its team.
+    taken.allowed && principal && team ? team.take({ id: `team:${principal.team}`, shared: true }, now) : undefined;
+  // Without a lease to wait for, all at once: no promise per request.
+  if (own instanceof Promise)
+    return own.then(async (taken) => {
+      answer(limiter, reply, now, taken, await teamsOf(taken), team);
+    });
+  const teams = teamsOf(own);
+  if (teams instanceof Promise)
+    return teams.then((taken) => {
+      answer(limiter, reply, now, own, taken, team);
+    });
+  answer(limiter, reply, now, own, teams, team);
+}
+
+/** The rate-limit headers, and the refusal of a request over either limit. */
+function answer(
+  limiter: RateLimiter,
+  reply: { header(name: string, value: string | number): unknown },
+  now: number,
+  own: Taken,
+  teams: Taken | undefined,
+  team: RateLimiter | undefined,
+): void {
   reply.header('X-RateLimit-Limit', limiter.limit);
   reply.header('X-RateLimit-Remaining', Math.min(own.remaining, teams?.remaining ?? own.remaining));
   reply.header('X-RateLimit-Reset', Math.ceil(own.resetAt / 1000));
