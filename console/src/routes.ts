@@ -36,7 +36,8 @@ export interface Route {
   /** Extra props for the component (the family a generic page shows). */
   props?: Record<string, unknown>;
   title: string;
-  nav?: { label: string; section: 'Resources' | 'Activity' | 'Settings' };
+  /** `installationAdmin`: shown only to a session whose `installation_admin` is true (the page's API refuses others). */
+  nav?: { label: string; section: 'Resources' | 'Activity' | 'Settings'; installationAdmin?: true };
   /** Shown without a session (the sign-in page). */
   public?: boolean;
 }
@@ -71,8 +72,8 @@ export function routingFor(families: Family[]): Routing {
     { pattern: '/settings/profile', component: Profile, title: 'Profile', nav: { label: 'Profile', section: 'Settings' } },
     { pattern: '/settings/team', component: TeamSettings, title: 'Team and members', nav: { label: 'Team and members', section: 'Settings' } },
     { pattern: '/settings/api-keys', component: ApiKeys, title: 'API keys', nav: { label: 'API keys', section: 'Settings' } },
-    // The installation's teams (GET /teams, installation admins only; others are told so).
-    { pattern: '/teams', component: Teams, title: 'Teams', nav: { label: 'Teams', section: 'Settings' } },
+    // The installation's teams (GET /teams): linked for installation admins only; others opening it are told why they cannot.
+    { pattern: '/teams', component: Teams, title: 'Teams', nav: { label: 'Teams', section: 'Settings', installationAdmin: true } },
     { pattern: '/teams/:id', component: TeamDetail, title: 'Team' },
   ];
   return { routes, home };

@@ -9,7 +9,7 @@
  */
 import fs from 'node:fs';
 import path from 'node:path';
-import { startConsole, ConsoleSession } from '../helpers/browser';
+import { startConsole, ConsoleSession, signInWithKey } from '../helpers/browser';
 import { eventually, waitForStatus } from '../helpers/service';
 
 jest.setTimeout(180_000);
@@ -139,6 +139,28 @@ describe('console: a page for every route family of the API', () => {
     await c.page.waitForURL(new RegExp(`#/teams/${team.id}$`));
     await expect(opensCleanly(`/teams/${team.id}`)).resolves.toBe(team.name);
     await expect(c.page.locator('dl.fields').textContent()).resolves.toContain(team.owner_id);
+  });
+
+  it('links the teams page for an installation admin only, as the session says', async () => {
+    await c.open('/overview');
+    const nav = c.page.getByRole('navigation', { name: 'Console' });
+    await nav.getByRole('link', { name: 'Teams' }).waitFor();
+    expect((await c.service.api('GET', '/api/v1/session')).body.data.installation_admin).toBe(true);
+
+    // The owner of another team is no installation admin: no link, and the API agrees.
+    const other = await c.service.api('POST', '/api/v1/teams', { name: 'Elsewhere', owner_email: 'owner@elsewhere.example' });
+    const otherKey: string = other.body.data.api_key.key;
+    expect((await c.service.api('GET', '/api/v1/session', undefined, { key: otherKey })).body.data.installation_admin).toBe(false);
+    const context = await c.browser.newContext();
+    try {
+      const page = await context.newPage();
+      await signInWithKey(page, c.url, otherKey);
+      const theirNav = page.getByRole('navigation', { name: 'Console' });
+      await theirNav.getByRole('link', { name: 'API keys' }).waitFor();
+      expect(await theirNav.getByRole('link', { name: 'Teams' }).count()).toBe(0);
+    } finally {
+      await context.close();
+    }
   });
 });
 

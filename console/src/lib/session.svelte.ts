@@ -9,6 +9,8 @@ export interface Session {
   team: { id: string; name: string };
   role: string;
   scope: string;
+  /** An admin or owner of the installation's own team: may list and make teams. */
+  installation_admin: boolean;
   teams: { id: string; name: string; role: string }[];
   csrf_token?: string;
   expires_at: string;

@@ -27,6 +27,9 @@ export const SessionView = Type.Object({
   team: Type.Object({ id: Type.String(), name: Type.String() }),
   role: Role,
   scope: Type.String({ enum: [...KEY_SCOPES] }),
+  installation_admin: Type.Boolean({
+    description: "An admin or owner of the installation's own team: may list and make teams (GET, POST /api/v1/teams).",
+  }),
   teams: Type.Array(Type.Object({ id: Type.String(), name: Type.String(), role: Role }), { description: 'The teams the signed-in person may choose (PUT).' }),
   csrf_token: Type.Optional(Type.String({ description: 'Send as X-CSRF-Token on every write made with the session cookie. Absent when asked with a key.' })),
   expires_at: Type.Union([DateTime, Type.Null()], { description: 'When the session ends however busy (a key: its expiry, or null).' }),
@@ -72,6 +75,7 @@ async function identityOf(ctx: ApiContext, principal: Principal, user: User) {
     team: { id: principal.team, name: team?.spec.name ?? principal.team },
     role: principal.role,
     scope: principal.scope,
+    installation_admin: principal.installationAdmin,
   };
 }
 
