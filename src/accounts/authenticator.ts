@@ -87,10 +87,10 @@ export class ApiKeyAuthenticator {
     // byHash holds an entry only under its own full hash (lookup checks a secret found by the hash's prefix).
     const entry = this.byHash.get(hash) ?? (this.unknown.has(hash) ? undefined : await this.lookup(hash));
     if (!entry) return null;
-    const key = await this.store.get<ApiKey['spec'], ApiKey['status']>(apiKeyFamily.kind, entry.team, entry.keyId);
+    const key = this.store.peek<ApiKey['spec'], ApiKey['status']>(apiKeyFamily.kind, entry.team, entry.keyId);
     if (!key || key.status.status !== 'active') return null;
     if (key.spec.expires_at && hasPassed(key.spec.expires_at)) return null;
-    const user = await this.store.get<User['spec'], User['status']>(userFamily.kind, entry.team, key.spec.user_id);
+    const user = this.store.peek<User['spec'], User['status']>(userFamily.kind, entry.team, key.spec.user_id);
     if (!user || user.status.status !== 'active') return null;
     this.noteUse(key);
     const role = user.spec.role;

@@ -128,6 +128,7 @@ export class EmbeddedStore implements Store {
 
   // Reads are answered by the cache (set in the constructor), as the Kubernetes store's are.
   readonly get: Store['get'];
+  readonly peek: Store['peek'];
   readonly list: Store['list'];
   readonly page: Store['page'];
   readonly named: Store['named'];
@@ -137,7 +138,7 @@ export class EmbeddedStore implements Store {
 
   constructor(private readonly options: EmbeddedStoreOptions) {
     this.cache = new ObjectCache(options.listed, (object) => object);
-    ({ get: this.get, list: this.list, page: this.page, named: this.named, count: this.count } = this.cache);
+    ({ get: this.get, peek: this.peek, list: this.list, page: this.page, named: this.named, count: this.count } = this.cache);
     const host = {
       latest: (key: string) => this.latest(key),
       exclusive: <T>(key: string, write: () => Promise<T>) => this.exclusive(key, write),

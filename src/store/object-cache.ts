@@ -60,11 +60,12 @@ export class ObjectCache<E> {
 
   // The reads of the Store interface, as properties the stores take over as their own.
 
-  readonly get = <S, St>(kind: string, team: string, id: string): Promise<StoredObject<S, St> | undefined> =>
-    promised(() => {
-      const entry = this.kinds.get(kind)?.getOfTeam(team, `${team}/${id}`);
-      return entry && readAs<S, St>(this.objectOf(entry));
-    });
+  readonly peek = <S, St>(kind: string, team: string, id: string): StoredObject<S, St> | undefined => {
+    const entry = this.kinds.get(kind)?.getOfTeam(team, `${team}/${id}`);
+    return entry && readAs<S, St>(this.objectOf(entry));
+  };
+
+  readonly get = <S, St>(kind: string, team: string, id: string): Promise<StoredObject<S, St> | undefined> => promised(() => this.peek<S, St>(kind, team, id));
 
   readonly list = <S, St>(kind: string, team?: string): Promise<StoredObject<S, St>[]> =>
     promised(() => Array.from(this.values(kind, team), (entry) => readAs<S, St>(this.objectOf(entry))));

@@ -96,6 +96,12 @@ export interface Store {
   start(): Promise<void>;
   stop(): Promise<void>;
   get<S, St>(kind: string, team: string, id: string): Promise<StoredObject<S, St> | undefined>;
+  /**
+   * `get` without a turn of the event loop: both stores answer every read from the objects
+   * they hold in memory (object-cache.ts), so a read on every request (an API key, the
+   * resource asked for) need not wait for a promise.
+   */
+  peek<S, St>(kind: string, team: string, id: string): StoredObject<S, St> | undefined;
   /** Every object of a kind, of one team or of all teams. */
   list<S, St>(kind: string, team?: string): Promise<StoredObject<S, St>[]>;
   /**

@@ -58,6 +58,7 @@ export class KubernetesStore implements Store {
 
   // Reads are answered by the cache (set in the constructor), as the embedded store's are.
   readonly get: Store['get'];
+  readonly peek: Store['peek'];
   readonly list: Store['list'];
   readonly page: Store['page'];
   readonly named: Store['named'];
@@ -82,7 +83,7 @@ export class KubernetesStore implements Store {
     const entries = { ...o, core: this.core, call: this.api.call, ensureNamespace: (namespace: string) => this.ensureNamespace(namespace) };
     this.secrets = new KubernetesEntries(entries, SECRET_OBJECTS);
     this.records = new KubernetesEntries(entries, RECORD_OBJECTS);
-    ({ get: this.get, list: this.list, page: this.page, named: this.named, count: this.count } = this.cache);
+    ({ get: this.get, peek: this.peek, list: this.list, page: this.page, named: this.named, count: this.count } = this.cache);
   }
 
   async start(): Promise<void> {
