@@ -80,13 +80,21 @@ export class ApiKeyAuthenticator {
   /**
    * The caller behind a bearer token, or null for a malformed, unknown, revoked or
    * expired key, or a key whose user was removed: all are refused alike, with 401.
+   * Answered at once for a key this replica knows (every request of a busy client), as a
+   * promise when the key must be looked up first.
    */
-  async authenticate(token: string): Promise<Principal | null> {
+  authenticate(token: string): Principal | null | Promise<Principal | null> {
     if (!KEY_FORMAT.test(token)) return null;
     const hash = hashOf(token);
     // byHash holds an entry only under its own full hash (lookup checks a secret found by the hash's prefix).
-    const entry = this.byHash.get(hash) ?? (this.unknown.has(hash) ? undefined : await this.lookup(hash));
-    if (!entry) return null;
+    const entry = this.byHash.get(hash);
+    if (entry) return this.principalOf(entry);
+    if (this.unknown.has(hash)) return null;
+    return this.lookup(hash).then((found) => (found ? this.principalOf(found) : null));
+  }
+
+  /** The caller of a known key, from its key and user records as they are now. */
+  private principalOf(entry: KeyEntry): Principal | null | Promise<Principal | null> {
     const key = this.store.peek<ApiKey['spec'], ApiKey['status']>(apiKeyFamily.kind, entry.team, entry.keyId);
     if (!key || key.status.status !== 'active') return null;
     if (key.spec.expires_at && hasPassed(key.spec.expires_at)) return null;
@@ -94,8 +102,17 @@ export class ApiKeyAuthenticator {
     if (!user || user.status.status !== 'active') return null;
     this.noteUse(key);
     const role = user.spec.role;
-    const installationAdmin = atLeast(role, 'admin') && entry.team === (this.installationTeam ?? (await this.installationTeamId()));
-    return { team: entry.team, user: user.meta.id, key: key.meta.id, role, scope: key.spec.scope ?? 'read_write', installationAdmin };
+    const principal = (installationTeam: string | undefined): Principal => ({
+      team: entry.team,
+      user: user.meta.id,
+      key: key.meta.id,
+      role,
+      scope: key.spec.scope ?? 'read_write',
+      installationAdmin: atLeast(role, 'admin') && entry.team === installationTeam,
+    });
+    // The installation's team is read once; an admin's first request may wait for it.
+    if (!atLeast(role, 'admin') || this.installationTeam !== undefined) return principal(this.installationTeam);
+    return this.installationTeamId().then(principal);
   }
 
   /** Creates a key for `user`; the returned token is never stored and cannot be shown again. */

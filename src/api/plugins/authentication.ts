@@ -14,7 +14,7 @@
  * `config.requires` decide the role and key scope it needs (accounts/roles.ts), so a new
  * route is refused to a viewer and to a read_only key as soon as it writes.
  */
-import type { FastifyInstance, FastifyRequest } from 'fastify';
+import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
 import { ApiError, forbidden } from '../../lib/errors';
 import type { ApiContext } from '../context';
 import { isRead, Principal, refusalOf } from '../../accounts/roles';
@@ -37,23 +37,42 @@ export function requireApiKey(api: FastifyInstance, ctx: ApiContext): void {
   // only, each would change the request's shape (a new hidden class) on every request.
   api.decorateRequest('principal', undefined);
   api.decorateRequest('session', undefined);
-  api.addHook('onRequest', async (request, reply) => {
+  /** Who is asking: the key's or the session's caller, or null; a promise only when a lookup must wait. */
+  const callerOf = (request: FastifyRequest): Principal | null | Promise<Principal | null> => {
     const authorization = request.headers.authorization;
-    const cookie = authorization === undefined ? cookieOf(request.headers.cookie, SESSION_COOKIE) : undefined;
-    let principal: Principal | null = null;
     if (authorization !== undefined) {
       const match = BEARER.exec(authorization);
-      principal = match ? await ctx.authenticator.authenticate(match[1]) : null;
-    } else if (cookie) {
-      const session = await ctx.sessions.authenticate(cookie);
-      if (session) request.session = session;
-      principal = session?.principal ?? null;
+      return match ? ctx.authenticator.authenticate(match[1]) : null;
     }
+    const cookie = cookieOf(request.headers.cookie, SESSION_COOKIE);
+    if (!cookie) return null;
+    return ctx.sessions.authenticate(cookie).then((session) => {
+      if (session) request.session = session;
+      return session?.principal ?? null;
+    });
+  };
+
+  /** Counts the request, then refuses it (a thrown ApiError) or lets it through. */
+  const admit = (request: FastifyRequest, reply: FastifyReply, principal: Principal | null): void | Promise<void> => {
     if (principal) request.principal = principal;
     // Counted before the refusal, so guessing keys is limited per client address.
     const limited = applyRateLimit(limiter, request, reply, teamLimiter);
-    if (limited) await limited;
-    if (!principal) throw new ApiError(401, 'unauthorized', refusalMessage(authorization, cookie));
+    if (limited)
+      return limited.then(() => {
+        judge(request, principal);
+      });
+    judge(request, principal);
+  };
+
+  const judge = (request: FastifyRequest, principal: Principal | null): void => {
+    if (!principal) {
+      const { authorization } = request.headers;
+      throw new ApiError(
+        401,
+        'unauthorized',
+        refusalMessage(authorization, authorization === undefined ? cookieOf(request.headers.cookie, SESSION_COOKIE) : undefined),
+      );
+    }
     if (request.session) refuseForgedWrite(ctx, request);
     // A path no route answers gets its 404 or 405 whoever asks.
     if (request.is404) return;
@@ -61,6 +80,24 @@ export function requireApiKey(api: FastifyInstance, ctx: ApiContext): void {
     if (config.ownSession) return;
     const refusal = refusalOf(principal, config.judgedPerCall ? 'GET' : request.method, config.requires, config.actsAsWrite);
     if (refusal) throw new ApiError(403, 'forbidden', refusal);
+  };
+
+  // The callback form, and all at once for a known key within its limits: an async hook
+  // would cost a promise and a microtask on every request.
+  api.addHook('onRequest', (request, reply, done) => {
+    let admitted: void | Promise<void>;
+    try {
+      const caller = callerOf(request);
+      admitted = caller instanceof Promise ? caller.then((principal) => admit(request, reply, principal)) : admit(request, reply, caller);
+    } catch (err) {
+      done(err instanceof Error ? err : new Error(String(err)));
+      return;
+    }
+    if (admitted instanceof Promise)
+      admitted.then(() => {
+        done();
+      }, done);
+    else done();
   });
 }
 
