@@ -87,6 +87,8 @@ export interface Config {
   };
   /** How long events are kept and searchable in the audit log. */
   eventRetentionMs: number;
+  /** How long published events may wait in an outbox for a write that takes them out (events/write-timing.ts DRAIN_DELAY_MS). */
+  outboxDrainMs: number;
   /** Cluster mode: the store of record is the Kubernetes API (CLOUDPLANE_STORE=kubernetes). */
   kubernetes?: KubernetesConfig;
   /** NATS JetStream for events (cluster mode); without it the embedded bus is used. */
@@ -677,6 +679,12 @@ function sessions(env: Env): SessionConfig {
   return { idleTimeoutMs, maxAgeMs };
 }
 
+/**
+ * How long the outbox relay leaves published events in an outbox, by default, for the
+ * object's next write to take out (events/write-timing.ts says why).
+ */
+export const DEFAULT_OUTBOX_DRAIN_SECONDS = 300;
+
 export const DEFAULT_REGIONS = ['fra1', 'ams3', 'lon1', 'nyc1', 'sfo3', 'sgp1'];
 
 export function loadConfig(env: Env = process.env): Config {
@@ -685,6 +693,10 @@ export function loadConfig(env: Env = process.env): Config {
   // Fractional days are allowed (0.0001 is 8.64 s), so tests can watch events expire.
   const eventRetentionMs = Math.max(1, Math.round(positiveNumber(env, 'CLOUDPLANE_EVENT_RETENTION_DAYS', 30) * 86_400_000));
   const dataDir = path.resolve(env.CLOUDPLANE_DATA_DIR || './data');
+  const duplicateWindowMs = int(env, 'CLOUDPLANE_NATS_DUPLICATE_WINDOW_SECONDS', 3600, 1) * 1000;
+  // A new leader publishes every outbox again: what it finds must still be inside NATS's duplicate window.
+  const maxDrainSeconds = natsServers.length ? Math.floor(duplicateWindowMs / 2000) : 86_400;
+  const outboxDrainMs = int(env, 'CLOUDPLANE_OUTBOX_DRAIN_SECONDS', Math.min(DEFAULT_OUTBOX_DRAIN_SECONDS, maxDrainSeconds), 0, maxDrainSeconds) * 1000;
   return {
     host: env.CLOUDPLANE_HOST || '127.0.0.1',
     port: int(env, 'CLOUDPLANE_PORT', 8080, 0, 65535),
@@ -724,6 +736,7 @@ export function loadConfig(env: Env = process.env): Config {
         }
       : undefined,
     eventRetentionMs,
+    outboxDrainMs,
     webhooks: {
       allowHttp: bool(env, 'CLOUDPLANE_WEBHOOK_ALLOW_HTTP', false),
       allowPrivateTargets: bool(env, 'CLOUDPLANE_WEBHOOK_ALLOW_PRIVATE_TARGETS', false),
@@ -814,7 +827,7 @@ export function loadConfig(env: Env = process.env): Config {
           servers: natsServers,
           stream: env.CLOUDPLANE_NATS_STREAM || 'CLOUDPLANE_EVENTS',
           subjectPrefix: env.CLOUDPLANE_NATS_SUBJECT_PREFIX || 'cloudplane.events',
-          duplicateWindowMs: int(env, 'CLOUDPLANE_NATS_DUPLICATE_WINDOW_SECONDS', 3600, 1) * 1000,
+          duplicateWindowMs,
           maxAgeMs: eventRetentionMs,
           countsBucket: env.CLOUDPLANE_NATS_COUNTS_BUCKET || 'CLOUDPLANE_COUNTS',
         }

@@ -204,6 +204,7 @@ function leaderWork({ store, bus, families: familyParts, writer, quota, agent, u
           bus,
           families.map((f) => f.kind),
           logger,
+          { drainDelayMs: config.outboxDrainMs },
         );
         await relay.start();
         started.push(relay);
@@ -216,8 +217,6 @@ function leaderWork({ store, bus, families: familyParts, writer, quota, agent, u
           },
         });
         const controllers: Controller[] = [];
-        // A queued pass's write takes the relay's published events out: the relay waits for it rather than write first.
-        relay.expectWritesFrom((object) => controllers.some((c) => c.outboxWriteComing(object)));
         for (const reconciler of buildReconcilers({ store, writer, config, quota }, familyParts.reconcilers)) {
           const controller = new Controller(store, reconciler, {
             workers: config.workersPerController,
@@ -232,7 +231,7 @@ function leaderWork({ store, bus, families: familyParts, writer, quota, agent, u
         const webhooks = new WebhookDispatcher({ store, writer, bus, config: config.webhooks, logger, usage: usage.counters });
         await webhooks.start();
         started.push(webhooks);
-        const retention = new WebhookRetention({ store, config: config.webhooks, logger });
+        const retention = new WebhookRetention({ store, config: config.webhooks, logger, writer });
         retention.start();
         started.push(retention);
         agent.start();

@@ -242,7 +242,7 @@ export class AlertPolicyReconciler implements Reconciler {
     const expiry = deletedAt === undefined ? 0 : Date.parse(deletedAt) + this.retentionMs;
     if (Date.now() < expiry) return { requeueAfterMs: expiry - Date.now() };
     // The deleted event must reach the bus before the record disappears.
-    if ((asStored(status).pending_events ?? []).length > 0) return { requeueAfterMs: OUTBOX_POLL_MS };
+    if (!this.writer.relayed(policy)) return { requeueAfterMs: OUTBOX_POLL_MS };
     await this.store.remove(this.kind, meta.team, meta.id, meta.resourceVersion);
   }
 }

@@ -19,7 +19,6 @@ import { nowIso } from '../lib/time';
 import { API_VERSION } from '../store/kubernetes/names';
 import type { ReconcileResult, Reconciler } from './controller';
 import { OUTBOX_POLL_MS } from '../events/write-timing';
-import { asStored } from '../resources/family';
 
 const SYSTEM = 'system';
 const RELEASE_POLL_MS = 1_000;
@@ -154,7 +153,7 @@ export class BackupReconciler implements Reconciler {
       await this.writer.mutateStatus<Backup>(backupFamily, meta.team, meta.id, () => ({ external: undefined }), SYSTEM);
       return;
     }
-    if ((asStored(status).pending_events ?? []).length > 0) return { requeueAfterMs: OUTBOX_POLL_MS };
+    if (!this.writer.relayed(backup)) return { requeueAfterMs: OUTBOX_POLL_MS };
     await this.store.remove(this.kind, meta.team, meta.id, meta.resourceVersion);
   }
 

@@ -30,12 +30,6 @@ export interface Reconciler {
   reconcile(team: string, id: string): Promise<ReconcileResult | undefined>;
   /** Optional: a source of other changes that call for a look at a resource (what its driver made). Returns a stop. */
   watchExternal?(changed: (team: string, id: string) => void): () => void;
-  /**
-   * Optional: whether this reconciler's passes are what writes the object's status next,
-   * and with it take out of the outbox the events the outbox relay published
-   * (ManagedReconciler: a resource in its first state, which it moves on).
-   */
-  passWritesOutbox?(object: StoredObject<unknown, unknown>): boolean;
 }
 
 /**
@@ -48,7 +42,6 @@ export function decorating(inner: Reconciler, reconcile: Reconciler['reconcile']
   return {
     kind: inner.kind,
     watchExternal: inner.watchExternal?.bind(inner),
-    passWritesOutbox: inner.passWritesOutbox?.bind(inner),
     reconcile,
   };
 }
@@ -152,11 +145,6 @@ export class Controller {
     if (seen !== null && seen !== settledVersion) this.queue.add(key);
     // Its watch event is still to come (the Kubernetes store's arrives after the write's answer).
     else if (seen === null && settledVersion !== undefined) this.settled.set(key, settledVersion);
-  }
-
-  /** Whether a pass is queued or running of an object whose next write is its reconciler's, taking published events out of its outbox (outbox-relay.ts). */
-  outboxWriteComing(object: StoredObject<unknown, unknown>): boolean {
-    return object.meta.kind === this.reconciler.kind && Boolean(this.reconciler.passWritesOutbox?.(object)) && this.queue.has(keyOf(object));
   }
 
   /**

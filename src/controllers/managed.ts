@@ -13,10 +13,10 @@
  * after the retention period it is `destroyed` and removed. Every step is one status
  * write, so a crash anywhere resumes at the same step.
  */
-import type { Store, StoredObject } from '../store/types';
-import { asStored, lifecycleState, type AnyFamily, type FamilyDefinition } from '../resources/family';
+import type { Store } from '../store/types';
+import type { AnyFamily, FamilyDefinition } from '../resources/family';
 import type { ResourceWriter } from '../resources/writer';
-import { Driver, Observation, OwnerRefusal } from '../drivers/types';
+import { Driver, ExternalRecord, Observation, OwnerRefusal } from '../drivers/types';
 import { configHash } from '../resources/transitions';
 import { orphansOnDelete } from '../store/deletion-policy';
 import { changedBy, deletedBy } from '../resources/intents';
@@ -90,6 +90,8 @@ function differing(status: object, changes: Record<string, unknown>): Record<str
 
 export class ManagedReconciler implements Reconciler {
   readonly kind: string;
+  /** team/id -> a replayable step's record not yet written, and the stored record it followed. */
+  private readonly held = new Map<string, { after: ExternalRecord | null; external: ExternalRecord }>();
 
   constructor(
     private readonly binding: AnyBinding,
@@ -102,15 +104,6 @@ export class ManagedReconciler implements Reconciler {
     this.kind = binding.family.kind;
   }
 
-  /**
-   * A resource in its first state: this reconciler writes it next, the start of its
-   * provisioning or its end (running, or failed), and the writer takes published events
-   * out with it (ResourceWriter.drainPublishedWith).
-   */
-  passWritesOutbox(object: StoredObject<unknown, unknown>): boolean {
-    return !object.meta.deletionTimestamp && lifecycleState(object) === this.binding.family.states[0];
-  }
-
   watchExternal(changed: (team: string, id: string) => void): () => void {
     const stops = [this.binding.driver.watchMade?.(changed), this.binding.watchRelated?.(changed)];
     return () => {
@@ -120,7 +113,10 @@ export class ManagedReconciler implements Reconciler {
 
   async reconcile(team: string, id: string): Promise<ReconcileResult | undefined> {
     const resource = await this.store.get<Driven['spec'], Driven['status']>(this.kind, team, id);
-    if (!resource) return;
+    if (!resource) {
+      this.held.delete(`${team}/${id}`);
+      return;
+    }
     if (resource.meta.deletionTimestamp) return this.reconcileDeletion(resource);
     const state = resource.status.status;
     if (state === 'deleted' || state === 'deleting') {
@@ -132,10 +128,13 @@ export class ManagedReconciler implements Reconciler {
 
     const { driver } = this.binding;
     const desired = await this.binding.desired(resource);
-    const managed = managedOf(this.binding.family, resource, desired);
+    const stored = resource.status.external ?? null;
+    const heldRecord = this.heldOf(resource);
+    const managed = { ...managedOf(this.binding.family, resource, desired), ...(heldRecord ? { external: heldRecord } : {}) };
     let observation = await driver.observe(managed);
     let external = managed.external;
     let stepPollMs: number | undefined;
+    let replayable = heldRecord !== undefined;
     if (!observation.exists || (!observation.upToDate && !observation.failure)) {
       // Absent: made for the first time, or again after it vanished (drift). Out of date: brought back to the spec.
       let step;
@@ -147,12 +146,18 @@ export class ManagedReconciler implements Reconciler {
       }
       external = step.external;
       stepPollMs = step.pollAfterMs;
+      replayable = step.replayable === true;
       // Looked at again in the same pass: waiting for this write's own watch event would put the resource behind every other one.
       observation = await driver.observe({ ...managed, external });
     }
     const judged = this.judge(resource, observation, desired);
-    const changes = differing(resource.status, { ...(sameJson(external, managed.external) ? {} : { external: external ?? undefined }), ...judged.changes });
-    const written = changes ? await this.write(resource, changes, SYSTEM, changedBy(resource) ?? SYSTEM) : null;
+    const changes = differing(resource.status, { ...(sameJson(external, stored) ? {} : { external: external ?? undefined }), ...judged.changes });
+    // A replayable record alone is kept for the write of the state it explains (Step.replayable).
+    const onlyRecord = changes !== null && Object.keys(changes).every((field) => field === 'external');
+    const hold = replayable && onlyRecord ? external : null;
+    if (hold) this.held.set(`${team}/${id}`, { after: stored, external: hold });
+    else this.held.delete(`${team}/${id}`);
+    const written = changes && !hold ? await this.write(resource, changes, SYSTEM, changedBy(resource) ?? SYSTEM) : null;
     await this.connectionDetails?.publish(this.binding.family, { ...resource, status: { ...resource.status, ...changes } });
     // A refused update is no work under way: looking again every second would only repeat the refusal.
     const rejected = observation.exists && !observation.upToDate && Boolean(observation.rejected);
@@ -215,13 +220,24 @@ export class ManagedReconciler implements Reconciler {
     return { changes: { ...outputs, ...steady.changes, ...applied, ...moved }, requeueAfterMs: steady.requeueAfterMs };
   }
 
+  /**
+   * The record of a replayable step this reconciler keeps for the resource, while the
+   * stored record is still the one it followed (another writer's change drops it).
+   */
+  private heldOf(resource: Driven): ExternalRecord | undefined {
+    const held = this.held.get(`${resource.meta.team}/${resource.meta.id}`);
+    return held && sameJson(held.after, resource.status.external ?? null) ? held.external : undefined;
+  }
+
   private async reconcileDeletion(resource: Driven): Promise<ReconcileResult | undefined> {
     const { family } = this.binding;
     const { status, meta } = resource;
+    const heldRecord = this.heldOf(resource);
+    this.held.delete(`${meta.team}/${meta.id}`);
     await this.connectionDetails?.withdraw(resource);
     if (status.status === 'destroyed') {
       // The destroyed event must reach the bus before the record disappears.
-      if ((asStored(status).pending_events ?? []).length > 0) return { requeueAfterMs: OUTBOX_POLL_MS };
+      if (!this.writer.relayed(resource)) return { requeueAfterMs: OUTBOX_POLL_MS };
       if (family.secret) await this.store.secrets.delete(meta.team, family.secret.secretName(meta.id));
       await this.store.remove(this.kind, meta.team, meta.id, meta.resourceVersion);
       return;
@@ -231,7 +247,7 @@ export class ManagedReconciler implements Reconciler {
     if (status.status !== 'deleted' && status.status !== 'deleting') {
       // What the driver made is released next; `{}` marks a release due where it recorded
       // nothing yet. Orphaned, it is left in place: the record forgets it, no driver call.
-      const release = { external: orphaned ? undefined : (status.external ?? {}) };
+      const release = { external: orphaned ? undefined : (heldRecord ?? status.external ?? {}) };
       const first = family.deletion === 'immediate' ? { status: 'deleted', deleted_at: nowIso() } : { status: 'deleting' };
       await this.write(resource, { ...first, ...release }, deletedBy(resource) ?? SYSTEM);
       return;

@@ -91,6 +91,15 @@ export type Observation<Outputs, Observed> = Absent | Present<Outputs, Observed>
 export interface Step {
   external: ExternalRecord;
   pollAfterMs?: number;
+  /**
+   * Losing this record costs nothing but the step done again: what the step made is found
+   * from the resource's identity alone, and the same call repeated makes the same thing.
+   * The reconciler may then keep the record in memory and write it with the state it
+   * explains (`running`), one write instead of two; a crash or a new leader in between
+   * repeats the step. A record that names what only the provider knows (an id it
+   * assigned) must not say so: it is written at once.
+   */
+  replayable?: boolean;
 }
 
 /**

@@ -3,14 +3,13 @@
  * removes them from the outbox. The bus ignores an event id it already has, so a crash
  * after publishing but before the removal re-publishes harmlessly.
  *
- * Events are published as soon as their write is seen; their removal waits `drainDelayMs`.
- * A reconciler that writes the object meanwhile (the next step of its lifecycle) leaves
- * out of its write the events this relay has published (`isPublished`), so one write does
- * both and the relay's own removal, a second write per state change that also raced the
- * reconciler's for the resourceVersion, is mostly not needed. When the delay is up and a
- * pass is waiting in the queue of the reconciler that writes the object next (a backlog:
- * creates arrive faster than passes run), the relay waits for its write, up to
- * `writeWaitMs`, rather than write first and have the reconciler write again after it.
+ * Events are published as soon as their write is seen; their removal waits `drainDelayMs`
+ * (CLOUDPLANE_OUTBOX_DRAIN_SECONDS, 5 minutes). Any status write of the object meanwhile
+ * (the next step of its lifecycle, an action) leaves out the events this relay has
+ * published (`isPublished`), so the removal rides on a write that happens anyway; only an
+ * object that is not written again within the delay costs a write of the relay's own. The
+ * delay stays well inside the bus's duplicate window, so a new leader, which publishes
+ * every outbox again, adds nothing to the stream.
  */
 import type { Logger } from 'pino';
 import type { Store, StoredObject } from '../store/types';
@@ -21,7 +20,7 @@ import { ConflictError, NotFoundError } from '../store/types';
 import { WorkQueue } from '../lib/work-queue';
 import { fieldOf } from '../lib/unknown-values';
 import { eventsPublished } from '../metrics';
-import { DRAIN_DELAY_MS, WRITE_WAIT_MS } from './write-timing';
+import { DRAIN_DELAY_MS } from './write-timing';
 
 type WithOutbox = StoredObject<unknown, { pending_events?: CloudEvent[] }>;
 
@@ -41,11 +40,7 @@ const MAX_CONFLICTS_PER_PASS = 10;
 
 export interface OutboxRelayOptions {
   drainDelayMs?: number;
-  writeWaitMs?: number;
 }
-
-/** Whether a write of the object that takes published events out is on its way (a reconciler's queued pass). */
-export type UpcomingWrite = (object: StoredObject<unknown, unknown>) => boolean;
 
 const hasPending = (object: StoredObject<unknown, unknown>) => {
   const pending = fieldOf(object.status, 'pending_events');
@@ -60,11 +55,9 @@ export class OutboxRelay implements PublishedEvents {
   /** Object key -> ids of its events on the bus that may still be in its outbox. */
   private readonly published = new Map<string, Set<string>>();
   private readonly publishedIds = new Set<string>();
-  /** Object key -> when its published events are removed by the relay itself, and the latest that may be put off to. */
-  private readonly drainAt = new Map<string, { due: number; latest: number }>();
+  /** Object key -> when its published events are removed by the relay itself. */
+  private readonly drainAt = new Map<string, number>();
   private readonly drainDelayMs: number;
-  private readonly writeWaitMs: number;
-  private upcomingWrite: UpcomingWrite = () => false;
 
   constructor(
     private readonly store: Store,
@@ -74,22 +67,17 @@ export class OutboxRelay implements PublishedEvents {
     options: OutboxRelayOptions = {},
   ) {
     this.drainDelayMs = options.drainDelayMs ?? DRAIN_DELAY_MS;
-    this.writeWaitMs = options.writeWaitMs ?? WRITE_WAIT_MS;
   }
 
   isPublished(eventId: string): boolean {
     return this.publishedIds.has(eventId);
   }
 
-  /** Tells the relay where writes that take its published events out are coming (the controllers, built after it). */
-  expectWritesFrom(upcoming: UpcomingWrite): void {
-    this.upcomingWrite = upcoming;
-  }
-
   async start(): Promise<void> {
     this.unwatch = this.store.watch((event) => {
-      if (event.type === 'deleted') this.forget(this.keyOf(event.object));
-      else if (hasPending(event.object)) this.queue.add(this.keyOf(event.object));
+      if (hasPending(event.object) && event.type !== 'deleted') this.queue.add(this.keyOf(event.object));
+      // Gone, or its outbox emptied by another write: nothing of it is left to take out.
+      else this.forget(this.keyOf(event.object));
     });
     for (const kind of this.kinds) {
       for (const object of await this.store.list(kind)) if (hasPending(object)) this.queue.add(this.keyOf(object));
@@ -97,16 +85,15 @@ export class OutboxRelay implements PublishedEvents {
     this.workers = Promise.all(Array.from({ length: RELAY_WORKERS }, () => this.work()));
   }
 
+  /**
+   * Published events still in outboxes stay there: removing them all now would be a write
+   * per object at the worst moment (a rollout), and the next leader publishes them again,
+   * which the bus ignores.
+   */
   async stop(): Promise<void> {
     this.unwatch?.();
     this.queue.shutDown();
     await this.workers;
-    // A graceful stop leaves no published event waiting in an outbox for a write that will not come.
-    for (const key of [...this.drainAt.keys()]) {
-      await this.relay(key, true).catch((err: unknown) => {
-        this.logger.warn({ err, key }, 'could not take published events out of an outbox on stop; the next leader will');
-      });
-    }
   }
 
   private keyOf(object: StoredObject<unknown, unknown>): string {
@@ -154,8 +141,7 @@ export class OutboxRelay implements PublishedEvents {
     }
   }
 
-  /** `now`: take the published events out at once, without waiting for another write. */
-  private async relay(key: string, now = false): Promise<void> {
+  private async relay(key: string): Promise<void> {
     const [kind, team, id] = key.split('/');
     for (let conflicts = 0; ;) {
       const object = await this.store.get<WithOutbox['spec'], WithOutbox['status']>(kind, team, id);
@@ -174,13 +160,10 @@ export class OutboxRelay implements PublishedEvents {
         eventsPublished.inc({ type: event.type });
       }
       // Another write of the object may take them out meanwhile; if none does, this pass's timer does.
-      const drain = this.drainAt.get(key) ?? { due: Date.now() + this.drainDelayMs, latest: Date.now() + this.drainDelayMs + this.writeWaitMs };
-      if (!now && Date.now() >= drain.due && Date.now() < drain.latest && this.upcomingWrite(object)) {
-        drain.due = Math.min(Date.now() + this.drainDelayMs, drain.latest);
-      }
-      if (!now && Date.now() < drain.due) {
-        this.drainAt.set(key, drain);
-        this.queue.addAfter(key, drain.due - Date.now());
+      const due = this.drainAt.get(key) ?? Date.now() + this.drainDelayMs;
+      if (Date.now() < due) {
+        this.drainAt.set(key, due);
+        this.queue.addAfter(key, due - Date.now());
         return;
       }
       const published = this.published.get(key) ?? new Set<string>();

@@ -13,6 +13,7 @@ import { asStored } from './family';
 import { buildEvents, conditionsFor, configHash, objectEventsForChange, ObjectEvent } from './transitions';
 import { changedByLabels, deletedByLabels } from './intents';
 import { sameJson } from '../lib/canonical-json';
+import { fieldOf } from '../lib/unknown-values';
 
 const MAX_CONFLICT_RETRIES = 20;
 
@@ -49,6 +50,21 @@ export class ResourceWriter {
    */
   drainPublishedWith(published: PublishedEvents | undefined): void {
     this.published = published;
+  }
+
+  /**
+   * Whether every event in the object's outbox is on the bus: a record may then be removed
+   * with its outbox (the relay leaves published events there for the next write).
+   */
+  relayed(object: StoredObject<unknown, unknown>): boolean {
+    const pending = fieldOf(object.status, 'pending_events');
+    return (
+      !Array.isArray(pending) ||
+      pending.every((event) => {
+        const id = fieldOf(event, 'id');
+        return typeof id === 'string' && this.published?.isPublished(id) === true;
+      })
+    );
   }
 
   /** Creates a resource in its first state; its creation event is in the same write. */

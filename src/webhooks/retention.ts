@@ -20,7 +20,7 @@ import { Delivery, deliveryFamily, Webhook, webhookFamily } from '../resources/w
 import { deleteSecret } from './secrets';
 import { webhookRecordsRemoved, webhookRetentionFailures } from '../metrics';
 import { textOf } from '../lib/unknown-values';
-import { asStored } from '../resources/family';
+import type { ResourceWriter } from '../resources/writer';
 
 const MIN_INTERVAL_MS = 1_000;
 const MAX_INTERVAL_MS = 10 * 60_000;
@@ -40,6 +40,8 @@ export interface RetentionDeps {
   store: Store;
   config: WebhookConfig;
   logger: Logger;
+  /** Whether a record's outbox is all on the bus (ResourceWriter.relayed). */
+  writer: Pick<ResourceWriter, 'relayed'>;
 }
 
 export interface SweepResult {
@@ -96,11 +98,11 @@ export class WebhookRetention {
         else left.add(`${delivery.meta.team}/${delivery.spec.webhook_id}`);
       });
       const webhooks = await store.list<Webhook['spec'], Webhook['status']>(webhookFamily.kind);
-      const gone = webhooks.filter(({ meta, status }) => {
+      const gone = webhooks.filter((webhook) => {
+        const { meta, status } = webhook;
         const deletedLongAgo = status.status === 'deleted' && status.deleted_at !== null && Date.parse(status.deleted_at) <= cutoff;
-        // Its events reach the bus before the record goes (the outbox relay removes them).
-        const relayed = (asStored(status).pending_events?.length ?? 0) === 0;
-        return deletedLongAgo && relayed && !left.has(`${meta.team}/${meta.id}`);
+        // Its events reach the bus before the record goes.
+        return deletedLongAgo && this.deps.writer.relayed(webhook) && !left.has(`${meta.team}/${meta.id}`);
       });
       await inBatches(gone, async (webhook) => {
         if (await this.remove(webhook, result)) result.webhooks++;

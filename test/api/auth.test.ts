@@ -236,7 +236,8 @@ describe('secrets in the log', () => {
       const log = lines.join('');
       // The log is really written to: the requests are in it.
       expect(log).toContain(created.body.data.id);
-      expect(lines.length).toBeGreaterThan(10);
+      // A line for each of the seven requests at least.
+      expect(lines.length).toBeGreaterThanOrEqual(7);
       // Keys show a short prefix at most (cpk_ + 4): never the secret part.
       for (const key of [bootstrapKey, other.token, unknownKey]) {
         expect(log).not.toContain(key.slice(8));

@@ -21,8 +21,16 @@ describeOnEmbedded('fair sharing of the reconcilers between teams', () => {
   beforeAll(async () => {
     // The burst's 300 creates go out at once, each on its own connection from 127.0.0.1:
     // what is measured here is the reconcilers' turns, so the per-address connection cap
-    // (64, tested in connections.test.ts) is lifted, as the rate limit is.
-    t = await startTestService({ CLOUDPLANE_RATE_LIMIT_PER_MINUTE: '1000000', CLOUDPLANE_HTTP_MAX_CONNECTIONS_PER_ADDRESS: '0' });
+    // (64, tested in connections.test.ts) is lifted, as the rate limit is. One worker per
+    // controller and a provider without delay make each load balancer one pass that writes
+    // it running, one after the other: the burst is a backlog of 300 writes in a row, where
+    // the API's creates share disk flushes.
+    t = await startTestService({
+      CLOUDPLANE_RATE_LIMIT_PER_MINUTE: '1000000',
+      CLOUDPLANE_HTTP_MAX_CONNECTIONS_PER_ADDRESS: '0',
+      CLOUDPLANE_SIM_DELAY_MS: '0',
+      CLOUDPLANE_WORKERS: '1',
+    });
   });
   afterAll(async () => t.stop());
 

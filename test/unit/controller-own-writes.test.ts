@@ -131,11 +131,25 @@ describe('the managed reconciler', () => {
   const reconcilerOf = (delayMs: number, driver = new SimulatedLoadBalancerDriver(new Simulation({ delayMs, delays: {}, failures: {} }))) =>
     new ManagedReconciler(loadBalancerBinding(driver, store, 1_000), store, new ResourceWriter(store), 60_000);
   const current = async (id: string) => (await store.get(loadBalancerFamily.kind, TEAM, id)) as Driven;
+  /** The simulated driver, its records said to be needed at once (Step.replayable false), as a provider's own ids would be. */
+  const unreplayable = (delayMs: number) => {
+    const driver = new SimulatedLoadBalancerDriver(new Simulation({ delayMs, delays: {}, failures: {} }));
+    const create = driver.create.bind(driver);
+    driver.create = async (managed) => ({ ...(await create(managed)), replayable: false });
+    return driver;
+  };
+
+  it('holds the record of a replayable step it started, writing nothing until the state it explains', async () => {
+    const made = await new ResourceWriter(store).create(loadBalancerFamily, TEAM, spec('held'), 'system');
+    const result = await reconcilerOf(600_000).reconcile(TEAM, made.meta.id);
+    expect((await current(made.meta.id)).meta.resourceVersion).toBe(made.meta.resourceVersion);
+    expect(result).not.toHaveProperty('settledVersion');
+  });
 
   it('says it settled at the record of a provisioning it started, and not at the write that made the resource running', async () => {
     const writer = new ResourceWriter(store);
     const provisioning = await writer.create(loadBalancerFamily, TEAM, spec('slow'), 'system');
-    const started = await reconcilerOf(600_000).reconcile(TEAM, provisioning.meta.id);
+    const started = await reconcilerOf(600_000, unreplayable(600_000)).reconcile(TEAM, provisioning.meta.id);
     const recorded = await current(provisioning.meta.id);
     expect(recorded.status.status).toBe('creating');
     expect(recorded.status.external).toBeDefined();
@@ -153,7 +167,7 @@ describe('the managed reconciler', () => {
   });
 
   it('does not say so of a write made on another version than the one it read', async () => {
-    const driver = new SimulatedLoadBalancerDriver(new Simulation({ delayMs: 600_000, delays: {}, failures: {} }));
+    const driver = unreplayable(600_000);
     const create = driver.create.bind(driver);
     // Another writer changes the resource while the driver works: the pass's write lands on that version.
     driver.create = async (managed) => {

@@ -1,8 +1,8 @@
 /**
- * Which objects the outbox relay leaves to the managed reconciler's next write rather
- * than write first, when a pass of theirs is queued (outbox-relay.ts): those in their
- * first state, which the reconciler writes next (the start of the provisioning, its end);
- * and every status write, through the writer, takes the published events out with it.
+ * The managed reconciler's writes from creating to running: a replayable step's record
+ * (drivers/types.ts Step.replayable) is held until the state it explains is written, and
+ * every status write, through the writer, takes the relay's published events out of the
+ * outbox with it.
  */
 import fs from 'node:fs';
 import os from 'node:os';
@@ -16,6 +16,7 @@ import { loadBalancerFamily, LoadBalancerSpec } from '../../src/resources/load-b
 import { SimulatedLoadBalancerDriver } from '../../src/drivers/simulated/families';
 import { Simulation } from '../../src/drivers/simulated/simulation';
 import pino from 'pino';
+import { fieldOf } from '../../src/lib/unknown-values';
 import { OutboxRelay } from '../../src/events/outbox-relay';
 import { EmbeddedEventBus } from '../../src/events/embedded-bus';
 
@@ -65,31 +66,66 @@ const reconcilerOf = (delayMs = 600_000) =>
 
 const current = async (id: string) => (await store.get(loadBalancerFamily.kind, TEAM, id)) as Driven;
 
-it('says the reconciler writes a resource next while it is creating, provisioning started or not, and no longer once it runs', async () => {
-  const reconciler = reconcilerOf(1);
+/** Every write of the load balancer, as the store's watch saw it. */
+const writesOf = (id: string) => {
+  const seen: string[] = [];
+  const stop = store.watch(({ object }) => {
+    if (object.meta.id === id) seen.push(String(fieldOf(object.status, 'status')));
+  });
+  return { seen, stop };
+};
+
+/** Passes, a few milliseconds apart, until the reconciler has written it running. */
+async function untilRunning(reconciler: ManagedReconciler, id: string): Promise<Driven> {
+  for (let pass = 0; (await current(id)).status.status === 'creating' && pass < 100; pass++) {
+    await reconciler.reconcile(TEAM, id);
+    await new Promise((resolve) => setTimeout(resolve, 5));
+  }
+  return current(id);
+}
+
+it("writes a load balancer once from creating to running: the driver's record rides with the state it explains", async () => {
+  await relay.start();
+  writer.drainPublishedWith(relay);
+  const reconciler = reconcilerOf(20);
   const { meta } = await writer.create(loadBalancerFamily, TEAM, spec('new'), 'system');
-  expect(reconciler.passWritesOutbox(await current(meta.id))).toBe(true);
+  const [created] = (await current(meta.id)).status.pending_events;
+  for (let i = 0; i < 200 && !relay.isPublished(created.id); i++) await new Promise((resolve) => setTimeout(resolve, 10));
+  const writes = writesOf(meta.id);
 
   await reconciler.reconcile(TEAM, meta.id);
-  const started = await current(meta.id);
-  expect(started.status.external).toBeDefined();
-  expect(reconciler.passWritesOutbox(started)).toBe(started.status.status === 'creating');
+  // The simulated provisioning is under way; its record is held, not written.
+  expect((await current(meta.id)).status.external).toBeUndefined();
+  const running = await untilRunning(reconciler, meta.id);
+  writes.stop();
 
-  // The simulated provider is done within milliseconds: passes until the reconciler has written it running.
-  for (let pass = 0; (await current(meta.id)).status.status === 'creating' && pass < 100; pass++) {
-    await new Promise((resolve) => setTimeout(resolve, 5));
-    await reconciler.reconcile(TEAM, meta.id);
-  }
-  const running = await current(meta.id);
   expect(running.status.status).toBe('running');
-  expect(reconciler.passWritesOutbox(running)).toBe(false);
+  expect(running.status.external).toEqual(expect.objectContaining({ provision: expect.objectContaining({ started_at: expect.any(String) }) }));
+  expect(writes.seen).toEqual(['running']);
+  // The creation event, on the bus by then, left the outbox with that write.
+  expect(running.status.pending_events.map((e) => e.type)).toEqual(['load_balancer.running']);
 });
 
-it('says nothing of a resource being deleted', async () => {
+it('starts the step again when the record it held is lost (a restart, a new leader), and still reaches running', async () => {
+  const { meta } = await writer.create(loadBalancerFamily, TEAM, spec('restarted'), 'system');
+  await reconcilerOf(600_000).reconcile(TEAM, meta.id);
+  expect((await current(meta.id)).status.external).toBeUndefined();
+
+  const running = await untilRunning(reconcilerOf(20), meta.id);
+  expect(running.status.status).toBe('running');
+  expect(running.status.external).toBeDefined();
+});
+
+it('releases what a held record names when the resource is deleted before it ran', async () => {
+  const reconciler = reconcilerOf(600_000);
   const { meta } = await writer.create(loadBalancerFamily, TEAM, spec('leaving'), 'system');
-  expect(reconcilerOf().passWritesOutbox(await current(meta.id))).toBe(true);
+  await reconciler.reconcile(TEAM, meta.id);
   await store.requestDeletion(loadBalancerFamily.kind, TEAM, meta.id);
-  expect(reconcilerOf().passWritesOutbox(await current(meta.id))).toBe(false);
+  await reconciler.reconcile(TEAM, meta.id);
+  const deleting = await current(meta.id);
+  expect(deleting.status.status).toBe('deleted');
+  // The release is due for what the held record names, not for an empty record.
+  expect(deleting.status.external).toEqual(expect.objectContaining({ provision: expect.any(Object) }));
 });
 
 it("takes the relay's published events out of the outbox with any status write, once told to, and only those", async () => {

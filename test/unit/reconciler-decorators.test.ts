@@ -17,7 +17,6 @@ import { pausable } from '../../src/controllers/pause';
 import { adopting } from '../../src/controllers/adoption';
 import { signingSecretFirst } from '../../src/webhooks/reconciler';
 import type { Reconciler } from '../../src/controllers/controller';
-import type { StoredObject } from '../../src/store/types';
 
 let dir: string;
 let store: EmbeddedStore;
@@ -43,10 +42,6 @@ class Inner implements Reconciler {
     changed('team_a', 'lb_1');
     return () => this.calls.push('stopped');
   }
-  passWritesOutbox(object: StoredObject<unknown, unknown>) {
-    this.calls.push(`passWritesOutbox ${object.meta.id}`);
-    return this instanceof Inner;
-  }
 }
 
 const decorators: Array<[string, (inner: Reconciler) => Reconciler]> = [
@@ -66,8 +61,6 @@ test.each(decorators)('%s forwards the optional parts to the reconciler it wraps
   const seen: string[] = [];
   const stop = outer.watchExternal!((team, id) => seen.push(`${team}/${id}`));
   stop();
-  const object = { meta: { id: 'lb_1' } } as StoredObject<unknown, unknown>;
-  expect(outer.passWritesOutbox!(object)).toBe(true);
   expect(seen).toEqual(['team_a/lb_1']);
-  expect(inner.calls).toEqual(['watchExternal', 'stopped', 'passWritesOutbox lb_1']);
+  expect(inner.calls).toEqual(['watchExternal', 'stopped']);
 });

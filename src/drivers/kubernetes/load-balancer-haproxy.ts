@@ -206,7 +206,8 @@ export class HaproxyLoadBalancerDriver implements LoadBalancerDriver {
    */
   private async apply(resource: Managed<LoadBalancerDesired>): Promise<Step> {
     const placement = this.placementOf(resource);
-    const step: Step = { external: { ...placement }, pollAfterMs: this.progressPollMs };
+    // Its objects are named from the load balancer's id and applied server-side: an apply repeated is the same apply.
+    const step: Step = { external: { ...placement }, pollAfterMs: this.progressPollMs, replayable: true };
     const live = await this.readLive(placement);
     if (inTheWay(live, resource.id, placement)) return step; // observe reports it; nothing of someone else's is touched
     const certificate = await this.certificate(resource, placement.namespace);

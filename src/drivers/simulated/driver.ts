@@ -115,7 +115,7 @@ export abstract class SimulatedDriver<Desired, Outputs, Observed> implements Dri
       record = { ...record, configure: { ...this.start(resource, 'configure'), config: this.configHash(resource.desired) } };
     }
     record = this.plan(resource, record);
-    return { external: record, pollAfterMs: this.sim.baseDelayMs(this.family) };
+    return { external: record, pollAfterMs: this.sim.baseDelayMs(this.family), replayable: true };
   }
 
   delete(resource: Managed<Desired>): Promise<Step> {
@@ -146,8 +146,9 @@ export abstract class SimulatedDriver<Desired, Outputs, Observed> implements Dri
     return Math.max(1, this.sim.endOf(this.family, resource.id, { name: operation, started_at: startedAt }) - Date.now());
   }
 
+  /** A simulated operation lost with its record is simply started again. */
   private step(resource: Managed<Desired>, record: SimulatedRecord, operation: string, startedAt: string): Step {
-    return { external: record, pollAfterMs: this.remainingOf(resource, operation, startedAt) };
+    return { external: record, pollAfterMs: this.remainingOf(resource, operation, startedAt), replayable: true };
   }
 
   /** The driver's record of the resource, or null before the first create (or when unreadable: made again). */
