@@ -6,7 +6,7 @@
  */
 import type { Store } from '../store/types';
 import { API_REQUESTS, hoursMetric, hoursWithin, RESOURCE_HOURS, WEBHOOK_DELIVERIES } from './metering';
-import { COUNTS_PREFIX, countsFromRecord, DayCounts, INTERVAL_PREFIX, intervalFromRecord } from './records';
+import { COUNTS_PREFIX, countsFromRecord, DayCounts, INTERVAL_PREFIX, intervalsOfRecord, METER_PREFIX } from './records';
 import type { UsageCounters } from './counters';
 
 const HOUR_MS = 3_600_000;
@@ -36,9 +36,10 @@ export async function usageReport(store: Store, counters: UsageCounters, team: s
   const from = since.getTime();
   const to = until.getTime();
   const byPlan = new Map<string, { family: string; plan: string; hours: number; ids: Set<string> }>();
-  for (const record of await store.records.list(INTERVAL_PREFIX)) {
-    if (record.team !== team) continue;
-    const interval = intervalFromRecord(record.data);
+  const intervals = [...(await store.records.list(METER_PREFIX)), ...(await store.records.list(INTERVAL_PREFIX))]
+    .filter((record) => record.team === team)
+    .flatMap((record) => intervalsOfRecord(record.name, record.data));
+  for (const interval of intervals) {
     for (const segment of interval.segments) {
       const hours = hoursWithin(segment, from, to, now);
       if (hours <= 0) continue;

@@ -6,7 +6,7 @@
  */
 import type { Logger } from 'pino';
 import type { Store, StoredEntry } from '../store/types';
-import { COUNTS_PREFIX, INTERVAL_PREFIX, intervalFromRecord, NOTICES_PREFIX } from './records';
+import { COUNTS_PREFIX, INTERVAL_PREFIX, intervalsOfRecord, METER_PREFIX, NOTICES_PREFIX } from './records';
 import { textOf } from '../lib/unknown-values';
 import { Periodic } from '../lib/periodic';
 
@@ -14,10 +14,14 @@ const DAY_MS = 86_400_000;
 
 /** When a record's usage ended, or null while it may still grow. */
 function endOf(record: StoredEntry): number | null {
-  if (record.name.startsWith(INTERVAL_PREFIX)) {
-    const interval = intervalFromRecord(record.data);
-    const last = interval.segments.at(-1);
-    return interval.ended ? Date.parse(last?.to ?? record.createdAt) : null;
+  if (record.name.startsWith(INTERVAL_PREFIX) || record.name.startsWith(METER_PREFIX)) {
+    // A meter record ends with the last of its intervals.
+    let end = Date.parse(record.createdAt);
+    for (const interval of intervalsOfRecord(record.name, record.data)) {
+      if (!interval.ended) return null;
+      end = Math.max(end, Date.parse(interval.segments.at(-1)?.to ?? record.createdAt));
+    }
+    return end;
   }
   if (record.name.startsWith(COUNTS_PREFIX)) return Date.parse(`${record.data.day}T00:00:00Z`) + DAY_MS;
   const month = record.name.slice(NOTICES_PREFIX.length);
@@ -55,7 +59,7 @@ export class UsageRetention {
   private async deleteExpired(): Promise<void> {
     const { store, retentionMs } = this.deps;
     const cutoff = Date.now() - retentionMs;
-    for (const prefix of [INTERVAL_PREFIX, COUNTS_PREFIX, NOTICES_PREFIX]) {
+    for (const prefix of [METER_PREFIX, INTERVAL_PREFIX, COUNTS_PREFIX, NOTICES_PREFIX]) {
       for (const record of await store.records.list(prefix)) {
         const end = endOf(record);
         if (end !== null && end < cutoff) await store.records.delete(record.team, record.name);

@@ -6,6 +6,7 @@
  */
 import { eventually, startTestService, tempDataDir, TestService, waitForStatus } from '../helpers/service';
 import { eventsOf, receiversOfThisFile } from '../helpers/receiver';
+import { intervalsOfRecord } from '../../src/usage/records';
 
 const ENV = {
   CLOUDPLANE_WEBHOOK_ALLOW_HTTP: 'true',
@@ -289,8 +290,12 @@ describe('usage retention', () => {
     const t = await startTestService({ ...ENV, CLOUDPLANE_USAGE_RETENTION_DAYS: String(1 / 86_400) });
     try {
       const rows = async () => (await t.api('GET', '/api/v1/usage')).body.data.resources as Array<{ family: string; quantity: number }>;
+      // The team's meter records (usage/records.ts), by the resources they hold.
       const intervals = async () =>
-        (await t.service.ctx.store.records.list('usage-interval-')).filter((s) => s.team === t.teamId).map((s) => s.data.resource_id);
+        (await t.service.ctx.store.records.list('usage-'))
+          .filter((s) => s.team === t.teamId)
+          .flatMap((s) => intervalsOfRecord(s.name, s.data))
+          .map((interval) => interval.resource_id);
       const id = (await t.api('POST', '/api/v1/load-balancers', { name: 'brief', region: 'fra1' })).body.data.id;
       await waitForStatus(t, `/api/v1/load-balancers/${id}`, 'running');
       // Open for longer than the retention: an open interval is never swept.
