@@ -20,9 +20,8 @@ import { CollectionWatcher, KubeObject } from '../src/store/kubernetes/watcher';
 import { GROUP, namespaceOfTeam, VERSION } from '../src/store/kubernetes/names';
 import { installCrds } from '../test/helpers/cluster';
 import { KeepAliveKubeConfig } from '../src/store/kubernetes/keep-alive-config';
-import { KubeApiServer, startKubeApiServer } from '../test/helpers/kube-apiserver';
+import { auditLogOf, KubeApiServer, startKubeApiServer } from '../test/helpers/kube-apiserver';
 import type { Measurement, OperatorReply, OperatorRequest } from './cluster-operator';
-import { DRAIN_DELAY_MS } from '../src/events/write-timing';
 import { cpuSecondsOf, machine, machineCpuSeconds, nextReply, pidsWithArgument, serviceExecArgv, writeResults } from './report';
 import { packageRoot } from '../src/lib/package-root';
 
@@ -39,6 +38,12 @@ const WORKERS = env('BENCH_WORKERS', 4);
 /** The API and adopted rows again with this many workers per controller (0: none), to see whether workers are the limit. */
 const MORE_WORKERS = env('BENCH_MORE_WORKERS', 16);
 const SIM_DELAY_MS = env('BENCH_SIM_DELAY_MS', 50);
+/**
+ * The operator's outbox drain delay (CLOUDPLANE_OUTBOX_DRAIN_SECONDS; 300 by default):
+ * short here so that the relay's removal of the last events, a write per load balancer
+ * not written again within the delay, falls inside the row and is counted.
+ */
+const OUTBOX_DRAIN_S = env('BENCH_OUTBOX_DRAIN_S', 30);
 const SETTLE_S = env('BENCH_SETTLE_S', 10);
 const WAIT_TIMEOUT_S = env('BENCH_WAIT_TIMEOUT_S', 600);
 /**
@@ -213,6 +218,8 @@ interface ThroughputResult {
   shed_503_so_far?: number;
   /** The operator's requests to the API server over the row, per load balancer. */
   api_calls: { until_last_running: ApiCalls; after_outbox_drain: ApiCalls };
+  /** Every write the API server audited over the row, per load balancer: whoever made it. */
+  audited_writes: { until_last_running: AuditedWrites; after_outbox_drain: AuditedWrites };
   /** Who kept the CPUs busy from the first create until every load balancer ran: which of them was the limit. */
   cpu: CpuShares;
 }
@@ -275,6 +282,41 @@ interface OperatorCounts {
   passes: number;
 }
 
+/** Writes the API server audited, per load balancer, in all and by `verb resource[/subresource]`. */
+interface AuditedWrites {
+  writes_per_resource: number;
+  by_call: Record<string, number>;
+}
+
+/**
+ * The writes in the API server's audit log (every write, metadata only: startKubeApiServer's
+ * auditWrites) received within [fromMs, toMs), per load balancer; the API server's own
+ * (its identity Lease) left out.
+ */
+function auditedWrites(server: KubeApiServer, fromMs: number, toMs: number, count: number): AuditedWrites {
+  const byCall = new Map<string, number>();
+  let writes = 0;
+  for (const line of fs.readFileSync(auditLogOf(server), 'utf8').split('\n')) {
+    if (!line) continue;
+    const entry = JSON.parse(line) as {
+      stage: string;
+      verb: string;
+      user?: { username?: string };
+      requestReceivedTimestamp: string;
+      objectRef?: { resource?: string; subresource?: string };
+    };
+    const at = Date.parse(entry.requestReceivedTimestamp);
+    if (entry.stage !== 'ResponseComplete' || !WRITE_VERBS.has(entry.verb) || at < fromMs || at >= toMs) continue;
+    if (entry.user?.username === 'system:apiserver') continue;
+    const { resource = '?', subresource } = entry.objectRef ?? {};
+    const call = `${entry.verb} ${resource}${subresource ? `/${subresource}` : ''}`;
+    byCall.set(call, (byCall.get(call) ?? 0) + 1);
+    writes++;
+  }
+  const by_call = Object.fromEntries([...byCall].sort().map(([call, n]) => [call, round(n / count, 3)]));
+  return { writes_per_resource: round(writes / count, 2), by_call };
+}
+
 /** The calls and passes made between two readings of the operator's counters, per load balancer. */
 function callsPer({ calls: before, passes: passesBefore }: OperatorCounts, { calls: after, passes: passesAfter }: OperatorCounts, count: number): ApiCalls {
   const by_call: Record<string, number> = {};
@@ -307,12 +349,14 @@ async function throughput(
   create: (i: number) => Promise<string>,
   base: BaselineResult | null,
   operator: Operator,
-  serverWorkDir: string,
+  server: KubeApiServer,
 ): Promise<ThroughputResult> {
+  const serverWorkDir = server.workDir;
   log(`${how}, ${workers} workers: creating ${count} load balancers, ${CONCURRENCY} at a time...`);
   const callsBefore = await operator.apiCalls();
   const sentAt = new Map<string, number>();
   const cpuAtStart = readCpu(operator, serverWorkDir);
+  const startedAtMs = Date.now();
   const start = performance.now();
   await pool(count, CONCURRENCY, async (i) => {
     const before = performance.now();
@@ -325,9 +369,11 @@ async function throughput(
   const allRunning = await tracker.waitAll(names, WAIT_TIMEOUT_S * 1000, (n) => log(`  ${n} of ${names.length} running`));
   const cpu = cpuBetween(cpuAtStart, readCpu(operator, serverWorkDir));
   const callsAtLastRunning = await operator.apiCalls();
-  // The outbox relay takes the last events out on its own after DRAIN_DELAY_MS: those writes are the resources' too.
-  await sleep(DRAIN_DELAY_MS + 1000);
+  const lastRunningAtMs = Date.now();
+  // The outbox relay takes the last events out on its own after its drain delay: those writes are the resources' too.
+  await sleep(OUTBOX_DRAIN_S * 1000 + 1500);
   const callsAfterDrain = await operator.apiCalls();
+  const drainedAtMs = Date.now();
   const latencies = names
     .filter((n) => tracker.runningAt.has(n))
     .map((n) => (tracker.runningAt.get(n)! - sentAt.get(n)!) / 1000)
@@ -349,6 +395,10 @@ async function throughput(
     ratio_to_baseline: base ? round(latencies.length / span / base.per_s, 3) : null,
     latency_s: { p50: round(percentile(latencies, 50), 2), p99: round(percentile(latencies, 99), 2), max: round(latencies[latencies.length - 1] ?? NaN, 2) },
     api_calls: { until_last_running: callsPer(callsBefore, callsAtLastRunning, count), after_outbox_drain: callsPer(callsBefore, callsAfterDrain, count) },
+    audited_writes: {
+      until_last_running: auditedWrites(server, startedAtMs, lastRunningAtMs, count),
+      after_outbox_drain: auditedWrites(server, startedAtMs, drainedAtMs, count),
+    },
     cpu,
   };
   log(
@@ -356,6 +406,9 @@ async function throughput(
   );
   log(
     `  CPU s over ${cpu.wall_s} s: operator ${cpu.operator_s}, kube-apiserver + etcd ${cpu.api_server_and_etcd_s}, benchmark ${cpu.benchmark_s}; machine ${cpu.machine_busy_percent} % busy`,
+  );
+  log(
+    `  writes per load balancer in the API server's audit log: ${result.audited_writes.until_last_running.writes_per_resource} until the last ran, ${result.audited_writes.after_outbox_drain.writes_per_resource} after the drain ${JSON.stringify(result.audited_writes.after_outbox_drain.by_call)}`,
   );
   log(
     `  API calls per load balancer: ${result.api_calls.after_outbox_drain.per_resource} (${result.api_calls.after_outbox_drain.writes_per_resource} writes) ${JSON.stringify(result.api_calls.after_outbox_drain.by_call)}; reconcile passes per load balancer: ${result.api_calls.after_outbox_drain.passes_per_resource}`,
@@ -492,9 +545,23 @@ function markdown(r: Report): string {
         `| ${t.how} | ${t.workers} | ${t.cpu.wall_s} | ${t.cpu.operator_s} | ${t.cpu.api_server_and_etcd_s} | ${t.cpu.benchmark_s} | ${t.cpu.machine_busy_percent} |`,
     ),
     '',
+    "## Writes per load balancer, from the API server's audit log",
+    '',
+    `Every write the API server audited over each row (the audit policy logs every create, update, patch and delete, metadata only), whoever made it (in the custom-resource row the benchmark makes the create), divided by the load balancers of the row: from the first create until the last was \`running\`, and until ${Number(s.outbox_drain_s) + 1.5} s later, once the outbox relay took out the last events no other write took (the operator ran with CLOUDPLANE_OUTBOX_DRAIN_SECONDS=${s.outbox_drain_s}; by default it waits 300 s for a write that takes them, and the count is the same).`,
+    '',
+    '| created | workers | writes until last running | after the outbox drain | by call (after the drain) |',
+    '|---|---:|---:|---:|---|',
+    ...[...r.throughput, ...(r.bulk ? [r.bulk] : [])].map((t) => {
+      const [until, drained] = [t.audited_writes.until_last_running, t.audited_writes.after_outbox_drain];
+      const byCall = Object.entries(drained.by_call)
+        .map(([call, n]) => `${call} ${n}`)
+        .join(', ');
+      return `| ${t.how} | ${t.workers} | **${until.writes_per_resource}** | **${drained.writes_per_resource}** | ${byCall} |`;
+    }),
+    '',
     '## API calls per load balancer',
     '',
-    `The operator's requests to the API server over each row (cloudplane_kube_api_requests_total, every caller in the operator, watches aside), divided by the load balancers of the row: until the last was \`running\`, and ${(DRAIN_DELAY_MS + 1000) / 1000} s later, once the outbox relay took the last events out. Beside them, the LoadBalancer reconciler's passes per load balancer over the same stretches (cloudplane_reconcile_total): each pass reads the object, asks the driver and judges, whether or not it writes.`,
+    `The operator's requests to the API server over each row (cloudplane_kube_api_requests_total, every caller in the operator, watches aside), divided by the load balancers of the row: until the last was \`running\`, and ${Number(s.outbox_drain_s) + 1.5} s later, once the outbox relay took the last events out. Beside them, the LoadBalancer reconciler's passes per load balancer over the same stretches (cloudplane_reconcile_total): each pass reads the object, asks the driver and judges, whether or not it writes.`,
     '',
     '| created | workers | calls until last running | writes | passes | calls after the outbox drain | writes | passes | by call (after the drain) |',
     '|---|---:|---:|---:|---:|---:|---:|---:|---|',
@@ -558,7 +625,7 @@ async function main(): Promise<void> {
   const kubeVersion = path.basename(path.dirname(process.env.KUBE_APISERVER_BIN)).replace('kube-apiserver-', '');
 
   log('starting etcd + kube-apiserver and installing the CRDs...');
-  const server: KubeApiServer = await startKubeApiServer();
+  const server: KubeApiServer = await startKubeApiServer({ auditWrites: true });
   const dataDir = fs.mkdtempSync(path.join(os.tmpdir(), 'cloudplane-bench-cluster-'));
   const operators: Operator[] = [];
   let tracker: RunningTracker | undefined;
@@ -585,6 +652,7 @@ async function main(): Promise<void> {
       // HAProxy Deployments and Services): the figures are the operator's, not a provider's.
       CLOUDPLANE_PROVIDER: 'simulated',
       CLOUDPLANE_SIM_DELAY_MS: String(SIM_DELAY_MS),
+      CLOUDPLANE_OUTBOX_DRAIN_SECONDS: String(OUTBOX_DRAIN_S),
       CLOUDPLANE_WORKERS: String(WORKERS),
     };
     const startOperator = async (mode: 'service' | 'store', workers = WORKERS) => {
@@ -631,32 +699,21 @@ async function main(): Promise<void> {
     // API-made ids are unique; custom resources made by hand need a prefix of their own per row.
     if (ROWS.has('api'))
       results.push({
-        ...(await throughput('through the API (POST)', WORKERS, THROUGHPUT_N, tracker, createViaApi, base, operator, server.workDir)),
+        ...(await throughput('through the API (POST)', WORKERS, THROUGHPUT_N, tracker, createViaApi, base, operator, server)),
         shed_503_so_far: shed,
       });
     if (ROWS.has('cr'))
-      results.push(
-        await throughput('as custom resources (kubectl-style, adopted)', WORKERS, THROUGHPUT_N, tracker, createCr('cr'), base, operator, server.workDir),
-      );
+      results.push(await throughput('as custom resources (kubectl-style, adopted)', WORKERS, THROUGHPUT_N, tracker, createCr('cr'), base, operator, server));
     if (ROWS.has('more') && MORE_WORKERS > 0) {
       await operator.stop();
       operator = await startOperator('service', MORE_WORKERS);
       url = operator.ready.url!;
       results.push({
-        ...(await throughput('through the API (POST)', MORE_WORKERS, THROUGHPUT_N, tracker, createViaApi, base, operator, server.workDir)),
+        ...(await throughput('through the API (POST)', MORE_WORKERS, THROUGHPUT_N, tracker, createViaApi, base, operator, server)),
         shed_503_so_far: shed,
       });
       results.push(
-        await throughput(
-          'as custom resources (kubectl-style, adopted)',
-          MORE_WORKERS,
-          THROUGHPUT_N,
-          tracker,
-          createCr('cr-more'),
-          base,
-          operator,
-          server.workDir,
-        ),
+        await throughput('as custom resources (kubectl-style, adopted)', MORE_WORKERS, THROUGHPUT_N, tracker, createCr('cr-more'), base, operator, server),
       );
       await operator.stop();
       operator = await startOperator('service');
@@ -668,7 +725,7 @@ async function main(): Promise<void> {
     let restart: Report['restart'] = null;
     if (ROWS.has('bulk')) {
       const bulkCount = TOTAL - tracker.seen.size;
-      bulk = await throughput(`as custom resources, in bulk up to ${TOTAL}`, WORKERS, bulkCount, tracker, createCr('bulk'), base, operator, server.workDir);
+      bulk = await throughput(`as custom resources, in bulk up to ${TOTAL}`, WORKERS, bulkCount, tracker, createCr('bulk'), base, operator, server);
 
       log(`measuring the operator with ${tracker.seen.size} load balancers (${SETTLE_S} s)...`);
       full = { ...(await operator.settled(SETTLE_S)), load_balancers: tracker.seen.size };
@@ -708,6 +765,7 @@ async function main(): Promise<void> {
         workers: WORKERS,
         more_workers: MORE_WORKERS,
         sim_delay_ms: SIM_DELAY_MS,
+        outbox_drain_s: OUTBOX_DRAIN_S,
         concurrency: CONCURRENCY,
         throughput_n: THROUGHPUT_N,
         total: TOTAL,

@@ -61,6 +61,16 @@ rules:
   - level: None
 `;
 
+/** With `auditWrites`: every write of any user, metadata only (the cluster benchmark counts them). */
+const AUDIT_WRITES_POLICY = `apiVersion: audit.k8s.io/v1
+kind: Policy
+omitStages: ["RequestReceived"]
+rules:
+  - level: Metadata
+    verbs: ["create", "update", "patch", "delete", "deletecollection"]
+  - level: None
+`;
+
 /** The audit log (JSON lines, audit.k8s.io/v1 Events) of a server started by startKubeApiServer. */
 export function auditLogOf(server: Pick<KubeApiServer, 'workDir'>): string {
   return path.join(server.workDir, 'audit.log');
@@ -202,6 +212,8 @@ export interface KubeApiServerOptions {
    * instead of watching, and see new Pods and nodes' Pod CIDRs late.
    */
   plainWatchFromZero?: boolean;
+  /** Audits every write, by anyone, instead of the operator's service accounts' requests. */
+  auditWrites?: boolean;
 }
 
 export async function startKubeApiServer(options: KubeApiServerOptions = {}): Promise<KubeApiServer> {
@@ -251,7 +263,7 @@ export async function startKubeApiServer(options: KubeApiServerOptions = {}): Pr
   fs.writeFileSync(path.join(dir, 'sa.key'), privateKey.export({ type: 'pkcs8', format: 'pem' }));
   fs.writeFileSync(path.join(dir, 'sa.pub'), publicKey.export({ type: 'spki', format: 'pem' }));
   fs.mkdirSync(path.join(dir, 'certs'));
-  fs.writeFileSync(path.join(dir, 'audit-policy.yaml'), AUDIT_POLICY);
+  fs.writeFileSync(path.join(dir, 'audit-policy.yaml'), options.auditWrites ? AUDIT_WRITES_POLICY : AUDIT_POLICY);
   const binary = kubeApiServerBinary();
   let apiPort = 0;
   const apiArgs = () => [
