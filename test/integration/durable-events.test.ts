@@ -79,6 +79,9 @@ describe('durable events: cluster mode without NATS, the operator SIGKILLed mid-
         POD_NAME: `cloudplane-${++pod}`,
         CLOUDPLANE_LEASE_DURATION_SECONDS: '3',
         CLOUDPLANE_SIM_DELAY_MS: '50',
+        // The relay empties each outbox as soon as it published it: the fresh data directory
+        // below then holds only what its own bus received, not outboxes published again.
+        CLOUDPLANE_OUTBOX_DRAIN_SECONDS: '0',
         CLOUDPLANE_RATE_LIMIT_PER_MINUTE: '1000000',
         CLOUDPLANE_QUOTAS: 'bucket=1000000',
         CLOUDPLANE_WEBHOOK_ALLOW_HTTP: 'true',

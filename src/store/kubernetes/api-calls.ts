@@ -196,7 +196,8 @@ export function kubernetesApiCalls(plurals: string[]): ApiCall[] {
     },
     // Connection details (src/controllers/connection-details.ts): the Secret a resource's spec names, found by its label, written, withdrawn.
     { entry: 'connection details: Secrets', group: '', resources: ['secrets'], verbs: ['get', 'list', 'create', 'update', 'delete'], scope: 'team-namespaces' },
-    // Kubernetes Events of each status change and refusal (src/controllers/events-recorder.ts), beside the resource.
-    { entry: 'events recorder: Events', group: '', resources: ['events'], verbs: ['create'], scope: 'team-namespaces' },
+    // Kubernetes Events of each status change and refusal (src/controllers/events-recorder.ts), beside the resource;
+    // a repeat or a burst raises one Event's count (a merge patch).
+    { entry: 'events recorder: Events', group: '', resources: ['events'], verbs: ['create', 'patch'], scope: 'team-namespaces' },
   ];
 }
