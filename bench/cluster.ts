@@ -50,7 +50,9 @@ const WAIT_TIMEOUT_S = env('BENCH_WAIT_TIMEOUT_S', 600);
  * Which parts run (comma-separated): baseline (the API server alone), api, cr, more (the
  * API and adopted rows again with BENCH_MORE_WORKERS), bulk (which the memory and restart sections need).
  */
-const ROWS = new Set((process.env.BENCH_ROWS ?? 'baseline,api,cr,more,bulk').split(',').map((r) => r.trim()));
+/** Rounds of the interleaved row: the API server alone and the operator through the API, in turns. */
+const ROUNDS = env('BENCH_ROUNDS', 3);
+const ROWS = new Set((process.env.BENCH_ROWS ?? 'baseline,api,cr,more,interleaved,bulk').split(',').map((r) => r.trim()));
 /** A directory: the operator runs with --cpu-prof and writes its profiles there. */
 
 const log = (line: string) => process.stdout.write(`[${new Date().toISOString().slice(11, 19)}] ${line}\n`);
@@ -429,14 +431,14 @@ interface BaselineResult {
  * no operator running. Made in a namespace of their own and deleted before the operator
  * starts, so it never sees them.
  */
-async function baseline(kc: KubeConfig, count: number): Promise<BaselineResult> {
+async function baseline(kc: KubeConfig, count: number, prefix = 'baseline'): Promise<BaselineResult> {
   const custom = kc.makeApiClient(CustomObjectsApi);
   const namespace = 'bench-baseline';
   await ensureNamespace(kc, namespace);
   log(`baseline: ${count} creates + status writes on the API server alone, ${CONCURRENCY} at a time...`);
   const start = performance.now();
   await pool(count, CONCURRENCY, async (i) => {
-    const name = `baseline-${i}`;
+    const name = `${prefix}-${i}`;
     const created = (await custom.createNamespacedCustomObject({
       group: GROUP,
       version: VERSION,
@@ -490,6 +492,8 @@ interface Report {
   /** The bulk row, the memory with every load balancer and the restart: only with the bulk row. */
   bulk: ThroughputResult | null;
   memory: { empty: Memory; full: Memory | null; after_restart: Memory | null };
+  /** The interleaved row: each round's baseline and API row, and the median of their ratios. */
+  interleaved: { rounds: Array<{ baseline_per_s: number; running_per_s: number; ratio: number }>; median_ratio: number } | null;
   restart: {
     total_load_balancers: number;
     stop_ms: number;
@@ -532,6 +536,12 @@ function markdown(r: Report): string {
     ...r.throughput.map(tRow),
     ...(r.bulk ? [tRow(r.bulk)] : []),
     '',
+    ...(r.interleaved
+      ? [
+          `**In turns** (the interleaved rows): ${r.interleaved.rounds.length} rounds, each the API server alone right before the operator through the API, ${s.throughput_n} load balancers each; the ratios of the rounds: ${r.interleaved.rounds.map((x) => `${x.running_per_s}/s over ${x.baseline_per_s}/s = ${x.ratio}`).join('; ')}. **Median ratio: ${r.interleaved.median_ratio}.**`,
+          '',
+        ]
+      : []),
     'Custom resources made without the API are adopted first (src/controllers/adoption.ts: the create rules, the defaults, the first status), a write the API makes with the create; the work queue is first in, first out, so in the bulk row all are adopted before the first is provisioned.',
     '',
     '## Who used the CPU',
@@ -719,6 +729,24 @@ async function main(): Promise<void> {
       operator = await startOperator('service');
       url = operator.ready.url!;
     }
+    let interleaved: Report['interleaved'] = null;
+    if (ROWS.has('interleaved') && ROUNDS > 0) {
+      // The machine's load comes and goes: a baseline right before each row, rounds in
+      // turn, and the median of the ratios is what one load cannot move.
+      const rounds: NonNullable<Report['interleaved']>['rounds'] = [];
+      for (let round = 1; round <= ROUNDS; round++) {
+        await operator.stop();
+        const alone = await baseline(kc, THROUGHPUT_N, `round-${round}`);
+        operator = await startOperator('service');
+        url = operator.ready.url!;
+        const row = await throughput(`through the API (POST), round ${round}`, WORKERS, THROUGHPUT_N, tracker, createViaApi, alone, operator, server);
+        results.push(row);
+        rounds.push({ baseline_per_s: alone.per_s, running_per_s: row.running_per_s, ratio: row.ratio_to_baseline ?? NaN });
+      }
+      const ratios = rounds.map((r) => r.ratio).sort((a, b) => a - b);
+      interleaved = { rounds, median_ratio: ratios[Math.floor(ratios.length / 2)] };
+      log(`interleaved: median ratio of the operator to the API server alone ${interleaved.median_ratio} (${ratios.join(', ')})`);
+    }
     let bulk: ThroughputResult | null = null;
     let full: Memory | null = null;
     let afterRestart: Memory | null = null;
@@ -781,6 +809,7 @@ async function main(): Promise<void> {
       throughput: results,
       bulk,
       memory: { empty, full, after_restart: afterRestart },
+      interleaved,
       restart,
     };
     report.load_average.after = os.loadavg();
