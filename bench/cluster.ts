@@ -133,6 +133,8 @@ class RunningTracker {
   constructor(kc: KubeConfig) {
     const custom = kc.makeApiClient(CustomObjectsApi);
     const note = (object: KubeObject) => {
+      // The baseline's custom resources are the API server's alone: no operator runs them.
+      if (object.metadata.namespace === BASELINE_NAMESPACE) return;
       const name = object.metadata.name;
       this.seen.add(name);
       const status = (object.status as { status?: string } | undefined)?.status;
@@ -423,7 +425,11 @@ interface BaselineResult {
   concurrency: number;
   span_s: number;
   per_s: number;
+  /** CPU per load balancer: kube-apiserver with etcd, and the client (this process). */
+  cpu_ms_per_resource: { api_server_and_etcd: number; client: number };
 }
+
+const BASELINE_NAMESPACE = 'bench-baseline';
 
 /**
  * What the same API server does alone: `count` load balancer custom resources created
@@ -431,11 +437,21 @@ interface BaselineResult {
  * no operator running. Made in a namespace of their own and deleted before the operator
  * starts, so it never sees them.
  */
-async function baseline(kc: KubeConfig, count: number, prefix = 'baseline'): Promise<BaselineResult> {
+/** A load balancer as the operator stored it: the baseline writes objects of its size and shape. */
+interface Template {
+  spec: unknown;
+  status: unknown;
+  labels: Record<string, string>;
+}
+
+async function baseline(kc: KubeConfig, count: number, serverWorkDir: string, prefix = 'baseline', template?: Template): Promise<BaselineResult> {
   const custom = kc.makeApiClient(CustomObjectsApi);
-  const namespace = 'bench-baseline';
+  const namespace = BASELINE_NAMESPACE;
   await ensureNamespace(kc, namespace);
   log(`baseline: ${count} creates + status writes on the API server alone, ${CONCURRENCY} at a time...`);
+  const serverCpu = () => pidsWithArgument(serverWorkDir).reduce((sum, pid) => sum + cpuSecondsOf(pid), 0);
+  const ownCpu = () => (process.cpuUsage().user + process.cpuUsage().system) / 1e6;
+  const [serverBefore, ownBefore] = [serverCpu(), ownCpu()];
   const start = performance.now();
   await pool(count, CONCURRENCY, async (i) => {
     const name = `${prefix}-${i}`;
@@ -444,10 +460,12 @@ async function baseline(kc: KubeConfig, count: number, prefix = 'baseline'): Pro
       version: VERSION,
       namespace,
       plural: PLURAL,
-      body: loadBalancerCr(name, namespace),
+      body: template
+        ? { apiVersion: `${GROUP}/${VERSION}`, kind: 'LoadBalancer', metadata: { name, namespace, labels: template.labels }, spec: template.spec }
+        : loadBalancerCr(name, namespace),
     })) as KubeObject;
-    // About the size and shape of the first status the API writes.
-    const status = {
+    // The operator's own status, or about the size and shape of the first status the API writes.
+    const status = template?.status ?? {
       status: 'creating',
       status_reason: null,
       observed_generation: 1,
@@ -461,10 +479,27 @@ async function baseline(kc: KubeConfig, count: number, prefix = 'baseline'): Pro
     await custom.replaceNamespacedCustomObjectStatus({ group: GROUP, version: VERSION, namespace, plural: PLURAL, name, body: { ...created, status } });
   });
   const span = (performance.now() - start) / 1000;
+  const cpu_ms_per_resource = {
+    api_server_and_etcd: round(((serverCpu() - serverBefore) * 1000) / count, 2),
+    client: round(((ownCpu() - ownBefore) * 1000) / count, 2),
+  };
   await custom.deleteCollectionNamespacedCustomObject({ group: GROUP, version: VERSION, namespace, plural: PLURAL });
-  const result = { count, concurrency: CONCURRENCY, span_s: round(span, 2), per_s: round(count / span) };
+  const result = { count, concurrency: CONCURRENCY, span_s: round(span, 2), per_s: round(count / span), cpu_ms_per_resource };
   log(`  ${result.per_s}/s (${result.span_s} s)`);
   return result;
+}
+
+/**
+ * A running load balancer the operator made, as the API server holds it: its spec, labels
+ * and status (with its conditions, the driver's record and the `running` event still in
+ * its outbox), which the interleaved rows' baselines write instead of a small status.
+ */
+async function templateFrom(custom: CustomObjectsApi, namespace: string): Promise<Template | undefined> {
+  const list = (await custom.listNamespacedCustomObject({ group: GROUP, version: VERSION, namespace, plural: PLURAL, limit: 1 })) as { items: KubeObject[] };
+  const [object] = list.items;
+  if (!object) return undefined;
+  const labels = Object.fromEntries(Object.entries(object.metadata.labels ?? {}).filter(([key]) => !key.startsWith('cloudplane.dev/')));
+  return { spec: object.spec, status: object.status, labels };
 }
 
 /** Which commit was built, and which source files differed from it (others' work in progress). */
@@ -493,7 +528,11 @@ interface Report {
   bulk: ThroughputResult | null;
   memory: { empty: Memory; full: Memory | null; after_restart: Memory | null };
   /** The interleaved row: each round's baseline and API row, and the median of their ratios. */
-  interleaved: { rounds: Array<{ baseline_per_s: number; running_per_s: number; ratio: number }>; median_ratio: number } | null;
+  interleaved: {
+    rounds: Array<{ baseline_per_s: number; running_per_s: number; ratio: number; baseline_cpu_ms: number; row_cpu_ms: number; cpu_ratio: number }>;
+    median_ratio: number;
+    median_cpu_ratio: number;
+  } | null;
   restart: {
     total_load_balancers: number;
     stop_ms: number;
@@ -539,6 +578,8 @@ function markdown(r: Report): string {
     ...(r.interleaved
       ? [
           `**In turns** (the interleaved rows): ${r.interleaved.rounds.length} rounds, each the API server alone right before the operator through the API, ${s.throughput_n} load balancers each; the ratios of the rounds: ${r.interleaved.rounds.map((x) => `${x.running_per_s}/s over ${x.baseline_per_s}/s = ${x.ratio}`).join('; ')}. **Median ratio: ${r.interleaved.median_ratio}.**`,
+          '',
+          `By CPU, which other processes on the machine move less than rates: the CPU seconds per load balancer of kube-apiserver with etcd and of its client (this process creating and writing a status in the baseline; the operator and this process's REST creates and watch in the row), baseline over row: ${r.interleaved.rounds.map((x) => `${x.baseline_cpu_ms} ms over ${x.row_cpu_ms} ms = ${x.cpu_ratio}`).join('; ')}. **Median: ${r.interleaved.median_cpu_ratio}.**`,
           '',
         ]
       : []),
@@ -645,7 +686,7 @@ async function main(): Promise<void> {
     const kc = new KeepAliveKubeConfig();
     kc.loadFromString(server.kubeconfigYaml);
     const custom = kc.makeApiClient(CustomObjectsApi);
-    const base = ROWS.has('baseline') ? await baseline(kc, THROUGHPUT_N) : null;
+    const base = ROWS.has('baseline') ? await baseline(kc, THROUGHPUT_N, server.workDir) : null;
     const operatorEnv: Record<string, string> = {
       CLOUDPLANE_PORT: '0',
       CLOUDPLANE_HOST: '127.0.0.1',
@@ -734,18 +775,32 @@ async function main(): Promise<void> {
       // The machine's load comes and goes: a baseline right before each row, rounds in
       // turn, and the median of the ratios is what one load cannot move.
       const rounds: NonNullable<Report['interleaved']>['rounds'] = [];
-      for (let round = 1; round <= ROUNDS; round++) {
+      for (let turn = 1; turn <= ROUNDS; turn++) {
         await operator.stop();
-        const alone = await baseline(kc, THROUGHPUT_N, `round-${round}`);
+        const alone = await baseline(kc, THROUGHPUT_N, server.workDir, `round-${turn}`, await templateFrom(custom, namespace));
         operator = await startOperator('service');
         url = operator.ready.url!;
-        const row = await throughput(`through the API (POST), round ${round}`, WORKERS, THROUGHPUT_N, tracker, createViaApi, alone, operator, server);
+        // A restarted operator looks at every load balancer once: that pass over the earlier rounds' is not this round's work.
+        await operator.reconciled('LoadBalancer', tracker.seen.size, 180_000);
+        const row = await throughput(`through the API (POST), round ${turn}`, WORKERS, THROUGHPUT_N, tracker, createViaApi, alone, operator, server);
         results.push(row);
-        rounds.push({ baseline_per_s: alone.per_s, running_per_s: row.running_per_s, ratio: row.ratio_to_baseline ?? NaN });
+        // CPU per load balancer, the API server's and its client's: the operator (and the REST client) in the row, this process in the baseline.
+        const rowCpuMs = ((row.cpu.api_server_and_etcd_s + row.cpu.operator_s + row.cpu.benchmark_s) * 1000) / THROUGHPUT_N;
+        const aloneCpuMs = alone.cpu_ms_per_resource.api_server_and_etcd + alone.cpu_ms_per_resource.client;
+        rounds.push({
+          baseline_per_s: alone.per_s,
+          running_per_s: row.running_per_s,
+          ratio: row.ratio_to_baseline ?? NaN,
+          baseline_cpu_ms: round(aloneCpuMs, 2),
+          row_cpu_ms: round(rowCpuMs, 2),
+          cpu_ratio: round(aloneCpuMs / rowCpuMs, 3),
+        });
       }
-      const ratios = rounds.map((r) => r.ratio).sort((a, b) => a - b);
-      interleaved = { rounds, median_ratio: ratios[Math.floor(ratios.length / 2)] };
-      log(`interleaved: median ratio of the operator to the API server alone ${interleaved.median_ratio} (${ratios.join(', ')})`);
+      const median = (values: number[]) => [...values].sort((a, b) => a - b)[Math.floor(values.length / 2)];
+      interleaved = { rounds, median_ratio: median(rounds.map((r) => r.ratio)), median_cpu_ratio: median(rounds.map((r) => r.cpu_ratio)) };
+      log(
+        `interleaved: median ratio of the operator to the API server alone ${interleaved.median_ratio} by rate, ${interleaved.median_cpu_ratio} by CPU per load balancer (${JSON.stringify(rounds)})`,
+      );
     }
     let bulk: ThroughputResult | null = null;
     let full: Memory | null = null;
