@@ -477,6 +477,8 @@ interface VersusRow {
   /** The whole machine over the window (every process, /proc/stat), and the benchmark's own process (load generator, receiver). */
   machine_busy_pct: number;
   bench_process_cpu_s: number;
+  /** CPU seconds of every other process of the machine over the window (busy, less the system's and the benchmark's): other work. */
+  others_cpu_s: number;
 }
 
 interface Versus {
@@ -597,6 +599,7 @@ async function versusRow(system: System, load: string, detail: string, command: 
     cpu_ms_per_delivery: Math.round(((total * 1000) / Math.max(1, deliveries.length)) * 1000) / 1000,
     machine_busy_pct: round(((machineAfter.busy - machineBefore.busy) / (machineAfter.total - machineBefore.total)) * 100),
     bench_process_cpu_s: Math.round(((bench.user + bench.system) / 1e6) * 100) / 100,
+    others_cpu_s: round(Math.max(0, machineAfter.busy - machineBefore.busy - total - (bench.user + bench.system) / 1e6)),
   };
 }
 
@@ -685,7 +688,7 @@ async function versusSvix(
         const row = await versusRow(system, load, detail, command(system.target), loader, receiver);
         pair.push(row);
         log(
-          `  ${row.system}, ${row.load}: ${row.requests_per_s} events/s taken, ${row.delivered_per_s} delivered/s, ${row.cpu_ms_per_delivery} ms CPU per delivery (${JSON.stringify(row.cpu_s.parts)} s over ${row.window_s} s, machine ${row.machine_busy_pct} % busy), p50 ${row.latency_ms.p50} ms, p99 ${row.latency_ms.p99} ms, failed ${row.requests_failed}`,
+          `  ${row.system}, ${row.load}: ${row.requests_per_s} events/s taken, ${row.delivered_per_s} delivered/s, ${row.cpu_ms_per_delivery} ms CPU per delivery (${JSON.stringify(row.cpu_s.parts)} s over ${row.window_s} s, machine ${row.machine_busy_pct} % busy, ${row.others_cpu_s} s of it other processes), p50 ${row.latency_ms.p50} ms, p99 ${row.latency_ms.p99} ms, failed ${row.requests_failed}`,
         );
       }
       const [cp, sv] = ['Cloudplane', 'Svix'].map((name) => pair.find((row) => row.system === name)!);
@@ -731,13 +734,13 @@ function versusMarkdown(versus: Versus | { skipped: string } | null): string[] {
     '## Cloudplane against Svix',
     '',
     `Svix: ${b.version} built from svix/svix-webhooks at ${b.commit}${b.local_changes.length ? ` (built with local changes: ${b.local_changes.map((c) => c.trim()).join('; ')})` : ''}; ${versus.svix.postgres}, a throwaway cluster on PostgreSQL's defaults (fsync and synchronous commit on); in-memory queue and cache, loopback whitelisted, RUST_LOG=warn. Cloudplane: its service in a child process of its own (embedded store, fsynced; embedded bus; simulated provider; logging off). ${versus.endpoints} endpoints on Svix and ${versus.endpoints} subscriptions on Cloudplane, all to the one receiver: each event is ${versus.endpoints} deliveries. Events go through each one's API: Cloudplane \`POST /api/v1/object-storage\` (bucket creates), Svix \`POST /api/v1/app/{app}/msg/\` (a copy of a Cloudplane \`bucket.created\` event as the payload).`,
-    `CPU is user + system from /proc/<pid>/stat of every process of each (Svix: svix-server, and PostgreSQL's postmaster with every backend and background process below it, ended ones included; Cloudplane: its one process), from the first event sent until ${SVIX_SETTLE_MS / 1000} s after the last delivery. At rest (${SVIX_IDLE_S} s, nothing sent): Cloudplane ${versus.idle_cpu_ms_per_s.cloudplane} ms/s, Svix ${versus.idle_cpu_ms_per_s.svix} ms/s.`,
+    `CPU is user + system from /proc/<pid>/stat of every process of each (Svix: svix-server, and PostgreSQL's postmaster with every backend and background process below it, ended ones included; Cloudplane: its one process), from the first event sent until ${SVIX_SETTLE_MS / 1000} s after the last delivery. Machine busy: every process over the same stretch; in parentheses the CPU seconds of processes neither system nor the benchmark owns (other work on the machine). At rest (${SVIX_IDLE_S} s, nothing sent): Cloudplane ${versus.idle_cpu_ms_per_s.cloudplane} ms/s, Svix ${versus.idle_cpu_ms_per_s.svix} ms/s.`,
     '',
-    '| load | system | events/s taken | delivered | delivered/s | CPU s over the row | CPU ms per delivery | machine busy | p50 ms | p99 ms | drain ms | failed requests |',
+    '| load | system | events/s taken | delivered | delivered/s | CPU s over the row | CPU ms per delivery | machine busy (CPU s of other processes) | p50 ms | p99 ms | drain ms | failed requests |',
     '|---|---|---:|---:|---:|---|---:|---:|---:|---:|---:|---:|',
     ...versus.rows.map(
       (r) =>
-        `| ${r.load} (${r.detail}) | ${r.system} | ${r.requests_per_s} | ${r.delivered}${r.delivered < r.expected ? ` of ${r.expected}` : ''} | ${r.delivered_per_s} | ${r.cpu_s.total} (${parts(r)}) | ${r.cpu_ms_per_delivery} | ${r.machine_busy_pct} % | ${r.latency_ms.p50} | ${r.latency_ms.p99} | ${r.drain_ms} | ${r.requests_failed} |`,
+        `| ${r.load} (${r.detail}) | ${r.system} | ${r.requests_per_s} | ${r.delivered}${r.delivered < r.expected ? ` of ${r.expected}` : ''} | ${r.delivered_per_s} | ${r.cpu_s.total} (${parts(r)}) | ${r.cpu_ms_per_delivery} | ${r.machine_busy_pct} % (${r.others_cpu_s}) | ${r.latency_ms.p50} | ${r.latency_ms.p99} | ${r.drain_ms} | ${r.requests_failed} |`,
     ),
     '',
     'Cloudplane over Svix, same run, back to back (below 1: Cloudplane delivers fewer per second, or spends less CPU per delivery):',
