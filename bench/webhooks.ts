@@ -95,6 +95,8 @@ type LoadCommand =
 interface LoadResult {
   ok: number;
   failed: number;
+  /** The failed requests by the status they were answered with (`error` when none came). */
+  failedStatuses: Record<string, number>;
   /** Client-side round trips, ms. */
   latencies: number[];
   startedAt: number;
@@ -176,7 +178,11 @@ function loadThread(): void {
   };
 
   parentPort!.on('message', async (command: LoadCommand) => {
-    const result: LoadResult = { ok: 0, failed: 0, latencies: [], startedAt: Date.now(), endedAt: 0 };
+    const result: LoadResult = { ok: 0, failed: 0, failedStatuses: {}, latencies: [], startedAt: Date.now(), endedAt: 0 };
+    const failed = (why: string) => {
+      result.failed++;
+      result.failedStatuses[why] = (result.failedStatuses[why] ?? 0) + 1;
+    };
     const deadline = result.startedAt + command.durationMs;
     const one = async (send: () => Promise<number>, expected: number) => {
       const t0 = performance.now();
@@ -185,9 +191,9 @@ function loadThread(): void {
         if (status === expected) {
           result.ok++;
           result.latencies.push(performance.now() - t0);
-        } else result.failed++;
+        } else failed(String(status));
       } catch {
-        result.failed++;
+        failed('error');
       }
     };
     if (command.cmd === 'paced') {
@@ -239,6 +245,8 @@ interface Row {
   /** Requests (creates or bare POSTs) answered 2xx, and per second. */
   requests_ok: number;
   requests_failed: number;
+  /** The failed requests by the status they were answered with (`error` when none came). */
+  failed_statuses?: Record<string, number>;
   requests_per_s: number;
   /** Deliveries that reached the receiver, and per second from the first request to the last arrival. */
   delivered: number;
@@ -292,6 +300,7 @@ async function deliveryRow(name: string, load: string, command: LoadCommand, loa
     load,
     requests_ok: result.ok,
     requests_failed: result.failed,
+    failed_statuses: result.failedStatuses,
     requests_per_s: round(result.ok / ((result.endedAt - result.startedAt) / 1000)),
     delivered: deliveries.length,
     delivered_per_s: round(deliveries.length / ((lastArrival - result.startedAt) / 1000)),
@@ -396,6 +405,7 @@ async function postRow(receiverUrl: string, body: string, loader: Worker, receiv
     load: `${CONNECTIONS} connections, closed loop, ${DURATION_S} s, ${Buffer.byteLength(body)}-byte body`,
     requests_ok: result.ok,
     requests_failed: result.failed,
+    failed_statuses: result.failedStatuses,
     requests_per_s: round(result.ok / seconds),
     delivered: arrived,
     delivered_per_s: round(arrived / seconds),
@@ -458,6 +468,8 @@ interface VersusRow {
   /** Events sent and taken (201 from Cloudplane, 202 from Svix), and per second. */
   requests_ok: number;
   requests_failed: number;
+  /** The failed requests by the status they were answered with. */
+  failed_statuses: Record<string, number>;
   requests_per_s: number;
   /** requests_ok times the endpoints: the deliveries waited for. */
   expected: number;
@@ -587,6 +599,7 @@ async function versusRow(system: System, load: string, detail: string, command: 
     detail,
     requests_ok: result.ok,
     requests_failed: result.failed,
+    failed_statuses: result.failedStatuses,
     requests_per_s: round(result.ok / ((result.endedAt - result.startedAt) / 1000)),
     expected,
     delivered: deliveries.length,
@@ -688,7 +701,7 @@ async function versusSvix(
         const row = await versusRow(system, load, detail, command(system.target), loader, receiver);
         pair.push(row);
         log(
-          `  ${row.system}, ${row.load}: ${row.requests_per_s} events/s taken, ${row.delivered_per_s} delivered/s, ${row.cpu_ms_per_delivery} ms CPU per delivery (${JSON.stringify(row.cpu_s.parts)} s over ${row.window_s} s, machine ${row.machine_busy_pct} % busy, ${row.others_cpu_s} s of it other processes), p50 ${row.latency_ms.p50} ms, p99 ${row.latency_ms.p99} ms, failed ${row.requests_failed}`,
+          `  ${row.system}, ${row.load}: ${row.requests_per_s} events/s taken, ${row.delivered_per_s} delivered/s, ${row.cpu_ms_per_delivery} ms CPU per delivery (${JSON.stringify(row.cpu_s.parts)} s over ${row.window_s} s, machine ${row.machine_busy_pct} % busy, ${row.others_cpu_s} s of it other processes), p50 ${row.latency_ms.p50} ms, p99 ${row.latency_ms.p99} ms, failed ${row.requests_failed} ${JSON.stringify(row.failed_statuses)}`,
         );
       }
       const [cp, sv] = ['Cloudplane', 'Svix'].map((name) => pair.find((row) => row.system === name)!);
@@ -720,6 +733,12 @@ async function versusSvix(
   }
 }
 
+/** Failed requests for a table: the count, and by which status when there were any (`3 (2x 503, 1x error)`). */
+function failures(failed: number, statuses: Record<string, number> = {}): string {
+  const by = Object.entries(statuses).map(([status, count]) => `${count}x ${status}`);
+  return failed && by.length ? `${failed} (${by.join(', ')})` : String(failed);
+}
+
 /** The Svix section of webhooks-latest.md. */
 function versusMarkdown(versus: Versus | { skipped: string } | null): string[] {
   if (versus === null) return [];
@@ -740,7 +759,7 @@ function versusMarkdown(versus: Versus | { skipped: string } | null): string[] {
     '|---|---|---:|---:|---:|---|---:|---:|---:|---:|---:|---:|',
     ...versus.rows.map(
       (r) =>
-        `| ${r.load} (${r.detail}) | ${r.system} | ${r.requests_per_s} | ${r.delivered}${r.delivered < r.expected ? ` of ${r.expected}` : ''} | ${r.delivered_per_s} | ${r.cpu_s.total} (${parts(r)}) | ${r.cpu_ms_per_delivery} | ${r.machine_busy_pct} % (${r.others_cpu_s}) | ${r.latency_ms.p50} | ${r.latency_ms.p99} | ${r.drain_ms} | ${r.requests_failed} |`,
+        `| ${r.load} (${r.detail}) | ${r.system} | ${r.requests_per_s} | ${r.delivered}${r.delivered < r.expected ? ` of ${r.expected}` : ''} | ${r.delivered_per_s} | ${r.cpu_s.total} (${parts(r)}) | ${r.cpu_ms_per_delivery} | ${r.machine_busy_pct} % (${r.others_cpu_s}) | ${r.latency_ms.p50} | ${r.latency_ms.p99} | ${r.drain_ms} | ${failures(r.requests_failed, r.failed_statuses)} |`,
     ),
     '',
     'Cloudplane over Svix, same run, back to back (below 1: Cloudplane delivers fewer per second, or spends less CPU per delivery):',
@@ -789,7 +808,7 @@ function markdown(report: {
   const load = (l: number[]) => l.map((x) => x.toFixed(2)).join(' / ');
   const rows = report.rows.map(
     (r) =>
-      `| ${r.name} | ${r.load} | ${r.requests_per_s} | ${r.delivered} | ${r.delivered_per_s} | ${r.ratio_to_baseline === null ? '-' : `${(r.ratio_to_baseline * 100).toFixed(1)} %`} | ${r.latency_ms.p50} | ${r.latency_ms.p99} | ${r.latency_ms.max} | ${r.drain_ms ?? '-'} | ${r.requests_failed} |`,
+      `| ${r.name} | ${r.load} | ${r.requests_per_s} | ${r.delivered} | ${r.delivered_per_s} | ${r.ratio_to_baseline === null ? '-' : `${(r.ratio_to_baseline * 100).toFixed(1)} %`} | ${r.latency_ms.p50} | ${r.latency_ms.p99} | ${r.latency_ms.max} | ${r.drain_ms ?? '-'} | ${failures(r.requests_failed, r.failed_statuses)} |`,
   );
   const stageRows = report.rows
     .filter((r) => r.stages_p50_ms)
