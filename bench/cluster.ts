@@ -20,7 +20,7 @@ import { CollectionWatcher, KubeObject } from '../src/store/kubernetes/watcher';
 import { GROUP, namespaceOfTeam, VERSION } from '../src/store/kubernetes/names';
 import { installCrds } from '../test/helpers/cluster';
 import { KeepAliveKubeConfig } from '../src/store/kubernetes/keep-alive-config';
-import { auditLogOf, KubeApiServer, startKubeApiServer } from '../test/helpers/kube-apiserver';
+import { auditLines, KubeApiServer, startKubeApiServer } from '../test/helpers/kube-apiserver';
 import type { Measurement, OperatorReply, OperatorRequest } from './cluster-operator';
 import { cpuSecondsOf, machine, machineCpuSeconds, nextReply, pidsWithArgument, serviceExecArgv, writeResults } from './report';
 import { packageRoot } from '../src/lib/package-root';
@@ -300,15 +300,7 @@ interface AuditedWrites {
 function auditedWrites(server: KubeApiServer, fromMs: number, toMs: number, count: number): AuditedWrites {
   const byCall = new Map<string, number>();
   let writes = 0;
-  for (const line of fs.readFileSync(auditLogOf(server), 'utf8').split('\n')) {
-    if (!line) continue;
-    const entry = JSON.parse(line) as {
-      stage: string;
-      verb: string;
-      user?: { username?: string };
-      requestReceivedTimestamp: string;
-      objectRef?: { resource?: string; subresource?: string };
-    };
+  for (const entry of auditLines(server)) {
     const at = Date.parse(entry.requestReceivedTimestamp);
     if (entry.stage !== 'ResponseComplete' || !WRITE_VERBS.has(entry.verb) || at < fromMs || at >= toMs) continue;
     if (entry.user?.username === 'system:apiserver') continue;

@@ -8,7 +8,7 @@ import fs from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
 import { parse, parseAllDocuments, stringify } from 'yaml';
-import { auditLogOf, kubectlBinary, KubeApiServer } from './kube-apiserver';
+import { auditLines, auditLogOf, kubectlBinary, KubeApiServer } from './kube-apiserver';
 import { kubernetesApiCalls, Scope } from '../../src/store/kubernetes/api-calls';
 import { customResourcePlurals } from '../../src/resources/crd';
 import { packageRoot } from '../../src/lib/package-root';
@@ -173,14 +173,10 @@ function scopeOf(resource: string, namespace: string | undefined): OperatorCall[
  */
 export function operatorCalls(cluster: KubeApiServer): OperatorCall[] {
   const user = operatorUser();
-  const file = auditLogOf(cluster);
-  if (!fs.existsSync(file)) return [];
   const calls: OperatorCall[] = [];
-  for (const line of fs.readFileSync(file, 'utf8').split('\n')) {
-    if (!line.trim()) continue;
-    const event = JSON.parse(line);
-    if (event.user?.username !== user || !event.objectRef?.resource) continue;
+  for (const event of auditLines(cluster)) {
     const ref = event.objectRef;
+    if (event.user?.username !== user || !ref?.resource) continue;
     const resource = ref.subresource ? `${ref.resource}/${ref.subresource}` : ref.resource;
     calls.push({
       group: ref.apiGroup ?? '',

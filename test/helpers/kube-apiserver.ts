@@ -77,6 +77,30 @@ export function auditLogOf(server: Pick<KubeApiServer, 'workDir'>): string {
 }
 
 /**
+ * The lines of the audit log written so far, parsed. The API server may be writing one as
+ * it is read: a last line without its newline is left for the next read.
+ */
+export function auditLines(server: Pick<KubeApiServer, 'workDir'>): AuditEvent[] {
+  const file = auditLogOf(server);
+  if (!fs.existsSync(file)) return [];
+  const lines = fs.readFileSync(file, 'utf8').split('\n');
+  lines.pop(); // after the last newline: empty, or a line still being written
+  return lines.filter((line) => line.trim()).map((line): AuditEvent => JSON.parse(line));
+}
+
+/** What the tests and the cluster benchmark read of an audit.k8s.io/v1 Event. */
+export interface AuditEvent {
+  stage: string;
+  verb: string;
+  user?: { username?: string };
+  requestReceivedTimestamp: string;
+  objectRef?: { resource?: string; subresource?: string; apiGroup?: string; namespace?: string; name?: string };
+  responseStatus?: { code?: number };
+  requestURI: string;
+  annotations?: Record<string, string>;
+}
+
+/**
  * The path a build script under scripts/ prints: the cached binary, built first if it is
  * missing. A tool that cannot be built fails the test that needs it, saying what to run.
  */
