@@ -22,7 +22,7 @@ import { installCrds } from '../test/helpers/cluster';
 import { KeepAliveKubeConfig } from '../src/store/kubernetes/keep-alive-config';
 import { auditLines, KubeApiServer, startKubeApiServer } from '../test/helpers/kube-apiserver';
 import type { Measurement, OperatorReply, OperatorRequest } from './cluster-operator';
-import { cpuSecondsOf, machine, machineCpuSeconds, nextReply, pidsWithArgument, serviceExecArgv, writeResults } from './report';
+import { cpuSecondsOf, machine, machineCpuSeconds, nextReply, pidsWithArgument, serviceExecArgv, sourceState, writeResults } from './report';
 import { packageRoot } from '../src/lib/package-root';
 
 const REPO = packageRoot(__dirname);
@@ -492,16 +492,6 @@ async function templateFrom(custom: CustomObjectsApi, namespace: string): Promis
   if (!object) return undefined;
   const labels = Object.fromEntries(Object.entries(object.metadata.labels ?? {}).filter(([key]) => !key.startsWith('cloudplane.dev/')));
   return { spec: object.spec, status: object.status, labels };
-}
-
-/** Which commit was built, and which source files differed from it (others' work in progress). */
-function sourceState() {
-  const git = (...args: string[]) => execFileSync('git', args, { cwd: REPO, encoding: 'utf8' }).trim();
-  try {
-    return { commit: git('rev-parse', 'HEAD'), uncommitted_src: git('status', '--porcelain', '--', 'src').split('\n').filter(Boolean) };
-  } catch {
-    return { commit: 'unknown', uncommitted_src: [] };
-  }
 }
 
 type Memory = Measurement & { cpu_percent: number; load_balancers: number };

@@ -3,6 +3,8 @@ import fs from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
 import type { ChildProcess } from 'node:child_process';
+import { execFileSync } from 'node:child_process';
+import { packageRoot } from '../src/lib/package-root';
 import { Worker } from 'node:worker_threads';
 
 /** bench/results of the repository, from bench/ (ts-node) or dist/bench/ (built). */
@@ -137,4 +139,14 @@ export function resultOfWorker<T>(file: string, data: unknown, who: string): Pro
     worker.once('error', reject);
     worker.once('exit', (code) => (result !== undefined ? resolve(result) : reject(new Error(`the ${who} exited (${code}) without a result`))));
   });
+}
+
+/** Which commit of Cloudplane was built, and which source files differed from it (others' work in progress). */
+export function sourceState(): { commit: string; uncommitted_src: string[] } {
+  const git = (...args: string[]) => execFileSync('git', args, { cwd: packageRoot(__dirname), encoding: 'utf8' }).trim();
+  try {
+    return { commit: git('rev-parse', 'HEAD'), uncommitted_src: git('status', '--porcelain', '--', 'src').split('\n').filter(Boolean) };
+  } catch {
+    return { commit: 'unknown', uncommitted_src: [] };
+  }
 }

@@ -22,7 +22,7 @@ import http from 'node:http';
 import os from 'node:os';
 import path from 'node:path';
 import { Worker, isMainThread, parentPort, workerData } from 'node:worker_threads';
-import { execFileSync, fork } from 'node:child_process';
+import { fork } from 'node:child_process';
 import type { AddressInfo } from 'node:net';
 import { loadConfig } from '../src/config';
 import { createLogger } from '../src/logger';
@@ -31,8 +31,7 @@ import type { Store } from '../src/store/types';
 import type { EventBus } from '../src/events/types';
 import type { CloudEvent } from '../src/resources/cloud-event';
 import { Delivery, deliveryFamily, MAX_RATE_LIMIT_PER_MINUTE, Webhook, webhookFamily } from '../src/resources/webhook';
-import { packageRoot } from '../src/lib/package-root';
-import { machine, machineCpuSeconds, nextReply, writeResults } from './report';
+import { machine, machineCpuSeconds, nextReply, sourceState, writeResults } from './report';
 import type { OperatorReply } from './cluster-operator';
 import { findSvix, startSvix, svixCall, svixSettings, treeCpuSeconds, type RunningSvix, type SvixBuild } from './svix';
 
@@ -65,7 +64,6 @@ const SVIX_DRAIN_TIMEOUT_MS = Number(process.env.BENCH_SVIX_DRAIN_TIMEOUT_S ?? 6
 const SVIX_SETTLE_MS = 1000;
 /** Seconds with nothing sent, over which each side's idle CPU is read. */
 const SVIX_IDLE_S = 5;
-const REPO = packageRoot(__dirname);
 
 // ---------------------------------------------------------------- worker threads
 
@@ -773,16 +771,6 @@ function versusMarkdown(versus: Versus | { skipped: string } | null): string[] {
     ...versus.ratios.map((r) => `| ${r.load} | ${times(r.delivered_per_s)} | ${times(r.cpu_per_delivery)} |`),
     '',
   ];
-}
-
-/** Which commit of Cloudplane was built, and which source files differed from it (others' work in progress). */
-function sourceState() {
-  const git = (...args: string[]) => execFileSync('git', args, { cwd: REPO, encoding: 'utf8' }).trim();
-  try {
-    return { commit: git('rev-parse', 'HEAD'), uncommitted_src: git('status', '--porcelain', '--', 'src').split('\n').filter(Boolean) };
-  } catch {
-    return { commit: 'unknown', uncommitted_src: [] };
-  }
 }
 
 function markdown(report: {
