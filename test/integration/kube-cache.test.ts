@@ -2,7 +2,8 @@
  * What the Kubernetes store's cache reads and keeps, on a real kube-apiserver: a replica
  * starting on a collection larger than one list page sees all of it (the list follows
  * `continue` from page to page), and a write of a cached object, which the cache keeps
- * without `managedFields`, leaves the API server's record of field managers as it was.
+ * without `managedFields`, leaves the API server's record of field managers as it was,
+ * and a create that loses to another replica's leaves the winner's object in the cache.
  */
 import { CustomObjectsApi } from '@kubernetes/client-node';
 import { families } from '../../src/resources/registry';
@@ -14,6 +15,8 @@ import { newId } from '../../src/lib/ids';
 import { installCrds, kubeConfigOf, kubernetesStoreOn } from '../helpers/cluster';
 import { KubeApiServer, startKubeApiServer } from '../helpers/kube-apiserver';
 import { ruleContextOf } from '../../src/events/catalog';
+import { AlreadyExistsError } from '../../src/store/types';
+import { startHoldingProxy } from '../helpers/holding-proxy';
 
 jest.setTimeout(120_000);
 
@@ -35,8 +38,8 @@ const TEAM = newId('team');
 let cluster: KubeApiServer;
 const stores: KubernetesStore[] = [];
 
-async function replica(listPageSize?: number): Promise<KubernetesStore> {
-  const store = kubernetesStoreOn(cluster, { listPageSize });
+async function replica(listPageSize?: number, kubeConfig = kubeConfigOf(cluster)): Promise<KubernetesStore> {
+  const store = kubernetesStoreOn(cluster, { listPageSize, kubeConfig });
   stores.push(store);
   await store.start();
   return store;
@@ -83,3 +86,34 @@ it("leaves the API server's field managers as they were when it writes a cached 
   await store.updateStatus({ ...updated, status: status('running') });
   expect(await managers()).toEqual(before);
 });
+
+it("takes in the other replica's object when its own create of the same id loses", async () => {
+  // As on a busy machine: this replica's create is still in flight while its watch brings
+  // the other's create and status, which look like its own and are set aside.
+  const proxy = await startHoldingProxy(cluster);
+  try {
+    const slow = await replica(undefined, proxy.kubeConfig);
+    const fast = await replica();
+    const id = newId('lb');
+    proxy.hold((method, url) => method === 'POST' && url.includes(`/${PLURAL}`));
+    const losing = slow.create({ meta: { kind: KIND, id, team: TEAM }, spec: spec('contested'), status: status('creating') });
+    await until(() => proxy.held() === 1);
+    await fast.create({ meta: { kind: KIND, id, team: TEAM }, spec: spec('contested'), status: status('running') });
+    // Watch events of one kind come in order: once a later object is seen, so were the contested one's.
+    const later = newId('lb');
+    await fast.create({ meta: { kind: KIND, id: later, team: TEAM }, spec: spec('later'), status: status('running') });
+    await until(async () => (await slow.get(KIND, TEAM, later)) !== undefined);
+    proxy.release();
+    await expect(losing).rejects.toBeInstanceOf(AlreadyExistsError);
+    expect((await slow.get(KIND, TEAM, id))?.status).toMatchObject({ status: 'running' });
+  } finally {
+    await proxy.close();
+  }
+});
+
+async function until(condition: () => boolean | Promise<boolean>): Promise<void> {
+  for (const giveUpAt = Date.now() + 20_000; !(await condition());) {
+    if (Date.now() > giveUpAt) throw new Error('the condition did not come true in 20 s');
+    await new Promise((resolve) => setTimeout(resolve, 50));
+  }
+}

@@ -134,8 +134,10 @@ export class KubernetesStore implements Store {
           this.custom.createNamespacedCustomObject({ group: GROUP, version: VERSION, namespace, plural: info.plural, body }),
         );
       } catch (err) {
-        if (httpCode(err) === 409) throw new AlreadyExistsError(info.kind, input.meta.id);
-        throw err;
+        if (httpCode(err) !== 409) throw err;
+        this.claims.creating.delete(creatingKey);
+        await this.takeInOthers(info, namespace, body.metadata.name);
+        throw new AlreadyExistsError(info.kind, input.meta.id);
       }
       // The status subresource ignores status on create: it is a second write.
       const withStatus = { ...created, status: kubeStatusOf({ ...input.status, updated_at: now }) };
@@ -153,6 +155,19 @@ export class KubernetesStore implements Store {
     } finally {
       this.claims.creating.delete(creatingKey);
     }
+  }
+
+  /**
+   * The object another writer created under the id this create claimed. Its watch events
+   * were set aside while the create was in flight (they looked like this create's own), and
+   * would not come again before a relist: the caller that waits for it would wait in vain
+   * (seen in CI, two replicas issuing the configured API key at once).
+   */
+  // API call: store: custom resources, written
+  private async takeInOthers(info: KindInfo, namespace: string, name: string): Promise<void> {
+    const where = { group: GROUP, version: VERSION, namespace, plural: info.plural, name };
+    const raw = await this.api.call<Raw>(() => this.custom.getNamespacedCustomObject(where)).catch(() => undefined);
+    if (raw && raw.status !== undefined) this.claims.upsert(info, raw);
   }
 
   /** Deletes a custom resource at once, finalizer and all; true when it is gone. */
