@@ -308,6 +308,8 @@ export interface WebhookConfig {
   timeoutMs: number;
   /** Delivery attempts under way at once: in the process, per team, per subscription (docs/api.md "Fair sharing"). */
   inFlight: WebhookInFlightLimits;
+  /** Connections kept open between attempts: over all receivers, and to one (docs/api.md "Fair sharing"). */
+  idleConnections: IdleConnectionLimits;
   /** Multiplies every retry interval; 1 in production, small in tests. */
   timeScale: number;
   /** Consecutive failed attempts after which a subscription is disabled. */
@@ -322,6 +324,11 @@ export interface WebhookConfig {
    * the stream renews it every third of this; once it lapses the listener is deleted.
    */
   listenerLeaseMs: number;
+}
+
+export interface IdleConnectionLimits {
+  idle: number;
+  idlePerReceiver: number;
 }
 
 export interface WebhookInFlightLimits {
@@ -568,6 +575,17 @@ function webhookInFlight(env: Env): WebhookInFlightLimits {
   return { global, perTeam, perSubscription };
 }
 
+/**
+ * Connections to receivers kept open between attempts, beside the ones in use: a quarter
+ * of the in-flight cap in all, so the dispatcher's sockets stay within 320 of the usual
+ * 1024 descriptors, and one team's in-flight cap to one receiver. 0 opens a connection
+ * per attempt.
+ */
+function webhookIdleConnections(env: Env, inFlight: WebhookInFlightLimits): IdleConnectionLimits {
+  const idle = int(env, 'CLOUDPLANE_WEBHOOK_IDLE_CONNECTIONS', Math.ceil(inFlight.global / 4), 0, 100_000);
+  return { idle, idlePerReceiver: Math.min(inFlight.perTeam, idle) };
+}
+
 const MIN_NOTIFICATION_SECRET = 32;
 
 function s3(env: Env): S3Config {
@@ -743,6 +761,7 @@ export function loadConfig(env: Env = process.env): Config {
       secretOverlapMs: int(env, 'CLOUDPLANE_WEBHOOK_SECRET_OVERLAP_SECONDS', 86_400, 0) * 1000,
       timeoutMs: int(env, 'CLOUDPLANE_WEBHOOK_TIMEOUT_MS', 10_000, 1),
       inFlight: webhookInFlight(env),
+      idleConnections: webhookIdleConnections(env, webhookInFlight(env)),
       timeScale: positiveNumber(env, 'CLOUDPLANE_WEBHOOK_TIME_SCALE', 1),
       disableAfter: int(env, 'CLOUDPLANE_WEBHOOK_DISABLE_AFTER', 50, 1),
       // Fractional days allowed, so tests can keep deliveries for seconds.

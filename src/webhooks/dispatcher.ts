@@ -18,6 +18,7 @@ import { Delivery, deliveryFamily, deliveryIdFor, Webhook, webhookFamily } from 
 import { subscriptionMatches } from './matching';
 import { deliveryHeaders } from './signing';
 import { sendDelivery, AttemptResult } from './sender';
+import { DeliveryConnections } from './connections';
 import { DELIVERY_FAILED, finishAttempt, recordAttempt } from './outcome';
 import { isListener } from './listener';
 import { isDelivery, isWebhook } from './watched';
@@ -113,6 +114,7 @@ export class WebhookDispatcher {
   private readonly parked = new Set<string>();
   private readonly buckets: TokenBuckets;
   private readonly notifier: OwnerNotifier;
+  private readonly connections: DeliveryConnections;
   private unsubscribe: (() => void) | null = null;
   private unwatch: (() => void) | null = null;
   private stopped = false;
@@ -121,6 +123,7 @@ export class WebhookDispatcher {
     this.queue = new FairScheduler(deps.config.inFlight);
     this.buckets = new TokenBuckets(60_000 * deps.config.timeScale);
     this.notifier = new OwnerNotifier(deps.store, deps.config, deps.logger);
+    this.connections = new DeliveryConnections(deps.config.idleConnections);
   }
 
   async start(): Promise<void> {
@@ -146,6 +149,7 @@ export class WebhookDispatcher {
     this.parked.clear();
     // An attempt under way finishes (within the timeout) so its outcome is recorded.
     await Promise.allSettled([...this.inFlight.values()]);
+    this.connections.close();
     this.notifier.close();
   }
 
@@ -389,7 +393,7 @@ export class WebhookDispatcher {
     const now = Date.now();
     const secrets = await signingSecrets(store, team, webhook.meta.id, now);
     const headers = deliveryHeaders(secrets, { id, eventType: delivery.spec.event_type, body: delivery.spec.body }, Math.floor(now / 1000));
-    const result = await sendDelivery(webhook.spec.url, { ...headers }, delivery.spec.body, config.timeoutMs, config);
+    const result = await sendDelivery(webhook.spec.url, { ...headers }, delivery.spec.body, config.timeoutMs, config, this.connections);
     // Attempts started together end together (a receiver that never answers times them all
     // out at once): their outcomes are recorded in slices, between which requests are served.
     await takeTurn();

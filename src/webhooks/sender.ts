@@ -12,6 +12,7 @@ import https from 'node:https';
 import type { LookupFunction } from 'node:net';
 import { NO_PUBLIC_ADDRESS, resolveTarget, TargetPolicy } from '../lib/target-guard';
 import { fieldOf, messageOf, textOf } from '../lib/unknown-values';
+import type { DeliveryConnections } from './connections';
 
 export interface AttemptResult {
   ok: boolean;
@@ -52,16 +53,6 @@ const MAX_ERROR_BODY = 200;
 export const RESPONSE_BODY_BYTES = 1024;
 const USER_AGENT = 'Cloudplane-Webhooks/1';
 
-/**
- * A connection per attempt, closed when it ends (decision). Node's global agent keeps
- * sockets alive per receiver after an answer (5 s, up to 256 idle per host, no limit
- * overall), which the dispatcher's in-flight caps would not count; without keep-alive
- * every socket belongs to one attempt under way, so the sockets open are at most the
- * attempts the caps let run. No maxSockets here either: a queue inside the agent would
- * spend the attempt's timeout waiting; the dispatcher's queue waits instead.
- */
-const agents = { 'http:': new http.Agent({ keepAlive: false }), 'https:': new https.Agent({ keepAlive: false }) };
-
 /** The headers of an attempt's POST: the signed ones, and the transport's own. A listener's CLI sends exactly these. */
 export function postHeaders(signed: Record<string, string>, body: string): Record<string, string> {
   return { ...signed, 'content-type': 'application/json', 'content-length': String(Buffer.byteLength(body)), 'user-agent': USER_AGENT };
@@ -73,6 +64,7 @@ export async function sendDelivery(
   body: string,
   timeoutMs: number,
   policy: TargetPolicy,
+  connections: DeliveryConnections,
 ): Promise<AttemptResult> {
   let resolved: Awaited<ReturnType<typeof resolveTarget>>;
   try {
@@ -86,60 +78,72 @@ export async function sendDelivery(
     if (options.all) callback(null, [{ address, family }]);
     else callback(null, address, family);
   };
-  const client = url.protocol === 'https:' ? https : http;
-  const agent = url.protocol === 'https:' ? agents['https:'] : agents['http:'];
   const startedAt = Date.now();
-  return new Promise<AttemptResult>((resolve) => {
+  const post = (agent: http.Agent) =>
+    postOnce(url, { method: 'POST', agent, lookup: pinned, headers: postHeaders(headers, body) }, body, startedAt + timeoutMs, timeoutMs);
+  let result = await post(connections.agentFor(url));
+  // A kept connection that the receiver closed as this attempt took it: once more, on a new one.
+  if (result.keptConnectionClosed) result = await post(connections.agentFor(url, true));
+  const { keptConnectionClosed: _, ...attempt } = result;
+  return { ...attempt, latencyMs: Date.now() - startedAt };
+}
+
+/** One POST until `deadline`; the connection is closed after a failure, and otherwise left to its agent. */
+function postOnce(
+  url: URL,
+  options: http.RequestOptions,
+  body: string,
+  deadline: number,
+  timeoutMs: number,
+): Promise<AttemptResult & { keptConnectionClosed?: boolean }> {
+  const client = url.protocol === 'https:' ? https : http;
+  return new Promise((resolve) => {
     let settled = false;
-    const finish = (result: AttemptResult) => {
+    let answered = false;
+    const finish = (result: AttemptResult & { keptConnectionClosed?: boolean }, close: boolean) => {
       if (settled) return;
       settled = true;
       clearTimeout(timer);
-      // The socket goes with the attempt, whatever the receiver does with its side.
-      request.destroy();
-      resolve({ ...result, latencyMs: Date.now() - startedAt });
+      if (close) request.destroy();
+      resolve(result);
     };
-    const request = client.request(
-      url,
-      {
-        method: 'POST',
-        agent,
-        lookup: pinned,
-        headers: postHeaders(headers, body),
+    const request = client.request(url, options, (response) => {
+      answered = true;
+      const status = response.statusCode ?? 0;
+      const kept: Buffer[] = [];
+      let keptBytes = 0;
+      response.on('data', (chunk: Buffer) => {
+        if (keptBytes >= RESPONSE_BODY_BYTES) return;
+        const part = chunk.subarray(0, RESPONSE_BODY_BYTES - keptBytes);
+        kept.push(part);
+        keptBytes += part.length;
+      });
+      response.on('end', () => {
+        // A character cut at the KiB's edge decodes as U+FFFD, which is still valid JSON text.
+        const responseBody = Buffer.concat(kept).toString('utf8');
+        const retryAfter = typeof response.headers['retry-after'] === 'string' ? response.headers['retry-after'] : undefined;
+        // Read to its end, the answer leaves its connection to the agent, to be kept or closed.
+        if (status >= 200 && status < 300) {
+          finish({ ok: true, status, error: null, responseBody }, false);
+          return;
+        }
+        const kind = status >= 300 && status < 400 ? 'redirect (not followed)' : 'status';
+        const text = responseBody.slice(0, MAX_ERROR_BODY);
+        finish({ ok: false, status, error: `receiver answered ${kind} ${status}${text ? `: ${text}` : ''}`, retryAfter, responseBody }, false);
+      });
+      response.on('error', (err) => {
+        finish({ ok: false, status, error: 'reading the answer failed', detail: err.message, responseBody: Buffer.concat(kept).toString('utf8') }, true);
+      });
+    });
+    const timer = setTimeout(
+      () => {
+        finish({ ok: false, status: null, error: `no answer within ${timeoutMs / 1000} s` }, true);
       },
-      (response) => {
-        const status = response.statusCode ?? 0;
-        const kept: Buffer[] = [];
-        let keptBytes = 0;
-        response.on('data', (chunk: Buffer) => {
-          if (keptBytes >= RESPONSE_BODY_BYTES) return;
-          const part = chunk.subarray(0, RESPONSE_BODY_BYTES - keptBytes);
-          kept.push(part);
-          keptBytes += part.length;
-        });
-        response.on('end', () => {
-          // A character cut at the KiB's edge decodes as U+FFFD, which is still valid JSON text.
-          const responseBody = Buffer.concat(kept).toString('utf8');
-          const retryAfter = typeof response.headers['retry-after'] === 'string' ? response.headers['retry-after'] : undefined;
-          if (status >= 200 && status < 300) {
-            finish({ ok: true, status, error: null, responseBody });
-            return;
-          }
-          const kind = status >= 300 && status < 400 ? 'redirect (not followed)' : 'status';
-          const text = responseBody.slice(0, MAX_ERROR_BODY);
-          finish({ ok: false, status, error: `receiver answered ${kind} ${status}${text ? `: ${text}` : ''}`, retryAfter, responseBody });
-        });
-        response.on('error', (err) => {
-          finish({ ok: false, status, error: 'reading the answer failed', detail: err.message, responseBody: Buffer.concat(kept).toString('utf8') });
-        });
-      },
+      Math.max(0, deadline - Date.now()),
     );
-    const timer = setTimeout(() => {
-      request.destroy();
-      finish({ ok: false, status: null, error: `no answer within ${timeoutMs / 1000} s` });
-    }, timeoutMs);
-    request.on('error', (err) => {
-      finish({ ok: false, status: null, error: connectionError(err), detail: err.message });
+    request.on('error', (err: NodeJS.ErrnoException) => {
+      const keptConnectionClosed = request.reusedSocket && !answered && (err.code === 'ECONNRESET' || err.code === 'EPIPE');
+      finish({ ok: false, status: null, error: connectionError(err), detail: err.message, keptConnectionClosed }, true);
     });
     request.end(body);
   });

@@ -96,9 +96,9 @@ describe('webhook deliveries bounded and shared fairly', () => {
     const { byGroup } = blackHole.peaks();
     expect(byGroup.get(`team:${teams.a.id}`)).toBe(CAPS.perTeam);
     for (let i = 0; i < 6; i++) expect(byGroup.get(`path:/hook/a${i}`) ?? 0).toBeLessThanOrEqual(CAPS.perSubscription);
+    // A connection is held by an attempt or idle between attempts (webhooks-connections.test.ts):
+    // one that never ends holds its own and no other.
     expect(blackHole.connections().peak).toBeLessThanOrEqual(CAPS.perTeam);
-    // Each attempt has a connection of its own, closed when it ends: no keep-alive pool per receiver.
-    expect(live.received[0].headers.connection).toBe('close');
   });
 
   it("holds one subscription's attempts at its cap, while the team's other subscription is served", async () => {

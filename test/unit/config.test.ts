@@ -48,6 +48,15 @@ describe('HTTP and overload settings', () => {
 describe('webhook in-flight caps', () => {
   it('defaults to 256 in all, 32 per team and 4 per subscription', () => {
     expect(loadConfig({}).webhooks.inFlight).toEqual({ global: 256, perTeam: 32, perSubscription: 4 });
+    expect(loadConfig({}).webhooks.idleConnections).toEqual({ idle: 64, idlePerReceiver: 32 });
+  });
+
+  it('keeps a quarter of the in-flight cap of connections idle, or none', () => {
+    expect(loadConfig({ CLOUDPLANE_WEBHOOK_MAX_IN_FLIGHT: '16' }).webhooks.idleConnections).toEqual({ idle: 4, idlePerReceiver: 4 });
+    expect(loadConfig({ CLOUDPLANE_WEBHOOK_IDLE_CONNECTIONS: '0' }).webhooks.idleConnections).toEqual({ idle: 0, idlePerReceiver: 0 });
+    expect(() => loadConfig({ CLOUDPLANE_WEBHOOK_IDLE_CONNECTIONS: '-1' })).toThrow(
+      /CLOUDPLANE_WEBHOOK_IDLE_CONNECTIONS must be an integer between 0 and 100000/,
+    );
   });
 
   it('keeps the defaults below a smaller cap above them', () => {
