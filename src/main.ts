@@ -22,7 +22,22 @@ async function serve(): Promise<void> {
   // a closed pipe) must not stop the service.
   process.stdout.on('error', () => undefined);
   process.stderr.on('error', () => undefined);
-  const service = await startService(config, logger);
+  // The signals are taken before the service starts: a SIGTERM that came before the
+  // handlers (right after "listening", on a busy machine) ended the process at once,
+  // without stopping the service. One that comes while it starts stops it once started.
+  const starting = startService(config, logger);
+  let stopping = false;
+  const shutdown = async (signal: string) => {
+    if (stopping) return;
+    stopping = true;
+    logger.info({ signal }, 'shutting down');
+    const started = await starting.catch(() => undefined);
+    await started?.stop();
+    process.exit(0);
+  };
+  process.on('SIGINT', () => void shutdown('SIGINT'));
+  process.on('SIGTERM', () => void shutdown('SIGTERM'));
+  const service = await starting;
   const lines = [
     `Cloudplane is listening on ${service.url} (API under ${service.url}/api/v1, data in ${config.dataDir})`,
     `Web console: open ${service.url}/ in a browser and sign in with an API key of your team.`,
@@ -37,16 +52,6 @@ async function serve(): Promise<void> {
     );
   }
   process.stdout.write(`${lines.join('\n')}\n`);
-  let stopping = false;
-  const shutdown = async (signal: string) => {
-    if (stopping) return;
-    stopping = true;
-    logger.info({ signal }, 'shutting down');
-    await service.stop();
-    process.exit(0);
-  };
-  process.on('SIGINT', () => void shutdown('SIGINT'));
-  process.on('SIGTERM', () => void shutdown('SIGTERM'));
 }
 
 async function main(argv: string[]): Promise<void> {

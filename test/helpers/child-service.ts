@@ -11,7 +11,8 @@ import { spawnTracked } from './processes';
 import { request, eventually, ApiResponse, RequestOptions } from './service';
 import { packageRoot } from '../../src/lib/package-root';
 
-const MAIN = path.join(packageRoot(__dirname), 'dist', 'src', 'main.js');
+/** The built service's entry point (make build). */
+export const MAIN = path.join(packageRoot(__dirname), 'dist', 'src', 'main.js');
 const LISTENING = /listening on (http:\/\/\S+?) /;
 
 export interface ChildService {
