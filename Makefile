@@ -37,7 +37,7 @@ build: deps $(SERVICE_STAMP) $(CONSOLE_STAMP)
 # Types, then ESLint (eslint.config.mjs); test/unit/lint.test.ts runs the same in make test.
 lint: deps
 	npx tsc -p tsconfig.json --noEmit
-	npx eslint src
+	npx eslint src bench
 	npx prettier --check .
 
 # Rewrites every source file as Prettier writes it (.prettierrc.json); make lint checks it.

@@ -1,9 +1,9 @@
-// ESLint for src/: typescript-eslint's strict preset that reads the types (strictTypeChecked).
-// test/unit/lint.test.ts holds src/ at zero problems; `make lint` runs it with tsc.
+// ESLint for src/ and bench/: typescript-eslint's strict preset that reads the types (strictTypeChecked).
+// test/unit/lint.test.ts holds src/ and bench/ at zero problems; `make lint` runs it with tsc.
 import tseslint from 'typescript-eslint';
 
 export default tseslint.config({
-  files: ['src/**/*.ts'],
+  files: ['src/**/*.ts', 'bench/**/*.ts'],
   extends: [...tseslint.configs.strictTypeChecked],
   languageOptions: { parserOptions: { projectService: true, tsconfigRootDir: import.meta.dirname } },
   linterOptions: { reportUnusedDisableDirectives: 'error' },

@@ -16,7 +16,7 @@ import { createLogger } from '../src/logger';
 import { startService } from '../src/service';
 import { createStore } from '../src/resources/store-of-record';
 import { kubeApiRequests, reconcileCounter } from '../src/metrics';
-import { memoryAfterGc } from './report';
+import { memoryAfterGc, sendReply, stackOf } from './report';
 
 export type OperatorRequest =
   { type: 'measure' } | { type: 'reconciled'; kind: string; count: number; timeoutMs: number } | { type: 'api-calls' } | { type: 'stop' };
@@ -38,7 +38,7 @@ export type OperatorReply =
   | { type: 'api-calls'; calls: Record<string, number>; load_balancer_passes: number }
   | { type: 'stopped'; stop_ms: number };
 
-const send = (reply: OperatorReply) => process.send!(reply);
+const send: (reply: OperatorReply) => void = sendReply;
 
 async function measure(): Promise<Measurement> {
   const cpu = process.cpuUsage();
@@ -93,18 +93,21 @@ async function main(): Promise<void> {
           done = await passes(request.kind);
         }
         send({ type: 'reconciled', ms_since_start: done >= request.count ? performance.now() - t0 : null, passes: done });
-      } else if (request.type === 'stop') {
+      } else {
+        // 'stop', the one request left.
         const started = performance.now();
         await stop();
         send({ type: 'stopped', stop_ms: performance.now() - started });
         process.disconnect();
         process.exit(0);
       }
-    })().catch((err: Error) => send({ type: 'failed', error: err.stack ?? err.message }));
+    })().catch((err: unknown) => {
+      send({ type: 'failed', error: stackOf(err) });
+    });
   });
 }
 
-main().catch((err: Error) => {
-  send({ type: 'failed', error: err.stack ?? err.message });
+main().catch((err: unknown) => {
+  send({ type: 'failed', error: stackOf(err) });
   process.exit(1);
 });

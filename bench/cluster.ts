@@ -24,6 +24,8 @@ import { auditLines, KubeApiServer, startKubeApiServer } from '../test/helpers/k
 import type { Measurement, OperatorReply, OperatorRequest } from './cluster-operator';
 import { cpuSecondsOf, machine, machineCpuSeconds, nextReply, pidsWithArgument, serviceExecArgv, sourceState, writeResults } from './report';
 import { packageRoot } from '../src/lib/package-root';
+import { known } from '../src/lib/known';
+import { codeOf } from '../src/lib/unknown-values';
 
 const REPO = packageRoot(__dirname);
 const KEY = 'cpk_Bench0123456789abcdefghijABCDEFGHIJKLMNO';
@@ -78,6 +80,11 @@ class Operator {
 
   get pid(): number {
     return this.child.pid ?? 0;
+  }
+
+  /** Where the operator's API listens (mode `service`). */
+  get url(): string {
+    return known(this.ready.url, "the operator's URL");
   }
 
   private ask<T extends OperatorReply['type']>(request: OperatorRequest, type: T, timeoutMs = 60_000) {
@@ -153,13 +160,21 @@ class RunningTracker {
           return { items: answer.items, resourceVersion: answer.metadata.resourceVersion };
         },
       },
-      { replace: (items) => items.forEach(note), upsert: note, remove: () => undefined },
+      {
+        replace: (items) => {
+          items.forEach(note);
+        },
+        upsert: note,
+        remove: () => undefined,
+      },
       createLogger('warn'),
     );
   }
 
   start = () => this.watcher.start();
-  stop = () => this.watcher.stop();
+  stop = () => {
+    this.watcher.stop();
+  };
 
   /** Waits until every name is running (or failed); false on timeout. */
   async waitAll(names: string[], timeoutMs: number, progress?: (running: number) => void): Promise<boolean> {
@@ -370,9 +385,11 @@ async function throughput(
   await sleep(OUTBOX_DRAIN_S * 1000 + 1500);
   const callsAfterDrain = await operator.apiCalls();
   const drainedAtMs = Date.now();
-  const latencies = names
-    .filter((n) => tracker.runningAt.has(n))
-    .map((n) => (tracker.runningAt.get(n)! - sentAt.get(n)!) / 1000)
+  const latencies = [...sentAt]
+    .flatMap(([n, sent]) => {
+      const ranAt = tracker.runningAt.get(n);
+      return ranAt === undefined ? [] : [(ranAt - sent) / 1000];
+    })
     .sort((a, b) => a - b);
   const lastRunning = Math.max(...names.map((n) => tracker.runningAt.get(n) ?? 0));
   const span = (lastRunning - start) / 1000;
@@ -488,7 +505,7 @@ async function baseline(kc: KubeConfig, count: number, serverWorkDir: string, pr
  */
 async function templateFrom(custom: CustomObjectsApi, namespace: string): Promise<Template | undefined> {
   const list = (await custom.listNamespacedCustomObject({ group: GROUP, version: VERSION, namespace, plural: PLURAL, limit: 1 })) as { items: KubeObject[] };
-  const [object] = list.items;
+  const object = list.items.at(0);
   if (!object) return undefined;
   const labels = Object.fromEntries(Object.entries(object.metadata.labels ?? {}).filter(([key]) => !key.startsWith('cloudplane.dev/')));
   return { spec: object.spec, status: object.status, labels };
@@ -542,7 +559,7 @@ function markdown(r: Report): string {
     `Machine: ${m.cpu_model}, ${m.cpu_count} CPUs, ${m.total_memory_gb} GB RAM, ${m.platform}, Node ${m.node}.`,
     `Load average (1/5/15 min) before: ${load(r.load_average.before)}, after: ${load(r.load_average.after)}. The whole run took ${Math.round(r.duration_s)} s.`,
     `Code: commit ${r.source.commit.slice(0, 12)}${r.source.uncommitted_src.length ? `, with uncommitted changes in ${r.source.uncommitted_src.length} src/ files (others' work in progress)` : ''}.`,
-    `Settings: kube-apiserver ${s.kube_apiserver} + etcd (--unsafe-no-fsync) on this machine; the operator in its own Node process, ${s.workers} workers per controller (the default; the workers column says where a row differs), simulated provider with a ${s.sim_delay_ms} ms delay (so the figures are the operator's and the API server's, not a provider's); creates ${s.concurrency} at a time from the benchmark process, which also watches every load balancer to see when it is \`running\`.`,
+    `Settings: kube-apiserver ${String(s.kube_apiserver)} + etcd (--unsafe-no-fsync) on this machine; the operator in its own Node process, ${String(s.workers)} workers per controller (the default; the workers column says where a row differs), simulated provider with a ${String(s.sim_delay_ms)} ms delay (so the figures are the operator's and the API server's, not a provider's); creates ${String(s.concurrency)} at a time from the benchmark process, which also watches every load balancer to see when it is \`running\`.`,
     '',
     `> ${r.note}`,
     '',
@@ -559,7 +576,7 @@ function markdown(r: Report): string {
     '',
     ...(r.interleaved
       ? [
-          `**In turns** (the interleaved rows): ${r.interleaved.rounds.length} rounds, each the API server alone right before the operator through the API, ${s.throughput_n} load balancers each; the ratios of the rounds: ${r.interleaved.rounds.map((x) => `${x.running_per_s}/s over ${x.baseline_per_s}/s = ${x.ratio}`).join('; ')}. **Median ratio: ${r.interleaved.median_ratio}.**`,
+          `**In turns** (the interleaved rows): ${r.interleaved.rounds.length} rounds, each the API server alone right before the operator through the API, ${String(s.throughput_n)} load balancers each; the ratios of the rounds: ${r.interleaved.rounds.map((x) => `${x.running_per_s}/s over ${x.baseline_per_s}/s = ${x.ratio}`).join('; ')}. **Median ratio: ${r.interleaved.median_ratio}.**`,
           '',
           `By CPU, which other processes on the machine move less than rates: the CPU seconds per load balancer of kube-apiserver with etcd and of its client (this process creating and writing a status in the baseline; the operator and this process's REST creates and watch in the row), baseline over row: ${r.interleaved.rounds.map((x) => `${x.baseline_cpu_ms} ms over ${x.row_cpu_ms} ms = ${x.cpu_ratio}`).join('; ')}. **Median: ${r.interleaved.median_cpu_ratio}.**`,
           '',
@@ -580,7 +597,7 @@ function markdown(r: Report): string {
     '',
     "## Writes per load balancer, from the API server's audit log",
     '',
-    `Every write the API server audited over each row (the audit policy logs every create, update, patch and delete, metadata only), whoever made it (in the custom-resource row the benchmark makes the create), divided by the load balancers of the row: from the first create until the last was \`running\`, and until ${Number(s.outbox_drain_s) + 1.5} s later, once the outbox relay took out the last events no other write took (the operator ran with CLOUDPLANE_OUTBOX_DRAIN_SECONDS=${s.outbox_drain_s}; by default it waits 300 s for a write that takes them, and the count is the same).`,
+    `Every write the API server audited over each row (the audit policy logs every create, update, patch and delete, metadata only), whoever made it (in the custom-resource row the benchmark makes the create), divided by the load balancers of the row: from the first create until the last was \`running\`, and until ${Number(s.outbox_drain_s) + 1.5} s later, once the outbox relay took out the last events no other write took (the operator ran with CLOUDPLANE_OUTBOX_DRAIN_SECONDS=${String(s.outbox_drain_s)}; by default it waits 300 s for a write that takes them, and the count is the same).`,
     '',
     '| created | workers | writes until last running | after the outbox drain | by call (after the drain) |',
     '|---|---:|---:|---:|---|',
@@ -603,7 +620,7 @@ function markdown(r: Report): string {
       const byCall = Object.entries(drained.by_call)
         .map(([call, n]) => `${call} ${n}`)
         .join(', ');
-      return `| ${t.how} | ${t.workers} | ${until.per_resource} | ${until.writes_per_resource} | ${until.passes_per_resource ?? '–'} | ${drained.per_resource} | ${drained.writes_per_resource} | ${drained.passes_per_resource ?? '–'} | ${byCall} |`;
+      return `| ${t.how} | ${t.workers} | ${until.per_resource} | ${until.writes_per_resource} | ${until.passes_per_resource} | ${drained.per_resource} | ${drained.writes_per_resource} | ${drained.passes_per_resource} | ${byCall} |`;
     }),
     '',
     '## Memory of the operator',
@@ -636,8 +653,8 @@ async function ensureNamespace(kc: KubeConfig, name: string): Promise<void> {
   await kc
     .makeApiClient(CoreV1Api)
     .createNamespace({ body: { metadata: { name } } })
-    .catch((err: { code?: number }) => {
-      if (err.code !== 409) throw err;
+    .catch((err: unknown) => {
+      if (codeOf(err) !== 409) throw err;
     });
 }
 
@@ -696,8 +713,8 @@ async function main(): Promise<void> {
 
     log('starting the operator...');
     let operator = await startOperator('service');
-    let url = operator.ready.url!;
-    const namespace = namespaceOfTeam(operator.ready.team_id!, SYSTEM_NAMESPACE);
+    let url = operator.url;
+    const namespace = namespaceOfTeam(known(operator.ready.team_id, 'the bootstrap team'), SYSTEM_NAMESPACE);
     await ensureNamespace(kc, namespace);
     tracker = new RunningTracker(kc);
     await tracker.start();
@@ -740,7 +757,7 @@ async function main(): Promise<void> {
     if (ROWS.has('more') && MORE_WORKERS > 0) {
       await operator.stop();
       operator = await startOperator('service', MORE_WORKERS);
-      url = operator.ready.url!;
+      url = operator.url;
       results.push({
         ...(await throughput('through the API (POST)', MORE_WORKERS, THROUGHPUT_N, tracker, createViaApi, base, operator, server)),
         shed_503_so_far: shed,
@@ -750,7 +767,7 @@ async function main(): Promise<void> {
       );
       await operator.stop();
       operator = await startOperator('service');
-      url = operator.ready.url!;
+      url = operator.url;
     }
     let interleaved: Report['interleaved'] = null;
     if (ROWS.has('interleaved') && ROUNDS > 0) {
@@ -761,7 +778,7 @@ async function main(): Promise<void> {
         await operator.stop();
         const alone = await baseline(kc, THROUGHPUT_N, server.workDir, `round-${turn}`, await templateFrom(custom, namespace));
         operator = await startOperator('service');
-        url = operator.ready.url!;
+        url = operator.url;
         // A restarted operator looks at every load balancer once: that pass over the earlier rounds' is not this round's work.
         await operator.reconciled('LoadBalancer', tracker.seen.size, 180_000);
         const row = await throughput(`through the API (POST), round ${turn}`, WORKERS, THROUGHPUT_N, tracker, createViaApi, alone, operator, server);
@@ -861,7 +878,7 @@ async function main(): Promise<void> {
   }
 }
 
-main().catch((err) => {
+main().catch((err: unknown) => {
   process.stderr.write(`bench failed: ${err instanceof Error ? err.stack : String(err)}\n`);
   process.exit(1);
 });

@@ -73,5 +73,7 @@ async function runInThisWorker(options: LoadOptions): Promise<LoadResult> {
 if (!isMainThread && parentPort && (workerData as LoadOptions | undefined)?.url) {
   const port = parentPort;
   // A failed run is left unhandled on purpose: it ends the worker, and loadInWorker rejects with it.
-  void runInThisWorker(workerData as LoadOptions).then((result) => port.postMessage(result));
+  void runInThisWorker(workerData as LoadOptions).then((result) => {
+    port.postMessage(result);
+  });
 }

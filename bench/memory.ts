@@ -18,6 +18,8 @@ import os from 'node:os';
 import path from 'node:path';
 import v8 from 'node:v8';
 import { ruleContextOf } from '../src/events/catalog';
+import { known } from '../src/lib/known';
+import { stackOf } from './report';
 
 const sleep = (ms: number) => new Promise((resolve) => setTimeout(resolve, ms));
 const KEY = 'cpk_Bench0123456789abcdefghijABCDEFGHIJKLMNO';
@@ -39,7 +41,7 @@ async function snapshot(count: number, file: string): Promise<void> {
   });
   const service = await startService(config, createLogger('silent'));
   try {
-    const { teamId, keyId } = service.bootstrap!;
+    const { teamId, keyId } = known(service.bootstrap, 'the bootstrap team and key');
     let next = 0;
     await Promise.all(
       Array.from({ length: 32 }, async () => {
@@ -56,7 +58,8 @@ async function snapshot(count: number, file: string): Promise<void> {
       await sleep(500);
     }
     await sleep(Number(process.env.BENCH_SETTLE_MS ?? 5000));
-    const gc = (globalThis as { gc?: () => void }).gc!;
+    const gc = (globalThis as { gc?: () => void }).gc;
+    if (!gc) throw new Error('run with --expose-gc');
     gc();
     await sleep(10);
     gc();
@@ -328,7 +331,7 @@ function analyze(beforeFile: string, afterFile: string, count: number, outFile?:
   say('');
   say(`### What the largest owners hold (after; dominator-tree children retaining >= ${kb(count * 4)})`);
   say('');
-  for (const v of rows.slice(0, 14).map((x) => ownerNodes.get(x.k)!)) {
+  for (const v of rows.slice(0, 14).map((x) => known(ownerNodes.get(x.k), 'the node of an owner path'))) {
     say(`- \`${pathOf(b, db, v)}\` (${label(b, v)}): ${per(db.retained[v])} bytes per resource`);
     for (const c of dominated(b, db, v, count * 4).slice(0, 8)) say(`  - ${c.how}: ${per(c.retained)} bytes per resource (${c.count} objects)`);
   }
@@ -347,8 +350,8 @@ const [mode, ...args] = require.main === module ? process.argv.slice(2) : ['libr
 if (mode === 'snapshot') {
   snapshot(Number(args[0]), args[1]).then(
     () => process.exit(0),
-    (err: Error) => {
-      process.stderr.write(`${err.stack}\n`);
+    (err: unknown) => {
+      process.stderr.write(`${stackOf(err)}\n`);
       process.exit(1);
     },
   );

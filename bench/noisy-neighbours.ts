@@ -16,6 +16,9 @@ import fs from 'node:fs';
 import net from 'node:net';
 import os from 'node:os';
 import path from 'node:path';
+import type { Readable } from 'node:stream';
+import { known } from '../src/lib/known';
+import { fieldOf } from '../src/lib/unknown-values';
 import { machine, writeResults } from './report';
 import { runQuietProbe, percentilesOf, ProbeResult, Measure, GET_EVERY_MS, CREATE_EVERY_MS } from './noisy-probe';
 
@@ -34,7 +37,7 @@ const REFUSAL_PEER = path.resolve(__dirname, 'refusal-peer.js');
 const PEER_S = Number(process.env.BENCH_PEER_S ?? 20);
 
 interface Api {
-  (key: string, method: string, urlPath: string, body?: unknown, raw?: string): Promise<{ status: number; json: any }>;
+  (key: string, method: string, urlPath: string, body?: unknown, raw?: string): Promise<{ status: number; json: unknown }>;
 }
 
 function apiOf(url: string): Api {
@@ -60,6 +63,19 @@ function apiOf(url: string): Api {
   };
 }
 
+/** The string at `path` below an answer's `data` (an id, a key): the run cannot go on without it. */
+function dataString(json: unknown, ...path: string[]): string {
+  const value = path.reduce((at, key) => fieldOf(at, key), fieldOf(json, 'data'));
+  if (typeof value !== 'string') throw new Error(`no data.${path.join('.')} in the answer ${JSON.stringify(json)}`);
+  return value;
+}
+
+/** How many items an answer's `data` lists; -1 when it lists none (a refusal, a failed request). */
+function listLength(json: unknown): number {
+  const data = fieldOf(json, 'data');
+  return Array.isArray(data) ? data.length : -1;
+}
+
 /**
  * On two CPUs or more, the service gets CPU 0 and this process (both teams' clients) the
  * rest: on a small machine the noisy client's own work would otherwise take the service's
@@ -76,11 +92,13 @@ function cpuPinning(): { service: string[]; note: string } {
 }
 
 /** The URL a child process (the service, the refusal peer) prints once it listens. */
-function listeningUrl(child: ChildProcess, what: string): Promise<string> {
+function listeningUrl(child: ChildProcess & { stdout: Readable }, what: string): Promise<string> {
   return new Promise<string>((resolve, reject) => {
     let buffered = '';
-    const timer = setTimeout(() => reject(new Error(`${what} did not start within 60 s`)), 60_000);
-    child.stdout!.on('data', (chunk: Buffer) => {
+    const timer = setTimeout(() => {
+      reject(new Error(`${what} did not start within 60 s`));
+    }, 60_000);
+    child.stdout.on('data', (chunk: Buffer) => {
       buffered += chunk.toString('utf8');
       const match = /listening on (http:\/\/\S+?) /.exec(buffered);
       if (match) {
@@ -88,7 +106,9 @@ function listeningUrl(child: ChildProcess, what: string): Promise<string> {
         resolve(match[1]);
       }
     });
-    child.once('exit', (code) => reject(new Error(`${what} exited (${code}) before listening`)));
+    child.once('exit', (code) => {
+      reject(new Error(`${what} exited (${code}) before listening`));
+    });
   });
 }
 
@@ -118,7 +138,7 @@ async function startService(dataDir: string, pinned: string[]): Promise<{ child:
     },
     stdio: ['ignore', 'pipe', 'pipe'],
   });
-  child.stderr!.on('data', (chunk: Buffer) => process.stderr.write(chunk));
+  child.stderr.on('data', (chunk: Buffer) => process.stderr.write(chunk));
   const url = await listeningUrl(child, 'the service');
   return { child, url };
 }
@@ -145,12 +165,13 @@ async function floodsAgainstPeer(abuses: Abuse[], noisy: NoisyTeam, pinned: stri
     const peer = await startRefusalPeer(pinned);
     try {
       const stop = { done: false };
-      const cpuBefore = cpuMs(peer.child.pid!);
+      const peerPid = known(peer.child.pid, "the refusal peer's pid");
+      const cpuBefore = cpuMs(peerPid);
       const work = abuse.run({ ...noisy, url: peer.url, api: apiOf(peer.url) }, stop);
       await new Promise((resolve) => setTimeout(resolve, PEER_S * 1000));
       stop.done = true;
       const counts = await work;
-      const cpuAfter = cpuMs(peer.child.pid!);
+      const cpuAfter = cpuMs(peerPid);
       costs.push({
         phase: abuse.name,
         peer_operations: operationsOf(counts),
@@ -178,7 +199,12 @@ function blackHole() {
     socket.on('data', () => (answering ? answer(socket) : undefined));
   });
   return {
-    listen: () => new Promise<number>((resolve) => server.listen(0, '127.0.0.1', () => resolve((server.address() as net.AddressInfo).port))),
+    listen: () =>
+      new Promise<number>((resolve) =>
+        server.listen(0, '127.0.0.1', () => {
+          resolve((server.address() as net.AddressInfo).port);
+        }),
+      ),
     open: () => sockets.size,
     peak: () => peak,
     startAnswering: () => {
@@ -227,7 +253,7 @@ interface Abuse {
 
 /** What the noisy team sent in a phase: its requests (every status counted), or the connections it opened. */
 const operationsOf = (counts: Record<string, number>) =>
-  counts.opened ?? Object.entries(counts).reduce((n, [name, count]) => n + (name.startsWith('status_') ? count : 0), 0);
+  'opened' in counts ? counts.opened : Object.entries(counts).reduce((n, [name, count]) => n + (name.startsWith('status_') ? count : 0), 0);
 
 const statusCounter = () => {
   const counts: Record<string, number> = {};
@@ -323,7 +349,7 @@ const ABUSES: Abuse[] = [
         async () => {
           const r = await team.api(team.key, 'POST', '/api/v1/load-balancers', { name: `burst-${(n += 1)}`, region: REGION });
           c.add(r.status);
-          if (r.status === 201) team.acknowledged.push(r.json.data.id);
+          if (r.status === 201) team.acknowledged.push(dataString(r.json, 'id'));
         },
       );
       while (!stop.done) await new Promise((resolve) => setTimeout(resolve, 200));
@@ -342,7 +368,7 @@ const ABUSES: Abuse[] = [
       for (let i = 0; i < 16; i += 1) {
         const r = await team.api(team.key, 'POST', '/api/v1/load-balancers', { name: `hooked-${i}`, region: REGION });
         c.add(r.status);
-        if (r.status === 201) team.acknowledged.push(r.json.data.id);
+        if (r.status === 201) team.acknowledged.push(dataString(r.json, 'id'));
       }
       while (!stop.done) await new Promise((resolve) => setTimeout(resolve, 200));
       return c.counts;
@@ -421,10 +447,11 @@ async function main() {
   const hole = blackHole();
   const blackHolePort = await hole.listen();
   try {
+    const servicePid = known(child.pid, "the service's pid");
     const team = async (name: string) => {
       const r = await api(ADMIN_KEY, 'POST', '/api/v1/teams', { name, owner_email: `${name}@example.com` });
       if (r.status !== 201) throw new Error(`creating team ${name}: ${r.status} ${JSON.stringify(r.json)}`);
-      return r.json.data.api_key.key as string;
+      return dataString(r.json, 'api_key', 'key');
     };
     const quietKey = await team('quiet');
     // The noisy team may have spent its team-wide rate limit in the phase before (429: wait out
@@ -432,7 +459,7 @@ async function main() {
     const newKey = async (ownerKey: string, name: string) => {
       for (const giveUpAt = Date.now() + 90_000; ;) {
         const r = await api(ownerKey, 'POST', '/api/v1/settings/api-keys', { name });
-        if (r.status === 201) return r.json.data.key as string;
+        if (r.status === 201) return dataString(r.json, 'key');
         if ((r.status !== 429 && r.status !== 0) || Date.now() > giveUpAt)
           throw new Error(`could not make the key ${name}: ${r.status} ${JSON.stringify(r.json)}`);
         await new Promise((resolve) => setTimeout(resolve, 2000));
@@ -452,8 +479,8 @@ async function main() {
       readKeys: quietReadKeys,
       writeKey: quietWriteKey,
       pollKeys: quietPollKeys,
-      loadBalancerId: lb.json.data.id as string,
-      jobId: job.json.data.id as string,
+      loadBalancerId: dataString(lb.json, 'id'),
+      jobId: dataString(job.json, 'id'),
       durationMs: PHASE_S * 1000,
       region: REGION,
     };
@@ -463,10 +490,10 @@ async function main() {
       process.stdout.write(`phase: ${name} ... `);
       await eventLoopLagMaxMs(url);
       const stop = { done: false };
-      let fdsPeak = openFds(child.pid!) ?? 0;
-      const writtenBefore = writtenBytes(child.pid!);
-      const cpuBefore = cpuMs(child.pid!);
-      const fdSampler = setInterval(() => (fdsPeak = Math.max(fdsPeak, openFds(child.pid!) ?? 0)), 250);
+      let fdsPeak = openFds(servicePid) ?? 0;
+      const writtenBefore = writtenBytes(servicePid);
+      const cpuBefore = cpuMs(servicePid);
+      const fdSampler = setInterval(() => (fdsPeak = Math.max(fdsPeak, openFds(servicePid) ?? 0)), 250);
       const noisyWork = abuse ? abuse.run(noisy, stop) : Promise.resolve({});
       const quiet = await runQuietProbe(probeOptions);
       stop.done = true;
@@ -478,8 +505,8 @@ async function main() {
         noisy: noisyCounts,
         service_event_loop_lag_max_ms: await eventLoopLagMaxMs(url),
         service_open_fds_peak: fdsPeak || null,
-        service_written_mb: writtenBefore === null ? null : Math.round(((writtenBytes(child.pid!) ?? writtenBefore) - writtenBefore) / 10_000) / 100,
-        service_cpu_ms: cpuBefore === null ? null : (cpuMs(child.pid!) ?? cpuBefore) - cpuBefore,
+        service_written_mb: writtenBefore === null ? null : Math.round(((writtenBytes(servicePid) ?? writtenBefore) - writtenBefore) / 10_000) / 100,
+        service_cpu_ms: cpuBefore === null ? null : (cpuMs(servicePid) ?? cpuBefore) - cpuBefore,
         noisy_operations: operationsOf(noisyCounts),
         black_hole_connections_peak: hole.peak(),
         ratio_get_one_p99: null,
@@ -509,9 +536,9 @@ async function main() {
     let pending = -1;
     let notRunning = -1;
     while (Date.now() < settleDeadline) {
-      pending = (await api(noisy.key, 'GET', '/api/v1/webhook-deliveries?status=pending&limit=100')).json?.data?.length ?? -1;
+      pending = listLength((await api(noisy.key, 'GET', '/api/v1/webhook-deliveries?status=pending&limit=100')).json);
       // Every load balancer the noisy team holds was acknowledged to it: none may stay creating or end failed.
-      const inState = async (state: string) => (await api(noisy.key, 'GET', `/api/v1/load-balancers?status=${state}&limit=100`)).json?.data?.length ?? -1;
+      const inState = async (state: string) => listLength((await api(noisy.key, 'GET', `/api/v1/load-balancers?status=${state}&limit=100`)).json);
       const [creating, failed] = [await inState('creating'), await inState('failed')];
       notRunning = creating < 0 || failed < 0 ? -1 : creating + failed;
       if (pending === 0 && notRunning === 0) break;
@@ -622,7 +649,7 @@ async function main() {
   }
 }
 
-void main().catch((err) => {
+void main().catch((err: unknown) => {
   console.error(err);
   process.exit(1);
 });

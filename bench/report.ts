@@ -60,23 +60,37 @@ export function nextReply<R extends { type: string }, T extends R['type']>(
   timeoutMs: number,
 ): Promise<Extract<R, { type: T }>> {
   return new Promise((resolve, reject) => {
-    const timer = setTimeout(() => finish(new Error(`the ${who} did not answer ${type} within ${timeoutMs} ms`)), timeoutMs);
+    const timer = setTimeout(() => {
+      finish(new Error(`the ${who} did not answer ${type} within ${timeoutMs} ms`));
+    }, timeoutMs);
     const onMessage = (reply: R) => {
-      if (reply.type === type) finish(null, reply as Extract<R, { type: T }>);
+      if (reply.type === type) finish(reply as Extract<R, { type: T }>);
       else if (reply.type === 'failed') finish(new Error(`${who}: ${(reply as { error?: string }).error}`));
     };
-    const onExit = (code: number | null, signal: string | null) => finish(new Error(`the ${who} exited (${code ?? signal}) while waiting for ${type}`));
-    const finish = (err: Error | null, reply?: Extract<R, { type: T }>) => {
+    const onExit = (code: number | null, signal: string | null) => {
+      finish(new Error(`the ${who} exited (${code ?? signal}) while waiting for ${type}`));
+    };
+    // A reply comes over IPC as plain data, never as an Error: an Error is a failure.
+    const finish = (outcome: Error | Extract<R, { type: T }>) => {
       clearTimeout(timer);
       child.off('message', onMessage);
       child.off('exit', onExit);
-      if (err) reject(err);
-      else resolve(reply!);
+      if (outcome instanceof Error) reject(outcome);
+      else resolve(outcome);
     };
     child.on('message', onMessage);
     child.once('exit', onExit);
   });
 }
+
+/** A forked child's reply to the benchmark that forked it (which waits for it with nextReply). */
+export function sendReply(reply: { type: string }): void {
+  if (!process.send) throw new Error(`no IPC channel to send ${reply.type} on: this is a benchmark's child, to be forked by it`);
+  process.send(reply);
+}
+
+/** What a failure says in a benchmark's log: an Error's stack (its message when it has none), anything else thrown written out. */
+export const stackOf = (err: unknown): string => (err instanceof Error ? (err.stack ?? err.message) : String(err));
 
 /**
  * Node flags of a forked service child: --expose-gc for memoryAfterGc, a CPU profile of the
@@ -137,7 +151,10 @@ export function resultOfWorker<T>(file: string, data: unknown, who: string): Pro
     let result: T | undefined;
     worker.once('message', (message: T) => (result = message));
     worker.once('error', reject);
-    worker.once('exit', (code) => (result !== undefined ? resolve(result) : reject(new Error(`the ${who} exited (${code}) without a result`))));
+    worker.once('exit', (code) => {
+      if (result !== undefined) resolve(result);
+      else reject(new Error(`the ${who} exited (${code}) without a result`));
+    });
   });
 }
 

@@ -22,10 +22,12 @@ import inspector from 'node:inspector/promises';
 import { constants as perfConstants, monitorEventLoopDelay, performance, PerformanceObserver } from 'node:perf_hooks';
 import Fastify from 'fastify';
 import { CoreV1Api } from '@kubernetes/client-node';
-import { machine, memoryAfterGc, nextReply, serviceExecArgv, writeResults } from './report';
+import { machine, memoryAfterGc, nextReply, sendReply, serviceExecArgv, stackOf, writeResults } from './report';
 import { loadInWorker } from './load-worker';
 import { ruleContextOf } from '../src/events/catalog';
 import { packageRoot } from '../src/lib/package-root';
+import { known } from '../src/lib/known';
+import { codeOf } from '../src/lib/unknown-values';
 
 const KEY = 'cpk_Bench0123456789abcdefghijABCDEFGHIJKLMNO';
 const REPO = packageRoot(__dirname);
@@ -87,14 +89,14 @@ type ChildReply =
   | { type: 'stopped' };
 
 async function child(): Promise<void> {
-  const send = (reply: ChildReply) => process.send!(reply);
+  const send: (reply: ChildReply) => void = sendReply;
   const { loadConfig } = await import('../src/config');
   const { createLogger } = await import('../src/logger');
   const { startService } = await import('../src/service');
   const { loadBalancerFamily: family } = await import('../src/resources/load-balancer');
   const config = loadConfig(process.env);
   const service = await startService(config, createLogger(config.logLevel));
-  const { teamId, keyId } = service.bootstrap!;
+  const { teamId, keyId } = known(service.bootstrap, 'the bootstrap team and key');
   let created = 0;
 
   const seed = async (target: number, concurrency: number, timeoutMs: number): Promise<SeedResult> => {
@@ -161,13 +163,16 @@ async function child(): Promise<void> {
       } else if (request.type === 'measured') {
         await rowProfile?.stop(request.label);
         send({ type: 'measured', event_loop_max_ms: round(loopDelay.max / 1e6, 1), collections: collections.summary() });
-      } else if (request.type === 'stop') {
+      } else {
+        // 'stop', the one request left.
         await service.stop();
         send({ type: 'stopped' });
         process.disconnect();
         process.exit(0);
       }
-    })().catch((err: Error) => send({ type: 'failed', error: err.stack ?? err.message }));
+    })().catch((err: unknown) => {
+      send({ type: 'failed', error: stackOf(err) });
+    });
   });
   send({ type: 'ready', url: service.url, team_id: teamId });
 }
@@ -359,11 +364,12 @@ interface SizeResult {
   memory: Memory;
   /**
    * The service's CPU (% of one CPU) while the baseline row ran, which asks the service
-   * nothing: its background work at this size (the reconcilers' resync, timers, GC).
+   * nothing: its background work at this size (the reconcilers' resync, timers, GC). Older
+   * results have none.
    */
-  idle_cpu_percent: number;
-  /** The longest the service's event loop was held while the rows of this size ran. */
-  event_loop_max_ms: number;
+  idle_cpu_percent?: number;
+  /** The longest the service's event loop was held while the rows of this size ran (older results have none). */
+  event_loop_max_ms?: number;
   /** The garbage collections while the rows of this size ran (older results have none). */
   collections?: Collections;
   load_average: number[];
@@ -407,7 +413,8 @@ async function cursorAfter(url: string, items: number): Promise<string> {
     if (res.status !== 200 || body.data.length !== PAGE || !body.meta.next_cursor) throw new Error(`the walk ended early at ${seen} (${res.status})`);
     cursor = body.meta.next_cursor;
   }
-  return cursor!;
+  if (cursor === null) throw new Error(`no cursor after ${items} rows: the walk needs a page or more`);
+  return cursor;
 }
 
 async function ensureNamespace(kubeconfigPath: string, name: string): Promise<void> {
@@ -417,8 +424,8 @@ async function ensureNamespace(kubeconfigPath: string, name: string): Promise<vo
   await kc
     .makeApiClient(CoreV1Api)
     .createNamespace({ body: { metadata: { name } } })
-    .catch((err: { code?: number }) => {
-      if (err.code !== 409) throw err;
+    .catch((err: unknown) => {
+      if (codeOf(err) !== 409) throw err;
     });
 }
 
@@ -503,7 +510,7 @@ async function measureStore(result: StoreResult, baselineUrl: string, save: () =
       log(
         `  baseline ${baseline.req_per_s}/s p99 ${baseline.p99_ms} ms; first page ${firstPage.req_per_s}/s p99 ${firstPage.p99_ms} ms; deepest page ${deepestPage.req_per_s}/s p99 ${deepestPage.p99_ms} ms; event loop held ${eventLoopMaxMs} ms at most; service CPU during the baseline ${idleCpuPercent} %`,
       );
-      const first = result.sizes[0];
+      const first = result.sizes.at(0);
       const ratiosOf = (row: Row, firstRow: Row | undefined) => ({
         req_per_s_of_baseline: round(row.req_per_s / baseline.req_per_s, 4),
         p99_x_baseline: round(row.p99_ms / baseline.p99_ms),
@@ -553,13 +560,28 @@ function sourceState() {
   }
 }
 
+/** The run's settings (BENCH_*). */
+interface Settings {
+  sizes: number[];
+  stores: StoreName[];
+  connections: number;
+  duration_s: number;
+  /** Older results have none (one round). */
+  rounds?: number;
+  warmup_s: number;
+  workers: number;
+  sim_delay_ms: number;
+  seed_concurrency: number;
+  page: number;
+}
+
 export interface Report {
   started_at: string;
   duration_s: number;
   machine: ReturnType<typeof machine>;
   source: ReturnType<typeof sourceState>;
   load_average: { before: number[]; after: number[] };
-  settings: Record<string, unknown>;
+  settings: Settings;
   note: string;
   stores: StoreResult[];
 }
@@ -591,14 +613,14 @@ export function markdown(r: Report): string {
       lines.push(row('first', x.first_page, x.ratios.first_page), row(`last (after ${x.deepest_page.rows_before})`, x.deepest_page, x.ratios.deepest_page));
     }
     lines.push('');
-    const watched = s.sizes.filter((x) => x.collections);
+    const watched = s.sizes.filter((x): x is SizeResult & { collections: Collections } => x.collections !== undefined);
     if (watched.length)
       lines.push(
         'Garbage collection while the rows ran (from the memory reading to the last row): ' +
           watched
             .map(
               ({ size, collections: c }) =>
-                `${size}: ${c!.scavenges} scavenges in ${c!.seconds} s, pause p50 ${c!.scavenge_p50_ms} ms, p99 ${c!.scavenge_p99_ms} ms, max ${c!.scavenge_max_ms} ms; ${c!.full} full, ${c!.full_total_ms} ms in all`,
+                `${size}: ${c.scavenges} scavenges in ${c.seconds} s, pause p50 ${c.scavenge_p50_ms} ms, p99 ${c.scavenge_p99_ms} ms, max ${c.scavenge_max_ms} ms; ${c.full} full, ${c.full_total_ms} ms in all`,
             )
             .join('; ') +
           '.',
@@ -632,7 +654,8 @@ async function main(): Promise<void> {
   const loadBefore = os.loadavg();
   const source = sourceState();
   const baseline = Fastify({ logger: false });
-  baseline.get('/ping', async () => ({ ok: true, service: 'baseline', version: 1 }));
+  // A promise, as from the async route it was: the ceiling stays the one earlier runs measured.
+  baseline.get('/ping', () => Promise.resolve({ ok: true, service: 'baseline', version: 1 }));
   await baseline.listen({ host: '127.0.0.1', port: 0 });
   const address = baseline.server.address();
   const baselineUrl = `http://127.0.0.1:${typeof address === 'object' && address ? address.port : 0}`;
@@ -680,12 +703,12 @@ async function main(): Promise<void> {
 }
 
 if (process.argv[2] === 'service') {
-  child().catch((err: Error) => {
-    process.send?.({ type: 'failed', error: err.stack ?? err.message });
+  child().catch((err: unknown) => {
+    process.send?.({ type: 'failed', error: stackOf(err) });
     process.exit(1);
   });
 } else if (require.main === module) {
-  main().catch((err) => {
+  main().catch((err: unknown) => {
     process.stderr.write(`bench failed: ${err instanceof Error ? err.stack : String(err)}\n`);
     process.exit(1);
   });

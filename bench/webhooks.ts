@@ -21,12 +21,14 @@ import fs from 'node:fs';
 import http from 'node:http';
 import os from 'node:os';
 import path from 'node:path';
-import { Worker, isMainThread, parentPort, workerData } from 'node:worker_threads';
+import { Worker, isMainThread, parentPort, workerData, type MessagePort } from 'node:worker_threads';
 import { fork } from 'node:child_process';
 import type { AddressInfo } from 'node:net';
 import { loadConfig } from '../src/config';
 import { createLogger } from '../src/logger';
 import { startService } from '../src/service';
+import { known } from '../src/lib/known';
+import { fieldOf, hasStrings } from '../src/lib/unknown-values';
 import type { Store } from '../src/store/types';
 import type { EventBus } from '../src/events/types';
 import type { CloudEvent } from '../src/resources/cloud-event';
@@ -77,6 +79,10 @@ interface Arrival {
   path: string;
 }
 
+/** An arrival of a delivery (not of a baseline POST): it has an id and its event's created_at. */
+type DeliveryArrival = Arrival & { deliveryId: string; createdAt: number };
+const isDelivery = (a: Arrival): a is DeliveryArrival => a.deliveryId !== null && a.createdAt !== null;
+
 type ReceiverCommand = { cmd: 'take' } | { cmd: 'close' };
 /**
  * Where delivery rows send their events: Cloudplane's API (bucket creates; the in-process
@@ -101,7 +107,7 @@ interface LoadResult {
   endedAt: number;
 }
 
-function receiverThread(): void {
+function receiverThread(port: MessagePort): void {
   let arrivals: Arrival[] = [];
   const server = http.createServer((req, res) => {
     const chunks: Buffer[] = [];
@@ -111,17 +117,22 @@ function receiverThread(): void {
       // Cloudplane's id of the delivery (Standard Webhooks' header), or Svix's of the message (its default header names).
       const deliveryId = ((req.headers['webhook-id'] ?? req.headers['svix-id']) as string | undefined) ?? null;
       let createdAt: number | null = null;
-      if (deliveryId) createdAt = Date.parse(JSON.parse(Buffer.concat(chunks).toString('utf8')).created_at);
+      if (deliveryId) {
+        const stamp = fieldOf(JSON.parse(Buffer.concat(chunks).toString('utf8')), 'created_at');
+        createdAt = typeof stamp === 'string' ? Date.parse(stamp) : NaN;
+      }
       arrivals.push({ at, createdAt, deliveryId, path: req.url ?? '' });
       res.writeHead(200, { 'content-type': 'text/plain' });
       res.end('ok');
     });
   });
   server.keepAliveTimeout = 30_000;
-  server.listen(0, '127.0.0.1', () => parentPort!.postMessage({ port: (server.address() as AddressInfo).port }));
-  parentPort!.on('message', (message: ReceiverCommand) => {
+  server.listen(0, '127.0.0.1', () => {
+    port.postMessage({ port: (server.address() as AddressInfo).port });
+  });
+  port.on('message', (message: ReceiverCommand) => {
     if (message.cmd === 'take') {
-      parentPort!.postMessage(arrivals);
+      port.postMessage(arrivals);
       arrivals = [];
     } else {
       server.closeAllConnections();
@@ -130,7 +141,7 @@ function receiverThread(): void {
   });
 }
 
-function loadThread(): void {
+function loadThread(port: MessagePort, serviceUrl: string): void {
   const agent = new http.Agent({ keepAlive: true, maxSockets: 64 });
   const call = (method: string, url: string, body: string | null, headers: Record<string, string>) =>
     new Promise<{ status: number; body: string }>((resolve, reject) => {
@@ -138,7 +149,9 @@ function loadThread(): void {
       const req = http.request(url, { method, agent, headers: { ...headers, ...sent } }, (res) => {
         const chunks: Buffer[] = [];
         res.on('data', (c: Buffer) => chunks.push(c));
-        res.on('end', () => resolve({ status: res.statusCode ?? 0, body: Buffer.concat(chunks).toString('utf8') }));
+        res.on('end', () => {
+          resolve({ status: res.statusCode ?? 0, body: Buffer.concat(chunks).toString('utf8') });
+        });
       });
       req.on('error', reject);
       req.end(body ?? undefined);
@@ -149,7 +162,7 @@ function loadThread(): void {
   /** One event through the target's API, and the status that means it was taken. */
   const sender = (target: Target | undefined): { send: () => Promise<number>; expected: number } => {
     if (target?.system !== 'svix') {
-      const url = target?.url ?? workerData.serviceUrl;
+      const url = target?.url ?? serviceUrl;
       return { send: () => post(url, JSON.stringify({ name: `bench-${process.pid}-${n++}`, region: 'fra1' }), auth), expected: 201 };
     }
     const event = JSON.parse(target.event) as { type: string; data: Record<string, unknown> };
@@ -168,14 +181,14 @@ function loadThread(): void {
   };
   /** A subscription created and deleted again: 200 when both answered as they should. */
   const subscriptionCycle = async (receiverUrl: string) => {
-    const webhooks = new URL('/api/v1/webhooks', workerData.serviceUrl).href;
+    const webhooks = new URL('/api/v1/webhooks', serviceUrl).href;
     const created = await call('POST', webhooks, JSON.stringify({ url: receiverUrl, events: ['server.destroyed'] }), auth);
     if (created.status !== 201) return created.status;
     const { id } = (JSON.parse(created.body) as { data: { id: string } }).data;
     return (await call('DELETE', `${webhooks}/${id}`, null, auth)).status;
   };
 
-  parentPort!.on('message', async (command: LoadCommand) => {
+  const serve = async (command: LoadCommand) => {
     const result: LoadResult = { ok: 0, failed: 0, failedStatuses: {}, latencies: [], startedAt: Date.now(), endedAt: 0 };
     const failed = (why: string) => {
       result.failed++;
@@ -218,7 +231,11 @@ function loadThread(): void {
       );
     }
     result.endedAt = Date.now();
-    parentPort!.postMessage(result);
+    port.postMessage(result);
+  };
+  port.on('message', (command: LoadCommand) => {
+    // A failed command is left unhandled on purpose: it ends the worker, and main() reports its error.
+    void serve(command);
   });
 }
 
@@ -288,10 +305,10 @@ async function deliveryRow(name: string, load: string, command: LoadCommand, loa
     await new Promise((resolve) => setTimeout(resolve, 100));
     arrivals.push(...(await ask<Arrival[]>(receiver, { cmd: 'take' })));
   }
-  const deliveries = arrivals.filter((a) => a.deliveryId);
+  const deliveries = arrivals.filter(isDelivery);
   const distinct = new Set(deliveries.map((a) => a.deliveryId)).size;
   if (distinct !== deliveries.length) process.stdout.write(`  note: ${deliveries.length - distinct} repeated delivery ids\n`);
-  const latencies = deliveries.map((a) => a.at - a.createdAt!).sort((a, b) => a - b);
+  const latencies = deliveries.map((a) => a.at - a.createdAt).sort((a, b) => a - b);
   const lastArrival = Math.max(...deliveries.map((a) => a.at));
   return {
     name,
@@ -313,20 +330,20 @@ async function deliveryRow(name: string, load: string, command: LoadCommand, loa
 const onBusAt = new Map<string, number>();
 
 /** p50 of each stage over the row's deliveries, once their outcomes are recorded. */
-async function stages(store: Store, arrivals: Arrival[]): Promise<Stages> {
-  const arrivedAt = new Map(arrivals.map((a) => [a.deliveryId!, a]));
+async function stages(store: Store, arrivals: DeliveryArrival[]): Promise<Stages> {
+  const arrivedAt = new Map(arrivals.map((a) => [a.deliveryId, a]));
   const samples: Record<keyof Stages, number[]> = { to_bus: [], to_record: [], to_attempt: [], to_arrival: [], to_outcome: [] };
   const deadline = Date.now() + DRAIN_TIMEOUT_MS;
   for (;;) {
     const records = ((await store.list(deliveryFamily.kind)) as Delivery[]).filter((d) => arrivedAt.has(d.meta.id));
     if (records.every((d) => d.status.status !== 'pending') || Date.now() > deadline) {
       for (const d of records) {
-        const arrival = arrivedAt.get(d.meta.id)!;
+        const arrival = known(arrivedAt.get(d.meta.id), 'the arrival of a delivery');
         const recorded = Date.parse(d.meta.createdAt);
         const attempted = Date.parse(d.status.attempts?.[0]?.at ?? d.meta.createdAt);
-        samples.to_record.push(recorded - arrival.createdAt!);
+        samples.to_record.push(recorded - arrival.createdAt);
         const published = onBusAt.get(d.spec.event_id);
-        if (published !== undefined) samples.to_bus.push(published - arrival.createdAt!);
+        if (published !== undefined) samples.to_bus.push(published - arrival.createdAt);
         samples.to_attempt.push(attempted - recorded);
         samples.to_arrival.push(arrival.at - attempted);
         samples.to_outcome.push(Date.parse(d.meta.updatedAt) - arrival.at);
@@ -375,7 +392,9 @@ async function dispatcherRow(bus: EventBus, team: string, events: number, subscr
     await new Promise((resolve) => setTimeout(resolve, 50));
     arrivals.push(...(await ask<Arrival[]>(receiver, { cmd: 'take' })));
   }
-  const latencies = arrivals.map((a) => a.at - a.createdAt!).sort((a, b) => a - b);
+  // Every arrival of this row is a delivery: nothing else is sent to the receiver meanwhile.
+  const deliveries = arrivals.filter(isDelivery);
+  const latencies = deliveries.map((a) => a.at - a.createdAt).sort((a, b) => a - b);
   const lastArrival = Math.max(...arrivals.map((a) => a.at));
   return {
     name: `dispatcher alone, ${subscriptions} subscriptions`,
@@ -388,7 +407,7 @@ async function dispatcherRow(bus: EventBus, team: string, events: number, subscr
     latency_ms: { p50: percentile(latencies, 50), p99: percentile(latencies, 99), max: latencies[latencies.length - 1] },
     drain_ms: Math.max(0, lastArrival - publishedAt),
     ratio_to_baseline: null,
-    stages_p50_ms: await stages(store, arrivals),
+    stages_p50_ms: await stages(store, deliveries),
   };
 }
 
@@ -549,8 +568,8 @@ async function startCloudplaneChild(environment: Record<string, string>) {
   });
   const ready = await nextReply<OperatorReply, 'ready'>(child, 'Cloudplane service', 'ready', 120_000);
   return {
-    url: ready.url!,
-    pid: child.pid!,
+    url: known(ready.url, "the Cloudplane service's URL"),
+    pid: known(child.pid, "the Cloudplane service's pid"),
     stop: async () => {
       if (child.exitCode !== null) return;
       const exited = new Promise((resolve) => child.once('exit', resolve));
@@ -571,13 +590,13 @@ async function versusRow(system: System, load: string, detail: string, command: 
   const benchBefore = process.cpuUsage();
   const result = await ask<LoadResult>(loader, command);
   const expected = result.ok * SVIX_ENDPOINTS;
-  const seen = new Map<string, Arrival>();
+  const seen = new Map<string, DeliveryArrival>();
   let arrived = 0;
   const deadline = Date.now() + SVIX_DRAIN_TIMEOUT_MS;
   while (seen.size < expected && Date.now() < deadline) {
     await new Promise((resolve) => setTimeout(resolve, 100));
     for (const a of await ask<Arrival[]>(receiver, { cmd: 'take' })) {
-      if (!a.deliveryId || !a.path.startsWith(system.prefix)) continue;
+      if (!isDelivery(a) || !a.path.startsWith(system.prefix)) continue;
       arrived++;
       const key = `${a.path} ${a.deliveryId}`;
       if (!seen.has(key)) seen.set(key, a);
@@ -594,7 +613,7 @@ async function versusRow(system: System, load: string, detail: string, command: 
   const windowS = (Date.now() - result.startedAt) / 1000;
   const parts = Object.fromEntries(Object.keys(cpuAfter).map((part) => [part, Math.round((cpuAfter[part] - cpuBefore[part]) * 100) / 100]));
   const total = sum(parts);
-  const latencies = deliveries.map((a) => a.at - a.createdAt!).sort((a, b) => a - b);
+  const latencies = deliveries.map((a) => a.at - a.createdAt).sort((a, b) => a - b);
   return {
     system: system.name,
     load,
@@ -706,7 +725,8 @@ async function versusSvix(
           `  ${row.system}, ${row.load}: ${row.requests_per_s} events/s taken, ${row.delivered_per_s} delivered/s, ${row.cpu_ms_per_delivery} ms CPU per delivery (${JSON.stringify(row.cpu_s.parts)} s over ${row.window_s} s, machine ${row.machine_busy_pct} % busy, ${row.others_cpu_s} s of it other processes), p50 ${row.latency_ms.p50} ms, p99 ${row.latency_ms.p99} ms, failed ${row.requests_failed} ${JSON.stringify(row.failed_statuses)}`,
         );
       }
-      const [cp, sv] = ['Cloudplane', 'Svix'].map((name) => pair.find((row) => row.system === name)!);
+      const [cp, sv] = ['Cloudplane', 'Svix'].map((name) => pair.find((row) => row.system === name));
+      if (!cp || !sv) throw new Error(`${load}: no row of Cloudplane or of Svix`);
       rows.push(cp, sv);
       ratios.push({
         load,
@@ -787,7 +807,7 @@ function markdown(report: {
   const m = report.machine;
   const churnSection = report.churn.length
     ? [
-        `Subscription churn: ${report.settings.connections} clients each creating a subscription and deleting it again, in ${report.churn.length} windows of ${report.settings.duration_s} s back to back, after the rows above. Deleted subscriptions are kept for the delivery retention, so each window starts with more of them; the first window is the baseline.`,
+        `Subscription churn: ${String(report.settings.connections)} clients each creating a subscription and deleting it again, in ${report.churn.length} windows of ${String(report.settings.duration_s)} s back to back, after the rows above. Deleted subscriptions are kept for the delivery retention, so each window starts with more of them; the first window is the baseline.`,
         '',
         '| window | cycles/s | vs first window | cycle p50 ms | cycle p99 ms | deleted subscriptions kept | failed |',
         '|---:|---:|---:|---:|---:|---:|---:|',
@@ -802,12 +822,9 @@ function markdown(report: {
     (r) =>
       `| ${r.name} | ${r.load} | ${r.requests_per_s} | ${r.delivered} | ${r.delivered_per_s} | ${r.ratio_to_baseline === null ? '-' : `${(r.ratio_to_baseline * 100).toFixed(1)} %`} | ${r.latency_ms.p50} | ${r.latency_ms.p99} | ${r.latency_ms.max} | ${r.drain_ms ?? '-'} | ${failures(r.requests_failed, r.failed_statuses)} |`,
   );
-  const stageRows = report.rows
-    .filter((r) => r.stages_p50_ms)
-    .map(
-      (r) =>
-        `| ${r.name} | ${r.stages_p50_ms!.to_bus} | ${r.stages_p50_ms!.to_record} | ${r.stages_p50_ms!.to_attempt} | ${r.stages_p50_ms!.to_arrival} | ${r.stages_p50_ms!.to_outcome} |`,
-    );
+  const stageRows = report.rows.flatMap(({ name, stages_p50_ms: s }) =>
+    s ? [`| ${name} | ${s.to_bus} | ${s.to_record} | ${s.to_attempt} | ${s.to_arrival} | ${s.to_outcome} |`] : [],
+  );
   const rowsSection = report.rows.length
     ? [
         '| row | load | requests/s | delivered | delivered/s | delivered/s vs baseline | p50 ms | p99 ms | max ms | drain ms | failed requests |',
@@ -830,7 +847,7 @@ function markdown(report: {
     `# Webhook benchmark, ${report.started_at}`,
     '',
     `Machine: ${m.cpu_model}, ${m.cpu_count} CPUs, ${m.total_memory_gb} GB RAM, ${m.platform}, Node ${m.node}. Cloudplane at ${report.source.commit}${report.source.uncommitted_src.length ? ` with uncommitted src/ changes (${report.source.uncommitted_src.length} files)` : ''}.`,
-    `Service: in-process startService, ${report.settings.bus}, embedded store (fsynced), simulated provider (${report.settings.sim_delay_ms} ms), one subscription to \`bucket.created\` at ${RATE_LIMIT_PER_MINUTE}/min. Receiver and load generator in worker threads of the same process.`,
+    `Service: in-process startService, ${String(report.settings.bus)}, embedded store (fsynced), simulated provider (${String(report.settings.sim_delay_ms)} ms), one subscription to \`bucket.created\` at ${RATE_LIMIT_PER_MINUTE}/min. Receiver and load generator in worker threads of the same process.`,
     `Load average (1/5/15 min) before: ${load(report.load_average.before)}, after: ${load(report.load_average.after)}.`,
     '',
     `> ${report.note}`,
@@ -919,7 +936,7 @@ async function main(): Promise<void> {
           FANOUT,
         );
       },
-      () => dispatcherRow(service.ctx.bus, service.bootstrap!.teamId, BURST_EVENTS, FANOUT, receiver, service.ctx.store),
+      () => dispatcherRow(service.ctx.bus, known(service.bootstrap, 'the bootstrap team').teamId, BURST_EVENTS, FANOUT, receiver, service.ctx.store),
     ];
     for (const run of PARTS.has('rows') ? plan : []) {
       const row = await run();
@@ -970,12 +987,15 @@ async function main(): Promise<void> {
 }
 
 if (isMainThread) {
-  main().catch((err) => {
+  main().catch((err: unknown) => {
     process.stderr.write(`bench failed: ${err instanceof Error ? err.stack : String(err)}\n`);
     process.exit(1);
   });
-} else if (workerData.role === 'receiver') {
-  receiverThread();
 } else {
-  loadThread();
+  // A worker of main(): its role, and the load worker's service URL, are in its workerData.
+  const port = known(parentPort, 'the channel to the main thread');
+  const data: unknown = workerData;
+  if (fieldOf(data, 'role') === 'receiver') receiverThread(port);
+  else if (hasStrings(data, 'serviceUrl')) loadThread(port, data.serviceUrl);
+  else throw new Error('a load worker needs the service URL (workerData.serviceUrl)');
 }
