@@ -84,9 +84,10 @@ describe('console: jobs', () => {
     await fitsOnPhone(c.page);
 
     // A run is a job of its own: its page shows its output.
-    const run = runs.locator('tbody tr a').first();
-    const runId = (await run.textContent())!.trim();
-    await run.click();
+    // The schedule adds a run every second, so the first row changes under the test: the
+    // link is found again by the run's id, wherever the table has moved it since.
+    const runId = (await runs.locator('tbody tr a').first().textContent())!.trim();
+    await runs.getByRole('link', { name: runId, exact: true }).click();
     await c.page.waitForURL(new RegExp(`#/jobs/${runId}$`));
     await c.page.getByRole('region', { name: 'Output' }).getByLabel(`Output of ${runId}`).waitFor({ timeout: 30_000 });
     await expect(c.page.getByLabel(`Output of ${runId}`).textContent()).resolves.toBe('tock\n');
