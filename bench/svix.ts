@@ -7,10 +7,10 @@
  */
 import crypto from 'node:crypto';
 import fs from 'node:fs';
-import net from 'node:net';
 import os from 'node:os';
 import path from 'node:path';
 import { execFile, execFileSync, spawn, ChildProcess } from 'node:child_process';
+import { freePort } from '../test/helpers/kube-apiserver';
 
 /** Linux's clock ticks per second (USER_HZ), the unit of /proc's CPU times. */
 const CLOCK_TICKS_PER_S = 100;
@@ -117,20 +117,6 @@ export function svixBuild(bin: string): SvixBuild {
     // not in a git tree: BENCH_SVIX_COMMIT or unknown
   }
   return { version, commit, local_changes: localChanges };
-}
-
-/** A free TCP port on the loopback interface. */
-export function freePort(): Promise<number> {
-  return new Promise((resolve, reject) => {
-    const server = net.createServer();
-    server.once('error', reject);
-    server.listen(0, '127.0.0.1', () => {
-      const { port } = server.address() as net.AddressInfo;
-      server.close(() => {
-        resolve(port);
-      });
-    });
-  });
 }
 
 /** Every process now: its parent and its CPU ticks (its own user + system, and its waited-for children's). */

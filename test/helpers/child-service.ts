@@ -4,10 +4,10 @@
  * directory. `make test` builds dist/ first; when iterating, run `npx tsc -p .`.
  */
 import fs from 'node:fs';
-import net from 'node:net';
 import path from 'node:path';
 import type { ChildProcess } from 'node:child_process';
 import { spawnTracked } from './processes';
+import { freePort } from './kube-apiserver';
 import { request, eventually, ApiResponse, RequestOptions } from './service';
 import { packageRoot } from '../../src/lib/package-root';
 
@@ -43,15 +43,6 @@ export interface ChildOptions {
   stdoutFd?: number;
   /** The node executable; by default the one running the tests. */
   node?: string;
-}
-
-/** A port that was free a moment ago. */
-async function freePort(): Promise<number> {
-  const server = net.createServer();
-  await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
-  const { port } = server.address() as net.AddressInfo;
-  await new Promise((resolve) => server.close(resolve));
-  return port;
 }
 
 export async function startChildService(options: ChildOptions): Promise<ChildService> {
