@@ -54,6 +54,8 @@ export interface Config {
   dataDir: string;
   /** Embedded store: compact its log into a snapshot once the log is this large. */
   storeCompactBytes: number;
+  /** Embedded store: how many objects it keeps parsed; the others are read from the data directory when read. */
+  storeParsedObjects: number;
   bootstrapApiKey?: string;
   logLevel: string;
   /** The level of the one line logged per answered request (an access log). */
@@ -721,6 +723,7 @@ export function loadConfig(env: Env = process.env): Config {
     dataDir,
     consoleDir: path.resolve(env.CLOUDPLANE_CONSOLE_DIR || path.join(packageRoot(), 'dist', 'console')),
     storeCompactBytes: int(env, 'CLOUDPLANE_STORE_COMPACT_BYTES', 64 * 1024 * 1024, 4096),
+    storeParsedObjects: int(env, 'CLOUDPLANE_STORE_PARSED_OBJECTS', 10_000, 1),
     bootstrapApiKey: env.CLOUDPLANE_BOOTSTRAP_API_KEY || undefined,
     logLevel: env.CLOUDPLANE_LOG_LEVEL || 'info',
     requestLogLevel: requestLogLevel(env),

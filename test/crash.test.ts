@@ -28,6 +28,10 @@ const ENV = {
   CLOUDPLANE_RESYNC_SECONDS: '5',
   CLOUDPLANE_QUOTAS: 'load_balancer=1000000',
   CLOUDPLANE_HTTP_MAX_CONNECTIONS_PER_ADDRESS: '0',
+  // Few objects kept parsed and a small log: most reads come from the objects' places in the
+  // log and the snapshot, and compactions move them there while the crashes happen.
+  CLOUDPLANE_STORE_PARSED_OBJECTS: '50',
+  CLOUDPLANE_STORE_COMPACT_BYTES: String(256 * 1024),
 };
 const ROUNDS = 3;
 const WRITERS = 12;

@@ -155,8 +155,9 @@ export class Controller {
    */
   private async resync(): Promise<void> {
     if (this.queue.backgroundWaiting > 0) return;
-    for (const object of await this.store.list(this.reconciler.kind)) {
-      this.queue.addBackground(keyOf(object));
+    // Keys, not objects: each pass reads its object when it runs.
+    for (const key of await this.store.keys(this.reconciler.kind)) {
+      this.queue.addBackground(key);
       const due = yieldIfDue(BACKGROUND_TURN_BUDGET_MS);
       if (due) await due;
     }

@@ -43,6 +43,7 @@ export function embeddedStoreOptions(config: Config, logger?: Logger, health?: D
   return {
     dataDir: config.dataDir,
     compactBytes: config.storeCompactBytes,
+    parsedObjects: config.storeParsedObjects,
     health,
     logger,
     listed: listedKinds(),

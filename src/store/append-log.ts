@@ -30,8 +30,11 @@ interface PendingAppend {
   bytes: number;
   /** The team whose turn it takes ('' for records of no team). */
   team: string;
-  resolve: () => void;
+  /** Called with where the line starts in the file. */
+  resolve: (at: number) => void;
   reject: (err: unknown) => void;
+  /** Where its line starts, once committed. */
+  at: number;
 }
 
 export class AppendLog {
@@ -93,6 +96,17 @@ export class AppendLog {
     return this.ends.length;
   }
 
+  /** Where the `index`-th record's line starts in the file, and its bytes with the newline. */
+  lineOf(index: number): { at: number; bytes: number } {
+    const at = index === 0 ? 0 : this.ends[index - 1];
+    return { at, bytes: this.ends[index] - at };
+  }
+
+  /** `length` bytes of the log from `at`, as UTF-8 text (a record's, or part of one). */
+  readText(at: number, length: number): string {
+    return readText(this.fd, at, length);
+  }
+
   /**
    * The JSON text of the committed records [from, to), read back from the file in one read:
    * for a reader that keeps their places rather than their contents in memory. Synchronous,
@@ -132,10 +146,19 @@ export class AppendLog {
   }
 
   /** Appends a record already serialised (by a caller that keeps the text too). */
-  appendJson(text: string, team = ''): Promise<void> {
-    return new Promise<void>((resolve, reject) => {
+  async appendJson(text: string, team = ''): Promise<void> {
+    await this.appendJsonAt(text, team);
+  }
+
+  /**
+   * `appendJson`, resolving with where the record's line starts in the file, to be read
+   * back there (`readText`) until the log is truncated: for a caller that keeps the
+   * place of a record rather than its text.
+   */
+  appendJsonAt(text: string, team = ''): Promise<number> {
+    return new Promise<number>((resolve, reject) => {
       const line = `${text}\n`;
-      this.queue.push({ line, bytes: Buffer.byteLength(line), team, resolve, reject });
+      this.queue.push({ line, bytes: Buffer.byteLength(line), team, resolve, reject, at: -1 });
       // Start writing once the current turn is over, so that everything appended in it
       // goes into the first batch rather than the first record alone.
       if (!this.flushing && !this.held) this.startFlushing();
@@ -284,7 +307,10 @@ export class AppendLog {
         await writeAll(this.fd, buffer, this.bytes);
         await fdatasync(this.fd);
         let end = this.bytes;
-        for (const p of batch) this.ends.push((end += p.bytes));
+        for (const p of batch) {
+          p.at = end;
+          this.ends.push((end += p.bytes));
+        }
         this.bytes = end;
       } catch (err) {
         // Cut off whatever part of the batch reached the file, so that a later, shorter
@@ -303,7 +329,7 @@ export class AppendLog {
       // runs when its record resolves: in turns of the event loop, so that a commit's
       // continuations together cannot hold it longer than a turn's budget.
       for (const p of batch) {
-        p.resolve();
+        p.resolve(p.at);
         await takeTurn();
       }
     }
@@ -322,6 +348,24 @@ export class AppendLog {
     }
     return batch;
   }
+}
+
+/**
+ * Where readText reads into, grown as needed and used again: reads are synchronous, so one
+ * is enough, where a Buffer per read would be a slice of Node's 8 KiB pool, and a new pool
+ * every few reads, for the collector to free.
+ */
+let scratch = Buffer.allocUnsafeSlow(64 * 1024);
+
+/** `length` bytes of a file from `at`, as UTF-8 text, read synchronously (a read answers without a turn of the loop). */
+export function readText(fd: number, at: number, length: number): string {
+  if (scratch.length < length) scratch = Buffer.allocUnsafeSlow(Math.max(length, 2 * scratch.length));
+  for (let read = 0; read < length;) {
+    const n = fs.readSync(fd, scratch, read, length - read, at + read);
+    if (n === 0) throw new Error(`a file ended at byte ${at + read}, before ${at + length}`);
+    read += n;
+  }
+  return scratch.toString('utf8', 0, length);
 }
 
 function fdatasync(fd: number): Promise<void> {

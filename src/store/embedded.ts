@@ -1,15 +1,16 @@
 /**
  * The embedded store: every object in memory, every write in an fsynced append log,
- * compacted into a snapshot as the log grows. A write resolves only once it is on disk,
- * and only then becomes visible to readers and watchers, so nothing that was seen or
- * acknowledged can be lost by a crash. Secrets are sealed (secret-box.ts) before they
+ * compacted into a snapshot as the log grows. Memory holds where each object's JSON is in
+ * those files, and the object parsed while in use (kept-records.ts). A
+ * write resolves only once it is on disk, and only then becomes visible to readers and
+ * watchers, so nothing that was seen or acknowledged can be lost by a crash. Secrets are sealed (secret-box.ts) before they
  * reach memory, the log or the snapshot, with a key kept outside both (encryption-key.ts).
  */
 import fs from 'node:fs';
 import path from 'node:path';
 import type { Logger } from 'pino';
 import { EmbeddedEntries } from './embedded-entries';
-import { AppendLog, lockDataDir, writeFileDurable } from './append-log';
+import { AppendLog, lockDataDir, readText, writeFileDurable } from './append-log';
 import { DataDirHealth } from './data-dir-health';
 import { BackgroundWrite, DEFAULT_RETRY } from './background-write';
 import { nowIso } from '../lib/time';
@@ -19,6 +20,8 @@ import { EncryptionKeys, loadKeyring } from './encryption-key';
 import { isSealed, SecretBox, SecretKeyError } from './secret-box';
 import { ListedKind } from './list-index';
 import { ObjectCache } from './object-cache';
+import { deepFreeze, KeptRecord, KeptRecords, RecordPlace } from './kept-records';
+import { readSnapshot, snapshotText } from './snapshot-text';
 import { WatchListeners } from './watch-listeners';
 import { AlreadyExistsError, ConflictError, NewObject, NotFoundError, PersistenceState, readAs, Store, StoredObject, StoreUnavailableError } from './types';
 
@@ -27,11 +30,10 @@ const SECRET_KIND = '__Secret';
 const RECORD_KIND = '__Record';
 
 type LogRecord = { op: 'put'; o: StoredObject } | { op: 'del'; k: string };
-
-interface Snapshot {
-  revision: number;
-  objects: StoredObject[];
-}
+/** How a put's line starts, before the object's JSON (JSON.stringify of a LogRecord writes the same). */
+const PUT_PREFIX = '{"op":"put","o":';
+/** A put's line after the object's JSON: its closing brace and the newline. */
+const PUT_SUFFIX_BYTES = 2;
 
 export interface EmbeddedStoreOptions {
   dataDir: string;
@@ -49,7 +51,12 @@ export interface EmbeddedStoreOptions {
   logger?: Logger;
   /** The kinds lists read, indexed for pages (list-index.ts). */
   listed?: readonly ListedKind[];
+  /** How many objects are kept parsed at most (kept-records.ts); the others are read from their files and parsed when read. */
+  parsedObjects?: number;
 }
+
+/** Enough for every object a busy service reads again and again (API keys, users, the resources being worked on). */
+const DEFAULT_PARSED_OBJECTS = 10_000;
 
 const keyOf = (kind: string, team: string, id: string) => `${kind}/${team}/${id}`;
 /** The team part of a key (kinds and team ids hold no slash). */
@@ -58,15 +65,6 @@ const teamOfKey = (key: string) => key.split('/', 2)[1];
 /** A record's data as stored (every value a string, as written). */
 const stringsOf = (spec: Record<string, unknown>): Record<string, string> =>
   Object.fromEntries(Object.entries(spec).map(([field, value]) => [field, String(value)]));
-
-function deepFreeze<T>(value: T): T {
-  // Arrays too: a stored object's lists are as frozen as its members.
-  if (typeof value === 'object' && value !== null && !Object.isFrozen(value)) {
-    Object.freeze(value);
-    for (const child of Object.values(value)) deepFreeze(child);
-  }
-  return value;
-}
 
 const isPlainObject = (value: unknown): value is Record<string, unknown> => {
   const prototype: unknown = value !== null && typeof value === 'object' ? Object.getPrototypeOf(value) : undefined;
@@ -102,9 +100,12 @@ function copiedMembers(value: unknown[] | Record<string, unknown>, stored: unkno
 }
 
 export class EmbeddedStore implements Store {
-  private readonly objects = new Map<string, StoredObject>();
+  /** Every committed object: where its JSON is, and (while in use) the object. */
+  private readonly kept: KeptRecords;
+  /** The snapshot, open for reading the objects whose JSON is in it (-1: none). */
+  private snapshotFd = -1;
   /** The committed objects by kind and team, and their list indexes: what reads are answered from (object-cache.ts). */
-  private readonly cache: ObjectCache<StoredObject>;
+  private readonly cache: ObjectCache<KeptRecord>;
   /**
    * Writes handed to the log but not yet on disk, by key. A second write of the same key
    * waits for the first to settle, so writes of one object are serialised and checked
@@ -130,6 +131,7 @@ export class EmbeddedStore implements Store {
   readonly get: Store['get'];
   readonly peek: Store['peek'];
   readonly list: Store['list'];
+  readonly keys: Store['keys'];
   readonly page: Store['page'];
   readonly named: Store['named'];
   readonly count: Store['count'];
@@ -137,14 +139,15 @@ export class EmbeddedStore implements Store {
   readonly records: EmbeddedEntries;
 
   constructor(private readonly options: EmbeddedStoreOptions) {
-    this.cache = new ObjectCache(options.listed, (object) => object);
-    ({ get: this.get, peek: this.peek, list: this.list, page: this.page, named: this.named, count: this.count } = this.cache);
+    this.kept = new KeptRecords(options.parsedObjects ?? DEFAULT_PARSED_OBJECTS, (place) => this.read(place));
+    this.cache = new ObjectCache(options.listed, (record) => this.kept.objectOf(record));
+    ({ get: this.get, peek: this.peek, list: this.list, keys: this.keys, page: this.page, named: this.named, count: this.count } = this.cache);
     const host = {
       latest: (key: string) => this.latest(key),
       exclusive: <T>(key: string, write: () => Promise<T>) => this.exclusive(key, write),
       commit: async (key: string, object: StoredObject<object, object> | null) => {
         if (object) await this.commit(key, object);
-        else await this.write(key, null, { op: 'del', k: key });
+        else await this.write(key, null);
       },
       keyOf,
     };
@@ -172,33 +175,43 @@ export class EmbeddedStore implements Store {
     // The key ids of every secret record at rest, live or superseded ('' for plain text).
     const sealedWith = new Set<string>();
     const note = (o: StoredObject) => o.meta.kind === SECRET_KIND && sealedWith.add(isSealed(o.spec) ? o.spec.sealed.kid : '');
+    // Objects whose JSON is held in memory until a compaction writes it to the snapshot (see below).
+    let inMemory = false;
     if (fs.existsSync(this.snapshotFile)) {
-      const text = fs.readFileSync(this.snapshotFile, 'utf8');
-      this.snapshotBytes = Buffer.byteLength(text);
-      const snapshot = JSON.parse(text) as Snapshot;
+      const content = fs.readFileSync(this.snapshotFile);
+      this.snapshotBytes = content.length;
+      this.snapshotFd = fs.openSync(this.snapshotFile, 'r');
+      const snapshot = readSnapshot(content);
       this.revision = snapshot.revision;
-      for (const object of snapshot.objects) {
-        this.apply(keyOf(object.meta.kind, object.meta.team, object.meta.id), object);
+      for (const { object, place } of snapshot.objects) {
+        this.apply(keyOf(object.meta.kind, object.meta.team, object.meta.id), place, object);
+        inMemory ||= place.file === 'memory';
         note(object);
       }
     }
     // Replaying puts of whole objects is idempotent, so a crash between writing the
     // snapshot and truncating the log is harmless.
-    for (const record of this.log.open<LogRecord>()) {
+    this.log.open<LogRecord>().forEach((record, index) => {
       if (record.op === 'put') {
         const o = record.o;
-        this.apply(keyOf(o.meta.kind, o.meta.team, o.meta.id), o);
+        const place = this.placeInLog(index, o);
+        this.apply(keyOf(o.meta.kind, o.meta.team, o.meta.id), place, o);
         this.revision = Math.max(this.revision, Number(o.meta.resourceVersion));
+        inMemory ||= place.file === 'memory';
         note(o);
       } else {
         this.apply(record.k, null);
       }
-    }
+    });
     try {
       await this.sealSecretsAtRest(sealedWith);
+      // A snapshot written on one line (before its objects had a line each), or a put not
+      // written as this store writes them: compacted now, so that every object is read from its file.
+      if (inMemory) await this.compact();
     } catch (err) {
       // A start refused (a wrong or missing key) leaves the data directory as it found it.
       await this.log.close();
+      this.closeSnapshot();
       this.releaseDataDir();
       throw err;
     }
@@ -210,8 +223,41 @@ export class EmbeddedStore implements Store {
     await this.compaction.stop();
     await this.appendRecovery.stop();
     await this.log.close();
+    this.closeSnapshot();
     this.listeners.clear();
     this.releaseDataDir();
+  }
+
+  private closeSnapshot(): void {
+    if (this.snapshotFd >= 0) fs.closeSync(this.snapshotFd);
+    this.snapshotFd = -1;
+  }
+
+  /**
+   * An object's JSON, from where it is. A read the disk fails (EIO) fails the request that
+   * asked (503, as a write the directory refuses), not the process; the object is read
+   * again on the next request.
+   */
+  private read(place: RecordPlace): string {
+    if (place.file === 'memory') return place.text;
+    try {
+      return place.file === 'log' ? this.log.readText(place.at, place.length) : readText(this.snapshotFd, place.at, place.length);
+    } catch (err) {
+      this.options.logger?.error({ err, file: place.file, at: place.at }, 'reading an object from the data directory failed');
+      throw new StoreUnavailableError(err);
+    }
+  }
+
+  /**
+   * Where the object of the log's `index`-th record, a put of `object`, is in the log: after
+   * the put's prefix, if the line is as this store writes it (its length says so), else
+   * (a line written otherwise) in memory until the next compaction.
+   */
+  private placeInLog(index: number, object: StoredObject): RecordPlace {
+    const json = JSON.stringify(object);
+    const line = this.log.lineOf(index);
+    const length = line.bytes - PUT_PREFIX.length - PUT_SUFFIX_BYTES;
+    return Buffer.byteLength(json) === length ? { file: 'log', at: line.at + PUT_PREFIX.length, length } : { file: 'memory', text: json };
   }
 
   /** Lets another process open the data directory (a second call does nothing). */
@@ -293,7 +339,7 @@ export class EmbeddedStore implements Store {
       const current = this.latest(key);
       if (!current) throw new NotFoundError(kind, id);
       if (resourceVersion !== undefined && current.meta.resourceVersion !== resourceVersion) throw new ConflictError(kind, id);
-      return this.write(key, null, { op: 'del', k: key });
+      return this.write(key, null);
     });
   }
 
@@ -324,7 +370,8 @@ export class EmbeddedStore implements Store {
     );
     const box = new SecretBox(keyring.current, keyring.previous);
     const stale: Array<{ key: string; team: string; name: string; data: Record<string, string> }> = [];
-    for (const secret of this.cache.values(SECRET_KIND)) {
+    for (const record of [...this.cache.values(SECRET_KIND)]) {
+      const secret = this.kept.objectOf(record);
       const { team, id: name } = secret.meta;
       const key = keyOf(SECRET_KIND, team, name);
       let data: Record<string, string>;
@@ -349,7 +396,13 @@ export class EmbeddedStore implements Store {
   }
 
   private latest(key: string): StoredObject | undefined {
-    return this.objects.get(key);
+    const record = this.recordOf(key);
+    return record && this.kept.objectOf(record);
+  }
+
+  private recordOf(key: string): KeptRecord | undefined {
+    const kind = key.slice(0, key.indexOf('/'));
+    return this.cache.entry(kind, key.slice(kind.length + 1));
   }
 
   /**
@@ -373,26 +426,30 @@ export class EmbeddedStore implements Store {
   }
 
   private async commit<S, St>(key: string, object: StoredObject<S, St>): Promise<StoredObject<S, St>> {
-    const stored = storedCopy({ ...object, meta: { ...object.meta, resourceVersion: String(++this.revision) } }, this.latest(key));
+    // Copied from the version before only if it is parsed: parsing it just to share its values would cost more than it saves.
+    const stored = storedCopy({ ...object, meta: { ...object.meta, resourceVersion: String(++this.revision) } }, this.kept.parsedOf(this.recordOf(key)));
     // Kept as JSON of any kind, as every object is (readAs takes it back).
     const kept = stored as StoredObject;
-    await this.write(key, kept, { op: 'put', o: kept });
+    await this.write(key, { object: kept, json: JSON.stringify(kept) });
     return stored;
   }
 
-  private async write(key: string, value: StoredObject | null, record: LogRecord): Promise<void> {
+  /** Writes the key's next version (its object and that object's JSON), or deletes the key (null). */
+  private async write(key: string, value: { object: StoredObject; json: string } | null): Promise<void> {
     // While the directory refuses a write, refuse them all: a write that happened to fit
     // would answer 201 beside 503s and flip persistence back and forth; recovery is the
     // background retries' job, and the first of them to succeed ends this.
     if (this.health.state !== 'synced') throw new StoreUnavailableError(this.health.cause);
-    const appended = this.log.append(record, teamOfKey(key));
+    const line = value ? `${PUT_PREFIX}${value.json}}` : JSON.stringify({ op: 'del', k: key } satisfies LogRecord);
+    const appended = this.log.appendJsonAt(line, teamOfKey(key));
     const settled = appended.then(
       () => undefined,
       () => undefined,
     );
     this.inflight.set(key, settled);
+    let at: number;
     try {
-      await appended;
+      at = await appended;
     } catch (err) {
       this.health.failed('store.log', err);
       this.appendRecovery.request(DEFAULT_RETRY.baseMs);
@@ -400,10 +457,12 @@ export class EmbeddedStore implements Store {
     } finally {
       if (this.inflight.get(key) === settled) this.inflight.delete(key);
     }
-    const previous = this.objects.get(key);
-    this.apply(key, value);
+    const previousRecord = this.recordOf(key);
+    const previous = previousRecord && this.kept.objectOf(previousRecord);
+    this.apply(key, value && { file: 'log', at: at + PUT_PREFIX.length, length: Buffer.byteLength(value.json) }, value?.object);
+    const object = value?.object;
     this.listeners.notifyLater(
-      value ? { type: previous ? 'modified' : 'added', object: value, previous } : previous ? { type: 'deleted', object: previous, previous } : null,
+      object ? { type: previous ? 'modified' : 'added', object, previous } : previous ? { type: 'deleted', object: previous, previous } : null,
     );
     if (this.compactionDue()) this.compaction.request();
   }
@@ -421,19 +480,22 @@ export class EmbeddedStore implements Store {
     return this.log.size > Math.max(this.compactBytes, floor);
   }
 
-  private apply(key: string, value: StoredObject | null): void {
+  /**
+   * Makes the JSON at `place` the key's committed version (null: the key is gone). `object`
+   * is its parsed form when the caller has it (a write, the replay of a record); it is kept
+   * parsed then.
+   */
+  private apply(key: string, place: RecordPlace | null, object?: StoredObject): void {
     const kind = key.slice(0, key.indexOf('/'));
     const teamAndId = key.slice(kind.length + 1);
-    const previous = this.objects.get(key);
-    if (kind === SECRET_KIND) this.secrets.applied(key, value, previous);
-    if (kind === RECORD_KIND) this.records.applied(key, value, previous);
-    if (value) {
-      this.objects.set(key, deepFreeze(value));
-      this.cache.set(kind, teamAndId, value);
-    } else {
-      this.objects.delete(key);
-      this.cache.delete(kind, teamAndId);
+    const previous = this.cache.entry(kind, teamAndId);
+    if (kind === SECRET_KIND || kind === RECORD_KIND) {
+      const entries = kind === SECRET_KIND ? this.secrets : this.records;
+      entries.applied(key, place === null ? null : (object ?? (JSON.parse(this.read(place)) as StoredObject)), previous && this.kept.objectOf(previous));
     }
+    if (place !== null) this.cache.set(kind, teamAndId, this.kept.keep(place, object));
+    else this.cache.delete(kind, teamAndId);
+    if (previous) this.kept.release(previous);
   }
 
   /**
@@ -445,10 +507,19 @@ export class EmbeddedStore implements Store {
    */
   private async compact(): Promise<void> {
     await this.log.betweenCommits(() => {
-      const snapshot: Snapshot = { revision: this.revision, objects: [...this.objects.values()] };
-      const text = JSON.stringify(snapshot);
+      const records = [...this.cache.all()];
+      const { text, places } = snapshotText(
+        this.revision,
+        records.map((record) => this.kept.json(record)),
+      );
       writeFileDurable(this.snapshotFile, text);
       this.snapshotBytes = Buffer.byteLength(text);
+      // Every object is read from the new snapshot from here on; the old one's descriptor
+      // read the file it replaced, and the log is emptied next.
+      const snapshotFd = fs.openSync(this.snapshotFile, 'r');
+      this.closeSnapshot();
+      this.snapshotFd = snapshotFd;
+      records.forEach((record, i) => (record.place = places[i]));
       this.log.truncateSync();
     });
   }

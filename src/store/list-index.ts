@@ -9,7 +9,9 @@
  * - one per value of each spec field the kind lists by equality (`where`).
  * Both directions walk the same tree, forwards or backwards. The trees hold keys alone
  * (sorted-btree then shares one array for every leaf's values); each object's current
- * version is held once per bucket, by id, and a page reads its objects there. So a write
+ * version is held once per bucket, by id, as the store keeps it (`E`: the object itself,
+ * or what the store makes it from, read through `objectOf`), and a page reads its objects
+ * there. So a write
  * that keeps an object's sort keys and views (most status writes) changes no tree at all,
  * and one that changes its state changes its old and new state's trees only. Counts for
  * quotas are kept beside. An object is listed once it has a state (`stateOf`); before
@@ -65,10 +67,10 @@ interface Placement {
   counted: boolean;
 }
 
-class Bucket {
+class Bucket<E> {
   readonly sorts: Record<ListSort, SortedViews> = { created_at: new SortedViews(), name: new SortedViews() };
-  /** The current version of every listed object of the bucket, by id. */
-  readonly objects = new Map<string, StoredObject>();
+  /** The current version of every listed object of the bucket, by id, as the store keeps it. */
+  readonly objects = new Map<string, E>();
   counted = 0;
 }
 
@@ -119,11 +121,14 @@ function treeIn(map: Map<string, Tree>, key: string, create: boolean): Tree | un
   return tree;
 }
 
-/** Indexes of one kind. */
-export class KindIndex {
-  private readonly buckets = new Map<string, Bucket>();
+/** Indexes of one kind; `E` is what the store keeps of an object, `objectOf` reads the object from it. */
+export class KindIndex<E> {
+  private readonly buckets = new Map<string, Bucket<E>>();
 
-  constructor(readonly listed: ListedKind) {}
+  constructor(
+    readonly listed: ListedKind,
+    private readonly objectOf: (entry: E) => StoredObject,
+  ) {}
 
   private bucketKey(team: string | undefined): string {
     if (this.listed.acrossTeams) return '';
@@ -154,9 +159,9 @@ export class KindIndex {
   }
 
   /** Takes a change of one object in: `previous` leaves, `next` enters (either may be absent). */
-  replace(previous: StoredObject | undefined, next: StoredObject | undefined): void {
-    const before = previous && this.placementOf(previous);
-    const after = next && this.placementOf(next);
+  replace(previous: E | undefined, next: E | undefined): void {
+    const before = previous && this.placementOf(this.objectOf(previous));
+    const after = next && this.placementOf(this.objectOf(next));
     if (before && after && before.bucket === after.bucket) {
       this.move(before, after, next);
       return;
@@ -166,7 +171,7 @@ export class KindIndex {
   }
 
   /** Puts `object` at `placement`, or takes what is there away when `object` is undefined. */
-  private place(placement: Placement, object: StoredObject | undefined): void {
+  private place(placement: Placement, object: E | undefined): void {
     let bucket = this.buckets.get(placement.bucket);
     if (!bucket) {
       if (!object) return;
@@ -194,7 +199,7 @@ export class KindIndex {
    * and after under the same key is left as it is; only the trees it leaves or enters (its
    * old and new state's) change, or every tree of a sort whose key changed (a new name).
    */
-  private move(before: Placement, after: Placement, object: StoredObject): void {
+  private move(before: Placement, after: Placement, object: E): void {
     const bucket = known(this.buckets.get(before.bucket), 'the bucket of a placed object');
     for (const sort of SORTS) {
       const views = bucket.sorts[sort];
@@ -222,7 +227,7 @@ export class KindIndex {
     if (!bucket) return found;
     for (const [key] of bucket.sorts.name.visible.entries([name, ''])) {
       if (key[0] !== name) break;
-      found.push(known(bucket.objects.get(key[1]), 'an object of its bucket'));
+      found.push(this.objectOf(known(bucket.objects.get(key[1]), 'an object of its bucket')));
     }
     return found;
   }
@@ -252,7 +257,7 @@ export class KindIndex {
     for (const [key] of walk(tree, request)) {
       if (bySort && request.order === 'asc' && before !== undefined && key[0] >= before) break;
       if (bySort && request.order === 'desc' && from !== undefined && key[0] < from) break;
-      const object = known(bucket.objects.get(key[1]), 'an object of its bucket');
+      const object = this.objectOf(known(bucket.objects.get(key[1]), 'an object of its bucket'));
       if (!matches(object)) continue;
       if (count === request.limit) {
         const [value, id] = known(last, 'the last key of a full page');
@@ -310,20 +315,19 @@ function* skipping(entries: IterableIterator<[Key, undefined]>, key: Key): Itera
 }
 
 /** The indexes of every listed kind of a store. */
-export class ListIndexes {
-  private readonly kinds = new Map<string, KindIndex>();
+export class ListIndexes<E> {
+  private readonly kinds = new Map<string, KindIndex<E>>();
 
-  constructor(listed: readonly ListedKind[] = []) {
-    for (const kind of listed) this.kinds.set(kind.kind, new KindIndex(kind));
+  constructor(listed: readonly ListedKind[] = [], objectOf: (entry: E) => StoredObject) {
+    for (const kind of listed) this.kinds.set(kind.kind, new KindIndex(kind, objectOf));
   }
 
-  /** A change of an object of any kind; kinds not listed are not indexed. */
-  replace(previous: StoredObject | undefined, next: StoredObject | undefined): void {
-    const kind = (next ?? previous)?.meta.kind;
-    if (kind !== undefined) this.kinds.get(kind)?.replace(previous, next);
+  /** A change of an object of `kind`; kinds not listed are not indexed. */
+  replace(kind: string, previous: E | undefined, next: E | undefined): void {
+    this.kinds.get(kind)?.replace(previous, next);
   }
 
-  of(kind: string): KindIndex {
+  of(kind: string): KindIndex<E> {
     const index = this.kinds.get(kind);
     if (!index) throw new Error(`${kind} is not listed by this store`);
     return index;

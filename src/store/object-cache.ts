@@ -19,13 +19,13 @@ const teamOfKey = (key: string) => key.slice(0, key.indexOf('/'));
 export class ObjectCache<E> {
   private readonly kinds = new Map<string, TeamPartition<E>>();
   /** Ordered indexes of `kinds` for pages, changed wherever `kinds` is (set, delete). */
-  private readonly indexes: ListIndexes;
+  private readonly indexes: ListIndexes<E>;
 
   constructor(
     listed: readonly ListedKind[] | undefined,
     private readonly objectOf: (entry: E) => StoredObject,
   ) {
-    this.indexes = new ListIndexes(listed);
+    this.indexes = new ListIndexes(listed, objectOf);
   }
 
   /** What is kept of a kind under `team/id`. */
@@ -38,19 +38,24 @@ export class ObjectCache<E> {
     if (!forKind) this.kinds.set(kind, (forKind = new TeamPartition(teamOfKey)));
     const previous = forKind.get(key);
     forKind.set(key, entry);
-    this.indexes.replace(previous && this.objectOf(previous), this.objectOf(entry));
+    this.indexes.replace(kind, previous, entry);
   }
 
   delete(kind: string, key: string): void {
     const previous = this.kinds.get(kind)?.get(key);
     if (previous === undefined) return;
     this.kinds.get(kind)?.delete(key);
-    this.indexes.replace(this.objectOf(previous), undefined);
+    this.indexes.replace(kind, previous, undefined);
   }
 
-  /** The `team/id` keys of a kind. */
-  keys(kind: string): Iterable<string> {
+  /** The `team/id` keys of a kind, as they are kept (no array made). */
+  keysOf(kind: string): Iterable<string> {
     return this.kinds.get(kind)?.keys() ?? [];
+  }
+
+  /** What is kept of every kind. */
+  *all(): Generator<E> {
+    for (const forKind of this.kinds.values()) yield* forKind.values();
   }
 
   /** What is kept of a kind, of one team or of every team. */
@@ -69,6 +74,8 @@ export class ObjectCache<E> {
 
   readonly list = <S, St>(kind: string, team?: string): Promise<StoredObject<S, St>[]> =>
     promised(() => Array.from(this.values(kind, team), (entry) => readAs<S, St>(this.objectOf(entry))));
+
+  readonly keys = (kind: string): Promise<string[]> => promised(() => Array.from(this.kinds.get(kind)?.keys() ?? []));
 
   readonly page = (kind: string, team: string | undefined, request: PageRequest): Promise<Page> => promised(() => this.indexes.of(kind).page(team, request));
 

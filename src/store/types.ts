@@ -105,6 +105,13 @@ export interface Store {
   /** Every object of a kind, of one team or of all teams. */
   list<S, St>(kind: string, team?: string): Promise<StoredObject<S, St>[]>;
   /**
+   * The `team/id` of every object of a kind, without the objects: a walk of a whole kind
+   * (a reconciler's resync) that reads each object later, one at a time. The embedded
+   * store parses an object it does not keep parsed when read, so a list of 100,000 of them
+   * at once would be 100,000 objects made at once.
+   */
+  keys(kind: string): Promise<string[]>;
+  /**
    * One page of a listed kind's objects of a team (list-index.ts): a seek to `after` and a
    * walk of `limit` entries of an ordered index, whatever the team's size. `team` is
    * undefined for a kind listed across teams.

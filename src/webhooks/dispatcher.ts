@@ -28,7 +28,7 @@ import { FairScheduler } from './fair-scheduler';
 import { OwnerNotifier } from './notifier';
 import { backoffMs } from '../lib/backoff';
 import { BACKGROUND_TURN_BUDGET_MS, takeTurn } from '../lib/event-loop-turns';
-import { listedObjects } from '../store/listed';
+import { eachObject, listedObjects } from '../store/listed';
 import { reportWebhookAttempts } from '../metrics';
 import { textOf } from '../lib/unknown-values';
 
@@ -131,9 +131,7 @@ export class WebhookDispatcher {
     this.unwatch = this.deps.store.watch((event) => {
       this.onStoreChange(event);
     });
-    for (const delivery of await this.deps.store.list<Delivery['spec'], Delivery['status']>(deliveryFamily.kind)) {
-      this.scheduleFromRecord(delivery);
-    }
+    for await (const delivery of eachObject<Delivery['spec'], Delivery['status']>(this.deps.store, deliveryFamily.kind)) this.scheduleFromRecord(delivery);
     this.unsubscribe = this.deps.bus.subscribe(CONSUMER, (event) => this.onEvent(event), { concurrency: CONSUMER_CONCURRENCY });
   }
 

@@ -21,6 +21,7 @@ import { deleteSecret } from './secrets';
 import { webhookRecordsRemoved, webhookRetentionFailures } from '../metrics';
 import { textOf } from '../lib/unknown-values';
 import type { ResourceWriter } from '../resources/writer';
+import { eachObject } from '../store/listed';
 
 const MIN_INTERVAL_MS = 1_000;
 const MAX_INTERVAL_MS = 10 * 60_000;
@@ -85,10 +86,10 @@ export class WebhookRetention {
     const result: SweepResult = { deliveries: 0, webhooks: 0, failures: 0 };
     const cutoff = now - config.deliveryRetentionMs;
     try {
-      const deliveries = await store.list<Delivery['spec'], Delivery['status']>(deliveryFamily.kind);
       const left = new Set<string>();
       const expiredDeliveries: Delivery[] = [];
-      for (const delivery of deliveries) {
+      // One at a time: the deliveries of a retention are the most numerous objects of all.
+      for await (const delivery of eachObject<Delivery['spec'], Delivery['status']>(store, deliveryFamily.kind)) {
         const expired = FINISHED.includes(delivery.status.status) && Date.parse(delivery.meta.updatedAt) <= cutoff;
         if (expired) expiredDeliveries.push(delivery);
         else left.add(`${delivery.meta.team}/${delivery.spec.webhook_id}`);

@@ -101,10 +101,11 @@ describe('webhook delivery retention', () => {
       const list = await deliveriesOf(hook);
       return list[0]?.status === 'succeeded' ? list : null;
     });
-    // Fault injection on the real store: listing and removing fail for a while.
+    // Fault injection on the real store: reading the kind (the sweep walks its keys) and removing fail for a while.
     const { store } = t.service.ctx;
     const realRemove = store.remove.bind(store);
     const realList = store.list.bind(store);
+    const realKeys = store.keys.bind(store);
     const failuresBefore = await metric('cloudplane_webhook_retention_failures_total');
     let removeCalls = 0;
     store.remove = async () => {
@@ -112,10 +113,9 @@ describe('webhook delivery retention', () => {
       throw new StoreUnavailableError(new Error('injected: the store cannot take writes'));
     };
     let listFailures = 0;
-    store.list = async (kind, team) => {
-      if (kind === 'WebhookDelivery' && team === undefined && listFailures++ % 2 === 0)
-        throw new StoreUnavailableError(new Error('injected: the store cannot be read'));
-      return realList(kind, team);
+    store.keys = async (kind) => {
+      if (kind === 'WebhookDelivery' && listFailures++ % 2 === 0) throw new StoreUnavailableError(new Error('injected: the store cannot be read'));
+      return realKeys(kind);
     };
     try {
       // Past the retention, both kinds of failure were met, and the delivery is still there.
@@ -126,7 +126,7 @@ describe('webhook delivery retention', () => {
       );
     } finally {
       store.remove = realRemove;
-      store.list = realList;
+      store.keys = realKeys;
     }
     await eventually(async () => (await t.api('GET', `/api/v1/webhooks/${hook}/deliveries/${delivery.id}`)).status === 404, 20_000, 100);
     expect((await request(t.url, 'GET', '/healthz')).status).toBe(200);

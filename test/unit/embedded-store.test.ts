@@ -7,7 +7,7 @@ import fs from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
 import { EmbeddedStore } from '../../src/store/embedded';
-import { AlreadyExistsError, ConflictError, NotFoundError, StoredObject, WatchEvent } from '../../src/store/types';
+import { AlreadyExistsError, ConflictError, NotFoundError, StoredObject, StoreUnavailableError, WatchEvent } from '../../src/store/types';
 
 type Spec = { name: string; size?: number };
 type Status = { phase: string; note?: string };
@@ -19,11 +19,12 @@ const thing = (id: string, team = 'team_a', spec: Spec = { name: id }, status: S
   status,
 });
 
-describe('EmbeddedStore', () => {
+// Once with the default number of objects kept parsed, once with one: every read then parses the object from its JSON.
+describe.each([undefined, 1])('EmbeddedStore (objects kept parsed: %s)', (parsedObjects) => {
   let dir: string;
   let store: EmbeddedStore;
   const open = async (compactBytes?: number) => {
-    const s = new EmbeddedStore({ dataDir: dir, compactBytes });
+    const s = new EmbeddedStore({ dataDir: dir, compactBytes, parsedObjects });
     await s.start();
     return s;
   };
@@ -85,7 +86,8 @@ describe('EmbeddedStore', () => {
     const stored = (await store.get<Spec, Deep>('Thing', 'team_a', 'deep'))!;
     expect(stored.status).toMatchObject({ phase: 'b', parts: [{ n: 1 }, { n: 2 }] });
     expect(Object.isFrozen(stored.status.parts[1])).toBe(true);
-    expect(stored.status.at).toEqual(new Date('2026-11-28T10:00:00.000Z'));
+    // A value that is not JSON (a Date) reads back as its JSON once the object is parsed again, as after a restart.
+    expect(JSON.stringify(stored.status.at)).toBe('"2026-11-28T10:00:00.000Z"');
     // What the write took over unchanged is the previous version's very value, not a copy of it.
     expect(second.status.kept).toBe(first.status.kept);
     expect(second.status.parts[0]).toBe(first.status.parts[0]);
@@ -267,6 +269,36 @@ describe('EmbeddedStore', () => {
     expect(Number(next.meta.resourceVersion)).toBeGreaterThan(lastVersion);
   });
 
+  it('reads every object back from where its JSON is, in the log or moved into the snapshot by a compaction, in the same process', async () => {
+    await store.stop();
+    store = await open(4_096);
+    const latest = new Map<string, StoredObject<Spec, Status>>();
+    for (let round = 0; round < 4; round++) {
+      for (let i = 0; i < 20; i++) {
+        const id = `p${i}`;
+        const before = latest.get(id);
+        const o = before
+          ? await store.updateStatus<Spec, Status>({ ...before, status: { phase: `r${round}`, note: 'é'.repeat(40) } })
+          : await store.create<Spec, Status>(thing(id, `team_${i % 2}`, { name: id }));
+        latest.set(id, o);
+      }
+      await new Promise((resolve) => setTimeout(resolve, 20)); // a compaction that is due runs
+      for (const [id, o] of latest) expect(await store.get<Spec, Status>('Thing', o.meta.team, id)).toEqual(o);
+    }
+    expect(fs.existsSync(path.join(dir, 'store.snapshot.json'))).toBe(true);
+  });
+
+  it('starts from a snapshot written on one line (before objects had a line each) and writes it anew, an object to a line', async () => {
+    const o = await store.create<Spec, Status>(thing('old', 'team_a', { name: 'old' }));
+    await store.stop();
+    const snapshotFile = path.join(dir, 'store.snapshot.json');
+    fs.writeFileSync(snapshotFile, JSON.stringify({ revision: Number(o.meta.resourceVersion), objects: [o] }));
+    fs.writeFileSync(path.join(dir, 'store.log'), '');
+    store = await open();
+    expect(await store.get('Thing', 'team_a', 'old')).toEqual(o);
+    expect(fs.readFileSync(snapshotFile, 'utf8').split('\n')[1]).toBe(JSON.stringify(o));
+  });
+
   it('compacts under writes that never pause, and the writes made meanwhile survive a restart', async () => {
     await store.stop();
     store = await open(4_096);
@@ -404,5 +436,24 @@ describe('EmbeddedStore', () => {
     expect(await store.secrets.get('team_a', 'key_1')).toEqual({ hash: 'h1-rotated' });
     expect(await store.secrets.get('team_b', 'key_2')).toBeUndefined();
     expect((await store.secrets.list('')).map((s) => s.name).sort()).toEqual(['key_1', 'other']);
+  });
+});
+
+describe('EmbeddedStore reading an object its file no longer holds', () => {
+  it('fails that read as the store unavailable (503), and goes on serving the objects it can read', async () => {
+    const dir = tempDir();
+    // One object kept parsed: the other is read from the log when asked for.
+    const store = new EmbeddedStore({ dataDir: dir, parsedObjects: 1 });
+    await store.start();
+    try {
+      await store.create<Spec, Status>(thing('lost'));
+      const kept = await store.create<Spec, Status>(thing('kept'));
+      // The disk loses the log's bytes under the running store (as a failing device would answer EIO).
+      fs.truncateSync(path.join(dir, 'store.log'), 0);
+      await expect(store.get('Thing', 'team_a', 'lost')).rejects.toBeInstanceOf(StoreUnavailableError);
+      expect(await store.get('Thing', 'team_a', 'kept')).toEqual(kept);
+    } finally {
+      await store.stop();
+    }
   });
 });

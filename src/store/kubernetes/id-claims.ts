@@ -211,7 +211,7 @@ export class IdClaims {
   replaceKind(info: KindInfo, items: Raw[]): void {
     for (const key of [...this.tombstones.keys()]) if (key.startsWith(`${info.kind}/`)) this.tombstones.delete(key);
     const claims = this.claimsOf(info);
-    const changed = new Set<string>(this.o.cache.keys(info.kind));
+    const changed = new Set<string>(this.o.cache.keysOf(info.kind));
     const listed = new Set<string>();
     for (const raw of items) {
       asCached(raw);

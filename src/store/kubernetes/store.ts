@@ -60,6 +60,7 @@ export class KubernetesStore implements Store {
   readonly get: Store['get'];
   readonly peek: Store['peek'];
   readonly list: Store['list'];
+  readonly keys: Store['keys'];
   readonly page: Store['page'];
   readonly named: Store['named'];
   readonly count: Store['count'];
@@ -83,7 +84,7 @@ export class KubernetesStore implements Store {
     const entries = { ...o, core: this.core, call: this.api.call, ensureNamespace: (namespace: string) => this.ensureNamespace(namespace) };
     this.secrets = new KubernetesEntries(entries, SECRET_OBJECTS);
     this.records = new KubernetesEntries(entries, RECORD_OBJECTS);
-    ({ get: this.get, peek: this.peek, list: this.list, page: this.page, named: this.named, count: this.count } = this.cache);
+    ({ get: this.get, peek: this.peek, list: this.list, keys: this.keys, page: this.page, named: this.named, count: this.count } = this.cache);
   }
 
   async start(): Promise<void> {
