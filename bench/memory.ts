@@ -20,6 +20,7 @@ import v8 from 'node:v8';
 import { ruleContextOf } from '../src/events/catalog';
 import { known } from '../src/lib/known';
 import { stackOf } from './report';
+import { SettledObjects } from './settled';
 
 const sleep = (ms: number) => new Promise((resolve) => setTimeout(resolve, ms));
 const KEY = 'cpk_Bench0123456789abcdefghijABCDEFGHIJKLMNO';
@@ -42,6 +43,7 @@ async function snapshot(count: number, file: string): Promise<void> {
   const service = await startService(config, createLogger('silent'));
   try {
     const { teamId, keyId } = known(service.bootstrap, 'the bootstrap team and key');
+    const settled = new SettledObjects(service.ctx.store, family.kind, 'running');
     let next = 0;
     await Promise.all(
       Array.from({ length: 32 }, async () => {
@@ -52,11 +54,8 @@ async function snapshot(count: number, file: string): Promise<void> {
       }),
     );
     // Settled: every one running and its outbox relayed (what a long-running service holds).
-    for (;;) {
-      const all = await service.ctx.store.list<unknown, { status: string; pending_events: unknown[] }>(family.kind, teamId);
-      if (all.every((r) => r.status.status === 'running' && r.status.pending_events.length === 0)) break;
-      await sleep(500);
-    }
+    while (settled.settledCount < count) await sleep(500);
+    settled.stop();
     await sleep(Number(process.env.BENCH_SETTLE_MS ?? 5000));
     const gc = (globalThis as { gc?: () => void }).gc;
     if (!gc) throw new Error('run with --expose-gc');
@@ -64,8 +63,15 @@ async function snapshot(count: number, file: string): Promise<void> {
     await sleep(10);
     gc();
     const m = process.memoryUsage();
+    // Each space's size beside its use: a heap total far above heap used is pages V8 kept, not live objects.
+    const spaces = Object.fromEntries(v8.getHeapSpaceStatistics().map((s) => [s.space_name, { size: s.space_size, used: s.space_used_size }]));
+    // RSS split as the kernel counts it (Linux): anonymous memory (heaps, malloc) and mapped files (the node binary).
+    const status = fs.existsSync('/proc/self/status') ? fs.readFileSync('/proc/self/status', 'utf8') : '';
+    const kernel = Object.fromEntries([...status.matchAll(/^(RssAnon|RssFile|RssShmem):\s+(\d+) kB$/gm)].map(([, name, kb]) => [name, Number(kb) * 1024]));
     v8.writeHeapSnapshot(file);
-    process.stdout.write(`${JSON.stringify({ count, file, rss: m.rss, heapUsed: m.heapUsed, external: m.external, arrayBuffers: m.arrayBuffers })}\n`);
+    process.stdout.write(
+      `${JSON.stringify({ count, file, rss: m.rss, heapUsed: m.heapUsed, heapTotal: m.heapTotal, external: m.external, arrayBuffers: m.arrayBuffers, kernel, spaces })}\n`,
+    );
   } finally {
     await service.stop();
     fs.rmSync(dataDir, { recursive: true, force: true });

@@ -38,6 +38,9 @@ export function writeResults(name: string, startedAt: Date, report: unknown, mar
 
 export const mb = (bytes: number) => Math.round((bytes / 1024 ** 2) * 10) / 10;
 
+/** `n` to `digits` decimals, for a report. */
+export const round = (n: number, digits = 2) => Math.round(n * 10 ** digits) / 10 ** digits;
+
 /**
  * The process's memory after two forced collections (node --expose-gc), with a turn of the
  * event loop between: weak references and finalizers of the first are freed by the second.

@@ -22,7 +22,8 @@ import inspector from 'node:inspector/promises';
 import { constants as perfConstants, monitorEventLoopDelay, performance, PerformanceObserver } from 'node:perf_hooks';
 import Fastify from 'fastify';
 import { CoreV1Api } from '@kubernetes/client-node';
-import { machine, memoryAfterGc, nextReply, sendReply, serviceExecArgv, stackOf, writeResults } from './report';
+import { machine, memoryAfterGc, nextReply, round, sendReply, serviceExecArgv, stackOf, writeResults } from './report';
+import { SettledObjects } from './settled';
 import { loadInWorker } from './load-worker';
 import { ruleContextOf } from '../src/events/catalog';
 import { packageRoot } from '../src/lib/package-root';
@@ -48,7 +49,6 @@ const PAGE = 100;
 type StoreName = 'embedded' | 'kubernetes';
 
 const log = (line: string) => process.stdout.write(`[${new Date().toISOString().slice(11, 19)}] ${line}\n`);
-const round = (n: number, digits = 2) => Math.round(n * 10 ** digits) / 10 ** digits;
 const sleep = (ms: number) => new Promise((resolve) => setTimeout(resolve, ms));
 
 // ---------------------------------------------------------------------------------------
@@ -85,7 +85,7 @@ type ChildReply =
   | { type: 'seeded'; result: SeedResult }
   | { type: 'measure'; memory: Memory }
   | { type: 'cpu'; cpu_percent: number }
-  | { type: 'measured'; event_loop_max_ms: number; collections: Collections }
+  | { type: 'measured'; event_loop_max_ms: number; collections: Collections; held_json_mb: number }
   | { type: 'stopped' };
 
 async function child(): Promise<void> {
@@ -97,6 +97,7 @@ async function child(): Promise<void> {
   const config = loadConfig(process.env);
   const service = await startService(config, createLogger(config.logLevel));
   const { teamId, keyId } = known(service.bootstrap, 'the bootstrap team and key');
+  const settled = new SettledObjects(service.ctx.store, family.kind, 'running');
   let created = 0;
 
   const seed = async (target: number, concurrency: number, timeoutMs: number): Promise<SeedResult> => {
@@ -120,10 +121,9 @@ async function child(): Promise<void> {
     // Measured at rest, as a long-running service is: every one running and its events
     // relayed to the bus and consumed, not while the service still catches up on the seeding's tail.
     for (;;) {
-      const all = await service.ctx.store.list<unknown, { status: string; pending_events?: unknown[] }>(family.kind, teamId);
-      running = all.filter((r) => r.status.status === 'running').length;
+      running = settled.inStateCount;
       if (running >= target) untilRunningS ??= round((performance.now() - t1) / 1000);
-      const relayed = all.every((r) => (r.status.pending_events ?? []).length === 0);
+      const relayed = settled.settledCount >= target;
       // ... and handled by every consumer of the bus (the webhook dispatcher, the agent, ...).
       const consumed = relayed && Object.values(await service.ctx.bus.pending()).every((events) => events === 0);
       if ((running >= target && consumed) || Date.now() > deadline) break;
@@ -162,7 +162,10 @@ async function child(): Promise<void> {
         send({ type: 'cpu', cpu_percent: round(((user + system) / 1000 / (performance.now() - cpuSince.at)) * 100, 1) });
       } else if (request.type === 'measured') {
         await rowProfile?.stop(request.label);
-        send({ type: 'measured', event_loop_max_ms: round(loopDelay.max / 1e6, 1), collections: collections.summary() });
+        const eventLoopMaxMs = round(loopDelay.max / 1e6, 1);
+        // Read after the rows: on a store that parses records on demand, reading them all is work of its own.
+        const heldJsonMb = mb(jsonBytesOf(await service.ctx.store.list(family.kind, teamId)));
+        send({ type: 'measured', event_loop_max_ms: eventLoopMaxMs, collections: collections.summary(), held_json_mb: heldJsonMb });
       } else {
         // 'stop', the one request left.
         await service.stop();
@@ -176,6 +179,11 @@ async function child(): Promise<void> {
   });
   send({ type: 'ready', url: service.url, team_id: teamId });
 }
+
+const mb = (bytes: number) => round(bytes / 1e6, 1);
+
+/** The JSON of what the store holds of the load balancers: what "heap per JSON held" is per. */
+const jsonBytesOf = (objects: readonly object[]) => objects.reduce((sum, object) => sum + Buffer.byteLength(JSON.stringify(object)), 0);
 
 /** What the garbage collector stopped the service for while the rows of a size ran. */
 interface Collections {
@@ -342,9 +350,9 @@ class ServiceChild {
   }
 
   /** The longest the service's event loop was held since memory(), and its garbage collections since then. */
-  async measured(label: string): Promise<{ eventLoopMaxMs: number; collections: Collections }> {
+  async measured(label: string): Promise<{ eventLoopMaxMs: number; collections: Collections; heldJsonMb: number }> {
     const reply = await this.ask({ type: 'measured', label }, 'measured', 120_000);
-    return { eventLoopMaxMs: reply.event_loop_max_ms, collections: reply.collections };
+    return { eventLoopMaxMs: reply.event_loop_max_ms, collections: reply.collections, heldJsonMb: reply.held_json_mb };
   }
 
   async stop(): Promise<void> {
@@ -370,6 +378,8 @@ interface SizeResult {
   idle_cpu_percent?: number;
   /** The longest the service's event loop was held while the rows of this size ran (older results have none). */
   event_loop_max_ms?: number;
+  /** The JSON of every load balancer the store holds (read after the rows): what the heap is compared with. */
+  held_json_mb?: number;
   /** The garbage collections while the rows of this size ran (older results have none). */
   collections?: Collections;
   load_average: number[];
@@ -506,7 +516,7 @@ async function measureStore(result: StoreResult, baselineUrl: string, save: () =
       }
       const firstPage = medianRound(firstRounds);
       const deepestPage = medianRound(deepestRounds);
-      const { eventLoopMaxMs, collections } = await service.measured(`${store}-${size}`);
+      const { eventLoopMaxMs, collections, heldJsonMb } = await service.measured(`${store}-${size}`);
       log(
         `  baseline ${baseline.req_per_s}/s p99 ${baseline.p99_ms} ms; first page ${firstPage.req_per_s}/s p99 ${firstPage.p99_ms} ms; deepest page ${deepestPage.req_per_s}/s p99 ${deepestPage.p99_ms} ms; event loop held ${eventLoopMaxMs} ms at most; service CPU during the baseline ${idleCpuPercent} %`,
       );
@@ -522,6 +532,7 @@ async function measureStore(result: StoreResult, baselineUrl: string, save: () =
         memory,
         idle_cpu_percent: idleCpuPercent,
         event_loop_max_ms: eventLoopMaxMs,
+        held_json_mb: heldJsonMb,
         collections,
         load_average: loadAverage,
         baseline,
@@ -612,7 +623,19 @@ export function markdown(r: Report): string {
         `| ${x.size} | ${name} | ${p.req_per_s} | ${p.p50_ms} | ${p.p99_ms}${p.rounds_p99_ms ? ` (${p.rounds_p99_ms.join(', ')})` : ''} | ${q.req_per_s_of_baseline} | ${q.p99_x_baseline} | **${q.p99_x_first_size}** | ${x.memory.rss_mb} (${x.ratios.rss_x_first_size}) | ${x.memory.heap_used_mb} | ${x.event_loop_max_ms ?? '–'} | ${x.idle_cpu_percent ?? '–'} | ${x.baseline.req_per_s}, ${x.baseline.p99_ms} | ${x.load_average[0].toFixed(2)} |`;
       lines.push(row('first', x.first_page, x.ratios.first_page), row(`last (after ${x.deepest_page.rows_before})`, x.deepest_page, x.ratios.deepest_page));
     }
-    lines.push('');
+    lines.push(
+      '',
+      'Memory after a forced GC: ' +
+        s.sizes
+          .map(
+            ({ size, memory: m, held_json_mb: json }) =>
+              `${size}: RSS ${m.rss_mb} MB, heap used ${m.heap_used_mb} of ${m.heap_total_mb} MB, external ${m.external_mb} MB` +
+              (json ? `, JSON of the load balancers held ${json} MB (heap used ÷ JSON ${round(m.heap_used_mb / json)})` : ''),
+          )
+          .join('; ') +
+        '.',
+      '',
+    );
     const watched = s.sizes.filter((x): x is SizeResult & { collections: Collections } => x.collections !== undefined);
     if (watched.length)
       lines.push(
