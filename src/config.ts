@@ -56,6 +56,8 @@ export interface Config {
   storeCompactBytes: number;
   /** Embedded store: how many objects it keeps parsed; the others are read from the data directory when read. */
   storeParsedObjects: number;
+  /** How far V8 grows its heap past what a full collection left live, in percent (0: V8's own choice); lib/heap-growth.ts. */
+  heapGrowingPercent: number;
   bootstrapApiKey?: string;
   logLevel: string;
   /** The level of the one line logged per answered request (an access log). */
@@ -724,6 +726,7 @@ export function loadConfig(env: Env = process.env): Config {
     consoleDir: path.resolve(env.CLOUDPLANE_CONSOLE_DIR || path.join(packageRoot(), 'dist', 'console')),
     storeCompactBytes: int(env, 'CLOUDPLANE_STORE_COMPACT_BYTES', 64 * 1024 * 1024, 4096),
     storeParsedObjects: int(env, 'CLOUDPLANE_STORE_PARSED_OBJECTS', 10_000, 1),
+    heapGrowingPercent: int(env, 'CLOUDPLANE_HEAP_GROWING_PERCENT', 50, 0, 300),
     bootstrapApiKey: env.CLOUDPLANE_BOOTSTRAP_API_KEY || undefined,
     logLevel: env.CLOUDPLANE_LOG_LEVEL || 'info',
     requestLogLevel: requestLogLevel(env),

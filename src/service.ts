@@ -48,6 +48,7 @@ import { kubeConfigFor } from './store';
 import { LeaderCallbacks, LeaderElector, Leadership, SoleLeader } from './controllers/leader-election';
 import { reportEventConsumers, reportLeadership } from './metrics';
 import { fieldOf, textOf } from './lib/unknown-values';
+import { limitHeapGrowth } from './lib/heap-growth';
 
 export interface RunningService {
   app: FastifyInstance;
@@ -75,6 +76,8 @@ export async function startService(config: Config, logger: Logger = createLogger
   const stopAll = async () => {
     for (const stop of started.splice(0).reverse()) await stop();
   };
+  // The process's heap grows in small steps past what is live (lib/heap-growth.ts).
+  limitHeapGrowth(config.heapGrowingPercent);
   try {
     // First, so that a family left without a driver, or a quota naming none, stops start-up before anything opens.
     // In cluster mode the store and the drivers watch the team namespaces on the same watches.

@@ -1,4 +1,4 @@
-/** The connection and overload settings: defaults, and a malformed value names its variable. */
+/** Settings: defaults, bounds, and a malformed value names its variable. */
 import { loadConfig } from '../../src/config';
 
 describe('HTTP and overload settings', () => {
@@ -197,5 +197,15 @@ describe('sign-in settings: sessions, public URL, identity provider', () => {
   it('never puts the client secret in its message', () => {
     expect(() => loadConfig({ CLOUDPLANE_OIDC_CLIENT_SECRET: 'do-not-print-me' })).toThrow(/CLOUDPLANE_OIDC_ISSUER and CLOUDPLANE_OIDC_CLIENT_ID not set/);
     expect(() => loadConfig({ CLOUDPLANE_OIDC_CLIENT_SECRET: 'do-not-print-me' })).not.toThrow(/do-not-print-me/);
+  });
+});
+
+describe('heap growth', () => {
+  it('lets the heap grow half past what is live by default, V8 choose at 0, and refuses past 300 %', () => {
+    expect(loadConfig({}).heapGrowingPercent).toBe(50);
+    expect(loadConfig({ CLOUDPLANE_HEAP_GROWING_PERCENT: '0' }).heapGrowingPercent).toBe(0);
+    expect(() => loadConfig({ CLOUDPLANE_HEAP_GROWING_PERCENT: '301' })).toThrow(
+      'CLOUDPLANE_HEAP_GROWING_PERCENT must be an integer between 0 and 300, got "301"',
+    );
   });
 });
