@@ -443,6 +443,10 @@ async function measureStore(result: StoreResult, baselineUrl: string, save: () =
   const store = result.store;
   const dataDir = fs.mkdtempSync(path.join(os.tmpdir(), 'cloudplane-bench-scale-'));
   const environment: Record<string, string> = {
+    // Settings of the service under test (CLOUDPLANE_HEAP_GROWING_PERCENT, say) from this run's environment; the benchmark's own below win.
+    ...Object.fromEntries(
+      Object.entries(process.env).filter((entry): entry is [string, string] => entry[0].startsWith('CLOUDPLANE_') && entry[1] !== undefined),
+    ),
     CLOUDPLANE_PORT: '0',
     CLOUDPLANE_HOST: '127.0.0.1',
     CLOUDPLANE_DATA_DIR: dataDir,
