@@ -38,6 +38,8 @@ async function snapshot(count: number, file: string): Promise<void> {
     CLOUDPLANE_BOOTSTRAP_API_KEY: KEY,
     CLOUDPLANE_QUOTAS: 'load_balancer=100000000',
     CLOUDPLANE_SIM_DELAY_MS: '0',
+    // Settled means the outboxes drained, as they are 5 minutes after a resource's last change: at once here.
+    CLOUDPLANE_OUTBOX_DRAIN_SECONDS: '0',
     ...Object.fromEntries(Object.entries(process.env).filter(([k]) => k.startsWith('CLOUDPLANE_'))),
   });
   const service = await startService(config, createLogger('silent'));
