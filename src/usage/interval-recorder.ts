@@ -22,8 +22,12 @@ import { fieldOf, textOf } from '../lib/unknown-values';
 export const USAGE_CONSUMER = 'usage';
 /** How long events gather before their records are written: usage is read in hours, a write per record per batch. */
 const BATCH_MS = 2_000;
-/** Events the bus may hand over at once: what one batch can hold. */
-const CONCURRENCY = 512;
+/**
+ * Events the bus may hand over at once: what one batch can hold. A full batch is written
+ * at once: the bus hands no more until these are finished, so waiting out BATCH_MS would
+ * cap metering at this many events per BATCH_MS (256 a second), behind any burst.
+ */
+export const USAGE_BATCH_EVENTS = 512;
 const RETRY_MS = { base: 500, max: 30_000 };
 
 /** An event waiting for its record's write, and the bus's handler waiting for it. */
@@ -48,17 +52,23 @@ export class IntervalRecorder {
   /** Team -> its events not yet written, oldest first. */
   private readonly waiting = new Map<string, Waiting[]>();
   private timer: NodeJS.Timeout | null = null;
+  /** Whether `timer` writes at once (a full batch) rather than at the end of a window. */
+  private timerAtOnce = false;
   private writing: Promise<void> = Promise.resolve();
   private failures = 0;
+  /** The events in `waiting`, of every team. */
+  private waitingCount = 0;
 
   constructor(
     private readonly bus: EventBus,
     private readonly store: Store,
     private readonly logger: Logger,
+    /** How long events gather before a batch that is not full is written. */
+    private readonly batchMs = BATCH_MS,
   ) {}
 
   start(): Promise<void> {
-    if (!this.unsubscribe) this.unsubscribe = this.bus.subscribe(USAGE_CONSUMER, (event) => this.record(event), { concurrency: CONCURRENCY });
+    if (!this.unsubscribe) this.unsubscribe = this.bus.subscribe(USAGE_CONSUMER, (event) => this.record(event), { concurrency: USAGE_BATCH_EVENTS });
     return Promise.resolve();
   }
 
@@ -81,12 +91,20 @@ export class IntervalRecorder {
       const events = this.waiting.get(team) ?? [];
       events.push({ event, metered: subject.metered, id: subject.id, done, failed });
       this.waiting.set(team, events);
-      this.writeSoon(BATCH_MS);
+      this.waitingCount++;
+      this.writeSoon(this.waitingCount >= USAGE_BATCH_EVENTS && this.failures === 0 ? 0 : this.batchMs);
     });
   }
 
   private writeSoon(ms: number): void {
-    if (this.timer || !this.unsubscribe) return;
+    if (!this.unsubscribe) return;
+    // A batch that filled while it waited out its window is written now instead.
+    if (this.timer && ms === 0 && !this.timerAtOnce) {
+      clearTimeout(this.timer);
+      this.timer = null;
+    }
+    if (this.timer) return;
+    this.timerAtOnce = ms === 0;
     this.timer = setTimeout(() => {
       this.timer = null;
       this.writing = this.writing.then(() => this.writeAll());
@@ -97,6 +115,7 @@ export class IntervalRecorder {
   private async writeAll(): Promise<void> {
     const teams = [...this.waiting];
     this.waiting.clear();
+    this.waitingCount = 0;
     let failed = false;
     for (const [team, events] of teams) {
       const kept = await this.writeTeam(team, events);
@@ -104,9 +123,13 @@ export class IntervalRecorder {
       failed = true;
       // Ahead of what came meanwhile: a resource's events stay in order.
       this.waiting.set(team, [...kept, ...(this.waiting.get(team) ?? [])]);
+      this.waitingCount += kept.length;
     }
     this.failures = failed ? this.failures + 1 : 0;
-    if (this.waiting.size > 0) this.writeSoon(failed ? Math.min(RETRY_MS.base * 2 ** (this.failures - 1), RETRY_MS.max) : BATCH_MS);
+    if (this.waiting.size > 0) {
+      const full = this.waitingCount >= USAGE_BATCH_EVENTS;
+      this.writeSoon(failed ? Math.min(RETRY_MS.base * 2 ** (this.failures - 1), RETRY_MS.max) : full ? 0 : this.batchMs);
+    }
   }
 
   /** Writes a team's events, a record at a time; answers those whose record could not be written. */

@@ -9,7 +9,7 @@ import path from 'node:path';
 import pino from 'pino';
 import { EmbeddedStore } from '../../src/store/embedded';
 import { EmbeddedEventBus } from '../../src/events/embedded-bus';
-import { IntervalRecorder, USAGE_CONSUMER } from '../../src/usage/interval-recorder';
+import { IntervalRecorder, USAGE_BATCH_EVENTS, USAGE_CONSUMER } from '../../src/usage/interval-recorder';
 import { intervalName, intervalsOfRecord, intervalToRecord, METER_PREFIX } from '../../src/usage/records';
 import type { CloudEvent } from '../../src/resources/cloud-event';
 
@@ -80,6 +80,20 @@ it('writes a burst of 200 resources in a handful of record writes, every interva
   // One meter record: of the ten seconds the resources were created in.
   expect((await store.records.list(METER_PREFIX)).map((r) => r.name)).toEqual([`${METER_PREFIX}20261130-094710`]);
   expect(recordWrites).toBeLessThan(ids.length / 10);
+});
+
+it('writes a full batch at once rather than at the end of its window, so a burst is metered as fast as it is written', async () => {
+  // A window of an hour: only a full batch can be written within the test.
+  await recorder.stop();
+  recorder = new IntervalRecorder(bus, store, pino({ level: 'silent' }), 3_600_000);
+  await recorder.start();
+  const ids = Array.from({ length: 2 * USAGE_BATCH_EVENTS + 100 }, (_, i) => `lb_full${String(i).padStart(5, '0')}`);
+  for (const id of ids) await bus.publish(running(id, '2026-11-30T09:47:13.000Z'));
+  for (let i = 0; i < 500 && (await intervals()).length < 2 * USAGE_BATCH_EVENTS; i++) await new Promise((resolve) => setTimeout(resolve, 20));
+  // Two full batches written, in order; the last 100 wait for their window.
+  const kept = (await intervals()).map((i) => i.resource_id).sort();
+  expect(kept).toEqual(ids.slice(0, 2 * USAGE_BATCH_EVENTS));
+  expect((await bus.pending())[USAGE_CONSUMER]).toBe(100);
 });
 
 it("goes on writing a resource's own record when it has one from before meter records", async () => {
