@@ -22,8 +22,30 @@ export class KeptRecord {
   /** Read since it was last passed over for dropping. */
   referenced = false;
   parsed: StoredObject | undefined = undefined;
+  // The place as fields of the record: a place object of its own was 48 bytes more a record.
+  private file: RecordPlace['file'] = 'memory';
+  private at = 0;
+  private length = 0;
+  private text = '';
 
-  constructor(public place: RecordPlace) {}
+  constructor(place: RecordPlace) {
+    this.place = place;
+  }
+
+  get place(): RecordPlace {
+    return this.file === 'memory' ? { file: 'memory', text: this.text } : { file: this.file, at: this.at, length: this.length };
+  }
+
+  set place(place: RecordPlace) {
+    this.file = place.file;
+    if (place.file === 'memory') {
+      this.text = place.text;
+      return;
+    }
+    this.text = '';
+    this.at = place.at;
+    this.length = place.length;
+  }
 }
 
 /** Reads a record's JSON from where it is. */

@@ -37,8 +37,9 @@ export class ObjectCache<E> {
     let forKind = this.kinds.get(kind);
     if (!forKind) this.kinds.set(kind, (forKind = new TeamPartition(teamOfKey)));
     const previous = forKind.get(key);
-    forKind.set(key, entry);
-    this.indexes.replace(kind, previous, entry);
+    // A new object's id, held once for the partition and the index.
+    const id = forKind.set(key, entry);
+    this.indexes.replace(kind, previous, entry, id);
   }
 
   delete(kind: string, key: string): void {
@@ -66,7 +67,7 @@ export class ObjectCache<E> {
   // The reads of the Store interface, as properties the stores take over as their own.
 
   readonly peek = <S, St>(kind: string, team: string, id: string): StoredObject<S, St> | undefined => {
-    const entry = this.kinds.get(kind)?.getOfTeam(team, `${team}/${id}`);
+    const entry = this.kinds.get(kind)?.getOfTeam(team, id);
     return entry && readAs<S, St>(this.objectOf(entry));
   };
 

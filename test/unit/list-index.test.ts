@@ -95,7 +95,12 @@ describe('KindIndex', () => {
   });
 });
 
-describe('KindIndex against a scan', () => {
+// With a hidden state, and without one (the name sort's tree of every object is then the shown one).
+describe.each([
+  ['hiding a state', listed],
+  ['hiding none', { ...listed, hiddenStates: [] }],
+])('KindIndex against a scan, %s', (_, kind: ListedKind) => {
+  const hidden = (state: string | undefined) => state !== undefined && kind.hiddenStates.includes(state);
   const NAMES = ['alpha', 'bravo', 'charlie'];
   const STATES = ['creating', 'running', 'failed', 'deleted', 'destroyed', undefined];
   const GROUPS = ['g1', 'g2'];
@@ -113,7 +118,7 @@ describe('KindIndex against a scan', () => {
   it('answers every page as a filter and sort of its objects would, through creates, changes of state, name and field, and removals', () => {
     fc.assert(
       fc.property(fc.array(change, { minLength: 1, maxLength: 40 }), (changes) => {
-        const index = new KindIndex(listed, asKept);
+        const index = new KindIndex(kind, asKept);
         const objects = new Map<string, StoredObject>();
         changes.forEach((c, step) => {
           const id = `id_${c.pick % 8}`;
@@ -123,7 +128,7 @@ describe('KindIndex against a scan', () => {
             objects.delete(id);
             return;
           }
-          const next = thing(id, c.name, previous?.meta.createdAt ?? `2026-01-01T00:00:${String(step).padStart(2, '0')}.000Z`, c.state, c.group);
+          const next = thing(id, c.name, previous?.meta.createdAt ?? `2026-01-01T00:00:${String(step % 6).padStart(2, '0')}.000Z`, c.state, c.group);
           index.replace(previous, next);
           objects.set(id, next);
         });
@@ -133,12 +138,34 @@ describe('KindIndex against a scan', () => {
             for (const group of [undefined, 'g2']) {
               const expected = [...objects.values()]
                 .filter((o) => stateOf(o) !== undefined && stateOf(o) !== 'destroyed')
-                .filter((o) => (status === undefined ? stateOf(o) !== 'deleted' : stateOf(o) === status))
+                .filter((o) => (status === undefined ? !hidden(stateOf(o)) : stateOf(o) === status))
                 .filter((o) => group === undefined || (o.spec as { group: string }).group === group)
                 .sort((x, y) => (before(keyOf(x, sort), keyOf(y, sort)) ? -1 : 1));
               const page = index.page('team_a', { sort, order: 'asc', status, where: group ? { group } : undefined, limit: 100 });
               expect(ids(page.items)).toEqual(ids(expected));
             }
+          }
+        }
+        // Paged through one or two at a time, both ways, in a creation window: the cursor and the
+        // window's edge seek the same order the scan sorts.
+        const time = (second: number) => `2026-01-01T00:00:${String(second).padStart(2, '0')}.000Z`;
+        const window = { from: time(changes.length % 3), before: time(3 + (changes.length % 4)) };
+        for (const sort of ['created_at', 'name'] as const) {
+          for (const order of ['asc', 'desc'] as const) {
+            const inWindow = [...objects.values()]
+              .filter((o) => stateOf(o) !== undefined && stateOf(o) !== 'destroyed' && !hidden(stateOf(o)))
+              .filter((o) => o.meta.createdAt >= window.from && o.meta.createdAt < window.before)
+              .sort((x, y) => (before(keyOf(x, sort), keyOf(y, sort)) ? -1 : 1));
+            if (order === 'desc') inWindow.reverse();
+            const paged: StoredObject[] = [];
+            let after: { value: string; id: string } | undefined;
+            for (let pages = 0; pages < 50; pages++) {
+              const page = index.page('team_a', { sort, order, created: window, after, limit: 1 + (changes.length % 2) });
+              paged.push(...page.items);
+              if (!page.next) break;
+              after = page.next;
+            }
+            expect(ids(paged)).toEqual(ids(inWindow));
           }
         }
         const running = [...objects.values()].filter((o) => stateOf(o) === 'running').length;
