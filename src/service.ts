@@ -121,7 +121,12 @@ export async function startService(config: Config, logger: Logger = createLogger
     let publicUrl = config.publicUrl;
     const oidc = config.oidc ? new OidcSignIn(config.oidc, () => `${publicUrl}/auth/callback`, cursorKey, logger) : undefined;
     oidc?.warmUp();
-    const audit = new AuditLog(bus, config.eventRetentionMs);
+    const audit = new AuditLog(bus, config.eventRetentionMs, {
+      directory: config.dataDir,
+      failed: (err) => {
+        logger.warn({ err }, 'the audit log keeps its events in memory: its scratch file in the data directory cannot be written');
+      },
+    });
     audit.start();
     started.push(() => {
       audit.stop();

@@ -19,7 +19,7 @@ import type { EventBus } from '../events/types';
 import type { CloudEvent } from '../resources/cloud-event';
 import { categoryOf, parseEvent } from '../events/types';
 import { OrderedKeys, SortedKeys, SortedMap } from '../lib/sorted-keys';
-import { TextArena } from '../lib/text-arena';
+import { ArenaSpill, TextArena } from '../lib/text-arena';
 import { known } from '../lib/known';
 import { fieldOf } from '../lib/unknown-values';
 
@@ -126,7 +126,7 @@ class TeamEvents {
 
 export class AuditLog {
   private readonly byTeam = new Map<string, TeamEvents>();
-  private readonly arena = new TextArena();
+  private readonly arena: TextArena;
   /** Ids of the events held, so an event the bus delivers twice is recorded once. */
   private readonly held = new Set<string>();
   private stopFollowing: (() => void) | null = null;
@@ -135,7 +135,11 @@ export class AuditLog {
   constructor(
     private readonly bus: EventBus,
     private readonly retentionMs: number,
-  ) {}
+    /** Where the texts of events go once a slab of them is full: a scratch file, else memory. */
+    spill?: ArenaSpill,
+  ) {
+    this.arena = new TextArena(spill);
+  }
 
   start(): void {
     this.stopFollowing = this.bus.follow(new Date(Date.now() - this.retentionMs).toISOString(), (event, text) => {
@@ -154,6 +158,7 @@ export class AuditLog {
   stop(): void {
     this.stopFollowing?.();
     if (this.trimTimer) clearInterval(this.trimTimer);
+    this.arena.close();
   }
 
   /** Every event of a team matching every given filter, oldest first. */

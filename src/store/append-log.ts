@@ -12,6 +12,7 @@
  * store serialises the writes of one object, so the order between them is free.
  */
 import fs from 'node:fs';
+import { readText } from '../lib/file-text';
 import path from 'node:path';
 import { codeOf } from '../lib/unknown-values';
 import { isAlive } from '../lib/processes';
@@ -348,24 +349,6 @@ export class AppendLog {
     }
     return batch;
   }
-}
-
-/**
- * Where readText reads into, grown as needed and used again: reads are synchronous, so one
- * is enough, where a Buffer per read would be a slice of Node's 8 KiB pool, and a new pool
- * every few reads, for the collector to free.
- */
-let scratch = Buffer.allocUnsafeSlow(64 * 1024);
-
-/** `length` bytes of a file from `at`, as UTF-8 text, read synchronously (a read answers without a turn of the loop). */
-export function readText(fd: number, at: number, length: number): string {
-  if (scratch.length < length) scratch = Buffer.allocUnsafeSlow(Math.max(length, 2 * scratch.length));
-  for (let read = 0; read < length;) {
-    const n = fs.readSync(fd, scratch, read, length - read, at + read);
-    if (n === 0) throw new Error(`a file ended at byte ${at + read}, before ${at + length}`);
-    read += n;
-  }
-  return scratch.toString('utf8', 0, length);
 }
 
 function fdatasync(fd: number): Promise<void> {
