@@ -51,7 +51,6 @@ export interface AuditPageRequest {
  */
 const positionOf = (createdAt: string, id: string) => `${createdAt}\u0000${id}`;
 const keyOf = (event: CloudEvent) => positionOf(event.created_at, event.id);
-const idOf = (key: string) => key.slice(key.indexOf('\u0000') + 1);
 
 /** The equality indexes an event is entered in, by name (`<filter>:<value>`). */
 function indexNamesOf(event: CloudEvent): string[] {
@@ -77,8 +76,10 @@ class TeamEvents {
 
   constructor(private readonly arena: TextArena) {}
 
+  /** Records an event once: one the bus delivers again has the same key (its time and id). */
   add(event: CloudEvent, text: string): void {
     const key = keyOf(event);
+    if (this.all.has(key)) return;
     this.all.set(key, this.arena.add(text));
     for (const name of indexNamesOf(event)) {
       let index = this.byValue.get(name);
@@ -97,19 +98,18 @@ class TeamEvents {
     return !q || this.textOf(key).toLowerCase().includes(q);
   }
 
-  /** Forgets the events created before `cutoff` (a time), and returns their ids. */
-  expire(cutoff: string): string[] {
-    const ids: string[] = [];
-    this.all.deleteBelow(cutoff, (key, handle) => {
+  /** Forgets the events created before `cutoff` (a time). */
+  expire(cutoff: string): void {
+    let expired = 0;
+    this.all.deleteBelow(cutoff, (_key, handle) => {
       this.arena.release(handle);
-      ids.push(idOf(key));
+      expired++;
     });
-    if (ids.length === 0) return ids;
+    if (expired === 0) return;
     for (const [name, index] of this.byValue) {
       index.deleteBelow(cutoff);
       if (index.size === 0) this.byValue.delete(name);
     }
-    return ids;
   }
 
   /** The smallest index holding every event the filter can match (an empty one if a value has none), and its name (null: all). */
@@ -127,8 +127,6 @@ class TeamEvents {
 export class AuditLog {
   private readonly byTeam = new Map<string, TeamEvents>();
   private readonly arena: TextArena;
-  /** Ids of the events held, so an event the bus delivers twice is recorded once. */
-  private readonly held = new Set<string>();
   private stopFollowing: (() => void) | null = null;
   private trimTimer: NodeJS.Timeout | null = null;
 
@@ -209,8 +207,6 @@ export class AuditLog {
   }
 
   private record(event: CloudEvent, text: string): void {
-    if (this.held.has(event.id)) return;
-    this.held.add(event.id);
     let teamEvents = this.byTeam.get(event.team_id);
     if (!teamEvents) this.byTeam.set(event.team_id, (teamEvents = new TeamEvents(this.arena)));
     teamEvents.add(event, text);
@@ -219,7 +215,7 @@ export class AuditLog {
   private trim(): void {
     const cutoff = new Date(Date.now() - this.retentionMs).toISOString();
     for (const [team, teamEvents] of this.byTeam) {
-      for (const id of teamEvents.expire(cutoff)) this.held.delete(id);
+      teamEvents.expire(cutoff);
       if (teamEvents.all.size === 0) this.byTeam.delete(team);
     }
   }
