@@ -35,6 +35,12 @@ export interface ArenaSpill {
 export class TextArena {
   private readonly slabs = new Map<number, Slab>();
   private spill: { file: SlabFile; failed: (err: unknown) => void } | null = null;
+  /**
+   * The buffer of the slab last written out, filled again next: a megabyte freed and
+   * allocated for every slab raised glibc's mmap threshold past it, and slabs then came
+   * from the malloc heap, whose freed pages stayed in the process's RSS.
+   */
+  private spare: Buffer | null = null;
   /** Whether full slabs are still written out: not after the disk refused one (those written stay readable). */
   private writing = false;
   /** Slab numbers given back, taken again first so that handles stay small integers. */
@@ -61,7 +67,7 @@ export class TextArena {
     if (!filling || this.used + LENGTH_BYTES + length > filling.buffer.length) {
       this.retireFilling();
       // A text larger than a slab gets a slab of its own size.
-      const buffer = Buffer.allocUnsafeSlow(Math.max(SLAB_BYTES, LENGTH_BYTES + length));
+      const buffer = this.takeSpare(LENGTH_BYTES + length) ?? Buffer.allocUnsafeSlow(Math.max(SLAB_BYTES, LENGTH_BYTES + length));
       const slab = { buffer, live: 0 };
       filling = this.filling = { number: this.freeNumbers.pop() ?? this.nextNumber++, slab, buffer };
       this.slabs.set(filling.number, slab);
@@ -111,6 +117,7 @@ export class TextArena {
   close(): void {
     this.spill?.file.close();
     this.spill = null;
+    this.spare = null;
     this.slabs.clear();
     this.filling = null;
   }
@@ -137,11 +144,20 @@ export class TextArena {
     try {
       spill.file.write(number, buffer, this.used);
       slab.buffer = null;
+      this.spare = buffer;
     } catch (err) {
       // A full disk: this slab and the next stay in memory, as without a file.
       this.writing = false;
       spill.failed(err);
     }
+  }
+
+  /** The buffer of the slab last written out, for the next slab, if `bytes` fit in it. */
+  private takeSpare(bytes: number): Buffer | null {
+    const spare = this.spare;
+    if (!spare || bytes > spare.length) return null;
+    this.spare = null;
+    return spare;
   }
 
   private free(number: number): void {
