@@ -23,6 +23,7 @@ import { known } from '../src/lib/known';
 import type { CloudEvent } from '../src/resources/cloud-event';
 import { deliveryFamily, MAX_RATE_LIMIT_PER_MINUTE } from '../src/resources/webhook';
 import type { Store } from '../src/store/types';
+import { directorySize } from '../test/helpers/directory-size';
 import { machine, memoryAfterGc, round, sourceState, writeResults } from './report';
 
 const DELIVERIES = Number(process.env.BENCH_DELIVERIES ?? 260_000);
@@ -152,7 +153,7 @@ async function main(): Promise<void> {
       deliveries_kept: { before: keptBefore, after: keptAfter },
       memory: { before, after },
       heap_used_per_kept_delivery_bytes: Math.round(((after.heap_used_mb - before.heap_used_mb) * 1024 ** 2) / (keptAfter - keptBefore)),
-      data_dir_mb: round(dirBytes(dataDir) / 1024 ** 2),
+      data_dir_mb: round(directorySize(dataDir) / 1024 ** 2),
       fresh,
       piled,
       cpu_per_delivery_piled_x_fresh: round(piled.cpu_us_per_delivery / fresh.cpu_us_per_delivery),
@@ -165,15 +166,6 @@ async function main(): Promise<void> {
     receiver.child.kill();
     fs.rmSync(dataDir, { recursive: true, force: true });
   }
-}
-
-function dirBytes(dir: string): number {
-  let total = 0;
-  for (const entry of fs.readdirSync(dir, { withFileTypes: true })) {
-    const file = path.join(dir, entry.name);
-    total += entry.isDirectory() ? dirBytes(file) : fs.statSync(file).size;
-  }
-  return total;
 }
 
 type Report = {

@@ -12,10 +12,9 @@
  * the audit log still finds the recent subscriptions' events, and the delivery history
  * still lists the recent deliveries.
  */
-import fs from 'node:fs';
-import path from 'node:path';
 import { startTestService, TestService, eventually, request } from '../helpers/service';
 import { startReceiver, Receiver } from '../helpers/receiver';
+import { directorySize } from '../helpers/directory-size';
 import { families } from '../../src/resources/registry';
 import { deliveryFamily } from '../../src/resources/webhook';
 
@@ -34,15 +33,6 @@ const COMPACT_BYTES = (SOAK ? 4 : 1) * 1024 * 1024;
 const RETENTION_WINDOW_MS = 2 * RETENTION_S * 1000;
 
 const days = (seconds: number) => String(seconds / 86_400);
-
-function directorySize(dir: string): number {
-  let total = 0;
-  for (const entry of fs.readdirSync(dir, { withFileTypes: true })) {
-    const full = path.join(dir, entry.name);
-    total += entry.isDirectory() ? directorySize(full) : fs.statSync(full).size;
-  }
-  return total;
-}
 
 interface Sample {
   cycles: number;
