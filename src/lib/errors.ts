@@ -74,3 +74,7 @@ export const providerUnavailable = (title: string, cause: string) =>
 
 export const persistenceUnavailable = () =>
   new ApiError(503, 'persistence_unavailable', 'The store of record cannot be reached; the write was not made. Retry later.');
+
+/** A read of what the service keeps in its data directory failed (EIO, a short file): that request fails, not the process. */
+export const persistenceUnreadable = (cause: string) =>
+  new ApiError(503, 'persistence_unavailable', `Stored history cannot be read from the data directory (${cause}); retry later.`);

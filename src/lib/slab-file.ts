@@ -13,10 +13,11 @@
 import { randomBytes } from 'node:crypto';
 import fs from 'node:fs';
 import path from 'node:path';
-import { ApiError } from './errors';
+import { persistenceUnreadable } from './errors';
 import { readText, readUInt32 } from './file-text';
 
-const LENGTH_BYTES = 4;
+/** A text in a slab is its UTF-8 bytes behind their length, a 32-bit little-endian number of this many bytes. */
+export const LENGTH_BYTES = 4;
 
 export class SlabFile {
   private constructor(
@@ -38,15 +39,13 @@ export class SlabFile {
     while (written < used) written += fs.writeSync(this.fd, buffer, written, used - written, number * this.slabBytes + written);
   }
 
-  /** The text written behind its length at `at` of slab `number`. */
+  /** The text at `at` of slab `number` (behind its length, LENGTH_BYTES). */
   text(number: number, at: number): string {
     const position = number * this.slabBytes + at;
     try {
       return readText(this.fd, position + LENGTH_BYTES, readUInt32(this.fd, position));
     } catch (err) {
-      // A read the disk fails fails the request that asked, not the process.
-      const cause = err instanceof Error ? err.message : String(err);
-      throw new ApiError(503, 'persistence_unavailable', `Stored history cannot be read from the data directory (${cause}); retry later.`);
+      throw persistenceUnreadable(err instanceof Error ? err.message : String(err));
     }
   }
 

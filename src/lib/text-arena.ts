@@ -13,10 +13,9 @@
  * A slab the disk refuses stays in memory.
  */
 import { known } from './known';
-import { SlabFile } from './slab-file';
+import { LENGTH_BYTES, SlabFile } from './slab-file';
 
 const SLAB_BYTES = 1 << 20;
-const LENGTH_BYTES = 4;
 
 interface Slab {
   /** null once written to the scratch file. */
@@ -34,15 +33,14 @@ export interface ArenaSpill {
 
 export class TextArena {
   private readonly slabs = new Map<number, Slab>();
-  private spill: { file: SlabFile; failed: (err: unknown) => void } | null = null;
+  /** The scratch file; `writing` until the disk refused a slab (those written stay readable). */
+  private spill: { file: SlabFile; failed: (err: unknown) => void; writing: boolean } | null = null;
   /**
    * The buffer of the slab last written out, filled again next: a megabyte freed and
    * allocated for every slab raised glibc's mmap threshold past it, and slabs then came
    * from the malloc heap, whose freed pages stayed in the process's RSS.
    */
   private spare: Buffer | null = null;
-  /** Whether full slabs are still written out: not after the disk refused one (those written stay readable). */
-  private writing = false;
   /** Slab numbers given back, taken again first so that handles stay small integers. */
   private readonly freeNumbers: number[] = [];
   private nextNumber = 0;
@@ -53,8 +51,7 @@ export class TextArena {
   constructor(spill?: ArenaSpill) {
     if (!spill) return;
     try {
-      this.spill = { file: SlabFile.open(spill.directory, SLAB_BYTES), failed: spill.failed };
-      this.writing = true;
+      this.spill = { file: SlabFile.open(spill.directory, SLAB_BYTES), failed: spill.failed, writing: true };
     } catch (err) {
       spill.failed(err);
     }
@@ -140,14 +137,14 @@ export class TextArena {
   /** Writes a slab to the scratch file and lets its memory go; a slab of one large text stays (it does not fit a place). */
   private writeOut(slab: Slab, buffer: Buffer, number: number): void {
     const spill = this.spill;
-    if (!spill || !this.writing || buffer.length !== SLAB_BYTES) return;
+    if (!spill?.writing || buffer.length !== SLAB_BYTES) return;
     try {
       spill.file.write(number, buffer, this.used);
       slab.buffer = null;
       this.spare = buffer;
     } catch (err) {
       // A full disk: this slab and the next stay in memory, as without a file.
-      this.writing = false;
+      spill.writing = false;
       spill.failed(err);
     }
   }

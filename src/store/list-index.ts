@@ -294,6 +294,7 @@ export class KindIndex<E> {
   private add(placement: Placement, entry: E, id?: string): void {
     let bucket = this.buckets.get(placement.bucket);
     if (!bucket) this.buckets.set(placement.bucket, (bucket = new Bucket(this.listed.hiddenStates.length > 0)));
+    // The caller's string when it is this object's id (ObjectCache holds it too).
     const slot = bucket.claim(placement, entry, id === placement.id ? id : placement.id);
     for (const sort of SORTS) for (const tree of treesOf(bucket.sorts[sort], placement, sort, true)) tree.set(slot, undefined);
     if (placement.counted) bucket.counted += 1;
