@@ -43,6 +43,24 @@ export interface AuditPageRequest {
   after?: { created_at: string; id: string };
   /** Without one, every match (the agent reads whole histories of one resource or window). */
   limit?: number;
+  /**
+   * How many events the page may look at: a search that matches rarely (a text, or
+   * filters that together match few) then answers a short page, even an empty one, and a
+   * position to go on from, rather than holding the event loop for a whole history.
+   */
+  scanLimit?: number;
+}
+
+/** Where a page stopped: the position of the last event it returned, or of the last it looked at. */
+export interface AuditPosition {
+  created_at: string;
+  id: string;
+}
+
+export interface AuditPage {
+  events: CloudEvent[];
+  /** Null when the walk reached the end of what matches. */
+  next: AuditPosition | null;
 }
 
 /**
@@ -51,6 +69,10 @@ export interface AuditPageRequest {
  */
 const positionOf = (createdAt: string, id: string) => `${createdAt}\u0000${id}`;
 const keyOf = (event: CloudEvent) => positionOf(event.created_at, event.id);
+const positionAt = (key: string): AuditPosition => {
+  const separator = key.indexOf('\u0000');
+  return { created_at: key.slice(0, separator), id: key.slice(separator + 1) };
+};
 
 /** The equality indexes an event is entered in, by name (`<filter>:<value>`). */
 function indexNamesOf(event: CloudEvent): string[] {
@@ -164,20 +186,29 @@ export class AuditLog {
     return this.page(team, filter, { order: 'asc' }).events;
   }
 
-  /** Up to `limit` events of a team matching every given filter, after `after`, and whether more follow. */
-  page(team: string, filter: AuditFilter, request: AuditPageRequest): { events: CloudEvent[]; more: boolean } {
+  /** Up to `limit` events of a team matching every given filter, after `after`, and where the next page starts. */
+  page(team: string, filter: AuditFilter, request: AuditPageRequest): AuditPage {
     const events: CloudEvent[] = [];
     const teamEvents = this.byTeam.get(team);
-    if (!teamEvents) return { events, more: false };
+    if (!teamEvents) return { events, next: null };
     const limit = request.limit ?? Infinity;
+    const scanLimit = request.scanLimit ?? Infinity;
     const q = filter.q?.toLowerCase();
     const narrowest = teamEvents.narrowest(filter);
+    let scanned = 0;
+    let lastScanned = '';
+    let lastReturned = '';
     for (const key of this.walk(narrowest.index, filter, request)) {
+      // Another event is there to look at: the page says where to go on from.
+      if (scanned === scanLimit) return { events, next: positionAt(lastScanned) };
+      scanned++;
+      lastScanned = key;
       if (!teamEvents.matches(key, filter, q, narrowest.name)) continue;
-      if (events.length === limit) return { events, more: true };
+      if (events.length === limit) return { events, next: positionAt(lastReturned) };
       events.push(parseEvent(teamEvents.textOf(key)));
+      lastReturned = key;
     }
-    return { events, more: false };
+    return { events, next: null };
   }
 
   /**

@@ -55,6 +55,35 @@ describe('audit log', () => {
     expect(bad.body.error.code).toBe('validation_failed');
   });
 
+  it('goes on page by page through a history a text search matches rarely', async () => {
+    // More events than one page may look at (2,000), the only match the oldest of them.
+    const start = Date.now() - 3_600_000;
+    for (let i = 0; i < 2_500; i++)
+      await t.service.ctx.bus.publish({
+        id: `evt_scan${String(i).padStart(5, '0')}`,
+        type: 'usage.recorded',
+        created_at: new Date(start + i).toISOString(),
+        team_id: t.teamId,
+        actor: 'system',
+        data: { note: i === 0 ? 'needle-in-history' : 'hay' },
+      });
+    await eventually(async () => (await t.api('GET', '/api/v1/audit-log?q=needle-in-history&order=asc')).body.data.length === 1);
+    const first = await t.api('GET', '/api/v1/audit-log?q=needle-in-history');
+    expect(first.status).toBe(200);
+    expect(first.body.data).toEqual([]);
+    expect(first.body.meta.next_cursor).toEqual(expect.any(String));
+    const found: string[] = [];
+    let cursor: string | null = first.body.meta.next_cursor;
+    for (let pages = 0; cursor !== null; pages++) {
+      expect(pages).toBeLessThan(5);
+      const page = await t.api('GET', `/api/v1/audit-log?q=needle-in-history&cursor=${encodeURIComponent(cursor)}`);
+      expect(page.status).toBe(200);
+      found.push(...page.body.data.map((e: any) => e.id));
+      cursor = page.body.meta.next_cursor;
+    }
+    expect(found).toEqual(['evt_scan00000']);
+  });
+
   it("shows only the caller team's events", async () => {
     const { createTeam } = await import('../../src/accounts/bootstrap');
     const other = await createTeam(t.service.ctx.writer, t.service.ctx.authenticator, { teamName: 'Other', ownerName: 'O', ownerEmail: 'o@example.com' });

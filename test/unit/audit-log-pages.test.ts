@@ -1,15 +1,16 @@
 /**
  * The audit log's pages come from ordered indexes (src/audit/audit-log.ts). Property: for
- * any events, filter, order and page size, a walk of pages, with events arriving between
- * the pages, returns every event that matched before the walk began exactly once, never
- * one twice, in order, and nothing that does not match. Events are published to a real
+ * any events, filter, order, page size and bound on the events a page may look at, a walk
+ * of pages, with events arriving between the pages, returns every event that matched
+ * before the walk began exactly once, never one twice, in order, and nothing that does not
+ * match. Events are published to a real
  * embedded bus in a temporary data directory, which the log follows as in the service.
  */
 import fs from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
 import fc from 'fast-check';
-import { AuditFilter, AuditLog } from '../../src/audit/audit-log';
+import { AuditFilter, AuditLog, AuditPosition } from '../../src/audit/audit-log';
 import { EmbeddedEventBus } from '../../src/events/embedded-bus';
 import type { CloudEvent } from '../../src/resources/cloud-event';
 import { categoryOf } from '../../src/events/types';
@@ -96,7 +97,8 @@ describe('audit log pages', () => {
         filterArbitrary,
         fc.constantFrom('asc' as const, 'desc' as const),
         fc.integer({ min: 1, max: 7 }),
-        async (before, arrivals, team, filter, order, limit) => {
+        fc.option(fc.integer({ min: 1, max: 9 }), { nil: undefined }),
+        async (before, arrivals, team, filter, order, limit, scanLimit) => {
           // A bus of its own per run: the log must hold this run's events only.
           const dir = fs.mkdtempSync(path.join(os.tmpdir(), 'audit-pages-'));
           const bus = new EmbeddedEventBus(dir);
@@ -109,16 +111,17 @@ describe('audit log pages', () => {
           try {
             const existing = published.filter((e) => matchesReference(e, team, filter));
             const walked: CloudEvent[] = [];
-            let after: { created_at: string; id: string } | undefined;
+            let after: AuditPosition | undefined;
             for (let pageNumber = 0; ; pageNumber++) {
-              const { events, more } = audit.page(team, filter, { order, after, limit });
+              const { events, next } = audit.page(team, filter, { order, after, limit, scanLimit });
               expect(events.length).toBeLessThanOrEqual(limit);
+              // Without a bound on what it looks at, a page stops early only when it is full.
+              if (scanLimit === undefined && next) expect(events.length).toBe(limit);
               walked.push(...events);
-              if (!more) break;
-              // A walk that does not move on would never end: every page must bring new events.
+              if (!next) break;
+              // A walk that does not move on would never end: every page looks at an event of its own.
               expect(pageNumber).toBeLessThan(published.length + 1);
-              const last = events[events.length - 1];
-              after = { created_at: last.created_at, id: last.id };
+              after = next;
               await publish(bus, published, arrivals[pageNumber] ?? []);
             }
             const ids = walked.map((e) => e.id);
