@@ -58,6 +58,9 @@ describe('AuditLog retention', () => {
     expect(ids(audit.search('team_a', { actor: 'key_1', q: 'WORD10' }))).toEqual(
       ids(kept.filter((e) => e.actor === 'key_1' && /word10/.test(String(e.data.note)))),
     );
-    expect(audit.page('team_a', { type: 'load_balancer.created' }, { order: 'desc', limit: 2 })).toEqual({ events: [kept[28], kept[26]], more: true });
+    expect(audit.page('team_a', { type: 'load_balancer.created' }, { order: 'desc', limit: 2 })).toEqual({
+      events: [kept[28], kept[26]],
+      next: { created_at: kept[26].created_at, id: kept[26].id },
+    });
   });
 });
