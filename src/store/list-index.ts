@@ -10,15 +10,15 @@
  * Both directions walk the same tree, forwards or backwards. Each object of a bucket has a
  * slot in its columns (what the store keeps of it, `E`, read through `objectOf`; its id,
  * creation time and name), and the trees hold slots alone, ordered by the columns: an
- * object costs a tree one number (sorted-btree then shares one array for every leaf's
- * values). So a write that keeps an object's sort values and views (most status writes)
- * changes no tree at all, and one that changes its state changes its old and new state's
- * trees only. Counts for quotas are kept beside. An object is listed once it has a state
+ * object costs a tree four bytes outside the heap (lib/ordered-slots.ts), and its slot is
+ * found again in its state's tree. So a write that keeps an object's sort values and views
+ * (most status writes) changes no tree at all, and one that changes its state changes its
+ * old and new state's trees only. Counts for quotas are kept beside. An object is listed once it has a state
  * (`stateOf`); before that, and once destroyed, no list shows it. The stores call `replace`
  * at the single place where their memory changes, synchronously, so the very next page
  * reads the write.
  */
-import BTree from 'sorted-btree';
+import { NO_SLOT, OrderedSlots, SlotWalk } from '../lib/ordered-slots';
 import type { ListSort, Page, PageRequest, Position, StoredObject } from './types';
 import { known } from '../lib/known';
 
@@ -45,7 +45,7 @@ export interface ListedKind {
  * `[value, id]` pair per object and sort was a third of what an index held per object.
  */
 type Slot = number;
-type Tree = BTree<Slot, undefined>;
+type Tree = OrderedSlots;
 
 /** The slot that holds no object: a seek writes the position it seeks into its columns. */
 const PROBE: Slot = 0;
@@ -57,13 +57,6 @@ function createdValue(iso: string): number {
 }
 
 const compareIds = (a: string, b: string): number => (a < b ? -1 : a > b ? 1 : 0);
-
-/**
- * Slots per tree node. A node's array keeps the room it grew to after a split halves it,
- * and with sorted-btree's 32 the nodes' headers and that room were 20 bytes a slot; at 128,
- * 17 (measured over 50,000 webhook deliveries, nine trees each).
- */
-const NODE_SIZE = 128;
 
 /** One sort's trees of a bucket. */
 class SortedViews {
@@ -86,7 +79,7 @@ class SortedViews {
   }
 
   newTree(): Tree {
-    return new BTree<Slot, undefined>(undefined, this.compare, NODE_SIZE);
+    return new OrderedSlots(this.compare);
   }
 }
 
@@ -110,8 +103,8 @@ const sameSortValue = (sort: ListSort, a: Placement, b: Placement): boolean => (
  * of the columns, the trees of both sorts ordering slots by the columns' values.
  */
 class Bucket<E> {
-  /** The slot of each object, by id. */
-  readonly slots = new Map<string, Slot>();
+  /** Objects in the columns. */
+  size = 0;
   // The columns, by slot; slot 0 is the probe. `created` holds doubles alone, so V8 keeps it unboxed.
   readonly entries: Array<E | undefined> = [undefined];
   readonly ids: string[] = [''];
@@ -132,7 +125,7 @@ class Bucket<E> {
   /** A slot for a new object, its columns written; `id` is its id, as the string to hold. */
   claim(placement: Placement, entry: E, id: string): Slot {
     const slot = this.free.pop() ?? this.entries.length;
-    this.slots.set(id, slot);
+    this.size++;
     this.ids[slot] = id;
     this.write(slot, placement, entry);
     return slot;
@@ -146,13 +139,22 @@ class Bucket<E> {
   }
 
   /** Frees an object's slot, once no tree holds it. */
-  release(id: string, slot: Slot): void {
-    this.slots.delete(id);
+  release(slot: Slot): void {
+    this.size--;
     this.entries[slot] = undefined;
     this.ids[slot] = '';
     this.names[slot] = '';
     this.created[slot] = 0;
     this.free.push(slot);
+  }
+
+  /**
+   * The slot of the object at `placement`, found in its state's tree by its creation time
+   * and id: a map of ids to slots beside the trees was some 40 bytes an object.
+   */
+  slotOf(placement: Placement): Slot {
+    const tree = this.sorts.created_at.byState.get(placement.state);
+    return tree ? tree.find(this.probe('created_at', placement.created, placement.id)) : NO_SLOT;
   }
 
   entryAt(slot: Slot): E {
@@ -296,22 +298,22 @@ export class KindIndex<E> {
     if (!bucket) this.buckets.set(placement.bucket, (bucket = new Bucket(this.listed.hiddenStates.length > 0)));
     // The caller's string when it is this object's id (ObjectCache holds it too).
     const slot = bucket.claim(placement, entry, id === placement.id ? id : placement.id);
-    for (const sort of SORTS) for (const tree of treesOf(bucket.sorts[sort], placement, sort, true)) tree.set(slot, undefined);
+    for (const sort of SORTS) for (const tree of treesOf(bucket.sorts[sort], placement, sort, true)) tree.add(slot);
     if (placement.counted) bucket.counted += 1;
   }
 
   private remove(placement: Placement): void {
     const bucket = this.buckets.get(placement.bucket);
-    const slot = bucket?.slots.get(placement.id);
-    if (!bucket || slot === undefined) return;
+    const slot = bucket ? bucket.slotOf(placement) : NO_SLOT;
+    if (!bucket || slot === NO_SLOT) return;
     for (const sort of SORTS) {
       const views = bucket.sorts[sort];
       for (const tree of treesOf(views, placement, sort, false)) tree.delete(slot);
       dropEmptyTrees(views, placement);
     }
-    bucket.release(placement.id, slot);
+    bucket.release(slot);
     if (placement.counted) bucket.counted -= 1;
-    if (bucket.slots.size === 0) this.buckets.delete(placement.bucket);
+    if (bucket.size === 0) this.buckets.delete(placement.bucket);
   }
 
   /**
@@ -323,8 +325,8 @@ export class KindIndex<E> {
    */
   private move(before: Placement, after: Placement, entry: E): void {
     const bucket = this.buckets.get(before.bucket);
-    const slot = bucket?.slots.get(before.id);
-    if (!bucket || slot === undefined) {
+    const slot = bucket ? bucket.slotOf(before) : NO_SLOT;
+    if (!bucket || slot === NO_SLOT) {
       this.add(after, entry);
       return;
     }
@@ -342,7 +344,7 @@ export class KindIndex<E> {
     for (const { leave } of changes) for (const tree of leave) tree.delete(slot);
     bucket.write(slot, after, entry);
     for (const { views, enter } of changes) {
-      for (const tree of enter) tree.set(slot, undefined);
+      for (const tree of enter) tree.add(slot);
       dropEmptyTrees(views, before);
     }
     bucket.counted += Number(after.counted) - Number(before.counted);
@@ -359,7 +361,8 @@ export class KindIndex<E> {
     const found: StoredObject[] = [];
     if (!bucket) return found;
     // Ids are never empty: ('', name) sorts before every object of that name.
-    for (const [slot] of bucket.sorts.name.visible.entries(bucket.probe('name', name, ''), [])) {
+    const walk = bucket.sorts.name.visible.ascending(bucket.probe('name', name, ''));
+    for (let slot = walk.next(); slot !== NO_SLOT; slot = walk.next()) {
       if (bucket.names[slot] !== name) break;
       found.push(this.objectOf(bucket.entryAt(slot)));
     }
@@ -388,7 +391,8 @@ export class KindIndex<E> {
     const items: StoredObject[] = new Array<StoredObject>(Math.min(request.limit, tree.size));
     let count = 0;
     let last: Slot | undefined;
-    for (const [slot] of walk(bucket, tree, request, window)) {
+    const slots = walk(bucket, tree, request, window);
+    for (let slot = slots.next(); slot !== NO_SLOT; slot = slots.next()) {
       const created = bucket.created[slot];
       if (bySort && request.order === 'asc' && created >= window.before) break;
       if (bySort && request.order === 'desc' && created < window.from) break;
@@ -425,13 +429,11 @@ export class KindIndex<E> {
 
 /**
  * The slots of `tree` in the request's order, from its cursor (exclusive) or the window's
- * start, whichever is later. Every entry is handed out in the same pair array
- * (sorted-btree's reusedArray): a page is read entry by entry, and a new pair for each was
- * most of what a list request allocated, which sets how often the scavenger pauses the loop.
+ * start, whichever is later. A walk allocates nothing per slot: a page is read slot by
+ * slot, and a new pair for each was most of what a list request allocated, which sets how
+ * often the scavenger pauses the loop.
  */
-function walk<E>(bucket: Bucket<E>, tree: Tree, request: PageRequest, window: { from: number; before: number }): IterableIterator<[Slot, undefined]> {
-  const pair: Array<Slot | undefined> = [];
-  const compare = bucket.sorts[request.sort].compare;
+function walk<E>(bucket: Bucket<E>, tree: Tree, request: PageRequest, window: { from: number; before: number }): SlotWalk {
   const bySort = request.sort === 'created_at';
   const ascending = request.order === 'asc';
   // The window's edge as a position: ids are never empty, so ('', t) sorts before every object created at t.
@@ -439,12 +441,11 @@ function walk<E>(bucket: Bucket<E>, tree: Tree, request: PageRequest, window: { 
   const after = request.after;
   if (after && !(edge !== undefined && Number.isFinite(edge) && beyondCursor(edge, after, ascending))) {
     const probe = bucket.probe(request.sort, after.value, after.id);
-    if (ascending) return skipping(tree.entries(probe, pair), (slot) => compare(slot, PROBE) === 0);
-    return tree.entriesReversed(probe, pair, true);
+    return ascending ? tree.ascending(probe, true) : tree.descending(probe);
   }
-  if (edge === undefined || !Number.isFinite(edge)) return ascending ? tree.entries(undefined, pair) : tree.entriesReversed(undefined, pair);
+  if (edge === undefined || !Number.isFinite(edge)) return ascending ? tree.ascending() : tree.descending();
   const probe = bucket.probe('created_at', edge, '');
-  return ascending ? tree.entries(probe, pair) : tree.entriesReversed(probe, pair, true);
+  return ascending ? tree.ascending(probe) : tree.descending(probe);
 }
 
 /** Whether the window's edge (a creation time, id '') lies past the cursor in the walk's direction, so the walk starts there. */
@@ -452,11 +453,6 @@ function beyondCursor(edge: number, after: Position, ascending: boolean): boolea
   const cursor = createdValue(after.value);
   // At equal times ('', t) sorts before (id, t): ascending the cursor is later, descending the edge is.
   return ascending ? edge > cursor : edge <= cursor;
-}
-
-/** `entries` without those `isCursor` says are the cursor itself. */
-function* skipping(entries: IterableIterator<[Slot, undefined]>, isCursor: (slot: Slot) => boolean): IterableIterator<[Slot, undefined]> {
-  for (const entry of entries) if (!isCursor(entry[0])) yield entry;
 }
 
 /** The indexes of every listed kind of a store. */
