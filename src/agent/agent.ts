@@ -21,7 +21,7 @@ import { pluralOf } from '../lib/plural';
 import { messageFamily, Message } from '../resources/agent';
 import { incidentFamily } from '../resources/incident';
 import type { AlertFeed } from './alert-feed';
-import { alertLine, alertOf, isAlert } from './alerts';
+import { alertLine, alertOf, alertTypesOf, isAlert } from './alerts';
 import { listedObjects } from '../store/listed';
 import { FairGate, GateBusyError } from '../lib/fair-gate';
 import { fieldOf, recordAt, scalarText } from '../lib/unknown-values';
@@ -33,6 +33,11 @@ const HOUR_MS = 3_600_000;
 const DAY_MS = 24 * HOUR_MS;
 const MAX_LINES = 50;
 const RECENT_EVENT_COUNT = 10;
+/**
+ * Events looked at for the newest outside the conversation: a question asked in a thread
+ * full of messages still finds the infrastructure's, and no question reads a whole history.
+ */
+const RECENT_SCAN_LIMIT = 1_000;
 /** Events shown with a resource's status; "history of <id>" shows up to MAX_LINES. */
 const EVENTS_WITH_STATUS = 5;
 /** The whole of an LLM answer, its rounds of tool calls included. */
@@ -44,6 +49,9 @@ const NOT_ASKED_ABOUT = new Set(['team', 'profile', 'thread', 'message']);
 const CONVERSATION = new Set(['thread', 'message']);
 
 type Item = LiveResource;
+
+/** Oldest first, as the audit log orders events: by time, then id. */
+const byTime = (a: CloudEvent, b: CloudEvent) => (a.created_at < b.created_at ? -1 : a.created_at > b.created_at ? 1 : a.id < b.id ? -1 : a.id > b.id ? 1 : 0);
 
 /** The items in the region, when one is named. */
 const inRegion = (items: Item[], region?: string) => (region ? items.filter((i) => i.record.region === region) : items);
@@ -219,9 +227,11 @@ export class DataAgent implements Agent {
     const categories = new Set(scope.map((f) => f.name));
     const since = new Date(window.sinceMs).toISOString();
     const lines = new Map<string, string>();
-    for (const event of this.audit.search(team, { since })) {
+    // Each alert type's own index of the audit log: a busy team's routine events are not read.
+    const alerts = [...categories].flatMap((category) => alertTypesOf(category).flatMap((type) => this.audit.search(team, { type, since })));
+    for (const event of alerts.sort(byTime)) {
       const alert = alertOf(event);
-      if (alert && categories.has(categoryOf(event.type))) lines.set(scalarText(fieldOf(event.data, 'id')) ?? event.id, alertLine(event, alert));
+      if (alert) lines.set(scalarText(fieldOf(event.data, 'id')) ?? event.id, alertLine(event, alert));
     }
     const stillFailed: Item[] = [];
     for (const family of scope) {
@@ -328,18 +338,24 @@ export class DataAgent implements Agent {
   }
 
   private recentEvents(team: string, mentioned: AnyFamily[], window: Window): string {
-    const categories = mentioned.length > 0 ? new Set(mentioned.map((f) => f.name)) : null;
-    // Without a family named, the conversation's own events (threads) would only drown the infrastructure's.
-    const wanted = (e: CloudEvent) => (categories ? categories.has(categoryOf(e.type)) : !CONVERSATION.has(categoryOf(e.type)));
-    const events = this.audit.search(team, { since: new Date(window.sinceMs).toISOString() }).filter(wanted);
+    const since = new Date(window.sinceMs).toISOString();
+    const everything = () => true;
+    // A family named: the newest of each family's own index. None: the newest of all, but the
+    // conversation's own events (threads), which would only drown the infrastructure's.
+    const events =
+      mentioned.length > 0
+        ? mentioned
+            .flatMap((family) => this.audit.newest(team, { type: `${family.name}.*`, since }, RECENT_EVENT_COUNT, everything, RECENT_EVENT_COUNT))
+            .sort((a, b) => byTime(b, a))
+            .slice(0, RECENT_EVENT_COUNT)
+        : this.audit.newest(team, { since }, RECENT_EVENT_COUNT, (e) => !CONVERSATION.has(categoryOf(e.type)), RECENT_SCAN_LIMIT);
     if (events.length === 0) return `No events ${window.phrase}.`;
-    const newest = events.slice(-RECENT_EVENT_COUNT).reverse();
     const line = (e: CloudEvent) => {
       const name = nameOf(recordAt(e, 'data') ?? {});
       return `${e.created_at} ${e.type} ${scalarText(fieldOf(e.data, 'id')) ?? ''}${name ? ` "${name}"` : ''}${reasonOf(e)}`;
     };
-    const shown = events.length > newest.length ? `the newest ${newest.length} of ${events.length}` : `${events.length}`;
-    return `Events ${window.phrase} (${shown}, newest first):\n${bulletList(newest.map(line))}`;
+    const shown = events.length === RECENT_EVENT_COUNT ? `the newest ${events.length}` : `${events.length}`;
+    return `Events ${window.phrase} (${shown}, newest first):\n${bulletList(events.map(line))}`;
   }
 
   /** What the agent can answer; first, when the question was not understood, that it was not, and why. */

@@ -28,6 +28,11 @@ export function isAlert(event: CloudEvent): boolean {
   return event.type.endsWith('.failed') || event.type === 'webhook.disabled' || INCIDENT_NEWS.includes(event.type);
 }
 
+/** The alert types of a category (an event's type up to its dot), as isAlert judges them. */
+export function alertTypesOf(category: string): string[] {
+  return [`${category}.failed`, 'webhook.disabled', ...INCIDENT_NEWS].filter((type) => categoryOf(type) === category);
+}
+
 /** A text field of an event's data; null when it has none. */
 const textOf = (value: unknown): string | null => (typeof value === 'string' ? value : null);
 

@@ -29,13 +29,21 @@ export interface AgentTools {
   call(name: string, args: Record<string, unknown>): Promise<string>;
 }
 
+export interface EventFilter {
+  resource_id?: string;
+  type?: string;
+  since?: string;
+}
+
 /**
  * A team's events, searched: what the agent reads of the audit log. audit/ is a peer of
  * agent/, so the composition root (service.ts) hands the audit log in through this.
  */
 export interface EventHistory {
-  /** The team's events oldest first: those about one resource, or those created since a time. */
-  search(team: string, filter: { resource_id?: string; since?: string }): CloudEvent[];
+  /** The team's events oldest first: those about one resource, or of a type (or `category.*`), or created since a time. */
+  search(team: string, filter: EventFilter): CloudEvent[];
+  /** Up to `count` of the team's newest events of the filter that are `wanted`, newest first, from no more than `scanLimit` looked at. */
+  newest(team: string, filter: EventFilter, count: number, wanted: (event: CloudEvent) => boolean, scanLimit: number): CloudEvent[];
 }
 
 export interface AgentDeps {

@@ -186,6 +186,25 @@ export class AuditLog {
     return this.page(team, filter, { order: 'asc' }).events;
   }
 
+  /**
+   * Up to `count` of the newest events of a team matching the filter and `wanted`, newest
+   * first, from no more than `scanLimit` events looked at.
+   */
+  newest(team: string, filter: AuditFilter, count: number, wanted: (event: CloudEvent) => boolean, scanLimit: number): CloudEvent[] {
+    const found: CloudEvent[] = [];
+    let after: AuditPosition | undefined;
+    let scanned = 0;
+    while (found.length < count && scanned < scanLimit) {
+      const limit = Math.min(count, scanLimit - scanned);
+      const { events, next } = this.page(team, filter, { order: 'desc', after, limit });
+      scanned += events.length;
+      for (const event of events) if (found.length < count && wanted(event)) found.push(event);
+      if (!next) break;
+      after = next;
+    }
+    return found;
+  }
+
   /** Up to `limit` events of a team matching every given filter, after `after`, and where the next page starts. */
   page(team: string, filter: AuditFilter, request: AuditPageRequest): AuditPage {
     const events: CloudEvent[] = [];
