@@ -23,11 +23,11 @@ import { WatchListeners } from '../watch-listeners';
 import { IdClaims } from './id-claims';
 import { KubernetesEntries } from './named-entries';
 import { RECORD_OBJECTS, SECRET_OBJECTS } from './entry-objects';
-import { isNewer } from './resource-version';
 import { ApiServerCalls } from './api-server-calls';
 import { FINALIZER, GROUP, ID_LABEL, namespaceOfTeam, UPDATED_AT_ANNOTATION, VERSION } from './names';
 import { KubernetesStoreOptions } from './store-options';
 import { promised } from '../../lib/promised';
+import { PreconditionedWrites } from './preconditioned-writes';
 
 export type { KindInfo } from './custom-resource';
 export type { KubernetesStoreOptions } from './store-options';
@@ -51,6 +51,8 @@ export class KubernetesStore implements Store {
   private readonly resources: CustomResourceWatches;
   /** The team namespaces (made on a first write) and the store's secrets and records, watched in each. */
   private readonly watches: NamespacedWatches;
+  /** Updates, status writes and removals: with their resourceVersion precondition. */
+  private readonly writes: PreconditionedWrites;
   /** Every request to the API server goes through its call, which finds whether the server answers. */
   private readonly api = new ApiServerCalls(() => {
     this.rewatch();
@@ -80,6 +82,7 @@ export class KubernetesStore implements Store {
     this.cache = new ObjectCache(o.listed, (entry) => entry.object);
     // Each part takes what it needs of the options (the logger, the system namespace, the kinds...).
     this.claims = new IdClaims({ ...o, cache: this.cache, notify: this.listeners.notifyLater, custom: this.custom });
+    this.writes = new PreconditionedWrites({ custom: this.custom, call: this.api.call, cache: this.cache, claims: this.claims });
     this.resources = new CustomResourceWatches({ ...o, kinds: [...this.kinds.values()], custom: this.custom, call: this.api.call, claims: this.claims });
     const entries = { ...o, core: this.core, call: this.api.call, ensureNamespace: (namespace: string) => this.ensureNamespace(namespace) };
     this.secrets = new KubernetesEntries(entries, SECRET_OBJECTS);
@@ -194,7 +197,7 @@ export class KubernetesStore implements Store {
     raw.metadata.resourceVersion = object.meta.resourceVersion;
     raw.metadata.labels = { ...object.meta.labels, [ID_LABEL]: object.meta.id };
     raw.metadata.annotations = { ...(raw.metadata.annotations ?? {}), [UPDATED_AT_ANNOTATION]: nowIso() };
-    const answer = await this.replace(info, object, () =>
+    const answer = await this.writes.write(info, object, () =>
       this.custom.replaceNamespacedCustomObject({ ...whereOf(info, raw), body: { ...raw, spec: object.spec } }),
     );
     return readAs<S, St>(this.claims.upsert(info, answer));
@@ -210,7 +213,7 @@ export class KubernetesStore implements Store {
     // Draining the event outbox is not an update a client would see as one.
     const updatedAt = onlyOutboxDiffers(previous, next) ? previous.updated_at : nowIso();
     raw.status = kubeStatusOf({ ...next, updated_at: updatedAt ?? nowIso() });
-    const answer = await this.replace(info, object, () => this.custom.replaceNamespacedCustomObjectStatus({ ...whereOf(info, raw), body: raw }));
+    const answer = await this.writes.write(info, object, () => this.custom.replaceNamespacedCustomObjectStatus({ ...whereOf(info, raw), body: raw }));
     return readAs<S, St>(this.claims.upsert(info, answer));
   }
 
@@ -253,7 +256,7 @@ export class KubernetesStore implements Store {
       }
       raw.metadata.finalizers = (raw.metadata.finalizers ?? []).filter((f) => f !== FINALIZER);
       // Without our finalizer an object already being deleted goes; otherwise delete it too.
-      last = await this.replace(info, entry.object, () => this.custom.replaceNamespacedCustomObject({ ...where, body: raw }));
+      last = await this.writes.write(info, entry.object, () => this.custom.replaceNamespacedCustomObject({ ...where, body: raw }));
       if (!deleting) await this.api.call(() => this.custom.deleteNamespacedCustomObject(where));
     } catch (err) {
       if (!(err instanceof NotFoundError || httpCode(err) === 404)) throw err;
@@ -282,34 +285,5 @@ export class KubernetesStore implements Store {
   private async ensureNamespace(namespace: string): Promise<void> {
     if (!this.watches.namespaces.needsMaking(namespace)) return;
     await this.api.call(() => this.watches.namespaces.make(namespace));
-  }
-
-  /**
-   * A replace with a resourceVersion precondition; a 409 refreshes the cache so the
-   * caller's retry reads the latest. No re-read when the cache already holds a later
-   * version than the one written against: the write that won is most often this
-   * process's own (the reconciler's and the outbox relay's race), its answer is cached.
-   */
-  private async replace(info: KindInfo, object: StoredObject<unknown, unknown>, request: () => Promise<Raw>): Promise<Raw> {
-    try {
-      return await this.api.call(request);
-    } catch (err) {
-      const code = httpCode(err);
-      if (code === 409) {
-        const cached = this.cache.entry(info.kind, `${object.meta.team}/${object.meta.id}`)?.object.meta.resourceVersion;
-        if (!cached || !isNewer(cached, object.meta.resourceVersion)) await this.refresh(info, object).catch(() => undefined);
-        throw new ConflictError(info.kind, object.meta.id);
-      }
-      if (code === 404) throw new NotFoundError(info.kind, object.meta.id);
-      throw err;
-    }
-  }
-
-  // API call: store: custom resources, written
-  private async refresh(info: KindInfo, object: StoredObject<unknown, unknown>): Promise<void> {
-    const entry = this.cache.entry(info.kind, `${object.meta.team}/${object.meta.id}`);
-    if (!entry) return;
-    const fresh = await this.api.call<Raw>(() => this.custom.getNamespacedCustomObject(whereOf(info, entry.raw)));
-    this.claims.upsert(info, fresh);
   }
 }
