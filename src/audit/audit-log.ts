@@ -39,8 +39,8 @@ export interface AuditFilter {
 
 export interface AuditPageRequest {
   order: 'asc' | 'desc';
-  /** Position of the previous page's last event; the page starts strictly after it. */
-  after?: { created_at: string; id: string };
+  /** Where the previous page stopped; the page starts strictly after it. */
+  after?: AuditPosition;
   /** Without one, every match (the agent reads whole histories of one resource or window). */
   limit?: number;
   /**
