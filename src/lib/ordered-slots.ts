@@ -152,23 +152,22 @@ export class OrderedSlots {
 
   /** The place in a leaf of its first slot at or after `slot`. */
   private lowerBound(leaf: Int32Array, slot: number): number {
-    let low = 0;
-    let high = leaf[COUNT];
-    while (low < high) {
-      const middle = (low + high) >>> 1;
-      if (this.compare(slotAt(leaf, middle), slot) < 0) low = middle + 1;
-      else high = middle;
-    }
-    return low;
+    return this.placeOf(leaf, slot, false);
   }
 
   /** The place in a leaf of its first slot after `slot`. */
   private upperBound(leaf: Int32Array, slot: number): number {
+    return this.placeOf(leaf, slot, true);
+  }
+
+  /** A binary search of a leaf: its first slot after `slot`, or at or after it unless `past`. */
+  private placeOf(leaf: Int32Array, slot: number, past: boolean): number {
     let low = 0;
     let high = leaf[COUNT];
     while (low < high) {
       const middle = (low + high) >>> 1;
-      if (this.compare(slotAt(leaf, middle), slot) <= 0) low = middle + 1;
+      const order = this.compare(slotAt(leaf, middle), slot);
+      if (order < 0 || (past && order === 0)) low = middle + 1;
       else high = middle;
     }
     return low;

@@ -1,6 +1,7 @@
 import { startTestService, TestService, waitForStatus, eventually } from '../helpers/service';
 import type { LoadBalancer } from '../../src/resources/load-balancer';
 import { ConflictError } from '../../src/store/types';
+import { publishHistory } from '../helpers/audit-history';
 
 describe('audit log', () => {
   let t: TestService;
@@ -57,16 +58,7 @@ describe('audit log', () => {
 
   it('goes on page by page through a history a text search matches rarely', async () => {
     // More events than one page may look at (2,000), the only match the oldest of them.
-    const start = Date.now() - 3_600_000;
-    for (let i = 0; i < 2_500; i++)
-      await t.service.ctx.bus.publish({
-        id: `evt_scan${String(i).padStart(5, '0')}`,
-        type: 'usage.recorded',
-        created_at: new Date(start + i).toISOString(),
-        team_id: t.teamId,
-        actor: 'system',
-        data: { note: i === 0 ? 'needle-in-history' : 'hay' },
-      });
+    await publishHistory(t.service.ctx.bus, t.teamId, 2_500, 'needle-in-history');
     await eventually(async () => (await t.api('GET', '/api/v1/audit-log?q=needle-in-history&order=asc')).body.data.length === 1);
     const first = await t.api('GET', '/api/v1/audit-log?q=needle-in-history');
     expect(first.status).toBe(200);
@@ -81,7 +73,7 @@ describe('audit log', () => {
       found.push(...page.body.data.map((e: any) => e.id));
       cursor = page.body.meta.next_cursor;
     }
-    expect(found).toEqual(['evt_scan00000']);
+    expect(found).toEqual(['evt_history000000']);
   });
 
   it("shows only the caller team's events", async () => {

@@ -6,6 +6,7 @@
  */
 import type { Page } from 'playwright-core';
 import { eventually, TestService } from '../helpers/service';
+import { publishHistory } from '../helpers/audit-history';
 import { startReceiver, Receiver } from '../helpers/receiver';
 import { launchBrowser, signInWithKey, startConsole, ConsoleSession } from '../helpers/browser';
 import { autoPostedForm, checkOnPhone as checkPageOnPhone, maskedScreenshot, sessionCookie } from './page-checks';
@@ -205,16 +206,7 @@ describe('audit log', () => {
 
   test('a text search that matches nothing in the newest events goes on when asked, and finds an older one', async () => {
     // More events than ten pages look at (2,000 each), the only match the oldest, two hours ago.
-    const start = Date.now() - 7_200_000;
-    for (let i = 0; i < 21_000; i++)
-      await t.service.ctx.bus.publish({
-        id: `evt_console${String(i).padStart(6, '0')}`,
-        type: 'usage.recorded',
-        created_at: new Date(start + i).toISOString(),
-        team_id: t.teamId,
-        actor: 'system',
-        data: { note: i === 0 ? 'needle-in-history' : 'hay' },
-      });
+    await publishHistory(t.service.ctx.bus, t.teamId, 21_000, 'needle-in-history', Date.now() - 7_200_000);
     await eventually(async () => (await t.api('GET', '/api/v1/audit-log?q=needle-in-history&order=asc')).body.data.length === 1, 30_000);
     await go('/audit-log');
     await page.getByRole('heading', { name: 'Audit log', level: 1 }).waitFor();
