@@ -51,6 +51,11 @@ export const round = (n: number, digits = 2) => Math.round(n * 10 ** digits) / 1
  */
 export async function memorySettled(idleMs: number) {
   await new Promise((resolve) => setTimeout(resolve, idleMs));
+  return memoryNow();
+}
+
+/** The process's memory as it is, in MB. */
+function memoryNow() {
   const m = process.memoryUsage();
   return { rss_mb: mb(m.rss), heap_used_mb: mb(m.heapUsed), heap_total_mb: mb(m.heapTotal), external_mb: mb(m.external), array_buffers_mb: mb(m.arrayBuffers) };
 }
@@ -65,8 +70,7 @@ export async function memoryAfterGc() {
   gc();
   await new Promise((resolve) => setImmediate(resolve));
   gc();
-  const m = process.memoryUsage();
-  return { rss_mb: mb(m.rss), heap_used_mb: mb(m.heapUsed), heap_total_mb: mb(m.heapTotal), external_mb: mb(m.external), array_buffers_mb: mb(m.arrayBuffers) };
+  return memoryNow();
 }
 
 /** A forked child's next IPC reply of `type`; its `failed` reply, its exit or the timeout reject. */

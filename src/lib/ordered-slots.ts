@@ -38,7 +38,7 @@ const newLeaf = (room: number): Int32Array => new Int32Array(room + 1);
 const slotAt = (leaf: Int32Array, at: number): number => leaf[at + 1];
 
 export class OrderedSlots {
-  /** Made with the first slot: an empty set (most of a kind's state and field trees, most of the time) holds no array. */
+  /** Made with the first slot, and let go with the last: an empty set holds no array. */
   private leaves: Int32Array[] | null = null;
   size = 0;
 

@@ -13,10 +13,10 @@
  * object costs a tree four bytes outside the heap (lib/ordered-slots.ts), and its slot is
  * found again in its state's tree. So a write that keeps an object's sort values and views
  * (most status writes) changes no tree at all, and one that changes its state changes its
- * old and new state's trees only. Counts for quotas are kept beside. An object is listed once it has a state
- * (`stateOf`); before that, and once destroyed, no list shows it. The stores call `replace`
- * at the single place where their memory changes, synchronously, so the very next page
- * reads the write.
+ * old and new state's trees only. Counts for quotas are kept beside. An object is listed
+ * once it has a state (`stateOf`); before that, and once destroyed, no list shows it. The
+ * stores call `replace` at the single place where their memory changes, synchronously, so
+ * the very next page reads the write.
  */
 import { NO_SLOT, OrderedSlots, SlotWalk } from '../lib/ordered-slots';
 import type { ListSort, Page, PageRequest, Position, StoredObject } from './types';
@@ -103,8 +103,6 @@ const sameSortValue = (sort: ListSort, a: Placement, b: Placement): boolean => (
  * of the columns, the trees of both sorts ordering slots by the columns' values.
  */
 class Bucket<E> {
-  /** Objects in the columns. */
-  size = 0;
   // The columns, by slot; slot 0 is the probe. `created` holds doubles alone, so V8 keeps it unboxed.
   readonly entries: Array<E | undefined> = [undefined];
   readonly ids: string[] = [''];
@@ -125,7 +123,6 @@ class Bucket<E> {
   /** A slot for a new object, its columns written; `id` is its id, as the string to hold. */
   claim(placement: Placement, entry: E, id: string): Slot {
     const slot = this.free.pop() ?? this.entries.length;
-    this.size++;
     this.ids[slot] = id;
     this.write(slot, placement, entry);
     return slot;
@@ -140,12 +137,16 @@ class Bucket<E> {
 
   /** Frees an object's slot, once no tree holds it. */
   release(slot: Slot): void {
-    this.size--;
     this.entries[slot] = undefined;
     this.ids[slot] = '';
     this.names[slot] = '';
     this.created[slot] = 0;
     this.free.push(slot);
+  }
+
+  /** Objects in the columns: every slot but the probe and those freed. */
+  get size(): number {
+    return this.entries.length - 1 - this.free.length;
   }
 
   /**
