@@ -77,7 +77,11 @@ export async function screenshot(page: Page, name: string): Promise<string> {
 
 export async function startConsole(options: ConsoleOptions = {}): Promise<ConsoleSession> {
   requireBuiltConsole();
-  const service = options.service ?? (await startTestService({ CLOUDPLANE_CONSOLE_DIR: CONSOLE_DIR, ...options.env }));
+  // The test's own polls (waitForStatus, every 25 ms) share the key's rate limit with the page
+  // it drives: past the limit the page's reads were refused (a create form without its
+  // regions, seen in CI). The limit is not what the console tests test; a file that does sets it.
+  const service =
+    options.service ?? (await startTestService({ CLOUDPLANE_CONSOLE_DIR: CONSOLE_DIR, CLOUDPLANE_RATE_LIMIT_PER_MINUTE: '100000', ...options.env }));
   const ownsService = !options.service;
   let browser: Browser | undefined;
   try {
