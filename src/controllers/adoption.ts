@@ -4,12 +4,13 @@
  * body would be: the family's create rules judge the spec (the CRD has only checked its
  * shape), the defaults they fill in are written into the spec, a generated secret is
  * kept, and it gets its first status and creation event. A spec the rules refuse starts
- * `failed` with the API's error message and is never provisioned. It is adopted at once,
- * unless the store marked it as made for the API (STATUS_PENDING_LABEL: in cluster mode a
- * create is two writes, the status second): that one is left a grace for its status to
- * land, then adopted all the same (the API crashed in between). A manifest copied from an
- * API-made object loses the copied mark when the store gives it an id of its own, so it
- * too is adopted at once.
+ * `failed` with the API's error message and is never provisioned. It is adopted at once.
+ * (What the API creates has a status from its first write on: in cluster mode it rides
+ * sealed in annotations until the first status write, store/kubernetes/first-status.ts.
+ * An earlier version's create was two writes, the status second, and marked the object
+ * STATUS_PENDING_LABEL: that one is left a grace for its status to land, then adopted all
+ * the same.) A manifest copied from an API-made object loses the copied mark when the
+ * store gives it an id of its own, so it too is adopted at once.
  *
  * A refused resource is judged again whenever its spec changes (kubectl apply/edit, a
  * GitOps sync): fixing the manifest fixes the resource. What marks it is on the record,

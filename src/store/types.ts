@@ -26,6 +26,11 @@ export interface ObjectMeta {
   object?: { name: string; uid: string };
   /** Cluster mode: the custom resource carries `cloudplane.dev/paused: "true"`; its reconciliation waits. */
   paused?: boolean;
+  /**
+   * Cluster mode: the status is the first one the create carried sealed in annotations,
+   * not yet written to the status subresource (store/kubernetes/first-status.ts).
+   */
+  statusUnwritten?: boolean;
 }
 
 export interface StoredObject<Spec = Record<string, unknown>, Status = Record<string, unknown>> {

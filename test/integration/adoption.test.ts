@@ -3,9 +3,11 @@
  * real service in cluster mode: a CR is judged by the family's create rules as the same
  * POST would be, gets the rules' defaults in its spec and its generated secret, or ends
  * `failed` with the API's message; a refused CR whose spec is edited is judged again,
- * one that failed at the provider is not. A kubectl-made CR is adopted at once; only one
- * the store marked as the API's (left without its status, as by an API that crashed
- * between its two writes) waits for the grace, set long here so that no clock is read.
+ * one that failed at the provider is not. A kubectl-made CR is adopted at once, whatever
+ * first status it claims; only one an earlier version's store marked as the API's (left
+ * without its status, as by an API that crashed between its two writes) waits for the
+ * grace, set long here so that no clock is read. The API's own creates are one write,
+ * their first status sealed in annotations.
  */
 import { CoreV1Api, CustomObjectsApi } from '@kubernetes/client-node';
 import { installCrds, kubeConfigOf, storeEnvFor } from '../helpers/cluster';
@@ -24,6 +26,8 @@ const SETTLE_MS = 30_000;
 /** Far longer than the whole file: what is adopted before it passed was not held back. */
 const GRACE_S = 600;
 const STATUS_PENDING = `${GROUP}/status-pending`;
+const FIRST_STATUS = `${GROUP}/first-status`;
+const FIRST_STATUS_SEAL = `${GROUP}/first-status-seal`;
 
 let cluster: KubeApiServer;
 let t: TestService;
@@ -152,9 +156,10 @@ const CRS = {
 type CrKey = keyof typeof CRS;
 
 /**
- * Load balancers as the Kubernetes store creates them for the API (id name and label,
- * status-pending mark, creation stamp, finalizer), whose status write never came: one
- * just now, one longer ago than the grace (the API crashed between its two writes).
+ * Load balancers as an earlier version's Kubernetes store created them for the API (id
+ * name and label, status-pending mark, creation stamp, finalizer; the status a second
+ * write), whose status write never came: one just now, one longer ago than the grace (the
+ * API crashed between its two writes). A rolling upgrade can leave such an object.
  */
 const HALF_MADE = {
   recent: { id: newId('lb'), name: 'crashed-just-now', ageMs: 0 },
@@ -174,9 +179,11 @@ const halfMadeBody = ({ id, name, ageMs }: (typeof HALF_MADE)[keyof typeof HALF_
     spec: { ...CRS.defaulted.spec, name, ssl_certificate_id: null },
   };
 };
-const readHalfMade = async (key: keyof typeof HALF_MADE): Promise<any> =>
-  custom.getNamespacedCustomObject({ group: GROUP, version: VERSION, namespace, plural: 'loadbalancers', name: objectNameForId(HALF_MADE[key].id) });
 
+/** A custom resource the API made, by its plural and API id. */
+const readById = async (plural: string, id: string): Promise<any> =>
+  custom.getNamespacedCustomObject({ group: GROUP, version: VERSION, namespace, plural, name: objectNameForId(id) });
+const readHalfMade = (key: keyof typeof HALF_MADE) => readById('loadbalancers', HALF_MADE[key].id);
 const where = (key: CrKey) => ({ group: GROUP, version: VERSION, namespace, plural: CRS[key].plural, name: CRS[key].name });
 const read = async (key: CrKey): Promise<any> => custom.getNamespacedCustomObject(where(key));
 /** The API id the operator gave the CR, once it has a status (adopted). */
@@ -290,23 +297,78 @@ describe('adoption of kubectl-made custom resources', () => {
     expect(ids).not.toContain(HALF_MADE.recent.id);
   });
 
-  test('the store marks what it creates for the API, and no response shows the mark', async () => {
+  test("the API's create is one write: its first status rides sealed in annotations until the operator writes one, and no answer shows the seal", async () => {
     const { backends: _backends, ...body } = CRS.defaulted.spec;
     const created = await t.api('POST', '/api/v1/load-balancers', { ...body, name: 'made-by-the-api' });
     expect(created.status).toBe(201);
-    const object: any = await custom.getNamespacedCustomObject({
-      group: GROUP,
-      version: VERSION,
-      namespace,
-      plural: 'loadbalancers',
-      name: objectNameForId(created.body.data.id),
-    });
-    expect(object.metadata.labels[STATUS_PENDING]).toBe('true');
-    expect(typeof object.status.status).toBe('string'); // the mark stays, and is read no more
+    const object: any = await readById('loadbalancers', created.body.data.id);
+    // What the create wrote: the first status, with its creation event, in the annotation.
+    const first = JSON.parse(object.metadata.annotations[FIRST_STATUS]);
+    expect(first).toMatchObject({ status: 'creating', observedGeneration: 1 });
+    expect(first.pending_events.map((e: { type: string }) => e.type)).toEqual(['load_balancer.created']);
+    expect(object.metadata.annotations[FIRST_STATUS_SEAL]).toMatch(/^[\w-]{43}$/);
+    expect(object.metadata.labels[STATUS_PENDING]).toBeUndefined();
+    await waitForStatus(t, `/api/v1/load-balancers/${created.body.data.id}`, 'running', SETTLE_MS);
+    await eventually(async () => eventTypesOf(created.body.data.id).join() === 'load_balancer.created,load_balancer.running');
 
     const one = await t.api('GET', `/api/v1/load-balancers/${created.body.data.id}`);
     const list = await t.api('GET', '/api/v1/load-balancers?limit=100');
-    for (const answer of [created, one, list]) expect(JSON.stringify(answer.body)).not.toContain('status-pending');
+    for (const answer of [created, one, list]) expect(JSON.stringify(answer.body)).not.toMatch(/first-status|status-pending/);
+
+    // A kind nothing writes again after its create (a webhook subscription at rest): the
+    // store writes the first status itself after a few seconds, so kubectl shows it too.
+    const hook = await t.api('POST', '/api/v1/webhooks', { url: receiver.url, events: ['bucket.created'] });
+    expect(hook.status).toBe(201);
+    const written = await eventually(
+      async () => {
+        const cr: any = await readById('webhooksubscriptions', hook.body.data.id);
+        return cr.status?.status ? cr : null;
+      },
+      SETTLE_MS,
+      200,
+    );
+    expect(written.status.status).toBe(hook.body.data.status);
+    expect(written.status.observedGeneration).toBe(1);
+  });
+
+  test("a first status a kubectl user writes, copies or replays is not believed: the object is judged as kubectl's", async () => {
+    const { backends: _backends, ...body } = CRS.defaulted.spec;
+    const original = await t.api('POST', '/api/v1/load-balancers', { ...body, name: 'sealed-original' });
+    expect(original.status).toBe(201);
+    const sealed: any = await readById('loadbalancers', original.body.data.id);
+    const claimed = { ...JSON.parse(sealed.metadata.annotations[FIRST_STATUS]), status: 'running', ipv4: '203.0.113.66' };
+    // Each asks for a region that takes no new resources: judged by the create rules, it is refused.
+    const spec = { ...CRS.defaulted.spec, region: UNAVAILABLE_REGION, ssl_certificate_id: null };
+    const forgeries = {
+      // The original's seal and annotations on an object of its own, under an id of its own.
+      copied: { id: newId('lb'), annotations: sealed.metadata.annotations },
+      // A status of the user's choosing, with a seal made up.
+      forged: {
+        id: newId('lb'),
+        annotations: { ...sealed.metadata.annotations, [FIRST_STATUS]: JSON.stringify(claimed), [FIRST_STATUS_SEAL]: 'A'.repeat(43) },
+      },
+    };
+    for (const [name, { id, annotations }] of Object.entries(forgeries)) {
+      await custom.createNamespacedCustomObject({
+        group: GROUP,
+        version: VERSION,
+        namespace,
+        plural: 'loadbalancers',
+        body: {
+          apiVersion: `${GROUP}/${VERSION}`,
+          kind: 'LoadBalancer',
+          metadata: { name: objectNameForId(id), labels: { [`${GROUP}/id`]: id }, annotations },
+          spec: { ...spec, name },
+        },
+      });
+    }
+    for (const { id } of Object.values(forgeries)) {
+      const refused = await waitForStatus(t, `/api/v1/load-balancers/${id}`, 'failed', SETTLE_MS);
+      expect(refused.ipv4).toBeNull();
+      expect(refused.status_reason).toMatch(/region/i);
+    }
+    // The original, whose seal held, was not judged again.
+    await waitForStatus(t, `/api/v1/load-balancers/${original.body.data.id}`, 'running', SETTLE_MS);
   });
 
   test('an IPsec VPN gateway without a key gets a generated one in its Secret, psk_version 1, and the key shows nowhere else', async () => {

@@ -24,6 +24,8 @@ const VERSION = 'v1alpha1';
 const ID_LABEL = `${GROUP}/id`;
 const STATUS_PENDING = `${GROUP}/status-pending`;
 const CREATED_AT = `${GROUP}/created-at`;
+/** The first status the API's create carries, sealed for the original alone. */
+const FIRST_STATUS = `${GROUP}/first-status`;
 /** Far longer than the file: a copy adopted at all was not held back by a copied mark. */
 const GRACE_S = 600;
 const SETTLE_MS = 30_000;
@@ -90,7 +92,7 @@ test("a kubectl copy of an API-made load balancer gets an id of its own, is adop
 
   // What a user does: get the YAML (JSON here, same fields), rename, drop the version (a create refuses one), apply.
   const manifest = JSON.parse(await kubectl('get', 'cplb', objectNameForId(id), '-n', namespace, '-o', 'json'));
-  expect(manifest.metadata.labels[STATUS_PENDING]).toBe('true');
+  expect(manifest.metadata.annotations[FIRST_STATUS]).toEqual(expect.any(String));
   expect(manifest.metadata.annotations[CREATED_AT]).toEqual(expect.any(String));
   manifest.metadata.name = 'copied-lb';
   manifest.spec.name = 'copied-lb';
@@ -113,6 +115,7 @@ test("a kubectl copy of an API-made load balancer gets an id of its own, is adop
   expect(copyId).toMatch(/^lb_[0-9a-z]{16,26}$/);
   expect(copy.metadata.labels[STATUS_PENDING]).toBeUndefined();
   expect(copy.metadata.annotations?.[CREATED_AT]).toBeUndefined();
+  expect(copy.metadata.annotations?.[FIRST_STATUS]).toBeUndefined();
   expect(copy.metadata.finalizers).toContain(`${GROUP}/finalizer`);
 
   const copyRecord = await waitForStatus(t, `/api/v1/load-balancers/${copyId}`, 'running', SETTLE_MS);

@@ -79,17 +79,20 @@ it("leaves the API server's field managers as they were when it writes a cached 
     (((await custom.getNamespacedCustomObject(where)) as { metadata: { managedFields?: { subresource?: string }[] } }).metadata.managedFields ?? [])
       .map((m) => m.subresource ?? 'main')
       .sort();
+  // The create is one write, its first status sealed in annotations; the first status write adds the status subresource's manager.
+  expect(await managers()).toEqual(['main']);
+  const first = await store.updateStatus(created);
   const before = await managers();
   expect(before).toEqual(['main', 'status']);
 
-  const updated = await store.update({ ...created, spec: { ...created.spec, name: 'managed-renamed' } });
+  const updated = await store.update({ ...first, spec: { ...first.spec, name: 'managed-renamed' } });
   await store.updateStatus({ ...updated, status: status('running') });
   expect(await managers()).toEqual(before);
 });
 
 it("takes in the other replica's object when its own create of the same id loses", async () => {
   // As on a busy machine: this replica's create is still in flight while its watch brings
-  // the other's create and status, which look like its own and are set aside.
+  // the other's create; the losing create must leave the other's object readable at once.
   const proxy = await startHoldingProxy(cluster);
   try {
     const slow = await replica(undefined, proxy.kubeConfig);

@@ -15,12 +15,12 @@ import {
   ID_LABEL,
   objectName,
   PAUSED_ANNOTATION,
-  STATUS_PENDING_LABEL,
   teamOfNamespace,
   UPDATED_AT_ANNOTATION,
   VERSION,
 } from './names';
 import { known } from '../../lib/known';
+import { FIRST_STATUS_ANNOTATION } from './first-status';
 
 export interface KindInfo {
   kind: string;
@@ -109,25 +109,25 @@ export function toStored(info: KindInfo, raw: Raw, id: string, systemNamespace: 
       labels,
       ...(md.uid ? { object: { name: raw.metadata.name, uid: md.uid } } : {}),
       ...(md.annotations?.[PAUSED_ANNOTATION] === 'true' ? { paused: true } : {}),
+      // The cache keeps the annotation only while the status it holds is not written (id-claims.ts).
+      ...(md.annotations?.[FIRST_STATUS_ANNOTATION] !== undefined && raw.status !== undefined ? { statusUnwritten: true } : {}),
     },
     spec: raw.spec ?? {},
     status: status,
   };
 }
 
-/** A new custom resource of the store's, as created: its status is a second write (the status subresource ignores it on create). */
+/** A new custom resource of the store's, as created: the store adds its sealed first status (first-status.ts). */
 export function newResource<S, St>(info: KindInfo, input: NewObject<S, St>, namespace: string, now: string) {
+  const annotations: Record<string, string> = { [CREATED_AT_ANNOTATION]: now, [UPDATED_AT_ANNOTATION]: now };
   return {
     apiVersion: API_VERSION,
     kind: info.kind,
     metadata: {
       name: objectName(input.meta.id),
       namespace,
-      // Marked in the same write that creates it: no version of it is ever seen unmarked
-      // and status-less, so adoption cannot take it for kubectl's (nothing reads the mark
-      // once the status is there; the status write cannot touch metadata anyway).
-      labels: { ...(input.meta.labels ?? {}), [STATUS_PENDING_LABEL]: 'true', [ID_LABEL]: input.meta.id },
-      annotations: { [CREATED_AT_ANNOTATION]: now, [UPDATED_AT_ANNOTATION]: now },
+      labels: { ...(input.meta.labels ?? {}), [ID_LABEL]: input.meta.id },
+      annotations,
       finalizers: [FINALIZER],
     },
     spec: input.spec,

@@ -29,6 +29,7 @@ import {
   VERSION,
 } from './names';
 import { known } from '../../lib/known';
+import { FIRST_STATUS_ANNOTATION, FIRST_STATUS_SEAL_ANNOTATION, FirstStatusSeal, hasStatus, withoutStaleFirstStatus } from './first-status';
 import { getOrCreate } from '../../lib/maps';
 
 /** What the claims need of the store they decide for. */
@@ -42,14 +43,11 @@ export interface IdClaimsContext {
   custom: CustomObjectsApi;
   systemNamespace: string;
   logger: Logger;
+  /** Opens the first status the store's creates carry. */
+  firstStatus: FirstStatusSeal;
 }
 
 export class IdClaims {
-  /**
-   * `kind/team/id` of objects this store is creating: the watch may bring one in before
-   * its status (a second write) is there, and until then it is no one's to see.
-   */
-  readonly creating = new Set<string>();
   /**
    * kind -> `namespace/name` -> the `team/id` each custom resource claims, and its latest
    * version seen. A manifest copied with its labels makes two claim one id: only the
@@ -78,7 +76,7 @@ export class IdClaims {
 
   /** Takes an object from the API server into the cache, unless the cache holds a newer one. */
   upsert(info: KindInfo, raw: Raw): StoredObject {
-    asCached(raw);
+    this.takeIn(raw);
     const id = idOf(info, raw);
     if (id && leaving(raw)) {
       this.removeRaw(info, raw);
@@ -91,12 +89,25 @@ export class IdClaims {
     }
     const object = toStored(info, raw, id, this.o.systemNamespace);
     const key = `${object.meta.team}/${id}`;
-    if (this.creating.has(`${info.kind}/${key}`)) return object;
     const removedAt = this.tombstones.get(`${info.kind}/${key}`);
     if (removedAt !== undefined && !isOlder(removedAt, object.meta.resourceVersion)) return object;
     for (const changed of this.claim(info, raw, key) ?? []) this.settle(info, changed);
     const entry = this.o.cache.entry(info.kind, key);
     return entry && sameResource(entry.raw, raw) ? entry.object : object;
+  }
+
+  /**
+   * Trims, in place, a custom resource as it comes in, and gives one the store created,
+   * whose status is not written yet, the first status it carries (first-status.ts).
+   */
+  private takeIn(raw: Raw): void {
+    asCached(raw);
+    if (hasStatus(raw)) {
+      withoutStaleFirstStatus(raw);
+      return;
+    }
+    const first = this.o.firstStatus.open(raw);
+    if (first) raw.status = first;
   }
 
   /** The claims of one of the store's kinds, each given its maps by the constructor. */
@@ -214,12 +225,11 @@ export class IdClaims {
     const changed = new Set<string>(this.o.cache.keysOf(info.kind));
     const listed = new Set<string>();
     for (const raw of items) {
-      asCached(raw);
+      this.takeIn(raw);
       if (leaving(raw)) continue;
       listed.add(nameKeyOf(raw));
       const key = this.labelKeyOf(info, raw);
       if (!key) void this.assignId(info, raw);
-      if (key && this.creating.has(`${info.kind}/${key}`)) continue;
       for (const k of this.claim(info, raw, key) ?? []) changed.add(k);
     }
     for (const [name, claim] of [...claims]) {
@@ -256,8 +266,8 @@ export class IdClaims {
    * Gives a copy a new id, as assignId does a kubectl-made object without one, and drops
    * what it copied of its original's history so that adoption takes it in at once as new:
    * the status-pending mark (it would wait for a status write that is not coming), the
-   * created-at and updated-at stamps (its own creationTimestamp is when it was made), and
-   * a status, should one have been written to it (first, by itself: the status subresource
+   * created-at and updated-at stamps (its own creationTimestamp is when it was made), the
+   * sealed first status (whose seal no longer holds, first-status.ts), and a status, should one have been written to it (first, by itself: the status subresource
    * takes no metadata). Each write has the version read as precondition: of replicas doing
    * it at once one succeeds, the others' 409 is dropped and the watch brings the result.
    */
@@ -329,7 +339,8 @@ const idLabelOf = (raw: Raw) => raw.metadata.labels?.[ID_LABEL];
 /**
  * A custom resource as a kubectl-made one with the id given: without what the store puts
  * on the ones it creates, which on this one can only have been copied (the status-pending
- * mark would hold its adoption back; its own creationTimestamp says when it was made).
+ * mark would hold its adoption back; its own creationTimestamp says when it was made;
+ * a copied first status is sealed for its original alone).
  */
 function asOwnObject(raw: Raw, id: string): Raw {
   const body = structuredClone(raw);
@@ -338,6 +349,8 @@ function asOwnObject(raw: Raw, id: string): Raw {
   const annotations = { ...(body.metadata.annotations ?? {}) };
   delete annotations[CREATED_AT_ANNOTATION];
   delete annotations[UPDATED_AT_ANNOTATION];
+  delete annotations[FIRST_STATUS_ANNOTATION];
+  delete annotations[FIRST_STATUS_SEAL_ANNOTATION];
   body.metadata.labels = labels;
   body.metadata.annotations = annotations;
   body.metadata.finalizers = [...new Set([...(body.metadata.finalizers ?? []), FINALIZER])];

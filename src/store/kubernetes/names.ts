@@ -21,10 +21,11 @@ export const STORE_RECORD_LABEL = `${GROUP}/store-record`;
 /** `"true"` on a custom resource stops its reconciliation until removed (docs/kubernetes.md). */
 export const PAUSED_ANNOTATION = `${GROUP}/paused`;
 /**
- * On a custom resource the store created for the API: its status is a second write, so
- * until one is there adoption leaves it a grace instead of taking it for kubectl's. A
- * label, not an annotation, because a StoredObject's meta carries labels; the API never
- * shows them.
+ * On a custom resource an earlier version's store created for the API, whose status was a
+ * second write: until one is there adoption leaves it a grace instead of taking it for
+ * kubectl's. Read while a rolling upgrade may leave such an object; this version's creates
+ * are one write that carries the first status (first-status.ts). A label, not an
+ * annotation, because a StoredObject's meta carries labels; the API never shows them.
  */
 export const STATUS_PENDING_LABEL = `${GROUP}/status-pending`;
 export const MANAGED_BY = 'app.kubernetes.io/managed-by=cloudplane';

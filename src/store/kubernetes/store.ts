@@ -8,6 +8,7 @@
  * When the API server cannot be reached, reads keep answering from the cache
  * (persistence `stale`) and writes fail with StoreUnavailableError (503).
  */
+import { randomBytes } from 'node:crypto';
 import { CoreV1Api, CustomObjectsApi } from '@kubernetes/client-node';
 import { AlreadyExistsError, ConflictError, NewObject, NotFoundError, PersistenceState, readAs, Store, StoredObject } from '../types';
 import { nowIso } from '../../lib/time';
@@ -24,7 +25,9 @@ import { IdClaims } from './id-claims';
 import { KubernetesEntries } from './named-entries';
 import { RECORD_OBJECTS, SECRET_OBJECTS } from './entry-objects';
 import { ApiServerCalls } from './api-server-calls';
-import { FINALIZER, GROUP, ID_LABEL, namespaceOfTeam, UPDATED_AT_ANNOTATION, VERSION } from './names';
+import { FINALIZER, GROUP, ID_LABEL, namespaceOfTeam, SYSTEM_TEAM, UPDATED_AT_ANNOTATION, VERSION } from './names';
+import { FIRST_STATUS_KEY_SECRET, FirstStatusSeal } from './first-status';
+import { FirstStatusWrites } from './first-status-writes';
 import { KubernetesStoreOptions } from './store-options';
 import { promised } from '../../lib/promised';
 import { PreconditionedWrites } from './preconditioned-writes';
@@ -53,6 +56,10 @@ export class KubernetesStore implements Store {
   private readonly watches: NamespacedWatches;
   /** Updates, status writes and removals: with their resourceVersion precondition. */
   private readonly writes: PreconditionedWrites;
+  /** Seals the first status a create carries, and opens it until the status is written (first-status.ts). */
+  private readonly firstStatus = new FirstStatusSeal();
+  /** Writes a first status no other status write took to the status subresource after a while. */
+  private readonly firstStatusWrites: FirstStatusWrites;
   /** Every request to the API server goes through its call, which finds whether the server answers. */
   private readonly api = new ApiServerCalls(() => {
     this.rewatch();
@@ -81,8 +88,9 @@ export class KubernetesStore implements Store {
     for (const info of o.kinds) this.kinds.set(info.kind, info);
     this.cache = new ObjectCache(o.listed, (entry) => entry.object);
     // Each part takes what it needs of the options (the logger, the system namespace, the kinds...).
-    this.claims = new IdClaims({ ...o, cache: this.cache, notify: this.listeners.notifyLater, custom: this.custom });
+    this.claims = new IdClaims({ ...o, cache: this.cache, notify: this.listeners.notifyLater, custom: this.custom, firstStatus: this.firstStatus });
     this.writes = new PreconditionedWrites({ custom: this.custom, call: this.api.call, cache: this.cache, claims: this.claims });
+    this.firstStatusWrites = new FirstStatusWrites({ peek: this.cache.peek, writeStatus: (object) => this.updateStatus(object), logger: o.logger });
     this.resources = new CustomResourceWatches({ ...o, kinds: [...this.kinds.values()], custom: this.custom, call: this.api.call, claims: this.claims });
     const entries = { ...o, core: this.core, call: this.api.call, ensureNamespace: (namespace: string) => this.ensureNamespace(namespace) };
     this.secrets = new KubernetesEntries(entries, SECRET_OBJECTS);
@@ -94,11 +102,17 @@ export class KubernetesStore implements Store {
     // The team namespaces first: the operator's rights there are in effect before any call into one.
     await this.watches.namespaces.start();
     // Each watch's start resolves after its first list: the cache is complete before serving.
-    await Promise.all([this.resources.start(), this.secrets.watch(this.watches), this.records.watch(this.watches)]);
+    await Promise.all([this.secrets.watch(this.watches), this.records.watch(this.watches)]);
+    // The sealing key before the custom resources: their first list opens the sealed statuses.
+    // Create-only, so that replicas starting at once end up with the same key.
+    const stored = await this.secrets.add(SYSTEM_TEAM, FIRST_STATUS_KEY_SECRET, { key: randomBytes(32).toString('base64') });
+    this.firstStatus.use(Buffer.from(stored.key, 'base64'));
+    await this.resources.start();
   }
 
   stop(): Promise<void> {
     return promised(() => {
+      this.firstStatusWrites.stop();
       this.resources.stop();
       this.secrets.stop();
       this.records.stop();
@@ -122,72 +136,39 @@ export class KubernetesStore implements Store {
   }
 
   // API call: store: custom resources, written
-  // API call: store: custom resources' status
   async create<S, St>(input: NewObject<S, St>): Promise<StoredObject<S, St>> {
     const info = this.info(input.meta.kind);
     const namespace = this.namespaceOf(input.meta.team);
     await this.ensureNamespace(namespace);
     const now = nowIso();
-    const creatingKey = `${info.kind}/${input.meta.team}/${input.meta.id}`;
     const body = newResource(info, input, namespace, now);
-    this.claims.creating.add(creatingKey);
+    // The status subresource ignores status on create: the first status rides sealed in
+    // annotations of the one write (first-status.ts) rather than in a second write.
+    Object.assign(body.metadata.annotations, this.firstStatus.annotationsFor(body, kubeStatusOf({ ...input.status, updated_at: now })));
     try {
-      let created: Raw;
-      try {
-        created = await this.api.call<Raw>(() =>
-          this.custom.createNamespacedCustomObject({ group: GROUP, version: VERSION, namespace, plural: info.plural, body }),
-        );
-      } catch (err) {
-        if (httpCode(err) !== 409) throw err;
-        this.claims.creating.delete(creatingKey);
-        await this.takeInOthers(info, namespace, body.metadata.name);
-        throw new AlreadyExistsError(info.kind, input.meta.id);
-      }
-      // The status subresource ignores status on create: it is a second write.
-      const withStatus = { ...created, status: kubeStatusOf({ ...input.status, updated_at: now }) };
-      try {
-        const answer = await this.api.call<Raw>(() => this.custom.replaceNamespacedCustomObjectStatus({ ...whereOf(info, created), body: withStatus }));
-        this.claims.creating.delete(creatingKey);
-        return readAs<S, St>(this.claims.upsert(info, answer));
-      } catch (err) {
-        // The create as a whole failed: take back its first half, so it is not adopted later
-        // as if kubectl had made it. Should even that fail, adoption initializes it.
-        this.claims.creating.delete(creatingKey);
-        if (!(await this.discard(info, created).catch(() => false))) this.claims.upsert(info, created);
-        throw err;
-      }
-    } finally {
-      this.claims.creating.delete(creatingKey);
+      const created = await this.api.call<Raw>(() =>
+        this.custom.createNamespacedCustomObject({ group: GROUP, version: VERSION, namespace, plural: info.plural, body }),
+      );
+      const object = this.claims.upsert(info, created);
+      if (object.meta.statusUnwritten) this.firstStatusWrites.schedule(info.kind, input.meta.team, input.meta.id);
+      return readAs<S, St>(object);
+    } catch (err) {
+      if (httpCode(err) !== 409) throw err;
+      await this.takeInOthers(info, namespace, body.metadata.name);
+      throw new AlreadyExistsError(info.kind, input.meta.id);
     }
   }
 
   /**
-   * The object another writer created under the id this create claimed. Its watch events
-   * were set aside while the create was in flight (they looked like this create's own), and
-   * would not come again before a relist: the caller that waits for it would wait in vain
-   * (seen in CI, two replicas issuing the configured API key at once).
+   * The object another writer created under the id this create claimed, read at once: the
+   * caller that reads it next must not wait for the watch to bring it (seen in CI, two
+   * replicas issuing the configured API key at once).
    */
   // API call: store: custom resources, written
   private async takeInOthers(info: KindInfo, namespace: string, name: string): Promise<void> {
     const where = { group: GROUP, version: VERSION, namespace, plural: info.plural, name };
     const raw = await this.api.call<Raw>(() => this.custom.getNamespacedCustomObject(where)).catch(() => undefined);
-    if (raw && raw.status !== undefined) this.claims.upsert(info, raw);
-  }
-
-  /** Deletes a custom resource at once, finalizer and all; true when it is gone. */
-  // API call: store: custom resources, written
-  private async discard(info: KindInfo, created: Raw): Promise<boolean> {
-    const where = whereOf(info, created);
-    const fresh = await this.api.call<Raw>(() => this.custom.getNamespacedCustomObject(where));
-    fresh.metadata.finalizers = (fresh.metadata.finalizers ?? []).filter((f) => f !== FINALIZER);
-    const answer = await this.api.call<Raw>(() => this.custom.replaceNamespacedCustomObject({ ...where, body: fresh }));
-    await this.api
-      .call(() => this.custom.deleteNamespacedCustomObject(where))
-      .catch((err: unknown) => {
-        if (httpCode(err) !== 404) throw err;
-      });
-    this.claims.removeRaw(info, answer);
-    return true;
+    if (raw) this.claims.upsert(info, raw);
   }
 
   // API call: store: custom resources, written
@@ -197,9 +178,9 @@ export class KubernetesStore implements Store {
     raw.metadata.resourceVersion = object.meta.resourceVersion;
     raw.metadata.labels = { ...object.meta.labels, [ID_LABEL]: object.meta.id };
     raw.metadata.annotations = { ...(raw.metadata.annotations ?? {}), [UPDATED_AT_ANNOTATION]: nowIso() };
-    const answer = await this.writes.write(info, object, () =>
-      this.custom.replaceNamespacedCustomObject({ ...whereOf(info, raw), body: { ...raw, spec: object.spec } }),
-    );
+    const body = { ...raw, spec: object.spec };
+    this.firstStatus.reseal(entry.raw, body);
+    const answer = await this.writes.write(info, object, () => this.custom.replaceNamespacedCustomObject({ ...whereOf(info, raw), body }));
     return readAs<S, St>(this.claims.upsert(info, answer));
   }
 
