@@ -59,6 +59,9 @@ export const conflict = (code: string, message: string) => new ApiError(409, cod
 
 export const invalidState = (message: string) => conflict('invalid_state', message);
 
+/** A change sent with If-Match whose version no longer holds (api/entity-tags.ts). */
+export const preconditionFailed = (message: string) => new ApiError(412, 'precondition_failed', message);
+
 export const idempotencyKeyReused = () =>
   new ApiError(
     422,

@@ -172,10 +172,12 @@ export class ResourceWriter {
 
   /**
    * Asks for a resource's deletion on behalf of `actor`, whose id is recorded first so that
-   * the reconciler's events of the deletion name them (intents.ts).
+   * the reconciler's events of the deletion name them (intents.ts). `precondition` judges
+   * each version read before the write (it throws to refuse: a client's If-Match).
    */
-  async requestDeletion(family: AnyFamily, team: string, id: string, actor: string): Promise<void> {
+  async requestDeletion(family: AnyFamily, team: string, id: string, actor: string, precondition?: (latest: Resource) => void): Promise<void> {
     const current = await this.onLatest(family, team, id, async (latest) => {
+      precondition?.(latest);
       if (latest.meta.deletionTimestamp) return latest;
       return this.store.update({ ...latest, meta: { ...latest.meta, labels: deletedByLabels(latest.meta.labels, actor) } });
     });

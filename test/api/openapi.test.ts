@@ -400,6 +400,7 @@ describe('GET /api/v1/openapi.json', () => {
         }
         expect(missing).toEqual([]);
         expect([...checked].sort()).toEqual([
+          'ETag',
           'Location',
           'Retry-After',
           'WWW-Authenticate',

@@ -22,6 +22,7 @@ const PARAM = /^\{([^}]+)\}$/;
 
 interface Operation {
   operationId?: string;
+  parameters?: { in?: string; name?: string }[];
   responses?: Record<
     string,
     { description?: string; headers?: Record<string, unknown>; content?: Record<string, { schema?: JsonSchema }>; links?: Record<string, Link> }

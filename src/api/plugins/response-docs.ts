@@ -31,6 +31,22 @@ const RATE_LIMIT: Record<string, HeaderDoc> = {
   'X-RateLimit-Reset': { type: 'integer', format: 'int64', description: 'When the current window ends, in Unix seconds.' },
 };
 const RETRY_AFTER: HeaderDoc = { type: 'integer', description: 'Seconds to wait before trying again.' };
+const ETAG: HeaderDoc = {
+  type: 'string',
+  description: "The resource's version (its resourceVersion, quoted): send it as If-Match with a change to make it only if no one changed the resource since.",
+};
+
+/**
+ * The paths of single resources whose changes take If-Match (an `if-match` header
+ * parameter): their answers, and the create on the path above them, carry an ETag (a
+ * DELETE's, only when it answers the resource as stored rather than as it will be).
+ */
+function versionedPaths(document: OpenApiDocument): Set<string> {
+  const paths = new Set<string>();
+  for (const [path, item] of Object.entries(document.paths))
+    for (const operation of Object.values(item)) if (operation.parameters?.some((p) => p.in === 'header' && p.name === 'if-match')) paths.add(path);
+  return paths;
+}
 
 const header = ({ type, format, description }: HeaderDoc, required = false): HeaderObject => ({
   description,
@@ -61,6 +77,7 @@ const ERROR_DESCRIPTIONS: Record<number, string> = {
   413: 'payload_too_large: the body is larger than the service accepts.',
   415: 'unsupported_media_type: send the body as application/json.',
   422: 'validation_failed, with error.details naming every offending field; or a domain rule broken (invalid_cursor, region_unavailable, ...).',
+  412: 'precondition_failed: the resource is no longer at the version If-Match names; read it again and send the change with its new ETag.',
   429: 'rate_limit_exceeded: too many requests this minute; retry after Retry-After seconds.',
   503: 'persistence_unavailable (the store of record cannot take the change) or service_overloaded (the service sheds load); retry later.',
 };
@@ -85,13 +102,18 @@ export function describeResponse(method: string, status: number): string {
 export function describeResponses<D extends OpenApiDocument & { components?: { headers?: Record<string, unknown> } }>(document: D): D {
   const components = (document.components ??= {});
   const shared = (components.headers ??= {});
-  for (const item of Object.values(document.paths)) {
+  const tagged = versionedPaths(document);
+  for (const [path, item] of Object.entries(document.paths)) {
     for (const [method, operation] of Object.entries(item)) {
       for (const [status, response] of Object.entries(operation.responses ?? {})) {
         if (!response.description || response.description === DEFAULT_DESCRIPTION)
           response.description = describeResponse(method.toUpperCase(), Number(status));
         const headers: Record<string, unknown> = {};
-        for (const [name, object] of Object.entries(headersOf(Number(status)))) {
+        const answerHeaders = headersOf(Number(status));
+        const code = Number(status);
+        if (code >= 200 && code < 300 && (tagged.has(path) || (method === 'post' && tagged.has(`${path}/{id}`))))
+          answerHeaders.ETag = header(ETAG, method !== 'delete');
+        for (const [name, object] of Object.entries(answerHeaders)) {
           // A header is sent always on some answers and may be missing on others: one entry each.
           const key = object.required ? name : `${name}.optional`;
           shared[key] ??= object;

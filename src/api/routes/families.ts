@@ -24,6 +24,7 @@ import { ruleContextOf } from '../../events/catalog';
 import { fieldOf, textOf } from '../../lib/unknown-values';
 import { known } from '../../lib/known';
 import { promised } from '../../lib/promised';
+import { IfMatchHeaders, ifMatchOf, tagAnswer } from '../entity-tags';
 
 const IdParams = Type.Object({ id: Type.String({ maxLength: 64, description: 'Resource id.' }) });
 
@@ -42,6 +43,9 @@ const errorResponses = {
   429: ErrorEnvelope,
   503: ErrorEnvelope,
 };
+
+/** The answers of a change that takes If-Match: those of any request, and 412 precondition_failed. */
+const changeErrorResponses = { ...errorResponses, 412: ErrorEnvelope };
 
 export const principalOf = (request: FastifyRequest) => known(request.principal, 'the principal (authentication sets it before any handler runs)');
 
@@ -231,6 +235,7 @@ export function registerFamilyRoutes(app: ApiApp, ctx: ApiContext, family: AnyFa
         ),
       );
       reply.header('Location', `${base}/${resource.meta.id}`);
+      tagAnswer(reply, resource);
       const record = family.toRecord(resource);
       const shown = family.secret?.shownOnCreate && secret !== undefined ? { [family.secret.field]: secret } : {};
       return send(ctx, request, reply, 201, { ...record, ...shown });
@@ -248,7 +253,9 @@ export function registerFamilyRoutes(app: ApiApp, ctx: ApiContext, family: AnyFa
     },
     // Nothing to wait for: the resource is read from memory, its bytes kept (record-bytes.ts); a not-found throws, which Fastify sends.
     handler: (request, reply) => {
-      sendSerialised(ctx, request, reply, 200, records.of(visibleResource(ctx, family, principalOf(request).team, request.params.id), reply));
+      const resource = visibleResource(ctx, family, principalOf(request).team, request.params.id);
+      tagAnswer(reply, resource);
+      sendSerialised(ctx, request, reply, 200, records.of(resource, reply));
     },
   });
 
@@ -261,26 +268,32 @@ export function registerFamilyRoutes(app: ApiApp, ctx: ApiContext, family: AnyFa
         operationId: `update${typeName}`,
         summary: `Update a ${family.title}`,
         params: IdParams,
+        headers: IfMatchHeaders,
         body: family.schemas.update,
-        response: { 200: envelopeOf(RecordSchema), ...errorResponses },
+        response: { 200: envelopeOf(RecordSchema), ...changeErrorResponses },
       },
       handler: async (request, reply) => {
         const { id } = request.params;
         const { team, key } = principalOf(request);
         const { body, secret } = splitSecret(family, request.body);
-        assertChangeable(family, await findResource(ctx, family, team, id));
+        const ifMatch = ifMatchOf(request, family.title);
+        const found = await findResource(ctx, family, team, id);
+        ifMatch?.(found);
+        assertChangeable(family, found);
         const update: SpecUpdate = (extra = () => ({})) =>
           ctx.writer.mutateSpec(
             family,
             team,
             id,
             (current) => {
+              ifMatch?.(current);
               assertChangeable(family, current);
               return { ...applyUpdate(current.spec, body, ruleContext), ...extra(current) };
             },
             key,
           );
         const updated = secret === undefined ? await update() : await rotateSecret(ctx, family, team, id, secret, update);
+        tagAnswer(reply, updated);
         return send(ctx, request, reply, 200, family.toRecord(updated));
       },
     });
@@ -295,8 +308,9 @@ export function registerFamilyRoutes(app: ApiApp, ctx: ApiContext, family: AnyFa
       operationId: `delete${typeName}`,
       summary: `Delete a ${family.title}`,
       params: IdParams,
+      headers: IfMatchHeaders,
       ...(family.deletionGuard ? { querystring: ForceQuery } : {}),
-      response: { 200: envelopeOf(RecordSchema), 202: envelopeOf(RecordSchema), ...errorResponses },
+      response: { 200: envelopeOf(RecordSchema), 202: envelopeOf(RecordSchema), ...changeErrorResponses },
     },
     handler: async (request, reply) => {
       const { id } = request.params;
@@ -304,7 +318,9 @@ export function registerFamilyRoutes(app: ApiApp, ctx: ApiContext, family: AnyFa
       const query: unknown = request.query;
       const force = typeof query === 'object' && query !== null && 'force' in query && query.force === true;
       const { team, key } = principalOf(request);
+      const ifMatch = ifMatchOf(request, family.title);
       const resource = await findResource(ctx, family, team, id);
+      ifMatch?.(resource);
       if (resource.status.status === 'deleted') return send(ctx, request, reply, 200, family.toRecord(resource));
       if (family.busyStates?.includes(resource.status.status))
         throw resourceBusy(`The ${family.title} is ${resource.status.status}; try again when it is done.`);
@@ -318,10 +334,11 @@ export function registerFamilyRoutes(app: ApiApp, ctx: ApiContext, family: AnyFa
         family.kind,
         team,
         id,
-        () => ctx.writer.requestDeletion(family, team, id, key),
+        () => ctx.writer.requestDeletion(family, team, id, key, ifMatch),
         (r) => leaving.includes(r.status.status),
       );
       const deleted = moved && moved.status.status !== 'destroyed' ? moved : projectedDeletion(resource, immediate);
+      if (moved) tagAnswer(reply, moved);
       return send(ctx, request, reply, immediate ? 200 : 202, family.toRecord(deleted));
     },
   });
