@@ -48,6 +48,11 @@ export interface Operation {
   /** The table's rows, for an answer that is no record or list of them (usage: a row per metric); json and yaml print the answer. */
   tableRows?: (data: unknown) => Array<Record<string, unknown>>;
   wait?: WaitSpec;
+  /**
+   * The answer is one resource of a family's generic routes, with its version (ETag); a
+   * PATCH or DELETE of it takes If-Match (docs/api.md, Versions).
+   */
+  versioned?: boolean;
   /** The answer is a document of this media type, printed as it is or written to `--<fileFlag>` (a kubeconfig). */
   document?: { mediaType: string; fileFlag: string };
 }
@@ -87,10 +92,21 @@ function crudOf(f: AnyFamily): Operation[] {
   const group = commandGroupOf(f);
   const columns = columnsOf(f);
   const base = `/${f.path}`;
+  // Served by the generic routes (families.ts), whose answers name the version.
+  const versioned = f.standardRoutes !== false;
   const operations: Operation[] = [
     { command: [...group, 'list'], summary: `List ${pluralOf(f.title)}`, method: 'GET', path: base, query: listQuerySchema(f.states), paged: true, columns },
-    { command: [...group, 'get'], summary: `Get ${aOrAn(f.title)}`, method: 'GET', path: `${base}/{id}`, columns },
-    { command: [...group, 'create'], summary: `Create ${aOrAn(f.title)}`, method: 'POST', path: base, body: f.schemas.create, columns, wait: readyWait(f) },
+    { command: [...group, 'get'], summary: `Get ${aOrAn(f.title)}`, method: 'GET', path: `${base}/{id}`, columns, versioned },
+    {
+      command: [...group, 'create'],
+      summary: `Create ${aOrAn(f.title)}`,
+      method: 'POST',
+      path: base,
+      body: f.schemas.create,
+      columns,
+      wait: readyWait(f),
+      versioned,
+    },
   ];
   if (f.schemas.update) {
     operations.push({
@@ -101,6 +117,7 @@ function crudOf(f: AnyFamily): Operation[] {
       body: f.schemas.update,
       columns,
       wait: readyWait(f),
+      versioned,
     });
   }
   if (f.deletable !== false) {
@@ -116,6 +133,7 @@ function crudOf(f: AnyFamily): Operation[] {
       query,
       columns,
       wait: deletedWait(f),
+      versioned,
     });
   }
   return operations;

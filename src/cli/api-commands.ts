@@ -121,7 +121,14 @@ async function run(operation: Operation, command: Command, args: string[]): Prom
     print(command, await listPages(client, path, query ?? {}, opts.all === true), operation.columns);
     return;
   }
-  const answer = await client.request(operation.method, path, { query, body: bodyOf(operation, opts, args) });
+  const ifMatch = typeof opts.ifMatch === 'string' ? opts.ifMatch : undefined;
+  const answer = await client.request(operation.method, path, { query, body: bodyOf(operation, opts, args), ...(ifMatch === undefined ? {} : { ifMatch }) });
+  if (opts.showVersion === true)
+    note(
+      answer.version === null
+        ? 'The answer names no version.'
+        : `Version: ${answer.version} (a change with --if-match '${answer.version}' is made only while it holds)`,
+    );
   let data = answer.body?.data;
   if (data === undefined) {
     // 204: done, nothing to show (an API key revoked).
@@ -135,6 +142,9 @@ async function run(operation: Operation, command: Command, args: string[]): Prom
   }
   print(command, data, operation.columns, operation.tableRows);
 }
+
+/** The changes that take If-Match: a family's PATCH and DELETE of one resource (docs/api.md, Versions). */
+const takesIfMatch = (operation: Operation) => operation.versioned === true && (operation.method === 'PATCH' || operation.method === 'DELETE');
 
 export function registerOperations(root: Command, operations: Operation[] = allOperations()): void {
   for (const operation of operations) {
@@ -151,6 +161,13 @@ export function registerOperations(root: Command, operations: Operation[] = allO
     if (operation.query) addSchemaFlags(command, 'query', operation.query);
     if (operation.paged) command.option('--all', 'Follow the cursor through every page');
     if (operation.document) command.option(`--${operation.document.fileFlag} <path>`, 'Write it to this file (mode 0600) instead of printing it');
+    if (takesIfMatch(operation)) {
+      command.option(
+        '--if-match <version>',
+        'Make the change only while the resource is at this version (--show-version of get prints it); else exit 1, precondition_failed',
+      );
+    }
+    if (operation.versioned) command.option('--show-version', 'Print the version of the resource the answer shows (its ETag) to stderr');
     if (operation.wait) {
       command.option('--wait', `Wait until the resource is ${operation.wait.target.join(' or ')}`);
       command.option('--wait-timeout <seconds>', 'Give up waiting after this long (exit code 6)', parseSeconds, DEFAULT_WAIT_SECONDS);

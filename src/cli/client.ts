@@ -12,6 +12,15 @@ export interface ApiAnswer {
   status: number;
   /** The parsed envelope, or null for a 204. */
   body: { data?: unknown; meta?: { next_cursor?: string | null } } | null;
+  /** The version of the resource the answer shows (its ETag), when it names one (docs/api.md, Versions). */
+  version: string | null;
+}
+
+export interface RequestOptions {
+  query?: Query;
+  body?: unknown;
+  /** Make the change only while the resource is at this version (If-Match). */
+  ifMatch?: string;
 }
 
 export interface ClientOptions {
@@ -27,10 +36,10 @@ export class ApiClient {
     return this.options.apiUrl;
   }
 
-  async request(method: string, path: string, options: { query?: Query; body?: unknown } = {}): Promise<ApiAnswer> {
+  async request(method: string, path: string, options: RequestOptions = {}): Promise<ApiAnswer> {
     const { response, text } = await this.fetch(method, path, 'application/json', options);
     const body = parseJson(text);
-    if (response.ok && body !== undefined) return { status: response.status, body: body };
+    if (response.ok && body !== undefined) return { status: response.status, body: body, version: response.headers.get('etag') };
     if (response.ok)
       throw new CliError(
         `${this.options.apiUrl} answered ${response.status} with something other than JSON; is it a Cloudplane API?`,
@@ -47,15 +56,11 @@ export class ApiClient {
     throw apiError(response.status, parseJson(text), text, response.headers.get('retry-after'));
   }
 
-  private async fetch(
-    method: string,
-    path: string,
-    accept: string,
-    options: { query?: Query; body?: unknown } = {},
-  ): Promise<{ response: Response; text: string }> {
+  private async fetch(method: string, path: string, accept: string, options: RequestOptions = {}): Promise<{ response: Response; text: string }> {
     const url = new URL(`${this.options.apiUrl}/api/v1${path}`);
     for (const [name, value] of Object.entries(options.query ?? {})) if (value !== undefined) url.searchParams.set(name, String(value));
     const headers: Record<string, string> = { authorization: `Bearer ${this.options.apiKey}`, accept, 'user-agent': 'cloudplane-cli' };
+    if (options.ifMatch !== undefined) headers['if-match'] = options.ifMatch;
     let payload: string | undefined;
     if (options.body !== undefined) {
       payload = JSON.stringify(options.body);

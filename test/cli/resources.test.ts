@@ -303,6 +303,27 @@ describe('errors', () => {
     expect(badKey.stderr).toMatch(/^Error: unauthorized: /);
     for (const r of [invalid, fields, missing, notAdmin, badKey]) expect(hasStackTrace(r.stderr)).toBe(false);
   });
+
+  it('changes a resource only at the version --if-match names; get --show-version prints it', async () => {
+    const lb = await json(['load-balancers', 'create', '--name', 'versioned', '--region', 'fra1', '--wait']);
+    const version = async () => {
+      const shown = await run(['load-balancers', 'get', lb.id, '--show-version']);
+      expect(shown.code).toBe(0);
+      return /^Version: ("[^"]+")/m.exec(shown.stderr)![1];
+    };
+    const stale = await version();
+    expect((await t.api('PATCH', `/api/v1/load-balancers/${lb.id}`, { health_check_path: '/changed-elsewhere' })).status).toBe(200);
+    const refused = await run(['load-balancers', 'update', lb.id, '--health-check-path', '/mine', '--if-match', stale]);
+    expect(refused.code).toBe(1);
+    expect(refused.stderr).toMatch(/^Error: precondition_failed: The load balancer changed since the version If-Match names/);
+    expect((await apiData(`/load-balancers/${lb.id}`)).health_check_path).toBe('/changed-elsewhere');
+    // At the version just read it goes through (read again if the service itself wrote in between).
+    await eventually(
+      async () => (await run(['load-balancers', 'update', lb.id, '--health-check-path', '/mine', '--if-match', await version()])).code === 0,
+      20_000,
+    );
+    expect((await apiData(`/load-balancers/${lb.id}`)).health_check_path).toBe('/mine');
+  });
 });
 
 describe('webhooks', () => {

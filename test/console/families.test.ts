@@ -12,6 +12,7 @@ import { freePort } from '../helpers/kube-apiserver';
 import { OidcProvider, startOidcProvider } from '../helpers/oidc-provider';
 import { S3Server, startS3Server } from '../helpers/s3-server';
 import { PutObjectCommand } from '@aws-sdk/client-s3';
+import { familyByName } from '../../src/resources/registry';
 
 jest.setTimeout(120_000);
 
@@ -179,6 +180,34 @@ describe('console: resource families in a browser', () => {
     await eventually(async () => (await c.service.api('GET', `/api/v1/file-storage/${share.id}`)).body.data.size_gb === 200);
     // Only the changed field was sent: the name is as it was.
     expect((await c.service.api('GET', `/api/v1/file-storage/${share.id}`)).body.data.name).toBe('shared');
+  });
+
+  it("saves a change over the service's own status write, and never over another person's change", async () => {
+    const share = (await c.service.api('GET', '/api/v1/file-storage')).body.data[0];
+    const url = `/api/v1/file-storage/${share.id}`;
+    await c.open(`/file-storage/${share.id}/edit`);
+    const size = c.page.getByLabel('Size GB');
+    await expect(size.inputValue()).resolves.toBe('200');
+    // The service writes the share's status while the form is open: a new version, the form's fields as they were.
+    const before = (await c.service.api('GET', url)).headers.get('etag');
+    await c.service.service.ctx.writer.mutateStatus(familyByName('file_share'), c.service.teamId, share.id, () => ({}), 'system');
+    expect((await c.service.api('GET', url)).headers.get('etag')).not.toBe(before);
+    await size.fill('300');
+    await c.page.getByRole('button', { name: 'Save changes' }).click();
+    await c.page.waitForURL(new RegExp(`#/file-storage/${share.id}$`));
+    expect((await c.service.api('GET', url)).body.data.size_gb).toBe(300);
+
+    // Someone else changes the size while the form is open: the form's save is refused, and says so.
+    await c.open(`/file-storage/${share.id}/edit`);
+    await expect(size.inputValue()).resolves.toBe('300');
+    expect((await c.service.api('PATCH', url, { size_gb: 400 })).status).toBe(200);
+    await size.fill('500');
+    await c.page.getByRole('button', { name: 'Save changes' }).click();
+    await c.page.getByRole('alert').filter({ hasText: 'Someone else changed this file share' }).waitFor();
+    expect(await c.page.getByRole('alert').textContent()).toContain('Size GB');
+    expect((await c.service.api('GET', url)).body.data.size_gb).toBe(400);
+    await c.page.getByRole('button', { name: 'Load the current values' }).click();
+    await eventually(async () => (await size.inputValue()) === '400');
   });
 
   it('creates a VPN gateway without ever showing its pre-shared key, and shows the tunnel status', async () => {

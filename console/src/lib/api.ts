@@ -64,12 +64,21 @@ interface Envelope {
   data?: unknown;
   meta?: { next_cursor?: string | null };
   error?: { code: string; message: string; details?: FieldError[] };
+  /** The answer's ETag: the version of the resource it shows (docs/api.md, Versions). */
+  version?: string;
 }
 
-async function call(method: string, path: string, options: { query?: Query; body?: unknown } = {}): Promise<Envelope> {
+/** A resource as read, with the version its answer named (its ETag). */
+export interface Versioned<T> {
+  data: T;
+  version: string | null;
+}
+
+async function call(method: string, path: string, options: { query?: Query; body?: unknown; ifMatch?: string } = {}): Promise<Envelope> {
   const headers: Record<string, string> = { accept: 'application/json' };
   if (options.body !== undefined) headers['content-type'] = 'application/json';
   if (method !== 'GET' && csrfToken) headers['x-csrf-token'] = csrfToken;
+  if (options.ifMatch !== undefined) headers['if-match'] = options.ifMatch;
   let response: Response;
   try {
     response = await fetch(urlOf(path, options.query), {
@@ -93,7 +102,8 @@ async function call(method: string, path: string, options: { query?: Query; body
     if (response.status === 401) unauthorizedHandler();
     throw new ApiError(response.status, error.code, error.message, error.details);
   }
-  return envelope;
+  const version = response.headers.get('etag');
+  return version === null ? envelope : { ...envelope, version };
 }
 
 /**
@@ -127,6 +137,16 @@ export const api = {
   },
   async patch<T>(path: string, body: unknown): Promise<T> {
     return (await call('PATCH', path, { body })).data as T;
+  },
+  /** A resource and its version, for a change that must not overwrite another's (`ifMatch` below). */
+  async versioned<T>(path: string): Promise<Versioned<T>> {
+    const envelope = await call('GET', path);
+    return { data: envelope.data as T, version: envelope.version ?? null };
+  },
+  /** A PATCH made only while the resource is at `version` (If-Match); else an ApiError with code precondition_failed. */
+  async patchAt<T>(path: string, body: unknown, version: string | null): Promise<Versioned<T>> {
+    const envelope = await call('PATCH', path, { body, ...(version === null ? {} : { ifMatch: version }) });
+    return { data: envelope.data as T, version: envelope.version ?? null };
   },
   async put<T>(path: string, body: unknown): Promise<T> {
     return (await call('PUT', path, { body })).data as T;
