@@ -8,7 +8,7 @@
  * | `OUTBOX_POLL_MS` | 200 ms, again and again | a reconciler about to remove a deleted or destroyed record | the relay, to publish the record's last events first (ResourceWriter.relayed) |
  * | `API_SETTLE_GRACE_MS` | 2 s | a reconciler seeing an unsettled spec change the API wrote | the API request, which settles its own change with the caller named |
  * | `ADOPTION_GRACE_MS` | 5 s (`CLOUDPLANE_ADOPTION_GRACE_SECONDS` in cluster mode) | adoption, seeing a custom resource without status that an earlier version's create marked | that create's own status write (its custom resource was created without its status) |
- * | `FIRST_STATUS_WRITE_MS` | 2 s | the Kubernetes store, after a create whose first status rides sealed in annotations | the object's first status write (a reconciler's, when its provider is quick); else the store writes the first status itself, so that kubectl shows it |
+ * | `FIRST_STATUS_WRITE_MS` | 5 s | the Kubernetes store, after a create whose first status rides sealed in annotations | the object's first status write (a reconciler's, when its provider is quick); else the store writes the first status itself, so that kubectl shows it |
  *
  * How the outbox and its relay work: docs/architecture/write-path.md.
  */
