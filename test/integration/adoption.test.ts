@@ -306,7 +306,7 @@ describe('adoption of kubectl-made custom resources', () => {
     const first = JSON.parse(object.metadata.annotations[FIRST_STATUS]);
     expect(first).toMatchObject({ status: 'creating', observedGeneration: 1 });
     expect(first.pending_events.map((e: { type: string }) => e.type)).toEqual(['load_balancer.created']);
-    expect(object.metadata.annotations[FIRST_STATUS_SEAL]).toMatch(/^[\w-]{43}$/);
+    expect(object.metadata.annotations[FIRST_STATUS_SEAL]).toMatch(/^[\w-]{43}\.[\w-]{43}$/);
     expect(object.metadata.labels[STATUS_PENDING]).toBeUndefined();
     await waitForStatus(t, `/api/v1/load-balancers/${created.body.data.id}`, 'running', SETTLE_MS);
     await eventually(async () => eventTypesOf(created.body.data.id).join() === 'load_balancer.created,load_balancer.running');

@@ -1,8 +1,8 @@
 /**
  * The first status a Kubernetes-store create carries in sealed annotations
  * (src/store/kubernetes/first-status.ts): opened only on the object it was sealed for, as
- * the API server made it then, with the spec the store wrote; sealed again only for a
- * spec the store itself writes over a seal that held.
+ * the API server made it then, with the spec the store wrote while at its first
+ * generation; an edit (a later generation) keeps it.
  */
 import { randomBytes } from 'node:crypto';
 import { FIRST_STATUS_ANNOTATION, FIRST_STATUS_SEAL_ANNOTATION, FirstStatusSeal, withoutStaleFirstStatus } from '../../src/store/kubernetes/first-status';
@@ -49,8 +49,14 @@ describe('the sealed first status of a create', () => {
     ['another spec (a kubectl edit, or a replay with a spec of its own)', (raw: Raw) => (raw.spec = { ...raw.spec, region: 'sgp1' })],
     ['a status of its own choosing', (raw: Raw) => (raw.metadata.annotations![FIRST_STATUS_ANNOTATION] = JSON.stringify({ ...STATUS, status: 'running' }))],
     ['another signing time', (raw: Raw) => (raw.metadata.annotations!['cloudplane.dev/created-at'] = '2026-12-01T02:00:05.000Z')],
-    ['a seal of its own', (raw: Raw) => (raw.metadata.annotations![FIRST_STATUS_SEAL_ANNOTATION] = 'x'.repeat(43))],
+    [
+      'a seal of its own',
+      (raw: Raw) =>
+        (raw.metadata.annotations![FIRST_STATUS_SEAL_ANNOTATION] =
+          `${raw.metadata.annotations![FIRST_STATUS_SEAL_ANNOTATION].split('.')[0]}.${'x'.repeat(43)}`),
+    ],
     ['a seal cut short', (raw: Raw) => (raw.metadata.annotations![FIRST_STATUS_SEAL_ANNOTATION] = 'abc')],
+    ['a seal with a part more', (raw: Raw) => (raw.metadata.annotations![FIRST_STATUS_SEAL_ANNOTATION] += '.x')],
   ])('is not believed on %s', (_what, change) => {
     const seal = sealWith();
     const raw = created(seal);
@@ -68,18 +74,17 @@ describe('the sealed first status of a create', () => {
     expect(seal.open(undated)).toBeUndefined();
   });
 
-  it('is sealed again for a spec the store writes over a seal that held, and never over one that did not', () => {
+  it('holds through an edit of the spec (a later generation), which its reconciler judges as any edit; not at the first generation', () => {
     const seal = sealWith();
-    const current = created(seal);
-    const next = structuredClone({ ...current, spec: { ...current.spec, port: 8080 } });
-    seal.reseal(current, next);
-    expect(seal.open(next)).toEqual(STATUS);
-
-    const forged = created(seal);
-    forged.metadata.annotations![FIRST_STATUS_ANNOTATION] = JSON.stringify({ ...STATUS, status: 'running' });
-    const laundered = structuredClone({ ...forged, spec: { ...forged.spec, port: 8080 } });
-    seal.reseal(forged, laundered);
-    expect(seal.open(laundered)).toBeUndefined();
+    const edited = created(seal);
+    edited.spec = { ...edited.spec, port: 8080 };
+    expect(seal.open(edited)).toBeUndefined();
+    edited.metadata.generation = 2;
+    expect(seal.open(edited)).toEqual(STATUS);
+    // The sealed hash of the spec is bound too: one of the user's own with it does not hold.
+    const [, mac] = edited.metadata.annotations![FIRST_STATUS_SEAL_ANNOTATION].split('.');
+    edited.metadata.annotations![FIRST_STATUS_SEAL_ANNOTATION] = `${'A'.repeat(43)}.${mac}`;
+    expect(seal.open(edited)).toBeUndefined();
   });
 
   it('is dropped from a cached object once its status is written, and kept until then', () => {

@@ -8,12 +8,16 @@
  *
  * The seal is what keeps a kubectl user from writing an object that claims a status (and
  * events) of their choosing, or that skips the create rules a status-less object is judged
- * by (controllers/adoption.ts). It binds the kind, namespace, name, spec and the signing
- * time, and the signing time must be within ACCEPTED_SKEW_MS of the creationTimestamp the
- * API server gave the object: a manifest copied or made again later carries a seal that no
- * longer holds, so it is status-less and adopted as kubectl's.
+ * by (controllers/adoption.ts). It binds the kind, namespace, name, the signing time and a
+ * hash of the spec created; the signing time must be within ACCEPTED_SKEW_MS of the
+ * creationTimestamp the API server gave the object, so a manifest copied or made again
+ * later carries a seal that no longer holds, and is status-less and adopted as kubectl's.
+ * While the object is at its first generation its spec must be the one sealed (a manifest
+ * made again at once with a spec of its own is judged too); a later generation is an edit
+ * of an accepted object, which its reconciler judges as it judges any edit, so the seal
+ * still holds: a kubectl edit in the first seconds does not take the status away.
  */
-import { createHmac, timingSafeEqual } from 'node:crypto';
+import { createHash, createHmac, timingSafeEqual } from 'node:crypto';
 import { canonicalJson } from '../../lib/canonical-json';
 import { isRecord } from '../../lib/unknown-values';
 import { CREATED_AT_ANNOTATION, GROUP } from './names';
@@ -31,7 +35,7 @@ const ACCEPTED_SKEW_MS = 60_000;
 interface Sealed {
   kind?: string;
   spec?: unknown;
-  metadata: { name: string; namespace?: string; annotations?: Record<string, string>; creationTimestamp?: string | Date };
+  metadata: { name: string; namespace?: string; generation?: number; annotations?: Record<string, string>; creationTimestamp?: string | Date };
 }
 
 /** What the cache holds of a custom resource, as far as its first status goes. */
@@ -52,17 +56,20 @@ export class FirstStatusSeal {
   annotationsFor(body: Sealed, status: Record<string, unknown>): Record<string, string> {
     if (!this.key) return {};
     const text = JSON.stringify(status);
-    return { [FIRST_STATUS_ANNOTATION]: text, [FIRST_STATUS_SEAL_ANNOTATION]: this.sealOf(this.key, body, text) };
+    const specHash = specHashOf(body.spec);
+    return { [FIRST_STATUS_ANNOTATION]: text, [FIRST_STATUS_SEAL_ANNOTATION]: `${specHash}.${this.macOf(this.key, body, specHash, text)}` };
   }
 
   /** The first status a custom resource carries, when its seal holds; undefined otherwise. */
   open(raw: Sealed): Record<string, unknown> | undefined {
     const annotations = raw.metadata.annotations;
     const text = annotations?.[FIRST_STATUS_ANNOTATION];
-    const seal = annotations?.[FIRST_STATUS_SEAL_ANNOTATION];
-    if (!this.key || text === undefined || seal === undefined || !signedAtCreation(raw)) return undefined;
-    const expected = Buffer.from(this.sealOf(this.key, raw, text));
-    const given = Buffer.from(seal);
+    const parts = (annotations?.[FIRST_STATUS_SEAL_ANNOTATION] ?? '').split('.');
+    if (!this.key || text === undefined || parts.length !== 2 || !signedAtCreation(raw)) return undefined;
+    const [specHash, mac] = parts;
+    if ((raw.metadata.generation ?? 1) <= 1 && specHash !== specHashOf(raw.spec)) return undefined;
+    const expected = Buffer.from(this.macOf(this.key, raw, specHash, text));
+    const given = Buffer.from(mac);
     if (given.length !== expected.length || !timingSafeEqual(given, expected)) return undefined;
     try {
       const status: unknown = JSON.parse(text);
@@ -72,23 +79,18 @@ export class FirstStatusSeal {
     }
   }
 
-  /**
-   * Seals again on `next` (the object as the store is about to write it, with a spec it was
-   * asked to write) a first status that holds on `current`: the status is still not written.
-   * A kubectl edit is not sealed again: its object is status-less and judged as kubectl's.
-   */
-  reseal(current: Sealed, next: Sealed): void {
-    const text = current.metadata.annotations?.[FIRST_STATUS_ANNOTATION];
-    if (!this.key || text === undefined || !next.metadata.annotations || !this.open(current)) return;
-    next.metadata.annotations[FIRST_STATUS_SEAL_ANNOTATION] = this.sealOf(this.key, next, text);
-  }
-
-  private sealOf(key: Buffer, body: Sealed, text: string): string {
+  private macOf(key: Buffer, body: Sealed, specHash: string, text: string): string {
     const { name, namespace, annotations } = body.metadata;
-    const bound = [body.kind, namespace ?? '', name, annotations?.[CREATED_AT_ANNOTATION] ?? '', canonicalJson(body.spec ?? {}), text];
+    const bound = [body.kind, namespace ?? '', name, annotations?.[CREATED_AT_ANNOTATION] ?? '', specHash, text];
     return createHmac('sha256', key).update(JSON.stringify(bound)).digest('base64url');
   }
 }
+
+/** The spec as created, in the seal: base64url of SHA-256 of its canonical JSON (no dot, the seal's separator). */
+const specHashOf = (spec: unknown) =>
+  createHash('sha256')
+    .update(canonicalJson(spec ?? {}))
+    .digest('base64url');
 
 /** Whether the object was made when its seal was signed (not copied or made again later). */
 function signedAtCreation(raw: Sealed): boolean {

@@ -179,7 +179,6 @@ export class KubernetesStore implements Store {
     raw.metadata.labels = { ...object.meta.labels, [ID_LABEL]: object.meta.id };
     raw.metadata.annotations = { ...(raw.metadata.annotations ?? {}), [UPDATED_AT_ANNOTATION]: nowIso() };
     const body = { ...raw, spec: object.spec };
-    this.firstStatus.reseal(entry.raw, body);
     const answer = await this.writes.write(info, object, () => this.custom.replaceNamespacedCustomObject({ ...whereOf(info, raw), body }));
     return readAs<S, St>(this.claims.upsert(info, answer));
   }
