@@ -143,6 +143,9 @@ describe('webhooks: a delivery waiting for its next attempt', () => {
         const delivery = res.body.data[0];
         return delivery?.attempt === '1/15' && delivery.next_retry_at ? delivery : null;
       }, 30_000);
+      // The subscription's health is written after the delivery's record (seen in CI: the
+      // page read it in between and said healthy); the page shows what the API says.
+      await eventually(async () => (await t.api('GET', `/api/v1/webhooks/${made.body.data.id}`)).body.data.endpoint_health?.status === 'failing', 30_000);
       await go(`/webhooks/${made.body.data.id}`);
       const row = page.locator(`tr[data-delivery-id="${pending.id}"]`);
       await row.waitFor();
