@@ -414,6 +414,9 @@ describe('cluster mode: databases as CloudNativePG Clusters, run by the real ope
     const rw = await core.readNamespacedService({ namespace, name: `${name}-rw` });
     expect(rw.spec?.selector).toMatchObject({ 'cnpg.io/cluster': name, 'cnpg.io/instanceRole': 'primary' });
     expect(status).toMatchObject({ phase: 'Cluster in healthy state', readyInstances: 1, currentPrimary: `${name}-1`, writeService: `${name}-rw` });
+    // Running waited for the administrator's password: the owner role initdb made has none until the instance manager sets it.
+    const adminSecret = await core.readNamespacedSecret({ namespace, name: `${name}-admin` });
+    expect(status.managedRolesStatus).toMatchObject({ passwordStatus: { dbadmin: { resourceVersion: adminSecret.metadata!.resourceVersion } } });
 
     // TLS verified against the Cluster's CA for the API's host name, at the Pod's IP (no kube-proxy routes the Service's ClusterIP here).
     const ca = await core.readNamespacedSecret({ namespace, name: `${name}-ca` });

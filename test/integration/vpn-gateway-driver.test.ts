@@ -280,8 +280,20 @@ describe('the Kubernetes VPN gateway driver', () => {
     writeConfig(await configText());
     const logFile = path.join(dir, 'agent.log');
     const log = fs.openSync(logFile, 'a');
-    const explain = (err: Error) => {
-      throw new Error(`${err.message}\nagent log:\n${fs.readFileSync(logFile, 'utf8').slice(-3000)}`);
+    let lastSeen: unknown = null;
+    // What the driver saw last and the Pods it could read, beside the agent's log: a failure here says which side was wrong.
+    const explain = async (err: Error) => {
+      const pods = (await core.listNamespacedPod({ namespace, labelSelector: `${GROUP}/id=${resource.id}` })).items.map((p) => ({
+        name: p.metadata?.name,
+        ip: p.status?.podIP,
+        phase: p.status?.phase,
+        ready: p.status?.conditions?.find((c) => c.type === 'Ready')?.status,
+        deleting: Boolean(p.metadata?.deletionTimestamp),
+      }));
+      const seen = JSON.stringify(lastSeen).replaceAll(resource.desired.pre_shared_key ?? '', '<key>');
+      throw new Error(
+        `${err.message}\nagent at ${podIp}; pods: ${JSON.stringify(pods)}\nlast observed: ${seen}\nagent log:\n${fs.readFileSync(logFile, 'utf8').slice(-3000)}`,
+      );
     };
     let agent: ChildProcess | null = null;
     try {
@@ -293,6 +305,7 @@ describe('the Kubernetes VPN gateway driver', () => {
       const applied = await eventually(
         async () => {
           const seen = await driver.observe(resource);
+          lastSeen = seen;
           return seen.exists && seen.ready ? seen : null;
         },
         60_000,
@@ -313,6 +326,7 @@ describe('the Kubernetes VPN gateway driver', () => {
       const refused = await eventually(
         async () => {
           const seen = await driver.observe({ ...changed, external: step.external });
+          lastSeen = seen;
           return seen.exists && seen.rejected ? seen : null;
         },
         60_000,

@@ -55,6 +55,8 @@ describe('CloudNativePG objects', () => {
       bootstrap: { initdb: { database: 'defaultdb', owner: 'dbadmin', secret: { name: `${AT.name}-admin` } } },
       managed: {
         roles: [
+          // The administrator too: CloudNativePG then says when it set the password of its Secret.
+          { name: 'dbadmin', ensure: 'present', login: true, inherit: true, passwordSecret: { name: `${AT.name}-admin` } },
           { name: 'app', ensure: 'present', login: true, inherit: true, passwordSecret: { name: objects.userSecrets[0].metadata.name } },
           // Removed before (still absent) and just now: CloudNativePG drops both.
           { name: 'gone', ensure: 'absent' },

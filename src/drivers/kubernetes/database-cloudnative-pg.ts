@@ -6,8 +6,8 @@
  * writes, by server-side apply and all named after the database's id:
  * - a Secret `<name>-admin` (kubernetes.io/basic-auth: `dbadmin` and the administrator's
  *   password, read from the store secret as the other drivers read it): the Cluster's
- *   `bootstrap.initdb.secret`, whose owner role CloudNativePG keeps at that password, so a
- *   reset is a new Secret;
+ *   `bootstrap.initdb.secret`, and the password Secret of `dbadmin` as a managed role, so
+ *   that CloudNativePG reports when it set that password (a reset is a new Secret version);
  * - a Secret `<name>-user-<hash>` per user (basic-auth), the `passwordSecret` of its role in
  *   `spec.managed.roles` (declarative roles); a user removed stays listed `ensure: absent`,
  *   so CloudNativePG drops its role;
@@ -19,9 +19,10 @@
  *   owned by `dbadmin`, reclaim policy `delete`: removing it drops the database.
  *
  * It reads the Cluster's status: running once CloudNativePG says `Cluster in healthy
- * state` with a ready primary; standby_nodes = readyInstances - 1; the host is the write
+ * state` with a ready primary and the administrator's password set; standby_nodes = readyInstances - 1; the host is the write
  * Service (`<name>-rw.<namespace>.svc`). Up to date once every object holds what the driver
- * set and CloudNativePG reports the roles reconciled and the Databases applied.
+ * set and CloudNativePG reports the roles reconciled, each with its Secret's current password,
+ * and the Databases applied.
  *
  * Refused, said in `rejected` while the database runs on: a change of major (that is
  * CloudNativePG's major upgrade, a later step). A database made from a backup fails, as on
@@ -141,14 +142,11 @@ export function cnpgObjects(
     metadata: metadata(objectName, { 'cnpg.io/reload': 'true' }),
     ...(passwords ? { data: { username: base64(username), password: base64(password ?? '') } } : {}),
   });
+  const present = (role: string, secretName: string) => ({ name: role, ensure: 'present', login: true, inherit: true, passwordSecret: { name: secretName } });
+  // The administrator is a managed role too: CloudNativePG then reports when its password (the initdb owner's) is set.
   const roles = [
-    ...desired.users.map((user) => ({
-      name: user.name,
-      ensure: 'present',
-      login: true,
-      inherit: true,
-      passwordSecret: { name: userSecretName(placement, user.name) },
-    })),
+    present(ADMIN_USER, adminSecretName(placement)),
+    ...desired.users.map((user) => present(user.name, userSecretName(placement, user.name))),
     ...absentOf(record, desired).map((user) => ({ name: user, ensure: 'absent' })),
   ];
   return {
@@ -184,7 +182,12 @@ interface CnpgCluster extends KubernetesObject {
     readyInstances?: number;
     currentPrimary?: string;
     writeService?: string;
-    managedRolesStatus?: { byStatus?: Record<string, string[]>; cannotReconcile?: Record<string, string[]> };
+    managedRolesStatus?: {
+      byStatus?: Record<string, string[]>;
+      cannotReconcile?: Record<string, string[]>;
+      /** Per role, the version of its password Secret that CloudNativePG last set in PostgreSQL. */
+      passwordStatus?: Record<string, { resourceVersion?: string }>;
+    };
   };
 }
 
@@ -236,8 +239,14 @@ export class CloudNativePgDatabaseDriver implements DatabaseDriver {
       };
 
     const status = cluster?.status ?? {};
-    const ready = status.phase === CNPG_HEALTHY && (status.readyInstances ?? 0) >= 1 && Boolean(status.currentPrimary);
-    const reconciled = new Set(status.managedRolesStatus?.byStatus?.reconciled ?? []);
+    const roles = status.managedRolesStatus ?? {};
+    const reconciled = new Set(roles.byStatus?.reconciled ?? []);
+    /** The role's password is the one its Secret holds now (a reset is a new version of the Secret). */
+    const passwordSet = (role: string, secret: V1Secret | null) =>
+      reconciled.has(role) && secret !== null && roles.passwordStatus?.[role]?.resourceVersion === secret.metadata?.resourceVersion;
+    // Running once the administrator can log in: a healthy Cluster's owner role has no password until CloudNativePG sets it.
+    const ready =
+      status.phase === CNPG_HEALTHY && (status.readyInstances ?? 0) >= 1 && Boolean(status.currentPrimary) && Boolean(roles.passwordStatus?.[ADMIN_USER]);
     const databases = record.no_database_kind ? [] : await Promise.all(wanted.databases.map((db) => this.objects.read<CnpgDatabase>(db)));
     const userSecrets = await Promise.all(wanted.userSecrets.map((secret) => this.objects.read<V1Secret>(secret)));
     const upToDate =
@@ -245,8 +254,9 @@ export class CloudNativePgDatabaseDriver implements DatabaseDriver {
       holdsDesired(cluster, wanted.cluster) &&
       adminSecret !== null &&
       holdsDesired(adminSecret, wanted.adminSecret) &&
+      passwordSet(ADMIN_USER, adminSecret) &&
       userSecrets.every((secret, i) => secret !== null && holdsDesired(secret, wanted.userSecrets[i])) &&
-      m.desired.users.every((user) => reconciled.has(user.name)) &&
+      m.desired.users.every((user, i) => passwordSet(user.name, userSecrets[i])) &&
       !(record.no_database_kind && wanted.databases.length > 0) &&
       databases.every(
         (db, i) =>
@@ -263,7 +273,7 @@ export class CloudNativePgDatabaseDriver implements DatabaseDriver {
         : record.no_database_kind && wanted.databases.length > 0
           ? `this cluster's CloudNativePG has no Database resource (1.25 or later makes logical databases): ${(m.desired.db_names ?? []).join(', ')} not made`
           : null;
-    const cannot = Object.entries(status.managedRolesStatus?.cannotReconcile ?? {}).map(([role, errors]) => `${role}: ${errors.join('; ')}`);
+    const cannot = Object.entries(roles.cannotReconcile ?? {}).map(([role, errors]) => `${role}: ${errors.join('; ')}`);
     if (cannot.length > 0) this.o.logger.debug({ id: m.id, roles: cannot }, 'CloudNativePG cannot reconcile some roles yet');
     const standbys = Math.max((status.readyInstances ?? 0) - 1, 0);
     const settled = ready && upToDate && standbys >= m.desired.num_nodes - 1;
