@@ -74,10 +74,10 @@ const ERROR_DESCRIPTIONS: Record<number, string> = {
   403: "forbidden: the caller's role, or the key's scope (read_only), does not allow the operation.",
   404: "<resource>_not_found: no such record in the caller's team (another team's id answers the same).",
   409: 'Conflict: the record is busy (resource_busy), in a state that refuses the request (invalid_state), or the name or backend is taken (name_taken, backend_already_attached).',
+  412: 'precondition_failed: the resource is no longer at the version If-Match names; read it again and send the change with its new ETag.',
   413: 'payload_too_large: the body is larger than the service accepts.',
   415: 'unsupported_media_type: send the body as application/json.',
   422: 'validation_failed, with error.details naming every offending field; or a domain rule broken (invalid_cursor, region_unavailable, ...).',
-  412: 'precondition_failed: the resource is no longer at the version If-Match names; read it again and send the change with its new ETag.',
   429: 'rate_limit_exceeded: too many requests this minute; retry after Retry-After seconds.',
   503: 'persistence_unavailable (the store of record cannot take the change) or service_overloaded (the service sheds load); retry later.',
 };
@@ -109,8 +109,8 @@ export function describeResponses<D extends OpenApiDocument & { components?: { h
         if (!response.description || response.description === DEFAULT_DESCRIPTION)
           response.description = describeResponse(method.toUpperCase(), Number(status));
         const headers: Record<string, unknown> = {};
-        const answerHeaders = headersOf(Number(status));
         const code = Number(status);
+        const answerHeaders = headersOf(code);
         if (code >= 200 && code < 300 && (tagged.has(path) || (method === 'post' && tagged.has(`${path}/{id}`))))
           answerHeaders.ETag = header(ETAG, method !== 'delete');
         for (const [name, object] of Object.entries(answerHeaders)) {

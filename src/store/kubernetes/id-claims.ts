@@ -267,8 +267,9 @@ export class IdClaims {
    * what it copied of its original's history so that adoption takes it in at once as new:
    * the status-pending mark (it would wait for a status write that is not coming), the
    * created-at and updated-at stamps (its own creationTimestamp is when it was made), the
-   * sealed first status (whose seal no longer holds, first-status.ts), and a status, should one have been written to it (first, by itself: the status subresource
-   * takes no metadata). Each write has the version read as precondition: of replicas doing
+   * sealed first status (whose seal no longer holds, first-status.ts), and a status, should
+   * one have been written to it (first, by itself: the status subresource takes no
+   * metadata). Each write has the version read as precondition: of replicas doing
    * it at once one succeeds, the others' 409 is dropped and the watch brings the result.
    */
   // API call: store: custom resources, written
