@@ -11,7 +11,7 @@
  */
 import type { Config } from '../config';
 import type { Store } from '../store/types';
-import type { ResourceWriter } from '../resources/writer';
+import type { ResourceWriter, WritePrecondition } from '../resources/writer';
 import type { ApiKeyAuthenticator } from './authenticator';
 import { apiKeyFamily, teamFamily, userFamily, ApiKey, Role, Team, User } from '../resources/accounts';
 import type { AnyFamily, Resource } from '../resources/family';
@@ -84,30 +84,39 @@ export async function inviteMember(deps: AccountDeps, caller: Principal, invitat
   });
 }
 
-export async function changeRole(deps: AccountDeps, caller: Principal, id: string, role: Role): Promise<User> {
+/** `precondition` judges the member found and each version the write reads (a client's If-Match). */
+export async function changeRole(deps: AccountDeps, caller: Principal, id: string, role: Role, precondition?: WritePrecondition): Promise<User> {
   return teamLock.run(caller.team, async () => {
     const target = await findMember(deps, caller.team, id);
+    precondition?.(target);
     assertMayManage(caller, target);
     assertMayGrant(caller, role);
     if (target.spec.role === role) return target;
     if (target.spec.role === 'owner') await assertAnotherOwner(deps, caller.team, target);
-    const updated = await updateAccount<User>(deps, userFamily, caller.team, id, { role }, caller.key);
+    const updated = await updateAccount<User>(deps, userFamily, caller.team, id, { role }, caller.key, precondition);
     if (role !== 'owner') await handOverTeam(deps, caller.team, target, caller.key);
     return updated;
   });
 }
 
-/** Takes a member out of the team: its record stays, status removed, and its keys are revoked. */
-export async function removeMember(deps: AccountDeps, caller: Principal, id: string): Promise<User> {
+/**
+ * Takes a member out of the team: its record stays, status removed, and its keys are
+ * revoked. `precondition` judges the member found and each version the write reads.
+ */
+export async function removeMember(deps: AccountDeps, caller: Principal, id: string, precondition?: WritePrecondition): Promise<User> {
   return teamLock.run(caller.team, async () => {
     const target = await findMember(deps, caller.team, id);
+    precondition?.(target);
     assertMayManage(caller, target);
     if (target.spec.role === 'owner') await assertAnotherOwner(deps, caller.team, target);
     const removed = await deps.writer.mutateStatus<User>(
       userFamily,
       caller.team,
       id,
-      (u) => (u.status.status === 'removed' ? null : { status: 'removed' }),
+      (u) => {
+        precondition?.(u);
+        return u.status.status === 'removed' ? null : { status: 'removed' };
+      },
       caller.key,
     );
     const keys = await deps.store.list<ApiKey['spec'], ApiKey['status']>(apiKeyFamily.kind, caller.team);
@@ -139,6 +148,7 @@ async function handOverTeam(deps: AccountDeps, team: string, leaving: User, acto
  * Changes an account record (profile, member, team) and settles the change in the same
  * request, which emits `<family>.updated` with the caller as actor (the account
  * reconciler leaves it to the request for a moment: controllers/api-settle-grace.ts).
+ * `precondition` judges each version the write reads (a client's If-Match).
  */
 export async function updateAccount<R extends Resource = Resource>(
   deps: AccountDeps,
@@ -147,6 +157,7 @@ export async function updateAccount<R extends Resource = Resource>(
   id: string,
   patch: Record<string, unknown>,
   actor: string,
+  precondition?: WritePrecondition,
 ): Promise<Resource<R['spec'], R['status']>> {
   await deps.writer.mutateSpec(
     family,
@@ -158,6 +169,7 @@ export async function updateAccount<R extends Resource = Resource>(
       return sameJson(spec, current.spec) ? null : spec;
     },
     actor,
+    precondition,
   );
   return settleAccount<R>(deps.writer, family, team, id, actor);
 }

@@ -86,14 +86,16 @@ const deletedWait = (f: AnyFamily): WaitSpec | undefined => (worksInBackground(f
  * the rest of the families outside the generic routes have routes of their own below.
  */
 const SAME_SHAPE_AS_GENERIC = ['webhook', 'thread'];
+/** Of those, the families whose answers name no version: a thread changes only by messages appended, with nothing to make If-Match on. */
+const UNVERSIONED = ['thread'];
 
 /** list, get, create, update and delete of a family, as the generic routes serve them. */
 function crudOf(f: AnyFamily): Operation[] {
   const group = commandGroupOf(f);
   const columns = columnsOf(f);
   const base = `/${f.path}`;
-  // Served by the generic routes (families.ts), whose answers name the version.
-  const versioned = f.standardRoutes !== false;
+  // Served by the generic routes (families.ts) or routes of the same shape, whose answers name the version (threads' do not).
+  const versioned = !UNVERSIONED.includes(f.name);
   const operations: Operation[] = [
     { command: [...group, 'list'], summary: `List ${pluralOf(f.title)}`, method: 'GET', path: base, query: listQuerySchema(f.states), paged: true, columns },
     { command: [...group, 'get'], summary: `Get ${aOrAn(f.title)}`, method: 'GET', path: `${base}/{id}`, columns, versioned },
@@ -156,6 +158,7 @@ function commandsOf(f: AnyFamily): Operation[] {
       columns: c.columns ? [...c.columns] : columnsOf(answered),
       ...(c.waitFor ? { wait: { target: c.waitFor, poll: `/${answered.path}/{id}` } } : {}),
       ...(c.document ? { document: c.document } : {}),
+      ...(c.versioned ? { versioned: true } : {}),
     };
   });
 }

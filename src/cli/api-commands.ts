@@ -143,8 +143,12 @@ async function run(operation: Operation, command: Command, args: string[]): Prom
   print(command, data, operation.columns, operation.tableRows);
 }
 
-/** The changes that take If-Match: a family's PATCH and DELETE of one resource (docs/api.md, Versions). */
-const takesIfMatch = (operation: Operation) => operation.versioned === true && (operation.method === 'PATCH' || operation.method === 'DELETE');
+/**
+ * The changes that take If-Match (docs/api.md, Versions): those of a versioned resource,
+ * but its create (a POST whose path names no resource).
+ */
+export const takesIfMatch = (operation: Operation) =>
+  operation.versioned === true && operation.method !== 'GET' && (operation.method !== 'POST' || placeholdersOf(operation.path).length > 0);
 
 export function registerOperations(root: Command, operations: Operation[] = allOperations()): void {
   for (const operation of operations) {

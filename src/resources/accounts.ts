@@ -66,8 +66,8 @@ const ALL_TEAMS = { path: '/teams', group: ['teams'] };
 
 /** The caller's team, and every team for an installation admin (api/routes/settings.ts, teams.ts). */
 const TEAM_COMMANDS: readonly FamilyCommand[] = [
-  { words: ['get'], summary: 'Get the team', method: 'GET', path: '' },
-  { words: ['update'], summary: 'Update the team (owner or admin)', method: 'PATCH', path: '', body: TeamUpdate },
+  { words: ['get'], summary: 'Get the team', method: 'GET', path: '', versioned: true },
+  { words: ['update'], summary: 'Update the team (owner or admin)', method: 'PATCH', path: '', versioned: true, body: TeamUpdate },
   {
     words: ['list'],
     summary: 'List every team (installation admin)',
@@ -144,15 +144,16 @@ const Role = Type.String({ enum: [...ROLES], description: 'owner, admin, member 
 
 /** The caller's profile, and the team's members (api/routes/settings.ts). */
 const PROFILE_COMMANDS: readonly FamilyCommand[] = [
-  { words: ['get'], summary: 'Get your profile', method: 'GET', path: '' },
-  { words: ['update'], summary: 'Update your profile', method: 'PATCH', path: '', body: ProfileUpdate },
+  { words: ['get'], summary: 'Get your profile', method: 'GET', path: '', versioned: true },
+  { words: ['update'], summary: 'Update your profile', method: 'PATCH', path: '', versioned: true, body: ProfileUpdate },
   { words: ['list'], summary: 'List team members', method: 'GET', path: '', base: MEMBERS, query: { list: true }, paged: true },
-  { words: ['get'], summary: 'Get a team member', method: 'GET', path: '/{id}', base: MEMBERS },
+  { words: ['get'], summary: 'Get a team member', method: 'GET', path: '/{id}', versioned: true, base: MEMBERS },
   {
     words: ['invite'],
     summary: 'Invite a member (owner or admin)',
     method: 'POST',
     path: '',
+    versioned: true,
     base: MEMBERS,
     body: Type.Object({
       email: Type.String({ description: 'E-mail address of the member.' }),
@@ -160,8 +161,8 @@ const PROFILE_COMMANDS: readonly FamilyCommand[] = [
       name: Type.Optional(Type.String({ description: 'Display name; default the part of the e-mail before the @.' })),
     }),
   },
-  { words: ['update'], summary: "Change a member's role", method: 'PATCH', path: '/{id}', base: MEMBERS, body: Type.Object({ role: Role }) },
-  { words: ['remove'], summary: 'Remove a member (their keys are revoked)', method: 'DELETE', path: '/{id}', base: MEMBERS },
+  { words: ['update'], summary: "Change a member's role", method: 'PATCH', path: '/{id}', versioned: true, base: MEMBERS, body: Type.Object({ role: Role }) },
+  { words: ['remove'], summary: 'Remove a member (their keys are revoked)', method: 'DELETE', path: '/{id}', versioned: true, base: MEMBERS },
 ];
 
 export const userFamily: FamilyDefinition<UserSpec> = {

@@ -36,6 +36,11 @@ export interface FamilyCommand {
    * printed as it is, or written to the file given by the flag `--<fileFlag>`.
    */
   document?: { mediaType: string; fileFlag: string };
+  /**
+   * The answer names the version of the resource at `{id}` (its ETag), and a change takes
+   * If-Match on it (docs/api.md, Versions): `--show-version`, and `--if-match` on a change.
+   */
+  versioned?: boolean;
 }
 
 /** A family's command group: its path's segments (`agent/threads` -> `agent threads`). */

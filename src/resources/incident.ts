@@ -44,9 +44,9 @@ const Actor = Type.Union([Type.String({ maxLength: 64 }), Type.Null()], {
 /** Incidents are opened by alert policies: listed, read, acknowledged and resolved (api/routes/incidents.ts). */
 const INCIDENT_COMMANDS: readonly FamilyCommand[] = [
   { words: ['list'], summary: 'List incidents', method: 'GET', path: '', query: { list: true }, paged: true },
-  { words: ['get'], summary: 'Get an incident', method: 'GET', path: '/{id}' },
-  { words: ['acknowledge'], summary: 'Acknowledge an open incident', method: 'POST', path: '/{id}/acknowledge' },
-  { words: ['resolve'], summary: 'Resolve an incident', method: 'POST', path: '/{id}/resolve' },
+  { words: ['get'], summary: 'Get an incident', method: 'GET', path: '/{id}', versioned: true },
+  { words: ['acknowledge'], summary: 'Acknowledge an open incident', method: 'POST', path: '/{id}/acknowledge', versioned: true },
+  { words: ['resolve'], summary: 'Resolve an incident', method: 'POST', path: '/{id}/resolve', versioned: true },
 ];
 
 export const incidentFamily: FamilyDefinition<IncidentSpec, IncidentStatus> = {

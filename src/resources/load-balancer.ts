@@ -177,6 +177,7 @@ const LOAD_BALANCER_COMMANDS: readonly FamilyCommand[] = [
     summary: 'Attach a server as a backend',
     method: 'POST',
     path: '/{id}/attach',
+    versioned: true,
     body: Type.Object({
       server_id: Type.String({ minLength: 1, description: 'The server to attach (svr_...).' }),
       port: Type.Optional(Type.Integer({ minimum: 1, maximum: 65535, description: 'Backend port; defaults to the frontend port.' })),
@@ -187,6 +188,7 @@ const LOAD_BALANCER_COMMANDS: readonly FamilyCommand[] = [
     summary: 'Detach a backend server',
     method: 'POST',
     path: '/{id}/detach',
+    versioned: true,
     body: Type.Object({ server_id: Type.String({ minLength: 1, description: 'The attached server to detach.' }) }),
   },
   {

@@ -86,6 +86,7 @@ const power = (verb: string, summary: string, target: string): FamilyCommand => 
   method: 'POST',
   path: `/{id}/${verb}`,
   waitFor: [target],
+  versioned: true,
 });
 
 /** Power actions, backups and restores (api/routes/servers.ts, backups.ts). */

@@ -214,6 +214,7 @@ const WEBHOOK_COMMANDS: readonly FamilyCommand[] = [
     summary: 'Rotate the signing secret (the new one is shown once)',
     method: 'POST',
     path: '/{id}/rotate-secret',
+    versioned: true,
     columns: ['id', 'url', 'status', 'secret'],
   },
   { words: ['ping'], summary: 'Send a test delivery (webhook.ping) to one subscription', method: 'POST', path: '/{id}/ping', answers: 'delivery' },

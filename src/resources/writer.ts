@@ -33,6 +33,9 @@ export interface EventRecorder {
   record(object: StoredObject<unknown, unknown>, event: ObjectEvent): void;
 }
 
+/** Judges each version of a resource a write reads before writing it; throws to refuse (a client's If-Match). */
+export type WritePrecondition = (latest: Resource) => void;
+
 export class ResourceWriter {
   /** The relay whose published events every status write takes out of the outbox (on the leader). */
   private published: PublishedEvents | undefined;
@@ -153,7 +156,8 @@ export class ResourceWriter {
 
   /**
    * Writes the spec on behalf of `actor`; a change of it is reconciled (and reported, naming
-   * `actor`: intents.ts) by the family's reconciler.
+   * `actor`: intents.ts) by the family's reconciler. `precondition` judges each version read
+   * before `mutate` does (it throws to refuse: a client's If-Match).
    */
   async mutateSpec<R extends Resource>(
     family: AnyFamily,
@@ -161,8 +165,10 @@ export class ResourceWriter {
     id: string,
     mutate: (resource: Stored<R>) => object | null,
     actor: string,
+    precondition?: WritePrecondition,
   ): Promise<Stored<R>> {
     return this.onLatest<R, Stored<R>>(family, team, id, async (current) => {
+      precondition?.(current);
       const spec = mutate(current);
       if (!spec) return current;
       const labels = sameJson(spec, current.spec) ? current.meta.labels : changedByLabels(current.meta.labels, actor, current.meta.generation + 1);
@@ -175,7 +181,7 @@ export class ResourceWriter {
    * the reconciler's events of the deletion name them (intents.ts). `precondition` judges
    * each version read before the write (it throws to refuse: a client's If-Match).
    */
-  async requestDeletion(family: AnyFamily, team: string, id: string, actor: string, precondition?: (latest: Resource) => void): Promise<void> {
+  async requestDeletion(family: AnyFamily, team: string, id: string, actor: string, precondition?: WritePrecondition): Promise<void> {
     const current = await this.onLatest(family, team, id, async (latest) => {
       precondition?.(latest);
       if (latest.meta.deletionTimestamp) return latest;

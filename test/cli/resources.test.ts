@@ -12,6 +12,7 @@ import YAML from 'yaml';
 import { startTestService, TestService, eventually } from '../helpers/service';
 import { startReceiver, Receiver } from '../helpers/receiver';
 import { allOperations, placeholdersOf } from '../../src/api/operations';
+import { takesIfMatch } from '../../src/cli/api-commands';
 import { boundCli, cliInTerminal, freshConfigPath, hasStackTrace } from './run-cli';
 
 const WEBHOOK_ENV = {
@@ -58,6 +59,11 @@ describe('the command table and the OpenAPI document', () => {
         .sort();
       expect({ key, query: Object.keys(command.query?.properties ?? {}).sort() }).toEqual({ key, query: queryFields });
       expect(placeholdersOf(command.path)).toHaveLength((shape(command.path).match(/\{\}/g) ?? []).length);
+      // --show-version where the answer names the version (ETag), --if-match where the change takes it.
+      const success = Object.entries<any>(operation.responses).find(([status]) => status.startsWith('2'))?.[1];
+      const tagged = Object.keys(success?.headers ?? {}).includes('ETag');
+      const takes = (operation.parameters ?? []).some((p: any) => p.in === 'header' && p.name === 'if-match');
+      expect({ key, versioned: Boolean(command.versioned), ifMatch: takesIfMatch(command) }).toEqual({ key, versioned: tagged, ifMatch: takes });
     }
     // The session routes of the console's sign-in are for browsers, not this CLI; neither
     // is anything outside the API (the console's files, sign-in redirects). The listener's

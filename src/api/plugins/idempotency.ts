@@ -22,7 +22,7 @@ import type { Store } from '../../store/types';
 import type { RecordKind } from '../../store/record-kinds';
 import type { ApiContext } from '../context';
 import { routeConfigOf } from '../route-config';
-import { recordAt, textOf } from '../../lib/unknown-values';
+import { fieldOf, isRecord, recordAt, textOf } from '../../lib/unknown-values';
 import { entryOf } from '../../lib/maps';
 import { Periodic } from '../../lib/periodic';
 
@@ -266,9 +266,16 @@ export function registerIdempotency(api: FastifyInstance, ctx: ApiContext): void
     route.onSend = [recordAnswer, ...[route.onSend ?? []].flat()];
     route.onResponse = [releaseUnanswered, ...[route.onResponse ?? []].flat()];
     const schema = (route.schema ??= {});
-    if (schema.hide || schema.headers) return;
-    schema.headers = HEADER_SCHEMA;
+    if (schema.hide) return;
+    schema.headers = withIdempotencyHeader(schema.headers);
   });
+}
+
+/** A route's header schema with Idempotency-Key beside its own headers (If-Match, say). */
+function withIdempotencyHeader(headers: unknown): unknown {
+  if (headers === undefined) return HEADER_SCHEMA;
+  const own = fieldOf(headers, 'properties');
+  return isRecord(headers) && isRecord(own) ? { ...headers, properties: { ...own, ...HEADER_SCHEMA.properties } } : headers;
 }
 
 /** A 409 `resource_busy`: the resource was in a transient state; the same request may work later. */

@@ -37,14 +37,19 @@ const ETAG: HeaderDoc = {
 };
 
 /**
- * The paths of single resources whose changes take If-Match (an `if-match` header
- * parameter): their answers, and the create on the path above them, carry an ETag (a
- * DELETE's, only when it answers the resource as stored rather than as it will be).
+ * The paths whose answers carry the ETag of the resource they are about: those whose
+ * changes take If-Match (an `if-match` header parameter), and the resource an action
+ * below it changes (`/incidents/{id}` of `/incidents/{id}/resolve`). The create on the
+ * path above one carries it too; a DELETE's answer may not (the resource may be gone).
  */
 function versionedPaths(document: OpenApiDocument): Set<string> {
   const paths = new Set<string>();
   for (const [path, item] of Object.entries(document.paths))
     for (const operation of Object.values(item)) if (operation.parameters?.some((p) => p.in === 'header' && p.name === 'if-match')) paths.add(path);
+  for (const path of [...paths]) {
+    const resource = /^(.*\/\{[^}]+\})\/[^{}]+$/.exec(path)?.[1];
+    if (resource && resource in document.paths) paths.add(resource);
+  }
   return paths;
 }
 

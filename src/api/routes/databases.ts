@@ -5,10 +5,23 @@
  * database's spec, the one truth kubectl sees too; a user's password is a store secret.
  */
 import { Type } from '@sinclair/typebox';
-import type { FastifyRequest } from 'fastify';
+import type { FastifyReply, FastifyRequest } from 'fastify';
 import type { ApiContext } from '../context';
 import { send } from '../envelope';
-import { assertChangeable, envelopeOf, ErrorEnvelope, findResource, principalOf, rotateSecret, type SpecUpdate, withSecret, withShownSecret } from './families';
+import {
+  assertChangeable,
+  envelopeOf,
+  ErrorEnvelope,
+  findForChange,
+  findResource,
+  principalOf,
+  rotateSecret,
+  type SpecUpdate,
+  VERSIONED_CHANGE,
+  withSecret,
+  withShownSecret,
+} from './families';
+import { tagAnswer, type VersionCheck } from '../entity-tags';
 import {
   ADMIN_USER,
   assertPartNameFree,
@@ -61,19 +74,33 @@ interface RouteDoc {
 export function registerDatabaseRoutes(app: ApiApp, ctx: ApiContext): void {
   const base = `/api/v1/${family.path}/:id`;
   const errors = { 404: ErrorEnvelope, 409: ErrorEnvelope, 422: ErrorEnvelope };
+  /** A change of the database answers 412 too, when If-Match no longer holds. */
+  const changeErrors = { ...errors, ...VERSIONED_CHANGE.preconditionFailed };
   const doc = ({ operationId, summary, description }: RouteDoc) => ({ tags: [family.title], operationId, summary, description });
   const config = { family: family.name };
-  /** The database of the request, which must be changeable for a write. */
-  const databaseOf = async (request: FastifyRequest, id: string, forWrite: boolean) => {
-    const { team } = principalOf(request);
-    const database = await findResource<Database>(ctx, family, team, id);
-    if (forWrite) assertChangeable(family, database);
-    return { team, database };
+  // Every answer about a database, its named parts included, carries its ETag: the version read, or the one written.
+  /** The database of the request, to read. */
+  const databaseOf = async (request: FastifyRequest, reply: FastifyReply, id: string) => {
+    const database = await findResource<Database>(ctx, family, principalOf(request).team, id);
+    tagAnswer(reply, database);
+    return database;
   };
-  /** Changes the database's spec on its latest version, refused as a write of a deleted one is. */
-  const changeSpec = (request: FastifyRequest, id: string, change: (spec: DatabaseSpec) => DatabaseSpec) => {
+  /** The database of the request, to change: changeable, and at the version If-Match names (if any). */
+  const databaseToChange = async (request: FastifyRequest, id: string) => {
+    const { found, ifMatch } = await findForChange<Database>(ctx, family, request, id);
+    assertChangeable(family, found);
+    return { team: principalOf(request).team, database: found, ifMatch };
+  };
+  /** Changes the database's spec on its latest version, refused as a write of a deleted one is, or by If-Match. */
+  const changeSpec = async (
+    request: FastifyRequest,
+    reply: FastifyReply,
+    id: string,
+    ifMatch: VersionCheck | undefined,
+    change: (spec: DatabaseSpec) => DatabaseSpec,
+  ) => {
     const { team, key } = principalOf(request);
-    return ctx.writer.mutateSpec<Database>(
+    const updated = await ctx.writer.mutateSpec<Database>(
       family,
       team,
       id,
@@ -82,7 +109,10 @@ export function registerDatabaseRoutes(app: ApiApp, ctx: ApiContext): void {
         return change(current.spec);
       },
       key,
+      ifMatch,
     );
+    tagAnswer(reply, updated);
+    return updated;
   };
 
   const passwordSecret = known(family.secret, "the administrator's password secret of a database");
@@ -96,13 +126,14 @@ export function registerDatabaseRoutes(app: ApiApp, ctx: ApiContext): void {
           'Makes a new password for the administrator and answers it in `password`, once; the driver sets it on the database (`database.updated`), and the old one stops working. A deleted database answers 409 invalid_state.',
       }),
       params: IdParams,
-      response: { 200: envelopeOf(withShownSecret(family)), ...errors },
+      headers: VERSIONED_CHANGE.headers,
+      response: { 200: envelopeOf(withShownSecret(family)), ...changeErrors },
     },
     handler: async (request, reply) => {
-      const { team, database } = await databaseOf(request, request.params.id, true);
+      const { team, database, ifMatch } = await databaseToChange(request, request.params.id);
       const { id } = request.params;
       const password = known(passwordSecret.generate?.(database.spec), "a new database password (the family's secret generates one)");
-      const update: SpecUpdate<Database> = (extra = () => ({})) => changeSpec(request, id, (spec) => ({ ...spec, ...extra(database) }));
+      const update: SpecUpdate<Database> = (extra = () => ({})) => changeSpec(request, reply, id, ifMatch, (spec) => ({ ...spec, ...extra(database) }));
       const updated = await rotateSecret(ctx, family, team, id, password, update);
       return send(ctx, request, reply, 200, { ...family.toRecord(updated), [passwordSecret.field]: password });
     },
@@ -119,10 +150,17 @@ export function registerDatabaseRoutes(app: ApiApp, ctx: ApiContext): void {
     return user;
   };
   /** A user's new password: its secret first, then the spec that names its version (the driver sets it). */
-  const setUserPassword = (request: FastifyRequest, id: string, name: string, change: (spec: DatabaseSpec) => DatabaseSpec) => {
+  const setUserPassword = (
+    request: FastifyRequest,
+    reply: FastifyReply,
+    id: string,
+    name: string,
+    ifMatch: VersionCheck | undefined,
+    change: (spec: DatabaseSpec) => DatabaseSpec,
+  ) => {
     const password = newDatabasePassword();
     return withSecret(ctx, principalOf(request).team, userPasswordSecret(id, name), password, async () => {
-      await changeSpec(request, id, change);
+      await changeSpec(request, reply, id, ifMatch, change);
       return { name, role: 'normal' as const, password };
     });
   };
@@ -138,7 +176,7 @@ export function registerDatabaseRoutes(app: ApiApp, ctx: ApiContext): void {
       params: IdParams,
       response: { 200: envelopeOf(Type.Array(DatabaseUserRecord)), ...errors },
     },
-    handler: async (request, reply) => send(ctx, request, reply, 200, usersOf((await databaseOf(request, request.params.id, false)).database.spec)),
+    handler: async (request, reply) => send(ctx, request, reply, 200, usersOf((await databaseOf(request, reply, request.params.id)).spec)),
   });
   app.get(`${base}/users/:name`, {
     config,
@@ -151,8 +189,7 @@ export function registerDatabaseRoutes(app: ApiApp, ctx: ApiContext): void {
       params: PartParams,
       response: { 200: envelopeOf(DatabaseUserRecord), ...errors },
     },
-    handler: async (request, reply) =>
-      send(ctx, request, reply, 200, userOf((await databaseOf(request, request.params.id, false)).database, request.params.name)),
+    handler: async (request, reply) => send(ctx, request, reply, 200, userOf(await databaseOf(request, reply, request.params.id), request.params.name)),
   });
   app.post(`${base}/users`, {
     config,
@@ -164,11 +201,12 @@ export function registerDatabaseRoutes(app: ApiApp, ctx: ApiContext): void {
           'Makes a user with a new password, answered in `password` once; the driver creates it (`database.updated`). A name taken is 409 name_taken; a name PostgreSQL or the service keeps (dbadmin, postgres, pg_…) 422 validation_failed; past 50 users 422 quota_exceeded.',
       }),
       params: IdParams,
+      headers: VERSIONED_CHANGE.headers,
       body: NewUser,
-      response: { 201: envelopeOf(UserWithPassword), ...errors },
+      response: { 201: envelopeOf(UserWithPassword), ...changeErrors },
     },
     handler: async (request, reply) => {
-      const { database } = await databaseOf(request, request.params.id, true);
+      const { database, ifMatch } = await databaseToChange(request, request.params.id);
       const { name } = request.body;
       assertPartNameFree('name', name);
       const addTo = (spec: DatabaseSpec): DatabaseSpec => {
@@ -179,7 +217,7 @@ export function registerDatabaseRoutes(app: ApiApp, ctx: ApiContext): void {
       };
       // Checked before its secret is written too: a taken name must not have its password replaced, even for a moment.
       addTo(database.spec);
-      const created = await setUserPassword(request, database.meta.id, name, addTo);
+      const created = await setUserPassword(request, reply, database.meta.id, name, ifMatch, addTo);
       return send(ctx, request, reply, 201, created);
     },
   });
@@ -193,14 +231,15 @@ export function registerDatabaseRoutes(app: ApiApp, ctx: ApiContext): void {
           "Makes a new password for the user, answered in `password` once; the driver sets it (`database.updated`) and the old one stops working. The administrator's is reset by /databases/{id}/reset-password.",
       }),
       params: PartParams,
-      response: { 200: envelopeOf(UserWithPassword), ...errors },
+      headers: VERSIONED_CHANGE.headers,
+      response: { 200: envelopeOf(UserWithPassword), ...changeErrors },
     },
     handler: async (request, reply) => {
-      const { database } = await databaseOf(request, request.params.id, true);
+      const { database, ifMatch } = await databaseToChange(request, request.params.id);
       const { id, name } = request.params;
       if (userOf(database, name).role === 'primary')
         throw conflict('invalid_state', `The administrator's password is reset by POST /api/v1/databases/${id}/reset-password.`);
-      const reset = await setUserPassword(request, id, name, (spec) => ({
+      const reset = await setUserPassword(request, reply, id, name, ifMatch, (spec) => ({
         ...spec,
         users: (spec.users ?? []).map((u) => (u.name === name ? { ...u, password_version: u.password_version + 1 } : u)),
       }));
@@ -217,14 +256,15 @@ export function registerDatabaseRoutes(app: ApiApp, ctx: ApiContext): void {
           'The driver drops the user, and what it owned passes to the administrator (`database.updated`). The administrator cannot be removed (409 invalid_state).',
       }),
       params: PartParams,
-      response: { 200: envelopeOf(DatabaseUserRecord), ...errors },
+      headers: VERSIONED_CHANGE.headers,
+      response: { 200: envelopeOf(DatabaseUserRecord), ...changeErrors },
     },
     handler: async (request, reply) => {
-      const { team, database } = await databaseOf(request, request.params.id, true);
+      const { team, database, ifMatch } = await databaseToChange(request, request.params.id);
       const { id, name } = request.params;
       const user = userOf(database, name);
       if (user.role === 'primary') throw conflict('invalid_state', 'The administrator cannot be removed.');
-      await changeSpec(request, id, (spec) => ({ ...spec, users: (spec.users ?? []).filter((u) => u.name !== name) }));
+      await changeSpec(request, reply, id, ifMatch, (spec) => ({ ...spec, users: (spec.users ?? []).filter((u) => u.name !== name) }));
       // The record sweep removes it too, should this fail: the spec no longer names the user.
       await ctx.store.secrets.delete(team, userPasswordSecret(id, name));
       return send(ctx, request, reply, 200, user);
@@ -249,7 +289,7 @@ export function registerDatabaseRoutes(app: ApiApp, ctx: ApiContext): void {
       params: IdParams,
       response: { 200: envelopeOf(Type.Array(DbRecord)), ...errors },
     },
-    handler: async (request, reply) => send(ctx, request, reply, 200, dbsOf((await databaseOf(request, request.params.id, false)).database.spec)),
+    handler: async (request, reply) => send(ctx, request, reply, 200, dbsOf((await databaseOf(request, reply, request.params.id)).spec)),
   });
   app.get(`${base}/dbs/:name`, {
     config,
@@ -258,8 +298,7 @@ export function registerDatabaseRoutes(app: ApiApp, ctx: ApiContext): void {
       params: PartParams,
       response: { 200: envelopeOf(DbRecord), ...errors },
     },
-    handler: async (request, reply) =>
-      send(ctx, request, reply, 200, dbOf((await databaseOf(request, request.params.id, false)).database, request.params.name)),
+    handler: async (request, reply) => send(ctx, request, reply, 200, dbOf(await databaseOf(request, reply, request.params.id), request.params.name)),
   });
   app.post(`${base}/dbs`, {
     config,
@@ -271,14 +310,15 @@ export function registerDatabaseRoutes(app: ApiApp, ctx: ApiContext): void {
           'The driver creates it, owned by the administrator (`database.updated`). A name taken is 409 name_taken; a name PostgreSQL keeps (postgres, template0, template1) 422 validation_failed; past 50 422 quota_exceeded.',
       }),
       params: IdParams,
+      headers: VERSIONED_CHANGE.headers,
       body: NewDb,
-      response: { 201: envelopeOf(DbRecord), ...errors },
+      response: { 201: envelopeOf(DbRecord), ...changeErrors },
     },
     handler: async (request, reply) => {
-      const { database } = await databaseOf(request, request.params.id, true);
+      const { database, ifMatch } = await databaseToChange(request, request.params.id);
       const { name } = request.body;
       assertPartNameFree('name', name);
-      await changeSpec(request, database.meta.id, (spec) => {
+      await changeSpec(request, reply, database.meta.id, ifMatch, (spec) => {
         const names = spec.db_names ?? [];
         if (names.includes(name)) throw conflict('name_taken', `Database ${database.meta.id} already has a logical database "${name}".`);
         if (names.length >= DATABASE_PART_LIMIT) throw partLimit('logical databases');
@@ -297,14 +337,15 @@ export function registerDatabaseRoutes(app: ApiApp, ctx: ApiContext): void {
           'The driver drops it with everything in it, closing its connections (`database.updated`). defaultdb cannot be removed (409 invalid_state).',
       }),
       params: PartParams,
-      response: { 200: envelopeOf(DbRecord), ...errors },
+      headers: VERSIONED_CHANGE.headers,
+      response: { 200: envelopeOf(DbRecord), ...changeErrors },
     },
     handler: async (request, reply) => {
-      const { database } = await databaseOf(request, request.params.id, true);
+      const { database, ifMatch } = await databaseToChange(request, request.params.id);
       const { id, name } = request.params;
       const db = dbOf(database, name);
       if (name === DEFAULT_DATABASE) throw conflict('invalid_state', `${DEFAULT_DATABASE} cannot be removed.`);
-      await changeSpec(request, id, (spec) => ({ ...spec, db_names: (spec.db_names ?? []).filter((n) => n !== name) }));
+      await changeSpec(request, reply, id, ifMatch, (spec) => ({ ...spec, db_names: (spec.db_names ?? []).filter((n) => n !== name) }));
       return send(ctx, request, reply, 200, db);
     },
   });

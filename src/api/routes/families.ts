@@ -24,7 +24,7 @@ import { ruleContextOf } from '../../events/catalog';
 import { fieldOf, textOf } from '../../lib/unknown-values';
 import { known } from '../../lib/known';
 import { promised } from '../../lib/promised';
-import { IfMatchHeaders, ifMatchOf, tagAnswer } from '../entity-tags';
+import { IfMatchHeaders, ifMatchOf, tagAnswer, type VersionCheck } from '../entity-tags';
 
 const IdParams = Type.Object({ id: Type.String({ maxLength: 64, description: 'Resource id.' }) });
 
@@ -44,12 +44,14 @@ const errorResponses = {
   503: ErrorEnvelope,
 };
 
+/** The schema parts of a change of one resource (an update, a deletion, an action): the If-Match header, and its 412. */
+export const VERSIONED_CHANGE = { headers: IfMatchHeaders, preconditionFailed: { 412: ErrorEnvelope } };
+
 /** The answers of a change that takes If-Match: those of any request, and 412 precondition_failed. */
-const changeErrorResponses = { ...errorResponses, 412: ErrorEnvelope };
+const changeErrorResponses = { ...errorResponses, ...VERSIONED_CHANGE.preconditionFailed };
 
 export const principalOf = (request: FastifyRequest) => known(request.principal, 'the principal (authentication sets it before any handler runs)');
 
-/** Reads a resource of the caller's team, or answers `<family>_not_found`. */
 /**
  * Whether the API shows a stored object: not once destroyed, and not before it has a
  * status (a custom resource made with kubectl gets its first status from adoption).
@@ -73,6 +75,30 @@ export const findResource = <R extends Resource = Resource>(
   team: string,
   id: string,
 ): Promise<Resource<R['spec'], R['status']>> => promised(() => visibleResource<R>(ctx, family, team, id));
+
+/** What a change of one resource (an update, a deletion, an action) works on. */
+export interface ResourceChange<R extends Resource> {
+  /** The resource as findResource reads it. */
+  found: Resource<R['spec'], R['status']>;
+  /**
+   * The request's If-Match (docs/api.md, Versions), judged on `found` already; given to the
+   * write, which judges each version it reads. Undefined without the header.
+   */
+  ifMatch: VersionCheck | undefined;
+}
+
+/** The caller's resource `id` for a change, refused with 412 when If-Match no longer holds. */
+export async function findForChange<R extends Resource = Resource>(
+  ctx: ApiContext,
+  family: AnyFamily,
+  request: FastifyRequest,
+  id: string,
+): Promise<ResourceChange<R>> {
+  const ifMatch = ifMatchOf(request, family.title);
+  const found = await findResource<R>(ctx, family, principalOf(request).team, id);
+  ifMatch?.(found);
+  return { found, ifMatch };
+}
 
 /** The team's objects of a family that the API shows. */
 export async function listVisible<R extends Resource = Resource>(ctx: ApiContext, kind: string, team: string): Promise<Resource<R['spec'], R['status']>[]> {
@@ -268,7 +294,7 @@ export function registerFamilyRoutes(app: ApiApp, ctx: ApiContext, family: AnyFa
         operationId: `update${typeName}`,
         summary: `Update a ${family.title}`,
         params: IdParams,
-        headers: IfMatchHeaders,
+        headers: VERSIONED_CHANGE.headers,
         body: family.schemas.update,
         response: { 200: envelopeOf(RecordSchema), ...changeErrorResponses },
       },
@@ -276,9 +302,7 @@ export function registerFamilyRoutes(app: ApiApp, ctx: ApiContext, family: AnyFa
         const { id } = request.params;
         const { team, key } = principalOf(request);
         const { body, secret } = splitSecret(family, request.body);
-        const ifMatch = ifMatchOf(request, family.title);
-        const found = await findResource(ctx, family, team, id);
-        ifMatch?.(found);
+        const { found, ifMatch } = await findForChange(ctx, family, request, id);
         assertChangeable(family, found);
         const update: SpecUpdate = (extra = () => ({})) =>
           ctx.writer.mutateSpec(
@@ -286,11 +310,11 @@ export function registerFamilyRoutes(app: ApiApp, ctx: ApiContext, family: AnyFa
             team,
             id,
             (current) => {
-              ifMatch?.(current);
               assertChangeable(family, current);
               return { ...applyUpdate(current.spec, body, ruleContext), ...extra(current) };
             },
             key,
+            ifMatch,
           );
         const updated = secret === undefined ? await update() : await rotateSecret(ctx, family, team, id, secret, update);
         tagAnswer(reply, updated);
@@ -308,7 +332,7 @@ export function registerFamilyRoutes(app: ApiApp, ctx: ApiContext, family: AnyFa
       operationId: `delete${typeName}`,
       summary: `Delete a ${family.title}`,
       params: IdParams,
-      headers: IfMatchHeaders,
+      headers: VERSIONED_CHANGE.headers,
       ...(family.deletionGuard ? { querystring: ForceQuery } : {}),
       response: { 200: envelopeOf(RecordSchema), 202: envelopeOf(RecordSchema), ...changeErrorResponses },
     },
@@ -318,9 +342,7 @@ export function registerFamilyRoutes(app: ApiApp, ctx: ApiContext, family: AnyFa
       const query: unknown = request.query;
       const force = typeof query === 'object' && query !== null && 'force' in query && query.force === true;
       const { team, key } = principalOf(request);
-      const ifMatch = ifMatchOf(request, family.title);
-      const resource = await findResource(ctx, family, team, id);
-      ifMatch?.(resource);
+      const { found: resource, ifMatch } = await findForChange(ctx, family, request, id);
       if (resource.status.status === 'deleted') return send(ctx, request, reply, 200, family.toRecord(resource));
       if (family.busyStates?.includes(resource.status.status))
         throw resourceBusy(`The ${family.title} is ${resource.status.status}; try again when it is done.`);

@@ -6,7 +6,8 @@
 import { Type } from '@sinclair/typebox';
 import type { ApiContext } from '../context';
 import { send } from '../envelope';
-import { envelopeOf, ErrorEnvelope, findResource, principalOf } from './families';
+import { envelopeOf, ErrorEnvelope, findForChange, findResource, principalOf, VERSIONED_CHANGE } from './families';
+import { tagAnswer } from '../entity-tags';
 import { listPage, listQueryOf, listQuerySchema } from '../list';
 import { Incident, incidentFamily as family } from '../../resources/incident';
 import { invalidState } from '../../lib/errors';
@@ -61,20 +62,28 @@ function registerAction(app: ApiApp, ctx: ApiContext, action: Action): void {
       summary: action.summary,
       description: action.description,
       params: IdParams,
-      response: { 200: envelopeOf(family.schemas.record), 404: ErrorEnvelope, 409: ErrorEnvelope },
+      headers: VERSIONED_CHANGE.headers,
+      response: { 200: envelopeOf(family.schemas.record), 404: ErrorEnvelope, 409: ErrorEnvelope, ...VERSIONED_CHANGE.preconditionFailed },
     },
     handler: async (request, reply) => {
       const { id } = request.params;
       const { team, key } = principalOf(request);
-      const found = await findResource<Incident>(ctx, family, team, id);
+      const { found, ifMatch } = await findForChange<Incident>(ctx, family, request, id);
       assertActionable(found, action);
-      if (action.already.includes(found.status.status)) return send(ctx, request, reply, 200, family.toRecord(found));
-      const ask = () => ctx.writer.mutateSpec<Incident>(family, team, id, (incident) => action.ask(incident, key), key);
+      if (action.already.includes(found.status.status)) {
+        tagAnswer(reply, found);
+        return send(ctx, request, reply, 200, family.toRecord(found));
+      }
+      let asked = found;
+      const ask = async () => {
+        asked = await ctx.writer.mutateSpec<Incident>(family, team, id, (incident) => action.ask(incident, key), key, ifMatch);
+      };
       const moved = await writeAndAwait<Incident>(ctx.store, family.kind, team, id, ask, (incident) =>
         [action.target, 'resolved'].includes(incident.status.status),
       );
       // Resolved otherwise before the acknowledgement reached it: 409, as acknowledging a resolved incident.
       if (moved && moved.status.status !== action.target) assertActionable(moved, action);
+      tagAnswer(reply, moved ?? asked);
       const at = nowIso();
       const projected = { ...found, status: { ...found.status, status: action.target, [`${action.target}_at`]: at, [`${action.target}_by`]: key } };
       return send(ctx, request, reply, 200, family.toRecord(moved ?? projected));
@@ -114,8 +123,9 @@ export function registerIncidentRoutes(app: ApiApp, ctx: ApiContext): void {
       response: { 200: envelopeOf(family.schemas.record), 404: ErrorEnvelope },
     },
     handler: async (request, reply) => {
-      const { id } = request.params;
-      return send(ctx, request, reply, 200, family.toRecord(await findResource<Incident>(ctx, family, principalOf(request).team, id)));
+      const incident = await findResource<Incident>(ctx, family, principalOf(request).team, request.params.id);
+      tagAnswer(reply, incident);
+      return send(ctx, request, reply, 200, family.toRecord(incident));
     },
   });
 

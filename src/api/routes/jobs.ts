@@ -2,7 +2,8 @@
 import { Type } from '@sinclair/typebox';
 import type { ApiContext } from '../context';
 import { send } from '../envelope';
-import { envelopeOf, ErrorEnvelope, findResource, principalOf } from './families';
+import { envelopeOf, ErrorEnvelope, findForChange, findResource, principalOf, VERSIONED_CHANGE } from './families';
+import { tagAnswer } from '../entity-tags';
 import { listPage, listQueryOf, listQuerySchema, paginate } from '../list';
 import { FINISHED_JOB_STATES, Job, jobFamily as family } from '../../resources/job';
 import { invalidState, notFound } from '../../lib/errors';
@@ -58,13 +59,16 @@ function registerScheduleAction(app: ApiApp, ctx: ApiContext, action: 'pause' | 
         ? 'No runs are made while paused; runs already made go on. Pausing a paused job changes nothing. A job without a schedule, or cancelled, answers 409 invalid_state.'
         : 'The schedule goes on from now: times that passed while paused get no run. Resuming a scheduled job changes nothing. A job without a schedule, or cancelled, answers 409 invalid_state.',
       params: IdParams,
-      response: { 200: envelopeOf(family.schemas.record), 404: ErrorEnvelope, 409: ErrorEnvelope },
+      headers: VERSIONED_CHANGE.headers,
+      response: { 200: envelopeOf(family.schemas.record), 404: ErrorEnvelope, 409: ErrorEnvelope, ...VERSIONED_CHANGE.preconditionFailed },
     },
     handler: async (request, reply) => {
       const { id } = request.params;
       const { team, key } = principalOf(request);
-      assertSchedulable(await findResource<Job>(ctx, family, team, id), past);
-      const ask = () => ctx.writer.mutateSpec<Job>(family, team, id, (job) => (Boolean(job.spec.paused) === paused ? null : { ...job.spec, paused }), key);
+      const { found, ifMatch } = await findForChange<Job>(ctx, family, request, id);
+      assertSchedulable(found, past);
+      const ask = () =>
+        ctx.writer.mutateSpec<Job>(family, team, id, (job) => (Boolean(job.spec.paused) === paused ? null : { ...job.spec, paused }), key, ifMatch);
       const moved = await writeAndAwait<Job>(
         ctx.store,
         family.kind,
@@ -75,6 +79,7 @@ function registerScheduleAction(app: ApiApp, ctx: ApiContext, action: 'pause' | 
       );
       // The controller did not answer in time (another replica leads): the state the request leads to.
       const current = moved ?? (await findResource<Job>(ctx, family, team, id));
+      tagAnswer(reply, current);
       const latest = moved ?? { ...current, status: { ...current.status, status: target, ...(paused ? { next_run_at: null } : {}) } };
       assertSchedulable(latest, past);
       return send(ctx, request, reply, 200, family.toRecord(latest));
@@ -94,19 +99,30 @@ export function registerJobRoutes(app: ApiApp, ctx: ApiContext, executor: JobExe
       summary: 'Cancel a queued or running job',
       description: 'The job is `cancelled` at once and its run is stopped. A finished job answers 409 invalid_state.',
       params: IdParams,
-      response: { 200: envelopeOf(family.schemas.record), 404: ErrorEnvelope, 409: ErrorEnvelope },
+      headers: VERSIONED_CHANGE.headers,
+      response: { 200: envelopeOf(family.schemas.record), 404: ErrorEnvelope, 409: ErrorEnvelope, ...VERSIONED_CHANGE.preconditionFailed },
     },
     handler: async (request, reply) => {
       const { id } = request.params;
       const { team, key } = principalOf(request);
-      const found = await findResource<Job>(ctx, family, team, id);
+      const { found, ifMatch } = await findForChange<Job>(ctx, family, request, id);
       assertCancellable(found);
       // The reconciler stops the run and writes `cancelled`, unless the job finished first.
-      const ask = () =>
-        ctx.writer.mutateSpec<Job>(family, team, id, (job) => (job.spec.cancel_requested ? null : { ...job.spec, cancel_requested: true }), key);
+      let asked = found;
+      const ask = async () => {
+        asked = await ctx.writer.mutateSpec<Job>(
+          family,
+          team,
+          id,
+          (job) => (job.spec.cancel_requested ? null : { ...job.spec, cancel_requested: true }),
+          key,
+          ifMatch,
+        );
+      };
       const ended = await writeAndAwait<Job>(ctx.store, family.kind, team, id, ask, (job) => FINISHED_JOB_STATES.includes(job.status.status));
       // It ended otherwise before the cancel reached it: 409, as a cancel of a finished job.
       if (ended && ended.status.status !== 'cancelled') assertCancellable(ended);
+      tagAnswer(reply, ended ?? asked);
       const cancelled = ended ?? { ...found, status: { ...found.status, status: 'cancelled', finished_at: nowIso(), status_reason: 'Cancelled on request.' } };
       return send(ctx, request, reply, 200, family.toRecord(cancelled));
     },

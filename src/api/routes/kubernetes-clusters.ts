@@ -10,7 +10,18 @@ import YAML from 'yaml';
 import type { FastifyRequest } from 'fastify';
 import type { ApiContext } from '../context';
 import { send } from '../envelope';
-import { assertChangeable, envelopeOf, ErrorEnvelope, findResource, principalOf, rotateSecret, type SpecUpdate } from './families';
+import {
+  assertChangeable,
+  envelopeOf,
+  ErrorEnvelope,
+  findForChange,
+  findResource,
+  principalOf,
+  rotateSecret,
+  type SpecUpdate,
+  VERSIONED_CHANGE,
+} from './families';
+import { tagAnswer, type VersionCheck } from '../entity-tags';
 import {
   assertNodePools,
   isNewerVersion,
@@ -57,6 +68,8 @@ function kubeconfigType(accept: string | undefined): string {
   return wantsText && !takesYaml ? TEXT_TYPE : YAML_TYPE;
 }
 const errors = { 400: ErrorEnvelope, 404: ErrorEnvelope, 409: ErrorEnvelope, 415: ErrorEnvelope, 422: ErrorEnvelope };
+/** A change of the cluster answers 412 too, when If-Match no longer holds. */
+const changeErrors = { ...errors, ...VERSIONED_CHANGE.preconditionFailed };
 
 /** The authority kubectl is to trust for the API server, where the driver made one (a local cluster's). */
 const certificateAuthorityOf = (cluster: KubernetesCluster) => {
@@ -92,8 +105,14 @@ export function registerKubernetesClusterRoutes(app: ApiApp, ctx: ApiContext): v
   const tokenSecret = known(family.secret, 'the kubeconfig token secret of a Kubernetes cluster');
   const poolRecordOf = (cluster: KubernetesCluster, pool: NodePoolSpec) => nodePoolRecord(pool, cluster.status.node_pools);
 
+  /** The cluster of the request, to change: changeable, and at the version If-Match names (if any). */
+  const clusterToChange = async (request: FastifyRequest, id: string) => {
+    const { found, ifMatch } = await findForChange<KubernetesCluster>(ctx, family, request, id);
+    assertChangeable(family, found);
+    return { cluster: found, ifMatch };
+  };
   /** Changes the cluster's node pools on its latest version, checked again as a whole. */
-  const changePools = (request: FastifyRequest, id: string, change: (cluster: KubernetesCluster) => NodePoolSpec[]) => {
+  const changePools = (request: FastifyRequest, id: string, ifMatch: VersionCheck | undefined, change: (cluster: KubernetesCluster) => NodePoolSpec[]) => {
     const { team, key } = principalOf(request);
     return ctx.writer.mutateSpec<KubernetesCluster>(
       family,
@@ -106,6 +125,7 @@ export function registerKubernetesClusterRoutes(app: ApiApp, ctx: ApiContext): v
         return { ...current.spec, node_pools: pools };
       },
       key,
+      ifMatch,
     );
   };
 
@@ -169,13 +189,13 @@ export function registerKubernetesClusterRoutes(app: ApiApp, ctx: ApiContext): v
       description:
         'Makes a new token; the driver serves it (`kubernetes_cluster.updated`) and the old one stops working. The answer is the cluster, without the token: GET the kubeconfig again. While upgrading 409 resource_busy; a deleted cluster 409 invalid_state.',
       params: IdParams,
-      response: { 200: envelopeOf(family.schemas.record), 404: ErrorEnvelope, 409: ErrorEnvelope },
+      headers: VERSIONED_CHANGE.headers,
+      response: { 200: envelopeOf(family.schemas.record), 404: ErrorEnvelope, 409: ErrorEnvelope, ...VERSIONED_CHANGE.preconditionFailed },
     },
     handler: async (request, reply) => {
       const { id } = request.params;
       const { team, key } = principalOf(request);
-      const cluster = await findResource<KubernetesCluster>(ctx, family, team, id);
-      assertChangeable(family, cluster);
+      const { cluster, ifMatch } = await clusterToChange(request, id);
       const token = known(tokenSecret.generate?.(cluster.spec), "a new kubeconfig token (the family's secret generates one)");
       const update: SpecUpdate<KubernetesCluster> = (extra = () => ({})) =>
         ctx.writer.mutateSpec<KubernetesCluster>(
@@ -187,8 +207,10 @@ export function registerKubernetesClusterRoutes(app: ApiApp, ctx: ApiContext): v
             return { ...current.spec, ...extra(current) };
           },
           key,
+          ifMatch,
         );
       const updated = await rotateSecret(ctx, family, team, id, token, update);
+      tagAnswer(reply, updated);
       return send(ctx, request, reply, 200, family.toRecord(updated));
     },
   });
@@ -202,8 +224,9 @@ export function registerKubernetesClusterRoutes(app: ApiApp, ctx: ApiContext): v
       description:
         'Asks for `version`, which must be newer than the one that runs (422 validation_failed naming `version` otherwise). The cluster is `upgrading` until it runs the new version, then `running` again. Only a running or degraded cluster: 409 resource_busy while upgrading, 409 invalid_state while creating, failed or deleted.',
       params: IdParams,
+      headers: VERSIONED_CHANGE.headers,
       body: UpgradeBody,
-      response: { 200: envelopeOf(family.schemas.record), ...errors },
+      response: { 200: envelopeOf(family.schemas.record), ...changeErrors },
     },
     handler: async (request, reply) => {
       const { id } = request.params;
@@ -216,7 +239,8 @@ export function registerKubernetesClusterRoutes(app: ApiApp, ctx: ApiContext): v
         const running = runningVersionOf(cluster);
         if (!isNewerVersion(version, running)) throw fieldInvalid('version', `must be newer than the version that runs (${running})`);
       };
-      check(await findResource<KubernetesCluster>(ctx, family, team, id));
+      const { found, ifMatch } = await findForChange<KubernetesCluster>(ctx, family, request, id);
+      check(found);
       const ask = () =>
         ctx.writer.mutateSpec<KubernetesCluster>(
           family,
@@ -227,6 +251,7 @@ export function registerKubernetesClusterRoutes(app: ApiApp, ctx: ApiContext): v
             return { ...current.spec, version };
           },
           key,
+          ifMatch,
         );
       const moved = await writeAndAwait<KubernetesCluster>(
         ctx.store,
@@ -238,6 +263,7 @@ export function registerKubernetesClusterRoutes(app: ApiApp, ctx: ApiContext): v
       );
       // The reconciler did not answer in time (another replica leads): the state the request leads to.
       const current = moved ?? (await findResource<KubernetesCluster>(ctx, family, team, id));
+      tagAnswer(reply, current);
       const shown = moved ?? (current.status.status === 'running' ? { ...current, status: { ...current.status, status: 'upgrading' } } : current);
       return send(ctx, request, reply, 200, family.toRecord(shown));
     },
@@ -256,6 +282,7 @@ export function registerKubernetesClusterRoutes(app: ApiApp, ctx: ApiContext): v
     handler: async (request, reply) => {
       const { id } = request.params;
       const cluster = await findResource<KubernetesCluster>(ctx, family, principalOf(request).team, id);
+      tagAnswer(reply, cluster);
       return send(
         ctx,
         request,
@@ -275,20 +302,21 @@ export function registerKubernetesClusterRoutes(app: ApiApp, ctx: ApiContext): v
       description:
         'Adds the pool to the spec; the driver makes its nodes (`kubernetes_cluster.updated`; `ready_nodes` grows to `count`). A name the cluster has: 409 name_taken; an eleventh pool, or a count outside auto_scale: 422 validation_failed.',
       params: IdParams,
+      headers: VERSIONED_CHANGE.headers,
       body: NodePoolCreate,
-      response: { 201: envelopeOf(NodePoolRecord), ...errors },
+      response: { 201: envelopeOf(NodePoolRecord), ...changeErrors },
     },
     handler: async (request, reply) => {
       const { id } = request.params;
-      const { team } = principalOf(request);
       const pool = nodePoolOf(request.body);
-      assertChangeable(family, await findResource<KubernetesCluster>(ctx, family, team, id));
-      const updated = await changePools(request, id, (cluster) => {
+      const { ifMatch } = await clusterToChange(request, id);
+      const updated = await changePools(request, id, ifMatch, (cluster) => {
         if (cluster.spec.node_pools.some((p) => p.name === pool.name)) throw conflict('name_taken', `The cluster already has a node pool named ${pool.name}.`);
         if (cluster.spec.node_pools.length >= MAX_NODE_POOLS) throw fieldInvalid('node_pools', `a cluster has at most ${MAX_NODE_POOLS} node pools`);
         return [...cluster.spec.node_pools, pool];
       });
       reply.header('Location', `/api/v1/${family.path}/${id}/node-pools/${encodeURIComponent(pool.name)}`);
+      tagAnswer(reply, updated);
       return send(ctx, request, reply, 201, poolRecordOf(updated, poolOf(updated, pool.name)));
     },
   });
@@ -306,6 +334,7 @@ export function registerKubernetesClusterRoutes(app: ApiApp, ctx: ApiContext): v
     handler: async (request, reply) => {
       const { id, pool_name: poolName } = request.params;
       const cluster = await findResource<KubernetesCluster>(ctx, family, principalOf(request).team, id);
+      tagAnswer(reply, cluster);
       return send(ctx, request, reply, 200, poolRecordOf(cluster, poolOf(cluster, poolName)));
     },
   });
@@ -319,17 +348,16 @@ export function registerKubernetesClusterRoutes(app: ApiApp, ctx: ApiContext): v
       description:
         "Changes the pool's `count`, `labels`, `taints` (each replaced as a whole) or `auto_scale` (null stops autoscaling); its name and size stay. A count outside the pool's auto_scale: 422 validation_failed naming it.",
       params: PoolParams,
+      headers: VERSIONED_CHANGE.headers,
       body: NodePoolUpdate,
-      response: { 200: envelopeOf(NodePoolRecord), ...errors },
+      response: { 200: envelopeOf(NodePoolRecord), ...changeErrors },
     },
     handler: async (request, reply) => {
       const { id, pool_name: poolName } = request.params;
-      const { team } = principalOf(request);
       const { auto_scale: autoScale, ...patch } = request.body;
-      const cluster = await findResource<KubernetesCluster>(ctx, family, team, id);
-      assertChangeable(family, cluster);
+      const { cluster, ifMatch } = await clusterToChange(request, id);
       poolOf(cluster, poolName);
-      const updated = await changePools(request, id, (current) =>
+      const updated = await changePools(request, id, ifMatch, (current) =>
         current.spec.node_pools.map((pool) => {
           if (pool.name !== poolName) return pool;
           const { auto_scale: kept, ...rest } = { ...pool, ...patch };
@@ -337,6 +365,7 @@ export function registerKubernetesClusterRoutes(app: ApiApp, ctx: ApiContext): v
           return { ...rest, ...(scale ? { auto_scale: scale } : {}) };
         }),
       );
+      tagAnswer(reply, updated);
       return send(ctx, request, reply, 200, poolRecordOf(updated, poolOf(updated, poolName)));
     },
   });
@@ -350,20 +379,20 @@ export function registerKubernetesClusterRoutes(app: ApiApp, ctx: ApiContext): v
       description:
         'Takes the pool out of the spec; the driver removes its nodes (`kubernetes_cluster.updated`). Answers 204. The last pool of a cluster cannot be deleted (409 invalid_state): delete the cluster instead.',
       params: PoolParams,
-      response: { 204: Type.Null(), 404: ErrorEnvelope, 409: ErrorEnvelope },
+      headers: VERSIONED_CHANGE.headers,
+      response: { 204: Type.Null(), 404: ErrorEnvelope, 409: ErrorEnvelope, ...VERSIONED_CHANGE.preconditionFailed },
     },
     handler: async (request, reply) => {
       const { id, pool_name: poolName } = request.params;
-      const { team } = principalOf(request);
-      const cluster = await findResource<KubernetesCluster>(ctx, family, team, id);
-      assertChangeable(family, cluster);
+      const { cluster, ifMatch } = await clusterToChange(request, id);
       poolOf(cluster, poolName);
-      await changePools(request, id, (current) => {
+      const updated = await changePools(request, id, ifMatch, (current) => {
         poolOf(current, poolName);
         if (current.spec.node_pools.length === 1)
           throw invalidState(`Node pool ${poolName} is the cluster's last; a cluster keeps at least one. Delete the cluster instead.`);
         return current.spec.node_pools.filter((p) => p.name !== poolName);
       });
+      tagAnswer(reply, updated);
       return reply.code(204).send(null);
     },
   });

@@ -2,7 +2,8 @@
 import { Type } from '@sinclair/typebox';
 import type { ApiContext } from '../context';
 import { send } from '../envelope';
-import { assertChangeable, envelopeOf, ErrorEnvelope, findResource, principalOf } from './families';
+import { assertChangeable, envelopeOf, ErrorEnvelope, findForChange, findResource, principalOf, VERSIONED_CHANGE } from './families';
+import { tagAnswer } from '../entity-tags';
 import { loadBalancerFamily as family, LoadBalancer, loadBalancerStatsSchema } from '../../resources/load-balancer';
 import { familyByName } from '../../resources/registry';
 import { conflict, notFound, providerUnavailable } from '../../lib/errors';
@@ -23,7 +24,13 @@ const DetachBody = Type.Object(
   { server_id: Type.String({ minLength: 1, maxLength: 64, description: 'The attached server to detach.' }) },
   { additionalProperties: false },
 );
-const responses = { 200: envelopeOf(family.schemas.record), 404: ErrorEnvelope, 409: ErrorEnvelope, 422: ErrorEnvelope };
+const responses = {
+  200: envelopeOf(family.schemas.record),
+  404: ErrorEnvelope,
+  409: ErrorEnvelope,
+  ...VERSIONED_CHANGE.preconditionFailed,
+  422: ErrorEnvelope,
+};
 
 /** `driver`: the load balancers' driver in use, asked for the live traffic. */
 export function registerLoadBalancerRoutes(app: ApiApp, ctx: ApiContext, driver: LoadBalancerDriver): void {
@@ -38,6 +45,7 @@ export function registerLoadBalancerRoutes(app: ApiApp, ctx: ApiContext, driver:
       operationId: 'attachLoadBalancerBackend',
       summary: 'Attach a server as a backend',
       params: IdParams,
+      headers: VERSIONED_CHANGE.headers,
       body: AttachBody,
       response: responses,
     },
@@ -45,7 +53,8 @@ export function registerLoadBalancerRoutes(app: ApiApp, ctx: ApiContext, driver:
       const { id } = request.params;
       const { server_id, port } = request.body;
       const { team, key } = principalOf(request);
-      assertChangeable(family, await findResource(ctx, family, team, id));
+      const { found, ifMatch } = await findForChange(ctx, family, request, id);
+      assertChangeable(family, found);
       const server = await ctx.store.get<unknown, { status: string }>(familyByName('server').kind, team, server_id);
       if (!server || ['deleted', 'destroyed'].includes(server.status.status)) throw notFound('server', server_id);
       const updated = await ctx.writer.mutateSpec<LoadBalancer>(
@@ -60,19 +69,30 @@ export function registerLoadBalancerRoutes(app: ApiApp, ctx: ApiContext, driver:
           return { ...lb.spec, backends: [...lb.spec.backends, { server_id, port: port ?? lb.spec.port }] };
         },
         key,
+        ifMatch,
       );
+      tagAnswer(reply, updated);
       return send(ctx, request, reply, 200, family.toRecord(updated));
     },
   });
 
   app.post(`${base}/detach`, {
     config,
-    schema: { tags, operationId: 'detachLoadBalancerBackend', summary: 'Detach a backend server', params: IdParams, body: DetachBody, response: responses },
+    schema: {
+      tags,
+      operationId: 'detachLoadBalancerBackend',
+      summary: 'Detach a backend server',
+      params: IdParams,
+      headers: VERSIONED_CHANGE.headers,
+      body: DetachBody,
+      response: responses,
+    },
     handler: async (request, reply) => {
       const { id } = request.params;
       const { server_id } = request.body;
       const { team, key } = principalOf(request);
-      assertChangeable(family, await findResource(ctx, family, team, id));
+      const { found, ifMatch } = await findForChange(ctx, family, request, id);
+      assertChangeable(family, found);
       const updated = await ctx.writer.mutateSpec<LoadBalancer>(
         family,
         team,
@@ -85,7 +105,9 @@ export function registerLoadBalancerRoutes(app: ApiApp, ctx: ApiContext, driver:
           return { ...lb.spec, backends: lb.spec.backends.filter((b) => b.server_id !== server_id) };
         },
         key,
+        ifMatch,
       );
+      tagAnswer(reply, updated);
       return send(ctx, request, reply, 200, family.toRecord(updated));
     },
   });

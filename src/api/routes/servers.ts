@@ -6,7 +6,8 @@
 import { Type } from '@sinclair/typebox';
 import type { ApiContext } from '../context';
 import { send } from '../envelope';
-import { assertChangeable, envelopeOf, ErrorEnvelope, findResource, principalOf } from './families';
+import { assertChangeable, envelopeOf, ErrorEnvelope, findForChange, principalOf, VERSIONED_CHANGE } from './families';
+import { tagAnswer } from '../entity-tags';
 import { serverFamily as family, Server, ServerSpec } from '../../resources/server';
 import { invalidState, resourceBusy } from '../../lib/errors';
 import { writeAndAwait } from '../awaiting';
@@ -14,7 +15,7 @@ import type { ApiApp } from '../api-app';
 import { asStored } from '../../resources/family';
 
 const IdParams = Type.Object({ id: Type.String({ maxLength: 64 }) });
-const responses = { 200: envelopeOf(family.schemas.record), 404: ErrorEnvelope, 409: ErrorEnvelope };
+const responses = { 200: envelopeOf(family.schemas.record), 404: ErrorEnvelope, 409: ErrorEnvelope, ...VERSIONED_CHANGE.preconditionFailed };
 
 interface PowerAction {
   name: 'stop' | 'start' | 'reboot';
@@ -55,11 +56,18 @@ export function registerServerRoutes(app: ApiApp, ctx: ApiContext): void {
   for (const action of ACTIONS) {
     app.post(`/api/v1/${family.path}/:id/${action.name}`, {
       config: { family: family.name },
-      schema: { tags: [family.title], operationId: `${action.name}Server`, summary: action.summary, params: IdParams, response: responses },
+      schema: {
+        tags: [family.title],
+        operationId: `${action.name}Server`,
+        summary: action.summary,
+        params: IdParams,
+        headers: VERSIONED_CHANGE.headers,
+        response: responses,
+      },
       handler: async (request, reply) => {
         const { id } = request.params;
         const { team, key } = principalOf(request);
-        const found = await findResource<Server>(ctx, family, team, id);
+        const { found, ifMatch } = await findForChange<Server>(ctx, family, request, id);
         assertActionAllowed(found, action);
         let asked = found;
         const wish = async () => {
@@ -72,12 +80,14 @@ export function registerServerRoutes(app: ApiApp, ctx: ApiContext): void {
               return { ...server.spec, ...action.wish(server.spec) };
             },
             key,
+            ifMatch,
           );
         };
         // Begun (the state left `from`), or already done (the reconciler observed this generation).
         const begun = (server: Server) => server.status.status !== action.from || server.status.observed_generation >= asked.meta.generation;
         const moving = await writeAndAwait<Server>(ctx.store, family.kind, team, id, wish, (server) => asked !== found && begun(server));
         const shown = moving ?? { ...asked, status: { ...asked.status, status: action.via, status_reason: null } };
+        tagAnswer(reply, moving ?? asked);
         return send(ctx, request, reply, 200, family.toRecord(shown));
       },
     });

@@ -10,7 +10,8 @@ import type { ApiContext } from '../context';
 import { send } from '../envelope';
 import { listPage, listQueryOf, listQuerySchema } from '../list';
 import { typeNameOf } from '../openapi-names';
-import { envelopeOf, ErrorEnvelope, principalOf } from './families';
+import { envelopeOf, ErrorEnvelope, principalOf, VERSIONED_CHANGE } from './families';
+import { ifMatchOf, tagAnswer } from '../entity-tags';
 import { apiKeyFamily, teamFamily, userFamily, ApiKey, ApiKeyCreate, ROLES, Team, User } from '../../resources/accounts';
 import type { AnyFamily, Resource } from '../../resources/family';
 import { findApiKey } from '../../accounts/authenticator';
@@ -26,6 +27,8 @@ import type { ApiApp } from '../api-app';
 import { known } from '../../lib/known';
 
 const errors = { 401: ErrorEnvelope, 404: ErrorEnvelope, 422: ErrorEnvelope, 429: ErrorEnvelope };
+/** A change of one record answers 412 too, when If-Match no longer holds. */
+const changeErrors = { ...errors, ...VERSIONED_CHANGE.preconditionFailed };
 const KeyIdParams = Type.Object({ id: Type.String({ maxLength: 64 }) });
 const MemberIdParams = Type.Object({ id: Type.String({ maxLength: 64, description: 'Member (user) id, usr_...' }) });
 const RoleSchema = StringEnum(ROLES, { description: 'owner, admin, member or viewer.' });
@@ -62,7 +65,9 @@ function registerSingleton(app: ApiApp, ctx: ApiContext, family: AnyFamily, idOf
     },
     handler: async (request, reply) => {
       const principal = principalOf(request);
-      return send(ctx, request, reply, 200, family.toRecord(await readAccount(ctx, family, principal.team, idOf(principal))));
+      const account = await readAccount(ctx, family, principal.team, idOf(principal));
+      tagAnswer(reply, account);
+      return send(ctx, request, reply, 200, family.toRecord(account));
     },
   });
   app.patch(url, {
@@ -71,12 +76,16 @@ function registerSingleton(app: ApiApp, ctx: ApiContext, family: AnyFamily, idOf
       tags,
       operationId: `update${typeNameOf(family.title)}`,
       summary: `Update the ${family.title}`,
+      headers: VERSIONED_CHANGE.headers,
       body: known(family.schemas.update, `the update schema of a ${family.title}`),
-      response: { 200: envelopeOf(family.schemas.record), ...errors },
+      response: { 200: envelopeOf(family.schemas.record), ...changeErrors },
     },
     handler: async (request, reply) => {
       const principal = principalOf(request);
-      const updated = await updateAccount(ctx, family, principal.team, idOf(principal), request.body, principal.key);
+      const ifMatch = ifMatchOf(request, family.title);
+      ifMatch?.(await readAccount(ctx, family, principal.team, idOf(principal)));
+      const updated = await updateAccount(ctx, family, principal.team, idOf(principal), request.body, principal.key, ifMatch);
+      tagAnswer(reply, updated);
       return send(ctx, request, reply, 200, family.toRecord(updated));
     },
   });
@@ -207,7 +216,10 @@ function registerMemberRoutes(app: ApiApp, ctx: ApiContext): void {
   app.addHook('onClose', () => {
     mailer.close();
   });
-  const send200 = (request: FastifyRequest, reply: FastifyReply, user: User) => send(ctx, request, reply, 200, userFamily.toRecord(user));
+  const send200 = (request: FastifyRequest, reply: FastifyReply, user: User) => {
+    tagAnswer(reply, user);
+    return send(ctx, request, reply, 200, userFamily.toRecord(user));
+  };
 
   app.get(members, {
     schema: {
@@ -249,6 +261,7 @@ function registerMemberRoutes(app: ApiApp, ctx: ApiContext): void {
       const user = await inviteMember(ctx, caller, body);
       void notifyInvited(ctx, mailer, caller, user);
       reply.header('Location', `${members}/${user.meta.id}`);
+      tagAnswer(reply, user);
       return send(ctx, request, reply, 201, userFamily.toRecord(user));
     },
   });
@@ -266,12 +279,13 @@ function registerMemberRoutes(app: ApiApp, ctx: ApiContext): void {
       summary: "Change a member's role",
       description: "An admin may change any role but an owner's, and may not make owners. The last owner cannot be demoted (409 invalid_state).",
       params: MemberIdParams,
+      headers: VERSIONED_CHANGE.headers,
       body: RoleChange,
-      response: { 200: memberEnvelope, 403: ErrorEnvelope, 409: ErrorEnvelope, ...errors },
+      response: { 200: memberEnvelope, 403: ErrorEnvelope, 409: ErrorEnvelope, ...changeErrors },
     },
     handler: async (request, reply) => {
       const { role } = request.body;
-      return send200(request, reply, await changeRole(ctx, principalOf(request), request.params.id, role));
+      return send200(request, reply, await changeRole(ctx, principalOf(request), request.params.id, role, ifMatchOf(request, 'member')));
     },
   });
 
@@ -284,9 +298,10 @@ function registerMemberRoutes(app: ApiApp, ctx: ApiContext): void {
       description:
         "Answers 200 with the member, now status=removed; the member's keys are revoked. An admin may not remove an owner; the last owner cannot be removed (409 invalid_state).",
       params: MemberIdParams,
-      response: { 200: memberEnvelope, 403: ErrorEnvelope, 409: ErrorEnvelope, ...errors },
+      headers: VERSIONED_CHANGE.headers,
+      response: { 200: memberEnvelope, 403: ErrorEnvelope, 409: ErrorEnvelope, ...changeErrors },
     },
-    handler: async (request, reply) => send200(request, reply, await removeMember(ctx, principalOf(request), request.params.id)),
+    handler: async (request, reply) => send200(request, reply, await removeMember(ctx, principalOf(request), request.params.id, ifMatchOf(request, 'member'))),
   });
 }
 

@@ -8,7 +8,8 @@ import { Type } from '@sinclair/typebox';
 import type { ApiContext } from '../context';
 import { send } from '../envelope';
 import { listPage, listQueryOf, listQuerySchema } from '../list';
-import { assertChangeable, envelopeOf, ErrorEnvelope, findResource, isVisible, principalOf } from './families';
+import { assertChangeable, envelopeOf, ErrorEnvelope, findForChange, findResource, isVisible, principalOf, VERSIONED_CHANGE } from './families';
+import { tagAnswer } from '../entity-tags';
 import {
   Delivery,
   deliveryFamily,
@@ -44,6 +45,8 @@ const errors = {
   429: ErrorEnvelope,
   503: ErrorEnvelope,
 };
+/** A change of a subscription answers 412 too, when If-Match no longer holds. */
+const changeErrors = { ...errors, ...VERSIONED_CHANGE.preconditionFailed };
 const tags = ['webhook'];
 /** The test delivery's event type: sent by ping to one subscription, never published on the bus. */
 export const PING = 'webhook.ping';
@@ -142,6 +145,7 @@ export function registerWebhookRoutes(app: ApiApp, ctx: ApiContext): void {
       let webhook = created.webhook;
       if (!spec.active) webhook = await settle(ctx.writer, team, id, key);
       reply.header('Location', `${base}/${id}`);
+      tagAnswer(reply, webhook);
       return send(ctx, request, reply, 201, { ...webhookFamily.toRecord(webhook), secret: created.secret });
     },
   });
@@ -149,8 +153,9 @@ export function registerWebhookRoutes(app: ApiApp, ctx: ApiContext): void {
   app.get(`${base}/:id`, {
     schema: { tags, operationId: 'getWebhook', summary: 'Get a webhook subscription', params: IdParams, response: { 200: envelopeOf(Record_), ...errors } },
     handler: async (request, reply) => {
-      const { id } = request.params;
-      return send(ctx, request, reply, 200, webhookFamily.toRecord(await findResource<Webhook>(ctx, webhookFamily, principalOf(request).team, id)));
+      const webhook = await findResource<Webhook>(ctx, webhookFamily, principalOf(request).team, request.params.id);
+      tagAnswer(reply, webhook);
+      return send(ctx, request, reply, 200, webhookFamily.toRecord(webhook));
     },
   });
 
@@ -161,14 +166,16 @@ export function registerWebhookRoutes(app: ApiApp, ctx: ApiContext): void {
       summary: 'Update a webhook subscription',
       description: '`active: true` re-enables a subscription the service disabled and resets consecutive_failures.',
       params: IdParams,
+      headers: VERSIONED_CHANGE.headers,
       body: known(webhookFamily.schemas.update, 'the update schema of a webhook'),
-      response: { 200: envelopeOf(Record_), ...errors },
+      response: { 200: envelopeOf(Record_), ...changeErrors },
     },
     handler: async (request, reply) => {
       const { id } = request.params;
       const { team, key } = principalOf(request);
       const patch = request.body;
-      assertNotListener(assertChangeableAnd(await findResource<Webhook>(ctx, webhookFamily, team, id)));
+      const { found, ifMatch } = await findForChange<Webhook>(ctx, webhookFamily, request, id);
+      assertNotListener(assertChangeableAnd(found));
       await ctx.writer.mutateSpec<Webhook>(
         webhookFamily,
         team,
@@ -180,8 +187,10 @@ export function registerWebhookRoutes(app: ApiApp, ctx: ApiContext): void {
           return sameJson(spec, current.spec) ? null : { ...spec };
         },
         key,
+        ifMatch,
       );
       const updated = await settle(ctx.writer, team, id, key, patch.active === true);
+      tagAnswer(reply, updated);
       return send(ctx, request, reply, 200, webhookFamily.toRecord(updated));
     },
   });
@@ -193,22 +202,27 @@ export function registerWebhookRoutes(app: ApiApp, ctx: ApiContext): void {
       summary: 'Delete a webhook subscription',
       description: 'Deliveries stop at once; pending ones end as failed.',
       params: IdParams,
-      response: { 200: envelopeOf(Record_), ...errors },
+      headers: VERSIONED_CHANGE.headers,
+      response: { 200: envelopeOf(Record_), ...changeErrors },
     },
     handler: async (request, reply) => {
       const { id } = request.params;
       const { team, key } = principalOf(request);
-      await findResource(ctx, webhookFamily, team, id);
+      const { ifMatch } = await findForChange(ctx, webhookFamily, request, id);
       const deleted = await ctx.writer.mutateStatus<Webhook>(
         webhookFamily,
         team,
         id,
-        (current) => (current.status.status === 'deleted' ? null : { status: 'deleted', deleted_at: nowIso() }),
+        (current) => {
+          ifMatch?.(current);
+          return current.status.status === 'deleted' ? null : { status: 'deleted', deleted_at: nowIso() };
+        },
         key,
       );
       // Nothing signs for a deleted subscription any more, and a deleted listener has no lease.
       await deleteSecret(ctx.store, team, id);
       if (isListener(deleted)) await deleteLease(ctx.store, team, id);
+      tagAnswer(reply, deleted);
       return send(ctx, request, reply, 200, webhookFamily.toRecord(deleted));
     },
   });
@@ -221,14 +235,17 @@ export function registerWebhookRoutes(app: ApiApp, ctx: ApiContext): void {
       description:
         'Returns the new secret in `secret`, once. The previous one keeps signing too for CLOUDPLANE_WEBHOOK_SECRET_OVERLAP_SECONDS (default 24 hours).',
       params: IdParams,
-      response: { 200: envelopeOf(WithSecret), ...errors },
+      headers: VERSIONED_CHANGE.headers,
+      response: { 200: envelopeOf(WithSecret), ...changeErrors },
     },
     handler: async (request, reply) => {
       const { id } = request.params;
       const { team } = principalOf(request);
-      const webhook = await findResource<Webhook>(ctx, webhookFamily, team, id);
+      // The secret is kept beside the subscription, whose version it leaves as it is: If-Match is judged on the version found.
+      const { found: webhook } = await findForChange<Webhook>(ctx, webhookFamily, request, id);
       assertNotListener(assertChangeableAnd(webhook));
       const secret = await rotateSecret(ctx.store, team, id, ctx.config.webhooks.secretOverlapMs);
+      tagAnswer(reply, webhook);
       return send(ctx, request, reply, 200, { ...webhookFamily.toRecord(webhook), secret });
     },
   });
