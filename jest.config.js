@@ -4,6 +4,7 @@
  * Jest's CommonJS runtime on Node 20 cannot require; swc compiles those to CommonJS too.
  * @fastify/cookie loads the ESM-only `cookie` with a dynamic import(), which Jest's runtime
  * refuses without --experimental-vm-modules: compiled, it becomes a require().
+ * eventsource-parser (the CLI's reader of server-sent events) ships only ES modules too.
  */
 const esmOnly = [
   '@kubernetes/client-node',
@@ -15,6 +16,7 @@ const esmOnly = [
   'content-disposition',
   '@fastify/cookie',
   'cookie',
+  'eventsource-parser',
 ];
 const swc = ['@swc/jest', { jsc: { target: 'es2022', parser: { syntax: 'typescript' } }, module: { type: 'commonjs' } }];
 

@@ -8,6 +8,7 @@
  */
 import type { Command } from 'commander';
 import { ApiClient, envelopeError, parseJson } from './client';
+import { serverSentEvents } from './server-sent-events';
 import { fieldOf, hasStrings, scalarText, textOf } from '../lib/unknown-values';
 import { CliError, EXIT, ExitCode } from './exit-codes';
 
@@ -36,11 +37,6 @@ interface StreamedDelivery {
   timeout_ms: number;
   headers: Record<string, string>;
   body: string;
-}
-
-interface StreamEvent {
-  event: string;
-  data: string;
 }
 
 const RECONNECT_MIN_MS = 500;
@@ -232,27 +228,6 @@ async function refusalOf(response: Response): Promise<string> {
   const text = await response.text().catch(() => '');
   const error = envelopeError(parseJson(text));
   return error ? `${error.code}: ${error.message}` : `HTTP ${response.status}: ${text.slice(0, 200) || response.statusText}`;
-}
-
-/** Parses a text/event-stream body into its events (comments and ids dropped). */
-export async function* serverSentEvents(body: ReadableStream<Uint8Array>): AsyncGenerator<StreamEvent> {
-  const decoder = new TextDecoder();
-  let buffer = '';
-  for await (const chunk of body) {
-    buffer += decoder.decode(chunk, { stream: true });
-    let end: number;
-    while ((end = buffer.indexOf('\n\n')) >= 0) {
-      const block = buffer.slice(0, end);
-      buffer = buffer.slice(end + 2);
-      let event = 'message';
-      const data: string[] = [];
-      for (const line of block.split('\n')) {
-        if (line.startsWith('event:')) event = line.slice(6).trim();
-        else if (line.startsWith('data:')) data.push(line.slice(5).replace(/^ /, ''));
-      }
-      if (data.length) yield { event, data: data.join('\n') };
-    }
-  }
 }
 
 function receiverUrl(raw: string): string | null {

@@ -14,7 +14,7 @@ import { installCrds, storeEnvFor } from '../helpers/cluster';
 import { startKubeApiServer, KubeApiServer } from '../helpers/kube-apiserver';
 import { startReceiver, Receiver, Received } from '../helpers/receiver';
 import { spawnTracked } from '../helpers/processes';
-import { serverSentEvents } from '../../src/cli/listen';
+import { serverSentEvents } from '../../src/cli/server-sent-events';
 import { findIn } from '../helpers/secret-scan';
 
 const CLI = path.resolve(__dirname, '../../dist/src/main.js');

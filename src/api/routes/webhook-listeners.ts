@@ -4,7 +4,6 @@
  * GET /webhooks/{id}/stream, and each attempt's answer reported back by the CLI. Listing,
  * the delivery history, manual retry and DELETE are the subscriptions' own routes.
  */
-import type { ServerResponse } from 'node:http';
 import { Type } from '@sinclair/typebox';
 import type { ApiContext } from '../context';
 import { send } from '../envelope';
@@ -28,7 +27,8 @@ import { holdsQuota, withinLimit, withinQuota } from '../../resources/quota';
 import type { QuotaRule } from '../../resources/quota-ledger';
 import { listedObjects } from '../../store/listed';
 import { claimLease, isListener, listenerUrl } from '../../webhooks/listener';
-import { ListenerHub, ListenerStream, StreamSink } from '../../webhooks/listener-hub';
+import { ListenerHub, ListenerStream } from '../../webhooks/listener-hub';
+import { EventStream } from '../event-stream';
 import { recordAttempt } from '../../webhooks/outcome';
 import type { AttemptResult } from '../../webhooks/sender';
 import type { ApiApp } from '../api-app';
@@ -120,6 +120,9 @@ const StreamEvent = Type.Object({
   id: Type.Optional(Type.String({ description: 'The delivery id, on delivery events.' })),
 });
 
+/** Deliveries that may wait for a slow CLI, in bytes: a few of the largest bodies, then the stream is cut and the CLI reconnects. */
+const LISTENER_STREAM_BUFFER_BYTES = 8 * 1024 * 1024;
+
 export function registerWebhookListenerRoutes(app: ApiApp, ctx: ApiContext): void {
   const base = `/api/v1/${webhookFamily.path}`;
   const hub = new ListenerHub({ store: ctx.store, writer: ctx.writer, config: ctx.config.webhooks, logger: ctx.logger });
@@ -176,20 +179,11 @@ export function registerWebhookListenerRoutes(app: ApiApp, ctx: ApiContext): voi
     handler: async (request, reply) => {
       const { id } = request.params;
       const listener = await findListener(ctx, principalOf(request).team, id);
-      reply.hijack();
-      const raw = reply.raw;
-      // Keep-alives every third of the lease show a dead peer; the idle timeout would cut a quiet stream.
-      request.raw.socket.setTimeout(0);
-      raw.writeHead(200, {
-        'content-type': 'text/event-stream; charset=utf-8',
-        'cache-control': 'no-store',
-        'x-accel-buffering': 'no',
-        'x-request-id': String(request.id),
-      });
-      const sink = sseSink(raw);
+      // The hub sends keep-alives itself, every third of the lease.
+      const sink = new EventStream(request, reply, { keepAliveMs: 0, bufferBytes: LISTENER_STREAM_BUFFER_BYTES });
       let stream: ListenerStream | null = null;
       // Registered first: a client gone while the stream starts must not leave it renewing the lease.
-      raw.on('close', () => stream?.end('the client went away'));
+      sink.onClose(() => stream?.end('the client went away'));
       try {
         stream = await hub.attach(listener, sink);
       } catch (err) {
@@ -197,7 +191,7 @@ export function registerWebhookListenerRoutes(app: ApiApp, ctx: ApiContext): voi
         sink.end('the stream could not start; reconnect');
         return;
       }
-      if (raw.destroyed || raw.writableEnded) stream.end('the client went away');
+      if (sink.closed) stream.end('the client went away');
     },
   });
 
@@ -242,22 +236,4 @@ function resultOf(answer: AnswerBody): AttemptResult {
   const retryAfter = answer.retry_after ?? undefined;
   if (status !== null) return { ok: false, status, error: `receiver answered status ${status}`, retryAfter };
   return { ok: false, status: null, error: `listener: ${answer.error || 'no answer from the receiver'}` };
-}
-
-function sseSink(raw: ServerResponse): StreamSink {
-  const write = (text: string) => {
-    if (!raw.writableEnded && !raw.destroyed) raw.write(text);
-  };
-  return {
-    send: (event, data, id) => {
-      write(`${id ? `id: ${id}\n` : ''}event: ${event}\ndata: ${JSON.stringify(data)}\n\n`);
-    },
-    keepAlive: () => {
-      write(': keep-alive\n\n');
-    },
-    end: (reason) => {
-      write(`event: closed\ndata: ${JSON.stringify({ reason })}\n\n`);
-      if (!raw.writableEnded) raw.end();
-    },
-  };
 }
