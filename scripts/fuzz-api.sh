@@ -98,7 +98,7 @@ echo "fuzzing $url/api/v1 on the $STORE store (max $MAX_EXAMPLES examples per op
 mkdir -p "$REPORT_DIR"
 REPORT_DIR="$(cd "$REPORT_DIR" && pwd)"
 [ -f "$REPORT_DIR/.gitignore" ] || echo '*' >"$REPORT_DIR/.gitignore"  # reports are run output
-rm -rf "$REPORT_DIR"/junit-*.xml "$REPORT_DIR"/ndjson-*.ndjson "$REPORT_DIR/main" "$REPORT_DIR/rotate" "$REPORT_DIR/revoke"  # the last run's only
+rm -rf "$REPORT_DIR"/junit-*.xml "$REPORT_DIR"/ndjson-*.ndjson "$REPORT_DIR/main" "$REPORT_DIR/rotate" "$REPORT_DIR/revoke" "$REPORT_DIR/members"  # the last run's only
 
 seed_args=()
 [ -n "${FUZZ_SEED:-}" ] && seed_args=(--seed "$FUZZ_SEED")
@@ -127,7 +127,10 @@ run_st() {
 # Revoking or rotating an API key may hit the very key the fuzzer uses (its id comes back
 # from GET /settings/api-keys and in the key's own answers), and every later request would
 # then get 401 and test nothing. So those two operations run after the rest, each on its own
-# with a key of its own, made just before from the main run's key.
+# with a key of its own, made just before from the main run's key. The same goes for the
+# member the key belongs to: once the run has invited another owner, removing the key's own
+# member revokes its keys, and demoting it leaves them 403. Those two run last, on their own.
+MEMBER_CHANGES=(--include-operation-id removeMember --include-operation-id updateMember)
 KEY_PATH='/api/v1/settings/api-keys/{id}'
 ROTATE_PATH='/api/v1/settings/api-keys/{id}/rotate'
 fresh_key() {
@@ -147,9 +150,11 @@ fresh_key() {
 status=0
 {
   failed=0
-  run_st main --phases "$PHASES" --exclude-path "$KEY_PATH" --exclude-path "$ROTATE_PATH" "$@" || failed=$?
+  run_st main --phases "$PHASES" --exclude-path "$KEY_PATH" --exclude-path "$ROTATE_PATH" \
+    --exclude-operation-id removeMember --exclude-operation-id updateMember "$@" || failed=$?
   RUN_KEY="$(fresh_key fuzz-rotate)" run_st rotate --phases "${PHASES/,stateful/}" --include-path "$ROTATE_PATH" "$@" || failed=$?
   RUN_KEY="$(fresh_key fuzz-revoke)" run_st revoke --phases "${PHASES/,stateful/}" --include-path "$KEY_PATH" "$@" || failed=$?
+  RUN_KEY="$(fresh_key fuzz-members)" run_st members --phases "${PHASES/,stateful/}" "${MEMBER_CHANGES[@]}" "$@" || failed=$?
   exit "$failed"
 } 2>&1 | tee "$REPORT_DIR/output.txt" || status=$?
 

@@ -113,6 +113,7 @@ export interface Config {
   usage: UsageConfig;
   http: HttpConfig;
   overload: OverloadConfig;
+  watches: WatchConfig;
   /** The S3 endpoint of the bucket driver `s3` (either mode). */
   s3: S3Config;
   /** The built web console (`make build` writes it to dist/console), served at `/`. */
@@ -175,6 +176,22 @@ export interface HttpConfig {
 }
 
 /** Load shedding: /api/v1 answers 503 service_overloaded past any of these (0 turns one off). */
+/** Watches of resources as server-sent events (api/watches.ts, docs/api.md Watching changes). */
+export interface WatchConfig {
+  /** Watches a team may hold at once, over all its keys and families. */
+  perTeam: number;
+  /** Watches this replica holds at once. */
+  max: number;
+  /** Changes remembered for clients that resume (of every team and family). */
+  history: number;
+  /** The longest a watch lasts; a client asks for less with timeout_seconds. */
+  maxSeconds: number;
+  /** A keep-alive comment this often. */
+  keepAliveMs: number;
+  /** Bytes that may wait for a slow client before it is cut off. */
+  bufferBytes: number;
+}
+
 export interface OverloadConfig {
   /** Mean event-loop delay over a one-second sample. */
   maxEventLoopDelayMs: number;
@@ -799,6 +816,14 @@ export function loadConfig(env: Env = process.env): Config {
       maxEventLoopDelayMs: int(env, 'CLOUDPLANE_OVERLOAD_MAX_EVENT_LOOP_DELAY_MS', 1000, 0),
       maxHeapUsedPercent: int(env, 'CLOUDPLANE_OVERLOAD_MAX_HEAP_USED_PERCENT', 90, 0, 100),
       retryAfterSeconds: int(env, 'CLOUDPLANE_OVERLOAD_RETRY_AFTER_SECONDS', 5, 1, 3600),
+    },
+    watches: {
+      perTeam: int(env, 'CLOUDPLANE_WATCHES_PER_TEAM', 50, 1),
+      max: int(env, 'CLOUDPLANE_WATCHES_MAX', 5000, 1),
+      history: int(env, 'CLOUDPLANE_WATCH_HISTORY', 20_000, 1, 10_000_000),
+      maxSeconds: int(env, 'CLOUDPLANE_WATCH_MAX_SECONDS', 1800, 1, 86_400),
+      keepAliveMs: 15_000,
+      bufferBytes: 4 * 1024 * 1024,
     },
     s3: s3(env),
     publicUrl: publicUrl(env),

@@ -49,6 +49,7 @@ import { LeaderCallbacks, LeaderElector, Leadership, SoleLeader } from './contro
 import { reportEventConsumers, reportLeadership } from './metrics';
 import { fieldOf, textOf } from './lib/unknown-values';
 import { limitHeapGrowth } from './lib/heap-growth';
+import { ResourceWatches } from './api/watches';
 
 export interface RunningService {
   app: FastifyInstance;
@@ -137,7 +138,29 @@ export async function startService(config: Config, logger: Logger = createLogger
     const usage = new UsageMeter({ store, bus, config: config.usage, logger });
     usage.start();
     started.push(() => usage.stop());
-    const ctx: ApiContext = { config, store, bus, drivers, writer, quota, shared, authenticator, sessions, oidc, agent, audit, usage, cursorKey, logger };
+    const resourceWatches = new ResourceWatches({ store, settings: config.watches });
+    resourceWatches.start();
+    started.push(() => {
+      resourceWatches.close();
+    });
+    const ctx: ApiContext = {
+      config,
+      store,
+      bus,
+      drivers,
+      writer,
+      quota,
+      shared,
+      authenticator,
+      sessions,
+      oidc,
+      agent,
+      audit,
+      usage,
+      cursorKey,
+      watches: resourceWatches,
+      logger,
+    };
 
     const leadership = leadershipFor(config, logger, leaderWork({ store, bus, families: familyParts, writer, quota, agent, usage, config, logger }));
     await leadership.start();

@@ -171,6 +171,10 @@ export async function buildApp(ctx: ApiContext, options: AppOptions): Promise<Ap
           return this.principal ? agentToolsFor(api, this, this.principal, rules) : undefined;
         },
       });
+      // Before the server waits for its connections to end: a watch never would by itself.
+      api.addHook('preClose', () => {
+        ctx.watches.close();
+      });
       options.familyRoutes(api, ctx);
       registerRouteModules(api, ctx);
       registerMcpRoute(api, rules);

@@ -14,6 +14,7 @@ import type { Principal, Requirement } from '../accounts/roles';
 import type { UsageMeter } from '../usage';
 import type { QuotaScope } from '../resources/quota';
 import type { SharedRecords } from '../store/shared-records';
+import type { ResourceWatches } from './watches';
 
 export interface ApiContext {
   config: Config;
@@ -36,6 +37,8 @@ export interface ApiContext {
   usage: UsageMeter;
   /** Key that signs list cursors, so a tampered cursor is recognised. */
   cursorKey: Buffer;
+  /** The watches of resources this replica serves (GET ...?watch=true). */
+  watches: ResourceWatches;
   logger: Logger;
 }
 

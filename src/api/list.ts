@@ -63,8 +63,11 @@ export function listQuerySchema(states: readonly string[], extra: TProperties = 
   return Type.Object({ ...pagingProperties(states), ...extra }, { additionalProperties: false });
 }
 
-/** Query parameters that page through a list rather than choose it (sort, order and status are bound normalised). */
-const PAGING_PARAMETERS = new Set(['cursor', 'limit', 'sort', 'order', 'status']);
+/**
+ * Query parameters that page through a list (sort, order and status are bound normalised)
+ * or say how it is read (a watch), rather than choose it.
+ */
+const PAGING_PARAMETERS = new Set(['cursor', 'limit', 'sort', 'order', 'status', 'watch', 'timeout_seconds']);
 
 const NO_FILTERS: ReadonlyArray<[string, unknown]> = Object.freeze([]);
 

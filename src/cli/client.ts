@@ -5,6 +5,7 @@
  */
 import { CliError, EXIT, exitCodeOfStatus, FieldDetail } from './exit-codes';
 import { fieldOf, hasStrings, isRecord } from '../lib/unknown-values';
+import { serverSentEvents, type ServerSentEvent } from './server-sent-events';
 
 export type Query = Record<string, string | number | boolean | undefined>;
 
@@ -56,6 +57,38 @@ export class ApiClient {
     throw apiError(response.status, parseJson(text), text, response.headers.get('retry-after'));
   }
 
+  /**
+   * A watch of `path` (docs/api.md, Watching changes): its events until the stream ends or
+   * `deadline` passes (the iteration then ends). Null
+   * when the path cannot be watched here: a route without watches (400, 422, or JSON), a
+   * team holding its most (429), a replica holding its most (503); poll instead.
+   */
+  async watch(path: string, options: { lastEventId?: string; deadline: number }): Promise<AsyncIterable<ServerSentEvent> | null> {
+    const remainingMs = Math.max(1, options.deadline - Date.now());
+    const url = new URL(`${this.options.apiUrl}/api/v1${path}`);
+    url.searchParams.set('watch', 'true');
+    url.searchParams.set('timeout_seconds', String(Math.ceil(remainingMs / 1000)));
+    const headers: Record<string, string> = { authorization: `Bearer ${this.options.apiKey}`, accept: 'text/event-stream', 'user-agent': 'cloudplane-cli' };
+    if (options.lastEventId !== undefined) headers['last-event-id'] = options.lastEventId;
+    const signal = AbortSignal.timeout(remainingMs);
+    let response: Response;
+    try {
+      response = await fetch(url, { headers, signal });
+    } catch (err) {
+      throw networkError(err, this.options.apiUrl, this.options.timeoutMs);
+    }
+    if (!response.ok) {
+      const text = await response.text();
+      if ([400, 422, 429, 503].includes(response.status)) return null;
+      throw apiError(response.status, parseJson(text), text, response.headers.get('retry-after'));
+    }
+    if (!response.body || !response.headers.get('content-type')?.startsWith('text/event-stream')) {
+      await response.body?.cancel();
+      return null;
+    }
+    return untilAborted(serverSentEvents(response.body), signal);
+  }
+
   private async fetch(method: string, path: string, accept: string, options: RequestOptions = {}): Promise<{ response: Response; text: string }> {
     const url = new URL(`${this.options.apiUrl}/api/v1${path}`);
     for (const [name, value] of Object.entries(options.query ?? {})) if (value !== undefined) url.searchParams.set(name, String(value));
@@ -72,6 +105,15 @@ export class ApiClient {
     } catch (err) {
       throw networkError(err, this.options.apiUrl, this.options.timeoutMs);
     }
+  }
+}
+
+/** The events, ending quietly (rather than throwing) once `signal` aborts the stream under them. */
+async function* untilAborted(events: AsyncIterable<ServerSentEvent>, signal: AbortSignal): AsyncGenerator<ServerSentEvent> {
+  try {
+    yield* events;
+  } catch (err) {
+    if (!signal.aborted) throw err;
   }
 }
 

@@ -1,5 +1,6 @@
 /**
- * --wait: polls the API until a resource reaches one of the target statuses, with a
+ * --wait: follows a resource until it reaches one of the target statuses, by a watch of it
+ * (its changes pushed as they happen) or, where it cannot be watched, by polling; with a
  * spinner on stderr when stderr is a terminal (never in pipes or logs).
  */
 import { ApiClient } from './client';
@@ -57,6 +58,7 @@ export async function waitFor(client: ApiClient, spec: WaitSpec, first: Resource
   const spinner = new Spinner(process.stderr);
   let current = first;
   spinner.start(`${first.id}: ${first.status} -> ${target}`);
+  const states = statesOf(client, path, started + timeoutMs);
   try {
     for (;;) {
       const status = current.status ?? '';
@@ -68,27 +70,68 @@ export async function waitFor(client: ApiClient, spec: WaitSpec, first: Resource
           'wait_failed',
         );
       }
-      const elapsed = Date.now() - started;
-      if (elapsed >= timeoutMs) {
+      spinner.update(`${current.id}: ${status} -> ${target} (${Math.floor((Date.now() - started) / 1000)} s)`);
+      const next = await states.next();
+      if (next.done) {
         throw new CliError(
-          `${current.id} is still ${status} after ${Math.round(elapsed / 1000)} s; it did not become ${target} (--wait-timeout)`,
+          `${current.id} is still ${status} after ${Math.round((Date.now() - started) / 1000)} s; it did not become ${target} (--wait-timeout)`,
           EXIT.waitTimedOut,
           'wait_timeout',
         );
       }
-      spinner.update(`${current.id}: ${status} -> ${target} (${Math.floor(elapsed / 1000)} s)`);
-      await sleep(Math.min(POLL_MS, timeoutMs - elapsed));
-      try {
-        const data = (await client.request('GET', path)).body?.data;
-        if (!isResource(data)) throw new CliError(`${current.id} cannot be waited for: the API answered without it`, EXIT.apiError, 'wait_failed');
-        current = data;
-      } catch (err) {
-        // Destroyed while waiting for its deletion: as deleted as it gets.
-        if (err instanceof CliError && err.exitCode === EXIT.notFound && spec.target.includes('deleted')) return { ...current, status: 'deleted' };
-        throw err;
-      }
+      // Gone while waiting (destroyed): as deleted as it gets, or an end it cannot come back from.
+      current = next.value ?? { ...current, status: 'deleted' };
+      if (next.value === null && !spec.target.includes('deleted'))
+        throw new CliError(`${current.id} was deleted; it will not become ${target}`, EXIT.apiError, 'wait_failed');
     }
   } finally {
     spinner.stop();
+    // Closes the watch, which would otherwise hold the process until its timeout.
+    await states.return(null);
+  }
+}
+
+/**
+ * The resource's states as they come until `deadline`, null once it is gone: pushed by a
+ * watch of it (docs/api.md, Watching changes), resumed from its last event when the
+ * stream ends; polled every POLL_MS where it cannot be watched (a route without watches,
+ * a team holding its most, a proxy that does not pass the stream).
+ */
+async function* statesOf(client: ApiClient, path: string, deadline: number): AsyncGenerator<Resource | null> {
+  let lastEventId: string | undefined;
+  let watching = true;
+  while (Date.now() < deadline) {
+    if (watching) {
+      try {
+        const events = await client.watch(path, { lastEventId, deadline });
+        watching = events !== null;
+        for await (const event of events ?? []) {
+          lastEventId = event.id ?? lastEventId;
+          if (event.event === 'deleted') yield null;
+          if (event.event !== 'added' && event.event !== 'modified') continue;
+          const data: unknown = JSON.parse(event.data);
+          if (isResource(data)) yield data;
+        }
+      } catch (err) {
+        if (err instanceof CliError && err.exitCode === EXIT.notFound) {
+          yield null;
+          return;
+        }
+        // The deadline passed while watching, or the stream broke: the loop ends, or goes on polling.
+        if (err instanceof CliError) throw err;
+        watching = false;
+      }
+      continue;
+    }
+    await sleep(Math.max(0, Math.min(POLL_MS, deadline - Date.now())));
+    try {
+      const data = (await client.request('GET', path)).body?.data;
+      if (!isResource(data)) throw new CliError(`${path} cannot be waited for: the API answered without it`, EXIT.apiError, 'wait_failed');
+      yield data;
+    } catch (err) {
+      if (!(err instanceof CliError && err.exitCode === EXIT.notFound)) throw err;
+      yield null;
+      return;
+    }
   }
 }

@@ -86,7 +86,7 @@ describe('clients generated from /api/v1/openapi.json', () => {
         [
           "import createClient from 'openapi-fetch';",
           "import type { paths } from './api';",
-          'const client = createClient<paths>({});',
+          "const client = createClient<paths, 'application/json'>({});",
           "export const a = client.POST('/api/v1/load-balancers', { body: { name: 'x' } });",
           "export const b = client.GET('/api/v1/load-balancers', { params: { query: { colour: 'red' } } });",
           "export const c = client.GET('/api/v1/servers/{id}', { params: { path: { id: 'x' } } }).then((r) => r.data?.data.algorithm);",

@@ -204,6 +204,13 @@ export async function listStatusesOf(path: string): Promise<string[]> {
   return (parameter?.schema?.enum ?? []).map(String).filter((state) => state !== 'destroyed');
 }
 
+/** Whether the family's list (or, with `one`, its GET of one resource) can be watched: it takes `watch` (docs/api.md, Watching changes). */
+export async function watchableOf(path: string, one: boolean): Promise<boolean> {
+  const document = await openApiDocument();
+  const read = document.paths[`${API_BASE}/${path}${one ? '/{id}' : ''}`]?.get;
+  return read?.parameters?.some((p) => p.in === 'query' && p.name === 'watch') === true;
+}
+
 /** Every family the API serves, in its order, with how each is shown. */
 export async function publishedFamilies(): Promise<PublishedFamily[]> {
   const document = await openApiDocument();

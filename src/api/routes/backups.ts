@@ -8,7 +8,8 @@
 import { Type } from '@sinclair/typebox';
 import type { ApiContext } from '../context';
 import { send } from '../envelope';
-import { assertChangeable, envelopeOf, ErrorEnvelope, findResource, isVisible, principalOf } from './families';
+import { assertChangeable, envelopeOf, ErrorEnvelope, findResource, principalOf } from './families';
+import { isVisible } from '../visible';
 import { listPage, listQueryOf, listQuerySchema } from '../list';
 import { writeAndAwait } from '../awaiting';
 import { Backup, backupFamily as family, restorePending, sourceOf } from '../../resources/backup';

@@ -11,7 +11,7 @@ import { metaSchema, send, sendSerialised, sendSerialisedList } from '../envelop
 import { RecordBytes } from '../record-bytes';
 import { listPage, listQueryOf, listQuerySchema } from '../list';
 import { writeAndAwait } from '../awaiting';
-import { conflict, invalidState, notFound, providerUnavailable, resourceBusy } from '../../lib/errors';
+import { conflict, fieldInvalid, invalidState, notFound, providerUnavailable, resourceBusy } from '../../lib/errors';
 import type { ExternalRecord } from '../../drivers/types';
 import { nowIso } from '../../lib/time';
 import { newId } from '../../lib/ids';
@@ -25,6 +25,8 @@ import { fieldOf, textOf } from '../../lib/unknown-values';
 import { known } from '../../lib/known';
 import { promised } from '../../lib/promised';
 import { IfMatchHeaders, ifMatchOf, tagAnswer, type VersionCheck } from '../entity-tags';
+import { isVisible } from '../visible';
+import { watchProperties, WatchEvent } from '../watches';
 
 const IdParams = Type.Object({ id: Type.String({ maxLength: 64, description: 'Resource id.' }) });
 
@@ -51,15 +53,6 @@ export const VERSIONED_CHANGE = { headers: IfMatchHeaders, preconditionFailed: {
 const changeErrorResponses = { ...errorResponses, ...VERSIONED_CHANGE.preconditionFailed };
 
 export const principalOf = (request: FastifyRequest) => known(request.principal, 'the principal (authentication sets it before any handler runs)');
-
-/**
- * Whether the API shows a stored object: not once destroyed, and not before it has a
- * status (a custom resource made with kubectl gets its first status from adoption).
- */
-export function isVisible(resource: { status?: { status?: string } } | undefined): boolean {
-  const state = resource?.status?.status;
-  return state !== undefined && state !== 'destroyed';
-}
 
 /** The team's resource the API shows under `id`, read at once (Store.peek); not found otherwise. */
 export function visibleResource<R extends Resource = Resource>(ctx: ApiContext, family: AnyFamily, team: string, id: string): Resource<R['spec'], R['status']> {
@@ -217,17 +210,34 @@ export function registerFamilyRoutes(app: ApiApp, ctx: ApiContext, family: AnyFa
   // Reads answer records serialised once per stored version.
   const records = new RecordBytes(family);
 
+  const watch = watchProperties(ctx.config.watches);
+  /** A 200 that is a JSON envelope, or with watch=true a stream of the changes. */
+  const orWatched = (envelope: TSchema, what: string) => ({
+    description: `${what}; with watch=true, text/event-stream: the changes (docs/api.md, Watching changes).`,
+    content: { 'application/json': { schema: envelope }, 'text/event-stream': { schema: WatchEvent } },
+  });
+
   app.get(base, {
     config,
     schema: {
       tags,
       operationId: `list${pluralOf(typeName)}`,
       summary: `List ${pluralOf(family.title)}`,
-      querystring: listQuerySchema(family.states),
-      response: { 200: envelopeOf(Type.Array(RecordSchema)), ...errorResponses },
+      description: `With watch=true, the ${pluralOf(family.title)} of the team as they are, then every change as it happens, as server-sent events; no paging or filter.`,
+      querystring: listQuerySchema(family.states, watch),
+      response: { 200: orWatched(envelopeOf(Type.Array(RecordSchema)), 'A page of the list'), ...errorResponses },
     },
     handler: async (request, reply) => {
-      const { page, nextCursor } = await listPage(ctx.store, family, principalOf(request).team, listQueryOf(request), ctx.cursorKey);
+      const { team, key } = principalOf(request);
+      if (request.query.watch === true) {
+        // A watch streams the whole family: a page or filter asked for with it would be silently dropped.
+        const given = new URLSearchParams(request.url.slice(request.url.indexOf('?') + 1));
+        const paging = ['cursor', 'limit', 'status', 'sort', 'order'].find((name) => given.has(name));
+        if (paging) throw fieldInvalid(paging, 'is not taken with watch=true: a watch streams every resource of the family');
+        ctx.watches.open({ request, reply, family, team, heldBy: key, timeoutSeconds: request.query.timeout_seconds });
+        return;
+      }
+      const { page, nextCursor } = await listPage(ctx.store, family, team, listQueryOf(request), ctx.cursorKey);
       return sendSerialisedList(
         ctx,
         request,
@@ -274,12 +284,19 @@ export function registerFamilyRoutes(app: ApiApp, ctx: ApiContext, family: AnyFa
       tags,
       operationId: `get${typeName}`,
       summary: `Get a ${family.title}`,
+      description: `With watch=true, the ${family.title} as it is, then every change as it happens, as server-sent events.`,
       params: IdParams,
-      response: { 200: envelopeOf(RecordSchema), ...errorResponses },
+      querystring: Type.Object(watch, { additionalProperties: false }),
+      response: { 200: orWatched(envelopeOf(RecordSchema), `The ${family.title}`), ...errorResponses },
     },
     // Nothing to wait for: the resource is read from memory, its bytes kept (record-bytes.ts); a not-found throws, which Fastify sends.
     handler: (request, reply) => {
-      const resource = visibleResource(ctx, family, principalOf(request).team, request.params.id);
+      const { team, key } = principalOf(request);
+      const resource = visibleResource(ctx, family, team, request.params.id);
+      if (request.query.watch === true) {
+        ctx.watches.open({ request, reply, family, team, heldBy: key, id: resource.meta.id, timeoutSeconds: request.query.timeout_seconds });
+        return;
+      }
       tagAnswer(reply, resource);
       sendSerialised(ctx, request, reply, 200, records.of(resource, reply));
     },

@@ -8,7 +8,8 @@ import { Type } from '@sinclair/typebox';
 import type { ApiContext } from '../context';
 import { send } from '../envelope';
 import { listPage, listQueryOf, listQuerySchema } from '../list';
-import { assertChangeable, envelopeOf, ErrorEnvelope, findForChange, findResource, isVisible, principalOf, VERSIONED_CHANGE } from './families';
+import { assertChangeable, envelopeOf, ErrorEnvelope, findForChange, findResource, principalOf, VERSIONED_CHANGE } from './families';
+import { isVisible } from '../visible';
 import { tagAnswer } from '../entity-tags';
 import {
   Delivery,

@@ -19,7 +19,8 @@ export interface ScenarioResult {
 }
 
 export async function runScenario(baseUrl: string, key: string): Promise<ScenarioResult> {
-  const client = createClient<paths>({ baseUrl, headers: { authorization: `Bearer ${key}` } });
+  // The JSON answers: a list and a GET also answer text/event-stream, with watch=true (docs/api.md, Watching changes).
+  const client = createClient<paths, 'application/json'>({ baseUrl, headers: { authorization: `Bearer ${key}` } });
 
   const created = await client.POST('/api/v1/load-balancers', { body: { name: 'generated-ts', region: 'fra1', algorithm: 'least_connections' } });
   if (!created.data) throw new Error(`create failed: ${created.response.status} ${JSON.stringify(created.error)}`);
