@@ -6,12 +6,19 @@
  * `bufferBytes` wait for it, instead of those bytes piling up in the service's memory.
  */
 import type { FastifyReply, FastifyRequest } from 'fastify';
+import type { RequestLogLevel } from '../config';
 
 export interface EventStreamOptions {
   /** A comment every this often (0: none; the owner calls keepAlive itself). */
   keepAliveMs: number;
   /** How many written bytes may wait for the client before the stream is cut off. */
   bufferBytes: number;
+  /**
+   * The request log's level (CLOUDPLANE_REQUEST_LOG_LEVEL): a stream's line is written when
+   * it ends, as request-log.ts writes every other request's (Fastify writes none for a
+   * reply handed over to its route).
+   */
+  logLevel: RequestLogLevel;
 }
 
 /** What the client is told when it read too slowly. */
@@ -24,8 +31,8 @@ export class EventStream {
   private done = false;
 
   constructor(
-    request: FastifyRequest,
-    reply: FastifyReply,
+    private readonly request: FastifyRequest,
+    private readonly reply: FastifyReply,
     private readonly options: EventStreamOptions,
   ) {
     reply.hijack();
@@ -105,6 +112,8 @@ export class EventStream {
     if (this.done) return;
     this.done = true;
     clearInterval(this.timer);
+    const line = { req: this.request, res: { statusCode: this.raw.statusCode }, responseTime: this.reply.elapsedTime };
+    this.request.log[this.options.logLevel](line, 'request completed');
     for (const listener of this.ended) listener();
     this.ended.clear();
   }

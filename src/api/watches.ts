@@ -30,7 +30,7 @@ import { overloaded } from './plugins/load-shedding';
 import { StringEnum } from '../resources/schema-kit';
 import { EventStream, TOO_SLOW } from './event-stream';
 import { isVisible } from './visible';
-import type { WatchConfig } from '../config';
+import type { RequestLogLevel, WatchConfig } from '../config';
 
 /** The query of a watch: `watch=true`, and how long it may last. */
 export const watchProperties = (settings: Pick<WatchConfig, 'maxSeconds'>) => ({
@@ -113,7 +113,7 @@ export class ResourceWatches {
   private held = 0;
   private unwatch: (() => void) | undefined;
 
-  constructor(private readonly o: { store: Store; settings: WatchConfig }) {
+  constructor(private readonly o: { store: Store; settings: WatchConfig; requestLogLevel: RequestLogLevel }) {
     this.changes = new Array<Change | undefined>(o.settings.history);
   }
 
@@ -136,7 +136,11 @@ export class ResourceWatches {
     const teamHolds = this.perTeam.get(w.team) ?? 0;
     if (teamHolds >= settings.perTeam) throw tooManyWatches(settings.perTeam);
     if (this.held >= settings.max) throw overloaded(WATCH_RETRY_SECONDS, 'it holds as many watches as it may');
-    const stream = new EventStream(w.request, w.reply, { keepAliveMs: settings.keepAliveMs, bufferBytes: settings.bufferBytes });
+    const stream = new EventStream(w.request, w.reply, {
+      keepAliveMs: settings.keepAliveMs,
+      bufferBytes: settings.bufferBytes,
+      logLevel: this.o.requestLogLevel,
+    });
     const serializer = w.reply.compileSerializationSchema(w.family.schemas.record);
     const watcher: Watcher = { family: w.family, team: w.team, heldBy: w.heldBy, id: w.id, stream, serialize: (record) => serializer(record), queued: [] };
     const key = `${w.family.kind}/${w.team}`;

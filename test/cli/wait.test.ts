@@ -3,7 +3,7 @@
  * pushes each change, and the CLI makes no GET while it waits. Where it cannot watch (the
  * team holds all the watches it may), it polls, and waits all the same.
  */
-import { startTestService, TestService } from '../helpers/service';
+import { eventually, startTestService, TestService } from '../helpers/service';
 import { boundCli } from './run-cli';
 
 let t: TestService;
@@ -21,24 +21,35 @@ beforeAll(async () => {
 });
 afterAll(async () => t.stop());
 
-/** The GETs of one resource the service answered since `from` (an index in its log), watches apart. */
-function readsOf(path: string, from: number): string[] {
+/** The request log's lines of GETs since `from` (an index in the service's log). */
+function getsLogged(from: number): Array<{ req: { url: string }; res: { statusCode: number } }> {
   return lines
     .slice(from)
     .join('')
     .split('\n')
     .filter(Boolean)
     .map((line) => JSON.parse(line))
-    .filter((entry) => entry.msg === 'request completed' && entry.req?.method === 'GET')
+    .filter((entry) => entry.msg === 'request completed' && entry.req?.method === 'GET');
+}
+
+/** The GETs of one resource the service answered since `from`, watches apart. */
+const readsOf = (path: string, from: number): string[] =>
+  getsLogged(from)
     .map((entry) => String(entry.req.url))
     .filter((url) => url.startsWith(path) && !url.includes('watch=true'));
-}
+
+/** The watches (a path and `?watch=true`) the service logged as ended since `from`. */
+const watchesLogged = (prefix: string, from: number) => getsLogged(from).filter((entry) => entry.req.url.startsWith(prefix));
 
 it('waits by a watch, without polling', async () => {
   const from = lines.length;
   const lb = await json(['load-balancers', 'create', '--name', 'watched', '--region', 'fra1', '--wait']);
   expect(lb.status).toBe('running');
   expect(readsOf(`/api/v1/load-balancers/${lb.id}`, from)).toEqual([]);
+  // The watch itself is in the access log once it ended, as every other request is.
+  const watchedAt = `/api/v1/load-balancers/${lb.id}?watch=true`;
+  await eventually(async () => watchesLogged(watchedAt, from).length === 1, 10_000);
+  expect(watchesLogged(watchedAt, from)[0]).toMatchObject({ res: { statusCode: 200 } });
 });
 
 it('polls, and waits all the same, where it cannot watch', async () => {

@@ -19,7 +19,7 @@ const streams: EventStream[] = [];
 beforeAll(async () => {
   app = Fastify();
   app.get('/events', (request, reply) => {
-    const stream = new EventStream(request, reply, { keepAliveMs: 0, bufferBytes: BUFFER_BYTES });
+    const stream = new EventStream(request, reply, { keepAliveMs: 0, bufferBytes: BUFFER_BYTES, logLevel: 'debug' });
     streams.push(stream);
     // As fast as the event loop goes: far faster than a stalled client reads.
     let n = 0;

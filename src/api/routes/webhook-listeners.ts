@@ -180,7 +180,7 @@ export function registerWebhookListenerRoutes(app: ApiApp, ctx: ApiContext): voi
       const { id } = request.params;
       const listener = await findListener(ctx, principalOf(request).team, id);
       // The hub sends keep-alives itself, every third of the lease.
-      const sink = new EventStream(request, reply, { keepAliveMs: 0, bufferBytes: LISTENER_STREAM_BUFFER_BYTES });
+      const sink = new EventStream(request, reply, { keepAliveMs: 0, bufferBytes: LISTENER_STREAM_BUFFER_BYTES, logLevel: ctx.config.requestLogLevel });
       let stream: ListenerStream | null = null;
       // Registered first: a client gone while the stream starts must not leave it renewing the lease.
       sink.onClose(() => stream?.end('the client went away'));
