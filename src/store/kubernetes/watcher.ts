@@ -116,6 +116,8 @@ export class CollectionWatcher<T extends KubeObject = KubeObject> {
     // whole collection again, which on a large install is felt.
     if (this.synced) this.logger.warn({ path: this.source.path }, 'relisting: the version the watch was at is gone');
     const { items, resourceVersion } = await this.source.list();
+    // Stopped while the list was in flight (a team namespace gone): its followers forgot it already.
+    if (this.stopped) return;
     this.handlers.replace(items);
     this.resourceVersion = resourceVersion;
     this.synced = true;
@@ -156,6 +158,8 @@ export class CollectionWatcher<T extends KubeObject = KubeObject> {
   }
 
   private onEvent(phase: string, object: T & { code?: number; reason?: string }): void {
+    // An event already on its way when the watch was stopped must not bring back what was forgotten.
+    if (this.stopped) return;
     this.lastHeard = Date.now();
     if (phase === 'ERROR') {
       // 410 Gone: the version we watch from was compacted away; only a relist helps.
