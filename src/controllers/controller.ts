@@ -65,9 +65,14 @@ export function outboxOnlyChange({ type, object, previous }: WatchEvent): boolea
   if (type !== 'modified' || !previous) return false;
   const [now, before] = [object.meta, previous.meta];
   if (now.generation !== before.generation || now.deletionTimestamp !== before.deletionTimestamp || now.paused !== before.paused) return false;
+  if (reconcileAsked({ type, object, previous })) return false;
   if (!sameJson(now.labels, before.labels) || !sameJson(object.spec, previous.spec)) return false;
   return onlyOutboxDiffers(previous.status, object.status);
 }
+
+/** A new ask for a pass now (ObjectMeta.reconcileRequestedAt): it goes ahead of a failure's backoff. */
+const reconcileAsked = ({ object, previous }: WatchEvent): boolean =>
+  previous !== undefined && object.meta.reconcileRequestedAt !== undefined && object.meta.reconcileRequestedAt !== previous.meta.reconcileRequestedAt;
 
 export class Controller {
   private readonly queue: WorkQueue;
@@ -124,6 +129,7 @@ export class Controller {
       return;
     }
     if (outboxOnlyChange(event)) return;
+    if (reconcileAsked(event)) this.queue.forget(key);
     const version = event.object.meta.resourceVersion;
     // The embedded store tells of a write while it is being made, so within the pass that made it.
     if (this.running.has(key)) {

@@ -303,6 +303,7 @@ export class EmbeddedStore implements Store {
         meta: {
           ...current.meta,
           labels: { ...object.meta.labels },
+          ...(object.meta.reconcileRequestedAt !== undefined ? { reconcileRequestedAt: object.meta.reconcileRequestedAt } : {}),
           generation: current.meta.generation + (specChanged ? 1 : 0),
           updatedAt: nowIso(),
         },

@@ -27,6 +27,13 @@ export interface ObjectMeta {
   /** Cluster mode: the custom resource carries `cloudplane.dev/paused: "true"`; its reconciliation waits. */
   paused?: boolean;
   /**
+   * When someone last asked for a reconcile pass now (POST /{path}/{id}/reconcile, or the
+   * annotation `cloudplane.dev/reconcile-requested-at` in cluster mode): an opaque token,
+   * an ISO time from the API. A change of it queues a pass; the status records the token
+   * handled (`last_handled_reconcile_at`). Written by `update`, like labels.
+   */
+  reconcileRequestedAt?: string;
+  /**
    * Cluster mode: the status is the first one the create carried sealed in annotations,
    * not yet written to the status subresource (store/kubernetes/first-status.ts).
    */

@@ -15,6 +15,7 @@ import {
   ID_LABEL,
   objectName,
   PAUSED_ANNOTATION,
+  RECONCILE_REQUESTED_ANNOTATION,
   teamOfNamespace,
   UPDATED_AT_ANNOTATION,
   VERSION,
@@ -109,6 +110,7 @@ export function toStored(info: KindInfo, raw: Raw, id: string, systemNamespace: 
       labels,
       ...(md.uid ? { object: { name: raw.metadata.name, uid: md.uid } } : {}),
       ...(md.annotations?.[PAUSED_ANNOTATION] === 'true' ? { paused: true } : {}),
+      ...(md.annotations?.[RECONCILE_REQUESTED_ANNOTATION] ? { reconcileRequestedAt: md.annotations[RECONCILE_REQUESTED_ANNOTATION] } : {}),
       // The cache keeps the annotation only while the status it holds is not written (id-claims.ts).
       ...(md.annotations?.[FIRST_STATUS_ANNOTATION] !== undefined && raw.status !== undefined ? { statusUnwritten: true } : {}),
     },

@@ -20,6 +20,8 @@ export const RECORD_NAME_ANNOTATION = `${GROUP}/record-name`;
 export const STORE_RECORD_LABEL = `${GROUP}/store-record`;
 /** `"true"` on a custom resource stops its reconciliation until removed (docs/kubernetes.md). */
 export const PAUSED_ANNOTATION = `${GROUP}/paused`;
+/** A reconcile pass asked for now (ObjectMeta.reconcileRequestedAt): any new value queues one, as Flux's `requestedAt`. */
+export const RECONCILE_REQUESTED_ANNOTATION = `${GROUP}/reconcile-requested-at`;
 /**
  * On a custom resource an earlier version's store created for the API, whose status was a
  * second write: until one is there adoption leaves it a grace instead of taking it for

@@ -25,7 +25,7 @@ import { IdClaims } from './id-claims';
 import { KubernetesEntries } from './named-entries';
 import { RECORD_OBJECTS, SECRET_OBJECTS } from './entry-objects';
 import { ApiServerCalls } from './api-server-calls';
-import { FINALIZER, GROUP, ID_LABEL, namespaceOfTeam, SYSTEM_TEAM, UPDATED_AT_ANNOTATION, VERSION } from './names';
+import { FINALIZER, GROUP, ID_LABEL, namespaceOfTeam, SYSTEM_TEAM, RECONCILE_REQUESTED_ANNOTATION, UPDATED_AT_ANNOTATION, VERSION } from './names';
 import { FIRST_STATUS_KEY_SECRET, FirstStatusSeal } from './first-status';
 import { FirstStatusWrites } from './first-status-writes';
 import { KubernetesStoreOptions } from './store-options';
@@ -177,7 +177,12 @@ export class KubernetesStore implements Store {
     const raw = structuredClone(entry.raw);
     raw.metadata.resourceVersion = object.meta.resourceVersion;
     raw.metadata.labels = { ...object.meta.labels, [ID_LABEL]: object.meta.id };
-    raw.metadata.annotations = { ...(raw.metadata.annotations ?? {}), [UPDATED_AT_ANNOTATION]: nowIso() };
+    const requested = object.meta.reconcileRequestedAt;
+    raw.metadata.annotations = {
+      ...(raw.metadata.annotations ?? {}),
+      [UPDATED_AT_ANNOTATION]: nowIso(),
+      ...(requested !== undefined ? { [RECONCILE_REQUESTED_ANNOTATION]: requested } : {}),
+    };
     const body = { ...raw, spec: object.spec };
     const answer = await this.writes.write(info, object, () => this.custom.replaceNamespacedCustomObject({ ...whereOf(info, raw), body }));
     return readAs<S, St>(this.claims.upsert(info, answer));
