@@ -1,8 +1,8 @@
 /**
  * The reconcilers of every family, built from the shared dependencies. Which reconcilers a
  * family has is declared in its module (src/families/); here is what they share: the
- * managed reconciler of a binding, adoption of what kubectl created, and pausing per
- * resource, which every reconciler gets.
+ * managed reconciler of a binding, adoption of what kubectl created, the report of each
+ * pass on its resource (reporting.ts), and pausing per resource, which every reconciler gets.
  */
 import type { Store } from '../store/types';
 import type { AnyFamily } from '../resources/family';
@@ -13,6 +13,7 @@ import type { Reconciler } from './controller';
 import { ManagedReconciler, AnyBinding } from './managed';
 import { adopting } from './adoption';
 import { pausable } from './pause';
+import { reportingPasses } from './reporting';
 import { ConnectionDetails } from './connection-details';
 import { kubeConfigFor } from '../store';
 import { ruleContextOf } from '../events/catalog';
@@ -27,7 +28,10 @@ export interface ReconcilerDeps {
 
 /** What a family module builds its reconcilers with. */
 export interface FamilyReconcilerDeps extends ReconcilerDeps {
-  /** The reconciler of `family`, taking in first what kubectl created (adoption.ts): a family's own reconciler is handed through this. */
+  /**
+   * The reconciler of `family`, taking in first what kubectl created (adoption.ts) and
+   * reporting its passes on the resource (reporting.ts): a family's own reconciler is handed through this.
+   */
   adopt(family: AnyFamily, reconciler: Reconciler): Reconciler;
   /** The managed reconciler of a family's binding to its driver (managed.ts), adopting. */
   managed(binding: AnyBinding): Reconciler;
@@ -38,7 +42,8 @@ export function buildReconcilers(deps: ReconcilerDeps, families: ReadonlyArray<(
   // The embedded default has no cluster, so no Secrets to publish to.
   const cluster = deps.config.kubernetes;
   const connectionDetails = cluster ? new ConnectionDetails(kubeConfigFor(cluster), cluster.systemNamespace, deps.writer) : undefined;
-  const adopt = (family: AnyFamily, reconciler: Reconciler) => adopting(family, reconciler, deps.store, deps.writer, deps.quota, ruleContextOf(deps.config));
+  const adopt = (family: AnyFamily, reconciler: Reconciler) =>
+    reportingPasses(family, adopting(family, reconciler, deps.store, deps.writer, deps.quota, ruleContextOf(deps.config)), deps.store, deps.writer);
   const familyDeps: FamilyReconcilerDeps = {
     ...deps,
     adopt,

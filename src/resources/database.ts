@@ -14,6 +14,8 @@ import { presentDetails } from './family';
 import type { FamilyCommand } from './commands';
 import {
   baseRecordProperties,
+  reconcileRecord,
+  reconcileRecordProperties,
   baseStatusProperties,
   connectionSecretProperty,
   ExternalRecordSchema,
@@ -374,6 +376,7 @@ export const databaseFamily: FamilyDefinition<DatabaseSpec, DatabaseStatus> = {
     }),
     record: strictObject({
       ...baseRecordProperties('db', STATES),
+      ...reconcileRecordProperties(),
       name: ResourceName(),
       engine: Engine,
       version: Type.Union([Type.String(), Type.Null()], { description: 'The major version: the one that runs, else the one asked for; null until known.' }),
@@ -451,6 +454,7 @@ export const databaseFamily: FamilyDefinition<DatabaseSpec, DatabaseStatus> = {
     name: spec.name,
     status: status.status,
     status_reason: status.status_reason ?? null,
+    ...reconcileRecord(status),
     engine: spec.engine,
     version: status.version ?? spec.version ?? null,
     region: spec.region,

@@ -45,6 +45,17 @@ export interface BaseStatus {
   conditions: Condition[];
   /** Events of committed changes that are not yet on the bus (a transactional outbox). */
   pending_events: CloudEvent[];
+  /** Why the last reconcile passes failed, while they fail (controllers/reporting.ts); null or absent once one succeeds. */
+  reconcile_error?: PassError | null;
+  /** The last ask for a pass now (ObjectMeta.reconcileRequestedAt) that a pass has handled. */
+  last_handled_reconcile_at?: string | null;
+}
+
+/** A reconcile pass's failure as the status keeps it: what was thrown, and since when it has been. */
+export interface PassError {
+  message: string;
+  /** When a pass first failed with this message, in the run of failures it ends. */
+  since: string;
 }
 
 /** Status of a family whose driver does the real work (src/drivers): what the driver recorded. */

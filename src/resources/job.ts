@@ -14,7 +14,16 @@ import { validationFailed, type FieldError } from '../lib/errors';
 import { assertRegionAvailable } from './regions';
 import type { BaseStatus, CreateBody, FamilyDefinition, Resource } from './family';
 import type { FamilyCommand } from './commands';
-import { baseRecordProperties, baseStatusProperties, NullableTimestamp, Region, ResourceName, strictObject } from './schema-kit';
+import {
+  baseRecordProperties,
+  baseStatusProperties,
+  reconcileRecord,
+  reconcileRecordProperties,
+  NullableTimestamp,
+  Region,
+  ResourceName,
+  strictObject,
+} from './schema-kit';
 import { BASIC_COLUMNS } from './presentation';
 
 const STATES = ['queued', 'running', 'completed', 'failed', 'cancelled', 'scheduled', 'paused'] as const;
@@ -196,6 +205,7 @@ export const jobFamily: FamilyDefinition<JobSpec, JobStatus> = {
     }),
     record: strictObject({
       ...baseRecordProperties('job', STATES),
+      ...reconcileRecordProperties(),
       name: ResourceName(),
       command: Command,
       image: Image,
@@ -254,6 +264,7 @@ export const jobFamily: FamilyDefinition<JobSpec, JobStatus> = {
     name: spec.name,
     status: status.status,
     status_reason: status.status_reason ?? null,
+    ...reconcileRecord(status),
     command: spec.command,
     image: spec.image,
     region: spec.region,

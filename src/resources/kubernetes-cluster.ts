@@ -16,6 +16,8 @@ import { asStored, presentDetails } from './family';
 import type { FamilyCommand } from './commands';
 import {
   baseRecordProperties,
+  reconcileRecord,
+  reconcileRecordProperties,
   baseStatusProperties,
   connectionSecretProperty,
   ExternalRecordSchema,
@@ -382,6 +384,7 @@ export const kubernetesClusterFamily: FamilyDefinition<KubernetesClusterSpec, Ku
     }),
     record: strictObject({
       ...baseRecordProperties('k8s', STATES),
+      ...reconcileRecordProperties(),
       name: ResourceName(),
       region: Region(),
       version: Type.Union([Type.String(), Type.Null()], {
@@ -417,6 +420,7 @@ export const kubernetesClusterFamily: FamilyDefinition<KubernetesClusterSpec, Ku
       name: spec.name,
       status: status.status,
       status_reason: status.status_reason ?? null,
+      ...reconcileRecord(status),
       region: spec.region,
       version: asStored(status).version ?? spec.version ?? null,
       ha: spec.ha,

@@ -7,6 +7,8 @@ import type { FamilyCommand } from './commands';
 import { asStored } from './family';
 import {
   baseRecordProperties,
+  reconcileRecord,
+  reconcileRecordProperties,
   baseStatusProperties,
   ExternalRecordSchema,
   IdOf,
@@ -253,6 +255,7 @@ export const loadBalancerFamily: FamilyDefinition<LoadBalancerSpec, LoadBalancer
     }),
     record: strictObject({
       ...baseRecordProperties('lb', STATES),
+      ...reconcileRecordProperties(),
       name: ResourceName(),
       region: Region(),
       algorithm: Algorithm,
@@ -340,6 +343,7 @@ export const loadBalancerFamily: FamilyDefinition<LoadBalancerSpec, LoadBalancer
       name: spec.name,
       status: status.status,
       status_reason: status.status_reason ?? null,
+      ...reconcileRecord(status),
       region: spec.region,
       algorithm: spec.algorithm,
       protocol: spec.protocol,

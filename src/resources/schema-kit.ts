@@ -62,7 +62,71 @@ export const baseStatusProperties = (states: readonly string[]) => ({
     description: 'Events of committed changes not yet published to the event bus.',
   }),
   updated_at: Type.Optional(NullableTimestamp('When the status last changed; kept here in cluster mode, where status writes cannot touch annotations.')),
+  reconcile_error: Type.Optional(
+    Type.Union([PassErrorSchema(), Type.Null()], { description: 'Why the reconcile passes fail, while they do; null once one succeeds.' }),
+  ),
+  last_handled_reconcile_at: Type.Optional(
+    Type.Union([Type.String({ maxLength: 64 }), Type.Null()], {
+      description: 'The last reconcile asked for (annotation cloudplane.dev/reconcile-requested-at) that a pass handled.',
+    }),
+  ),
 });
+
+/** How long a pass's error may be in a status and a record: a provider's error text can be a page. */
+export const PASS_ERROR_MAX = 1024;
+
+function PassErrorSchema() {
+  return strictObject(
+    {
+      message: Type.String({ maxLength: PASS_ERROR_MAX, description: 'What the last failed pass said: the driver or provider error.' }),
+      since: Timestamp('When passes began to fail with this message.'),
+    },
+    'The error of the reconcile passes that fail, until one succeeds.',
+  );
+}
+
+/**
+ * Why a driver-backed resource is or is not ready, as its record shows it (docs/api.md,
+ * "Why a resource is not ready"): its conditions, and the error its passes fail with.
+ */
+export const reconcileRecordProperties = () => ({
+  conditions: Type.Array(
+    strictObject({
+      type: Type.String({ description: 'Ready, Synced, Reconciling (present while work is under way) or Stalled (present when failed).' }),
+      status: Type.String({ enum: ['True', 'False', 'Unknown'] }),
+      reason: Type.String({ description: 'Machine-readable reason in CamelCase: ReconcileError while passes fail.' }),
+      message: Type.String({ description: 'Human-readable detail; may be empty.' }),
+      last_transition_time: Timestamp('When the status of the condition last changed.'),
+    }),
+    { description: "Kubernetes-style conditions, as kubectl sees them in the custom resource's status." },
+  ),
+  reconcile_error: Type.Union([PassErrorSchema(), Type.Null()], {
+    description: 'Why the reconcile passes of this resource fail (a provider unreachable, an error of the driver), while they do; null once one succeeds.',
+  }),
+  last_handled_reconcile_at: Type.Union([Type.String(), Type.Null()], {
+    description:
+      'The last reconcile asked for (POST .../reconcile, or the annotation cloudplane.dev/reconcile-requested-at) that a pass has handled; null before any.',
+  }),
+});
+
+/** The values of reconcileRecordProperties, from a stored status. */
+export function reconcileRecord(status: {
+  conditions?: ReadonlyArray<{ type: string; status: string; reason: string; message: string; lastTransitionTime: string }>;
+  reconcile_error?: { message: string; since: string } | null;
+  last_handled_reconcile_at?: string | null;
+}) {
+  return {
+    conditions: (status.conditions ?? []).map((c) => ({
+      type: c.type,
+      status: c.status,
+      reason: c.reason,
+      message: c.message,
+      last_transition_time: c.lastTransitionTime,
+    })),
+    reconcile_error: status.reconcile_error ?? null,
+    last_handled_reconcile_at: status.last_handled_reconcile_at ?? null,
+  };
+}
 
 /** Record fields every family shows in API responses. */
 export const baseRecordProperties = (prefix: string, states: readonly string[]) => ({

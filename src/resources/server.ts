@@ -7,6 +7,8 @@ import type { FamilyCommand } from './commands';
 import { backupCommands, backupPolicySchemas, policyOf, policyRecord, type BackupPolicy } from './backup';
 import {
   baseRecordProperties,
+  reconcileRecord,
+  reconcileRecordProperties,
   baseStatusProperties,
   ExternalRecordSchema,
   IdOf,
@@ -152,6 +154,7 @@ export const serverFamily: FamilyDefinition<ServerSpec, ServerStatus> = {
     }),
     record: strictObject({
       ...baseRecordProperties('svr', STATES),
+      ...reconcileRecordProperties(),
       name: ResourceName(),
       region: Region(),
       plan: Plan,
@@ -198,6 +201,7 @@ export const serverFamily: FamilyDefinition<ServerSpec, ServerStatus> = {
       name: spec.name,
       status: status.status,
       status_reason: status.status_reason ?? null,
+      ...reconcileRecord(status),
       region: spec.region,
       plan: spec.plan,
       image: spec.image,

@@ -8,6 +8,8 @@ import type { FamilyCommand } from './commands';
 import { presentDetails } from './family';
 import {
   baseRecordProperties,
+  reconcileRecord,
+  reconcileRecordProperties,
   baseStatusProperties,
   ExternalRecordSchema,
   Region,
@@ -91,6 +93,7 @@ export const bucketFamily: FamilyDefinition<BucketSpec, BucketStatus> = {
     }),
     record: strictObject({
       ...baseRecordProperties('bkt', STATES),
+      ...reconcileRecordProperties(),
       name: BucketName,
       region: Region(),
       public: Public,
@@ -116,6 +119,7 @@ export const bucketFamily: FamilyDefinition<BucketSpec, BucketStatus> = {
     name: spec.name,
     status: status.status,
     status_reason: status.status_reason ?? null,
+    ...reconcileRecord(status),
     region: spec.region,
     public: spec.public,
     endpoint: status.endpoint ?? null,
@@ -192,6 +196,7 @@ export const fileShareFamily: FamilyDefinition<FileShareSpec, FileShareStatus> =
     }),
     record: strictObject({
       ...baseRecordProperties('fs', STATES),
+      ...reconcileRecordProperties(),
       name: ResourceName(),
       region: Region(),
       size_gb: SizeGb,
@@ -222,6 +227,7 @@ export const fileShareFamily: FamilyDefinition<FileShareSpec, FileShareStatus> =
     name: spec.name,
     status: status.status,
     status_reason: status.status_reason ?? null,
+    ...reconcileRecord(status),
     region: spec.region,
     size_gb: spec.size_gb,
     protocol: 'nfs',

@@ -100,13 +100,15 @@ export function conditionsFor(family: AnyFamily, resource: Resource, status: Bas
   const reconciling = !failed && (behind || isReconcilingState(family, state));
   const ready = family.readyStates.includes(state) || (!failed && !reconciling) ? 'True' : 'False';
   const specRefused = failed && (refused || previous.get('Synced')?.reason === SPEC_REFUSED);
-  const synced = failed ? 'False' : status.observed_generation >= generation ? 'True' : 'Unknown';
+  // Passes that fail (controllers/reporting.ts) leave the state as it was, and say why here, as Crossplane's Synced does.
+  const passError = failed ? null : (asStored(status).reconcile_error ?? null);
+  const synced = failed || passError ? 'False' : status.observed_generation >= generation ? 'True' : 'Unknown';
   const message = status.status_reason ?? `The ${family.title} is ${state}.`;
   const failure = status.status_reason ?? 'Provisioning failed.';
-  const syncReason = specRefused ? SPEC_REFUSED : failed ? 'ReconcileError' : synced === 'True' ? 'ReconcileSuccess' : 'ReconcilePending';
+  const syncReason = specRefused ? SPEC_REFUSED : failed || passError ? 'ReconcileError' : synced === 'True' ? 'ReconcileSuccess' : 'ReconcilePending';
   return [
     make('Ready', ready, reason, message),
-    make('Synced', synced, syncReason, failed ? failure : ''),
+    make('Synced', synced, syncReason, failed ? failure : (passError?.message ?? '')),
     ...(reconciling
       ? [make('Reconciling', 'True', behind ? 'LatestGenerationNotObserved' : reason, behind ? `Generation ${generation} is not applied yet.` : message)]
       : []),
@@ -166,6 +168,11 @@ export function objectEventsForChange(family: AnyFamily, previous: Resource | un
     const refusedUpdate =
       next.status.observed_generation > (previous?.status.observed_generation ?? 0) && next.status.observed_config === previous?.status.observed_config;
     events.push({ type: 'Warning', reason: refusedUpdate ? 'UpdateRefused' : 'Degraded', message: reasonText });
+  }
+  // Passes that began to fail, or fail otherwise now (controllers/reporting.ts).
+  const passError = asStored(next.status).reconcile_error;
+  if (passError && passError.message !== (previous && asStored(previous.status).reconcile_error)?.message) {
+    events.push({ type: 'Warning', reason: 'ReconcileError', message: passError.message });
   }
   const configBefore = previous?.status.observed_config;
   if (before !== undefined && configBefore && next.status.observed_config && configBefore !== next.status.observed_config && after !== 'failed') {

@@ -10,6 +10,8 @@ import type { FamilyCommand } from './commands';
 import { asStored, presentDetails } from './family';
 import {
   baseRecordProperties,
+  reconcileRecord,
+  reconcileRecordProperties,
   baseStatusProperties,
   ExternalRecordSchema,
   NullableTimestamp,
@@ -187,6 +189,7 @@ export const vpnGatewayFamily: FamilyDefinition<VpnGatewaySpec, VpnGatewayStatus
     }),
     record: strictObject({
       ...baseRecordProperties('vpn', STATES),
+      ...reconcileRecordProperties(),
       name: ResourceName(),
       region: Region(),
       tunnel_type: Type.String({ enum: TUNNEL_TYPES, description: 'ipsec or wireguard.' }),
@@ -268,6 +271,7 @@ export const vpnGatewayFamily: FamilyDefinition<VpnGatewaySpec, VpnGatewayStatus
       name: spec.name,
       status: status.status,
       status_reason: status.status_reason ?? null,
+      ...reconcileRecord(status),
       region: spec.region,
       tunnel_type: spec.tunnel_type,
       local_network_cidr: spec.local_network_cidr,
