@@ -89,6 +89,14 @@ const SAME_SHAPE_AS_GENERIC = ['webhook', 'thread'];
 /** Of those, the families whose answers name no version: a thread changes only by messages appended, with nothing to make If-Match on. */
 const UNVERSIONED = ['thread'];
 
+const CONDITION_COLUMNS = ['type', 'status', 'reason', 'message', 'last_transition_time'];
+
+/** The conditions of a record (schema-kit.ts reconcileRecord), a row each. */
+function conditionRows(data: unknown): Array<Record<string, unknown>> {
+  const conditions = fieldOf(data, 'conditions');
+  return Array.isArray(conditions) ? conditions.map((condition) => recordAt(condition) ?? {}) : [];
+}
+
 /** list, get, create, update and delete of a family, as the generic routes serve them. */
 function crudOf(f: AnyFamily): Operation[] {
   const group = commandGroupOf(f);
@@ -119,6 +127,25 @@ function crudOf(f: AnyFamily): Operation[] {
       body: f.schemas.update,
       columns,
       wait: readyWait(f),
+      versioned,
+    });
+  }
+  if (f.providerBacked) {
+    operations.push({
+      command: [...group, 'describe'],
+      summary: `Why ${aOrAn(f.title)} is or is not ready: its conditions, the reconcile error among them`,
+      method: 'GET',
+      path: `${base}/{id}`,
+      columns: CONDITION_COLUMNS,
+      tableRows: conditionRows,
+      versioned,
+    });
+    operations.push({
+      command: [...group, 'reconcile'],
+      summary: `Reconcile ${aOrAn(f.title)} now`,
+      method: 'POST',
+      path: `${base}/{id}/reconcile`,
+      columns,
       versioned,
     });
   }

@@ -16,6 +16,7 @@ import type { RecordKind } from '../store/record-kinds';
 import type { ApiApp } from '../api/api-app';
 import type { ApiContext } from '../api/context';
 import { registerFamilyRoutes } from '../api/routes/families';
+import { registerReconcileRoute } from '../api/routes/reconcile';
 import { BuildContext, ChosenDriver, chooseDriver, DriverFactories, driverNames, SomeDriver } from '../drivers/registry';
 
 /** The parts of a module whose families need no driver. */
@@ -59,8 +60,13 @@ export interface BuiltFamilyModule {
   routes(app: ApiApp, ctx: ApiContext): void;
 }
 
+/** The generic routes of each family, and reconcile-now of a provider-backed one. */
 const genericRoutes = (families: readonly AnyFamily[], app: ApiApp, ctx: ApiContext) => {
-  for (const family of families) if (family.standardRoutes !== false) registerFamilyRoutes(app, ctx, family);
+  for (const family of families) {
+    if (family.standardRoutes === false) continue;
+    registerFamilyRoutes(app, ctx, family);
+    if (family.providerBacked) registerReconcileRoute(app, ctx, family);
+  }
 };
 
 export function familyModule(parts: FamilyParts): FamilyModule {

@@ -177,6 +177,19 @@ export class ResourceWriter {
   }
 
   /**
+   * Asks for a reconcile pass of the resource now (ObjectMeta.reconcileRequestedAt, the
+   * annotation `cloudplane.dev/reconcile-requested-at` in cluster mode): `at` marks the ask,
+   * which the pass records as handled. `judge` refuses on each version read (If-Match, an
+   * ask too soon after the last).
+   */
+  async requestReconcile<R extends Resource>(family: AnyFamily, team: string, id: string, at: string, judge: WritePrecondition): Promise<Stored<R>> {
+    return this.onLatest<R, Stored<R>>(family, team, id, async (latest) => {
+      judge(latest);
+      return this.store.update({ ...latest, meta: { ...latest.meta, reconcileRequestedAt: at } });
+    });
+  }
+
+  /**
    * Asks for a resource's deletion on behalf of `actor`, whose id is recorded first so that
    * the reconciler's events of the deletion name them (intents.ts). `precondition` judges
    * each version read before the write (it throws to refuse: a client's If-Match).

@@ -163,6 +163,18 @@ describe('buckets on a real S3 endpoint (driver s3)', () => {
         return ['degraded', 'unavailable'].includes(res.body.meta.provider) ? res.body : null;
       }, 30_000);
       expect(provider.data.status).toBe('creating');
+      // Why it is not ready is on the bucket itself: the error its passes fail with, as the Synced condition too.
+      const failing = await eventually(async () => {
+        const res = await t.api('GET', `/api/v1/object-storage/${during.body.data.id}`);
+        return res.body.data.reconcile_error ? res.body.data : null;
+      }, 30_000);
+      expect(failing.reconcile_error.message).toMatch(/\S/);
+      expect(Date.parse(failing.reconcile_error.since)).not.toBeNaN();
+      expect(failing.conditions).toContainEqual(
+        expect.objectContaining({ type: 'Synced', status: 'False', reason: 'ReconcileError', message: failing.reconcile_error.message }),
+      );
+      expect(failing.conditions).toContainEqual(expect.objectContaining({ type: 'Ready', status: 'False' }));
+      expect(JSON.stringify(failing)).not.toContain(s3.secretAccessKey);
       // A delete that must ask the endpoint whether the bucket is empty cannot be answered.
       const refused = await t.api('DELETE', `/api/v1/object-storage/${before.id}`);
       expect(refused.status).toBe(503);
@@ -170,8 +182,16 @@ describe('buckets on a real S3 endpoint (driver s3)', () => {
     } finally {
       await s3.restart();
     }
-    const converged = await waitForStatus(t, `/api/v1/object-storage/${(await listed('during-outage')).id}`, 'available', 60_000);
+    // Asked to reconcile now, it need not wait out its passes' backoff.
+    const duringId = (await listed('during-outage')).id;
+    expect((await t.api('POST', `/api/v1/object-storage/${duringId}/reconcile`)).status).toBe(202);
+    const converged = await waitForStatus(t, `/api/v1/object-storage/${duringId}`, 'available', 60_000);
     expect(converged.s3_bucket).toMatch(/-during-outage$/);
+    const healed = await eventually(async () => {
+      const { data } = (await t.api('GET', `/api/v1/object-storage/${duringId}`)).body;
+      return data.reconcile_error === null && data.last_handled_reconcile_at !== null ? data : null;
+    }, 30_000);
+    expect(healed.conditions).toContainEqual(expect.objectContaining({ type: 'Synced', status: 'True', reason: 'ReconcileSuccess' }));
     await client.send(new PutObjectCommand({ Bucket: converged.s3_bucket, Key: 'late.txt', Body: 'late' }));
     expect((await anonymousGet(converged.s3_bucket, 'late.txt')).status).toBe(200);
     await eventually(async () => (await t.api('GET', '/api/v1/object-storage')).body.meta.provider === 'connected', 30_000);

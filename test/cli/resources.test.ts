@@ -106,6 +106,15 @@ describe('families', () => {
     const statsTable = await run(['load-balancers', 'stats', lb.id]);
     expect(statsTable.stdout.split('\n')[0].split(/\s+/)).toEqual(['SESSIONS_TOTAL', 'CURRENT_SESSIONS', 'BYTES_IN', 'BYTES_OUT', 'INSTANCES', 'OBSERVED_AT']);
     expect(statsTable.stdout.split('\n')[1]).toMatch(/^0\s+0\s+0\s+0\s+0\s+\d{4}-\d\d-\d\dT/);
+    // Why it is ready: its conditions as a table; and a pass asked for now, once per 10 s.
+    const described = await run(['load-balancers', 'describe', lb.id]);
+    expect(described.code).toBe(0);
+    const describedLines = described.stdout.trim().split('\n');
+    expect(describedLines[0].split(/\s+/)).toEqual(['TYPE', 'STATUS', 'REASON', 'MESSAGE', 'LAST_TRANSITION_TIME']);
+    expect(describedLines.slice(1).map((line) => line.split(/\s+/).slice(0, 3))).toContainEqual(['Ready', 'True', 'Running']);
+    expect(await json(['load-balancers', 'reconcile', lb.id])).toMatchObject({ id: lb.id, status: 'running' });
+    const tooSoon = await run(['load-balancers', 'reconcile', lb.id]);
+    expect([tooSoon.code, tooSoon.stderr]).toEqual([5, expect.stringMatching(/^Error: rate_limit_exceeded: .*\(retry after \d+ s\)/)]);
     // A detached backend drains for a grace period before it goes.
     const detached = await json(['load-balancers', 'detach', lb.id, '--server-id', server.id]);
     expect(detached.backends.filter((b: any) => b.status !== 'draining')).toEqual([]);
