@@ -146,6 +146,25 @@ describe('console: resource families in a browser', () => {
     await c.page.getByTestId('announcements').getByText('app-1 is now running.').waitFor();
   });
 
+  it('shows why a server is ready, and asks for a reconcile pass that the page shows handled', async () => {
+    await c.open(`/servers/${serverId}`);
+    const readiness = c.page.getByRole('region', { name: 'Readiness' });
+    await readiness.getByRole('row', { name: /^Ready True Running/ }).waitFor();
+    await readiness.getByRole('row', { name: /^Synced True ReconcileSuccess/ }).waitFor();
+    await markDocument(c.page);
+    await readiness.getByRole('button', { name: 'Reconcile now' }).click();
+    // The pass's handling comes by the page's watch, without a reload.
+    await readiness.getByText(/Last asked for pass handled:/).waitFor({ timeout: 20_000 });
+    expect(await stillSameDocument(c.page)).toBe(true);
+    expect((await c.service.api('GET', `/api/v1/servers/${serverId}`)).body.data.last_handled_reconcile_at).not.toBeNull();
+    // A second ask within 10 s is refused, and the page says why.
+    await readiness.getByRole('button', { name: 'Reconcile now' }).click();
+    await readiness
+      .getByRole('alert')
+      .getByText(/less than 10 s ago/)
+      .waitFor();
+  });
+
   it('attaches and detaches a file share to a server', async () => {
     const share = await c.service.api('POST', '/api/v1/file-storage', { name: 'shared', region: 'fra1' });
     await waitForStatus(c.service, `/api/v1/file-storage/${share.body.data.id}`, 'available');
@@ -279,7 +298,7 @@ describe('console: resource families in a browser', () => {
     await c.page.locator('.page-head .status', { hasText: 'cancelled' }).waitFor();
     const job = (await c.service.api('GET', '/api/v1/jobs')).body.data[0];
     expect({ name: job.name, status: job.status }).toEqual({ name: 'nightly', status: 'cancelled' });
-    await c.page.getByText('Cancelled on request.').waitFor();
+    await c.page.getByRole('paragraph').filter({ hasText: 'Cancelled on request.' }).waitFor();
   });
 
   it('loaded no resource the Content-Security-Policy refused', () => {
