@@ -9,6 +9,8 @@ export type Meta = {
   persistence: string;
   provider?: string;
   next_cursor?: string | null;
+  /** A dry run's answer (dry-run.ts): nothing was changed. */
+  dry_run?: boolean;
 };
 
 /** The schema of `meta`; a new one per call, as every route's response schema gets its own. */
@@ -17,6 +19,7 @@ export const metaSchema = () =>
     persistence: Type.String({ enum: ['synced', 'stale', 'unavailable'] }),
     provider: Type.Optional(Type.String({ enum: ['connected', 'degraded', 'unavailable'] })),
     next_cursor: Type.Optional(Type.Union([Type.String(), Type.Null()])),
+    dry_run: Type.Optional(Type.Boolean({ description: 'Present and true on the answer of a dry run: nothing was changed.' })),
   });
 
 /** meta for a request: persistence always, provider for provider-backed families. */

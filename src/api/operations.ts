@@ -12,7 +12,7 @@
  * entry against the OpenAPI document the service serves (method, path, body and query
  * fields), and that every operation there has a command here.
  */
-import { Type, TObject } from '@sinclair/typebox';
+import { Type, TObject, TProperties } from '@sinclair/typebox';
 import { families } from '../resources/registry';
 import type { AnyFamily } from '../resources/family';
 import { presentationOf } from '../resources/presentation-of';
@@ -20,6 +20,7 @@ import { commandGroupOf, commandPathOf, commandWordsOf } from '../resources/comm
 import { pluralOf } from '../lib/plural';
 import { fieldOf, recordAt, scalarText } from '../lib/unknown-values';
 import { listQuerySchema } from './list';
+import { DRY_RUN_PROPERTIES, DryRunQuery } from './dry-run';
 
 export type Method = 'GET' | 'POST' | 'PATCH' | 'PUT' | 'DELETE';
 
@@ -104,6 +105,9 @@ function crudOf(f: AnyFamily): Operation[] {
   const base = `/${f.path}`;
   // Served by the generic routes (families.ts) or routes of the same shape, whose answers name the version (threads' do not).
   const versioned = !UNVERSIONED.includes(f.name);
+  // The generic routes take ?dry_run on their changes (dry-run.ts): --dry-run.
+  const dryRunProperties = f.standardRoutes !== false ? DRY_RUN_PROPERTIES : {};
+  const dryRun = f.standardRoutes !== false ? { query: DryRunQuery } : {};
   const operations: Operation[] = [
     { command: [...group, 'list'], summary: `List ${pluralOf(f.title)}`, method: 'GET', path: base, query: listQuerySchema(f.states), paged: true, columns },
     { command: [...group, 'get'], summary: `Get ${aOrAn(f.title)}`, method: 'GET', path: `${base}/{id}`, columns, versioned },
@@ -112,6 +116,7 @@ function crudOf(f: AnyFamily): Operation[] {
       summary: `Create ${aOrAn(f.title)}`,
       method: 'POST',
       path: base,
+      ...dryRun,
       body: f.schemas.create,
       columns,
       wait: readyWait(f),
@@ -124,6 +129,7 @@ function crudOf(f: AnyFamily): Operation[] {
       summary: `Update ${aOrAn(f.title)}`,
       method: 'PATCH',
       path: `${base}/{id}`,
+      ...dryRun,
       body: f.schemas.update,
       columns,
       wait: readyWait(f),
@@ -151,9 +157,9 @@ function crudOf(f: AnyFamily): Operation[] {
   }
   if (f.deletable !== false) {
     // A family that guards its users' data (a bucket's objects) takes --force to delete it with them.
-    const query = f.deletionGuard
-      ? Type.Object({ force: Type.Optional(Type.Boolean({ description: `Delete what the ${f.title} still holds with it` })) })
-      : undefined;
+    const properties: TProperties = { ...dryRunProperties };
+    if (f.deletionGuard) properties.force = Type.Optional(Type.Boolean({ description: `Delete what the ${f.title} still holds with it` }));
+    const query = Object.keys(properties).length > 0 ? Type.Object(properties) : undefined;
     operations.push({
       command: [...group, 'delete'],
       summary: `Delete ${aOrAn(f.title)}`,

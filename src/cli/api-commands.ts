@@ -10,7 +10,7 @@ import { isResource, waitFor } from './wait';
 import { CliError, EXIT, usageError } from './exit-codes';
 import type { ApiClient, Query } from './client';
 import { families } from '../resources/registry';
-import { textOf } from '../lib/unknown-values';
+import { fieldOf, textOf } from '../lib/unknown-values';
 
 /** Descriptions of the command groups that are not a family of their own. */
 const GROUP_DESCRIPTIONS: Record<string, string> = {
@@ -135,7 +135,10 @@ async function run(operation: Operation, command: Command, args: string[]): Prom
     note(`Done: ${operation.command.join(' ')} ${ids.join(' ')}.`);
     return;
   }
-  if (operation.wait && opts.wait === true) {
+  // A dry run (docs/api.md): the resource as the change would leave it; nothing to wait for.
+  const dryRun = fieldOf(answer.body?.meta, 'dry_run') === true;
+  if (dryRun) note('Dry run: nothing was changed. This is the resource as the change would leave it.');
+  if (operation.wait && opts.wait === true && !dryRun) {
     if (!isResource(data)) throw new CliError('the API answered without the resource to wait for', EXIT.apiError, 'wait_failed');
     const waitSeconds = typeof opts.waitTimeout === 'number' ? opts.waitTimeout : DEFAULT_WAIT_SECONDS;
     data = await waitFor(client, operation.wait, data, waitSeconds * 1000);

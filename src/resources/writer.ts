@@ -78,12 +78,17 @@ export class ResourceWriter {
     actor: string,
     id = newId(family.idPrefix),
   ): Promise<Resource<Spec>> {
-    const now = new Date().toISOString();
-    const meta = { kind: family.kind, id, team, resourceVersion: '', generation: 1, createdAt: now, updatedAt: now, labels: {} };
-    const status = this.firstStatus(family, { meta, spec }, undefined, actor);
+    const { status } = this.preview(family, team, spec, actor, id);
     const created = await this.store.create({ meta: { kind: family.kind, id, team }, spec, status });
     this.report(family, undefined, created);
     return created;
+  }
+
+  /** The resource `create` would write, written nowhere (a dry run, api/dry-run.ts). */
+  preview<Spec extends object>(family: FamilyDefinition<Spec>, team: string, spec: NoInfer<Spec>, actor: string, id: string): Resource<Spec> {
+    const now = new Date().toISOString();
+    const meta = { kind: family.kind, id, team, resourceVersion: '', generation: 1, createdAt: now, updatedAt: now, labels: {} };
+    return { meta, spec, status: this.firstStatus(family, { meta, spec }, undefined, actor) };
   }
 
   /**

@@ -322,11 +322,23 @@ describe('GET /api/v1/openapi.json', () => {
       expect(link.parameters[own!]).toBe(expression);
     });
 
+    const queryOf = (path: string, method: string) =>
+      (document.paths[path][method].parameters ?? []).filter((p: any) => p.in === 'query').map((p: any) => `${p.name}:${p.schema.type}`);
+
     it('documents ?force on the DELETE of buckets only, the family that refuses a delete while it holds data', () => {
-      const params = (path: string) =>
-        (document.paths[path].delete.parameters ?? []).filter((p: any) => p.in === 'query').map((p: any) => `${p.name}:${p.schema.type}`);
-      expect(params('/api/v1/object-storage/{id}')).toEqual(['force:boolean']);
-      expect(params('/api/v1/file-storage/{id}')).toEqual([]);
+      expect(queryOf('/api/v1/object-storage/{id}', 'delete')).toEqual(['dry_run:boolean', 'force:boolean']);
+      expect(queryOf('/api/v1/file-storage/{id}', 'delete')).toEqual(['dry_run:boolean']);
+    });
+
+    it('documents ?dry_run on the create, update and delete of the generic routes, and meta.dry_run on their answers', () => {
+      for (const path of ['/api/v1/load-balancers', '/api/v1/servers', '/api/v1/object-storage', '/api/v1/databases']) {
+        expect(queryOf(path, 'post')).toEqual(['dry_run:boolean']);
+        expect(queryOf(`${path}/{id}`, 'patch')).toEqual(['dry_run:boolean']);
+        expect(queryOf(`${path}/{id}`, 'delete')).toContain('dry_run:boolean');
+      }
+      const schemaOf = (schema: any): any => (schema.$ref ? schemaOf(document.components.schemas[schema.$ref.replace('#/components/schemas/', '')]) : schema);
+      const created = schemaOf(document.paths['/api/v1/load-balancers'].post.responses['201'].content['application/json'].schema);
+      expect(schemaOf(created.properties.meta).properties.dry_run).toMatchObject({ type: 'boolean' });
     });
 
     it("never links from the API key list, whose first key may be the caller's own", () => {

@@ -86,6 +86,16 @@ describe('families', () => {
     // json prints the API's data exactly.
     expect(await json(['load-balancers', 'get', lb.id])).toEqual(await apiData(`/load-balancers/${lb.id}`));
 
+    // A dry run says so, waits for nothing and changes nothing.
+    const tried = await run(['load-balancers', 'update', lb.id, '--port', '9999', '--dry-run', '--wait', '-o', 'json']);
+    expect(tried.code).toBe(0);
+    expect(tried.stderr).toMatch(/^Dry run: nothing was changed/m);
+    expect(JSON.parse(tried.stdout)).toMatchObject({ id: lb.id, port: 9999 });
+    expect((await apiData(`/load-balancers/${lb.id}`)).port).toBe(8080);
+    const triedCreate = await json(['load-balancers', 'create', '--name', 'cli-tried', '--region', 'fra1', '--dry-run']);
+    expect(triedCreate).toMatchObject({ name: 'cli-tried', status: 'creating' });
+    expect((await t.api('GET', `/api/v1/load-balancers/${triedCreate.id}`)).status).toBe(404);
+
     const updated = await run(['load-balancers', 'update', lb.id, '--port', '8443', '--sticky-sessions', 'false', '-o', 'yaml']);
     expect(updated.code).toBe(0);
     expect(YAML.parse(updated.stdout)).toMatchObject({ id: lb.id, port: 8443, sticky_sessions: false });

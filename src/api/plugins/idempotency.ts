@@ -22,6 +22,7 @@ import type { Store } from '../../store/types';
 import type { RecordKind } from '../../store/record-kinds';
 import type { ApiContext } from '../context';
 import { routeConfigOf } from '../route-config';
+import { isDryRun } from '../dry-run';
 import { fieldOf, isRecord, recordAt, textOf } from '../../lib/unknown-values';
 import { entryOf } from '../../lib/maps';
 import { Periodic } from '../../lib/periodic';
@@ -225,7 +226,8 @@ export function registerIdempotency(api: FastifyInstance, ctx: ApiContext): void
   const claimKeyOf = async (request: FastifyRequest, reply: FastifyReply) => {
     if (!request.principal) return;
     const key = keyOf(request);
-    if (key === undefined) return;
+    // A dry run does nothing that a retry could repeat, and must not pin the key its real request will bring.
+    if (key === undefined || isDryRun(request)) return;
     const { team, key: caller } = request.principal;
     const outcome = await claimKey(ctx, team, idempotencySecretName(team, caller, key), fingerprintOf(request));
     if (outcome.kind === 'replay') return replay(reply, outcome.record);

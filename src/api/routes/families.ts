@@ -22,11 +22,13 @@ import { pluralOf, typeNameOf } from '../openapi-names';
 import type { ApiApp } from '../api-app';
 import { ruleContextOf } from '../../events/catalog';
 import { fieldOf, textOf } from '../../lib/unknown-values';
+import { sameJson } from '../../lib/canonical-json';
 import { known } from '../../lib/known';
 import { promised } from '../../lib/promised';
 import { IfMatchHeaders, ifMatchOf, tagAnswer, type VersionCheck } from '../entity-tags';
 import { isVisible } from '../visible';
 import { watchProperties, WatchEvent } from '../watches';
+import { DRY_RUN_META, DRY_RUN_PROPERTIES, DryRunQuery, isDryRun } from '../dry-run';
 
 const IdParams = Type.Object({ id: Type.String({ maxLength: 64, description: 'Resource id.' }) });
 
@@ -162,9 +164,9 @@ async function assertUnreferenced(ctx: ApiContext, family: AnyFamily, team: stri
   }
 }
 
-const ForceQuery = Type.Object({
+const FORCE_PROPERTIES = {
   force: Type.Optional(Type.Boolean({ description: "Delete what the resource still holds (a bucket's objects) with it, instead of answering 409." })),
-});
+};
 
 /**
  * Refuses a delete that would destroy data the resource still holds (the family's
@@ -195,7 +197,8 @@ export function withShownSecret(family: AnyFamily): TSchema {
   const secret = family.secret;
   if (!secret?.shownOnCreate) return family.schemas.record;
   return Type.Object(
-    { ...family.schemas.record.properties, [secret.field]: Type.String({ description: secret.shownOnCreate }) },
+    // Absent from a dry run's answer: the real create makes the secret anew.
+    { ...family.schemas.record.properties, [secret.field]: Type.Optional(Type.String({ description: `${secret.shownOnCreate} Absent with dry_run.` })) },
     { additionalProperties: false },
   );
 }
@@ -255,6 +258,7 @@ export function registerFamilyRoutes(app: ApiApp, ctx: ApiContext, family: AnyFa
       tags,
       operationId: `create${typeName}`,
       summary: `Create a ${family.title}`,
+      querystring: DryRunQuery,
       body: family.schemas.create,
       response: { 201: envelopeOf(withShownSecret(family)), ...errorResponses },
     },
@@ -264,6 +268,13 @@ export function registerFamilyRoutes(app: ApiApp, ctx: ApiContext, family: AnyFa
       const made = family.specFromCreate(body, ruleContext);
       const spec = family.resolveCreate ? await family.resolveCreate(made, team, ctx.store) : made;
       const id = newId(family.idPrefix);
+      if (request.query.dry_run === true) {
+        // Quota and name judged as for a create (a reservation held only while judged); no secret kept, nothing written.
+        const preview = await withinQuota(ctx.quota, family, team, id, () =>
+          withUniqueName(ctx.store, family, team, spec, undefined, () => Promise.resolve(ctx.writer.preview(family, team, spec, key, id))),
+        );
+        return send(ctx, request, reply, 201, family.toRecord(preview), DRY_RUN_META);
+      }
       const secret = given ?? family.secret?.generate?.(spec) ?? undefined;
       const resource = await withinQuota(ctx.quota, family, team, id, () =>
         withUniqueName(ctx.store, family, team, spec, undefined, () =>
@@ -312,6 +323,7 @@ export function registerFamilyRoutes(app: ApiApp, ctx: ApiContext, family: AnyFa
         summary: `Update a ${family.title}`,
         params: IdParams,
         headers: VERSIONED_CHANGE.headers,
+        querystring: DryRunQuery,
         body: family.schemas.update,
         response: { 200: envelopeOf(RecordSchema), ...changeErrorResponses },
       },
@@ -321,6 +333,12 @@ export function registerFamilyRoutes(app: ApiApp, ctx: ApiContext, family: AnyFa
         const { body, secret } = splitSecret(family, request.body);
         const { found, ifMatch } = await findForChange(ctx, family, request, id);
         assertChangeable(family, found);
+        if (request.query.dry_run === true) {
+          // The spec the write would carry; the status stays as it is until the reconciler acts, as for real.
+          const spec = applyUpdate(found.spec, body, ruleContext);
+          const generation = found.meta.generation + (sameJson(spec, found.spec) ? 0 : 1);
+          return send(ctx, request, reply, 200, family.toRecord({ ...found, meta: { ...found.meta, generation }, spec }), DRY_RUN_META);
+        }
         const update: SpecUpdate = (extra = () => ({})) =>
           ctx.writer.mutateSpec(
             family,
@@ -350,23 +368,24 @@ export function registerFamilyRoutes(app: ApiApp, ctx: ApiContext, family: AnyFa
       summary: `Delete a ${family.title}`,
       params: IdParams,
       headers: VERSIONED_CHANGE.headers,
-      ...(family.deletionGuard ? { querystring: ForceQuery } : {}),
+      querystring: Type.Object({ ...DRY_RUN_PROPERTIES, ...(family.deletionGuard ? FORCE_PROPERTIES : {}) }),
       response: { 200: envelopeOf(RecordSchema), 202: envelopeOf(RecordSchema), ...changeErrorResponses },
     },
     handler: async (request, reply) => {
       const { id } = request.params;
-      // Only families with a deletion guard take `?force` (ForceQuery validated it as a boolean).
-      const query: unknown = request.query;
-      const force = typeof query === 'object' && query !== null && 'force' in query && query.force === true;
+      // Only families with a deletion guard take `?force` (FORCE_PROPERTIES validated it as a boolean).
+      const force = fieldOf(request.query, 'force') === true;
+      const dryRun = isDryRun(request);
       const { team, key } = principalOf(request);
       const { found: resource, ifMatch } = await findForChange(ctx, family, request, id);
-      if (resource.status.status === 'deleted') return send(ctx, request, reply, 200, family.toRecord(resource));
+      if (resource.status.status === 'deleted') return send(ctx, request, reply, 200, family.toRecord(resource), dryRun ? DRY_RUN_META : undefined);
       if (family.busyStates?.includes(resource.status.status))
         throw resourceBusy(`The ${family.title} is ${resource.status.status}; try again when it is done.`);
       await assertUnreferenced(ctx, family, team, id);
       if (!force) await assertNothingHeld(ctx, family, resource);
-      // The reconciler moves it to deleted (or deleting) and names the caller in the event.
       const immediate = family.deletion === 'immediate';
+      if (dryRun) return send(ctx, request, reply, immediate ? 200 : 202, family.toRecord(projectedDeletion(resource, immediate)), DRY_RUN_META);
+      // The reconciler moves it to deleted (or deleting) and names the caller in the event.
       const leaving = ['deleted', 'deleting', 'destroyed'];
       const moved = await writeAndAwait<Resource>(
         ctx.store,
