@@ -76,6 +76,7 @@ describe('console: alert policies and incidents', () => {
     await c.page.waitForURL(/\/edit$/);
     await expect(c.page.getByLabel('Name').inputValue()).resolves.toBe('shares failing');
     await c.page.getByLabel('Name').fill('file shares failing');
+    await c.page.getByRole('button', { name: 'Review changes' }).click();
     await c.page.getByRole('button', { name: 'Save changes' }).click();
     await c.page.waitForURL(new RegExp(`#/alert-policies/${policyId}$`));
     await c.page.getByRole('heading', { name: 'file shares failing' }).waitFor();

@@ -198,6 +198,7 @@ describe('console: databases', () => {
     const second = sources.getByRole('group', { name: 'Trusted source 2' });
     await second.getByLabel('Type').selectOption('ip_addr');
     await second.getByLabel('Value').fill('198.51.100.0/24');
+    await c.page.getByRole('button', { name: 'Review changes' }).click();
     await c.page.getByRole('button', { name: 'Save changes' }).click();
     await c.page.waitForURL(new RegExp(`#/databases/${databaseId}$`));
     await eventually(async () => (await c.service.api('GET', `/api/v1/databases/${databaseId}`)).body.data.storage_gb === 20);

@@ -189,12 +189,17 @@ describe('console: resource families in a browser', () => {
     await expect(size.inputValue()).resolves.toBe('100');
     await expect(c.page.getByLabel('Name').inputValue()).resolves.toBe('shared');
     await size.fill('50');
-    await c.page.getByRole('button', { name: 'Save changes' }).click();
+    // The change is judged by a dry run first: refused next to its field, nothing saved.
+    await c.page.getByRole('button', { name: 'Review changes' }).click();
     await c.page.locator('#field-size_gb-error').waitFor();
     await expect(size.getAttribute('aria-invalid')).resolves.toBe('true');
     expect((await c.service.api('GET', `/api/v1/file-storage/${share.id}`)).body.data.size_gb).toBe(100);
     await size.fill('200');
-    await c.page.getByRole('button', { name: 'Save changes' }).click();
+    await c.page.getByRole('button', { name: 'Review changes' }).click();
+    const review = c.page.getByRole('region', { name: 'Review changes' });
+    await review.getByRole('row', { name: 'Size GB 100 200' }).waitFor();
+    expect((await c.service.api('GET', `/api/v1/file-storage/${share.id}`)).body.data.size_gb).toBe(100);
+    await review.getByRole('button', { name: 'Save changes' }).click();
     await c.page.waitForURL(new RegExp(`#/file-storage/${share.id}$`));
     await eventually(async () => (await c.service.api('GET', `/api/v1/file-storage/${share.id}`)).body.data.size_gb === 200);
     // Only the changed field was sent: the name is as it was.
@@ -212,6 +217,7 @@ describe('console: resource families in a browser', () => {
     await c.service.service.ctx.writer.mutateStatus(familyByName('file_share'), c.service.teamId, share.id, () => ({}), 'system');
     expect((await c.service.api('GET', url)).headers.get('etag')).not.toBe(before);
     await size.fill('300');
+    await c.page.getByRole('button', { name: 'Review changes' }).click();
     await c.page.getByRole('button', { name: 'Save changes' }).click();
     await c.page.waitForURL(new RegExp(`#/file-storage/${share.id}$`));
     expect((await c.service.api('GET', url)).body.data.size_gb).toBe(300);
@@ -221,7 +227,7 @@ describe('console: resource families in a browser', () => {
     await expect(size.inputValue()).resolves.toBe('300');
     expect((await c.service.api('PATCH', url, { size_gb: 400 })).status).toBe(200);
     await size.fill('500');
-    await c.page.getByRole('button', { name: 'Save changes' }).click();
+    await c.page.getByRole('button', { name: 'Review changes' }).click();
     await c.page.getByRole('alert').filter({ hasText: 'Someone else changed this file share' }).waitFor();
     expect(await c.page.getByRole('alert').textContent()).toContain('Size GB');
     expect((await c.service.api('GET', url)).body.data.size_gb).toBe(400);

@@ -143,9 +143,12 @@ export const api = {
     const envelope = await call('GET', path);
     return { data: envelope.data as T, version: envelope.version ?? null };
   },
-  /** A PATCH made only while the resource is at `version` (If-Match); else an ApiError with code precondition_failed. */
-  async patchAt<T>(path: string, body: unknown, version: string | null): Promise<Versioned<T>> {
-    const envelope = await call('PATCH', path, { body, ...(version === null ? {} : { ifMatch: version }) });
+  /**
+   * A PATCH made only while the resource is at `version` (If-Match); else an ApiError with
+   * code precondition_failed. `query`: `{ dry_run: true }` for the change as it would be.
+   */
+  async patchAt<T>(path: string, body: unknown, version: string | null, query?: Query): Promise<Versioned<T>> {
+    const envelope = await call('PATCH', path, { body, query, ...(version === null ? {} : { ifMatch: version }) });
     return { data: envelope.data as T, version: envelope.version ?? null };
   },
   async put<T>(path: string, body: unknown): Promise<T> {
