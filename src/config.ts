@@ -190,6 +190,8 @@ export interface WatchConfig {
   keepAliveMs: number;
   /** Bytes that may wait for a slow client before it is cut off. */
   bufferBytes: number;
+  /** How often a console session's watch asks whether the session still holds (ResourceWatches). */
+  sessionCheckMs: number;
 }
 
 export interface OverloadConfig {
@@ -824,6 +826,7 @@ export function loadConfig(env: Env = process.env): Config {
       maxSeconds: int(env, 'CLOUDPLANE_WATCH_MAX_SECONDS', 1800, 1, 86_400),
       keepAliveMs: 15_000,
       bufferBytes: 4 * 1024 * 1024,
+      sessionCheckMs: int(env, 'CLOUDPLANE_WATCH_SESSION_CHECK_SECONDS', 15, 1, 3600) * 1000,
     },
     s3: s3(env),
     publicUrl: publicUrl(env),

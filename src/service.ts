@@ -138,7 +138,12 @@ export async function startService(config: Config, logger: Logger = createLogger
     const usage = new UsageMeter({ store, bus, config: config.usage, logger });
     usage.start();
     started.push(() => usage.stop());
-    const resourceWatches = new ResourceWatches({ store, settings: config.watches, requestLogLevel: config.requestLogLevel });
+    const resourceWatches = new ResourceWatches({
+      store,
+      settings: config.watches,
+      requestLogLevel: config.requestLogLevel,
+      sessionHolds: (session) => sessions.holds(session),
+    });
     resourceWatches.start();
     started.push(() => {
       resourceWatches.close();

@@ -180,6 +180,21 @@ export class SessionManager {
     return { principal, record, home, token, user, idleExpiresAt: new Date(now + this.config.idleTimeoutMs).toISOString() };
   }
 
+  /**
+   * Whether `session` still acts as it did when it was authenticated: not signed out or
+   * swept, not past its age, not moved to another team, its user active and its key (a
+   * key's session) valid. Unlike `authenticate` it counts as no use, so what it keeps open
+   * (a watch) does not keep the session alive.
+   */
+  async holds(session: ActiveSession): Promise<boolean> {
+    const record = await this.store.records.get(session.home, recordNameOf(session.record.hash));
+    if (!isSessionRecord(record) || record.hash !== session.record.hash || hasPassed(record.expires_at, Date.now())) return false;
+    if (record.team !== session.record.team || record.user !== session.record.user) return false;
+    const user = await this.store.get<User['spec'], User['status']>(userFamily.kind, record.team, record.user);
+    if (!user || user.status.status !== 'active') return false;
+    return record.via !== 'api_key' || this.keyIsValid(record.team, record.key_id);
+  }
+
   /** Signs out: the session is removed from the store, so every replica refuses it from now on. */
   async signOut(session: ActiveSession): Promise<void> {
     await this.end(session.home, session.record.hash);

@@ -31,6 +31,7 @@ import { StringEnum } from '../resources/schema-kit';
 import { EventStream, TOO_SLOW } from './event-stream';
 import { isVisible } from './visible';
 import type { RequestLogLevel, WatchConfig } from '../config';
+import type { ActiveSession } from '../accounts/sessions';
 
 /** The query of a watch: `watch=true`, and how long it may last. */
 export const watchProperties = (settings: Pick<WatchConfig, 'maxSeconds'>) => ({
@@ -72,6 +73,8 @@ interface Watcher {
   heldBy: string;
   /** One resource's watch; undefined for the family's. */
   id: string | undefined;
+  /** The hash of the console session that opened it: it ends when the session does (sign-out). */
+  session: string | undefined;
   stream: EventStream;
   serialize: (record: Record<string, unknown>) => string;
   /** Changes that came while its first events were written; null once it is live. */
@@ -98,6 +101,9 @@ const QUEUED_CHANGES = 10_000;
 /** When to try again a watch refused because the replica holds its most. */
 const WATCH_RETRY_SECONDS = 5;
 
+/** What a watch ended with its console session says. */
+const SESSION_ENDED = 'the session that opened the watch ended (signed out, expired or moved to another team); sign in again';
+
 /** What a watch ended by its timeout says. */
 export const WATCH_TIMED_OUT = 'the watch reached its timeout; connect again with Last-Event-ID to go on';
 
@@ -113,7 +119,19 @@ export class ResourceWatches {
   private held = 0;
   private unwatch: (() => void) | undefined;
 
-  constructor(private readonly o: { store: Store; settings: WatchConfig; requestLogLevel: RequestLogLevel }) {
+  /**
+   * `sessionHolds`: whether a console session still acts as it did (SessionManager.holds),
+   * asked of each session's watch every `settings.sessionCheckMs`: a session signed out on
+   * another replica, moved to another team or whose key was revoked ends its watches too.
+   */
+  constructor(
+    private readonly o: {
+      store: Store;
+      settings: WatchConfig;
+      requestLogLevel: RequestLogLevel;
+      sessionHolds?: (session: ActiveSession) => Promise<boolean>;
+    },
+  ) {
     this.changes = new Array<Change | undefined>(o.settings.history);
   }
 
@@ -142,7 +160,17 @@ export class ResourceWatches {
       logLevel: this.o.requestLogLevel,
     });
     const serializer = w.reply.compileSerializationSchema(w.family.schemas.record);
-    const watcher: Watcher = { family: w.family, team: w.team, heldBy: w.heldBy, id: w.id, stream, serialize: (record) => serializer(record), queued: [] };
+    const { session } = w.request;
+    const watcher: Watcher = {
+      family: w.family,
+      team: w.team,
+      heldBy: w.heldBy,
+      id: w.id,
+      session: session?.record.hash,
+      stream,
+      serialize: (record) => serializer(record),
+      queued: [],
+    };
     const key = `${w.family.kind}/${w.team}`;
     const set = this.watchers.get(key) ?? new Set<Watcher>();
     this.watchers.set(key, set.add(watcher));
@@ -154,8 +182,10 @@ export class ResourceWatches {
       },
       Math.min(w.timeoutSeconds ?? settings.maxSeconds, settings.maxSeconds) * 1000,
     ).unref();
+    const sessionCheck = session ? this.checkSession(session, stream) : undefined;
     stream.onClose(() => {
       clearTimeout(timeout);
+      clearInterval(sessionCheck);
       set.delete(watcher);
       if (set.size === 0) this.watchers.delete(key);
       const left = (this.perTeam.get(w.team) ?? 1) - 1;
@@ -254,6 +284,29 @@ export class ResourceWatches {
       else if (watcher.queued.length < QUEUED_CHANGES) watcher.queued.push([type, json, eventId]);
       else watcher.stream.end(TOO_SLOW);
     }
+  }
+
+  /** Ends the watches the console session `hash` opened on this replica (it signed out here). */
+  endSession(hash: string): void {
+    for (const set of this.watchers.values()) for (const watcher of set) if (watcher.session === hash) watcher.stream.end(SESSION_ENDED);
+  }
+
+  /** Asks, every sessionCheckMs, whether the session that opened `stream` still holds; ends the stream once it does not. */
+  private checkSession(session: ActiveSession, stream: EventStream): NodeJS.Timeout | undefined {
+    const holds = this.o.sessionHolds;
+    if (!holds) return undefined;
+    let asking = false;
+    return setInterval(() => {
+      if (asking || stream.closed) return;
+      asking = true;
+      holds(session)
+        .then((held) => {
+          if (!held) stream.end(SESSION_ENDED);
+        })
+        // The store did not answer: the session is judged again at the next check.
+        .catch(() => undefined)
+        .finally(() => (asking = false));
+    }, this.o.settings.sessionCheckMs).unref();
   }
 
   /** A watch lasts no longer than what opened it: its key revoked, or its member removed (whose keys and sessions end). */

@@ -5,7 +5,7 @@
  * meanwhile, or a `reset` and the resources afresh; watches are the caller's team's alone,
  * bounded per team, and end after their timeout. Runs on both stores.
  */
-import { startTestService, eventually, TestService, waitForStatus } from '../helpers/service';
+import { startTestService, eventually, request, TestService, waitForStatus } from '../helpers/service';
 import { createTeam } from '../../src/accounts/bootstrap';
 import { serverSentEvents, type ServerSentEvent } from '../../src/cli/server-sent-events';
 
@@ -21,6 +21,7 @@ beforeAll(async () => {
     CLOUDPLANE_SIM_DELAY_MS: '200',
     CLOUDPLANE_RATE_LIMIT_PER_MINUTE: '100000',
     CLOUDPLANE_DELETED_RETENTION_SECONDS: '1',
+    CLOUDPLANE_WATCH_SESSION_CHECK_SECONDS: '1',
   });
 });
 afterAll(async () => t?.stop());
@@ -41,9 +42,11 @@ afterEach(() => {
   for (const watch of opened.splice(0)) watch.close();
 });
 
-async function watch(path: string, options: { key?: string; lastEventId?: string } = {}): Promise<Watch> {
+/** `cookie`: a console session's, instead of a key. */
+async function watch(path: string, options: { key?: string; lastEventId?: string; cookie?: string } = {}): Promise<Watch> {
   const controller = new AbortController();
-  const headers: Record<string, string> = { authorization: `Bearer ${options.key ?? t.key}`, accept: 'text/event-stream' };
+  const caller = options.cookie ? { cookie: options.cookie } : { authorization: `Bearer ${options.key ?? t.key}` };
+  const headers: Record<string, string> = { ...caller, accept: 'text/event-stream' };
   if (options.lastEventId) headers['last-event-id'] = options.lastEventId;
   const response = await fetch(`${t.url}/api/v1${path}`, { headers, signal: controller.signal });
   const events: ServerSentEvent[] = [];
@@ -131,6 +134,43 @@ describe('watching a family', () => {
   });
 });
 
+describe("a console session's watch", () => {
+  /** A console session made from `key`: its cookie and CSRF token. */
+  async function signIn(key: string): Promise<{ cookie: string; csrf: string }> {
+    const res = await request(t.url, 'POST', '/auth/session', undefined, { key });
+    expect(res.status).toBe(201);
+    const token = /^cloudplane_session=([^;]+)/.exec(res.headers.getSetCookie().find((c) => c.startsWith('cloudplane_session='))!)![1];
+    return { cookie: `cloudplane_session=${token}`, csrf: res.body.data.csrf_token };
+  }
+
+  it('ends when the session signs out, and the watches of another session go on', async () => {
+    const leaving = await signIn(t.key);
+    const staying = await signIn(t.key);
+    const w = await watch('/load-balancers?watch=true', { cookie: leaving.cookie });
+    const other = await watch('/load-balancers?watch=true', { cookie: staying.cookie });
+    expect([w.status, other.status]).toEqual([200, 200]);
+    await w.next((e) => e.event === 'synced');
+    await other.next((e) => e.event === 'synced');
+    const out = await request(t.url, 'DELETE', '/api/v1/session', undefined, { key: null, headers: { cookie: leaving.cookie, 'x-csrf-token': leaving.csrf } });
+    expect(out.status).toBe(204);
+    expect(dataOf(await w.next((e) => e.event === 'closed'))).toEqual({ reason: expect.stringMatching(/session .*ended/) });
+    await w.ended;
+    const made = await createLoadBalancer('after-sign-out');
+    await other.next(about(made, 'added'));
+    expect(other.events.some((e) => e.event === 'closed')).toBe(false);
+  });
+
+  it('ends once the API key the session was made from is revoked, found by its periodic check', async () => {
+    const key = (await t.api('POST', '/api/v1/settings/api-keys', { name: 'console-key', scope: 'read_only' })).body.data;
+    const session = await signIn(key.key);
+    const w = await watch('/load-balancers?watch=true', { cookie: session.cookie });
+    await w.next((e) => e.event === 'synced');
+    expect((await t.api('DELETE', `/api/v1/settings/api-keys/${key.id}`)).status).toBe(204);
+    expect(dataOf(await w.next((e) => e.event === 'closed'))).toEqual({ reason: expect.stringMatching(/session .*ended/) });
+    await w.ended;
+  });
+});
+
 describe('watching one resource', () => {
   it('sends that resource alone, until its timeout ends the stream with `closed`', async () => {
     const id = await createLoadBalancer('watched-alone');
@@ -189,7 +229,13 @@ describe('resuming with Last-Event-ID', () => {
 
 describe('bounds', () => {
   it('holds at most CLOUDPLANE_WATCHES_PER_TEAM watches of a team at once: 429 too_many_watches, and room again once one ends', async () => {
-    const held = await Promise.all([1, 2, 3].map(() => watch('/load-balancers?watch=true')));
+    // The watches the tests before closed are let go by the service a moment after they close.
+    const held = await eventually(async () => {
+      const tried = await Promise.all([1, 2, 3].map(() => watch('/load-balancers?watch=true')));
+      if (tried.every((w) => w.status === 200)) return tried;
+      for (const w of tried) w.close();
+      return null;
+    }, 10_000);
     for (const w of held) await w.next((e) => e.event === 'synced');
     const refused = await t.api('GET', '/api/v1/load-balancers?watch=true');
     expect(refused.status).toBe(429);

@@ -148,7 +148,10 @@ function sessionRoutes(app: ApiApp, ctx: ApiContext): void {
       response: { 204: Type.Null(), ...errors },
     },
     handler: async (request: FastifyRequest, reply: FastifyReply) => {
-      if (request.session) await ctx.sessions.signOut(request.session);
+      if (request.session) {
+        await ctx.sessions.signOut(request.session);
+        ctx.watches.endSession(request.session.record.hash);
+      }
       clearSessionCookie(ctx, reply);
       return reply.code(204).send();
     },
