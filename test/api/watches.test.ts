@@ -45,7 +45,7 @@ afterEach(() => {
 /** `cookie`: a console session's, instead of a key. */
 async function watch(path: string, options: { key?: string; lastEventId?: string; cookie?: string } = {}): Promise<Watch> {
   const controller = new AbortController();
-  const caller = options.cookie ? { cookie: options.cookie } : { authorization: `Bearer ${options.key ?? t.key}` };
+  const caller: Record<string, string> = options.cookie ? { cookie: options.cookie } : { authorization: `Bearer ${options.key ?? t.key}` };
   const headers: Record<string, string> = { ...caller, accept: 'text/event-stream' };
   if (options.lastEventId) headers['last-event-id'] = options.lastEventId;
   const response = await fetch(`${t.url}/api/v1${path}`, { headers, signal: controller.signal });
