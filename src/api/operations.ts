@@ -44,6 +44,8 @@ export interface Operation {
   query?: TObject;
   /** A list that pages with meta.next_cursor. */
   paged?: boolean;
+  /** A list that can be watched instead (`?watch=true`, docs/api.md Watching changes): `list --watch`. */
+  watchable?: boolean;
   /** Columns of the table output. */
   columns: string[];
   /** The table's rows, for an answer that is no record or list of them (usage: a row per metric); json and yaml print the answer. */
@@ -109,7 +111,16 @@ function crudOf(f: AnyFamily): Operation[] {
   const dryRunProperties = f.standardRoutes !== false ? DRY_RUN_PROPERTIES : {};
   const dryRun = f.standardRoutes !== false ? { query: DryRunQuery } : {};
   const operations: Operation[] = [
-    { command: [...group, 'list'], summary: `List ${pluralOf(f.title)}`, method: 'GET', path: base, query: listQuerySchema(f.states), paged: true, columns },
+    {
+      command: [...group, 'list'],
+      summary: `List ${pluralOf(f.title)}`,
+      method: 'GET',
+      path: base,
+      query: listQuerySchema(f.states),
+      paged: true,
+      watchable: f.standardRoutes !== false,
+      columns,
+    },
     { command: [...group, 'get'], summary: `Get ${aOrAn(f.title)}`, method: 'GET', path: `${base}/{id}`, columns, versioned },
     {
       command: [...group, 'create'],

@@ -7,6 +7,7 @@ import { allOperations, Operation, placeholdersOf } from '../api/operations';
 import { addSchemaFlags, kebab, parseSeconds, readBodyFile, schemaValues } from './flags';
 import { clientFor, globalsOf, note, print } from './session';
 import { isResource, waitFor } from './wait';
+import { watchList } from './list-watch';
 import { CliError, EXIT, usageError } from './exit-codes';
 import type { ApiClient, Query } from './client';
 import { families } from '../resources/registry';
@@ -117,6 +118,14 @@ async function run(operation: Operation, command: Command, args: string[]): Prom
     return;
   }
   const query = operation.query ? queryOf(schemaValues(opts, 'query', operation.query)) : undefined;
+  if (operation.watchable && opts.watch === true) {
+    // A watch streams the whole family: a page or filter would be silently dropped.
+    const paging = [...Object.keys(query ?? {}), ...(opts.all === true ? ['all'] : [])];
+    if (paging.length > 0) throw usageError(`--watch takes no --${kebab(paging[0])}: a watch streams every resource of the family`);
+    const timeout = typeof opts.watchTimeout === 'number' ? opts.watchTimeout : undefined;
+    await watchList(client, path, opts.output, operation.columns, timeout);
+    return;
+  }
   if (operation.paged) {
     print(command, await listPages(client, path, query ?? {}, opts.all === true), operation.columns);
     return;
@@ -167,6 +176,10 @@ export function registerOperations(root: Command, operations: Operation[] = allO
     }
     if (operation.query) addSchemaFlags(command, 'query', operation.query);
     if (operation.paged) command.option('--all', 'Follow the cursor through every page');
+    if (operation.watchable) {
+      command.option('-w, --watch', 'Print the resources, then every change as it happens, until interrupted (docs/cli.md)');
+      command.option('--watch-timeout <seconds>', 'Stop watching after this long', parseSeconds);
+    }
     if (operation.document) command.option(`--${operation.document.fileFlag} <path>`, 'Write it to this file (mode 0600) instead of printing it');
     if (takesIfMatch(operation)) {
       command.option(

@@ -30,6 +30,9 @@ export interface ClientOptions {
   timeoutMs: number;
 }
 
+/** The longest watch a service grants by default (CLOUDPLANE_WATCH_MAX_SECONDS). */
+const LONGEST_WATCH_SECONDS = 1800;
+
 export class ApiClient {
   constructor(private readonly options: ClientOptions) {}
 
@@ -67,7 +70,10 @@ export class ApiClient {
     const remainingMs = Math.max(1, options.deadline - Date.now());
     const url = new URL(`${this.options.apiUrl}/api/v1${path}`);
     url.searchParams.set('watch', 'true');
-    url.searchParams.set('timeout_seconds', String(Math.ceil(remainingMs / 1000)));
+    // Past the service's longest watch (by default) the service would refuse the value: the
+    // stream then ends at the service's time and is resumed, or at `deadline` by the signal.
+    const seconds = Math.ceil(remainingMs / 1000);
+    if (seconds <= LONGEST_WATCH_SECONDS) url.searchParams.set('timeout_seconds', String(seconds));
     const headers: Record<string, string> = { authorization: `Bearer ${this.options.apiKey}`, accept: 'text/event-stream', 'user-agent': 'cloudplane-cli' };
     if (options.lastEventId !== undefined) headers['last-event-id'] = options.lastEventId;
     const signal = AbortSignal.timeout(remainingMs);

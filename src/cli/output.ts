@@ -23,11 +23,19 @@ function idOf(item: Record<string, unknown>): string {
 }
 
 export function renderTable(rows: Record<string, unknown>[], columns: string[]): string {
+  const table = streamedTable(rows, columns);
+  return [table.header, ...rows.map((row) => table.line(row))].join('\n') + '\n';
+}
+
+/**
+ * A table whose rows come one by one (list --watch): its columns as wide as the header and
+ * `first` rows need; a later, longer cell makes its line longer rather than the table move.
+ */
+export function streamedTable(first: Record<string, unknown>[], columns: string[]): { header: string; line(row: Record<string, unknown>): string } {
   const header = columns.map((c) => c.toUpperCase());
-  const body = rows.map((row) => columns.map((c) => cell(row[c])));
-  const widths = header.map((h, i) => Math.max(h.length, ...body.map((r) => r[i].length)));
-  const line = (cells: string[]) => cells.map((c, i) => (i === cells.length - 1 ? c : c.padEnd(widths[i]))).join('   ');
-  return [line(header), ...body.map(line)].join('\n') + '\n';
+  const widths = header.map((h, i) => Math.max(h.length, ...first.map((row) => cell(row[columns[i]]).length)));
+  const join = (cells: string[]) => cells.map((c, i) => (i === cells.length - 1 ? c : c.padEnd(widths[i]))).join('   ');
+  return { header: join(header), line: (row) => join(columns.map((c) => cell(row[c]))) };
 }
 
 export function render(data: unknown, format: OutputFormat, columns: string[]): string {

@@ -284,6 +284,31 @@ describe('families', () => {
 });
 
 describe('outputs and lists', () => {
+  it('list --watch prints the resources, then each change as it happens, as a table or one JSON line per event', async () => {
+    const before = await json(['file-storage', 'create', '--name', 'watched-before', '--region', 'fra1', '--wait']);
+    const watching = run(['file-storage', 'list', '--watch', '--watch-timeout', '6']);
+    const lines = () => watching.then((r) => r.stdout.trim().split('\n'));
+    // The new share comes while the watch is open (its first rows, then the change).
+    await new Promise((resolve) => setTimeout(resolve, 1500));
+    const made = await json(['file-storage', 'create', '--name', 'watched-new', '--region', 'fra1']);
+    const table = await lines();
+    expect((await watching).code).toBe(0);
+    expect(table[0].split(/\s+/).slice(0, 4)).toEqual(['EVENT', 'ID', 'NAME', 'STATUS']);
+    expect(table).toContainEqual(expect.stringMatching(new RegExp(`^ADDED\\s+${before.id}\\s+watched-before\\s+available`)));
+    expect(table).toContainEqual(expect.stringMatching(new RegExp(`^ADDED\\s+${made.id}\\s+watched-new\\s+creating`)));
+    expect(table).toContainEqual(expect.stringMatching(new RegExp(`^MODIFIED\\s+${made.id}\\s+watched-new\\s+available`)));
+
+    const asJson = await run(['file-storage', 'list', '--watch', '--watch-timeout', '2', '-o', 'json']);
+    const events = asJson.stdout
+      .trim()
+      .split('\n')
+      .map((line) => JSON.parse(line));
+    expect(events).toContainEqual({ type: 'added', object: await apiData(`/file-storage/${made.id}`) });
+
+    const paged = await run(['file-storage', 'list', '--watch', '--limit', '5']);
+    expect([paged.code, paged.stderr]).toEqual([2, expect.stringMatching(/--watch takes no --limit/)]);
+  });
+
   it('json and yaml are the API data; table has the columns; --limit pages and --all walks every page', async () => {
     for (const name of ['page-a', 'page-b', 'page-c']) await json(['object-storage', 'create', '--name', name, '--region', 'ams3']);
     // Compared with what the CLI prints next: the buckets first settle (none still creating), so the data holds still.
