@@ -56,7 +56,7 @@ describe('console: jobs', () => {
     await expect(printed.textContent()).resolves.toBe('applying 12 migrations\ntable users is locked\n');
     const logs = await c.service.api('GET', `/api/v1/jobs/${job.body.data.id}/logs`);
     expect(logs.body.data.output).toBe('applying 12 migrations\ntable users is locked\n');
-    await c.page.getByText('the command exited with code 3').waitFor();
+    await c.page.getByRole('paragraph').filter({ hasText: 'the command exited with code 3' }).waitFor();
     await maskedScreenshot(c.page, 'job-failed-output');
     await fitsOnPhone(c.page);
   });
