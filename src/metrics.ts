@@ -130,6 +130,29 @@ export function reportWebhookAttempts(read: () => { inFlight: number; waiting: n
   webhookAttempts = read;
 }
 
+let openWatches: () => number = () => 0;
+
+/** No team label, as for webhook attempts: the caps bound these counts, and a team's own are at most CLOUDPLANE_WATCHES_PER_TEAM. */
+export const watchesOpen = new Gauge({
+  name: 'cloudplane_watches_open',
+  help: 'Watches (GET ...?watch=true) this replica holds open: at most CLOUDPLANE_WATCHES_MAX.',
+  registers: [registry],
+  collect() {
+    this.set(openWatches());
+  },
+});
+
+export function reportOpenWatches(read: () => number): void {
+  openWatches = read;
+}
+
+export const watchesRefused = new Counter({
+  name: 'cloudplane_watches_refused_total',
+  help: 'Watches refused: reason team_limit (429 too_many_watches, CLOUDPLANE_WATCHES_PER_TEAM) or replica_limit (503, CLOUDPLANE_WATCHES_MAX).',
+  labelNames: ['reason'] as const,
+  registers: [registry],
+});
+
 export const dataDirFailingWrites = new Gauge({
   name: 'cloudplane_data_dir_failing_writes',
   help: 'Embedded mode: kinds of write (store log, snapshot, event log, consumer positions) the data directory refuses now; above 0, persistence is stale and writes answer 503 until it recovers.',

@@ -32,6 +32,7 @@ import { EventStream, TOO_SLOW } from './event-stream';
 import { isVisible } from './visible';
 import type { RequestLogLevel, WatchConfig } from '../config';
 import type { ActiveSession } from '../accounts/sessions';
+import { reportOpenWatches, watchesRefused } from '../metrics';
 
 /** The query of a watch: `watch=true`, and how long it may last. */
 export const watchProperties = (settings: Pick<WatchConfig, 'maxSeconds'>) => ({
@@ -136,6 +137,7 @@ export class ResourceWatches {
   }
 
   start(): void {
+    reportOpenWatches(() => this.held);
     this.unwatch ??= this.o.store.watch((event) => {
       this.changed(event);
     });
@@ -152,8 +154,14 @@ export class ResourceWatches {
   open(w: WatchRequest): void {
     const { settings } = this.o;
     const teamHolds = this.perTeam.get(w.team) ?? 0;
-    if (teamHolds >= settings.perTeam) throw tooManyWatches(settings.perTeam);
-    if (this.held >= settings.max) throw overloaded(WATCH_RETRY_SECONDS, 'it holds as many watches as it may');
+    if (teamHolds >= settings.perTeam) {
+      watchesRefused.inc({ reason: 'team_limit' });
+      throw tooManyWatches(settings.perTeam);
+    }
+    if (this.held >= settings.max) {
+      watchesRefused.inc({ reason: 'replica_limit' });
+      throw overloaded(WATCH_RETRY_SECONDS, 'it holds as many watches as it may');
+    }
     const stream = new EventStream(w.request, w.reply, {
       keepAliveMs: settings.keepAliveMs,
       bufferBytes: settings.bufferBytes,

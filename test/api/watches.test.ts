@@ -240,6 +240,10 @@ describe('bounds', () => {
     const refused = await t.api('GET', '/api/v1/load-balancers?watch=true');
     expect(refused.status).toBe(429);
     expect(refused.body.error.code).toBe('too_many_watches');
+    // What an operator sees of it: the watches held, and the refusal counted.
+    const metrics = await (await fetch(`${t.url}/metrics`)).text();
+    expect(metrics).toMatch(/^cloudplane_watches_open 3$/m);
+    expect(metrics).toMatch(/^cloudplane_watches_refused_total\{reason="team_limit"\} [1-9]\d*$/m);
     held[0].close();
     await eventually(async () => {
       const w = await watch('/servers?watch=true');
