@@ -3,7 +3,7 @@
  * by veth pairs (one end may stay in the test's own namespace, as a Pod's network reaches
  * the operator), each command run inside with `ip netns exec`. They are removed by
  * `destroy()`, by the exit of the test process, and, should that process die before
- * either, by the next run (namespaces whose creating pid is gone).
+ * either, by the next run (namespaces whose creating pid is gone, and what still runs in them).
  */
 import { ChildProcess, execFileSync, SpawnOptions } from 'node:child_process';
 import fs from 'node:fs';
@@ -41,7 +41,30 @@ function removeOrphans(): void {
     } catch {
       alive = false;
     }
-    if (!alive) removeNamespace(name);
+    if (!alive) {
+      // Its processes (a proxy, a tunnel) would hold the namespace, its veth pair and its
+      // addresses after the name is gone, and a new run giving out the same ones would collide.
+      killProcessesIn(name);
+      removeNamespace(name);
+    }
+  }
+}
+
+function killProcessesIn(name: string): void {
+  let pids: string[] = [];
+  try {
+    pids = execFileSync('ip', ['netns', 'pids', name], { encoding: 'utf8', stdio: ['ignore', 'pipe', 'ignore'] })
+      .split(/\s+/)
+      .filter(Boolean);
+  } catch {
+    // Already gone.
+  }
+  for (const pid of pids) {
+    try {
+      process.kill(Number(pid), 'SIGKILL');
+    } catch {
+      // Ended meanwhile.
+    }
   }
 }
 
