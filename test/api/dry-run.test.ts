@@ -5,10 +5,9 @@
  * `meta.dry_run: true`, and nothing stored, claimed or sent. Runs on both stores.
  */
 import { startTestService, TestService, waitForStatus } from '../helpers/service';
+import { LOAD_BALANCER as LB, runningLoadBalancer as running } from '../helpers/load-balancers';
 
 jest.setTimeout(60_000);
-
-const LB = { region: 'fra1', algorithm: 'round_robin', protocol: 'http', port: 80, health_check_path: '/health', sticky_sessions: false };
 
 let t: TestService;
 beforeAll(async () => {
@@ -18,13 +17,7 @@ afterAll(async () => t?.stop());
 
 const idsOf = async (path: string): Promise<string[]> => (await t.api('GET', `${path}?limit=100`)).body.data.map((r: { id: string }) => r.id).sort();
 
-async function runningLoadBalancer(name: string): Promise<{ id: string; etag: string }> {
-  const created = await t.api('POST', '/api/v1/load-balancers', { ...LB, name });
-  expect(created.status).toBe(201);
-  await waitForStatus(t, `/api/v1/load-balancers/${created.body.data.id}`, 'running', 30_000);
-  const read = await t.api('GET', `/api/v1/load-balancers/${created.body.data.id}`);
-  return { id: created.body.data.id, etag: String(read.headers.get('etag')) };
-}
+const runningLoadBalancer = (name: string) => running(t, name);
 
 describe('a dry-run create', () => {
   it('answers the resource in its first state and stores nothing', async () => {

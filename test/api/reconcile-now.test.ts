@@ -7,14 +7,13 @@
  * taken away (s3-buckets.test.ts).
  */
 import { CustomObjectsApi, PatchStrategy, setHeaderOptions } from '@kubernetes/client-node';
-import { eventually, startTestService, TestService, waitForStatus } from '../helpers/service';
+import { eventually, startTestService, TestService } from '../helpers/service';
 import { clusterFor, clusterMode, kubeConfigOf } from '../helpers/cluster';
 import { objectNameForId } from '../../src/lib/ids';
+import { runningLoadBalancer as running } from '../helpers/load-balancers';
 import { createTeam } from '../../src/accounts/bootstrap';
 
 jest.setTimeout(60_000);
-
-const LB = { region: 'fra1', algorithm: 'round_robin', protocol: 'http', port: 80, health_check_path: '/health', sticky_sessions: false };
 
 let t: TestService;
 beforeAll(async () => {
@@ -22,12 +21,7 @@ beforeAll(async () => {
 });
 afterAll(async () => t?.stop());
 
-async function runningLoadBalancer(name: string): Promise<string> {
-  const created = await t.api('POST', '/api/v1/load-balancers', { ...LB, name });
-  expect(created.status).toBe(201);
-  await waitForStatus(t, `/api/v1/load-balancers/${created.body.data.id}`, 'running', 30_000);
-  return created.body.data.id;
-}
+const runningLoadBalancer = async (name: string) => (await running(t, name)).id;
 
 const read = (id: string) => t.api('GET', `/api/v1/load-balancers/${id}`);
 const reconcile = (id: string, headers: Record<string, string> = {}) => t.api('POST', `/api/v1/load-balancers/${id}/reconcile`, undefined, { headers });
