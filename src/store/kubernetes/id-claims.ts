@@ -97,6 +97,17 @@ export class IdClaims {
   }
 
   /**
+   * Takes in the object a create just made, answered as made: the watch may already have
+   * brought a later version (a reconciler's first status write, in the same process), and
+   * a create answers what it created, as the embedded store and the API server do.
+   */
+  created(info: KindInfo, raw: Raw): StoredObject {
+    const cached = this.upsert(info, raw);
+    if (cached.meta.resourceVersion === raw.metadata.resourceVersion) return cached;
+    return toStored(info, raw, cached.meta.id, this.o.systemNamespace);
+  }
+
+  /**
    * Trims, in place, a custom resource as it comes in, and gives one the store created,
    * whose status is not written yet, the first status it carries (first-status.ts).
    */

@@ -149,7 +149,7 @@ export class KubernetesStore implements Store {
       const created = await this.api.call<Raw>(() =>
         this.custom.createNamespacedCustomObject({ group: GROUP, version: VERSION, namespace, plural: info.plural, body }),
       );
-      const object = this.claims.upsert(info, created);
+      const object = this.claims.created(info, created);
       if (object.meta.statusUnwritten) this.firstStatusWrites.schedule(info.kind, input.meta.team, input.meta.id);
       return readAs<S, St>(object);
     } catch (err) {
