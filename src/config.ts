@@ -80,6 +80,8 @@ export interface Config {
   /** The team network a VPN gateway's local_network_cidr defaults to. */
   vpcCidr: string;
   simulation: SimulationConfig;
+  /** Whether teams may ask the simulated drivers for faults (/api/v1/simulation/faults; docs/api.md, "The simulation API"). */
+  simulationApi: boolean;
   drivers: DriverConfig;
   agentLlm?: {
     url: string;
@@ -768,6 +770,7 @@ export function loadConfig(env: Env = process.env): Config {
       delays: numberMap(env, 'CLOUDPLANE_SIM_DELAYS', 0, Number.MAX_SAFE_INTEGER),
       failures: numberMap(env, 'CLOUDPLANE_SIM_FAILURES', 0, 1),
     },
+    simulationApi: bool(env, 'CLOUDPLANE_SIMULATION_API', false),
     drivers: drivers(env, dataDir),
     agentLlm: llmUrl
       ? {

@@ -15,6 +15,7 @@ import { BOOTSTRAP_RECORDS } from './accounts/installation';
 import { dropExpiredPrevious } from './webhooks/secrets';
 import { IDEMPOTENCY_RECORDS } from './api/plugins/idempotency';
 import { USAGE_RECORDS } from './usage/records';
+import { SIMULATION_FAULT_RECORDS } from './drivers/simulated/faults';
 import { ownedByName, RecordKind } from './store/record-kinds';
 import type { RecordSweepRules } from './controllers/record-sweeper';
 
@@ -36,6 +37,7 @@ export const RECORD_KINDS: readonly RecordKind[] = [
   USAGE_RECORDS,
   BOOTSTRAP_RECORDS,
   IDEMPOTENCY_RECORDS,
+  SIMULATION_FAULT_RECORDS,
 ];
 
 /** What the sweeper is handed: the kinds above, and webhook secrets' previous values. */

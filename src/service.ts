@@ -50,6 +50,7 @@ import { reportEventConsumers, reportLeadership } from './metrics';
 import { fieldOf, textOf } from './lib/unknown-values';
 import { limitHeapGrowth } from './lib/heap-growth';
 import { ResourceWatches } from './api/watches';
+import { SimulationFaults } from './drivers/simulated/faults';
 
 export interface RunningService {
   app: FastifyInstance;
@@ -148,6 +149,9 @@ export async function startService(config: Config, logger: Logger = createLogger
     started.push(() => {
       resourceWatches.close();
     });
+    // The simulation API's faults are kept in the store's records, where every replica reads them.
+    const faults = config.simulationApi ? new SimulationFaults(store.records) : undefined;
+    if (faults) familyParts.simulation.useFaults(faults);
     const ctx: ApiContext = {
       config,
       store,
@@ -164,6 +168,7 @@ export async function startService(config: Config, logger: Logger = createLogger
       usage,
       cursorKey,
       watches: resourceWatches,
+      faults,
       logger,
     };
 

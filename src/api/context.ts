@@ -15,6 +15,7 @@ import type { UsageMeter } from '../usage';
 import type { QuotaScope } from '../resources/quota';
 import type { SharedRecords } from '../store/shared-records';
 import type { ResourceWatches } from './watches';
+import type { SimulationFaults } from '../drivers/simulated/faults';
 
 export interface ApiContext {
   config: Config;
@@ -39,6 +40,8 @@ export interface ApiContext {
   cursorKey: Buffer;
   /** The watches of resources this replica serves (GET ...?watch=true). */
   watches: ResourceWatches;
+  /** The faults teams ask of the simulated drivers; only with CLOUDPLANE_SIMULATION_API=true (routes/simulation.ts). */
+  faults?: SimulationFaults;
   logger: Logger;
 }
 

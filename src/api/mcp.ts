@@ -62,7 +62,10 @@ function toolOf(operation: Operation): McpTool {
 let cachedTools: McpTool[] | undefined;
 /** Every operation's tool, in the list's order. */
 export function allTools(): McpTool[] {
-  return (cachedTools ??= allOperations().map(toolOf));
+  // An operation served only with a setting on (the simulation API) is the CLI's alone.
+  return (cachedTools ??= allOperations()
+    .filter((operation) => operation.servedWith === undefined)
+    .map(toolOf));
 }
 
 /** A route's path with its placeholders blanked, `:id` and `{id}` alike, to match an operation to its route. */

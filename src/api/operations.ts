@@ -21,6 +21,7 @@ import { pluralOf } from '../lib/plural';
 import { fieldOf, recordAt, scalarText } from '../lib/unknown-values';
 import { listQuerySchema } from './list';
 import { DRY_RUN_PROPERTIES, DryRunQuery } from './dry-run';
+import { FaultCreate } from '../drivers/simulated/faults';
 
 export type Method = 'GET' | 'POST' | 'PATCH' | 'PUT' | 'DELETE';
 
@@ -58,6 +59,8 @@ export interface Operation {
   versioned?: boolean;
   /** The answer is a document of this media type, printed as it is or written to `--<fileFlag>` (a kubeconfig). */
   document?: { mediaType: string; fileFlag: string };
+  /** Served only with this setting on (the simulation API): a CLI command, not one of the MCP server's tools. */
+  servedWith?: string;
 }
 
 /** Statuses after which a wait for another status cannot succeed. */
@@ -275,6 +278,7 @@ function serviceOperations(): Operation[] {
       columns: ['limits', 'period'],
     },
     { command: ['regions', 'list'], summary: 'List regions', method: 'GET', path: '/regions', columns: ['id', 'name', 'available'] },
+    ...simulationOperations(),
     {
       command: ['event-types', 'list'],
       summary: 'List the event types the service emits (what a webhook subscription can name)',
@@ -294,4 +298,25 @@ export function allOperations(): Operation[] {
 /** The placeholders of a path, in order: `{webhook_id}` -> webhook_id. */
 export function placeholdersOf(path: string): string[] {
   return [...path.matchAll(/\{([a-z_]+)\}/g)].map((m) => m[1]);
+}
+
+/** The simulation API's (docs/api.md, "The simulation API"), served with CLOUDPLANE_SIMULATION_API=true only. */
+function simulationOperations(): Operation[] {
+  const columns = ['id', 'family', 'operation', 'remaining', 'error', 'delay_ms'];
+  const servedWith = 'CLOUDPLANE_SIMULATION_API';
+  const path = '/simulation/faults';
+  return [
+    { command: ['simulation', 'faults', 'list'], summary: "List the team's faults still waiting", method: 'GET', path, columns, servedWith },
+    {
+      command: ['simulation', 'faults', 'add'],
+      summary: 'Make the next operations of a simulated family fail (--error) or take a set time (--delay-ms)',
+      method: 'POST',
+      path,
+      body: FaultCreate,
+      columns,
+      servedWith,
+    },
+    { command: ['simulation', 'faults', 'remove'], summary: 'Remove a fault', method: 'DELETE', path: `${path}/{id}`, columns, servedWith },
+    { command: ['simulation', 'faults', 'clear'], summary: 'Remove every fault of the team', method: 'DELETE', path, columns, servedWith },
+  ];
 }

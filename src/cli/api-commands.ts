@@ -141,7 +141,7 @@ async function run(operation: Operation, command: Command, args: string[]): Prom
   let data = answer.body?.data;
   if (data === undefined) {
     // 204: done, nothing to show (an API key revoked).
-    note(`Done: ${operation.command.join(' ')} ${ids.join(' ')}.`);
+    note(`Done: ${[...operation.command, ...ids].join(' ')}.`);
     return;
   }
   // A dry run (docs/api.md): the resource as the change would leave it; nothing to wait for.

@@ -13,6 +13,7 @@ import type { FamilyReconcilerDeps } from '../controllers/registry';
 import type { ApiApp } from '../api/api-app';
 import type { ApiContext } from '../api/context';
 import { buildContextOf, checkDriverSettings, ChosenDriver, DriverSet, SomeDriver } from '../drivers/registry';
+import type { Simulation } from '../drivers/simulated/simulation';
 import { driverFamiliesOf, FamilyModule } from './module';
 
 export interface BuiltFamilies {
@@ -22,6 +23,8 @@ export interface BuiltFamilies {
   reconcilers: ReadonlyArray<(deps: FamilyReconcilerDeps) => Reconciler[]>;
   /** Registers every module's routes, in the modules' order (api/app.ts). */
   routes(app: ApiApp, ctx: ApiContext): void;
+  /** The simulation behind the simulated drivers, which the simulation API's faults reach. */
+  simulation: Simulation;
 }
 
 /**
@@ -65,5 +68,6 @@ export function buildFamilies(
     routes: (app, apiCtx) => {
       for (const { parts } of built) parts.routes(app, apiCtx);
     },
+    simulation: ctx.simulation,
   };
 }

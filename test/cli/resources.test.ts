@@ -27,7 +27,8 @@ let t: TestService;
 let run: ReturnType<typeof boundCli>['run'];
 let json: ReturnType<typeof boundCli>['json'];
 beforeAll(async () => {
-  t = await startTestService(WEBHOOK_ENV);
+  // The simulation API on, so that the document has every operation a command runs.
+  t = await startTestService({ ...WEBHOOK_ENV, CLOUDPLANE_SIMULATION_API: 'true' });
   ({ run, json } = boundCli(t.url, t.key));
 });
 afterAll(async () => t.stop());
@@ -76,6 +77,22 @@ describe('the command table and the OpenAPI document', () => {
       (key) => !covered.has(key) && !listenProtocol.has(key) && / \/api\/v1\//.test(key) && !/ \/api\/v1\/session\b/.test(key),
     );
     expect(missing).toEqual([]);
+  });
+});
+
+describe('the simulation API', () => {
+  it('adds a fault that fails the next create --wait, lists it until it is used up, and clears the rest', async () => {
+    const added = await json(['simulation', 'faults', 'add', '--family', 'server', '--operation', 'provision', '--error', 'no capacity', '--count', '2']);
+    expect(added).toMatchObject({ family: 'server', operation: 'provision', remaining: 2, error: 'no capacity' });
+    const failed = await run(['servers', 'create', '--name', 'cli-doomed', '--region', 'fra1', '--wait']);
+    expect(failed.code).toBe(1);
+    expect(failed.stderr).toMatch(/Provisioning failed: no capacity/);
+    const listed = await run(['simulation', 'faults', 'list']);
+    expect(listed.stdout).toMatch(new RegExp(`^${added.id}\\s+server\\s+provision\\s+1\\s+no capacity\\s+-$`, 'm'));
+    const cleared = await run(['simulation', 'faults', 'clear']);
+    expect(cleared.code).toBe(0);
+    expect(cleared.stderr).toMatch(/^Done: simulation faults clear\.$/m);
+    expect(await json(['simulation', 'faults', 'list'])).toEqual([]);
   });
 });
 

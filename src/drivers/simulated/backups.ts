@@ -8,27 +8,33 @@ import { Type } from '@sinclair/typebox';
 import { Value } from '@sinclair/typebox/value';
 import type { BackupDriver, BackupSubject, OperationProgress } from '../backup';
 import type { DriverHealth, ExternalRecord } from '../types';
-import type { SimulatedOperation, Simulation } from './simulation';
+import type { Simulation } from './simulation';
 import { promised } from '../../lib/promised';
 
 const FAMILY = 'backup';
 
 /** An operation as `begin` records it; anything else in its place was not started here. */
-const RecordedOperation = Type.Object({ name: Type.String(), started_at: Type.String(), fails: Type.Optional(Type.Boolean()) });
+const RecordedOperation = Type.Object({
+  name: Type.String(),
+  started_at: Type.String(),
+  fails: Type.Optional(Type.Boolean()),
+  reason: Type.Optional(Type.String()),
+  duration_ms: Type.Optional(Type.Integer({ minimum: 0 })),
+});
 
 export class SimulatedBackupDriver implements BackupDriver {
   constructor(private readonly sim: Simulation) {}
 
-  start(backup: BackupSubject): Promise<ExternalRecord> {
-    return promised(() => ({ method: 'simulated', snapshot: { ...this.begin(backup, 'snapshot') } }));
+  async start(backup: BackupSubject): Promise<ExternalRecord> {
+    return { method: 'simulated', snapshot: { ...(await this.sim.begin(FAMILY, backup.team, backup.id, 'snapshot')) } };
   }
 
   observe(backup: BackupSubject): Promise<OperationProgress> {
     return promised(() => this.progressOf(backup, 'snapshot'));
   }
 
-  startRestore(backup: BackupSubject, startedAt: string): Promise<ExternalRecord> {
-    return promised(() => ({ ...backup.external, restore: { ...this.begin(backup, 'restore', startedAt) } }));
+  async startRestore(backup: BackupSubject, startedAt: string): Promise<ExternalRecord> {
+    return { ...backup.external, restore: { ...(await this.sim.begin(FAMILY, backup.team, backup.id, 'restore', startedAt)) } };
   }
 
   observeRestore(backup: BackupSubject): Promise<OperationProgress> {
@@ -41,11 +47,6 @@ export class SimulatedBackupDriver implements BackupDriver {
 
   health(): DriverHealth {
     return this.sim.outcomesOf(FAMILY).health();
-  }
-
-  private begin(backup: BackupSubject, name: string, startedAt = new Date().toISOString()): SimulatedOperation {
-    const op: SimulatedOperation = { name, started_at: startedAt };
-    return { ...op, fails: this.sim.willFail(FAMILY, backup.id, op) };
   }
 
   private progressOf(backup: BackupSubject, name: string): OperationProgress {

@@ -9,15 +9,19 @@ import { createHash } from 'node:crypto';
 import { Type, Static } from '@sinclair/typebox';
 import { Value } from '@sinclair/typebox/value';
 import { canonicalJson } from '../../lib/canonical-json';
-import { nowIso } from '../../lib/time';
 import type { Driver, DriverHealth, ExternalRecord, Managed, Observation, Step } from '../types';
 import type { Progress, Simulation } from './simulation';
 import { promised } from '../../lib/promised';
 
-const Started = { started_at: Type.String(), fails: Type.Optional(Type.Boolean()) };
+const Started = {
+  started_at: Type.String(),
+  fails: Type.Optional(Type.Boolean()),
+  reason: Type.Optional(Type.String()),
+  duration_ms: Type.Optional(Type.Integer({ minimum: 0 })),
+};
 
-/** An operation as the record keeps it: when it started, and whether it will fail. */
-export type StartedOperation = { started_at: string; fails?: boolean };
+/** An operation as the record keeps it: when it started, whether it will fail, and what a fault asked of it (faults.ts). */
+export type StartedOperation = { started_at: string; fails?: boolean; reason?: string; duration_ms?: number };
 
 /** The record of a simulated resource: each operation with when it was started. */
 export const SimulatedRecord = Type.Object({
@@ -64,8 +68,8 @@ export abstract class SimulatedDriver<Desired, Outputs, Observed> implements Dri
   protected abstract stateOf(resource: Managed<Desired>, record: SimulatedRecord, ready: boolean): FamilyState<Observed>;
 
   /** The family's own operations an update starts (a power move); the record as it is by default. */
-  protected plan(_resource: Managed<Desired>, record: SimulatedRecord): SimulatedRecord {
-    return record;
+  protected plan(_resource: Managed<Desired>, record: SimulatedRecord): Promise<SimulatedRecord> {
+    return Promise.resolve(record);
   }
 
   observe(resource: Managed<Desired>): Promise<Observation<Outputs, Observed>> {
@@ -98,11 +102,9 @@ export abstract class SimulatedDriver<Desired, Outputs, Observed> implements Dri
     });
   }
 
-  create(resource: Managed<Desired>): Promise<Step> {
-    return promised(() => {
-      const record: SimulatedRecord = { provision: { ...this.start(resource, 'provision'), config: this.configHash(resource.desired) } };
-      return this.step(resource, record, 'provision', record.provision.started_at);
-    });
+  async create(resource: Managed<Desired>): Promise<Step> {
+    const record: SimulatedRecord = { provision: { ...(await this.start(resource, 'provision')), config: this.configHash(resource.desired) } };
+    return this.step(resource, 'provision', record.provision, record);
   }
 
   async update(resource: Managed<Desired>): Promise<Step> {
@@ -112,20 +114,18 @@ export abstract class SimulatedDriver<Desired, Outputs, Observed> implements Dri
     const config = this.configProgress(resource, record);
     // A change not yet asked for, or one the provider rejected, is asked for (again).
     if (!config.upToDate && config.pollAfterMs === undefined) {
-      record = { ...record, configure: { ...this.start(resource, 'configure'), config: this.configHash(resource.desired) } };
+      record = { ...record, configure: { ...(await this.start(resource, 'configure')), config: this.configHash(resource.desired) } };
     }
-    record = this.plan(resource, record);
+    record = await this.plan(resource, record);
     return { external: record, pollAfterMs: this.sim.baseDelayMs(this.family), replayable: true };
   }
 
-  delete(resource: Managed<Desired>): Promise<Step> {
-    return promised(() => {
-      const current = this.recordOf(resource);
-      if (!current) return { external: {} };
-      if (current.release) return { external: current, pollAfterMs: this.remainingOf(resource, 'release', current.release.started_at) };
-      const record = { ...current, release: this.start(resource, 'release') };
-      return this.step(resource, record, 'release', record.release.started_at);
-    });
+  async delete(resource: Managed<Desired>): Promise<Step> {
+    const current = this.recordOf(resource);
+    if (!current) return { external: {} };
+    if (current.release) return { external: current, pollAfterMs: this.remainingOf(resource, 'release', current.release) };
+    const release = await this.start(resource, 'release');
+    return this.step(resource, 'release', release, { ...current, release });
   }
 
   health(): DriverHealth {
@@ -136,19 +136,19 @@ export abstract class SimulatedDriver<Desired, Outputs, Observed> implements Dri
     return this.sim.progress(this.family, resource.id, { name: operation, ...started });
   }
 
-  /** An operation starting now, with its outcome decided. */
-  protected start(resource: Managed<Desired>, operation: string): StartedOperation {
-    const started_at = nowIso();
-    return { started_at, fails: this.sim.willFail(this.family, resource.id, { name: operation, started_at }) };
+  /** An operation starting now, with its outcome decided (simulation.ts, begin). */
+  protected async start(resource: Managed<Desired>, operation: string): Promise<StartedOperation> {
+    const { name: _name, ...started } = await this.sim.begin(this.family, resource.team, resource.id, operation);
+    return started;
   }
 
-  protected remainingOf(resource: Managed<Desired>, operation: string, startedAt: string): number {
-    return Math.max(1, this.sim.endOf(this.family, resource.id, { name: operation, started_at: startedAt }) - Date.now());
+  protected remainingOf(resource: Managed<Desired>, operation: string, started: StartedOperation): number {
+    return Math.max(1, this.sim.endOf(this.family, resource.id, { name: operation, ...started }) - Date.now());
   }
 
   /** A simulated operation lost with its record is simply started again. */
-  private step(resource: Managed<Desired>, record: SimulatedRecord, operation: string, startedAt: string): Step {
-    return { external: record, pollAfterMs: this.remainingOf(resource, operation, startedAt), replayable: true };
+  private step(resource: Managed<Desired>, operation: string, started: StartedOperation, record: SimulatedRecord): Step {
+    return { external: record, pollAfterMs: this.remainingOf(resource, operation, started), replayable: true };
   }
 
   /** The driver's record of the resource, or null before the first create (or when unreadable: made again). */

@@ -49,15 +49,18 @@ export class SimulatedServerDriver extends SimulatedDriver<ServerDesired, Server
   }
 
   /** One move at a time: power first, then reboots, each once the one before has ended. */
-  protected override plan(resource: Managed<ServerDesired>, record: SimulatedRecord): SimulatedRecord {
+  protected override async plan(resource: Managed<ServerDesired>, record: SimulatedRecord): Promise<SimulatedRecord> {
     const { desired } = resource;
     const power = this.powerOf(resource, record);
     if (power.moving) return record;
     const requests = asStored(desired).reboot_requests ?? 0;
     if (power.state !== desired.power_state)
-      return { ...record, power: { ...this.start(resource, desired.power_state === 'off' ? 'power_off' : 'power_on'), state: desired.power_state, requests } };
+      return {
+        ...record,
+        power: { ...(await this.start(resource, desired.power_state === 'off' ? 'power_off' : 'power_on')), state: desired.power_state, requests },
+      };
     if (power.state === 'on' && this.rebootsDone(resource, record) < requests && !this.rebootPending(resource, record)) {
-      return { ...record, reboot: { ...this.start(resource, 'reboot'), requests } };
+      return { ...record, reboot: { ...(await this.start(resource, 'reboot')), requests } };
     }
     return record;
   }

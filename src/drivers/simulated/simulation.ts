@@ -10,6 +10,8 @@ import { createHash } from 'node:crypto';
 import type { SimulationConfig } from '../../config';
 import { HEALTH_WINDOW_MS, OutcomeWindow } from '../health';
 import { ExpiringSet } from '../../lib/expiring-set';
+import { nowIso } from '../../lib/time';
+import type { SimulationFaults } from './faults';
 
 /** A number in [0, 1) drawn from the hash of `parts`: the same parts, the same number. */
 export function draw(...parts: Array<string | number>): number {
@@ -34,6 +36,10 @@ export interface SimulatedOperation {
   started_at: string;
   /** Decided when it started (willFail); records written before that was kept lack it. */
   fails?: boolean;
+  /** Why it fails, when a fault asked through the simulation API decided it (faults.ts). */
+  reason?: string;
+  /** How long it takes, when a fault of the simulation API set it; else drawn from the family's delay. */
+  duration_ms?: number;
 }
 
 export type Progress = { state: 'pending'; remainingMs: number } | { state: 'succeeded' } | { state: 'failed'; reason: string };
@@ -52,8 +58,27 @@ export class Simulation {
   private readonly recorded = new ExpiringSet(RECORDED_MAX, HEALTH_WINDOW_MS);
   private readonly addresses = new Map<string, string>();
   private readonly addressOwners = new Map<string, string>();
+  /** The faults teams asked for (CLOUDPLANE_SIMULATION_API); none until the store that keeps them is open. */
+  private faults: SimulationFaults | undefined;
 
   constructor(readonly config: SimulationConfig) {}
+
+  /** Lets operations take the faults kept by `faults` from now on. */
+  useFaults(faults: SimulationFaults): void {
+    this.faults = faults;
+  }
+
+  /**
+   * An operation of `team`'s resource starting now, its outcome decided: by the first fault
+   * the team asked for that it matches, else drawn against the family's failure rate.
+   */
+  async begin(family: string, team: string, id: string, name: string, startedAt = nowIso()): Promise<SimulatedOperation> {
+    const op: SimulatedOperation = { name, started_at: startedAt };
+    const fault = await this.faults?.take(team, family, name);
+    const timed = fault?.delayMs != null ? { duration_ms: fault.delayMs } : {};
+    if (fault?.error != null) return { ...op, fails: true, reason: fault.error, ...timed };
+    return { ...op, fails: fault ? false : this.willFail(family, id, op), ...timed };
+  }
 
   /** Base time of an operation of `family` (CLOUDPLANE_SIM_DELAY_MS, or its CLOUDPLANE_SIM_DELAYS entry). */
   baseDelayMs(family: string): number {
@@ -83,13 +108,15 @@ export class Simulation {
     const remainingMs = this.endOf(family, id, op) - Date.now();
     if (remainingMs > 0) return { state: 'pending', remainingMs };
     const failed = op.fails ?? this.willFail(family, id, op);
-    this.recordOnce(family, `${id}/${op.name}/${op.started_at}`, failed ? this.reasonOf(op.name) : null, Date.now() + remainingMs);
+    const reason = op.reason ?? this.reasonOf(op.name);
+    this.recordOnce(family, `${id}/${op.name}/${op.started_at}`, failed ? reason : null, Date.now() + remainingMs);
     if (!failed) return { state: 'succeeded' };
-    return { state: 'failed', reason: this.reasonOf(op.name) };
+    return { state: 'failed', reason };
   }
 
   /** When a started operation ends (ms since the epoch): its start plus a delay drawn from its identity. */
   endOf(family: string, id: string, op: SimulatedOperation): number {
+    if (op.duration_ms !== undefined) return Date.parse(op.started_at) + op.duration_ms;
     const scale = op.name === 'provision' ? 1 : 0.5;
     const delay = Math.round(this.baseDelayMs(family) * scale * (0.75 + 0.5 * draw(family, id, op.name, op.started_at, 'delay')));
     return Date.parse(op.started_at) + delay;
