@@ -3,6 +3,7 @@
  * The command line:
  *   cloudplane [serve]                 run the service (embedded store and simulated provider by default)
  *   cloudplane team create NAME EMAIL  add a team with its owner, print the owner's first API key
+ *   cloudplane state export|import|reset  the embedded state as one file, while the service is stopped (src/cli/state.ts)
  *   cloudplane vpn-agent [flags]       run a VPN gateway's tunnel and serve its status (src/cli/vpn-agent.ts)
  *   cloudplane <group> <command> ...   the API's commands and contexts (src/cli/program.ts, docs/cli.md)
  */
@@ -63,6 +64,11 @@ async function main(argv: string[]): Promise<void> {
     const { createTeamOffline } = await import('./cli/team');
     const created = await createTeamOffline(loadConfig(), rest[1], rest[2]);
     process.stdout.write(`Created team ${created.teamId} with owner ${created.userId}. API key, shown this once:\n  ${created.token}\n`);
+    return;
+  }
+  if (command === 'state') {
+    const { loadConfig } = await import('./config');
+    process.exitCode = await (await import('./cli/state')).runState(loadConfig(), rest);
     return;
   }
   if (command === 'team' && rest[0] === 'create') {

@@ -59,7 +59,7 @@ describe('docs/cli.md', () => {
   it('finds the commands to look for', () => {
     expect(apiCommands).toEqual(expect.arrayContaining(['auth init', 'servers backups list', 'jobs runs get', 'listen', 'completion']));
     expect(apiCommands.length).toBeGreaterThan(90);
-    expect(serviceCommands.sort()).toEqual(['serve', 'team create', 'vpn-agent']);
+    expect(serviceCommands.sort()).toEqual(['serve', 'state', 'team create', 'vpn-agent']);
   });
 
   it('mentions every command of the commander tree', () => {
