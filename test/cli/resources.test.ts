@@ -154,7 +154,9 @@ describe('families', () => {
     expect(await json(['load-balancers', 'delete', lb.id])).toMatchObject({ status: 'deleted' });
     expect((await json(['load-balancers', 'list', '--status', 'deleted'])).map((r: any) => r.id)).toContain(lb.id);
     expect(await json(['servers', 'delete', server.id, '--wait'])).toMatchObject({ status: 'deleted' });
-  });
+    // About thirty CLI processes one after another, each a Node start: on a loaded CI machine
+    // that took past the default 60 s once.
+  }, 180_000);
 
   it('--wait shows a spinner on a terminal, and nothing on stderr otherwise', async () => {
     const quiet = await run(['servers', 'create', '--name', 'quiet-svr', '--region', 'fra1', '--wait']);
