@@ -52,6 +52,8 @@ export interface Config {
   host: string;
   port: number;
   dataDir: string;
+  /** Manifests applied to the first team at the install's first start (src/init-manifests.ts). */
+  initDir?: string;
   /** Embedded store: compact its log into a snapshot once the log is this large. */
   storeCompactBytes: number;
   /** Embedded store: how many objects it keeps parsed; the others are read from the data directory when read. */
@@ -744,6 +746,7 @@ export function loadConfig(env: Env = process.env): Config {
     host: env.CLOUDPLANE_HOST || '127.0.0.1',
     port: int(env, 'CLOUDPLANE_PORT', 8080, 0, 65535),
     dataDir,
+    initDir: env.CLOUDPLANE_INIT_DIR ? path.resolve(env.CLOUDPLANE_INIT_DIR) : undefined,
     consoleDir: path.resolve(env.CLOUDPLANE_CONSOLE_DIR || path.join(packageRoot(), 'dist', 'console')),
     storeCompactBytes: int(env, 'CLOUDPLANE_STORE_COMPACT_BYTES', 64 * 1024 * 1024, 4096),
     storeParsedObjects: int(env, 'CLOUDPLANE_STORE_PARSED_OBJECTS', 10_000, 1),

@@ -51,6 +51,7 @@ import { fieldOf, textOf } from './lib/unknown-values';
 import { limitHeapGrowth } from './lib/heap-growth';
 import { ResourceWatches } from './api/watches';
 import { SimulationFaults } from './drivers/simulated/faults';
+import { applyInitManifests, readInitManifests } from './init-manifests';
 
 export interface RunningService {
   app: FastifyInstance;
@@ -85,6 +86,8 @@ export async function startService(config: Config, logger: Logger = createLogger
     // In cluster mode the store and the drivers watch the team namespaces on the same watches.
     const watches = config.kubernetes ? teamNamespaceWatchesFor(config.kubernetes, logger) : undefined;
     const familyParts = buildFamilies(FAMILY_MODULES, families, config, logger, watches);
+    // Read and checked before anything opens: a bad manifest stops start-up naming it.
+    const initManifests = config.initDir ? readInitManifests(config.initDir) : [];
     const { drivers } = familyParts;
     const limits = quotaLimits(families, config.quotas);
     // The embedded store and bus report refused writes of the data directory in one place.
@@ -113,6 +116,11 @@ export async function startService(config: Config, logger: Logger = createLogger
     const authenticator = new ApiKeyAuthenticator(store, writer);
     await authenticator.start();
     const bootstrap = await ensureBootstrap(store, writer, authenticator, config.bootstrapApiKey);
+    // The install's first start made the first team: it starts with the init manifests' resources.
+    if (bootstrap?.madeTeam && initManifests.length > 0) {
+      await applyInitManifests(store, bootstrap.teamId, initManifests);
+      logger.info({ manifests: initManifests.length, team: bootstrap.teamId }, `applied the ${initManifests.length} manifests of ${config.initDir}`);
+    }
     const cursorKey = await cursorKeyOf(store);
     const sessions = new SessionManager(store, config.sessions, logger);
     sessions.start();

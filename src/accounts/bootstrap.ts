@@ -18,6 +18,8 @@ export interface NewTeam {
   keyId: string;
   /** The full API key: shown once, never stored. */
   token: string;
+  /** Whether this start made the team (the install's first start), not only issued the configured key to it. */
+  madeTeam?: boolean;
 }
 
 export interface TeamInput {
@@ -97,7 +99,7 @@ async function makeFirstTeamOrKey(store: Store, writer: ResourceWriter, authenti
     const ids = { teamId: claim.team_id, userId: claim.user_id };
     // A claim whose team never appears was left by a start that died: take it over.
     if (claim.team_id === proposal.team_id || !(await firstTeam(store, 10_000))) {
-      return createTeam(writer, authenticator, FIRST_TEAM(configuredKey), ids);
+      return { ...(await createTeam(writer, authenticator, FIRST_TEAM(configuredKey), ids)), madeTeam: true };
     }
   }
   if (configuredKey && !(await authenticator.knows(configuredKey))) {
