@@ -25,7 +25,10 @@ const LAYERS = [
   { name: 'accounts', paths: ['^src/accounts/'] },
   { name: 'api', paths: ['^src/api/'] },
   { name: 'families', paths: ['^src/families/'] },
-  { name: 'entry', paths: ['^src/cli/', '^src/service\\.ts$', '^src/main\\.ts$', '^src/record-upkeep\\.ts$', '^src/testing\\.ts$', '^src/init-manifests\\.ts$'] },
+  {
+    name: 'entry',
+    paths: ['^src/cli/', '^src/service\\.ts$', '^src/main\\.ts$', '^src/record-upkeep\\.ts$', '^src/testing\\.ts$', '^src/init-manifests\\.ts$'],
+  },
 ];
 
 /** Peers share one rank: none is above another, so none may import another. */
