@@ -29,7 +29,6 @@ import { STATUS_PENDING_LABEL } from '../store/kubernetes/names';
 import { decorating, ReconcileResult, Reconciler } from './controller';
 import { ADOPTION_GRACE_MS } from '../events/write-timing';
 import { asStored } from '../resources/family';
-import { Value } from '@sinclair/typebox/value';
 
 const ACTOR = 'system';
 
@@ -97,31 +96,9 @@ async function adopt(family: AnyFamily, resource: Resource, store: Store, writer
   } catch (err) {
     // A broken rule is the resource's fault; a failed write (a conflict, the store away) is retried.
     if (progress.judged || !(err instanceof ApiError)) throw err;
-    // The rules refused before filling in what the CR left out: the record still needs
-    // every field of the spec to be shown (else its list answers 500).
-    const shown = await writeDefaults(store, resource, placeholdersOf(family, resource.spec));
-    await writer.initialize(family, shown, ACTOR, err.message);
+    await writer.initialize(family, resource, ACTOR, err.message);
     return false;
   }
-}
-
-/**
- * A value of its type for each field the spec schema requires that `spec` lacks (false, the
- * first of an enum, a minimum, null where nullable): what a refused resource shows, since the
- * rules that would have defaulted them did not run. A field no value can be made for is left out.
- */
-function placeholdersOf(family: AnyFamily, spec: object): object {
-  const schema = family.schemas.spec;
-  const missing = (schema.required ?? []).filter((field) => !(field in spec));
-  const placeholders: Record<string, unknown> = {};
-  for (const field of missing) {
-    try {
-      placeholders[field] = Value.Create(schema.properties[field]);
-    } catch {
-      // A string with a pattern and no default, say: left out.
-    }
-  }
-  return placeholders;
 }
 
 /**
