@@ -47,6 +47,7 @@ metadata:
 spec:
   name: assets
   region: nowhere1
+  public: false
 `,
   'README.txt': 'not a manifest: left alone',
 };
