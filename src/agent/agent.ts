@@ -28,6 +28,7 @@ import { fieldOf, recordAt, scalarText } from '../lib/unknown-values';
 import { known } from '../lib/known';
 import { hasWord, LiveResource, nameOf, parseQuestion, Question, Window } from './question';
 import { howTo, noSuchCall } from './howto';
+import { recordOf } from '../resources/record-of';
 
 const HOUR_MS = 3_600_000;
 const DAY_MS = 24 * HOUR_MS;
@@ -188,7 +189,7 @@ export class DataAgent implements Agent {
   private async itemsOf(team: string, family: AnyFamily): Promise<Item[]> {
     const resources = await this.deps.store.list<Resource['spec'], Resource['status']>(family.kind, team);
     return resources
-      .map((r) => ({ family, record: family.toRecord(r) }))
+      .map((r) => ({ family, record: recordOf(family, r) }))
       .filter((item) => item.record.status !== 'destroyed')
       .sort((a, b) => String(a.record.created_at).localeCompare(String(b.record.created_at)));
   }
@@ -207,7 +208,7 @@ export class DataAgent implements Agent {
       if (events.length > 0) return `The ${family.title} ${id} no longer exists. ${history}`;
       return `I found no ${family.title} with id ${id} in your team.`;
     }
-    const record = family.toRecord(resource);
+    const record = recordOf(family, resource);
     const name = nameOf(record);
     const lines = [`${id}${name ? ` "${name}"` : ''} is a ${family.title}; its status is ${scalarText(record.status) ?? resource.status.status}.`];
     const statusReason = scalarText(record.status_reason);

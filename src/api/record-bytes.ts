@@ -13,6 +13,7 @@
  */
 import type { FastifyReply } from 'fastify';
 import type { AnyFamily, Resource } from '../resources/family';
+import { recordOf } from '../resources/record-of';
 
 export class RecordBytes {
   private readonly made = new WeakMap<Resource, Buffer>();
@@ -24,7 +25,7 @@ export class RecordBytes {
     let bytes = this.made.get(resource);
     if (bytes === undefined) {
       const serialize = reply.compileSerializationSchema(this.family.schemas.record);
-      const json = serialize(this.family.toRecord(resource));
+      const json = serialize(recordOf(this.family, resource));
       // A buffer of its own, not a slice of Node's shared 8 KiB pool: a kept slice would keep
       // its whole pool slab alive as long as it lives.
       bytes = Buffer.allocUnsafeSlow(Buffer.byteLength(json));

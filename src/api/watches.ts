@@ -33,6 +33,7 @@ import { isVisible } from './visible';
 import type { RequestLogLevel, WatchConfig } from '../config';
 import type { ActiveSession } from '../accounts/sessions';
 import { reportOpenWatches, watchesRefused } from '../metrics';
+import { recordOf } from '../resources/record-of';
 
 /** The query of a watch: `watch=true`, and how long it may last. */
 export const watchProperties = (settings: Pick<WatchConfig, 'maxSeconds'>) => ({
@@ -223,7 +224,7 @@ export class ResourceWatches {
     }
     for (const [type, shown] of first) {
       if (watcher.stream.closed) return;
-      watcher.stream.sendJson(type, 'meta' in shown ? this.recordOf(watcher, shown) : JSON.stringify(shown), position);
+      watcher.stream.sendJson(type, 'meta' in shown ? this.recordJson(watcher, shown) : JSON.stringify(shown), position);
       await watcher.stream.drained();
     }
     watcher.stream.send('synced', { resources: first.length }, position);
@@ -284,9 +285,9 @@ export class ResourceWatches {
     let unchanged: boolean | undefined;
     for (const watcher of set) {
       if (watcher.id !== undefined && watcher.id !== id) continue;
-      json ??= this.recordOf(watcher, shown);
+      json ??= this.recordJson(watcher, shown);
       // A write the record does not show (the outbox relay's, a resync's): nothing to tell.
-      unchanged ??= type === 'modified' && before !== undefined && this.recordOf(watcher, before) === json;
+      unchanged ??= type === 'modified' && before !== undefined && this.recordJson(watcher, before) === json;
       if (unchanged) return;
       if (!watcher.queued) watcher.stream.sendJson(type, json, eventId);
       else if (watcher.queued.length < QUEUED_CHANGES) watcher.queued.push([type, json, eventId]);
@@ -327,7 +328,7 @@ export class ResourceWatches {
       for (const watcher of set) if (watcher.heldBy === id) watcher.stream.end('the key or member that opened the watch was revoked');
   }
 
-  private recordOf(watcher: Watcher, resource: Resource): string {
-    return watcher.serialize(watcher.family.toRecord(resource));
+  private recordJson(watcher: Watcher, resource: Resource): string {
+    return watcher.serialize(recordOf(watcher.family, resource));
   }
 }

@@ -11,6 +11,7 @@ import type { AnyFamily, BaseStatus, Condition, Resource } from './family';
 import { asStored } from './family';
 import { CONDITION_MESSAGE_MAX } from './schema-kit';
 import { DELETION_POLICY_FIELD } from '../store/deletion-policy';
+import { recordOf } from './record-of';
 
 /** Hash of the spec fields whose change is a `<family>.updated`. */
 export function configHash(family: AnyFamily, spec: object): string {
@@ -56,7 +57,7 @@ export function buildEvents(family: AnyFamily, previous: Resource | undefined, n
     actor: by,
     data,
   });
-  const own = types.length > 0 ? types.map((type) => event(type, family.toRecord(next), stateTypes.has(type) ? actor : requester)) : [];
+  const own = types.length > 0 ? types.map((type) => event(type, recordOf(family, next), stateTypes.has(type) ? actor : requester)) : [];
   return [...own, ...foreign.map(({ type, data }) => event(type, data, requester))];
 }
 

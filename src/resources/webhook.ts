@@ -15,6 +15,7 @@ import { asStored } from './family';
 import { baseStatusProperties, IdOf, NullableTimestamp, strictObject, Timestamp, recordTimes } from './schema-kit';
 import type { Config } from '../config';
 import { nowIso } from '../lib/time';
+import { recordOf } from './record-of';
 
 /** `failed`: only a kubectl-made subscription whose spec the create rules refused (adoption); it never delivers. */
 const WEBHOOK_STATES = ['active', 'inactive', 'deleted', 'failed'] as const;
@@ -532,4 +533,4 @@ export const DeliveryWithAttempts = strictObject({
   attempts: AttemptLog,
 });
 
-export const deliveryWithAttempts = (delivery: Delivery) => ({ ...deliveryFamily.toRecord(delivery), attempts: delivery.status.attempts ?? [] });
+export const deliveryWithAttempts = (delivery: Delivery) => ({ ...recordOf(deliveryFamily, delivery), attempts: delivery.status.attempts ?? [] });

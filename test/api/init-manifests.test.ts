@@ -47,7 +47,6 @@ metadata:
 spec:
   name: assets
   region: nowhere1
-  public: false
 `,
   'README.txt': 'not a manifest: left alone',
 };
@@ -77,6 +76,8 @@ describe('init manifests', () => {
       const assets = await byName(first, '/api/v1/object-storage', 'assets');
       const refused = await waitForStatus(first, `/api/v1/object-storage/${assets.id}`, 'failed', 30_000);
       expect(refused.status_reason).toMatch(/region/);
+      // It left out 'public', which the refused rules would have defaulted: shown with its type's value.
+      expect(refused.public).toBe(false);
     } finally {
       await first.stop();
     }

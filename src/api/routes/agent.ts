@@ -17,6 +17,7 @@ import { withinQuota } from '../../resources/quota';
 import type { ApiApp } from '../api-app';
 import { ruleContextOf } from '../../events/catalog';
 import { asStored } from '../../resources/family';
+import { recordOf } from '../../resources/record-of';
 
 const tags = ['agent'];
 const ThreadParams = Type.Object({ id: Type.String({ maxLength: 64, description: 'Thread id.' }) });
@@ -63,7 +64,7 @@ export function registerAgentRoutes(app: ApiApp, ctx: ApiContext): void {
         request,
         reply,
         200,
-        page.map((t) => threadFamily.toRecord(t)),
+        page.map((t) => recordOf(threadFamily, t)),
         { next_cursor: nextCursor },
       );
     },
@@ -91,7 +92,7 @@ export function registerAgentRoutes(app: ApiApp, ctx: ApiContext): void {
       const id = newId(threadFamily.idPrefix);
       const thread = (await withinQuota(ctx.quota, threadFamily, team, id, () => ctx.writer.create(threadFamily, team, spec, key, id))) as Thread;
       reply.header('Location', `${base}/${thread.meta.id}`);
-      return send(ctx, request, reply, 201, threadFamily.toRecord(thread));
+      return send(ctx, request, reply, 201, recordOf(threadFamily, thread));
     },
   });
 
@@ -106,7 +107,7 @@ export function registerAgentRoutes(app: ApiApp, ctx: ApiContext): void {
     handler: async (request, reply) => {
       const { id } = request.params;
       const thread = await findResource<Thread>(ctx, threadFamily, principalOf(request).team, id);
-      return send(ctx, request, reply, 200, threadFamily.toRecord(thread));
+      return send(ctx, request, reply, 200, recordOf(threadFamily, thread));
     },
   });
 
@@ -135,7 +136,7 @@ export function registerAgentRoutes(app: ApiApp, ctx: ApiContext): void {
         request,
         reply,
         200,
-        page.map((m) => messageFamily.toRecord(m)),
+        page.map((m) => recordOf(messageFamily, m)),
         { next_cursor: nextCursor },
       );
     },
@@ -155,7 +156,7 @@ export function registerAgentRoutes(app: ApiApp, ctx: ApiContext): void {
       await findResource(ctx, threadFamily, team, id);
       const message = await ctx.store.get<Message['spec'], Message['status']>(messageFamily.kind, team, message_id);
       if (!message || message.spec.thread_id !== id) throw notFound('message', message_id);
-      return send(ctx, request, reply, 200, messageFamily.toRecord(message));
+      return send(ctx, request, reply, 200, recordOf(messageFamily, message));
     },
   });
 
@@ -182,7 +183,7 @@ export function registerAgentRoutes(app: ApiApp, ctx: ApiContext): void {
         withinQuota(ctx.quota, messageFamily, team, ids, () => exchange(ctx, request, team, key, id, content, ids)),
       );
       reply.header('Location', `${base}/${id}/messages/${question.meta.id}`);
-      return send(ctx, request, reply, 201, [messageFamily.toRecord(question), messageFamily.toRecord(answer)]);
+      return send(ctx, request, reply, 201, [recordOf(messageFamily, question), recordOf(messageFamily, answer)]);
     },
   });
 }

@@ -21,6 +21,7 @@ import type { ApiApp } from '../api-app';
 import { ruleContextOf } from '../../events/catalog';
 import { asStored, type AnyFamily, type Resource } from '../../resources/family';
 import { fieldOf } from '../../lib/unknown-values';
+import { recordOf } from '../../resources/record-of';
 
 const config = { family: family.name };
 const tags = [family.title];
@@ -115,7 +116,7 @@ export function registerBackupRoutes(app: ApiApp, ctx: ApiContext, source: Backu
       );
       const backup = (await ctx.writer.create(family, team, spec, key)) as Backup;
       reply.header('Location', `/api/v1/${source.family.path}/${id}/backups/${backup.meta.id}`);
-      return send(ctx, request, reply, 201, family.toRecord(backup));
+      return send(ctx, request, reply, 201, recordOf(family, backup));
     },
   });
 
@@ -140,7 +141,7 @@ export function registerBackupRoutes(app: ApiApp, ctx: ApiContext, source: Backu
         request,
         reply,
         200,
-        page.map((b) => family.toRecord(b)),
+        page.map((b) => recordOf(family, b)),
         { next_cursor: nextCursor },
       );
     },
@@ -159,7 +160,7 @@ export function registerBackupRoutes(app: ApiApp, ctx: ApiContext, source: Backu
       const { id, backup_id: backupId } = request.params;
       const { team } = principalOf(request);
       await findResource(ctx, source.family, team, id);
-      return send(ctx, request, reply, 200, family.toRecord(await findBackup(ctx, team, id, backupId)));
+      return send(ctx, request, reply, 200, recordOf(family, await findBackup(ctx, team, id, backupId)));
     },
   });
 
@@ -178,7 +179,7 @@ export function registerBackupRoutes(app: ApiApp, ctx: ApiContext, source: Backu
       const { team, key } = principalOf(request);
       await findResource(ctx, source.family, team, id);
       const backup = await findBackup(ctx, team, id, backupId);
-      if (backup.status.status === 'deleted') return send(ctx, request, reply, 200, family.toRecord(backup));
+      if (backup.status.status === 'deleted') return send(ctx, request, reply, 200, recordOf(family, backup));
       if (backup.status.status === 'creating') throw resourceBusy('The backup is still being taken; try again when it is done.');
       if (restorePending(backup) || backup.status.restore_state === 'restoring') throw resourceBusy('The backup is being restored; try again when it is done.');
       const moved = await writeAndAwait<Backup>(
@@ -190,7 +191,7 @@ export function registerBackupRoutes(app: ApiApp, ctx: ApiContext, source: Backu
         (b) => b.status.status === 'deleted',
       );
       const deleted = moved ?? { ...backup, status: { ...backup.status, status: 'deleted', deleted_at: nowIso() } };
-      return send(ctx, request, reply, 200, family.toRecord(deleted));
+      return send(ctx, request, reply, 200, recordOf(family, deleted));
     },
   });
 }
@@ -241,7 +242,7 @@ export function registerServerRestoreRoute(app: ApiApp, ctx: ApiContext): void {
         latest && (latest.status.restore_state === 'restoring' || !restorePending(latest))
           ? latest
           : { ...asked, status: { ...asked.status, restore_state: 'restoring' as const, restore_started_at: nowIso(), restore_finished_at: null } };
-      return send(ctx, request, reply, 200, family.toRecord(shown));
+      return send(ctx, request, reply, 200, recordOf(family, shown));
     },
   });
 }

@@ -39,6 +39,7 @@ import type { ApiApp } from '../api-app';
 import type { BackupSource } from './backups';
 import { known } from '../../lib/known';
 import { ApiError, conflict } from '../../lib/errors';
+import { recordOf } from '../../resources/record-of';
 
 /** Backups of databases, under /databases/{id}/backups (routes/backups.ts); restored by a create with backup_restore. */
 export const DATABASE_BACKUPS: BackupSource = {
@@ -135,7 +136,7 @@ export function registerDatabaseRoutes(app: ApiApp, ctx: ApiContext): void {
       const password = known(passwordSecret.generate?.(database.spec), "a new database password (the family's secret generates one)");
       const update: SpecUpdate<Database> = (extra = () => ({})) => changeSpec(request, reply, id, ifMatch, (spec) => ({ ...spec, ...extra(database) }));
       const updated = await rotateSecret(ctx, family, team, id, password, update);
-      return send(ctx, request, reply, 200, { ...family.toRecord(updated), [passwordSecret.field]: password });
+      return send(ctx, request, reply, 200, { ...recordOf(family, updated), [passwordSecret.field]: password });
     },
   });
 

@@ -29,6 +29,7 @@ import { IfMatchHeaders, ifMatchOf, tagAnswer, type VersionCheck } from '../enti
 import { isVisible } from '../visible';
 import { watchProperties, WatchEvent } from '../watches';
 import { DRY_RUN_META, DRY_RUN_PROPERTIES, DryRunQuery, isDryRun } from '../dry-run';
+import { recordOf } from '../../resources/record-of';
 
 const IdParams = Type.Object({ id: Type.String({ maxLength: 64, description: 'Resource id.' }) });
 
@@ -273,7 +274,7 @@ export function registerFamilyRoutes(app: ApiApp, ctx: ApiContext, family: AnyFa
         const preview = await withinQuota(ctx.quota, family, team, id, () =>
           withUniqueName(ctx.store, family, team, spec, undefined, () => Promise.resolve(ctx.writer.preview(family, team, spec, key, id))),
         );
-        return send(ctx, request, reply, 201, family.toRecord(preview), DRY_RUN_META);
+        return send(ctx, request, reply, 201, recordOf(family, preview), DRY_RUN_META);
       }
       const secret = given ?? family.secret?.generate?.(spec) ?? undefined;
       const resource = await withinQuota(ctx.quota, family, team, id, () =>
@@ -283,7 +284,7 @@ export function registerFamilyRoutes(app: ApiApp, ctx: ApiContext, family: AnyFa
       );
       reply.header('Location', `${base}/${resource.meta.id}`);
       tagAnswer(reply, resource);
-      const record = family.toRecord(resource);
+      const record = recordOf(family, resource);
       const shown = family.secret?.shownOnCreate && secret !== undefined ? { [family.secret.field]: secret } : {};
       return send(ctx, request, reply, 201, { ...record, ...shown });
     },
@@ -337,7 +338,7 @@ export function registerFamilyRoutes(app: ApiApp, ctx: ApiContext, family: AnyFa
           // The spec the write would carry; the status stays as it is until the reconciler acts, as for real.
           const spec = applyUpdate(found.spec, body, ruleContext);
           const generation = found.meta.generation + (sameJson(spec, found.spec) ? 0 : 1);
-          return send(ctx, request, reply, 200, family.toRecord({ ...found, meta: { ...found.meta, generation }, spec }), DRY_RUN_META);
+          return send(ctx, request, reply, 200, recordOf(family, { ...found, meta: { ...found.meta, generation }, spec }), DRY_RUN_META);
         }
         const update: SpecUpdate = (extra = () => ({})) =>
           ctx.writer.mutateSpec(
@@ -353,7 +354,7 @@ export function registerFamilyRoutes(app: ApiApp, ctx: ApiContext, family: AnyFa
           );
         const updated = secret === undefined ? await update() : await rotateSecret(ctx, family, team, id, secret, update);
         tagAnswer(reply, updated);
-        return send(ctx, request, reply, 200, family.toRecord(updated));
+        return send(ctx, request, reply, 200, recordOf(family, updated));
       },
     });
   }
@@ -378,13 +379,13 @@ export function registerFamilyRoutes(app: ApiApp, ctx: ApiContext, family: AnyFa
       const dryRun = isDryRun(request);
       const { team, key } = principalOf(request);
       const { found: resource, ifMatch } = await findForChange(ctx, family, request, id);
-      if (resource.status.status === 'deleted') return send(ctx, request, reply, 200, family.toRecord(resource), dryRun ? DRY_RUN_META : undefined);
+      if (resource.status.status === 'deleted') return send(ctx, request, reply, 200, recordOf(family, resource), dryRun ? DRY_RUN_META : undefined);
       if (family.busyStates?.includes(resource.status.status))
         throw resourceBusy(`The ${family.title} is ${resource.status.status}; try again when it is done.`);
       await assertUnreferenced(ctx, family, team, id);
       if (!force) await assertNothingHeld(ctx, family, resource);
       const immediate = family.deletion === 'immediate';
-      if (dryRun) return send(ctx, request, reply, immediate ? 200 : 202, family.toRecord(projectedDeletion(resource, immediate)), DRY_RUN_META);
+      if (dryRun) return send(ctx, request, reply, immediate ? 200 : 202, recordOf(family, projectedDeletion(resource, immediate)), DRY_RUN_META);
       // The reconciler moves it to deleted (or deleting) and names the caller in the event.
       const leaving = ['deleted', 'deleting', 'destroyed'];
       const moved = await writeAndAwait<Resource>(
@@ -397,7 +398,7 @@ export function registerFamilyRoutes(app: ApiApp, ctx: ApiContext, family: AnyFa
       );
       const deleted = moved && moved.status.status !== 'destroyed' ? moved : projectedDeletion(resource, immediate);
       if (moved) tagAnswer(reply, moved);
-      return send(ctx, request, reply, immediate ? 200 : 202, family.toRecord(deleted));
+      return send(ctx, request, reply, immediate ? 200 : 202, recordOf(family, deleted));
     },
   });
 }

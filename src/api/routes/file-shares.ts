@@ -14,6 +14,7 @@ import { fileShareFamily, FileShare } from '../../resources/storage';
 import { attachedShares, Server, serverFamily } from '../../resources/server';
 import { conflict, fieldInvalid, invalidState, resourceBusy } from '../../lib/errors';
 import type { ApiApp } from '../api-app';
+import { recordOf } from '../../resources/record-of';
 
 const IdParams = Type.Object({ id: Type.String({ maxLength: 64 }) });
 const ServerBody = (description: string) =>
@@ -105,7 +106,7 @@ export function registerFileShareRoutes(app: ApiApp, ctx: ApiContext): void {
         // Begun (the Pod driver replaces the Pod: rebooting), or already done (this generation observed).
         const begun = (server: Server) => server.status.status !== found.status.status || server.status.observed_generation >= asked.meta.generation;
         const moved = await writeAndAwait<Server>(ctx.store, serverFamily.kind, team, server_id, write, (server) => asked !== found && begun(server));
-        return send(ctx, request, reply, 200, serverFamily.toRecord(moved ?? asked));
+        return send(ctx, request, reply, 200, recordOf(serverFamily, moved ?? asked));
       },
     });
   }

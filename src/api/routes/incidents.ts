@@ -14,6 +14,7 @@ import { invalidState } from '../../lib/errors';
 import { nowIso } from '../../lib/time';
 import { writeAndAwait } from '../awaiting';
 import type { ApiApp } from '../api-app';
+import { recordOf } from '../../resources/record-of';
 
 const IdParams = Type.Object({ id: Type.String({ maxLength: 64, description: 'Incident id.' }) });
 const tags = [family.title];
@@ -72,7 +73,7 @@ function registerAction(app: ApiApp, ctx: ApiContext, action: Action): void {
       assertActionable(found, action);
       if (action.already.includes(found.status.status)) {
         tagAnswer(reply, found);
-        return send(ctx, request, reply, 200, family.toRecord(found));
+        return send(ctx, request, reply, 200, recordOf(family, found));
       }
       let asked = found;
       const ask = async () => {
@@ -86,7 +87,7 @@ function registerAction(app: ApiApp, ctx: ApiContext, action: Action): void {
       tagAnswer(reply, moved ?? asked);
       const at = nowIso();
       const projected = { ...found, status: { ...found.status, status: action.target, [`${action.target}_at`]: at, [`${action.target}_by`]: key } };
-      return send(ctx, request, reply, 200, family.toRecord(moved ?? projected));
+      return send(ctx, request, reply, 200, recordOf(family, moved ?? projected));
     },
   });
 }
@@ -108,7 +109,7 @@ export function registerIncidentRoutes(app: ApiApp, ctx: ApiContext): void {
         request,
         reply,
         200,
-        page.map((r) => family.toRecord(r)),
+        page.map((r) => recordOf(family, r)),
         { next_cursor: nextCursor },
       );
     },
@@ -125,7 +126,7 @@ export function registerIncidentRoutes(app: ApiApp, ctx: ApiContext): void {
     handler: async (request, reply) => {
       const incident = await findResource<Incident>(ctx, family, principalOf(request).team, request.params.id);
       tagAnswer(reply, incident);
-      return send(ctx, request, reply, 200, family.toRecord(incident));
+      return send(ctx, request, reply, 200, recordOf(family, incident));
     },
   });
 

@@ -12,6 +12,7 @@ import { writeAndAwait } from '../awaiting';
 import { listedArray } from '../../store/listed';
 import type { ApiApp } from '../api-app';
 import type { JobExecutor } from '../../drivers/job';
+import { recordOf } from '../../resources/record-of';
 
 const IdParams = Type.Object({ id: Type.String({ maxLength: 64 }) });
 const LogsQuery = Type.Object(
@@ -82,7 +83,7 @@ function registerScheduleAction(app: ApiApp, ctx: ApiContext, action: 'pause' | 
       tagAnswer(reply, current);
       const latest = moved ?? { ...current, status: { ...current.status, status: target, ...(paused ? { next_run_at: null } : {}) } };
       assertSchedulable(latest, past);
-      return send(ctx, request, reply, 200, family.toRecord(latest));
+      return send(ctx, request, reply, 200, recordOf(family, latest));
     },
   });
 }
@@ -124,7 +125,7 @@ export function registerJobRoutes(app: ApiApp, ctx: ApiContext, executor: JobExe
       if (ended && ended.status.status !== 'cancelled') assertCancellable(ended);
       tagAnswer(reply, ended ?? asked);
       const cancelled = ended ?? { ...found, status: { ...found.status, status: 'cancelled', finished_at: nowIso(), status_reason: 'Cancelled on request.' } };
-      return send(ctx, request, reply, 200, family.toRecord(cancelled));
+      return send(ctx, request, reply, 200, recordOf(family, cancelled));
     },
   });
 
@@ -153,7 +154,7 @@ export function registerJobRoutes(app: ApiApp, ctx: ApiContext, executor: JobExe
           request,
           reply,
           200,
-          page.map((r) => family.toRecord(r)),
+          page.map((r) => recordOf(family, r)),
           { next_cursor: nextCursor },
         );
       }
@@ -167,7 +168,7 @@ export function registerJobRoutes(app: ApiApp, ctx: ApiContext, executor: JobExe
         request,
         reply,
         200,
-        page.map((row) => family.toRecord(row.job)),
+        page.map((row) => recordOf(family, row.job)),
         { next_cursor: nextCursor },
       );
     },
@@ -215,7 +216,7 @@ export function registerJobRoutes(app: ApiApp, ctx: ApiContext, executor: JobExe
       const job = await findResource<Job>(ctx, family, team, id);
       const run = (await runsOf(ctx, team, job)).find((r) => r.meta.id === runId);
       if (!run) throw notFound('run', runId);
-      return send(ctx, request, reply, 200, family.toRecord(run));
+      return send(ctx, request, reply, 200, recordOf(family, run));
     },
   });
 }

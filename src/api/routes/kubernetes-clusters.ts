@@ -43,6 +43,7 @@ import { writeAndAwait } from '../awaiting';
 import { ApiError, conflict, fieldInvalid, invalidState, notFound } from '../../lib/errors';
 import { known } from '../../lib/known';
 import { newId } from '../../lib/ids';
+import { recordOf } from '../../resources/record-of';
 
 const IdParams = Type.Object({ id: Type.String({ maxLength: 64, description: 'The cluster id (prefix k8s).' }) });
 const PoolParams = Type.Object({
@@ -167,7 +168,7 @@ export function registerKubernetesClusterRoutes(app: ApiApp, ctx: ApiContext): v
           created_at: new Date().toISOString(),
           team_id: team,
           actor: key,
-          data: family.toRecord(cluster),
+          data: recordOf(family, cluster),
         })
         .catch((err: unknown) => {
           request.log.warn({ err, cluster: id }, 'kubeconfig read not served: its audit event could not be published');
@@ -211,7 +212,7 @@ export function registerKubernetesClusterRoutes(app: ApiApp, ctx: ApiContext): v
         );
       const updated = await rotateSecret(ctx, family, team, id, token, update);
       tagAnswer(reply, updated);
-      return send(ctx, request, reply, 200, family.toRecord(updated));
+      return send(ctx, request, reply, 200, recordOf(family, updated));
     },
   });
 
@@ -265,7 +266,7 @@ export function registerKubernetesClusterRoutes(app: ApiApp, ctx: ApiContext): v
       const current = moved ?? (await findResource<KubernetesCluster>(ctx, family, team, id));
       tagAnswer(reply, current);
       const shown = moved ?? (current.status.status === 'running' ? { ...current, status: { ...current.status, status: 'upgrading' } } : current);
-      return send(ctx, request, reply, 200, family.toRecord(shown));
+      return send(ctx, request, reply, 200, recordOf(family, shown));
     },
   });
 

@@ -11,6 +11,7 @@ import type { ApiApp } from '../api-app';
 import { DataPlaneUnavailable, LoadBalancerDriver, LoadBalancerTraffic } from '../../drivers/load-balancer';
 import { managedOf } from '../../controllers/driven';
 import { loadBalancerDesired } from '../../controllers/load-balancer';
+import { recordOf } from '../../resources/record-of';
 
 const IdParams = Type.Object({ id: Type.String({ maxLength: 64 }) });
 const AttachBody = Type.Object(
@@ -72,7 +73,7 @@ export function registerLoadBalancerRoutes(app: ApiApp, ctx: ApiContext, driver:
         ifMatch,
       );
       tagAnswer(reply, updated);
-      return send(ctx, request, reply, 200, family.toRecord(updated));
+      return send(ctx, request, reply, 200, recordOf(family, updated));
     },
   });
 
@@ -108,7 +109,7 @@ export function registerLoadBalancerRoutes(app: ApiApp, ctx: ApiContext, driver:
         ifMatch,
       );
       tagAnswer(reply, updated);
-      return send(ctx, request, reply, 200, family.toRecord(updated));
+      return send(ctx, request, reply, 200, recordOf(family, updated));
     },
   });
 

@@ -17,6 +17,7 @@ import { ApiError } from '../../lib/errors';
 import { nowIso } from '../../lib/time';
 import { typeNameOf } from '../openapi-names';
 import { envelopeOf, ErrorEnvelope, findForChange, principalOf, VERSIONED_CHANGE } from './families';
+import { recordOf } from '../../resources/record-of';
 
 /** The least time between two asks for a pass of one resource. */
 export const RECONCILE_ASK_INTERVAL_MS = 10_000;
@@ -70,7 +71,7 @@ export function registerReconcileRoute(app: ApiApp, ctx: ApiContext, family: Any
         assertNotTooSoon(family, latest, Date.parse(at));
       });
       tagAnswer(reply, asked);
-      return send(ctx, request, reply, 202, family.toRecord(asked));
+      return send(ctx, request, reply, 202, recordOf(family, asked));
     },
   });
 }

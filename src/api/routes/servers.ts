@@ -13,6 +13,7 @@ import { invalidState, resourceBusy } from '../../lib/errors';
 import { writeAndAwait } from '../awaiting';
 import type { ApiApp } from '../api-app';
 import { asStored } from '../../resources/family';
+import { recordOf } from '../../resources/record-of';
 
 const IdParams = Type.Object({ id: Type.String({ maxLength: 64 }) });
 const responses = { 200: envelopeOf(family.schemas.record), 404: ErrorEnvelope, 409: ErrorEnvelope, ...VERSIONED_CHANGE.preconditionFailed };
@@ -88,7 +89,7 @@ export function registerServerRoutes(app: ApiApp, ctx: ApiContext): void {
         const moving = await writeAndAwait<Server>(ctx.store, family.kind, team, id, wish, (server) => asked !== found && begun(server));
         const shown = moving ?? { ...asked, status: { ...asked.status, status: action.via, status_reason: null } };
         tagAnswer(reply, moving ?? asked);
-        return send(ctx, request, reply, 200, family.toRecord(shown));
+        return send(ctx, request, reply, 200, recordOf(family, shown));
       },
     });
   }

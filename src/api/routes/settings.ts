@@ -25,6 +25,7 @@ import { StringEnum } from '../../resources/schema-kit';
 import { InvitationMailer } from '../../accounts/invitations';
 import type { ApiApp } from '../api-app';
 import { known } from '../../lib/known';
+import { recordOf } from '../../resources/record-of';
 
 const errors = { 401: ErrorEnvelope, 404: ErrorEnvelope, 422: ErrorEnvelope, 429: ErrorEnvelope };
 /** A change of one record answers 412 too, when If-Match no longer holds. */
@@ -67,7 +68,7 @@ function registerSingleton(app: ApiApp, ctx: ApiContext, family: AnyFamily, idOf
       const principal = principalOf(request);
       const account = await readAccount(ctx, family, principal.team, idOf(principal));
       tagAnswer(reply, account);
-      return send(ctx, request, reply, 200, family.toRecord(account));
+      return send(ctx, request, reply, 200, recordOf(family, account));
     },
   });
   app.patch(url, {
@@ -86,7 +87,7 @@ function registerSingleton(app: ApiApp, ctx: ApiContext, family: AnyFamily, idOf
       ifMatch?.(await readAccount(ctx, family, principal.team, idOf(principal)));
       const updated = await updateAccount(ctx, family, principal.team, idOf(principal), request.body, principal.key, ifMatch);
       tagAnswer(reply, updated);
-      return send(ctx, request, reply, 200, family.toRecord(updated));
+      return send(ctx, request, reply, 200, recordOf(family, updated));
     },
   });
 }
@@ -116,7 +117,7 @@ export function registerSettingsRoutes(app: ApiApp, ctx: ApiContext): void {
         request,
         reply,
         200,
-        page.map((k) => apiKeyFamily.toRecord(k)),
+        page.map((k) => recordOf(apiKeyFamily, k)),
         { next_cursor: nextCursor },
       );
     },
@@ -141,7 +142,7 @@ export function registerSettingsRoutes(app: ApiApp, ctx: ApiContext): void {
       const issue = () => ctx.authenticator.issue(caller.team, holder, body.name, caller.key, options);
       const { key, token } = await withinQuota(ctx.quota, apiKeyFamily, caller.team, options.id, issue);
       reply.header('Location', `${keys}/${key.meta.id}`);
-      return send(ctx, request, reply, 201, { ...apiKeyFamily.toRecord(key), key: token });
+      return send(ctx, request, reply, 201, { ...recordOf(apiKeyFamily, key), key: token });
     },
   });
 
@@ -183,7 +184,7 @@ export function registerSettingsRoutes(app: ApiApp, ctx: ApiContext): void {
       const { key, token } = await ctx.authenticator.issue(caller.team, old.spec.user_id, old.spec.name, caller.key, options);
       await ctx.authenticator.revoke(caller.team, id, caller.key);
       reply.header('Location', `${keys}/${key.meta.id}`);
-      return send(ctx, request, reply, 201, { ...apiKeyFamily.toRecord(key), key: token });
+      return send(ctx, request, reply, 201, { ...recordOf(apiKeyFamily, key), key: token });
     },
   });
 }
@@ -218,7 +219,7 @@ function registerMemberRoutes(app: ApiApp, ctx: ApiContext): void {
   });
   const send200 = (request: FastifyRequest, reply: FastifyReply, user: User) => {
     tagAnswer(reply, user);
-    return send(ctx, request, reply, 200, userFamily.toRecord(user));
+    return send(ctx, request, reply, 200, recordOf(userFamily, user));
   };
 
   app.get(members, {
@@ -238,7 +239,7 @@ function registerMemberRoutes(app: ApiApp, ctx: ApiContext): void {
         request,
         reply,
         200,
-        page.map((u) => userFamily.toRecord(u)),
+        page.map((u) => recordOf(userFamily, u)),
         { next_cursor: nextCursor },
       );
     },
@@ -262,7 +263,7 @@ function registerMemberRoutes(app: ApiApp, ctx: ApiContext): void {
       void notifyInvited(ctx, mailer, caller, user);
       reply.header('Location', `${members}/${user.meta.id}`);
       tagAnswer(reply, user);
-      return send(ctx, request, reply, 201, userFamily.toRecord(user));
+      return send(ctx, request, reply, 201, recordOf(userFamily, user));
     },
   });
 

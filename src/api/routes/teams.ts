@@ -14,6 +14,7 @@ import { createTeam } from '../../accounts/bootstrap';
 import { displayNameOf } from '../../accounts/members';
 import { notFound } from '../../lib/errors';
 import type { ApiApp } from '../api-app';
+import { recordOf } from '../../resources/record-of';
 
 const TEAMS = '/api/v1/teams';
 const tags = ['teams'];
@@ -63,9 +64,9 @@ export function registerTeamRoutes(app: ApiApp, ctx: ApiContext): void {
       if (!team || !owner || !key) throw new Error(`team ${made.teamId} was removed while it was being made`);
       reply.header('Location', `${TEAMS}/${made.teamId}`);
       return send(ctx, request, reply, 201, {
-        ...teamFamily.toRecord(team),
-        owner: userFamily.toRecord(owner),
-        api_key: { ...apiKeyFamily.toRecord(key), key: made.token },
+        ...recordOf(teamFamily, team),
+        owner: recordOf(userFamily, owner),
+        api_key: { ...recordOf(apiKeyFamily, key), key: made.token },
       });
     },
   });
@@ -87,7 +88,7 @@ export function registerTeamRoutes(app: ApiApp, ctx: ApiContext): void {
         request,
         reply,
         200,
-        page.map((t) => teamFamily.toRecord(t)),
+        page.map((t) => recordOf(teamFamily, t)),
         { next_cursor: nextCursor },
       );
     },
@@ -107,7 +108,7 @@ export function registerTeamRoutes(app: ApiApp, ctx: ApiContext): void {
       const { id } = request.params;
       const team = await ctx.store.get<Team['spec'], Team['status']>(teamFamily.kind, id, id);
       if (!team) throw notFound('team', id);
-      return send(ctx, request, reply, 200, teamFamily.toRecord(team));
+      return send(ctx, request, reply, 200, recordOf(teamFamily, team));
     },
   });
 }

@@ -11,6 +11,7 @@ import { envelopeOf, ErrorEnvelope, principalOf } from './families';
 import { deliveryFamily } from '../../resources/webhook';
 import { fieldInvalid } from '../../lib/errors';
 import type { ApiApp } from '../api-app';
+import { recordOf } from '../../resources/record-of';
 
 const DateTime = (description: string) => Type.String({ format: 'date-time', description });
 
@@ -62,7 +63,7 @@ export function registerWebhookDeliveryRoutes(app: ApiApp, ctx: ApiContext): voi
         request,
         reply,
         200,
-        page.map((d) => deliveryFamily.toRecord(d)),
+        page.map((d) => recordOf(deliveryFamily, d)),
         { next_cursor: nextCursor },
       );
     },

@@ -33,6 +33,7 @@ import { recordAttempt } from '../../webhooks/outcome';
 import type { AttemptResult } from '../../webhooks/sender';
 import type { ApiApp } from '../api-app';
 import { textOf } from '../../lib/unknown-values';
+import { recordOf } from '../../resources/record-of';
 
 const errors = {
   400: ErrorEnvelope,
@@ -159,7 +160,7 @@ export function registerWebhookListenerRoutes(app: ApiApp, ctx: ApiContext): voi
         withinLimit(ctx.quota, listenerQuota, team, id, () => createSubscription(ctx, team, spec, key, id)),
       );
       reply.header('Location', `${base}/${id}`);
-      return send(ctx, request, reply, 201, { ...webhookFamily.toRecord(created.webhook), secret: created.secret });
+      return send(ctx, request, reply, 201, { ...recordOf(webhookFamily, created.webhook), secret: created.secret });
     },
   });
 

@@ -35,6 +35,7 @@ import type { ApiApp } from '../api-app';
 import { ruleContextOf } from '../../events/catalog';
 import { textOf } from '../../lib/unknown-values';
 import { known } from '../../lib/known';
+import { recordOf } from '../../resources/record-of';
 
 const errors = {
   400: ErrorEnvelope,
@@ -123,7 +124,7 @@ export function registerWebhookRoutes(app: ApiApp, ctx: ApiContext): void {
         request,
         reply,
         200,
-        page.map((w) => webhookFamily.toRecord(w)),
+        page.map((w) => recordOf(webhookFamily, w)),
         { next_cursor: nextCursor },
       );
     },
@@ -147,7 +148,7 @@ export function registerWebhookRoutes(app: ApiApp, ctx: ApiContext): void {
       if (!spec.active) webhook = await settle(ctx.writer, team, id, key);
       reply.header('Location', `${base}/${id}`);
       tagAnswer(reply, webhook);
-      return send(ctx, request, reply, 201, { ...webhookFamily.toRecord(webhook), secret: created.secret });
+      return send(ctx, request, reply, 201, { ...recordOf(webhookFamily, webhook), secret: created.secret });
     },
   });
 
@@ -156,7 +157,7 @@ export function registerWebhookRoutes(app: ApiApp, ctx: ApiContext): void {
     handler: async (request, reply) => {
       const webhook = await findResource<Webhook>(ctx, webhookFamily, principalOf(request).team, request.params.id);
       tagAnswer(reply, webhook);
-      return send(ctx, request, reply, 200, webhookFamily.toRecord(webhook));
+      return send(ctx, request, reply, 200, recordOf(webhookFamily, webhook));
     },
   });
 
@@ -192,7 +193,7 @@ export function registerWebhookRoutes(app: ApiApp, ctx: ApiContext): void {
       );
       const updated = await settle(ctx.writer, team, id, key, patch.active === true);
       tagAnswer(reply, updated);
-      return send(ctx, request, reply, 200, webhookFamily.toRecord(updated));
+      return send(ctx, request, reply, 200, recordOf(webhookFamily, updated));
     },
   });
 
@@ -224,7 +225,7 @@ export function registerWebhookRoutes(app: ApiApp, ctx: ApiContext): void {
       await deleteSecret(ctx.store, team, id);
       if (isListener(deleted)) await deleteLease(ctx.store, team, id);
       tagAnswer(reply, deleted);
-      return send(ctx, request, reply, 200, webhookFamily.toRecord(deleted));
+      return send(ctx, request, reply, 200, recordOf(webhookFamily, deleted));
     },
   });
 
@@ -247,7 +248,7 @@ export function registerWebhookRoutes(app: ApiApp, ctx: ApiContext): void {
       assertNotListener(assertChangeableAnd(webhook));
       const secret = await rotateSecret(ctx.store, team, id, ctx.config.webhooks.secretOverlapMs);
       tagAnswer(reply, webhook);
-      return send(ctx, request, reply, 200, { ...webhookFamily.toRecord(webhook), secret });
+      return send(ctx, request, reply, 200, { ...recordOf(webhookFamily, webhook), secret });
     },
   });
 
@@ -271,7 +272,7 @@ export function registerWebhookRoutes(app: ApiApp, ctx: ApiContext): void {
         request,
         reply,
         200,
-        page.map((d) => deliveryFamily.toRecord(d)),
+        page.map((d) => recordOf(deliveryFamily, d)),
         { next_cursor: nextCursor },
       );
     },
@@ -373,7 +374,7 @@ export function registerWebhookRoutes(app: ApiApp, ctx: ApiContext): void {
         request,
         reply,
         202,
-        failed.map((d) => deliveryFamily.toRecord(d)),
+        failed.map((d) => recordOf(deliveryFamily, d)),
         { next_cursor: null },
       );
     },
