@@ -17,7 +17,7 @@ import { familyByName } from '../../src/resources/registry';
 jest.setTimeout(120_000);
 
 /** Provisioning takes long enough that the page shows `creating` before `running`; a job stays queued long enough to cancel. */
-const ENV = { CLOUDPLANE_SIM_DELAY_MS: '1500', CLOUDPLANE_SIM_DELAYS: 'job=120000', CLOUDPLANE_BACKEND_DRAIN_SECONDS: '1' };
+const ENV = { CLOUDPLANE_SIMULATION_API: 'true', CLOUDPLANE_SIM_DELAY_MS: '1500', CLOUDPLANE_SIM_DELAYS: 'job=120000', CLOUDPLANE_BACKEND_DRAIN_SECONDS: '1' };
 
 // The page's own expressions are strings: the tests are compiled without the DOM's types.
 /** Marks the document, so that a reload (a new document) would lose the mark. */
@@ -163,6 +163,18 @@ describe('console: resource families in a browser', () => {
       .getByRole('alert')
       .getByText(/less than 10 s ago/)
       .waitFor();
+  });
+
+  it('offers no reconcile pass for a failed resource, and says why', async () => {
+    const fault = await c.service.api('POST', '/api/v1/simulation/faults', { family: 'bucket', operation: 'provision', error: 'the region is full' });
+    expect(fault.status).toBe(201);
+    const bucket = await c.service.api('POST', '/api/v1/object-storage', { name: 'refused', region: 'fra1' });
+    await waitForStatus(c.service, `/api/v1/object-storage/${bucket.body.data.id}`, 'failed');
+    await c.open(`/object-storage/${bucket.body.data.id}`);
+    const readiness = c.page.getByRole('region', { name: 'Readiness' });
+    await readiness.getByRole('row', { name: /^Stalled True/ }).waitFor();
+    await readiness.getByText(/stays failed: change its configuration or make it again/).waitFor();
+    await expect(readiness.getByRole('button', { name: 'Reconcile now' }).count()).resolves.toBe(0);
   });
 
   it('attaches and detaches a file share to a server', async () => {
