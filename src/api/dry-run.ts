@@ -1,13 +1,16 @@
 /**
  * `?dry_run=true` on the create, update and delete of every family the generic routes
- * serve (docs/api.md, "Trying a change first: dry_run"): the request is judged as for real
- * (its schema, the family's rules, quotas, unique names, If-Match, what a deletion would
+ * serve, and on the actions that change a resource's spec (docs/api.md, "Trying a change
+ * first: dry_run"): the request is judged as for real (its schema, the family's rules,
+ * quotas, unique names, If-Match, the state the action needs, what a deletion would
  * destroy) and answered with the resource as the change would leave it, marked
  * `meta.dry_run: true`, while nothing is stored, claimed or sent.
  */
 import type { FastifyRequest } from 'fastify';
 import { Type } from '@sinclair/typebox';
 import { fieldOf } from '../lib/unknown-values';
+import { sameJson } from '../lib/canonical-json';
+import type { Resource } from '../resources/family';
 
 export const DRY_RUN_PROPERTIES = {
   dry_run: Type.Optional(
@@ -25,3 +28,15 @@ export const isDryRun = (request: FastifyRequest): boolean => fieldOf(request.qu
 
 /** The meta of a dry run's answer. */
 export const DRY_RUN_META = { dry_run: true } as const;
+
+/**
+ * The resource as a change of its spec would leave it, judged on the version found: the
+ * spec `change` makes of it (null: none, as the writer's mutateSpec takes it), its
+ * generation moved on when the spec differs. The status stays as it is: what the
+ * reconciler would make of the change is for the caller to show. Nothing is written.
+ */
+export function previewSpecChange<R extends Resource>(found: R, change: (current: R) => R['spec'] | null): R {
+  const spec = change(found);
+  if (spec === null || sameJson(spec, found.spec)) return found;
+  return { ...found, meta: { ...found.meta, generation: found.meta.generation + 1 }, spec };
+}

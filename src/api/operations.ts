@@ -111,8 +111,8 @@ function crudOf(f: AnyFamily): Operation[] {
   // Served by the generic routes (families.ts) or routes of the same shape, whose answers name the version (threads' do not).
   const versioned = !UNVERSIONED.includes(f.name);
   // The generic routes take ?dry_run on their changes (dry-run.ts): --dry-run.
-  const dryRunProperties = f.standardRoutes !== false ? DRY_RUN_PROPERTIES : {};
-  const dryRun = f.standardRoutes !== false ? { query: DryRunQuery } : {};
+  const dryRunProperties = f.standardRoutes === undefined ? DRY_RUN_PROPERTIES : {};
+  const dryRun = f.standardRoutes === undefined ? { query: DryRunQuery } : {};
   const operations: Operation[] = [
     {
       command: [...group, 'list'],
@@ -192,7 +192,9 @@ function crudOf(f: AnyFamily): Operation[] {
 function commandsOf(f: AnyFamily): Operation[] {
   return (f.commands ?? []).map((c): Operation => {
     const answered = c.answers ? family(c.answers) : f;
-    const query = c.query && 'list' in c.query ? listQuerySchema(answered.states, c.query.filters) : c.query;
+    const asked = c.query && 'list' in c.query ? listQuerySchema(answered.states, c.query.filters) : c.query;
+    // A route that takes dry_run takes nothing else in its query (its command declares no query).
+    const query = c.dryRun ? DryRunQuery : asked;
     return {
       command: commandWordsOf(f, c),
       summary: c.summary,
@@ -291,7 +293,7 @@ function serviceOperations(): Operation[] {
 }
 
 export function allOperations(): Operation[] {
-  const generic = (f: AnyFamily) => f.standardRoutes !== false || SAME_SHAPE_AS_GENERIC.includes(f.name);
+  const generic = (f: AnyFamily) => f.standardRoutes === undefined || SAME_SHAPE_AS_GENERIC.includes(f.name);
   return [...families.flatMap((f) => [...(generic(f) ? crudOf(f) : []), ...commandsOf(f)]), ...serviceOperations()];
 }
 

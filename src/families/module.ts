@@ -15,7 +15,7 @@ import type { FamilyReconcilerDeps } from '../controllers/registry';
 import type { RecordKind } from '../store/record-kinds';
 import type { ApiApp } from '../api/api-app';
 import type { ApiContext } from '../api/context';
-import { registerFamilyRoutes } from '../api/routes/families';
+import { registerFamilyReads, registerFamilyRoutes } from '../api/routes/families';
 import { registerReconcileRoute } from '../api/routes/reconcile';
 import { BuildContext, ChosenDriver, chooseDriver, DriverFactories, driverNames, SomeDriver } from '../drivers/registry';
 
@@ -64,6 +64,10 @@ export interface BuiltFamilyModule {
 const genericRoutes = (families: readonly AnyFamily[], app: ApiApp, ctx: ApiContext) => {
   for (const family of families) {
     if (family.standardRoutes === false) continue;
+    if (family.standardRoutes === 'reads') {
+      registerFamilyReads(app, ctx, family);
+      continue;
+    }
     registerFamilyRoutes(app, ctx, family);
     if (family.providerBacked) registerReconcileRoute(app, ctx, family);
   }

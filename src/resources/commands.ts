@@ -41,6 +41,11 @@ export interface FamilyCommand {
    * If-Match on it (docs/api.md, Versions): `--show-version`, and `--if-match` on a change.
    */
   versioned?: boolean;
+  /**
+   * Its route takes `?dry_run=true` (docs/api.md, "Trying a change first"): judged as for
+   * real, nothing changed. The CLI's `--dry-run`.
+   */
+  dryRun?: boolean;
 }
 
 /** A family's command group: its path's segments (`agent/threads` -> `agent threads`). */

@@ -130,8 +130,13 @@ export interface FamilyDefinition<Spec = object, Status extends BaseStatus = Bas
   providerBacked: boolean;
   /** `immediate`: DELETE answers 200 with the resource `deleted`; `background`: 202 and `deleting`. */
   deletion: 'immediate' | 'background';
-  /** False for families served by routes of their own (settings, agent) instead of the generic CRUD. */
-  standardRoutes?: boolean;
+  /**
+   * Which of the generic routes (api/routes/families.ts) serve it: all of them by default;
+   * `reads`, the list and get with their watches, its changes having routes of their own
+   * (webhooks, incidents); false, none, for families served by routes of their own
+   * (settings, agent).
+   */
+  standardRoutes?: false | 'reads';
   /** False for families without DELETE (jobs end by `cancel` and are kept as history). */
   deletable?: boolean;
   /**

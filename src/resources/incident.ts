@@ -45,8 +45,8 @@ const Actor = Type.Union([Type.String({ maxLength: 64 }), Type.Null()], {
 const INCIDENT_COMMANDS: readonly FamilyCommand[] = [
   { words: ['list'], summary: 'List incidents', method: 'GET', path: '', query: { list: true }, paged: true },
   { words: ['get'], summary: 'Get an incident', method: 'GET', path: '/{id}', versioned: true },
-  { words: ['acknowledge'], summary: 'Acknowledge an open incident', method: 'POST', path: '/{id}/acknowledge', versioned: true },
-  { words: ['resolve'], summary: 'Resolve an incident', method: 'POST', path: '/{id}/resolve', versioned: true },
+  { words: ['acknowledge'], summary: 'Acknowledge an open incident', method: 'POST', path: '/{id}/acknowledge', versioned: true, dryRun: true },
+  { words: ['resolve'], summary: 'Resolve an incident', method: 'POST', path: '/{id}/resolve', versioned: true, dryRun: true },
 ];
 
 export const incidentFamily: FamilyDefinition<IncidentSpec, IncidentStatus> = {
@@ -61,7 +61,7 @@ export const incidentFamily: FamilyDefinition<IncidentSpec, IncidentStatus> = {
   readyStates: ['open', 'acknowledged', 'resolved'],
   providerBacked: false,
   deletion: 'immediate',
-  standardRoutes: false,
+  standardRoutes: 'reads',
   deletable: false,
   creationEvent: 'opened',
   eventStates: ['acknowledged', 'resolved'],

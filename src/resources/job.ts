@@ -126,9 +126,9 @@ const RUN_COLUMNS = ['id', 'status', 'scheduled_at', 'exit_code', 'finished_at']
 
 /** Cancel, the schedule's pause and resume, a run's output and a scheduled job's runs (api/routes/jobs.ts). */
 const JOB_COMMANDS: readonly FamilyCommand[] = [
-  { words: ['cancel'], summary: 'Cancel a queued or running job', method: 'POST', path: '/{id}/cancel', versioned: true },
-  { words: ['pause'], summary: 'Pause the schedule of a scheduled job', method: 'POST', path: '/{id}/pause', versioned: true },
-  { words: ['resume'], summary: 'Resume the schedule of a paused job', method: 'POST', path: '/{id}/resume', versioned: true },
+  { words: ['cancel'], summary: 'Cancel a queued or running job', method: 'POST', path: '/{id}/cancel', versioned: true, dryRun: true },
+  { words: ['pause'], summary: 'Pause the schedule of a scheduled job', method: 'POST', path: '/{id}/pause', versioned: true, dryRun: true },
+  { words: ['resume'], summary: 'Resume the schedule of a paused job', method: 'POST', path: '/{id}/resume', versioned: true, dryRun: true },
   {
     words: ['logs'],
     summary: "A run's output (the latest run unless --run-id)",

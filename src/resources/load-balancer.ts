@@ -180,6 +180,7 @@ const LOAD_BALANCER_COMMANDS: readonly FamilyCommand[] = [
     method: 'POST',
     path: '/{id}/attach',
     versioned: true,
+    dryRun: true,
     body: Type.Object({
       server_id: Type.String({ minLength: 1, description: 'The server to attach (svr_...).' }),
       port: Type.Optional(Type.Integer({ minimum: 1, maximum: 65535, description: 'Backend port; defaults to the frontend port.' })),
@@ -191,6 +192,7 @@ const LOAD_BALANCER_COMMANDS: readonly FamilyCommand[] = [
     method: 'POST',
     path: '/{id}/detach',
     versioned: true,
+    dryRun: true,
     body: Type.Object({ server_id: Type.String({ minLength: 1, description: 'The attached server to detach.' }) }),
   },
   {

@@ -25,7 +25,7 @@ export function presentationOf(family: AnyFamily): FamilyPresentation {
     actions: declared.actions ?? [],
     deleteOptions: declared.deleteOptions ?? defaultDeleteOptions(family),
     // The generic pages need the generic routes.
-    console: declared.console ?? family.standardRoutes !== false,
+    console: declared.console ?? family.standardRoutes === undefined,
   };
 }
 

@@ -89,6 +89,7 @@ const power = (verb: string, summary: string, target: string): FamilyCommand => 
   path: `/{id}/${verb}`,
   waitFor: [target],
   versioned: true,
+  dryRun: true,
 });
 
 /** Power actions, backups and restores (api/routes/servers.ts, backups.ts). */
@@ -102,6 +103,7 @@ const SERVER_COMMANDS: readonly FamilyCommand[] = [
     summary: 'Restore a backup onto its server (the answer is the backup)',
     method: 'POST',
     path: '/{id}/restore',
+    dryRun: true,
     body: Type.Object({ backup_id: Type.String({ minLength: 1, description: 'A completed backup of the server (bkp_...).' }) }),
     answers: 'backup',
   },

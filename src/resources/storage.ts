@@ -158,6 +158,7 @@ const shareAction = (verb: string, summary: string): FamilyCommand => ({
   body: Type.Object({ server_id: Type.String({ minLength: 1, description: 'The server (svr_...).' }) }),
   answers: 'server',
   waitFor: ['running'],
+  dryRun: true,
 });
 
 /** A share is attached to and detached from servers by actions (api/routes/file-shares.ts). */

@@ -262,7 +262,7 @@ export const webhookFamily: FamilyDefinition<WebhookSpec, WebhookStatus> = {
   readyStates: ['active'],
   providerBacked: false,
   deletion: 'immediate',
-  standardRoutes: false,
+  standardRoutes: 'reads',
   creationEvent: 'created',
   eventVerbs: {
     updated: 'had its configuration changed, or was re-enabled by its owner.',

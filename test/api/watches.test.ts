@@ -134,6 +134,33 @@ describe('watching a family', () => {
   });
 });
 
+describe('watching the families whose changes have routes of their own', () => {
+  it('streams webhook subscriptions and incidents as it does the others', async () => {
+    const hooks = await watch('/webhooks?watch=true');
+    expect(hooks.status).toBe(200);
+    await hooks.next((e) => e.event === 'synced');
+    const hook = await t.api('POST', '/api/v1/webhooks', { url: 'https://receiver.example/hooks', events: ['job.*'] });
+    expect(hook.status).toBe(201);
+    const added = dataOf(await hooks.next(about(hook.body.data.id, 'added')));
+    // The record as GET shows it: the signing secret is in the create's answer alone.
+    expect(added).toMatchObject({ id: hook.body.data.id, active: true });
+    expect(JSON.stringify(added)).not.toContain(hook.body.data.secret);
+    expect((await t.api('PATCH', `/api/v1/webhooks/${hook.body.data.id}`, { active: false })).status).toBe(200);
+    await hooks.next((e) => about(hook.body.data.id, 'modified')(e) && dataOf(e).active === false);
+
+    const incidents = await watch('/incidents?watch=true');
+    await incidents.next((e) => e.event === 'synced');
+    expect((await t.api('POST', '/api/v1/alert-policies', { name: 'watched-jobs', condition: { type: 'job_failed' } })).status).toBe(201);
+    expect((await t.api('POST', '/api/v1/jobs', { name: 'watched-broken', command: 'exit 3' })).status).toBe(201);
+    const opened = dataOf(await incidents.next((e) => e.event === 'added' && dataOf(e).condition_type === 'job_failed'));
+    expect(opened.status).toBe('open');
+    const one = await watch(`/incidents/${opened.id}?watch=true`);
+    await one.next((e) => e.event === 'synced');
+    expect((await t.api('POST', `/api/v1/incidents/${opened.id}/acknowledge`)).status).toBe(200);
+    await one.next((e) => about(opened.id, 'modified')(e) && dataOf(e).status === 'acknowledged');
+  });
+});
+
 describe("a console session's watch", () => {
   /** A console session made from `key`: its cookie and CSRF token. */
   async function signIn(key: string): Promise<{ cookie: string; csrf: string }> {

@@ -13,7 +13,7 @@ const family = (name: string) => families.find((f) => f.name === name)!;
 describe('agent questions', () => {
   it('names every call by the command the CLI has for it', () => {
     const commands = new Map(allOperations().map((o) => [o.command.join(' '), `${o.method} ${o.path}`]));
-    for (const f of families.filter((x) => x.standardRoutes !== false)) {
+    for (const f of families.filter((x) => x.standardRoutes === undefined)) {
       for (const call of callsOf(f).values())
         expect([call.words.join(' '), commands.get(call.words.join(' '))]).toEqual([call.words.join(' '), `${call.method} ${call.path}`]);
     }

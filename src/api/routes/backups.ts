@@ -22,6 +22,7 @@ import { ruleContextOf } from '../../events/catalog';
 import { asStored, type AnyFamily, type Resource } from '../../resources/family';
 import { fieldOf } from '../../lib/unknown-values';
 import { recordOf } from '../../resources/record-of';
+import { DRY_RUN_META, DryRunQuery, previewSpecChange } from '../dry-run';
 
 const config = { family: family.name };
 const tags = [family.title];
@@ -207,6 +208,7 @@ export function registerServerRestoreRoute(app: ApiApp, ctx: ApiContext): void {
       description:
         'Writes a completed backup of this server back onto its disk. Answers 200 with the backup, `restore_status` `restoring`; the server is `restoring` until it is done (stop, start, reboot, PATCH, DELETE and backups answer 409 resource_busy meanwhile), then running again (events backup.restore_started, backup.restore_completed). 404 backup_not_found for an unknown backup, 422 validation_failed for a backup of another server, 409 resource_busy while the backup is being taken or another restore runs, 409 invalid_state for a failed backup or a server that is not running.',
       params: ServerParams,
+      querystring: DryRunQuery,
       body: RestoreBody,
       response: { 200: envelopeOf(Record), ...errors },
     },
@@ -222,26 +224,24 @@ export function registerServerRestoreRoute(app: ApiApp, ctx: ApiContext): void {
         throw fieldInvalid('backup_id', `is a backup of ${of ? `${of.family} ${of.id}` : 'no single source'}, not of server ${id}`);
       }
       assertRestoreAllowed(server, backup, await completedBackupsOf(ctx, team, id));
+      const change = (latest: Backup) => {
+        assertRestoreAllowed(server, latest, []);
+        return { ...latest.spec, restore_requests: (asStored(latest.spec).restore_requests ?? 0) + 1 };
+      };
+      // The restore begun, shown should the reconciler not have written it yet.
+      const begun = (requested: Backup): Backup => ({
+        ...requested,
+        status: { ...requested.status, restore_state: 'restoring' as const, restore_started_at: nowIso(), restore_finished_at: null },
+      });
+      if (request.query.dry_run === true) return send(ctx, request, reply, 200, recordOf(family, begun(previewSpecChange(backup, change))), DRY_RUN_META);
       let asked = backup;
       const ask = async () => {
-        asked = await ctx.writer.mutateSpec<Backup>(
-          family,
-          team,
-          backupId,
-          (latest) => {
-            assertRestoreAllowed(server, latest, []);
-            return { ...latest.spec, restore_requests: (asStored(latest.spec).restore_requests ?? 0) + 1 };
-          },
-          key,
-        );
+        asked = await ctx.writer.mutateSpec<Backup>(family, team, backupId, change, key);
       };
       // Answered once the server shows the restore, so that a stop sent next is refused.
       await writeAndAwait<Server>(ctx.store, serverFamily.kind, team, id, ask, (s) => s.status.status === 'restoring');
       const latest = await ctx.store.get<Backup['spec'], Backup['status']>(family.kind, team, backupId);
-      const shown =
-        latest && (latest.status.restore_state === 'restoring' || !restorePending(latest))
-          ? latest
-          : { ...asked, status: { ...asked.status, restore_state: 'restoring' as const, restore_started_at: nowIso(), restore_finished_at: null } };
+      const shown = latest && (latest.status.restore_state === 'restoring' || !restorePending(latest)) ? latest : begun(asked);
       return send(ctx, request, reply, 200, recordOf(family, shown));
     },
   });

@@ -22,13 +22,12 @@ import { pluralOf, typeNameOf } from '../openapi-names';
 import type { ApiApp } from '../api-app';
 import { ruleContextOf } from '../../events/catalog';
 import { fieldOf, textOf } from '../../lib/unknown-values';
-import { sameJson } from '../../lib/canonical-json';
 import { known } from '../../lib/known';
 import { promised } from '../../lib/promised';
 import { IfMatchHeaders, ifMatchOf, tagAnswer, type VersionCheck } from '../entity-tags';
 import { isVisible } from '../visible';
 import { watchProperties, WatchEvent } from '../watches';
-import { DRY_RUN_META, DRY_RUN_PROPERTIES, DryRunQuery, isDryRun } from '../dry-run';
+import { DRY_RUN_META, DRY_RUN_PROPERTIES, DryRunQuery, isDryRun, previewSpecChange } from '../dry-run';
 import { recordOf } from '../../resources/record-of';
 
 const IdParams = Type.Object({ id: Type.String({ maxLength: 64, description: 'Resource id.' }) });
@@ -204,13 +203,17 @@ export function withShownSecret(family: AnyFamily): TSchema {
   );
 }
 
-export function registerFamilyRoutes(app: ApiApp, ctx: ApiContext, family: AnyFamily): void {
+/**
+ * The generic list and get of a family, each with its watch (watches.ts): the whole of a
+ * family's reads, also for a family whose changes have routes of their own
+ * (FamilyDefinition.standardRoutes 'reads').
+ */
+export function registerFamilyReads(app: ApiApp, ctx: ApiContext, family: AnyFamily): void {
   const base = `/api/v1/${family.path}`;
   const config: { family?: string } = family.providerBacked ? { family: family.name } : {};
   const tags = [family.title];
   const typeName = typeNameOf(family.title);
   const RecordSchema = family.schemas.record;
-  const ruleContext = ruleContextOf(ctx.config);
   // Reads answer records serialised once per stored version.
   const records = new RecordBytes(family);
 
@@ -253,6 +256,40 @@ export function registerFamilyRoutes(app: ApiApp, ctx: ApiContext, family: AnyFa
     },
   });
 
+  app.get(`${base}/:id`, {
+    config,
+    schema: {
+      tags,
+      operationId: `get${typeName}`,
+      summary: `Get a ${family.title}`,
+      description: `With watch=true, the ${family.title} as it is, then every change as it happens, as server-sent events.`,
+      params: IdParams,
+      querystring: Type.Object(watch, { additionalProperties: false }),
+      response: { 200: orWatched(envelopeOf(RecordSchema), `The ${family.title}`), ...errorResponses },
+    },
+    // Nothing to wait for: the resource is read from memory, its bytes kept (record-bytes.ts); a not-found throws, which Fastify sends.
+    handler: (request, reply) => {
+      const { team, key } = principalOf(request);
+      const resource = visibleResource(ctx, family, team, request.params.id);
+      if (request.query.watch === true) {
+        ctx.watches.open({ request, reply, family, team, heldBy: key, id: resource.meta.id, timeoutSeconds: request.query.timeout_seconds });
+        return;
+      }
+      tagAnswer(reply, resource);
+      sendSerialised(ctx, request, reply, 200, records.of(resource, reply));
+    },
+  });
+}
+
+export function registerFamilyRoutes(app: ApiApp, ctx: ApiContext, family: AnyFamily): void {
+  registerFamilyReads(app, ctx, family);
+  const base = `/api/v1/${family.path}`;
+  const config: { family?: string } = family.providerBacked ? { family: family.name } : {};
+  const tags = [family.title];
+  const typeName = typeNameOf(family.title);
+  const RecordSchema = family.schemas.record;
+  const ruleContext = ruleContextOf(ctx.config);
+
   app.post(base, {
     config,
     schema: {
@@ -290,30 +327,6 @@ export function registerFamilyRoutes(app: ApiApp, ctx: ApiContext, family: AnyFa
     },
   });
 
-  app.get(`${base}/:id`, {
-    config,
-    schema: {
-      tags,
-      operationId: `get${typeName}`,
-      summary: `Get a ${family.title}`,
-      description: `With watch=true, the ${family.title} as it is, then every change as it happens, as server-sent events.`,
-      params: IdParams,
-      querystring: Type.Object(watch, { additionalProperties: false }),
-      response: { 200: orWatched(envelopeOf(RecordSchema), `The ${family.title}`), ...errorResponses },
-    },
-    // Nothing to wait for: the resource is read from memory, its bytes kept (record-bytes.ts); a not-found throws, which Fastify sends.
-    handler: (request, reply) => {
-      const { team, key } = principalOf(request);
-      const resource = visibleResource(ctx, family, team, request.params.id);
-      if (request.query.watch === true) {
-        ctx.watches.open({ request, reply, family, team, heldBy: key, id: resource.meta.id, timeoutSeconds: request.query.timeout_seconds });
-        return;
-      }
-      tagAnswer(reply, resource);
-      sendSerialised(ctx, request, reply, 200, records.of(resource, reply));
-    },
-  });
-
   if (family.schemas.update && family.applyUpdate) {
     const applyUpdate = family.applyUpdate.bind(family);
     app.patch(`${base}/:id`, {
@@ -336,9 +349,8 @@ export function registerFamilyRoutes(app: ApiApp, ctx: ApiContext, family: AnyFa
         assertChangeable(family, found);
         if (request.query.dry_run === true) {
           // The spec the write would carry; the status stays as it is until the reconciler acts, as for real.
-          const spec = applyUpdate(found.spec, body, ruleContext);
-          const generation = found.meta.generation + (sameJson(spec, found.spec) ? 0 : 1);
-          return send(ctx, request, reply, 200, recordOf(family, { ...found, meta: { ...found.meta, generation }, spec }), DRY_RUN_META);
+          const after = previewSpecChange(found, (current) => applyUpdate(current.spec, body, ruleContext));
+          return send(ctx, request, reply, 200, recordOf(family, after), DRY_RUN_META);
         }
         const update: SpecUpdate = (extra = () => ({})) =>
           ctx.writer.mutateSpec(

@@ -15,6 +15,7 @@ import { attachedShares, Server, serverFamily } from '../../resources/server';
 import { conflict, fieldInvalid, invalidState, resourceBusy } from '../../lib/errors';
 import type { ApiApp } from '../api-app';
 import { recordOf } from '../../resources/record-of';
+import { DRY_RUN_META, DryRunQuery, previewSpecChange } from '../dry-run';
 
 const IdParams = Type.Object({ id: Type.String({ maxLength: 64 }) });
 const ServerBody = (description: string) =>
@@ -80,6 +81,7 @@ export function registerFileShareRoutes(app: ApiApp, ctx: ApiContext): void {
         operationId: `${action.name}FileShare`,
         summary: action.summary,
         params: IdParams,
+        querystring: DryRunQuery,
         body: action.body,
         response: responses,
       },
@@ -90,18 +92,15 @@ export function registerFileShareRoutes(app: ApiApp, ctx: ApiContext): void {
         const share = await findResource<FileShare>(ctx, fileShareFamily, team, id);
         const found = await findResource<Server>(ctx, serverFamily, team, server_id);
         action.check(share, found);
+        const change = (server: Server) => {
+          action.check(share, server);
+          return { ...server.spec, file_shares: action.shares(attachedShares(server.spec), id) };
+        };
+        // The server's spec as the write would leave it; what its driver then does (a Pod replaced) is not foretold.
+        if (request.query.dry_run === true) return send(ctx, request, reply, 200, recordOf(serverFamily, previewSpecChange(found, change)), DRY_RUN_META);
         let asked = found;
         const write = async () => {
-          asked = await ctx.writer.mutateSpec<Server>(
-            serverFamily,
-            team,
-            server_id,
-            (server) => {
-              action.check(share, server);
-              return { ...server.spec, file_shares: action.shares(attachedShares(server.spec), id) };
-            },
-            key,
-          );
+          asked = await ctx.writer.mutateSpec<Server>(serverFamily, team, server_id, change, key);
         };
         // Begun (the Pod driver replaces the Pod: rebooting), or already done (this generation observed).
         const begun = (server: Server) => server.status.status !== found.status.status || server.status.observed_generation >= asked.meta.generation;

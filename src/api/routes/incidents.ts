@@ -1,20 +1,21 @@
 /**
- * Incidents: list (with `status`), get, and the two actions, acknowledge and resolve. An
+ * Incidents' two actions, acknowledge and resolve; their list (with `status`) and get, with
+ * watches, are the generic ones (routes/families.ts registerFamilyReads). An
  * incident is opened by an alert policy, never by POST, and is kept as history (no DELETE).
  * An action writes the intent and who asked; the incident's reconciler moves the status.
  */
 import { Type } from '@sinclair/typebox';
 import type { ApiContext } from '../context';
 import { send } from '../envelope';
-import { envelopeOf, ErrorEnvelope, findForChange, findResource, principalOf, VERSIONED_CHANGE } from './families';
+import { envelopeOf, ErrorEnvelope, findForChange, principalOf, VERSIONED_CHANGE } from './families';
 import { tagAnswer } from '../entity-tags';
-import { listPage, listQueryOf, listQuerySchema } from '../list';
 import { Incident, incidentFamily as family } from '../../resources/incident';
 import { invalidState } from '../../lib/errors';
 import { nowIso } from '../../lib/time';
 import { writeAndAwait } from '../awaiting';
 import type { ApiApp } from '../api-app';
 import { recordOf } from '../../resources/record-of';
+import { DRY_RUN_META, DryRunQuery, previewSpecChange } from '../dry-run';
 
 const IdParams = Type.Object({ id: Type.String({ maxLength: 64, description: 'Incident id.' }) });
 const tags = [family.title];
@@ -26,7 +27,7 @@ interface Action {
   /** The state the action leads to, and the states it leaves alone (200, nothing changes). */
   target: string;
   already: string[];
-  ask: (incident: Incident, actor: string) => Record<string, unknown> | null;
+  ask: (incident: Incident, actor: string) => Incident['spec'] | null;
 }
 
 const ACTIONS: Action[] = [
@@ -64,6 +65,7 @@ function registerAction(app: ApiApp, ctx: ApiContext, action: Action): void {
       description: action.description,
       params: IdParams,
       headers: VERSIONED_CHANGE.headers,
+      querystring: DryRunQuery,
       response: { 200: envelopeOf(family.schemas.record), 404: ErrorEnvelope, 409: ErrorEnvelope, ...VERSIONED_CHANGE.preconditionFailed },
     },
     handler: async (request, reply) => {
@@ -72,12 +74,20 @@ function registerAction(app: ApiApp, ctx: ApiContext, action: Action): void {
       const { found, ifMatch } = await findForChange<Incident>(ctx, family, request, id);
       assertActionable(found, action);
       if (action.already.includes(found.status.status)) {
+        if (request.query.dry_run === true) return send(ctx, request, reply, 200, recordOf(family, found), DRY_RUN_META);
         tagAnswer(reply, found);
         return send(ctx, request, reply, 200, recordOf(family, found));
       }
+      // The state the request leads to, shown should the controller not have written it yet.
+      const ledTo = (incident: Incident): Incident => ({
+        ...incident,
+        status: { ...incident.status, status: action.target, [`${action.target}_at`]: nowIso(), [`${action.target}_by`]: key },
+      });
+      const change = (incident: Incident) => action.ask(incident, key);
+      if (request.query.dry_run === true) return send(ctx, request, reply, 200, recordOf(family, ledTo(previewSpecChange(found, change))), DRY_RUN_META);
       let asked = found;
       const ask = async () => {
-        asked = await ctx.writer.mutateSpec<Incident>(family, team, id, (incident) => action.ask(incident, key), key, ifMatch);
+        asked = await ctx.writer.mutateSpec<Incident>(family, team, id, change, key, ifMatch);
       };
       const moved = await writeAndAwait<Incident>(ctx.store, family.kind, team, id, ask, (incident) =>
         [action.target, 'resolved'].includes(incident.status.status),
@@ -85,50 +95,12 @@ function registerAction(app: ApiApp, ctx: ApiContext, action: Action): void {
       // Resolved otherwise before the acknowledgement reached it: 409, as acknowledging a resolved incident.
       if (moved && moved.status.status !== action.target) assertActionable(moved, action);
       tagAnswer(reply, moved ?? asked);
-      const at = nowIso();
-      const projected = { ...found, status: { ...found.status, status: action.target, [`${action.target}_at`]: at, [`${action.target}_by`]: key } };
-      return send(ctx, request, reply, 200, recordOf(family, moved ?? projected));
+      return send(ctx, request, reply, 200, recordOf(family, moved ?? ledTo(found)));
     },
   });
 }
 
 export function registerIncidentRoutes(app: ApiApp, ctx: ApiContext): void {
-  app.get(`/api/v1/${family.path}`, {
-    schema: {
-      tags,
-      operationId: 'listIncidents',
-      summary: 'List incidents',
-      description: 'Newest first by default; `status=open` (or acknowledged, resolved) lists those only.',
-      querystring: listQuerySchema(family.states),
-      response: { 200: envelopeOf(Type.Array(family.schemas.record)), 422: ErrorEnvelope },
-    },
-    handler: async (request, reply) => {
-      const { page, nextCursor } = await listPage(ctx.store, family, principalOf(request).team, listQueryOf(request), ctx.cursorKey);
-      return send(
-        ctx,
-        request,
-        reply,
-        200,
-        page.map((r) => recordOf(family, r)),
-        { next_cursor: nextCursor },
-      );
-    },
-  });
-
-  app.get(`/api/v1/${family.path}/:id`, {
-    schema: {
-      tags,
-      operationId: 'getIncident',
-      summary: 'Get an incident',
-      params: IdParams,
-      response: { 200: envelopeOf(family.schemas.record), 404: ErrorEnvelope },
-    },
-    handler: async (request, reply) => {
-      const incident = await findResource<Incident>(ctx, family, principalOf(request).team, request.params.id);
-      tagAnswer(reply, incident);
-      return send(ctx, request, reply, 200, recordOf(family, incident));
-    },
-  });
-
+  // Its list and get are the generic ones (FamilyDefinition.standardRoutes 'reads'), with their watches.
   for (const action of ACTIONS) registerAction(app, ctx, action);
 }

@@ -13,6 +13,7 @@ import { listedArray } from '../../store/listed';
 import type { ApiApp } from '../api-app';
 import type { JobExecutor } from '../../drivers/job';
 import { recordOf } from '../../resources/record-of';
+import { DRY_RUN_META, DryRunQuery, previewSpecChange } from '../dry-run';
 
 const IdParams = Type.Object({ id: Type.String({ maxLength: 64 }) });
 const LogsQuery = Type.Object(
@@ -61,6 +62,7 @@ function registerScheduleAction(app: ApiApp, ctx: ApiContext, action: 'pause' | 
         : 'The schedule goes on from now: times that passed while paused get no run. Resuming a scheduled job changes nothing. A job without a schedule, or cancelled, answers 409 invalid_state.',
       params: IdParams,
       headers: VERSIONED_CHANGE.headers,
+      querystring: DryRunQuery,
       response: { 200: envelopeOf(family.schemas.record), 404: ErrorEnvelope, 409: ErrorEnvelope, ...VERSIONED_CHANGE.preconditionFailed },
     },
     handler: async (request, reply) => {
@@ -68,8 +70,11 @@ function registerScheduleAction(app: ApiApp, ctx: ApiContext, action: 'pause' | 
       const { team, key } = principalOf(request);
       const { found, ifMatch } = await findForChange<Job>(ctx, family, request, id);
       assertSchedulable(found, past);
-      const ask = () =>
-        ctx.writer.mutateSpec<Job>(family, team, id, (job) => (Boolean(job.spec.paused) === paused ? null : { ...job.spec, paused }), key, ifMatch);
+      const change = (job: Job) => (Boolean(job.spec.paused) === paused ? null : { ...job.spec, paused });
+      // The state the request leads to, shown should the controller not have written it yet.
+      const ledTo = (job: Job): Job => ({ ...job, status: { ...job.status, status: target, ...(paused ? { next_run_at: null } : {}) } });
+      if (request.query.dry_run === true) return send(ctx, request, reply, 200, recordOf(family, ledTo(previewSpecChange(found, change))), DRY_RUN_META);
+      const ask = () => ctx.writer.mutateSpec<Job>(family, team, id, change, key, ifMatch);
       const moved = await writeAndAwait<Job>(
         ctx.store,
         family.kind,
@@ -81,7 +86,7 @@ function registerScheduleAction(app: ApiApp, ctx: ApiContext, action: 'pause' | 
       // The controller did not answer in time (another replica leads): the state the request leads to.
       const current = moved ?? (await findResource<Job>(ctx, family, team, id));
       tagAnswer(reply, current);
-      const latest = moved ?? { ...current, status: { ...current.status, status: target, ...(paused ? { next_run_at: null } : {}) } };
+      const latest = moved ?? ledTo(current);
       assertSchedulable(latest, past);
       return send(ctx, request, reply, 200, recordOf(family, latest));
     },
@@ -101,6 +106,7 @@ export function registerJobRoutes(app: ApiApp, ctx: ApiContext, executor: JobExe
       description: 'The job is `cancelled` at once and its run is stopped. A finished job answers 409 invalid_state.',
       params: IdParams,
       headers: VERSIONED_CHANGE.headers,
+      querystring: DryRunQuery,
       response: { 200: envelopeOf(family.schemas.record), 404: ErrorEnvelope, 409: ErrorEnvelope, ...VERSIONED_CHANGE.preconditionFailed },
     },
     handler: async (request, reply) => {
@@ -108,23 +114,22 @@ export function registerJobRoutes(app: ApiApp, ctx: ApiContext, executor: JobExe
       const { team, key } = principalOf(request);
       const { found, ifMatch } = await findForChange<Job>(ctx, family, request, id);
       assertCancellable(found);
+      const change = (job: Job) => (job.spec.cancel_requested ? null : { ...job.spec, cancel_requested: true });
+      const cancelledOf = (job: Job): Job => ({
+        ...job,
+        status: { ...job.status, status: 'cancelled', finished_at: nowIso(), status_reason: 'Cancelled on request.' },
+      });
+      if (request.query.dry_run === true) return send(ctx, request, reply, 200, recordOf(family, cancelledOf(previewSpecChange(found, change))), DRY_RUN_META);
       // The reconciler stops the run and writes `cancelled`, unless the job finished first.
       let asked = found;
       const ask = async () => {
-        asked = await ctx.writer.mutateSpec<Job>(
-          family,
-          team,
-          id,
-          (job) => (job.spec.cancel_requested ? null : { ...job.spec, cancel_requested: true }),
-          key,
-          ifMatch,
-        );
+        asked = await ctx.writer.mutateSpec<Job>(family, team, id, change, key, ifMatch);
       };
       const ended = await writeAndAwait<Job>(ctx.store, family.kind, team, id, ask, (job) => FINISHED_JOB_STATES.includes(job.status.status));
       // It ended otherwise before the cancel reached it: 409, as a cancel of a finished job.
       if (ended && ended.status.status !== 'cancelled') assertCancellable(ended);
       tagAnswer(reply, ended ?? asked);
-      const cancelled = ended ?? { ...found, status: { ...found.status, status: 'cancelled', finished_at: nowIso(), status_reason: 'Cancelled on request.' } };
+      const cancelled = ended ?? cancelledOf(found);
       return send(ctx, request, reply, 200, recordOf(family, cancelled));
     },
   });

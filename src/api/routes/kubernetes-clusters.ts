@@ -21,7 +21,7 @@ import {
   type SpecUpdate,
   VERSIONED_CHANGE,
 } from './families';
-import { tagAnswer, type VersionCheck } from '../entity-tags';
+import { tagAnswer } from '../entity-tags';
 import {
   assertNodePools,
   isNewerVersion,
@@ -44,6 +44,7 @@ import { ApiError, conflict, fieldInvalid, invalidState, notFound } from '../../
 import { known } from '../../lib/known';
 import { newId } from '../../lib/ids';
 import { recordOf } from '../../resources/record-of';
+import { DRY_RUN_META, DryRunQuery, isDryRun, previewSpecChange } from '../dry-run';
 
 const IdParams = Type.Object({ id: Type.String({ maxLength: 64, description: 'The cluster id (prefix k8s).' }) });
 const PoolParams = Type.Object({
@@ -112,23 +113,24 @@ export function registerKubernetesClusterRoutes(app: ApiApp, ctx: ApiContext): v
     assertChangeable(family, found);
     return { cluster: found, ifMatch };
   };
-  /** Changes the cluster's node pools on its latest version, checked again as a whole. */
-  const changePools = (request: FastifyRequest, id: string, ifMatch: VersionCheck | undefined, change: (cluster: KubernetesCluster) => NodePoolSpec[]) => {
+  /**
+   * Changes the cluster's node pools on its latest version, checked again as a whole; with
+   * dry_run, judges the change on the version found and writes nothing.
+   */
+  const changePools = async (request: FastifyRequest, id: string, change: (cluster: KubernetesCluster) => NodePoolSpec[]) => {
     const { team, key } = principalOf(request);
-    return ctx.writer.mutateSpec<KubernetesCluster>(
-      family,
-      team,
-      id,
-      (current) => {
-        assertChangeable(family, current);
-        const pools = change(current);
-        assertNodePools(pools);
-        return { ...current.spec, node_pools: pools };
-      },
-      key,
-      ifMatch,
-    );
+    const { cluster: found, ifMatch } = await clusterToChange(request, id);
+    const changeSpec = (current: KubernetesCluster) => {
+      assertChangeable(family, current);
+      const pools = change(current);
+      assertNodePools(pools);
+      return { ...current.spec, node_pools: pools };
+    };
+    if (isDryRun(request)) return previewSpecChange(found, changeSpec);
+    return ctx.writer.mutateSpec<KubernetesCluster>(family, team, id, changeSpec, key, ifMatch);
   };
+  /** An answer's meta: marked when it shows a dry run. */
+  const metaOf = (request: FastifyRequest) => (isDryRun(request) ? DRY_RUN_META : undefined);
 
   app.get(`${base}/kubeconfig`, {
     config: { ...config, carriesSecret: true },
@@ -226,6 +228,7 @@ export function registerKubernetesClusterRoutes(app: ApiApp, ctx: ApiContext): v
         'Asks for `version`, which must be newer than the one that runs (422 validation_failed naming `version` otherwise). The cluster is `upgrading` until it runs the new version, then `running` again. Only a running or degraded cluster: 409 resource_busy while upgrading, 409 invalid_state while creating, failed or deleted.',
       params: IdParams,
       headers: VERSIONED_CHANGE.headers,
+      querystring: DryRunQuery,
       body: UpgradeBody,
       response: { 200: envelopeOf(family.schemas.record), ...changeErrors },
     },
@@ -242,18 +245,15 @@ export function registerKubernetesClusterRoutes(app: ApiApp, ctx: ApiContext): v
       };
       const { found, ifMatch } = await findForChange<KubernetesCluster>(ctx, family, request, id);
       check(found);
-      const ask = () =>
-        ctx.writer.mutateSpec<KubernetesCluster>(
-          family,
-          team,
-          id,
-          (current) => {
-            check(current);
-            return { ...current.spec, version };
-          },
-          key,
-          ifMatch,
-        );
+      const change = (current: KubernetesCluster) => {
+        check(current);
+        return { ...current.spec, version };
+      };
+      // The state the request leads to, shown should the reconciler not have written it yet.
+      const ledTo = (cluster: KubernetesCluster) =>
+        cluster.status.status === 'running' ? { ...cluster, status: { ...cluster.status, status: 'upgrading' } } : cluster;
+      if (request.query.dry_run === true) return send(ctx, request, reply, 200, recordOf(family, ledTo(previewSpecChange(found, change))), DRY_RUN_META);
+      const ask = () => ctx.writer.mutateSpec<KubernetesCluster>(family, team, id, change, key, ifMatch);
       const moved = await writeAndAwait<KubernetesCluster>(
         ctx.store,
         family.kind,
@@ -265,7 +265,7 @@ export function registerKubernetesClusterRoutes(app: ApiApp, ctx: ApiContext): v
       // The reconciler did not answer in time (another replica leads): the state the request leads to.
       const current = moved ?? (await findResource<KubernetesCluster>(ctx, family, team, id));
       tagAnswer(reply, current);
-      const shown = moved ?? (current.status.status === 'running' ? { ...current, status: { ...current.status, status: 'upgrading' } } : current);
+      const shown = moved ?? ledTo(current);
       return send(ctx, request, reply, 200, recordOf(family, shown));
     },
   });
@@ -304,21 +304,23 @@ export function registerKubernetesClusterRoutes(app: ApiApp, ctx: ApiContext): v
         'Adds the pool to the spec; the driver makes its nodes (`kubernetes_cluster.updated`; `ready_nodes` grows to `count`). A name the cluster has: 409 name_taken; an eleventh pool, or a count outside auto_scale: 422 validation_failed.',
       params: IdParams,
       headers: VERSIONED_CHANGE.headers,
+      querystring: DryRunQuery,
       body: NodePoolCreate,
       response: { 201: envelopeOf(NodePoolRecord), ...changeErrors },
     },
     handler: async (request, reply) => {
       const { id } = request.params;
       const pool = nodePoolOf(request.body);
-      const { ifMatch } = await clusterToChange(request, id);
-      const updated = await changePools(request, id, ifMatch, (cluster) => {
+      const updated = await changePools(request, id, (cluster) => {
         if (cluster.spec.node_pools.some((p) => p.name === pool.name)) throw conflict('name_taken', `The cluster already has a node pool named ${pool.name}.`);
         if (cluster.spec.node_pools.length >= MAX_NODE_POOLS) throw fieldInvalid('node_pools', `a cluster has at most ${MAX_NODE_POOLS} node pools`);
         return [...cluster.spec.node_pools, pool];
       });
-      reply.header('Location', `/api/v1/${family.path}/${id}/node-pools/${encodeURIComponent(pool.name)}`);
-      tagAnswer(reply, updated);
-      return send(ctx, request, reply, 201, poolRecordOf(updated, poolOf(updated, pool.name)));
+      if (!isDryRun(request)) {
+        reply.header('Location', `/api/v1/${family.path}/${id}/node-pools/${encodeURIComponent(pool.name)}`);
+        tagAnswer(reply, updated);
+      }
+      return send(ctx, request, reply, 201, poolRecordOf(updated, poolOf(updated, pool.name)), metaOf(request));
     },
   });
 
@@ -350,24 +352,24 @@ export function registerKubernetesClusterRoutes(app: ApiApp, ctx: ApiContext): v
         "Changes the pool's `count`, `labels`, `taints` (each replaced as a whole) or `auto_scale` (null stops autoscaling); its name and size stay. A count outside the pool's auto_scale: 422 validation_failed naming it.",
       params: PoolParams,
       headers: VERSIONED_CHANGE.headers,
+      querystring: DryRunQuery,
       body: NodePoolUpdate,
       response: { 200: envelopeOf(NodePoolRecord), ...changeErrors },
     },
     handler: async (request, reply) => {
       const { id, pool_name: poolName } = request.params;
       const { auto_scale: autoScale, ...patch } = request.body;
-      const { cluster, ifMatch } = await clusterToChange(request, id);
-      poolOf(cluster, poolName);
-      const updated = await changePools(request, id, ifMatch, (current) =>
-        current.spec.node_pools.map((pool) => {
+      const updated = await changePools(request, id, (current) => {
+        poolOf(current, poolName);
+        return current.spec.node_pools.map((pool) => {
           if (pool.name !== poolName) return pool;
           const { auto_scale: kept, ...rest } = { ...pool, ...patch };
           const scale = autoScale === undefined ? kept : (autoScale ?? undefined);
           return { ...rest, ...(scale ? { auto_scale: scale } : {}) };
-        }),
-      );
-      tagAnswer(reply, updated);
-      return send(ctx, request, reply, 200, poolRecordOf(updated, poolOf(updated, poolName)));
+        });
+      });
+      if (!isDryRun(request)) tagAnswer(reply, updated);
+      return send(ctx, request, reply, 200, poolRecordOf(updated, poolOf(updated, poolName)), metaOf(request));
     },
   });
 
@@ -381,19 +383,18 @@ export function registerKubernetesClusterRoutes(app: ApiApp, ctx: ApiContext): v
         'Takes the pool out of the spec; the driver removes its nodes (`kubernetes_cluster.updated`). Answers 204. The last pool of a cluster cannot be deleted (409 invalid_state): delete the cluster instead.',
       params: PoolParams,
       headers: VERSIONED_CHANGE.headers,
+      querystring: DryRunQuery,
       response: { 204: Type.Null(), 404: ErrorEnvelope, 409: ErrorEnvelope, ...VERSIONED_CHANGE.preconditionFailed },
     },
     handler: async (request, reply) => {
       const { id, pool_name: poolName } = request.params;
-      const { cluster, ifMatch } = await clusterToChange(request, id);
-      poolOf(cluster, poolName);
-      const updated = await changePools(request, id, ifMatch, (current) => {
+      const updated = await changePools(request, id, (current) => {
         poolOf(current, poolName);
         if (current.spec.node_pools.length === 1)
           throw invalidState(`Node pool ${poolName} is the cluster's last; a cluster keeps at least one. Delete the cluster instead.`);
         return current.spec.node_pools.filter((p) => p.name !== poolName);
       });
-      tagAnswer(reply, updated);
+      if (!isDryRun(request)) tagAnswer(reply, updated);
       return reply.code(204).send(null);
     },
   });

@@ -1,4 +1,5 @@
 /** Load balancer actions: attach and detach a server as a backend; the live traffic counters. */
+import type { FastifyReply, FastifyRequest } from 'fastify';
 import { Type } from '@sinclair/typebox';
 import type { ApiContext } from '../context';
 import { send } from '../envelope';
@@ -12,6 +13,7 @@ import { DataPlaneUnavailable, LoadBalancerDriver, LoadBalancerTraffic } from '.
 import { managedOf } from '../../controllers/driven';
 import { loadBalancerDesired } from '../../controllers/load-balancer';
 import { recordOf } from '../../resources/record-of';
+import { DRY_RUN_META, DryRunQuery, isDryRun, previewSpecChange } from '../dry-run';
 
 const IdParams = Type.Object({ id: Type.String({ maxLength: 64 }) });
 const AttachBody = Type.Object(
@@ -38,6 +40,19 @@ export function registerLoadBalancerRoutes(app: ApiApp, ctx: ApiContext, driver:
   const base = `/api/v1/${family.path}/:id`;
   const config = { family: family.name };
   const tags = [family.title];
+  /** Writes the change of backends and answers the load balancer it leaves; with dry_run, judges it on `found` and writes nothing. */
+  const answerSpecChange = async (
+    request: FastifyRequest,
+    reply: FastifyReply,
+    found: LoadBalancer,
+    change: (lb: LoadBalancer) => LoadBalancer['spec'],
+    write: () => Promise<LoadBalancer>,
+  ) => {
+    if (isDryRun(request)) return send(ctx, request, reply, 200, recordOf(family, previewSpecChange(found, change)), DRY_RUN_META);
+    const updated = await write();
+    tagAnswer(reply, updated);
+    return send(ctx, request, reply, 200, recordOf(family, updated));
+  };
 
   app.post(`${base}/attach`, {
     config,
@@ -47,6 +62,7 @@ export function registerLoadBalancerRoutes(app: ApiApp, ctx: ApiContext, driver:
       summary: 'Attach a server as a backend',
       params: IdParams,
       headers: VERSIONED_CHANGE.headers,
+      querystring: DryRunQuery,
       body: AttachBody,
       response: responses,
     },
@@ -54,26 +70,18 @@ export function registerLoadBalancerRoutes(app: ApiApp, ctx: ApiContext, driver:
       const { id } = request.params;
       const { server_id, port } = request.body;
       const { team, key } = principalOf(request);
-      const { found, ifMatch } = await findForChange(ctx, family, request, id);
+      const { found, ifMatch } = await findForChange<LoadBalancer>(ctx, family, request, id);
       assertChangeable(family, found);
       const server = await ctx.store.get<unknown, { status: string }>(familyByName('server').kind, team, server_id);
       if (!server || ['deleted', 'destroyed'].includes(server.status.status)) throw notFound('server', server_id);
-      const updated = await ctx.writer.mutateSpec<LoadBalancer>(
-        family,
-        team,
-        id,
-        (lb) => {
-          assertChangeable(family, lb);
-          if (lb.spec.backends.some((b) => b.server_id === server_id)) {
-            throw conflict('backend_already_attached', `Server ${server_id} is already a backend of ${id}.`);
-          }
-          return { ...lb.spec, backends: [...lb.spec.backends, { server_id, port: port ?? lb.spec.port }] };
-        },
-        key,
-        ifMatch,
-      );
-      tagAnswer(reply, updated);
-      return send(ctx, request, reply, 200, recordOf(family, updated));
+      const change = (lb: LoadBalancer) => {
+        assertChangeable(family, lb);
+        if (lb.spec.backends.some((b) => b.server_id === server_id)) {
+          throw conflict('backend_already_attached', `Server ${server_id} is already a backend of ${id}.`);
+        }
+        return { ...lb.spec, backends: [...lb.spec.backends, { server_id, port: port ?? lb.spec.port }] };
+      };
+      return answerSpecChange(request, reply, found, change, () => ctx.writer.mutateSpec<LoadBalancer>(family, team, id, change, key, ifMatch));
     },
   });
 
@@ -85,6 +93,7 @@ export function registerLoadBalancerRoutes(app: ApiApp, ctx: ApiContext, driver:
       summary: 'Detach a backend server',
       params: IdParams,
       headers: VERSIONED_CHANGE.headers,
+      querystring: DryRunQuery,
       body: DetachBody,
       response: responses,
     },
@@ -92,24 +101,16 @@ export function registerLoadBalancerRoutes(app: ApiApp, ctx: ApiContext, driver:
       const { id } = request.params;
       const { server_id } = request.body;
       const { team, key } = principalOf(request);
-      const { found, ifMatch } = await findForChange(ctx, family, request, id);
+      const { found, ifMatch } = await findForChange<LoadBalancer>(ctx, family, request, id);
       assertChangeable(family, found);
-      const updated = await ctx.writer.mutateSpec<LoadBalancer>(
-        family,
-        team,
-        id,
-        (lb) => {
-          assertChangeable(family, lb);
-          if (!lb.spec.backends.some((b) => b.server_id === server_id)) {
-            throw notFound('backend', server_id);
-          }
-          return { ...lb.spec, backends: lb.spec.backends.filter((b) => b.server_id !== server_id) };
-        },
-        key,
-        ifMatch,
-      );
-      tagAnswer(reply, updated);
-      return send(ctx, request, reply, 200, recordOf(family, updated));
+      const change = (lb: LoadBalancer) => {
+        assertChangeable(family, lb);
+        if (!lb.spec.backends.some((b) => b.server_id === server_id)) {
+          throw notFound('backend', server_id);
+        }
+        return { ...lb.spec, backends: lb.spec.backends.filter((b) => b.server_id !== server_id) };
+      };
+      return answerSpecChange(request, reply, found, change, () => ctx.writer.mutateSpec<LoadBalancer>(family, team, id, change, key, ifMatch));
     },
   });
 

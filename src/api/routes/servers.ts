@@ -14,6 +14,7 @@ import { writeAndAwait } from '../awaiting';
 import type { ApiApp } from '../api-app';
 import { asStored } from '../../resources/family';
 import { recordOf } from '../../resources/record-of';
+import { DRY_RUN_META, DryRunQuery, previewSpecChange } from '../dry-run';
 
 const IdParams = Type.Object({ id: Type.String({ maxLength: 64 }) });
 const responses = { 200: envelopeOf(family.schemas.record), 404: ErrorEnvelope, 409: ErrorEnvelope, ...VERSIONED_CHANGE.preconditionFailed };
@@ -63,6 +64,7 @@ export function registerServerRoutes(app: ApiApp, ctx: ApiContext): void {
         summary: action.summary,
         params: IdParams,
         headers: VERSIONED_CHANGE.headers,
+        querystring: DryRunQuery,
         response: responses,
       },
       handler: async (request, reply) => {
@@ -70,24 +72,21 @@ export function registerServerRoutes(app: ApiApp, ctx: ApiContext): void {
         const { team, key } = principalOf(request);
         const { found, ifMatch } = await findForChange<Server>(ctx, family, request, id);
         assertActionAllowed(found, action);
+        const change = (server: Server) => {
+          assertActionAllowed(server, action);
+          return { ...server.spec, ...action.wish(server.spec) };
+        };
+        // The move the reconciler begins at once, shown should it not have written it yet.
+        const moveOf = (server: Server): Server => ({ ...server, status: { ...server.status, status: action.via, status_reason: null } });
+        if (request.query.dry_run === true) return send(ctx, request, reply, 200, recordOf(family, moveOf(previewSpecChange(found, change))), DRY_RUN_META);
         let asked = found;
         const wish = async () => {
-          asked = await ctx.writer.mutateSpec<Server>(
-            family,
-            team,
-            id,
-            (server) => {
-              assertActionAllowed(server, action);
-              return { ...server.spec, ...action.wish(server.spec) };
-            },
-            key,
-            ifMatch,
-          );
+          asked = await ctx.writer.mutateSpec<Server>(family, team, id, change, key, ifMatch);
         };
         // Begun (the state left `from`), or already done (the reconciler observed this generation).
         const begun = (server: Server) => server.status.status !== action.from || server.status.observed_generation >= asked.meta.generation;
         const moving = await writeAndAwait<Server>(ctx.store, family.kind, team, id, wish, (server) => asked !== found && begun(server));
-        const shown = moving ?? { ...asked, status: { ...asked.status, status: action.via, status_reason: null } };
+        const shown = moving ?? moveOf(asked);
         tagAnswer(reply, moving ?? asked);
         return send(ctx, request, reply, 200, recordOf(family, shown));
       },

@@ -108,27 +108,7 @@ export function registerWebhookRoutes(app: ApiApp, ctx: ApiContext): void {
   const base = `/api/v1/${webhookFamily.path}`;
   const rules = ruleContextOf(ctx.config);
 
-  app.get(base, {
-    schema: {
-      tags,
-      operationId: 'listWebhooks',
-      summary: 'List webhook subscriptions',
-      querystring: listQuerySchema(webhookFamily.states),
-      response: { 200: envelopeOf(Type.Array(Record_)), ...errors },
-    },
-    handler: async (request, reply) => {
-      const query = listQueryOf(request);
-      const { page, nextCursor } = await listPage(ctx.store, webhookFamily, principalOf(request).team, query, ctx.cursorKey);
-      return send(
-        ctx,
-        request,
-        reply,
-        200,
-        page.map((w) => recordOf(webhookFamily, w)),
-        { next_cursor: nextCursor },
-      );
-    },
-  });
+  // Its list and get are the generic ones (FamilyDefinition.standardRoutes 'reads'), with their watches.
 
   app.post(base, {
     schema: {
@@ -149,15 +129,6 @@ export function registerWebhookRoutes(app: ApiApp, ctx: ApiContext): void {
       reply.header('Location', `${base}/${id}`);
       tagAnswer(reply, webhook);
       return send(ctx, request, reply, 201, { ...recordOf(webhookFamily, webhook), secret: created.secret });
-    },
-  });
-
-  app.get(`${base}/:id`, {
-    schema: { tags, operationId: 'getWebhook', summary: 'Get a webhook subscription', params: IdParams, response: { 200: envelopeOf(Record_), ...errors } },
-    handler: async (request, reply) => {
-      const webhook = await findResource<Webhook>(ctx, webhookFamily, principalOf(request).team, request.params.id);
-      tagAnswer(reply, webhook);
-      return send(ctx, request, reply, 200, recordOf(webhookFamily, webhook));
     },
   });
 
