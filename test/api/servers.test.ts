@@ -3,7 +3,7 @@ import { startTestService, TestService, TRANSIENT_ENV, waitForStatus, eventually
 describe('servers', () => {
   let t: TestService;
   beforeAll(async () => {
-    t = await startTestService(TRANSIENT_ENV);
+    t = await startTestService({ ...TRANSIENT_ENV, CLOUDPLANE_SIMULATION_API: 'true' });
   });
   afterAll(async () => t.stop());
 
@@ -27,13 +27,16 @@ describe('servers', () => {
     expect(wrong.status).toBe(409);
     expect(wrong.body.error.code).toBe('invalid_state');
 
+    // The stop takes 5 s (the simulation API's fault), so the DELETE surely finds it stopping, however loaded the machine.
+    const slowStop = await t.api('POST', '/api/v1/simulation/faults', { family: 'server', operation: 'power_off', delay_ms: 5000 });
+    expect(slowStop.status).toBe(201);
     const stopping = await t.api('POST', `/api/v1/servers/${id}/stop`);
     expect(stopping.status).toBe(200);
     expect(stopping.body.data.status).toBe('stopping');
     const busy = await t.api('DELETE', `/api/v1/servers/${id}`);
     expect(busy.status).toBe(409);
     expect(busy.body.error.code).toBe('resource_busy');
-    await waitForStatus(t, `/api/v1/servers/${id}`, 'stopped');
+    await waitForStatus(t, `/api/v1/servers/${id}`, 'stopped', 30_000);
 
     const noReboot = await t.api('POST', `/api/v1/servers/${id}/reboot`);
     expect(noReboot.status).toBe(409);

@@ -59,6 +59,23 @@ async function createLoadBalancer(name: string): Promise<string> {
 }
 
 describe('webhooks', () => {
+  test('the list shows a subscription made elsewhere, pushed by its watch rather than polled', async () => {
+    const asked: string[] = [];
+    const record = (request: { url(): string }) => asked.push(request.url());
+    page.on('request', record);
+    try {
+      await go('/webhooks');
+      await page.getByRole('heading', { name: 'Webhooks', level: 1 }).waitFor();
+      const made = await t.api('POST', '/api/v1/webhooks', { url: 'https://pushed.example/hooks', events: ['server.*'] });
+      expect(made.status).toBe(201);
+      await page.getByRole('link', { name: 'https://pushed.example/hooks' }).waitFor({ timeout: 20_000 });
+      expect(asked.some((url) => url.includes('/api/v1/webhooks?watch=true'))).toBe(true);
+      expect((await t.api('DELETE', `/api/v1/webhooks/${made.body.data.id}`)).status).toBe(200);
+    } finally {
+      page.off('request', record);
+    }
+  });
+
   test('a failed delivery shows its attempt n/15 and error; after the receiver is fixed, retry delivers it', async () => {
     await go('/webhooks');
     await page.getByRole('heading', { name: 'Webhooks', level: 1 }).waitFor();
