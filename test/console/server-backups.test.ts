@@ -13,8 +13,8 @@ import { maskedScreenshot } from './page-checks';
 
 jest.setTimeout(180_000);
 
-/** Long enough that the page shows `restoring` before `running` again. */
-const ENV = { CLOUDPLANE_SIM_DELAY_MS: '1500' };
+/** The restore itself is held by a simulation fault (below), so the page is seen `restoring`. */
+const ENV = { CLOUDPLANE_SIM_DELAY_MS: '1500', CLOUDPLANE_SIMULATION_API: 'true' };
 
 const status = (page: Page, state: string) => page.locator('.page-head .status', { hasText: new RegExp(`^${state}$`) });
 
@@ -67,12 +67,15 @@ describe("console: a server's backups", () => {
     await dialog.waitFor({ state: 'hidden' });
     expect((await c.service.api('GET', `/api/v1/servers/${serverId}/backups/${backup.id}`)).body.data.restore_status).toBeNull();
 
+    // The restore is held long enough for the page to be read while it runs, however busy the machine.
+    const slowRestore = await c.service.api('POST', '/api/v1/simulation/faults', { family: 'backup', operation: 'restore', delay_ms: 8000 });
+    expect(slowRestore.status).toBe(201);
     await backups.getByRole('button', { name: /^Restore onto this server/ }).click();
     await dialog.getByRole('button', { name: 'Restore onto app-1' }).click();
     await status(c.page, 'restoring').waitFor();
     await c.page.getByTestId('announcements').getByText(`Restoring ${backup.name} onto app-1.`).waitFor();
     // While it restores, no other restore is offered.
-    await expect(backups.getByRole('button', { name: /^Restore onto this server/ }).isDisabled()).resolves.toBe(true);
+    await backups.getByRole('button', { name: /^Restore onto this server/, disabled: true }).waitFor();
     await status(c.page, 'running').waitFor({ timeout: 30_000 });
     await backups.getByText('succeeded').waitFor({ timeout: 15_000 });
     expect((await c.service.api('GET', `/api/v1/servers/${serverId}/backups/${backup.id}`)).body.data.restore_status).toBe('succeeded');
