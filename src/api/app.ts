@@ -21,6 +21,7 @@ import { nameComponents } from './plugins/openapi-components';
 import { listNullInNullableEnums } from './plugins/openapi-nullable';
 import { requireOperationIds, linkOperations, OpenApiDocument } from './plugins/openapi-links';
 import { registerValidation, schemaErrorFormatter } from './plugins/validation';
+import { keepSchemaCompilation, SchemaCompilation } from './plugins/schema-compilation';
 import { registerDocsPage } from './plugins/docs-page';
 import { registerConsole } from './plugins/console';
 import { registerObservability, requestIdOf } from './plugins/observability';
@@ -67,6 +68,7 @@ export async function buildApp(ctx: ApiContext, options: AppOptions): Promise<Ap
   const { http } = ctx.config;
   // Fastify's logger type, not pino's own: the app's type (ApiApp) is written with it.
   const logger: FastifyBaseLogger = ctx.logger;
+  const compilation = new SchemaCompilation();
   const app: ApiApp = Fastify({
     loggerInstance: logger,
     logController: new RequestLog(ctx.config.requestLogLevel),
@@ -93,7 +95,10 @@ export async function buildApp(ctx: ApiContext, options: AppOptions): Promise<Ap
       sendFrameworkError(ctx, err, request, reply);
     },
     schemaErrorFormatter,
+    // Answer serializers compile on first use, as the validators do (plugins/schema-compilation.ts).
+    schemaController: { compilersFactory: { buildSerializer: compilation.serializerFactory() } },
   }).withTypeProvider<TypeBoxTypeProvider>();
+  keepSchemaCompilation(app, compilation);
   app.server.maxConnections = http.maxConnections;
   limitConnections(app.server, { maxPerAddress: http.maxConnectionsPerAddress, firstRequestTimeoutMs: http.firstRequestTimeoutMs });
 
@@ -101,7 +106,7 @@ export async function buildApp(ctx: ApiContext, options: AppOptions): Promise<Ap
   // Before any route: each gets its body limit and, if its answer holds a secret, no-store.
   limitBodies(app);
   markSecretAnswers(app);
-  registerValidation(app);
+  registerValidation(app, compilation);
   registerErrorHandler(app, ctx);
   // Every route's methods, public ones included, so the not-found handler can answer 405.
   const routes = new RouteMethods();

@@ -11,6 +11,7 @@ import addFormats from 'ajv-formats';
 import type { FastifyInstance } from 'fastify';
 import { fieldInvalid } from '../../lib/errors';
 import { isTimestamp } from '../../lib/timestamps';
+import type { SchemaCompilation, Validation } from './schema-compilation';
 
 function makeAjv(coerceTypes: boolean): Ajv {
   const ajv = new Ajv({ allErrors: true, coerceTypes, removeAdditional: false, useDefaults: false, strict: false });
@@ -27,12 +28,6 @@ const DECIMAL = /^[0-9]+$/;
 /** The schema of a query string or of path parameters: an object of named properties. */
 interface PartSchema {
   properties?: Record<string, { type?: unknown }>;
-}
-
-/** What Fastify needs of a validator: a check of the part, and the issues of the last one. */
-interface Validation {
-  (data: Record<string, unknown> | null): boolean;
-  errors?: ErrorObject[] | null;
 }
 
 /** ajv's coercion takes anything Number() does (`0x10`, `1e2`, ` 5`, `5.0`): refuse those, beside ajv's own findings. */
@@ -66,13 +61,13 @@ function decimalIntegersOnly(schema: PartSchema, validate: ValidateFunction): Va
  */
 export const schemaErrorFormatter = (_errors: unknown[], dataVar: string): Error => new Error(`The ${dataVar} is invalid.`);
 
-export function registerValidation(app: FastifyInstance): void {
+/** Each route's validators compile on their first request (plugins/schema-compilation.ts). */
+export function registerValidation(app: FastifyInstance, compilation: SchemaCompilation): void {
   const strict = makeAjv(false);
   const coercing = makeAjv(true);
-  app.setValidatorCompiler<PartSchema>(({ schema, httpPart }) => {
-    if (httpPart === 'body') return strict.compile(schema);
-    return decimalIntegersOnly(schema, coercing.compile(schema));
-  });
+  app.setValidatorCompiler<PartSchema>(({ schema, httpPart }) =>
+    compilation.validator(() => (httpPart === 'body' ? strict.compile(schema) : decimalIntegersOnly(schema, coercing.compile(schema)))),
+  );
 
   // The API speaks JSON only: Fastify's built-in text/plain parser would let a text body
   // through to validation (422) instead of answering 415.
