@@ -6,11 +6,14 @@
  * destroy) and answered with the resource as the change would leave it, marked
  * `meta.dry_run: true`, while nothing is stored, claimed or sent.
  */
-import type { FastifyRequest } from 'fastify';
+import type { FastifyReply, FastifyRequest } from 'fastify';
 import { Type } from '@sinclair/typebox';
 import { fieldOf } from '../lib/unknown-values';
 import { sameJson } from '../lib/canonical-json';
-import type { Resource } from '../resources/family';
+import type { BaseStatus, FamilyDefinition, Resource } from '../resources/family';
+import { recordOf } from '../resources/record-of';
+import type { ApiContext } from './context';
+import { send } from './envelope';
 
 export const DRY_RUN_PROPERTIES = {
   dry_run: Type.Optional(
@@ -28,6 +31,18 @@ export const isDryRun = (request: FastifyRequest): boolean => fieldOf(request.qu
 
 /** The meta of a dry run's answer. */
 export const DRY_RUN_META = { dry_run: true } as const;
+
+/** Answers a dry run: the resource as the change would leave it, as its family's record, marked `meta.dry_run`. */
+export function sendDryRun<Spec, Status extends BaseStatus>(
+  ctx: ApiContext,
+  request: FastifyRequest,
+  reply: FastifyReply,
+  family: FamilyDefinition<Spec, Status>,
+  resource: Resource<Spec, Status>,
+  statusCode = 200,
+) {
+  return send(ctx, request, reply, statusCode, recordOf(family, resource), DRY_RUN_META);
+}
 
 /**
  * The resource as a change of its spec would leave it, judged on the version found: the

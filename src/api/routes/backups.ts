@@ -22,7 +22,7 @@ import { ruleContextOf } from '../../events/catalog';
 import { asStored, type AnyFamily, type Resource } from '../../resources/family';
 import { fieldOf } from '../../lib/unknown-values';
 import { recordOf } from '../../resources/record-of';
-import { DRY_RUN_META, DryRunQuery, previewSpecChange } from '../dry-run';
+import { DryRunQuery, previewSpecChange, sendDryRun } from '../dry-run';
 
 const config = { family: family.name };
 const tags = [family.title];
@@ -233,7 +233,7 @@ export function registerServerRestoreRoute(app: ApiApp, ctx: ApiContext): void {
         ...requested,
         status: { ...requested.status, restore_state: 'restoring' as const, restore_started_at: nowIso(), restore_finished_at: null },
       });
-      if (request.query.dry_run === true) return send(ctx, request, reply, 200, recordOf(family, begun(previewSpecChange(backup, change))), DRY_RUN_META);
+      if (request.query.dry_run === true) return sendDryRun(ctx, request, reply, family, begun(previewSpecChange(backup, change)));
       let asked = backup;
       const ask = async () => {
         asked = await ctx.writer.mutateSpec<Backup>(family, team, backupId, change, key);

@@ -27,7 +27,7 @@ import { promised } from '../../lib/promised';
 import { IfMatchHeaders, ifMatchOf, tagAnswer, type VersionCheck } from '../entity-tags';
 import { isVisible } from '../visible';
 import { watchProperties, WatchEvent } from '../watches';
-import { DRY_RUN_META, DRY_RUN_PROPERTIES, DryRunQuery, isDryRun, previewSpecChange } from '../dry-run';
+import { DRY_RUN_META, DRY_RUN_PROPERTIES, DryRunQuery, isDryRun, previewSpecChange, sendDryRun } from '../dry-run';
 import { recordOf } from '../../resources/record-of';
 
 const IdParams = Type.Object({ id: Type.String({ maxLength: 64, description: 'Resource id.' }) });
@@ -203,17 +203,25 @@ export function withShownSecret(family: AnyFamily): TSchema {
   );
 }
 
+/** What every generic route of a family is named and tagged by, the same for its reads and its changes. */
+function familyRouteNames(family: AnyFamily) {
+  const config: { family?: string } = family.providerBacked ? { family: family.name } : {};
+  return {
+    base: `/api/v1/${family.path}`,
+    config,
+    tags: [family.title],
+    typeName: typeNameOf(family.title),
+    RecordSchema: family.schemas.record,
+  };
+}
+
 /**
  * The generic list and get of a family, each with its watch (watches.ts): the whole of a
  * family's reads, also for a family whose changes have routes of their own
  * (FamilyDefinition.standardRoutes 'reads').
  */
 export function registerFamilyReads(app: ApiApp, ctx: ApiContext, family: AnyFamily): void {
-  const base = `/api/v1/${family.path}`;
-  const config: { family?: string } = family.providerBacked ? { family: family.name } : {};
-  const tags = [family.title];
-  const typeName = typeNameOf(family.title);
-  const RecordSchema = family.schemas.record;
+  const { base, config, tags, typeName, RecordSchema } = familyRouteNames(family);
   // Reads answer records serialised once per stored version.
   const records = new RecordBytes(family);
 
@@ -230,7 +238,7 @@ export function registerFamilyReads(app: ApiApp, ctx: ApiContext, family: AnyFam
       tags,
       operationId: `list${pluralOf(typeName)}`,
       summary: `List ${pluralOf(family.title)}`,
-      description: `With watch=true, the ${pluralOf(family.title)} of the team as they are, then every change as it happens, as server-sent events; no paging or filter.`,
+      description: `Newest first by default; \`status\` lists those in one state only. With watch=true, the ${pluralOf(family.title)} of the team as they are, then every change as it happens, as server-sent events; no paging or filter.`,
       querystring: listQuerySchema(family.states, watch),
       response: { 200: orWatched(envelopeOf(Type.Array(RecordSchema)), 'A page of the list'), ...errorResponses },
     },
@@ -283,11 +291,7 @@ export function registerFamilyReads(app: ApiApp, ctx: ApiContext, family: AnyFam
 
 export function registerFamilyRoutes(app: ApiApp, ctx: ApiContext, family: AnyFamily): void {
   registerFamilyReads(app, ctx, family);
-  const base = `/api/v1/${family.path}`;
-  const config: { family?: string } = family.providerBacked ? { family: family.name } : {};
-  const tags = [family.title];
-  const typeName = typeNameOf(family.title);
-  const RecordSchema = family.schemas.record;
+  const { base, config, tags, typeName, RecordSchema } = familyRouteNames(family);
   const ruleContext = ruleContextOf(ctx.config);
 
   app.post(base, {
@@ -311,7 +315,7 @@ export function registerFamilyRoutes(app: ApiApp, ctx: ApiContext, family: AnyFa
         const preview = await withinQuota(ctx.quota, family, team, id, () =>
           withUniqueName(ctx.store, family, team, spec, undefined, () => Promise.resolve(ctx.writer.preview(family, team, spec, key, id))),
         );
-        return send(ctx, request, reply, 201, recordOf(family, preview), DRY_RUN_META);
+        return sendDryRun(ctx, request, reply, family, preview, 201);
       }
       const secret = given ?? family.secret?.generate?.(spec) ?? undefined;
       const resource = await withinQuota(ctx.quota, family, team, id, () =>
@@ -350,7 +354,7 @@ export function registerFamilyRoutes(app: ApiApp, ctx: ApiContext, family: AnyFa
         if (request.query.dry_run === true) {
           // The spec the write would carry; the status stays as it is until the reconciler acts, as for real.
           const after = previewSpecChange(found, (current) => applyUpdate(current.spec, body, ruleContext));
-          return send(ctx, request, reply, 200, recordOf(family, after), DRY_RUN_META);
+          return sendDryRun(ctx, request, reply, family, after);
         }
         const update: SpecUpdate = (extra = () => ({})) =>
           ctx.writer.mutateSpec(
@@ -397,7 +401,7 @@ export function registerFamilyRoutes(app: ApiApp, ctx: ApiContext, family: AnyFa
       await assertUnreferenced(ctx, family, team, id);
       if (!force) await assertNothingHeld(ctx, family, resource);
       const immediate = family.deletion === 'immediate';
-      if (dryRun) return send(ctx, request, reply, immediate ? 200 : 202, recordOf(family, projectedDeletion(resource, immediate)), DRY_RUN_META);
+      if (dryRun) return sendDryRun(ctx, request, reply, family, projectedDeletion(resource, immediate), immediate ? 200 : 202);
       // The reconciler moves it to deleted (or deleting) and names the caller in the event.
       const leaving = ['deleted', 'deleting', 'destroyed'];
       const moved = await writeAndAwait<Resource>(

@@ -15,7 +15,7 @@ import { attachedShares, Server, serverFamily } from '../../resources/server';
 import { conflict, fieldInvalid, invalidState, resourceBusy } from '../../lib/errors';
 import type { ApiApp } from '../api-app';
 import { recordOf } from '../../resources/record-of';
-import { DRY_RUN_META, DryRunQuery, previewSpecChange } from '../dry-run';
+import { DryRunQuery, previewSpecChange, sendDryRun } from '../dry-run';
 
 const IdParams = Type.Object({ id: Type.String({ maxLength: 64 }) });
 const ServerBody = (description: string) =>
@@ -97,7 +97,7 @@ export function registerFileShareRoutes(app: ApiApp, ctx: ApiContext): void {
           return { ...server.spec, file_shares: action.shares(attachedShares(server.spec), id) };
         };
         // The server's spec as the write would leave it; what its driver then does (a Pod replaced) is not foretold.
-        if (request.query.dry_run === true) return send(ctx, request, reply, 200, recordOf(serverFamily, previewSpecChange(found, change)), DRY_RUN_META);
+        if (request.query.dry_run === true) return sendDryRun(ctx, request, reply, serverFamily, previewSpecChange(found, change));
         let asked = found;
         const write = async () => {
           asked = await ctx.writer.mutateSpec<Server>(serverFamily, team, server_id, change, key);

@@ -15,7 +15,7 @@ import { nowIso } from '../../lib/time';
 import { writeAndAwait } from '../awaiting';
 import type { ApiApp } from '../api-app';
 import { recordOf } from '../../resources/record-of';
-import { DRY_RUN_META, DryRunQuery, previewSpecChange } from '../dry-run';
+import { DryRunQuery, previewSpecChange, sendDryRun } from '../dry-run';
 
 const IdParams = Type.Object({ id: Type.String({ maxLength: 64, description: 'Incident id.' }) });
 const tags = [family.title];
@@ -74,7 +74,7 @@ function registerAction(app: ApiApp, ctx: ApiContext, action: Action): void {
       const { found, ifMatch } = await findForChange<Incident>(ctx, family, request, id);
       assertActionable(found, action);
       if (action.already.includes(found.status.status)) {
-        if (request.query.dry_run === true) return send(ctx, request, reply, 200, recordOf(family, found), DRY_RUN_META);
+        if (request.query.dry_run === true) return sendDryRun(ctx, request, reply, family, found);
         tagAnswer(reply, found);
         return send(ctx, request, reply, 200, recordOf(family, found));
       }
@@ -84,7 +84,7 @@ function registerAction(app: ApiApp, ctx: ApiContext, action: Action): void {
         status: { ...incident.status, status: action.target, [`${action.target}_at`]: nowIso(), [`${action.target}_by`]: key },
       });
       const change = (incident: Incident) => action.ask(incident, key);
-      if (request.query.dry_run === true) return send(ctx, request, reply, 200, recordOf(family, ledTo(previewSpecChange(found, change))), DRY_RUN_META);
+      if (request.query.dry_run === true) return sendDryRun(ctx, request, reply, family, ledTo(previewSpecChange(found, change)));
       let asked = found;
       const ask = async () => {
         asked = await ctx.writer.mutateSpec<Incident>(family, team, id, change, key, ifMatch);

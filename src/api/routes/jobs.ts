@@ -13,7 +13,7 @@ import { listedArray } from '../../store/listed';
 import type { ApiApp } from '../api-app';
 import type { JobExecutor } from '../../drivers/job';
 import { recordOf } from '../../resources/record-of';
-import { DRY_RUN_META, DryRunQuery, previewSpecChange } from '../dry-run';
+import { DryRunQuery, previewSpecChange, sendDryRun } from '../dry-run';
 
 const IdParams = Type.Object({ id: Type.String({ maxLength: 64 }) });
 const LogsQuery = Type.Object(
@@ -73,7 +73,7 @@ function registerScheduleAction(app: ApiApp, ctx: ApiContext, action: 'pause' | 
       const change = (job: Job) => (Boolean(job.spec.paused) === paused ? null : { ...job.spec, paused });
       // The state the request leads to, shown should the controller not have written it yet.
       const ledTo = (job: Job): Job => ({ ...job, status: { ...job.status, status: target, ...(paused ? { next_run_at: null } : {}) } });
-      if (request.query.dry_run === true) return send(ctx, request, reply, 200, recordOf(family, ledTo(previewSpecChange(found, change))), DRY_RUN_META);
+      if (request.query.dry_run === true) return sendDryRun(ctx, request, reply, family, ledTo(previewSpecChange(found, change)));
       const ask = () => ctx.writer.mutateSpec<Job>(family, team, id, change, key, ifMatch);
       const moved = await writeAndAwait<Job>(
         ctx.store,
@@ -119,7 +119,7 @@ export function registerJobRoutes(app: ApiApp, ctx: ApiContext, executor: JobExe
         ...job,
         status: { ...job.status, status: 'cancelled', finished_at: nowIso(), status_reason: 'Cancelled on request.' },
       });
-      if (request.query.dry_run === true) return send(ctx, request, reply, 200, recordOf(family, cancelledOf(previewSpecChange(found, change))), DRY_RUN_META);
+      if (request.query.dry_run === true) return sendDryRun(ctx, request, reply, family, cancelledOf(previewSpecChange(found, change)));
       // The reconciler stops the run and writes `cancelled`, unless the job finished first.
       let asked = found;
       const ask = async () => {

@@ -44,7 +44,7 @@ import { ApiError, conflict, fieldInvalid, invalidState, notFound } from '../../
 import { known } from '../../lib/known';
 import { newId } from '../../lib/ids';
 import { recordOf } from '../../resources/record-of';
-import { DRY_RUN_META, DryRunQuery, isDryRun, previewSpecChange } from '../dry-run';
+import { DRY_RUN_META, DryRunQuery, isDryRun, previewSpecChange, sendDryRun } from '../dry-run';
 
 const IdParams = Type.Object({ id: Type.String({ maxLength: 64, description: 'The cluster id (prefix k8s).' }) });
 const PoolParams = Type.Object({
@@ -252,7 +252,7 @@ export function registerKubernetesClusterRoutes(app: ApiApp, ctx: ApiContext): v
       // The state the request leads to, shown should the reconciler not have written it yet.
       const ledTo = (cluster: KubernetesCluster) =>
         cluster.status.status === 'running' ? { ...cluster, status: { ...cluster.status, status: 'upgrading' } } : cluster;
-      if (request.query.dry_run === true) return send(ctx, request, reply, 200, recordOf(family, ledTo(previewSpecChange(found, change))), DRY_RUN_META);
+      if (request.query.dry_run === true) return sendDryRun(ctx, request, reply, family, ledTo(previewSpecChange(found, change)));
       const ask = () => ctx.writer.mutateSpec<KubernetesCluster>(family, team, id, change, key, ifMatch);
       const moved = await writeAndAwait<KubernetesCluster>(
         ctx.store,

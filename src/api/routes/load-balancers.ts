@@ -13,7 +13,7 @@ import { DataPlaneUnavailable, LoadBalancerDriver, LoadBalancerTraffic } from '.
 import { managedOf } from '../../controllers/driven';
 import { loadBalancerDesired } from '../../controllers/load-balancer';
 import { recordOf } from '../../resources/record-of';
-import { DRY_RUN_META, DryRunQuery, isDryRun, previewSpecChange } from '../dry-run';
+import { DryRunQuery, isDryRun, previewSpecChange, sendDryRun } from '../dry-run';
 
 const IdParams = Type.Object({ id: Type.String({ maxLength: 64 }) });
 const AttachBody = Type.Object(
@@ -48,7 +48,7 @@ export function registerLoadBalancerRoutes(app: ApiApp, ctx: ApiContext, driver:
     change: (lb: LoadBalancer) => LoadBalancer['spec'],
     write: () => Promise<LoadBalancer>,
   ) => {
-    if (isDryRun(request)) return send(ctx, request, reply, 200, recordOf(family, previewSpecChange(found, change)), DRY_RUN_META);
+    if (isDryRun(request)) return sendDryRun(ctx, request, reply, family, previewSpecChange(found, change));
     const updated = await write();
     tagAnswer(reply, updated);
     return send(ctx, request, reply, 200, recordOf(family, updated));

@@ -14,7 +14,7 @@ import { writeAndAwait } from '../awaiting';
 import type { ApiApp } from '../api-app';
 import { asStored } from '../../resources/family';
 import { recordOf } from '../../resources/record-of';
-import { DRY_RUN_META, DryRunQuery, previewSpecChange } from '../dry-run';
+import { DryRunQuery, previewSpecChange, sendDryRun } from '../dry-run';
 
 const IdParams = Type.Object({ id: Type.String({ maxLength: 64 }) });
 const responses = { 200: envelopeOf(family.schemas.record), 404: ErrorEnvelope, 409: ErrorEnvelope, ...VERSIONED_CHANGE.preconditionFailed };
@@ -78,7 +78,7 @@ export function registerServerRoutes(app: ApiApp, ctx: ApiContext): void {
         };
         // The move the reconciler begins at once, shown should it not have written it yet.
         const moveOf = (server: Server): Server => ({ ...server, status: { ...server.status, status: action.via, status_reason: null } });
-        if (request.query.dry_run === true) return send(ctx, request, reply, 200, recordOf(family, moveOf(previewSpecChange(found, change))), DRY_RUN_META);
+        if (request.query.dry_run === true) return sendDryRun(ctx, request, reply, family, moveOf(previewSpecChange(found, change)));
         let asked = found;
         const wish = async () => {
           asked = await ctx.writer.mutateSpec<Server>(family, team, id, change, key, ifMatch);
