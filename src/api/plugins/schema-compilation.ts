@@ -1,7 +1,7 @@
 /**
  * Route schemas compile on their first use, not at start-up. Compiling every route's
  * validators (ajv) and answer serializers (fast-json-stringify) up front was most of a
- * start's CPU (bench/results/service-start.md): a replica that restarts, or a test that
+ * start's CPU (bench/results/service-start-latest.md): a replica that restarts, or a test that
  * starts a service to call three routes, paid for all 140-odd operations. Now a route that
  * is never called costs nothing, and the first call of each compiles what it needs, once.
  *
@@ -21,32 +21,25 @@ export interface Validation {
 
 /** The compilations an app has deferred, and the one way to run them. */
 export class SchemaCompilation {
-  private readonly waiting = new Set<() => void>();
+  /** The compilations not run yet, each taken out as it runs. */
+  private readonly waiting = new Set<() => unknown>();
 
   /** A validator that compiles on its first check and forwards the compiled one's issues. */
   validator(compile: () => Validation): Validation {
-    let compiled: Validation | undefined;
-    const ensure = () => (compiled ??= compile());
+    const compiled = this.defer(compile);
     const check: Validation = (data) => {
-      this.waiting.delete(ensure);
-      const validate = ensure();
+      const validate = compiled();
       const valid = validate(data);
       check.errors = validate.errors;
       return valid;
     };
-    this.waiting.add(ensure);
     return check;
   }
 
   /** A serializer that compiles on its first answer. */
   serializer(compile: () => Serializer): Serializer {
-    let compiled: Serializer | undefined;
-    const ensure = () => (compiled ??= compile());
-    this.waiting.add(ensure);
-    return (data) => {
-      this.waiting.delete(ensure);
-      return ensure()(data);
-    };
+    const compiled = this.defer(compile);
+    return (data) => compiled()(data);
   }
 
   /**
@@ -64,9 +57,22 @@ export class SchemaCompilation {
   /** Compiles every schema still waiting; returns how many there were. */
   compileAll(): number {
     const waiting = [...this.waiting];
-    this.waiting.clear();
-    for (const compile of waiting) compile();
+    for (const compiled of waiting) compiled();
     return waiting.length;
+  }
+
+  /** The result of `compile`, made on the first call and kept: after that, a call is a read. */
+  private defer<T>(compile: () => T): () => T {
+    let result: T | undefined;
+    const compiled = (): T => {
+      if (result === undefined) {
+        result = compile();
+        this.waiting.delete(compiled);
+      }
+      return result;
+    };
+    this.waiting.add(compiled);
+    return compiled;
   }
 }
 
