@@ -15,7 +15,7 @@ import YAML from 'yaml';
 import type { Page } from 'playwright-core';
 import { startConsole, ConsoleSession } from '../helpers/browser';
 import { eventually, waitForStatus } from '../helpers/service';
-import { maskedScreenshot } from './page-checks';
+import { chooseRegion, maskedScreenshot } from './page-checks';
 
 jest.setTimeout(180_000);
 
@@ -59,7 +59,7 @@ describe('console: databases', () => {
     await c.page.getByText('No databases yet.').waitFor();
     await c.page.getByRole('link', { name: 'New database' }).click();
     await c.page.getByLabel('Name').fill('orders');
-    await c.page.getByLabel('Region').selectOption('fra1');
+    await chooseRegion(c.page, 'fra1');
     await c.page.getByLabel('Num nodes').fill('2');
     // A list of objects: one trusted source, added by its button, the focus moving into it.
     const sources = c.page.getByRole('group', { name: 'Trusted sources' });
@@ -245,7 +245,7 @@ describe('console: Kubernetes clusters', () => {
   it('creates a cluster with a node pool and its labels through the form', async () => {
     await c.open('/kubernetes-clusters/new');
     await c.page.locator('#field-name').fill('prod');
-    await c.page.getByLabel('Region').selectOption('fra1');
+    await chooseRegion(c.page, 'fra1');
     await c.page.locator('#field-version').selectOption('1.33');
     // The list needs one pool: the form starts with it, and it cannot be removed.
     const pool = c.page.getByRole('group', { name: 'Node pool 1' });

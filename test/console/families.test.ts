@@ -13,6 +13,7 @@ import { OidcProvider, startOidcProvider } from '../helpers/oidc-provider';
 import { S3Server, startS3Server } from '../helpers/s3-server';
 import { PutObjectCommand } from '@aws-sdk/client-s3';
 import { familyByName } from '../../src/resources/registry';
+import { chooseRegion } from './page-checks';
 
 jest.setTimeout(120_000);
 
@@ -65,7 +66,7 @@ describe('console: resource families in a browser', () => {
   it('shows the API 422 next to the field it names, and focuses that field', async () => {
     await c.open('/load-balancers/new');
     await c.page.getByLabel('Name').fill('web-1');
-    await c.page.getByLabel('Region').selectOption('fra1');
+    await chooseRegion(c.page, 'fra1');
     await c.page.getByLabel('Port', { exact: false }).fill('0');
     await c.page.getByRole('button', { name: 'Create load balancer' }).click();
     const port = c.page.locator('#field-port');
@@ -251,7 +252,7 @@ describe('console: resource families in a browser', () => {
     const psk = 'correct-horse-battery-staple-42';
     await c.open('/vpn-gateways/new');
     await c.page.getByLabel('Name').fill('office');
-    await c.page.getByLabel('Region').selectOption('fra1');
+    await chooseRegion(c.page, 'fra1');
     await c.page.getByLabel('Tunnel type').fill('ipsec');
     await c.page.getByLabel('Remote network CIDR').fill('192.168.10.0/24');
     await c.page.getByLabel('Remote peer IP').fill('8.8.4.4');

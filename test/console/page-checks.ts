@@ -10,6 +10,16 @@ import type { BrowserContext, Page } from 'playwright-core';
 import { SCREENSHOT_DIR } from '../helpers/browser';
 import { eventually } from '../helpers/service';
 
+/**
+ * Chooses a region in a create form. The field is a text input until GET /regions has
+ * answered and a select after: choosing at once raced that answer on a busy machine.
+ */
+export async function chooseRegion(page: Page, region: string): Promise<void> {
+  const select = page.locator('select#field-region');
+  await select.waitFor();
+  await select.selectOption(region);
+}
+
 /** docs/screenshots/<name>.png; a secret the page shows once is masked, so that none is committed. */
 export async function maskedScreenshot(page: Page, name: string): Promise<void> {
   await page.screenshot({ path: path.join(SCREENSHOT_DIR, `${name}.png`), fullPage: true, mask: [page.locator('.once-secret input')] });

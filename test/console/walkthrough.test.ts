@@ -13,7 +13,7 @@ import { freePort } from '../helpers/kube-apiserver';
 import { OidcProvider, startOidcProvider } from '../helpers/oidc-provider';
 import { startReceiver, Receiver } from '../helpers/receiver';
 import { eventually, waitForStatus, TestService } from '../helpers/service';
-import { autoPostedForm, maskedScreenshot, sessionCookie } from './page-checks';
+import { autoPostedForm, chooseRegion, maskedScreenshot, sessionCookie } from './page-checks';
 
 jest.setTimeout(180_000);
 
@@ -112,7 +112,7 @@ test('subscribe a webhook to a receiver that fails (for the delivery step)', asy
 test('create a load balancer and watch it turn running without reloading', async () => {
   await c.open('/load-balancers/new');
   await page.getByLabel('Name').fill('walk-lb');
-  await page.getByLabel('Region').selectOption('fra1');
+  await chooseRegion(page, 'fra1');
   await markDocument();
   await page.getByRole('button', { name: 'Create load balancer' }).click();
   await page.waitForURL(/#\/load-balancers\/lb_/);
